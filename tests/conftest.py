@@ -1,0 +1,32 @@
+"""Shared test settings: hypothesis profiles and the backends every op test runs on."""
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+from tricycle import backend
+
+settings.register_profile(
+    "ci", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "dev", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+BACKENDS = [
+    pytest.param("numpy", id="numpy"),
+    pytest.param(
+        "cupy",
+        id="cupy",
+        marks=pytest.mark.skipif(not backend.cupy_available(), reason="no CUDA GPU"),
+    ),
+]
+
+
+@pytest.fixture(params=BACKENDS)
+def xp(request):
+    """The array module to run a test on: numpy always, cupy when a GPU is present."""
+    return np if request.param == "numpy" else backend.cupy()

@@ -1,0 +1,129 @@
+"""Elementwise ops of two tensors, with numpy broadcasting.
+
+Broadcasting makes an input's gradient come back in the output's shape; ``unbroadcast`` sums
+it back down to the input's shape. It is the one place that knows how.
+"""
+
+from tricycle.backend import check_same_device
+from tricycle.tensor import Tensor
+
+
+def unbroadcast(grad, shape: tuple[int, ...]):
+    """Sum ``grad`` over the axes that broadcasting added or stretched to reach ``shape``."""
+    if grad.shape == shape:
+        return grad
+    extra = grad.ndim - len(shape)
+    axes = tuple(range(extra)) + tuple(
+        extra + i for i, n in enumerate(shape) if n == 1 and grad.shape[extra + i] != 1
+    )
+    return grad.sum(axis=axes, keepdims=True).reshape(shape)
+
+
+def _binary(op: str, a: Tensor, b: Tensor, out, da, db) -> Tensor:
+    """Wrap ``out``: da/db map the output gradient to a's/b's gradient before unbroadcasting."""
+    return Tensor(
+        out,
+        args=(a, b),
+        back_fns=(
+            lambda dout: unbroadcast(da(dout), a.shape),
+            lambda dout: unbroadcast(db(dout), b.shape),
+        ),
+        name=op,
+        is_batched=a.is_batched or b.is_batched,
+    )
+
+
+def _apply(op: str, fn, a: Tensor, b: Tensor):
+    """Compute ``fn(a.array, b.array)`` with a clear error for bad devices or shapes."""
+    check_same_device(op, a.array, b.array)
+    try:
+        return fn(a.array, b.array)
+    except ValueError:
+        raise ValueError(
+            f"{op}: shapes {a.shape} and {b.shape} cannot be broadcast together"
+        ) from None
+
+
+def _share(a: Tensor, wins, ties):
+    """The fraction of the gradient that goes to ``a`` in a max/min: 1, 0.5 on ties, or 0."""
+    return wins.astype(a.dtype) + 0.5 * ties.astype(a.dtype)
+
+
+def add(a: Tensor, b: Tensor) -> Tensor:
+    """a + b"""
+    out = _apply("add", lambda x, y: x + y, a, b)
+    return _binary("badd", a, b, out, lambda d: d, lambda d: d)
+
+
+def sub(a: Tensor, b: Tensor) -> Tensor:
+    """a - b"""
+    out = _apply("sub", lambda x, y: x - y, a, b)
+    return _binary("bsub", a, b, out, lambda d: d, lambda d: -d)
+
+
+def mul(a: Tensor, b: Tensor) -> Tensor:
+    """a * b"""
+    out = _apply("mul", lambda x, y: x * y, a, b)
+    return _binary("bmul", a, b, out, lambda d: d * b.array, lambda d: d * a.array)
+
+
+def div(a: Tensor, b: Tensor) -> Tensor:
+    """a / b"""
+    out = _apply("div", lambda x, y: x / y, a, b)
+    return _binary("bdiv", a, b, out, lambda d: d / b.array, lambda d: -d * out / b.array)
+
+
+def pow(a: Tensor, b: Tensor) -> Tensor:  # noqa: A001 - the name from the math
+    """a ** b; d/db is taken as 0 where a == 0 and b >= 0, as PyTorch does."""
+    xp = a.xp
+    out = _apply("pow", lambda x, y: x**y, a, b)
+
+    def db(dout):
+        log_a = xp.log(xp.where(a.array == 0, 1, a.array))
+        return dout * out * log_a
+
+    return _binary("bpow", a, b, out, lambda d: d * b.array * a.array ** (b.array - 1), db)
+
+
+def maximum(a: Tensor, b: Tensor) -> Tensor:
+    """Elementwise max; where a == b the gradient is split evenly, never doubled."""
+    out = _apply("maximum", a.xp.maximum, a, b)
+    share_a = _share(a, a.array > b.array, a.array == b.array)
+    return _binary(
+        "bmax",
+        a,
+        b,
+        out,
+        lambda d: d * share_a,
+        lambda d: d * (1 - share_a),
+    )
+
+
+def minimum(a: Tensor, b: Tensor) -> Tensor:
+    """Elementwise min; where a == b the gradient is split evenly, never doubled."""
+    out = _apply("minimum", a.xp.minimum, a, b)
+    share_a = _share(a, a.array < b.array, a.array == b.array)
+    return _binary(
+        "bmin",
+        a,
+        b,
+        out,
+        lambda d: d * share_a,
+        lambda d: d * (1 - share_a),
+    )
+
+
+_COMPARISONS = {
+    "<": lambda x, y: x < y,
+    "<=": lambda x, y: x <= y,
+    ">": lambda x, y: x > y,
+    ">=": lambda x, y: x >= y,
+    "==": lambda x, y: x == y,
+    "!=": lambda x, y: x != y,
+}
+
+
+def compare(op: str, a: Tensor, b: Tensor) -> Tensor:
+    """Elementwise comparison (``op`` one of < <= > >= == !=): a boolean tensor, no gradient."""
+    out = _apply(op, _COMPARISONS[op], a, b)
+    return Tensor(out, requires_grad=False, is_batched=a.is_batched or b.is_batched)

@@ -1,0 +1,115 @@
+"""Bind Python operators and convenience methods of Tensor to the ops that implement them.
+
+Kept apart from tensor.py so that the ops can import Tensor without an import cycle; the
+package's ``__init__`` imports this module, so ``from tricycle.tensor import to_tensor`` is
+enough to get working operators.
+"""
+
+import numbers
+
+import numpy as np
+
+from tricycle import binary, ops, reduce, unary
+from tricycle.einsum import Einsum
+from tricycle.tensor import Tensor
+
+
+def _scalar(value) -> bool:
+    return isinstance(value, numbers.Number) or (isinstance(value, np.ndarray) and value.ndim == 0)
+
+
+def _as_tensor(value, like: Tensor) -> Tensor:
+    """A constant tensor (no gradient) on ``like``'s device, keeping float dtypes as ``like``."""
+    if isinstance(value, Tensor):
+        return value
+    array = like.xp.asarray(value)
+    if np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer):
+        array = array.astype(like.dtype) if np.issubdtype(like.dtype, np.floating) else array
+    return Tensor(array, requires_grad=False)
+
+
+def _arithmetic(tensor_op, scalar_op, reflected_scalar_op=None):
+    """An operator that uses the scalar op for numbers and the binary op for tensors."""
+
+    def forward(self, other):
+        if _scalar(other):
+            return scalar_op(self, float(other) if isinstance(other, float) else other)
+        return tensor_op(self, _as_tensor(other, self))
+
+    def reflected(self, other):
+        if _scalar(other):
+            return (reflected_scalar_op or scalar_op)(self, other)
+        return tensor_op(_as_tensor(other, self), self)
+
+    return forward, reflected
+
+
+Tensor.__add__, Tensor.__radd__ = _arithmetic(binary.add, unary.add_scalar)
+Tensor.__sub__, Tensor.__rsub__ = _arithmetic(binary.sub, unary.sub_scalar, unary.rsub_scalar)
+Tensor.__mul__, Tensor.__rmul__ = _arithmetic(binary.mul, unary.mul_scalar)
+Tensor.__truediv__, Tensor.__rtruediv__ = _arithmetic(
+    binary.div, unary.div_scalar, unary.rdiv_scalar
+)
+Tensor.__pow__, Tensor.__rpow__ = _arithmetic(binary.pow, unary.pow_scalar, unary.rpow_scalar)
+Tensor.__neg__ = unary.neg
+Tensor.__abs__ = unary.abs
+
+
+def _comparison(symbol):
+    def compare(self, other):
+        return binary.compare(symbol, self, _as_tensor(other, self))
+
+    return compare
+
+
+Tensor.__lt__ = _comparison("<")
+Tensor.__le__ = _comparison("<=")
+Tensor.__gt__ = _comparison(">")
+Tensor.__ge__ = _comparison(">=")
+Tensor.__eq__ = _comparison("==")
+Tensor.__ne__ = _comparison("!=")
+
+
+def _matmul(a: Tensor, b: Tensor) -> Tensor:
+    """a @ b with numpy's matmul semantics for 1-D and batched operands."""
+    b = _as_tensor(b, a)
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError(f"matmul: operands must not be scalars, got {a.shape} @ {b.shape}")
+    left = "...ij" if a.ndim > 1 else "j"
+    right = "...jk" if b.ndim > 1 else "j"
+    out = ("...i" if a.ndim > 1 else "...") + ("k" if b.ndim > 1 else "")
+    if a.shape[-1] != b.shape[-2 if b.ndim > 1 else -1]:
+        raise ValueError(f"matmul: inner dimensions differ: {a.shape} @ {b.shape}")
+    return Einsum(f"{left},{right}->{out}")(a, b)
+
+
+Tensor.__matmul__ = _matmul
+Tensor.__rmatmul__ = lambda self, other: _matmul(_as_tensor(other, self), self)
+Tensor.__getitem__ = ops.getitem
+
+# methods, named as in numpy
+Tensor.sum = reduce.sum
+Tensor.mean = reduce.mean
+Tensor.max = reduce.max
+Tensor.min = reduce.min
+Tensor.var = reduce.var
+Tensor.exp = unary.exp
+Tensor.log = unary.log
+Tensor.sqrt = unary.sqrt
+Tensor.sin = unary.sin
+Tensor.cos = unary.cos
+Tensor.abs = unary.abs
+Tensor.clip = unary.clip
+Tensor.transpose = lambda self, *axes: ops.transpose(
+    self, axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else (axes or None)
+)
+Tensor.T = property(lambda self: ops.transpose(self))
+Tensor.swapaxes = ops.swapaxes
+Tensor.reshape = lambda self, *shape: ops.reshape(
+    self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
+)
+Tensor.squeeze = ops.squeeze
+Tensor.expand_dims = ops.expand_dims
+Tensor.split = ops.split
+Tensor.repeat = ops.repeat
+Tensor.masked_fill = ops.masked_fill

@@ -1,0 +1,239 @@
+"""Shape and indexing ops: reshape, transpose, squeeze, split, concatenate, stack, repeat,
+indexing, where and masked_fill.
+
+None of these do arithmetic, so each derivative just routes the gradient back to where the
+values came from (and sums where one value went to several places).
+"""
+
+from collections.abc import Sequence
+
+from tricycle.backend import check_same_device, is_cupy_array
+from tricycle.binary import unbroadcast
+from tricycle.tensor import Tensor
+
+
+def _op(x: Tensor, out, back_fn, name: str) -> Tensor:
+    return Tensor(out, args=(x,), back_fns=(back_fn,), name=name, is_batched=x.is_batched)
+
+
+def reshape(x: Tensor, shape: Sequence[int]) -> Tensor:
+    """The same values in a new shape (one axis may be -1)."""
+    try:
+        out = x.array.reshape(shape)
+    except ValueError:
+        raise ValueError(
+            f"reshape: cannot reshape a tensor of shape {x.shape} into {shape}"
+        ) from None
+    return _op(x, out, lambda dout: dout.reshape(x.shape), "reshape")
+
+
+def transpose(x: Tensor, axes: Sequence[int] | None = None) -> Tensor:
+    """Permute the axes (reverse them by default), as numpy.transpose."""
+    xp = x.xp
+    axes = tuple(range(x.ndim))[::-1] if axes is None else tuple(a % x.ndim for a in axes)
+    if sorted(axes) != list(range(x.ndim)):
+        raise ValueError(f"transpose: {axes} is not a permutation of the axes of {x.shape}")
+    inverse = tuple(sorted(range(x.ndim), key=axes.__getitem__))
+    return _op(
+        x, xp.transpose(x.array, axes), lambda dout: xp.transpose(dout, inverse), "transpose"
+    )
+
+
+def swapaxes(x: Tensor, a: int, b: int) -> Tensor:
+    """Exchange two axes."""
+    axes = list(range(x.ndim))
+    axes[a], axes[b] = axes[b], axes[a]
+    return transpose(x, axes)
+
+
+def expand_dims(x: Tensor, axis: int) -> Tensor:
+    """Insert a size-1 axis at ``axis``."""
+    out = x.xp.expand_dims(x.array, axis)
+    return _op(x, out, lambda dout: dout.reshape(x.shape), "expand_dims")
+
+
+def squeeze(x: Tensor, axis: int | tuple[int, ...] | None = None) -> Tensor:
+    """Remove size-1 axes (all of them, or those named)."""
+    try:
+        out = x.xp.squeeze(x.array, axis)
+    except ValueError:
+        raise ValueError(f"squeeze: axis {axis} of shape {x.shape} does not have size 1") from None
+    return _op(x, out, lambda dout: dout.reshape(x.shape), "squeeze")
+
+
+def getitem(x: Tensor, index) -> Tensor:
+    """``x[index]`` with basic slicing or integer/boolean array indexing.
+
+    The gradient is scattered back; repeated integer indices accumulate. Out-of-range
+    integer indices raise (cupy would otherwise wrap them silently).
+    """
+    xp = x.xp
+    index = _unwrap_index(index)
+    if _is_advanced(index):
+        _check_bounds(x, index)
+    try:
+        out = x.array[index]
+    except IndexError as error:
+        raise IndexError(f"getitem: index {index!r} for shape {x.shape}: {error}") from None
+
+    def back_fn(dout):
+        dx = xp.zeros(x.shape, dtype=dout.dtype)
+        if _is_advanced(index):
+            xp.add.at(dx, index, dout)  # repeated indices must add up, not overwrite
+        else:
+            dx[index] = dout
+        return dx
+
+    return _op(x, out, back_fn, "getitem")
+
+
+def _unwrap_index(index):
+    if isinstance(index, Tensor):
+        return index.array
+    if isinstance(index, tuple):
+        return tuple(i.array if isinstance(i, Tensor) else i for i in index)
+    if isinstance(index, list):
+        return _unwrap_index(Tensor(index, dtype=int, requires_grad=False))
+    return index
+
+
+def _is_advanced(index) -> bool:
+    items = index if isinstance(index, tuple) else (index,)
+    return any(hasattr(i, "shape") and i.ndim > 0 and i.dtype != bool for i in items)
+
+
+def _check_bounds(x: Tensor, index) -> None:
+    """Raise for integer-array indices outside their axis (cupy does not check)."""
+    if not any(is_cupy_array(i) for i in (index if isinstance(index, tuple) else (index,))):
+        return  # numpy raises its own IndexError
+    items = index if isinstance(index, tuple) else (index,)
+    axis = 0
+    for i in items:
+        if i is None:
+            continue
+        if i is Ellipsis:
+            axis = x.ndim - sum(1 for j in items[items.index(i) + 1 :] if j is not None)
+            continue
+        if hasattr(i, "shape") and i.dtype != bool and i.size:
+            n = x.shape[axis]
+            low, high = int(i.min()), int(i.max())
+            if low < -n or high >= n:
+                raise IndexError(
+                    f"getitem: index out of range for axis {axis} of size {n} "
+                    f"(indices span [{low}, {high}]) in a tensor of shape {x.shape}"
+                )
+        axis += 1
+
+
+def concatenate(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
+    """Join tensors along an existing axis."""
+    xp = check_same_device("concatenate", *(t.array for t in tensors))
+    try:
+        out = xp.concatenate([t.array for t in tensors], axis=axis)
+    except ValueError as error:
+        shapes = [t.shape for t in tensors]
+        raise ValueError(f"concatenate: shapes {shapes} along axis {axis}: {error}") from None
+    bounds = [0]
+    for t in tensors:
+        bounds.append(bounds[-1] + t.shape[axis])
+    axis %= out.ndim
+
+    def piece(i):
+        where = (slice(None),) * axis + (slice(bounds[i], bounds[i + 1]),)
+        return lambda dout: dout[where]
+
+    return Tensor(
+        out,
+        args=tuple(tensors),
+        back_fns=[piece(i) for i in range(len(tensors))],
+        name="concatenate",
+        is_batched=tensors[0].is_batched,
+    )
+
+
+def stack(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
+    """Join same-shaped tensors along a new axis."""
+    xp = check_same_device("stack", *(t.array for t in tensors))
+    try:
+        out = xp.stack([t.array for t in tensors], axis=axis)
+    except ValueError as error:
+        shapes = [t.shape for t in tensors]
+        raise ValueError(f"stack: shapes {shapes}: {error}") from None
+    axis %= out.ndim
+
+    def piece(i):
+        where = (slice(None),) * axis + (i,)
+        return lambda dout: dout[where]
+
+    return Tensor(
+        out,
+        args=tuple(tensors),
+        back_fns=[piece(i) for i in range(len(tensors))],
+        name="stack",
+        is_batched=tensors[0].is_batched,
+    )
+
+
+def split(x: Tensor, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Tensor]:
+    """Split into pieces along ``axis``, as numpy.split; each piece is a slice of x."""
+    n = x.shape[axis]
+    if isinstance(indices_or_sections, int):
+        if indices_or_sections <= 0 or n % indices_or_sections:
+            raise ValueError(
+                f"split: axis {axis} of size {n} (shape {x.shape}) does not divide into "
+                f"{indices_or_sections} equal sections"
+            )
+        step = n // indices_or_sections
+        bounds = list(range(0, n + 1, step))
+    else:
+        bounds = [0, *indices_or_sections, n]
+    axis %= x.ndim
+    return [
+        getitem(x, (slice(None),) * axis + (slice(lo, hi),))
+        for lo, hi in zip(bounds[:-1], bounds[1:])
+    ]
+
+
+def repeat(x: Tensor, repeats: int, axis: int | None = None) -> Tensor:
+    """Repeat each element ``repeats`` times along ``axis`` (flattened if None), as np.repeat."""
+    if not isinstance(repeats, int) or repeats < 0:
+        raise ValueError(f"repeat: repeats must be a non-negative int, got {repeats!r}")
+    xp = x.xp
+    out = xp.repeat(x.array, repeats, axis=axis)
+    flat = axis is None
+    axis = 0 if flat else axis % x.ndim
+    source = (x.size,) if flat else x.shape
+
+    def back_fn(dout):
+        # (..., n * repeats, ...) -> (..., n, repeats, ...) -> sum over the repeats
+        grouped = dout.reshape(source[:axis] + (source[axis], repeats) + source[axis + 1 :])
+        return grouped.sum(axis=axis + 1).reshape(x.shape)
+
+    return _op(x, out, back_fn, "repeat")
+
+
+def where(condition, a: Tensor, b: Tensor) -> Tensor:
+    """Elementwise ``a if condition else b``, broadcasting all three."""
+    condition = condition.array if isinstance(condition, Tensor) else condition
+    xp = check_same_device("where", condition, a.array, b.array)
+    out = xp.where(condition, a.array, b.array)
+    return Tensor(
+        out,
+        args=(a, b),
+        back_fns=(
+            lambda dout: unbroadcast(xp.where(condition, dout, 0), a.shape),
+            lambda dout: unbroadcast(xp.where(condition, 0, dout), b.shape),
+        ),
+        name="where",
+        is_batched=a.is_batched or b.is_batched,
+    )
+
+
+def masked_fill(x: Tensor, mask, value: float) -> Tensor:
+    """Replace the values where ``mask`` is True by ``value``; they get no gradient."""
+    mask = mask.array if isinstance(mask, Tensor) else mask
+    xp = check_same_device("masked_fill", x.array, mask)
+    if mask.dtype != bool:
+        raise TypeError(f"masked_fill: mask must be boolean, got {mask.dtype}")
+    out = xp.where(mask, xp.asarray(value, dtype=x.dtype), x.array)
+    return _op(x, out, lambda dout: unbroadcast(xp.where(mask, 0, dout), x.shape), "masked_fill")

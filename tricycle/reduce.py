@@ -1,0 +1,110 @@
+"""Reductions over axes: sum, mean, max, min, var (all with ``keepdims``).
+
+The gradient of a reduction is the output gradient put back on the reduced axes (as size-1
+axes) and broadcast to the input's shape, times the local derivative.
+"""
+
+from tricycle.tensor import Tensor
+
+Axis = int | tuple[int, ...] | None
+
+
+def _axes(x: Tensor, axis: Axis, op: str) -> tuple[int, ...]:
+    """Normalise ``axis`` to a sorted tuple of non-negative axes, with a clear error."""
+    if axis is None:
+        return tuple(range(x.ndim))
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    for a in axes:
+        if not -x.ndim <= a < x.ndim:
+            raise ValueError(f"{op}: axis {a} is out of range for a tensor of shape {x.shape}")
+    normal = tuple(sorted(a % x.ndim for a in axes))
+    if len(set(normal)) != len(normal):
+        raise ValueError(f"{op}: repeated axis in {axis}")
+    return normal
+
+
+def _expand(dout, x: Tensor, axes: tuple[int, ...], keepdims: bool):
+    """Give ``dout`` size-1 axes where ``x`` was reduced (so it broadcasts against x)."""
+    if keepdims:
+        return dout
+    shape = list(x.shape)
+    for a in axes:
+        shape[a] = 1
+    return dout.reshape(shape)
+
+
+def _count(x: Tensor, axes: tuple[int, ...], op: str) -> int:
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    if n == 0:
+        raise ValueError(f"{op}: cannot reduce an empty tensor of shape {x.shape}")
+    return n
+
+
+def _reduction(x, out, back_fn, name):
+    return Tensor(out, args=(x,), back_fns=(back_fn,), name=name, is_batched=x.is_batched)
+
+
+def sum(x: Tensor, axis: Axis = None, keepdims: bool = False) -> Tensor:  # noqa: A001
+    """Sum over ``axis`` (all axes by default)."""
+    xp, axes = x.xp, _axes(x, axis, "sum")
+    out = xp.sum(x.array, axis=axes, keepdims=keepdims)
+    return _reduction(
+        x, out, lambda dout: xp.broadcast_to(_expand(dout, x, axes, keepdims), x.shape), "sum"
+    )
+
+
+def mean(x: Tensor, axis: Axis = None, keepdims: bool = False) -> Tensor:
+    """Arithmetic mean over ``axis`` (all axes by default)."""
+    xp, axes = x.xp, _axes(x, axis, "mean")
+    n = _count(x, axes, "mean")
+    out = xp.mean(x.array, axis=axes, keepdims=keepdims)
+    return _reduction(
+        x,
+        out,
+        lambda dout: xp.broadcast_to(_expand(dout, x, axes, keepdims) / n, x.shape),
+        "mean",
+    )
+
+
+def _extremum(x: Tensor, axis: Axis, keepdims: bool, op: str) -> Tensor:
+    xp, axes = x.xp, _axes(x, axis, op)
+    _count(x, axes, op)
+    reduce_fn = xp.max if op == "max" else xp.min
+    out = reduce_fn(x.array, axis=axes, keepdims=True)
+
+    def back_fn(dout):
+        # ties share the gradient equally, so it is never counted twice
+        hits = (x.array == out).astype(x.dtype)
+        return _expand(dout, x, axes, keepdims) * hits / hits.sum(axis=axes, keepdims=True)
+
+    return _reduction(
+        x,
+        out if keepdims else out.reshape([n for i, n in enumerate(x.shape) if i not in axes]),
+        back_fn,
+        op,
+    )
+
+
+def max(x: Tensor, axis: Axis = None, keepdims: bool = False) -> Tensor:  # noqa: A001
+    """Maximum over ``axis``; tied maxima split the gradient evenly."""
+    return _extremum(x, axis, keepdims, "max")
+
+
+def min(x: Tensor, axis: Axis = None, keepdims: bool = False) -> Tensor:  # noqa: A001
+    """Minimum over ``axis``; tied minima split the gradient evenly."""
+    return _extremum(x, axis, keepdims, "min")
+
+
+def var(x: Tensor, axis: Axis = None, keepdims: bool = False, ddof: int = 0) -> Tensor:
+    """Variance over ``axis`` with ``ddof`` delta degrees of freedom (numpy's default 0)."""
+    xp, axes = x.xp, _axes(x, axis, "var")
+    n = _count(x, axes, "var")
+    if n - ddof <= 0:
+        raise ValueError(f"var: {n} elements with ddof={ddof} leave no degrees of freedom")
+    centred = x.array - xp.mean(x.array, axis=axes, keepdims=True)
+    out = xp.sum(centred * centred, axis=axes, keepdims=keepdims) / (n - ddof)
+    return _reduction(
+        x, out, lambda dout: _expand(dout, x, axes, keepdims) * centred * (2 / (n - ddof)), "var"
+    )

@@ -1,0 +1,357 @@
+"""Tensor: an array plus the graph needed to differentiate it.
+
+Every op returns ``Tensor(out, args=inputs, back_fns=derivatives)``: one callable per input
+mapping the output's gradient to that input's gradient. ``Tensor.backward`` sorts the graph
+topologically (iteratively: no recursion limit) and walks it in reverse, accumulating gradients
+out of place in a dict keyed by tensor identity.
+
+Python operators (``+``, ``*``, ``[]``, ...) and methods such as ``.sum()`` are bound to the ops
+that implement them in ``tricycle/operators.py``.
+"""
+
+from collections.abc import Callable, Sequence
+from contextlib import contextmanager
+
+import numpy as np
+
+from tricycle import backend
+
+BackFn = Callable[[object], object]  # output gradient array -> input gradient array
+
+_grad_enabled = True
+
+
+@contextmanager
+def no_grad():
+    """Build no graph inside this block (evaluation, sampling): outputs keep no args."""
+    global _grad_enabled
+    previous, _grad_enabled = _grad_enabled, False
+    try:
+        yield
+    finally:
+        _grad_enabled = previous
+
+
+def grad_enabled() -> bool:
+    """Whether ops currently record the graph."""
+    return _grad_enabled
+
+
+def _is_float(dtype) -> bool:
+    return np.issubdtype(dtype, np.floating)
+
+
+class Tensor:
+    """An n-dimensional array that remembers how it was computed.
+
+    Args:
+        array: a numpy/cupy ndarray (kept as is, no copy, when ``dtype`` is None or matches)
+            or anything ``numpy.asarray`` accepts (converted to float32 unless ``dtype``).
+        args: the input tensors of the op that made this tensor.
+        back_fns: one callable per arg, mapping this tensor's gradient to that arg's gradient.
+        requires_grad: defaults to True for floating tensors, False otherwise. Integer tensors
+            cannot require gradients.
+        is_batched: whether the first axis is a batch axis (informational: ops broadcast).
+        name: a label shown in the repr, usually the op that made the tensor.
+        dtype: convert to this dtype.
+    """
+
+    __slots__ = (
+        "array",
+        "args",
+        "back_fns",
+        "requires_grad",
+        "grad",
+        "name",
+        "is_batched",
+        "_retain_grad",
+        "__weakref__",
+    )
+    __array_priority__ = 1000  # numpy scalars defer to Tensor's reflected operators
+
+    def __init__(
+        self,
+        array,
+        args: Sequence["Tensor"] | None = None,
+        back_fns: Sequence[BackFn] | None = None,
+        requires_grad: bool | None = None,
+        is_batched: bool = False,
+        name: str | None = None,
+        dtype=None,
+    ):
+        if isinstance(array, Tensor):
+            array = array.array
+        if not (isinstance(array, np.ndarray) or backend.is_cupy_array(array)):
+            array = np.asarray(array, dtype=dtype or _default_dtype(array))
+        elif dtype is not None and array.dtype != dtype:
+            array = array.astype(dtype)
+        self.array = array
+
+        floating = _is_float(array.dtype)
+        if requires_grad and not floating:
+            raise TypeError(
+                f"Tensor: only floating tensors can require gradients, got dtype {array.dtype} "
+                f"with shape {array.shape}. Pass requires_grad=False or a float dtype."
+            )
+        if args is not None:
+            # an op's output needs the graph only if some input does and grad mode is on
+            if _grad_enabled and any(arg.requires_grad for arg in args):
+                self.args, self.back_fns = tuple(args), tuple(back_fns)
+                self.requires_grad = floating
+            else:
+                self.args = self.back_fns = None
+                self.requires_grad = False
+        else:
+            self.args = self.back_fns = None
+            self.requires_grad = floating if requires_grad is None else requires_grad
+        self.grad: Tensor | None = None
+        self.name = name
+        self.is_batched = is_batched
+        self._retain_grad = False
+
+    # ----------------------------------------------------------------- properties
+    @property
+    def xp(self):
+        """The array module of this tensor: numpy on the CPU, cupy on a GPU."""
+        return backend.array_module(self.array)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.array.shape
+
+    @property
+    def ndim(self) -> int:
+        return self.array.ndim
+
+    @property
+    def dtype(self):
+        return self.array.dtype
+
+    @property
+    def size(self) -> int:
+        return self.array.size
+
+    @property
+    def device(self) -> str:
+        """'cpu' or 'cuda:N'."""
+        return backend.device_of(self.array)
+
+    @property
+    def on_gpu(self) -> bool:
+        return backend.is_cupy_array(self.array)
+
+    def __len__(self) -> int:
+        return len(self.array)
+
+    # ----------------------------------------------------------------- backward
+    def backward(self, grad=None, retain_graph: bool = False) -> None:
+        """Differentiate this tensor with respect to every tensor it was computed from.
+
+        Sets ``.grad`` on leaves that require it (accumulating if already set) and on tensors
+        that called ``retain_grad()``. A non-scalar output is seeded with a gradient of ones.
+        The graph is freed afterwards unless ``retain_graph=True``.
+        """
+        if not _is_float(self.dtype):
+            raise TypeError(
+                f"backward: cannot differentiate a tensor of dtype {self.dtype} "
+                f"(shape {self.shape}); only floating tensors have gradients."
+            )
+        if not self.requires_grad:
+            raise RuntimeError(
+                f"backward: tensor {self.name or ''} (shape {self.shape}) does not require "
+                "grad: none of its inputs require grad, or it was made under no_grad()."
+            )
+        xp = self.xp
+        if grad is None:
+            grad = xp.ones_like(self.array)
+        else:
+            grad = grad.array if isinstance(grad, Tensor) else xp.asarray(grad)
+            if grad.shape != self.shape:
+                raise ValueError(
+                    f"backward: gradient shape {grad.shape} does not match tensor shape "
+                    f"{self.shape}"
+                )
+
+        order = self._topological_order()
+        grads = {id(self): grad}
+        assigned = set()  # ids of arrays handed out as .grad, so no two leaves share one
+        for node in reversed(order):
+            g = grads.pop(id(node), None)
+            if g is None:
+                continue
+            if node.args is None or node._retain_grad:
+                if id(g) in assigned:
+                    g = g.copy()
+                assigned.add(id(g))
+                node._accumulate_grad(g)
+            if node.args is None:
+                continue
+            for arg, back_fn in zip(node.args, node.back_fns):
+                if not arg.requires_grad:
+                    continue
+                g_arg = back_fn(g)
+                if g_arg.shape != arg.shape:
+                    raise RuntimeError(
+                        f"backward of {node.name}: gradient for input of shape {arg.shape} "
+                        f"came back with shape {g_arg.shape}"
+                    )
+                if g_arg.dtype != arg.dtype:
+                    g_arg = g_arg.astype(arg.dtype)
+                previous = grads.get(id(arg))
+                # out of place: never write into an array another tensor may own
+                grads[id(arg)] = g_arg if previous is None else previous + g_arg
+            if not retain_graph:
+                node.args = node.back_fns = None
+
+    def _topological_order(self) -> list["Tensor"]:
+        """Tensors reachable from self that require grad, inputs before outputs."""
+        order, visited = [], {id(self)}
+        stack = [(self, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if expanded:
+                order.append(node)
+                continue
+            stack.append((node, True))
+            for arg in node.args or ():
+                if arg.requires_grad and id(arg) not in visited:
+                    visited.add(id(arg))
+                    stack.append((arg, False))
+        return order
+
+    def _accumulate_grad(self, g) -> None:
+        if self.grad is None:
+            self.grad = Tensor(g, requires_grad=False, is_batched=self.is_batched)
+        else:
+            self.grad = Tensor(self.grad.array + g, requires_grad=False, is_batched=self.is_batched)
+
+    def retain_grad(self) -> "Tensor":
+        """Keep this (non-leaf) tensor's gradient in ``.grad`` after backward."""
+        self._retain_grad = True
+        return self
+
+    def zero_grad(self) -> "Tensor":
+        """Forget the gradient (and any graph hanging off this tensor)."""
+        self.grad = None
+        self.args = self.back_fns = None
+        return self
+
+    def detach(self) -> "Tensor":
+        """The same data with no graph and no gradient (shares memory)."""
+        return Tensor(self.array, requires_grad=False, is_batched=self.is_batched, name=self.name)
+
+    # ----------------------------------------------------------------- devices
+    def to_gpu(self, device: int = 0) -> "Tensor":
+        """Move this tensor's data (and gradient) to GPU ``device`` in place; returns self."""
+        self.array = backend.to_device_array(self.array, device)
+        if self.grad is not None:
+            self.grad.to_gpu(device)
+        return self
+
+    def from_gpu(self) -> "Tensor":
+        """Move this tensor's data (and gradient) to host memory in place; returns self."""
+        self.array = backend.to_host_array(self.array)
+        if self.grad is not None:
+            self.grad.from_gpu()
+        return self
+
+    def numpy(self) -> np.ndarray:
+        """The data as a numpy array (copied from the GPU if needed)."""
+        return backend.to_host_array(self.array)
+
+    def item(self):
+        """The value of a one-element tensor as a Python number."""
+        return self.array.item()
+
+    # ----------------------------------------------------------------- batching
+    def to_batched(self) -> "Tensor":
+        """Mark the first axis as a batch axis (in place); returns self."""
+        self.is_batched = True
+        return self
+
+    def from_batched(self) -> "Tensor":
+        """Unmark the batch axis (in place); returns self."""
+        self.is_batched = False
+        return self
+
+    # ----------------------------------------------------------------- comparisons
+    def close_to(self, other, rtol: float = 1e-4, atol: float = 1e-5, equal_nan=False) -> bool:
+        """Whether every element is close to ``other`` (a Tensor, array or number)."""
+        other = other.array if isinstance(other, Tensor) else other
+        return bool(self.xp.allclose(self.array, other, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ValueError(
+                f"bool(Tensor) of shape {self.shape} is ambiguous; use .close_to(), "
+                ".array.all() or .array.any()"
+            )
+        return bool(self.array)
+
+    def __float__(self) -> float:
+        return float(self.array)
+
+    def __int__(self) -> int:
+        return int(self.array)
+
+    def __format__(self, spec: str) -> str:
+        return format(self.item(), spec) if spec and self.size == 1 else str(self)
+
+    def __array__(self, dtype=None, copy=None):
+        array = self.numpy()
+        return array if dtype is None else array.astype(dtype)
+
+    def __repr__(self) -> str:
+        body = str(self.array)
+        return f"Tensor({body}, name={self.name})" if self.name else f"Tensor({body})"
+
+    __str__ = __repr__
+    __hash__ = object.__hash__  # == is elementwise, identity hashing keeps dicts working
+
+    def __getstate__(self):
+        # the graph and gradients are transient: pickles hold data only (on the host)
+        return {
+            "array": backend.to_host_array(self.array),
+            "requires_grad": self.requires_grad,
+            "name": self.name,
+            "is_batched": self.is_batched,
+        }
+
+    def __setstate__(self, state):
+        self.array = state["array"]
+        self.requires_grad = state["requires_grad"]
+        self.name = state["name"]
+        self.is_batched = state["is_batched"]
+        self.args = self.back_fns = self.grad = None
+        self._retain_grad = False
+
+
+def _default_dtype(data):
+    """float32 for numbers and nested lists; bool stays bool; numpy scalars keep their dtype."""
+    if isinstance(data, np.generic):
+        return data.dtype
+    return bool if np.asarray(data).dtype == bool else backend.DEFAULT_FLOAT
+
+
+def to_tensor(
+    data,
+    requires_grad: bool | None = None,
+    is_batched: bool = False,
+    name: str | None = None,
+    dtype=None,
+) -> Tensor:
+    """Make a Tensor from a list, number, numpy/cupy array or Tensor.
+
+    Data is float32 unless ``dtype`` says otherwise (``dtype=int`` for labels and token ids);
+    boolean data stays boolean. An array that already has the dtype is not copied.
+    """
+    if isinstance(data, Tensor):
+        data = data.array
+    if dtype is None:
+        if isinstance(data, np.ndarray) or backend.is_cupy_array(data):
+            dtype = bool if data.dtype == bool else backend.DEFAULT_FLOAT
+        else:
+            dtype = _default_dtype(data)
+    return Tensor(
+        data, requires_grad=requires_grad, is_batched=is_batched, name=name, dtype=np.dtype(dtype)
+    )

@@ -1,0 +1,128 @@
+"""Elementwise ops of one tensor, optionally with a Python scalar.
+
+Each op computes its output with the tensor's own array module and returns a Tensor whose
+single back_fn is the closed-form derivative: ``dout -> dout * f'(x)``.
+"""
+
+from tricycle.tensor import Tensor
+
+
+def _unary(x: Tensor, out, back_fn, name: str) -> Tensor:
+    return Tensor(out, args=(x,), back_fns=(back_fn,), name=name, is_batched=x.is_batched)
+
+
+# ------------------------------------------------------------------ with a scalar
+def add_scalar(x: Tensor, c: float) -> Tensor:
+    """x + c"""
+    return _unary(x, x.array + c, lambda dout: dout, f"+ {c}")
+
+
+def sub_scalar(x: Tensor, c: float) -> Tensor:
+    """x - c"""
+    return _unary(x, x.array - c, lambda dout: dout, f"- {c}")
+
+
+def rsub_scalar(x: Tensor, c: float) -> Tensor:
+    """c - x"""
+    return _unary(x, c - x.array, lambda dout: -dout, f"{c} -")
+
+
+def mul_scalar(x: Tensor, c: float) -> Tensor:
+    """x * c"""
+    return _unary(x, x.array * c, lambda dout: dout * c, f"* {c}")
+
+
+def div_scalar(x: Tensor, c: float) -> Tensor:
+    """x / c"""
+    if c == 0:
+        raise ZeroDivisionError(f"div: dividing a tensor of shape {x.shape} by the scalar 0")
+    return _unary(x, x.array / c, lambda dout: dout / c, f"/ {c}")
+
+
+def rdiv_scalar(x: Tensor, c: float) -> Tensor:
+    """c / x"""
+    out = c / x.array
+    return _unary(x, out, lambda dout: -dout * out / x.array, f"{c} /")
+
+
+def pow_scalar(x: Tensor, c: float) -> Tensor:
+    """x ** c"""
+    return _unary(x, x.array**c, lambda dout: dout * c * x.array ** (c - 1), f"** {c}")
+
+
+def rpow_scalar(x: Tensor, c: float) -> Tensor:
+    """c ** x"""
+    xp = x.xp
+    out = xp.power(c, x.array, dtype=x.dtype)
+    return _unary(x, out, lambda dout: dout * out * xp.log(c), f"{c} **")
+
+
+def maximum_scalar(x: Tensor, c: float) -> Tensor:
+    """max(x, c) elementwise; the gradient passes where x >= c, as torch.clamp(min=c)."""
+    xp = x.xp
+    return _unary(x, xp.maximum(x.array, c), lambda dout: dout * (x.array >= c), f"max {c}")
+
+
+def minimum_scalar(x: Tensor, c: float) -> Tensor:
+    """min(x, c) elementwise; the gradient passes where x <= c, as torch.clamp(max=c)."""
+    xp = x.xp
+    return _unary(x, xp.minimum(x.array, c), lambda dout: dout * (x.array <= c), f"min {c}")
+
+
+def clip(x: Tensor, low: float | None = None, high: float | None = None) -> Tensor:
+    """Clamp x into [low, high]; the gradient passes inside the closed interval."""
+    xp = x.xp
+    if low is not None and high is not None and low > high:
+        raise ValueError(f"clip: low={low} must not exceed high={high}")
+    out = xp.clip(x.array, low, high)
+
+    def back_fn(dout):
+        inside = xp.ones(x.shape, dtype=bool)
+        if low is not None:
+            inside &= x.array >= low
+        if high is not None:
+            inside &= x.array <= high
+        return dout * inside
+
+    return _unary(x, out, back_fn, "clip")
+
+
+# ------------------------------------------------------------------ functions of x
+def neg(x: Tensor) -> Tensor:
+    """-x"""
+    return _unary(x, -x.array, lambda dout: -dout, "neg")
+
+
+def exp(x: Tensor) -> Tensor:
+    """e ** x"""
+    out = x.xp.exp(x.array)
+    return _unary(x, out, lambda dout: dout * out, "exp")
+
+
+def log(x: Tensor) -> Tensor:
+    """Natural logarithm."""
+    return _unary(x, x.xp.log(x.array), lambda dout: dout / x.array, "log")
+
+
+def sqrt(x: Tensor) -> Tensor:
+    """Square root."""
+    out = x.xp.sqrt(x.array)
+    return _unary(x, out, lambda dout: dout * 0.5 / out, "sqrt")
+
+
+def abs(x: Tensor) -> Tensor:  # noqa: A001 - the name from the math
+    """|x|; the derivative at 0 is 0, as in PyTorch."""
+    xp = x.xp
+    return _unary(x, xp.abs(x.array), lambda dout: dout * xp.sign(x.array), "abs")
+
+
+def sin(x: Tensor) -> Tensor:
+    """Sine."""
+    xp = x.xp
+    return _unary(x, xp.sin(x.array), lambda dout: dout * xp.cos(x.array), "sin")
+
+
+def cos(x: Tensor) -> Tensor:
+    """Cosine."""
+    xp = x.xp
+    return _unary(x, xp.cos(x.array), lambda dout: -dout * xp.sin(x.array), "cos")
