@@ -113,3 +113,5 @@ Tensor.expand_dims = ops.expand_dims
 Tensor.split = ops.split
 Tensor.repeat = ops.repeat
 Tensor.masked_fill = ops.masked_fill
+Tensor.tanh = unary.tanh
+Tensor.sigmoid = unary.sigmoid

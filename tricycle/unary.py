@@ -126,3 +126,18 @@ def cos(x: Tensor) -> Tensor:
     """Cosine."""
     xp = x.xp
     return _unary(x, xp.cos(x.array), lambda dout: -dout * xp.sin(x.array), "cos")
+
+
+def tanh(x: Tensor) -> Tensor:
+    """Hyperbolic tangent; the derivative 1 - tanh^2 reuses the output."""
+    out = x.xp.tanh(x.array)
+    return _unary(x, out, lambda dout: dout * (1 - out * out), "tanh")
+
+
+def sigmoid(x: Tensor) -> Tensor:
+    """Logistic sigmoid 1 / (1 + e^-x), computed without overflow; derivative s (1 - s)."""
+    xp = x.xp
+    # e^-|x| never overflows; choose the form that is stable for each sign
+    z = xp.exp(-xp.abs(x.array))
+    out = xp.where(x.array >= 0, 1 / (1 + z), z / (1 + z)).astype(x.dtype, copy=False)
+    return _unary(x, out, lambda dout: dout * out * (1 - out), "sigmoid")
