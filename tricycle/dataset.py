@@ -1,0 +1,280 @@
+"""Datasets: iterators of (inputs, outputs) pairs, configured by chaining.
+
+``batch()``, ``shuffle()``, ``to_tensor()``, ``to_gpu()`` and ``from_gpu()`` each return a
+configured copy (the data itself is shared, never copied), so the README's::
+
+    dataset = CausalLMDataset(tokens, vocab_size, batch_size, context_window).batch().shuffle().to_tensor()
+    inputs, outputs = next(dataset)
+
+works. ``Dataset`` is finite (one pass per epoch, ``for x, y in dataset``);
+``InfiniteBatchDataset`` and ``CausalLMDataset`` produce random batches forever.
+"""  # noqa: E501
+
+import copy
+
+import numpy as np
+
+from tricycle import backend
+from tricycle.tensor import Tensor
+
+
+def _new_rng(seed: int | None) -> np.random.Generator:
+    """A generator from ``seed``, or seeded from np.random so np.random.seed controls it."""
+    return np.random.default_rng(np.random.randint(2**31) if seed is None else seed)
+
+
+class Dataset:
+    """A finite dataset of (input, output) pairs, indexable and iterable.
+
+    Args:
+        inputs, outputs: arrays (or array-likes) with the examples along the first axis.
+
+    Iterating yields one example at a time, or stacked batches after ``batch(n)``; an epoch
+    ends with StopIteration and the next ``next()`` starts a new one (re-shuffled if
+    ``shuffle()`` was asked for).
+    """
+
+    def __init__(self, inputs, outputs):
+        self.inputs, self.outputs = np.asarray(inputs), np.asarray(outputs)
+        if len(self.inputs) != len(self.outputs):
+            raise ValueError(f"Dataset: {len(self.inputs)} inputs but {len(self.outputs)} outputs")
+        self._init_config(shuffled=False, seed=None)
+
+    def _init_config(self, shuffled: bool, seed: int | None) -> None:
+        """Defaults of the chainable configuration: unbatched numpy arrays on the host."""
+        self.batch_size: int | None = None
+        self.drop_last = False
+        self.shuffled = shuffled
+        self.rng = _new_rng(seed)
+        self.as_tensor = False
+        self.device: int | None = None
+        self._order: np.ndarray | None = None
+        self._cursor = 0
+
+    # ------------------------------------------------------------------ configuration
+    def _configured(self, **changes) -> "Dataset":
+        clone = copy.copy(self)
+        clone.__dict__.update(changes)
+        clone._order, clone._cursor = None, 0
+        return clone
+
+    def batch(self, batch_size: int | None = None, drop_last: bool = False) -> "Dataset":
+        """Yield stacked batches of ``batch_size`` examples (the last one may be smaller,
+        unless ``drop_last``)."""
+        batch_size = batch_size or self.batch_size
+        if not batch_size or batch_size < 1:
+            raise ValueError(f"{type(self).__name__}.batch: batch_size must be >= 1")
+        return self._configured(batch_size=batch_size, drop_last=drop_last)
+
+    def unbatch(self) -> "Dataset":
+        """Yield single examples again."""
+        return self._configured(batch_size=None)
+
+    def shuffle(self, seed: int | None = None) -> "Dataset":
+        """Visit the examples in a new random order each epoch (reproducible with ``seed``)."""
+        return self._configured(shuffled=True, rng=_new_rng(seed))
+
+    def to_tensor(self) -> "Dataset":
+        """Yield Tensors (floats as float32, integers kept) instead of numpy arrays."""
+        return self._configured(as_tensor=True)
+
+    def to_gpu(self, device: int = 0) -> "Dataset":
+        """Yield Tensors on GPU ``device``; each batch is copied there as it is produced."""
+        return self._configured(as_tensor=True, device=device)
+
+    def from_gpu(self) -> "Dataset":
+        """Yield data in host memory again."""
+        return self._configured(device=None)
+
+    # ------------------------------------------------------------------ access
+    def __len__(self) -> int:
+        """The number of items (examples, or batches once batched) in an epoch."""
+        n = len(self.inputs)
+        if self.batch_size is None:
+            return n
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+    def _indices(self, i: int):
+        order = self._order if self._order is not None else np.arange(len(self.inputs))
+        if self.batch_size is None:
+            return order[i]
+        return order[i * self.batch_size : (i + 1) * self.batch_size]
+
+    def __getitem__(self, i: int):
+        if not -len(self) <= i < len(self):
+            raise IndexError(f"{type(self).__name__}: index {i} out of range for {len(self)}")
+        index = self._indices(i % len(self))
+        return self._convert(self.inputs[index]), self._convert(self.outputs[index])
+
+    def __iter__(self):
+        self._start_epoch()
+        return self
+
+    def _start_epoch(self) -> None:
+        n = len(self.inputs)
+        self._order = self.rng.permutation(n) if self.shuffled else None
+        self._cursor = 0
+
+    def __next__(self):
+        if self._cursor == 0 and self._order is None and self.shuffled:
+            self._start_epoch()
+        if self._cursor >= len(self):
+            self._order, self._cursor = None, 0  # the next call starts a new epoch
+            raise StopIteration
+        item = self[self._cursor]
+        self._cursor += 1
+        return item
+
+    def _convert(self, array, batched: bool | None = None):
+        """numpy array -> what this dataset yields (array, or Tensor on the chosen device)."""
+        batched = self.batch_size is not None if batched is None else batched
+        if not self.as_tensor:
+            return array
+        array = np.asarray(array)
+        if np.issubdtype(array.dtype, np.floating):
+            array = array.astype(backend.DEFAULT_FLOAT, copy=False)
+        tensor = Tensor(array, requires_grad=False, is_batched=batched)
+        return tensor.to_gpu(self.device) if self.device is not None else tensor
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(n={len(self.inputs)}, batch_size={self.batch_size}, "
+            f"shuffled={self.shuffled}, as_tensor={self.as_tensor}, device={self.device})"
+        )
+
+
+class InfiniteBatchDataset(Dataset):
+    """Random batches of ``batch_size`` examples (drawn with replacement), forever.
+
+    Useful when training is counted in steps rather than epochs.
+    """
+
+    def __init__(self, inputs, outputs, batch_size: int, seed: int | None = None):
+        super().__init__(inputs, outputs)
+        if batch_size < 1:
+            raise ValueError(f"InfiniteBatchDataset: batch_size must be >= 1, got {batch_size}")
+        self.batch_size, self.shuffled, self.rng = batch_size, True, _new_rng(seed)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        index = self.rng.integers(0, len(self.inputs), size=self.batch_size)
+        return self._convert(self.inputs[index]), self._convert(self.outputs[index])
+
+
+class CausalLMDataset(Dataset):
+    """Next-token prediction windows from one long sequence of token ids.
+
+    Each item is (inputs, targets) with ``targets`` the window shifted by one token: (T,)
+    each, or (batch_size, T) after ``batch()``. Windows start at random offsets, nanoGPT
+    style, forever; nothing but the tokens is stored (memory O(len(tokens))). ``seed``
+    (or ``shuffle(seed)``) makes the stream reproducible; by default it is seeded from
+    ``np.random``. ``iterate_sequential()`` walks every non-overlapping window in order, for
+    evaluation.
+
+    Args:
+        tokens: a 1-D sequence of integer ids in [0, vocab_size): a numpy array or anything
+            with ``__array__`` (such as the Shakespeare corpus).
+        vocab_size, batch_size, context_window: as named.
+    """
+
+    def __init__(
+        self,
+        tokens,
+        vocab_size: int,
+        batch_size: int,
+        context_window: int,
+        seed: int | None = None,
+    ):
+        tokens = np.asarray(tokens)
+        if tokens.ndim != 1 or not np.issubdtype(tokens.dtype, np.integer):
+            raise TypeError(
+                f"CausalLMDataset: tokens must be a 1-D array of integer ids, got dtype "
+                f"{tokens.dtype} with shape {tokens.shape}"
+            )
+        if batch_size < 1 or context_window < 1 or vocab_size < 1:
+            raise ValueError(
+                f"CausalLMDataset: vocab_size ({vocab_size}), batch_size ({batch_size}) and "
+                f"context_window ({context_window}) must be >= 1"
+            )
+        if len(tokens) <= context_window:
+            raise ValueError(
+                f"CausalLMDataset: {len(tokens)} tokens are too few for a context window of "
+                f"{context_window} (need at least {context_window + 1})"
+            )
+        low, high = int(tokens.min()), int(tokens.max())
+        if low < 0 or high >= vocab_size:
+            raise ValueError(
+                f"CausalLMDataset: token ids must lie in [0, {vocab_size}) for vocab_size "
+                f"{vocab_size}, got ids in [{low}, {high}]"
+            )
+        self.tokens = tokens
+        self.vocab_size, self.context_window = vocab_size, context_window
+        self.default_batch_size = batch_size
+        self._init_config(shuffled=True, seed=seed)
+
+    @property
+    def n_windows(self) -> int:
+        """The number of distinct windows (start offsets)."""
+        return len(self.tokens) - self.context_window
+
+    def batch(self, batch_size: int | None = None, drop_last: bool = False) -> "CausalLMDataset":
+        """Yield (batch_size, T) batches; by default the constructor's batch_size."""
+        return super().batch(batch_size or self.default_batch_size, drop_last)
+
+    def shuffle(self, seed: int | None = None) -> "CausalLMDataset":
+        """Windows are always drawn at random offsets; this re-seeds the draw if ``seed``."""
+        return self._configured(rng=_new_rng(seed)) if seed is not None else self._configured()
+
+    def __len__(self) -> int:
+        """The number of windows (or batches once batched) ``iterate_sequential`` yields."""
+        n = (len(self.tokens) - 1) // self.context_window  # each needs T + 1 tokens
+        if self.batch_size is None:
+            return n
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+    def _windows(self, offsets: np.ndarray):
+        """(inputs, targets) for windows starting at ``offsets``: (n, T) int64 each."""
+        span = offsets[:, None] + np.arange(self.context_window + 1)  # (n, T + 1)
+        windows = self.tokens[span].astype(np.int64)
+        inputs = np.ascontiguousarray(windows[:, :-1])
+        targets = np.ascontiguousarray(windows[:, 1:])
+        return inputs, targets
+
+    def __getitem__(self, i: int):
+        """The window starting at token ``i``: ((T,), (T,))."""
+        if not 0 <= i < self.n_windows:
+            raise IndexError(f"CausalLMDataset: window {i} out of range [0, {self.n_windows})")
+        inputs, targets = self._windows(np.array([i]))
+        return self._convert(inputs[0]), self._convert(targets[0])
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        n = self.batch_size or 1
+        offsets = self.rng.integers(0, self.n_windows, size=n)
+        inputs, targets = self._windows(offsets)
+        if self.batch_size is None:
+            inputs, targets = inputs[0], targets[0]
+        return self._convert(inputs), self._convert(targets)
+
+    def iterate_sequential(self, max_batches: int | None = None):
+        """Every non-overlapping window in order (offsets 0, T, 2T, ...), in batches of
+        ``batch_size`` (the constructor's if not batched); deterministic, for evaluation."""
+        batch_size = self.batch_size or self.default_batch_size
+        n = len(self.unbatch())
+        offsets = np.arange(n) * self.context_window
+        for k, start in enumerate(range(0, n, batch_size)):
+            if max_batches is not None and k >= max_batches:
+                return
+            inputs, targets = self._windows(offsets[start : start + batch_size])
+            yield self._convert(inputs, batched=True), self._convert(targets, batched=True)
+
+    def __repr__(self) -> str:
+        return (
+            f"CausalLMDataset(tokens={len(self.tokens)}, vocab_size={self.vocab_size}, "
+            f"context_window={self.context_window}, batch_size={self.batch_size}, "
+            f"as_tensor={self.as_tensor}, device={self.device})"
+        )

@@ -1,0 +1,64 @@
+"""Weight initialisers: shape -> float32 numpy array.
+
+Layers take an ``initialiser`` callable of one argument, the shape; bind the other arguments
+with ``functools.partial``, e.g. ``partial(init_normal, std=gpt2_residual_std(n_layers))``.
+
+Without an explicit ``rng`` the initialisers draw from numpy's global random state, so
+``np.random.seed(42)`` makes a model reproducible (as the README's iris example expects).
+An ``rng`` may be a ``numpy.random.Generator`` or ``RandomState``.
+"""
+
+import math
+
+import numpy as np
+
+from tricycle.backend import DEFAULT_FLOAT
+
+
+def _fans(shape: tuple[int, ...]) -> tuple[int, int]:
+    """(fan_in, fan_out) of a weight stored as (..., from_size, to_size), as Dense stores it."""
+    if len(shape) == 0:
+        raise ValueError("initialiser: cannot compute fans of a scalar shape ()")
+    if len(shape) == 1:
+        return shape[0], shape[0]
+    receptive = math.prod(shape[:-2])
+    return shape[-2] * receptive, shape[-1] * receptive
+
+
+def init_xavier(shape, gain: float = 1.0, rng=None) -> np.ndarray:
+    """Glorot/Xavier uniform: U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out))."""
+    shape = tuple(shape)
+    fan_in, fan_out = _fans(shape)
+    bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
+    rng = np.random if rng is None else rng
+    return rng.uniform(-bound, bound, size=shape).astype(DEFAULT_FLOAT)
+
+
+init_glorot = init_xavier
+
+
+def init_normal(shape, std: float = 0.02, rng=None, mean: float = 0.0) -> np.ndarray:
+    """Normal N(mean, std^2), as GPT-2 initialises its weights (std 0.02)."""
+    rng = np.random if rng is None else rng
+    return rng.normal(mean, std, size=tuple(shape)).astype(DEFAULT_FLOAT)
+
+
+def init_zeros(shape) -> np.ndarray:
+    """All zeros (biases)."""
+    return np.zeros(tuple(shape), dtype=DEFAULT_FLOAT)
+
+
+def init_ones(shape) -> np.ndarray:
+    """All ones (norm gains)."""
+    return np.ones(tuple(shape), dtype=DEFAULT_FLOAT)
+
+
+def gpt2_residual_std(n_layers: int, std: float = 0.02) -> float:
+    """GPT-2's std for projections into the residual stream: std / sqrt(2 * n_layers).
+
+    Each block adds twice to the residual stream (attention and MLP), so scaling their output
+    projections keeps the stream's variance independent of depth.
+    """
+    if n_layers < 1:
+        raise ValueError(f"gpt2_residual_std: n_layers must be >= 1, got {n_layers}")
+    return std / math.sqrt(2 * n_layers)

@@ -1,0 +1,594 @@
+"""Layers: the ``Layer`` base class and the basic layers built on it.
+
+A layer holds parameters (Tensors that require grad) and sublayers as plain attributes; the
+base class finds them by walking ``vars(self)``, so no layer re-implements ``update``,
+``zero_grad``, ``to_gpu``, ``state_dict``... Forward passes call stateless ops: what backward
+needs lives in the op's closures, so a layer may be called several times before one backward
+(weight tying, recurrent use).
+
+The fused ops here come as llm.c-style pairs of pure array functions written once against
+``xp`` (numpy or cupy): ``layer_norm_forward``/``layer_norm_backward`` and
+``rms_norm_forward``/``rms_norm_backward``, wrapped as Tensor ops by ``layer_norm`` and
+``rms_norm``. CUDA kernels with the same signatures may replace the array functions on cupy.
+"""
+
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+from tricycle import backend, kernels
+from tricycle.backend import check_same_device
+from tricycle.einsum import Einsum
+from tricycle.functions import block_index, for_each_block, row_blocks, row_sum
+from tricycle.initialisers import init_normal, init_ones, init_xavier, init_zeros
+from tricycle.tensor import Tensor
+
+# ====================================================================== the Layer base
+
+
+class Layer:
+    """Base class of every layer: subclasses implement ``forward``; calling a layer runs it.
+
+    Discovery: each attribute of a layer that is a Tensor with ``requires_grad`` is a
+    parameter; a Tensor without it is a buffer (moved between devices, not trained or saved);
+    a Layer, or a list/tuple/dict holding Layers (or Tensors), is a sublayer. Names are
+    dotted attribute paths (``blocks.0.attention.weights``) in attribute order. A Tensor or
+    Layer reachable twice (weight tying) counts once, under the first name it is reached by.
+    """
+
+    training = True  # a class default, so subclasses need not call Layer.__init__
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} must implement forward()")
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    # ------------------------------------------------------------------ discovery
+    def _members(self) -> Iterator[tuple[str, object]]:
+        """(attribute path, value) for the Tensors and Layers held directly by this layer."""
+        for attr, value in vars(self).items():
+            if isinstance(value, (Tensor, Layer)):
+                yield attr, value
+            elif isinstance(value, (list, tuple)):
+                for i, item in enumerate(value):
+                    if isinstance(item, (Tensor, Layer)):
+                        yield f"{attr}.{i}", item
+            elif isinstance(value, dict):
+                for key, item in value.items():
+                    if isinstance(item, (Tensor, Layer)):
+                        yield f"{attr}.{key}", item
+
+    def named_layers(self) -> list[tuple[str, "Layer"]]:
+        """This layer (named "") and every sublayer, depth first, each once."""
+        found, seen = [], set()
+        stack = [("", self)]
+        while stack:
+            name, layer = stack.pop()
+            if id(layer) in seen:
+                continue
+            seen.add(id(layer))
+            found.append((name, layer))
+            children = [
+                (f"{name}.{attr}" if name else attr, value)
+                for attr, value in layer._members()
+                if isinstance(value, Layer)
+            ]
+            stack.extend(reversed(children))  # pop in attribute order
+        return found
+
+    def layers(self) -> list["Layer"]:
+        """This layer and every sublayer, depth first, each once."""
+        return [layer for _, layer in self.named_layers()]
+
+    def named_tensors(self) -> list[tuple[str, Tensor]]:
+        """Every Tensor attribute (parameters and buffers), each once, in a stable order."""
+        found, seen = [], set()
+        for prefix, layer in self.named_layers():
+            for attr, value in layer._members():
+                if isinstance(value, Tensor) and id(value) not in seen:
+                    seen.add(id(value))
+                    found.append((f"{prefix}.{attr}" if prefix else attr, value))
+        return found
+
+    def named_parameters(self) -> list[tuple[str, Tensor]]:
+        """(dotted name, Tensor) for every parameter (a Tensor that requires grad), each once."""
+        return [(name, t) for name, t in self.named_tensors() if t.requires_grad]
+
+    def parameters(self) -> list[Tensor]:
+        """Every parameter, each once, in the order of ``named_parameters``."""
+        return [t for _, t in self.named_parameters()]
+
+    def num_parameters(self) -> int:
+        """The number of trainable scalars."""
+        return sum(t.size for t in self.parameters())
+
+    # ------------------------------------------------------------------ training
+    def update(self, optimiser) -> "Layer":
+        """Apply ``optimiser`` to every parameter that has a gradient, then zero the grads."""
+        optimiser.update(self.named_parameters())
+        self.zero_grad()
+        return self
+
+    def zero_grad(self) -> "Layer":
+        """Forget every parameter's gradient."""
+        for t in self.parameters():
+            t.grad = None
+        return self
+
+    def train(self) -> "Layer":
+        """Training mode for this layer and its sublayers (dropout active)."""
+        for layer in self.layers():
+            layer.training = True
+        return self
+
+    def eval(self) -> "Layer":
+        """Evaluation mode for this layer and its sublayers (dropout off)."""
+        for layer in self.layers():
+            layer.training = False
+        return self
+
+    # ------------------------------------------------------------------ devices
+    def to_gpu(self, device: int = 0) -> "Layer":
+        """Move every parameter and buffer to GPU ``device`` in place; returns self."""
+        for _, t in self.named_tensors():
+            t.to_gpu(device)
+        return self
+
+    def from_gpu(self) -> "Layer":
+        """Move every parameter and buffer to host memory in place; returns self."""
+        for _, t in self.named_tensors():
+            t.from_gpu()
+        return self
+
+    # ------------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """{dotted name: host (numpy) copy of the parameter}."""
+        return {name: np.array(t.numpy(), copy=True) for name, t in self.named_parameters()}
+
+    def load_state_dict(self, state: dict, strict: bool = True) -> tuple[list[str], list[str]]:
+        """Copy ``state`` into the parameters in place (on their current device).
+
+        With ``strict`` every parameter must be present and no other key may be; otherwise
+        only the keys both sides share are loaded. Shapes must always match. Returns the
+        (missing, unexpected) key lists.
+        """
+        params = dict(self.named_parameters())
+        missing = [name for name in params if name not in state]
+        unexpected = [name for name in state if name not in params]
+        if strict and (missing or unexpected):
+            raise ValueError(
+                f"load_state_dict of {type(self).__name__}: missing keys {missing}, "
+                f"unexpected keys {unexpected}"
+            )
+        mismatched = [
+            f"{name}: checkpoint {tuple(np.shape(state[name]))} vs model {params[name].shape}"
+            for name in params
+            if name in state and tuple(np.shape(state[name])) != params[name].shape
+        ]
+        if mismatched:
+            raise ValueError(
+                f"load_state_dict of {type(self).__name__}: shape mismatch for "
+                + "; ".join(mismatched)
+            )
+        for name, t in params.items():
+            if name in state:
+                value = backend.to_host_array(np.asarray(state[name]))
+                if t.on_gpu:
+                    value = backend.to_device_array(value, t.array.device.id)
+                t.array[...] = value
+        return missing, unexpected
+
+    # ------------------------------------------------------------------ printing
+    def extra_repr(self) -> str:
+        """Arguments shown between the parentheses in the repr; override in subclasses."""
+        return ""
+
+    def __repr__(self) -> str:
+        n_params = self.num_parameters()
+        count = f"  # {n_params:,} parameters" if n_params else ""
+        head = f"{type(self).__name__}({self.extra_repr()}"
+        children = [(name, v) for name, v in self._members() if isinstance(v, Layer)]
+        if not children:
+            return f"{head}){count}"
+        lines = [head]
+        for name, child in children:
+            body = repr(child).replace("\n", "\n  ")
+            lines.append(f"  ({name}): {body}")
+        return "\n".join(lines) + f"\n){count}"
+
+
+def shared_back_fns(backward: Callable, n: int) -> tuple[Callable, ...]:
+    """``n`` back_fns that share one call of ``backward(dout) -> (d_0, ..., d_{n-1})``.
+
+    A fused op computes all its input gradients together; the engine asks for them one input
+    at a time with the same ``dout``, so the result is kept for the current ``dout`` only.
+    """
+    memo: dict = {}
+
+    def grad_of(i: int):
+        def back_fn(dout):
+            if memo.get("dout") is not dout:
+                memo["dout"], memo["grads"] = dout, backward(dout)
+            return memo["grads"][i]
+
+        return back_fn
+
+    return tuple(grad_of(i) for i in range(n))
+
+
+def parameter(values, name: str | None = None) -> Tensor:
+    """A trainable float32 Tensor from an initialiser's output (numpy or cupy)."""
+    values = values if backend.is_cupy_array(values) else np.asarray(values)
+    return Tensor(values, requires_grad=True, name=name, dtype=backend.DEFAULT_FLOAT)
+
+
+# ====================================================================== Dense
+
+_DENSE = Einsum("...i,ij->...j")
+
+
+class Dense(Layer):
+    """A fully connected layer: ``x @ weights + bias`` over the last axis.
+
+    Args:
+        from_size, to_size: input and output widths; ``weights`` has shape (from_size, to_size).
+        bias: add a learnt bias (zeros at first) of shape (to_size,).
+        initialiser: shape -> array for the weights (default Glorot uniform from np.random).
+        name: the name of the output tensors (default "dense").
+    """
+
+    def __init__(
+        self,
+        from_size: int,
+        to_size: int,
+        bias: bool = True,
+        initialiser: Callable | None = None,
+        name: str | None = None,
+    ):
+        self.from_size, self.to_size = from_size, to_size
+        self.name = name
+        self.weights = parameter((initialiser or init_xavier)((from_size, to_size)), "weights")
+        self.bias = parameter(init_zeros((to_size,)), "bias") if bias else None
+
+    def forward(self, x: Tensor) -> Tensor:
+        x = x if isinstance(x, Tensor) else Tensor(x, requires_grad=False)
+        if x.ndim == 0 or x.shape[-1] != self.from_size:
+            raise ValueError(
+                f"Dense({self.from_size} -> {self.to_size}): expected an input whose last axis "
+                f"has size {self.from_size}, got shape {x.shape}"
+            )
+        out = _DENSE(x, self.weights)  # (..., to_size)
+        if self.bias is not None:
+            out = out + self.bias
+        out.name = self.name or "dense"
+        return out
+
+    def extra_repr(self) -> str:
+        return f"from_size={self.from_size}, to_size={self.to_size}, bias={self.bias is not None}"
+
+
+# ====================================================================== Embedding
+
+
+def embedding(ids, weights: Tensor) -> Tensor:
+    """Rows of ``weights`` (V, E) picked by integer ``ids`` of any shape: (...) -> (..., E).
+
+    Ids outside [0, V) raise (never wrap). The gradient scatters-adds into the used rows.
+    """
+    xp = weights.xp
+    ids = ids.array if isinstance(ids, Tensor) else ids
+    if not (isinstance(ids, np.ndarray) or backend.is_cupy_array(ids)):
+        ids = xp.asarray(ids)
+    check_same_device("Embedding", ids, weights.array)
+    if not np.issubdtype(ids.dtype, np.integer):
+        raise TypeError(
+            f"Embedding: ids must be integers, got dtype {ids.dtype} with shape {ids.shape}"
+        )
+    vocab_size = weights.shape[0]
+    if ids.size:
+        bounds = backend.to_host_array(xp.stack([ids.min(), ids.max()]))
+        low, high = int(bounds[0]), int(bounds[1])
+        if low < 0 or high >= vocab_size:
+            raise IndexError(
+                f"Embedding: ids must lie in [0, {vocab_size}) for a vocabulary of size "
+                f"{vocab_size}, got ids in [{low}, {high}]"
+            )
+    out = xp.take(weights.array, ids, axis=0)  # (..., E)
+
+    def back_fn(dout):  # (..., E) -> (V, E): scatter-add each row of dout to its id's row
+        if kernels.enabled(dout):  # float32 atomics scatter-add (kernels/embedding.cu)
+            return kernels.embedding_backward(xp, dout, ids, vocab_size, weights.dtype)
+        dweights = xp.zeros_like(weights.array, dtype=dout.dtype)
+        width = weights.shape[1]
+        index_type = xp.int32 if dweights.size < 2**31 else xp.int64
+        # flat positions id * E + j: numpy's add.at is much faster on 1-D indices than on rows
+        positions = ids.reshape(-1, 1).astype(index_type) * width  # (N, 1)
+        positions = positions + xp.arange(width, dtype=index_type)  # (N, E)
+        xp.add.at(dweights.reshape(-1), positions.reshape(-1), dout.reshape(-1))
+        return dweights
+
+    return Tensor(out, args=(weights,), back_fns=(back_fn,), name="embedding")
+
+
+class Embedding(Layer):
+    """A lookup table of ``from_size`` vectors of size ``to_size``: ids (...) -> (..., to_size).
+
+    ``weights`` (from_size, to_size) starts as N(0, 0.02^2) unless ``initialiser`` is given.
+    """
+
+    def __init__(self, from_size: int, to_size: int, initialiser: Callable | None = None):
+        self.from_size, self.to_size = from_size, to_size
+        self.weights = parameter((initialiser or init_normal)((from_size, to_size)), "weights")
+
+    def forward(self, ids) -> Tensor:
+        out = embedding(ids, self.weights)
+        out.is_batched = isinstance(ids, Tensor) and ids.is_batched
+        return out
+
+    def extra_repr(self) -> str:
+        return f"from_size={self.from_size}, to_size={self.to_size}"
+
+
+# ====================================================================== LayerNorm / RMSNorm
+
+
+def layer_norm_forward(xp, x, gamma, beta, eps: float):
+    """y = (x - mean) * rstd * gamma + beta over the last axis.
+
+    Returns (y, mean, rstd) with mean and rstd of shape (..., 1): all backward needs besides
+    x and gamma. ``beta`` may be None (no bias).
+    """
+    if kernels.enabled(x, gamma):  # one CUDA kernel on cupy (tricycle/kernels/norm.cu)
+        return kernels.layer_norm_forward(xp, x, gamma, beta, eps)
+    x2 = _rows(x)  # (N, E)
+    y = xp.empty_like(x2)
+    mean = xp.empty((x2.shape[0], 1), dtype=x.dtype)  # (N, 1)
+    rstd = xp.empty_like(mean)
+
+    def block(rows):
+        xb, yb = x2[rows], y[rows]
+        mean[rows] = row_sum(xp, xb, 1.0 / x2.shape[1])
+        xp.subtract(xb, mean[rows], out=yb)
+        var = _row_dot(xp, yb, yb)  # (b, 1) without a (b, E) temporary
+        var *= 1.0 / x2.shape[1]
+        var += eps
+        xp.sqrt(var, out=var)
+        xp.reciprocal(var, out=rstd[rows])
+        yb *= rstd[rows]
+        yb *= gamma
+        if beta is not None:
+            yb += beta
+
+    for_each_block(xp, *x2.shape, block)
+    lead = x.shape[:-1] + (1,)
+    return y.reshape(x.shape), mean.reshape(lead), rstd.reshape(lead)
+
+
+def layer_norm_backward(xp, dy, x, gamma, mean, rstd):
+    """Gradients (dx, dgamma, dbeta) of layer_norm_forward, recomputing xhat from x.
+
+    With g = dy * gamma and xhat = (x - mean) * rstd:
+    dx = rstd * (g - mean(g) - xhat * mean(g * xhat)); dgamma = sum(dy * xhat); dbeta = sum(dy).
+    """
+    if kernels.enabled(dy, x, gamma):
+        return kernels.layer_norm_backward(xp, dy, x, gamma, mean, rstd)
+    x2, dy2 = _rows(x), _rows(dy)  # (N, E)
+    mean2, rstd2 = mean.reshape(-1, 1), rstd.reshape(-1, 1)  # (N, 1)
+    n_rows, n = x2.shape
+    dx = xp.empty_like(x2)
+    n_blocks = len(row_blocks(xp, n_rows, n))
+    dgamma = xp.empty((n_blocks, n), dtype=dx.dtype)  # per-block partial sums
+    dbeta = xp.empty_like(dgamma)
+
+    def block(rows):
+        k = block_index(rows)
+        dyb, dxb = dy2[rows], dx[rows]
+        xhat = x2[rows] - mean2[rows]  # (b, E)
+        xhat *= rstd2[rows]
+        dbeta[k] = xp.ones(dyb.shape[0], dtype=dyb.dtype) @ dyb  # column sums by BLAS
+        dgamma[k] = _column_dot(xp, dyb, xhat)
+        xp.multiply(dyb, gamma, out=dxb)  # g
+        mean_g = row_sum(xp, dxb, 1.0 / n)  # (b, 1)
+        mean_gx = _row_dot(xp, dxb, xhat)  # (b, 1)
+        mean_gx *= 1.0 / n
+        dxb -= mean_g
+        xhat *= mean_gx
+        dxb -= xhat
+        dxb *= rstd2[rows]
+
+    for_each_block(xp, n_rows, n, block)
+    return dx.reshape(x.shape), dgamma.sum(axis=0), dbeta.sum(axis=0)
+
+
+def _rows(a):
+    """``a`` as a matrix of rows: (..., E) -> (N, E) (a view when a is contiguous)."""
+    return a.reshape(-1, a.shape[-1])
+
+
+def _row_dot(xp, a, b):
+    """Row-wise dot products: (N, E), (N, E) -> (N, 1)."""
+    return xp.einsum("ni,ni->n", a, b)[:, None]
+
+
+def _column_dot(xp, a, b):
+    """Column-wise dot products: (N, E), (N, E) -> (E,)."""
+    return xp.einsum("ni,ni->i", a, b)
+
+
+def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalise the last axis of x to zero mean and unit variance, then scale and shift."""
+    arrays = (x.array, gamma.array) + (() if beta is None else (beta.array,))
+    xp = check_same_device("LayerNorm", *arrays)
+    y, mean, rstd = layer_norm_forward(
+        xp, x.array, gamma.array, None if beta is None else beta.array, eps
+    )
+    args = (x, gamma) if beta is None else (x, gamma, beta)
+    back_fns = shared_back_fns(
+        lambda dy: layer_norm_backward(xp, dy, x.array, gamma.array, mean, rstd), len(args)
+    )
+    return Tensor(y, args=args, back_fns=back_fns, name="layer_norm", is_batched=x.is_batched)
+
+
+class LayerNorm(Layer):
+    """Layer normalisation over the last axis: ``gamma`` ones, ``beta`` zeros, eps in the sqrt."""
+
+    def __init__(self, embedding_dim: int, eps: float = 1e-5, bias: bool = True):
+        self.embedding_dim, self.eps = embedding_dim, eps
+        self.gamma = parameter(init_ones((embedding_dim,)), "gamma")
+        self.beta = parameter(init_zeros((embedding_dim,)), "beta") if bias else None
+
+    def forward(self, x: Tensor) -> Tensor:
+        _check_width("LayerNorm", x, self.embedding_dim)
+        return layer_norm(x, self.gamma, self.beta, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.embedding_dim}, eps={self.eps}, bias={self.beta is not None}"
+
+
+def rms_norm_forward(xp, x, gamma, eps: float):
+    """y = x * rstd * gamma with rstd = 1 / sqrt(mean(x^2) + eps); returns (y, rstd (..., 1))."""
+    if kernels.enabled(x, gamma):
+        return kernels.rms_norm_forward(xp, x, gamma, eps)
+    x2 = _rows(x)  # (N, E)
+    y = xp.empty_like(x2)
+    rstd = xp.empty((x2.shape[0], 1), dtype=x.dtype)  # (N, 1)
+
+    def block(rows):
+        xb, yb = x2[rows], y[rows]
+        ms = _row_dot(xp, xb, xb)  # (b, 1)
+        ms *= 1.0 / x2.shape[1]
+        ms += eps
+        xp.sqrt(ms, out=ms)
+        xp.reciprocal(ms, out=rstd[rows])
+        xp.multiply(xb, rstd[rows], out=yb)
+        yb *= gamma
+
+    for_each_block(xp, *x2.shape, block)
+    return y.reshape(x.shape), rstd.reshape(x.shape[:-1] + (1,))
+
+
+def rms_norm_backward(xp, dy, x, gamma, rstd):
+    """Gradients (dx, dgamma) of rms_norm_forward, with g = dy * gamma and xhat = x * rstd:
+    dx = rstd * (g - xhat * mean(g * xhat)); dgamma = sum(dy * xhat)."""
+    if kernels.enabled(dy, x, gamma):
+        return kernels.rms_norm_backward(xp, dy, x, gamma, rstd)
+    x2, dy2, rstd2 = _rows(x), _rows(dy), rstd.reshape(-1, 1)
+    n_rows, n = x2.shape
+    dx = xp.empty_like(x2)
+    dgamma = xp.empty((len(row_blocks(xp, n_rows, n)), n), dtype=dx.dtype)
+
+    def block(rows):
+        dyb, dxb = dy2[rows], dx[rows]
+        xhat = x2[rows] * rstd2[rows]  # (b, E)
+        dgamma[block_index(rows)] = _column_dot(xp, dyb, xhat)
+        xp.multiply(dyb, gamma, out=dxb)  # g
+        mean_gx = _row_dot(xp, dxb, xhat)  # (b, 1)
+        mean_gx *= 1.0 / n
+        xhat *= mean_gx
+        dxb -= xhat
+        dxb *= rstd2[rows]
+
+    for_each_block(xp, n_rows, n, block)
+    return dx.reshape(x.shape), dgamma.sum(axis=0)
+
+
+def rms_norm(x: Tensor, gamma: Tensor, eps: float = 1e-6) -> Tensor:
+    """Scale the last axis of x to unit root-mean-square, then by gamma."""
+    xp = check_same_device("RMSNorm", x.array, gamma.array)
+    y, rstd = rms_norm_forward(xp, x.array, gamma.array, eps)
+    back_fns = shared_back_fns(lambda dy: rms_norm_backward(xp, dy, x.array, gamma.array, rstd), 2)
+    return Tensor(y, args=(x, gamma), back_fns=back_fns, name="rms_norm", is_batched=x.is_batched)
+
+
+class RMSNorm(Layer):
+    """Root-mean-square normalisation over the last axis with a learnt gain ``gamma``."""
+
+    def __init__(self, embedding_dim: int, eps: float = 1e-6):
+        self.embedding_dim, self.eps = embedding_dim, eps
+        self.gamma = parameter(init_ones((embedding_dim,)), "gamma")
+
+    def forward(self, x: Tensor) -> Tensor:
+        _check_width("RMSNorm", x, self.embedding_dim)
+        return rms_norm(x, self.gamma, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.embedding_dim}, eps={self.eps}"
+
+
+def _check_width(op: str, x: Tensor, width: int) -> None:
+    if x.ndim == 0 or x.shape[-1] != width:
+        raise ValueError(f"{op}({width}): expected last axis of size {width}, got shape {x.shape}")
+
+
+# ====================================================================== Dropout
+
+
+def dropout(x: Tensor, probability: float, rng: np.random.Generator | None = None) -> Tensor:
+    """Zero each element with ``probability`` and scale the rest by 1 / (1 - probability).
+
+    On numpy the mask comes from ``rng`` (a numpy Generator); on cupy from cupy's global
+    random state (seed it with ``cupy.random.seed``).
+    """
+    xp = x.xp
+    if x.on_gpu:
+        mask = xp.random.random_sample(x.shape, dtype=x.dtype)
+    else:
+        mask = (rng or np.random.default_rng()).random(x.shape, dtype=x.dtype)
+    xp.greater_equal(mask, probability, out=mask)  # keep with probability 1 - p
+    mask *= 1.0 / (1.0 - probability)  # inverted dropout: E[output] = x
+    return Tensor(
+        x.array * mask,
+        args=(x,),
+        back_fns=(lambda dout: dout * mask,),
+        name="dropout",
+        is_batched=x.is_batched,
+    )
+
+
+class Dropout(Layer):
+    """Inverted dropout; the identity in eval mode or when ``probability`` is 0.
+
+    Args:
+        probability: the chance of zeroing each element, in [0, 1).
+        seed: seeds this layer's numpy generator; by default it is drawn from ``np.random``,
+            so ``np.random.seed`` makes training reproducible.
+    """
+
+    def __init__(self, probability: float, seed: int | None = None):
+        if not 0 <= probability < 1:
+            raise ValueError(f"Dropout: probability must be in [0, 1), got {probability}")
+        self.probability = probability
+        self.rng = np.random.default_rng(np.random.randint(2**31) if seed is None else seed)
+
+    def forward(self, x: Tensor) -> Tensor:
+        if not self.training or self.probability == 0:
+            return x
+        return dropout(x, self.probability, self.rng)
+
+    def extra_repr(self) -> str:
+        return f"probability={self.probability}"
+
+
+# ====================================================================== Sequential
+
+
+class Sequential(Layer):
+    """Apply layers (or any callables) one after another: ``Sequential(a, b)(x) == b(a(x))``."""
+
+    def __init__(self, *layers):
+        self.sequence = list(layers)
+
+    def forward(self, x):
+        for layer in self.sequence:
+            x = layer(x)
+        return x
+
+    def __getitem__(self, index):
+        return self.sequence[index]
+
+    def __len__(self) -> int:
+        return len(self.sequence)
+
+    def __iter__(self):
+        return iter(self.sequence)

@@ -1,0 +1,222 @@
+"""Loss functions, called as ``loss_fn(y_true, y_pred)``: CrossEntropy, MeanSquaredError,
+BinaryCrossEntropy. Each returns a scalar Tensor, the mean over examples.
+
+Cross-entropy is fused with its softmax: ``cross_entropy_forward`` makes one pass over the
+logits with the log-sum-exp trick and keeps only the per-row log-sum-exp;
+``cross_entropy_backward`` turns it into (softmax - onehot) / N without ever storing the
+softmax in the forward. Both are pure array functions written once against ``xp``.
+"""
+
+import numpy as np
+
+from tricycle import backend, kernels
+from tricycle.backend import check_same_device
+from tricycle.functions import for_each_block, row_sum
+from tricycle.tensor import Tensor
+
+
+def _labels_and_mask(xp, labels, ignore_index):
+    """Flat labels safe to index with (ignored ones set to 0) and the mask of counted rows."""
+    labels = labels.reshape(-1)  # (N,)
+    if ignore_index is None:
+        return labels, None
+    valid = labels != ignore_index  # (N,)
+    return xp.where(valid, labels, 0), valid
+
+
+def cross_entropy_forward(xp, logits, labels, ignore_index=None):
+    """Mean over counted rows of logsumexp(logits) - logits[label].
+
+    Args:
+        logits: (..., C) floats; labels: (...) integers in [0, C) or ``ignore_index``.
+    Returns:
+        (loss, saved): loss a 0-d array of the logits' dtype; saved = (peak, log_sum, count)
+        with peak (N,) the max of each row, log_sum (N,) = log(sum(exp(row - peak))) (so the
+        log-sum-exp is peak + log_sum, kept apart to stay precise for huge logits) and count
+        (0-d) the number of counted rows. If every row is ignored the loss is 0, and so is
+        the gradient.
+    """
+    if kernels.enabled(logits):  # one CUDA pass (tricycle/kernels/cross_entropy.cu)
+        return kernels.cross_entropy_forward(xp, logits, labels, ignore_index)
+    n_classes = logits.shape[-1]
+    logits2 = logits.reshape(-1, n_classes)  # (N, C)
+    safe, valid = _labels_and_mask(xp, labels, ignore_index)
+    n = logits2.shape[0]
+    peak = xp.empty(n, dtype=logits.dtype)  # (N,): subtracted so that exp never overflows
+    log_sum = xp.empty(n, dtype=logits.dtype)  # (N,)
+
+    def block(rows):
+        chunk = logits2[rows]
+        chunk.max(axis=-1, out=peak[rows])
+        shifted = chunk - peak[rows, None]
+        xp.exp(shifted, out=shifted)
+        xp.log(row_sum(xp, shifted)[:, 0], out=log_sum[rows])
+
+    for_each_block(xp, n, n_classes, block)
+    losses = log_sum - (logits2[xp.arange(n), safe] - peak)  # (N,)
+    if valid is None:
+        count = xp.asarray(n, dtype=logits.dtype)
+    else:
+        losses *= valid
+        count = valid.sum(dtype=logits.dtype)
+    loss = losses.sum() / xp.maximum(count, 1.0)
+    return loss, (peak, log_sum, count)
+
+
+def cross_entropy_backward(xp, dloss, logits, labels, saved, ignore_index=None):
+    """dlogits = dloss * (softmax(logits) - onehot(labels)) / count, zero on ignored rows.
+
+    The softmax is exp(logits - peak) * exp(-log_sum), built block by block from the
+    forward's per-row statistics.
+    """
+    if kernels.enabled(logits):
+        return kernels.cross_entropy_backward(xp, dloss, logits, labels, saved, ignore_index)
+    peak, log_sum, count = saved
+    n_classes = logits.shape[-1]
+    logits2 = logits.reshape(-1, n_classes)  # (N, C)
+    safe, valid = _labels_and_mask(xp, labels, ignore_index)
+    scale = dloss / xp.maximum(count, 1.0)  # 0-d
+    weight = xp.broadcast_to(scale, peak.shape) if valid is None else valid * scale  # (N,)
+    row_scale = xp.exp(-log_sum)  # (N,): 1 / sum(exp(row - peak))
+    row_scale *= weight
+    dlogits = xp.empty_like(logits2)
+
+    def block(rows):
+        d = dlogits[rows]
+        xp.subtract(logits2[rows], peak[rows, None], out=d)
+        xp.exp(d, out=d)
+        d *= row_scale[rows, None]  # weight * softmax
+        d[xp.arange(d.shape[0]), safe[rows]] -= weight[rows]
+
+    for_each_block(xp, *logits2.shape, block)
+    return dlogits.reshape(logits.shape)
+
+
+def _as_tensor(value, like: Tensor | None = None) -> Tensor:
+    if isinstance(value, Tensor):
+        return value
+    if like is not None and not (isinstance(value, np.ndarray) or backend.is_cupy_array(value)):
+        value = like.xp.asarray(value)
+    return Tensor(value, requires_grad=False)
+
+
+class CrossEntropy:
+    """Cross-entropy between integer labels and logits: ``loss_fn(y_true, y_pred)``.
+
+    ``y_true`` holds class ids of any shape (...); ``y_pred`` the unnormalised logits
+    (..., C). The loss is the mean over labels that are not ``ignore_index``, as
+    ``torch.nn.functional.cross_entropy``. If every label is ignored the loss is 0 with a
+    zero gradient. Float labels raise TypeError; labels outside [0, C) raise IndexError.
+    """
+
+    def __init__(self, ignore_index: int | None = None):
+        self.ignore_index = ignore_index
+
+    def __call__(self, y_true, y_pred: Tensor) -> Tensor:
+        y_pred = _as_tensor(y_pred)
+        labels = _as_tensor(y_true, like=y_pred).array
+        xp = check_same_device("CrossEntropy", labels, y_pred.array)
+        self._check(xp, labels, y_pred)
+        ignore_index, logits = self.ignore_index, y_pred.array
+        loss, saved = cross_entropy_forward(xp, logits, labels, ignore_index)
+        return Tensor(
+            loss,
+            args=(y_pred,),
+            back_fns=(
+                lambda dloss: cross_entropy_backward(
+                    xp, dloss, logits, labels, saved, ignore_index
+                ),
+            ),
+            name="cross_entropy",
+        )
+
+    def _check(self, xp, labels, y_pred: Tensor) -> None:
+        if not np.issubdtype(labels.dtype, np.integer):
+            raise TypeError(
+                f"CrossEntropy: labels (y_true) must be integer class ids, got dtype "
+                f"{labels.dtype}; convert with to_tensor(labels, dtype=int)"
+            )
+        if y_pred.ndim == 0 or labels.shape != y_pred.shape[:-1]:
+            raise ValueError(
+                f"CrossEntropy: labels of shape {labels.shape} need logits of shape "
+                f"{labels.shape + ('C',)}, got {y_pred.shape}"
+            )
+        if labels.size == 0:
+            raise ValueError("CrossEntropy: no labels (empty input)")
+        n_classes = y_pred.shape[-1]
+        safe, _ = _labels_and_mask(xp, labels, self.ignore_index)
+        bounds = backend.to_host_array(xp.stack([safe.min(), safe.max()]))
+        low, high = int(bounds[0]), int(bounds[1])
+        if low < 0 or high >= n_classes:
+            ignoring = "" if self.ignore_index is None else f" or {self.ignore_index} (ignored)"
+            raise IndexError(
+                f"CrossEntropy: labels must lie in [0, {n_classes}){ignoring} for logits with "
+                f"{n_classes} classes, got labels in [{low}, {high}]"
+            )
+
+
+class MeanSquaredError:
+    """mean((y_pred - y_true)^2) over every element; shapes must match."""
+
+    def __call__(self, y_true, y_pred: Tensor) -> Tensor:
+        y_pred = _as_tensor(y_pred)
+        y_true = _as_tensor(y_true, like=y_pred)
+        xp = check_same_device("MeanSquaredError", y_true.array, y_pred.array)
+        if y_true.shape != y_pred.shape:
+            raise ValueError(
+                f"MeanSquaredError: y_true {y_true.shape} and y_pred {y_pred.shape} must have "
+                "the same shape"
+            )
+        if y_pred.size == 0:
+            raise ValueError("MeanSquaredError: empty input")
+        target = y_true.array.astype(y_pred.dtype, copy=False)
+        diff = (y_pred.array - target).reshape(-1)  # (N,)
+        n = diff.size
+        loss = xp.asarray(xp.dot(diff, diff) / n)
+
+        def d_pred(dloss):
+            return (diff * (dloss * (2.0 / n))).reshape(y_pred.shape)
+
+        return Tensor(
+            loss,
+            args=(y_pred, y_true),
+            back_fns=(d_pred, lambda dloss: -d_pred(dloss)),
+            name="mean_squared_error",
+        )
+
+
+class BinaryCrossEntropy:
+    """Binary cross-entropy from logits: mean of -y log s(z) - (1 - y) log(1 - s(z)).
+
+    ``y_true`` holds targets in [0, 1] (bool, int or float), ``y_pred`` the logits z of the
+    same shape. Computed stably as max(z, 0) - z y + log(1 + exp(-|z|)).
+    """
+
+    def __call__(self, y_true, y_pred: Tensor) -> Tensor:
+        y_pred = _as_tensor(y_pred)
+        y_true = _as_tensor(y_true, like=y_pred)
+        xp = check_same_device("BinaryCrossEntropy", y_true.array, y_pred.array)
+        if y_true.shape != y_pred.shape:
+            raise ValueError(
+                f"BinaryCrossEntropy: y_true {y_true.shape} and logits {y_pred.shape} must "
+                "have the same shape"
+            )
+        if y_pred.size == 0:
+            raise ValueError("BinaryCrossEntropy: empty input")
+        z = y_pred.array
+        y = y_true.array.astype(z.dtype, copy=False)
+        n = z.size
+        losses = xp.maximum(z, 0.0) - z * y + xp.log1p(xp.exp(-xp.abs(z)))
+        loss = losses.sum() / n
+
+        def d_logits(dloss):  # (sigmoid(z) - y) / n
+            e = xp.exp(-xp.abs(z))
+            sigmoid = xp.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+            return (sigmoid - y) * (dloss / n)
+
+        return Tensor(
+            loss,
+            args=(y_pred, y_true),
+            back_fns=(d_logits, lambda dloss: z * (-dloss / n)),
+            name="binary_cross_entropy",
+        )

@@ -1,0 +1,285 @@
+"""Optimisers: StochasticGradientDescent, Adam, AdamW; and clipping by global gradient norm.
+
+Usage, as in the README::
+
+    optimiser = AdamW(learning_rate=3e-4, weight_decay=0.1)
+    for step in range(n_steps):
+        optimiser.step()              # start of an iteration: advances step_count
+        loss = loss_fn(y, model(x))
+        loss.backward()
+        model.update(optimiser)       # = optimiser.update(model.named_parameters()); zero grads
+
+``optimiser.update(parameters)`` takes a Layer, (name, Tensor) pairs or bare Tensors (named by
+position) and updates every parameter that has a gradient, in place on ``param.array``: the
+Tensor objects (and any weight tying) survive. State (momentum, Adam moments, per-parameter
+step count for bias correction, as in torch.optim) is keyed by the parameter's dotted name, so
+``state_dict()`` is stable across runs and devices. ``learning_rate`` is a plain attribute
+that schedules may set before each update; ``step_count`` counts ``step()`` calls for them.
+"""
+
+import math
+from collections.abc import Callable, Iterable
+
+import numpy as np
+
+from tricycle import backend, kernels
+from tricycle.functions import for_each_block
+from tricycle.tensor import Tensor
+
+
+def _named(parameters) -> list[tuple[str, Tensor]]:
+    """(name, Tensor) pairs from a Layer, pairs, or bare Tensors (named by position)."""
+    if hasattr(parameters, "named_parameters"):
+        return list(parameters.named_parameters())
+    named = []
+    for i, item in enumerate(parameters):
+        if isinstance(item, Tensor):
+            named.append((str(i), item))
+        else:
+            name, tensor = item
+            named.append((name, tensor))
+    return named
+
+
+def _like(array, param_array):
+    """``array`` moved to the device of ``param_array`` (state loaded on another device)."""
+    if backend.is_cupy_array(param_array):
+        return backend.to_device_array(array, param_array.device.id)
+    return backend.to_host_array(array)
+
+
+class Optimiser:
+    """Base class: a learning rate, a step counter and per-parameter state keyed by name.
+
+    Subclasses implement ``update_parameter(name, param, grad, state)``, which changes
+    ``param.array`` in place given the gradient array and the parameter's state dict.
+    """
+
+    def __init__(self, learning_rate: float):
+        if learning_rate < 0:
+            raise ValueError(f"{type(self).__name__}: learning_rate must be >= 0")
+        self.learning_rate = learning_rate
+        self.step_count = 0
+        self.state: dict[str, dict] = {}
+
+    def step(self) -> "Optimiser":
+        """Mark the start of a training iteration (advances ``step_count``); returns self."""
+        self.step_count += 1
+        return self
+
+    def update(self, parameters) -> None:
+        """Update, in place, every parameter that has a gradient (others are skipped)."""
+        named = _named(parameters)
+        if kernels.optimiser_update(self, named):  # Adam/AdamW on cupy: one fused launch
+            return
+        for name, param in named:
+            if param.grad is None:
+                continue
+            grad = param.grad.array
+            if grad.shape != param.shape:
+                raise ValueError(
+                    f"{type(self).__name__}: gradient of {name} has shape {grad.shape}, "
+                    f"parameter has shape {param.shape}"
+                )
+            state = self.state.setdefault(name, {})
+            for key, value in state.items():  # state loaded from a checkpoint or another device
+                if hasattr(value, "shape") and backend.is_cupy_array(value) != param.on_gpu:
+                    state[key] = _like(value, param.array)
+            self.update_parameter(name, param, grad, state)
+
+    def update_parameter(self, name: str, param: Tensor, grad, state: dict) -> None:
+        raise NotImplementedError
+
+    def __call__(self, parameters) -> None:
+        self.update(parameters)
+
+    # ------------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """A flat {key: numpy array} dict: step_count, learning_rate and state/<name>/<slot>."""
+        out = {
+            "step_count": np.asarray(self.step_count),
+            "learning_rate": np.asarray(self.learning_rate, dtype=np.float64),
+        }
+        for name, slots in self.state.items():
+            for slot, value in slots.items():
+                out[f"state/{name}/{slot}"] = np.array(backend.to_host_array(value), copy=True)
+        return out
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore from ``state_dict()``; arrays move to each parameter's device on use."""
+        if "step_count" not in state:
+            raise ValueError(f"{type(self).__name__}.load_state_dict: no 'step_count' key")
+        self.step_count = int(state["step_count"])
+        if "learning_rate" in state:
+            self.learning_rate = float(state["learning_rate"])
+        self.state = {}
+        for key, value in state.items():
+            if not key.startswith("state/"):
+                continue
+            name, _, slot = key[len("state/") :].rpartition("/")
+            value = np.asarray(value)
+            self.state.setdefault(name, {})[slot] = int(value) if slot == "step" else value.copy()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(learning_rate={self.learning_rate})"
+
+
+class StochasticGradientDescent(Optimiser):
+    """SGD with optional momentum (Nesterov too) and L2 weight decay, as torch.optim.SGD.
+
+    g = grad + weight_decay * w;  b = momentum * b + g;  w -= lr * (g + momentum * b if
+    nesterov else b). Without momentum: w -= lr * g.
+    """
+
+    def __init__(
+        self,
+        learning_rate: float,
+        weight_decay: float = 0.0,
+        momentum: float = 0.0,
+        nesterov: bool = False,
+    ):
+        super().__init__(learning_rate)
+        if nesterov and momentum <= 0:
+            raise ValueError("StochasticGradientDescent: nesterov needs momentum > 0")
+        self.weight_decay, self.momentum, self.nesterov = weight_decay, momentum, nesterov
+
+    def update_parameter(self, name, param, grad, state) -> None:
+        lr, momentum = float(self.learning_rate), self.momentum
+        if self.weight_decay:
+            grad = grad + self.weight_decay * param.array
+        if momentum:
+            buffer = state.get("momentum_buffer")
+            if buffer is None:  # torch starts the buffer at the first gradient
+                buffer = state["momentum_buffer"] = param.xp.array(grad, copy=True)
+            else:
+                buffer *= momentum
+                buffer += grad
+            grad = grad + momentum * buffer if self.nesterov else buffer
+        param.array -= lr * grad
+
+
+SGD = StochasticGradientDescent
+
+
+def _adam_update(xp, w, grad, state, lr, beta1, beta2, eps, decay=0.0) -> None:
+    """One Adam step on w in place; state holds exp_avg, exp_avg_sq and step.
+
+    w *= 1 - lr * decay (decoupled weight decay, AdamW);  m = b1 m + (1 - b1) g;
+    v = b2 v + (1 - b2) g^2;  w -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+    On numpy the parameter is walked in cache-sized blocks spread over the cores.
+    """
+    if kernels.adam_enabled(w, grad):  # one fused CUDA kernel (tricycle/kernels/adamw.cu)
+        return kernels.adam_update(xp, w, grad, state, lr, beta1, beta2, eps, decay)
+    if "exp_avg" not in state:
+        state["exp_avg"], state["exp_avg_sq"], state["step"] = xp.zeros_like(w), xp.zeros_like(w), 0
+    state["step"] = t = state["step"] + 1
+    step_size = lr / (1.0 - beta1**t)
+    inv_correction2 = 1.0 / math.sqrt(1.0 - beta2**t)
+    shrink = 1.0 - lr * decay
+    contiguous = w.flags.c_contiguous  # then reshape(-1) is a view we may write through
+    arrays = (w, grad, state["exp_avg"], state["exp_avg_sq"])
+    flat_w, flat_g, flat_m, flat_v = (a.reshape(-1) for a in arrays) if contiguous else arrays
+
+    def block(rows):
+        wb, gb, mb, vb = flat_w[rows], flat_g[rows], flat_m[rows], flat_v[rows]
+        if decay:
+            wb *= shrink
+        tmp = xp.multiply(gb, 1.0 - beta1, dtype=wb.dtype)  # the one temporary
+        mb *= beta1
+        mb += tmp
+        xp.multiply(gb, gb, out=tmp)
+        tmp *= 1.0 - beta2
+        vb *= beta2
+        vb += tmp
+        xp.sqrt(vb, out=tmp)
+        tmp *= inv_correction2
+        tmp += eps
+        xp.divide(mb, tmp, out=tmp)
+        tmp *= step_size
+        wb -= tmp
+
+    if contiguous:
+        for_each_block(xp, flat_w.size, 1, block)
+    else:
+        block(slice(None))
+
+
+class Adam(Optimiser):
+    """Adam (Kingma & Ba) with bias correction; ``weight_decay`` is an L2 term added to the
+    gradient, as torch.optim.Adam."""
+
+    def __init__(
+        self,
+        learning_rate: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+    ):
+        super().__init__(learning_rate)
+        self.betas, self.eps, self.weight_decay = tuple(betas), eps, weight_decay
+
+    def update_parameter(self, name, param, grad, state) -> None:
+        if self.weight_decay:
+            grad = grad + self.weight_decay * param.array
+        beta1, beta2 = self.betas
+        _adam_update(
+            param.xp, param.array, grad, state, float(self.learning_rate), beta1, beta2, self.eps
+        )
+
+
+def decay_matrices(name: str, param: Tensor) -> bool:
+    """AdamW's default decay filter: decay weights of 2+ dimensions except embeddings.
+
+    Biases and norm gains (1-D) and embedding tables (named "...embedding...") are not
+    decayed, as in GPT-2 training.
+    """
+    return param.ndim >= 2 and "embedding" not in name.lower()
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter), as torch.optim.AdamW:
+    w *= 1 - lr * weight_decay, then the Adam step on the plain gradient.
+
+    ``decay_filter(name, param) -> bool`` picks the decayed parameters; by default 2-D+
+    weights that are not embeddings (``decay_matrices``).
+    """
+
+    def __init__(
+        self,
+        learning_rate: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.01,
+        decay_filter: Callable[[str, Tensor], bool] = decay_matrices,
+    ):
+        super().__init__(learning_rate, betas, eps, weight_decay=0.0)
+        self.weight_decay, self.decay_filter = weight_decay, decay_filter
+
+    def update_parameter(self, name, param, grad, state) -> None:
+        decay = self.weight_decay if self.decay_filter(name, param) else 0.0
+        beta1, beta2 = self.betas
+        _adam_update(
+            param.xp, param.array, grad, state, float(self.learning_rate), beta1, beta2, self.eps,
+            decay,
+        )  # fmt: skip
+
+
+def clip_grad_norm(parameters: Iterable, max_norm: float) -> float:
+    """Scale all gradients so their global L2 norm is at most ``max_norm``; return the norm
+    before clipping.
+
+    ``parameters``: a Layer, Tensors, or (name, Tensor) pairs; those without a grad are
+    skipped. Gradient arrays are never written to (another tensor may share them): a clipped
+    parameter gets a new ``.grad`` Tensor.
+    """
+    grads = [p for _, p in _named(parameters) if p.grad is not None]
+    squares = 0.0  # summed on the device, read back once
+    for p in grads:
+        g = p.grad.array.reshape(-1)
+        squares = squares + p.xp.dot(g, g).astype(np.float64)
+    norm = math.sqrt(float(squares))
+    if norm > max_norm:
+        scale = max_norm / (norm + 1e-6)
+        for p in grads:
+            p.grad = Tensor(p.grad.array * scale, requires_grad=False, is_batched=p.is_batched)
+    return norm
