@@ -1,0 +1,574 @@
+"""Every CUDA kernel in tricycle/kernels against its xp reference.
+
+Inputs are fresh random arrays of several shapes, including rows and sequence lengths that are
+not multiples of any tile or block size. The reference runs the library's own pure xp function
+(the one the kernel replaces) in float64 with numpy, on the very values the kernel sees (16-bit
+inputs are rounded first). Errors are ||out - ref|| / ||ref||, bounded by what the storage
+precision allows. Every allocation made during a kernel call is poisoned with NaN bytes, so an
+output element the kernel forgot to write fails the test.
+
+GPU tests skip cleanly without cupy and a CUDA device. ``test_sources_compile_with_nvcc`` needs
+only nvcc: it checks every kernel instantiation on a machine without a GPU.
+"""
+
+import collections
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tricycle import backend, kernels
+from tricycle.activation import gelu_backward, gelu_forward
+from tricycle.attention import attention_backward, attention_forward
+from tricycle.functions import softmax_backward, softmax_forward
+from tricycle.layers import (
+    layer_norm_backward,
+    layer_norm_forward,
+    rms_norm_backward,
+    rms_norm_forward,
+)
+from tricycle.loss import cross_entropy_backward, cross_entropy_forward
+from tricycle.optimisers import _adam_update
+
+GPU = backend.cupy_available()
+gpu = pytest.mark.skipif(not GPU, reason="no CUDA GPU")
+
+# relative-error bounds per storage dtype (float32 arithmetic inside every kernel)
+TOLERANCE = {"float32": 1e-5, "float16": 3e-3, "bfloat16": 1e-2}
+
+
+def _dtypes():
+    names = ["float32", "float16"]
+    try:
+        import ml_dtypes  # noqa: F401
+
+        names.append("bfloat16")
+    except ImportError:
+        pass
+    return names
+
+
+DTYPES = _dtypes()
+
+
+def np_dtype(name):
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
+@pytest.fixture
+def cp():
+    return backend.cupy()
+
+
+@pytest.fixture
+def poisoned(cp):
+    """Fill every new device allocation with 0xFF bytes (NaN in every float type)."""
+    pool = cp.get_default_memory_pool()
+
+    def malloc(size):
+        memory = pool.malloc(size)
+        if size:
+            memory.memset_async(0xFF, size)
+        return memory
+
+    cp.cuda.set_allocator(malloc)
+    try:
+        yield
+    finally:
+        cp.cuda.set_allocator(pool.malloc)
+
+
+@pytest.fixture
+def rng():
+    seed = int.from_bytes(os.urandom(4), "little")
+    print(f"[seed {seed}]", end=" ")
+    return np.random.default_rng(seed)
+
+
+def on_device(cp, array, dtype="float32"):
+    """(device array in ``dtype``, the float64 values it holds) for the reference."""
+    rounded = np.asarray(array).astype(np_dtype(dtype))
+    return cp.asarray(rounded), rounded.astype(np.float64)
+
+
+def to_host(cp, array):
+    return cp.asnumpy(array).astype(np.float64)
+
+
+def check(cp, out, ref, dtype, what, dtype_out=None):
+    """Assert out (device) matches ref (float64) within the dtype's bound; returns the error."""
+    expected_dtype = np_dtype(dtype_out or dtype)
+    assert out.dtype == expected_dtype, f"{what}: dtype {out.dtype}, expected {expected_dtype}"
+    got = to_host(cp, out)
+    ref = np.asarray(ref, dtype=np.float64)
+    assert got.shape == ref.shape, f"{what}: shape {got.shape}, expected {ref.shape}"
+    finite = np.isfinite(ref)
+    bad = ~np.isfinite(got) & finite
+    assert not bad.any(), f"{what}: {bad.sum()} non-finite (unwritten?) elements of {got.size}"
+    scale = np.linalg.norm(ref[finite])
+    err = np.linalg.norm(got[finite] - ref[finite])
+    err = err / scale if scale > 0 else err
+    print(f"{what} [{dtype}] {tuple(ref.shape)}: rel err {err:.2e}")
+    assert err < TOLERANCE[dtype], f"{what} [{dtype}] {ref.shape}: relative error {err:.3e}"
+    return err
+
+
+# ====================================================================== no GPU needed
+def test_import_does_not_import_cupy():
+    code = "import sys, tricycle.kernels, tricycle.precision; assert 'cupy' not in sys.modules"
+    subprocess.run([sys.executable, "-W", "error", "-c", code], check=True)
+
+
+def test_enabled_is_false_for_numpy_and_when_disabled(monkeypatch):
+    x = np.ones((2, 3), dtype=np.float32)
+    assert not kernels.enabled(x)
+    assert not kernels.enabled()
+    assert not kernels.attention_enabled(np.ones((1, 2, 96), np.float32), 1)
+    assert not kernels.owns((x, x))
+    monkeypatch.setenv("TRICYCLE_DISABLE_KERNELS", "1")
+    assert not kernels.enabled(x)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    GPU or shutil.which("nvcc") is None, reason="needs nvcc; on a GPU the NVRTC tests cover it"
+)
+def test_sources_compile_with_nvcc():
+    """Every instantiation that the launchers use compiles for sm_90, without spills."""
+    by_file = collections.defaultdict(list)
+    for file, name, args in kernels.instantiations():
+        by_file[file].append(f"{name}<{', '.join(args)}>" if args else name)
+    with tempfile.TemporaryDirectory() as tmp:
+        for file, expressions in by_file.items():
+            refs = ",\n".join(f"(void*)&{e}" for e in expressions)
+            path = Path(tmp) / f"check_{file}"
+            path.write_text(f"{kernels._source(file)}\nvoid* refs[] = {{\n{refs}}};\n")
+            result = subprocess.run(
+                ["nvcc", "-std=c++17", "-arch=sm_90", "-c", str(path), "-o", os.devnull,
+                 "-Xptxas", "-v"],
+                capture_output=True,
+                text=True,
+            )  # fmt: skip
+            assert result.returncode == 0, f"{file}:\n{result.stderr[-4000:]}"
+            spills = [
+                line
+                for line in result.stderr.splitlines()
+                if "spill" in line and " 0 bytes spill stores" not in line
+            ]
+            assert not spills, f"{file} spills registers: {spills[:3]}"
+
+
+# ====================================================================== softmax
+SOFTMAX_SHAPES = [
+    (1, 1),
+    (3, 7),
+    (5, 33),
+    (64, 256),
+    (17, 1000),
+    (9, 1025),
+    (4, 5000),
+    (2, 3, 4099),
+]
+
+
+@gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SOFTMAX_SHAPES)
+def test_softmax(cp, poisoned, rng, shape, dtype):
+    x, x_ref = on_device(cp, rng.normal(scale=3.0, size=shape), dtype)
+    y = kernels.softmax_forward(cp, x)
+    y_ref = softmax_forward(np, x_ref)
+    check(cp, y, y_ref, dtype, "softmax_forward")
+
+    dy, dy_ref = on_device(cp, rng.normal(size=shape), dtype)
+    dx = kernels.softmax_backward(cp, y, dy)
+    # the reference backward uses the kernel's own (rounded) y, as the op would
+    dx_ref = softmax_backward(np, to_host(cp, y), dy_ref)
+    check(cp, dx, dx_ref, dtype, "softmax_backward")
+    assert cp.array_equal(dx, kernels.softmax_backward(cp, y, dy)), "not deterministic"
+
+
+@gpu
+def test_softmax_handles_minus_infinity_rows(cp):
+    x = cp.asarray([[0.0, -np.inf, 1.0], [-np.inf, -np.inf, 2.0]], dtype=np.float32)
+    y = cp.asnumpy(kernels.softmax_forward(cp, x))
+    np.testing.assert_allclose(y, softmax_forward(np, cp.asnumpy(x)), rtol=1e-6)
+
+
+# ====================================================================== layer norm, RMS norm
+# at least 3 columns: with 1 (or 2) the exact layer-norm gradient is 0 and a relative error
+# compares rounding noise with rounding noise
+NORM_SHAPES = [(1, 3), (3, 5), (7, 384), (2, 3, 1000), (5, 2049), (300, 64), (3, 7000)]
+
+
+@gpu
+@pytest.mark.parametrize("param_dtype", ["float32", "same"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", NORM_SHAPES)
+@pytest.mark.parametrize("bias", [True, False])
+def test_layer_norm(cp, poisoned, rng, shape, dtype, param_dtype, bias):
+    p_dtype = dtype if param_dtype == "same" else "float32"
+    if dtype == "float32" and param_dtype == "same":
+        pytest.skip("same as float32 parameters")
+    cols = shape[-1]
+    x, x_ref = on_device(cp, rng.normal(loc=0.5, scale=2.0, size=shape), dtype)
+    gamma, gamma_ref = on_device(cp, rng.normal(loc=1.0, size=cols), p_dtype)
+    beta, beta_ref = on_device(cp, rng.normal(size=cols), p_dtype) if bias else (None, None)
+
+    y, mean, rstd = kernels.layer_norm_forward(cp, x, gamma, beta, 1e-5)
+    y_ref, mean_ref, rstd_ref = layer_norm_forward(np, x_ref, gamma_ref, beta_ref, 1e-5)
+    check(cp, y, y_ref, dtype, "layer_norm y")
+    check(cp, mean, mean_ref, "float32", "layer_norm mean")
+    check(cp, rstd, rstd_ref, "float32", "layer_norm rstd")
+
+    dy, dy_ref = on_device(cp, rng.normal(size=shape), dtype)
+    dx, dgamma, dbeta = kernels.layer_norm_backward(cp, dy, x, gamma, mean, rstd)
+    dx_ref, dgamma_ref, dbeta_ref = layer_norm_backward(
+        np, dy_ref, x_ref, gamma_ref, mean_ref, rstd_ref
+    )
+    check(cp, dx, dx_ref, dtype, "layer_norm dx")
+    # dgamma and dbeta are float32 sums of the (exactly known) rounded inputs: their bound is
+    # that of their own storage dtype
+    check(cp, dgamma, dgamma_ref, p_dtype, "layer_norm dgamma")
+    check(cp, dbeta, dbeta_ref, p_dtype, "layer_norm dbeta")
+    again = kernels.layer_norm_backward(cp, dy, x, gamma, mean, rstd)
+    assert all(cp.array_equal(a, b) for a, b in zip(again, (dx, dgamma, dbeta)))
+
+
+@gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", NORM_SHAPES)
+def test_rms_norm(cp, poisoned, rng, shape, dtype):
+    cols = shape[-1]
+    x, x_ref = on_device(cp, rng.normal(loc=0.5, scale=2.0, size=shape), dtype)
+    gamma, gamma_ref = on_device(cp, rng.normal(loc=1.0, size=cols))
+    y, rstd = kernels.rms_norm_forward(cp, x, gamma, 1e-6)
+    y_ref, rstd_ref = rms_norm_forward(np, x_ref, gamma_ref, 1e-6)
+    check(cp, y, y_ref, dtype, "rms_norm y")
+    check(cp, rstd, rstd_ref, "float32", "rms_norm rstd")
+
+    dy, dy_ref = on_device(cp, rng.normal(size=shape), dtype)
+    dx, dgamma = kernels.rms_norm_backward(cp, dy, x, gamma, rstd)
+    dx_ref, dgamma_ref = rms_norm_backward(np, dy_ref, x_ref, gamma_ref, rstd_ref)
+    check(cp, dx, dx_ref, dtype, "rms_norm dx")
+    check(cp, dgamma, dgamma_ref, dtype, "rms_norm dgamma", dtype_out="float32")
+
+
+# ====================================================================== GeLU
+GELU_SHAPES = [(1,), (1000,), (3, 7, 129), (4096, 1536)]
+
+
+@gpu
+@pytest.mark.parametrize("approximate", [False, "tanh"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", GELU_SHAPES)
+def test_gelu(cp, poisoned, rng, shape, dtype, approximate):
+    x, x_ref = on_device(cp, rng.normal(scale=2.0, size=shape), dtype)
+    y = kernels.gelu_forward(cp, x, approximate)
+    check(cp, y, gelu_forward(np, x_ref, approximate), dtype, f"gelu_forward {approximate}")
+    dy, dy_ref = on_device(cp, rng.normal(size=shape), dtype)
+    dx = kernels.gelu_backward(cp, x, dy, approximate)
+    dx_ref = gelu_backward(np, x_ref, dy_ref, approximate)
+    check(cp, dx, dx_ref, dtype, f"gelu_backward {approximate}")
+
+
+@gpu
+@pytest.mark.parametrize("approximate", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_bias_gelu(cp, poisoned, rng, dtype, approximate):
+    shape = (37, 515)
+    x, x_ref = on_device(cp, rng.normal(size=shape), dtype)
+    b, b_ref = on_device(cp, rng.normal(size=shape[-1]), dtype)
+    y = kernels.bias_gelu_forward(cp, x, b, approximate)
+    check(cp, y, gelu_forward(np, x_ref + b_ref, approximate), dtype, "bias_gelu_forward")
+    dy, dy_ref = on_device(cp, rng.normal(size=shape), dtype)
+    dx, db = kernels.bias_gelu_backward(cp, x, b, dy, approximate)
+    dx_ref = gelu_backward(np, x_ref + b_ref, dy_ref, approximate)
+    check(cp, dx, dx_ref, dtype, "bias_gelu dx")
+    check(cp, db, to_host(cp, dx).sum(axis=0), dtype, "bias_gelu dbias")
+
+
+# ====================================================================== cross-entropy
+CE_SHAPES = [(1, 2), (7, 5), (33, 65), (100, 1024), (16, 5000), (3, 50257), (4, 6, 11)]
+
+
+@gpu
+@pytest.mark.parametrize("ignore_index", [None, -100])
+@pytest.mark.parametrize("label_dtype", [np.int64, np.int32])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", CE_SHAPES)
+def test_cross_entropy(cp, poisoned, rng, shape, dtype, label_dtype, ignore_index):
+    logits, logits_ref = on_device(cp, rng.normal(scale=2.0, size=shape), dtype)
+    labels_host = rng.integers(0, shape[-1], size=shape[:-1]).astype(label_dtype)
+    if ignore_index is not None:
+        labels_host[rng.random(shape[:-1]) < 0.3] = ignore_index
+    labels = cp.asarray(labels_host)
+
+    loss, saved = kernels.cross_entropy_forward(cp, logits, labels, ignore_index)
+    loss_ref, saved_ref = cross_entropy_forward(np, logits_ref, labels_host, ignore_index)
+    assert kernels.owns(saved)
+    (peak, log_sum, count), (peak_ref, log_sum_ref, count_ref) = saved, saved_ref
+    check(cp, loss, loss_ref, dtype, "cross_entropy loss", dtype_out="float32")
+    check(cp, peak, peak_ref, dtype, "cross_entropy peak", dtype_out="float32")
+    check(cp, log_sum, log_sum_ref, dtype, "cross_entropy log_sum", dtype_out="float32")
+    assert float(count) == float(count_ref)
+
+    dloss = cp.asarray(0.75, dtype=np.float32)
+    dlogits = kernels.cross_entropy_backward(cp, dloss, logits, labels, saved, ignore_index)
+    dlogits_ref = cross_entropy_backward(np, 0.75, logits_ref, labels_host, saved_ref, ignore_index)
+    check(cp, dlogits, dlogits_ref, dtype, "cross_entropy dlogits")
+
+
+@gpu
+def test_cross_entropy_all_ignored_and_bad_labels(cp):
+    logits = cp.asarray(np.random.default_rng(0).normal(size=(4, 9)), dtype=np.float32)
+    labels = cp.full(4, -1, dtype=np.int64)
+    loss, saved = kernels.cross_entropy_forward(cp, logits, labels, -1)
+    assert float(loss) == 0.0 and float(saved[2]) == 0.0
+    dlogits = kernels.cross_entropy_backward(cp, 1.0, logits, labels, saved, -1)
+    assert float(cp.abs(dlogits).max()) == 0.0
+    bad = cp.asarray([0, 1, 9, 2])  # 9 is out of range and not ignored: NaN, never garbage
+    loss, _ = kernels.cross_entropy_forward(cp, logits, bad)
+    assert np.isnan(float(loss))
+
+
+# ====================================================================== embedding backward
+@gpu
+@pytest.mark.parametrize("id_dtype", [np.int64, np.int32])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("vocab,dim,n", [(10, 4, 1), (65, 384, 16384), (1000, 33, 777)])
+def test_embedding_backward(cp, rng, vocab, dim, n, dtype, id_dtype):
+    ids_host = rng.integers(0, vocab, size=n).astype(id_dtype)
+    dout, dout_ref = on_device(cp, rng.normal(size=(n, dim)), dtype)
+    dweights = kernels.embedding_backward(cp, dout, cp.asarray(ids_host), vocab)
+    ref = np.zeros((vocab, dim))
+    np.add.at(ref, ids_host, dout_ref)
+    # float32 accumulation of rounded inputs: float32 bounds whatever the input dtype
+    check(cp, dweights, ref, "float32", "embedding_backward", dtype_out="float32")
+
+
+# ====================================================================== AdamW
+def _adamw_reference(w, g, m, v, lr, b1, b2, eps, step, wd, mult=1.0):
+    """torch.optim.AdamW's math in float64 (what tricycle.optimisers implements)."""
+    g = g * mult
+    w = w * (1 - lr * wd)
+    m = b1 * m + (1 - b1) * g
+    v = b2 * v + (1 - b2) * g * g
+    w = w - lr / (1 - b1**step) * m / (np.sqrt(v) / np.sqrt(1 - b2**step) + eps)
+    return w, m, v
+
+
+@gpu
+def test_adam_update_matches_the_optimiser(cp, rng):
+    w_host = rng.normal(size=(129, 77)).astype(np.float32)
+    w = cp.asarray(w_host)
+    w_ref = cp.asarray(w_host)
+    state, state_ref = {}, {}
+    for _ in range(4):
+        g = cp.asarray(rng.normal(size=w_host.shape).astype(np.float32))
+        kernels.adam_update(cp, w, g, state, 3e-3, 0.9, 0.95, 1e-8)
+        _adam_update(cp, w_ref, g, state_ref, 3e-3, 0.9, 0.95, 1e-8)
+    assert state["step"] == state_ref["step"] == 4
+    check(cp, w, to_host(cp, w_ref), "float32", "adam_update w")
+    check(cp, state["exp_avg_sq"], to_host(cp, state_ref["exp_avg_sq"]), "float32", "adam v")
+
+
+@gpu
+@pytest.mark.parametrize("mult", [None, 0.25, float("nan")])
+def test_adamw_multi_step(cp, rng, mult):
+    sizes = [(1,), (1000,), (65536 + 7,), (300, 700), (3,)]
+    decays = [0.0, 0.1, 0.0, 0.1, 0.05]
+    host = [[rng.normal(size=s) for s in sizes] for _ in range(4)]
+    host[3] = [np.abs(a) for a in host[3]]  # exp_avg_sq >= 0
+    w, g, m, v = ([cp.asarray(a.astype(np.float32)) for a in arrays] for arrays in host)
+    multiplier = None if mult is None else cp.asarray(mult, dtype=np.float32)
+    kernels.adamw_multi_step(cp, w, g, m, v, 1e-2, 0.9, 0.99, 1e-8, 7, decays, multiplier)
+    for i in range(len(sizes)):
+        hw, hg, hm, hv = (h[i].astype(np.float32).astype(np.float64) for h in host)
+        if mult is not None and np.isnan(mult):  # skipped step: untouched
+            np.testing.assert_array_equal(to_host(cp, w[i]), hw)
+            continue
+        rw, rm, rv = _adamw_reference(
+            hw, hg, hm, hv, 1e-2, 0.9, 0.99, 1e-8, 7, decays[i], 1.0 if mult is None else mult
+        )
+        check(cp, w[i], rw, "float32", f"adamw_multi w {sizes[i]}")
+        check(cp, m[i], rm, "float32", f"adamw_multi m {sizes[i]}")
+        check(cp, v[i], rv, "float32", f"adamw_multi v {sizes[i]}")
+
+
+@gpu
+def test_clip_multiplier(cp, rng):
+    grads_host = [rng.normal(size=s) * 100 for s in [(5,), (70000,), (33, 3)]]
+    grads = [cp.asarray(g.astype(np.float32)) for g in grads_host]
+    scale = cp.asarray(64.0, dtype=np.float32)
+    norm, mult = kernels.clip_multiplier(cp, grads, 1.0, scale)
+    true_norm = np.sqrt(
+        sum((g.astype(np.float32).astype(np.float64) ** 2).sum() for g in grads_host)
+    )
+    true_norm /= 64.0
+    assert float(norm) == pytest.approx(true_norm, rel=1e-5)
+    assert float(mult) == pytest.approx(min(1.0, 1.0 / (true_norm + 1e-6)) / 64.0, rel=1e-5)
+    grads[1][123] = cp.inf
+    _, mult = kernels.clip_multiplier(cp, grads, 1.0, scale)
+    assert np.isnan(float(mult))
+
+
+@gpu
+def test_optimiser_update_matches_adamw(cp, rng, monkeypatch):
+    from tricycle.optimisers import AdamW
+    from tricycle.tensor import Tensor
+
+    shapes = {"embedding.weights": (50, 16), "dense.weights": (16, 8), "dense.bias": (8,)}
+    params = {
+        n: Tensor(cp.asarray(rng.normal(size=s).astype(np.float32))) for n, s in shapes.items()
+    }
+    ref = {n: Tensor(p.array.copy()) for n, p in params.items()}
+    fused, plain = AdamW(1e-2, weight_decay=0.1), AdamW(1e-2, weight_decay=0.1)
+    for _ in range(3):
+        grads = {n: cp.asarray(rng.normal(size=s).astype(np.float32)) for n, s in shapes.items()}
+        for n in shapes:
+            params[n].grad = Tensor(grads[n], requires_grad=False)
+            ref[n].grad = Tensor(grads[n].copy(), requires_grad=False)
+        assert kernels.optimiser_update(fused, list(params.items()))
+        with monkeypatch.context() as m:
+            m.setenv("TRICYCLE_DISABLE_KERNELS", "1")
+            plain.update(list(ref.items()))
+    for n in shapes:
+        check(cp, params[n].array, to_host(cp, ref[n].array), "float32", f"optimiser_update {n}")
+
+
+# ====================================================================== attention
+ATTENTION_SHAPES = [  # (B, T, H, D): T deliberately off the 32/64/128-row tiles
+    (1, 1, 1, 32),
+    (2, 17, 3, 32),
+    (2, 64, 2, 64),
+    (3, 100, 6, 64),
+    (1, 130, 2, 128),
+    (2, 256, 6, 64),
+    (1, 300, 1, 128),
+    (1, 1000, 2, 64),
+]
+
+
+@gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", ATTENTION_SHAPES)
+def test_attention(cp, poisoned, rng, shape, dtype):
+    B, T, H, D = shape
+    E = H * D
+    qkv, qkv_ref = on_device(cp, rng.normal(size=(B, T, 3 * E)), dtype)
+    assert kernels.attention_enabled(qkv, H)
+    out, saved = kernels.attention_forward(cp, qkv, H)
+    assert kernels.owns(saved)
+    out_ref, saved_ref = attention_forward(np, qkv_ref, H)
+    check(cp, out, out_ref, dtype, f"attention out {shape}")
+
+    # the log-sum-exp (base 2) matches the reference probabilities' normaliser
+    lse = to_host(cp, saved[2])
+    q, k = (qkv_ref.reshape(B, T, 3, H, D)[:, :, i].transpose(0, 2, 1, 3) for i in (0, 1))
+    scores = q @ k.swapaxes(-1, -2) / np.sqrt(D) + np.triu(np.full((T, T), -np.inf), 1)
+    lse_ref = np.log2(np.exp(scores - scores.max(-1, keepdims=True)).sum(-1)) + scores.max(-1) * (
+        1 / np.log(2)
+    )
+    check(cp, saved[2], lse_ref, "float32" if dtype == "float32" else dtype, "attention lse",
+          dtype_out="float32")  # fmt: skip
+    assert lse.shape == (B, H, T)
+
+    dout, dout_ref = on_device(cp, rng.normal(size=(B, T, E)), dtype)
+    dqkv = kernels.attention_backward(cp, dout, saved)
+    dqkv_ref = attention_backward(np, dout_ref, saved_ref)
+    for i, part in enumerate("qkv"):
+        if T == 1 and part != "v":
+            continue  # one key: the exact dq and dk are 0, the computed ones rounding noise
+        got = dqkv.reshape(B, T, 3, E)[:, :, i]
+        check(cp, cp.ascontiguousarray(got), dqkv_ref.reshape(B, T, 3, E)[:, :, i], dtype,
+              f"attention d{part} {shape}")  # fmt: skip
+    assert cp.array_equal(dqkv, kernels.attention_backward(cp, dout, saved)), "not deterministic"
+
+
+@gpu
+def test_attention_rejects_unsupported_head_dims(cp):
+    qkv = cp.zeros((1, 4, 3 * 48), dtype=np.float32)
+    assert not kernels.attention_enabled(qkv, 1)  # D = 48
+    with pytest.raises(ValueError, match="head dim"):
+        kernels.attention_forward(cp, qkv, 1)
+
+
+# ====================================================================== compile everything
+@gpu
+def test_every_instantiation_compiles_with_nvrtc():
+    assert kernels.compile_all() == len(kernels.instantiations())
+
+
+# ====================================================================== wiring
+@gpu
+def test_wired_functions_dispatch_to_the_kernels(cp, rng, monkeypatch):
+    """The library's own xp functions run the kernels on cupy (same numbers as with them off)."""
+    from tricycle import activation, attention, functions, layers, loss
+
+    x = cp.asarray(rng.normal(size=(6, 40, 3 * 128)).astype(np.float32))
+    g = cp.asarray(rng.normal(size=3 * 128).astype(np.float32))
+    labels = cp.asarray(rng.integers(0, 3 * 128, size=(6, 40)))
+    calls = {
+        "softmax": lambda: functions.softmax_forward(cp, x),
+        "layer_norm": lambda: layers.layer_norm_forward(cp, x, g, g, 1e-5)[0],
+        "rms_norm": lambda: layers.rms_norm_forward(cp, x, g, 1e-6)[0],
+        "gelu": lambda: activation.gelu_forward(cp, x, "tanh"),
+        "cross_entropy": lambda: loss.cross_entropy_forward(cp, x, labels)[0],
+        "attention": lambda: attention.attention_forward(cp, x, 2)[0],
+    }
+    for name, call in calls.items():
+        with_kernels = call()
+        monkeypatch.setenv("TRICYCLE_DISABLE_KERNELS", "1")
+        without = call()
+        monkeypatch.delenv("TRICYCLE_DISABLE_KERNELS")
+        check(cp, with_kernels, to_host(cp, without), "float32", f"wired {name}")
+    saved = attention.attention_forward(cp, x, 2)[1]
+    assert kernels.owns(saved)  # the op went through the kernel
+
+
+@gpu
+def test_gpt_training_step_matches_with_and_without_kernels(cp, monkeypatch):
+    """A whole GPT forward + backward + AdamW step on the GPU, kernels on vs off."""
+    from tricycle.configs import DebugConfig
+    from tricycle.loss import CrossEntropy
+    from tricycle.models import GPT
+    from tricycle.optimisers import AdamW
+
+    config = DebugConfig(
+        embedding_dim=128, n_heads=2, n_layers=2, context_window=64, vocab_size=300, dropout=0.0
+    )
+    rng = np.random.default_rng(0)
+    batch = rng.integers(0, 300, size=(4, 64))
+    targets = cp.asarray(rng.integers(0, 300, size=(4, 64)))
+    results = {}
+    for mode in ("kernels", "xp"):
+        if mode == "xp":
+            monkeypatch.setenv("TRICYCLE_DISABLE_KERNELS", "1")
+        np.random.seed(0)
+        model = GPT(config).to_gpu()
+        optimiser = AdamW(learning_rate=1e-3, weight_decay=0.1)
+        losses = []
+        for _ in range(3):
+            optimiser.step()
+            loss = CrossEntropy()(targets, model(cp.asarray(batch)))
+            losses.append(float(loss.array))
+            loss.backward()
+            model.update(optimiser)
+        results[mode] = (losses, [cp.asnumpy(p.array) for p in model.parameters()])
+    monkeypatch.delenv("TRICYCLE_DISABLE_KERNELS")
+    (loss_k, params_k), (loss_x, params_x) = results["kernels"], results["xp"]
+    print("losses with kernels", loss_k, "without", loss_x)
+    np.testing.assert_allclose(loss_k, loss_x, rtol=1e-4)
+    for a, b in zip(params_k, params_x):
+        # Adam's first steps are nearly sign(g) * lr: allow for gradients at rounding level
+        np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-4)

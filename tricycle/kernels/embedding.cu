@@ -1,0 +1,19 @@
+// embedding.cu: backward of an embedding lookup, dW[ids[n], :] += dout[n, :].
+//
+// Reference: tricycle/layers.py embedding(), whose back_fn is xp.add.at.
+// A warp per token row; lane e adds column e, e + 32, ... with a float atomicAdd, so a warp's
+// atomics hit 32 consecutive addresses and coalesce in L2. No sort is needed: rows that many
+// tokens share (a small vocabulary) contend on the same addresses, which the L2 atomic units
+// serialise; the floating-point summation order is therefore not deterministic.
+// dW is float32 (zeroed by the caller) whatever the type of dout: it is a master-weight gradient.
+
+template <typename T, typename I>
+__global__ void embedding_backward_kernel(const T* __restrict__ dout, const I* __restrict__ ids,
+                                          float* __restrict__ dweights, int n_tokens, int dim) {
+    const int token = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (token >= n_tokens) return;
+    const int lane = threadIdx.x & 31;
+    const T* src = dout + (long long)token * dim;
+    float* dst = dweights + (long long)ids[token] * dim;
+    for (int e = lane; e < dim; e += 32) atomicAdd(dst + e, to_float(src[e]));
+}

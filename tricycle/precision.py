@@ -1,0 +1,408 @@
+"""Precision policies (contract 9): float32, TF32, and float16/bfloat16 mixed precision.
+
+A ``Precision`` is an object the training code holds and uses explicitly; no op reads a global
+flag. It answers three questions:
+
+- which dtype the forward computes in (``compute_dtype``; parameters stay float32 "master
+  weights", cast on the way in with the differentiable ``cast``, so their gradients come back
+  in float32);
+- whether float32 matrix products may use TF32 tensor cores (entered with ``with policy:``);
+- whether the loss is scaled (``scaler``, a ``GradScaler``: float16 needs it, bfloat16 has
+  float32's exponent range and does not by default).
+
+Typical loop::
+
+    policy = Precision("fp16")
+    with policy:                                    # TF32 for leftover float32 matmuls, if asked
+        for step in range(n_steps):
+            optimiser.step()
+            loss = loss_fn(y, model(x, precision=policy))   # the model calls policy.cast(...)
+            policy.backward(loss)                   # seeds backward with the loss scale
+            policy.step(optimiser, model, max_norm=1.0)     # unscale, clip, skip on overflow
+
+TF32 in CuPy (14.x), found by reading its source and checked on the H100 (GPU_NOTES.md):
+``CUPY_TF32=1`` is read once, the first time a float32 product asks for its compute type, and
+then cached; ``cupy._core.set_compute_type(float32, COMPUTE_TYPE_TF32)`` changes it at any
+time for 2-D products (``cupy.dot``/``matmul``/``tensordot`` of 2-D operands, which go through
+``cublasGemmEx`` with ``CUBLAS_COMPUTE_32F_FAST_TF32``). Batched products (ndim > 2) use
+``cublasGemmStridedBatchedEx`` with the legacy compute type CUDA_R_32F and ignore that
+setting; they follow the cuBLAS handle's math mode instead, which ``Precision`` sets to
+``CUBLAS_TF32_TENSOR_OP_MATH`` for the duration. (CuPy resets the math mode to the default
+after every float16/bfloat16 2-D product, so inside a mixed-precision region the batched
+float32 products fall back to full float32.)
+"""
+
+import numpy as np
+
+from tricycle import backend
+from tricycle.tensor import Tensor, grad_enabled
+
+# cupy/_core/_routines_linalg.pyx: COMPUTE_TYPE_DEFAULT = 1, COMPUTE_TYPE_TF32 = 7
+_COMPUTE_TYPE_DEFAULT = 1
+_COMPUTE_TYPE_TF32 = 7
+# cublas_api.h: CUBLAS_DEFAULT_MATH = 0, CUBLAS_TF32_TENSOR_OP_MATH = 3
+_CUBLAS_TF32_TENSOR_OP_MATH = 3
+
+_MODES = {
+    "fp32": "fp32",
+    "float32": "fp32",
+    "tf32": "tf32",
+    "fp16": "fp16",
+    "float16": "fp16",
+    "half": "fp16",
+    "bf16": "bf16",
+    "bfloat16": "bf16",
+}
+
+
+def bfloat16():
+    """The bfloat16 numpy dtype (from ml_dtypes, which numpy and cupy both understand)."""
+    try:
+        import ml_dtypes
+    except ImportError as error:
+        raise ImportError(
+            "Precision('bf16') needs the ml_dtypes package for its bfloat16 dtype "
+            "(pip install ml_dtypes)"
+        ) from error
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def is_floating(dtype) -> bool:
+    """float16/32/64 and bfloat16 (whose numpy kind is 'V', not 'f')."""
+    dtype = np.dtype(dtype)
+    return dtype.kind == "f" or dtype.name == "bfloat16"
+
+
+# ====================================================================== casting
+def cast(x, dtype):
+    """``x`` as ``dtype``: a Tensor gets a differentiable cast (its gradient comes back in x's
+    own dtype), an array a plain ``astype``. No copy when the dtype already matches;
+    non-floating inputs (token ids) are returned unchanged."""
+    dtype = np.dtype(dtype)
+    if isinstance(x, Tensor):
+        if x.dtype == dtype or not is_floating(x.dtype):
+            return x
+        source = x.dtype
+        out = Tensor(
+            x.array.astype(dtype),
+            args=(x,),
+            back_fns=(lambda grad: grad.astype(source, copy=False),),
+            name="cast",
+            is_batched=x.is_batched,
+        )
+        if x.requires_grad and grad_enabled() and not out.requires_grad:
+            # the engine decides "floating" by dtype.kind == 'f'; ml_dtypes' bfloat16 has kind
+            # 'V', so the graph would silently stop here
+            raise TypeError(
+                f"cast: the autodiff engine does not treat {dtype} as a floating dtype, so no "
+                f"gradient would flow through this cast of a {x.dtype} tensor of shape "
+                f"{x.shape}; tricycle.tensor must accept it (dtype.name == 'bfloat16')"
+            )
+        return out
+    if x.dtype == dtype or not is_floating(x.dtype):
+        return x
+    return x.astype(dtype)
+
+
+# ====================================================================== TF32 switch
+def _cupy_if_loaded():
+    """cupy if a GPU is usable; never imports cupy on a CPU-only machine."""
+    return backend.cupy() if backend.cupy_available() else None
+
+
+def _tf32_state(cp):
+    handle = cp.cuda.device.get_cublas_handle()
+    return cp._core.get_compute_type(np.float32), cp.cuda.cublas.getMathMode(handle)
+
+
+def _set_tf32_state(cp, state) -> None:
+    compute_type, math_mode = state
+    cp._core.set_compute_type(np.float32, compute_type)
+    cp.cuda.cublas.setMathMode(cp.cuda.device.get_cublas_handle(), math_mode)
+
+
+def tf32_enabled() -> bool:
+    """Whether CuPy's float32 2-D products currently use TF32 (False without a GPU)."""
+    cp = _cupy_if_loaded()
+    return cp is not None and cp._core.get_compute_type(np.float32) == _COMPUTE_TYPE_TF32
+
+
+# ====================================================================== loss scaling
+class GradScaler:
+    """Dynamic loss scaling for float16 training, with torch.cuda.amp.GradScaler's rules.
+
+    The loss is multiplied by ``scale`` before backward so that small gradients survive in
+    float16; gradients are divided by it before the update. When any gradient is inf/NaN the
+    step is skipped and the scale multiplied by ``backoff_factor``; after ``growth_interval``
+    good steps in a row it is multiplied by ``growth_factor``.
+
+    The state (scale, good-step counter, skipped-step counter) lives in 0-d arrays on the
+    gradients' device and is updated there with ``xp.where``: deciding costs no host
+    synchronisation. Reading ``scale`` or ``skipped_steps`` (for logging) does synchronise.
+    """
+
+    def __init__(
+        self,
+        init_scale: float = 2.0**16,
+        growth_factor: float = 2.0,
+        backoff_factor: float = 0.5,
+        growth_interval: int = 2000,
+    ):
+        if not (init_scale > 0 and growth_factor > 1 and 0 < backoff_factor < 1):
+            raise ValueError(
+                f"GradScaler: need init_scale > 0, growth_factor > 1, 0 < backoff_factor < 1; "
+                f"got {init_scale}, {growth_factor}, {backoff_factor}"
+            )
+        if growth_interval < 1:
+            raise ValueError(f"GradScaler: growth_interval must be >= 1, got {growth_interval}")
+        self.growth_factor, self.backoff_factor = growth_factor, backoff_factor
+        self.growth_interval = growth_interval
+        self._init_scale = init_scale
+        self._scale = self._good_steps = self._skipped = None  # made on first use, on its device
+        self.steps = 0  # update() calls: host-side, no sync
+
+    # ------------------------------------------------------------------ state
+    def _state(self, like):
+        """Create (or move) the state arrays onto ``like``'s device."""
+        xp = backend.array_module(like)
+        if self._scale is None:
+            self._scale = xp.asarray(self._init_scale, dtype=np.float32)
+            self._good_steps = xp.zeros((), dtype=np.int64)
+            self._skipped = xp.zeros((), dtype=np.int64)
+        elif backend.array_module(self._scale) is not xp:
+            if xp is np:
+                move = backend.to_host_array
+            else:
+                device = like.device.id
+                move = lambda a: backend.to_device_array(backend.to_host_array(a), device)  # noqa: E731
+            self._scale, self._good_steps, self._skipped = (
+                move(a) for a in (self._scale, self._good_steps, self._skipped)
+            )
+        return xp
+
+    @property
+    def scale(self) -> float:
+        """The current loss scale (synchronises with the device)."""
+        return float(self._init_scale if self._scale is None else self._scale)
+
+    @property
+    def skipped_steps(self) -> int:
+        """How many steps were skipped for inf/NaN gradients (synchronises with the device)."""
+        return 0 if self._skipped is None else int(self._skipped)
+
+    def scale_array(self, like):
+        """The scale as a 0-d float32 array on ``like``'s device."""
+        self._state(like)
+        return self._scale
+
+    # ------------------------------------------------------------------ the three steps
+    def loss_grad(self, loss: Tensor):
+        """The gradient to seed ``loss.backward`` with: the scale, in the loss's shape."""
+        xp = self._state(loss.array)
+        seed = self._scale.astype(loss.dtype) if is_floating(loss.dtype) else self._scale
+        return xp.broadcast_to(seed, loss.shape).copy() if loss.shape else seed
+
+    def unscale(self, grads, max_norm: float = 0.0):
+        """Divide gradient arrays by the scale in place (and clip them to ``max_norm`` if it is
+        positive). Returns (found_inf, norm): a 0-d bool device array, True when some gradient
+        is inf/NaN, and the global norm of the unscaled gradients (before clipping).
+
+        Uses the fused kernels when they apply (two launches), xp otherwise.
+        """
+        grads = list(grads)
+        if not grads:
+            return None, None
+        xp = self._state(grads[0])
+        if _kernel_path(grads):
+            from tricycle import kernels
+
+            norm, multiplier = kernels.clip_multiplier(xp, grads, max_norm, self._scale)
+        else:
+            squares = sum(xp.vdot(g.reshape(-1), g.reshape(-1)).astype(np.float32) for g in grads)
+            inv_scale = 1.0 / self._scale
+            norm = xp.sqrt(squares) * inv_scale
+            clip = xp.minimum(1.0, max_norm / (norm + 1e-6)) if max_norm > 0 else 1.0
+            multiplier = xp.where(xp.isfinite(norm), inv_scale * clip, np.nan)
+        found_inf = ~xp.isfinite(multiplier)
+        for g in grads:
+            g *= multiplier.astype(g.dtype)  # NaN on overflow: the step is skipped anyway
+        return found_inf, norm
+
+    def update(self, found_inf) -> None:
+        """Adjust the scale after a step, on the device (torch's ``_amp_update_scale_``)."""
+        if found_inf is None:
+            return
+        xp = self._state(found_inf)
+        grown = self._good_steps + 1
+        grow = (grown >= self.growth_interval) & ~found_inf
+        self._scale = xp.where(
+            found_inf,
+            self._scale * np.float32(self.backoff_factor),
+            xp.where(grow, self._scale * np.float32(self.growth_factor), self._scale),
+        ).astype(np.float32)
+        self._good_steps = xp.where(found_inf | grow, 0, grown).astype(np.int64)
+        self._skipped = (self._skipped + found_inf).astype(np.int64)
+        self.steps += 1
+
+    def state_dict(self) -> dict:
+        return {
+            "scale": self.scale,
+            "good_steps": 0 if self._good_steps is None else int(self._good_steps),
+            "skipped_steps": self.skipped_steps,
+            "steps": self.steps,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        self._init_scale = float(state["scale"])
+        self._scale = None
+        self._state(np.zeros(()))
+        self._good_steps = np.asarray(int(state.get("good_steps", 0)), dtype=np.int64)
+        self._skipped = np.asarray(int(state.get("skipped_steps", 0)), dtype=np.int64)
+        self.steps = int(state.get("steps", 0))
+
+    def __repr__(self) -> str:
+        return (
+            f"GradScaler(init_scale={self._init_scale}, growth_factor={self.growth_factor}, "
+            f"backoff_factor={self.backoff_factor}, growth_interval={self.growth_interval})"
+        )
+
+
+def _kernel_path(grads) -> bool:
+    if not backend.is_cupy_array(grads[0]):
+        return False
+    from tricycle import kernels
+
+    return kernels.enabled(*grads) and all(
+        g.dtype == np.float32 and g.flags.c_contiguous for g in grads
+    )
+
+
+# ====================================================================== the policy
+class Precision:
+    """A precision policy: ``Precision("fp32" | "tf32" | "fp16" | "bf16")``.
+
+    Args:
+        mode: "fp32" (default; everything float32), "tf32" (float32, with TF32 tensor-core
+            matrix products while entered), "fp16" or "bf16" (forward in that dtype from
+            float32 master weights).
+        loss_scaling: use a ``GradScaler``; default True for fp16, False otherwise.
+        tf32: allow TF32 for float32 products while entered; default True for "tf32" only.
+        **scaler_options: passed to ``GradScaler`` (init_scale, growth_interval, ...).
+    """
+
+    def __init__(self, mode: str = "fp32", loss_scaling: bool | None = None, tf32=None,
+                 **scaler_options):  # fmt: skip
+        key = str(mode).lower()
+        if key not in _MODES:
+            raise ValueError(
+                f"Precision: unknown mode {mode!r}; expected one of fp32, tf32, fp16, bf16"
+            )
+        self.mode = _MODES[key]
+        self.param_dtype = np.dtype(np.float32)
+        if self.mode == "bf16":
+            self.compute_dtype = bfloat16()
+        else:  # (np.dtype objects are falsy: no `or` tricks here)
+            self.compute_dtype = np.dtype(np.float16 if self.mode == "fp16" else np.float32)
+        self.tf32 = self.mode == "tf32" if tf32 is None else bool(tf32)
+        if loss_scaling is None:
+            loss_scaling = self.mode == "fp16"
+        self.scaler = GradScaler(**scaler_options) if loss_scaling else None
+        self._saved: list = []
+
+    @property
+    def mixed(self) -> bool:
+        """True when the forward runs in a 16-bit dtype."""
+        return self.compute_dtype != self.param_dtype
+
+    # ------------------------------------------------------------------ context
+    def __enter__(self) -> "Precision":
+        cp = _cupy_if_loaded() if self.tf32 else None
+        if cp is not None:
+            self._saved.append(_tf32_state(cp))
+            _set_tf32_state(cp, (_COMPUTE_TYPE_TF32, _CUBLAS_TF32_TENSOR_OP_MATH))
+        else:
+            self._saved.append(None)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        state = self._saved.pop()
+        if state is not None:
+            _set_tf32_state(backend.cupy(), state)
+
+    # ------------------------------------------------------------------ forward
+    def cast(self, x):
+        """``x`` (Tensor or array) in the compute dtype; differentiable; ids pass through."""
+        return cast(x, self.compute_dtype)
+
+    def cast_output(self, x):
+        """``x`` back in float32 (e.g. logits before the loss, for an accurate softmax)."""
+        return cast(x, self.param_dtype)
+
+    # ------------------------------------------------------------------ backward and update
+    def backward(self, loss: Tensor) -> None:
+        """``loss.backward()``, seeded with the loss scale when scaling."""
+        if self.scaler is None:
+            loss.backward()
+        else:
+            loss.backward(self.scaler.loss_grad(loss))
+
+    def step(self, optimiser, parameters, max_norm: float = 0.0) -> bool:
+        """Unscale (if scaling), clip to ``max_norm`` (if positive), and update, skipping the
+        update on inf/NaN gradients. Returns whether the update ran.
+
+        With Adam/AdamW on float32 cupy parameters this runs as fused kernels with no host
+        synchronisation (a skipped step is decided on the device); otherwise it reads one
+        flag from the device per step. Gradients are zeroed either way.
+        """
+        from tricycle.optimisers import _named
+
+        named = [(n, p) for n, p in _named(parameters) if p.grad is not None]
+        if not named:
+            return False
+        grads = [p.grad.array for _, p in named]
+        if self.scaler is None and max_norm <= 0:
+            optimiser.update(named)
+            _zero_grads(named)
+            return True
+        if _kernel_path(grads):
+            from tricycle import kernels
+
+            xp = backend.array_module(grads[0])
+            scale = None if self.scaler is None else self.scaler.scale_array(grads[0])
+            norm, multiplier = kernels.clip_multiplier(xp, grads, max_norm, scale)
+            if kernels.optimiser_update(optimiser, named, grad_multiplier=multiplier):
+                if self.scaler is not None:
+                    self.scaler.update(~xp.isfinite(multiplier))
+                self.last_norm = norm
+                _zero_grads(named)
+                return True
+        scaler = self.scaler or GradScaler(init_scale=1.0)
+        found_inf, self.last_norm = scaler.unscale(grads, max_norm)
+        skip = bool(found_inf)  # the one host synchronisation of this path
+        if not skip:
+            optimiser.update(named)
+        if self.scaler is not None:
+            self.scaler.update(found_inf)
+        _zero_grads(named)
+        return not skip
+
+    def __repr__(self) -> str:
+        return f"Precision({self.mode!r}, tf32={self.tf32}, loss_scaling={self.scaler is not None})"
+
+
+def _zero_grads(named) -> None:
+    for _, p in named:
+        p.grad = None
+
+
+def describe(policy: Precision | None = None) -> str:
+    """One line for logs: mode, compute dtype, TF32 state and loss scale."""
+    policy = policy or Precision()
+    scale = "off" if policy.scaler is None else f"{policy.scaler.scale:g}"
+    return (
+        f"precision={policy.mode} compute={policy.compute_dtype.name} "
+        f"tf32_now={tf32_enabled()} loss_scale={scale}"
+    )
+
+
+__all__ = ["GradScaler", "Precision", "bfloat16", "cast", "describe", "is_floating"]
