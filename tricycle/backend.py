@@ -63,15 +63,18 @@ def device_of(array) -> str:
 
 def check_same_device(op: str, *arrays) -> ModuleType:
     """Return the shared xp of ``arrays``; raise if they live on different devices."""
-    if _cupy is None:  # cupy never loaded: everything is a numpy array
+    if _cupy is None or not arrays:  # cupy never loaded: all arrays are numpy (the fast path)
         return np
-    devices = {device_of(a) for a in arrays}
-    if len(devices) > 1:
-        shapes = ", ".join(f"{tuple(a.shape)} on {device_of(a)}" for a in arrays)
-        raise ValueError(
-            f"{op}: all tensors must be on the same device, got {shapes}. "
-            "Move them with .to_gpu(device) or .from_gpu() first."
-        )
+    first = device_of(arrays[0])
+    for array in arrays[1:]:
+        if device_of(array) != first:
+            shapes = ", ".join(
+                f"{tuple(getattr(a, 'shape', ()))} on {device_of(a)}" for a in arrays
+            )
+            raise ValueError(
+                f"{op}: all tensors must be on the same device, got {shapes}. "
+                "Move them with .to_gpu(device) or .from_gpu() first."
+            )
     return array_module(arrays[0])
 
 

@@ -4,7 +4,11 @@ Broadcasting makes an input's gradient come back in the output's shape; ``unbroa
 it back down to the input's shape. It is the one place that knows how.
 """
 
-from tricycle.backend import check_same_device
+import operator
+
+import numpy as np
+
+from tricycle import backend
 from tricycle.tensor import Tensor
 
 
@@ -20,22 +24,41 @@ def unbroadcast(grad, shape: tuple[int, ...]):
 
 
 def _binary(op: str, a: Tensor, b: Tensor, out, da, db) -> Tensor:
-    """Wrap ``out``: da/db map the output gradient to a's/b's gradient before unbroadcasting."""
+    """Wrap ``out``: da/db map the output gradient to a's/b's gradient before unbroadcasting.
+
+    An input that already has the output's shape needs no unbroadcast, so its back_fn is
+    ``da``/``db`` itself: one call less per node in the backward pass.
+    """
+    shape = out.shape
+    if a.array.shape != shape:
+        da = _unbroadcasting(da, a.array.shape)
+    if b.array.shape != shape:
+        db = _unbroadcasting(db, b.array.shape)
     return Tensor(
         out,
         args=(a, b),
-        back_fns=(
-            lambda dout: unbroadcast(da(dout), a.shape),
-            lambda dout: unbroadcast(db(dout), b.shape),
-        ),
+        back_fns=(da, db),
         name=op,
         is_batched=a.is_batched or b.is_batched,
     )
 
 
+def _unbroadcasting(fn, shape):
+    return lambda dout: unbroadcast(fn(dout), shape)
+
+
+def _identity(dout):
+    return dout
+
+
+def _negate(dout):
+    return -dout
+
+
 def _apply(op: str, fn, a: Tensor, b: Tensor):
     """Compute ``fn(a.array, b.array)`` with a clear error for bad devices or shapes."""
-    check_same_device(op, a.array, b.array)
+    if backend._cupy is not None:  # with cupy loaded, arrays may live on different devices
+        backend.check_same_device(op, a.array, b.array)
     try:
         return fn(a.array, b.array)
     except ValueError:
@@ -44,73 +67,74 @@ def _apply(op: str, fn, a: Tensor, b: Tensor):
         ) from None
 
 
-def _share(a: Tensor, wins, ties):
-    """The fraction of the gradient that goes to ``a`` in a max/min: 1, 0.5 on ties, or 0."""
-    return wins.astype(a.dtype) + 0.5 * ties.astype(a.dtype)
-
-
 def add(a: Tensor, b: Tensor) -> Tensor:
     """a + b"""
-    out = _apply("add", lambda x, y: x + y, a, b)
-    return _binary("badd", a, b, out, lambda d: d, lambda d: d)
+    out = _apply("add", operator.add, a, b)
+    return _binary("badd", a, b, out, _identity, _identity)
 
 
 def sub(a: Tensor, b: Tensor) -> Tensor:
     """a - b"""
-    out = _apply("sub", lambda x, y: x - y, a, b)
-    return _binary("bsub", a, b, out, lambda d: d, lambda d: -d)
+    out = _apply("sub", operator.sub, a, b)
+    return _binary("bsub", a, b, out, _identity, _negate)
 
 
 def mul(a: Tensor, b: Tensor) -> Tensor:
     """a * b"""
-    out = _apply("mul", lambda x, y: x * y, a, b)
+    out = _apply("mul", operator.mul, a, b)
     return _binary("bmul", a, b, out, lambda d: d * b.array, lambda d: d * a.array)
 
 
 def div(a: Tensor, b: Tensor) -> Tensor:
     """a / b"""
-    out = _apply("div", lambda x, y: x / y, a, b)
+    out = _apply("div", operator.truediv, a, b)
     return _binary("bdiv", a, b, out, lambda d: d / b.array, lambda d: -d * out / b.array)
 
 
 def pow(a: Tensor, b: Tensor) -> Tensor:  # noqa: A001 - the name from the math
-    """a ** b; d/db is taken as 0 where a == 0 and b >= 0, as PyTorch does."""
+    """a ** b, with PyTorch's conventions where the formulas give 0 * inf:
+
+    d/da is 0 where b == 0 (so 0 ** 0 has gradient 0), and d/db is 0 where a == 0.
+    """
     xp = a.xp
-    out = _apply("pow", lambda x, y: x**y, a, b)
+    out = _apply("pow", operator.pow, a, b)
+
+    def da(dout):
+        exponent = b.array
+        with np.errstate(divide="ignore", invalid="ignore"):  # 0 ** -1 where b == 0: masked
+            local = xp.where(exponent == 0, 0, exponent * a.array ** (exponent - 1))
+        return dout * local
 
     def db(dout):
         log_a = xp.log(xp.where(a.array == 0, 1, a.array))
         return dout * out * log_a
 
-    return _binary("bpow", a, b, out, lambda d: d * b.array * a.array ** (b.array - 1), db)
+    return _binary("bpow", a, b, out, da, db)
 
 
 def maximum(a: Tensor, b: Tensor) -> Tensor:
     """Elementwise max; where a == b the gradient is split evenly, never doubled."""
     out = _apply("maximum", a.xp.maximum, a, b)
-    share_a = _share(a, a.array > b.array, a.array == b.array)
-    return _binary(
-        "bmax",
-        a,
-        b,
-        out,
-        lambda d: d * share_a,
-        lambda d: d * (1 - share_a),
-    )
+
+    def share_a():  # 1 where a wins, 0.5 on ties, 0 where b wins
+        return _share(a, a.array > b.array, a.array == b.array)
+
+    return _binary("bmax", a, b, out, lambda d: d * share_a(), lambda d: d * (1 - share_a()))
 
 
 def minimum(a: Tensor, b: Tensor) -> Tensor:
     """Elementwise min; where a == b the gradient is split evenly, never doubled."""
     out = _apply("minimum", a.xp.minimum, a, b)
-    share_a = _share(a, a.array < b.array, a.array == b.array)
-    return _binary(
-        "bmin",
-        a,
-        b,
-        out,
-        lambda d: d * share_a,
-        lambda d: d * (1 - share_a),
-    )
+
+    def share_a():  # 1 where a wins, 0.5 on ties, 0 where b wins
+        return _share(a, a.array < b.array, a.array == b.array)
+
+    return _binary("bmin", a, b, out, lambda d: d * share_a(), lambda d: d * (1 - share_a()))
+
+
+def _share(a: Tensor, wins, ties):
+    """The fraction of the gradient that goes to ``a`` in a max/min: 1, 0.5 on ties, or 0."""
+    return wins.astype(a.dtype) + 0.5 * ties.astype(a.dtype)
 
 
 _COMPARISONS = {

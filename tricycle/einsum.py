@@ -11,8 +11,10 @@ comes back by broadcasting. Two-operand contractions run as a single (batched) m
 numpy and cupy send to BLAS / cuBLAS.
 """
 
+import functools
 import string
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from tricycle.backend import check_same_device
 from tricycle.binary import unbroadcast
@@ -107,14 +109,15 @@ def _compact(part: str, subscript: str) -> str:
     return compact
 
 
-def _sizes(sub: Subscript, shapes) -> dict[str, int]:
+def _sizes(sub: Subscript, shapes, original: str) -> dict[str, int]:
     """Size of each index; an index may be 1 in some operands (broadcasting) but not clash."""
     sizes: dict[str, int] = {}
     for part, shape in zip(sub.inputs, shapes):
         for c, n in zip(part, shape):
             if sizes.get(c, n) not in (1, n) and n != 1:
+                name = f"index {c!r}" if c in original else "an axis under '...'"
                 raise ValueError(
-                    f"Einsum {sub}: index {c!r} has size {sizes[c]} in one operand and {n} "
+                    f"Einsum {original}: {name} has size {sizes[c]} in one operand and {n} "
                     f"in another (shapes {[tuple(s) for s in shapes]})"
                 )
             sizes[c] = max(sizes.get(c, 1), n)
@@ -128,57 +131,121 @@ def contract(xp, inputs: tuple[str, ...], output: str, arrays: list):
     Indices in only one operand and not in the output are summed first; a two-operand
     contraction then runs as one batched matmul. Other cases fall back to ``xp.einsum``.
     """
-    arrays = list(arrays)
-    inputs = list(inputs)
-    for k, (part, array) in enumerate(zip(inputs, arrays)):
-        others = "".join(inputs[:k] + inputs[k + 1 :]) + output
-        lonely = [i for i, c in enumerate(part) if c not in others]
-        if lonely and len(arrays) > 1:
-            arrays[k] = array.sum(axis=tuple(lonely))
-            inputs[k] = "".join(c for c in part if c in others)
-    if len(arrays) == 2:
-        return _matmul_contract(xp, inputs[0], inputs[1], output, arrays[0], arrays[1])
-    return xp.einsum(f"{','.join(inputs)}->{output}", *arrays, optimize=len(arrays) > 2)
+    plan = _contract_plan(tuple(inputs), output, tuple(a.shape for a in arrays))
+    kind, sums, detail = plan
+    if kind == "einsum":
+        return xp.einsum(detail, *arrays, optimize=len(arrays) > 2)
+    a, b = arrays
+    if sums[0]:
+        a = a.sum(axis=sums[0])
+    if sums[1]:
+        b = b.sum(axis=sums[1])
+    if kind == "einsum2":
+        return xp.einsum(detail, a, b)
+    return _run_matmul(xp, detail, a, b)
 
 
-def _matmul_contract(xp, sa: str, sb: str, out: str, a, b):
-    """a (sa) x b (sb) -> out as one matmul of shape (batch..., L, K) @ (batch..., K, R)."""
+@functools.lru_cache(maxsize=4096)
+def _contract_plan(inputs: tuple[str, ...], output: str, shapes: tuple[tuple[int, ...], ...]):
+    """How to evaluate one einsum on operands of these shapes, worked out once and cached.
+
+    Returns ``(kind, axes to pre-sum per operand, detail)``: kind "einsum" (one or more than
+    two operands: ``xp.einsum``), "einsum2" (two operands that matmul cannot take) or "matmul"
+    (detail is a _MatmulPlan).
+    """
+    if len(inputs) != 2:
+        return "einsum", (), f"{','.join(inputs)}->{output}"
+    inputs, shapes, sums = list(inputs), list(shapes), []
+    for k, part in enumerate(inputs):
+        others = inputs[1 - k] + output
+        lonely = tuple(i for i, c in enumerate(part) if c not in others)
+        sums.append(lonely)
+        if lonely:  # an index only this operand has is summed before the product
+            inputs[k] = "".join(c for i, c in enumerate(part) if i not in lonely)
+            shapes[k] = tuple(n for i, n in enumerate(shapes[k]) if i not in lonely)
+    plan = _matmul_plan(inputs[0], inputs[1], output, shapes[0], shapes[1])
+    if plan is None:
+        return "einsum2", tuple(sums), f"{inputs[0]},{inputs[1]}->{output}"
+    return "matmul", tuple(sums), plan
+
+
+class _MatmulPlan(NamedTuple):
+    first: tuple  # (transpose, matrix shape, swap last two axes) for the left matmul operand
+    second: tuple  # the same for the right matmul operand
+    swap: bool  # True: compute b' @ a' (the output lists b's indices before a's)
+    shape: tuple[int, ...]  # the product reshaped to (batch..., first's free, second's free)
+    perm: tuple[int, ...] | None  # final transpose into the output's order, if any
+
+
+def _matmul_plan(sa: str, sb: str, out: str, shape_a, shape_b) -> _MatmulPlan | None:
+    """a (sa) x b (sb) -> out as one matmul (batch..., L, K) @ (batch..., K, R), or None.
+
+    Every index of a is a batch index (in a, b and out), a free index (in a and out) or a
+    summed one (in a and b only); likewise for b. If the output lists b's free indices before
+    a's, the product is computed as b @ a instead, so it comes out in the output's order (a
+    contiguous result, no transpose): e.g. the input gradient of a Dense layer,
+    ``ij,...j->...i``, is ``dout @ W.T`` rather than a transpose of ``W @ dout.T``.
+    """
     batch = [c for c in out if c in sa and c in sb]
     left = [c for c in sa if c in out and c not in sb]
     right = [c for c in sb if c in out and c not in sa]
     summed = [c for c in sa if c in sb and c not in out]
-    size = {c: n for c, n in zip(sa, a.shape)}
-    size.update({c: max(n, size.get(c, 1)) for c, n in zip(sb, b.shape)})
-    for c in summed:  # a summed index broadcast from size 1 cannot go through matmul
-        if a.shape[sa.index(c)] != b.shape[sb.index(c)]:
-            return xp.einsum(f"{sa},{sb}->{out}", a, b)
+    size = dict(zip(sa, shape_a))
+    for c, n in zip(sb, shape_b):
+        if c in summed and size[c] != n:
+            return None  # a summed index broadcast from size 1: matmul cannot do that
+        size[c] = max(n, size.get(c, 1))
 
-    a2 = _as_matrix(xp, a, sa, batch, left, summed, size, rows_first=True)
-    b2 = _as_matrix(xp, b, sb, batch, summed, right, size, rows_first=False)
-    product = xp.matmul(a2, b2)  # (batch..., L, R)
-    shape = product.shape[:-2] + tuple(size[c] for c in left + right)
+    free = [c for c in out if c not in batch]
+    swap = bool(left and right) and free == right + left
+    if swap:
+        sa, sb, shape_a, shape_b, left, right = sb, sa, shape_b, shape_a, right, left
+    first = _arrangement(sa, shape_a, batch, left, summed, size)
+    second = _arrangement(sb, shape_b, batch, summed, right, size)
     order = batch + left + right
-    result = product.reshape(shape)
-    perm = [order.index(c) for c in out]
-    return result if perm == sorted(perm) else result.transpose(perm)
+    shape = tuple(size[c] for c in order)
+    perm = tuple(order.index(c) for c in out)
+    return _MatmulPlan(first, second, swap, shape, None if perm == tuple(sorted(perm)) else perm)
 
 
-def _as_matrix(xp, array, sub, batch, rows, cols, size, rows_first):
-    """Arrange ``array`` as (batch..., prod(rows), prod(cols)), copying only when unavoidable.
+def _arrangement(sub, shape, batch, rows, cols, size):
+    """How to view an operand as (batch..., prod(rows), prod(cols)), copying only if needed.
 
     If the operand is stored as (cols, rows) we reshape that way and swap the last two axes,
     which is free: BLAS reads a transposed matrix as well as a plain one.
+    Returns (transpose or None, shape to reshape to, whether to swap the last two axes).
     """
     n_rows = _prod(size[c] for c in rows)
     n_cols = _prod(size[c] for c in cols)
-    batch_shape = tuple(array.shape[sub.index(c)] for c in batch)
+    batch_shape = tuple(shape[sub.index(c)] for c in batch)
     direct = [sub.index(c) for c in batch + rows + cols]
     swapped = [sub.index(c) for c in batch + cols + rows]
-    if swapped == sorted(swapped) and direct != sorted(direct):
-        m = array.reshape(batch_shape + (n_cols, n_rows))
-        return xp.swapaxes(m, -1, -2)
-    m = array if direct == sorted(direct) else array.transpose(direct)
-    return m.reshape(batch_shape + (n_rows, n_cols))
+    if direct == sorted(direct):
+        return None, batch_shape + (n_rows, n_cols), False
+    if swapped == sorted(swapped):
+        return None, batch_shape + (n_cols, n_rows), True
+    return tuple(direct), batch_shape + (n_rows, n_cols), False
+
+
+def _as_matrix(xp, array, arrangement):
+    transpose, shape, swap = arrangement
+    if transpose is not None:
+        array = array.transpose(transpose)  # the one case that copies (in the reshape)
+    matrix = array.reshape(shape)
+    return xp.swapaxes(matrix, -1, -2) if swap else matrix
+
+
+def _run_matmul(xp, plan: _MatmulPlan, a, b):
+    if plan.swap:
+        a, b = b, a
+    product = xp.matmul(_as_matrix(xp, a, plan.first), _as_matrix(xp, b, plan.second))
+    result = product.reshape(plan.shape)  # (batch..., L, R) -> (batch..., *left, *right)
+    return result if plan.perm is None else result.transpose(plan.perm)
+
+
+def _matmul_contract(xp, sa: str, sb: str, out: str, a, b):
+    """a (sa) x b (sb) -> out for expanded subscripts, through one matmul where possible."""
+    return contract(xp, (sa, sb), out, [a, b])
 
 
 def _prod(values) -> int:
@@ -193,51 +260,79 @@ class Einsum:
     """An einsum over Tensors, e.g. ``Einsum("ij,jk->ik")(a, b)``.
 
     Supports implicit output (``"ij,jk"``), ``...`` for leading axes, one or many operands
-    and size-1 broadcasting. Stateless: one instance may be called any number of times.
+    and size-1 broadcasting. Stateless: one instance may be called any number of times. The
+    subscript is parsed once; its expansion for each tuple of input shapes is cached.
     """
+
+    _MAX_PLANS = 256  # distinct input shapes remembered per instance
 
     def __init__(self, subscript: str):
         self.subscript = subscript
         self.parsed = Subscript.parse(subscript)
+        self._name = f"einsum {subscript}"
+        self._plans: dict[tuple, tuple] = {}
 
     def __repr__(self) -> str:
         return f"Einsum({self.subscript!r})"
 
     def __call__(self, *tensors: Tensor) -> Tensor:
         tensors = tuple(t if isinstance(t, Tensor) else Tensor(t) for t in tensors)
-        xp = check_same_device(f"Einsum {self.subscript}", *(t.array for t in tensors))
-        shapes = [t.shape for t in tensors]
-        sub = self.parsed.expand(shapes)
-        _sizes(sub, shapes)
-        out = contract(xp, sub.inputs, sub.output, [t.array for t in tensors])
-        back_fns = [self._derivative(xp, sub, tensors, i) for i in range(len(tensors))]
+        arrays = [t.array for t in tensors]
+        xp = check_same_device(f"Einsum {self.subscript}", *arrays)
+        shapes = tuple(a.shape for a in arrays)
+        plan = self._plans.get(shapes)
+        if plan is None:
+            plan = self._plan(shapes)
+        sub, derivatives = plan
+        out = contract(xp, sub.inputs, sub.output, arrays)
         return Tensor(
             out,
             args=tensors,
-            back_fns=back_fns,
-            name=f"einsum {self.subscript}",
+            back_fns=[_derivative(xp, tensors, i, d) for i, d in enumerate(derivatives)],
+            name=self._name,
             is_batched=any(t.is_batched for t in tensors),
         )
 
-    @staticmethod
-    def _derivative(xp, sub: Subscript, tensors, i: int):
-        """d(out)/d(input i): swap input i with the output, then broadcast back lost axes."""
-        target = sub.inputs[i]
-        others = sub.inputs[:i] + sub.inputs[i + 1 :]
-        visible = "".join(others) + sub.output
-        kept = "".join(c for c in target if c in visible)  # the rest were summed away
+    def __getstate__(self):
+        return {"subscript": self.subscript}
 
-        def back_fn(dout):
-            arrays = [t.array for j, t in enumerate(tensors) if j != i]
-            grad = contract(xp, (*others, sub.output), kept, [*arrays, dout])
-            shape = tensors[i].shape
-            if kept != target:  # put back the summed-away axes as size 1, then broadcast
-                sizes = iter(grad.shape)
-                grad = grad.reshape([next(sizes) if c in kept else 1 for c in target])
-                grad = unbroadcast(
-                    grad, tuple(n if c in kept else 1 for c, n in zip(target, shape))
-                )
-                return xp.broadcast_to(grad, shape)
-            return unbroadcast(grad, shape)
+    def __setstate__(self, state):
+        self.__init__(state["subscript"])
 
-        return back_fn
+    def _plan(self, shapes):
+        """Expand ``...`` and check sizes for these shapes; precompute each derivative."""
+        sub = self.parsed.expand(list(shapes))
+        _sizes(sub, shapes, self.subscript)
+        derivatives = []
+        for i, target in enumerate(sub.inputs):
+            others = sub.inputs[:i] + sub.inputs[i + 1 :]
+            visible = "".join(others) + sub.output
+            kept = "".join(c for c in target if c in visible)  # the rest were summed away
+            derivatives.append((others + (sub.output,), kept, target))
+        if len(self._plans) >= self._MAX_PLANS:
+            self._plans.clear()
+        plan = self._plans[shapes] = (sub, tuple(derivatives))
+        return plan
+
+
+def _derivative(xp, tensors, i: int, spec):
+    """d(out)/d(input i): swap input i with the output, then broadcast back lost axes."""
+    inputs, kept, target = spec
+
+    def back_fn(dout):
+        arrays = [t.array for j, t in enumerate(tensors) if j != i]
+        arrays.append(dout)
+        grad = contract(xp, inputs, kept, arrays)
+        shape = tensors[i].array.shape
+        if kept != target:  # put back the summed-away axes as size 1
+            sizes = iter(grad.shape)
+            grad = grad.reshape([next(sizes) if c in kept else 1 for c in target])
+        if grad.shape != shape:
+            # sum over axes where this input was broadcast (size 1 here, n elsewhere), then
+            # broadcast along axes that were summed away or were size 1 in every other operand
+            grad = unbroadcast(grad, tuple(1 if n == 1 else g for g, n in zip(grad.shape, shape)))
+            if grad.shape != shape:
+                grad = xp.broadcast_to(grad, shape)
+        return grad
+
+    return back_fn

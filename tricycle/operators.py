@@ -18,6 +18,12 @@ def _scalar(value) -> bool:
     return isinstance(value, numbers.Number) or (isinstance(value, np.ndarray) and value.ndim == 0)
 
 
+def _python_scalar(value):
+    """A numpy scalar or 0-d array as a Python number, so that (NEP 50) the tensor's dtype wins:
+    a float32 tensor times ``np.array(2.0)`` stays float32, as it does times ``2.0``."""
+    return value.item() if isinstance(value, (np.ndarray, np.generic)) else value
+
+
 def _as_tensor(value, like: Tensor) -> Tensor:
     """A constant tensor (no gradient) on ``like``'s device, keeping float dtypes as ``like``."""
     if isinstance(value, Tensor):
@@ -29,16 +35,29 @@ def _as_tensor(value, like: Tensor) -> Tensor:
 
 
 def _arithmetic(tensor_op, scalar_op, reflected_scalar_op=None):
-    """An operator that uses the scalar op for numbers and the binary op for tensors."""
+    """An operator that uses the scalar op for numbers and the binary op for tensors.
+
+    The checks run in order of how often they hit: Tensor, then float and int (exact types,
+    cheaper than an isinstance against the numbers ABCs), then everything else.
+    """
+    reflected_scalar_op = reflected_scalar_op or scalar_op
 
     def forward(self, other):
+        kind = type(other)
+        if kind is Tensor:
+            return tensor_op(self, other)
+        if kind is float or kind is int:
+            return scalar_op(self, other)
         if _scalar(other):
-            return scalar_op(self, float(other) if isinstance(other, float) else other)
+            return scalar_op(self, _python_scalar(other))
         return tensor_op(self, _as_tensor(other, self))
 
     def reflected(self, other):
+        kind = type(other)
+        if kind is float or kind is int:
+            return reflected_scalar_op(self, other)
         if _scalar(other):
-            return (reflected_scalar_op or scalar_op)(self, other)
+            return reflected_scalar_op(self, _python_scalar(other))
         return tensor_op(_as_tensor(other, self), self)
 
     return forward, reflected
@@ -70,17 +89,24 @@ Tensor.__eq__ = _comparison("==")
 Tensor.__ne__ = _comparison("!=")
 
 
+_MATMULS: dict[tuple[bool, bool], Einsum] = {}
+
+
 def _matmul(a: Tensor, b: Tensor) -> Tensor:
     """a @ b with numpy's matmul semantics for 1-D and batched operands."""
     b = _as_tensor(b, a)
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError(f"matmul: operands must not be scalars, got {a.shape} @ {b.shape}")
-    left = "...ij" if a.ndim > 1 else "j"
-    right = "...jk" if b.ndim > 1 else "j"
-    out = ("...i" if a.ndim > 1 else "...") + ("k" if b.ndim > 1 else "")
     if a.shape[-1] != b.shape[-2 if b.ndim > 1 else -1]:
         raise ValueError(f"matmul: inner dimensions differ: {a.shape} @ {b.shape}")
-    return Einsum(f"{left},{right}->{out}")(a, b)
+    key = (a.ndim > 1, b.ndim > 1)
+    einsum = _MATMULS.get(key)
+    if einsum is None:  # one Einsum per case, so its parsing and plans are reused
+        left = "...ij" if key[0] else "j"
+        right = "...jk" if key[1] else "j"
+        out = ("...i" if key[0] else "..." if key[1] else "") + ("k" if key[1] else "")
+        einsum = _MATMULS[key] = Einsum(f"{left},{right}->{out}")
+    return einsum(a, b)
 
 
 Tensor.__matmul__ = _matmul

@@ -5,7 +5,10 @@ None of these do arithmetic, so each derivative just routes the gradient back to
 values came from (and sums where one value went to several places).
 """
 
+import numbers
 from collections.abc import Sequence
+
+import numpy as np
 
 from tricycle.backend import check_same_device, is_cupy_array
 from tricycle.binary import unbroadcast
@@ -30,7 +33,13 @@ def reshape(x: Tensor, shape: Sequence[int]) -> Tensor:
 def transpose(x: Tensor, axes: Sequence[int] | None = None) -> Tensor:
     """Permute the axes (reverse them by default), as numpy.transpose."""
     xp = x.xp
-    axes = tuple(range(x.ndim))[::-1] if axes is None else tuple(a % x.ndim for a in axes)
+    if axes is None:
+        axes = tuple(range(x.ndim))[::-1]
+    else:
+        axes = tuple(axes)
+        if any(not -x.ndim <= a < x.ndim for a in axes):
+            raise ValueError(f"transpose: axes {axes} out of range for a tensor of shape {x.shape}")
+        axes = tuple(a % x.ndim for a in axes)
     if sorted(axes) != list(range(x.ndim)):
         raise ValueError(f"transpose: {axes} is not a permutation of the axes of {x.shape}")
     inverse = tuple(sorted(range(x.ndim), key=axes.__getitem__))
@@ -41,6 +50,8 @@ def transpose(x: Tensor, axes: Sequence[int] | None = None) -> Tensor:
 
 def swapaxes(x: Tensor, a: int, b: int) -> Tensor:
     """Exchange two axes."""
+    if not (-x.ndim <= a < x.ndim and -x.ndim <= b < x.ndim):
+        raise ValueError(f"swapaxes: axes ({a}, {b}) out of range for a tensor of shape {x.shape}")
     axes = list(range(x.ndim))
     axes[a], axes[b] = axes[b], axes[a]
     return transpose(x, axes)
@@ -54,6 +65,9 @@ def expand_dims(x: Tensor, axis: int) -> Tensor:
 
 def squeeze(x: Tensor, axis: int | tuple[int, ...] | None = None) -> Tensor:
     """Remove size-1 axes (all of them, or those named)."""
+    for a in () if axis is None else (axis,) if isinstance(axis, int) else axis:
+        if not -x.ndim <= a < x.ndim:
+            raise ValueError(f"squeeze: axis {a} is out of range for a tensor of shape {x.shape}")
     try:
         out = x.xp.squeeze(x.array, axis)
     except ValueError:
@@ -68,8 +82,9 @@ def getitem(x: Tensor, index) -> Tensor:
     integer indices raise (cupy would otherwise wrap them silently).
     """
     xp = x.xp
-    index = _unwrap_index(index)
-    if _is_advanced(index):
+    index = _unwrap_index(index, xp)
+    advanced = _is_advanced(index)
+    if advanced:
         _check_bounds(x, index)
     try:
         out = x.array[index]
@@ -78,7 +93,7 @@ def getitem(x: Tensor, index) -> Tensor:
 
     def back_fn(dout):
         dx = xp.zeros(x.shape, dtype=dout.dtype)
-        if _is_advanced(index):
+        if advanced:
             xp.add.at(dx, index, dout)  # repeated indices must add up, not overwrite
         else:
             dx[index] = dout
@@ -87,13 +102,17 @@ def getitem(x: Tensor, index) -> Tensor:
     return _op(x, out, back_fn, "getitem")
 
 
-def _unwrap_index(index):
+def _unwrap_index(index, xp):
+    """Tensors become their arrays; lists become arrays (of bools: a mask, else integers)."""
     if isinstance(index, Tensor):
         return index.array
     if isinstance(index, tuple):
-        return tuple(i.array if isinstance(i, Tensor) else i for i in index)
+        return tuple(_unwrap_index(i, xp) if isinstance(i, (Tensor, list)) else i for i in index)
     if isinstance(index, list):
-        return _unwrap_index(Tensor(index, dtype=int, requires_grad=False))
+        array = np.asarray([i.item() if isinstance(i, Tensor) else i for i in index])
+        if array.dtype != bool:
+            array = array.astype(np.int64)
+        return xp.asarray(array)
     return index
 
 
@@ -176,8 +195,11 @@ def stack(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
 
 def split(x: Tensor, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Tensor]:
     """Split into pieces along ``axis``, as numpy.split; each piece is a slice of x."""
+    if not -x.ndim <= axis < x.ndim:
+        raise ValueError(f"split: axis {axis} is out of range for a tensor of shape {x.shape}")
     n = x.shape[axis]
-    if isinstance(indices_or_sections, int):
+    if isinstance(indices_or_sections, numbers.Integral):
+        indices_or_sections = int(indices_or_sections)
         if indices_or_sections <= 0 or n % indices_or_sections:
             raise ValueError(
                 f"split: axis {axis} of size {n} (shape {x.shape}) does not divide into "
@@ -213,10 +235,25 @@ def repeat(x: Tensor, repeats: int, axis: int | None = None) -> Tensor:
 
 
 def where(condition, a: Tensor, b: Tensor) -> Tensor:
-    """Elementwise ``a if condition else b``, broadcasting all three."""
+    """Elementwise ``a if condition else b``, broadcasting all three.
+
+    ``a`` or ``b`` may be a number or array (a constant, with no gradient).
+    """
+    like = a if isinstance(a, Tensor) else b
+    if not isinstance(like, Tensor):
+        raise TypeError("where: at least one of a and b must be a Tensor")
+    a, b = _constant(a, like), _constant(b, like)
     condition = condition.array if isinstance(condition, Tensor) else condition
+    if not hasattr(condition, "shape"):
+        condition = like.xp.asarray(condition, dtype=bool)
     xp = check_same_device("where", condition, a.array, b.array)
-    out = xp.where(condition, a.array, b.array)
+    try:
+        out = xp.where(condition, a.array, b.array)
+    except ValueError:
+        raise ValueError(
+            f"where: condition {tuple(condition.shape)}, a {a.shape} and b {b.shape} cannot "
+            "be broadcast together"
+        ) from None
     return Tensor(
         out,
         args=(a, b),
@@ -227,6 +264,12 @@ def where(condition, a: Tensor, b: Tensor) -> Tensor:
         name="where",
         is_batched=a.is_batched or b.is_batched,
     )
+
+
+def _constant(value, like: Tensor) -> Tensor:
+    if isinstance(value, Tensor):
+        return value
+    return Tensor(like.xp.asarray(value, dtype=like.dtype), requires_grad=False)
 
 
 def masked_fill(x: Tensor, mask, value: float) -> Tensor:

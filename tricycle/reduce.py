@@ -4,6 +4,8 @@ The gradient of a reduction is the output gradient put back on the reduced axes 
 axes) and broadcast to the input's shape, times the local derivative.
 """
 
+import operator
+
 from tricycle.tensor import Tensor
 
 Axis = int | tuple[int, ...] | None
@@ -13,7 +15,10 @@ def _axes(x: Tensor, axis: Axis, op: str) -> tuple[int, ...]:
     """Normalise ``axis`` to a sorted tuple of non-negative axes, with a clear error."""
     if axis is None:
         return tuple(range(x.ndim))
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    try:
+        axes = (operator.index(axis),)  # an int, or a numpy integer
+    except TypeError:
+        axes = tuple(operator.index(a) for a in axis)
     for a in axes:
         if not -x.ndim <= a < x.ndim:
             raise ValueError(f"{op}: axis {a} is out of range for a tensor of shape {x.shape}")

@@ -38,7 +38,11 @@ def grad_enabled() -> bool:
 
 
 def _is_float(dtype) -> bool:
-    return np.issubdtype(dtype, np.floating)
+    """Whether ``dtype`` is a floating dtype (float16/32/64): its kind is 'f'.
+
+    Reading ``dtype.kind`` is far cheaper than ``np.issubdtype`` and this runs once per op.
+    """
+    return dtype.kind == "f"
 
 
 class Tensor:
@@ -79,15 +83,16 @@ class Tensor:
         name: str | None = None,
         dtype=None,
     ):
-        if isinstance(array, Tensor):
-            array = array.array
-        if not (isinstance(array, np.ndarray) or backend.is_cupy_array(array)):
-            array = np.asarray(array, dtype=dtype or _default_dtype(array))
-        elif dtype is not None and array.dtype != dtype:
+        if type(array) is not np.ndarray:  # the common case, an ndarray, skips all of this
+            if isinstance(array, Tensor):
+                array = array.array
+            if not (isinstance(array, np.ndarray) or backend.is_cupy_array(array)):
+                array = np.asarray(array, dtype=_default_dtype(array) if dtype is None else dtype)
+        if dtype is not None and array.dtype != dtype:
             array = array.astype(dtype)
         self.array = array
 
-        floating = _is_float(array.dtype)
+        floating = array.dtype.kind == "f"
         if requires_grad and not floating:
             raise TypeError(
                 f"Tensor: only floating tensors can require gradients, got dtype {array.dtype} "
@@ -95,15 +100,23 @@ class Tensor:
             )
         if args is not None:
             # an op's output needs the graph only if some input does and grad mode is on
-            if _grad_enabled and any(arg.requires_grad for arg in args):
-                self.args, self.back_fns = tuple(args), tuple(back_fns)
-                self.requires_grad = floating
-            else:
-                self.args = self.back_fns = None
-                self.requires_grad = False
+            self.args = self.back_fns = None
+            self.requires_grad = False
+            if _grad_enabled and floating:
+                for arg in args:
+                    if arg.requires_grad:
+                        self.args = args if type(args) is tuple else tuple(args)
+                        self.back_fns = back_fns if type(back_fns) is tuple else tuple(back_fns)
+                        if len(self.back_fns) != len(self.args):
+                            raise ValueError(
+                                f"Tensor {name or ''}: {len(self.args)} args but "
+                                f"{len(self.back_fns)} back_fns; give one back_fn per arg"
+                            )
+                        self.requires_grad = True
+                        break
         else:
             self.args = self.back_fns = None
-            self.requires_grad = floating if requires_grad is None else requires_grad
+            self.requires_grad = floating if requires_grad is None else bool(requires_grad)
         self.grad: Tensor | None = None
         self.name = name
         self.is_batched = is_batched
@@ -171,56 +184,80 @@ class Tensor:
                     f"backward: gradient shape {grad.shape} does not match tensor shape "
                     f"{self.shape}"
                 )
+            if grad.dtype != self.dtype:
+                grad = grad.astype(self.dtype)
 
-        order = self._topological_order()
         grads = {id(self): grad}
-        assigned = set()  # ids of arrays handed out as .grad, so no two leaves share one
-        for node in reversed(order):
+        # ids of the memory handed out as .grad, so that no two tensors' gradients share it
+        # (an optimiser may scale one in place); views count as their base array
+        assigned = set()
+        for node in reversed(self._topological_order()):
             g = grads.pop(id(node), None)
             if g is None:
                 continue
-            if node.args is None or node._retain_grad:
-                if id(g) in assigned:
-                    g = g.copy()
-                assigned.add(id(g))
-                node._accumulate_grad(g)
-            if node.args is None:
-                continue
-            for arg, back_fn in zip(node.args, node.back_fns):
+            args = node.args
+            if args is None or node._retain_grad:
+                base = g.base if g.base is not None else g
+                if args is not None or id(base) in assigned:
+                    # a copy: a retained gradient must not alias the one that flows on
+                    node._accumulate_grad(g.copy())
+                else:
+                    assigned.add(id(base))
+                    node._accumulate_grad(g)
+                if args is None:
+                    continue
+            for arg, back_fn in zip(args, node.back_fns):
                 if not arg.requires_grad:
                     continue
                 g_arg = back_fn(g)
-                if g_arg.shape != arg.shape:
+                if type(g_arg) is Tensor:  # tolerate a back_fn that wraps its result
+                    g_arg = g_arg.array
+                array = arg.array
+                if g_arg.shape != array.shape:
                     raise RuntimeError(
-                        f"backward of {node.name}: gradient for input of shape {arg.shape} "
+                        f"backward of {node.name}: gradient for input of shape {array.shape} "
                         f"came back with shape {g_arg.shape}"
                     )
-                if g_arg.dtype != arg.dtype:
-                    g_arg = g_arg.astype(arg.dtype)
-                previous = grads.get(id(arg))
+                if g_arg.dtype is not array.dtype and g_arg.dtype != array.dtype:
+                    g_arg = g_arg.astype(array.dtype)
+                key = id(arg)
+                previous = grads.get(key)
                 # out of place: never write into an array another tensor may own
-                grads[id(arg)] = g_arg if previous is None else previous + g_arg
+                grads[key] = g_arg if previous is None else previous + g_arg
             if not retain_graph:
                 node.args = node.back_fns = None
 
     def _topological_order(self) -> list["Tensor"]:
-        """Tensors reachable from self that require grad, inputs before outputs."""
-        order, visited = [], {id(self)}
+        """Tensors reachable from self that require grad, every input before its outputs.
+
+        An iterative depth-first post-order (no recursion limit). A node is marked visited
+        when it is expanded, not when it is pushed: marking on push would let a node that is
+        reached both directly and through another input be emitted before that input, so the
+        gradient arriving through the other path would be lost.
+        """
+        order, visited = [], set()
         stack = [(self, False)]
         while stack:
             node, expanded = stack.pop()
             if expanded:
                 order.append(node)
                 continue
+            key = id(node)
+            if key in visited:
+                continue
+            visited.add(key)
             stack.append((node, True))
-            for arg in node.args or ():
-                if arg.requires_grad and id(arg) not in visited:
-                    visited.add(id(arg))
-                    stack.append((arg, False))
+            args = node.args
+            if args is not None:
+                for arg in args:
+                    if arg.requires_grad and id(arg) not in visited:
+                        stack.append((arg, False))
         return order
 
     def _accumulate_grad(self, g) -> None:
         if self.grad is None:
+            if not _writeable(g):  # e.g. a broadcast view from sum's backward: give an owned copy
+                g = g.copy()
             self.grad = Tensor(g, requires_grad=False, is_batched=self.is_batched)
         else:
             self.grad = Tensor(self.grad.array + g, requires_grad=False, is_batched=self.is_batched)
@@ -324,6 +361,13 @@ class Tensor:
         self.is_batched = state["is_batched"]
         self.args = self.back_fns = self.grad = None
         self._retain_grad = False
+
+
+def _writeable(array) -> bool:
+    """False for read-only numpy views and for views that repeat memory (stride 0)."""
+    if isinstance(array, np.ndarray):
+        return array.flags.writeable
+    return array.size <= 1 or 0 not in array.strides
 
 
 def _default_dtype(data):
