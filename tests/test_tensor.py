@@ -221,9 +221,18 @@ def test_graph_is_freed_without_retain_graph():
     h = x * 2
     y = (h + 1).sum()
     y.backward()
-    assert y.args is None and y.back_fns is None
-    assert h.args is None and h.back_fns is None
+    assert len(y.args) == 0 and y.back_fns is None
+    assert len(h.args) == 0 and h.back_fns is None
     assert x.args is None
+
+
+def test_backward_through_a_freed_graph_raises():
+    x = leaf([1.0, 2.0])
+    y = (x * 2).sum()
+    y.backward()
+    with pytest.raises(RuntimeError, match="freed by an earlier backward"):
+        y.backward()
+    np.testing.assert_array_equal(x.grad.array, [2.0, 2.0])  # unchanged by the failed call
 
 
 def test_retain_grad_on_an_intermediate():

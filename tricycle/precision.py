@@ -35,7 +35,7 @@ float32 products fall back to full float32.)
 import numpy as np
 
 from tricycle import backend
-from tricycle.tensor import Tensor, grad_enabled
+from tricycle.tensor import Tensor, is_float
 
 # cupy/_core/_routines_linalg.pyx: COMPUTE_TYPE_DEFAULT = 1, COMPUTE_TYPE_TF32 = 7
 _COMPUTE_TYPE_DEFAULT = 1
@@ -69,8 +69,7 @@ def bfloat16():
 
 def is_floating(dtype) -> bool:
     """float16/32/64 and bfloat16 (whose numpy kind is 'V', not 'f')."""
-    dtype = np.dtype(dtype)
-    return dtype.kind == "f" or dtype.name == "bfloat16"
+    return is_float(np.dtype(dtype))
 
 
 # ====================================================================== casting
@@ -90,14 +89,6 @@ def cast(x, dtype):
             name="cast",
             is_batched=x.is_batched,
         )
-        if x.requires_grad and grad_enabled() and not out.requires_grad:
-            # the engine decides "floating" by dtype.kind == 'f'; ml_dtypes' bfloat16 has kind
-            # 'V', so the graph would silently stop here
-            raise TypeError(
-                f"cast: the autodiff engine does not treat {dtype} as a floating dtype, so no "
-                f"gradient would flow through this cast of a {x.dtype} tensor of shape "
-                f"{x.shape}; tricycle.tensor must accept it (dtype.name == 'bfloat16')"
-            )
         return out
     if x.dtype == dtype or not is_floating(x.dtype):
         return x

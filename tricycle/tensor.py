@@ -21,6 +21,13 @@ BackFn = Callable[[object], object]  # output gradient array -> input gradient a
 _grad_enabled = True
 
 
+class _Freed(tuple):
+    """The args of an op output whose graph backward() has freed: empty, and recognisable."""
+
+
+_FREED = _Freed()
+
+
 @contextmanager
 def no_grad():
     """Build no graph inside this block (evaluation, sampling): outputs keep no args."""
@@ -37,12 +44,12 @@ def grad_enabled() -> bool:
     return _grad_enabled
 
 
-def _is_float(dtype) -> bool:
+def is_float(dtype) -> bool:
     """Whether ``dtype`` is a floating dtype (float16/32/64): its kind is 'f'.
 
     Reading ``dtype.kind`` is far cheaper than ``np.issubdtype`` and this runs once per op.
     """
-    return dtype.kind == "f"
+    return dtype.kind == "f" or dtype.name == "bfloat16"  # ml_dtypes.bfloat16 has kind 'V'
 
 
 class Tensor:
@@ -92,7 +99,7 @@ class Tensor:
             array = array.astype(dtype)
         self.array = array
 
-        floating = array.dtype.kind == "f"
+        floating = is_float(array.dtype)
         if requires_grad and not floating:
             raise TypeError(
                 f"Tensor: only floating tensors can require gradients, got dtype {array.dtype} "
@@ -164,7 +171,7 @@ class Tensor:
         that called ``retain_grad()``. A non-scalar output is seeded with a gradient of ones.
         The graph is freed afterwards unless ``retain_graph=True``.
         """
-        if not _is_float(self.dtype):
+        if not is_float(self.dtype):
             raise TypeError(
                 f"backward: cannot differentiate a tensor of dtype {self.dtype} "
                 f"(shape {self.shape}); only floating tensors have gradients."
@@ -196,6 +203,12 @@ class Tensor:
             if g is None:
                 continue
             args = node.args
+            if args is _FREED:
+                raise RuntimeError(
+                    f"backward: the graph through {node.name or 'a tensor'} (shape "
+                    f"{node.shape}) was freed by an earlier backward(); pass "
+                    "retain_graph=True to that call to differentiate through it again"
+                )
             if args is None or node._retain_grad:
                 base = g.base if g.base is not None else g
                 if args is not None or id(base) in assigned:
@@ -225,7 +238,7 @@ class Tensor:
                 # out of place: never write into an array another tensor may own
                 grads[key] = g_arg if previous is None else previous + g_arg
             if not retain_graph:
-                node.args = node.back_fns = None
+                node.args, node.back_fns = _FREED, None
 
     def _topological_order(self) -> list["Tensor"]:
         """Tensors reachable from self that require grad, every input before its outputs.
@@ -248,7 +261,7 @@ class Tensor:
             visited.add(key)
             stack.append((node, True))
             args = node.args
-            if args is not None:
+            if args:
                 for arg in args:
                     if arg.requires_grad and id(arg) not in visited:
                         stack.append((arg, False))
