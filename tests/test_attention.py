@@ -1,0 +1,206 @@
+"""Fused causal attention: against finite differences, PyTorch, and its own KV-cache path."""
+
+import multiprocessing
+import os
+from unittest import mock
+
+import numpy as np
+import pytest
+from helpers import check_grads
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tricycle import attention
+from tricycle.attention import (
+    Attention,
+    KVCache,
+    attend_with_cache,
+    attention_backward,
+    attention_forward,
+    causal_attention,
+)
+from tricycle.tensor import Tensor, to_tensor
+
+
+def query_blocks_of(size: int):
+    """Force CPU query blocks of ``size`` queries (normally chosen from T and D)."""
+    return mock.patch.multiple(attention, MIN_QUERY_BLOCK=size, MAX_QUERY_BLOCK=size)
+
+
+@given(
+    batch=st.integers(1, 2),
+    tokens=st.integers(1, 6),
+    n_heads=st.integers(1, 3),
+    head_dim=st.integers(1, 3),
+    query_block=st.sampled_from([1, 2, 4, 64]),
+    seed=st.integers(0, 2**16),
+)
+def test_gradient_matches_finite_differences(batch, tokens, n_heads, head_dim, query_block, seed):
+    """Over random shapes, and query blocks from one query each to all queries in one."""
+    qkv = np.random.default_rng(seed).normal(size=(batch, tokens, 3 * n_heads * head_dim))
+    with query_blocks_of(query_block):
+        check_grads(lambda x: causal_attention(x, n_heads), qkv, rtol=1e-5, atol=1e-7)
+
+
+def test_tensor_used_twice_accumulates():
+    """A diamond: the same qkv feeds two attention calls and a residual."""
+    qkv = np.random.default_rng(1).normal(size=(2, 4, 12))
+    check_grads(
+        lambda x: causal_attention(x, 2) * causal_attention(x, 2) + x[..., :4], qkv, rtol=1e-5
+    )
+
+
+def test_is_causal():
+    """Changing a later position never changes an earlier output."""
+    rng = np.random.default_rng(0)
+    qkv = rng.normal(size=(1, 6, 24)).astype(np.float32)
+    before = causal_attention(to_tensor(qkv), 2).array
+    qkv[:, 4:] = rng.normal(size=(1, 2, 24))
+    after = causal_attention(to_tensor(qkv), 2).array
+    np.testing.assert_array_equal(before[:, :4], after[:, :4])
+    assert not np.allclose(before[:, 4:], after[:, 4:])
+
+
+def test_first_position_returns_its_own_value():
+    qkv = np.random.default_rng(0).normal(size=(2, 3, 3 * 8)).astype(np.float32)
+    out = causal_attention(to_tensor(qkv), 2).array
+    np.testing.assert_allclose(out[:, 0], qkv[:, 0, 16:], rtol=1e-6)
+
+
+def test_large_scores_stay_finite():
+    qkv = np.full((1, 4, 6), 1e4, dtype=np.float32)
+    out = causal_attention(to_tensor(qkv), 1)
+    out.backward()
+    assert np.isfinite(out.array).all()
+
+
+def test_array_functions_do_not_modify_inputs():
+    qkv = np.random.default_rng(0).normal(size=(2, 5, 12)).astype(np.float32)
+    dout = np.random.default_rng(1).normal(size=(2, 5, 4)).astype(np.float32)
+    qkv_copy, dout_copy = qkv.copy(), dout.copy()
+    out, saved = attention_forward(np, qkv, 2)
+    out_copy = out.copy()
+    attention_backward(np, dout, saved)
+    np.testing.assert_array_equal(qkv, qkv_copy)
+    np.testing.assert_array_equal(dout, dout_copy)
+    np.testing.assert_array_equal(out, out_copy)
+
+
+def test_two_calls_before_one_backward():
+    """The op keeps nothing on itself: two forwards, then one backward through both."""
+    rng = np.random.default_rng(0)
+    op = Attention(n_heads=2)
+    a = Tensor(rng.normal(size=(1, 3, 12)))
+    b = Tensor(rng.normal(size=(1, 3, 12)))
+    (op(a) + op(b) * 2).sum().backward()
+    expected_a = Tensor(a.array.copy())
+    causal_attention(expected_a, 2).sum().backward()
+    np.testing.assert_allclose(a.grad.array, expected_a.grad.array)
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_threads_give_the_same_result(threads):
+    """Batch rows split over threads (numpy frees the GIL) compute exactly the same thing."""
+    rng = np.random.default_rng(0)
+    qkv = rng.normal(size=(5, 40, 24)).astype(np.float32)
+    dout = rng.normal(size=(5, 40, 8)).astype(np.float32)
+    with mock.patch.object(attention, "THREADS", 1):
+        expected_out, saved = attention_forward(np, qkv, 2)
+        expected_grad = attention_backward(np, dout, saved)
+    with mock.patch.object(attention, "THREADS", threads), query_blocks_of(8):
+        out, saved = attention_forward(np, qkv, 2)
+        grad = attention_backward(np, dout, saved)
+    np.testing.assert_allclose(out, expected_out, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(grad, expected_grad, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_works_in_a_forked_child():
+    """The thread pool is made again in a child process (a fork copies no threads)."""
+    qkv = np.random.default_rng(0).normal(size=(4, 8, 12)).astype(np.float32)
+    expected = float(attention_forward(np, qkv, 2)[0].sum())  # the parent's pool exists now
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        assert pool.apply(_attention_sum, (qkv,)) == pytest.approx(expected, rel=1e-6)
+
+
+def _attention_sum(qkv) -> float:
+    return float(attention_forward(np, qkv, 2)[0].sum())
+
+
+def test_bad_shapes_raise():
+    with pytest.raises(ValueError, match="n_heads=5"):
+        causal_attention(to_tensor(np.zeros((1, 2, 12))), 5)
+    with pytest.raises(ValueError, match="batch, tokens"):
+        causal_attention(to_tensor(np.zeros((2, 12))), 2)
+
+
+def test_kv_cache_matches_full_attention():
+    """Feeding positions in chunks through the cache gives the full causal attention."""
+    rng = np.random.default_rng(0)
+    B, T, H, D = 2, 9, 3, 4
+    qkv = rng.normal(size=(B, T, 3 * H * D)).astype(np.float32)
+    full, _ = attention_forward(np, qkv, H)
+    cache = KVCache(np, B, H, capacity=T, head_dim=D, dtype=np.float32)
+    with query_blocks_of(2):  # the chunks span several query blocks
+        chunks = [attend_with_cache(np, qkv[:, a:b], H, cache) for a, b in [(0, 4), (4, 5), (5, 9)]]
+    np.testing.assert_allclose(np.concatenate(chunks, axis=1), full, rtol=1e-5, atol=1e-6)
+    assert cache.length == T
+    with pytest.raises(ValueError, match="KV cache holds 9"):
+        attend_with_cache(np, qkv[:, :1], H, cache)
+
+
+# ------------------------------------------------------------------ against PyTorch
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [(2, 16, 32, 4), (1, 1, 8, 1), (3, 33, 48, 6), (2, 150, 64, 2)],  # 150: 3 blocks
+)
+def test_matches_pytorch(shape):
+    ref = pytest.importorskip("torch_reference")
+    B, T, E, H = shape
+    rng = np.random.default_rng(0)
+    qkv = rng.normal(size=(B, T, 3 * E)).astype(np.float32)
+    dout = rng.normal(size=(B, T, E)).astype(np.float32)
+
+    ours = to_tensor(qkv)
+    out = causal_attention(ours, H)
+    out.backward(dout)
+
+    theirs = ref.torch.tensor(qkv, requires_grad=True)
+    expected = ref.causal_attention(theirs, H)
+    expected.backward(ref.torch.tensor(dout))
+
+    assert out.dtype == np.float32 and ours.grad.dtype == np.float32
+    ref.assert_close(out.array, expected.detach().numpy(), name="output")
+    ref.assert_close(ours.grad.array, theirs.grad.numpy(), name="dqkv")
+
+
+# ------------------------------------------------------------------ every backend
+
+
+@pytest.mark.parametrize("use_kernels", [True, False], ids=["kernels", "xp"])
+def test_every_backend_matches_numpy(xp, use_kernels, monkeypatch):
+    """On cupy both the CUDA kernel and the xp code path agree with numpy."""
+    if not use_kernels:
+        monkeypatch.setenv("TRICYCLE_DISABLE_KERNELS", "1")
+    rng = np.random.default_rng(0)
+    B, T, H, D = 2, 70, 2, 32  # T spans several CPU query blocks
+    qkv = rng.normal(size=(B, T, 3 * H * D)).astype(np.float32)
+    dout = rng.normal(size=(B, T, H * D)).astype(np.float32)
+    expected = to_tensor(qkv)
+    causal_attention(expected, H).backward(dout)
+
+    ours = to_tensor(xp.asarray(qkv))
+    out = causal_attention(ours, H)
+    out.backward(xp.asarray(dout))
+    assert out.xp is xp and ours.grad.xp is xp
+    np.testing.assert_allclose(out.numpy(), causal_attention(to_tensor(qkv), H).array, atol=1e-5)
+    np.testing.assert_allclose(ours.grad.numpy(), expected.grad.array, rtol=1e-4, atol=1e-5)
+
+    cache = KVCache(xp, B, H, capacity=T, head_dim=D, dtype=np.float32)
+    first = attend_with_cache(xp, xp.asarray(qkv[:, :50]), H, cache)
+    rest = attend_with_cache(xp, xp.asarray(qkv[:, 50:]), H, cache)
+    cached = np.concatenate([to_tensor(first).numpy(), to_tensor(rest).numpy()], axis=1)
+    np.testing.assert_allclose(cached, out.numpy(), rtol=1e-4, atol=1e-5)

@@ -1,0 +1,288 @@
+"""Fused causal scaled-dot-product attention.
+
+One forward and one hand-derived backward, llm.c style, on the packed projection
+``qkv`` of shape (B, T, 3E) (queries | keys | values along the last axis)::
+
+    out, saved = attention_forward(xp, qkv, n_heads)   # out: (B, T, E), heads merged
+    dqkv = attention_backward(xp, dout, saved)         # dqkv: (B, T, 3E)
+
+The backward keeps the attention probabilities and references to the input and output arrays
+(which exist anyway): q, k and v are views into ``qkv``, never copies. With P = softmax(S),
+S = q k^T / sqrt(D) and O = P v::
+
+    dv = P^T dO        dP = dO v^T        dS = P * (dP - rowsum(dO * O))
+    dq = dS k / sqrt(D)                   dk = dS^T q / sqrt(D)
+
+using flash-attention's identity rowsum(dP * P) = rowsum(dO * O), which avoids a (T, T) product.
+On the CPU the queries go in blocks that skip the keys in their future, so about half of the
+(T, T) scores are never computed nor stored. On a GPU a flash-attention CUDA kernel with the
+same signatures takes over (``tricycle/kernels``) and stores no (T, T) array at all.
+
+``causal_attention(qkv, n_heads)`` (or the op ``Attention(n_heads)``) wraps the pair as a
+Tensor op. ``attend_with_cache`` is the generation path: new queries attend to keys and values
+kept in a ``KVCache``, so each new token costs one position; it builds no graph.
+"""
+
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from tricycle import kernels
+from tricycle.functions import row_blocks
+from tricycle.tensor import Tensor
+
+# ------------------------------------------------------------------ array functions
+
+
+def split_heads(x, n_heads: int):
+    """(B, T, 3E) -> q, k, v views of shape (B, H, T, D); nothing is copied."""
+    B, T, three_e = x.shape
+    if three_e % (3 * n_heads):
+        raise ValueError(
+            f"attention: the last axis of qkv (shape {x.shape}) must be 3 * embedding_dim "
+            f"with embedding_dim divisible by n_heads={n_heads}"
+        )
+    D = three_e // (3 * n_heads)
+    heads = x.reshape(B, T, 3, n_heads, D).transpose(2, 0, 3, 1, 4)  # (3, B, H, T, D)
+    return heads[0], heads[1], heads[2]
+
+
+# On the CPU, queries are processed in blocks: a block needs only the keys its last query sees,
+# which skips most of the masked half of the scores. Blocks are sized so that each per-head
+# product has at most 2^18 multiply-adds, below which OpenBLAS stays on one thread: these small
+# products gain nothing from threads, and waking them can cost more than the product.
+SINGLE_THREAD_PRODUCT = 1 << 18
+MIN_QUERY_BLOCK, MAX_QUERY_BLOCK = 32, 64
+
+
+def _query_blocks(xp, n_queries: int, n_keys: int, head_dim: int) -> list[tuple[int, int, int]]:
+    """(first query, end query, visible keys) per block of queries.
+
+    The queries are the last ``n_queries`` of ``n_keys`` positions, so query i sees keys up to
+    position i + n_keys - n_queries. On a GPU one block does it all.
+    """
+    if xp is np:
+        size = SINGLE_THREAD_PRODUCT // (n_keys * head_dim)
+        size = max(MIN_QUERY_BLOCK, min(MAX_QUERY_BLOCK, 1 << max(size, 1).bit_length() - 1))
+    else:
+        size = n_queries
+    offset = n_keys - n_queries
+    return [(a, min(a + size, n_queries), min(a + size, n_queries) + offset)
+            for a in range(0, n_queries, size)]  # fmt: skip
+
+
+# numpy releases the GIL inside matmul and ufuncs, so batch rows can be attended to on several
+# threads at once: each thread owns its rows of every output, so nothing needs a lock. As many
+# threads as usable cores (at most 8), or OMP_NUM_THREADS, the usual cap on compute threads.
+def _thread_count() -> int:
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    try:
+        return max(1, min(int(os.environ.get("OMP_NUM_THREADS") or cores or 1), 8))
+    except ValueError:  # e.g. OpenMP's nested form "4,2"
+        return max(1, min(cores or 1, 8))
+
+
+THREADS = _thread_count()
+_pool: ThreadPoolExecutor | None = None  # made on first use
+
+
+def _forget_pool() -> None:
+    global _pool
+    _pool = None  # a forked child has none of the parent's threads: it makes its own pool
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+def _for_row_groups(xp, n_rows: int, work) -> None:
+    """Call ``work(rows)`` on slices partitioning range(n_rows): on numpy, one per thread."""
+    global _pool
+    n_groups = min(THREADS, n_rows) if xp is np else 1
+    if n_groups <= 1:
+        work(slice(None))
+        return
+    if _pool is None:
+        _pool = ThreadPoolExecutor(THREADS - 1, thread_name_prefix="tricycle-attention")
+    bounds = [n_rows * i // n_groups for i in range(n_groups + 1)]
+    groups = [slice(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
+    pending = [_pool.submit(work, rows) for rows in groups[1:]]
+    work(groups[0])  # this thread takes the first group
+    for future in pending:
+        future.result()  # re-raises a worker's exception here
+
+
+def _causal_bias(xp, n_keys: int, first_query: int, n_queries: int, dtype):
+    """(Tk, Tq) additive mask: 0 where key j is at or before query i's position
+    ``first_query + i``, -inf after it.
+
+    Every query sees at least its own key, so softmax never meets a column of only -inf.
+    """
+    keys = xp.arange(n_keys)[:, None]
+    queries = xp.arange(n_queries)[None, :] + first_query  # absolute positions
+    return xp.where(keys > queries, -xp.inf, 0).astype(dtype)
+
+
+def _attend(xp, q, k, v):
+    """Causal softmax(q k^T / sqrt(D)) v for queries that are the last Tq of Tk positions.
+
+    q: (B, H, Tq, D), k and v: (B, H, Tk, D) -> out (B, Tq, H, D) (the heads merge with a free
+    reshape) and, per query block, the probabilities stored transposed as (B, H, keys,
+    queries): numpy reduces over the second-to-last axis several times faster than over the
+    last. On numpy the batch is walked in chunks whose scores fit in the CPU cache, so the
+    softmax passes stay there.
+    """
+    B, H, Tq, D = q.shape
+    Tk = k.shape[2]
+    scale = 1 / math.sqrt(D)
+    out = xp.empty((B, Tq, H, D), dtype=q.dtype)
+    blocks = _query_blocks(xp, Tq, Tk, D)
+    probs = [xp.empty((B, H, kb, b - a), dtype=q.dtype) for a, b, kb in blocks]
+    biases = [_causal_bias(xp, kb, a + Tk - Tq, b - a, q.dtype) for a, b, kb in blocks]
+
+    def attend_rows(group):  # batch rows ``group``, every query block
+        q_, k_, v_, out_ = q[group], k[group], v[group], out[group]
+        for (a, b, kb), block, bias in zip(blocks, probs, biases):
+            for rows in row_blocks(xp, len(q_), H * kb * (b - a)):
+                p = block[group][rows]  # (c, H, kb, Qb): scores, then probabilities, in place
+                xp.matmul(k_[rows, :, :kb], (q_[rows, :, a:b] * scale).swapaxes(-1, -2), out=p)
+                p += bias
+                p -= p.max(axis=-2, keepdims=True)  # stable softmax over the keys
+                xp.exp(p, out=p)
+                p *= 1 / p.sum(axis=-2, keepdims=True)
+                y = out_[rows, a:b].transpose(0, 2, 1, 3)  # (c, H, Qb, D) view of the output
+                xp.matmul(p.swapaxes(-1, -2), v_[rows, :, :kb], out=y)
+
+    _for_row_groups(xp, B, attend_rows)
+    return out, probs
+
+
+def attention_forward(xp, qkv, n_heads: int):
+    """Causal multi-head attention of a packed (B, T, 3E) projection -> ((B, T, E), saved).
+
+    ``saved`` holds what ``attention_backward`` needs: the input, the probabilities and the
+    output. Nothing in it may be modified until the backward has run. On a GPU a flash
+    attention kernel (``tricycle/kernels/attention.cu``) runs instead, with its own ``saved``.
+    """
+    if kernels.attention_enabled(qkv, n_heads):
+        return kernels.attention_forward(xp, qkv, n_heads)
+    B, T, three_e = qkv.shape
+    q, k, v = split_heads(qkv, n_heads)  # (B, H, T, D) views
+    out, probs = _attend(xp, q, k, v)  # (B, T, H, D), [(B, H, keys, queries) per block]
+    out = out.reshape(B, T, three_e // 3)  # (B, T, E)
+    return out, (qkv, probs, out, n_heads)
+
+
+def attention_backward(xp, dout, saved):
+    """Gradient of ``attention_forward``: dout (B, T, E) -> dqkv (B, T, 3E)."""
+    if kernels.owns(saved):
+        return kernels.attention_backward(xp, dout, saved)
+    qkv, probs, out, n_heads = saved
+    B, T, E = dout.shape
+    D = E // n_heads
+    scale = 1 / math.sqrt(D)
+    q, k, v = split_heads(qkv, n_heads)  # (B, H, T, D) views
+    dy = dout.reshape(B, T, n_heads, D).transpose(0, 2, 1, 3)  # (B, H, T, D)
+    y = out.reshape(B, T, n_heads, D).transpose(0, 2, 1, 3)  # (B, H, T, D)
+
+    dqkv = xp.empty((B, T, 3, n_heads, D), dtype=dout.dtype)
+    dq, dk, dv = (dqkv[:, :, i].transpose(0, 2, 1, 3) for i in range(3))  # (B, H, T, D) views
+    blocks = list(zip(_query_blocks(xp, T, T, D), probs))[::-1]
+
+    def backward_rows(group):  # batch rows ``group``, every query block
+        q_, k_, v_, dy_, y_ = q[group], k[group], v[group], dy[group], y[group]
+        dq_, dk_, dv_ = dq[group], dk[group], dv[group]
+        # the last block sees every key, so it writes dk and dv; earlier ones add to a prefix
+        for i, ((a, b, kb), block) in enumerate(blocks):
+            for rows in row_blocks(xp, len(q_), n_heads * kb * (b - a)):
+                p = block[group][rows]  # P^T: (c, H, kb, Qb)
+                dy_block = dy_[rows, :, a:b]  # (c, H, Qb, D)
+                dscores = xp.matmul(v_[rows, :, :kb], dy_block.swapaxes(-1, -2))  # dP^T
+                # softmax backward: dS = P (dP - rowsum(dP P)), and rowsum(dP P) = rowsum(dO O)
+                dscores -= (dy_block * y_[rows, :, a:b]).sum(axis=-1)[:, :, None, :]
+                dscores *= p  # masked entries have P == 0, so their gradient is exactly 0
+                dscores *= scale
+                xp.matmul(dscores.swapaxes(-1, -2), k_[rows, :, :kb], out=dq_[rows, :, a:b])
+                if i == 0:
+                    xp.matmul(p, dy_block, out=dv_[rows, :, :kb])
+                    xp.matmul(dscores, q_[rows, :, a:b], out=dk_[rows, :, :kb])
+                else:
+                    dv_[rows, :, :kb] += xp.matmul(p, dy_block)
+                    dk_[rows, :, :kb] += xp.matmul(dscores, q_[rows, :, a:b])
+
+    _for_row_groups(xp, B, backward_rows)
+    return dqkv.reshape(B, T, 3 * E)
+
+
+# ------------------------------------------------------------------ the Tensor op
+
+
+def causal_attention(qkv: Tensor, n_heads: int) -> Tensor:
+    """Fused causal self-attention: qkv (B, T, 3E) -> (B, T, E), as one node of the graph."""
+    if qkv.ndim != 3:
+        raise ValueError(
+            f"attention: expected qkv of shape (batch, tokens, 3 * embedding_dim), got {qkv.shape}"
+        )
+    xp = qkv.xp
+    out, saved = attention_forward(xp, qkv.array, n_heads)
+    return Tensor(
+        out,
+        args=(qkv,),
+        back_fns=(lambda dout: attention_backward(xp, dout, saved),),
+        name="attention",
+        is_batched=qkv.is_batched,
+    )
+
+
+class Attention:
+    """The op form of ``causal_attention``: ``Attention(n_heads)(qkv)``. Stateless."""
+
+    def __init__(self, n_heads: int):
+        self.n_heads = n_heads
+
+    def __call__(self, qkv: Tensor) -> Tensor:
+        return causal_attention(qkv, self.n_heads)
+
+
+# ------------------------------------------------------------------ generation
+
+
+class KVCache:
+    """Keys and values of the positions seen so far, for one attention layer.
+
+    Arrays of shape (B, H, capacity, D) are filled left to right; ``length`` says how many
+    positions are valid. Made and owned by the caller (``GPT.generate``), never by a layer.
+    """
+
+    def __init__(self, xp, batch_size: int, n_heads: int, capacity: int, head_dim: int, dtype):
+        shape = (batch_size, n_heads, capacity, head_dim)
+        self.keys = xp.zeros(shape, dtype=dtype)
+        self.values = xp.zeros(shape, dtype=dtype)
+        self.length = 0
+
+    @property
+    def capacity(self) -> int:
+        return self.keys.shape[2]
+
+
+def attend_with_cache(xp, qkv, n_heads: int, cache: KVCache):
+    """Attention of new positions against themselves and every cached position.
+
+    qkv: (B, Tnew, 3E) for the next Tnew positions. Their keys and values are appended to
+    ``cache``; returns (B, Tnew, E). No graph, no saved arrays: for sampling under no_grad.
+    """
+    B, T_new, three_e = qkv.shape
+    q, k, v = split_heads(qkv, n_heads)  # (B, H, Tnew, D)
+    start, end = cache.length, cache.length + T_new
+    if end > cache.capacity:
+        raise ValueError(
+            f"attention: the KV cache holds {cache.capacity} positions; {start} are used and "
+            f"{T_new} more do not fit"
+        )
+    cache.keys[:, :, start:end] = k
+    cache.values[:, :, start:end] = v
+    cache.length = end
+    out, _ = _attend(xp, q, cache.keys[:, :, :end], cache.values[:, :, :end])  # (B, Tnew, H, D)
+    return out.reshape(B, T_new, three_e // 3)

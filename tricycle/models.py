@@ -1,0 +1,222 @@
+"""GPT: a GPT-2 style decoder-only transformer.
+
+    tokens (B, T) -> token_embedding + position_embedding -> dropout     # (B, T, E)
+                  -> n_layers x GPT2TransformerBlock                     # (B, T, E)
+                  -> layer_norm -> head                                  # (B, T, V)
+
+With ``config.tie_weights`` the head is an Einsum against the token embedding's weights, so
+that one Tensor receives gradients from both of its uses. Weights start as in GPT-2: N(0, 0.02)
+everywhere, N(0, 0.02 / sqrt(2 * n_layers)) for the projections into the residual stream,
+zero biases, unit LayerNorm gains.
+
+A GPT pickles to host arrays (``pickle.dump(model, f)``), so a model trained on a GPU loads
+and samples on a CPU-only machine.
+"""
+
+from collections.abc import Iterator
+from functools import partial
+
+import numpy as np
+
+from tricycle import backend
+from tricycle.attention import KVCache
+from tricycle.blocks import GPT2TransformerBlock
+from tricycle.configs import GPTConfig
+from tricycle.einsum import Einsum
+from tricycle.initialisers import gpt2_residual_std, init_normal
+from tricycle.layers import Dense, Dropout, Embedding, Layer, LayerNorm
+from tricycle.tensor import Tensor, no_grad
+
+_TIED_HEAD = Einsum("...e,ve->...v")  # (B, T, E) x (V, E) -> (B, T, V)
+
+
+class GPT(Layer):
+    """A GPT built from a ``GPTConfig`` (see ``tricycle.configs``).
+
+    ``model(tokens)`` maps integer ids (B, T) (or (T,)), T <= context_window, to logits
+    (B, T, vocab_size). ``generate`` samples continuations with a KV cache.
+    """
+
+    def __init__(self, config: GPTConfig):
+        self.config = config
+        E, L = config.embedding_dim, config.n_layers
+        weights_init = partial(init_normal, std=0.02)
+        residual_init = partial(init_normal, std=gpt2_residual_std(L))
+
+        self.token_embedding = Embedding(config.vocab_size, E, initialiser=weights_init)
+        self.position_embedding = Embedding(config.context_window, E, initialiser=weights_init)
+        self.embedding_dropout = Dropout(config.dropout)
+        self.blocks = [
+            GPT2TransformerBlock(
+                E,
+                config.n_heads,
+                config.context_window,
+                expansion_ratio=config.expansion_ratio,
+                dropout_prob=config.dropout,
+                activation=config.activation_fn,
+                initialiser=weights_init,
+                projection_initialiser=residual_init,
+                bias=config.bias,
+            )
+            for _ in range(L)
+        ]
+        self.layer_norm = LayerNorm(E)
+        if not config.tie_weights:
+            self.head = Dense(E, config.vocab_size, bias=False, initialiser=weights_init)
+
+    # ------------------------------------------------------------------ forward
+    def forward(self, tokens, caches: list[KVCache] | None = None) -> Tensor:
+        """Logits (B, T, V) for integer ids (B, T); a 1-D (T,) input gives (T, V).
+
+        With ``caches`` (one per block, from ``new_caches``) the tokens continue the cached
+        positions: generation feeds one new token at a time.
+        """
+        ids = tokens.array if isinstance(tokens, Tensor) else tokens
+        xp = self.token_embedding.weights.xp
+        ids = xp.asarray(ids)
+        single = ids.ndim == 1
+        if single:
+            ids = ids[None]
+        if ids.ndim != 2 or ids.shape[1] == 0:
+            raise ValueError(f"GPT: expected token ids of shape (batch, tokens), got {ids.shape}")
+        start = 0 if caches is None else caches[0].length
+        T, window = ids.shape[1], self.config.context_window
+        if start + T > window:
+            raise ValueError(
+                f"GPT: a sequence of T={start + T} tokens is longer than the context window "
+                f"of {window}; crop the input to its last {window} tokens"
+            )
+
+        positions = xp.arange(start, start + T)
+        x = self.token_embedding(ids) + self.position_embedding(positions)  # (B, T, E)
+        x = self.embedding_dropout(x)
+        for i, block in enumerate(self.blocks):
+            x = block(x, None if caches is None else caches[i])  # (B, T, E)
+        x = self.layer_norm(x)
+        if self.config.tie_weights:
+            logits = _TIED_HEAD(x, self.token_embedding.weights)  # (B, T, V)
+        else:
+            logits = self.head(x)  # (B, T, V)
+        logits.is_batched = not single
+        return logits[0] if single else logits
+
+    def new_caches(self, batch_size: int) -> list[KVCache]:
+        """Empty KV caches, one per block, each holding up to context_window positions."""
+        return [block.attention.new_cache(batch_size) for block in self.blocks]
+
+    # ------------------------------------------------------------------ sampling
+    def generate(
+        self,
+        tokens,
+        max_new_tokens: int,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        rng: np.random.Generator | None = None,
+        use_cache: bool = True,
+        vocab_limit: int | None = None,
+    ) -> np.ndarray:
+        """Continue ``tokens`` (B, T) or (T,) by ``max_new_tokens``; returns prompt + new ids.
+
+        See ``stream`` for the sampling rules.
+        """
+        prompt = np.asarray(backend.to_host_array(getattr(tokens, "array", tokens)))
+        single = prompt.ndim == 1
+        prompt = prompt.reshape(1, -1) if single else prompt
+        new = list(
+            self.stream(prompt, max_new_tokens, temperature, top_k, rng, use_cache, vocab_limit)
+        )
+        out = np.concatenate([prompt, np.stack(new, axis=1)], axis=1) if new else prompt
+        return out[0] if single else out
+
+    def stream(
+        self,
+        tokens,
+        max_new_tokens: int,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        rng: np.random.Generator | None = None,
+        use_cache: bool = True,
+        vocab_limit: int | None = None,
+    ) -> Iterator[np.ndarray]:
+        """Yield the next token ids (B,) one step at a time, in eval mode, under no_grad.
+
+        ``temperature`` divides the logits (0 means greedy argmax); ``top_k`` keeps only the
+        k most likely tokens; ``rng`` (a numpy Generator) makes sampling reproducible;
+        ``vocab_limit`` samples only ids below it (a tokeniser that learnt fewer ids than
+        the model's ``vocab_size`` cannot decode the rest).
+
+        The KV cache makes each new token cost one position. The model sees at most
+        ``context_window`` positions: when the cache is full, the oldest positions are
+        dropped and the most recent half window (ending with the newest token) is encoded
+        afresh into an empty cache, after which single-token steps resume. So every token is
+        conditioned on between context_window / 2 and context_window previous tokens, and a
+        full re-encode happens once every context_window / 2 tokens. With ``use_cache=False``
+        the same windows are recomputed in full at every step (slow; for testing).
+        """
+        prompt = np.asarray(backend.to_host_array(getattr(tokens, "array", tokens)))
+        if prompt.ndim != 2 or prompt.shape[1] == 0:
+            raise ValueError(
+                f"GPT.generate: expected a non-empty prompt of shape (batch, tokens), "
+                f"got {prompt.shape}"
+            )
+        if top_k is not None and top_k < 1:
+            raise ValueError(f"GPT.generate: top_k must be >= 1, got {top_k}")
+        if temperature < 0:
+            raise ValueError(f"GPT.generate: temperature must be >= 0, got {temperature}")
+        rng = np.random.default_rng() if rng is None else rng
+        window_size = self.config.context_window
+        keep = max(1, window_size // 2)
+
+        was_training = self.training
+        self.eval()
+        try:
+            with no_grad():
+                window = prompt[:, -window_size:]  # (B, <= W): the positions the model sees
+                caches = self.new_caches(len(window)) if use_cache else None
+                logits = self._last_logits(window, caches)
+                for step in range(max_new_tokens):
+                    if vocab_limit is not None:
+                        logits[:, vocab_limit:] = -np.inf
+                    next_ids = sample_next(logits, temperature, top_k, rng)  # (B,)
+                    yield next_ids
+                    if step == max_new_tokens - 1:
+                        break
+                    full = window.shape[1] == window_size
+                    window = np.concatenate([window, next_ids[:, None]], axis=1)
+                    if full:  # re-encode the most recent half window into a fresh cache
+                        window = window[:, -keep:]
+                        caches = self.new_caches(len(window)) if use_cache else None
+                        logits = self._last_logits(window, caches)
+                    elif use_cache:
+                        logits = self._last_logits(next_ids[:, None], caches)
+                    else:
+                        logits = self._last_logits(window, None)
+        finally:
+            if was_training:
+                self.train()
+
+    def _last_logits(self, ids: np.ndarray, caches) -> np.ndarray:
+        """Host float64 logits (B, V) of the last position."""
+        logits = self(ids, caches).array[:, -1]
+        return backend.to_host_array(logits).astype(np.float64)
+
+    def extra_repr(self) -> str:
+        c = self.config
+        return (
+            f"vocab_size={c.vocab_size}, context_window={c.context_window}, "
+            f"embedding_dim={c.embedding_dim}, n_heads={c.n_heads}, n_layers={c.n_layers}"
+        )
+
+
+def sample_next(logits: np.ndarray, temperature: float, top_k: int | None, rng) -> np.ndarray:
+    """Sample one id per row of ``logits`` (B, V): temperature, then top-k, then softmax."""
+    if temperature == 0:
+        return logits.argmax(axis=-1)
+    logits = logits / temperature
+    if top_k is not None and top_k < logits.shape[-1]:
+        kth = np.partition(logits, -top_k, axis=-1)[:, -top_k, None]  # (B, 1)
+        logits = np.where(logits < kth, -np.inf, logits)
+    probs = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    cdf = np.cumsum(probs, axis=-1)  # (B, V), unnormalised
+    u = rng.random((len(logits), 1)) * cdf[:, -1:]
+    return np.minimum((cdf <= u).sum(axis=-1), logits.shape[-1] - 1)
