@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from tricycle.backend import to_host_array
+from tricycle.files import atomic_write
 from tricycle.tensor import Tensor
-from tricycle.tokeniser import atomic_write
 
 __all__ = [
     "CheckpointError",
@@ -48,8 +48,8 @@ class CheckpointError(Exception):
 
 
 # ------------------------------------------------------------------ atomic writes
-# ``atomic_write(path, mode)`` (from the tokeniser module, which needed it first) opens a
-# temporary file beside ``path`` and renames it over ``path`` only when the block succeeds.
+# ``atomic_write(path, mode)`` (tricycle/files.py) opens a temporary file beside ``path``
+# and renames it over ``path`` only when the block succeeds.
 
 
 def atomic_write_bytes(path, data: bytes) -> None:

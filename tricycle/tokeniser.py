@@ -16,18 +16,17 @@ which is what sampling one token at a time needs.
 """
 
 import codecs
-import contextlib
 import heapq
 import json
 import os
 import re
-import tempfile
 import warnings
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
-from pathlib import Path
+from collections.abc import Iterable
 
 import numpy as np
+
+from tricycle.files import atomic_write
 
 # GPT-2's split pattern uses \p{L} and \p{N}, which the stdlib `re` lacks. In `re`, `\w` is
 # letters, digits and "_", so `[^\W\d_]` is "letters" and `[^\s\w]|_` is "everything else that
@@ -354,32 +353,6 @@ class StreamDecoder:
     def flush(self) -> str:
         """Return whatever is held back (as U+FFFD if it is an incomplete character)."""
         return self._utf8.decode(b"", final=True)
-
-
-@contextlib.contextmanager
-def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator:
-    """Open a temporary file beside `path`; on success, rename it onto `path`.
-
-    Readers see either the old file or the complete new one, never a partial write (the
-    rename is atomic within one directory). On error the temporary file is removed.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        # mkstemp makes the file private (0600); give it the permissions open() would.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        with os.fdopen(fd, mode) as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(tmp)
-        raise
 
 
 # --------------------------------------------------------------------------------- helpers

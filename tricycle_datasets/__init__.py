@@ -24,11 +24,11 @@ from pathlib import Path
 
 import numpy as np
 
+from tricycle.files import atomic_write
 from tricycle.tokeniser import (
     GPT2_SPLIT_PATTERN,
     BPETokeniser,
     CharTokeniser,
-    atomic_write,
     load_tokeniser,
 )
 from tricycle_datasets.download import cache_dir

@@ -11,7 +11,7 @@ import os
 import urllib.request
 from pathlib import Path
 
-from tricycle.tokeniser import atomic_write
+from tricycle.files import atomic_write
 
 _CHUNK_BYTES = 1 << 20
 
