@@ -4,6 +4,8 @@
     python train_smol_gpt.py --config shakespeare-char --dataset shakespeare-char --device gpu
     python train_smol_gpt.py --dataset notes.txt --steps 2000
     python train_smol_gpt.py --out-dir runs/cpu --resume     # continue exactly where it stopped
+    python train_smol_gpt.py --config shakespeare-char --dataset shakespeare-char --device gpu \
+        --precision bf16 --max-seconds 300 --data-dir data    # time-boxed, offline text
 
 Everything lands in --out-dir (default runs/<config>):
 
@@ -13,12 +15,18 @@ Everything lands in --out-dir (default runs/<config>):
                      optimiser state, step, data-sampler and dropout RNG states
     config.json      the run's settings
     metrics.jsonl    one JSON line per step: step, loss, val_loss, lr, grad_norm, tokens_per_s,
-                     wall_time
+                     wall_time (seconds of training, evaluation included), skipped_steps
     loss.png         the loss curves, if matplotlib is installed
 
 A resumed run replays exactly on the CPU: its losses equal those of a run that was never
 interrupted. On a GPU it replays the same batches and dropout masks, but kernels that add
 with atomics make the sums differ in the last bits.
+--precision picks the policy (tricycle/precision.py): fp32 (default), tf32 (GPU), fp16 (float16
+forward from float32 master weights, dynamic loss scaling: a step whose gradients overflow is
+skipped and the scale lowered; the count is in the progress bar and metrics), bf16 (GPU).
+On a GPU the loss is read back every --log-interval steps only, so the host runs ahead of the
+device; metrics.jsonl still has one line per step.
+
 A NaN or infinite loss stops training with an error naming the step; the last checkpoint,
 written before the divergence, is kept.
 """
@@ -50,12 +58,13 @@ from tricycle.checkpoint import (
 )
 from tricycle.configs import CONFIGS, GPTConfig, get_config
 from tricycle.dataset import CausalLMDataset
-from tricycle.layers import Dropout
+from tricycle.layers import Dropout, dropout
 from tricycle.loss import CrossEntropy
 from tricycle.models import GPT
 from tricycle.optimisers import AdamW, clip_grad_norm
+from tricycle.precision import Precision
 from tricycle.scheduler import CosineSchedule
-from tricycle.tensor import no_grad
+from tricycle.tensor import Tensor, no_grad
 from tricycle_datasets import TextFile
 from tricycle_datasets.python_code import PythonCode
 from tricycle_datasets.shakespeare import Shakespeare, ShakespeareChar
@@ -113,6 +122,19 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="BLAS threads (default: all cores). Small models on a busy machine can run "
         "several times faster on 1 (needs threadpoolctl; or set OPENBLAS_NUM_THREADS)",
     )
+    add(
+        "--precision",
+        default="fp32",
+        choices=["fp32", "tf32", "fp16", "bf16"],
+        help="fp32; tf32 matmuls (GPU); fp16 with loss scaling; bf16 (GPU)",
+    )
+    add("--max-seconds", type=float, help="stop (with a checkpoint) after this much training time")
+    add("--data-dir", type=Path, help="folder with tinyshakespeare.txt (else $TRICYCLE_DATA_DIR)")
+    add(
+        "--log-interval",
+        type=int,
+        help="read the loss back every N steps (default: 1 on CPU, 10 on GPU)",
+    )
     add("--sample-tokens", type=int, default=200, help="tokens to sample at the end")
     add("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
@@ -146,14 +168,15 @@ def build_config(args) -> GPTConfig:
     return config
 
 
-def load_corpus(dataset: str, config: GPTConfig, max_bytes: int):
-    """The tokenised corpus; for characters, ``config.vocab_size`` becomes the charset's size."""
+def load_corpus(dataset: str, config: GPTConfig, max_bytes: int, data_dir=None):
+    """The tokenised corpus; for characters, ``config.vocab_size`` becomes the charset's size.
+    ``data_dir`` (the Shakespeare datasets): where tinyshakespeare.txt is, for offline runs."""
     if dataset == "python-code":
         corpus = PythonCode(config.vocab_size, max_bytes=max_bytes)
     elif dataset == "shakespeare":
-        corpus = Shakespeare(config.vocab_size)
+        corpus = Shakespeare(config.vocab_size, data_dir=data_dir)
     elif dataset == "shakespeare-char":
-        corpus = ShakespeareChar()
+        corpus = ShakespeareChar(data_dir=data_dir)
         config.vocab_size = corpus.vocab_size
     elif Path(dataset).is_file():
         corpus = TextFile(dataset, config.vocab_size)
@@ -184,10 +207,54 @@ def tune_cpu_allocator() -> None:
 # ------------------------------------------------------------------ training
 
 
-def training_step(model, optimiser, loss_fn, batches, config: GPTConfig, step: int) -> dict:
-    """One optimiser step over ``gradient_accumulation_steps`` micro-batches."""
+def make_precision(name: str, device: str) -> Precision:
+    """The precision policy for ``--precision`` on ``device``; clear errors where it cannot run."""
+    if device != "gpu" and name in ("tf32", "bf16"):
+        raise SystemExit(
+            f"--precision {name} needs a GPU (--device gpu): TF32 is a tensor-core mode and "
+            "numpy has no fast bfloat16 matmul; use fp32 or fp16 on the CPU"
+        )
+    return Precision(name)
+
+
+def check_dropout_dtype(policy: Precision, config: GPTConfig, xp) -> None:
+    """Fail early, and clearly, if dropout cannot run in the policy's compute dtype."""
+    if not policy.mixed or config.dropout == 0:
+        return
+    try:
+        dropout(Tensor(xp.ones(4, dtype=policy.compute_dtype)), config.dropout)
+    except Exception as error:  # noqa: BLE001 - reported with the reason
+        raise SystemExit(
+            f"--precision {policy.mode} with dropout {config.dropout}: dropout cannot make "
+            f"{policy.compute_dtype.name} masks here ({type(error).__name__}: {error}); "
+            "use --dropout 0 or another precision"
+        ) from None
+
+
+def training_step(
+    model, optimiser, loss_fn, batches, config: GPTConfig, step: int, precision=None, sync=True
+) -> dict:
+    """One optimiser step over ``gradient_accumulation_steps`` micro-batches.
+
+    Without ``precision``: float32, gradient clipping and the update as plain library calls
+    (reads the loss and the norm back every step). With a ``Precision`` policy the forward
+    runs in its dtype, the policy seeds backward with its loss scale and does unscale, clip
+    and update (skipping the update on overflow); with ``sync=False`` the returned loss and
+    norm stay device arrays (no host synchronisation; see ``settle``).
+    """
     optimiser.step()
     accumulation = config.gradient_accumulation_steps
+    if precision is not None:
+        total = 0.0
+        for _ in range(accumulation):
+            inputs, targets = next(batches)  # (B, T) ids each
+            loss = loss_fn(targets, model(inputs, precision=precision))  # float32 loss
+            precision.backward(loss / accumulation if accumulation > 1 else loss)
+            total = total + loss.array  # summed on the device
+        precision.last_norm = None
+        precision.step(optimiser, model, max_norm=config.grad_clip)
+        result = {"loss": total / accumulation, "grad_norm": precision.last_norm}
+        return settle(result, step, precision) if sync else result
     total = 0.0
     for _ in range(accumulation):
         inputs, targets = next(batches)  # (B, T) ids each
@@ -204,15 +271,31 @@ def training_step(model, optimiser, loss_fn, batches, config: GPTConfig, step: i
     return {"loss": loss, "grad_norm": norm}
 
 
-def evaluate(model, dataset, loss_fn, n_batches: int) -> float:
-    """Mean validation loss over the first ``n_batches`` fixed batches, without a graph."""
+def settle(result: dict, step: int, precision=None) -> dict:
+    """``result`` with its loss and norm as Python floats; raises TrainingDiverged on a
+    non-finite loss, or a non-finite norm without loss scaling (with scaling an inf norm is
+    a skipped step, counted by the scaler)."""
+    loss = float(result["loss"])
+    norm = None if result["grad_norm"] is None else float(result["grad_norm"])
+    if not math.isfinite(loss):
+        raise TrainingDiverged(f"the training loss is {loss} at step {step}")
+    scaled = precision is not None and precision.scaler is not None
+    if norm is not None and not math.isfinite(norm) and not scaled:
+        raise TrainingDiverged(f"the gradient norm is {norm} at step {step}")
+    return {**result, "loss": loss, "grad_norm": norm}
+
+
+def evaluate(model, dataset, loss_fn, n_batches: int, precision=None) -> float:
+    """Mean validation loss over the first ``n_batches`` fixed batches, without a graph
+    (summed on the device, read back once)."""
     model.eval()
-    losses = []
+    total, n = 0.0, 0
     with no_grad():
         for inputs, targets in dataset.iterate_sequential(max_batches=n_batches):
-            losses.append(float(loss_fn(targets, model(inputs))))
+            total = total + loss_fn(targets, model(inputs, precision=precision)).array
+            n += 1
     model.train()
-    return float(np.mean(losses))
+    return float(total) / n
 
 
 def rng_states(model, train_data) -> dict:
@@ -264,7 +347,10 @@ def train(args) -> dict:
         print("no GPU found: training on the CPU (pass --device to choose)", file=sys.stderr)
         config.device = "cpu"
 
-    corpus = load_corpus(dataset, config, args.max_bytes)
+    corpus = load_corpus(dataset, config, args.max_bytes, args.data_dir)
+    policy = make_precision(args.precision, config.device)
+    # fp32 on the CPU keeps the plain step (bit-for-bit as before); everything else the policy
+    use_policy = config.device == "gpu" or policy.mode != "fp32"
     np.random.seed(seed)  # model initialisation and dropout seeds
     model = GPT(config)
     optimiser = AdamW(
@@ -288,14 +374,22 @@ def train(args) -> dict:
         optimiser.load_state_dict(checkpoint["optimiser"])
         restore_rng_states(model, train_data, checkpoint["rng"])
         start, wall_before = checkpoint["step"], checkpoint["wall_time"]
+        if policy.scaler is not None and "scaler" in checkpoint:
+            policy.scaler.load_state_dict(checkpoint["scaler"])
     if config.device == "gpu":
         model.to_gpu()
         train_data = train_data.to_gpu()  # batches arrive as GPU tensors (same sampler)
         valid_data = valid_data and valid_data.to_gpu()
+    check_dropout_dtype(policy, config, cupy() if config.device == "gpu" else np)
 
     out_dir.mkdir(parents=True, exist_ok=True)
     corpus.tokeniser.save(out_dir / TOKENISER)
-    run_info = {"config": config.to_dict(), "dataset": dataset, "seed": seed}
+    run_info = {
+        "config": config.to_dict(),
+        "dataset": dataset,
+        "seed": seed,
+        "precision": policy.mode,
+    }
     atomic_write_text(out_dir / "config.json", json.dumps(run_info, indent=2) + "\n")
     metrics_path = out_dir / METRICS
     _truncate_metrics(metrics_path, start)
@@ -307,46 +401,106 @@ def train(args) -> dict:
         file=sys.stderr,
     )
     stop = config.steps if args.stop_after is None else min(config.steps, start + args.stop_after)
+    log_interval = args.log_interval or (10 if config.device == "gpu" else 1)
+    print(f"precision: {policy!r}, loss read back every {log_interval} steps", file=sys.stderr)
     t0 = time.perf_counter()
-    val_loss, last = None, {}
+    val_loss, last, pending, done = None, {}, [], start
     bar = tqdm(range(start, stop), initial=start, total=config.steps, disable=args.no_progress)
-    for step in bar:
-        step_start = time.perf_counter()
-        optimiser.learning_rate = schedule(step)
-        if config.device == "gpu":  # dropout masks on the GPU come from cupy's own generator
-            cupy().random.seed(seed * 1_000_003 + step)
-        try:
-            last = training_step(model, optimiser, loss_fn, train_data, config, step)
-        except TrainingDiverged as error:
-            bar.close()
-            kept = f"; the last checkpoint ({out_dir / CHECKPOINT}) is kept" if step else ""
-            raise SystemExit(f"training diverged: {error}{kept}") from None
-        tokens_per_s = config.tokens_per_step / (time.perf_counter() - step_start)
-        done = step + 1
-        val_loss = None
-        if valid_data is not None and (done % config.eval_interval == 0 or done == config.steps):
-            val_loss = evaluate(model, valid_data, loss_fn, config.eval_steps)
-        wall_time = wall_before + time.perf_counter() - t0
-        record = {
-            "step": done,
-            "loss": last["loss"],
-            "val_loss": val_loss,
-            "lr": optimiser.learning_rate,
-            "grad_norm": last["grad_norm"],
-            "tokens_per_s": tokens_per_s,
-            "wall_time": wall_time,
-        }
+
+    def wall() -> float:
+        return wall_before + time.perf_counter() - t0
+
+    def flush() -> None:
+        """Read back the pending steps' losses (one sync), check them, write their metrics."""
+        nonlocal last
+        if not pending:
+            return
+        skipped = policy.scaler.skipped_steps if policy.scaler is not None else 0
         with open(metrics_path, "a") as f:
-            f.write(json.dumps(record) + "\n")
-        bar.set_postfix(loss=f"{last['loss']:.3f}", tok_s=f"{tokens_per_s:,.0f}")
-        if done % config.eval_interval == 0 or done == stop:
-            extra = {**run_info, "wall_time": wall_time}
-            save_checkpoint(out_dir, model, optimiser, train_data, done, extra)
+            for record in pending:
+                settled = settle(record, record["step"] - 1, policy if use_policy else None)
+                record.update(loss=settled["loss"], grad_norm=settled["grad_norm"])
+                record["skipped_steps"] = skipped
+                f.write(json.dumps(record) + "\n")
+        last = pending[-1]
+        pending.clear()
+        postfix = {"loss": f"{last['loss']:.3f}", "tok_s": f"{last['tokens_per_s']:,.0f}"}
+        if policy.scaler is not None:
+            postfix.update(skipped=skipped, scale=f"{policy.scaler.scale:g}")
+        bar.set_postfix(**postfix)
+
+    saved = checkpoint is not None
+
+    def diverged(error) -> SystemExit:
+        bar.close()
+        kept = f"; the last checkpoint ({out_dir / CHECKPOINT}) is kept" if saved else ""
+        return SystemExit(f"training diverged: {error}{kept}")
+
+    with policy:  # TF32 matmuls for the duration, when the policy asks for them
+        for step in bar:
+            step_start = time.perf_counter()
+            optimiser.learning_rate = schedule(step)
+            if config.device == "gpu":  # dropout masks on the GPU come from cupy's generator
+                cupy().random.seed(seed * 1_000_003 + step)
+            try:
+                if use_policy:
+                    result = training_step(
+                        model, optimiser, loss_fn, train_data, config, step, policy, sync=False
+                    )
+                else:
+                    result = training_step(model, optimiser, loss_fn, train_data, config, step)
+            except TrainingDiverged as error:
+                raise diverged(error) from None
+            done = step + 1
+            # on a GPU this is host time: the device is waited for only at read-backs, so
+            # single steps vary; their mean over a log interval is the true rate
+            pending.append(
+                {
+                    "step": done,
+                    "loss": result["loss"],
+                    "val_loss": None,
+                    "lr": optimiser.learning_rate,
+                    "grad_norm": result["grad_norm"],
+                    "tokens_per_s": config.tokens_per_step / (time.perf_counter() - step_start),
+                    "wall_time": wall(),
+                }
+            )
+            val_loss = None
+            if valid_data is not None and (done % config.eval_interval == 0 or done == stop):
+                val_loss = evaluate(model, valid_data, loss_fn, config.eval_steps, policy)
+                pending[-1].update(val_loss=val_loss, wall_time=wall())
+            out_of_time = args.max_seconds is not None and wall() >= args.max_seconds
+            checkpointing = done % config.eval_interval == 0 or done == stop or out_of_time
+            if done % log_interval == 0 or val_loss is not None or checkpointing:
+                try:
+                    flush()  # before any checkpoint: a diverged model is never saved
+                except TrainingDiverged as error:
+                    raise diverged(error) from None
+            if val_loss is not None:
+                tqdm.write(
+                    f"step {done}: train loss {last['loss']:.4f}, val loss {val_loss:.4f}, "
+                    f"{last['wall_time']:.1f} s",
+                    file=sys.stderr,
+                )
+            if checkpointing:
+                extra = {**run_info, "wall_time": wall()}
+                if policy.scaler is not None:
+                    extra["scaler"] = policy.scaler.state_dict()
+                save_checkpoint(out_dir, model, optimiser, train_data, done, extra)
+                saved = True
+            if out_of_time:
+                tqdm.write(f"--max-seconds {args.max_seconds:g}: stopping after step {done}",
+                           file=sys.stderr)  # fmt: skip
+                stop = done
+                break
+        flush()
     bar.close()
 
     _plot_losses(metrics_path, out_dir / "loss.png")
     summary = {
         "steps": stop,
+        "precision": policy.mode,
+        "skipped_steps": policy.scaler.skipped_steps if policy.scaler is not None else 0,
         "loss": last.get("loss"),
         "val_loss": val_loss,
         "wall_time": wall_before + time.perf_counter() - t0,

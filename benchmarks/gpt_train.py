@@ -9,6 +9,13 @@ batches. Each run happens in its own subprocess so that its peak resident memory
 (``ru_maxrss``) is its own; runs alternate between the frameworks, and the best of
 ``--repeats`` runs counts, because a shared machine's noise only ever slows a run down.
 tokens/s is the median over the timed steps of batch_size * context_window / step time.
+
+    python benchmarks/gpt_train.py --device gpu       # issue 5: V=1024 T=256 E=384 6x6, B=64
+
+On the GPU both frameworks run float32, TF32 and mixed precision (ours fp16 and bf16 vs
+torch bf16 autocast), each mode in its own subprocess (clean peak memory: cupy's pool
+high-water mark of used bytes, torch.cuda.max_memory_allocated). Each run times ``--steps``
+steps as a whole, between device synchronisations, after ``--warmup`` steps.
 """
 
 import argparse
@@ -46,7 +53,10 @@ def parse_args(argv=None):
     parser.add_argument(
         "--activation", default="gelu_tanh", choices=["gelu", "gelu_tanh"], help="MLP activation"
     )
+    parser.add_argument("--device", default="cpu", choices=["cpu", "gpu"])
+    parser.add_argument("--modes", default="fp32,tf32,mixed", help="GPU modes to run")
     parser.add_argument("--worker", choices=["tricycle", "torch"], help=argparse.SUPPRESS)
+    parser.add_argument("--precision", default="fp32", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -144,10 +154,140 @@ def spawn(framework: str, args) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+# ------------------------------------------------------------------ the GPU comparison
+GPU_CONFIG = dict(
+    embedding_dim=384, n_heads=6, n_layers=6, context_window=256, vocab_size=1024, batch_size=64
+)
+# mode -> (our precision, torch's)
+GPU_MODES = {"fp32": [("fp32", "fp32")], "tf32": [("tf32", "tf32")],
+             "mixed": [("fp16", "bf16"), ("bf16", "bf16")]}  # fmt: skip
+
+
+def gpu_tricycle(config, data, precision: str, warmup: int) -> dict:
+    from train_smol_gpt import make_precision  # noqa: PLC0415
+    from tricycle.backend import cupy  # noqa: PLC0415
+
+    cp = cupy()
+    np.random.seed(0)
+    model = GPT(config).to_gpu()
+    optimiser = AdamW(learning_rate=1e-3, betas=(0.9, 0.95), weight_decay=0.1)
+    loss_fn = CrossEntropy()
+    policy = make_precision(precision, "gpu")
+    pool = cp.get_default_memory_pool()
+    inputs, targets = cp.asarray(data[0]), cp.asarray(data[1])
+    batches = iter(zip(inputs, targets))
+    peak, start = 0, None
+    with policy:
+        for step in range(len(data[0])):
+            if step == warmup:
+                cp.cuda.Device().synchronize()
+                start = time.perf_counter()
+            result = training_step(model, optimiser, loss_fn, batches, config, step, policy, False)
+            peak = max(peak, pool.used_bytes())
+        cp.cuda.Device().synchronize()
+        elapsed = time.perf_counter() - start
+        loss = float(result["loss"])
+    skipped = policy.scaler.skipped_steps if policy.scaler is not None else 0
+    return {"elapsed": elapsed, "peak_mb": peak / 2**20, "loss": loss, "skipped": skipped,
+            "pool_total_mb": pool.total_bytes() / 2**20}  # fmt: skip
+
+
+def gpu_torch(config, data, precision: str, warmup: int) -> dict:
+    import torch  # noqa: PLC0415
+    from torch_reference import TorchGPT  # noqa: PLC0415
+
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    torch.backends.cudnn.allow_tf32 = precision == "tf32"
+    torch.manual_seed(0)
+    approximate = "tanh" if config.activation_fn == "gelu_tanh" else "none"
+    model = TorchGPT(config, approximate=approximate).cuda()
+    optimiser = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.95), weight_decay=0.1)
+    inputs = torch.from_numpy(data[0]).cuda()
+    targets = torch.from_numpy(data[1]).cuda()
+    positions = torch.arange(config.context_window, device="cuda")
+    model.position_embedding.forward = lambda _, e=model.position_embedding: e.weight[positions]
+    autocast = precision == "bf16"
+    start = None
+    for step in range(len(inputs)):
+        if step == warmup:
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
+            logits = model(inputs[step])
+        loss = torch.nn.functional.cross_entropy(
+            logits.float().flatten(0, 1), targets[step].flatten()
+        )
+        optimiser.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimiser.step()
+    torch.cuda.synchronize()
+    elapsed = time.perf_counter() - start
+    return {"elapsed": elapsed, "peak_mb": torch.cuda.max_memory_allocated() / 2**20,
+            "loss": float(loss), "skipped": 0}  # fmt: skip
+
+
+def gpu_worker(args) -> None:
+    config = GPTConfig(**GPU_CONFIG, activation_fn=args.activation, grad_clip=1.0)
+    data = batches(config, args.warmup + args.steps)
+    run = gpu_tricycle if args.worker == "tricycle" else gpu_torch
+    result = run(config, data, args.precision, args.warmup)
+    tokens = config.batch_size * config.context_window * args.steps
+    result.update(framework=args.worker, precision=args.precision,
+                  tokens_per_s=tokens / result["elapsed"])  # fmt: skip
+    print(json.dumps(result))
+
+
+def gpu_main(args) -> None:
+    print(f"GPT {GPU_CONFIG} on the GPU, {args.activation}, AdamW + clip 1.0, "
+          f"{args.warmup} warm-up + {args.steps} timed steps per run", flush=True)  # fmt: skip
+    rows = []
+    for mode in args.modes.split(","):
+        for ours, theirs in GPU_MODES[mode]:
+            pair = {}
+            for framework, precision in (("tricycle", ours), ("torch", theirs)):
+                command = [sys.executable, __file__, "--worker", framework, "--device", "gpu"]
+                command += ["--precision", precision, "--steps", str(args.steps)]
+                command += ["--warmup", str(args.warmup), "--activation", args.activation]
+                start = time.perf_counter()
+                done = subprocess.run(command, capture_output=True, text=True, check=False)
+                took = time.perf_counter() - start
+                if done.returncode != 0:
+                    print(f"  {framework} {precision}: FAILED (rc {done.returncode}, {took:.0f} s)"
+                          f"\n{done.stderr[-2500:]}", flush=True)  # fmt: skip
+                    continue
+                try:
+                    pair[framework] = r = json.loads(done.stdout.strip().splitlines()[-1])
+                except (ValueError, IndexError):
+                    print(f"  {framework} {precision}: no result\n{done.stdout[-1500:]}")
+                    continue
+                print(f"  {framework:8s} {precision:5s} {r['tokens_per_s']:12,.0f} tokens/s, "
+                      f"peak {r['peak_mb']:8,.0f} MB, loss {r['loss']:.3f}, skipped "
+                      f"{r['skipped']}, {took:.0f} s", flush=True)  # fmt: skip
+            rows.append((mode, ours, theirs, pair))
+    print(f"\n{'mode':6s} {'ours':5s} {'torch':5s} {'ours tok/s':>12s} {'torch tok/s':>12s} "
+          f"{'ratio':>6s} {'ours MB':>8s} {'torch MB':>8s} {'mem ratio':>9s}")  # fmt: skip
+    for mode, ours, theirs, pair in rows:
+        a, b = pair.get("tricycle"), pair.get("torch")
+        fmt = lambda r, k, f: format(r[k], f) if r else "-"  # noqa: E731
+        ratio = f"{a['tokens_per_s'] / b['tokens_per_s']:.2f}" if a and b else "-"
+        mem = f"{a['peak_mb'] / b['peak_mb']:.2f}" if a and b else "-"
+        print(f"{mode:6s} {ours:5s} {theirs:5s} {fmt(a, 'tokens_per_s', '12,.0f'):>12s} "
+              f"{fmt(b, 'tokens_per_s', '12,.0f'):>12s} {ratio:>6s} "
+              f"{fmt(a, 'peak_mb', '8,.0f'):>8s} "
+              f"{fmt(b, 'peak_mb', '8,.0f'):>8s} {mem:>9s}")  # fmt: skip
+
+
 def main(argv=None) -> None:
     args = parse_args(argv)
+    if args.worker and args.device == "gpu":
+        gpu_worker(args)
+        return
     if args.worker:
         worker(args)
+        return
+    if args.device == "gpu":
+        gpu_main(args)
         return
     print(
         f"GPT {CONFIG}, {args.activation}, AdamW + clip, float32, {args.threads} threads, "

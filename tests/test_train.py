@@ -115,10 +115,10 @@ def test_resumed_run_replays_the_uninterrupted_one_exactly(corpus, tmp_path):
 def test_divergence_stops_with_the_step_and_keeps_the_checkpoint(corpus, tmp_path, monkeypatch):
     real_step = train_script.training_step
 
-    def poisoned(model, optimiser, loss_fn, batches, config, step):
+    def poisoned(model, optimiser, loss_fn, batches, config, step, *args, **kwargs):
         if step == 5:
             model.parameters()[0].array[...] = np.nan
-        return real_step(model, optimiser, loss_fn, batches, config, step)
+        return real_step(model, optimiser, loss_fn, batches, config, step, *args, **kwargs)
 
     monkeypatch.setattr(train_script, "training_step", poisoned)
     with pytest.raises(SystemExit, match="loss is nan at step 5.*last checkpoint"):

@@ -14,6 +14,7 @@ and samples on a CPU-only machine.
 """
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
 
 import numpy as np
@@ -65,12 +66,25 @@ class GPT(Layer):
             self.head = Dense(E, config.vocab_size, bias=False, initialiser=weights_init)
 
     # ------------------------------------------------------------------ forward
-    def forward(self, tokens, caches: list[KVCache] | None = None) -> Tensor:
+    def forward(self, tokens, caches: list[KVCache] | None = None, precision=None) -> Tensor:
         """Logits (B, T, V) for integer ids (B, T); a 1-D (T,) input gives (T, V).
 
         With ``caches`` (one per block, from ``new_caches``) the tokens continue the cached
         positions: generation feeds one new token at a time.
+
+        With a mixed ``precision`` policy (``tricycle.precision.Precision("fp16"|"bf16")``)
+        the forward runs in its 16-bit compute dtype: every parameter is cast on the way in
+        (differentiably, so gradients reach the float32 master weights in float32) and the
+        logits are cast back to float32 for the loss. Other policies change nothing here
+        (TF32 is switched on by entering the policy).
         """
+        if precision is not None and precision.mixed:
+            with _cast_parameters(self, precision):
+                logits = self._forward(tokens, caches)
+            return precision.cast_output(logits)
+        return self._forward(tokens, caches)
+
+    def _forward(self, tokens, caches: list[KVCache] | None) -> Tensor:
         ids = tokens.array if isinstance(tokens, Tensor) else tokens
         xp = self.token_embedding.weights.xp
         ids = xp.asarray(ids)
@@ -206,6 +220,32 @@ class GPT(Layer):
             f"vocab_size={c.vocab_size}, context_window={c.context_window}, "
             f"embedding_dim={c.embedding_dim}, n_heads={c.n_heads}, n_layers={c.n_layers}"
         )
+
+
+@contextmanager
+def _cast_parameters(model: Layer, precision):
+    """Within the block, every parameter attribute of every layer of ``model`` is replaced by
+    ``precision.cast(parameter)``, its differentiable cast to the compute dtype (one cast per
+    parameter, shared by all its uses: the tied head and the token embedding see one Tensor).
+    The float32 parameters are put back on exit, even after an error.
+
+    Layers read their parameters as attributes at call time, so no layer needs to know about
+    precision (contract 9: the policy is passed explicitly, not tested in every op).
+    """
+    casts: dict[int, Tensor] = {}
+    swapped = []
+    for layer in model.layers():
+        for attr, value in list(vars(layer).items()):
+            if isinstance(value, Tensor) and value.requires_grad:
+                if id(value) not in casts:
+                    casts[id(value)] = precision.cast(value)
+                swapped.append((layer, attr, value))
+                setattr(layer, attr, casts[id(value)])
+    try:
+        yield
+    finally:
+        for layer, attr, value in swapped:
+            setattr(layer, attr, value)
 
 
 def sample_next(logits: np.ndarray, temperature: float, top_k: int | None, rng) -> np.ndarray:
