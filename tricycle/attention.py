@@ -24,13 +24,11 @@ kept in a ``KVCache``, so each new token costs one position; it builds no graph.
 """
 
 import math
-import os
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from tricycle import kernels
-from tricycle.functions import row_blocks
+from tricycle.functions import for_row_groups, row_blocks
 from tricycle.tensor import Tensor
 
 # ------------------------------------------------------------------ array functions
@@ -71,47 +69,6 @@ def _query_blocks(xp, n_queries: int, n_keys: int, head_dim: int) -> list[tuple[
     offset = n_keys - n_queries
     return [(a, min(a + size, n_queries), min(a + size, n_queries) + offset)
             for a in range(0, n_queries, size)]  # fmt: skip
-
-
-# numpy releases the GIL inside matmul and ufuncs, so batch rows can be attended to on several
-# threads at once: each thread owns its rows of every output, so nothing needs a lock. As many
-# threads as usable cores (at most 8), or OMP_NUM_THREADS, the usual cap on compute threads.
-def _thread_count() -> int:
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    try:
-        return max(1, min(int(os.environ.get("OMP_NUM_THREADS") or cores or 1), 8))
-    except ValueError:  # e.g. OpenMP's nested form "4,2"
-        return max(1, min(cores or 1, 8))
-
-
-THREADS = _thread_count()
-_pool: ThreadPoolExecutor | None = None  # made on first use
-
-
-def _forget_pool() -> None:
-    global _pool
-    _pool = None  # a forked child has none of the parent's threads: it makes its own pool
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pool)
-
-
-def _for_row_groups(xp, n_rows: int, work) -> None:
-    """Call ``work(rows)`` on slices partitioning range(n_rows): on numpy, one per thread."""
-    global _pool
-    n_groups = min(THREADS, n_rows) if xp is np else 1
-    if n_groups <= 1:
-        work(slice(None))
-        return
-    if _pool is None:
-        _pool = ThreadPoolExecutor(THREADS - 1, thread_name_prefix="tricycle-attention")
-    bounds = [n_rows * i // n_groups for i in range(n_groups + 1)]
-    groups = [slice(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
-    pending = [_pool.submit(work, rows) for rows in groups[1:]]
-    work(groups[0])  # this thread takes the first group
-    for future in pending:
-        future.result()  # re-raises a worker's exception here
 
 
 def _causal_bias(xp, n_keys: int, first_query: int, n_queries: int, dtype):
@@ -155,7 +112,7 @@ def _attend(xp, q, k, v):
                 y = out_[rows, a:b].transpose(0, 2, 1, 3)  # (c, H, Qb, D) view of the output
                 xp.matmul(p.swapaxes(-1, -2), v_[rows, :, :kb], out=y)
 
-    _for_row_groups(xp, B, attend_rows)
+    for_row_groups(xp, B, attend_rows)
     return out, probs
 
 
@@ -212,7 +169,7 @@ def attention_backward(xp, dout, saved):
                     dv_[rows, :, :kb] += xp.matmul(p, dy_block)
                     dk_[rows, :, :kb] += xp.matmul(dscores, q_[rows, :, a:b])
 
-    _for_row_groups(xp, B, backward_rows)
+    for_row_groups(xp, B, backward_rows)
     return dqkv.reshape(B, T, 3 * E)
 
 

@@ -7,9 +7,12 @@ one array kept for backward. CUDA kernels with the same signatures may replace t
 
 On numpy the array functions walk their input in blocks of rows (``for_each_block``), so that
 their chain of elementwise passes runs on data in the CPU cache instead of main memory, and
-spread the blocks over the CPU's cores (numpy runs elementwise loops on one thread).
+spread the blocks over the CPU's cores (numpy runs elementwise loops on one thread). The
+thread helpers here (``for_each_block``, ``for_row_groups``) are the one thread pool of
+tricycle: attention, GeLU, the norms and AdamW use them too.
 """
 
+import itertools
 import os
 import threading
 from collections.abc import Callable
@@ -21,11 +24,88 @@ from tricycle import kernels, unary
 from tricycle.tensor import Tensor
 
 BLOCK_ELEMENTS = 1 << 16  # 256 KiB of float32: a block and its temporaries stay in L2
-# Threads that run the blocks of a fused numpy op (numpy releases the GIL inside its loops).
-THREADS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
+
+# ---------------------------------------------------------------------- threads
+# numpy releases the GIL inside its ufunc loops and matmul, so independent pieces of a fused
+# op can run on several threads at once: each piece owns its rows of every output, so nothing
+# needs a lock. As many threads as usable cores (at most 8), or OMP_NUM_THREADS, the usual cap
+# on compute threads. The pool is made on first use (importing tricycle starts no threads) and
+# forgotten in a forked child, which has none of its parent's threads.
+def _thread_count() -> int:
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    try:
+        return max(1, min(int(os.environ.get("OMP_NUM_THREADS") or cores or 1), 8))
+    except ValueError:  # e.g. OpenMP's nested form "4,2"
+        return max(1, min(cores or 1, 8))
+
+
+THREADS = _thread_count()
 _pool: ThreadPoolExecutor | None = None
 _worker = threading.local()
+
+
+def _forget_pool() -> None:
+    global _pool
+    _pool = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+def run_blocks(fn: Callable[[slice], None], blocks: list[slice]) -> None:
+    """Call ``fn(rows)`` once for every slice of ``blocks``, on up to ``THREADS`` threads.
+
+    The threads claim blocks one at a time from a shared counter, and the calling thread
+    works too: a helper that the OS does not schedule soon (a busy machine, BLAS threads
+    spinning) costs nothing, as the others take its blocks. Each block is computed the same
+    way whichever thread runs it, so results do not depend on the number of threads. Called
+    from inside a block (a nested fused op), or with one block, it runs serially. The first
+    exception of any block is re-raised here once every claimed block has finished.
+    """
+    global _pool
+    n_helpers = min(THREADS, len(blocks)) - 1
+    if n_helpers <= 0 or getattr(_worker, "busy", False):
+        for rows in blocks:
+            fn(rows)
+        return
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max(1, THREADS - 1), thread_name_prefix="tricycle")
+    job = _Job(fn, blocks)
+    for _ in range(n_helpers):
+        _pool.submit(job.work)
+    job.work()
+    job.finished.wait()
+    if job.errors:
+        raise job.errors[0]
+
+
+class _Job:
+    """Blocks of one ``run_blocks`` call, claimed by whichever thread comes first."""
+
+    def __init__(self, fn, blocks):
+        self.fn, self.blocks = fn, blocks
+        self.claims = itertools.count()  # next() is atomic under the GIL
+        self.lock = threading.Lock()
+        self.left = len(blocks)
+        self.finished = threading.Event()
+        self.errors: list[BaseException] = []
+
+    def work(self) -> None:
+        _worker.busy = True
+        try:
+            while (i := next(self.claims)) < len(self.blocks):
+                try:
+                    self.fn(self.blocks[i])
+                except BaseException as error:  # noqa: BLE001 -- re-raised by the caller
+                    self.errors.append(error)
+                with self.lock:
+                    self.left -= 1
+                    if self.left == 0:
+                        self.finished.set()
+        finally:
+            _worker.busy = False
 
 
 def row_blocks(xp, n_rows: int, row_size: int) -> list[slice]:
@@ -48,38 +128,20 @@ def block_index(rows: slice) -> int:
 def for_each_block(xp, n_rows: int, row_size: int, fn: Callable[[slice], None]) -> None:
     """Call ``fn(rows)`` for each slice of ``row_blocks``, spread over ``THREADS`` threads.
 
-    ``fn`` must only write to its own rows of preallocated outputs. Blocks are dealt out
-    round-robin; the calling thread takes a share too. Called from inside a block (nested
-    fused ops), it runs serially.
+    ``fn`` must only write to its own rows of preallocated outputs (``run_blocks``).
     """
-    blocks = row_blocks(xp, n_rows, row_size)
-    n_threads = min(THREADS or 1, len(blocks))
-    if n_threads <= 1 or getattr(_worker, "busy", False):
-        for rows in blocks:
-            fn(rows)
+    run_blocks(fn, row_blocks(xp, n_rows, row_size))
+
+
+def for_row_groups(xp, n_rows: int, fn: Callable[[slice], None]) -> None:
+    """Call ``fn(rows)`` on contiguous slices partitioning ``range(n_rows)``: on numpy one per
+    thread (for work that blocks its rows itself), on cupy one ``slice(None)``."""
+    n_groups = min(THREADS, n_rows) if xp is np else 1
+    if n_groups <= 1:
+        fn(slice(None))
         return
-    pool = _thread_pool()
-    shares = [blocks[k::n_threads] for k in range(n_threads)]
-    futures = [pool.submit(_run_share, fn, share) for share in shares[1:]]
-    _run_share(fn, shares[0])
-    for future in futures:
-        future.result()
-
-
-def _run_share(fn, blocks) -> None:
-    _worker.busy = True
-    try:
-        for rows in blocks:
-            fn(rows)
-    finally:
-        _worker.busy = False
-
-
-def _thread_pool() -> ThreadPoolExecutor:
-    global _pool
-    if _pool is None:  # created on first use: importing tricycle starts no threads
-        _pool = ThreadPoolExecutor(max_workers=max(1, (THREADS or 1) - 1))
-    return _pool
+    bounds = [n_rows * i // n_groups for i in range(n_groups + 1)]
+    run_blocks(fn, [slice(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])])
 
 
 def row_sum(xp, a, scale: float = 1.0):
