@@ -587,12 +587,15 @@ def dropout(x: Tensor, probability: float, rng: np.random.Generator | None = Non
     random state (seed it with ``cupy.random.seed``).
     """
     xp = x.xp
+    # random generators make only float32/64 numbers: draw in float32 for 16-bit activations
+    draw = x.dtype if x.dtype in (np.float32, np.float64) else np.dtype(np.float32)
     if x.on_gpu:
-        mask = xp.random.random_sample(x.shape, dtype=x.dtype)
+        mask = xp.random.random_sample(x.shape, dtype=draw)
     else:
-        mask = (rng or np.random.default_rng()).random(x.shape, dtype=x.dtype)
+        mask = (rng or np.random.default_rng()).random(x.shape, dtype=draw)
     xp.greater_equal(mask, probability, out=mask)  # keep with probability 1 - p
     mask *= 1.0 / (1.0 - probability)  # inverted dropout: E[output] = x
+    mask = mask.astype(x.dtype, copy=False)
     return Tensor(
         x.array * mask,
         args=(x,),

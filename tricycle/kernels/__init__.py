@@ -201,6 +201,7 @@ def _norm_forward(x, gamma, beta, eps: float, rms: bool):
     cp = backend.cupy()
     x = _contiguous(cp, x)
     gamma = _contiguous(cp, gamma)
+    has_beta = np.int32(0 if rms or beta is None else 1)  # decided before beta is stood in for
     beta = gamma if beta is None else _contiguous(cp, beta, gamma.dtype)
     rows, cols = _rows_of(x)
     if gamma.size != cols:
@@ -215,7 +216,6 @@ def _norm_forward(x, gamma, beta, eps: float, rms: bool):
         kernel = _function(
             "norm.cu", "norm_forward_kernel", _ctype(x), _ctype(gamma), _flag(warp), _flag(rms)
         )
-        has_beta = np.int32(0 if rms or beta is gamma else 1)
         kernel(
             (grid,),
             (block,),
