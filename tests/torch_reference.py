@@ -128,3 +128,26 @@ def assert_close(actual, expected, rtol=1e-4, name=""):
     scale = max(float(np.abs(expected).max()), 1e-12)
     error = float(np.abs(actual - expected).max()) / scale
     assert error <= rtol, f"{name}: relative error {error:.2e} > {rtol:.0e}"
+
+
+def gpt2_init_(model: TorchGPT, n_layers: int, std: float = 0.02) -> TorchGPT:
+    """GPT-2 initialisation, as tricycle's GPT: normal(0, std) weights and embeddings, zero
+    biases, unit norm gains, residual projections scaled by 1/sqrt(2 n_layers)."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.ndim == 1:
+                p.fill_(1.0 if "layer_norm" in name and name.endswith("weight") else 0.0)
+            elif name.endswith(("out_projection.weight", "down_projection.weight")):
+                p.normal_(0.0, std / (2 * n_layers) ** 0.5)
+            else:
+                p.normal_(0.0, std)
+    return model
+
+
+def adamw_groups(model: nn.Module, weight_decay: float) -> list[dict]:
+    """torch.optim param groups that decay what tricycle's AdamW decays by default: matrices
+    that are not embeddings."""
+    decay, rest = [], []
+    for name, p in model.named_parameters():
+        (decay if _is_linear(name, p.ndim) else rest).append(p)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": rest, "weight_decay": 0}]
