@@ -143,12 +143,8 @@ _TANH_SCALE = 0.7978845608028654  # sqrt(2 / pi)
 _TANH_CUBIC = 0.044715
 
 
-def _is_tanh(approximate) -> bool:
-    if approximate in (True, "tanh"):
-        return True
-    if approximate in (False, None, "none"):
-        return False
-    raise ValueError(f"GeLU: approximate must be False/'none' or True/'tanh', got {approximate!r}")
+# GeLU's `approximate` argument is parsed in one place, shared with the CUDA launchers
+_is_tanh = kernels.is_tanh_gelu
 
 
 def _normal_tail(xp, x):

@@ -291,7 +291,8 @@ def rms_norm_backward(xp, dy, x, gamma, rstd):
 
 
 # ====================================================================== GeLU
-def _is_tanh(approximate) -> bool:
+def is_tanh_gelu(approximate) -> bool:
+    """Parse GeLU's ``approximate``: True/"tanh" for the tanh form, False/None/"none" exact."""
     if approximate in (True, "tanh"):
         return True
     if approximate in (False, None, "none"):
@@ -315,7 +316,7 @@ def _gelu(kernel_name: str, x, bias, dy, approximate):
     n = x.size
     if n == 0:
         return out
-    kernel = _function("gelu.cu", kernel_name, _ctype(x), _flag(_is_tanh(approximate)))
+    kernel = _function("gelu.cu", kernel_name, _ctype(x), _flag(is_tanh_gelu(approximate)))
     has_bias = np.int32(bias is not None)
     bias = x if bias is None else bias
     args = (x, bias, has_bias, np.int32(cols))
