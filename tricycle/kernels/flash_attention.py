@@ -1,0 +1,75 @@
+"""Flash-style causal attention on the GPU (attention.cu): tiled, online softmax, no (B, H, T, T)
+matrix; saves only the output and the log-sum-exp of each row."""
+
+import math
+
+import numpy as np
+
+from tricycle import backend
+from tricycle.kernels.launch import (
+    _ATTENTION_HEAD_DIMS,
+    _LOG2E,
+    KernelSaved,
+    _ctype,
+    _function,
+)
+
+
+# ====================================================================== attention
+def _attention_shapes(qkv, n_heads: int) -> tuple[int, int, int, int]:
+    B, T, three_e = qkv.shape
+    D = three_e // (3 * n_heads)
+    if three_e != 3 * n_heads * D or D not in _ATTENTION_HEAD_DIMS:
+        raise ValueError(
+            f"attention kernel: qkv of shape {qkv.shape} with {n_heads} heads gives head dim "
+            f"{three_e / (3 * n_heads)}; the kernels handle {_ATTENTION_HEAD_DIMS}"
+        )
+    return B, T, three_e // 3, D
+
+
+def _aligned(cp, a):
+    """Contiguous and 16-byte aligned (the kernels load 4 elements at a time)."""
+    a = cp.ascontiguousarray(a)
+    return a if a.data.ptr % 16 == 0 else a.copy()
+
+
+def attention_forward(xp, qkv, n_heads: int):
+    """Causal attention of packed qkv (B, T, 3E) -> (out (B, T, E), saved), flash style.
+
+    As ``tricycle.attention.attention_forward``, but saved = (qkv, out, lse, n_heads) with lse
+    (B, H, T) float32 (base 2): no (B, H, T, T) array exists at any point.
+    """
+    cp = backend.cupy()
+    qkv = _aligned(cp, qkv)
+    B, T, E, D = _attention_shapes(qkv, n_heads)
+    out = cp.empty((B, T, E), dtype=qkv.dtype)
+    lse = cp.empty((B, n_heads, T), dtype=np.float32)
+    if B and T:
+        rows_per_block = 128 // (D // 32)
+        kernel = _function("attention.cu", "attention_forward_kernel", _ctype(qkv), str(D))
+        kernel(
+            (-(-T // rows_per_block), B * n_heads),
+            (128,),
+            (qkv, out, lse, np.int32(T), np.int32(n_heads), np.float32(_LOG2E / math.sqrt(D))),
+        )
+    return out, KernelSaved((qkv, out, lse, n_heads))
+
+
+def attention_backward(xp, dout, saved):
+    """dqkv (B, T, 3E) from dout (B, T, E) and a kernel forward's ``saved``."""
+    cp = backend.cupy()
+    qkv, out, lse, n_heads = saved
+    B, T, E, D = _attention_shapes(qkv, n_heads)
+    dout = _aligned(cp, dout if dout.dtype == qkv.dtype else dout.astype(qkv.dtype))
+    dqkv = cp.empty_like(qkv)
+    if B == 0 or T == 0:
+        return dqkv
+    delta = cp.empty((B, n_heads, T), dtype=np.float32)
+    grid = (-(-T // (128 // (D // 32))), B * n_heads)
+    scale = 1.0 / math.sqrt(D)
+    dims = (np.int32(T), np.int32(n_heads), np.float32(_LOG2E * scale), np.float32(scale))
+    dq = _function("attention.cu", "attention_backward_dq_kernel", _ctype(qkv), str(D))
+    dq(grid, (128,), (qkv, out, dout, lse, delta, dqkv) + dims)  # also writes delta
+    dkv = _function("attention.cu", "attention_backward_dkv_kernel", _ctype(qkv), str(D))
+    dkv(grid, (128,), (qkv, dout, lse, delta, dqkv) + dims)
+    return dqkv

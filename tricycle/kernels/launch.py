@@ -1,0 +1,153 @@
+"""Loading and launching tricycle's CUDA kernels: dispatch tests, NVRTC compilation through
+``cupy.RawModule`` (cached per file, instantiation and device), and launch-shape helpers.
+
+cupy comes only from ``tricycle.backend.cupy()``; importing this module imports no cupy.
+"""
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from tricycle import backend
+
+_DIR = Path(__file__).resolve().parent
+_OPTIONS = ("-std=c++17",)
+
+# numpy dtype name -> the C type that stores it in common.cuh
+_CTYPES = {"float32": "float", "float16": "half_t", "bfloat16": "bf16_t"}
+_LABEL_CTYPES = {"int32": "int", "int64": "long long"}
+
+_WARP_MAX_COLS = 512  # rows up to this long get a warp each, longer rows a whole block
+_ATTENTION_HEAD_DIMS = (32, 64, 128)
+_LOG2E = 1.4426950408889634
+
+
+# ====================================================================== dispatch predicates
+def enabled(*arrays) -> bool:
+    """True when every array is a cupy array of a supported float dtype and kernels are on.
+
+    This is the dispatch test at the top of each pinned xp function. It is cheap (no cupy
+    import, no device query) and False for every numpy array.
+    """
+    if not arrays or os.environ.get("TRICYCLE_DISABLE_KERNELS"):
+        return False
+    return all(backend.is_cupy_array(a) and a.dtype.name in _CTYPES for a in arrays)
+
+
+def attention_enabled(qkv, n_heads: int) -> bool:
+    """``enabled(qkv)`` and a shape the attention kernels handle: (B, T, 3E), D in 32/64/128."""
+    if not enabled(qkv) or qkv.ndim != 3 or qkv.shape[-1] % (3 * n_heads):
+        return False
+    return qkv.shape[-1] // (3 * n_heads) in _ATTENTION_HEAD_DIMS and qkv.shape[0] * n_heads < 65536
+
+
+def adam_enabled(w, grad) -> bool:
+    """The fused Adam step updates float32, C-contiguous parameters in place."""
+    return (
+        enabled(w, grad)
+        and w.dtype == np.float32
+        and w.flags.c_contiguous
+        and w.shape == grad.shape
+    )
+
+
+class KernelSaved(tuple):
+    """What a kernel forward saves for its backward; a tuple, marked as the kernels' own.
+
+    The xp versions save different things (attention keeps its probabilities), so the
+    backward dispatches on ``owns(saved)`` rather than on the arrays.
+    """
+
+    __slots__ = ()
+
+
+def owns(saved) -> bool:
+    """True when ``saved`` came from a kernel forward here (dispatch test for backwards)."""
+    return isinstance(saved, KernelSaved)
+
+
+# ====================================================================== loading and launching
+_sources: dict[str, str] = {}
+_functions: dict[tuple, object] = {}
+_sm_counts: dict[int, int] = {}
+
+
+def _source(file: str) -> str:
+    if file not in _sources:
+        common = (_DIR / "common.cuh").read_text()
+        _sources[file] = f"{common}\n// ---- {file}\n{(_DIR / file).read_text()}"
+    return _sources[file]
+
+
+def _function(file: str, name: str, *template_args: str):
+    """The compiled kernel ``name<template_args>`` from ``file`` (compiled once, then cached)."""
+    cp = backend.cupy()
+    expression = f"{name}<{', '.join(template_args)}>" if template_args else name
+    key = (file, expression, cp.cuda.runtime.getDevice())
+    function = _functions.get(key)
+    if function is None:
+        module = cp.RawModule(
+            code=_source(file),
+            options=_OPTIONS,
+            name_expressions=[expression] if template_args else None,
+        )
+        function = _functions[key] = module.get_function(expression)
+    return function
+
+
+def _sm_count() -> int:
+    cp = backend.cupy()
+    device = cp.cuda.runtime.getDevice()
+    if device not in _sm_counts:
+        _sm_counts[device] = cp.cuda.Device(device).attributes["MultiProcessorCount"]
+    return _sm_counts[device]
+
+
+def _ctype(array) -> str:
+    try:
+        return _CTYPES[array.dtype.name]
+    except KeyError:
+        raise TypeError(
+            f"tricycle.kernels: dtype {array.dtype} is not supported (float32, float16, bfloat16)"
+        ) from None
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _rows_of(x) -> tuple[int, int]:
+    """(rows, cols) of x viewed as a matrix of its last axis; checks the int32 limits."""
+    cols = x.shape[-1]
+    rows = x.size // cols if cols else 0
+    if rows >= 2**31 or cols >= 2**31:
+        raise ValueError(f"tricycle.kernels: shape {x.shape} is too large for int32 indexing")
+    return rows, cols
+
+
+def _row_launch(rows: int, cols: int) -> tuple[bool, int, int]:
+    """(warp_per_row, grid, block) for a kernel with one RowGroup per row."""
+    if cols <= _WARP_MAX_COLS:
+        block = 256
+        return True, -(-rows // (block // 32)), block
+    block = min(1024, max(128, 32 * -(-cols // 256)))  # about 8 elements per thread
+    return False, rows, block
+
+
+def _contiguous(cp, a, dtype=None):
+    """A C-contiguous array of ``dtype`` (a no-op when ``a`` already is one)."""
+    return cp.ascontiguousarray(a if dtype is None or a.dtype == dtype else a.astype(dtype))
+
+
+def _labels(cp, labels):
+    """Flat contiguous int32/int64 labels and their C type."""
+    labels = labels.reshape(-1)
+    if labels.dtype.name not in _LABEL_CTYPES:
+        labels = labels.astype(np.int64)
+    labels = cp.ascontiguousarray(labels)
+    return labels, _LABEL_CTYPES[labels.dtype.name]
+
+
+def _elementwise_grid(n: int) -> int:
+    return max(1, min(-(-n // 256), 32 * _sm_count()))  # grid-stride beyond ~32 blocks per SM
