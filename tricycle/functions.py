@@ -198,20 +198,25 @@ def softmax_backward(xp, y, dy):
     return dx.reshape(y.shape)
 
 
+def _last_axis_op(op: str, name: str, forward, backward, x: Tensor) -> Tensor:
+    """Wrap a fused last-axis array pair whose backward needs only the output y."""
+    _check_has_axis(op, x)
+    xp = x.xp
+    y = forward(xp, x.array)
+    return Tensor(
+        y,
+        args=(x,),
+        back_fns=(lambda dy: backward(xp, y, dy),),
+        name=name,
+        is_batched=x.is_batched,
+    )
+
+
 class Softmax:
     """Softmax over the last axis (name "softmax")."""
 
     def __call__(self, x: Tensor) -> Tensor:
-        _check_has_axis("Softmax", x)
-        xp = x.xp
-        y = softmax_forward(xp, x.array)
-        return Tensor(
-            y,
-            args=(x,),
-            back_fns=(lambda dy: softmax_backward(xp, y, dy),),
-            name="softmax",
-            is_batched=x.is_batched,
-        )
+        return _last_axis_op("Softmax", "softmax", softmax_forward, softmax_backward, x)
 
 
 # ---------------------------------------------------------------------- log-softmax
@@ -248,15 +253,8 @@ class LogSoftmax:
     """Log of the softmax over the last axis, computed stably (name "log_softmax")."""
 
     def __call__(self, x: Tensor) -> Tensor:
-        _check_has_axis("LogSoftmax", x)
-        xp = x.xp
-        y = log_softmax_forward(xp, x.array)
-        return Tensor(
-            y,
-            args=(x,),
-            back_fns=(lambda dy: log_softmax_backward(xp, y, dy),),
-            name="log_softmax",
-            is_batched=x.is_batched,
+        return _last_axis_op(
+            "LogSoftmax", "log_softmax", log_softmax_forward, log_softmax_backward, x
         )
 
 

@@ -155,20 +155,25 @@ class CrossEntropy:
             )
 
 
+def _check_same_shape(op: str, y_true: Tensor, y_pred: Tensor, pred_name: str):
+    """The shared xp of an elementwise loss's inputs, which must share a non-empty shape."""
+    xp = check_same_device(op, y_true.array, y_pred.array)
+    if y_true.shape != y_pred.shape:
+        raise ValueError(
+            f"{op}: y_true {y_true.shape} and {pred_name} {y_pred.shape} must have the same shape"
+        )
+    if y_pred.size == 0:
+        raise ValueError(f"{op}: empty input")
+    return xp
+
+
 class MeanSquaredError:
     """mean((y_pred - y_true)^2) over every element; shapes must match."""
 
     def __call__(self, y_true, y_pred: Tensor) -> Tensor:
         y_pred = _as_tensor(y_pred)
         y_true = _as_tensor(y_true, like=y_pred)
-        xp = check_same_device("MeanSquaredError", y_true.array, y_pred.array)
-        if y_true.shape != y_pred.shape:
-            raise ValueError(
-                f"MeanSquaredError: y_true {y_true.shape} and y_pred {y_pred.shape} must have "
-                "the same shape"
-            )
-        if y_pred.size == 0:
-            raise ValueError("MeanSquaredError: empty input")
+        xp = _check_same_shape("MeanSquaredError", y_true, y_pred, "y_pred")
         target = y_true.array.astype(y_pred.dtype, copy=False)
         diff = (y_pred.array - target).reshape(-1)  # (N,)
         n = diff.size
@@ -195,14 +200,7 @@ class BinaryCrossEntropy:
     def __call__(self, y_true, y_pred: Tensor) -> Tensor:
         y_pred = _as_tensor(y_pred)
         y_true = _as_tensor(y_true, like=y_pred)
-        xp = check_same_device("BinaryCrossEntropy", y_true.array, y_pred.array)
-        if y_true.shape != y_pred.shape:
-            raise ValueError(
-                f"BinaryCrossEntropy: y_true {y_true.shape} and logits {y_pred.shape} must "
-                "have the same shape"
-            )
-        if y_pred.size == 0:
-            raise ValueError("BinaryCrossEntropy: empty input")
+        xp = _check_same_shape("BinaryCrossEntropy", y_true, y_pred, "logits")
         z = y_pred.array
         y = y_true.array.astype(z.dtype, copy=False)
         n = z.size
