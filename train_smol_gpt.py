@@ -61,7 +61,7 @@ from tricycle.dataset import CausalLMDataset
 from tricycle.layers import Dropout
 from tricycle.loss import CrossEntropy
 from tricycle.models import GPT
-from tricycle.optimisers import AdamW, clip_grad_norm
+from tricycle.optimisers import AdamW, clip_grad_norm, decay_all_matrices, decay_matrices
 from tricycle.precision import Precision
 from tricycle.scheduler import CosineSchedule
 from tricycle.tensor import no_grad
@@ -344,6 +344,7 @@ def train(args) -> dict:
         betas=(config.beta1, config.beta2),
         eps=config.eps,
         weight_decay=config.weight_decay,
+        decay_filter=decay_all_matrices if config.decay_embeddings else decay_matrices,
     )
     schedule = CosineSchedule(
         config.max_learning_rate, config.min_learning_rate, config.steps, config.warmup_steps

@@ -19,6 +19,7 @@ from tricycle.attention import (
     attention_forward,
     causal_attention,
 )
+from tricycle.dropout_mask import AttentionDropout, keep_mask
 from tricycle.tensor import Tensor, to_tensor
 
 
@@ -151,6 +152,100 @@ def test_kv_cache_matches_full_attention():
         attend_with_cache(np, qkv[:, :1], H, cache)
 
 
+# ------------------------------------------------------------------ attention dropout
+
+
+def dense_dropout_attention(qkv, n_heads: int, probability: float, seed: int):
+    """Reference: softmax(q k^T / sqrt(D) + causal mask) * M @ v with the whole (T, T) M."""
+    B, T, three_e = qkv.shape
+    D = three_e // (3 * n_heads)
+    q, k, v = (qkv.reshape(B, T, 3, n_heads, D)[:, :, i].transpose(0, 2, 1, 3) for i in range(3))
+    scores = q @ k.swapaxes(-1, -2) / np.sqrt(D) + np.triu(np.full((T, T), -np.inf), 1)
+    probs = np.exp(scores - scores.max(-1, keepdims=True))
+    probs /= probs.sum(-1, keepdims=True)
+    rows = np.arange(B * n_heads).reshape(B, n_heads, 1, 1) * T + np.arange(T)[:, None]
+    mask = keep_mask(np, seed, probability, rows, np.arange(T), np.float64)  # (B, H, T, T)
+    return ((probs * mask) @ v).transpose(0, 2, 1, 3).reshape(B, T, three_e // 3), mask
+
+
+@given(
+    batch=st.integers(1, 2),
+    tokens=st.integers(1, 6),
+    n_heads=st.integers(1, 3),
+    head_dim=st.integers(1, 3),
+    query_block=st.sampled_from([1, 2, 64]),
+    probability=st.sampled_from([0.1, 0.5, 0.9]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_dropout_gradient_matches_finite_differences(
+    batch, tokens, n_heads, head_dim, query_block, probability, seed
+):
+    """The same mask in forward and backward: the dropped op is a deterministic function."""
+    qkv = np.random.default_rng(seed % 2**16).normal(size=(batch, tokens, 3 * n_heads * head_dim))
+    with query_blocks_of(query_block):
+        check_grads(
+            lambda x: causal_attention(x, n_heads, probability, seed), qkv, rtol=1e-5, atol=1e-7
+        )
+
+
+@pytest.mark.parametrize("query_block", [4, 64])
+def test_dropout_output_is_the_masked_softmax(query_block):
+    rng = np.random.default_rng(3)
+    qkv = rng.normal(size=(2, 37, 3 * 3 * 4))
+    with query_blocks_of(query_block):
+        out = causal_attention(Tensor(qkv), 3, 0.2, seed=12345).array
+    expected, mask = dense_dropout_attention(qkv, 3, 0.2, 12345)
+    np.testing.assert_allclose(out, expected, rtol=1e-10, atol=1e-12)
+    assert set(np.unique(mask)) == {0.0, 1 / 0.8}
+
+
+def test_dropout_mask_statistics():
+    """About p of the elements are dropped; masks of other seeds, rows and keys are
+    independent: two masks agree on a fraction p^2 + (1 - p)^2 of elements."""
+    p = 0.2
+    rows = np.arange(512)[:, None]
+    kept = keep_mask(np, 7, p, rows, np.arange(512)) > 0  # 262,144 elements
+    assert kept.mean() == pytest.approx(1 - p, abs=0.005)
+    assert keep_mask(np, 7, p, rows, np.arange(512)).mean() == pytest.approx(1.0, abs=0.01)
+    agree = p**2 + (1 - p) ** 2
+    other_seed = keep_mask(np, 8, p, rows, np.arange(512)) > 0
+    assert (kept == other_seed).mean() == pytest.approx(agree, abs=0.005)
+    assert (kept[1:] == kept[:-1]).mean() == pytest.approx(agree, abs=0.005)  # next row
+    assert (kept[:, 1:] == kept[:, :-1]).mean() == pytest.approx(agree, abs=0.005)  # next key
+    assert not (keep_mask(np, 7, 0.0, rows, np.arange(512)) == 0).any()
+
+
+def test_dropout_matches_pytorch_with_the_same_mask():
+    """The gradient through dropped probabilities equals torch autograd of the dense formula."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    B, T, H, D = 2, 70, 2, 8
+    qkv = rng.normal(size=(B, T, 3 * H * D)).astype(np.float32)
+    dout = rng.normal(size=(B, T, H * D)).astype(np.float32)
+    ours = to_tensor(qkv)
+    out = causal_attention(ours, H, 0.3, seed=99)
+    out.backward(dout)
+
+    _, mask = dense_dropout_attention(qkv.astype(np.float64), H, 0.3, 99)
+    theirs = torch.tensor(qkv, requires_grad=True)
+    q, k, v = theirs.view(B, T, 3, H, D).permute(2, 0, 3, 1, 4)
+    probs = torch.softmax(
+        (q @ k.transpose(-1, -2)) / D**0.5 + torch.triu(torch.full((T, T), -torch.inf), 1), -1
+    )
+    expected = ((probs * torch.tensor(mask, dtype=torch.float32)) @ v).transpose(1, 2)
+    expected = expected.reshape(B, T, H * D)
+    expected.backward(torch.tensor(dout))
+    np.testing.assert_allclose(out.array, expected.detach().numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(ours.grad.array, theirs.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_dropout_probability_is_checked():
+    with pytest.raises(ValueError, match=r"dropout probability must be in \[0, 1\), got 1.0"):
+        causal_attention(to_tensor(np.zeros((1, 2, 6))), 1, 1.0)
+    with pytest.raises(ValueError, match="got -0.1"):
+        AttentionDropout(-0.1)
+
+
 # ------------------------------------------------------------------ against PyTorch
 
 
@@ -199,6 +294,18 @@ def test_every_backend_matches_numpy(xp, use_kernels, monkeypatch):
     assert out.xp is xp and ours.grad.xp is xp
     np.testing.assert_allclose(out.numpy(), causal_attention(to_tensor(qkv), H).array, atol=1e-5)
     np.testing.assert_allclose(ours.grad.numpy(), expected.grad.array, rtol=1e-4, atol=1e-5)
+
+    # with dropout, every backend draws numpy's mask
+    expected_dropped = to_tensor(qkv)
+    dropped_out = causal_attention(expected_dropped, H, 0.2, seed=2024)
+    dropped_out.backward(dout)
+    ours_dropped = to_tensor(xp.asarray(qkv))
+    out_dropped = causal_attention(ours_dropped, H, 0.2, seed=2024)
+    out_dropped.backward(xp.asarray(dout))
+    np.testing.assert_allclose(out_dropped.numpy(), dropped_out.array, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        ours_dropped.grad.numpy(), expected_dropped.grad.array, rtol=1e-4, atol=1e-5
+    )
 
     cache = KVCache(xp, B, H, capacity=T, head_dim=D, dtype=np.float32)
     first = attend_with_cache(xp, xp.asarray(qkv[:, :50]), H, cache)

@@ -137,3 +137,27 @@ def test_transformer_block_matches_pytorch():
     theirs = ref.TorchBlock(32, 4)
     ref.copy_weights(ours, theirs)
     _compare(ref, ours, theirs, randn(2, 16, 32), randn(2, 16, 32, seed=1))
+
+
+def test_attention_dropout_only_in_training():
+    """Dropout of attention probabilities: random per call in training, off in eval, and the
+    masks come from the layer's own generator (so np.random.seed reproduces them)."""
+    np.random.seed(0)
+    layer = MultiHeadSelfAttention(16, 2, 32, attention_dropout_prob=0.5)
+    x = to_tensor(np.random.default_rng(0).normal(size=(2, 32, 16)))
+    first, second = layer(x).array, layer(x).array
+    assert not np.allclose(first, second)
+    layer.eval()
+    np.testing.assert_array_equal(layer(x).array, layer(x).array)
+    no_dropout = MultiHeadSelfAttention(16, 2, 32)
+    no_dropout.load_state_dict(layer.state_dict())
+    np.testing.assert_allclose(layer(x).array, no_dropout(x).array, rtol=1e-6)
+
+    np.random.seed(0)
+    again = MultiHeadSelfAttention(16, 2, 32, attention_dropout_prob=0.5)
+    np.testing.assert_allclose(again(x).array, first, rtol=1e-6)
+
+
+def test_block_applies_its_dropout_to_attention_probabilities():
+    block = GPT2TransformerBlock(16, 2, 8, dropout_prob=0.2)
+    assert block.attention.attention_dropout.probability == 0.2

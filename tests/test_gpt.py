@@ -29,12 +29,16 @@ def tokens(batch, length, vocab=SMALL.vocab_size, seed=0):
 # ------------------------------------------------------------------ against PyTorch
 
 
-@pytest.mark.parametrize("tie_weights", [True, False])
+@pytest.mark.parametrize(
+    "tie_weights, bias",
+    [(True, True), (False, True), (True, False)],
+    ids=["tied", "untied", "no-bias"],
+)
 @pytest.mark.parametrize("length", [16, 7])
-def test_logits_loss_and_every_gradient_match_pytorch(tie_weights, length):
+def test_logits_loss_and_every_gradient_match_pytorch(tie_weights, bias, length):
     ref = pytest.importorskip("torch_reference")
     torch = ref.torch
-    config = replace(SMALL, tie_weights=tie_weights)
+    config = replace(SMALL, tie_weights=tie_weights, bias=bias)
     ours = make_gpt(config)
     theirs = ref.TorchGPT(config)
     ref.copy_weights(ours, theirs)
@@ -54,7 +58,8 @@ def test_logits_loss_and_every_gradient_match_pytorch(tie_weights, length):
     ref.assert_close(logits.array, expected_logits.detach().numpy(), name="logits")
     ref.assert_close(loss.array, expected_loss.detach().numpy(), name="loss")
     n_checked = ref.compare_grads(ours, theirs)
-    assert n_checked == 4 + 12 * config.n_layers + (0 if tie_weights else 1)
+    per_block = 12 if bias else 6  # without biases: 2 LayerNorm gains and 4 weight matrices
+    assert n_checked == (4 if bias else 3) + per_block * config.n_layers + (not tie_weights)
 
 
 # ------------------------------------------------------------------ structure and inputs

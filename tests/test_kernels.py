@@ -25,6 +25,7 @@ import pytest
 from tricycle import backend, kernels
 from tricycle.activation import gelu_backward, gelu_forward
 from tricycle.attention import attention_backward, attention_forward
+from tricycle.dropout_mask import AttentionDropout
 from tricycle.functions import softmax_backward, softmax_forward
 from tricycle.layers import (
     layer_norm_backward,
@@ -438,7 +439,7 @@ def test_optimiser_update_matches_adamw(cp, rng, monkeypatch):
         for n in shapes:
             params[n].grad = Tensor(grads[n], requires_grad=False)
             ref[n].grad = Tensor(grads[n].copy(), requires_grad=False)
-        assert kernels.optimiser_update(fused, list(params.items()))
+        assert fused.fused_update(list(params.items()))
         with monkeypatch.context() as m:
             m.setenv("TRICYCLE_DISABLE_KERNELS", "1")
             plain.update(list(ref.items()))
@@ -493,6 +494,27 @@ def test_attention(cp, poisoned, rng, shape, dtype):
         check(cp, cp.ascontiguousarray(got), dqkv_ref.reshape(B, T, 3, E)[:, :, i], dtype,
               f"attention d{part} {shape}")  # fmt: skip
     assert cp.array_equal(dqkv, kernels.attention_backward(cp, dout, saved)), "not deterministic"
+
+
+@gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(2, 17, 3, 32), (3, 100, 6, 64), (1, 300, 1, 128)])
+def test_attention_dropout(cp, poisoned, rng, shape, dtype):
+    """The kernels draw numpy's mask (tricycle.dropout_mask) in forward and both backwards."""
+    B, T, H, D = shape
+    E = H * D
+    seed = int(rng.integers(2**32))
+    qkv, qkv_ref = on_device(cp, rng.normal(size=(B, T, 3 * E)), dtype)
+    out, saved = kernels.attention_forward(cp, qkv, H, 0.2, seed)
+    out_ref, saved_ref = attention_forward(np, qkv_ref, H, AttentionDropout(0.2, seed))
+    check(cp, out, out_ref, dtype, f"dropout attention out {shape}")
+    dout, dout_ref = on_device(cp, rng.normal(size=(B, T, E)), dtype)
+    dqkv = kernels.attention_backward(cp, dout, saved)
+    dqkv_ref = attention_backward(np, dout_ref, saved_ref)
+    for i, part in enumerate("qkv"):
+        got = cp.ascontiguousarray(dqkv.reshape(B, T, 3, E)[:, :, i])
+        check(cp, got, dqkv_ref.reshape(B, T, 3, E)[:, :, i], dtype,
+              f"dropout attention d{part} {shape}")  # fmt: skip
 
 
 @gpu

@@ -13,6 +13,7 @@ from tricycle.optimisers import (
     AdamW,
     StochasticGradientDescent,
     clip_grad_norm,
+    decay_all_matrices,
     decay_matrices,
 )
 from tricycle.tensor import Tensor, to_tensor
@@ -131,6 +132,23 @@ def test_adamw_decays_only_matrices_that_are_not_embeddings(xp, steps):
         lambda: AdamW(0.02, betas=(0.9, 0.95), weight_decay=0.3),
         lambda t, p: t.optim.AdamW(p, 0.02, betas=(0.9, 0.95), weight_decay=0.3),
         steps,
+        torch_groups=groups,
+    )
+
+
+@pytest.mark.usefixtures("block_size")
+def test_adamw_with_nanogpt_filter_decays_embeddings_too(xp):
+    def groups(params):
+        decayed = [params["token_embedding.weights"], params["hidden.weights"],
+                   params["out.weights"]]  # fmt: skip
+        rest = [p for p in params.values() if all(p is not d for d in decayed)]
+        return [{"params": decayed}, {"params": rest, "weight_decay": 0.0}]
+
+    train_both(
+        xp,
+        lambda: AdamW(0.02, weight_decay=0.3, decay_filter=decay_all_matrices),
+        lambda t, p: t.optim.AdamW(p, 0.02, weight_decay=0.3),
+        3,
         torch_groups=groups,
     )
 

@@ -36,11 +36,12 @@ class TorchAttention(nn.Module):
 
 
 class TorchMLP(nn.Module):
-    def __init__(self, embedding_dim: int, expansion_ratio: float = 4, approximate="none"):
+    def __init__(self, embedding_dim: int, expansion_ratio: float = 4, approximate="none",
+                 bias: bool = True):  # fmt: skip
         super().__init__()
         hidden = int(embedding_dim * expansion_ratio)
-        self.up_projection = nn.Linear(embedding_dim, hidden)
-        self.down_projection = nn.Linear(hidden, embedding_dim)
+        self.up_projection = nn.Linear(embedding_dim, hidden, bias=bias)
+        self.down_projection = nn.Linear(hidden, embedding_dim, bias=bias)
         self.approximate = approximate
 
     def forward(self, x):
@@ -48,12 +49,12 @@ class TorchMLP(nn.Module):
 
 
 class TorchBlock(nn.Module):
-    def __init__(self, embedding_dim, n_heads, expansion_ratio=4, approximate="none"):
+    def __init__(self, embedding_dim, n_heads, expansion_ratio=4, approximate="none", bias=True):
         super().__init__()
-        self.layer_norm_1 = nn.LayerNorm(embedding_dim)
-        self.attention = TorchAttention(embedding_dim, n_heads)
-        self.layer_norm_2 = nn.LayerNorm(embedding_dim)
-        self.mlp = TorchMLP(embedding_dim, expansion_ratio, approximate)
+        self.layer_norm_1 = nn.LayerNorm(embedding_dim, bias=bias)
+        self.attention = TorchAttention(embedding_dim, n_heads, bias)
+        self.layer_norm_2 = nn.LayerNorm(embedding_dim, bias=bias)
+        self.mlp = TorchMLP(embedding_dim, expansion_ratio, approximate, bias)
 
     def forward(self, x):
         x = x + self.attention(self.layer_norm_1(x))
@@ -67,10 +68,10 @@ class TorchGPT(nn.Module):
         self.token_embedding = nn.Embedding(config.vocab_size, E)
         self.position_embedding = nn.Embedding(config.context_window, E)
         self.blocks = nn.ModuleList(
-            TorchBlock(E, config.n_heads, config.expansion_ratio, approximate)
+            TorchBlock(E, config.n_heads, config.expansion_ratio, approximate, config.bias)
             for _ in range(config.n_layers)
         )
-        self.layer_norm = nn.LayerNorm(E)
+        self.layer_norm = nn.LayerNorm(E, bias=config.bias)
         self.head = nn.Linear(E, config.vocab_size, bias=False)
         if config.tie_weights:
             self.head.weight = self.token_embedding.weight

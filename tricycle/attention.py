@@ -14,6 +14,13 @@ S = q k^T / sqrt(D) and O = P v::
     dq = dS k / sqrt(D)                   dk = dS^T q / sqrt(D)
 
 using flash-attention's identity rowsum(dP * P) = rowsum(dO * O), which avoids a (T, T) product.
+
+Attention dropout (nanoGPT's ``attn_dropout``, torch's ``dropout_p``) zeroes probabilities after
+the softmax and scales the rest by 1 / (1 - p): O = (P * M) v with M = keep / (1 - p). Then
+dv = (P * M)^T dO, dS = P * (M * dP~ - rowsum(dO * O)) with dP~ = dO v^T, and the same identity
+holds (rowsum(dP * P) = rowsum(dP~ * P * M) = rowsum(dO * O)). The keep mask is never stored:
+it is a counter-based hash of (seed, batch * head, query, key) (``keep_mask``), so the forward
+and the backward, and the numpy code and the CUDA kernel, draw exactly the same mask.
 On the CPU the queries go in blocks that skip the keys in their future, so about half of the
 (T, T) scores are never computed nor stored. On a GPU a flash-attention CUDA kernel with the
 same signatures takes over (``tricycle/kernels``) and stores no (T, T) array at all.
@@ -28,6 +35,7 @@ import math
 import numpy as np
 
 from tricycle import kernels
+from tricycle.dropout_mask import NO_DROPOUT, AttentionDropout
 from tricycle.functions import for_row_groups, row_blocks
 from tricycle.tensor import Tensor
 
@@ -82,14 +90,15 @@ def _causal_bias(xp, n_keys: int, first_query: int, n_queries: int, dtype):
     return xp.where(keys > queries, -xp.inf, 0).astype(dtype)
 
 
-def _attend(xp, q, k, v):
+def _attend(xp, q, k, v, dropout: AttentionDropout = NO_DROPOUT):
     """Causal softmax(q k^T / sqrt(D)) v for queries that are the last Tq of Tk positions.
 
     q: (B, H, Tq, D), k and v: (B, H, Tk, D) -> out (B, Tq, H, D) (the heads merge with a free
     reshape) and, per query block, the probabilities stored transposed as (B, H, keys,
     queries): numpy reduces over the second-to-last axis several times faster than over the
     last. On numpy the batch is walked in chunks whose scores fit in the CPU cache, so the
-    softmax passes stay there.
+    softmax passes stay there. With ``dropout`` (training only, Tq == Tk) the output uses the
+    dropped probabilities; the stored ones are not dropped.
     """
     B, H, Tq, D = q.shape
     Tk = k.shape[2]
@@ -98,6 +107,7 @@ def _attend(xp, q, k, v):
     blocks = _query_blocks(xp, Tq, Tk, D)
     probs = [xp.empty((B, H, kb, b - a), dtype=q.dtype) for a, b, kb in blocks]
     biases = [_causal_bias(xp, kb, a + Tk - Tq, b - a, q.dtype) for a, b, kb in blocks]
+    batch = xp.arange(B)
 
     def attend_rows(group):  # batch rows ``group``, every query block
         q_, k_, v_, out_ = q[group], k[group], v[group], out[group]
@@ -109,6 +119,9 @@ def _attend(xp, q, k, v):
                 p -= p.max(axis=-2, keepdims=True)  # stable softmax over the keys
                 xp.exp(p, out=p)
                 p *= 1 / p.sum(axis=-2, keepdims=True)
+                if dropout.probability:
+                    p = p * dropout.mask(xp, H, Tq, batch[group][rows], xp.arange(a, b),
+                                         xp.arange(kb), p.dtype)  # fmt: skip
                 y = out_[rows, a:b].transpose(0, 2, 1, 3)  # (c, H, Qb, D) view of the output
                 xp.matmul(p.swapaxes(-1, -2), v_[rows, :, :kb], out=y)
 
@@ -116,27 +129,36 @@ def _attend(xp, q, k, v):
     return out, probs
 
 
-def attention_forward(xp, qkv, n_heads: int):
+def attention_forward(xp, qkv, n_heads: int, dropout: AttentionDropout = NO_DROPOUT):
     """Causal multi-head attention of a packed (B, T, 3E) projection -> ((B, T, E), saved).
 
-    ``saved`` holds what ``attention_backward`` needs: the input, the probabilities and the
-    output. Nothing in it may be modified until the backward has run. On a GPU a flash
-    attention kernel (``tricycle/kernels/attention.cu``) runs instead, with its own ``saved``.
+    ``saved`` holds what ``attention_backward`` needs: the input, the probabilities, the
+    output and the dropout. Nothing in it may be modified until the backward has run. On a GPU
+    a flash attention kernel (``tricycle/kernels/attention.cu``) runs instead, with its own
+    ``saved``.
     """
     if kernels.attention_enabled(qkv, n_heads):
-        return kernels.attention_forward(xp, qkv, n_heads)
+        return kernels.attention_forward(xp, qkv, n_heads, dropout.probability, dropout.seed)
+    dtype = qkv.dtype
+    qkv = qkv.astype(_product_dtype(xp, dtype), copy=False)
     B, T, three_e = qkv.shape
     q, k, v = split_heads(qkv, n_heads)  # (B, H, T, D) views
-    out, probs = _attend(xp, q, k, v)  # (B, T, H, D), [(B, H, keys, queries) per block]
+    out, probs = _attend(xp, q, k, v, dropout)  # (B, T, H, D), [(B, H, keys, queries) per block]
     out = out.reshape(B, T, three_e // 3)  # (B, T, E)
-    return out, (qkv, probs, out, n_heads)
+    return out.astype(dtype, copy=False), (qkv, probs, out, n_heads, dropout, dtype)
+
+
+def _product_dtype(xp, dtype):
+    """The dtype the batched products run in: cupy has none for bfloat16, so float32 there."""
+    return np.dtype(np.float32) if xp is not np and dtype.name == "bfloat16" else dtype
 
 
 def attention_backward(xp, dout, saved):
     """Gradient of ``attention_forward``: dout (B, T, E) -> dqkv (B, T, 3E)."""
     if kernels.owns(saved):
         return kernels.attention_backward(xp, dout, saved)
-    qkv, probs, out, n_heads = saved
+    qkv, probs, out, n_heads, dropout, dtype = saved
+    dout = dout.astype(qkv.dtype, copy=False)
     B, T, E = dout.shape
     D = E // n_heads
     scale = 1 / math.sqrt(D)
@@ -147,6 +169,7 @@ def attention_backward(xp, dout, saved):
     dqkv = xp.empty((B, T, 3, n_heads, D), dtype=dout.dtype)
     dq, dk, dv = (dqkv[:, :, i].transpose(0, 2, 1, 3) for i in range(3))  # (B, H, T, D) views
     blocks = list(zip(_query_blocks(xp, T, T, D), probs))[::-1]
+    batch = xp.arange(B)
 
     def backward_rows(group):  # batch rows ``group``, every query block
         q_, k_, v_, dy_, y_ = q[group], k[group], v[group], dy[group], y[group]
@@ -157,33 +180,46 @@ def attention_backward(xp, dout, saved):
                 p = block[group][rows]  # P^T: (c, H, kb, Qb)
                 dy_block = dy_[rows, :, a:b]  # (c, H, Qb, D)
                 dscores = xp.matmul(v_[rows, :, :kb], dy_block.swapaxes(-1, -2))  # dP^T
+                if dropout.probability:  # through the mask: dP = M dP~, and v sees P M
+                    mask = dropout.mask(xp, n_heads, T, batch[group][rows], xp.arange(a, b),
+                                        xp.arange(kb), p.dtype)  # fmt: skip
+                    dscores *= mask
+                    p_dropped = p * mask
+                else:
+                    p_dropped = p
                 # softmax backward: dS = P (dP - rowsum(dP P)), and rowsum(dP P) = rowsum(dO O)
                 dscores -= (dy_block * y_[rows, :, a:b]).sum(axis=-1)[:, :, None, :]
                 dscores *= p  # masked entries have P == 0, so their gradient is exactly 0
                 dscores *= scale
                 xp.matmul(dscores.swapaxes(-1, -2), k_[rows, :, :kb], out=dq_[rows, :, a:b])
                 if i == 0:
-                    xp.matmul(p, dy_block, out=dv_[rows, :, :kb])
+                    xp.matmul(p_dropped, dy_block, out=dv_[rows, :, :kb])
                     xp.matmul(dscores, q_[rows, :, a:b], out=dk_[rows, :, :kb])
                 else:
-                    dv_[rows, :, :kb] += xp.matmul(p, dy_block)
+                    dv_[rows, :, :kb] += xp.matmul(p_dropped, dy_block)
                     dk_[rows, :, :kb] += xp.matmul(dscores, q_[rows, :, a:b])
 
     for_row_groups(xp, B, backward_rows)
-    return dqkv.reshape(B, T, 3 * E)
+    return dqkv.reshape(B, T, 3 * E).astype(dtype, copy=False)
 
 
 # ------------------------------------------------------------------ the Tensor op
 
 
-def causal_attention(qkv: Tensor, n_heads: int) -> Tensor:
-    """Fused causal self-attention: qkv (B, T, 3E) -> (B, T, E), as one node of the graph."""
+def causal_attention(qkv: Tensor, n_heads: int, dropout_prob: float = 0.0, seed: int = 0) -> Tensor:
+    """Fused causal self-attention: qkv (B, T, 3E) -> (B, T, E), as one node of the graph.
+
+    ``dropout_prob`` drops attention probabilities (inverted dropout, as torch's
+    ``scaled_dot_product_attention(dropout_p=...)``); ``seed`` picks the mask, and the same
+    seed gives the same mask on every device.
+    """
     if qkv.ndim != 3:
         raise ValueError(
             f"attention: expected qkv of shape (batch, tokens, 3 * embedding_dim), got {qkv.shape}"
         )
     xp = qkv.xp
-    out, saved = attention_forward(xp, qkv.array, n_heads)
+    dropout = AttentionDropout(dropout_prob, seed) if dropout_prob else NO_DROPOUT
+    out, saved = attention_forward(xp, qkv.array, n_heads, dropout)
     return Tensor(
         out,
         args=(qkv,),
@@ -199,8 +235,8 @@ class Attention:
     def __init__(self, n_heads: int):
         self.n_heads = n_heads
 
-    def __call__(self, qkv: Tensor) -> Tensor:
-        return causal_attention(qkv, self.n_heads)
+    def __call__(self, qkv: Tensor, dropout_prob: float = 0.0, seed: int = 0) -> Tensor:
+        return causal_attention(qkv, self.n_heads, dropout_prob, seed)
 
 
 # ------------------------------------------------------------------ generation

@@ -31,6 +31,8 @@ class MultiHeadSelfAttention(Layer):
         n_heads: H heads of size E / H.
         context_window: the longest sequence accepted.
         residual_dropout_prob: dropout on the output (what is added to the residual stream).
+        attention_dropout_prob: dropout on the attention probabilities (nanoGPT's
+            ``attn_dropout``), inside the fused attention.
         initialiser: initialiser of the q|k|v projection (Dense's default if None).
         projection_initialiser: initialiser of the output projection (``initialiser`` if None);
             GPT-2 scales it down by sqrt(2 * n_layers).
@@ -46,6 +48,7 @@ class MultiHeadSelfAttention(Layer):
         initialiser: Callable | None = None,
         projection_initialiser: Callable | None = None,
         bias: bool = True,
+        attention_dropout_prob: float = 0.0,
     ):
         if embedding_dim % n_heads:
             raise ValueError(
@@ -62,6 +65,8 @@ class MultiHeadSelfAttention(Layer):
             embedding_dim, embedding_dim, bias, projection_initialiser or initialiser, "attn_out"
         )
         self.residual_dropout = Dropout(residual_dropout_prob)
+        # not called as a layer: it holds the probability and the generator of the seeds
+        self.attention_dropout = Dropout(attention_dropout_prob)
 
     def forward(self, x: Tensor, cache: KVCache | None = None) -> Tensor:
         """x (B, T, E) -> (B, T, E); with ``cache``, attend to the cached positions too."""
@@ -78,7 +83,11 @@ class MultiHeadSelfAttention(Layer):
             )
         qkv = self.qkv_projection(x)  # (B, T, 3E)
         if cache is None:
-            y = causal_attention(qkv, self.n_heads)  # (B, T, E)
+            dropout = self.attention_dropout
+            if self.training and dropout.probability:
+                y = causal_attention(qkv, self.n_heads, dropout.probability, dropout.draw_seed())
+            else:
+                y = causal_attention(qkv, self.n_heads)  # (B, T, E)
         else:
             y = Tensor(attend_with_cache(qkv.xp, qkv.array, self.n_heads, cache), name="attention")
         return self.residual_dropout(self.out_projection(y))
@@ -136,7 +145,8 @@ class MLPBlock(Layer):
 class GPT2TransformerBlock(Layer):
     """A pre-norm transformer block: x + attention(ln1(x)), then x + mlp(ln2(x)).
 
-    ``dropout_prob`` applies to both residual branches (after each output projection).
+    ``dropout_prob`` applies to the attention probabilities and to both residual branches
+    (after each output projection), as in nanoGPT; ``bias`` to the Dense and LayerNorm layers.
     """
 
     def __init__(
@@ -151,7 +161,7 @@ class GPT2TransformerBlock(Layer):
         projection_initialiser: Callable | None = None,
         bias: bool = True,
     ):
-        self.layer_norm_1 = LayerNorm(embedding_dim)
+        self.layer_norm_1 = LayerNorm(embedding_dim, bias=bias)
         self.attention = MultiHeadSelfAttention(
             embedding_dim,
             n_heads,
@@ -160,8 +170,9 @@ class GPT2TransformerBlock(Layer):
             initialiser=initialiser,
             projection_initialiser=projection_initialiser,
             bias=bias,
+            attention_dropout_prob=dropout_prob,
         )
-        self.layer_norm_2 = LayerNorm(embedding_dim)
+        self.layer_norm_2 = LayerNorm(embedding_dim, bias=bias)
         self.mlp = MLPBlock(
             embedding_dim,
             expansion_ratio,

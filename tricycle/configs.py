@@ -21,12 +21,13 @@ class GPTConfig:
     Architecture: ``embedding_dim``, ``context_window``, ``vocab_size``, ``n_heads``,
     ``n_layers``, ``expansion_ratio`` (MLP width / embedding_dim), ``activation_fn``,
     ``dropout`` (embedding, residual and MLP dropout), ``tie_weights`` (head shares the token
-    embedding) and ``bias`` (biases in the Dense layers).
+    embedding) and ``bias`` (biases in the Dense and LayerNorm layers, as nanoGPT's ``bias``).
 
     Training: ``batch_size`` sequences per micro-batch, ``gradient_accumulation_steps``
     micro-batches per optimiser step, a cosine learning-rate schedule from
     ``max_learning_rate`` to ``min_learning_rate`` over ``steps`` after ``warmup_steps`` of
-    linear warm-up, AdamW (``beta1``, ``beta2``, ``eps``, ``weight_decay``), gradient clipping
+    linear warm-up, AdamW (``beta1``, ``beta2``, ``eps``, ``weight_decay``; with
+    ``decay_embeddings`` the embedding tables are decayed too, as nanoGPT), gradient clipping
     to global norm ``grad_clip`` (0 disables), validation every ``eval_interval`` steps over
     ``eval_steps`` batches, and ``device`` ("cpu" or "gpu").
     """
@@ -51,6 +52,7 @@ class GPTConfig:
     warmup_steps: int = 100
     steps: int = 5000
     weight_decay: float = 0.1
+    decay_embeddings: bool = False
     beta1: float = 0.9
     beta2: float = 0.95
     eps: float = 1e-8
@@ -160,7 +162,11 @@ class ShakespeareConfig(GPTConfig):
 
 @dataclass
 class ShakespeareCharConfig(GPTConfig):
-    """nanoGPT's shakespeare-char recipe (vocab_size is set from the characters of the text)."""
+    """nanoGPT's shakespeare-char recipe (vocab_size is set from the characters of the text).
+
+    As nanoGPT's train.py: no biases (Dense and LayerNorm), and weight decay on every matrix,
+    the (tied) token embedding and the position embedding included.
+    """
 
     embedding_dim: int = 384
     context_window: int = 256
@@ -168,6 +174,8 @@ class ShakespeareCharConfig(GPTConfig):
     n_heads: int = 6
     n_layers: int = 6
     dropout: float = 0.2
+    bias: bool = False
+    decay_embeddings: bool = True
     batch_size: int = 64
     max_learning_rate: float = 1e-3
     min_learning_rate: float = 1e-4

@@ -625,6 +625,11 @@ class Dropout(Layer):
             return x
         return dropout(x, self.probability, self.rng)
 
+    def draw_seed(self) -> int:
+        """A 32-bit seed from this layer's generator, for a fused op that draws its own mask
+        (attention dropout): it then resumes and reproduces like this layer's own masks."""
+        return int(self.rng.integers(2**32))
+
     def extra_repr(self) -> str:
         return f"probability={self.probability}"
 

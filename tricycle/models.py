@@ -61,7 +61,7 @@ class GPT(Layer):
             )
             for _ in range(L)
         ]
-        self.layer_norm = LayerNorm(E)
+        self.layer_norm = LayerNorm(E, bias=config.bias)
         if not config.tie_weights:
             self.head = Dense(E, config.vocab_size, bias=False, initialiser=weights_init)
 

@@ -27,7 +27,7 @@ from tricycle.functions import for_each_block
 from tricycle.tensor import Tensor
 
 
-def _named(parameters) -> list[tuple[str, Tensor]]:
+def named_parameters(parameters) -> list[tuple[str, Tensor]]:
     """(name, Tensor) pairs from a Layer, pairs, or bare Tensors (named by position)."""
     if hasattr(parameters, "named_parameters"):
         return list(parameters.named_parameters())
@@ -69,8 +69,8 @@ class Optimiser:
 
     def update(self, parameters) -> None:
         """Update, in place, every parameter that has a gradient (others are skipped)."""
-        named = _named(parameters)
-        if kernels.optimiser_update(self, named):  # Adam/AdamW on cupy: one fused launch
+        named = named_parameters(parameters)
+        if self.fused_update([(n, p) for n, p in named if p.grad is not None]):
             return
         for name, param in named:
             if param.grad is None:
@@ -86,6 +86,12 @@ class Optimiser:
                 if hasattr(value, "shape") and backend.is_cupy_array(value) != param.on_gpu:
                     state[key] = _like(value, param.array)
             self.update_parameter(name, param, grad, state)
+
+    def fused_update(self, named: list, grad_multiplier=None) -> bool:
+        """Update ``named`` [(name, Tensor with a grad)] with fused GPU kernels, if this
+        optimiser has them and they apply; return whether it did. ``grad_multiplier`` (a
+        device scalar) scales every gradient first. Here: never (no fused form)."""
+        return False
 
     def update_parameter(self, name: str, param: Tensor, grad, state: dict) -> None:
         raise NotImplementedError
@@ -208,6 +214,22 @@ class Adam(Optimiser):
     """Adam (Kingma & Ba) with bias correction; ``weight_decay`` is an L2 term added to the
     gradient, as torch.optim.Adam."""
 
+    def decoupled_decay(self, name: str, param: Tensor) -> float:
+        """The decoupled weight decay of one parameter (AdamW's; plain Adam has none)."""
+        return 0.0
+
+    def fused_update(self, named: list, grad_multiplier=None) -> bool:
+        """Adam and AdamW on float32 cupy parameters: one multi-tensor kernel launch
+        (``kernels.optimiser_update``) with the same state and math as ``update_parameter``.
+        Subclasses, whose update may differ, and Adam's L2 decay keep the plain path."""
+        if type(self) not in (Adam, AdamW) or (type(self) is Adam and self.weight_decay):
+            return False
+        decays = [self.decoupled_decay(name, p) for name, p in named]
+        return kernels.optimiser_update(
+            named, self.state, float(self.learning_rate), self.betas, self.eps, decays,
+            grad_multiplier,
+        )  # fmt: skip
+
     def __init__(
         self,
         learning_rate: float = 1e-3,
@@ -236,6 +258,11 @@ def decay_matrices(name: str, param: Tensor) -> bool:
     return param.ndim >= 2 and "embedding" not in name.lower()
 
 
+def decay_all_matrices(name: str, param: Tensor) -> bool:
+    """nanoGPT's decay filter: every weight of 2+ dimensions, embedding tables included."""
+    return param.ndim >= 2
+
+
 class AdamW(Adam):
     """Adam with decoupled weight decay (Loshchilov & Hutter), as torch.optim.AdamW:
     w *= 1 - lr * weight_decay, then the Adam step on the plain gradient.
@@ -255,8 +282,11 @@ class AdamW(Adam):
         super().__init__(learning_rate, betas, eps, weight_decay=0.0)
         self.weight_decay, self.decay_filter = weight_decay, decay_filter
 
+    def decoupled_decay(self, name: str, param: Tensor) -> float:
+        return self.weight_decay if self.decay_filter(name, param) else 0.0
+
     def update_parameter(self, name, param, grad, state) -> None:
-        decay = self.weight_decay if self.decay_filter(name, param) else 0.0
+        decay = self.decoupled_decay(name, param)
         beta1, beta2 = self.betas
         _adam_update(
             param.xp, param.array, grad, state, float(self.learning_rate), beta1, beta2, self.eps,
@@ -272,7 +302,7 @@ def clip_grad_norm(parameters: Iterable, max_norm: float) -> float:
     skipped. Gradient arrays are never written to (another tensor may share them): a clipped
     parameter gets a new ``.grad`` Tensor.
     """
-    grads = [p for _, p in _named(parameters) if p.grad is not None]
+    grads = [p for _, p in named_parameters(parameters) if p.grad is not None]
     squares = 0.0  # summed on the device, read back once
     for p in grads:
         g = p.grad.array.reshape(-1)

@@ -34,7 +34,8 @@ float32 products fall back to full float32.)
 
 import numpy as np
 
-from tricycle import backend
+from tricycle import backend, kernels
+from tricycle.optimisers import named_parameters
 from tricycle.tensor import Tensor, is_float
 
 # cupy/_core/_routines_linalg.pyx: COMPUTE_TYPE_DEFAULT = 1, COMPUTE_TYPE_TF32 = 7
@@ -205,8 +206,6 @@ class GradScaler:
             return None, None
         xp = self._state(grads[0])
         if _kernel_path(grads):
-            from tricycle import kernels
-
             norm, multiplier = kernels.clip_multiplier(xp, grads, max_norm, self._scale)
         else:
             squares = sum(xp.vdot(g.reshape(-1), g.reshape(-1)).astype(np.float32) for g in grads)
@@ -261,8 +260,6 @@ class GradScaler:
 def _kernel_path(grads) -> bool:
     if not backend.is_cupy_array(grads[0]):
         return False
-    from tricycle import kernels
-
     return kernels.enabled(*grads) and all(
         g.dtype == np.float32 and g.flags.c_contiguous for g in grads
     )
@@ -345,9 +342,7 @@ class Precision:
         synchronisation (a skipped step is decided on the device); otherwise it reads one
         flag from the device per step. Gradients are zeroed either way.
         """
-        from tricycle.optimisers import _named
-
-        named = [(n, p) for n, p in _named(parameters) if p.grad is not None]
+        named = [(n, p) for n, p in named_parameters(parameters) if p.grad is not None]
         if not named:
             return False
         grads = [p.grad.array for _, p in named]
@@ -356,12 +351,10 @@ class Precision:
             _zero_grads(named)
             return True
         if _kernel_path(grads):
-            from tricycle import kernels
-
             xp = backend.array_module(grads[0])
             scale = None if self.scaler is None else self.scaler.scale_array(grads[0])
             norm, multiplier = kernels.clip_multiplier(xp, grads, max_norm, scale)
-            if kernels.optimiser_update(optimiser, named, grad_multiplier=multiplier):
+            if optimiser.fused_update(named, grad_multiplier=multiplier):
                 if self.scaler is not None:
                     self.scaler.update(~xp.isfinite(multiplier))
                 self.last_norm = norm

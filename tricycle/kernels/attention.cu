@@ -21,6 +21,12 @@
 // into the scale; the saved lse is in the same base-2 units. Arithmetic is float32 for every
 // storage type T (float, half_t, bf16_t): tiles are widened to float32 as they are loaded.
 // This is the CUDA-core version (FFMA); it needs D in {32, 64, 128}.
+//
+// Dropout of the probabilities (threshold > 0): O = (P * M) V with M = keep / (1 - p), and in
+// the backward dV = (P * M)^T dO, dS = P * (M * dP - Delta) (Delta = rowsum(dO * O) still). The
+// mask is never stored: keep(b*H + h, query, key) is a hash of the seed and the coordinates,
+// the same function as tricycle/dropout_mask.py keep_mask, so every kernel (and numpy)
+// recomputes the same mask.
 
 #define ATT_THREADS 128
 #define ATT_BC 32  // rows per shared-memory tile (keys in the forward and dQ, queries in dK/dV)
@@ -40,6 +46,25 @@ __device__ __forceinline__ float row_sum(float v) {
 #pragma unroll
     for (int offset = 1; offset < P; offset <<= 1) v += __shfl_xor_sync(TC_FULL_MASK, v, offset);
     return v;
+}
+
+// lowbias32 (C. Wellons): the integer hash of tricycle/dropout_mask.py _mix32.
+__device__ __forceinline__ unsigned int mix32(unsigned int x) {
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    return x ^ (x >> 16);
+}
+// Per query row (row = (b * H + h) * T + query), the part of the hash shared by its keys.
+__device__ __forceinline__ unsigned int dropout_row_key(unsigned int seed, unsigned int row) {
+    return mix32(seed ^ mix32(row));
+}
+// Inverted-dropout multiplier of element (row, key): 0 or keep_scale; 1 without dropout.
+__device__ __forceinline__ float dropout_keep(unsigned int row_key, int key, unsigned int threshold,
+                                              float keep_scale) {
+    if (threshold == 0u) return 1.f;
+    return mix32(row_key ^ ((unsigned int)key * 0x9e3779b9u)) >= threshold ? keep_scale : 0.f;
 }
 
 // Load rows [row0, row0 + ATT_BC) of one head of q, k or v (``base`` points at element
@@ -84,7 +109,8 @@ template <typename T, int D>
 __global__ void __launch_bounds__(ATT_THREADS)
     attention_forward_kernel(const T* __restrict__ qkv, T* __restrict__ out,
                              float* __restrict__ lse, int seq_len, int n_heads,
-                             float scale_log2) {
+                             float scale_log2, unsigned int seed, unsigned int threshold,
+                             float keep_scale) {
     constexpr int P = D / 32, BR = ATT_THREADS / P, C4 = D / 4;
     __shared__ float4 k_tile[ATT_BC][C4];
     __shared__ float4 v_tile[ATT_BC][C4];
@@ -102,6 +128,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
 #pragma unroll
     for (int i = 0; i < 32; ++i) o[i] = 0.f;
     float m = -TC_INF, l = 0.f;
+    const unsigned int row_key = dropout_row_key(seed, (unsigned int)bh * seq_len + qi);
 
     const int last_query = min(q_tile * BR + BR, seq_len) - 1;
     const int n_tiles = last_query / ATT_BC + 1;  // causal: keys 0 .. last_query only
@@ -132,9 +159,10 @@ __global__ void __launch_bounds__(ATT_THREADS)
 #pragma unroll
         for (int j = 0; j < ATT_BC; ++j) {
             const float p = exp2f(s[j] - m_new);
-            l += p;
+            l += p;  // the normaliser counts every probability; the output only the kept
+            const float pm = p * dropout_keep(row_key, key0 + j, threshold, keep_scale);
 #pragma unroll
-            for (int k = 0; k < 8; ++k) axpy_chunk(o + 4 * k, p, v_tile[j][sub + P * k]);
+            for (int k = 0; k < 8; ++k) axpy_chunk(o + 4 * k, pm, v_tile[j][sub + P * k]);
         }
         m = m_new;
     }
@@ -155,7 +183,8 @@ __global__ void __launch_bounds__(ATT_THREADS)
     attention_backward_dq_kernel(const T* __restrict__ qkv, const T* __restrict__ out,
                                  const T* __restrict__ dout, const float* __restrict__ lse,
                                  float* __restrict__ delta, T* __restrict__ dqkv, int seq_len,
-                                 int n_heads, float scale_log2, float scale) {
+                                 int n_heads, float scale_log2, float scale, unsigned int seed,
+                                 unsigned int threshold, float keep_scale) {
     constexpr int P = D / 32, BR = ATT_THREADS / P, C4 = D / 4;
     __shared__ float4 k_tile[ATT_BC][C4];
     __shared__ float4 v_tile[ATT_BC][C4];
@@ -183,6 +212,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
     const long long stat = (long long)bh * seq_len + qi;
     const float lse_row = valid ? lse[stat] : 0.f;
     if (valid && sub == 0) delta[stat] = d_row;
+    const unsigned int row_key = dropout_row_key(seed, (unsigned int)stat);
 #pragma unroll
     for (int i = 0; i < 32; ++i) dq[i] = 0.f;
 
@@ -205,7 +235,8 @@ __global__ void __launch_bounds__(ATT_THREADS)
             s = row_sum<P>(s);
             dp = row_sum<P>(dp);
             const float p = key0 + j <= qi ? exp2f(s - lse_row) : 0.f;
-            const float ds = p * (dp - d_row);
+            const float keep = dropout_keep(row_key, key0 + j, threshold, keep_scale);
+            const float ds = p * (dp * keep - d_row);
 #pragma unroll
             for (int k = 0; k < 8; ++k) axpy_chunk(dq + 4 * k, ds, k_tile[j][sub + P * k]);
         }
@@ -224,12 +255,14 @@ __global__ void __launch_bounds__(ATT_THREADS)
     attention_backward_dkv_kernel(const T* __restrict__ qkv, const T* __restrict__ dout,
                                   const float* __restrict__ lse, const float* __restrict__ delta,
                                   T* __restrict__ dqkv, int seq_len, int n_heads,
-                                  float scale_log2, float scale) {
+                                  float scale_log2, float scale, unsigned int seed,
+                                  unsigned int threshold, float keep_scale) {
     constexpr int P = D / 32, BR = ATT_THREADS / P, C4 = D / 4;
     __shared__ float4 q_tile[ATT_BC][C4];
     __shared__ float4 do_tile[ATT_BC][C4];
     __shared__ float lse_tile[ATT_BC];
     __shared__ float delta_tile[ATT_BC];
+    __shared__ unsigned int row_key_tile[ATT_BC];  // dropout_row_key of each query
 
     const int E = n_heads * D, stride = 3 * E;
     const int bh = blockIdx.y, b = bh / n_heads, h = bh % n_heads;
@@ -257,6 +290,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
             const int qi = query0 + threadIdx.x;
             lse_tile[threadIdx.x] = qi < seq_len ? lse[stat0 + qi] : 0.f;
             delta_tile[threadIdx.x] = qi < seq_len ? delta[stat0 + qi] : 0.f;
+            row_key_tile[threadIdx.x] = dropout_row_key(seed, (unsigned int)(stat0 + qi));
         }
         __syncthreads();
 #pragma unroll 2  // 4 would push past 255 registers and spill
@@ -271,10 +305,12 @@ __global__ void __launch_bounds__(ATT_THREADS)
             s = row_sum<P>(s);
             dp = row_sum<P>(dp);
             const float p = (qi >= kj && qi < seq_len) ? exp2f(s - lse_tile[i]) : 0.f;
-            const float ds = p * (dp - delta_tile[i]);
+            const float keep = dropout_keep(row_key_tile[i], kj, threshold, keep_scale);
+            const float ds = p * (dp * keep - delta_tile[i]);
+            const float pm = p * keep;
 #pragma unroll
             for (int c = 0; c < 8; ++c) {
-                axpy_chunk(dv + 4 * c, p, do_tile[i][sub + P * c]);
+                axpy_chunk(dv + 4 * c, pm, do_tile[i][sub + P * c]);
                 axpy_chunk(dk + 4 * c, ds, q_tile[i][sub + P * c]);
             }
         }

@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from tricycle import backend
+from tricycle.dropout_mask import dropout_threshold
 from tricycle.kernels.launch import (
     _ATTENTION_HEAD_DIMS,
     _LOG2E,
@@ -33,32 +34,42 @@ def _aligned(cp, a):
     return a if a.data.ptr % 16 == 0 else a.copy()
 
 
-def attention_forward(xp, qkv, n_heads: int):
+def _dropout_args(probability: float, seed: int) -> tuple:
+    """(seed, threshold, 1 / (1 - p)) as the kernels take them; threshold 0 means no dropout.
+    The mask is ``tricycle.attention.keep_mask``'s, bit for bit."""
+    threshold = dropout_threshold(probability)
+    return np.uint32(seed % 2**32), np.uint32(threshold), np.float32(1 / (1 - probability))
+
+
+def attention_forward(xp, qkv, n_heads: int, dropout_prob: float = 0.0, seed: int = 0):
     """Causal attention of packed qkv (B, T, 3E) -> (out (B, T, E), saved), flash style.
 
-    As ``tricycle.attention.attention_forward``, but saved = (qkv, out, lse, n_heads) with lse
-    (B, H, T) float32 (base 2): no (B, H, T, T) array exists at any point.
+    As ``tricycle.attention.attention_forward``, but saved = (qkv, out, lse, n_heads, dropout
+    arguments) with lse (B, H, T) float32 (base 2): no (B, H, T, T) array exists at any point.
+    ``dropout_prob`` drops probabilities with the mask of ``seed``.
     """
     cp = backend.cupy()
     qkv = _aligned(cp, qkv)
     B, T, E, D = _attention_shapes(qkv, n_heads)
     out = cp.empty((B, T, E), dtype=qkv.dtype)
     lse = cp.empty((B, n_heads, T), dtype=np.float32)
+    dropout = _dropout_args(dropout_prob, seed)
     if B and T:
         rows_per_block = 128 // (D // 32)
         kernel = _function("attention.cu", "attention_forward_kernel", _ctype(qkv), str(D))
         kernel(
             (-(-T // rows_per_block), B * n_heads),
             (128,),
-            (qkv, out, lse, np.int32(T), np.int32(n_heads), np.float32(_LOG2E / math.sqrt(D))),
+            (qkv, out, lse, np.int32(T), np.int32(n_heads), np.float32(_LOG2E / math.sqrt(D)))
+            + dropout,
         )
-    return out, KernelSaved((qkv, out, lse, n_heads))
+    return out, KernelSaved((qkv, out, lse, n_heads, dropout))
 
 
 def attention_backward(xp, dout, saved):
     """dqkv (B, T, 3E) from dout (B, T, E) and a kernel forward's ``saved``."""
     cp = backend.cupy()
-    qkv, out, lse, n_heads = saved
+    qkv, out, lse, n_heads, dropout = saved
     B, T, E, D = _attention_shapes(qkv, n_heads)
     dout = _aligned(cp, dout if dout.dtype == qkv.dtype else dout.astype(qkv.dtype))
     dqkv = cp.empty_like(qkv)
@@ -68,6 +79,7 @@ def attention_backward(xp, dout, saved):
     grid = (-(-T // (128 // (D // 32))), B * n_heads)
     scale = 1.0 / math.sqrt(D)
     dims = (np.int32(T), np.int32(n_heads), np.float32(_LOG2E * scale), np.float32(scale))
+    dims += dropout
     dq = _function("attention.cu", "attention_backward_dq_kernel", _ctype(qkv), str(D))
     dq(grid, (128,), (qkv, out, dout, lse, delta, dqkv) + dims)  # also writes delta
     dkv = _function("attention.cu", "attention_backward_dkv_kernel", _ctype(qkv), str(D))

@@ -206,22 +206,17 @@ def clip_multiplier(xp, grads, max_norm: float = 0.0, loss_scale=None):
     return norm, multiplier
 
 
-def optimiser_update(optimiser, parameters, grad_multiplier=None) -> bool:
-    """``optimiser.update(parameters)`` for Adam/AdamW as multi-tensor kernel launches.
+def optimiser_update(named, states, lr, betas, eps, weight_decays, grad_multiplier=None) -> bool:
+    """One Adam/AdamW update of the parameters ``named`` [(name, Tensor)] as multi-tensor
+    kernel launches; ``Adam.fused_update`` is the caller.
 
-    Same state (``exp_avg``, ``exp_avg_sq``, ``step`` per parameter name) and the same math as
-    ``tricycle.optimisers``; one launch per distinct step count (normally one). Returns False,
-    having done nothing, where it does not apply: another optimiser (or a subclass), Adam with
-    L2 weight decay, or a parameter/gradient that is not a float32 C-contiguous cupy array.
+    Same state (``exp_avg``, ``exp_avg_sq``, ``step`` per parameter name, in ``states``) and
+    the same math as ``tricycle.optimisers``; ``weight_decays`` has one decoupled decay per
+    parameter; one launch per distinct step count (normally one). Returns False, having done
+    nothing, where a parameter or gradient is not a float32 C-contiguous cupy array.
     ``grad_multiplier``: see ``clip_multiplier``. Gradients are left in place (zero them as
     usual). A step skipped on the device (non-finite multiplier) still counts in ``step``.
     """
-    from tricycle.optimisers import Adam, AdamW, _named  # here: optimisers may import us
-
-    kind = type(optimiser)
-    if kind not in (Adam, AdamW) or (kind is Adam and optimiser.weight_decay):
-        return False
-    named = [(n, p) for n, p in _named(parameters) if p.grad is not None]
     if not named:
         return True
     for _, p in named:
@@ -229,11 +224,10 @@ def optimiser_update(optimiser, parameters, grad_multiplier=None) -> bool:
         if not (adam_enabled(p.array, g) and g.dtype == np.float32):
             return False
     cp = backend.cupy()
-    lr = float(optimiser.learning_rate)
-    beta1, beta2 = optimiser.betas
+    beta1, beta2 = betas
     groups: dict[int, list] = {}
-    for name, p in named:
-        state = optimiser.state.setdefault(name, {})
+    for (name, p), decay in zip(named, weight_decays):
+        state = states.setdefault(name, {})
         for key, value in state.items():  # state loaded from a checkpoint: move it here
             if hasattr(value, "shape") and not backend.is_cupy_array(value):
                 state[key] = backend.to_device_array(value, p.array.device.id)
@@ -242,14 +236,10 @@ def optimiser_update(optimiser, parameters, grad_multiplier=None) -> bool:
             state["exp_avg_sq"] = cp.zeros_like(p.array)
             state["step"] = 0
         state["step"] += 1
-        decay = kind is AdamW and optimiser.weight_decay and optimiser.decay_filter(name, p)
         groups.setdefault(state["step"], []).append(
-            (p.array, p.grad.array, state["exp_avg"], state["exp_avg_sq"],
-             optimiser.weight_decay if decay else 0.0)
-        )  # fmt: skip
+            (p.array, p.grad.array, state["exp_avg"], state["exp_avg_sq"], decay)
+        )
     for step, members in groups.items():
         w, g, m, v, wd = (list(column) for column in zip(*members))
-        adamw_multi_step(
-            None, w, g, m, v, lr, beta1, beta2, optimiser.eps, step, wd, grad_multiplier
-        )
+        adamw_multi_step(None, w, g, m, v, lr, beta1, beta2, eps, step, wd, grad_multiplier)
     return True

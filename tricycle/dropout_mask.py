@@ -1,0 +1,67 @@
+"""Counter-based dropout masks: the same mask from a seed on any device, never stored.
+
+Attention dropout (``tricycle.attention``) drops elements of a (B, H, T, T) probability
+matrix that the GPU kernels never materialise, and the backward must drop the same elements
+again. So the mask is a pure function of the seed and the element's coordinates, computed
+where it is needed: by numpy or cupy here, and by the CUDA kernel
+(``tricycle/kernels/attention.cu``, ``dropout_keep``) with the same constants.
+"""
+
+import numpy as np
+
+# lowbias32 (C. Wellons' integer hash): a full-avalanche bijection of 32-bit integers. The CUDA
+# kernel (tricycle/kernels/attention.cu) uses the same constants, so both draw the same mask.
+_GOLDEN = np.uint32(0x9E3779B9)
+
+
+def _mix32(x):
+    """lowbias32 of a uint32 array (wrapping arithmetic), elementwise."""
+    x = x ^ (x >> np.uint32(16))
+    x = x * np.uint32(0x7FEB352D)
+    x = x ^ (x >> np.uint32(15))
+    x = x * np.uint32(0x846CA68B)
+    return x ^ (x >> np.uint32(16))
+
+
+def dropout_threshold(probability: float) -> int:
+    """The uint32 below which a hash drops its element: round(p * 2^32), for p in [0, 1)."""
+    if not 0 <= probability < 1:
+        raise ValueError(f"attention: dropout probability must be in [0, 1), got {probability}")
+    return min(int(round(probability * 2**32)), 2**32 - 1)
+
+
+def keep_mask(xp, seed: int, probability: float, rows, keys, dtype=np.float32):
+    """The inverted-dropout multiplier M (0 or 1 / (1 - p)) of attention probabilities.
+
+    ``rows`` are the query rows' global indices ``(b * H + h) * T + query`` and ``keys`` the
+    key positions, broadcastable against each other; the result has their broadcast shape.
+    Element u = mix(mix(seed ^ mix(row)) ^ key * golden) is kept when u >= p * 2^32.
+    """
+    row_key = _mix32(np.uint32(seed) ^ _mix32(rows.astype(np.uint32)))
+    u = _mix32(row_key ^ (keys.astype(np.uint32) * _GOLDEN))
+    kept = u >= np.uint32(dropout_threshold(probability))
+    return kept.astype(dtype) * np.dtype(dtype).type(1 / (1 - probability))
+
+
+class AttentionDropout:
+    """Dropout of attention probabilities: a probability and a seed per call.
+
+    ``seed`` picks that call's mask (see ``keep_mask``); ``NO_DROPOUT`` has probability 0.
+    """
+
+    __slots__ = ("probability", "seed")
+
+    def __init__(self, probability: float = 0.0, seed: int = 0):
+        dropout_threshold(probability)  # checks the range
+        self.probability, self.seed = float(probability), int(seed) % 2**32
+
+    def mask(self, xp, n_heads: int, seq_len: int, batch, queries, keys, dtype):
+        """M for batch rows ``batch`` (c,), every head, ``queries`` (Qb,) and ``keys`` (kb,),
+        laid out (c, H, kb, Qb) like the CPU path's transposed probabilities."""
+        heads = xp.arange(n_heads)
+        rows = (batch[:, None] * n_heads + heads[None, :]) * seq_len  # (c, H)
+        rows = rows[:, :, None, None] + queries[None, None, None, :]  # (c, H, 1, Qb)
+        return keep_mask(xp, self.seed, self.probability, rows, keys[:, None], dtype)
+
+
+NO_DROPOUT = AttentionDropout()
