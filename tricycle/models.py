@@ -25,7 +25,7 @@ from tricycle.blocks import GPT2TransformerBlock
 from tricycle.configs import GPTConfig
 from tricycle.einsum import Einsum
 from tricycle.initialisers import gpt2_residual_std, init_normal
-from tricycle.layers import Dense, Dropout, Embedding, Layer, LayerNorm
+from tricycle.layers import Dense, Dropout, Embedding, Layer, LayerNorm, embedding
 from tricycle.tensor import Tensor, no_grad
 
 _TIED_HEAD = Einsum("...e,ve->...v")  # (B, T, E) x (V, E) -> (B, T, V)
@@ -101,8 +101,10 @@ class GPT(Layer):
                 f"of {window}; crop the input to its last {window} tokens"
             )
 
-        positions = xp.arange(start, start + T)
-        x = self.token_embedding(ids) + self.position_embedding(positions)  # (B, T, E)
+        positions = xp.arange(start, start + T)  # < window, checked above: no range check
+        x = self.token_embedding(ids) + embedding(
+            positions, self.position_embedding.weights, check_range=False
+        )  # (B, T, E)
         x = self.embedding_dropout(x)
         for i, block in enumerate(self.blocks):
             x = block(x, None if caches is None else caches[i])  # (B, T, E)

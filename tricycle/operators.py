@@ -11,7 +11,7 @@ import numpy as np
 
 from tricycle import binary, ops, reduce, unary
 from tricycle.einsum import Einsum
-from tricycle.tensor import Tensor
+from tricycle.tensor import Tensor, is_float
 
 
 def _scalar(value) -> bool:
@@ -29,8 +29,8 @@ def _as_tensor(value, like: Tensor) -> Tensor:
     if isinstance(value, Tensor):
         return value
     array = like.xp.asarray(value)
-    if np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer):
-        array = array.astype(like.dtype) if np.issubdtype(like.dtype, np.floating) else array
+    if array.dtype.kind in "fiu":  # a float or integer constant takes a float tensor's dtype
+        array = array.astype(like.dtype) if is_float(like.dtype) else array
     return Tensor(array, requires_grad=False)
 
 

@@ -49,7 +49,7 @@ def is_float(dtype) -> bool:
 
     Reading ``dtype.kind`` is far cheaper than ``np.issubdtype`` and this runs once per op.
     """
-    return dtype.kind == "f" or dtype.name == "bfloat16"  # ml_dtypes.bfloat16 has kind 'V'
+    return dtype.kind == "f" or (dtype.kind == "V" and dtype.name == "bfloat16")  # ml_dtypes
 
 
 class Tensor:

@@ -17,6 +17,19 @@ _OPTIONS = ("-std=c++17",)
 # numpy dtype name -> the C type that stores it in common.cuh
 _CTYPES = {"float32": "float", "float16": "half_t", "bfloat16": "bf16_t"}
 _LABEL_CTYPES = {"int32": "int", "int64": "long long"}
+# dtype -> C type or None, filled on first sight: ``dtype.name`` costs ~5 us, a dict lookup by
+# dtype ~0.1 us, and the dispatch predicates run several thousand times per training step
+_ctype_of: dict = {}
+
+
+def _float_ctype(dtype) -> str | None:
+    """The kernels' C type for a float dtype, None for any other dtype."""
+    try:
+        return _ctype_of[dtype]
+    except KeyError:
+        _ctype_of[dtype] = _CTYPES.get(dtype.name)
+        return _ctype_of[dtype]
+
 
 _WARP_MAX_COLS = 512  # rows up to this long get a warp each, longer rows a whole block
 _ATTENTION_HEAD_DIMS = (32, 64, 128)
@@ -32,7 +45,7 @@ def enabled(*arrays) -> bool:
     """
     if not arrays or os.environ.get("TRICYCLE_DISABLE_KERNELS"):
         return False
-    return all(backend.is_cupy_array(a) and a.dtype.name in _CTYPES for a in arrays)
+    return all(backend.is_cupy_array(a) and _float_ctype(a.dtype) is not None for a in arrays)
 
 
 def attention_enabled(qkv, n_heads: int) -> bool:
@@ -105,12 +118,12 @@ def _sm_count() -> int:
 
 
 def _ctype(array) -> str:
-    try:
-        return _CTYPES[array.dtype.name]
-    except KeyError:
+    ctype = _float_ctype(array.dtype)
+    if ctype is None:
         raise TypeError(
             f"tricycle.kernels: dtype {array.dtype} is not supported (float32, float16, bfloat16)"
-        ) from None
+        )
+    return ctype
 
 
 def _flag(value: bool) -> str:
