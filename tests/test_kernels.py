@@ -35,6 +35,7 @@ from tricycle.layers import (
 )
 from tricycle.loss import cross_entropy_backward, cross_entropy_forward
 from tricycle.optimisers import _adam_update
+from tricycle.precision import Precision
 
 GPU = backend.cupy_available()
 gpu = pytest.mark.skipif(not GPU, reason="no CUDA GPU")
@@ -515,6 +516,40 @@ def test_attention_dropout(cp, poisoned, rng, shape, dtype):
         got = cp.ascontiguousarray(dqkv.reshape(B, T, 3, E)[:, :, i])
         check(cp, got, dqkv_ref.reshape(B, T, 3, E)[:, :, i], dtype,
               f"dropout attention d{part} {shape}")  # fmt: skip
+
+
+# ====================================================================== gemm
+@gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("transpose_a", [False, True])
+@pytest.mark.parametrize("transpose_b", [False, True])
+@pytest.mark.parametrize("mkn", [(1, 1, 1), (7, 5, 3), (1000, 384, 1152), (33, 1, 65)])
+def test_gemm(cp, poisoned, rng, dtype, transpose_a, transpose_b, mkn):
+    m, k, n = mkn
+    a, a_ref = on_device(cp, rng.normal(size=(k, m) if transpose_a else (m, k)), dtype)
+    b, b_ref = on_device(cp, rng.normal(size=(n, k) if transpose_b else (k, n)), dtype)
+    assert kernels.gemm_enabled(a, b)
+    out = kernels.gemm(a, b, transpose_a, transpose_b)
+    ref = (a_ref.T if transpose_a else a_ref) @ (b_ref.T if transpose_b else b_ref)
+    check(cp, out, ref, dtype, f"gemm {mkn} T{transpose_a:d}{transpose_b:d}")
+    written = cp.full((m, n), np.nan, dtype=a.dtype)
+    assert kernels.gemm(a, b, transpose_a, transpose_b, out=written) is written
+    check(cp, written, ref, dtype, "gemm into out")
+
+
+@gpu
+def test_gemm_follows_the_tf32_policy_and_column_sums(cp, rng):
+    a = cp.asarray(rng.normal(size=(512, 512)).astype(np.float32))
+    ref = cp.asnumpy(a).astype(np.float64) @ cp.asnumpy(a).astype(np.float64)
+    full = np.abs(cp.asnumpy(kernels.gemm(a, a)) - ref).max() / np.abs(ref).max()
+    with Precision("tf32"):
+        tf32 = np.abs(cp.asnumpy(kernels.gemm(a, a)) - ref).max() / np.abs(ref).max()
+    assert full < 1e-6 < tf32 < 5e-3, (full, tf32)  # TF32 keeps 10 mantissa bits
+    sums = kernels.column_sums(a)
+    np.testing.assert_allclose(cp.asnumpy(sums), cp.asnumpy(a).sum(0), rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="inner sizes differ"):
+        kernels.gemm(a[:, :3].copy(), a)
+    assert not kernels.gemm_enabled(a.T, a)  # not C-contiguous: cupy's matmul takes it
 
 
 @gpu

@@ -232,7 +232,8 @@ def dense_forward(xp, x, weights, bias=None):
     ``(N, I) @ (I, J)`` (what ``Einsum("...i,ij->...j")`` plans too), and the bias is added in
     place to the product, which is a fresh array: no second (N, J) array.
     """
-    out = _rows(x) @ weights  # (N, J); a 1-D x is one row
+    x2 = _rows(x)  # (N, I); a 1-D x is one row
+    out = kernels.gemm(x2, weights) if kernels.gemm_enabled(x2, weights) else x2 @ weights
     if bias is not None:
         if xp.result_type(out, bias) == out.dtype:
             out += bias
@@ -243,18 +244,26 @@ def dense_forward(xp, x, weights, bias=None):
 
 def dense_backward_input(xp, dout, weights, x_shape):
     """d(x) of ``...i,ij->...j``: the einsum ``...j,ij->...i``, i.e. ``dout @ W.T``."""
-    return (_rows(dout) @ weights.T).reshape(x_shape)
+    dout2 = _rows(dout)  # (N, J)
+    if kernels.gemm_enabled(dout2, weights):  # cuBLAS directly (tricycle/kernels/gemm.py)
+        return kernels.gemm(dout2, weights, transpose_b=True).reshape(x_shape)
+    return (dout2 @ weights.T).reshape(x_shape)
 
 
 def dense_backward_weights(xp, dout, x):
     """d(W) of ``...i,ij->...j``: the einsum ``...i,...j->ij``, i.e. ``x.T @ dout`` over rows."""
-    return _rows(x).T @ _rows(dout)
+    x2, dout2 = _rows(x), _rows(dout)  # (N, I), (N, J)
+    if kernels.gemm_enabled(x2, dout2):
+        return kernels.gemm(x2, dout2, transpose_a=True)
+    return x2.T @ dout2
 
 
 def dense_backward_bias(xp, dout):
     """d(bias): dout summed over every leading axis, as a ones-vector matmul (BLAS runs it
     about twice as fast as numpy's column reduction)."""
     dout2 = _rows(dout)  # (N, J)
+    if kernels.gemm_enabled(dout2, dout2):
+        return kernels.column_sums(dout2)
     return xp.ones(dout2.shape[0], dtype=dout2.dtype) @ dout2
 
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from tricycle import backend
 from tricycle.kernels.flash_attention import attention_backward, attention_forward
+from tricycle.kernels.gemm import column_sums, gemm, gemm_enabled
 from tricycle.kernels.launch import (
     _ATTENTION_HEAD_DIMS,
     _CTYPES,
@@ -385,6 +386,7 @@ __all__ = [
     "bias_gelu_backward",
     "bias_gelu_forward",
     "clip_multiplier",
+    "column_sums",
     "compile_all",
     "cross_entropy_backward",
     "cross_entropy_forward",
@@ -392,6 +394,8 @@ __all__ = [
     "enabled",
     "gelu_backward",
     "gelu_forward",
+    "gemm",
+    "gemm_enabled",
     "instantiations",
     "is_tanh_gelu",
     "layer_norm_backward",
