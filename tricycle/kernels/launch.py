@@ -96,10 +96,10 @@ def _source(file: str) -> str:
 def _function(file: str, name: str, *template_args: str):
     """The compiled kernel ``name<template_args>`` from ``file`` (compiled once, then cached)."""
     cp = backend.cupy()
-    expression = f"{name}<{', '.join(template_args)}>" if template_args else name
-    key = (file, expression, cp.cuda.runtime.getDevice())
-    function = _functions.get(key)
+    key = (file, name, template_args, cp.cuda.runtime.getDevice())
+    function = _functions.get(key)  # a dict hit: launchers run thousands of times per step
     if function is None:
+        expression = f"{name}<{', '.join(template_args)}>" if template_args else name
         module = cp.RawModule(
             code=_source(file),
             options=_OPTIONS,
@@ -150,6 +150,8 @@ def _row_launch(rows: int, cols: int) -> tuple[bool, int, int]:
 
 def _contiguous(cp, a, dtype=None):
     """A C-contiguous array of ``dtype`` (a no-op when ``a`` already is one)."""
+    if a.flags.c_contiguous and (dtype is None or a.dtype == dtype):
+        return a  # the common case, without cupy's (slower) checks
     return cp.ascontiguousarray(a if dtype is None or a.dtype == dtype else a.astype(dtype))
 
 
