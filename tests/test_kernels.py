@@ -518,6 +518,21 @@ def test_attention_dropout(cp, poisoned, rng, shape, dtype):
               f"dropout attention d{part} {shape}")  # fmt: skip
 
 
+# ====================================================================== multi-tensor cast
+@gpu
+@pytest.mark.parametrize("dtype", [d for d in DTYPES if d != "float32"])
+def test_multi_cast(cp, poisoned, rng, dtype):
+    shapes = [(384, 1152), (1152,), (1,), (0,), (65, 384), (3, 5, 7), (50000,)]
+    arrays = [cp.asarray(rng.normal(size=s).astype(np.float32)) for s in shapes]
+    assert kernels.multi_cast_enabled(arrays, np_dtype(dtype))
+    casts = kernels.multi_cast(arrays, np_dtype(dtype))
+    for a, c in zip(arrays, casts):
+        assert c.shape == a.shape and c.dtype == np_dtype(dtype)
+        assert c.data.ptr % 128 == 0, "views start 128-byte aligned"
+        assert cp.array_equal(c, a.astype(np_dtype(dtype))), f"multi_cast {a.shape}"
+    assert not kernels.multi_cast_enabled(arrays, np.float32)  # only to 16 bits
+
+
 # ====================================================================== gemm
 @gpu
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -12,7 +12,7 @@ from tricycle.activation import ReLU
 from tricycle.einsum import Einsum
 from tricycle.loss import CrossEntropy
 from tricycle.optimisers import SGD, AdamW
-from tricycle.precision import GradScaler, Precision, cast, describe, is_floating
+from tricycle.precision import GradScaler, Precision, cast, cast_all, describe, is_floating
 from tricycle.tensor import Tensor
 
 gpu = pytest.mark.skipif(not backend.cupy_available(), reason="no CUDA GPU")
@@ -75,6 +75,22 @@ def test_cast_passes_through_same_dtype_and_integers():
     ids = np.arange(4)
     assert cast(ids, np.float16) is ids
     assert Precision("fp16").cast(np.ones(2, np.float32)).dtype == np.float16
+
+
+def test_cast_all_matches_cast_and_is_differentiable(xp):
+    """On a GPU one kernel casts every tensor; the values and gradients are those of cast."""
+    rng = np.random.default_rng(0)
+    tensors = [Tensor(xp.asarray(rng.normal(size=s).astype(np.float32))) for s in [(4, 3), (5,)]]
+    ids = Tensor(xp.arange(3), requires_grad=False)
+    casts = cast_all([*tensors, ids, tensors[0]], np.float16)
+    assert casts[2] is ids and casts[3] is casts[0]  # integers pass; one cast per tensor
+    for t, c in zip(tensors, casts):
+        assert c.dtype == np.float16 and c.args == (t,)
+        np.testing.assert_array_equal(Tensor(c.array).numpy(), t.numpy().astype(np.float16))
+    (casts[0].sum() * 2 + (casts[1] * casts[1]).sum()).backward()
+    assert tensors[0].grad.dtype == np.float32
+    np.testing.assert_allclose(tensors[0].grad.numpy(), 2.0)
+    np.testing.assert_allclose(tensors[1].grad.numpy(), 2 * tensors[1].numpy(), rtol=1e-3)
 
 
 # ---------------------------------------------------------------------- GradScaler

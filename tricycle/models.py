@@ -234,15 +234,16 @@ def _cast_parameters(model: Layer, precision):
     Layers read their parameters as attributes at call time, so no layer needs to know about
     precision (contract 9: the policy is passed explicitly, not tested in every op).
     """
-    casts: dict[int, Tensor] = {}
-    swapped = []
-    for layer in model.layers():
-        for attr, value in list(vars(layer).items()):
-            if isinstance(value, Tensor) and value.requires_grad:
-                if id(value) not in casts:
-                    casts[id(value)] = precision.cast(value)
-                swapped.append((layer, attr, value))
-                setattr(layer, attr, casts[id(value)])
+    swapped = [
+        (layer, attr, value)
+        for layer in model.layers()
+        for attr, value in vars(layer).items()
+        if isinstance(value, Tensor) and value.requires_grad
+    ]
+    unique = list({id(value): value for _, _, value in swapped}.values())
+    casts = dict(zip(map(id, unique), precision.cast_all(unique)))  # one launch on a GPU
+    for layer, attr, value in swapped:
+        setattr(layer, attr, casts[id(value)])
     try:
         yield
     finally:

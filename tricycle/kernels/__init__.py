@@ -49,6 +49,8 @@ from tricycle.kernels.optimiser import (
     adamw_multi_step,
     adamw_step,
     clip_multiplier,
+    multi_cast,
+    multi_cast_enabled,
     optimiser_update,
 )
 
@@ -364,6 +366,8 @@ def instantiations() -> list[tuple[str, str, tuple[str, ...]]]:
     for name in ("adamw_kernel", "adamw_multi_kernel", "sumsq_multi_kernel",
                  "clip_multiplier_kernel"):  # fmt: skip
         out += [("adamw.cu", name, ())]
+    for t in ("half_t", "bf16_t"):
+        out += [("cast.cu", "multi_cast_kernel", (t,))]
     return out
 
 
@@ -400,6 +404,8 @@ __all__ = [
     "is_tanh_gelu",
     "layer_norm_backward",
     "layer_norm_forward",
+    "multi_cast",
+    "multi_cast_enabled",
     "optimiser_update",
     "owns",
     "rms_norm_backward",

@@ -1,5 +1,6 @@
-"""The fused AdamW step on the GPU: one parameter, a multi-tensor launch over all of them, or a
-flat buffer; the global gradient norm for clipping; and the optimiser hook."""
+"""Multi-tensor parameter kernels on the GPU: the fused AdamW step (one parameter, a
+multi-tensor launch over all of them, or a flat buffer), the global gradient norm for
+clipping, the optimiser hook, and the cast of every parameter to 16 bits for mixed precision."""
 
 import math
 
@@ -8,9 +9,12 @@ import numpy as np
 from tricycle import backend
 from tricycle.kernels.launch import (
     _contiguous,
+    _ctype,
     _elementwise_grid,
+    _float_ctype,
     _function,
     adam_enabled,
+    enabled,
 )
 
 
@@ -243,3 +247,43 @@ def optimiser_update(named, states, lr, betas, eps, weight_decays, grad_multipli
         w, g, m, v, wd = (list(column) for column in zip(*members))
         adamw_multi_step(None, w, g, m, v, lr, beta1, beta2, eps, step, wd, grad_multiplier)
     return True
+
+
+# ====================================================================== multi-tensor cast
+_ALIGN = 64  # elements: 128-byte aligned views for 16-bit dtypes
+_offset_tables: dict[tuple, tuple] = {}
+
+
+def multi_cast_enabled(arrays, dtype) -> bool:
+    """``multi_cast`` applies: float32 C-contiguous cupy arrays, to float16 or bfloat16."""
+    return (
+        bool(arrays)
+        and enabled(*arrays)
+        and np.dtype(dtype).itemsize == 2
+        and _float_ctype(np.dtype(dtype)) is not None
+        and all(a.dtype == np.float32 and a.flags.c_contiguous for a in arrays)
+    )
+
+
+def multi_cast(arrays, dtype) -> list:
+    """``[a.astype(dtype) for a in arrays]`` in one launch: the results are views into one
+    new flat buffer (each starting 128-byte aligned)."""
+    cp = backend.cupy()
+    dtype = np.dtype(dtype)
+    sizes = [a.size for a in arrays]
+    key = (cp.cuda.runtime.getDevice(), tuple(sizes))
+    if key not in _offset_tables:
+        offsets = np.cumsum([0] + [-(-n // _ALIGN) * _ALIGN for n in sizes])
+        _offset_tables[key] = (offsets, cp.asarray(offsets[:-1].astype(np.int64)))
+    offsets, device_offsets = _offset_tables[key]
+    flat = cp.empty(int(offsets[-1]), dtype=dtype)
+    table = _table(cp, sizes, None)
+    if table.n_blocks:
+        kernel = _function("cast.cu", "multi_cast_kernel", _ctype(flat))
+        kernel(
+            (table.n_blocks,),
+            (256,),
+            (_pointers(cp, (arrays,)), device_offsets, table.sizes, table.block_tensor,
+             table.block_start, np.int32(table.chunk), flat),
+        )  # fmt: skip
+    return [flat[o : o + a.size].reshape(a.shape) for o, a in zip(offsets, arrays)]
