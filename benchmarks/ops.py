@@ -22,7 +22,10 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
+# isort: off
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")  # before numpy: see tricycle/__init__.py
+import numpy as np  # noqa: E402
+# isort: on
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 

@@ -1,6 +1,9 @@
 """Tensor and the backward pass: construction, dtypes, graph shapes, accumulation, no_grad."""
 
+import os
 import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -343,3 +346,15 @@ def test_a_back_fn_may_return_a_tensor():
     (out * out).sum().backward()
     np.testing.assert_array_equal(x.grad.array, [18.0, 36.0])  # d(9x^2)/dx = 18x
     assert type(x.grad.array) is np.ndarray
+
+
+def test_importing_tricycle_sets_openblas_thread_timeout_unless_set():
+    """OpenBLAS's spinning threads slow the CPU path (tricycle/__init__.py); an explicit
+    setting wins."""
+    code = "import os, tricycle; print(os.environ['OPENBLAS_THREAD_TIMEOUT'])"
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert run.stdout.strip() == "4", run.stderr
+    env["OPENBLAS_THREAD_TIMEOUT"] = "12"
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert run.stdout.strip() == "12", run.stderr
