@@ -41,11 +41,12 @@ def enabled(*arrays) -> bool:
     """True when every array is a cupy array of a supported float dtype and kernels are on.
 
     This is the dispatch test at the top of each pinned xp function. It is cheap (no cupy
-    import, no device query) and False for every numpy array.
+    import, no device query) and False for every numpy array, which it looks at first.
     """
-    if not arrays or os.environ.get("TRICYCLE_DISABLE_KERNELS"):
-        return False
-    return all(backend.is_cupy_array(a) and _float_ctype(a.dtype) is not None for a in arrays)
+    for a in arrays:
+        if not backend.is_cupy_array(a) or _float_ctype(a.dtype) is None:
+            return False
+    return bool(arrays) and not os.environ.get("TRICYCLE_DISABLE_KERNELS")
 
 
 def attention_enabled(qkv, n_heads: int) -> bool:
