@@ -321,7 +321,10 @@ def test_cross_entropy(cp, poisoned, rng, shape, dtype, label_dtype, ignore_inde
     (peak, log_sum, count), (peak_ref, log_sum_ref, count_ref) = saved, saved_ref
     check(cp, loss, loss_ref, dtype, "cross_entropy loss", dtype_out="float32")
     check(cp, peak, peak_ref, dtype, "cross_entropy peak", dtype_out="float32")
-    check(cp, log_sum, log_sum_ref, dtype, "cross_entropy log_sum", dtype_out="float32")
+    # log_sum alone can be ~1e-5 (one dominant logit), where float32's absolute rounding is a
+    # large relative error: the quantity that matters is the log-sum-exp, peak + log_sum
+    check(cp, peak + log_sum, peak_ref + log_sum_ref, dtype, "cross_entropy logsumexp",
+          dtype_out="float32")  # fmt: skip
     assert float(count) == float(count_ref)
 
     dloss = cp.asarray(0.75, dtype=np.float32)
