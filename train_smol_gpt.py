@@ -115,6 +115,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     add("--dropout", type=float, help="dropout probability")
     add("--eval-interval", type=int, help="validate (and checkpoint) every this many steps")
     add("--eval-steps", type=int, help="validation batches per evaluation")
+    add(
+        "--eval-protocol",
+        choices=["sequential", "random"],
+        help="validation windows: the same ones in order, or fresh random ones (nanoGPT)",
+    )
     add("--max-bytes", type=int, default=4_000_000, help="size of the python-code corpus")
     add("--out-dir", type=Path, help="output directory (default runs/<config>)")
     add("--resume", action="store_true", help="continue from --out-dir's checkpoint")
@@ -164,6 +169,7 @@ def build_config(args) -> GPTConfig:
         "dropout": args.dropout,
         "eval_interval": args.eval_interval,
         "eval_steps": args.eval_steps,
+        "eval_protocol": args.eval_protocol,
     }
     config = get_config(args.config, **{k: v for k, v in overrides.items() if v is not None})
     if config.min_learning_rate > config.max_learning_rate:  # e.g. only --lr was lowered
@@ -275,13 +281,21 @@ def settle(result: dict, step: int, precision=None) -> dict:
     return {**result, "loss": loss, "grad_norm": norm}
 
 
-def evaluate(model, dataset, loss_fn, n_batches: int, precision=None) -> float:
-    """Mean validation loss over the first ``n_batches`` fixed batches, without a graph
-    (summed on the device, read back once)."""
+def evaluate(
+    model, dataset, loss_fn, n_batches: int, precision=None, protocol: str = "sequential"
+) -> float:
+    """Mean validation loss over ``n_batches`` batches, without a graph (summed on the
+    device, read back once). ``protocol`` "sequential": the first windows in order, the same
+    every time (each token once, if n_batches covers the split); "random": fresh random
+    windows each time, as nanoGPT's ``estimate_loss``."""
     model.eval()
     total, n = 0.0, 0
+    if protocol == "random":
+        batches = (next(dataset) for _ in range(n_batches))
+    else:
+        batches = dataset.iterate_sequential(max_batches=n_batches)
     with no_grad():
-        for inputs, targets in dataset.iterate_sequential(max_batches=n_batches):
+        for inputs, targets in batches:
             total = total + loss_fn(targets, model(inputs, precision=precision)).array
             n += 1
     model.train()
@@ -457,7 +471,9 @@ def train(args) -> dict:
             )
             val_loss = None
             if valid_data is not None and (done % config.eval_interval == 0 or done == stop):
-                val_loss = evaluate(model, valid_data, loss_fn, config.eval_steps, policy)
+                val_loss = evaluate(
+                    model, valid_data, loss_fn, config.eval_steps, policy, config.eval_protocol
+                )
                 pending[-1].update(val_loss=val_loss, wall_time=wall())
             out_of_time = args.max_seconds is not None and wall() >= args.max_seconds
             checkpointing = done % config.eval_interval == 0 or done == stop or out_of_time

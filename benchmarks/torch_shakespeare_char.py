@@ -7,7 +7,8 @@ The model is nanoGPT's (``model.py``, written out here): bias-free Linear and La
 head, GPT-2 init, AdamW (betas 0.9/0.99, decay 0.1 on every matrix), lr 1e-3 with 100 warm-up
 steps and cosine decay to 1e-4 over 5,000 steps, clipping at 1.0, batch 64 x 256, bf16
 autocast. The batches and the validation loss come from tricycle (``CausalLMDataset`` and
-``train_smol_gpt.evaluate``'s protocol: every non-overlapping window of the validation split),
+``train_smol_gpt.evaluate``'s protocols: nanoGPT's 200 fresh random batches, or every
+non-overlapping window of the validation split in order),
 so that its validation curve can be set beside ``train_smol_gpt.py --config shakespeare-char``:
 a gap between the two is the implementation's, not the protocol's.
 """
@@ -80,6 +81,7 @@ def main() -> None:
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--max-seconds", type=float, default=60)
     parser.add_argument("--seed", type=int, default=1337)
+    parser.add_argument("--eval-protocol", choices=["sequential", "random"], default="random")
     args = parser.parse_args()
     c = ShakespeareCharConfig()
     corpus = ShakespeareChar(data_dir=args.data_dir)
@@ -112,7 +114,11 @@ def main() -> None:
         model.eval()
         total, n = 0.0, 0
         with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
-            for inputs, targets in valid.iterate_sequential(max_batches=c.eval_steps):
+            if args.eval_protocol == "random":  # as train_smol_gpt.evaluate
+                batches = (next(valid) for _ in range(c.eval_steps))
+            else:
+                batches = valid.iterate_sequential(max_batches=c.eval_steps)
+            for inputs, targets in batches:
                 logits = model(to_gpu(inputs)).float()
                 total += F.cross_entropy(logits.flatten(0, 1), to_gpu(targets).flatten()).item()
                 n += 1

@@ -24,6 +24,7 @@ from tricycle.checkpoint import (
     save_state,
 )
 from tricycle.configs import DebugConfig
+from tricycle.dataset import CausalLMDataset
 from tricycle.loss import CrossEntropy
 from tricycle.models import GPT
 from tricycle.optimisers import AdamW
@@ -203,3 +204,20 @@ def test_writes_are_atomic(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.pkl"]  # no temporary left
     atomic_write_bytes(path, b"new")
     assert path.read_bytes() == b"new"
+
+
+def test_evaluation_protocols():
+    """'sequential' scores the same windows every time; 'random' draws fresh ones (nanoGPT)."""
+    np.random.seed(0)
+    config = DebugConfig(vocab_size=20, context_window=8, embedding_dim=16, n_heads=2, n_layers=1)
+    model = GPT(config)
+    tokens = np.random.default_rng(0).integers(0, 20, size=2000)
+    valid = CausalLMDataset(tokens, 20, 4, 8, 0).batch()
+    evaluate = train_script.evaluate
+    sequential = [evaluate(model, valid, CrossEntropy(), 3) for _ in range(2)]
+    random = [evaluate(model, valid, CrossEntropy(), 3, protocol="random") for _ in range(2)]
+    assert sequential[0] == sequential[1]
+    assert random[0] != random[1]
+    assert all(abs(v - np.log(20)) < 0.5 for v in sequential + random)  # an untrained model
+    with pytest.raises(ValueError, match="eval_protocol"):
+        DebugConfig(eval_protocol="sometimes")

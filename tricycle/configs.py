@@ -29,7 +29,9 @@ class GPTConfig:
     linear warm-up, AdamW (``beta1``, ``beta2``, ``eps``, ``weight_decay``; with
     ``decay_embeddings`` the embedding tables are decayed too, as nanoGPT), gradient clipping
     to global norm ``grad_clip`` (0 disables), validation every ``eval_interval`` steps over
-    ``eval_steps`` batches, and ``device`` ("cpu" or "gpu").
+    ``eval_steps`` batches (``eval_protocol`` "sequential": the validation windows in order,
+    the same each time; "random": fresh random windows, as nanoGPT), and ``device`` ("cpu"
+    or "gpu").
     """
 
     # model
@@ -59,6 +61,7 @@ class GPTConfig:
     grad_clip: float = 1.0
     eval_interval: int = 250
     eval_steps: int = 20
+    eval_protocol: str = "sequential"
     device: str = "cpu"
 
     def __post_init__(self):
@@ -72,6 +75,11 @@ class GPTConfig:
                 raise ValueError(f"{type(self).__name__}: {name} must be positive")
         if not 0 <= self.dropout < 1:
             raise ValueError(f"{type(self).__name__}: dropout must be in [0, 1)")
+        if self.eval_protocol not in ("sequential", "random"):
+            raise ValueError(
+                f"{type(self).__name__}: eval_protocol must be 'sequential' or 'random', got "
+                f"{self.eval_protocol!r}"
+            )
 
     @property
     def head_dim(self) -> int:
@@ -176,6 +184,7 @@ class ShakespeareCharConfig(GPTConfig):
     dropout: float = 0.2
     bias: bool = False
     decay_embeddings: bool = True
+    eval_protocol: str = "random"  # nanoGPT's estimate_loss: 200 fresh random batches
     batch_size: int = 64
     max_learning_rate: float = 1e-3
     min_learning_rate: float = 1e-4
