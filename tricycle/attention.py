@@ -98,7 +98,9 @@ def _attend(xp, q, k, v, dropout: AttentionDropout = NO_DROPOUT):
     queries): numpy reduces over the second-to-last axis several times faster than over the
     last. On numpy the batch is walked in chunks whose scores fit in the CPU cache, so the
     softmax passes stay there. With ``dropout`` (training only, Tq == Tk) the output uses the
-    dropped probabilities; the stored ones are not dropped.
+    dropped probabilities; the stored ones are not dropped, and the kept elements are returned
+    too (a bool per probability, a quarter of their memory), so the backward does not hash
+    again; else None.
     """
     B, H, Tq, D = q.shape
     Tk = k.shape[2]
@@ -107,11 +109,12 @@ def _attend(xp, q, k, v, dropout: AttentionDropout = NO_DROPOUT):
     blocks = _query_blocks(xp, Tq, Tk, D)
     probs = [xp.empty((B, H, kb, b - a), dtype=q.dtype) for a, b, kb in blocks]
     biases = [_causal_bias(xp, kb, a + Tk - Tq, b - a, q.dtype) for a, b, kb in blocks]
+    kept = [xp.empty(p.shape, dtype=bool) for p in probs] if dropout.probability else None
     batch = xp.arange(B)
 
     def attend_rows(group):  # batch rows ``group``, every query block
         q_, k_, v_, out_ = q[group], k[group], v[group], out[group]
-        for (a, b, kb), block, bias in zip(blocks, probs, biases):
+        for i, ((a, b, kb), block, bias) in enumerate(zip(blocks, probs, biases)):
             for rows in row_blocks(xp, len(q_), H * kb * (b - a)):
                 p = block[group][rows]  # (c, H, kb, Qb): scores, then probabilities, in place
                 xp.matmul(k_[rows, :, :kb], (q_[rows, :, a:b] * scale).swapaxes(-1, -2), out=p)
@@ -119,14 +122,17 @@ def _attend(xp, q, k, v, dropout: AttentionDropout = NO_DROPOUT):
                 p -= p.max(axis=-2, keepdims=True)  # stable softmax over the keys
                 xp.exp(p, out=p)
                 p *= 1 / p.sum(axis=-2, keepdims=True)
-                if dropout.probability:
-                    p = p * dropout.mask(xp, H, Tq, batch[group][rows], xp.arange(a, b),
-                                         xp.arange(kb), p.dtype)  # fmt: skip
+                if kept is not None:
+                    keep = kept[i][group][rows]
+                    keep[...] = dropout.keep(xp, H, Tq, batch[group][rows], xp.arange(a, b),
+                                             xp.arange(kb))  # fmt: skip
+                    p = p * keep
+                    p *= dropout.scale
                 y = out_[rows, a:b].transpose(0, 2, 1, 3)  # (c, H, Qb, D) view of the output
                 xp.matmul(p.swapaxes(-1, -2), v_[rows, :, :kb], out=y)
 
     for_row_groups(xp, B, attend_rows)
-    return out, probs
+    return out, probs, kept
 
 
 def attention_forward(xp, qkv, n_heads: int, dropout: AttentionDropout = NO_DROPOUT):
@@ -143,9 +149,10 @@ def attention_forward(xp, qkv, n_heads: int, dropout: AttentionDropout = NO_DROP
     qkv = qkv.astype(_product_dtype(xp, dtype), copy=False)
     B, T, three_e = qkv.shape
     q, k, v = split_heads(qkv, n_heads)  # (B, H, T, D) views
-    out, probs = _attend(xp, q, k, v, dropout)  # (B, T, H, D), [(B, H, keys, queries) per block]
+    # (B, T, H, D); per query block (B, H, keys, queries) probabilities and kept elements
+    out, probs, kept = _attend(xp, q, k, v, dropout)
     out = out.reshape(B, T, three_e // 3)  # (B, T, E)
-    return out.astype(dtype, copy=False), (qkv, probs, out, n_heads, dropout, dtype)
+    return out.astype(dtype, copy=False), (qkv, probs, kept, out, n_heads, dropout, dtype)
 
 
 def _product_dtype(xp, dtype):
@@ -157,7 +164,7 @@ def attention_backward(xp, dout, saved):
     """Gradient of ``attention_forward``: dout (B, T, E) -> dqkv (B, T, 3E)."""
     if kernels.owns(saved):
         return kernels.attention_backward(xp, dout, saved)
-    qkv, probs, out, n_heads, dropout, dtype = saved
+    qkv, probs, kept, out, n_heads, dropout, dtype = saved
     dout = dout.astype(qkv.dtype, copy=False)
     B, T, E = dout.shape
     D = E // n_heads
@@ -168,23 +175,24 @@ def attention_backward(xp, dout, saved):
 
     dqkv = xp.empty((B, T, 3, n_heads, D), dtype=dout.dtype)
     dq, dk, dv = (dqkv[:, :, i].transpose(0, 2, 1, 3) for i in range(3))  # (B, H, T, D) views
-    blocks = list(zip(_query_blocks(xp, T, T, D), probs))[::-1]
-    batch = xp.arange(B)
+    kept = kept or [None] * len(probs)
+    blocks = list(zip(_query_blocks(xp, T, T, D), probs, kept))[::-1]
 
     def backward_rows(group):  # batch rows ``group``, every query block
         q_, k_, v_, dy_, y_ = q[group], k[group], v[group], dy[group], y[group]
         dq_, dk_, dv_ = dq[group], dk[group], dv[group]
         # the last block sees every key, so it writes dk and dv; earlier ones add to a prefix
-        for i, ((a, b, kb), block) in enumerate(blocks):
+        for i, ((a, b, kb), block, kept_block) in enumerate(blocks):
             for rows in row_blocks(xp, len(q_), n_heads * kb * (b - a)):
                 p = block[group][rows]  # P^T: (c, H, kb, Qb)
                 dy_block = dy_[rows, :, a:b]  # (c, H, Qb, D)
                 dscores = xp.matmul(v_[rows, :, :kb], dy_block.swapaxes(-1, -2))  # dP^T
-                if dropout.probability:  # through the mask: dP = M dP~, and v sees P M
-                    mask = dropout.mask(xp, n_heads, T, batch[group][rows], xp.arange(a, b),
-                                        xp.arange(kb), p.dtype)  # fmt: skip
-                    dscores *= mask
-                    p_dropped = p * mask
+                if kept_block is not None:  # through the mask: dP = M dP~, and v sees P M
+                    keep = kept_block[group][rows]
+                    dscores *= keep
+                    dscores *= dropout.scale
+                    p_dropped = p * keep
+                    p_dropped *= dropout.scale
                 else:
                     p_dropped = p
                 # softmax backward: dS = P (dP - rowsum(dP P)), and rowsum(dP P) = rowsum(dO O)
@@ -277,5 +285,5 @@ def attend_with_cache(xp, qkv, n_heads: int, cache: KVCache):
     cache.keys[:, :, start:end] = k
     cache.values[:, :, start:end] = v
     cache.length = end
-    out, _ = _attend(xp, q, cache.keys[:, :, :end], cache.values[:, :, :end])  # (B, Tnew, H, D)
+    out, _, _ = _attend(xp, q, cache.keys[:, :, :end], cache.values[:, :, :end])  # (B, Tnew, H, D)
     return out.reshape(B, T_new, three_e // 3)

@@ -30,8 +30,8 @@ def dropout_threshold(probability: float) -> int:
     return min(int(round(probability * 2**32)), 2**32 - 1)
 
 
-def keep_mask(xp, seed: int, probability: float, rows, keys, dtype=np.float32):
-    """The inverted-dropout multiplier M (0 or 1 / (1 - p)) of attention probabilities.
+def keep_bits(xp, seed: int, probability: float, rows, keys):
+    """Which attention probabilities dropout keeps (a bool array).
 
     ``rows`` are the query rows' global indices ``(b * H + h) * T + query`` and ``keys`` the
     key positions, broadcastable against each other; the result has their broadcast shape.
@@ -39,7 +39,12 @@ def keep_mask(xp, seed: int, probability: float, rows, keys, dtype=np.float32):
     """
     row_key = _mix32(np.uint32(seed) ^ _mix32(rows.astype(np.uint32)))
     u = _mix32(row_key ^ (keys.astype(np.uint32) * _GOLDEN))
-    kept = u >= np.uint32(dropout_threshold(probability))
+    return u >= np.uint32(dropout_threshold(probability))
+
+
+def keep_mask(xp, seed: int, probability: float, rows, keys, dtype=np.float32):
+    """The inverted-dropout multiplier M (0 or 1 / (1 - p)) of ``keep_bits``."""
+    kept = keep_bits(xp, seed, probability, rows, keys)
     return kept.astype(dtype) * np.dtype(dtype).type(1 / (1 - probability))
 
 
@@ -55,13 +60,18 @@ class AttentionDropout:
         dropout_threshold(probability)  # checks the range
         self.probability, self.seed = float(probability), int(seed) % 2**32
 
-    def mask(self, xp, n_heads: int, seq_len: int, batch, queries, keys, dtype):
-        """M for batch rows ``batch`` (c,), every head, ``queries`` (Qb,) and ``keys`` (kb,),
-        laid out (c, H, kb, Qb) like the CPU path's transposed probabilities."""
+    @property
+    def scale(self) -> float:
+        """1 / (1 - p): what kept probabilities are multiplied by."""
+        return 1 / (1 - self.probability)
+
+    def keep(self, xp, n_heads: int, seq_len: int, batch, queries, keys):
+        """``keep_bits`` for batch rows ``batch`` (c,), every head, ``queries`` (Qb,) and
+        ``keys`` (kb,), laid out (c, H, kb, Qb) like the CPU path's transposed probabilities."""
         heads = xp.arange(n_heads)
         rows = (batch[:, None] * n_heads + heads[None, :]) * seq_len  # (c, H)
         rows = rows[:, :, None, None] + queries[None, None, None, :]  # (c, H, 1, Qb)
-        return keep_mask(xp, self.seed, self.probability, rows, keys[:, None], dtype)
+        return keep_bits(xp, self.seed, self.probability, rows, keys[:, None])
 
 
 NO_DROPOUT = AttentionDropout()
