@@ -20,15 +20,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
-from gpt_train import GPU_CONFIG, batches  # noqa: E402
 
-from train_smol_gpt import make_precision, training_step  # noqa: E402
+from gpt_train import gpu_setup  # noqa: E402
+
+from train_smol_gpt import training_step  # noqa: E402
 from tricycle import kernels  # noqa: E402
 from tricycle.backend import cupy  # noqa: E402
-from tricycle.configs import GPTConfig  # noqa: E402
 from tricycle.loss import CrossEntropy  # noqa: E402
-from tricycle.models import GPT  # noqa: E402
-from tricycle.optimisers import AdamW  # noqa: E402
 
 
 def gemm(cp, a, b, c) -> None:
@@ -98,13 +96,8 @@ def probe_capture(cp) -> None:
 
 
 def probe_host_time(cp, precision: str = "tf32", steps: int = 10) -> None:
-    config = GPTConfig(**GPU_CONFIG, activation_fn="gelu_tanh", grad_clip=1.0)
-    data = batches(config, steps + 3)
-    np.random.seed(0)
-    model = GPT(config).to_gpu()
-    optimiser = AdamW(learning_rate=1e-3, betas=(0.9, 0.95), weight_decay=0.1)
-    policy = make_precision(precision, "gpu")
-    batches_on_gpu = iter(zip(cp.asarray(data[0]), cp.asarray(data[1])))
+    config, model, optimiser, policy, inputs, targets = gpu_setup(precision, steps + 3)
+    batches_on_gpu = iter(zip(inputs, targets))
     host, device = [], []
     with policy:
         for step in range(steps + 3):

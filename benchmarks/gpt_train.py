@@ -38,7 +38,8 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # the training script and the torch twin
 
-from train_smol_gpt import training_step, tune_cpu_allocator  # noqa: E402
+from train_smol_gpt import make_precision, training_step, tune_cpu_allocator  # noqa: E402
+from tricycle.backend import cupy  # noqa: E402
 from tricycle.configs import GPTConfig  # noqa: E402
 from tricycle.loss import CrossEntropy  # noqa: E402
 from tricycle.models import GPT  # noqa: E402
@@ -168,10 +169,21 @@ GPU_MODES = {"fp32": [("fp32", "fp32")], "tf32": [("tf32", "tf32")],
              "mixed": [("fp16", "bf16"), ("bf16", "bf16")]}  # fmt: skip
 
 
-def gpu_tricycle(config, data, precision: str, warmup: int) -> dict:
-    from train_smol_gpt import make_precision  # noqa: PLC0415
-    from tricycle.backend import cupy  # noqa: PLC0415
+def gpu_setup(precision: str, n_batches: int):
+    """(config, model, optimiser, policy, inputs, targets): this benchmark's GPT (gelu_tanh),
+    AdamW and precision policy, and ``n_batches`` random batches on the GPU; for the GPU
+    diagnostics beside this file (gpu_phases.py, gpu_host_profile.py, cuda_graph_probe.py)."""
+    cp = cupy()
+    config = GPTConfig(**GPU_CONFIG, activation_fn="gelu_tanh", grad_clip=1.0)
+    data = batches(config, n_batches)
+    np.random.seed(0)
+    model = GPT(config).to_gpu()
+    optimiser = AdamW(learning_rate=1e-3, betas=(0.9, 0.95), weight_decay=0.1)
+    policy = make_precision(precision, "gpu")
+    return config, model, optimiser, policy, cp.asarray(data[0]), cp.asarray(data[1])
 
+
+def gpu_tricycle(config, data, precision: str, warmup: int) -> dict:
     cp = cupy()
     np.random.seed(0)
     model = GPT(config).to_gpu()

@@ -20,28 +20,18 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
-from gpt_train import GPU_CONFIG, batches  # noqa: E402
+from gpt_train import GPU_CONFIG, gpu_setup  # noqa: E402
 
-from train_smol_gpt import make_precision  # noqa: E402
 from tricycle.attention import attention_backward, attention_forward  # noqa: E402
 from tricycle.backend import cupy  # noqa: E402
-from tricycle.configs import GPTConfig  # noqa: E402
 from tricycle.dropout_mask import AttentionDropout  # noqa: E402
 from tricycle.loss import CrossEntropy  # noqa: E402
-from tricycle.models import GPT  # noqa: E402
-from tricycle.optimisers import AdamW  # noqa: E402
 
 
 def phases(precision: str, steps: int, warmup: int = 3) -> dict[str, float]:
     cp = cupy()
-    config = GPTConfig(**GPU_CONFIG, activation_fn="gelu_tanh", grad_clip=1.0)
-    data = batches(config, steps + warmup)
-    np.random.seed(0)
-    model = GPT(config).to_gpu()
-    optimiser = AdamW(learning_rate=1e-3, betas=(0.9, 0.95), weight_decay=0.1)
+    _, model, optimiser, policy, inputs, targets = gpu_setup(precision, steps + warmup)
     loss_fn = CrossEntropy()
-    policy = make_precision(precision, "gpu")
-    inputs, targets = cp.asarray(data[0]), cp.asarray(data[1])
     times: dict[str, list[float]] = {"forward": [], "backward": [], "update": []}
 
     def timed(name, fn, step):
