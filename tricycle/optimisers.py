@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from tricycle import backend, kernels
-from tricycle.functions import for_each_block
+from tricycle.functions import for_each_block, row_blocks, run_blocks
 from tricycle.tensor import Tensor
 
 
@@ -176,38 +176,67 @@ def _adam_update(xp, w, grad, state, lr, beta1, beta2, eps, decay=0.0) -> None:
     """
     if kernels.adam_enabled(w, grad):  # one fused CUDA kernel (tricycle/kernels/adamw.cu)
         return kernels.adam_update(xp, w, grad, state, lr, beta1, beta2, eps, decay)
+    constants = _adam_step_constants(xp, w, state, lr, beta1, beta2, eps, decay)
+    arrays = (w, grad, state["exp_avg"], state["exp_avg_sq"])
+    if not w.flags.c_contiguous:  # reshape(-1) would copy: update the whole arrays at once
+        _adam_block(xp, *arrays, *constants)
+        return
+    flats = [a.reshape(-1) for a in arrays]  # views we may write through (grad: read only)
+    for_each_block(xp, w.size, 1, lambda rows: _adam_block(xp, *(a[rows] for a in flats),
+                                                            *constants))  # fmt: skip
+
+
+def _adam_update_many(items, lr, beta1, beta2, eps) -> None:
+    """``_adam_update`` of many numpy parameters, ``items`` [(w, grad, state, decay)], with
+    all their blocks handed to the thread pool at once: one dispatch per step instead of one
+    per parameter, and small parameters (biases, gains) share the cores with large ones."""
+    tasks = []
+    for w, grad, state, decay in items:
+        constants = _adam_step_constants(np, w, state, lr, beta1, beta2, eps, decay)
+        flats = [a.reshape(-1) for a in (w, grad, state["exp_avg"], state["exp_avg_sq"])]
+        tasks += [(flats, rows, constants) for rows in row_blocks(np, w.size, 1)]
+    run_blocks(lambda task: _adam_block(np, *(a[task[1]] for a in task[0]), *task[2]), tasks)
+
+
+def _adam_step_constants(xp, w, state, lr, beta1, beta2, eps, decay) -> tuple:
+    """Advance the state's step (creating the moments on the first) and return the step's
+    constants for ``_adam_block``."""
     if "exp_avg" not in state:
         state["exp_avg"], state["exp_avg_sq"], state["step"] = xp.zeros_like(w), xp.zeros_like(w), 0
     state["step"] = t = state["step"] + 1
     step_size = lr / (1.0 - beta1**t)
     inv_correction2 = 1.0 / math.sqrt(1.0 - beta2**t)
-    shrink = 1.0 - lr * decay
-    contiguous = w.flags.c_contiguous  # then reshape(-1) is a view we may write through
-    arrays = (w, grad, state["exp_avg"], state["exp_avg_sq"])
-    flat_w, flat_g, flat_m, flat_v = (a.reshape(-1) for a in arrays) if contiguous else arrays
+    return beta1, beta2, eps, 1.0 - lr * decay, step_size, inv_correction2
 
-    def block(rows):
-        wb, gb, mb, vb = flat_w[rows], flat_g[rows], flat_m[rows], flat_v[rows]
-        if decay:
-            wb *= shrink
-        tmp = xp.multiply(gb, 1.0 - beta1, dtype=wb.dtype)  # the one temporary
-        mb *= beta1
-        mb += tmp
-        xp.multiply(gb, gb, out=tmp)
-        tmp *= 1.0 - beta2
-        vb *= beta2
-        vb += tmp
-        xp.sqrt(vb, out=tmp)
-        tmp *= inv_correction2
-        tmp += eps
-        xp.divide(mb, tmp, out=tmp)
-        tmp *= step_size
-        wb -= tmp
 
-    if contiguous:
-        for_each_block(xp, flat_w.size, 1, block)
-    else:
-        block(slice(None))
+def _adam_block(xp, wb, gb, mb, vb, beta1, beta2, eps, shrink, step_size, inv_correction2):
+    """The Adam step on one block of a parameter (w, grad, m, v), in place."""
+    if shrink != 1.0:
+        wb *= shrink
+    tmp = xp.multiply(gb, 1.0 - beta1, dtype=wb.dtype)  # the one temporary
+    mb *= beta1
+    mb += tmp
+    xp.multiply(gb, gb, out=tmp)
+    tmp *= 1.0 - beta2
+    vb *= beta2
+    vb += tmp
+    xp.sqrt(vb, out=tmp)
+    tmp *= inv_correction2
+    tmp += eps
+    xp.divide(mb, tmp, out=tmp)
+    tmp *= step_size
+    wb -= tmp
+
+
+def _numpy_contiguous(param: Tensor) -> bool:
+    """A C-contiguous numpy parameter with a numpy gradient of its shape."""
+    grad = param.grad.array
+    return (
+        isinstance(param.array, np.ndarray)
+        and isinstance(grad, np.ndarray)
+        and param.array.flags.c_contiguous
+        and grad.shape == param.shape
+    )
 
 
 class Adam(Optimiser):
@@ -219,16 +248,29 @@ class Adam(Optimiser):
         return 0.0
 
     def fused_update(self, named: list, grad_multiplier=None) -> bool:
-        """Adam and AdamW on float32 cupy parameters: one multi-tensor kernel launch
-        (``kernels.optimiser_update``) with the same state and math as ``update_parameter``.
-        Subclasses, whose update may differ, and Adam's L2 decay keep the plain path."""
+        """Adam and AdamW over all parameters at once, with the same state and math as
+        ``update_parameter``: on float32 cupy parameters one multi-tensor kernel launch
+        (``kernels.optimiser_update``); on C-contiguous numpy parameters one batch of blocks
+        for the thread pool (``_adam_update_many``). Subclasses, whose update may differ, and
+        Adam's L2 decay keep the plain path."""
         if type(self) not in (Adam, AdamW) or (type(self) is Adam and self.weight_decay):
             return False
         decays = [self.decoupled_decay(name, p) for name, p in named]
-        return kernels.optimiser_update(
-            named, self.state, float(self.learning_rate), self.betas, self.eps, decays,
-            grad_multiplier,
-        )  # fmt: skip
+        lr, (beta1, beta2) = float(self.learning_rate), self.betas
+        if kernels.optimiser_update(named, self.state, lr, self.betas, self.eps, decays,
+                                    grad_multiplier):  # fmt: skip
+            return True
+        if grad_multiplier is not None or not all(_numpy_contiguous(p) for _, p in named):
+            return False
+        items = []
+        for (name, p), decay in zip(named, decays):
+            state = self.state.setdefault(name, {})
+            for key, value in state.items():  # state loaded from a GPU run
+                if hasattr(value, "shape") and backend.is_cupy_array(value):
+                    state[key] = _like(value, p.array)
+            items.append((p.array, p.grad.array, state, decay))
+        _adam_update_many(items, lr, beta1, beta2, self.eps)
+        return True
 
     def __init__(
         self,
