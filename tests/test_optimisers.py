@@ -12,6 +12,7 @@ from tricycle.optimisers import (
     Adam,
     AdamW,
     StochasticGradientDescent,
+    _adam_update,
     clip_grad_norm,
     decay_all_matrices,
     decay_matrices,
@@ -284,3 +285,25 @@ def test_bad_hyperparameters_raise():
         SGD(-1.0)
     with pytest.raises(ValueError, match="nesterov"):
         SGD(0.1, nesterov=True)
+
+
+def test_cpu_adamw_batches_every_parameter_like_one_at_a_time():
+    """The batched CPU path (all parameters' blocks in one thread-pool dispatch) gives the
+    per-parameter path's numbers bit for bit, decayed and undecayed parameters alike."""
+    rng = np.random.default_rng(0)
+    shapes = {"w": (300, 400), "embedding": (70, 33), "bias": (5,), "gain": (1,)}
+    params = {n: Tensor(rng.normal(size=s).astype(np.float32)) for n, s in shapes.items()}
+    reference = {n: p.array.copy() for n, p in params.items()}
+    batched, single = AdamW(1e-2, weight_decay=0.1), AdamW(1e-2, weight_decay=0.1)
+    single_state: dict = {}
+    for _ in range(3):
+        grads = {n: rng.normal(size=s).astype(np.float32) for n, s in shapes.items()}
+        for n in shapes:
+            params[n].grad = Tensor(grads[n], requires_grad=False)
+        batched.update(list(params.items()))
+        for n in shapes:  # the one-parameter path, as update_parameter runs it
+            decay = single.decoupled_decay(n, params[n])
+            _adam_update(np, reference[n], grads[n], single_state.setdefault(n, {}), 1e-2,
+                         *single.betas, single.eps, decay)  # fmt: skip
+    for n in shapes:
+        np.testing.assert_array_equal(params[n].array, reference[n])
