@@ -81,11 +81,16 @@ class Optimiser:
                     f"{type(self).__name__}: gradient of {name} has shape {grad.shape}, "
                     f"parameter has shape {param.shape}"
                 )
-            state = self.state.setdefault(name, {})
-            for key, value in state.items():  # state loaded from a checkpoint or another device
-                if hasattr(value, "shape") and backend.is_cupy_array(value) != param.on_gpu:
-                    state[key] = _like(value, param.array)
-            self.update_parameter(name, param, grad, state)
+            self.update_parameter(name, param, grad, self.state_of(name, param))
+
+    def state_of(self, name: str, param: Tensor) -> dict:
+        """The state of parameter ``name``, on its device (state loaded from a checkpoint or
+        from another device is moved there)."""
+        state = self.state.setdefault(name, {})
+        for key, value in state.items():
+            if hasattr(value, "shape") and backend.is_cupy_array(value) != param.on_gpu:
+                state[key] = _like(value, param.array)
+        return state
 
     def fused_update(self, named: list, grad_multiplier=None) -> bool:
         """Update ``named`` [(name, Tensor with a grad)] with fused GPU kernels, if this
@@ -256,19 +261,15 @@ class Adam(Optimiser):
         if type(self) not in (Adam, AdamW) or (type(self) is Adam and self.weight_decay):
             return False
         decays = [self.decoupled_decay(name, p) for name, p in named]
+        states = [self.state_of(name, p) for name, p in named]
         lr, (beta1, beta2) = float(self.learning_rate), self.betas
-        if kernels.optimiser_update(named, self.state, lr, self.betas, self.eps, decays,
+        if kernels.optimiser_update(named, states, lr, self.betas, self.eps, decays,
                                     grad_multiplier):  # fmt: skip
             return True
         if grad_multiplier is not None or not all(_numpy_contiguous(p) for _, p in named):
             return False
-        items = []
-        for (name, p), decay in zip(named, decays):
-            state = self.state.setdefault(name, {})
-            for key, value in state.items():  # state loaded from a GPU run
-                if hasattr(value, "shape") and backend.is_cupy_array(value):
-                    state[key] = _like(value, p.array)
-            items.append((p.array, p.grad.array, state, decay))
+        items = [(p.array, p.grad.array, state, decay)
+                 for (_, p), state, decay in zip(named, states, decays)]  # fmt: skip
         _adam_update_many(items, lr, beta1, beta2, self.eps)
         return True
 

@@ -82,15 +82,7 @@ def cast(x, dtype):
     if isinstance(x, Tensor):
         if x.dtype == dtype or not is_floating(x.dtype):
             return x
-        source = x.dtype
-        out = Tensor(
-            x.array.astype(dtype),
-            args=(x,),
-            back_fns=(lambda grad: grad.astype(source, copy=False),),
-            name="cast",
-            is_batched=x.is_batched,
-        )
-        return out
+        return _cast_node(x, x.array.astype(dtype))
     if x.dtype == dtype or not is_floating(x.dtype):
         return x
     return x.astype(dtype)
@@ -106,17 +98,21 @@ def cast_all(tensors: list, dtype) -> list:
     if not kernels.multi_cast_enabled(arrays, dtype):
         casts = {id(t): cast(t, dtype) for t in todo}
         return [casts.get(id(t), t) for t in tensors]
-    casts = {}
-    for t, array in zip(todo, kernels.multi_cast(arrays, dtype)):
-        source = t.dtype
-        casts[id(t)] = Tensor(
-            array,
-            args=(t,),
-            back_fns=(lambda grad, source=source: grad.astype(source, copy=False),),
-            name="cast",
-            is_batched=t.is_batched,
-        )
+    casts = {id(t): _cast_node(t, a) for t, a in zip(todo, kernels.multi_cast(arrays, dtype))}
     return [casts.get(id(t), t) for t in tensors]
+
+
+def _cast_node(x: Tensor, array) -> Tensor:
+    """The graph node of a cast of ``x`` whose result is ``array``: its gradient goes back to
+    x's own dtype."""
+    source = x.dtype
+    return Tensor(
+        array,
+        args=(x,),
+        back_fns=(lambda grad: grad.astype(source, copy=False),),
+        name="cast",
+        is_batched=x.is_batched,
+    )
 
 
 # ====================================================================== TF32 switch

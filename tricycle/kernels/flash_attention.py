@@ -36,7 +36,7 @@ def _aligned(cp, a):
 
 def _dropout_args(probability: float, seed: int) -> tuple:
     """(seed, threshold, 1 / (1 - p)) as the kernels take them; threshold 0 means no dropout.
-    The mask is ``tricycle.attention.keep_mask``'s, bit for bit."""
+    The mask is ``tricycle.dropout_mask.keep_bits``', bit for bit."""
     threshold = dropout_threshold(probability)
     return np.uint32(seed % 2**32), np.uint32(threshold), np.float32(1 / (1 - probability))
 

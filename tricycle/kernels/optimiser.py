@@ -214,7 +214,8 @@ def optimiser_update(named, states, lr, betas, eps, weight_decays, grad_multipli
     """One Adam/AdamW update of the parameters ``named`` [(name, Tensor)] as multi-tensor
     kernel launches; ``Adam.fused_update`` is the caller.
 
-    Same state (``exp_avg``, ``exp_avg_sq``, ``step`` per parameter name, in ``states``) and
+    Same state (``exp_avg``, ``exp_avg_sq``, ``step``: ``states`` has one dict per parameter,
+    already on its device) and
     the same math as ``tricycle.optimisers``; ``weight_decays`` has one decoupled decay per
     parameter; one launch per distinct step count (normally one). Returns False, having done
     nothing, where a parameter or gradient is not a float32 C-contiguous cupy array.
@@ -230,11 +231,7 @@ def optimiser_update(named, states, lr, betas, eps, weight_decays, grad_multipli
     cp = backend.cupy()
     beta1, beta2 = betas
     groups: dict[int, list] = {}
-    for (name, p), decay in zip(named, weight_decays):
-        state = states.setdefault(name, {})
-        for key, value in state.items():  # state loaded from a checkpoint: move it here
-            if hasattr(value, "shape") and not backend.is_cupy_array(value):
-                state[key] = backend.to_device_array(value, p.array.device.id)
+    for (_, p), state, decay in zip(named, states, weight_decays):
         if "exp_avg" not in state:
             state["exp_avg"] = cp.zeros_like(p.array)
             state["exp_avg_sq"] = cp.zeros_like(p.array)
