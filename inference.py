@@ -18,10 +18,7 @@ import argparse
 import sys
 from pathlib import Path
 
-# isort: off
-import tricycle  # noqa: F401 - before numpy: sets OpenBLAS's thread timeout (tricycle/__init__.py)
 import numpy as np
-# isort: on
 
 from tricycle.backend import cupy_available
 from tricycle.checkpoint import CheckpointError, load_pickle

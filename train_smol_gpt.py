@@ -40,11 +40,7 @@ import sys
 import time
 from pathlib import Path
 
-# isort: off
-import tricycle  # noqa: F401 - before numpy: sets OpenBLAS's thread timeout (tricycle/__init__.py)
 import numpy as np
-
-# isort: on
 from tqdm import tqdm
 
 try:  # optional: lets --threads set the BLAS thread count after numpy has loaded

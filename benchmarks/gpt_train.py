@@ -30,10 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-# isort: off
-os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")  # before numpy: see tricycle/__init__.py
-import numpy as np  # noqa: E402
-# isort: on
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # the training script and the torch twin

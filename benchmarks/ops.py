@@ -22,10 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-# isort: off
-os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")  # before numpy: see tricycle/__init__.py
-import numpy as np  # noqa: E402
-# isort: on
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 

@@ -348,13 +348,21 @@ def test_a_back_fn_may_return_a_tensor():
     assert type(x.grad.array) is np.ndarray
 
 
-def test_importing_tricycle_sets_openblas_thread_timeout_unless_set():
-    """OpenBLAS's spinning threads slow the CPU path (tricycle/__init__.py); an explicit
-    setting wins."""
-    code = "import os, tricycle; print(os.environ['OPENBLAS_THREAD_TIMEOUT'])"
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
-    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    assert run.stdout.strip() == "4", run.stderr
-    env["OPENBLAS_THREAD_TIMEOUT"] = "12"
-    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    assert run.stdout.strip() == "12", run.stderr
+def test_tricycle_threads_come_from_the_environment():
+    """One thread (the caller's) unless TRICYCLE_THREADS asks for more, capped at 8; a bad
+    value is an error that names the variable."""
+    code = "from tricycle import functions; print(functions.THREADS)"
+
+    def threads(value):
+        env = {k: v for k, v in os.environ.items() if k != "TRICYCLE_THREADS"}
+        if value is not None:
+            env["TRICYCLE_THREADS"] = value
+        return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+
+    assert threads(None).stdout.strip() == "1"
+    assert threads("3").stdout.strip() == "3"
+    assert threads("64").stdout.strip() == "8"
+    for bad in ["two", "0"]:
+        run = threads(bad)
+        assert run.returncode != 0
+        assert "TRICYCLE_THREADS" in run.stderr

@@ -7,9 +7,9 @@ one array kept for backward. CUDA kernels with the same signatures may replace t
 
 On numpy the array functions walk their input in blocks of rows (``for_each_block``), so that
 their chain of elementwise passes runs on data in the CPU cache instead of main memory, and
-spread the blocks over the CPU's cores (numpy runs elementwise loops on one thread). The
-thread helpers here (``for_each_block``, ``for_row_groups``) are the one thread pool of
-tricycle: attention, GeLU, the norms and AdamW use them too.
+can spread the blocks over threads (numpy runs elementwise loops on one thread; see
+``TRICYCLE_THREADS`` below). The thread helpers here (``for_each_block``, ``for_row_groups``)
+are the one thread pool of tricycle: attention, GeLU, the norms and AdamW use them too.
 """
 
 import itertools
@@ -29,15 +29,23 @@ BLOCK_ELEMENTS = 1 << 16  # 256 KiB of float32: a block and its temporaries stay
 # ---------------------------------------------------------------------- threads
 # numpy releases the GIL inside its ufunc loops and matmul, so independent pieces of a fused
 # op can run on several threads at once: each piece owns its rows of every output, so nothing
-# needs a lock. As many threads as usable cores (at most 8), or OMP_NUM_THREADS, the usual cap
-# on compute threads. The pool is made on first use (importing tricycle starts no threads) and
-# forgotten in a forked child, which has none of its parent's threads.
+# needs a lock. By default there is one thread, the caller's: numpy's BLAS already runs the
+# matrix products on every core, and its threads spin between products, so on a machine no
+# bigger than that, helper threads of ours only fight them for the cores (and each other for
+# the GIL). Measured on a 2-core VM, a GPT training step ran 5-15% faster without them, and
+# up to twice as fast while the VM was busy (benchmarks/README.md). On a machine with many
+# cores, ``TRICYCLE_THREADS=n`` spreads the fused ops over n threads (at most 8). The pool is
+# made on first use and forgotten in a forked child, which has none of its parent's threads.
 def _thread_count() -> int:
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    value = os.environ.get("TRICYCLE_THREADS", "1")
     try:
-        return max(1, min(int(os.environ.get("OMP_NUM_THREADS") or cores or 1), 8))
-    except ValueError:  # e.g. OpenMP's nested form "4,2"
-        return max(1, min(cores or 1, 8))
+        threads = int(value)
+    except ValueError:
+        message = f"TRICYCLE_THREADS must be a whole number of threads, got {value!r}"
+        raise ValueError(message) from None
+    if threads < 1:
+        raise ValueError(f"TRICYCLE_THREADS must be at least 1, got {threads}")
+    return min(threads, 8)
 
 
 THREADS = _thread_count()
