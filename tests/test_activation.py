@@ -100,6 +100,22 @@ def test_gelu_blocks_agree(approximate, blocks, monkeypatch):
     assert y.dtype == dx.dtype == np.float32
 
 
+@pytest.mark.parametrize("approximate", APPROXIMATIONS)
+@given(shape=shapes, seed=st.integers(0, 2**16))
+def test_gelu_slope_is_the_backward_and_the_derivative(approximate, shape, seed):
+    """The layer's backward multiplies by the slope the forward returns; the recomputing
+    backward (the CUDA kernels' contract) gives the same numbers, and both match central
+    differences of the forward in float64."""
+    x = np.random.default_rng(seed).normal(size=shape) * 3
+    y, slope = gelu_forward(np, x, approximate, slope=True)
+    np.testing.assert_array_equal(y, gelu_forward(np, x, approximate))
+    np.testing.assert_array_equal(slope, gelu_backward(np, x, np.ones_like(x), approximate))
+    h = 1e-6
+    above, below = gelu_forward(np, x + h, approximate), gelu_forward(np, x - h, approximate)
+    numeric = (above - below) / (2 * h)
+    np.testing.assert_allclose(slope, numeric, rtol=1e-6, atol=1e-8)
+
+
 def test_gelu_rejects_unknown_approximations():
     with pytest.raises(ValueError, match="approximate"):
         GeLU("sigmoid")

@@ -1,15 +1,16 @@
 """Activation functions: ReLU, LeakyReLU, GeLU (exact and tanh), Swish/SiLU, GLU, Sigmoid, Tanh.
 
 Each is a stateless layer (GLU holds a Dense). GeLU is fused: ``gelu_forward(xp, x,
-approximate)`` and ``gelu_backward(xp, x, dy, approximate)`` are pure array functions that save
-nothing but the input and, on numpy, run block by block so their many elementwise passes stay
-in cache.
+approximate)`` and ``gelu_backward(xp, x, dy, approximate)`` are pure array functions that, on
+numpy, run block by block so their many elementwise passes stay in cache. The layer asks the
+forward for the slope dGeLU/dx as well and keeps it instead of the input, so its backward is
+one product.
 """
 
 from tricycle import kernels, ops, unary
 from tricycle.functions import Sigmoid, Tanh, for_each_block
 from tricycle.layers import Dense, Layer
-from tricycle.tensor import Tensor
+from tricycle.tensor import Tensor, grad_enabled
 
 __all__ = [
     "GLU",
@@ -164,37 +165,75 @@ def _normal_tail(xp, x):
     return tail, gauss, a
 
 
-def gelu_forward(xp, x, approximate=False):
+def gelu_forward(xp, x, approximate=False, slope=False):
     """GeLU(x) = x * Phi(x), elementwise.
 
     Exact: Phi(x) = (1 + erf(x / sqrt 2)) / 2. ``approximate`` True or "tanh":
     Phi(x) ~ (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) / 2, as GPT-2.
+
+    With ``slope`` returns (y, dGeLU/dx at x): the derivative costs a few more passes over
+    data that is already in cache, and the backward becomes one product, ``dy * slope``,
+    instead of evaluating tanh (or erf) again (``gelu_backward``). The CUDA kernel path has
+    no slope output: it returns (y, None) and its backward recomputes from x.
     """
     if kernels.enabled(x):  # one CUDA kernel on cupy (tricycle/kernels/gelu.cu)
-        return kernels.gelu_forward(xp, x, approximate)
+        y = kernels.gelu_forward(xp, x, approximate)
+        return (y, None) if slope else y
     tanh_form = _is_tanh(approximate)
     flat = x.reshape(-1)
     y = xp.empty_like(flat)
+    dydx = xp.empty_like(flat) if slope else None
 
     def block(rows):
         xb = flat[rows]
-        if tanh_form:  # u = x (sqrt(2/pi) + sqrt(2/pi) c x^2)
-            phi = xb * xb
-            phi *= _TANH_SCALE * _TANH_CUBIC
-            phi += _TANH_SCALE
-            phi *= xb
-            xp.tanh(phi, out=phi)
-            phi *= 0.5
-            phi += 0.5
-            xp.multiply(phi, xb, out=y[rows])
+        if tanh_form:
+            square = xb * xb
+            t = square * (_TANH_SCALE * _TANH_CUBIC)  # u = x (sqrt(2/pi) + sqrt(2/pi) c x^2)
+            t += _TANH_SCALE
+            t *= xb
+            xp.tanh(t, out=t)
+            if slope:
+                _tanh_gelu_slope(xp, xb, square, t, out=dydx[rows])
+            t *= 0.5
+            t += 0.5
+            xp.multiply(t, xb, out=y[rows])
         else:  # x Phi(x) = max(x, 0) - |x| Phi(-|x|), for either sign of x
-            tail, _, a = _normal_tail(xp, xb)
+            tail, gauss, a = _normal_tail(xp, xb)
+            if slope:
+                _exact_gelu_slope(xp, xb, tail, gauss, out=dydx[rows])
             tail *= a
             xp.maximum(xb, 0.0, out=y[rows])
             y[rows] -= tail
 
     for_each_block(xp, flat.size, 1, block)
-    return y.reshape(x.shape)
+    y = y.reshape(x.shape)
+    return (y, dydx.reshape(x.shape)) if slope else y
+
+
+def _tanh_gelu_slope(xp, x, square, t, out):
+    """d/dx of tanh-form GeLU from t = tanh(sqrt(2/pi) (x + c x^3)) and ``square`` = x^2
+    (overwritten): with v = x sqrt(2/pi) (1 + 3 c x^2) / 2,
+    d/dx = (1 + t) / 2 + (1 - t^2) v = 1/2 + v + t (1/2 - t v)."""
+    v = square
+    v *= 1.5 * _TANH_SCALE * _TANH_CUBIC
+    v += 0.5 * _TANH_SCALE
+    v *= x
+    xp.multiply(t, v, out=out)
+    xp.subtract(0.5, out, out=out)
+    out *= t
+    out += v
+    out += 0.5
+
+
+def _exact_gelu_slope(xp, x, tail, gauss, out):
+    """d/dx of exact GeLU, Phi(x) + x phi(x), from tail = Phi(-|x|) and gauss = exp(-x^2/2)
+    (both kept): Phi(x) = 1/2 + sign(x) (1/2 - Phi(-|x|))."""
+    xp.subtract(0.5, tail, out=out)
+    xp.copysign(out, x, out=out)
+    out += 0.5
+    density = gauss * x
+    density *= _INV_SQRT_2PI
+    out += density
 
 
 def gelu_backward(xp, x, dy, approximate=False):
@@ -211,30 +250,18 @@ def gelu_backward(xp, x, dy, approximate=False):
     dx = xp.empty_like(flat)
 
     def block(rows):
-        xb = flat[rows]
+        xb, dxb = flat[rows], dx[rows]
         if tanh_form:
-            v = xb * xb
-            t = v * (_TANH_SCALE * _TANH_CUBIC)
+            square = xb * xb
+            t = square * (_TANH_SCALE * _TANH_CUBIC)
             t += _TANH_SCALE
             t *= xb
             xp.tanh(t, out=t)
-            v *= 1.5 * _TANH_SCALE * _TANH_CUBIC
-            v += 0.5 * _TANH_SCALE
-            v *= xb
-            grad = t * v
-            xp.subtract(0.5, grad, out=grad)
-            grad *= t
-            grad += v
-            grad += 0.5
-        else:  # Phi(x) = 1/2 + sign(x) (1/2 - Phi(-|x|)), plus x phi(x)
-            grad, gauss, _ = _normal_tail(xp, xb)
-            xp.subtract(0.5, grad, out=grad)
-            xp.copysign(grad, xb, out=grad)
-            grad += 0.5
-            gauss *= xb
-            gauss *= _INV_SQRT_2PI
-            grad += gauss
-        xp.multiply(grad, dflat[rows], out=dx[rows])
+            _tanh_gelu_slope(xp, xb, square, t, out=dxb)
+        else:
+            tail, gauss, _ = _normal_tail(xp, xb)
+            _exact_gelu_slope(xp, xb, tail, gauss, out=dxb)
+        dxb *= dflat[rows]
 
     for_each_block(xp, flat.size, 1, block)
     return dx.reshape(x.shape)
@@ -252,12 +279,13 @@ class GeLU(Layer):
 
     def forward(self, x: Tensor) -> Tensor:
         xp, approximate = x.xp, self.approximate
-        return _elementwise(
-            x,
-            gelu_forward(xp, x.array, approximate),
-            lambda dy: gelu_backward(xp, x.array, dy, approximate),
-            "gelu",
-        )
+        if not (x.requires_grad and grad_enabled()):  # no backward: no slope
+            return _elementwise(x, gelu_forward(xp, x.array, approximate), None, "gelu")
+        y, slope = gelu_forward(xp, x.array, approximate, slope=True)
+        if slope is not None:
+            return _elementwise(x, y, lambda dy: dy * slope, "gelu")
+        # the CUDA kernels have no slope output: their backward recomputes it from x
+        return _elementwise(x, y, lambda dy: gelu_backward(xp, x.array, dy, approximate), "gelu")
 
     def extra_repr(self) -> str:
         return f"approximate={self.approximate!r}"
