@@ -61,7 +61,13 @@ from tricycle.dataset import CausalLMDataset
 from tricycle.layers import Dropout
 from tricycle.loss import CrossEntropy
 from tricycle.models import GPT
-from tricycle.optimisers import AdamW, clip_grad_norm, decay_all_matrices, decay_matrices
+from tricycle.optimisers import (
+    AdamW,
+    clip_factor,
+    decay_all_matrices,
+    decay_matrices,
+    grad_norm,
+)
 from tricycle.precision import Precision
 from tricycle.scheduler import CosineSchedule
 from tricycle.tensor import no_grad
@@ -256,10 +262,14 @@ def training_step(
     loss = total / accumulation
     if not math.isfinite(loss):
         raise TrainingDiverged(f"the training loss is {loss} at step {step}")
-    norm = clip_grad_norm(model, config.grad_clip) if config.grad_clip else None
+    named = model.named_parameters()
+    norm = grad_norm(named) if config.grad_clip else None
     if norm is not None and not math.isfinite(norm):
         raise TrainingDiverged(f"the gradient norm is {norm} at step {step}")
-    model.update(optimiser)  # applies AdamW and zeroes the gradients
+    # clipping scales the gradients inside AdamW's step, with no pass of its own
+    multiplier = None if norm is None else clip_factor(norm, config.grad_clip)
+    optimiser.update(named, grad_multiplier=multiplier)
+    model.zero_grad()
     return {"loss": loss, "grad_norm": norm}
 
 

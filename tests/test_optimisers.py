@@ -13,9 +13,11 @@ from tricycle.optimisers import (
     AdamW,
     StochasticGradientDescent,
     _adam_update,
+    clip_factor,
     clip_grad_norm,
     decay_all_matrices,
     decay_matrices,
+    grad_norm,
 )
 from tricycle.tensor import Tensor, to_tensor
 
@@ -278,6 +280,43 @@ def test_clip_grad_norm_below_the_limit_changes_nothing():
     p.grad = grad
     assert clip_grad_norm([p], 1.0) == pytest.approx(0.5)
     assert p.grad is grad
+
+
+def test_grad_norm_and_clip_factor():
+    p, q, skipped = (Tensor(np.zeros(2, dtype=np.float32)) for _ in range(3))
+    p.grad = Tensor(np.array([3.0, 0.0], dtype=np.float32))
+    q.grad = Tensor(np.array([0.0, 4.0], dtype=np.float32))
+    assert grad_norm([p, q, skipped]) == pytest.approx(5.0)
+    assert clip_factor(5.0, 1.0) == pytest.approx(1 / (5.0 + 1e-6))
+    assert clip_factor(0.5, 1.0) is None  # below the limit: nothing to scale
+    assert clip_factor(0.0, 1.0) is None
+
+
+@pytest.mark.parametrize("make", [lambda: AdamW(1e-2, weight_decay=0.1), lambda: Adam(1e-2),
+                                  lambda: SGD(0.1, momentum=0.9)])  # fmt: skip
+def test_update_with_a_grad_multiplier_is_clipping_first(make):
+    """optimiser.update(params, grad_multiplier=c) equals clipping the gradients by c and then
+    updating (AdamW and Adam fold c into their step; SGD scales a copy), and leaves the
+    gradient arrays untouched."""
+    rng = np.random.default_rng(3)
+    shapes = {"w": (40, 30), "bias": (30,)}
+    start = {n: rng.normal(size=s).astype(np.float32) for n, s in shapes.items()}
+    folded = {n: Tensor(a.copy()) for n, a in start.items()}
+    clipped = {n: Tensor(a.copy()) for n, a in start.items()}
+    folded_opt, clipped_opt = make(), make()
+    for _ in range(3):
+        grads = {n: rng.normal(size=s).astype(np.float32) * 10 for n, s in shapes.items()}
+        for n in shapes:
+            folded[n].grad = Tensor(grads[n].copy(), requires_grad=False)
+            clipped[n].grad = Tensor(grads[n].copy(), requires_grad=False)
+        c = clip_factor(grad_norm(list(folded.items())), 1.0)
+        assert c is not None and c < 1
+        folded_opt.update(list(folded.items()), grad_multiplier=c)
+        clip_grad_norm(list(clipped.items()), 1.0)
+        clipped_opt.update(list(clipped.items()))
+        for n in shapes:
+            np.testing.assert_array_equal(folded[n].grad.array, grads[n])
+            np.testing.assert_allclose(folded[n].array, clipped[n].array, rtol=1e-5, atol=1e-6)
 
 
 def test_bad_hyperparameters_raise():

@@ -67,15 +67,22 @@ class Optimiser:
         self.step_count += 1
         return self
 
-    def update(self, parameters) -> None:
-        """Update, in place, every parameter that has a gradient (others are skipped)."""
+    def update(self, parameters, grad_multiplier: float | None = None) -> None:
+        """Update, in place, every parameter that has a gradient (others are skipped).
+
+        ``grad_multiplier`` scales every gradient first, without writing to it: gradient
+        clipping folded into the update (``clip_factor``), which Adam and AdamW apply inside
+        their step at no extra pass over the gradients.
+        """
         named = named_parameters(parameters)
-        if self.fused_update([(n, p) for n, p in named if p.grad is not None]):
+        if self.fused_update([(n, p) for n, p in named if p.grad is not None], grad_multiplier):
             return
         for name, param in named:
             if param.grad is None:
                 continue
             grad = param.grad.array
+            if grad_multiplier is not None:
+                grad = grad * param.xp.asarray(grad_multiplier, dtype=grad.dtype)
             if grad.shape != param.shape:
                 raise ValueError(
                     f"{type(self).__name__}: gradient of {name} has shape {grad.shape}, "
@@ -93,9 +100,9 @@ class Optimiser:
         return state
 
     def fused_update(self, named: list, grad_multiplier=None) -> bool:
-        """Update ``named`` [(name, Tensor with a grad)] with fused GPU kernels, if this
-        optimiser has them and they apply; return whether it did. ``grad_multiplier`` (a
-        device scalar) scales every gradient first. Here: never (no fused form)."""
+        """Update ``named`` [(name, Tensor with a grad)] with a fused form of the update, if
+        this optimiser has one and it applies; return whether it did. ``grad_multiplier`` (a
+        number, or a device scalar) scales every gradient first. Here: never (no fused form)."""
         return False
 
     def update_parameter(self, name: str, param: Tensor, grad, state: dict) -> None:
@@ -191,19 +198,22 @@ def _adam_update(xp, w, grad, state, lr, beta1, beta2, eps, decay=0.0) -> None:
                                                             *constants))  # fmt: skip
 
 
-def _adam_update_many(items, lr, beta1, beta2, eps) -> None:
+def _adam_update_many(items, lr, beta1, beta2, eps, grad_multiplier: float = 1.0) -> None:
     """``_adam_update`` of many numpy parameters, ``items`` [(w, grad, state, decay)], with
     all their blocks handed to the thread pool at once: one dispatch per step instead of one
-    per parameter, and small parameters (biases, gains) share the cores with large ones."""
+    per parameter, and small parameters (biases, gains) share the cores with large ones.
+    ``grad_multiplier`` c scales the gradients inside the step: m takes (1 - b1) c g and v
+    takes (1 - b2) c^2 g^2."""
     tasks = []
     for w, grad, state, decay in items:
-        constants = _adam_step_constants(np, w, state, lr, beta1, beta2, eps, decay)
+        constants = _adam_step_constants(np, w, state, lr, beta1, beta2, eps, decay,
+                                         grad_multiplier)  # fmt: skip
         flats = [a.reshape(-1) for a in (w, grad, state["exp_avg"], state["exp_avg_sq"])]
         tasks += [(flats, rows, constants) for rows in row_blocks(np, w.size, 1)]
     run_blocks(lambda task: _adam_block(np, *(a[task[1]] for a in task[0]), *task[2]), tasks)
 
 
-def _adam_step_constants(xp, w, state, lr, beta1, beta2, eps, decay) -> tuple:
+def _adam_step_constants(xp, w, state, lr, beta1, beta2, eps, decay, grad_multiplier=1.0):
     """Advance the state's step (creating the moments on the first) and return the step's
     constants for ``_adam_block``."""
     if "exp_avg" not in state:
@@ -211,18 +221,21 @@ def _adam_step_constants(xp, w, state, lr, beta1, beta2, eps, decay) -> tuple:
     state["step"] = t = state["step"] + 1
     step_size = lr / (1.0 - beta1**t)
     inv_correction2 = 1.0 / math.sqrt(1.0 - beta2**t)
-    return beta1, beta2, eps, 1.0 - lr * decay, step_size, inv_correction2
+    gains = (1.0 - beta1) * grad_multiplier, (1.0 - beta2) * grad_multiplier**2
+    return beta1, beta2, *gains, eps, 1.0 - lr * decay, step_size, inv_correction2
 
 
-def _adam_block(xp, wb, gb, mb, vb, beta1, beta2, eps, shrink, step_size, inv_correction2):
-    """The Adam step on one block of a parameter (w, grad, m, v), in place."""
+def _adam_block(xp, wb, gb, mb, vb, beta1, beta2, gain1, gain2, eps, shrink, step_size,
+                inv_correction2):  # fmt: skip
+    """The Adam step on one block of a parameter (w, grad, m, v), in place; ``gain1`` and
+    ``gain2`` are (1 - b1) and (1 - b2) times the gradient's multiplier and its square."""
     if shrink != 1.0:
         wb *= shrink
-    tmp = xp.multiply(gb, 1.0 - beta1, dtype=wb.dtype)  # the one temporary
+    tmp = xp.multiply(gb, gain1, dtype=wb.dtype)  # the one temporary
     mb *= beta1
     mb += tmp
     xp.multiply(gb, gb, out=tmp)
-    tmp *= 1.0 - beta2
+    tmp *= gain2
     vb *= beta2
     vb += tmp
     xp.sqrt(vb, out=tmp)
@@ -266,11 +279,13 @@ class Adam(Optimiser):
         if kernels.optimiser_update(named, states, lr, self.betas, self.eps, decays,
                                     grad_multiplier):  # fmt: skip
             return True
-        if grad_multiplier is not None or not all(_numpy_contiguous(p) for _, p in named):
+        host_multiplier = grad_multiplier is None or isinstance(grad_multiplier, (int, float))
+        if not host_multiplier or not all(_numpy_contiguous(p) for _, p in named):
             return False
         items = [(p.array, p.grad.array, state, decay)
                  for (_, p), state, decay in zip(named, states, decays)]  # fmt: skip
-        _adam_update_many(items, lr, beta1, beta2, self.eps)
+        multiplier = 1.0 if grad_multiplier is None else float(grad_multiplier)
+        _adam_update_many(items, lr, beta1, beta2, self.eps, multiplier)
         return True
 
     def __init__(
@@ -337,22 +352,39 @@ class AdamW(Adam):
         )  # fmt: skip
 
 
+def grad_norm(parameters: Iterable) -> float:
+    """The global L2 norm of the gradients of ``parameters`` (a Layer, Tensors, or (name,
+    Tensor) pairs; those without a grad are skipped), summed on the device, read back once."""
+    squares = 0.0
+    for _, p in named_parameters(parameters):
+        if p.grad is not None:
+            g = p.grad.array.reshape(-1)
+            squares = squares + p.xp.dot(g, g).astype(np.float64)
+    return math.sqrt(float(squares))
+
+
+def clip_factor(norm: float, max_norm: float) -> float | None:
+    """What clipping to ``max_norm`` multiplies gradients of global norm ``norm`` by, or None
+    when they need no clipping: ``max_norm / (norm + 1e-6)`` when ``norm > max_norm``, as
+    torch's clip_grad_norm_."""
+    return max_norm / (norm + 1e-6) if norm > max_norm else None
+
+
 def clip_grad_norm(parameters: Iterable, max_norm: float) -> float:
     """Scale all gradients so their global L2 norm is at most ``max_norm``; return the norm
     before clipping.
 
     ``parameters``: a Layer, Tensors, or (name, Tensor) pairs; those without a grad are
     skipped. Gradient arrays are never written to (another tensor may share them): a clipped
-    parameter gets a new ``.grad`` Tensor.
+    parameter gets a new ``.grad`` Tensor. To clip inside the update instead, pass
+    ``clip_factor(grad_norm(params), max_norm)`` to ``optimiser.update``.
     """
-    grads = [p for _, p in named_parameters(parameters) if p.grad is not None]
-    squares = 0.0  # summed on the device, read back once
-    for p in grads:
-        g = p.grad.array.reshape(-1)
-        squares = squares + p.xp.dot(g, g).astype(np.float64)
-    norm = math.sqrt(float(squares))
-    if norm > max_norm:
-        scale = max_norm / (norm + 1e-6)
-        for p in grads:
-            p.grad = Tensor(p.grad.array * scale, requires_grad=False, is_batched=p.is_batched)
+    named = named_parameters(parameters)
+    norm = grad_norm(named)
+    scale = clip_factor(norm, max_norm)
+    if scale is not None:
+        for _, p in named:
+            if p.grad is not None:
+                grad = p.grad.array * scale
+                p.grad = Tensor(grad, requires_grad=False, is_batched=p.is_batched)
     return norm
