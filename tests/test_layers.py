@@ -344,6 +344,15 @@ def test_layer_norm_matches_composed_ops():
     np.testing.assert_allclose(dx, xt.grad.array, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(dgamma, gt.grad.array, rtol=1e-10)
     np.testing.assert_allclose(dbeta, bt.grad.array, rtol=1e-10)
+    # the kept xhat changes nothing but the work: the same numbers bit for bit
+    *again, xhat = layer_norm_forward(np, x, gamma, beta, 1e-5, keep_xhat=True)
+    for kept, plain in zip(again, (y, mean, rstd)):
+        np.testing.assert_array_equal(kept, plain)
+    np.testing.assert_array_equal(xhat, (x - mean) * rstd)
+    for kept, plain in zip(layer_norm_backward(np, dy, x, gamma, mean, rstd, xhat),
+                           (dx, dgamma, dbeta)):  # fmt: skip
+        np.testing.assert_array_equal(kept, plain)
+    np.testing.assert_array_equal(xhat, (x - mean) * rstd)  # not written to
 
 
 @pytest.mark.usefixtures("block_size")

@@ -20,7 +20,7 @@ from tricycle import backend, kernels
 from tricycle.backend import check_same_device
 from tricycle.functions import block_index, for_each_block, row_blocks, row_sum
 from tricycle.initialisers import init_normal, init_ones, init_xavier, init_zeros
-from tricycle.tensor import Tensor
+from tricycle.tensor import Tensor, grad_enabled
 
 # ====================================================================== the Layer base
 
@@ -400,47 +400,55 @@ class Embedding(Layer):
 # ====================================================================== LayerNorm / RMSNorm
 
 
-def layer_norm_forward(xp, x, gamma, beta, eps: float):
+def layer_norm_forward(xp, x, gamma, beta, eps: float, keep_xhat: bool = False):
     """y = (x - mean) * rstd * gamma + beta over the last axis.
 
     Returns (y, mean, rstd) with mean and rstd of shape (..., 1): all backward needs besides
-    x and gamma. ``beta`` may be None (no bias).
+    x and gamma. ``beta`` may be None (no bias). With ``keep_xhat`` also returns xhat =
+    (x - mean) * rstd, which the forward computes anyway: given to the backward, it saves two
+    passes there for one more array kept. The CUDA kernel returns None for it (its backward
+    recomputes xhat for free).
     """
     if kernels.enabled(x, gamma):  # one CUDA kernel on cupy (tricycle/kernels/norm.cu)
-        return kernels.layer_norm_forward(xp, x, gamma, beta, eps)
+        y, mean, rstd = kernels.layer_norm_forward(xp, x, gamma, beta, eps)
+        return (y, mean, rstd, None) if keep_xhat else (y, mean, rstd)
     x2 = _rows(x)  # (N, E)
     y = xp.empty_like(x2)
+    xhat = xp.empty_like(x2) if keep_xhat else y  # without it, y holds xhat until scaled
     mean = xp.empty((x2.shape[0], 1), dtype=x.dtype)  # (N, 1)
     rstd = xp.empty_like(mean)
 
     def block(rows):
-        xb, yb = x2[rows], y[rows]
+        xb, hb = x2[rows], xhat[rows]
         mean[rows] = row_sum(xp, xb, 1.0 / x2.shape[1])
-        xp.subtract(xb, mean[rows], out=yb)
-        var = _row_dot(xp, yb, yb)  # (b, 1) without a (b, E) temporary
+        xp.subtract(xb, mean[rows], out=hb)
+        var = _row_dot(xp, hb, hb)  # (b, 1) without a (b, E) temporary
         var *= 1.0 / x2.shape[1]
         var += eps
         xp.sqrt(var, out=var)
         xp.reciprocal(var, out=rstd[rows])
-        yb *= rstd[rows]
-        yb *= gamma
+        hb *= rstd[rows]
+        yb = xp.multiply(hb, gamma, out=y[rows])
         if beta is not None:
             yb += beta
 
     for_each_block(xp, *x2.shape, block)
     lead = x.shape[:-1] + (1,)
-    return y.reshape(x.shape), mean.reshape(lead), rstd.reshape(lead)
+    out = y.reshape(x.shape), mean.reshape(lead), rstd.reshape(lead)
+    return (*out, xhat.reshape(x.shape)) if keep_xhat else out
 
 
-def layer_norm_backward(xp, dy, x, gamma, mean, rstd):
-    """Gradients (dx, dgamma, dbeta) of layer_norm_forward, recomputing xhat from x.
+def layer_norm_backward(xp, dy, x, gamma, mean, rstd, xhat=None):
+    """Gradients (dx, dgamma, dbeta) of layer_norm_forward, with xhat = (x - mean) * rstd
+    recomputed from x unless the forward kept it (``keep_xhat``).
 
-    With g = dy * gamma and xhat = (x - mean) * rstd:
+    With g = dy * gamma:
     dx = rstd * (g - mean(g) - xhat * mean(g * xhat)); dgamma = sum(dy * xhat); dbeta = sum(dy).
     """
     if kernels.enabled(dy, x, gamma):
         return kernels.layer_norm_backward(xp, dy, x, gamma, mean, rstd)
     x2, dy2 = _rows(x), _rows(dy)  # (N, E)
+    xhat2 = None if xhat is None else _rows(xhat)
     mean2, rstd2 = mean.reshape(-1, 1), rstd.reshape(-1, 1)  # (N, 1)
     n_rows, n = x2.shape
     dx = xp.empty_like(x2)
@@ -451,17 +459,23 @@ def layer_norm_backward(xp, dy, x, gamma, mean, rstd):
     def block(rows):
         k = block_index(rows)
         dyb, dxb = dy2[rows], dx[rows]
-        xhat = x2[rows] - mean2[rows]  # (b, E)
-        xhat *= rstd2[rows]
+        if xhat2 is None:
+            hb = x2[rows] - mean2[rows]  # (b, E)
+            hb *= rstd2[rows]
+        else:
+            hb = xhat2[rows]
         dbeta[k] = xp.ones(dyb.shape[0], dtype=dyb.dtype) @ dyb  # column sums by BLAS
-        dgamma[k] = _column_dot(xp, dyb, xhat)
+        dgamma[k] = _column_dot(xp, dyb, hb)
         xp.multiply(dyb, gamma, out=dxb)  # g
         mean_g = row_sum(xp, dxb, 1.0 / n)  # (b, 1)
-        mean_gx = _row_dot(xp, dxb, xhat)  # (b, 1)
+        mean_gx = _row_dot(xp, dxb, hb)  # (b, 1)
         mean_gx *= 1.0 / n
         dxb -= mean_g
-        xhat *= mean_gx
-        dxb -= xhat
+        if xhat2 is None:  # this block's own temporary: scale it in place
+            hb *= mean_gx
+        else:  # the kept xhat: a backward with retain_graph may need it again
+            hb = hb * mean_gx
+        dxb -= hb
         dxb *= rstd2[rows]
 
     for_each_block(xp, n_rows, n, block)
@@ -485,14 +499,15 @@ def _column_dot(xp, a, b):
 
 def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalise the last axis of x to zero mean and unit variance, then scale and shift."""
-    arrays = (x.array, gamma.array) + (() if beta is None else (beta.array,))
-    xp = check_same_device("LayerNorm", *arrays)
-    y, mean, rstd = layer_norm_forward(
-        xp, x.array, gamma.array, None if beta is None else beta.array, eps
-    )
     args = (x, gamma) if beta is None else (x, gamma, beta)
+    xp = check_same_device("LayerNorm", *(arg.array for arg in args))
+    arrays = x.array, gamma.array, None if beta is None else beta.array
+    if grad_enabled() and any(arg.requires_grad for arg in args):  # xhat only for a backward
+        y, mean, rstd, xhat = layer_norm_forward(xp, *arrays, eps, keep_xhat=True)
+    else:
+        (y, mean, rstd), xhat = layer_norm_forward(xp, *arrays, eps), None
     back_fns = shared_back_fns(
-        lambda dy: layer_norm_backward(xp, dy, x.array, gamma.array, mean, rstd), len(args)
+        lambda dy: layer_norm_backward(xp, dy, x.array, gamma.array, mean, rstd, xhat), len(args)
     )
     return Tensor(y, args=args, back_fns=back_fns, name="layer_norm", is_batched=x.is_batched)
 
