@@ -1,0 +1,134 @@
+"""Where a CPU training step goes: forward, backward, gradient norm and AdamW, tricycle
+against PyTorch eager, side by side.
+
+    python benchmarks/cpu_phases.py                 # gpt_train.py's CPU config, 30 steps each
+    python benchmarks/cpu_phases.py --steps 50 --rounds 3 --threads 2
+
+Both frameworks train gpt_train.py's GPT (B=8, T=128, E=256, 4 heads, 4 layers, V=1024,
+gelu_tanh, float32) with AdamW and clipping at 1.0, on the same random batches, in this one
+process; rounds alternate between them. Each phase is timed between ``perf_counter`` calls
+(the CPU has no asynchronous work) and the table shows each phase's median over the timed
+steps of the best round (by step time), and the ratio ours / torch.
+"""
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks"), str(ROOT / "tests")]
+
+from gpt_train import CONFIG, batches  # noqa: E402
+
+from train_smol_gpt import tune_cpu_allocator  # noqa: E402
+from tricycle.configs import GPTConfig  # noqa: E402
+from tricycle.loss import CrossEntropy  # noqa: E402
+from tricycle.models import GPT  # noqa: E402
+from tricycle.optimisers import AdamW, clip_factor, grad_norm  # noqa: E402
+
+PHASES = ("forward", "backward", "grad norm", "AdamW", "step")
+
+
+def tricycle_steps(config: GPTConfig, data, warmup: int) -> dict[str, list[float]]:
+    """Per-phase seconds of tricycle's training steps (train_smol_gpt's step, phase by phase)."""
+    np.random.seed(0)
+    model = GPT(config)
+    optimiser = AdamW(learning_rate=1e-3, betas=(0.9, 0.95), weight_decay=0.1)
+    loss_fn = CrossEntropy()
+    times: dict[str, list[float]] = {phase: [] for phase in PHASES}
+    for step, (inputs, targets) in enumerate(zip(*data)):
+        t0 = time.perf_counter()
+        optimiser.step()
+        loss = loss_fn(targets, model(inputs))
+        t1 = time.perf_counter()
+        loss.backward()
+        float(loss)
+        t2 = time.perf_counter()
+        named = model.named_parameters()
+        norm = grad_norm(named)
+        t3 = time.perf_counter()
+        optimiser.update(named, grad_multiplier=clip_factor(norm, config.grad_clip))
+        model.zero_grad()
+        t4 = time.perf_counter()
+        if step >= warmup:
+            for phase, seconds in zip(PHASES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0)):
+                times[phase].append(seconds)
+    return times
+
+
+def torch_steps(config: GPTConfig, data, warmup: int, threads: int) -> dict[str, list[float]]:
+    """Per-phase seconds of the PyTorch twin's training steps (as gpt_train.py's worker)."""
+    import torch  # noqa: PLC0415 - optional: only this half of the benchmark needs it
+    from torch_reference import TorchGPT, adamw_groups, gpt2_init_  # noqa: PLC0415
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    model = gpt2_init_(TorchGPT(config, approximate="tanh"), config.n_layers)
+    optimiser = torch.optim.AdamW(adamw_groups(model, 0.1), lr=1e-3, betas=(0.9, 0.95))
+    times: dict[str, list[float]] = {phase: [] for phase in PHASES}
+    for step, (inputs, targets) in enumerate(zip(*data)):
+        inputs, targets = torch.from_numpy(inputs), torch.from_numpy(targets)
+        t0 = time.perf_counter()
+        logits = model(inputs)
+        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten())
+        t1 = time.perf_counter()
+        optimiser.zero_grad(set_to_none=True)
+        loss.backward()
+        loss.item()
+        t2 = time.perf_counter()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+        t3 = time.perf_counter()
+        optimiser.step()
+        t4 = time.perf_counter()
+        if step >= warmup:
+            for phase, seconds in zip(PHASES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0)):
+                times[phase].append(seconds)
+    return times
+
+
+def medians_ms(times: dict[str, list[float]]) -> dict[str, float]:
+    return {phase: 1e3 * statistics.median(values) for phase, values in times.items()}
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=30, help="timed steps per round")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed steps first")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds per framework")
+    parser.add_argument("--threads", type=int, default=2, help="torch's threads")
+    args = parser.parse_args(argv)
+    tune_cpu_allocator()
+    config = GPTConfig(**CONFIG, activation_fn="gelu_tanh", grad_clip=1.0)
+    data = batches(config, args.warmup + args.steps)
+    try:
+        import torch  # noqa: F401, PLC0415 - is the comparison possible?
+
+        runners = {"tricycle": tricycle_steps, "torch": torch_steps}
+    except ImportError:
+        runners = {"tricycle": tricycle_steps}
+        print("PyTorch is not installed: tricycle only")
+    best: dict[str, dict[str, float]] = {}
+    for round_ in range(args.rounds):
+        order = list(runners) if round_ % 2 == 0 else list(runners)[::-1]
+        for name in order:
+            extra = (args.threads,) if name == "torch" else ()
+            result = medians_ms(runners[name](config, data, args.warmup, *extra))
+            print(f"  round {round_ + 1} {name:9s} step {result['step']:7.1f} ms")
+            if name not in best or result["step"] < best[name]["step"]:
+                best[name] = result
+    names = list(best)
+    print(f"{'phase':10s}" + "".join(f"{name + ' ms':>14s}" for name in names)
+          + ("   ours / torch" if len(names) == 2 else ""))  # fmt: skip
+    for phase in PHASES:
+        row = f"{phase:10s}" + "".join(f"{best[name][phase]:14.1f}" for name in names)
+        if len(names) == 2:
+            row += f"{best['tricycle'][phase] / best['torch'][phase]:15.2f}"
+        print(row)
+
+
+if __name__ == "__main__":
+    main()
