@@ -33,6 +33,13 @@ from tricycle.optimisers import AdamW, clip_factor, grad_norm  # noqa: E402
 PHASES = ("forward", "backward", "grad norm", "AdamW", "step")
 
 
+def record(times: dict[str, list[float]], marks) -> None:
+    """Add one step's phases to ``times``, from the ``perf_counter`` marks between them."""
+    durations = [end - start for start, end in zip(marks, marks[1:])] + [marks[-1] - marks[0]]
+    for phase, seconds in zip(PHASES, durations):
+        times[phase].append(seconds)
+
+
 def tricycle_steps(config: GPTConfig, data, warmup: int) -> dict[str, list[float]]:
     """Per-phase seconds of tricycle's training steps (train_smol_gpt's step, phase by phase)."""
     np.random.seed(0)
@@ -53,10 +60,8 @@ def tricycle_steps(config: GPTConfig, data, warmup: int) -> dict[str, list[float
         t3 = time.perf_counter()
         optimiser.update(named, grad_multiplier=clip_factor(norm, config.grad_clip))
         model.zero_grad()
-        t4 = time.perf_counter()
         if step >= warmup:
-            for phase, seconds in zip(PHASES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0)):
-                times[phase].append(seconds)
+            record(times, (t0, t1, t2, t3, time.perf_counter()))
     return times
 
 
@@ -83,10 +88,8 @@ def torch_steps(config: GPTConfig, data, warmup: int, threads: int) -> dict[str,
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
         t3 = time.perf_counter()
         optimiser.step()
-        t4 = time.perf_counter()
         if step >= warmup:
-            for phase, seconds in zip(PHASES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0)):
-                times[phase].append(seconds)
+            record(times, (t0, t1, t2, t3, time.perf_counter()))
     return times
 
 
