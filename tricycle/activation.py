@@ -3,8 +3,8 @@
 Each is a stateless layer (GLU holds a Dense). GeLU is fused: ``gelu_forward(xp, x,
 approximate)`` and ``gelu_backward(xp, x, dy, approximate)`` are pure array functions that, on
 numpy, run block by block so their many elementwise passes stay in cache. The layer asks the
-forward for the slope dGeLU/dx as well and keeps it instead of the input, so its backward is
-one product.
+forward for the slope dGeLU/dx as well and keeps it (one more array of the input's size), so
+its backward is one product.
 """
 
 from tricycle import kernels, ops, unary
@@ -187,11 +187,7 @@ def gelu_forward(xp, x, approximate=False, slope=False):
     def block(rows):
         xb = flat[rows]
         if tanh_form:
-            square = xb * xb
-            t = square * (_TANH_SCALE * _TANH_CUBIC)  # u = x (sqrt(2/pi) + sqrt(2/pi) c x^2)
-            t += _TANH_SCALE
-            t *= xb
-            xp.tanh(t, out=t)
+            square, t = _tanh_form_pieces(xp, xb)
             if slope:
                 _tanh_gelu_slope(xp, xb, square, t, out=dydx[rows])
             t *= 0.5
@@ -208,6 +204,17 @@ def gelu_forward(xp, x, approximate=False, slope=False):
     for_each_block(xp, flat.size, 1, block)
     y = y.reshape(x.shape)
     return (y, dydx.reshape(x.shape)) if slope else y
+
+
+def _tanh_form_pieces(xp, x):
+    """(x^2, t = tanh(u)) with u = x (sqrt(2/pi) + sqrt(2/pi) c x^2): what the tanh form and
+    its slope are made of."""
+    square = x * x
+    t = square * (_TANH_SCALE * _TANH_CUBIC)
+    t += _TANH_SCALE
+    t *= x
+    xp.tanh(t, out=t)
+    return square, t
 
 
 def _tanh_gelu_slope(xp, x, square, t, out):
@@ -252,11 +259,7 @@ def gelu_backward(xp, x, dy, approximate=False):
     def block(rows):
         xb, dxb = flat[rows], dx[rows]
         if tanh_form:
-            square = xb * xb
-            t = square * (_TANH_SCALE * _TANH_CUBIC)
-            t += _TANH_SCALE
-            t *= xb
-            xp.tanh(t, out=t)
+            square, t = _tanh_form_pieces(xp, xb)
             _tanh_gelu_slope(xp, xb, square, t, out=dxb)
         else:
             tail, gauss, _ = _normal_tail(xp, xb)
