@@ -17,18 +17,14 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks"), str(ROOT / "tests")]
 
-from gpt_train import CONFIG, batches  # noqa: E402
+from gpt_train import CONFIG, batches, torch_model, tricycle_model  # noqa: E402
 
 from train_smol_gpt import tune_cpu_allocator  # noqa: E402
 from tricycle.configs import GPTConfig  # noqa: E402
-from tricycle.loss import CrossEntropy  # noqa: E402
-from tricycle.models import GPT  # noqa: E402
-from tricycle.optimisers import AdamW, clip_factor, grad_norm  # noqa: E402
+from tricycle.optimisers import clip_factor, grad_norm  # noqa: E402
 
 PHASES = ("forward", "backward", "grad norm", "AdamW", "step")
 
@@ -42,10 +38,7 @@ def record(times: dict[str, list[float]], marks) -> None:
 
 def tricycle_steps(config: GPTConfig, data, warmup: int) -> dict[str, list[float]]:
     """Per-phase seconds of tricycle's training steps (train_smol_gpt's step, phase by phase)."""
-    np.random.seed(0)
-    model = GPT(config)
-    optimiser = AdamW(learning_rate=1e-3, betas=(0.9, 0.95), weight_decay=0.1)
-    loss_fn = CrossEntropy()
+    model, optimiser, loss_fn = tricycle_model(config)
     times: dict[str, list[float]] = {phase: [] for phase in PHASES}
     for step, (inputs, targets) in enumerate(zip(*data)):
         t0 = time.perf_counter()
@@ -67,13 +60,7 @@ def tricycle_steps(config: GPTConfig, data, warmup: int) -> dict[str, list[float
 
 def torch_steps(config: GPTConfig, data, warmup: int, threads: int) -> dict[str, list[float]]:
     """Per-phase seconds of the PyTorch twin's training steps (as gpt_train.py's worker)."""
-    import torch  # noqa: PLC0415 - optional: only this half of the benchmark needs it
-    from torch_reference import TorchGPT, adamw_groups, gpt2_init_  # noqa: PLC0415
-
-    torch.set_num_threads(threads)
-    torch.manual_seed(0)
-    model = gpt2_init_(TorchGPT(config, approximate="tanh"), config.n_layers)
-    optimiser = torch.optim.AdamW(adamw_groups(model, 0.1), lr=1e-3, betas=(0.9, 0.95))
+    torch, model, optimiser = torch_model(config, threads)
     times: dict[str, list[float]] = {phase: [] for phase in PHASES}
     for step, (inputs, targets) in enumerate(zip(*data)):
         inputs, targets = torch.from_numpy(inputs), torch.from_numpy(targets)

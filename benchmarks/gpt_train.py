@@ -73,12 +73,32 @@ def batches(config: GPTConfig, n: int):
 # ------------------------------------------------------------------ one framework per process
 
 
-def run_tricycle(config: GPTConfig, data) -> list[float]:
-    tune_cpu_allocator()
+def tricycle_model(config: GPTConfig):
+    """(model, optimiser, loss_fn): the benchmarked GPT (seed 0) with its AdamW and loss."""
     np.random.seed(0)
     model = GPT(config)
     optimiser = AdamW(learning_rate=1e-3, betas=(0.9, 0.95), weight_decay=0.1)
-    loss_fn = CrossEntropy()
+    return model, optimiser, CrossEntropy()
+
+
+def torch_model(config: GPTConfig, threads: int):
+    """(torch, model, optimiser): the PyTorch twin (seed 0, GPT-2 init) with torch's AdamW,
+    on ``threads`` threads. torch is imported here, in the torch worker only, so that it never
+    counts in tricycle's memory."""
+    import torch  # noqa: PLC0415
+    from torch_reference import TorchGPT, adamw_groups, gpt2_init_  # noqa: PLC0415
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    approximate = "tanh" if config.activation_fn == "gelu_tanh" else "none"
+    model = gpt2_init_(TorchGPT(config, approximate=approximate), config.n_layers)
+    optimiser = torch.optim.AdamW(adamw_groups(model, 0.1), lr=1e-3, betas=(0.9, 0.95))
+    return torch, model, optimiser
+
+
+def run_tricycle(config: GPTConfig, data) -> list[float]:
+    tune_cpu_allocator()
+    model, optimiser, loss_fn = tricycle_model(config)
     times = []
     for inputs, targets in zip(*data):
         start = time.perf_counter()
@@ -88,16 +108,8 @@ def run_tricycle(config: GPTConfig, data) -> list[float]:
 
 
 def run_torch(config: GPTConfig, data, threads: int) -> list[float]:
-    # imported here, in the torch worker only, so they never count in tricycle's memory
-    import torch  # noqa: PLC0415
-    from torch_reference import TorchGPT, adamw_groups, gpt2_init_  # noqa: PLC0415
-
     tune_cpu_allocator()  # the same malloc settings for both
-    torch.set_num_threads(threads)
-    torch.manual_seed(0)
-    approximate = "tanh" if config.activation_fn == "gelu_tanh" else "none"
-    model = gpt2_init_(TorchGPT(config, approximate=approximate), config.n_layers)
-    optimiser = torch.optim.AdamW(adamw_groups(model, 0.1), lr=1e-3, betas=(0.9, 0.95))
+    torch, model, optimiser = torch_model(config, threads)
     times = []
     for inputs, targets in zip(*data):
         inputs, targets = torch.from_numpy(inputs), torch.from_numpy(targets)
