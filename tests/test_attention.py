@@ -10,7 +10,7 @@ from helpers import check_grads
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tricycle import attention, functions
+from tricycle import attention, threads
 from tricycle.attention import (
     Attention,
     KVCache,
@@ -99,17 +99,17 @@ def test_two_calls_before_one_backward():
     np.testing.assert_allclose(a.grad.array, expected_a.grad.array)
 
 
-@pytest.mark.parametrize("threads", [1, 3])
-def test_threads_give_the_same_result(threads):
+@pytest.mark.parametrize("n_threads", [1, 3])
+def test_threads_give_the_same_result(n_threads):
     """Batch rows split over threads (numpy frees the GIL; the thread count is the shared
-    helper's, in tricycle.functions) compute exactly the same thing."""
+    helpers of tricycle.threads) compute exactly the same thing."""
     rng = np.random.default_rng(0)
     qkv = rng.normal(size=(5, 40, 24)).astype(np.float32)
     dout = rng.normal(size=(5, 40, 8)).astype(np.float32)
-    with mock.patch.object(functions, "THREADS", 1):
+    with mock.patch.object(threads, "THREADS", 1):
         expected_out, saved = attention_forward(np, qkv, 2)
         expected_grad = attention_backward(np, dout, saved)
-    with mock.patch.object(functions, "THREADS", threads), query_blocks_of(8):
+    with mock.patch.object(threads, "THREADS", n_threads), query_blocks_of(8):
         out, saved = attention_forward(np, qkv, 2)
         grad = attention_backward(np, dout, saved)
     np.testing.assert_allclose(out, expected_out, rtol=1e-6, atol=1e-6)

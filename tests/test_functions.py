@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.helpers import check_grads
-from tricycle import backend, functions, unary
+from tricycle import backend, functions, threads, unary
 from tricycle.functions import (
     LogSoftmax,
     Sigmoid,
@@ -148,7 +148,7 @@ def test_row_blocks_cover_every_row_once(n_rows, row_size, block):
 
 def test_for_each_block_runs_every_block_once_across_threads(monkeypatch):
     monkeypatch.setattr(functions, "BLOCK_ELEMENTS", 4)
-    monkeypatch.setattr(functions, "THREADS", 3)
+    monkeypatch.setattr(threads, "THREADS", 3)
     out = np.zeros(50)
 
     def fill(rows):
@@ -163,7 +163,7 @@ def test_for_each_block_runs_every_block_once_across_threads(monkeypatch):
 
 def test_for_each_block_propagates_errors(monkeypatch):
     monkeypatch.setattr(functions, "BLOCK_ELEMENTS", 1)
-    monkeypatch.setattr(functions, "THREADS", 2)
+    monkeypatch.setattr(threads, "THREADS", 2)
 
     def fail(rows):
         if rows.start == 3:

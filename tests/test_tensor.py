@@ -1,9 +1,6 @@
 """Tensor and the backward pass: construction, dtypes, graph shapes, accumulation, no_grad."""
 
-import os
 import pickle
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -346,23 +343,3 @@ def test_a_back_fn_may_return_a_tensor():
     (out * out).sum().backward()
     np.testing.assert_array_equal(x.grad.array, [18.0, 36.0])  # d(9x^2)/dx = 18x
     assert type(x.grad.array) is np.ndarray
-
-
-def test_tricycle_threads_come_from_the_environment():
-    """One thread (the caller's) unless TRICYCLE_THREADS asks for more, capped at 8; a bad
-    value is an error that names the variable."""
-    code = "from tricycle import functions; print(functions.THREADS)"
-
-    def threads(value):
-        env = {k: v for k, v in os.environ.items() if k != "TRICYCLE_THREADS"}
-        if value is not None:
-            env["TRICYCLE_THREADS"] = value
-        return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-
-    assert threads(None).stdout.strip() == "1"
-    assert threads("3").stdout.strip() == "3"
-    assert threads("64").stdout.strip() == "8"
-    for bad in ["two", "0"]:
-        run = threads(bad)
-        assert run.returncode != 0
-        assert "TRICYCLE_THREADS" in run.stderr

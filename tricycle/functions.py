@@ -7,113 +7,20 @@ one array kept for backward. CUDA kernels with the same signatures may replace t
 
 On numpy the array functions walk their input in blocks of rows (``for_each_block``), so that
 their chain of elementwise passes runs on data in the CPU cache instead of main memory, and
-can spread the blocks over threads (numpy runs elementwise loops on one thread; see
-``TRICYCLE_THREADS`` below). The thread helpers here (``for_each_block``, ``for_row_groups``)
-are the one thread pool of tricycle: attention, GeLU, the norms and AdamW use them too.
+spread the blocks over threads (numpy runs elementwise loops on one thread; see
+tricycle/threads.py). Attention, GeLU, the norms and AdamW block their work with the helpers
+here (``for_each_block``, ``for_row_groups``) too.
 """
 
-import itertools
-import os
-import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from tricycle import kernels, unary
+from tricycle import kernels, threads, unary
 from tricycle.tensor import Tensor
+from tricycle.threads import run_blocks
 
 BLOCK_ELEMENTS = 1 << 16  # 256 KiB of float32: a block and its temporaries stay in L2
-
-
-# ---------------------------------------------------------------------- threads
-# numpy releases the GIL inside its ufunc loops and matmul, so independent pieces of a fused
-# op can run on several threads at once: each piece owns its rows of every output, so nothing
-# needs a lock. By default there is one thread, the caller's: numpy's BLAS already runs the
-# matrix products on every core, and its threads spin between products, so on a machine no
-# bigger than that, helper threads of ours only fight them for the cores (and each other for
-# the GIL). Measured on a 2-core VM, a GPT training step ran 5-15% faster without them, and
-# up to twice as fast while the VM was busy (benchmarks/README.md). On a machine with many
-# cores, ``TRICYCLE_THREADS=n`` spreads the fused ops over n threads (at most 8). The pool is
-# made on first use and forgotten in a forked child, which has none of its parent's threads.
-def _thread_count() -> int:
-    value = os.environ.get("TRICYCLE_THREADS", "1")
-    try:
-        threads = int(value)
-    except ValueError:
-        message = f"TRICYCLE_THREADS must be a whole number of threads, got {value!r}"
-        raise ValueError(message) from None
-    if threads < 1:
-        raise ValueError(f"TRICYCLE_THREADS must be at least 1, got {threads}")
-    return min(threads, 8)
-
-
-THREADS = _thread_count()
-_pool: ThreadPoolExecutor | None = None
-_worker = threading.local()
-
-
-def _forget_pool() -> None:
-    global _pool
-    _pool = None
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pool)
-
-
-def run_blocks(fn: Callable[[slice], None], blocks: list[slice]) -> None:
-    """Call ``fn(rows)`` once for every slice of ``blocks``, on up to ``THREADS`` threads.
-
-    The threads claim blocks one at a time from a shared counter, and the calling thread
-    works too: a helper that the OS does not schedule soon (a busy machine, BLAS threads
-    spinning) costs nothing, as the others take its blocks. Each block is computed the same
-    way whichever thread runs it, so results do not depend on the number of threads. Called
-    from inside a block (a nested fused op), or with one block, it runs serially. The first
-    exception of any block is re-raised here once every claimed block has finished.
-    """
-    global _pool
-    n_helpers = min(THREADS, len(blocks)) - 1
-    if n_helpers <= 0 or getattr(_worker, "busy", False):
-        for rows in blocks:
-            fn(rows)
-        return
-    if _pool is None:
-        _pool = ThreadPoolExecutor(max(1, THREADS - 1), thread_name_prefix="tricycle")
-    job = _Job(fn, blocks)
-    for _ in range(n_helpers):
-        _pool.submit(job.work)
-    job.work()
-    job.finished.wait()
-    if job.errors:
-        raise job.errors[0]
-
-
-class _Job:
-    """Blocks of one ``run_blocks`` call, claimed by whichever thread comes first."""
-
-    def __init__(self, fn, blocks):
-        self.fn, self.blocks = fn, blocks
-        self.claims = itertools.count()  # next() is atomic under the GIL
-        self.lock = threading.Lock()
-        self.left = len(blocks)
-        self.finished = threading.Event()
-        self.errors: list[BaseException] = []
-
-    def work(self) -> None:
-        _worker.busy = True
-        try:
-            while (i := next(self.claims)) < len(self.blocks):
-                try:
-                    self.fn(self.blocks[i])
-                except BaseException as error:  # noqa: BLE001 -- re-raised by the caller
-                    self.errors.append(error)
-                with self.lock:
-                    self.left -= 1
-                    if self.left == 0:
-                        self.finished.set()
-        finally:
-            _worker.busy = False
 
 
 def row_blocks(xp, n_rows: int, row_size: int) -> list[slice]:
@@ -134,7 +41,8 @@ def block_index(rows: slice) -> int:
 
 
 def for_each_block(xp, n_rows: int, row_size: int, fn: Callable[[slice], None]) -> None:
-    """Call ``fn(rows)`` for each slice of ``row_blocks``, spread over ``THREADS`` threads.
+    """Call ``fn(rows)`` for each slice of ``row_blocks``, spread over the threads of
+    ``tricycle.threads``.
 
     ``fn`` must only write to its own rows of preallocated outputs (``run_blocks``).
     """
@@ -144,7 +52,7 @@ def for_each_block(xp, n_rows: int, row_size: int, fn: Callable[[slice], None]) 
 def for_row_groups(xp, n_rows: int, fn: Callable[[slice], None]) -> None:
     """Call ``fn(rows)`` on contiguous slices partitioning ``range(n_rows)``: on numpy one per
     thread (for work that blocks its rows itself), on cupy one ``slice(None)``."""
-    n_groups = min(THREADS, n_rows) if xp is np else 1
+    n_groups = min(threads.THREADS, n_rows) if xp is np else 1
     if n_groups <= 1:
         fn(slice(None))
         return

@@ -23,8 +23,9 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from tricycle import backend, kernels
-from tricycle.functions import for_each_block, row_blocks, run_blocks
+from tricycle.functions import for_each_block, row_blocks
 from tricycle.tensor import Tensor
+from tricycle.threads import run_blocks
 
 
 def named_parameters(parameters) -> list[tuple[str, Tensor]]:
