@@ -179,3 +179,22 @@ def test_scalars_and_empty_axes_raise(op):
         op(to_tensor(1.0))
     with pytest.raises(ValueError, match=r"\(2, 0\)"):
         op(to_tensor(np.ones((2, 0))))
+
+
+@pytest.mark.parametrize("ufunc", [np.add, np.multiply])
+def test_blocked_ufunc_matches_the_ufunc(monkeypatch, ufunc):
+    """Row blocks over threads compute exactly ufunc(a, b): b of a's shape or a row (bias),
+    a not contiguous, and in place (out=a)."""
+    monkeypatch.setattr(functions, "BLOCK_ELEMENTS", 8)
+    monkeypatch.setattr(threads, "THREADS", 2)
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(6, 5, 7)).astype(np.float32)
+    for b in (rng.normal(size=a.shape).astype(np.float32), rng.normal(size=7).astype(np.float32)):
+        np.testing.assert_array_equal(functions.blocked_ufunc(np, ufunc, a, b), ufunc(a, b))
+        strided = a[:, ::2]
+        b_strided = b[:, ::2] if b.ndim == 3 else b
+        got = functions.blocked_ufunc(np, ufunc, strided, b_strided)
+        np.testing.assert_array_equal(got, ufunc(strided, b_strided))
+        inplace = a.copy()
+        functions.blocked_ufunc(np, ufunc, inplace, b, out=inplace)
+        np.testing.assert_array_equal(inplace, ufunc(a, b))

@@ -8,7 +8,7 @@ its backward is one product.
 """
 
 from tricycle import kernels, ops, unary
-from tricycle.functions import Sigmoid, Tanh, for_each_block
+from tricycle.functions import Sigmoid, Tanh, blocked_ufunc, for_each_block
 from tricycle.layers import Dense, Layer
 from tricycle.tensor import Tensor, grad_enabled
 
@@ -286,7 +286,7 @@ class GeLU(Layer):
             return _elementwise(x, gelu_forward(xp, x.array, approximate), None, "gelu")
         y, slope = gelu_forward(xp, x.array, approximate, slope=True)
         if slope is not None:
-            return _elementwise(x, y, lambda dy: dy * slope, "gelu")
+            return _elementwise(x, y, lambda dy: blocked_ufunc(xp, xp.multiply, dy, slope), "gelu")
         # the CUDA kernels have no slope output: their backward recomputes it from x
         return _elementwise(x, y, lambda dy: gelu_backward(xp, x.array, dy, approximate), "gelu")
 

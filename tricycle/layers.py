@@ -18,7 +18,7 @@ import numpy as np
 
 from tricycle import backend, kernels
 from tricycle.backend import check_same_device
-from tricycle.functions import block_index, for_each_block, row_blocks, row_sum
+from tricycle.functions import block_index, blocked_ufunc, for_each_block, row_blocks, row_sum
 from tricycle.initialisers import init_normal, init_ones, init_xavier, init_zeros
 from tricycle.tensor import Tensor, grad_enabled
 
@@ -236,7 +236,7 @@ def dense_forward(xp, x, weights, bias=None):
     out = kernels.gemm(x2, weights) if kernels.gemm_enabled(x2, weights) else x2 @ weights
     if bias is not None:
         if xp.result_type(out, bias) == out.dtype:
-            out += bias
+            blocked_ufunc(xp, xp.add, out, bias, out=out)  # over the threads
         else:  # a wider bias (float64 with float32 inputs) promotes the output, as x @ W + b
             out = out + bias
     return out.reshape(x.shape[:-1] + (weights.shape[1],))
