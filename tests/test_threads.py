@@ -130,3 +130,16 @@ def test_default_thread_count_follows_blas():
     assert default.stdout.split() == [str(expected), str(hookable and expected > 1)]
     single = _threads_in_subprocess(OPENBLAS_NUM_THREADS="1")
     assert single.stdout.split() == ["1", "False"]
+
+
+def test_hooked_blas_runs_on_at_most_the_pool_threads():
+    """With the hook, BLAS runs on THREADS threads (capped at 8): more helpers, which each
+    need the GIL to start, made a 16-core step more than twice as slow."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    env.update(TRICYCLE_THREADS="2", OPENBLAS_NUM_THREADS="4")
+    code = "from tricycle import threads; print(threads.blas.hooked, threads.blas.threads())"
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    if run.stdout.split()[0] == "True":
+        assert run.stdout.split() == ["True", "2"]
+    else:  # no hook here: BLAS keeps its own setting
+        assert run.stdout.split() == ["False", "4"]
