@@ -100,12 +100,13 @@ def test_a_forked_child_makes_its_own_helpers():
         assert pool.apply_async(_product_error, (1,)).get(timeout=60) < 1e-3
 
 
-def _threads_in_subprocess(**env_vars):
+def _threads_in_subprocess(shown="threads.THREADS, threads.blas.hooked", **env_vars):
+    """Run ``print(shown)`` after importing tricycle.threads, under ``env_vars``."""
     env = {
         k: v for k, v in os.environ.items() if k not in ("TRICYCLE_THREADS", "OPENBLAS_NUM_THREADS")
     }
     env.update(env_vars)
-    code = "from tricycle import threads; print(threads.THREADS, threads.blas.hooked)"
+    code = f"from tricycle import threads; print({shown})"
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
 
 
@@ -124,7 +125,7 @@ def test_thread_count_comes_from_the_environment():
 def test_default_thread_count_follows_blas():
     """By default: as many threads as BLAS uses (at most 8) when the hook is there, else 1;
     one BLAS thread means one thread and no hook."""
-    hookable = hasattr(threads.blas, "_callback")
+    hookable = threads.blas.hookable
     expected = min(threads.blas.threads(), 8) if hookable else 1
     default = _threads_in_subprocess(OPENBLAS_NUM_THREADS=str(threads.blas.threads()))
     assert default.stdout.split() == [str(expected), str(hookable and expected > 1)]
@@ -135,10 +136,8 @@ def test_default_thread_count_follows_blas():
 def test_hooked_blas_runs_on_at_most_the_pool_threads():
     """With the hook, BLAS runs on THREADS threads (capped at 8): more helpers, which each
     need the GIL to start, made a 16-core step more than twice as slow."""
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
-    env.update(TRICYCLE_THREADS="2", OPENBLAS_NUM_THREADS="4")
-    code = "from tricycle import threads; print(threads.blas.hooked, threads.blas.threads())"
-    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    shown = "threads.blas.hooked, threads.blas.threads()"
+    run = _threads_in_subprocess(shown, TRICYCLE_THREADS="2", OPENBLAS_NUM_THREADS="4")
     if run.stdout.split()[0] == "True":
         assert run.stdout.split() == ["True", "2"]
     else:  # no hook here: BLAS keeps its own setting

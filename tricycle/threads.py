@@ -134,10 +134,10 @@ def _take(n: int) -> list[_Helper]:
                 helper.done.clear()
                 _helpers.append(helper)
                 taken.append(helper)
-            busy = [h for h in _helpers if h not in taken]
+            busy = next((h for h in _helpers if h not in taken), None)
         if len(taken) == n:
             return taken
-        busy[0].done.spin()  # another caller's helpers: wait for one
+        busy.done.spin()  # another caller's helper: wait for it
 
 
 def _forget_helpers() -> None:
@@ -198,6 +198,7 @@ class _OpenBLAS:
     )
 
     def __init__(self):
+        self.hookable = False  # the hook exists: hook() can install it
         self.hooked = False
         self.calls = 0  # parallel sections run by the pool
         self._get_threads = None
@@ -214,6 +215,7 @@ class _OpenBLAS:
             return
         self._set_callback = set_callback
         self._callback = self.CALLBACK(self._run_jobs)  # kept alive for as long as it is set
+        self.hookable = True
 
     def _function(self, name: str, argtypes, restype):
         try:
@@ -230,7 +232,7 @@ class _OpenBLAS:
         """Run BLAS's parallel work on the pool from now on, on at most ``max_threads``
         threads: each helper needs the GIL to start, so many more than 8 cost more than they
         give (measured on 16 cores: 3.0k tokens/s with 16, 7.5k with 8)."""
-        if hasattr(self, "_callback") and not self.hooked:
+        if self.hookable and not self.hooked:
             if self.threads() > max_threads:
                 self._set_threads(max_threads)
             self._set_callback(self._callback)
@@ -298,7 +300,7 @@ def _thread_count() -> int:
     """TRICYCLE_THREADS, else the BLAS threads when the hook can be installed, else 1."""
     value = os.environ.get("TRICYCLE_THREADS")
     if value is None:
-        return min(blas.threads(), 8) if hasattr(blas, "_callback") else 1
+        return min(blas.threads(), 8) if blas.hookable else 1
     try:
         threads = int(value)
     except ValueError:
