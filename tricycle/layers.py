@@ -58,23 +58,31 @@ class Layer:
                     if isinstance(item, (Tensor, Layer)):
                         yield f"{attr}.{key}", item
 
-    def named_layers(self) -> list[tuple[str, "Layer"]]:
-        """This layer (named "") and every sublayer, depth first, each once."""
-        found, seen = [], set()
+    def _walk(self) -> tuple[list[tuple[str, "Layer"]], list[tuple[str, Tensor]]]:
+        """(named layers, named tensors) in one depth-first pass: this layer (named "") and
+        every sublayer, each once; then each layer's Tensors, each once, in that order."""
+        layers, tensors, seen = [], [], set()
         stack = [("", self)]
         while stack:
             name, layer = stack.pop()
             if id(layer) in seen:
                 continue
             seen.add(id(layer))
-            found.append((name, layer))
-            children = [
-                (f"{name}.{attr}" if name else attr, value)
-                for attr, value in layer._members()
-                if isinstance(value, Layer)
-            ]
+            layers.append((name, layer))
+            children = []
+            for attr, value in layer._members():
+                path = f"{name}.{attr}" if name else attr
+                if isinstance(value, Layer):
+                    children.append((path, value))
+                elif id(value) not in seen:
+                    seen.add(id(value))
+                    tensors.append((path, value))
             stack.extend(reversed(children))  # pop in attribute order
-        return found
+        return layers, tensors
+
+    def named_layers(self) -> list[tuple[str, "Layer"]]:
+        """This layer (named "") and every sublayer, depth first, each once."""
+        return self._walk()[0]
 
     def layers(self) -> list["Layer"]:
         """This layer and every sublayer, depth first, each once."""
@@ -82,13 +90,7 @@ class Layer:
 
     def named_tensors(self) -> list[tuple[str, Tensor]]:
         """Every Tensor attribute (parameters and buffers), each once, in a stable order."""
-        found, seen = [], set()
-        for prefix, layer in self.named_layers():
-            for attr, value in layer._members():
-                if isinstance(value, Tensor) and id(value) not in seen:
-                    seen.add(id(value))
-                    found.append((f"{prefix}.{attr}" if prefix else attr, value))
-        return found
+        return self._walk()[1]
 
     def named_parameters(self) -> list[tuple[str, Tensor]]:
         """(dotted name, Tensor) for every parameter (a Tensor that requires grad), each once."""
