@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.helpers import check_grads
-from tricycle import backend, functions
+from tricycle import backend, functions, threads
 from tricycle.activation import ReLU
 from tricycle.layers import (
     Dense,
@@ -19,6 +19,7 @@ from tricycle.layers import (
     LayerNorm,
     RMSNorm,
     Sequential,
+    dense_backward,
     layer_norm,
     layer_norm_backward,
     layer_norm_forward,
@@ -217,6 +218,38 @@ def test_dense_gradients(lead, n_in, n_out, bias):
         rng.normal(size=(n_out,)),
         wrt=(0, 1, 2) if bias else (0, 1),
     )
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_dense_backward_products_at_once_or_in_turn(monkeypatch, n_threads):
+    """With two threads dx and dW are computed at the same time, one per thread; either way
+    they are dout @ W.T, x.T @ dout (over every row) and the column sums of dout."""
+    monkeypatch.setattr(threads, "THREADS", n_threads)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 40, 64), dtype=np.float32)
+    weights = rng.standard_normal((64, 48), dtype=np.float32)
+    dout = rng.standard_normal((3, 40, 48), dtype=np.float32)
+    dx, dweights, dbias = dense_backward(np, dout, x, weights, x.shape)
+    x2, dout2 = x.reshape(-1, 64).astype(np.float64), dout.reshape(-1, 48).astype(np.float64)
+    np.testing.assert_allclose(dx, (dout2 @ weights.T).reshape(x.shape), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(dweights, x2.T @ dout2, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(dbias, dout2.sum(axis=0), rtol=1e-4, atol=1e-4)
+    assert dx.dtype == dweights.dtype == dbias.dtype == np.float32
+
+
+def test_dense_computes_only_the_gradients_wanted():
+    rng = np.random.default_rng(0)
+    x, weights = rng.standard_normal((5, 4)), rng.standard_normal((4, 3))
+    dout = rng.standard_normal((5, 3))
+    dx, dweights, dbias = dense_backward(np, dout, x, weights, x.shape, (False, True, False))
+    assert dx is None and dbias is None
+    np.testing.assert_allclose(dweights, x.T @ dout)
+    inputs = to_tensor(x, requires_grad=False)  # a frozen input: only the parameters' grads
+    layer = Dense(4, 3)
+    (layer(inputs) * to_tensor(dout, requires_grad=False)).sum().backward()
+    assert inputs.grad is None
+    np.testing.assert_allclose(layer.weights.grad.array, x.T @ dout, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(layer.bias.grad.array, dout.sum(axis=0), rtol=1e-5, atol=1e-5)
 
 
 def test_dense_rejects_the_wrong_width():

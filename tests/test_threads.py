@@ -63,6 +63,30 @@ def test_blas_inside_blocks_runs_on_its_own_thread(monkeypatch):
     assert threads.blas.calls > calls
 
 
+def test_run_concurrently_runs_its_tasks_at_once(monkeypatch):
+    """Two tasks that each wait for the other finish only if they run at the same time; the
+    results come back in the tasks' order, and a task's error reaches the caller."""
+    monkeypatch.setattr(threads, "THREADS", 2)
+    both = threading.Barrier(2, timeout=10)
+
+    def task(value):
+        both.wait()
+        return value, threads.blas.threads()
+
+    (first, first_blas), (second, second_blas) = threads.run_concurrently(
+        lambda: task("dx"), lambda: task("dW")
+    )
+    assert (first, second) == ("dx", "dW")
+    if threads.blas.hooked:  # each task's BLAS calls keep to its own thread
+        assert first_blas == second_blas == 1
+
+    def fails():
+        raise ValueError("task failed")
+
+    with pytest.raises(ValueError, match="task failed"):
+        threads.run_concurrently(lambda: None, fails)
+
+
 def test_products_from_several_threads_at_once():
     """Callers on other threads get helpers of their own (or wait for one): all finish and
     are right."""

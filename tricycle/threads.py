@@ -349,6 +349,23 @@ def run_blocks(fn: Callable[[slice], None], blocks: list[slice]) -> None:
         raise job.errors[0]
 
 
+def run_concurrently(*tasks: Callable[[], object]) -> list:
+    """Call each of ``tasks`` once, at the same time on up to ``THREADS`` threads, and return
+    their results in order.
+
+    For independent pieces of work that each fill a core, such as two matrix products: BLAS
+    runs single-threaded inside each (``run_blocks``), so each product keeps one core to itself
+    instead of the two products taking turns on all of them.
+    """
+    results: list = [None] * len(tasks)
+
+    def run(i: int) -> None:
+        results[i] = tasks[i]()
+
+    run_blocks(run, list(range(len(tasks))))
+    return results
+
+
 class _Job:
     """Blocks of one ``run_blocks`` call, claimed by whichever thread comes first."""
 
