@@ -21,7 +21,6 @@ from tricycle.backend import check_same_device
 from tricycle.functions import block_index, blocked_ufunc, for_each_block, row_blocks, row_sum
 from tricycle.initialisers import init_normal, init_ones, init_xavier, init_zeros
 from tricycle.tensor import Tensor, grad_enabled
-from tricycle.threads import run_concurrently
 
 # ====================================================================== the Layer base
 
@@ -290,7 +289,7 @@ def dense_backward(xp, dout, x, weights, x_shape, needs=(True, True, True)):
         return dweights, dense_backward_bias(xp, dout) if want_bias else None
 
     if xp is np and threads.THREADS == 2 and want_x and want_weights:
-        dx, (dweights, dbias) = run_concurrently(input_grad, parameter_grads)
+        dx, (dweights, dbias) = threads.run_concurrently(input_grad, parameter_grads)
     else:
         dx, (dweights, dbias) = input_grad(), parameter_grads()
     return dx, dweights, dbias
@@ -310,8 +309,9 @@ def dense(x: Tensor, weights: Tensor, bias: Tensor | None = None) -> Tensor:
     args = (x, weights) if bias is None else (x, weights, bias)
 
     def backward(dout):
-        needs = tuple(arg.requires_grad for arg in args) + (False,) * (3 - len(args))
-        return dense_backward(xp, dout, x.array, weights.array, x_shape, needs)[: len(args)]
+        needs = (x.requires_grad, weights.requires_grad, bias is not None and bias.requires_grad)
+        dx, dweights, dbias = dense_backward(xp, dout, x.array, weights.array, x_shape, needs)
+        return (dx, dweights) if bias is None else (dx, dweights, dbias)
 
     return Tensor(
         out,

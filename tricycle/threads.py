@@ -39,7 +39,8 @@ import ctypes
 import itertools
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -316,8 +317,9 @@ if THREADS > 1:
     blas.hook(max_threads=THREADS)
 
 
-def run_blocks(fn: Callable[[slice], None], blocks: list[slice]) -> None:
-    """Call ``fn(rows)`` once for every slice of ``blocks``, on up to ``THREADS`` threads.
+def run_blocks(fn: Callable[[Any], None], blocks: Sequence) -> None:
+    """Call ``fn(rows)`` once for every item of ``blocks`` (row slices, or any pieces of
+    work), on up to ``THREADS`` threads.
 
     ``fn`` must only write its own rows of preallocated outputs. The threads claim blocks
     one at a time from a shared counter, and the calling thread works too: a helper that
