@@ -6,9 +6,10 @@
 Both frameworks train the same architecture (tests/torch_reference.py is the PyTorch twin of
 tricycle's GPT) with AdamW and gradient clipping at 1.0, in float32, on the same random
 batches. Each run happens in its own subprocess so that its peak resident memory
-(``ru_maxrss``) is its own; runs alternate between the frameworks, and the best of
-``--repeats`` runs counts, because a shared machine's noise only ever slows a run down; the
-median of the ratios of run i of each framework (run back to back) is printed too.
+(``ru_maxrss``) is its own, and runs alternate between the frameworks. Two ratios are printed:
+best run against best run (noise only ever slows a run down), and the median over pairs of
+runs made back to back (run i of each). On a VM with fast and slow spells one lucky run can
+decide the first, so the second is the steadier figure.
 tokens/s is the median over the timed steps of batch_size * context_window / step time.
 
     python benchmarks/gpt_train.py --device gpu       # issue 5: V=1024 T=256 E=384 6x6, B=64
@@ -352,12 +353,12 @@ def main(argv=None) -> None:
             f"{name:10s} {best[name]['tokens_per_s']:10,.0f} {peak[name]:12,.0f} "
             f"{best[name]['rss_before_mb']:17,.0f}"
         )
-    print(f"tricycle / torch throughput: {ratio:.2f}x")
+    print(f"tricycle / torch throughput, best run against best run: {ratio:.2f}x")
     if args.repeats > 1:  # each pair ran back to back, so a slow spell of the machine hits both
         pairs = [a["tokens_per_s"] / b["tokens_per_s"] for a, b in zip(*runs.values())]
         print(
-            f"  per pair (run i of each): median {statistics.median(pairs):.2f}x, "
-            f"range {min(pairs):.2f}-{max(pairs):.2f}x"
+            "tricycle / torch throughput, median over back-to-back pairs: "
+            f"{statistics.median(pairs):.2f}x (range {min(pairs):.2f}-{max(pairs):.2f}x)"
         )
 
 
