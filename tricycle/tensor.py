@@ -9,6 +9,7 @@ Python operators (``+``, ``*``, ``[]``, ...) and methods such as ``.sum()`` are 
 that implement them in ``tricycle/operators.py``.
 """
 
+import threading
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 
@@ -18,7 +19,15 @@ from tricycle import backend
 
 BackFn = Callable[[object], object]  # output gradient array -> input gradient array
 
-_grad_enabled = True
+
+class _GradMode(threading.local):
+    """Whether ops record the graph, per thread (as PyTorch's grad mode): ``no_grad`` in one
+    thread never changes what another records."""
+
+    enabled = True  # the class attribute is every thread's starting value
+
+
+_grad_mode = _GradMode()
 
 
 class _Freed(tuple):
@@ -30,18 +39,18 @@ _FREED = _Freed()
 
 @contextmanager
 def no_grad():
-    """Build no graph inside this block (evaluation, sampling): outputs keep no args."""
-    global _grad_enabled
-    previous, _grad_enabled = _grad_enabled, False
+    """Build no graph inside this block (evaluation, sampling): outputs keep no args. It
+    applies to the calling thread only."""
+    previous, _grad_mode.enabled = _grad_mode.enabled, False
     try:
         yield
     finally:
-        _grad_enabled = previous
+        _grad_mode.enabled = previous
 
 
 def grad_enabled() -> bool:
-    """Whether ops currently record the graph."""
-    return _grad_enabled
+    """Whether ops in the calling thread currently record the graph."""
+    return _grad_mode.enabled
 
 
 def is_float(dtype) -> bool:
@@ -109,7 +118,7 @@ class Tensor:
             # an op's output needs the graph only if some input does and grad mode is on
             self.args = self.back_fns = None
             self.requires_grad = False
-            if _grad_enabled and floating:
+            if floating and _grad_mode.enabled:
                 for arg in args:
                     if arg.requires_grad:
                         self.args = args if type(args) is tuple else tuple(args)
