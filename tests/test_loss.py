@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.helpers import check_grads
-from tricycle import backend, functions
+from tests.helpers import blocks_over_threads, check_grads
+from tricycle import backend
 from tricycle.loss import (
     BinaryCrossEntropy,
     CrossEntropy,
@@ -24,7 +24,10 @@ host = backend.to_host_array
 @pytest.fixture(params=[None, 4], ids=["one-block", "tiny-blocks"])
 def block_size(request, monkeypatch):
     if request.param:
-        monkeypatch.setattr(functions, "BLOCK_ELEMENTS", request.param)
+        with blocks_over_threads(monkeypatch, request.param):
+            yield
+    else:
+        yield
 
 
 def test_readme_cross_entropy():

@@ -8,7 +8,8 @@ its backward is one product.
 """
 
 from tricycle import kernels, ops, unary
-from tricycle.functions import Sigmoid, Tanh, blocked_ufunc, for_each_block
+from tricycle.blocking import blocked_ufunc, for_each_block
+from tricycle.functions import Sigmoid, Tanh
 from tricycle.layers import Dense, Layer
 from tricycle.tensor import Tensor, grad_enabled
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from tricycle import backend, kernels
 from tricycle.backend import check_same_device
-from tricycle.functions import for_each_block, row_sum
+from tricycle.blocking import for_each_block, row_sum
 from tricycle.tensor import Tensor
 
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from tricycle import backend, kernels
-from tricycle.functions import for_each_block, row_blocks
+from tricycle.blocking import for_each_block, row_blocks
 from tricycle.tensor import Tensor
 from tricycle.threads import run_blocks
 
