@@ -34,13 +34,7 @@ def _binary(op: str, a: Tensor, b: Tensor, out, da, db) -> Tensor:
         da = _unbroadcasting(da, a.array.shape)
     if b.array.shape != shape:
         db = _unbroadcasting(db, b.array.shape)
-    return Tensor(
-        out,
-        args=(a, b),
-        back_fns=(da, db),
-        name=op,
-        is_batched=a.is_batched or b.is_batched,
-    )
+    return Tensor(out, args=(a, b), back_fns=(da, db), name=op)
 
 
 def _unbroadcasting(fn, shape):
@@ -150,4 +144,4 @@ _COMPARISONS = {
 def compare(op: str, a: Tensor, b: Tensor) -> Tensor:
     """Elementwise comparison (``op`` one of < <= > >= == !=): a boolean tensor, no gradient."""
     out = _apply(op, _COMPARISONS[op], a, b)
-    return Tensor(out, requires_grad=False, is_batched=a.is_batched or b.is_batched)
+    return Tensor(out, requires_grad=False)

@@ -13,6 +13,7 @@ and the blocks can be spread over the thread pool (``tricycle.threads``).
 from tricycle import kernels, unary
 from tricycle.blocking import as_rows, for_each_block, row_sum
 from tricycle.tensor import Tensor
+from tricycle.unary import unary_op
 
 
 def _check_has_axis(op: str, x: Tensor) -> None:
@@ -60,13 +61,7 @@ def _last_axis_op(op: str, name: str, forward, backward, x: Tensor) -> Tensor:
     _check_has_axis(op, x)
     xp = x.xp
     y = forward(xp, x.array)
-    return Tensor(
-        y,
-        args=(x,),
-        back_fns=(lambda dy: backward(xp, y, dy),),
-        name=name,
-        is_batched=x.is_batched,
-    )
+    return unary_op(x, y, lambda dy: backward(xp, y, dy), name)
 
 
 class Softmax:

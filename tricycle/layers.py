@@ -28,6 +28,7 @@ from tricycle.blocking import (
 )
 from tricycle.initialisers import init_normal, init_ones, init_xavier, init_zeros
 from tricycle.tensor import Tensor, grad_enabled
+from tricycle.unary import unary_op
 
 # ====================================================================== the Layer base
 
@@ -324,7 +325,6 @@ def dense(x: Tensor, weights: Tensor, bias: Tensor | None = None) -> Tensor:
         args=args,
         back_fns=shared_back_fns(backward, len(args)),
         name="dense",
-        is_batched=x.is_batched,
     )
 
 
@@ -424,9 +424,7 @@ class Embedding(Layer):
         self.weights = parameter((initialiser or init_normal)((from_size, to_size)), "weights")
 
     def forward(self, ids) -> Tensor:
-        out = embedding(ids, self.weights)
-        out.is_batched = isinstance(ids, Tensor) and ids.is_batched
-        return out
+        return embedding(ids, self.weights)
 
     def extra_repr(self) -> str:
         return f"from_size={self.from_size}, to_size={self.to_size}"
@@ -539,7 +537,7 @@ def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor | None = None, eps: float 
     back_fns = shared_back_fns(
         lambda dy: layer_norm_backward(xp, dy, x.array, gamma.array, mean, rstd, xhat), len(args)
     )
-    return Tensor(y, args=args, back_fns=back_fns, name="layer_norm", is_batched=x.is_batched)
+    return Tensor(y, args=args, back_fns=back_fns, name="layer_norm")
 
 
 class LayerNorm(Layer):
@@ -610,7 +608,7 @@ def rms_norm(x: Tensor, gamma: Tensor, eps: float = 1e-6) -> Tensor:
     xp = check_same_device("RMSNorm", x.array, gamma.array)
     y, rstd = rms_norm_forward(xp, x.array, gamma.array, eps)
     back_fns = shared_back_fns(lambda dy: rms_norm_backward(xp, dy, x.array, gamma.array, rstd), 2)
-    return Tensor(y, args=(x, gamma), back_fns=back_fns, name="rms_norm", is_batched=x.is_batched)
+    return Tensor(y, args=(x, gamma), back_fns=back_fns, name="rms_norm")
 
 
 class RMSNorm(Layer):
@@ -652,13 +650,7 @@ def dropout(x: Tensor, probability: float, rng: np.random.Generator | None = Non
     xp.greater_equal(mask, probability, out=mask)  # keep with probability 1 - p
     mask *= 1.0 / (1.0 - probability)  # inverted dropout: E[output] = x
     mask = mask.astype(x.dtype, copy=False)
-    return Tensor(
-        x.array * mask,
-        args=(x,),
-        back_fns=(lambda dout: dout * mask,),
-        name="dropout",
-        is_batched=x.is_batched,
-    )
+    return unary_op(x, x.array * mask, lambda dout: dout * mask, "dropout")
 
 
 class Dropout(Layer):

@@ -13,10 +13,7 @@ import numpy as np
 from tricycle.backend import check_same_device, is_cupy_array
 from tricycle.binary import unbroadcast
 from tricycle.tensor import Tensor
-
-
-def _op(x: Tensor, out, back_fn, name: str) -> Tensor:
-    return Tensor(out, args=(x,), back_fns=(back_fn,), name=name, is_batched=x.is_batched)
+from tricycle.unary import unary_op
 
 
 def reshape(x: Tensor, shape: Sequence[int]) -> Tensor:
@@ -27,7 +24,7 @@ def reshape(x: Tensor, shape: Sequence[int]) -> Tensor:
         raise ValueError(
             f"reshape: cannot reshape a tensor of shape {x.shape} into {shape}"
         ) from None
-    return _op(x, out, lambda dout: dout.reshape(x.shape), "reshape")
+    return unary_op(x, out, lambda dout: dout.reshape(x.shape), "reshape")
 
 
 def transpose(x: Tensor, axes: Sequence[int] | None = None) -> Tensor:
@@ -43,7 +40,7 @@ def transpose(x: Tensor, axes: Sequence[int] | None = None) -> Tensor:
     if sorted(axes) != list(range(x.ndim)):
         raise ValueError(f"transpose: {axes} is not a permutation of the axes of {x.shape}")
     inverse = tuple(sorted(range(x.ndim), key=axes.__getitem__))
-    return _op(
+    return unary_op(
         x, xp.transpose(x.array, axes), lambda dout: xp.transpose(dout, inverse), "transpose"
     )
 
@@ -60,7 +57,7 @@ def swapaxes(x: Tensor, a: int, b: int) -> Tensor:
 def expand_dims(x: Tensor, axis: int) -> Tensor:
     """Insert a size-1 axis at ``axis``."""
     out = x.xp.expand_dims(x.array, axis)
-    return _op(x, out, lambda dout: dout.reshape(x.shape), "expand_dims")
+    return unary_op(x, out, lambda dout: dout.reshape(x.shape), "expand_dims")
 
 
 def squeeze(x: Tensor, axis: int | tuple[int, ...] | None = None) -> Tensor:
@@ -72,7 +69,7 @@ def squeeze(x: Tensor, axis: int | tuple[int, ...] | None = None) -> Tensor:
         out = x.xp.squeeze(x.array, axis)
     except ValueError:
         raise ValueError(f"squeeze: axis {axis} of shape {x.shape} does not have size 1") from None
-    return _op(x, out, lambda dout: dout.reshape(x.shape), "squeeze")
+    return unary_op(x, out, lambda dout: dout.reshape(x.shape), "squeeze")
 
 
 def getitem(x: Tensor, index) -> Tensor:
@@ -99,7 +96,7 @@ def getitem(x: Tensor, index) -> Tensor:
             dx[index] = dout
         return dx
 
-    return _op(x, out, back_fn, "getitem")
+    return unary_op(x, out, back_fn, "getitem")
 
 
 def _unwrap_index(index, xp):
@@ -166,7 +163,6 @@ def concatenate(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
         args=tuple(tensors),
         back_fns=[piece(i) for i in range(len(tensors))],
         name="concatenate",
-        is_batched=tensors[0].is_batched,
     )
 
 
@@ -189,7 +185,6 @@ def stack(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
         args=tuple(tensors),
         back_fns=[piece(i) for i in range(len(tensors))],
         name="stack",
-        is_batched=tensors[0].is_batched,
     )
 
 
@@ -231,7 +226,7 @@ def repeat(x: Tensor, repeats: int, axis: int | None = None) -> Tensor:
         grouped = dout.reshape(source[:axis] + (source[axis], repeats) + source[axis + 1 :])
         return grouped.sum(axis=axis + 1).reshape(x.shape)
 
-    return _op(x, out, back_fn, "repeat")
+    return unary_op(x, out, back_fn, "repeat")
 
 
 def where(condition, a: Tensor, b: Tensor) -> Tensor:
@@ -262,7 +257,6 @@ def where(condition, a: Tensor, b: Tensor) -> Tensor:
             lambda dout: unbroadcast(xp.where(condition, 0, dout), b.shape),
         ),
         name="where",
-        is_batched=a.is_batched or b.is_batched,
     )
 
 
@@ -279,4 +273,6 @@ def masked_fill(x: Tensor, mask, value: float) -> Tensor:
     if mask.dtype != bool:
         raise TypeError(f"masked_fill: mask must be boolean, got {mask.dtype}")
     out = xp.where(mask, xp.asarray(value, dtype=x.dtype), x.array)
-    return _op(x, out, lambda dout: unbroadcast(xp.where(mask, 0, dout), x.shape), "masked_fill")
+    return unary_op(
+        x, out, lambda dout: unbroadcast(xp.where(mask, 0, dout), x.shape), "masked_fill"
+    )

@@ -387,5 +387,5 @@ def clip_grad_norm(parameters: Iterable, max_norm: float) -> float:
         for _, p in named:
             if p.grad is not None:
                 grad = p.grad.array * scale
-                p.grad = Tensor(grad, requires_grad=False, is_batched=p.is_batched)
+                p.grad = Tensor(grad, requires_grad=False)
     return norm

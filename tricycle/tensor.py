@@ -280,9 +280,9 @@ class Tensor:
         if self.grad is None:
             if not _writeable(g):  # e.g. a broadcast view from sum's backward: give an owned copy
                 g = g.copy()
-            self.grad = Tensor(g, requires_grad=False, is_batched=self.is_batched)
+            self.grad = Tensor(g, requires_grad=False)
         else:
-            self.grad = Tensor(self.grad.array + g, requires_grad=False, is_batched=self.is_batched)
+            self.grad = Tensor(self.grad.array + g, requires_grad=False)
 
     def retain_grad(self) -> "Tensor":
         """Keep this (non-leaf) tensor's gradient in ``.grad`` after backward."""

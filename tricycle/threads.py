@@ -761,7 +761,7 @@ def run_blocks(fn: Callable[[Any], None], blocks: Sequence) -> None:
     claimed block has finished.
     """
     pool = _pool
-    if pool is None or len(blocks) < 2 or getattr(_local, "busy", False):
+    if pool is None or pool.n < 2 or len(blocks) < 2 or getattr(_local, "busy", False):
         for block in blocks:
             fn(block)
     else:
@@ -783,7 +783,7 @@ def run_concurrently(*tasks: Callable[[], object]) -> list:
         results[i] = tasks[i]()
 
     pool = _pool
-    if pool is None or len(tasks) < 2 or getattr(_local, "busy", False):
+    if pool is None or pool.n < 2 or len(tasks) < 2 or getattr(_local, "busy", False):
         for i in range(len(tasks)):
             run(i)
     else:
