@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from tricycle.backend import check_same_device, is_cupy_array
-from tricycle.binary import unbroadcast
+from tricycle.binary import constant, unbroadcast
 from tricycle.tensor import Tensor
 from tricycle.unary import unary_op
 
@@ -237,7 +237,7 @@ def where(condition, a: Tensor, b: Tensor) -> Tensor:
     like = a if isinstance(a, Tensor) else b
     if not isinstance(like, Tensor):
         raise TypeError("where: at least one of a and b must be a Tensor")
-    a, b = _constant(a, like), _constant(b, like)
+    a, b = constant(a, like), constant(b, like)
     condition = condition.array if isinstance(condition, Tensor) else condition
     if not hasattr(condition, "shape"):
         condition = like.xp.asarray(condition, dtype=bool)
@@ -258,12 +258,6 @@ def where(condition, a: Tensor, b: Tensor) -> Tensor:
         ),
         name="where",
     )
-
-
-def _constant(value, like: Tensor) -> Tensor:
-    if isinstance(value, Tensor):
-        return value
-    return Tensor(like.xp.asarray(value, dtype=like.dtype), requires_grad=False)
 
 
 def masked_fill(x: Tensor, mask, value: float) -> Tensor:
