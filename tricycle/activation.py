@@ -11,7 +11,7 @@ from tricycle import kernels, ops, unary
 from tricycle.blocking import blocked_ufunc, for_each_block
 from tricycle.functions import Sigmoid, Tanh
 from tricycle.layers import Dense, Layer
-from tricycle.tensor import Tensor, grad_enabled
+from tricycle.tensor import Tensor, check_float, grad_enabled
 from tricycle.unary import unary_op
 
 __all__ = [
@@ -279,6 +279,7 @@ class GeLU(Layer):
         self.approximate = approximate
 
     def forward(self, x: Tensor) -> Tensor:
+        check_float("GeLU", x)
         xp, approximate = x.xp, self.approximate
         if not (x.requires_grad and grad_enabled()):  # no backward: no slope
             return unary_op(x, gelu_forward(xp, x.array, approximate), None, "gelu")

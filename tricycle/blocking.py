@@ -18,9 +18,9 @@ BLOCK_ELEMENTS = 1 << 17  # 512 KiB of float32: a block and its temporaries stay
 
 
 def as_rows(a):
-    """``a`` as a matrix of rows: (..., C) -> (N, C); a view when ``a`` is contiguous, and a
-    1-D ``a`` is one row."""
-    return a.reshape(-1, a.shape[-1])
+    """``a`` as a matrix of rows: (..., C) -> (N, C); a view when ``a`` is contiguous. A 1-D
+    ``a`` is one row, a 0-d one a row of one."""
+    return a.reshape(-1, a.shape[-1] if a.ndim else 1)
 
 
 def row_blocks(xp, n_rows: int, row_size: int) -> list[slice]:

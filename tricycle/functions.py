@@ -12,11 +12,12 @@ and the blocks can be spread over the thread pool (``tricycle.threads``).
 
 from tricycle import kernels, unary
 from tricycle.blocking import as_rows, for_each_block, row_sum
-from tricycle.tensor import Tensor
+from tricycle.tensor import Tensor, check_float
 from tricycle.unary import unary_op
 
 
 def _check_has_axis(op: str, x: Tensor) -> None:
+    check_float(op, x)
     if x.ndim == 0 or x.shape[-1] == 0:
         raise ValueError(f"{op}: needs a non-empty last axis to normalise, got shape {x.shape}")
 

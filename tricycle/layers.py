@@ -27,7 +27,7 @@ from tricycle.blocking import (
     row_sum,
 )
 from tricycle.initialisers import init_normal, init_ones, init_xavier, init_zeros
-from tricycle.tensor import Tensor, grad_enabled
+from tricycle.tensor import Tensor, check_float, grad_enabled
 from tricycle.unary import unary_op
 
 # ====================================================================== the Layer base
@@ -528,6 +528,7 @@ def _column_dot(xp, a, b):
 def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalise the last axis of x to zero mean and unit variance, then scale and shift."""
     args = (x, gamma) if beta is None else (x, gamma, beta)
+    check_float("LayerNorm", x)
     xp = check_same_device("LayerNorm", *(arg.array for arg in args))
     arrays = x.array, gamma.array, None if beta is None else beta.array
     if grad_enabled() and any(arg.requires_grad for arg in args):  # xhat only for a backward
@@ -605,6 +606,7 @@ def rms_norm_backward(xp, dy, x, gamma, rstd):
 
 def rms_norm(x: Tensor, gamma: Tensor, eps: float = 1e-6) -> Tensor:
     """Scale the last axis of x to unit root-mean-square, then by gamma."""
+    check_float("RMSNorm", x)
     xp = check_same_device("RMSNorm", x.array, gamma.array)
     y, rstd = rms_norm_forward(xp, x.array, gamma.array, eps)
     back_fns = shared_back_fns(lambda dy: rms_norm_backward(xp, dy, x.array, gamma.array, rstd), 2)

@@ -61,6 +61,17 @@ def is_float(dtype) -> bool:
     return dtype.kind == "f" or (dtype.kind == "V" and dtype.name == "bfloat16")  # ml_dtypes
 
 
+def check_float(op: str, x: "Tensor") -> None:
+    """Raise a TypeError naming ``op`` unless ``x`` is floating. A fused op computes in its
+    input's dtype, which an integer array cannot hold (numpy would fail deep inside, naming
+    a ufunc instead of the op)."""
+    if not is_float(x.dtype):
+        raise TypeError(
+            f"{op}: needs a floating tensor, got dtype {x.dtype} with shape {x.shape}; "
+            "convert it first, e.g. to_tensor(values, dtype=np.float32)"
+        )
+
+
 class Tensor:
     """An n-dimensional array that remembers how it was computed.
 
