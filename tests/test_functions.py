@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.helpers import blocks_over_threads, check_grads
+from tests.helpers import check_grads
 from tricycle import backend, unary
 from tricycle.functions import (
     LogSoftmax,
@@ -21,16 +21,6 @@ from tricycle.functions import (
 from tricycle.tensor import Tensor, to_tensor
 
 shapes = st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple)
-
-
-@pytest.fixture(params=[None, 3], ids=["one-block", "tiny-blocks"])
-def block_size(request, monkeypatch):
-    """Run a test with the default blocks and with blocks of 3 elements over two threads."""
-    if request.param:
-        with blocks_over_threads(monkeypatch, request.param):
-            yield
-    else:
-        yield
 
 
 def composed_softmax(x: Tensor) -> Tensor:

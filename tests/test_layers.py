@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.helpers import blocks_over_threads, check_grads
+from tests.helpers import check_grads
 from tricycle import backend, threads
 from tricycle.activation import ReLU
 from tricycle.layers import (
@@ -38,16 +38,6 @@ def on(xp, array):
 
 def host(array) -> np.ndarray:
     return backend.to_host_array(array)
-
-
-@pytest.fixture(params=[None, 5], ids=["one-block", "tiny-blocks"])
-def block_size(request, monkeypatch):
-    """Run a test with the default blocks and with blocks of 5 elements over two threads."""
-    if request.param:
-        with blocks_over_threads(monkeypatch, request.param):
-            yield
-    else:
-        yield
 
 
 # ====================================================================== the Layer base

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.helpers import blocks_over_threads, check_grads
+from tests.helpers import check_grads
 from tricycle import backend
 from tricycle.loss import (
     BinaryCrossEntropy,
@@ -19,15 +19,6 @@ from tricycle.tensor import Tensor, to_tensor
 
 lead_shapes = st.lists(st.integers(1, 3), min_size=0, max_size=2).map(tuple)
 host = backend.to_host_array
-
-
-@pytest.fixture(params=[None, 4], ids=["one-block", "tiny-blocks"])
-def block_size(request, monkeypatch):
-    if request.param:
-        with blocks_over_threads(monkeypatch, request.param):
-            yield
-    else:
-        yield
 
 
 def test_readme_cross_entropy():

@@ -143,49 +143,32 @@ def _check_bounds(x: Tensor, index) -> None:
 
 def concatenate(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
     """Join tensors along an existing axis."""
-    xp = check_same_device("concatenate", *(t.array for t in tensors))
-    try:
-        out = xp.concatenate([t.array for t in tensors], axis=axis)
-    except ValueError as error:
-        shapes = [t.shape for t in tensors]
-        raise ValueError(f"concatenate: shapes {shapes} along axis {axis}: {error}") from None
-    bounds = [0]
-    for t in tensors:
-        bounds.append(bounds[-1] + t.shape[axis])
-    axis %= out.ndim
-
-    def piece(i):
-        where = (slice(None),) * axis + (slice(bounds[i], bounds[i + 1]),)
-        return lambda dout: dout[where]
-
-    return Tensor(
-        out,
-        args=tuple(tensors),
-        back_fns=[piece(i) for i in range(len(tensors))],
-        name="concatenate",
-    )
+    return _join("concatenate", tensors, axis)
 
 
 def stack(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
     """Join same-shaped tensors along a new axis."""
-    xp = check_same_device("stack", *(t.array for t in tensors))
+    return _join("stack", tensors, axis)
+
+
+def _join(op: str, tensors: Sequence[Tensor], axis: int) -> Tensor:
+    """``xp.concatenate`` or ``xp.stack`` (``op``) of the tensors along ``axis``; each one's
+    gradient is its piece of the output's: a slice of the axis, or one index of the new axis."""
+    xp = check_same_device(op, *(t.array for t in tensors))
     try:
-        out = xp.stack([t.array for t in tensors], axis=axis)
+        out = getattr(xp, op)([t.array for t in tensors], axis=axis)
     except ValueError as error:
         shapes = [t.shape for t in tensors]
-        raise ValueError(f"stack: shapes {shapes}: {error}") from None
+        raise ValueError(f"{op}: shapes {shapes} along axis {axis}: {error}") from None
     axis %= out.ndim
-
-    def piece(i):
-        where = (slice(None),) * axis + (i,)
-        return lambda dout: dout[where]
-
-    return Tensor(
-        out,
-        args=tuple(tensors),
-        back_fns=[piece(i) for i in range(len(tensors))],
-        name="stack",
-    )
+    if op == "stack":
+        pieces = list(range(len(tensors)))
+    else:
+        ends = np.cumsum([t.shape[axis] for t in tensors])
+        pieces = [slice(end - t.shape[axis], end) for t, end in zip(tensors, ends)]
+    lead = (slice(None),) * axis
+    back_fns = [lambda dout, where=lead + (piece,): dout[where] for piece in pieces]
+    return Tensor(out, args=tuple(tensors), back_fns=back_fns, name=op)
 
 
 def split(x: Tensor, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Tensor]:
