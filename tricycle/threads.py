@@ -342,9 +342,10 @@ class _Pool:
         (the jobs of a product wait for each other), job 0 on this thread, on the pool's
         helpers if this thread can own it, else on spares; return when every job is done,
         whatever is raised meanwhile (then re-raised)."""
-        owned, error = self.acquire() > 0, None
+        threads = self.acquire()
+        owned, error = threads > 0, None
         try:
-            if owned:
+            if threads > 1:  # alone on the machine: keep its cores awake
                 self.keep_awake.touch(max(self.n, n_jobs))
             helpers = self.take(n_jobs - 1) if owned else self.take_spares(n_jobs - 1)
             try:
