@@ -414,7 +414,9 @@ def global_norm(arrays):
     if not arrays:
         return np.zeros((), dtype=np.float32)
     xp = backend.array_module(arrays[0])
-    if all(kernels.adam_enabled(a, a) for a in arrays):  # float32, contiguous, on a GPU
+    if kernels.enabled(*arrays) and all(
+        a.dtype == np.float32 and a.flags.c_contiguous for a in arrays
+    ):  # the kernel's own float32 block sums
         return kernels.clip_multiplier(xp, arrays)[0]
     dtype = np.float64 if any(a.dtype == np.float64 for a in arrays) else np.float32
     squares = xp.zeros((), dtype=dtype)
