@@ -7,6 +7,7 @@ stops BLAS-heavy training at once; the pool gives way to other processes.
 
 import multiprocessing
 import os
+import queue
 import random
 import signal
 import subprocess
@@ -424,17 +425,19 @@ def test_ctrl_c_stops_blas_work_at_the_first_press():
         [sys.executable, "-c", textwrap.dedent(CTRL_C.format(caught=presses))],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
+    lines: queue.Queue = queue.Queue()  # the program's output, read without blocking the test
+    reader = threading.Thread(target=lambda: [lines.put(line.strip()) for line in process.stdout])
+    reader.daemon = True
+    reader.start()
     try:
         for press in range(presses + 1):
-            assert process.stdout.readline().strip() == "ready"
+            assert lines.get(timeout=60) == "ready"
             time.sleep(random.uniform(0.05, 0.2))
-            sent = time.monotonic()
             process.send_signal(signal.SIGINT)
             if press < presses:
-                assert process.stdout.readline().strip() == "caught", process.stderr.read()
-                assert time.monotonic() - sent < 2
-        _, stderr = process.communicate(timeout=2)
-        assert process.returncode != 0
+                assert lines.get(timeout=2) == "caught"  # queue.Empty if it was not stopped
+        assert process.wait(timeout=2) != 0
+        stderr = process.stderr.read()
         assert "KeyboardInterrupt" in stderr
         assert "Exception ignored" not in stderr
     finally:
