@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests.helpers import blocks_over_threads
 from tricycle import backend
 
 settings.register_profile(
@@ -30,3 +31,14 @@ BACKENDS = [
 def xp(request):
     """The array module to run a test on: numpy always, cupy when a GPU is present."""
     return np if request.param == "numpy" else backend.cupy()
+
+
+@pytest.fixture(params=[None, 5], ids=["one-block", "tiny-blocks"])
+def block_size(request, monkeypatch):
+    """Run a fused-op test with the default blocks and with blocks of 5 elements over two
+    threads (many blocks, the pool's path)."""
+    if request.param:
+        with blocks_over_threads(monkeypatch, request.param):
+            yield
+    else:
+        yield

@@ -5,8 +5,11 @@ with fixed random weights (so every output element gets a distinct upstream grad
 compares each input's ``.grad`` with central finite differences.
 """
 
+from contextlib import contextmanager
+
 import numpy as np
 
+from tricycle import blocking, threads
 from tricycle.tensor import Tensor
 
 
@@ -49,3 +52,12 @@ def check_grads(f, *arrays, wrt=None, rtol: float = 1e-5, atol: float = 1e-7, se
             actual, expected, rtol=rtol, atol=atol, err_msg=f"gradient of input {i}"
         )
     return out
+
+
+@contextmanager
+def blocks_over_threads(monkeypatch, block_elements: int):
+    """Fused ops in blocks of ``block_elements`` elements (many blocks), spread over a pool of
+    two threads whatever the machine's load: the threaded path of ``tricycle.blocking``."""
+    monkeypatch.setattr(blocking, "BLOCK_ELEMENTS", block_elements)
+    with threads.enabled(2, share_machine=False):
+        yield

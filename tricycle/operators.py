@@ -10,8 +10,9 @@ import numbers
 import numpy as np
 
 from tricycle import binary, ops, reduce, unary
+from tricycle.binary import constant
 from tricycle.einsum import Einsum
-from tricycle.tensor import Tensor, is_float
+from tricycle.tensor import Tensor
 
 
 def _scalar(value) -> bool:
@@ -22,16 +23,6 @@ def _python_scalar(value):
     """A numpy scalar or 0-d array as a Python number, so that (NEP 50) the tensor's dtype wins:
     a float32 tensor times ``np.array(2.0)`` stays float32, as it does times ``2.0``."""
     return value.item() if isinstance(value, (np.ndarray, np.generic)) else value
-
-
-def _as_tensor(value, like: Tensor) -> Tensor:
-    """A constant tensor (no gradient) on ``like``'s device, keeping float dtypes as ``like``."""
-    if isinstance(value, Tensor):
-        return value
-    array = like.xp.asarray(value)
-    if array.dtype.kind in "fiu":  # a float or integer constant takes a float tensor's dtype
-        array = array.astype(like.dtype) if is_float(like.dtype) else array
-    return Tensor(array, requires_grad=False)
 
 
 def _arithmetic(tensor_op, scalar_op, reflected_scalar_op=None):
@@ -50,7 +41,7 @@ def _arithmetic(tensor_op, scalar_op, reflected_scalar_op=None):
             return scalar_op(self, other)
         if _scalar(other):
             return scalar_op(self, _python_scalar(other))
-        return tensor_op(self, _as_tensor(other, self))
+        return tensor_op(self, constant(other, self))
 
     def reflected(self, other):
         kind = type(other)
@@ -58,7 +49,7 @@ def _arithmetic(tensor_op, scalar_op, reflected_scalar_op=None):
             return reflected_scalar_op(self, other)
         if _scalar(other):
             return reflected_scalar_op(self, _python_scalar(other))
-        return tensor_op(_as_tensor(other, self), self)
+        return tensor_op(constant(other, self), self)
 
     return forward, reflected
 
@@ -76,7 +67,7 @@ Tensor.__abs__ = unary.abs
 
 def _comparison(symbol):
     def compare(self, other):
-        return binary.compare(symbol, self, _as_tensor(other, self))
+        return binary.compare(symbol, self, constant(other, self))
 
     return compare
 
@@ -94,7 +85,7 @@ _MATMULS: dict[tuple[bool, bool], Einsum] = {}
 
 def _matmul(a: Tensor, b: Tensor) -> Tensor:
     """a @ b with numpy's matmul semantics for 1-D and batched operands."""
-    b = _as_tensor(b, a)
+    b = constant(b, a)
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError(f"matmul: operands must not be scalars, got {a.shape} @ {b.shape}")
     if a.shape[-1] != b.shape[-2 if b.ndim > 1 else -1]:
@@ -110,7 +101,7 @@ def _matmul(a: Tensor, b: Tensor) -> Tensor:
 
 
 Tensor.__matmul__ = _matmul
-Tensor.__rmatmul__ = lambda self, other: _matmul(_as_tensor(other, self), self)
+Tensor.__rmatmul__ = lambda self, other: _matmul(constant(other, self), self)
 Tensor.__getitem__ = ops.getitem
 
 # methods, named as in numpy

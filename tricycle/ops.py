@@ -11,12 +11,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from tricycle.backend import check_same_device, is_cupy_array
-from tricycle.binary import unbroadcast
+from tricycle.binary import constant, unbroadcast
 from tricycle.tensor import Tensor
-
-
-def _op(x: Tensor, out, back_fn, name: str) -> Tensor:
-    return Tensor(out, args=(x,), back_fns=(back_fn,), name=name, is_batched=x.is_batched)
+from tricycle.unary import unary_op
 
 
 def reshape(x: Tensor, shape: Sequence[int]) -> Tensor:
@@ -27,7 +24,7 @@ def reshape(x: Tensor, shape: Sequence[int]) -> Tensor:
         raise ValueError(
             f"reshape: cannot reshape a tensor of shape {x.shape} into {shape}"
         ) from None
-    return _op(x, out, lambda dout: dout.reshape(x.shape), "reshape")
+    return unary_op(x, out, lambda dout: dout.reshape(x.shape), "reshape")
 
 
 def transpose(x: Tensor, axes: Sequence[int] | None = None) -> Tensor:
@@ -43,7 +40,7 @@ def transpose(x: Tensor, axes: Sequence[int] | None = None) -> Tensor:
     if sorted(axes) != list(range(x.ndim)):
         raise ValueError(f"transpose: {axes} is not a permutation of the axes of {x.shape}")
     inverse = tuple(sorted(range(x.ndim), key=axes.__getitem__))
-    return _op(
+    return unary_op(
         x, xp.transpose(x.array, axes), lambda dout: xp.transpose(dout, inverse), "transpose"
     )
 
@@ -60,7 +57,7 @@ def swapaxes(x: Tensor, a: int, b: int) -> Tensor:
 def expand_dims(x: Tensor, axis: int) -> Tensor:
     """Insert a size-1 axis at ``axis``."""
     out = x.xp.expand_dims(x.array, axis)
-    return _op(x, out, lambda dout: dout.reshape(x.shape), "expand_dims")
+    return unary_op(x, out, lambda dout: dout.reshape(x.shape), "expand_dims")
 
 
 def squeeze(x: Tensor, axis: int | tuple[int, ...] | None = None) -> Tensor:
@@ -72,7 +69,7 @@ def squeeze(x: Tensor, axis: int | tuple[int, ...] | None = None) -> Tensor:
         out = x.xp.squeeze(x.array, axis)
     except ValueError:
         raise ValueError(f"squeeze: axis {axis} of shape {x.shape} does not have size 1") from None
-    return _op(x, out, lambda dout: dout.reshape(x.shape), "squeeze")
+    return unary_op(x, out, lambda dout: dout.reshape(x.shape), "squeeze")
 
 
 def getitem(x: Tensor, index) -> Tensor:
@@ -99,7 +96,7 @@ def getitem(x: Tensor, index) -> Tensor:
             dx[index] = dout
         return dx
 
-    return _op(x, out, back_fn, "getitem")
+    return unary_op(x, out, back_fn, "getitem")
 
 
 def _unwrap_index(index, xp):
@@ -146,51 +143,32 @@ def _check_bounds(x: Tensor, index) -> None:
 
 def concatenate(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
     """Join tensors along an existing axis."""
-    xp = check_same_device("concatenate", *(t.array for t in tensors))
-    try:
-        out = xp.concatenate([t.array for t in tensors], axis=axis)
-    except ValueError as error:
-        shapes = [t.shape for t in tensors]
-        raise ValueError(f"concatenate: shapes {shapes} along axis {axis}: {error}") from None
-    bounds = [0]
-    for t in tensors:
-        bounds.append(bounds[-1] + t.shape[axis])
-    axis %= out.ndim
-
-    def piece(i):
-        where = (slice(None),) * axis + (slice(bounds[i], bounds[i + 1]),)
-        return lambda dout: dout[where]
-
-    return Tensor(
-        out,
-        args=tuple(tensors),
-        back_fns=[piece(i) for i in range(len(tensors))],
-        name="concatenate",
-        is_batched=tensors[0].is_batched,
-    )
+    return _join("concatenate", tensors, axis)
 
 
 def stack(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
     """Join same-shaped tensors along a new axis."""
-    xp = check_same_device("stack", *(t.array for t in tensors))
+    return _join("stack", tensors, axis)
+
+
+def _join(op: str, tensors: Sequence[Tensor], axis: int) -> Tensor:
+    """``xp.concatenate`` or ``xp.stack`` (``op``) of the tensors along ``axis``; each one's
+    gradient is its piece of the output's: a slice of the axis, or one index of the new axis."""
+    xp = check_same_device(op, *(t.array for t in tensors))
     try:
-        out = xp.stack([t.array for t in tensors], axis=axis)
+        out = getattr(xp, op)([t.array for t in tensors], axis=axis)
     except ValueError as error:
         shapes = [t.shape for t in tensors]
-        raise ValueError(f"stack: shapes {shapes}: {error}") from None
+        raise ValueError(f"{op}: shapes {shapes} along axis {axis}: {error}") from None
     axis %= out.ndim
-
-    def piece(i):
-        where = (slice(None),) * axis + (i,)
-        return lambda dout: dout[where]
-
-    return Tensor(
-        out,
-        args=tuple(tensors),
-        back_fns=[piece(i) for i in range(len(tensors))],
-        name="stack",
-        is_batched=tensors[0].is_batched,
-    )
+    if op == "stack":
+        pieces = list(range(len(tensors)))
+    else:
+        ends = np.cumsum([t.shape[axis] for t in tensors])
+        pieces = [slice(end - t.shape[axis], end) for t, end in zip(tensors, ends)]
+    lead = (slice(None),) * axis
+    back_fns = [lambda dout, where=lead + (piece,): dout[where] for piece in pieces]
+    return Tensor(out, args=tuple(tensors), back_fns=back_fns, name=op)
 
 
 def split(x: Tensor, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Tensor]:
@@ -231,7 +209,7 @@ def repeat(x: Tensor, repeats: int, axis: int | None = None) -> Tensor:
         grouped = dout.reshape(source[:axis] + (source[axis], repeats) + source[axis + 1 :])
         return grouped.sum(axis=axis + 1).reshape(x.shape)
 
-    return _op(x, out, back_fn, "repeat")
+    return unary_op(x, out, back_fn, "repeat")
 
 
 def where(condition, a: Tensor, b: Tensor) -> Tensor:
@@ -242,7 +220,7 @@ def where(condition, a: Tensor, b: Tensor) -> Tensor:
     like = a if isinstance(a, Tensor) else b
     if not isinstance(like, Tensor):
         raise TypeError("where: at least one of a and b must be a Tensor")
-    a, b = _constant(a, like), _constant(b, like)
+    a, b = constant(a, like), constant(b, like)
     condition = condition.array if isinstance(condition, Tensor) else condition
     if not hasattr(condition, "shape"):
         condition = like.xp.asarray(condition, dtype=bool)
@@ -262,14 +240,7 @@ def where(condition, a: Tensor, b: Tensor) -> Tensor:
             lambda dout: unbroadcast(xp.where(condition, 0, dout), b.shape),
         ),
         name="where",
-        is_batched=a.is_batched or b.is_batched,
     )
-
-
-def _constant(value, like: Tensor) -> Tensor:
-    if isinstance(value, Tensor):
-        return value
-    return Tensor(like.xp.asarray(value, dtype=like.dtype), requires_grad=False)
 
 
 def masked_fill(x: Tensor, mask, value: float) -> Tensor:
@@ -279,4 +250,6 @@ def masked_fill(x: Tensor, mask, value: float) -> Tensor:
     if mask.dtype != bool:
         raise TypeError(f"masked_fill: mask must be boolean, got {mask.dtype}")
     out = xp.where(mask, xp.asarray(value, dtype=x.dtype), x.array)
-    return _op(x, out, lambda dout: unbroadcast(xp.where(mask, 0, dout), x.shape), "masked_fill")
+    return unary_op(
+        x, out, lambda dout: unbroadcast(xp.where(mask, 0, dout), x.shape), "masked_fill"
+    )

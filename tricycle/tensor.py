@@ -9,6 +9,7 @@ Python operators (``+``, ``*``, ``[]``, ...) and methods such as ``.sum()`` are 
 that implement them in ``tricycle/operators.py``.
 """
 
+import threading
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 
@@ -18,7 +19,15 @@ from tricycle import backend
 
 BackFn = Callable[[object], object]  # output gradient array -> input gradient array
 
-_grad_enabled = True
+
+class _GradMode(threading.local):
+    """Whether ops record the graph, per thread (as PyTorch's grad mode): ``no_grad`` in one
+    thread never changes what another records."""
+
+    enabled = True  # the class attribute is every thread's starting value
+
+
+_grad_mode = _GradMode()
 
 
 class _Freed(tuple):
@@ -30,18 +39,18 @@ _FREED = _Freed()
 
 @contextmanager
 def no_grad():
-    """Build no graph inside this block (evaluation, sampling): outputs keep no args."""
-    global _grad_enabled
-    previous, _grad_enabled = _grad_enabled, False
+    """Build no graph inside this block (evaluation, sampling): outputs keep no args. It
+    applies to the calling thread only."""
+    previous, _grad_mode.enabled = _grad_mode.enabled, False
     try:
         yield
     finally:
-        _grad_enabled = previous
+        _grad_mode.enabled = previous
 
 
 def grad_enabled() -> bool:
-    """Whether ops currently record the graph."""
-    return _grad_enabled
+    """Whether ops in the calling thread currently record the graph."""
+    return _grad_mode.enabled
 
 
 def is_float(dtype) -> bool:
@@ -50,6 +59,17 @@ def is_float(dtype) -> bool:
     Reading ``dtype.kind`` is far cheaper than ``np.issubdtype`` and this runs once per op.
     """
     return dtype.kind == "f" or (dtype.kind == "V" and dtype.name == "bfloat16")  # ml_dtypes
+
+
+def check_float(op: str, x: "Tensor") -> None:
+    """Raise a TypeError naming ``op`` unless ``x`` is floating. A fused op computes in its
+    input's dtype, which an integer array cannot hold (numpy would fail deep inside, naming
+    a ufunc instead of the op)."""
+    if not is_float(x.dtype):
+        raise TypeError(
+            f"{op}: needs a floating tensor, got dtype {x.dtype} with shape {x.shape}; "
+            "convert it first, e.g. to_tensor(values, dtype=np.float32)"
+        )
 
 
 class Tensor:
@@ -109,7 +129,7 @@ class Tensor:
             # an op's output needs the graph only if some input does and grad mode is on
             self.args = self.back_fns = None
             self.requires_grad = False
-            if _grad_enabled and floating:
+            if floating and _grad_mode.enabled:
                 for arg in args:
                     if arg.requires_grad:
                         self.args = args if type(args) is tuple else tuple(args)
@@ -271,9 +291,9 @@ class Tensor:
         if self.grad is None:
             if not _writeable(g):  # e.g. a broadcast view from sum's backward: give an owned copy
                 g = g.copy()
-            self.grad = Tensor(g, requires_grad=False, is_batched=self.is_batched)
+            self.grad = Tensor(g, requires_grad=False)
         else:
-            self.grad = Tensor(self.grad.array + g, requires_grad=False, is_batched=self.is_batched)
+            self.grad = Tensor(self.grad.array + g, requires_grad=False)
 
     def retain_grad(self) -> "Tensor":
         """Keep this (non-leaf) tensor's gradient in ``.grad`` after backward."""

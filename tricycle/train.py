@@ -86,7 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
     add("--resume", action="store_true", help="continue from --out-dir's checkpoint")
     add("--stop-after", type=int, help="stop (with a checkpoint) after this many steps")
     add("--seed", type=int, default=1337, help="seeds initialisation, data order and dropout")
-    add("--threads", type=int, help="CPU threads (default: TRICYCLE_THREADS, else the cores)")
+    add(
+        "--threads",
+        type=int,
+        help="CPU threads for BLAS and fused ops (default: TRICYCLE_THREADS, else BLAS's "
+        "count, at most 8); fewer while other processes keep cores busy",
+    )
     add("--precision", default="fp32", choices=["fp32", "tf32", "fp16", "bf16"],
         help="fp32; tf32 matmuls (GPU); fp16 with loss scaling; bf16 (GPU)")  # fmt: skip
     add("--max-seconds", type=float, help="stop (with a checkpoint) after this much training time")
@@ -128,12 +133,6 @@ def load_corpus(dataset: str, config: GPTConfig, max_bytes: int, data_dir=None):
     if Path(dataset).is_file():
         return TextFile(dataset, config.vocab_size)
     raise SystemExit(f"--dataset {dataset!r} is neither one of {DATASETS} nor a file")
-
-
-def _start_cpu_threads(n: int | None) -> None:
-    """Start tricycle's CPU thread pool (``n`` threads; None: its default). Importing the
-    library starts nothing; a program that wants the threads says so, once."""
-    threads.enable(n)
 
 
 def train(args) -> dict:
@@ -277,8 +276,9 @@ def run(argv=None) -> dict:
     """Parse ``argv``, start the CPU threads and train; returns the summary (for tests and
     programs that call the CLI)."""
     args = parse_args(argv)
-    _start_cpu_threads(args.threads)
-    return train(args)
+    # importing the library starts no threads: the program asks for them, for the run only
+    with threads.enabled(args.threads):
+        return train(args)
 
 
 def main(argv=None) -> int:
