@@ -22,6 +22,7 @@ from tricycle.dataset import CausalLMDataset
 from tricycle.files import DirectoryLock
 from tricycle.models import GPT
 from tricycle.optimisers import AdamW
+from tricycle.scheduler import CosineSchedule
 
 
 def write_corpus(path: Path, n_lines: int = 1500) -> Path:
@@ -380,3 +381,54 @@ def test_a_loaded_checkpoint_that_does_not_fit_is_a_checkpoint_error(tmp_path):
     bigger = training.gpt_trainer(DebugConfig(embedding_dim=64), np.arange(3000) % 300)
     with pytest.raises(training.CheckpointError, match="run.npz does not fit this run"):
         bigger.load(tmp_path / "run.npz")
+
+
+# ------------------------------------------------------------------ model sizes and names
+
+
+def test_nanogpt_names_and_model_size_flags(corpus, tmp_path):
+    nanogpt = ["--n_layer=1", "--n_head=2", "--n_embd=16", "--bias=False", "--beta2=0.9",
+               "--max_iters=4", "--learning_rate=2e-3", "--block_size=16", "--lr_decay_iters=6",
+               "--eval_iters=1", "--warmup_iters=2", "--expansion-ratio", "2"]  # fmt: skip
+    run(corpus, tmp_path / "run", *nanogpt)
+    config = load_state(tmp_path / "run" / "checkpoint.npz")["run"]["config"]
+    expected = {"n_layers": 1, "n_heads": 2, "embedding_dim": 16, "bias": False, "beta2": 0.9,
+                "steps": 4, "max_learning_rate": 2e-3, "context_window": 16, "eval_steps": 1,
+                "warmup_steps": 2, "expansion_ratio": 2.0}  # fmt: skip
+    assert {k: config[k] for k in expected} == expected
+    lrs = [json.loads(line)["lr"] for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    schedule = CosineSchedule(2e-3, DebugConfig().min_learning_rate, 6, 2)  # 6 steps, not 4
+    assert lrs == [schedule(step) for step in range(4)]
+    with pytest.raises(SystemExit, match="--n-layer 2 \\(the run's: 1\\)"):
+        run(corpus, tmp_path / "run", "--resume", "--n_layer=2")
+
+
+def test_a_settings_file_with_command_line_overrides(corpus, tmp_path):
+    settings = tmp_path / "small.json"
+    settings.write_text(json.dumps({"n_layer": 1, "n_embd": 16, "n_head": 2, "batch_size": 2,
+                                    "bias": False, "max_iters": 3}))  # fmt: skip
+    run(corpus, tmp_path / "run", "--config-file", str(settings), "--batch-size", "3")
+    config = load_state(tmp_path / "run" / "checkpoint.npz")["run"]["config"]
+    assert (config["n_layers"], config["batch_size"], config["bias"], config["steps"]) == (
+        1, 3, False, 3,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("argv", "complaint"),
+    [
+        (["--n_layers_typo=2"], "unrecognized arguments: --n-layers-typo=2"),
+        (["--bias=maybe"], "--bias: must be true or false"),
+        (["--beta1=1"], "--beta1: must be a number in [0, 1)"),
+        (["--activation=tanh"], "--activation: invalid choice"),
+        (["--config-file=FILE"], "unknown settings ['--depth']"),
+    ],
+)
+def test_unknown_or_bad_settings_are_usage_errors(argv, complaint, tmp_path, capsys):
+    settings = tmp_path / "bad.json"
+    settings.write_text(json.dumps({"depth": 3}))
+    argv = [a.replace("FILE", str(settings)) for a in argv]
+    with pytest.raises(SystemExit) as exit_info:
+        train_cli.parse_args(argv)
+    assert exit_info.value.code == 2
+    assert complaint in capsys.readouterr().err

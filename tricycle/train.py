@@ -18,6 +18,27 @@ reported. The data must be the run's own: a built-in dataset is rebuilt and comp
 recorded hash; a text file must be named again with --dataset (a checkpoint never decides
 which file is read) and is compared too.
 
+nanoGPT's settings (its train.py globals, as ``--name=value``) map onto these flags, which may
+also be written with ``_`` for ``-``:
+
+    n_layer, n_head, n_embd     --n-layer, --n-head, --n-embd
+    block_size, vocab_size      --context-window, --vocab-size
+    bias, dropout               --bias=true/false, --dropout
+    max_iters, learning_rate    --steps, --lr
+    warmup_iters, min_lr        --warmup, --min-lr
+    lr_decay_iters              --lr-decay-iters (the learning rate stays at --min-lr after)
+    beta1, beta2, weight_decay  --beta1, --beta2, --weight-decay
+    grad_clip                   --grad-clip (0: off)
+    batch_size                  --batch-size
+    gradient_accumulation_steps --gradient-accumulation-steps
+    eval_interval, eval_iters   --eval-interval, --eval-steps
+    out_dir, init_from='resume' --out-dir, --resume
+    dtype                       --precision fp32/tf32/fp16/bf16
+    config file                 --config-file settings.json: a JSON object of these names (no
+                                code runs); flags on the command line override it
+
+Every GPTConfig field has a flag; an unknown name is a usage error.
+
 A resumed run replays exactly on the CPU. Ctrl-C stops after the current step with a
 checkpoint; a NaN or infinite loss stops with an error naming the step, keeping the last
 checkpoint, and no checkpoint holding a non-finite value is ever written.
@@ -35,14 +56,19 @@ from tqdm import tqdm
 
 from tricycle import threads
 from tricycle.backend import cupy_available
+from tricycle.blocks import ACTIVATIONS
 from tricycle.checkpoint import CheckpointError, atomic_write_text, load_state
 from tricycle.cli import (
+    boolean,
     nonnegative_float,
     nonnegative_int,
+    normalise,
     positive_float,
     positive_int,
     probability,
     seed,
+    settings_file,
+    unit_interval,
 )
 from tricycle.configs import CONFIGS, GPTConfig, get_config
 from tricycle.files import DirectoryLocked
@@ -61,24 +87,44 @@ from tricycle_datasets.shakespeare import Shakespeare, ShakespeareChar
 DATASETS = ("python-code", "shakespeare", "shakespeare-char")
 # the settings beside the config's fields, with their defaults
 DEFAULTS = {"config": "cpu", "dataset": "python-code", "seed": 1337, "max_bytes": 4_000_000,
-            "precision": "fp32"}  # fmt: skip
-# --flag: (type, the GPTConfig field it sets, help)
+            "precision": "fp32", "lr_decay_iters": None}  # fmt: skip
+# --flag: (type, the GPTConfig field it sets, help); every field has one
 CONFIG_FLAGS = {
+    "n_layer": (positive_int, "n_layers", "transformer blocks"),
+    "n_head": (positive_int, "n_heads", "attention heads (must divide --n-embd)"),
+    "n_embd": (positive_int, "embedding_dim", "embedding width"),
+    "expansion_ratio": (positive_float, "expansion_ratio", "MLP width / embedding width"),
+    "activation": (str, "activation_fn", f"MLP activation: {', '.join(sorted(ACTIVATIONS))}"),
+    "bias": (boolean, "bias", "biases in Dense and LayerNorm layers (true/false)"),
+    "tie_weights": (boolean, "tie_weights", "the head shares the token embedding"),
+    "context_window": (positive_int, "context_window", "tokens per sequence"),
+    "vocab_size": (positive_int, "vocab_size", "BPE vocabulary size (>= 256)"),
+    "dropout": (probability, "dropout", "dropout probability"),
     "steps": (positive_int, "steps", "optimiser steps in total"),
     "batch_size": (positive_int, "batch_size", "sequences per micro-batch"),
     "gradient_accumulation_steps": (positive_int, "gradient_accumulation_steps",
                                     "micro-batches per optimiser step"),
-    "context_window": (positive_int, "context_window", "tokens per sequence"),
-    "vocab_size": (positive_int, "vocab_size", "BPE vocabulary size (>= 256)"),
     "lr": (positive_float, "max_learning_rate", "peak learning rate"),
     "min_lr": (nonnegative_float, "min_learning_rate", "final learning rate of the schedule"),
     "warmup": (nonnegative_int, "warmup_steps", "linear warm-up steps"),
     "weight_decay": (nonnegative_float, "weight_decay", "AdamW weight decay"),
+    "decay_embeddings": (boolean, "decay_embeddings", "decay the embeddings too (nanoGPT)"),
+    "beta1": (unit_interval, "beta1", "AdamW beta1"),
+    "beta2": (unit_interval, "beta2", "AdamW beta2"),
+    "eps": (positive_float, "eps", "AdamW epsilon"),
     "grad_clip": (nonnegative_float, "grad_clip", "clip gradients to this norm (0: off)"),
-    "dropout": (probability, "dropout", "dropout probability"),
     "eval_interval": (positive_int, "eval_interval", "validate and checkpoint every N steps"),
     "eval_steps": (positive_int, "eval_steps", "validation batches per evaluation"),
+    "eval_protocol": (str, "eval_protocol", "validation windows: sequential (the same, in "
+                      "order) or random (fresh ones, as nanoGPT)"),
+    "device": (str, "device", "where to train: cpu or gpu"),
 }  # fmt: skip
+CHOICES = {"activation": sorted(ACTIVATIONS), "eval_protocol": ["sequential", "random"],
+           "device": ["cpu", "gpu"]}  # fmt: skip
+# nanoGPT's names (train.py's globals) for the flags whose names differ; see the docstring
+NANOGPT_NAMES = {"max_iters": "steps", "learning_rate": "lr", "warmup_iters": "warmup",
+                 "block_size": "context_window", "eval_iters": "eval_steps",
+                 "n_layers": "n_layer", "n_heads": "n_head", "embedding_dim": "n_embd"}  # fmt: skip
 # config fields --resume may change (with --precision): they decide how long, how often and
 # where, not what is learnt
 RESUME_MAY_CHANGE = {"steps", "device", "eval_interval", "eval_steps", "eval_protocol"}
@@ -88,17 +134,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tricycle-train",
         description="Train a GPT. Flags left out take the config's values (or, with --resume, "
-        "the run's). See `python -m pydoc tricycle.train` for the files and resume rules.",
+        "the run's). Flags may be written with _ for - and with nanoGPT's names "
+        "(--n_layer=4, --max_iters=2000, --learning_rate=1e-3, --block_size=128, ...). See "
+        "`python -m pydoc tricycle.train` for the files, the resume rules and the mapping.",
     )
     add = parser.add_argument
     add("--config", choices=sorted(CONFIGS), help="base config (default: cpu)")
+    add("--config-file", type=Path, help="a JSON object of settings ({\"n_layer\": 4, ...}); "
+        "flags on the command line override it")  # fmt: skip
     add("--dataset", help=f"one of {', '.join(DATASETS)} (default: python-code), or a UTF-8 "
         "text file")  # fmt: skip
     for flag, (kind, _, text) in CONFIG_FLAGS.items():
-        add(f"--{flag.replace('_', '-')}", type=kind, help=text)
-    add("--device", choices=["cpu", "gpu"], help="where to train")
-    add("--eval-protocol", choices=["sequential", "random"],
-        help="validation windows: the same in order, or fresh random ones (nanoGPT)")  # fmt: skip
+        metavar = {positive_int: "N", nonnegative_int: "N", boolean: "{true,false}"}.get(kind)
+        metavar = "X" if metavar is None and kind is not str else metavar
+        add(f"--{flag.replace('_', '-')}", type=kind, choices=CHOICES.get(flag),
+            metavar=metavar, help=text)  # fmt: skip
+    add("--lr-decay-iters", type=positive_int, help="steps of the cosine decay (default: "
+        "--steps); the learning rate stays at --min-lr after")  # fmt: skip
     add("--precision", choices=["fp32", "tf32", "fp16", "bf16"],
         help="fp32 (default); tf32 matmuls (GPU); fp16 with loss scaling; bf16 (GPU)")  # fmt: skip
     add("--seed", type=seed, help="seeds initialisation, data order and dropout (default 1337)")
@@ -118,7 +170,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    argv = normalise(sys.argv[1:] if argv is None else list(argv), NANOGPT_NAMES)
+    args = parser.parse_args(argv)
+    if args.config_file is not None:  # the file's settings first: the command line wins
+        file = settings_file(parser, args.config_file, NANOGPT_NAMES)
+        args = parser.parse_args(file + argv)
     if args.out_dir is None:
         args.out_dir = Path("runs") / (args.config or DEFAULTS["config"])
     return args
@@ -127,7 +184,6 @@ def parse_args(argv=None) -> argparse.Namespace:
 def build_config(args) -> GPTConfig:
     """The named config with the command line's overrides."""
     overrides = {field: getattr(args, flag) for flag, (_, field, _) in CONFIG_FLAGS.items()}
-    overrides.update(device=args.device, eval_protocol=args.eval_protocol)
     try:
         name = args.config or DEFAULTS["config"]
         config = get_config(name, **{k: v for k, v in overrides.items() if v is not None})
@@ -136,6 +192,9 @@ def build_config(args) -> GPTConfig:
     if config.min_learning_rate > config.max_learning_rate:  # e.g. only --lr was lowered
         config.min_learning_rate = config.max_learning_rate / 10
     config.warmup_steps = min(config.warmup_steps, config.steps)  # e.g. a short --steps
+    if args.lr_decay_iters is not None and args.lr_decay_iters < config.warmup_steps:
+        raise SystemExit(f"tricycle-train: --lr-decay-iters {args.lr_decay_iters} is shorter "
+                         f"than the warm-up ({config.warmup_steps} steps)")  # fmt: skip
     return config
 
 
@@ -143,12 +202,9 @@ def resume_settings(args, run: dict) -> GPTConfig:
     """The resumed run's config: its own, with the changes --resume may apply applied (and
     reported); any other setting given with a different value is refused, listed."""
     config = GPTConfig.from_dict(run["config"])
-    given = {flag: getattr(args, flag) for flag in CONFIG_FLAGS}
-    given.update(device=args.device, eval_protocol=args.eval_protocol)
-    fields = {flag: spec[1] for flag, spec in CONFIG_FLAGS.items()}
     refused, applied = [], []
-    for flag, value in given.items():
-        field = fields.get(flag, flag)
+    for flag, (_, field, _) in CONFIG_FLAGS.items():
+        value = getattr(args, flag)
         if value is None or value == getattr(config, field):
             continue
         change = f"--{flag.replace('_', '-')} {value} (the run's: {getattr(config, field)})"
@@ -157,7 +213,7 @@ def resume_settings(args, run: dict) -> GPTConfig:
             applied.append(change)
         else:
             refused.append(change)
-    for flag in ("config", "seed", "max_bytes", "precision"):
+    for flag in ("config", "seed", "max_bytes", "lr_decay_iters", "precision"):
         value, recorded = getattr(args, flag), run["settings"][flag]
         if value is not None and value != recorded:
             change = f"--{flag.replace('_', '-')} {value} (the run's: {recorded})"
@@ -294,8 +350,10 @@ def _train(args, run_dir: RunDirectory) -> dict:
     run = {"settings": settings, "config": config.to_dict(), "data_sha256": digest}
     np.random.seed(settings["seed"])  # model initialisation and dropout seeds
     try:
-        trainer = gpt_trainer(config, corpus.train_tokens, corpus.valid_tokens, policy=policy,
-                              seed=settings["seed"])  # fmt: skip
+        trainer = gpt_trainer(
+            config, corpus.train_tokens, corpus.valid_tokens, policy=policy,
+            seed=settings["seed"], decay_steps=settings["lr_decay_iters"],
+        )  # fmt: skip
     except ValueError as error:
         raise SystemExit(f"tricycle-train: {error}") from None
     if trainer.valid_data is None:

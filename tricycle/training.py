@@ -694,13 +694,19 @@ class Trainer:
 
 
 def gpt_trainer(
-    config: GPTConfig, train_tokens, valid_tokens=None, *, policy=None, seed: int = 0
+    config: GPTConfig,
+    train_tokens,
+    valid_tokens=None,
+    *,
+    policy=None,
+    seed: int = 0,
+    decay_steps: int | None = None,
 ) -> Trainer:
     """A ``Trainer`` for a GPT as ``config`` describes it: the model (initialised from
     ``np.random``: seed it first), AdamW with the config's betas, decay and decay filter, the
-    cosine schedule, clipping, accumulation, random training windows (seeded by ``seed``) and
-    the validation windows (None when the validation tokens are fewer than one window), all
-    on ``config.device``."""
+    cosine schedule (decaying over ``decay_steps``, default ``config.steps``), clipping,
+    accumulation, random training windows (seeded by ``seed``) and the validation windows
+    (None when the validation tokens are fewer than one window), all on ``config.device``."""
     model = GPT(config)
     optimiser = AdamW(
         learning_rate=config.max_learning_rate,
@@ -710,7 +716,10 @@ def gpt_trainer(
         decay_filter=decay_all_matrices if config.decay_embeddings else decay_matrices,
     )
     schedule = CosineSchedule(
-        config.max_learning_rate, config.min_learning_rate, config.steps, config.warmup_steps
+        config.max_learning_rate,
+        config.min_learning_rate,
+        config.steps if decay_steps is None else decay_steps,
+        config.warmup_steps,
     )
     shape = (config.vocab_size, config.batch_size, config.context_window)
     train_data = CausalLMDataset(train_tokens, *shape, seed).batch()
