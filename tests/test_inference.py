@@ -107,6 +107,9 @@ def test_bad_model_files_fail_clearly(tmp_path):
     (tmp_path / "list.pkl").write_bytes(pickle.dumps([1, 2, 3]))
     wrong = run_script("inference.py", "list.pkl", tmp_path=tmp_path, check=False)
     assert wrong.returncode != 0 and "not a GPT" in wrong.stderr
+    (tmp_path / "notes.txt").write_bytes(pickle.dumps([1, 2, 3]))  # a pickle by another name
+    other = run_script("inference.py", "notes.txt", tmp_path=tmp_path, check=False)
+    assert other.returncode != 0 and "only files named as pickles" in other.stderr
 
 
 def test_a_model_pickled_as_in_the_readme_samples(trained):

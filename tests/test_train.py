@@ -55,9 +55,15 @@ def corpus(tmp_path, monkeypatch):
     return write_corpus(tmp_path / "corpus.txt")
 
 
+def train_in_process(argv) -> dict:
+    """The CLI's training without starting the CPU thread pool (main() starts it), so the
+    test process keeps its thread settings."""
+    return train_cli.train(train_cli.parse_args(argv))
+
+
 def run(corpus, out_dir, *extra):
     args = ["--config", "debug", "--dataset", str(corpus), "--out-dir", str(out_dir)]
-    return train_cli.run([*args, "--no-progress", "--sample-tokens", "0", *extra])
+    return train_in_process([*args, "--no-progress", "--sample-tokens", "0", *extra])
 
 
 def losses(out_dir) -> list[float]:
@@ -205,13 +211,13 @@ def test_resume_reads_only_the_data_the_user_names(corpus, tmp_path):
     save_state(path, state)
     resume = ["--config", "debug", "--out-dir", str(tmp_path / "run"), "--no-progress"]
     with pytest.raises(SystemExit, match="name it again with --dataset"):
-        train_cli.run([*resume, "--resume"])
+        train_in_process([*resume, "--resume"])
     with pytest.raises(SystemExit, match="not those the run trained on"):
-        train_cli.run([*resume, "--resume", "--dataset", str(secret)])
+        train_in_process([*resume, "--resume", "--dataset", str(secret)])
     other = write_corpus(tmp_path / "other.txt", n_lines=1400)
     with pytest.raises(SystemExit, match="not those the run trained on"):
-        train_cli.run([*resume, "--resume", "--dataset", str(other)])
-    assert train_cli.run([*resume, "--resume", "--dataset", str(corpus)])["steps"] == 6
+        train_in_process([*resume, "--resume", "--dataset", str(other)])
+    assert train_in_process([*resume, "--resume", "--dataset", str(corpus)])["steps"] == 6
 
 
 def test_a_torn_metrics_line_is_repaired_on_resume(corpus, tmp_path, capsys):

@@ -68,8 +68,13 @@ def load(path: Path, tokeniser_path: Path | None = None):
     recorded = None  # the run's tokeniser, as its file's text
     if path.suffix == ".npz":
         model, recorded = load_checkpoint(path)
-    else:
+    elif path.suffix in (".pkl", ".pickle"):
         model = load_pickled(path)
+    else:
+        raise SystemExit(
+            f"tricycle-sample: {path}: expected a run directory, a .npz checkpoint or a .pkl "
+            "pickle (only files named as pickles are unpickled)"
+        )
     if tokeniser_path is None and recorded is not None:
         tokeniser, source = _tokeniser_from_text(recorded, path), path
     else:

@@ -198,9 +198,10 @@ def build_config(args) -> GPTConfig:
     return config
 
 
-def resume_settings(args, run: dict) -> GPTConfig:
-    """The resumed run's config: its own, with the changes --resume may apply applied (and
-    reported); any other setting given with a different value is refused, listed."""
+def resume_settings(args, run: dict) -> tuple[GPTConfig, list[str]]:
+    """The resumed run's config, its own with the changes --resume may make applied, and
+    those changes (to report); any other setting given with a different value is refused,
+    listed."""
     config = GPTConfig.from_dict(run["config"])
     refused, applied = [], []
     for flag, (_, field, _) in CONFIG_FLAGS.items():
@@ -226,9 +227,7 @@ def resume_settings(args, run: dict) -> GPTConfig:
             "--out-dir."
         )
     config.warmup_steps = min(config.warmup_steps, config.steps)
-    for change in applied:
-        print(f"--resume: applying {change}", file=sys.stderr)
-    return config
+    return config, applied
 
 
 def load_corpus(dataset: str, config: GPTConfig, max_bytes: int, data_dir=None):
@@ -292,7 +291,7 @@ def train(args) -> dict:
 
 
 def _train(args, run_dir: RunDirectory) -> dict:
-    checkpoint = None
+    checkpoint, applied = None, []
     if args.resume:
         try:
             checkpoint = load_state(run_dir.checkpoint)
@@ -300,7 +299,7 @@ def _train(args, run_dir: RunDirectory) -> dict:
             raise SystemExit(f"--resume: {error}") from None
         run = checkpoint.get("run")
         try:
-            config = resume_settings(args, run)
+            config, applied = resume_settings(args, run)
             check_config_fits(config, checkpoint.get("model"))
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise SystemExit(f"--resume: {run_dir.checkpoint} is not a run this version of "
@@ -347,6 +346,8 @@ def _train(args, run_dir: RunDirectory) -> dict:
             f"--resume: the data of --dataset {dataset} are not those the run trained on "
             f"(sha256 {digest[:12]}..., the run's {run['data_sha256'][:12]}...)"
         )
+    for change in applied:
+        print(f"--resume: applying {change}", file=sys.stderr)
     run = {"settings": settings, "config": config.to_dict(), "data_sha256": digest}
     np.random.seed(settings["seed"])  # model initialisation and dropout seeds
     try:
@@ -371,7 +372,7 @@ def _train(args, run_dir: RunDirectory) -> dict:
     if run_dir.restart_metrics(trainer.step):
         print(f"{run_dir / RunDirectory.METRICS}: dropped a torn line", file=sys.stderr)
     print(
-        f"{type(config).__name__}: {trainer.model.num_parameters():,} parameters, "
+        f"config {settings['config']}: {trainer.model.num_parameters():,} parameters, "
         f"{len(corpus.train_tokens):,} training tokens from {dataset!r}, "
         f"{config.tokens_per_step:,} tokens per step, steps {trainer.step}..{config.steps}",
         file=sys.stderr,

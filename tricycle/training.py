@@ -39,6 +39,7 @@ import ctypes
 import ctypes.util
 import json
 import math
+import os
 import signal
 import sys
 import threading
@@ -459,13 +460,17 @@ class Trainer:
         self.step = 0
         self.wall_time = 0.0  # seconds of training (evaluation included) in earlier sessions
         self.saved_step: int | None = None  # the step of the last checkpoint written or read
+        self._on_gpu: bool | None = None  # found at the first step of each fit
 
     # ------------------------------------------------------------------ steps
     def train_step(self) -> StepOutput:
         """One step at ``self.step`` (learning rate from the schedule); advances ``step``."""
         if self.schedule is not None:
             self.optimiser.learning_rate = self.schedule(self.step)
-        if self._on_gpu():  # dropout masks on the GPU come from cupy's global generator
+        if self._on_gpu is None:
+            params = self.model.parameters()
+            self._on_gpu = bool(params) and params[0].on_gpu
+        if self._on_gpu:  # dropout masks on the GPU come from cupy's global generator
             backend.cupy().random.seed(self.seed * 1_000_003 + self.step)
         result = train_step(
             self.model,
@@ -492,10 +497,6 @@ class Trainer:
             self.eval_protocol,
             self.loss_fn,
         )
-
-    def _on_gpu(self) -> bool:
-        params = self.model.parameters()
-        return bool(params) and params[0].on_gpu
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict:
@@ -599,6 +600,7 @@ class Trainer:
         says which way it ended.
         """
         say = on_message or (lambda text: print(text, file=sys.stderr))
+        self._on_gpu = None  # the model may have moved since the last fit
         stop = steps if stop_after is None else min(steps, self.step + stop_after)
         start_time, wall_before = time.perf_counter(), self.wall_time
         pending: list[dict] = []
@@ -656,7 +658,8 @@ class Trainer:
                         val_loss = self.evaluate()
                         pending[-1].update(val_loss=val_loss, wall_time=wall())
                     out_of_time = max_seconds is not None and wall() >= max_seconds
-                    stopping = out_of_time or interrupt.requested
+                    interrupted = interrupt.requested  # read once: Ctrl-C may come any time
+                    stopping = out_of_time or interrupted
                     checkpointing = run_dir is not None and (
                         at_interval or done == stop or stopping
                     )
@@ -674,7 +677,7 @@ class Trainer:
                         say(f"max_seconds {max_seconds:g}: stopping after step {done}")
                         ended = "out of time"
                         break
-                    if interrupt.requested:
+                    if interrupted:
                         ended = "interrupted"
                         break
                 flush()
@@ -765,11 +768,9 @@ def _stop_on_interrupt():
         if interrupt.requested:
             raise KeyboardInterrupt
         interrupt.requested = True
-        print(
-            "\ninterrupted: stopping after this step, with a checkpoint (Ctrl-C again to "
-            "stop at once, without one)",
-            file=sys.stderr,
-        )
+        # os.write, not print: the handler may run while the loop is inside a print to stderr
+        os.write(2, b"\ninterrupted: stopping after this step, with a checkpoint (Ctrl-C again "
+                 b"to stop at once, without one)\n")  # fmt: skip
 
     previous = signal.signal(signal.SIGINT, handler)
     try:
