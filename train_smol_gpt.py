@@ -69,6 +69,7 @@ from tricycle.optimisers import (
     grad_norm,
 )
 from tricycle.precision import Precision
+from tricycle.random import manual_seed
 from tricycle.scheduler import CosineSchedule
 from tricycle.tensor import no_grad
 from tricycle_datasets import TextFile
@@ -361,7 +362,8 @@ def train(args) -> dict:
     policy = make_precision(args.precision, config.device)
     # fp32 on the CPU keeps the plain step (bit-for-bit as before); everything else the policy
     use_policy = config.device == "gpu" or policy.mode != "fp32"
-    np.random.seed(seed)  # model initialisation and dropout seeds
+    np.random.seed(seed)  # the datasets' shuffling
+    manual_seed(seed)  # model initialisation and dropout seeds
     model = GPT(config)
     optimiser = AdamW(
         learning_rate=config.max_learning_rate,

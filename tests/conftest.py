@@ -7,6 +7,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from tricycle import backend
+from tricycle.random import manual_seed
 
 settings.register_profile(
     "ci", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -30,3 +31,10 @@ BACKENDS = [
 def xp(request):
     """The array module to run a test on: numpy always, cupy when a GPU is present."""
     return np if request.param == "numpy" else backend.cupy()
+
+
+@pytest.fixture(autouse=True)
+def _seeded():
+    """Every test starts from the same tricycle seed (initialisers, factories, dropout), so a
+    test's outcome does not depend on which tests ran before it."""
+    manual_seed(0)

@@ -21,8 +21,8 @@ import string
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from tricycle import binary  # as a module: see tricycle/operators.py
 from tricycle.backend import check_same_device
-from tricycle.binary import unbroadcast
 from tricycle.tensor import Tensor
 
 _LETTERS = frozenset(string.ascii_letters)
@@ -416,9 +416,26 @@ def _derivative(xp, tensors, i: int, spec):
         if grad.shape != shape:
             # sum over axes where this input was broadcast (size 1 here, n elsewhere), then
             # broadcast along axes that were summed away or were size 1 in every other operand
-            grad = unbroadcast(grad, tuple(1 if n == 1 else g for g, n in zip(grad.shape, shape)))
+            grad = binary.unbroadcast(
+                grad, tuple(1 if n == 1 else g for g, n in zip(grad.shape, shape))
+            )
             if grad.shape != shape:
                 grad = xp.broadcast_to(grad, shape)
         return grad
 
     return back_fn
+
+
+def einsum(subscript: str, *tensors) -> Tensor:
+    """``Einsum(subscript)(*tensors)``, as ``torch.einsum``: one Einsum per subscript is kept,
+    so its parsing and plans are reused across calls."""
+    if not isinstance(subscript, str):
+        raise TypeError(
+            f"einsum: the subscript must be a string such as 'ij,jk->ik', got {subscript!r}"
+        )
+    return _einsum_for(subscript)(*tensors)
+
+
+@functools.lru_cache(maxsize=256)
+def _einsum_for(subscript: str) -> Einsum:
+    return Einsum(subscript)

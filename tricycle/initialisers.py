@@ -3,15 +3,17 @@
 Layers take an ``initialiser`` callable of one argument, the shape; bind the other arguments
 with ``functools.partial``, e.g. ``partial(init_normal, std=gpt2_residual_std(n_layers))``.
 
-Without an explicit ``rng`` the initialisers draw from numpy's global random state, so
-``np.random.seed(42)`` makes a model reproducible (as the README's iris example expects).
-An ``rng`` may be a ``numpy.random.Generator`` or ``RandomState``.
+Without an explicit ``rng`` the initialisers draw from tricycle's generator
+(``tricycle/random.py``), so ``tricycle.manual_seed(42)`` makes a model reproducible;
+``numpy.random.seed`` does not. An ``rng`` may be a ``numpy.random.Generator`` or
+``RandomState``.
 """
 
 import math
 
 import numpy as np
 
+from tricycle import random
 from tricycle.backend import DEFAULT_FLOAT
 
 
@@ -30,7 +32,7 @@ def init_xavier(shape, gain: float = 1.0, rng=None) -> np.ndarray:
     shape = tuple(shape)
     fan_in, fan_out = _fans(shape)
     bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
-    rng = np.random if rng is None else rng
+    rng = random.generator() if rng is None else rng
     return rng.uniform(-bound, bound, size=shape).astype(DEFAULT_FLOAT)
 
 
@@ -39,7 +41,7 @@ init_glorot = init_xavier
 
 def init_normal(shape, std: float = 0.02, rng=None, mean: float = 0.0) -> np.ndarray:
     """Normal N(mean, std^2), as GPT-2 initialises its weights (std 0.02)."""
-    rng = np.random if rng is None else rng
+    rng = random.generator() if rng is None else rng
     return rng.normal(mean, std, size=tuple(shape)).astype(DEFAULT_FLOAT)
 
 

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from tricycle import backend, binary  # binary as a module: see tricycle/operators.py
 from tricycle.backend import check_same_device, is_cupy_array
-from tricycle.binary import unbroadcast
 from tricycle.tensor import Tensor
 
 
@@ -103,17 +103,42 @@ def getitem(x: Tensor, index) -> Tensor:
 
 
 def _unwrap_index(index, xp):
-    """Tensors become their arrays; lists become arrays (of bools: a mask, else integers)."""
-    if isinstance(index, Tensor):
-        return index.array
+    """Tensors become their arrays; lists become arrays (of bools: a mask, else integers).
+
+    Index arrays must hold integers or booleans: floats (``x[[0.0, 1.7]]``) raise rather than
+    being truncated.
+    """
     if isinstance(index, tuple):
-        return tuple(_unwrap_index(i, xp) if isinstance(i, (Tensor, list)) else i for i in index)
-    if isinstance(index, list):
-        array = np.asarray([i.item() if isinstance(i, Tensor) else i for i in index])
-        if array.dtype != bool:
-            array = array.astype(np.int64)
-        return xp.asarray(array)
+        return tuple(_unwrap_index(i, xp) if _is_array_like(i) else i for i in index)
+    if isinstance(index, Tensor):
+        index = index.array
+    elif isinstance(index, list):
+        index = np.asarray([i.item() if isinstance(i, Tensor) else i for i in index])
+        if index.size == 0:  # x[[]]: numpy reads an empty list as integers
+            index = index.astype(np.int64)
+        _check_index_dtype(index)
+        return xp.asarray(index)
+    if hasattr(index, "dtype") and getattr(index, "ndim", 0) > 0:
+        _check_index_dtype(index)
     return index
+
+
+def _is_array_like(item) -> bool:
+    return isinstance(item, (Tensor, list)) or (hasattr(item, "dtype") and item.ndim > 0)
+
+
+def _check_index_dtype(array) -> None:
+    if array.dtype.kind not in "biu":
+        raise TypeError(
+            f"getitem: index arrays must hold integers or booleans, got dtype {array.dtype} "
+            f"(values {_preview(array)}); convert them, e.g. to_tensor(ids, dtype=int)"
+        )
+
+
+def _preview(array) -> str:
+    values = backend.to_host_array(array).reshape(-1)
+    text = ", ".join(str(v) for v in values[:6])
+    return f"[{text}{', ...' if values.size > 6 else ''}]"
 
 
 def _is_advanced(index) -> bool:
@@ -145,7 +170,8 @@ def _check_bounds(x: Tensor, index) -> None:
 
 
 def concatenate(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
-    """Join tensors along an existing axis."""
+    """Join tensors along an existing axis (``cat`` is the same op, under PyTorch's name)."""
+    tensors = _tensors("concatenate", tensors)
     xp = check_same_device("concatenate", *(t.array for t in tensors))
     try:
         out = xp.concatenate([t.array for t in tensors], axis=axis)
@@ -172,6 +198,7 @@ def concatenate(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
 
 def stack(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
     """Join same-shaped tensors along a new axis."""
+    tensors = _tensors("stack", tensors)
     xp = check_same_device("stack", *(t.array for t in tensors))
     try:
         out = xp.stack([t.array for t in tensors], axis=axis)
@@ -191,6 +218,16 @@ def stack(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
         name="stack",
         is_batched=tensors[0].is_batched,
     )
+
+
+cat = concatenate
+
+
+def _tensors(op: str, tensors) -> tuple[Tensor, ...]:
+    """A non-empty sequence of tensors; arrays and numbers in it become constants."""
+    if isinstance(tensors, Tensor) or not isinstance(tensors, Sequence) or not tensors:
+        raise TypeError(f"{op}: expected a non-empty list or tuple of tensors, got {tensors!r}")
+    return tuple(t if isinstance(t, Tensor) else Tensor(t, requires_grad=False) for t in tensors)
 
 
 def split(x: Tensor, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Tensor]:
@@ -258,8 +295,8 @@ def where(condition, a: Tensor, b: Tensor) -> Tensor:
         out,
         args=(a, b),
         back_fns=(
-            lambda dout: unbroadcast(xp.where(condition, dout, 0), a.shape),
-            lambda dout: unbroadcast(xp.where(condition, 0, dout), b.shape),
+            lambda dout: binary.unbroadcast(xp.where(condition, dout, 0), a.shape),
+            lambda dout: binary.unbroadcast(xp.where(condition, 0, dout), b.shape),
         ),
         name="where",
         is_batched=a.is_batched or b.is_batched,
@@ -279,4 +316,6 @@ def masked_fill(x: Tensor, mask, value: float) -> Tensor:
     if mask.dtype != bool:
         raise TypeError(f"masked_fill: mask must be boolean, got {mask.dtype}")
     out = xp.where(mask, xp.asarray(value, dtype=x.dtype), x.array)
-    return _op(x, out, lambda dout: unbroadcast(xp.where(mask, 0, dout), x.shape), "masked_fill")
+    return _op(
+        x, out, lambda dout: binary.unbroadcast(xp.where(mask, 0, dout), x.shape), "masked_fill"
+    )
