@@ -28,13 +28,15 @@ _lock = threading.Lock()
 def manual_seed(seed: int) -> np.random.Generator:
     """Seed tricycle's generator with a non-negative integer; returns the new generator."""
     global _generator
+    if isinstance(seed, bool):
+        raise ValueError(f"manual_seed: seed must be a non-negative integer, got {seed!r}")
     try:
         seed = operator.index(seed)
     except TypeError:
         raise TypeError(
             f"manual_seed: seed must be an integer, got {seed!r} ({type(seed).__name__})"
         ) from None
-    if isinstance(seed, bool) or seed < 0:
+    if seed < 0:
         raise ValueError(f"manual_seed: seed must be a non-negative integer, got {seed!r}")
     with _lock:
         _generator = np.random.default_rng(seed)
