@@ -163,6 +163,9 @@ class Layer:
         if strict and (missing or unexpected):
             raise ValueError(f"{owner}: missing keys {missing}, unexpected keys {unexpected}")
         values = {name: _host_value(state[name]) for name in params if name in state}
+        for name, value in values.items():
+            if value.dtype.kind not in "biuf" and value.dtype != params[name].dtype:
+                raise TypeError(f"{owner}: {name} holds dtype {value.dtype}, not numbers")
         mismatched = [
             f"{name}: checkpoint {value.shape} vs model {params[name].shape}"
             for name, value in values.items()
@@ -173,8 +176,6 @@ class Layer:
         converted = {}
         for name, value in values.items():
             t = params[name]
-            if value.dtype.kind not in "biuf" and value.dtype != t.dtype:
-                raise TypeError(f"{owner}: {name} holds dtype {value.dtype}, not numbers")
             with np.errstate(over="ignore", invalid="ignore"):
                 cast = value.astype(t.dtype)
             if not np.isfinite(cast).all():
