@@ -3,12 +3,21 @@
 ``check_grads(f, *arrays)`` runs ``tricycle.gradcheck.gradcheck`` on float64 copies of the
 arrays (every output element gets a distinct upstream gradient; each input's ``.grad`` is
 compared with central finite differences) and returns ``f``'s output for further checks.
+``DATA_DIR`` is where tests find tiny-shakespeare.
 """
+
+import os
+from pathlib import Path
 
 import numpy as np
 
 from tricycle.gradcheck import gradcheck
 from tricycle.tensor import Tensor
+
+# $TRICYCLE_DATA_DIR when set, else ../shared/data beside the checkout
+DATA_DIR = Path(
+    os.environ.get("TRICYCLE_DATA_DIR") or Path(__file__).resolve().parents[2] / "shared" / "data"
+)
 
 
 def check_grads(f, *arrays, wrt=None, rtol: float = 1e-5, atol: float = 1e-7, seed: int = 0):

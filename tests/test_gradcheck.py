@@ -219,3 +219,9 @@ def test_gradcheck_never_changes_the_callers_inputs():
     gradcheck(unary.exp, x)
     np.testing.assert_array_equal(x.array, before)
     assert x.grad is None
+
+
+def test_gradcheck_with_nothing_to_check_says_so():
+    with pytest.raises(ValueError, match="gradcheck: no input to check"):
+        gradcheck(unary.exp, tc.randn(3, dtype="float64"))  # requires_grad=False: a constant
+    assert gradcheck(unary.exp, tc.randn(3, dtype="float64", requires_grad=True))

@@ -59,6 +59,11 @@ def gradcheck(
         arrays.append(array)
     if wrt is None:
         wrt = checked
+        if not wrt:
+            raise ValueError(
+                "gradcheck: no input to check: pass floating arrays or Tensors with "
+                "requires_grad=True (a Tensor without it is a constant), or name inputs in wrt"
+            )
     else:
         wrt = [wrt] if isinstance(wrt, int) else list(wrt)
         for i in wrt:
