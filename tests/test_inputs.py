@@ -7,6 +7,7 @@ from helpers import check_grads
 
 import tricycle as tc
 from tricycle import backend, ops
+from tricycle.initialisers import gpt2_residual_std, init_normal, init_ones, init_xavier, init_zeros
 from tricycle.layers import Dense, Sequential
 from tricycle.tensor import Tensor, to_tensor
 
@@ -174,3 +175,36 @@ def test_cat_is_concatenate_and_takes_arrays():
 def test_cat_and_stack_need_a_list_of_tensors(op, tensors):
     with pytest.raises(TypeError, match=r"expected a non-empty list or tuple of tensors"):
         op(tensors)
+
+
+# ------------------------------------------------------------------ initialisers
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda: init_xavier((-1, 2)), ValueError, r"init_xavier: sizes must be non-negative"),
+        (lambda: init_xavier((2.5, 2)), TypeError, r"init_xavier: size must be integers"),
+        (lambda: init_xavier((2, 2), gain=float("nan")), ValueError, r"gain must be >= 0, got nan"),
+        (lambda: init_xavier((2, 2), gain=-1), ValueError, r"init_xavier: gain must be >= 0"),
+        (lambda: init_normal((2, 2), std=float("nan")), ValueError, r"std must be >= 0, got nan"),
+        (lambda: init_normal((2, 2), std=-0.1), ValueError, r"init_normal: std must be >= 0"),
+        (lambda: init_normal((2,), mean=float("inf")), ValueError, r"mean must be finite, got inf"),
+        (lambda: init_normal(None), TypeError, r"init_normal: size must be integers or a seq"),
+        (lambda: init_zeros((-1,)), ValueError, r"init_zeros: sizes must be non-negative"),
+        (lambda: gpt2_residual_std(2.5), TypeError, r"n_layers must be an integer, got 2.5"),
+        (lambda: gpt2_residual_std(2, std=float("nan")), ValueError, r"std must be >= 0, got nan"),
+        (
+            lambda: Dense(-1, 3),
+            ValueError,
+            r"init_xavier: sizes must be non-negative, got \(-1, 3\)",
+        ),
+    ],
+)
+def test_initialisers_refuse_bad_arguments_instead_of_making_nan_weights(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_initialisers_accept_an_int_and_empty_shapes():
+    assert init_ones(3).shape == (3,) and init_zeros(0).shape == (0,)
+    assert init_xavier((0, 0)).shape == (0, 0)
+    assert init_normal([2, 3], std=0.0).tolist() == [[0.0] * 3] * 2

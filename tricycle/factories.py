@@ -26,9 +26,17 @@ Size = int | Sequence[int]
 
 # ---------------------------------------------------------------------- shared checks
 def _shape(op: str, size: tuple) -> tuple[int, ...]:
-    """``size`` (ints, or one sequence of ints) as a shape; negative or non-integer sizes raise."""
+    """``size`` as given to a factory (ints, or one sequence of ints) as a shape."""
     if len(size) == 1 and not isinstance(size[0], numbers.Number):
         size = size[0]
+    return as_shape(op, size)
+
+
+def as_shape(op: str, size) -> tuple[int, ...]:
+    """``size`` (an int or a sequence of ints) as a shape tuple; negative or non-integer
+    sizes raise, naming ``op``."""
+    if isinstance(size, numbers.Integral) and not isinstance(size, bool):
+        size = (size,)
     if isinstance(size, (str, bytes)) or not isinstance(size, Sequence | np.ndarray):
         raise TypeError(f"{op}: size must be integers or a sequence of integers, got {size!r}")
     shape = []
