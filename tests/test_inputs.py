@@ -33,6 +33,14 @@ def test_to_tensor_refuses_what_is_not_numbers(data, error, message):
         to_tensor(data)
 
 
+@pytest.mark.parametrize("dtype", ["foo", object, str])
+def test_dtypes_must_be_numeric(dtype):
+    with pytest.raises(TypeError, match=r"Tensor: .*(is not a dtype|must be a boolean, integer)"):
+        to_tensor([1.0], dtype=dtype)
+    with pytest.raises(TypeError, match=r"Tensor: .*(is not a dtype|must be a boolean, integer)"):
+        Tensor(np.ones(2), dtype=dtype)
+
+
 def test_tensor_refuses_none_too():
     with pytest.raises(TypeError, match="cannot make a tensor from None"):
         Tensor(None)

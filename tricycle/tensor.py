@@ -99,7 +99,7 @@ class Tensor:
             if not (isinstance(array, np.ndarray) or backend.is_cupy_array(array)):
                 array = _numeric_array(array, dtype)
         if dtype is not None and array.dtype != dtype:
-            array = array.astype(dtype)
+            array = array.astype(_numeric_dtype(dtype))
         self.array = array
 
         floating = is_float(array.dtype)
@@ -436,7 +436,18 @@ def _numeric_array(data, dtype=None) -> np.ndarray:
         if isinstance(data, np.generic) or array.dtype == bool:
             return array
         dtype = backend.DEFAULT_FLOAT
-    return array.astype(dtype, copy=False)
+    return array.astype(_numeric_dtype(dtype), copy=False)
+
+
+def _numeric_dtype(dtype) -> np.dtype:
+    """``dtype`` as a numpy dtype of numbers (bool, int, float); anything else raises."""
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"Tensor: {dtype!r} is not a dtype") from None
+    if dtype.kind not in "biuf" and not is_float(dtype):
+        raise TypeError(f"Tensor: dtype must be a boolean, integer or float dtype, got {dtype}")
+    return dtype
 
 
 def _move(array, device: int | None):
@@ -505,7 +516,11 @@ def to_tensor(
         data = _numeric_array(data, dtype)
         dtype = data.dtype
     return Tensor(
-        data, requires_grad=requires_grad, is_batched=is_batched, name=name, dtype=np.dtype(dtype)
+        data,
+        requires_grad=requires_grad,
+        is_batched=is_batched,
+        name=name,
+        dtype=_numeric_dtype(dtype),
     )
 
 
