@@ -22,6 +22,7 @@ Setting an unknown attribute on a config raises AttributeError.
 """
 
 import dataclasses
+import inspect
 import math
 import numbers
 from dataclasses import dataclass
@@ -83,7 +84,7 @@ class GPTConfig:
         """Make every subclass a dataclass whose plain class attributes override defaults."""
         super().__init_subclass__(**kwargs)
         fields = {f.name: f for f in dataclasses.fields(cls)}  # the inherited ones
-        annotations = cls.__dict__.get("__annotations__", {})
+        annotations = dict(inspect.get_annotations(cls))  # this class's own
         for name, value in list(vars(cls).items()):
             if name.startswith("_") or name in annotations or name.isupper():
                 continue

@@ -88,7 +88,7 @@ Tensor.__abs__ = _method(unary, "abs")
 
 def _comparison(symbol):
     def compare(self, other):
-        return binary.compare(symbol, self, _as_tensor(other, self))  # binary: looked up now
+        return binary.compare(symbol, self, _as_tensor(other, self))
 
     return compare
 
