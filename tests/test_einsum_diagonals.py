@@ -124,3 +124,18 @@ def test_malformed_subscripts(subscript, message):
 def test_subscript_must_be_a_string():
     with pytest.raises(TypeError, match=r"Einsum: the subscript must be a string .* got 3"):
         Einsum(3)
+
+
+@pytest.mark.parametrize(("subscript", "shapes"), CASES, ids=[c[0] for c in CASES])
+def test_on_every_backend(subscript, shapes, xp):
+    """The same values and gradients from cupy as from numpy (numpy only without a GPU)."""
+    arrays = operands(lambda strategy, label: 3, shapes)
+    cpu = [Tensor(a) for a in arrays]
+    device = [Tensor(xp.asarray(a)) for a in arrays]
+    out_cpu, out_device = Einsum(subscript)(*cpu), Einsum(subscript)(*device)
+    upstream = np.random.default_rng(2).normal(size=out_cpu.shape)
+    out_cpu.backward(upstream)
+    out_device.backward(xp.asarray(upstream))
+    np.testing.assert_allclose(out_device.numpy(), out_cpu.array, rtol=1e-12, atol=1e-12)
+    for a, b in zip(device, cpu):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.array, rtol=1e-12, atol=1e-12)
