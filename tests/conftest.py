@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, settings
 
 from tests.helpers import blocks_over_threads
 from tricycle import backend
+from tricycle.random import manual_seed
 
 settings.register_profile(
     "ci", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -42,3 +43,10 @@ def block_size(request, monkeypatch):
             yield
     else:
         yield
+
+
+@pytest.fixture(autouse=True)
+def _seeded():
+    """Every test starts from the same tricycle seed (initialisers, factories, dropout), so a
+    test's outcome does not depend on which tests ran before it."""
+    manual_seed(0)

@@ -22,6 +22,7 @@ from tricycle.dataset import CausalLMDataset
 from tricycle.files import DirectoryLock
 from tricycle.models import GPT
 from tricycle.optimisers import AdamW
+from tricycle.random import manual_seed
 from tricycle.scheduler import CosineSchedule
 
 
@@ -346,7 +347,7 @@ def test_values_the_parser_cannot_judge_alone_get_clear_errors(corpus, tmp_path)
 
 
 def _tiny_trainer(seed: int = 0, **options) -> training.Trainer:
-    np.random.seed(seed)
+    manual_seed(seed)
     config = DebugConfig(dropout=0.1, steps=10, eval_interval=4, eval_steps=1, **options)
     tokens = np.random.default_rng(1).integers(0, config.vocab_size, size=3000)
     return training.gpt_trainer(config, tokens[:2500], tokens[2500:], seed=seed)

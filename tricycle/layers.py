@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from tricycle import backend, kernels, threads
+from tricycle import backend, kernels, random, threads
 from tricycle.backend import check_same_device
 from tricycle.blocking import (
     as_rows,
@@ -159,33 +159,45 @@ class Layer:
         """Copy ``state`` into the parameters in place (on their current device).
 
         With ``strict`` every parameter must be present and no other key may be; otherwise
-        only the keys both sides share are loaded. Shapes must always match. Returns the
-        (missing, unexpected) key lists.
+        only the keys both sides share are loaded. Shapes must always match, values must be
+        numeric and finite in the parameter's dtype (a float64 value too large for float32
+        is an error). Every value is checked (and converted) before any is written: a bad
+        state changes nothing. Returns the (missing, unexpected) key lists.
         """
+        owner = f"load_state_dict of {type(self).__name__}"
         params = dict(self.named_parameters())
         missing = [name for name in params if name not in state]
         unexpected = [name for name in state if name not in params]
         if strict and (missing or unexpected):
-            raise ValueError(
-                f"load_state_dict of {type(self).__name__}: missing keys {missing}, "
-                f"unexpected keys {unexpected}"
-            )
+            raise ValueError(f"{owner}: missing keys {missing}, unexpected keys {unexpected}")
+        values = {name: _host_value(state[name]) for name in params if name in state}
+        for name, value in values.items():
+            if value.dtype.kind not in "biuf" and value.dtype != params[name].dtype:
+                raise TypeError(f"{owner}: {name} holds dtype {value.dtype}, not numbers")
         mismatched = [
-            f"{name}: checkpoint {tuple(np.shape(state[name]))} vs model {params[name].shape}"
-            for name in params
-            if name in state and tuple(np.shape(state[name])) != params[name].shape
+            f"{name}: checkpoint {value.shape} vs model {params[name].shape}"
+            for name, value in values.items()
+            if value.shape != params[name].shape
         ]
         if mismatched:
-            raise ValueError(
-                f"load_state_dict of {type(self).__name__}: shape mismatch for "
-                + "; ".join(mismatched)
-            )
-        for name, t in params.items():
-            if name in state:
-                value = backend.to_host_array(np.asarray(state[name]))
-                if t.on_gpu:
-                    value = backend.to_device_array(value, t.array.device.id)
-                t.array[...] = value
+            raise ValueError(f"{owner}: shape mismatch for " + "; ".join(mismatched))
+        converted = {}
+        for name, value in values.items():
+            t = params[name]
+            with np.errstate(over="ignore", invalid="ignore"):
+                cast = value.astype(t.dtype)
+            if not np.isfinite(cast).all():
+                if not np.isfinite(value).all():
+                    raise ValueError(f"{owner}: {name} has non-finite values (NaN or inf)")
+                raise ValueError(
+                    f"{owner}: {name} has values too large for {t.dtype} (largest magnitude "
+                    f"{np.abs(value).max():.4g})"
+                )
+            if t.on_gpu:
+                cast = backend.to_device_array(cast, t.array.device.id)
+            converted[name] = cast
+        for name, value in converted.items():  # nothing below can fail: all or nothing
+            params[name].array[...] = value
         return missing, unexpected
 
     # ------------------------------------------------------------------ printing
@@ -205,6 +217,13 @@ class Layer:
             body = repr(child).replace("\n", "\n  ")
             lines.append(f"  ({name}): {body}")
         return "\n".join(lines) + f"\n){count}"
+
+
+def _host_value(value) -> np.ndarray:
+    """A state-dict value (numpy or cupy array, Tensor, nested list) as a numpy array."""
+    if isinstance(value, Tensor):
+        return value.numpy()
+    return np.asarray(backend.to_host_array(value))
 
 
 def shared_back_fns(backward: Callable, n: int) -> tuple[Callable, ...]:
@@ -336,7 +355,8 @@ class Dense(Layer):
     Args:
         from_size, to_size: input and output widths; ``weights`` has shape (from_size, to_size).
         bias: add a learnt bias (zeros at first) of shape (to_size,).
-        initialiser: shape -> array for the weights (default Glorot uniform from np.random).
+        initialiser: shape -> array for the weights (default Glorot uniform, drawn from
+            tricycle's generator: see ``tricycle.manual_seed``).
         name: the name of the output tensors (default "dense").
     """
 
@@ -660,15 +680,15 @@ class Dropout(Layer):
 
     Args:
         probability: the chance of zeroing each element, in [0, 1).
-        seed: seeds this layer's numpy generator; by default it is drawn from ``np.random``,
-            so ``np.random.seed`` makes training reproducible.
+        seed: seeds this layer's numpy generator; by default it is drawn from tricycle's
+            generator, so ``tricycle.manual_seed`` makes training reproducible.
     """
 
     def __init__(self, probability: float, seed: int | None = None):
         if not 0 <= probability < 1:
             raise ValueError(f"Dropout: probability must be in [0, 1), got {probability}")
         self.probability = probability
-        self.rng = np.random.default_rng(np.random.randint(2**31) if seed is None else seed)
+        self.rng = np.random.default_rng(random.draw_seed() if seed is None else seed)
 
     def forward(self, x: Tensor) -> Tensor:
         if not self.training or self.probability == 0:

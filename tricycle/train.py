@@ -72,6 +72,7 @@ from tricycle.cli import (
 )
 from tricycle.configs import CONFIGS, GPTConfig, get_config
 from tricycle.files import DirectoryLocked
+from tricycle.random import manual_seed
 from tricycle.training import (
     RunDirectory,
     TrainingDiverged,
@@ -345,7 +346,7 @@ def _train(args, run_dir: RunDirectory) -> dict:
     for change in applied:
         print(f"--resume: applying {change}", file=sys.stderr)
     run = {"settings": settings, "config": config.to_dict(), "data_sha256": digest}
-    np.random.seed(settings["seed"])  # model initialisation and dropout seeds
+    manual_seed(settings["seed"])  # model initialisation and dropout seeds
     try:
         trainer = gpt_trainer(
             config, corpus.train_tokens, corpus.valid_tokens, policy=policy,

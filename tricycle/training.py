@@ -706,10 +706,11 @@ def gpt_trainer(
     decay_steps: int | None = None,
 ) -> Trainer:
     """A ``Trainer`` for a GPT as ``config`` describes it: the model (initialised from
-    ``np.random``: seed it first), AdamW with the config's betas, decay and decay filter, the
-    cosine schedule (decaying over ``decay_steps``, default ``config.steps``), clipping,
-    accumulation, random training windows (seeded by ``seed``) and the validation windows
-    (None when the validation tokens are fewer than one window), all on ``config.device``."""
+    tricycle's generator: ``tricycle.random.manual_seed`` it first), AdamW with the config's
+    betas, decay and decay filter, the cosine schedule (decaying over ``decay_steps``, default
+    ``config.steps``), clipping, accumulation, random training windows (seeded by ``seed``)
+    and the validation windows (None when the validation tokens are fewer than one window),
+    all on ``config.device``."""
     model = GPT(config)
     optimiser = AdamW(
         learning_rate=config.max_learning_rate,
