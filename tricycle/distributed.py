@@ -59,9 +59,9 @@ from tricycle.tensor import Tensor
 
 DEFAULT_TIMEOUT = 600.0  # seconds a rank waits for the others in one collective
 DEFAULT_BUCKET_BYTES = 4 << 20
-# variables that launchers (MPICH's hydra, Open MPI, PMIx, MVAPICH) set: rank count first
+SPIN_SECONDS = 0.1  # a wait tests its request back to back this long, then every millisecond
+# what launchers (MPICH's hydra, Open MPI, PMIx, MVAPICH) set to the number of processes
 _LAUNCHER_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MV2_COMM_WORLD_SIZE")
-_LAUNCHER_RANK_VARIABLES = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "MV2_COMM_WORLD_RANK")
 
 
 class DistributedError(RuntimeError):
@@ -74,7 +74,7 @@ def launched_size() -> int:
     for name in _LAUNCHER_SIZE_VARIABLES:
         if name in os.environ:
             return int(os.environ[name])
-    return 2 if any(name in os.environ for name in _LAUNCHER_RANK_VARIABLES) else 1
+    return 1
 
 
 _world: "World | None" = None
@@ -145,15 +145,13 @@ class _HostRequest:
         if request.Test():
             return
         start = time.monotonic()
-        spin_until, deadline = start + 1e-3, start + world.timeout
-        pause = 1e-5
-        while not request.Test():
+        spin_until, deadline = start + SPIN_SECONDS, start + world.timeout
+        while not request.Test():  # MPI moves the data inside Test: keep calling it
             now = time.monotonic()
             if now > deadline:
                 world.abort(f"timed out after {world.timeout:g} s waiting for {what}")
-            if now > spin_until:  # a long wait: sleep between tests, at most 1 ms
-                time.sleep(pause)
-                pause = min(2 * pause, 1e-3)
+            if now > spin_until:  # a rank far behind (writing a checkpoint?): poll gently
+                time.sleep(1e-3)
 
 
 class _DeviceRequest:
@@ -300,6 +298,7 @@ class _Watchdog:
         self.pending.append((time.monotonic() + self.world.timeout, event, what))
 
     def _run(self) -> None:
+        backend.cupy().cuda.Device(self.world.device).use()  # this thread's CUDA calls
         while not self.stop.wait(min(1.0, self.world.timeout / 10)):
             while self.pending:  # completed in order: the oldest decides
                 deadline, event, what = self.pending[0]
