@@ -182,14 +182,20 @@ def test_the_ranks_batches_make_up_the_single_process_batch():
 
 def test_sequential_evaluation_is_split_between_ranks():
     ids = tokens()
-    single = [x for x, _ in CausalLMDataset(ids, 32, 4, 8).iterate_sequential(max_batches=5)]
-    split = [
-        [x for x, _ in CausalLMDataset(ids, 32, 4, 8, rank=r, world_size=2).iterate_sequential(5)]
-        for r in range(2)
+    single = list(CausalLMDataset(ids, 32, 6, 8).iterate_sequential(max_batches=5))
+    ranks = [
+        list(CausalLMDataset(ids, 32, 2, 8, rank=r, world_size=3).iterate_sequential(5))
+        for r in range(3)
     ]
-    assert [len(s) for s in split] == [3, 2]
-    for k, batch in enumerate(single):
-        np.testing.assert_array_equal(split[k % 2][k // 2], batch)
+    assert [len(batches) for batches in ranks] == [5, 5, 5]
+    for k, (inputs, targets) in enumerate(single):
+        np.testing.assert_array_equal(np.concatenate([r[k][0] for r in ranks]), inputs)
+        np.testing.assert_array_equal(np.concatenate([r[k][1] for r in ranks]), targets)
+    # 249 windows in global batches of 15: the last has 9, rows 0-4 and 5-8 (rank 2: none)
+    last = [list(CausalLMDataset(ids, 32, 5, 8, rank=r, world_size=3).iterate_sequential())
+            for r in range(3)]  # fmt: skip
+    assert [len(batches) for batches in last] == [17, 17, 16]
+    assert sum(x.shape[0] for batches in last for x, _ in batches) == (len(ids) - 1) // 8
 
 
 @pytest.mark.parametrize("rank, world_size", [(2, 2), (-1, 2), (0, 0)])

@@ -178,8 +178,8 @@ class CausalLMDataset(Dataset):
     stream, and rank ``rank`` keeps rows [rank * batch_size, (rank + 1) * batch_size). So the
     ranks see different windows, and together exactly the batch that one process with
     batch_size N x batch_size would draw; the generator advances alike on every rank and for
-    every N, so its state resumes a run at any world size. ``iterate_sequential`` gives
-    rank ``rank`` every N-th batch.
+    every N, so its state resumes a run at any world size. ``iterate_sequential`` splits its
+    global batches the same way.
 
     Args:
         tokens: a 1-D sequence of integer ids in [0, vocab_size): a numpy array or anything
@@ -281,18 +281,20 @@ class CausalLMDataset(Dataset):
     def iterate_sequential(self, max_batches: int | None = None):
         """Every non-overlapping window in order (offsets 0, T, 2T, ...), in batches of
         ``batch_size`` (the constructor's if not batched); deterministic, for evaluation.
-        Of the first ``max_batches`` batches, this rank gets every ``world_size``-th,
-        starting at batch ``rank``."""
+        With ``world_size`` N the batches are global ones of N x batch_size windows (the
+        first ``max_batches`` of them), of which this rank gets its rows, as in training;
+        a rank whose rows of a short last batch are empty skips it."""
         batch_size = self.batch_size or self.default_batch_size
         n = len(self.unbatch())
         offsets = np.arange(n) * self.context_window
-        for k, start in enumerate(range(0, n, batch_size)):
+        mine = slice(self.rank * batch_size, (self.rank + 1) * batch_size)
+        for k, start in enumerate(range(0, n, batch_size * self.world_size)):
             if max_batches is not None and k >= max_batches:
                 return
-            if k % self.world_size != self.rank:
-                continue
-            inputs, targets = self._windows(offsets[start : start + batch_size])
-            yield self._convert(inputs, batched=True), self._convert(targets, batched=True)
+            rows = offsets[start : start + batch_size * self.world_size][mine]
+            if len(rows):
+                inputs, targets = self._windows(rows)
+                yield self._convert(inputs, batched=True), self._convert(targets, batched=True)
 
     def __repr__(self) -> str:
         return (

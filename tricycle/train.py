@@ -13,17 +13,25 @@ kernels that add with atomics make the sums differ in the last bits. --precision
 policy (``tricycle.precision``); on a GPU the loss is read back every --log-interval steps
 only, so the host runs ahead of the device. A NaN or infinite loss stops training with an
 error naming the step; the last checkpoint, written before the divergence, is kept.
+
+Data parallelism: ``mpiexec -n N tricycle-train ...`` (or ``python train_smol_gpt.py``) trains
+on N processes (one GPU each with --device gpu, through NCCL), each on batch_size / N of every
+global batch: the same global batch, and so the same run, as one process. Rank 0 alone writes
+files and logs; checkpoints resume at any N that divides the batch. --zero shards AdamW's
+state over the ranks (ZeRO-1).
 """
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
-from tricycle import threads
+from tricycle import distributed, threads
 from tricycle.backend import cupy_available
 from tricycle.checkpoint import CheckpointError, atomic_write_text, load_state
 from tricycle.configs import CONFIGS, GPTConfig, get_config
@@ -66,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--dataset", default="python-code",
         help=f"one of {', '.join(DATASETS)}, or the path of a UTF-8 .txt file")  # fmt: skip
     add("--steps", type=int, help="optimiser steps in total (config's if unset)")
-    add("--batch-size", type=int, help="sequences per micro-batch")
+    add("--batch-size", type=int, help="sequences per micro-batch (all processes together)")
     add("--gradient-accumulation-steps", type=int, help="micro-batches per optimiser step")
     add("--context-window", type=int, help="tokens per sequence")
     add("--vocab-size", type=int, help="BPE vocabulary size")
@@ -94,6 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("--log-interval", type=int, help="read the loss every N steps (default: 1 CPU, 10 GPU)")
     add("--sample-tokens", type=int, default=200, help="tokens to sample at the end")
     add("--no-progress", action="store_true", help="no progress bar")
+    add("--zero", action="store_true",
+        help="under mpiexec: shard AdamW's state over the processes (ZeRO-1)")  # fmt: skip
     return parser
 
 
@@ -130,9 +140,12 @@ def load_corpus(dataset: str, config: GPTConfig, max_bytes: int, data_dir=None):
     raise SystemExit(f"--dataset {dataset!r} is neither one of {DATASETS} nor a file")
 
 
-def _start_cpu_threads(n: int | None) -> None:
-    """Start tricycle's CPU thread pool (``n`` threads; None: its default). Importing the
-    library starts nothing; a program that wants the threads says so, once."""
+def _start_cpu_threads(n: int | None, world: distributed.World) -> None:
+    """Start tricycle's CPU thread pool (``n`` threads; None: its default, or this
+    machine's cores shared out between the processes on it). Importing the library starts
+    nothing; a program that wants the threads says so, once."""
+    if n is None and world.local_size > 1:
+        n = max(1, len(os.sched_getaffinity(0)) // world.local_size)
     threads.enable(n)
 
 
@@ -157,6 +170,12 @@ def train(args) -> dict:
         print("no GPU found: training on the CPU (pass --device to choose)", file=sys.stderr)
         config.device = "cpu"
 
+    world = distributed.init(gpu=config.device == "gpu")  # one GPU per process
+    if config.batch_size % world.world_size:
+        raise SystemExit(
+            f"--batch-size {config.batch_size} does not split evenly over {world.world_size} "
+            "processes: pick a multiple of the number of processes"
+        )
     corpus = load_corpus(dataset, config, args.max_bytes, args.data_dir)
     try:
         policy = precision_for(args.precision, config.device)
@@ -174,22 +193,29 @@ def train(args) -> dict:
     schedule = CosineSchedule(
         config.max_learning_rate, config.min_learning_rate, config.steps, config.warmup_steps
     )
-    batches = (config.vocab_size, config.batch_size, config.context_window)
-    train_data = CausalLMDataset(corpus.train_tokens, *batches, seed).batch()
+    # each process takes its rows of every global batch (the same windows as one process)
+    batches = (config.vocab_size, config.batch_size // world.world_size, config.context_window)
+    ranks = {"rank": world.rank, "world_size": world.world_size}
+    train_data = CausalLMDataset(corpus.train_tokens, *batches, seed, **ranks).batch()
     valid_data = None
     if len(corpus.valid_tokens) > config.context_window:
-        valid_data = CausalLMDataset(corpus.valid_tokens, *batches, 0).batch()
-    else:
+        valid_data = CausalLMDataset(corpus.valid_tokens, *batches, 0, **ranks).batch()
+    elif world.is_main:
         print("warning: the validation text is too short: no validation loss", file=sys.stderr)
     if config.device == "gpu":
-        model.to_gpu()
-        train_data = train_data.to_gpu()  # batches arrive as GPU tensors (same generator)
-        valid_data = valid_data and valid_data.to_gpu()
+        model.to_gpu(world.device)
+        train_data = train_data.to_gpu(world.device)  # batches arrive as GPU tensors
+        valid_data = valid_data and valid_data.to_gpu(world.device)
+    world.broadcast_parameters(model)
+    data_parallel = distributed.DataParallel(model, world)
+    if args.zero:
+        optimiser = distributed.ZeroRedundancyOptimiser(optimiser, model, world)
     trainer = Trainer(
         model, optimiser, train_data, policy=policy, schedule=schedule,
         accumulation_steps=config.gradient_accumulation_steps, max_norm=config.grad_clip,
-        valid_data=valid_data, eval_interval=config.eval_interval, eval_steps=config.eval_steps,
-        eval_protocol=config.eval_protocol, tokens_per_step=config.tokens_per_step, seed=seed,
+        data_parallel=data_parallel, valid_data=valid_data, eval_interval=config.eval_interval,
+        eval_steps=config.eval_steps, eval_protocol=config.eval_protocol,
+        tokens_per_step=config.tokens_per_step, seed=seed,
     )  # fmt: skip
     if checkpoint is not None:
         try:
@@ -198,20 +224,32 @@ def train(args) -> dict:
             raise SystemExit(f"--resume: {run_dir.checkpoint} does not fit: {error}") from None
 
     run_info = {"config": config.to_dict(), "dataset": dataset, "seed": seed,
-                "precision": policy.mode}  # fmt: skip
-    with run_dir:
-        corpus.tokeniser.save(run_dir / RunDirectory.TOKENISER)
-        atomic_write_text(run_dir / RunDirectory.CONFIG, json.dumps(run_info, indent=2) + "\n")
-        run_dir.restart_metrics(trainer.step)
-        print(
-            f"{type(config).__name__}: {model.num_parameters():,} parameters, "
-            f"{len(corpus.train_tokens):,} training tokens from {dataset!r}, "
-            f"{config.tokens_per_step:,} tokens per step, steps {trainer.step}..{config.steps}",
-            file=sys.stderr,
-        )
+                "precision": policy.mode, "world_size": world.world_size,
+                "zero": args.zero}  # fmt: skip
+    main = world.is_main  # the one process that writes files and logs
+    with run_dir if main else contextlib.nullcontext():
+        if main:
+            corpus.tokeniser.save(run_dir / RunDirectory.TOKENISER)
+            text = json.dumps(run_info, indent=2) + "\n"
+            atomic_write_text(run_dir / RunDirectory.CONFIG, text)
+            run_dir.restart_metrics(trainer.step)
+            print(
+                f"{type(config).__name__}: {model.num_parameters():,} parameters, "
+                f"{len(corpus.train_tokens):,} training tokens from {dataset!r}, "
+                f"{config.tokens_per_step:,} tokens per step, steps {trainer.step}.."
+                f"{config.steps}, world size {world.world_size}",
+                file=sys.stderr,
+            )
         log_interval = args.log_interval or (10 if config.device == "gpu" else 1)
-        print(f"precision: {policy!r}, loss read back every {log_interval} steps", file=sys.stderr)
-        bar = tqdm(initial=trainer.step, total=config.steps, disable=args.no_progress)
+        if main:
+            print(f"precision: {policy!r}, loss read back every {log_interval} steps",
+                  file=sys.stderr)  # fmt: skip
+        if main and args.zero:
+            state_mib = 2 * optimiser.shard_elements * 4 / 2**20  # two float32 moments
+            print(f"ZeRO-1: AdamW state {state_mib:.1f} MiB on rank 0, "
+                  f"{2 * model.num_parameters() * 4 / 2**20:.1f} MiB unsharded",
+                  file=sys.stderr)  # fmt: skip
+        bar = tqdm(initial=trainer.step, total=config.steps, disable=args.no_progress or not main)
 
         def progress(record: dict) -> None:
             bar.update(record["step"] - bar.n)
@@ -231,7 +269,10 @@ def train(args) -> dict:
             prefix = "training diverged" if isinstance(error, TrainingDiverged) else "error"
             raise SystemExit(f"{prefix}: {error}") from None
         bar.close()
+    world.finalize()
     summary["out_dir"] = str(run_dir.path)
+    if not main:
+        return summary
     _plot_losses(run_dir.metrics(), run_dir / "loss.png")
     if args.sample_tokens and summary["steps"] == config.steps:
         summary["sample"] = sample(model, corpus, args.sample_tokens, seed)
@@ -277,7 +318,7 @@ def run(argv=None) -> dict:
     """Parse ``argv``, start the CPU threads and train; returns the summary (for tests and
     programs that call the CLI)."""
     args = parse_args(argv)
-    _start_cpu_threads(args.threads)
+    _start_cpu_threads(args.threads, distributed.init())
     return train(args)
 
 
