@@ -3,6 +3,7 @@ world of one process, rank-sharded data, and two ranks under mpiexec compared wi
 process on the same global batch."""
 
 import importlib.util
+import json
 import os
 import pickle
 import shutil
@@ -277,3 +278,53 @@ def test_a_killed_rank_ends_the_job(tmp_path):
     done, seconds = launch("kill", tmp_path / "out", dist_timeout=2)
     assert done.returncode != 0
     assert seconds < 20
+
+
+# ====================================================================== the command line
+def write_corpus(path: Path) -> Path:
+    """A small code-like text (as test_train's)."""
+    rng = np.random.default_rng(0)
+    names = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota"]
+    lines = []
+    for i in range(1500):
+        a, b = rng.choice(names, 2)
+        op = rng.choice(["+", "-", "*", "//"])
+        lines.append(f"def {a}_{b}_{i % 97}(x):\n    return {a}(x) {op} {b}(x, {i % 13})\n")
+    path.write_text("".join(lines))
+    return path
+
+
+def train_cli(processes: int, out_dir: Path, *extra: str, tmp_path: Path):
+    """``mpiexec -n processes python train_smol_gpt.py`` (plain python for 1); returns its
+    stderr and its metrics."""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", TRICYCLE_THREADS="1",
+               TRICYCLE_CACHE_DIR=str(tmp_path / "cache"))  # fmt: skip
+    command = [sys.executable, str(ROOT / "train_smol_gpt.py"), "--out-dir", str(out_dir),
+               "--no-progress", "--sample-tokens", "0", *extra]  # fmt: skip
+    if processes > 1:
+        command = [mpiexec(), "-n", str(processes), *command]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120,
+                          cwd=ROOT)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = (out_dir / "metrics.jsonl").read_text().splitlines()
+    return done.stderr, [json.loads(line) for line in lines]
+
+
+@needs_mpi
+def test_the_script_on_two_ranks_is_the_single_process_run_and_resumes_alone(tmp_path):
+    corpus = write_corpus(tmp_path / "corpus.txt")
+    run = ["--config", "debug", "--dataset", str(corpus), "--steps", "6",
+           "--eval-interval", "3", "--eval-steps", "3"]  # fmt: skip
+    _, single = train_cli(1, tmp_path / "one", *run, tmp_path=tmp_path)
+    log, first = train_cli(2, tmp_path / "two", *run, "--zero", "--stop-after", "3",
+                           tmp_path=tmp_path)  # fmt: skip
+    assert "world size 2" in log.splitlines()[0]
+    assert json.loads((tmp_path / "two" / "config.json").read_text())["world_size"] == 2
+    assert [r["step"] for r in first] == [1, 2, 3]  # rank 0 alone wrote the metrics
+    # the checkpoint of 2 ranks with ZeRO-1 resumes in one process, without it
+    _, resumed = train_cli(1, tmp_path / "two", "--resume", tmp_path=tmp_path)
+    assert [r["step"] for r in resumed] == [r["step"] for r in single]
+    for key in ("loss", "val_loss"):
+        got = [r[key] for r in resumed if r[key] is not None]
+        want = [r[key] for r in single if r[key] is not None]
+        np.testing.assert_allclose(got, want, rtol=1e-5, err_msg=key)

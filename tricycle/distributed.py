@@ -368,8 +368,8 @@ class World:
         cupy, nccl = backend.cupy(), backend.nccl()
         if nccl is None:
             raise DistributedError(
-                "distributed: this cupy has no NCCL library; install NCCL for your CUDA "
-                "(e.g. pip install nvidia-nccl-cu12) to train on GPUs"
+                "distributed: CuPy finds no NCCL library (cupy.cuda.nccl.available is "
+                "False); install NCCL for your CUDA version to train on GPUs"
             )
         self.device = self.local_rank % cupy.cuda.runtime.getDeviceCount()
         cupy.cuda.Device(self.device).use()
