@@ -6,9 +6,12 @@ mpi4py Allreduce of the same bytes.
     python benchmarks/distributed.py --part train --steps 20 --repeats 3
     python benchmarks/distributed.py --part allreduce
 
-Training: the GPT of gpt_train.py (E=256, 4 heads, 4 layers, T=128, V=1024) on one global
-batch of --batch-size sequences per step (default 16), AdamW and clipping at 1.0, float32.
-Each setting runs in its own processes, settings alternate, and the best of --repeats counts:
+Training: the CPU benchmarks' GPT (``harness.CPU_GPT``: E=256, 4 heads, 4 layers, T=128,
+V=1024) on one global batch of --batch-size sequences per step (default 16), AdamW and
+clipping at 1.0, float32; tricycle through ``tricycle.training.train_step`` with a
+``DataParallel``, PyTorch through its usual loop on ``torch_gpt.py``'s nanoGPT (manual
+attention, the CPU tables' baseline). Each setting runs in its own processes, settings
+alternate, and the best of --repeats counts:
 
     tricycle  1 process  x N threads   (OPENBLAS_NUM_THREADS = TRICYCLE_THREADS = N)
     tricycle  N processes x 1 thread   (mpiexec; DataParallel, gradients reduced in backward)
@@ -40,16 +43,17 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # tricycle and the torch twin of its GPT
+sys.path.insert(0, str(ROOT))
 
-from tricycle import distributed  # noqa: E402
+from harness import CPU_GPT, thread_env  # noqa: E402
+
+from tricycle import distributed, threads  # noqa: E402
 from tricycle.configs import GPTConfig  # noqa: E402
 from tricycle.dataset import CausalLMDataset  # noqa: E402
-from tricycle.loss import CrossEntropy  # noqa: E402
 from tricycle.models import GPT  # noqa: E402
-from tricycle.optimisers import AdamW, clip_factor, grad_norm  # noqa: E402
+from tricycle.optimisers import AdamW  # noqa: E402
+from tricycle.training import train_step, tune_cpu_allocator  # noqa: E402
 
-CONFIG = dict(embedding_dim=256, n_heads=4, n_layers=4, context_window=128, vocab_size=1024)
 SETTINGS = {  # label: (framework, processes, threads, overlap); "N" is --ranks
     "tricycle 1 process x N threads": ("tricycle", 1, "N", True),
     "tricycle N processes x 1 thread": ("tricycle", "N", 1, True),
@@ -68,7 +72,7 @@ def parse_args(argv=None):
     add("--warmup", type=int, default=3, help="untimed steps first")
     add("--repeats", type=int, default=2, help="runs per setting (the best counts)")
     add("--batch-size", type=int, default=16, help="sequences per global batch")
-    add("--layers", type=int, default=CONFIG["n_layers"], help="transformer blocks")
+    add("--layers", type=int, default=CPU_GPT["n_layers"], help="transformer blocks")
     add("--bucket-mb", type=float, default=distributed.DEFAULT_BUCKET_BYTES / 2**20)
     add("--reps", type=int, default=20, help="all-reduce calls per size and path")
     add("--max-mb", type=float, default=64, help="largest all-reduce buffer")
@@ -79,7 +83,7 @@ def parse_args(argv=None):
 
 
 def gpt_config(args) -> GPTConfig:
-    return GPTConfig(**{**CONFIG, "n_layers": args.layers}, grad_clip=1.0, dropout=0.0)
+    return GPTConfig(**{**CPU_GPT, "n_layers": args.layers, "batch_size": args.batch_size})
 
 
 def report(times: list[float], tokens: int, world) -> None:
@@ -91,40 +95,35 @@ def report(times: list[float], tokens: int, world) -> None:
 
 # ------------------------------------------------------------------ training workers
 def tricycle_worker(args) -> None:
+    tune_cpu_allocator()
+    threads.enable()  # $TRICYCLE_THREADS threads (the parent sets it)
     world = distributed.init()
     config = gpt_config(args)
-    per_rank = args.batch_size // world.world_size
     np.random.seed(0)
     model = GPT(config)
     world.broadcast_parameters(model)
     bucket_bytes = 2**62 if args.no_overlap else int(args.bucket_mb * 2**20)
     reducer = distributed.DataParallel(model, world, bucket_bytes=bucket_bytes)
     tokens = np.random.default_rng(0).integers(0, config.vocab_size, size=200_000)
+    per_rank = config.batch_size // world.world_size
     data = CausalLMDataset(tokens, config.vocab_size, per_rank, config.context_window, seed=0,
                            rank=world.rank, world_size=world.world_size).batch()  # fmt: skip
     optimiser = AdamW(learning_rate=1e-3, betas=(0.9, 0.95), weight_decay=0.1)
-    loss_fn = CrossEntropy()
     times = []
     for _ in range(args.warmup + args.steps):
         start = time.perf_counter()
-        optimiser.step()
-        inputs, targets = next(data)
-        loss = loss_fn(targets, model(inputs))
-        loss.backward()
-        reducer.finish()
-        world.all_reduce(float(loss))
-        named = model.named_parameters()
-        optimiser.update(named, grad_multiplier=clip_factor(grad_norm(named), 1.0))
-        model.zero_grad()
+        result = train_step(model, optimiser, data, max_norm=config.grad_clip,
+                            data_parallel=reducer)  # fmt: skip
+        float(result.loss)
         times.append(time.perf_counter() - start)
-    report(times[args.warmup :], args.batch_size * config.context_window, world)
+    report(times[args.warmup :], config.batch_size * config.context_window, world)
     world.finalize()
 
 
 def torch_worker(args) -> None:
     import torch  # noqa: PLC0415 - in torch's processes only
     import torch.distributed as dist  # noqa: PLC0415
-    from torch_reference import TorchGPT, adamw_groups, gpt2_init_  # noqa: PLC0415
+    from torch_gpt import adamw, nano_gpt  # noqa: PLC0415
 
     threads = int(os.environ.get("OMP_NUM_THREADS", "1"))
     torch.set_num_threads(threads)
@@ -133,20 +132,22 @@ def torch_worker(args) -> None:
         dist.init_process_group("gloo", rank=rank, world_size=size)  # MASTER_ADDR/PORT: env
     config = gpt_config(args)
     torch.manual_seed(0)
-    model = gpt2_init_(TorchGPT(config), config.n_layers)
+    model = nano_gpt(config, attention="manual")
     net = torch.nn.parallel.DistributedDataParallel(model) if size > 1 else model
-    optimiser = torch.optim.AdamW(adamw_groups(model, 0.1), lr=1e-3, betas=(0.9, 0.95))
+    optimiser = adamw(model, config, learning_rate=1e-3)
     per_rank = args.batch_size // size
     rng = np.random.default_rng(rank)
     times = []
     for _ in range(args.warmup + args.steps):
-        ids = torch.from_numpy(rng.integers(0, config.vocab_size, (per_rank, 129)))
+        ids = torch.from_numpy(
+            rng.integers(0, config.vocab_size, (per_rank, 1 + config.context_window))
+        )
         start = time.perf_counter()
         logits = net(ids[:, :-1])
         loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), ids[:, 1:].flatten())
         optimiser.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
         optimiser.step()
         value = loss.detach()
         if size > 1:
@@ -201,10 +202,7 @@ def free_port() -> int:
 
 
 def spawn(worker: str, processes: int, threads: int, args, extra=()) -> dict | list:
-    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
-    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-                 "TRICYCLE_THREADS"):  # fmt: skip
-        env[name] = str(threads)
+    env = {**thread_env(threads), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
     command = [sys.executable, __file__, "--worker", worker, *extra]
     for flag in ("steps", "warmup", "batch_size", "layers", "bucket_mb", "reps", "max_mb"):
         command += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
@@ -224,12 +222,12 @@ def train_part(args) -> None:
                 if not (args.skip_torch and setting[0] == "torch")}  # fmt: skip
     best = dict.fromkeys(settings, 0.0)
     for _ in range(args.repeats):
-        for label, (framework, processes, threads, overlap) in settings.items():
-            processes, threads = (n if k == "N" else k for k in (processes, threads))
+        for label, (framework, processes, n_threads, overlap) in settings.items():
+            processes, n_threads = (n if k == "N" else k for k in (processes, n_threads))
             extra = () if overlap else ("--no-overlap",)
-            result = spawn(framework, processes, threads, args, extra)
+            result = spawn(framework, processes, n_threads, args, extra)
             best[label] = max(best[label], result["tokens_per_s"])
-    print(f"\nGPT E={CONFIG['embedding_dim']} L={args.layers} T={CONFIG['context_window']}, "
+    print(f"\nGPT E={CPU_GPT['embedding_dim']} L={args.layers} T={CPU_GPT['context_window']}, "
           f"global batch {args.batch_size}, best of {args.repeats} runs (tokens/s)")  # fmt: skip
     for label, value in best.items():
         print(f"  {label.replace('N ', f'{n} '):<40} {value:>10,.0f}")

@@ -49,6 +49,7 @@ from tricycle.loss import CrossEntropy  # noqa: E402
 from tricycle.models import GPT  # noqa: E402
 from tricycle.optimisers import AdamW  # noqa: E402
 from tricycle.precision import Precision  # noqa: E402
+from tricycle.tensor import Tensor  # noqa: E402
 
 MODELS = {
     "shakespeare": (dict(embedding_dim=384, n_heads=6, n_layers=6, context_window=256,
@@ -165,10 +166,11 @@ def check(args, world) -> None:
     plain, zero = Run(args, world, bucket), Run(args, world, None, zero=True)
     with plain.policy:
         for _ in range(3):
-            plain.optimiser.step(), zero.optimiser.step()
+            plain.optimiser.step()
+            zero.optimiser.step()
             plain.backward()
             for p, q in zip(plain.model.parameters(), zero.model.parameters()):
-                q.grad = type(p.grad)(p.grad.array.copy(), requires_grad=False)
+                q.grad = Tensor(p.grad.array.copy(), requires_grad=False)
             plain.policy.step(plain.optimiser, plain.model, max_norm=1.0)
             zero.policy.step(zero.optimiser, zero.model, max_norm=1.0)
     worst = max(float(abs(p.array - q.array).max())

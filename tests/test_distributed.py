@@ -96,6 +96,27 @@ def test_a_world_of_one_process():
     assert world.gather_object([1, 2]) == [[1, 2]]
 
 
+def test_a_collective_that_never_completes_ends_in_a_clear_error():
+    class Stuck:  # an MPI request whose peers never come
+        def Test(self):
+            return False
+
+    world = distributed.World(None, timeout=0.05)
+    with pytest.raises(distributed.DistributedError, match="timed out after 0.05 s waiting for x"):
+        world.wait(distributed._HostRequest(Stuck()), "x")
+
+
+def test_mpiexec_without_mpi4py_is_refused(monkeypatch):
+    monkeypatch.setenv("PMI_SIZE", "2")
+
+    def no_mpi4py(name):
+        raise ImportError(f"No module named {name!r}")
+
+    monkeypatch.setattr(distributed.importlib, "import_module", no_mpi4py)
+    with pytest.raises(distributed.DistributedError, match="one of 2 started by mpiexec"):
+        distributed._import_mpi()
+
+
 def tiny_gpt():
     np.random.seed(0)
     return GPT(DebugConfig(**CONFIG))
