@@ -145,7 +145,8 @@ def _start_cpu_threads(n: int | None, world: distributed.World) -> None:
     machine's cores shared out between the processes on it). Importing the library starts
     nothing; a program that wants the threads says so, once."""
     if n is None and world.local_size > 1:
-        n = max(1, len(os.sched_getaffinity(0)) // world.local_size)
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        n = max(1, cores // world.local_size)
     threads.enable(n)
 
 
