@@ -368,15 +368,19 @@ def test_a_trainer_saved_and_loaded_continues_exactly(tmp_path):
         np.testing.assert_array_equal(a.array, b.array, err_msg=name)
 
 
-def test_reduce_gradients_sees_every_gradient_once_per_step():
-    calls = []
-
-    def reduce_gradients(named):
-        calls.append(len(named))
-        assert all(p.grad is not None for _, p in named)
-
+def test_gradients_are_reduced_once_per_step_after_every_micro_batch():
+    """The data-parallel reduction finishes once per optimiser step, after the last
+    micro-batch's backward, when every gradient exists."""
     trainer = _tiny_trainer(gradient_accumulation_steps=2)
-    trainer.reduce_gradients = reduce_gradients
+    parallel, calls = trainer.data_parallel, []
+    finish = parallel.finish
+
+    def counted_finish():
+        finish()
+        named = trainer.model.named_parameters()
+        calls.append(sum(p.grad is not None for _, p in named))
+
+    parallel.finish = counted_finish
     trainer.fit(3)
     assert calls == [len(trainer.model.parameters())] * 3
 

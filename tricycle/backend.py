@@ -46,6 +46,19 @@ def cupy() -> ModuleType:
     return _cupy
 
 
+def nccl() -> ModuleType | None:
+    """CuPy's NCCL bindings (``cupy.cuda.nccl``), or None when this cupy has no NCCL library.
+    Raises like ``cupy()`` when there is no GPU at all."""
+    cupy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # cupy warns when it cannot preload libnccl
+        try:
+            module = importlib.import_module("cupy.cuda.nccl")
+        except ImportError:
+            return None
+    return module if getattr(module, "available", False) else None
+
+
 def is_cupy_array(array) -> bool:
     """True for a cupy ndarray, without importing cupy when it was never imported."""
     return _cupy is not None and isinstance(array, _cupy.ndarray)

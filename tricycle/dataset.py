@@ -173,10 +173,20 @@ class CausalLMDataset(Dataset):
     ``np.random``. ``iterate_sequential()`` walks every non-overlapping window in order, for
     evaluation.
 
+    Data parallelism: with ``world_size`` N > 1 (and the same ``seed`` on every rank), each
+    step draws the offsets of a global batch of N x batch_size windows from the one seeded
+    stream, and rank ``rank`` keeps rows [rank * batch_size, (rank + 1) * batch_size). So the
+    ranks see different windows, and together exactly the batch that one process with
+    batch_size N x batch_size would draw; the generator advances alike on every rank and for
+    every N, so its state resumes a run at any world size. ``iterate_sequential`` splits its
+    global batches the same way.
+
     Args:
         tokens: a 1-D sequence of integer ids in [0, vocab_size): a numpy array or anything
             with ``__array__`` (such as the Shakespeare corpus).
-        vocab_size, batch_size, context_window: as named.
+        vocab_size, batch_size, context_window: as named (``batch_size`` per rank).
+        seed: seeds the window offsets.
+        rank, world_size: this process's place among the data-parallel processes.
     """
 
     def __init__(
@@ -186,6 +196,8 @@ class CausalLMDataset(Dataset):
         batch_size: int,
         context_window: int,
         seed: int | None = None,
+        rank: int = 0,
+        world_size: int = 1,
     ):
         tokens = np.asarray(tokens)
         if tokens.ndim != 1 or not np.issubdtype(tokens.dtype, np.integer):
@@ -203,6 +215,11 @@ class CausalLMDataset(Dataset):
                 f"CausalLMDataset: {len(tokens)} tokens are too few for a context window of "
                 f"{context_window} (need at least {context_window + 1})"
             )
+        if world_size < 1 or not 0 <= rank < world_size:
+            raise ValueError(
+                f"CausalLMDataset: need 0 <= rank < world_size, got rank {rank} and "
+                f"world_size {world_size}"
+            )
         low, high = int(tokens.min()), int(tokens.max())
         if low < 0 or high >= vocab_size:
             raise ValueError(
@@ -212,6 +229,7 @@ class CausalLMDataset(Dataset):
         self.tokens = tokens
         self.vocab_size, self.context_window = vocab_size, context_window
         self.default_batch_size = batch_size
+        self.rank, self.world_size = rank, world_size
         self._init_config(shuffled=True, seed=seed)
 
     @property
@@ -254,27 +272,34 @@ class CausalLMDataset(Dataset):
 
     def __next__(self):
         n = self.batch_size or 1
-        offsets = self.rng.integers(0, self.n_windows, size=n)
-        inputs, targets = self._windows(offsets)
+        offsets = self.rng.integers(0, self.n_windows, size=n * self.world_size)  # global batch
+        inputs, targets = self._windows(offsets[self.rank * n : (self.rank + 1) * n])
         if self.batch_size is None:
             inputs, targets = inputs[0], targets[0]
         return self._convert(inputs), self._convert(targets)
 
     def iterate_sequential(self, max_batches: int | None = None):
         """Every non-overlapping window in order (offsets 0, T, 2T, ...), in batches of
-        ``batch_size`` (the constructor's if not batched); deterministic, for evaluation."""
+        ``batch_size`` (the constructor's if not batched); deterministic, for evaluation.
+        With ``world_size`` N the batches are global ones of N x batch_size windows (the
+        first ``max_batches`` of them), of which this rank gets its rows, as in training;
+        a rank whose rows of a short last batch are empty skips it."""
         batch_size = self.batch_size or self.default_batch_size
         n = len(self.unbatch())
         offsets = np.arange(n) * self.context_window
-        for k, start in enumerate(range(0, n, batch_size)):
+        mine = slice(self.rank * batch_size, (self.rank + 1) * batch_size)
+        for k, start in enumerate(range(0, n, batch_size * self.world_size)):
             if max_batches is not None and k >= max_batches:
                 return
-            inputs, targets = self._windows(offsets[start : start + batch_size])
-            yield self._convert(inputs, batched=True), self._convert(targets, batched=True)
+            rows = offsets[start : start + batch_size * self.world_size][mine]
+            if len(rows):
+                inputs, targets = self._windows(rows)
+                yield self._convert(inputs, batched=True), self._convert(targets, batched=True)
 
     def __repr__(self) -> str:
         return (
             f"CausalLMDataset(tokens={len(self.tokens)}, vocab_size={self.vocab_size}, "
             f"context_window={self.context_window}, batch_size={self.batch_size}, "
-            f"as_tensor={self.as_tensor}, device={self.device})"
+            f"as_tensor={self.as_tensor}, device={self.device}"
+            + (f", rank={self.rank}, world_size={self.world_size})" if self.world_size > 1 else ")")
         )

@@ -99,6 +99,7 @@ class Tensor:
         "name",
         "is_batched",
         "_retain_grad",
+        "_grad_hooks",
         "__weakref__",
     )
     __array_priority__ = 1000  # numpy scalars defer to Tensor's reflected operators
@@ -151,6 +152,7 @@ class Tensor:
         self.name = name
         self.is_batched = is_batched
         self._retain_grad = False
+        self._grad_hooks = None
 
     # ----------------------------------------------------------------- properties
     @property
@@ -191,8 +193,10 @@ class Tensor:
         """Differentiate this tensor with respect to every tensor it was computed from.
 
         Sets ``.grad`` on leaves that require it (accumulating if already set) and on tensors
-        that called ``retain_grad()``. A non-scalar output is seeded with a gradient of ones.
-        The graph is freed afterwards unless ``retain_graph=True``.
+        that called ``retain_grad()``, and runs their post-accumulate hooks as soon as that
+        gradient is final (``register_post_accumulate_grad_hook``). A non-scalar output is
+        seeded with a gradient of ones. The graph is freed afterwards unless
+        ``retain_graph=True``.
         """
         if not is_float(self.dtype):
             raise TypeError(
@@ -240,6 +244,9 @@ class Tensor:
                 else:
                     assigned.add(id(base))
                     node._accumulate_grad(g)
+                if node._grad_hooks:  # every path into node is summed: its .grad is final
+                    for hook in node._grad_hooks:
+                        hook(node)
                 if args is None:
                     continue
             for arg, back_fn in zip(args, node.back_fns):
@@ -270,6 +277,12 @@ class Tensor:
         when it is expanded, not when it is pushed: marking on push would let a node that is
         reached both directly and through another input be emitted before that input, so the
         gradient arriving through the other path would be lost.
+
+        An op's leaf inputs (parameters) are expanded after its other inputs, so in the
+        reversed order a leaf comes right after its last user rather than after the whole
+        graph below it: backward finalises its gradient, and runs its hooks, as early as it
+        can (data parallelism overlaps its reduction with the rest of backward). Leaves have
+        no inputs, so this leaves the order of every other tensor, and every sum, unchanged.
         """
         order, visited = [], set()
         stack = [(self, False)]
@@ -285,9 +298,13 @@ class Tensor:
             stack.append((node, True))
             args = node.args
             if args:
+                below = len(stack)  # leaves go under the other inputs: expanded last
                 for arg in args:
                     if arg.requires_grad and id(arg) not in visited:
-                        stack.append((arg, False))
+                        if arg.args is None:
+                            stack.insert(below, (arg, False))
+                        else:
+                            stack.append((arg, False))
         return order
 
     def _accumulate_grad(self, g) -> None:
@@ -297,6 +314,21 @@ class Tensor:
             self.grad = Tensor(g, requires_grad=False)
         else:
             self.grad = Tensor(self.grad.array + g, requires_grad=False)
+
+    def register_post_accumulate_grad_hook(self, hook: Callable[["Tensor"], None]):
+        """Call ``hook(self)`` whenever backward has accumulated this tensor's gradient into
+        ``.grad`` (a leaf, or a tensor that retains its gradient), which is then final for
+        that backward pass, while backward goes on with the rest of the graph.
+
+        Data parallelism starts averaging a parameter's gradient over processes here, as
+        torch's hook of the same name lets DDP do. A hook must not change the graph; it may
+        read ``.grad``. Returns a handle whose ``remove()`` unregisters the hook. Hooks are
+        not pickled or copied with the tensor.
+        """
+        if self._grad_hooks is None:
+            self._grad_hooks = []
+        self._grad_hooks.append(hook)
+        return _HookHandle(self, hook)
 
     def retain_grad(self) -> "Tensor":
         """Keep this (non-leaf) tensor's gradient in ``.grad`` after backward."""
@@ -425,6 +457,19 @@ class Tensor:
         self.is_batched = state["is_batched"]
         self.args = self.back_fns = self.grad = None
         self._retain_grad = False
+        self._grad_hooks = None
+
+
+class _HookHandle:
+    """What ``register_post_accumulate_grad_hook`` returns: ``remove()`` unregisters the hook."""
+
+    def __init__(self, tensor: Tensor, hook):
+        self.tensor, self.hook = tensor, hook
+
+    def remove(self) -> None:
+        hooks = self.tensor._grad_hooks
+        if hooks is not None and self.hook in hooks:
+            hooks.remove(self.hook)
 
 
 def _writeable(array) -> bool:

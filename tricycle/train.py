@@ -42,11 +42,18 @@ Every GPTConfig field has a flag; an unknown name is a usage error.
 A resumed run replays exactly on the CPU. Ctrl-C stops after the current step with a
 checkpoint; a NaN or infinite loss stops with an error naming the step, keeping the last
 checkpoint, and no checkpoint holding a non-finite value is ever written.
+
+Data parallelism: ``mpiexec -n N tricycle-train ...`` (or ``python train_smol_gpt.py``) trains
+on N processes (one GPU each with --device gpu, through NCCL), each on batch_size / N of every
+global batch: the same global batch, and so the same run, as one process. Rank 0 alone holds
+--out-dir and writes files and logs; checkpoints resume at any N that divides the batch.
+--zero shards AdamW's state over the ranks (ZeRO-1).
 """
 
 import argparse
 import hashlib
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -54,7 +61,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from tricycle import threads
+from tricycle import distributed, threads
 from tricycle.backend import cupy_available
 from tricycle.blocks import ACTIVATIONS
 from tricycle.checkpoint import CheckpointError, atomic_write_text, load_state
@@ -102,7 +109,7 @@ CONFIG_FLAGS = {
     "vocab_size": (positive_int, "vocab_size", "BPE vocabulary size (>= 256)"),
     "dropout": (probability, "dropout", "dropout probability"),
     "steps": (positive_int, "steps", "optimiser steps in total"),
-    "batch_size": (positive_int, "batch_size", "sequences per micro-batch"),
+    "batch_size": (positive_int, "batch_size", "sequences per micro-batch (all processes)"),
     "gradient_accumulation_steps": (positive_int, "gradient_accumulation_steps",
                                     "micro-batches per optimiser step"),
     "lr": (positive_float, "max_learning_rate", "peak learning rate"),
@@ -169,6 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("--log-interval", type=positive_int, help="read the loss every N steps (1 CPU, 10 GPU)")
     add("--sample-tokens", type=nonnegative_int, default=200, help="tokens sampled at the end")
     add("--no-progress", action="store_true", help="no progress bar")
+    add("--zero", action="store_true",
+        help="under mpiexec: shard AdamW's state over the processes (ZeRO-1)")  # fmt: skip
     return parser
 
 
@@ -275,6 +284,8 @@ def train(args) -> dict:
             f"--resume: no checkpoint in {run_dir.path} (no run, or one stopped before its "
             "first checkpoint: start it again with --overwrite)"
         )
+    if not distributed.init().is_main:  # rank 0 alone holds the directory and writes to it
+        return _train(args, run_dir)
     try:
         notes = run_dir.open()
     except DirectoryLocked as error:
@@ -315,7 +326,7 @@ def _train(args, run_dir: RunDirectory) -> dict:
                 f"{checkpoint['step']}: nothing to train; pass --steps above it to go on"
             )
     else:
-        existing = run_dir.existing_files()
+        existing = run_dir.existing_files() if distributed.init().is_main else []
         if existing and not args.overwrite:
             raise SystemExit(
                 f"--out-dir {run_dir.path} already holds a run ({', '.join(existing)}): pass "
@@ -330,6 +341,8 @@ def _train(args, run_dir: RunDirectory) -> dict:
     if config.device == "gpu" and args.device is None and not cupy_available():
         print("no GPU found: training on the CPU (pass --device to choose)", file=sys.stderr)
         config.device = "cpu"
+    world = distributed.init(gpu=config.device == "gpu")  # one GPU per process
+    main = world.is_main  # the one process that writes files and logs
     try:
         dataset = settings["dataset"]
         corpus = load_corpus(dataset, config, settings["max_bytes"], args.data_dir)
@@ -343,40 +356,45 @@ def _train(args, run_dir: RunDirectory) -> dict:
             f"--resume: the data of --dataset {dataset} are not those the run trained on "
             f"(sha256 {digest[:12]}..., the run's {run['data_sha256'][:12]}...)"
         )
-    for change in applied:
+    for change in applied if main else ():
         print(f"--resume: applying {change}", file=sys.stderr)
-    run = {"settings": settings, "config": config.to_dict(), "data_sha256": digest}
+    run = {"settings": settings, "config": config.to_dict(), "data_sha256": digest,
+           "world_size": world.world_size, "zero": args.zero}  # fmt: skip
     manual_seed(settings["seed"])  # model initialisation and dropout seeds
     try:
         trainer = gpt_trainer(
             config, corpus.train_tokens, corpus.valid_tokens, policy=policy,
-            seed=settings["seed"], decay_steps=settings["lr_decay_iters"],
+            seed=settings["seed"], decay_steps=settings["lr_decay_iters"], world=world,
+            zero=args.zero,
         )  # fmt: skip
     except ValueError as error:
         raise SystemExit(f"tricycle-train: {error}") from None
-    if trainer.valid_data is None:
+    if trainer.valid_data is None and main:
         print("warning: the validation text is too short: no validation loss", file=sys.stderr)
     if checkpoint is not None:
         try:
             trainer.load_state_dict(checkpoint)
         except (KeyError, ValueError, TypeError) as error:
             raise SystemExit(f"--resume: {run_dir.checkpoint} does not fit: {error}") from None
-    if checkpoint is not None and trainer.step == config.steps:
-        print(f"the run in {run_dir.path} is complete ({config.steps} steps)", file=sys.stderr)
-
-    corpus.tokeniser.save(run_dir / RunDirectory.TOKENISER)
-    atomic_write_text(run_dir / RunDirectory.CONFIG, json.dumps(run, indent=2) + "\n")
-    if run_dir.restart_metrics(trainer.step):
-        print(f"{run_dir / RunDirectory.METRICS}: dropped a torn line", file=sys.stderr)
-    print(
-        f"config {settings['config']}: {trainer.model.num_parameters():,} parameters, "
-        f"{len(corpus.train_tokens):,} training tokens from {dataset!r}, "
-        f"{config.tokens_per_step:,} tokens per step, steps {trainer.step}..{config.steps}",
-        file=sys.stderr,
-    )
     log_interval = args.log_interval or (10 if config.device == "gpu" else 1)
-    print(f"precision: {policy!r}, loss read back every {log_interval} steps", file=sys.stderr)
-    bar = tqdm(initial=trainer.step, total=config.steps, disable=args.no_progress)
+    if main:
+        if checkpoint is not None and trainer.step == config.steps:
+            print(f"the run in {run_dir.path} is complete ({config.steps} steps)",
+                  file=sys.stderr)  # fmt: skip
+        _start_run_files(run_dir, run, corpus, trainer)
+        print(
+            f"config {settings['config']}: {trainer.model.num_parameters():,} parameters, "
+            f"{len(corpus.train_tokens):,} training tokens from {dataset!r}, "
+            f"{config.tokens_per_step:,} tokens per step, steps {trainer.step}..{config.steps}, "
+            f"world size {world.world_size}",
+            file=sys.stderr,
+        )
+        print(f"precision: {policy!r}, loss read back every {log_interval} steps",
+              file=sys.stderr)  # fmt: skip
+        if args.zero:
+            state_mib = trainer.optimiser.state_bytes() / 2**20
+            print(f"ZeRO-1: AdamW state {state_mib:.1f} MiB on this rank", file=sys.stderr)
+    bar = tqdm(initial=trainer.step, total=config.steps, disable=args.no_progress or not main)
 
     def progress(record: dict) -> None:
         bar.update(record["step"] - bar.n)
@@ -396,7 +414,10 @@ def _train(args, run_dir: RunDirectory) -> dict:
         raise SystemExit(f"{kind}: {error}") from None
     finally:
         bar.close()
+    world.finalize()
     summary["out_dir"] = str(run_dir.path)
+    if not main:
+        return summary
     run_dir.plot_losses()
     if summary["ended"] == "interrupted":
         again = f"--out-dir {run_dir.path} --resume"
@@ -408,6 +429,14 @@ def _train(args, run_dir: RunDirectory) -> dict:
         print(f"\n----- sample -----\n{summary['sample']}\n------------------")
     print(json.dumps({k: v for k, v in summary.items() if k != "sample"}), file=sys.stderr)
     return summary
+
+
+def _start_run_files(run_dir: RunDirectory, run: dict, corpus, trainer) -> None:
+    """The run's tokeniser and config.json, and its metrics cut back to the trainer's step."""
+    corpus.tokeniser.save(run_dir / RunDirectory.TOKENISER)
+    atomic_write_text(run_dir / RunDirectory.CONFIG, json.dumps(run, indent=2) + "\n")
+    if run_dir.restart_metrics(trainer.step):
+        print(f"{run_dir / RunDirectory.METRICS}: dropped a torn line", file=sys.stderr)
 
 
 def sample(model, corpus, n_tokens: int, seed: int) -> str:
@@ -427,8 +456,17 @@ def run(argv=None) -> dict:
     programs that call the CLI)."""
     args = parse_args(argv)
     # importing the library starts no threads: the program asks for them, for the run only
-    with threads.enabled(args.threads):
+    with threads.enabled(_threads_per_process(args.threads, distributed.init())):
         return train(args)
+
+
+def _threads_per_process(n: int | None, world: distributed.World) -> int | None:
+    """``n``; by default (None) the pool's own default, or, when mpiexec started several
+    processes on this machine, its cores shared out between them."""
+    if n is None and world.local_size > 1:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        n = max(1, cores // world.local_size)
+    return n
 
 
 def main(argv=None) -> int:

@@ -19,12 +19,19 @@ computed: device scalars on a GPU, so a loop that reads them every N steps lets 
 ahead of the device in between (``StepOutput.settle`` reads them and applies the divergence
 guard).
 
-**Seams.** ``reduce_gradients(named_parameters)`` is called once per step, after the
-micro-batches' backward passes and before clipping and the update: data parallelism averages
-the gradients across processes there. The training data is any iterator of (inputs,
-targets) batches; if it has ``state_dict()``/``load_state_dict()`` (a shard loader's
-position), checkpoints save and restore it, and otherwise the state of its ``rng`` generator
-(``CausalLMDataset``'s random windows).
+**Data parallelism.** With ``data_parallel`` (a ``distributed.DataParallel`` of the model)
+the last micro-batch's backward averages the gradients over the ranks as it goes (the
+micro-batches before it keep theirs local), and the loss is averaged too, so every rank
+takes the same step. A ``Trainer`` works on its world's ranks alike: evaluation splits the
+batches between them, rank 0 alone writes metrics and checkpoints (which hold what rank 0
+holds, so they resume at any world size), and all ranks agree on when to stop. Rank r draws
+its dropout masks from rank 0's generators jumped r times (``bit_generator.jumped``). A
+single process is the world of one: the same code.
+
+**Seams.** The training data is any iterator of (inputs, targets) batches; if it has
+``state_dict()``/``load_state_dict()`` (a shard loader's position), checkpoints save and
+restore it, and otherwise the state of its ``rng`` generator (``CausalLMDataset``'s random
+windows).
 
 **Runs.** ``Trainer.state_dict`` holds everything that decides what happens next: the
 parameters, the optimiser's moments and step counts, the loss scaler, every random generator
@@ -51,7 +58,7 @@ from typing import Any
 
 import numpy as np
 
-from tricycle import backend
+from tricycle import backend, distributed
 from tricycle.checkpoint import CheckpointError, load_state, save_pickle, save_state
 from tricycle.configs import GPTConfig
 from tricycle.dataset import CausalLMDataset
@@ -121,7 +128,7 @@ def train_step(
     loss_fn: Callable | None = None,
     accumulation_steps: int = 1,
     max_norm: float = 0.0,
-    reduce_gradients: Callable | None = None,
+    data_parallel: distributed.DataParallel | None = None,
 ) -> StepOutput:
     """One optimiser step over ``accumulation_steps`` micro-batches from ``batches``.
 
@@ -132,8 +139,9 @@ def train_step(
         policy: the precision policy (default float32).
         loss_fn: ``loss_fn(targets, logits)``, default ``CrossEntropy()``.
         max_norm: clip the gradients to this global norm (0: no clipping).
-        reduce_gradients: called with the model's named parameters once their gradients
-            are complete, before clipping and the update (gradient all-reduce).
+        data_parallel: the model's ``distributed.DataParallel``: the gradients (reduced
+            during the last micro-batch's backward) and the loss become their means over
+            the ranks.
 
     Returns a ``StepOutput`` whose values stay on the device (no host synchronisation on a
     GPU); call ``settle`` to read and check them.
@@ -144,17 +152,23 @@ def train_step(
     loss_fn = CrossEntropy() if loss_fn is None else loss_fn
     optimiser.step()
     total = 0.0
-    for _ in range(accumulation_steps):
-        inputs, targets = next(batches)  # (B, T) ids each
-        logits = model(inputs, precision=policy) if policy.mixed else model(inputs)
-        loss = loss_fn(targets, logits)  # float32, whatever the compute dtype
-        # gradients add up over the micro-batches: each contributes its share of the mean
-        policy.backward(loss / accumulation_steps if accumulation_steps > 1 else loss)
+    for micro in range(accumulation_steps):
+        last = micro == accumulation_steps - 1
+        # with data parallelism only the last backward reduces: the others add up locally
+        local = data_parallel is not None and not last
+        with data_parallel.no_sync() if local else contextlib.nullcontext():
+            inputs, targets = next(batches)  # (B, T) ids each
+            logits = model(inputs, precision=policy) if policy.mixed else model(inputs)
+            loss = loss_fn(targets, logits)  # float32, whatever the compute dtype
+            # gradients add up over the micro-batches: each contributes its share of the mean
+            policy.backward(loss / accumulation_steps if accumulation_steps > 1 else loss)
         total = total + loss.array  # summed on the device
-    if reduce_gradients is not None:
-        reduce_gradients(model.named_parameters())
+    loss = total / accumulation_steps
+    if data_parallel is not None:
+        data_parallel.finish()  # every gradient is now the mean over the ranks
+        loss = data_parallel.world.all_reduce(loss)
     norm, skipped = policy.step(optimiser, model, max_norm=max_norm)
-    return StepOutput(total / accumulation_steps, norm, skipped, policy.scaler is not None)
+    return StepOutput(loss, norm, skipped, policy.scaler is not None)
 
 
 def evaluate(
@@ -164,9 +178,11 @@ def evaluate(
     policy: Precision | None = None,
     protocol: str = "sequential",
     loss_fn: Callable | None = None,
+    world: distributed.World | None = None,
 ) -> float:
     """Mean loss over ``n_batches`` batches of ``data``, without a graph (summed on the
-    device, read back once).
+    device, read back once). With a ``world``, whose ranks each hold their share of the
+    batches (``CausalLMDataset``'s rank), the mean over all of them.
 
     ``protocol`` "sequential": ``data.iterate_sequential`` (the first windows in order, the
     same every time: each token once, if n_batches covers the split); "random": fresh
@@ -195,6 +211,8 @@ def evaluate(
     finally:
         if was_training:
             model.train()
+    if world is not None:
+        total, n = world.all_reduce(total, mean=False), world.all_reduce(float(n), mean=False)
     return float(total) / n
 
 
@@ -420,7 +438,9 @@ class Trainer:
         model, optimiser, train_data: as for ``train_step``.
         policy: the precision policy (default float32).
         schedule: ``schedule(step) -> learning rate``, set before each step (optional).
-        accumulation_steps, max_norm, loss_fn, reduce_gradients: as for ``train_step``.
+        accumulation_steps, max_norm, loss_fn: as for ``train_step``.
+        data_parallel: as for ``train_step``; its world is the trainer's (without one, the
+            world of ``distributed.init()``: this process alone, unless mpiexec started it).
         valid_data, eval_interval, eval_steps, eval_protocol: validate every
             ``eval_interval`` steps (and at the end) over ``eval_steps`` batches.
         tokens_per_step: for the tokens/s in the metrics.
@@ -441,7 +461,7 @@ class Trainer:
         accumulation_steps: int = 1,
         max_norm: float = 0.0,
         loss_fn: Callable | None = None,
-        reduce_gradients: Callable | None = None,
+        data_parallel: distributed.DataParallel | None = None,
         valid_data=None,
         eval_interval: int | None = None,
         eval_steps: int = 20,
@@ -453,7 +473,8 @@ class Trainer:
         self.policy = Precision() if policy is None else policy
         self.schedule, self.loss_fn = schedule, CrossEntropy() if loss_fn is None else loss_fn
         self.accumulation_steps, self.max_norm = accumulation_steps, max_norm
-        self.reduce_gradients = reduce_gradients
+        self.data_parallel = data_parallel
+        self.world = distributed.init() if data_parallel is None else data_parallel.world
         self.valid_data, self.eval_interval = valid_data, eval_interval
         self.eval_steps, self.eval_protocol = eval_steps, eval_protocol
         self.tokens_per_step, self.seed = tokens_per_step, seed
@@ -461,6 +482,15 @@ class Trainer:
         self.wall_time = 0.0  # seconds of training (evaluation included) in earlier sessions
         self.saved_step: int | None = None  # the step of the last checkpoint written or read
         self._on_gpu: bool | None = None  # found at the first step of each fit
+        self._jump_dropout_generators()
+
+    def _jump_dropout_generators(self) -> None:
+        """Rank r's layer generators: rank 0's jumped r times (independent streams, whose
+        state follows from rank 0's at every step, as they draw alike)."""
+        for _, layer in self.model.named_layers():
+            rng = getattr(layer, "rng", None)
+            if isinstance(rng, np.random.Generator) and self.world.rank:
+                layer.rng = np.random.Generator(rng.bit_generator.jumped(self.world.rank))
 
     # ------------------------------------------------------------------ steps
     def train_step(self) -> StepOutput:
@@ -471,7 +501,8 @@ class Trainer:
             params = self.model.parameters()
             self._on_gpu = bool(params) and params[0].on_gpu
         if self._on_gpu:  # dropout masks on the GPU come from cupy's global generator
-            backend.cupy().random.seed(self.seed * 1_000_003 + self.step)
+            rank_offset = self.world.rank * 1_000_000_007
+            backend.cupy().random.seed(self.seed * 1_000_003 + self.step + rank_offset)
         result = train_step(
             self.model,
             self.optimiser,
@@ -480,7 +511,7 @@ class Trainer:
             loss_fn=self.loss_fn,
             accumulation_steps=self.accumulation_steps,
             max_norm=self.max_norm,
-            reduce_gradients=self.reduce_gradients,
+            data_parallel=self.data_parallel,
         )
         self.step += 1
         return result
@@ -496,11 +527,13 @@ class Trainer:
             self.policy,
             self.eval_protocol,
             self.loss_fn,
+            self.world,
         )
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict:
-        """The whole run: step, parameters, optimiser, scaler and every random state."""
+        """The whole run: step, parameters, optimiser, scaler and every random state, as
+        rank 0 holds them. Every rank must call it (a sharded optimiser gathers its state)."""
         scaler = self.policy.scaler
         return {
             "step": self.step,  # the next step to run
@@ -523,6 +556,7 @@ class Trainer:
             self.policy.scaler.load_state_dict(state["scaler"])
         random = state["random"]
         load_layer_rng_states(self.model, random["layers"])
+        self._jump_dropout_generators()
         load_data_state(self.train_data, random["train_data"])
         if self.valid_data is not None and random.get("valid_data") is not None:
             load_data_state(self.valid_data, random["valid_data"])
@@ -532,11 +566,13 @@ class Trainer:
         """Write the run to a safe checkpoint at ``path`` (with ``metadata``, such as the
         run's settings, under "run"). Refuses, with ``TrainingDiverged``, to write a state
         holding a non-finite value; a failed write (a full disk) raises ``CheckpointError``
-        naming the directory, and leaves the previous checkpoint intact."""
+        naming the directory, and leaves the previous checkpoint intact. Every rank calls
+        it; rank 0 writes."""
         check_finite(self.model, self.optimiser)
         state = {**self.state_dict(), "run": metadata or {}}
         try:
-            save_state(path, state)
+            if self.world.is_main:
+                save_state(path, state)
         except OSError as error:
             raise CheckpointError(
                 f"could not write the checkpoint in {Path(path).parent}: "
@@ -549,7 +585,8 @@ class Trainer:
         (model.pkl), each atomically."""
         self.save(run_dir.checkpoint, metadata)
         try:
-            save_pickle(self.model, run_dir / RunDirectory.MODEL)
+            if self.world.is_main:
+                save_pickle(self.model, run_dir / RunDirectory.MODEL)
         except OSError as error:
             raise CheckpointError(
                 f"could not write {run_dir / RunDirectory.MODEL}: {error.strerror or error}; "
@@ -597,10 +634,14 @@ class Trainer:
         ``max_seconds`` (training time, earlier sessions included) and ``stop_after`` (steps
         in this call) stop early with a checkpoint. Ctrl-C (in the main thread) stops at the
         end of the current step with a checkpoint; a second Ctrl-C stops at once. The summary
-        says which way it ended.
+        says which way it ended. Every rank of the world runs ``fit``; rank 0 alone writes the
+        metrics and speaks.
         """
+        main = self.world.is_main
         say = on_message or (lambda text: print(text, file=sys.stderr))
         self._on_gpu = None  # the model may have moved since the last fit
+        if not main:
+            say = on_record = None
         stop = steps if stop_after is None else min(steps, self.step + stop_after)
         start_time, wall_before = time.perf_counter(), self.wall_time
         pending: list[dict] = []
@@ -621,7 +662,7 @@ class Trainer:
                 output = record.pop("output").settle(record["step"] - 1)
                 record.update(loss=output.loss, grad_norm=output.grad_norm)
                 record["skipped_steps"] = skipped
-            if run_dir is not None:
+            if run_dir is not None and main:
                 run_dir.append_metrics(pending)
             for record in pending:
                 if on_record is not None:
@@ -658,14 +699,18 @@ class Trainer:
                         val_loss = self.evaluate()
                         pending[-1].update(val_loss=val_loss, wall_time=wall())
                     out_of_time = max_seconds is not None and wall() >= max_seconds
-                    interrupted = interrupt.requested  # read once: Ctrl-C may come any time
+                    # every rank stops at the same step, whatever its clock or signals say
+                    flags = self.world.all_reduce(
+                        np.array([out_of_time, interrupt.requested], dtype=np.float64), mean=False
+                    )
+                    out_of_time, interrupted = bool(flags[0]), bool(flags[1])
                     stopping = out_of_time or interrupted
                     checkpointing = run_dir is not None and (
                         at_interval or done == stop or stopping
                     )
                     if done % log_interval == 0 or val_loss is not None or checkpointing:
                         flush()  # before any checkpoint: a diverged model is never saved
-                    if val_loss is not None:
+                    if val_loss is not None and main:
                         say(
                             f"step {done}: train loss {last['loss']:.4f}, val loss "
                             f"{val_loss:.4f}, {last['wall_time']:.1f} s"
@@ -674,7 +719,8 @@ class Trainer:
                         self.wall_time = wall()
                         self.save_to(run_dir, metadata)
                     if out_of_time:
-                        say(f"max_seconds {max_seconds:g}: stopping after step {done}")
+                        if main:
+                            say(f"max_seconds {max_seconds:g}: stopping after step {done}")
                         ended = "out of time"
                         break
                     if interrupted:
@@ -704,13 +750,26 @@ def gpt_trainer(
     policy=None,
     seed: int = 0,
     decay_steps: int | None = None,
+    world: distributed.World | None = None,
+    zero: bool = False,
 ) -> Trainer:
     """A ``Trainer`` for a GPT as ``config`` describes it: the model (initialised from
     tricycle's generator: ``tricycle.random.manual_seed`` it first), AdamW with the config's
     betas, decay and decay filter, the cosine schedule (decaying over ``decay_steps``, default
     ``config.steps``), clipping, accumulation, random training windows (seeded by ``seed``)
     and the validation windows (None when the validation tokens are fewer than one window),
-    all on ``config.device``."""
+    all on ``config.device``.
+
+    With a ``world`` of several processes, each takes its rows of every global batch of
+    ``config.batch_size`` (the same windows as one process), starts from rank 0's parameters,
+    and averages its gradients with the others' during backward (``distributed.DataParallel``);
+    ``zero`` shards AdamW's state over the ranks (ZeRO-1)."""
+    world = distributed.init() if world is None else world
+    if config.batch_size % world.world_size:
+        raise ValueError(
+            f"batch_size {config.batch_size} does not split evenly over {world.world_size} "
+            "processes: pick a multiple of the number of processes"
+        )
     model = GPT(config)
     optimiser = AdamW(
         learning_rate=config.max_learning_rate,
@@ -725,15 +784,21 @@ def gpt_trainer(
         config.steps if decay_steps is None else decay_steps,
         config.warmup_steps,
     )
-    shape = (config.vocab_size, config.batch_size, config.context_window)
-    train_data = CausalLMDataset(train_tokens, *shape, seed).batch()
+    shape = (config.vocab_size, config.batch_size // world.world_size, config.context_window)
+    ranks = {"rank": world.rank, "world_size": world.world_size}
+    train_data = CausalLMDataset(train_tokens, *shape, seed, **ranks).batch()
     valid_data = None
     if valid_tokens is not None and len(valid_tokens) > config.context_window:
-        valid_data = CausalLMDataset(valid_tokens, *shape, 0).batch()
+        valid_data = CausalLMDataset(valid_tokens, *shape, 0, **ranks).batch()
     if config.device == "gpu":
-        model.to_gpu()
-        train_data = train_data.to_gpu()  # batches arrive as GPU tensors (same generator)
-        valid_data = valid_data and valid_data.to_gpu()
+        device = world.device or 0  # this process's GPU, where NCCL started
+        model.to_gpu(device)
+        train_data = train_data.to_gpu(device)  # batches arrive as GPU tensors
+        valid_data = valid_data and valid_data.to_gpu(device)
+    world.broadcast_parameters(model)
+    data_parallel = distributed.DataParallel(model, world)
+    if zero:
+        optimiser = distributed.ZeroRedundancyOptimiser(optimiser, model, world)
     return Trainer(
         model,
         optimiser,
@@ -742,6 +807,7 @@ def gpt_trainer(
         schedule=schedule,
         accumulation_steps=config.gradient_accumulation_steps,
         max_norm=config.grad_clip,
+        data_parallel=data_parallel,
         valid_data=valid_data,
         eval_interval=config.eval_interval,
         eval_steps=config.eval_steps,

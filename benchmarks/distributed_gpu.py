@@ -1,0 +1,236 @@
+"""Data parallelism on GPUs through NCCL: correct, and what it costs or gains.
+
+    python benchmarks/distributed_gpu.py                   # one GPU: a one-rank NCCL world
+    python benchmarks/distributed_gpu.py --precision bf16 --model gpt2
+    NCCL_NVLS_ENABLE=0 mpiexec -n 2 python benchmarks/distributed_gpu.py     # two GPUs
+    NCCL_NVLS_ENABLE=0 TRICYCLE_DIST_TIMEOUT=10 mpiexec -n 2 \\
+        python benchmarks/distributed_gpu.py --fault hang   # must abort after ~10 s, not hang
+
+Runs without mpiexec (world size 1: NCCL with one rank, no MPI needed). Checks first, on
+rank 0 (``ok`` or the difference):
+
+    gradients  one step's gradients through DataParallel against one GPU on the whole global
+               batch (world size 1: equal; N ranks: float32/bf16 rounding, relative norm)
+    zero       parameters after 3 steps with ZeRO-1 against plain data parallelism
+
+Then times --steps steps after --warmup (the GPU synchronised at both ends) in these settings,
+every rank with --batch-size sequences (the global batch grows with the ranks):
+
+    plain            no DataParallel at all (world size 1 only): the baseline
+    overlapped       DataParallel, buckets of --bucket-mb reduced on NCCL's stream during
+                     backward
+    after backward   one bucket: the whole reduction after backward (no overlap)
+
+and prints ms/step, tokens/s (all ranks together) and the ratios. With one GPU,
+overlapped / plain is the cost of the one code path (target: no slower). With N GPUs, compare
+tokens/s with a one-GPU run of the same --batch-size (target >= 0.95 N).
+
+--model shakespeare: E=384, 6 heads, 6 layers, T=256, V=65 (nanoGPT's shakespeare-char),
+B=64; gpt2: GPT-2 124M, E=768, 12 heads, 12 layers, T=1024, V=50304, B=8.
+"""
+
+import argparse
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tricycle import distributed  # noqa: E402
+from tricycle.backend import cupy, nccl  # noqa: E402
+from tricycle.configs import GPTConfig  # noqa: E402
+from tricycle.dataset import CausalLMDataset  # noqa: E402
+from tricycle.loss import CrossEntropy  # noqa: E402
+from tricycle.models import GPT  # noqa: E402
+from tricycle.optimisers import AdamW  # noqa: E402
+from tricycle.precision import Precision  # noqa: E402
+from tricycle.tensor import Tensor  # noqa: E402
+
+MODELS = {
+    "shakespeare": (dict(embedding_dim=384, n_heads=6, n_layers=6, context_window=256,
+                         vocab_size=65), 64),
+    "gpt2": (dict(embedding_dim=768, n_heads=12, n_layers=12, context_window=1024,
+                  vocab_size=50304), 8),
+}  # fmt: skip
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add = parser.add_argument
+    add("--model", default="shakespeare", choices=sorted(MODELS))
+    add("--batch-size", type=int, help="sequences per GPU (default: the model's)")
+    add("--precision", default="fp32", choices=["fp32", "tf32", "fp16", "bf16"])
+    add("--steps", type=int, default=30, help="timed steps per setting")
+    add("--warmup", type=int, default=5, help="untimed steps first")
+    add("--repeats", type=int, default=2, help="timed runs per setting (the best counts)")
+    add("--bucket-mb", type=float, default=distributed.DEFAULT_BUCKET_BYTES / 2**20)
+    add("--fault", choices=["hang", "kill"], help="rank 1 hangs or dies after 3 steps")
+    return parser.parse_args(argv)
+
+
+class Run:
+    """One model, optimiser and precision policy on this rank's GPU, with or without a
+    DataParallel of ``bucket_bytes`` (None: without)."""
+
+    def __init__(self, args, world, bucket_bytes=None, zero: bool = False, batch_size=None):
+        architecture, default_batch = MODELS[args.model]
+        self.world = world
+        self.config = GPTConfig(**architecture, dropout=0.0, grad_clip=1.0)
+        self.batch_size = batch_size or args.batch_size or default_batch
+        np.random.seed(0)
+        self.model = GPT(self.config).to_gpu(world.device)  # the same weights on every rank
+        self.reducer = None
+        if bucket_bytes is not None:
+            world.broadcast_parameters(self.model)  # as training does (a collective)
+            self.reducer = distributed.DataParallel(self.model, world, bucket_bytes=bucket_bytes)
+        self.optimiser = AdamW(learning_rate=3e-4, betas=(0.9, 0.95), weight_decay=0.1)
+        if zero:
+            self.optimiser = distributed.ZeroRedundancyOptimiser(self.optimiser, self.model, world)
+        self.policy = Precision(args.precision)
+        self.loss_fn = CrossEntropy()
+        tokens = np.random.default_rng(0).integers(0, self.config.vocab_size, size=1_000_000)
+        ranks = (world.rank, world.world_size) if self.reducer is not None else (0, 1)
+        self.data = CausalLMDataset(
+            tokens, self.config.vocab_size, self.batch_size, self.config.context_window,
+            seed=0, rank=ranks[0], world_size=ranks[1],
+        ).batch().to_gpu(world.device)  # fmt: skip
+
+    def backward(self):
+        """Forward and backward of one batch; the loss (on the GPU)."""
+        inputs, targets = next(self.data)
+        loss = self.loss_fn(targets, self.model(inputs, precision=self.policy))
+        self.policy.backward(loss)
+        if self.reducer is not None:
+            self.reducer.finish()
+        return loss
+
+    def step(self):
+        self.optimiser.step()
+        loss = self.backward()
+        self.policy.step(self.optimiser, self.model, max_norm=1.0)
+        return loss
+
+    def time(self, steps: int, warmup: int) -> float:
+        """Seconds per step over ``steps`` steps after ``warmup``."""
+        with self.policy:
+            for _ in range(warmup):
+                self.step()
+            cupy().cuda.Device().synchronize()
+            self.world.barrier()
+            start = time.perf_counter()
+            for _ in range(steps):
+                loss = self.step()
+            float(loss)  # one read-back: the host waits for the GPU
+            cupy().cuda.Device().synchronize()
+            return (time.perf_counter() - start) / steps
+
+
+def relative_error(a, b) -> float:
+    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
+
+
+def state_mib(optimiser) -> float:
+    """MiB of optimiser state (moments) held by this rank."""
+    arrays = [v for slots in optimiser.state.values() for v in slots.values()]
+    return sum(a.nbytes for a in arrays if hasattr(a, "nbytes")) / 2**20
+
+
+def check(args, world) -> None:
+    """The two correctness checks; rank 0 prints them."""
+    bucket = int(args.bucket_mb * 2**20)
+    reduced = Run(args, world, bucket)
+    with reduced.policy:
+        reduced.backward()
+    grads = {n: p.grad.numpy() for n, p in reduced.model.named_parameters()}
+    if world.is_main:  # one GPU on the whole global batch: the same windows, in one piece
+        single = Run(args, world, None, batch_size=reduced.batch_size * world.world_size)
+        with single.policy:
+            single.backward()
+        worst = max(relative_error(grads[n], p.grad.numpy())
+                    for n, p in single.model.named_parameters())  # fmt: skip
+        # float32 sums differ in their last bits (another split of the batch, atomic adds);
+        # 16-bit gradients are rounded to 8 (bf16) or 11 (fp16) bits before they are added
+        tolerance = 1e-2 if single.policy.mixed else 1e-4
+        verdict = "ok" if worst <= tolerance else "MISMATCH"
+        print(f"gradients: worst relative error over parameters {worst:.2e} ({verdict}, "
+              f"tolerance {tolerance:g})")  # fmt: skip
+        del single
+    del reduced
+    world.barrier()
+    # ZeRO-1 and plain AdamW take 3 steps from the same averaged gradients
+    plain, zero = Run(args, world, bucket), Run(args, world, None, zero=True)
+    with plain.policy:
+        for _ in range(3):
+            plain.optimiser.step()
+            zero.optimiser.step()
+            plain.backward()
+            for p, q in zip(plain.model.parameters(), zero.model.parameters()):
+                q.grad = Tensor(p.grad.array.copy(), requires_grad=False)
+            plain.policy.step(plain.optimiser, plain.model, max_norm=1.0)
+            zero.policy.step(zero.optimiser, zero.model, max_norm=1.0)
+    worst = max(float(abs(p.array - q.array).max())
+                for p, q in zip(plain.model.parameters(), zero.model.parameters()))  # fmt: skip
+    if world.is_main:
+        print(f"zero: largest difference from plain AdamW {worst:.2e} "
+              f"({'ok' if worst == 0 else 'MISMATCH'}); AdamW state on rank 0 "
+              f"{state_mib(zero.optimiser.optimiser):.1f} MiB, unsharded "
+              f"{state_mib(plain.optimiser):.1f} MiB")  # fmt: skip
+
+
+def fault(args, world) -> None:
+    """Rank 1 hangs (sleeps) or dies after 3 steps; the others must abort within the
+    timeout, through the watchdog of their NCCL collectives."""
+    run = Run(args, world, int(args.bucket_mb * 2**20))
+    with run.policy:
+        for step in range(100):
+            if step == 3 and world.rank == 1:
+                if args.fault == "kill":
+                    os.kill(os.getpid(), signal.SIGKILL)
+                time.sleep(3600)
+            float(run.step())
+            if world.is_main:
+                print(f"step {step} at {time.strftime('%X')}", flush=True)
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    world = distributed.init(gpu=True)
+    if world.is_main:
+        nvls = os.environ.get("NCCL_NVLS_ENABLE")
+        print(f"{world}; NCCL {nccl().get_version()}; {args.model}, {args.precision}, "
+              f"NCCL_NVLS_ENABLE={nvls}")  # fmt: skip
+    if args.fault:
+        return fault(args, world)
+    check(args, world)
+    settings = {"overlapped": int(args.bucket_mb * 2**20), "after backward": 2**62}
+    if world.world_size == 1:
+        settings = {"plain": None, **settings}
+    best = dict.fromkeys(settings, float("inf"))
+    for _ in range(args.repeats):
+        for label, bucket in settings.items():
+            run = Run(args, world, bucket)
+            best[label] = min(best[label], run.time(args.steps, args.warmup))
+            per_gpu, context = run.batch_size, run.config.context_window
+            del run
+            cupy().get_default_memory_pool().free_all_blocks()
+    if world.is_main:
+        tokens = per_gpu * context * world.world_size
+        print(f"{world.world_size} GPU(s), {per_gpu} sequences per GPU, best of "
+              f"{args.repeats} runs of {args.steps} steps")  # fmt: skip
+        for label, seconds in best.items():
+            print(f"  {label:<16} {seconds * 1e3:8.2f} ms/step {tokens / seconds:>12,.0f} tokens/s")
+        if "plain" in best:
+            print(f"  overlapped / plain time: {best['overlapped'] / best['plain']:.3f}x "
+                  "(the cost of NCCL and the buckets with one GPU)")  # fmt: skip
+        overlap = best["after backward"] / best["overlapped"]
+        print(f"  after backward / overlapped time: {overlap:.3f}x (what the overlap saves)")
+    world.finalize()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,353 @@
+"""Data parallelism (tricycle/distributed.py): the gradient hook it starts reductions from, a
+world of one process, rank-sharded data, and two ranks under mpiexec compared with one
+process on the same global batch."""
+
+import importlib.util
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.distributed_worker import CONFIG, tokens, train
+from tricycle import distributed
+from tricycle.configs import DebugConfig
+from tricycle.dataset import CausalLMDataset
+from tricycle.loss import CrossEntropy
+from tricycle.models import GPT
+from tricycle.optimisers import AdamW
+from tricycle.random import manual_seed
+from tricycle.tensor import Tensor
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKER = ROOT / "tests" / "distributed_worker.py"
+
+
+# ====================================================================== the gradient hook
+def test_hook_sees_the_final_gradient_of_a_tensor_used_twice():
+    x = Tensor(np.array([1.0, -2.0, 3.0]))
+    seen = []
+    x.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.array.copy()))
+    (x * x + x * 3.0).sum().backward()  # a diamond: two paths into x
+    assert len(seen) == 1
+    np.testing.assert_allclose(seen[0], 2 * x.array + 3)
+    np.testing.assert_array_equal(seen[0], x.grad.array)
+
+
+def test_hooks_fire_during_backward_as_each_gradient_finishes():
+    rng = np.random.default_rng(0)
+    x = Tensor(rng.normal(size=(4, 3)), requires_grad=False)
+    w1, w2 = Tensor(rng.normal(size=(3, 5))), Tensor(rng.normal(size=(5, 2)))
+    events = []
+    w1.register_post_accumulate_grad_hook(lambda t: events.append(("w1", w2.grad is None)))
+    w2.register_post_accumulate_grad_hook(lambda t: events.append(("w2", w1.grad is None)))
+    ((x @ w1) @ w2).sum().backward()
+    # w2 is nearer the output: its gradient is final first, while w1's is still to come
+    assert events == [("w2", True), ("w1", False)]
+
+
+def test_hook_on_a_retained_gradient_and_removal():
+    x = Tensor(np.array([1.0, 2.0]))
+    h = (x * 2.0).retain_grad()
+    calls = []
+    handle = h.register_post_accumulate_grad_hook(lambda t: calls.append(t.grad.array.copy()))
+    (h * h).sum().backward()
+    np.testing.assert_allclose(calls[0], 2 * h.array)
+    handle.remove()
+    y = (x * 2.0).retain_grad()
+    (y * y).sum().backward()
+    assert len(calls) == 1
+
+
+def test_hook_sees_gradients_accumulated_over_backward_calls():
+    x = Tensor(np.array([1.0, 2.0]))
+    seen = []
+    x.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.array.copy()))
+    (x * 2.0).sum().backward()
+    (x * 3.0).sum().backward()
+    np.testing.assert_allclose(seen, [[2.0, 2.0], [5.0, 5.0]])
+
+
+def test_hooks_are_not_pickled():
+    x = Tensor(np.array([1.0, 2.0]))
+    x.register_post_accumulate_grad_hook(lambda t: None)  # a lambda: unpicklable
+    y = pickle.loads(pickle.dumps(x))
+    (y * 1.0).sum().backward()
+    np.testing.assert_array_equal(y.grad.array, [1.0, 1.0])
+
+
+# ====================================================================== a world of one
+def test_a_world_of_one_process():
+    world = distributed.init()
+    assert (world.rank, world.world_size, world.local_rank, world.is_main) == (0, 1, 0, True)
+    assert distributed.init() is world
+    world.barrier()
+    assert world.all_reduce(2.5) == 2.5
+    values = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(world.all_reduce(values, mean=False), values)
+    assert world.broadcast_object({"seed": 7}) == {"seed": 7}
+    assert world.all_gather(values).shape == (1, 2, 3)
+    assert world.all_gather_object("a") == ["a"]
+    assert world.gather_object([1, 2]) == [[1, 2]]
+
+
+def test_a_collective_that_never_completes_ends_in_a_clear_error():
+    class Stuck:  # an MPI request whose peers never come
+        def Test(self):
+            return False
+
+    world = distributed.World(None, timeout=0.05)
+    with pytest.raises(distributed.DistributedError, match="timed out after 0.05 s waiting for x"):
+        world.wait(distributed._HostRequest(Stuck()), "x")
+
+
+def test_mpiexec_without_mpi4py_is_refused(monkeypatch):
+    monkeypatch.setenv("PMI_SIZE", "2")
+
+    def no_mpi4py(name):
+        raise ImportError(f"No module named {name!r}")
+
+    monkeypatch.setattr(distributed.importlib, "import_module", no_mpi4py)
+    with pytest.raises(distributed.DistributedError, match="one of 2 started by mpiexec"):
+        distributed._import_mpi()
+
+
+def tiny_gpt():
+    manual_seed(0)
+    return GPT(DebugConfig(**CONFIG))
+
+
+def backward_on_a_batch(model, seed: int = 0):
+    data = CausalLMDataset(tokens(), CONFIG["vocab_size"], 4, CONFIG["context_window"], seed)
+    inputs, targets = next(data.batch())
+    CrossEntropy()(targets, model(inputs)).backward()
+
+
+def test_data_parallel_in_a_world_of_one_changes_no_gradient():
+    plain, reduced = tiny_gpt(), tiny_gpt()
+    backward_on_a_batch(plain)
+    reducer = distributed.DataParallel(reduced, distributed.init(), bucket_bytes=4096)
+    assert len(reducer.buckets) > 1
+    backward_on_a_batch(reduced)
+    reducer.finish()
+    for (name, p), (_, q) in zip(plain.named_parameters(), reduced.named_parameters()):
+        np.testing.assert_array_equal(q.grad.array, p.grad.array, err_msg=name)
+    # views of the buckets, none sharing memory with another parameter's gradient
+    grads = [p.grad.array for p in reduced.parameters()]
+    assert not any(np.shares_memory(a, b) for i, a in enumerate(grads) for b in grads[i + 1 :])
+
+
+def test_no_sync_accumulates_locally_and_a_second_backward_is_refused():
+    plain, reduced = tiny_gpt(), tiny_gpt()
+    backward_on_a_batch(plain, seed=1)
+    backward_on_a_batch(plain, seed=2)
+    reducer = distributed.DataParallel(reduced, distributed.init(), bucket_bytes=4096)
+    with reducer.no_sync():
+        backward_on_a_batch(reduced, seed=1)
+    backward_on_a_batch(reduced, seed=2)
+    reducer.finish()
+    for p, q in zip(plain.parameters(), reduced.parameters()):
+        np.testing.assert_array_equal(q.grad.array, p.grad.array)
+    reduced.zero_grad()
+    backward_on_a_batch(reduced)
+    with pytest.raises(distributed.DistributedError, match="second backward pass"):
+        backward_on_a_batch(reduced)
+
+
+def test_zero_in_a_world_of_one_is_adamw():
+    world = distributed.init()
+    plain, sharded = tiny_gpt(), tiny_gpt()
+    adamw = AdamW(learning_rate=1e-2, weight_decay=0.1)
+    zero = distributed.ZeroRedundancyOptimiser(AdamW(learning_rate=1e-2, weight_decay=0.1),
+                                               sharded, world)  # fmt: skip
+    for seed in range(3):
+        for model, optimiser in [(plain, adamw), (sharded, zero)]:
+            optimiser.step()
+            backward_on_a_batch(model, seed)
+            model.update(optimiser)
+    for p, q in zip(plain.parameters(), sharded.parameters()):
+        np.testing.assert_array_equal(q.array, p.array)
+    state, zero_state = adamw.state_dict(), zero.state_dict()
+    assert state.keys() == zero_state.keys()
+    for key in state:
+        np.testing.assert_array_equal(zero_state[key], state[key], err_msg=key)
+    assert zero.state_bytes() == sum(v.nbytes for k, v in state.items() if "/exp_avg" in k)
+    zero.load_state_dict(state)
+    for key, value in zero.state_dict().items():
+        np.testing.assert_array_equal(value, state[key], err_msg=key)
+
+
+def test_zero_rejects_mixed_dtypes():
+    params = [Tensor(np.zeros(2, np.float32)), Tensor(np.zeros(2, np.float64))]
+    with pytest.raises(ValueError, match="one dtype"):
+        distributed.ZeroRedundancyOptimiser(AdamW(), params, distributed.init())
+
+
+# ====================================================================== data
+def test_the_ranks_batches_make_up_the_single_process_batch():
+    ids = tokens()
+    single = CausalLMDataset(ids, 32, 6, 8, seed=3).batch()
+    ranks = [CausalLMDataset(ids, 32, 2, 8, seed=3, rank=r, world_size=3).batch() for r in range(3)]
+    for _ in range(4):
+        inputs, targets = next(single)
+        parts = [next(rank) for rank in ranks]
+        np.testing.assert_array_equal(np.concatenate([x for x, _ in parts]), inputs)
+        np.testing.assert_array_equal(np.concatenate([y for _, y in parts]), targets)
+    # every rank's generator stands where the single process's does: resumable at any size
+    assert ranks[0].rng.bit_generator.state == single.rng.bit_generator.state
+
+
+def test_sequential_evaluation_is_split_between_ranks():
+    ids = tokens()
+    single = list(CausalLMDataset(ids, 32, 6, 8).iterate_sequential(max_batches=5))
+    ranks = [
+        list(CausalLMDataset(ids, 32, 2, 8, rank=r, world_size=3).iterate_sequential(5))
+        for r in range(3)
+    ]
+    assert [len(batches) for batches in ranks] == [5, 5, 5]
+    for k, (inputs, targets) in enumerate(single):
+        np.testing.assert_array_equal(np.concatenate([r[k][0] for r in ranks]), inputs)
+        np.testing.assert_array_equal(np.concatenate([r[k][1] for r in ranks]), targets)
+    # 249 windows in global batches of 15: the last has 9, rows 0-4 and 5-8 (rank 2: none)
+    last = [list(CausalLMDataset(ids, 32, 5, 8, rank=r, world_size=3).iterate_sequential())
+            for r in range(3)]  # fmt: skip
+    assert [len(batches) for batches in last] == [17, 17, 16]
+    assert sum(x.shape[0] for batches in last for x, _ in batches) == (len(ids) - 1) // 8
+
+
+@pytest.mark.parametrize("rank, world_size", [(2, 2), (-1, 2), (0, 0)])
+def test_a_bad_rank_is_refused(rank, world_size):
+    with pytest.raises(ValueError, match="rank"):
+        CausalLMDataset(tokens(), 32, 2, 8, rank=rank, world_size=world_size)
+
+
+# ====================================================================== two ranks
+def mpiexec() -> str | None:
+    """The mpiexec beside this Python (the mpich wheel's), else on the PATH."""
+    local = Path(sys.executable).with_name("mpiexec")
+    return str(local) if local.exists() else shutil.which("mpiexec")
+
+
+needs_mpi = pytest.mark.skipif(
+    mpiexec() is None or importlib.util.find_spec("mpi4py") is None,
+    reason="needs mpi4py and mpiexec (pip install tricycle-dl[distributed])",
+)
+
+
+def launch(scenario: str, out: Path, timeout: float = 60.0, dist_timeout: float = 600.0):
+    """Run the worker on 2 ranks; returns (CompletedProcess, seconds)."""
+    env = dict(os.environ)
+    env.update(
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
+        OPENBLAS_NUM_THREADS="1",
+        TRICYCLE_THREADS="1",
+        TRICYCLE_DIST_TIMEOUT=str(dist_timeout),
+    )
+    command = [mpiexec(), "-n", "2", sys.executable, str(WORKER), scenario, str(out)]
+    start = time.monotonic()
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
+    return done, time.monotonic() - start
+
+
+def relative_error(a, b) -> float:
+    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
+
+
+@needs_mpi
+def test_two_ranks_train_as_one_process_on_the_same_global_batch(tmp_path):
+    done, _ = launch("train", tmp_path / "out.npz")
+    assert done.returncode == 0, done.stderr
+    got = np.load(tmp_path / "out.npz")
+    assert int(got["world_size"]) == 2
+    world = distributed.init()  # one process, twice the batch per step
+    grads, losses, plain, _ = train(world, batch_size=8, steps=20)
+    for name, grad in grads.items():
+        assert relative_error(got[f"grad/{name}"], grad) <= 1e-6, name
+    np.testing.assert_allclose(got["losses"], losses, rtol=1e-5)
+    _, accumulated, _, _ = train(world, batch_size=4, steps=5, accumulation=2)
+    np.testing.assert_allclose(got["accumulated"], accumulated, rtol=1e-5)
+    _, _, params, _ = train(world, batch_size=8, steps=3)
+    for name, param in params.items():
+        np.testing.assert_allclose(got[f"plain/{name}"], param, rtol=1e-3, atol=1e-5)
+    # ZeRO-1 takes the same steps as plain data parallelism, and its gathered state is
+    # plain AdamW's
+    for name in params:
+        np.testing.assert_allclose(got[f"zero/{name}"], got[f"plain/{name}"], rtol=1e-6)
+    state_keys = [k for k in got.files if k.startswith("plain_state/")]
+    assert state_keys and len(state_keys) == len([k for k in got.files if "zero_state/" in k])
+    for key in state_keys:
+        slot = key[len("plain_state/") :]
+        np.testing.assert_allclose(got[f"zero_state/{slot}"], got[key], rtol=1e-6, atol=1e-12)
+        np.testing.assert_array_equal(got[f"reloaded/{slot}"], got[f"zero_state/{slot}"])
+
+
+@needs_mpi
+def test_a_hung_rank_makes_the_other_abort_within_the_timeout(tmp_path):
+    done, seconds = launch("hang", tmp_path / "out", dist_timeout=2)
+    assert done.returncode != 0
+    assert "rank 0 of 2: timed out after 2 s waiting for an all-reduce" in done.stderr
+    assert seconds < 20  # the hung rank would sleep for 60
+
+
+@needs_mpi
+def test_a_killed_rank_ends_the_job(tmp_path):
+    done, seconds = launch("kill", tmp_path / "out", dist_timeout=2)
+    assert done.returncode != 0
+    assert seconds < 20
+
+
+# ====================================================================== the command line
+def write_corpus(path: Path) -> Path:
+    """A small code-like text (as test_train's)."""
+    rng = np.random.default_rng(0)
+    names = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota"]
+    lines = []
+    for i in range(1500):
+        a, b = rng.choice(names, 2)
+        op = rng.choice(["+", "-", "*", "//"])
+        lines.append(f"def {a}_{b}_{i % 97}(x):\n    return {a}(x) {op} {b}(x, {i % 13})\n")
+    path.write_text("".join(lines))
+    return path
+
+
+def train_cli(processes: int, out_dir: Path, *extra: str, tmp_path: Path):
+    """``mpiexec -n processes python train_smol_gpt.py`` (plain python for 1); returns its
+    stderr and its metrics."""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", TRICYCLE_THREADS="1",
+               TRICYCLE_CACHE_DIR=str(tmp_path / "cache"))  # fmt: skip
+    command = [sys.executable, str(ROOT / "train_smol_gpt.py"), "--out-dir", str(out_dir),
+               "--no-progress", "--sample-tokens", "0", *extra]  # fmt: skip
+    if processes > 1:
+        command = [mpiexec(), "-n", str(processes), *command]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120,
+                          cwd=ROOT)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = (out_dir / "metrics.jsonl").read_text().splitlines()
+    return done.stderr, [json.loads(line) for line in lines]
+
+
+@needs_mpi
+def test_the_script_on_two_ranks_is_the_single_process_run_and_resumes_alone(tmp_path):
+    corpus = write_corpus(tmp_path / "corpus.txt")
+    run = ["--config", "debug", "--dataset", str(corpus), "--steps", "6",
+           "--eval-interval", "3", "--eval-steps", "3"]  # fmt: skip
+    _, single = train_cli(1, tmp_path / "one", *run, tmp_path=tmp_path)
+    log, first = train_cli(2, tmp_path / "two", *run, "--zero", "--stop-after", "3",
+                           tmp_path=tmp_path)  # fmt: skip
+    assert "world size 2" in log.splitlines()[0]
+    assert json.loads((tmp_path / "two" / "config.json").read_text())["world_size"] == 2
+    assert [r["step"] for r in first] == [1, 2, 3]  # rank 0 alone wrote the metrics
+    # the checkpoint of 2 ranks with ZeRO-1 resumes in one process, without it
+    _, resumed = train_cli(1, tmp_path / "two", "--resume", "--dataset", str(corpus),
+                           tmp_path=tmp_path)  # fmt: skip
+    assert [r["step"] for r in resumed] == [r["step"] for r in single]
+    for key in ("loss", "val_loss"):
+        got = [r[key] for r in resumed if r[key] is not None]
+        want = [r[key] for r in single if r[key] is not None]
+        np.testing.assert_allclose(got, want, rtol=1e-5, err_msg=key)
