@@ -34,7 +34,7 @@ from tricycle.tokeniser import (
 from tricycle_datasets.download import cache_dir
 
 # Bump when the cached files change meaning, to ignore caches written by older code.
-_CACHE_VERSION = "1"
+_CACHE_VERSION = "2"
 
 
 class Corpus:
