@@ -240,7 +240,7 @@ class BPETokeniser:
         try:
             fast = self._tiktoken() if len(text) >= _ACCELERATE_MIN_CHARS else None
             if fast is not None:
-                return np.array(fast.encode_ordinary(text), dtype=np.int32)
+                return fast.encode_to_numpy(text).astype(np.int32)  # no specials registered
             ids = chain.from_iterable(map(self._cache.__getitem__, self._split(text)))
             return np.fromiter(ids, dtype=np.int32)  # (n_tokens,)
         except UnicodeEncodeError:
