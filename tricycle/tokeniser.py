@@ -460,6 +460,8 @@ def _build_tiktoken(tokeniser: BPETokeniser):
         import tiktoken  # noqa: PLC0415 - optional dependency, imported on first use
     except ImportError:
         return None
+    if not hasattr(tiktoken.Encoding, "encode_to_numpy"):  # before tiktoken 0.7
+        return None
     encoding = tiktoken.Encoding(
         f"tricycle-bpe-{tokeniser.n_tokens}",
         pat_str=_tiktoken_gpt2_pattern(),

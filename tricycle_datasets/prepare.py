@@ -162,8 +162,9 @@ def validation_tasks(n_tasks: int, fraction: float) -> set[int]:
 class TaskEncoder:
     """Encodes tasks to arrays of ids of the shards' dtype (end-of-text after a file)."""
 
-    def __init__(self, tokeniser: BPETokeniser):
+    def __init__(self, tokeniser: BPETokeniser, accelerate: bool = True):
         self.tokeniser = tokeniser
+        self.tokeniser.accelerate = accelerate  # tiktoken (same ids) when installed
         self.dtype = shard_dtype(tokeniser.n_tokens)
 
     def __call__(self, task: Task) -> np.ndarray:
@@ -176,9 +177,9 @@ class TaskEncoder:
 _worker_encoder: TaskEncoder | None = None
 
 
-def _start_worker(tokeniser_path: str) -> None:
+def _start_worker(tokeniser_path: str, accelerate: bool) -> None:
     global _worker_encoder
-    _worker_encoder = TaskEncoder(BPETokeniser.load(tokeniser_path))
+    _worker_encoder = TaskEncoder(BPETokeniser.load(tokeniser_path), accelerate)
 
 
 def _encode_in_worker(task: Task) -> np.ndarray:
@@ -258,6 +259,7 @@ def prepare(
     sample_bytes: int = 16 << 20,
     block_bytes: int = 1 << 20,
     progress: bool = True,
+    accelerate: bool = True,
 ) -> dict:
     """Write (or finish writing) the shard directory `out_dir`; returns its index. The
     arguments are those of the command line (see the module docstring)."""
@@ -320,7 +322,7 @@ def prepare(
     n_bytes = sum(tasks[k].n_bytes for k in pending)
     bar = tqdm(total=n_bytes, unit="B", unit_scale=True, disable=not progress, file=sys.stderr)
     start_time = time.perf_counter()
-    encoded = _encode(tasks, pending, out_dir / TOKENISER, workers)
+    encoded = _encode(tasks, pending, out_dir / TOKENISER, workers, accelerate)
     try:
         for k, ids in zip(pending, encoded):
             split = split_of[k]
@@ -352,16 +354,16 @@ def prepare(
 
 
 def _encode(
-    tasks: list[Task], pending: list[int], tokeniser_path: Path, workers: int
+    tasks: list[Task], pending: list[int], tokeniser_path: Path, workers: int, accelerate: bool
 ) -> Iterator[np.ndarray]:
     """The ids of each pending task, in order, from `workers` processes (1: this one)."""
     if workers == 1:
-        encoder = TaskEncoder(BPETokeniser.load(tokeniser_path))
+        encoder = TaskEncoder(BPETokeniser.load(tokeniser_path), accelerate)
         yield from (encoder(tasks[k]) for k in pending)
         return
     # spawn: workers start clean, whatever threads this process runs
     context = multiprocessing.get_context("spawn")
-    with context.Pool(workers, _start_worker, (str(tokeniser_path),)) as pool:
+    with context.Pool(workers, _start_worker, (str(tokeniser_path), accelerate)) as pool:
         yield from pool.imap(_encode_in_worker, (tasks[k] for k in pending))
 
 
@@ -499,6 +501,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         default=",".join(DEFAULT_EXTENSIONS),
         help="file name endings searched for in directories, comma-separated",
     )
+    add("--no-tiktoken", action="store_true", help="encode in pure Python (same ids)")
     add("--no-progress", action="store_true", help="no progress bar or summary")
     return parser.parse_args(argv)
 
@@ -519,6 +522,7 @@ def main(argv=None) -> dict:
             sample_bytes=args.sample_bytes,
             block_bytes=args.block_bytes,
             progress=not args.no_progress,
+            accelerate=not args.no_tiktoken,
         )
     except (OSError, ValueError) as error:
         raise SystemExit(f"prepare: {error}") from None
