@@ -93,6 +93,14 @@ def test_index_and_shards_must_agree(three_shards):
         TokenShards(directory / "missing")
 
 
+def test_an_unfinished_directory_warns(three_shards):
+    directory, _ = three_shards
+    index = json.loads((directory / "index.json").read_text())
+    (directory / "index.json").write_text(json.dumps({**index, "complete": False}))
+    with pytest.warns(UserWarning, match="is not complete .* run the same prepare command"):
+        TokenShards(directory)
+
+
 def test_ids_outside_the_vocabulary_are_caught(tmp_path):
     directory = make_shards(tmp_path / "s", {"train": [np.full(100, 299)], "valid": []}, 300)
     index = json.loads((directory / "index.json").read_text())
@@ -266,7 +274,8 @@ def test_memory_does_not_grow_with_the_data_read(tmp_path):
     for _ in range(n >> 20):
         writer.append(block, 0)
     index = {"format": INDEX_FORMAT, "version": VERSION, "tokeniser": "tokeniser.json",
-             "n_tokens": N_TOKENS, "splits": {"train": [writer.close()], "valid": []}}  # fmt: skip
+             "complete": True, "n_tokens": N_TOKENS,
+             "splits": {"train": [writer.close()], "valid": []}}  # fmt: skip
     write_index(directory, index)
 
     shards = TokenShards(directory, batch_size=64, context_window=1024, order="sequential")

@@ -68,7 +68,8 @@ def ending_losses(
 
     logits = model(ids, precision=precision).array  # (R, L, V)
     xp = model.token_embedding.weights.xp
-    log_probs = log_softmax_forward(xp, logits[:, :-1].astype(xp.float32))  # (R, L - 1, V)
+    log_probs = log_softmax_forward(xp, logits[:, :-1].astype(xp.float32, copy=False))
+    # log_probs: (R, L - 1, V)
     targets = xp.asarray(ids[:, 1:])[..., None]  # (R, L - 1, 1)
     losses = -xp.take_along_axis(log_probs, targets, axis=-1)[..., 0]  # (R, L - 1)
     losses = to_host_array(losses).astype(np.float64) * mask
@@ -82,7 +83,7 @@ def evaluate_hellaswag(
     examples: Iterable[Example],
     rank: int = 0,
     world_size: int = 1,
-    batch_rows: int = 32,
+    batch_rows: int = 16,
     precision=None,
 ) -> dict:
     """Score multiple-choice examples; returns {"n", "correct", "correct_norm", "acc",
@@ -211,7 +212,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     add("--hellaswag", type=Path, help="a HellaSwag JSONL file (default: download the val set)")
     add("--tokeniser", type=Path, help=f"tokeniser file (default: {TOKENISER} beside MODEL)")
     add("--limit", type=_positive_int, help="score only the first N examples")
-    add("--batch-rows", type=_positive_int, default=32, help="endings per forward pass")
+    add("--batch-rows", type=_positive_int, default=16, help="endings per forward pass")
     add("--device", choices=["cpu", "gpu"], default="cpu")
     return parser.parse_args(argv)
 

@@ -23,6 +23,7 @@ again (a mapping kept open would keep every page it ever touched resident).
 import json
 import os
 import struct
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -169,6 +170,13 @@ class TokenShards(Dataset):
             raise ValueError(f"TokenShards: order must be 'random' or 'sequential', got {order!r}")
         self.directory = Path(directory)
         index = read_index(self.directory)
+        if not index.get("complete", False):
+            warnings.warn(
+                f"TokenShards: {self.directory} is not complete (prepare was interrupted or is "
+                f"still running): reading the {split} shards written so far; run the same "
+                "prepare command again to finish it",
+                stacklevel=2,
+            )
         if vocab_size is None:
             vocab_size = index["n_tokens"]
         if not _is_int(vocab_size) or vocab_size < index["n_tokens"]:
