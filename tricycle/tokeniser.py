@@ -240,7 +240,7 @@ class BPETokeniser:
         try:
             fast = self._tiktoken() if len(text) >= _ACCELERATE_MIN_CHARS else None
             if fast is not None:
-                return fast.encode_to_numpy(text).astype(np.int32)  # no specials registered
+                return np.array(fast.encode_ordinary(text), dtype=np.int32)
             ids = chain.from_iterable(map(self._cache.__getitem__, self._split(text)))
             return np.fromiter(ids, dtype=np.int32)  # (n_tokens,)
         except UnicodeEncodeError:
@@ -459,8 +459,6 @@ def _build_tiktoken(tokeniser: BPETokeniser):
     try:
         import tiktoken  # noqa: PLC0415 - optional dependency, imported on first use
     except ImportError:
-        return None
-    if not hasattr(tiktoken.Encoding, "encode_to_numpy"):  # before tiktoken 0.7
         return None
     encoding = tiktoken.Encoding(
         f"tricycle-bpe-{tokeniser.n_tokens}",
