@@ -494,6 +494,15 @@ def test_tiktoken_gives_the_same_ids_on_shakespeare(
     assert pure.tolist() == tiktoken_encoding.encode_ordinary(shakespeare_text)
 
 
+def test_a_lone_surrogate_in_a_long_text_is_an_error_not_a_replacement(shakespeare_bpe):
+    text = "a" * _ACCELERATE_MIN_CHARS + "\ud800"
+    for accelerate in (True, False):
+        shakespeare_bpe.accelerate = accelerate
+        with pytest.raises(ValueError, match=f"position {_ACCELERATE_MIN_CHARS}"):
+            shakespeare_bpe.encode(text)
+    shakespeare_bpe.accelerate = True
+
+
 def test_tiktoken_is_not_used_for_custom_patterns():
     tokeniser = BPETokeniser(260, pattern=r"\w+")
     assert tokeniser._tiktoken() is None

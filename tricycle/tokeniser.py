@@ -67,6 +67,7 @@ _CACHE_LIMIT = 1 << 18
 _LONG_PIECE = 64
 # Texts at least this long are encoded by tiktoken when it is installed and verified.
 _ACCELERATE_MIN_CHARS = 4096
+_SURROGATE = re.compile("[\ud800-\udfff]")  # characters with no UTF-8 encoding
 
 
 class BPETokeniser:
@@ -240,6 +241,8 @@ class BPETokeniser:
         try:
             fast = self._tiktoken() if len(text) >= _ACCELERATE_MIN_CHARS else None
             if fast is not None:
+                if _SURROGATE.search(text):  # tiktoken would replace it with U+FFFD
+                    raise UnicodeEncodeError("utf-8", text, 0, 1, "surrogates not allowed")
                 return np.array(fast.encode_ordinary(text), dtype=np.int32)
             ids = chain.from_iterable(map(self._cache.__getitem__, self._split(text)))
             return np.fromiter(ids, dtype=np.int32)  # (n_tokens,)
