@@ -8,6 +8,7 @@ import hashlib
 import sys
 import types
 import urllib.request
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -71,9 +72,9 @@ def test_download_replaces_a_corrupt_cached_file(source, cache):
     assert download(url, "data/file.txt", sha256).read_bytes() == content
 
 
-def test_download_checksum_mismatch(source, tmp_path):
+def test_download_checksum_mismatch(source, cache):
     url, _, sha256 = source
-    target = tmp_path / "out" / "file.txt"
+    target = cache / "out" / "file.txt"
     with pytest.raises(ValueError, match="checksum mismatch") as info:
         download(url, target, "0" * 64)
     for part in (url, str(target), "0" * 64, sha256):
@@ -84,7 +85,39 @@ def test_download_checksum_mismatch(source, tmp_path):
 def test_download_unreachable(tmp_path):
     url = (tmp_path / "missing.txt").as_uri()
     with pytest.raises(DownloadError, match=f"could not download {url}"):
-        download(url, tmp_path / "file.txt", "0" * 64)
+        download(url, "file.txt", "0" * 64)
+
+
+@pytest.mark.parametrize("path", ["../outside.txt", "a/../../outside.txt", "/tmp/outside.txt"])
+def test_download_stays_inside_the_cache(source, tmp_path, path):
+    url, _, sha256 = source
+    with pytest.raises(ValueError, match="outside the cache directory"):
+        download(url, path, sha256)
+    assert not (tmp_path / "outside.txt").exists()
+
+
+def test_download_through_a_symlink_out_of_the_cache_is_refused(source, cache, tmp_path):
+    url, _, sha256 = source
+    cache.mkdir(parents=True)
+    (cache / "link").symlink_to(tmp_path)
+    with pytest.raises(ValueError, match="outside the cache directory"):
+        download(url, "link/outside.txt", sha256)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"sha256": "abc"}, "sha256 must be 64 hex digits"),
+        ({"sha256": None}, "sha256 must be 64 hex digits"),
+        ({"timeout": 0}, "timeout must be a positive number"),
+        ({"timeout": float("nan")}, "timeout must be a positive number"),
+        ({"url": ""}, "url must be a non-empty str"),
+    ],
+)
+def test_download_bad_arguments(source, kwargs, message):
+    url, _, sha256 = source
+    with pytest.raises(ValueError, match=message):
+        download(**{"url": url, "path": "f.txt", "sha256": sha256, **kwargs})
 
 
 def test_cache_dir_default(monkeypatch, tmp_path):
@@ -169,6 +202,43 @@ def test_shakespeare_offline_without_data_says_how_to_fix(monkeypatch, tmp_path)
     assert "data_dir" in str(info.value)
 
 
+def test_shakespeare_data_dir_from_environment_must_exist(monkeypatch, tmp_path):
+    missing = tmp_path / "no-such-dir"
+    monkeypatch.setenv("TRICYCLE_DATA_DIR", str(missing))
+
+    def no_download(*args, **kwargs):
+        raise AssertionError("downloaded instead of reporting the missing directory")
+
+    monkeypatch.setattr(shakespeare_module, "download", no_download)
+    with pytest.raises(FileNotFoundError, match=f"TRICYCLE_DATA_DIR='{missing}' is not a dir"):
+        ShakespeareChar()
+
+
+def test_shakespeare_local_copy_with_the_wrong_checksum_warns(tmp_path):
+    text = "First Citizen:\nBefore we proceed any further, hear me speak.\n" * 20
+    (tmp_path / "input.txt").write_text(text)
+    actual = hashlib.sha256(text.encode()).hexdigest()
+    with pytest.warns(
+        UserWarning, match=f"sha256 is {actual}, expected {shakespeare_module.SHA256}"
+    ):
+        corpus = ShakespeareChar(data_dir=tmp_path)
+    assert corpus.text == text
+
+
+def test_shakespeare_official_copy_does_not_warn(data_dir):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ShakespeareChar(data_dir=data_dir)
+
+
+def test_shakespeare_non_utf8_names_the_file_and_offset(tmp_path):
+    (tmp_path / "input.txt").write_bytes(b"First Citizen:\ncaf\xe9\n")
+    with pytest.warns(UserWarning), pytest.raises(ValueError) as info:
+        ShakespeareChar(data_dir=tmp_path)
+    assert str(tmp_path / "input.txt") in str(info.value)
+    assert "byte 0xe9 at offset 18" in str(info.value)
+
+
 def test_shakespeare_download_path(data_dir, monkeypatch, cache):
     monkeypatch.setattr(shakespeare_module, "URL", (data_dir / "tinyshakespeare.txt").as_uri())
     assert ShakespeareChar().vocab_size == 65
@@ -229,8 +299,40 @@ def test_text_file_errors(tmp_path):
     with pytest.raises(ValueError, match="validation part of the corpus is empty"):
         TextFile(path, char=True)
     path.write_bytes(b"caf\xe9\n")
-    with pytest.raises(ValueError, match="not UTF-8"):
+    with pytest.raises(ValueError, match=r"small.txt: not UTF-8 text: byte 0xe9 at offset 3"):
         TextFile(path, char=True)
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda p: TextFile(p, vocab_size=-1), "TextFile: vocab_size must be an int >= 256"),
+        (lambda p: TextFile(p, vocab_size=100), "TextFile: vocab_size must be an int >= 256"),
+        (lambda p: TextFile(p, vocab_size=300.0), "TextFile: vocab_size must be an int"),
+        (lambda p: TextFile(p, vocab_size=0, char=True), "vocab_size must be an int >= 1"),
+        (lambda p: Shakespeare(vocab_size=True), "Shakespeare: vocab_size must be an int"),
+        (lambda p: Shakespeare(vocab_size="300"), "Shakespeare: vocab_size must be an int"),
+        (lambda p: PythonCode(vocab_size=-5), "PythonCode: vocab_size must be an int"),
+        (lambda p: PythonCode(300, max_bytes=0), "PythonCode: max_bytes must be a positive"),
+        (lambda p: PythonCode(300, max_bytes=-1), "PythonCode: max_bytes must be a positive"),
+        (lambda p: PythonCode(300, max_bytes=1e6), "PythonCode: max_bytes must be a positive"),
+        (lambda p: CodeParrot(300, max_bytes=None), "CodeParrot: max_bytes must be a positive"),
+        (lambda p: CodeParrot(10), "CodeParrot: vocab_size must be an int >= 256"),
+        (lambda p: split_text("a\nb\n", valid_fraction=1.5), "valid_fraction must be in"),
+        (lambda p: split_text("a\nb\n", valid_fraction=0), "valid_fraction must be in"),
+        (lambda p: split_documents(["a", "b"], every=1), "every must be an int >= 2"),
+    ],
+)
+def test_bad_constructor_arguments_are_refused_before_any_work(tmp_path, make, message):
+    path = tmp_path / "text.txt"
+    path.write_text("hello\n" * 50)
+    with pytest.raises(ValueError, match=message):
+        make(path)
+
+
+def test_python_code_root_must_be_a_directory(tmp_path):
+    with pytest.raises(FileNotFoundError, match="is not a directory"):
+        PythonCode(300, root=tmp_path / "missing")
 
 
 # ------------------------------------------------------------------------------ codeparrot

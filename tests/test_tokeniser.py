@@ -2,6 +2,7 @@
 
 import json
 import os
+import pickle
 import re
 import time
 import warnings
@@ -15,10 +16,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tricycle.tokeniser import (
+    _ACCELERATE_MIN_CHARS,
+    END_OF_TEXT,
     GPT2_SPLIT_PATTERN,
+    SPLIT_PATTERNS,
     BPETokeniser,
     CharTokeniser,
     StreamDecoder,
+    _merge_long,
+    _merge_short,
     load_tokeniser,
 )
 
@@ -242,7 +248,7 @@ def _write_json(path: Path, data) -> Path:
     return path
 
 
-GOOD = {"format": "tricycle-bpe", "version": 1, "vocab_size": 258, "pattern": "x", "merges": []}
+GOOD = {"format": "tricycle-bpe", "version": 1, "vocab_size": 258, "pattern": "gpt2", "merges": []}
 
 
 @pytest.mark.parametrize(
@@ -257,7 +263,13 @@ GOOD = {"format": "tricycle-bpe", "version": 1, "vocab_size": 258, "pattern": "x
         ({**GOOD, "merges": [[1, 256]]}, "merge 0 is \\[1, 256\\]"),
         ({**GOOD, "merges": [[1, 2, 3]]}, "merge 0"),
         ({**GOOD, "merges": [[1, "a"]]}, "merge 0"),
-        ({**GOOD, "pattern": "("}, "not a valid regex"),
+        ({**GOOD, "pattern": "("}, "not one of the library's"),
+        ({**GOOD, "pattern": 5}, "pattern must be a string"),
+        ({**GOOD, "special_tokens": "<|x|>"}, "special_tokens must be a list"),
+        ({**GOOD, "special_tokens": [""]}, "special_tokens must be a list"),
+        ({**GOOD, "special_tokens": ["a", "b", "c"]}, "vocab_size must be an int >= 259"),
+        ({**GOOD, "vocab_size": 257, "special_tokens": ["a"], "merges": [[1, 2]]}, "at most"),
+        ({**GOOD, "vocab_size": True}, "vocab_size must be an int"),
     ],
 )
 def test_corrupt_bpe_file_is_a_clear_error(tmp_path, data, message):
@@ -302,3 +314,197 @@ def test_enough_text_trains_without_warning(shakespeare_text):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         BPETokeniser(300).train(shakespeare_text[:10_000])
+
+
+def test_corrupt_regex_in_a_trusted_file_is_a_clear_error(tmp_path):
+    path = _write_json(tmp_path / "bad.json", {**GOOD, "pattern": "("})
+    with pytest.raises(ValueError, match="not a valid regex") as info:
+        BPETokeniser.load(path, trust_pattern=True)
+    assert str(path) in str(info.value)
+
+
+# ------------------------------------------------------------------------- split patterns
+def test_a_pattern_that_skips_characters_still_round_trips():
+    tokeniser = BPETokeniser(260, pattern=r"\w+").train("hello world, hello! " * 20)
+    text = "hello world, hello!"
+    assert tokeniser.decode(tokeniser.encode(text)) == text
+
+
+CUSTOM_PATTERNS = [r"\w+", r"\d", r"(a)|b", r"\w*", r"x?", r" ?[a-z]+|\s+(?!\S)"]
+
+
+@settings(max_examples=30)
+@given(text=st.text(), pattern=st.sampled_from(CUSTOM_PATTERNS))
+def test_round_trip_any_unicode_any_pattern(text, pattern):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # short texts run out of pairs
+        tokeniser = BPETokeniser(280, pattern=pattern).train(text * 3)
+    assert tokeniser.decode(tokeniser.encode(text)) == text
+
+
+@given(text=st.text())
+def test_library_patterns_cover_every_character(text):
+    for pattern in SPLIT_PATTERNS.values():
+        assert "".join(re.findall(pattern, text)) == text
+
+
+def test_a_file_with_an_unknown_pattern_is_refused(tmp_path):
+    """(a+)+$ takes exponential time on 'aaaa...b': a file must not be able to name it."""
+    path = _write_json(tmp_path / "evil.json", {**GOOD, "pattern": "(a+)+$"})
+    with pytest.raises(ValueError, match=r"not one of the library's .*trust_pattern=True"):
+        BPETokeniser.load(path)
+    with pytest.raises(ValueError, match="not one of the library's"):
+        load_tokeniser(path)
+
+
+def test_trusted_custom_pattern_round_trips_through_a_file(tmp_path):
+    tokeniser = BPETokeniser(262, pattern=r"[a-z]+").train("abc abd abe, x! " * 30)
+    tokeniser.save(tmp_path / "t.json")
+    loaded = BPETokeniser.load(tmp_path / "t.json", trust_pattern=True)
+    text = "abd, ABE and abc!"
+    assert loaded.pattern == r"[a-z]+" and loaded.merges == tokeniser.merges
+    assert np.array_equal(loaded.encode(text), tokeniser.encode(text))
+    assert loaded.decode(loaded.encode(text)) == text
+
+
+def test_pattern_by_name():
+    assert BPETokeniser(256, pattern="gpt2").pattern == GPT2_SPLIT_PATTERN
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, error, message",
+    [
+        ((True,), {}, ValueError, "vocab_size must be an int >= 256"),
+        ((300.0,), {}, ValueError, "vocab_size must be an int >= 256"),
+        (("300",), {}, ValueError, "vocab_size must be an int >= 256"),
+        ((-1,), {}, ValueError, "vocab_size must be an int >= 256"),
+        ((300,), {"pattern": 5}, TypeError, "pattern must be a str"),
+        ((300,), {"pattern": "("}, ValueError, "not a valid regex"),
+        ((300,), {"special_tokens": "<|eot|>"}, TypeError, "list of non-empty strings"),
+        ((300,), {"special_tokens": [""]}, TypeError, "list of non-empty strings"),
+        ((300,), {"special_tokens": 5}, TypeError, "list of non-empty strings"),
+        ((300,), {"special_tokens": ["a", "a"]}, ValueError, "repeat"),
+        ((256,), {"special_tokens": ["a"]}, ValueError, "vocab_size must be an int >= 257"),
+    ],
+)
+def test_bad_constructor_arguments(args, kwargs, error, message):
+    with pytest.raises(error, match=message):
+        BPETokeniser(*args, **kwargs)
+
+
+@pytest.mark.parametrize("bad", [b"bytes", 5, None, ["a"]])
+def test_encode_and_train_want_str(small_bpe, bad):
+    with pytest.raises(TypeError, match="BPETokeniser.encode: expected a str"):
+        small_bpe.encode(bad)
+    with pytest.raises(TypeError, match="BPETokeniser.train: expected a str"):
+        BPETokeniser(300).train(bad)
+    with pytest.raises(TypeError, match="CharTokeniser.encode: expected a str"):
+        CharTokeniser("ab").encode(bad)
+
+
+@pytest.mark.parametrize("chars", [5, ["ab"], [1, 2], None])
+def test_char_tokeniser_bad_chars(chars):
+    with pytest.raises(TypeError, match="CharTokeniser: chars must be"):
+        CharTokeniser(chars)
+
+
+# ------------------------------------------------------------------------- special tokens
+def test_end_of_text_token(shakespeare_text, tmp_path):
+    tokeniser = BPETokeniser(300, special_tokens=[END_OF_TEXT]).train(shakespeare_text[:20_000])
+    assert len(tokeniser.merges) == 300 - 256 - 1
+    assert tokeniser.eot_id == 299 and tokeniser.n_tokens == 300
+    ids = np.concatenate([tokeniser.encode("First"), [tokeniser.eot_id], tokeniser.encode("x")])
+    assert tokeniser.decode(ids) == "First<|endoftext|>x"
+    # text that spells the token is ordinary text
+    assert tokeniser.eot_id not in tokeniser.encode("a <|endoftext|> b").tolist()
+
+    tokeniser.save(tmp_path / "t.json")
+    loaded = load_tokeniser(tmp_path / "t.json")
+    assert loaded.eot_id == 299 and loaded.special_tokens == [END_OF_TEXT]
+    assert loaded.decode(ids) == tokeniser.decode(ids)
+    assert BPETokeniser(300).eot_id is None
+
+
+def test_pickle_keeps_the_tokeniser_not_its_caches(small_bpe):
+    text = " ".join(TRICKY)
+    small_bpe.encode(text)
+    copy = pickle.loads(pickle.dumps(small_bpe))
+    assert copy.merges == small_bpe.merges and len(copy._cache) == 0
+    assert np.array_equal(copy.encode(text), small_bpe.encode(text))
+
+
+# --------------------------------------------------------------------------- merge loop
+@pytest.fixture(scope="module")
+def ab_bpe() -> BPETokeniser:
+    """Merges over a two-letter alphabet: long tokens, many overlapping candidates."""
+    rng = np.random.default_rng(0)
+    text = "".join(rng.choice(["a", "b", "ab", "aab", "bba"], size=4000))
+    return BPETokeniser(400, pattern=r"[ab]+").train(text)
+
+
+@given(piece=st.text(alphabet="ab", min_size=1, max_size=300))
+def test_heap_merge_loop_equals_rescanning_loop(ab_bpe, piece):
+    raw = piece.encode()
+    assert _merge_long(raw, ab_bpe._ranks) == _merge_short(raw, ab_bpe._ranks)
+    assert b"".join(_merge_long(raw, ab_bpe._ranks)) == raw
+
+
+def test_a_very_long_chunk_encodes(shakespeare_bpe):
+    """One 300,000-character chunk: quadratic merging would take hours."""
+    text = "e" * 300_000
+    shakespeare_bpe.accelerate = False
+    try:
+        assert shakespeare_bpe.decode(shakespeare_bpe.encode(text)) == text
+    finally:
+        shakespeare_bpe.accelerate = True
+
+
+# ------------------------------------------------------------------------------ tiktoken
+@pytest.fixture(scope="module")
+def tiktoken_encoding(shakespeare_bpe):
+    pytest.importorskip("tiktoken")
+    encoding = shakespeare_bpe._tiktoken()
+    assert encoding is not None  # it passed the check against the pure Python encoder
+    return encoding
+
+
+@settings(max_examples=100)
+@given(text=st.text())
+def test_tiktoken_gives_the_same_ids_on_any_text(shakespeare_bpe, tiktoken_encoding, text):
+    shakespeare_bpe.accelerate = False
+    try:
+        pure = shakespeare_bpe.encode(text)
+    except ValueError:  # a lone surrogate: no UTF-8, for either encoder
+        return
+    finally:
+        shakespeare_bpe.accelerate = True
+    assert pure.tolist() == tiktoken_encoding.encode_ordinary(text)
+
+
+def test_tiktoken_gives_the_same_ids_on_shakespeare(
+    shakespeare_bpe, tiktoken_encoding, shakespeare_text
+):
+    shakespeare_bpe.accelerate = False
+    try:
+        pure = shakespeare_bpe.encode(shakespeare_text)
+    finally:
+        shakespeare_bpe.accelerate = True
+    assert len(shakespeare_text) >= _ACCELERATE_MIN_CHARS  # so encode uses tiktoken
+    assert np.array_equal(shakespeare_bpe.encode(shakespeare_text), pure)
+    assert pure.tolist() == tiktoken_encoding.encode_ordinary(shakespeare_text)
+
+
+def test_a_lone_surrogate_in_a_long_text_is_an_error_not_a_replacement(shakespeare_bpe):
+    text = "a" * _ACCELERATE_MIN_CHARS + "\ud800"
+    for accelerate in (True, False):
+        shakespeare_bpe.accelerate = accelerate
+        with pytest.raises(ValueError, match=f"position {_ACCELERATE_MIN_CHARS}"):
+            shakespeare_bpe.encode(text)
+    shakespeare_bpe.accelerate = True
+
+
+def test_tiktoken_is_not_used_for_custom_patterns():
+    tokeniser = BPETokeniser(260, pattern=r"\w+")
+    assert tokeniser._tiktoken() is None
+    text = "hello, world! " * 1000
+    assert tokeniser.decode(tokeniser.encode(text)) == text

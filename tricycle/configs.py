@@ -19,6 +19,7 @@ Setting an unknown attribute on a config raises AttributeError.
     ShakespeareConfig      the README's toy run (~30 min on an RTX 3090)
     ShakespeareCharConfig  nanoGPT's shakespeare-char recipe
     SmolGPTConfig          GPT-2 style hyper-parameters for a ~50M parameter model on a GPU
+    GPT2Config             GPT-2 124M, the GPT-2 reproduction's recipe (one GPU, from shards)
 """
 
 import dataclasses
@@ -307,12 +308,49 @@ class SmolGPTConfig(GPTConfig):
     device: str = "gpu"
 
 
+@dataclass
+class GPT2Config(GPTConfig):
+    """GPT-2 124M as in Karpathy's reproduction: 12 layers x 12 heads x 768, T = 1024,
+    vocabulary 50,304 (50,257 padded to a multiple of 128), biases and a tied head as
+    GPT-2, no dropout. About 0.5M tokens per step (16 x 1024 x 32 micro-batches at world size
+    1), lr 6e-4 -> 6e-5 over 19,073 steps after 715 of warm-up (375M tokens, GPT-3's),
+    AdamW (0.9, 0.95) with weight decay 0.1 on every matrix and embedding, clip 1.0. Run it
+    with --precision bf16 on a GPU, from token shards (tricycle_datasets.prepare).
+    """
+
+    embedding_dim: int = 768
+    context_window: int = 1024
+    vocab_size: int = 50304
+    n_heads: int = 12
+    n_layers: int = 12
+    activation_fn: str = "gelu_tanh"  # GPT-2's tanh approximation
+    dropout: float = 0.0
+    tie_weights: bool = True
+    bias: bool = True
+    batch_size: int = 16
+    gradient_accumulation_steps: int = 32  # 16 * 1024 * 32 = 524,288 tokens per step
+    max_learning_rate: float = 6e-4
+    min_learning_rate: float = 6e-5
+    warmup_steps: int = 715
+    steps: int = 19_073
+    weight_decay: float = 0.1
+    decay_embeddings: bool = True
+    beta1: float = 0.9
+    beta2: float = 0.95
+    eps: float = 1e-8
+    grad_clip: float = 1.0
+    eval_interval: int = 250
+    eval_steps: int = 20
+    device: str = "gpu"
+
+
 CONFIGS: dict[str, type[GPTConfig]] = {
     "debug": DebugConfig,
     "cpu": CPUConfig,
     "shakespeare": ShakespeareConfig,
     "shakespeare-char": ShakespeareCharConfig,
     "smol-gpt": SmolGPTConfig,
+    "gpt2": GPT2Config,
 }
 
 

@@ -18,6 +18,11 @@ from tricycle import backend
 from tricycle.tensor import Tensor
 
 
+def _is_count(value) -> bool:
+    """A positive integer (Python or numpy), not a bool."""
+    return isinstance(value, int | np.integer) and not isinstance(value, bool) and value >= 1
+
+
 def _new_rng(seed: int | None) -> np.random.Generator:
     """A generator from ``seed``, or seeded from np.random so np.random.seed controls it."""
     return np.random.default_rng(np.random.randint(2**31) if seed is None else seed)
@@ -62,8 +67,10 @@ class Dataset:
         """Yield stacked batches of ``batch_size`` examples (the last one may be smaller,
         unless ``drop_last``)."""
         batch_size = batch_size or self.batch_size
-        if not batch_size or batch_size < 1:
-            raise ValueError(f"{type(self).__name__}.batch: batch_size must be >= 1")
+        if not _is_count(batch_size):
+            raise ValueError(
+                f"{type(self).__name__}.batch: batch_size must be an int >= 1, got {batch_size!r}"
+            )
         return self._configured(batch_size=batch_size, drop_last=drop_last)
 
     def unbatch(self) -> "Dataset":
@@ -151,8 +158,8 @@ class InfiniteBatchDataset(Dataset):
 
     def __init__(self, inputs, outputs, batch_size: int, seed: int | None = None):
         super().__init__(inputs, outputs)
-        if batch_size < 1:
-            raise ValueError(f"InfiniteBatchDataset: batch_size must be >= 1, got {batch_size}")
+        if not _is_count(batch_size):
+            raise ValueError(f"InfiniteBatchDataset: batch_size must be >= 1, got {batch_size!r}")
         self.batch_size, self.shuffled, self.rng = batch_size, True, _new_rng(seed)
 
     def __iter__(self):
@@ -205,10 +212,10 @@ class CausalLMDataset(Dataset):
                 f"CausalLMDataset: tokens must be a 1-D array of integer ids, got dtype "
                 f"{tokens.dtype} with shape {tokens.shape}"
             )
-        if batch_size < 1 or context_window < 1 or vocab_size < 1:
+        if not all(map(_is_count, (vocab_size, batch_size, context_window))):
             raise ValueError(
-                f"CausalLMDataset: vocab_size ({vocab_size}), batch_size ({batch_size}) and "
-                f"context_window ({context_window}) must be >= 1"
+                f"CausalLMDataset: vocab_size ({vocab_size!r}), batch_size ({batch_size!r}) and "
+                f"context_window ({context_window!r}) must be ints >= 1"
             )
         if len(tokens) <= context_window:
             raise ValueError(
@@ -244,6 +251,19 @@ class CausalLMDataset(Dataset):
     def shuffle(self, seed: int | None = None) -> "CausalLMDataset":
         """Windows are always drawn at random offsets; this re-seeds the draw if ``seed``."""
         return self._configured(rng=_new_rng(seed)) if seed is not None else self._configured()
+
+    def state_dict(self) -> dict:
+        """The random draw's state, to continue the stream exactly (JSON-able); the same
+        interface as ``tricycle_datasets.shards.TokenShards``."""
+        return {"rng": self.rng.bit_generator.state}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue from a ``state_dict()``."""
+        if not isinstance(state, dict) or set(state) != {"rng"}:
+            raise ValueError(
+                f"CausalLMDataset.load_state_dict: expected {{'rng': ...}}, got {state!r}"
+            )
+        self.rng.bit_generator.state = state["rng"]
 
     def __len__(self) -> int:
         """The number of windows (or batches once batched) ``iterate_sequential`` yields."""

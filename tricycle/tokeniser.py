@@ -1,11 +1,14 @@
-"""Tokenisers: byte-level BPE (as in GPT-2, minbpe) and a character-level one.
+"""Tokenisers: byte-level BPE (as in GPT-2, minbpe, tiktoken) and a character-level one.
 
 BPETokeniser
     The first 256 ids are the raw bytes of UTF-8, so every string can be encoded and
     `decode(encode(s)) == s` exactly. Training repeatedly merges the most frequent adjacent
-    pair of ids into a new id, `vocab_size - 256` times. Text is first split into chunks by a
-    GPT-2-like regex (words with their leading space, numbers, punctuation, whitespace) so a
-    merge never crosses a chunk boundary.
+    pair of ids into a new id. Text is first split into chunks by a regex (words with their
+    leading space, numbers, punctuation, whitespace) so a merge never crosses a chunk
+    boundary. Encoding applies the merges to each chunk exactly as tiktoken does (the
+    lowest-ranked adjacent pair first), caching the ids of every distinct chunk, so the ids
+    equal tiktoken's for the same merges; with tiktoken installed, long texts are encoded by
+    it (verified to give the same ids when it is first used).
 
 CharTokeniser
     One id per distinct character of the training text, in sorted order.
@@ -13,16 +16,25 @@ CharTokeniser
 Both save to and load from a small JSON file (no code execution), written atomically.
 `StreamDecoder` turns a stream of ids into text as soon as the bytes form whole characters,
 which is what sampling one token at a time needs.
+
+Split patterns. The library's patterns (`SPLIT_PATTERNS`, by name or value) cover every
+character, so chunks concatenate back to the text. Any other regex passed to the constructor
+is made lossless by construction: the text between its matches becomes chunks too. A regex
+can take exponential time on crafted text (`(a+)+$`), so a tokeniser *file* naming a pattern
+that is not the library's is refused unless the caller says it trusts it
+(`load(path, trust_pattern=True)`), as with code.
 """
 
 import codecs
+import functools
 import heapq
 import json
 import os
 import re
 import warnings
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from itertools import chain
 
 import numpy as np
 
@@ -40,51 +52,99 @@ GPT2_SPLIT_PATTERN = (
     r"|\s+(?!\S)"  # whitespace, leaving the last space to the word that follows it
     r"|\s+"  # trailing whitespace
 )
+# The library's split patterns by name; each covers every character (a tested property).
+SPLIT_PATTERNS = {"gpt2": GPT2_SPLIT_PATTERN}
+# The special token that separates documents (as GPT-2's).
+END_OF_TEXT = "<|endoftext|>"
 
 N_BYTES = 256
 _FORMAT_VERSION = 1
 # Bound on the per-tokeniser chunk -> ids cache, so encoding a huge corpus cannot grow memory
 # without limit. Natural text has far fewer distinct chunks than this.
-_CACHE_LIMIT = 1 << 20
+_CACHE_LIMIT = 1 << 18
+# Chunks longer than this (in bytes) are merged with a heap (n log n) instead of rescanning
+# every pair after each merge (n^2): a 1 MB run of one character must not hang encoding.
+_LONG_PIECE = 64
+# Texts at least this long are encoded by tiktoken when it is installed and verified.
+_ACCELERATE_MIN_CHARS = 4096
+_SURROGATE = re.compile("[\ud800-\udfff]")  # characters with no UTF-8 encoding
 
 
 class BPETokeniser:
     """Byte-level byte-pair-encoding tokeniser.
 
     Args:
-        vocab_size: the configured vocabulary size, at least 256 (the raw bytes). Training
-            learns up to `vocab_size - 256` merges. If the training text runs out of pairs
-            first, training stops early with a warning: `vocab_size` keeps the configured
-            value (so a model built with it still covers every id) and `n_tokens` says how
-            many ids actually exist.
-        pattern: the regex that splits text into chunks before merging.
+        vocab_size: the configured vocabulary size, at least 256 (the raw bytes) plus the
+            special tokens. Training learns up to `vocab_size - 256 - len(special_tokens)`
+            merges. If the training text runs out of pairs first, training stops early with a
+            warning: `vocab_size` keeps the configured value (so a model built with it still
+            covers every id) and `n_tokens` says how many ids actually exist.
+        pattern: the regex that splits text into chunks before merging: a name or value from
+            `SPLIT_PATTERNS`, or any regex (made lossless, see the module docstring).
+        special_tokens: strings such as `END_OF_TEXT` that get ids of their own after the
+            merges. `encode` never produces them (text that spells one is ordinary text);
+            code places them (`eot_id`), and `decode` writes them out.
 
-    An untrained tokeniser is a plain byte tokeniser (no merges).
+    An untrained tokeniser is a plain byte tokeniser (no merges). Set `accelerate = False`
+    to encode in pure Python even when tiktoken is installed.
     """
 
-    def __init__(self, vocab_size: int, pattern: str = GPT2_SPLIT_PATTERN):
-        if not isinstance(vocab_size, int | np.integer) or vocab_size < N_BYTES:
-            raise ValueError(
-                f"BPETokeniser: vocab_size must be an int >= {N_BYTES} (one id per byte), "
-                f"got {vocab_size!r}"
+    def __init__(
+        self,
+        vocab_size: int,
+        pattern: str = GPT2_SPLIT_PATTERN,
+        special_tokens: Iterable[str] = (),
+    ):
+        special_tokens = _string_list(special_tokens)
+        if special_tokens is None:
+            raise TypeError(
+                f"BPETokeniser: special_tokens must be a list of non-empty strings, got "
+                f"{special_tokens!r}"
             )
+        if len(set(special_tokens)) != len(special_tokens):
+            raise ValueError(f"BPETokeniser: special_tokens repeat: {special_tokens}")
+        n_min = N_BYTES + len(special_tokens)
+        if not _is_int(vocab_size) or vocab_size < n_min:
+            raise ValueError(
+                f"BPETokeniser: vocab_size must be an int >= {n_min} (one id per byte and per "
+                f"special token), got {vocab_size!r}"
+            )
+        if not isinstance(pattern, str):
+            raise TypeError(f"BPETokeniser: pattern must be a str (a regex), got {pattern!r}")
+        pattern = SPLIT_PATTERNS.get(pattern, pattern)
+        try:
+            regex = re.compile(pattern)
+        except re.error as e:
+            raise ValueError(
+                f"BPETokeniser: pattern {pattern!r} is not a valid regex: {e}"
+            ) from None
         self.vocab_size = int(vocab_size)
         self.pattern = pattern
-        self._regex = re.compile(pattern)
+        self.special_tokens = special_tokens
+        # The library's patterns cover every character: findall (in C) is already lossless.
+        known = pattern in SPLIT_PATTERNS.values()
+        self._split: Callable[[str], list[str]] = (
+            regex.findall if known else functools.partial(_split_lossless, regex)
+        )
+        self.accelerate = True
         self._set_merges([])
 
     # ----------------------------------------------------------------------------- training
     def train(self, text: str) -> "BPETokeniser":
-        """Learn up to `vocab_size - 256` merges from `text`; returns self.
+        """Learn up to `vocab_size - 256 - len(special_tokens)` merges from `text`; returns
+        self.
 
         Ties between equally frequent pairs go to the smallest pair `(a, b)`, so training is
         deterministic.
         """
-        n_merges = self.vocab_size - N_BYTES
-        chunk_counts = Counter(self._regex.findall(text))
-
-        # Each distinct chunk ("word") is trained once, weighted by how often it occurs.
-        words: list[list[int]] = [list(chunk.encode("utf-8")) for chunk in chunk_counts]
+        _check_text(text, "BPETokeniser.train")
+        n_merges = self.vocab_size - N_BYTES - len(self.special_tokens)
+        try:
+            chunk_counts = Counter(self._split(text))
+            # Each distinct chunk ("word") is trained once, weighted by how often it occurs.
+            words: list[list[int]] = [list(chunk.encode("utf-8")) for chunk in chunk_counts]
+        except UnicodeEncodeError:
+            raise _surrogate_error(text, "BPETokeniser.train") from None
         freqs: list[int] = list(chunk_counts.values())
 
         # pair -> total count over the corpus, and pair -> indices of words that contain it.
@@ -139,7 +199,8 @@ class BPETokeniser:
         if len(merges) < n_merges:
             warnings.warn(
                 f"BPETokeniser.train: the text has only enough pairs for {len(merges)} of "
-                f"{n_merges} merges; vocabulary has {N_BYTES + len(merges)} of the configured "
+                f"{n_merges} merges; vocabulary has "
+                f"{N_BYTES + len(merges) + len(self.special_tokens)} of the configured "
                 f"{self.vocab_size} ids",
                 stacklevel=2,
             )
@@ -150,51 +211,52 @@ class BPETokeniser:
         """Install merges and rebuild everything derived from them."""
         self.merges = [(int(a), int(b)) for a, b in merges]
         # Merge rank == order learned; the merged pair gets id 256 + rank.
-        self._ranks = {pair: rank for rank, pair in enumerate(self.merges)}
         self._vocab = [bytes([b]) for b in range(N_BYTES)]
         for a, b in self.merges:
             self._vocab.append(self._vocab[a] + self._vocab[b])
-        self._cache: dict[str, list[int]] = {}
+        # bytes -> id of every byte and merge (tiktoken's "mergeable ranks"). Should two merges
+        # spell the same bytes, the first wins and the other id is never produced.
+        self._ranks: dict[bytes, int] = {}
+        for token_id, token in enumerate(self._vocab):
+            self._ranks.setdefault(token, token_id)
+        self.special_ids = {s: len(self._vocab) + k for k, s in enumerate(self.special_tokens)}
+        self._vocab += [s.encode("utf-8") for s in self.special_tokens]
+        self._cache = _PieceCache(self._ranks)
+        self._fast = None  # the tiktoken encoder: None untried, False unavailable
 
     @property
     def n_tokens(self) -> int:
-        """Number of ids that exist: 256 + learned merges (<= vocab_size)."""
+        """Number of ids that exist: 256 + learned merges + special tokens (<= vocab_size)."""
         return len(self._vocab)
+
+    @property
+    def eot_id(self) -> int | None:
+        """The id of `END_OF_TEXT`, if it is one of the special tokens."""
+        return self.special_ids.get(END_OF_TEXT)
 
     # ----------------------------------------------------------------------------- encoding
     def encode(self, text: str) -> np.ndarray:
-        """Encode a string to a 1-D int32 array of token ids."""
-        ids: list[int] = []
-        cache = self._cache
+        """Encode a string to a 1-D int32 array of token ids (never special ids)."""
+        _check_text(text, "BPETokeniser.encode")
         try:
-            for chunk in self._regex.findall(text):
-                chunk_ids = cache.get(chunk)
-                if chunk_ids is None:
-                    chunk_ids = self._encode_chunk(chunk.encode("utf-8"))
-                    if len(cache) >= _CACHE_LIMIT:
-                        cache.clear()
-                    cache[chunk] = chunk_ids
-                ids.extend(chunk_ids)
+            fast = self._tiktoken() if len(text) >= _ACCELERATE_MIN_CHARS else None
+            if fast is not None:
+                if _SURROGATE.search(text):  # tiktoken would replace it with U+FFFD
+                    raise UnicodeEncodeError("utf-8", text, 0, 1, "surrogates not allowed")
+                return np.array(fast.encode_ordinary(text), dtype=np.int32)
+            ids = chain.from_iterable(map(self._cache.__getitem__, self._split(text)))
+            return np.fromiter(ids, dtype=np.int32)  # (n_tokens,)
         except UnicodeEncodeError:
-            pos = next(i for i, ch in enumerate(text) if 0xD800 <= ord(ch) <= 0xDFFF)
-            raise ValueError(
-                f"BPETokeniser.encode: character {text[pos]!r} at position {pos} has no UTF-8 "
-                "encoding (a lone surrogate)"
-            ) from None
-        return np.array(ids, dtype=np.int32)  # (n_tokens,)
+            raise _surrogate_error(text, "BPETokeniser.encode") from None
 
-    def _encode_chunk(self, chunk: bytes) -> list[int]:
-        """Apply merges to one chunk, always merging the earliest-learned pair present first,
-        which reproduces exactly the segmentation training arrived at."""
-        ids = list(chunk)
-        ranks = self._ranks
-        while len(ids) >= 2:
-            pair = min(zip(ids, ids[1:]), key=lambda p: ranks.get(p, _NOT_A_MERGE))
-            rank = ranks.get(pair)
-            if rank is None:
-                break  # no pair in the chunk was ever merged
-            ids = _merge(ids, pair, N_BYTES + rank)
-        return ids
+    def _tiktoken(self):
+        """A tiktoken Encoding with these merges, or None (not installed, a custom pattern,
+        `accelerate` off, or it failed the check that it gives our ids)."""
+        if not self.accelerate:
+            return None
+        if self._fast is None:
+            self._fast = _build_tiktoken(self) or False
+        return self._fast or None
 
     # ----------------------------------------------------------------------------- decoding
     def decode_bytes(self, ids: Iterable[int] | np.ndarray | int) -> bytes:
@@ -218,27 +280,41 @@ class BPETokeniser:
                 "version": _FORMAT_VERSION,
                 "vocab_size": self.vocab_size,
                 "pattern": self.pattern,
+                "special_tokens": self.special_tokens,
                 "merges": [list(pair) for pair in self.merges],
             },
         )
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> "BPETokeniser":
-        """Read a tokeniser written by `save`. Raises ValueError on a corrupt file."""
+    def load(cls, path: str | os.PathLike, trust_pattern: bool = False) -> "BPETokeniser":
+        """Read a tokeniser written by `save`. Raises ValueError on a corrupt file, and on a
+        split pattern that is not one of `SPLIT_PATTERNS` unless `trust_pattern` (a regex
+        from a file could make encoding run for hours)."""
         data = _load_json(path, "tricycle-bpe")
         vocab_size, pattern, merges = (
             data.get("vocab_size"),
             data.get("pattern"),
             data.get("merges"),
         )
-        if not isinstance(vocab_size, int) or vocab_size < N_BYTES:
-            raise ValueError(f"{path}: vocab_size must be an int >= {N_BYTES}, got {vocab_size!r}")
+        special_tokens = data.get("special_tokens", [])
+        if not isinstance(special_tokens, list) or _string_list(special_tokens) is None:
+            raise ValueError(f"{path}: special_tokens must be a list of non-empty strings")
+        n_min = N_BYTES + len(special_tokens)
+        if not _is_int(vocab_size) or vocab_size < n_min:
+            raise ValueError(f"{path}: vocab_size must be an int >= {n_min}, got {vocab_size!r}")
         if not isinstance(pattern, str):
             raise ValueError(f"{path}: pattern must be a string, got {pattern!r}")
-        if not isinstance(merges, list) or len(merges) > vocab_size - N_BYTES:
+        if not (trust_pattern or pattern in SPLIT_PATTERNS or pattern in SPLIT_PATTERNS.values()):
             raise ValueError(
-                f"{path}: merges must be a list of at most vocab_size - {N_BYTES} = "
-                f"{vocab_size - N_BYTES} pairs"
+                f"{path}: split pattern {pattern!r} is not one of the library's "
+                f"({', '.join(SPLIT_PATTERNS)}); a regex from a file can take exponential time "
+                "on some text, so it is used only with BPETokeniser.load(path, "
+                "trust_pattern=True)"
+            )
+        n_merges = vocab_size - n_min
+        if not isinstance(merges, list) or len(merges) > n_merges:
+            raise ValueError(
+                f"{path}: merges must be a list of at most vocab_size - {n_min} = {n_merges} pairs"
             )
         for rank, pair in enumerate(merges):
             # A merge may only combine ids that exist before it: bytes and earlier merges.
@@ -252,11 +328,193 @@ class BPETokeniser:
                     f"{N_BYTES + rank}"
                 )
         try:
-            tokeniser = cls(vocab_size, pattern=pattern)
-        except re.error as e:
-            raise ValueError(f"{path}: pattern {pattern!r} is not a valid regex: {e}") from None
+            tokeniser = cls(vocab_size, pattern=pattern, special_tokens=special_tokens)
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"{path}: {e}") from None
         tokeniser._set_merges([tuple(pair) for pair in merges])
         return tokeniser
+
+    # ---------------------------------------------------------------------------- pickling
+    def __getstate__(self) -> dict:
+        """Pickle what defines the tokeniser, not its caches or its tiktoken encoder."""
+        return {
+            "vocab_size": self.vocab_size,
+            "pattern": self.pattern,
+            "special_tokens": self.special_tokens,
+            "merges": self.merges,
+            "accelerate": self.accelerate,
+        }
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["vocab_size"], state["pattern"], state["special_tokens"])
+        self._set_merges(state["merges"])
+        self.accelerate = state["accelerate"]
+
+    def __repr__(self) -> str:
+        return (
+            f"BPETokeniser(vocab_size={self.vocab_size}, n_tokens={self.n_tokens}, "
+            f"special_tokens={self.special_tokens})"
+        )
+
+
+# ------------------------------------------------------------------ the merge loop (encoding)
+class _PieceCache(dict):
+    """chunk -> its token ids. A missing chunk is encoded on first use (`__missing__`), so
+    the hot loop of `encode` is one C-level `map` over the chunks. Cleared when full."""
+
+    def __init__(self, ranks: dict[bytes, int]):
+        super().__init__()
+        self.ranks = ranks
+
+    def __missing__(self, chunk: str) -> tuple[int, ...]:
+        if len(self) >= _CACHE_LIMIT:
+            self.clear()
+        ids = self[chunk] = byte_pair_encode(chunk.encode("utf-8"), self.ranks)
+        return ids
+
+
+def byte_pair_encode(piece: bytes, ranks: dict[bytes, int]) -> tuple[int, ...]:
+    """The ids of one chunk, as tiktoken computes them: a chunk that is a token is that
+    token; otherwise start from its bytes and repeatedly merge the adjacent pair whose
+    concatenation has the lowest rank (the leftmost on ties) until no pair is a token."""
+    whole = ranks.get(piece)
+    if whole is not None:
+        return (whole,)
+    parts = _merge_long(piece, ranks) if len(piece) > _LONG_PIECE else _merge_short(piece, ranks)
+    return tuple(map(ranks.__getitem__, parts))
+
+
+def _merge_short(piece: bytes, ranks: dict[bytes, int]) -> list[bytes]:
+    """The merge loop by rescanning: after each merge only the two neighbouring pair ranks
+    change. O(n^2) in the piece's length, fastest for the short chunks of natural text."""
+    parts = [piece[i : i + 1] for i in range(len(piece))]
+    get = ranks.get
+    pair_ranks = [get(a + b) for a, b in zip(parts, parts[1:])]  # rank of (parts[i], parts[i+1])
+    while True:
+        best, i = None, -1
+        for j, rank in enumerate(pair_ranks):
+            if rank is not None and (best is None or rank < best):
+                best, i = rank, j
+        if best is None:
+            return parts
+        parts[i : i + 2] = [parts[i] + parts[i + 1]]
+        del pair_ranks[i]
+        if i > 0:
+            pair_ranks[i - 1] = get(parts[i - 1] + parts[i])
+        if i < len(pair_ranks):
+            pair_ranks[i] = get(parts[i] + parts[i + 1])
+
+
+def _merge_long(piece: bytes, ranks: dict[bytes, int]) -> list[bytes]:
+    """The same merges in the same order in O(n log n): a heap of (rank, start) over a
+    linked list of parts. A heap entry is stale once its pair no longer has that rank."""
+    n = len(piece)
+    next_start = list(range(1, n + 1))  # part i is piece[i : next_start[i]]
+    prev_start = list(range(-1, n - 1))
+    heap = [(r, i) for i in range(n - 1) if (r := ranks.get(piece[i : i + 2])) is not None]
+    heapq.heapify(heap)
+    alive = bytearray(b"\x01") * n
+    while heap:
+        rank, i = heapq.heappop(heap)
+        j = next_start[i] if alive[i] else n
+        if j >= n or ranks.get(piece[i : next_start[j]]) != rank:
+            continue  # stale: part i was absorbed or has grown since this entry was pushed
+        k = next_start[j]  # merge parts i and j
+        alive[j] = 0
+        next_start[i] = k
+        if k < n:
+            prev_start[k] = i
+            if (r := ranks.get(piece[i : next_start[k]])) is not None:
+                heapq.heappush(heap, (r, i))
+        h = prev_start[i]
+        if h >= 0 and (r := ranks.get(piece[h:k])) is not None:
+            heapq.heappush(heap, (r, h))
+    return [piece[i : next_start[i]] for i in range(n) if alive[i]]
+
+
+def _split_lossless(regex: re.Pattern, text: str) -> list[str]:
+    """Chunks of `text` for any regex: each match, and each stretch between matches, in
+    order (empty ones dropped). They concatenate back to `text` by construction."""
+    chunks, end = [], 0
+    for match in regex.finditer(text):
+        start, stop = match.span()
+        if start > end:
+            chunks.append(text[end:start])
+        if stop > start:
+            chunks.append(text[start:stop])
+        end = max(end, stop)
+    if end < len(text):
+        chunks.append(text[end:])
+    return chunks
+
+
+# ------------------------------------------------------------------ tiktoken (optional)
+def _build_tiktoken(tokeniser: BPETokeniser):
+    """A tiktoken Encoding that gives `tokeniser`'s ids, or None.
+
+    tiktoken splits with Rust's regex, whose \\w and \\s are not Python's, so the split
+    pattern is rewritten with explicit code point classes computed from Python's own `re`:
+    the same chunks for every character. Before use, both encoders must agree on a probe
+    text holding every token and the characters where the two regex engines differ.
+    """
+    if tokeniser.pattern != GPT2_SPLIT_PATTERN:
+        return None
+    try:
+        import tiktoken  # noqa: PLC0415 - optional dependency, imported on first use
+    except ImportError:
+        return None
+    encoding = tiktoken.Encoding(
+        f"tricycle-bpe-{tokeniser.n_tokens}",
+        pat_str=_tiktoken_gpt2_pattern(),
+        mergeable_ranks=tokeniser._ranks,
+        special_tokens={},
+    )
+    tokens = [tokeniser.decode([i]) for i in range(N_BYTES, N_BYTES + len(tokeniser.merges))]
+    probe = _PROBE + " ".join(tokens) + "\n" + "|".join(tokens)
+    pure = np.fromiter(
+        chain.from_iterable(map(tokeniser._cache.__getitem__, tokeniser._split(probe))), np.int32
+    )
+    if not np.array_equal(pure, encoding.encode_ordinary(probe)):
+        warnings.warn(
+            "BPETokeniser: tiktoken gives different ids from the pure Python encoder on the "
+            "probe text; encoding in pure Python",
+            stacklevel=3,
+        )
+        return None
+    return encoding
+
+
+# Characters where Python's and Rust's regex classes differ, contractions, whitespace runs.
+_PROBE = (
+    "don't I'll we've they're he'd 'S 'LL \x1c\x1d\x1e\x1f \x85\xa0\u2028\u3000 x\u3000y "
+    "e\u0301 ² ³ ½ ٣ ४ 𝟘 Ⅻ 〇 _a_ __init__ a1_b2 \t\n\r\n  \n   x  \n\n\t y 🙂👩\u200d👧 日本語 "
+)
+
+
+@functools.lru_cache(maxsize=1)
+def _tiktoken_gpt2_pattern() -> str:
+    """GPT2_SPLIT_PATTERN in Rust regex syntax, with Python's classes spelt out."""
+    letters, digits = _rust_class(r"[^\W\d_]"), _rust_class(r"\d")
+    other, space = _rust_class(r"[^\s\w]|_"), _rust_class(r"\s")
+    non_space = "[^" + space[1:]
+    return (
+        r"'(?:[sdmt]|ll|ve|re)"
+        f"| ?{letters}+"
+        f"| ?{digits}+"
+        f"| ?{other}+"
+        f"|{space}+(?!{non_space})"
+        f"|{space}+"
+    )
+
+
+def _rust_class(python_class: str) -> str:
+    """A Rust regex class of exactly the code points that `python_class` matches in `re`."""
+    runs = []
+    for start, stop in ((0, 0xD800), (0xE000, 0x110000)):  # every code point but surrogates
+        chars = "".join(map(chr, range(start, stop)))
+        for match in re.finditer(f"(?:{python_class})+", chars):
+            runs.append((start + match.start(), start + match.end() - 1))
+    return "[" + "".join(f"\\x{{{a:X}}}-\\x{{{b:X}}}" for a, b in runs) + "]"
 
 
 class CharTokeniser:
@@ -267,10 +525,19 @@ class CharTokeniser:
     """
 
     def __init__(self, chars: Iterable[str] = ()):
-        self._set_chars(sorted(set(chars)))
+        try:
+            chars = sorted(set(chars))
+        except TypeError:
+            chars = None
+        if chars is None or not all(isinstance(ch, str) and len(ch) == 1 for ch in chars):
+            raise TypeError(
+                "CharTokeniser: chars must be an iterable of single characters (or a str)"
+            )
+        self._set_chars(chars)
 
     def train(self, text: str) -> "CharTokeniser":
         """Build the vocabulary from the characters in `text`; returns self."""
+        _check_text(text, "CharTokeniser.train")
         self._set_chars(sorted(set(text)))
         return self
 
@@ -287,6 +554,7 @@ class CharTokeniser:
 
     def encode(self, text: str) -> np.ndarray:
         """Encode a string to a 1-D int32 array of ids, one per character."""
+        _check_text(text, "CharTokeniser.encode")
         try:
             return np.array([self._ids[ch] for ch in text], dtype=np.int32)  # (len(text),)
         except KeyError as e:
@@ -324,10 +592,14 @@ class CharTokeniser:
         return cls(chars)
 
 
-def load_tokeniser(path: str | os.PathLike) -> BPETokeniser | CharTokeniser:
-    """Load whichever kind of tokeniser `path` holds."""
-    kind = _load_json(path, None)["format"]
-    return {"tricycle-bpe": BPETokeniser, "tricycle-char": CharTokeniser}[kind].load(path)
+def load_tokeniser(
+    path: str | os.PathLike, trust_pattern: bool = False
+) -> BPETokeniser | CharTokeniser:
+    """Load whichever kind of tokeniser `path` holds (`trust_pattern`: see
+    `BPETokeniser.load`)."""
+    if _load_json(path, None)["format"] == "tricycle-char":
+        return CharTokeniser.load(path)
+    return BPETokeniser.load(path, trust_pattern=trust_pattern)
 
 
 class StreamDecoder:
@@ -356,7 +628,33 @@ class StreamDecoder:
 
 
 # --------------------------------------------------------------------------------- helpers
-_NOT_A_MERGE = float("inf")
+def _is_int(value) -> bool:
+    """An integer (Python or numpy), and not a bool."""
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
+
+def _string_list(values) -> list[str] | None:
+    """`values` as a list of non-empty strings, or None if it is not one (a lone str is not)."""
+    if isinstance(values, str | bytes):
+        return None
+    try:
+        values = list(values)
+    except TypeError:
+        return None
+    return values if all(isinstance(v, str) and v for v in values) else None
+
+
+def _check_text(text, who: str) -> None:
+    if not isinstance(text, str):
+        raise TypeError(f"{who}: expected a str, got {type(text).__name__}")
+
+
+def _surrogate_error(text: str, who: str) -> ValueError:
+    """The error for text that has no UTF-8 encoding."""
+    pos = next(i for i, ch in enumerate(text) if 0xD800 <= ord(ch) <= 0xDFFF)
+    return ValueError(
+        f"{who}: character {text[pos]!r} at position {pos} has no UTF-8 encoding (a lone surrogate)"
+    )
 
 
 def _merge(ids: list[int], pair: tuple[int, int], new_id: int) -> list[int]:

@@ -34,7 +34,7 @@ from tricycle.tokeniser import (
 from tricycle_datasets.download import cache_dir
 
 # Bump when the cached files change meaning, to ignore caches written by older code.
-_CACHE_VERSION = "1"
+_CACHE_VERSION = "2"
 
 
 class Corpus:
@@ -64,8 +64,7 @@ class Corpus:
         for part, text in (("training", train_text), ("validation", valid_text)):
             if not text:
                 raise ValueError(f"{name}: the {part} part of the corpus is empty")
-        if not char and vocab_size is None:
-            raise ValueError(f"{name}: vocab_size is required for a BPE tokeniser")
+        check_vocab_size(name, vocab_size, char)
         self.name = name
         self.text = train_text + valid_text
         self.tokeniser, self.train_tokens, self.valid_tokens = _tokenise_cached(
@@ -104,17 +103,43 @@ class TextFile(Corpus):
     """
 
     def __init__(self, path: str | os.PathLike, vocab_size: int | None = None, char: bool = False):
+        check_vocab_size("TextFile", vocab_size, char)
         path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as e:
-            raise ValueError(f"{path}: not UTF-8 text ({e})") from None
-        super().__init__(path.stem, *split_text(text), vocab_size=vocab_size, char=char)
+        super().__init__(path.stem, *split_text(read_text(path)), vocab_size=vocab_size, char=char)
+
+
+def read_text(path: str | os.PathLike) -> str:
+    """The contents of a UTF-8 text file; ValueError naming the file and the byte offset of
+    the first byte that is not UTF-8."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(
+            f"{path}: not UTF-8 text: byte 0x{data[e.start]:02x} at offset {e.start} ({e.reason})"
+        ) from None
+
+
+def check_vocab_size(who: str, vocab_size, char: bool = False) -> None:
+    """Refuse a vocabulary size that no tokeniser could have, before any text is read."""
+    if vocab_size is None:
+        if char:
+            return
+        raise ValueError(f"{who}: vocab_size is required for a BPE tokeniser")
+    if (
+        isinstance(vocab_size, bool)
+        or not isinstance(vocab_size, int | np.integer)
+        or vocab_size < (1 if char else 256)
+    ):
+        expected = "an int >= 1 or None" if char else "an int >= 256 (BPE: one id per byte)"
+        raise ValueError(f"{who}: vocab_size must be {expected}, got {vocab_size!r}")
 
 
 def split_text(text: str, valid_fraction: float = 0.1) -> tuple[str, str]:
     """Split text into (train, valid) with about `valid_fraction` of it last, cutting after a
     newline so no line is split between the two."""
+    if not (isinstance(valid_fraction, float | int) and 0 < valid_fraction < 1):
+        raise ValueError(f"split_text: valid_fraction must be in (0, 1), got {valid_fraction!r}")
     cut = int(len(text) * (1 - valid_fraction))
     newline = text.find("\n", cut)
     if newline != -1:
@@ -128,6 +153,8 @@ def split_documents(documents: list[str], every: int = 10) -> tuple[str, str]:
     Splitting by document keeps any one file wholly in one part, so validation measures
     generalisation to unseen files rather than to unseen halves of seen ones.
     """
+    if isinstance(every, bool) or not isinstance(every, int) or every < 2:
+        raise ValueError(f"split_documents: every must be an int >= 2, got {every!r}")
     train = [doc for i, doc in enumerate(documents) if i % every != every - 1]
     valid = [doc for i, doc in enumerate(documents) if i % every == every - 1]
     return "\n".join(train), "\n".join(valid)

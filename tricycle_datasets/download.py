@@ -4,10 +4,13 @@ The cache directory is `$TRICYCLE_CACHE_DIR`, else `$XDG_CACHE_HOME/tricycle`, e
 `~/.cache/tricycle`. A file already there with the right checksum is used without touching
 the network; anything else is (re)downloaded to a temporary file, checked, and only then
 renamed into place, so an interrupted or corrupted download never looks like a good one.
+Downloads land only inside the cache directory.
 """
 
 import hashlib
+import math
 import os
+import re
 import urllib.request
 from pathlib import Path
 
@@ -27,6 +30,19 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "tricycle"
 
 
+def inside_cache(path: str | os.PathLike) -> Path:
+    """`path` (relative to `cache_dir()`, or absolute) as a path inside the cache directory;
+    ValueError if it leads outside it (an absolute path elsewhere, `..`, a symlink out)."""
+    root = cache_dir().resolve()
+    resolved = (root / Path(path)).resolve()  # an absolute `path` replaces `root` here
+    if resolved == root or not resolved.is_relative_to(root):
+        raise ValueError(
+            f"download: path {str(path)!r} is outside the cache directory {root} "
+            "($TRICYCLE_CACHE_DIR); give a path relative to it"
+        )
+    return resolved
+
+
 def sha256_file(path: str | os.PathLike) -> str:
     """Hex SHA-256 of a file's contents."""
     digest = hashlib.sha256()
@@ -41,17 +57,27 @@ def download(url: str, path: str | os.PathLike, sha256: str, timeout: float = 60
 
     Args:
         url: any URL urllib opens (https://, file://, ...).
-        path: where to keep the file; a relative path is taken inside `cache_dir()`.
+        path: where to keep the file, inside `cache_dir()` (relative to it, or an absolute
+            path within it); a path that leads outside is an error.
         sha256: the expected hex SHA-256 of the file.
         timeout: seconds to wait for the server before giving up.
 
     Raises:
         DownloadError: the URL could not be fetched (the message says why).
-        ValueError: the downloaded bytes do not have the expected checksum; nothing is kept.
+        ValueError: the downloaded bytes do not have the expected checksum (nothing is
+            kept), or an argument is malformed.
     """
-    path = Path(path)
-    if not path.is_absolute():
-        path = cache_dir() / path
+    if not isinstance(url, str) or not url:
+        raise ValueError(f"download: url must be a non-empty str, got {url!r}")
+    if not isinstance(sha256, str) or not re.fullmatch(r"[0-9a-fA-F]{64}", sha256):
+        raise ValueError(f"download: sha256 must be 64 hex digits, got {sha256!r}")
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not (timeout > 0 and math.isfinite(timeout))
+    ):
+        raise ValueError(f"download: timeout must be a positive number of seconds, got {timeout!r}")
+    path = inside_cache(path)
     expected = sha256.lower()
     if path.is_file() and sha256_file(path) == expected:
         return path  # cached: no network

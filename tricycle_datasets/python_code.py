@@ -12,7 +12,7 @@ import os
 import sysconfig
 from pathlib import Path
 
-from tricycle_datasets import Corpus, split_documents
+from tricycle_datasets import Corpus, check_vocab_size, split_documents
 
 # Directory names never descended into: third-party packages, caches and test suites.
 EXCLUDED_DIRS = frozenset(
@@ -38,7 +38,11 @@ class PythonCode(Corpus):
         root: str | os.PathLike | None = None,
         char: bool = False,
     ):
+        check_vocab_size("PythonCode", vocab_size, char)
+        check_max_bytes("PythonCode", max_bytes)
         root = Path(root) if root is not None else Path(sysconfig.get_paths()["stdlib"])
+        if not root.is_dir():
+            raise FileNotFoundError(f"PythonCode: root={str(root)!r} is not a directory")
         sources = select_sources(root, max_bytes)
         if len(sources) < 10:
             raise ValueError(
@@ -47,6 +51,15 @@ class PythonCode(Corpus):
             )
         super().__init__("python", *split_documents(list(sources.values())), vocab_size, char)
         self.files = list(sources)
+
+
+def check_max_bytes(who: str, max_bytes, optional: bool = True) -> None:
+    """Refuse a size limit that is not a positive int (None: no limit, where `optional`)."""
+    if max_bytes is None and optional:
+        return
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+        expected = "a positive int or None" if optional else "a positive int"
+        raise ValueError(f"{who}: max_bytes must be {expected}, got {max_bytes!r}")
 
 
 def select_sources(root: Path, max_bytes: int | None = None) -> dict[str, str]:

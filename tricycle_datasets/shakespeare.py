@@ -5,14 +5,17 @@
 
 The text comes from, in order: `data_dir`, the directory in `$TRICYCLE_DATA_DIR`, or a
 download (cached and checksummed, see `download.py`). A directory is searched for
-`tinyshakespeare.txt` or `input.txt`. The last 10% (cut at a line end) is the validation set.
+`tinyshakespeare.txt` or `input.txt`; a directory that was named but does not exist is an
+error, never a silent download. A local copy whose SHA-256 is not the official file's is used
+with a warning naming both hashes. The last 10% (cut at a line end) is the validation set.
 """
 
 import os
+import warnings
 from pathlib import Path
 
-from tricycle_datasets import Corpus, split_text
-from tricycle_datasets.download import DownloadError, cache_dir, download
+from tricycle_datasets import Corpus, check_vocab_size, read_text, split_text
+from tricycle_datasets.download import DownloadError, download, sha256_file
 
 URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
 SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
@@ -23,6 +26,7 @@ class Shakespeare(Corpus):
     """Tiny Shakespeare encoded with a byte-level BPE tokeniser of `vocab_size` ids."""
 
     def __init__(self, vocab_size: int, data_dir: str | os.PathLike | None = None):
+        check_vocab_size("Shakespeare", vocab_size)
         text = load_text(data_dir)
         super().__init__("shakespeare", *split_text(text), vocab_size=vocab_size)
 
@@ -39,24 +43,47 @@ def load_text(data_dir: str | os.PathLike | None = None) -> str:
     """The tiny-shakespeare text, from `data_dir`, `$TRICYCLE_DATA_DIR` or a download."""
     if data_dir is not None:
         # An explicit directory is what the user wants: fail rather than download instead.
-        path = _find(Path(data_dir))
+        path = _find(Path(data_dir), "data_dir")
         if path is None:
             raise FileNotFoundError(f"none of {FILENAMES} found in data_dir={str(data_dir)!r}")
-        return path.read_text(encoding="utf-8")
+        return _read_local(path)
 
     env_dir = os.environ.get("TRICYCLE_DATA_DIR")
-    path = _find(Path(env_dir)) if env_dir else None
-    if path is None:
-        try:
-            path = download(URL, cache_dir() / "data" / FILENAMES[0], SHA256)
-        except DownloadError as e:
-            raise FileNotFoundError(
-                f"tiny-shakespeare is not available offline and the download failed ({e}). "
-                f"Fix: put {URL} as tinyshakespeare.txt in a directory and pass "
-                "Shakespeare(..., data_dir=that_directory) or set TRICYCLE_DATA_DIR to it."
-            ) from e
-    return path.read_text(encoding="utf-8")
+    path = _find(Path(env_dir), "TRICYCLE_DATA_DIR") if env_dir else None
+    if path is not None:
+        return _read_local(path)
+    try:
+        path = download(URL, Path("data") / FILENAMES[0], SHA256)
+    except DownloadError as e:
+        where = (
+            f"none of {FILENAMES} is in TRICYCLE_DATA_DIR={env_dir!r}"
+            if env_dir
+            else "tiny-shakespeare is not available offline"
+        )
+        raise FileNotFoundError(
+            f"{where} and the download failed ({e}). Fix: put {URL} as tinyshakespeare.txt "
+            "in a directory and pass Shakespeare(..., data_dir=that_directory) or set "
+            "TRICYCLE_DATA_DIR to it."
+        ) from e
+    return read_text(path)
 
 
-def _find(directory: Path) -> Path | None:
+def _find(directory: Path, source: str) -> Path | None:
+    """The first of FILENAMES in `directory`; an error if the directory does not exist."""
+    if not directory.is_dir():
+        raise FileNotFoundError(
+            f"{source}={str(directory)!r} is not a directory (it should hold {FILENAMES[0]})"
+        )
     return next((directory / name for name in FILENAMES if (directory / name).is_file()), None)
+
+
+def _read_local(path: Path) -> str:
+    """A local copy's text; a warning if it is not the official file."""
+    actual = sha256_file(path)
+    if actual != SHA256:
+        warnings.warn(
+            f"{path} is not the official tiny-shakespeare: its sha256 is {actual}, expected "
+            f"{SHA256}; using it anyway",
+            stacklevel=3,
+        )
+    return read_text(path)

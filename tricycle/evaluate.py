@@ -1,0 +1,240 @@
+"""Evaluate a trained GPT: HellaSwag-style multiple choice, and text samples.
+
+    python -m tricycle.evaluate runs/gpt2 --hellaswag hellaswag_val.jsonl
+    python -m tricycle.evaluate runs/gpt2/checkpoint.npz          # downloads the val set
+
+Multiple choice, as in Karpathy's GPT-2 reproduction: each ending is appended to the context
+(with a leading space) and scored by the model's cross-entropy on the ending's tokens only.
+"acc" picks the ending with the lowest *summed* loss, "acc_norm" the lowest *mean* loss per
+token (which does not favour short endings). Endings of many examples go through the model
+together, right-padded to one length; a causal model never sees the padding, and the padding
+is masked out of the losses. No graph is built.
+
+`evaluate_hellaswag` is what a training loop calls (with `rank`/`world_size`, each rank
+scores every world_size-th example and the counts are summed across ranks); `sample_text`
+writes a sample for the log.
+
+MODEL (command line) is a run directory, its `checkpoint.npz` (safe: no code runs on load)
+or a pickled `model.pkl` (loading a pickle runs code from the file: only trusted ones); the
+tokeniser is `--tokeniser` or the `tokeniser.json` beside it.
+"""
+
+import argparse
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+from tricycle.backend import cupy_available, to_host_array
+from tricycle.checkpoint import CheckpointError, load_pickle, load_state
+from tricycle.configs import GPTConfig
+from tricycle.functions import log_softmax_forward
+from tricycle.models import GPT
+from tricycle.tensor import no_grad
+from tricycle.tokeniser import load_tokeniser
+from tricycle_datasets.hellaswag import Example, load_val, read_examples
+
+TOKENISER, CHECKPOINT, MODEL = "tokeniser.json", "checkpoint.npz", "model.pkl"
+
+
+# ------------------------------------------------------------------ multiple choice
+def render(tokeniser, example: Example) -> tuple[list[np.ndarray], int]:
+    """The token rows of an example (context + " " + ending, one per ending) and the number
+    of context tokens at the start of each."""
+    context = tokeniser.encode(example.context)
+    rows = [np.concatenate([context, tokeniser.encode(" " + e)]) for e in example.endings]
+    return rows, len(context)
+
+
+def ending_losses(
+    model: GPT, rows: list[np.ndarray], n_context: list[int], precision=None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(summed, mean) cross-entropy of each row's ending tokens: (R,) each, float64.
+
+    Rows longer than the context window keep their last `context_window` tokens.
+    """
+    window = model.config.context_window
+    starts = [max(0, len(row) - window) for row in rows]
+    rows = [row[s:] for row, s in zip(rows, starts)]
+    # the first ending token is predicted at position n_context - 1 (at least position 0)
+    first = [max(n - s, 1) - 1 for n, s in zip(n_context, starts)]
+    length = max(len(row) for row in rows)
+    ids = np.zeros((len(rows), length), dtype=np.int64)  # (R, L), right-padded with id 0
+    mask = np.zeros((len(rows), length - 1), dtype=bool)  # (R, L - 1): ending targets
+    for i, (row, f) in enumerate(zip(rows, first)):
+        ids[i, : len(row)] = row
+        mask[i, f : len(row) - 1] = True
+
+    logits = model(ids, precision=precision).array  # (R, L, V)
+    xp = model.token_embedding.weights.xp
+    log_probs = log_softmax_forward(xp, logits[:, :-1].astype(xp.float32, copy=False))
+    # log_probs: (R, L - 1, V)
+    targets = xp.asarray(ids[:, 1:])[..., None]  # (R, L - 1, 1)
+    losses = -xp.take_along_axis(log_probs, targets, axis=-1)[..., 0]  # (R, L - 1)
+    losses = to_host_array(losses).astype(np.float64) * mask
+    summed = losses.sum(axis=1)
+    return summed, summed / np.maximum(mask.sum(axis=1), 1)
+
+
+def evaluate_hellaswag(
+    model: GPT,
+    tokeniser,
+    examples: Iterable[Example],
+    rank: int = 0,
+    world_size: int = 1,
+    batch_rows: int = 16,
+    precision=None,
+) -> dict:
+    """Score multiple-choice examples; returns {"n", "correct", "correct_norm", "acc",
+    "acc_norm"}. With several ranks, this rank takes examples rank, rank + world_size, ...
+    (sum "n" and the "correct" counts over ranks for the whole set). `batch_rows`: endings
+    per forward pass."""
+    if not 0 <= rank < world_size:
+        raise ValueError(f"evaluate_hellaswag: rank {rank} must be in [0, {world_size})")
+    counts = {"n": 0, "correct": 0, "correct_norm": 0}
+    pending: list[tuple[list[np.ndarray], int, int]] = []  # (rows, n_context, label)
+
+    def score() -> None:
+        rows = [row for item in pending for row in item[0]]
+        n_context = [item[1] for item in pending for _ in item[0]]
+        summed, mean = ending_losses(model, rows, n_context, precision)
+        start = 0
+        for item_rows, _, label in pending:
+            stop = start + len(item_rows)
+            counts["n"] += 1
+            counts["correct"] += int(np.argmin(summed[start:stop]) == label)
+            counts["correct_norm"] += int(np.argmin(mean[start:stop]) == label)
+            start = stop
+        pending.clear()
+
+    was_training = model.training
+    model.eval()
+    try:
+        with no_grad():
+            for i, example in enumerate(examples):
+                if i % world_size != rank:
+                    continue
+                rows, n_context = render(tokeniser, example)
+                pending.append((rows, n_context, example.label))
+                if sum(len(item[0]) for item in pending) >= batch_rows:
+                    score()
+            if pending:
+                score()
+    finally:
+        if was_training:
+            model.train()
+    n = max(counts["n"], 1)
+    return {**counts, "acc": counts["correct"] / n, "acc_norm": counts["correct_norm"] / n}
+
+
+# ------------------------------------------------------------------ samples
+def sample_text(
+    model: GPT,
+    tokeniser,
+    prompt: str = "",
+    n_tokens: int = 100,
+    temperature: float = 0.8,
+    top_k: int | None = 50,
+    seed: int | None = 0,
+) -> str:
+    """`prompt` and a sampled continuation of `n_tokens` tokens, as text. An empty prompt
+    starts from the end-of-text token (a new document) when the tokeniser has one, else from
+    a newline. Reproducible with `seed`; leaves the model's train/eval mode as it was."""
+    eot = getattr(tokeniser, "eot_id", None)
+    if prompt:
+        ids = tokeniser.encode(prompt)
+    elif eot is not None:
+        ids = np.array([eot])
+    else:
+        ids = tokeniser.encode("\n")
+    ids = ids[-model.config.context_window :]
+    out = model.generate(
+        ids,
+        n_tokens,
+        temperature=temperature,
+        top_k=top_k,
+        rng=np.random.default_rng(seed),
+        vocab_limit=getattr(tokeniser, "n_tokens", None),  # ids the tokeniser can decode
+    )
+    text = tokeniser.decode(out[len(ids) :])
+    return prompt + text
+
+
+# ------------------------------------------------------------------ loading a model
+def load_model(path: str | Path, tokeniser_path: str | Path | None = None):
+    """(model, tokeniser) from a run directory, a checkpoint.npz or a pickled model."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / CHECKPOINT if (path / CHECKPOINT).is_file() else path / MODEL
+    if path.suffix == ".npz":
+        state = load_state(path)
+        if not isinstance(state.get("config"), dict) or not isinstance(state.get("model"), dict):
+            raise CheckpointError(f"{path}: a checkpoint without 'config' and 'model'")
+        try:
+            model = GPT(GPTConfig.from_dict(state["config"]))
+            model.load_state_dict(state["model"])
+        except (TypeError, ValueError, KeyError) as e:
+            raise CheckpointError(f"{path}: cannot rebuild the model ({e})") from None
+    else:
+        model = load_pickle(path)
+        if not isinstance(model, GPT):
+            raise CheckpointError(f"{path} holds a {type(model).__name__}, not a GPT")
+    tokeniser_path = Path(tokeniser_path) if tokeniser_path else path.parent / TOKENISER
+    if not tokeniser_path.is_file():
+        raise CheckpointError(f"no tokeniser: pass --tokeniser, or put {TOKENISER} beside {path}")
+    tokeniser = load_tokeniser(tokeniser_path)
+    if tokeniser.n_tokens > model.config.vocab_size:
+        raise CheckpointError(
+            f"{tokeniser_path} has {tokeniser.n_tokens} ids but the model only "
+            f"{model.config.vocab_size}: they do not belong together"
+        )
+    return model, tokeniser
+
+
+# ------------------------------------------------------------------ command line
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m tricycle.evaluate",
+        description="Score a trained GPT on HellaSwag-style multiple choice (acc, acc_norm). "
+        "A pickled model.pkl runs code from the file when loaded: only use trusted ones.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    add = parser.add_argument
+    add("model", type=Path, help="run directory, checkpoint.npz or model.pkl")
+    add("--hellaswag", type=Path, help="a HellaSwag JSONL file (default: download the val set)")
+    add("--tokeniser", type=Path, help=f"tokeniser file (default: {TOKENISER} beside MODEL)")
+    add("--limit", type=_positive_int, help="score only the first N examples")
+    add("--batch-rows", type=_positive_int, default=16, help="endings per forward pass")
+    add("--device", choices=["cpu", "gpu"], default="cpu")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    try:
+        model, tokeniser = load_model(args.model, args.tokeniser)
+        if args.hellaswag is not None:
+            examples = read_examples(args.hellaswag, args.limit)
+        else:
+            examples = load_val(args.limit)
+    except (CheckpointError, OSError, ValueError) as error:
+        raise SystemExit(f"evaluate: {error}") from None
+    if args.device == "gpu":
+        if not cupy_available():
+            raise SystemExit("evaluate: --device gpu, but no CUDA GPU is available")
+        model.to_gpu()
+    result = evaluate_hellaswag(model, tokeniser, examples, batch_rows=args.batch_rows)
+    print(json.dumps({"hellaswag": result}))
+    return result
+
+
+if __name__ == "__main__":
+    main()
