@@ -153,7 +153,7 @@ def test_sources_compile_with_nvcc():
         for file, expressions in by_file.items():
             refs = ",\n".join(f"(void*)&{e}" for e in expressions)
             path = Path(tmp) / f"check_{file}"
-            path.write_text(f"{kernels.launch._source(file)}\nvoid* refs[] = {{\n{refs}}};\n")
+            path.write_text(f"{kernels.launch.source(file)}\nvoid* refs[] = {{\n{refs}}};\n")
             result = subprocess.run(
                 ["nvcc", "-std=c++17", "-arch=sm_90", "-c", str(path), "-o", os.devnull,
                  "-Xptxas", "-v"],

@@ -7,23 +7,26 @@ import numpy as np
 
 from tricycle import backend
 from tricycle.dropout_mask import dropout_threshold
-from tricycle.kernels.launch import (
-    _ATTENTION_HEAD_DIMS,
-    _LOG2E,
-    KernelSaved,
-    _ctype,
-    _function,
-)
+from tricycle.kernels.launch import CTYPES, KernelSaved, compiled, ctype, enabled
+
+HEAD_DIMS = (32, 64, 128)
+_LOG2E = 1.4426950408889634
 
 
-# ====================================================================== attention
+def attention_enabled(qkv, n_heads: int) -> bool:
+    """``enabled(qkv)`` and a shape the attention kernels handle: (B, T, 3E), D in 32/64/128."""
+    if not enabled(qkv) or qkv.ndim != 3 or qkv.shape[-1] % (3 * n_heads):
+        return False
+    return qkv.shape[-1] // (3 * n_heads) in HEAD_DIMS and qkv.shape[0] * n_heads < 65536
+
+
 def _attention_shapes(qkv, n_heads: int) -> tuple[int, int, int, int]:
     B, T, three_e = qkv.shape
     D = three_e // (3 * n_heads)
-    if three_e != 3 * n_heads * D or D not in _ATTENTION_HEAD_DIMS:
+    if three_e != 3 * n_heads * D or D not in HEAD_DIMS:
         raise ValueError(
             f"attention kernel: qkv of shape {qkv.shape} with {n_heads} heads gives head dim "
-            f"{three_e / (3 * n_heads)}; the kernels handle {_ATTENTION_HEAD_DIMS}"
+            f"{three_e / (3 * n_heads)}; the kernels handle {HEAD_DIMS}"
         )
     return B, T, three_e // 3, D
 
@@ -56,7 +59,7 @@ def attention_forward(xp, qkv, n_heads: int, dropout_prob: float = 0.0, seed: in
     dropout = _dropout_args(dropout_prob, seed)
     if B and T:
         rows_per_block = 128 // (D // 32)
-        kernel = _function("attention.cu", "attention_forward_kernel", _ctype(qkv), str(D))
+        kernel = compiled("attention.cu", "attention_forward_kernel", ctype(qkv), str(D))
         kernel(
             (-(-T // rows_per_block), B * n_heads),
             (128,),
@@ -80,8 +83,18 @@ def attention_backward(xp, dout, saved):
     scale = 1.0 / math.sqrt(D)
     dims = (np.int32(T), np.int32(n_heads), np.float32(_LOG2E * scale), np.float32(scale))
     dims += dropout
-    dq = _function("attention.cu", "attention_backward_dq_kernel", _ctype(qkv), str(D))
+    dq = compiled("attention.cu", "attention_backward_dq_kernel", ctype(qkv), str(D))
     dq(grid, (128,), (qkv, out, dout, lse, delta, dqkv) + dims)  # also writes delta
-    dkv = _function("attention.cu", "attention_backward_dkv_kernel", _ctype(qkv), str(D))
+    dkv = compiled("attention.cu", "attention_backward_dkv_kernel", ctype(qkv), str(D))
     dkv(grid, (128,), (qkv, dout, lse, delta, dqkv) + dims)
     return dqkv
+
+
+def instantiations() -> list[tuple[str, str, tuple[str, ...]]]:
+    """(file, kernel, template args) of every kernel this module may launch."""
+    return [
+        ("attention.cu", f"attention_{name}_kernel", (t, str(d)))
+        for t in CTYPES.values()
+        for d in HEAD_DIMS
+        for name in ("forward", "backward_dq", "backward_dkv")
+    ]
