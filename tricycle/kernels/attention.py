@@ -1,5 +1,11 @@
-"""Flash-style causal attention on the GPU (attention.cu): tiled, online softmax, no (B, H, T, T)
-matrix; saves only the output and the log-sum-exp of each row."""
+"""Flash-style causal attention on the GPU: tiled, online softmax, no (B, H, T, T) matrix; saves
+only the output and the log-sum-exp of each row.
+
+float16 and bfloat16 with head dims 64 and 128 run on tensor cores (attention_mma.cu,
+FlashAttention-2's design with mma.sync); float32 (and TF32 policies: attention is not a
+cuBLAS product) and head dim 32 run on CUDA cores (attention.cu). Both take and save the same
+arrays.
+"""
 
 import math
 
@@ -9,7 +15,8 @@ from tricycle import backend
 from tricycle.dropout_mask import dropout_threshold
 from tricycle.kernels.launch import CTYPES, KernelSaved, compiled, ctype, enabled
 
-HEAD_DIMS = (32, 64, 128)
+HEAD_DIMS = (32, 64, 128)  # the CUDA-core kernels (attention.cu), every float dtype
+MMA_HEAD_DIMS = (64, 128)  # the tensor-core kernels (attention_mma.cu), 16-bit dtypes
 _LOG2E = 1.4426950408889634
 
 
@@ -44,49 +51,92 @@ def _dropout_args(probability: float, seed: int) -> tuple:
     return np.uint32(seed % 2**32), np.uint32(threshold), np.float32(1 / (1 - probability))
 
 
-def attention_forward(xp, qkv, n_heads: int, dropout_prob: float = 0.0, seed: int = 0):
+def uses_tensor_cores(dtype, head_dim: int) -> bool:
+    """Whether attention of this storage dtype and head dim runs on tensor cores
+    (attention_mma.cu: float16 and bfloat16, D 64 or 128) rather than CUDA cores."""
+    return dtype.itemsize == 2 and head_dim in MMA_HEAD_DIMS
+
+
+def _mma_shared_bytes(kernel: str, D: int) -> int:
+    """Dynamic shared memory of a tensor-core kernel: tiles of 16-bit rows padded to D + 8.
+    The forward holds 5 tiles of 64 rows (Q, two stages of K and of V); each backward kernel
+    2 tiles of 64 rows (its own rows) and 4 streamed tiles of 64 rows (D = 64) or 32 (D = 128)."""
+    rows = 5 * 64 if kernel == "forward" else 2 * 64 + 4 * (64 if D == 64 else 32)
+    return 2 * (D + 8) * rows
+
+
+_raised: set = set()  # (kernel, device) whose dynamic shared-memory limit is raised
+
+
+def _mma_kernel(name: str, dtype_ctype: str, D: int):
+    """The tensor-core kernel ``name`` and its dynamic shared memory, with the limit raised
+    past the default 48 KB once per device."""
+    cp = backend.cupy()
+    kernel = compiled("attention_mma.cu", f"attention_mma_{name}_kernel", dtype_ctype, str(D))
+    shared = _mma_shared_bytes(name, D)
+    key = (name, dtype_ctype, D, cp.cuda.runtime.getDevice())
+    if key not in _raised:
+        kernel.max_dynamic_shared_size_bytes = shared
+        _raised.add(key)
+    return kernel, shared
+
+
+def attention_forward(xp, qkv, n_heads: int, dropout_prob: float = 0.0, seed: int = 0,
+                      tensor_cores: bool | None = None):  # fmt: skip
     """Causal attention of packed qkv (B, T, 3E) -> (out (B, T, E), saved), flash style.
 
     As ``tricycle.attention.attention_forward``, but saved = (qkv, out, lse, n_heads, dropout
-    arguments) with lse (B, H, T) float32 (base 2): no (B, H, T, T) array exists at any point.
-    ``dropout_prob`` drops probabilities with the mask of ``seed``.
+    arguments, tensor_cores) with lse (B, H, T) float32 (base 2): no (B, H, T, T) array exists
+    at any point. ``dropout_prob`` drops probabilities with the mask of ``seed``.
+    ``tensor_cores``: None picks them where they apply (``uses_tensor_cores``); False forces the
+    CUDA-core kernels (every dtype and head dim).
     """
     cp = backend.cupy()
     qkv = _aligned(cp, qkv)
     B, T, E, D = _attention_shapes(qkv, n_heads)
+    if tensor_cores is None or tensor_cores:
+        tensor_cores = uses_tensor_cores(qkv.dtype, D)
     out = cp.empty((B, T, E), dtype=qkv.dtype)
     lse = cp.empty((B, n_heads, T), dtype=np.float32)
     dropout = _dropout_args(dropout_prob, seed)
-    if B and T:
+    args = (qkv, out, lse, np.int32(T), np.int32(n_heads), np.float32(_LOG2E / math.sqrt(D)))
+    if B and T and tensor_cores:
+        kernel, shared = _mma_kernel("forward", ctype(qkv), D)
+        kernel((-(-T // 64), B * n_heads), (128,), args + dropout, shared_mem=shared)
+    elif B and T:
         rows_per_block = 128 // (D // 32)
         kernel = compiled("attention.cu", "attention_forward_kernel", ctype(qkv), str(D))
-        kernel(
-            (-(-T // rows_per_block), B * n_heads),
-            (128,),
-            (qkv, out, lse, np.int32(T), np.int32(n_heads), np.float32(_LOG2E / math.sqrt(D)))
-            + dropout,
-        )
-    return out, KernelSaved((qkv, out, lse, n_heads, dropout))
+        kernel((-(-T // rows_per_block), B * n_heads), (128,), args + dropout)
+    return out, KernelSaved((qkv, out, lse, n_heads, dropout, tensor_cores))
 
 
 def attention_backward(xp, dout, saved):
     """dqkv (B, T, 3E) from dout (B, T, E) and a kernel forward's ``saved``."""
     cp = backend.cupy()
-    qkv, out, lse, n_heads, dropout = saved
+    qkv, out, lse, n_heads, dropout, tensor_cores = saved
     B, T, E, D = _attention_shapes(qkv, n_heads)
     dout = _aligned(cp, dout if dout.dtype == qkv.dtype else dout.astype(qkv.dtype))
     dqkv = cp.empty_like(qkv)
     if B == 0 or T == 0:
         return dqkv
     delta = cp.empty((B, n_heads, T), dtype=np.float32)
-    grid = (-(-T // (128 // (D // 32))), B * n_heads)
     scale = 1.0 / math.sqrt(D)
     dims = (np.int32(T), np.int32(n_heads), np.float32(_LOG2E * scale), np.float32(scale))
     dims += dropout
+    dq_args = (qkv, out, dout, lse, delta, dqkv) + dims  # the dQ kernel also writes delta
+    dkv_args = (qkv, dout, lse, delta, dqkv) + dims
+    if tensor_cores:
+        grid = (-(-T // 64), B * n_heads)
+        dq, shared = _mma_kernel("backward_dq", ctype(qkv), D)
+        dq(grid, (128,), dq_args, shared_mem=shared)
+        dkv, shared = _mma_kernel("backward_dkv", ctype(qkv), D)
+        dkv(grid, (128,), dkv_args, shared_mem=shared)
+        return dqkv
+    grid = (-(-T // (128 // (D // 32))), B * n_heads)
     dq = compiled("attention.cu", "attention_backward_dq_kernel", ctype(qkv), str(D))
-    dq(grid, (128,), (qkv, out, dout, lse, delta, dqkv) + dims)  # also writes delta
+    dq(grid, (128,), dq_args)
     dkv = compiled("attention.cu", "attention_backward_dkv_kernel", ctype(qkv), str(D))
-    dkv(grid, (128,), (qkv, dout, lse, delta, dqkv) + dims)
+    dkv(grid, (128,), dkv_args)
     return dqkv
 
 
@@ -96,5 +146,10 @@ def instantiations() -> list[tuple[str, str, tuple[str, ...]]]:
         ("attention.cu", f"attention_{name}_kernel", (t, str(d)))
         for t in CTYPES.values()
         for d in HEAD_DIMS
+        for name in ("forward", "backward_dq", "backward_dkv")
+    ] + [
+        ("attention_mma.cu", f"attention_mma_{name}_kernel", (t, str(d)))
+        for t in ("half_t", "bf16_t")
+        for d in MMA_HEAD_DIMS
         for name in ("forward", "backward_dq", "backward_dkv")
     ]

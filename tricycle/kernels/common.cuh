@@ -164,3 +164,26 @@ __device__ __forceinline__ void online_add(float& m, float& s, float v) {
 __device__ __forceinline__ float rescale_sum(float m, float s, float row_max) {
     return m == -TC_INF ? 0.f : s * expf(m - row_max);
 }
+
+// ------------------------------------------------------------------ attention dropout mask
+// Attention-probability dropout keeps element (row, key) when a counter-based hash of the seed
+// and the coordinates clears a threshold: tricycle/dropout_mask.py keep_mask, bit for bit, so
+// the attention kernels (attention.cu, attention_mma.cu) and numpy draw the same mask.
+// lowbias32 (C. Wellons): the integer hash of tricycle/dropout_mask.py _mix32.
+__device__ __forceinline__ unsigned int mix32(unsigned int x) {
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    return x ^ (x >> 16);
+}
+// Per query row (row = (b * H + h) * T + query), the part of the hash shared by its keys.
+__device__ __forceinline__ unsigned int dropout_row_key(unsigned int seed, unsigned int row) {
+    return mix32(seed ^ mix32(row));
+}
+// Inverted-dropout multiplier of element (row, key): 0 or keep_scale; 1 without dropout.
+__device__ __forceinline__ float dropout_keep(unsigned int row_key, int key, unsigned int threshold,
+                                              float keep_scale) {
+    if (threshold == 0u) return 1.f;
+    return mix32(row_key ^ ((unsigned int)key * 0x9e3779b9u)) >= threshold ? keep_scale : 0.f;
+}
