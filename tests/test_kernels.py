@@ -374,6 +374,32 @@ def test_cross_entropy_all_ignored_and_bad_labels(cp):
     assert np.isnan(float(loss))
 
 
+@gpu
+@pytest.mark.parametrize("dtype", [d for d in DTYPES if d != "float32"])
+def test_cast_output_leaves_16_bit_logits_to_the_cross_entropy_kernel(cp, rng, dtype):
+    """Mixed precision hands 16-bit logits to the loss on a GPU (no float32 copy): the loss and
+    the logits' gradient are those of the float32 copy the CPU path makes."""
+    from tricycle.loss import CrossEntropy
+    from tricycle.precision import cast
+    from tricycle.tensor import Tensor
+
+    policy = Precision("fp16" if dtype == "float16" else "bf16")
+    logits = cp.asarray(rng.normal(scale=3.0, size=(4, 7, 301)).astype(np_dtype(dtype)))
+    labels = cp.asarray(rng.integers(0, 301, size=(4, 7)))
+    results = []
+    for direct in (True, False):
+        x = Tensor(logits, requires_grad=True)
+        y = policy.cast_output(x) if direct else cast(x, np.float32)
+        assert (y is x) == direct
+        loss = CrossEntropy()(labels, y)
+        loss.backward()
+        results.append((float(loss.array), x.grad.array))
+    (loss_direct, grad_direct), (loss_copy, grad_copy) = results
+    assert loss_direct == pytest.approx(loss_copy, rel=1e-6)
+    assert grad_direct.dtype == grad_copy.dtype == np_dtype(dtype)
+    check(cp, grad_direct, to_host(cp, grad_copy), dtype, "cross-entropy gradient, 16-bit logits")
+
+
 # ====================================================================== embedding backward
 @gpu
 @pytest.mark.parametrize("id_dtype", [np.int64, np.int32])

@@ -57,28 +57,47 @@ def uses_tensor_cores(dtype, head_dim: int) -> bool:
     return dtype.itemsize == 2 and head_dim in MMA_HEAD_DIMS
 
 
+# (rows a warp owns in 16-row m-tiles, rows of each streamed tile) per tensor-core kernel and
+# head dim: the largest that fit in 255 registers without spilling. More m-tiles per warp reuse
+# each fragment read from shared memory in more mma instructions.
+TILES = {
+    ("forward", 64): (1, 64),
+    ("forward", 128): (1, 64),
+    ("backward_dq", 64): (1, 64),
+    ("backward_dq", 128): (1, 32),
+    ("backward_dkv", 64): (1, 64),  # fixed in attention_mma.cu (DkvTile)
+    ("backward_dkv", 128): (1, 32),
+}
+
+
 def _mma_shared_bytes(kernel: str, D: int) -> int:
     """Dynamic shared memory of a tensor-core kernel: tiles of 16-bit rows padded to D + 8.
-    The forward holds 5 tiles of 64 rows (Q, two stages of K and of V); each backward kernel
-    2 tiles of 64 rows (its own rows) and 4 streamed tiles of 64 rows (D = 64) or 32 (D = 128)."""
-    rows = 5 * 64 if kernel == "forward" else 2 * 64 + 4 * (64 if D == 64 else 32)
-    return 2 * (D + 8) * rows
+    Each kernel holds its own 64 * MT rows (Q in the forward; Q and dO in the dQ kernel; K
+    and V in the dK/dV kernel) and two stages of each streamed tile of BC rows (K and V; Q and
+    dO)."""
+    m_tiles, streamed = TILES[(kernel, D)]
+    own = 1 if kernel == "forward" else 2
+    return 2 * (D + 8) * (own * 64 * m_tiles + 4 * streamed)
 
 
-_raised: set = set()  # (kernel, device) whose dynamic shared-memory limit is raised
+_raised: set = set()  # (kernel, template arguments, device) with the shared-memory limit raised
 
 
 def _mma_kernel(name: str, dtype_ctype: str, D: int):
-    """The tensor-core kernel ``name`` and its dynamic shared memory, with the limit raised
-    past the default 48 KB once per device."""
+    """(kernel, dynamic shared bytes, rows per block) of the tensor-core kernel ``name``, with
+    its dynamic shared-memory limit raised past the default 48 KB once per device."""
     cp = backend.cupy()
-    kernel = compiled("attention_mma.cu", f"attention_mma_{name}_kernel", dtype_ctype, str(D))
+    m_tiles, streamed = TILES[(name, D)]
+    args = (dtype_ctype, str(D))
+    if name != "backward_dkv":
+        args += (str(m_tiles), str(streamed))
+    kernel = compiled("attention_mma.cu", f"attention_mma_{name}_kernel", *args)
     shared = _mma_shared_bytes(name, D)
-    key = (name, dtype_ctype, D, cp.cuda.runtime.getDevice())
+    key = (name, args, cp.cuda.runtime.getDevice())
     if key not in _raised:
         kernel.max_dynamic_shared_size_bytes = shared
         _raised.add(key)
-    return kernel, shared
+    return kernel, shared, 64 * m_tiles
 
 
 def attention_forward(xp, qkv, n_heads: int, dropout_prob: float = 0.0, seed: int = 0,
@@ -101,8 +120,8 @@ def attention_forward(xp, qkv, n_heads: int, dropout_prob: float = 0.0, seed: in
     dropout = _dropout_args(dropout_prob, seed)
     args = (qkv, out, lse, np.int32(T), np.int32(n_heads), np.float32(_LOG2E / math.sqrt(D)))
     if B and T and tensor_cores:
-        kernel, shared = _mma_kernel("forward", ctype(qkv), D)
-        kernel((-(-T // 64), B * n_heads), (128,), args + dropout, shared_mem=shared)
+        kernel, shared, rows = _mma_kernel("forward", ctype(qkv), D)
+        kernel((-(-T // rows), B * n_heads), (128,), args + dropout, shared_mem=shared)
     elif B and T:
         rows_per_block = 128 // (D // 32)
         kernel = compiled("attention.cu", "attention_forward_kernel", ctype(qkv), str(D))
@@ -126,11 +145,10 @@ def attention_backward(xp, dout, saved):
     dq_args = (qkv, out, dout, lse, delta, dqkv) + dims  # the dQ kernel also writes delta
     dkv_args = (qkv, dout, lse, delta, dqkv) + dims
     if tensor_cores:
-        grid = (-(-T // 64), B * n_heads)
-        dq, shared = _mma_kernel("backward_dq", ctype(qkv), D)
-        dq(grid, (128,), dq_args, shared_mem=shared)
-        dkv, shared = _mma_kernel("backward_dkv", ctype(qkv), D)
-        dkv(grid, (128,), dkv_args, shared_mem=shared)
+        dq, shared, rows = _mma_kernel("backward_dq", ctype(qkv), D)
+        dq((-(-T // rows), B * n_heads), (128,), dq_args, shared_mem=shared)
+        dkv, shared, rows = _mma_kernel("backward_dkv", ctype(qkv), D)
+        dkv((-(-T // rows), B * n_heads), (128,), dkv_args, shared_mem=shared)
         return dqkv
     grid = (-(-T // (128 // (D // 32))), B * n_heads)
     dq = compiled("attention.cu", "attention_backward_dq_kernel", ctype(qkv), str(D))
@@ -148,8 +166,8 @@ def instantiations() -> list[tuple[str, str, tuple[str, ...]]]:
         for d in HEAD_DIMS
         for name in ("forward", "backward_dq", "backward_dkv")
     ] + [
-        ("attention_mma.cu", f"attention_mma_{name}_kernel", (t, str(d)))
+        ("attention_mma.cu", f"attention_mma_{name}_kernel", (t, str(d)) + tiles)
         for t in ("half_t", "bf16_t")
-        for d in MMA_HEAD_DIMS
-        for name in ("forward", "backward_dq", "backward_dkv")
+        for (name, d), (m_tiles, streamed) in TILES.items()
+        for tiles in [() if name == "backward_dkv" else (str(m_tiles), str(streamed))]
     ]

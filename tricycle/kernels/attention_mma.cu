@@ -190,6 +190,43 @@ __device__ __forceinline__ void mma_a_b(float (&acc)[D / 8][4], const unsigned i
     }
 }
 
+// The same two products for MT m-tiles of 16 rows at once (a warp's 16 * MT rows): each B
+// fragment read from shared memory feeds 2 * MT mma instructions instead of 2.
+template <int D, int N, int MT, typename T>
+__device__ __forceinline__ void mma_a_bt(float (&acc)[MT][N / 8][4],
+                                         const unsigned int (&a)[MT][D / 16][4], unsigned int tile) {
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+#pragma unroll
+        for (int n2 = 0; n2 < N / 16; ++n2) {
+            unsigned int b[4];
+            ldmatrix_x4(b, b_address<D>(tile, 16 * n2, 16 * kk));
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+                mma(acc[mt][2 * n2], a[mt][kk], b[0], b[1], T{});
+                mma(acc[mt][2 * n2 + 1], a[mt][kk], b[2], b[3], T{});
+            }
+        }
+    }
+}
+template <int D, int K, int MT, typename T>
+__device__ __forceinline__ void mma_a_b(float (&acc)[MT][D / 8][4],
+                                        const unsigned int (&p)[MT][K / 16][4], unsigned int tile) {
+#pragma unroll
+    for (int kk = 0; kk < K / 16; ++kk) {
+#pragma unroll
+        for (int n2 = 0; n2 < D / 16; ++n2) {
+            unsigned int b[4];
+            ldmatrix_x4_trans(b, bt_address<D>(tile, 16 * kk, 16 * n2));
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+                mma(acc[mt][2 * n2], p[mt][kk], b[0], b[1], T{});
+                mma(acc[mt][2 * n2 + 1], p[mt][kk], b[2], b[3], T{});
+            }
+        }
+    }
+}
+
 // Write a warp's 16 x D accumulator rows (times ``scale``) to global rows ``row0`` and
 // ``row0 + 8`` of this lane (``dst`` points at the head's column 0 of row 0, rows ``stride``
 // apart); rows past the sequence are skipped.
@@ -209,159 +246,178 @@ __device__ __forceinline__ void store_rows(T* dst, long long stride, const float
 }
 
 // ------------------------------------------------------------------ forward
-// grid: (ceil(T / 64), B * H), 128 threads; dynamic shared memory 5 tiles of 64 x (D + 8):
-// Q | K stage 0 | K stage 1 | V stage 0 | V stage 1.
-template <typename T, int D>
+// grid: (ceil(T / (64 MT)), B * H), 128 threads; each warp owns 16 MT query rows (MT m-tiles)
+// and keys stream in tiles of BC. Dynamic shared memory: Q (64 MT rows) | K stages 0, 1 |
+// V stages 0, 1 (BC rows each), rows of D + 8 elements.
+template <typename T, int D, int MT, int BC>
 __global__ void __launch_bounds__(MMA_THREADS, 2)
     attention_mma_forward_kernel(const T* __restrict__ qkv, T* __restrict__ out,
                                  float* __restrict__ lse, int seq_len, int n_heads,
                                  float scale_log2, unsigned int seed, unsigned int threshold,
                                  float keep_scale) {
-    constexpr int BC = 64, TILE = 2 * MMA_ROWS * (D + 8);  // keys per tile; bytes per tile
+    constexpr int ROWS = 64 * MT, Q_TILE = 2 * ROWS * (D + 8), KV_TILE = 2 * BC * (D + 8);
     extern __shared__ __align__(16) unsigned short mma_smem[];
     const unsigned int q_tile = shared_address(mma_smem);
-    const unsigned int k_tiles = q_tile + TILE, v_tiles = q_tile + 3 * TILE;
+    const unsigned int k_tiles = q_tile + Q_TILE, v_tiles = k_tiles + 2 * KV_TILE;
 
     const int E = n_heads * D, stride = 3 * E;
     const int bh = blockIdx.y, b = bh / n_heads, h = bh % n_heads;
-    const int q0 = (gridDim.x - 1 - blockIdx.x) * MMA_ROWS;  // the longest (last) tiles first
+    const int q0 = (gridDim.x - 1 - blockIdx.x) * ROWS;  // the longest (last) tiles first
     const int warp = threadIdx.x >> 5, g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
-    const int row_a = q0 + 16 * warp + g, row_b = row_a + 8;  // this lane's two query rows
+    const int row0 = q0 + 16 * MT * warp + g;  // this lane's rows: row0 + 16 mt + 8 half
     const T* base = qkv + (long long)b * seq_len * stride + h * D;
-    const int n_tiles = (min(q0 + MMA_ROWS, seq_len) - 1) / BC + 1;  // causal: keys <= last row
+    const int n_tiles = (min(q0 + ROWS, seq_len) - 1) / BC + 1;  // causal: keys <= last row
 
-    load_tile_async<MMA_ROWS, D>(q_tile, base, q0, seq_len, stride);
+    load_tile_async<ROWS, D>(q_tile, base, q0, seq_len, stride);
     load_tile_async<BC, D>(k_tiles, base + E, 0, seq_len, stride);
     load_tile_async<BC, D>(v_tiles, base + 2 * E, 0, seq_len, stride);
     copies_commit();
 
-    const unsigned int key_a = dropout_row_key(seed, (unsigned int)(bh * seq_len + row_a));
-    const unsigned int key_b = dropout_row_key(seed, (unsigned int)(bh * seq_len + row_b));
-    unsigned int qf[D / 16][4];
-    float o[D / 8][4];
+    unsigned int qf[MT][D / 16][4], row_key[MT][2];
+    float o[MT][D / 8][4], m[MT][2], l[MT][2];  // l: this lane's partial sums of its rows
 #pragma unroll
-    for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
-    float m_a = -TC_INF, m_b = -TC_INF, l_a = 0.f, l_b = 0.f;  // l: this lane's partial sums
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+            row_key[mt][half] =
+                dropout_row_key(seed, (unsigned int)(bh * seq_len + row0 + 16 * mt + 8 * half));
+            m[mt][half] = -TC_INF;
+            l[mt][half] = 0.f;
+        }
+#pragma unroll
+        for (int n = 0; n < D / 8; ++n) o[mt][n][0] = o[mt][n][1] = o[mt][n][2] = o[mt][n][3] = 0.f;
+    }
 
     for (int j = 0; j < n_tiles; ++j) {
         const int stage = j & 1, key0 = j * BC;
         if (j + 1 < n_tiles) {  // the next tile, into the stage read one iteration ago
-            load_tile_async<BC, D>(k_tiles + (stage ^ 1) * TILE, base + E, key0 + BC, seq_len, stride);
-            load_tile_async<BC, D>(v_tiles + (stage ^ 1) * TILE, base + 2 * E, key0 + BC, seq_len,
+            load_tile_async<BC, D>(k_tiles + (stage ^ 1) * KV_TILE, base + E, key0 + BC, seq_len,
                                    stride);
+            load_tile_async<BC, D>(v_tiles + (stage ^ 1) * KV_TILE, base + 2 * E, key0 + BC,
+                                   seq_len, stride);
         }
         copies_commit();
         copies_wait_one();  // tile j (and Q) have landed
         __syncthreads();
         if (j == 0) {
 #pragma unroll
-            for (int kk = 0; kk < D / 16; ++kk) ldmatrix_x4(qf[kk], a_address<D>(q_tile, 16 * warp, 16 * kk));
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int kk = 0; kk < D / 16; ++kk)
+                    ldmatrix_x4(qf[mt][kk], a_address<D>(q_tile, 16 * (MT * warp + mt), 16 * kk));
         }
 
-        float s[BC / 8][4];
+        float s[MT][BC / 8][4];
 #pragma unroll
-        for (int n = 0; n < BC / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
-        mma_a_bt<D, BC, T>(s, qf, k_tiles + stage * TILE);
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int n = 0; n < BC / 8; ++n) s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.f;
+        mma_a_bt<D, BC, MT, T>(s, qf, k_tiles + stage * KV_TILE);
 
         const bool diagonal = key0 + BC - 1 > q0;  // some key of the tile is after some row
-        float max_a = -TC_INF, max_b = -TC_INF;
+        unsigned int p[MT][BC / 16][4];  // the probabilities as A fragments of O += P V
 #pragma unroll
-        for (int n = 0; n < BC / 8; ++n) {
+        for (int mt = 0; mt < MT; ++mt) {
+            const int row_a = row0 + 16 * mt, row_b = row_a + 8;
+            float max_a = -TC_INF, max_b = -TC_INF;
 #pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                float v = s[n][i] * scale_log2;
-                if (diagonal && key0 + 8 * n + 2 * t + (i & 1) > (i < 2 ? row_a : row_b)) v = -TC_INF;
-                s[n][i] = v;
+            for (int n = 0; n < BC / 8; ++n) {
+#pragma unroll
+                for (int i = 0; i < 4; ++i) {
+                    float v = s[mt][n][i] * scale_log2;
+                    if (diagonal && key0 + 8 * n + 2 * t + (i & 1) > (i < 2 ? row_a : row_b))
+                        v = -TC_INF;
+                    s[mt][n][i] = v;
+                }
+                max_a = fmaxf(max_a, fmaxf(s[mt][n][0], s[mt][n][1]));
+                max_b = fmaxf(max_b, fmaxf(s[mt][n][2], s[mt][n][3]));
             }
-            max_a = fmaxf(max_a, fmaxf(s[n][0], s[n][1]));
-            max_b = fmaxf(max_b, fmaxf(s[n][2], s[n][3]));
-        }
-        // key 0 is in every row's first tile, so the running max is finite from tile 0 on
-        const float new_a = fmaxf(m_a, quad_max(max_a)), new_b = fmaxf(m_b, quad_max(max_b));
-        const float alpha_a = exp2f(m_a - new_a), alpha_b = exp2f(m_b - new_b);  // 0 at tile 0
-        m_a = new_a;
-        m_b = new_b;
-        l_a *= alpha_a;
-        l_b *= alpha_b;
+            // key 0 is in every row's first tile, so the running max is finite from tile 0 on
+            const float new_a = fmaxf(m[mt][0], quad_max(max_a));
+            const float new_b = fmaxf(m[mt][1], quad_max(max_b));
+            const float alpha_a = exp2f(m[mt][0] - new_a), alpha_b = exp2f(m[mt][1] - new_b);
+            m[mt][0] = new_a;
+            m[mt][1] = new_b;
+            l[mt][0] *= alpha_a;
+            l[mt][1] *= alpha_b;
 #pragma unroll
-        for (int n = 0; n < D / 8; ++n) {
-            o[n][0] *= alpha_a;
-            o[n][1] *= alpha_a;
-            o[n][2] *= alpha_b;
-            o[n][3] *= alpha_b;
-        }
-        unsigned int p[BC / 16][4];  // the probabilities as A fragments of O += P V
-#pragma unroll
-        for (int n = 0; n < BC / 8; ++n) {
-            float p0 = exp2f(s[n][0] - m_a), p1 = exp2f(s[n][1] - m_a);
-            float p2 = exp2f(s[n][2] - m_b), p3 = exp2f(s[n][3] - m_b);
-            l_a += p0 + p1;  // the normaliser counts every probability, the output only the kept
-            l_b += p2 + p3;
-            if (threshold) {
-                const int key = key0 + 8 * n + 2 * t;
-                p0 *= dropout_keep(key_a, key, threshold, keep_scale);
-                p1 *= dropout_keep(key_a, key + 1, threshold, keep_scale);
-                p2 *= dropout_keep(key_b, key, threshold, keep_scale);
-                p3 *= dropout_keep(key_b, key + 1, threshold, keep_scale);
+            for (int n = 0; n < D / 8; ++n) {
+                o[mt][n][0] *= alpha_a;
+                o[mt][n][1] *= alpha_a;
+                o[mt][n][2] *= alpha_b;
+                o[mt][n][3] *= alpha_b;
             }
-            p[n >> 1][2 * (n & 1)] = pack2(p0, p1, T{});
-            p[n >> 1][2 * (n & 1) + 1] = pack2(p2, p3, T{});
+#pragma unroll
+            for (int n = 0; n < BC / 8; ++n) {
+                float p0 = exp2f(s[mt][n][0] - new_a), p1 = exp2f(s[mt][n][1] - new_a);
+                float p2 = exp2f(s[mt][n][2] - new_b), p3 = exp2f(s[mt][n][3] - new_b);
+                l[mt][0] += p0 + p1;  // the normaliser counts every probability, O the kept
+                l[mt][1] += p2 + p3;
+                if (threshold) {
+                    const int key = key0 + 8 * n + 2 * t;
+                    p0 *= dropout_keep(row_key[mt][0], key, threshold, keep_scale);
+                    p1 *= dropout_keep(row_key[mt][0], key + 1, threshold, keep_scale);
+                    p2 *= dropout_keep(row_key[mt][1], key, threshold, keep_scale);
+                    p3 *= dropout_keep(row_key[mt][1], key + 1, threshold, keep_scale);
+                }
+                p[mt][n >> 1][2 * (n & 1)] = pack2(p0, p1, T{});
+                p[mt][n >> 1][2 * (n & 1) + 1] = pack2(p2, p3, T{});
+            }
         }
-        mma_a_b<D, BC, T>(o, p, v_tiles + stage * TILE);
+        mma_a_b<D, BC, MT, T>(o, p, v_tiles + stage * KV_TILE);
         __syncthreads();  // every warp is done with this stage before it is refilled
     }
 
-    l_a = quad_sum(l_a);
-    l_b = quad_sum(l_b);
-    store_rows<D>(out + (long long)b * seq_len * E + h * D, E, o, row_a, seq_len, 1.f / l_a, 1.f / l_b);
-    if (t == 0) {
-        if (row_a < seq_len) lse[(long long)bh * seq_len + row_a] = m_a + log2f(l_a);
-        if (row_b < seq_len) lse[(long long)bh * seq_len + row_b] = m_b + log2f(l_b);
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+        const int row_a = row0 + 16 * mt, row_b = row_a + 8;
+        const float l_a = quad_sum(l[mt][0]), l_b = quad_sum(l[mt][1]);
+        store_rows<D>(out + (long long)b * seq_len * E + h * D, E, o[mt], row_a, seq_len,
+                      1.f / l_a, 1.f / l_b);
+        if (t == 0) {
+            if (row_a < seq_len) lse[(long long)bh * seq_len + row_a] = m[mt][0] + log2f(l_a);
+            if (row_b < seq_len) lse[(long long)bh * seq_len + row_b] = m[mt][1] + log2f(l_b);
+        }
     }
 }
 
 // ------------------------------------------------------------------ backward: dQ and Delta
-// grid as the forward; keys in tiles of BC (64 for D = 64, 32 for D = 128: registers).
-// Dynamic shared memory: Q | dO (64 rows each) | K stages 0, 1 | V stages 0, 1 (BC rows each).
-template <int D>
-struct DqTile {
-    static constexpr int BC = D == 64 ? 64 : 32;
-};
-
-template <typename T, int D>
+// grid as the forward's: each warp owns 16 MT query rows, keys stream in tiles of BC.
+// Dynamic shared memory: Q | dO (64 MT rows each) | K stages 0, 1 | V stages 0, 1 (BC rows).
+template <typename T, int D, int MT, int BC>
 __global__ void __launch_bounds__(MMA_THREADS, 2)
     attention_mma_backward_dq_kernel(const T* __restrict__ qkv, const T* __restrict__ out,
                                      const T* __restrict__ dout, const float* __restrict__ lse,
                                      float* __restrict__ delta, T* __restrict__ dqkv, int seq_len,
                                      int n_heads, float scale_log2, float scale, unsigned int seed,
                                      unsigned int threshold, float keep_scale) {
-    constexpr int BC = DqTile<D>::BC;
-    constexpr int ROW_TILE = 2 * MMA_ROWS * (D + 8), KEY_TILE = 2 * BC * (D + 8);  // bytes
+    constexpr int ROWS = 64 * MT, ROW_TILE = 2 * ROWS * (D + 8), KEY_TILE = 2 * BC * (D + 8);
     extern __shared__ __align__(16) unsigned short mma_smem[];
     const unsigned int q_tile = shared_address(mma_smem), do_tile = q_tile + ROW_TILE;
     const unsigned int k_tiles = q_tile + 2 * ROW_TILE, v_tiles = k_tiles + 2 * KEY_TILE;
 
     const int E = n_heads * D, stride = 3 * E;
     const int bh = blockIdx.y, b = bh / n_heads, h = bh % n_heads;
-    const int q0 = (gridDim.x - 1 - blockIdx.x) * MMA_ROWS;
+    const int q0 = (gridDim.x - 1 - blockIdx.x) * ROWS;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const int row_a = q0 + 16 * warp + g, row_b = row_a + 8;
+    const int row0 = q0 + 16 * MT * warp + g;  // this lane's rows: row0 + 16 mt + 8 half
     const T* base = qkv + (long long)b * seq_len * stride + h * D;
     const long long out_base = (long long)b * seq_len * E + h * D;  // in out and dout
     const long long stat0 = (long long)bh * seq_len;
-    const int n_tiles = (min(q0 + MMA_ROWS, seq_len) - 1) / BC + 1;
+    const int n_tiles = (min(q0 + ROWS, seq_len) - 1) / BC + 1;
 
-    load_tile_async<MMA_ROWS, D>(q_tile, base, q0, seq_len, stride);
-    load_tile_async<MMA_ROWS, D>(do_tile, dout + out_base, q0, seq_len, E);
+    load_tile_async<ROWS, D>(q_tile, base, q0, seq_len, stride);
+    load_tile_async<ROWS, D>(do_tile, dout + out_base, q0, seq_len, E);
     load_tile_async<BC, D>(k_tiles, base + E, 0, seq_len, stride);
     load_tile_async<BC, D>(v_tiles, base + 2 * E, 0, seq_len, stride);
     copies_commit();
 
-    // Delta = rowsum(dO * O) of the warp's 16 rows, a row at a time across the warp's lanes
-    float delta_a = 0.f, delta_b = 0.f;
+    // Delta = rowsum(dO * O) of the warp's rows, a row at a time across the warp's lanes
+    float delta_r[MT][2], lse_r[MT][2];
+    unsigned int row_key[MT][2];
 #pragma unroll
-    for (int r = 0; r < 16; ++r) {
-        const int row = q0 + 16 * warp + r;
+    for (int r = 0; r < 16 * MT; ++r) {
+        const int row = q0 + 16 * MT * warp + r;
         float v = 0.f;
         if (row < seq_len) {
             const T* o_row = out + out_base + (long long)row * E;
@@ -375,66 +431,81 @@ __global__ void __launch_bounds__(MMA_THREADS, 2)
         }
         v = warp_sum(v);
         if (lane == 0 && row < seq_len) delta[stat0 + row] = v;
-        if (g == r) delta_a = v;
-        if (g + 8 == r) delta_b = v;
+        if (g == r % 16) delta_r[r / 16][0] = v;  // rows g and g + 8 of m-tile r / 16
+        if (g + 8 == r % 16) delta_r[r / 16][1] = v;
     }
-    const float lse_a = row_a < seq_len ? lse[stat0 + row_a] : 0.f;
-    const float lse_b = row_b < seq_len ? lse[stat0 + row_b] : 0.f;
-    const unsigned int key_a = dropout_row_key(seed, (unsigned int)(stat0 + row_a));
-    const unsigned int key_b = dropout_row_key(seed, (unsigned int)(stat0 + row_b));
-
-    unsigned int qf[D / 16][4], dof[D / 16][4];
-    float dq[D / 8][4];
 #pragma unroll
-    for (int n = 0; n < D / 8; ++n) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.f;
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+            const int row = row0 + 16 * mt + 8 * half;
+            lse_r[mt][half] = row < seq_len ? lse[stat0 + row] : 0.f;
+            row_key[mt][half] = dropout_row_key(seed, (unsigned int)(stat0 + row));
+        }
+
+    unsigned int qf[MT][D / 16][4], dof[MT][D / 16][4];
+    float dq[MT][D / 8][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int n = 0; n < D / 8; ++n) dq[mt][n][0] = dq[mt][n][1] = dq[mt][n][2] = dq[mt][n][3] = 0.f;
 
     for (int j = 0; j < n_tiles; ++j) {
         const int stage = j & 1, key0 = j * BC;
         if (j + 1 < n_tiles) {
-            load_tile_async<BC, D>(k_tiles + (stage ^ 1) * KEY_TILE, base + E, key0 + BC, seq_len, stride);
-            load_tile_async<BC, D>(v_tiles + (stage ^ 1) * KEY_TILE, base + 2 * E, key0 + BC, seq_len,
+            load_tile_async<BC, D>(k_tiles + (stage ^ 1) * KEY_TILE, base + E, key0 + BC, seq_len,
                                    stride);
+            load_tile_async<BC, D>(v_tiles + (stage ^ 1) * KEY_TILE, base + 2 * E, key0 + BC,
+                                   seq_len, stride);
         }
         copies_commit();
         copies_wait_one();
         __syncthreads();
         if (j == 0) {
 #pragma unroll
-            for (int kk = 0; kk < D / 16; ++kk) {
-                ldmatrix_x4(qf[kk], a_address<D>(q_tile, 16 * warp, 16 * kk));
-                ldmatrix_x4(dof[kk], a_address<D>(do_tile, 16 * warp, 16 * kk));
-            }
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int kk = 0; kk < D / 16; ++kk) {
+                    ldmatrix_x4(qf[mt][kk], a_address<D>(q_tile, 16 * (MT * warp + mt), 16 * kk));
+                    ldmatrix_x4(dof[mt][kk], a_address<D>(do_tile, 16 * (MT * warp + mt), 16 * kk));
+                }
         }
-        float s[BC / 8][4], dp[BC / 8][4];
+        float s[MT][BC / 8][4], dp[MT][BC / 8][4];
 #pragma unroll
-        for (int n = 0; n < BC / 8; ++n)
+        for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-            for (int i = 0; i < 4; ++i) s[n][i] = dp[n][i] = 0.f;
-        mma_a_bt<D, BC, T>(s, qf, k_tiles + stage * KEY_TILE);
-        mma_a_bt<D, BC, T>(dp, dof, v_tiles + stage * KEY_TILE);
+            for (int n = 0; n < BC / 8; ++n)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) s[mt][n][i] = dp[mt][n][i] = 0.f;
+        mma_a_bt<D, BC, MT, T>(s, qf, k_tiles + stage * KEY_TILE);
+        mma_a_bt<D, BC, MT, T>(dp, dof, v_tiles + stage * KEY_TILE);
 
         const bool diagonal = key0 + BC - 1 > q0;
-        unsigned int ds[BC / 16][4];  // dS as A fragments of dQ += dS K
+        unsigned int ds[MT][BC / 16][4];  // dS as A fragments of dQ += dS K
 #pragma unroll
-        for (int n = 0; n < BC / 8; ++n) {
-            float d[4];
+        for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                const int key = key0 + 8 * n + 2 * t + (i & 1);
-                const bool upper = i >= 2;
-                float p = exp2f(s[n][i] * scale_log2 - (upper ? lse_b : lse_a));
-                if (diagonal && key > (upper ? row_b : row_a)) p = 0.f;
-                const float keep = dropout_keep(upper ? key_b : key_a, key, threshold, keep_scale);
-                d[i] = p * (dp[n][i] * keep - (upper ? delta_b : delta_a));
+            for (int n = 0; n < BC / 8; ++n) {
+                float d[4];
+#pragma unroll
+                for (int i = 0; i < 4; ++i) {
+                    const int key = key0 + 8 * n + 2 * t + (i & 1), half = i >> 1;
+                    float p = exp2f(s[mt][n][i] * scale_log2 - lse_r[mt][half]);
+                    if (diagonal && key > row0 + 16 * mt + 8 * half) p = 0.f;
+                    const float keep = dropout_keep(row_key[mt][half], key, threshold, keep_scale);
+                    d[i] = p * (dp[mt][n][i] * keep - delta_r[mt][half]);
+                }
+                ds[mt][n >> 1][2 * (n & 1)] = pack2(d[0], d[1], T{});
+                ds[mt][n >> 1][2 * (n & 1) + 1] = pack2(d[2], d[3], T{});
             }
-            ds[n >> 1][2 * (n & 1)] = pack2(d[0], d[1], T{});
-            ds[n >> 1][2 * (n & 1) + 1] = pack2(d[2], d[3], T{});
         }
-        mma_a_b<D, BC, T>(dq, ds, k_tiles + stage * KEY_TILE);
+        mma_a_b<D, BC, MT, T>(dq, ds, k_tiles + stage * KEY_TILE);
         __syncthreads();
     }
-    store_rows<D>(dqkv + (long long)b * seq_len * stride + h * D, stride, dq, row_a, seq_len, scale,
-                  scale);
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+        store_rows<D>(dqkv + (long long)b * seq_len * stride + h * D, stride, dq[mt],
+                      row0 + 16 * mt, seq_len, scale, scale);
 }
 
 // ------------------------------------------------------------------ backward: dK and dV
