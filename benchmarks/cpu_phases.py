@@ -4,11 +4,13 @@ against PyTorch eager, side by side.
     python benchmarks/cpu_phases.py                 # gpt_train.py's CPU config, 30 steps each
     python benchmarks/cpu_phases.py --steps 50 --rounds 3 --threads 2
 
-Both frameworks train gpt_train.py's GPT (B=8, T=128, E=256, 4 heads, 4 layers, V=1024,
-gelu_tanh, float32) with AdamW and clipping at 1.0, on the same random batches, in this one
-process; rounds alternate between them. Each phase is timed between ``perf_counter`` calls
-(the CPU has no asynchronous work) and the table shows each phase's median over the timed
-steps of the best round (by step time), and the ratio ours / torch.
+Both frameworks train the CPU GPT of gpt_train.py (``harness.CPU_GPT``: B=8, T=128, E=256,
+4 heads, 4 layers, V=1024, gelu_tanh, float32) with AdamW and clipping at 1.0, on the same
+random batches, in this one process; rounds alternate between them. tricycle's step is
+``Precision("fp32").step``'s work split into its phases (the norm, then AdamW with the
+clipping folded in); PyTorch's is ``torch_gpt.py``'s nanoGPT. Each phase is timed between
+``perf_counter`` calls (the CPU has no asynchronous work) and the table shows each phase's
+median over the timed steps of the best round (by step time), and the ratio ours / torch.
 """
 
 import argparse
@@ -17,14 +19,18 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks"), str(ROOT / "tests")]
+import numpy as np
 
-from gpt_train import CONFIG, batches, torch_model, tricycle_model  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
-from train_smol_gpt import tune_cpu_allocator  # noqa: E402
+from harness import CPU_GPT, batches, torch_or_none  # noqa: E402
+
+from tricycle import threads  # noqa: E402
 from tricycle.configs import GPTConfig  # noqa: E402
-from tricycle.optimisers import clip_factor, grad_norm  # noqa: E402
+from tricycle.loss import CrossEntropy  # noqa: E402
+from tricycle.models import GPT  # noqa: E402
+from tricycle.optimisers import AdamW, clip_factor, grad_norm  # noqa: E402
+from tricycle.training import tune_cpu_allocator  # noqa: E402
 
 PHASES = ("forward", "backward", "grad norm", "AdamW", "step")
 
@@ -37,8 +43,10 @@ def record(times: dict[str, list[float]], marks) -> None:
 
 
 def tricycle_steps(config: GPTConfig, data, warmup: int) -> dict[str, list[float]]:
-    """Per-phase seconds of tricycle's training steps (train_smol_gpt's step, phase by phase)."""
-    model, optimiser, loss_fn = tricycle_model(config)
+    """Per-phase seconds of tricycle's training steps."""
+    np.random.seed(0)
+    model, loss_fn = GPT(config), CrossEntropy()
+    optimiser = AdamW(learning_rate=1e-3, betas=(config.beta1, config.beta2), weight_decay=0.1)
     times: dict[str, list[float]] = {phase: [] for phase in PHASES}
     for step, (inputs, targets) in enumerate(zip(*data)):
         t0 = time.perf_counter()
@@ -58,9 +66,16 @@ def tricycle_steps(config: GPTConfig, data, warmup: int) -> dict[str, list[float
     return times
 
 
-def torch_steps(config: GPTConfig, data, warmup: int, threads: int) -> dict[str, list[float]]:
-    """Per-phase seconds of the PyTorch twin's training steps (as gpt_train.py's worker)."""
-    torch, model, optimiser = torch_model(config, threads)
+def torch_steps(config: GPTConfig, data, warmup: int, threads: int, attention: str
+                ) -> dict[str, list[float]]:  # fmt: skip
+    """Per-phase seconds of nanoGPT's training steps in PyTorch (as gpt_train.py's worker)."""
+    import torch  # noqa: PLC0415 - optional
+    from torch_gpt import adamw, nano_gpt  # noqa: PLC0415
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    model = nano_gpt(config, attention)
+    optimiser = adamw(model, config, 1e-3)
     times: dict[str, list[float]] = {phase: [] for phase in PHASES}
     for step, (inputs, targets) in enumerate(zip(*data)):
         inputs, targets = torch.from_numpy(inputs), torch.from_numpy(targets)
@@ -89,23 +104,23 @@ def main(argv=None) -> None:
     parser.add_argument("--steps", type=int, default=30, help="timed steps per round")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps first")
     parser.add_argument("--rounds", type=int, default=2, help="rounds per framework")
-    parser.add_argument("--threads", type=int, default=2, help="torch's threads")
+    parser.add_argument("--threads", type=int, default=2, help="each framework's threads")
+    parser.add_argument("--torch-attention", default="manual", choices=["manual", "sdpa"])
     args = parser.parse_args(argv)
     tune_cpu_allocator()
-    config = GPTConfig(**CONFIG, activation_fn="gelu_tanh", grad_clip=1.0)
+    threads.enable(args.threads)
+    config = GPTConfig(**CPU_GPT)
     data = batches(config, args.warmup + args.steps)
-    try:
-        import torch  # noqa: F401, PLC0415 - is the comparison possible?
-
-        runners = {"tricycle": tricycle_steps, "torch": torch_steps}
-    except ImportError:
-        runners = {"tricycle": tricycle_steps}
+    runners = {"tricycle": tricycle_steps}
+    if torch_or_none() is not None:
+        runners["torch"] = torch_steps
+    else:
         print("PyTorch is not installed: tricycle only")
     best: dict[str, dict[str, float]] = {}
     for round_ in range(args.rounds):
         order = list(runners) if round_ % 2 == 0 else list(runners)[::-1]
         for name in order:
-            extra = (args.threads,) if name == "torch" else ()
+            extra = (args.threads, args.torch_attention) if name == "torch" else ()
             result = medians_ms(runners[name](config, data, args.warmup, *extra))
             print(f"  round {round_ + 1} {name:9s} step {result['step']:7.1f} ms")
             if name not in best or result["step"] < best[name]["step"]:

@@ -17,7 +17,6 @@ stdout as a table; nothing is written to disk.
 """
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -26,62 +25,17 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
+from harness import blas_threads, paired_ratio, race, settled, torch_or_none  # noqa: E402
+
 import tricycle  # noqa: E402, F401 - binds the Tensor operators
 from tricycle.einsum import Einsum  # noqa: E402
 from tricycle.tensor import Tensor  # noqa: E402
 
-try:
-    import torch
-except ImportError:  # the comparison is optional
-    torch = None
+torch = torch_or_none()  # the comparison is optional
 
 N_OPS = 1_000
 SMALL = (16, 16)
 DENSE_X, DENSE_W = (8192, 256), (256, 1024)
-
-
-def blas_threads() -> int:
-    """How many threads numpy's BLAS uses (so that PyTorch can be given the same)."""
-    try:
-        from threadpoolctl import threadpool_info
-
-        counts = [info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"]
-        if counts:
-            return max(counts)
-    except ImportError:
-        pass
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-
-
-def race(runners: dict, repeats: int) -> dict[str, list[float]]:
-    """Times of each runner over ``repeats`` rounds (each run returns its own elapsed
-    seconds). Rounds interleave the runners, in alternating order, so that background load
-    hits all of them alike."""
-    for run in runners.values():
-        run()  # warm up: caches, BLAS buffers, lazy imports
-    times = {name: [] for name in runners}
-    order = list(runners)
-    for i in range(repeats):
-        for name in order if i % 2 == 0 else order[::-1]:
-            times[name].append(runners[name]())
-    return times
-
-
-def settled(run, pause: float = 0.2):
-    """``run``, followed by an untimed pause that lets its worker threads go idle."""
-
-    def wrapped():
-        elapsed = run()
-        time.sleep(pause)
-        return elapsed
-
-    return wrapped
-
-
-def paired_ratio(a: list[float], b: list[float]) -> float:
-    """How much slower ``a`` is than ``b``, from runs in the same rounds: the median of the
-    per-round ratios, which is robust to load that drifts from round to round."""
-    return float(np.median(np.array(a) / np.array(b)))
 
 
 # ------------------------------------------------------------------ 1. overhead

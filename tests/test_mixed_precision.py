@@ -1,11 +1,11 @@
 """Mixed precision in the GPT and the training step (GPT.forward(precision=...),
-train_smol_gpt.training_step with a policy). numpy on CPU CI; cupy when there is a GPU."""
+tricycle.training.train_step with a policy). numpy on CPU CI; cupy when there is a GPU."""
 
 import numpy as np
 import pytest
 
-import train_smol_gpt as train_script
-from tricycle import backend
+from tricycle import backend, training
+from tricycle import train as train_cli
 from tricycle.configs import DebugConfig
 from tricycle.loss import CrossEntropy
 from tricycle.models import GPT
@@ -30,10 +30,8 @@ def _train(mode, xp=np, steps=40, **policy_options):
     losses = []
     with policy:
         for step in range(steps):
-            result = train_script.training_step(
-                model, optimiser, CrossEntropy(), batches, config, step, policy
-            )
-            losses.append(result["loss"])
+            result = training.train_step(model, optimiser, batches, policy, max_norm=1.0)
+            losses.append(result.settle(step).loss)
     return losses, policy, model
 
 
@@ -76,18 +74,18 @@ def test_overflow_skips_the_step_and_lowers_the_scale():
 
 
 def test_precision_flags_on_cpu():
-    with pytest.raises(SystemExit, match="needs a GPU"):
-        train_script.make_precision("bf16", "cpu")
-    with pytest.raises(SystemExit, match="needs a GPU"):
-        train_script.make_precision("tf32", "cpu")
-    assert train_script.make_precision("fp16", "cpu").mode == "fp16"
+    with pytest.raises(ValueError, match="needs a GPU"):
+        training.precision_for("bf16", "cpu")
+    with pytest.raises(ValueError, match="needs a GPU"):
+        training.precision_for("tf32", "cpu")
+    assert training.precision_for("fp16", "cpu").mode == "fp16"
 
 
 def test_train_script_runs_fp16_with_a_time_budget(tmp_path):
     text = tmp_path / "notes.txt"
     text.write_text("the quick brown fox jumps over the lazy dog. " * 400)
     out = tmp_path / "run"
-    summary = train_script.main(
+    summary = train_cli.run(
         [*("--config", "debug", "--dataset", str(text), "--steps", "50", "--vocab-size", "280")]
         + [*("--context-window", "16", "--batch-size", "4", "--eval-interval", "5")]
         + [*("--eval-steps", "1", "--precision", "fp16", "--max-seconds", "0.5")]

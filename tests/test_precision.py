@@ -193,7 +193,8 @@ def test_skipped_step_leaves_parameters_and_lowers_the_scale():
     before = [p.array.copy() for _, p in params]
     for _, p in params:
         p.grad = Tensor(np.full(p.shape, np.inf, dtype=np.float32), requires_grad=False)
-    assert policy.step(SGD(learning_rate=0.1), params) is False
+    norm, skipped = policy.step(SGD(learning_rate=0.1), params)
+    assert skipped is True and norm == np.inf
     for (_, p), old in zip(params, before):
         np.testing.assert_array_equal(p.array, old)
         assert p.grad is None
@@ -205,10 +206,14 @@ def test_scaled_step_equals_the_unscaled_step():
     _, _, reference = _model_and_data()
     fp32 = Precision()
     scaled = Precision("fp32", loss_scaling=True, init_scale=1024.0)
+    norms = []
     for policy, ps in ((fp32, reference), (scaled, params)):
         loss = _loss(policy, x, labels, ps)
         policy.backward(loss)
-        assert policy.step(AdamW(learning_rate=1e-2), ps, max_norm=1.0)
+        norm, skipped = policy.step(AdamW(learning_rate=1e-2), ps, max_norm=1.0)
+        assert skipped is False and np.isfinite(norm)
+        norms.append(norm)
+    assert norms[0] == pytest.approx(norms[1], rel=1e-5)  # the norm is reported unscaled
     for (_, a), (_, b) in zip(params, reference):
         np.testing.assert_allclose(a.array, b.array, rtol=1e-5, atol=1e-7)
 
@@ -284,6 +289,7 @@ def test_fused_step_matches_the_array_step_on_gpu():
                 optimiser.step()
                 loss = _loss(policy, x, labels, ps)
                 policy.backward(loss)
-                assert policy.step(optimiser, ps, max_norm=0.5)
+                _, skipped = policy.step(optimiser, ps, max_norm=0.5)
+                assert not bool(skipped)
     for (_, a), (_, b) in zip(params, reference):
         np.testing.assert_allclose(cp.asnumpy(a.array), cp.asnumpy(b.array), rtol=1e-4, atol=1e-6)

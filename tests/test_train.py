@@ -1,7 +1,6 @@
 """Training: the loss falls, resuming replays exactly, divergence stops cleanly; checkpoint
 files are atomic and safe."""
 
-import importlib.util
 import json
 import math
 import pickle
@@ -15,6 +14,8 @@ try:  # installed with scikit-learn (a test dependency); optional all the same
 except ImportError:
     threadpool_limits = None
 
+from tricycle import train as train_cli
+from tricycle import training
 from tricycle.checkpoint import (
     CheckpointError,
     atomic_write_bytes,
@@ -25,22 +26,9 @@ from tricycle.checkpoint import (
 )
 from tricycle.configs import DebugConfig
 from tricycle.dataset import CausalLMDataset
-from tricycle.loss import CrossEntropy
+from tricycle.files import atomic_write
 from tricycle.models import GPT
 from tricycle.optimisers import AdamW
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def load_script(name: str):
-    """Import a script from the repository root as a module."""
-    spec = importlib.util.spec_from_file_location(name, ROOT / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-train_script = load_script("train_smol_gpt")
 
 
 def write_corpus(path: Path, n_lines: int = 1500) -> Path:
@@ -75,7 +63,7 @@ def corpus(tmp_path, monkeypatch):
 
 def run(corpus, out_dir, *extra):
     args = ["--config", "debug", "--dataset", str(corpus), "--out-dir", str(out_dir)]
-    return train_script.main([*args, "--no-progress", "--sample-tokens", "0", *extra])
+    return train_cli.run([*args, "--no-progress", "--sample-tokens", "0", *extra])
 
 
 def losses(out_dir) -> list[float]:
@@ -114,14 +102,14 @@ def test_resumed_run_replays_the_uninterrupted_one_exactly(corpus, tmp_path):
 
 
 def test_divergence_stops_with_the_step_and_keeps_the_checkpoint(corpus, tmp_path, monkeypatch):
-    real_step = train_script.training_step
+    real_step = training.Trainer.train_step
 
-    def poisoned(model, optimiser, loss_fn, batches, config, step, *args, **kwargs):
-        if step == 5:
-            model.parameters()[0].array[...] = np.nan
-        return real_step(model, optimiser, loss_fn, batches, config, step, *args, **kwargs)
+    def poisoned(trainer):
+        if trainer.step == 5:
+            trainer.model.parameters()[0].array[...] = np.nan
+        return real_step(trainer)
 
-    monkeypatch.setattr(train_script, "training_step", poisoned)
+    monkeypatch.setattr(training.Trainer, "train_step", poisoned)
     with pytest.raises(SystemExit, match="loss is nan at step 5.*last checkpoint"):
         run(corpus, tmp_path / "run", "--steps", "10", "--eval-interval", "2")
     checkpoint = load_state(tmp_path / "run" / "checkpoint.npz")
@@ -131,18 +119,21 @@ def test_divergence_stops_with_the_step_and_keeps_the_checkpoint(corpus, tmp_pat
 
 def test_training_step_raises_on_a_nan_loss():
     np.random.seed(0)
-    config = DebugConfig(gradient_accumulation_steps=1)
-    model = GPT(config)
+    model = GPT(DebugConfig())
     model.layer_norm.gamma.array[...] = np.nan
+    before = [p.array.copy() for p in model.parameters()]
     batch = np.zeros((2, 4), dtype=int)
-    batches = iter([(batch, batch)])
-    with pytest.raises(train_script.TrainingDiverged, match="at step 3"):
-        train_script.training_step(model, AdamW(), CrossEntropy(), batches, config, 3)
+    output = training.train_step(model, AdamW(), iter([(batch, batch)]), max_norm=1.0)
+    with pytest.raises(training.TrainingDiverged, match="at step 3"):
+        output.settle(3)
+    assert output.skipped is True  # an inf/NaN gradient never reaches the weights
+    for p, old in zip(model.parameters(), before):
+        np.testing.assert_array_equal(p.array, old)
 
 
 def test_help_lists_the_options(capsys):
     with pytest.raises(SystemExit) as exit_info:
-        train_script.parse_args(["--help"])
+        train_cli.parse_args(["--help"])
     assert exit_info.value.code == 0
     text = capsys.readouterr().out
     for option in ("--resume", "--dataset", "--eval-steps", "--device", "--grad-clip"):
@@ -197,7 +188,7 @@ def test_writes_are_atomic(tmp_path):
     with pytest.raises(RuntimeError, match="boom"):
         save_pickle(Unpicklable(), path)
     with pytest.raises(RuntimeError, match="mid-write"):
-        with train_script.atomic_write_text.__globals__["atomic_write"](path) as f:
+        with atomic_write(path) as f:
             f.write(b"partial")
             raise RuntimeError("mid-write")
     assert load_pickle(path) == {"version": 1}
@@ -213,9 +204,9 @@ def test_evaluation_protocols():
     model = GPT(config)
     tokens = np.random.default_rng(0).integers(0, 20, size=2000)
     valid = CausalLMDataset(tokens, 20, 4, 8, 0).batch()
-    evaluate = train_script.evaluate
-    sequential = [evaluate(model, valid, CrossEntropy(), 3) for _ in range(2)]
-    random = [evaluate(model, valid, CrossEntropy(), 3, protocol="random") for _ in range(2)]
+    evaluate = training.evaluate
+    sequential = [evaluate(model, valid, 3) for _ in range(2)]
+    random = [evaluate(model, valid, 3, protocol="random") for _ in range(2)]
     assert sequential[0] == sequential[1]
     assert random[0] != random[1]
     assert all(abs(v - np.log(20)) < 0.5 for v in sequential + random)  # an untrained model

@@ -1,20 +1,25 @@
-"""Checkpoint files, written atomically.
+"""Checkpoint files: written atomically, verified by a checksum when read.
 
 Two formats:
 
-* **pickle** (``save_pickle``/``load_pickle``): the whole model object, for
-  ``pickle.load(open("model.pkl", "rb"))`` and ``python inference.py model.pkl``. Loading a
-  pickle runs code from the file: only open pickles you trust.
 * **safe** (``save_state``/``load_state``): a nested state (dicts, lists, numbers, strings and
-  arrays) as one ``.npz`` file: every array is an npz member and everything else is a JSON
-  document stored as bytes beside them. Loading uses ``allow_pickle=False``, so a file can
-  never execute code, and object arrays are refused.
+  arrays) as one ``.npz`` file. Every array is an uncompressed ``.npy`` member; everything
+  else is one JSON document stored beside them; a SHA-256 of all the members is stored last.
+  Reading executes nothing from the file: numeric arrays and JSON only. It is the format to
+  sample from and to resume from.
+* **pickle** (``save_pickle``/``load_pickle``): the whole model object, for
+  ``pickle.load(open("model.pkl", "rb"))`` as in the README. Loading a pickle runs code from
+  the file: only open pickles you trust. ``save_pickle`` appends a SHA-256 line after the
+  pickle's end (``pickle.load`` never reads it), which ``load_pickle`` verifies.
 
 Every write goes to a temporary file in the destination folder, is flushed to disk and then
-renamed over the destination (``os.replace``), so a crash mid-write leaves the previous file
-intact. Unreadable or truncated files raise ``CheckpointError`` naming the path.
+renamed over the destination, so a crash or a full disk mid-write leaves the previous file
+intact. A file that is missing, truncated, corrupt (a flipped bit), crafted (an array header
+claiming more bytes than the file holds, JSON nested a million deep, object arrays) or of
+another format raises ``CheckpointError`` naming the path.
 """
 
+import hashlib
 import io
 import json
 import pickle
@@ -39,8 +44,12 @@ __all__ = [
 ]
 
 FORMAT = "tricycle-state"
-FORMAT_VERSION = 1
-_METADATA_KEY = "__metadata__"
+FORMAT_VERSION = 2  # 2 adds the checksum; version 1 files (no checksum) still load
+_METADATA = "__metadata__.npy"
+_CHECKSUM = "__checksum__.npy"
+_MAX_DEPTH = 64  # nesting of the state document: real checkpoints use fewer than 10 levels
+_PICKLE_TRAILER = b"\n#tricycle-sha256 "
+_NUMERIC_KINDS = "biufc"
 
 
 class CheckpointError(Exception):
@@ -67,18 +76,31 @@ def atomic_write_text(path, text: str) -> None:
 
 
 def save_pickle(obj, path) -> None:
-    """Pickle ``obj`` to ``path`` atomically (tensors pickle as host arrays, without graphs)."""
-    atomic_write_bytes(path, pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+    """Pickle ``obj`` to ``path`` atomically (tensors pickle as host arrays, without graphs),
+    followed by a line holding the pickle's SHA-256."""
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    digest = hashlib.sha256(data).hexdigest().encode("ascii")
+    atomic_write_bytes(path, data + _PICKLE_TRAILER + digest + b"\n")
 
 
 def load_pickle(path):
-    """Unpickle ``path``. Runs code from the file: use only on files you trust."""
+    """Unpickle ``path``, verifying the checksum ``save_pickle`` wrote (a pickle written by
+    ``pickle.dump`` has none and loads unverified). Runs code from the file: use only on
+    files you trust."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"no such checkpoint file: {path}")
+    data = path.read_bytes()
+    cut = data.rfind(_PICKLE_TRAILER)
+    if cut >= 0 and len(data) - cut == len(_PICKLE_TRAILER) + 65:  # hex digest and newline
+        body, digest = data[:cut], data[cut + len(_PICKLE_TRAILER) : -1]
+        if hashlib.sha256(body).hexdigest().encode("ascii") != digest:
+            raise CheckpointError(
+                f"{path} is corrupt: its contents do not match the checksum written with them"
+            )
+        data = body
     try:
-        with open(path, "rb") as f:
-            return pickle.load(f)
+        return pickle.loads(data)
     except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, IndexError) as error:
         raise CheckpointError(
             f"{path} is not a readable pickle (truncated, corrupt or from an incompatible "
@@ -93,7 +115,8 @@ def save_state(path, state: dict) -> None:
     """Save a nested ``state`` (dict/list/tuple/str/number/bool/None/array/Tensor) safely.
 
     Arrays (numpy or cupy) and Tensors are stored as npz members; the rest as JSON. Tuples
-    come back as lists.
+    come back as lists. The file is written atomically; an error (a full disk) leaves any
+    previous file at ``path`` as it was.
     """
     arrays: dict[str, np.ndarray] = {}
     document = {
@@ -101,36 +124,115 @@ def save_state(path, state: dict) -> None:
         "version": FORMAT_VERSION,
         "state": _flatten(state, arrays, "state"),  # arrays become {"__array__": "a<n>"}
     }
-    buffer = io.BytesIO()
     metadata = np.frombuffer(json.dumps(document).encode("utf-8"), dtype=np.uint8)
-    np.savez(buffer, **{_METADATA_KEY: metadata}, **arrays)
-    atomic_write_bytes(path, buffer.getvalue())
+    members = {_METADATA: metadata, **{f"{name}.npy": a for name, a in arrays.items()}}
+    digest = hashlib.sha256()
+    with atomic_write(path, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_STORED) as archive:
+        for name in sorted(members):
+            member = io.BytesIO()
+            np.lib.format.write_array(member, members[name], allow_pickle=False)
+            data = member.getbuffer()
+            _hash_member(digest, name, data)
+            archive.writestr(name, data)
+        checksum = np.frombuffer(digest.hexdigest().encode("ascii"), dtype=np.uint8)
+        member = io.BytesIO()
+        np.lib.format.write_array(member, checksum, allow_pickle=False)
+        archive.writestr(_CHECKSUM, member.getbuffer())
 
 
 def load_state(path) -> dict:
-    """Load a file written by ``save_state``; arrays come back as numpy arrays."""
+    """Load a file written by ``save_state``; arrays come back as numpy arrays.
+
+    Nothing in the file is executed and nothing larger than the file is allocated: every
+    member is checked (uncompressed, a numeric array whose header agrees with its size)
+    before it is read, and the checksum before anything is returned.
+    """
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"no such checkpoint file: {path}")
     try:
-        with np.load(path, allow_pickle=False) as npz:
-            if _METADATA_KEY not in npz.files:
-                raise CheckpointError(f"{path} is an npz file but not a tricycle checkpoint")
-            document = json.loads(npz[_METADATA_KEY].tobytes().decode("utf-8"))
-            arrays = {name: npz[name] for name in npz.files if name != _METADATA_KEY}
+        document, arrays = _read_archive(path)
     except CheckpointError:
         raise
-    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as error:
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, RecursionError,
+            MemoryError, UnicodeDecodeError) as error:  # fmt: skip
         raise CheckpointError(
             f"{path} is not a readable checkpoint (truncated or corrupt?): "
             f"{type(error).__name__}: {error}"
         ) from error
-    if document.get("format") != FORMAT or document.get("version") != FORMAT_VERSION:
-        raise CheckpointError(
-            f"{path}: expected format {FORMAT!r} version {FORMAT_VERSION}, got "
-            f"{document.get('format')!r} version {document.get('version')!r}"
-        )
     return _unflatten(document["state"], arrays, path)
+
+
+def _read_archive(path: Path) -> tuple[dict, dict]:
+    """The state document and the arrays of ``path``, every member checked."""
+    size = path.stat().st_size
+    with zipfile.ZipFile(path) as archive:
+        raw = {}
+        for info in archive.infolist():
+            if info.compress_type != zipfile.ZIP_STORED or info.file_size > size:
+                raise CheckpointError(
+                    f"{path}: member {info.filename!r} is compressed or claims "
+                    f"{info.file_size} bytes in a {size}-byte file; tricycle checkpoints are "
+                    "stored uncompressed"
+                )
+            raw[info.filename] = archive.read(info)
+    if _METADATA not in raw:
+        raise CheckpointError(f"{path} is an npz file but not a tricycle checkpoint")
+    checksum = raw.pop(_CHECKSUM, None)
+    if checksum is not None:  # verified first: a flipped bit is reported as such
+        digest = hashlib.sha256()
+        for name in sorted(raw):
+            _hash_member(digest, name, raw[name])
+        expected = _read_array(checksum, _CHECKSUM, path).tobytes()
+        if digest.hexdigest().encode("ascii") != expected:
+            raise CheckpointError(
+                f"{path} is corrupt: its contents do not match the checksum written with them"
+            )
+    members = {name: _read_array(data, name, path) for name, data in raw.items()}
+    document = json.loads(members.pop(_METADATA).tobytes().decode("utf-8"))
+    if not isinstance(document, dict) or "state" not in document:
+        raise CheckpointError(f"{path}: the state document is not a tricycle state")
+    version = document.get("version")
+    if document.get("format") != FORMAT or version not in (1, FORMAT_VERSION):
+        raise CheckpointError(
+            f"{path}: expected format {FORMAT!r} version 1 or {FORMAT_VERSION}, got "
+            f"{document.get('format')!r} version {version!r}"
+        )
+    if version == FORMAT_VERSION and checksum is None:
+        raise CheckpointError(f"{path}: the checksum is missing")
+    arrays = {name.removesuffix(".npy"): array for name, array in members.items()}
+    return document, arrays
+
+
+def _read_array(data: bytes, name: str, path: Path) -> np.ndarray:
+    """The numeric array in one ``.npy`` member, after checking that its header is sane."""
+    stream = io.BytesIO(data)
+    version = np.lib.format.read_magic(stream)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(stream)
+    elif version == (2, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(stream)
+    else:
+        raise CheckpointError(f"{path}: member {name!r} has .npy version {version}")
+    if dtype.kind not in _NUMERIC_KINDS or dtype.hasobject:
+        raise CheckpointError(f"{path}: member {name!r} has dtype {dtype}, not a numeric one")
+    count = 1
+    for n in shape:
+        count *= n
+    body = len(data) - stream.tell()
+    if count * dtype.itemsize != body:
+        raise CheckpointError(
+            f"{path}: member {name!r} claims shape {shape} of {dtype} "
+            f"({count * dtype.itemsize} bytes) but holds {body} bytes"
+        )
+    flat = np.frombuffer(bytearray(data[stream.tell() :]), dtype=dtype)
+    return flat.reshape(shape, order="F" if fortran else "C")
+
+
+def _hash_member(digest, name: str, data) -> None:
+    digest.update(name.encode("utf-8") + b"\0")
+    digest.update(len(data).to_bytes(8, "little"))
+    digest.update(data)
 
 
 def _flatten(value, arrays: dict, key: str):
@@ -139,8 +241,11 @@ def _flatten(value, arrays: dict, key: str):
         value = value.array
     if isinstance(value, np.ndarray) or hasattr(value, "__cuda_array_interface__"):
         array = to_host_array(value)
-        if array.dtype == object:
-            raise TypeError(f"save_state: {key} is an object array, which is not safe to save")
+        if array.dtype.kind not in _NUMERIC_KINDS:
+            raise TypeError(
+                f"save_state: {key} is an array of {array.dtype}; only numeric arrays "
+                "(no object arrays) are safe to save"
+            )
         name = f"a{len(arrays)}"  # npz member names stay simple, whatever the keys are
         arrays[name] = array
         return {"__array__": name}
@@ -158,14 +263,16 @@ def _flatten(value, arrays: dict, key: str):
     raise TypeError(f"save_state: {key} has type {type(value).__name__}, which cannot be saved")
 
 
-def _unflatten(value, arrays: dict, path):
+def _unflatten(value, arrays: dict, path, depth: int = 0):
+    if depth > _MAX_DEPTH:
+        raise CheckpointError(f"{path}: the state is nested more than {_MAX_DEPTH} levels deep")
     if isinstance(value, dict):
         if set(value) == {"__array__"}:
             try:
                 return arrays[value["__array__"]]
-            except KeyError:
+            except (KeyError, TypeError):
                 raise CheckpointError(f"{path}: array {value['__array__']!r} is missing") from None
-        return {k: _unflatten(v, arrays, path) for k, v in value.items()}
+        return {k: _unflatten(v, arrays, path, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
-        return [_unflatten(v, arrays, path) for v in value]
+        return [_unflatten(v, arrays, path, depth + 1) for v in value]
     return value

@@ -1,10 +1,30 @@
-"""Atomic file writes: a crash mid-write never leaves a truncated checkpoint or tokeniser."""
+"""Safe files: atomic writes, a lock on a directory, orphaned temporaries, JSON-lines logs.
+
+A crash, a kill -9 or a full disk at any moment must leave every file either as it was or
+complete, and two processes must never write one run directory at once:
+
+- ``atomic_write`` writes a temporary file beside the target and renames it over the target
+  only once it is complete and flushed to disk;
+- ``remove_temporaries`` deletes the temporaries that a killed writer left behind;
+- ``DirectoryLock`` gives one process at a time a directory (a lock that its holder's death
+  releases, so a killed run never blocks the next);
+- ``read_jsonl`` reads a JSON-lines log whose last line a crash may have cut short.
+"""
 
 import contextlib
+import json
 import os
+import socket
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+
+try:  # POSIX; the lock needs it (the library targets Linux and macOS)
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None
+
+TEMPORARY_SUFFIX = ".tmp"
 
 
 @contextlib.contextmanager
@@ -12,11 +32,13 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator:
     """Open a temporary file beside `path`; on success, rename it onto `path`.
 
     Readers see either the old file or the complete new one, never a partial write (the
-    rename is atomic within one directory). On error the temporary file is removed.
+    rename is atomic within one directory). On error the temporary file is removed; a
+    process killed mid-write leaves it behind as ``.<name>.<random>.tmp``, which
+    ``remove_temporaries`` cleans up.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMPORARY_SUFFIX)
     try:
         # mkstemp makes the file private (0600); give it the permissions open() would.
         umask = os.umask(0)
@@ -31,3 +53,111 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator:
         with contextlib.suppress(FileNotFoundError):
             os.remove(tmp)
         raise
+
+
+def remove_temporaries(directory: str | os.PathLike, names: list[str]) -> list[Path]:
+    """Delete the temporaries ``atomic_write`` left in ``directory`` for the files ``names``
+    (a writer killed mid-write leaves one); returns what was removed. Call it only while no
+    other process writes there (hold the directory's ``DirectoryLock``)."""
+    removed = []
+    for name in names:
+        for tmp in Path(directory).glob(f".{name}.*{TEMPORARY_SUFFIX}"):
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+                removed.append(tmp)
+    return removed
+
+
+class DirectoryLocked(RuntimeError):
+    """Another live process holds the directory's lock."""
+
+
+class DirectoryLock:
+    """An exclusive lock on a directory, held by one process at a time.
+
+    The lock is an advisory ``flock`` on ``<directory>/.lock``, which the kernel releases when
+    the holder exits, however it exits. The file also records the holder's pid and host:
+    another process trying to take the lock is told who holds it, and a process that takes
+    over a lock file left by a dead holder can say so (``stale_owner``). The file is never
+    deleted, so every process locks the same file.
+
+        with DirectoryLock("runs/cpu") as lock:
+            if lock.stale_owner:
+                print(f"took over the lock of {lock.stale_owner}, which is no longer running")
+            ...
+    """
+
+    NAME = ".lock"
+
+    def __init__(self, directory: str | os.PathLike):
+        self.directory = Path(directory)
+        self.path = self.directory / self.NAME
+        self.stale_owner: str | None = None
+        self._fd: int | None = None
+
+    def acquire(self) -> "DirectoryLock":
+        """Take the lock, or raise ``DirectoryLocked`` naming the process that holds it."""
+        if fcntl is None:  # pragma: no cover - Windows
+            raise OSError("DirectoryLock needs fcntl (Linux or macOS)")
+        self.directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            owner = _read_owner(fd)
+            os.close(fd)
+            raise DirectoryLocked(
+                f"{self.directory} is in use by another run ({owner or 'unknown process'}); "
+                "wait for it to finish or choose another directory"
+            ) from None
+        self.stale_owner = _read_owner(fd) or None  # a holder that died without cleaning up
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode())
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        """Give the lock back. The lock file stays, emptied: a file that still names a
+        holder means that holder died while holding it."""
+        if self._fd is None:
+            return
+        os.ftruncate(self._fd, 0)
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        os.close(self._fd)
+        self._fd = None
+
+    def __enter__(self) -> "DirectoryLock":
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def _read_owner(fd: int) -> str:
+    os.lseek(fd, 0, os.SEEK_SET)
+    return os.read(fd, 200).decode("utf-8", errors="replace").strip()
+
+
+def read_jsonl(path: str | os.PathLike) -> tuple[list[dict], int]:
+    """The records of a JSON-lines file and how many lines had to be dropped.
+
+    A process killed (or a disk filled) mid-append leaves a torn last line; such lines, and
+    any other line that is not a JSON object, are skipped rather than making the whole log
+    unreadable. A missing file has no records.
+    """
+    path = Path(path)
+    if not path.exists():
+        return [], 0
+    records, dropped = [], 0
+    for line in path.read_bytes().decode("utf-8", errors="replace").splitlines():
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            record = None
+        if isinstance(record, dict):
+            records.append(record)
+        else:
+            dropped += 1
+    return records, dropped

@@ -1,7 +1,8 @@
-"""Precision policies (contract 9): float32, TF32, and float16/bfloat16 mixed precision.
+"""Precision policies: float32, TF32, and float16/bfloat16 mixed precision.
 
 A ``Precision`` is an object the training code holds and uses explicitly; no op reads a global
-flag. It answers three questions:
+flag, so the dtype a forward runs in is decided where the model is called. It answers three
+questions:
 
 - which dtype the forward computes in (``compute_dtype``; parameters stay float32 "master
   weights", cast on the way in with the differentiable ``cast``, so their gradients come back
@@ -18,7 +19,7 @@ Typical loop::
             optimiser.step()
             loss = loss_fn(y, model(x, precision=policy))   # the model calls policy.cast(...)
             policy.backward(loss)                   # seeds backward with the loss scale
-            policy.step(optimiser, model, max_norm=1.0)     # unscale, clip, skip on overflow
+            norm, skipped = policy.step(optimiser, model, max_norm=1.0)  # unscale, clip, update
 
 TF32 in CuPy (14.x), found by reading its source and checked on the H100 (GPU_NOTES.md):
 ``CUPY_TF32=1`` is read once, the first time a float32 product asks for its compute type, and
@@ -32,10 +33,13 @@ after every float16/bfloat16 2-D product, so inside a mixed-precision region the
 float32 products fall back to full float32.)
 """
 
+import math
+from typing import Any, NamedTuple
+
 import numpy as np
 
 from tricycle import backend, kernels
-from tricycle.optimisers import named_parameters
+from tricycle.optimisers import clip_factor, grad_norm, named_parameters
 from tricycle.tensor import Tensor, is_float
 
 # cupy/_core/_routines_linalg.pyx: COMPUTE_TYPE_DEFAULT = 1, COMPUTE_TYPE_TF32 = 7
@@ -285,6 +289,20 @@ def _kernel_path(grads) -> bool:
 
 
 # ====================================================================== the policy
+class StepResult(NamedTuple):
+    """What ``Precision.step`` computed.
+
+    ``norm``: the global L2 norm of the (unscaled) gradients before clipping, or None when
+    neither clipping nor loss scaling needed it. ``skipped``: whether the update was skipped
+    because a gradient was inf/NaN. On the fused GPU path both are 0-d device arrays, so
+    reading them (``float``, ``bool``) is the caller's choice of when to synchronise;
+    elsewhere they are a Python float and bool.
+    """
+
+    norm: Any
+    skipped: Any
+
+
 class Precision:
     """A precision policy: ``Precision("fp32" | "tf32" | "fp16" | "bf16")``.
 
@@ -366,41 +384,45 @@ class Precision:
         else:
             loss.backward(self.scaler.loss_grad(loss))
 
-    def step(self, optimiser, parameters, max_norm: float = 0.0) -> bool:
+    def step(self, optimiser, parameters, max_norm: float = 0.0) -> "StepResult":
         """Unscale (if scaling), clip to ``max_norm`` (if positive), and update, skipping the
-        update on inf/NaN gradients. Returns whether the update ran.
+        update on inf/NaN gradients; gradients are zeroed either way. Returns a
+        ``StepResult``: the gradients' global norm and whether the update was skipped.
 
-        With Adam/AdamW on float32 cupy parameters this runs as fused kernels with no host
-        synchronisation (a skipped step is decided on the device); otherwise it reads one
-        flag from the device per step. Gradients are zeroed either way.
+        Clipping and unscaling are folded into the update as one gradient multiplier, so no
+        pass writes to the gradients. With Adam/AdamW on float32 cupy parameters this runs
+        as fused kernels with no host synchronisation (the norm and the skip decision stay
+        on the device); otherwise the norm is read back once per step.
         """
         named = [(n, p) for n, p in named_parameters(parameters) if p.grad is not None]
         if not named:
-            return False
+            return StepResult(None, False)
         grads = [p.grad.array for _, p in named]
         if self.scaler is None and max_norm <= 0:
             optimiser.update(named)
             _zero_grads(named)
-            return True
+            return StepResult(None, False)
+        scale = None if self.scaler is None else self.scaler.scale_array(grads[0])
         if _kernel_path(grads):
             xp = backend.array_module(grads[0])
-            scale = None if self.scaler is None else self.scaler.scale_array(grads[0])
             norm, multiplier = kernels.clip_multiplier(xp, grads, max_norm, scale)
             if optimiser.fused_update(named, grad_multiplier=multiplier):
+                skipped = ~xp.isfinite(multiplier)
                 if self.scaler is not None:
-                    self.scaler.update(~xp.isfinite(multiplier))
-                self.last_norm = norm
+                    self.scaler.update(skipped)
                 _zero_grads(named)
-                return True
-        scaler = self.scaler or GradScaler(init_scale=1.0)
-        found_inf, self.last_norm = scaler.unscale(grads, max_norm)
-        skip = bool(found_inf)  # the one host synchronisation of this path
-        if not skip:
-            optimiser.update(named)
+                return StepResult(norm, skipped)
+        inv_scale = 1.0 if scale is None else 1.0 / float(scale)
+        norm = grad_norm(named) * inv_scale  # the one host synchronisation of this path
+        skipped = not math.isfinite(norm)
+        if not skipped:
+            clip = clip_factor(norm, max_norm) if max_norm > 0 else None
+            multiplier = inv_scale * (1.0 if clip is None else clip)
+            optimiser.update(named, grad_multiplier=None if multiplier == 1.0 else multiplier)
         if self.scaler is not None:
-            self.scaler.update(found_inf)
+            self.scaler.update(backend.array_module(grads[0]).asarray(skipped))
         _zero_grads(named)
-        return not skip
+        return StepResult(norm, skipped)
 
     def __repr__(self) -> str:
         return f"Precision({self.mode!r}, tf32={self.tf32}, loss_scaling={self.scaler is not None})"
@@ -421,4 +443,4 @@ def describe(policy: Precision | None = None) -> str:
     )
 
 
-__all__ = ["GradScaler", "Precision", "bfloat16", "cast", "describe", "is_floating"]
+__all__ = ["GradScaler", "Precision", "StepResult", "bfloat16", "cast", "describe", "is_floating"]
