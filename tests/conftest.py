@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests.helpers import blocks_over_threads
 from tricycle import backend
+from tricycle.random import manual_seed
 
 settings.register_profile(
     "ci", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -30,3 +32,21 @@ BACKENDS = [
 def xp(request):
     """The array module to run a test on: numpy always, cupy when a GPU is present."""
     return np if request.param == "numpy" else backend.cupy()
+
+
+@pytest.fixture(params=[None, 5], ids=["one-block", "tiny-blocks"])
+def block_size(request, monkeypatch):
+    """Run a fused-op test with the default blocks and with blocks of 5 elements over two
+    threads (many blocks, the pool's path)."""
+    if request.param:
+        with blocks_over_threads(monkeypatch, request.param):
+            yield
+    else:
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _seeded():
+    """Every test starts from the same tricycle seed (initialisers, factories, dropout), so a
+    test's outcome does not depend on which tests ran before it."""
+    manual_seed(0)

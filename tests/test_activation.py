@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.helpers import check_grads
-from tricycle import backend, functions
+from tricycle import backend, blocking
 from tricycle.activation import (
     GLU,
     GeLU,
@@ -94,7 +94,7 @@ def test_gelu_blocks_agree(approximate, blocks, monkeypatch):
     dy = np.random.default_rng(6).normal(size=x.shape).astype(np.float32)
     y, dx = gelu_forward(np, x, approximate), gelu_backward(np, x, dy, approximate)
     if blocks:
-        monkeypatch.setattr(functions, "BLOCK_ELEMENTS", blocks)
+        monkeypatch.setattr(blocking, "BLOCK_ELEMENTS", blocks)
     np.testing.assert_array_equal(gelu_forward(np, x, approximate), y)
     np.testing.assert_array_equal(gelu_backward(np, x, dy, approximate), dx)
     assert y.dtype == dx.dtype == np.float32

@@ -101,15 +101,14 @@ def test_two_calls_before_one_backward():
 
 @pytest.mark.parametrize("n_threads", [1, 3])
 def test_threads_give_the_same_result(n_threads):
-    """Batch rows split over threads (numpy frees the GIL; the thread count is the shared
-    helpers of tricycle.threads) compute exactly the same thing."""
+    """Batch rows split over the pool's threads (numpy frees the GIL) compute exactly the same
+    thing as on the caller's thread alone."""
     rng = np.random.default_rng(0)
     qkv = rng.normal(size=(5, 40, 24)).astype(np.float32)
     dout = rng.normal(size=(5, 40, 8)).astype(np.float32)
-    with mock.patch.object(threads, "THREADS", 1):
-        expected_out, saved = attention_forward(np, qkv, 2)
-        expected_grad = attention_backward(np, dout, saved)
-    with mock.patch.object(threads, "THREADS", n_threads), query_blocks_of(8):
+    expected_out, saved = attention_forward(np, qkv, 2)
+    expected_grad = attention_backward(np, dout, saved)
+    with threads.enabled(n_threads, share_machine=False), query_blocks_of(8):
         out, saved = attention_forward(np, qkv, 2)
         grad = attention_backward(np, dout, saved)
     np.testing.assert_allclose(out, expected_out, rtol=1e-6, atol=1e-6)
@@ -121,9 +120,10 @@ def test_threads_give_the_same_result(n_threads):
 def test_works_in_a_forked_child():
     """The thread pool is made again in a child process (a fork copies no threads)."""
     qkv = np.random.default_rng(0).normal(size=(4, 8, 12)).astype(np.float32)
-    expected = float(attention_forward(np, qkv, 2)[0].sum())  # the parent's pool exists now
-    with multiprocessing.get_context("fork").Pool(1) as pool:
-        assert pool.apply(_attention_sum, (qkv,)) == pytest.approx(expected, rel=1e-6)
+    with threads.enabled(2, share_machine=False):
+        expected = float(attention_forward(np, qkv, 2)[0].sum())  # the parent's pool exists now
+        with multiprocessing.get_context("fork").Pool(1) as pool:
+            assert pool.apply(_attention_sum, (qkv,)) == pytest.approx(expected, rel=1e-6)
 
 
 def _attention_sum(qkv) -> float:

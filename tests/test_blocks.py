@@ -6,6 +6,7 @@ import pytest
 from helpers import check_grads
 
 from tricycle.blocks import GPT2TransformerBlock, MLPBlock, MultiHeadSelfAttention
+from tricycle.random import manual_seed
 from tricycle.tensor import no_grad, to_tensor
 
 
@@ -141,8 +142,8 @@ def test_transformer_block_matches_pytorch():
 
 def test_attention_dropout_only_in_training():
     """Dropout of attention probabilities: random per call in training, off in eval, and the
-    masks come from the layer's own generator (so np.random.seed reproduces them)."""
-    np.random.seed(0)
+    masks come from the layer's own generator (so tricycle.manual_seed reproduces them)."""
+    manual_seed(0)
     layer = MultiHeadSelfAttention(16, 2, 32, attention_dropout_prob=0.5)
     x = to_tensor(np.random.default_rng(0).normal(size=(2, 32, 16)))
     first, second = layer(x).array, layer(x).array
@@ -153,7 +154,7 @@ def test_attention_dropout_only_in_training():
     no_dropout.load_state_dict(layer.state_dict())
     np.testing.assert_allclose(layer(x).array, no_dropout(x).array, rtol=1e-6)
 
-    np.random.seed(0)
+    manual_seed(0)
     again = MultiHeadSelfAttention(16, 2, 32, attention_dropout_prob=0.5)
     np.testing.assert_allclose(again(x).array, first, rtol=1e-6)
 

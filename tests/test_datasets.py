@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import DATA_DIR
 
 from tricycle.tokeniser import BPETokeniser, CharTokeniser
 from tricycle_datasets import TextFile, split_documents, split_text
@@ -20,8 +21,6 @@ from tricycle_datasets.codeparrot import CodeParrot
 from tricycle_datasets.download import DownloadError, cache_dir, download
 from tricycle_datasets.python_code import EXCLUDED_DIRS, PythonCode
 from tricycle_datasets.shakespeare import Shakespeare, ShakespeareChar
-
-DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 @pytest.fixture(autouse=True)

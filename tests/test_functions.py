@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.helpers import check_grads
-from tricycle import backend, functions, threads, unary
+from tricycle import backend, unary
 from tricycle.functions import (
     LogSoftmax,
     Sigmoid,
@@ -15,20 +15,12 @@ from tricycle.functions import (
     Tanh,
     log_softmax_backward,
     log_softmax_forward,
-    row_blocks,
     softmax_backward,
     softmax_forward,
 )
 from tricycle.tensor import Tensor, to_tensor
 
 shapes = st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple)
-
-
-@pytest.fixture(params=[None, 3], ids=["one-block", "tiny-blocks"])
-def block_size(request, monkeypatch):
-    """Run a test with the default blocks and with blocks of 3 elements (many blocks)."""
-    if request.param:
-        monkeypatch.setattr(functions, "BLOCK_ELEMENTS", request.param)
 
 
 def composed_softmax(x: Tensor) -> Tensor:
@@ -133,68 +125,9 @@ def test_sigmoid_and_tanh_wrap_the_unary_ops():
     check_grads(Tanh(), [[-3.0, 0.5], [0.0, 2.0]])
 
 
-@given(st.integers(0, 50), st.integers(1, 20), st.integers(1, 40))
-def test_row_blocks_cover_every_row_once(n_rows, row_size, block):
-    functions_block = functions.BLOCK_ELEMENTS
-    try:
-        functions.BLOCK_ELEMENTS = block
-        covered = np.concatenate(
-            [np.arange(n_rows)[s] for s in row_blocks(np, n_rows, row_size)] + [np.array([])]
-        )
-    finally:
-        functions.BLOCK_ELEMENTS = functions_block
-    np.testing.assert_array_equal(covered, np.arange(n_rows))
-
-
-def test_for_each_block_runs_every_block_once_across_threads(monkeypatch):
-    monkeypatch.setattr(functions, "BLOCK_ELEMENTS", 4)
-    monkeypatch.setattr(threads, "THREADS", 3)
-    out = np.zeros(50)
-
-    def fill(rows):
-        out[rows] += 1
-        inner = np.zeros(10)
-        functions.for_each_block(np, 10, 1, lambda r: inner.__setitem__(r, 1))  # nested: serial
-        assert inner.all()
-
-    functions.for_each_block(np, 50, 1, fill)
-    np.testing.assert_array_equal(out, 1)
-
-
-def test_for_each_block_propagates_errors(monkeypatch):
-    monkeypatch.setattr(functions, "BLOCK_ELEMENTS", 1)
-    monkeypatch.setattr(threads, "THREADS", 2)
-
-    def fail(rows):
-        if rows.start == 3:
-            raise ArithmeticError("block 3")
-
-    with pytest.raises(ArithmeticError, match="block 3"):
-        functions.for_each_block(np, 6, 1, fail)
-
-
 @pytest.mark.parametrize("op", [Softmax(), LogSoftmax()])
 def test_scalars_and_empty_axes_raise(op):
     with pytest.raises(ValueError, match=r"non-empty last axis.*\(\)"):
         op(to_tensor(1.0))
     with pytest.raises(ValueError, match=r"\(2, 0\)"):
         op(to_tensor(np.ones((2, 0))))
-
-
-@pytest.mark.parametrize("ufunc", [np.add, np.multiply])
-def test_blocked_ufunc_matches_the_ufunc(monkeypatch, ufunc):
-    """Row blocks over threads compute exactly ufunc(a, b): b of a's shape or a row (bias),
-    a not contiguous, and in place (out=a)."""
-    monkeypatch.setattr(functions, "BLOCK_ELEMENTS", 8)
-    monkeypatch.setattr(threads, "THREADS", 2)
-    rng = np.random.default_rng(0)
-    a = rng.normal(size=(6, 5, 7)).astype(np.float32)
-    for b in (rng.normal(size=a.shape).astype(np.float32), rng.normal(size=7).astype(np.float32)):
-        np.testing.assert_array_equal(functions.blocked_ufunc(np, ufunc, a, b), ufunc(a, b))
-        strided = a[:, ::2]
-        b_strided = b[:, ::2] if b.ndim == 3 else b
-        got = functions.blocked_ufunc(np, ufunc, strided, b_strided)
-        np.testing.assert_array_equal(got, ufunc(strided, b_strided))
-        inplace = a.copy()
-        functions.blocked_ufunc(np, ufunc, inplace, b, out=inplace)
-        np.testing.assert_array_equal(inplace, ufunc(a, b))

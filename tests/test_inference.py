@@ -1,32 +1,43 @@
-"""End to end, as a user runs them: train_smol_gpt.py then inference.py, in subprocesses."""
+"""End to end, as a user runs them: train_smol_gpt.py then inference.py, in subprocesses;
+sampling from the safe checkpoint, Ctrl-C, and runs killed at random moments."""
 
+import json
 import os
 import pickle
+import random
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tricycle.checkpoint import load_state, save_state
 from tricycle.configs import DebugConfig
 from tricycle.models import GPT
+from tricycle.tokeniser import CharTokeniser
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_script(script: str, *args, tmp_path: Path, check: bool = True):
-    env = {
+def script_env(tmp_path: Path) -> dict:
+    return {
         **os.environ,
         "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
         "TRICYCLE_CACHE_DIR": str(tmp_path / "cache"),
-        "OPENBLAS_NUM_THREADS": "1",  # tiny matrices: one BLAS thread is fastest
+        "OPENBLAS_NUM_THREADS": "1",  # tiny matrices: one thread is fastest
+        "TRICYCLE_THREADS": "1",
     }
+
+
+def run_script(script: str, *args, tmp_path: Path, check: bool = True):
     result = subprocess.run(
         [sys.executable, str(ROOT / script), *map(str, args)],
         capture_output=True,
         text=True,
-        env=env,
+        env=script_env(tmp_path),
         cwd=tmp_path,
         timeout=120,
     )
@@ -96,6 +107,9 @@ def test_bad_model_files_fail_clearly(tmp_path):
     (tmp_path / "list.pkl").write_bytes(pickle.dumps([1, 2, 3]))
     wrong = run_script("inference.py", "list.pkl", tmp_path=tmp_path, check=False)
     assert wrong.returncode != 0 and "not a GPT" in wrong.stderr
+    (tmp_path / "notes.txt").write_bytes(pickle.dumps([1, 2, 3]))  # a pickle by another name
+    other = run_script("inference.py", "notes.txt", tmp_path=tmp_path, check=False)
+    assert other.returncode != 0 and "only files named as pickles" in other.stderr
 
 
 def test_a_model_pickled_as_in_the_readme_samples(trained):
@@ -124,4 +138,154 @@ def test_resume_without_a_checkpoint_fails_clearly(tmp_path):
     result = run_script(
         "train_smol_gpt.py", "--resume", "--out-dir", "nothing", tmp_path=tmp_path, check=False
     )
-    assert result.returncode != 0 and "no such checkpoint" in result.stderr
+    assert result.returncode != 0 and "no checkpoint in nothing" in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "nothing").exists()
+
+
+# ------------------------------------------------------------------ the safe format
+
+
+def test_sampling_from_the_run_or_its_checkpoint_needs_no_pickle(trained):
+    tmp_path, _ = trained
+    args = ("--prompt", "def f", "--max-tokens", "20", "--seed", "3")
+    from_pickle = run_script("inference.py", "run/model.pkl", *args, tmp_path=tmp_path)
+    from_dir = run_script("inference.py", "run", *args, tmp_path=tmp_path)
+    from_npz = run_script("inference.py", "run/checkpoint.npz", *args, tmp_path=tmp_path)
+    assert from_dir.stdout == from_npz.stdout == from_pickle.stdout
+    (tmp_path / "alone").mkdir(exist_ok=True)  # the checkpoint carries its own tokeniser
+    (tmp_path / "alone" / "c.npz").write_bytes((tmp_path / "run" / "checkpoint.npz").read_bytes())
+    alone = run_script("inference.py", "alone/c.npz", *args, tmp_path=tmp_path)
+    assert alone.stdout == from_npz.stdout
+    several = run_script("inference.py", "run", *args, "--num-samples", "3", tmp_path=tmp_path)
+    assert several.stdout.count("def f") >= 3 and several.stdout.count("-" * 15) == 2
+
+
+def test_a_corrupt_model_file_is_an_error_never_another_sample(trained):
+    tmp_path, _ = trained
+    for name in ("model.pkl", "checkpoint.npz"):
+        data = bytearray((tmp_path / "run" / name).read_bytes())
+        data[len(data) // 2] ^= 0x01  # one bit, in the middle of the weights
+        (tmp_path / f"flipped-{name}").write_bytes(bytes(data))
+        args = (f"flipped-{name}", "--tokeniser", "run/tokeniser.json", "--max-tokens", "5")
+        result = run_script("inference.py", *args, tmp_path=tmp_path, check=False)
+        assert result.returncode != 0 and f"flipped-{name}" in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_a_checkpoint_asking_for_a_huge_model_is_refused_before_building_it(trained):
+    tmp_path, _ = trained
+    state = load_state(tmp_path / "run" / "checkpoint.npz")
+    state["run"]["config"]["embedding_dim"] = 2**20
+    save_state(tmp_path / "crafted.npz", state)
+    result = run_script("inference.py", "crafted.npz", tmp_path=tmp_path, check=False)
+    assert result.returncode != 0 and "crafted.npz does not hold a usable GPT" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_tokeniser_that_does_not_belong_to_the_model_is_refused(trained):
+    tmp_path, _ = trained
+    CharTokeniser().train("abcdefgh").save(tmp_path / "chars.json")
+    for model in ("run/model.pkl", "run"):
+        result = run_script(
+            "inference.py", model, "--tokeniser", "chars.json", tmp_path=tmp_path, check=False
+        )
+        assert result.returncode != 0 and "does not belong" in result.stderr
+        assert "chars.json" in result.stderr and "vocab_size 300" in result.stderr
+
+
+BAD_SAMPLING_ARGUMENTS = [
+    ("--temperature", "nan"), ("--temperature", "-1"), ("--temperature", "inf"),
+    ("--top-k", "0"), ("--top-k", "-3"), ("--max-tokens", "-1"), ("--num-samples", "0"),
+    ("--seed", "-3"), ("--device", "tpu"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("flag", "value"), BAD_SAMPLING_ARGUMENTS)
+def test_every_bad_sampling_argument_gets_a_usage_error(flag, value, capsys):
+    from tricycle import sample
+
+    with pytest.raises(SystemExit) as exit_info:
+        sample.parse_args(["run", flag, value])
+    assert exit_info.value.code == 2
+    assert "usage: tricycle-sample" in capsys.readouterr().err
+
+
+def test_help_states_the_pickle_risk(tmp_path):
+    result = run_script("inference.py", "--help", tmp_path=tmp_path)
+    assert "RUNS CODE" in " ".join(result.stdout.split())
+
+
+# ------------------------------------------------------------------ stopping runs
+
+
+def start_training(tmp_path: Path, *args) -> subprocess.Popen:
+    command = [sys.executable, str(ROOT / "train_smol_gpt.py"), "--config", "debug"]
+    command += ["--dataset", "code.txt", "--no-progress", "--sample-tokens", "0", *args]
+    return subprocess.Popen(command, cwd=tmp_path, env=script_env(tmp_path),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+
+
+def metrics_lines(path: Path) -> int:
+    try:
+        return path.read_bytes().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
+def wait_for(condition, process: subprocess.Popen, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert process.poll() is None, process.communicate()[1][-2000:]
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_ctrl_c_saves_a_checkpoint_and_says_how_to_resume(trained):
+    """Before the first evaluation (no checkpoint yet), Ctrl-C stops at the end of the step
+    with a checkpoint, says where it is and how to resume, and prints no traceback."""
+    tmp_path, _ = trained
+    out = tmp_path / "stopped"
+    process = start_training(tmp_path, "--steps", "5000", "--out-dir", "stopped")
+    wait_for(lambda: metrics_lines(out / "metrics.jsonl") >= 3, process)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "Traceback" not in err and "--out-dir stopped --resume --dataset code.txt" in err
+    step = load_state(out / "checkpoint.npz")["step"]
+    assert step >= 3 and step == metrics_lines(out / "metrics.jsonl")
+    resume = ("--out-dir", "stopped", "--resume", "--dataset", "code.txt", "--steps", step + 2)
+    resumed = run_script("train_smol_gpt.py", *resume, "--no-progress", tmp_path=tmp_path)
+    assert f"steps {step}..{step + 2}" in resumed.stderr
+
+
+def test_runs_killed_at_random_moments_resume_exactly(trained):
+    """kill -9 at random points of a run that checkpoints every step, ten times, resuming
+    each time: the finished run's metrics equal those of a run never killed."""
+    tmp_path, _ = trained
+    steps = ["--steps", "40", "--eval-interval", "1", "--eval-steps", "1"]
+    run_script("train_smol_gpt.py", *steps, "--out-dir", "calm", "--config", "debug",
+               "--dataset", "code.txt", "--no-progress",
+               "--sample-tokens", 0, tmp_path=tmp_path)  # fmt: skip
+    out, rng = tmp_path / "killed", random.Random(0)
+    for kill in range(10):
+        resume = ["--resume"] if kill else []
+        process = start_training(tmp_path, *steps, "--out-dir", "killed", *resume)
+        done = metrics_lines(out / "metrics.jsonl") if kill else 0
+        wait_for(lambda: (out / "checkpoint.npz").exists()  # noqa: B023
+                 and metrics_lines(out / "metrics.jsonl") > done, process)  # fmt: skip
+        time.sleep(rng.uniform(0, 0.05))
+        process.kill()
+        process.wait()
+        if kill:
+            assert "took over the lock" in process.stderr.read()
+    finished = run_script("train_smol_gpt.py", *steps, "--out-dir", "killed", "--resume",
+                          "--dataset", "code.txt",
+                          "--no-progress", "--sample-tokens", 0, tmp_path=tmp_path)  # fmt: skip
+    assert "took over the lock" in finished.stderr
+
+    def losses(name):
+        lines = (tmp_path / name / "metrics.jsonl").read_text().splitlines()
+        return [(r["step"], r["loss"], r["val_loss"]) for r in map(json.loads, lines)]
+
+    assert losses("killed") == losses("calm")
+    assert not list(out.glob(".*.tmp"))

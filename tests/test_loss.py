@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.helpers import check_grads
-from tricycle import backend, functions
+from tricycle import backend
 from tricycle.loss import (
     BinaryCrossEntropy,
     CrossEntropy,
@@ -19,12 +19,6 @@ from tricycle.tensor import Tensor, to_tensor
 
 lead_shapes = st.lists(st.integers(1, 3), min_size=0, max_size=2).map(tuple)
 host = backend.to_host_array
-
-
-@pytest.fixture(params=[None, 4], ids=["one-block", "tiny-blocks"])
-def block_size(request, monkeypatch):
-    if request.param:
-        monkeypatch.setattr(functions, "BLOCK_ELEMENTS", request.param)
 
 
 def test_readme_cross_entropy():

@@ -81,11 +81,16 @@ def test_precision_flags_on_cpu():
     assert training.precision_for("fp16", "cpu").mode == "fp16"
 
 
+def train_in_process(argv) -> dict:
+    """The CLI's training without starting the CPU thread pool (main() starts it)."""
+    return train_cli.train(train_cli.parse_args(argv))
+
+
 def test_train_script_runs_fp16_with_a_time_budget(tmp_path):
     text = tmp_path / "notes.txt"
     text.write_text("the quick brown fox jumps over the lazy dog. " * 400)
     out = tmp_path / "run"
-    summary = train_cli.run(
+    summary = train_in_process(
         [*("--config", "debug", "--dataset", str(text), "--steps", "50", "--vocab-size", "280")]
         + [*("--context-window", "16", "--batch-size", "4", "--eval-interval", "5")]
         + [*("--eval-steps", "1", "--precision", "fp16", "--max-seconds", "0.5")]

@@ -4,7 +4,7 @@ filter, checkpoints, and clipping by global norm."""
 import numpy as np
 import pytest
 
-from tricycle import backend, functions
+from tricycle import backend
 from tricycle.activation import ReLU
 from tricycle.layers import Dense, Embedding, Layer, Sequential
 from tricycle.optimisers import (
@@ -35,13 +35,6 @@ class TinyModel(Layer):
 
     def forward(self, ids):
         return self.out(self.relu(self.hidden(self.token_embedding(ids))))
-
-
-@pytest.fixture(params=[None, 7], ids=["one-block", "tiny-blocks"])
-def block_size(request, monkeypatch):
-    """Run a test with the default blocks and with blocks of 7 elements (many blocks)."""
-    if request.param:
-        monkeypatch.setattr(functions, "BLOCK_ELEMENTS", request.param)
 
 
 IDS = np.array([[0, 1, 2], [3, 4, 5], [5, 5, 1]])

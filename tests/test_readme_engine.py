@@ -149,8 +149,8 @@ def test_derivative_of_a_transpose_by_index_swap():
 def test_derivative_of_a_dense_layer_by_index_swap():
     # forward operation
     inputs = to_tensor(np.random.random((5, 4, 3, 2)))
-    # the README's weights are (3, 6), which does not contract with b = 2 in the inputs
-    # (a clear error, checked below): (2, 6) makes the example run
+    # the seed README's weights were (3, 6), which does not contract with b = 2 in the
+    # inputs (a clear error, checked below); ours are (2, 6)
     weights = to_tensor(np.random.random((2, 6)))
     y = Einsum("zxTb,bW->zxTW")(inputs, weights)
 
@@ -172,6 +172,7 @@ def test_derivative_of_a_dense_layer_by_index_swap():
 
 
 def test_readme_dense_shapes_raise_a_clear_error():
+    """The seed README's shapes, weights (3, 6) against b = 2: an error naming the index."""
     inputs = to_tensor(np.random.random((5, 4, 3, 2)))
     weights = to_tensor(np.random.random((3, 6)))
     with pytest.raises(ValueError, match="index 'b' has size 2 in one operand and 3 in another"):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import DATA_DIR
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,7 +22,6 @@ from tricycle.tokeniser import (
     load_tokeniser,
 )
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 SHAKESPEARE = DATA_DIR / "tinyshakespeare.txt"
 
 # Strings that break naive tokenisers: multi-byte UTF-8, combining marks, ZWJ sequences, NUL.

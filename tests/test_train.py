@@ -1,9 +1,9 @@
-"""Training: the loss falls, resuming replays exactly, divergence stops cleanly; checkpoint
-files are atomic and safe."""
+"""Training, through the CLI and the library: the loss falls, resuming replays exactly,
+divergence stops cleanly, runs survive mistakes (changed settings, another run's directory,
+a torn log, a full disk) and every bad argument gets a usage error."""
 
 import json
 import math
-import pickle
 from pathlib import Path
 
 import numpy as np
@@ -16,19 +16,14 @@ except ImportError:
 
 from tricycle import train as train_cli
 from tricycle import training
-from tricycle.checkpoint import (
-    CheckpointError,
-    atomic_write_bytes,
-    load_pickle,
-    load_state,
-    save_pickle,
-    save_state,
-)
+from tricycle.checkpoint import load_state, save_state
 from tricycle.configs import DebugConfig
 from tricycle.dataset import CausalLMDataset
-from tricycle.files import atomic_write
+from tricycle.files import DirectoryLock
 from tricycle.models import GPT
 from tricycle.optimisers import AdamW
+from tricycle.random import manual_seed
+from tricycle.scheduler import CosineSchedule
 
 
 def write_corpus(path: Path, n_lines: int = 1500) -> Path:
@@ -61,9 +56,15 @@ def corpus(tmp_path, monkeypatch):
     return write_corpus(tmp_path / "corpus.txt")
 
 
+def train_in_process(argv) -> dict:
+    """The CLI's training without starting the CPU thread pool (main() starts it), so the
+    test process keeps its thread settings."""
+    return train_cli.train(train_cli.parse_args(argv))
+
+
 def run(corpus, out_dir, *extra):
     args = ["--config", "debug", "--dataset", str(corpus), "--out-dir", str(out_dir)]
-    return train_cli.run([*args, "--no-progress", "--sample-tokens", "0", *extra])
+    return train_in_process([*args, "--no-progress", "--sample-tokens", "0", *extra])
 
 
 def losses(out_dir) -> list[float]:
@@ -140,63 +141,6 @@ def test_help_lists_the_options(capsys):
         assert option in text
 
 
-# ------------------------------------------------------------------ checkpoint files
-
-
-def test_safe_state_round_trip(tmp_path):
-    state = {
-        "step": 7,
-        "weights": {"blocks.0.w": np.arange(6, dtype=np.float32).reshape(2, 3)},
-        "rng": np.random.default_rng(1).bit_generator.state,
-        "nested": [1, 2.5, "x", None, True, (np.int64(3), np.zeros(2))],
-    }
-    save_state(tmp_path / "c.npz", state)
-    loaded = load_state(tmp_path / "c.npz")
-    assert loaded["step"] == 7 and loaded["rng"] == state["rng"]
-    np.testing.assert_array_equal(loaded["weights"]["blocks.0.w"], state["weights"]["blocks.0.w"])
-    assert loaded["nested"][:5] == [1, 2.5, "x", None, True] and loaded["nested"][5][0] == 3
-    with pytest.raises(TypeError, match="object"):
-        save_state(tmp_path / "bad.npz", {"x": np.array([None])})
-    with pytest.raises(TypeError, match="cannot be saved"):
-        save_state(tmp_path / "bad.npz", {"x": object()})
-
-
-def test_corrupt_files_raise_clear_errors(tmp_path):
-    save_state(tmp_path / "c.npz", {"w": np.ones(1000)})
-    data = (tmp_path / "c.npz").read_bytes()
-    (tmp_path / "truncated.npz").write_bytes(data[: len(data) // 2])
-    with pytest.raises(CheckpointError, match="truncated.npz"):
-        load_state(tmp_path / "truncated.npz")
-    np.savez(tmp_path / "plain.npz", w=np.ones(2))
-    with pytest.raises(CheckpointError, match="not a tricycle checkpoint"):
-        load_state(tmp_path / "plain.npz")
-    with pytest.raises(CheckpointError, match="no such"):
-        load_state(tmp_path / "missing.npz")
-    (tmp_path / "m.pkl").write_bytes(pickle.dumps({"a": 1})[:-3])
-    with pytest.raises(CheckpointError, match="m.pkl"):
-        load_pickle(tmp_path / "m.pkl")
-
-
-def test_writes_are_atomic(tmp_path):
-    path = tmp_path / "model.pkl"
-    save_pickle({"version": 1}, path)
-
-    class Unpicklable:
-        def __reduce__(self):
-            raise RuntimeError("boom")
-
-    with pytest.raises(RuntimeError, match="boom"):
-        save_pickle(Unpicklable(), path)
-    with pytest.raises(RuntimeError, match="mid-write"):
-        with atomic_write(path) as f:
-            f.write(b"partial")
-            raise RuntimeError("mid-write")
-    assert load_pickle(path) == {"version": 1}
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.pkl"]  # no temporary left
-    atomic_write_bytes(path, b"new")
-    assert path.read_bytes() == b"new"
-
-
 def test_evaluation_protocols():
     """'sequential' scores the same windows every time; 'random' draws fresh ones (nanoGPT)."""
     np.random.seed(0)
@@ -212,3 +156,286 @@ def test_evaluation_protocols():
     assert all(abs(v - np.log(20)) < 0.5 for v in sequential + random)  # an untrained model
     with pytest.raises(ValueError, match="eval_protocol"):
         DebugConfig(eval_protocol="sometimes")
+
+
+# ------------------------------------------------------------------ resuming
+
+
+def test_resume_with_the_random_eval_protocol_is_exact(corpus, tmp_path):
+    common = ["--steps", "12", "--eval-interval", "3", "--eval-protocol", "random"]
+    run(corpus, tmp_path / "whole", *common)
+    run(corpus, tmp_path / "parts", *common, "--stop-after", "5")
+    run(corpus, tmp_path / "parts", *common, "--resume")
+    whole = (tmp_path / "whole" / "metrics.jsonl").read_text().splitlines()
+    parts = (tmp_path / "parts" / "metrics.jsonl").read_text().splitlines()
+    key = lambda line: (json.loads(line)["loss"], json.loads(line)["val_loss"])  # noqa: E731
+    assert [key(line) for line in parts] == [key(line) for line in whole]
+    assert sum(key(line)[1] is not None for line in whole) == 4  # steps 3, 6, 9, 12
+
+
+def test_resume_refuses_changed_settings_listing_them(corpus, tmp_path, capsys):
+    run(corpus, tmp_path / "run", "--steps", "10", "--stop-after", "3")
+    changed = ["--lr", "0.01", "--batch-size", "4", "--context-window", "16"]
+    changed += ["--vocab-size", "280", "--seed", "7", "--config", "cpu"]
+    with pytest.raises(SystemExit) as refused:
+        run(corpus, tmp_path / "run", "--resume", *changed)
+    message = str(refused.value)
+    for flag in ("--lr 0.01 (the run's: 0.003)", "--batch-size 4", "--context-window 16",
+                 "--vocab-size 280", "--seed 7", "--config cpu (the run's: debug)"):  # fmt: skip
+        assert flag in message, flag
+    assert load_state(tmp_path / "run" / "checkpoint.npz")["step"] == 3  # untouched
+    # how long and how often may change: applied and said
+    summary = run(corpus, tmp_path / "run", "--resume", "--steps", "12", "--eval-interval", "4")
+    assert summary["steps"] == 12
+    err = capsys.readouterr().err
+    assert "applying --steps 12 (the run's: 10)" in err and "--eval-interval 4" in err
+
+
+def test_resume_refuses_to_go_back_and_says_when_a_run_is_complete(corpus, tmp_path, capsys):
+    run(corpus, tmp_path / "run", "--steps", "6", "--eval-interval", "3")
+    with pytest.raises(SystemExit, match="--steps 3 is before the run's step 6"):
+        run(corpus, tmp_path / "run", "--resume", "--steps", "3")
+    assert run(corpus, tmp_path / "run", "--resume")["steps"] == 6
+    assert "is complete (6 steps)" in capsys.readouterr().err
+    assert len(losses(tmp_path / "run")) == 6
+
+
+def test_resume_reads_only_the_data_the_user_names(corpus, tmp_path):
+    """A checkpoint that names another file (a crafted one, or a moved run) never makes the
+    run read it: the file must be named with --dataset, and its data match the run's hash."""
+    run(corpus, tmp_path / "run", "--steps", "6", "--stop-after", "2")
+    path = tmp_path / "run" / "checkpoint.npz"
+    secret = tmp_path / "secret.txt"
+    secret.write_text("password = hunter2\n" * 500)
+    state = load_state(path)
+    state["run"]["settings"]["dataset"] = str(secret)
+    save_state(path, state)
+    resume = ["--config", "debug", "--out-dir", str(tmp_path / "run"), "--no-progress"]
+    with pytest.raises(SystemExit, match="name it again with --dataset"):
+        train_in_process([*resume, "--resume"])
+    with pytest.raises(SystemExit, match="not those the run trained on"):
+        train_in_process([*resume, "--resume", "--dataset", str(secret)])
+    other = write_corpus(tmp_path / "other.txt", n_lines=1400)
+    with pytest.raises(SystemExit, match="not those the run trained on"):
+        train_in_process([*resume, "--resume", "--dataset", str(other)])
+    assert train_in_process([*resume, "--resume", "--dataset", str(corpus)])["steps"] == 6
+
+
+def test_a_torn_metrics_line_is_repaired_on_resume(corpus, tmp_path, capsys):
+    run(corpus, tmp_path / "run", "--steps", "8", "--stop-after", "4")
+    with open(tmp_path / "run" / "metrics.jsonl", "a") as f:
+        f.write('{"step": 5, "loss": 3.1, "val_lo')  # the disk filled mid-line
+    run(corpus, tmp_path / "run", "--resume")
+    assert len(losses(tmp_path / "run")) == 8
+    assert "dropped a torn line" in capsys.readouterr().err
+
+
+def test_temporaries_of_a_killed_run_are_removed(corpus, tmp_path, capsys):
+    run(corpus, tmp_path / "run", "--steps", "6", "--stop-after", "2")
+    orphan = tmp_path / "run" / ".checkpoint.npz.k1ll3d.tmp"
+    orphan.write_bytes(b"half a checkpoint")
+    run(corpus, tmp_path / "run", "--resume")
+    assert not orphan.exists()
+    assert "removed 1 unfinished temporary file" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ run directories
+
+
+def test_another_runs_files_are_never_replaced_unasked(corpus, tmp_path):
+    run(corpus, tmp_path / "run", "--steps", "4", "--eval-interval", "2")
+    before = (tmp_path / "run" / "checkpoint.npz").read_bytes()
+    other = write_corpus(tmp_path / "other.txt", n_lines=1400)
+    with pytest.raises(SystemExit, match="already holds a run.*--resume.*--overwrite"):
+        run(other, tmp_path / "run", "--steps", "4")
+    assert (tmp_path / "run" / "checkpoint.npz").read_bytes() == before
+    run(other, tmp_path / "run", "--steps", "3", "--overwrite")
+    assert len(losses(tmp_path / "run")) == 3
+    assert load_state(tmp_path / "run" / "checkpoint.npz")["step"] == 3
+
+
+def test_a_directory_in_use_is_refused(corpus, tmp_path):
+    with DirectoryLock(tmp_path / "run"):
+        with pytest.raises(SystemExit, match="in use by another run"):
+            run(corpus, tmp_path / "run", "--steps", "2")
+    assert run(corpus, tmp_path / "run", "--steps", "2")["steps"] == 2  # free again
+
+
+# ------------------------------------------------------------------ divergence and disks
+
+
+def test_no_checkpoint_holding_a_non_finite_value_is_written(corpus, tmp_path, monkeypatch):
+    real_step = training.Trainer.train_step
+
+    def overflowing_moments(trainer):
+        if trainer.step == 3:  # Adam's second moment overflows; loss and weights stay finite
+            name = next(iter(trainer.optimiser.state))
+            trainer.optimiser.state[name]["exp_avg_sq"][...] = np.inf
+        return real_step(trainer)
+
+    monkeypatch.setattr(training.Trainer, "train_step", overflowing_moments)
+    with pytest.raises(SystemExit, match="exp_avg_sq of .* holds inf.*step 2\\) is kept"):
+        run(corpus, tmp_path / "run", "--steps", "6", "--eval-interval", "2")
+    checkpoint = load_state(tmp_path / "run" / "checkpoint.npz")
+    assert checkpoint["step"] == 2
+
+
+def test_a_huge_learning_rate_never_leaves_a_non_finite_checkpoint(corpus, tmp_path):
+    try:
+        run(corpus, tmp_path / "run", "--steps", "30", "--eval-interval", "3", "--lr", "30",
+            "--grad-clip", "0")  # fmt: skip
+    except SystemExit as error:
+        assert "diverged" in str(error)
+    checkpoint = load_state(tmp_path / "run" / "checkpoint.npz")
+    arrays = [*checkpoint["model"].values(), *checkpoint["optimiser"].values()]
+    assert all(np.isfinite(a).all() for a in arrays)
+
+
+def test_a_full_disk_names_the_directory_and_keeps_the_last_checkpoint(corpus, tmp_path,
+                                                                      monkeypatch):  # fmt: skip
+    real_save = training.save_state
+    calls = []
+
+    def full_after_one(path, state):
+        calls.append(path)
+        if len(calls) > 1:
+            raise OSError(28, "No space left on device")
+        real_save(path, state)
+
+    monkeypatch.setattr(training, "save_state", full_after_one)
+    with pytest.raises(SystemExit) as stopped:
+        run(corpus, tmp_path / "run", "--steps", "6", "--eval-interval", "2")
+    message = str(stopped.value)
+    assert f"in {tmp_path / 'run'}: No space left on device" in message
+    assert "step 2) is kept" in message
+    assert load_state(tmp_path / "run" / "checkpoint.npz")["step"] == 2
+
+
+# ------------------------------------------------------------------ bad arguments
+
+BAD_ARGUMENTS = [
+    ("--steps", "-5"), ("--steps", "0"), ("--eval-interval", "0"), ("--eval-steps", "0"),
+    ("--gradient-accumulation-steps", "0"), ("--batch-size", "0"), ("--context-window", "0"),
+    ("--vocab-size", "abc"), ("--lr", "nan"), ("--lr", "-1"), ("--lr", "inf"),
+    ("--min-lr", "-0.1"), ("--weight-decay", "-1"), ("--grad-clip", "nan"),
+    ("--dropout", "1"), ("--dropout", "-0.1"), ("--warmup", "-1"), ("--seed", "-1"),
+    ("--seed", "4294967296"), ("--max-seconds", "0"), ("--stop-after", "0"),
+    ("--log-interval", "0"), ("--threads", "0"), ("--sample-tokens", "-1"),
+    ("--max-bytes", "0"), ("--config", "huge"), ("--precision", "fp8"), ("--device", "tpu"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("flag", "value"), BAD_ARGUMENTS)
+def test_every_bad_argument_gets_a_usage_error(flag, value, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        train_cli.parse_args([flag, value])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "usage: tricycle-train" in err and flag in err and value in err
+
+
+def test_values_the_parser_cannot_judge_alone_get_clear_errors(corpus, tmp_path):
+    with pytest.raises(SystemExit, match="--vocab-size 100: a BPE vocabulary needs >= 256"):
+        run(corpus, tmp_path / "a", "--vocab-size", "100")
+    with pytest.raises(SystemExit, match="precision bf16 needs a GPU"):
+        run(corpus, tmp_path / "b", "--precision", "bf16")
+    with pytest.raises(SystemExit, match="neither one of"):
+        run(tmp_path / "missing.txt", tmp_path / "c")
+
+
+# ------------------------------------------------------------------ the library
+
+
+def _tiny_trainer(seed: int = 0, **options) -> training.Trainer:
+    manual_seed(seed)
+    config = DebugConfig(dropout=0.1, steps=10, eval_interval=4, eval_steps=1, **options)
+    tokens = np.random.default_rng(1).integers(0, config.vocab_size, size=3000)
+    return training.gpt_trainer(config, tokens[:2500], tokens[2500:], seed=seed)
+
+
+def test_a_trainer_saved_and_loaded_continues_exactly(tmp_path):
+    whole = _tiny_trainer(eval_protocol="random")
+    expected = whole.fit(10)
+    first = _tiny_trainer(eval_protocol="random")
+    first.fit(10, stop_after=6)
+    first.save(tmp_path / "run.npz", metadata={"note": "mine"})
+    second = _tiny_trainer(seed=99, eval_protocol="random")  # other initial weights: replaced
+    assert second.load(tmp_path / "run.npz") == {"note": "mine"} and second.step == 6
+    summary = second.fit(10)
+    assert summary["steps"] == 10 and summary["ended"] == "completed"
+    assert (summary["loss"], summary["val_loss"]) == (expected["loss"], expected["val_loss"])
+    for (name, a), (_, b) in zip(whole.model.named_parameters(), second.model.named_parameters()):
+        np.testing.assert_array_equal(a.array, b.array, err_msg=name)
+
+
+def test_reduce_gradients_sees_every_gradient_once_per_step():
+    calls = []
+
+    def reduce_gradients(named):
+        calls.append(len(named))
+        assert all(p.grad is not None for _, p in named)
+
+    trainer = _tiny_trainer(gradient_accumulation_steps=2)
+    trainer.reduce_gradients = reduce_gradients
+    trainer.fit(3)
+    assert calls == [len(trainer.model.parameters())] * 3
+
+
+def test_a_loaded_checkpoint_that_does_not_fit_is_a_checkpoint_error(tmp_path):
+    trainer = _tiny_trainer()
+    trainer.save(tmp_path / "run.npz")
+    np.random.seed(0)
+    bigger = training.gpt_trainer(DebugConfig(embedding_dim=64), np.arange(3000) % 300)
+    with pytest.raises(training.CheckpointError, match="run.npz does not fit this run"):
+        bigger.load(tmp_path / "run.npz")
+
+
+# ------------------------------------------------------------------ model sizes and names
+
+
+def test_nanogpt_names_and_model_size_flags(corpus, tmp_path):
+    nanogpt = ["--n_layer=1", "--n_head=2", "--n_embd=16", "--bias=False", "--beta2=0.9",
+               "--max_iters=4", "--learning_rate=2e-3", "--block_size=16", "--lr_decay_iters=6",
+               "--eval_iters=1", "--warmup_iters=2", "--expansion-ratio", "2"]  # fmt: skip
+    run(corpus, tmp_path / "run", *nanogpt)
+    config = load_state(tmp_path / "run" / "checkpoint.npz")["run"]["config"]
+    expected = {"n_layers": 1, "n_heads": 2, "embedding_dim": 16, "bias": False, "beta2": 0.9,
+                "steps": 4, "max_learning_rate": 2e-3, "context_window": 16, "eval_steps": 1,
+                "warmup_steps": 2, "expansion_ratio": 2.0}  # fmt: skip
+    assert {k: config[k] for k in expected} == expected
+    lrs = [json.loads(line)["lr"] for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    schedule = CosineSchedule(2e-3, DebugConfig().min_learning_rate, 6, 2)  # 6 steps, not 4
+    assert lrs == [schedule(step) for step in range(4)]
+    with pytest.raises(SystemExit, match="--n-layer 2 \\(the run's: 1\\)"):
+        run(corpus, tmp_path / "run", "--resume", "--n_layer=2")
+
+
+def test_a_settings_file_with_command_line_overrides(corpus, tmp_path):
+    settings = tmp_path / "small.json"
+    settings.write_text(json.dumps({"n_layer": 1, "n_embd": 16, "n_head": 2, "batch_size": 2,
+                                    "bias": False, "max_iters": 3}))  # fmt: skip
+    run(corpus, tmp_path / "run", "--config-file", str(settings), "--batch-size", "3")
+    config = load_state(tmp_path / "run" / "checkpoint.npz")["run"]["config"]
+    assert (config["n_layers"], config["batch_size"], config["bias"], config["steps"]) == (
+        1, 3, False, 3,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("argv", "complaint"),
+    [
+        (["--n_layers_typo=2"], "unrecognized arguments: --n-layers-typo=2"),
+        (["--bias=maybe"], "--bias: must be true or false"),
+        (["--beta1=1"], "--beta1: must be a number in [0, 1)"),
+        (["--activation=tanh"], "--activation: invalid choice"),
+        (["--config-file=FILE"], "unknown settings ['--depth']"),
+    ],
+)
+def test_unknown_or_bad_settings_are_usage_errors(argv, complaint, tmp_path, capsys):
+    settings = tmp_path / "bad.json"
+    settings.write_text(json.dumps({"depth": 3}))
+    argv = [a.replace("FILE", str(settings)) for a in argv]
+    with pytest.raises(SystemExit) as exit_info:
+        train_cli.parse_args(argv)
+    assert exit_info.value.code == 2
+    assert complaint in capsys.readouterr().err

@@ -8,9 +8,11 @@ its backward is one product.
 """
 
 from tricycle import kernels, ops, unary
-from tricycle.functions import Sigmoid, Tanh, blocked_ufunc, for_each_block
+from tricycle.blocking import blocked_ufunc, for_each_block
+from tricycle.functions import Sigmoid, Tanh
 from tricycle.layers import Dense, Layer, dense, shared_back_fns
-from tricycle.tensor import Tensor, grad_enabled
+from tricycle.tensor import Tensor, check_float, grad_enabled
+from tricycle.unary import unary_op
 
 __all__ = [
     "GLU",
@@ -29,17 +31,13 @@ __all__ = [
 ]
 
 
-def _elementwise(x: Tensor, out, back_fn, name: str) -> Tensor:
-    return Tensor(out, args=(x,), back_fns=(back_fn,), name=name, is_batched=x.is_batched)
-
-
 # ---------------------------------------------------------------------- ReLU family
 class ReLU(Layer):
     """max(x, 0); the derivative at 0 is 0, as in PyTorch (name "> 0")."""
 
     def forward(self, x: Tensor) -> Tensor:
         xp = x.xp
-        return _elementwise(x, xp.maximum(x.array, 0), lambda dout: dout * (x.array > 0), "> 0")
+        return unary_op(x, xp.maximum(x.array, 0), lambda dout: dout * (x.array > 0), "> 0")
 
 
 class LeakyReLU(Layer):
@@ -51,7 +49,7 @@ class LeakyReLU(Layer):
     def forward(self, x: Tensor) -> Tensor:
         xp, slope = x.xp, self.negative_slope
         positive = x.array > 0
-        return _elementwise(
+        return unary_op(
             x,
             xp.where(positive, x.array, slope * x.array),
             lambda dout: xp.where(positive, dout, slope * dout),
@@ -283,14 +281,15 @@ class GeLU(Layer):
         self.approximate = approximate
 
     def forward(self, x: Tensor) -> Tensor:
+        check_float("GeLU", x)
         xp, approximate = x.xp, self.approximate
         if not (x.requires_grad and grad_enabled()):  # no backward: no slope
-            return _elementwise(x, gelu_forward(xp, x.array, approximate), None, "gelu")
+            return unary_op(x, gelu_forward(xp, x.array, approximate), None, "gelu")
         y, slope = gelu_forward(xp, x.array, approximate, slope=True)
         if slope is not None:
-            return _elementwise(x, y, lambda dy: blocked_ufunc(xp, xp.multiply, dy, slope), "gelu")
+            return unary_op(x, y, lambda dy: blocked_ufunc(xp, xp.multiply, dy, slope), "gelu")
         # the CUDA kernels have no slope output: their backward recomputes it from x
-        return _elementwise(x, y, lambda dy: gelu_backward(xp, x.array, dy, approximate), "gelu")
+        return unary_op(x, y, lambda dy: gelu_backward(xp, x.array, dy, approximate), "gelu")
 
     def extra_repr(self) -> str:
         return f"approximate={self.approximate!r}"

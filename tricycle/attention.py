@@ -35,8 +35,8 @@ import math
 import numpy as np
 
 from tricycle import kernels
+from tricycle.blocking import for_row_groups, row_blocks
 from tricycle.dropout_mask import NO_DROPOUT, AttentionDropout
-from tricycle.functions import for_row_groups, row_blocks
 from tricycle.tensor import Tensor
 
 # ------------------------------------------------------------------ array functions

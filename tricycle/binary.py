@@ -1,7 +1,9 @@
 """Elementwise ops of two tensors, with numpy broadcasting.
 
 Broadcasting makes an input's gradient come back in the output's shape; ``unbroadcast`` sums
-it back down to the input's shape. It is the one place that knows how.
+it back down to the input's shape. It is the one place that knows how. A number, list or
+array that meets a tensor in an op becomes a tensor by ``constant``, the one place that
+decides its dtype.
 """
 
 import operator
@@ -9,7 +11,31 @@ import operator
 import numpy as np
 
 from tricycle import backend
-from tricycle.tensor import Tensor
+from tricycle.tensor import Tensor, is_float
+
+
+def constant(value, like: Tensor) -> Tensor:
+    """``value`` as a Tensor that needs no gradient, to meet ``like`` in an op, on like's
+    device (a Tensor is returned as it is).
+
+    The dtype rule is numpy's (NEP 50), with PyTorch's treatment of 0-d values: data with no
+    dtype of its own (a Python number or a list of them), a numpy scalar and a 0-d array are
+    weak, and take like's dtype wherever numpy keeps an array's dtype against a Python scalar
+    of their kind: any number with a float tensor (``x + 2`` and ``x < [0, 1]`` stay
+    float32), an integer or bool with an integer tensor. Otherwise, and for an array with
+    dimensions, the value keeps its dtype and the op's result follows numpy's promotion (a
+    float64 array with a float32 tensor gives float64; 2.5 with an integer tensor, float64).
+    """
+    if isinstance(value, Tensor):
+        return value
+    if backend.is_cupy_array(value) and not like.on_gpu:  # the op reports the two devices
+        return Tensor(value, requires_grad=False)
+    array = like.xp.asarray(value)
+    if array.ndim == 0 or not hasattr(value, "dtype"):  # weak: it may take like's dtype
+        kind, target = array.dtype.kind, like.dtype
+        if (is_float(target) and kind in "biuf") or (target.kind in "iu" and kind in "biu"):
+            array = array.astype(target, copy=False)
+    return Tensor(array, requires_grad=False)
 
 
 def unbroadcast(grad, shape: tuple[int, ...]):
@@ -34,13 +60,7 @@ def _binary(op: str, a: Tensor, b: Tensor, out, da, db) -> Tensor:
         da = _unbroadcasting(da, a.array.shape)
     if b.array.shape != shape:
         db = _unbroadcasting(db, b.array.shape)
-    return Tensor(
-        out,
-        args=(a, b),
-        back_fns=(da, db),
-        name=op,
-        is_batched=a.is_batched or b.is_batched,
-    )
+    return Tensor(out, args=(a, b), back_fns=(da, db), name=op)
 
 
 def _unbroadcasting(fn, shape):
@@ -150,4 +170,4 @@ _COMPARISONS = {
 def compare(op: str, a: Tensor, b: Tensor) -> Tensor:
     """Elementwise comparison (``op`` one of < <= > >= == !=): a boolean tensor, no gradient."""
     out = _apply(op, _COMPARISONS[op], a, b)
-    return Tensor(out, requires_grad=False, is_batched=a.is_batched or b.is_batched)
+    return Tensor(out, requires_grad=False)

@@ -3,6 +3,17 @@
 A config is a plain dataclass: the model reads the architecture fields, the training script
 the rest. Pick one by name with ``get_config("shakespeare")`` (or ``--config shakespeare``).
 
+Customise one by keyword (``GPTConfig(embedding_dim=128)``, ``dataclasses.replace``) or by
+subclassing with plain class attributes, as the original tricycle's users do::
+
+    class MyConfig(GPTConfig):
+        embedding_dim = 128  # overrides the default: MyConfig().embedding_dim == 128
+
+Every subclass is made a dataclass with its overrides as the new defaults (no decorator
+needed). A class attribute that is not a field (a typo such as ``embeding_dim``) raises
+TypeError when the class is defined; annotate it (``n_experts: int = 4``) to add a new field.
+Setting an unknown attribute on a config raises AttributeError.
+
     DebugConfig            tiny: unit tests and smoke runs (seconds)
     CPUConfig              the default: visibly code-like Python in a few minutes on a laptop CPU
     ShakespeareConfig      the README's toy run (~30 min on an RTX 3090)
@@ -11,7 +22,12 @@ the rest. Pick one by name with ``get_config("shakespeare")`` (or ``--config sha
 """
 
 import dataclasses
+import inspect
+import math
+import numbers
 from dataclasses import dataclass
+
+from tricycle.tensor import parse_device
 
 
 @dataclass
@@ -64,17 +80,63 @@ class GPTConfig:
     eval_protocol: str = "sequential"
     device: str = "cpu"
 
+    def __init_subclass__(cls, **kwargs):
+        """Make every subclass a dataclass whose plain class attributes override defaults."""
+        super().__init_subclass__(**kwargs)
+        fields = {f.name: f for f in dataclasses.fields(cls)}  # the inherited ones
+        annotations = dict(inspect.get_annotations(cls))  # this class's own
+        for name, value in list(vars(cls).items()):
+            if name.startswith("_") or name in annotations or name.isupper():
+                continue
+            if name in fields:  # ``embedding_dim = 128``: the field with a new default
+                annotations[name] = fields[name].type
+            elif not (callable(value) or isinstance(value, (property, classmethod, staticmethod))):
+                base = cls.__mro__[1].__name__
+                raise TypeError(
+                    f"{cls.__name__}: {name} = {value!r} is not a field of {base} (fields: "
+                    f"{', '.join(fields)}); annotate it to add a new field"
+                )
+        cls.__annotations__ = annotations
+        dataclass(cls)
+
+    def __setattr__(self, name, value):
+        if name not in self.__dataclass_fields__:
+            raise AttributeError(
+                f"{type(self).__name__} has no field {name!r}; fields: "
+                f"{', '.join(self.__dataclass_fields__)}"
+            )
+        super().__setattr__(name, value)
+
     def __post_init__(self):
+        owner = type(self).__name__
+        for name in _POSITIVE_INTS + _NON_NEGATIVE_INTS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise TypeError(f"{owner}: {name} must be an integer, got {value!r}")
+            if value < (1 if name in _POSITIVE_INTS else 0):
+                raise ValueError(
+                    f"{owner}: {name} must be {'positive' if name in _POSITIVE_INTS else '>= 0'},"
+                    f" got {value}"
+                )
+        for name, low, high, closed in _REAL_RANGES:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                raise TypeError(f"{owner}: {name} must be a number, got {value!r}")
+            above = low <= value if closed else low < value
+            if not (math.isfinite(value) and above and value < high):
+                bound = "[" if closed else "("
+                raise ValueError(f"{owner}: {name} must be in {bound}{low}, {high}), got {value}")
+        for name in ("tie_weights", "bias", "decay_embeddings"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(
+                    f"{owner}: {name} must be True or False, got {getattr(self, name)!r}"
+                )
         if self.embedding_dim % self.n_heads:
             raise ValueError(
                 f"{type(self).__name__}: embedding_dim={self.embedding_dim} is not divisible "
                 f"by n_heads={self.n_heads}"
             )
-        for name in ("embedding_dim", "context_window", "vocab_size", "n_heads", "n_layers"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{type(self).__name__}: {name} must be positive")
-        if not 0 <= self.dropout < 1:
-            raise ValueError(f"{type(self).__name__}: dropout must be in [0, 1)")
+        parse_device(self.device, owner)
         if self.eval_protocol not in ("sequential", "random"):
             raise ValueError(
                 f"{type(self).__name__}: eval_protocol must be 'sequential' or 'random', got "
@@ -103,6 +165,24 @@ class GPTConfig:
         if unknown:
             raise ValueError(f"GPTConfig: unknown fields {sorted(unknown)}")
         return GPTConfig(**values)
+
+
+_POSITIVE_INTS = (
+    "embedding_dim", "context_window", "vocab_size", "n_heads", "n_layers", "batch_size",
+    "gradient_accumulation_steps", "steps", "eval_interval", "eval_steps",
+)  # fmt: skip
+_NON_NEGATIVE_INTS = ("warmup_steps",)
+_REAL_RANGES = (  # (field, low, high, low included): each must lie in [low, high) or (low, high)
+    ("expansion_ratio", 0, math.inf, False),
+    ("dropout", 0, 1, True),
+    ("max_learning_rate", 0, math.inf, True),
+    ("min_learning_rate", 0, math.inf, True),
+    ("weight_decay", 0, math.inf, True),
+    ("beta1", 0, 1, True),
+    ("beta2", 0, 1, True),
+    ("eps", 0, math.inf, False),
+    ("grad_clip", 0, math.inf, True),
+)
 
 
 @dataclass

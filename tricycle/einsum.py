@@ -9,6 +9,11 @@ gradient where the output was, e.g. for ``ij,jk->ik``::
 Indices that input i had but that appear nowhere else were summed away, so their gradient
 comes back by broadcasting. Two-operand contractions run as a single (batched) matmul, which
 numpy and cupy send to BLAS / cuBLAS.
+
+An empty operand (``"ij,->ij"``) is a scalar. An index repeated within one operand takes a
+diagonal (``"ii->i"``; ``"ii->"`` is the trace): that operand's diagonal is taken first, as an
+op of its own whose derivative puts the gradient back on the diagonal, and the einsum runs on
+the diagonal with every index once.
 """
 
 import functools
@@ -16,8 +21,8 @@ import string
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from tricycle import binary  # as a module: see tricycle/operators.py
 from tricycle.backend import check_same_device
-from tricycle.binary import unbroadcast
 from tricycle.tensor import Tensor
 
 _LETTERS = frozenset(string.ascii_letters)
@@ -35,13 +40,16 @@ class Subscript:
 
     @classmethod
     def parse(cls, subscript: str) -> "Subscript":
+        """Parse ``"ij,jk->ik"`` (or implicit ``"ij,jk"``); an empty operand is a scalar."""
+        if not isinstance(subscript, str):
+            raise TypeError(
+                f"Einsum: the subscript must be a string such as 'ij,jk->ik', got {subscript!r}"
+            )
         text = subscript.replace(" ", "")
         if text.count("->") > 1:
             raise ValueError(f"Einsum: {subscript!r} has more than one '->'")
         lhs, arrow, rhs = text.partition("->")
         inputs = tuple(_compact(part, subscript) for part in lhs.split(","))
-        if any(part == "" and lhs != "" for part in inputs) and len(inputs) > 1:
-            raise ValueError(f"Einsum: {subscript!r} has an empty input between commas")
         if arrow:
             output = _compact(rhs, subscript)
         else:  # implicit mode: indices that appear once, in alphabetical order
@@ -59,12 +67,6 @@ class Subscript:
             raise ValueError(f"Einsum: output of {subscript!r} repeats an index")
         if "." in output and not any("." in part for part in inputs):
             raise ValueError(f"Einsum: output of {subscript!r} has '...' but no input does")
-        for part in inputs:
-            if len(set(part)) != len(part):
-                raise ValueError(
-                    f"Einsum: input {part.replace('.', '...')!r} of {subscript!r} repeats an "
-                    "index (diagonals and traces are not supported)"
-                )
         return cls(inputs, output)
 
     def __str__(self) -> str:
@@ -82,7 +84,8 @@ class Subscript:
             named = len(part) - ("." in part)
             if len(shape) < named or ("." not in part and len(shape) != named):
                 raise ValueError(
-                    f"Einsum {self}: operand {part.replace('.', '...')!r} has "
+                    f"Einsum {self}: operand {part.replace('.', '...')!r}"
+                    f"{' (a scalar)' if not part else ''} has "
                     f"{len(shape)} dimension(s) (shape {shape}), expected "
                     f"{'at least ' if '.' in part else ''}{named}"
                 )
@@ -106,6 +109,11 @@ def _compact(part: str, subscript: str) -> str:
     for c in compact:
         if c != "." and c not in _LETTERS:
             raise ValueError(f"Einsum: {subscript!r} contains {c!r}; indices must be letters")
+    if "." in part.replace("...", ""):
+        raise ValueError(
+            f"Einsum: {subscript!r} has a '.' in {part!r} that is not part of '...' (exactly "
+            "three dots stand for any leading axes)"
+        )
     return compact
 
 
@@ -276,14 +284,21 @@ class Einsum:
         return f"Einsum({self.subscript!r})"
 
     def __call__(self, *tensors: Tensor) -> Tensor:
-        tensors = tuple(t if isinstance(t, Tensor) else Tensor(t) for t in tensors)
+        tensors = tuple(
+            t if isinstance(t, Tensor) else Tensor(t, requires_grad=False) for t in tensors
+        )
         arrays = [t.array for t in tensors]
         xp = check_same_device(f"Einsum {self.subscript}", *arrays)
         shapes = tuple(a.shape for a in arrays)
         plan = self._plans.get(shapes)
         if plan is None:
             plan = self._plan(shapes)
-        sub, derivatives = plan
+        sub, derivatives, diagonals = plan
+        if diagonals is not None:  # operands with a repeated index: their diagonals first
+            tensors = tuple(
+                t if d is None else _diagonal(xp, t, *d) for t, d in zip(tensors, diagonals)
+            )
+            arrays = [t.array for t in tensors]
         out = contract(xp, sub.inputs, sub.output, arrays)
         return Tensor(
             out,
@@ -300,8 +315,15 @@ class Einsum:
         self.__init__(state["subscript"])
 
     def _plan(self, shapes):
-        """Expand ``...`` and check sizes for these shapes; precompute each derivative."""
+        """Expand ``...`` and check sizes for these shapes; precompute each derivative.
+
+        Returns (subscript, derivatives, diagonals): diagonals is None when no operand repeats
+        an index, else one entry per operand (None, or how to take its diagonal), and the
+        subscript and derivatives are those of the einsum on the diagonals.
+        """
+        original_shapes = shapes
         sub = self.parsed.expand(list(shapes))
+        sub, shapes, diagonals = _diagonals(sub, shapes, self.subscript)
         _sizes(sub, shapes, self.subscript)
         derivatives = []
         for i, target in enumerate(sub.inputs):
@@ -311,8 +333,72 @@ class Einsum:
             derivatives.append((others + (sub.output,), kept, target))
         if len(self._plans) >= self._MAX_PLANS:
             self._plans.clear()
-        plan = self._plans[shapes] = (sub, tuple(derivatives))
+        plan = self._plans[tuple(original_shapes)] = (sub, tuple(derivatives), diagonals)
         return plan
+
+
+# ------------------------------------------------------------------ diagonals
+def _diagonals(sub: Subscript, shapes, original: str):
+    """Replace each operand that repeats an index by its diagonal.
+
+    Returns (the subscript on the diagonals, their shapes, per-operand diagonal specs or None
+    if no operand repeats an index). A spec is (operand subscript, diagonal subscript, the
+    subscript that puts a gradient back on the diagonal): for ``iij``, ``ij`` and
+    ``"ij,ia->iaj"``, the second operand being an identity matrix per extra repeat.
+    """
+    if all(len(set(part)) == len(part) for part in sub.inputs):
+        return sub, shapes, None
+    spare = iter(sorted(_LETTERS - set("".join(sub.inputs) + sub.output)))
+    inputs, new_shapes, diagonals = [], [], []
+    for part, shape in zip(sub.inputs, shapes):
+        if len(set(part)) == len(part):
+            inputs.append(part)
+            new_shapes.append(tuple(shape))
+            diagonals.append(None)
+            continue
+        sizes: dict[str, int] = {}
+        for c, n in zip(part, shape):
+            if sizes.setdefault(c, n) != n:
+                raise ValueError(
+                    f"Einsum {original}: index {c!r} is repeated in operand {part!r} (shape "
+                    f"{tuple(shape)}) with sizes {sizes[c]} and {n}; a repeated index takes a "
+                    "diagonal, which needs equal sizes"
+                )
+        diagonal = "".join(dict.fromkeys(part))  # each index once, in order of first use
+        fresh, identities = [], []
+        for k, c in enumerate(part):
+            if c in part[:k]:  # a repeat: its own letter, tied to c by an identity matrix
+                letter = next(spare)
+                fresh.append(letter)
+                identities.append(c + letter)
+            else:
+                fresh.append(c)
+        embed = f"{','.join([diagonal, *identities])}->{''.join(fresh)}"
+        inputs.append(diagonal)
+        new_shapes.append(tuple(sizes[c] for c in diagonal))
+        diagonals.append((part, diagonal, embed, tuple(sizes[c[0]] for c in identities)))
+    return Subscript(tuple(inputs), sub.output), tuple(new_shapes), tuple(diagonals)
+
+
+def _diagonal(xp, x: Tensor, part: str, diagonal: str, embed: str, eye_sizes) -> Tensor:
+    """The diagonal of x over its repeated indices (``part`` -> ``diagonal``), as an op.
+
+    Its derivative puts the gradient back on the diagonal, zeros elsewhere: an einsum of the
+    gradient with one identity matrix per repeat (``embed``).
+    """
+
+    def back_fn(dout):
+        eyes = [xp.eye(n, dtype=dout.dtype) for n in eye_sizes]
+        return xp.einsum(embed, dout, *eyes)
+
+    out = xp.einsum(f"{part}->{diagonal}", x.array)
+    return Tensor(
+        out,
+        args=(x,),
+        back_fns=(back_fn,),
+        name=f"einsum diagonal {part}->{diagonal}",
+        is_batched=x.is_batched,
+    )
 
 
 def _derivative(xp, tensors, i: int, spec):
@@ -330,9 +416,26 @@ def _derivative(xp, tensors, i: int, spec):
         if grad.shape != shape:
             # sum over axes where this input was broadcast (size 1 here, n elsewhere), then
             # broadcast along axes that were summed away or were size 1 in every other operand
-            grad = unbroadcast(grad, tuple(1 if n == 1 else g for g, n in zip(grad.shape, shape)))
+            grad = binary.unbroadcast(
+                grad, tuple(1 if n == 1 else g for g, n in zip(grad.shape, shape))
+            )
             if grad.shape != shape:
                 grad = xp.broadcast_to(grad, shape)
         return grad
 
     return back_fn
+
+
+def einsum(subscript: str, *tensors) -> Tensor:
+    """``Einsum(subscript)(*tensors)``, as ``torch.einsum``: one Einsum per subscript is kept,
+    so its parsing and plans are reused across calls."""
+    if not isinstance(subscript, str):
+        raise TypeError(
+            f"einsum: the subscript must be a string such as 'ij,jk->ik', got {subscript!r}"
+        )
+    return _einsum_for(subscript)(*tensors)
+
+
+@functools.lru_cache(maxsize=256)
+def _einsum_for(subscript: str) -> Einsum:
+    return Einsum(subscript)

@@ -16,11 +16,19 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from tricycle import backend, kernels, threads
+from tricycle import backend, kernels, random, threads
 from tricycle.backend import check_same_device
-from tricycle.functions import block_index, blocked_ufunc, for_each_block, row_blocks, row_sum
+from tricycle.blocking import (
+    as_rows,
+    block_index,
+    blocked_ufunc,
+    for_each_block,
+    row_blocks,
+    row_sum,
+)
 from tricycle.initialisers import init_normal, init_ones, init_xavier, init_zeros
-from tricycle.tensor import Tensor, grad_enabled
+from tricycle.tensor import Tensor, check_float, grad_enabled
+from tricycle.unary import unary_op
 
 # ====================================================================== the Layer base
 
@@ -151,33 +159,45 @@ class Layer:
         """Copy ``state`` into the parameters in place (on their current device).
 
         With ``strict`` every parameter must be present and no other key may be; otherwise
-        only the keys both sides share are loaded. Shapes must always match. Returns the
-        (missing, unexpected) key lists.
+        only the keys both sides share are loaded. Shapes must always match, values must be
+        numeric and finite in the parameter's dtype (a float64 value too large for float32
+        is an error). Every value is checked (and converted) before any is written: a bad
+        state changes nothing. Returns the (missing, unexpected) key lists.
         """
+        owner = f"load_state_dict of {type(self).__name__}"
         params = dict(self.named_parameters())
         missing = [name for name in params if name not in state]
         unexpected = [name for name in state if name not in params]
         if strict and (missing or unexpected):
-            raise ValueError(
-                f"load_state_dict of {type(self).__name__}: missing keys {missing}, "
-                f"unexpected keys {unexpected}"
-            )
+            raise ValueError(f"{owner}: missing keys {missing}, unexpected keys {unexpected}")
+        values = {name: _host_value(state[name]) for name in params if name in state}
+        for name, value in values.items():
+            if value.dtype.kind not in "biuf" and value.dtype != params[name].dtype:
+                raise TypeError(f"{owner}: {name} holds dtype {value.dtype}, not numbers")
         mismatched = [
-            f"{name}: checkpoint {tuple(np.shape(state[name]))} vs model {params[name].shape}"
-            for name in params
-            if name in state and tuple(np.shape(state[name])) != params[name].shape
+            f"{name}: checkpoint {value.shape} vs model {params[name].shape}"
+            for name, value in values.items()
+            if value.shape != params[name].shape
         ]
         if mismatched:
-            raise ValueError(
-                f"load_state_dict of {type(self).__name__}: shape mismatch for "
-                + "; ".join(mismatched)
-            )
-        for name, t in params.items():
-            if name in state:
-                value = backend.to_host_array(np.asarray(state[name]))
-                if t.on_gpu:
-                    value = backend.to_device_array(value, t.array.device.id)
-                t.array[...] = value
+            raise ValueError(f"{owner}: shape mismatch for " + "; ".join(mismatched))
+        converted = {}
+        for name, value in values.items():
+            t = params[name]
+            with np.errstate(over="ignore", invalid="ignore"):
+                cast = value.astype(t.dtype)
+            if not np.isfinite(cast).all():
+                if not np.isfinite(value).all():
+                    raise ValueError(f"{owner}: {name} has non-finite values (NaN or inf)")
+                raise ValueError(
+                    f"{owner}: {name} has values too large for {t.dtype} (largest magnitude "
+                    f"{np.abs(value).max():.4g})"
+                )
+            if t.on_gpu:
+                cast = backend.to_device_array(cast, t.array.device.id)
+            converted[name] = cast
+        for name, value in converted.items():  # nothing below can fail: all or nothing
+            params[name].array[...] = value
         return missing, unexpected
 
     # ------------------------------------------------------------------ printing
@@ -197,6 +217,13 @@ class Layer:
             body = repr(child).replace("\n", "\n  ")
             lines.append(f"  ({name}): {body}")
         return "\n".join(lines) + f"\n){count}"
+
+
+def _host_value(value) -> np.ndarray:
+    """A state-dict value (numpy or cupy array, Tensor, nested list) as a numpy array."""
+    if isinstance(value, Tensor):
+        return value.numpy()
+    return np.asarray(backend.to_host_array(value))
 
 
 def shared_back_fns(backward: Callable, n: int) -> tuple[Callable, ...]:
@@ -234,7 +261,7 @@ def dense_forward(xp, x, weights, bias=None):
     ``(N, I) @ (I, J)`` (what ``Einsum("...i,ij->...j")`` plans too), and the bias is added in
     place to the product, which is a fresh array: no second (N, J) array.
     """
-    x2 = _rows(x)  # (N, I); a 1-D x is one row
+    x2 = as_rows(x)  # (N, I); a 1-D x is one row
     out = kernels.gemm(x2, weights) if kernels.gemm_enabled(x2, weights) else x2 @ weights
     if bias is not None:
         if xp.result_type(out, bias) == out.dtype:
@@ -246,7 +273,7 @@ def dense_forward(xp, x, weights, bias=None):
 
 def dense_backward_input(xp, dout, weights, x_shape):
     """d(x) of ``...i,ij->...j``: the einsum ``...j,ij->...i``, i.e. ``dout @ W.T``."""
-    dout2 = _rows(dout)  # (N, J)
+    dout2 = as_rows(dout)  # (N, J)
     if kernels.gemm_enabled(dout2, weights):  # cuBLAS directly (tricycle/kernels/gemm.py)
         return kernels.gemm(dout2, weights, transpose_b=True).reshape(x_shape)
     return (dout2 @ weights.T).reshape(x_shape)
@@ -254,7 +281,7 @@ def dense_backward_input(xp, dout, weights, x_shape):
 
 def dense_backward_weights(xp, dout, x):
     """d(W) of ``...i,ij->...j``: the einsum ``...i,...j->ij``, i.e. ``x.T @ dout`` over rows."""
-    x2, dout2 = _rows(x), _rows(dout)  # (N, I), (N, J)
+    x2, dout2 = as_rows(x), as_rows(dout)  # (N, I), (N, J)
     if kernels.gemm_enabled(x2, dout2):
         return kernels.gemm(x2, dout2, transpose_a=True)
     return x2.T @ dout2
@@ -263,7 +290,7 @@ def dense_backward_weights(xp, dout, x):
 def dense_backward_bias(xp, dout):
     """d(bias): dout summed over every leading axis, as a ones-vector matmul (BLAS runs it
     about twice as fast as numpy's column reduction)."""
-    dout2 = _rows(dout)  # (N, J)
+    dout2 = as_rows(dout)  # (N, J)
     if kernels.gemm_enabled(dout2, dout2):
         return kernels.column_sums(dout2)
     return xp.ones(dout2.shape[0], dtype=dout2.dtype) @ dout2
@@ -274,10 +301,9 @@ def dense_backward(xp, dout, x, weights, x_shape, needs=(True, True, True)):
     weights, the bias) says nobody wants it.
 
     dx = dout @ W.T and dW = x.T @ dout are independent products of the same size (N * I * J
-    multiply-adds each). On a 2-thread CPU they run at once, each on one core with its own
-    single-threaded BLAS call (``threads.run_concurrently``), not one after the other on both
-    cores: a training step measured 2-4% faster (benchmarks/README.md, round 5). With more
-    threads, each product gets all of them in turn.
+    multiply-adds each), handed to ``threads.run_concurrently``, which decides whether they run
+    at once (each on a core of its own with single-threaded BLAS: on 2 threads a training step
+    measured 2-4% faster, benchmarks/README.md) or one after the other on every thread.
     """
     want_x, want_weights, want_bias = needs
 
@@ -288,7 +314,7 @@ def dense_backward(xp, dout, x, weights, x_shape, needs=(True, True, True)):
         dweights = dense_backward_weights(xp, dout, x) if want_weights else None
         return dweights, dense_backward_bias(xp, dout) if want_bias else None
 
-    if xp is np and threads.THREADS == 2 and want_x and want_weights:
+    if xp is np and want_x and want_weights:
         dx, (dweights, dbias) = threads.run_concurrently(input_grad, parameter_grads)
     else:
         dx, (dweights, dbias) = input_grad(), parameter_grads()
@@ -318,7 +344,6 @@ def dense(x: Tensor, weights: Tensor, bias: Tensor | None = None) -> Tensor:
         args=args,
         back_fns=shared_back_fns(backward, len(args)),
         name="dense",
-        is_batched=x.is_batched,
     )
 
 
@@ -330,7 +355,8 @@ class Dense(Layer):
     Args:
         from_size, to_size: input and output widths; ``weights`` has shape (from_size, to_size).
         bias: add a learnt bias (zeros at first) of shape (to_size,).
-        initialiser: shape -> array for the weights (default Glorot uniform from np.random).
+        initialiser: shape -> array for the weights (default Glorot uniform, drawn from
+            tricycle's generator: see ``tricycle.manual_seed``).
         name: the name of the output tensors (default "dense").
     """
 
@@ -418,9 +444,7 @@ class Embedding(Layer):
         self.weights = parameter((initialiser or init_normal)((from_size, to_size)), "weights")
 
     def forward(self, ids) -> Tensor:
-        out = embedding(ids, self.weights)
-        out.is_batched = isinstance(ids, Tensor) and ids.is_batched
-        return out
+        return embedding(ids, self.weights)
 
     def extra_repr(self) -> str:
         return f"from_size={self.from_size}, to_size={self.to_size}"
@@ -441,7 +465,7 @@ def layer_norm_forward(xp, x, gamma, beta, eps: float, keep_xhat: bool = False):
     if kernels.enabled(x, gamma):  # one CUDA kernel on cupy (tricycle/kernels/norm.cu)
         y, mean, rstd = kernels.layer_norm_forward(xp, x, gamma, beta, eps)
         return (y, mean, rstd, None) if keep_xhat else (y, mean, rstd)
-    x2 = _rows(x)  # (N, E)
+    x2 = as_rows(x)  # (N, E)
     y = xp.empty_like(x2)
     xhat = xp.empty_like(x2) if keep_xhat else y  # without it, y holds xhat until scaled
     mean = xp.empty((x2.shape[0], 1), dtype=x.dtype)  # (N, 1)
@@ -476,8 +500,8 @@ def layer_norm_backward(xp, dy, x, gamma, mean, rstd, xhat=None):
     """
     if kernels.enabled(dy, x, gamma):
         return kernels.layer_norm_backward(xp, dy, x, gamma, mean, rstd)
-    x2, dy2 = _rows(x), _rows(dy)  # (N, E)
-    xhat2 = None if xhat is None else _rows(xhat)
+    x2, dy2 = as_rows(x), as_rows(dy)  # (N, E)
+    xhat2 = None if xhat is None else as_rows(xhat)
     mean2, rstd2 = mean.reshape(-1, 1), rstd.reshape(-1, 1)  # (N, 1)
     n_rows, n = x2.shape
     dx = xp.empty_like(x2)
@@ -511,11 +535,6 @@ def layer_norm_backward(xp, dy, x, gamma, mean, rstd, xhat=None):
     return dx.reshape(x.shape), dgamma.sum(axis=0), dbeta.sum(axis=0)
 
 
-def _rows(a):
-    """``a`` as a matrix of rows: (..., E) -> (N, E) (a view when a is contiguous)."""
-    return a.reshape(-1, a.shape[-1])
-
-
 def _row_dot(xp, a, b):
     """Row-wise dot products: (N, E), (N, E) -> (N, 1)."""
     return xp.einsum("ni,ni->n", a, b)[:, None]
@@ -529,6 +548,7 @@ def _column_dot(xp, a, b):
 def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalise the last axis of x to zero mean and unit variance, then scale and shift."""
     args = (x, gamma) if beta is None else (x, gamma, beta)
+    check_float("LayerNorm", x)
     xp = check_same_device("LayerNorm", *(arg.array for arg in args))
     arrays = x.array, gamma.array, None if beta is None else beta.array
     if grad_enabled() and any(arg.requires_grad for arg in args):  # xhat only for a backward
@@ -538,7 +558,7 @@ def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor | None = None, eps: float 
     back_fns = shared_back_fns(
         lambda dy: layer_norm_backward(xp, dy, x.array, gamma.array, mean, rstd, xhat), len(args)
     )
-    return Tensor(y, args=args, back_fns=back_fns, name="layer_norm", is_batched=x.is_batched)
+    return Tensor(y, args=args, back_fns=back_fns, name="layer_norm")
 
 
 class LayerNorm(Layer):
@@ -561,7 +581,7 @@ def rms_norm_forward(xp, x, gamma, eps: float):
     """y = x * rstd * gamma with rstd = 1 / sqrt(mean(x^2) + eps); returns (y, rstd (..., 1))."""
     if kernels.enabled(x, gamma):
         return kernels.rms_norm_forward(xp, x, gamma, eps)
-    x2 = _rows(x)  # (N, E)
+    x2 = as_rows(x)  # (N, E)
     y = xp.empty_like(x2)
     rstd = xp.empty((x2.shape[0], 1), dtype=x.dtype)  # (N, 1)
 
@@ -584,7 +604,7 @@ def rms_norm_backward(xp, dy, x, gamma, rstd):
     dx = rstd * (g - xhat * mean(g * xhat)); dgamma = sum(dy * xhat)."""
     if kernels.enabled(dy, x, gamma):
         return kernels.rms_norm_backward(xp, dy, x, gamma, rstd)
-    x2, dy2, rstd2 = _rows(x), _rows(dy), rstd.reshape(-1, 1)
+    x2, dy2, rstd2 = as_rows(x), as_rows(dy), rstd.reshape(-1, 1)
     n_rows, n = x2.shape
     dx = xp.empty_like(x2)
     dgamma = xp.empty((len(row_blocks(xp, n_rows, n)), n), dtype=dx.dtype)
@@ -606,10 +626,11 @@ def rms_norm_backward(xp, dy, x, gamma, rstd):
 
 def rms_norm(x: Tensor, gamma: Tensor, eps: float = 1e-6) -> Tensor:
     """Scale the last axis of x to unit root-mean-square, then by gamma."""
+    check_float("RMSNorm", x)
     xp = check_same_device("RMSNorm", x.array, gamma.array)
     y, rstd = rms_norm_forward(xp, x.array, gamma.array, eps)
     back_fns = shared_back_fns(lambda dy: rms_norm_backward(xp, dy, x.array, gamma.array, rstd), 2)
-    return Tensor(y, args=(x, gamma), back_fns=back_fns, name="rms_norm", is_batched=x.is_batched)
+    return Tensor(y, args=(x, gamma), back_fns=back_fns, name="rms_norm")
 
 
 class RMSNorm(Layer):
@@ -651,13 +672,7 @@ def dropout(x: Tensor, probability: float, rng: np.random.Generator | None = Non
     xp.greater_equal(mask, probability, out=mask)  # keep with probability 1 - p
     mask *= 1.0 / (1.0 - probability)  # inverted dropout: E[output] = x
     mask = mask.astype(x.dtype, copy=False)
-    return Tensor(
-        x.array * mask,
-        args=(x,),
-        back_fns=(lambda dout: dout * mask,),
-        name="dropout",
-        is_batched=x.is_batched,
-    )
+    return unary_op(x, x.array * mask, lambda dout: dout * mask, "dropout")
 
 
 class Dropout(Layer):
@@ -665,15 +680,15 @@ class Dropout(Layer):
 
     Args:
         probability: the chance of zeroing each element, in [0, 1).
-        seed: seeds this layer's numpy generator; by default it is drawn from ``np.random``,
-            so ``np.random.seed`` makes training reproducible.
+        seed: seeds this layer's numpy generator; by default it is drawn from tricycle's
+            generator, so ``tricycle.manual_seed`` makes training reproducible.
     """
 
     def __init__(self, probability: float, seed: int | None = None):
         if not 0 <= probability < 1:
             raise ValueError(f"Dropout: probability must be in [0, 1), got {probability}")
         self.probability = probability
-        self.rng = np.random.default_rng(np.random.randint(2**31) if seed is None else seed)
+        self.rng = np.random.default_rng(random.draw_seed() if seed is None else seed)
 
     def forward(self, x: Tensor) -> Tensor:
         if not self.training or self.probability == 0:

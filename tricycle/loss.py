@@ -11,8 +11,9 @@ import numpy as np
 
 from tricycle import backend, kernels
 from tricycle.backend import check_same_device
-from tricycle.functions import for_each_block, row_sum
-from tricycle.tensor import Tensor
+from tricycle.binary import constant
+from tricycle.blocking import for_each_block, row_sum
+from tricycle.tensor import Tensor, check_float
 
 
 def _labels_and_mask(xp, labels, ignore_index):
@@ -92,12 +93,9 @@ def cross_entropy_backward(xp, dloss, logits, labels, saved, ignore_index=None):
     return dlogits.reshape(logits.shape)
 
 
-def _as_tensor(value, like: Tensor | None = None) -> Tensor:
-    if isinstance(value, Tensor):
-        return value
-    if like is not None and not (isinstance(value, np.ndarray) or backend.is_cupy_array(value)):
-        value = like.xp.asarray(value)
-    return Tensor(value, requires_grad=False)
+def _predictions(value) -> Tensor:
+    """``y_pred`` as a Tensor: given as numbers or an array, it needs no gradient."""
+    return value if isinstance(value, Tensor) else Tensor(value, requires_grad=False)
 
 
 class CrossEntropy:
@@ -113,8 +111,8 @@ class CrossEntropy:
         self.ignore_index = ignore_index
 
     def __call__(self, y_true, y_pred: Tensor) -> Tensor:
-        y_pred = _as_tensor(y_pred)
-        labels = _as_tensor(y_true, like=y_pred).array
+        y_pred = _predictions(y_pred)
+        labels = y_true.array if isinstance(y_true, Tensor) else y_pred.xp.asarray(y_true)
         xp = check_same_device("CrossEntropy", labels, y_pred.array)
         self._check(xp, labels, y_pred)
         ignore_index, logits = self.ignore_index, y_pred.array
@@ -131,6 +129,7 @@ class CrossEntropy:
         )
 
     def _check(self, xp, labels, y_pred: Tensor) -> None:
+        check_float("CrossEntropy (logits, y_pred)", y_pred)
         if not np.issubdtype(labels.dtype, np.integer):
             raise TypeError(
                 f"CrossEntropy: labels (y_true) must be integer class ids, got dtype "
@@ -171,8 +170,8 @@ class MeanSquaredError:
     """mean((y_pred - y_true)^2) over every element; shapes must match."""
 
     def __call__(self, y_true, y_pred: Tensor) -> Tensor:
-        y_pred = _as_tensor(y_pred)
-        y_true = _as_tensor(y_true, like=y_pred)
+        y_pred = _predictions(y_pred)
+        y_true = constant(y_true, y_pred)
         xp = _check_same_shape("MeanSquaredError", y_true, y_pred, "y_pred")
         target = y_true.array.astype(y_pred.dtype, copy=False)
         diff = (y_pred.array - target).reshape(-1)  # (N,)
@@ -198,8 +197,8 @@ class BinaryCrossEntropy:
     """
 
     def __call__(self, y_true, y_pred: Tensor) -> Tensor:
-        y_pred = _as_tensor(y_pred)
-        y_true = _as_tensor(y_true, like=y_pred)
+        y_pred = _predictions(y_pred)
+        y_true = constant(y_true, y_pred)
         xp = _check_same_shape("BinaryCrossEntropy", y_true, y_pred, "logits")
         z = y_pred.array
         y = y_true.array.astype(z.dtype, copy=False)

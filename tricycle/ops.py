@@ -10,13 +10,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from tricycle import backend, binary, unary  # as modules: see tricycle/operators.py
 from tricycle.backend import check_same_device, is_cupy_array
-from tricycle.binary import unbroadcast
 from tricycle.tensor import Tensor
-
-
-def _op(x: Tensor, out, back_fn, name: str) -> Tensor:
-    return Tensor(out, args=(x,), back_fns=(back_fn,), name=name, is_batched=x.is_batched)
 
 
 def reshape(x: Tensor, shape: Sequence[int]) -> Tensor:
@@ -27,7 +23,7 @@ def reshape(x: Tensor, shape: Sequence[int]) -> Tensor:
         raise ValueError(
             f"reshape: cannot reshape a tensor of shape {x.shape} into {shape}"
         ) from None
-    return _op(x, out, lambda dout: dout.reshape(x.shape), "reshape")
+    return unary.unary_op(x, out, lambda dout: dout.reshape(x.shape), "reshape")
 
 
 def transpose(x: Tensor, axes: Sequence[int] | None = None) -> Tensor:
@@ -43,7 +39,7 @@ def transpose(x: Tensor, axes: Sequence[int] | None = None) -> Tensor:
     if sorted(axes) != list(range(x.ndim)):
         raise ValueError(f"transpose: {axes} is not a permutation of the axes of {x.shape}")
     inverse = tuple(sorted(range(x.ndim), key=axes.__getitem__))
-    return _op(
+    return unary.unary_op(
         x, xp.transpose(x.array, axes), lambda dout: xp.transpose(dout, inverse), "transpose"
     )
 
@@ -60,7 +56,7 @@ def swapaxes(x: Tensor, a: int, b: int) -> Tensor:
 def expand_dims(x: Tensor, axis: int) -> Tensor:
     """Insert a size-1 axis at ``axis``."""
     out = x.xp.expand_dims(x.array, axis)
-    return _op(x, out, lambda dout: dout.reshape(x.shape), "expand_dims")
+    return unary.unary_op(x, out, lambda dout: dout.reshape(x.shape), "expand_dims")
 
 
 def squeeze(x: Tensor, axis: int | tuple[int, ...] | None = None) -> Tensor:
@@ -72,7 +68,7 @@ def squeeze(x: Tensor, axis: int | tuple[int, ...] | None = None) -> Tensor:
         out = x.xp.squeeze(x.array, axis)
     except ValueError:
         raise ValueError(f"squeeze: axis {axis} of shape {x.shape} does not have size 1") from None
-    return _op(x, out, lambda dout: dout.reshape(x.shape), "squeeze")
+    return unary.unary_op(x, out, lambda dout: dout.reshape(x.shape), "squeeze")
 
 
 def getitem(x: Tensor, index) -> Tensor:
@@ -99,21 +95,46 @@ def getitem(x: Tensor, index) -> Tensor:
             dx[index] = dout
         return dx
 
-    return _op(x, out, back_fn, "getitem")
+    return unary.unary_op(x, out, back_fn, "getitem")
 
 
 def _unwrap_index(index, xp):
-    """Tensors become their arrays; lists become arrays (of bools: a mask, else integers)."""
-    if isinstance(index, Tensor):
-        return index.array
+    """Tensors become their arrays; lists become arrays (of bools: a mask, else integers).
+
+    Index arrays must hold integers or booleans: floats (``x[[0.0, 1.7]]``) raise rather than
+    being truncated.
+    """
     if isinstance(index, tuple):
-        return tuple(_unwrap_index(i, xp) if isinstance(i, (Tensor, list)) else i for i in index)
-    if isinstance(index, list):
-        array = np.asarray([i.item() if isinstance(i, Tensor) else i for i in index])
-        if array.dtype != bool:
-            array = array.astype(np.int64)
-        return xp.asarray(array)
+        return tuple(_unwrap_index(i, xp) if _is_array_like(i) else i for i in index)
+    if isinstance(index, Tensor):
+        index = index.array
+    elif isinstance(index, list):
+        index = np.asarray([i.item() if isinstance(i, Tensor) else i for i in index])
+        if index.size == 0:  # x[[]]: numpy reads an empty list as integers
+            index = index.astype(np.int64)
+        _check_index_dtype(index)
+        return xp.asarray(index)
+    if hasattr(index, "dtype") and getattr(index, "ndim", 0) > 0:
+        _check_index_dtype(index)
     return index
+
+
+def _is_array_like(item) -> bool:
+    return isinstance(item, (Tensor, list)) or (hasattr(item, "dtype") and item.ndim > 0)
+
+
+def _check_index_dtype(array) -> None:
+    if array.dtype.kind not in "biu":
+        raise TypeError(
+            f"getitem: index arrays must hold integers or booleans, got dtype {array.dtype} "
+            f"(values {_preview(array)}); convert them, e.g. to_tensor(ids, dtype=int)"
+        )
+
+
+def _preview(array) -> str:
+    values = backend.to_host_array(array).reshape(-1)
+    text = ", ".join(str(v) for v in values[:6])
+    return f"[{text}{', ...' if values.size > 6 else ''}]"
 
 
 def _is_advanced(index) -> bool:
@@ -145,52 +166,44 @@ def _check_bounds(x: Tensor, index) -> None:
 
 
 def concatenate(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
-    """Join tensors along an existing axis."""
-    xp = check_same_device("concatenate", *(t.array for t in tensors))
-    try:
-        out = xp.concatenate([t.array for t in tensors], axis=axis)
-    except ValueError as error:
-        shapes = [t.shape for t in tensors]
-        raise ValueError(f"concatenate: shapes {shapes} along axis {axis}: {error}") from None
-    bounds = [0]
-    for t in tensors:
-        bounds.append(bounds[-1] + t.shape[axis])
-    axis %= out.ndim
-
-    def piece(i):
-        where = (slice(None),) * axis + (slice(bounds[i], bounds[i + 1]),)
-        return lambda dout: dout[where]
-
-    return Tensor(
-        out,
-        args=tuple(tensors),
-        back_fns=[piece(i) for i in range(len(tensors))],
-        name="concatenate",
-        is_batched=tensors[0].is_batched,
-    )
+    """Join tensors along an existing axis (``cat`` is the same op, under PyTorch's name)."""
+    return _join("concatenate", tensors, axis)
 
 
 def stack(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
     """Join same-shaped tensors along a new axis."""
-    xp = check_same_device("stack", *(t.array for t in tensors))
+    return _join("stack", tensors, axis)
+
+
+def _join(op: str, tensors: Sequence[Tensor], axis: int) -> Tensor:
+    """``xp.concatenate`` or ``xp.stack`` (``op``) of the tensors along ``axis``; each one's
+    gradient is its piece of the output's: a slice of the axis, or one index of the new axis."""
+    tensors = _tensors(op, tensors)
+    xp = check_same_device(op, *(t.array for t in tensors))
     try:
-        out = xp.stack([t.array for t in tensors], axis=axis)
+        out = getattr(xp, op)([t.array for t in tensors], axis=axis)
     except ValueError as error:
         shapes = [t.shape for t in tensors]
-        raise ValueError(f"stack: shapes {shapes}: {error}") from None
+        raise ValueError(f"{op}: shapes {shapes} along axis {axis}: {error}") from None
     axis %= out.ndim
+    if op == "stack":
+        pieces = list(range(len(tensors)))
+    else:
+        ends = np.cumsum([t.shape[axis] for t in tensors])
+        pieces = [slice(end - t.shape[axis], end) for t, end in zip(tensors, ends)]
+    lead = (slice(None),) * axis
+    back_fns = [lambda dout, where=lead + (piece,): dout[where] for piece in pieces]
+    return Tensor(out, args=tuple(tensors), back_fns=back_fns, name=op)
 
-    def piece(i):
-        where = (slice(None),) * axis + (i,)
-        return lambda dout: dout[where]
 
-    return Tensor(
-        out,
-        args=tuple(tensors),
-        back_fns=[piece(i) for i in range(len(tensors))],
-        name="stack",
-        is_batched=tensors[0].is_batched,
-    )
+cat = concatenate
+
+
+def _tensors(op: str, tensors) -> tuple[Tensor, ...]:
+    """A non-empty sequence of tensors; arrays and numbers in it become constants."""
+    if isinstance(tensors, Tensor) or not isinstance(tensors, Sequence) or not tensors:
+        raise TypeError(f"{op}: expected a non-empty list or tuple of tensors, got {tensors!r}")
+    return tuple(t if isinstance(t, Tensor) else Tensor(t, requires_grad=False) for t in tensors)
 
 
 def split(x: Tensor, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Tensor]:
@@ -231,7 +244,7 @@ def repeat(x: Tensor, repeats: int, axis: int | None = None) -> Tensor:
         grouped = dout.reshape(source[:axis] + (source[axis], repeats) + source[axis + 1 :])
         return grouped.sum(axis=axis + 1).reshape(x.shape)
 
-    return _op(x, out, back_fn, "repeat")
+    return unary.unary_op(x, out, back_fn, "repeat")
 
 
 def where(condition, a: Tensor, b: Tensor) -> Tensor:
@@ -242,7 +255,7 @@ def where(condition, a: Tensor, b: Tensor) -> Tensor:
     like = a if isinstance(a, Tensor) else b
     if not isinstance(like, Tensor):
         raise TypeError("where: at least one of a and b must be a Tensor")
-    a, b = _constant(a, like), _constant(b, like)
+    a, b = binary.constant(a, like), binary.constant(b, like)
     condition = condition.array if isinstance(condition, Tensor) else condition
     if not hasattr(condition, "shape"):
         condition = like.xp.asarray(condition, dtype=bool)
@@ -258,18 +271,11 @@ def where(condition, a: Tensor, b: Tensor) -> Tensor:
         out,
         args=(a, b),
         back_fns=(
-            lambda dout: unbroadcast(xp.where(condition, dout, 0), a.shape),
-            lambda dout: unbroadcast(xp.where(condition, 0, dout), b.shape),
+            lambda dout: binary.unbroadcast(xp.where(condition, dout, 0), a.shape),
+            lambda dout: binary.unbroadcast(xp.where(condition, 0, dout), b.shape),
         ),
         name="where",
-        is_batched=a.is_batched or b.is_batched,
     )
-
-
-def _constant(value, like: Tensor) -> Tensor:
-    if isinstance(value, Tensor):
-        return value
-    return Tensor(like.xp.asarray(value, dtype=like.dtype), requires_grad=False)
 
 
 def masked_fill(x: Tensor, mask, value: float) -> Tensor:
@@ -279,4 +285,6 @@ def masked_fill(x: Tensor, mask, value: float) -> Tensor:
     if mask.dtype != bool:
         raise TypeError(f"masked_fill: mask must be boolean, got {mask.dtype}")
     out = xp.where(mask, xp.asarray(value, dtype=x.dtype), x.array)
-    return _op(x, out, lambda dout: unbroadcast(xp.where(mask, 0, dout), x.shape), "masked_fill")
+    return unary.unary_op(
+        x, out, lambda dout: binary.unbroadcast(xp.where(mask, 0, dout), x.shape), "masked_fill"
+    )

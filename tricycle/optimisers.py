@@ -13,8 +13,10 @@ Usage, as in the README::
 position) and updates every parameter that has a gradient, in place on ``param.array``: the
 Tensor objects (and any weight tying) survive. State (momentum, Adam moments, per-parameter
 step count for bias correction, as in torch.optim) is keyed by the parameter's dotted name, so
-``state_dict()`` is stable across runs and devices. ``learning_rate`` is a plain attribute
-that schedules may set before each update; ``step_count`` counts ``step()`` calls for them.
+``state_dict()`` is stable across runs and devices. ``learning_rate`` is an attribute that
+schedules may set before each update; ``step_count`` counts ``step()`` calls for them. Every
+setting (learning rate, weight decay, betas, ...) is checked whenever it is set, in the
+constructor or later: a NaN learning rate raises at once instead of ruining the weights.
 """
 
 import math
@@ -23,7 +25,8 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from tricycle import backend, kernels
-from tricycle.functions import for_each_block, row_blocks
+from tricycle.blocking import for_each_block, row_blocks
+from tricycle.kernels.optimiser import adam_corrections, adam_state
 from tricycle.tensor import Tensor
 from tricycle.threads import run_blocks
 
@@ -49,6 +52,43 @@ def _like(array, param_array):
     return backend.to_host_array(array)
 
 
+def _number(value) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+
+
+def _at_least_zero(value) -> bool:
+    return _number(value) and math.isfinite(value) and value >= 0
+
+
+def _betas(value) -> bool:
+    return (
+        isinstance(value, (tuple, list))
+        and len(value) == 2
+        and all(_number(b) and 0 <= b < 1 for b in value)
+    )
+
+
+class Setting:
+    """An optimiser setting checked whenever it is set, in the constructor or later, with an
+    error naming the optimiser, the setting and the value."""
+
+    def __init__(self, check: Callable[[object], bool], expected: str):
+        self.check, self.expected = check, expected
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __get__(self, optimiser, owner=None):
+        return self if optimiser is None else optimiser.__dict__[self.name]
+
+    def __set__(self, optimiser, value) -> None:
+        if not self.check(value):
+            raise ValueError(
+                f"{type(optimiser).__name__}: {self.name} must be {self.expected}, got {value!r}"
+            )
+        optimiser.__dict__[self.name] = tuple(value) if isinstance(value, list) else value
+
+
 class Optimiser:
     """Base class: a learning rate, a step counter and per-parameter state keyed by name.
 
@@ -56,9 +96,9 @@ class Optimiser:
     ``param.array`` in place given the gradient array and the parameter's state dict.
     """
 
+    learning_rate = Setting(_at_least_zero, "a finite number >= 0")
+
     def __init__(self, learning_rate: float):
-        if learning_rate < 0:
-            raise ValueError(f"{type(self).__name__}: learning_rate must be >= 0")
         self.learning_rate = learning_rate
         self.step_count = 0
         self.state: dict[str, dict] = {}
@@ -150,6 +190,9 @@ class StochasticGradientDescent(Optimiser):
     nesterov else b). Without momentum: w -= lr * g.
     """
 
+    weight_decay = Setting(_at_least_zero, "a finite number >= 0")
+    momentum = Setting(_at_least_zero, "a finite number >= 0")
+
     def __init__(
         self,
         learning_rate: float,
@@ -158,9 +201,9 @@ class StochasticGradientDescent(Optimiser):
         nesterov: bool = False,
     ):
         super().__init__(learning_rate)
-        if nesterov and momentum <= 0:
-            raise ValueError("StochasticGradientDescent: nesterov needs momentum > 0")
         self.weight_decay, self.momentum, self.nesterov = weight_decay, momentum, nesterov
+        if nesterov and momentum == 0:
+            raise ValueError("StochasticGradientDescent: nesterov needs momentum > 0")
 
     def update_parameter(self, name, param, grad, state) -> None:
         lr, momentum = float(self.learning_rate), self.momentum
@@ -181,7 +224,7 @@ SGD = StochasticGradientDescent
 
 
 def _adam_update(xp, w, grad, state, lr, beta1, beta2, eps, decay=0.0) -> None:
-    """One Adam step on w in place; state holds exp_avg, exp_avg_sq and step.
+    """One Adam step on w in place; state holds exp_avg, exp_avg_sq and step (``adam_state``).
 
     w *= 1 - lr * decay (decoupled weight decay, AdamW);  m = b1 m + (1 - b1) g;
     v = b2 v + (1 - b2) g^2;  w -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
@@ -215,13 +258,9 @@ def _adam_update_many(items, lr, beta1, beta2, eps, grad_multiplier: float = 1.0
 
 
 def _adam_step_constants(xp, w, state, lr, beta1, beta2, eps, decay, grad_multiplier=1.0):
-    """Advance the state's step (creating the moments on the first) and return the step's
-    constants for ``_adam_block``."""
-    if "exp_avg" not in state:
-        state["exp_avg"], state["exp_avg_sq"], state["step"] = xp.zeros_like(w), xp.zeros_like(w), 0
-    state["step"] = t = state["step"] + 1
-    step_size = lr / (1.0 - beta1**t)
-    inv_correction2 = 1.0 / math.sqrt(1.0 - beta2**t)
+    """Advance the state by a step (``adam_state``) and return the step's constants for
+    ``_adam_block``."""
+    step_size, inv_correction2 = adam_corrections(lr, beta1, beta2, adam_state(xp, w, state))
     gains = (1.0 - beta1) * grad_multiplier, (1.0 - beta2) * grad_multiplier**2
     return beta1, beta2, *gains, eps, 1.0 - lr * decay, step_size, inv_correction2
 
@@ -262,9 +301,31 @@ class Adam(Optimiser):
     """Adam (Kingma & Ba) with bias correction; ``weight_decay`` is an L2 term added to the
     gradient, as torch.optim.Adam."""
 
+    betas = Setting(_betas, "two numbers in [0, 1)")
+    eps = Setting(_at_least_zero, "a finite number >= 0")
+    weight_decay = Setting(_at_least_zero, "a finite number >= 0")
+    decoupled = False  # AdamW: the decay shrinks the weights instead of adding to the gradient
+
+    def __init__(
+        self,
+        learning_rate: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+    ):
+        super().__init__(learning_rate)
+        self.betas, self.eps, self.weight_decay = betas, eps, weight_decay
+
     def decoupled_decay(self, name: str, param: Tensor) -> float:
         """The decoupled weight decay of one parameter (AdamW's; plain Adam has none)."""
         return 0.0
+
+    def update_parameter(self, name, param, grad, state) -> None:
+        if self.weight_decay and not self.decoupled:
+            grad = grad + self.weight_decay * param.array
+        beta1, beta2 = self.betas
+        lr, decay = float(self.learning_rate), self.decoupled_decay(name, param)
+        _adam_update(param.xp, param.array, grad, state, lr, beta1, beta2, self.eps, decay)
 
     def fused_update(self, named: list, grad_multiplier=None) -> bool:
         """Adam and AdamW over all parameters at once, with the same state and math as
@@ -272,7 +333,7 @@ class Adam(Optimiser):
         (``kernels.optimiser_update``); on C-contiguous numpy parameters one batch of blocks
         for the thread pool (``_adam_update_many``). Subclasses, whose update may differ, and
         Adam's L2 decay keep the plain path."""
-        if type(self) not in (Adam, AdamW) or (type(self) is Adam and self.weight_decay):
+        if type(self) not in (Adam, AdamW) or (self.weight_decay and not self.decoupled):
             return False
         decays = [self.decoupled_decay(name, p) for name, p in named]
         states = [self.state_of(name, p) for name, p in named]
@@ -288,24 +349,6 @@ class Adam(Optimiser):
         multiplier = 1.0 if grad_multiplier is None else float(grad_multiplier)
         _adam_update_many(items, lr, beta1, beta2, self.eps, multiplier)
         return True
-
-    def __init__(
-        self,
-        learning_rate: float = 1e-3,
-        betas: tuple[float, float] = (0.9, 0.999),
-        eps: float = 1e-8,
-        weight_decay: float = 0.0,
-    ):
-        super().__init__(learning_rate)
-        self.betas, self.eps, self.weight_decay = tuple(betas), eps, weight_decay
-
-    def update_parameter(self, name, param, grad, state) -> None:
-        if self.weight_decay:
-            grad = grad + self.weight_decay * param.array
-        beta1, beta2 = self.betas
-        _adam_update(
-            param.xp, param.array, grad, state, float(self.learning_rate), beta1, beta2, self.eps
-        )
 
 
 def decay_matrices(name: str, param: Tensor) -> bool:
@@ -330,6 +373,8 @@ class AdamW(Adam):
     weights that are not embeddings (``decay_matrices``).
     """
 
+    decoupled = True
+
     def __init__(
         self,
         learning_rate: float = 1e-3,
@@ -338,30 +383,47 @@ class AdamW(Adam):
         weight_decay: float = 0.01,
         decay_filter: Callable[[str, Tensor], bool] = decay_matrices,
     ):
-        super().__init__(learning_rate, betas, eps, weight_decay=0.0)
-        self.weight_decay, self.decay_filter = weight_decay, decay_filter
+        super().__init__(learning_rate, betas, eps, weight_decay)
+        self.decay_filter = decay_filter
 
     def decoupled_decay(self, name: str, param: Tensor) -> float:
         return self.weight_decay if self.decay_filter(name, param) else 0.0
 
-    def update_parameter(self, name, param, grad, state) -> None:
-        decay = self.decoupled_decay(name, param)
-        beta1, beta2 = self.betas
-        _adam_update(
-            param.xp, param.array, grad, state, float(self.learning_rate), beta1, beta2, self.eps,
-            decay,
-        )  # fmt: skip
 
-
-def grad_norm(parameters: Iterable) -> float:
+def grad_norm(parameters: Iterable, sync: bool = True):
     """The global L2 norm of the gradients of ``parameters`` (a Layer, Tensors, or (name,
-    Tensor) pairs; those without a grad are skipped), summed on the device, read back once."""
-    squares = 0.0
-    for _, p in named_parameters(parameters):
-        if p.grad is not None:
-            g = p.grad.array.reshape(-1)
-            squares = squares + p.xp.dot(g, g).astype(np.float64)
-    return math.sqrt(float(squares))
+    Tensor) pairs; those without a grad are skipped): ``global_norm`` of their arrays.
+
+    Returns a Python float, or with ``sync=False`` a 0-d array on the gradients' device,
+    without waiting for the device.
+    """
+    grads = [p.grad.array for _, p in named_parameters(parameters) if p.grad is not None]
+    norm = global_norm(grads)
+    return float(norm) if sync else norm
+
+
+def global_norm(arrays):
+    """sqrt of the sum of every element squared, over arrays on one device, as a 0-d array
+    there (0.0 for no arrays).
+
+    One accumulation rule everywhere: each array's sum of squares is accumulated in float32
+    (float64 when any array is float64) and the sums are added in the same precision; BLAS
+    does it on the CPU, and on a GPU the kernel's block sums do it for float32 arrays
+    (``kernels.clip_multiplier``).
+    """
+    if not arrays:
+        return np.zeros((), dtype=np.float32)
+    xp = backend.array_module(arrays[0])
+    if kernels.enabled(*arrays) and all(
+        a.dtype == np.float32 and a.flags.c_contiguous for a in arrays
+    ):  # the kernel's own float32 block sums
+        return kernels.clip_multiplier(xp, arrays)[0]
+    dtype = np.float64 if any(a.dtype == np.float64 for a in arrays) else np.float32
+    squares = xp.zeros((), dtype=dtype)
+    for a in arrays:
+        flat = a.reshape(-1).astype(dtype, copy=False)
+        squares = squares + xp.vdot(flat, flat)
+    return xp.sqrt(squares)
 
 
 def clip_factor(norm: float, max_norm: float) -> float | None:
@@ -387,5 +449,5 @@ def clip_grad_norm(parameters: Iterable, max_norm: float) -> float:
         for _, p in named:
             if p.grad is not None:
                 grad = p.grad.array * scale
-                p.grad = Tensor(grad, requires_grad=False, is_batched=p.is_batched)
+                p.grad = Tensor(grad, requires_grad=False)
     return norm

@@ -39,7 +39,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tricycle import backend, kernels
-from tricycle.optimisers import clip_factor, grad_norm, named_parameters
+from tricycle.optimisers import clip_factor, global_norm, grad_norm, named_parameters
 from tricycle.tensor import Tensor, is_float
 
 # cupy/_core/_routines_linalg.pyx: COMPUTE_TYPE_DEFAULT = 1, COMPUTE_TYPE_TF32 = 7
@@ -231,9 +231,8 @@ class GradScaler:
         if _kernel_path(grads):
             norm, multiplier = kernels.clip_multiplier(xp, grads, max_norm, self._scale)
         else:
-            squares = sum(xp.vdot(g.reshape(-1), g.reshape(-1)).astype(np.float32) for g in grads)
             inv_scale = 1.0 / self._scale
-            norm = xp.sqrt(squares) * inv_scale
+            norm = global_norm(grads) * inv_scale
             clip = xp.minimum(1.0, max_norm / (norm + 1e-6)) if max_norm > 0 else 1.0
             multiplier = xp.where(xp.isfinite(norm), inv_scale * clip, np.nan)
         found_inf = ~xp.isfinite(multiplier)

@@ -7,6 +7,7 @@ axes) and broadcast to the input's shape, times the local derivative.
 import operator
 
 from tricycle.tensor import Tensor
+from tricycle.unary import unary_op
 
 Axis = int | tuple[int, ...] | None
 
@@ -47,15 +48,11 @@ def _count(x: Tensor, axes: tuple[int, ...], op: str) -> int:
     return n
 
 
-def _reduction(x, out, back_fn, name):
-    return Tensor(out, args=(x,), back_fns=(back_fn,), name=name, is_batched=x.is_batched)
-
-
 def sum(x: Tensor, axis: Axis = None, keepdims: bool = False) -> Tensor:  # noqa: A001
     """Sum over ``axis`` (all axes by default)."""
     xp, axes = x.xp, _axes(x, axis, "sum")
     out = xp.sum(x.array, axis=axes, keepdims=keepdims)
-    return _reduction(
+    return unary_op(
         x, out, lambda dout: xp.broadcast_to(_expand(dout, x, axes, keepdims), x.shape), "sum"
     )
 
@@ -65,7 +62,7 @@ def mean(x: Tensor, axis: Axis = None, keepdims: bool = False) -> Tensor:
     xp, axes = x.xp, _axes(x, axis, "mean")
     n = _count(x, axes, "mean")
     out = xp.mean(x.array, axis=axes, keepdims=keepdims)
-    return _reduction(
+    return unary_op(
         x,
         out,
         lambda dout: xp.broadcast_to(_expand(dout, x, axes, keepdims) / n, x.shape),
@@ -84,7 +81,7 @@ def _extremum(x: Tensor, axis: Axis, keepdims: bool, op: str) -> Tensor:
         hits = (x.array == out).astype(x.dtype)
         return _expand(dout, x, axes, keepdims) * hits / hits.sum(axis=axes, keepdims=True)
 
-    return _reduction(
+    return unary_op(
         x,
         out if keepdims else out.reshape([n for i, n in enumerate(x.shape) if i not in axes]),
         back_fn,
@@ -110,6 +107,6 @@ def var(x: Tensor, axis: Axis = None, keepdims: bool = False, ddof: int = 0) -> 
         raise ValueError(f"var: {n} elements with ddof={ddof} leave no degrees of freedom")
     centred = x.array - xp.mean(x.array, axis=axes, keepdims=True)
     out = xp.sum(centred * centred, axis=axes, keepdims=keepdims) / (n - ddof)
-    return _reduction(
+    return unary_op(
         x, out, lambda dout: _expand(dout, x, axes, keepdims) * centred * (2 / (n - ddof)), "var"
     )

@@ -6,9 +6,13 @@ topologically (iteratively: no recursion limit) and walks it in reverse, accumul
 out of place in a dict keyed by tensor identity.
 
 Python operators (``+``, ``*``, ``[]``, ...) and methods such as ``.sum()`` are bound to the ops
-that implement them in ``tricycle/operators.py``.
+that implement them by ``tricycle/operators.py``, which this module imports at its end (the
+ops need ``Tensor`` defined first): importing ``Tensor`` from here always gives a Tensor with
+its operators, whatever else was imported.
 """
 
+import operator
+import threading
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 
@@ -18,7 +22,15 @@ from tricycle import backend
 
 BackFn = Callable[[object], object]  # output gradient array -> input gradient array
 
-_grad_enabled = True
+
+class _GradMode(threading.local):
+    """Whether ops record the graph, per thread (as PyTorch's grad mode): ``no_grad`` in one
+    thread never changes what another records."""
+
+    enabled = True  # the class attribute is every thread's starting value
+
+
+_grad_mode = _GradMode()
 
 
 class _Freed(tuple):
@@ -30,18 +42,18 @@ _FREED = _Freed()
 
 @contextmanager
 def no_grad():
-    """Build no graph inside this block (evaluation, sampling): outputs keep no args."""
-    global _grad_enabled
-    previous, _grad_enabled = _grad_enabled, False
+    """Build no graph inside this block (evaluation, sampling): outputs keep no args. It
+    applies to the calling thread only."""
+    previous, _grad_mode.enabled = _grad_mode.enabled, False
     try:
         yield
     finally:
-        _grad_enabled = previous
+        _grad_mode.enabled = previous
 
 
 def grad_enabled() -> bool:
-    """Whether ops currently record the graph."""
-    return _grad_enabled
+    """Whether ops in the calling thread currently record the graph."""
+    return _grad_mode.enabled
 
 
 def is_float(dtype) -> bool:
@@ -50,6 +62,17 @@ def is_float(dtype) -> bool:
     Reading ``dtype.kind`` is far cheaper than ``np.issubdtype`` and this runs once per op.
     """
     return dtype.kind == "f" or (dtype.kind == "V" and dtype.name == "bfloat16")  # ml_dtypes
+
+
+def check_float(op: str, x: "Tensor") -> None:
+    """Raise a TypeError naming ``op`` unless ``x`` is floating. A fused op computes in its
+    input's dtype, which an integer array cannot hold (numpy would fail deep inside, naming
+    a ufunc instead of the op)."""
+    if not is_float(x.dtype):
+        raise TypeError(
+            f"{op}: needs a floating tensor, got dtype {x.dtype} with shape {x.shape}; "
+            "convert it first, e.g. to_tensor(values, dtype=np.float32)"
+        )
 
 
 class Tensor:
@@ -94,9 +117,9 @@ class Tensor:
             if isinstance(array, Tensor):
                 array = array.array
             if not (isinstance(array, np.ndarray) or backend.is_cupy_array(array)):
-                array = np.asarray(array, dtype=_default_dtype(array) if dtype is None else dtype)
+                array = _numeric_array(array, dtype)
         if dtype is not None and array.dtype != dtype:
-            array = array.astype(dtype)
+            array = array.astype(_numeric_dtype(dtype))
         self.array = array
 
         floating = is_float(array.dtype)
@@ -109,7 +132,7 @@ class Tensor:
             # an op's output needs the graph only if some input does and grad mode is on
             self.args = self.back_fns = None
             self.requires_grad = False
-            if _grad_enabled and floating:
+            if floating and _grad_mode.enabled:
                 for arg in args:
                     if arg.requires_grad:
                         self.args = args if type(args) is tuple else tuple(args)
@@ -271,9 +294,9 @@ class Tensor:
         if self.grad is None:
             if not _writeable(g):  # e.g. a broadcast view from sum's backward: give an owned copy
                 g = g.copy()
-            self.grad = Tensor(g, requires_grad=False, is_batched=self.is_batched)
+            self.grad = Tensor(g, requires_grad=False)
         else:
-            self.grad = Tensor(self.grad.array + g, requires_grad=False, is_batched=self.is_batched)
+            self.grad = Tensor(self.grad.array + g, requires_grad=False)
 
     def retain_grad(self) -> "Tensor":
         """Keep this (non-leaf) tensor's gradient in ``.grad`` after backward."""
@@ -304,6 +327,34 @@ class Tensor:
         if self.grad is not None:
             self.grad.from_gpu()
         return self
+
+    def to(self, device) -> "Tensor":
+        """This tensor on ``device`` ("cpu", "gpu", "cuda", "cuda:N" or a GPU index N).
+
+        As ``torch.Tensor.to``: returns ``self`` when it is already there, else a new tensor
+        holding a copy, whose backward moves the gradient back to this tensor's device. Unlike
+        ``to_gpu()``/``from_gpu()``, which move this tensor's own data in place (and are how
+        a model's parameters move), the original is left where it is.
+        """
+        index = parse_device(device, "Tensor.to")
+        here = self.array.device.id if self.on_gpu else None
+        if index == here:
+            return self
+        return Tensor(
+            _move(self.array, index),
+            args=(self,),
+            back_fns=(lambda grad: _move(grad, here),),
+            name=self.name,
+            is_batched=self.is_batched,
+        )
+
+    def cpu(self) -> "Tensor":
+        """This tensor in host memory (``self`` if it is there already); see ``to``."""
+        return self.to("cpu")
+
+    def cuda(self, device: int = 0) -> "Tensor":
+        """This tensor on GPU ``device`` (``self`` if it is there already); see ``to``."""
+        return self.to(device)
 
     def numpy(self) -> np.ndarray:
         """The data as a numpy array (copied from the GPU if needed)."""
@@ -383,11 +434,80 @@ def _writeable(array) -> bool:
     return array.size <= 1 or 0 not in array.strides
 
 
-def _default_dtype(data):
-    """float32 for numbers and nested lists; bool stays bool; numpy scalars keep their dtype."""
-    if isinstance(data, np.generic):
-        return data.dtype
-    return bool if np.asarray(data).dtype == bool else backend.DEFAULT_FLOAT
+def _numeric_array(data, dtype=None) -> np.ndarray:
+    """``data`` (a number, nested lists, a numpy scalar...) as a numpy array of ``dtype``.
+
+    Numbers and nested lists become float32 (the default float), booleans stay boolean and
+    numpy scalars keep their dtype, unless ``dtype`` says otherwise. Data that is not numeric
+    (None, strings, objects) or ragged raises instead of becoming NaN or an object array.
+    """
+    if data is None:
+        raise TypeError("Tensor: cannot make a tensor from None; expected numbers or an array")
+    try:
+        array = np.asarray(data)
+    except ValueError as error:  # ragged nested lists
+        raise ValueError(f"Tensor: data is not a rectangular array of numbers: {error}") from None
+    if array.dtype.kind not in "biuf":
+        raise TypeError(
+            f"Tensor: expected numbers, got {type(data).__name__} data of numpy dtype "
+            f"{array.dtype} (None, strings or complex numbers?): {_preview(data)}"
+        )
+    if dtype is None:
+        if isinstance(data, np.generic) or array.dtype == bool:
+            return array
+        dtype = backend.DEFAULT_FLOAT
+    return array.astype(_numeric_dtype(dtype), copy=False)
+
+
+def _numeric_dtype(dtype) -> np.dtype:
+    """``dtype`` as a numpy dtype of numbers (bool, int, float); anything else raises."""
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"Tensor: {dtype!r} is not a dtype") from None
+    if dtype.kind not in "biuf" and not is_float(dtype):
+        raise TypeError(f"Tensor: dtype must be a boolean, integer or float dtype, got {dtype}")
+    return dtype
+
+
+def _move(array, device: int | None):
+    """``array`` copied to GPU ``device``, or to the host for None."""
+    if device is None:
+        return backend.to_host_array(array)
+    return backend.to_device_array(array, device)
+
+
+def _preview(data) -> str:
+    text = repr(data)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def parse_device(device, op: str = "device") -> int | None:
+    """The GPU index named by ``device``, or None for the CPU.
+
+    Accepts "cpu", "gpu" and "cuda" (GPU 0), "cuda:N" or "gpu:N", and an integer N (GPU N).
+    """
+    if isinstance(device, str):
+        name, _, number = device.strip().lower().partition(":")
+        if name == "cpu" and not number:
+            return None
+        if name in ("cuda", "gpu"):
+            if not number:
+                return 0
+            if number.isdigit():
+                return int(number)
+    elif not isinstance(device, bool):
+        try:
+            index = operator.index(device)
+        except TypeError:
+            pass
+        else:
+            if index >= 0:
+                return index
+    raise ValueError(
+        f"{op}: unknown device {device!r}; expected 'cpu', 'gpu', 'cuda', 'cuda:N' or a "
+        "non-negative GPU index"
+    )
 
 
 def to_tensor(
@@ -404,11 +524,24 @@ def to_tensor(
     """
     if isinstance(data, Tensor):
         data = data.array
-    if dtype is None:
-        if isinstance(data, np.ndarray) or backend.is_cupy_array(data):
+    if isinstance(data, np.ndarray) or backend.is_cupy_array(data):
+        if data.dtype.kind not in "biuf" and not is_float(data.dtype):
+            raise TypeError(
+                f"to_tensor: expected a numeric array, got dtype {data.dtype} with shape "
+                f"{data.shape} (an object array would become NaN where it holds None)"
+            )
+        if dtype is None:
             dtype = bool if data.dtype == bool else backend.DEFAULT_FLOAT
-        else:
-            dtype = _default_dtype(data)
+    else:
+        data = _numeric_array(data, dtype)
+        dtype = data.dtype
     return Tensor(
-        data, requires_grad=requires_grad, is_batched=is_batched, name=name, dtype=np.dtype(dtype)
+        data,
+        requires_grad=requires_grad,
+        is_batched=is_batched,
+        name=name,
+        dtype=_numeric_dtype(dtype),
     )
+
+
+from tricycle import operators  # noqa: E402, F401 - binds +, *, [], .sum() ... to Tensor

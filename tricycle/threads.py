@@ -1,53 +1,75 @@
-"""CPU threads: one pool of helper threads for tricycle's fused ops and numpy's BLAS.
+"""CPU threads: an opt-in pool of helper threads for tricycle's fused ops and numpy's BLAS.
 
-numpy runs its elementwise loops on the calling thread only, so a fused op (softmax,
-attention, GeLU, the norms, AdamW) splits its rows into blocks and ``run_blocks`` spreads
-them over ``THREADS`` threads: the caller and helpers from this pool. numpy releases the GIL
-inside its loops, so the threads run at once while each block is in a numpy call.
+Importing tricycle starts nothing and changes nothing: until a program calls ``enable()``
+(the training script does), every op runs on its caller's thread and numpy's BLAS keeps its
+own threads and settings. ``disable()`` restores them.
 
-Three things decide whether that is faster than one thread, and this module handles each:
+Why a pool. numpy runs its elementwise loops on the calling thread only, so a fused op
+(softmax, attention, GeLU, the norms, AdamW) splits its rows into blocks
+(``tricycle.blocking``) and ``run_blocks`` spreads them over the caller and helper threads;
+numpy releases the GIL inside its loops, so the threads run at once. Three things decide
+whether that beats one thread:
 
-1. **BLAS.** numpy's BLAS (OpenBLAS) has a thread pool of its own for the matrix products.
-   Its threads spin for a while after every product, waiting for the next one, so helpers
-   of ours would fight them for the cores. OpenBLAS 0.3.27 and later let a program run
-   BLAS's parallel work on its own threads instead (``openblas_set_threads_callback_function``).
-   When the OpenBLAS in this process has that hook, this module installs it (``blas``), and
-   the same helpers run the products and the fused ops, one after the other. Without the
-   hook, fused ops run on the caller only, unless ``TRICYCLE_THREADS`` asks for more.
-2. **Waiting.** A helper must start within microseconds of being given work, since a block
-   takes tens of microseconds. A helper waits by spinning on a flag byte: numpy's ``any()``
-   over a zero-stride view of the byte rereads it without holding the GIL, and returns as
-   soon as it is set (``_Flag``). After ~0.1 s without work it sleeps on an event instead.
-3. **Waking up.** Threads still wait for the GIL between numpy calls, and a thread that waits
-   sleeps. On a virtual machine a core that has nothing to run halts, and waking it again is
-   slow (tens of microseconds or more). So while the pool has work, one "keep-awake" thread
-   per core spins at idle priority (``SCHED_IDLE``, Linux): the kernel runs it only when
-   nothing else wants the core, and a core that runs it does not halt.
+1. **BLAS.** OpenBLAS has a thread pool of its own for the matrix products, whose threads spin
+   after every product and would fight the helpers for the cores. OpenBLAS 0.3.27 and later let
+   a program run BLAS's parallel work on its own threads instead
+   (``openblas_set_threads_callback_function``); where numpy's OpenBLAS has that hook,
+   ``enable`` installs it and the same helpers run the products and the fused ops, one after
+   the other. Without the hook the pool runs one thread unless told otherwise.
+2. **Waiting.** A helper must start within microseconds of being given work: a block takes
+   tens of microseconds. A helper waits by spinning on a flag byte (numpy's ``any()`` over a
+   zero-stride view rereads it without holding the GIL, ``_Flag``); after ~0.1 s without work
+   it sleeps on an event.
+3. **Waking up.** On a virtual machine a core with nothing to run halts, and waking it is slow.
+   While the pool has work, one "keep-awake" thread per core spins at idle priority
+   (``SCHED_IDLE``, Linux), which the kernel runs only when nothing else wants the core.
 
 Measured on a 2-core VM (benchmarks/README.md, "CPU threads"): GeLU forward at (1024, 1024)
-5.6 -> 3.6 ms; a GPT training step 5-13% faster than with OpenBLAS's own threads and the
-fused ops on one thread.
+5.6 -> 3.6 ms; a GPT training step 5-13% faster than with OpenBLAS's own threads.
 
-``TRICYCLE_THREADS=n`` sets the number of threads (at most 8); by default it is the number of
-BLAS threads (``OPENBLAS_NUM_THREADS``, else the cores), capped at 8, when the hook can be
-installed, else 1. With the hook, BLAS runs on as many threads, no more. ``TRICYCLE_THREADS=1``
-leaves OpenBLAS's threading alone.
+What keeps it safe:
+
+- **Many Python threads.** The pool has one owner at a time: the thread whose operation took
+  its lock, which is never waited for. Any other thread runs its blocks on its own thread and
+  the parallel jobs of its BLAS products on spare threads of its own (the jobs of one product
+  wait for each other, so they must run at the same time). Nothing waits for the pool, so
+  nothing can deadlock on it; while several threads use it, the pool keeps to one thread.
+- **Other processes.** Every quarter second the pool compares the CPU time its process used with
+  the time the machine's cores were busy (``/proc/stat``): while other processes keep cores
+  busy it uses only the cores left, at least one thread, and one thread means no helper, no
+  spinning and BLAS on its caller's thread.
+- **Ctrl-C.** BLAS calls the pool from C (a ctypes callback), where a Python exception would be
+  printed and dropped ("Exception ignored on calling ctypes callback function"), leaving the
+  product unfinished. ``enable`` (from the main thread) installs a SIGINT handler that, while
+  the main thread is inside that callback, only notes the interrupt: it is raised as soon as
+  the product has returned to Python. The callback catches anything else and defers it the
+  same way.
 """
 
+import _thread
 import atexit
 import ctypes
 import itertools
 import os
+import signal
+import sys
 import threading
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+MAX_THREADS = 8  # each helper needs the GIL to start: 16 threads ran a GPT step 2.5x slower
 SPIN_BYTES = 1 << 27  # one spin rereads the flag this many times: ~0.1 s here
+LOOK_INTERVAL = 0.25  # seconds between two looks at how busy the machine is
+
+_local = threading.local()  # .busy: this thread runs a block or a BLAS job (nested work: serial)
 
 
+# ====================================================================== helper threads
 class _Flag:
     """A byte that one thread sets and another waits for without holding the GIL."""
 
@@ -76,12 +98,16 @@ class _Flag:
 
 
 class _Helper:
-    """A daemon thread that runs one task at a time. It spins for the next task for ~0.1 s
-    after each, then sleeps until woken. ``done`` is set while it has no task."""
+    """A daemon thread that runs one task at a time; ``done`` is set while it has none.
 
-    def __init__(self):
+    A pool helper (``spins``) spins for its next task for ~0.1 s, then sleeps until woken; a
+    spare one sleeps at once, so that it never competes for a core it was not given.
+    """
+
+    def __init__(self, spins: bool):
         self.go, self.done = _Flag(), _Flag(True)
         self.wake = threading.Event()
+        self.spins, self.stopped = spins, False
         self.task: Callable[[], None] | None = None
         self.error: BaseException | None = None
         threading.Thread(target=self._loop, name="tricycle-helper", daemon=True).start()
@@ -89,7 +115,9 @@ class _Helper:
     def _loop(self) -> None:
         _local.busy = True  # a fused op called from a task runs serially
         while True:
-            if not self.go.spin():
+            if not (self.go.is_set() or (self.spins and self.go.spin())):
+                if self.stopped:
+                    return
                 self.wake.wait()
                 self.wake.clear()
                 continue
@@ -97,80 +125,57 @@ class _Helper:
             task, self.task = self.task, None
             try:
                 task()
-            except BaseException as error:  # noqa: BLE001 -- re-raised by finish()
+            except BaseException as error:  # noqa: BLE001 -- handed to finish()
                 self.error = error
             self.done.set()
 
     def start(self, task: Callable[[], None]) -> None:
-        """Give the helper a task (it must have been taken by ``_take``)."""
+        """Give the helper a task (its ``done`` must have been cleared by whoever took it)."""
         self.task = task
         self.go.set()
         self.wake.set()
 
-    def finish(self) -> None:
-        """Wait until the task is done."""
-        self.done.wait()
+    def finish(self) -> BaseException | None:
+        """Wait until the task is done, whatever is raised meanwhile; returns the task's
+        error, else the first exception raised while waiting, else None."""
+        interrupted = None
+        while True:
+            try:
+                self.done.wait()
+                break
+            except BaseException as error:  # noqa: BLE001 -- the task still runs: keep waiting
+                interrupted = interrupted or error
         error, self.error = self.error, None
-        if error is not None:
-            raise error
+        return error or interrupted
+
+    def stop(self) -> None:
+        """End the thread once it is idle."""
+        self.stopped = True
+        self.wake.set()
 
 
-_local = threading.local()
-_helpers: list[_Helper] = []
-_lock = threading.Lock()
+def _finish_all(helpers: Sequence[_Helper]) -> BaseException | None:
+    """Wait for every helper; the first error among them, or None."""
+    errors = [helper.finish() for helper in helpers]
+    return next((e for e in errors if e is not None), None)
 
 
-def _take(n: int) -> list[_Helper]:
-    """``n`` idle helpers, marked busy (``done`` cleared). Makes new ones while the pool has
-    fewer than ``max(THREADS - 1, n)``; beyond that, waits for busy ones to finish."""
-    taken: list[_Helper] = []
-    while True:
-        with _lock:
-            for helper in _helpers:
-                if len(taken) < n and helper.done.is_set():
-                    helper.done.clear()
-                    taken.append(helper)
-            while len(taken) < n and len(_helpers) < max(THREADS - 1, n):
-                helper = _Helper()
-                helper.done.clear()
-                _helpers.append(helper)
-                taken.append(helper)
-            busy = next((h for h in _helpers if h not in taken), None)
-        if len(taken) == n:
-            return taken
-        busy.done.spin()  # another caller's helper: wait for it
-
-
-def _forget_helpers() -> None:
-    """In a forked child: the parent's threads (and any lock they held) do not exist here."""
-    global _lock
-    _helpers.clear()
-    _lock = threading.Lock()
-    _keep_awake.started = False
-    _keep_awake.active.clear()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_helpers)
-
-
-# ------------------------------------------------------------------------ keep-awake
 class _KeepAwake:
     """One idle-priority spinning thread per core while the pool has had work in the last
     ~0.1 s, so that cores whose threads wait for the GIL do not halt (module docstring)."""
 
     def __init__(self):
         self.active = threading.Event()
-        self.started = False
+        self.stopped = False
+        self.threads = 0
 
     def touch(self, cores: int) -> None:
         """Note that the pool has work (cheap when it is already awake)."""
         if self.active.is_set() or not hasattr(os, "SCHED_IDLE"):
             return
-        if not self.started:
-            self.started = True
-            for _ in range(cores):
-                threading.Thread(target=self._spin, name="tricycle-awake", daemon=True).start()
+        while self.threads < cores:
+            self.threads += 1
+            threading.Thread(target=self._spin, name="tricycle-awake", daemon=True).start()
         self.active.set()
 
     def _spin(self) -> None:
@@ -179,19 +184,264 @@ class _KeepAwake:
         except OSError:  # not allowed here: a normal-priority spinner would steal cores
             return
         never = _Flag()
-        while True:
+        while not self.stopped:
             self.active.wait()
             never.spin()
             self.active.clear()
 
+    def stop(self) -> None:
+        self.stopped = True
+        self.active.set()
 
-_keep_awake = _KeepAwake()
+
+# ====================================================================== the machine's load
+class _Share:
+    """How many threads the pool should use now: ``n`` while this process has the machine to
+    itself; the cores the other processes leave free (at least one) while they keep some busy;
+    one while several Python threads of this process use the pool.
+
+    Linux only (``/proc/stat``); elsewhere always ``n`` unless contended.
+    """
+
+    def __init__(self, n: int, share_machine: bool):
+        self.n, self.share_machine = n, share_machine
+        self.cpus = _our_cpus()
+        self.free = n
+        self.contended_until = 0.0
+        self.last_owner = 0
+        self.last = _cpu_times(self.cpus)
+        self.next_look = time.monotonic() + 0.1
+
+    def threads(self, owner: int) -> int:
+        """Threads for an operation of thread ``owner`` (its ident) that holds the pool."""
+        now = time.monotonic()
+        if owner != self.last_owner:  # another thread used the pool: they take turns
+            if self.last_owner:
+                self.contended(now)
+            self.last_owner = owner
+        if now >= self.next_look:
+            self._look(now)
+        return self.now(now)
+
+    def now(self, now: float | None = None) -> int:
+        """The threads to use now, as last decided."""
+        contended = (time.monotonic() if now is None else now) < self.contended_until
+        return 1 if contended else self.free
+
+    def contended(self, now: float | None = None) -> None:
+        """Several Python threads use the pool: keep to one thread for a while."""
+        self.contended_until = (time.monotonic() if now is None else now) + 2 * LOOK_INTERVAL
+
+    def _look(self, now: float) -> None:
+        self.next_look = now + LOOK_INTERVAL
+        if not self.share_machine:
+            return
+        sample = _cpu_times(self.cpus)
+        if sample is None or self.last is None:
+            return
+        wall, busy, own = (a - b for a, b in zip(sample, self.last))
+        if wall <= 0:
+            return
+        self.last = sample
+        others = max(0.0, busy - own) / wall  # cores kept busy by other processes
+        self.free = max(1, min(self.n, round(len(self.cpus) - others)))
 
 
-# ------------------------------------------------------------------------ OpenBLAS
+def _our_cpus() -> list[int]:
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _cpu_times(cpus: list[int]) -> tuple[float, float, float] | None:
+    """(wall time, seconds our CPUs were busy, CPU seconds of this process), or None where
+    /proc/stat cannot be read. Busy counts user, system, irq, softirq and steal time (niced
+    processes give way, so their time does not count)."""
+    try:
+        with open("/proc/stat") as stat:
+            lines = stat.read().splitlines()
+    except OSError:
+        return None
+    wanted = {f"cpu{i}" for i in cpus}
+    busy = 0
+    for line in lines:
+        fields = line.split()
+        if fields and fields[0] in wanted:
+            user, _, system, _, _, irq, softirq, steal = (int(f) for f in fields[1:9])
+            busy += user + system + irq + softirq + steal
+    return time.monotonic(), busy / _CLOCK_TICKS, time.process_time()
+
+
+# ====================================================================== the pool
+class _Pool:
+    """Helper threads for one owner at a time, spare threads for everyone else.
+
+    ``take`` hands the owner its helpers; ``spares`` hands threads to a BLAS product whose
+    caller does not own the pool. Neither ever waits for another thread's work.
+    """
+
+    def __init__(self, n: int, blas: "_OpenBLAS", share_machine: bool):
+        self.n = n
+        self.blas = blas
+        self.blas_before = blas.threads()  # restored by disable
+        self.blas_threads = min(n, self.blas_before)  # BLAS's threads at most
+        self.blas_now = self.blas_before  # what BLAS is set to now
+        self.lock = threading.Lock()  # held by the owner for one operation
+        self.helpers: list[_Helper] = []  # the owner's
+        self.idle_spares: list[_Helper] = []
+        self.spares_lock = threading.Lock()  # held only to take from or add to idle_spares
+        self.share = _Share(n, share_machine)
+        self.keep_awake = _KeepAwake()
+
+    def acquire(self) -> int:
+        """Own the pool for one operation, without waiting: the threads it may use now, or
+        0 when another thread owns it (release only after a nonzero answer)."""
+        if not self.lock.acquire(blocking=False):
+            self.share.contended()
+            return 0
+        return self.share.threads(threading.get_ident())
+
+    def release(self) -> None:
+        self.lock.release()
+
+    def set_blas_threads(self, n: int) -> None:
+        """Run BLAS products on ``n`` threads (at most BLAS's own number) from now on: only
+        the owner, outside any product, or ``enable``/``disable`` change it."""
+        n = min(n, self.blas_threads)
+        if self.blas.hooked and n != self.blas_now:
+            self.blas.set_threads(n)
+            self.blas_now = n
+
+    def take(self, k: int) -> list[_Helper]:
+        """``k`` of the owner's helpers, made on first need. One still finishing an earlier
+        operation (a block it claimed late) is waited for: that work waits on nothing."""
+        while len(self.helpers) < k:
+            self.helpers.append(_Helper(spins=True))
+        taken = self.helpers[:k]
+        for helper in taken:
+            helper.done.wait()
+            helper.done.clear()
+        return taken
+
+    def take_spares(self, k: int) -> list[_Helper]:
+        """``k`` idle spare threads, made when there are too few; never waits."""
+        with self.spares_lock:
+            taken = self.idle_spares[-k:] if k else []
+            del self.idle_spares[len(self.idle_spares) - len(taken) :]
+        while len(taken) < k:
+            taken.append(_Helper(spins=False))
+        for helper in taken:
+            helper.done.clear()
+        return taken
+
+    def run_jobs(self, dojob, n_jobs: int, job_size: int, jobs: int, data) -> None:
+        """Run OpenBLAS's ``dojob(i, jobs + i * job_size, data)`` for every i, all at once
+        (the jobs of a product wait for each other), job 0 on this thread, on the pool's
+        helpers if this thread can own it, else on spares; return when every job is done,
+        whatever is raised meanwhile (then re-raised)."""
+        threads = self.acquire()
+        owned, error = threads > 0, None
+        try:
+            if threads > 1:  # alone on the machine: keep its cores awake
+                self.keep_awake.touch(max(self.n, n_jobs))
+            helpers = self.take(n_jobs - 1) if owned else self.take_spares(n_jobs - 1)
+            try:
+                for i, helper in enumerate(helpers, 1):
+                    helper.start(lambda i=i: dojob(i, jobs + i * job_size, data))
+                dojob(0, jobs, data)
+            finally:
+                error = _finish_all(helpers)
+                if not owned:
+                    with self.spares_lock:
+                        self.idle_spares.extend(helpers)
+        finally:
+            if owned:
+                self.release()
+        if error is not None:
+            raise error
+
+    def run(self, fn: Callable[[Any], None], items: Sequence, one_thread_each: bool) -> None:
+        """``fn(item)`` for every item, spread over the pool's threads when this thread can
+        own it, else serially (see ``run_blocks``). With ``one_thread_each``, spread only
+        when there are no more threads than items: else one item after the other, each with
+        every thread for its BLAS products."""
+        n = self.acquire()
+        spread = n >= 2 and not (one_thread_each and n > len(items))
+        if n:
+            try:
+                self.set_blas_threads(n)
+                if spread:
+                    errors = self._spread(fn, items, min(n, len(items)))
+            finally:
+                self.release()
+        if not spread:
+            for item in items:
+                fn(item)
+        elif errors:
+            raise errors[0]
+
+    def _spread(self, fn, items, n: int) -> list[BaseException]:
+        """Run ``items`` on this thread and ``n - 1`` helpers, BLAS single-threaded (the
+        threads are busy with items); the items' errors."""
+        self.keep_awake.touch(self.n)
+        if not hasattr(_local, "finished"):
+            _local.finished = _Flag()  # one per calling thread: making a _Flag costs ~50 us
+        job = _Job(fn, items, _local.finished)
+        helpers = self.take(n - 1)
+        blas_threads = self.blas_now
+        self.set_blas_threads(1)
+        try:
+            for helper in helpers:
+                helper.start(job.work)
+            job.work()
+            job.finished.wait()
+        finally:
+            self.set_blas_threads(blas_threads)
+        return job.errors
+
+    def stop(self) -> None:
+        """End the threads once idle (``disable``)."""
+        for helper in self.helpers + self.idle_spares:
+            helper.stop()
+        self.keep_awake.stop()
+
+
+class _Job:
+    """Items of one ``run_blocks`` call, claimed by whichever thread comes first."""
+
+    def __init__(self, fn, items, finished: _Flag):
+        self.fn, self.items = fn, items
+        self.claims = itertools.count()  # next() is atomic under the GIL
+        self.lock = threading.Lock()
+        self.left = len(items)
+        self.finished = finished  # set by whichever thread finishes the last item
+        finished.clear()
+        self.errors: list[BaseException] = []
+
+    def work(self) -> None:
+        was_busy = getattr(_local, "busy", False)
+        _local.busy = True
+        try:
+            while (i := next(self.claims)) < len(self.items):
+                try:
+                    self.fn(self.items[i])
+                except BaseException as error:  # noqa: BLE001 -- re-raised by the caller
+                    self.errors.append(error)
+                with self.lock:
+                    self.left -= 1
+                    if self.left == 0:
+                        self.finished.set()
+        finally:
+            _local.busy = was_busy
+
+
+# ====================================================================== OpenBLAS
 class _OpenBLAS:
     """numpy's OpenBLAS, found among the libraries loaded in this process, with its
-    threading hook (0.3.27+, pthreads builds). ``hooked`` is False where there is none."""
+    threading hook (0.3.27+, pthreads builds). ``hookable`` is False where there is none."""
 
     DOJOB = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_void_p, ctypes.c_int)
     CALLBACK = ctypes.CFUNCTYPE(
@@ -199,10 +449,10 @@ class _OpenBLAS:
     )
 
     def __init__(self):
-        self.hookable = False  # the hook exists: hook() can install it
-        self.hooked = False
-        self.calls = 0  # parallel sections run by the pool
-        self._get_threads = None
+        self.hookable = self.hooked = False
+        self.pool: _Pool | None = None
+        self.calls = 0  # parallel sections BLAS handed to the hook
+        self._get_threads = self._set_threads = None
         self.lib, self.prefix, self.suffix = _find_openblas()
         if self.lib is None:
             return
@@ -229,46 +479,31 @@ class _OpenBLAS:
     def threads(self) -> int:
         return self._get_threads() if self._get_threads is not None else 1
 
-    def hook(self, max_threads: int) -> None:
-        """Run BLAS's parallel work on the pool from now on, on at most ``max_threads``
-        threads: each helper needs the GIL to start, so many more than 8 cost more than they
-        give (measured on 16 cores: 3.0k tokens/s with 16, 7.5k with 8)."""
-        if self.hookable and not self.hooked:
-            if self.threads() > max_threads:
-                self._set_threads(max_threads)
-            self._set_callback(self._callback)
-            self.hooked = True
-            atexit.register(self.unhook)
+    def set_threads(self, n: int) -> None:
+        if self._set_threads is not None:
+            self._set_threads(n)
+
+    def hook(self, pool: "_Pool") -> None:
+        """Run BLAS's parallel work on ``pool`` from now on."""
+        self.pool = pool
+        self._set_callback(self._callback)
+        self.hooked = True
 
     def unhook(self) -> None:
-        """Give BLAS its own threads back (at exit: the pool's threads stop before BLAS's)."""
+        """Give BLAS its own threads back."""
         if self.hooked:
             self._set_callback(self.CALLBACK())
             self.hooked = False
 
     def _run_jobs(self, sync, dojob, n_jobs, job_size, jobs, dojob_data) -> None:
-        """OpenBLAS's callback: run ``dojob(i, jobs + i * job_size, dojob_data)`` for every i,
-        all at once (the jobs of a product wait for each other), and return when all are
-        done. Job 0 runs on the calling thread."""
-        self.calls += 1
-        _keep_awake.touch(max(THREADS, n_jobs))
-        helpers = _take(n_jobs - 1)
-        for i, helper in enumerate(helpers, 1):
-            helper.start(lambda i=i: dojob(i, jobs + i * job_size, dojob_data))
-        dojob(0, jobs, dojob_data)
-        for helper in helpers:
-            helper.finish()
-
-    def single_threaded(self) -> int:
-        """Make BLAS calls run on their caller's thread; returns the setting to restore."""
-        threads = self._get_threads()
-        if threads != 1:
-            self._set_threads(1)
-        return threads
-
-    def restore(self, threads: int) -> None:
-        if threads != 1:
-            self._set_threads(threads)
+        """OpenBLAS's callback (``_Pool.run_jobs``). Nothing may propagate from here into C:
+        an exception is deferred and raised once the product has returned (``_Interrupts``);
+        SIGINT never raises here while enable's handler is installed."""
+        try:
+            self.calls += 1
+            self.pool.run_jobs(dojob, n_jobs, job_size, jobs, dojob_data)
+        except BaseException as error:  # noqa: BLE001 -- C cannot take it: raise it later
+            _interrupts.defer(error)
 
 
 def _find_openblas():
@@ -293,105 +528,265 @@ def _find_openblas():
     return None, "", ""
 
 
-blas = _OpenBLAS()
+_CALLBACK_CODE = _OpenBLAS._run_jobs.__code__
 
 
-# ------------------------------------------------------------------------ THREADS
-def _thread_count() -> int:
-    """TRICYCLE_THREADS, else the BLAS threads when the hook can be installed, else 1."""
+def _in_blas_callback(frame) -> bool:
+    """Whether ``frame`` runs inside the BLAS callback (it or a caller is ``_run_jobs``)."""
+    while frame is not None:
+        if frame.f_code is _CALLBACK_CODE:
+            return True
+        frame = frame.f_back
+    return False
+
+
+# ====================================================================== Ctrl-C
+class _Interrupts:
+    """Exceptions that arose inside the BLAS callback, raised once their thread is back in
+    Python.
+
+    For the main thread, by the SIGINT handler that ``enable`` installs: a watcher thread
+    simulates SIGINT (``_thread.interrupt_main``) every 2 ms until the handler runs outside
+    the callback, and the handler raises the deferred exception there. A SIGINT that arrives
+    inside the callback is deferred the same way. For another thread (which never sees
+    signals), the watcher raises the exception's type in it asynchronously once it is out of
+    the callback.
+    """
+
+    def __init__(self):
+        self.lock = threading.RLock()  # the handler may run on top of the code holding it
+        self.pending: dict[int, BaseException] = {}  # thread ident -> its deferred exception
+        self.tripped = False  # a simulated SIGINT the handler has not seen yet
+        self.watching = False
+        self.previous: Any = None  # the SIGINT handler ours replaced, while installed
+
+    def install(self) -> None:
+        """Put ``handle`` in front of the current SIGINT handler (main thread only)."""
+        current = signal.getsignal(signal.SIGINT)
+        if callable(current) and current != self.handle:
+            self.previous = current
+            signal.signal(signal.SIGINT, self.handle)
+
+    def uninstall(self) -> None:
+        if self.previous is not None and threading.current_thread() is threading.main_thread():
+            if signal.getsignal(signal.SIGINT) == self.handle:
+                signal.signal(signal.SIGINT, self.previous)
+            self.previous = None
+
+    def defer(self, error: BaseException) -> None:
+        with self.lock:
+            self.pending.setdefault(threading.get_ident(), error)
+            if not self.watching:
+                self.watching = True
+                _thread.start_new_thread(self._watch, ())  # no locks taken: safe in a handler
+
+    def handle(self, signum, frame) -> None:
+        """The SIGINT handler: defer inside the BLAS callback, else raise what is pending or
+        let the previous handler act (``KeyboardInterrupt`` by default)."""
+        main = threading.main_thread().ident
+        with self.lock:
+            simulated, self.tripped = self.tripped, False
+            if _in_blas_callback(sys._getframe()):
+                self.pending.setdefault(main, KeyboardInterrupt())
+                if not self.watching:
+                    self.watching = True
+                    _thread.start_new_thread(self._watch, ())
+                return
+            error = self.pending.pop(main, None)
+        if error is not None:
+            raise error
+        if not simulated and self.previous is not None:  # a real Ctrl-C
+            self.previous(signum, frame)
+
+    def _watch(self) -> None:
+        main = threading.main_thread().ident
+        while True:
+            time.sleep(0.002)
+            frames = sys._current_frames()
+            with self.lock:
+                for ident in list(self.pending):
+                    if ident not in frames:  # the thread has ended
+                        del self.pending[ident]
+                    elif _in_blas_callback(frames[ident]):
+                        continue
+                    elif ident == main and self.previous is not None:
+                        self.tripped = True
+                        _thread.interrupt_main(signal.SIGINT)
+                    else:
+                        error = self.pending.pop(ident)
+                        ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                            ctypes.c_ulong(ident), ctypes.py_object(type(error))
+                        )
+                if not self.pending:
+                    self.watching = False
+                    return
+
+
+_interrupts = _Interrupts()
+
+
+# ====================================================================== the public face
+_pool: _Pool | None = None
+_blas: _OpenBLAS | None = None
+_settings_lock = threading.Lock()  # enable and disable, one at a time
+
+
+def enable(n: int | None = None, share_machine: bool = True) -> int:
+    """Start the pool on ``n`` threads (counting the caller) and return that number.
+
+    ``n`` defaults to ``TRICYCLE_THREADS``, else to the number of BLAS threads (at most
+    ``MAX_THREADS``) where numpy's OpenBLAS has the threading hook, else 1. With more than one
+    thread and the hook, BLAS runs its products on the pool, on at most ``n`` threads. With
+    ``share_machine`` (the default) the pool uses fewer threads while other processes keep
+    cores busy (module docstring); without, always ``n`` unless several Python threads use it.
+    Call it from the main thread: there it also installs the SIGINT handler that keeps Ctrl-C
+    working during BLAS products. Calling it again with other settings restarts the pool.
+    """
+    global _pool, _blas
+    with _settings_lock:
+        if _blas is None:
+            _blas = _OpenBLAS()
+        n = _requested_threads(_blas) if n is None else _checked("enable(n)", n)
+        if _pool is not None and (_pool.n, _pool.share.share_machine) == (n, share_machine):
+            return n
+        _disable()
+        _pool = _Pool(n, _blas, share_machine)
+        if n > 1 and _blas.hookable:
+            _blas.hook(_pool)
+            _pool.set_blas_threads(n)
+            if threading.current_thread() is threading.main_thread():
+                _interrupts.install()
+        _register_once()
+        return n
+
+
+@contextmanager
+def enabled(n: int | None = None, share_machine: bool = True) -> Iterator[int]:
+    """``enable(n, share_machine)`` for the body of a ``with``, then the settings from
+    before (the pool as it was, or none)."""
+    pool = _pool
+    before = None if pool is None else (pool.n, pool.share.share_machine)
+    try:
+        yield enable(n, share_machine)
+    finally:
+        if before is None:
+            disable()
+        else:
+            enable(*before)
+
+
+def disable() -> None:
+    """Stop the pool: ops run on their caller's thread, and numpy's BLAS gets back its own
+    threads, its thread count and (where ``enable`` replaced it) the SIGINT handler."""
+    with _settings_lock:
+        _disable()
+
+
+def _disable() -> None:
+    global _pool
+    pool, _pool = _pool, None
+    if pool is None:
+        return
+    if _blas.hooked:
+        _blas.unhook()
+        _blas.set_threads(pool.blas_before)
+    _interrupts.uninstall()
+    pool.stop()
+
+
+def count() -> int:
+    """How many threads fused ops and BLAS products may use now: 1 unless ``enable`` was
+    called; fewer than enabled while other processes or threads keep cores busy."""
+    pool = _pool
+    return 1 if pool is None else pool.share.now()
+
+
+def _requested_threads(blas: _OpenBLAS) -> int:
     value = os.environ.get("TRICYCLE_THREADS")
     if value is None:
-        return min(blas.threads(), 8) if blas.hookable else 1
+        return min(blas.threads(), MAX_THREADS) if blas.hookable else 1
     try:
         threads = int(value)
     except ValueError:
         message = f"TRICYCLE_THREADS must be a whole number of threads, got {value!r}"
         raise ValueError(message) from None
-    if threads < 1:
-        raise ValueError(f"TRICYCLE_THREADS must be at least 1, got {threads}")
-    return min(threads, 8)
+    return _checked("TRICYCLE_THREADS", threads)
 
 
-THREADS = _thread_count()
-if THREADS > 1:
-    blas.hook(max_threads=THREADS)
+def _checked(name: str, threads) -> int:
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"{name} must be a whole number of threads >= 1, got {threads!r}")
+    return min(threads, MAX_THREADS)
+
+
+_registered = False
+
+
+def _register_once() -> None:
+    """At exit, give BLAS its threads back (the pool's threads stop before BLAS's last
+    products); in a forked child, forget the parent's threads."""
+    global _registered
+    if not _registered:
+        _registered = True
+        atexit.register(disable)
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=_forget_threads)
+
+
+def _forget_threads() -> None:
+    """In a forked child the parent's threads (and any lock they held) do not exist."""
+    global _settings_lock
+    _settings_lock = threading.Lock()
+    _interrupts.lock = threading.RLock()
+    _interrupts.pending.clear()
+    _interrupts.watching = False
+    pool = _pool
+    if pool is not None:
+        pool.lock = threading.Lock()
+        pool.spares_lock = threading.Lock()
+        pool.helpers, pool.idle_spares = [], []
+        pool.keep_awake = _KeepAwake()
 
 
 def run_blocks(fn: Callable[[Any], None], blocks: Sequence) -> None:
-    """Call ``fn(rows)`` once for every item of ``blocks`` (row slices, or any pieces of
-    work), on up to ``THREADS`` threads.
+    """Call ``fn(block)`` once for every item of ``blocks`` (row slices, or any pieces of
+    work), spread over the pool's threads.
 
-    ``fn`` must only write its own rows of preallocated outputs. The threads claim blocks
-    one at a time from a shared counter, and the calling thread works too: a helper that
-    starts late costs nothing, as the others take its blocks. Each block is computed the same
-    way whichever thread runs it, so results do not depend on the number of threads. BLAS
-    calls inside ``fn`` run single-threaded (the threads are busy with blocks). Called from
-    inside a block (a nested fused op), or with one block, it runs serially. The first
-    exception of any block is re-raised here once every claimed block has finished.
+    ``fn`` must only write its own rows of preallocated outputs. The threads claim blocks one
+    at a time from a shared counter, and the calling thread works too: a helper that starts
+    late costs nothing, as the others take its blocks. Each block is computed the same way
+    whichever thread runs it, so results do not depend on the number of threads. BLAS calls
+    inside ``fn`` run single-threaded (the threads are busy with blocks). It runs serially
+    without ``enable``, with one block, inside a block (a nested fused op), or while another
+    thread owns the pool. The first exception of any block is re-raised here once every
+    claimed block has finished.
     """
-    n_helpers = min(THREADS, len(blocks)) - 1
-    if n_helpers <= 0 or getattr(_local, "busy", False):
-        for rows in blocks:
-            fn(rows)
-        return
-    _keep_awake.touch(THREADS)
-    if not hasattr(_local, "finished"):
-        _local.finished = _Flag()  # one per calling thread: making a _Flag costs ~50 us
-    job = _Job(fn, blocks, _local.finished)
-    helpers = _take(n_helpers)
-    blas_threads = blas.single_threaded() if blas.hooked else 1
-    try:
-        for helper in helpers:
-            helper.start(job.work)
-        job.work()
-        job.finished.wait()
-    finally:
-        blas.restore(blas_threads)
-    if job.errors:
-        raise job.errors[0]
+    pool = _pool
+    if pool is None or pool.n < 2 or len(blocks) < 2 or getattr(_local, "busy", False):
+        for block in blocks:
+            fn(block)
+    else:
+        pool.run(fn, blocks, one_thread_each=False)
 
 
 def run_concurrently(*tasks: Callable[[], object]) -> list:
-    """Call each of ``tasks`` once, at the same time on up to ``THREADS`` threads, and return
-    their results in order.
+    """Call each of ``tasks`` once and return their results in order: at the same time, one
+    thread each, when that pays, else one after the other.
 
-    For independent pieces of work that each fill a core, such as two matrix products: BLAS
-    runs single-threaded inside each (``run_blocks``), so each product keeps one core to itself
-    instead of the two products taking turns on all of them.
+    For independent pieces of work that each fill a core, such as two matrix products: when
+    the pool has as many threads as tasks (or fewer), each task runs on a thread of its own
+    with single-threaded BLAS, instead of the products taking turns on all the cores; with
+    more threads than tasks, each product in turn gets all of them.
     """
     results: list = [None] * len(tasks)
 
     def run(i: int) -> None:
         results[i] = tasks[i]()
 
-    run_blocks(run, list(range(len(tasks))))
+    pool = _pool
+    if pool is None or pool.n < 2 or len(tasks) < 2 or getattr(_local, "busy", False):
+        for i in range(len(tasks)):
+            run(i)
+    else:
+        pool.run(run, range(len(tasks)), one_thread_each=True)
     return results
-
-
-class _Job:
-    """Blocks of one ``run_blocks`` call, claimed by whichever thread comes first."""
-
-    def __init__(self, fn, blocks, finished: _Flag):
-        self.fn, self.blocks = fn, blocks
-        self.claims = itertools.count()  # next() is atomic under the GIL
-        self.lock = threading.Lock()
-        self.left = len(blocks)
-        self.finished = finished  # set by whichever thread finishes the last block
-        finished.clear()
-        self.errors: list[BaseException] = []
-
-    def work(self) -> None:
-        was_busy = getattr(_local, "busy", False)
-        _local.busy = True
-        try:
-            while (i := next(self.claims)) < len(self.blocks):
-                try:
-                    self.fn(self.blocks[i])
-                except BaseException as error:  # noqa: BLE001 -- re-raised by the caller
-                    self.errors.append(error)
-                with self.lock:
-                    self.left -= 1
-                    if self.left == 0:
-                        self.finished.set()
-        finally:
-            _local.busy = was_busy

@@ -39,6 +39,7 @@ import ctypes
 import ctypes.util
 import json
 import math
+import os
 import signal
 import sys
 import threading
@@ -52,9 +53,14 @@ import numpy as np
 
 from tricycle import backend
 from tricycle.checkpoint import CheckpointError, load_state, save_pickle, save_state
+from tricycle.configs import GPTConfig
+from tricycle.dataset import CausalLMDataset
 from tricycle.files import DirectoryLock, atomic_write, read_jsonl, remove_temporaries
 from tricycle.loss import CrossEntropy
+from tricycle.models import GPT
+from tricycle.optimisers import AdamW, decay_all_matrices, decay_matrices
 from tricycle.precision import Precision
+from tricycle.scheduler import CosineSchedule
 from tricycle.tensor import no_grad
 
 __all__ = [
@@ -62,8 +68,10 @@ __all__ = [
     "StepOutput",
     "Trainer",
     "TrainingDiverged",
+    "check_config_fits",
     "check_finite",
     "evaluate",
+    "gpt_trainer",
     "precision_for",
     "train_step",
     "tune_cpu_allocator",
@@ -216,6 +224,24 @@ def _host_bools(flags: list) -> list:
     return backend.to_host_array(xp.stack(flags)).tolist()
 
 
+def check_config_fits(config: GPTConfig, weights) -> None:
+    """Raise ValueError unless ``weights`` ({name: array}, from a checkpoint) could be the
+    parameters of a GPT of ``config``: a config read from a file must not make us build a
+    model far larger than the weights stored beside it (a crafted file would ask for
+    terabytes)."""
+    if not isinstance(weights, dict):
+        raise ValueError("no model weights")
+    stored = sum(int(np.size(w)) for w in weights.values())
+    E, hidden = config.embedding_dim, int(config.embedding_dim * config.expansion_ratio)
+    expected = (config.vocab_size + config.context_window) * E  # biases and gains aside
+    expected += config.n_layers * (4 * E * E + 2 * E * hidden)
+    if expected > 2 * stored + 1_000_000:
+        raise ValueError(
+            f"the config describes a GPT of about {expected:,} parameters, but only {stored:,} "
+            "are stored"
+        )
+
+
 def precision_for(name: str, device: str) -> Precision:
     """The precision policy called ``name`` for ``device`` ("cpu" or "gpu"); a ValueError
     where it cannot run (TF32 is a tensor-core mode, and numpy has no fast bfloat16)."""
@@ -360,6 +386,29 @@ class RunDirectory:
     def metrics(self) -> list[dict]:
         return read_jsonl(self.path / self.METRICS)[0]
 
+    def plot_losses(self, name: str = "loss.png") -> None:
+        """Draw the metrics' loss curves into ``name``, when matplotlib is installed (it is
+        an optional dependency)."""
+        try:
+            import matplotlib  # noqa: PLC0415 - optional dependency
+
+            matplotlib.use("Agg")
+            from matplotlib import pyplot as plt  # noqa: PLC0415
+        except ImportError:
+            return
+        records = self.metrics()
+        fig, ax = plt.subplots(figsize=(7, 4))
+        steps = [r["step"] for r in records]
+        ax.plot(steps, [r["loss"] for r in records], label="train", alpha=0.7)
+        val = [(r["step"], r["val_loss"]) for r in records if r.get("val_loss") is not None]
+        if val:
+            ax.plot(*zip(*val), "o-", label="validation")
+        ax.set(xlabel="step", ylabel="cross-entropy loss")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(self.path / name)
+        plt.close(fig)
+
 
 # ====================================================================== the trainer
 
@@ -411,13 +460,17 @@ class Trainer:
         self.step = 0
         self.wall_time = 0.0  # seconds of training (evaluation included) in earlier sessions
         self.saved_step: int | None = None  # the step of the last checkpoint written or read
+        self._on_gpu: bool | None = None  # found at the first step of each fit
 
     # ------------------------------------------------------------------ steps
     def train_step(self) -> StepOutput:
         """One step at ``self.step`` (learning rate from the schedule); advances ``step``."""
         if self.schedule is not None:
             self.optimiser.learning_rate = self.schedule(self.step)
-        if self._on_gpu():  # dropout masks on the GPU come from cupy's global generator
+        if self._on_gpu is None:
+            params = self.model.parameters()
+            self._on_gpu = bool(params) and params[0].on_gpu
+        if self._on_gpu:  # dropout masks on the GPU come from cupy's global generator
             backend.cupy().random.seed(self.seed * 1_000_003 + self.step)
         result = train_step(
             self.model,
@@ -444,10 +497,6 @@ class Trainer:
             self.eval_protocol,
             self.loss_fn,
         )
-
-    def _on_gpu(self) -> bool:
-        params = self.model.parameters()
-        return bool(params) and params[0].on_gpu
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict:
@@ -543,13 +592,15 @@ class Trainer:
         Every ``log_interval`` steps the pending losses are read back (one synchronisation)
         and checked, and their records (step, loss, val_loss, lr, grad_norm, skipped_steps,
         tokens_per_s, wall_time) go to ``on_record`` and to ``run_dir``'s metrics. Validation
-        runs every ``eval_interval`` steps and at the end; with a ``run_dir``, so does a
-        checkpoint (model.pkl too, with ``metadata``). ``max_seconds`` (training time,
-        earlier sessions included) and ``stop_after`` (steps in this call) stop early with a
-        checkpoint. Ctrl-C (in the main thread) stops at the end of the current step with a
-        checkpoint; a second Ctrl-C stops at once. The summary says which way it ended.
+        runs every ``eval_interval`` steps and at step ``steps``; with a ``run_dir``, a
+        checkpoint (and model.pkl, with ``metadata``) is written then and at any stop.
+        ``max_seconds`` (training time, earlier sessions included) and ``stop_after`` (steps
+        in this call) stop early with a checkpoint. Ctrl-C (in the main thread) stops at the
+        end of the current step with a checkpoint; a second Ctrl-C stops at once. The summary
+        says which way it ended.
         """
         say = on_message or (lambda text: print(text, file=sys.stderr))
+        self._on_gpu = None  # the model may have moved since the last fit
         stop = steps if stop_after is None else min(steps, self.step + stop_after)
         start_time, wall_before = time.perf_counter(), self.wall_time
         pending: list[dict] = []
@@ -601,11 +652,14 @@ class Trainer:
                     )
                     val_loss = None
                     at_interval = self.eval_interval and done % self.eval_interval == 0
-                    if self.valid_data is not None and (at_interval or done == stop):
+                    # not at an early stop: an evaluation there would draw validation windows
+                    # that an uninterrupted run does not, and a resumed run would differ
+                    if self.valid_data is not None and (at_interval or done == steps):
                         val_loss = self.evaluate()
                         pending[-1].update(val_loss=val_loss, wall_time=wall())
                     out_of_time = max_seconds is not None and wall() >= max_seconds
-                    stopping = out_of_time or interrupt.requested
+                    interrupted = interrupt.requested  # read once: Ctrl-C may come any time
+                    stopping = out_of_time or interrupted
                     checkpointing = run_dir is not None and (
                         at_interval or done == stop or stopping
                     )
@@ -623,7 +677,7 @@ class Trainer:
                         say(f"max_seconds {max_seconds:g}: stopping after step {done}")
                         ended = "out of time"
                         break
-                    if interrupt.requested:
+                    if interrupted:
                         ended = "interrupted"
                         break
                 flush()
@@ -640,6 +694,61 @@ class Trainer:
             "val_loss": val_loss,
             "wall_time": self.wall_time,
         }
+
+
+def gpt_trainer(
+    config: GPTConfig,
+    train_tokens,
+    valid_tokens=None,
+    *,
+    policy=None,
+    seed: int = 0,
+    decay_steps: int | None = None,
+) -> Trainer:
+    """A ``Trainer`` for a GPT as ``config`` describes it: the model (initialised from
+    tricycle's generator: ``tricycle.random.manual_seed`` it first), AdamW with the config's
+    betas, decay and decay filter, the cosine schedule (decaying over ``decay_steps``, default
+    ``config.steps``), clipping, accumulation, random training windows (seeded by ``seed``)
+    and the validation windows (None when the validation tokens are fewer than one window),
+    all on ``config.device``."""
+    model = GPT(config)
+    optimiser = AdamW(
+        learning_rate=config.max_learning_rate,
+        betas=(config.beta1, config.beta2),
+        eps=config.eps,
+        weight_decay=config.weight_decay,
+        decay_filter=decay_all_matrices if config.decay_embeddings else decay_matrices,
+    )
+    schedule = CosineSchedule(
+        config.max_learning_rate,
+        config.min_learning_rate,
+        config.steps if decay_steps is None else decay_steps,
+        config.warmup_steps,
+    )
+    shape = (config.vocab_size, config.batch_size, config.context_window)
+    train_data = CausalLMDataset(train_tokens, *shape, seed).batch()
+    valid_data = None
+    if valid_tokens is not None and len(valid_tokens) > config.context_window:
+        valid_data = CausalLMDataset(valid_tokens, *shape, 0).batch()
+    if config.device == "gpu":
+        model.to_gpu()
+        train_data = train_data.to_gpu()  # batches arrive as GPU tensors (same generator)
+        valid_data = valid_data and valid_data.to_gpu()
+    return Trainer(
+        model,
+        optimiser,
+        train_data,
+        policy=policy,
+        schedule=schedule,
+        accumulation_steps=config.gradient_accumulation_steps,
+        max_norm=config.grad_clip,
+        valid_data=valid_data,
+        eval_interval=config.eval_interval,
+        eval_steps=config.eval_steps,
+        eval_protocol=config.eval_protocol,
+        tokens_per_step=config.tokens_per_step,
+        seed=seed,
+    )
 
 
 class _Interrupt:
@@ -660,11 +769,9 @@ def _stop_on_interrupt():
         if interrupt.requested:
             raise KeyboardInterrupt
         interrupt.requested = True
-        print(
-            "\ninterrupted: stopping after this step, with a checkpoint (Ctrl-C again to "
-            "stop at once, without one)",
-            file=sys.stderr,
-        )
+        # os.write, not print: the handler may run while the loop is inside a print to stderr
+        os.write(2, b"\ninterrupted: stopping after this step, with a checkpoint (Ctrl-C again "
+                 b"to stop at once, without one)\n")  # fmt: skip
 
     previous = signal.signal(signal.SIGINT, handler)
     try:

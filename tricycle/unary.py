@@ -1,76 +1,79 @@
 """Elementwise ops of one tensor, optionally with a Python scalar.
 
 Each op computes its output with the tensor's own array module and returns a Tensor whose
-single back_fn is the closed-form derivative: ``dout -> dout * f'(x)``.
+single back_fn is the closed-form derivative: ``dout -> dout * f'(x)``. ``unary_op`` makes
+that node for every op of one input (reductions, shape ops and activations too).
 """
 
 from tricycle.tensor import Tensor
 
 
-def _unary(x: Tensor, out, back_fn, name: str) -> Tensor:
-    return Tensor(out, args=(x,), back_fns=(back_fn,), name=name, is_batched=x.is_batched)
+def unary_op(x: Tensor, out, back_fn, name: str) -> Tensor:
+    """The graph node of an op of one tensor: ``out``, whose gradient ``back_fn`` maps back
+    to ``x``."""
+    return Tensor(out, args=(x,), back_fns=(back_fn,), name=name)
 
 
 # ------------------------------------------------------------------ with a scalar
 def add_scalar(x: Tensor, c: float) -> Tensor:
     """x + c"""
-    return _unary(x, x.array + c, lambda dout: dout, f"+ {c}")
+    return unary_op(x, x.array + c, lambda dout: dout, f"+ {c}")
 
 
 def sub_scalar(x: Tensor, c: float) -> Tensor:
     """x - c"""
-    return _unary(x, x.array - c, lambda dout: dout, f"- {c}")
+    return unary_op(x, x.array - c, lambda dout: dout, f"- {c}")
 
 
 def rsub_scalar(x: Tensor, c: float) -> Tensor:
     """c - x"""
-    return _unary(x, c - x.array, lambda dout: -dout, f"{c} -")
+    return unary_op(x, c - x.array, lambda dout: -dout, f"{c} -")
 
 
 def mul_scalar(x: Tensor, c: float) -> Tensor:
     """x * c"""
-    return _unary(x, x.array * c, lambda dout: dout * c, f"* {c}")
+    return unary_op(x, x.array * c, lambda dout: dout * c, f"* {c}")
 
 
 def div_scalar(x: Tensor, c: float) -> Tensor:
     """x / c"""
     if c == 0:
         raise ZeroDivisionError(f"div: dividing a tensor of shape {x.shape} by the scalar 0")
-    return _unary(x, x.array / c, lambda dout: dout / c, f"/ {c}")
+    return unary_op(x, x.array / c, lambda dout: dout / c, f"/ {c}")
 
 
 def rdiv_scalar(x: Tensor, c: float) -> Tensor:
     """c / x"""
     out = c / x.array
-    return _unary(x, out, lambda dout: -dout * out / x.array, f"{c} /")
+    return unary_op(x, out, lambda dout: -dout * out / x.array, f"{c} /")
 
 
 def pow_scalar(x: Tensor, c: float) -> Tensor:
     """x ** c; the derivative of x ** 0 is 0 everywhere (also at x = 0, as in PyTorch)."""
     if c == 0:
-        return _unary(x, x.array**c, lambda dout: x.xp.zeros_like(dout), f"** {c}")
+        return unary_op(x, x.array**c, lambda dout: x.xp.zeros_like(dout), f"** {c}")
     if c == 2:  # the common square: no pow in the backward
-        return _unary(x, x.array * x.array, lambda dout: dout * 2 * x.array, f"** {c}")
-    return _unary(x, x.array**c, lambda dout: dout * c * x.array ** (c - 1), f"** {c}")
+        return unary_op(x, x.array * x.array, lambda dout: dout * 2 * x.array, f"** {c}")
+    return unary_op(x, x.array**c, lambda dout: dout * c * x.array ** (c - 1), f"** {c}")
 
 
 def rpow_scalar(x: Tensor, c: float) -> Tensor:
     """c ** x"""
     xp = x.xp
     out = xp.power(c, x.array, dtype=x.dtype)
-    return _unary(x, out, lambda dout: dout * out * xp.log(c), f"{c} **")
+    return unary_op(x, out, lambda dout: dout * out * xp.log(c), f"{c} **")
 
 
 def maximum_scalar(x: Tensor, c: float) -> Tensor:
     """max(x, c) elementwise; the gradient passes where x >= c, as torch.clamp(min=c)."""
     xp = x.xp
-    return _unary(x, xp.maximum(x.array, c), lambda dout: dout * (x.array >= c), f"max {c}")
+    return unary_op(x, xp.maximum(x.array, c), lambda dout: dout * (x.array >= c), f"max {c}")
 
 
 def minimum_scalar(x: Tensor, c: float) -> Tensor:
     """min(x, c) elementwise; the gradient passes where x <= c, as torch.clamp(max=c)."""
     xp = x.xp
-    return _unary(x, xp.minimum(x.array, c), lambda dout: dout * (x.array <= c), f"min {c}")
+    return unary_op(x, xp.minimum(x.array, c), lambda dout: dout * (x.array <= c), f"min {c}")
 
 
 def clip(x: Tensor, low: float | None = None, high: float | None = None) -> Tensor:
@@ -88,54 +91,54 @@ def clip(x: Tensor, low: float | None = None, high: float | None = None) -> Tens
             inside &= x.array <= high
         return dout * inside
 
-    return _unary(x, out, back_fn, "clip")
+    return unary_op(x, out, back_fn, "clip")
 
 
 # ------------------------------------------------------------------ functions of x
 def neg(x: Tensor) -> Tensor:
     """-x"""
-    return _unary(x, -x.array, lambda dout: -dout, "neg")
+    return unary_op(x, -x.array, lambda dout: -dout, "neg")
 
 
 def exp(x: Tensor) -> Tensor:
     """e ** x"""
     out = x.xp.exp(x.array)
-    return _unary(x, out, lambda dout: dout * out, "exp")
+    return unary_op(x, out, lambda dout: dout * out, "exp")
 
 
 def log(x: Tensor) -> Tensor:
     """Natural logarithm."""
-    return _unary(x, x.xp.log(x.array), lambda dout: dout / x.array, "log")
+    return unary_op(x, x.xp.log(x.array), lambda dout: dout / x.array, "log")
 
 
 def sqrt(x: Tensor) -> Tensor:
     """Square root."""
     out = x.xp.sqrt(x.array)
-    return _unary(x, out, lambda dout: dout * 0.5 / out, "sqrt")
+    return unary_op(x, out, lambda dout: dout * 0.5 / out, "sqrt")
 
 
 def abs(x: Tensor) -> Tensor:  # noqa: A001 - the name from the math
     """|x|; the derivative at 0 is 0, as in PyTorch."""
     xp = x.xp
-    return _unary(x, xp.abs(x.array), lambda dout: dout * xp.sign(x.array), "abs")
+    return unary_op(x, xp.abs(x.array), lambda dout: dout * xp.sign(x.array), "abs")
 
 
 def sin(x: Tensor) -> Tensor:
     """Sine."""
     xp = x.xp
-    return _unary(x, xp.sin(x.array), lambda dout: dout * xp.cos(x.array), "sin")
+    return unary_op(x, xp.sin(x.array), lambda dout: dout * xp.cos(x.array), "sin")
 
 
 def cos(x: Tensor) -> Tensor:
     """Cosine."""
     xp = x.xp
-    return _unary(x, xp.cos(x.array), lambda dout: -dout * xp.sin(x.array), "cos")
+    return unary_op(x, xp.cos(x.array), lambda dout: -dout * xp.sin(x.array), "cos")
 
 
 def tanh(x: Tensor) -> Tensor:
     """Hyperbolic tangent; the derivative 1 - tanh^2 reuses the output."""
     out = x.xp.tanh(x.array)
-    return _unary(x, out, lambda dout: dout * (1 - out * out), "tanh")
+    return unary_op(x, out, lambda dout: dout * (1 - out * out), "tanh")
 
 
 def sigmoid(x: Tensor) -> Tensor:
@@ -144,4 +147,4 @@ def sigmoid(x: Tensor) -> Tensor:
     # e^-|x| never overflows; choose the form that is stable for each sign
     z = xp.exp(-xp.abs(x.array))
     out = xp.where(x.array >= 0, 1 / (1 + z), z / (1 + z)).astype(x.dtype, copy=False)
-    return _unary(x, out, lambda dout: dout * out * (1 - out), "sigmoid")
+    return unary_op(x, out, lambda dout: dout * out * (1 - out), "sigmoid")

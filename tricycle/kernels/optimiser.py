@@ -1,6 +1,10 @@
 """Multi-tensor parameter kernels on the GPU: the fused AdamW step (one parameter, a
 multi-tensor launch over all of them, or a flat buffer), the global gradient norm for
-clipping, and the optimiser hook."""
+clipping, and the optimiser hook.
+
+Adam's per-parameter state is made and counted in one place, ``adam_state``, and its bias
+corrections computed in one, ``adam_corrections``: the numpy optimiser
+(``tricycle.optimisers``) and the kernels here share both."""
 
 import math
 
@@ -11,10 +15,30 @@ from tricycle.kernels.launch import adam_enabled, compiled, contiguous, elementw
 from tricycle.kernels.multi_tensor import block_table, pointer_table
 
 
+# ====================================================================== Adam's state
+def adam_state(xp, w, state: dict) -> int:
+    """Advance one parameter's Adam state by a step and return that step t (1 at first).
+
+    The state holds ``exp_avg`` and ``exp_avg_sq`` (the moments, zeros like ``w`` on its
+    device, made on the first step) and ``step``, the parameter's own count for the bias
+    corrections, as torch.optim keeps it.
+    """
+    if "exp_avg" not in state:
+        state["exp_avg"], state["exp_avg_sq"], state["step"] = xp.zeros_like(w), xp.zeros_like(w), 0
+    state["step"] += 1
+    return state["step"]
+
+
+def adam_corrections(lr: float, beta1: float, beta2: float, step: int) -> tuple[float, float]:
+    """The bias corrections of step t in float64 on the host, as torch:
+    (lr / (1 - b1^t), 1 / sqrt(1 - b2^t))."""
+    return lr / (1.0 - beta1**step), 1.0 / math.sqrt(1.0 - beta2**step)
+
+
 # ====================================================================== AdamW
 def _adam_constants(lr: float, beta1: float, beta2: float, step: int) -> tuple:
-    """Bias corrections in float64 on the host, as torch: (lr / (1 - b1^t), 1/sqrt(1 - b2^t))."""
-    return np.float32(lr / (1.0 - beta1**step)), np.float32(1.0 / math.sqrt(1.0 - beta2**step))
+    """``adam_corrections`` as the kernels take them, float32."""
+    return tuple(np.float32(c) for c in adam_corrections(lr, beta1, beta2, step))
 
 
 def _grad_mult_args(cp, grad_multiplier):
@@ -66,12 +90,7 @@ def adam_update(xp, w, grad, state, lr, beta1, beta2, eps, decay=0.0) -> None:
 
     Dispatch with ``adam_enabled(w, grad)`` (float32, contiguous w).
     """
-    cp = backend.cupy()
-    if "exp_avg" not in state:
-        state["exp_avg"], state["exp_avg_sq"], state["step"] = (
-            cp.zeros_like(w), cp.zeros_like(w), 0,
-        )  # fmt: skip
-    state["step"] = t = state["step"] + 1
+    t = adam_state(backend.cupy(), w, state)
     adamw_step(xp, w, grad, state["exp_avg"], state["exp_avg_sq"], lr, beta1, beta2, eps, t, decay)
 
 
@@ -177,12 +196,7 @@ def optimiser_update(named, states, lr, betas, eps, weight_decays, grad_multipli
     beta1, beta2 = betas
     groups: dict[int, list] = {}
     for (_, p), state, decay in zip(named, states, weight_decays):
-        if "exp_avg" not in state:
-            state["exp_avg"] = cp.zeros_like(p.array)
-            state["exp_avg_sq"] = cp.zeros_like(p.array)
-            state["step"] = 0
-        state["step"] += 1
-        groups.setdefault(state["step"], []).append(
+        groups.setdefault(adam_state(cp, p.array, state), []).append(
             (p.array, p.grad.array, state["exp_avg"], state["exp_avg_sq"], decay)
         )
     for step, members in groups.items():

@@ -1,0 +1,136 @@
+"""The top-level namespace (``import tricycle as tc``), and importing: cheap and silent (no
+threads, no cupy), and operators bound wherever ``Tensor`` comes from, even when the package's
+``__init__`` does not run (``tricycle`` resolved as a namespace package)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tricycle as tc
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "tricycle"
+
+
+def run(code: str, pythonpath: Path = ROOT, cwd=None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(pythonpath)}
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_the_namespace_reads_like_the_readme():
+    for name in tc.__all__:
+        assert hasattr(tc, name), name
+    assert tc.__version__ == "0.1.0"
+    tc.manual_seed(0)
+    x = tc.randn(4, 3, requires_grad=True)
+    with tc.no_grad():
+        assert tc.exp(x).args is None
+    y = tc.softmax(tc.einsum("ij,jk->ik", x, tc.ones(3, 5))).sum()
+    y.backward()
+    assert x.grad.shape == (4, 3)
+    assert tc.gradcheck(
+        lambda a: tc.gelu(tc.log_softmax(a)), np.random.default_rng(0).normal(size=(2, 3))
+    )
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ("tc.exp(tc.zeros(2))", [1.0, 1.0]),
+        ("tc.log(tc.ones(2))", [0.0, 0.0]),
+        ("tc.sqrt(tc.full((2,), 4.0))", [2.0, 2.0]),
+        ("tc.relu(tc.arange(-1.0, 2.0))", [0.0, 0.0, 1.0]),
+        ("tc.leaky_relu(tc.arange(-1.0, 1.0), 0.5)", [-0.5, 0.0]),
+        ("tc.silu(tc.zeros(1))", [0.0]),
+        ("tc.sigmoid(tc.zeros(1))", [0.5]),
+        ("tc.tanh(tc.zeros(1))", [0.0]),
+        ("tc.abs(tc.arange(-1.0, 1.0))", [1.0, 0.0]),
+        ("tc.clip(tc.arange(-2.0, 3.0), -1, 1)", [-1.0, -1.0, 0.0, 1.0, 1.0]),
+        ("tc.maximum(tc.zeros(2), tc.ones(2))", [1.0, 1.0]),
+        ("tc.minimum(tc.zeros(2), tc.ones(2))", [0.0, 0.0]),
+        ("tc.sum(tc.ones(2, 3), axis=1)", [3.0, 3.0]),
+        ("tc.mean(tc.arange(4.0))", 1.5),
+        ("tc.max(tc.arange(4.0))", 3.0),
+        ("tc.min(tc.arange(4.0))", 0.0),
+        ("tc.var(tc.arange(4.0))", 1.25),
+        ("tc.cat([tc.zeros(1), tc.ones(2)])", [0.0, 1.0, 1.0]),
+        ("tc.concatenate([tc.zeros(1), tc.ones(1)], axis=0)", [0.0, 1.0]),
+        ("tc.stack([tc.zeros(2), tc.ones(2)], axis=1)", [[0.0, 1.0], [0.0, 1.0]]),
+        ("tc.where(np.array([True, False]), tc.zeros(2), tc.ones(2))", [0.0, 1.0]),
+        ("tc.reshape(tc.arange(4.0), (2, 2))", [[0.0, 1.0], [2.0, 3.0]]),
+        ("tc.transpose(tc.eye(2, 3))", [[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]]),
+        ("tc.softmax(tc.zeros(2))", [0.5, 0.5]),
+        ("tc.log_softmax(tc.zeros(2))", [-np.log(2), -np.log(2)]),
+        ("tc.gelu(tc.zeros(1), approximate='tanh')", [0.0]),
+        ("tc.einsum('ii->', tc.eye(3))", 3.0),
+        ("tc.Einsum('i,i->')(tc.ones(3), tc.ones(3))", 3.0),
+        ("tc.to_tensor([1, 2])", [1.0, 2.0]),
+    ],
+)
+def test_common_ops_as_functions(expression, expected):
+    out = eval(expression, {"tc": tc, "np": np})
+    assert isinstance(out, tc.Tensor)
+    np.testing.assert_allclose(out.array, expected, rtol=1e-6)
+
+
+def test_einsum_function_reuses_one_einsum_per_subscript():
+    from tricycle.einsum import _einsum_for
+
+    assert _einsum_for("ij->ji") is _einsum_for("ij->ji")
+    with pytest.raises(TypeError, match="einsum: the subscript must be a string"):
+        tc.einsum(["ij"], tc.ones(2, 2))
+
+
+def test_importing_starts_no_threads_loads_no_cupy_and_prints_nothing():
+    result = run(
+        "import sys, threading\n"
+        "import tricycle, tricycle.models, tricycle.optimisers, tricycle.precision\n"
+        "assert threading.active_count() == 1, threading.enumerate()\n"
+        "assert 'cupy' not in sys.modules\n"
+        "assert tricycle.random._generator is None  # nothing drawn either\n"
+        "print('ok')"
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "ok\n" and result.stderr == ""
+
+
+def namespace_copy(tmp_path: Path) -> Path:
+    """The package's files without ``__init__.py``: Python imports it as a namespace package."""
+    package = tmp_path / "tricycle"
+    package.mkdir()
+    for path in PACKAGE.iterdir():
+        if path.name not in ("__init__.py", "__pycache__"):
+            (package / path.name).symlink_to(path)
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    "first_import",
+    ["tricycle.tensor", "tricycle.einsum", "tricycle.binary", "tricycle.ops", "tricycle.layers",
+     "tricycle.models", "tricycle.activation", "tricycle.factories"],
+)  # fmt: skip
+def test_operators_work_without_the_package_init(tmp_path, first_import):
+    """Whichever module comes first, ``Tensor`` has its operators and methods."""
+    root = namespace_copy(tmp_path)
+    result = run(
+        f"import {first_import}\n"
+        "import tricycle\n"
+        "assert not hasattr(tricycle, '__file__') or tricycle.__file__ is None  # namespace\n"
+        "from tricycle.tensor import Tensor\n"
+        "a = Tensor([1.0, 2.0])\n"
+        "print((a + a * 2 - 1).sum().item(), (a @ a).item(), a[[1]].item(), a.T.shape)",
+        pythonpath=root,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["7.0", "5.0", "2.0", "(2,)"]
+
+
+def test_operator_methods_keep_their_names():
+    assert tc.Tensor.sum.__name__ == "sum" and "reduce.sum" in tc.Tensor.sum.__doc__

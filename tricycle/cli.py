@@ -1,0 +1,107 @@
+"""Command-line helpers of the programs (``tricycle.train``, ``tricycle.sample``).
+
+Argument types: each is a function from the argument's text to its value that raises
+``argparse.ArgumentTypeError`` for a bad one, so argparse answers with its usage line and the
+reason (``--temperature: must be a finite number >= 0, got 'nan'``) instead of a traceback
+later, or a run that silently misbehaves. Spellings: ``normalise`` accepts ``--name_with_
+underscores`` and other programs' names; ``settings_file`` reads settings from JSON.
+"""
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+
+def _number(text: str, kind, what: str, ok) -> int | float:
+    try:
+        value = kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
+    if (kind is float and not math.isfinite(value)) or not ok(value):
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1 (a count of steps, batches, tokens, threads...)."""
+    return _number(text, int, "an integer >= 1", lambda v: v >= 1)
+
+
+def nonnegative_int(text: str) -> int:
+    """An integer >= 0."""
+    return _number(text, int, "an integer >= 0", lambda v: v >= 0)
+
+
+def seed(text: str) -> int:
+    """A random seed: an integer in [0, 2**32) (what numpy's legacy seeding accepts)."""
+    return _number(text, int, "an integer in [0, 2**32)", lambda v: 0 <= v < 2**32)
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0."""
+    return _number(text, float, "a finite number > 0", lambda v: v > 0)
+
+
+def nonnegative_float(text: str) -> float:
+    """A finite number >= 0."""
+    return _number(text, float, "a finite number >= 0", lambda v: v >= 0)
+
+
+def probability(text: str) -> float:
+    """A probability of dropping something: a number in [0, 1)."""
+    return _number(text, float, "a number in [0, 1)", lambda v: 0 <= v < 1)
+
+
+def boolean(text: str) -> bool:
+    """true/false (also True/False, yes/no, 1/0), as nanoGPT's ``--bias=False``."""
+    value = text.strip().lower()
+    if value in ("true", "yes", "1"):
+        return True
+    if value in ("false", "no", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"must be true or false, got {text!r}")
+
+
+def unit_interval(text: str) -> float:
+    """A number in [0, 1) (Adam's betas)."""
+    return _number(text, float, "a number in [0, 1)", lambda v: 0 <= v < 1)
+
+
+def normalise(argv: list[str], aliases: dict[str, str]) -> list[str]:
+    """Options in the parser's spelling: ``--batch_size=8`` -> ``--batch-size=8``, and
+    other programs' names to ours through ``aliases`` (nanoGPT's ``max_iters`` -> ``steps``)."""
+    out = []
+    for token in argv:
+        name, eq, value = token.partition("=")
+        if token.startswith("--") and name[2:].replace("_", "").replace("-", "").isalnum():
+            key = name[2:].replace("-", "_")
+            name = "--" + aliases.get(key, key).replace("_", "-")
+        out.append(name + eq + value)
+    return out
+
+
+def settings_file(parser: argparse.ArgumentParser, path: Path, aliases: dict[str, str]
+                  ) -> list[str]:  # fmt: skip
+    """The settings in the JSON object at ``path`` as command-line tokens (``{"n_layer": 4}``
+    -> ``--n-layer=4``), checked by ``parser``: an unknown name is a usage error. A settings
+    file is data: nothing in it runs (nanoGPT's config files are Python)."""
+    try:
+        values = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as error:
+        parser.error(f"--config-file {path}: not a readable JSON file ({error})")
+    if not isinstance(values, dict):
+        parser.error(f"--config-file {path}: expected a JSON object of settings")
+    tokens = []
+    for key, value in values.items():
+        if isinstance(value, bool) and key in ("resume", "overwrite", "no_progress"):
+            tokens += [f"--{key}"] if value else []
+        else:
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            tokens.append(f"--{key}={text}")
+    tokens = normalise(tokens, aliases)
+    _, unknown = parser.parse_known_args(tokens)
+    if unknown or any(t.startswith("--config-file") for t in tokens):
+        bad = [t.partition("=")[0] for t in unknown] or ["config_file"]
+        parser.error(f"--config-file {path}: unknown settings {bad}")
+    return tokens

@@ -1,0 +1,305 @@
+"""Tensor factories, named and behaving as PyTorch's: zeros, ones, full, arange, linspace, eye,
+tril, triu, rand, randn, randint and the ``*_like`` forms.
+
+Every factory takes ``dtype`` (a numpy dtype or its name; float32 by default, int64 for
+integer ``arange`` and ``randint``), ``requires_grad`` (False by default, as in PyTorch) and
+``device`` ("cpu", "gpu"/"cuda", "cuda:N" or a GPU index N). Sizes are given as separate
+integers or one sequence: ``zeros(2, 3)`` and ``zeros((2, 3))`` are the same.
+
+Random factories draw from tricycle's generator (``tricycle.manual_seed`` seeds it; see
+``tricycle/random.py``) or from a numpy ``generator`` passed in, on the host, so a seed gives
+the same numbers on every device.
+"""
+
+import math
+import numbers
+from collections.abc import Sequence
+
+import numpy as np
+
+from tricycle import backend
+from tricycle import random as tricycle_random
+from tricycle.tensor import Tensor, is_float, parse_device
+
+Size = int | Sequence[int]
+
+
+# ---------------------------------------------------------------------- shared checks
+def _shape(op: str, size: tuple) -> tuple[int, ...]:
+    """``size`` as given to a factory (ints, or one sequence of ints) as a shape."""
+    if len(size) == 1 and not isinstance(size[0], numbers.Number):
+        size = size[0]
+    return as_shape(op, size)
+
+
+def as_shape(op: str, size) -> tuple[int, ...]:
+    """``size`` (an int or a sequence of ints) as a shape tuple; negative or non-integer
+    sizes raise, naming ``op``."""
+    if isinstance(size, numbers.Integral) and not isinstance(size, bool):
+        size = (size,)
+    if isinstance(size, (str, bytes)) or not isinstance(size, Sequence | np.ndarray):
+        raise TypeError(f"{op}: size must be integers or a sequence of integers, got {size!r}")
+    shape = []
+    for n in size:
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+            raise TypeError(
+                f"{op}: size must be integers, got {tuple(size)!r} "
+                f"({type(n).__name__} {n!r} is not an integer)"
+            )
+        if n < 0:
+            raise ValueError(f"{op}: sizes must be non-negative, got {tuple(size)!r}")
+        shape.append(int(n))
+    return tuple(shape)
+
+
+def _dtype(op: str, dtype, default) -> np.dtype:
+    """``dtype`` (or ``default``) as a numeric numpy dtype."""
+    if dtype is None:
+        return np.dtype(default)
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{op}: {dtype!r} is not a dtype") from None
+    if dtype.kind not in "biuf" and not is_float(dtype):
+        raise TypeError(f"{op}: dtype must be a boolean, integer or float dtype, got {dtype}")
+    return dtype
+
+
+def _count(op: str, name: str, value) -> int:
+    """A non-negative integer argument (a matrix size, a number of steps)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{op}: {name} must be an integer, got {value!r}")
+    if value < 0:
+        raise ValueError(f"{op}: {name} must be non-negative, got {value}")
+    return int(value)
+
+
+def _finite(op: str, name: str, value) -> float:
+    """A finite real number argument (a range's end, a bound)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{op}: {name} must be a real number, got {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{op}: {name} must be finite, got {value}")
+    return value
+
+
+def _make(op: str, array: np.ndarray, requires_grad: bool, device) -> Tensor:
+    """A leaf Tensor of a host ``array`` placed on ``device``."""
+    if requires_grad and not is_float(array.dtype):
+        raise TypeError(
+            f"{op}: only floating tensors can require gradients, got dtype {array.dtype}"
+        )
+    index = parse_device("cpu" if device is None else device, op)
+    if index is not None:
+        array = backend.to_device_array(array, index)
+    return Tensor(array, requires_grad=bool(requires_grad))
+
+
+def _generator(generator) -> np.random.Generator:
+    return tricycle_random.generator() if generator is None else generator
+
+
+# ---------------------------------------------------------------------- constant tensors
+def zeros(*size: Size, dtype=None, requires_grad: bool = False, device="cpu") -> Tensor:
+    """A tensor of zeros of shape ``size``."""
+    return _full("zeros", _shape("zeros", size), 0, dtype, requires_grad, device)
+
+
+def ones(*size: Size, dtype=None, requires_grad: bool = False, device="cpu") -> Tensor:
+    """A tensor of ones of shape ``size``."""
+    return _full("ones", _shape("ones", size), 1, dtype, requires_grad, device)
+
+
+def full(size: Size, fill_value, dtype=None, requires_grad: bool = False, device="cpu") -> Tensor:
+    """A tensor of shape ``size`` filled with ``fill_value`` (float32 unless ``dtype``)."""
+    return _full("full", _shape("full", (size,)), fill_value, dtype, requires_grad, device)
+
+
+def _full(op: str, shape, fill_value, dtype, requires_grad, device) -> Tensor:
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    if not isinstance(fill_value, numbers.Real):
+        raise TypeError(f"{op}: fill_value must be a real number, got {fill_value!r}")
+    dtype = _dtype(op, dtype, backend.DEFAULT_FLOAT)
+    if dtype.kind in "iub" and not (math.isfinite(fill_value) and float(fill_value).is_integer()):
+        raise ValueError(f"{op}: fill_value {fill_value!r} is not an integer, but dtype is {dtype}")
+    return _make(op, np.full(shape, fill_value, dtype=dtype), requires_grad, device)
+
+
+def arange(
+    start, end=None, step=1, dtype=None, requires_grad: bool = False, device="cpu"
+) -> Tensor:
+    """Numbers from ``start`` up to (not including) ``end`` in steps of ``step``;
+    ``arange(n)`` is 0, 1, ..., n - 1. int64 if every argument is an integer, else float32."""
+    if end is None:
+        start, end = 0, start
+    for name, value in (("start", start), ("end", end), ("step", step)):
+        _finite("arange", name, value)
+    if step == 0:
+        raise ValueError("arange: step must not be zero")
+    integral = all(isinstance(v, numbers.Integral) for v in (start, end, step))
+    dtype = _dtype("arange", dtype, np.int64 if integral else backend.DEFAULT_FLOAT)
+    # computed in float64 (or exactly, for integers), then converted, as torch does
+    array = np.arange(start, end, step, dtype=None if integral else np.float64).astype(dtype)
+    return _make("arange", array, requires_grad, device)
+
+
+def linspace(
+    start, end, steps: int, dtype=None, requires_grad: bool = False, device="cpu"
+) -> Tensor:
+    """``steps`` evenly spaced numbers from ``start`` to ``end``, both included."""
+    start, end = _finite("linspace", "start", start), _finite("linspace", "end", end)
+    steps = _count("linspace", "steps", steps)
+    dtype = _dtype("linspace", dtype, backend.DEFAULT_FLOAT)
+    array = np.linspace(start, end, steps, dtype=np.float64).astype(dtype)
+    return _make("linspace", array, requires_grad, device)
+
+
+def eye(n: int, m: int | None = None, dtype=None, requires_grad: bool = False, device="cpu"):
+    """The (n, m) identity matrix (m = n by default): ones on the diagonal, zeros elsewhere."""
+    n = _count("eye", "n", n)
+    m = n if m is None else _count("eye", "m", m)
+    dtype = _dtype("eye", dtype, backend.DEFAULT_FLOAT)
+    return _make("eye", np.eye(n, m, dtype=dtype), requires_grad, device)
+
+
+# ---------------------------------------------------------------------- triangles
+def tril(x, diagonal: int = 0) -> Tensor:
+    """The lower triangle of the last two axes of ``x`` (below and on ``diagonal``), the rest
+    zero. Differentiable: the gradient is masked the same way."""
+    return _triangle("tril", x, diagonal)
+
+
+def triu(x, diagonal: int = 0) -> Tensor:
+    """The upper triangle of the last two axes of ``x`` (above and on ``diagonal``), the rest
+    zero. Differentiable: the gradient is masked the same way."""
+    return _triangle("triu", x, diagonal)
+
+
+def _triangle(op: str, x, diagonal: int) -> Tensor:
+    if isinstance(diagonal, bool) or not isinstance(diagonal, numbers.Integral):
+        raise TypeError(f"{op}: diagonal must be an integer, got {diagonal!r}")
+    x = x if isinstance(x, Tensor) else Tensor(x, requires_grad=False)
+    if x.ndim < 2:
+        raise ValueError(f"{op}: needs a tensor with at least 2 dimensions, got shape {x.shape}")
+    xp = x.xp
+    keep = getattr(xp, op)
+    return Tensor(
+        keep(x.array, diagonal),
+        args=(x,),
+        back_fns=(lambda dout: keep(dout, diagonal),),
+        name=op,
+        is_batched=x.is_batched,
+    )
+
+
+# ---------------------------------------------------------------------- random tensors
+def rand(
+    *size: Size, dtype=None, requires_grad: bool = False, device="cpu", generator=None
+) -> Tensor:
+    """Uniform random numbers in [0, 1) of shape ``size``."""
+    shape = _shape("rand", size)
+    dtype = _float_dtype("rand", dtype)
+    draw = dtype if dtype in (np.float32, np.float64) else np.float32
+    array = _generator(generator).random(shape, dtype=draw).astype(dtype, copy=False)
+    return _make("rand", array, requires_grad, device)
+
+
+def randn(
+    *size: Size, dtype=None, requires_grad: bool = False, device="cpu", generator=None
+) -> Tensor:
+    """Standard normal random numbers (mean 0, variance 1) of shape ``size``."""
+    shape = _shape("randn", size)
+    dtype = _float_dtype("randn", dtype)
+    draw = dtype if dtype in (np.float32, np.float64) else np.float32
+    array = _generator(generator).standard_normal(shape, dtype=draw).astype(dtype, copy=False)
+    return _make("randn", array, requires_grad, device)
+
+
+def randint(
+    low, high=None, size: Size | None = None, dtype=None, requires_grad: bool = False,
+    device="cpu", generator=None,
+) -> Tensor:  # fmt: skip
+    """Random integers in [low, high) of shape ``size``, as ``torch.randint``:
+    ``randint(10, (3,))`` draws from [0, 10), ``randint(5, 10, (3,))`` from [5, 10)."""
+    if size is None:  # randint(high, size): the torch form without ``low``
+        if high is None:
+            raise TypeError("randint: missing size, e.g. randint(10, (3,)) or randint(0, 10, (3,))")
+        low, high, size = 0, low, high
+    for name, value in (("low", low), ("high", high)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"randint: {name} must be an integer, got {value!r}")
+    if not low < high:
+        raise ValueError(f"randint: needs low < high, got low={low}, high={high}")
+    shape = _shape("randint", (size,))
+    dtype = _dtype("randint", dtype, np.int64)
+    array = _generator(generator).integers(low, high, size=shape).astype(dtype)
+    return _make("randint", array, requires_grad, device)
+
+
+def _float_dtype(op: str, dtype) -> np.dtype:
+    dtype = _dtype(op, dtype, backend.DEFAULT_FLOAT)
+    if not is_float(dtype):
+        raise TypeError(f"{op}: draws floats; dtype must be a float dtype, got {dtype}")
+    return dtype
+
+
+# ---------------------------------------------------------------------- *_like
+def _like(op: str, x, dtype, device):
+    """(shape, dtype, device) for a tensor like ``x``: its own unless given."""
+    if not isinstance(x, Tensor):
+        x = Tensor(x, requires_grad=False)
+    dtype = x.dtype if dtype is None else _dtype(op, dtype, None)
+    return x.shape, dtype, x.device if device is None else device
+
+
+def zeros_like(x, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    """Zeros with the shape, dtype and device of ``x`` (unless given)."""
+    shape, dtype, device = _like("zeros_like", x, dtype, device)
+    return zeros(shape, dtype=dtype, requires_grad=requires_grad, device=device)
+
+
+def ones_like(x, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    """Ones with the shape, dtype and device of ``x`` (unless given)."""
+    shape, dtype, device = _like("ones_like", x, dtype, device)
+    return ones(shape, dtype=dtype, requires_grad=requires_grad, device=device)
+
+
+def full_like(x, fill_value, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    """``fill_value`` everywhere, with the shape, dtype and device of ``x`` (unless given)."""
+    shape, dtype, device = _like("full_like", x, dtype, device)
+    return full(shape, fill_value, dtype=dtype, requires_grad=requires_grad, device=device)
+
+
+def rand_like(x, dtype=None, requires_grad: bool = False, device=None, generator=None):
+    """``rand`` with the shape, dtype and device of ``x`` (unless given)."""
+    shape, dtype, device = _like("rand_like", x, dtype, device)
+    return rand(shape, dtype=dtype, requires_grad=requires_grad, device=device, generator=generator)
+
+
+def randn_like(x, dtype=None, requires_grad: bool = False, device=None, generator=None):
+    """``randn`` with the shape, dtype and device of ``x`` (unless given)."""
+    shape, dtype, device = _like("randn_like", x, dtype, device)
+    return randn(
+        shape, dtype=dtype, requires_grad=requires_grad, device=device, generator=generator
+    )
+
+
+__all__ = [
+    "arange",
+    "eye",
+    "full",
+    "full_like",
+    "linspace",
+    "ones",
+    "ones_like",
+    "rand",
+    "rand_like",
+    "randint",
+    "randn",
+    "randn_like",
+    "tril",
+    "triu",
+    "zeros",
+    "zeros_like",
+]

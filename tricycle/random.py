@@ -1,0 +1,59 @@
+"""The seedable random generator behind factories, initialisers and dropout.
+
+tricycle draws every random number it makes on its own (weight initialisation, ``rand``,
+``randn``, ``randint``, the seeds of ``Dropout`` layers) from one numpy ``Generator``, so one
+call reproduces a model exactly, as ``torch.manual_seed`` does::
+
+    import tricycle
+    tricycle.manual_seed(0)
+    model = GPT(config)  # the same weights, and the same dropout seeds, every time
+
+``numpy.random.seed`` does not seed this generator: tricycle's draws are independent of
+numpy's global state, which other code may use or reseed. Until ``manual_seed`` is called
+the generator is seeded from the operating system's entropy (a different model each run).
+
+Random draws happen on the host and are copied to a GPU when asked for, so a seed gives the
+same numbers on every device.
+"""
+
+import operator
+import threading
+
+import numpy as np
+
+_generator: np.random.Generator | None = None
+_lock = threading.Lock()
+
+
+def manual_seed(seed: int) -> np.random.Generator:
+    """Seed tricycle's generator with a non-negative integer; returns the new generator."""
+    global _generator
+    if isinstance(seed, bool):
+        raise ValueError(f"manual_seed: seed must be a non-negative integer, got {seed!r}")
+    try:
+        seed = operator.index(seed)
+    except TypeError:
+        raise TypeError(
+            f"manual_seed: seed must be an integer, got {seed!r} ({type(seed).__name__})"
+        ) from None
+    if seed < 0:
+        raise ValueError(f"manual_seed: seed must be a non-negative integer, got {seed!r}")
+    with _lock:
+        _generator = np.random.default_rng(seed)
+        return _generator
+
+
+def generator() -> np.random.Generator:
+    """The generator tricycle draws from: seeded by ``manual_seed``, else from the OS."""
+    global _generator
+    if _generator is None:  # created on first use: importing tricycle draws nothing
+        with _lock:
+            if _generator is None:
+                _generator = np.random.default_rng()
+    return _generator
+
+
+def draw_seed() -> int:
+    """A seed in [0, 2^31) from the generator, for an object that keeps its own generator
+    (a Dropout layer): it then reproduces under ``manual_seed`` like everything else."""
+    return int(generator().integers(2**31))
