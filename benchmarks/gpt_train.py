@@ -1,8 +1,9 @@
-"""GPT training throughput and peak memory: tricycle against PyTorch eager, side by side.
+"""GPT training throughput and peak memory: tricycle against PyTorch, side by side.
 
     python benchmarks/gpt_train.py                    # CPU: B=8, T=128, E=256, 4 heads, 4 layers
     python benchmarks/gpt_train.py --steps 20 --repeats 6 --threads 2
     python benchmarks/gpt_train.py --device gpu       # V=1024 T=256 E=384 6x6, B=64
+    python benchmarks/gpt_train.py --device gpu --size gpt2 --modes bf16,fp16,tf32
 
 Both frameworks train the same architecture (``torch_gpt.py`` is nanoGPT's model) with AdamW
 and gradient clipping at 1.0 on the same random batches: tricycle through
@@ -12,9 +13,16 @@ subprocess (its own peak memory: ``ru_maxrss`` on the CPU, cupy's pool or
 (``harness.paired_runs``). Without PyTorch, tricycle runs alone.
 
 CPU: tokens/s is the median over the timed steps of batch_size * context_window / step
-time; the loss is read back every step, as a training loop that logs it does. GPU: each run
-times ``--steps`` steps as a whole between device synchronisations, after ``--warmup``, in
-float32, TF32 and mixed precision (ours fp16 and bf16 against torch's bf16 autocast).
+time; the loss is read back every step, as a training loop that logs it does.
+
+GPU: PyTorch as its users write it at its fastest: nanoGPT's model with the fused
+``scaled_dot_product_attention`` and ``torch.optim.AdamW(fused=True)``, run eagerly and
+through ``torch.compile`` (the model compiled, as nanoGPT does). Each run times ``--steps``
+steps as a whole between device synchronisations, after ``--warmup``, for every precision
+in ``--modes`` (both frameworks in the same one: bf16 and fp16 mixed precision, torch's
+autocast with its GradScaler for fp16; TF32; fp32) and both loop styles in ``--every``: the
+loss read back every step (a host synchronisation per step) or every 10 steps (the host may
+run ahead of the GPU). ``--size gpt2`` is GPT-2 small (124M parameters, T=1024, V=50304).
 """
 
 import argparse
@@ -31,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from harness import (  # noqa: E402
     CPU_GPT,
+    GPT2_GPT,
     GPU_GPT,
     batches,
     paired_runs,
@@ -48,9 +57,8 @@ from tricycle.models import GPT  # noqa: E402
 from tricycle.optimisers import AdamW  # noqa: E402
 from tricycle.training import precision_for, train_step, tune_cpu_allocator  # noqa: E402
 
-# GPU mode -> [(our precision, torch's)]
-GPU_MODES = {"fp32": [("fp32", "fp32")], "tf32": [("tf32", "tf32")],
-             "mixed": [("fp16", "bf16"), ("bf16", "bf16")]}  # fmt: skip
+GPU_SIZES = {"shakespeare": GPU_GPT, "gpt2": GPT2_GPT}
+GPU_MODES = ("fp32", "tf32", "fp16", "bf16")  # the same precision in both frameworks
 
 
 def parse_args(argv=None):
@@ -62,17 +70,30 @@ def parse_args(argv=None):
     add("--threads", type=int, default=2, help="CPU threads of each framework")
     add("--activation", default="gelu_tanh", choices=["gelu", "gelu_tanh"], help="MLP activation")
     add("--device", default="cpu", choices=["cpu", "gpu"])
-    add("--modes", default="fp32,tf32,mixed", help="GPU modes to run")
-    add("--torch-attention", default="manual", choices=["manual", "sdpa"],
-        help="the baseline's attention: written out (as measured), or fused SDPA")  # fmt: skip
-    add("--torch-fused-adamw", action="store_true", help="torch.optim.AdamW(fused=True)")
-    add("--worker", choices=["tricycle", "torch"], help=argparse.SUPPRESS)
+    add("--size", default="shakespeare", choices=sorted(GPU_SIZES), help="the GPU model")
+    add("--modes", default="bf16,fp16,tf32", help="GPU precisions, comma-separated")
+    add("--every", default="1,10", help="GPU: read the loss back every N steps (list)")
+    add("--no-compile", action="store_true", help="GPU: leave torch.compile out")
+    add("--torch-attention", choices=["manual", "sdpa"],
+        help="the baseline's attention: written out, or fused SDPA (default: manual on the "
+             "CPU, as measured there; sdpa on the GPU)")  # fmt: skip
+    add("--torch-fused-adamw", action="store_true",
+        help="torch.optim.AdamW(fused=True) on the CPU (always on the GPU)")  # fmt: skip
+    add("--worker", choices=["tricycle", "torch", "compile"], help=argparse.SUPPRESS)
     add("--precision", default="fp32", help=argparse.SUPPRESS)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.torch_attention is None:
+        args.torch_attention = "sdpa" if args.device == "gpu" else "manual"
+    bad = set(args.modes.split(",")) - set(GPU_MODES)
+    if bad:
+        parser.error(f"--modes: unknown {sorted(bad)}; choose from {', '.join(GPU_MODES)}")
+    if args.worker:
+        args.every = int(args.every.split(",")[0])  # one loop style per run
+    return args
 
 
 def benchmark_config(args) -> GPTConfig:
-    sizes = GPU_GPT if args.device == "gpu" else CPU_GPT
+    sizes = GPU_SIZES[args.size] if args.device == "gpu" else CPU_GPT
     return GPTConfig(**{**sizes, "activation_fn": args.activation})
 
 
@@ -100,7 +121,7 @@ def tricycle_run(config: GPTConfig, data, args) -> dict:
                 start = time.perf_counter()
             t0 = time.perf_counter()
             result = train_step(model, optimiser, iter([batch]), policy, max_norm=config.grad_clip)
-            if not gpu:
+            if not gpu or (step + 1) % args.every == 0:
                 result.settle(step)  # read the loss back, as a logging loop does
             times.append(time.perf_counter() - t0)
         synchronize(args.device)
@@ -112,36 +133,41 @@ def tricycle_run(config: GPTConfig, data, args) -> dict:
 
 
 def torch_run(config: GPTConfig, data, args) -> dict:
-    """Train nanoGPT's model in PyTorch on ``data``, as ``tricycle_run``."""
+    """Train nanoGPT's model in PyTorch on ``data``, as ``tricycle_run``; compiled with
+    ``torch.compile`` for the "compile" worker."""
     import torch  # noqa: PLC0415 - in the torch worker only, so it never counts in ours
     from torch_gpt import adamw, nano_gpt  # noqa: PLC0415
 
     gpu = args.device == "gpu"
     torch.set_num_threads(args.threads)
     torch.backends.cuda.matmul.allow_tf32 = args.precision == "tf32"
+    torch.backends.cudnn.allow_tf32 = args.precision == "tf32"
     torch.manual_seed(0)
     model = nano_gpt(config, args.torch_attention)
     device = "cuda" if gpu else "cpu"
     model = model.to(device)
-    optimiser = adamw(model, config, 1e-3, fused=True if args.torch_fused_adamw else None)
+    fused = True if gpu or args.torch_fused_adamw else None
+    optimiser = adamw(model, config, 1e-3, fused=fused)
+    forward = torch.compile(model) if args.worker == "compile" else model
     inputs, targets = (torch.from_numpy(a).to(device) for a in data)
-    autocast = args.precision == "bf16"
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.precision)
+    scaler = torch.amp.GradScaler(device, enabled=args.precision == "fp16")
     times, start = [], None
     for step in range(len(inputs)):
         if step == args.warmup:
             synchronize(args.device)
             start = time.perf_counter()
         t0 = time.perf_counter()
-        with torch.autocast(device, dtype=torch.bfloat16, enabled=autocast):
-            logits = model(inputs[step])
-        loss = torch.nn.functional.cross_entropy(
-            logits.float().flatten(0, 1), targets[step].flatten()
-        )
+        with torch.autocast(device, dtype=dtype or torch.bfloat16, enabled=dtype is not None):
+            logits = forward(inputs[step])  # the loss in float32 under autocast, as nanoGPT
+            loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), targets[step].flatten())
         optimiser.zero_grad(set_to_none=True)
-        loss.backward()
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimiser)
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-        optimiser.step()
-        if not gpu:
+        scaler.step(optimiser)
+        scaler.update()
+        if not gpu or (step + 1) % args.every == 0:
             loss.item()
         times.append(time.perf_counter() - t0)
     synchronize(args.device)
@@ -177,14 +203,72 @@ def worker(args) -> None:
 # ------------------------------------------------------------------ the comparison
 
 
-def runner(framework: str, precision: str, args):
+def runner(framework: str, precision: str, args, every: int = 1):
     """A function that makes one run of ``framework`` in a fresh process."""
     command = [sys.executable, __file__, "--worker", framework, "--device", args.device]
-    command += ["--precision", precision, "--steps", str(args.steps)]
+    command += ["--precision", precision, "--steps", str(args.steps), "--size", args.size]
     command += ["--warmup", str(args.warmup), "--activation", args.activation]
     command += ["--threads", str(args.threads), "--torch-attention", args.torch_attention]
+    command += ["--every", str(every)]
     command += ["--torch-fused-adamw"] if args.torch_fused_adamw else []
     return lambda: spawn(command, thread_env(args.threads) if args.device == "cpu" else None)
+
+
+def describe(config: GPTConfig, args) -> str:
+    size = (
+        f"V={config.vocab_size} T={config.context_window} E={config.embedding_dim} "
+        f"{config.n_layers}x{config.n_heads} B={config.batch_size} {config.activation_fn}"
+    )
+    return (f"GPT {size} on the {args.device}, AdamW + clip {config.grad_clip}, "
+            f"{args.warmup} warm-up + {args.steps} timed steps, {args.repeats} runs each "
+            f"(torch: {args.torch_attention} attention)")  # fmt: skip
+
+
+def cpu_main(args, config: GPTConfig) -> None:
+    frameworks = ["tricycle", "torch"] if torch_or_none() is not None else ["tricycle"]
+    if len(frameworks) == 1:
+        print("PyTorch is not installed: tricycle runs alone")
+    print(describe(config, args), flush=True)
+    runs = paired_runs({name: runner(name, "fp32", args) for name in frameworks}, args.repeats)
+    print(f"{'framework':10s} {'best tokens/s':>14s} {'peak MB':>10s} {'loss':>8s}")
+    for name, results in runs.items():
+        best = max(results, key=lambda r: r["tokens_per_s"])
+        peak = min(r["peak_mb"] for r in results)
+        print(f"{name:10s} {best['tokens_per_s']:14,.0f} {peak:10,.0f} {best['loss']:8.3f}")
+    report_pairs(runs)
+    if len(runs) == 2:
+        peaks = [min(r["peak_mb"] for r in runs[name]) for name in ("tricycle", "torch")]
+        print(f"tricycle / torch peak memory: {peaks[0] / peaks[1]:.2f}x")
+
+
+def gpu_main(args, config: GPTConfig) -> None:
+    """Every precision of ``--modes`` in each loop style of ``--every``: tricycle, torch eager
+    and torch.compile in alternating fresh runs; a table of the best runs last."""
+    frameworks = ["tricycle"]
+    if torch_or_none() is not None:
+        frameworks += ["torch"] + ([] if args.no_compile else ["compile"])
+    else:
+        print("PyTorch is not installed: tricycle runs alone")
+    print(describe(config, args), flush=True)
+    rows = []
+    for mode in args.modes.split(","):
+        for every in (int(n) for n in args.every.split(",")):
+            print(f"== {mode}, loss read every {every} step{'s' * (every > 1)}", flush=True)
+            runs = paired_runs(
+                {name: runner(name, mode, args, every) for name in frameworks}, args.repeats
+            )
+            best = {name: max(r["tokens_per_s"] for r in results) for name, results in runs.items()}
+            peak = {name: min(r["peak_mb"] for r in results) for name, results in runs.items()}
+            rows.append((mode, every, best, peak))
+    names = {"tricycle": "ours", "torch": "eager", "compile": "compile"}
+    head = "".join(f"{names[n] + ' tok/s':>15s}" for n in frameworks)
+    ratios = "".join(f"{'/' + names[n]:>10s}" for n in frameworks[1:])
+    print(f"\n{'mode':5s} {'every':>5s}{head}{ratios}{'ours MB':>10s}{'eager MB':>10s}")
+    for mode, every, best, peak in rows:
+        cells = "".join(f"{best[n]:15,.0f}" for n in frameworks)
+        cells += "".join(f"{best['tricycle'] / best[n]:10.2f}" for n in frameworks[1:])
+        memory = "".join(f"{peak[n]:10,.0f}" for n in ("tricycle", "torch") if n in peak)
+        print(f"{mode:5s} {every:5d}{cells}{memory}")
 
 
 def main(argv=None) -> None:
@@ -193,35 +277,10 @@ def main(argv=None) -> None:
         worker(args)
         return
     config = benchmark_config(args)
-    frameworks = ["tricycle", "torch"] if torch_or_none() is not None else ["tricycle"]
-    if len(frameworks) == 1:
-        print("PyTorch is not installed: tricycle runs alone")
-    pairs = [("fp32", "fp32")] if args.device == "cpu" else [
-        pair for mode in args.modes.split(",") for pair in GPU_MODES[mode]
-    ]  # fmt: skip
-    size = (
-        f"V={config.vocab_size} T={config.context_window} E={config.embedding_dim} "
-        f"{config.n_layers}x{config.n_heads} B={config.batch_size} {config.activation_fn}"
-    )
-    print(f"GPT {size} on the {args.device}, AdamW + clip {config.grad_clip}, "
-          f"{args.warmup} warm-up + {args.steps} timed steps, {args.repeats} runs each "
-          f"(torch: {args.torch_attention} attention)", flush=True)  # fmt: skip
-    for ours, theirs in pairs:
-        if args.device == "gpu":
-            print(f"== tricycle {ours} against torch {theirs}")
-        precisions = {"tricycle": ours, "torch": theirs}
-        runs = paired_runs(
-            {name: runner(name, precisions[name], args) for name in frameworks}, args.repeats
-        )
-        print(f"{'framework':10s} {'best tokens/s':>14s} {'peak MB':>10s} {'loss':>8s}")
-        for name, results in runs.items():
-            best = max(results, key=lambda r: r["tokens_per_s"])
-            peak = min(r["peak_mb"] for r in results)
-            print(f"{name:10s} {best['tokens_per_s']:14,.0f} {peak:10,.0f} {best['loss']:8.3f}")
-        report_pairs(runs)
-        if len(runs) == 2:
-            peaks = [min(r["peak_mb"] for r in runs[name]) for name in ("tricycle", "torch")]
-            print(f"tricycle / torch peak memory: {peaks[0] / peaks[1]:.2f}x")
+    if args.device == "gpu":
+        gpu_main(args, config)
+    else:
+        cpu_main(args, config)
 
 
 if __name__ == "__main__":

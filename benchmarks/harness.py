@@ -31,6 +31,11 @@ GPU_GPT = dict(
     embedding_dim=384, n_heads=6, n_layers=6, context_window=256, vocab_size=1024, batch_size=64,
     activation_fn="gelu_tanh", grad_clip=1.0,
 )  # fmt: skip
+# GPT-2 small (124M parameters, nanoGPT's padded vocabulary), 16 sequences of 1024 tokens
+GPT2_GPT = dict(
+    embedding_dim=768, n_heads=12, n_layers=12, context_window=1024, vocab_size=50304,
+    batch_size=16, activation_fn="gelu_tanh", grad_clip=1.0,
+)  # fmt: skip
 
 
 def torch_or_none():

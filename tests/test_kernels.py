@@ -27,6 +27,7 @@ from tricycle.activation import gelu_backward, gelu_forward
 from tricycle.attention import attention_backward, attention_forward
 from tricycle.dropout_mask import AttentionDropout
 from tricycle.functions import softmax_backward, softmax_forward
+from tricycle.kernels.attention import uses_tensor_cores
 from tricycle.layers import (
     layer_norm_backward,
     layer_norm_forward,
@@ -153,7 +154,7 @@ def test_sources_compile_with_nvcc():
         for file, expressions in by_file.items():
             refs = ",\n".join(f"(void*)&{e}" for e in expressions)
             path = Path(tmp) / f"check_{file}"
-            path.write_text(f"{kernels.launch._source(file)}\nvoid* refs[] = {{\n{refs}}};\n")
+            path.write_text(f"{kernels.launch.source(file)}\nvoid* refs[] = {{\n{refs}}};\n")
             result = subprocess.run(
                 ["nvcc", "-std=c++17", "-arch=sm_90", "-c", str(path), "-o", os.devnull,
                  "-Xptxas", "-v"],
@@ -299,6 +300,33 @@ def test_bias_gelu(cp, poisoned, rng, dtype, approximate):
     check(cp, db, to_host(cp, dx).sum(axis=0), dtype, "bias_gelu dbias")
 
 
+@gpu
+@pytest.mark.parametrize("approximate", [False, True])
+def test_dense_gelu_matches_the_two_layers(cp, rng, approximate):
+    """The MLP's first half with Dense's bias added inside GeLU's kernel (``dense_gelu``): the
+    output and every gradient equal those of the Dense and GeLU layers run one after the other."""
+    from tricycle.activation import GeLU, dense_gelu
+    from tricycle.layers import Dense
+    from tricycle.tensor import Tensor
+
+    np.random.seed(0)
+    layer = Dense(48, 80)
+    layer.bias.array[...] = rng.normal(size=80)
+    layer.to_gpu()
+    x_host = rng.normal(size=(3, 7, 48)).astype(np.float32)
+    dy = cp.asarray(rng.normal(size=(3, 7, 80)).astype(np.float32))
+    results = []
+    for fused in (True, False):
+        x = Tensor(cp.asarray(x_host), requires_grad=True)
+        y = dense_gelu(layer, x, approximate) if fused else GeLU(approximate)(layer(x))
+        assert (y.name == "bias_gelu") == fused
+        y.backward(dy)
+        results.append([y.array, x.grad.array, layer.weights.grad.array, layer.bias.grad.array])
+        layer.zero_grad()
+    for name, got, want in zip(("y", "dx", "dW", "db"), *results):
+        check(cp, got, to_host(cp, want), "float32", f"dense_gelu {name}")
+
+
 # ====================================================================== cross-entropy
 CE_SHAPES = [(1, 2), (7, 5), (33, 65), (100, 1024), (16, 5000), (3, 50257), (4, 6, 11)]
 
@@ -344,6 +372,32 @@ def test_cross_entropy_all_ignored_and_bad_labels(cp):
     bad = cp.asarray([0, 1, 9, 2])  # 9 is out of range and not ignored: NaN, never garbage
     loss, _ = kernels.cross_entropy_forward(cp, logits, bad)
     assert np.isnan(float(loss))
+
+
+@gpu
+@pytest.mark.parametrize("dtype", [d for d in DTYPES if d != "float32"])
+def test_cast_output_leaves_16_bit_logits_to_the_cross_entropy_kernel(cp, rng, dtype):
+    """Mixed precision hands 16-bit logits to the loss on a GPU (no float32 copy): the loss and
+    the logits' gradient are those of the float32 copy the CPU path makes."""
+    from tricycle.loss import CrossEntropy
+    from tricycle.precision import cast
+    from tricycle.tensor import Tensor
+
+    policy = Precision("fp16" if dtype == "float16" else "bf16")
+    logits = cp.asarray(rng.normal(scale=3.0, size=(4, 7, 301)).astype(np_dtype(dtype)))
+    labels = cp.asarray(rng.integers(0, 301, size=(4, 7)))
+    results = []
+    for direct in (True, False):
+        x = Tensor(logits, requires_grad=True)
+        y = policy.cast_output(x) if direct else cast(x, np.float32)
+        assert (y is x) == direct
+        loss = CrossEntropy()(labels, y)
+        loss.backward()
+        results.append((float(loss.array), x.grad.array))
+    (loss_direct, grad_direct), (loss_copy, grad_copy) = results
+    assert loss_direct == pytest.approx(loss_copy, rel=1e-6)
+    assert grad_direct.dtype == grad_copy.dtype == np_dtype(dtype)
+    check(cp, grad_direct, to_host(cp, grad_copy), dtype, "cross-entropy gradient, 16-bit logits")
 
 
 # ====================================================================== embedding backward
@@ -455,27 +509,42 @@ def test_optimiser_update_matches_adamw(cp, rng, monkeypatch):
 ATTENTION_SHAPES = [  # (B, T, H, D): T deliberately off the 32/64/128-row tiles
     (1, 1, 1, 32),
     (2, 17, 3, 32),
+    (1, 1, 2, 64),
     (2, 64, 2, 64),
     (3, 100, 6, 64),
     (1, 130, 2, 128),
     (2, 256, 6, 64),
     (1, 300, 1, 128),
     (1, 1000, 2, 64),
+    (1, 1024, 2, 128),
 ]
+# "auto": tensor cores where they apply (16-bit, D 64/128); "cuda_cores": forced off
+ATTENTION_PATHS = ["auto", "cuda_cores"]
+
+
+def _attention_path(dtype, D, path):
+    """The forward's ``tensor_cores`` argument; skips combinations that repeat another."""
+    tensor_cores = uses_tensor_cores(np_dtype(dtype), D)
+    if path == "cuda_cores" and not tensor_cores:
+        pytest.skip("the automatic choice is the CUDA-core path already")
+    return None if path == "auto" else False
 
 
 @gpu
+@pytest.mark.parametrize("path", ATTENTION_PATHS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", ATTENTION_SHAPES)
-def test_attention(cp, poisoned, rng, shape, dtype):
+def test_attention(cp, poisoned, rng, shape, dtype, path):
     B, T, H, D = shape
     E = H * D
+    tensor_cores = _attention_path(dtype, D, path)
     qkv, qkv_ref = on_device(cp, rng.normal(size=(B, T, 3 * E)), dtype)
     assert kernels.attention_enabled(qkv, H)
-    out, saved = kernels.attention_forward(cp, qkv, H)
+    out, saved = kernels.attention_forward(cp, qkv, H, tensor_cores=tensor_cores)
     assert kernels.owns(saved)
+    assert saved[-1] == (tensor_cores is None and uses_tensor_cores(qkv.dtype, D))
     out_ref, saved_ref = attention_forward(np, qkv_ref, H)
-    check(cp, out, out_ref, dtype, f"attention out {shape}")
+    check(cp, out, out_ref, dtype, f"attention out {shape} {path}")
 
     # the log-sum-exp (base 2) matches the reference probabilities' normaliser
     lse = to_host(cp, saved[2])
@@ -496,29 +565,33 @@ def test_attention(cp, poisoned, rng, shape, dtype):
             continue  # one key: the exact dq and dk are 0, the computed ones rounding noise
         got = dqkv.reshape(B, T, 3, E)[:, :, i]
         check(cp, cp.ascontiguousarray(got), dqkv_ref.reshape(B, T, 3, E)[:, :, i], dtype,
-              f"attention d{part} {shape}")  # fmt: skip
+              f"attention d{part} {shape} {path}")  # fmt: skip
     assert cp.array_equal(dqkv, kernels.attention_backward(cp, dout, saved)), "not deterministic"
 
 
 @gpu
+@pytest.mark.parametrize("path", ATTENTION_PATHS)
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape", [(2, 17, 3, 32), (3, 100, 6, 64), (1, 300, 1, 128)])
-def test_attention_dropout(cp, poisoned, rng, shape, dtype):
+@pytest.mark.parametrize(
+    "shape", [(2, 17, 3, 32), (3, 100, 6, 64), (1, 300, 1, 128), (2, 129, 2, 64)]
+)
+def test_attention_dropout(cp, poisoned, rng, shape, dtype, path):
     """The kernels draw numpy's mask (tricycle.dropout_mask) in forward and both backwards."""
     B, T, H, D = shape
     E = H * D
+    tensor_cores = _attention_path(dtype, D, path)
     seed = int(rng.integers(2**32))
     qkv, qkv_ref = on_device(cp, rng.normal(size=(B, T, 3 * E)), dtype)
-    out, saved = kernels.attention_forward(cp, qkv, H, 0.2, seed)
+    out, saved = kernels.attention_forward(cp, qkv, H, 0.2, seed, tensor_cores=tensor_cores)
     out_ref, saved_ref = attention_forward(np, qkv_ref, H, AttentionDropout(0.2, seed))
-    check(cp, out, out_ref, dtype, f"dropout attention out {shape}")
+    check(cp, out, out_ref, dtype, f"dropout attention out {shape} {path}")
     dout, dout_ref = on_device(cp, rng.normal(size=(B, T, E)), dtype)
     dqkv = kernels.attention_backward(cp, dout, saved)
     dqkv_ref = attention_backward(np, dout_ref, saved_ref)
     for i, part in enumerate("qkv"):
         got = cp.ascontiguousarray(dqkv.reshape(B, T, 3, E)[:, :, i])
         check(cp, got, dqkv_ref.reshape(B, T, 3, E)[:, :, i], dtype,
-              f"dropout attention d{part} {shape}")  # fmt: skip
+              f"dropout attention d{part} {shape} {path}")  # fmt: skip
 
 
 # ====================================================================== multi-tensor cast

@@ -10,13 +10,15 @@ its backward is one product.
 from tricycle import kernels, ops, unary
 from tricycle.blocking import blocked_ufunc, for_each_block
 from tricycle.functions import Sigmoid, Tanh
-from tricycle.layers import Dense, Layer
+from tricycle.layers import Dense, Layer, dense, shared_back_fns
 from tricycle.tensor import Tensor, check_float, grad_enabled
 from tricycle.unary import unary_op
 
 __all__ = [
     "GLU",
     "GeLU",
+    "bias_gelu",
+    "dense_gelu",
     "LeakyReLU",
     "ReLU",
     "SiLU",
@@ -291,6 +293,42 @@ class GeLU(Layer):
 
     def extra_repr(self) -> str:
         return f"approximate={self.approximate!r}"
+
+
+def bias_gelu(x: Tensor, bias: Tensor, approximate=False) -> Tensor:
+    """GeLU(x + bias) with ``bias`` (C,) over the last axis of x (..., C).
+
+    On a GPU one node runs one CUDA kernel each way (``kernels.bias_gelu_forward`` and
+    ``_backward``): x + bias is never stored, and the bias gradient is the column sum of the
+    input gradient. Elsewhere it is the bias add followed by ``GeLU``.
+    """
+    if not kernels.enabled(x.array, bias.array):
+        return GeLU(approximate)(x + bias)
+    xp = x.xp
+    y = kernels.bias_gelu_forward(xp, x.array, bias.array, approximate)
+
+    def backward(dy):  # (dx, dbias)
+        return kernels.bias_gelu_backward(xp, x.array, bias.array, dy, approximate)
+
+    return Tensor(y, args=(x, bias), back_fns=shared_back_fns(backward, 2), name="bias_gelu",
+                  is_batched=x.is_batched)  # fmt: skip
+
+
+def dense_gelu(layer: Dense, x: Tensor, approximate=False) -> Tensor:
+    """``GeLU(approximate)(layer(x))``, the first half of a GPT MLP.
+
+    Where the kernels run, the Dense layer's bias is added inside GeLU's kernel (``bias_gelu``),
+    which saves a pass over the (..., to_size) activations each way. Elsewhere the layer adds
+    its bias in place and GeLU keeps its slope, as the two layers do on their own.
+    """
+    if layer.bias is None or not kernels.enabled(x.array, layer.bias.array):
+        return GeLU(approximate)(layer(x))
+    if x.ndim == 0 or x.shape[-1] != layer.from_size:
+        raise ValueError(
+            f"Dense({layer.from_size} -> {layer.to_size}): expected an input whose last axis "
+            f"has size {layer.from_size}, got shape {x.shape}"
+        )
+    return bias_gelu(dense(x, layer.weights), layer.bias, approximate)
 
 
 # ---------------------------------------------------------------------- Swish, GLU

@@ -10,7 +10,7 @@ appends the new positions' keys and values and builds no graph.
 
 from collections.abc import Callable
 
-from tricycle.activation import GeLU, ReLU, SiLU
+from tricycle.activation import GeLU, ReLU, SiLU, dense_gelu
 from tricycle.attention import KVCache, attend_with_cache, causal_attention
 from tricycle.layers import Dense, Dropout, Layer, LayerNorm
 from tricycle.tensor import Tensor
@@ -135,7 +135,10 @@ class MLPBlock(Layer):
 
     def forward(self, x: Tensor) -> Tensor:
         """(..., E) -> (..., E)"""
-        h = self.activation(self.up_projection(x))  # (..., hidden)
+        if isinstance(self.activation, GeLU):  # the bias add fused into GeLU on a GPU
+            h = dense_gelu(self.up_projection, x, self.activation.approximate)  # (..., hidden)
+        else:
+            h = self.activation(self.up_projection(x))  # (..., hidden)
         return self.dropout(self.down_projection(h))
 
     def extra_repr(self) -> str:

@@ -75,7 +75,8 @@ class GPT(Layer):
         With a mixed ``precision`` policy (``tricycle.precision.Precision("fp16"|"bf16")``)
         the forward runs in its 16-bit compute dtype: every parameter is cast on the way in
         (differentiably, so gradients reach the float32 master weights in float32) and the
-        logits are cast back to float32 for the loss. Other policies change nothing here
+        logits go through ``precision.cast_output`` for the loss (float32, or 16-bit where the
+        GPU kernels read them with float32 arithmetic). Other policies change nothing here
         (TF32 is switched on by entering the policy).
         """
         if precision is not None and precision.mixed:

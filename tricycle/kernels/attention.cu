@@ -25,8 +25,8 @@
 // Dropout of the probabilities (threshold > 0): O = (P * M) V with M = keep / (1 - p), and in
 // the backward dV = (P * M)^T dO, dS = P * (M * dP - Delta) (Delta = rowsum(dO * O) still). The
 // mask is never stored: keep(b*H + h, query, key) is a hash of the seed and the coordinates,
-// the same function as tricycle/dropout_mask.py keep_mask, so every kernel (and numpy)
-// recomputes the same mask.
+// the same function as tricycle/dropout_mask.py keep_mask (``dropout_keep`` in common.cuh), so
+// every kernel (and numpy) recomputes the same mask.
 
 #define ATT_THREADS 128
 #define ATT_BC 32  // rows per shared-memory tile (keys in the forward and dQ, queries in dK/dV)
@@ -46,25 +46,6 @@ __device__ __forceinline__ float row_sum(float v) {
 #pragma unroll
     for (int offset = 1; offset < P; offset <<= 1) v += __shfl_xor_sync(TC_FULL_MASK, v, offset);
     return v;
-}
-
-// lowbias32 (C. Wellons): the integer hash of tricycle/dropout_mask.py _mix32.
-__device__ __forceinline__ unsigned int mix32(unsigned int x) {
-    x ^= x >> 16;
-    x *= 0x7feb352du;
-    x ^= x >> 15;
-    x *= 0x846ca68bu;
-    return x ^ (x >> 16);
-}
-// Per query row (row = (b * H + h) * T + query), the part of the hash shared by its keys.
-__device__ __forceinline__ unsigned int dropout_row_key(unsigned int seed, unsigned int row) {
-    return mix32(seed ^ mix32(row));
-}
-// Inverted-dropout multiplier of element (row, key): 0 or keep_scale; 1 without dropout.
-__device__ __forceinline__ float dropout_keep(unsigned int row_key, int key, unsigned int threshold,
-                                              float keep_scale) {
-    if (threshold == 0u) return 1.f;
-    return mix32(row_key ^ ((unsigned int)key * 0x9e3779b9u)) >= threshold ? keep_scale : 0.f;
 }
 
 // Load rows [row0, row0 + ATT_BC) of one head of q, k or v (``base`` points at element

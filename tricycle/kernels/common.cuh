@@ -1,6 +1,6 @@
 // common.cuh: helpers shared by every kernel file in tricycle/kernels.
 //
-// The loader (tricycle/kernels/__init__.py) prepends this file to each .cu source before
+// The loader (tricycle/kernels/launch.py) prepends this file to each .cu source before
 // compiling it with NVRTC through cupy.RawModule, so the sources need no #include at all.
 // That is deliberate: NVRTC under CuPy is not guaranteed to find CUDA's own headers
 // (cuda_fp16.h, cuda_bf16.h), so the 16-bit float types here are plain 2-byte storage structs,
@@ -163,4 +163,27 @@ __device__ __forceinline__ void online_add(float& m, float& s, float v) {
 // A thread's partial sum s (relative to its own max m) re-expressed relative to the row max.
 __device__ __forceinline__ float rescale_sum(float m, float s, float row_max) {
     return m == -TC_INF ? 0.f : s * expf(m - row_max);
+}
+
+// ------------------------------------------------------------------ attention dropout mask
+// Attention-probability dropout keeps element (row, key) when a counter-based hash of the seed
+// and the coordinates clears a threshold: tricycle/dropout_mask.py keep_mask, bit for bit, so
+// the attention kernels (attention.cu, attention_mma.cu) and numpy draw the same mask.
+// lowbias32 (C. Wellons): the integer hash of tricycle/dropout_mask.py _mix32.
+__device__ __forceinline__ unsigned int mix32(unsigned int x) {
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    return x ^ (x >> 16);
+}
+// Per query row (row = (b * H + h) * T + query), the part of the hash shared by its keys.
+__device__ __forceinline__ unsigned int dropout_row_key(unsigned int seed, unsigned int row) {
+    return mix32(seed ^ mix32(row));
+}
+// Inverted-dropout multiplier of element (row, key): 0 or keep_scale; 1 without dropout.
+__device__ __forceinline__ float dropout_keep(unsigned int row_key, int key, unsigned int threshold,
+                                              float keep_scale) {
+    if (threshold == 0u) return 1.f;
+    return mix32(row_key ^ ((unsigned int)key * 0x9e3779b9u)) >= threshold ? keep_scale : 0.f;
 }

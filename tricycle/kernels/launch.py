@@ -1,7 +1,9 @@
-"""Loading and launching tricycle's CUDA kernels: dispatch tests, NVRTC compilation through
+"""What every kernel family shares: the dispatch tests, NVRTC compilation through
 ``cupy.RawModule`` (cached per file, instantiation and device), and launch-shape helpers.
 
-cupy comes only from ``tricycle.backend.cupy()``; importing this module imports no cupy.
+The family modules beside this one (softmax, norm, gelu, cross_entropy, embedding, attention,
+cast, optimiser, gemm) each launch their own ``*.cu`` file through ``compiled``. cupy comes
+only from ``tricycle.backend.cupy()``; importing this module imports no cupy.
 """
 
 import os
@@ -15,25 +17,23 @@ _DIR = Path(__file__).resolve().parent
 _OPTIONS = ("-std=c++17",)
 
 # numpy dtype name -> the C type that stores it in common.cuh
-_CTYPES = {"float32": "float", "float16": "half_t", "bfloat16": "bf16_t"}
-_LABEL_CTYPES = {"int32": "int", "int64": "long long"}
+CTYPES = {"float32": "float", "float16": "half_t", "bfloat16": "bf16_t"}
+LABEL_CTYPES = {"int32": "int", "int64": "long long"}
 # dtype -> C type or None, filled on first sight: ``dtype.name`` costs ~5 us, a dict lookup by
 # dtype ~0.1 us, and the dispatch predicates run several thousand times per training step
 _ctype_of: dict = {}
 
 
-def _float_ctype(dtype) -> str | None:
+def float_ctype(dtype) -> str | None:
     """The kernels' C type for a float dtype, None for any other dtype."""
     try:
         return _ctype_of[dtype]
     except KeyError:
-        _ctype_of[dtype] = _CTYPES.get(dtype.name)
+        _ctype_of[dtype] = CTYPES.get(dtype.name)
         return _ctype_of[dtype]
 
 
 _WARP_MAX_COLS = 512  # rows up to this long get a warp each, longer rows a whole block
-_ATTENTION_HEAD_DIMS = (32, 64, 128)
-_LOG2E = 1.4426950408889634
 
 
 # ====================================================================== dispatch predicates
@@ -44,16 +44,9 @@ def enabled(*arrays) -> bool:
     import, no device query) and False for every numpy array, which it looks at first.
     """
     for a in arrays:
-        if not backend.is_cupy_array(a) or _float_ctype(a.dtype) is None:
+        if not backend.is_cupy_array(a) or float_ctype(a.dtype) is None:
             return False
     return bool(arrays) and not os.environ.get("TRICYCLE_DISABLE_KERNELS")
-
-
-def attention_enabled(qkv, n_heads: int) -> bool:
-    """``enabled(qkv)`` and a shape the attention kernels handle: (B, T, 3E), D in 32/64/128."""
-    if not enabled(qkv) or qkv.ndim != 3 or qkv.shape[-1] % (3 * n_heads):
-        return False
-    return qkv.shape[-1] // (3 * n_heads) in _ATTENTION_HEAD_DIMS and qkv.shape[0] * n_heads < 65536
 
 
 def adam_enabled(w, grad) -> bool:
@@ -82,44 +75,44 @@ def owns(saved) -> bool:
 
 
 # ====================================================================== loading and launching
-_sources: dict[str, str] = {}
-_functions: dict[tuple, object] = {}
-_sm_counts: dict[int, int] = {}
+sources: dict[str, str] = {}
+compileds: dict[tuple, object] = {}
+sm_counts: dict[int, int] = {}
 
 
-def _source(file: str) -> str:
-    if file not in _sources:
+def source(file: str) -> str:
+    if file not in sources:
         common = (_DIR / "common.cuh").read_text()
-        _sources[file] = f"{common}\n// ---- {file}\n{(_DIR / file).read_text()}"
-    return _sources[file]
+        sources[file] = f"{common}\n// ---- {file}\n{(_DIR / file).read_text()}"
+    return sources[file]
 
 
-def _function(file: str, name: str, *template_args: str):
+def compiled(file: str, name: str, *template_args: str):
     """The compiled kernel ``name<template_args>`` from ``file`` (compiled once, then cached)."""
     cp = backend.cupy()
     key = (file, name, template_args, cp.cuda.runtime.getDevice())
-    function = _functions.get(key)  # a dict hit: launchers run thousands of times per step
+    function = compileds.get(key)  # a dict hit: launchers run thousands of times per step
     if function is None:
         expression = f"{name}<{', '.join(template_args)}>" if template_args else name
         module = cp.RawModule(
-            code=_source(file),
+            code=source(file),
             options=_OPTIONS,
             name_expressions=[expression] if template_args else None,
         )
-        function = _functions[key] = module.get_function(expression)
+        function = compileds[key] = module.get_function(expression)
     return function
 
 
-def _sm_count() -> int:
+def sm_count() -> int:
     cp = backend.cupy()
     device = cp.cuda.runtime.getDevice()
-    if device not in _sm_counts:
-        _sm_counts[device] = cp.cuda.Device(device).attributes["MultiProcessorCount"]
-    return _sm_counts[device]
+    if device not in sm_counts:
+        sm_counts[device] = cp.cuda.Device(device).attributes["MultiProcessorCount"]
+    return sm_counts[device]
 
 
-def _ctype(array) -> str:
-    ctype = _float_ctype(array.dtype)
+def ctype(array) -> str:
+    ctype = float_ctype(array.dtype)
     if ctype is None:
         raise TypeError(
             f"tricycle.kernels: dtype {array.dtype} is not supported (float32, float16, bfloat16)"
@@ -127,11 +120,11 @@ def _ctype(array) -> str:
     return ctype
 
 
-def _flag(value: bool) -> str:
+def flag(value: bool) -> str:
     return "true" if value else "false"
 
 
-def _rows_of(x) -> tuple[int, int]:
+def rows_of(x) -> tuple[int, int]:
     """(rows, cols) of x viewed as a matrix of its last axis; checks the int32 limits."""
     cols = x.shape[-1]
     rows = x.size // cols if cols else 0
@@ -140,7 +133,7 @@ def _rows_of(x) -> tuple[int, int]:
     return rows, cols
 
 
-def _row_launch(rows: int, cols: int) -> tuple[bool, int, int]:
+def row_launch(rows: int, cols: int) -> tuple[bool, int, int]:
     """(warp_per_row, grid, block) for a kernel with one RowGroup per row."""
     if cols <= _WARP_MAX_COLS:
         block = 256
@@ -149,21 +142,21 @@ def _row_launch(rows: int, cols: int) -> tuple[bool, int, int]:
     return False, rows, block
 
 
-def _contiguous(cp, a, dtype=None):
+def contiguous(cp, a, dtype=None):
     """A C-contiguous array of ``dtype`` (a no-op when ``a`` already is one)."""
     if a.flags.c_contiguous and (dtype is None or a.dtype == dtype):
         return a  # the common case, without cupy's (slower) checks
     return cp.ascontiguousarray(a if dtype is None or a.dtype == dtype else a.astype(dtype))
 
 
-def _labels(cp, labels):
+def flat_labels(cp, labels):
     """Flat contiguous int32/int64 labels and their C type."""
     labels = labels.reshape(-1)
-    if labels.dtype.name not in _LABEL_CTYPES:
+    if labels.dtype.name not in LABEL_CTYPES:
         labels = labels.astype(np.int64)
     labels = cp.ascontiguousarray(labels)
-    return labels, _LABEL_CTYPES[labels.dtype.name]
+    return labels, LABEL_CTYPES[labels.dtype.name]
 
 
-def _elementwise_grid(n: int) -> int:
-    return max(1, min(-(-n // 256), 32 * _sm_count()))  # grid-stride beyond ~32 blocks per SM
+def elementwise_grid(n: int) -> int:
+    return max(1, min(-(-n // 256), 32 * sm_count()))  # grid-stride beyond ~32 blocks per SM

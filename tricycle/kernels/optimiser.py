@@ -1,6 +1,6 @@
 """Multi-tensor parameter kernels on the GPU: the fused AdamW step (one parameter, a
 multi-tensor launch over all of them, or a flat buffer), the global gradient norm for
-clipping, the optimiser hook, and the cast of every parameter to 16 bits for mixed precision.
+clipping, and the optimiser hook.
 
 Adam's per-parameter state is made and counted in one place, ``adam_state``, and its bias
 corrections computed in one, ``adam_corrections``: the numpy optimiser
@@ -11,15 +11,8 @@ import math
 import numpy as np
 
 from tricycle import backend
-from tricycle.kernels.launch import (
-    _contiguous,
-    _ctype,
-    _elementwise_grid,
-    _float_ctype,
-    _function,
-    adam_enabled,
-    enabled,
-)
+from tricycle.kernels.launch import adam_enabled, compiled, contiguous, elementwise_grid
+from tricycle.kernels.multi_tensor import block_table, pointer_table
 
 
 # ====================================================================== Adam's state
@@ -51,7 +44,7 @@ def _adam_constants(lr: float, beta1: float, beta2: float, step: int) -> tuple:
 def _grad_mult_args(cp, grad_multiplier):
     if grad_multiplier is None:
         return _dummy_float(cp), np.int32(0)
-    return _contiguous(cp, cp.asarray(grad_multiplier), np.float32), np.int32(1)
+    return contiguous(cp, cp.asarray(grad_multiplier), np.float32), np.int32(1)
 
 
 _dummies: dict[int, object] = {}
@@ -75,15 +68,15 @@ def adamw_step(
     (optional 0-d device array) scales the gradient first; non-finite means skip the step.
     """
     cp = backend.cupy()
-    grad = _contiguous(cp, grad, np.float32)
+    grad = contiguous(cp, grad, np.float32)
     n = w.size
     if n == 0:
         return
     step_size, inv_sqrt_bc2 = _adam_constants(lr, beta1, beta2, step)
     mult, has_mult = _grad_mult_args(cp, grad_multiplier)
-    kernel = _function("adamw.cu", "adamw_kernel")
+    kernel = compiled("adamw.cu", "adamw_kernel")
     kernel(
-        (_elementwise_grid(n),),
+        (elementwise_grid(n),),
         (256,),
         (w, grad, exp_avg, exp_avg_sq, np.int64(n), np.float32(1.0 - lr * weight_decay),
          np.float32(beta1), np.float32(beta2), np.float32(eps), step_size, inv_sqrt_bc2,
@@ -99,54 +92,6 @@ def adam_update(xp, w, grad, state, lr, beta1, beta2, eps, decay=0.0) -> None:
     """
     t = adam_state(backend.cupy(), w, state)
     adamw_step(xp, w, grad, state["exp_avg"], state["exp_avg_sq"], lr, beta1, beta2, eps, t, decay)
-
-
-class _BlockTable:
-    """Device tables for a multi-tensor launch: sizes, block -> (tensor, start), decays."""
-
-    # elements per block: small enough for ~10 blocks per SM at GPT-2 small sizes (run 1: 65536
-    # elements a block left most SMs idle, 397 us vs 133 us for one flat tensor)
-    chunk = 8192
-
-    def __init__(self, cp, sizes: list[int], weight_decays: list[float] | None):
-        block_tensor, block_start = [], []
-        for t, size in enumerate(sizes):
-            starts = range(0, size, self.chunk)
-            block_tensor += [t] * len(starts)
-            block_start += list(starts)
-        self.n_blocks = len(block_tensor)
-        self.sizes = cp.asarray(np.asarray(sizes, dtype=np.int64))
-        self.block_tensor = cp.asarray(np.asarray(block_tensor, dtype=np.int32))
-        self.block_start = cp.asarray(np.asarray(block_start, dtype=np.int64))
-        self.decays = (
-            None if weight_decays is None else cp.asarray(np.asarray(weight_decays, np.float32))
-        )
-
-
-_tables: dict[tuple, _BlockTable] = {}
-_pointer_tables: dict[tuple, object] = {}
-
-
-def _table(cp, sizes: list[int], weight_decays: list[float] | None) -> _BlockTable:
-    key = (cp.cuda.runtime.getDevice(), tuple(sizes), weight_decays and tuple(weight_decays))
-    if key not in _tables:
-        if len(_tables) > 64:
-            _tables.clear()
-        _tables[key] = _BlockTable(cp, sizes, weight_decays)
-    return _tables[key]
-
-
-def _pointers(cp, arrays_lists) -> object:
-    """A device int64 array of the arrays' addresses; cached, since the memory pool tends to
-    hand the same addresses back step after step (then no upload at all)."""
-    pointers = tuple(a.data.ptr for arrays in arrays_lists for a in arrays)
-    key = (cp.cuda.runtime.getDevice(), pointers)
-    table = _pointer_tables.get(key)
-    if table is None:
-        if len(_pointer_tables) > 256:
-            _pointer_tables.clear()
-        table = _pointer_tables[key] = cp.asarray(np.asarray(pointers, dtype=np.int64))
-    return table
 
 
 def _check_multi(name: str, *lists) -> None:
@@ -172,17 +117,17 @@ def adamw_multi_step(
     ``grad_multiplier``: as in ``adamw_step`` (see ``clip_multiplier``).
     """
     cp = backend.cupy()
-    grads = [_contiguous(cp, g, np.float32) for g in grads]
+    grads = [contiguous(cp, g, np.float32) for g in grads]
     _check_multi("adamw_multi_step", weights, grads, exp_avgs, exp_avg_sqs)
     if not weights:
         return
     if np.ndim(weight_decays) == 0:
         weight_decays = [float(weight_decays)] * len(weights)
-    table = _table(cp, [w.size for w in weights], [float(wd) for wd in weight_decays])
-    pointers = _pointers(cp, (weights, grads, exp_avgs, exp_avg_sqs))
+    table = block_table([w.size for w in weights], [float(wd) for wd in weight_decays])
+    pointers = pointer_table(weights, grads, exp_avgs, exp_avg_sqs)
     step_size, inv_sqrt_bc2 = _adam_constants(lr, beta1, beta2, step)
     mult, has_mult = _grad_mult_args(cp, grad_multiplier)
-    kernel = _function("adamw.cu", "adamw_multi_kernel")
+    kernel = compiled("adamw.cu", "adamw_multi_kernel")
     kernel(
         (table.n_blocks,),
         (256,),
@@ -203,23 +148,23 @@ def clip_multiplier(xp, grads, max_norm: float = 0.0, loss_scale=None):
     step. Two launches and no host synchronisation.
     """
     cp = backend.cupy()
-    grads = [_contiguous(cp, g, np.float32) for g in grads]
+    grads = [contiguous(cp, g, np.float32) for g in grads]
     norm = cp.zeros((), dtype=np.float32)
     multiplier = cp.ones((), dtype=np.float32)
     if not grads:
         return norm, multiplier
     scale, has_scale = _grad_mult_args(cp, loss_scale)
-    table = _table(cp, [g.size for g in grads], None)
-    pointers = _pointers(cp, (grads,))
+    table = block_table([g.size for g in grads], None)
+    pointers = pointer_table(grads)
     partial = cp.empty(table.n_blocks, dtype=np.float32)
-    sumsq = _function("adamw.cu", "sumsq_multi_kernel")
+    sumsq = compiled("adamw.cu", "sumsq_multi_kernel")
     sumsq(
         (table.n_blocks,),
         (256,),
         (pointers, table.sizes, table.block_tensor, table.block_start, np.int32(table.chunk),
          partial),
     )  # fmt: skip
-    finalize = _function("adamw.cu", "clip_multiplier_kernel")
+    finalize = compiled("adamw.cu", "clip_multiplier_kernel")
     finalize(
         (1,),
         (1024,),
@@ -260,41 +205,7 @@ def optimiser_update(named, states, lr, betas, eps, weight_decays, grad_multipli
     return True
 
 
-# ====================================================================== multi-tensor cast
-_ALIGN = 64  # elements: 128-byte aligned views for 16-bit dtypes
-_offset_tables: dict[tuple, tuple] = {}
-
-
-def multi_cast_enabled(arrays, dtype) -> bool:
-    """``multi_cast`` applies: float32 C-contiguous cupy arrays, to float16 or bfloat16."""
-    return (
-        bool(arrays)
-        and enabled(*arrays)
-        and np.dtype(dtype).itemsize == 2
-        and _float_ctype(np.dtype(dtype)) is not None
-        and all(a.dtype == np.float32 and a.flags.c_contiguous for a in arrays)
-    )
-
-
-def multi_cast(arrays, dtype) -> list:
-    """``[a.astype(dtype) for a in arrays]`` in one launch: the results are views into one
-    new flat buffer (each starting 128-byte aligned)."""
-    cp = backend.cupy()
-    dtype = np.dtype(dtype)
-    sizes = [a.size for a in arrays]
-    key = (cp.cuda.runtime.getDevice(), tuple(sizes))
-    if key not in _offset_tables:
-        offsets = np.cumsum([0] + [-(-n // _ALIGN) * _ALIGN for n in sizes])
-        _offset_tables[key] = (offsets, cp.asarray(offsets[:-1].astype(np.int64)))
-    offsets, device_offsets = _offset_tables[key]
-    flat = cp.empty(int(offsets[-1]), dtype=dtype)
-    table = _table(cp, sizes, None)
-    if table.n_blocks:
-        kernel = _function("cast.cu", "multi_cast_kernel", _ctype(flat))
-        kernel(
-            (table.n_blocks,),
-            (256,),
-            (_pointers(cp, (arrays,)), device_offsets, table.sizes, table.block_tensor,
-             table.block_start, np.int32(table.chunk), flat),
-        )  # fmt: skip
-    return [flat[o : o + a.size].reshape(a.shape) for o, a in zip(offsets, arrays)]
+def instantiations() -> list[tuple[str, str, tuple[str, ...]]]:
+    """(file, kernel, template args) of every kernel this module may launch."""
+    names = ("adamw_kernel", "adamw_multi_kernel", "sumsq_multi_kernel", "clip_multiplier_kernel")
+    return [("adamw.cu", name, ()) for name in names]

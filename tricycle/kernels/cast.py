@@ -1,0 +1,51 @@
+"""Many float32 tensors cast to one 16-bit dtype in one launch (cast.cu), for mixed
+precision's cast of every parameter at every forward (``tricycle.precision.cast_all``)."""
+
+import numpy as np
+
+from tricycle import backend
+from tricycle.kernels.launch import compiled, ctype, enabled, float_ctype
+from tricycle.kernels.multi_tensor import block_table, pointer_table
+
+_ALIGN = 64  # elements: 128-byte aligned views for 16-bit dtypes
+_offset_tables: dict[tuple, tuple] = {}
+
+
+def multi_cast_enabled(arrays, dtype) -> bool:
+    """``multi_cast`` applies: float32 C-contiguous cupy arrays, to float16 or bfloat16."""
+    return (
+        bool(arrays)
+        and enabled(*arrays)
+        and np.dtype(dtype).itemsize == 2
+        and float_ctype(np.dtype(dtype)) is not None
+        and all(a.dtype == np.float32 and a.flags.c_contiguous for a in arrays)
+    )
+
+
+def multi_cast(arrays, dtype) -> list:
+    """``[a.astype(dtype) for a in arrays]`` in one launch: the results are views into one
+    new flat buffer (each starting 128-byte aligned)."""
+    cp = backend.cupy()
+    dtype = np.dtype(dtype)
+    sizes = [a.size for a in arrays]
+    key = (cp.cuda.runtime.getDevice(), tuple(sizes))
+    if key not in _offset_tables:
+        offsets = np.cumsum([0] + [-(-n // _ALIGN) * _ALIGN for n in sizes])
+        _offset_tables[key] = (offsets, cp.asarray(offsets[:-1].astype(np.int64)))
+    offsets, device_offsets = _offset_tables[key]
+    flat = cp.empty(int(offsets[-1]), dtype=dtype)
+    table = block_table(sizes)
+    if table.n_blocks:
+        kernel = compiled("cast.cu", "multi_cast_kernel", ctype(flat))
+        kernel(
+            (table.n_blocks,),
+            (256,),
+            (pointer_table(arrays), device_offsets, table.sizes, table.block_tensor,
+             table.block_start, np.int32(table.chunk), flat),
+        )  # fmt: skip
+    return [flat[o : o + a.size].reshape(a.shape) for o, a in zip(offsets, arrays)]
+
+
+def instantiations() -> list[tuple[str, str, tuple[str, ...]]]:
+    """(file, kernel, template args) of every kernel this module may launch."""
+    return [("cast.cu", "multi_cast_kernel", (t,)) for t in ("half_t", "bf16_t")]

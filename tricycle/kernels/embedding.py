@@ -1,0 +1,42 @@
+"""The embedding's backward, a scatter-add of rows (embedding.cu), as the back_fn of
+``tricycle.layers.embedding``."""
+
+import numpy as np
+
+from tricycle import backend
+from tricycle.kernels.launch import CTYPES, LABEL_CTYPES, compiled, contiguous, ctype, flat_labels
+
+
+def embedding_backward(xp, dout, ids, vocab_size: int, dtype=None):
+    """dW (vocab_size, E) with dW[ids[n]] += dout[n] (as the back_fn of ``layers.embedding``).
+
+    Accumulates in float32 with atomics; returns ``dtype`` (default: float32, which is
+    dout's dtype in float32 training and the master-weight dtype in mixed precision).
+    """
+    cp = backend.cupy()
+    dim = dout.shape[-1]
+    dout = contiguous(cp, dout).reshape(-1, dim)
+    ids, id_ctype = flat_labels(cp, ids)
+    n_tokens = ids.size
+    if dout.shape[0] != n_tokens:
+        raise ValueError(f"embedding: {n_tokens} ids for {dout.shape[0]} gradient rows")
+    dweights = cp.zeros((vocab_size, dim), dtype=np.float32)
+    if n_tokens and dim:
+        kernel = compiled("embedding.cu", "embedding_backward_kernel", ctype(dout), id_ctype)
+        warps = 8
+        kernel(
+            (-(-n_tokens // warps),),
+            (32 * warps,),
+            (dout, ids, dweights, np.int32(n_tokens), np.int32(dim)),
+        )
+    dtype = np.dtype(np.float32 if dtype is None else dtype)
+    return dweights if dtype == np.float32 else dweights.astype(dtype)
+
+
+def instantiations() -> list[tuple[str, str, tuple[str, ...]]]:
+    """(file, kernel, template args) of every kernel this module may launch."""
+    return [
+        ("embedding.cu", "embedding_backward_kernel", (t, lab))
+        for t in CTYPES.values()
+        for lab in LABEL_CTYPES.values()
+    ]
