@@ -1,4 +1,4 @@
-"""Model and training configurations for the GPT.
+"""Model and training configurations for the GPT (and its Llama-style variant: ``arch``).
 
 A config is a plain dataclass: the model reads the architecture fields, the training script
 the rest. Pick one by name with ``get_config("shakespeare")`` (or ``--config shakespeare``).
@@ -13,6 +13,8 @@ the rest. Pick one by name with ``get_config("shakespeare")`` (or ``--config sha
 import dataclasses
 from dataclasses import dataclass
 
+ARCHS = ("gpt2", "llama")  # see GPTConfig.arch
+
 
 @dataclass
 class GPTConfig:
@@ -22,6 +24,12 @@ class GPTConfig:
     ``n_layers``, ``expansion_ratio`` (MLP width / embedding_dim), ``activation_fn``,
     ``dropout`` (embedding, residual and MLP dropout), ``tie_weights`` (head shares the token
     embedding) and ``bias`` (biases in the Dense and LayerNorm layers, as nanoGPT's ``bias``).
+
+    ``arch`` picks the model ``build_model`` makes: "gpt2" (``GPT``: learnt positions,
+    LayerNorm, GeLU MLP) or "llama" (``Llama``: RoPE with base ``rope_theta``, grouped-query
+    attention with ``n_kv_heads`` key/value heads (None: one per query head), RMSNorm, a
+    SwiGLU MLP of width 2/3 * expansion_ratio * embedding_dim rounded up to a multiple of
+    ``ffn_multiple_of``, no biases: ``bias`` and ``activation_fn`` are not used).
 
     Training: ``batch_size`` sequences per micro-batch, ``gradient_accumulation_steps``
     micro-batches per optimiser step, a cosine learning-rate schedule from
@@ -45,6 +53,10 @@ class GPTConfig:
     dropout: float = 0.0
     tie_weights: bool = True
     bias: bool = True
+    arch: str = "gpt2"
+    n_kv_heads: int | None = None
+    rope_theta: float = 10000.0
+    ffn_multiple_of: int = 64
 
     # training
     batch_size: int = 16
@@ -75,6 +87,25 @@ class GPTConfig:
                 raise ValueError(f"{type(self).__name__}: {name} must be positive")
         if not 0 <= self.dropout < 1:
             raise ValueError(f"{type(self).__name__}: dropout must be in [0, 1)")
+        if self.arch not in ARCHS:
+            raise ValueError(
+                f"{type(self).__name__}: arch must be one of {ARCHS}, got {self.arch!r}"
+            )
+        if self.arch == "llama":
+            if self.kv_heads < 1 or self.n_heads % self.kv_heads:
+                raise ValueError(
+                    f"{type(self).__name__}: n_heads={self.n_heads} must be a multiple of "
+                    f"n_kv_heads={self.n_kv_heads}"
+                )
+            if self.head_dim % 2:
+                raise ValueError(
+                    f"{type(self).__name__}: RoPE needs an even head size, got "
+                    f"embedding_dim / n_heads = {self.head_dim}"
+                )
+            if self.ffn_multiple_of < 1 or self.rope_theta <= 0:
+                raise ValueError(
+                    f"{type(self).__name__}: ffn_multiple_of and rope_theta must be positive"
+                )
         if self.eval_protocol not in ("sequential", "random"):
             raise ValueError(
                 f"{type(self).__name__}: eval_protocol must be 'sequential' or 'random', got "
@@ -84,6 +115,11 @@ class GPTConfig:
     @property
     def head_dim(self) -> int:
         return self.embedding_dim // self.n_heads
+
+    @property
+    def kv_heads(self) -> int:
+        """Key/value heads: ``n_kv_heads``, or one per query head when it is None."""
+        return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
 
     @property
     def tokens_per_step(self) -> int:

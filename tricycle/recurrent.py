@@ -27,6 +27,7 @@ inputs per step, whose gradients would each be sequence-sized.
 import math
 
 from tricycle import ops
+from tricycle.activation import sigmoid_forward
 from tricycle.backend import check_same_device
 from tricycle.einsum import Einsum
 from tricycle.initialisers import init_uniform
@@ -36,14 +37,6 @@ from tricycle.tensor import Tensor
 __all__ = ["GRU", "LSTM", "RNN", "recurrence"]
 
 _INPUT_PROJECTION = Einsum("tni,gi->tng")  # (T, N, I) x (G H, I) -> (T, N, G H)
-
-
-def _sigmoid(xp, z):
-    """1 / (1 + e^-z) as (1 + tanh(z / 2)) / 2: no overflow for large |z|."""
-    out = xp.tanh(z * 0.5)
-    out *= 0.5
-    out += 0.5
-    return out
 
 
 # ====================================================================== cells
@@ -70,9 +63,9 @@ def lstm_cell_forward(xp, xg, hg, h, c):
     """The LSTM step; saves the activated gates i | f | g | o (N, 4H)."""
     H = h.shape[-1]
     gates = xg + hg  # (N, 4H), activated in place
-    gates[:, : 2 * H] = _sigmoid(xp, gates[:, : 2 * H])  # i, f
+    gates[:, : 2 * H] = sigmoid_forward(xp, gates[:, : 2 * H])  # i, f
     xp.tanh(gates[:, 2 * H : 3 * H], out=gates[:, 2 * H : 3 * H])  # g
-    gates[:, 3 * H :] = _sigmoid(xp, gates[:, 3 * H :])  # o
+    gates[:, 3 * H :] = sigmoid_forward(xp, gates[:, 3 * H :])  # o
     i, f, g, o = (gates[:, k * H : (k + 1) * H] for k in range(4))
     c_new = f * c + i * g
     return o * xp.tanh(c_new), c_new, gates
@@ -99,8 +92,8 @@ def gru_cell_forward(xp, xg, hg, h, c):
     H = h.shape[-1]
     saved = xp.empty(h.shape[:-1] + (4 * H,), dtype=h.dtype)
     r, z, n, hn = (saved[:, k * H : (k + 1) * H] for k in range(4))
-    r[...] = _sigmoid(xp, xg[:, :H] + hg[:, :H])
-    z[...] = _sigmoid(xp, xg[:, H : 2 * H] + hg[:, H : 2 * H])
+    r[...] = sigmoid_forward(xp, xg[:, :H] + hg[:, :H])
+    z[...] = sigmoid_forward(xp, xg[:, H : 2 * H] + hg[:, H : 2 * H])
     hn[...] = hg[:, 2 * H :]
     xp.tanh(xg[:, 2 * H :] + r * hn, out=n)
     return n + z * (h - n), None, saved
