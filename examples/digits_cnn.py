@@ -10,7 +10,7 @@ quarter of them, stratified, is held out for testing. The network:
                  -> MaxPool2d 2                                            # (N, 64, 4, 4)
                  -> Flatten -> Dropout -> Dense                            # (N, 10)
 
-trained with AdamW and cross-entropy for a few epochs.
+trained with AdamW (cosine learning-rate decay) and cross-entropy for a few epochs.
 """
 
 import argparse
@@ -29,6 +29,7 @@ from tricycle.conv import BatchNorm2d, Conv2d, Flatten, MaxPool2d  # noqa: E402
 from tricycle.layers import Dense, Dropout, Sequential  # noqa: E402
 from tricycle.loss import CrossEntropy  # noqa: E402
 from tricycle.optimisers import AdamW  # noqa: E402
+from tricycle.scheduler import CosineSchedule  # noqa: E402
 from tricycle.tensor import no_grad, to_tensor  # noqa: E402
 
 
@@ -77,15 +78,18 @@ def train(epochs: int = 12, batch_size: int = 32, learning_rate: float = 2e-3, s
     np.random.seed(seed)  # weights and dropout
     model = build_model()
     optimiser = AdamW(learning_rate=learning_rate, weight_decay=1e-4)
+    steps_per_epoch = -(-len(x_train) // batch_size)
+    schedule = CosineSchedule(learning_rate, learning_rate / 100, epochs * steps_per_epoch)
     loss_fn = CrossEntropy()
     rng = np.random.default_rng(seed)
-    for _ in range(epochs):
+    for epoch in range(epochs):
         order = rng.permutation(len(x_train))
-        for i in range(0, len(order), batch_size):
+        for step, i in enumerate(range(0, len(order), batch_size)):
             batch = order[i : i + batch_size]
             logits = model(to_tensor(x_train[batch]))  # (B, 10)
             loss = loss_fn(to_tensor(y_train[batch], dtype=int), logits)
             loss.backward()
+            optimiser.learning_rate = schedule(epoch * steps_per_epoch + step)
             optimiser.step()
             model.update(optimiser)
     return model, accuracy(model, x_test, y_test)

@@ -367,3 +367,15 @@ def test_batch_norm_errors():
         BatchNorm2d(3)(to_tensor(randn(2, 3, 4)))
     layer = BatchNorm1d(3).eval()  # one sample is fine with running statistics
     assert layer(to_tensor(randn(1, 3))).shape == (1, 3)
+
+
+# ====================================================================== the digits CNN
+
+
+def test_digits_cnn_reaches_98_percent_test_accuracy():
+    """The README's example (examples/digits_cnn.py): a few seconds on a quiet 2-core CPU."""
+    pytest.importorskip("sklearn")
+    digits_cnn = pytest.importorskip("examples.digits_cnn")
+    model, accuracy = digits_cnn.train(epochs=10, seed=0)
+    assert accuracy >= 0.98
+    assert all(layer.training for layer in model.layers())  # back in training mode

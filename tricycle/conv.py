@@ -148,11 +148,11 @@ class _ConvGeometry:
         self.K = self.Cg * math.prod(self.kernel)  # contracted per group: c, *kernel
         self.L = math.prod(self.out)  # output positions
 
-    def columns(self, xp, x):
-        """im2col of a block of samples: the windows of x (b, C, *size) copied into a matrix
-        per sample and group, (b, G, Cg * prod(kernel), prod(out))."""
-        view = windows(xp, pad(xp, x, self.padding), self.kernel, self.stride, self.dilation)
-        return view.reshape(len(x), self.G, self.K, self.L)  # the one copy
+    def columns(self, xp, x_padded):
+        """im2col of a block of samples: the windows of the padded x (b, C, *padded size)
+        copied into a matrix per sample and group, (b, G, Cg * prod(kernel), prod(out))."""
+        view = windows(xp, x_padded, self.kernel, self.stride, self.dilation)
+        return view.reshape(len(x_padded), self.G, self.K, self.L)  # the one copy
 
     def grouped_weights(self, weights):
         return weights.reshape(self.G, self.Og, self.K)  # (G, Og, K)
@@ -168,9 +168,10 @@ def conv_forward(xp, x, weights, bias, stride, padding, dilation, groups):
     out = xp.empty((g.N, g.O) + g.out, dtype=xp.result_type(x, weights))
     out_g = out.reshape(g.N, g.G, g.Og, g.L)
     b = None if bias is None else bias.reshape(g.G, g.Og, 1)
+    x_padded = pad(xp, x, padding)  # once for the batch: cheaper than per block
 
     def block(rows):
-        xp.matmul(w, g.columns(xp, x[rows]), out=out_g[rows])  # (b, G, Og, L)
+        xp.matmul(w, g.columns(xp, x_padded[rows]), out=out_g[rows])  # (b, G, Og, L)
         if b is not None:
             out_g[rows] += b
 
@@ -211,11 +212,12 @@ def conv_backward(xp, dout, x, weights, stride, padding, dilation, groups, needs
     dw = xp.empty((n_blocks, g.G, g.K, g.Og), dtype=dout.dtype) if want_weights else None
     db = xp.empty((n_blocks, g.O), dtype=dout.dtype) if want_bias else None
     padded = tuple(n + 2 * p for n, p in zip(g.size, padding))
+    x_padded = pad(xp, x, padding) if want_weights else None
 
     def block(rows):
         k, d = block_index(rows), dout_g[rows]  # (b, G, Og, L)
         if want_weights:  # recomputed: cheaper than keeping the im2col matrix
-            cols = g.columns(xp, x[rows])  # (b, G, K, L)
+            cols = g.columns(xp, x_padded[rows])  # (b, G, K, L)
             dw[k] = xp.matmul(cols, d.swapaxes(-1, -2)).sum(axis=0)
         if want_bias:
             db[k] = d.sum(axis=(0, 3)).reshape(g.O)
