@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.helpers import check_grads
+from tricycle import backend
 from tricycle.conv import (
     AvgPool1d,
     AvgPool2d,
@@ -379,3 +380,36 @@ def test_digits_cnn_reaches_98_percent_test_accuracy():
     model, accuracy = digits_cnn.train(epochs=10, seed=0)
     assert accuracy >= 0.98
     assert all(layer.training for layer in model.layers())  # back in training mode
+
+
+# ====================================================================== backends
+
+
+def _outputs_and_grads(model, x, xp):
+    """Logits and parameter gradients of ``model`` on the backend of ``xp``, on the host."""
+    if xp is not np:
+        model.to_gpu()
+    out = model(Tensor(xp.asarray(x)))
+    (out * out).sum().backward()
+    grads = {name: backend.to_host_array(p.grad.array) for name, p in model.named_parameters()}
+    result = backend.to_host_array(out.array), grads
+    model.zero_grad()
+    if xp is not np:
+        model.from_gpu()
+    return result
+
+
+def test_conv_pool_and_batch_norm_on_every_backend(xp):
+    np.random.seed(0)
+    model = Sequential(
+        Conv2d(3, 4, 3, stride=2, padding=1), BatchNorm2d(4), MaxPool2d(2, stride=1),
+        Conv2d(4, 4, 2, dilation=2, groups=2), AvgPool2d(2, padding=1), Flatten(), Dense(16, 3),
+    )  # fmt: skip
+    x = randn(2, 3, 9, 9, dtype=np.float32)
+    for mode in ("train", "eval"):
+        getattr(model, mode)()
+        expected, expected_grads = _outputs_and_grads(model, x, np)
+        out, grads = _outputs_and_grads(model, x, xp)
+        np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5, err_msg=mode)
+        for name, grad in grads.items():
+            np.testing.assert_allclose(grad, expected_grads[name], rtol=1e-3, atol=1e-5)

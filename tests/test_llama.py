@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.helpers import check_grads
+from tricycle import backend
 from tricycle.activation import SwiGLU
 from tricycle.attention import rope_qkv, rope_tables, rotary_embedding
 from tricycle.blocks import LlamaAttention, LlamaTransformerBlock, llama_hidden_size
@@ -301,3 +302,24 @@ def test_fp16_forward_keeps_float32_master_weights():
     CrossEntropy()(ids, logits).backward()
     for name, p in model.named_parameters():
         assert p.dtype == np.float32 and p.grad.dtype == np.float32, name
+
+
+def test_llama_on_every_backend(xp):
+    model = make_llama()
+    batch = tokens(2, 9)
+    results = []
+    for array_module in (np, xp):
+        if array_module is not np:
+            model.to_gpu()
+        logits = model(array_module.asarray(batch))
+        CrossEntropy()(array_module.asarray(batch), logits).backward()
+        results.append(
+            [backend.to_host_array(logits.array)]
+            + [backend.to_host_array(p.grad.array) for p in model.parameters()]
+        )
+        model.zero_grad()
+    for ours, expected in zip(*results):
+        np.testing.assert_allclose(ours, expected, rtol=1e-3, atol=1e-5)
+    cached = model.generate(tokens(1, 3), 20, rng=np.random.default_rng(0))
+    full = model.generate(tokens(1, 3), 20, rng=np.random.default_rng(0), use_cache=False)
+    np.testing.assert_array_equal(cached, full)
