@@ -356,10 +356,12 @@ def swiglu_backward(xp, x, dy):
     return dx
 
 
-def sigmoid_forward(xp, a):
-    """1 / (1 + e^-a) as (1 + tanh(a / 2)) / 2, as a new array: no overflow for any a, and
-    one transcendental function (the fused gates of SwiGLU and the recurrent cells)."""
-    out = xp.tanh(a * 0.5)
+def sigmoid_forward(xp, a, out=None):
+    """1 / (1 + e^-a) as (1 + tanh(a / 2)) / 2, into ``out`` (which may be ``a``) or a new
+    array: no overflow for any a, and one transcendental function (the fused gates of SwiGLU
+    and the recurrent cells)."""
+    out = xp.multiply(a, 0.5, out=out)
+    xp.tanh(out, out=out)
     out *= 0.5
     out += 0.5
     return out

@@ -189,8 +189,8 @@ def conv_backward(xp, dout, x, weights, stride, padding, dilation, groups, needs
 
     With stride 1 (and padding <= dilation * (kernel - 1)), dx is itself a convolution:
     of dout, padded by dilation * (kernel - 1) - padding, with the kernel flipped and its in
-    and out channels swapped (``transposed_weights``). That costs one im2col and one product,
-    where dwindows costs a product 9x larger (for a 3x3 kernel) and a scatter-add.
+    and out channels swapped (``transposed_weights``). That costs an im2col and a product,
+    where dwindows writes an array kh * kw times dx's size and scatter-adds it back.
     """
     g = _ConvGeometry(x.shape, weights.shape, stride, padding, dilation, groups)
     want_x, want_weights, want_bias = needs

@@ -40,17 +40,18 @@ _INPUT_PROJECTION = Einsum("tni,gi->tng")  # (T, N, I) x (G H, I) -> (T, N, G H)
 
 
 # ====================================================================== cells
-# forward(xp, xg, hg, h, c) -> (h', c' or None, saved (N, S) or None)
+# forward(xp, xg, hg, h, c, h_new, c_new) -> saved (N, S) or None: writes h' into h_new and
+#     c' into c_new (the LSTM's; None otherwise); hg is the cell's own to overwrite.
 # backward(xp, dh', dc', saved, h, h', c, c') -> (dxg, dhg, dh through the cell or None, dc)
 # dh' and dc' are the total gradients of the step's outputs; dhg's own path to h (through
 # W_hh) is added by ``recurrence``.
 
 
-def rnn_cell_forward(xp, xg, hg, h, c):
+def rnn_cell_forward(xp, xg, hg, h, c, h_new, c_new):
     """h' = tanh(xg + hg); backward needs only h'."""
-    out = xg + hg
-    xp.tanh(out, out=out)
-    return out, None, None
+    hg += xg
+    xp.tanh(hg, out=h_new)
+    return None
 
 
 def rnn_cell_backward(xp, dh_new, dc_new, saved, h, h_new, c, c_new):
@@ -59,16 +60,20 @@ def rnn_cell_backward(xp, dh_new, dc_new, saved, h, h_new, c, c_new):
     return dz, dz, None, None
 
 
-def lstm_cell_forward(xp, xg, hg, h, c):
+def lstm_cell_forward(xp, xg, hg, h, c, h_new, c_new):
     """The LSTM step; saves the activated gates i | f | g | o (N, 4H)."""
     H = h.shape[-1]
-    gates = xg + hg  # (N, 4H), activated in place
-    gates[:, : 2 * H] = sigmoid_forward(xp, gates[:, : 2 * H])  # i, f
+    gates = hg  # (N, 4H): pre-activations, then gates, in place
+    gates += xg
+    sigmoid_forward(xp, gates[:, : 2 * H], out=gates[:, : 2 * H])  # i, f
     xp.tanh(gates[:, 2 * H : 3 * H], out=gates[:, 2 * H : 3 * H])  # g
-    gates[:, 3 * H :] = sigmoid_forward(xp, gates[:, 3 * H :])  # o
+    sigmoid_forward(xp, gates[:, 3 * H :], out=gates[:, 3 * H :])  # o
     i, f, g, o = (gates[:, k * H : (k + 1) * H] for k in range(4))
-    c_new = f * c + i * g
-    return o * xp.tanh(c_new), c_new, gates
+    xp.multiply(f, c, out=c_new)
+    c_new += i * g  # c' = f c + i g
+    xp.tanh(c_new, out=h_new)
+    h_new *= o  # h' = o tanh(c')
+    return gates
 
 
 def lstm_cell_backward(xp, dh_new, dc_new, gates, h, h_new, c, c_new):
@@ -87,16 +92,22 @@ def lstm_cell_backward(xp, dh_new, dc_new, gates, h, h_new, c, c_new):
     return dz, dz, None, dc * f
 
 
-def gru_cell_forward(xp, xg, hg, h, c):
+def gru_cell_forward(xp, xg, hg, h, c, h_new, c_new):
     """The GRU step; saves r | z | n | hg_n (N, 4H)."""
     H = h.shape[-1]
     saved = xp.empty(h.shape[:-1] + (4 * H,), dtype=h.dtype)
     r, z, n, hn = (saved[:, k * H : (k + 1) * H] for k in range(4))
-    r[...] = sigmoid_forward(xp, xg[:, :H] + hg[:, :H])
-    z[...] = sigmoid_forward(xp, xg[:, H : 2 * H] + hg[:, H : 2 * H])
     hn[...] = hg[:, 2 * H :]
-    xp.tanh(xg[:, 2 * H :] + r * hn, out=n)
-    return n + z * (h - n), None, saved
+    hg[:, : 2 * H] += xg[:, : 2 * H]
+    sigmoid_forward(xp, hg[:, :H], out=r)
+    sigmoid_forward(xp, hg[:, H : 2 * H], out=z)
+    xp.multiply(r, hn, out=n)
+    n += xg[:, 2 * H :]
+    xp.tanh(n, out=n)
+    xp.subtract(h, n, out=h_new)
+    h_new *= z
+    h_new += n  # h' = (1 - z) n + z h
+    return saved
 
 
 def gru_cell_backward(xp, dh_new, dc_new, saved, h, h_new, c, c_new):
@@ -138,10 +149,9 @@ def recurrence_forward(xp, cell: str, xg, w_hh, b_hh, h0, c0):
         hg = h @ w_hh.T  # (N, G H)
         if b_hh is not None:
             hg += b_hh
-        h, c, acts = forward(xp, xg[t], hg, h, c)
-        hs[t] = h
-        if cs is not None:
-            cs[t] = c
+        h_new, c_new = hs[t], None if cs is None else cs[t]
+        acts = forward(xp, xg[t], hg, h, c, h_new, c_new)
+        h, c = h_new, c_new
         if acts is not None:
             if saved is None:
                 saved = xp.empty((T,) + acts.shape, dtype=acts.dtype)
