@@ -15,11 +15,13 @@ from tricycle import backend
 from tricycle.activation import SwiGLU
 from tricycle.attention import rope_qkv, rope_tables, rotary_embedding
 from tricycle.blocks import LlamaAttention, LlamaTransformerBlock, llama_hidden_size
+from tricycle.checkpoint import save_pickle
 from tricycle.configs import DebugConfig, GPTConfig, get_config
 from tricycle.loss import CrossEntropy
 from tricycle.models import GPT, Llama, build_model
 from tricycle.precision import Precision
 from tricycle.tensor import Tensor, no_grad, to_tensor
+from tricycle.tokeniser import CharTokeniser
 
 SMALL = DebugConfig(
     embedding_dim=32, context_window=16, vocab_size=50, n_heads=4, n_layers=2, arch="llama",
@@ -323,3 +325,17 @@ def test_llama_on_every_backend(xp):
     cached = model.generate(tokens(1, 3), 20, rng=np.random.default_rng(0))
     full = model.generate(tokens(1, 3), 20, rng=np.random.default_rng(0), use_cache=False)
     np.testing.assert_array_equal(cached, full)
+
+
+def test_inference_script_samples_from_a_pickled_llama(tmp_path, capsys):
+    inference = pytest.importorskip("inference")  # the script at the repository's root
+    tokeniser = CharTokeniser().train("abcdefgh \n")
+    model = make_llama(replace(SMALL, vocab_size=tokeniser.vocab_size))
+    save_pickle(model, tmp_path / "model.pkl")
+    tokeniser.save(tmp_path / "tokeniser.json")
+    argv = [str(tmp_path / "model.pkl"), "--prompt", "abc", "--max-tokens", "12", "--seed", "0"]
+    inference.main(argv)
+    first = capsys.readouterr().out
+    assert first.startswith("abc") and len(first) == len("abc") + 12 + 1  # and a newline
+    inference.main(argv)
+    assert capsys.readouterr().out == first  # seeded: reproducible
