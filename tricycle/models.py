@@ -293,6 +293,8 @@ MODELS: dict[str, type[GPT]] = {"gpt2": GPT, "llama": Llama}
 
 def build_model(config: GPTConfig) -> GPT:
     """The model ``config.arch`` names: a ``GPT`` ("gpt2") or a ``Llama`` ("llama")."""
+    if config.arch not in MODELS:
+        raise ValueError(f"build_model: arch must be one of {sorted(MODELS)}, got {config.arch!r}")
     return MODELS[config.arch](config)
 
 
