@@ -155,6 +155,8 @@ def test_recurrent_errors():
                    to_tensor(randn(1, 2)), None)  # fmt: skip
     with pytest.raises(ValueError, match="must be positive"):
         RNN(0, 3)
+    with pytest.raises(ValueError, match="T >= 1"):
+        lstm(to_tensor(np.zeros((0, 2, 3))))
 
 
 @pytest.mark.parametrize("cell", ["gru", "lstm"])

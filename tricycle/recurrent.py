@@ -138,11 +138,13 @@ CELLS = {
 
 def recurrence_forward(xp, cell: str, xg, w_hh, b_hh, h0, c0):
     """Run ``cell`` over time: xg (T, N, G H), w_hh (G H, H), b_hh (G H,) or None, h0 and c0
-    (N, H) (c0 only for the LSTM) -> (hs (T, N, H), cs (T, N, H) or None, saved)."""
+    (N, H) (c0 only for the LSTM) -> (states, saved): states are the hidden states of every
+    step (T, N, H), for the LSTM stacked with the cell states: (2, T, N, H)."""
     _, forward, _ = CELLS[cell]
     T, N = xg.shape[:2]
-    hs = xp.empty((T, N, h0.shape[-1]), dtype=xg.dtype)
-    cs = xp.empty_like(hs) if cell == "lstm" else None
+    lstm = cell == "lstm"
+    states = xp.empty((2,) * lstm + (T, N, h0.shape[-1]), dtype=xg.dtype)
+    hs, cs = (states[0], states[1]) if lstm else (states, None)
     saved = None
     h, c = h0, c0
     for t in range(T):
@@ -156,7 +158,7 @@ def recurrence_forward(xp, cell: str, xg, w_hh, b_hh, h0, c0):
             if saved is None:
                 saved = xp.empty((T,) + acts.shape, dtype=acts.dtype)
             saved[t] = acts
-    return hs, cs, saved
+    return states, saved
 
 
 def recurrence_backward(xp, cell: str, dhs, dcs, xg, w_hh, h0, c0, hs, cs, saved):
@@ -207,6 +209,7 @@ def recurrence(
     H = h0.shape[-1] if h0.ndim == 2 else -1
     shapes_ok = (
         xg.ndim == 3
+        and xg.shape[0] > 0
         and xg.shape[1:] == (h0.shape[0], G * H)
         and w_hh.shape == (G * H, H)
         and (b_hh is None or b_hh.shape == (G * H,))
@@ -217,14 +220,15 @@ def recurrence(
         shapes = [None if t is None else t.shape for t in (xg, w_hh, b_hh, h0, c0)]
         raise ValueError(
             f"recurrence({cell}): shapes of (xg, w_hh, b_hh, h0, c0) {shapes} do not fit: "
-            f"expected (T, N, {G}H), ({G}H, H), ({G}H,), (N, H) and, for the LSTM only, (N, H)"
+            f"expected (T >= 1, N, {G}H), ({G}H, H), ({G}H,), (N, H) and, for the LSTM only, "
+            "(N, H)"
         )
     args = tuple(t for t in (xg, w_hh, b_hh, h0, c0) if t is not None)
     xp = check_same_device(f"recurrence({cell})", *(t.array for t in args))
     arrays = [None if t is None else t.array for t in (xg, w_hh, b_hh, h0, c0)]
     xg_, w_, b_, h0_, c0_ = arrays
-    hs, cs, saved = recurrence_forward(xp, cell, xg_, w_, b_, h0_, c0_)
-    out = hs if cs is None else xp.stack([hs, cs])
+    out, saved = recurrence_forward(xp, cell, xg_, w_, b_, h0_, c0_)
+    hs, cs = (out, None) if c0 is None else (out[0], out[1])
 
     def backward(dout):
         dhs, dcs = (dout, None) if cs is None else (dout[0], dout[1])
