@@ -40,43 +40,50 @@ _INPUT_PROJECTION = Einsum("tni,gi->tng")  # (T, N, I) x (G H, I) -> (T, N, G H)
 
 
 # ====================================================================== cells
-# forward(xp, xg, hg, h, c, h_new, c_new) -> saved (N, S) or None: writes h' into h_new and
-#     c' into c_new (the LSTM's; None otherwise); hg is the cell's own to overwrite.
-# backward(xp, dh', dc', saved, h, h', c, c') -> (dxg, dhg, dh through the cell or None, dc)
-# dh' and dc' are the total gradients of the step's outputs; dhg's own path to h (through
-# W_hh) is added by ``recurrence``.
+# forward(xp, xg, hg, h, c, h_new, c_new): hg = h W_hh^T + b_hh (N, G H) is the step's row of
+#     the op's saved array: the cell turns it, in place, into what its backward needs, and
+#     writes h' into h_new and (the LSTM) c' into c_new.
+# backward(xp, dh', dc', saved, xg, h, h', c, c') -> (dxg, dhg, dh through the cell or None,
+#     dc). dh' and dc' are the total gradients of the step's outputs; dhg's own path to h
+#     (through W_hh) is added by ``recurrence``.
 
 
 def rnn_cell_forward(xp, xg, hg, h, c, h_new, c_new):
     """h' = tanh(xg + hg); backward needs only h'."""
     hg += xg
     xp.tanh(hg, out=h_new)
-    return None
 
 
-def rnn_cell_backward(xp, dh_new, dc_new, saved, h, h_new, c, c_new):
+def rnn_cell_backward(xp, dh_new, dc_new, saved, xg, h, h_new, c, c_new):
     """dz = dh' (1 - h'^2), the gradient of both xg and hg."""
     dz = dh_new * (1 - h_new * h_new)
     return dz, dz, None, None
 
 
 def lstm_cell_forward(xp, xg, hg, h, c, h_new, c_new):
-    """The LSTM step; saves the activated gates i | f | g | o (N, 4H)."""
+    """The LSTM step; saves the activated gates i | f | g | o (N, 4H) in place of hg.
+
+    The four activations share one tanh over the whole (N, 4H) array: sigmoid(z) is
+    (1 + tanh(z / 2)) / 2, so the i, f and o quarters are halved before it and halved and
+    shifted after, while g is the tanh itself."""
     H = h.shape[-1]
-    gates = hg  # (N, 4H): pre-activations, then gates, in place
+    gates = hg  # pre-activations, then gates
     gates += xg
-    sigmoid_forward(xp, gates[:, : 2 * H], out=gates[:, : 2 * H])  # i, f
-    xp.tanh(gates[:, 2 * H : 3 * H], out=gates[:, 2 * H : 3 * H])  # g
-    sigmoid_forward(xp, gates[:, 3 * H :], out=gates[:, 3 * H :])  # o
+    sigmoid_parts = (gates[:, : 2 * H], gates[:, 3 * H :])  # i, f | o
+    for part in sigmoid_parts:
+        part *= 0.5
+    xp.tanh(gates, out=gates)
+    for part in sigmoid_parts:
+        part *= 0.5
+        part += 0.5
     i, f, g, o = (gates[:, k * H : (k + 1) * H] for k in range(4))
     xp.multiply(f, c, out=c_new)
     c_new += i * g  # c' = f c + i g
     xp.tanh(c_new, out=h_new)
     h_new *= o  # h' = o tanh(c')
-    return gates
 
 
-def lstm_cell_backward(xp, dh_new, dc_new, gates, h, h_new, c, c_new):
+def lstm_cell_backward(xp, dh_new, dc_new, gates, xg, h, h_new, c, c_new):
     """With t = tanh(c'): dc = dc' + dh' o (1 - t^2); then through each gate's activation:
     di = dc g i (1 - i), df = dc c f (1 - f), dg = dc i (1 - g^2), do = dh' t o (1 - o);
     dc_prev = dc f."""
@@ -93,29 +100,31 @@ def lstm_cell_backward(xp, dh_new, dc_new, gates, h, h_new, c, c_new):
 
 
 def gru_cell_forward(xp, xg, hg, h, c, h_new, c_new):
-    """The GRU step; saves r | z | n | hg_n (N, 4H)."""
+    """The GRU step; saves r | z | hg_n (N, 3H) in place of hg (n is recomputed)."""
     H = h.shape[-1]
-    saved = xp.empty(h.shape[:-1] + (4 * H,), dtype=h.dtype)
-    r, z, n, hn = (saved[:, k * H : (k + 1) * H] for k in range(4))
-    hn[...] = hg[:, 2 * H :]
     hg[:, : 2 * H] += xg[:, : 2 * H]
-    sigmoid_forward(xp, hg[:, :H], out=r)
-    sigmoid_forward(xp, hg[:, H : 2 * H], out=z)
-    xp.multiply(r, hn, out=n)
-    n += xg[:, 2 * H :]
-    xp.tanh(n, out=n)
+    sigmoid_forward(xp, hg[:, : 2 * H], out=hg[:, : 2 * H])  # r, z
+    n = _gru_candidate(xp, xg, hg)
     xp.subtract(h, n, out=h_new)
-    h_new *= z
+    h_new *= hg[:, H : 2 * H]
     h_new += n  # h' = (1 - z) n + z h
-    return saved
 
 
-def gru_cell_backward(xp, dh_new, dc_new, saved, h, h_new, c, c_new):
+def _gru_candidate(xp, xg, saved):
+    """n = tanh(xg_n + r hg_n) from the saved r | z | hg_n."""
+    H = saved.shape[-1] // 3
+    n = saved[:, :H] * saved[:, 2 * H :]
+    n += xg[:, 2 * H :]
+    return xp.tanh(n, out=n)
+
+
+def gru_cell_backward(xp, dh_new, dc_new, saved, xg, h, h_new, c, c_new):
     """dn = dh' (1 - z), dz = dh' (h - n), dh = dh' z directly; with dn~ = dn (1 - n^2):
     dxg = [dr~, dz~, dn~] and dhg = [dr~, dz~, dn~ r], where dr~ = dn~ hg_n r (1 - r) and
     dz~ = dz z (1 - z)."""
     H = h.shape[-1]
-    r, z, n, hn = (saved[:, k * H : (k + 1) * H] for k in range(4))
+    r, z, hn = (saved[:, k * H : (k + 1) * H] for k in range(3))
+    n = _gru_candidate(xp, xg, saved)
     dn = dh_new * (1 - z) * (1 - n * n)
     dxg = xp.empty(h.shape[:-1] + (3 * H,), dtype=dh_new.dtype)
     dxg[:, :H] = dn * hn * r * (1 - r)
@@ -139,25 +148,23 @@ CELLS = {
 def recurrence_forward(xp, cell: str, xg, w_hh, b_hh, h0, c0):
     """Run ``cell`` over time: xg (T, N, G H), w_hh (G H, H), b_hh (G H,) or None, h0 and c0
     (N, H) (c0 only for the LSTM) -> (states, saved): states are the hidden states of every
-    step (T, N, H), for the LSTM stacked with the cell states: (2, T, N, H)."""
+    step (T, N, H), for the LSTM stacked with the cell states: (2, T, N, H); saved (T, N, G H)
+    is what the cells' backwards need."""
     _, forward, _ = CELLS[cell]
     T, N = xg.shape[:2]
     lstm = cell == "lstm"
     states = xp.empty((2,) * lstm + (T, N, h0.shape[-1]), dtype=xg.dtype)
     hs, cs = (states[0], states[1]) if lstm else (states, None)
-    saved = None
+    saved = xp.empty_like(xg)
+    w_t = xp.ascontiguousarray(w_hh.T)  # (H, G H): row-major, as BLAS likes it best here
     h, c = h0, c0
     for t in range(T):
-        hg = h @ w_hh.T  # (N, G H)
+        hg = xp.matmul(h, w_t, out=saved[t])  # (N, G H)
         if b_hh is not None:
             hg += b_hh
         h_new, c_new = hs[t], None if cs is None else cs[t]
-        acts = forward(xp, xg[t], hg, h, c, h_new, c_new)
+        forward(xp, xg[t], hg, h, c, h_new, c_new)
         h, c = h_new, c_new
-        if acts is not None:
-            if saved is None:
-                saved = xp.empty((T,) + acts.shape, dtype=acts.dtype)
-            saved[t] = acts
     return states, saved
 
 
@@ -175,9 +182,8 @@ def recurrence_backward(xp, cell: str, dhs, dcs, xg, w_hh, h0, c0, hs, cs, saved
         if dcs is not None:
             dc = dc + dcs[t]
         h, c = (hs[t - 1], None if cs is None else cs[t - 1]) if t else (h0, c0)
-        acts = None if saved is None else saved[t]
         dxg_t, dhg, dh_direct, dc = backward(
-            xp, dh, dc, acts, h, hs[t], c, None if cs is None else cs[t]
+            xp, dh, dc, saved[t], xg[t], h, hs[t], c, None if cs is None else cs[t]
         )
         dxg[t] = dxg_t
         if dhg_all is not dxg:
