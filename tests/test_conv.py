@@ -366,6 +366,8 @@ def test_batch_norm_errors():
         BatchNorm1d(3)(to_tensor(randn(1, 3)))
     with pytest.raises(ValueError, match=r"BatchNorm2d\(3\): expected input with 3 channels"):
         BatchNorm2d(3)(to_tensor(randn(2, 3, 4)))
+    with pytest.raises(ValueError, match="momentum must be a number"):
+        BatchNorm2d(3, momentum=None)
     layer = BatchNorm1d(3).eval()  # one sample is fine with running statistics
     assert layer(to_tensor(randn(1, 3))).shape == (1, 3)
 

@@ -639,6 +639,11 @@ class _BatchNorm(Layer):
         affine: bool = True,
         track_running_stats: bool = True,
     ):
+        if not isinstance(momentum, (int, float)) or not 0 <= momentum <= 1:
+            raise ValueError(
+                f"{type(self).__name__}: momentum must be a number in [0, 1] (PyTorch's "
+                f"cumulative average, momentum=None, is not supported), got {momentum!r}"
+            )
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.gamma = parameter(init_ones((num_features,)), "gamma") if affine else None
         self.beta = parameter(init_zeros((num_features,)), "beta") if affine else None
