@@ -339,3 +339,23 @@ def test_cpu_adamw_batches_every_parameter_like_one_at_a_time():
                          *single.betas, single.eps, decay)  # fmt: skip
     for n in shapes:
         np.testing.assert_array_equal(params[n].array, reference[n])
+
+
+@pytest.mark.parametrize("make", [lambda: SGD(1e-2), lambda: Adam(1e-3), lambda: AdamW(1e-3)])
+def test_two_parameters_of_one_name_are_refused_not_mixed(make):
+    """Two layers updated one by one with one optimiser both name their weights "weights":
+    the second would silently take the first one's moments (or crash on another shape)."""
+    optimiser = make()
+    first, second = Dense(4, 4), Dense(4, 4)
+    for layer in (first, second):
+        layer(to_tensor(np.ones((2, 4)))).sum().backward()
+    optimiser.step()
+    first.update(optimiser)
+    with pytest.raises(ValueError, match="two different parameters are named 'weights'"):
+        second.update(optimiser)
+    both = Sequential(first, second)  # one call, distinct names: fine
+    both(to_tensor(np.ones((2, 4)))).sum().backward()
+    fresh = make()
+    fresh.step()
+    both.update(fresh)
+    assert sorted(fresh.state) == sorted(name for name, _ in both.named_parameters())

@@ -16,6 +16,7 @@ from tricycle.unary import unary_op
 
 __all__ = [
     "GLU",
+    "SwiGLU",
     "GeLU",
     "bias_gelu",
     "dense_gelu",
@@ -28,6 +29,9 @@ __all__ = [
     "erf",
     "gelu_backward",
     "gelu_forward",
+    "sigmoid_forward",
+    "swiglu_backward",
+    "swiglu_forward",
 ]
 
 
@@ -360,3 +364,55 @@ class GLU(Layer):
 
     def extra_repr(self) -> str:
         return f"size={self.size}"
+
+
+# ---------------------------------------------------------------------- SwiGLU
+def swiglu_forward(xp, x):
+    """silu(a) * b for x = a | b (..., 2F) -> (..., F), silu(a) = a sigmoid(a)."""
+    half = x.shape[-1] // 2
+    a, b = x[..., :half], x[..., half:]
+    out = sigmoid_forward(xp, a)
+    out *= a
+    out *= b
+    return out
+
+
+def swiglu_backward(xp, x, dy):
+    """d(a | b) of ``swiglu_forward``, with s = sigmoid(a): da = dy b s (1 + a (1 - s)),
+    db = dy a s. Recomputes s from x, the one array kept."""
+    half = x.shape[-1] // 2
+    a, b = x[..., :half], x[..., half:]
+    s = sigmoid_forward(xp, a)
+    dx = xp.empty(x.shape, dtype=dy.dtype)
+    silu = a * s
+    xp.multiply(dy, silu, out=dx[..., half:])  # db
+    slope = silu - silu * s  # a s (1 - s)
+    slope += s  # s (1 + a (1 - s))
+    slope *= b
+    xp.multiply(dy, slope, out=dx[..., :half])  # da
+    return dx
+
+
+def sigmoid_forward(xp, a, out=None):
+    """1 / (1 + e^-a) as (1 + tanh(a / 2)) / 2, into ``out`` (which may be ``a``) or a new
+    array: no overflow for any a, and one transcendental function (the fused gates of SwiGLU
+    and the recurrent cells)."""
+    out = xp.multiply(a, 0.5, out=out)
+    xp.tanh(out, out=out)
+    out *= 0.5
+    out += 0.5
+    return out
+
+
+class SwiGLU(Layer):
+    """The gating of Llama's MLP (Shazeer's SwiGLU): x = a | b (..., 2F) -> silu(a) * b
+    (..., F), as one op. Put the two projections a = x W1 and b = x W3 side by side in one
+    Dense of width 2F (one matrix product), then apply this."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.ndim == 0 or x.shape[-1] % 2:
+            raise ValueError(f"SwiGLU: the last axis must have an even size, got shape {x.shape}")
+        xp = x.xp
+        return unary_op(
+            x, swiglu_forward(xp, x.array), lambda dy: swiglu_backward(xp, x.array, dy), "swiglu"
+        )

@@ -234,7 +234,6 @@ def causal_attention(qkv: Tensor, n_heads: int, dropout_prob: float = 0.0, seed:
         args=(qkv,),
         back_fns=(lambda dout: attention_backward(xp, dout, saved),),
         name="attention",
-        is_batched=qkv.is_batched,
     )
 
 
@@ -288,3 +287,117 @@ def attend_with_cache(xp, qkv, n_heads: int, cache: KVCache):
     cache.length = end
     out, _, _ = _attend(xp, q, cache.keys[:, :, :end], cache.values[:, :, :end])  # (B, Tnew, H, D)
     return out.reshape(B, T_new, three_e // 3)
+
+
+# ------------------------------------------------------------------ RoPE and grouped-query heads
+# Llama-style attention rotates queries and keys by their position (RoPE) and lets groups of
+# query heads share one key/value head (grouped-query attention, GQA). Both happen in one op,
+# ``rope_qkv``, between the q|k|v projection and the fused attention above, which then sees an
+# ordinary packed (B, T, 3E) input.
+#
+# The rotation is the "half-split" form of GPT-NeoX and Hugging Face's Llama: in a head of
+# size D, element i pairs with element i + D/2 (not with its neighbour, as in Meta's original
+# code; the two differ by a fixed permutation of the q and k projection weights). Pair i at
+# position p turns by the angle p * theta^(-2i / D):
+#
+#     y[i]       = x[i] cos - x[i + D/2] sin          y[i + D/2] = x[i + D/2] cos + x[i] sin
+#
+# A rotation's inverse is its transpose, the rotation by minus the angle, so the backward
+# rotates the gradient back: dx = rope_forward(dy, cos, -sin). Query head h uses key/value
+# head h // (H / Hkv) (PyTorch's ``repeat_interleave``); the backward sums each group.
+
+
+def rope_tables(xp, start: int, length: int, head_dim: int, theta: float, dtype):
+    """cos and sin (length, head_dim / 2) of the angles (start + t) * theta^(-2i / head_dim)
+    for the positions start ... start + length - 1. Computed in float64."""
+    if head_dim % 2:
+        raise ValueError(f"RoPE: the head size must be even to rotate pairs, got {head_dim}")
+    frequencies = theta ** (-xp.arange(0, head_dim, 2, dtype=np.float64) / head_dim)  # (D/2,)
+    angles = xp.arange(start, start + length, dtype=np.float64)[:, None] * frequencies
+    return xp.cos(angles).astype(dtype), xp.sin(angles).astype(dtype)
+
+
+def rope_forward(xp, x, cos, sin, out=None):
+    """Rotate x (..., T, heads, D) by the angles of ``cos``/``sin`` (T, D/2), half-split
+    pairs; into ``out`` (x's shape) if given."""
+    half = x.shape[-1] // 2
+    x1, x2 = x[..., :half], x[..., half:]
+    c, s = cos[:, None, :], sin[:, None, :]  # (T, 1, D/2): broadcast over the heads
+    out = xp.empty(x.shape, dtype=x.dtype) if out is None else out
+    out[..., :half] = x1 * c - x2 * s
+    out[..., half:] = x2 * c + x1 * s
+    return out
+
+
+def rope_backward(xp, dy, cos, sin, out=None):
+    """The gradient of ``rope_forward``: the inverse rotation of dy."""
+    return rope_forward(xp, dy, cos, -sin, out)
+
+
+def rotary_embedding(x: Tensor, cos, sin) -> Tensor:
+    """RoPE as an op: x (B, T, heads, D) rotated by position (``rope_tables``)."""
+    if x.ndim != 4 or cos.shape != (x.shape[1], x.shape[3] // 2) or x.shape[3] % 2:
+        raise ValueError(
+            f"RoPE: expected x (batch, tokens, heads, even head size) and tables (tokens, head "
+            f"size / 2), got x {x.shape} and tables {tuple(cos.shape)}"
+        )
+    xp = x.xp
+    return Tensor(
+        rope_forward(xp, x.array, cos, sin),
+        args=(x,),
+        back_fns=(lambda dy: rope_backward(xp, dy, cos, sin),),
+        name="rope",
+    )
+
+
+def rope_qkv_forward(xp, qkv, cos, sin, n_heads: int, n_kv_heads: int):
+    """(B, T, (H + 2 Hkv) D) projections q | k | v -> (B, T, 3 H D) for ``attention_forward``:
+    q and k rotated, k and v repeated for each query head of their group."""
+    B, T, width = qkv.shape
+    D, group = width // (n_heads + 2 * n_kv_heads), n_heads // n_kv_heads
+    heads = qkv.reshape(B, T, n_heads + 2 * n_kv_heads, D)
+    out = xp.empty((B, T, 3, n_heads, D), dtype=qkv.dtype)
+    rope_forward(xp, heads[:, :, :n_heads], cos, sin, out=out[:, :, 0])
+    k = rope_forward(xp, heads[:, :, n_heads : n_heads + n_kv_heads], cos, sin)  # (B,T,Hkv,D)
+    v = heads[:, :, n_heads + n_kv_heads :]
+    for i, kv in ((1, k), (2, v)):  # (B, T, Hkv, D) -> (B, T, Hkv, group, D) -> H heads
+        out[:, :, i].reshape(B, T, n_kv_heads, group, D)[...] = kv[:, :, :, None]
+    return out.reshape(B, T, 3 * n_heads * D)
+
+
+def rope_qkv_backward(xp, dout, cos, sin, n_heads: int, n_kv_heads: int):
+    """The gradient of ``rope_qkv_forward``: (B, T, 3 H D) -> (B, T, (H + 2 Hkv) D)."""
+    B, T, width = dout.shape
+    D, group = width // (3 * n_heads), n_heads // n_kv_heads
+    d = dout.reshape(B, T, 3, n_heads, D)
+    dqkv = xp.empty((B, T, n_heads + 2 * n_kv_heads, D), dtype=dout.dtype)
+    rope_backward(xp, d[:, :, 0], cos, sin, out=dqkv[:, :, :n_heads])
+    dk, dv = (d[:, :, i].reshape(B, T, n_kv_heads, group, D).sum(axis=3) for i in (1, 2))
+    rope_backward(xp, dk, cos, sin, out=dqkv[:, :, n_heads : n_heads + n_kv_heads])
+    dqkv[:, :, n_heads + n_kv_heads :] = dv
+    return dqkv.reshape(B, T, (n_heads + 2 * n_kv_heads) * D)
+
+
+def rope_qkv(qkv: Tensor, cos, sin, n_heads: int, n_kv_heads: int) -> Tensor:
+    """RoPE and grouped-query heads as one op: qkv (B, T, (H + 2 Hkv) D), with H = n_heads
+    query heads and Hkv = n_kv_heads key/value heads -> (B, T, 3 H D), ready for
+    ``causal_attention(..., n_heads)`` or ``attend_with_cache``. ``cos``/``sin`` (T, D/2)
+    come from ``rope_tables``."""
+    if n_kv_heads < 1 or n_heads % n_kv_heads:
+        raise ValueError(
+            f"attention: n_heads={n_heads} must be a multiple of n_kv_heads={n_kv_heads}"
+        )
+    n = n_heads + 2 * n_kv_heads
+    if qkv.ndim != 3 or qkv.shape[-1] % n or cos.shape != (qkv.shape[1], qkv.shape[-1] // n // 2):
+        raise ValueError(
+            f"attention: expected qkv (batch, tokens, (n_heads + 2 n_kv_heads) * head size) "
+            f"= (B, T, {n} D) with an even D and RoPE tables (T, D / 2), got qkv {qkv.shape} "
+            f"and tables {tuple(cos.shape)}"
+        )
+    xp = qkv.xp
+    return Tensor(
+        rope_qkv_forward(xp, qkv.array, cos, sin, n_heads, n_kv_heads),
+        args=(qkv,),
+        back_fns=(lambda dout: rope_qkv_backward(xp, dout, cos, sin, n_heads, n_kv_heads),),
+        name="rope_qkv",
+    )

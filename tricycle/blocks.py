@@ -1,18 +1,29 @@
-"""The blocks of a GPT: multi-head self-attention, the MLP and the pre-norm transformer block.
+"""The blocks of a GPT: multi-head self-attention, the MLP and the pre-norm transformer block,
+in GPT-2's form and in Llama's.
 
     GPT2TransformerBlock:  x = x + attention(ln1(x))      # MultiHeadSelfAttention
                            x = x + mlp(ln2(x))            # MLPBlock
+
+    LlamaTransformerBlock: x = x + attention(rms1(x))     # LlamaAttention: RoPE, GQA
+                           x = x + mlp(rms2(x))           # SwiGLUBlock
 
 Each block's ``forward(x, cache=None)`` takes (B, T, E) and returns (B, T, E). During
 generation the caller passes a ``KVCache`` (see ``tricycle.attention``): the attention then
 appends the new positions' keys and values and builds no graph.
 """
 
+import math
 from collections.abc import Callable
 
-from tricycle.activation import GeLU, ReLU, SiLU, dense_gelu
-from tricycle.attention import KVCache, attend_with_cache, causal_attention
-from tricycle.layers import Dense, Dropout, Layer, LayerNorm
+from tricycle.activation import GeLU, ReLU, SiLU, SwiGLU, dense_gelu
+from tricycle.attention import (
+    KVCache,
+    attend_with_cache,
+    causal_attention,
+    rope_qkv,
+    rope_tables,
+)
+from tricycle.layers import Dense, Dropout, Layer, LayerNorm, RMSNorm
 from tricycle.tensor import Tensor
 
 ACTIVATIONS: dict[str, Callable[[], Callable]] = {
@@ -190,6 +201,169 @@ class GPT2TransformerBlock(Layer):
         """(B, T, E) -> (B, T, E)"""
         x = x + self.attention(self.layer_norm_1(x), cache)
         return x + self.mlp(self.layer_norm_2(x))
+
+
+class LlamaAttention(Layer):
+    """Causal self-attention as in Llama: rotary position embeddings (RoPE) on queries and
+    keys, grouped-query attention, no biases.
+
+    One Dense projects x (B, T, E) to n_heads query heads and n_kv_heads key and value heads
+    of size D = E / n_heads, side by side: (B, T, (H + 2 Hkv) D). ``rope_qkv`` rotates q and
+    k by position and repeats each key/value head for the H / Hkv query heads of its group,
+    so the fused causal attention of the GPT runs unchanged. Positions count from the start
+    of the sequence, or from the cached positions during generation.
+
+    Args as ``MultiHeadSelfAttention``, plus ``n_kv_heads`` (a divisor of n_heads; n_heads is
+    ordinary multi-head attention, 1 is multi-query attention) and ``rope_theta``, the base
+    of the rotation frequencies.
+    """
+
+    def __init__(
+        self,
+        embedding_dim: int,
+        n_heads: int,
+        n_kv_heads: int,
+        context_window: int,
+        rope_theta: float = 10000.0,
+        residual_dropout_prob: float = 0.0,
+        attention_dropout_prob: float = 0.0,
+        initialiser: Callable | None = None,
+        projection_initialiser: Callable | None = None,
+    ):
+        if embedding_dim % n_heads or n_kv_heads < 1 or n_heads % n_kv_heads:
+            raise ValueError(
+                f"LlamaAttention: embedding_dim={embedding_dim} must be divisible by "
+                f"n_heads={n_heads}, and n_heads by n_kv_heads={n_kv_heads}"
+            )
+        if (embedding_dim // n_heads) % 2:
+            raise ValueError(
+                f"LlamaAttention: RoPE needs an even head size, got {embedding_dim // n_heads}"
+            )
+        self.embedding_dim, self.n_heads, self.n_kv_heads = embedding_dim, n_heads, n_kv_heads
+        self.context_window, self.rope_theta = context_window, rope_theta
+        self.head_dim = embedding_dim // n_heads
+        width = (n_heads + 2 * n_kv_heads) * self.head_dim
+        self.qkv_projection = Dense(embedding_dim, width, False, initialiser, "qkv")
+        self.out_projection = Dense(
+            embedding_dim, embedding_dim, False, projection_initialiser or initialiser, "attn_out"
+        )
+        self.residual_dropout = Dropout(residual_dropout_prob)
+        self.attention_dropout = Dropout(attention_dropout_prob)  # probability and seeds
+
+    def forward(self, x: Tensor, cache: KVCache | None = None) -> Tensor:
+        """x (B, T, E) -> (B, T, E); with ``cache``, attend to the cached positions too."""
+        if x.ndim != 3 or x.shape[-1] != self.embedding_dim:
+            raise ValueError(
+                f"LlamaAttention: expected input (batch, tokens, {self.embedding_dim}), got "
+                f"shape {x.shape}"
+            )
+        start, T = (0 if cache is None else cache.length), x.shape[1]
+        if start + T > self.context_window:
+            raise ValueError(
+                f"LlamaAttention: {start + T} positions exceed the context window of "
+                f"{self.context_window}"
+            )
+        qkv = self.qkv_projection(x)  # (B, T, (H + 2 Hkv) D)
+        cos, sin = rope_tables(qkv.xp, start, T, self.head_dim, self.rope_theta, qkv.dtype)
+        qkv = rope_qkv(qkv, cos, sin, self.n_heads, self.n_kv_heads)  # (B, T, 3E)
+        if cache is not None:
+            y = Tensor(attend_with_cache(qkv.xp, qkv.array, self.n_heads, cache), name="attention")
+        elif self.training and self.attention_dropout.probability:
+            dropout = self.attention_dropout
+            y = causal_attention(qkv, self.n_heads, dropout.probability, dropout.draw_seed())
+        else:
+            y = causal_attention(qkv, self.n_heads)  # (B, T, E)
+        return self.residual_dropout(self.out_projection(y))
+
+    def new_cache(self, batch_size: int) -> KVCache:
+        """An empty KV cache for this layer (the repeated heads: n_heads of them)."""
+        weights = self.qkv_projection.weights
+        return KVCache(
+            weights.xp, batch_size, self.n_heads, self.context_window, self.head_dim, weights.dtype
+        )
+
+    def extra_repr(self) -> str:
+        return (
+            f"embedding_dim={self.embedding_dim}, n_heads={self.n_heads}, "
+            f"n_kv_heads={self.n_kv_heads}, context_window={self.context_window}"
+        )
+
+
+def llama_hidden_size(embedding_dim: int, expansion_ratio: float = 4, multiple_of: int = 64):
+    """Llama's SwiGLU width: 2/3 of expansion_ratio * embedding_dim (three matrices instead of
+    two, for about the same parameters), rounded up to a multiple of ``multiple_of``."""
+    hidden = int(2 * expansion_ratio * embedding_dim / 3)
+    return multiple_of * math.ceil(hidden / multiple_of)
+
+
+class SwiGLUBlock(Layer):
+    """Llama's MLP: W2 (silu(x W1) * (x W3)), no biases. W1 and W3 are one Dense of width
+    2 * hidden_dim (``up_projection``, W1's columns first), so both take one product."""
+
+    def __init__(
+        self,
+        embedding_dim: int,
+        hidden_dim: int,
+        dropout_prob: float = 0.0,
+        initialiser: Callable | None = None,
+        projection_initialiser: Callable | None = None,
+    ):
+        self.embedding_dim, self.hidden_dim = embedding_dim, hidden_dim
+        self.up_projection = Dense(embedding_dim, 2 * hidden_dim, False, initialiser, "mlp_up")
+        self.activation = SwiGLU()
+        self.down_projection = Dense(
+            hidden_dim, embedding_dim, False, projection_initialiser or initialiser, "mlp_down"
+        )
+        self.dropout = Dropout(dropout_prob)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """(..., E) -> (..., E)"""
+        h = self.activation(self.up_projection(x))  # (..., hidden)
+        return self.dropout(self.down_projection(h))
+
+    def extra_repr(self) -> str:
+        return f"embedding_dim={self.embedding_dim}, hidden_dim={self.hidden_dim}"
+
+
+class LlamaTransformerBlock(Layer):
+    """A pre-norm Llama block: x + attention(rms_norm_1(x)), then x + mlp(rms_norm_2(x)).
+
+    ``dropout_prob`` applies as in ``GPT2TransformerBlock`` (Llama itself uses none).
+    """
+
+    def __init__(
+        self,
+        embedding_dim: int,
+        n_heads: int,
+        n_kv_heads: int,
+        context_window: int,
+        hidden_dim: int,
+        rope_theta: float = 10000.0,
+        dropout_prob: float = 0.0,
+        initialiser: Callable | None = None,
+        projection_initialiser: Callable | None = None,
+    ):
+        self.rms_norm_1 = RMSNorm(embedding_dim)
+        self.attention = LlamaAttention(
+            embedding_dim,
+            n_heads,
+            n_kv_heads,
+            context_window,
+            rope_theta,
+            residual_dropout_prob=dropout_prob,
+            attention_dropout_prob=dropout_prob,
+            initialiser=initialiser,
+            projection_initialiser=projection_initialiser,
+        )
+        self.rms_norm_2 = RMSNorm(embedding_dim)
+        self.mlp = SwiGLUBlock(
+            embedding_dim, hidden_dim, dropout_prob, initialiser, projection_initialiser
+        )
+
+    def forward(self, x: Tensor, cache: KVCache | None = None) -> Tensor:
+        """(B, T, E) -> (B, T, E)"""
+        x = x + self.attention(self.rms_norm_1(x), cache)
+        return x + self.mlp(self.rms_norm_2(x))
 
 
 def _activation(activation: str | Callable) -> Callable:

@@ -1,4 +1,4 @@
-"""Model and training configurations for the GPT.
+"""Model and training configurations for the GPT (and its Llama-style variant: ``arch``).
 
 A config is a plain dataclass: the model reads the architecture fields, the training script
 the rest. Pick one by name with ``get_config("shakespeare")`` (or ``--config shakespeare``).
@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 from tricycle.tensor import parse_device
 
+ARCHS = ("gpt2", "llama")  # see GPTConfig.arch
+
 
 @dataclass
 class GPTConfig:
@@ -39,6 +41,12 @@ class GPTConfig:
     ``n_layers``, ``expansion_ratio`` (MLP width / embedding_dim), ``activation_fn``,
     ``dropout`` (embedding, residual and MLP dropout), ``tie_weights`` (head shares the token
     embedding) and ``bias`` (biases in the Dense and LayerNorm layers, as nanoGPT's ``bias``).
+
+    ``arch`` picks the model ``build_model`` makes: "gpt2" (``GPT``: learnt positions,
+    LayerNorm, GeLU MLP) or "llama" (``Llama``: RoPE with base ``rope_theta``, grouped-query
+    attention with ``n_kv_heads`` key/value heads (None: one per query head), RMSNorm, a
+    SwiGLU MLP of width 2/3 * expansion_ratio * embedding_dim rounded up to a multiple of
+    ``ffn_multiple_of``, no biases: ``bias`` and ``activation_fn`` are not used).
 
     Training: ``batch_size`` sequences per micro-batch, ``gradient_accumulation_steps``
     micro-batches per optimiser step, a cosine learning-rate schedule from
@@ -62,6 +70,10 @@ class GPTConfig:
     dropout: float = 0.0
     tie_weights: bool = True
     bias: bool = True
+    arch: str = "gpt2"
+    n_kv_heads: int | None = None
+    rope_theta: float = 10000.0
+    ffn_multiple_of: int = 64
 
     # training
     batch_size: int = 16
@@ -138,6 +150,25 @@ class GPTConfig:
                 f"by n_heads={self.n_heads}"
             )
         parse_device(self.device, owner)
+        if self.arch not in ARCHS:
+            raise ValueError(f"{owner}: arch must be one of {ARCHS}, got {self.arch!r}")
+        if self.n_kv_heads is not None and (
+            isinstance(self.n_kv_heads, bool) or not isinstance(self.n_kv_heads, numbers.Integral)
+        ):
+            raise TypeError(
+                f"{owner}: n_kv_heads must be None or an integer, got {self.n_kv_heads!r}"
+            )
+        if self.arch == "llama":
+            if self.kv_heads < 1 or self.n_heads % self.kv_heads:
+                raise ValueError(
+                    f"{owner}: n_heads={self.n_heads} must be a multiple of "
+                    f"n_kv_heads={self.n_kv_heads}"
+                )
+            if self.head_dim % 2:
+                raise ValueError(
+                    f"{owner}: RoPE needs an even head size, got "
+                    f"embedding_dim / n_heads = {self.head_dim}"
+                )
         if self.eval_protocol not in ("sequential", "random"):
             raise ValueError(
                 f"{type(self).__name__}: eval_protocol must be 'sequential' or 'random', got "
@@ -147,6 +178,11 @@ class GPTConfig:
     @property
     def head_dim(self) -> int:
         return self.embedding_dim // self.n_heads
+
+    @property
+    def kv_heads(self) -> int:
+        """Key/value heads: ``n_kv_heads``, or one per query head when it is None."""
+        return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
 
     @property
     def tokens_per_step(self) -> int:
@@ -170,7 +206,7 @@ class GPTConfig:
 
 _POSITIVE_INTS = (
     "embedding_dim", "context_window", "vocab_size", "n_heads", "n_layers", "batch_size",
-    "gradient_accumulation_steps", "steps", "eval_interval", "eval_steps",
+    "gradient_accumulation_steps", "steps", "eval_interval", "eval_steps", "ffn_multiple_of",
 )  # fmt: skip
 _NON_NEGATIVE_INTS = ("warmup_steps",)
 _REAL_RANGES = (  # (field, low, high, low included): each must lie in [low, high) or (low, high)
@@ -183,6 +219,7 @@ _REAL_RANGES = (  # (field, low, high, low included): each must lie in [low, hig
     ("beta2", 0, 1, True),
     ("eps", 0, math.inf, False),
     ("grad_clip", 0, math.inf, True),
+    ("rope_theta", 0, math.inf, False),
 )
 
 

@@ -718,6 +718,7 @@ class ZeroRedundancyOptimiser:
                  for r in range(n_ranks)]  # fmt: skip
         self._shard_size = max(max(sizes), 1)
         self._send = self._receive = None
+        self._shard_tensors: dict[int, Tensor] = {}  # id(parameter) -> its rows' Tensor
 
     # ------------------------------------------------------------------ the optimiser's face
     @property
@@ -789,7 +790,11 @@ class ZeroRedundancyOptimiser:
                 )
             lo, hi = self._rows[id(p)][2][rank]
             if hi > lo:
-                shard = Tensor(_as_rows(p.array)[lo:hi], name=name)
+                rows = _as_rows(p.array)[lo:hi]
+                shard = self._shard_tensors.get(id(p))  # one Tensor a shard: its state's owner
+                if shard is None:
+                    shard = self._shard_tensors[id(p)] = Tensor(rows, name=name)
+                shard.array = rows  # the parameter's rows now (it may have moved device)
                 grad = _as_rows(p.grad.array)[lo:hi]
                 shard.grad = Tensor(grad, requires_grad=False)
                 shards.append((name, shard))

@@ -305,7 +305,6 @@ class Einsum:
             args=tensors,
             back_fns=[_derivative(xp, tensors, i, d) for i, d in enumerate(derivatives)],
             name=self._name,
-            is_batched=any(t.is_batched for t in tensors),
         )
 
     def __getstate__(self):
@@ -397,7 +396,6 @@ def _diagonal(xp, x: Tensor, part: str, diagonal: str, embed: str, eye_sizes) ->
         args=(x,),
         back_fns=(back_fn,),
         name=f"einsum diagonal {part}->{diagonal}",
-        is_batched=x.is_batched,
     )
 
 

@@ -54,6 +54,15 @@ def init_xavier(shape, gain: float = 1.0, rng=None) -> np.ndarray:
 init_glorot = init_xavier
 
 
+def init_uniform(shape, bound: float, rng=None) -> np.ndarray:
+    """Uniform U(-bound, bound). PyTorch's convolutions and recurrent layers start their
+    weights and biases this way, with bound 1 / sqrt(fan_in) and 1 / sqrt(hidden_size)."""
+    shape = as_shape("init_uniform", shape)
+    bound = _real("init_uniform", "bound", bound, 0.0)
+    rng = random.generator() if rng is None else rng
+    return rng.uniform(-bound, bound, size=shape).astype(DEFAULT_FLOAT)
+
+
 def init_normal(shape, std: float = 0.02, rng=None, mean: float = 0.0) -> np.ndarray:
     """Normal N(mean, std^2), as GPT-2 initialises its weights (std 0.02)."""
     shape = as_shape("init_normal", shape)

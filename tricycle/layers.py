@@ -37,7 +37,8 @@ class Layer:
     """Base class of every layer: subclasses implement ``forward``; calling a layer runs it.
 
     Discovery: each attribute of a layer that is a Tensor with ``requires_grad`` is a
-    parameter; a Tensor without it is a buffer (moved between devices, not trained or saved);
+    parameter; a Tensor without it is a buffer (moved between devices and saved in
+    ``state_dict``, never trained: batch norm's running statistics);
     a Layer, or a list/tuple/dict holding Layers (or Tensors), is a sublayer. Names are
     dotted attribute paths (``blocks.0.attention.weights``) in attribute order. A Tensor or
     Layer reachable twice (weight tying) counts once, under the first name it is reached by.
@@ -152,20 +153,20 @@ class Layer:
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, np.ndarray]:
-        """{dotted name: host (numpy) copy of the parameter}."""
-        return {name: np.array(t.numpy(), copy=True) for name, t in self.named_parameters()}
+        """{dotted name: host (numpy) copy of the parameter or buffer}."""
+        return {name: np.array(t.numpy(), copy=True) for name, t in self.named_tensors()}
 
     def load_state_dict(self, state: dict, strict: bool = True) -> tuple[list[str], list[str]]:
-        """Copy ``state`` into the parameters in place (on their current device).
+        """Copy ``state`` into the parameters and buffers in place (on their current device).
 
-        With ``strict`` every parameter must be present and no other key may be; otherwise
-        only the keys both sides share are loaded. Shapes must always match, values must be
-        numeric and finite in the parameter's dtype (a float64 value too large for float32
-        is an error). Every value is checked (and converted) before any is written: a bad
-        state changes nothing. Returns the (missing, unexpected) key lists.
+        With ``strict`` every parameter and buffer must be present and no other key may be;
+        otherwise only the keys both sides share are loaded. Shapes must always match, values
+        must be numeric and finite in the tensor's dtype (a float64 value too large for
+        float32 is an error). Every value is checked (and converted) before any is written: a
+        bad state changes nothing. Returns the (missing, unexpected) key lists.
         """
         owner = f"load_state_dict of {type(self).__name__}"
-        params = dict(self.named_parameters())
+        params = dict(self.named_tensors())
         missing = [name for name in params if name not in state]
         unexpected = [name for name in state if name not in params]
         if strict and (missing or unexpected):

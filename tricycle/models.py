@@ -1,8 +1,16 @@
-"""GPT: a GPT-2 style decoder-only transformer.
+"""GPT: a GPT-2 style decoder-only transformer, and Llama, its Llama-style variant.
 
-    tokens (B, T) -> token_embedding + position_embedding -> dropout     # (B, T, E)
-                  -> n_layers x GPT2TransformerBlock                     # (B, T, E)
-                  -> layer_norm -> head                                  # (B, T, V)
+    GPT    tokens (B, T) -> token_embedding + position_embedding -> dropout    # (B, T, E)
+                         -> n_layers x GPT2TransformerBlock                    # (B, T, E)
+                         -> layer_norm -> head                                 # (B, T, V)
+
+    Llama  tokens (B, T) -> token_embedding -> dropout                         # (B, T, E)
+                         -> n_layers x LlamaTransformerBlock (RoPE, GQA)       # (B, T, E)
+                         -> RMSNorm -> head                                    # (B, T, V)
+
+``build_model(config)`` makes the one that ``config.arch`` names. Both share the forward
+pass's frame, precision handling, KV-cache sampling (``generate``, ``stream``), checkpoints
+and pickling; Llama overrides only how it is built and how tokens are embedded.
 
 With ``config.tie_weights`` the head is an Einsum against the token embedding's weights, so
 that one Tensor receives gradients from both of its uses. Weights start as in GPT-2: N(0, 0.02)
@@ -21,11 +29,11 @@ import numpy as np
 
 from tricycle import backend
 from tricycle.attention import KVCache
-from tricycle.blocks import GPT2TransformerBlock
+from tricycle.blocks import GPT2TransformerBlock, LlamaTransformerBlock, llama_hidden_size
 from tricycle.configs import GPTConfig
 from tricycle.einsum import Einsum
 from tricycle.initialisers import gpt2_residual_std, init_normal
-from tricycle.layers import Dense, Dropout, Embedding, Layer, LayerNorm, embedding
+from tricycle.layers import Dense, Dropout, Embedding, Layer, LayerNorm, RMSNorm, embedding
 from tricycle.tensor import Tensor, no_grad
 
 _TIED_HEAD = Einsum("...e,ve->...v")  # (B, T, E) x (V, E) -> (B, T, V)
@@ -38,7 +46,10 @@ class GPT(Layer):
     (B, T, vocab_size). ``generate`` samples continuations with a KV cache.
     """
 
+    arch = "gpt2"  # the config.arch this class builds
+
     def __init__(self, config: GPTConfig):
+        _check_arch(type(self), config)
         self.config = config
         E, L = config.embedding_dim, config.n_layers
         weights_init = partial(init_normal, std=0.02)
@@ -102,11 +113,7 @@ class GPT(Layer):
                 f"of {window}; crop the input to its last {window} tokens"
             )
 
-        positions = xp.arange(start, start + T)  # < window, checked above: no range check
-        x = self.token_embedding(ids) + embedding(
-            positions, self.position_embedding.weights, check_range=False
-        )  # (B, T, E)
-        x = self.embedding_dropout(x)
+        x = self.embedding_dropout(self._embed(ids, start))  # (B, T, E)
         for i, block in enumerate(self.blocks):
             x = block(x, None if caches is None else caches[i])  # (B, T, E)
         x = self.layer_norm(x)
@@ -116,6 +123,14 @@ class GPT(Layer):
             logits = self.head(x)  # (B, T, V)
         logits.is_batched = not single
         return logits[0] if single else logits
+
+    def _embed(self, ids, start: int) -> Tensor:
+        """Token plus position embeddings (B, T, E) of ids (B, T) at positions start ...
+        start + T - 1 (within the window: ``_forward`` checked)."""
+        positions = self.token_embedding.weights.xp.arange(start, start + ids.shape[1])
+        return self.token_embedding(ids) + embedding(
+            positions, self.position_embedding.weights, check_range=False
+        )
 
     def new_caches(self, batch_size: int) -> list[KVCache]:
         """Empty KV caches, one per block, each holding up to context_window positions."""
@@ -222,6 +237,73 @@ class GPT(Layer):
         return (
             f"vocab_size={c.vocab_size}, context_window={c.context_window}, "
             f"embedding_dim={c.embedding_dim}, n_heads={c.n_heads}, n_layers={c.n_layers}"
+        )
+
+
+class Llama(GPT):
+    """A Llama-style GPT from a ``GPTConfig`` with ``arch="llama"``: no position embedding
+    (RoPE rotates queries and keys inside each block instead), grouped-query attention with
+    ``config.kv_heads`` key/value heads, SwiGLU MLPs of width ``llama_hidden_size``, RMSNorm,
+    no biases; the head is tied to the token embedding if ``config.tie_weights``.
+
+    Built and initialised as the GPT (N(0, 0.02), residual projections scaled by
+    1 / sqrt(2 n_layers)); everything else (forward, ``generate``, ``stream`` with a KV cache,
+    ``state_dict``, pickling, precision) is the GPT's.
+    """
+
+    arch = "llama"
+
+    def __init__(self, config: GPTConfig):
+        _check_arch(type(self), config)
+        self.config = config
+        E, L = config.embedding_dim, config.n_layers
+        weights_init = partial(init_normal, std=0.02)
+        residual_init = partial(init_normal, std=gpt2_residual_std(L))
+        hidden = llama_hidden_size(E, config.expansion_ratio, config.ffn_multiple_of)
+
+        self.token_embedding = Embedding(config.vocab_size, E, initialiser=weights_init)
+        self.embedding_dropout = Dropout(config.dropout)
+        self.blocks = [
+            LlamaTransformerBlock(
+                E,
+                config.n_heads,
+                config.kv_heads,
+                config.context_window,
+                hidden,
+                rope_theta=config.rope_theta,
+                dropout_prob=config.dropout,
+                initialiser=weights_init,
+                projection_initialiser=residual_init,
+            )
+            for _ in range(L)
+        ]
+        self.layer_norm = RMSNorm(E)  # the final norm, under the GPT's name for its head code
+        if not config.tie_weights:
+            self.head = Dense(E, config.vocab_size, bias=False, initialiser=weights_init)
+
+    def _embed(self, ids, start: int) -> Tensor:
+        """Token embeddings (B, T, E): positions enter through RoPE in the attention."""
+        return self.token_embedding(ids)
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, n_kv_heads={self.config.kv_heads}"
+
+
+MODELS: dict[str, type[GPT]] = {"gpt2": GPT, "llama": Llama}
+
+
+def build_model(config: GPTConfig) -> GPT:
+    """The model ``config.arch`` names: a ``GPT`` ("gpt2") or a ``Llama`` ("llama")."""
+    if config.arch not in MODELS:
+        raise ValueError(f"build_model: arch must be one of {sorted(MODELS)}, got {config.arch!r}")
+    return MODELS[config.arch](config)
+
+
+def _check_arch(model_class: type, config: GPTConfig) -> None:
+    if config.arch != model_class.arch:
+        raise ValueError(
+            f"{model_class.__name__}: the config has arch={config.arch!r}, but this class builds "
+            f"{model_class.arch!r} models; use build_model(config)"
         )
 
 

@@ -102,6 +102,7 @@ class Optimiser:
         self.learning_rate = learning_rate
         self.step_count = 0
         self.state: dict[str, dict] = {}
+        self._owners: dict[str, Tensor] = {}  # name -> the parameter whose state it is
 
     def step(self) -> "Optimiser":
         """Mark the start of a training iteration (advances ``step_count``); returns self."""
@@ -133,7 +134,20 @@ class Optimiser:
 
     def state_of(self, name: str, param: Tensor) -> dict:
         """The state of parameter ``name``, on its device (state loaded from a checkpoint or
-        from another device is moved there)."""
+        from another device is moved there).
+
+        State is kept by name (so checkpoints can name it), and a name belongs to the first
+        parameter updated under it: another parameter of the same name is refused, since
+        its updates would silently use the first one's moments (e.g. two layers, each
+        updated alone with one optimiser, that both call their weights "weights")."""
+        owner = self._owners.setdefault(name, param)
+        if owner is not param:
+            raise ValueError(
+                f"{type(self).__name__}: two different parameters are named {name!r} (shapes "
+                f"{owner.shape} and {param.shape}), and they would share one optimiser state. "
+                "Update them in one call under distinct names (a Layer that holds both: "
+                "model.update(optimiser)), or give each its own optimiser."
+            )
         state = self.state.setdefault(name, {})
         for key, value in state.items():
             if hasattr(value, "shape") and backend.is_cupy_array(value) != param.on_gpu:
@@ -171,7 +185,7 @@ class Optimiser:
         self.step_count = int(state["step_count"])
         if "learning_rate" in state:
             self.learning_rate = float(state["learning_rate"])
-        self.state = {}
+        self.state, self._owners = {}, {}
         for key, value in state.items():
             if not key.startswith("state/"):
                 continue

@@ -115,7 +115,6 @@ def _cast_node(x: Tensor, array) -> Tensor:
         args=(x,),
         back_fns=(lambda grad: grad.astype(source, copy=False),),
         name="cast",
-        is_batched=x.is_batched,
     )
 
 

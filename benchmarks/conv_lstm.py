@@ -1,0 +1,180 @@
+"""Convolution and LSTM on the CPU: tricycle vs PyTorch eager, side by side.
+
+    python benchmarks/conv_lstm.py             # both benchmarks, interleaved rounds
+    python benchmarks/conv_lstm.py --quick     # fewer rounds, smaller sizes: a smoke test
+
+1. conv: ``Conv2d(32, 32, 3, padding=1)`` on (64, 32, 32, 32) float32, forward + backward
+   (input, weight and bias gradients). Target: ours at >= 0.8x PyTorch's speed, i.e.
+   ours/torch time <= 1.25.
+2. lstm: one ``LSTM(256, 256)`` layer over T=64 steps of a batch of 32, forward + backward;
+   printed per time step.
+
+Times are wall-clock (``time.perf_counter``); the runners race interleaved, round by round
+(``race`` from benchmarks/ops.py). The table shows each one's best round and, as ratios, the
+median of per-round ratios. PyTorch gets as many threads as numpy's BLAS. Without torch,
+ours runs alone. Nothing is written to disk.
+"""
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
+
+from ops import blas_threads, paired_ratio, race, settled  # noqa: E402 - benchmarks/ops.py
+
+from tricycle.conv import Conv2d  # noqa: E402
+from tricycle.recurrent import LSTM  # noqa: E402
+from tricycle.tensor import Tensor  # noqa: E402
+
+try:
+    import torch
+except ImportError:  # the comparison is optional
+    torch = None
+
+CONV = dict(batch=64, channels=32, size=32, kernel=3)
+RNN = dict(steps=64, batch=32, width=256)
+
+
+# ------------------------------------------------------------------ 1. conv
+def conv_ours(x0, w0, b0, g0):
+    layer = Conv2d(x0.shape[1], w0.shape[0], w0.shape[2], padding=w0.shape[2] // 2)
+    layer.weights.array[...], layer.bias.array[...] = w0, b0
+
+    def run():
+        x = Tensor(x0)
+        start = time.perf_counter()
+        layer(x).backward(g0)
+        elapsed = time.perf_counter() - start
+        assert x.grad.shape == x0.shape and layer.weights.grad is not None
+        layer.zero_grad()
+        return elapsed
+
+    return run
+
+
+def conv_torch(x0, w0, b0, g0):
+    layer = torch.nn.Conv2d(x0.shape[1], w0.shape[0], w0.shape[2], padding=w0.shape[2] // 2)
+    with torch.no_grad():
+        layer.weight.copy_(torch.from_numpy(w0))
+        layer.bias.copy_(torch.from_numpy(b0))
+    g = torch.from_numpy(g0)
+
+    def run():
+        x = torch.tensor(x0, requires_grad=True)
+        start = time.perf_counter()
+        layer(x).backward(g)
+        elapsed = time.perf_counter() - start
+        assert x.grad is not None and layer.weight.grad is not None
+        layer.zero_grad()
+        return elapsed
+
+    return run
+
+
+# ------------------------------------------------------------------ 2. lstm
+def lstm_ours(x0, g0):
+    layer = LSTM(x0.shape[-1], g0.shape[-1])
+
+    def run():
+        x = Tensor(x0)
+        start = time.perf_counter()
+        outputs, _ = layer(x)
+        outputs.backward(g0)
+        elapsed = time.perf_counter() - start
+        assert x.grad.shape == x0.shape
+        layer.zero_grad()
+        return elapsed
+
+    return run
+
+
+def lstm_torch(x0, g0):
+    layer = torch.nn.LSTM(x0.shape[-1], g0.shape[-1])
+    g = torch.from_numpy(g0)
+
+    def run():
+        x = torch.tensor(x0, requires_grad=True)
+        start = time.perf_counter()
+        outputs, _ = layer(x)
+        outputs.backward(g)
+        elapsed = time.perf_counter() - start
+        assert x.grad is not None
+        layer.zero_grad()
+        return elapsed
+
+    return run
+
+
+# ------------------------------------------------------------------ main
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, few rounds")
+    parser.add_argument("--repeats", type=int, default=None, help="rounds per benchmark")
+    args = parser.parse_args()
+    repeats = args.repeats or (2 if args.quick else 10)
+    conv, rnn = dict(CONV), dict(RNN)
+    if args.quick:
+        conv.update(batch=4, size=8)
+        rnn.update(steps=8, batch=4, width=32)
+
+    threads = blas_threads()
+    if torch is not None:
+        torch.set_num_threads(threads)
+    rng = np.random.default_rng(0)
+    N, C, S, K = conv["batch"], conv["channels"], conv["size"], conv["kernel"]
+    conv_inputs = (
+        rng.standard_normal((N, C, S, S), dtype=np.float32),
+        rng.standard_normal((C, C, K, K), dtype=np.float32) * 0.1,
+        rng.standard_normal(C, dtype=np.float32),
+        rng.standard_normal((N, C, S, S), dtype=np.float32),
+    )
+    T, B, W = rnn["steps"], rnn["batch"], rnn["width"]
+    lstm_inputs = (
+        rng.standard_normal((T, B, W), dtype=np.float32),
+        rng.standard_normal((T, B, W), dtype=np.float32),
+    )
+
+    # PyTorch's OpenMP workers spin for a while after each call: ``settled`` pauses (untimed)
+    # after each of its runs so that they do not steal cores from ours
+    results = {}
+    for name, ours, theirs, inputs in [
+        ("conv", conv_ours, conv_torch, conv_inputs),
+        ("lstm", lstm_ours, lstm_torch, lstm_inputs),
+    ]:
+        runners = {"ours": ours(*inputs)}
+        if torch is not None:
+            runners["torch"] = settled(theirs(*inputs))
+        results[name] = race(runners, repeats)
+
+    torch_version = torch.__version__ if torch is not None else "not installed"
+    print(
+        f"numpy {np.__version__}, torch {torch_version}, {threads} BLAS thread(s), {repeats} "
+        "rounds; times are the best round, the ratio the median of per-round ratios"
+    )
+    header = f"{'benchmark':<52}{'ours ms':>10}{'torch ms':>10}{'ours/torch':>12}  target"
+    print(header)
+    print("-" * len(header))
+    rows = [
+        (f"conv2d {(N, C, S, S)}, {K}x{K}, {C} out, fwd+bwd", "conv", 1, 1.25),
+        (f"lstm {W}->{W}, batch {B}, per step of {T}, fwd+bwd", "lstm", T, None),
+    ]
+    for label, name, per, limit in rows:
+        times = results[name]
+        ours_ms = min(times["ours"]) * 1e3 / per
+        if "torch" in times:
+            torch_ms = f"{min(times['torch']) * 1e3 / per:10.3f}"
+            ratio = paired_ratio(times["ours"], times["torch"])
+            vs_torch = f"{ratio:12.2f}"
+            verdict = "" if limit is None else f"ours/torch <= {limit}: "
+            verdict += "" if limit is None else ("met" if ratio <= limit else "NOT met")
+        else:
+            torch_ms, vs_torch, verdict = f"{'-':>10}", f"{'-':>12}", "torch unavailable"
+        print(f"{label:<52}{ours_ms:10.3f}{torch_ms}{vs_torch}  {verdict}")
+
+
+if __name__ == "__main__":
+    main()

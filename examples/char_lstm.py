@@ -1,0 +1,154 @@
+"""A character-level LSTM language model on tiny-shakespeare, trained with truncated
+backpropagation through time (char-rnn).
+
+    python examples/char_lstm.py --data-dir DIR     # DIR holds tinyshakespeare.txt
+    python examples/char_lstm.py                    # downloads it (cached) if it can
+
+The training text is cut into ``batch_size`` streams of consecutive characters. Each step
+reads the next ``bptt`` characters of every stream and starts from the LSTM state that the
+previous step ended with, so the model can carry context across steps; the gradient flows
+back through these ``bptt`` characters only (the carried state is detached). That is
+truncated backpropagation through time: memory and time per step stay fixed however long
+the text is.
+
+    ids (N, T) -> Embedding -> LSTM (num_layers, batch_first) -> Dense -> logits (N, T, 65)
+
+The validation loss is the mean over every character of the held-out last 10% of the text,
+read the same way (streams, carried state).
+"""
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
+
+from tricycle.layers import Dense, Embedding, Layer  # noqa: E402
+from tricycle.loss import CrossEntropy  # noqa: E402
+from tricycle.optimisers import AdamW, clip_factor, grad_norm  # noqa: E402
+from tricycle.recurrent import LSTM  # noqa: E402
+from tricycle.scheduler import CosineSchedule  # noqa: E402
+from tricycle.tensor import no_grad, to_tensor  # noqa: E402
+from tricycle_datasets.shakespeare import ShakespeareChar  # noqa: E402
+
+
+class CharLSTM(Layer):
+    """Embedding, a stack of LSTM layers, and a Dense head over the characters."""
+
+    def __init__(self, vocab_size: int, embedding_dim: int, hidden_size: int, num_layers: int,
+                 dropout: float = 0.0):  # fmt: skip
+        self.embedding = Embedding(vocab_size, embedding_dim)
+        self.lstm = LSTM(embedding_dim, hidden_size, num_layers, batch_first=True, dropout=dropout)
+        self.head = Dense(hidden_size, vocab_size)
+
+    def forward(self, ids, state=None):
+        """ids (N, T) -> (logits (N, T, V), (h, c))."""
+        outputs, state = self.lstm(self.embedding(ids), state)  # (N, T, H)
+        return self.head(outputs), state
+
+
+def streams(tokens: np.ndarray, batch_size: int) -> np.ndarray:
+    """The tokens cut into ``batch_size`` rows of consecutive text: (batch_size, length)."""
+    length = len(tokens) // batch_size
+    return tokens[: length * batch_size].reshape(batch_size, length)
+
+
+def detach(state):
+    """The carried state without its graph: truncation of the backpropagation."""
+    h, c = state
+    return h.detach(), c.detach()
+
+
+def evaluate(model: CharLSTM, tokens: np.ndarray, batch_size: int, bptt: int) -> float:
+    """Mean cross-entropy (nats per character) over ``tokens``, read as in training."""
+    loss_fn, rows = CrossEntropy(), streams(tokens, batch_size)
+    total, count, state = 0.0, 0, None
+    model.eval()
+    with no_grad():
+        for start in range(0, rows.shape[1] - 1, bptt):
+            inputs = rows[:, start : start + bptt]
+            targets = rows[:, start + 1 : start + bptt + 1]
+            inputs = inputs[:, : targets.shape[1]]
+            logits, state = model(to_tensor(inputs, dtype=int), state)
+            total += loss_fn(to_tensor(targets, dtype=int), logits).item() * targets.size
+            count += targets.size
+    model.train()
+    return total / count
+
+
+def sample(model: CharLSTM, tokeniser, prompt: str, length: int, temperature: float, rng):
+    """Continue ``prompt`` by ``length`` characters, one LSTM step per character."""
+    ids, out = tokeniser.encode(prompt), []
+    model.eval()
+    with no_grad():
+        logits, state = model(to_tensor(ids[None], dtype=int))
+        for _ in range(length):
+            z = logits.array[0, -1].astype(np.float64) / temperature
+            p = np.exp(z - z.max())
+            next_id = int(rng.choice(len(p), p=p / p.sum()))
+            out.append(next_id)
+            logits, state = model(to_tensor([[next_id]], dtype=int), state)
+    model.train()
+    return tokeniser.decode(np.array(out))
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description="A char-rnn LSTM on tiny-shakespeare.")
+    add = parser.add_argument
+    add("--data-dir", help="directory with tinyshakespeare.txt (default: download, cached)")
+    add("--steps", type=int, default=600, help="optimiser steps")
+    add("--batch-size", type=int, default=64, help="parallel streams of text")
+    add("--bptt", type=int, default=64, help="characters backpropagated through per step")
+    add("--hidden-size", type=int, default=256)
+    add("--embedding-dim", type=int, default=64)
+    add("--num-layers", type=int, default=1)
+    add("--dropout", type=float, default=0.0, help="between LSTM layers")
+    add("--lr", type=float, default=5e-3, help="peak learning rate (cosine decay to 1/10)")
+    add("--eval-interval", type=int, default=200)
+    add("--seed", type=int, default=0)
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> float:
+    args = parse_args(argv)
+    corpus = ShakespeareChar(data_dir=args.data_dir)
+    np.random.seed(args.seed)
+    model = CharLSTM(corpus.vocab_size, args.embedding_dim, args.hidden_size, args.num_layers,
+                     args.dropout)  # fmt: skip
+    optimiser = AdamW(learning_rate=args.lr, betas=(0.9, 0.99), weight_decay=0.01)
+    schedule = CosineSchedule(args.lr, args.lr / 10, args.steps, warmup_steps=20)
+    loss_fn = CrossEntropy()
+    rows = streams(corpus.train_tokens, args.batch_size)  # (N, length)
+    print(f"{model.num_parameters():,} parameters; {rows.shape[1] // args.bptt} steps per epoch")
+
+    state, start, begin = None, 0, time.perf_counter()
+    for step in range(1, args.steps + 1):
+        if start + args.bptt + 1 > rows.shape[1]:  # end of an epoch: back to the start
+            state, start = None, 0
+        inputs = rows[:, start : start + args.bptt]  # (N, T)
+        targets = rows[:, start + 1 : start + args.bptt + 1]
+        start += args.bptt
+        logits, state = model(to_tensor(inputs, dtype=int), state)
+        loss = loss_fn(to_tensor(targets, dtype=int), logits)
+        loss.backward()
+        state = detach(state)
+        optimiser.learning_rate = schedule(step - 1)
+        optimiser.step()
+        optimiser.update(model.named_parameters(), clip_factor(grad_norm(model), 1.0))
+        model.zero_grad()
+        if step % args.eval_interval == 0 or step == args.steps:
+            valid = evaluate(model, corpus.valid_tokens, args.batch_size, args.bptt)
+            elapsed = time.perf_counter() - begin
+            print(f"step {step}: train loss {loss.item():.3f}, validation loss {valid:.3f} "
+                  f"({elapsed:.0f} s)", flush=True)  # fmt: skip
+
+    rng = np.random.default_rng(args.seed)
+    print(sample(model, corpus.tokeniser, "ROMEO:\n", 300, 0.8, rng))
+    return valid
+
+
+if __name__ == "__main__":
+    main()

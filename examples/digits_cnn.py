@@ -1,0 +1,109 @@
+"""A small convolutional network on scikit-learn's handwritten digits.
+
+    python examples/digits_cnn.py            # test accuracy ~0.99 in seconds on a CPU
+
+1,797 greyscale 8x8 images of the digits 0-9 (scikit-learn ships them: no download); a
+quarter of them, stratified, is held out for testing. The network:
+
+    (N, 1, 8, 8) -> Conv2d 3x3, 32 channels -> BatchNorm2d -> ReLU         # (N, 32, 8, 8)
+                 -> Conv2d 3x3, 64 channels -> BatchNorm2d -> ReLU         # (N, 64, 8, 8)
+                 -> MaxPool2d 2                                            # (N, 64, 4, 4)
+                 -> Flatten -> Dropout -> Dense                            # (N, 10)
+
+trained with AdamW (cosine learning-rate decay) and cross-entropy for a few epochs.
+"""
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from sklearn.datasets import load_digits
+from sklearn.model_selection import train_test_split
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
+
+from tricycle.activation import ReLU  # noqa: E402
+from tricycle.conv import BatchNorm2d, Conv2d, Flatten, MaxPool2d  # noqa: E402
+from tricycle.layers import Dense, Dropout, Sequential  # noqa: E402
+from tricycle.loss import CrossEntropy  # noqa: E402
+from tricycle.optimisers import AdamW  # noqa: E402
+from tricycle.scheduler import CosineSchedule  # noqa: E402
+from tricycle.tensor import no_grad, to_tensor  # noqa: E402
+
+
+def load_digits_split(seed: int = 0):
+    """(x_train, y_train, x_test, y_test): images (N, 1, 8, 8) scaled to [0, 1], int labels."""
+    digits = load_digits()
+    images = (digits.images / 16.0).astype(np.float32)[:, None]  # (N, 1, 8, 8)
+    return train_test_split(
+        images, digits.target, test_size=0.25, stratify=digits.target, random_state=seed
+    )
+
+
+def build_model() -> Sequential:
+    """The network of the module docstring."""
+    return Sequential(
+        Conv2d(1, 32, kernel_size=3, padding=1),
+        BatchNorm2d(32),
+        ReLU(),
+        Conv2d(32, 64, kernel_size=3, padding=1),
+        BatchNorm2d(64),
+        ReLU(),
+        MaxPool2d(2),
+        Flatten(),
+        Dropout(0.25),
+        Dense(64 * 4 * 4, 10),
+    )
+
+
+def accuracy(model: Sequential, images, labels, batch_size: int = 512) -> float:
+    """The fraction of ``images`` classified as ``labels``, in evaluation mode."""
+    model.eval()
+    with no_grad():
+        predictions = np.concatenate(
+            [
+                model(to_tensor(images[i : i + batch_size])).array.argmax(axis=-1)
+                for i in range(0, len(images), batch_size)
+            ]
+        )
+    model.train()
+    return float(np.mean(predictions == labels))
+
+
+def train(epochs: int = 10, batch_size: int = 32, learning_rate: float = 2e-3, seed: int = 0):
+    """Train on the training split; returns (model, test accuracy)."""
+    x_train, x_test, y_train, y_test = load_digits_split(seed)
+    np.random.seed(seed)  # weights and dropout
+    model = build_model()
+    optimiser = AdamW(learning_rate=learning_rate, weight_decay=1e-4)
+    steps_per_epoch = -(-len(x_train) // batch_size)
+    schedule = CosineSchedule(learning_rate, learning_rate / 100, epochs * steps_per_epoch)
+    loss_fn = CrossEntropy()
+    rng = np.random.default_rng(seed)
+    for epoch in range(epochs):
+        order = rng.permutation(len(x_train))
+        for step, i in enumerate(range(0, len(order), batch_size)):
+            batch = order[i : i + batch_size]
+            logits = model(to_tensor(x_train[batch]))  # (B, 10)
+            loss = loss_fn(to_tensor(y_train[batch], dtype=int), logits)
+            loss.backward()
+            optimiser.learning_rate = schedule(epoch * steps_per_epoch + step)
+            optimiser.step()
+            model.update(optimiser)
+    return model, accuracy(model, x_test, y_test)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    _, test_accuracy = train(epochs=args.epochs, seed=args.seed)
+    print(f"test accuracy {test_accuracy:.4f} in {time.perf_counter() - start:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

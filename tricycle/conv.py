@@ -1,0 +1,697 @@
+"""Convolution, pooling, batch normalisation and Flatten, for inputs laid out as PyTorch's:
+(N, C, L) in one spatial dimension, (N, C, H, W) in two.
+
+A convolution is an einsum over strided windows. ``windows(x)`` views the padded input as
+(N, C, kh, kw, Ho, Wo), element [n, c, i, j, h, w] = x[n, c, h*s + i*d, w*s + j*d] for stride s
+and dilation d, without copying anything (``as_strided``); then::
+
+    out = Einsum("ncijhw,ocij->nohw")(windows(x), W) + b[o]
+
+and, by the einsum's index swap, the backward is::
+
+    dW       = Einsum("ncijhw,nohw->ocij")(windows(x), dout)
+    dwindows = Einsum("ocij,nohw->ncijhw")(W, dout)
+
+The window view's own backward is a scatter-add (col2im): every window element goes back to
+the input position it was read from. For a fixed kernel offset (i, j) the positions of
+different windows never coincide, so this is one strided add per offset (kh * kw of them),
+with no loop over positions (``scatter_windows``). With ``groups`` the channels split into
+groups that are convolved separately: one more batch index g in the einsum.
+
+On numpy the einsum runs as a matrix product per block of samples (``for_each_block``): the
+block's windows are copied into a (C kh kw, Ho Wo) matrix (im2col) small enough to stay in
+the CPU cache, multiplied by the (O, C kh kw) weights, and the blocks are spread over the
+threads. The backward recomputes the windows instead of keeping that 9x-larger matrix. On
+cupy one block covers the whole batch.
+
+Pooling reuses the windows: max pooling sends each window's gradient to its (first) largest
+element, as PyTorch does; average pooling spreads it evenly. Batch normalisation is a fused
+op with a closed-form backward; its running statistics are buffers (tensors that do not
+require grad), saved in ``state_dict`` but never trained.
+"""
+
+import itertools
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from tricycle import ops
+from tricycle.backend import check_same_device
+from tricycle.blocking import block_index, for_each_block, row_blocks
+from tricycle.initialisers import init_ones, init_uniform, init_zeros
+from tricycle.layers import Layer, parameter, shared_back_fns
+from tricycle.tensor import Tensor
+
+__all__ = [
+    "AvgPool1d",
+    "AvgPool2d",
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "Conv1d",
+    "Conv2d",
+    "Flatten",
+    "MaxPool1d",
+    "MaxPool2d",
+    "avg_pool",
+    "batch_norm",
+    "conv",
+    "max_pool",
+]
+
+
+# ====================================================================== windows
+
+
+def as_tuple(value, n: int, name: str, op: str) -> tuple[int, ...]:
+    """An int or a sequence of ``n`` ints as a tuple of ``n`` ints (kernel, stride, ...)."""
+    values = (value,) * n if isinstance(value, (int, np.integer)) else tuple(value)
+    if len(values) != n or not all(isinstance(v, (int, np.integer)) for v in values):
+        raise ValueError(f"{op}: {name} must be an int or {n} ints, got {value!r}")
+    return tuple(int(v) for v in values)
+
+
+def output_size(size, kernel, stride, padding, dilation, op: str) -> tuple[int, ...]:
+    """Spatial output size: (size + 2 padding - dilation (kernel - 1) - 1) // stride + 1."""
+    out = tuple(
+        (n + 2 * p - d * (k - 1) - 1) // s + 1
+        for n, k, s, p, d in zip(size, kernel, stride, padding, dilation)
+    )
+    if any(n < 1 for n in out):
+        raise ValueError(
+            f"{op}: an input of spatial size {tuple(size)} with padding {padding} is smaller "
+            f"than the (dilated) kernel {kernel} with dilation {dilation}: the output would "
+            f"have size {out}"
+        )
+    return out
+
+
+def pad(xp, x, padding, value=0.0):
+    """Pad the spatial axes (all but the first two) by ``padding`` on both sides."""
+    if not any(padding):
+        return x
+    shape = x.shape[:2] + tuple(n + 2 * p for n, p in zip(x.shape[2:], padding))
+    out = xp.full(shape, value, dtype=x.dtype)
+    out[(...,) + tuple(slice(p, p + n) for n, p in zip(x.shape[2:], padding))] = x
+    return out
+
+
+def unpad(x, padding):
+    """The inverse of ``pad``: the interior view."""
+    if not any(padding):
+        return x
+    return x[(...,) + tuple(slice(p, n - p) for n, p in zip(x.shape[2:], padding))]
+
+
+def windows(xp, x, kernel, stride, dilation):
+    """A view (N, C, *kernel, *out) of x (N, C, *size): element [n, c, *k, *o] is
+    x[n, c, *(o * stride + k * dilation)]. Nothing is copied; do not write to it."""
+    size = x.shape[2:]
+    out = tuple(
+        (n - d * (k - 1) - 1) // s + 1 for n, k, s, d in zip(size, kernel, stride, dilation)
+    )
+    steps = x.strides[2:]
+    strides = x.strides[:2] + tuple(t * d for t, d in zip(steps, dilation))
+    strides += tuple(t * s for t, s in zip(steps, stride))
+    return xp.lib.stride_tricks.as_strided(x, x.shape[:2] + tuple(kernel) + out, strides)
+
+
+def scatter_windows(xp, dwindows, size, stride, dilation):
+    """The backward of ``windows``: (N, C, *kernel, *out) -> (N, C, *size), each element
+    added back where it was read. One strided add per kernel offset: for a fixed offset, the
+    windows read distinct positions."""
+    d = len(size)
+    kernel, out = dwindows.shape[2 : 2 + d], dwindows.shape[2 + d :]
+    dx = xp.zeros(dwindows.shape[:2] + tuple(size), dtype=dwindows.dtype)
+    for offset in itertools.product(*(range(k) for k in kernel)):
+        where = tuple(
+            slice(i * dil, i * dil + s * (n - 1) + 1, s)
+            for i, dil, s, n in zip(offset, dilation, stride, out)
+        )
+        dx[(slice(None), slice(None)) + where] += dwindows[(slice(None), slice(None)) + offset]
+    return dx
+
+
+# ====================================================================== convolution
+
+
+class _ConvGeometry:
+    """Shapes of one convolution: x (N, C, *size), weights (O, C / groups, *kernel)."""
+
+    def __init__(self, x_shape, w_shape, stride, padding, dilation, groups, op="Conv"):
+        self.N, self.C = x_shape[:2]
+        self.O, self.Cg = w_shape[:2]
+        self.kernel, self.size = tuple(w_shape[2:]), tuple(x_shape[2:])
+        self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
+        self.out = output_size(self.size, self.kernel, stride, padding, dilation, op)
+        self.G, self.Og = groups, self.O // groups
+        self.K = self.Cg * math.prod(self.kernel)  # contracted per group: c, *kernel
+        self.L = math.prod(self.out)  # output positions
+
+    def columns(self, xp, x_padded):
+        """im2col of a block of samples: the windows of the padded x (b, C, *padded size)
+        copied into a matrix per sample and group, (b, G, Cg * prod(kernel), prod(out))."""
+        view = windows(xp, x_padded, self.kernel, self.stride, self.dilation)
+        return view.reshape(len(x_padded), self.G, self.K, self.L)  # the one copy
+
+    def grouped_weights(self, weights):
+        return weights.reshape(self.G, self.Og, self.K)  # (G, Og, K)
+
+
+def conv_forward(xp, x, weights, bias, stride, padding, dilation, groups):
+    """``Einsum("ncijhw,ocij->nohw")(windows(x), W) + b`` for any number of spatial axes,
+    with ``groups``: x (N, C, *size), weights (O, C / groups, *kernel), bias (O,) or None ->
+    (N, O, *out). Computed as (Og, K) @ (K, L) products per group, block of samples at a
+    time."""
+    g = _ConvGeometry(x.shape, weights.shape, stride, padding, dilation, groups)
+    w = g.grouped_weights(weights)  # (G, Og, K)
+    out = xp.empty((g.N, g.O) + g.out, dtype=xp.result_type(x, weights))
+    out_g = out.reshape(g.N, g.G, g.Og, g.L)
+    b = None if bias is None else bias.reshape(g.G, g.Og, 1)
+    x_padded = pad(xp, x, padding)  # once for the batch: cheaper than per block
+
+    def block(rows):
+        xp.matmul(w, g.columns(xp, x_padded[rows]), out=out_g[rows])  # (b, G, Og, L)
+        if b is not None:
+            out_g[rows] += b
+
+    for_each_block(xp, g.N, g.G * g.K * g.L, block)
+    return out
+
+
+def conv_backward(xp, dout, x, weights, stride, padding, dilation, groups, needs):
+    """Gradients (dx, dweights, dbias) of ``conv_forward``, each None where ``needs`` (for x,
+    weights, bias) says nobody wants it:
+
+        dW       = Einsum("ncijhw,nohw->ocij")(windows(x), dout)
+        dwindows = Einsum("ocij,nohw->ncijhw")(W, dout), then dx = scatter_windows(dwindows)
+        db       = dout summed over every axis but the channels
+
+    With stride 1 (and padding <= dilation * (kernel - 1)), dx is itself a convolution:
+    of dout, padded by dilation * (kernel - 1) - padding, with the kernel flipped and its in
+    and out channels swapped (``transposed_weights``). That costs an im2col and a product,
+    where dwindows writes an array kh * kw times dx's size and scatter-adds it back.
+    """
+    g = _ConvGeometry(x.shape, weights.shape, stride, padding, dilation, groups)
+    want_x, want_weights, want_bias = needs
+    w = g.grouped_weights(weights)  # (G, Og, K)
+    dout_g = dout.reshape(g.N, g.G, g.Og, g.L)
+    n_blocks = len(row_blocks(xp, g.N, g.G * g.K * g.L))
+    as_convolution = all(s == 1 for s in stride) and all(
+        p <= d * (k - 1) for p, d, k in zip(padding, dilation, g.kernel)
+    )
+    dx = None
+    if want_x and as_convolution:
+        dx_padding = tuple(d * (k - 1) - p for p, d, k in zip(padding, dilation, g.kernel))
+        flipped = transposed_weights(weights, groups)
+        dx = conv_forward(xp, dout, flipped, None, stride, dx_padding, dilation, groups)
+    elif want_x:
+        dx = xp.empty(x.shape, dtype=dout.dtype)
+    scatter = want_x and not as_convolution
+    # per block: dW^T (K, Og) = cols (K, L) @ dout^T (L, Og), faster in BLAS than dout @ cols^T
+    dw = xp.empty((n_blocks, g.G, g.K, g.Og), dtype=dout.dtype) if want_weights else None
+    db = xp.empty((n_blocks, g.O), dtype=dout.dtype) if want_bias else None
+    padded = tuple(n + 2 * p for n, p in zip(g.size, padding))
+    x_padded = pad(xp, x, padding) if want_weights else None
+
+    def block(rows):
+        k, d = block_index(rows), dout_g[rows]  # (b, G, Og, L)
+        if want_weights:  # recomputed: cheaper than keeping the im2col matrix
+            cols = g.columns(xp, x_padded[rows])  # (b, G, K, L)
+            dw[k] = xp.matmul(cols, d.swapaxes(-1, -2)).sum(axis=0)
+        if want_bias:
+            db[k] = d.sum(axis=(0, 3)).reshape(g.O)
+        if scatter:
+            dcols = xp.matmul(w.swapaxes(-1, -2), d)  # (b, G, K, L)
+            dcols = dcols.reshape((len(d), g.C) + g.kernel + g.out)
+            dx[rows] = unpad(scatter_windows(xp, dcols, padded, stride, dilation), padding)
+
+    if want_weights or want_bias or scatter:
+        for_each_block(xp, g.N, g.G * g.K * g.L, block)
+    dweights = None
+    if want_weights:
+        dweights = dw.sum(axis=0).swapaxes(-1, -2).reshape(weights.shape)
+    return dx, dweights, None if db is None else db.sum(axis=0)
+
+
+def transposed_weights(weights, groups: int):
+    """The kernel of a stride-1 convolution's input gradient: (O, C / G, *kernel) ->
+    (C, O / G, *kernel), each group's in and out channels swapped and the kernel flipped."""
+    out_channels, Cg = weights.shape[:2]
+    Og, kernel = out_channels // groups, weights.shape[2:]
+    grouped = weights.reshape((groups, Og, Cg) + kernel).swapaxes(1, 2)  # (G, Cg, Og, *kernel)
+    flipped = grouped[(Ellipsis,) + (slice(None, None, -1),) * len(kernel)]
+    return flipped.reshape((groups * Cg, Og) + kernel)
+
+
+def conv(
+    x: Tensor,
+    weights: Tensor,
+    bias: Tensor | None = None,
+    stride=1,
+    padding=0,
+    dilation=1,
+    groups: int = 1,
+) -> Tensor:
+    """Cross-correlation of x (N, C, *size) with weights (O, C / groups, *kernel), plus a bias
+    (O,): (N, O, *out), as PyTorch's ``conv1d``/``conv2d``. ``stride``, ``padding`` (zeros)
+    and ``dilation`` are ints or one int per spatial axis."""
+    n = weights.ndim - 2
+    op = f"conv{n}d"
+    if n < 1 or x.ndim != n + 2:
+        raise ValueError(
+            f"{op}: expected input (batch, channels, *{n} spatial axes) for weights of shape "
+            f"{weights.shape}, got shape {x.shape}"
+        )
+    stride, padding, dilation = (
+        as_tuple(v, n, name, op)
+        for v, name in ((stride, "stride"), (padding, "padding"), (dilation, "dilation"))
+    )
+    if min(stride + dilation) < 1 or min(padding) < 0:
+        raise ValueError(
+            f"{op}: stride and dilation must be >= 1 and padding >= 0, got stride {stride}, "
+            f"padding {padding}, dilation {dilation}"
+        )
+    if groups < 1 or x.shape[1] != weights.shape[1] * groups or weights.shape[0] % groups:
+        raise ValueError(
+            f"{op}: input of shape {x.shape} with {x.shape[1]} channels does not fit weights "
+            f"of shape {weights.shape} with groups={groups}: expected in_channels = "
+            f"{weights.shape[1]} * groups and out_channels divisible by groups"
+        )
+    if bias is not None and bias.shape != (weights.shape[0],):
+        raise ValueError(f"{op}: bias must have shape ({weights.shape[0]},), got {bias.shape}")
+    args = (x, weights) if bias is None else (x, weights, bias)
+    xp = check_same_device(op, *(a.array for a in args))
+    output_size(x.shape[2:], weights.shape[2:], stride, padding, dilation, op)  # checks sizes
+    geometry = (stride, padding, dilation, groups)
+    out = conv_forward(xp, x.array, weights.array, None if bias is None else bias.array, *geometry)
+
+    def backward(dout):
+        needs = (x.requires_grad, weights.requires_grad, bias is not None and bias.requires_grad)
+        grads = conv_backward(xp, dout, x.array, weights.array, *geometry, needs)
+        return grads[: len(args)]
+
+    back_fns = shared_back_fns(backward, len(args))
+    return Tensor(out, args=args, back_fns=back_fns, name=op)
+
+
+class _ConvNd(Layer):
+    """Shared by Conv1d and Conv2d: weights (out, in / groups, *kernel) and bias (out,) start
+    as PyTorch's, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in = in / groups * prod(kernel)
+    (``initialiser`` replaces it for the weights)."""
+
+    n_dims = 0
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size,
+        stride=1,
+        padding=0,
+        dilation=1,
+        groups: int = 1,
+        bias: bool = True,
+        initialiser: Callable | None = None,
+    ):
+        name = type(self).__name__
+        n = self.n_dims
+        self.kernel_size = as_tuple(kernel_size, n, "kernel_size", name)
+        self.stride = as_tuple(stride, n, "stride", name)
+        self.padding = as_tuple(padding, n, "padding", name)
+        self.dilation = as_tuple(dilation, n, "dilation", name)
+        if groups < 1 or in_channels % groups or out_channels % groups:
+            raise ValueError(
+                f"{name}: in_channels={in_channels} and out_channels={out_channels} must both "
+                f"be divisible by groups={groups}"
+            )
+        if min(self.kernel_size) < 1:
+            raise ValueError(f"{name}: kernel_size must be >= 1, got {kernel_size}")
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        shape = (out_channels, in_channels // groups) + self.kernel_size
+        bound = 1 / math.sqrt(in_channels // groups * math.prod(self.kernel_size))
+        init = initialiser or (lambda s: init_uniform(s, bound))
+        self.weights = parameter(init(shape), "weights")
+        self.bias = parameter(init_uniform((out_channels,), bound), "bias") if bias else None
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.ndim != self.n_dims + 2 or x.shape[1] != self.in_channels:
+            axes = ("length",) if self.n_dims == 1 else ("height", "width")
+            raise ValueError(
+                f"{type(self).__name__}({self.in_channels} -> {self.out_channels}): expected "
+                f"input (batch, {self.in_channels}, {', '.join(axes)}), got shape {x.shape}"
+            )
+        geometry = (self.stride, self.padding, self.dilation, self.groups)
+        return conv(x, self.weights, self.bias, *geometry)
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+            f"stride={self.stride}, padding={self.padding}, dilation={self.dilation}, "
+            f"groups={self.groups}, bias={self.bias is not None}"
+        )
+
+
+class Conv1d(_ConvNd):
+    """1-D convolution, as ``torch.nn.Conv1d``: (N, in_channels, L) -> (N, out_channels, Lo)."""
+
+    n_dims = 1
+
+
+class Conv2d(_ConvNd):
+    """2-D convolution, as ``torch.nn.Conv2d``: (N, in_channels, H, W) -> (N, out, Ho, Wo)."""
+
+    n_dims = 2
+
+
+# ====================================================================== pooling
+
+
+def _pool_geometry(x: Tensor, kernel_size, stride, padding, n: int, op: str):
+    if x.ndim != n + 2:
+        raise ValueError(
+            f"{op}: expected input (batch, channels, *{n} spatial axes), got shape {x.shape}"
+        )
+    kernel = as_tuple(kernel_size, n, "kernel_size", op)
+    stride = kernel if stride is None else as_tuple(stride, n, "stride", op)
+    padding = as_tuple(padding, n, "padding", op)
+    if min(kernel + stride) < 1 or any(not 0 <= p <= k // 2 for p, k in zip(padding, kernel)):
+        raise ValueError(
+            f"{op}: kernel_size and stride must be >= 1 and padding between 0 and half the "
+            f"kernel, got kernel_size {kernel}, stride {stride}, padding {padding}"
+        )
+    output_size(x.shape[2:], kernel, stride, padding, (1,) * n, op)
+    return kernel, stride, padding
+
+
+def max_pool(x: Tensor, kernel_size, stride=None, padding=0) -> Tensor:
+    """The largest value of each window (padding counts as -inf), as PyTorch's
+    ``max_pool1d``/``max_pool2d``; the gradient goes to the first largest element of each
+    window (overlapping windows add up). ``stride`` defaults to ``kernel_size``."""
+    n = x.ndim - 2
+    op = f"max_pool{n}d"
+    kernel, stride, padding = _pool_geometry(x, kernel_size, stride, padding, n, op)
+    xp, dilation = x.xp, (1,) * n
+    padded = pad(xp, x.array, padding, -np.inf)
+    view = windows(xp, padded, kernel, stride, dilation)  # (N, C, *kernel, *out)
+    K, out_shape = math.prod(kernel), view.shape[2 + n :]
+    flat = view.reshape(x.shape[:2] + (K,) + out_shape)  # a copy: one window per column
+    index = flat.argmax(axis=2)[:, :, None]  # (N, C, 1, *out): the first maximum
+    out = xp.take_along_axis(flat, index, axis=2)[:, :, 0]
+    index = index.astype(np.uint8 if K < 256 else np.int64)  # kept for backward
+
+    def back_fn(dout):
+        positions = xp.arange(K, dtype=index.dtype).reshape((1, 1, K) + (1,) * n)
+        dflat = (positions == index) * dout[:, :, None]  # the gradient at each argmax
+        dview = dflat.reshape(view.shape)
+        return unpad(scatter_windows(xp, dview, padded.shape[2:], stride, dilation), padding)
+
+    return Tensor(out, args=(x,), back_fns=(back_fn,), name=op)
+
+
+def avg_pool(
+    x: Tensor, kernel_size, stride=None, padding=0, count_include_pad: bool = True
+) -> Tensor:
+    """The mean of each window, as PyTorch's ``avg_pool1d``/``avg_pool2d``: zero padding
+    counts in the mean unless ``count_include_pad=False``. ``stride`` defaults to
+    ``kernel_size``."""
+    n = x.ndim - 2
+    op = f"avg_pool{n}d"
+    kernel, stride, padding = _pool_geometry(x, kernel_size, stride, padding, n, op)
+    xp, dilation = x.xp, (1,) * n
+    padded_size = tuple(s + 2 * p for s, p in zip(x.shape[2:], padding))
+    axes = tuple(range(2, 2 + n))
+    view = windows(xp, pad(xp, x.array, padding), kernel, stride, dilation)
+    if count_include_pad or not any(padding):
+        count = math.prod(kernel)
+    else:  # how many elements of each window are real: the pooled sum of an unpadded ones
+        ones = pad(xp, xp.ones((1, 1) + x.shape[2:], dtype=x.dtype), padding)
+        count = windows(xp, ones, kernel, stride, dilation).sum(axis=axes)  # (1, 1, *out)
+    out = view.sum(axis=axes) / count
+
+    def back_fn(dout):
+        share = xp.expand_dims(dout / count, axes)  # (N, C, 1.., *out): each element's part
+        dview = xp.broadcast_to(share, view.shape)
+        return unpad(scatter_windows(xp, dview, padded_size, stride, dilation), padding)
+
+    return Tensor(
+        out.astype(x.dtype, copy=False),
+        args=(x,),
+        back_fns=(back_fn,),
+        name=op,
+    )
+
+
+class _Pool(Layer):
+    n_dims = 0
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+
+    def _check(self, x: Tensor) -> None:
+        if x.ndim != self.n_dims + 2:
+            raise ValueError(
+                f"{type(self).__name__}: expected input (batch, channels, "
+                f"*{self.n_dims} spatial axes), got shape {x.shape}"
+            )
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class _MaxPool(_Pool):
+    def forward(self, x: Tensor) -> Tensor:
+        self._check(x)
+        return max_pool(x, self.kernel_size, self.stride, self.padding)
+
+
+class _AvgPool(_Pool):
+    def __init__(self, kernel_size, stride=None, padding=0, count_include_pad: bool = True):
+        super().__init__(kernel_size, stride, padding)
+        self.count_include_pad = count_include_pad
+
+    def forward(self, x: Tensor) -> Tensor:
+        self._check(x)
+        return avg_pool(x, self.kernel_size, self.stride, self.padding, self.count_include_pad)
+
+
+class MaxPool1d(_MaxPool):
+    """Max pooling over (N, C, L), as ``torch.nn.MaxPool1d`` (stride defaults to the kernel)."""
+
+    n_dims = 1
+
+
+class MaxPool2d(_MaxPool):
+    """Max pooling over (N, C, H, W), as ``torch.nn.MaxPool2d`` (stride defaults to the
+    kernel)."""
+
+    n_dims = 2
+
+
+class AvgPool1d(_AvgPool):
+    """Average pooling over (N, C, L), as ``torch.nn.AvgPool1d``."""
+
+    n_dims = 1
+
+
+class AvgPool2d(_AvgPool):
+    """Average pooling over (N, C, H, W), as ``torch.nn.AvgPool2d``."""
+
+    n_dims = 2
+
+
+# ====================================================================== Flatten
+
+
+class Flatten(Layer):
+    """Merge axes ``start_dim`` ... ``end_dim`` into one, as ``torch.nn.Flatten``: by default
+    (N, C, H, W) -> (N, C * H * W)."""
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1):
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        start, end = self.start_dim % max(x.ndim, 1), self.end_dim % max(x.ndim, 1)
+        if x.ndim == 0 or start > end:
+            raise ValueError(
+                f"Flatten: cannot merge axes {self.start_dim}..{self.end_dim} of a tensor of "
+                f"shape {x.shape}"
+            )
+        shape = x.shape[:start] + (math.prod(x.shape[start : end + 1]),) + x.shape[end + 1 :]
+        return ops.reshape(x, shape)
+
+    def extra_repr(self) -> str:
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+# ====================================================================== batch norm
+
+
+def batch_norm_forward(xp, x, gamma, beta, eps: float, mean=None, var=None):
+    """Normalise each channel (axis 1) of x (N, C, R) over N and R, then scale and shift:
+    y = (x - mean) * rstd * gamma + beta, rstd = 1 / sqrt(var + eps).
+
+    Without ``mean``/``var`` the batch's own statistics are used (training); with them, those
+    (evaluation, running statistics). ``gamma``/``beta`` (C,) may be None (no affine).
+    Returns (y, xhat, rstd, mean, var), var biased: xhat and rstd are what backward needs.
+    """
+    if mean is None:
+        mean = x.mean(axis=(0, 2))
+        centred = x - mean[:, None]
+        var = xp.einsum("ncr,ncr->c", centred, centred) / (x.shape[0] * x.shape[2])
+    else:
+        centred = x - mean[:, None]
+    rstd = 1 / xp.sqrt(var + eps)  # (C,)
+    xhat = centred * rstd[:, None]
+    y = xhat if gamma is None else xhat * gamma[:, None]
+    if beta is not None:
+        y = y + beta[:, None]
+    return y, xhat, rstd, mean, var
+
+
+def batch_norm_backward(xp, dy, xhat, gamma, rstd, batch_statistics: bool):
+    """Gradients (dx, dgamma, dbeta) of ``batch_norm_forward``, with g = dy * gamma and M the
+    N * R elements per channel: with batch statistics (which depend on x)
+    dx = rstd * (g - mean(g) - xhat * mean(g * xhat)); with fixed ones dx = rstd * g;
+    dgamma = sum(dy * xhat), dbeta = sum(dy) over N and R in both."""
+    dbeta = dy.sum(axis=(0, 2))  # (C,)
+    dgamma = xp.einsum("ncr,ncr->c", dy, xhat)
+    scale = rstd if gamma is None else rstd * gamma  # (C,)
+    if batch_statistics:
+        M = dy.shape[0] * dy.shape[2]
+        dx = (dy - dbeta[:, None] / M - xhat * (dgamma[:, None] / M)) * scale[:, None]
+    else:
+        dx = dy * scale[:, None]
+    return dx, dgamma, dbeta
+
+
+def batch_norm(
+    x: Tensor,
+    gamma: Tensor | None = None,
+    beta: Tensor | None = None,
+    eps: float = 1e-5,
+    mean=None,
+    var=None,
+):
+    """Batch normalisation over axis 1 of x (N, C, *rest), as one node of the graph.
+
+    Returns (y, mean, var): the output and the (C,) statistics used, which are the batch's
+    own (var biased) unless fixed ``mean`` and ``var`` arrays are given, as in evaluation.
+    """
+    if x.ndim < 2 or x.size == 0:
+        raise ValueError(
+            f"batch_norm: expected a non-empty input (batch, channels, ...), got {x.shape}"
+        )
+    N, C, rest = x.shape[0], x.shape[1], math.prod(x.shape[2:])
+    batch_statistics = mean is None
+    if batch_statistics and N * rest == 1:
+        raise ValueError(
+            f"batch_norm: expected more than 1 value per channel when using batch statistics, "
+            f"got input shape {x.shape}"
+        )
+    args = tuple(t for t in (x, gamma, beta) if t is not None)
+    for t in args[1:]:
+        if t.shape != (C,):
+            raise ValueError(f"batch_norm: gamma and beta must have shape ({C},), got {t.shape}")
+    xp = check_same_device("batch_norm", *(a.array for a in args))
+    x3 = x.array.reshape(N, C, rest)
+    g, b = (None if t is None else t.array for t in (gamma, beta))
+    y, xhat, rstd, mean, var = batch_norm_forward(xp, x3, g, b, eps, mean, var)
+
+    def backward(dy):
+        dx, dgamma, dbeta = batch_norm_backward(
+            xp, dy.reshape(N, C, rest), xhat, g, rstd, batch_statistics
+        )
+        grads = [dx.reshape(x.shape)]
+        grads += [dgamma] if gamma is not None else []
+        grads += [dbeta] if beta is not None else []
+        return grads
+
+    out = Tensor(
+        y.reshape(x.shape).astype(x.dtype, copy=False),
+        args=args,
+        back_fns=shared_back_fns(backward, len(args)),
+        name="batch_norm",
+    )
+    return out, mean, var
+
+
+class _BatchNorm(Layer):
+    """Batch normalisation, as PyTorch's: in training, normalise with the batch's statistics
+    and update the running ones (running = (1 - momentum) running + momentum batch, with the
+    unbiased batch variance); in evaluation, normalise with the running statistics.
+
+    ``gamma`` (ones) and ``beta`` (zeros) are parameters when ``affine``; ``running_mean``
+    and ``running_var`` are buffers: saved in ``state_dict``, moved with the layer, never
+    given to the optimiser. Without ``track_running_stats`` the batch statistics are used in
+    evaluation too.
+    """
+
+    n_dims: tuple[int, ...] = ()
+
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+    ):
+        if not isinstance(momentum, (int, float)) or not 0 <= momentum <= 1:
+            raise ValueError(
+                f"{type(self).__name__}: momentum must be a number in [0, 1] (PyTorch's "
+                f"cumulative average, momentum=None, is not supported), got {momentum!r}"
+            )
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.gamma = parameter(init_ones((num_features,)), "gamma") if affine else None
+        self.beta = parameter(init_zeros((num_features,)), "beta") if affine else None
+        self.track_running_stats = track_running_stats
+        if track_running_stats:
+            self.running_mean = Tensor(init_zeros((num_features,)), requires_grad=False)
+            self.running_var = Tensor(init_ones((num_features,)), requires_grad=False)
+
+    def forward(self, x: Tensor) -> Tensor:
+        name = type(self).__name__
+        if x.ndim not in self.n_dims or x.shape[1] != self.num_features:
+            raise ValueError(
+                f"{name}({self.num_features}): expected input with {self.num_features} "
+                f"channels on axis 1 and {' or '.join(map(str, self.n_dims))} dimensions, got "
+                f"shape {x.shape}"
+            )
+        if self.training or not self.track_running_stats:
+            y, mean, var = batch_norm(x, self.gamma, self.beta, self.eps)
+            if self.training and self.track_running_stats:
+                self._update_running_statistics(mean, var, x.size // x.shape[1])
+            return y
+        y, _, _ = batch_norm(
+            x, self.gamma, self.beta, self.eps, self.running_mean.array, self.running_var.array
+        )
+        return y
+
+    def _update_running_statistics(self, mean, var, n: int) -> None:
+        """New arrays, not writes into the old ones: a graph built in evaluation may still
+        hold the previous statistics for its backward."""
+        m = self.momentum
+        unbiased = var * (n / (n - 1))
+        running_mean, running_var = self.running_mean, self.running_var
+        running_mean.array = ((1 - m) * running_mean.array + m * mean).astype(running_mean.dtype)
+        running_var.array = ((1 - m) * running_var.array + m * unbiased).astype(running_var.dtype)
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+            f"affine={self.gamma is not None}, track_running_stats={self.track_running_stats}"
+        )
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch normalisation of (N, C) or (N, C, L) inputs over N (and L), as
+    ``torch.nn.BatchNorm1d``."""
+
+    n_dims = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch normalisation of (N, C, H, W) inputs over N, H and W, as ``torch.nn.BatchNorm2d``."""
+
+    n_dims = (4,)
