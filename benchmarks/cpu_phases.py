@@ -19,8 +19,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
 from harness import CPU_GPT, batches, torch_or_none  # noqa: E402
@@ -30,6 +28,7 @@ from tricycle.configs import GPTConfig  # noqa: E402
 from tricycle.loss import CrossEntropy  # noqa: E402
 from tricycle.models import GPT  # noqa: E402
 from tricycle.optimisers import AdamW, clip_factor, grad_norm  # noqa: E402
+from tricycle.random import manual_seed  # noqa: E402
 from tricycle.training import tune_cpu_allocator  # noqa: E402
 
 PHASES = ("forward", "backward", "grad norm", "AdamW", "step")
@@ -44,7 +43,7 @@ def record(times: dict[str, list[float]], marks) -> None:
 
 def tricycle_steps(config: GPTConfig, data, warmup: int) -> dict[str, list[float]]:
     """Per-phase seconds of tricycle's training steps."""
-    np.random.seed(0)
+    manual_seed(0)
     model, loss_fn = GPT(config), CrossEntropy()
     optimiser = AdamW(learning_rate=1e-3, betas=(config.beta1, config.beta2), weight_decay=0.1)
     times: dict[str, list[float]] = {phase: [] for phase in PHASES}

@@ -52,6 +52,7 @@ from tricycle.configs import GPTConfig  # noqa: E402
 from tricycle.dataset import CausalLMDataset  # noqa: E402
 from tricycle.models import GPT  # noqa: E402
 from tricycle.optimisers import AdamW  # noqa: E402
+from tricycle.random import manual_seed  # noqa: E402
 from tricycle.training import train_step, tune_cpu_allocator  # noqa: E402
 
 SETTINGS = {  # label: (framework, processes, threads, overlap); "N" is --ranks
@@ -99,7 +100,7 @@ def tricycle_worker(args) -> None:
     threads.enable()  # $TRICYCLE_THREADS threads (the parent sets it)
     world = distributed.init()
     config = gpt_config(args)
-    np.random.seed(0)
+    manual_seed(0)
     model = GPT(config)
     world.broadcast_parameters(model)
     bucket_bytes = 2**62 if args.no_overlap else int(args.bucket_mb * 2**20)

@@ -49,6 +49,7 @@ from tricycle.loss import CrossEntropy  # noqa: E402
 from tricycle.models import GPT  # noqa: E402
 from tricycle.optimisers import AdamW  # noqa: E402
 from tricycle.precision import Precision  # noqa: E402
+from tricycle.random import manual_seed  # noqa: E402
 from tricycle.tensor import Tensor  # noqa: E402
 
 MODELS = {
@@ -82,7 +83,7 @@ class Run:
         self.world = world
         self.config = GPTConfig(**architecture, dropout=0.0, grad_clip=1.0)
         self.batch_size = batch_size or args.batch_size or default_batch
-        np.random.seed(0)
+        manual_seed(0)
         self.model = GPT(self.config).to_gpu(world.device)  # the same weights on every rank
         self.reducer = None
         if bucket_bytes is not None:

@@ -33,8 +33,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
 from harness import (  # noqa: E402
@@ -55,6 +53,7 @@ from tricycle.backend import cupy  # noqa: E402
 from tricycle.configs import GPTConfig  # noqa: E402
 from tricycle.models import GPT  # noqa: E402
 from tricycle.optimisers import AdamW  # noqa: E402
+from tricycle.random import manual_seed  # noqa: E402
 from tricycle.training import precision_for, train_step, tune_cpu_allocator  # noqa: E402
 
 GPU_SIZES = {"shakespeare": GPU_GPT, "gpt2": GPT2_GPT}
@@ -105,7 +104,7 @@ def tricycle_run(config: GPTConfig, data, args) -> dict:
     gpu = args.device == "gpu"
     if not gpu:
         threads.enable(args.threads)
-    np.random.seed(0)
+    manual_seed(0)
     model = GPT(config)
     optimiser = AdamW(learning_rate=1e-3, betas=(config.beta1, config.beta2), weight_decay=0.1)
     policy = precision_for(args.precision, args.device)

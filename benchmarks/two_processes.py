@@ -35,6 +35,7 @@ from tricycle.configs import GPTConfig  # noqa: E402
 from tricycle.loss import CrossEntropy  # noqa: E402
 from tricycle.models import GPT  # noqa: E402
 from tricycle.optimisers import AdamW, clip_factor, grad_norm  # noqa: E402
+from tricycle.random import manual_seed  # noqa: E402
 
 CONFIG = dict(
     embedding_dim=256, n_heads=4, n_layers=4, context_window=128, vocab_size=1024, batch_size=8
@@ -56,7 +57,7 @@ def train(steps: int) -> float:
     rng = np.random.default_rng(0)
     shape = (steps, config.batch_size, config.context_window)
     inputs, targets = rng.integers(0, config.vocab_size, size=(2, *shape))
-    np.random.seed(0)
+    manual_seed(0)
     model = GPT(config)
     optimiser = AdamW(learning_rate=1e-3, betas=(0.9, 0.95), weight_decay=0.1)
     loss_fn = CrossEntropy()

@@ -240,9 +240,13 @@ needs_mpi = pytest.mark.skipif(
 )
 
 
+# Open MPI's mpiexec refuses to start as root (containers, CI) unless told; MPICH ignores these
+AS_ROOT = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+
+
 def launch(scenario: str, out: Path, timeout: float = 60.0, dist_timeout: float = 600.0):
     """Run the worker on 2 ranks; returns (CompletedProcess, seconds)."""
-    env = dict(os.environ)
+    env = dict(os.environ, **AS_ROOT)
     env.update(
         PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
         OPENBLAS_NUM_THREADS="1",
@@ -319,7 +323,7 @@ def write_corpus(path: Path) -> Path:
 def train_cli(processes: int, out_dir: Path, *extra: str, tmp_path: Path):
     """``mpiexec -n processes python train_smol_gpt.py`` (plain python for 1); returns its
     stderr and its metrics."""
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", TRICYCLE_THREADS="1",
+    env = dict(os.environ, **AS_ROOT, OPENBLAS_NUM_THREADS="1", TRICYCLE_THREADS="1",
                TRICYCLE_CACHE_DIR=str(tmp_path / "cache"))  # fmt: skip
     command = [sys.executable, str(ROOT / "train_smol_gpt.py"), "--out-dir", str(out_dir),
                "--no-progress", "--sample-tokens", "0", *extra]  # fmt: skip

@@ -37,6 +37,7 @@ from tricycle.layers import (
 from tricycle.loss import cross_entropy_backward, cross_entropy_forward
 from tricycle.optimisers import _adam_update
 from tricycle.precision import Precision
+from tricycle.random import manual_seed
 
 GPU = backend.cupy_available()
 gpu = pytest.mark.skipif(not GPU, reason="no CUDA GPU")
@@ -309,7 +310,7 @@ def test_dense_gelu_matches_the_two_layers(cp, rng, approximate):
     from tricycle.layers import Dense
     from tricycle.tensor import Tensor
 
-    np.random.seed(0)
+    manual_seed(0)
     layer = Dense(48, 80)
     layer.bias.array[...] = rng.normal(size=80)
     layer.to_gpu()
@@ -702,7 +703,7 @@ def test_gpt_training_step_matches_with_and_without_kernels(cp, monkeypatch):
     for mode in ("kernels", "xp"):
         if mode == "xp":
             monkeypatch.setenv("TRICYCLE_DISABLE_KERNELS", "1")
-        np.random.seed(0)
+        manual_seed(0)
         model = GPT(config).to_gpu()
         optimiser = AdamW(learning_rate=1e-3, weight_decay=0.1)
         losses = []

@@ -11,13 +11,14 @@ from tricycle.loss import CrossEntropy
 from tricycle.models import GPT
 from tricycle.optimisers import AdamW
 from tricycle.precision import Precision
+from tricycle.random import manual_seed
 
 CONFIG = dict(embedding_dim=32, n_heads=2, n_layers=2, context_window=16, vocab_size=40)
 
 
 def _train(mode, xp=np, steps=40, **policy_options):
     """Train a tiny GPT to memorise one fixed batch; returns (losses, policy)."""
-    np.random.seed(0)
+    manual_seed(0)
     config = DebugConfig(**CONFIG, batch_size=4, grad_clip=1.0)
     model = GPT(config)
     if xp is not np:
@@ -36,7 +37,7 @@ def _train(mode, xp=np, steps=40, **policy_options):
 
 
 def test_fp16_forward_keeps_float32_master_weights_and_logits():
-    np.random.seed(0)
+    manual_seed(0)
     model = GPT(DebugConfig(**CONFIG))
     before = [id(p) for p in model.parameters()]
     ids = np.random.default_rng(0).integers(0, 40, size=(2, 8))

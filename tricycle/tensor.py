@@ -492,7 +492,7 @@ def _numeric_array(data, dtype=None) -> np.ndarray:
         array = np.asarray(data)
     except ValueError as error:  # ragged nested lists
         raise ValueError(f"Tensor: data is not a rectangular array of numbers: {error}") from None
-    if array.dtype.kind not in "biuf":
+    if array.dtype.kind not in "biuf" and not is_float(array.dtype):  # bfloat16 is kind 'V'
         raise TypeError(
             f"Tensor: expected numbers, got {type(data).__name__} data of numpy dtype "
             f"{array.dtype} (None, strings or complex numbers?): {_preview(data)}"
