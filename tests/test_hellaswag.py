@@ -52,6 +52,10 @@ def official_line(i: int, context: str, endings: list[str], label, **overrides) 
 
 @pytest.fixture
 def hellaswag_file(tmp_path) -> Path:
+    return write_hellaswag_file(tmp_path / "hellaswag_val.jsonl")
+
+
+def write_hellaswag_file(path: Path) -> Path:
     """Four crafted examples: the right ending copies the training text; the wrong ones are
     other sentences' endings. The label sits in a different place each time, and the
     variants of the official format (label as a string, no "ctx") all appear."""
@@ -64,7 +68,6 @@ def hellaswag_file(tmp_path) -> Path:
         ctx = None if i == 3 else context  # the last one only has ctx_a and ctx_b
         extra = {"ctx_a": context, "ctx_b": ""} if i == 3 else {}
         lines.append(official_line(i, context, endings, label, ctx=ctx, **extra))
-    path = tmp_path / "hellaswag_val.jsonl"
     path.write_text("\n".join(lines) + "\n\n")
     return path
 
