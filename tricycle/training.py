@@ -904,7 +904,10 @@ class Trainer:
                     checkpointing = run_dir is not None and (
                         at_interval or done == stop or stopping
                     )
-                    reporting = val_loss is not None or measured
+                    # the same steps on every rank (a hook may measure on rank 0 alone)
+                    reporting = val_loss is not None or any(
+                        hook.due(done, evaluating) for hook in self.hooks
+                    )
                     if done % log_interval == 0 or reporting or checkpointing:
                         flush()  # before any checkpoint: a diverged model is never saved
                     if reporting and main:
@@ -1005,7 +1008,7 @@ def gpt_trainer(
         device = world.device or 0  # this process's GPU, where NCCL started
         model.to_gpu(device)
         train_data = train_data.to_gpu(device)  # batches arrive as GPU tensors
-        valid_data = valid_data and valid_data.to_gpu(device)
+        valid_data = None if valid_data is None else valid_data.to_gpu(device)
     world.broadcast_parameters(model)
     data_parallel = distributed.DataParallel(model, world)
     if zero:
