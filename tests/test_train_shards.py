@@ -236,14 +236,17 @@ def test_llama_trains_resumes_samples_and_evaluates(shards, tmp_path, capsys):
 
 @needs_mpi
 def test_two_ranks_train_from_shards_as_one_process(shards, tmp_path):
+    """The same losses, and HellaSwag's counts summed over the ranks' halves of the examples."""
+    hellaswag = write_hellaswag_file(tmp_path / "hellaswag.jsonl")
     common = ["--config", "debug", "--dataset", str(shards), "--steps", "4", "--eval-interval",
-              "2", "--eval-steps", "2", "--data-order", "sequential"]  # fmt: skip
+              "2", "--eval-steps", "2", "--data-order", "sequential",
+              "--eval-hellaswag", str(hellaswag)]  # fmt: skip
     _, single = train_cli(1, tmp_path / "one", *common, tmp_path=tmp_path)
     log, double = train_cli(2, tmp_path / "two", *common, tmp_path=tmp_path)
     assert "world size 2" in log
     assert [r["step"] for r in double] == [1, 2, 3, 4]
-    for key in ("loss", "val_loss"):
-        got = [r[key] for r in double if r[key] is not None]
-        want = [r[key] for r in single if r[key] is not None]
+    for key in ("loss", "val_loss", "hellaswag_acc", "hellaswag_acc_norm"):
+        got = [r[key] for r in double if r.get(key) is not None]
+        want = [r[key] for r in single if r.get(key) is not None]
         assert len(got) == len(want) > 0
         np.testing.assert_allclose(got, want, rtol=1e-5, err_msg=key)

@@ -77,7 +77,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from tricycle import distributed, threads
+from tricycle import backend, distributed, threads
 from tricycle.backend import cupy_available
 from tricycle.blocks import ACTIVATIONS
 from tricycle.checkpoint import CheckpointError, atomic_write_text, load_state
@@ -559,6 +559,9 @@ def _train(args, run_dir: RunDirectory) -> dict:
         bar.close()
     world.finalize()
     summary["out_dir"] = str(run_dir.path)
+    if config.device == "gpu":  # cupy's pool keeps what it was given: its high-water mark
+        pool_bytes = backend.cupy().get_default_memory_pool().total_bytes()
+        summary["gpu_pool_mib"] = round(pool_bytes / 2**20)
     if not main:
         return summary
     run_dir.plot_losses()
