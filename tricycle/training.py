@@ -8,7 +8,8 @@ The pieces, from the smallest::
     val = evaluate(model, valid_data, n_batches=20)
 
     trainer = Trainer(model, optimiser, train_data, policy=policy, schedule=schedule,
-                      max_norm=1.0, valid_data=valid_data, eval_interval=250)
+                      max_norm=1.0, valid_data=valid_data, eval_interval=250,
+                      hooks=[Hook(lambda trainer: {"my_metric": ...})])
     trainer.fit(5000, run_dir=RunDirectory("runs/mine"))   # metrics, checkpoints, Ctrl-C
     trainer.save("checkpoint.npz"); trainer.load("checkpoint.npz")       # the whole run
 
@@ -31,7 +32,10 @@ single process is the world of one: the same code.
 **Seams.** The training data is any iterator of (inputs, targets) batches; if it has
 ``state_dict()``/``load_state_dict()`` (a shard loader's position), checkpoints save and
 restore it, and otherwise the state of its ``rng`` generator (``CausalLMDataset``'s random
-windows).
+windows). ``gpt_trainer`` takes token ids or a loader (``TokenShards``) and gives each rank
+its rows. A ``Hook`` is work done on the way (HellaSwag at each evaluation, a sample every N
+steps: ``tricycle.evaluate``), its values recorded beside the loss. ``load_model`` reads a
+trained model back for sampling and evaluation, safely from a run's checkpoint.
 
 **Runs.** ``Trainer.state_dict`` holds everything that decides what happens next: the
 parameters, the optimiser's moments and step counts, the loss scaler, every random generator
