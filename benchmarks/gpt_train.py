@@ -4,6 +4,7 @@
     python benchmarks/gpt_train.py --steps 20 --repeats 6 --threads 2
     python benchmarks/gpt_train.py --device gpu       # V=1024 T=256 E=384 6x6, B=64
     python benchmarks/gpt_train.py --device gpu --size gpt2 --modes bf16,fp16,tf32
+    python benchmarks/gpt_train.py --device gpu --arch llama --n-kv-heads 2   # ours alone
 
 Both frameworks train the same architecture (``torch_gpt.py`` is nanoGPT's model) with AdamW
 and gradient clipping at 1.0 on the same random batches: tricycle through
@@ -23,6 +24,10 @@ in ``--modes`` (both frameworks in the same one: bf16 and fp16 mixed precision, 
 autocast with its GradScaler for fp16; TF32; fp32) and both loop styles in ``--every``: the
 loss read back every step (a host synchronisation per step) or every 10 steps (the host may
 run ahead of the GPU). ``--size gpt2`` is GPT-2 small (124M parameters, T=1024, V=50304).
+
+``--arch llama`` trains tricycle's Llama-style model (RoPE, ``--n-kv-heads`` key/value heads,
+SwiGLU, RMSNorm) at the same size instead; the PyTorch baseline is nanoGPT's GPT, so tricycle
+runs alone: compare its tokens/s with a ``--arch gpt2`` run of the same command.
 """
 
 import argparse
@@ -50,8 +55,8 @@ from harness import (  # noqa: E402
 
 from tricycle import threads  # noqa: E402
 from tricycle.backend import cupy  # noqa: E402
-from tricycle.configs import GPTConfig  # noqa: E402
-from tricycle.models import GPT  # noqa: E402
+from tricycle.configs import ARCHS, GPTConfig  # noqa: E402
+from tricycle.models import build_model  # noqa: E402
 from tricycle.optimisers import AdamW  # noqa: E402
 from tricycle.random import manual_seed  # noqa: E402
 from tricycle.training import precision_for, train_step, tune_cpu_allocator  # noqa: E402
@@ -68,6 +73,8 @@ def parse_args(argv=None):
     add("--repeats", type=int, default=2, help="runs per framework, alternating")
     add("--threads", type=int, default=2, help="CPU threads of each framework")
     add("--activation", default="gelu_tanh", choices=["gelu", "gelu_tanh"], help="MLP activation")
+    add("--arch", default="gpt2", choices=ARCHS, help="llama: tricycle's Llama, tricycle alone")
+    add("--n-kv-heads", type=int, help="llama: key/value heads (default: one per head)")
     add("--device", default="cpu", choices=["cpu", "gpu"])
     add("--size", default="shakespeare", choices=sorted(GPU_SIZES), help="the GPU model")
     add("--modes", default="bf16,fp16,tf32", help="GPU precisions, comma-separated")
@@ -93,19 +100,23 @@ def parse_args(argv=None):
 
 def benchmark_config(args) -> GPTConfig:
     sizes = GPU_SIZES[args.size] if args.device == "gpu" else CPU_GPT
-    return GPTConfig(**{**sizes, "activation_fn": args.activation})
+    return GPTConfig(
+        **{**sizes, "activation_fn": args.activation, "arch": args.arch},
+        n_kv_heads=args.n_kv_heads,
+    )
 
 
 # ------------------------------------------------------------------ one run per process
 
 
 def tricycle_run(config: GPTConfig, data, args) -> dict:
-    """Train tricycle's GPT on ``data``; per-step times (CPU) or the timed span (GPU)."""
+    """Train tricycle's model (``config.arch``) on ``data``; per-step times (CPU) or the
+    timed span (GPU)."""
     gpu = args.device == "gpu"
     if not gpu:
         threads.enable(args.threads)
     manual_seed(0)
-    model = GPT(config)
+    model = build_model(config)
     optimiser = AdamW(learning_rate=1e-3, betas=(config.beta1, config.beta2), weight_decay=0.1)
     policy = precision_for(args.precision, args.device)
     inputs, targets = data
@@ -208,7 +219,8 @@ def runner(framework: str, precision: str, args, every: int = 1):
     command += ["--precision", precision, "--steps", str(args.steps), "--size", args.size]
     command += ["--warmup", str(args.warmup), "--activation", args.activation]
     command += ["--threads", str(args.threads), "--torch-attention", args.torch_attention]
-    command += ["--every", str(every)]
+    command += ["--every", str(every), "--arch", args.arch]
+    command += [] if args.n_kv_heads is None else ["--n-kv-heads", str(args.n_kv_heads)]
     command += ["--torch-fused-adamw"] if args.torch_fused_adamw else []
     return lambda: spawn(command, thread_env(args.threads) if args.device == "cpu" else None)
 
@@ -218,15 +230,27 @@ def describe(config: GPTConfig, args) -> str:
         f"V={config.vocab_size} T={config.context_window} E={config.embedding_dim} "
         f"{config.n_layers}x{config.n_heads} B={config.batch_size} {config.activation_fn}"
     )
-    return (f"GPT {size} on the {args.device}, AdamW + clip {config.grad_clip}, "
+    model = "GPT" if config.arch == "gpt2" else f"Llama ({config.kv_heads} key/value heads)"
+    return (f"{model} {size} on the {args.device}, AdamW + clip {config.grad_clip}, "
             f"{args.warmup} warm-up + {args.steps} timed steps, {args.repeats} runs each "
             f"(torch: {args.torch_attention} attention)")  # fmt: skip
 
 
-def cpu_main(args, config: GPTConfig) -> None:
-    frameworks = ["tricycle", "torch"] if torch_or_none() is not None else ["tricycle"]
-    if len(frameworks) == 1:
+def baselines(args) -> list[str]:
+    """The PyTorch runs beside tricycle's (none without PyTorch, or for the Llama)."""
+    if args.arch != "gpt2":
+        print("the PyTorch baseline is nanoGPT's GPT: tricycle's Llama runs alone")
+        return []
+    if torch_or_none() is None:
         print("PyTorch is not installed: tricycle runs alone")
+        return []
+    if args.device == "cpu":
+        return ["torch"]
+    return ["torch"] + ([] if args.no_compile else ["compile"])
+
+
+def cpu_main(args, config: GPTConfig) -> None:
+    frameworks = ["tricycle", *baselines(args)]
     print(describe(config, args), flush=True)
     runs = paired_runs({name: runner(name, "fp32", args) for name in frameworks}, args.repeats)
     print(f"{'framework':10s} {'best tokens/s':>14s} {'peak MB':>10s} {'loss':>8s}")
@@ -243,11 +267,7 @@ def cpu_main(args, config: GPTConfig) -> None:
 def gpu_main(args, config: GPTConfig) -> None:
     """Every precision of ``--modes`` in each loop style of ``--every``: tricycle, torch eager
     and torch.compile in alternating fresh runs; a table of the best runs last."""
-    frameworks = ["tricycle"]
-    if torch_or_none() is not None:
-        frameworks += ["torch"] + ([] if args.no_compile else ["compile"])
-    else:
-        print("PyTorch is not installed: tricycle runs alone")
+    frameworks = ["tricycle", *baselines(args)]
     print(describe(config, args), flush=True)
     rows = []
     for mode in args.modes.split(","):

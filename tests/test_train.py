@@ -2,6 +2,7 @@
 divergence stops cleanly, runs survive mistakes (changed settings, another run's directory,
 a torn log, a full disk) and every bad argument gets a usage error."""
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -17,7 +18,7 @@ except ImportError:
 from tricycle import train as train_cli
 from tricycle import training
 from tricycle.checkpoint import load_state, save_state
-from tricycle.configs import DebugConfig
+from tricycle.configs import DebugConfig, GPTConfig
 from tricycle.dataset import CausalLMDataset
 from tricycle.files import DirectoryLock
 from tricycle.models import GPT
@@ -130,6 +131,17 @@ def test_training_step_raises_on_a_nan_loss():
     assert output.skipped is True  # an inf/NaN gradient never reaches the weights
     for p, old in zip(model.parameters(), before):
         np.testing.assert_array_equal(p.array, old)
+
+
+def test_every_config_field_has_a_flag():
+    fields = {field.name for field in dataclasses.fields(GPTConfig)}
+    assert fields == {field for _, field, _ in train_cli.CONFIG_FLAGS.values()}
+    args = train_cli.parse_args(["--arch", "llama", "--n-kv-heads", "2", "--rope-theta", "500",
+                                 "--ffn-multiple-of", "32"])  # fmt: skip
+    config = train_cli.build_config(args)
+    assert (config.arch, config.n_kv_heads, config.rope_theta, config.ffn_multiple_of) == (
+        "llama", 2, 500.0, 32,
+    )  # fmt: skip
 
 
 def test_help_lists_the_options(capsys):
@@ -322,6 +334,9 @@ BAD_ARGUMENTS = [
     ("--seed", "4294967296"), ("--max-seconds", "0"), ("--stop-after", "0"),
     ("--log-interval", "0"), ("--threads", "0"), ("--sample-tokens", "-1"),
     ("--max-bytes", "0"), ("--config", "huge"), ("--precision", "fp8"), ("--device", "tpu"),
+    ("--arch", "gpt3"), ("--n-kv-heads", "0"), ("--rope-theta", "-1"),
+    ("--ffn-multiple-of", "0"), ("--data-order", "shuffled"), ("--sample-interval", "0"),
+    ("--hellaswag-limit", "0"),
 ]  # fmt: skip
 
 

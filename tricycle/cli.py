@@ -1,4 +1,5 @@
-"""Command-line helpers of the programs (``tricycle.train``, ``tricycle.sample``).
+"""Command-line helpers of the programs (``tricycle.train``, ``tricycle.sample``,
+``tricycle.evaluate``, ``tricycle_datasets.prepare``).
 
 Argument types: each is a function from the argument's text to its value that raises
 ``argparse.ArgumentTypeError`` for a bad one, so argparse answers with its usage line and the
@@ -64,7 +65,7 @@ def boolean(text: str) -> bool:
 
 
 def unit_interval(text: str) -> float:
-    """A number in [0, 1) (Adam's betas)."""
+    """A number in [0, 1) (Adam's betas, a share of the data)."""
     return _number(text, float, "a number in [0, 1)", lambda v: 0 <= v < 1)
 
 

@@ -10,13 +10,16 @@ token (which does not favour short endings). Endings of many examples go through
 together, right-padded to one length; a causal model never sees the padding, and the padding
 is masked out of the losses. No graph is built.
 
-`evaluate_hellaswag` is what a training loop calls (with `rank`/`world_size`, each rank
+`evaluate_hellaswag` scores a share of the examples (with `rank`/`world_size`, each rank
 scores every world_size-th example and the counts are summed across ranks); `sample_text`
-writes a sample for the log.
+writes a sample. During training, `hellaswag_hook` and `sample_hook` make them
+`tricycle.training.Hook`s of a `Trainer` (`tricycle-train --eval-hellaswag`,
+`--sample-interval`).
 
 MODEL (command line) is a run directory, its `checkpoint.npz` (safe: no code runs on load)
-or a pickled `model.pkl` (loading a pickle runs code from the file: only trusted ones); the
-tokeniser is `--tokeniser` or the `tokeniser.json` beside it.
+or a pickled `model.pkl` (loading a pickle runs code from the file: only trusted ones), read
+by `tricycle.training.load_model` as `tricycle-sample` reads it: GPT or Llama, with the run's
+own tokeniser (or `--tokeniser`).
 """
 
 import argparse
@@ -27,15 +30,13 @@ from pathlib import Path
 import numpy as np
 
 from tricycle.backend import cupy_available, to_host_array
-from tricycle.checkpoint import CheckpointError, load_pickle, load_state
-from tricycle.configs import GPTConfig
+from tricycle.checkpoint import CheckpointError
+from tricycle.cli import positive_int
 from tricycle.functions import log_softmax_forward
 from tricycle.models import GPT
 from tricycle.tensor import no_grad
-from tricycle.tokeniser import load_tokeniser
+from tricycle.training import Hook, load_model
 from tricycle_datasets.hellaswag import Example, load_val, read_examples
-
-TOKENISER, CHECKPOINT, MODEL = "tokeniser.json", "checkpoint.npz", "model.pkl"
 
 
 # ------------------------------------------------------------------ multiple choice
@@ -92,10 +93,20 @@ def evaluate_hellaswag(
     per forward pass."""
     if not 0 <= rank < world_size:
         raise ValueError(f"evaluate_hellaswag: rank {rank} must be in [0, {world_size})")
+    mine = (e for i, e in enumerate(examples) if i % world_size == rank)
+    items = ((*render(tokeniser, example), example.label) for example in mine)
+    return score(model, items, batch_rows, precision)
+
+
+def score(
+    model: GPT, items: Iterable[tuple[list[np.ndarray], int, int]], batch_rows: int = 16,
+    precision=None,
+) -> dict:  # fmt: skip
+    """`evaluate_hellaswag` on rendered examples: (rows, n_context, label) each."""
     counts = {"n": 0, "correct": 0, "correct_norm": 0}
     pending: list[tuple[list[np.ndarray], int, int]] = []  # (rows, n_context, label)
 
-    def score() -> None:
+    def score_pending() -> None:
         rows = [row for item in pending for row in item[0]]
         n_context = [item[1] for item in pending for _ in item[0]]
         summed, mean = ending_losses(model, rows, n_context, precision)
@@ -112,15 +123,12 @@ def evaluate_hellaswag(
     model.eval()
     try:
         with no_grad():
-            for i, example in enumerate(examples):
-                if i % world_size != rank:
-                    continue
-                rows, n_context = render(tokeniser, example)
-                pending.append((rows, n_context, example.label))
-                if sum(len(item[0]) for item in pending) >= batch_rows:
-                    score()
+            for item in items:
+                pending.append(item)
+                if sum(len(rows) for rows, _, _ in pending) >= batch_rows:
+                    score_pending()
             if pending:
-                score()
+                score_pending()
     finally:
         if was_training:
             model.train()
@@ -161,45 +169,45 @@ def sample_text(
     return prompt + text
 
 
-# ------------------------------------------------------------------ loading a model
-def load_model(path: str | Path, tokeniser_path: str | Path | None = None):
-    """(model, tokeniser) from a run directory, a checkpoint.npz or a pickled model."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / CHECKPOINT if (path / CHECKPOINT).is_file() else path / MODEL
-    if path.suffix == ".npz":
-        state = load_state(path)
-        if not isinstance(state.get("config"), dict) or not isinstance(state.get("model"), dict):
-            raise CheckpointError(f"{path}: a checkpoint without 'config' and 'model'")
+# ------------------------------------------------------------------ during training
+def hellaswag_hook(tokeniser, examples: Iterable[Example], batch_rows: int = 16) -> Hook:
+    """A ``Trainer`` hook: at each evaluation, HellaSwag ``acc`` and ``acc_norm`` of the
+    model on ``examples``, split over the trainer's ranks and summed across them, recorded
+    as ``hellaswag_acc`` and ``hellaswag_acc_norm``."""
+    items = []  # rendered once, here: a tokeniser that cannot encode them fails at once
+    for i, example in enumerate(examples):
         try:
-            model = GPT(GPTConfig.from_dict(state["config"]))
-            model.load_state_dict(state["model"])
-        except (TypeError, ValueError, KeyError) as e:
-            raise CheckpointError(f"{path}: cannot rebuild the model ({e})") from None
-    else:
-        model = load_pickle(path)
-        if not isinstance(model, GPT):
-            raise CheckpointError(f"{path} holds a {type(model).__name__}, not a GPT")
-    tokeniser_path = Path(tokeniser_path) if tokeniser_path else path.parent / TOKENISER
-    if not tokeniser_path.is_file():
-        raise CheckpointError(f"no tokeniser: pass --tokeniser, or put {TOKENISER} beside {path}")
-    tokeniser = load_tokeniser(tokeniser_path)
-    if tokeniser.n_tokens > model.config.vocab_size:
-        raise CheckpointError(
-            f"{tokeniser_path} has {tokeniser.n_tokens} ids but the model only "
-            f"{model.config.vocab_size}: they do not belong together"
-        )
-    return model, tokeniser
+            items.append((*render(tokeniser, example), example.label))
+        except ValueError as error:
+            raise ValueError(f"HellaSwag example {i}: {error}") from None
+    if not items:
+        raise ValueError("hellaswag_hook: no examples")
+
+    def run(trainer) -> dict:
+        world = trainer.world
+        mine = items[world.rank :: world.world_size]
+        part = score(trainer.model, mine, batch_rows, precision=trainer.policy)
+        counts = np.array([part["n"], part["correct"], part["correct_norm"]], dtype=np.float64)
+        n, correct, correct_norm = world.all_reduce(counts, mean=False)
+        return {"hellaswag_acc": correct / n, "hellaswag_acc_norm": correct_norm / n}
+
+    return Hook(run)
+
+
+def sample_hook(tokeniser, interval: int, prompt: str = "", n_tokens: int = 100) -> Hook:
+    """A ``Trainer`` hook: every ``interval`` steps, rank 0 samples ``n_tokens`` tokens
+    after ``prompt`` (``sample_text``, seeded by the step), recorded as ``sample``."""
+
+    def run(trainer) -> dict:
+        if not trainer.world.is_main:
+            return {}
+        text = sample_text(trainer.model, tokeniser, prompt, n_tokens, seed=trainer.step)
+        return {"sample": text}
+
+    return Hook(run, interval)
 
 
 # ------------------------------------------------------------------ command line
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
-
-
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m tricycle.evaluate",
@@ -210,9 +218,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     add = parser.add_argument
     add("model", type=Path, help="run directory, checkpoint.npz or model.pkl")
     add("--hellaswag", type=Path, help="a HellaSwag JSONL file (default: download the val set)")
-    add("--tokeniser", type=Path, help=f"tokeniser file (default: {TOKENISER} beside MODEL)")
-    add("--limit", type=_positive_int, help="score only the first N examples")
-    add("--batch-rows", type=_positive_int, default=16, help="endings per forward pass")
+    add("--tokeniser", type=Path, help="tokeniser file (default: the run's own)")
+    add("--limit", type=positive_int, help="score only the first N examples")
+    add("--batch-rows", type=positive_int, default=16, help="endings per forward pass")
     add("--device", choices=["cpu", "gpu"], default="cpu")
     return parser.parse_args(argv)
 

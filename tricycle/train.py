@@ -11,12 +11,25 @@ safe checkpoint.npz (what ``tricycle-sample`` and --resume read), model.pkl, tok
 config.json and metrics.jsonl. A directory holding another run is never overwritten without
 --overwrite, and one run at a time may use it.
 
+Data: a built-in corpus, a UTF-8 text file, or a directory of token shards made by
+``python -m tricycle_datasets.prepare`` (memory-mapped: corpora larger than memory; its
+tokeniser is the run's, and --vocab-size must be at least its size). --data-order sequential
+reads shards in order instead of at random offsets.
+
+Evaluation and samples on the way: --eval-hellaswag FILE scores HellaSwag-style multiple
+choice at each evaluation (hellaswag_acc, hellaswag_acc_norm in metrics.jsonl and the log);
+--sample-interval N writes a sample of --sample-tokens tokens after --sample-prompt (default:
+the first line of the validation text) every N steps. They are ``tricycle.training.Hook``s
+of the ``Trainer``.
+
 --resume continues with the run's own settings and data: a setting given again with another
 value is refused (listing the differences), except those that do not change what is learnt
-(--steps, --device, --precision, evaluation and stopping flags), which are applied and
-reported. The data must be the run's own: a built-in dataset is rebuilt and compared with the
-recorded hash; a text file must be named again with --dataset (a checkpoint never decides
-which file is read) and is compared too.
+(--steps, --device, --precision, evaluation, sampling and stopping flags), which are applied
+and reported (name --eval-hellaswag and --sample-interval again to keep them). The data must
+be the run's own: a built-in dataset is rebuilt and compared with the recorded hash; a text
+file or shard directory must be named again with --dataset (a checkpoint never decides which
+file is read) and is compared too (a shard directory by its index: the tokeniser's SHA-256,
+the inputs' fingerprint and the split sizes).
 
 nanoGPT's settings (its train.py globals, as ``--name=value``) map onto these flags, which may
 also be written with ``_`` for ``-``:
@@ -37,7 +50,8 @@ also be written with ``_`` for ``-``:
     config file                 --config-file settings.json: a JSON object of these names (no
                                 code runs); flags on the command line override it
 
-Every GPTConfig field has a flag; an unknown name is a usage error.
+Every GPTConfig field has a flag (--arch llama, --n-kv-heads, --rope-theta and
+--ffn-multiple-of for the Llama-style model); an unknown name is a usage error.
 
 A resumed run replays exactly on the CPU. Ctrl-C stops after the current step with a
 checkpoint; a NaN or infinite loss stops with an error naming the step, keeping the last
@@ -55,13 +69,15 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from tqdm import tqdm
 
-from tricycle import distributed, threads
+from tricycle import backend, distributed, threads
 from tricycle.backend import cupy_available
 from tricycle.blocks import ACTIVATIONS
 from tricycle.checkpoint import CheckpointError, atomic_write_text, load_state
@@ -77,25 +93,31 @@ from tricycle.cli import (
     settings_file,
     unit_interval,
 )
-from tricycle.configs import CONFIGS, GPTConfig, get_config
+from tricycle.configs import ARCHS, CONFIGS, GPTConfig, get_config
+from tricycle.evaluate import hellaswag_hook, sample_hook, sample_text
 from tricycle.files import DirectoryLocked
 from tricycle.random import manual_seed
+from tricycle.tokeniser import load_tokeniser
 from tricycle.training import (
     RunDirectory,
     TrainingDiverged,
     check_config_fits,
     gpt_trainer,
     precision_for,
+    tokeniser_text,
     tune_cpu_allocator,
 )
 from tricycle_datasets import TextFile
+from tricycle_datasets.download import sha256_file
+from tricycle_datasets.hellaswag import read_examples
 from tricycle_datasets.python_code import PythonCode
 from tricycle_datasets.shakespeare import Shakespeare, ShakespeareChar
+from tricycle_datasets.shards import INDEX, ShardError, TokenShards, read_index
 
 DATASETS = ("python-code", "shakespeare", "shakespeare-char")
 # the settings beside the config's fields, with their defaults
 DEFAULTS = {"config": "cpu", "dataset": "python-code", "seed": 1337, "max_bytes": 4_000_000,
-            "precision": "fp32", "lr_decay_iters": None}  # fmt: skip
+            "precision": "fp32", "lr_decay_iters": None, "data_order": "random"}  # fmt: skip
 # --flag: (type, the GPTConfig field it sets, help); every field has one
 CONFIG_FLAGS = {
     "n_layer": (positive_int, "n_layers", "transformer blocks"),
@@ -126,9 +148,15 @@ CONFIG_FLAGS = {
     "eval_protocol": (str, "eval_protocol", "validation windows: sequential (the same, in "
                       "order) or random (fresh ones, as nanoGPT)"),
     "device": (str, "device", "where to train: cpu or gpu"),
+    "arch": (str, "arch", "gpt2 (GPT) or llama (RoPE, grouped-query attention, SwiGLU)"),
+    "n_kv_heads": (positive_int, "n_kv_heads", "llama: key/value heads (divides --n-head; "
+                   "default: one per head)"),
+    "rope_theta": (positive_float, "rope_theta", "llama: RoPE's base"),
+    "ffn_multiple_of": (positive_int, "ffn_multiple_of", "llama: the SwiGLU width is rounded "
+                        "up to a multiple of this"),
 }  # fmt: skip
 CHOICES = {"activation": sorted(ACTIVATIONS), "eval_protocol": ["sequential", "random"],
-           "device": ["cpu", "gpu"]}  # fmt: skip
+           "device": ["cpu", "gpu"], "arch": list(ARCHS)}  # fmt: skip
 # nanoGPT's names (train.py's globals) for the flags whose names differ; see the docstring
 NANOGPT_NAMES = {"max_iters": "steps", "learning_rate": "lr", "warmup_iters": "warmup",
                  "block_size": "context_window", "eval_iters": "eval_steps",
@@ -150,8 +178,10 @@ def build_parser() -> argparse.ArgumentParser:
     add("--config", choices=sorted(CONFIGS), help="base config (default: cpu)")
     add("--config-file", type=Path, help="a JSON object of settings ({\"n_layer\": 4, ...}); "
         "flags on the command line override it")  # fmt: skip
-    add("--dataset", help=f"one of {', '.join(DATASETS)} (default: python-code), or a UTF-8 "
-        "text file")  # fmt: skip
+    add("--dataset", help=f"one of {', '.join(DATASETS)} (default: python-code), a UTF-8 "
+        "text file, or a directory of token shards (tricycle_datasets.prepare)")  # fmt: skip
+    add("--data-order", choices=["random", "sequential"], help="shards: windows at random "
+        "offsets (default) or in order")  # fmt: skip
     for flag, (kind, _, text) in CONFIG_FLAGS.items():
         metavar = {positive_int: "N", nonnegative_int: "N", boolean: "{true,false}"}.get(kind)
         metavar = "X" if metavar is None and kind is not str else metavar
@@ -174,7 +204,14 @@ def build_parser() -> argparse.ArgumentParser:
         "processes keep cores busy")  # fmt: skip
     add("--data-dir", type=Path, help="folder with tinyshakespeare.txt (else $TRICYCLE_DATA_DIR)")
     add("--log-interval", type=positive_int, help="read the loss every N steps (1 CPU, 10 GPU)")
-    add("--sample-tokens", type=nonnegative_int, default=200, help="tokens sampled at the end")
+    add("--sample-tokens", type=nonnegative_int, default=200, help="tokens per sample (0: no "
+        "sample at the end)")  # fmt: skip
+    add("--sample-interval", type=positive_int, help="write a sample every N steps")
+    add("--sample-prompt", help="the samples' prompt (default: the first line of the "
+        "validation text)")  # fmt: skip
+    add("--eval-hellaswag", type=Path, metavar="FILE", help="score this HellaSwag JSONL file "
+        "at each evaluation (hellaswag_acc, hellaswag_acc_norm)")  # fmt: skip
+    add("--hellaswag-limit", type=positive_int, metavar="N", help="only its first N examples")
     add("--no-progress", action="store_true", help="no progress bar")
     add("--zero", action="store_true",
         help="under mpiexec: shard AdamW's state over the processes (ZeRO-1)")  # fmt: skip
@@ -188,6 +225,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     if args.config_file is not None:  # the file's settings first: the command line wins
         file = settings_file(parser, args.config_file, NANOGPT_NAMES)
         args = parser.parse_args(file + argv)
+    if args.sample_interval is not None and args.sample_tokens == 0:
+        parser.error("--sample-interval: samples need --sample-tokens >= 1")
     if args.out_dir is None:
         args.out_dir = Path("runs") / (args.config or DEFAULTS["config"])
     return args
@@ -226,8 +265,8 @@ def resume_settings(args, run: dict) -> tuple[GPTConfig, list[str]]:
             applied.append(change)
         else:
             refused.append(change)
-    for flag in ("config", "seed", "max_bytes", "lr_decay_iters", "precision"):
-        value, recorded = getattr(args, flag), run["settings"][flag]
+    for flag in ("config", "seed", "max_bytes", "lr_decay_iters", "precision", "data_order"):
+        value, recorded = getattr(args, flag), run["settings"].get(flag, DEFAULTS[flag])
         if value is not None and value != recorded:
             change = f"--{flag.replace('_', '-')} {value} (the run's: {recorded})"
             (applied if flag == "precision" else refused).append(change)
@@ -240,6 +279,71 @@ def resume_settings(args, run: dict) -> tuple[GPTConfig, list[str]]:
         )
     config.warmup_steps = min(config.warmup_steps, config.steps)
     return config, applied
+
+
+@dataclass
+class TrainingData:
+    """What a run trains on: its tokeniser; the splits for ``training.gpt_trainer`` (token
+    ids, or shard loaders; ``valid`` None: no validation); what identifies the data (recorded,
+    and compared on --resume); the number of training tokens; and the first line of the
+    validation text (the samples' default prompt)."""
+
+    tokeniser: Any
+    train: Any
+    valid: Any
+    identity: dict
+    n_train_tokens: int
+    first_line: str
+
+
+def load_data(settings: dict, config: GPTConfig, data_dir=None) -> TrainingData:
+    """The data of ``settings["dataset"]``: a shard directory (one with index.json) or a
+    corpus (``load_corpus``). ``config.vocab_size`` may change as ``load_corpus`` says."""
+    dataset, order = settings["dataset"], settings["data_order"]
+    if Path(dataset).is_dir() and (Path(dataset) / INDEX).is_file():
+        return load_shards(Path(dataset), config, settings["seed"], order)
+    if order != "random":
+        raise SystemExit(f"--data-order {order}: reading in order needs a directory of token "
+                         "shards as --dataset (python -m tricycle_datasets.prepare)")  # fmt: skip
+    corpus = load_corpus(dataset, config, settings["max_bytes"], data_dir)
+    digest = data_sha256(corpus, tokeniser_text(corpus.tokeniser))
+    valid_text = corpus.tokeniser.decode(corpus.valid_tokens[:200])
+    return TrainingData(corpus.tokeniser, corpus.train_tokens, corpus.valid_tokens,
+                        {"data_sha256": digest}, len(corpus.train_tokens),
+                        valid_text.split("\n", 1)[0] + "\n")  # fmt: skip
+
+
+def load_shards(directory: Path, config: GPTConfig, seed: int, order: str) -> TrainingData:
+    """A shard directory's data, identified by its index: the tokeniser's SHA-256 (checked
+    against the file), the fingerprint of the inputs it was made from, and the split sizes."""
+    try:
+        index = read_index(directory)
+        tokeniser_path = directory / index["tokeniser"]
+        if sha256_file(tokeniser_path) != index.get("tokeniser_sha256"):
+            raise ShardError(f"{tokeniser_path} changed since the shards were written "
+                             f"(its SHA-256 is not the one {INDEX} records)")  # fmt: skip
+        tokeniser = load_tokeniser(tokeniser_path)
+    except (ShardError, OSError, ValueError, KeyError) as error:
+        raise SystemExit(f"--dataset {directory}: {error}") from None
+    if config.vocab_size < tokeniser.vocab_size:
+        raise SystemExit(
+            f"--dataset {directory}: its tokeniser has {tokeniser.vocab_size} ids, more than "
+            f"the model's vocab_size {config.vocab_size}: pass --vocab-size "
+            f"{tokeniser.vocab_size} or more (GPT-2 pads 50257 to 50304 for faster matmuls)"
+        )
+    sizes = {name: sum(s["tokens"] for s in shards) for name, shards in index["splits"].items()}
+    loader = partial(TokenShards, directory, vocab_size=config.vocab_size)
+    train, valid = partial(loader, split="train", seed=seed, order=order), None
+    if sizes["valid"] > config.context_window:
+        valid = partial(loader, split="valid", seed=0)
+    identity = {"tokeniser_sha256": index["tokeniser_sha256"],
+                "inputs": index.get("settings", {}).get("inputs"),
+                "train_tokens": sizes["train"], "valid_tokens": sizes["valid"]}  # fmt: skip
+    first = "valid" if sizes["valid"] > 1 else "train"
+    stream = TokenShards(directory, first, batch_size=1, context_window=1)
+    text = tokeniser.decode(stream.read(np.array([0]), min(200, stream.n_tokens))[0])
+    return TrainingData(tokeniser, train, valid, identity, sizes["train"],
+                        text.split("\n", 1)[0] + "\n")  # fmt: skip
 
 
 def load_corpus(dataset: str, config: GPTConfig, max_bytes: int, data_dir=None):
@@ -257,22 +361,58 @@ def load_corpus(dataset: str, config: GPTConfig, max_bytes: int, data_dir=None):
         return corpus
     if Path(dataset).is_file():
         return TextFile(dataset, config.vocab_size)
-    raise SystemExit(f"--dataset {dataset!r} is neither one of {DATASETS} nor a file")
+    raise SystemExit(
+        f"--dataset {dataset!r} is neither one of {DATASETS}, a file, nor a directory of token "
+        f"shards (with {INDEX})"
+    )
 
 
-def tokeniser_json(tokeniser) -> str:
-    """The tokeniser's file contents (what ``tokeniser.save`` writes)."""
-    with tempfile.TemporaryDirectory() as folder:
-        tokeniser.save(Path(folder) / RunDirectory.TOKENISER)
-        return (Path(folder) / RunDirectory.TOKENISER).read_text(encoding="utf-8")
-
-
-def data_sha256(corpus, tokeniser_text: str) -> str:
-    """A hash of what training reads: the tokeniser and the token ids of both splits."""
-    digest = hashlib.sha256(tokeniser_text.encode("utf-8"))
+def data_sha256(corpus, tokeniser_file: str) -> str:
+    """A hash of what training reads: the tokeniser (its file's text) and the token ids of
+    both splits."""
+    digest = hashlib.sha256(tokeniser_file.encode("utf-8"))
     for tokens in (corpus.train_tokens, corpus.valid_tokens):
         digest.update(np.ascontiguousarray(tokens, dtype=np.int64).tobytes())
     return digest.hexdigest()
+
+
+def data_differences(identity: dict, recorded: dict) -> list[str]:
+    """How the data's ``identity`` differs from the run's ``recorded`` one (hashes cut short)."""
+
+    def short(value):
+        return f"{value[:12]}..." if isinstance(value, str) and len(value) > 12 else value
+
+    return [
+        f"{key} {short(identity.get(key))} (the run's: {short(recorded.get(key))})"
+        for key in sorted(set(identity) | set(recorded))
+        if identity.get(key) != recorded.get(key)
+    ]
+
+
+def hooks_for(args, data: TrainingData) -> list:
+    """The run's hooks: HellaSwag at each evaluation, samples every --sample-interval steps."""
+    hooks = []
+    if args.eval_hellaswag is not None:
+        try:
+            examples = read_examples(args.eval_hellaswag, args.hellaswag_limit)
+            hooks.append(hellaswag_hook(data.tokeniser, examples))
+        except (OSError, ValueError) as error:
+            raise SystemExit(f"--eval-hellaswag {args.eval_hellaswag}: {error}") from None
+    if args.sample_interval is not None:
+        hooks.append(sample_hook(data.tokeniser, args.sample_interval, sample_prompt(args, data),
+                                 args.sample_tokens))  # fmt: skip
+    return hooks
+
+
+def sample_prompt(args, data: TrainingData) -> str:
+    """--sample-prompt, else the first line of the validation text; checked: the tokeniser
+    must encode it."""
+    prompt = data.first_line if args.sample_prompt is None else args.sample_prompt
+    try:
+        data.tokeniser.encode(prompt)
+    except ValueError as error:
+        raise SystemExit(f"--sample-prompt: {error}") from None
+    return prompt
 
 
 def train(args) -> dict:
@@ -320,6 +460,7 @@ def _train(args, run_dir: RunDirectory) -> dict:
             )
         settings.update(dataset=args.dataset or settings["dataset"],
                         precision=args.precision or settings["precision"])  # fmt: skip
+        settings.setdefault("data_order", DEFAULTS["data_order"])  # a run from before the flag
         if config.steps < checkpoint["step"]:
             raise SystemExit(
                 f"--resume: --steps {config.steps} is before the run's step "
@@ -343,29 +484,30 @@ def _train(args, run_dir: RunDirectory) -> dict:
         config.device = "cpu"
     world = distributed.init(gpu=config.device == "gpu")  # one GPU per process
     main = world.is_main  # the one process that writes files and logs
+    dataset = settings["dataset"]
     try:
-        dataset = settings["dataset"]
-        corpus = load_corpus(dataset, config, settings["max_bytes"], args.data_dir)
+        data = load_data(settings, config, args.data_dir)
         policy = precision_for(settings["precision"], config.device)
     except (ValueError, OSError) as error:
         raise SystemExit(f"tricycle-train: {error}") from None
-    tokeniser_text = tokeniser_json(corpus.tokeniser)
-    digest = data_sha256(corpus, tokeniser_text)
-    if checkpoint is not None and digest != run["data_sha256"]:
-        raise SystemExit(
-            f"--resume: the data of --dataset {dataset} are not those the run trained on "
-            f"(sha256 {digest[:12]}..., the run's {run['data_sha256'][:12]}...)"
-        )
+    if checkpoint is not None:
+        recorded = run.get("data") or {"data_sha256": run.get("data_sha256")}
+        differences = data_differences(data.identity, recorded)
+        if differences:
+            raise SystemExit(f"--resume: the data of --dataset {dataset} are not those the run "
+                             f"trained on: {'; '.join(differences)}")  # fmt: skip
+    hooks = hooks_for(args, data)
     for change in applied if main else ():
         print(f"--resume: applying {change}", file=sys.stderr)
-    run = {"settings": settings, "config": config.to_dict(), "data_sha256": digest,
+    tokeniser = tokeniser_text(data.tokeniser)
+    run = {"settings": settings, "config": config.to_dict(), "data": data.identity,
+           "tokeniser_sha256": hashlib.sha256(tokeniser.encode("utf-8")).hexdigest(),
            "world_size": world.world_size, "zero": args.zero}  # fmt: skip
     manual_seed(settings["seed"])  # model initialisation and dropout seeds
     try:
         trainer = gpt_trainer(
-            config, corpus.train_tokens, corpus.valid_tokens, policy=policy,
-            seed=settings["seed"], decay_steps=settings["lr_decay_iters"], world=world,
-            zero=args.zero,
+            config, data.train, data.valid, policy=policy, seed=settings["seed"],
+            decay_steps=settings["lr_decay_iters"], world=world, zero=args.zero, hooks=hooks,
         )  # fmt: skip
     except ValueError as error:
         raise SystemExit(f"tricycle-train: {error}") from None
@@ -381,10 +523,11 @@ def _train(args, run_dir: RunDirectory) -> dict:
         if checkpoint is not None and trainer.step == config.steps:
             print(f"the run in {run_dir.path} is complete ({config.steps} steps)",
                   file=sys.stderr)  # fmt: skip
-        _start_run_files(run_dir, run, corpus, trainer)
+        _start_run_files(run_dir, run, tokeniser, trainer)
         print(
-            f"config {settings['config']}: {trainer.model.num_parameters():,} parameters, "
-            f"{len(corpus.train_tokens):,} training tokens from {dataset!r}, "
+            f"config {settings['config']} ({config.arch}): "
+            f"{trainer.model.num_parameters():,} parameters, "
+            f"{data.n_train_tokens:,} training tokens from {dataset!r}, "
             f"{config.tokens_per_step:,} tokens per step, steps {trainer.step}..{config.steps}, "
             f"world size {world.world_size}",
             file=sys.stderr,
@@ -405,7 +548,7 @@ def _train(args, run_dir: RunDirectory) -> dict:
 
     try:
         summary = trainer.fit(
-            config.steps, run_dir=run_dir, metadata={**run, "tokeniser": tokeniser_text},
+            config.steps, run_dir=run_dir, metadata={**run, "tokeniser": tokeniser},
             log_interval=log_interval, max_seconds=args.max_seconds, stop_after=args.stop_after,
             on_record=progress, on_message=lambda text: tqdm.write(text, file=sys.stderr),
         )  # fmt: skip
@@ -416,6 +559,9 @@ def _train(args, run_dir: RunDirectory) -> dict:
         bar.close()
     world.finalize()
     summary["out_dir"] = str(run_dir.path)
+    if config.device == "gpu":  # cupy's pool keeps what it was given: its high-water mark
+        pool_bytes = backend.cupy().get_default_memory_pool().total_bytes()
+        summary["gpu_pool_mib"] = round(pool_bytes / 2**20)
     if not main:
         return summary
     run_dir.plot_losses()
@@ -425,30 +571,20 @@ def _train(args, run_dir: RunDirectory) -> dict:
         print(f"interrupted: saved {run_dir.checkpoint} at step {summary['steps']}; resume "
               f"with\n    tricycle-train {again}", file=sys.stderr)  # fmt: skip
     elif args.sample_tokens and summary["steps"] == config.steps:
-        summary["sample"] = sample(trainer.model, corpus, args.sample_tokens, settings["seed"])
+        summary["sample"] = sample_text(trainer.model, data.tokeniser, sample_prompt(args, data),
+                                        args.sample_tokens, seed=settings["seed"])  # fmt: skip
         print(f"\n----- sample -----\n{summary['sample']}\n------------------")
     print(json.dumps({k: v for k, v in summary.items() if k != "sample"}), file=sys.stderr)
     return summary
 
 
-def _start_run_files(run_dir: RunDirectory, run: dict, corpus, trainer) -> None:
-    """The run's tokeniser and config.json, and its metrics cut back to the trainer's step."""
-    corpus.tokeniser.save(run_dir / RunDirectory.TOKENISER)
+def _start_run_files(run_dir: RunDirectory, run: dict, tokeniser: str, trainer) -> None:
+    """The run's tokeniser (its file's text) and config.json, and its metrics cut back to
+    the trainer's step."""
+    atomic_write_text(run_dir / RunDirectory.TOKENISER, tokeniser)
     atomic_write_text(run_dir / RunDirectory.CONFIG, json.dumps(run, indent=2) + "\n")
     if run_dir.restart_metrics(trainer.step):
         print(f"{run_dir / RunDirectory.METRICS}: dropped a torn line", file=sys.stderr)
-
-
-def sample(model, corpus, n_tokens: int, seed: int) -> str:
-    """Text continuing the first line of the validation set."""
-    valid_text = corpus.tokeniser.decode(corpus.valid_tokens[:200])
-    prompt_text = valid_text.split("\n", 1)[0] + "\n"
-    prompt = corpus.tokeniser.encode(prompt_text)[-model.config.context_window :]
-    tokens = model.generate(
-        prompt, n_tokens, temperature=0.8, top_k=50, rng=np.random.default_rng(seed),
-        vocab_limit=corpus.tokeniser.n_tokens,  # BPE may learn fewer ids than vocab_size
-    )  # fmt: skip
-    return corpus.tokeniser.decode(tokens)
 
 
 def run(argv=None) -> dict:

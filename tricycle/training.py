@@ -8,7 +8,8 @@ The pieces, from the smallest::
     val = evaluate(model, valid_data, n_batches=20)
 
     trainer = Trainer(model, optimiser, train_data, policy=policy, schedule=schedule,
-                      max_norm=1.0, valid_data=valid_data, eval_interval=250)
+                      max_norm=1.0, valid_data=valid_data, eval_interval=250,
+                      hooks=[Hook(lambda trainer: {"my_metric": ...})])
     trainer.fit(5000, run_dir=RunDirectory("runs/mine"))   # metrics, checkpoints, Ctrl-C
     trainer.save("checkpoint.npz"); trainer.load("checkpoint.npz")       # the whole run
 
@@ -31,7 +32,10 @@ single process is the world of one: the same code.
 **Seams.** The training data is any iterator of (inputs, targets) batches; if it has
 ``state_dict()``/``load_state_dict()`` (a shard loader's position), checkpoints save and
 restore it, and otherwise the state of its ``rng`` generator (``CausalLMDataset``'s random
-windows).
+windows). ``gpt_trainer`` takes token ids or a loader (``TokenShards``) and gives each rank
+its rows. A ``Hook`` is work done on the way (HellaSwag at each evaluation, a sample every N
+steps: ``tricycle.evaluate``), its values recorded beside the loss. ``load_model`` reads a
+trained model back for sampling and evaluation, safely from a run's checkpoint.
 
 **Runs.** ``Trainer.state_dict`` holds everything that decides what happens next: the
 parameters, the optimiser's moments and step counts, the loss scaler, every random generator
@@ -44,33 +48,39 @@ non-finite parameter or optimiser moment.
 import contextlib
 import ctypes
 import ctypes.util
+import hashlib
 import json
 import math
 import os
 import signal
 import sys
+import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from tricycle import backend, distributed
-from tricycle.checkpoint import CheckpointError, load_state, save_pickle, save_state
+from tricycle.blocks import llama_hidden_size
+from tricycle.checkpoint import CheckpointError, load_pickle, load_state, save_pickle, save_state
 from tricycle.configs import GPTConfig
 from tricycle.dataset import CausalLMDataset
 from tricycle.files import DirectoryLock, atomic_write, read_jsonl, remove_temporaries
 from tricycle.loss import CrossEntropy
-from tricycle.models import GPT
+from tricycle.models import GPT, build_model
 from tricycle.optimisers import AdamW, decay_all_matrices, decay_matrices
 from tricycle.precision import Precision
 from tricycle.scheduler import CosineSchedule
 from tricycle.tensor import no_grad
+from tricycle.tokeniser import load_tokeniser
 
 __all__ = [
+    "Hook",
     "RunDirectory",
     "StepOutput",
     "Trainer",
@@ -79,6 +89,7 @@ __all__ = [
     "check_finite",
     "evaluate",
     "gpt_trainer",
+    "load_model",
     "precision_for",
     "train_step",
     "tune_cpu_allocator",
@@ -244,20 +255,33 @@ def _host_bools(flags: list) -> list:
 
 def check_config_fits(config: GPTConfig, weights) -> None:
     """Raise ValueError unless ``weights`` ({name: array}, from a checkpoint) could be the
-    parameters of a GPT of ``config``: a config read from a file must not make us build a
-    model far larger than the weights stored beside it (a crafted file would ask for
-    terabytes)."""
+    parameters of the model ``config`` describes (``build_model``): a config read from a file
+    must not make us build a model far larger than the weights stored beside it (a crafted
+    file would ask for terabytes)."""
     if not isinstance(weights, dict):
         raise ValueError("no model weights")
     stored = sum(int(np.size(w)) for w in weights.values())
-    E, hidden = config.embedding_dim, int(config.embedding_dim * config.expansion_ratio)
-    expected = (config.vocab_size + config.context_window) * E  # biases and gains aside
-    expected += config.n_layers * (4 * E * E + 2 * E * hidden)
+    expected = _matrix_parameters(config)
     if expected > 2 * stored + 1_000_000:
         raise ValueError(
-            f"the config describes a GPT of about {expected:,} parameters, but only {stored:,} "
-            "are stored"
+            f"the config describes a model of about {expected:,} parameters, but only "
+            f"{stored:,} are stored"
         )
+
+
+def _matrix_parameters(config: GPTConfig) -> int:
+    """The parameters of ``build_model(config)``'s embeddings and matrices (biases and gains
+    aside), counted without building it."""
+    E, V, L = config.embedding_dim, config.vocab_size, config.n_layers
+    if config.arch == "llama":  # q and o; k and v for the shared heads; SwiGLU's 3 matrices
+        kv = 2 * E * config.kv_heads * config.head_dim
+        hidden = llama_hidden_size(E, config.expansion_ratio, config.ffn_multiple_of)
+        block, positions = 2 * E * E + kv + 3 * E * hidden, 0
+    else:  # q|k|v and the projection; the MLP's 2 matrices
+        block = 4 * E * E + 2 * E * int(E * config.expansion_ratio)
+        positions = config.context_window * E
+    head = 0 if config.tie_weights else V * E
+    return V * E + positions + L * block + head
 
 
 def precision_for(name: str, device: str) -> Precision:
@@ -428,7 +452,163 @@ class RunDirectory:
         plt.close(fig)
 
 
+# ====================================================================== trained models
+
+
+def load_model(path, tokeniser_path=None, default_tokeniser: Callable | None = None):
+    """(model, tokeniser) from what ``tricycle-train`` writes, to sample or evaluate.
+
+    ``path`` is a run directory (its checkpoint.npz), a checkpoint.npz (safe: arrays and
+    JSON, nothing in the file runs; the config and the run's tokeniser are inside), or a
+    pickled model (``.pkl``/``.pickle``: loading a pickle runs code from the file, so only
+    trusted ones; its tokeniser is ``tokeniser.json`` beside it). The model is the one its
+    config's ``arch`` names (a ``GPT`` or a ``Llama``). ``tokeniser_path`` overrides the
+    tokeniser; where none is found, ``default_tokeniser(model)`` is asked (None: an error).
+
+    A tokeniser that does not belong to the model is refused: one with more ids than the
+    model's vocabulary, or another than the run's own (recorded in the checkpoint, and for a
+    pickle in the run's config.json beside it). Every problem is a ``CheckpointError``
+    naming the file.
+    """
+    path = Path(path)
+    if path.is_dir():
+        if not (path / RunDirectory.CHECKPOINT).is_file() and (path / RunDirectory.MODEL).is_file():
+            raise CheckpointError(
+                f"{path} has no {RunDirectory.CHECKPOINT}; to load its pickle (which runs code "
+                f"from the file), name it: {path / RunDirectory.MODEL}"
+            )
+        path = path / RunDirectory.CHECKPOINT
+    if path.suffix == ".npz":
+        model, run = _load_checkpoint_model(path)
+    elif path.suffix in (".pkl", ".pickle"):
+        model, run = _load_pickled_model(path), _run_beside(path)
+    else:
+        raise CheckpointError(
+            f"{path}: expected a run directory, a .npz checkpoint or a .pkl pickle (only files "
+            "named as pickles are unpickled)"
+        )
+    recorded = run.get("tokeniser")  # the run's tokeniser, as its file's text
+    if tokeniser_path is None and isinstance(recorded, str):
+        tokeniser, source = _tokeniser_from_text(recorded, path), path
+    else:
+        source = Path(tokeniser_path or path.parent / RunDirectory.TOKENISER)
+        if source.is_file() or tokeniser_path is not None:
+            tokeniser = _read_tokeniser(source)
+        elif default_tokeniser is None or (tokeniser := default_tokeniser(model)) is None:
+            raise CheckpointError(
+                f"no tokeniser found for {path}: pass --tokeniser PATH, or put "
+                f"{RunDirectory.TOKENISER} beside it"
+            )
+    size = f"{source} ({type(tokeniser).__name__}, {tokeniser.vocab_size} ids)"
+    if tokeniser.vocab_size > model.config.vocab_size:
+        raise CheckpointError(
+            f"the tokeniser {size} does not belong to the model {path} (vocab_size "
+            f"{model.config.vocab_size}): it has more ids than the model"
+        )
+    if source != path:
+        own = run.get("tokeniser_sha256")
+        own = _sha256(recorded) if own is None and isinstance(recorded, str) else own
+        if isinstance(own, str) and own != _sha256(tokeniser_text(tokeniser)):
+            raise CheckpointError(
+                f"the tokeniser {size} does not belong to the model {path} (vocab_size "
+                f"{model.config.vocab_size}): the run was trained with another tokeniser"
+            )
+    return model, tokeniser
+
+
+def tokeniser_text(tokeniser) -> str:
+    """The tokeniser's file contents (what ``tokeniser.save`` writes): the form runs record
+    and compare."""
+    with tempfile.TemporaryDirectory() as folder:
+        tokeniser.save(Path(folder) / RunDirectory.TOKENISER)
+        return (Path(folder) / RunDirectory.TOKENISER).read_text(encoding="utf-8")
+
+
+def _load_checkpoint_model(path: Path) -> tuple[GPT, dict]:
+    """The model in a training checkpoint, and the run's metadata."""
+    state = load_state(path)
+    run = state.get("run")
+    if not isinstance(run, dict) or not isinstance(run.get("config"), dict):
+        raise CheckpointError(f"{path} is not a training checkpoint (no config)")
+    weights = state.get("model")
+    try:
+        config = GPTConfig.from_dict(run["config"])
+        check_config_fits(config, weights)
+        model = build_model(config)
+        model.load_state_dict(weights)
+    except (ValueError, TypeError, KeyError) as error:
+        raise CheckpointError(f"{path} does not hold a usable GPT: {error}") from None
+    return model, run
+
+
+def _load_pickled_model(path: Path) -> GPT:
+    """The pickled model at ``path`` (this runs code from the file)."""
+    model = load_pickle(path)
+    if not isinstance(model, GPT):
+        raise CheckpointError(f"{path} holds a {type(model).__name__}, not a GPT")
+    return model
+
+
+def _run_beside(path: Path) -> dict:
+    """The settings of the run that wrote the pickle ``path`` (its config.json), if any."""
+    try:
+        run = json.loads((path.parent / RunDirectory.CONFIG).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return run if isinstance(run, dict) else {}
+
+
+def _read_tokeniser(path: Path):
+    try:
+        return load_tokeniser(path)
+    except (ValueError, OSError, KeyError) as error:
+        raise CheckpointError(f"{path}: not a readable tokeniser: {error}") from None
+
+
+def _tokeniser_from_text(text: str, path: Path):
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / RunDirectory.TOKENISER).write_text(text, encoding="utf-8")
+        try:
+            return load_tokeniser(Path(folder) / RunDirectory.TOKENISER)
+        except (ValueError, OSError, KeyError) as error:
+            raise CheckpointError(f"{path}: its tokeniser is not readable: {error}") from None
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 # ====================================================================== the trainer
+
+
+@dataclass(frozen=True)
+class Hook:
+    """Work a ``Trainer`` does during ``fit`` beside training: ``run(trainer)`` returns a
+    dict of values for the step's record in the metrics (``{"hellaswag_acc": 0.31}``,
+    ``{"sample": "..."}``), every ``interval`` steps, or with ``interval`` None at each
+    evaluation (with the validation loss: every ``eval_interval`` steps and at the last).
+
+    It runs on every rank, so it may use the world's collectives (``trainer.world``: split
+    its work over the ranks and all-reduce); rank 0's values are recorded. Numbers join the
+    evaluation's log line; text (a sample) is logged on its own lines. It must draw no
+    random numbers from the training's generators, so that a resumed run replays exactly.
+    """
+
+    run: Callable[["Trainer"], dict]
+    interval: int | None = None
+
+    def __post_init__(self):
+        if not callable(self.run):
+            raise TypeError(f"Hook: run must be callable, got {self.run!r}")
+        if self.interval is not None and (
+            isinstance(self.interval, bool) or not isinstance(self.interval, int)
+            or self.interval < 1
+        ):  # fmt: skip
+            raise ValueError(f"Hook: interval must be None or an int >= 1, got {self.interval!r}")
+
+    def due(self, step: int, evaluating: bool) -> bool:
+        """Whether it runs after step ``step`` (``evaluating``: the trainer validates then)."""
+        return evaluating if self.interval is None else step % self.interval == 0
 
 
 class Trainer:
@@ -443,6 +623,8 @@ class Trainer:
             world of ``distributed.init()``: this process alone, unless mpiexec started it).
         valid_data, eval_interval, eval_steps, eval_protocol: validate every
             ``eval_interval`` steps (and at the end) over ``eval_steps`` batches.
+        hooks: ``Hook``s: more evaluations (HellaSwag), samples, anything measured on the
+            way, recorded in the metrics beside the loss.
         tokens_per_step: for the tokens/s in the metrics.
         seed: seeds the GPU's dropout masks, one seed per step, so they replay on resume.
 
@@ -466,9 +648,13 @@ class Trainer:
         eval_interval: int | None = None,
         eval_steps: int = 20,
         eval_protocol: str = "sequential",
+        hooks: Sequence[Hook] = (),
         tokens_per_step: int | None = None,
         seed: int = 0,
     ):
+        if not all(isinstance(hook, Hook) for hook in hooks):
+            raise TypeError(f"Trainer: hooks must be Hook objects, got {list(hooks)!r}")
+        self.hooks = list(hooks)
         self.model, self.optimiser, self.train_data = model, optimiser, train_data
         self.policy = Precision() if policy is None else policy
         self.schedule, self.loss_fn = schedule, CrossEntropy() if loss_fn is None else loss_fn
@@ -529,6 +715,15 @@ class Trainer:
             self.loss_fn,
             self.world,
         )
+
+    def run_hooks(self, evaluating: bool) -> dict:
+        """The values of the hooks due after ``self.step`` (``evaluating``: at an
+        evaluation), merged in order."""
+        values = {}
+        for hook in self.hooks:
+            if hook.due(self.step, evaluating):
+                values.update(hook.run(self))
+        return values
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict:
@@ -628,8 +823,9 @@ class Trainer:
 
         Every ``log_interval`` steps the pending losses are read back (one synchronisation)
         and checked, and their records (step, loss, val_loss, lr, grad_norm, skipped_steps,
-        tokens_per_s, wall_time) go to ``on_record`` and to ``run_dir``'s metrics. Validation
-        runs every ``eval_interval`` steps and at step ``steps``; with a ``run_dir``, a
+        tokens_per_s, wall_time, and the values of the hooks that ran) go to ``on_record``
+        and to ``run_dir``'s metrics. Validation (and the hooks without an interval) runs
+        every ``eval_interval`` steps and at step ``steps``; with a ``run_dir``, a
         checkpoint (and model.pkl, with ``metadata``) is written then and at any stop.
         ``max_seconds`` (training time, earlier sessions included) and ``stop_after`` (steps
         in this call) stop early with a checkpoint. Ctrl-C (in the main thread) stops at the
@@ -695,9 +891,13 @@ class Trainer:
                     at_interval = self.eval_interval and done % self.eval_interval == 0
                     # not at an early stop: an evaluation there would draw validation windows
                     # that an uninterrupted run does not, and a resumed run would differ
-                    if self.valid_data is not None and (at_interval or done == steps):
+                    evaluating = bool(at_interval) or done == steps
+                    if self.valid_data is not None and evaluating:
                         val_loss = self.evaluate()
                         pending[-1].update(val_loss=val_loss, wall_time=wall())
+                    measured = self.run_hooks(evaluating)
+                    if measured:
+                        pending[-1].update(measured, wall_time=wall())
                     out_of_time = max_seconds is not None and wall() >= max_seconds
                     # every rank stops at the same step, whatever its clock or signals say
                     flags = self.world.all_reduce(
@@ -708,13 +908,15 @@ class Trainer:
                     checkpointing = run_dir is not None and (
                         at_interval or done == stop or stopping
                     )
-                    if done % log_interval == 0 or val_loss is not None or checkpointing:
+                    # the same steps on every rank (a hook may measure on rank 0 alone)
+                    reporting = val_loss is not None or any(
+                        hook.due(done, evaluating) for hook in self.hooks
+                    )
+                    if done % log_interval == 0 or reporting or checkpointing:
                         flush()  # before any checkpoint: a diverged model is never saved
-                    if val_loss is not None and main:
-                        say(
-                            f"step {done}: train loss {last['loss']:.4f}, val loss "
-                            f"{val_loss:.4f}, {last['wall_time']:.1f} s"
-                        )
+                    if reporting and main:
+                        for line in _report(done, last, val_loss, measured):
+                            say(line)
                     if checkpointing:
                         self.wall_time = wall()
                         self.save_to(run_dir, metadata)
@@ -742,23 +944,40 @@ class Trainer:
         }
 
 
+def _report(step: int, record: dict, val_loss: float | None, measured: dict) -> list[str]:
+    """The log lines of an evaluation: the losses and the hooks' numbers on one line, each
+    text (a sample) below it."""
+    numbers = [f"train loss {record['loss']:.4f}"]
+    numbers += [] if val_loss is None else [f"val loss {val_loss:.4f}"]
+    numbers += [f"{k} {v:.4f}" for k, v in measured.items() if isinstance(v, int | float)]
+    texts = [f"step {step} {k}:\n{v}" for k, v in measured.items() if isinstance(v, str)]
+    line = f"step {step}: {', '.join(numbers)}, {record['wall_time']:.1f} s"
+    return ([line] if val_loss is not None or len(texts) < len(measured) else []) + texts
+
+
 def gpt_trainer(
     config: GPTConfig,
-    train_tokens,
-    valid_tokens=None,
+    train_data,
+    valid_data=None,
     *,
     policy=None,
     seed: int = 0,
     decay_steps: int | None = None,
     world: distributed.World | None = None,
     zero: bool = False,
+    hooks: Sequence[Hook] = (),
 ) -> Trainer:
-    """A ``Trainer`` for a GPT as ``config`` describes it: the model (initialised from
-    tricycle's generator: ``tricycle.random.manual_seed`` it first), AdamW with the config's
-    betas, decay and decay filter, the cosine schedule (decaying over ``decay_steps``, default
-    ``config.steps``), clipping, accumulation, random training windows (seeded by ``seed``)
-    and the validation windows (None when the validation tokens are fewer than one window),
-    all on ``config.device``.
+    """A ``Trainer`` for the model ``config`` describes (``build_model``: a GPT or a Llama),
+    initialised from tricycle's generator (``tricycle.random.manual_seed`` it first), with
+    AdamW (the config's betas, decay and decay filter), the cosine schedule (decaying over
+    ``decay_steps``, default ``config.steps``), clipping, accumulation, validation and
+    ``hooks``, all on ``config.device``.
+
+    The data, ``train_data`` and ``valid_data``, is either token ids (an array, or a corpus:
+    ``CausalLMDataset``'s random windows over them, the training windows seeded by ``seed``;
+    validation tokens fewer than one window give no validation), or a loader: a function
+    ``loader(batch_size=, context_window=, rank=, world_size=)`` returning such a dataset,
+    such as ``functools.partial(TokenShards, "data/corpus", "train", seed=0)``.
 
     With a ``world`` of several processes, each takes its rows of every global batch of
     ``config.batch_size`` (the same windows as one process), starts from rank 0's parameters,
@@ -770,7 +989,7 @@ def gpt_trainer(
             f"batch_size {config.batch_size} does not split evenly over {world.world_size} "
             "processes: pick a multiple of the number of processes"
         )
-    model = GPT(config)
+    model = build_model(config)
     optimiser = AdamW(
         learning_rate=config.max_learning_rate,
         betas=(config.beta1, config.beta2),
@@ -784,17 +1003,16 @@ def gpt_trainer(
         config.steps if decay_steps is None else decay_steps,
         config.warmup_steps,
     )
-    shape = (config.vocab_size, config.batch_size // world.world_size, config.context_window)
-    ranks = {"rank": world.rank, "world_size": world.world_size}
-    train_data = CausalLMDataset(train_tokens, *shape, seed, **ranks).batch()
-    valid_data = None
-    if valid_tokens is not None and len(valid_tokens) > config.context_window:
-        valid_data = CausalLMDataset(valid_tokens, *shape, 0, **ranks).batch()
+    train_data = rank_loader(train_data, config, world, seed)
+    if valid_data is not None and (callable(valid_data) or len(valid_data) > config.context_window):
+        valid_data = rank_loader(valid_data, config, world, 0)
+    else:
+        valid_data = None
     if config.device == "gpu":
         device = world.device or 0  # this process's GPU, where NCCL started
         model.to_gpu(device)
         train_data = train_data.to_gpu(device)  # batches arrive as GPU tensors
-        valid_data = valid_data and valid_data.to_gpu(device)
+        valid_data = None if valid_data is None else valid_data.to_gpu(device)
     world.broadcast_parameters(model)
     data_parallel = distributed.DataParallel(model, world)
     if zero:
@@ -812,9 +1030,24 @@ def gpt_trainer(
         eval_interval=config.eval_interval,
         eval_steps=config.eval_steps,
         eval_protocol=config.eval_protocol,
+        hooks=hooks,
         tokens_per_step=config.tokens_per_step,
         seed=seed,
     )
+
+
+def rank_loader(data, config: GPTConfig, world: distributed.World, seed: int):
+    """This rank's batches of ``data`` (token ids, or a loader: see ``gpt_trainer``): its
+    ``config.batch_size / world_size`` rows of every global batch of windows of
+    ``config.context_window`` tokens."""
+    if not callable(data):  # token ids
+        data = partial(CausalLMDataset, data, config.vocab_size, seed=seed)
+    return data(
+        batch_size=config.batch_size // world.world_size,
+        context_window=config.context_window,
+        rank=world.rank,
+        world_size=world.world_size,
+    ).batch()
 
 
 class _Interrupt:

@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from tricycle.cli import positive_int, unit_interval
 from tricycle.files import atomic_write
 from tricycle.tokeniser import END_OF_TEXT, BPETokeniser
 from tricycle_datasets.download import sha256_file
@@ -455,22 +456,9 @@ def _say(enabled: bool, message: str) -> None:
 
 
 # ------------------------------------------------------------------ command line
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
-
-
-def _fraction(text: str) -> float:
-    value = float(text)
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {value}")
-    return value
-
-
 def _vocab_size(text: str) -> int:
-    value = int(text)
+    """A BPE vocabulary with an end-of-text token: 256 byte ids, the token, and merges."""
+    value = positive_int(text)
     if value < 257:
         raise argparse.ArgumentTypeError(
             f"must be >= 257 (256 bytes and the end-of-text token), got {value}"
@@ -491,11 +479,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--vocab-size", type=_vocab_size, help="train a BPE with this many ids")
     which.add_argument("--tokeniser", type=Path, help="use this tokeniser.json instead")
-    add("--workers", type=_positive_int, default=os.cpu_count() or 1, help="encoding processes")
-    add("--shard-tokens", type=_positive_int, default=1 << 24, help="ids per shard (at least)")
-    add("--valid-fraction", type=_fraction, default=0.01, help="share of text for validation")
-    add("--sample-bytes", type=_positive_int, default=16 << 20, help="text to train the BPE on")
-    add("--block-bytes", type=_positive_int, default=1 << 20, help="bytes per encoding task")
+    add("--workers", type=positive_int, default=os.cpu_count() or 1, help="encoding processes")
+    add("--shard-tokens", type=positive_int, default=1 << 24, help="ids per shard (at least)")
+    add("--valid-fraction", type=unit_interval, default=0.01, help="share of text for validation")
+    add("--sample-bytes", type=positive_int, default=16 << 20, help="text to train the BPE on")
+    add("--block-bytes", type=positive_int, default=1 << 20, help="bytes per encoding task")
     add(
         "--extensions",
         default=",".join(DEFAULT_EXTENSIONS),
