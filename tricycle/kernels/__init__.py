@@ -27,6 +27,7 @@ from tricycle.kernels.cast import multi_cast, multi_cast_enabled
 from tricycle.kernels.catalogue import compile_all, instantiations
 from tricycle.kernels.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from tricycle.kernels.embedding import embedding_backward
+from tricycle.kernels.extremes import fold_extremes, fold_extremes_enabled
 from tricycle.kernels.gelu import (
     bias_gelu_backward,
     bias_gelu_forward,
@@ -68,6 +69,8 @@ __all__ = [
     "cross_entropy_forward",
     "embedding_backward",
     "enabled",
+    "fold_extremes",
+    "fold_extremes_enabled",
     "gelu_backward",
     "gelu_forward",
     "gemm",
