@@ -441,6 +441,23 @@ def bench_adamw(rng):
     record("grad norm + clip multiplier", shape, 4 * n_params, None, clip_ms, None, None)
 
 
+def bench_cast(rng):
+    """Mixed precision's backward casts: every parameter's 16-bit gradient widened to float32,
+    one launch each (the GPU work is small: the time is mostly the host's launches)."""
+    print("\n== backward casts (GPT parameter list: V=1024, T=256, E=384, 6 layers)", flush=True)
+    shapes = gpt_parameter_shapes()
+    n = sum(math.prod(s) for s in shapes)
+    for dtype in [d for d in ARGS.dtypes if d != "float32"] or ["bfloat16"]:
+        grads = [
+            cp.asarray(rng.standard_normal(s, dtype=np.float32).astype(dtype_of(dtype)))
+            for s in shapes
+        ]
+        ours = time_cupy(lambda: [kernels.widen(g) for g in grads])
+        xp_ms = time_cupy(lambda: [g.astype(np.float32) for g in grads])
+        shape = f"{len(shapes)} tensors {dtype}"
+        record("widen (kernel) vs astype", shape, 6 * n, None, ours, xp_ms, None)
+
+
 def bench_attention(rng):
     print("\n== causal attention", flush=True)
     for B, T, H, D in ((64, 256, 6, 64), (16, 1024, 6, 64), (32, 256, 4, 128)):
@@ -499,6 +516,7 @@ CASES = {
     "cross_entropy": bench_cross_entropy,
     "embedding": bench_embedding,
     "adamw": bench_adamw,
+    "cast": bench_cast,
     "attention": bench_attention,
 }
 

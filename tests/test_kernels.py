@@ -658,6 +658,28 @@ def test_multi_cast(cp, poisoned, rng, dtype):
     assert not kernels.multi_cast_enabled(arrays, np.float32)  # only to 16 bits
 
 
+@gpu
+@pytest.mark.parametrize("dtype", [d for d in DTYPES if d != "float32"])
+def test_widen_is_astype_and_is_the_cast_gradient(cp, poisoned, rng, dtype):
+    """The backward of mixed precision's casts: 16-bit gradients widened to float32 exactly."""
+    from tricycle.precision import cast_all
+    from tricycle.tensor import Tensor
+
+    for shape in [(384, 1152), (1,), (0,), (3, 5, 7), (50001,)]:
+        a = cp.asarray(rng.normal(size=shape).astype(np_dtype(dtype)))
+        assert kernels.widen_enabled(a)
+        wide = kernels.widen(a)
+        assert wide.dtype == np.float32 and wide.shape == a.shape
+        assert cp.array_equal(wide, a.astype(np.float32)), f"widen {shape}"
+    assert not kernels.widen_enabled(a[::2])  # strided: astype takes it
+    weights = [Tensor(cp.asarray(rng.normal(size=s).astype(np.float32))) for s in [(7, 3), (5,)]]
+    for w, c in zip(weights, cast_all(weights, np_dtype(dtype))):
+        seed = cp.asarray(rng.normal(size=w.shape).astype(np_dtype(dtype)))
+        c.backward(seed)  # the cast node's back_fn: 16-bit gradient -> float32
+        assert w.grad.dtype == np.float32
+        assert cp.array_equal(w.grad.array, seed.astype(np.float32))
+
+
 # ====================================================================== gemm
 @gpu
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -23,7 +23,7 @@ versions, e.g. to benchmark or debug them.
 """
 
 from tricycle.kernels.attention import attention_backward, attention_enabled, attention_forward
-from tricycle.kernels.cast import multi_cast, multi_cast_enabled
+from tricycle.kernels.cast import multi_cast, multi_cast_enabled, widen, widen_enabled
 from tricycle.kernels.catalogue import compile_all, instantiations
 from tricycle.kernels.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from tricycle.kernels.embedding import embedding_backward
@@ -87,4 +87,6 @@ __all__ = [
     "rms_norm_forward",
     "softmax_backward",
     "softmax_forward",
+    "widen",
+    "widen_enabled",
 ]
