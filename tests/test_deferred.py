@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tricycle import backend, deferred
+from tricycle import backend, deferred, kernels
 from tricycle.layers import Embedding
 from tricycle.loss import CrossEntropy
 from tricycle.tensor import Tensor, to_tensor
@@ -211,8 +211,6 @@ extern "C" __global__ void spin(unsigned long long ns) {
 @pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8])
 @pytest.mark.parametrize("n", [1, 31, 1000, 1 << 20])
 def test_fold_extremes_kernel_matches_the_xp_fold(cp, ignore, dtype, n):
-    from tricycle import kernels
-
     rng = np.random.default_rng(n)
     high = 255 if dtype is np.uint8 else 2**31 - 1
     ids_host = rng.integers(0 if dtype is np.uint8 else -high, high, size=n).astype(dtype)
@@ -299,8 +297,6 @@ def test_bad_ids_stay_inside_their_arrays_until_reported(cp):
 
 @gpu
 def test_embedding_backward_kernel_skips_ids_out_of_range(cp):
-    from tricycle import kernels
-
     dout = cp.ones((4, 3), dtype=np.float32)
     dweights = kernels.embedding_backward(cp, dout, cp.asarray([0, 5, -1, 2]), 5)
     expected = np.zeros((5, 3), np.float32)
@@ -311,7 +307,8 @@ def test_embedding_backward_kernel_skips_ids_out_of_range(cp):
 @gpu
 def test_a_training_step_reports_bad_ids_when_its_loss_is_settled(cp):
     """``StepOutput.settle`` raises the deferred IndexError (before the divergence guard
-    could mistake the NaN loss of a bad label for a diverging run)."""
+    could mistake the NaN loss of a bad label for a diverging run): settle's first line must
+    be ``deferred.raise_pending_errors()``; a TrainingDiverged here means it is missing."""
     from tricycle.configs import DebugConfig
     from tricycle.models import GPT
     from tricycle.optimisers import AdamW

@@ -25,7 +25,7 @@ import pytest
 from tricycle import backend, kernels
 from tricycle.activation import gelu_backward, gelu_forward
 from tricycle.attention import attention_backward, attention_forward
-from tricycle.dropout_mask import AttentionDropout
+from tricycle.dropout_mask import NO_DROPOUT, AttentionDropout
 from tricycle.functions import softmax_backward, softmax_forward
 from tricycle.kernels.attention import uses_tensor_cores
 from tricycle.layers import (
@@ -610,7 +610,7 @@ def test_attention_tf32(cp, poisoned, rng, shape, dropout):
     seed = int(rng.integers(2**32))
     qkv, qkv_ref = on_device(cp, rng.normal(size=(B, T, 3 * E)), "float32")
     dout, dout_ref = on_device(cp, rng.normal(size=(B, T, E)), "float32")
-    mask = AttentionDropout(dropout, seed) if dropout else None
+    mask = AttentionDropout(dropout, seed) if dropout else NO_DROPOUT
     out_ref, saved_ref = attention_forward(np, qkv_ref, H, mask)
     dqkv_ref = attention_backward(np, dout_ref, saved_ref)
     assert not uses_tensor_cores(np.dtype(np.float32), D)
