@@ -210,7 +210,7 @@ extern "C" __global__ void spin(unsigned long long ns) {
 @pytest.mark.parametrize("ignore", [None, -100])
 @pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8])
 @pytest.mark.parametrize("n", [1, 31, 1000, 1 << 20])
-def test_fold_extremes_kernel_matches_the_xp_fold(cp, ignore, dtype, n):
+def test_fold_extremes_kernel_matches_the_xp_fold(cp, monkeypatch, ignore, dtype, n):
     rng = np.random.default_rng(n)
     high = 255 if dtype is np.uint8 else 2**31 - 1
     ids_host = rng.integers(0 if dtype is np.uint8 else -high, high, size=n).astype(dtype)
@@ -222,6 +222,11 @@ def test_fold_extremes_kernel_matches_the_xp_fold(cp, ignore, dtype, n):
         assert kernels.fold_extremes_enabled(cp.asarray(ids_host), pairs)
         kernels.fold_extremes(cp.asarray(ids_host), pairs, 1, ignore)
         deferred.fold_extremes(np, ids_host, reference, 1, ignore)
+        with monkeypatch.context() as m:  # the xp fold on cupy (kernels off) agrees too
+            m.setenv("TRICYCLE_DISABLE_KERNELS", "1")
+            pairs_xp = cp.asarray(np.asarray([EMPTY, start, EMPTY], np.int64))
+            deferred.fold_extremes(cp, cp.asarray(ids_host), pairs_xp, 1, ignore)
+            assert cp.asnumpy(pairs_xp).tolist() == reference.tolist()
         got = cp.asnumpy(pairs)
         name = np.dtype(dtype).name
         print(f"fold_extremes n={n} {name} ignore={ignore}: {got[1]} vs {reference[1]}")
@@ -234,8 +239,9 @@ def test_gpu_checks_never_wait_for_the_device(cp):
     loss_fn = CrossEntropy()
     ids = cp.asarray(np.array([[1, 2, 60], [3, -4, 5]]))
     labels = cp.asarray(np.array([[1, 2, 3], [4, 50, 6]]))
-    with deferred.defer_checks(False):  # warm up (compile) every kernel on the way
-        loss_fn(cp.asarray(np.ones((2, 3), int)), layer(cp.asarray(np.ones((2, 3), int))))
+    # warm up: compile every kernel on the way, make the check sites' device pairs
+    loss_fn(cp.asarray(np.ones((2, 3), int)), layer(cp.asarray(np.ones((2, 3), int))))
+    deferred.raise_pending_errors()  # in range: nothing raised
     cp.cuda.get_current_stream().synchronize()
     stream = cp.cuda.get_current_stream()
     _busy(cp)
