@@ -58,7 +58,7 @@ class _Site(NamedTuple):
 class _Ledger:
     """The (min, max) pairs of one device, one row per check site, grown by doubling."""
 
-    def __init__(self, xp, device):
+    def __init__(self, xp, device):  # device: a context manager that makes it current
         self.xp, self.device = xp, device
         self.sites: list[_Site] = []
         self.rows: dict[_Site, int] = {}
@@ -153,8 +153,8 @@ def check_range(
     with _lock:
         ledger = _ledgers.get(device)
         if ledger is None:
-            context = backend.cupy().cuda.Device(ids.device.id) if on_gpu else nullcontext()
-            ledger = _ledgers[device] = _Ledger(xp, context)
+            on_device = backend.cupy().cuda.Device(ids.device.id) if on_gpu else nullcontext()
+            ledger = _ledgers[device] = _Ledger(xp, on_device)
         row = ledger.row(site)
         fold_extremes(xp, ids, ledger.pairs, row, site.ignore)
         ledger.dirty = True
