@@ -40,6 +40,7 @@ from tricycle.functions import softmax_backward, softmax_forward  # noqa: E402
 from tricycle.layers import layer_norm_backward, layer_norm_forward  # noqa: E402
 from tricycle.loss import cross_entropy_backward, cross_entropy_forward  # noqa: E402
 from tricycle.optimisers import _adam_update  # noqa: E402
+from tricycle.precision import Precision  # noqa: E402
 
 try:
     import torch
@@ -132,11 +133,32 @@ def bf16():
 
 
 def dtype_of(name):
-    return bf16() if name == "bfloat16" else np.dtype(name)
+    """The storage dtype of a ``--dtypes`` name ("tf32": float32 under the TF32 policy)."""
+    return bf16() if name == "bfloat16" else np.dtype("float32" if name == "tf32" else name)
 
 
 def torch_dtype(name):
-    return {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[name]
+    return {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
+            "tf32": torch.float32}[name]  # fmt: skip
+
+
+@contextmanager
+def tf32_if(name):
+    """Inside, "tf32" runs float32 products on TF32 in both frameworks (tricycle's policy,
+    torch's ``allow_tf32`` flags); any other name changes nothing."""
+    if name != "tf32":
+        yield
+        return
+    flags = None
+    if torch is not None:
+        flags = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+    try:
+        with Precision("tf32"):
+            yield
+    finally:
+        if flags is not None:
+            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = flags
 
 
 def device_pair(rng, shape, dtype="float32", scale=1.0):
@@ -419,50 +441,72 @@ def bench_adamw(rng):
     record("grad norm + clip multiplier", shape, 4 * n_params, None, clip_ms, None, None)
 
 
+def bench_cast(rng):
+    """Mixed precision's backward casts: every parameter's 16-bit gradient widened to float32,
+    one launch each (the GPU work is small: the time is mostly the host's launches)."""
+    print("\n== backward casts (GPT parameter list: V=1024, T=256, E=384, 6 layers)", flush=True)
+    shapes = gpt_parameter_shapes()
+    n = sum(math.prod(s) for s in shapes)
+    for dtype in [d for d in ARGS.dtypes if d != "float32"] or ["bfloat16"]:
+        grads = [
+            cp.asarray(rng.standard_normal(s, dtype=np.float32).astype(dtype_of(dtype)))
+            for s in shapes
+        ]
+        ours = time_cupy(lambda: [kernels.widen(g) for g in grads])
+        xp_ms = time_cupy(lambda: [g.astype(np.float32) for g in grads])
+        shape = f"{len(shapes)} tensors {dtype}"
+        record("widen (kernel) vs astype", shape, 6 * n, None, ours, xp_ms, None)
+
+
 def bench_attention(rng):
     print("\n== causal attention", flush=True)
     for B, T, H, D in ((64, 256, 6, 64), (16, 1024, 6, 64), (32, 256, 4, 128)):
         E = H * D
-        for dtype in ARGS.dtypes:
-            qkv, tqkv = device_pair(rng, (B, T, 3 * E), dtype)
-            dout, tdout = device_pair(rng, (B, T, E), dtype)
-            shape = f"B={B} T={T} H={H} D={D} {dtype}"
-            flops_fwd = 4 * B * H * D * T * (T + 1) / 2  # QK^T and PV, causal half
-            out, saved = kernels.attention_forward(cp, qkv, H)
-            xp_fwd = xp_bwd = None
-            if dtype == "float32" or ARGS.xp_half_attention:
-                with kernels_off():
-                    xp_fwd = maybe(lambda: time_cupy(lambda: attention_forward(cp, qkv, H)))
-                    xp_saved = maybe(lambda: attention_forward(cp, qkv, H)[1])
-                    if xp_saved is not None:
-                        xp_bwd = maybe(
-                            lambda: time_cupy(lambda: attention_backward(cp, dout, xp_saved))
-                        )
-                    del xp_saved
-            t_fwd = t_bwd = None
-            if torch is not None:
-                q, k, v = (
-                    t.view(B, T, H, D).transpose(1, 2) for t in tqkv.split(E, dim=-1)
-                )  # (B, H, T, D) views, as the model would pass them
+        for dtype in ARGS.dtypes + (["tf32"] if "float32" in ARGS.dtypes else []):
+            with tf32_if(dtype):
+                _bench_attention_shape(rng, B, T, H, D, E, dtype)
 
-                def sdpa():
-                    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
-                t_fwd = time_torch(sdpa)
-                leaf = tqkv.detach().requires_grad_()
-                tgrad = tdout.view(B, T, H, D).transpose(1, 2)
+def _bench_attention_shape(rng, B, T, H, D, E, dtype):
+    """One row pair (forward, backward) of ``bench_attention``; "tf32": float32 storage under
+    the TF32 policy (tensor cores), whose xp column is left out."""
+    qkv, tqkv = device_pair(rng, (B, T, 3 * E), dtype)
+    dout, tdout = device_pair(rng, (B, T, E), dtype)
+    shape = f"B={B} T={T} H={H} D={D} {dtype}"
+    flops_fwd = 4 * B * H * D * T * (T + 1) / 2  # QK^T and PV, causal half
+    out, saved = kernels.attention_forward(cp, qkv, H)
+    xp_fwd = xp_bwd = None
+    if dtype == "float32" or (dtype != "tf32" and ARGS.xp_half_attention):
+        with kernels_off():
+            xp_fwd = maybe(lambda: time_cupy(lambda: attention_forward(cp, qkv, H)))
+            xp_saved = maybe(lambda: attention_forward(cp, qkv, H)[1])
+            if xp_saved is not None:
+                xp_bwd = maybe(lambda: time_cupy(lambda: attention_backward(cp, dout, xp_saved)))
+            del xp_saved
+    t_fwd = t_bwd = None
+    if torch is not None:
+        q, k, v = (
+            t.view(B, T, H, D).transpose(1, 2) for t in tqkv.split(E, dim=-1)
+        )  # (B, H, T, D) views, as the model would pass them
 
-                def sdpa_both():
-                    lq, lk, lv = (t.view(B, T, H, D).transpose(1, 2) for t in leaf.split(E, dim=-1))
-                    F.scaled_dot_product_attention(lq, lk, lv, is_causal=True).backward(tgrad)
-                    leaf.grad = None
+        def sdpa():
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
-                both = maybe(lambda: time_torch(sdpa_both))
-                t_bwd = None if both is None else both - t_fwd
-            ours_fwd = time_cupy(lambda: kernels.attention_forward(cp, qkv, H))
-            record("attention fwd", shape, None, flops_fwd, ours_fwd, xp_fwd, t_fwd)
-            ours_bwd = time_cupy(lambda: kernels.attention_backward(cp, dout, saved))
-            record("attention bwd", shape, None, 2.5 * flops_fwd, ours_bwd, xp_bwd, t_bwd)
+        t_fwd = time_torch(sdpa)
+        leaf = tqkv.detach().requires_grad_()
+        tgrad = tdout.view(B, T, H, D).transpose(1, 2)
+
+        def sdpa_both():
+            lq, lk, lv = (t.view(B, T, H, D).transpose(1, 2) for t in leaf.split(E, dim=-1))
+            F.scaled_dot_product_attention(lq, lk, lv, is_causal=True).backward(tgrad)
+            leaf.grad = None
+
+        both = maybe(lambda: time_torch(sdpa_both))
+        t_bwd = None if both is None else both - t_fwd
+    ours_fwd = time_cupy(lambda: kernels.attention_forward(cp, qkv, H))
+    record("attention fwd", shape, None, flops_fwd, ours_fwd, xp_fwd, t_fwd)
+    ours_bwd = time_cupy(lambda: kernels.attention_backward(cp, dout, saved))
+    record("attention bwd", shape, None, 2.5 * flops_fwd, ours_bwd, xp_bwd, t_bwd)
 
 
 CASES = {
@@ -472,6 +516,7 @@ CASES = {
     "cross_entropy": bench_cross_entropy,
     "embedding": bench_embedding,
     "adamw": bench_adamw,
+    "cast": bench_cast,
     "attention": bench_attention,
 }
 

@@ -25,7 +25,7 @@ import pytest
 from tricycle import backend, kernels
 from tricycle.activation import gelu_backward, gelu_forward
 from tricycle.attention import attention_backward, attention_forward
-from tricycle.dropout_mask import AttentionDropout
+from tricycle.dropout_mask import NO_DROPOUT, AttentionDropout
 from tricycle.functions import softmax_backward, softmax_forward
 from tricycle.kernels.attention import uses_tensor_cores
 from tricycle.layers import (
@@ -42,8 +42,9 @@ from tricycle.random import manual_seed
 GPU = backend.cupy_available()
 gpu = pytest.mark.skipif(not GPU, reason="no CUDA GPU")
 
-# relative-error bounds per storage dtype (float32 arithmetic inside every kernel)
-TOLERANCE = {"float32": 1e-5, "float16": 3e-3, "bfloat16": 1e-2}
+# relative-error bounds per storage dtype (float32 arithmetic inside every kernel); "tf32":
+# float32 storage with products on TF32 operands (10 mantissa bits, as cuBLAS's TF32)
+TOLERANCE = {"float32": 1e-5, "float16": 3e-3, "bfloat16": 1e-2, "tf32": 5e-3}
 
 
 def _dtypes():
@@ -595,6 +596,54 @@ def test_attention_dropout(cp, poisoned, rng, shape, dtype, path):
               f"dropout attention d{part} {shape} {path}")  # fmt: skip
 
 
+# TF32 (float32 inputs, tensor cores) only under a TF32 policy; T off the 64-row tiles
+TF32_SHAPES = [(1, 1, 1, 64), (2, 17, 3, 64), (2, 100, 2, 64), (1, 130, 2, 128), (1, 300, 1, 128)]
+
+
+@gpu
+@pytest.mark.parametrize("dropout", [0.0, 0.2])
+@pytest.mark.parametrize("shape", TF32_SHAPES)
+def test_attention_tf32(cp, poisoned, rng, shape, dropout):
+    """Float32 attention runs on TF32 tensor cores inside ``Precision("tf32")`` (TF32-sized
+    errors), and on CUDA cores outside it (float32-sized errors): never TF32 silently."""
+    B, T, H, D = shape
+    E = H * D
+    seed = int(rng.integers(2**32))
+    qkv, qkv_ref = on_device(cp, rng.normal(size=(B, T, 3 * E)), "float32")
+    dout, dout_ref = on_device(cp, rng.normal(size=(B, T, E)), "float32")
+    mask = AttentionDropout(dropout, seed) if dropout else NO_DROPOUT
+    out_ref, saved_ref = attention_forward(np, qkv_ref, H, mask)
+    dqkv_ref = attention_backward(np, dout_ref, saved_ref)
+    assert not uses_tensor_cores(np.dtype(np.float32), D)
+    for policy, label in ((Precision("tf32"), "tf32"), (Precision("fp32"), "float32")):
+        with policy:
+            assert uses_tensor_cores(np.dtype(np.float32), D) == (label == "tf32")
+            out, saved = kernels.attention_forward(cp, qkv, H, dropout, seed)
+        assert saved[-1] == (label == "tf32"), "TF32 exactly under the TF32 policy"
+        what = f"attention {label} p={dropout} {shape}"
+        check(cp, out, out_ref, label, f"{what} out", dtype_out="float32")
+        dqkv = kernels.attention_backward(cp, dout, saved)  # follows the forward's choice
+        for i, part in enumerate("qkv"):
+            if T == 1 and part != "v":
+                continue  # one key: the exact dq and dk are 0, the computed ones rounding noise
+            got = cp.ascontiguousarray(dqkv.reshape(B, T, 3, E)[:, :, i])
+            check(cp, got, dqkv_ref.reshape(B, T, 3, E)[:, :, i], label, f"{what} d{part}",
+                  dtype_out="float32")  # fmt: skip
+
+
+@gpu
+def test_attention_tf32_is_used_by_the_tf32_policy_in_a_model(cp, rng):
+    """The library's attention op picks the TF32 kernels inside the policy and not outside."""
+    from tricycle import attention
+
+    qkv = cp.asarray(rng.normal(size=(2, 70, 3 * 128)).astype(np.float32))
+    with Precision("tf32"):
+        _, saved_tf32 = attention.attention_forward(cp, qkv, 2)
+    _, saved_fp32 = attention.attention_forward(cp, qkv, 2)
+    assert kernels.owns(saved_tf32) and saved_tf32[-1]
+    assert kernels.owns(saved_fp32) and not saved_fp32[-1]
+
+
 # ====================================================================== multi-tensor cast
 @gpu
 @pytest.mark.parametrize("dtype", [d for d in DTYPES if d != "float32"])
@@ -608,6 +657,28 @@ def test_multi_cast(cp, poisoned, rng, dtype):
         assert c.data.ptr % 128 == 0, "views start 128-byte aligned"
         assert cp.array_equal(c, a.astype(np_dtype(dtype))), f"multi_cast {a.shape}"
     assert not kernels.multi_cast_enabled(arrays, np.float32)  # only to 16 bits
+
+
+@gpu
+@pytest.mark.parametrize("dtype", [d for d in DTYPES if d != "float32"])
+def test_widen_is_astype_and_is_the_cast_gradient(cp, poisoned, rng, dtype):
+    """The backward of mixed precision's casts: 16-bit gradients widened to float32 exactly."""
+    from tricycle.precision import cast_all
+    from tricycle.tensor import Tensor
+
+    for shape in [(384, 1152), (1,), (0,), (3, 5, 7), (50001,)]:
+        a = cp.asarray(rng.normal(size=shape).astype(np_dtype(dtype)))
+        assert kernels.widen_enabled(a)
+        wide = kernels.widen(a)
+        assert wide.dtype == np.float32 and wide.shape == a.shape
+        assert cp.array_equal(wide, a.astype(np.float32)), f"widen {shape}"
+    assert not kernels.widen_enabled(a[::2])  # strided: astype takes it
+    weights = [Tensor(cp.asarray(rng.normal(size=s).astype(np.float32))) for s in [(7, 3), (5,)]]
+    for w, c in zip(weights, cast_all(weights, np_dtype(dtype))):
+        seed = cp.asarray(rng.normal(size=w.shape).astype(np_dtype(dtype)))
+        c.backward(seed)  # the cast node's back_fn: 16-bit gradient -> float32
+        assert w.grad.dtype == np.float32
+        assert cp.array_equal(w.grad.array, seed.astype(np.float32))
 
 
 # ====================================================================== gemm

@@ -18,6 +18,7 @@ a GPU.
 
 from tricycle.activation import GeLU, LeakyReLU, ReLU, Swish
 from tricycle.binary import maximum, minimum
+from tricycle.deferred import checks_pending, raise_pending_errors
 from tricycle.einsum import Einsum, einsum
 from tricycle.factories import (
     arange,
@@ -100,6 +101,7 @@ __all__ = [
     "abs",
     "arange",
     "cat",
+    "checks_pending",
     "clip",
     "concatenate",
     "cos",
@@ -129,6 +131,7 @@ __all__ = [
     "rand_like",
     "randint",
     "randn",
+    "raise_pending_errors",
     "randn_like",
     "relu",
     "repeat",

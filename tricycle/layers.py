@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from tricycle import backend, kernels, random, threads
+from tricycle import backend, deferred, kernels, random, threads
 from tricycle.backend import check_same_device
 from tricycle.blocking import (
     as_rows,
@@ -395,9 +395,10 @@ class Dense(Layer):
 def embedding(ids, weights: Tensor, check_range: bool = True) -> Tensor:
     """Rows of ``weights`` (V, E) picked by integer ``ids`` of any shape: (...) -> (..., E).
 
-    Ids outside [0, V) raise (never wrap). The gradient scatters-adds into the used rows.
-    The range check reads the ids' extremes back from a GPU (a host synchronisation):
-    ``check_range=False`` skips it for ids valid by construction (positions from arange).
+    Ids outside [0, V) raise IndexError (never wrap): at once on the CPU; on a GPU at the
+    next read-back, without stopping the host here (``tricycle.deferred``).
+    ``check_range=False`` skips the check for ids valid by construction (positions from
+    arange). The gradient scatters-adds into the used rows.
     """
     xp = weights.xp
     ids = ids.array if isinstance(ids, Tensor) else ids
@@ -409,14 +410,10 @@ def embedding(ids, weights: Tensor, check_range: bool = True) -> Tensor:
             f"Embedding: ids must be integers, got dtype {ids.dtype} with shape {ids.shape}"
         )
     vocab_size = weights.shape[0]
-    if ids.size and check_range:
-        bounds = backend.to_host_array(xp.stack([ids.min(), ids.max()]))
-        low, high = int(bounds[0]), int(bounds[1])
-        if low < 0 or high >= vocab_size:
-            raise IndexError(
-                f"Embedding: ids must lie in [0, {vocab_size}) for a vocabulary of size "
-                f"{vocab_size}, got ids in [{low}, {high}]"
-            )
+    if check_range:
+        deferred.check_range(
+            ids, vocab_size, op="Embedding", context=f"for a vocabulary of size {vocab_size}"
+        )
     out = xp.take(weights.array, ids, axis=0)  # (..., E)
 
     def back_fn(dout):  # (..., E) -> (V, E): scatter-add each row of dout to its id's row

@@ -9,7 +9,7 @@ softmax in the forward. Both are pure array functions written once against ``xp`
 
 import numpy as np
 
-from tricycle import backend, kernels
+from tricycle import deferred, kernels
 from tricycle.backend import check_same_device
 from tricycle.binary import constant
 from tricycle.blocking import for_each_block, row_sum
@@ -104,7 +104,9 @@ class CrossEntropy:
     ``y_true`` holds class ids of any shape (...); ``y_pred`` the unnormalised logits
     (..., C). The loss is the mean over labels that are not ``ignore_index``, as
     ``torch.nn.functional.cross_entropy``. If every label is ignored the loss is 0 with a
-    zero gradient. Float labels raise TypeError; labels outside [0, C) raise IndexError.
+    zero gradient. Float labels raise TypeError; labels outside [0, C) raise IndexError: at
+    once on the CPU, on a GPU at the next read-back (``tricycle.deferred``), so that the host
+    never waits for the device here.
     """
 
     def __init__(self, ignore_index: int | None = None):
@@ -143,15 +145,14 @@ class CrossEntropy:
         if labels.size == 0:
             raise ValueError("CrossEntropy: no labels (empty input)")
         n_classes = y_pred.shape[-1]
-        safe, _ = _labels_and_mask(xp, labels, self.ignore_index)
-        bounds = backend.to_host_array(xp.stack([safe.min(), safe.max()]))
-        low, high = int(bounds[0]), int(bounds[1])
-        if low < 0 or high >= n_classes:
-            ignoring = "" if self.ignore_index is None else f" or {self.ignore_index} (ignored)"
-            raise IndexError(
-                f"CrossEntropy: labels must lie in [0, {n_classes}){ignoring} for logits with "
-                f"{n_classes} classes, got labels in [{low}, {high}]"
-            )
+        deferred.check_range(
+            labels,
+            n_classes,
+            op="CrossEntropy",
+            what="labels",
+            context=f"for logits with {n_classes} classes",
+            ignore=self.ignore_index,
+        )
 
 
 def _check_same_shape(op: str, y_true: Tensor, y_pred: Tensor, pred_name: str):

@@ -108,14 +108,17 @@ def cast_all(tensors: list, dtype) -> list:
 
 def _cast_node(x: Tensor, array) -> Tensor:
     """The graph node of a cast of ``x`` whose result is ``array``: its gradient goes back to
-    x's own dtype."""
+    x's own dtype (on a GPU, 16-bit to float32 by ``kernels.widen``: every parameter's
+    gradient takes this way at every mixed-precision step, and the kernel costs the host
+    less than an astype)."""
     source = x.dtype
-    return Tensor(
-        array,
-        args=(x,),
-        back_fns=(lambda grad: grad.astype(source, copy=False),),
-        name="cast",
-    )
+
+    def back_fn(grad):
+        if source == np.float32 and kernels.widen_enabled(grad):
+            return kernels.widen(grad)
+        return grad.astype(source, copy=False)
+
+    return Tensor(array, args=(x,), back_fns=(back_fn,), name="cast")
 
 
 # ====================================================================== TF32 switch

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from tricycle import backend
+from tricycle import backend, deferred
 
 BackFn = Callable[[object], object]  # output gradient array -> input gradient array
 
@@ -388,12 +388,16 @@ class Tensor:
         """This tensor on GPU ``device`` (``self`` if it is there already); see ``to``."""
         return self.to(device)
 
+    # Reading a value back is where the host waits for the device anyway: range checks
+    # deferred on a GPU (tricycle.deferred) raise there.
     def numpy(self) -> np.ndarray:
         """The data as a numpy array (copied from the GPU if needed)."""
+        deferred.raise_pending_errors()
         return backend.to_host_array(self.array)
 
     def item(self):
         """The value of a one-element tensor as a Python number."""
+        deferred.raise_pending_errors()
         return self.array.item()
 
     # ----------------------------------------------------------------- batching
@@ -422,9 +426,11 @@ class Tensor:
         return bool(self.array)
 
     def __float__(self) -> float:
+        deferred.raise_pending_errors()
         return float(self.array)
 
     def __int__(self) -> int:
+        deferred.raise_pending_errors()
         return int(self.array)
 
     def __format__(self, spec: str) -> str:

@@ -23,10 +23,11 @@ versions, e.g. to benchmark or debug them.
 """
 
 from tricycle.kernels.attention import attention_backward, attention_enabled, attention_forward
-from tricycle.kernels.cast import multi_cast, multi_cast_enabled
+from tricycle.kernels.cast import multi_cast, multi_cast_enabled, widen, widen_enabled
 from tricycle.kernels.catalogue import compile_all, instantiations
 from tricycle.kernels.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from tricycle.kernels.embedding import embedding_backward
+from tricycle.kernels.extremes import fold_extremes, fold_extremes_enabled
 from tricycle.kernels.gelu import (
     bias_gelu_backward,
     bias_gelu_forward,
@@ -68,6 +69,8 @@ __all__ = [
     "cross_entropy_forward",
     "embedding_backward",
     "enabled",
+    "fold_extremes",
+    "fold_extremes_enabled",
     "gelu_backward",
     "gelu_forward",
     "gemm",
@@ -84,4 +87,6 @@ __all__ = [
     "rms_norm_forward",
     "softmax_backward",
     "softmax_forward",
+    "widen",
+    "widen_enabled",
 ]

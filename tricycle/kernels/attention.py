@@ -2,9 +2,9 @@
 only the output and the log-sum-exp of each row.
 
 float16 and bfloat16 with head dims 64 and 128 run on tensor cores (attention_mma.cu,
-FlashAttention-2's design with mma.sync); float32 (and TF32 policies: attention is not a
-cuBLAS product) and head dim 32 run on CUDA cores (attention.cu). Both take and save the same
-arrays.
+FlashAttention-2's design with mma.sync), and so does float32 under a TF32 policy (TF32
+operands, as the policy's cuBLAS products); plain float32 and head dim 32 run on CUDA cores
+(attention.cu). All take and save the same arrays.
 """
 
 import math
@@ -13,6 +13,7 @@ import numpy as np
 
 from tricycle import backend
 from tricycle.dropout_mask import dropout_threshold
+from tricycle.kernels.gemm import tf32_enabled
 from tricycle.kernels.launch import CTYPES, KernelSaved, compiled, ctype, enabled
 
 HEAD_DIMS = (32, 64, 128)  # the CUDA-core kernels (attention.cu), every float dtype
@@ -51,10 +52,15 @@ def _dropout_args(probability: float, seed: int) -> tuple:
     return np.uint32(seed % 2**32), np.uint32(threshold), np.float32(1 / (1 - probability))
 
 
-def uses_tensor_cores(dtype, head_dim: int) -> bool:
+def uses_tensor_cores(dtype, head_dim: int, tf32: bool | None = None) -> bool:
     """Whether attention of this storage dtype and head dim runs on tensor cores
-    (attention_mma.cu: float16 and bfloat16, D 64 or 128) rather than CUDA cores."""
-    return dtype.itemsize == 2 and head_dim in MMA_HEAD_DIMS
+    (attention_mma.cu, D 64 or 128: float16 and bfloat16, and float32 when ``tf32``) rather
+    than CUDA cores. ``tf32`` None: whether float32 products use TF32 now (a TF32 policy)."""
+    if head_dim not in MMA_HEAD_DIMS:
+        return False
+    if dtype.itemsize == 2:
+        return True
+    return dtype == np.float32 and (tf32_enabled() if tf32 is None else tf32)
 
 
 # (rows a warp owns in 16-row m-tiles, rows of each streamed tile) per tensor-core kernel and
@@ -70,6 +76,18 @@ TILES = {
 }
 
 
+# rows of each streamed tile (BC or BQ) of the TF32 kernels (float32 tiles, 64 own rows per
+# block): the largest that keep two blocks of 128 threads on an SM (shared memory)
+TF32_TILES = {
+    ("forward", 64): 64,
+    ("forward", 128): 32,
+    ("backward_dq", 64): 64,
+    ("backward_dq", 128): 16,
+    ("backward_dkv", 64): 64,
+    ("backward_dkv", 128): 16,
+}
+
+
 def _mma_shared_bytes(kernel: str, D: int) -> int:
     """Dynamic shared memory of a tensor-core kernel: tiles of 16-bit rows padded to D + 8.
     Each kernel holds its own 64 * MT rows (Q in the forward; Q and dO in the dQ kernel; K
@@ -80,6 +98,13 @@ def _mma_shared_bytes(kernel: str, D: int) -> int:
     return 2 * (D + 8) * (own * 64 * m_tiles + 4 * streamed)
 
 
+def _tf32_shared_bytes(kernel: str, D: int) -> int:
+    """Dynamic shared memory of a TF32 kernel: float32 rows padded to D + 4, 64 own rows per
+    block (two tiles in the backwards) and two stages of two streamed tiles."""
+    own = 1 if kernel == "forward" else 2
+    return 4 * (D + 4) * (own * 64 + 4 * TF32_TILES[(kernel, D)])
+
+
 _raised: set = set()  # (kernel, template arguments, device) with the shared-memory limit raised
 
 
@@ -87,12 +112,17 @@ def _mma_kernel(name: str, dtype_ctype: str, D: int):
     """(kernel, dynamic shared bytes, rows per block) of the tensor-core kernel ``name``, with
     its dynamic shared-memory limit raised past the default 48 KB once per device."""
     cp = backend.cupy()
-    m_tiles, streamed = TILES[(name, D)]
-    args = (dtype_ctype, str(D))
-    if name != "backward_dkv":
-        args += (str(m_tiles), str(streamed))
-    kernel = compiled("attention_mma.cu", f"attention_mma_{name}_kernel", *args)
-    shared = _mma_shared_bytes(name, D)
+    if dtype_ctype == "float":  # TF32
+        m_tiles, args = 1, (str(D), str(TF32_TILES[(name, D)]))
+        kernel = compiled("attention_mma.cu", f"attention_tf32_{name}_kernel", *args)
+        shared = _tf32_shared_bytes(name, D)
+    else:
+        m_tiles, streamed = TILES[(name, D)]
+        args = (dtype_ctype, str(D))
+        if name != "backward_dkv":
+            args += (str(m_tiles), str(streamed))
+        kernel = compiled("attention_mma.cu", f"attention_mma_{name}_kernel", *args)
+        shared = _mma_shared_bytes(name, D)
     key = (name, args, cp.cuda.runtime.getDevice())
     if key not in _raised:
         kernel.max_dynamic_shared_size_bytes = shared
@@ -107,8 +137,9 @@ def attention_forward(xp, qkv, n_heads: int, dropout_prob: float = 0.0, seed: in
     As ``tricycle.attention.attention_forward``, but saved = (qkv, out, lse, n_heads, dropout
     arguments, tensor_cores) with lse (B, H, T) float32 (base 2): no (B, H, T, T) array exists
     at any point. ``dropout_prob`` drops probabilities with the mask of ``seed``.
-    ``tensor_cores``: None picks them where they apply (``uses_tensor_cores``); False forces the
-    CUDA-core kernels (every dtype and head dim).
+    ``tensor_cores``: None picks them where they apply (``uses_tensor_cores``: for float32,
+    only while a TF32 policy is entered; the backward follows the forward's choice); False
+    forces the CUDA-core kernels (every dtype and head dim).
     """
     cp = backend.cupy()
     qkv = _aligned(cp, qkv)
@@ -160,14 +191,21 @@ def attention_backward(xp, dout, saved):
 
 def instantiations() -> list[tuple[str, str, tuple[str, ...]]]:
     """(file, kernel, template args) of every kernel this module may launch."""
-    return [
-        ("attention.cu", f"attention_{name}_kernel", (t, str(d)))
-        for t in CTYPES.values()
-        for d in HEAD_DIMS
-        for name in ("forward", "backward_dq", "backward_dkv")
-    ] + [
-        ("attention_mma.cu", f"attention_mma_{name}_kernel", (t, str(d)) + tiles)
-        for t in ("half_t", "bf16_t")
-        for (name, d), (m_tiles, streamed) in TILES.items()
-        for tiles in [() if name == "backward_dkv" else (str(m_tiles), str(streamed))]
-    ]
+    return (
+        [
+            ("attention.cu", f"attention_{name}_kernel", (t, str(d)))
+            for t in CTYPES.values()
+            for d in HEAD_DIMS
+            for name in ("forward", "backward_dq", "backward_dkv")
+        ]
+        + [
+            ("attention_mma.cu", f"attention_mma_{name}_kernel", (t, str(d)) + tiles)
+            for t in ("half_t", "bf16_t")
+            for (name, d), (m_tiles, streamed) in TILES.items()
+            for tiles in [() if name == "backward_dkv" else (str(m_tiles), str(streamed))]
+        ]
+        + [
+            ("attention_mma.cu", f"attention_tf32_{name}_kernel", (str(d), str(streamed)))
+            for (name, d), streamed in TF32_TILES.items()
+        ]
+    )

@@ -22,3 +22,16 @@ __global__ void multi_cast_kernel(const long long* __restrict__ sources,
     for (long long i = start + threadIdx.x; i < end; i += blockDim.x)
         target[i] = from_float<T>(source[i]);
 }
+
+// One 16-bit tensor widened to float32: the gradient of a parameter's cast in mixed precision
+// (tricycle/precision.py, the back_fn of a cast node; reference: ``grad.astype(float32)``).
+// Exact (every 16-bit value is a float32). One precompiled launch costs the host less than
+// CuPy's astype, and mixed precision widens every parameter's gradient at every step.
+template <typename T>
+__global__ void widen_kernel(const T* __restrict__ source, float* __restrict__ target,
+                             long long n) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+#pragma unroll 4
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        target[i] = to_float(source[i]);
+}

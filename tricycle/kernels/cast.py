@@ -1,10 +1,11 @@
-"""Many float32 tensors cast to one 16-bit dtype in one launch (cast.cu), for mixed
-precision's cast of every parameter at every forward (``tricycle.precision.cast_all``)."""
+"""Casts for mixed precision (cast.cu): many float32 tensors to one 16-bit dtype in one launch,
+for the cast of every parameter at every forward (``tricycle.precision.cast_all``), and one
+16-bit tensor back to float32, for the gradient of each of those casts."""
 
 import numpy as np
 
 from tricycle import backend
-from tricycle.kernels.launch import compiled, ctype, enabled, float_ctype
+from tricycle.kernels.launch import compiled, ctype, elementwise_grid, enabled, float_ctype
 from tricycle.kernels.multi_tensor import block_table, pointer_table
 
 _ALIGN = 64  # elements: 128-byte aligned views for 16-bit dtypes
@@ -46,6 +47,26 @@ def multi_cast(arrays, dtype) -> list:
     return [flat[o : o + a.size].reshape(a.shape) for o, a in zip(offsets, arrays)]
 
 
+def widen_enabled(array) -> bool:
+    """``widen`` applies: a C-contiguous float16 or bfloat16 cupy array, kernels on."""
+    return enabled(array) and array.dtype.itemsize == 2 and array.flags.c_contiguous
+
+
+def widen(array):
+    """``array.astype(float32)`` (exact) in one launch of a precompiled kernel, which costs
+    the host less than CuPy's astype."""
+    cp = backend.cupy()
+    out = cp.empty(array.shape, dtype=np.float32)
+    if array.size:
+        kernel = compiled("cast.cu", "widen_kernel", ctype(array))
+        kernel((elementwise_grid(array.size),), (256,), (array, out, np.int64(array.size)))
+    return out
+
+
 def instantiations() -> list[tuple[str, str, tuple[str, ...]]]:
     """(file, kernel, template args) of every kernel this module may launch."""
-    return [("cast.cu", "multi_cast_kernel", (t,)) for t in ("half_t", "bf16_t")]
+    return [
+        ("cast.cu", name, (t,))
+        for name in ("multi_cast_kernel", "widen_kernel")
+        for t in ("half_t", "bf16_t")
+    ]

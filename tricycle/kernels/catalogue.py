@@ -9,6 +9,7 @@ from tricycle.kernels import (
     cast,
     cross_entropy,
     embedding,
+    extremes,
     gelu,
     norm,
     optimiser,
@@ -16,7 +17,7 @@ from tricycle.kernels import (
 )
 from tricycle.kernels.launch import compiled
 
-_FAMILIES = (softmax, norm, gelu, cross_entropy, embedding, attention, optimiser, cast)
+_FAMILIES = (softmax, norm, gelu, cross_entropy, embedding, extremes, attention, optimiser, cast)
 
 
 def instantiations() -> list[tuple[str, str, tuple[str, ...]]]:

@@ -11,7 +11,8 @@ def embedding_backward(xp, dout, ids, vocab_size: int, dtype=None):
     """dW (vocab_size, E) with dW[ids[n]] += dout[n] (as the back_fn of ``layers.embedding``).
 
     Accumulates in float32 with atomics; returns ``dtype`` (default: float32, which is
-    dout's dtype in float32 training and the master-weight dtype in mixed precision).
+    dout's dtype in float32 training and the master-weight dtype in mixed precision). Ids
+    outside [0, vocab_size) add nothing (their range check may be deferred).
     """
     cp = backend.cupy()
     dim = dout.shape[-1]
@@ -27,7 +28,7 @@ def embedding_backward(xp, dout, ids, vocab_size: int, dtype=None):
         kernel(
             (-(-n_tokens // warps),),
             (32 * warps,),
-            (dout, ids, dweights, np.int32(n_tokens), np.int32(dim)),
+            (dout, ids, dweights, np.int32(n_tokens), np.int32(dim), np.int64(vocab_size)),
         )
     dtype = np.dtype(np.float32 if dtype is None else dtype)
     return dweights if dtype == np.float32 else dweights.astype(dtype)

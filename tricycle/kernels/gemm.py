@@ -67,9 +67,7 @@ def gemm(a, b, transpose_a: bool = False, transpose_b: bool = False, out=None):
         out.fill(0)
         return out
     data_type = _cuda_type(a.dtype)
-    compute = _COMPUTE_32F
-    if data_type == 0 and cp._core.get_compute_type(np.float32) == _COMPUTE_TYPE_TF32:
-        compute = _COMPUTE_32F_FAST_TF32
+    compute = _COMPUTE_32F_FAST_TF32 if data_type == 0 and tf32_enabled() else _COMPUTE_32F
     cublas = cp.cuda.cublas
     handle = cp.cuda.device.get_cublas_handle()
     cublas.setStream(handle, cp.cuda.get_current_stream().ptr)
@@ -81,6 +79,15 @@ def gemm(a, b, transpose_a: bool = False, transpose_b: bool = False, out=None):
         _ZERO, out.data.ptr, data_type, n, compute, _GEMM_DEFAULT,
     )  # fmt: skip
     return out
+
+
+def tf32_enabled() -> bool:
+    """Whether float32 products run in TF32 now: CuPy's compute type for float32, which
+    ``tricycle.precision.Precision("tf32")`` sets while entered. False without a GPU."""
+    return (
+        backend.cupy_available()
+        and backend.cupy()._core.get_compute_type(np.float32) == _COMPUTE_TYPE_TF32
+    )
 
 
 def _cuda_type(dtype) -> int:

@@ -1,9 +1,9 @@
 """What every kernel family shares: the dispatch tests, NVRTC compilation through
 ``cupy.RawModule`` (cached per file, instantiation and device), and launch-shape helpers.
 
-The family modules beside this one (softmax, norm, gelu, cross_entropy, embedding, attention,
-cast, optimiser, gemm) each launch their own ``*.cu`` file through ``compiled``. cupy comes
-only from ``tricycle.backend.cupy()``; importing this module imports no cupy.
+The family modules beside this one (softmax, norm, gelu, cross_entropy, embedding, extremes,
+attention, cast, optimiser, gemm) each launch their own ``*.cu`` file through ``compiled``.
+cupy comes only from ``tricycle.backend.cupy()``; importing this module imports no cupy.
 """
 
 import os
