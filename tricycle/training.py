@@ -65,7 +65,7 @@ from typing import Any
 
 import numpy as np
 
-from tricycle import backend, distributed
+from tricycle import backend, deferred, distributed
 from tricycle.blocks import llama_hidden_size
 from tricycle.checkpoint import CheckpointError, load_pickle, load_state, save_pickle, save_state
 from tricycle.configs import GPTConfig
@@ -119,7 +119,10 @@ class StepOutput:
     def settle(self, step: int | None = None) -> "StepOutput":
         """This output with Python numbers (one device synchronisation), checked: raises
         ``TrainingDiverged`` naming ``step`` on a non-finite loss, or on a non-finite norm
-        without loss scaling (with scaling such a step is skipped and counted)."""
+        without loss scaling (with scaling such a step is skipped and counted). A range
+        check that ops deferred on the GPU (a token id or label out of range) raises here
+        first, so its error is not mistaken for a divergence."""
+        deferred.raise_pending_errors()
         loss = float(self.loss)
         norm = None if self.grad_norm is None else float(self.grad_norm)
         at = "" if step is None else f" at step {step}"
@@ -222,6 +225,7 @@ def evaluate(
     finally:
         if was_training:
             model.train()
+    deferred.raise_pending_errors()  # a validation id out of range, before its loss is read
     if world is not None:
         total, n = world.all_reduce(total, mean=False), world.all_reduce(float(n), mean=False)
     return float(total) / n
