@@ -17,13 +17,16 @@ Then times --steps steps after --warmup (the GPU synchronised at both ends) in t
 every rank with --batch-size sequences (the global batch grows with the ranks):
 
     plain            no DataParallel at all (world size 1 only): the baseline
+    as trained       DataParallel as training uses it (world size 1 only: with one rank it
+                     copies and sends nothing)
     overlapped       DataParallel, buckets of --bucket-mb reduced on NCCL's stream during
                      backward
     after backward   one bucket: the whole reduction after backward (no overlap)
 
 and prints ms/step, tokens/s (all ranks together) and the ratios. With one GPU,
-overlapped / plain is the cost of the one code path (target: no slower). With N GPUs, compare
-tokens/s with a one-GPU run of the same --batch-size (target >= 0.95 N).
+as trained / plain is the cost of the one code path (target: no slower); overlapped / plain
+what reducing through NCCL would cost one GPU (the checks above reduce through it). With N
+GPUs, compare tokens/s with a one-GPU run of the same --batch-size (target >= 0.95 N).
 
 --model shakespeare: E=384, 6 heads, 6 layers, T=256, V=65 (nanoGPT's shakespeare-char),
 B=64; gpt2: GPT-2 124M, E=768, 12 heads, 12 layers, T=1024, V=50304, B=8.
@@ -78,7 +81,9 @@ class Run:
     """One model, optimiser and precision policy on this rank's GPU, with or without a
     DataParallel of ``bucket_bytes`` (None: without)."""
 
-    def __init__(self, args, world, bucket_bytes=None, zero: bool = False, batch_size=None):
+    def __init__(
+        self, args, world, bucket_bytes=None, zero=False, batch_size=None, reduce_alone=True
+    ):
         architecture, default_batch = MODELS[args.model]
         self.world = world
         self.config = GPTConfig(**architecture, dropout=0.0, grad_clip=1.0)
@@ -88,7 +93,9 @@ class Run:
         self.reducer = None
         if bucket_bytes is not None:
             world.broadcast_parameters(self.model)  # as training does (a collective)
-            self.reducer = distributed.DataParallel(self.model, world, bucket_bytes=bucket_bytes)
+            self.reducer = distributed.DataParallel(
+                self.model, world, bucket_bytes=bucket_bytes, reduce_alone=reduce_alone
+            )
         self.optimiser = AdamW(learning_rate=3e-4, betas=(0.9, 0.95), weight_decay=0.1)
         if zero:
             self.optimiser = distributed.ZeroRedundancyOptimiser(self.optimiser, self.model, world)
@@ -208,13 +215,14 @@ def main(argv=None) -> None:
     if args.fault:
         return fault(args, world)
     check(args, world)
-    settings = {"overlapped": int(args.bucket_mb * 2**20), "after backward": 2**62}
-    if world.world_size == 1:
-        settings = {"plain": None, **settings}
+    bucket = int(args.bucket_mb * 2**20)
+    settings = {"overlapped": (bucket, True), "after backward": (2**62, True)}
+    if world.world_size == 1:  # also as training runs it: with one rank nothing is sent
+        settings = {"plain": (None, False), "as trained": (bucket, False), **settings}
     best = dict.fromkeys(settings, float("inf"))
     for _ in range(args.repeats):
-        for label, bucket in settings.items():
-            run = Run(args, world, bucket)
+        for label, (bucket_bytes, reduce_alone) in settings.items():
+            run = Run(args, world, bucket_bytes, reduce_alone=reduce_alone)
             best[label] = min(best[label], run.time(args.steps, args.warmup))
             per_gpu, context = run.batch_size, run.config.context_window
             del run
@@ -226,8 +234,10 @@ def main(argv=None) -> None:
         for label, seconds in best.items():
             print(f"  {label:<16} {seconds * 1e3:8.2f} ms/step {tokens / seconds:>12,.0f} tokens/s")
         if "plain" in best:
+            print(f"  as trained / plain time: {best['as trained'] / best['plain']:.3f}x "
+                  "(the one code path with one GPU)")  # fmt: skip
             print(f"  overlapped / plain time: {best['overlapped'] / best['plain']:.3f}x "
-                  "(the cost of NCCL and the buckets with one GPU)")  # fmt: skip
+                  "(NCCL and the buckets, were one GPU to reduce)")  # fmt: skip
         overlap = best["after backward"] / best["overlapped"]
         print(f"  after backward / overlapped time: {overlap:.3f}x (what the overlap saves)")
     world.finalize()

@@ -132,7 +132,8 @@ def backward_on_a_batch(model, seed: int = 0):
 def test_data_parallel_in_a_world_of_one_changes_no_gradient():
     plain, reduced = tiny_gpt(), tiny_gpt()
     backward_on_a_batch(plain)
-    reducer = distributed.DataParallel(reduced, distributed.init(), bucket_bytes=4096)
+    world = distributed.init()
+    reducer = distributed.DataParallel(reduced, world, bucket_bytes=4096, reduce_alone=True)
     assert len(reducer.buckets) > 1
     backward_on_a_batch(reduced)
     reducer.finish()
@@ -143,11 +144,27 @@ def test_data_parallel_in_a_world_of_one_changes_no_gradient():
     assert not any(np.shares_memory(a, b) for i, a in enumerate(grads) for b in grads[i + 1 :])
 
 
+def test_data_parallel_alone_copies_and_sends_nothing():
+    """In a world of one the mean over the ranks is the gradient itself: no buckets, no
+    hooks, the very gradient arrays that backward made."""
+    plain, alone = tiny_gpt(), tiny_gpt()
+    backward_on_a_batch(plain)
+    reducer = distributed.DataParallel(alone, distributed.init())
+    assert reducer.buckets == [] and reducer._hooks == []
+    backward_on_a_batch(alone)
+    before = [p.grad for p in alone.parameters()]
+    reducer.finish()
+    assert all(p.grad is g for p, g in zip(alone.parameters(), before))
+    for (name, p), (_, q) in zip(plain.named_parameters(), alone.named_parameters()):
+        np.testing.assert_array_equal(q.grad.array, p.grad.array, err_msg=name)
+
+
 def test_no_sync_accumulates_locally_and_a_second_backward_is_refused():
     plain, reduced = tiny_gpt(), tiny_gpt()
     backward_on_a_batch(plain, seed=1)
     backward_on_a_batch(plain, seed=2)
-    reducer = distributed.DataParallel(reduced, distributed.init(), bucket_bytes=4096)
+    world = distributed.init()
+    reducer = distributed.DataParallel(reduced, world, bucket_bytes=4096, reduce_alone=True)
     with reducer.no_sync():
         backward_on_a_batch(reduced, seed=1)
     backward_on_a_batch(reduced, seed=2)

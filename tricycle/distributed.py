@@ -559,6 +559,10 @@ class DataParallel:
         bucket_bytes: gradients are reduced in flat buckets of about this size; a bucket's
             all-reduce starts as soon as its gradients are final. Smaller buckets start
             sooner; larger ones pay the per-call cost less often.
+        reduce_alone: in a world of one process the mean over the ranks is each gradient
+            itself, so by default nothing is copied or sent (the one-process run pays
+            nothing for the shared code path); True reduces through the engine anyway (to
+            check it, or to time it).
 
     After a ``backward()`` call ``finish()``: it waits for the buckets and sets every
     parameter's ``.grad`` to the mean over the ranks (a view into a bucket: it stays valid
@@ -567,11 +571,18 @@ class DataParallel:
     the last is reduced. A parameter that got no gradient on a rank counts as zero there.
     """
 
-    def __init__(self, parameters, world: World, bucket_bytes: int = DEFAULT_BUCKET_BYTES):
+    def __init__(
+        self,
+        parameters,
+        world: World,
+        bucket_bytes: int = DEFAULT_BUCKET_BYTES,
+        reduce_alone: bool = False,
+    ):
         if bucket_bytes < 1:
             raise ValueError(f"DataParallel: bucket_bytes must be >= 1, got {bucket_bytes}")
         self.world, self.syncing = world, True
-        params = [p for _, p in named_parameters(parameters)]
+        reducing = world.world_size > 1 or reduce_alone
+        params = [p for _, p in named_parameters(parameters)] if reducing else []
         self.buckets = _plan_buckets(params[::-1], bucket_bytes)  # gradients finish ~backwards
         self._where = {id(p): (b, i) for b in self.buckets for i, p in enumerate(b.params)}
         self._next = 0  # the next bucket to start: they start in order on every rank
