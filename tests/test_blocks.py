@@ -89,7 +89,7 @@ def test_mlp_activations(activation):
     np.random.seed(4)
     mlp = MLPBlock(embedding_dim=4, expansion_ratio=2, activation=activation)
     check_grads(lambda x: mlp(x), randn(3, 4, dtype=np.float64) + 0.1, rtol=1e-4, atol=1e-6)
-    with pytest.raises(ValueError, match="unknown activation"):
+    with pytest.raises(ValueError, match="MLPBlock: activation must be callable or one of"):
         MLPBlock(4, activation="softplus")
 
 

@@ -136,7 +136,7 @@ def test_configs():
     )
     with pytest.raises(ValueError, match="not divisible"):
         GPTConfig(embedding_dim=10, n_heads=3)
-    with pytest.raises(ValueError, match="unknown config"):
+    with pytest.raises(ValueError, match="get_config: name must be one of 'debug', 'cpu'"):
         get_config("gpt-5")
 
 

@@ -153,7 +153,7 @@ def test_recurrent_errors():
     with pytest.raises(ValueError, match="recurrence\\(gru\\): shapes"):
         recurrence("gru", to_tensor(randn(2, 1, 6)), to_tensor(randn(6, 3)), None,
                    to_tensor(randn(1, 2)), None)  # fmt: skip
-    with pytest.raises(ValueError, match="must be positive"):
+    with pytest.raises(ValueError, match="RNN: input_size must be an integer >= 1, got 0"):
         RNN(0, 3)
     with pytest.raises(ValueError, match="T >= 1"):
         lstm(to_tensor(np.zeros((0, 2, 3))))

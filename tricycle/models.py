@@ -27,7 +27,7 @@ from functools import partial
 
 import numpy as np
 
-from tricycle import backend
+from tricycle import backend, checks
 from tricycle.attention import KVCache
 from tricycle.blocks import GPT2TransformerBlock, LlamaTransformerBlock, llama_hidden_size
 from tricycle.configs import GPTConfig
@@ -48,6 +48,7 @@ class GPT(Layer):
 
     arch = "gpt2"  # the config.arch this class builds
 
+    @checks.arguments(config=checks.instance(GPTConfig))
     def __init__(self, config: GPTConfig):
         _check_arch(type(self), config)
         self.config = config
@@ -137,29 +138,27 @@ class GPT(Layer):
         return [block.attention.new_cache(batch_size) for block in self.blocks]
 
     # ------------------------------------------------------------------ sampling
-    def generate(
-        self,
-        tokens,
-        max_new_tokens: int,
-        temperature: float = 1.0,
-        top_k: int | None = None,
-        rng: np.random.Generator | None = None,
-        use_cache: bool = True,
-        vocab_limit: int | None = None,
-    ) -> np.ndarray:
+    def generate(self, tokens, max_new_tokens: int, **sampling) -> np.ndarray:
         """Continue ``tokens`` (B, T) or (T,) by ``max_new_tokens``; returns prompt + new ids.
 
-        See ``stream`` for the sampling rules.
+        ``sampling``: the options of ``stream`` (``temperature``, ``top_k``, ``rng``,
+        ``use_cache``, ``vocab_limit``), which says how tokens are sampled.
         """
-        prompt = np.asarray(backend.to_host_array(getattr(tokens, "array", tokens)))
+        prompt = _host_ids(tokens)
         single = prompt.ndim == 1
         prompt = prompt.reshape(1, -1) if single else prompt
-        new = list(
-            self.stream(prompt, max_new_tokens, temperature, top_k, rng, use_cache, vocab_limit)
-        )
+        new = list(self.stream(prompt, max_new_tokens, **sampling))
         out = np.concatenate([prompt, np.stack(new, axis=1)], axis=1) if new else prompt
         return out[0] if single else out
 
+    @checks.arguments(
+        max_new_tokens=checks.non_negative_int,
+        temperature=checks.non_negative,
+        top_k=checks.optional(checks.positive_int),
+        rng=checks.optional(checks.instance(np.random.Generator)),
+        use_cache=checks.boolean,
+        vocab_limit=checks.optional(checks.positive_int),
+    )
     def stream(
         self,
         tokens,
@@ -185,16 +184,12 @@ class GPT(Layer):
         full re-encode happens once every context_window / 2 tokens. With ``use_cache=False``
         the same windows are recomputed in full at every step (slow; for testing).
         """
-        prompt = np.asarray(backend.to_host_array(getattr(tokens, "array", tokens)))
+        prompt = _host_ids(tokens)
         if prompt.ndim != 2 or prompt.shape[1] == 0:
             raise ValueError(
                 f"GPT.generate: expected a non-empty prompt of shape (batch, tokens), "
                 f"got {prompt.shape}"
             )
-        if top_k is not None and top_k < 1:
-            raise ValueError(f"GPT.generate: top_k must be >= 1, got {top_k}")
-        if temperature < 0:
-            raise ValueError(f"GPT.generate: temperature must be >= 0, got {temperature}")
         rng = np.random.default_rng() if rng is None else rng
         window_size = self.config.context_window
         keep = max(1, window_size // 2)
@@ -253,6 +248,7 @@ class Llama(GPT):
 
     arch = "llama"
 
+    @checks.arguments(config=checks.instance(GPTConfig))
     def __init__(self, config: GPTConfig):
         _check_arch(type(self), config)
         self.config = config
@@ -292,11 +288,17 @@ class Llama(GPT):
 MODELS: dict[str, type[GPT]] = {"gpt2": GPT, "llama": Llama}
 
 
+@checks.arguments(config=checks.instance(GPTConfig))
 def build_model(config: GPTConfig) -> GPT:
     """The model ``config.arch`` names: a ``GPT`` ("gpt2") or a ``Llama`` ("llama")."""
     if config.arch not in MODELS:
         raise ValueError(f"build_model: arch must be one of {sorted(MODELS)}, got {config.arch!r}")
     return MODELS[config.arch](config)
+
+
+def _host_ids(tokens) -> np.ndarray:
+    """Token ids (a Tensor, an array on any device, a list) as a host array."""
+    return np.asarray(backend.to_host_array(getattr(tokens, "array", tokens)))
 
 
 def _check_arch(model_class: type, config: GPTConfig) -> None:

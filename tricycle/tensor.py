@@ -18,7 +18,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from tricycle import backend
+from tricycle import backend, checks
 
 BackFn = Callable[[object], object]  # output gradient array -> input gradient array
 
@@ -198,6 +198,7 @@ class Tensor:
         seeded with a gradient of ones. The graph is freed afterwards unless
         ``retain_graph=True``.
         """
+        checks.boolean("backward", "retain_graph", retain_graph)
         if not is_float(self.dtype):
             raise TypeError(
                 f"backward: cannot differentiate a tensor of dtype {self.dtype} "
@@ -348,6 +349,7 @@ class Tensor:
     # ----------------------------------------------------------------- devices
     def to_gpu(self, device: int = 0) -> "Tensor":
         """Move this tensor's data (and gradient) to GPU ``device`` in place; returns self."""
+        checks.non_negative_int("Tensor.to_gpu", "device", device)
         self.array = backend.to_device_array(self.array, device)
         if self.grad is not None:
             self.grad.to_gpu(device)
@@ -549,10 +551,8 @@ def parse_device(device, op: str = "device") -> int | None:
         else:
             if index >= 0:
                 return index
-    raise ValueError(
-        f"{op}: unknown device {device!r}; expected 'cpu', 'gpu', 'cuda', 'cuda:N' or a "
-        "non-negative GPU index"
-    )
+    error = ValueError if isinstance(device, str) or checks.is_integer(device) else TypeError
+    checks.fail(op, "device", "'cpu', 'gpu', 'cuda', 'cuda:N' or a GPU index >= 0", device, error)
 
 
 def to_tensor(
@@ -567,6 +567,9 @@ def to_tensor(
     Data is float32 unless ``dtype`` says otherwise (``dtype=int`` for labels and token ids);
     boolean data stays boolean. An array that already has the dtype is not copied.
     """
+    checks.boolean("to_tensor", "requires_grad", requires_grad, optional=True)
+    checks.boolean("to_tensor", "is_batched", is_batched)
+    checks.text("to_tensor", "name", name, optional=True)
     if isinstance(data, Tensor):
         data = data.array
     if isinstance(data, np.ndarray) or backend.is_cupy_array(data):

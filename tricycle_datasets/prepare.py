@@ -41,8 +41,9 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from tricycle import checks, cli
 from tricycle.files import atomic_write
-from tricycle.tokeniser import END_OF_TEXT, BPETokeniser
+from tricycle.tokeniser import END_OF_TEXT, N_BYTES, BPETokeniser
 from tricycle_datasets.download import sha256_file
 from tricycle_datasets.shards import (
     INDEX,
@@ -247,6 +248,16 @@ def write_index(out_dir: Path, index: dict) -> None:
 
 
 # ------------------------------------------------------------------ the whole job
+@checks.arguments(
+    vocab_size=checks.optional(checks.at_least(N_BYTES + 1)),  # the bytes and end-of-text
+    workers=checks.positive_int,
+    shard_tokens=checks.positive_int,
+    valid_fraction=checks.interval(0, 1, "[)"),
+    sample_bytes=checks.positive_int,
+    block_bytes=checks.positive_int,
+    progress=checks.boolean,
+    accelerate=checks.boolean,
+)
 def prepare(
     inputs: list[str],
     out_dir: str | os.PathLike,
@@ -455,20 +466,6 @@ def _say(enabled: bool, message: str) -> None:
 
 
 # ------------------------------------------------------------------ command line
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
-
-
-def _fraction(text: str) -> float:
-    value = float(text)
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {value}")
-    return value
-
-
 def _vocab_size(text: str) -> int:
     value = int(text)
     if value < 257:
@@ -491,11 +488,16 @@ def parse_args(argv=None) -> argparse.Namespace:
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--vocab-size", type=_vocab_size, help="train a BPE with this many ids")
     which.add_argument("--tokeniser", type=Path, help="use this tokeniser.json instead")
-    add("--workers", type=_positive_int, default=os.cpu_count() or 1, help="encoding processes")
-    add("--shard-tokens", type=_positive_int, default=1 << 24, help="ids per shard (at least)")
-    add("--valid-fraction", type=_fraction, default=0.01, help="share of text for validation")
-    add("--sample-bytes", type=_positive_int, default=16 << 20, help="text to train the BPE on")
-    add("--block-bytes", type=_positive_int, default=1 << 20, help="bytes per encoding task")
+    add("--workers", type=cli.positive_int, default=os.cpu_count() or 1, help="encoding processes")
+    add("--shard-tokens", type=cli.positive_int, default=1 << 24, help="ids per shard (at least)")
+    add(
+        "--valid-fraction",
+        type=cli.unit_interval,
+        default=0.01,
+        help="share of text for validation",
+    )
+    add("--sample-bytes", type=cli.positive_int, default=16 << 20, help="text to train the BPE on")
+    add("--block-bytes", type=cli.positive_int, default=1 << 20, help="bytes per encoding task")
     add(
         "--extensions",
         default=",".join(DEFAULT_EXTENSIONS),
