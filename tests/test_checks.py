@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import tricycle
-from tricycle import checks, distributed, factories, initialisers, ops, reduce, threads, unary
+from tricycle import checks, conv, distributed, factories, initialisers, ops, reduce, threads, unary
 from tricycle.activation import GLU, GeLU, LeakyReLU
 from tricycle.attention import Attention, causal_attention
 from tricycle.blocks import (
@@ -27,17 +27,6 @@ from tricycle.blocks import (
     llama_hidden_size,
 )
 from tricycle.configs import DebugConfig, GPTConfig, get_config
-from tricycle.conv import (
-    AvgPool1d,
-    AvgPool2d,
-    BatchNorm1d,
-    BatchNorm2d,
-    Conv1d,
-    Conv2d,
-    Flatten,
-    MaxPool1d,
-    MaxPool2d,
-)
 from tricycle.dataset import CausalLMDataset, Dataset, InfiniteBatchDataset
 from tricycle.distributed import DataParallel
 from tricycle.dropout_mask import AttentionDropout
@@ -222,15 +211,15 @@ SIGNATURES = [
     ("get_config", get_config, dict(name="debug"),
      dict(name=[("nope", V), (3, V), (None, V)], overrides=DATA)),
     # convolutions, pooling, batch norm, recurrent layers
-    ("Conv1d", Conv1d, dict(in_channels=2, out_channels=4, kernel_size=3), CONV),
-    ("Conv2d", Conv2d, dict(in_channels=2, out_channels=4, kernel_size=3), CONV),
-    ("MaxPool1d", MaxPool1d, dict(kernel_size=2), POOL),
-    ("MaxPool2d", MaxPool2d, dict(kernel_size=2), POOL),
-    ("AvgPool1d", AvgPool1d, dict(kernel_size=2), dict(**POOL, count_include_pad=BOOLEAN)),
-    ("AvgPool2d", AvgPool2d, dict(kernel_size=2), dict(**POOL, count_include_pad=BOOLEAN)),
-    ("Flatten", Flatten, {}, dict(start_dim=INTEGER, end_dim=INTEGER)),
-    ("BatchNorm1d", BatchNorm1d, dict(num_features=3), BATCH_NORM),
-    ("BatchNorm2d", BatchNorm2d, dict(num_features=3), BATCH_NORM),
+    ("Conv1d", conv.Conv1d, dict(in_channels=2, out_channels=4, kernel_size=3), CONV),
+    ("Conv2d", conv.Conv2d, dict(in_channels=2, out_channels=4, kernel_size=3), CONV),
+    ("MaxPool1d", conv.MaxPool1d, dict(kernel_size=2), POOL),
+    ("MaxPool2d", conv.MaxPool2d, dict(kernel_size=2), POOL),
+    ("AvgPool1d", conv.AvgPool1d, dict(kernel_size=2), dict(**POOL, count_include_pad=BOOLEAN)),
+    ("AvgPool2d", conv.AvgPool2d, dict(kernel_size=2), dict(**POOL, count_include_pad=BOOLEAN)),
+    ("Flatten", conv.Flatten, {}, dict(start_dim=INTEGER, end_dim=INTEGER)),
+    ("BatchNorm1d", conv.BatchNorm1d, dict(num_features=3), BATCH_NORM),
+    ("BatchNorm2d", conv.BatchNorm2d, dict(num_features=3), BATCH_NORM),
     ("RNN", RNN, dict(input_size=3, hidden_size=4), RECURRENT),
     ("GRU", GRU, dict(input_size=3, hidden_size=4), RECURRENT),
     ("LSTM", LSTM, dict(input_size=3, hidden_size=4), RECURRENT),
@@ -437,7 +426,7 @@ def test_every_parameter_of_every_signature_has_a_kind(owner, fn, good, kinds):
 CROSS = [
     (lambda: MultiHeadSelfAttention(10, 3, 4), V, "MultiHeadSelfAttention: embedding_dim=10"),
     (lambda: LlamaAttention(8, 2, 3, 4), V, "LlamaAttention: "),
-    (lambda: Conv2d(3, 4, 3, groups=2), V, "Conv2d: in_channels=3 and out_channels=4"),
+    (lambda: conv.Conv2d(3, 4, 3, groups=2), V, "Conv2d: in_channels=3 and out_channels=4"),
     (lambda: CosineSchedule(1e-4, 1e-3, 10), V, "CosineSchedule: need 0 <= min_learning_rate"),
     (lambda: CosineSchedule(1e-3, 1e-4, 10, 11), V, "CosineSchedule: need 0 <= warmup_steps"),
     (lambda: CausalLMDataset(TOKENS, 10, 2, 4, rank=2, world_size=2), V,
@@ -496,6 +485,6 @@ def test_arguments_declares_checks_by_parameter_name_and_names_the_subclass():
     with pytest.raises(V, match=r"^g: size must be an integer >= 1, got 0$"):
         g(size=0)
     with pytest.raises(V, match=r"^Conv1d: kernel_size must be"):
-        Conv1d(2, 2, 0)  # __init__ is defined on the shared base class
+        conv.Conv1d(2, 2, 0)  # __init__ is defined on the shared base class
     with pytest.raises(V, match=r"^LSTM: num_layers must be"):
         LSTM(2, 2, num_layers=0)

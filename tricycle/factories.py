@@ -19,7 +19,7 @@ import numpy as np
 
 from tricycle import backend, checks
 from tricycle import random as tricycle_random
-from tricycle.tensor import Tensor, is_float, parse_device
+from tricycle.tensor import Tensor, is_float, numeric_dtype, parse_device
 
 Size = int | Sequence[int]
 
@@ -54,15 +54,7 @@ def as_shape(op: str, size) -> tuple[int, ...]:
 
 def _dtype(op: str, dtype, default) -> np.dtype:
     """``dtype`` (or ``default``) as a numeric numpy dtype."""
-    if dtype is None:
-        return np.dtype(default)
-    try:
-        dtype = np.dtype(dtype)
-    except TypeError:
-        raise TypeError(f"{op}: {dtype!r} is not a dtype") from None
-    if dtype.kind not in "biuf" and not is_float(dtype):
-        raise TypeError(f"{op}: dtype must be a boolean, integer or float dtype, got {dtype}")
-    return dtype
+    return np.dtype(default) if dtype is None else numeric_dtype(dtype, op)
 
 
 def _make(op: str, array: np.ndarray, requires_grad: bool, device) -> Tensor:
@@ -181,22 +173,24 @@ def rand(
     *size: Size, dtype=None, requires_grad: bool = False, device="cpu", generator=None
 ) -> Tensor:
     """Uniform random numbers in [0, 1) of shape ``size``."""
-    shape = _shape("rand", size)
-    dtype = _float_dtype("rand", dtype)
-    draw = dtype if dtype in (np.float32, np.float64) else np.float32
-    array = _generator(generator).random(shape, dtype=draw).astype(dtype, copy=False)
-    return _make("rand", array, requires_grad, device)
+    return _random_floats("rand", "random", size, dtype, requires_grad, device, generator)
 
 
 def randn(
     *size: Size, dtype=None, requires_grad: bool = False, device="cpu", generator=None
 ) -> Tensor:
     """Standard normal random numbers (mean 0, variance 1) of shape ``size``."""
-    shape = _shape("randn", size)
-    dtype = _float_dtype("randn", dtype)
+    return _random_floats("randn", "standard_normal", size, dtype, requires_grad, device, generator)
+
+
+def _random_floats(op: str, method: str, size, dtype, requires_grad, device, generator) -> Tensor:
+    """Floats drawn by the generator's ``method`` (``random``, ``standard_normal``), which
+    makes float32 or float64: other float dtypes are drawn in float32 and converted."""
+    shape = _shape(op, size)
+    dtype = _float_dtype(op, dtype)
     draw = dtype if dtype in (np.float32, np.float64) else np.float32
-    array = _generator(generator).standard_normal(shape, dtype=draw).astype(dtype, copy=False)
-    return _make("randn", array, requires_grad, device)
+    array = getattr(_generator(generator), method)(shape, dtype=draw).astype(dtype, copy=False)
+    return _make(op, array, requires_grad, device)
 
 
 def randint(

@@ -47,35 +47,43 @@ class GPT(Layer):
     """
 
     arch = "gpt2"  # the config.arch this class builds
+    learnt_positions = True  # a position embedding (Llama rotates q and k instead)
 
     @checks.arguments(config=checks.instance(GPTConfig))
     def __init__(self, config: GPTConfig):
         _check_arch(type(self), config)
         self.config = config
-        E, L = config.embedding_dim, config.n_layers
+        E = config.embedding_dim
         weights_init = partial(init_normal, std=0.02)
-        residual_init = partial(init_normal, std=gpt2_residual_std(L))
+        residual_init = partial(init_normal, std=gpt2_residual_std(config.n_layers))
 
         self.token_embedding = Embedding(config.vocab_size, E, initialiser=weights_init)
-        self.position_embedding = Embedding(config.context_window, E, initialiser=weights_init)
+        if self.learnt_positions:
+            self.position_embedding = Embedding(config.context_window, E, initialiser=weights_init)
         self.embedding_dropout = Dropout(config.dropout)
-        self.blocks = [
-            GPT2TransformerBlock(
-                E,
-                config.n_heads,
-                config.context_window,
-                expansion_ratio=config.expansion_ratio,
-                dropout_prob=config.dropout,
-                activation=config.activation_fn,
-                initialiser=weights_init,
-                projection_initialiser=residual_init,
-                bias=config.bias,
-            )
-            for _ in range(L)
-        ]
-        self.layer_norm = LayerNorm(E, bias=config.bias)
+        self.blocks = [self._block(weights_init, residual_init) for _ in range(config.n_layers)]
+        self.layer_norm = self._final_norm()
         if not config.tie_weights:
             self.head = Dense(E, config.vocab_size, bias=False, initialiser=weights_init)
+
+    def _block(self, weights_init, residual_init) -> Layer:
+        """One transformer block, its weights drawn by the two initialisers."""
+        config = self.config
+        return GPT2TransformerBlock(
+            config.embedding_dim,
+            config.n_heads,
+            config.context_window,
+            expansion_ratio=config.expansion_ratio,
+            dropout_prob=config.dropout,
+            activation=config.activation_fn,
+            initialiser=weights_init,
+            projection_initialiser=residual_init,
+            bias=config.bias,
+        )
+
+    def _final_norm(self) -> Layer:
+        """The norm before the head."""
+        return LayerNorm(self.config.embedding_dim, bias=self.config.bias)
 
     # ------------------------------------------------------------------ forward
     def forward(self, tokens, caches: list[KVCache] | None = None, precision=None) -> Tensor:
@@ -241,41 +249,31 @@ class Llama(GPT):
     ``config.kv_heads`` key/value heads, SwiGLU MLPs of width ``llama_hidden_size``, RMSNorm,
     no biases; the head is tied to the token embedding if ``config.tie_weights``.
 
-    Built and initialised as the GPT (N(0, 0.02), residual projections scaled by
-    1 / sqrt(2 n_layers)); everything else (forward, ``generate``, ``stream`` with a KV cache,
-    ``state_dict``, pickling, precision) is the GPT's.
+    Built and initialised by the GPT's constructor (N(0, 0.02), residual projections scaled
+    by 1 / sqrt(2 n_layers)) with its own blocks and final norm; everything else (forward,
+    ``generate``, ``stream`` with a KV cache, ``state_dict``, pickling, precision) is the
+    GPT's.
     """
 
     arch = "llama"
+    learnt_positions = False
 
-    @checks.arguments(config=checks.instance(GPTConfig))
-    def __init__(self, config: GPTConfig):
-        _check_arch(type(self), config)
-        self.config = config
-        E, L = config.embedding_dim, config.n_layers
-        weights_init = partial(init_normal, std=0.02)
-        residual_init = partial(init_normal, std=gpt2_residual_std(L))
-        hidden = llama_hidden_size(E, config.expansion_ratio, config.ffn_multiple_of)
+    def _block(self, weights_init, residual_init) -> Layer:
+        config = self.config
+        return LlamaTransformerBlock(
+            config.embedding_dim,
+            config.n_heads,
+            config.kv_heads,
+            config.context_window,
+            llama_hidden_size(config.embedding_dim, config.expansion_ratio, config.ffn_multiple_of),
+            rope_theta=config.rope_theta,
+            dropout_prob=config.dropout,
+            initialiser=weights_init,
+            projection_initialiser=residual_init,
+        )
 
-        self.token_embedding = Embedding(config.vocab_size, E, initialiser=weights_init)
-        self.embedding_dropout = Dropout(config.dropout)
-        self.blocks = [
-            LlamaTransformerBlock(
-                E,
-                config.n_heads,
-                config.kv_heads,
-                config.context_window,
-                hidden,
-                rope_theta=config.rope_theta,
-                dropout_prob=config.dropout,
-                initialiser=weights_init,
-                projection_initialiser=residual_init,
-            )
-            for _ in range(L)
-        ]
-        self.layer_norm = RMSNorm(E)  # the final norm, under the GPT's name for its head code
-        if not config.tie_weights:
-            self.head = Dense(E, config.vocab_size, bias=False, initialiser=weights_init)
+    def _final_norm(self) -> Layer:
+        return RMSNorm(self.config.embedding_dim)
 
     def _embed(self, ids, start: int) -> Tensor:
         """Token embeddings (B, T, E): positions enter through RoPE in the attention."""

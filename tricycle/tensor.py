@@ -120,7 +120,7 @@ class Tensor:
             if not (isinstance(array, np.ndarray) or backend.is_cupy_array(array)):
                 array = _numeric_array(array, dtype)
         if dtype is not None and array.dtype != dtype:
-            array = array.astype(_numeric_dtype(dtype))
+            array = array.astype(numeric_dtype(dtype))
         self.array = array
 
         floating = is_float(array.dtype)
@@ -503,17 +503,18 @@ def _numeric_array(data, dtype=None) -> np.ndarray:
         if isinstance(data, np.generic) or array.dtype == bool:
             return array
         dtype = backend.DEFAULT_FLOAT
-    return array.astype(_numeric_dtype(dtype), copy=False)
+    return array.astype(numeric_dtype(dtype), copy=False)
 
 
-def _numeric_dtype(dtype) -> np.dtype:
-    """``dtype`` as a numpy dtype of numbers (bool, int, float); anything else raises."""
+def numeric_dtype(dtype, op: str = "Tensor") -> np.dtype:
+    """``dtype`` as a numpy dtype of numbers (bool, int, float); anything else raises,
+    naming ``op``."""
     try:
         dtype = np.dtype(dtype)
     except TypeError:
-        raise TypeError(f"Tensor: {dtype!r} is not a dtype") from None
+        raise TypeError(f"{op}: {dtype!r} is not a dtype") from None
     if dtype.kind not in "biuf" and not is_float(dtype):
-        raise TypeError(f"Tensor: dtype must be a boolean, integer or float dtype, got {dtype}")
+        raise TypeError(f"{op}: dtype must be a boolean, integer or float dtype, got {dtype}")
     return dtype
 
 
@@ -588,7 +589,7 @@ def to_tensor(
         requires_grad=requires_grad,
         is_batched=is_batched,
         name=name,
-        dtype=_numeric_dtype(dtype),
+        dtype=numeric_dtype(dtype),
     )
 
 
