@@ -298,6 +298,8 @@ SIGNATURES = [
     ("CharTokeniser", CharTokeniser, {}, dict(chars=DATA)),
     ("StreamDecoder", StreamDecoder, dict(tokeniser=CharTokeniser("ab")),
      dict(tokeniser=[(None, T), ("ab", T), (3, T)])),
+    ("BPETokeniser.load", BPETokeniser.load, dict(path="missing.json"),
+     dict(path=DATA, trust_pattern=BOOLEAN)),
     ("load_tokeniser", load_tokeniser, dict(path="missing.json"),
      dict(path=DATA, trust_pattern=BOOLEAN)),
     # tricycle_datasets
@@ -484,6 +486,14 @@ def test_arguments_declares_checks_by_parameter_name_and_names_the_subclass():
     assert g(3) == 3 and g.checks == {"size": checks.positive_int}
     with pytest.raises(V, match=r"^g: size must be an integer >= 1, got 0$"):
         g(size=0)
+
+    class Local:  # a class defined in a function: its methods are methods all the same
+        @checks.arguments(n=checks.positive_int)
+        def __init__(self, n):
+            self.n = n
+
+    with pytest.raises(V, match=r"^Local: n must be an integer >= 1, got 0$"):
+        Local(0)
     with pytest.raises(V, match=r"^Conv1d: kernel_size must be"):
         conv.Conv1d(2, 2, 0)  # __init__ is defined on the shared base class
     with pytest.raises(V, match=r"^LSTM: num_layers must be"):

@@ -224,7 +224,7 @@ def arguments(**checks: Check):
         unknown = set(checks) - set(signature.parameters)
         if unknown:
             raise TypeError(f"arguments: {fn.__qualname__} has no parameters {sorted(unknown)}")
-        method = "." in fn.__qualname__ and "<locals>" not in fn.__qualname__
+        method = next(iter(signature.parameters), None) in ("self", "cls")
         suffix = "" if fn.__name__ in ("__init__", "__call__") else f".{fn.__name__}"
 
         @functools.wraps(fn)
