@@ -3,6 +3,7 @@
 ``check_grads(f, *arrays)`` runs ``tricycle.gradcheck.gradcheck`` on float64 copies of the
 arrays (every output element gets a distinct upstream gradient; each input's ``.grad`` is
 compared with central finite differences) and returns ``f``'s output for further checks.
+``same_on_host_and(xp, layer, run)`` runs a layer on the host, then on ``xp``'s device.
 ``DATA_DIR`` is where tests find tiny-shakespeare.
 """
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tricycle import blocking, threads
+from tricycle import backend, blocking, threads
 from tricycle.gradcheck import gradcheck
 from tricycle.tensor import Tensor
 
@@ -38,3 +39,19 @@ def blocks_over_threads(monkeypatch, block_elements: int):
     monkeypatch.setattr(blocking, "BLOCK_ELEMENTS", block_elements)
     with threads.enabled(2, share_machine=False):
         yield
+
+
+def same_on_host_and(xp, layer, run, rtol: float, atol: float) -> None:
+    """``run(array_module)`` (a forward and backward through ``layer`` on inputs made with
+    ``array_module``, returning the output Tensor) on the host, then with ``layer`` moved to
+    ``xp``'s device: the outputs and every parameter gradient agree."""
+    results = []
+    for array_module in (np, xp):
+        if array_module is not np:
+            layer.to_gpu()
+        out = run(array_module)
+        grads = [backend.to_host_array(p.grad.array) for p in layer.parameters()]
+        results.append([backend.to_host_array(out.array), *grads])
+        layer.zero_grad()
+    for ours, expected in zip(*results):
+        np.testing.assert_allclose(ours, expected, rtol=rtol, atol=atol)

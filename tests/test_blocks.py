@@ -89,7 +89,7 @@ def test_mlp_activations(activation):
     np.random.seed(4)
     mlp = MLPBlock(embedding_dim=4, expansion_ratio=2, activation=activation)
     check_grads(lambda x: mlp(x), randn(3, 4, dtype=np.float64) + 0.1, rtol=1e-4, atol=1e-6)
-    with pytest.raises(ValueError, match="unknown activation"):
+    with pytest.raises(ValueError, match="MLPBlock: activation must be callable or one of"):
         MLPBlock(4, activation="softplus")
 
 
@@ -97,7 +97,9 @@ def test_mlp_activations(activation):
 
 
 def _compare(ref, ours, theirs, x, dout):
-    """Forward, input gradient and every parameter gradient of ``ours`` vs ``theirs``."""
+    """Forward, input gradient and every parameter gradient of ``ours`` vs ``theirs``, with
+    ours's weights copied into theirs."""
+    ref.copy_weights(ours, theirs)
     ours_in = to_tensor(x)
     out = ours(ours_in)
     out.backward(dout)
@@ -111,33 +113,23 @@ def _compare(ref, ours, theirs, x, dout):
     assert ref.compare_grads(ours, theirs) == len(list(theirs.parameters()))
 
 
-def test_attention_matches_pytorch():
+@pytest.mark.parametrize(
+    "ours, theirs, shape",
+    [
+        (lambda: MultiHeadSelfAttention(embedding_dim=32, n_heads=4, context_window=16),
+         lambda ref: ref.TorchAttention(32, 4), (3, 11, 32)),
+        (lambda: MLPBlock(embedding_dim=16, expansion_ratio=4, activation="gelu"),
+         lambda ref: ref.TorchMLP(16, 4, "none"), (2, 5, 16)),
+        (lambda: MLPBlock(embedding_dim=16, expansion_ratio=4, activation="gelu_tanh"),
+         lambda ref: ref.TorchMLP(16, 4, "tanh"), (2, 5, 16)),
+        (lambda: GPT2TransformerBlock(embedding_dim=32, n_heads=4, context_window=16),
+         lambda ref: ref.TorchBlock(32, 4), (2, 16, 32)),
+    ],
+    ids=["attention", "mlp-gelu", "mlp-gelu-tanh", "transformer-block"],
+)  # fmt: skip
+def test_blocks_match_pytorch(ours, theirs, shape):
     ref = pytest.importorskip("torch_reference")
-    np.random.seed(5)
-    ours = MultiHeadSelfAttention(embedding_dim=32, n_heads=4, context_window=16)
-    theirs = ref.TorchAttention(32, 4)
-    ref.copy_weights(ours, theirs)
-    _compare(ref, ours, theirs, randn(3, 11, 32), randn(3, 11, 32, seed=1))
-
-
-@pytest.mark.parametrize("approximate", ["none", "tanh"])
-def test_mlp_matches_pytorch(approximate):
-    ref = pytest.importorskip("torch_reference")
-    np.random.seed(6)
-    activation = "gelu" if approximate == "none" else "gelu_tanh"
-    ours = MLPBlock(embedding_dim=16, expansion_ratio=4, activation=activation)
-    theirs = ref.TorchMLP(16, 4, approximate)
-    ref.copy_weights(ours, theirs)
-    _compare(ref, ours, theirs, randn(2, 5, 16), randn(2, 5, 16, seed=1))
-
-
-def test_transformer_block_matches_pytorch():
-    ref = pytest.importorskip("torch_reference")
-    np.random.seed(7)
-    ours = GPT2TransformerBlock(embedding_dim=32, n_heads=4, context_window=16)
-    theirs = ref.TorchBlock(32, 4)
-    ref.copy_weights(ours, theirs)
-    _compare(ref, ours, theirs, randn(2, 16, 32), randn(2, 16, 32, seed=1))
+    _compare(ref, ours(), theirs(ref), randn(*shape), randn(*shape, seed=1))
 
 
 def test_attention_dropout_only_in_training():

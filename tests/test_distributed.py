@@ -240,7 +240,7 @@ def test_sequential_evaluation_is_split_between_ranks():
 
 @pytest.mark.parametrize("rank, world_size", [(2, 2), (-1, 2), (0, 0)])
 def test_a_bad_rank_is_refused(rank, world_size):
-    with pytest.raises(ValueError, match="rank"):
+    with pytest.raises(ValueError, match="CausalLMDataset: (rank|world_size) must be"):
         CausalLMDataset(tokens(), 32, 2, 8, rank=rank, world_size=world_size)
 
 

@@ -89,11 +89,11 @@ def test_scalar_errors():
 
 # ------------------------------------------------------------------ reductions
 def test_reduction_errors():
-    with pytest.raises(ValueError, match=r"sum: axis 2 is out of range for a tensor of shape"):
+    with pytest.raises(ValueError, match=r"sum: axis must be .* shape is \(2, 3\)\), got 2"):
         ones(2, 3).sum(axis=2)
-    with pytest.raises(ValueError, match=r"max: axis -3 is out of range .* \(2, 3\)"):
+    with pytest.raises(ValueError, match=r"max: axis must be .* \(2, 3\)\), got -3"):
         ones(2, 3).max(axis=-3)
-    with pytest.raises(ValueError, match=r"mean: repeated axis in \(0, -2\)"):
+    with pytest.raises(ValueError, match=r"mean: axis must be .* distinct .*, got \(0, -2\)"):
         ones(2, 3).mean(axis=(0, -2))
     with pytest.raises(ValueError, match=r"mean: cannot reduce an empty tensor of shape \(0, 3\)"):
         Tensor(np.ones((0, 3))).mean()
@@ -105,15 +105,15 @@ def test_reduction_errors():
 def test_shape_op_errors():
     with pytest.raises(ValueError, match=r"reshape: cannot reshape a tensor of shape \(2, 3\)"):
         ones(2, 3).reshape(4)
-    with pytest.raises(ValueError, match=r"transpose: axes \(0, 3\) out of range .* \(2, 3\)"):
+    with pytest.raises(ValueError, match=r"transpose: axes must be .* \(2, 3\).*, got \(0, 3\)"):
         ones(2, 3).transpose(0, 3)
-    with pytest.raises(ValueError, match=r"transpose: \(0, 0\) is not a permutation"):
+    with pytest.raises(ValueError, match=r"transpose: axes must be .*permutation.*, got \(0, 0\)"):
         ones(2, 3).transpose(0, 0)
-    with pytest.raises(ValueError, match=r"swapaxes: axes \(0, 2\) out of range .* \(2, 3\)"):
+    with pytest.raises(ValueError, match=r"swapaxes: b must be .* \(2, 3\)\), got 2"):
         ones(2, 3).swapaxes(0, 2)
     with pytest.raises(ValueError, match=r"squeeze: axis 0 of shape \(2, 1\) does not have size"):
         ones(2, 1).squeeze(0)
-    with pytest.raises(ValueError, match=r"squeeze: axis 5 is out of range .* \(2, 1\)"):
+    with pytest.raises(ValueError, match=r"squeeze: axis must be .* \(2, 1\)\), got 5"):
         ones(2, 1).squeeze(5)
     with pytest.raises(ValueError, match=r"split: axis 1 of size 5 \(shape \(2, 5\)\) does not"):
         ones(2, 5).split(2, axis=1)
@@ -121,7 +121,7 @@ def test_shape_op_errors():
         ops.concatenate([ones(2, 3), ones(2, 4)], axis=0)
     with pytest.raises(ValueError, match=r"stack: shapes \[\(2, 3\), \(2, 4\)\]"):
         ops.stack([ones(2, 3), ones(2, 4)])
-    with pytest.raises(ValueError, match="repeat: repeats must be a non-negative int, got -1"):
+    with pytest.raises(ValueError, match="repeat: repeats must be an integer >= 0, got -1"):
         ones(2).repeat(-1)
     with pytest.raises(TypeError, match="masked_fill: mask must be boolean, got int64"):
         ones(2).masked_fill(np.array([0, 1]), 0.0)

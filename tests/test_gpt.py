@@ -1,5 +1,5 @@
-"""GPT: against PyTorch (logits, loss, every gradient), input checks, initialisation,
-KV-cache generation and pickling."""
+"""GPT: against PyTorch (logits, loss, every gradient), input checks, initialisation and
+KV-cache generation (of the GPT and of the Llama variant), and pickling."""
 
 import pickle
 from dataclasses import replace
@@ -8,9 +8,7 @@ import numpy as np
 import pytest
 
 from tricycle.configs import CONFIGS, DebugConfig, GPTConfig, get_config
-from tricycle.loss import CrossEntropy
-from tricycle.models import GPT, sample_next
-from tricycle.tensor import to_tensor
+from tricycle.models import GPT, build_model, sample_next
 
 SMALL = DebugConfig(
     embedding_dim=32, context_window=16, vocab_size=50, n_heads=4, n_layers=2, dropout=0.0
@@ -37,27 +35,9 @@ def tokens(batch, length, vocab=SMALL.vocab_size, seed=0):
 @pytest.mark.parametrize("length", [16, 7])
 def test_logits_loss_and_every_gradient_match_pytorch(tie_weights, bias, length):
     ref = pytest.importorskip("torch_reference")
-    torch = ref.torch
     config = replace(SMALL, tie_weights=tie_weights, bias=bias)
-    ours = make_gpt(config)
-    theirs = ref.TorchGPT(config)
-    ref.copy_weights(ours, theirs)
     inputs, targets = tokens(3, length, seed=1), tokens(3, length, seed=2)
-
-    logits = ours(to_tensor(inputs, dtype=int))
-    loss = CrossEntropy()(to_tensor(targets, dtype=int), logits)
-    loss.backward()
-
-    expected_logits = theirs(torch.tensor(inputs))
-    expected_loss = torch.nn.functional.cross_entropy(
-        expected_logits.reshape(-1, config.vocab_size), torch.tensor(targets).reshape(-1)
-    )
-    expected_loss.backward()
-
-    assert logits.shape == (3, length, config.vocab_size) and logits.dtype == np.float32
-    ref.assert_close(logits.array, expected_logits.detach().numpy(), name="logits")
-    ref.assert_close(loss.array, expected_loss.detach().numpy(), name="loss")
-    n_checked = ref.compare_grads(ours, theirs)
+    n_checked = ref.compare_language_models(make_gpt(config), ref.TorchGPT(config), inputs, targets)
     per_block = 12 if bias else 6  # without biases: 2 LayerNorm gains and 4 weight matrices
     assert n_checked == (4 if bias else 3) + per_block * config.n_layers + (not tie_weights)
 
@@ -75,9 +55,11 @@ def test_parameter_names_and_weight_tying():
     assert "head.weights" in dict(untied.named_parameters())
 
 
-def test_gpt2_initialisation():
-    config = replace(SMALL, embedding_dim=128, n_layers=4, vocab_size=512)
-    params = dict(make_gpt(config).named_parameters())
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+def test_gpt2_initialisation(arch):
+    config = replace(SMALL, embedding_dim=128, n_layers=4, vocab_size=512, arch=arch,
+                     n_kv_heads=2, ffn_multiple_of=16)  # fmt: skip
+    params = dict(build_model(config).named_parameters())
     residual_std = 0.02 / np.sqrt(2 * config.n_layers)
     for name, p in params.items():
         if name.endswith("bias") or name.endswith("beta"):
@@ -136,16 +118,18 @@ def test_configs():
     )
     with pytest.raises(ValueError, match="not divisible"):
         GPTConfig(embedding_dim=10, n_heads=3)
-    with pytest.raises(ValueError, match="unknown config"):
+    with pytest.raises(ValueError, match="get_config: name must be one of 'debug', 'cpu'"):
         get_config("gpt-5")
 
 
 # ------------------------------------------------------------------ generation
 
 
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
 @pytest.mark.parametrize("new_tokens", [10, 40])  # within and well beyond the window of 16
-def test_kv_cache_generation_equals_full_recomputation(new_tokens):
-    model = make_gpt()
+def test_kv_cache_generation_equals_full_recomputation(new_tokens, arch):
+    config = replace(SMALL, arch=arch, n_kv_heads=2, ffn_multiple_of=16)  # (GPT-2: unused)
+    model = make_gpt(config) if arch == "gpt2" else build_model(config)
     prompt = tokens(2, 3)
     cached = model.generate(prompt, new_tokens, rng=np.random.default_rng(7))
     full = model.generate(prompt, new_tokens, rng=np.random.default_rng(7), use_cache=False)

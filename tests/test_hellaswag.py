@@ -137,7 +137,7 @@ def test_empty_file_and_bad_limit(tmp_path):
     (tmp_path / "empty.jsonl").write_text("\n")
     with pytest.raises(ValueError, match="no examples"):
         read_examples(tmp_path / "empty.jsonl")
-    with pytest.raises(ValueError, match="limit must be a positive int"):
+    with pytest.raises(ValueError, match="read_examples: limit must be None or an integer >= 1"):
         read_examples(tmp_path / "empty.jsonl", limit=0)
 
 

@@ -7,7 +7,7 @@ from helpers import check_grads
 
 import tricycle as tc
 from tricycle import backend, ops
-from tricycle.initialisers import gpt2_residual_std, init_normal, init_ones, init_xavier, init_zeros
+from tricycle.initialisers import init_normal, init_ones, init_xavier, init_zeros
 from tricycle.layers import Dense, Sequential
 from tricycle.tensor import Tensor, to_tensor
 
@@ -147,9 +147,13 @@ def test_to_and_cpu_on_the_cpu_return_the_tensor_itself():
     assert x.to("cpu") is x and x.cpu() is x
 
 
-@pytest.mark.parametrize("device", ["tpu", "cuda:-1", -1, 1.5, None, "cpu:0", True])
-def test_to_rejects_unknown_devices(device):
-    with pytest.raises(ValueError, match=r"Tensor.to: unknown device"):
+@pytest.mark.parametrize(
+    "device, error",
+    [("tpu", ValueError), ("cuda:-1", ValueError), (-1, ValueError), (1.5, TypeError),
+     (None, TypeError), ("cpu:0", ValueError), (True, TypeError)],
+)  # fmt: skip
+def test_to_rejects_unknown_devices(device, error):
+    with pytest.raises(error, match=r"Tensor.to: device must be 'cpu', 'gpu', .*, got"):
         tc.ones(2).to(device)
 
 
@@ -186,24 +190,18 @@ def test_cat_and_stack_need_a_list_of_tensors(op, tensors):
 
 
 # ------------------------------------------------------------------ initialisers
+# (gain, std, mean and n_layers: tests/test_checks.py)
 @pytest.mark.parametrize(
     ("call", "error", "message"),
     [
         (lambda: init_xavier((-1, 2)), ValueError, r"init_xavier: sizes must be non-negative"),
         (lambda: init_xavier((2.5, 2)), TypeError, r"init_xavier: size must be integers"),
-        (lambda: init_xavier((2, 2), gain=float("nan")), ValueError, r"gain must be >= 0, got nan"),
-        (lambda: init_xavier((2, 2), gain=-1), ValueError, r"init_xavier: gain must be >= 0"),
-        (lambda: init_normal((2, 2), std=float("nan")), ValueError, r"std must be >= 0, got nan"),
-        (lambda: init_normal((2, 2), std=-0.1), ValueError, r"init_normal: std must be >= 0"),
-        (lambda: init_normal((2,), mean=float("inf")), ValueError, r"mean must be finite, got inf"),
         (lambda: init_normal(None), TypeError, r"init_normal: size must be integers or a seq"),
         (lambda: init_zeros((-1,)), ValueError, r"init_zeros: sizes must be non-negative"),
-        (lambda: gpt2_residual_std(2.5), TypeError, r"n_layers must be an integer, got 2.5"),
-        (lambda: gpt2_residual_std(2, std=float("nan")), ValueError, r"std must be >= 0, got nan"),
         (
             lambda: Dense(-1, 3),
             ValueError,
-            r"init_xavier: sizes must be non-negative, got \(-1, 3\)",
+            r"Dense: from_size must be an integer >= 1, got -1",
         ),
     ],
 )

@@ -1,6 +1,7 @@
 """The Llama-style transformer: RoPE and grouped-query heads (``rope_qkv``), SwiGLU, the
 block and the whole model against finite differences and a PyTorch twin written out by hand
-(tests/torch_llama.py); KV-cache generation, checkpoints, pickling, precision, configs."""
+(tests/torch_llama.py); the KV cache, checkpoints, pickling, precision, configs.
+Initialisation and cached generation are tested with the GPT's, in tests/test_gpt.py."""
 
 import pickle
 from dataclasses import replace
@@ -10,8 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.helpers import check_grads
-from tricycle import backend
+from tests.helpers import check_grads, same_on_host_and
 from tricycle.activation import SwiGLU
 from tricycle.attention import rope_qkv, rope_tables, rotary_embedding
 from tricycle.blocks import LlamaAttention, LlamaTransformerBlock, llama_hidden_size
@@ -178,46 +178,22 @@ def test_block_gradient_matches_finite_differences():
 def test_logits_loss_and_every_gradient_match_the_pytorch_twin(n_kv_heads, tie_weights, length):
     ref = pytest.importorskip("torch_reference")
     twin = pytest.importorskip("torch_llama")
-    torch = ref.torch
     config = replace(SMALL, n_kv_heads=n_kv_heads, tie_weights=tie_weights)
-    ours = make_llama(config)
     hidden = llama_hidden_size(config.embedding_dim, config.expansion_ratio, 16)
-    theirs = twin.TorchLlama(config, hidden)
-    ref.copy_weights(ours, theirs)
     inputs, targets = tokens(3, length, seed=1), tokens(3, length, seed=2)
-
-    logits = ours(to_tensor(inputs, dtype=int))
-    loss = CrossEntropy()(to_tensor(targets, dtype=int), logits)
-    loss.backward()
-    expected_logits = theirs(torch.tensor(inputs))
-    expected_loss = torch.nn.functional.cross_entropy(
-        expected_logits.reshape(-1, config.vocab_size), torch.tensor(targets).reshape(-1)
-    )
-    expected_loss.backward()
-
-    assert logits.shape == (3, length, config.vocab_size) and logits.dtype == np.float32
-    ref.assert_close(logits.array, expected_logits.detach().numpy(), name="logits")
-    ref.assert_close(loss.array, expected_loss.detach().numpy(), name="loss")
-    n_checked = ref.compare_grads(ours, theirs)
+    ours, theirs = make_llama(config), twin.TorchLlama(config, hidden)
+    n_checked = ref.compare_language_models(ours, theirs, inputs, targets)
     assert n_checked == 2 + 6 * config.n_layers + (not tie_weights)
 
 
-def test_structure_and_initialisation():
+def test_structure():
     model = make_llama(replace(SMALL, embedding_dim=128, n_layers=4, vocab_size=512))
     names = [name for name, _ in model.named_parameters()]
     assert names[0] == "token_embedding.weights" and names[-1] == "layer_norm.gamma"
     assert not any("position" in n or "bias" in n or "beta" in n for n in names)  # no biases
     qkv = dict(model.named_parameters())["blocks.0.attention.qkv_projection.weights"]
     assert qkv.shape == (128, (4 + 2 * 2) * 32)  # 4 query heads, 2 key/value heads of 32
-    residual_std = 0.02 / np.sqrt(2 * 4)
-    for name, p in model.named_parameters():
-        if name.endswith("gamma"):
-            assert (p.array == 1).all(), name
-        elif "out_projection" in name or "down_projection" in name:
-            assert abs(p.array.std() - residual_std) < 0.1 * residual_std, name
-        else:
-            assert abs(p.array.std() - 0.02) < 0.002, name
-    assert "n_kv_heads=2" in repr(model)
+    assert "n_kv_heads=2" in repr(model)  # (initialisation: tests/test_gpt.py)
 
 
 def test_causal_prefixes_and_single_sequences():
@@ -238,16 +214,6 @@ def test_kv_cache_matches_the_full_forward():
         caches = model.new_caches(batch_size=2)
         parts = [model(batch[:, a:b], caches).array for a, b in [(0, 5), (5, 6), (6, 11)]]
     np.testing.assert_allclose(np.concatenate(parts, axis=1), full, rtol=1e-4, atol=1e-5)
-
-
-@pytest.mark.parametrize("new_tokens", [10, 40])  # within and well beyond the window of 16
-def test_kv_cache_generation_equals_full_recomputation(new_tokens):
-    model = make_llama()
-    prompt = tokens(2, 3)
-    cached = model.generate(prompt, new_tokens, rng=np.random.default_rng(7))
-    full = model.generate(prompt, new_tokens, rng=np.random.default_rng(7), use_cache=False)
-    assert cached.shape == (2, 3 + new_tokens)
-    np.testing.assert_array_equal(cached, full)
 
 
 def test_dropout_trains_and_generation_leaves_training_mode():
@@ -309,19 +275,13 @@ def test_fp16_forward_keeps_float32_master_weights():
 def test_llama_on_every_backend(xp):
     model = make_llama()
     batch = tokens(2, 9)
-    results = []
-    for array_module in (np, xp):
-        if array_module is not np:
-            model.to_gpu()
+
+    def run(array_module):
         logits = model(array_module.asarray(batch))
         CrossEntropy()(array_module.asarray(batch), logits).backward()
-        results.append(
-            [backend.to_host_array(logits.array)]
-            + [backend.to_host_array(p.grad.array) for p in model.parameters()]
-        )
-        model.zero_grad()
-    for ours, expected in zip(*results):
-        np.testing.assert_allclose(ours, expected, rtol=1e-3, atol=1e-5)
+        return logits
+
+    same_on_host_and(xp, model, run, rtol=1e-3, atol=1e-5)
     cached = model.generate(tokens(1, 3), 20, rng=np.random.default_rng(0))
     full = model.generate(tokens(1, 3), 20, rng=np.random.default_rng(0), use_cache=False)
     np.testing.assert_array_equal(cached, full)

@@ -27,7 +27,7 @@ def test_modes_and_dtypes():
     fp16 = Precision("fp16")
     assert fp16.compute_dtype == np.float16 and fp16.mixed and isinstance(fp16.scaler, GradScaler)
     assert Precision("fp16", loss_scaling=False).scaler is None
-    with pytest.raises(ValueError, match="unknown mode"):
+    with pytest.raises(ValueError, match="Precision: mode must be one of .fp32."):
         Precision("fp8")
 
 

@@ -2,7 +2,6 @@
 different seed gives a different model, and numpy's global seed is independent of it."""
 
 import numpy as np
-import pytest
 
 import tricycle as tc
 from tricycle.configs import DebugConfig
@@ -55,21 +54,6 @@ def test_numpy_global_seed_does_not_drive_tricycle():
     assert not np.array_equal(Dense(3, 4).weights.array, first)  # tricycle's stream moved on
     tc.manual_seed(0)
     np.testing.assert_array_equal(Dense(3, 4).weights.array, first)
-
-
-@pytest.mark.parametrize(
-    ("seed", "error", "message"),
-    [
-        (-1, ValueError, r"manual_seed: seed must be a non-negative integer, got -1"),
-        (1.5, TypeError, r"manual_seed: seed must be an integer, got 1.5"),
-        ("0", TypeError, r"manual_seed: seed must be an integer, got '0'"),
-        (None, TypeError, r"manual_seed: seed must be an integer, got None"),
-        (True, ValueError, r"manual_seed: seed must be a non-negative integer, got True"),
-    ],
-)
-def test_bad_seeds(seed, error, message):
-    with pytest.raises(error, match=message):
-        tc.manual_seed(seed)
 
 
 def test_manual_seed_accepts_numpy_integers_and_large_seeds():

@@ -135,9 +135,12 @@ def test_default_thread_count_follows_blas():
         assert n == (blas if hookable else "1")
 
 
-@pytest.mark.parametrize("bad", [0, -1, 2.0, "2", True])
-def test_enable_rejects_bad_counts(bad):
-    with pytest.raises(ValueError, match=r"enable\(n\).*got"):
+@pytest.mark.parametrize(
+    "bad, error", [(0, ValueError), (-1, ValueError), (2.0, TypeError), ("2", TypeError),
+                   (True, TypeError)]
+)  # fmt: skip
+def test_enable_rejects_bad_counts(bad, error):
+    with pytest.raises(error, match=r"enable: n must be .*got"):
         threads.enable(bad)
     assert threads._pool is None
 

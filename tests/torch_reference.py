@@ -11,6 +11,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from tricycle.loss import CrossEntropy
+from tricycle.tensor import to_tensor
+
 
 def causal_attention(qkv, n_heads: int):
     """(B, T, 3E) packed q|k|v -> (B, T, E): nanoGPT's attention core."""
@@ -109,6 +112,27 @@ def copy_weights(ours, theirs) -> None:
             value = tensor.numpy()
             value = value.T if _is_linear(name, value.ndim) else value
             params[torch_name(name)].copy_(torch.from_numpy(np.ascontiguousarray(value)))
+
+
+def compare_language_models(ours, theirs, inputs, targets) -> int:
+    """Copy the weights of the tricycle model ``ours`` into its torch twin ``theirs``, run
+    both on token ids ``inputs`` with cross-entropy against ``targets`` (B, T), and assert
+    the logits, the loss and every gradient match; returns how many gradients were compared."""
+    copy_weights(ours, theirs)
+    logits = ours(to_tensor(inputs, dtype=int))
+    loss = CrossEntropy()(to_tensor(targets, dtype=int), logits)
+    loss.backward()
+    expected_logits = theirs(torch.tensor(inputs))
+    vocab_size = expected_logits.shape[-1]
+    expected_loss = F.cross_entropy(
+        expected_logits.reshape(-1, vocab_size), torch.tensor(targets).reshape(-1)
+    )
+    expected_loss.backward()
+
+    assert logits.shape == inputs.shape + (vocab_size,) and logits.dtype == np.float32
+    assert_close(logits.array, expected_logits.detach().numpy(), name="logits")
+    assert_close(loss.array, expected_loss.detach().numpy(), name="loss")
+    return compare_grads(ours, theirs)
 
 
 def compare_grads(ours, theirs, rtol=1e-4) -> int:

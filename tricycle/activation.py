@@ -7,7 +7,7 @@ forward for the slope dGeLU/dx as well and keeps it (one more array of the input
 its backward is one product.
 """
 
-from tricycle import kernels, ops, unary
+from tricycle import checks, kernels, ops, unary
 from tricycle.blocking import blocked_ufunc, for_each_block
 from tricycle.functions import Sigmoid, Tanh
 from tricycle.layers import Dense, Layer, dense, shared_back_fns
@@ -47,6 +47,7 @@ class ReLU(Layer):
 class LeakyReLU(Layer):
     """x for x > 0, ``negative_slope * x`` otherwise."""
 
+    @checks.arguments(negative_slope=checks.real)
     def __init__(self, negative_slope: float = 0.01):
         self.negative_slope = negative_slope
 
@@ -280,8 +281,8 @@ class GeLU(Layer):
     ``approximate=True`` (or "tanh") uses GPT-2's tanh form, which is cheaper on the CPU.
     """
 
+    @checks.arguments(approximate=checks.one_of((False, True, "none", "tanh")))
     def __init__(self, approximate=False):
-        _is_tanh(approximate)
         self.approximate = approximate
 
     def forward(self, x: Tensor) -> Tensor:
@@ -354,6 +355,7 @@ class GLU(Layer):
     ``nn.GLU`` is the gating alone (apply it after your own Linear).
     """
 
+    @checks.arguments(size=checks.positive_int, initialiser=checks.optional(checks.function))
     def __init__(self, size: int, initialiser=None):
         self.size = size
         self.linear = Dense(size, 2 * size, initialiser=initialiser)

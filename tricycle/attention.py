@@ -34,7 +34,7 @@ import math
 
 import numpy as np
 
-from tricycle import kernels
+from tricycle import checks, kernels
 from tricycle.blocking import for_row_groups, row_blocks
 from tricycle.dropout_mask import NO_DROPOUT, AttentionDropout
 from tricycle.tensor import Tensor
@@ -215,6 +215,9 @@ def attention_backward(xp, dout, saved):
 # ------------------------------------------------------------------ the Tensor op
 
 
+@checks.arguments(
+    n_heads=checks.positive_int, dropout_prob=checks.probability, seed=checks.non_negative_int
+)
 def causal_attention(qkv: Tensor, n_heads: int, dropout_prob: float = 0.0, seed: int = 0) -> Tensor:
     """Fused causal self-attention: qkv (B, T, 3E) -> (B, T, E), as one node of the graph.
 
@@ -240,6 +243,7 @@ def causal_attention(qkv: Tensor, n_heads: int, dropout_prob: float = 0.0, seed:
 class Attention:
     """The op form of ``causal_attention``: ``Attention(n_heads)(qkv)``. Stateless."""
 
+    @checks.arguments(n_heads=checks.positive_int)
     def __init__(self, n_heads: int):
         self.n_heads = n_heads
 

@@ -7,14 +7,17 @@ in GPT-2's form and in Llama's.
     LlamaTransformerBlock: x = x + attention(rms1(x))     # LlamaAttention: RoPE, GQA
                            x = x + mlp(rms2(x))           # SwiGLUBlock
 
-Each block's ``forward(x, cache=None)`` takes (B, T, E) and returns (B, T, E). During
-generation the caller passes a ``KVCache`` (see ``tricycle.attention``): the attention then
-appends the new positions' keys and values and builds no graph.
+Both attentions are a ``CausalSelfAttention``, which they specialise only in how q|k|v are
+projected and how positions enter them; ``SwiGLUBlock`` is an ``MLPBlock`` with a gated
+activation. Each block's ``forward(x, cache=None)`` takes (B, T, E) and returns (B, T, E).
+During generation the caller passes a ``KVCache`` (see ``tricycle.attention``): the attention
+then appends the new positions' keys and values and builds no graph.
 """
 
 import math
 from collections.abc import Callable
 
+from tricycle import checks
 from tricycle.activation import GeLU, ReLU, SiLU, SwiGLU, dense_gelu
 from tricycle.attention import (
     KVCache,
@@ -34,7 +37,89 @@ ACTIVATIONS: dict[str, Callable[[], Callable]] = {
 }
 
 
-class MultiHeadSelfAttention(Layer):
+def check_activation(owner: str, name: str, value):
+    """An activation argument: a callable op, or a name from ``ACTIVATIONS``."""
+    if not (callable(value) or (isinstance(value, str) and value in ACTIVATIONS)):
+        error = ValueError if isinstance(value, str) else TypeError
+        names = ", ".join(map(repr, ACTIVATIONS))
+        checks.fail(owner, name, f"callable or one of {names}", value, error)
+    return value
+
+
+# Every block's arguments, checked by name: each name means the same in every block.
+_checked = checks.by_name(
+    dict(
+        embedding_dim=checks.positive_int,
+        n_heads=checks.positive_int,
+        n_kv_heads=checks.positive_int,
+        context_window=checks.positive_int,
+        hidden_dim=checks.positive_int,
+        expansion_ratio=checks.positive,
+        rope_theta=checks.positive,
+        dropout_prob=checks.probability,
+        residual_dropout_prob=checks.probability,
+        attention_dropout_prob=checks.probability,
+        activation=check_activation,
+        initialiser=checks.optional(checks.function),
+        projection_initialiser=checks.optional(checks.function),
+        bias=checks.boolean,
+    )
+)
+
+
+class CausalSelfAttention(Layer):
+    """What GPT-2's and Llama's self-attention share: a Dense to q|k|v (B, T, 3E), positions
+    put into q and k (``rotate``), fused causal attention with dropout on its probabilities,
+    a Dense out and dropout on what goes back to the residual stream. During generation the
+    new positions attend to those in the ``KVCache`` too, and no graph is built.
+
+    Subclasses set ``embedding_dim``, ``n_heads``, ``context_window``, the two projections
+    and the two dropouts (``attention_dropout`` is not called as a layer: it holds the
+    probability and the generator of the seeds of the fused attention's masks).
+    """
+
+    def forward(self, x: Tensor, cache: KVCache | None = None) -> Tensor:
+        """x (B, T, E) -> (B, T, E); with ``cache``, attend to the cached positions too."""
+        name = type(self).__name__
+        if x.ndim != 3 or x.shape[-1] != self.embedding_dim:
+            raise ValueError(
+                f"{name}: expected input (batch, tokens, {self.embedding_dim}), got shape {x.shape}"
+            )
+        start, T = (0 if cache is None else cache.length), x.shape[1]
+        if start + T > self.context_window:
+            raise ValueError(
+                f"{name}: {start + T} positions exceed the context window of {self.context_window}"
+            )
+        qkv = self.rotate(self.qkv_projection(x), start)  # (B, T, 3E)
+        dropout = self.attention_dropout
+        if cache is not None:
+            y = Tensor(attend_with_cache(qkv.xp, qkv.array, self.n_heads, cache), name="attention")
+        elif self.training and dropout.probability:
+            y = causal_attention(qkv, self.n_heads, dropout.probability, dropout.draw_seed())
+        else:
+            y = causal_attention(qkv, self.n_heads)  # (B, T, E)
+        return self.residual_dropout(self.out_projection(y))
+
+    def rotate(self, qkv: Tensor, start: int) -> Tensor:
+        """q|k|v of the positions ``start`` ... with their positions put in: here as they
+        are (GPT-2 adds learnt positions to the token embeddings instead)."""
+        return qkv
+
+    @property
+    def head_dim(self) -> int:
+        return self.embedding_dim // self.n_heads
+
+    def new_cache(self, batch_size: int) -> KVCache:
+        """An empty KV cache for this layer (n_heads heads), on the device and dtype of its
+        weights."""
+        checks.positive_int(f"{type(self).__name__}.new_cache", "batch_size", batch_size)
+        weights = self.qkv_projection.weights
+        return KVCache(
+            weights.xp, batch_size, self.n_heads, self.context_window, self.head_dim, weights.dtype
+        )
+
+
+class MultiHeadSelfAttention(CausalSelfAttention):
     """Causal multi-head self-attention: one Dense to q|k|v, fused attention, one Dense out.
 
     Args:
@@ -50,6 +135,7 @@ class MultiHeadSelfAttention(Layer):
         bias: biases in both projections.
     """
 
+    @_checked
     def __init__(
         self,
         embedding_dim: int,
@@ -76,40 +162,7 @@ class MultiHeadSelfAttention(Layer):
             embedding_dim, embedding_dim, bias, projection_initialiser or initialiser, "attn_out"
         )
         self.residual_dropout = Dropout(residual_dropout_prob)
-        # not called as a layer: it holds the probability and the generator of the seeds
         self.attention_dropout = Dropout(attention_dropout_prob)
-
-    def forward(self, x: Tensor, cache: KVCache | None = None) -> Tensor:
-        """x (B, T, E) -> (B, T, E); with ``cache``, attend to the cached positions too."""
-        if x.ndim != 3 or x.shape[-1] != self.embedding_dim:
-            raise ValueError(
-                f"MultiHeadSelfAttention: expected input (batch, tokens, {self.embedding_dim}), "
-                f"got shape {x.shape}"
-            )
-        n_seen = 0 if cache is None else cache.length
-        if n_seen + x.shape[1] > self.context_window:
-            raise ValueError(
-                f"MultiHeadSelfAttention: {n_seen + x.shape[1]} positions exceed the context "
-                f"window of {self.context_window}"
-            )
-        qkv = self.qkv_projection(x)  # (B, T, 3E)
-        if cache is None:
-            dropout = self.attention_dropout
-            if self.training and dropout.probability:
-                y = causal_attention(qkv, self.n_heads, dropout.probability, dropout.draw_seed())
-            else:
-                y = causal_attention(qkv, self.n_heads)  # (B, T, E)
-        else:
-            y = Tensor(attend_with_cache(qkv.xp, qkv.array, self.n_heads, cache), name="attention")
-        return self.residual_dropout(self.out_projection(y))
-
-    def new_cache(self, batch_size: int) -> KVCache:
-        """An empty KV cache for this layer, on the device and dtype of its weights."""
-        weights = self.qkv_projection.weights
-        head_dim = self.embedding_dim // self.n_heads
-        return KVCache(
-            weights.xp, batch_size, self.n_heads, self.context_window, head_dim, weights.dtype
-        )
 
     def extra_repr(self) -> str:
         return (
@@ -125,6 +178,7 @@ class MLPBlock(Layer):
     ``MultiHeadSelfAttention``.
     """
 
+    @_checked
     def __init__(
         self,
         embedding_dim: int,
@@ -163,6 +217,7 @@ class GPT2TransformerBlock(Layer):
     (after each output projection), as in nanoGPT; ``bias`` to the Dense and LayerNorm layers.
     """
 
+    @_checked
     def __init__(
         self,
         embedding_dim: int,
@@ -203,7 +258,7 @@ class GPT2TransformerBlock(Layer):
         return x + self.mlp(self.layer_norm_2(x))
 
 
-class LlamaAttention(Layer):
+class LlamaAttention(CausalSelfAttention):
     """Causal self-attention as in Llama: rotary position embeddings (RoPE) on queries and
     keys, grouped-query attention, no biases.
 
@@ -218,6 +273,7 @@ class LlamaAttention(Layer):
     of the rotation frequencies.
     """
 
+    @_checked
     def __init__(
         self,
         embedding_dim: int,
@@ -230,7 +286,7 @@ class LlamaAttention(Layer):
         initialiser: Callable | None = None,
         projection_initialiser: Callable | None = None,
     ):
-        if embedding_dim % n_heads or n_kv_heads < 1 or n_heads % n_kv_heads:
+        if embedding_dim % n_heads or n_heads % n_kv_heads:
             raise ValueError(
                 f"LlamaAttention: embedding_dim={embedding_dim} must be divisible by "
                 f"n_heads={n_heads}, and n_heads by n_kv_heads={n_kv_heads}"
@@ -241,46 +297,21 @@ class LlamaAttention(Layer):
             )
         self.embedding_dim, self.n_heads, self.n_kv_heads = embedding_dim, n_heads, n_kv_heads
         self.context_window, self.rope_theta = context_window, rope_theta
-        self.head_dim = embedding_dim // n_heads
         width = (n_heads + 2 * n_kv_heads) * self.head_dim
         self.qkv_projection = Dense(embedding_dim, width, False, initialiser, "qkv")
         self.out_projection = Dense(
             embedding_dim, embedding_dim, False, projection_initialiser or initialiser, "attn_out"
         )
         self.residual_dropout = Dropout(residual_dropout_prob)
-        self.attention_dropout = Dropout(attention_dropout_prob)  # probability and seeds
+        self.attention_dropout = Dropout(attention_dropout_prob)
 
-    def forward(self, x: Tensor, cache: KVCache | None = None) -> Tensor:
-        """x (B, T, E) -> (B, T, E); with ``cache``, attend to the cached positions too."""
-        if x.ndim != 3 or x.shape[-1] != self.embedding_dim:
-            raise ValueError(
-                f"LlamaAttention: expected input (batch, tokens, {self.embedding_dim}), got "
-                f"shape {x.shape}"
-            )
-        start, T = (0 if cache is None else cache.length), x.shape[1]
-        if start + T > self.context_window:
-            raise ValueError(
-                f"LlamaAttention: {start + T} positions exceed the context window of "
-                f"{self.context_window}"
-            )
-        qkv = self.qkv_projection(x)  # (B, T, (H + 2 Hkv) D)
-        cos, sin = rope_tables(qkv.xp, start, T, self.head_dim, self.rope_theta, qkv.dtype)
-        qkv = rope_qkv(qkv, cos, sin, self.n_heads, self.n_kv_heads)  # (B, T, 3E)
-        if cache is not None:
-            y = Tensor(attend_with_cache(qkv.xp, qkv.array, self.n_heads, cache), name="attention")
-        elif self.training and self.attention_dropout.probability:
-            dropout = self.attention_dropout
-            y = causal_attention(qkv, self.n_heads, dropout.probability, dropout.draw_seed())
-        else:
-            y = causal_attention(qkv, self.n_heads)  # (B, T, E)
-        return self.residual_dropout(self.out_projection(y))
-
-    def new_cache(self, batch_size: int) -> KVCache:
-        """An empty KV cache for this layer (the repeated heads: n_heads of them)."""
-        weights = self.qkv_projection.weights
-        return KVCache(
-            weights.xp, batch_size, self.n_heads, self.context_window, self.head_dim, weights.dtype
+    def rotate(self, qkv: Tensor, start: int) -> Tensor:
+        """(B, T, (H + 2 Hkv) D) -> (B, T, 3E): q and k rotated by their positions (RoPE)
+        and each key/value head repeated for its group of query heads."""
+        cos, sin = rope_tables(
+            qkv.xp, start, qkv.shape[1], self.head_dim, self.rope_theta, qkv.dtype
         )
+        return rope_qkv(qkv, cos, sin, self.n_heads, self.n_kv_heads)
 
     def extra_repr(self) -> str:
         return (
@@ -289,6 +320,11 @@ class LlamaAttention(Layer):
         )
 
 
+@checks.arguments(
+    embedding_dim=checks.positive_int,
+    expansion_ratio=checks.positive,
+    multiple_of=checks.positive_int,
+)
 def llama_hidden_size(embedding_dim: int, expansion_ratio: float = 4, multiple_of: int = 64):
     """Llama's SwiGLU width: 2/3 of expansion_ratio * embedding_dim (three matrices instead of
     two, for about the same parameters), rounded up to a multiple of ``multiple_of``."""
@@ -296,10 +332,12 @@ def llama_hidden_size(embedding_dim: int, expansion_ratio: float = 4, multiple_o
     return multiple_of * math.ceil(hidden / multiple_of)
 
 
-class SwiGLUBlock(Layer):
+class SwiGLUBlock(MLPBlock):
     """Llama's MLP: W2 (silu(x W1) * (x W3)), no biases. W1 and W3 are one Dense of width
-    2 * hidden_dim (``up_projection``, W1's columns first), so both take one product."""
+    2 * hidden_dim (``up_projection``, W1's columns first), so both take one product; the
+    forward is the MLPBlock's, with ``SwiGLU`` as the activation."""
 
+    @_checked
     def __init__(
         self,
         embedding_dim: int,
@@ -316,14 +354,6 @@ class SwiGLUBlock(Layer):
         )
         self.dropout = Dropout(dropout_prob)
 
-    def forward(self, x: Tensor) -> Tensor:
-        """(..., E) -> (..., E)"""
-        h = self.activation(self.up_projection(x))  # (..., hidden)
-        return self.dropout(self.down_projection(h))
-
-    def extra_repr(self) -> str:
-        return f"embedding_dim={self.embedding_dim}, hidden_dim={self.hidden_dim}"
-
 
 class LlamaTransformerBlock(Layer):
     """A pre-norm Llama block: x + attention(rms_norm_1(x)), then x + mlp(rms_norm_2(x)).
@@ -331,6 +361,7 @@ class LlamaTransformerBlock(Layer):
     ``dropout_prob`` applies as in ``GPT2TransformerBlock`` (Llama itself uses none).
     """
 
+    @_checked
     def __init__(
         self,
         embedding_dim: int,
@@ -367,11 +398,5 @@ class LlamaTransformerBlock(Layer):
 
 
 def _activation(activation: str | Callable) -> Callable:
-    if callable(activation):
-        return activation
-    try:
-        return ACTIVATIONS[activation]()
-    except KeyError:
-        raise ValueError(
-            f"unknown activation {activation!r}; choose from {sorted(ACTIVATIONS)}"
-        ) from None
+    """The op an (already checked) activation argument names."""
+    return activation if callable(activation) else ACTIVATIONS[activation]()

@@ -24,10 +24,10 @@ Setting an unknown attribute on a config raises AttributeError.
 
 import dataclasses
 import inspect
-import math
-import numbers
 from dataclasses import dataclass
 
+from tricycle import checks
+from tricycle.blocks import ACTIVATIONS
 from tricycle.tensor import parse_device
 
 ARCHS = ("gpt2", "llama")  # see GPTConfig.arch
@@ -122,44 +122,15 @@ class GPTConfig:
 
     def __post_init__(self):
         owner = type(self).__name__
-        for name in _POSITIVE_INTS + _NON_NEGATIVE_INTS:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-                raise TypeError(f"{owner}: {name} must be an integer, got {value!r}")
-            if value < (1 if name in _POSITIVE_INTS else 0):
-                raise ValueError(
-                    f"{owner}: {name} must be {'positive' if name in _POSITIVE_INTS else '>= 0'},"
-                    f" got {value}"
-                )
-        for name, low, high, closed in _REAL_RANGES:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Real):
-                raise TypeError(f"{owner}: {name} must be a number, got {value!r}")
-            above = low <= value if closed else low < value
-            if not (math.isfinite(value) and above and value < high):
-                bound = "[" if closed else "("
-                raise ValueError(f"{owner}: {name} must be in {bound}{low}, {high}), got {value}")
-        for name in ("tie_weights", "bias", "decay_embeddings"):
-            if not isinstance(getattr(self, name), bool):
-                raise TypeError(
-                    f"{owner}: {name} must be True or False, got {getattr(self, name)!r}"
-                )
+        for name, check in _FIELD_CHECKS.items():
+            check(owner, name, getattr(self, name))
         if self.embedding_dim % self.n_heads:
             raise ValueError(
-                f"{type(self).__name__}: embedding_dim={self.embedding_dim} is not divisible "
-                f"by n_heads={self.n_heads}"
-            )
-        parse_device(self.device, owner)
-        if self.arch not in ARCHS:
-            raise ValueError(f"{owner}: arch must be one of {ARCHS}, got {self.arch!r}")
-        if self.n_kv_heads is not None and (
-            isinstance(self.n_kv_heads, bool) or not isinstance(self.n_kv_heads, numbers.Integral)
-        ):
-            raise TypeError(
-                f"{owner}: n_kv_heads must be None or an integer, got {self.n_kv_heads!r}"
+                f"{owner}: embedding_dim={self.embedding_dim} is not divisible by "
+                f"n_heads={self.n_heads}"
             )
         if self.arch == "llama":
-            if self.kv_heads < 1 or self.n_heads % self.kv_heads:
+            if self.n_heads % self.kv_heads:
                 raise ValueError(
                     f"{owner}: n_heads={self.n_heads} must be a multiple of "
                     f"n_kv_heads={self.n_kv_heads}"
@@ -169,11 +140,6 @@ class GPTConfig:
                     f"{owner}: RoPE needs an even head size, got "
                     f"embedding_dim / n_heads = {self.head_dim}"
                 )
-        if self.eval_protocol not in ("sequential", "random"):
-            raise ValueError(
-                f"{type(self).__name__}: eval_protocol must be 'sequential' or 'random', got "
-                f"{self.eval_protocol!r}"
-            )
 
     @property
     def head_dim(self) -> int:
@@ -204,89 +170,93 @@ class GPTConfig:
         return GPTConfig(**values)
 
 
-_POSITIVE_INTS = (
-    "embedding_dim", "context_window", "vocab_size", "n_heads", "n_layers", "batch_size",
-    "gradient_accumulation_steps", "steps", "eval_interval", "eval_steps", "ffn_multiple_of",
-)  # fmt: skip
-_NON_NEGATIVE_INTS = ("warmup_steps",)
-_REAL_RANGES = (  # (field, low, high, low included): each must lie in [low, high) or (low, high)
-    ("expansion_ratio", 0, math.inf, False),
-    ("dropout", 0, 1, True),
-    ("max_learning_rate", 0, math.inf, True),
-    ("min_learning_rate", 0, math.inf, True),
-    ("weight_decay", 0, math.inf, True),
-    ("beta1", 0, 1, True),
-    ("beta2", 0, 1, True),
-    ("eps", 0, math.inf, False),
-    ("grad_clip", 0, math.inf, True),
-    ("rope_theta", 0, math.inf, False),
+def _device(owner: str, name: str, value):
+    """The check of ``device``: a name ``parse_device`` reads ("cpu", "gpu", "cuda:1", ...)."""
+    parse_device(value, owner)
+    return value
+
+
+_FIELD_CHECKS = dict(  # field -> the check of its value
+    embedding_dim=checks.positive_int,
+    context_window=checks.positive_int,
+    vocab_size=checks.positive_int,
+    n_heads=checks.positive_int,
+    n_layers=checks.positive_int,
+    expansion_ratio=checks.positive,
+    activation_fn=checks.one_of(ACTIVATIONS),
+    dropout=checks.probability,
+    tie_weights=checks.boolean,
+    bias=checks.boolean,
+    arch=checks.one_of(ARCHS),
+    n_kv_heads=checks.optional(checks.positive_int),
+    rope_theta=checks.positive,
+    ffn_multiple_of=checks.positive_int,
+    batch_size=checks.positive_int,
+    gradient_accumulation_steps=checks.positive_int,
+    max_learning_rate=checks.non_negative,
+    min_learning_rate=checks.non_negative,
+    warmup_steps=checks.non_negative_int,
+    steps=checks.positive_int,
+    weight_decay=checks.non_negative,
+    decay_embeddings=checks.boolean,
+    beta1=checks.probability,  # [0, 1), as Adam's betas
+    beta2=checks.probability,
+    eps=checks.positive,
+    grad_clip=checks.non_negative,
+    eval_interval=checks.positive_int,
+    eval_steps=checks.positive_int,
+    eval_protocol=checks.one_of(("sequential", "random")),
+    device=_device,
 )
 
 
-@dataclass
+# The named configs: each sets what differs from GPTConfig's defaults (print one for all).
 class DebugConfig(GPTConfig):
     """Tiny: builds and trains in seconds. For tests and smoke runs."""
 
-    embedding_dim: int = 32
-    context_window: int = 32
-    vocab_size: int = 300
-    n_heads: int = 2
-    n_layers: int = 2
-    batch_size: int = 8
-    max_learning_rate: float = 3e-3
-    min_learning_rate: float = 3e-4
-    warmup_steps: int = 10
-    steps: int = 200
-    grad_clip: float = 1.0
-    eval_interval: int = 50
-    eval_steps: int = 4
+    embedding_dim = 32
+    context_window = 32
+    vocab_size = 300
+    n_heads = 2
+    n_layers = 2
+    batch_size = 8
+    max_learning_rate = 3e-3
+    min_learning_rate = 3e-4
+    warmup_steps = 10
+    steps = 200
+    eval_interval = 50
+    eval_steps = 4
 
 
-@dataclass
 class CPUConfig(GPTConfig):
     """The default run: a 1024-token BPE GPT that writes code-like Python in ~3 min on 2 cores
     (~1M training tokens at ~6k tokens/s)."""
 
-    embedding_dim: int = 128
-    context_window: int = 64
-    vocab_size: int = 1024
-    n_heads: int = 4
-    n_layers: int = 4
-    activation_fn: str = "gelu_tanh"  # GPT-2's GeLU: as good, and cheaper on a CPU
-    batch_size: int = 16
-    max_learning_rate: float = 3e-3
-    min_learning_rate: float = 3e-4
-    warmup_steps: int = 50
-    steps: int = 1000
-    weight_decay: float = 0.1
-    beta2: float = 0.99
-    eval_interval: int = 200
-    eval_steps: int = 10
+    embedding_dim = 128
+    context_window = 64
+    n_heads = 4
+    n_layers = 4
+    activation_fn = "gelu_tanh"  # GPT-2's GeLU: as good, and cheaper on a CPU
+    max_learning_rate = 3e-3
+    min_learning_rate = 3e-4
+    warmup_steps = 50
+    steps = 1000
+    beta2 = 0.99
+    eval_interval = 200
+    eval_steps = 10
 
 
-@dataclass
 class ShakespeareConfig(GPTConfig):
-    """The README's toy run: a small BPE GPT on tiny-shakespeare."""
+    """The README's toy run: a small BPE GPT on tiny-shakespeare (GPTConfig's model: 6 layers
+    of 6 heads, 384 wide, 256 tokens of context, 1024 ids)."""
 
-    embedding_dim: int = 384
-    context_window: int = 256
-    vocab_size: int = 1024
-    n_heads: int = 6
-    n_layers: int = 6
-    dropout: float = 0.2
-    batch_size: int = 32
-    gradient_accumulation_steps: int = 1
-    max_learning_rate: float = 1e-3
-    min_learning_rate: float = 1e-4
-    warmup_steps: int = 100
-    steps: int = 5000
-    beta2: float = 0.99
-    eval_interval: int = 250
-    eval_steps: int = 50
-    device: str = "gpu"
+    dropout = 0.2
+    batch_size = 32
+    beta2 = 0.99
+    eval_steps = 50
+    device = "gpu"
 
 
-@dataclass
 class ShakespeareCharConfig(GPTConfig):
     """nanoGPT's shakespeare-char recipe (vocab_size is set from the characters of the text).
 
@@ -294,58 +264,35 @@ class ShakespeareCharConfig(GPTConfig):
     the (tied) token embedding and the position embedding included.
     """
 
-    embedding_dim: int = 384
-    context_window: int = 256
-    vocab_size: int = 65
-    n_heads: int = 6
-    n_layers: int = 6
-    dropout: float = 0.2
-    bias: bool = False
-    decay_embeddings: bool = True
-    eval_protocol: str = "random"  # nanoGPT's estimate_loss: 200 fresh random batches
-    batch_size: int = 64
-    max_learning_rate: float = 1e-3
-    min_learning_rate: float = 1e-4
-    warmup_steps: int = 100
-    steps: int = 5000
-    weight_decay: float = 0.1
-    beta2: float = 0.99
-    grad_clip: float = 1.0
-    eval_interval: int = 250
-    eval_steps: int = 200
-    device: str = "gpu"
+    vocab_size = 65
+    dropout = 0.2
+    bias = False
+    batch_size = 64
+    decay_embeddings = True
+    beta2 = 0.99
+    eval_steps = 200
+    eval_protocol = "random"  # nanoGPT's estimate_loss: 200 fresh random batches
+    device = "gpu"
 
 
-@dataclass
 class SmolGPTConfig(GPTConfig):
     """GPT-2 style: the README's 49M parameter model, 0.5M-token steps by accumulation.
 
     lr 6e-4 with warm-up and cosine decay, betas (0.9, 0.95), weight decay 0.1, clip 1.0.
     """
 
-    embedding_dim: int = 384
-    context_window: int = 1024
-    vocab_size: int = 50304  # 50257 rounded up to a multiple of 128: faster matmuls
-    n_heads: int = 6
-    n_layers: int = 6
-    dropout: float = 0.0
-    tie_weights: bool = False
-    batch_size: int = 16
-    gradient_accumulation_steps: int = 32
-    max_learning_rate: float = 6e-4
-    min_learning_rate: float = 6e-5
-    warmup_steps: int = 700
-    steps: int = 19_000
-    weight_decay: float = 0.1
-    beta1: float = 0.9
-    beta2: float = 0.95
-    grad_clip: float = 1.0
-    eval_interval: int = 500
-    eval_steps: int = 20
-    device: str = "gpu"
+    context_window = 1024
+    vocab_size = 50304  # 50257 rounded up to a multiple of 128: faster matmuls
+    tie_weights = False
+    gradient_accumulation_steps = 32
+    max_learning_rate = 6e-4
+    min_learning_rate = 6e-5
+    warmup_steps = 700
+    steps = 19_000
+    eval_interval = 500
+    device = "gpu"
 
 
-@dataclass
 class GPT2Config(GPTConfig):
     """GPT-2 124M as in Karpathy's reproduction: 12 layers x 12 heads x 768, T = 1024,
     vocabulary 50,304 (50,257 padded to a multiple of 128), biases and a tied head as
@@ -355,30 +302,19 @@ class GPT2Config(GPTConfig):
     with --precision bf16 on a GPU, from token shards (tricycle_datasets.prepare).
     """
 
-    embedding_dim: int = 768
-    context_window: int = 1024
-    vocab_size: int = 50304
-    n_heads: int = 12
-    n_layers: int = 12
-    activation_fn: str = "gelu_tanh"  # GPT-2's tanh approximation
-    dropout: float = 0.0
-    tie_weights: bool = True
-    bias: bool = True
-    batch_size: int = 16
-    gradient_accumulation_steps: int = 32  # 16 * 1024 * 32 = 524,288 tokens per step
-    max_learning_rate: float = 6e-4
-    min_learning_rate: float = 6e-5
-    warmup_steps: int = 715
-    steps: int = 19_073
-    weight_decay: float = 0.1
-    decay_embeddings: bool = True
-    beta1: float = 0.9
-    beta2: float = 0.95
-    eps: float = 1e-8
-    grad_clip: float = 1.0
-    eval_interval: int = 250
-    eval_steps: int = 20
-    device: str = "gpu"
+    embedding_dim = 768
+    context_window = 1024
+    vocab_size = 50304
+    n_heads = 12
+    n_layers = 12
+    activation_fn = "gelu_tanh"  # GPT-2's tanh approximation
+    gradient_accumulation_steps = 32  # 16 * 1024 * 32 = 524,288 tokens per step
+    max_learning_rate = 6e-4
+    min_learning_rate = 6e-5
+    warmup_steps = 715
+    steps = 19_073
+    decay_embeddings = True
+    device = "gpu"
 
 
 CONFIGS: dict[str, type[GPTConfig]] = {
@@ -391,10 +327,7 @@ CONFIGS: dict[str, type[GPTConfig]] = {
 }
 
 
+@checks.arguments(name=checks.one_of(CONFIGS))
 def get_config(name: str, **overrides) -> GPTConfig:
     """The config called ``name`` (see ``CONFIGS``), with some fields overridden."""
-    try:
-        config_class = CONFIGS[name]
-    except KeyError:
-        raise ValueError(f"unknown config {name!r}; choose from {sorted(CONFIGS)}") from None
-    return config_class(**overrides)
+    return CONFIGS[name](**overrides)

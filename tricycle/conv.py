@@ -36,7 +36,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tricycle import ops
+from tricycle import checks, ops
 from tricycle.backend import check_same_device
 from tricycle.blocking import block_index, for_each_block, row_blocks
 from tricycle.initialisers import init_ones, init_uniform, init_zeros
@@ -63,11 +63,18 @@ __all__ = [
 # ====================================================================== windows
 
 
-def as_tuple(value, n: int, name: str, op: str) -> tuple[int, ...]:
-    """An int or a sequence of ``n`` ints as a tuple of ``n`` ints (kernel, stride, ...)."""
-    values = (value,) * n if isinstance(value, (int, np.integer)) else tuple(value)
-    if len(values) != n or not all(isinstance(v, (int, np.integer)) for v in values):
-        raise ValueError(f"{op}: {name} must be an int or {n} ints, got {value!r}")
+def as_tuple(value, n: int, name: str, op: str, low: int = 1) -> tuple[int, ...]:
+    """An integer or a sequence of ``n`` integers, each at least ``low``, as a tuple of ``n``
+    ints (a kernel size, a stride, ...)."""
+    expected = f"an integer >= {low} or {n} of them"
+    if checks.is_integer(value):
+        values = (value,) * n
+    elif isinstance(value, tuple | list) and all(map(checks.is_integer, value)):
+        values = tuple(value)
+    else:
+        checks.fail(op, name, expected, value, TypeError)
+    if len(values) != n or min(values) < low:
+        checks.fail(op, name, expected, value)
     return tuple(int(v) for v in values)
 
 
@@ -263,15 +270,8 @@ def conv(
             f"{op}: expected input (batch, channels, *{n} spatial axes) for weights of shape "
             f"{weights.shape}, got shape {x.shape}"
         )
-    stride, padding, dilation = (
-        as_tuple(v, n, name, op)
-        for v, name in ((stride, "stride"), (padding, "padding"), (dilation, "dilation"))
-    )
-    if min(stride + dilation) < 1 or min(padding) < 0:
-        raise ValueError(
-            f"{op}: stride and dilation must be >= 1 and padding >= 0, got stride {stride}, "
-            f"padding {padding}, dilation {dilation}"
-        )
+    stride, dilation = as_tuple(stride, n, "stride", op), as_tuple(dilation, n, "dilation", op)
+    padding = as_tuple(padding, n, "padding", op, low=0)
     if groups < 1 or x.shape[1] != weights.shape[1] * groups or weights.shape[0] % groups:
         raise ValueError(
             f"{op}: input of shape {x.shape} with {x.shape[1]} channels does not fit weights "
@@ -302,6 +302,13 @@ class _ConvNd(Layer):
 
     n_dims = 0
 
+    @checks.arguments(
+        in_channels=checks.positive_int,
+        out_channels=checks.positive_int,
+        groups=checks.positive_int,
+        bias=checks.boolean,
+        initialiser=checks.optional(checks.function),
+    )
     def __init__(
         self,
         in_channels: int,
@@ -318,15 +325,13 @@ class _ConvNd(Layer):
         n = self.n_dims
         self.kernel_size = as_tuple(kernel_size, n, "kernel_size", name)
         self.stride = as_tuple(stride, n, "stride", name)
-        self.padding = as_tuple(padding, n, "padding", name)
+        self.padding = as_tuple(padding, n, "padding", name, low=0)
         self.dilation = as_tuple(dilation, n, "dilation", name)
-        if groups < 1 or in_channels % groups or out_channels % groups:
+        if in_channels % groups or out_channels % groups:
             raise ValueError(
                 f"{name}: in_channels={in_channels} and out_channels={out_channels} must both "
                 f"be divisible by groups={groups}"
             )
-        if min(self.kernel_size) < 1:
-            raise ValueError(f"{name}: kernel_size must be >= 1, got {kernel_size}")
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         shape = (out_channels, in_channels // groups) + self.kernel_size
         bound = 1 / math.sqrt(in_channels // groups * math.prod(self.kernel_size))
@@ -372,15 +377,21 @@ def _pool_geometry(x: Tensor, kernel_size, stride, padding, n: int, op: str):
         raise ValueError(
             f"{op}: expected input (batch, channels, *{n} spatial axes), got shape {x.shape}"
         )
+    kernel, stride, padding = _pool_arguments(kernel_size, stride, padding, n, op)
+    output_size(x.shape[2:], kernel, stride, padding, (1,) * n, op)
+    return kernel, stride, padding
+
+
+def _pool_arguments(kernel_size, stride, padding, n: int, op: str):
+    """(kernel, stride, padding) as tuples of ``n`` ints; stride defaults to the kernel."""
     kernel = as_tuple(kernel_size, n, "kernel_size", op)
     stride = kernel if stride is None else as_tuple(stride, n, "stride", op)
-    padding = as_tuple(padding, n, "padding", op)
-    if min(kernel + stride) < 1 or any(not 0 <= p <= k // 2 for p, k in zip(padding, kernel)):
+    padding = as_tuple(padding, n, "padding", op, low=0)
+    if any(p > k // 2 for p, k in zip(padding, kernel)):
         raise ValueError(
-            f"{op}: kernel_size and stride must be >= 1 and padding between 0 and half the "
-            f"kernel, got kernel_size {kernel}, stride {stride}, padding {padding}"
+            f"{op}: padding must be at most half the kernel, got kernel_size {kernel} and "
+            f"padding {padding}"
         )
-    output_size(x.shape[2:], kernel, stride, padding, (1,) * n, op)
     return kernel, stride, padding
 
 
@@ -446,6 +457,7 @@ class _Pool(Layer):
     n_dims = 0
 
     def __init__(self, kernel_size, stride=None, padding=0):
+        _pool_arguments(kernel_size, stride, padding, self.n_dims, type(self).__name__)
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
 
     def _check(self, x: Tensor) -> None:
@@ -466,6 +478,7 @@ class _MaxPool(_Pool):
 
 
 class _AvgPool(_Pool):
+    @checks.arguments(count_include_pad=checks.boolean)
     def __init__(self, kernel_size, stride=None, padding=0, count_include_pad: bool = True):
         super().__init__(kernel_size, stride, padding)
         self.count_include_pad = count_include_pad
@@ -507,6 +520,7 @@ class Flatten(Layer):
     """Merge axes ``start_dim`` ... ``end_dim`` into one, as ``torch.nn.Flatten``: by default
     (N, C, H, W) -> (N, C * H * W)."""
 
+    @checks.arguments(start_dim=checks.integer, end_dim=checks.integer)
     def __init__(self, start_dim: int = 1, end_dim: int = -1):
         self.start_dim, self.end_dim = start_dim, end_dim
 
@@ -629,6 +643,13 @@ class _BatchNorm(Layer):
 
     n_dims: tuple[int, ...] = ()
 
+    @checks.arguments(
+        num_features=checks.positive_int,
+        eps=checks.positive,
+        momentum=checks.interval(0, 1),  # (PyTorch's momentum=None is not supported)
+        affine=checks.boolean,
+        track_running_stats=checks.boolean,
+    )
     def __init__(
         self,
         num_features: int,
@@ -637,11 +658,6 @@ class _BatchNorm(Layer):
         affine: bool = True,
         track_running_stats: bool = True,
     ):
-        if not isinstance(momentum, (int, float)) or not 0 <= momentum <= 1:
-            raise ValueError(
-                f"{type(self).__name__}: momentum must be a number in [0, 1] (PyTorch's "
-                f"cumulative average, momentum=None, is not supported), got {momentum!r}"
-            )
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.gamma = parameter(init_ones((num_features,)), "gamma") if affine else None
         self.beta = parameter(init_zeros((num_features,)), "beta") if affine else None

@@ -14,13 +14,12 @@ import copy
 
 import numpy as np
 
-from tricycle import backend
+from tricycle import backend, checks
 from tricycle.tensor import Tensor
 
-
-def _is_count(value) -> bool:
-    """A positive integer (Python or numpy), not a bool."""
-    return isinstance(value, int | np.integer) and not isinstance(value, bool) and value >= 1
+_batch_arguments = checks.arguments(
+    batch_size=checks.optional(checks.positive_int), drop_last=checks.boolean
+)
 
 
 def _new_rng(seed: int | None) -> np.random.Generator:
@@ -63,20 +62,20 @@ class Dataset:
         clone._order, clone._cursor = None, 0
         return clone
 
+    @_batch_arguments
     def batch(self, batch_size: int | None = None, drop_last: bool = False) -> "Dataset":
         """Yield stacked batches of ``batch_size`` examples (the last one may be smaller,
-        unless ``drop_last``)."""
-        batch_size = batch_size or self.batch_size
-        if not _is_count(batch_size):
-            raise ValueError(
-                f"{type(self).__name__}.batch: batch_size must be an int >= 1, got {batch_size!r}"
-            )
+        unless ``drop_last``); by default the batch size set before."""
+        batch_size = self.batch_size if batch_size is None else batch_size
+        if batch_size is None:
+            raise ValueError(f"{type(self).__name__}.batch: no batch_size set before: give one")
         return self._configured(batch_size=batch_size, drop_last=drop_last)
 
     def unbatch(self) -> "Dataset":
         """Yield single examples again."""
         return self._configured(batch_size=None)
 
+    @checks.arguments(seed=checks.seed)
     def shuffle(self, seed: int | None = None) -> "Dataset":
         """Visit the examples in a new random order each epoch (reproducible with ``seed``)."""
         return self._configured(shuffled=True, rng=_new_rng(seed))
@@ -85,6 +84,7 @@ class Dataset:
         """Yield Tensors (floats as float32, integers kept) instead of numpy arrays."""
         return self._configured(as_tensor=True)
 
+    @checks.arguments(device=checks.non_negative_int)
     def to_gpu(self, device: int = 0) -> "Dataset":
         """Yield Tensors on GPU ``device``; each batch is copied there as it is produced."""
         return self._configured(as_tensor=True, device=device)
@@ -156,10 +156,9 @@ class InfiniteBatchDataset(Dataset):
     Useful when training is counted in steps rather than epochs.
     """
 
+    @checks.arguments(batch_size=checks.positive_int, seed=checks.seed)
     def __init__(self, inputs, outputs, batch_size: int, seed: int | None = None):
         super().__init__(inputs, outputs)
-        if not _is_count(batch_size):
-            raise ValueError(f"InfiniteBatchDataset: batch_size must be >= 1, got {batch_size!r}")
         self.batch_size, self.shuffled, self.rng = batch_size, True, _new_rng(seed)
 
     def __iter__(self):
@@ -196,6 +195,14 @@ class CausalLMDataset(Dataset):
         rank, world_size: this process's place among the data-parallel processes.
     """
 
+    @checks.arguments(
+        vocab_size=checks.positive_int,
+        batch_size=checks.positive_int,
+        context_window=checks.positive_int,
+        seed=checks.seed,
+        rank=checks.non_negative_int,
+        world_size=checks.positive_int,
+    )
     def __init__(
         self,
         tokens,
@@ -212,21 +219,13 @@ class CausalLMDataset(Dataset):
                 f"CausalLMDataset: tokens must be a 1-D array of integer ids, got dtype "
                 f"{tokens.dtype} with shape {tokens.shape}"
             )
-        if not all(map(_is_count, (vocab_size, batch_size, context_window))):
-            raise ValueError(
-                f"CausalLMDataset: vocab_size ({vocab_size!r}), batch_size ({batch_size!r}) and "
-                f"context_window ({context_window!r}) must be ints >= 1"
-            )
         if len(tokens) <= context_window:
             raise ValueError(
                 f"CausalLMDataset: {len(tokens)} tokens are too few for a context window of "
                 f"{context_window} (need at least {context_window + 1})"
             )
-        if world_size < 1 or not 0 <= rank < world_size:
-            raise ValueError(
-                f"CausalLMDataset: need 0 <= rank < world_size, got rank {rank} and "
-                f"world_size {world_size}"
-            )
+        if rank >= world_size:
+            checks.fail("CausalLMDataset", "rank", f"below world_size ({world_size})", rank)
         low, high = int(tokens.min()), int(tokens.max())
         if low < 0 or high >= vocab_size:
             raise ValueError(
@@ -244,10 +243,12 @@ class CausalLMDataset(Dataset):
         """The number of distinct windows (start offsets)."""
         return len(self.tokens) - self.context_window
 
+    @_batch_arguments
     def batch(self, batch_size: int | None = None, drop_last: bool = False) -> "CausalLMDataset":
         """Yield (batch_size, T) batches; by default the constructor's batch_size."""
         return super().batch(batch_size or self.default_batch_size, drop_last)
 
+    @checks.arguments(seed=checks.seed)
     def shuffle(self, seed: int | None = None) -> "CausalLMDataset":
         """Windows are always drawn at random offsets; this re-seeds the draw if ``seed``."""
         return self._configured(rng=_new_rng(seed)) if seed is not None else self._configured()
@@ -298,6 +299,7 @@ class CausalLMDataset(Dataset):
             inputs, targets = inputs[0], targets[0]
         return self._convert(inputs), self._convert(targets)
 
+    @checks.arguments(max_batches=checks.optional(checks.positive_int))
     def iterate_sequential(self, max_batches: int | None = None):
         """Every non-overlapping window in order (offsets 0, T, 2T, ...), in batches of
         ``batch_size`` (the constructor's if not batched); deterministic, for evaluation.

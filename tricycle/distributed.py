@@ -53,7 +53,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from tricycle import backend
+from tricycle import backend, checks
 from tricycle.optimisers import named_parameters
 from tricycle.tensor import Tensor
 
@@ -80,6 +80,7 @@ def launched_size() -> int:
 _world: "World | None" = None
 
 
+@checks.arguments(timeout=checks.optional(checks.positive), gpu=checks.boolean)
 def init(timeout: float | None = None, gpu: bool = False) -> "World":
     """Join the processes that mpiexec started, or be a world of one; returns the World.
 
@@ -571,6 +572,7 @@ class DataParallel:
     the last is reduced. A parameter that got no gradient on a rank counts as zero there.
     """
 
+    @checks.arguments(bucket_bytes=checks.positive_int, reduce_alone=checks.boolean)
     def __init__(
         self,
         parameters,
@@ -578,8 +580,6 @@ class DataParallel:
         bucket_bytes: int = DEFAULT_BUCKET_BYTES,
         reduce_alone: bool = False,
     ):
-        if bucket_bytes < 1:
-            raise ValueError(f"DataParallel: bucket_bytes must be >= 1, got {bucket_bytes}")
         self.world, self.syncing = world, True
         reducing = world.world_size > 1 or reduce_alone
         params = [p for _, p in named_parameters(parameters)] if reducing else []

@@ -9,6 +9,8 @@ where it is needed: by numpy or cupy here, and by the CUDA kernel
 
 import numpy as np
 
+from tricycle import checks
+
 # lowbias32 (C. Wellons' integer hash): a full-avalanche bijection of 32-bit integers. The CUDA
 # kernel (tricycle/kernels/attention.cu) uses the same constants, so both draw the same mask.
 _GOLDEN = np.uint32(0x9E3779B9)
@@ -56,8 +58,8 @@ class AttentionDropout:
 
     __slots__ = ("probability", "seed")
 
+    @checks.arguments(probability=checks.probability, seed=checks.non_negative_int)
     def __init__(self, probability: float = 0.0, seed: int = 0):
-        dropout_threshold(probability)  # checks the range
         self.probability, self.seed = float(probability), int(seed) % 2**32
 
     @property

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tricycle import backend
+from tricycle import backend, checks
 from tricycle import random as tricycle_random
-from tricycle.tensor import Tensor, is_float, parse_device
+from tricycle.tensor import Tensor, is_float, numeric_dtype, parse_device
 
 Size = int | Sequence[int]
 
@@ -35,13 +35,13 @@ def _shape(op: str, size: tuple) -> tuple[int, ...]:
 def as_shape(op: str, size) -> tuple[int, ...]:
     """``size`` (an int or a sequence of ints) as a shape tuple; negative or non-integer
     sizes raise, naming ``op``."""
-    if isinstance(size, numbers.Integral) and not isinstance(size, bool):
+    if checks.is_integer(size):
         size = (size,)
     if isinstance(size, (str, bytes)) or not isinstance(size, Sequence | np.ndarray):
         raise TypeError(f"{op}: size must be integers or a sequence of integers, got {size!r}")
     shape = []
     for n in size:
-        if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+        if not checks.is_integer(n):
             raise TypeError(
                 f"{op}: size must be integers, got {tuple(size)!r} "
                 f"({type(n).__name__} {n!r} is not an integer)"
@@ -54,37 +54,12 @@ def as_shape(op: str, size) -> tuple[int, ...]:
 
 def _dtype(op: str, dtype, default) -> np.dtype:
     """``dtype`` (or ``default``) as a numeric numpy dtype."""
-    if dtype is None:
-        return np.dtype(default)
-    try:
-        dtype = np.dtype(dtype)
-    except TypeError:
-        raise TypeError(f"{op}: {dtype!r} is not a dtype") from None
-    if dtype.kind not in "biuf" and not is_float(dtype):
-        raise TypeError(f"{op}: dtype must be a boolean, integer or float dtype, got {dtype}")
-    return dtype
-
-
-def _count(op: str, name: str, value) -> int:
-    """A non-negative integer argument (a matrix size, a number of steps)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{op}: {name} must be an integer, got {value!r}")
-    if value < 0:
-        raise ValueError(f"{op}: {name} must be non-negative, got {value}")
-    return int(value)
-
-
-def _finite(op: str, name: str, value) -> float:
-    """A finite real number argument (a range's end, a bound)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{op}: {name} must be a real number, got {value!r}")
-    if not math.isfinite(value):
-        raise ValueError(f"{op}: {name} must be finite, got {value}")
-    return value
+    return np.dtype(default) if dtype is None else numeric_dtype(dtype, op)
 
 
 def _make(op: str, array: np.ndarray, requires_grad: bool, device) -> Tensor:
     """A leaf Tensor of a host ``array`` placed on ``device``."""
+    checks.boolean(op, "requires_grad", requires_grad)
     if requires_grad and not is_float(array.dtype):
         raise TypeError(
             f"{op}: only floating tensors can require gradients, got dtype {array.dtype}"
@@ -134,7 +109,7 @@ def arange(
     if end is None:
         start, end = 0, start
     for name, value in (("start", start), ("end", end), ("step", step)):
-        _finite("arange", name, value)
+        checks.real("arange", name, value)
     if step == 0:
         raise ValueError("arange: step must not be zero")
     integral = all(isinstance(v, numbers.Integral) for v in (start, end, step))
@@ -148,8 +123,9 @@ def linspace(
     start, end, steps: int, dtype=None, requires_grad: bool = False, device="cpu"
 ) -> Tensor:
     """``steps`` evenly spaced numbers from ``start`` to ``end``, both included."""
-    start, end = _finite("linspace", "start", start), _finite("linspace", "end", end)
-    steps = _count("linspace", "steps", steps)
+    checks.real("linspace", "start", start)
+    checks.real("linspace", "end", end)
+    checks.non_negative_int("linspace", "steps", steps)
     dtype = _dtype("linspace", dtype, backend.DEFAULT_FLOAT)
     array = np.linspace(start, end, steps, dtype=np.float64).astype(dtype)
     return _make("linspace", array, requires_grad, device)
@@ -157,8 +133,8 @@ def linspace(
 
 def eye(n: int, m: int | None = None, dtype=None, requires_grad: bool = False, device="cpu"):
     """The (n, m) identity matrix (m = n by default): ones on the diagonal, zeros elsewhere."""
-    n = _count("eye", "n", n)
-    m = n if m is None else _count("eye", "m", m)
+    checks.non_negative_int("eye", "n", n)
+    m = n if m is None else checks.non_negative_int("eye", "m", m)
     dtype = _dtype("eye", dtype, backend.DEFAULT_FLOAT)
     return _make("eye", np.eye(n, m, dtype=dtype), requires_grad, device)
 
@@ -177,8 +153,7 @@ def triu(x, diagonal: int = 0) -> Tensor:
 
 
 def _triangle(op: str, x, diagonal: int) -> Tensor:
-    if isinstance(diagonal, bool) or not isinstance(diagonal, numbers.Integral):
-        raise TypeError(f"{op}: diagonal must be an integer, got {diagonal!r}")
+    checks.integer(op, "diagonal", diagonal)
     x = x if isinstance(x, Tensor) else Tensor(x, requires_grad=False)
     if x.ndim < 2:
         raise ValueError(f"{op}: needs a tensor with at least 2 dimensions, got shape {x.shape}")
@@ -198,22 +173,24 @@ def rand(
     *size: Size, dtype=None, requires_grad: bool = False, device="cpu", generator=None
 ) -> Tensor:
     """Uniform random numbers in [0, 1) of shape ``size``."""
-    shape = _shape("rand", size)
-    dtype = _float_dtype("rand", dtype)
-    draw = dtype if dtype in (np.float32, np.float64) else np.float32
-    array = _generator(generator).random(shape, dtype=draw).astype(dtype, copy=False)
-    return _make("rand", array, requires_grad, device)
+    return _random_floats("rand", "random", size, dtype, requires_grad, device, generator)
 
 
 def randn(
     *size: Size, dtype=None, requires_grad: bool = False, device="cpu", generator=None
 ) -> Tensor:
     """Standard normal random numbers (mean 0, variance 1) of shape ``size``."""
-    shape = _shape("randn", size)
-    dtype = _float_dtype("randn", dtype)
+    return _random_floats("randn", "standard_normal", size, dtype, requires_grad, device, generator)
+
+
+def _random_floats(op: str, method: str, size, dtype, requires_grad, device, generator) -> Tensor:
+    """Floats drawn by the generator's ``method`` (``random``, ``standard_normal``), which
+    makes float32 or float64: other float dtypes are drawn in float32 and converted."""
+    shape = _shape(op, size)
+    dtype = _float_dtype(op, dtype)
     draw = dtype if dtype in (np.float32, np.float64) else np.float32
-    array = _generator(generator).standard_normal(shape, dtype=draw).astype(dtype, copy=False)
-    return _make("randn", array, requires_grad, device)
+    array = getattr(_generator(generator), method)(shape, dtype=draw).astype(dtype, copy=False)
+    return _make(op, array, requires_grad, device)
 
 
 def randint(
@@ -226,9 +203,8 @@ def randint(
         if high is None:
             raise TypeError("randint: missing size, e.g. randint(10, (3,)) or randint(0, 10, (3,))")
         low, high, size = 0, low, high
-    for name, value in (("low", low), ("high", high)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            raise TypeError(f"randint: {name} must be an integer, got {value!r}")
+    checks.integer("randint", "low", low)
+    checks.integer("randint", "high", high)
     if not low < high:
         raise ValueError(f"randint: needs low < high, got low={low}, high={high}")
     shape = _shape("randint", (size,))

@@ -11,11 +11,9 @@ where f is the same weighted sum of the output. It returns True, or raises ``Gra
 naming the input, the element that is furthest off, and the two values there.
 """
 
-import math
-
 import numpy as np
 
-from tricycle import backend
+from tricycle import backend, checks
 from tricycle.tensor import Tensor, is_float, no_grad
 
 
@@ -23,6 +21,12 @@ class GradcheckError(AssertionError):
     """A gradient that differs from finite differences (an AssertionError, for tests)."""
 
 
+@checks.arguments(
+    eps=checks.positive,
+    atol=checks.non_negative,
+    rtol=checks.non_negative,
+    seed=checks.non_negative_int,
+)
 def gradcheck(
     fn,
     *inputs,
@@ -48,11 +52,6 @@ def gradcheck(
     ``TypeError`` if ``fn`` does not compute in float64 (a float32 output would make the
     finite differences meaningless).
     """
-    for name, value, low in (("eps", eps, 0.0), ("atol", atol, 0.0), ("rtol", rtol, 0.0)):
-        if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= low):
-            raise ValueError(f"gradcheck: {name} must be a finite number >= 0, got {value!r}")
-    if eps == 0:
-        raise ValueError("gradcheck: eps must be positive, got 0")
     arrays, checked = [], []
     for i, value in enumerate(inputs):
         constant = isinstance(value, Tensor) and not value.requires_grad

@@ -10,11 +10,10 @@ Without an explicit ``rng`` the initialisers draw from tricycle's generator
 """
 
 import math
-import numbers
 
 import numpy as np
 
-from tricycle import random
+from tricycle import checks, random
 from tricycle.backend import DEFAULT_FLOAT
 from tricycle.factories import as_shape
 
@@ -29,24 +28,14 @@ def _fans(shape: tuple[int, ...]) -> tuple[int, int]:
     return shape[-2] * receptive, shape[-1] * receptive
 
 
-def _real(op: str, name: str, value, low: float = -math.inf, closed: bool = True) -> float:
-    """A finite real argument at least (or, unless ``closed``, above) ``low``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{op}: {name} must be a real number, got {value!r}")
-    if not (math.isfinite(value) and (value >= low if closed else value > low)):
-        bound = f"{'>=' if closed else '>'} {low:g}" if low > -math.inf else "finite"
-        raise ValueError(f"{op}: {name} must be {bound}, got {value}")
-    return float(value)
-
-
+@checks.arguments(gain=checks.non_negative)
 def init_xavier(shape, gain: float = 1.0, rng=None) -> np.ndarray:
     """Glorot/Xavier uniform: U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out))."""
     shape = as_shape("init_xavier", shape)
-    gain = _real("init_xavier", "gain", gain, 0.0)
     fan_in, fan_out = _fans(shape)
     if fan_in + fan_out == 0:  # an empty weight: nothing to draw
         return np.zeros(shape, dtype=DEFAULT_FLOAT)
-    bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
+    bound = float(gain) * math.sqrt(6.0 / (fan_in + fan_out))
     rng = random.generator() if rng is None else rng
     return rng.uniform(-bound, bound, size=shape).astype(DEFAULT_FLOAT)
 
@@ -54,19 +43,19 @@ def init_xavier(shape, gain: float = 1.0, rng=None) -> np.ndarray:
 init_glorot = init_xavier
 
 
+@checks.arguments(bound=checks.non_negative)
 def init_uniform(shape, bound: float, rng=None) -> np.ndarray:
     """Uniform U(-bound, bound). PyTorch's convolutions and recurrent layers start their
     weights and biases this way, with bound 1 / sqrt(fan_in) and 1 / sqrt(hidden_size)."""
     shape = as_shape("init_uniform", shape)
-    bound = _real("init_uniform", "bound", bound, 0.0)
     rng = random.generator() if rng is None else rng
     return rng.uniform(-bound, bound, size=shape).astype(DEFAULT_FLOAT)
 
 
+@checks.arguments(std=checks.non_negative, mean=checks.real)
 def init_normal(shape, std: float = 0.02, rng=None, mean: float = 0.0) -> np.ndarray:
     """Normal N(mean, std^2), as GPT-2 initialises its weights (std 0.02)."""
     shape = as_shape("init_normal", shape)
-    std, mean = _real("init_normal", "std", std, 0.0), _real("init_normal", "mean", mean)
     rng = random.generator() if rng is None else rng
     return rng.normal(mean, std, size=shape).astype(DEFAULT_FLOAT)
 
@@ -81,14 +70,11 @@ def init_ones(shape) -> np.ndarray:
     return np.ones(as_shape("init_ones", shape), dtype=DEFAULT_FLOAT)
 
 
+@checks.arguments(n_layers=checks.positive_int, std=checks.non_negative)
 def gpt2_residual_std(n_layers: int, std: float = 0.02) -> float:
     """GPT-2's std for projections into the residual stream: std / sqrt(2 * n_layers).
 
     Each block adds twice to the residual stream (attention and MLP), so scaling their output
     projections keeps the stream's variance independent of depth.
     """
-    if isinstance(n_layers, bool) or not isinstance(n_layers, numbers.Integral):
-        raise TypeError(f"gpt2_residual_std: n_layers must be an integer, got {n_layers!r}")
-    if n_layers < 1:
-        raise ValueError(f"gpt2_residual_std: n_layers must be >= 1, got {n_layers}")
-    return _real("gpt2_residual_std", "std", std, 0.0) / math.sqrt(2 * n_layers)
+    return float(std) / math.sqrt(2 * n_layers)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from tricycle import backend, deferred, kernels, random, threads
+from tricycle import backend, checks, deferred, kernels, random, threads
 from tricycle.backend import check_same_device
 from tricycle.blocking import (
     as_rows,
@@ -139,6 +139,7 @@ class Layer:
         return self
 
     # ------------------------------------------------------------------ devices
+    @checks.arguments(device=checks.non_negative_int)
     def to_gpu(self, device: int = 0) -> "Layer":
         """Move every parameter and buffer to GPU ``device`` in place; returns self."""
         for _, t in self.named_tensors():
@@ -156,6 +157,7 @@ class Layer:
         """{dotted name: host (numpy) copy of the parameter or buffer}."""
         return {name: np.array(t.numpy(), copy=True) for name, t in self.named_tensors()}
 
+    @checks.arguments(strict=checks.boolean)
     def load_state_dict(self, state: dict, strict: bool = True) -> tuple[list[str], list[str]]:
         """Copy ``state`` into the parameters and buffers in place (on their current device).
 
@@ -361,6 +363,13 @@ class Dense(Layer):
         name: the name of the output tensors (default "dense").
     """
 
+    @checks.arguments(
+        from_size=checks.positive_int,
+        to_size=checks.positive_int,
+        bias=checks.boolean,
+        initialiser=checks.optional(checks.function),
+        name=checks.optional(checks.text),
+    )
     def __init__(
         self,
         from_size: int,
@@ -437,6 +446,11 @@ class Embedding(Layer):
     ``weights`` (from_size, to_size) starts as N(0, 0.02^2) unless ``initialiser`` is given.
     """
 
+    @checks.arguments(
+        from_size=checks.positive_int,
+        to_size=checks.positive_int,
+        initialiser=checks.optional(checks.function),
+    )
     def __init__(self, from_size: int, to_size: int, initialiser: Callable | None = None):
         self.from_size, self.to_size = from_size, to_size
         self.weights = parameter((initialiser or init_normal)((from_size, to_size)), "weights")
@@ -547,6 +561,7 @@ def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor | None = None, eps: float 
     """Normalise the last axis of x to zero mean and unit variance, then scale and shift."""
     args = (x, gamma) if beta is None else (x, gamma, beta)
     check_float("LayerNorm", x)
+    checks.positive("layer_norm", "eps", eps)
     xp = check_same_device("LayerNorm", *(arg.array for arg in args))
     arrays = x.array, gamma.array, None if beta is None else beta.array
     if grad_enabled() and any(arg.requires_grad for arg in args):  # xhat only for a backward
@@ -562,6 +577,7 @@ def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor | None = None, eps: float 
 class LayerNorm(Layer):
     """Layer normalisation over the last axis: ``gamma`` ones, ``beta`` zeros, eps in the sqrt."""
 
+    @checks.arguments(embedding_dim=checks.positive_int, eps=checks.positive, bias=checks.boolean)
     def __init__(self, embedding_dim: int, eps: float = 1e-5, bias: bool = True):
         self.embedding_dim, self.eps = embedding_dim, eps
         self.gamma = parameter(init_ones((embedding_dim,)), "gamma")
@@ -625,6 +641,7 @@ def rms_norm_backward(xp, dy, x, gamma, rstd):
 def rms_norm(x: Tensor, gamma: Tensor, eps: float = 1e-6) -> Tensor:
     """Scale the last axis of x to unit root-mean-square, then by gamma."""
     check_float("RMSNorm", x)
+    checks.positive("rms_norm", "eps", eps)
     xp = check_same_device("RMSNorm", x.array, gamma.array)
     y, rstd = rms_norm_forward(xp, x.array, gamma.array, eps)
     back_fns = shared_back_fns(lambda dy: rms_norm_backward(xp, dy, x.array, gamma.array, rstd), 2)
@@ -634,6 +651,7 @@ def rms_norm(x: Tensor, gamma: Tensor, eps: float = 1e-6) -> Tensor:
 class RMSNorm(Layer):
     """Root-mean-square normalisation over the last axis with a learnt gain ``gamma``."""
 
+    @checks.arguments(embedding_dim=checks.positive_int, eps=checks.positive)
     def __init__(self, embedding_dim: int, eps: float = 1e-6):
         self.embedding_dim, self.eps = embedding_dim, eps
         self.gamma = parameter(init_ones((embedding_dim,)), "gamma")
@@ -660,6 +678,7 @@ def dropout(x: Tensor, probability: float, rng: np.random.Generator | None = Non
     On numpy the mask comes from ``rng`` (a numpy Generator); on cupy from cupy's global
     random state (seed it with ``cupy.random.seed``).
     """
+    checks.probability("dropout", "probability", probability)
     xp = x.xp
     # random generators make only float32/64 numbers: draw in float32 for 16-bit activations
     draw = x.dtype if x.dtype in (np.float32, np.float64) else np.dtype(np.float32)
@@ -682,9 +701,8 @@ class Dropout(Layer):
             generator, so ``tricycle.manual_seed`` makes training reproducible.
     """
 
+    @checks.arguments(probability=checks.probability, seed=checks.seed)
     def __init__(self, probability: float, seed: int | None = None):
-        if not 0 <= probability < 1:
-            raise ValueError(f"Dropout: probability must be in [0, 1), got {probability}")
         self.probability = probability
         self.rng = np.random.default_rng(random.draw_seed() if seed is None else seed)
 
@@ -709,6 +727,8 @@ class Sequential(Layer):
     """Apply layers (or any callables) one after another: ``Sequential(a, b)(x) == b(a(x))``."""
 
     def __init__(self, *layers):
+        for i, layer in enumerate(layers):
+            checks.function("Sequential", f"layers[{i}]", layer)
         self.sequence = list(layers)
 
     def forward(self, x):

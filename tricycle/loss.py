@@ -9,7 +9,7 @@ softmax in the forward. Both are pure array functions written once against ``xp`
 
 import numpy as np
 
-from tricycle import deferred, kernels
+from tricycle import checks, deferred, kernels
 from tricycle.backend import check_same_device
 from tricycle.binary import constant
 from tricycle.blocking import for_each_block, row_sum
@@ -109,6 +109,7 @@ class CrossEntropy:
     never waits for the device here.
     """
 
+    @checks.arguments(ignore_index=checks.optional(checks.integer))
     def __init__(self, ignore_index: int | None = None):
         self.ignore_index = ignore_index
 

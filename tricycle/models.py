@@ -27,7 +27,7 @@ from functools import partial
 
 import numpy as np
 
-from tricycle import backend
+from tricycle import backend, checks
 from tricycle.attention import KVCache
 from tricycle.blocks import GPT2TransformerBlock, LlamaTransformerBlock, llama_hidden_size
 from tricycle.configs import GPTConfig
@@ -47,34 +47,43 @@ class GPT(Layer):
     """
 
     arch = "gpt2"  # the config.arch this class builds
+    learnt_positions = True  # a position embedding (Llama rotates q and k instead)
 
+    @checks.arguments(config=checks.instance(GPTConfig))
     def __init__(self, config: GPTConfig):
         _check_arch(type(self), config)
         self.config = config
-        E, L = config.embedding_dim, config.n_layers
+        E = config.embedding_dim
         weights_init = partial(init_normal, std=0.02)
-        residual_init = partial(init_normal, std=gpt2_residual_std(L))
+        residual_init = partial(init_normal, std=gpt2_residual_std(config.n_layers))
 
         self.token_embedding = Embedding(config.vocab_size, E, initialiser=weights_init)
-        self.position_embedding = Embedding(config.context_window, E, initialiser=weights_init)
+        if self.learnt_positions:
+            self.position_embedding = Embedding(config.context_window, E, initialiser=weights_init)
         self.embedding_dropout = Dropout(config.dropout)
-        self.blocks = [
-            GPT2TransformerBlock(
-                E,
-                config.n_heads,
-                config.context_window,
-                expansion_ratio=config.expansion_ratio,
-                dropout_prob=config.dropout,
-                activation=config.activation_fn,
-                initialiser=weights_init,
-                projection_initialiser=residual_init,
-                bias=config.bias,
-            )
-            for _ in range(L)
-        ]
-        self.layer_norm = LayerNorm(E, bias=config.bias)
+        self.blocks = [self._block(weights_init, residual_init) for _ in range(config.n_layers)]
+        self.layer_norm = self._final_norm()
         if not config.tie_weights:
             self.head = Dense(E, config.vocab_size, bias=False, initialiser=weights_init)
+
+    def _block(self, weights_init, residual_init) -> Layer:
+        """One transformer block, its weights drawn by the two initialisers."""
+        config = self.config
+        return GPT2TransformerBlock(
+            config.embedding_dim,
+            config.n_heads,
+            config.context_window,
+            expansion_ratio=config.expansion_ratio,
+            dropout_prob=config.dropout,
+            activation=config.activation_fn,
+            initialiser=weights_init,
+            projection_initialiser=residual_init,
+            bias=config.bias,
+        )
+
+    def _final_norm(self) -> Layer:
+        """The norm before the head."""
+        return LayerNorm(self.config.embedding_dim, bias=self.config.bias)
 
     # ------------------------------------------------------------------ forward
     def forward(self, tokens, caches: list[KVCache] | None = None, precision=None) -> Tensor:
@@ -137,29 +146,27 @@ class GPT(Layer):
         return [block.attention.new_cache(batch_size) for block in self.blocks]
 
     # ------------------------------------------------------------------ sampling
-    def generate(
-        self,
-        tokens,
-        max_new_tokens: int,
-        temperature: float = 1.0,
-        top_k: int | None = None,
-        rng: np.random.Generator | None = None,
-        use_cache: bool = True,
-        vocab_limit: int | None = None,
-    ) -> np.ndarray:
+    def generate(self, tokens, max_new_tokens: int, **sampling) -> np.ndarray:
         """Continue ``tokens`` (B, T) or (T,) by ``max_new_tokens``; returns prompt + new ids.
 
-        See ``stream`` for the sampling rules.
+        ``sampling``: the options of ``stream`` (``temperature``, ``top_k``, ``rng``,
+        ``use_cache``, ``vocab_limit``), which says how tokens are sampled.
         """
-        prompt = np.asarray(backend.to_host_array(getattr(tokens, "array", tokens)))
+        prompt = _host_ids(tokens)
         single = prompt.ndim == 1
         prompt = prompt.reshape(1, -1) if single else prompt
-        new = list(
-            self.stream(prompt, max_new_tokens, temperature, top_k, rng, use_cache, vocab_limit)
-        )
+        new = list(self.stream(prompt, max_new_tokens, **sampling))
         out = np.concatenate([prompt, np.stack(new, axis=1)], axis=1) if new else prompt
         return out[0] if single else out
 
+    @checks.arguments(
+        max_new_tokens=checks.non_negative_int,
+        temperature=checks.non_negative,
+        top_k=checks.optional(checks.positive_int),
+        rng=checks.optional(checks.instance(np.random.Generator)),
+        use_cache=checks.boolean,
+        vocab_limit=checks.optional(checks.positive_int),
+    )
     def stream(
         self,
         tokens,
@@ -185,16 +192,12 @@ class GPT(Layer):
         full re-encode happens once every context_window / 2 tokens. With ``use_cache=False``
         the same windows are recomputed in full at every step (slow; for testing).
         """
-        prompt = np.asarray(backend.to_host_array(getattr(tokens, "array", tokens)))
+        prompt = _host_ids(tokens)
         if prompt.ndim != 2 or prompt.shape[1] == 0:
             raise ValueError(
                 f"GPT.generate: expected a non-empty prompt of shape (batch, tokens), "
                 f"got {prompt.shape}"
             )
-        if top_k is not None and top_k < 1:
-            raise ValueError(f"GPT.generate: top_k must be >= 1, got {top_k}")
-        if temperature < 0:
-            raise ValueError(f"GPT.generate: temperature must be >= 0, got {temperature}")
         rng = np.random.default_rng() if rng is None else rng
         window_size = self.config.context_window
         keep = max(1, window_size // 2)
@@ -246,40 +249,31 @@ class Llama(GPT):
     ``config.kv_heads`` key/value heads, SwiGLU MLPs of width ``llama_hidden_size``, RMSNorm,
     no biases; the head is tied to the token embedding if ``config.tie_weights``.
 
-    Built and initialised as the GPT (N(0, 0.02), residual projections scaled by
-    1 / sqrt(2 n_layers)); everything else (forward, ``generate``, ``stream`` with a KV cache,
-    ``state_dict``, pickling, precision) is the GPT's.
+    Built and initialised by the GPT's constructor (N(0, 0.02), residual projections scaled
+    by 1 / sqrt(2 n_layers)) with its own blocks and final norm; everything else (forward,
+    ``generate``, ``stream`` with a KV cache, ``state_dict``, pickling, precision) is the
+    GPT's.
     """
 
     arch = "llama"
+    learnt_positions = False
 
-    def __init__(self, config: GPTConfig):
-        _check_arch(type(self), config)
-        self.config = config
-        E, L = config.embedding_dim, config.n_layers
-        weights_init = partial(init_normal, std=0.02)
-        residual_init = partial(init_normal, std=gpt2_residual_std(L))
-        hidden = llama_hidden_size(E, config.expansion_ratio, config.ffn_multiple_of)
+    def _block(self, weights_init, residual_init) -> Layer:
+        config = self.config
+        return LlamaTransformerBlock(
+            config.embedding_dim,
+            config.n_heads,
+            config.kv_heads,
+            config.context_window,
+            llama_hidden_size(config.embedding_dim, config.expansion_ratio, config.ffn_multiple_of),
+            rope_theta=config.rope_theta,
+            dropout_prob=config.dropout,
+            initialiser=weights_init,
+            projection_initialiser=residual_init,
+        )
 
-        self.token_embedding = Embedding(config.vocab_size, E, initialiser=weights_init)
-        self.embedding_dropout = Dropout(config.dropout)
-        self.blocks = [
-            LlamaTransformerBlock(
-                E,
-                config.n_heads,
-                config.kv_heads,
-                config.context_window,
-                hidden,
-                rope_theta=config.rope_theta,
-                dropout_prob=config.dropout,
-                initialiser=weights_init,
-                projection_initialiser=residual_init,
-            )
-            for _ in range(L)
-        ]
-        self.layer_norm = RMSNorm(E)  # the final norm, under the GPT's name for its head code
-        if not config.tie_weights:
-            self.head = Dense(E, config.vocab_size, bias=False, initialiser=weights_init)
+    def _final_norm(self) -> Layer:
+        return RMSNorm(self.config.embedding_dim)
 
     def _embed(self, ids, start: int) -> Tensor:
         """Token embeddings (B, T, E): positions enter through RoPE in the attention."""
@@ -292,11 +286,17 @@ class Llama(GPT):
 MODELS: dict[str, type[GPT]] = {"gpt2": GPT, "llama": Llama}
 
 
+@checks.arguments(config=checks.instance(GPTConfig))
 def build_model(config: GPTConfig) -> GPT:
     """The model ``config.arch`` names: a ``GPT`` ("gpt2") or a ``Llama`` ("llama")."""
     if config.arch not in MODELS:
         raise ValueError(f"build_model: arch must be one of {sorted(MODELS)}, got {config.arch!r}")
     return MODELS[config.arch](config)
+
+
+def _host_ids(tokens) -> np.ndarray:
+    """Token ids (a Tensor, an array on any device, a list) as a host array."""
+    return np.asarray(backend.to_host_array(getattr(tokens, "array", tokens)))
 
 
 def _check_arch(model_class: type, config: GPTConfig) -> None:

@@ -10,13 +10,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tricycle import backend, binary, unary  # as modules: see tricycle/operators.py
+from tricycle import backend, binary, checks, unary  # as modules: see tricycle/operators.py
 from tricycle.backend import check_same_device, is_cupy_array
 from tricycle.tensor import Tensor
 
 
 def reshape(x: Tensor, shape: Sequence[int]) -> Tensor:
     """The same values in a new shape (one axis may be -1)."""
+    sizes = (shape,) if checks.is_integer(shape) else shape
+    if not (isinstance(sizes, tuple | list) and all(map(checks.is_integer, sizes))):
+        checks.fail("reshape", "shape", "an integer or a sequence of integers", shape, TypeError)
     try:
         out = x.array.reshape(shape)
     except ValueError:
@@ -32,12 +35,13 @@ def transpose(x: Tensor, axes: Sequence[int] | None = None) -> Tensor:
     if axes is None:
         axes = tuple(range(x.ndim))[::-1]
     else:
-        axes = tuple(axes)
-        if any(not -x.ndim <= a < x.ndim for a in axes):
-            raise ValueError(f"transpose: axes {axes} out of range for a tensor of shape {x.shape}")
-        axes = tuple(a % x.ndim for a in axes)
-    if sorted(axes) != list(range(x.ndim)):
-        raise ValueError(f"transpose: {axes} is not a permutation of the axes of {x.shape}")
+        n = x.ndim
+        expected = f"None or a permutation of the axes of shape {x.shape} (or their negatives)"
+        if not (isinstance(axes, tuple | list) and all(map(checks.is_integer, axes))):
+            checks.fail("transpose", "axes", expected, axes, TypeError)
+        if not all(-n <= a < n for a in axes) or sorted(a % n for a in axes) != list(range(n)):
+            checks.fail("transpose", "axes", expected, axes)
+        axes = tuple(int(a) % n for a in axes)
     inverse = tuple(sorted(range(x.ndim), key=axes.__getitem__))
     return unary.unary_op(
         x, xp.transpose(x.array, axes), lambda dout: xp.transpose(dout, inverse), "transpose"
@@ -46,8 +50,8 @@ def transpose(x: Tensor, axes: Sequence[int] | None = None) -> Tensor:
 
 def swapaxes(x: Tensor, a: int, b: int) -> Tensor:
     """Exchange two axes."""
-    if not (-x.ndim <= a < x.ndim and -x.ndim <= b < x.ndim):
-        raise ValueError(f"swapaxes: axes ({a}, {b}) out of range for a tensor of shape {x.shape}")
+    a = checks.axis("swapaxes", "a", a, x.ndim, x.shape)
+    b = checks.axis("swapaxes", "b", b, x.ndim, x.shape)
     axes = list(range(x.ndim))
     axes[a], axes[b] = axes[b], axes[a]
     return transpose(x, axes)
@@ -55,17 +59,16 @@ def swapaxes(x: Tensor, a: int, b: int) -> Tensor:
 
 def expand_dims(x: Tensor, axis: int) -> Tensor:
     """Insert a size-1 axis at ``axis``."""
+    axis = checks.axis("expand_dims", "axis", axis, x.ndim + 1, x.shape)  # of the output
     out = x.xp.expand_dims(x.array, axis)
     return unary.unary_op(x, out, lambda dout: dout.reshape(x.shape), "expand_dims")
 
 
 def squeeze(x: Tensor, axis: int | tuple[int, ...] | None = None) -> Tensor:
     """Remove size-1 axes (all of them, or those named)."""
-    for a in () if axis is None else (axis,) if isinstance(axis, int) else axis:
-        if not -x.ndim <= a < x.ndim:
-            raise ValueError(f"squeeze: axis {a} is out of range for a tensor of shape {x.shape}")
+    axes = None if axis is None else checks.axes("squeeze", "axis", axis, x.ndim, x.shape)
     try:
-        out = x.xp.squeeze(x.array, axis)
+        out = x.xp.squeeze(x.array, axes)
     except ValueError:
         raise ValueError(f"squeeze: axis {axis} of shape {x.shape} does not have size 1") from None
     return unary.unary_op(x, out, lambda dout: dout.reshape(x.shape), "squeeze")
@@ -180,12 +183,13 @@ def _join(op: str, tensors: Sequence[Tensor], axis: int) -> Tensor:
     gradient is its piece of the output's: a slice of the axis, or one index of the new axis."""
     tensors = _tensors(op, tensors)
     xp = check_same_device(op, *(t.array for t in tensors))
+    ndim = tensors[0].ndim + (op == "stack")  # the output's
+    axis = checks.axis(op, "axis", axis, ndim, tensors[0].shape)
     try:
         out = getattr(xp, op)([t.array for t in tensors], axis=axis)
     except ValueError as error:
         shapes = [t.shape for t in tensors]
         raise ValueError(f"{op}: shapes {shapes} along axis {axis}: {error}") from None
-    axis %= out.ndim
     if op == "stack":
         pieces = list(range(len(tensors)))
     else:
@@ -208,21 +212,24 @@ def _tensors(op: str, tensors) -> tuple[Tensor, ...]:
 
 def split(x: Tensor, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Tensor]:
     """Split into pieces along ``axis``, as numpy.split; each piece is a slice of x."""
-    if not -x.ndim <= axis < x.ndim:
-        raise ValueError(f"split: axis {axis} is out of range for a tensor of shape {x.shape}")
+    axis = checks.axis("split", "axis", axis, x.ndim, x.shape)
     n = x.shape[axis]
-    if isinstance(indices_or_sections, numbers.Integral):
-        indices_or_sections = int(indices_or_sections)
-        if indices_or_sections <= 0 or n % indices_or_sections:
+    if checks.is_integer(indices_or_sections):
+        checks.positive_int("split", "indices_or_sections", indices_or_sections)
+        if n % indices_or_sections:
             raise ValueError(
                 f"split: axis {axis} of size {n} (shape {x.shape}) does not divide into "
                 f"{indices_or_sections} equal sections"
             )
         step = n // indices_or_sections
         bounds = list(range(0, n + 1, step))
-    else:
+    elif isinstance(indices_or_sections, tuple | list | np.ndarray) and all(
+        map(checks.is_integer, indices_or_sections)
+    ):
         bounds = [0, *indices_or_sections, n]
-    axis %= x.ndim
+    else:
+        expected = "a number of sections or a sequence of indices"
+        checks.fail("split", "indices_or_sections", expected, indices_or_sections, TypeError)
     return [
         getitem(x, (slice(None),) * axis + (slice(lo, hi),))
         for lo, hi in zip(bounds[:-1], bounds[1:])
@@ -231,12 +238,11 @@ def split(x: Tensor, indices_or_sections: int | Sequence[int], axis: int = 0) ->
 
 def repeat(x: Tensor, repeats: int, axis: int | None = None) -> Tensor:
     """Repeat each element ``repeats`` times along ``axis`` (flattened if None), as np.repeat."""
-    if not isinstance(repeats, int) or repeats < 0:
-        raise ValueError(f"repeat: repeats must be a non-negative int, got {repeats!r}")
-    xp = x.xp
-    out = xp.repeat(x.array, repeats, axis=axis)
+    checks.non_negative_int("repeat", "repeats", repeats)
     flat = axis is None
-    axis = 0 if flat else axis % x.ndim
+    axis = 0 if flat else checks.axis("repeat", "axis", axis, x.ndim, x.shape)
+    xp = x.xp
+    out = xp.repeat(x.array, repeats, axis=None if flat else axis)
     source = (x.size,) if flat else x.shape
 
     def back_fn(dout):
@@ -284,6 +290,8 @@ def masked_fill(x: Tensor, mask, value: float) -> Tensor:
     xp = check_same_device("masked_fill", x.array, mask)
     if mask.dtype != bool:
         raise TypeError(f"masked_fill: mask must be boolean, got {mask.dtype}")
+    if not isinstance(value, numbers.Real):  # inf too: -inf masks out attention scores
+        checks.fail("masked_fill", "value", "a number", value, TypeError)
     out = xp.where(mask, xp.asarray(value, dtype=x.dtype), x.array)
     return unary.unary_op(
         x, out, lambda dout: binary.unbroadcast(xp.where(mask, 0, dout), x.shape), "masked_fill"

@@ -19,12 +19,11 @@ setting (learning rate, weight decay, betas, ...) is checked whenever it is set,
 constructor or later: a NaN learning rate raises at once instead of ruining the weights.
 """
 
-import math
 from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from tricycle import backend, kernels
+from tricycle import backend, checks, kernels
 from tricycle.blocking import for_each_block, row_blocks
 from tricycle.kernels.optimiser import adam_corrections, adam_state
 from tricycle.tensor import Tensor
@@ -52,28 +51,27 @@ def _like(array, param_array):
     return backend.to_host_array(array)
 
 
-def _number(value) -> bool:
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
-
-
-def _at_least_zero(value) -> bool:
-    return _number(value) and math.isfinite(value) and value >= 0
-
-
-def _betas(value) -> bool:
-    return (
-        isinstance(value, (tuple, list))
-        and len(value) == 2
-        and all(_number(b) and 0 <= b < 1 for b in value)
-    )
+def check_betas(owner: str, name: str, value):
+    """Adam's (beta1, beta2): two numbers in [0, 1)."""
+    if not isinstance(value, tuple | list):
+        checks.fail(owner, name, "two numbers in [0, 1)", value, TypeError)
+    if len(value) != 2:
+        checks.fail(owner, name, "two numbers in [0, 1)", value)
+    for beta in value:
+        if not checks.is_real(beta):
+            checks.fail(owner, name, "two numbers in [0, 1)", value, TypeError)
+        if not 0 <= beta < 1:
+            checks.fail(owner, name, "two numbers in [0, 1)", value)
+    return tuple(value)
 
 
 class Setting:
     """An optimiser setting checked whenever it is set, in the constructor or later, with an
-    error naming the optimiser, the setting and the value."""
+    error naming the optimiser, the setting and the value: ``check(owner, name, value)`` (see
+    ``tricycle.checks``) returns the value to keep."""
 
-    def __init__(self, check: Callable[[object], bool], expected: str):
-        self.check, self.expected = check, expected
+    def __init__(self, check: Callable[[str, str, object], object]):
+        self.check = check
 
     def __set_name__(self, owner, name: str) -> None:
         self.name = name
@@ -82,11 +80,7 @@ class Setting:
         return self if optimiser is None else optimiser.__dict__[self.name]
 
     def __set__(self, optimiser, value) -> None:
-        if not self.check(value):
-            raise ValueError(
-                f"{type(optimiser).__name__}: {self.name} must be {self.expected}, got {value!r}"
-            )
-        optimiser.__dict__[self.name] = tuple(value) if isinstance(value, list) else value
+        optimiser.__dict__[self.name] = self.check(type(optimiser).__name__, self.name, value)
 
 
 class Optimiser:
@@ -96,7 +90,7 @@ class Optimiser:
     ``param.array`` in place given the gradient array and the parameter's state dict.
     """
 
-    learning_rate = Setting(_at_least_zero, "a finite number >= 0")
+    learning_rate = Setting(checks.non_negative)
 
     def __init__(self, learning_rate: float):
         self.learning_rate = learning_rate
@@ -204,9 +198,10 @@ class StochasticGradientDescent(Optimiser):
     nesterov else b). Without momentum: w -= lr * g.
     """
 
-    weight_decay = Setting(_at_least_zero, "a finite number >= 0")
-    momentum = Setting(_at_least_zero, "a finite number >= 0")
+    weight_decay = Setting(checks.non_negative)
+    momentum = Setting(checks.non_negative)
 
+    @checks.arguments(nesterov=checks.boolean)
     def __init__(
         self,
         learning_rate: float,
@@ -315,9 +310,9 @@ class Adam(Optimiser):
     """Adam (Kingma & Ba) with bias correction; ``weight_decay`` is an L2 term added to the
     gradient, as torch.optim.Adam."""
 
-    betas = Setting(_betas, "two numbers in [0, 1)")
-    eps = Setting(_at_least_zero, "a finite number >= 0")
-    weight_decay = Setting(_at_least_zero, "a finite number >= 0")
+    betas = Setting(check_betas)
+    eps = Setting(checks.non_negative)
+    weight_decay = Setting(checks.non_negative)
     decoupled = False  # AdamW: the decay shrinks the weights instead of adding to the gradient
 
     def __init__(
@@ -389,6 +384,7 @@ class AdamW(Adam):
 
     decoupled = True
 
+    @checks.arguments(decay_filter=checks.function)
     def __init__(
         self,
         learning_rate: float = 1e-3,
@@ -447,6 +443,7 @@ def clip_factor(norm: float, max_norm: float) -> float | None:
     return max_norm / (norm + 1e-6) if norm > max_norm else None
 
 
+@checks.arguments(max_norm=checks.non_negative)
 def clip_grad_norm(parameters: Iterable, max_norm: float) -> float:
     """Scale all gradients so their global L2 norm is at most ``max_norm``; return the norm
     before clipping.

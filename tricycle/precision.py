@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from tricycle import backend, kernels
+from tricycle import backend, checks, kernels
 from tricycle.optimisers import clip_factor, global_norm, grad_norm, named_parameters
 from tricycle.tensor import Tensor, is_float
 
@@ -158,6 +158,12 @@ class GradScaler:
     synchronisation. Reading ``scale`` or ``skipped_steps`` (for logging) does synchronise.
     """
 
+    @checks.arguments(
+        init_scale=checks.positive,
+        growth_factor=checks.interval(1, math.inf, "(]"),
+        backoff_factor=checks.interval(0, 1, "()"),
+        growth_interval=checks.positive_int,
+    )
     def __init__(
         self,
         init_scale: float = 2.0**16,
@@ -165,13 +171,6 @@ class GradScaler:
         backoff_factor: float = 0.5,
         growth_interval: int = 2000,
     ):
-        if not (init_scale > 0 and growth_factor > 1 and 0 < backoff_factor < 1):
-            raise ValueError(
-                f"GradScaler: need init_scale > 0, growth_factor > 1, 0 < backoff_factor < 1; "
-                f"got {init_scale}, {growth_factor}, {backoff_factor}"
-            )
-        if growth_interval < 1:
-            raise ValueError(f"GradScaler: growth_interval must be >= 1, got {growth_interval}")
         self.growth_factor, self.backoff_factor = growth_factor, backoff_factor
         self.growth_interval = growth_interval
         self._init_scale = init_scale
@@ -316,14 +315,16 @@ class Precision:
         **scaler_options: passed to ``GradScaler`` (init_scale, growth_interval, ...).
     """
 
+    @checks.arguments(
+        mode=checks.text,
+        loss_scaling=checks.optional(checks.boolean),
+        tf32=checks.optional(checks.boolean),
+    )
     def __init__(self, mode: str = "fp32", loss_scaling: bool | None = None, tf32=None,
                  **scaler_options):  # fmt: skip
-        key = str(mode).lower()
-        if key not in _MODES:
-            raise ValueError(
-                f"Precision: unknown mode {mode!r}; expected one of fp32, tf32, fp16, bf16"
-            )
-        self.mode = _MODES[key]
+        if mode.lower() not in _MODES:
+            checks.fail("Precision", "mode", f"one of {', '.join(map(repr, _MODES))}", mode)
+        self.mode = _MODES[mode.lower()]
         self.param_dtype = np.dtype(np.float32)
         if self.mode == "bf16":
             self.compute_dtype = bfloat16()

@@ -16,10 +16,11 @@ Random draws happen on the host and are copied to a GPU when asked for, so a see
 same numbers on every device.
 """
 
-import operator
 import threading
 
 import numpy as np
+
+from tricycle import checks
 
 _generator: np.random.Generator | None = None
 _lock = threading.Lock()
@@ -28,16 +29,7 @@ _lock = threading.Lock()
 def manual_seed(seed: int) -> np.random.Generator:
     """Seed tricycle's generator with a non-negative integer; returns the new generator."""
     global _generator
-    if isinstance(seed, bool):
-        raise ValueError(f"manual_seed: seed must be a non-negative integer, got {seed!r}")
-    try:
-        seed = operator.index(seed)
-    except TypeError:
-        raise TypeError(
-            f"manual_seed: seed must be an integer, got {seed!r} ({type(seed).__name__})"
-        ) from None
-    if seed < 0:
-        raise ValueError(f"manual_seed: seed must be a non-negative integer, got {seed!r}")
+    checks.non_negative_int("manual_seed", "seed", seed)
     with _lock:
         _generator = np.random.default_rng(seed)
         return _generator

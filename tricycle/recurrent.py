@@ -26,7 +26,7 @@ inputs per step, whose gradients would each be sequence-sized.
 
 import math
 
-from tricycle import ops
+from tricycle import checks, ops
 from tricycle.activation import sigmoid_forward
 from tricycle.backend import check_same_device
 from tricycle.einsum import Einsum
@@ -263,6 +263,14 @@ class _Recurrent(Layer):
 
     cell = ""
 
+    @checks.arguments(
+        input_size=checks.positive_int,
+        hidden_size=checks.positive_int,
+        num_layers=checks.positive_int,
+        bias=checks.boolean,
+        batch_first=checks.boolean,
+        dropout=checks.probability,
+    )
     def __init__(
         self,
         input_size: int,
@@ -272,12 +280,6 @@ class _Recurrent(Layer):
         batch_first: bool = False,
         dropout: float = 0.0,
     ):
-        name = type(self).__name__
-        if min(input_size, hidden_size, num_layers) < 1:
-            raise ValueError(
-                f"{name}: input_size, hidden_size and num_layers must be positive, got "
-                f"{input_size}, {hidden_size}, {num_layers}"
-            )
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first = bias, batch_first
         G, H = CELLS[self.cell][0], hidden_size

@@ -4,29 +4,17 @@ The gradient of a reduction is the output gradient put back on the reduced axes 
 axes) and broadcast to the input's shape, times the local derivative.
 """
 
-import operator
-
+from tricycle import checks
 from tricycle.tensor import Tensor
 from tricycle.unary import unary_op
 
 Axis = int | tuple[int, ...] | None
 
 
-def _axes(x: Tensor, axis: Axis, op: str) -> tuple[int, ...]:
-    """Normalise ``axis`` to a sorted tuple of non-negative axes, with a clear error."""
-    if axis is None:
-        return tuple(range(x.ndim))
-    try:
-        axes = (operator.index(axis),)  # an int, or a numpy integer
-    except TypeError:
-        axes = tuple(operator.index(a) for a in axis)
-    for a in axes:
-        if not -x.ndim <= a < x.ndim:
-            raise ValueError(f"{op}: axis {a} is out of range for a tensor of shape {x.shape}")
-    normal = tuple(sorted(a % x.ndim for a in axes))
-    if len(set(normal)) != len(normal):
-        raise ValueError(f"{op}: repeated axis in {axis}")
-    return normal
+def _axes(x: Tensor, axis: Axis, keepdims: bool, op: str) -> tuple[int, ...]:
+    """``axis`` as a sorted tuple of axes >= 0 (every axis for None); checks ``keepdims``."""
+    checks.boolean(op, "keepdims", keepdims)
+    return checks.axes(op, "axis", axis, x.ndim, x.shape)
 
 
 def _expand(dout, x: Tensor, axes: tuple[int, ...], keepdims: bool):
@@ -50,7 +38,7 @@ def _count(x: Tensor, axes: tuple[int, ...], op: str) -> int:
 
 def sum(x: Tensor, axis: Axis = None, keepdims: bool = False) -> Tensor:  # noqa: A001
     """Sum over ``axis`` (all axes by default)."""
-    xp, axes = x.xp, _axes(x, axis, "sum")
+    xp, axes = x.xp, _axes(x, axis, keepdims, "sum")
     out = xp.sum(x.array, axis=axes, keepdims=keepdims)
     return unary_op(
         x, out, lambda dout: xp.broadcast_to(_expand(dout, x, axes, keepdims), x.shape), "sum"
@@ -59,7 +47,7 @@ def sum(x: Tensor, axis: Axis = None, keepdims: bool = False) -> Tensor:  # noqa
 
 def mean(x: Tensor, axis: Axis = None, keepdims: bool = False) -> Tensor:
     """Arithmetic mean over ``axis`` (all axes by default)."""
-    xp, axes = x.xp, _axes(x, axis, "mean")
+    xp, axes = x.xp, _axes(x, axis, keepdims, "mean")
     n = _count(x, axes, "mean")
     out = xp.mean(x.array, axis=axes, keepdims=keepdims)
     return unary_op(
@@ -71,7 +59,7 @@ def mean(x: Tensor, axis: Axis = None, keepdims: bool = False) -> Tensor:
 
 
 def _extremum(x: Tensor, axis: Axis, keepdims: bool, op: str) -> Tensor:
-    xp, axes = x.xp, _axes(x, axis, op)
+    xp, axes = x.xp, _axes(x, axis, keepdims, op)
     _count(x, axes, op)
     reduce_fn = xp.max if op == "max" else xp.min
     out = reduce_fn(x.array, axis=axes, keepdims=True)
@@ -101,8 +89,9 @@ def min(x: Tensor, axis: Axis = None, keepdims: bool = False) -> Tensor:  # noqa
 
 def var(x: Tensor, axis: Axis = None, keepdims: bool = False, ddof: int = 0) -> Tensor:
     """Variance over ``axis`` with ``ddof`` delta degrees of freedom (numpy's default 0)."""
-    xp, axes = x.xp, _axes(x, axis, "var")
+    xp, axes = x.xp, _axes(x, axis, keepdims, "var")
     n = _count(x, axes, "var")
+    checks.non_negative_int("var", "ddof", ddof)
     if n - ddof <= 0:
         raise ValueError(f"var: {n} elements with ddof={ddof} leave no degrees of freedom")
     centred = x.array - xp.mean(x.array, axis=axes, keepdims=True)

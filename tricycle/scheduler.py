@@ -11,6 +11,8 @@ Set the optimiser's rate before each update::
 
 import math
 
+from tricycle import checks
+
 
 class CosineSchedule:
     """Linear warm-up to ``max_learning_rate``, then cosine decay to ``min_learning_rate``.
@@ -23,6 +25,12 @@ class CosineSchedule:
       - step >= total_steps: min.
     """
 
+    @checks.arguments(
+        max_learning_rate=checks.non_negative,
+        min_learning_rate=checks.non_negative,
+        total_steps=checks.positive_int,
+        warmup_steps=checks.non_negative_int,
+    )
     def __init__(
         self,
         max_learning_rate: float,
@@ -30,12 +38,12 @@ class CosineSchedule:
         total_steps: int,
         warmup_steps: int = 0,
     ):
-        if not 0 <= min_learning_rate <= max_learning_rate:
+        if min_learning_rate > max_learning_rate:
             raise ValueError(
                 f"CosineSchedule: need 0 <= min_learning_rate ({min_learning_rate}) <= "
                 f"max_learning_rate ({max_learning_rate})"
             )
-        if not 0 <= warmup_steps <= total_steps:
+        if warmup_steps > total_steps:
             raise ValueError(
                 f"CosineSchedule: need 0 <= warmup_steps ({warmup_steps}) <= total_steps "
                 f"({total_steps})"
@@ -43,9 +51,8 @@ class CosineSchedule:
         self.max_learning_rate, self.min_learning_rate = max_learning_rate, min_learning_rate
         self.total_steps, self.warmup_steps = total_steps, warmup_steps
 
+    @checks.arguments(step=checks.non_negative_int)
     def __call__(self, step: int) -> float:
-        if step < 0:
-            raise ValueError(f"CosineSchedule: step must be >= 0, got {step}")
         top, bottom = self.max_learning_rate, self.min_learning_rate
         if step < self.warmup_steps:
             return top * ((step + 1) / self.warmup_steps)  # exactly top at the last step

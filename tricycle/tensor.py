@@ -18,7 +18,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from tricycle import backend, deferred
+from tricycle import backend, checks, deferred
 
 BackFn = Callable[[object], object]  # output gradient array -> input gradient array
 
@@ -120,7 +120,7 @@ class Tensor:
             if not (isinstance(array, np.ndarray) or backend.is_cupy_array(array)):
                 array = _numeric_array(array, dtype)
         if dtype is not None and array.dtype != dtype:
-            array = array.astype(_numeric_dtype(dtype))
+            array = array.astype(numeric_dtype(dtype))
         self.array = array
 
         floating = is_float(array.dtype)
@@ -198,6 +198,7 @@ class Tensor:
         seeded with a gradient of ones. The graph is freed afterwards unless
         ``retain_graph=True``.
         """
+        checks.boolean("backward", "retain_graph", retain_graph)
         if not is_float(self.dtype):
             raise TypeError(
                 f"backward: cannot differentiate a tensor of dtype {self.dtype} "
@@ -348,6 +349,7 @@ class Tensor:
     # ----------------------------------------------------------------- devices
     def to_gpu(self, device: int = 0) -> "Tensor":
         """Move this tensor's data (and gradient) to GPU ``device`` in place; returns self."""
+        checks.non_negative_int("Tensor.to_gpu", "device", device)
         self.array = backend.to_device_array(self.array, device)
         if self.grad is not None:
             self.grad.to_gpu(device)
@@ -507,17 +509,18 @@ def _numeric_array(data, dtype=None) -> np.ndarray:
         if isinstance(data, np.generic) or array.dtype == bool:
             return array
         dtype = backend.DEFAULT_FLOAT
-    return array.astype(_numeric_dtype(dtype), copy=False)
+    return array.astype(numeric_dtype(dtype), copy=False)
 
 
-def _numeric_dtype(dtype) -> np.dtype:
-    """``dtype`` as a numpy dtype of numbers (bool, int, float); anything else raises."""
+def numeric_dtype(dtype, op: str = "Tensor") -> np.dtype:
+    """``dtype`` as a numpy dtype of numbers (bool, int, float); anything else raises,
+    naming ``op``."""
     try:
         dtype = np.dtype(dtype)
     except TypeError:
-        raise TypeError(f"Tensor: {dtype!r} is not a dtype") from None
+        raise TypeError(f"{op}: {dtype!r} is not a dtype") from None
     if dtype.kind not in "biuf" and not is_float(dtype):
-        raise TypeError(f"Tensor: dtype must be a boolean, integer or float dtype, got {dtype}")
+        raise TypeError(f"{op}: dtype must be a boolean, integer or float dtype, got {dtype}")
     return dtype
 
 
@@ -555,10 +558,8 @@ def parse_device(device, op: str = "device") -> int | None:
         else:
             if index >= 0:
                 return index
-    raise ValueError(
-        f"{op}: unknown device {device!r}; expected 'cpu', 'gpu', 'cuda', 'cuda:N' or a "
-        "non-negative GPU index"
-    )
+    error = ValueError if isinstance(device, str) or checks.is_integer(device) else TypeError
+    checks.fail(op, "device", "'cpu', 'gpu', 'cuda', 'cuda:N' or a GPU index >= 0", device, error)
 
 
 def to_tensor(
@@ -573,6 +574,9 @@ def to_tensor(
     Data is float32 unless ``dtype`` says otherwise (``dtype=int`` for labels and token ids);
     boolean data stays boolean. An array that already has the dtype is not copied.
     """
+    checks.boolean("to_tensor", "requires_grad", requires_grad, optional=True)
+    checks.boolean("to_tensor", "is_batched", is_batched)
+    checks.text("to_tensor", "name", name, optional=True)
     if isinstance(data, Tensor):
         data = data.array
     if isinstance(data, np.ndarray) or backend.is_cupy_array(data):
@@ -591,7 +595,7 @@ def to_tensor(
         requires_grad=requires_grad,
         is_batched=is_batched,
         name=name,
-        dtype=_numeric_dtype(dtype),
+        dtype=numeric_dtype(dtype),
     )
 
 

@@ -62,6 +62,8 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from tricycle import checks
+
 MAX_THREADS = 8  # each helper needs the GIL to start: 16 threads ran a GPT step 2.5x slower
 SPIN_BYTES = 1 << 27  # one spin rereads the flag this many times: ~0.1 s here
 LOOK_INTERVAL = 0.25  # seconds between two looks at how busy the machine is
@@ -631,6 +633,7 @@ _blas: _OpenBLAS | None = None
 _settings_lock = threading.Lock()  # enable and disable, one at a time
 
 
+@checks.arguments(n=checks.optional(checks.positive_int), share_machine=checks.boolean)
 def enable(n: int | None = None, share_machine: bool = True) -> int:
     """Start the pool on ``n`` threads (counting the caller) and return that number.
 
@@ -646,7 +649,7 @@ def enable(n: int | None = None, share_machine: bool = True) -> int:
     with _settings_lock:
         if _blas is None:
             _blas = _OpenBLAS()
-        n = _requested_threads(_blas) if n is None else _checked("enable(n)", n)
+        n = _requested_threads(_blas) if n is None else min(n, MAX_THREADS)
         if _pool is not None and (_pool.n, _pool.share.share_machine) == (n, share_machine):
             return n
         _disable()
@@ -705,18 +708,9 @@ def _requested_threads(blas: _OpenBLAS) -> int:
     value = os.environ.get("TRICYCLE_THREADS")
     if value is None:
         return min(blas.threads(), MAX_THREADS) if blas.hookable else 1
-    try:
-        threads = int(value)
-    except ValueError:
-        message = f"TRICYCLE_THREADS must be a whole number of threads, got {value!r}"
-        raise ValueError(message) from None
-    return _checked("TRICYCLE_THREADS", threads)
-
-
-def _checked(name: str, threads) -> int:
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ValueError(f"{name} must be a whole number of threads >= 1, got {threads!r}")
-    return min(threads, MAX_THREADS)
+    if not value.strip().isdigit() or int(value) < 1:
+        raise ValueError(f"TRICYCLE_THREADS must be a whole number of threads >= 1, got {value!r}")
+    return min(int(value), MAX_THREADS)
 
 
 _registered = False

@@ -38,6 +38,7 @@ from itertools import chain
 
 import numpy as np
 
+from tricycle import checks
 from tricycle.files import atomic_write
 
 # GPT-2's split pattern uses \p{L} and \p{N}, which the stdlib `re` lacks. In `re`, `\w` is
@@ -89,28 +90,22 @@ class BPETokeniser:
     to encode in pure Python even when tiktoken is installed.
     """
 
+    @checks.arguments(pattern=checks.text)
     def __init__(
         self,
         vocab_size: int,
         pattern: str = GPT2_SPLIT_PATTERN,
         special_tokens: Iterable[str] = (),
     ):
-        special_tokens = _string_list(special_tokens)
-        if special_tokens is None:
-            raise TypeError(
-                f"BPETokeniser: special_tokens must be a list of non-empty strings, got "
-                f"{special_tokens!r}"
-            )
-        if len(set(special_tokens)) != len(special_tokens):
-            raise ValueError(f"BPETokeniser: special_tokens repeat: {special_tokens}")
-        n_min = N_BYTES + len(special_tokens)
-        if not _is_int(vocab_size) or vocab_size < n_min:
-            raise ValueError(
-                f"BPETokeniser: vocab_size must be an int >= {n_min} (one id per byte and per "
-                f"special token), got {vocab_size!r}"
-            )
-        if not isinstance(pattern, str):
-            raise TypeError(f"BPETokeniser: pattern must be a str (a regex), got {pattern!r}")
+        names = _string_list(special_tokens)
+        if names is None:
+            expected = "a list of non-empty strings"
+            checks.fail("BPETokeniser", "special_tokens", expected, special_tokens, TypeError)
+        if len(set(names)) != len(names):
+            checks.fail("BPETokeniser", "special_tokens", "distinct", special_tokens)
+        special_tokens = names
+        # one id per byte and per special token, at least
+        checks.integer("BPETokeniser", "vocab_size", vocab_size, N_BYTES + len(special_tokens))
         pattern = SPLIT_PATTERNS.get(pattern, pattern)
         try:
             regex = re.compile(pattern)
@@ -286,6 +281,7 @@ class BPETokeniser:
         )
 
     @classmethod
+    @checks.arguments(trust_pattern=checks.boolean)
     def load(cls, path: str | os.PathLike, trust_pattern: bool = False) -> "BPETokeniser":
         """Read a tokeniser written by `save`. Raises ValueError on a corrupt file, and on a
         split pattern that is not one of `SPLIT_PATTERNS` unless `trust_pattern` (a regex
@@ -300,7 +296,7 @@ class BPETokeniser:
         if not isinstance(special_tokens, list) or _string_list(special_tokens) is None:
             raise ValueError(f"{path}: special_tokens must be a list of non-empty strings")
         n_min = N_BYTES + len(special_tokens)
-        if not _is_int(vocab_size) or vocab_size < n_min:
+        if not checks.is_integer(vocab_size) or vocab_size < n_min:
             raise ValueError(f"{path}: vocab_size must be an int >= {n_min}, got {vocab_size!r}")
         if not isinstance(pattern, str):
             raise ValueError(f"{path}: pattern must be a string, got {pattern!r}")
@@ -526,14 +522,13 @@ class CharTokeniser:
 
     def __init__(self, chars: Iterable[str] = ()):
         try:
-            chars = sorted(set(chars))
-        except TypeError:
-            chars = None
-        if chars is None or not all(isinstance(ch, str) and len(ch) == 1 for ch in chars):
-            raise TypeError(
-                "CharTokeniser: chars must be an iterable of single characters (or a str)"
-            )
-        self._set_chars(chars)
+            distinct = sorted(set(chars))
+        except TypeError:  # not iterable, or the items cannot be compared
+            distinct = None
+        if distinct is None or not all(isinstance(ch, str) and len(ch) == 1 for ch in distinct):
+            expected = "an iterable of single characters (or a str)"
+            checks.fail("CharTokeniser", "chars", expected, chars, TypeError)
+        self._set_chars(distinct)
 
     def train(self, text: str) -> "CharTokeniser":
         """Build the vocabulary from the characters in `text`; returns self."""
@@ -592,6 +587,7 @@ class CharTokeniser:
         return cls(chars)
 
 
+@checks.arguments(trust_pattern=checks.boolean)
 def load_tokeniser(
     path: str | os.PathLike, trust_pattern: bool = False
 ) -> BPETokeniser | CharTokeniser:
@@ -614,6 +610,7 @@ class StreamDecoder:
         print(stream.flush())
     """
 
+    @checks.arguments(tokeniser=checks.instance(BPETokeniser, CharTokeniser))
     def __init__(self, tokeniser: BPETokeniser | CharTokeniser):
         self.tokeniser = tokeniser
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -628,11 +625,6 @@ class StreamDecoder:
 
 
 # --------------------------------------------------------------------------------- helpers
-def _is_int(value) -> bool:
-    """An integer (Python or numpy), and not a bool."""
-    return isinstance(value, int | np.integer) and not isinstance(value, bool)
-
-
 def _string_list(values) -> list[str] | None:
     """`values` as a list of non-empty strings, or None if it is not one (a lone str is not)."""
     if isinstance(values, str | bytes):

@@ -5,6 +5,7 @@ single back_fn is the closed-form derivative: ``dout -> dout * f'(x)``. ``unary_
 that node for every op of one input (reductions, shape ops and activations too).
 """
 
+from tricycle import checks
 from tricycle.tensor import Tensor
 
 
@@ -79,6 +80,8 @@ def minimum_scalar(x: Tensor, c: float) -> Tensor:
 def clip(x: Tensor, low: float | None = None, high: float | None = None) -> Tensor:
     """Clamp x into [low, high]; the gradient passes inside the closed interval."""
     xp = x.xp
+    checks.real("clip", "low", low, optional=True)
+    checks.real("clip", "high", high, optional=True)
     if low is not None and high is not None and low > high:
         raise ValueError(f"clip: low={low} must not exceed high={high}")
     out = xp.clip(x.array, low, high)

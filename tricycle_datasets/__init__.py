@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tricycle import checks
 from tricycle.files import atomic_write
 from tricycle.tokeniser import (
     GPT2_SPLIT_PATTERN,
@@ -53,6 +54,7 @@ class Corpus:
     the training part could otherwise not be encoded at all.
     """
 
+    @checks.arguments(name=checks.text, char=checks.boolean)
     def __init__(
         self,
         name: str,
@@ -102,6 +104,7 @@ class TextFile(Corpus):
     `vocab_size` and `char` are as for `Corpus`.
     """
 
+    @checks.arguments(char=checks.boolean)
     def __init__(self, path: str | os.PathLike, vocab_size: int | None = None, char: bool = False):
         check_vocab_size("TextFile", vocab_size, char)
         path = Path(path)
@@ -121,25 +124,15 @@ def read_text(path: str | os.PathLike) -> str:
 
 
 def check_vocab_size(who: str, vocab_size, char: bool = False) -> None:
-    """Refuse a vocabulary size that no tokeniser could have, before any text is read."""
-    if vocab_size is None:
-        if char:
-            return
-        raise ValueError(f"{who}: vocab_size is required for a BPE tokeniser")
-    if (
-        isinstance(vocab_size, bool)
-        or not isinstance(vocab_size, int | np.integer)
-        or vocab_size < (1 if char else 256)
-    ):
-        expected = "an int >= 1 or None" if char else "an int >= 256 (BPE: one id per byte)"
-        raise ValueError(f"{who}: vocab_size must be {expected}, got {vocab_size!r}")
+    """Refuse a vocabulary size that no tokeniser could have, before any text is read: BPE
+    needs one id per byte at least; characters also take None (one id per character)."""
+    checks.integer(who, "vocab_size", vocab_size, 1 if char else 256, optional=char)
 
 
+@checks.arguments(valid_fraction=checks.interval(0, 1, "()"))
 def split_text(text: str, valid_fraction: float = 0.1) -> tuple[str, str]:
     """Split text into (train, valid) with about `valid_fraction` of it last, cutting after a
     newline so no line is split between the two."""
-    if not (isinstance(valid_fraction, float | int) and 0 < valid_fraction < 1):
-        raise ValueError(f"split_text: valid_fraction must be in (0, 1), got {valid_fraction!r}")
     cut = int(len(text) * (1 - valid_fraction))
     newline = text.find("\n", cut)
     if newline != -1:
@@ -147,14 +140,13 @@ def split_text(text: str, valid_fraction: float = 0.1) -> tuple[str, str]:
     return text[:cut], text[cut:]
 
 
+@checks.arguments(every=checks.at_least(2))
 def split_documents(documents: list[str], every: int = 10) -> tuple[str, str]:
     """Send every `every`-th document to validation and join each part with newlines.
 
     Splitting by document keeps any one file wholly in one part, so validation measures
     generalisation to unseen files rather than to unseen halves of seen ones.
     """
-    if isinstance(every, bool) or not isinstance(every, int) or every < 2:
-        raise ValueError(f"split_documents: every must be an int >= 2, got {every!r}")
     train = [doc for i, doc in enumerate(documents) if i % every != every - 1]
     valid = [doc for i, doc in enumerate(documents) if i % every == every - 1]
     return "\n".join(train), "\n".join(valid)

@@ -4,8 +4,8 @@ Optional: needs `pip install datasets` and network access. Documents are streame
 `max_bytes` is reached (nothing else is downloaded); every 10th is the validation set.
 """
 
+from tricycle import checks
 from tricycle_datasets import Corpus, check_vocab_size, split_documents
-from tricycle_datasets.python_code import check_max_bytes
 
 DATASET = "codeparrot/codeparrot-clean-valid"
 
@@ -14,9 +14,9 @@ class CodeParrot(Corpus):
     """The first `max_bytes` of a CodeParrot dataset, BPE-tokenised (tokens are cached, but
     the documents are streamed again on every load)."""
 
+    @checks.arguments(max_bytes=checks.positive_int, dataset=checks.text)
     def __init__(self, vocab_size: int, max_bytes: int = 4_000_000, dataset: str = DATASET):
         check_vocab_size("CodeParrot", vocab_size)
-        check_max_bytes("CodeParrot", max_bytes, optional=False)
         documents = stream_documents(dataset, max_bytes)
         super().__init__("codeparrot", *split_documents(documents), vocab_size=vocab_size)
 

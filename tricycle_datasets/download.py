@@ -8,12 +8,12 @@ Downloads land only inside the cache directory.
 """
 
 import hashlib
-import math
 import os
 import re
 import urllib.request
 from pathlib import Path
 
+from tricycle import checks
 from tricycle.files import atomic_write
 
 _CHUNK_BYTES = 1 << 20
@@ -52,6 +52,7 @@ def sha256_file(path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
+@checks.arguments(timeout=checks.positive)
 def download(url: str, path: str | os.PathLike, sha256: str, timeout: float = 60.0) -> Path:
     """Return the path of a verified local copy of `url`, downloading it if needed.
 
@@ -71,12 +72,6 @@ def download(url: str, path: str | os.PathLike, sha256: str, timeout: float = 60
         raise ValueError(f"download: url must be a non-empty str, got {url!r}")
     if not isinstance(sha256, str) or not re.fullmatch(r"[0-9a-fA-F]{64}", sha256):
         raise ValueError(f"download: sha256 must be 64 hex digits, got {sha256!r}")
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, int | float)
-        or not (timeout > 0 and math.isfinite(timeout))
-    ):
-        raise ValueError(f"download: timeout must be a positive number of seconds, got {timeout!r}")
     path = inside_cache(path)
     expected = sha256.lower()
     if path.is_file() and sha256_file(path) == expected:

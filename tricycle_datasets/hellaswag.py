@@ -20,6 +20,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from tricycle import checks
 from tricycle_datasets.download import download
 
 URL = "https://raw.githubusercontent.com/rowanz/hellaswag/master/data/hellaswag_val.jsonl"
@@ -38,11 +39,10 @@ class Example:
     activity: str = ""
 
 
+@checks.arguments(limit=checks.optional(checks.positive_int))
 def read_examples(path: str | os.PathLike, limit: int | None = None) -> list[Example]:
     """The examples of a HellaSwag-format JSONL file (the first `limit`, if given). A line
     that is not a valid example is an error naming the file and line."""
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise ValueError(f"read_examples: limit must be a positive int or None, got {limit!r}")
     examples = []
     with open(path, encoding="utf-8") as f:
         for number, line in enumerate(f, start=1):

@@ -41,9 +41,9 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from tricycle.cli import positive_int, unit_interval
+from tricycle import checks, cli
 from tricycle.files import atomic_write
-from tricycle.tokeniser import END_OF_TEXT, BPETokeniser
+from tricycle.tokeniser import END_OF_TEXT, N_BYTES, BPETokeniser
 from tricycle_datasets.download import sha256_file
 from tricycle_datasets.shards import (
     INDEX,
@@ -248,6 +248,16 @@ def write_index(out_dir: Path, index: dict) -> None:
 
 
 # ------------------------------------------------------------------ the whole job
+@checks.arguments(
+    vocab_size=checks.optional(checks.at_least(N_BYTES + 1)),  # the bytes and end-of-text
+    workers=checks.positive_int,
+    shard_tokens=checks.positive_int,
+    valid_fraction=checks.interval(0, 1, "[)"),
+    sample_bytes=checks.positive_int,
+    block_bytes=checks.positive_int,
+    progress=checks.boolean,
+    accelerate=checks.boolean,
+)
 def prepare(
     inputs: list[str],
     out_dir: str | os.PathLike,
@@ -458,7 +468,7 @@ def _say(enabled: bool, message: str) -> None:
 # ------------------------------------------------------------------ command line
 def _vocab_size(text: str) -> int:
     """A BPE vocabulary with an end-of-text token: 256 byte ids, the token, and merges."""
-    value = positive_int(text)
+    value = cli.positive_int(text)
     if value < 257:
         raise argparse.ArgumentTypeError(
             f"must be >= 257 (256 bytes and the end-of-text token), got {value}"
@@ -479,11 +489,16 @@ def parse_args(argv=None) -> argparse.Namespace:
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--vocab-size", type=_vocab_size, help="train a BPE with this many ids")
     which.add_argument("--tokeniser", type=Path, help="use this tokeniser.json instead")
-    add("--workers", type=positive_int, default=os.cpu_count() or 1, help="encoding processes")
-    add("--shard-tokens", type=positive_int, default=1 << 24, help="ids per shard (at least)")
-    add("--valid-fraction", type=unit_interval, default=0.01, help="share of text for validation")
-    add("--sample-bytes", type=positive_int, default=16 << 20, help="text to train the BPE on")
-    add("--block-bytes", type=positive_int, default=1 << 20, help="bytes per encoding task")
+    add("--workers", type=cli.positive_int, default=os.cpu_count() or 1, help="encoding processes")
+    add("--shard-tokens", type=cli.positive_int, default=1 << 24, help="ids per shard (at least)")
+    add(
+        "--valid-fraction",
+        type=cli.unit_interval,
+        default=0.01,
+        help="share of text for validation",
+    )
+    add("--sample-bytes", type=cli.positive_int, default=16 << 20, help="text to train the BPE on")
+    add("--block-bytes", type=cli.positive_int, default=1 << 20, help="bytes per encoding task")
     add(
         "--extensions",
         default=",".join(DEFAULT_EXTENSIONS),

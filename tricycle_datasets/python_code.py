@@ -12,6 +12,7 @@ import os
 import sysconfig
 from pathlib import Path
 
+from tricycle import checks
 from tricycle_datasets import Corpus, check_vocab_size, split_documents
 
 # Directory names never descended into: third-party packages, caches and test suites.
@@ -31,6 +32,7 @@ class PythonCode(Corpus):
         char: a character-level tokeniser instead of BPE.
     """
 
+    @checks.arguments(max_bytes=checks.optional(checks.positive_int), char=checks.boolean)
     def __init__(
         self,
         vocab_size: int | None = 1024,
@@ -39,7 +41,6 @@ class PythonCode(Corpus):
         char: bool = False,
     ):
         check_vocab_size("PythonCode", vocab_size, char)
-        check_max_bytes("PythonCode", max_bytes)
         root = Path(root) if root is not None else Path(sysconfig.get_paths()["stdlib"])
         if not root.is_dir():
             raise FileNotFoundError(f"PythonCode: root={str(root)!r} is not a directory")
@@ -51,15 +52,6 @@ class PythonCode(Corpus):
             )
         super().__init__("python", *split_documents(list(sources.values())), vocab_size, char)
         self.files = list(sources)
-
-
-def check_max_bytes(who: str, max_bytes, optional: bool = True) -> None:
-    """Refuse a size limit that is not a positive int (None: no limit, where `optional`)."""
-    if max_bytes is None and optional:
-        return
-    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
-        expected = "a positive int or None" if optional else "a positive int"
-        raise ValueError(f"{who}: max_bytes must be {expected}, got {max_bytes!r}")
 
 
 def select_sources(root: Path, max_bytes: int | None = None) -> dict[str, str]:

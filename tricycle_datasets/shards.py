@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tricycle import checks
 from tricycle.dataset import Dataset, _new_rng
 from tricycle.tokeniser import load_tokeniser
 
@@ -142,6 +143,16 @@ class TokenShards(Dataset):
     random generator's state and the sequential offset) for exact resumption.
     """
 
+    @checks.arguments(
+        split=checks.one_of(SPLITS),
+        batch_size=checks.positive_int,
+        context_window=checks.positive_int,
+        seed=checks.seed,
+        order=checks.one_of(("random", "sequential")),
+        rank=checks.non_negative_int,
+        world_size=checks.positive_int,
+        vocab_size=checks.optional(checks.positive_int),
+    )
     def __init__(
         self,
         directory: str | os.PathLike,
@@ -154,20 +165,8 @@ class TokenShards(Dataset):
         world_size: int = 1,
         vocab_size: int | None = None,
     ):
-        for name, value, low in (
-            ("batch_size", batch_size, 1),
-            ("context_window", context_window, 1),
-            ("world_size", world_size, 1),
-            ("rank", rank, 0),
-        ):
-            if not _is_int(value) or value < low:
-                raise ValueError(f"TokenShards: {name} must be an int >= {low}, got {value!r}")
         if rank >= world_size:
-            raise ValueError(f"TokenShards: rank {rank} is not below world_size {world_size}")
-        if split not in SPLITS:
-            raise ValueError(f"TokenShards: split must be one of {SPLITS}, got {split!r}")
-        if order not in ("random", "sequential"):
-            raise ValueError(f"TokenShards: order must be 'random' or 'sequential', got {order!r}")
+            checks.fail("TokenShards", "rank", f"below world_size ({world_size})", rank)
         self.directory = Path(directory)
         index = read_index(self.directory)
         if not index.get("complete", False):
@@ -179,7 +178,7 @@ class TokenShards(Dataset):
             )
         if vocab_size is None:
             vocab_size = index["n_tokens"]
-        if not _is_int(vocab_size) or vocab_size < index["n_tokens"]:
+        if not checks.is_integer(vocab_size) or vocab_size < index["n_tokens"]:
             raise ValueError(
                 f"TokenShards: vocab_size {vocab_size!r} is smaller than the {index['n_tokens']} "
                 f"ids of {self.directory / index['tokeniser']}"
@@ -255,7 +254,7 @@ class TokenShards(Dataset):
                 f"this one is {self.order!r}"
             )
         position = state["position"]
-        if not _is_int(position) or not 0 <= position < self.n_tokens:
+        if not checks.is_integer(position) or not 0 <= position < self.n_tokens:
             raise ValueError(
                 f"TokenShards.load_state_dict: position {position!r} is outside the "
                 f"{self.n_tokens} tokens of the {self.split} split"
@@ -274,7 +273,7 @@ class TokenShards(Dataset):
 
     def __getitem__(self, i: int):
         """The window starting at token ``i``: ((T,), (T,))."""
-        if not _is_int(i) or not 0 <= i < self.n_windows:
+        if not checks.is_integer(i) or not 0 <= i < self.n_windows:
             raise IndexError(f"TokenShards: window {i!r} out of range [0, {self.n_windows})")
         inputs, targets = self._windows(np.array([i]))
         return self._convert(inputs[0]), self._convert(targets[0])
@@ -351,7 +350,3 @@ class TokenShards(Dataset):
             f"context_window={self.context_window}, batch_size={self.batch_size}, "
             f"rank={self.rank}/{self.world_size}, device={self.device})"
         )
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, int | np.integer) and not isinstance(value, bool)
