@@ -9,6 +9,7 @@ value: ``Owner: name must be ..., got value``.
 
 import inspect
 import math
+import re
 
 import numpy as np
 import pytest
@@ -405,7 +406,13 @@ def _cases():
                 continue
             for value, error in kind:
                 yield pytest.param(owner, fn, good, name, value, error,
-                                   id=f"{owner}-{name}-{value!r}")  # fmt: skip
+                                   id=f"{owner}-{name}-{_stable_repr(value)}")  # fmt: skip
+
+
+def _stable_repr(value) -> str:
+    """The value's repr without memory addresses, so that every pytest process (xdist's
+    workers) collects the same test ids."""
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(value))
 
 
 @pytest.mark.parametrize("owner, fn, good, name, value, error", list(_cases()))
