@@ -29,6 +29,7 @@ from ops import blas_threads, paired_ratio, race, settled  # noqa: E402 - benchm
 from tricycle.conv import Conv2d  # noqa: E402
 from tricycle.recurrent import LSTM  # noqa: E402
 from tricycle.tensor import Tensor  # noqa: E402
+from tricycle.threads import enable as enable_cpu_threads  # noqa: E402
 
 try:
     import torch
@@ -115,6 +116,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes, few rounds")
     parser.add_argument("--repeats", type=int, default=None, help="rounds per benchmark")
     args = parser.parse_args()
+    enable_cpu_threads()  # tricycle's CPU threads, as the training script runs with them
     repeats = args.repeats or (2 if args.quick else 10)
     conv, rnn = dict(CONV), dict(RNN)
     if args.quick:
