@@ -15,7 +15,7 @@ from tests.test_distributed import needs_mpi, train_cli
 from tests.test_hellaswag import write_hellaswag_file
 from tests.test_inference import ROOT, script_env
 from tests.test_train import one_blas_thread, train_in_process  # noqa: F401 - a fixture
-from tricycle import evaluate, sample, training
+from tricycle import evaluate, runs, sample, training
 from tricycle.checkpoint import load_state
 from tricycle.configs import DebugConfig
 from tricycle.dataset import CausalLMDataset
@@ -209,7 +209,7 @@ def test_llama_trains_resumes_samples_and_evaluates(shards, tmp_path, capsys):
         run(shards, tmp_path / "parts", "--resume", "--n-kv-heads", "2")
 
     # samples: from the run directory (safe) and from the pickle, the same text
-    model, _ = training.load_model(tmp_path / "parts")
+    model, _ = runs.load_model(tmp_path / "parts")
     assert isinstance(model, Llama) and model.config.kv_heads == 1
     capsys.readouterr()
     texts = []

@@ -18,7 +18,7 @@ writes a sample. During training, `hellaswag_hook` and `sample_hook` make them
 
 MODEL (command line) is a run directory, its `checkpoint.npz` (safe: no code runs on load)
 or a pickled `model.pkl` (loading a pickle runs code from the file: only trusted ones), read
-by `tricycle.training.load_model` as `tricycle-sample` reads it: GPT or Llama, with the run's
+by `tricycle.runs.load_model` as `tricycle-sample` reads it: GPT or Llama, with the run's
 own tokeniser (or `--tokeniser`).
 """
 
@@ -34,8 +34,9 @@ from tricycle.checkpoint import CheckpointError
 from tricycle.cli import positive_int
 from tricycle.functions import log_softmax_forward
 from tricycle.models import GPT
+from tricycle.runs import load_model
 from tricycle.tensor import no_grad
-from tricycle.training import Hook, load_model
+from tricycle.training import Hook
 from tricycle_datasets.hellaswag import Example, load_val, read_examples
 
 

@@ -26,8 +26,8 @@ import numpy as np
 from tricycle.backend import cupy_available
 from tricycle.checkpoint import CheckpointError
 from tricycle.cli import nonnegative_float, nonnegative_int, positive_int, seed
+from tricycle.runs import load_model
 from tricycle.tokeniser import StreamDecoder
-from tricycle.training import load_model
 from tricycle_datasets.shakespeare import Shakespeare
 
 
@@ -54,7 +54,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def load(path: Path, tokeniser_path: Path | None = None):
     """(model, tokeniser) from ``path``: a run directory, a checkpoint or a pickle (see
-    ``tricycle.training.load_model``); for the README's pickle of a ``ShakespeareConfig``
+    ``tricycle.runs.load_model``); for the README's pickle of a ``ShakespeareConfig``
     model with no tokeniser beside it, the Shakespeare corpus's tokeniser."""
     try:
         return load_model(path, tokeniser_path, default_tokeniser=_readme_tokeniser)

@@ -97,16 +97,9 @@ from tricycle.configs import ARCHS, CONFIGS, GPTConfig, get_config
 from tricycle.evaluate import hellaswag_hook, sample_hook, sample_text
 from tricycle.files import DirectoryLocked
 from tricycle.random import manual_seed
+from tricycle.runs import RunDirectory, check_config_fits, tokeniser_text
 from tricycle.tokeniser import load_tokeniser
-from tricycle.training import (
-    RunDirectory,
-    TrainingDiverged,
-    check_config_fits,
-    gpt_trainer,
-    precision_for,
-    tokeniser_text,
-    tune_cpu_allocator,
-)
+from tricycle.training import TrainingDiverged, gpt_trainer, precision_for, tune_cpu_allocator
 from tricycle_datasets import TextFile
 from tricycle_datasets.download import sha256_file
 from tricycle_datasets.hellaswag import read_examples

@@ -34,8 +34,8 @@ single process is the world of one: the same code.
 restore it, and otherwise the state of its ``rng`` generator (``CausalLMDataset``'s random
 windows). ``gpt_trainer`` takes token ids or a loader (``TokenShards``) and gives each rank
 its rows. A ``Hook`` is work done on the way (HellaSwag at each evaluation, a sample every N
-steps: ``tricycle.evaluate``), its values recorded beside the loss. ``load_model`` reads a
-trained model back for sampling and evaluation, safely from a run's checkpoint.
+steps: ``tricycle.evaluate``), its values recorded beside the loss. The files of a run, and
+reading a trained model back, are ``tricycle.runs``.
 
 **Runs.** ``Trainer.state_dict`` holds everything that decides what happens next: the
 parameters, the optimiser's moments and step counts, the loss scaler, every random generator
@@ -48,13 +48,10 @@ non-finite parameter or optimiser moment.
 import contextlib
 import ctypes
 import ctypes.util
-import hashlib
-import json
 import math
 import os
 import signal
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -66,30 +63,25 @@ from typing import Any
 import numpy as np
 
 from tricycle import backend, deferred, distributed
-from tricycle.blocks import llama_hidden_size
-from tricycle.checkpoint import CheckpointError, load_pickle, load_state, save_pickle, save_state
+from tricycle.checkpoint import CheckpointError, load_state, save_pickle, save_state
 from tricycle.configs import GPTConfig
 from tricycle.dataset import CausalLMDataset
-from tricycle.files import DirectoryLock, atomic_write, read_jsonl, remove_temporaries
 from tricycle.loss import CrossEntropy
-from tricycle.models import GPT, build_model
+from tricycle.models import build_model
 from tricycle.optimisers import AdamW, decay_all_matrices, decay_matrices
 from tricycle.precision import Precision
+from tricycle.runs import RunDirectory
 from tricycle.scheduler import CosineSchedule
 from tricycle.tensor import no_grad
-from tricycle.tokeniser import load_tokeniser
 
 __all__ = [
     "Hook",
-    "RunDirectory",
     "StepOutput",
     "Trainer",
     "TrainingDiverged",
-    "check_config_fits",
     "check_finite",
     "evaluate",
     "gpt_trainer",
-    "load_model",
     "precision_for",
     "train_step",
     "tune_cpu_allocator",
@@ -257,37 +249,6 @@ def _host_bools(flags: list) -> list:
     return backend.to_host_array(xp.stack(flags)).tolist()
 
 
-def check_config_fits(config: GPTConfig, weights) -> None:
-    """Raise ValueError unless ``weights`` ({name: array}, from a checkpoint) could be the
-    parameters of the model ``config`` describes (``build_model``): a config read from a file
-    must not make us build a model far larger than the weights stored beside it (a crafted
-    file would ask for terabytes)."""
-    if not isinstance(weights, dict):
-        raise ValueError("no model weights")
-    stored = sum(int(np.size(w)) for w in weights.values())
-    expected = _matrix_parameters(config)
-    if expected > 2 * stored + 1_000_000:
-        raise ValueError(
-            f"the config describes a model of about {expected:,} parameters, but only "
-            f"{stored:,} are stored"
-        )
-
-
-def _matrix_parameters(config: GPTConfig) -> int:
-    """The parameters of ``build_model(config)``'s embeddings and matrices (biases and gains
-    aside), counted without building it."""
-    E, V, L = config.embedding_dim, config.vocab_size, config.n_layers
-    if config.arch == "llama":  # q and o; k and v for the shared heads; SwiGLU's 3 matrices
-        kv = 2 * E * config.kv_heads * config.head_dim
-        hidden = llama_hidden_size(E, config.expansion_ratio, config.ffn_multiple_of)
-        block, positions = 2 * E * E + kv + 3 * E * hidden, 0
-    else:  # q|k|v and the projection; the MLP's 2 matrices
-        block = 4 * E * E + 2 * E * int(E * config.expansion_ratio)
-        positions = config.context_window * E
-    head = 0 if config.tie_weights else V * E
-    return V * E + positions + L * block + head
-
-
 def precision_for(name: str, device: str) -> Precision:
     """The precision policy called ``name`` for ``device`` ("cpu" or "gpu"); a ValueError
     where it cannot run (TF32 is a tensor-core mode, and numpy has no fast bfloat16)."""
@@ -350,236 +311,6 @@ def load_layer_rng_states(model, states: dict) -> None:
         raise ValueError(f"random states for layers the model does not have: {unknown}")
     for name, state in states.items():
         layers[name].rng.bit_generator.state = state
-
-
-# ====================================================================== the run directory
-
-
-class RunDirectory:
-    """The files of one training run, in one directory:
-
-        checkpoint.npz   the safe checkpoint: parameters, optimiser, scaler, random states,
-                         step, the run's settings and its tokeniser (no code runs on load)
-        model.pkl        the pickled model, for ``pickle.load`` (checksummed)
-        tokeniser.json   the tokeniser
-        config.json      the run's settings, readable
-        metrics.jsonl    one JSON line per step
-        .lock            held while a process trains here
-
-    ``open()`` takes the lock (a second run into the same directory is refused, a lock left
-    by a killed run is taken over) and removes temporaries that killed writers left.
-    """
-
-    CHECKPOINT, MODEL, TOKENISER = "checkpoint.npz", "model.pkl", "tokeniser.json"
-    CONFIG, METRICS = "config.json", "metrics.jsonl"
-    FILES = (CHECKPOINT, MODEL, TOKENISER, CONFIG, METRICS)
-
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
-        self.lock = DirectoryLock(self.path)
-
-    def __truediv__(self, name: str) -> Path:
-        return self.path / name
-
-    @property
-    def checkpoint(self) -> Path:
-        return self.path / self.CHECKPOINT
-
-    def existing_files(self) -> list[str]:
-        """The run files already here (another run's, unless we are resuming it)."""
-        return [name for name in self.FILES if (self.path / name).exists()]
-
-    def open(self) -> list[str]:
-        """Take the lock and clean up; returns messages for the user (a stale lock taken
-        over, temporaries removed)."""
-        self.lock.acquire()
-        notes = []
-        if self.lock.stale_owner:
-            notes.append(
-                f"{self.path}: took over the lock of a run that is no longer running "
-                f"({self.lock.stale_owner})"
-            )
-        removed = remove_temporaries(self.path, list(self.FILES))
-        if removed:
-            notes.append(f"{self.path}: removed {len(removed)} unfinished temporary file(s)")
-        return notes
-
-    def close(self) -> None:
-        self.lock.release()
-
-    def __enter__(self) -> "RunDirectory":
-        self.open()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def restart_metrics(self, step: int) -> int:
-        """Keep the metrics of steps up to ``step`` (a resumed run rewrites what followed);
-        returns how many torn or unreadable lines were dropped."""
-        path = self.path / self.METRICS
-        records, dropped = read_jsonl(path)
-        kept = [r for r in records if isinstance(r.get("step"), int) and r["step"] <= step]
-        if path.exists() and (dropped or len(kept) != len(records)):
-            with atomic_write(path, "w") as f:
-                f.writelines(json.dumps(r) + "\n" for r in kept)
-        return dropped
-
-    def append_metrics(self, records: list[dict]) -> None:
-        with open(self.path / self.METRICS, "a") as f:
-            f.writelines(json.dumps(r) + "\n" for r in records)
-
-    def metrics(self) -> list[dict]:
-        return read_jsonl(self.path / self.METRICS)[0]
-
-    def plot_losses(self, name: str = "loss.png") -> None:
-        """Draw the metrics' loss curves into ``name``, when matplotlib is installed (it is
-        an optional dependency)."""
-        try:
-            import matplotlib  # noqa: PLC0415 - optional dependency
-
-            matplotlib.use("Agg")
-            from matplotlib import pyplot as plt  # noqa: PLC0415
-        except ImportError:
-            return
-        records = self.metrics()
-        fig, ax = plt.subplots(figsize=(7, 4))
-        steps = [r["step"] for r in records]
-        ax.plot(steps, [r["loss"] for r in records], label="train", alpha=0.7)
-        val = [(r["step"], r["val_loss"]) for r in records if r.get("val_loss") is not None]
-        if val:
-            ax.plot(*zip(*val), "o-", label="validation")
-        ax.set(xlabel="step", ylabel="cross-entropy loss")
-        ax.legend()
-        fig.tight_layout()
-        fig.savefig(self.path / name)
-        plt.close(fig)
-
-
-# ====================================================================== trained models
-
-
-def load_model(path, tokeniser_path=None, default_tokeniser: Callable | None = None):
-    """(model, tokeniser) from what ``tricycle-train`` writes, to sample or evaluate.
-
-    ``path`` is a run directory (its checkpoint.npz), a checkpoint.npz (safe: arrays and
-    JSON, nothing in the file runs; the config and the run's tokeniser are inside), or a
-    pickled model (``.pkl``/``.pickle``: loading a pickle runs code from the file, so only
-    trusted ones; its tokeniser is ``tokeniser.json`` beside it). The model is the one its
-    config's ``arch`` names (a ``GPT`` or a ``Llama``). ``tokeniser_path`` overrides the
-    tokeniser; where none is found, ``default_tokeniser(model)`` is asked (None: an error).
-
-    A tokeniser that does not belong to the model is refused: one with more ids than the
-    model's vocabulary, or another than the run's own (recorded in the checkpoint, and for a
-    pickle in the run's config.json beside it). Every problem is a ``CheckpointError``
-    naming the file.
-    """
-    path = Path(path)
-    if path.is_dir():
-        if not (path / RunDirectory.CHECKPOINT).is_file() and (path / RunDirectory.MODEL).is_file():
-            raise CheckpointError(
-                f"{path} has no {RunDirectory.CHECKPOINT}; to load its pickle (which runs code "
-                f"from the file), name it: {path / RunDirectory.MODEL}"
-            )
-        path = path / RunDirectory.CHECKPOINT
-    if path.suffix == ".npz":
-        model, run = _load_checkpoint_model(path)
-    elif path.suffix in (".pkl", ".pickle"):
-        model, run = _load_pickled_model(path), _run_beside(path)
-    else:
-        raise CheckpointError(
-            f"{path}: expected a run directory, a .npz checkpoint or a .pkl pickle (only files "
-            "named as pickles are unpickled)"
-        )
-    recorded = run.get("tokeniser")  # the run's tokeniser, as its file's text
-    if tokeniser_path is None and isinstance(recorded, str):
-        tokeniser, source = _tokeniser_from_text(recorded, path), path
-    else:
-        source = Path(tokeniser_path or path.parent / RunDirectory.TOKENISER)
-        if source.is_file() or tokeniser_path is not None:
-            tokeniser = _read_tokeniser(source)
-        elif default_tokeniser is None or (tokeniser := default_tokeniser(model)) is None:
-            raise CheckpointError(
-                f"no tokeniser found for {path}: pass --tokeniser PATH, or put "
-                f"{RunDirectory.TOKENISER} beside it"
-            )
-    size = f"{source} ({type(tokeniser).__name__}, {tokeniser.vocab_size} ids)"
-    if tokeniser.vocab_size > model.config.vocab_size:
-        raise CheckpointError(
-            f"the tokeniser {size} does not belong to the model {path} (vocab_size "
-            f"{model.config.vocab_size}): it has more ids than the model"
-        )
-    if source != path:
-        own = run.get("tokeniser_sha256")
-        own = _sha256(recorded) if own is None and isinstance(recorded, str) else own
-        if isinstance(own, str) and own != _sha256(tokeniser_text(tokeniser)):
-            raise CheckpointError(
-                f"the tokeniser {size} does not belong to the model {path} (vocab_size "
-                f"{model.config.vocab_size}): the run was trained with another tokeniser"
-            )
-    return model, tokeniser
-
-
-def tokeniser_text(tokeniser) -> str:
-    """The tokeniser's file contents (what ``tokeniser.save`` writes): the form runs record
-    and compare."""
-    with tempfile.TemporaryDirectory() as folder:
-        tokeniser.save(Path(folder) / RunDirectory.TOKENISER)
-        return (Path(folder) / RunDirectory.TOKENISER).read_text(encoding="utf-8")
-
-
-def _load_checkpoint_model(path: Path) -> tuple[GPT, dict]:
-    """The model in a training checkpoint, and the run's metadata."""
-    state = load_state(path)
-    run = state.get("run")
-    if not isinstance(run, dict) or not isinstance(run.get("config"), dict):
-        raise CheckpointError(f"{path} is not a training checkpoint (no config)")
-    weights = state.get("model")
-    try:
-        config = GPTConfig.from_dict(run["config"])
-        check_config_fits(config, weights)
-        model = build_model(config)
-        model.load_state_dict(weights)
-    except (ValueError, TypeError, KeyError) as error:
-        raise CheckpointError(f"{path} does not hold a usable GPT: {error}") from None
-    return model, run
-
-
-def _load_pickled_model(path: Path) -> GPT:
-    """The pickled model at ``path`` (this runs code from the file)."""
-    model = load_pickle(path)
-    if not isinstance(model, GPT):
-        raise CheckpointError(f"{path} holds a {type(model).__name__}, not a GPT")
-    return model
-
-
-def _run_beside(path: Path) -> dict:
-    """The settings of the run that wrote the pickle ``path`` (its config.json), if any."""
-    try:
-        run = json.loads((path.parent / RunDirectory.CONFIG).read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return {}
-    return run if isinstance(run, dict) else {}
-
-
-def _read_tokeniser(path: Path):
-    try:
-        return load_tokeniser(path)
-    except (ValueError, OSError, KeyError) as error:
-        raise CheckpointError(f"{path}: not a readable tokeniser: {error}") from None
-
-
-def _tokeniser_from_text(text: str, path: Path):
-    with tempfile.TemporaryDirectory() as folder:
-        (Path(folder) / RunDirectory.TOKENISER).write_text(text, encoding="utf-8")
-        try:
-            return load_tokeniser(Path(folder) / RunDirectory.TOKENISER)
-        except (ValueError, OSError, KeyError) as error:
-            raise CheckpointError(f"{path}: its tokeniser is not readable: {error}") from None
-
-
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 # ====================================================================== the trainer
