@@ -54,6 +54,7 @@ from tricycle.optimisers import AdamW  # noqa: E402
 from tricycle.precision import Precision  # noqa: E402
 from tricycle.random import manual_seed  # noqa: E402
 from tricycle.tensor import Tensor  # noqa: E402
+from tricycle.zero import ZeroRedundancyOptimiser  # noqa: E402
 
 MODELS = {
     "shakespeare": (dict(embedding_dim=384, n_heads=6, n_layers=6, context_window=256,
@@ -98,7 +99,7 @@ class Run:
             )
         self.optimiser = AdamW(learning_rate=3e-4, betas=(0.9, 0.95), weight_decay=0.1)
         if zero:
-            self.optimiser = distributed.ZeroRedundancyOptimiser(self.optimiser, self.model, world)
+            self.optimiser = ZeroRedundancyOptimiser(self.optimiser, self.model, world)
         self.policy = Precision(args.precision)
         self.loss_fn = CrossEntropy()
         tokens = np.random.default_rng(0).integers(0, self.config.vocab_size, size=1_000_000)

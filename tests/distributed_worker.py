@@ -24,6 +24,7 @@ from tricycle.loss import CrossEntropy
 from tricycle.models import GPT
 from tricycle.optimisers import AdamW, clip_factor, grad_norm
 from tricycle.random import manual_seed
+from tricycle.zero import ZeroRedundancyOptimiser
 
 CONFIG = dict(embedding_dim=16, context_window=8, vocab_size=32, n_heads=2, n_layers=2, dropout=0.0)
 BUCKET_BYTES = 4096  # several buckets even for this tiny model
@@ -47,7 +48,7 @@ def train(world, batch_size: int, steps: int, accumulation: int = 1, zero: bool 
     ).batch()  # fmt: skip
     optimiser = AdamW(learning_rate=1e-2, weight_decay=0.1)
     if zero:
-        optimiser = distributed.ZeroRedundancyOptimiser(optimiser, model, world)
+        optimiser = ZeroRedundancyOptimiser(optimiser, model, world)
     loss_fn = CrossEntropy()
     first_grads, losses = None, []
     for _ in range(steps):

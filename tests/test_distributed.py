@@ -24,6 +24,7 @@ from tricycle.models import GPT
 from tricycle.optimisers import AdamW
 from tricycle.random import manual_seed
 from tricycle.tensor import Tensor
+from tricycle.zero import ZeroRedundancyOptimiser
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = ROOT / "tests" / "distributed_worker.py"
@@ -181,7 +182,7 @@ def test_zero_in_a_world_of_one_is_adamw():
     world = distributed.init()
     plain, sharded = tiny_gpt(), tiny_gpt()
     adamw = AdamW(learning_rate=1e-2, weight_decay=0.1)
-    zero = distributed.ZeroRedundancyOptimiser(AdamW(learning_rate=1e-2, weight_decay=0.1),
+    zero = ZeroRedundancyOptimiser(AdamW(learning_rate=1e-2, weight_decay=0.1),
                                                sharded, world)  # fmt: skip
     for seed in range(3):
         for model, optimiser in [(plain, adamw), (sharded, zero)]:
@@ -203,7 +204,7 @@ def test_zero_in_a_world_of_one_is_adamw():
 def test_zero_rejects_mixed_dtypes():
     params = [Tensor(np.zeros(2, np.float32)), Tensor(np.zeros(2, np.float64))]
     with pytest.raises(ValueError, match="one dtype"):
-        distributed.ZeroRedundancyOptimiser(AdamW(), params, distributed.init())
+        ZeroRedundancyOptimiser(AdamW(), params, distributed.init())
 
 
 # ====================================================================== data

@@ -73,6 +73,7 @@ from tricycle.precision import Precision
 from tricycle.runs import RunDirectory
 from tricycle.scheduler import CosineSchedule
 from tricycle.tensor import no_grad
+from tricycle.zero import ZeroRedundancyOptimiser
 
 __all__ = [
     "Hook",
@@ -751,7 +752,7 @@ def gpt_trainer(
     world.broadcast_parameters(model)
     data_parallel = distributed.DataParallel(model, world)
     if zero:
-        optimiser = distributed.ZeroRedundancyOptimiser(optimiser, model, world)
+        optimiser = ZeroRedundancyOptimiser(optimiser, model, world)
     return Trainer(
         model,
         optimiser,
