@@ -23,7 +23,13 @@ from tricycle.files import DirectoryLock, atomic_write, read_jsonl, remove_tempo
 from tricycle.models import GPT, build_model
 from tricycle.tokeniser import load_tokeniser
 
-__all__ = ["RunDirectory", "check_config_fits", "load_model", "tokeniser_text"]
+__all__ = [
+    "RunDirectory",
+    "check_config_fits",
+    "load_model",
+    "tokeniser_sha256",
+    "tokeniser_text",
+]
 
 
 class RunDirectory:
@@ -179,8 +185,8 @@ def load_model(path, tokeniser_path=None, default_tokeniser: Callable | None = N
         )
     if source != path:
         own = run.get("tokeniser_sha256")
-        own = _sha256(recorded) if own is None and isinstance(recorded, str) else own
-        if isinstance(own, str) and own != _sha256(tokeniser_text(tokeniser)):
+        own = tokeniser_sha256(recorded) if own is None and isinstance(recorded, str) else own
+        if isinstance(own, str) and own != tokeniser_sha256(tokeniser_text(tokeniser)):
             raise CheckpointError(
                 f"the tokeniser {size} does not belong to the model {path} (vocab_size "
                 f"{model.config.vocab_size}): the run was trained with another tokeniser"
@@ -246,7 +252,9 @@ def _tokeniser_from_text(text: str, path: Path):
             raise CheckpointError(f"{path}: its tokeniser is not readable: {error}") from None
 
 
-def _sha256(text: str) -> str:
+def tokeniser_sha256(text: str) -> str:
+    """The identity a run records for its tokeniser: the SHA-256 of its file's text
+    (``tokeniser_text``)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 

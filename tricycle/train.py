@@ -97,7 +97,7 @@ from tricycle.configs import ARCHS, CONFIGS, GPTConfig, get_config
 from tricycle.evaluate import hellaswag_hook, sample_hook, sample_text
 from tricycle.files import DirectoryLocked
 from tricycle.random import manual_seed
-from tricycle.runs import RunDirectory, check_config_fits, tokeniser_text
+from tricycle.runs import RunDirectory, check_config_fits, tokeniser_sha256, tokeniser_text
 from tricycle.tokeniser import load_tokeniser
 from tricycle.training import TrainingDiverged, gpt_trainer, precision_for, tune_cpu_allocator
 from tricycle_datasets import TextFile
@@ -494,7 +494,7 @@ def _train(args, run_dir: RunDirectory) -> dict:
         print(f"--resume: applying {change}", file=sys.stderr)
     tokeniser = tokeniser_text(data.tokeniser)
     run = {"settings": settings, "config": config.to_dict(), "data": data.identity,
-           "tokeniser_sha256": hashlib.sha256(tokeniser.encode("utf-8")).hexdigest(),
+           "tokeniser_sha256": tokeniser_sha256(tokeniser),
            "world_size": world.world_size, "zero": args.zero}  # fmt: skip
     manual_seed(settings["seed"])  # model initialisation and dropout seeds
     try:
