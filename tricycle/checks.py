@@ -30,6 +30,8 @@ from typing import NoReturn
 import numpy as np
 
 Check = Callable[[str, str, object], object]  # (owner, name, value) -> value, or raise
+P = inspect.Parameter
+_POSITIONAL = (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)
 
 
 def fail(owner: str, name: str, expected: str, value, error: type = ValueError) -> NoReturn:
@@ -39,12 +41,16 @@ def fail(owner: str, name: str, expected: str, value, error: type = ValueError) 
 
 def is_integer(value) -> bool:
     """An integer (Python or numpy) and not a bool."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    return type(value) is int or (  # the common case first: checks run on every op
+        isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    )
 
 
 def is_real(value) -> bool:
     """A real number (Python or numpy, integer or float) and not a bool."""
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    return type(value) in (int, float) or (
+        isinstance(value, numbers.Real) and not isinstance(value, bool)
+    )
 
 
 # ---------------------------------------------------------------------- numbers
@@ -52,12 +58,11 @@ def integer(owner: str, name: str, value, low: int | None = None, optional: bool
     """An integer, at least ``low`` if given."""
     if optional and value is None:
         return value
-    expected = ("None or " if optional else "") + "an integer"
-    expected += "" if low is None else f" >= {low}"
-    if not is_integer(value):
-        fail(owner, name, expected, value, TypeError)
-    if low is not None and value < low:
-        fail(owner, name, expected, value)
+    kind_ok = is_integer(value)
+    if not kind_ok or (low is not None and value < low):  # the words only when they are needed
+        expected = ("None or " if optional else "") + "an integer"
+        expected += "" if low is None else f" >= {low}"
+        fail(owner, name, expected, value, ValueError if kind_ok else TypeError)
     return value
 
 
@@ -87,14 +92,14 @@ def real(owner: str, name: str, value, low: float = -math.inf, high: float = mat
     as mathematics writes intervals: "[]", "[)", "(]" or "()"."""
     if optional and value is None:
         return value
+    kind_ok = is_real(value)
+    if kind_ok:
+        above = value >= low if ends[0] == "[" else value > low
+        below = value <= high if ends[1] == "]" else value < high
+        if (is_integer(value) or math.isfinite(value)) and above and below:
+            return value
     expected = ("None or " if optional else "") + "a finite number" + _bounds(low, high, ends)
-    if not is_real(value):
-        fail(owner, name, expected, value, TypeError)
-    above = value >= low if ends[0] == "[" else value > low
-    below = value <= high if ends[1] == "]" else value < high
-    if not ((is_integer(value) or math.isfinite(value)) and above and below):
-        fail(owner, name, expected, value)
-    return value
+    fail(owner, name, expected, value, ValueError if kind_ok else TypeError)
 
 
 def _bounds(low: float, high: float, ends: str) -> str:
@@ -132,12 +137,11 @@ def interval(low: float, high: float, ends: str = "[]") -> Check:
 def axis(owner: str, name: str, value, ndim: int, shape: tuple | None = None) -> int:
     """An axis of ``ndim`` (of an input of ``shape``, for the message), in [-ndim, ndim), as an
     index >= 0."""
+    kind_ok = is_integer(value)
+    if kind_ok and -ndim <= value < ndim:
+        return int(value) % ndim
     expected = f"an integer in [-{ndim}, {ndim})" + _of(shape)
-    if not is_integer(value):
-        fail(owner, name, expected, value, TypeError)
-    if not -ndim <= value < ndim:
-        fail(owner, name, expected, value)
-    return int(value) % ndim
+    fail(owner, name, expected, value, ValueError if kind_ok else TypeError)
 
 
 def axes(owner: str, name: str, value, ndim: int, shape: tuple | None = None) -> tuple[int, ...]:
@@ -145,13 +149,14 @@ def axes(owner: str, name: str, value, ndim: int, shape: tuple | None = None) ->
     ``shape``, for the message), as a sorted tuple of indices >= 0."""
     if value is None:
         return tuple(range(ndim))
-    expected = f"None, an integer in [-{ndim}, {ndim}) or distinct ones" + _of(shape)
     items = (value,) if is_integer(value) else value
-    if not (isinstance(items, tuple | list) and all(map(is_integer, items))):
-        fail(owner, name, expected, value, TypeError)
-    if not all(-ndim <= a < ndim for a in items) or len({a % ndim for a in items}) < len(items):
-        fail(owner, name, expected, value)
-    return tuple(sorted(int(a) % ndim for a in items))
+    kind_ok = isinstance(items, tuple | list) and all(map(is_integer, items))
+    if kind_ok and all(-ndim <= a < ndim for a in items):
+        found = sorted({int(a) % ndim for a in items})
+        if len(found) == len(items):
+            return tuple(found)
+    expected = f"None, an integer in [-{ndim}, {ndim}) or distinct ones" + _of(shape)
+    fail(owner, name, expected, value, ValueError if kind_ok else TypeError)
 
 
 def _of(shape: tuple | None) -> str:
@@ -226,6 +231,12 @@ def arguments(**checks: Check):
             raise TypeError(f"arguments: {fn.__qualname__} has no parameters {sorted(unknown)}")
         method = next(iter(signature.parameters), None) in ("self", "cls")
         suffix = "" if fn.__name__ in ("__init__", "__call__") else f".{fn.__name__}"
+        # where each checked argument arrives: its position, unless only a keyword reaches it;
+        # an argument gathered by *args or **kwargs needs the signature bound (slower)
+        kinds = {name: signature.parameters[name].kind for name in checks}
+        bind = any(k in (P.VAR_POSITIONAL, P.VAR_KEYWORD) for k in kinds.values())
+        order = list(signature.parameters)
+        position = {n: order.index(n) for n, k in kinds.items() if k in _POSITIONAL}
 
         @functools.wraps(fn)
         def checked(*args, **kwargs):
@@ -234,10 +245,17 @@ def arguments(**checks: Check):
                 owner += suffix
             else:
                 owner = fn.__name__
-            given = signature.bind(*args, **kwargs).arguments
-            for name, check in checks.items():
-                if name in given:
-                    check(owner, name, given[name])
+            if bind:
+                given = signature.bind(*args, **kwargs).arguments
+                for name, check in checks.items():
+                    if name in given:
+                        check(owner, name, given[name])
+            else:  # a checked argument is a keyword, or the positional at its place
+                for name, check in checks.items():
+                    if name in kwargs:
+                        check(owner, name, kwargs[name])
+                    elif position.get(name, len(args)) < len(args):
+                        check(owner, name, args[position[name]])
             return fn(*args, **kwargs)
 
         checked.checks = checks  # what is checked, for tests and readers

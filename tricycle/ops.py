@@ -36,11 +36,14 @@ def transpose(x: Tensor, axes: Sequence[int] | None = None) -> Tensor:
         axes = tuple(range(x.ndim))[::-1]
     else:
         n = x.ndim
-        expected = f"None or a permutation of the axes of shape {x.shape} (or their negatives)"
-        if not (isinstance(axes, tuple | list) and all(map(checks.is_integer, axes))):
-            checks.fail("transpose", "axes", expected, axes, TypeError)
-        if not all(-n <= a < n for a in axes) or sorted(a % n for a in axes) != list(range(n)):
-            checks.fail("transpose", "axes", expected, axes)
+        kind_ok = isinstance(axes, tuple | list) and all(map(checks.is_integer, axes))
+        if not (
+            kind_ok
+            and all(-n <= a < n for a in axes)
+            and sorted(a % n for a in axes) == list(range(n))
+        ):
+            expected = f"None or a permutation of the axes of shape {x.shape} (or their negatives)"
+            checks.fail("transpose", "axes", expected, axes, ValueError if kind_ok else TypeError)
         axes = tuple(int(a) % n for a in axes)
     inverse = tuple(sorted(range(x.ndim), key=axes.__getitem__))
     return unary.unary_op(
