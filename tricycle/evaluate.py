@@ -32,7 +32,7 @@ import numpy as np
 from tricycle.backend import cupy_available, to_host_array
 from tricycle.checkpoint import CheckpointError
 from tricycle.cli import positive_int
-from tricycle.functions import log_softmax_forward
+from tricycle.loss import cross_entropy_forward
 from tricycle.models import GPT
 from tricycle.runs import load_model
 from tricycle.tensor import no_grad
@@ -68,13 +68,16 @@ def ending_losses(
         ids[i, : len(row)] = row
         mask[i, f : len(row) - 1] = True
 
-    logits = model(ids, precision=precision).array  # (R, L, V)
     xp = model.token_embedding.weights.xp
-    log_probs = log_softmax_forward(xp, logits[:, :-1].astype(xp.float32, copy=False))
-    # log_probs: (R, L - 1, V)
-    targets = xp.asarray(ids[:, 1:])[..., None]  # (R, L - 1, 1)
-    losses = -xp.take_along_axis(log_probs, targets, axis=-1)[..., 0]  # (R, L - 1)
-    losses = to_host_array(losses).astype(np.float64) * mask
+    logits = model(ids, precision=precision).array.astype(xp.float32, copy=False)  # (R, L, V)
+    # each position's next token (the last position's is a placeholder, masked out below);
+    # the fused cross-entropy keeps each row's log-sum-exp as peak + log_sum, so a token's
+    # loss needs no (R, L, V) log-probabilities of its own
+    targets = xp.asarray(np.concatenate([ids[:, 1:], ids[:, :1]], axis=1))  # (R, L)
+    _, (peak, log_sum, _) = cross_entropy_forward(xp, logits, targets)
+    picked = xp.take_along_axis(logits, targets[..., None], axis=-1)[..., 0]  # (R, L)
+    losses = (peak + log_sum).reshape(targets.shape) - picked  # (R, L)
+    losses = to_host_array(losses[:, :-1]).astype(np.float64) * mask  # (R, L - 1)
     summed = losses.sum(axis=1)
     return summed, summed / np.maximum(mask.sum(axis=1), 1)
 
