@@ -440,6 +440,13 @@ def test_a_settings_file_with_command_line_overrides(corpus, tmp_path):
     )  # fmt: skip
 
 
+def test_a_settings_file_sets_on_off_flags(tmp_path):
+    settings = tmp_path / "switches.json"
+    settings.write_text(json.dumps({"zero": True, "overwrite": True, "no_progress": False}))
+    args = train_cli.parse_args(["--config-file", str(settings)])
+    assert (args.zero, args.overwrite, args.no_progress) == (True, True, False)
+
+
 @pytest.mark.parametrize(
     ("argv", "complaint"),
     [

@@ -64,9 +64,7 @@ def boolean(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"must be true or false, got {text!r}")
 
 
-def unit_interval(text: str) -> float:
-    """A number in [0, 1) (Adam's betas, a share of the data)."""
-    return _number(text, float, "a number in [0, 1)", lambda v: 0 <= v < 1)
+unit_interval = probability  # [0, 1) too: Adam's betas, a share of the data
 
 
 def normalise(argv: list[str], aliases: dict[str, str]) -> list[str]:
@@ -93,9 +91,10 @@ def settings_file(parser: argparse.ArgumentParser, path: Path, aliases: dict[str
         parser.error(f"--config-file {path}: not a readable JSON file ({error})")
     if not isinstance(values, dict):
         parser.error(f"--config-file {path}: expected a JSON object of settings")
+    switches = {a.dest for a in parser._actions if a.nargs == 0 and a.dest != "help"}
     tokens = []
     for key, value in values.items():
-        if isinstance(value, bool) and key in ("resume", "overwrite", "no_progress"):
+        if isinstance(value, bool) and aliases.get(key, key).replace("-", "_") in switches:
             tokens += [f"--{key}"] if value else []
         else:
             text = str(value).lower() if isinstance(value, bool) else str(value)
