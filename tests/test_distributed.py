@@ -160,6 +160,14 @@ def test_data_parallel_alone_copies_and_sends_nothing():
         np.testing.assert_array_equal(q.grad.array, p.grad.array, err_msg=name)
 
 
+def test_a_removed_data_parallel_reduces_nothing():
+    model = tiny_gpt()
+    reducer = distributed.DataParallel(model, distributed.init(), reduce_alone=True)
+    reducer.remove()
+    backward_on_a_batch(model)
+    assert all(not bucket.filled for bucket in reducer.buckets)  # no hook copied a gradient
+
+
 def test_no_sync_accumulates_locally_and_a_second_backward_is_refused():
     plain, reduced = tiny_gpt(), tiny_gpt()
     backward_on_a_batch(plain, seed=1)

@@ -416,8 +416,9 @@ class World:
         counts, norms."""
         is_number = isinstance(value, (int, float, np.number))
         array = np.array(value, dtype=np.float64) if is_number else value.copy()
-        flat = array.reshape(-1)
-        self.wait(self.start_all_reduce(flat), f"an all-reduce of {array.nbytes} bytes")
+        if self.world_size > 1:  # with one rank the sum is the value itself: nothing to send
+            flat = array.reshape(-1)
+            self.wait(self.start_all_reduce(flat), f"an all-reduce of {array.nbytes} bytes")
         if mean:
             array = array / self.world_size
         return float(array) if is_number else array
@@ -658,7 +659,7 @@ class DataParallel:
             )
             for i, param in enumerate(bucket.params):
                 grad = bucket.view(i)
-                param.grad = Tensor(grad, requires_grad=False, is_batched=param.is_batched)
+                param.grad = Tensor(grad, requires_grad=False)
             bucket.filled.clear()
             bucket.request = None
         self._next = 0

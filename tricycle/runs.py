@@ -11,6 +11,7 @@ asking for a model far larger than the weights stored beside it.
 import hashlib
 import json
 import tempfile
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -85,7 +86,9 @@ class RunDirectory:
         self.lock.release()
 
     def __enter__(self) -> "RunDirectory":
-        self.open()
+        """``open()``, for a ``with`` block (its notes go to the log: ``warnings``)."""
+        for note in self.open():
+            warnings.warn(note, stacklevel=2)
         return self
 
     def __exit__(self, *exc) -> None:

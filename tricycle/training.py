@@ -10,7 +10,8 @@ The pieces, from the smallest::
     trainer = Trainer(model, optimiser, train_data, policy=policy, schedule=schedule,
                       max_norm=1.0, valid_data=valid_data, eval_interval=250,
                       hooks=[Hook(lambda trainer: {"my_metric": ...})])
-    trainer.fit(5000, run_dir=RunDirectory("runs/mine"))   # metrics, checkpoints, Ctrl-C
+    with RunDirectory("runs/mine") as run_dir:   # locked while this process trains there
+        trainer.fit(5000, run_dir=run_dir)         # metrics, checkpoints, Ctrl-C
     trainer.save("checkpoint.npz"); trainer.load("checkpoint.npz")       # the whole run
 
 **One step for every precision.** ``train_step`` runs the forward in the policy's dtype,

@@ -82,12 +82,6 @@ class ZeroRedundancyOptimiser:
         """The wrapped optimiser's state: this rank's rows."""
         return self.optimiser.state
 
-    @property
-    def shard_elements(self) -> int:
-        """How many parameter elements this rank updates (and keeps state for)."""
-        rank = self.world.rank
-        return sum((b[rank][1] - b[rank][0]) * _row_size(p) for _, p, b in self._rows.values())
-
     def step(self) -> "ZeroRedundancyOptimiser":
         """Mark the start of a training iteration; returns self."""
         self.optimiser.step()
