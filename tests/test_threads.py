@@ -256,7 +256,7 @@ def test_share_uses_the_cores_other_processes_leave(monkeypatch):
     two -> one thread; busy again on none -> every thread."""
     clock = {"wall": 0.0, "busy": 0.0, "own": 0.0}
     monkeypatch.setattr(threads, "_cpu_times", lambda cpus: tuple(clock.values()))
-    monkeypatch.setattr(threads, "_our_cpus", lambda: [0, 1])
+    monkeypatch.setattr(threads, "our_cpus", lambda: [0, 1])
     share = threads._Share(2, share_machine=True)
     me = threading.get_ident()
 

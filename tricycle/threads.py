@@ -207,7 +207,7 @@ class _Share:
 
     def __init__(self, n: int, share_machine: bool):
         self.n, self.share_machine = n, share_machine
-        self.cpus = _our_cpus()
+        self.cpus = our_cpus()
         self.free = n
         self.contended_until = 0.0
         self.last_owner = 0
@@ -249,7 +249,8 @@ class _Share:
         self.free = max(1, min(self.n, round(len(self.cpus) - others)))
 
 
-def _our_cpus() -> list[int]:
+def our_cpus() -> list[int]:
+    """The CPUs this process may run on (all of the machine's where that cannot be asked)."""
     if hasattr(os, "sched_getaffinity"):
         return sorted(os.sched_getaffinity(0))
     return list(range(os.cpu_count() or 1))

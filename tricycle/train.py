@@ -67,7 +67,6 @@ global batch: the same global batch, and so the same run, as one process. Rank 0
 import argparse
 import hashlib
 import json
-import os
 import sys
 from dataclasses import dataclass
 from functools import partial
@@ -593,7 +592,7 @@ def _threads_per_process(n: int | None, world: distributed.World) -> int | None:
     """``n``; by default (None) the pool's own default, or, when mpiexec started several
     processes on this machine, its cores shared out between them."""
     if n is None and world.local_size > 1:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        cores = len(threads.our_cpus())
         n = max(1, cores // world.local_size)
     return n
 

@@ -63,7 +63,7 @@ from typing import Any
 
 import numpy as np
 
-from tricycle import backend, deferred, distributed
+from tricycle import backend, checks, deferred, distributed
 from tricycle.checkpoint import CheckpointError, load_state, save_pickle, save_state
 from tricycle.configs import GPTConfig
 from tricycle.dataset import CausalLMDataset
@@ -127,6 +127,7 @@ class StepOutput:
         return replace(self, loss=loss, grad_norm=norm, skipped=bool(self.skipped))
 
 
+@checks.arguments(accumulation_steps=checks.positive_int, max_norm=checks.non_negative)
 def train_step(
     model,
     optimiser,
@@ -154,8 +155,6 @@ def train_step(
     Returns a ``StepOutput`` whose values stay on the device (no host synchronisation on a
     GPU); call ``settle`` to read and check them.
     """
-    if accumulation_steps < 1:
-        raise ValueError(f"train_step: accumulation_steps must be >= 1, got {accumulation_steps}")
     policy = Precision() if policy is None else policy
     loss_fn = CrossEntropy() if loss_fn is None else loss_fn
     optimiser.step()
@@ -179,6 +178,7 @@ def train_step(
     return StepOutput(loss, norm, skipped, policy.scaler is not None)
 
 
+@checks.arguments(n_batches=checks.positive_int, protocol=checks.one_of(("sequential", "random")))
 def evaluate(
     model,
     data,
@@ -197,10 +197,6 @@ def evaluate(
     batches from ``next(data)`` each time, as nanoGPT's ``estimate_loss`` (they advance the
     data's generator, which checkpoints save).
     """
-    if n_batches < 1:
-        raise ValueError(f"evaluate: n_batches must be >= 1, got {n_batches}")
-    if protocol not in ("sequential", "random"):
-        raise ValueError(f"evaluate: protocol must be 'sequential' or 'random', got {protocol!r}")
     policy = Precision() if policy is None else policy
     loss_fn = CrossEntropy() if loss_fn is None else loss_fn
     if protocol == "random":
