@@ -315,8 +315,7 @@ def bias_gelu(x: Tensor, bias: Tensor, approximate=False) -> Tensor:
     def backward(dy):  # (dx, dbias)
         return kernels.bias_gelu_backward(xp, x.array, bias.array, dy, approximate)
 
-    return Tensor(y, args=(x, bias), back_fns=shared_back_fns(backward, 2), name="bias_gelu",
-                  is_batched=x.is_batched)  # fmt: skip
+    return Tensor(y, args=(x, bias), back_fns=shared_back_fns(backward, 2), name="bias_gelu")
 
 
 def dense_gelu(layer: Dense, x: Tensor, approximate=False) -> Tensor:

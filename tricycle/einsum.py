@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 from tricycle import binary  # as a module: see tricycle/operators.py
 from tricycle.backend import check_same_device
-from tricycle.tensor import Tensor
+from tricycle.tensor import Tensor, as_tensor
 
 _LETTERS = frozenset(string.ascii_letters)
 
@@ -284,9 +284,7 @@ class Einsum:
         return f"Einsum({self.subscript!r})"
 
     def __call__(self, *tensors: Tensor) -> Tensor:
-        tensors = tuple(
-            t if isinstance(t, Tensor) else Tensor(t, requires_grad=False) for t in tensors
-        )
+        tensors = tuple(as_tensor(t) for t in tensors)
         arrays = [t.array for t in tensors]
         xp = check_same_device(f"Einsum {self.subscript}", *arrays)
         shapes = tuple(a.shape for a in arrays)

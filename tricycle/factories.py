@@ -19,7 +19,8 @@ import numpy as np
 
 from tricycle import backend, checks
 from tricycle import random as tricycle_random
-from tricycle.tensor import Tensor, is_float, numeric_dtype, parse_device
+from tricycle.tensor import Tensor, as_tensor, is_float, numeric_dtype, parse_device
+from tricycle.unary import unary_op
 
 Size = int | Sequence[int]
 
@@ -154,18 +155,12 @@ def triu(x, diagonal: int = 0) -> Tensor:
 
 def _triangle(op: str, x, diagonal: int) -> Tensor:
     checks.integer(op, "diagonal", diagonal)
-    x = x if isinstance(x, Tensor) else Tensor(x, requires_grad=False)
+    x = as_tensor(x)
     if x.ndim < 2:
         raise ValueError(f"{op}: needs a tensor with at least 2 dimensions, got shape {x.shape}")
     xp = x.xp
     keep = getattr(xp, op)
-    return Tensor(
-        keep(x.array, diagonal),
-        args=(x,),
-        back_fns=(lambda dout: keep(dout, diagonal),),
-        name=op,
-        is_batched=x.is_batched,
-    )
+    return unary_op(x, keep(x.array, diagonal), lambda dout: keep(dout, diagonal), op)
 
 
 # ---------------------------------------------------------------------- random tensors

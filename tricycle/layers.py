@@ -27,7 +27,7 @@ from tricycle.blocking import (
     row_sum,
 )
 from tricycle.initialisers import init_normal, init_ones, init_xavier, init_zeros
-from tricycle.tensor import Tensor, check_float, grad_enabled
+from tricycle.tensor import Tensor, as_tensor, check_float, grad_enabled
 from tricycle.unary import unary_op
 
 # ====================================================================== the Layer base
@@ -384,7 +384,7 @@ class Dense(Layer):
         self.bias = parameter(init_zeros((to_size,)), "bias") if bias else None
 
     def forward(self, x: Tensor) -> Tensor:
-        x = x if isinstance(x, Tensor) else Tensor(x, requires_grad=False)
+        x = as_tensor(x)
         if x.ndim == 0 or x.shape[-1] != self.from_size:
             raise ValueError(
                 f"Dense({self.from_size} -> {self.to_size}): expected an input whose last axis "

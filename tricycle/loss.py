@@ -13,7 +13,7 @@ from tricycle import checks, deferred, kernels
 from tricycle.backend import check_same_device
 from tricycle.binary import constant
 from tricycle.blocking import for_each_block, row_sum
-from tricycle.tensor import Tensor, check_float
+from tricycle.tensor import Tensor, as_tensor, check_float
 
 
 def _labels_and_mask(xp, labels, ignore_index):
@@ -95,7 +95,7 @@ def cross_entropy_backward(xp, dloss, logits, labels, saved, ignore_index=None):
 
 def _predictions(value) -> Tensor:
     """``y_pred`` as a Tensor: given as numbers or an array, it needs no gradient."""
-    return value if isinstance(value, Tensor) else Tensor(value, requires_grad=False)
+    return as_tensor(value)
 
 
 class CrossEntropy:

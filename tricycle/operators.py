@@ -91,9 +91,6 @@ Tensor.__eq__ = _comparison("==")
 Tensor.__ne__ = _comparison("!=")
 
 
-_MATMULS: dict[tuple[bool, bool], "einsum.Einsum"] = {}
-
-
 def _matmul(a: Tensor, b: Tensor) -> Tensor:
     """a @ b with numpy's matmul semantics for 1-D and batched operands."""
     b = binary.constant(b, a)
@@ -101,14 +98,11 @@ def _matmul(a: Tensor, b: Tensor) -> Tensor:
         raise ValueError(f"matmul: operands must not be scalars, got {a.shape} @ {b.shape}")
     if a.shape[-1] != b.shape[-2 if b.ndim > 1 else -1]:
         raise ValueError(f"matmul: inner dimensions differ: {a.shape} @ {b.shape}")
-    key = (a.ndim > 1, b.ndim > 1)
-    op = _MATMULS.get(key)
-    if op is None:  # one Einsum per case, so its parsing and plans are reused
-        left = "...ij" if key[0] else "j"
-        right = "...jk" if key[1] else "j"
-        out = ("...i" if key[0] else "..." if key[1] else "") + ("k" if key[1] else "")
-        op = _MATMULS[key] = einsum.Einsum(f"{left},{right}->{out}")
-    return op(a, b)
+    matrices = (a.ndim > 1, b.ndim > 1)
+    left = "...ij" if matrices[0] else "j"
+    right = "...jk" if matrices[1] else "j"
+    out = ("...i" if matrices[0] else "..." if matrices[1] else "") + ("k" if matrices[1] else "")
+    return einsum.einsum(f"{left},{right}->{out}", a, b)  # its Einsum, parsed once, is cached
 
 
 Tensor.__matmul__ = _matmul

@@ -12,7 +12,7 @@ import numpy as np
 
 from tricycle import backend, binary, checks, unary  # as modules: see tricycle/operators.py
 from tricycle.backend import check_same_device, is_cupy_array
-from tricycle.tensor import Tensor
+from tricycle.tensor import Tensor, as_tensor
 
 
 def reshape(x: Tensor, shape: Sequence[int]) -> Tensor:
@@ -210,7 +210,7 @@ def _tensors(op: str, tensors) -> tuple[Tensor, ...]:
     """A non-empty sequence of tensors; arrays and numbers in it become constants."""
     if isinstance(tensors, Tensor) or not isinstance(tensors, Sequence) or not tensors:
         raise TypeError(f"{op}: expected a non-empty list or tuple of tensors, got {tensors!r}")
-    return tuple(t if isinstance(t, Tensor) else Tensor(t, requires_grad=False) for t in tensors)
+    return tuple(map(as_tensor, tensors))
 
 
 def split(x: Tensor, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Tensor]:

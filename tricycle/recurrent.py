@@ -32,7 +32,7 @@ from tricycle.backend import check_same_device
 from tricycle.einsum import Einsum
 from tricycle.initialisers import init_uniform
 from tricycle.layers import Dropout, Layer, parameter, shared_back_fns
-from tricycle.tensor import Tensor
+from tricycle.tensor import Tensor, as_tensor
 
 __all__ = ["GRU", "LSTM", "RNN", "recurrence"]
 
@@ -336,7 +336,7 @@ class _Recurrent(Layer):
         parts = tuple(state) if lstm else (state,)
         if lstm and len(parts) != 2:
             raise ValueError(f"{name}: the state must be a pair (h0, c0), got {len(parts)} items")
-        parts = tuple(t if isinstance(t, Tensor) else Tensor(t, requires_grad=False) for t in parts)
+        parts = tuple(map(as_tensor, parts))
         for t in parts:
             if t.shape != shape:
                 raise ValueError(

@@ -480,6 +480,12 @@ class _HookHandle:
             hooks.remove(self.hook)
 
 
+def as_tensor(value) -> "Tensor":
+    """``value`` if it is a Tensor, else a constant Tensor of it (no gradient): how ops take
+    arrays and numbers beside tensors."""
+    return value if isinstance(value, Tensor) else Tensor(value, requires_grad=False)
+
+
 def _writeable(array) -> bool:
     """False for read-only numpy views and for views that repeat memory (stride 0)."""
     if isinstance(array, np.ndarray):
