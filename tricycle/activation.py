@@ -12,7 +12,7 @@ from tricycle.blocking import blocked_ufunc, for_each_block
 from tricycle.functions import Sigmoid, Tanh
 from tricycle.layers import Dense, Layer, dense, shared_back_fns
 from tricycle.tensor import Tensor, check_float, grad_enabled
-from tricycle.unary import unary_op
+from tricycle.unary import sigmoid_forward, unary_op
 
 __all__ = [
     "GLU",
@@ -29,7 +29,6 @@ __all__ = [
     "erf",
     "gelu_backward",
     "gelu_forward",
-    "sigmoid_forward",
     "swiglu_backward",
     "swiglu_forward",
 ]
@@ -392,17 +391,6 @@ def swiglu_backward(xp, x, dy):
     slope *= b
     xp.multiply(dy, slope, out=dx[..., :half])  # da
     return dx
-
-
-def sigmoid_forward(xp, a, out=None):
-    """1 / (1 + e^-a) as (1 + tanh(a / 2)) / 2, into ``out`` (which may be ``a``) or a new
-    array: no overflow for any a, and one transcendental function (the fused gates of SwiGLU
-    and the recurrent cells)."""
-    out = xp.multiply(a, 0.5, out=out)
-    xp.tanh(out, out=out)
-    out *= 0.5
-    out += 0.5
-    return out
 
 
 class SwiGLU(Layer):

@@ -14,6 +14,7 @@ from tricycle.backend import check_same_device
 from tricycle.binary import constant
 from tricycle.blocking import for_each_block, row_sum
 from tricycle.tensor import Tensor, as_tensor, check_float
+from tricycle.unary import sigmoid_forward
 
 
 def _labels_and_mask(xp, labels, ignore_index):
@@ -209,9 +210,7 @@ class BinaryCrossEntropy:
         loss = losses.sum() / n
 
         def d_logits(dloss):  # (sigmoid(z) - y) / n
-            e = xp.exp(-xp.abs(z))
-            sigmoid = xp.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
-            return (sigmoid - y) * (dloss / n)
+            return (sigmoid_forward(xp, z) - y) * (dloss / n)
 
         return Tensor(
             loss,

@@ -27,12 +27,12 @@ inputs per step, whose gradients would each be sequence-sized.
 import math
 
 from tricycle import checks, ops
-from tricycle.activation import sigmoid_forward
 from tricycle.backend import check_same_device
 from tricycle.einsum import Einsum
 from tricycle.initialisers import init_uniform
 from tricycle.layers import Dropout, Layer, parameter, shared_back_fns
 from tricycle.tensor import Tensor, as_tensor
+from tricycle.unary import sigmoid_forward
 
 __all__ = ["GRU", "LSTM", "RNN", "recurrence"]
 
