@@ -326,12 +326,7 @@ def dense_gelu(layer: Dense, x: Tensor, approximate=False) -> Tensor:
     """
     if layer.bias is None or not kernels.enabled(x.array, layer.bias.array):
         return GeLU(approximate)(layer(x))
-    if x.ndim == 0 or x.shape[-1] != layer.from_size:
-        raise ValueError(
-            f"Dense({layer.from_size} -> {layer.to_size}): expected an input whose last axis "
-            f"has size {layer.from_size}, got shape {x.shape}"
-        )
-    return bias_gelu(dense(x, layer.weights), layer.bias, approximate)
+    return bias_gelu(dense(layer.checked_input(x), layer.weights), layer.bias, approximate)
 
 
 # ---------------------------------------------------------------------- Swish, GLU

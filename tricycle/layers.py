@@ -384,15 +384,20 @@ class Dense(Layer):
         self.bias = parameter(init_zeros((to_size,)), "bias") if bias else None
 
     def forward(self, x: Tensor) -> Tensor:
+        x = self.checked_input(x)
+        out = dense(x, self.weights, self.bias)  # (..., to_size)
+        out.name = self.name or "dense"
+        return out
+
+    def checked_input(self, x) -> Tensor:
+        """``x`` as a Tensor whose last axis has ``from_size`` elements, or a ValueError."""
         x = as_tensor(x)
         if x.ndim == 0 or x.shape[-1] != self.from_size:
             raise ValueError(
                 f"Dense({self.from_size} -> {self.to_size}): expected an input whose last axis "
                 f"has size {self.from_size}, got shape {x.shape}"
             )
-        out = dense(x, self.weights, self.bias)  # (..., to_size)
-        out.name = self.name or "dense"
-        return out
+        return x
 
     def extra_repr(self) -> str:
         return f"from_size={self.from_size}, to_size={self.to_size}, bias={self.bias is not None}"

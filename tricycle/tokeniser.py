@@ -236,7 +236,7 @@ class BPETokeniser:
         try:
             fast = self._tiktoken() if len(text) >= _ACCELERATE_MIN_CHARS else None
             if fast is not None:
-                if _SURROGATE.search(text):  # tiktoken would replace it with U+FFFD
+                if not text.isascii() and _SURROGATE.search(text):  # tiktoken: U+FFFD
                     raise UnicodeEncodeError("utf-8", text, 0, 1, "surrogates not allowed")
                 return np.array(fast.encode_ordinary(text), dtype=np.int32)
             ids = chain.from_iterable(map(self._cache.__getitem__, self._split(text)))
