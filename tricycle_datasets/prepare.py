@@ -21,7 +21,8 @@ Nothing is held whole in memory: each worker holds one task. A shard is written 
 temporary file, flushed to disk and renamed, and only then listed in index.json (itself
 replaced atomically), so an interrupted run never leaves a shard that a loader would read.
 Running the same command again skips the shards already listed and finishes the rest; a
-directory holding shards of other inputs or settings is refused rather than overwritten.
+directory holding shards of other inputs or settings is refused rather than overwritten, and
+so is one that another prepare is writing (it holds the directory's lock, `.lock`).
 """
 
 import argparse
@@ -43,7 +44,7 @@ import numpy as np
 from tqdm import tqdm
 
 from tricycle import checks, cli
-from tricycle.files import atomic_write, remove_temporaries
+from tricycle.files import DirectoryLock, DirectoryLocked, atomic_write, remove_temporaries
 from tricycle.tokeniser import END_OF_TEXT, N_BYTES, BPETokeniser
 from tricycle_datasets import decode_utf8
 from tricycle_datasets.download import sha256_file
@@ -281,7 +282,41 @@ def prepare(
     if index is not None and index["complete"]:
         _say(progress, f"{out_dir}: already complete ({_summary(index)})")
         return index
+    with DirectoryLock(out_dir):  # one prepare at a time writes into a directory
+        return _write(
+            out_dir,
+            tasks,
+            settings,
+            vocab_size=vocab_size,
+            tokeniser_path=tokeniser_path,
+            sample_bytes=sample_bytes,
+            valid_fraction=valid_fraction,
+            shard_tokens=shard_tokens,
+            workers=workers,
+            accelerate=accelerate,
+            progress=progress,
+        )
 
+
+def _write(
+    out_dir: Path,
+    tasks: list[Task],
+    settings: dict,
+    *,
+    vocab_size: int | None,
+    tokeniser_path,
+    sample_bytes: int,
+    valid_fraction: float,
+    shard_tokens: int,
+    workers: int,
+    accelerate: bool,
+    progress: bool,
+) -> dict:
+    """`prepare`'s work, done holding the directory's lock: start the directory, or take it
+    up where the last run into it stopped, and write the shards still missing."""
+    index = _existing_index(out_dir, settings)  # again: as the last run left it
+    next_shards = [shard_name(s, len(index["splits"][s]) if index else 0) for s in SPLITS]
+    remove_temporaries(out_dir, [INDEX, TOKENISER, *next_shards])  # what a killed run left
     tokeniser = _tokeniser(out_dir, tasks, index, vocab_size, tokeniser_path, sample_bytes)
     if index is None:
         index = {
@@ -297,8 +332,6 @@ def prepare(
             "splits": {split: [] for split in SPLITS},
         }
         write_index(out_dir, index)
-    next_shards = [shard_name(s, len(index["splits"][s])) for s in SPLITS]
-    remove_temporaries(out_dir, [INDEX, TOKENISER, *next_shards])  # what a killed run left
 
     valid = validation_tasks(len(tasks), valid_fraction)
     split_of = ["valid" if k in valid else "train" for k in range(len(tasks))]
@@ -512,7 +545,7 @@ def main(argv=None) -> dict:
             progress=not args.no_progress,
             accelerate=not args.no_tiktoken,
         )
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, DirectoryLocked) as error:
         raise SystemExit(f"prepare: {error}") from None
 
 
