@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tricycle.files import DirectoryLock
 from tricycle.tokeniser import END_OF_TEXT, BPETokeniser
 from tricycle_datasets import prepare as prepare_module
 from tricycle_datasets.prepare import (
@@ -79,7 +80,7 @@ def test_stdlib_shards_hold_every_file_in_order(stdlib_shards):
         for shard in index["splits"][split]:
             dtype, n = read_header(stdlib_shards / shard["file"])
             assert dtype == np.dtype("<u2") and n == shard["tokens"]
-    assert not list(stdlib_shards.glob(".*"))  # no temporary files left
+    assert not list(stdlib_shards.glob(".*.tmp"))  # no temporary files left
 
 
 def test_loader_windows_decode_back_to_the_sources(stdlib_shards):
@@ -239,6 +240,18 @@ def test_a_killed_prepare_is_finished_by_running_it_again(tmp_path):
     prepare([str(corpus)], reference, vocab_size=300, shard_tokens=20_000, progress=False)
     assert shard_bytes(out) == shard_bytes(reference)
     assert not list(out.glob(".*.tmp"))
+
+
+def test_two_prepares_into_one_directory_are_refused(tmp_path):
+    corpus = small_corpus(tmp_path, n_files=2)
+    out = tmp_path / "out"
+    command = [str(corpus), "--out-dir", str(out), "--vocab-size", "300", "--no-progress"]
+    with DirectoryLock(out):  # as a prepare into it running in another process holds it
+        with pytest.raises(SystemExit) as refused:
+            main(command)
+        assert str(refused.value).startswith(f"prepare: {out} is in use by another run (pid ")
+        assert [p.name for p in out.iterdir()] == [".lock"]  # nothing written
+    assert main(command)["complete"]  # once it is free
 
 
 # ---------------------------------------------------------------------- errors

@@ -187,6 +187,11 @@ class CausalLMDataset(Dataset):
     every N, so its state resumes a run at any world size. ``iterate_sequential`` splits its
     global batches the same way.
 
+    A subclass reading its ids from elsewhere (``tricycle_datasets.shards.TokenShards``, from
+    files on disk) calls ``_init_windows`` and overrides ``_read`` (the ids of some windows)
+    and ``_starts`` (where the next global batch starts); batching, the random draw, the
+    sequential pass, indexing and the checks are these.
+
     Args:
         tokens: a 1-D sequence of integer ids in [0, vocab_size): a numpy array or anything
             with ``__array__`` (such as the Shakespeare corpus).
@@ -224,8 +229,9 @@ class CausalLMDataset(Dataset):
                 f"CausalLMDataset: {len(tokens)} tokens are too few for a context window of "
                 f"{context_window} (need at least {context_window + 1})"
             )
-        if rank >= world_size:
-            checks.fail("CausalLMDataset", "rank", f"below world_size ({world_size})", rank)
+        self._init_windows(
+            len(tokens), vocab_size, batch_size, context_window, seed, rank, world_size
+        )
         low, high = int(tokens.min()), int(tokens.max())
         if low < 0 or high >= vocab_size:
             raise ValueError(
@@ -233,15 +239,31 @@ class CausalLMDataset(Dataset):
                 f"{vocab_size}, got ids in [{low}, {high}]"
             )
         self.tokens = tokens
-        self.vocab_size, self.context_window = vocab_size, context_window
-        self.default_batch_size = batch_size
-        self.rank, self.world_size = rank, world_size
+
+    def _init_windows(
+        self,
+        n_tokens: int,
+        vocab_size: int,
+        batch_size: int,
+        context_window: int,
+        seed: int | None,
+        rank: int,
+        world_size: int,
+    ) -> None:
+        """What the windows need: the stream's length, the shapes, this rank's place (checked
+        against ``world_size``) and the seeded draw."""
+        if rank >= world_size:
+            checks.fail(type(self).__name__, "rank", f"below world_size ({world_size})", rank)
+        self.n_tokens = int(n_tokens)
+        self.vocab_size, self.context_window = int(vocab_size), int(context_window)
+        self.default_batch_size = int(batch_size)
+        self.rank, self.world_size = int(rank), int(world_size)
         self._init_config(shuffled=True, seed=seed)
 
     @property
     def n_windows(self) -> int:
         """The number of distinct windows (start offsets)."""
-        return len(self.tokens) - self.context_window
+        return self.n_tokens - self.context_window
 
     @_batch_arguments
     def batch(self, batch_size: int | None = None, drop_last: bool = False) -> "CausalLMDataset":
@@ -267,25 +289,33 @@ class CausalLMDataset(Dataset):
         self.rng.bit_generator.state = state["rng"]
 
     def __len__(self) -> int:
-        """The number of windows (or batches once batched) ``iterate_sequential`` yields."""
-        n = (len(self.tokens) - 1) // self.context_window  # each needs T + 1 tokens
+        """The number of windows (or batches once batched) ``iterate_sequential`` yields, over
+        all ranks."""
+        n = (self.n_tokens - 1) // self.context_window  # each needs T + 1 tokens
         if self.batch_size is None:
             return n
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
-    def _windows(self, offsets: np.ndarray):
-        """(inputs, targets) for windows starting at ``offsets``: (n, T) int64 each."""
-        span = offsets[:, None] + np.arange(self.context_window + 1)  # (n, T + 1)
-        windows = self.tokens[span].astype(np.int64)
-        inputs = np.ascontiguousarray(windows[:, :-1])
-        targets = np.ascontiguousarray(windows[:, 1:])
-        return inputs, targets
+    def _read(self, starts: np.ndarray, length: int) -> np.ndarray:
+        """Ids ``[start, start + length)`` of the stream for each start: (n, length) int64."""
+        return self.tokens[starts[:, None] + np.arange(length)].astype(np.int64)
+
+    def _windows(self, starts: np.ndarray):
+        """(inputs, targets) for windows starting at ``starts``: (n, T) int64 each."""
+        windows = self._read(starts, self.context_window + 1)  # (n, T + 1)
+        return np.ascontiguousarray(windows[:, :-1]), np.ascontiguousarray(windows[:, 1:])
+
+    def _starts(self, n: int) -> np.ndarray:
+        """The offsets of the next global batch of ``n`` windows: uniformly random."""
+        return self.rng.integers(0, self.n_windows, size=n)
 
     def __getitem__(self, i: int):
         """The window starting at token ``i``: ((T,), (T,))."""
-        if not 0 <= i < self.n_windows:
-            raise IndexError(f"CausalLMDataset: window {i} out of range [0, {self.n_windows})")
-        inputs, targets = self._windows(np.array([i]))
+        if not checks.is_integer(i) or not 0 <= i < self.n_windows:
+            raise IndexError(
+                f"{type(self).__name__}: window {i!r} out of range [0, {self.n_windows})"
+            )
+        inputs, targets = self._windows(np.array([i], dtype=np.int64))
         return self._convert(inputs[0]), self._convert(targets[0])
 
     def __iter__(self):
@@ -293,8 +323,8 @@ class CausalLMDataset(Dataset):
 
     def __next__(self):
         n = self.batch_size or 1
-        offsets = self.rng.integers(0, self.n_windows, size=n * self.world_size)  # global batch
-        inputs, targets = self._windows(offsets[self.rank * n : (self.rank + 1) * n])
+        starts = self._starts(n * self.world_size)  # (world_size * n,): the global batch
+        inputs, targets = self._windows(starts[self.rank * n : (self.rank + 1) * n])
         if self.batch_size is None:
             inputs, targets = inputs[0], targets[0]
         return self._convert(inputs), self._convert(targets)
@@ -308,7 +338,7 @@ class CausalLMDataset(Dataset):
         a rank whose rows of a short last batch are empty skips it."""
         batch_size = self.batch_size or self.default_batch_size
         n = len(self.unbatch())
-        offsets = np.arange(n) * self.context_window
+        offsets = np.arange(n, dtype=np.int64) * self.context_window
         mine = slice(self.rank * batch_size, (self.rank + 1) * batch_size)
         for k, start in enumerate(range(0, n, batch_size * self.world_size)):
             if max_batches is not None and k >= max_batches:

@@ -32,8 +32,9 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator:
     """Open a temporary file beside `path`; on success, rename it onto `path`.
 
     Readers see either the old file or the complete new one, never a partial write (the
-    rename is atomic within one directory). On error the temporary file is removed; a
-    process killed mid-write leaves it behind as ``.<name>.<random>.tmp``, which
+    rename is atomic within one directory); the file and then the directory are flushed to
+    disk, so the new file survives a crash once this returns. On error the temporary file is
+    removed; a process killed mid-write leaves it behind as ``.<name>.<random>.tmp``, which
     ``remove_temporaries`` cleans up.
     """
     path = Path(path)
@@ -53,6 +54,22 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator:
         with contextlib.suppress(FileNotFoundError):
             os.remove(tmp)
         raise
+    _fsync_directory(path.parent)
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Flush a directory's entries to disk, which makes a rename in it durable: without it a
+    crash soon after may bring back the old file (best effort: not every OS or file system
+    lets a directory be opened or flushed)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def remove_temporaries(directory: str | os.PathLike, names: list[str]) -> list[Path]:

@@ -114,12 +114,18 @@ class TextFile(Corpus):
 def read_text(path: str | os.PathLike) -> str:
     """The contents of a UTF-8 text file; ValueError naming the file and the byte offset of
     the first byte that is not UTF-8."""
-    data = Path(path).read_bytes()
+    return decode_utf8(Path(path).read_bytes(), path)
+
+
+def decode_utf8(data: bytes, where, offset: int = 0) -> str:
+    """``data`` as UTF-8 text; else ValueError naming ``where`` it came from and the offset
+    (``offset`` being where ``data`` starts there) of the first byte that is not UTF-8."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ValueError(
-            f"{path}: not UTF-8 text: byte 0x{data[e.start]:02x} at offset {e.start} ({e.reason})"
+            f"{where}: not UTF-8 text: byte 0x{data[e.start]:02x} at offset {offset + e.start} "
+            f"({e.reason}); leave it out or convert it to UTF-8"
         ) from None
 
 

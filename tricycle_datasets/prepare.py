@@ -21,10 +21,12 @@ Nothing is held whole in memory: each worker holds one task. A shard is written 
 temporary file, flushed to disk and renamed, and only then listed in index.json (itself
 replaced atomically), so an interrupted run never leaves a shard that a loader would read.
 Running the same command again skips the shards already listed and finishes the rest; a
-directory holding shards of other inputs or settings is refused rather than overwritten.
+directory holding shards of other inputs or settings is refused rather than overwritten, and
+so is one that another prepare is writing (it holds the directory's lock, `.lock`).
 """
 
 import argparse
+import contextlib
 import glob
 import hashlib
 import json
@@ -42,8 +44,9 @@ import numpy as np
 from tqdm import tqdm
 
 from tricycle import checks, cli
-from tricycle.files import atomic_write
+from tricycle.files import DirectoryLock, DirectoryLocked, atomic_write, remove_temporaries
 from tricycle.tokeniser import END_OF_TEXT, N_BYTES, BPETokeniser
+from tricycle_datasets import decode_utf8
 from tricycle_datasets.download import sha256_file
 from tricycle_datasets.shards import (
     INDEX,
@@ -52,6 +55,7 @@ from tricycle_datasets.shards import (
     TOKENISER,
     VERSION,
     ShardError,
+    load_tokeniser,
     pack_header,
     read_index,
     shard_dtype,
@@ -124,13 +128,7 @@ def read_task(task: Task) -> str:
             return ""  # this range lies inside one long stretch without a cut point
         f.seek(begin)
         data = f.read(stop - begin)
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ValueError(
-            f"{task.path}: not UTF-8 text: byte 0x{data[e.start]:02x} at offset "
-            f"{begin + e.start} ({e.reason}); leave the file out or convert it to UTF-8"
-        ) from None
+    return decode_utf8(data, task.path, begin)
 
 
 def _cut_at_or_after(f, position: int) -> int:
@@ -188,15 +186,20 @@ def _encode_in_worker(task: Task) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ writing shards
+def shard_name(split: str, number: int) -> str:
+    """The file name of a split's shard `number`."""
+    return f"{split}-{number:05d}.bin"
+
+
 class ShardWriter:
-    """Appends ids to `{split}-{number:05d}.bin` through a temporary file; `close()` fills
-    in the header, flushes to disk and renames it into place."""
+    """Appends ids to `{split}-{number:05d}.bin` through `atomic_write`'s temporary file;
+    `close()` fills in the header and puts the shard in place, `discard()` drops it."""
 
     def __init__(self, out_dir: Path, split: str, number: int, dtype: np.dtype):
-        self.path = out_dir / f"{split}-{number:05d}.bin"
-        self.tmp = out_dir / f".{self.path.name}.tmp"
+        self.path = out_dir / shard_name(split, number)
         self.dtype = dtype
-        self.file = open(self.tmp, "wb")
+        self._writing = contextlib.ExitStack()  # the atomic write, open until close or discard
+        self.file = self._writing.enter_context(atomic_write(self.path, "wb"))
         self.file.write(pack_header(dtype, 0))
         self.n_tokens = 0
         self.first_task: int | None = None
@@ -212,11 +215,7 @@ class ShardWriter:
         """Finish the shard; its entry for the index."""
         self.file.seek(0)
         self.file.write(pack_header(self.dtype, self.n_tokens))
-        self.file.flush()
-        os.fsync(self.file.fileno())
-        self.file.close()
-        os.replace(self.tmp, self.path)
-        _fsync_dir(self.path.parent)
+        self._writing.close()  # flushed to disk and renamed into place
         return {
             "file": self.path.name,
             "tokens": self.n_tokens,
@@ -224,22 +223,10 @@ class ShardWriter:
         }
 
     def discard(self) -> None:
-        self.file.close()
-        self.tmp.unlink(missing_ok=True)
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make a rename in `directory` durable (where the OS allows opening directories)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+        """Drop an unfinished shard: the temporary file goes, nothing is renamed (after
+        `close()`, nothing happens)."""
+        unfinished = ShardError(f"{self.path}: discarded unfinished")
+        self._writing.__exit__(ShardError, unfinished, None)  # atomic_write's error path
 
 
 def write_index(out_dir: Path, index: dict) -> None:
@@ -295,7 +282,41 @@ def prepare(
     if index is not None and index["complete"]:
         _say(progress, f"{out_dir}: already complete ({_summary(index)})")
         return index
+    with DirectoryLock(out_dir):  # one prepare at a time writes into a directory
+        return _write(
+            out_dir,
+            tasks,
+            settings,
+            vocab_size=vocab_size,
+            tokeniser_path=tokeniser_path,
+            sample_bytes=sample_bytes,
+            valid_fraction=valid_fraction,
+            shard_tokens=shard_tokens,
+            workers=workers,
+            accelerate=accelerate,
+            progress=progress,
+        )
 
+
+def _write(
+    out_dir: Path,
+    tasks: list[Task],
+    settings: dict,
+    *,
+    vocab_size: int | None,
+    tokeniser_path,
+    sample_bytes: int,
+    valid_fraction: float,
+    shard_tokens: int,
+    workers: int,
+    accelerate: bool,
+    progress: bool,
+) -> dict:
+    """`prepare`'s work, done holding the directory's lock: start the directory, or take it
+    up where the last run into it stopped, and write the shards still missing."""
+    index = _existing_index(out_dir, settings)  # again: as the last run left it
+    next_shards = [shard_name(s, len(index["splits"][s]) if index else 0) for s in SPLITS]
+    remove_temporaries(out_dir, [INDEX, TOKENISER, *next_shards])  # what a killed run left
     tokeniser = _tokeniser(out_dir, tasks, index, vocab_size, tokeniser_path, sample_bytes)
     if index is None:
         index = {
@@ -311,10 +332,6 @@ def prepare(
             "splits": {split: [] for split in SPLITS},
         }
         write_index(out_dir, index)
-    elif index["tokeniser_sha256"] != sha256_file(out_dir / TOKENISER):
-        raise ShardError(f"{out_dir / TOKENISER} changed since the shards were written")
-    for stale in out_dir.glob(".*.bin.tmp"):  # a shard an interrupted run did not finish
-        stale.unlink()
 
     valid = validation_tasks(len(tasks), valid_fraction)
     split_of = ["valid" if k in valid else "train" for k in range(len(tasks))]
@@ -387,10 +404,11 @@ def _tokeniser(
     sample_bytes: int,
 ) -> BPETokeniser:
     """The run's tokeniser, saved as out_dir/tokeniser.json: the one already there for a run
-    being finished; else loaded from `tokeniser_path`, or trained on a sample."""
+    being finished (checked against the index); else loaded from `tokeniser_path`, or
+    trained on a sample."""
     target = out_dir / TOKENISER
     if index is not None:
-        return BPETokeniser.load(target)
+        return load_tokeniser(out_dir, index)  # checked against the index
     if tokeniser_path is not None:
         tokeniser = BPETokeniser.load(tokeniser_path)
         if tokeniser.eot_id is None:
@@ -527,7 +545,7 @@ def main(argv=None) -> dict:
             progress=not args.no_progress,
             accelerate=not args.no_tiktoken,
         )
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, DirectoryLocked) as error:
         raise SystemExit(f"prepare: {error}") from None
 
 

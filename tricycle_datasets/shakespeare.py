@@ -10,12 +10,13 @@ error, never a silent download. A local copy whose SHA-256 is not the official f
 with a warning naming both hashes. The last 10% (cut at a line end) is the validation set.
 """
 
+import hashlib
 import os
 import warnings
 from pathlib import Path
 
-from tricycle_datasets import Corpus, check_vocab_size, read_text, split_text
-from tricycle_datasets.download import DownloadError, download, sha256_file
+from tricycle_datasets import Corpus, check_vocab_size, decode_utf8, read_text, split_text
+from tricycle_datasets.download import DownloadError, download
 
 URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
 SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
@@ -79,11 +80,12 @@ def _find(directory: Path, source: str) -> Path | None:
 
 def _read_local(path: Path) -> str:
     """A local copy's text; a warning if it is not the official file."""
-    actual = sha256_file(path)
+    data = path.read_bytes()
+    actual = hashlib.sha256(data).hexdigest()
     if actual != SHA256:
         warnings.warn(
             f"{path} is not the official tiny-shakespeare: its sha256 is {actual}, expected "
             f"{SHA256}; using it anyway",
             stacklevel=3,
         )
-    return read_text(path)
+    return decode_utf8(data, path)

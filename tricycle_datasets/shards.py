@@ -12,15 +12,17 @@ A shard is a 32-byte header, then the token ids as little-endian unsigned intege
     magic b"TRCYTOK\\0" | version (uint32) | bytes per id (uint32: 2 or 4) | token count
     (uint64) | 8 reserved bytes
 
-`TokenShards` reads one split as a single stream of ids (the shards concatenated) and yields
-next-token windows exactly as `CausalLMDataset` does (see tricycle/dataset.py): random
-windows, or a sequential pass, split between the ranks of a data-parallel run, with a
-`state_dict()` that makes a resumed run continue where it stopped. Memory does not grow with
-the corpus: each batch maps the shards it needs, copies its windows out and unmaps them
-again (a mapping kept open would keep every page it ever touched resident).
+`TokenShards` reads one split as a single stream of ids (the shards concatenated): it is a
+`CausalLMDataset` (see tricycle/dataset.py) whose ids stay on disk. It yields random windows,
+or a sequential pass, split between the ranks of a data-parallel run, with a `state_dict()`
+that makes a resumed run continue where it stopped. Memory does not grow with the corpus:
+each batch maps the shards it needs, copies its windows out and unmaps them again (a mapping
+kept open would keep every page it ever touched resident). `load_tokeniser` reads the
+directory's tokeniser back, checked against the SHA-256 that the index records.
 """
 
 import json
+import mmap
 import os
 import struct
 import warnings
@@ -29,8 +31,9 @@ from pathlib import Path
 import numpy as np
 
 from tricycle import checks
-from tricycle.dataset import Dataset, _new_rng
-from tricycle.tokeniser import load_tokeniser
+from tricycle.dataset import CausalLMDataset
+from tricycle.tokeniser import load_tokeniser as load_tokeniser_file
+from tricycle_datasets.download import sha256_file
 
 MAGIC = b"TRCYTOK\0"
 VERSION = 1
@@ -116,13 +119,37 @@ def read_index(directory: str | os.PathLike) -> dict:
     return index
 
 
+def load_tokeniser(directory: str | os.PathLike, index: dict | None = None):
+    """The tokeniser that wrote a shard directory's ids, checked against the SHA-256 that its
+    index (``index``, or the directory's) records: the ids mean nothing under another one."""
+    directory = Path(directory)
+    index = read_index(directory) if index is None else index
+    path = directory / index["tokeniser"]
+    recorded = index.get("tokeniser_sha256")
+    if recorded is None:
+        raise ShardError(f"{directory / INDEX} records no tokeniser_sha256 to check {path} against")
+    try:
+        actual = sha256_file(path)
+    except OSError as e:
+        raise ShardError(f"cannot read the tokeniser {path}: {e}") from None
+    if actual != recorded:
+        raise ShardError(
+            f"{path} changed since the shards were written: its SHA-256 is {actual}, "
+            f"{directory / INDEX} records {recorded}"
+        )
+    return load_tokeniser_file(path)
+
+
 # ------------------------------------------------------------------ the loader
-class TokenShards(Dataset):
+class TokenShards(CausalLMDataset):
     """Next-token prediction windows from one split of a shard directory.
 
-    Yields what ``CausalLMDataset`` yields: after ``batch()``, ``next(shards)`` is
-    (inputs, targets), (batch_size, T) int64 ids each (Tensors after ``to_tensor()``, on the
-    GPU after ``to_gpu()``), ``targets`` being the windows shifted by one token.
+    Yields what ``CausalLMDataset`` yields, and is one (its batching, random draw, sequential
+    pass and checks): after ``batch()``, ``next(shards)`` is (inputs, targets),
+    (batch_size, T) int64 ids each (Tensors after ``to_tensor()``, on the GPU after
+    ``to_gpu()``), ``targets`` being the windows shifted by one token. What is its own: the
+    ids are read from the memory-mapped shards, batch by batch, and checked against the
+    vocabulary as they are read; and the windows may also come in order.
 
     Args:
         directory: written by ``python -m tricycle_datasets.prepare``.
@@ -165,8 +192,6 @@ class TokenShards(Dataset):
         world_size: int = 1,
         vocab_size: int | None = None,
     ):
-        if rank >= world_size:
-            checks.fail("TokenShards", "rank", f"below world_size ({world_size})", rank)
         self.directory = Path(directory)
         index = read_index(self.directory)
         if not index.get("complete", False):
@@ -198,39 +223,22 @@ class TokenShards(Dataset):
             raise ShardError(f"{self.directory}: the {split} shards mix id sizes {dtypes}")
         self.dtype = dtypes.pop() if dtypes else DTYPES[2]
         self.bounds = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])  # shard starts
-        self.n_tokens = int(self.bounds[-1])
-        if self.n_tokens <= context_window:
+        n_tokens = int(self.bounds[-1])
+        if n_tokens <= context_window:
             raise ValueError(
-                f"TokenShards: the {split} split of {self.directory} has {self.n_tokens} tokens, "
+                f"TokenShards: the {split} split of {self.directory} has {n_tokens} tokens, "
                 f"too few for a context window of {context_window} (need at least "
                 f"{context_window + 1})"
             )
-        self.split, self.order = split, order
-        self.vocab_size, self.context_window = int(vocab_size), int(context_window)
-        self.default_batch_size = int(batch_size)
-        self.rank, self.world_size = int(rank), int(world_size)
-        self.index = index
-        self._init_config(shuffled=True, seed=seed)
+        self._init_windows(n_tokens, vocab_size, batch_size, context_window, seed, rank, world_size)
+        self.split, self.order, self.index = split, order, index
         self.position = 0  # sequential order: where the next global batch starts
 
     @property
-    def n_windows(self) -> int:
-        """The number of distinct windows (start offsets)."""
-        return self.n_tokens - self.context_window
-
-    @property
     def tokeniser(self):
-        """The tokeniser that wrote the ids (read from the directory on each access)."""
-        return load_tokeniser(self.directory / self.index["tokeniser"])
-
-    # ------------------------------------------------------------------ configuration
-    def batch(self, batch_size: int | None = None, drop_last: bool = False) -> "TokenShards":
-        """Yield (batch_size, T) batches; by default the constructor's batch_size."""
-        return super().batch(batch_size or self.default_batch_size, drop_last)
-
-    def shuffle(self, seed: int | None = None) -> "TokenShards":
-        """Windows are drawn at random offsets anyway; this re-seeds the draw if ``seed``."""
-        return self._configured(rng=_new_rng(seed)) if seed is not None else self._configured()
+        """The tokeniser that wrote the ids (read from the directory, and checked against
+        the index, on each access)."""
+        return load_tokeniser(self.directory, self.index)
 
     # ------------------------------------------------------------------ resumption
     def state_dict(self) -> dict:
@@ -263,85 +271,73 @@ class TokenShards(Dataset):
         self.position = int(position)
 
     # ------------------------------------------------------------------ access
-    def __len__(self) -> int:
-        """The number of windows (or batches once batched) ``iterate_sequential`` yields over
-        all ranks."""
-        n = (self.n_tokens - 1) // self.context_window  # each needs T + 1 tokens
-        if self.batch_size is None:
-            return n
-        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
-
-    def __getitem__(self, i: int):
-        """The window starting at token ``i``: ((T,), (T,))."""
-        if not checks.is_integer(i) or not 0 <= i < self.n_windows:
-            raise IndexError(f"TokenShards: window {i!r} out of range [0, {self.n_windows})")
-        inputs, targets = self._windows(np.array([i]))
-        return self._convert(inputs[0]), self._convert(targets[0])
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        B, T, W = self.batch_size or 1, self.context_window, self.world_size
+    def _starts(self, n: int) -> np.ndarray:
+        """Random offsets; or, in order, the next ``n`` consecutive windows of the stream,
+        from the start again once too little is left for all of them."""
         if self.order == "random":
-            starts = self.rng.integers(0, self.n_windows, size=W * B)  # (W * B,): global batch
-        else:
-            if self.position + W * B * T + 1 > self.n_tokens:
-                self.position = 0  # too little left for a whole batch: start again
-            starts = self.position + np.arange(W * B, dtype=np.int64) * T
-            self.position += W * B * T
-        inputs, targets = self._windows(starts[self.rank * B : (self.rank + 1) * B])
-        if self.batch_size is None:
-            inputs, targets = inputs[0], targets[0]
-        return self._convert(inputs), self._convert(targets)
+            return super()._starts(n)
+        T = self.context_window
+        if self.position + n * T + 1 > self.n_tokens:
+            self.position = 0
+        starts = self.position + np.arange(n, dtype=np.int64) * T
+        self.position += n * T
+        return starts
 
-    def iterate_sequential(self, max_batches: int | None = None):
-        """Every non-overlapping window in order (offsets 0, T, 2T, ...), in batches of
-        ``batch_size``; deterministic, for evaluation. With several ranks, rank r takes
-        batches r, r + world_size, ...: each rank yields up to ``max_batches`` batches."""
-        batch_size = self.batch_size or self.default_batch_size
-        n = (self.n_tokens - 1) // self.context_window
-        offsets = np.arange(n, dtype=np.int64) * self.context_window
-        batch_starts = range(self.rank * batch_size, n, self.world_size * batch_size)
-        for k, start in enumerate(batch_starts):
-            if max_batches is not None and k >= max_batches:
-                return
-            inputs, targets = self._windows(offsets[start : start + batch_size])
-            yield self._convert(inputs, batched=True), self._convert(targets, batched=True)
-
-    def _windows(self, starts: np.ndarray):
-        """(inputs, targets) for windows starting at ``starts``: (n, T) int64 each."""
-        windows = self.read(starts, self.context_window + 1)  # (n, T + 1)
-        high = int(windows.max())
+    def _read(self, starts: np.ndarray, length: int) -> np.ndarray:
+        """``read``, with the ids checked against the vocabulary (the shards are too large
+        to check whole when they are opened)."""
+        ids = self.read(starts, length)
+        high = int(ids.max())
         if high >= self.vocab_size:
             raise ShardError(
                 f"{self.directory}: id {high} in the {self.split} split is outside the "
                 f"vocabulary [0, {self.vocab_size})"
             )
-        return np.ascontiguousarray(windows[:, :-1]), np.ascontiguousarray(windows[:, 1:])
+        return ids
 
     def read(self, starts: np.ndarray, length: int) -> np.ndarray:
         """Ids ``[start, start + length)`` of the split's stream for each start: (n, length)
         int64. A span may cross from one shard into the next. The shards are mapped for
-        this call only."""
+        this call only: pages read stay resident only while mapped."""
+        starts = np.asarray(starts, dtype=np.int64)  # (n,)
+        if len(starts) and (starts.min() < 0 or starts.max() + length > self.n_tokens):
+            raise IndexError(
+                f"TokenShards.read: spans of {length} ids starting in [{starts.min()}, "
+                f"{starts.max()}] leave the {self.n_tokens} ids of the {self.split} split"
+            )
         out = np.empty((len(starts), length), dtype=np.int64)
-        maps: dict[int, np.ndarray] = {}
-        for row, start in enumerate(np.asarray(starts, dtype=np.int64).tolist()):
-            done = 0
-            while done < length:
-                pos = start + done
-                shard = int(np.searchsorted(self.bounds, pos, side="right")) - 1
-                if shard not in maps:
-                    maps[shard] = self._map(shard)
-                local = pos - int(self.bounds[shard])
-                take = min(length - done, len(maps[shard]) - local)
-                out[row, done : done + take] = maps[shard][local : local + take]
-                done += take
+        first = np.searchsorted(self.bounds, starts, side="right") - 1  # (n,) a span's shards:
+        last = np.searchsorted(self.bounds, starts + (length - 1), side="right") - 1  # first..last
+        mapped: dict[int, mmap.mmap] = {}  # unmapped when dropped, on return
+
+        def ids(shard: int, length: int = 1) -> np.ndarray:
+            """Every span of ``length`` ids in ``shard``: (n - length + 1, length), a view."""
+            if shard not in mapped:
+                mapped[shard] = self._map(shard)
+            n, size = int(self.bounds[shard + 1] - self.bounds[shard]), self.dtype.itemsize
+            shape, strides = (n - length + 1, length), (size, size)
+            return np.ndarray(shape, self.dtype, mapped[shard], HEADER.size, strides)
+
+        inside = first == last
+        for shard in np.unique(first[inside]).tolist():  # spans within a shard: one gather each
+            rows = np.flatnonzero(inside & (first == shard))
+            out[rows] = ids(shard, length)[starts[rows] - self.bounds[shard]]
+        for row in np.flatnonzero(~inside).tolist():  # spans across shards: piece by piece
+            start = int(starts[row])
+            for shard in range(int(first[row]), int(last[row]) + 1):
+                low, high = self.bounds[shard], self.bounds[shard + 1]  # the shard's ids
+                take = slice(max(start, low), min(start + length, high))  # in the stream
+                piece = ids(shard)[take.start - low : take.stop - low, 0]  # (k,)
+                out[row, take.start - start : take.stop - start] = piece
         return out
 
-    def _map(self, shard: int) -> np.ndarray:
-        n = int(self.bounds[shard + 1] - self.bounds[shard])
-        return np.memmap(self.paths[shard], self.dtype, "r", offset=HEADER.size, shape=(n,))
+    def _map(self, shard: int) -> mmap.mmap:
+        """One shard's file, mapped read-only."""
+        fd = os.open(self.paths[shard], os.O_RDONLY)
+        try:
+            return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        finally:
+            os.close(fd)
 
     def __repr__(self) -> str:
         return (
