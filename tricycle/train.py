@@ -97,14 +97,12 @@ from tricycle.evaluate import hellaswag_hook, sample_hook, sample_text
 from tricycle.files import DirectoryLocked
 from tricycle.random import manual_seed
 from tricycle.runs import RunDirectory, check_config_fits, tokeniser_sha256, tokeniser_text
-from tricycle.tokeniser import load_tokeniser
 from tricycle.training import TrainingDiverged, gpt_trainer, precision_for, tune_cpu_allocator
 from tricycle_datasets import TextFile
-from tricycle_datasets.download import sha256_file
 from tricycle_datasets.hellaswag import read_examples
 from tricycle_datasets.python_code import PythonCode
 from tricycle_datasets.shakespeare import Shakespeare, ShakespeareChar
-from tricycle_datasets.shards import INDEX, ShardError, TokenShards, read_index
+from tricycle_datasets.shards import INDEX, ShardError, TokenShards, load_tokeniser, read_index
 
 DATASETS = ("python-code", "shakespeare", "shakespeare-char")
 # the settings beside the config's fields, with their defaults
@@ -310,11 +308,7 @@ def load_shards(directory: Path, config: GPTConfig, seed: int, order: str) -> Tr
     against the file), the fingerprint of the inputs it was made from, and the split sizes."""
     try:
         index = read_index(directory)
-        tokeniser_path = directory / index["tokeniser"]
-        if sha256_file(tokeniser_path) != index.get("tokeniser_sha256"):
-            raise ShardError(f"{tokeniser_path} changed since the shards were written "
-                             f"(its SHA-256 is not the one {INDEX} records)")  # fmt: skip
-        tokeniser = load_tokeniser(tokeniser_path)
+        tokeniser = load_tokeniser(directory, index)
     except (ShardError, OSError, ValueError, KeyError) as error:
         raise SystemExit(f"--dataset {directory}: {error}") from None
     if config.vocab_size < tokeniser.vocab_size:
