@@ -188,7 +188,8 @@ def _read_archive(path: Path) -> tuple[dict, dict]:
             raise CheckpointError(
                 f"{path} is corrupt: its contents do not match the checksum written with them"
             )
-    members = {name: _read_array(data, name, path) for name, data in raw.items()}
+    # each member's bytes are dropped once its array is made: one copy in memory at a time
+    members = {name: _read_array(raw.pop(name), name, path) for name in list(raw)}
     document = json.loads(members.pop(_METADATA).tobytes().decode("utf-8"))
     if not isinstance(document, dict) or "state" not in document:
         raise CheckpointError(f"{path}: the state document is not a tricycle state")
@@ -225,7 +226,7 @@ def _read_array(data: bytes, name: str, path: Path) -> np.ndarray:
             f"{path}: member {name!r} claims shape {shape} of {dtype} "
             f"({count * dtype.itemsize} bytes) but holds {body} bytes"
         )
-    flat = np.frombuffer(bytearray(data[stream.tell() :]), dtype=dtype)
+    flat = np.frombuffer(data, dtype=dtype, count=count, offset=stream.tell()).copy()
     return flat.reshape(shape, order="F" if fortran else "C")
 
 
