@@ -19,6 +19,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from tricycle import backend, checks, deferred
+from tricycle.kernels.add import add_arrays  # a + b: one vectorised kernel on cupy
 
 BackFn = Callable[[object], object]  # output gradient array -> input gradient array
 
@@ -267,7 +268,7 @@ class Tensor:
                 key = id(arg)
                 previous = grads.get(key)
                 # out of place: never write into an array another tensor may own
-                grads[key] = g_arg if previous is None else previous + g_arg
+                grads[key] = g_arg if previous is None else add_arrays(previous, g_arg)
             if not retain_graph:
                 node.args, node.back_fns = _FREED, None
 
@@ -314,7 +315,7 @@ class Tensor:
                 g = g.copy()
             self.grad = Tensor(g, requires_grad=False)
         else:
-            self.grad = Tensor(self.grad.array + g, requires_grad=False)
+            self.grad = Tensor(add_arrays(self.grad.array, g), requires_grad=False)
 
     def register_post_accumulate_grad_hook(self, hook: Callable[["Tensor"], None]):
         """Call ``hook(self)`` whenever backward has accumulated this tensor's gradient into

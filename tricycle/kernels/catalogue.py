@@ -5,6 +5,7 @@ cache) and by the nvcc check in the tests, which needs no GPU.
 """
 
 from tricycle.kernels import (
+    add,
     attention,
     cast,
     cross_entropy,
@@ -17,7 +18,18 @@ from tricycle.kernels import (
 )
 from tricycle.kernels.launch import compiled
 
-_FAMILIES = (softmax, norm, gelu, cross_entropy, embedding, extremes, attention, optimiser, cast)
+_FAMILIES = (
+    add,
+    softmax,
+    norm,
+    gelu,
+    cross_entropy,
+    embedding,
+    extremes,
+    attention,
+    optimiser,
+    cast,
+)
 
 
 def instantiations() -> list[tuple[str, str, tuple[str, ...]]]:

@@ -5,7 +5,15 @@ import numpy as np
 
 from tricycle import backend
 from tricycle.kernels.gemm import column_sums, gemm_enabled
-from tricycle.kernels.launch import CTYPES, compiled, contiguous, ctype, elementwise_grid, flag
+from tricycle.kernels.launch import (
+    CTYPES,
+    aligned4,
+    compiled,
+    contiguous,
+    ctype,
+    elementwise_grid,
+    flag,
+)
 
 
 def is_tanh_gelu(approximate) -> bool:
@@ -29,13 +37,16 @@ def _gelu(kernel_name: str, x, bias, dy, approximate):
     n = x.size
     if n == 0:
         return out
-    kernel = compiled("gelu.cu", kernel_name, ctype(x), flag(is_tanh_gelu(approximate)))
+    vec = n % 4 == 0 and (bias is None or cols % 4 == 0)
     has_bias = np.int32(bias is not None)
     bias = x if bias is None else bias
     args = (x, bias, has_bias, np.int32(cols))
     if dy is not None:
         args += (contiguous(cp, dy, x.dtype),)
-    kernel((elementwise_grid(n),), (256,), args + (out, np.int64(n)))
+    vec = vec and aligned4(*args[:2], *args[4:], out)  # x, bias, dy (if any), out
+    tanh = flag(is_tanh_gelu(approximate))
+    kernel = compiled("gelu.cu", kernel_name, ctype(x), tanh, flag(vec))
+    kernel((elementwise_grid(n // 4 if vec else n),), (256,), args + (out, np.int64(n)))
     return out
 
 
@@ -69,8 +80,9 @@ def bias_gelu_backward(xp, x, bias, dy, approximate=False):
 def instantiations() -> list[tuple[str, str, tuple[str, ...]]]:
     """(file, kernel, template args) of every kernel this module may launch."""
     return [
-        ("gelu.cu", f"gelu_{part}_kernel", (t, tanh))
+        ("gelu.cu", f"gelu_{part}_kernel", (t, tanh, vec))
         for t in CTYPES.values()
         for tanh in ("true", "false")
+        for vec in ("true", "false")
         for part in ("forward", "backward")
     ]

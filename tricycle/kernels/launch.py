@@ -158,5 +158,11 @@ def flat_labels(cp, labels):
     return labels, LABEL_CTYPES[labels.dtype.name]
 
 
+def aligned4(*arrays) -> bool:
+    """Every array starts on a multiple of four elements: the vector (load4/store4) kernels'
+    condition, with sizes that are multiples of four."""
+    return all(a.data.ptr % (4 * a.itemsize) == 0 for a in arrays)
+
+
 def elementwise_grid(n: int) -> int:
     return max(1, min(-(-n // 256), 32 * sm_count()))  # grid-stride beyond ~32 blocks per SM
