@@ -87,6 +87,23 @@ __device__ __forceinline__ void store4(T* p, float a, float b, float c, float d)
     *reinterpret_cast<uint2*>(p) = make_uint2(lo, hi);
 }
 
+// W consecutive elements as floats: W = 4 is one load4/store4, W = 1 one element. Kernels
+// that take a VEC flag loop over chunks of W = VEC ? 4 : 1 and are written once for both.
+template <int W, typename T>
+__device__ __forceinline__ void load_chunk(const T* p, float (&v)[W]) {
+    if constexpr (W == 4) {
+        const float4 q = load4(p);
+        v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+    } else {
+        v[0] = to_float(*p);
+    }
+}
+template <int W, typename T>
+__device__ __forceinline__ void store_chunk(T* p, const float (&v)[W]) {
+    if constexpr (W == 4) store4(p, v[0], v[1], v[2], v[3]);
+    else *p = from_float<T>(v[0]);
+}
+
 // ------------------------------------------------------------------ reductions
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll

@@ -17,7 +17,9 @@ __device__ __forceinline__ bool counted(L label, long long ignore_index, int has
     return !(has_ignore && (long long)label == ignore_index);
 }
 
-template <typename T, typename L, bool WARP>
+// VEC: four logits per load (load4) and four gradients per store (store4); the launcher
+// checks that the row length is a multiple of four and the arrays are aligned to four.
+template <typename T, typename L, bool WARP, bool VEC>
 __global__ void ce_forward_kernel(const T* __restrict__ logits, const L* __restrict__ labels,
                                   float* __restrict__ peak_out, float* __restrict__ log_sum_out,
                                   float* __restrict__ row_loss, int rows, int cols,
@@ -26,11 +28,27 @@ __global__ void ce_forward_kernel(const T* __restrict__ logits, const L* __restr
     if (g.row >= rows) return;
     const T* lr = logits + (long long)g.row * cols;
 
-    float m = -TC_INF, s = 0.f;
+    float row_max, log_sum;
+    if constexpr (VEC) {  // four running (max, sum) pairs, one per lane: four independent chains
+        float m[4] = {-TC_INF, -TC_INF, -TC_INF, -TC_INF}, s[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll 2
+        for (int c = 4 * g.tid; c < cols; c += 4 * g.size) {
+            const float4 v = load4(lr + c);
+            online_add(m[0], s[0], v.x);
+            online_add(m[1], s[1], v.y);
+            online_add(m[2], s[2], v.z);
+            online_add(m[3], s[3], v.w);
+        }
+        row_max = g.max(fmaxf(fmaxf(m[0], m[1]), fmaxf(m[2], m[3])));
+        log_sum = logf(g.sum(rescale_sum(m[0], s[0], row_max) + rescale_sum(m[1], s[1], row_max) +
+                             rescale_sum(m[2], s[2], row_max) + rescale_sum(m[3], s[3], row_max)));
+    } else {
+        float m = -TC_INF, s = 0.f;
 #pragma unroll 4
-    for (int c = g.tid; c < cols; c += g.size) online_add(m, s, to_float(lr[c]));
-    const float row_max = g.max(m);
-    const float log_sum = logf(g.sum(rescale_sum(m, s, row_max)));
+        for (int c = g.tid; c < cols; c += g.size) online_add(m, s, to_float(lr[c]));
+        row_max = g.max(m);
+        log_sum = logf(g.sum(rescale_sum(m, s, row_max)));
+    }
 
     if (g.tid == 0) {
         const L label = labels[g.row];
@@ -65,7 +83,7 @@ __global__ void ce_reduce_kernel(const float* __restrict__ row_loss, const L* __
     }
 }
 
-template <typename T, typename L, bool WARP>
+template <typename T, typename L, bool WARP, bool VEC>
 __global__ void ce_backward_kernel(const T* __restrict__ logits, const L* __restrict__ labels,
                                    const float* __restrict__ peak,
                                    const float* __restrict__ log_sum,
@@ -82,9 +100,21 @@ __global__ void ce_backward_kernel(const T* __restrict__ logits, const L* __rest
         counted(label, ignore_index, has_ignore) ? dloss[0] / fmaxf(count[0], 1.f) : 0.f;
     const float row_peak = peak[g.row], row_log_sum = log_sum[g.row];
 
+    if constexpr (VEC) {
+#pragma unroll 2
+        for (int c = 4 * g.tid; c < cols; c += 4 * g.size) {
+            const float4 v = load4(lr + c);
+            const long long k = (long long)label - c;  // the label's place among the four
+            store4(dr + c, weight * (expf(v.x - row_peak - row_log_sum) - (k == 0 ? 1.f : 0.f)),
+                   weight * (expf(v.y - row_peak - row_log_sum) - (k == 1 ? 1.f : 0.f)),
+                   weight * (expf(v.z - row_peak - row_log_sum) - (k == 2 ? 1.f : 0.f)),
+                   weight * (expf(v.w - row_peak - row_log_sum) - (k == 3 ? 1.f : 0.f)));
+        }
+    } else {
 #pragma unroll 4
-    for (int c = g.tid; c < cols; c += g.size) {
-        const float p = expf(to_float(lr[c]) - row_peak - row_log_sum);
-        dr[c] = from_float<T>(weight * (p - ((long long)c == (long long)label ? 1.f : 0.f)));
+        for (int c = g.tid; c < cols; c += g.size) {
+            const float p = expf(to_float(lr[c]) - row_peak - row_log_sum);
+            dr[c] = from_float<T>(weight * (p - ((long long)c == (long long)label ? 1.f : 0.f)));
+        }
     }
 }

@@ -13,6 +13,7 @@ from tricycle.kernels.launch import (
     CTYPES,
     LABEL_CTYPES,
     KernelSaved,
+    aligned4,
     compiled,
     contiguous,
     ctype,
@@ -46,8 +47,9 @@ def cross_entropy_forward(xp, logits, labels, ignore_index=None):
     ignore = np.int64(0 if ignore_index is None else ignore_index)
     if rows:
         warp, grid, block = row_launch(rows, cols)
+        vec = flag(cols % 4 == 0 and aligned4(logits))
         forward = compiled(
-            "cross_entropy.cu", "ce_forward_kernel", ctype(logits), label_ctype, flag(warp)
+            "cross_entropy.cu", "ce_forward_kernel", ctype(logits), label_ctype, flag(warp), vec
         )
         forward(
             (grid,),
@@ -76,8 +78,9 @@ def cross_entropy_backward(xp, dloss, logits, labels, saved, ignore_index=None):
     dlogits = cp.empty_like(logits)
     if rows:
         warp, grid, block = row_launch(rows, cols)
+        vec = flag(cols % 4 == 0 and aligned4(logits, dlogits))
         kernel = compiled(
-            "cross_entropy.cu", "ce_backward_kernel", ctype(logits), label_ctype, flag(warp)
+            "cross_entropy.cu", "ce_backward_kernel", ctype(logits), label_ctype, flag(warp), vec
         )
         kernel(
             (grid,),
@@ -92,10 +95,11 @@ def cross_entropy_backward(xp, dloss, logits, labels, saved, ignore_index=None):
 def instantiations() -> list[tuple[str, str, tuple[str, ...]]]:
     """(file, kernel, template args) of every kernel this module may launch."""
     out = [
-        ("cross_entropy.cu", f"ce_{part}_kernel", (t, lab, w))
+        ("cross_entropy.cu", f"ce_{part}_kernel", (t, lab, w, vec))
         for t in CTYPES.values()
         for lab in LABEL_CTYPES.values()
         for w in ("true", "false")
+        for vec in ("true", "false")
         for part in ("forward", "backward")
     ]
     return out + [("cross_entropy.cu", "ce_reduce_kernel", (lab,)) for lab in LABEL_CTYPES.values()]

@@ -10,6 +10,7 @@ import numpy as np
 from tricycle import backend
 from tricycle.kernels.launch import (
     CTYPES,
+    aligned4,
     compiled,
     contiguous,
     ctype,
@@ -36,8 +37,9 @@ def _norm_forward(x, gamma, beta, eps: float, rms: bool):
         mean = cp.empty(stats_shape, dtype=np.float32)
     if rows and cols:
         warp, grid, block = row_launch(rows, cols)
+        vec = flag(cols % 4 == 0 and aligned4(x, gamma, beta, y))
         kernel = compiled(
-            "norm.cu", "norm_forward_kernel", ctype(x), ctype(gamma), flag(warp), flag(rms)
+            "norm.cu", "norm_forward_kernel", ctype(x), ctype(gamma), flag(warp), flag(rms), vec
         )
         kernel(
             (grid,),
@@ -69,7 +71,8 @@ def _norm_backward(dy, x, gamma, mean, rstd, rms: bool):
     grid = max(1, min(-(-rows // n_warps), 4 * sm_count()))
     n_parts = grid if use_smem else grid * n_warps
     partial = cp.empty((n_parts, width), dtype=np.float32)
-    kernel = compiled("norm.cu", "norm_backward_kernel", ctype(x), ctype(gamma), flag(rms))
+    vec = flag(cols % 4 == 0 and aligned4(dy, x, gamma, dx))
+    kernel = compiled("norm.cu", "norm_backward_kernel", ctype(x), ctype(gamma), flag(rms), vec)
     kernel(
         (grid,),
         (32 * n_warps,),
@@ -121,7 +124,8 @@ def instantiations() -> list[tuple[str, str, tuple[str, ...]]]:
     for t in CTYPES.values():
         for p in {t, "float"}:
             for rms in flags:
-                out += [("norm.cu", "norm_forward_kernel", (t, p, w, rms)) for w in flags]
-                out += [("norm.cu", "norm_backward_kernel", (t, p, rms))]
+                for vec in flags:
+                    out += [("norm.cu", "norm_forward_kernel", (t, p, w, rms, vec)) for w in flags]
+                    out += [("norm.cu", "norm_backward_kernel", (t, p, rms, vec))]
         out += [("norm.cu", "norm_reduce_kernel", (t, rms)) for rms in flags]
     return out
