@@ -1,0 +1,143 @@
+"""The data a training run reads, and what identifies it.
+
+``load_data`` turns a run's ``dataset`` setting into a ``TrainingData``: one of the built-in
+corpora (python-code, shakespeare, shakespeare-char), a UTF-8 text file, or a directory of
+token shards made by ``python -m tricycle_datasets.prepare`` (memory-mapped, so larger than
+memory). Its ``identity`` is recorded with the run, and ``data_differences`` compares it on
+resume: a corpus by the hash of its tokeniser and token ids (``data_sha256``), a shard
+directory by its index (the tokeniser's SHA-256, the inputs' fingerprint, the split sizes).
+Errors are ValueErrors named after the settings of ``tricycle-train`` (``--dataset``,
+``--vocab-size``, ``--data-order``).
+"""
+
+import hashlib
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tricycle.configs import GPTConfig
+from tricycle.runs import tokeniser_text
+from tricycle_datasets import TextFile
+from tricycle_datasets.python_code import PythonCode
+from tricycle_datasets.shakespeare import Shakespeare, ShakespeareChar
+from tricycle_datasets.shards import INDEX, ShardError, TokenShards, load_tokeniser, read_index
+
+DATASETS = ("python-code", "shakespeare", "shakespeare-char")  # the built-in corpora
+
+__all__ = [
+    "DATASETS",
+    "TrainingData",
+    "data_differences",
+    "data_sha256",
+    "load_corpus",
+    "load_data",
+    "load_shards",
+]
+
+
+@dataclass
+class TrainingData:
+    """What a run trains on: its tokeniser; the splits for ``training.gpt_trainer`` (token
+    ids, or shard loaders; ``valid`` None: no validation); what identifies the data (recorded,
+    and compared on --resume); the number of training tokens; and the first line of the
+    validation text (the samples' default prompt)."""
+
+    tokeniser: Any
+    train: Any
+    valid: Any
+    identity: dict
+    n_train_tokens: int
+    first_line: str
+
+
+def load_data(settings: dict, config: GPTConfig, data_dir=None) -> TrainingData:
+    """The data of a run's ``settings`` (``dataset``, ``data_order``, ``seed``, ``max_bytes``):
+    a shard directory (one with index.json) or a corpus (``load_corpus``).
+    ``config.vocab_size`` may change as ``load_corpus`` says."""
+    dataset, order = settings["dataset"], settings["data_order"]
+    if Path(dataset).is_dir() and (Path(dataset) / INDEX).is_file():
+        return load_shards(Path(dataset), config, settings["seed"], order)
+    if order != "random":
+        raise ValueError(f"--data-order {order}: reading in order needs a directory of token "
+                         "shards as --dataset (python -m tricycle_datasets.prepare)")  # fmt: skip
+    corpus = load_corpus(dataset, config, settings["max_bytes"], data_dir)
+    digest = data_sha256(corpus, tokeniser_text(corpus.tokeniser))
+    valid_text = corpus.tokeniser.decode(corpus.valid_tokens[:200])
+    return TrainingData(corpus.tokeniser, corpus.train_tokens, corpus.valid_tokens,
+                        {"data_sha256": digest}, len(corpus.train_tokens),
+                        valid_text.split("\n", 1)[0] + "\n")  # fmt: skip
+
+
+def load_shards(directory: Path, config: GPTConfig, seed: int, order: str) -> TrainingData:
+    """A shard directory's data, identified by its index: the tokeniser's SHA-256 (checked
+    against the file), the fingerprint of the inputs it was made from, and the split sizes."""
+    try:
+        index = read_index(directory)
+        tokeniser = load_tokeniser(directory, index)
+    except (ShardError, OSError, ValueError, KeyError) as error:
+        raise ValueError(f"--dataset {directory}: {error}") from None
+    if config.vocab_size < tokeniser.vocab_size:
+        raise ValueError(
+            f"--dataset {directory}: its tokeniser has {tokeniser.vocab_size} ids, more than "
+            f"the model's vocab_size {config.vocab_size}: pass --vocab-size "
+            f"{tokeniser.vocab_size} or more (GPT-2 pads 50257 to 50304 for faster matmuls)"
+        )
+    sizes = {name: sum(s["tokens"] for s in shards) for name, shards in index["splits"].items()}
+    loader = partial(TokenShards, directory, vocab_size=config.vocab_size)
+    train, valid = partial(loader, split="train", seed=seed, order=order), None
+    if sizes["valid"] > config.context_window:
+        valid = partial(loader, split="valid", seed=0)
+    identity = {"tokeniser_sha256": index["tokeniser_sha256"],
+                "inputs": index.get("settings", {}).get("inputs"),
+                "train_tokens": sizes["train"], "valid_tokens": sizes["valid"]}  # fmt: skip
+    first = "valid" if sizes["valid"] > 1 else "train"
+    stream = TokenShards(directory, first, batch_size=1, context_window=1)
+    text = tokeniser.decode(stream.read(np.array([0]), min(200, stream.n_tokens))[0])
+    return TrainingData(tokeniser, train, valid, identity, sizes["train"],
+                        text.split("\n", 1)[0] + "\n")  # fmt: skip
+
+
+def load_corpus(dataset: str, config: GPTConfig, max_bytes: int, data_dir=None):
+    """The tokenised corpus; for characters, ``config.vocab_size`` becomes the charset's size.
+    ``data_dir`` (the Shakespeare datasets): where tinyshakespeare.txt is, for offline runs."""
+    if dataset not in ("shakespeare-char",) and config.vocab_size < 256:
+        raise ValueError(f"--vocab-size {config.vocab_size}: a BPE vocabulary needs >= 256 ids")
+    if dataset == "python-code":
+        return PythonCode(config.vocab_size, max_bytes=max_bytes)
+    if dataset == "shakespeare":
+        return Shakespeare(config.vocab_size, data_dir=data_dir)
+    if dataset == "shakespeare-char":
+        corpus = ShakespeareChar(data_dir=data_dir)
+        config.vocab_size = corpus.vocab_size
+        return corpus
+    if Path(dataset).is_file():
+        return TextFile(dataset, config.vocab_size)
+    raise ValueError(
+        f"--dataset {dataset!r} is neither one of {DATASETS}, a file, nor a directory of token "
+        f"shards (with {INDEX})"
+    )
+
+
+def data_sha256(corpus, tokeniser_file: str) -> str:
+    """A hash of what training reads: the tokeniser (its file's text) and the token ids of
+    both splits."""
+    digest = hashlib.sha256(tokeniser_file.encode("utf-8"))
+    for tokens in (corpus.train_tokens, corpus.valid_tokens):
+        digest.update(np.ascontiguousarray(tokens, dtype=np.int64).tobytes())
+    return digest.hexdigest()
+
+
+def data_differences(identity: dict, recorded: dict) -> list[str]:
+    """How the data's ``identity`` differs from the run's ``recorded`` one (hashes cut short)."""
+
+    def short(value):
+        return f"{value[:12]}..." if isinstance(value, str) and len(value) > 12 else value
+
+    return [
+        f"{key} {short(identity.get(key))} (the run's: {short(recorded.get(key))})"
+        for key in sorted(set(identity) | set(recorded))
+        if identity.get(key) != recorded.get(key)
+    ]
