@@ -272,6 +272,31 @@ def test_tf32_matmul_error_is_tf32_sized():
 
 
 @gpu
+def test_an_optimiser_without_a_fused_update_uses_the_kernels_norm_on_gpu():
+    """SGD has no fused update: ``Precision.step`` updates through the arrays with the norm
+    the kernels already computed, and matches the step with the kernels off."""
+    cp = backend.cupy()
+    x, labels, params = _model_and_data()
+    _, _, reference = _model_and_data()
+    for _, p in params + reference:
+        p.array = cp.asarray(p.array)
+    x, labels = cp.asarray(x), cp.asarray(labels)
+    norms = []
+    for kernels_on, ps in ((True, params), (False, reference)):
+        policy = Precision("fp32", loss_scaling=True, init_scale=512.0)
+        with pytest.MonkeyPatch.context() as mp:
+            if not kernels_on:
+                mp.setenv("TRICYCLE_DISABLE_KERNELS", "1")
+            policy.backward(_loss(policy, x, labels, ps))
+            norm, skipped = policy.step(SGD(learning_rate=0.1), ps, max_norm=0.5)
+        assert skipped is False and isinstance(norm, float) and norm > 0.5  # it clips
+        norms.append(norm)
+    assert norms[0] == pytest.approx(norms[1], rel=1e-5)
+    for (_, a), (_, b) in zip(params, reference):
+        np.testing.assert_allclose(cp.asnumpy(a.array), cp.asnumpy(b.array), rtol=1e-5, atol=1e-7)
+
+
+@gpu
 def test_fused_step_matches_the_array_step_on_gpu():
     cp = backend.cupy()
     x, labels, params = _model_and_data()

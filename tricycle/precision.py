@@ -405,17 +405,20 @@ class Precision:
             _zero_grads(named)
             return StepResult(None, False)
         scale = None if self.scaler is None else self.scaler.scale_array(grads[0])
+        device_norm = None  # the unscaled norm, where the kernels computed it
         if _kernel_path(grads):
             xp = backend.array_module(grads[0])
-            norm, multiplier = kernels.clip_multiplier(xp, grads, max_norm, scale)
+            device_norm, multiplier = kernels.clip_multiplier(xp, grads, max_norm, scale)
             if optimiser.fused_update(named, grad_multiplier=multiplier):
                 skipped = ~xp.isfinite(multiplier)
                 if self.scaler is not None:
                     self.scaler.update(skipped)
                 _zero_grads(named)
-                return StepResult(norm, skipped)
+                return StepResult(device_norm, skipped)
         inv_scale = 1.0 if scale is None else 1.0 / float(scale)
-        norm = grad_norm(named) * inv_scale  # the one host synchronisation of this path
+        # the one host synchronisation of this path; an optimiser without a fused update
+        # (SGD, Adam with L2 decay) reads the norm the kernels already computed
+        norm = grad_norm(named) * inv_scale if device_norm is None else float(device_norm)
         skipped = not math.isfinite(norm)
         if not skipped:
             clip = clip_factor(norm, max_norm) if max_norm > 0 else None
