@@ -60,6 +60,7 @@ from tricycle.tensor import Tensor
 DEFAULT_TIMEOUT = 600.0  # seconds a rank waits for the others in one collective
 DEFAULT_BUCKET_BYTES = 4 << 20
 SPIN_SECONDS = 0.1  # a wait tests its request back to back this long, then every millisecond
+ABORT_GRACE_SECONDS = 0.5  # between printing why a rank aborts and ending the job
 # what launchers (MPICH's hydra, Open MPI, PMIx, MVAPICH) set to the number of processes
 _LAUNCHER_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MV2_COMM_WORLD_SIZE")
 
@@ -491,6 +492,9 @@ class World:
         if self._gpu is not None:
             self._gpu.comm.abort()  # frees any NCCL kernel spinning for a dead peer
         if self.MPI is not None:
+            # the launcher forwards a rank's output through a pipe and may kill the job before
+            # it has read the message: give it a moment, the message is the only diagnosis
+            time.sleep(ABORT_GRACE_SECONDS)
             self.MPI.COMM_WORLD.Abort(1)  # the launcher ends every rank
         if self.MPI is not None or threading.current_thread() is not threading.main_thread():
             os._exit(1)
