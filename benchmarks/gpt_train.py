@@ -146,7 +146,7 @@ def torch_run(config: GPTConfig, data, args) -> dict:
     """Train nanoGPT's model in PyTorch on ``data``, as ``tricycle_run``; compiled with
     ``torch.compile`` for the "compile" worker."""
     import torch  # noqa: PLC0415 - in the torch worker only, so it never counts in ours
-    from torch_gpt import adamw, nano_gpt  # noqa: PLC0415
+    from torch_gpt import adamw, nano_gpt, nano_gpt_step  # noqa: PLC0415
 
     gpu = args.device == "gpu"
     torch.set_num_threads(args.threads)
@@ -161,22 +161,15 @@ def torch_run(config: GPTConfig, data, args) -> dict:
     forward = torch.compile(model) if args.worker == "compile" else model
     inputs, targets = (torch.from_numpy(a).to(device) for a in data)
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.precision)
-    scaler = torch.amp.GradScaler(device, enabled=args.precision == "fp16")
+    scaler = torch.amp.GradScaler(device) if args.precision == "fp16" else None
     times, start = [], None
     for step in range(len(inputs)):
         if step == args.warmup:
             synchronize(args.device)
             start = time.perf_counter()
         t0 = time.perf_counter()
-        with torch.autocast(device, dtype=dtype or torch.bfloat16, enabled=dtype is not None):
-            logits = forward(inputs[step])  # the loss in float32 under autocast, as nanoGPT
-            loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), targets[step].flatten())
-        optimiser.zero_grad(set_to_none=True)
-        scaler.scale(loss).backward()
-        scaler.unscale_(optimiser)
-        torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-        scaler.step(optimiser)
-        scaler.update()
+        loss = nano_gpt_step(model, forward, optimiser, inputs[step], targets[step],
+                          config.grad_clip, dtype, scaler)  # fmt: skip
         if not gpu or (step + 1) % args.every == 0:
             loss.item()
         times.append(time.perf_counter() - t0)

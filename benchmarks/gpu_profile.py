@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch  # noqa: E402
 from harness import GPT2_GPT, GPU_GPT, batches  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
-from torch_gpt import adamw, nano_gpt  # noqa: E402
+from torch_gpt import adamw, nano_gpt, nano_gpt_step  # noqa: E402
 
 from tricycle.backend import cupy  # noqa: E402
 from tricycle.configs import GPTConfig  # noqa: E402
@@ -65,14 +65,9 @@ def torch_stepper(config: GPTConfig, data, compiled: bool):
     inputs, targets = (torch.from_numpy(a).cuda() for a in data)
 
     def step(i):
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            logits = forward(inputs[i])
-            loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), targets[i].flatten())
-        optimiser.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-        optimiser.step()
-        return loss
+        return nano_gpt_step(
+            model, forward, optimiser, inputs[i], targets[i], config.grad_clip, torch.bfloat16
+        )
 
     return step, lambda loss: loss.item(), torch.cuda.synchronize, contextlib.nullcontext()
 

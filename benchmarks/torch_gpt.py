@@ -2,6 +2,7 @@
 
     model = nano_gpt(config, attention="sdpa")        # or "manual": softmax written out
     optimiser = adamw(model, config, learning_rate=1e-3, fused=True)
+    loss = nano_gpt_step(model, model, optimiser, inputs, targets, grad_clip=1.0)
 
 The architecture is tricycle's GPT (and nanoGPT's): learned positions, pre-norm blocks,
 GeLU MLP (exact or tanh, from ``config.activation_fn``), optional biases, the head tied to
@@ -96,3 +97,29 @@ def adamw(model: nn.Module, config, learning_rate: float, fused: bool | None = N
               {"params": rest, "weight_decay": 0.0}]  # fmt: skip
     betas = (config.beta1, config.beta2)
     return torch.optim.AdamW(groups, lr=learning_rate, betas=betas, fused=fused)
+
+
+def nano_gpt_step(
+    model, forward, optimiser, inputs, targets, grad_clip: float, dtype=None, scaler=None
+):
+    """nanoGPT's training step: the loss under autocast in ``dtype`` (None: off; the loss in
+    float32, as nanoGPT), backward through ``scaler`` (a GradScaler, for float16) if given,
+    clipping at ``grad_clip``, the optimiser's step. ``forward`` is the model or its
+    ``torch.compile``. Returns the loss tensor, not read back."""
+    device = inputs.device.type
+    with torch.autocast(device, dtype=dtype or torch.bfloat16, enabled=dtype is not None):
+        logits = forward(inputs)
+        loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+    optimiser.zero_grad(set_to_none=True)
+    if scaler is None:
+        loss.backward()
+    else:
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimiser)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    if scaler is None:
+        optimiser.step()
+    else:
+        scaler.step(optimiser)
+        scaler.update()
+    return loss

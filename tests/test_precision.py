@@ -271,16 +271,21 @@ def test_tf32_matmul_error_is_tf32_sized():
     assert batched < 2e-3  # batched products follow the cuBLAS math mode
 
 
-@gpu
-def test_an_optimiser_without_a_fused_update_uses_the_kernels_norm_on_gpu():
-    """SGD has no fused update: ``Precision.step`` updates through the arrays with the norm
-    the kernels already computed, and matches the step with the kernels off."""
+def _gpu_twins():
+    """(cupy, x, labels, params, reference): the data and two identical models on the GPU."""
     cp = backend.cupy()
     x, labels, params = _model_and_data()
     _, _, reference = _model_and_data()
     for _, p in params + reference:
         p.array = cp.asarray(p.array)
-    x, labels = cp.asarray(x), cp.asarray(labels)
+    return cp, cp.asarray(x), cp.asarray(labels), params, reference
+
+
+@gpu
+def test_an_optimiser_without_a_fused_update_uses_the_kernels_norm_on_gpu():
+    """SGD has no fused update: ``Precision.step`` updates through the arrays with the norm
+    the kernels already computed, and matches the step with the kernels off."""
+    cp, x, labels, params, reference = _gpu_twins()
     norms = []
     for kernels_on, ps in ((True, params), (False, reference)):
         policy = Precision("fp32", loss_scaling=True, init_scale=512.0)
@@ -298,12 +303,7 @@ def test_an_optimiser_without_a_fused_update_uses_the_kernels_norm_on_gpu():
 
 @gpu
 def test_fused_step_matches_the_array_step_on_gpu():
-    cp = backend.cupy()
-    x, labels, params = _model_and_data()
-    _, _, reference = _model_and_data()
-    for _, p in params + reference:
-        p.array = cp.asarray(p.array)
-    x, labels = cp.asarray(x), cp.asarray(labels)
+    cp, x, labels, params, reference = _gpu_twins()
     for kernels_on, ps in ((True, params), (False, reference)):
         policy = Precision("fp32", loss_scaling=True, init_scale=512.0)
         optimiser = AdamW(learning_rate=1e-2, weight_decay=0.1)

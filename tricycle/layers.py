@@ -268,7 +268,7 @@ def dense_forward(xp, x, weights, bias=None):
     out = kernels.gemm(x2, weights) if kernels.gemm_enabled(x2, weights) else x2 @ weights
     if bias is not None:
         if kernels.add_enabled(out, bias):
-            kernels.add_arrays(out, bias, out=out)  # in place, one vectorised kernel
+            kernels.add_kernel(out, bias, out=out)  # in place, one vectorised kernel
         elif xp.result_type(out, bias) == out.dtype:
             blocked_ufunc(xp, xp.add, out, bias, out=out)  # over the threads
         else:  # a wider bias (float64 with float32 inputs) promotes the output, as x @ W + b

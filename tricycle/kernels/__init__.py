@@ -22,6 +22,7 @@ environment variable ``TRICYCLE_DISABLE_KERNELS`` (to anything non-empty) to for
 versions, e.g. to benchmark or debug them.
 """
 
+from tricycle.kernels.add import add as add_kernel
 from tricycle.kernels.add import add_arrays, add_enabled
 from tricycle.kernels.attention import attention_backward, attention_enabled, attention_forward
 from tricycle.kernels.cast import multi_cast, multi_cast_enabled, widen, widen_enabled
@@ -56,6 +57,7 @@ from tricycle.kernels.softmax import softmax_backward, softmax_forward
 __all__ = [
     "add_arrays",
     "add_enabled",
+    "add_kernel",
     "adam_enabled",
     "adam_update",
     "adamw_multi_step",
