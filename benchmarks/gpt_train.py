@@ -36,6 +36,7 @@ import resource
 import statistics
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
@@ -56,6 +57,7 @@ from harness import (  # noqa: E402
 from tricycle import threads  # noqa: E402
 from tricycle.backend import cupy  # noqa: E402
 from tricycle.configs import ARCHS, GPTConfig  # noqa: E402
+from tricycle.cuda_graph import CapturedStep  # noqa: E402
 from tricycle.models import build_model  # noqa: E402
 from tricycle.optimisers import AdamW  # noqa: E402
 from tricycle.random import manual_seed  # noqa: E402
@@ -85,7 +87,9 @@ def parse_args(argv=None):
              "CPU, as measured there; sdpa on the GPU)")  # fmt: skip
     add("--torch-fused-adamw", action="store_true",
         help="torch.optim.AdamW(fused=True) on the CPU (always on the GPU)")  # fmt: skip
-    add("--worker", choices=["tricycle", "torch", "compile"], help=argparse.SUPPRESS)
+    add("--graph", action="store_true", help="GPU: also tricycle with its step captured as a "
+        "CUDA graph (tricycle.cuda_graph.CapturedStep)")  # fmt: skip
+    add("--worker", choices=["tricycle", "graph", "torch", "compile"], help=argparse.SUPPRESS)
     add("--precision", default="fp32", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.torch_attention is None:
@@ -124,20 +128,26 @@ def tricycle_run(config: GPTConfig, data, args) -> dict:
         model.to_gpu()
         inputs, targets = cupy().asarray(inputs), cupy().asarray(targets)
     times, start = [], None
+    if args.worker == "graph":
+        step_fn = CapturedStep(model, optimiser, policy, max_norm=config.grad_clip)
+    else:
+        step_fn = partial(train_step, model, optimiser, policy=policy, max_norm=config.grad_clip)
     with policy:
         for step, batch in enumerate(zip(inputs, targets)):
             if step == args.warmup:
                 synchronize(args.device)
                 start = time.perf_counter()
             t0 = time.perf_counter()
-            result = train_step(model, optimiser, iter([batch]), policy, max_norm=config.grad_clip)
+            result = step_fn(iter([batch]))
             if not gpu or (step + 1) % args.every == 0:
                 result.settle(step)  # read the loss back, as a logging loop does
             times.append(time.perf_counter() - t0)
         synchronize(args.device)
     out = {"elapsed": time.perf_counter() - start, "times": times, "loss": result.settle().loss}
     if gpu:
-        out["peak_mb"] = cupy().get_default_memory_pool().total_bytes() / 2**20  # high water
+        graph_bytes = step_fn._pool.total_bytes() if args.worker == "graph" else 0
+        pool_bytes = cupy().get_default_memory_pool().total_bytes()  # high water
+        out["peak_mb"] = (pool_bytes + graph_bytes) / 2**20
         out["skipped"] = 0 if policy.scaler is None else policy.scaler.skipped_steps
     return out
 
@@ -187,7 +197,7 @@ def worker(args) -> None:
     config = benchmark_config(args)
     data = batches(config, args.warmup + args.steps)
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    run = tricycle_run if args.worker == "tricycle" else torch_run
+    run = tricycle_run if args.worker in ("tricycle", "graph") else torch_run
     result = run(config, data, args)
     tokens = config.batch_size * config.context_window
     timed = result.pop("times")[args.warmup :]
@@ -260,7 +270,7 @@ def cpu_main(args, config: GPTConfig) -> None:
 def gpu_main(args, config: GPTConfig) -> None:
     """Every precision of ``--modes`` in each loop style of ``--every``: tricycle, torch eager
     and torch.compile in alternating fresh runs; a table of the best runs last."""
-    frameworks = ["tricycle", *baselines(args)]
+    frameworks = ["tricycle", *(["graph"] if args.graph else []), *baselines(args)]
     print(describe(config, args), flush=True)
     rows = []
     for mode in args.modes.split(","):
@@ -272,15 +282,18 @@ def gpu_main(args, config: GPTConfig) -> None:
             best = {name: max(r["tokens_per_s"] for r in results) for name, results in runs.items()}
             peak = {name: min(r["peak_mb"] for r in results) for name, results in runs.items()}
             rows.append((mode, every, best, peak))
-    names = {"tricycle": "ours", "torch": "eager", "compile": "compile"}
+    names = {"tricycle": "ours", "graph": "graph", "torch": "eager", "compile": "compile"}
+    ours = [n for n in frameworks if n in ("tricycle", "graph")]
+    pairs = [(o, b) for o in ours for b in frameworks if b not in ours]
     head = "".join(f"{names[n] + ' tok/s':>15s}" for n in frameworks)
-    ratios = "".join(f"{'/' + names[n]:>10s}" for n in frameworks[1:])
-    print(f"\n{'mode':5s} {'every':>5s}{head}{ratios}{'ours MB':>10s}{'eager MB':>10s}")
+    ratios = "".join(f"{names[o] + '/' + names[b]:>14s}" for o, b in pairs)
+    memory = "".join(f"{names[n] + ' MB':>11s}" for n in frameworks if n != "compile")
+    print(f"\n{'mode':5s} {'every':>5s}{head}{ratios}{memory}")
     for mode, every, best, peak in rows:
         cells = "".join(f"{best[n]:15,.0f}" for n in frameworks)
-        cells += "".join(f"{best['tricycle'] / best[n]:10.2f}" for n in frameworks[1:])
-        memory = "".join(f"{peak[n]:10,.0f}" for n in ("tricycle", "torch") if n in peak)
-        print(f"{mode:5s} {every:5d}{cells}{memory}")
+        cells += "".join(f"{best[o] / best[b]:14.2f}" for o, b in pairs)
+        cells += "".join(f"{peak[n]:11,.0f}" for n in frameworks if n != "compile")
+        print(f"{mode:5s} {every:5d}{cells}")
 
 
 def main(argv=None) -> None:

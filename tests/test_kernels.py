@@ -450,7 +450,10 @@ def test_cross_entropy(cp, poisoned, rng, shape, dtype, label_dtype, ignore_inde
     dloss = cp.asarray(0.75, dtype=np.float32)
     dlogits = kernels.cross_entropy_backward(cp, dloss, logits, labels, saved, ignore_index)
     dlogits_ref = cross_entropy_backward(np, 0.75, logits_ref, labels_host, saved_ref, ignore_index)
-    check(cp, dlogits, dlogits_ref, dtype, "cross_entropy dlogits")
+    # softmax - onehot cancels where one logit dominates (1 - p is tiny): float32 rounds each
+    # counted row at the scale of its probabilities, 0.75 / count, so that is the floor
+    rows = max(float(count_ref), 1.0)
+    check(cp, dlogits, dlogits_ref, dtype, "cross_entropy dlogits", floor=0.75 * rows**0.5 / rows)
 
 
 @gpu
@@ -542,7 +545,8 @@ def test_adamw_multi_step(cp, rng, mult):
     host[3] = [np.abs(a) for a in host[3]]  # exp_avg_sq >= 0
     w, g, m, v = ([cp.asarray(a.astype(np.float32)) for a in arrays] for arrays in host)
     multiplier = None if mult is None else cp.asarray(mult, dtype=np.float32)
-    kernels.adamw_multi_step(cp, w, g, m, v, 1e-2, 0.9, 0.99, 1e-8, 7, decays, multiplier)
+    hyper = cp.asarray(kernels.adam_hyper(1e-2, 0.9, 0.99, 1e-8, 7), dtype=np.float32)
+    kernels.adamw_multi_step(w, g, m, v, hyper, decays, multiplier)
     for i in range(len(sizes)):
         hw, hg, hm, hv = (h[i].astype(np.float32).astype(np.float64) for h in host)
         if mult is not None and np.isnan(mult):  # skipped step: untouched
@@ -802,7 +806,14 @@ def test_gemm_follows_the_tf32_policy_and_column_sums(cp, rng):
     np.testing.assert_allclose(cp.asnumpy(sums), cp.asnumpy(a).sum(0), rtol=1e-4, atol=1e-4)
     with pytest.raises(ValueError, match="inner sizes differ"):
         kernels.gemm(a[:, :3].copy(), a)
-    assert not kernels.gemm_enabled(a.T, a)  # not C-contiguous: cupy's matmul takes it
+    assert not kernels.gemm_enabled(a[:, ::2], a[::2])  # strided views: cupy's matmul
+    # an F-contiguous operand is read as the transpose of a C-contiguous one
+    b = cp.asarray(rng.normal(size=(512, 96)).astype(np.float32))
+    for x, y in ((a.T, b), (b.T, a), (b.T, b)):
+        assert kernels.gemm_enabled(x, y)
+        np.testing.assert_allclose(
+            cp.asnumpy(kernels.gemm(x, y)), cp.asnumpy(x) @ cp.asnumpy(y), rtol=1e-4, atol=1e-3
+        )
 
 
 @gpu

@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tricycle import backend, kernels
+from tricycle import backend, capture, kernels
 
 # a pair that has seen nothing: every id lowers its min and raises its max
 _EMPTY = (np.iinfo(np.int64).max, np.iinfo(np.int64).min)
@@ -56,39 +56,54 @@ class _Site(NamedTuple):
 
 
 class _Ledger:
-    """The (min, max) pairs of one device, one row per check site, grown by doubling."""
+    """The (min, max) pairs of one device, one row per check site.
+
+    The rows live in segments of 8, 8, 16, 32, ... rows: a new site that does not fit opens
+    a new segment, and no row ever moves, since a captured CUDA graph (``tricycle.cuda_graph``)
+    keeps folding into the row it was captured with."""
 
     def __init__(self, xp, device):  # device: a context manager that makes it current
         self.xp, self.device = xp, device
         self.sites: list[_Site] = []
-        self.rows: dict[_Site, int] = {}
-        self.pairs = self._empty(8)  # (capacity, 2) int64
-        self.blank = self._empty(8)  # what a read resets the pairs to, copied on the device
+        self.rows: dict[_Site, tuple[int, int]] = {}  # site -> (segment, row in it)
+        self.segments = [self._empty(8)]  # (capacity, 2) int64 each
         self.dirty = False  # something was folded in since the last read
 
     def _empty(self, n: int):
         with self.device:
             return self.xp.asarray(np.tile(np.asarray(_EMPTY, dtype=np.int64), (n, 1)))
 
-    def row(self, site: _Site) -> int:
-        row = self.rows.get(site)
-        if row is None:
-            row = self.rows[site] = len(self.sites)
+    def row(self, site: _Site) -> tuple[object, int]:
+        """The pairs array holding ``site``'s row, and the row."""
+        where = self.rows.get(site)
+        if where is None:
+            segment, offset = len(self.segments) - 1, len(self.sites) - self._before(-1)
+            if offset == len(self.segments[-1]):
+                segment, offset = segment + 1, 0
+                self.segments.append(self._empty(len(self.sites)))
+            where = self.rows[site] = (segment, offset)
             self.sites.append(site)
-            if row == len(self.pairs):
-                grown = self._empty(2 * row)
-                grown[:row] = self.pairs
-                self.pairs, self.blank = grown, self._empty(2 * row)
-        return row
+        return self.segments[where[0]], where[1]
+
+    def _before(self, segment: int) -> int:
+        """How many rows the segments before ``segment`` hold."""
+        return sum(len(s) for s in self.segments[:segment])
+
+    def mark_dirty(self) -> None:
+        """Something was folded in: the next ``raise_pending_errors`` reads the pairs."""
+        self.dirty = True
 
     def read(self) -> list[str]:
         """The messages of the sites whose ids left their range since the last read; every
         pair starts afresh."""
         self.dirty = False
-        n = len(self.sites)
-        seen = backend.to_host_array(self.pairs[:n]).tolist()  # the one synchronisation
         with self.device:
-            self.pairs[:n] = self.blank[:n]
+            pairs = (
+                self.segments[0] if len(self.segments) == 1 else self.xp.concatenate(self.segments)
+            )
+            seen = backend.to_host_array(pairs[: len(self.sites)]).tolist()  # one synchronisation
+            for segment in self.segments:  # in place: a captured graph holds the segments
+                segment[:, 0], segment[:, 1] = _EMPTY
         return [
             site.message(low, high)
             for site, (low, high) in zip(self.sites, seen)
@@ -155,9 +170,9 @@ def check_range(
         if ledger is None:
             on_device = backend.cupy().cuda.Device(ids.device.id) if on_gpu else nullcontext()
             ledger = _ledgers[device] = _Ledger(xp, on_device)
-        row = ledger.row(site)
-        fold_extremes(xp, ids, ledger.pairs, row, site.ignore)
-        ledger.dirty = True
+        pairs, row = ledger.row(site)
+        fold_extremes(xp, ids, pairs, row, site.ignore)
+    capture.every_step(ledger.mark_dirty)  # a captured step's replays fold in ids too
 
 
 def checks_pending() -> bool:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from tricycle import backend, checks, deferred, kernels, random, threads
+from tricycle import backend, capture, checks, deferred, kernels, random, threads
 from tricycle.backend import check_same_device
 from tricycle.blocking import (
     as_rows,
@@ -690,6 +690,7 @@ def dropout(x: Tensor, probability: float, rng: np.random.Generator | None = Non
     # random generators make only float32/64 numbers: draw in float32 for 16-bit activations
     draw = x.dtype if x.dtype in (np.float32, np.float64) else np.dtype(np.float32)
     if x.on_gpu:
+        capture.refuse("dropout", "its mask is drawn anew by the host at every step")
         mask = xp.random.random_sample(x.shape, dtype=draw)
     else:
         mask = (rng or np.random.default_rng()).random(x.shape, dtype=draw)
@@ -721,6 +722,7 @@ class Dropout(Layer):
     def draw_seed(self) -> int:
         """A 32-bit seed from this layer's generator, for a fused op that draws its own mask
         (attention dropout): it then resumes and reproduces like this layer's own masks."""
+        capture.refuse("attention dropout", "its mask seed is drawn by the host at every step")
         return int(self.rng.integers(2**32))
 
     def extra_repr(self) -> str:

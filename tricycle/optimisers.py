@@ -336,20 +336,29 @@ class Adam(Optimiser):
         lr, decay = float(self.learning_rate), self.decoupled_decay(name, param)
         _adam_update(param.xp, param.array, grad, state, lr, beta1, beta2, self.eps, decay)
 
+    def fuses(self) -> bool:
+        """Whether ``fused_update`` applies to this optimiser: Adam and AdamW, but not
+        subclasses (whose update may differ) nor Adam's L2 decay."""
+        return type(self) in (Adam, AdamW) and not (self.weight_decay and not self.decoupled)
+
+    def hyperparameters(self) -> tuple[float, float, float, float]:
+        """(learning rate, beta1, beta2, eps) as they are now."""
+        beta1, beta2 = self.betas
+        return float(self.learning_rate), float(beta1), float(beta2), float(self.eps)
+
     def fused_update(self, named: list, grad_multiplier=None) -> bool:
         """Adam and AdamW over all parameters at once, with the same state and math as
         ``update_parameter``: on float32 cupy parameters one multi-tensor kernel launch
         (``kernels.optimiser_update``); on C-contiguous numpy parameters one batch of blocks
         for the thread pool (``_adam_update_many``). Subclasses, whose update may differ, and
         Adam's L2 decay keep the plain path."""
-        if type(self) not in (Adam, AdamW) or (self.weight_decay and not self.decoupled):
+        if not self.fuses():
             return False
         decays = [self.decoupled_decay(name, p) for name, p in named]
         states = [self.state_of(name, p) for name, p in named]
-        lr, (beta1, beta2) = float(self.learning_rate), self.betas
-        if kernels.optimiser_update(named, states, lr, self.betas, self.eps, decays,
-                                    grad_multiplier):  # fmt: skip
+        if kernels.optimiser_update(named, states, self.hyperparameters, decays, grad_multiplier):
             return True
+        lr, (beta1, beta2) = float(self.learning_rate), self.betas
         host_multiplier = grad_multiplier is None or isinstance(grad_multiplier, (int, float))
         if not host_multiplier or not all(_numpy_contiguous(p) for _, p in named):
             return False

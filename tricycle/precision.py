@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from tricycle import backend, checks, kernels
+from tricycle import backend, capture, checks, kernels
 from tricycle.optimisers import clip_factor, global_norm, grad_norm, named_parameters
 from tricycle.tensor import Tensor, is_float
 
@@ -248,13 +248,17 @@ class GradScaler:
         xp = self._state(found_inf)
         grown = self._good_steps + 1
         grow = (grown >= self.growth_interval) & ~found_inf
-        self._scale = xp.where(
+        # written in place: a captured step (tricycle.cuda_graph) reads them where they are
+        self._scale[...] = xp.where(
             found_inf,
             self._scale * np.float32(self.backoff_factor),
             xp.where(grow, self._scale * np.float32(self.growth_factor), self._scale),
-        ).astype(np.float32)
-        self._good_steps = xp.where(found_inf | grow, 0, grown).astype(np.int64)
-        self._skipped = (self._skipped + found_inf).astype(np.int64)
+        )
+        self._good_steps[...] = xp.where(found_inf | grow, 0, grown)
+        self._skipped += found_inf
+        capture.every_step(self._count_step)
+
+    def _count_step(self) -> None:
         self.steps += 1
 
     def state_dict(self) -> dict:

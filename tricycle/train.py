@@ -74,6 +74,7 @@ from tqdm import tqdm
 from tricycle import backend, distributed, threads
 from tricycle.backend import cupy_available
 from tricycle.blocks import ACTIVATIONS
+from tricycle.capture import CaptureError
 from tricycle.checkpoint import CheckpointError, atomic_write_text, load_state
 from tricycle.cli import (
     boolean,
@@ -196,6 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("--no-progress", action="store_true", help="no progress bar")
     add("--zero", action="store_true",
         help="under mpiexec: shard AdamW's state over the processes (ZeRO-1)")  # fmt: skip
+    add("--cuda-graph", action="store_true", help="GPU, one process, no dropout: capture "
+        "the training step as a CUDA graph after 2 steps and replay it")  # fmt: skip
     return parser
 
 
@@ -381,8 +384,9 @@ def _train(args, run_dir: RunDirectory) -> dict:
         trainer = gpt_trainer(
             config, data.train, data.valid, policy=policy, seed=settings["seed"],
             decay_steps=settings["lr_decay_iters"], world=world, zero=args.zero, hooks=hooks,
+            cuda_graph=args.cuda_graph,
         )  # fmt: skip
-    except ValueError as error:
+    except (ValueError, CaptureError) as error:
         raise SystemExit(f"tricycle-train: {error}") from None
     if trainer.valid_data is None and main:
         print("warning: the validation text is too short: no validation loss", file=sys.stderr)

@@ -49,23 +49,22 @@ non-finite parameter or optimiser moment.
 import contextlib
 import ctypes
 import ctypes.util
-import math
 import os
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from tricycle import backend, checks, deferred, distributed
+from tricycle import backend, capture, checks, deferred, distributed
 from tricycle.checkpoint import CheckpointError, load_state, save_pickle, save_state
 from tricycle.configs import GPTConfig
+from tricycle.cuda_graph import CapturedStep
 from tricycle.dataset import CausalLMDataset
 from tricycle.loss import CrossEntropy
 from tricycle.models import build_model
@@ -73,6 +72,7 @@ from tricycle.optimisers import AdamW, decay_all_matrices, decay_matrices
 from tricycle.precision import Precision
 from tricycle.runs import RunDirectory
 from tricycle.scheduler import CosineSchedule
+from tricycle.step import StepOutput, TrainingDiverged, train_step
 from tricycle.tensor import no_grad
 from tricycle.zero import ZeroRedundancyOptimiser
 
@@ -88,94 +88,6 @@ __all__ = [
     "train_step",
     "tune_cpu_allocator",
 ]
-
-
-class TrainingDiverged(RuntimeError):
-    """The loss, the gradient norm, a parameter or an optimiser moment stopped being finite."""
-
-
-# ====================================================================== one step
-
-
-@dataclass(frozen=True)
-class StepOutput:
-    """What one ``train_step`` computed: the mean loss over its micro-batches, the global
-    gradient norm before clipping (None when neither clipping nor loss scaling needed it),
-    and whether the update was skipped for inf/NaN gradients. Values may still be device
-    scalars; ``settle`` reads them back. ``scaled``: the step used loss scaling, where an
-    overflowing gradient skips the step instead of ending the run."""
-
-    loss: Any
-    grad_norm: Any
-    skipped: Any
-    scaled: bool = False
-
-    def settle(self, step: int | None = None) -> "StepOutput":
-        """This output with Python numbers (one device synchronisation), checked: raises
-        ``TrainingDiverged`` naming ``step`` on a non-finite loss, or on a non-finite norm
-        without loss scaling (with scaling such a step is skipped and counted). A range
-        check that ops deferred on the GPU (a token id or label out of range) raises here
-        first, so its error is not mistaken for a divergence."""
-        deferred.raise_pending_errors()
-        loss = float(self.loss)
-        norm = None if self.grad_norm is None else float(self.grad_norm)
-        at = "" if step is None else f" at step {step}"
-        if not math.isfinite(loss):
-            raise TrainingDiverged(f"the training loss is {loss}{at}")
-        if norm is not None and not math.isfinite(norm) and not self.scaled:
-            raise TrainingDiverged(f"the gradient norm is {norm}{at}")
-        return replace(self, loss=loss, grad_norm=norm, skipped=bool(self.skipped))
-
-
-@checks.arguments(accumulation_steps=checks.positive_int, max_norm=checks.non_negative)
-def train_step(
-    model,
-    optimiser,
-    batches: Iterator,
-    policy: Precision | None = None,
-    *,
-    loss_fn: Callable | None = None,
-    accumulation_steps: int = 1,
-    max_norm: float = 0.0,
-    data_parallel: distributed.DataParallel | None = None,
-) -> StepOutput:
-    """One optimiser step over ``accumulation_steps`` micro-batches from ``batches``.
-
-    Args:
-        model: a Layer mapping inputs to logits; a GPT also takes ``precision=``.
-        optimiser: its ``step()`` is called first, then ``update`` through the policy.
-        batches: an iterator of (inputs, targets).
-        policy: the precision policy (default float32).
-        loss_fn: ``loss_fn(targets, logits)``, default ``CrossEntropy()``.
-        max_norm: clip the gradients to this global norm (0: no clipping).
-        data_parallel: the model's ``distributed.DataParallel``: the gradients (reduced
-            during the last micro-batch's backward) and the loss become their means over
-            the ranks.
-
-    Returns a ``StepOutput`` whose values stay on the device (no host synchronisation on a
-    GPU); call ``settle`` to read and check them.
-    """
-    policy = Precision() if policy is None else policy
-    loss_fn = CrossEntropy() if loss_fn is None else loss_fn
-    optimiser.step()
-    total = 0.0
-    for micro in range(accumulation_steps):
-        last = micro == accumulation_steps - 1
-        # with data parallelism only the last backward reduces: the others add up locally
-        local = data_parallel is not None and not last
-        with data_parallel.no_sync() if local else contextlib.nullcontext():
-            inputs, targets = next(batches)  # (B, T) ids each
-            logits = model(inputs, precision=policy) if policy.mixed else model(inputs)
-            loss = loss_fn(targets, logits)  # float32, whatever the compute dtype
-            # gradients add up over the micro-batches: each contributes its share of the mean
-            policy.backward(loss / accumulation_steps if accumulation_steps > 1 else loss)
-        total = total + loss.array  # summed on the device
-    loss = total / accumulation_steps
-    if data_parallel is not None:
-        data_parallel.finish()  # every gradient is now the mean over the ranks
-        loss = data_parallel.world.all_reduce(loss)
-    norm, skipped = policy.step(optimiser, model, max_norm=max_norm)
-    return StepOutput(loss, norm, skipped, policy.scaler is not None)
 
 
 @checks.arguments(n_batches=checks.positive_int, protocol=checks.one_of(("sequential", "random")))
@@ -360,6 +272,8 @@ class Trainer:
             way, recorded in the metrics beside the loss.
         tokens_per_step: for the tokens/s in the metrics.
         seed: seeds the GPU's dropout masks, one seed per step, so they replay on resume.
+        cuda_graph: run the steps through ``tricycle.cuda_graph.CapturedStep`` (GPU, one
+            process, Adam/AdamW, no dropout): captured once after warm-up, then replayed.
 
     ``step`` counts the steps done; ``state_dict``/``load_state_dict`` and ``save``/``load``
     hold the whole run.
@@ -384,6 +298,7 @@ class Trainer:
         hooks: Sequence[Hook] = (),
         tokens_per_step: int | None = None,
         seed: int = 0,
+        cuda_graph: bool = False,
     ):
         if not all(isinstance(hook, Hook) for hook in hooks):
             raise TypeError(f"Trainer: hooks must be Hook objects, got {list(hooks)!r}")
@@ -402,6 +317,13 @@ class Trainer:
         self.saved_step: int | None = None  # the step of the last checkpoint written or read
         self._on_gpu: bool | None = None  # found at the first step of each fit
         self._jump_dropout_generators()
+        self.cuda_graph = cuda_graph
+        self._captured: CapturedStep | None = None  # made at the first step
+        if cuda_graph and self.world.world_size > 1:
+            raise capture.CaptureError(
+                f"Trainer: cuda_graph needs one process, not {self.world.world_size} (the "
+                "gradient reductions are not captured)"
+            )
 
     def _jump_dropout_generators(self) -> None:
         """Rank r's layer generators: rank 0's jumped r times (independent streams, whose
@@ -422,16 +344,15 @@ class Trainer:
         if self._on_gpu:  # dropout masks on the GPU come from cupy's global generator
             rank_offset = self.world.rank * 1_000_000_007
             backend.cupy().random.seed(self.seed * 1_000_003 + self.step + rank_offset)
-        result = train_step(
-            self.model,
-            self.optimiser,
-            self.train_data,
-            self.policy,
-            loss_fn=self.loss_fn,
-            accumulation_steps=self.accumulation_steps,
-            max_norm=self.max_norm,
-            data_parallel=self.data_parallel,
-        )
+        options = dict(loss_fn=self.loss_fn, accumulation_steps=self.accumulation_steps,
+                       max_norm=self.max_norm)  # fmt: skip
+        if self.cuda_graph:
+            if self._captured is None:
+                self._captured = CapturedStep(self.model, self.optimiser, self.policy, **options)
+            result = self._captured(self.train_data)
+        else:
+            result = train_step(self.model, self.optimiser, self.train_data, self.policy,
+                                data_parallel=self.data_parallel, **options)  # fmt: skip
         self.step += 1
         return result
 
@@ -489,6 +410,7 @@ class Trainer:
         if self.valid_data is not None and random.get("valid_data") is not None:
             load_data_state(self.valid_data, random["valid_data"])
         self.step, self.wall_time = int(state["step"]), float(state["wall_time"])
+        self._captured = None  # its graph holds the arrays just replaced: capture anew
 
     def save(self, path, metadata: dict | None = None) -> None:
         """Write the run to a safe checkpoint at ``path`` (with ``metadata``, such as the
@@ -699,6 +621,7 @@ def gpt_trainer(
     world: distributed.World | None = None,
     zero: bool = False,
     hooks: Sequence[Hook] = (),
+    cuda_graph: bool = False,
 ) -> Trainer:
     """A ``Trainer`` for the model ``config`` describes (``build_model``: a GPT or a Llama),
     initialised from tricycle's generator (``tricycle.random.manual_seed`` it first), with
@@ -715,7 +638,7 @@ def gpt_trainer(
     With a ``world`` of several processes, each takes its rows of every global batch of
     ``config.batch_size`` (the same windows as one process), starts from rank 0's parameters,
     and averages its gradients with the others' during backward (``distributed.DataParallel``);
-    ``zero`` shards AdamW's state over the ranks (ZeRO-1)."""
+    ``zero`` shards AdamW's state over the ranks (ZeRO-1). ``cuda_graph``: as for ``Trainer``."""
     world = distributed.init() if world is None else world
     if config.batch_size % world.world_size:
         raise ValueError(
@@ -766,6 +689,7 @@ def gpt_trainer(
         hooks=hooks,
         tokens_per_step=config.tokens_per_step,
         seed=seed,
+        cuda_graph=cuda_graph,
     )
 
 

@@ -46,6 +46,7 @@ from tricycle.kernels.norm import (
     rms_norm_forward,
 )
 from tricycle.kernels.optimiser import (
+    adam_hyper,
     adam_update,
     adamw_multi_step,
     adamw_step,
@@ -59,6 +60,7 @@ __all__ = [
     "add_enabled",
     "add_kernel",
     "adam_enabled",
+    "adam_hyper",
     "adam_update",
     "adamw_multi_step",
     "adamw_step",

@@ -46,15 +46,18 @@ extern "C" __global__ void adamw_kernel(float* __restrict__ w, const float* __re
 
 // Many tensors. ptrs holds 4 * n_tensors addresses: weights | grads | exp_avgs | exp_avg_sqs.
 // weight_decays[t] is per tensor (biases and gains are usually not decayed); the tables stay
-// the same from step to step while lr follows its schedule.
+// the same from step to step while lr follows its schedule. The step's numbers are read from
+// device memory, hyper = (lr, beta1, beta2, eps, step_size, inv_sqrt_bc2), so that a CUDA
+// graph replaying this launch reads each step's own (tricycle/capture.py).
 extern "C" __global__ void adamw_multi_kernel(
     const long long* __restrict__ ptrs, const long long* __restrict__ sizes,
     const float* __restrict__ weight_decays, const int* __restrict__ block_tensor,
-    const long long* __restrict__ block_start, int n_tensors, int chunk, float lr, float beta1,
-    float beta2, float eps, float step_size, float inv_sqrt_bc2,
-    const float* __restrict__ grad_mult, int has_mult) {
+    const long long* __restrict__ block_start, int n_tensors, int chunk,
+    const float* __restrict__ hyper, const float* __restrict__ grad_mult, int has_mult) {
     const float gm = has_mult ? grad_mult[0] : 1.f;
     if (!isfinite(gm)) return;
+    const float lr = hyper[0], beta1 = hyper[1], beta2 = hyper[2], eps = hyper[3];
+    const float step_size = hyper[4], inv_sqrt_bc2 = hyper[5];
     const int t = block_tensor[blockIdx.x];
     const long long start = block_start[blockIdx.x];
     const long long end = min(start + (long long)chunk, sizes[t]);

@@ -1,17 +1,24 @@
-"""2-D matrix products straight through cuBLAS, for the Dense layer's three products.
+"""2-D matrix products straight through cuBLAS, for Dense layers and 2-D einsums.
 
 ``cupy.matmul`` spends 45-80 us of host time per call (argument handling, output allocation,
 compute-type lookups) before cuBLAS runs; a GPT step makes ~100 of them, and at GPT sizes on
 an H100 the step is bound by host time, not by the GPU. ``gemm`` makes one ``cublasGemmEx``
-call through CuPy's own bindings on CuPy's cuBLAS handle and stream.
+call through ctypes, on a cuBLAS handle of its own (one per thread and device, with its own
+workspace) bound to CuPy's current stream. CuPy's own cuBLAS bindings refuse to run while a
+stream is being captured into a CUDA graph; cuBLAS itself records into one, given a
+workspace it need not allocate, so these products can be captured (``tricycle.cuda_graph``).
 
 Row-major arrays are column-major transposes, so C = op(A) op(B) (row-major, C (M, N)) is
 computed as C^T = op(B)^T op(A)^T in cuBLAS's column-major terms: the operands swap places
-and each keeps its own transpose flag, with no copies.
+and each keeps its own transpose flag, with no copies. An F-contiguous operand is the
+transpose of a C-contiguous one and is read as such.
 
 float32 products follow CuPy's compute-type setting (``tricycle.precision.Precision("tf32")``
 switches it to TF32 while entered); float16 and bfloat16 products accumulate in float32.
 """
+
+import ctypes
+import threading
 
 import numpy as np
 
@@ -23,23 +30,95 @@ _CUDA_TYPES = {"float32": 0, "float16": 2, "bfloat16": 14}  # CUDA_R_32F, _16F, 
 _COMPUTE_32F, _COMPUTE_32F_FAST_TF32 = 68, 77  # cublasComputeType_t
 _OP_N, _OP_T = 0, 1
 _GEMM_DEFAULT = -1
-_POINTER_MODE_HOST = 0
 _COMPUTE_TYPE_TF32 = 7  # CuPy's "float32 products in TF32" (cupy._core.set_compute_type)
-_SCALARS = np.array([1.0, 0.0], dtype=np.float32)  # alpha = 1; beta = 0 or 1: host memory
+_WORKSPACE_BYTES = 32 * 2**20  # what cuBLAS asks for on Hopper
+_SCALARS = np.array([1.0, 0.0], dtype=np.float32)  # alpha = 1; beta = 0: host memory
 _ONE, _ZERO = _SCALARS.ctypes.data, _SCALARS.ctypes.data + 4
 _cuda_type_of: dict = {}
 _ones_rows: dict = {}  # (n, dtype, device) -> a (1, n) row of ones, made once
 
 
+# ====================================================================== cuBLAS through ctypes
+class _Library:
+    """libcublas as CuPy loaded it (the same copy), with the four functions used here."""
+
+    def __init__(self, cp):
+        self.lib = ctypes.CDLL(_library_path(cp))
+        handle, i32, ptr = ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p
+        self.create = self._function("cublasCreate_v2", [ctypes.POINTER(handle)])
+        self.set_stream = self._function("cublasSetStream_v2", [handle, ptr])
+        self.set_workspace = self._function("cublasSetWorkspace_v2", [handle, ptr, ctypes.c_size_t])
+        self.gemm = self._function(
+            "cublasGemmEx",
+            [handle, i32, i32, i32, i32, i32, ptr, ptr, i32, i32, ptr, i32, i32, ptr, ptr, i32,
+             i32, i32, i32],
+        )  # fmt: skip
+
+    def _function(self, name: str, argtypes: list):
+        fn = getattr(self.lib, name)
+        fn.argtypes, fn.restype = argtypes, ctypes.c_int  # cublasStatus_t
+        return fn
+
+
+def _library_path(cp) -> str:
+    """The libcublas that CuPy's bindings loaded (read from the process's mappings), else the
+    one of the CUDA major version CuPy runs on."""
+    cp.cuda.cublas.getVersion(cp.cuda.device.get_cublas_handle())  # make sure it is loaded
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.split()[-1]
+                if "/libcublas.so" in path:
+                    return path
+    except OSError:
+        pass
+    return f"libcublas.so.{cp.cuda.runtime.runtimeGetVersion() // 1000}"
+
+
+class _Handles(threading.local):
+    """Per thread: device -> (library, cuBLAS handle, its workspace)."""
+
+    def __init__(self):
+        self.by_device: dict = {}
+
+
+_handles = _Handles()
+_library_lock = threading.Lock()
+_library: list = []  # the one _Library, made on first use
+
+
+def _check(status: int, what: str) -> None:
+    if status != 0:
+        raise RuntimeError(f"gemm: {what} failed with cublasStatus_t {status}")
+
+
+def _handle(cp):
+    """This thread's cuBLAS handle on the current device, bound to a workspace of its own."""
+    device = cp.cuda.runtime.getDevice()
+    entry = _handles.by_device.get(device)
+    if entry is None:
+        with _library_lock:
+            if not _library:
+                _library.append(_Library(cp))
+        library = _library[0]
+        handle = ctypes.c_void_p()
+        _check(library.create(ctypes.byref(handle)), "cublasCreate")
+        workspace = cp.cuda.alloc(_WORKSPACE_BYTES)  # lives as long as the handle
+        _check(library.set_workspace(handle, workspace.ptr, _WORKSPACE_BYTES), "cublasSetWorkspace")
+        entry = _handles.by_device[device] = (library, handle, workspace)
+    return entry
+
+
+# ====================================================================== products
 def gemm_enabled(a, b) -> bool:
-    """``gemm`` applies: C-contiguous 2-D cupy arrays of one supported float dtype."""
+    """``gemm`` applies: 2-D cupy arrays of one supported float dtype, each C- or F-contiguous."""
     return (
         enabled(a, b)
         and a.ndim == 2
         and b.ndim == 2
         and a.dtype == b.dtype
-        and a.flags.c_contiguous
-        and b.flags.c_contiguous
+        and (a.flags.c_contiguous or a.flags.f_contiguous)
+        and (b.flags.c_contiguous or b.flags.f_contiguous)
     )
 
 
@@ -66,18 +145,22 @@ def gemm(a, b, transpose_a: bool = False, transpose_b: bool = False, out=None):
     if k == 0:
         out.fill(0)
         return out
+    if not a.flags.c_contiguous:  # F-contiguous: the transpose of a C-contiguous array
+        a, transpose_a = a.T, not transpose_a
+    if not b.flags.c_contiguous:
+        b, transpose_b = b.T, not transpose_b
     data_type = _cuda_type(a.dtype)
     compute = _COMPUTE_32F_FAST_TF32 if data_type == 0 and tf32_enabled() else _COMPUTE_32F
-    cublas = cp.cuda.cublas
-    handle = cp.cuda.device.get_cublas_handle()
-    cublas.setStream(handle, cp.cuda.get_current_stream().ptr)
-    cublas.setPointerMode(handle, _POINTER_MODE_HOST)
+    library, handle, _ = _handle(cp)
+    _check(library.set_stream(handle, cp.cuda.get_current_stream().ptr), "cublasSetStream")
     # column-major: C^T (n, m) = op(b)^T (n, k) @ op(a)^T (k, m); leading dims = row lengths
-    cublas.gemmEx(
+    status = library.gemm(
         handle, _OP_T if transpose_b else _OP_N, _OP_T if transpose_a else _OP_N, n, m, k,
-        _ONE, b.data.ptr, data_type, b.shape[1], a.data.ptr, data_type, a.shape[1],
-        _ZERO, out.data.ptr, data_type, n, compute, _GEMM_DEFAULT,
+        _ONE, b.data.ptr, data_type, max(b.shape[1], 1), a.data.ptr, data_type,
+        max(a.shape[1], 1), _ZERO, out.data.ptr, data_type, n, compute, _GEMM_DEFAULT,
     )  # fmt: skip
+    if status != 0:
+        _check(status, f"cublasGemmEx of {a.shape} x {b.shape} ({a.dtype})")
     return out
 
 

@@ -4,12 +4,14 @@ a buffer (the AdamW step, the gradient norm, the casts of every parameter).
 Block b of such a launch works on chunk b of the tensors' concatenation; it finds its tensor
 and its start in two small device tables, and the tensor's address in a device array of
 pointers. Both are cached: the sizes never change during training, and the memory pool tends
-to hand the same addresses back step after step (then nothing is uploaded at all).
+to hand the same addresses back step after step (then nothing is uploaded at all). While a
+CUDA graph is captured the pointers go through ``capture.upload`` instead, uncached: the graph
+owns them.
 """
 
 import numpy as np
 
-from tricycle import backend
+from tricycle import backend, capture
 
 
 class BlockTable:
@@ -46,6 +48,7 @@ def block_table(sizes: list[int], weight_decays: list[float] | None = None) -> B
         if len(_tables) > 64:
             _tables.clear()
         _tables[key] = BlockTable(cp, sizes, weight_decays)
+    capture.keep(_tables[key])  # a graph reads it: it outlives the cache
     return _tables[key]
 
 
@@ -53,6 +56,8 @@ def pointer_table(*arrays_lists) -> object:
     """A device int64 array of the arrays' addresses, list after list (cached by address)."""
     cp = backend.cupy()
     pointers = tuple(a.data.ptr for arrays in arrays_lists for a in arrays)
+    if capture.capturing():
+        return capture.upload(np.asarray(pointers, dtype=np.int64))
     key = (cp.cuda.runtime.getDevice(), pointers)
     table = _pointer_tables.get(key)
     if table is None:

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from tricycle import backend
+from tricycle import backend, capture
 from tricycle.kernels.launch import adam_enabled, compiled, contiguous, elementwise_grid
 from tricycle.kernels.multi_tensor import block_table, pointer_table
 
@@ -20,13 +20,19 @@ def adam_state(xp, w, state: dict) -> int:
     """Advance one parameter's Adam state by a step and return that step t (1 at first).
 
     The state holds ``exp_avg`` and ``exp_avg_sq`` (the moments, zeros like ``w`` on its
-    device, made on the first step) and ``step``, the parameter's own count for the bias
-    corrections, as torch.optim keeps it.
+    device, made on the first step: ``adam_moments``) and ``step``, the parameter's own count
+    for the bias corrections, as torch.optim keeps it.
     """
-    if "exp_avg" not in state:
-        state["exp_avg"], state["exp_avg_sq"], state["step"] = xp.zeros_like(w), xp.zeros_like(w), 0
+    adam_moments(xp, w, state)
     state["step"] += 1
     return state["step"]
+
+
+def adam_moments(xp, w, state: dict) -> dict:
+    """Make the state's moments (zeros like ``w``) and count (0) if it has none yet."""
+    if "exp_avg" not in state:
+        state["exp_avg"], state["exp_avg_sq"], state["step"] = xp.zeros_like(w), xp.zeros_like(w), 0
+    return state
 
 
 def adam_corrections(lr: float, beta1: float, beta2: float, step: int) -> tuple[float, float]:
@@ -107,12 +113,18 @@ def _check_multi(name: str, *lists) -> None:
                 )
 
 
-def adamw_multi_step(
-    xp, weights, grads, exp_avgs, exp_avg_sqs, lr, beta1, beta2, eps, step,
-    weight_decays=0.0, grad_multiplier=None,
-):  # fmt: skip
+def adam_hyper(lr: float, beta1: float, beta2: float, eps: float, step: int) -> tuple:
+    """The numbers ``adamw_multi_kernel`` reads for step t: (lr, beta1, beta2, eps,
+    lr / (1 - b1^t), 1 / sqrt(1 - b2^t)), the corrections in float64 (``adam_corrections``)."""
+    return (lr, beta1, beta2, eps, *adam_corrections(lr, beta1, beta2, step))
+
+
+def adamw_multi_step(weights, grads, exp_avgs, exp_avg_sqs, hyper, weight_decays=0.0,
+                     grad_multiplier=None):  # fmt: skip
     """One AdamW step over many float32 tensors in a single launch (in place).
 
+    ``hyper``: a float32 device array of ``adam_hyper``'s six numbers (from
+    ``capture.step_scalars``, so that a captured step reads each replay's own).
     ``weight_decays``: one float for all tensors or one per tensor (0 for biases and gains).
     ``grad_multiplier``: as in ``adamw_step`` (see ``clip_multiplier``).
     """
@@ -125,16 +137,13 @@ def adamw_multi_step(
         weight_decays = [float(weight_decays)] * len(weights)
     table = block_table([w.size for w in weights], [float(wd) for wd in weight_decays])
     pointers = pointer_table(weights, grads, exp_avgs, exp_avg_sqs)
-    step_size, inv_sqrt_bc2 = _adam_constants(lr, beta1, beta2, step)
     mult, has_mult = _grad_mult_args(cp, grad_multiplier)
     kernel = compiled("adamw.cu", "adamw_multi_kernel")
     kernel(
         (table.n_blocks,),
         (256,),
         (pointers, table.sizes, table.decays, table.block_tensor, table.block_start,
-         np.int32(len(weights)), np.int32(table.chunk), np.float32(lr), np.float32(beta1),
-         np.float32(beta2),
-         np.float32(eps), step_size, inv_sqrt_bc2, mult, has_mult),
+         np.int32(len(weights)), np.int32(table.chunk), hyper, mult, has_mult),
     )  # fmt: skip
 
 
@@ -174,17 +183,19 @@ def clip_multiplier(xp, grads, max_norm: float = 0.0, loss_scale=None):
     return norm, multiplier
 
 
-def optimiser_update(named, states, lr, betas, eps, weight_decays, grad_multiplier=None) -> bool:
+def optimiser_update(named, states, hyper, weight_decays, grad_multiplier=None) -> bool:
     """One Adam/AdamW update of the parameters ``named`` [(name, Tensor)] as multi-tensor
     kernel launches; ``Adam.fused_update`` is the caller.
 
     Same state (``exp_avg``, ``exp_avg_sq``, ``step``: ``states`` has one dict per parameter,
-    already on its device) and
-    the same math as ``tricycle.optimisers``; ``weight_decays`` has one decoupled decay per
-    parameter; one launch per distinct step count (normally one). Returns False, having done
-    nothing, where a parameter or gradient is not a float32 C-contiguous cupy array.
-    ``grad_multiplier``: see ``clip_multiplier``. Gradients are left in place (zero them as
-    usual). A step skipped on the device (non-finite multiplier) still counts in ``step``.
+    already on its device) and the same math as ``tricycle.optimisers``. ``hyper()`` returns
+    (lr, beta1, beta2, eps), read when the step runs: now, and before each replay of a
+    captured step, which also advances the counts then (``capture.step_scalars``).
+    ``weight_decays`` has one decoupled decay per parameter; one launch per distinct step
+    count (normally one). Returns False, having done nothing, where a parameter or gradient
+    is not a float32 C-contiguous cupy array. ``grad_multiplier``: see ``clip_multiplier``.
+    Gradients are left in place (zero them as usual). A step skipped on the device
+    (non-finite multiplier) still counts in ``step``.
     """
     if not named:
         return True
@@ -193,15 +204,20 @@ def optimiser_update(named, states, lr, betas, eps, weight_decays, grad_multipli
         if not (adam_enabled(p.array, g) and g.dtype == np.float32):
             return False
     cp = backend.cupy()
-    beta1, beta2 = betas
     groups: dict[int, list] = {}
     for (_, p), state, decay in zip(named, states, weight_decays):
-        groups.setdefault(adam_state(cp, p.array, state), []).append(
-            (p.array, p.grad.array, state["exp_avg"], state["exp_avg_sq"], decay)
-        )
-    for step, members in groups.items():
-        w, g, m, v, wd = (list(column) for column in zip(*members))
-        adamw_multi_step(None, w, g, m, v, lr, beta1, beta2, eps, step, wd, grad_multiplier)
+        adam_moments(cp, p.array, state)
+        groups.setdefault(state["step"], []).append((p.array, p.grad.array, state, decay))
+    for members in groups.values():
+        w, g, group, wd = (list(column) for column in zip(*members))
+
+        def advance(group=group) -> tuple:  # the host half of the step: count it
+            for state in group:
+                state["step"] += 1
+            return adam_hyper(*hyper(), group[0]["step"])
+
+        m, v = [s["exp_avg"] for s in group], [s["exp_avg_sq"] for s in group]
+        adamw_multi_step(w, g, m, v, capture.step_scalars(advance), wd, grad_multiplier)
     return True
 
 

@@ -1,0 +1,224 @@
+"""The captured training step (tricycle.cuda_graph) and the capture hooks (tricycle.capture).
+
+On a GPU: a ``CapturedStep`` gives the same losses, gradient norms and parameters as
+``train_step`` step after step (learning rate changing, clipping, loss scaling, gradient
+accumulation), keeps range checks, and refuses what a replay would get wrong. On the CPU:
+the hooks outside a capture, and the refusals that need no GPU.
+"""
+
+import numpy as np
+import pytest
+
+from tricycle import backend, capture, kernels
+from tricycle.configs import GPTConfig
+from tricycle.cuda_graph import CapturedStep
+from tricycle.einsum import Einsum
+from tricycle.layers import Dropout
+from tricycle.models import build_model
+from tricycle.optimisers import SGD, Adam, AdamW
+from tricycle.precision import Precision
+from tricycle.random import manual_seed
+from tricycle.step import train_step
+from tricycle.tensor import Tensor
+
+gpu = pytest.mark.skipif(not backend.cupy_available(), reason="no CUDA GPU")
+
+SMALL = dict(embedding_dim=64, n_heads=2, n_layers=2, context_window=16, vocab_size=61,
+             batch_size=4, activation_fn="gelu_tanh")  # fmt: skip
+
+
+def _model(seed: int = 0, **overrides):
+    manual_seed(seed)
+    model = build_model(GPTConfig(**{**SMALL, **overrides}))
+    model.to_gpu()
+    return model
+
+
+def _batches(cp, n: int, seed: int = 1, vocab: int = 61, shape=(4, 16)):
+    rng = np.random.default_rng(seed)
+    return [
+        (cp.asarray(rng.integers(0, vocab, shape)), cp.asarray(rng.integers(0, vocab, shape)))
+        for _ in range(n)
+    ]
+
+
+# ====================================================================== CPU: the hooks
+def test_hooks_outside_a_capture_run_at_once():
+    calls = []
+    assert capture.every_step(lambda: calls.append(1) or 7) == 7
+    assert calls == [1] and not capture.capturing()
+    capture.refuse("op", "why")  # nothing to refuse outside a capture
+
+
+def test_a_recording_redoes_the_host_work_in_order():
+    recording, order = capture.Recording(), []
+    capture.start(recording)
+    try:
+        assert capture.capturing()
+        with pytest.raises(RuntimeError, match="already capturing"):
+            capture.start(capture.Recording())
+        capture.every_step(lambda: order.append("a"))
+        capture.every_step(lambda: order.append("b"))
+    finally:
+        capture.stop()
+    assert order == ["a", "b"] and not capture.capturing()
+    recording.refresh()
+    recording.refresh()
+    assert order == ["a", "b"] * 3
+
+
+def test_dropout_seeds_are_refused_while_capturing():
+    layer = Dropout(0.1, seed=0)
+    capture.start(capture.Recording())
+    try:
+        with pytest.raises(capture.CaptureError, match="attention dropout cannot run inside"):
+            layer.draw_seed()
+    finally:
+        capture.stop()
+    assert isinstance(layer.draw_seed(), int)  # outside a capture, as before
+
+
+def test_captured_step_refuses_an_optimiser_without_a_fused_update():
+    model = build_model(GPTConfig(**SMALL))
+    for optimiser in (SGD(0.1), Adam(weight_decay=0.1)):
+        with pytest.raises(capture.CaptureError, match="must be Adam or AdamW"):
+            CapturedStep(model, optimiser)
+
+
+def test_captured_step_refuses_a_model_on_the_cpu():
+    with pytest.raises(ValueError, match="must all be on a GPU"):
+        CapturedStep(build_model(GPTConfig(**SMALL)), AdamW())
+
+
+# ====================================================================== GPU: replays
+def _run(step_fn, model, optimiser, batches, policy, learning_rates, accumulation):
+    losses, norms = [], []
+    with policy:
+        for i, lr in enumerate(learning_rates):
+            optimiser.learning_rate = lr
+            out = step_fn(iter(batches[i * accumulation : (i + 1) * accumulation])).settle()
+            losses.append(out.loss)
+            norms.append(out.grad_norm)
+    params = {n: backend.cupy().asnumpy(p.array) for n, p in model.named_parameters()}
+    return losses, norms, params
+
+
+@gpu
+@pytest.mark.parametrize("mode", ["fp32", "bf16", "fp16"])
+@pytest.mark.parametrize("accumulation", [1, 2])
+def test_replays_match_eager_steps(mode, accumulation):
+    """Eight steps, the learning rate changing every step, clipping at 0.5: the same losses,
+    norms and parameters as train_step (fp16 with loss scaling, its scale starting at 2^16)."""
+    cp = backend.cupy()
+    batches = _batches(cp, 16)
+    rates = [1e-3 * (1 + i) for i in range(8)]
+    results = []
+    for captured in (False, True):
+        model = _model()
+        optimiser = AdamW(learning_rate=1e-3, betas=(0.9, 0.95), weight_decay=0.1)
+        policy = Precision(mode)
+        options = dict(accumulation_steps=accumulation, max_norm=0.5)
+        if captured:
+            step_fn = CapturedStep(model, optimiser, policy, **options)
+        else:
+
+            def step_fn(batches, model=model, optimiser=optimiser, policy=policy):
+                return train_step(model, optimiser, batches, policy, **options)
+
+        results.append(_run(step_fn, model, optimiser, batches, policy, rates, accumulation))
+        if captured:
+            assert step_fn.captured and step_fn.eager_steps == 2
+            assert optimiser.step_count == 8
+            assert all(s["step"] == 8 for s in optimiser.state.values())
+    (eager_losses, eager_norms, eager), (graph_losses, graph_norms, graph) = results
+    np.testing.assert_allclose(graph_losses, eager_losses, rtol=1e-5)
+    np.testing.assert_allclose(graph_norms, eager_norms, rtol=1e-4)
+    # the key bias's gradient is rounding noise (softmax ignores a constant per query) and
+    # some backward kernels add with atomics, in any order: Adam's normalised steps move such
+    # entries by up to ~lr apart in two eager runs too; a wrong step moves everything
+    for name in eager:
+        np.testing.assert_allclose(graph[name], eager[name], rtol=1e-4, atol=1e-4, err_msg=name)
+
+
+@gpu
+def test_outputs_stay_valid_after_later_replays():
+    cp = backend.cupy()
+    model = _model()
+    step = CapturedStep(model, AdamW(learning_rate=1e-2), warmup_steps=1)
+    outputs = [step(iter([batch])) for batch in _batches(cp, 5)]
+    losses = [float(out.loss) for out in outputs]
+    assert len(set(losses)) == 5  # each step's own loss, not the last one five times
+
+
+@gpu
+def test_a_batch_of_another_shape_is_refused():
+    cp = backend.cupy()
+    step = CapturedStep(_model(), AdamW(), warmup_steps=1)
+    for batch in _batches(cp, 2):
+        step(iter([batch]))
+    (x, y), = _batches(cp, 1, shape=(2, 16))  # fmt: skip
+    with pytest.raises(ValueError, match=r"captured for inputs of shape \(4, 16\)"):
+        step(iter([(x, y)]))
+
+
+@gpu
+def test_replaced_parameters_are_refused():
+    cp = backend.cupy()
+    model, optimiser = _model(), AdamW()
+    step = CapturedStep(model, optimiser, warmup_steps=1)
+    for batch in _batches(cp, 2):
+        step(iter([batch]))
+    model.load_state_dict(model.state_dict())  # in place: the graph still holds
+    step(iter(_batches(cp, 1)))
+    optimiser.load_state_dict(optimiser.state_dict())  # new moment arrays
+    with pytest.raises(capture.CaptureError, match="was replaced since the graph was captured"):
+        step(iter(_batches(cp, 1)))
+
+
+@gpu
+def test_dropout_is_refused_at_capture():
+    cp = backend.cupy()
+    step = CapturedStep(_model(dropout=0.1), AdamW(), warmup_steps=1)
+    step(iter(_batches(cp, 1)))
+    with pytest.raises(capture.CaptureError, match="could not be captured"):
+        step(iter(_batches(cp, 1)))
+
+
+@gpu
+def test_a_label_out_of_range_in_a_replay_is_reported():
+    cp = backend.cupy()
+    step = CapturedStep(_model(), AdamW(), warmup_steps=1)
+    for batch in _batches(cp, 3):
+        step(iter([batch])).settle()
+    x, y = _batches(cp, 1)[0]
+    y[0, 0] = 61  # one past the vocabulary
+    with pytest.raises(IndexError, match="must lie in"):
+        step(iter([(x, y)])).settle()
+
+
+@gpu
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_a_2d_einsum_through_gemm_matches_matmul(dtype):
+    """The tied head's products: (N, E) x (V, E)^T, and the transposed operands of its
+    gradients (F-contiguous views), straight through cuBLAS."""
+    cp = backend.cupy()
+    rng = np.random.default_rng(0)
+    x = cp.asarray(rng.normal(size=(3, 5, 24)).astype(dtype))
+    w = cp.asarray(rng.normal(size=(37, 24)).astype(dtype))
+    a, b = Tensor(x), Tensor(w)
+    out = Einsum("...e,ve->...v")(a, b)
+    assert kernels.gemm_enabled(x.reshape(15, 24), w.T)  # F-contiguous: read as a transpose
+    tol = 1e-5 if dtype == "float32" else 2e-2
+    reference = cp.asnumpy(x.astype(np.float32)) @ cp.asnumpy(w.astype(np.float32)).T
+    np.testing.assert_allclose(cp.asnumpy(out.array).astype(np.float32), reference, rtol=tol,
+                               atol=tol)  # fmt: skip
+    out.backward(cp.ones(out.shape, dtype=dtype))
+    ones = np.ones((3, 5, 37), dtype=np.float32)
+    dx = ones @ cp.asnumpy(w.astype(np.float32))
+    np.testing.assert_allclose(cp.asnumpy(a.grad.array).astype(np.float32), dx, rtol=tol,
+                               atol=tol)  # fmt: skip
+    np.testing.assert_allclose(
+        cp.asnumpy(b.grad.array).astype(np.float32),
+        ones.reshape(15, 37).T @ cp.asnumpy(x.astype(np.float32)).reshape(15, 24),
+        rtol=tol, atol=tol,
+    )  # fmt: skip

@@ -1,0 +1,185 @@
+"""A training step captured once as a CUDA graph and replayed: no Python per kernel.
+
+At GPT sizes on an H100 the GPU finishes a step's few hundred kernels about as fast as
+Python can enqueue them, so the host sets the pace. ``CapturedStep`` runs ``train_step``
+eagerly for a few warm-up steps (kernels compile, optimiser state and cached tables are
+made), then records the next step's kernels into a CUDA graph, and from then on each step
+copies its batch into the graph's input buffers, redoes the step's little host work (the
+optimiser's counts and learning rate: ``tricycle.capture``) and launches the graph: one call.
+
+What a replay keeps from the capture, and so must not change afterwards (each is checked
+where it can be, and refused with an error otherwise):
+
+- the shapes and dtypes of the batches (a batch of another shape raises ValueError);
+- the arrays of the parameters and of the optimiser's state (the graph reads and writes
+  them where they were: replacing one, as ``load_state_dict`` does, raises before the next
+  replay; make a new ``CapturedStep`` after loading);
+- the policy, loss, clipping threshold and weight decays. The learning rate, betas and eps
+  are read at every step.
+
+Steps whose host work differs from step to step cannot be replayed, and the capture
+refuses them (``capture.CaptureError``): dropout (its masks are drawn on the host),
+data-parallel reductions, and optimisers without a fused update (SGD, Adam with L2 decay).
+
+The graph's memory comes from a pool of its own (activations and gradients of one step),
+kept while the ``CapturedStep`` lives; the step's outputs are copied out of the graph's
+buffers, so a ``StepOutput`` stays valid after later steps.
+"""
+
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+from tricycle import backend, capture, checks
+from tricycle.optimisers import Adam, named_parameters
+from tricycle.precision import Precision
+from tricycle.step import StepOutput, train_step
+
+
+class CapturedStep:
+    """``train_step`` with the same arguments, replayed as one CUDA graph after warm-up.
+
+    ``step(batches)`` takes ``accumulation_steps`` (inputs, targets) batches from the
+    iterator and returns a ``StepOutput``, as ``train_step`` does. The first
+    ``warmup_steps`` calls run eagerly; the next one is captured and launched; every later
+    one is a replay. The model and optimiser must live on one GPU.
+    """
+
+    @checks.arguments(
+        accumulation_steps=checks.positive_int,
+        max_norm=checks.non_negative,
+        warmup_steps=checks.positive_int,
+    )
+    def __init__(
+        self,
+        model,
+        optimiser,
+        policy: Precision | None = None,
+        *,
+        loss_fn: Callable | None = None,
+        accumulation_steps: int = 1,
+        max_norm: float = 0.0,
+        warmup_steps: int = 2,
+    ):
+        if not (isinstance(optimiser, Adam) and optimiser.fuses()):
+            raise capture.CaptureError(
+                f"CapturedStep: the optimiser must be Adam or AdamW with decoupled decay (a "
+                f"fused update on the GPU), got {optimiser!r}"
+            )
+        params = model.parameters()
+        if not params or not all(p.on_gpu for p in params):
+            raise ValueError("CapturedStep: the model's parameters must all be on a GPU")
+        self.model, self.optimiser = model, optimiser
+        self.policy = Precision() if policy is None else policy
+        self.options = dict(loss_fn=loss_fn, accumulation_steps=accumulation_steps,
+                            max_norm=max_norm)  # fmt: skip
+        self.warmup_steps = warmup_steps
+        self.eager_steps = 0
+        self._graph = None
+        self._recording: capture.Recording | None = None
+        self._pool = None  # the graph's memory
+        self._inputs: list[tuple] = []  # the graph's (inputs, targets) buffers
+        self._outputs: StepOutput | None = None  # the graph's output buffers
+        self._addresses: tuple = ()
+
+    @property
+    def captured(self) -> bool:
+        """Whether the graph exists (steps are replays)."""
+        return self._graph is not None
+
+    def __call__(self, batches: Iterator) -> StepOutput:
+        micro = [next(batches) for _ in range(self.options["accumulation_steps"])]
+        if self._graph is None and self.eager_steps < self.warmup_steps:
+            self.eager_steps += 1
+            return train_step(self.model, self.optimiser, iter(micro), self.policy, **self.options)
+        if self._graph is None:
+            self._capture(micro)
+        else:
+            self._check_addresses()
+            self._store(micro)
+            self._recording.refresh()
+        self._graph.launch(backend.cupy().cuda.get_current_stream())
+        return self._copied_outputs()
+
+    # ------------------------------------------------------------------ capture
+    def _capture(self, micro: list) -> None:
+        cp = backend.cupy()
+        self._inputs = [(cp.array(x, copy=True), cp.array(y, copy=True)) for x, y in micro]
+        stream = cp.cuda.Stream(non_blocking=True)
+        stream.wait_event(cp.cuda.get_current_stream().record())  # the inputs are in place
+        pool, recording = cp.cuda.MemoryPool(), capture.Recording()
+        capture.start(recording)
+        failure = None
+        try:
+            with stream, cp.cuda.using_allocator(pool.malloc):
+                # relaxed: the memory pool may call cudaMalloc while the graph is recorded
+                stream.begin_capture(cp.cuda.runtime.streamCaptureModeRelaxed)
+                try:
+                    outputs = train_step(self.model, self.optimiser, iter(self._inputs),
+                                         self.policy, **self.options)  # fmt: skip
+                except Exception as error:  # end the capture before raising
+                    failure = error
+                finally:
+                    try:
+                        graph = stream.end_capture()
+                    except Exception as error:
+                        failure = failure or error
+        finally:
+            capture.stop()
+        if failure is not None:
+            raise capture.CaptureError(
+                f"CapturedStep: this step could not be captured as a CUDA graph "
+                f"({type(failure).__name__}: {failure}); the optimiser's step counts have "
+                "advanced by one step without an update: rebuild the run, or train without "
+                "the CUDA graph"
+            ) from failure
+        self._graph, self._pool, self._recording = graph, pool, recording
+        self._outputs = outputs
+        self._addresses = self._current_addresses()
+        cp.cuda.get_current_stream().wait_event(stream.record())
+        recording.upload_pending()  # this step's own learning rate and counts
+        cp.get_default_memory_pool().free_all_blocks()  # the warm-up's cached blocks
+
+    def _store(self, micro: list) -> None:
+        """Copy a step's batches into the graph's input buffers (shapes must match)."""
+        cp = backend.cupy()
+        for (x_buffer, y_buffer), (x, y) in zip(self._inputs, micro):
+            for buffer, array, what in ((x_buffer, x, "inputs"), (y_buffer, y, "targets")):
+                if array.shape != buffer.shape or np.dtype(array.dtype) != buffer.dtype:
+                    raise ValueError(
+                        f"CapturedStep: the graph was captured for {what} of shape "
+                        f"{buffer.shape} and dtype {buffer.dtype}, got {array.shape} "
+                        f"{np.dtype(array.dtype)}; make a new CapturedStep for a new shape"
+                    )
+                if isinstance(array, np.ndarray):
+                    buffer.set(array, stream=cp.cuda.get_current_stream())
+                else:
+                    cp.copyto(buffer, array)
+
+    def _copied_outputs(self) -> StepOutput:
+        """The step's outputs, copied out of the graph's buffers (the next replay rewrites
+        them)."""
+        out = self._outputs
+
+        def copied(value):
+            return value.copy() if backend.is_cupy_array(value) else value
+
+        return StepOutput(copied(out.loss), copied(out.grad_norm), copied(out.skipped), out.scaled)
+
+    # ------------------------------------------------------------------ what must not move
+    def _current_addresses(self) -> tuple:
+        arrays = [p.array for _, p in named_parameters(self.model)]
+        for slots in self.optimiser.state.values():
+            arrays += [v for v in slots.values() if backend.is_cupy_array(v)]
+        return tuple(a.data.ptr for a in arrays)
+
+    def _check_addresses(self) -> None:
+        if self._current_addresses() != self._addresses:
+            raise capture.CaptureError(
+                "CapturedStep: a parameter or optimiser state array was replaced since the "
+                "graph was captured (load_state_dict, to_gpu, ...); the graph would update the "
+                "old arrays. Make a new CapturedStep."
+            )
+
+
+__all__ = ["CapturedStep"]

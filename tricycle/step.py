@@ -1,0 +1,107 @@
+"""One training step for every precision: ``train_step`` and what it returns.
+
+``train_step`` runs the forward in the policy's dtype, seeds backward with its loss scale, and
+lets ``Precision.step`` unscale, clip and update; float32 is just ``Precision("fp32")``. The
+loss and gradient norm come back as they were computed: device scalars on a GPU, so a loop
+that reads them every N steps lets the host run ahead of the device in between
+(``StepOutput.settle`` reads them and applies the divergence guard). ``tricycle.training``
+builds runs on it; ``tricycle.cuda_graph`` replays it as one CUDA graph.
+"""
+
+import contextlib
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+from tricycle import capture, checks, deferred, distributed
+from tricycle.loss import CrossEntropy
+from tricycle.precision import Precision
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss, the gradient norm, a parameter or an optimiser moment stopped being finite."""
+
+
+@dataclass(frozen=True)
+class StepOutput:
+    """What one ``train_step`` computed: the mean loss over its micro-batches, the global
+    gradient norm before clipping (None when neither clipping nor loss scaling needed it),
+    and whether the update was skipped for inf/NaN gradients. Values may still be device
+    scalars; ``settle`` reads them back. ``scaled``: the step used loss scaling, where an
+    overflowing gradient skips the step instead of ending the run."""
+
+    loss: Any
+    grad_norm: Any
+    skipped: Any
+    scaled: bool = False
+
+    def settle(self, step: int | None = None) -> "StepOutput":
+        """This output with Python numbers (one device synchronisation), checked: raises
+        ``TrainingDiverged`` naming ``step`` on a non-finite loss, or on a non-finite norm
+        without loss scaling (with scaling such a step is skipped and counted). A range
+        check that ops deferred on the GPU (a token id or label out of range) raises here
+        first, so its error is not mistaken for a divergence."""
+        deferred.raise_pending_errors()
+        loss = float(self.loss)
+        norm = None if self.grad_norm is None else float(self.grad_norm)
+        at = "" if step is None else f" at step {step}"
+        if not math.isfinite(loss):
+            raise TrainingDiverged(f"the training loss is {loss}{at}")
+        if norm is not None and not math.isfinite(norm) and not self.scaled:
+            raise TrainingDiverged(f"the gradient norm is {norm}{at}")
+        return replace(self, loss=loss, grad_norm=norm, skipped=bool(self.skipped))
+
+
+@checks.arguments(accumulation_steps=checks.positive_int, max_norm=checks.non_negative)
+def train_step(
+    model,
+    optimiser,
+    batches: Iterator,
+    policy: Precision | None = None,
+    *,
+    loss_fn: Callable | None = None,
+    accumulation_steps: int = 1,
+    max_norm: float = 0.0,
+    data_parallel: distributed.DataParallel | None = None,
+) -> StepOutput:
+    """One optimiser step over ``accumulation_steps`` micro-batches from ``batches``.
+
+    Args:
+        model: a Layer mapping inputs to logits; a GPT also takes ``precision=``.
+        optimiser: its ``step()`` is called first, then ``update`` through the policy.
+        batches: an iterator of (inputs, targets).
+        policy: the precision policy (default float32).
+        loss_fn: ``loss_fn(targets, logits)``, default ``CrossEntropy()``.
+        max_norm: clip the gradients to this global norm (0: no clipping).
+        data_parallel: the model's ``distributed.DataParallel``: the gradients (reduced
+            during the last micro-batch's backward) and the loss become their means over
+            the ranks.
+
+    Returns a ``StepOutput`` whose values stay on the device (no host synchronisation on a
+    GPU); call ``settle`` to read and check them.
+    """
+    policy = Precision() if policy is None else policy
+    loss_fn = CrossEntropy() if loss_fn is None else loss_fn
+    capture.every_step(optimiser.step)
+    total = 0.0
+    for micro in range(accumulation_steps):
+        last = micro == accumulation_steps - 1
+        # with data parallelism only the last backward reduces: the others add up locally
+        local = data_parallel is not None and not last
+        with data_parallel.no_sync() if local else contextlib.nullcontext():
+            inputs, targets = next(batches)  # (B, T) ids each
+            logits = model(inputs, precision=policy) if policy.mixed else model(inputs)
+            loss = loss_fn(targets, logits)  # float32, whatever the compute dtype
+            # gradients add up over the micro-batches: each contributes its share of the mean
+            policy.backward(loss / accumulation_steps if accumulation_steps > 1 else loss)
+        total = total + loss.array  # summed on the device
+    loss = total / accumulation_steps
+    if data_parallel is not None:
+        data_parallel.finish()  # every gradient is now the mean over the ranks
+        loss = data_parallel.world.all_reduce(loss)
+    norm, skipped = policy.step(optimiser, model, max_norm=max_norm)
+    return StepOutput(loss, norm, skipped, policy.scaler is not None)
+
+
+__all__ = ["StepOutput", "TrainingDiverged", "train_step"]
