@@ -9,7 +9,7 @@ the hooks outside a capture, and the refusals that need no GPU.
 import numpy as np
 import pytest
 
-from tricycle import backend, capture, kernels
+from tricycle import backend, capture, distributed, kernels
 from tricycle.configs import GPTConfig
 from tricycle.cuda_graph import CapturedStep
 from tricycle.einsum import Einsum
@@ -20,6 +20,7 @@ from tricycle.precision import Precision
 from tricycle.random import manual_seed
 from tricycle.step import train_step
 from tricycle.tensor import Tensor
+from tricycle.training import gpt_trainer
 
 gpu = pytest.mark.skipif(not backend.cupy_available(), reason="no CUDA GPU")
 
@@ -222,3 +223,42 @@ def test_a_2d_einsum_through_gemm_matches_matmul(dtype):
         ones.reshape(15, 37).T @ cp.asnumpy(x.astype(np.float32)).reshape(15, 24),
         rtol=tol, atol=tol,
     )  # fmt: skip
+
+
+@gpu
+def test_a_trainer_with_cuda_graph_matches_one_without():
+    """gpt_trainer's whole step (schedule, clipping, batches arriving as GPU Tensors)."""
+    tokens = np.random.default_rng(0).integers(0, 61, 4000)
+    config = GPTConfig(**SMALL, device="gpu", steps=8, warmup_steps=3, eval_interval=100)
+    losses = []
+    for cuda_graph in (False, True):
+        manual_seed(0)
+        world = distributed.init(gpu=True)  # a world of one, as train_smol_gpt.py makes
+        trainer = gpt_trainer(config, tokens, world=world, cuda_graph=cuda_graph)
+        losses.append([trainer.train_step().settle().loss for _ in range(8)])
+    assert trainer._captured.captured
+    np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5)
+
+
+@gpu
+@pytest.mark.parametrize("mode", ["fp32", "bf16"])
+def test_a_llama_replays_like_its_eager_steps(mode):
+    """RoPE, SwiGLU, RMSNorm and grouped key/value heads under the graph."""
+    cp = backend.cupy()
+    batches = _batches(cp, 6)
+    results = []
+    for captured in (False, True):
+        model = _model(arch="llama", n_kv_heads=1)
+        optimiser, policy = AdamW(learning_rate=3e-3, weight_decay=0.1), Precision(mode)
+        if captured:
+            step_fn = CapturedStep(model, optimiser, policy, max_norm=1.0)
+        else:
+
+            def step_fn(batches, model=model, optimiser=optimiser, policy=policy):
+                return train_step(model, optimiser, batches, policy, max_norm=1.0)
+
+        results.append(_run(step_fn, model, optimiser, batches, policy, [3e-3] * 6, 1))
+    (eager_losses, _, eager), (graph_losses, _, graph) = results
+    np.testing.assert_allclose(graph_losses, eager_losses, rtol=1e-5)
+    for name in eager:
+        np.testing.assert_allclose(graph[name], eager[name], rtol=1e-4, atol=1e-4, err_msg=name)

@@ -17,6 +17,7 @@ except ImportError:
 
 from tricycle import train as train_cli
 from tricycle import training
+from tricycle.capture import CaptureError
 from tricycle.checkpoint import load_state, save_state
 from tricycle.configs import DebugConfig, GPTConfig
 from tricycle.dataset import CausalLMDataset
@@ -465,3 +466,30 @@ def test_unknown_or_bad_settings_are_usage_errors(argv, complaint, tmp_path, cap
         train_cli.parse_args(argv)
     assert exit_info.value.code == 2
     assert complaint in capsys.readouterr().err
+
+
+def test_cuda_graph_auto_is_on_for_one_gpu_process_without_dropout():
+    class World:
+        world_size = 1
+
+    gpu = GPTConfig(device="gpu", dropout=0.0)
+    assert train_cli.use_cuda_graph("auto", gpu, World())
+    assert not train_cli.use_cuda_graph("auto", dataclasses.replace(gpu, dropout=0.2), World())
+    assert not train_cli.use_cuda_graph("auto", dataclasses.replace(gpu, device="cpu"), World())
+    World.world_size = 2
+    assert not train_cli.use_cuda_graph("auto", gpu, World())
+    assert train_cli.use_cuda_graph("on", gpu, World())  # and the Trainer refuses it loudly
+    assert not train_cli.use_cuda_graph("off", gpu, World())
+
+
+def test_a_cuda_graph_trainer_refuses_several_processes():
+    class World:
+        world_size, rank = 2, 0
+
+    model = GPT(DebugConfig())
+
+    class Parallel:
+        world = World()
+
+    with pytest.raises(CaptureError, match="needs one process, not 2"):
+        training.Trainer(model, AdamW(), iter([]), data_parallel=Parallel(), cuda_graph=True)

@@ -34,6 +34,7 @@ from tricycle import backend, capture, checks
 from tricycle.optimisers import Adam, named_parameters
 from tricycle.precision import Precision
 from tricycle.step import StepOutput, train_step
+from tricycle.tensor import Tensor
 
 
 class CapturedStep:
@@ -104,7 +105,7 @@ class CapturedStep:
     # ------------------------------------------------------------------ capture
     def _capture(self, micro: list) -> None:
         cp = backend.cupy()
-        self._inputs = [(cp.array(x, copy=True), cp.array(y, copy=True)) for x, y in micro]
+        self._inputs = [(cp.array(_array(x)), cp.array(_array(y))) for x, y in micro]  # copies
         stream = cp.cuda.Stream(non_blocking=True)
         stream.wait_event(cp.cuda.get_current_stream().record())  # the inputs are in place
         pool, recording = cp.cuda.MemoryPool(), capture.Recording()
@@ -144,7 +145,8 @@ class CapturedStep:
         """Copy a step's batches into the graph's input buffers (shapes must match)."""
         cp = backend.cupy()
         for (x_buffer, y_buffer), (x, y) in zip(self._inputs, micro):
-            for buffer, array, what in ((x_buffer, x, "inputs"), (y_buffer, y, "targets")):
+            for buffer, array, what in ((x_buffer, _array(x), "inputs"),
+                                        (y_buffer, _array(y), "targets")):  # fmt: skip
                 if array.shape != buffer.shape or np.dtype(array.dtype) != buffer.dtype:
                     raise ValueError(
                         f"CapturedStep: the graph was captured for {what} of shape "
@@ -180,6 +182,11 @@ class CapturedStep:
                 "graph was captured (load_state_dict, to_gpu, ...); the graph would update the "
                 "old arrays. Make a new CapturedStep."
             )
+
+
+def _array(batch):
+    """A batch's array (data loaders on a GPU yield Tensors)."""
+    return batch.array if isinstance(batch, Tensor) else batch
 
 
 __all__ = ["CapturedStep"]

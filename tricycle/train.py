@@ -197,9 +197,18 @@ def build_parser() -> argparse.ArgumentParser:
     add("--no-progress", action="store_true", help="no progress bar")
     add("--zero", action="store_true",
         help="under mpiexec: shard AdamW's state over the processes (ZeRO-1)")  # fmt: skip
-    add("--cuda-graph", action="store_true", help="GPU, one process, no dropout: capture "
-        "the training step as a CUDA graph after 2 steps and replay it")  # fmt: skip
+    add("--cuda-graph", choices=["auto", "on", "off"], default="auto", help="capture the "
+        "training step as a CUDA graph after 2 steps and replay it (GPU, one process, no "
+        "dropout); auto (default): wherever those hold")  # fmt: skip
     return parser
+
+
+def use_cuda_graph(choice: str, config: GPTConfig, world: distributed.World) -> bool:
+    """--cuda-graph: "on", "off", or "auto": on for one process on a GPU without dropout
+    (a replay would repeat one mask; the captured step refuses dropout)."""
+    if choice != "auto":
+        return choice == "on"
+    return config.device == "gpu" and world.world_size == 1 and config.dropout == 0
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -384,7 +393,7 @@ def _train(args, run_dir: RunDirectory) -> dict:
         trainer = gpt_trainer(
             config, data.train, data.valid, policy=policy, seed=settings["seed"],
             decay_steps=settings["lr_decay_iters"], world=world, zero=args.zero, hooks=hooks,
-            cuda_graph=args.cuda_graph,
+            cuda_graph=use_cuda_graph(args.cuda_graph, config, world),
         )  # fmt: skip
     except (ValueError, CaptureError) as error:
         raise SystemExit(f"tricycle-train: {error}") from None
