@@ -399,9 +399,8 @@ def bench_adamw(rng):
 
     w, g, m, v = arrays(), arrays(), arrays(), [cp.abs(a) for a in arrays()]
     decays = [0.1 if len(s) == 2 else 0.0 for s in shapes]
-    ours = time_cupy(
-        lambda: kernels.adamw_multi_step(cp, w, g, m, v, 1e-3, 0.9, 0.99, 1e-8, 10, decays)
-    )
+    hyper = cp.asarray(kernels.adam_hyper(1e-3, 0.9, 0.99, 1e-8, 10), dtype=np.float32)
+    ours = time_cupy(lambda: kernels.adamw_multi_step(w, g, m, v, hyper, decays))
     state = [{} for _ in shapes]
 
     def per_tensor_kernel():

@@ -806,10 +806,11 @@ def test_gemm_follows_the_tf32_policy_and_column_sums(cp, rng):
     np.testing.assert_allclose(cp.asnumpy(sums), cp.asnumpy(a).sum(0), rtol=1e-4, atol=1e-4)
     with pytest.raises(ValueError, match="inner sizes differ"):
         kernels.gemm(a[:, :3].copy(), a)
-    assert not kernels.gemm_enabled(a[:, ::2], a[::2])  # strided views: cupy's matmul
-    # an F-contiguous operand is read as the transpose of a C-contiguous one
+    assert not kernels.gemm_enabled(a.astype(np.float64), a.astype(np.float64))
+    # an F-contiguous operand is read as the transpose of a C-contiguous one; other strided
+    # operands are copied
     b = cp.asarray(rng.normal(size=(512, 96)).astype(np.float32))
-    for x, y in ((a.T, b), (b.T, a), (b.T, b)):
+    for x, y in ((a.T, b), (b.T, a), (b.T, b), (a[:, ::2], a[::2]), (a[::2, ::3].T, b[::3])):
         assert kernels.gemm_enabled(x, y)
         np.testing.assert_allclose(
             cp.asnumpy(kernels.gemm(x, y)), cp.asnumpy(x) @ cp.asnumpy(y), rtol=1e-4, atol=1e-3

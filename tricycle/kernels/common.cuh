@@ -8,7 +8,7 @@
 //
 // The strided loops over a row or a flat array carry ``#pragma unroll 4``: their iterations
 // are independent loads, and without unrolling each iteration waits for its own load, which
-// left the row kernels latency bound in the first H100 run (see benchmarks/GPU_NOTES.md).
+// leaves the row kernels bound by memory latency instead of bandwidth.
 
 #define TC_INF __int_as_float(0x7f800000)
 #define TC_FULL_MASK 0xffffffffu

@@ -11,7 +11,7 @@ workspace it need not allocate, so these products can be captured (``tricycle.cu
 Row-major arrays are column-major transposes, so C = op(A) op(B) (row-major, C (M, N)) is
 computed as C^T = op(B)^T op(A)^T in cuBLAS's column-major terms: the operands swap places
 and each keeps its own transpose flag, with no copies. An F-contiguous operand is the
-transpose of a C-contiguous one and is read as such.
+transpose of a C-contiguous one and is read as such; other strided operands are copied.
 
 float32 products follow CuPy's compute-type setting (``tricycle.precision.Precision("tf32")``
 switches it to TF32 while entered); float16 and bfloat16 products accumulate in float32.
@@ -111,15 +111,8 @@ def _handle(cp):
 
 # ====================================================================== products
 def gemm_enabled(a, b) -> bool:
-    """``gemm`` applies: 2-D cupy arrays of one supported float dtype, each C- or F-contiguous."""
-    return (
-        enabled(a, b)
-        and a.ndim == 2
-        and b.ndim == 2
-        and a.dtype == b.dtype
-        and (a.flags.c_contiguous or a.flags.f_contiguous)
-        and (b.flags.c_contiguous or b.flags.f_contiguous)
-    )
+    """``gemm`` applies: 2-D cupy arrays of one dtype, float32, float16 or bfloat16."""
+    return enabled(a, b) and a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype
 
 
 def gemm(a, b, transpose_a: bool = False, transpose_b: bool = False, out=None):
@@ -145,10 +138,8 @@ def gemm(a, b, transpose_a: bool = False, transpose_b: bool = False, out=None):
     if k == 0:
         out.fill(0)
         return out
-    if not a.flags.c_contiguous:  # F-contiguous: the transpose of a C-contiguous array
-        a, transpose_a = a.T, not transpose_a
-    if not b.flags.c_contiguous:
-        b, transpose_b = b.T, not transpose_b
+    a, transpose_a = _row_major(cp, a, transpose_a)
+    b, transpose_b = _row_major(cp, b, transpose_b)
     data_type = _cuda_type(a.dtype)
     compute = _COMPUTE_32F_FAST_TF32 if data_type == 0 and tf32_enabled() else _COMPUTE_32F
     library, handle, _ = _handle(cp)
@@ -162,6 +153,17 @@ def gemm(a, b, transpose_a: bool = False, transpose_b: bool = False, out=None):
     if status != 0:
         _check(status, f"cublasGemmEx of {a.shape} x {b.shape} ({a.dtype})")
     return out
+
+
+def _row_major(cp, a, transpose: bool):
+    """(a C-contiguous array, its transpose flag) for operand ``a`` of a product: an
+    F-contiguous ``a`` is the transpose of a C-contiguous one; any other layout is copied
+    (as ``cupy.matmul`` would)."""
+    if a.flags.c_contiguous:
+        return a, transpose
+    if a.flags.f_contiguous:
+        return a.T, not transpose
+    return cp.ascontiguousarray(a), transpose
 
 
 def tf32_enabled() -> bool:
