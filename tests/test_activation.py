@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.helpers import check_grads
-from tricycle import backend, blocking
+from tricycle import backend, blocking, precision
 from tricycle.activation import (
     GLU,
     GeLU,
@@ -19,6 +19,7 @@ from tricycle.activation import (
     erf,
     gelu_backward,
     gelu_forward,
+    swiglu_forward,
 )
 from tricycle.tensor import Tensor, to_tensor
 
@@ -191,3 +192,18 @@ def test_exact_gelu_matches_math_erf():
 
 def test_activation_used_twice_in_one_graph():
     check_grads(lambda x: GeLU()(x) * GeLU("tanh")(GeLU()(x)), [[-1.5, 0.3], [2.0, -0.2]])
+
+
+@pytest.mark.skipif(not backend.cupy_available(), reason="no CUDA GPU")
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_swiglu_keeps_a_16_bit_dtype_on_gpu(dtype):
+    """cupy computes a 16-bit exp in float32: the gate must still return x's dtype, or the
+    down projection after it runs in float32."""
+    cp = backend.cupy()
+    dtype = precision.bfloat16() if dtype == "bfloat16" else np.dtype(dtype)
+    x = cp.asarray(np.random.default_rng(0).normal(size=(3, 8)).astype(np.float32)).astype(dtype)
+    out = swiglu_forward(cp, x)
+    assert out.dtype == dtype
+    a, b = cp.asnumpy(x.astype(np.float32)[:, :4]), cp.asnumpy(x.astype(np.float32)[:, 4:])
+    reference = a / (1 + np.exp(-a)) * b
+    np.testing.assert_allclose(cp.asnumpy(out.astype(np.float32)), reference, rtol=2e-2, atol=2e-2)

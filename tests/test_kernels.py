@@ -810,7 +810,7 @@ def test_gemm_follows_the_tf32_policy_and_column_sums(cp, rng):
     # an F-contiguous operand is read as the transpose of a C-contiguous one; other strided
     # operands are copied
     b = cp.asarray(rng.normal(size=(512, 96)).astype(np.float32))
-    for x, y in ((a.T, b), (b.T, a), (b.T, b), (a[:, ::2], a[::2]), (a[::2, ::3].T, b[::3])):
+    for x, y in ((a.T, b), (b.T, a), (b.T, b), (a[:, ::2], a[::2]), (a[::2, ::3].T, b[::2])):
         assert kernels.gemm_enabled(x, y)
         np.testing.assert_allclose(
             cp.asnumpy(kernels.gemm(x, y)), cp.asnumpy(x) @ cp.asnumpy(y), rtol=1e-4, atol=1e-3

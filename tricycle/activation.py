@@ -369,7 +369,9 @@ def swiglu_forward(xp, x):
     out = sigmoid_forward(xp, a)
     out *= a
     out *= b
-    return out
+    # in x's dtype: cupy computes 16-bit inputs' exp in float32, and a float32 result would
+    # make the next product (the down projection) float32 too
+    return out if out.dtype == x.dtype else out.astype(x.dtype)
 
 
 def swiglu_backward(xp, x, dy):
