@@ -10,7 +10,8 @@ optimiser's counts and learning rate: ``tricycle.capture``) and launches the gra
 What a replay keeps from the capture, and so must not change afterwards (each is checked
 where it can be, and refused with an error otherwise):
 
-- the shapes and dtypes of the batches (a batch of another shape raises ValueError);
+- the shapes and dtypes of the batches (a batch of another shape, such as a last partial
+  one, runs as an eager ``train_step``: correct, at the eager speed);
 - the arrays of the parameters and of the optimiser's state (the graph reads and writes
   them where they were: replacing one, as ``load_state_dict`` does, raises before the next
   replay; make a new ``CapturedStep`` after loading);
@@ -43,7 +44,8 @@ class CapturedStep:
     ``step(batches)`` takes ``accumulation_steps`` (inputs, targets) batches from the
     iterator and returns a ``StepOutput``, as ``train_step`` does. The first
     ``warmup_steps`` calls run eagerly; the next one is captured and launched; every later
-    one is a replay. The model and optimiser must live on one GPU.
+    one is a replay (or, for batches of other shapes, an eager step). The model and
+    optimiser must live on one GPU.
     """
 
     @checks.arguments(
@@ -90,8 +92,9 @@ class CapturedStep:
 
     def __call__(self, batches: Iterator) -> StepOutput:
         micro = [next(batches) for _ in range(self.options["accumulation_steps"])]
-        if self._graph is None and self.eager_steps < self.warmup_steps:
-            self.eager_steps += 1
+        warming_up = self._graph is None and self.eager_steps < self.warmup_steps
+        if warming_up or (self._graph is not None and not self._fits(micro)):
+            self.eager_steps += 1  # a batch of another shape (a last partial one) runs eagerly
             return train_step(self.model, self.optimiser, iter(micro), self.policy, **self.options)
         if self._graph is None:
             self._capture(micro)
@@ -141,18 +144,19 @@ class CapturedStep:
         recording.upload_pending()  # this step's own learning rate and counts
         cp.get_default_memory_pool().free_all_blocks()  # the warm-up's cached blocks
 
+    def _fits(self, micro: list) -> bool:
+        """The batches have the shapes and dtypes the graph was captured with."""
+        return all(
+            _array(array).shape == buffer.shape and np.dtype(_array(array).dtype) == buffer.dtype
+            for buffers, batch in zip(self._inputs, micro)
+            for buffer, array in zip(buffers, batch)
+        )
+
     def _store(self, micro: list) -> None:
-        """Copy a step's batches into the graph's input buffers (shapes must match)."""
+        """Copy a step's batches into the graph's input buffers."""
         cp = backend.cupy()
-        for (x_buffer, y_buffer), (x, y) in zip(self._inputs, micro):
-            for buffer, array, what in ((x_buffer, _array(x), "inputs"),
-                                        (y_buffer, _array(y), "targets")):  # fmt: skip
-                if array.shape != buffer.shape or np.dtype(array.dtype) != buffer.dtype:
-                    raise ValueError(
-                        f"CapturedStep: the graph was captured for {what} of shape "
-                        f"{buffer.shape} and dtype {buffer.dtype}, got {array.shape} "
-                        f"{np.dtype(array.dtype)}; make a new CapturedStep for a new shape"
-                    )
+        for buffers, batch in zip(self._inputs, micro):
+            for buffer, array in zip(buffers, map(_array, batch)):
                 if isinstance(array, np.ndarray):
                     buffer.set(array, stream=cp.cuda.get_current_stream())
                 else:
