@@ -18,15 +18,18 @@ where it can be, and refused with an error otherwise):
 - the policy, loss, clipping threshold and weight decays. The learning rate, betas and eps
   are read at every step.
 
-Steps whose host work differs from step to step cannot be replayed, and the capture
-refuses them (``capture.CaptureError``): dropout (its masks are drawn on the host),
-data-parallel reductions, and optimisers without a fused update (SGD, Adam with L2 decay).
+Steps whose host work differs from step to step cannot be replayed. Optimisers without a
+fused update (SGD, Adam with L2 decay) are refused at once (``capture.CaptureError``); a step
+that holds such work (dropout, whose masks are drawn on the host; a product CuPy runs
+through its own cuBLAS bindings, such as attention at a head size the kernels lack) fails
+its capture, and then a warning says why and every step runs eagerly, from the same state.
 
 The graph's memory comes from a pool of its own (activations and gradients of one step),
 kept while the ``CapturedStep`` lives; the step's outputs are copied out of the graph's
 buffers, so a ``StepOutput`` stays valid after later steps.
 """
 
+import warnings
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -84,6 +87,7 @@ class CapturedStep:
         self._inputs: list[tuple] = []  # the graph's (inputs, targets) buffers
         self._outputs: StepOutput | None = None  # the graph's output buffers
         self._addresses: tuple = ()
+        self.failure: str | None = None  # why the step could not be captured, if it could not
 
     @property
     def captured(self) -> bool:
@@ -93,11 +97,12 @@ class CapturedStep:
     def __call__(self, batches: Iterator) -> StepOutput:
         micro = [next(batches) for _ in range(self.options["accumulation_steps"])]
         warming_up = self._graph is None and self.eager_steps < self.warmup_steps
-        if warming_up or (self._graph is not None and not self._fits(micro)):
+        if warming_up or self.failure or (self._graph is not None and not self._fits(micro)):
             self.eager_steps += 1  # a batch of another shape (a last partial one) runs eagerly
             return train_step(self.model, self.optimiser, iter(micro), self.policy, **self.options)
         if self._graph is None:
-            self._capture(micro)
+            if not self._capture(micro):  # not capturable: this step and the rest run eagerly
+                return self(iter(micro))
         else:
             self._check_addresses()
             self._store(micro)
@@ -106,8 +111,12 @@ class CapturedStep:
         return self._copied_outputs()
 
     # ------------------------------------------------------------------ capture
-    def _capture(self, micro: list) -> None:
+    def _capture(self, micro: list) -> bool:
+        """Capture and keep the graph of this step (launched next); False if the step holds
+        work that cannot be captured: then a warning says why, the host state the attempt
+        advanced is put back, and the step (and every later one) runs eagerly."""
         cp = backend.cupy()
+        counts = self._host_counts()
         self._inputs = [(cp.array(_array(x)), cp.array(_array(y))) for x, y in micro]  # copies
         stream = cp.cuda.Stream(non_blocking=True)
         stream.wait_event(cp.cuda.get_current_stream().record())  # the inputs are in place
@@ -131,18 +140,40 @@ class CapturedStep:
         finally:
             capture.stop()
         if failure is not None:
-            raise capture.CaptureError(
-                f"CapturedStep: this step could not be captured as a CUDA graph "
-                f"({type(failure).__name__}: {failure}); the optimiser's step counts have "
-                "advanced by one step without an update: rebuild the run, or train without "
-                "the CUDA graph"
-            ) from failure
+            self._restore_host_counts(counts)
+            for p in self.model.parameters():  # gradients the graph would have computed
+                p.grad = None
+            self.failure = f"{type(failure).__name__}: {failure}"
+            warnings.warn(
+                f"CapturedStep: the training step cannot be captured as a CUDA graph "
+                f"({self.failure}); it runs eagerly instead",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            return False
         self._graph, self._pool, self._recording = graph, pool, recording
         self._outputs = outputs
         self._addresses = self._current_addresses()
         cp.cuda.get_current_stream().wait_event(stream.record())
         recording.upload_pending()  # this step's own learning rate and counts
         cp.get_default_memory_pool().free_all_blocks()  # the warm-up's cached blocks
+        return True
+
+    def _host_counts(self) -> tuple:
+        """The host state one step advances: the optimiser's and each parameter's step
+        counts, and the loss scaler's."""
+        scaler = self.policy.scaler
+        steps = {name: state["step"] for name, state in self.optimiser.state.items()
+                 if "step" in state}  # fmt: skip
+        return self.optimiser.step_count, steps, None if scaler is None else scaler.steps
+
+    def _restore_host_counts(self, counts: tuple) -> None:
+        step_count, steps, scaler_steps = counts
+        self.optimiser.step_count = step_count
+        for name, step in steps.items():
+            self.optimiser.state[name]["step"] = step
+        if scaler_steps is not None:
+            self.policy.scaler.steps = scaler_steps
 
     def _fits(self, micro: list) -> bool:
         """The batches have the shapes and dtypes the graph was captured with."""
