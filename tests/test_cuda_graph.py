@@ -9,9 +9,10 @@ the hooks outside a capture, and the refusals that need no GPU.
 import numpy as np
 import pytest
 
-from tricycle import backend, capture, distributed, kernels
+from tricycle import backend, capture, distributed, kernels, precision
 from tricycle.configs import GPTConfig
 from tricycle.cuda_graph import CapturedStep
+from tricycle.dropout_mask import keep_mask
 from tricycle.einsum import Einsum
 from tricycle.layers import Dropout
 from tricycle.models import build_model
@@ -68,15 +69,17 @@ def test_a_recording_redoes_the_host_work_in_order():
     assert order == ["a", "b"] * 3
 
 
-def test_dropout_seeds_are_refused_while_capturing():
+def test_a_seed_given_as_a_number_is_refused_while_capturing():
+    """Outside a capture a step's seed is an int; inside one a kernel must read it from
+    device memory, refilled at each replay: a plain number would repeat one mask."""
     layer = Dropout(0.1, seed=0)
+    assert isinstance(layer.step_seed(), int)
     capture.start(capture.Recording())
     try:
-        with pytest.raises(capture.CaptureError, match="attention dropout cannot run inside"):
-            layer.draw_seed()
+        with pytest.raises(capture.CaptureError, match="dropout cannot run inside"):
+            kernels.seed_array(12345)
     finally:
         capture.stop()
-    assert isinstance(layer.draw_seed(), int)  # outside a capture, as before
 
 
 def test_captured_step_refuses_an_optimiser_without_a_fused_update():
@@ -183,24 +186,71 @@ def test_replaced_parameters_are_refused():
 
 
 @gpu
-def test_a_step_with_dropout_runs_eagerly_with_a_warning():
-    """Dropout's masks are drawn by the host: the capture fails, says so, puts back the
-    counts it advanced, and every step runs eagerly: the run equals an eager one."""
+@pytest.mark.parametrize("mode", ["fp32", "bf16"])
+def test_dropout_replays_draw_the_masks_of_eager_steps(mode):
+    """Attention and residual dropout under the graph: each replay draws new seeds from the
+    layers' generators, in the eager step's order, so the run equals an eager one."""
+    cp = backend.cupy()
+    batches = _batches(cp, 6)
+    results = []
+    for captured in (False, True):
+        model, optimiser = _model(dropout=0.2), AdamW(learning_rate=1e-2)
+        policy = Precision(mode)
+        if captured:
+            step_fn = CapturedStep(model, optimiser, policy, max_norm=1.0)
+        else:
+
+            def step_fn(batches, model=model, optimiser=optimiser, policy=policy):
+                return train_step(model, optimiser, batches, policy, max_norm=1.0)
+
+        results.append(_run(step_fn, model, optimiser, batches, policy, [1e-2] * 6, 1))
+    assert step_fn.captured and step_fn.failure is None
+    (eager_losses, _, eager), (graph_losses, _, graph) = results
+    assert len(set(np.round(graph_losses, 6))) == 6  # a new mask (and batch) every step
+    np.testing.assert_allclose(graph_losses, eager_losses, rtol=1e-5)  # the same masks
+    # the key bias's noise (see test_replays_match_eager_steps) moves by up to ~lr = 1e-2 per
+    # step apart; six steps move every parameter by up to 6e-2
+    for name in eager:
+        np.testing.assert_allclose(graph[name], eager[name], rtol=1e-4, atol=1e-3, err_msg=name)
+
+
+@gpu
+def test_a_step_that_cannot_be_captured_runs_eagerly_with_a_warning():
+    """Head size 16 has no attention kernel: its products go through CuPy's cuBLAS bindings,
+    which refuse to run during a capture. The step warns, puts back the counts the attempt
+    advanced, and every step runs eagerly: the run equals an eager one."""
     cp = backend.cupy()
     batches = _batches(cp, 5)
     losses = []
     for captured in (False, True):
-        cp.random.seed(0)  # the residual dropout's masks
-        model, optimiser = _model(dropout=0.1), AdamW(learning_rate=1e-2)
+        model, optimiser = _model(embedding_dim=32), AdamW(learning_rate=1e-2)
         if captured:
             step = CapturedStep(model, optimiser, warmup_steps=1)
             with pytest.warns(RuntimeWarning, match="cannot be captured as a CUDA graph"):
                 losses.append([step(iter([b])).settle().loss for b in batches])
         else:
             losses.append([train_step(model, optimiser, iter([b])).settle().loss for b in batches])
-    assert not step.captured and "dropout" in step.failure and step.eager_steps == 5
+    assert not step.captured and step.failure and step.eager_steps == 5
     assert optimiser.step_count == 5 and all(s["step"] == 5 for s in optimiser.state.values())
     np.testing.assert_allclose(losses[1], losses[0], rtol=1e-6)
+
+
+@gpu
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_the_dropout_kernel_draws_the_reference_mask(dtype):
+    cp = backend.cupy()
+    dtype = precision.bfloat16() if dtype == "bfloat16" else np.dtype(dtype)
+    x = cp.asarray(np.random.default_rng(0).normal(size=(3, 7, 129)).astype(np.float32))
+    x = x.astype(dtype)
+    out = kernels.dropout_kernel(x, 0.3, 987654321)
+    rows, keys = cp.arange(21)[:, None], cp.arange(129)[None, :]
+    mask = keep_mask(cp, 987654321, 0.3, rows, keys, np.float32).reshape(x.shape)
+    reference = cp.asnumpy(x.astype(np.float32) * mask)
+    got = cp.asnumpy(out.astype(np.float32))
+    assert ((got == 0) == (reference == 0)).all()  # the same elements dropped
+    np.testing.assert_allclose(got, reference, rtol=1e-2 if dtype.itemsize == 2 else 1e-6)
+    kept = float((reference != 0).mean())
+    assert 0.65 < kept < 0.75
 
 
 @gpu

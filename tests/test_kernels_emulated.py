@@ -64,13 +64,14 @@ int main(int argc, char** argv) {
 """
 LAUNCHES = """
         launch(grid, 128, [&] {{ attention_tf32_forward_kernel<{D}, {forward}>(
-            qkv.data(), out.data(), lse.data(), T, H, scale_log2, seed, threshold, keep_scale); }});
+            qkv.data(), out.data(), lse.data(), T, H, scale_log2, &seed, threshold,
+            keep_scale); }});
         launch(grid, 128, [&] {{ attention_tf32_backward_dq_kernel<{D}, {dq}>(
             qkv.data(), out.data(), dout.data(), lse.data(), delta.data(), dqkv.data(), T, H,
-            scale_log2, scale, seed, threshold, keep_scale); }});
+            scale_log2, scale, &seed, threshold, keep_scale); }});
         launch(grid, 128, [&] {{ attention_tf32_backward_dkv_kernel<{D}, {dkv}>(
             qkv.data(), dout.data(), lse.data(), delta.data(), dqkv.data(), T, H, scale_log2,
-            scale, seed, threshold, keep_scale); }});
+            scale, &seed, threshold, keep_scale); }});
 """
 
 

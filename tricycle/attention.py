@@ -36,7 +36,7 @@ import numpy as np
 
 from tricycle import checks, kernels
 from tricycle.blocking import for_row_groups, row_blocks
-from tricycle.dropout_mask import NO_DROPOUT, AttentionDropout
+from tricycle.dropout_mask import NO_DROPOUT, AttentionDropout, mask_seed
 from tricycle.tensor import Tensor
 
 # ------------------------------------------------------------------ array functions
@@ -215,15 +215,14 @@ def attention_backward(xp, dout, saved):
 # ------------------------------------------------------------------ the Tensor op
 
 
-@checks.arguments(
-    n_heads=checks.positive_int, dropout_prob=checks.probability, seed=checks.non_negative_int
-)
-def causal_attention(qkv: Tensor, n_heads: int, dropout_prob: float = 0.0, seed: int = 0) -> Tensor:
+@checks.arguments(n_heads=checks.positive_int, dropout_prob=checks.probability, seed=mask_seed)
+def causal_attention(qkv: Tensor, n_heads: int, dropout_prob: float = 0.0, seed=0) -> Tensor:
     """Fused causal self-attention: qkv (B, T, 3E) -> (B, T, E), as one node of the graph.
 
     ``dropout_prob`` drops attention probabilities (inverted dropout, as torch's
     ``scaled_dot_product_attention(dropout_p=...)``); ``seed`` picks the mask, and the same
-    seed gives the same mask on every device.
+    seed gives the same mask on every device. It is an int, or on a GPU a (1,) uint32 array
+    holding it (``Dropout.step_seed``: what a captured CUDA graph refills at every replay).
     """
     if qkv.ndim != 3:
         raise ValueError(

@@ -8,8 +8,9 @@ would then be lost or frozen, and each has a hook here that the ops call:
 - ``every_step(fn)``: host bookkeeping that must happen once per step (the optimiser's step
   counter, marking a range check as pending). It runs now, and again before every replay.
 - ``step_scalars(fn)``: numbers the host computes each step and a kernel reads (the learning
-  rate, Adam's bias corrections). The kernel reads them from device memory; ``fn`` runs now
-  and again before every replay, and its values are copied to that memory.
+  rate, Adam's bias corrections; ``step_seed``: a dropout mask's seed). The kernel reads them
+  from device memory; ``fn`` runs now and again before every replay, and its values are
+  copied to that memory.
 - ``upload(host_array)``: a constant host table a kernel needs (the addresses of a
   multi-tensor launch). A capture can only record copies from pinned host memory, which the
   graph then reads at every replay, so it is staged there and kept alive with the graph.
@@ -91,8 +92,8 @@ def every_step(fn: Callable[[], object]):
     return result
 
 
-def step_scalars(fn: Callable[[], tuple]):
-    """The float32 numbers ``fn()`` returns, as a 1-D cupy array for a kernel to read.
+def step_scalars(fn: Callable[[], tuple], dtype=np.float32):
+    """The numbers ``fn()`` returns, as a 1-D cupy array of ``dtype`` for a kernel to read.
 
     Outside a capture: a fresh array holding them. While capturing: a buffer that the graph
     reads, filled with this step's values after the capture and with ``fn()``'s values again
@@ -100,18 +101,27 @@ def step_scalars(fn: Callable[[], tuple]):
     exactly once per step).
     """
     cp = backend.cupy()
-    host = np.asarray(fn(), dtype=np.float32)
+    host = np.asarray(fn(), dtype=dtype)
     recording = _state.recording
     if recording is None:
         return cp.asarray(host)
     # outside the graph's pool: the host writes it before a replay, and memory of that pool
     # may serve the graph's own arrays earlier in the step
     memory = cp.get_default_memory_pool().malloc(host.nbytes)
-    device = cp.ndarray(host.shape, dtype=np.float32, memptr=memory)
+    device = cp.ndarray(host.shape, dtype=dtype, memptr=memory)
     recording.refreshes.append((fn, device))
     recording.pending.append((host, device))
     recording.keep.append(device)
     return device
+
+
+def step_seed(draw: Callable[[], int]):
+    """A random seed for a kernel, drawn by ``draw()`` once per step: the int itself outside a
+    capture; while capturing, a (1,) uint32 cupy array that every replay refills with a fresh
+    ``draw()`` (``tricycle.kernels.dropout.seed_array`` takes either)."""
+    if _state.recording is None:
+        return draw()
+    return step_scalars(lambda: (draw() % 2**32,), dtype=np.uint32)
 
 
 def upload(host: np.ndarray):

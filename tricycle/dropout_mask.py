@@ -9,7 +9,7 @@ where it is needed: by numpy or cupy here, and by the CUDA kernel
 
 import numpy as np
 
-from tricycle import checks
+from tricycle import backend, checks
 
 # lowbias32 (C. Wellons' integer hash): a full-avalanche bijection of 32-bit integers. The CUDA
 # kernel (tricycle/kernels/attention.cu) uses the same constants, so both draw the same mask.
@@ -32,14 +32,25 @@ def dropout_threshold(probability: float) -> int:
     return min(int(round(probability * 2**32)), 2**32 - 1)
 
 
-def keep_bits(xp, seed: int, probability: float, rows, keys):
+def mask_seed(owner: str, name: str, value):
+    """A mask's seed: an integer >= 0, or a one-element uint32 device array holding it (what
+    ``Dropout.step_seed`` gives while a CUDA graph is captured)."""
+    if backend.is_cupy_array(value):
+        if value.shape != (1,) or value.dtype != np.uint32:
+            checks.fail(owner, name, "an integer >= 0 or a (1,) uint32 device array", value)
+        return value
+    return checks.non_negative_int(owner, name, value)
+
+
+def keep_bits(xp, seed, probability: float, rows, keys):
     """Which attention probabilities dropout keeps (a bool array).
 
     ``rows`` are the query rows' global indices ``(b * H + h) * T + query`` and ``keys`` the
     key positions, broadcastable against each other; the result has their broadcast shape.
     Element u = mix(mix(seed ^ mix(row)) ^ key * golden) is kept when u >= p * 2^32.
     """
-    row_key = _mix32(np.uint32(seed) ^ _mix32(rows.astype(np.uint32)))
+    seed = seed.reshape(()) if backend.is_cupy_array(seed) else np.uint32(seed)
+    row_key = _mix32(seed ^ _mix32(rows.astype(np.uint32)))
     u = _mix32(row_key ^ (keys.astype(np.uint32) * _GOLDEN))
     return u >= np.uint32(dropout_threshold(probability))
 
@@ -53,14 +64,16 @@ def keep_mask(xp, seed: int, probability: float, rows, keys, dtype=np.float32):
 class AttentionDropout:
     """Dropout of attention probabilities: a probability and a seed per call.
 
-    ``seed`` picks that call's mask (see ``keep_mask``); ``NO_DROPOUT`` has probability 0.
+    ``seed`` picks that call's mask (see ``keep_mask``): an int, or a device array holding it
+    (``mask_seed``); ``NO_DROPOUT`` has probability 0.
     """
 
     __slots__ = ("probability", "seed")
 
-    @checks.arguments(probability=checks.probability, seed=checks.non_negative_int)
-    def __init__(self, probability: float = 0.0, seed: int = 0):
-        self.probability, self.seed = float(probability), int(seed) % 2**32
+    @checks.arguments(probability=checks.probability, seed=mask_seed)
+    def __init__(self, probability: float = 0.0, seed=0):
+        self.probability = float(probability)
+        self.seed = seed if backend.is_cupy_array(seed) else int(seed) % 2**32
 
     @property
     def scale(self) -> float:

@@ -26,6 +26,7 @@ from tricycle.blocking import (
     row_blocks,
     row_sum,
 )
+from tricycle.dropout_mask import keep_mask
 from tricycle.initialisers import init_normal, init_ones, init_xavier, init_zeros
 from tricycle.tensor import Tensor, as_tensor, check_float, grad_enabled
 from tricycle.unary import unary_op
@@ -682,22 +683,38 @@ def _check_width(op: str, x: Tensor, width: int) -> None:
 def dropout(x: Tensor, probability: float, rng: np.random.Generator | None = None) -> Tensor:
     """Zero each element with ``probability`` and scale the rest by 1 / (1 - probability).
 
-    On numpy the mask comes from ``rng`` (a numpy Generator); on cupy from cupy's global
-    random state (seed it with ``cupy.random.seed``).
+    On numpy the mask comes from ``rng`` (a numpy Generator; a fresh one if None). On cupy it
+    is the counter-based mask of ``tricycle.dropout_mask`` (rows: the leading axes, keys: the
+    last), from a seed drawn from ``rng`` (tricycle's generator if None): one kernel, never
+    stored, and while a CUDA graph is captured the seed lives in device memory and each
+    replay draws a new one (``capture.step_seed``).
     """
     checks.probability("dropout", "probability", probability)
     xp = x.xp
-    # random generators make only float32/64 numbers: draw in float32 for 16-bit activations
-    draw = x.dtype if x.dtype in (np.float32, np.float64) else np.dtype(np.float32)
     if x.on_gpu:
-        capture.refuse("dropout", "its mask is drawn anew by the host at every step")
-        mask = xp.random.random_sample(x.shape, dtype=draw)
+        draw = random.draw_seed if rng is None else lambda: int(rng.integers(2**32))
+        seed = capture.step_seed(draw)
+        if kernels.dropout_enabled(x.array):
+            out = kernels.dropout_kernel(x.array, probability, seed)
+            return unary_op(x, out, lambda dout: _dropout_again(dout, probability, seed),
+                            "dropout")  # fmt: skip
+        cols = x.shape[-1] if x.ndim else 1
+        rows, keys = xp.arange(x.size // max(cols, 1))[:, None], xp.arange(cols)[None, :]
+        mask = keep_mask(xp, seed, probability, rows, keys, x.dtype).reshape(x.shape)
     else:
+        # random generators make only float32/64 numbers: draw in float32 for 16-bit arrays
+        draw = x.dtype if x.dtype in (np.float32, np.float64) else np.dtype(np.float32)
         mask = (rng or np.random.default_rng()).random(x.shape, dtype=draw)
-    xp.greater_equal(mask, probability, out=mask)  # keep with probability 1 - p
-    mask *= 1.0 / (1.0 - probability)  # inverted dropout: E[output] = x
-    mask = mask.astype(x.dtype, copy=False)
+        xp.greater_equal(mask, probability, out=mask)  # keep with probability 1 - p
+        mask *= 1.0 / (1.0 - probability)  # inverted dropout: E[output] = x
+        mask = mask.astype(x.dtype, copy=False)
     return unary_op(x, x.array * mask, lambda dout: dout * mask, "dropout")
+
+
+def _dropout_again(dout, probability: float, seed):
+    """The backward of the dropout kernel: the same mask (the same seed) on the gradient."""
+    dout = dout if dout.flags.c_contiguous else backend.cupy().ascontiguousarray(dout)
+    return kernels.dropout_kernel(dout, probability, seed)
 
 
 class Dropout(Layer):
@@ -722,8 +739,12 @@ class Dropout(Layer):
     def draw_seed(self) -> int:
         """A 32-bit seed from this layer's generator, for a fused op that draws its own mask
         (attention dropout): it then resumes and reproduces like this layer's own masks."""
-        capture.refuse("attention dropout", "its mask seed is drawn by the host at every step")
         return int(self.rng.integers(2**32))
+
+    def step_seed(self):
+        """``draw_seed`` for one step's fused op: an int, or while a CUDA graph is captured
+        a device array that each replay refills with a fresh draw (``capture.step_seed``)."""
+        return capture.step_seed(self.draw_seed)
 
     def extra_repr(self) -> str:
         return f"probability={self.probability}"

@@ -198,17 +198,17 @@ def build_parser() -> argparse.ArgumentParser:
     add("--zero", action="store_true",
         help="under mpiexec: shard AdamW's state over the processes (ZeRO-1)")  # fmt: skip
     add("--cuda-graph", choices=["auto", "on", "off"], default="auto", help="capture the "
-        "training step as a CUDA graph after 2 steps and replay it (GPU, one process, no "
-        "dropout); auto (default): wherever those hold")  # fmt: skip
+        "training step as a CUDA graph after 2 steps and replay it (GPU, one process); auto "
+        "(default): wherever those hold")  # fmt: skip
     return parser
 
 
 def use_cuda_graph(choice: str, config: GPTConfig, world: distributed.World) -> bool:
-    """--cuda-graph: "on", "off", or "auto": on for one process on a GPU without dropout
-    (a replay would repeat one mask; the captured step refuses dropout)."""
+    """--cuda-graph: "on", "off", or "auto": on for one process on a GPU (the captured step
+    does not reduce gradients over processes)."""
     if choice != "auto":
         return choice == "on"
-    return config.device == "gpu" and world.world_size == 1 and config.dropout == 0
+    return config.device == "gpu" and world.world_size == 1
 
 
 def parse_args(argv=None) -> argparse.Namespace:

@@ -271,7 +271,6 @@ class Trainer:
         hooks: ``Hook``s: more evaluations (HellaSwag), samples, anything measured on the
             way, recorded in the metrics beside the loss.
         tokens_per_step: for the tokens/s in the metrics.
-        seed: seeds the GPU's dropout masks, one seed per step, so they replay on resume.
         cuda_graph: run the steps through ``tricycle.cuda_graph.CapturedStep`` (GPU, one
             process, Adam/AdamW, no dropout): captured once after warm-up, then replayed.
 
@@ -297,7 +296,6 @@ class Trainer:
         eval_protocol: str = "sequential",
         hooks: Sequence[Hook] = (),
         tokens_per_step: int | None = None,
-        seed: int = 0,
         cuda_graph: bool = False,
     ):
         if not all(isinstance(hook, Hook) for hook in hooks):
@@ -311,11 +309,10 @@ class Trainer:
         self.world = distributed.init() if data_parallel is None else data_parallel.world
         self.valid_data, self.eval_interval = valid_data, eval_interval
         self.eval_steps, self.eval_protocol = eval_steps, eval_protocol
-        self.tokens_per_step, self.seed = tokens_per_step, seed
+        self.tokens_per_step = tokens_per_step
         self.step = 0
         self.wall_time = 0.0  # seconds of training (evaluation included) in earlier sessions
         self.saved_step: int | None = None  # the step of the last checkpoint written or read
-        self._on_gpu: bool | None = None  # found at the first step of each fit
         self._jump_dropout_generators()
         self.cuda_graph = cuda_graph
         self._captured: CapturedStep | None = None  # made at the first step
@@ -338,12 +335,6 @@ class Trainer:
         """One step at ``self.step`` (learning rate from the schedule); advances ``step``."""
         if self.schedule is not None:
             self.optimiser.learning_rate = self.schedule(self.step)
-        if self._on_gpu is None:
-            params = self.model.parameters()
-            self._on_gpu = bool(params) and params[0].on_gpu
-        if self._on_gpu:  # dropout masks on the GPU come from cupy's global generator
-            rank_offset = self.world.rank * 1_000_000_007
-            backend.cupy().random.seed(self.seed * 1_000_003 + self.step + rank_offset)
         options = dict(loss_fn=self.loss_fn, accumulation_steps=self.accumulation_steps,
                        max_norm=self.max_norm)  # fmt: skip
         if self.cuda_graph:
@@ -490,7 +481,6 @@ class Trainer:
         """
         main = self.world.is_main
         say = on_message or (lambda text: print(text, file=sys.stderr))
-        self._on_gpu = None  # the model may have moved since the last fit
         if not main:
             say = on_record = None
         stop = steps if stop_after is None else min(steps, self.step + stop_after)
@@ -688,7 +678,6 @@ def gpt_trainer(
         eval_protocol=config.eval_protocol,
         hooks=hooks,
         tokens_per_step=config.tokens_per_step,
-        seed=seed,
         cuda_graph=cuda_graph,
     )
 

@@ -28,6 +28,8 @@ from tricycle.kernels.attention import attention_backward, attention_enabled, at
 from tricycle.kernels.cast import multi_cast, multi_cast_enabled, widen, widen_enabled
 from tricycle.kernels.catalogue import compile_all, instantiations
 from tricycle.kernels.cross_entropy import cross_entropy_backward, cross_entropy_forward
+from tricycle.kernels.dropout import dropout as dropout_kernel
+from tricycle.kernels.dropout import dropout_enabled, seed_array
 from tricycle.kernels.embedding import embedding_backward
 from tricycle.kernels.extremes import fold_extremes, fold_extremes_enabled
 from tricycle.kernels.gelu import (
@@ -74,6 +76,8 @@ __all__ = [
     "compile_all",
     "cross_entropy_backward",
     "cross_entropy_forward",
+    "dropout_enabled",
+    "dropout_kernel",
     "embedding_backward",
     "enabled",
     "fold_extremes",
@@ -93,6 +97,7 @@ __all__ = [
     "rms_norm_backward",
     "rms_norm_forward",
     "softmax_backward",
+    "seed_array",
     "softmax_forward",
     "widen",
     "widen_enabled",

@@ -90,8 +90,10 @@ template <typename T, int D>
 __global__ void __launch_bounds__(ATT_THREADS)
     attention_forward_kernel(const T* __restrict__ qkv, T* __restrict__ out,
                              float* __restrict__ lse, int seq_len, int n_heads,
-                             float scale_log2, unsigned int seed, unsigned int threshold,
+                             float scale_log2,
+                             const unsigned int* __restrict__ seed_ptr, unsigned int threshold,
                              float keep_scale) {
+    const unsigned int seed = *seed_ptr;  // in device memory: a CUDA graph's replays change it
     constexpr int P = D / 32, BR = ATT_THREADS / P, C4 = D / 4;
     __shared__ float4 k_tile[ATT_BC][C4];
     __shared__ float4 v_tile[ATT_BC][C4];
@@ -164,8 +166,10 @@ __global__ void __launch_bounds__(ATT_THREADS)
     attention_backward_dq_kernel(const T* __restrict__ qkv, const T* __restrict__ out,
                                  const T* __restrict__ dout, const float* __restrict__ lse,
                                  float* __restrict__ delta, T* __restrict__ dqkv, int seq_len,
-                                 int n_heads, float scale_log2, float scale, unsigned int seed,
+                                 int n_heads, float scale_log2, float scale,
+                                 const unsigned int* __restrict__ seed_ptr,
                                  unsigned int threshold, float keep_scale) {
+    const unsigned int seed = *seed_ptr;  // in device memory: a CUDA graph's replays change it
     constexpr int P = D / 32, BR = ATT_THREADS / P, C4 = D / 4;
     __shared__ float4 k_tile[ATT_BC][C4];
     __shared__ float4 v_tile[ATT_BC][C4];
@@ -236,7 +240,8 @@ __global__ void __launch_bounds__(ATT_THREADS)
     attention_backward_dkv_kernel(const T* __restrict__ qkv, const T* __restrict__ dout,
                                   const float* __restrict__ lse, const float* __restrict__ delta,
                                   T* __restrict__ dqkv, int seq_len, int n_heads,
-                                  float scale_log2, float scale, unsigned int seed,
+                                  float scale_log2, float scale,
+                                  const unsigned int* __restrict__ seed_ptr,
                                   unsigned int threshold, float keep_scale) {
     constexpr int P = D / 32, BR = ATT_THREADS / P, C4 = D / 4;
     __shared__ float4 q_tile[ATT_BC][C4];
@@ -271,7 +276,8 @@ __global__ void __launch_bounds__(ATT_THREADS)
             const int qi = query0 + threadIdx.x;
             lse_tile[threadIdx.x] = qi < seq_len ? lse[stat0 + qi] : 0.f;
             delta_tile[threadIdx.x] = qi < seq_len ? delta[stat0 + qi] : 0.f;
-            row_key_tile[threadIdx.x] = dropout_row_key(seed, (unsigned int)(stat0 + qi));
+            // the seed read where it is used: one register less across the loop (at 255)
+            row_key_tile[threadIdx.x] = dropout_row_key(*seed_ptr, (unsigned int)(stat0 + qi));
         }
         __syncthreads();
 #pragma unroll 2  // 4 would push past 255 registers and spill

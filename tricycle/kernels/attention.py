@@ -13,6 +13,7 @@ import numpy as np
 
 from tricycle import backend
 from tricycle.dropout_mask import dropout_threshold
+from tricycle.kernels.dropout import seed_array
 from tricycle.kernels.gemm import tf32_enabled
 from tricycle.kernels.launch import CTYPES, KernelSaved, compiled, ctype, enabled
 
@@ -45,11 +46,14 @@ def _aligned(cp, a):
     return a if a.data.ptr % 16 == 0 else a.copy()
 
 
-def _dropout_args(probability: float, seed: int) -> tuple:
+def _dropout_args(probability: float, seed) -> tuple:
     """(seed, threshold, 1 / (1 - p)) as the kernels take them; threshold 0 means no dropout.
-    The mask is ``tricycle.dropout_mask.keep_bits``', bit for bit."""
+    The mask is ``tricycle.dropout_mask.keep_bits``', bit for bit. The kernels read the seed
+    from device memory (``kernels.dropout.seed_array``), so that a captured step's replays
+    each draw anew."""
     threshold = dropout_threshold(probability)
-    return np.uint32(seed % 2**32), np.uint32(threshold), np.float32(1 / (1 - probability))
+    seed = seed_array(seed if threshold else None)
+    return seed, np.uint32(threshold), np.float32(1 / (1 - probability))
 
 
 def uses_tensor_cores(dtype, head_dim: int, tf32: bool | None = None) -> bool:

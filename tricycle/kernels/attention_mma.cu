@@ -253,8 +253,10 @@ template <typename T, int D, int MT, int BC>
 __global__ void __launch_bounds__(MMA_THREADS, 2)
     attention_mma_forward_kernel(const T* __restrict__ qkv, T* __restrict__ out,
                                  float* __restrict__ lse, int seq_len, int n_heads,
-                                 float scale_log2, unsigned int seed, unsigned int threshold,
+                                 float scale_log2,
+                                 const unsigned int* __restrict__ seed_ptr, unsigned int threshold,
                                  float keep_scale) {
+    const unsigned int seed = *seed_ptr;  // in device memory: a CUDA graph's replays change it
     constexpr int ROWS = 64 * MT, Q_TILE = 2 * ROWS * (D + 8), KV_TILE = 2 * BC * (D + 8);
     extern __shared__ __align__(16) unsigned short mma_smem[];
     const unsigned int q_tile = shared_address(mma_smem);
@@ -389,8 +391,10 @@ __global__ void __launch_bounds__(MMA_THREADS, 2)
     attention_mma_backward_dq_kernel(const T* __restrict__ qkv, const T* __restrict__ out,
                                      const T* __restrict__ dout, const float* __restrict__ lse,
                                      float* __restrict__ delta, T* __restrict__ dqkv, int seq_len,
-                                     int n_heads, float scale_log2, float scale, unsigned int seed,
+                                     int n_heads, float scale_log2, float scale,
+                                     const unsigned int* __restrict__ seed_ptr,
                                      unsigned int threshold, float keep_scale) {
+    const unsigned int seed = *seed_ptr;  // in device memory: a CUDA graph's replays change it
     constexpr int ROWS = 64 * MT, ROW_TILE = 2 * ROWS * (D + 8), KEY_TILE = 2 * BC * (D + 8);
     extern __shared__ __align__(16) unsigned short mma_smem[];
     const unsigned int q_tile = shared_address(mma_smem), do_tile = q_tile + ROW_TILE;
@@ -542,7 +546,9 @@ __global__ void __launch_bounds__(MMA_THREADS, 2)
                                       const float* __restrict__ lse,
                                       const float* __restrict__ delta, T* __restrict__ dqkv,
                                       int seq_len, int n_heads, float scale_log2, float scale,
-                                      unsigned int seed, unsigned int threshold, float keep_scale) {
+                                      const unsigned int* __restrict__ seed_ptr,
+                                      unsigned int threshold, float keep_scale) {
+    const unsigned int seed = *seed_ptr;  // in device memory: a CUDA graph's replays change it
     constexpr int BQ = DkvTile<D>::BQ;
     constexpr int KEY_TILE = 2 * MMA_ROWS * (D + 8), Q_TILE = 2 * BQ * (D + 8);  // bytes
     extern __shared__ __align__(16) unsigned short mma_smem[];
@@ -738,8 +744,10 @@ template <int D, int BC>
 __global__ void __launch_bounds__(MMA_THREADS, 2)
     attention_tf32_forward_kernel(const float* __restrict__ qkv, float* __restrict__ out,
                                   float* __restrict__ lse, int seq_len, int n_heads,
-                                  float scale_log2, unsigned int seed, unsigned int threshold,
+                                  float scale_log2,
+                                  const unsigned int* __restrict__ seed_ptr, unsigned int threshold,
                                   float keep_scale) {
+    const unsigned int seed = *seed_ptr;  // in device memory: a CUDA graph's replays change it
     constexpr int P = D + TF32_PAD;
     extern __shared__ __align__(16) unsigned short mma_smem[];
     float* q_tile = reinterpret_cast<float*>(mma_smem);
@@ -848,8 +856,10 @@ __global__ void __launch_bounds__(MMA_THREADS, 2)
                                       const float* __restrict__ dout,
                                       const float* __restrict__ lse, float* __restrict__ delta,
                                       float* __restrict__ dqkv, int seq_len, int n_heads,
-                                      float scale_log2, float scale, unsigned int seed,
+                                      float scale_log2, float scale,
+                                      const unsigned int* __restrict__ seed_ptr,
                                       unsigned int threshold, float keep_scale) {
+    const unsigned int seed = *seed_ptr;  // in device memory: a CUDA graph's replays change it
     constexpr int P = D + TF32_PAD;
     extern __shared__ __align__(16) unsigned short mma_smem[];
     float* q_tile = reinterpret_cast<float*>(mma_smem);
@@ -951,8 +961,9 @@ __global__ void __launch_bounds__(MMA_THREADS, 2)
                                        const float* __restrict__ lse,
                                        const float* __restrict__ delta, float* __restrict__ dqkv,
                                        int seq_len, int n_heads, float scale_log2, float scale,
-                                       unsigned int seed, unsigned int threshold,
-                                       float keep_scale) {
+                                       const unsigned int* __restrict__ seed_ptr,
+                                       unsigned int threshold, float keep_scale) {
+    const unsigned int seed = *seed_ptr;  // in device memory: a CUDA graph's replays change it
     constexpr int P = D + TF32_PAD;
     extern __shared__ __align__(16) unsigned short mma_smem[];
     __shared__ float lse_s[2][BQ], delta_s[2][BQ];

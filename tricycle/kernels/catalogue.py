@@ -9,6 +9,7 @@ from tricycle.kernels import (
     attention,
     cast,
     cross_entropy,
+    dropout,
     embedding,
     extremes,
     gelu,
@@ -27,6 +28,7 @@ _FAMILIES = (
     embedding,
     extremes,
     attention,
+    dropout,
     optimiser,
     cast,
 )
