@@ -18,11 +18,13 @@ where it can be, and refused with an error otherwise):
 - the policy, loss, clipping threshold and weight decays. The learning rate, betas and eps
   are read at every step.
 
-Steps whose host work differs from step to step cannot be replayed. Optimisers without a
-fused update (SGD, Adam with L2 decay) are refused at once (``capture.CaptureError``); a step
-that holds such work (dropout, whose masks are drawn on the host; a product CuPy runs
-through its own cuBLAS bindings, such as attention at a head size the kernels lack) fails
-its capture, and then a warning says why and every step runs eagerly, from the same state.
+Dropout is replayed too: its kernels read their mask seeds from device memory, which each
+replay refills with fresh draws from the layers' generators (``capture.step_seed``), so a
+run draws the masks an eager run draws. Optimisers without a fused update (SGD, Adam with
+L2 decay) are refused at once (``capture.CaptureError``). A step holding work that cannot be
+recorded (a product CuPy runs through its own cuBLAS bindings, such as attention at a head
+size the kernels lack) fails its capture; then a warning says why and every step runs
+eagerly, from the same state.
 
 The graph's memory comes from a pool of its own (activations and gradients of one step),
 kept while the ``CapturedStep`` lives; the step's outputs are copied out of the graph's
