@@ -73,6 +73,8 @@ def adamw_step(
     ``step`` is the 1-based step count t for the bias corrections. ``grad_multiplier``
     (optional 0-d device array) scales the gradient first; non-finite means skip the step.
     """
+    # its learning rate and step count are kernel arguments, which a replay would repeat
+    capture.refuse("adamw_step", "the learning rate and step count would stay those captured")
     cp = backend.cupy()
     grad = contiguous(cp, grad, np.float32)
     n = w.size
