@@ -172,6 +172,30 @@ def test_a_batch_of_another_shape_runs_eagerly():
 
 
 @gpu
+def test_a_change_of_training_mode_or_of_trained_parameters_runs_eagerly():
+    """The graph holds dropout as it was captured (training mode) and updates the parameters
+    it saw trained: a step in eval mode, or with a parameter frozen, runs eagerly."""
+    cp = backend.cupy()
+    batches = _batches(cp, 7)
+    losses = []
+    for captured in (False, True):
+        model, optimiser = _model(dropout=0.2), AdamW(learning_rate=1e-2)
+        step = CapturedStep(model, optimiser, warmup_steps=1) if captured else None
+        run = step or (lambda b, m=model, o=optimiser: train_step(m, o, b))
+        out = []
+        for i, batch in enumerate(batches):
+            if i == 3:  # a step without dropout
+                model.eval()
+            else:
+                model.train()
+            model.parameters()[0].requires_grad = i != 5  # step 5 leaves one parameter alone
+            out.append(run(iter([batch])).settle().loss)
+        losses.append(out)
+    assert step.captured and step.eager_steps == 3  # warm-up, eval mode, the frozen step
+    np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5)
+
+
+@gpu
 def test_replaced_parameters_are_refused():
     cp = backend.cupy()
     model, optimiser = _model(), AdamW()

@@ -10,8 +10,9 @@ optimiser's counts and learning rate: ``tricycle.capture``) and launches the gra
 What a replay keeps from the capture, and so must not change afterwards (each is checked
 where it can be, and refused with an error otherwise):
 
-- the shapes and dtypes of the batches (a batch of another shape, such as a last partial
-  one, runs as an eager ``train_step``: correct, at the eager speed);
+- the shapes and dtypes of the batches, the model's training mode and which parameters
+  require gradients (a step where one of them differs, such as a last partial batch, runs
+  as an eager ``train_step``: correct, at the eager speed);
 - the arrays of the parameters and of the optimiser's state (the graph reads and writes
   them where they were: replacing one, as ``load_state_dict`` does, raises before the next
   replay; make a new ``CapturedStep`` after loading);
@@ -89,6 +90,7 @@ class CapturedStep:
         self._inputs: list[tuple] = []  # the graph's (inputs, targets) buffers
         self._outputs: StepOutput | None = None  # the graph's output buffers
         self._addresses: tuple = ()
+        self._captured_mode: tuple = ()
         self.failure: str | None = None  # why the step could not be captured, if it could not
 
     @property
@@ -156,6 +158,7 @@ class CapturedStep:
         self._graph, self._pool, self._recording = graph, pool, recording
         self._outputs = outputs
         self._addresses = self._current_addresses()
+        self._captured_mode = self._mode()
         cp.cuda.get_current_stream().wait_event(stream.record())
         recording.upload_pending()  # this step's own learning rate and counts
         cp.get_default_memory_pool().free_all_blocks()  # the warm-up's cached blocks
@@ -178,12 +181,18 @@ class CapturedStep:
             self.policy.scaler.steps = scaler_steps
 
     def _fits(self, micro: list) -> bool:
-        """The batches have the shapes and dtypes the graph was captured with."""
-        return all(
+        """The graph computes this step: the batches have the shapes and dtypes it was
+        captured with, and the model the same training mode and trained parameters."""
+        return self._mode() == self._captured_mode and all(
             _array(array).shape == buffer.shape and np.dtype(_array(array).dtype) == buffer.dtype
             for buffers, batch in zip(self._inputs, micro)
             for buffer, array in zip(buffers, batch)
         )
+
+    def _mode(self) -> tuple:
+        """What the recorded kernels depend on beyond the arrays: the model's training mode
+        (dropout on or off) and which parameters are trained."""
+        return self.model.training, tuple(p.requires_grad for p in self.model.parameters())
 
     def _store(self, micro: list) -> None:
         """Copy a step's batches into the graph's input buffers."""
