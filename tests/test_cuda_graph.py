@@ -182,13 +182,13 @@ def test_a_change_of_training_mode_or_of_trained_parameters_runs_eagerly():
         model, optimiser = _model(dropout=0.2), AdamW(learning_rate=1e-2)
         step = CapturedStep(model, optimiser, warmup_steps=1) if captured else None
         run = step or (lambda b, m=model, o=optimiser: train_step(m, o, b))
-        out = []
+        out, first = [], model.parameters()[0]
         for i, batch in enumerate(batches):
             if i == 3:  # a step without dropout
                 model.eval()
             else:
                 model.train()
-            model.parameters()[0].requires_grad = i != 5  # step 5 leaves one parameter alone
+            first.requires_grad = i != 5  # step 5 leaves one parameter alone
             out.append(run(iter([batch])).settle().loss)
         losses.append(out)
     assert step.captured and step.eager_steps == 3  # warm-up, eval mode, the frozen step

@@ -192,7 +192,7 @@ class CapturedStep:
     def _mode(self) -> tuple:
         """What the recorded kernels depend on beyond the arrays: the model's training mode
         (dropout on or off) and which parameters are trained."""
-        return self.model.training, tuple(p.requires_grad for p in self.model.parameters())
+        return self.model.training, tuple(map(id, self.model.parameters()))  # the trained ones
 
     def _store(self, micro: list) -> None:
         """Copy a step's batches into the graph's input buffers."""
