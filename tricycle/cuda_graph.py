@@ -10,12 +10,13 @@ optimiser's counts and learning rate: ``tricycle.capture``) and launches the gra
 What a replay keeps from the capture, and so must not change afterwards (each is checked
 where it can be, and refused with an error otherwise):
 
-- the shapes and dtypes of the batches, the model's training mode and which parameters
-  require gradients (a step where one of them differs, such as a last partial batch, runs
-  as an eager ``train_step``: correct, at the eager speed);
-- the arrays of the parameters and of the optimiser's state (the graph reads and writes
-  them where they were: replacing one, as ``load_state_dict`` does, raises before the next
-  replay; make a new ``CapturedStep`` after loading);
+- the shapes and dtypes of the batches, the model's training mode, which parameters
+  require gradients, and TF32 on or off (a step where one of them differs, such as a last
+  partial batch, runs as an eager ``train_step``: correct, at the eager speed);
+- the arrays of the parameters, of the optimiser's state and of the loss scaler (the graph
+  reads and writes them where they were: replacing one, as an optimiser's or a scaler's
+  ``load_state_dict`` does, raises before the next replay; make a new ``CapturedStep``
+  after loading);
 - the policy, loss, clipping threshold and weight decays. The learning rate, betas and eps
   are read at every step.
 
@@ -38,6 +39,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from tricycle import backend, capture, checks
+from tricycle.kernels.gemm import tf32_enabled
 from tricycle.optimisers import Adam, named_parameters
 from tricycle.precision import Precision
 from tricycle.step import StepOutput, train_step
@@ -191,8 +193,10 @@ class CapturedStep:
 
     def _mode(self) -> tuple:
         """What the recorded kernels depend on beyond the arrays: the model's training mode
-        (dropout on or off) and which parameters are trained."""
-        return self.model.training, tuple(map(id, self.model.parameters()))  # the trained ones
+        (dropout on or off), which parameters are trained, and whether float32 products
+        run in TF32 (a cuBLAS argument)."""
+        trained = tuple(map(id, self.model.parameters()))
+        return self.model.training, trained, tf32_enabled()
 
     def _store(self, micro: list) -> None:
         """Copy a step's batches into the graph's input buffers."""
@@ -216,17 +220,22 @@ class CapturedStep:
 
     # ------------------------------------------------------------------ what must not move
     def _current_addresses(self) -> tuple:
+        """Where the arrays the graph updates in place live: the parameters, the optimiser's
+        moments and the loss scaler's state (None where it has none yet)."""
         arrays = [p.array for _, p in named_parameters(self.model)]
         for slots in self.optimiser.state.values():
             arrays += [v for v in slots.values() if backend.is_cupy_array(v)]
-        return tuple(a.data.ptr for a in arrays)
+        scaler = self.policy.scaler
+        if scaler is not None:
+            arrays += [scaler._scale, scaler._good_steps, scaler._skipped]
+        return tuple(a.data.ptr if backend.is_cupy_array(a) else None for a in arrays)
 
     def _check_addresses(self) -> None:
         if self._current_addresses() != self._addresses:
             raise capture.CaptureError(
-                "CapturedStep: a parameter or optimiser state array was replaced since the "
-                "graph was captured (load_state_dict, to_gpu, ...); the graph would update the "
-                "old arrays. Make a new CapturedStep."
+                "CapturedStep: a parameter, optimiser state or loss scaler array was replaced "
+                "since the graph was captured (load_state_dict, to_gpu, ...); the graph would "
+                "update the old arrays. Make a new CapturedStep."
             )
 
 
