@@ -468,17 +468,19 @@ def test_unknown_or_bad_settings_are_usage_errors(argv, complaint, tmp_path, cap
     assert complaint in capsys.readouterr().err
 
 
-def test_cuda_graph_auto_is_on_for_one_gpu_process():
+def test_cuda_graph_auto_is_on_for_one_gpu_process_without_zero():
     class World:
         world_size = 1
 
     gpu = GPTConfig(device="gpu", dropout=0.2)
-    assert train_cli.use_cuda_graph("auto", gpu, World())
-    assert not train_cli.use_cuda_graph("auto", dataclasses.replace(gpu, device="cpu"), World())
+    assert train_cli.use_cuda_graph("auto", gpu, World(), zero=False)
+    assert not train_cli.use_cuda_graph("auto", gpu, World(), zero=True)  # a sharded optimiser
+    cpu = dataclasses.replace(gpu, device="cpu")
+    assert not train_cli.use_cuda_graph("auto", cpu, World(), zero=False)
     World.world_size = 2
-    assert not train_cli.use_cuda_graph("auto", gpu, World())
-    assert train_cli.use_cuda_graph("on", gpu, World())  # and the Trainer refuses it loudly
-    assert not train_cli.use_cuda_graph("off", gpu, World())
+    assert not train_cli.use_cuda_graph("auto", gpu, World(), zero=False)
+    assert train_cli.use_cuda_graph("on", gpu, World(), zero=False)  # the Trainer refuses it
+    assert not train_cli.use_cuda_graph("off", gpu, World(), zero=False)
 
 
 def test_a_cuda_graph_trainer_refuses_several_processes():

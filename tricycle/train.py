@@ -203,12 +203,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def use_cuda_graph(choice: str, config: GPTConfig, world: distributed.World) -> bool:
-    """--cuda-graph: "on", "off", or "auto": on for one process on a GPU (the captured step
-    does not reduce gradients over processes)."""
+def use_cuda_graph(choice: str, config: GPTConfig, world: distributed.World, zero: bool) -> bool:
+    """--cuda-graph: "on", "off", or "auto": on for one process on a GPU without --zero (the
+    captured step neither reduces gradients over processes nor shards the optimiser)."""
     if choice != "auto":
         return choice == "on"
-    return config.device == "gpu" and world.world_size == 1
+    return config.device == "gpu" and world.world_size == 1 and not zero
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -393,7 +393,7 @@ def _train(args, run_dir: RunDirectory) -> dict:
         trainer = gpt_trainer(
             config, data.train, data.valid, policy=policy, seed=settings["seed"],
             decay_steps=settings["lr_decay_iters"], world=world, zero=args.zero, hooks=hooks,
-            cuda_graph=use_cuda_graph(args.cuda_graph, config, world),
+            cuda_graph=use_cuda_graph(args.cuda_graph, config, world, args.zero),
         )  # fmt: skip
     except (ValueError, CaptureError) as error:
         raise SystemExit(f"tricycle-train: {error}") from None
