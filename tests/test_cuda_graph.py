@@ -107,6 +107,13 @@ def _run(step_fn, model, optimiser, batches, policy, learning_rates, accumulatio
     return losses, norms, params
 
 
+def _stepper(captured: bool, model, optimiser, policy=None, warmup_steps=2, **options):
+    """The step under test: a CapturedStep, or the eager train_step with the same arguments."""
+    if captured:
+        return CapturedStep(model, optimiser, policy, warmup_steps=warmup_steps, **options)
+    return lambda batches: train_step(model, optimiser, batches, policy, **options)
+
+
 @gpu
 @pytest.mark.parametrize("mode", ["fp32", "bf16", "fp16"])
 @pytest.mark.parametrize("accumulation", [1, 2])
@@ -122,13 +129,7 @@ def test_replays_match_eager_steps(mode, accumulation):
         optimiser = AdamW(learning_rate=1e-3, betas=(0.9, 0.95), weight_decay=0.1)
         policy = Precision(mode)
         options = dict(accumulation_steps=accumulation, max_norm=0.5)
-        if captured:
-            step_fn = CapturedStep(model, optimiser, policy, **options)
-        else:
-
-            def step_fn(batches, model=model, optimiser=optimiser, policy=policy):
-                return train_step(model, optimiser, batches, policy, **options)
-
+        step_fn = _stepper(captured, model, optimiser, policy, **options)
         results.append(_run(step_fn, model, optimiser, batches, policy, rates, accumulation))
         if captured:
             assert step_fn.captured and step_fn.eager_steps == 2
@@ -164,9 +165,8 @@ def test_a_batch_of_another_shape_runs_eagerly():
     losses = []
     for captured in (False, True):
         model, optimiser = _model(), AdamW(learning_rate=1e-2)
-        step = CapturedStep(model, optimiser, warmup_steps=1) if captured else None
-        run = step or (lambda b, m=model, o=optimiser: train_step(m, o, b))
-        losses.append([run(iter([batch])).settle().loss for batch in batches])
+        step = _stepper(captured, model, optimiser, warmup_steps=1)
+        losses.append([step(iter([batch])).settle().loss for batch in batches])
     assert step.captured and step.eager_steps == 2 and optimiser.step_count == 7
     np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5)
 
@@ -180,8 +180,7 @@ def test_a_change_of_training_mode_or_of_trained_parameters_runs_eagerly():
     losses = []
     for captured in (False, True):
         model, optimiser = _model(dropout=0.2), AdamW(learning_rate=1e-2)
-        step = CapturedStep(model, optimiser, warmup_steps=1) if captured else None
-        run = step or (lambda b, m=model, o=optimiser: train_step(m, o, b))
+        step = _stepper(captured, model, optimiser, warmup_steps=1)
         out, first = [], model.parameters()[0]
         for i, batch in enumerate(batches):
             if i == 3:  # a step without dropout
@@ -189,7 +188,7 @@ def test_a_change_of_training_mode_or_of_trained_parameters_runs_eagerly():
             else:
                 model.train()
             first.requires_grad = i != 5  # step 5 leaves one parameter alone
-            out.append(run(iter([batch])).settle().loss)
+            out.append(step(iter([batch])).settle().loss)
         losses.append(out)
     assert step.captured and step.eager_steps == 3  # warm-up, eval mode, the frozen step
     np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5)
@@ -220,13 +219,7 @@ def test_dropout_replays_draw_the_masks_of_eager_steps(mode):
     for captured in (False, True):
         model, optimiser = _model(dropout=0.2), AdamW(learning_rate=1e-2)
         policy = Precision(mode)
-        if captured:
-            step_fn = CapturedStep(model, optimiser, policy, max_norm=1.0)
-        else:
-
-            def step_fn(batches, model=model, optimiser=optimiser, policy=policy):
-                return train_step(model, optimiser, batches, policy, max_norm=1.0)
-
+        step_fn = _stepper(captured, model, optimiser, policy, max_norm=1.0)
         results.append(_run(step_fn, model, optimiser, batches, policy, [1e-2] * 6, 1))
     assert step_fn.captured and step_fn.failure is None
     (eager_losses, _, eager), (graph_losses, _, graph) = results
@@ -342,13 +335,7 @@ def test_a_llama_replays_like_its_eager_steps(mode):
     for captured in (False, True):
         model = _model(arch="llama", n_kv_heads=1)
         optimiser, policy = AdamW(learning_rate=3e-3, weight_decay=0.1), Precision(mode)
-        if captured:
-            step_fn = CapturedStep(model, optimiser, policy, max_norm=1.0)
-        else:
-
-            def step_fn(batches, model=model, optimiser=optimiser, policy=policy):
-                return train_step(model, optimiser, batches, policy, max_norm=1.0)
-
+        step_fn = _stepper(captured, model, optimiser, policy, max_norm=1.0)
         results.append(_run(step_fn, model, optimiser, batches, policy, [3e-3] * 6, 1))
     (eager_losses, _, eager), (graph_losses, _, graph) = results
     np.testing.assert_allclose(graph_losses, eager_losses, rtol=1e-5)

@@ -40,7 +40,7 @@ import numpy as np
 
 from tricycle import backend, capture, checks
 from tricycle.kernels.gemm import tf32_enabled
-from tricycle.optimisers import Adam, named_parameters
+from tricycle.optimisers import Adam
 from tricycle.precision import Precision
 from tricycle.step import StepOutput, train_step
 from tricycle.tensor import Tensor
@@ -103,14 +103,15 @@ class CapturedStep:
     def __call__(self, batches: Iterator) -> StepOutput:
         micro = [next(batches) for _ in range(self.options["accumulation_steps"])]
         warming_up = self._graph is None and self.eager_steps < self.warmup_steps
-        if warming_up or self.failure or (self._graph is not None and not self._fits(micro)):
+        mode, addresses = (None, None) if self._graph is None else self._signature()
+        if warming_up or self.failure or (mode is not None and not self._fits(micro, mode)):
             self.eager_steps += 1  # a batch of another shape (a last partial one) runs eagerly
             return train_step(self.model, self.optimiser, iter(micro), self.policy, **self.options)
         if self._graph is None:
             if not self._capture(micro):  # not capturable: this step and the rest run eagerly
                 return self(iter(micro))
         else:
-            self._check_addresses()
+            self._check_addresses(addresses)
             self._store(micro)
             self._recording.refresh()
         self._graph.launch(backend.cupy().cuda.get_current_stream())
@@ -159,8 +160,7 @@ class CapturedStep:
             return False
         self._graph, self._pool, self._recording = graph, pool, recording
         self._outputs = outputs
-        self._addresses = self._current_addresses()
-        self._captured_mode = self._mode()
+        self._captured_mode, self._addresses = self._signature()
         cp.cuda.get_current_stream().wait_event(stream.record())
         recording.upload_pending()  # this step's own learning rate and counts
         cp.get_default_memory_pool().free_all_blocks()  # the warm-up's cached blocks
@@ -182,21 +182,14 @@ class CapturedStep:
         if scaler_steps is not None:
             self.policy.scaler.steps = scaler_steps
 
-    def _fits(self, micro: list) -> bool:
+    def _fits(self, micro: list, mode: tuple) -> bool:
         """The graph computes this step: the batches have the shapes and dtypes it was
-        captured with, and the model the same training mode and trained parameters."""
-        return self._mode() == self._captured_mode and all(
+        captured with, and the model (``mode``, from ``_signature``) is as it was."""
+        return mode == self._captured_mode and all(
             _array(array).shape == buffer.shape and np.dtype(_array(array).dtype) == buffer.dtype
             for buffers, batch in zip(self._inputs, micro)
             for buffer, array in zip(buffers, batch)
         )
-
-    def _mode(self) -> tuple:
-        """What the recorded kernels depend on beyond the arrays: the model's training mode
-        (dropout on or off), which parameters are trained, and whether float32 products
-        run in TF32 (a cuBLAS argument)."""
-        trained = tuple(map(id, self.model.parameters()))
-        return self.model.training, trained, tf32_enabled()
 
     def _store(self, micro: list) -> None:
         """Copy a step's batches into the graph's input buffers."""
@@ -219,19 +212,24 @@ class CapturedStep:
         return StepOutput(copied(out.loss), copied(out.grad_norm), copied(out.skipped), out.scaled)
 
     # ------------------------------------------------------------------ what must not move
-    def _current_addresses(self) -> tuple:
-        """Where the arrays the graph updates in place live: the parameters, the optimiser's
-        moments and the loss scaler's state (None where it has none yet)."""
-        arrays = [p.array for _, p in named_parameters(self.model)]
+    def _signature(self) -> tuple[tuple, tuple]:
+        """(mode, addresses), from one walk over the model. mode: what the recorded kernels
+        depend on beyond the arrays: the training mode (dropout on or off), which parameters
+        are trained, and whether float32 products run in TF32 (a cuBLAS argument).
+        addresses: where the arrays the graph updates in place live: the parameters, the
+        optimiser's moments and the loss scaler's state (None where it has none yet)."""
+        params = self.model.parameters()
+        mode = (self.model.training, tuple(map(id, params)), tf32_enabled())
+        arrays = [p.array for p in params]
         for slots in self.optimiser.state.values():
             arrays += [v for v in slots.values() if backend.is_cupy_array(v)]
         scaler = self.policy.scaler
         if scaler is not None:
             arrays += [scaler._scale, scaler._good_steps, scaler._skipped]
-        return tuple(a.data.ptr if backend.is_cupy_array(a) else None for a in arrays)
+        return mode, tuple(a.data.ptr if backend.is_cupy_array(a) else None for a in arrays)
 
-    def _check_addresses(self) -> None:
-        if self._current_addresses() != self._addresses:
+    def _check_addresses(self, addresses: tuple) -> None:
+        if addresses != self._addresses:
             raise capture.CaptureError(
                 "CapturedStep: a parameter, optimiser state or loss scaler array was replaced "
                 "since the graph was captured (load_state_dict, to_gpu, ...); the graph would "
