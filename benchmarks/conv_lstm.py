@@ -9,8 +9,10 @@
 2. lstm: one ``LSTM(256, 256)`` layer over T=64 steps of a batch of 32, forward + backward;
    printed per time step.
 
-Times are wall-clock (``time.perf_counter``); the runners race interleaved, round by round
-(``race`` from benchmarks/ops.py). The table shows each one's best round and, as ratios, the
+Times are wall-clock (``time.perf_counter``), per pass, from runs of ``INNER`` passes back to
+back, as a training loop makes them (both libraries' worker threads stay awake within a run
+and are left to settle between runs); the runners race interleaved, round by round (``race``
+from benchmarks/harness.py). The table shows each one's best round and, as ratios, the
 median of per-round ratios. PyTorch gets as many threads as numpy's BLAS. Without torch,
 ours runs alone. Nothing is written to disk.
 """
@@ -38,6 +40,7 @@ except ImportError:  # the comparison is optional
 
 CONV = dict(batch=64, channels=32, size=32, kernel=3)
 RNN = dict(steps=64, batch=32, width=256)
+INNER = 5  # back-to-back passes per timed run, as in a training loop (threads stay awake)
 
 
 # ------------------------------------------------------------------ 1. conv
@@ -46,13 +49,15 @@ def conv_ours(x0, w0, b0, g0):
     layer.weights.array[...], layer.bias.array[...] = w0, b0
 
     def run():
-        x = Tensor(x0)
-        start = time.perf_counter()
-        layer(x).backward(g0)
-        elapsed = time.perf_counter() - start
-        assert x.grad.shape == x0.shape and layer.weights.grad is not None
-        layer.zero_grad()
-        return elapsed
+        elapsed = 0.0
+        for _ in range(INNER):
+            x = Tensor(x0)
+            start = time.perf_counter()
+            layer(x).backward(g0)
+            elapsed += time.perf_counter() - start
+            assert x.grad.shape == x0.shape and layer.weights.grad is not None
+            layer.zero_grad()
+        return elapsed / INNER
 
     return run
 
@@ -65,13 +70,15 @@ def conv_torch(x0, w0, b0, g0):
     g = torch.from_numpy(g0)
 
     def run():
-        x = torch.tensor(x0, requires_grad=True)
-        start = time.perf_counter()
-        layer(x).backward(g)
-        elapsed = time.perf_counter() - start
-        assert x.grad is not None and layer.weight.grad is not None
-        layer.zero_grad()
-        return elapsed
+        elapsed = 0.0
+        for _ in range(INNER):
+            x = torch.tensor(x0, requires_grad=True)
+            start = time.perf_counter()
+            layer(x).backward(g)
+            elapsed += time.perf_counter() - start
+            assert x.grad is not None and layer.weight.grad is not None
+            layer.zero_grad()
+        return elapsed / INNER
 
     return run
 
@@ -81,14 +88,16 @@ def lstm_ours(x0, g0):
     layer = LSTM(x0.shape[-1], g0.shape[-1])
 
     def run():
-        x = Tensor(x0)
-        start = time.perf_counter()
-        outputs, _ = layer(x)
-        outputs.backward(g0)
-        elapsed = time.perf_counter() - start
-        assert x.grad.shape == x0.shape
-        layer.zero_grad()
-        return elapsed
+        elapsed = 0.0
+        for _ in range(INNER):
+            x = Tensor(x0)
+            start = time.perf_counter()
+            outputs, _ = layer(x)
+            outputs.backward(g0)
+            elapsed += time.perf_counter() - start
+            assert x.grad.shape == x0.shape
+            layer.zero_grad()
+        return elapsed / INNER
 
     return run
 
@@ -98,14 +107,16 @@ def lstm_torch(x0, g0):
     g = torch.from_numpy(g0)
 
     def run():
-        x = torch.tensor(x0, requires_grad=True)
-        start = time.perf_counter()
-        outputs, _ = layer(x)
-        outputs.backward(g)
-        elapsed = time.perf_counter() - start
-        assert x.grad is not None
-        layer.zero_grad()
-        return elapsed
+        elapsed = 0.0
+        for _ in range(INNER):
+            x = torch.tensor(x0, requires_grad=True)
+            start = time.perf_counter()
+            outputs, _ = layer(x)
+            outputs.backward(g)
+            elapsed += time.perf_counter() - start
+            assert x.grad is not None
+            layer.zero_grad()
+        return elapsed / INNER
 
     return run
 
@@ -140,14 +151,14 @@ def main() -> None:
         rng.standard_normal((T, B, W), dtype=np.float32),
     )
 
-    # PyTorch's OpenMP workers spin for a while after each call: ``settled`` pauses (untimed)
-    # after each of its runs so that they do not steal cores from ours
+    # PyTorch's OpenMP workers and tricycle's pool helpers both spin for a while after a
+    # call: ``settled`` pauses (untimed) after every run, so neither steals the other's cores
     results = {}
     for name, ours, theirs, inputs in [
         ("conv", conv_ours, conv_torch, conv_inputs),
         ("lstm", lstm_ours, lstm_torch, lstm_inputs),
     ]:
-        runners = {"ours": ours(*inputs)}
+        runners = {"ours": settled(ours(*inputs))}
         if torch is not None:
             runners["torch"] = settled(theirs(*inputs))
         results[name] = race(runners, repeats)

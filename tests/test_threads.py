@@ -439,7 +439,7 @@ def test_ctrl_c_stops_blas_work_at_the_first_press():
             process.send_signal(signal.SIGINT)
             if press < presses:
                 assert lines.get(timeout=2) == "caught"  # queue.Empty if it was not stopped
-        assert process.wait(timeout=2) != 0
+        assert process.wait(timeout=15) != 0  # interpreter shutdown: slow on a loaded machine
         stderr = process.stderr.read()
         assert "KeyboardInterrupt" in stderr
         assert "Exception ignored" not in stderr
