@@ -152,8 +152,8 @@ def test_enabled_is_false_for_numpy_and_when_disabled(monkeypatch):
     GPU or shutil.which("nvcc") is None, reason="needs nvcc; on a GPU the NVRTC tests cover it"
 )
 def test_sources_compile_with_nvcc():
-    """Every instantiation that the launchers use compiles for sm_90, without spills (one
-    nvcc per source file, all at once)."""
+    """Every instantiation that the launchers use compiles for sm_90, without spills (device
+    code only, one nvcc per source file, all at once)."""
     by_file = collections.defaultdict(list)
     for file, name, args in kernels.instantiations():
         by_file[file].append(f"{name}<{', '.join(args)}>" if args else name)
@@ -164,7 +164,7 @@ def test_sources_compile_with_nvcc():
             path = Path(tmp) / f"check_{file}"
             path.write_text(f"{kernels.launch.source(file)}\nvoid* refs[] = {{\n{refs}}};\n")
             compiles[file] = subprocess.Popen(
-                ["nvcc", "-std=c++17", "-arch=sm_90", "-c", str(path), "-o", os.devnull,
+                ["nvcc", "-std=c++17", "-arch=sm_90", "--cubin", str(path), "-o", os.devnull,
                  "-Xptxas", "-v"],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
