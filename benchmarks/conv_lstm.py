@@ -2,6 +2,7 @@
 
     python benchmarks/conv_lstm.py             # both benchmarks, interleaved rounds
     python benchmarks/conv_lstm.py --quick     # fewer rounds, smaller sizes: a smoke test
+    python benchmarks/conv_lstm.py --tune-malloc   # glibc keeps freed memory, as training does
 
 1. conv: ``Conv2d(32, 32, 3, padding=1)`` on (64, 32, 32, 32) float32, forward + backward
    (input, weight and bias gradients). Target: ours at >= 0.8x PyTorch's speed, i.e.
@@ -32,6 +33,7 @@ from tricycle.conv import Conv2d  # noqa: E402
 from tricycle.recurrent import LSTM  # noqa: E402
 from tricycle.tensor import Tensor  # noqa: E402
 from tricycle.threads import enable as enable_cpu_threads  # noqa: E402
+from tricycle.training import tune_cpu_allocator  # noqa: E402
 
 try:
     import torch
@@ -126,7 +128,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, few rounds")
     parser.add_argument("--repeats", type=int, default=None, help="rounds per benchmark")
+    parser.add_argument(
+        "--tune-malloc", action="store_true",
+        help="keep freed memory in the process, as train_smol_gpt.py and gpt_train.py do "
+        "(tune_cpu_allocator; both frameworks share the process)",
+    )  # fmt: skip
     args = parser.parse_args()
+    if args.tune_malloc:
+        tune_cpu_allocator()
     enable_cpu_threads()  # tricycle's CPU threads, as the training script runs with them
     repeats = args.repeats or (2 if args.quick else 10)
     conv, rnn = dict(CONV), dict(RNN)
