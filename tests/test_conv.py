@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.helpers import check_grads
-from tricycle import backend
+from tricycle import backend, threads
 from tricycle.conv import (
     AvgPool1d,
     AvgPool2d,
@@ -76,6 +76,30 @@ def test_conv_gradients_match_finite_differences(geometry, with_bias):
     arrays = [randn(*x_shape, seed=1), randn(*w_shape, seed=2)]
     arrays += [randn(w_shape[0], seed=3)] if with_bias else []
     check_grads(f, *arrays, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize(
+    "x_shape, w_shape",
+    [((300, 3, 7, 7), (4, 3, 3, 3)), ((4, 8, 40, 40), (8, 8, 3, 3))],
+    ids=["many samples a block", "one sample a block"],
+)
+def test_conv_results_do_not_depend_on_the_thread_count(x_shape, w_shape):
+    """The output and every gradient are bit for bit the same on one thread and on two
+    (the weight gradient sums per-block parts in block order)."""
+    rng = np.random.default_rng(0)
+    x0 = rng.standard_normal(x_shape).astype(np.float32)
+    w0 = rng.standard_normal(w_shape).astype(np.float32)
+    b0 = rng.standard_normal(w_shape[0]).astype(np.float32)
+    g0 = rng.standard_normal((x_shape[0], w_shape[0]) + x_shape[2:]).astype(np.float32)
+    results = []
+    for n in (1, 2):
+        with threads.enabled(n, share_machine=False):
+            x, w, b = to_tensor(x0), to_tensor(w0), to_tensor(b0)
+            out = conv(x, w, b, padding=1)
+            out.backward(g0)
+            results.append([out.array, x.grad.array, w.grad.array, b.grad.array])
+    for one, two in zip(*results):
+        np.testing.assert_array_equal(one, two)
 
 
 def test_conv_in_a_diamond_graph():

@@ -178,11 +178,21 @@ class _ConvGeometry:
         reach = zip(self.kernel[1:], self.dilation[1:], self.steps[1:])
         self.tail = sum((k - 1) * d * m for k, d, m in reach) if self.flat else 0
 
-    def blocks(self, xp, group: slice) -> list[slice]:
-        """A thread's ``group`` of samples in blocks (``row_blocks``: a block's im2col matrix
-        stays in the CPU's cache, or is one sample), relative to the group's first sample."""
-        start, stop, _ = group.indices(self.N)
-        return row_blocks(xp, stop - start, self.G * (self.K + 1) * self.E)
+    def blocks(self, xp) -> list[slice]:
+        """The batch in blocks of samples (``row_blocks``): a block's im2col matrix stays in
+        the CPU's cache, or is one sample. Each block is computed the same way whichever
+        thread runs it, so results do not depend on the number of threads."""
+        return row_blocks(xp, self.N, self.G * (self.K + 1) * self.E)
+
+    @staticmethod
+    def run(blocks: list[slice], indices: slice) -> tuple[slice, list[slice]]:
+        """A thread's run of consecutive ``blocks``: (its samples, the blocks relative to
+        them)."""
+        mine = blocks[indices]
+        first = mine[0].start or 0
+        relative = [slice((r.start or 0) - first, None if r.stop is None else r.stop - first)
+                    for r in mine]  # fmt: skip
+        return slice(first, mine[-1].stop), relative
 
     def valid(self, a):
         """(b, O, E) in the columns' layout -> the view (b, O, *out) of its output positions."""
@@ -246,13 +256,16 @@ def conv_forward(xp, x, weights, bias, stride, padding, dilation, groups):
     w = g.grouped_weights(xp, weights, bias)  # (G, Og, K (+ 1))
     out = xp.empty((g.N, g.O) + g.out, dtype=xp.result_type(x, weights))
 
-    def samples(group):  # on one thread
+    blocks = g.blocks(xp)
+
+    def samples(indices):  # consecutive blocks, on one thread
+        group, relative = g.run(blocks, indices)
         columns, out_ = _Columns(g, xp, x, group, bias is not None), out[group]
-        for rows in g.blocks(xp, group):
+        for rows in relative:
             product = xp.matmul(w, columns(rows))  # (b, G, Og, E)
             out_[rows] = g.valid(product.reshape(len(product), g.O, g.E))
 
-    for_row_groups(xp, g.N, samples)
+    for_row_groups(xp, len(blocks), samples)
     return out
 
 
@@ -285,34 +298,34 @@ def conv_backward(xp, dout, x, weights, stride, padding, dilation, groups, needs
         dx = xp.empty(x.shape, dtype=dout.dtype)
     scatter = want_x and not as_convolution
     w = g.grouped_weights(xp, weights, None)  # (G, Og, K)
-    parts = []  # per thread: [dW^T; db] (G, K (+ 1), Og) summed over its samples
+    blocks = g.blocks(xp)
+    parts = xp.empty((len(blocks), g.G, g.K + want_bias, g.Og), dtype=dout.dtype)  # per block
 
-    def samples(group):  # on one thread
-        dout_, total = dout[group], None
+    def samples(indices):  # consecutive blocks, on one thread
+        group, relative = g.run(blocks, indices)
+        dout_ = dout[group]
         if want_weights:
             columns = _Columns(g, xp, x, group, want_bias)
             extended = xp.zeros((len(dout_), g.O, g.E), dtype=dout.dtype)
             g.valid(extended)[...] = dout_  # the columns' layout, in one call
             extended = extended.reshape(len(dout_), g.G, g.Og, g.E)
-        for rows in g.blocks(xp, group):
+        for k, rows in enumerate(relative, indices.start or 0):
             d = dout_[rows]  # (b, O, *out)
             if want_weights:  # recomputed: cheaper than keeping the im2col matrix
-                part = xp.matmul(columns(rows), extended[rows].swapaxes(-1, -2)).sum(axis=0)
-                total = part if total is None else total + part  # (G, K (+ 1), Og)
+                # [dW^T; db] (G, K (+ 1), Og) of the block
+                parts[k] = xp.matmul(columns(rows), extended[rows].swapaxes(-1, -2)).sum(axis=0)
             if scatter:
                 dcols = xp.matmul(w.swapaxes(-1, -2), d.reshape(len(d), g.G, g.Og, g.L))
                 dcols = dcols.reshape((len(d), g.C) + g.kernel + g.out)  # (b, C, *kernel, *out)
                 dx[group][rows] = unpad(
                     scatter_windows(xp, dcols, g.padded, stride, dilation), padding
                 )
-        if total is not None:
-            parts.append(total)
 
     if want_weights or scatter:
-        for_row_groups(xp, g.N, samples)
+        for_row_groups(xp, len(blocks), samples)
     dweights = dbias = None
     if want_weights:
-        total = sum(parts)  # (G, K (+ 1), Og)
+        total = parts.sum(axis=0)  # (G, K (+ 1), Og), in block order
         dweights = total[:, : g.K].swapaxes(-1, -2).reshape(weights.shape)
         if want_bias:
             dbias = total[:, g.K].reshape(g.O)
