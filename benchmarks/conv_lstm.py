@@ -21,6 +21,7 @@ ours runs alone. Nothing is written to disk.
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -45,23 +46,33 @@ RNN = dict(steps=64, batch=32, width=256)
 INNER = 5  # back-to-back passes per timed run, as in a training loop (threads stay awake)
 
 
+def passes(make_input, step, check, clear) -> Callable[[], float]:
+    """A runner: ``INNER`` timed passes ``step(make_input())`` back to back (the input is made
+    outside the timing), each checked and followed by ``clear()``; returns seconds per pass."""
+
+    def run():
+        elapsed = 0.0
+        for _ in range(INNER):
+            x = make_input()
+            start = time.perf_counter()
+            step(x)
+            elapsed += time.perf_counter() - start
+            check(x)
+            clear()
+        return elapsed / INNER
+
+    return run
+
+
 # ------------------------------------------------------------------ 1. conv
 def conv_ours(x0, w0, b0, g0):
     layer = Conv2d(x0.shape[1], w0.shape[0], w0.shape[2], padding=w0.shape[2] // 2)
     layer.weights.array[...], layer.bias.array[...] = w0, b0
 
-    def run():
-        elapsed = 0.0
-        for _ in range(INNER):
-            x = Tensor(x0)
-            start = time.perf_counter()
-            layer(x).backward(g0)
-            elapsed += time.perf_counter() - start
-            assert x.grad.shape == x0.shape and layer.weights.grad is not None
-            layer.zero_grad()
-        return elapsed / INNER
+    def check(x):
+        assert x.grad.shape == x0.shape and layer.weights.grad is not None
 
-    return run
+    return passes(lambda: Tensor(x0), lambda x: layer(x).backward(g0), check, layer.zero_grad)
 
 
 def conv_torch(x0, w0, b0, g0):
@@ -71,56 +82,40 @@ def conv_torch(x0, w0, b0, g0):
         layer.bias.copy_(torch.from_numpy(b0))
     g = torch.from_numpy(g0)
 
-    def run():
-        elapsed = 0.0
-        for _ in range(INNER):
-            x = torch.tensor(x0, requires_grad=True)
-            start = time.perf_counter()
-            layer(x).backward(g)
-            elapsed += time.perf_counter() - start
-            assert x.grad is not None and layer.weight.grad is not None
-            layer.zero_grad()
-        return elapsed / INNER
+    def check(x):
+        assert x.grad is not None and layer.weight.grad is not None
 
-    return run
+    return passes(
+        lambda: torch.tensor(x0, requires_grad=True),
+        lambda x: layer(x).backward(g),
+        check,
+        layer.zero_grad,
+    )
 
 
 # ------------------------------------------------------------------ 2. lstm
 def lstm_ours(x0, g0):
     layer = LSTM(x0.shape[-1], g0.shape[-1])
 
-    def run():
-        elapsed = 0.0
-        for _ in range(INNER):
-            x = Tensor(x0)
-            start = time.perf_counter()
-            outputs, _ = layer(x)
-            outputs.backward(g0)
-            elapsed += time.perf_counter() - start
-            assert x.grad.shape == x0.shape
-            layer.zero_grad()
-        return elapsed / INNER
+    def check(x):
+        assert x.grad.shape == x0.shape
 
-    return run
+    return passes(lambda: Tensor(x0), lambda x: layer(x)[0].backward(g0), check, layer.zero_grad)
 
 
 def lstm_torch(x0, g0):
     layer = torch.nn.LSTM(x0.shape[-1], g0.shape[-1])
     g = torch.from_numpy(g0)
 
-    def run():
-        elapsed = 0.0
-        for _ in range(INNER):
-            x = torch.tensor(x0, requires_grad=True)
-            start = time.perf_counter()
-            outputs, _ = layer(x)
-            outputs.backward(g)
-            elapsed += time.perf_counter() - start
-            assert x.grad is not None
-            layer.zero_grad()
-        return elapsed / INNER
+    def check(x):
+        assert x.grad is not None
 
-    return run
+    return passes(
+        lambda: torch.tensor(x0, requires_grad=True),
+        lambda x: layer(x)[0].backward(g),
+        check,
+        layer.zero_grad,
+    )
 
 
 # ------------------------------------------------------------------ main

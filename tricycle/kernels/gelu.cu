@@ -39,32 +39,35 @@ __device__ __forceinline__ float gelu_grad(float x) {
     }
 }
 
-// VEC: four elements per load and store (load4/store4), one bias column index per four; the
-// launcher checks that every pointer is aligned to four elements and that the size and the
-// row length are multiples of four.
+// VEC: four elements per load and store (load_chunk/store_chunk), one bias column index per
+// four; the launcher checks that every pointer is aligned to four elements and that the size
+// and the row length are multiples of four.
+template <int W, typename T>
+__device__ __forceinline__ void load_biased(const T* x, const T* bias, int has_bias, int cols,
+                                            long long i, float (&v)[W]) {
+    load_chunk<W>(x + i, v);
+    if (has_bias) {
+        float c[W];
+        load_chunk<W>(bias + i % cols, c);
+#pragma unroll
+        for (int j = 0; j < W; ++j) v[j] += c[j];
+    }
+}
+
 template <typename T, bool TANH, bool VEC>
 __global__ void gelu_forward_kernel(const T* __restrict__ x, const T* __restrict__ bias,
                                     int has_bias, int cols, T* __restrict__ y, long long n) {
+    constexpr int W = VEC ? 4 : 1;
     const long long stride = (long long)gridDim.x * blockDim.x;
     const long long start = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if constexpr (VEC) {
 #pragma unroll 4
-        for (long long k = start; k < n / 4; k += stride) {
-            const long long i = 4 * k;
-            float4 v = load4(x + i);
-            if (has_bias) {
-                const float4 c = load4(bias + i % cols);
-                v = make_float4(v.x + c.x, v.y + c.y, v.z + c.z, v.w + c.w);
-            }
-            store4(y + i, gelu<TANH>(v.x), gelu<TANH>(v.y), gelu<TANH>(v.z), gelu<TANH>(v.w));
-        }
-    } else {
-#pragma unroll 4
-        for (long long i = start; i < n; i += stride) {
-            float v = to_float(x[i]);
-            if (has_bias) v += to_float(bias[i % cols]);
-            y[i] = from_float<T>(gelu<TANH>(v));
-        }
+    for (long long k = start; k < n / W; k += stride) {
+        const long long i = W * k;
+        float v[W];
+        load_biased<W>(x, bias, has_bias, cols, i, v);
+#pragma unroll
+        for (int j = 0; j < W; ++j) v[j] = gelu<TANH>(v[j]);
+        store_chunk<W>(y + i, v);
     }
 }
 
@@ -72,27 +75,17 @@ template <typename T, bool TANH, bool VEC>
 __global__ void gelu_backward_kernel(const T* __restrict__ x, const T* __restrict__ bias,
                                      int has_bias, int cols, const T* __restrict__ dy,
                                      T* __restrict__ dx, long long n) {
+    constexpr int W = VEC ? 4 : 1;
     const long long stride = (long long)gridDim.x * blockDim.x;
     const long long start = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if constexpr (VEC) {
 #pragma unroll 4
-        for (long long k = start; k < n / 4; k += stride) {
-            const long long i = 4 * k;
-            float4 v = load4(x + i);
-            if (has_bias) {
-                const float4 c = load4(bias + i % cols);
-                v = make_float4(v.x + c.x, v.y + c.y, v.z + c.z, v.w + c.w);
-            }
-            const float4 g = load4(dy + i);
-            store4(dx + i, g.x * gelu_grad<TANH>(v.x), g.y * gelu_grad<TANH>(v.y),
-                   g.z * gelu_grad<TANH>(v.z), g.w * gelu_grad<TANH>(v.w));
-        }
-    } else {
-#pragma unroll 4
-        for (long long i = start; i < n; i += stride) {
-            float v = to_float(x[i]);
-            if (has_bias) v += to_float(bias[i % cols]);
-            dx[i] = from_float<T>(to_float(dy[i]) * gelu_grad<TANH>(v));
-        }
+    for (long long k = start; k < n / W; k += stride) {
+        const long long i = W * k;
+        float v[W], g[W];
+        load_biased<W>(x, bias, has_bias, cols, i, v);
+        load_chunk<W>(dy + i, g);
+#pragma unroll
+        for (int j = 0; j < W; ++j) g[j] *= gelu_grad<TANH>(v[j]);
+        store_chunk<W>(dx + i, g);
     }
 }
