@@ -192,6 +192,34 @@ def test_blas_inside_blocks_runs_on_its_own_thread(pool):
     assert threads._blas.calls > calls
 
 
+@needs_hook
+def test_small_products_run_on_their_callers_thread(pool):
+    """``threads.matmul`` keeps a product under ``SMALL_PRODUCT`` multiply-adds off the pool
+    (handing it over costs more than a second core saves) and splits a large one; both are
+    right, batched ones included, and BLAS's thread count is as before afterwards."""
+    rng = np.random.default_rng(0)
+    small_a = rng.standard_normal((32, 256), dtype=np.float32)  # 8.4M multiply-adds
+    small_b = rng.standard_normal((256, 1024), dtype=np.float32)
+    batched_w = rng.standard_normal((1, 32, 256), dtype=np.float32)  # b carries the batch
+    batched_c = rng.standard_normal((4, 1, 256, 120), dtype=np.float32)
+    big_a, big_b, big_expected = _product_case(1)
+    blas_threads = threads._blas.threads()
+    calls = threads._blas.calls
+    expected = small_a @ small_b  # big enough for OpenBLAS to split it by itself
+    assert threads._blas.calls > calls
+    batched_expected = batched_w @ batched_c
+    calls = threads._blas.calls
+    np.testing.assert_allclose(threads.matmul(np, small_a, small_b), expected, rtol=1e-5)
+    out = np.empty((4, 1, 32, 120), dtype=np.float32)
+    threads.matmul(np, batched_w, batched_c, out=out)
+    np.testing.assert_allclose(out, batched_expected, rtol=1e-5)
+    assert threads._blas.calls == calls  # neither went to the pool
+    assert threads._blas.threads() == blas_threads
+    got = threads.matmul(np, big_a, big_b)
+    np.testing.assert_allclose(got, big_expected, rtol=1e-4, atol=1e-3)
+    assert threads._blas.calls > calls
+
+
 def test_run_concurrently_runs_its_tasks_at_once(pool):
     """Two tasks that each wait for the other finish only if they run at the same time; the
     results come back in the tasks' order, and a task's error reaches the caller."""
@@ -465,7 +493,10 @@ SIGNAL_STORM = """
     sender = threading.Thread(target=storm)
     sender.start()
     caught = wrong = 0
-    while sender.is_alive():
+    end = None  # the last interrupts may be raised once their product has returned: wait
+    while end is None or time.monotonic() < end:
+        if end is None and not sender.is_alive():
+            end = time.monotonic() + 1.0
         try:
             y = layer(x)
             y.sum().backward()

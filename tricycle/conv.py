@@ -37,7 +37,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tricycle import checks, ops
+from tricycle import checks, ops, threads
 from tricycle.backend import check_same_device
 from tricycle.blocking import for_row_groups, row_blocks
 from tricycle.initialisers import init_ones, init_uniform, init_zeros
@@ -262,7 +262,7 @@ def conv_forward(xp, x, weights, bias, stride, padding, dilation, groups):
         group, relative = g.run(blocks, indices)
         columns, out_ = _Columns(g, xp, x, group, bias is not None), out[group]
         for rows in relative:
-            product = xp.matmul(w, columns(rows))  # (b, G, Og, E)
+            product = threads.matmul(xp, w, columns(rows))  # (b, G, Og, E)
             out_[rows] = g.valid(product.reshape(len(product), g.O, g.E))
 
     for_row_groups(xp, len(blocks), samples)
@@ -313,9 +313,10 @@ def conv_backward(xp, dout, x, weights, stride, padding, dilation, groups, needs
             d = dout_[rows]  # (b, O, *out)
             if want_weights:  # recomputed: cheaper than keeping the im2col matrix
                 # [dW^T; db] (G, K (+ 1), Og) of the block
-                parts[k] = xp.matmul(columns(rows), extended[rows].swapaxes(-1, -2)).sum(axis=0)
+                product = threads.matmul(xp, columns(rows), extended[rows].swapaxes(-1, -2))
+                parts[k] = product.sum(axis=0)
             if scatter:
-                dcols = xp.matmul(w.swapaxes(-1, -2), d.reshape(len(d), g.G, g.Og, g.L))
+                dcols = threads.matmul(xp, w.swapaxes(-1, -2), d.reshape(len(d), g.G, g.Og, g.L))
                 dcols = dcols.reshape((len(d), g.C) + g.kernel + g.out)  # (b, C, *kernel, *out)
                 dx[group][rows] = unpad(
                     scatter_windows(xp, dcols, g.padded, stride, dilation), padding

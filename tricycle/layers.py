@@ -266,7 +266,10 @@ def dense_forward(xp, x, weights, bias=None):
     place to the product, which is a fresh array: no second (N, J) array.
     """
     x2 = as_rows(x)  # (N, I); a 1-D x is one row
-    out = kernels.gemm(x2, weights) if kernels.gemm_enabled(x2, weights) else x2 @ weights
+    if kernels.gemm_enabled(x2, weights):
+        out = kernels.gemm(x2, weights)
+    else:
+        out = threads.matmul(xp, x2, weights)  # one thread for a small product
     if bias is not None:
         if kernels.add_enabled(out, bias):
             kernels.add_kernel(out, bias, out=out)  # in place, one vectorised kernel

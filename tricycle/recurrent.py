@@ -26,7 +26,7 @@ inputs per step, whose gradients would each be sequence-sized.
 
 import math
 
-from tricycle import checks, ops
+from tricycle import checks, ops, threads
 from tricycle.backend import check_same_device
 from tricycle.einsum import Einsum
 from tricycle.initialisers import init_uniform
@@ -159,7 +159,7 @@ def recurrence_forward(xp, cell: str, xg, w_hh, b_hh, h0, c0):
     w_t = xp.ascontiguousarray(w_hh.T)  # (H, G H): row-major, as BLAS likes it best here
     h, c = h0, c0
     for t in range(T):
-        hg = xp.matmul(h, w_t, out=saved[t])  # (N, G H)
+        hg = threads.matmul(xp, h, w_t, out=saved[t])  # (N, G H)
         if b_hh is not None:
             hg += b_hh
         h_new, c_new = hs[t], None if cs is None else cs[t]
@@ -188,7 +188,7 @@ def recurrence_backward(xp, cell: str, dhs, dcs, xg, w_hh, h0, c0, hs, cs, saved
         dxg[t] = dxg_t
         if dhg_all is not dxg:
             dhg_all[t] = dhg
-        dh = dhg @ w_hh  # (N, H)
+        dh = threads.matmul(xp, dhg, w_hh)  # (N, H)
         if dh_direct is not None:
             dh += dh_direct
     h_prev = xp.concatenate([h0[None], hs[:-1]])  # (T, N, H): each step's input state

@@ -41,9 +41,10 @@ What keeps it safe:
 - **Ctrl-C.** BLAS calls the pool from C (a ctypes callback), where a Python exception would be
   printed and dropped ("Exception ignored on calling ctypes callback function"), leaving the
   product unfinished. ``enable`` (from the main thread) installs a SIGINT handler that, while
-  the main thread is inside that callback, only notes the interrupt: it is raised as soon as
-  the product has returned to Python. The callback catches anything else and defers it the
-  same way.
+  the main thread is inside that callback or the pool's own bookkeeping (taking its lock,
+  starting helpers, setting BLAS's threads: an interrupt there would leave the lock held or a
+  helper waited for that never started), only notes the interrupt: it is raised as soon as
+  that work has returned. The callback catches anything else and defers it the same way.
 """
 
 import _thread
@@ -65,6 +66,10 @@ from numpy.lib.stride_tricks import as_strided
 from tricycle import checks
 
 MAX_THREADS = 8  # each helper needs the GIL to start: 16 threads ran a GPT step 2.5x slower
+# a product of fewer multiply-adds runs on its caller's thread (``matmul``): handing BLAS's
+# jobs to a helper costs ~40 us, more than a second core saves on it (2-core VM: 32x256x1024
+# took 159 us on two threads, 123 us on one; 128x256x768, 247 against 304 us)
+SMALL_PRODUCT = 16_000_000
 SPIN_BYTES = 1 << 27  # one spin rereads the flag this many times: ~0.1 s here
 LOOK_INTERVAL = 0.25  # seconds between two looks at how busy the machine is
 
@@ -132,7 +137,10 @@ class _Helper:
             self.done.set()
 
     def start(self, task: Callable[[], None]) -> None:
-        """Give the helper a task (its ``done`` must have been cleared by whoever took it)."""
+        """Give the helper a task (it must be done with the last one: ``take``). ``done`` is
+        cleared here, not when the helper is taken, so that a helper taken but never started
+        (an exception in between) stays free."""
+        self.done.clear()
         self.task = task
         self.go.set()
         self.wake.set()
@@ -326,7 +334,6 @@ class _Pool:
         taken = self.helpers[:k]
         for helper in taken:
             helper.done.wait()
-            helper.done.clear()
         return taken
 
     def take_spares(self, k: int) -> list[_Helper]:
@@ -336,8 +343,6 @@ class _Pool:
             del self.idle_spares[len(self.idle_spares) - len(taken) :]
         while len(taken) < k:
             taken.append(_Helper(spins=False))
-        for helper in taken:
-            helper.done.clear()
         return taken
 
     def run_jobs(self, dojob, n_jobs: int, job_size: int, jobs: int, data) -> None:
@@ -531,13 +536,12 @@ def _find_openblas():
     return None, "", ""
 
 
-_CALLBACK_CODE = _OpenBLAS._run_jobs.__code__
-
-
-def _in_blas_callback(frame) -> bool:
-    """Whether ``frame`` runs inside the BLAS callback (it or a caller is ``_run_jobs``)."""
+def _in_pool_work(frame) -> bool:
+    """Whether ``frame`` runs inside the BLAS callback or the pool's own bookkeeping (it or a
+    caller is one of ``_POOL_CODES``), where an exception would leave the pool's lock held,
+    a helper waited for that never started, or BLAS on the wrong number of threads."""
     while frame is not None:
-        if frame.f_code is _CALLBACK_CODE:
+        if frame.f_code in _POOL_CODES:
             return True
         frame = frame.f_back
     return False
@@ -545,15 +549,14 @@ def _in_blas_callback(frame) -> bool:
 
 # ====================================================================== Ctrl-C
 class _Interrupts:
-    """Exceptions that arose inside the BLAS callback, raised once their thread is back in
-    Python.
+    """Exceptions that arose inside the BLAS callback or the pool's bookkeeping
+    (``_in_pool_work``), raised once their thread is out of it.
 
     For the main thread, by the SIGINT handler that ``enable`` installs: a watcher thread
     simulates SIGINT (``_thread.interrupt_main``) every 2 ms until the handler runs outside
-    the callback, and the handler raises the deferred exception there. A SIGINT that arrives
-    inside the callback is deferred the same way. For another thread (which never sees
-    signals), the watcher raises the exception's type in it asynchronously once it is out of
-    the callback.
+    that work, and the handler raises the deferred exception there. A SIGINT that arrives
+    inside it is deferred the same way. For another thread (which never sees signals), the
+    watcher raises the exception's type in it asynchronously once it is out of the callback.
     """
 
     def __init__(self):
@@ -584,12 +587,12 @@ class _Interrupts:
                 _thread.start_new_thread(self._watch, ())  # no locks taken: safe in a handler
 
     def handle(self, signum, frame) -> None:
-        """The SIGINT handler: defer inside the BLAS callback, else raise what is pending or
+        """The SIGINT handler: defer inside the pool's work, else raise what is pending or
         let the previous handler act (``KeyboardInterrupt`` by default)."""
         main = threading.main_thread().ident
         with self.lock:
             simulated, self.tripped = self.tripped, False
-            if _in_blas_callback(sys._getframe()):
+            if _in_pool_work(sys._getframe()):
                 self.pending.setdefault(main, KeyboardInterrupt())
                 if not self.watching:
                     self.watching = True
@@ -610,7 +613,7 @@ class _Interrupts:
                 for ident in list(self.pending):
                     if ident not in frames:  # the thread has ended
                         del self.pending[ident]
-                    elif _in_blas_callback(frames[ident]):
+                    elif _in_pool_work(frames[ident]):
                         continue
                     elif ident == main and self.previous is not None:
                         self.tripped = True
@@ -764,6 +767,31 @@ def run_blocks(fn: Callable[[Any], None], blocks: Sequence) -> None:
         pool.run(fn, blocks, one_thread_each=False)
 
 
+def matmul(xp, a, b, out=None):
+    """``xp.matmul(a, b, out=out)``; on numpy, on the caller's thread alone when the product
+    is small (fewer than ``SMALL_PRODUCT`` multiply-adds), else with BLAS's threads as the
+    pool set them. For the products of ops that make many small ones, one after another (a
+    recurrent layer's steps, a convolution of small images, a narrow Dense layer)."""
+    pool = _pool
+    if xp is not np or pool is None or pool.blas_now < 2 or not _blas.hooked:
+        return xp.matmul(a, b, out=out)
+    rows = a.shape[-2] if a.ndim > 1 else 1
+    columns = b.shape[-1] if b.ndim > 1 else 1
+    if max(a.size * columns, b.size * rows) >= SMALL_PRODUCT:  # either may carry the batch
+        return np.matmul(a, b, out=out)
+    if not pool.acquire():  # another thread owns the pool: its BLAS settings are not ours
+        return np.matmul(a, b, out=out)
+    try:
+        before = pool.blas_now
+        pool.set_blas_threads(1)
+        try:
+            return np.matmul(a, b, out=out)
+        finally:
+            pool.set_blas_threads(before)
+    finally:
+        pool.release()
+
+
 def run_concurrently(*tasks: Callable[[], object]) -> list:
     """Call each of ``tasks`` once and return their results in order: at the same time, one
     thread each, when that pays, else one after the other.
@@ -785,3 +813,7 @@ def run_concurrently(*tasks: Callable[[], object]) -> list:
     else:
         pool.run(run, range(len(tasks)), one_thread_each=True)
     return results
+
+
+# the code whose frames defer Ctrl-C until they return (``_in_pool_work``)
+_POOL_CODES = frozenset({_OpenBLAS._run_jobs.__code__, _Pool.run.__code__, matmul.__code__})
