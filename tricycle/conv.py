@@ -201,6 +201,15 @@ class _ConvGeometry:
         a = a.reshape((len(a), self.O, self.out[0]) + self.padded[1:])
         return a[(..., slice(None)) + tuple(slice(0, n) for n in self.out[1:])]
 
+    def in_columns(self, xp, dout):
+        """Output gradients (b, O, *out) in the columns' layout (b, G, Og, E): on the flat
+        path a copy, zero at the junk positions; else a view."""
+        if not self.flat:
+            return dout.reshape(len(dout), self.G, self.Og, self.L)
+        extended = xp.zeros((len(dout), self.O, self.E), dtype=dout.dtype)
+        self.valid(extended)[...] = dout  # in one call
+        return extended.reshape(len(dout), self.G, self.Og, self.E)
+
     def grouped_weights(self, xp, weights, bias):
         """(G, Og, K), with the bias as a last column (G, Og, K + 1) where there is one."""
         w = weights.reshape(self.G, self.Og, self.K)
@@ -223,7 +232,7 @@ class _Columns:
         area = math.prod(g.padded)
         flat = xp.zeros((len(x), g.C, area + g.tail), dtype=x.dtype)
         grid = flat[:, :, :area].reshape((len(x), g.C) + g.padded)
-        grid[(...,) + tuple(slice(p, p + n) for n, p in zip(g.size, g.padding))] = x
+        unpad(grid, g.padding)[...] = x  # the interior of the zero border
         self.source = flat if g.flat else grid  # (n, C, area + tail) or (n, C, *padded)
 
     def __call__(self, rows: slice):
@@ -299,20 +308,19 @@ def conv_backward(xp, dout, x, weights, stride, padding, dilation, groups, needs
     scatter = want_x and not as_convolution
     w = g.grouped_weights(xp, weights, None)  # (G, Og, K)
     blocks = g.blocks(xp)
-    parts = xp.empty((len(blocks), g.G, g.K + want_bias, g.Og), dtype=dout.dtype)  # per block
+    parts = None  # per block: [dW^T; db] (G, K (+ 1), Og)
+    if want_weights:
+        parts = xp.empty((len(blocks), g.G, g.K + want_bias, g.Og), dtype=dout.dtype)
 
     def samples(indices):  # consecutive blocks, on one thread
         group, relative = g.run(blocks, indices)
         dout_ = dout[group]
         if want_weights:
             columns = _Columns(g, xp, x, group, want_bias)
-            extended = xp.zeros((len(dout_), g.O, g.E), dtype=dout.dtype)
-            g.valid(extended)[...] = dout_  # the columns' layout, in one call
-            extended = extended.reshape(len(dout_), g.G, g.Og, g.E)
+            extended = g.in_columns(xp, dout_)  # (n, G, Og, E)
         for k, rows in enumerate(relative, indices.start or 0):
             d = dout_[rows]  # (b, O, *out)
             if want_weights:  # recomputed: cheaper than keeping the im2col matrix
-                # [dW^T; db] (G, K (+ 1), Og) of the block
                 product = threads.matmul(xp, columns(rows), extended[rows].swapaxes(-1, -2))
                 parts[k] = product.sum(axis=0)
             if scatter:

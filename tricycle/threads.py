@@ -399,16 +399,22 @@ class _Pool:
             _local.finished = _Flag()  # one per calling thread: making a _Flag costs ~50 us
         job = _Job(fn, items, _local.finished)
         helpers = self.take(n - 1)
-        blas_threads = self.blas_now
-        self.set_blas_threads(1)
-        try:
+        with self.blas_on_one_thread():
             for helper in helpers:
                 helper.start(job.work)
             job.work()
             job.finished.wait()
-        finally:
-            self.set_blas_threads(blas_threads)
         return job.errors
+
+    @contextmanager
+    def blas_on_one_thread(self) -> Iterator[None]:
+        """BLAS single-threaded for the body, then as before (the owner only)."""
+        before = self.blas_now
+        self.set_blas_threads(1)
+        try:
+            yield
+        finally:
+            self.set_blas_threads(before)
 
     def stop(self) -> None:
         """End the threads once idle (``disable``)."""
@@ -782,12 +788,8 @@ def matmul(xp, a, b, out=None):
     if not pool.acquire():  # another thread owns the pool: its BLAS settings are not ours
         return np.matmul(a, b, out=out)
     try:
-        before = pool.blas_now
-        pool.set_blas_threads(1)
-        try:
+        with pool.blas_on_one_thread():
             return np.matmul(a, b, out=out)
-        finally:
-            pool.set_blas_threads(before)
     finally:
         pool.release()
 
