@@ -1,7 +1,9 @@
-"""Convolution, pooling, batch normalisation and Flatten, for inputs laid out as PyTorch's:
-(N, C, L) in one spatial dimension, (N, C, H, W) in two.
+"""Convolution and Flatten, for inputs laid out as PyTorch's: (N, C, L) in one spatial
+dimension, (N, C, H, W) in two. The module is also the face of the CNN layers: pooling
+(``tricycle.pooling``) and batch normalisation (``tricycle.batch_norm``) import from here too.
 
-A convolution is an einsum over strided windows. ``windows(x)`` views the padded input as
+A convolution is an einsum over strided windows (``tricycle.windows``). ``windows(x)`` views
+the padded input as
 (N, C, kh, kw, Ho, Wo), element [n, c, i, j, h, w] = x[n, c, h*s + i*d, w*s + j*d] for stride s
 and dilation d, without copying anything (``as_strided``); then::
 
@@ -24,25 +26,20 @@ multiplied by the (O, C kh kw) weights; each thread of the pool takes a contiguo
 samples (``for_row_groups``). With stride 1 the matrix is built from contiguous runs of the
 flattened input (``_ConvGeometry``). The backward recomputes the windows instead of keeping
 that 9x-larger matrix. On cupy one block covers the whole batch.
-
-Pooling reuses the windows: max pooling sends each window's gradient to its (first) largest
-element, as PyTorch does; average pooling spreads it evenly. Batch normalisation is a fused
-op with a closed-form backward; its running statistics are buffers (tensors that do not
-require grad), saved in ``state_dict`` but never trained.
 """
 
-import itertools
 import math
 from collections.abc import Callable
 
-import numpy as np
-
 from tricycle import checks, ops, threads
 from tricycle.backend import check_same_device
+from tricycle.batch_norm import BatchNorm1d, BatchNorm2d, batch_norm
 from tricycle.blocking import for_row_groups, row_blocks
-from tricycle.initialisers import init_ones, init_uniform, init_zeros
+from tricycle.initialisers import init_uniform
 from tricycle.layers import Layer, parameter, shared_back_fns
+from tricycle.pooling import AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d, avg_pool, max_pool
 from tricycle.tensor import Tensor
+from tricycle.windows import as_tuple, output_size, scatter_windows, unpad, windows
 
 __all__ = [
     "AvgPool1d",
@@ -59,85 +56,6 @@ __all__ = [
     "conv",
     "max_pool",
 ]
-
-
-# ====================================================================== windows
-
-
-def as_tuple(value, n: int, name: str, op: str, low: int = 1) -> tuple[int, ...]:
-    """An integer or a sequence of ``n`` integers, each at least ``low``, as a tuple of ``n``
-    ints (a kernel size, a stride, ...)."""
-    expected = f"an integer >= {low} or {n} of them"
-    if checks.is_integer(value):
-        values = (value,) * n
-    elif isinstance(value, tuple | list) and all(map(checks.is_integer, value)):
-        values = tuple(value)
-    else:
-        checks.fail(op, name, expected, value, TypeError)
-    if len(values) != n or min(values) < low:
-        checks.fail(op, name, expected, value)
-    return tuple(int(v) for v in values)
-
-
-def output_size(size, kernel, stride, padding, dilation, op: str) -> tuple[int, ...]:
-    """Spatial output size: (size + 2 padding - dilation (kernel - 1) - 1) // stride + 1."""
-    out = tuple(
-        (n + 2 * p - d * (k - 1) - 1) // s + 1
-        for n, k, s, p, d in zip(size, kernel, stride, padding, dilation)
-    )
-    if any(n < 1 for n in out):
-        raise ValueError(
-            f"{op}: an input of spatial size {tuple(size)} with padding {padding} is smaller "
-            f"than the (dilated) kernel {kernel} with dilation {dilation}: the output would "
-            f"have size {out}"
-        )
-    return out
-
-
-def pad(xp, x, padding, value=0.0):
-    """Pad the spatial axes (all but the first two) by ``padding`` on both sides."""
-    if not any(padding):
-        return x
-    shape = x.shape[:2] + tuple(n + 2 * p for n, p in zip(x.shape[2:], padding))
-    out = xp.full(shape, value, dtype=x.dtype)
-    out[(...,) + tuple(slice(p, p + n) for n, p in zip(x.shape[2:], padding))] = x
-    return out
-
-
-def unpad(x, padding):
-    """The inverse of ``pad``: the interior view."""
-    if not any(padding):
-        return x
-    return x[(...,) + tuple(slice(p, n - p) for n, p in zip(x.shape[2:], padding))]
-
-
-def windows(xp, x, kernel, stride, dilation):
-    """A view (N, C, *kernel, *out) of x (N, C, *size): element [n, c, *k, *o] is
-    x[n, c, *(o * stride + k * dilation)]. Nothing is copied; do not write to it."""
-    size = x.shape[2:]
-    out = tuple(
-        (n - d * (k - 1) - 1) // s + 1 for n, k, s, d in zip(size, kernel, stride, dilation)
-    )
-    steps = x.strides[2:]
-    strides = x.strides[:2] + tuple(t * d for t, d in zip(steps, dilation))
-    strides += tuple(t * s for t, s in zip(steps, stride))
-    return xp.lib.stride_tricks.as_strided(x, x.shape[:2] + tuple(kernel) + out, strides)
-
-
-def scatter_windows(xp, dwindows, size, stride, dilation):
-    """The backward of ``windows``: (N, C, *kernel, *out) -> (N, C, *size), each element
-    added back where it was read. One strided add per kernel offset: for a fixed offset, the
-    windows read distinct positions."""
-    d = len(size)
-    kernel, out = dwindows.shape[2 : 2 + d], dwindows.shape[2 + d :]
-    dx = xp.zeros(dwindows.shape[:2] + tuple(size), dtype=dwindows.dtype)
-    for offset in itertools.product(*(range(k) for k in kernel)):
-        where = tuple(
-            slice(i * dil, i * dil + s * (n - 1) + 1, s)
-            for i, dil, s, n in zip(offset, dilation, stride, out)
-        )
-        dx[(slice(None), slice(None)) + where] += dwindows[(slice(None), slice(None)) + offset]
-    return dx
 
 
 # ====================================================================== convolution
@@ -471,150 +389,6 @@ class Conv2d(_ConvNd):
     n_dims = 2
 
 
-# ====================================================================== pooling
-
-
-def _pool_geometry(x: Tensor, kernel_size, stride, padding, n: int, op: str):
-    if x.ndim != n + 2:
-        raise ValueError(
-            f"{op}: expected input (batch, channels, *{n} spatial axes), got shape {x.shape}"
-        )
-    kernel, stride, padding = _pool_arguments(kernel_size, stride, padding, n, op)
-    output_size(x.shape[2:], kernel, stride, padding, (1,) * n, op)
-    return kernel, stride, padding
-
-
-def _pool_arguments(kernel_size, stride, padding, n: int, op: str):
-    """(kernel, stride, padding) as tuples of ``n`` ints; stride defaults to the kernel."""
-    kernel = as_tuple(kernel_size, n, "kernel_size", op)
-    stride = kernel if stride is None else as_tuple(stride, n, "stride", op)
-    padding = as_tuple(padding, n, "padding", op, low=0)
-    if any(p > k // 2 for p, k in zip(padding, kernel)):
-        raise ValueError(
-            f"{op}: padding must be at most half the kernel, got kernel_size {kernel} and "
-            f"padding {padding}"
-        )
-    return kernel, stride, padding
-
-
-def max_pool(x: Tensor, kernel_size, stride=None, padding=0) -> Tensor:
-    """The largest value of each window (padding counts as -inf), as PyTorch's
-    ``max_pool1d``/``max_pool2d``; the gradient goes to the first largest element of each
-    window (overlapping windows add up). ``stride`` defaults to ``kernel_size``."""
-    n = x.ndim - 2
-    op = f"max_pool{n}d"
-    kernel, stride, padding = _pool_geometry(x, kernel_size, stride, padding, n, op)
-    xp, dilation = x.xp, (1,) * n
-    padded = pad(xp, x.array, padding, -np.inf)
-    view = windows(xp, padded, kernel, stride, dilation)  # (N, C, *kernel, *out)
-    K, out_shape = math.prod(kernel), view.shape[2 + n :]
-    flat = view.reshape(x.shape[:2] + (K,) + out_shape)  # a copy: one window per column
-    index = flat.argmax(axis=2)[:, :, None]  # (N, C, 1, *out): the first maximum
-    out = xp.take_along_axis(flat, index, axis=2)[:, :, 0]
-    index = index.astype(np.uint8 if K < 256 else np.int64)  # kept for backward
-
-    def back_fn(dout):
-        positions = xp.arange(K, dtype=index.dtype).reshape((1, 1, K) + (1,) * n)
-        dflat = (positions == index) * dout[:, :, None]  # the gradient at each argmax
-        dview = dflat.reshape(view.shape)
-        return unpad(scatter_windows(xp, dview, padded.shape[2:], stride, dilation), padding)
-
-    return Tensor(out, args=(x,), back_fns=(back_fn,), name=op)
-
-
-def avg_pool(
-    x: Tensor, kernel_size, stride=None, padding=0, count_include_pad: bool = True
-) -> Tensor:
-    """The mean of each window, as PyTorch's ``avg_pool1d``/``avg_pool2d``: zero padding
-    counts in the mean unless ``count_include_pad=False``. ``stride`` defaults to
-    ``kernel_size``."""
-    n = x.ndim - 2
-    op = f"avg_pool{n}d"
-    kernel, stride, padding = _pool_geometry(x, kernel_size, stride, padding, n, op)
-    xp, dilation = x.xp, (1,) * n
-    padded_size = tuple(s + 2 * p for s, p in zip(x.shape[2:], padding))
-    axes = tuple(range(2, 2 + n))
-    view = windows(xp, pad(xp, x.array, padding), kernel, stride, dilation)
-    if count_include_pad or not any(padding):
-        count = math.prod(kernel)
-    else:  # how many elements of each window are real: the pooled sum of an unpadded ones
-        ones = pad(xp, xp.ones((1, 1) + x.shape[2:], dtype=x.dtype), padding)
-        count = windows(xp, ones, kernel, stride, dilation).sum(axis=axes)  # (1, 1, *out)
-    out = view.sum(axis=axes) / count
-
-    def back_fn(dout):
-        share = xp.expand_dims(dout / count, axes)  # (N, C, 1.., *out): each element's part
-        dview = xp.broadcast_to(share, view.shape)
-        return unpad(scatter_windows(xp, dview, padded_size, stride, dilation), padding)
-
-    return Tensor(
-        out.astype(x.dtype, copy=False),
-        args=(x,),
-        back_fns=(back_fn,),
-        name=op,
-    )
-
-
-class _Pool(Layer):
-    n_dims = 0
-
-    def __init__(self, kernel_size, stride=None, padding=0):
-        _pool_arguments(kernel_size, stride, padding, self.n_dims, type(self).__name__)
-        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
-
-    def _check(self, x: Tensor) -> None:
-        if x.ndim != self.n_dims + 2:
-            raise ValueError(
-                f"{type(self).__name__}: expected input (batch, channels, "
-                f"*{self.n_dims} spatial axes), got shape {x.shape}"
-            )
-
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
-
-
-class _MaxPool(_Pool):
-    def forward(self, x: Tensor) -> Tensor:
-        self._check(x)
-        return max_pool(x, self.kernel_size, self.stride, self.padding)
-
-
-class _AvgPool(_Pool):
-    @checks.arguments(count_include_pad=checks.boolean)
-    def __init__(self, kernel_size, stride=None, padding=0, count_include_pad: bool = True):
-        super().__init__(kernel_size, stride, padding)
-        self.count_include_pad = count_include_pad
-
-    def forward(self, x: Tensor) -> Tensor:
-        self._check(x)
-        return avg_pool(x, self.kernel_size, self.stride, self.padding, self.count_include_pad)
-
-
-class MaxPool1d(_MaxPool):
-    """Max pooling over (N, C, L), as ``torch.nn.MaxPool1d`` (stride defaults to the kernel)."""
-
-    n_dims = 1
-
-
-class MaxPool2d(_MaxPool):
-    """Max pooling over (N, C, H, W), as ``torch.nn.MaxPool2d`` (stride defaults to the
-    kernel)."""
-
-    n_dims = 2
-
-
-class AvgPool1d(_AvgPool):
-    """Average pooling over (N, C, L), as ``torch.nn.AvgPool1d``."""
-
-    n_dims = 1
-
-
-class AvgPool2d(_AvgPool):
-    """Average pooling over (N, C, H, W), as ``torch.nn.AvgPool2d``."""
-
-    n_dims = 2
-
-
 # ====================================================================== Flatten
 
 
@@ -638,178 +412,3 @@ class Flatten(Layer):
 
     def extra_repr(self) -> str:
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
-
-
-# ====================================================================== batch norm
-
-
-def batch_norm_forward(xp, x, gamma, beta, eps: float, mean=None, var=None):
-    """Normalise each channel (axis 1) of x (N, C, R) over N and R, then scale and shift:
-    y = (x - mean) * rstd * gamma + beta, rstd = 1 / sqrt(var + eps).
-
-    Without ``mean``/``var`` the batch's own statistics are used (training); with them, those
-    (evaluation, running statistics). ``gamma``/``beta`` (C,) may be None (no affine).
-    Returns (y, xhat, rstd, mean, var), var biased: xhat and rstd are what backward needs.
-    """
-    if mean is None:
-        mean = x.mean(axis=(0, 2))
-        centred = x - mean[:, None]
-        var = xp.einsum("ncr,ncr->c", centred, centred) / (x.shape[0] * x.shape[2])
-    else:
-        centred = x - mean[:, None]
-    rstd = 1 / xp.sqrt(var + eps)  # (C,)
-    xhat = centred * rstd[:, None]
-    y = xhat if gamma is None else xhat * gamma[:, None]
-    if beta is not None:
-        y = y + beta[:, None]
-    return y, xhat, rstd, mean, var
-
-
-def batch_norm_backward(xp, dy, xhat, gamma, rstd, batch_statistics: bool):
-    """Gradients (dx, dgamma, dbeta) of ``batch_norm_forward``, with g = dy * gamma and M the
-    N * R elements per channel: with batch statistics (which depend on x)
-    dx = rstd * (g - mean(g) - xhat * mean(g * xhat)); with fixed ones dx = rstd * g;
-    dgamma = sum(dy * xhat), dbeta = sum(dy) over N and R in both."""
-    dbeta = dy.sum(axis=(0, 2))  # (C,)
-    dgamma = xp.einsum("ncr,ncr->c", dy, xhat)
-    scale = rstd if gamma is None else rstd * gamma  # (C,)
-    if batch_statistics:
-        M = dy.shape[0] * dy.shape[2]
-        dx = (dy - dbeta[:, None] / M - xhat * (dgamma[:, None] / M)) * scale[:, None]
-    else:
-        dx = dy * scale[:, None]
-    return dx, dgamma, dbeta
-
-
-def batch_norm(
-    x: Tensor,
-    gamma: Tensor | None = None,
-    beta: Tensor | None = None,
-    eps: float = 1e-5,
-    mean=None,
-    var=None,
-):
-    """Batch normalisation over axis 1 of x (N, C, *rest), as one node of the graph.
-
-    Returns (y, mean, var): the output and the (C,) statistics used, which are the batch's
-    own (var biased) unless fixed ``mean`` and ``var`` arrays are given, as in evaluation.
-    """
-    if x.ndim < 2 or x.size == 0:
-        raise ValueError(
-            f"batch_norm: expected a non-empty input (batch, channels, ...), got {x.shape}"
-        )
-    N, C, rest = x.shape[0], x.shape[1], math.prod(x.shape[2:])
-    batch_statistics = mean is None
-    if batch_statistics and N * rest == 1:
-        raise ValueError(
-            f"batch_norm: expected more than 1 value per channel when using batch statistics, "
-            f"got input shape {x.shape}"
-        )
-    args = tuple(t for t in (x, gamma, beta) if t is not None)
-    for t in args[1:]:
-        if t.shape != (C,):
-            raise ValueError(f"batch_norm: gamma and beta must have shape ({C},), got {t.shape}")
-    xp = check_same_device("batch_norm", *(a.array for a in args))
-    x3 = x.array.reshape(N, C, rest)
-    g, b = (None if t is None else t.array for t in (gamma, beta))
-    y, xhat, rstd, mean, var = batch_norm_forward(xp, x3, g, b, eps, mean, var)
-
-    def backward(dy):
-        dx, dgamma, dbeta = batch_norm_backward(
-            xp, dy.reshape(N, C, rest), xhat, g, rstd, batch_statistics
-        )
-        grads = [dx.reshape(x.shape)]
-        grads += [dgamma] if gamma is not None else []
-        grads += [dbeta] if beta is not None else []
-        return grads
-
-    out = Tensor(
-        y.reshape(x.shape).astype(x.dtype, copy=False),
-        args=args,
-        back_fns=shared_back_fns(backward, len(args)),
-        name="batch_norm",
-    )
-    return out, mean, var
-
-
-class _BatchNorm(Layer):
-    """Batch normalisation, as PyTorch's: in training, normalise with the batch's statistics
-    and update the running ones (running = (1 - momentum) running + momentum batch, with the
-    unbiased batch variance); in evaluation, normalise with the running statistics.
-
-    ``gamma`` (ones) and ``beta`` (zeros) are parameters when ``affine``; ``running_mean``
-    and ``running_var`` are buffers: saved in ``state_dict``, moved with the layer, never
-    given to the optimiser. Without ``track_running_stats`` the batch statistics are used in
-    evaluation too.
-    """
-
-    n_dims: tuple[int, ...] = ()
-
-    @checks.arguments(
-        num_features=checks.positive_int,
-        eps=checks.positive,
-        momentum=checks.interval(0, 1),  # (PyTorch's momentum=None is not supported)
-        affine=checks.boolean,
-        track_running_stats=checks.boolean,
-    )
-    def __init__(
-        self,
-        num_features: int,
-        eps: float = 1e-5,
-        momentum: float = 0.1,
-        affine: bool = True,
-        track_running_stats: bool = True,
-    ):
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        self.gamma = parameter(init_ones((num_features,)), "gamma") if affine else None
-        self.beta = parameter(init_zeros((num_features,)), "beta") if affine else None
-        self.track_running_stats = track_running_stats
-        if track_running_stats:
-            self.running_mean = Tensor(init_zeros((num_features,)), requires_grad=False)
-            self.running_var = Tensor(init_ones((num_features,)), requires_grad=False)
-
-    def forward(self, x: Tensor) -> Tensor:
-        name = type(self).__name__
-        if x.ndim not in self.n_dims or x.shape[1] != self.num_features:
-            raise ValueError(
-                f"{name}({self.num_features}): expected input with {self.num_features} "
-                f"channels on axis 1 and {' or '.join(map(str, self.n_dims))} dimensions, got "
-                f"shape {x.shape}"
-            )
-        if self.training or not self.track_running_stats:
-            y, mean, var = batch_norm(x, self.gamma, self.beta, self.eps)
-            if self.training and self.track_running_stats:
-                self._update_running_statistics(mean, var, x.size // x.shape[1])
-            return y
-        y, _, _ = batch_norm(
-            x, self.gamma, self.beta, self.eps, self.running_mean.array, self.running_var.array
-        )
-        return y
-
-    def _update_running_statistics(self, mean, var, n: int) -> None:
-        """New arrays, not writes into the old ones: a graph built in evaluation may still
-        hold the previous statistics for its backward."""
-        m = self.momentum
-        unbiased = var * (n / (n - 1))
-        running_mean, running_var = self.running_mean, self.running_var
-        running_mean.array = ((1 - m) * running_mean.array + m * mean).astype(running_mean.dtype)
-        running_var.array = ((1 - m) * running_var.array + m * unbiased).astype(running_var.dtype)
-
-    def extra_repr(self) -> str:
-        return (
-            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-            f"affine={self.gamma is not None}, track_running_stats={self.track_running_stats}"
-        )
-
-
-class BatchNorm1d(_BatchNorm):
-    """Batch normalisation of (N, C) or (N, C, L) inputs over N (and L), as
-    ``torch.nn.BatchNorm1d``."""
-
-    n_dims = (2, 3)
-
-
-class BatchNorm2d(_BatchNorm):
-    """Batch normalisation of (N, C, H, W) inputs over N, H and W, as ``torch.nn.BatchNorm2d``."""
-
-    n_dims = (4,)
