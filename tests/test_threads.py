@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tricycle import threads
+from tricycle import cpu_share, threads
 from tricycle.activation import GeLU
 from tricycle.functions import Softmax
 from tricycle.layers import Dense, LayerNorm, Sequential
@@ -284,9 +284,9 @@ def test_share_uses_the_cores_other_processes_leave(monkeypatch):
     """Given /proc/stat samples: alone -> every thread; another process busy on one core of
     two -> one thread; busy again on none -> every thread."""
     clock = {"wall": 0.0, "busy": 0.0, "own": 0.0}
-    monkeypatch.setattr(threads, "_cpu_times", lambda cpus: tuple(clock.values()))
-    monkeypatch.setattr(threads, "our_cpus", lambda: [0, 1])
-    share = threads._Share(2, share_machine=True)
+    monkeypatch.setattr(cpu_share, "cpu_times", lambda cpus: tuple(clock.values()))
+    monkeypatch.setattr(cpu_share, "our_cpus", lambda: [0, 1])
+    share = cpu_share.Share(2, share_machine=True)
     me = threading.get_ident()
 
     def after(seconds, ours, others):
@@ -300,11 +300,11 @@ def test_share_uses_the_cores_other_processes_leave(monkeypatch):
     assert after(1, ours=1, others=1.0) == 1
     assert after(1, ours=1, others=2.0) == 1
     assert after(1, ours=2, others=0.0) == 2
-    assert threads._Share(2, share_machine=False).threads(me) == 2
+    assert cpu_share.Share(2, share_machine=False).threads(me) == 2
 
 
 def test_share_keeps_to_one_thread_while_python_threads_take_turns():
-    share = threads._Share(2, share_machine=False)
+    share = cpu_share.Share(2, share_machine=False)
     assert share.threads(1) == 2
     assert share.threads(2) == 1  # another thread: contended for a while
     share.contended_until = 0.0

@@ -37,7 +37,7 @@ What keeps it safe:
 - **Other processes.** Every quarter second the pool compares the CPU time its process used with
   the time the machine's cores were busy (``/proc/stat``): while other processes keep cores
   busy it uses only the cores left, at least one thread, and one thread means no helper, no
-  spinning and BLAS on its caller's thread.
+  spinning and BLAS on its caller's thread (``tricycle.cpu_share``).
 - **Ctrl-C.** BLAS calls the pool from C (a ctypes callback), where a Python exception would be
   printed and dropped ("Exception ignored on calling ctypes callback function"), leaving the
   product unfinished. ``enable`` (from the main thread) installs a SIGINT handler that, while
@@ -64,6 +64,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from tricycle import checks
+from tricycle.cpu_share import Share
 
 MAX_THREADS = 8  # each helper needs the GIL to start: 16 threads ran a GPT step 2.5x slower
 # a product of fewer multiply-adds runs on its caller's thread (``matmul``): handing BLAS's
@@ -71,7 +72,6 @@ MAX_THREADS = 8  # each helper needs the GIL to start: 16 threads ran a GPT step
 # took 159 us on two threads, 123 us on one; 128x256x768, 247 against 304 us)
 SMALL_PRODUCT = 16_000_000
 SPIN_BYTES = 1 << 27  # one spin rereads the flag this many times: ~0.1 s here
-LOOK_INTERVAL = 0.25  # seconds between two looks at how busy the machine is
 
 _local = threading.local()  # .busy: this thread runs a block or a BLAS job (nested work: serial)
 
@@ -204,88 +204,6 @@ class _KeepAwake:
         self.active.set()
 
 
-# ====================================================================== the machine's load
-class _Share:
-    """How many threads the pool should use now: ``n`` while this process has the machine to
-    itself; the cores the other processes leave free (at least one) while they keep some busy;
-    one while several Python threads of this process use the pool.
-
-    Linux only (``/proc/stat``); elsewhere always ``n`` unless contended.
-    """
-
-    def __init__(self, n: int, share_machine: bool):
-        self.n, self.share_machine = n, share_machine
-        self.cpus = our_cpus()
-        self.free = n
-        self.contended_until = 0.0
-        self.last_owner = 0
-        self.last = _cpu_times(self.cpus)
-        self.next_look = time.monotonic() + 0.1
-
-    def threads(self, owner: int) -> int:
-        """Threads for an operation of thread ``owner`` (its ident) that holds the pool."""
-        now = time.monotonic()
-        if owner != self.last_owner:  # another thread used the pool: they take turns
-            if self.last_owner:
-                self.contended(now)
-            self.last_owner = owner
-        if now >= self.next_look:
-            self._look(now)
-        return self.now(now)
-
-    def now(self, now: float | None = None) -> int:
-        """The threads to use now, as last decided."""
-        contended = (time.monotonic() if now is None else now) < self.contended_until
-        return 1 if contended else self.free
-
-    def contended(self, now: float | None = None) -> None:
-        """Several Python threads use the pool: keep to one thread for a while."""
-        self.contended_until = (time.monotonic() if now is None else now) + 2 * LOOK_INTERVAL
-
-    def _look(self, now: float) -> None:
-        self.next_look = now + LOOK_INTERVAL
-        if not self.share_machine:
-            return
-        sample = _cpu_times(self.cpus)
-        if sample is None or self.last is None:
-            return
-        wall, busy, own = (a - b for a, b in zip(sample, self.last))
-        if wall <= 0:
-            return
-        self.last = sample
-        others = max(0.0, busy - own) / wall  # cores kept busy by other processes
-        self.free = max(1, min(self.n, round(len(self.cpus) - others)))
-
-
-def our_cpus() -> list[int]:
-    """The CPUs this process may run on (all of the machine's where that cannot be asked)."""
-    if hasattr(os, "sched_getaffinity"):
-        return sorted(os.sched_getaffinity(0))
-    return list(range(os.cpu_count() or 1))
-
-
-_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def _cpu_times(cpus: list[int]) -> tuple[float, float, float] | None:
-    """(wall time, seconds our CPUs were busy, CPU seconds of this process), or None where
-    /proc/stat cannot be read. Busy counts user, system, irq, softirq and steal time (niced
-    processes give way, so their time does not count)."""
-    try:
-        with open("/proc/stat") as stat:
-            lines = stat.read().splitlines()
-    except OSError:
-        return None
-    wanted = {f"cpu{i}" for i in cpus}
-    busy = 0
-    for line in lines:
-        fields = line.split()
-        if fields and fields[0] in wanted:
-            user, _, system, _, _, irq, softirq, steal = (int(f) for f in fields[1:9])
-            busy += user + system + irq + softirq + steal
-    return time.monotonic(), busy / _CLOCK_TICKS, time.process_time()
-
-
 # ====================================================================== the pool
 class _Pool:
     """Helper threads for one owner at a time, spare threads for everyone else.
@@ -304,7 +222,7 @@ class _Pool:
         self.helpers: list[_Helper] = []  # the owner's
         self.idle_spares: list[_Helper] = []
         self.spares_lock = threading.Lock()  # held only to take from or add to idle_spares
-        self.share = _Share(n, share_machine)
+        self.share = Share(n, share_machine)
         self.keep_awake = _KeepAwake()
 
     def acquire(self) -> int:

@@ -90,6 +90,7 @@ from tricycle.cli import (
 )
 from tricycle.configs import ARCHS, CONFIGS, GPTConfig, get_config
 from tricycle.corpora import DATASETS, TrainingData, data_differences, load_data
+from tricycle.cpu_share import our_cpus
 from tricycle.evaluate import hellaswag_hook, sample_hook, sample_text
 from tricycle.files import DirectoryLocked
 from tricycle.random import manual_seed
@@ -486,7 +487,7 @@ def _threads_per_process(n: int | None, world: distributed.World) -> int | None:
     """``n``; by default (None) the pool's own default, or, when mpiexec started several
     processes on this machine, its cores shared out between them."""
     if n is None and world.local_size > 1:
-        cores = len(threads.our_cpus())
+        cores = len(our_cpus())
         n = max(1, cores // world.local_size)
     return n
 
