@@ -3,9 +3,9 @@ dimension, (N, C, H, W) in two. The module is also the face of the CNN layers: p
 (``tricycle.pooling``) and batch normalisation (``tricycle.batch_norm``) import from here too.
 
 A convolution is an einsum over strided windows (``tricycle.windows``). ``windows(x)`` views
-the padded input as
-(N, C, kh, kw, Ho, Wo), element [n, c, i, j, h, w] = x[n, c, h*s + i*d, w*s + j*d] for stride s
-and dilation d, without copying anything (``as_strided``); then::
+the padded input as (N, C, kh, kw, Ho, Wo), element [n, c, i, j, h, w] =
+x[n, c, h*s + i*d, w*s + j*d] for stride s and dilation d, without copying anything
+(``as_strided``); then::
 
     out = Einsum("ncijhw,ocij->nohw")(windows(x), W) + b[o]
 
