@@ -186,20 +186,24 @@ class CapturedStep:
         """The graph computes this step: the batches have the shapes and dtypes it was
         captured with, and the model (``mode``, from ``_signature``) is as it was."""
         return mode == self._captured_mode and all(
-            _array(array).shape == buffer.shape and np.dtype(_array(array).dtype) == buffer.dtype
-            for buffers, batch in zip(self._inputs, micro)
-            for buffer, array in zip(buffers, batch)
+            array.shape == buffer.shape and np.dtype(array.dtype) == buffer.dtype
+            for buffer, array in self._buffered(micro)
         )
 
     def _store(self, micro: list) -> None:
         """Copy a step's batches into the graph's input buffers."""
         cp = backend.cupy()
+        for buffer, array in self._buffered(micro):
+            if isinstance(array, np.ndarray):
+                buffer.set(array, stream=cp.cuda.get_current_stream())
+            else:
+                cp.copyto(buffer, array)
+
+    def _buffered(self, micro: list) -> Iterator[tuple]:
+        """(the graph's input buffer, the step's array) for each inputs and targets array of
+        the step's batches."""
         for buffers, batch in zip(self._inputs, micro):
-            for buffer, array in zip(buffers, map(_array, batch)):
-                if isinstance(array, np.ndarray):
-                    buffer.set(array, stream=cp.cuda.get_current_stream())
-                else:
-                    cp.copyto(buffer, array)
+            yield from zip(buffers, map(_array, batch))
 
     def _copied_outputs(self) -> StepOutput:
         """The step's outputs, copied out of the graph's buffers (the next replay rewrites

@@ -272,7 +272,7 @@ class Trainer:
             way, recorded in the metrics beside the loss.
         tokens_per_step: for the tokens/s in the metrics.
         cuda_graph: run the steps through ``tricycle.cuda_graph.CapturedStep`` (GPU, one
-            process, Adam/AdamW, no dropout): captured once after warm-up, then replayed.
+            process, Adam/AdamW): captured once after warm-up, then replayed.
 
     ``step`` counts the steps done; ``state_dict``/``load_state_dict`` and ``save``/``load``
     hold the whole run.
