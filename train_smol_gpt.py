@@ -1,9 +1,9 @@
-"""Train a GPT: ``python train_smol_gpt.py --help`` (see tricycle/train.py, also installed as
-``tricycle-train`` and runnable as ``python -m tricycle.train``)."""
+"""Train a GPT: ``python train_smol_gpt.py --help`` (see tricycle/apps/train.py, also installed as
+``tricycle-train`` and runnable as ``python -m tricycle.apps.train``)."""
 
 import sys
 
-from tricycle.train import main
+from tricycle.apps.train import main
 
 if __name__ == "__main__":
     sys.exit(main())

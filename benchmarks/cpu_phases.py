@@ -24,12 +24,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from harness import CPU_GPT, batches, torch_or_none  # noqa: E402
 
 from tricycle import threads  # noqa: E402
+from tricycle.apps.training import tune_cpu_allocator  # noqa: E402
 from tricycle.configs import GPTConfig  # noqa: E402
 from tricycle.loss import CrossEntropy  # noqa: E402
 from tricycle.models import GPT  # noqa: E402
 from tricycle.optimisers import AdamW, clip_factor, grad_norm  # noqa: E402
 from tricycle.random import manual_seed  # noqa: E402
-from tricycle.training import tune_cpu_allocator  # noqa: E402
 
 PHASES = ("forward", "backward", "grad norm", "AdamW", "step")
 

@@ -8,7 +8,7 @@ mpi4py Allreduce of the same bytes.
 
 Training: the CPU benchmarks' GPT (``harness.CPU_GPT``: E=256, 4 heads, 4 layers, T=128,
 V=1024) on one global batch of --batch-size sequences per step (default 16), AdamW and
-clipping at 1.0, float32; tricycle through ``tricycle.training.train_step`` with a
+clipping at 1.0, float32; tricycle through ``tricycle.apps.training.train_step`` with a
 ``DataParallel``, PyTorch through its usual loop on ``torch_gpt.py``'s nanoGPT (manual
 attention, the CPU tables' baseline). Each setting runs in its own processes, settings
 alternate, and the best of --repeats counts:
@@ -47,13 +47,14 @@ sys.path.insert(0, str(ROOT))
 
 from harness import CPU_GPT, thread_env  # noqa: E402
 
-from tricycle import distributed, threads  # noqa: E402
+from tricycle import threads  # noqa: E402
+from tricycle.apps.training import train_step, tune_cpu_allocator  # noqa: E402
 from tricycle.configs import GPTConfig  # noqa: E402
 from tricycle.dataset import CausalLMDataset  # noqa: E402
 from tricycle.models import GPT  # noqa: E402
 from tricycle.optimisers import AdamW  # noqa: E402
+from tricycle.parallel import distributed  # noqa: E402
 from tricycle.random import manual_seed  # noqa: E402
-from tricycle.training import train_step, tune_cpu_allocator  # noqa: E402
 
 SETTINGS = {  # label: (framework, processes, threads, overlap); "N" is --ranks
     "tricycle 1 process x N threads": ("tricycle", 1, "N", True),

@@ -44,17 +44,17 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tricycle import distributed  # noqa: E402
 from tricycle.backend import cupy, nccl  # noqa: E402
 from tricycle.configs import GPTConfig  # noqa: E402
 from tricycle.dataset import CausalLMDataset  # noqa: E402
 from tricycle.loss import CrossEntropy  # noqa: E402
 from tricycle.models import GPT  # noqa: E402
 from tricycle.optimisers import AdamW  # noqa: E402
+from tricycle.parallel import distributed  # noqa: E402
+from tricycle.parallel.zero import ZeroRedundancyOptimiser  # noqa: E402
 from tricycle.precision import Precision  # noqa: E402
 from tricycle.random import manual_seed  # noqa: E402
 from tricycle.tensor import Tensor  # noqa: E402
-from tricycle.zero import ZeroRedundancyOptimiser  # noqa: E402
 
 MODELS = {
     "shakespeare": (dict(embedding_dim=384, n_heads=6, n_layers=6, context_window=256,

@@ -8,7 +8,7 @@
 
 Both frameworks train the same architecture (``torch_gpt.py`` is nanoGPT's model) with AdamW
 and gradient clipping at 1.0 on the same random batches: tricycle through
-``tricycle.training.train_step``, PyTorch through its usual loop. Each run is a fresh
+``tricycle.apps.training.train_step``, PyTorch through its usual loop. Each run is a fresh
 subprocess (its own peak memory: ``ru_maxrss`` on the CPU, cupy's pool or
 ``torch.cuda.max_memory_allocated`` on the GPU) and runs alternate between the frameworks
 (``harness.paired_runs``). Without PyTorch, tricycle runs alone.
@@ -55,13 +55,13 @@ from harness import (  # noqa: E402
 )
 
 from tricycle import threads  # noqa: E402
+from tricycle.apps.cuda_graph import CapturedStep  # noqa: E402
+from tricycle.apps.training import precision_for, train_step, tune_cpu_allocator  # noqa: E402
 from tricycle.backend import cupy  # noqa: E402
 from tricycle.configs import ARCHS, GPTConfig  # noqa: E402
-from tricycle.cuda_graph import CapturedStep  # noqa: E402
 from tricycle.models import build_model  # noqa: E402
 from tricycle.optimisers import AdamW  # noqa: E402
 from tricycle.random import manual_seed  # noqa: E402
-from tricycle.training import precision_for, train_step, tune_cpu_allocator  # noqa: E402
 
 GPU_SIZES = {"shakespeare": GPU_GPT, "gpt2": GPT2_GPT}
 GPU_MODES = ("fp32", "tf32", "fp16", "bf16")  # the same precision in both frameworks
@@ -88,7 +88,7 @@ def parse_args(argv=None):
     add("--torch-fused-adamw", action="store_true",
         help="torch.optim.AdamW(fused=True) on the CPU (always on the GPU)")  # fmt: skip
     add("--graph", action="store_true", help="GPU: also tricycle with its step captured as a "
-        "CUDA graph (tricycle.cuda_graph.CapturedStep)")  # fmt: skip
+        "CUDA graph (tricycle.apps.cuda_graph.CapturedStep)")  # fmt: skip
     add("--worker", choices=["tricycle", "graph", "torch", "compile"], help=argparse.SUPPRESS)
     add("--precision", default="fp32", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

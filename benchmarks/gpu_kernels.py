@@ -7,7 +7,7 @@
 For each fused op it times, with CUDA events (median of ``--repeats`` rounds of ``--inner``
 back-to-back calls, after warm-up):
 
-- ``ours``: the kernel in tricycle/kernels;
+- ``ours``: the kernel in tricycle/backends/cuda;
 - ``xp``: the library's pure array function on cupy (kernels switched off through
   TRICYCLE_DISABLE_KERNELS), i.e. what runs without the kernels;
 - ``torch``: PyTorch's eager equivalent (F.softmax, F.layer_norm, F.gelu, F.cross_entropy,
@@ -33,9 +33,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
-from tricycle import backend, kernels  # noqa: E402
+from tricycle import backend  # noqa: E402
 from tricycle.activation import gelu_backward, gelu_forward  # noqa: E402
 from tricycle.attention import attention_backward, attention_forward  # noqa: E402
+from tricycle.backends import cuda as kernels
 from tricycle.functions import softmax_backward, softmax_forward  # noqa: E402
 from tricycle.layers import layer_norm_backward, layer_norm_forward  # noqa: E402
 from tricycle.loss import cross_entropy_backward, cross_entropy_forward  # noqa: E402

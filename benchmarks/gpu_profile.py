@@ -28,12 +28,12 @@ from harness import GPT2_GPT, GPU_GPT, batches  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
 from torch_gpt import adamw, nano_gpt, nano_gpt_step  # noqa: E402
 
+from tricycle.apps.training import precision_for, train_step  # noqa: E402
 from tricycle.backend import cupy  # noqa: E402
 from tricycle.configs import GPTConfig  # noqa: E402
 from tricycle.models import build_model  # noqa: E402
 from tricycle.optimisers import AdamW  # noqa: E402
 from tricycle.random import manual_seed  # noqa: E402
-from tricycle.training import precision_for, train_step  # noqa: E402
 
 SIZES = {"shakespeare": GPU_GPT, "gpt2": GPT2_GPT}
 

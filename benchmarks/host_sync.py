@@ -25,10 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import GPT2_GPT, GPU_GPT, batches, synchronize  # noqa: E402
 
 from tricycle import backend, deferred  # noqa: E402
+from tricycle.apps.training import precision_for, train_step  # noqa: E402
 from tricycle.configs import GPTConfig  # noqa: E402
 from tricycle.models import GPT  # noqa: E402
 from tricycle.optimisers import AdamW  # noqa: E402
-from tricycle.training import precision_for, train_step  # noqa: E402
 
 SIZES = {"shakespeare": GPU_GPT, "gpt2": GPT2_GPT}
 VARIANTS = ("synchronous", "deferred")

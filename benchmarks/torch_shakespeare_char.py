@@ -7,7 +7,7 @@ and LayerNorm, ``scaled_dot_product_attention`` with dropout 0.2, embedding/resi
 dropout 0.2, tied head, GPT-2 init, fused AdamW (betas 0.9/0.99, decay 0.1 on every matrix),
 lr 1e-3 with 100 warm-up steps and cosine decay to 1e-4 over 5,000 steps, clipping at 1.0,
 batch 64 x 256, bf16 autocast. The batches and the validation loss come from tricycle
-(``CausalLMDataset`` and the protocols of ``tricycle.training.evaluate``: nanoGPT's 200 fresh
+(``CausalLMDataset`` and the protocols of ``tricycle.apps.training.evaluate``: nanoGPT's 200 fresh
 random batches, or every non-overlapping window of the validation split in order), so that
 its validation curve can be set beside ``tricycle-train --config shakespeare-char``: a gap
 between the two is the implementation's, not the protocol's.
@@ -64,7 +64,7 @@ def main() -> None:
         model.eval()
         total, n = 0.0, 0
         with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
-            if args.eval_protocol == "random":  # as tricycle.training.evaluate
+            if args.eval_protocol == "random":  # as tricycle.apps.training.evaluate
                 batches = (next(valid) for _ in range(c.eval_steps))
             else:
                 batches = valid.iterate_sequential(max_batches=c.eval_steps)

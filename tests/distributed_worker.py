@@ -17,14 +17,14 @@ from contextlib import nullcontext
 
 import numpy as np
 
-from tricycle import distributed
 from tricycle.configs import DebugConfig
 from tricycle.dataset import CausalLMDataset
 from tricycle.loss import CrossEntropy
 from tricycle.models import GPT
 from tricycle.optimisers import AdamW, clip_factor, grad_norm
+from tricycle.parallel import distributed
+from tricycle.parallel.zero import ZeroRedundancyOptimiser
 from tricycle.random import manual_seed
-from tricycle.zero import ZeroRedundancyOptimiser
 
 CONFIG = dict(embedding_dim=16, context_window=8, vocab_size=32, n_heads=2, n_layers=2, dropout=0.0)
 BUCKET_BYTES = 4096  # several buckets even for this tiny model

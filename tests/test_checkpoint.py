@@ -12,8 +12,8 @@ import zipfile
 import numpy as np
 import pytest
 
-from tricycle import files
-from tricycle.checkpoint import (
+from tricycle.apps import files
+from tricycle.apps.checkpoint import (
     CheckpointError,
     atomic_write_bytes,
     load_pickle,
@@ -21,7 +21,7 @@ from tricycle.checkpoint import (
     save_pickle,
     save_state,
 )
-from tricycle.files import DirectoryLock, DirectoryLocked, atomic_write, read_jsonl
+from tricycle.apps.files import DirectoryLock, DirectoryLocked, atomic_write, read_jsonl
 
 
 def test_safe_state_round_trip(tmp_path):
@@ -219,7 +219,7 @@ def test_a_directory_lock_admits_one_process(tmp_path):
         assert lock.stale_owner is None
         other = subprocess.run(
             [sys.executable, "-c",
-             "import sys; from tricycle.files import DirectoryLock\n"
+             "import sys; from tricycle.apps.files import DirectoryLock\n"
              "try:\n    DirectoryLock(sys.argv[1]).acquire()\n"
              "except Exception as e:\n    print(type(e).__name__, e)",
              str(tmp_path / "run")],
@@ -233,7 +233,7 @@ def test_a_directory_lock_admits_one_process(tmp_path):
 def test_a_lock_left_by_a_dead_process_is_taken_over(tmp_path):
     died = subprocess.run(
         [sys.executable, "-c",
-         "import os, sys; from tricycle.files import DirectoryLock\n"
+         "import os, sys; from tricycle.apps.files import DirectoryLock\n"
          "DirectoryLock(sys.argv[1]).acquire(); os._exit(9)",  # dies holding it
          str(tmp_path / "run")],
         env={**os.environ, "PYTHONPATH": os.getcwd()},

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import tricycle
-from tricycle import checks, conv, distributed, factories, initialisers, ops, reduce, threads, unary
+from tricycle import checks, conv, factories, initialisers, ops, reduce, threads, unary
 from tricycle.activation import GLU, GeLU, LeakyReLU
 from tricycle.attention import Attention, causal_attention
 from tricycle.blocks import (
@@ -29,7 +29,6 @@ from tricycle.blocks import (
 )
 from tricycle.configs import DebugConfig, GPTConfig, get_config
 from tricycle.dataset import CausalLMDataset, Dataset, InfiniteBatchDataset
-from tricycle.distributed import DataParallel
 from tricycle.dropout_mask import AttentionDropout
 from tricycle.gradcheck import gradcheck
 from tricycle.layers import (
@@ -46,6 +45,8 @@ from tricycle.layers import (
 from tricycle.loss import CrossEntropy
 from tricycle.models import GPT, Llama, build_model
 from tricycle.optimisers import SGD, Adam, AdamW, clip_grad_norm
+from tricycle.parallel import distributed
+from tricycle.parallel.distributed import DataParallel
 from tricycle.precision import GradScaler, Precision
 from tricycle.recurrent import GRU, LSTM, RNN
 from tricycle.scheduler import CosineSchedule

@@ -16,7 +16,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tricycle import backend, deferred, kernels
+from tricycle import backend, deferred
+from tricycle.backends import cuda as kernels
 from tricycle.layers import Embedding
 from tricycle.loss import CrossEntropy
 from tricycle.tensor import Tensor, to_tensor
@@ -315,10 +316,10 @@ def test_a_training_step_reports_bad_ids_when_its_loss_is_settled(cp):
     """``StepOutput.settle`` raises the deferred IndexError (before the divergence guard
     could mistake the NaN loss of a bad label for a diverging run): settle's first line must
     be ``deferred.raise_pending_errors()``; a TrainingDiverged here means it is missing."""
+    from tricycle.apps.training import train_step
     from tricycle.configs import DebugConfig
     from tricycle.models import GPT
     from tricycle.optimisers import AdamW
-    from tricycle.training import train_step
 
     config = DebugConfig(
         embedding_dim=64, n_heads=2, n_layers=1, context_window=16, vocab_size=40, dropout=0.0

@@ -1,6 +1,6 @@
-"""Data parallelism (tricycle/distributed.py): the gradient hook it starts reductions from, a
-world of one process, rank-sharded data, and two ranks under mpiexec compared with one
-process on the same global batch."""
+"""Data parallelism (tricycle/parallel/distributed.py): the gradient hook it starts reductions
+from, a world of one process, rank-sharded data, and two ranks under mpiexec compared with
+one process on the same global batch."""
 
 import importlib.util
 import json
@@ -16,15 +16,15 @@ import numpy as np
 import pytest
 
 from tests.distributed_worker import CONFIG, tokens, train
-from tricycle import distributed
 from tricycle.configs import DebugConfig
 from tricycle.dataset import CausalLMDataset
 from tricycle.loss import CrossEntropy
 from tricycle.models import GPT
 from tricycle.optimisers import AdamW
+from tricycle.parallel import distributed
+from tricycle.parallel.zero import ZeroRedundancyOptimiser
 from tricycle.random import manual_seed
 from tricycle.tensor import Tensor
-from tricycle.zero import ZeroRedundancyOptimiser
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = ROOT / "tests" / "distributed_worker.py"

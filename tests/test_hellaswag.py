@@ -1,5 +1,5 @@
 """Tests for HellaSwag-style evaluation: reading the official format (tricycle_datasets.hellaswag)
-and scoring endings by their loss (tricycle.evaluate)."""
+and scoring endings by their loss (tricycle.apps.evaluate)."""
 
 import hashlib
 import json
@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tricycle.checkpoint import save_state
+from tricycle.apps.checkpoint import save_state
+from tricycle.apps.evaluate import ending_losses, evaluate_hellaswag, load_model, main, sample_text
 from tricycle.configs import DebugConfig
 from tricycle.dataset import CausalLMDataset
-from tricycle.evaluate import ending_losses, evaluate_hellaswag, load_model, main, sample_text
 from tricycle.loss import CrossEntropy
 from tricycle.models import GPT
 from tricycle.optimisers import AdamW

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tricycle.checkpoint import load_state, save_state
+from tricycle.apps.checkpoint import load_state, save_state
 from tricycle.configs import DebugConfig
 from tricycle.models import GPT
 from tricycle.tokeniser import CharTokeniser
@@ -202,7 +202,7 @@ BAD_SAMPLING_ARGUMENTS = [
 
 @pytest.mark.parametrize(("flag", "value"), BAD_SAMPLING_ARGUMENTS)
 def test_every_bad_sampling_argument_gets_a_usage_error(flag, value, capsys):
-    from tricycle import sample
+    from tricycle.apps import sample
 
     with pytest.raises(SystemExit) as exit_info:
         sample.parse_args(["run", flag, value])

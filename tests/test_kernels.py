@@ -1,4 +1,4 @@
-"""Every CUDA kernel in tricycle/kernels against its xp reference.
+"""Every CUDA kernel in tricycle/backends/cuda against its xp reference.
 
 Inputs are fresh random arrays of several shapes, including rows and sequence lengths that are
 not multiples of any tile or block size. The reference runs the library's own pure xp function
@@ -22,12 +22,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tricycle import backend, kernels
+from tricycle import backend
 from tricycle.activation import gelu_backward, gelu_forward
 from tricycle.attention import attention_backward, attention_forward
+from tricycle.backends import cuda as kernels
+from tricycle.backends.cuda.attention import uses_tensor_cores
 from tricycle.dropout_mask import NO_DROPOUT, AttentionDropout
 from tricycle.functions import softmax_backward, softmax_forward
-from tricycle.kernels.attention import uses_tensor_cores
 from tricycle.layers import (
     Dense,
     layer_norm_backward,
@@ -133,7 +134,9 @@ def check(cp, out, ref, dtype, what, dtype_out=None, floor=0.0):
 
 # ====================================================================== no GPU needed
 def test_import_does_not_import_cupy():
-    code = "import sys, tricycle.kernels, tricycle.precision; assert 'cupy' not in sys.modules"
+    code = (
+        "import sys, tricycle.backends.cuda, tricycle.precision; assert 'cupy' not in sys.modules"
+    )
     subprocess.run([sys.executable, "-W", "error", "-c", code], check=True)
 
 

@@ -1,4 +1,4 @@
-"""The TF32 attention kernels of tricycle/kernels/attention_mma.cu, run on the CPU.
+"""The TF32 attention kernels of tricycle/backends/cuda/attention_mma.cu, run on the CPU.
 
 ``tests/cuda_emulation.hpp`` emulates the CUDA they use on the host (a std::thread per CUDA
 thread, warp collectives through barriers, the mma.m16n8k8 TF32 fragment layouts of the PTX
@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from tricycle.attention import attention_backward, attention_forward
+from tricycle.backends.cuda import launch
+from tricycle.backends.cuda.attention import TF32_TILES
 from tricycle.dropout_mask import NO_DROPOUT, AttentionDropout, dropout_threshold
-from tricycle.kernels import launch
-from tricycle.kernels.attention import TF32_TILES
 
 HERE = Path(__file__).resolve().parent
 # the PTX wrappers that cuda_emulation.hpp defines for the host instead

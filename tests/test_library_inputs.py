@@ -10,9 +10,9 @@ import pytest
 from tests.helpers import check_grads
 from tricycle import ops
 from tricycle.activation import GeLU
+from tricycle.backends.cuda.optimiser import adam_state
 from tricycle.binary import constant
 from tricycle.functions import LogSoftmax, Softmax
-from tricycle.kernels.optimiser import adam_state
 from tricycle.layers import Dense, LayerNorm, RMSNorm
 from tricycle.loss import BinaryCrossEntropy, CrossEntropy, MeanSquaredError
 from tricycle.optimisers import SGD, Adam, AdamW, global_norm, grad_norm

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from tests.helpers import check_grads, same_on_host_and
 from tricycle.activation import SwiGLU
+from tricycle.apps.checkpoint import save_pickle
 from tricycle.attention import rope_qkv, rope_tables, rotary_embedding
 from tricycle.blocks import LlamaAttention, LlamaTransformerBlock, llama_hidden_size
-from tricycle.checkpoint import save_pickle
 from tricycle.configs import DebugConfig, GPTConfig, get_config
 from tricycle.loss import CrossEntropy
 from tricycle.models import GPT, Llama, build_model

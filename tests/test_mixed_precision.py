@@ -1,11 +1,12 @@
 """Mixed precision in the GPT and the training step (GPT.forward(precision=...),
-tricycle.training.train_step with a policy). numpy on CPU CI; cupy when there is a GPU."""
+tricycle.apps.training.train_step with a policy). numpy on CPU CI; cupy when there is a GPU."""
 
 import numpy as np
 import pytest
 
-from tricycle import backend, training
-from tricycle import train as train_cli
+from tricycle import backend
+from tricycle.apps import train as train_cli
+from tricycle.apps import training
 from tricycle.configs import DebugConfig
 from tricycle.loss import CrossEntropy
 from tricycle.models import GPT

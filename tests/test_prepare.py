@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tricycle.files import DirectoryLock
+from tricycle.apps.files import DirectoryLock
 from tricycle.tokeniser import END_OF_TEXT, BPETokeniser
 from tricycle_datasets import prepare as prepare_module
 from tricycle_datasets.prepare import (

@@ -15,13 +15,13 @@ try:  # installed with scikit-learn (a test dependency); optional all the same
 except ImportError:
     threadpool_limits = None
 
-from tricycle import train as train_cli
-from tricycle import training
-from tricycle.capture import CaptureError
-from tricycle.checkpoint import load_state, save_state
+from tricycle.apps import train as train_cli
+from tricycle.apps import training
+from tricycle.apps.checkpoint import load_state, save_state
+from tricycle.apps.files import DirectoryLock
+from tricycle.backends.cuda.capture import CaptureError
 from tricycle.configs import DebugConfig, GPTConfig
 from tricycle.dataset import CausalLMDataset
-from tricycle.files import DirectoryLock
 from tricycle.models import GPT
 from tricycle.optimisers import AdamW
 from tricycle.random import manual_seed

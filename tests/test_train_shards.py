@@ -15,8 +15,8 @@ from tests.test_distributed import needs_mpi, train_cli
 from tests.test_hellaswag import write_hellaswag_file
 from tests.test_inference import ROOT, script_env
 from tests.test_train import one_blas_thread, train_in_process  # noqa: F401 - a fixture
-from tricycle import evaluate, runs, sample, training
-from tricycle.checkpoint import load_state
+from tricycle.apps import evaluate, runs, sample, training
+from tricycle.apps.checkpoint import load_state
 from tricycle.configs import DebugConfig
 from tricycle.dataset import CausalLMDataset
 from tricycle.models import Llama

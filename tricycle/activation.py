@@ -7,7 +7,8 @@ forward for the slope dGeLU/dx as well and keeps it (one more array of the input
 its backward is one product.
 """
 
-from tricycle import checks, kernels, ops, unary
+from tricycle import checks, ops, unary
+from tricycle.backends import cuda as kernels
 from tricycle.blocking import blocked_ufunc, for_each_block
 from tricycle.functions import Sigmoid, Tanh
 from tricycle.layers import Dense, Layer, dense, shared_back_fns
@@ -180,7 +181,7 @@ def gelu_forward(xp, x, approximate=False, slope=False):
     instead of evaluating tanh (or erf) again (``gelu_backward``). The CUDA kernel path has
     no slope output: it returns (y, None) and its backward recomputes from x.
     """
-    if kernels.enabled(x):  # one CUDA kernel on cupy (tricycle/kernels/gelu.cu)
+    if kernels.enabled(x):  # one CUDA kernel on cupy (tricycle/backends/cuda/gelu.cu)
         y = kernels.gelu_forward(xp, x, approximate)
         return (y, None) if slope else y
     tanh_form = _is_tanh(approximate)

@@ -23,7 +23,7 @@ it is a counter-based hash of (seed, batch * head, query, key) (``keep_mask``), 
 and the backward, and the numpy code and the CUDA kernel, draw exactly the same mask.
 On the CPU the queries go in blocks that skip the keys in their future, so about half of the
 (T, T) scores are never computed nor stored. On a GPU a flash-attention CUDA kernel with the
-same signatures takes over (``tricycle/kernels``) and stores no (T, T) array at all.
+same signatures takes over (``tricycle/backends/cuda``) and stores no (T, T) array at all.
 
 ``causal_attention(qkv, n_heads)`` (or the op ``Attention(n_heads)``) wraps the pair as a
 Tensor op. ``attend_with_cache`` is the generation path: new queries attend to keys and values
@@ -34,7 +34,8 @@ import math
 
 import numpy as np
 
-from tricycle import checks, kernels
+from tricycle import checks
+from tricycle.backends import cuda as kernels
 from tricycle.blocking import for_row_groups, row_blocks
 from tricycle.dropout_mask import NO_DROPOUT, AttentionDropout, mask_seed
 from tricycle.tensor import Tensor
@@ -141,7 +142,7 @@ def attention_forward(xp, qkv, n_heads: int, dropout: AttentionDropout = NO_DROP
 
     ``saved`` holds what ``attention_backward`` needs: the input, the probabilities, the
     output and the dropout. Nothing in it may be modified until the backward has run. On a GPU
-    a flash attention kernel (``tricycle/kernels/attention.cu``) runs instead, with its own
+    a flash attention kernel (``tricycle/backends/cuda/attention.cu``) runs instead, with its own
     ``saved``.
     """
     if kernels.attention_enabled(qkv, n_heads):

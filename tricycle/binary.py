@@ -11,7 +11,7 @@ import operator
 import numpy as np
 
 from tricycle import backend
-from tricycle.kernels.add import add_arrays
+from tricycle.backends.cuda.add import add_arrays
 from tricycle.tensor import Tensor, is_float
 
 

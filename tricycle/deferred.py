@@ -31,7 +31,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tricycle import backend, capture, kernels
+from tricycle import backend
+from tricycle.backends import cuda as kernels
+from tricycle.backends.cuda import capture
 
 # a pair that has seen nothing: every id lowers its min and raises its max
 _EMPTY = (np.iinfo(np.int64).max, np.iinfo(np.int64).min)
@@ -59,7 +61,7 @@ class _Ledger:
     """The (min, max) pairs of one device, one row per check site.
 
     The rows live in segments of 8, 8, 16, 32, ... rows: a new site that does not fit opens
-    a new segment, and no row ever moves, since a captured CUDA graph (``tricycle.cuda_graph``)
+    a new segment, and no row ever moves, since a captured CUDA graph (``tricycle.apps.cuda_graph``)
     keeps folding into the row it was captured with."""
 
     def __init__(self, xp, device):  # device: a context manager that makes it current

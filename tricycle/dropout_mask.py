@@ -4,7 +4,7 @@ Attention dropout (``tricycle.attention``) drops elements of a (B, H, T, T) prob
 matrix that the GPU kernels never materialise, and the backward must drop the same elements
 again. So the mask is a pure function of the seed and the element's coordinates, computed
 where it is needed: by numpy or cupy here, and by the CUDA kernel
-(``tricycle/kernels/attention.cu``, ``dropout_keep``) with the same constants.
+(``tricycle/backends/cuda/attention.cu``, ``dropout_keep``) with the same constants.
 """
 
 import numpy as np
@@ -12,7 +12,7 @@ import numpy as np
 from tricycle import backend, checks
 
 # lowbias32 (C. Wellons' integer hash): a full-avalanche bijection of 32-bit integers. The CUDA
-# kernel (tricycle/kernels/attention.cu) uses the same constants, so both draw the same mask.
+# kernel (tricycle/backends/cuda/attention.cu) uses the same constants, so both draw the same mask.
 _GOLDEN = np.uint32(0x9E3779B9)
 
 

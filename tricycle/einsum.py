@@ -21,8 +21,9 @@ import string
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from tricycle import binary, kernels  # binary as a module: see tricycle/operators.py
+from tricycle import binary  # binary as a module: see tricycle/operators.py
 from tricycle.backend import check_same_device
+from tricycle.backends import cuda as kernels
 from tricycle.tensor import Tensor, as_tensor
 
 _LETTERS = frozenset(string.ascii_letters)

@@ -10,7 +10,8 @@ that their chain of elementwise passes runs on data in the CPU cache instead of 
 and the blocks can be spread over the thread pool (``tricycle.threads``).
 """
 
-from tricycle import kernels, unary
+from tricycle import unary
+from tricycle.backends import cuda as kernels
 from tricycle.blocking import as_rows, for_each_block, row_sum
 from tricycle.tensor import Tensor, check_float
 from tricycle.unary import unary_op
@@ -25,7 +26,7 @@ def _check_has_axis(op: str, x: Tensor) -> None:
 # ---------------------------------------------------------------------- softmax
 def softmax_forward(xp, x):
     """exp(x - max) / sum(exp(x - max)) over the last axis."""
-    if kernels.enabled(x):  # one CUDA kernel on cupy (tricycle/kernels/softmax.cu)
+    if kernels.enabled(x):  # one CUDA kernel on cupy (tricycle/backends/cuda/softmax.cu)
         return kernels.softmax_forward(xp, x)
     x2 = as_rows(x)  # (N, C)
     y = xp.empty_like(x2)

@@ -16,8 +16,10 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from tricycle import backend, capture, checks, deferred, kernels, random, threads
+from tricycle import backend, checks, deferred, random, threads
 from tricycle.backend import check_same_device
+from tricycle.backends import cuda as kernels
+from tricycle.backends.cuda import capture
 from tricycle.blocking import (
     as_rows,
     block_index,
@@ -283,7 +285,7 @@ def dense_forward(xp, x, weights, bias=None):
 def dense_backward_input(xp, dout, weights, x_shape):
     """d(x) of ``...i,ij->...j``: the einsum ``...j,ij->...i``, i.e. ``dout @ W.T``."""
     dout2 = as_rows(dout)  # (N, J)
-    if kernels.gemm_enabled(dout2, weights):  # cuBLAS directly (tricycle/kernels/gemm.py)
+    if kernels.gemm_enabled(dout2, weights):  # cuBLAS directly (tricycle/backends/cuda/gemm.py)
         return kernels.gemm(dout2, weights, transpose_b=True).reshape(x_shape)
     return (dout2 @ weights.T).reshape(x_shape)
 
@@ -485,7 +487,7 @@ def layer_norm_forward(xp, x, gamma, beta, eps: float, keep_xhat: bool = False):
     passes there for one more array kept. The CUDA kernel returns None for it (its backward
     recomputes xhat for free).
     """
-    if kernels.enabled(x, gamma):  # one CUDA kernel on cupy (tricycle/kernels/norm.cu)
+    if kernels.enabled(x, gamma):  # one CUDA kernel on cupy (tricycle/backends/cuda/norm.cu)
         y, mean, rstd = kernels.layer_norm_forward(xp, x, gamma, beta, eps)
         return (y, mean, rstd, None) if keep_xhat else (y, mean, rstd)
     x2 = as_rows(x)  # (N, E)

@@ -9,8 +9,9 @@ softmax in the forward. Both are pure array functions written once against ``xp`
 
 import numpy as np
 
-from tricycle import checks, deferred, kernels
+from tricycle import checks, deferred
 from tricycle.backend import check_same_device
+from tricycle.backends import cuda as kernels
 from tricycle.binary import constant
 from tricycle.blocking import for_each_block, row_sum
 from tricycle.tensor import Tensor, as_tensor, check_float
@@ -38,7 +39,7 @@ def cross_entropy_forward(xp, logits, labels, ignore_index=None):
         (0-d) the number of counted rows. If every row is ignored the loss is 0, and so is
         the gradient.
     """
-    if kernels.enabled(logits):  # one CUDA pass (tricycle/kernels/cross_entropy.cu)
+    if kernels.enabled(logits):  # one CUDA pass (tricycle/backends/cuda/cross_entropy.cu)
         return kernels.cross_entropy_forward(xp, logits, labels, ignore_index)
     n_classes = logits.shape[-1]
     logits2 = logits.reshape(-1, n_classes)  # (N, C)

@@ -23,9 +23,10 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from tricycle import backend, checks, kernels
+from tricycle import backend, checks
+from tricycle.backends import cuda as kernels
+from tricycle.backends.cuda.optimiser import adam_corrections, adam_state
 from tricycle.blocking import for_each_block, row_blocks
-from tricycle.kernels.optimiser import adam_corrections, adam_state
 from tricycle.tensor import Tensor
 from tricycle.threads import run_blocks
 
@@ -239,7 +240,7 @@ def _adam_update(xp, w, grad, state, lr, beta1, beta2, eps, decay=0.0) -> None:
     v = b2 v + (1 - b2) g^2;  w -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
     On numpy the parameter is walked in cache-sized blocks spread over the cores.
     """
-    if kernels.adam_enabled(w, grad):  # one fused CUDA kernel (tricycle/kernels/adamw.cu)
+    if kernels.adam_enabled(w, grad):  # one fused CUDA kernel (tricycle/backends/cuda/adamw.cu)
         return kernels.adam_update(xp, w, grad, state, lr, beta1, beta2, eps, decay)
     constants = _adam_step_constants(xp, w, state, lr, beta1, beta2, eps, decay)
     arrays = (w, grad, state["exp_avg"], state["exp_avg_sq"])

@@ -38,7 +38,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from tricycle import backend, capture, checks, kernels
+from tricycle import backend, checks
+from tricycle.backends import cuda as kernels
+from tricycle.backends.cuda import capture
 from tricycle.optimisers import clip_factor, global_norm, grad_norm, named_parameters
 from tricycle.tensor import Tensor, is_float
 
@@ -248,7 +250,7 @@ class GradScaler:
         xp = self._state(found_inf)
         grown = self._good_steps + 1
         grow = (grown >= self.growth_interval) & ~found_inf
-        # written in place: a captured step (tricycle.cuda_graph) reads them where they are
+        # written in place: a captured step (tricycle.apps.cuda_graph) reads them where they are
         self._scale[...] = xp.where(
             found_inf,
             self._scale * np.float32(self.backoff_factor),

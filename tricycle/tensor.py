@@ -19,7 +19,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from tricycle import backend, checks, deferred
-from tricycle.kernels.add import add_arrays  # a + b: one vectorised kernel on cupy
+from tricycle.backends.cuda.add import add_arrays  # a + b: one vectorised kernel on cupy
 
 BackFn = Callable[[object], object]  # output gradient array -> input gradient array
 

@@ -12,7 +12,7 @@ The official JSONL has one object per line, e.g.
 
 The context is "ctx" where present, else "ctx_a" and "ctx_b" joined by a space, as the
 official files build "ctx". The label may be an int or a string of one (as some copies have
-it). The test split has no labels and cannot be scored. Scoring is in `tricycle.evaluate`.
+it). The test split has no labels and cannot be scored. Scoring is in `tricycle.apps.evaluate`.
 """
 
 import json

@@ -43,8 +43,9 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from tricycle import checks, cli
-from tricycle.files import DirectoryLock, DirectoryLocked, atomic_write, remove_temporaries
+from tricycle import checks
+from tricycle.apps import cli
+from tricycle.apps.files import DirectoryLock, DirectoryLocked, atomic_write, remove_temporaries
 from tricycle.tokeniser import END_OF_TEXT, N_BYTES, BPETokeniser
 from tricycle_datasets import decode_utf8
 from tricycle_datasets.download import sha256_file

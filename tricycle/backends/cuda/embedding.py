@@ -4,7 +4,14 @@
 import numpy as np
 
 from tricycle import backend
-from tricycle.kernels.launch import CTYPES, LABEL_CTYPES, compiled, contiguous, ctype, flat_labels
+from tricycle.backends.cuda.launch import (
+    CTYPES,
+    LABEL_CTYPES,
+    compiled,
+    contiguous,
+    ctype,
+    flat_labels,
+)
 
 
 def embedding_backward(xp, dout, ids, vocab_size: int, dtype=None):

@@ -22,32 +22,36 @@ environment variable ``TRICYCLE_DISABLE_KERNELS`` (to anything non-empty) to for
 versions, e.g. to benchmark or debug them.
 """
 
-from tricycle.kernels.add import add as add_kernel
-from tricycle.kernels.add import add_arrays, add_enabled
-from tricycle.kernels.attention import attention_backward, attention_enabled, attention_forward
-from tricycle.kernels.cast import multi_cast, multi_cast_enabled, widen, widen_enabled
-from tricycle.kernels.catalogue import compile_all, instantiations
-from tricycle.kernels.cross_entropy import cross_entropy_backward, cross_entropy_forward
-from tricycle.kernels.dropout import dropout as dropout_kernel
-from tricycle.kernels.dropout import dropout_enabled, seed_array
-from tricycle.kernels.embedding import embedding_backward
-from tricycle.kernels.extremes import fold_extremes, fold_extremes_enabled
-from tricycle.kernels.gelu import (
+from tricycle.backends.cuda.add import add as add_kernel
+from tricycle.backends.cuda.add import add_arrays, add_enabled
+from tricycle.backends.cuda.attention import (
+    attention_backward,
+    attention_enabled,
+    attention_forward,
+)
+from tricycle.backends.cuda.cast import multi_cast, multi_cast_enabled, widen, widen_enabled
+from tricycle.backends.cuda.catalogue import compile_all, instantiations
+from tricycle.backends.cuda.cross_entropy import cross_entropy_backward, cross_entropy_forward
+from tricycle.backends.cuda.dropout import dropout as dropout_kernel
+from tricycle.backends.cuda.dropout import dropout_enabled, seed_array
+from tricycle.backends.cuda.embedding import embedding_backward
+from tricycle.backends.cuda.extremes import fold_extremes, fold_extremes_enabled
+from tricycle.backends.cuda.gelu import (
     bias_gelu_backward,
     bias_gelu_forward,
     gelu_backward,
     gelu_forward,
     is_tanh_gelu,
 )
-from tricycle.kernels.gemm import column_sums, gemm, gemm_enabled
-from tricycle.kernels.launch import adam_enabled, enabled, owns
-from tricycle.kernels.norm import (
+from tricycle.backends.cuda.gemm import column_sums, gemm, gemm_enabled
+from tricycle.backends.cuda.launch import adam_enabled, enabled, owns
+from tricycle.backends.cuda.norm import (
     layer_norm_backward,
     layer_norm_forward,
     rms_norm_backward,
     rms_norm_forward,
 )
-from tricycle.kernels.optimiser import (
+from tricycle.backends.cuda.optimiser import (
     adam_hyper,
     adam_update,
     adamw_multi_step,
@@ -55,7 +59,7 @@ from tricycle.kernels.optimiser import (
     clip_multiplier,
     optimiser_update,
 )
-from tricycle.kernels.softmax import softmax_backward, softmax_forward
+from tricycle.backends.cuda.softmax import softmax_backward, softmax_forward
 
 __all__ = [
     "add_arrays",

@@ -1,6 +1,6 @@
 """What the library's ops do differently while a CUDA graph is being captured.
 
-A CUDA graph (``tricycle.cuda_graph.CapturedStep``) records the kernels of one training step
+A CUDA graph (``tricycle.apps.cuda_graph.CapturedStep``) records the kernels of one training step
 once and replays them, with no Python in between. A replay repeats the device work exactly:
 same kernels, same addresses, same arguments. Three kinds of host work inside a step
 would then be lost or frozen, and each has a hook here that the ops call:
@@ -118,7 +118,7 @@ def step_scalars(fn: Callable[[], tuple], dtype=np.float32):
 def step_seed(draw: Callable[[], int]):
     """A random seed for a kernel, drawn by ``draw()`` once per step: the int itself outside a
     capture; while capturing, a (1,) uint32 cupy array that every replay refills with a fresh
-    ``draw()`` (``tricycle.kernels.dropout.seed_array`` takes either)."""
+    ``draw()`` (``tricycle.backends.cuda.dropout.seed_array`` takes either)."""
     if _state.recording is None:
         return draw()
     return step_scalars(lambda: (draw() % 2**32,), dtype=np.uint32)

@@ -115,7 +115,8 @@ def ctype(array) -> str:
     ctype = float_ctype(array.dtype)
     if ctype is None:
         raise TypeError(
-            f"tricycle.kernels: dtype {array.dtype} is not supported (float32, float16, bfloat16)"
+            f"tricycle.backends.cuda: dtype {array.dtype} is not supported "
+            "(float32, float16, bfloat16)"
         )
     return ctype
 
@@ -129,7 +130,7 @@ def rows_of(x) -> tuple[int, int]:
     cols = x.shape[-1]
     rows = x.size // cols if cols else 0
     if rows >= 2**31 or cols >= 2**31:
-        raise ValueError(f"tricycle.kernels: shape {x.shape} is too large for int32 indexing")
+        raise ValueError(f"tricycle.backends.cuda: shape {x.shape} is too large for int32 indexing")
     return rows, cols
 
 

@@ -6,7 +6,7 @@ third of the memory bandwidth."""
 import numpy as np
 
 from tricycle import backend
-from tricycle.kernels.launch import (
+from tricycle.backends.cuda.launch import (
     CTYPES,
     aligned4,
     compiled,

@@ -5,8 +5,8 @@ for the cast of every parameter at every forward (``tricycle.precision.cast_all`
 import numpy as np
 
 from tricycle import backend
-from tricycle.kernels.launch import compiled, ctype, elementwise_grid, enabled, float_ctype
-from tricycle.kernels.multi_tensor import block_table, pointer_table
+from tricycle.backends.cuda.launch import compiled, ctype, elementwise_grid, enabled, float_ctype
+from tricycle.backends.cuda.multi_tensor import block_table, pointer_table
 
 _ALIGN = 64  # elements: 128-byte aligned views for 16-bit dtypes
 _offset_tables: dict[tuple, tuple] = {}

@@ -6,7 +6,7 @@ an H100 the step is bound by host time, not by the GPU. ``gemm`` makes one ``cub
 call through ctypes, on a cuBLAS handle of its own (one per thread and device, with its own
 workspace) bound to CuPy's current stream. CuPy's own cuBLAS bindings refuse to run while a
 stream is being captured into a CUDA graph; cuBLAS itself records into one, given a
-workspace it need not allocate, so these products can be captured (``tricycle.cuda_graph``).
+workspace it need not allocate, so these products can be captured (``tricycle.apps.cuda_graph``).
 
 Row-major arrays are column-major transposes, so C = op(A) op(B) (row-major, C (M, N)) is
 computed as C^T = op(B)^T op(A)^T in cuBLAS's column-major terms: the operands swap places
@@ -23,7 +23,7 @@ import threading
 import numpy as np
 
 from tricycle import backend
-from tricycle.kernels.launch import enabled
+from tricycle.backends.cuda.launch import enabled
 
 # library_types.h and cublas_api.h
 _CUDA_TYPES = {"float32": 0, "float16": 2, "bfloat16": 14}  # CUDA_R_32F, _16F, _16BF

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
+from tricycle.apps.checkpoint import CheckpointError, load_pickle, load_state
+from tricycle.apps.files import DirectoryLock, atomic_write, read_jsonl, remove_temporaries
 from tricycle.blocks import llama_hidden_size
-from tricycle.checkpoint import CheckpointError, load_pickle, load_state
 from tricycle.configs import GPTConfig
-from tricycle.files import DirectoryLock, atomic_write, read_jsonl, remove_temporaries
 from tricycle.models import GPT, build_model
 from tricycle.tokeniser import load_tokeniser
 

@@ -4,7 +4,7 @@ Used to compile everything ahead of a benchmark (``compile_all``, which fills Cu
 cache) and by the nvcc check in the tests, which needs no GPU.
 """
 
-from tricycle.kernels import (
+from tricycle.backends.cuda import (
     add,
     attention,
     cast,
@@ -17,7 +17,7 @@ from tricycle.kernels import (
     optimiser,
     softmax,
 )
-from tricycle.kernels.launch import compiled
+from tricycle.backends.cuda.launch import compiled
 
 _FAMILIES = (
     add,

@@ -1,5 +1,5 @@
-"""Command-line helpers of the programs (``tricycle.train``, ``tricycle.sample``,
-``tricycle.evaluate``, ``tricycle_datasets.prepare``).
+"""Command-line helpers of the programs (``tricycle.apps.train``, ``tricycle.apps.sample``,
+``tricycle.apps.evaluate``, ``tricycle_datasets.prepare``).
 
 Argument types: each is a function from the argument's text to its value that raises
 ``argparse.ArgumentTypeError`` for a bad one, so argparse answers with its usage line and the

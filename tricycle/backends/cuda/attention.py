@@ -12,10 +12,10 @@ import math
 import numpy as np
 
 from tricycle import backend
+from tricycle.backends.cuda.dropout import seed_array
+from tricycle.backends.cuda.gemm import tf32_enabled
+from tricycle.backends.cuda.launch import CTYPES, KernelSaved, compiled, ctype, enabled
 from tricycle.dropout_mask import dropout_threshold
-from tricycle.kernels.dropout import seed_array
-from tricycle.kernels.gemm import tf32_enabled
-from tricycle.kernels.launch import CTYPES, KernelSaved, compiled, ctype, enabled
 
 HEAD_DIMS = (32, 64, 128)  # the CUDA-core kernels (attention.cu), every float dtype
 MMA_HEAD_DIMS = (64, 128)  # the tensor-core kernels (attention_mma.cu), 16-bit dtypes

@@ -11,7 +11,8 @@ owns them.
 
 import numpy as np
 
-from tricycle import backend, capture
+from tricycle import backend
+from tricycle.backends.cuda import capture
 
 
 class BlockTable:

@@ -10,9 +10,10 @@ import math
 
 import numpy as np
 
-from tricycle import backend, capture
-from tricycle.kernels.launch import adam_enabled, compiled, contiguous, elementwise_grid
-from tricycle.kernels.multi_tensor import block_table, pointer_table
+from tricycle import backend
+from tricycle.backends.cuda import capture
+from tricycle.backends.cuda.launch import adam_enabled, compiled, contiguous, elementwise_grid
+from tricycle.backends.cuda.multi_tensor import block_table, pointer_table
 
 
 # ====================================================================== Adam's state

@@ -4,7 +4,15 @@
 import numpy as np
 
 from tricycle import backend
-from tricycle.kernels.launch import CTYPES, compiled, contiguous, ctype, flag, row_launch, rows_of
+from tricycle.backends.cuda.launch import (
+    CTYPES,
+    compiled,
+    contiguous,
+    ctype,
+    flag,
+    row_launch,
+    rows_of,
+)
 
 
 def softmax_forward(xp, x):

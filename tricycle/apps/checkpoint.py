@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tricycle.apps.files import atomic_write
 from tricycle.backend import to_host_array
-from tricycle.files import atomic_write
 from tricycle.tensor import Tensor
 
 __all__ = [
@@ -57,7 +57,7 @@ class CheckpointError(Exception):
 
 
 # ------------------------------------------------------------------ atomic writes
-# ``atomic_write(path, mode)`` (tricycle/files.py) opens a temporary file beside ``path``
+# ``atomic_write(path, mode)`` (tricycle/apps/files.py) opens a temporary file beside ``path``
 # and renames it over ``path`` only when the block succeeds.
 
 

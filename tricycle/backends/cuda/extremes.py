@@ -6,7 +6,7 @@ import os
 import numpy as np
 
 from tricycle import backend
-from tricycle.kernels.launch import LABEL_CTYPES, compiled, elementwise_grid, flat_labels
+from tricycle.backends.cuda.launch import LABEL_CTYPES, compiled, elementwise_grid, flat_labels
 
 
 def fold_extremes_enabled(ids, pairs) -> bool:

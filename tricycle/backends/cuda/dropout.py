@@ -4,9 +4,10 @@ seed as every dropout kernel reads it: from device memory."""
 
 import numpy as np
 
-from tricycle import backend, capture
+from tricycle import backend
+from tricycle.backends.cuda import capture
+from tricycle.backends.cuda.launch import CTYPES, compiled, ctype, elementwise_grid, enabled
 from tricycle.dropout_mask import dropout_threshold
-from tricycle.kernels.launch import CTYPES, compiled, ctype, elementwise_grid, enabled
 
 _no_seed: dict[int, object] = {}
 

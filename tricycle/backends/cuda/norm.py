@@ -8,7 +8,7 @@ pass and reduces dgamma/dbeta from per-block partial rows in a second, small lau
 import numpy as np
 
 from tricycle import backend
-from tricycle.kernels.launch import (
+from tricycle.backends.cuda.launch import (
     CTYPES,
     aligned4,
     compiled,

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from tricycle.apps.runs import tokeniser_text
 from tricycle.configs import GPTConfig
-from tricycle.runs import tokeniser_text
 from tricycle_datasets import TextFile
 from tricycle_datasets.python_code import PythonCode
 from tricycle_datasets.shakespeare import Shakespeare, ShakespeareChar

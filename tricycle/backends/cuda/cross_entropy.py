@@ -9,7 +9,7 @@ backward writes dlogits in one more pass, in the logits' dtype.
 import numpy as np
 
 from tricycle import backend
-from tricycle.kernels.launch import (
+from tricycle.backends.cuda.launch import (
     CTYPES,
     LABEL_CTYPES,
     KernelSaved,

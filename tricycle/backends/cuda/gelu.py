@@ -4,8 +4,8 @@
 import numpy as np
 
 from tricycle import backend
-from tricycle.kernels.gemm import column_sums, gemm_enabled
-from tricycle.kernels.launch import (
+from tricycle.backends.cuda.gemm import column_sums, gemm_enabled
+from tricycle.backends.cuda.launch import (
     CTYPES,
     aligned4,
     compiled,

@@ -4,8 +4,8 @@
 lets ``Precision.step`` unscale, clip and update; float32 is just ``Precision("fp32")``. The
 loss and gradient norm come back as they were computed: device scalars on a GPU, so a loop
 that reads them every N steps lets the host run ahead of the device in between
-(``StepOutput.settle`` reads them and applies the divergence guard). ``tricycle.training``
-builds runs on it; ``tricycle.cuda_graph`` replays it as one CUDA graph.
+(``StepOutput.settle`` reads them and applies the divergence guard). ``tricycle.apps.training``
+builds runs on it; ``tricycle.apps.cuda_graph`` replays it as one CUDA graph.
 """
 
 import contextlib
@@ -14,8 +14,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tricycle import capture, checks, deferred, distributed
+from tricycle import checks, deferred
+from tricycle.backends.cuda import capture
 from tricycle.loss import CrossEntropy
+from tricycle.parallel import distributed
 from tricycle.precision import Precision
 
 

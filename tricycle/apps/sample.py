@@ -1,0 +1,108 @@
+"""Stream text from a trained GPT (or Llama).
+
+    tricycle-sample runs/cpu                       # a run directory: its checkpoint.npz
+    tricycle-sample runs/cpu/checkpoint.npz --prompt "def parse(" --max-tokens 300 --top-k 40
+    tricycle-sample model.pkl --max-tokens 0       # a pickle; 0: forever (Ctrl-C stops)
+
+(``python -m tricycle.apps.sample`` and ``python inference.py`` are the same program.)
+
+**The safe way**: a run directory or its ``checkpoint.npz``, as ``tricycle-train`` writes it.
+It holds the config, the tokeniser and the weights as arrays and JSON, with a checksum:
+reading it runs no code from the file, and a corrupt file is an error, never a different
+sample. **Pickles** (``model.pkl``, or a model saved with ``pickle.dump`` as in the README)
+work too, but loading a pickle runs code from the file: only load pickles you trust. For a
+pickle the tokeniser is ``--tokeniser PATH``, else ``tokeniser.json`` beside it, else, for a
+model built from ``ShakespeareConfig`` (the README's script saves only the model), the
+Shakespeare corpus's tokeniser. A tokeniser that does not belong to the model (more ids
+than its vocabulary, or not the one the run recorded) is refused, naming both files.
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from tricycle.apps.checkpoint import CheckpointError
+from tricycle.apps.cli import nonnegative_float, nonnegative_int, positive_int, seed
+from tricycle.apps.runs import load_model
+from tricycle.backend import cupy_available
+from tricycle.tokeniser import StreamDecoder
+from tricycle_datasets.shakespeare import Shakespeare
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="tricycle-sample",
+        description="Sample text from a trained GPT, streamed to stdout. Give a run "
+        "directory or its checkpoint.npz (safe: no code in the file runs), or a pickle "
+        "(model.pkl: loading a pickle RUNS CODE from the file; only load pickles you trust).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    add = parser.add_argument
+    add("model", type=Path, help="a run directory, a checkpoint.npz, or a pickled model")
+    add("--prompt", default="\n", help="text to continue")
+    add("--max-tokens", type=nonnegative_int, default=500, help="tokens to sample; 0: forever")
+    add("--num-samples", type=positive_int, default=1, help="samples, one after the other")
+    add("--temperature", type=nonnegative_float, default=0.8, help="0 means greedy")
+    add("--top-k", type=positive_int, default=None, help="sample from the k likeliest")
+    add("--seed", type=seed, default=None, help="makes sampling reproducible")
+    add("--device", choices=["cpu", "gpu"], default="cpu")
+    add("--tokeniser", type=Path, help="tokeniser file (default: the run's own)")
+    return parser.parse_args(argv)
+
+
+def load(path: Path, tokeniser_path: Path | None = None):
+    """(model, tokeniser) from ``path``: a run directory, a checkpoint or a pickle (see
+    ``tricycle.apps.runs.load_model``); for the README's pickle of a ``ShakespeareConfig``
+    model with no tokeniser beside it, the Shakespeare corpus's tokeniser."""
+    try:
+        return load_model(path, tokeniser_path, default_tokeniser=_readme_tokeniser)
+    except CheckpointError as error:
+        raise SystemExit(f"tricycle-sample: {error}") from None
+
+
+def _readme_tokeniser(model):
+    """The tokeniser of the README's script, which pickles only the model."""
+    if type(model.config).__name__ != "ShakespeareConfig":
+        return None
+    return Shakespeare(model.config.vocab_size).tokeniser
+
+
+def main(argv=None) -> int:
+    """The console entry point: sample, and return the exit status."""
+    args = parse_args(argv)
+    model, tokeniser = load(args.model, args.tokeniser)
+    if args.device == "gpu":
+        if not cupy_available():
+            raise SystemExit("tricycle-sample: --device gpu, but no CUDA GPU is available")
+        model.to_gpu()
+    try:
+        prompt = tokeniser.encode(args.prompt)
+    except ValueError as error:
+        raise SystemExit(f"tricycle-sample: --prompt: {error}") from None
+    if len(prompt) == 0:
+        raise SystemExit("tricycle-sample: the prompt must not be empty")
+    n_tokens = args.max_tokens if args.max_tokens > 0 else sys.maxsize
+    n_known = getattr(tokeniser, "n_tokens", None)  # ids the tokeniser can decode
+    rng = np.random.default_rng(args.seed)
+    try:
+        for i in range(args.num_samples):
+            if i:
+                sys.stdout.write("---------------\n")
+            sys.stdout.write(args.prompt)
+            decoder = StreamDecoder(tokeniser)
+            stream = model.stream(
+                prompt[None], n_tokens, args.temperature, args.top_k, rng, vocab_limit=n_known
+            )
+            for ids in stream:
+                sys.stdout.write(decoder.push(int(ids[0])))
+                sys.stdout.flush()
+            sys.stdout.write(decoder.flush() + "\n")
+    except KeyboardInterrupt:
+        sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,7 @@
+"""Backends: faster kernels for the fused ops, registered in ``tricycle.dispatch``.
+
+``cpu``: the fused ops as plain loops compiled by numba. ``cuda``: CUDA C kernels through
+CuPy, cuBLAS, deferred range checks and capture hooks. A backend imports only the engine's
+array helpers and the base, never the math or anything above it; the dispatch imports a
+backend by name the first time an op asks for a kernel on its device.
+"""
