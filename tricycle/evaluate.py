@@ -4,10 +4,8 @@ This module keeps ``python -m tricycle.evaluate`` and ``from tricycle.evaluate i
 as the README writes them.
 """
 
-import sys
-
 from tricycle.apps.evaluate import *  # noqa: F403
 from tricycle.apps.evaluate import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
