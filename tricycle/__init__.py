@@ -11,86 +11,113 @@ the tools around them::
     y.backward()  # x.grad
 
 Every module stays importable on its own (``from tricycle.tensor import Tensor`` gives a
-Tensor with its operators). Importing tricycle is cheap and changes nothing: it loads numpy
-and the pure-Python ops, starts no threads, and imports cupy only when a tensor is moved to
-a GPU.
-"""
+Tensor with its operators). Importing tricycle loads nothing but this file: each name below
+is imported from its module the first time it is used, so ``import tricycle.tensor`` loads the
+engine alone. Nothing starts and no library setting changes; cupy is imported only when a
+tensor is moved to a GPU."""
 
-from tricycle.activation import GeLU, LeakyReLU, ReLU, Swish
-from tricycle.binary import maximum, minimum
-from tricycle.deferred import checks_pending, raise_pending_errors
-from tricycle.einsum import Einsum, einsum
-from tricycle.factories import (
-    arange,
-    eye,
-    full,
-    full_like,
-    linspace,
-    ones,
-    ones_like,
-    rand,
-    rand_like,
-    randint,
-    randn,
-    randn_like,
-    tril,
-    triu,
-    zeros,
-    zeros_like,
-)
-from tricycle.functions import LogSoftmax, Softmax
-from tricycle.gradcheck import GradcheckError, gradcheck
-from tricycle.ops import (
-    cat,
-    concatenate,
-    expand_dims,
-    masked_fill,
-    repeat,
-    reshape,
-    split,
-    squeeze,
-    stack,
-    swapaxes,
-    transpose,
-    where,
-)
-from tricycle.random import manual_seed
-from tricycle.reduce import max, mean, min, sum, var  # noqa: A004 - the names from the math
-from tricycle.tensor import Tensor, no_grad, to_tensor
-from tricycle.unary import abs, clip, cos, exp, log, sigmoid, sin, sqrt, tanh  # noqa: A004
+import importlib
+import sys
+import types
 
 __version__ = "0.1.0"
 
+_PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
+    "Einsum": ("tricycle.einsum", "Einsum"),
+    "GeLU": ("tricycle.activation", "GeLU"),
+    "GradcheckError": ("tricycle.gradcheck", "GradcheckError"),
+    "LeakyReLU": ("tricycle.activation", "LeakyReLU"),
+    "LogSoftmax": ("tricycle.functions", "LogSoftmax"),
+    "ReLU": ("tricycle.activation", "ReLU"),
+    "Softmax": ("tricycle.functions", "Softmax"),
+    "Swish": ("tricycle.activation", "Swish"),
+    "Tensor": ("tricycle.tensor", "Tensor"),
+    "abs": ("tricycle.unary", "abs"),
+    "arange": ("tricycle.factories", "arange"),
+    "cat": ("tricycle.ops", "cat"),
+    "checks_pending": ("tricycle.deferred", "checks_pending"),
+    "clip": ("tricycle.unary", "clip"),
+    "concatenate": ("tricycle.ops", "concatenate"),
+    "cos": ("tricycle.unary", "cos"),
+    "einsum": ("tricycle.einsum", "einsum"),
+    "exp": ("tricycle.unary", "exp"),
+    "expand_dims": ("tricycle.ops", "expand_dims"),
+    "eye": ("tricycle.factories", "eye"),
+    "full": ("tricycle.factories", "full"),
+    "full_like": ("tricycle.factories", "full_like"),
+    "gradcheck": ("tricycle.gradcheck", "gradcheck"),
+    "linspace": ("tricycle.factories", "linspace"),
+    "log": ("tricycle.unary", "log"),
+    "manual_seed": ("tricycle.random", "manual_seed"),
+    "masked_fill": ("tricycle.ops", "masked_fill"),
+    "max": ("tricycle.reduce", "max"),
+    "maximum": ("tricycle.binary", "maximum"),
+    "mean": ("tricycle.reduce", "mean"),
+    "min": ("tricycle.reduce", "min"),
+    "minimum": ("tricycle.binary", "minimum"),
+    "no_grad": ("tricycle.tensor", "no_grad"),
+    "ones": ("tricycle.factories", "ones"),
+    "ones_like": ("tricycle.factories", "ones_like"),
+    "raise_pending_errors": ("tricycle.deferred", "raise_pending_errors"),
+    "rand": ("tricycle.factories", "rand"),
+    "rand_like": ("tricycle.factories", "rand_like"),
+    "randint": ("tricycle.factories", "randint"),
+    "randn": ("tricycle.factories", "randn"),
+    "randn_like": ("tricycle.factories", "randn_like"),
+    "repeat": ("tricycle.ops", "repeat"),
+    "reshape": ("tricycle.ops", "reshape"),
+    "sigmoid": ("tricycle.unary", "sigmoid"),
+    "sin": ("tricycle.unary", "sin"),
+    "split": ("tricycle.ops", "split"),
+    "sqrt": ("tricycle.unary", "sqrt"),
+    "squeeze": ("tricycle.ops", "squeeze"),
+    "stack": ("tricycle.ops", "stack"),
+    "sum": ("tricycle.reduce", "sum"),
+    "swapaxes": ("tricycle.ops", "swapaxes"),
+    "tanh": ("tricycle.unary", "tanh"),
+    "to_tensor": ("tricycle.tensor", "to_tensor"),
+    "transpose": ("tricycle.ops", "transpose"),
+    "tril": ("tricycle.factories", "tril"),
+    "triu": ("tricycle.factories", "triu"),
+    "var": ("tricycle.reduce", "var"),
+    "where": ("tricycle.ops", "where"),
+    "zeros": ("tricycle.factories", "zeros"),
+    "zeros_like": ("tricycle.factories", "zeros_like"),
+    "softmax": ("tricycle.functional", "softmax"),
+    "log_softmax": ("tricycle.functional", "log_softmax"),
+    "relu": ("tricycle.functional", "relu"),
+    "leaky_relu": ("tricycle.functional", "leaky_relu"),
+    "gelu": ("tricycle.functional", "gelu"),
+    "silu": ("tricycle.functional", "silu"),
+}
 
-# ---------------------------------------------------------------------- fused ops as functions
-def softmax(x: Tensor) -> Tensor:
-    """Softmax over the last axis (the fused ``tricycle.functions.Softmax``)."""
-    return Softmax()(x)
+
+def __getattr__(name: str):
+    try:
+        module, attribute = _PUBLIC[name]
+    except KeyError:
+        raise AttributeError(f"module 'tricycle' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value  # the next lookup finds it directly
+    return value
 
 
-def log_softmax(x: Tensor) -> Tensor:
-    """Log-softmax over the last axis, computed stably (``tricycle.functions.LogSoftmax``)."""
-    return LogSoftmax()(x)
+class _Namespace(types.ModuleType):
+    """The package's module type: a public name that is also a submodule's (``einsum``) keeps
+    naming the function when the submodule is imported (the import system would set the
+    package's attribute to the submodule), as it did when this file imported it eagerly."""
+
+    def __setattr__(self, name, value):
+        if name in _PUBLIC and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
 
 
-def relu(x: Tensor) -> Tensor:
-    """max(x, 0), elementwise (``tricycle.activation.ReLU``)."""
-    return ReLU()(x)
+sys.modules[__name__].__class__ = _Namespace
 
 
-def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
-    """x where x > 0, else ``negative_slope * x`` (``tricycle.activation.LeakyReLU``)."""
-    return LeakyReLU(negative_slope)(x)
-
-
-def gelu(x: Tensor, approximate=False) -> Tensor:
-    """x * Phi(x), exact unless ``approximate`` ("tanh"): ``tricycle.activation.GeLU``."""
-    return GeLU(approximate)(x)
-
-
-def silu(x: Tensor) -> Tensor:
-    """x * sigmoid(x), also called Swish (``tricycle.activation.Swish``)."""
-    return Swish()(x)
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))
 
 
 __all__ = [

@@ -11,8 +11,8 @@ import operator
 import numpy as np
 
 from tricycle import backend
-from tricycle.backends.cuda.add import add_arrays
-from tricycle.tensor import Tensor, is_float
+from tricycle.graph import Node as Tensor  # the ops see a tensor as a graph node
+from tricycle.graph import add_arrays, is_float
 
 
 def constant(value, like: Tensor) -> Tensor:
@@ -30,13 +30,13 @@ def constant(value, like: Tensor) -> Tensor:
     if isinstance(value, Tensor):
         return value
     if backend.is_cupy_array(value) and not like.on_gpu:  # the op reports the two devices
-        return Tensor(value, requires_grad=False)
+        return like.new(value, requires_grad=False)
     array = like.xp.asarray(value)
     if array.ndim == 0 or not hasattr(value, "dtype"):  # weak: it may take like's dtype
         kind, target = array.dtype.kind, like.dtype
         if (is_float(target) and kind in "biuf") or (target.kind in "iu" and kind in "biu"):
             array = array.astype(target, copy=False)
-    return Tensor(array, requires_grad=False)
+    return like.new(array, requires_grad=False)
 
 
 def unbroadcast(grad, shape: tuple[int, ...]):
@@ -61,7 +61,7 @@ def _binary(op: str, a: Tensor, b: Tensor, out, da, db) -> Tensor:
         da = _unbroadcasting(da, a.array.shape)
     if b.array.shape != shape:
         db = _unbroadcasting(db, b.array.shape)
-    return Tensor(out, args=(a, b), back_fns=(da, db), name=op)
+    return a.new(out, args=(a, b), back_fns=(da, db), name=op)
 
 
 def _unbroadcasting(fn, shape):
@@ -171,4 +171,38 @@ _COMPARISONS = {
 def compare(op: str, a: Tensor, b: Tensor) -> Tensor:
     """Elementwise comparison (``op`` one of < <= > >= == !=): a boolean tensor, no gradient."""
     out = _apply(op, _COMPARISONS[op], a, b)
-    return Tensor(out, requires_grad=False)
+    return a.new(out, requires_grad=False)
+
+
+def matmul(a: Tensor, b: Tensor) -> Tensor:
+    """a @ b with numpy's matmul semantics: 1-D operands are vectors, leading axes broadcast.
+
+    With a 1-D operand promoted to a matrix (a row for ``a``, a column for ``b``) and the
+    promotion undone on the result: da = dout @ b^T and db = a^T @ dout, each summed back to
+    its operand's shape over the broadcast leading axes.
+    """
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError(f"matmul: operands must not be scalars, got {a.shape} @ {b.shape}")
+    if a.shape[-1] != b.shape[-2 if b.ndim > 1 else -1]:
+        raise ValueError(f"matmul: inner dimensions differ: {a.shape} @ {b.shape}")
+    xp = a.xp
+    out = _apply("matmul", xp.matmul, a, b)
+    a2 = a.array[None, :] if a.ndim == 1 else a.array  # (..., M, K)
+    b2 = b.array[:, None] if b.ndim == 1 else b.array  # (..., K, N)
+
+    def as_matrix(dout):  # the output gradient with the 1-D promotions put back: (..., M, N)
+        if b.ndim == 1:
+            dout = dout[..., None]
+        if a.ndim == 1:
+            dout = dout[..., None, :]
+        return dout
+
+    def da(dout):
+        grad = unbroadcast(xp.matmul(as_matrix(dout), xp.swapaxes(b2, -1, -2)), a2.shape)
+        return grad.reshape(a.shape)
+
+    def db(dout):
+        grad = unbroadcast(xp.matmul(xp.swapaxes(a2, -1, -2), as_matrix(dout)), b2.shape)
+        return grad.reshape(b.shape)
+
+    return a.new(out, args=(a, b), back_fns=(da, db), name="matmul")

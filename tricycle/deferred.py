@@ -31,9 +31,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tricycle import backend
-from tricycle.backends import cuda as kernels
-from tricycle.backends.cuda import capture
+from tricycle import backend, capture, dispatch, graph
 
 # a pair that has seen nothing: every id lowers its min and raises its max
 _EMPTY = (np.iinfo(np.int64).max, np.iinfo(np.int64).min)
@@ -128,10 +126,13 @@ def fold_extremes(xp, ids, pairs, row: int, ignore: int | None = None) -> None:
     """pairs[row] = (min(pairs[row, 0], min(ids)), max(pairs[row, 1], max(ids))), over the
     ids that are not ``ignore``, in place and without reading anything back.
 
-    The reference of the CUDA kernel (kernels/extremes.cu) that replaces it on a GPU.
+    A kernel registered as "fold_extremes" (the CUDA backend's) may replace it.
     """
-    if kernels.fold_extremes_enabled(ids, pairs):
-        return kernels.fold_extremes(ids, pairs, row, ignore)
+    fold = dispatch.choose("fold_extremes", _fold_extremes, ids, pairs)
+    fold(xp, ids, pairs, row, ignore)
+
+
+def _fold_extremes(xp, ids, pairs, row: int, ignore: int | None = None) -> None:
     ids = ids.reshape(-1).astype(np.int64, copy=False)  # (N,)
     if not ids.size:
         return
@@ -170,6 +171,8 @@ def check_range(
     with _lock:
         ledger = _ledgers.get(device)
         if ledger is None:
+            if raise_pending_errors not in graph.read_back_hooks:  # read-backs raise from now on
+                graph.read_back_hooks.append(raise_pending_errors)
             on_device = backend.cupy().cuda.Device(ids.device.id) if on_gpu else nullcontext()
             ledger = _ledgers[device] = _Ledger(xp, on_device)
         pairs, row = ledger.row(site)

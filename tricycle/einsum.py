@@ -21,9 +21,8 @@ import string
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from tricycle import binary  # binary as a module: see tricycle/operators.py
+from tricycle import binary, dispatch
 from tricycle.backend import check_same_device
-from tricycle.backends import cuda as kernels
 from tricycle.tensor import Tensor, as_tensor
 
 _LETTERS = frozenset(string.ascii_letters)
@@ -248,8 +247,8 @@ def _run_matmul(xp, plan: _MatmulPlan, a, b):
     if plan.swap:
         a, b = b, a
     a, b = _as_matrix(xp, a, plan.first), _as_matrix(xp, b, plan.second)
-    # on a GPU, 2-D products go straight to cuBLAS (less host time; capturable in a CUDA graph)
-    product = kernels.gemm(a, b) if kernels.gemm_enabled(a, b) else xp.matmul(a, b)
+    # BLAS through xp.matmul, or a kernel registered as "matmul" (cuBLAS on a GPU)
+    product = dispatch.choose("matmul", xp.matmul, a, b)(a, b)
     result = product.reshape(plan.shape)  # (batch..., L, R) -> (batch..., *left, *right)
     return result if plan.perm is None else result.transpose(plan.perm)
 

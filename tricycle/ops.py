@@ -10,9 +10,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tricycle import backend, binary, checks, unary  # as modules: see tricycle/operators.py
+from tricycle import backend, binary, checks, unary
 from tricycle.backend import check_same_device, is_cupy_array
-from tricycle.tensor import Tensor, as_tensor
+from tricycle.graph import Node as Tensor  # the ops see a tensor as a graph node
 
 
 def reshape(x: Tensor, shape: Sequence[int]) -> Tensor:
@@ -200,7 +200,7 @@ def _join(op: str, tensors: Sequence[Tensor], axis: int) -> Tensor:
         pieces = [slice(end - t.shape[axis], end) for t, end in zip(tensors, ends)]
     lead = (slice(None),) * axis
     back_fns = [lambda dout, where=lead + (piece,): dout[where] for piece in pieces]
-    return Tensor(out, args=tuple(tensors), back_fns=back_fns, name=op)
+    return tensors[0].new(out, args=tuple(tensors), back_fns=back_fns, name=op)
 
 
 cat = concatenate
@@ -210,7 +210,10 @@ def _tensors(op: str, tensors) -> tuple[Tensor, ...]:
     """A non-empty sequence of tensors; arrays and numbers in it become constants."""
     if isinstance(tensors, Tensor) or not isinstance(tensors, Sequence) or not tensors:
         raise TypeError(f"{op}: expected a non-empty list or tuple of tensors, got {tensors!r}")
-    return tuple(map(as_tensor, tensors))
+    like = next((t for t in tensors if isinstance(t, Tensor)), None)
+    if like is None:
+        raise TypeError(f"{op}: expected at least one Tensor among {len(tensors)} values")
+    return tuple(binary.constant(t, like) for t in tensors)
 
 
 def split(x: Tensor, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Tensor]:
@@ -276,7 +279,7 @@ def where(condition, a: Tensor, b: Tensor) -> Tensor:
             f"where: condition {tuple(condition.shape)}, a {a.shape} and b {b.shape} cannot "
             "be broadcast together"
         ) from None
-    return Tensor(
+    return like.new(
         out,
         args=(a, b),
         back_fns=(

@@ -38,9 +38,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from tricycle import backend, checks
+from tricycle import backend, capture, checks
 from tricycle.backends import cuda as kernels
-from tricycle.backends.cuda import capture
 from tricycle.optimisers import clip_factor, global_norm, grad_norm, named_parameters
 from tricycle.tensor import Tensor, is_float
 

@@ -5,7 +5,7 @@ axes) and broadcast to the input's shape, times the local derivative.
 """
 
 from tricycle import checks
-from tricycle.tensor import Tensor
+from tricycle.graph import Node as Tensor  # the ops see a tensor as a graph node
 from tricycle.unary import unary_op
 
 Axis = int | tuple[int, ...] | None

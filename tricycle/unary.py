@@ -6,13 +6,13 @@ that node for every op of one input (reductions, shape ops and activations too).
 """
 
 from tricycle import checks
-from tricycle.tensor import Tensor
+from tricycle.graph import Node as Tensor  # the ops see a tensor as a graph node
 
 
 def unary_op(x: Tensor, out, back_fn, name: str) -> Tensor:
     """The graph node of an op of one tensor: ``out``, whose gradient ``back_fn`` maps back
     to ``x``."""
-    return Tensor(out, args=(x,), back_fns=(back_fn,), name=name)
+    return x.new(out, args=(x,), back_fns=(back_fn,), name=name)
 
 
 # ------------------------------------------------------------------ with a scalar

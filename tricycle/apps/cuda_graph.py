@@ -39,9 +39,8 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from tricycle import backend, checks
+from tricycle import backend, capture, checks
 from tricycle.apps.step import StepOutput, train_step
-from tricycle.backends.cuda import capture
 from tricycle.backends.cuda.gemm import tf32_enabled
 from tricycle.optimisers import Adam
 from tricycle.precision import Precision

@@ -14,8 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tricycle import checks, deferred
-from tricycle.backends.cuda import capture
+from tricycle import capture, checks, deferred
 from tricycle.loss import CrossEntropy
 from tricycle.parallel import distributed
 from tricycle.precision import Precision

@@ -91,8 +91,8 @@ from tricycle.apps.files import DirectoryLocked
 from tricycle.apps.runs import RunDirectory, check_config_fits, tokeniser_sha256, tokeniser_text
 from tricycle.apps.training import TrainingDiverged, gpt_trainer, precision_for, tune_cpu_allocator
 from tricycle.backend import cupy_available
-from tricycle.backends.cuda.capture import CaptureError
 from tricycle.blocks import ACTIVATIONS
+from tricycle.capture import CaptureError
 from tricycle.configs import ARCHS, CONFIGS, GPTConfig, get_config
 from tricycle.cpu_share import our_cpus
 from tricycle.parallel import distributed

@@ -61,12 +61,11 @@ from pathlib import Path
 
 import numpy as np
 
-from tricycle import backend, checks, deferred
+from tricycle import backend, capture, checks, deferred
 from tricycle.apps.checkpoint import CheckpointError, load_state, save_pickle, save_state
 from tricycle.apps.cuda_graph import CapturedStep
 from tricycle.apps.runs import RunDirectory
 from tricycle.apps.step import StepOutput, TrainingDiverged, train_step
-from tricycle.backends.cuda import capture
 from tricycle.configs import GPTConfig
 from tricycle.dataset import CausalLMDataset
 from tricycle.loss import CrossEntropy

@@ -5,7 +5,7 @@ import os
 
 import numpy as np
 
-from tricycle import backend
+from tricycle import backend, dispatch
 from tricycle.backends.cuda.launch import LABEL_CTYPES, compiled, elementwise_grid, flat_labels
 
 
@@ -18,6 +18,14 @@ def fold_extremes_enabled(ids, pairs) -> bool:
         and pairs.flags.c_contiguous
         and not os.environ.get("TRICYCLE_DISABLE_KERNELS")
     )
+
+
+@dispatch.register(
+    "fold_extremes", "cuda", dtypes=tuple(LABEL_CTYPES), applies=fold_extremes_enabled
+)
+def fold_extremes_xp(xp, ids, pairs, row: int, ignore: int | None = None) -> None:
+    """``tricycle.deferred.fold_extremes``'s signature for the kernel below."""
+    fold_extremes(ids, pairs, row, ignore)
 
 
 def fold_extremes(ids, pairs, row: int, ignore: int | None = None) -> None:

@@ -22,8 +22,8 @@ import threading
 
 import numpy as np
 
-from tricycle import backend
-from tricycle.backends.cuda.launch import enabled
+from tricycle import backend, dispatch
+from tricycle.backends.cuda.launch import CTYPES, enabled
 
 # library_types.h and cublas_api.h
 _CUDA_TYPES = {"float32": 0, "float16": 2, "bfloat16": 14}  # CUDA_R_32F, _16F, _16BF
@@ -191,3 +191,10 @@ def column_sums(a):
     if key not in _ones_rows:
         _ones_rows[key] = cp.ones((1, a.shape[0]), dtype=a.dtype)
     return gemm(_ones_rows[key], a).reshape(a.shape[1])
+
+
+@dispatch.register("matmul", "cuda", dtypes=tuple(CTYPES), applies=gemm_enabled)
+def matmul(a, b):
+    """The Einsum runner's 2-D products (``xp.matmul(a, b)``) through cuBLAS: less host time
+    than cupy's, and capturable in a CUDA graph."""
+    return gemm(a, b)

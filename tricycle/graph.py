@@ -1,0 +1,582 @@
+"""The autodiff graph: a node is an array plus how it was computed, and backward walks it.
+
+Every op returns ``Tensor(out, args=inputs, back_fns=derivatives)``: one callable per input
+mapping the output's gradient to that input's gradient. ``Node.backward`` sorts the graph
+topologically (iteratively: no recursion limit) and walks it in reverse, accumulating gradients
+out of place in a dict keyed by tensor identity.
+
+``Node`` is everything a Tensor is except Python's operators; ``tricycle.tensor.Tensor`` adds
+those. The ops (``unary``, ``binary``, ``reduce``, ``ops``) import this module, not
+``tricycle.tensor``, and make their outputs with ``x.new(...)`` (the class of their input), so
+that ``Tensor`` can define its operators from the ops without an import cycle.
+"""
+
+import operator
+import threading
+from collections.abc import Callable, Sequence
+from contextlib import contextmanager
+
+import numpy as np
+
+from tricycle import backend, checks, dispatch
+
+BackFn = Callable[[object], object]  # output gradient array -> input gradient array
+
+
+class _GradMode(threading.local):
+    """Whether ops record the graph, per thread (as PyTorch's grad mode): ``no_grad`` in one
+    thread never changes what another records."""
+
+    enabled = True  # the class attribute is every thread's starting value
+
+
+_grad_mode = _GradMode()
+
+
+class _Freed(tuple):
+    """The args of an op output whose graph backward() has freed: empty, and recognisable."""
+
+
+_FREED = _Freed()
+
+
+@contextmanager
+def no_grad():
+    """Build no graph inside this block (evaluation, sampling): outputs keep no args. It
+    applies to the calling thread only."""
+    previous, _grad_mode.enabled = _grad_mode.enabled, False
+    try:
+        yield
+    finally:
+        _grad_mode.enabled = previous
+
+
+def grad_enabled() -> bool:
+    """Whether ops in the calling thread currently record the graph."""
+    return _grad_mode.enabled
+
+
+def is_float(dtype) -> bool:
+    """Whether ``dtype`` is a floating dtype (float16/32/64): its kind is 'f'.
+
+    Reading ``dtype.kind`` is far cheaper than ``np.issubdtype`` and this runs once per op.
+    """
+    return dtype.kind == "f" or (dtype.kind == "V" and dtype.name == "bfloat16")  # ml_dtypes
+
+
+def check_float(op: str, x: "Node") -> None:
+    """Raise a TypeError naming ``op`` unless ``x`` is floating. A fused op computes in its
+    input's dtype, which an integer array cannot hold (numpy would fail deep inside, naming
+    a ufunc instead of the op)."""
+    if not is_float(x.dtype):
+        raise TypeError(
+            f"{op}: needs a floating tensor, got dtype {x.dtype} with shape {x.shape}; "
+            "convert it first, e.g. to_tensor(values, dtype=np.float32)"
+        )
+
+
+# Reading a value back is where the host waits for the device anyway: range checks deferred
+# on a GPU (``tricycle.deferred``) add their check here the first time they record one.
+read_back_hooks: list[Callable[[], None]] = []
+
+
+def _before_read_back() -> None:
+    for hook in read_back_hooks:
+        hook()
+
+
+def add_arrays(a, b):
+    """a + b for the gradient sums of backward: plain xp, or a kernel registered as "add"."""
+    return dispatch.choose("add", operator.add, a, b)(a, b)
+
+
+class Node:
+    """An n-dimensional array that remembers how it was computed (a Tensor without its
+    operators: see ``tricycle.tensor.Tensor``).
+
+    Args:
+        array: a numpy/cupy ndarray (kept as is, no copy, when ``dtype`` is None or matches)
+            or anything ``numpy.asarray`` accepts (converted to float32 unless ``dtype``).
+        args: the input tensors of the op that made this tensor.
+        back_fns: one callable per arg, mapping this tensor's gradient to that arg's gradient.
+        requires_grad: defaults to True for floating tensors, False otherwise. Integer tensors
+            cannot require gradients.
+        is_batched: whether the first axis is a batch axis (informational: ops broadcast).
+        name: a label shown in the repr, usually the op that made the tensor.
+        dtype: convert to this dtype.
+    """
+
+    __slots__ = (
+        "array",
+        "args",
+        "back_fns",
+        "requires_grad",
+        "grad",
+        "name",
+        "is_batched",
+        "_retain_grad",
+        "_grad_hooks",
+        "__weakref__",
+    )
+    __array_priority__ = 1000  # numpy scalars defer to Tensor's reflected operators
+
+    def __init__(
+        self,
+        array,
+        args: Sequence["Node"] | None = None,
+        back_fns: Sequence[BackFn] | None = None,
+        requires_grad: bool | None = None,
+        is_batched: bool = False,
+        name: str | None = None,
+        dtype=None,
+    ):
+        if type(array) is not np.ndarray:  # the common case, an ndarray, skips all of this
+            if isinstance(array, Node):
+                array = array.array
+            if not (isinstance(array, np.ndarray) or backend.is_cupy_array(array)):
+                array = _numeric_array(array, dtype)
+        if dtype is not None and array.dtype != dtype:
+            array = array.astype(numeric_dtype(dtype))
+        self.array = array
+
+        floating = is_float(array.dtype)
+        if requires_grad and not floating:
+            raise TypeError(
+                f"Tensor: only floating tensors can require gradients, got dtype {array.dtype} "
+                f"with shape {array.shape}. Pass requires_grad=False or a float dtype."
+            )
+        if args is not None:
+            # an op's output needs the graph only if some input does and grad mode is on
+            self.args = self.back_fns = None
+            self.requires_grad = False
+            if floating and _grad_mode.enabled:
+                for arg in args:
+                    if arg.requires_grad:
+                        self.args = args if type(args) is tuple else tuple(args)
+                        self.back_fns = back_fns if type(back_fns) is tuple else tuple(back_fns)
+                        if len(self.back_fns) != len(self.args):
+                            raise ValueError(
+                                f"Tensor {name or ''}: {len(self.args)} args but "
+                                f"{len(self.back_fns)} back_fns; give one back_fn per arg"
+                            )
+                        self.requires_grad = True
+                        break
+        else:
+            self.args = self.back_fns = None
+            self.requires_grad = floating if requires_grad is None else bool(requires_grad)
+        self.grad: Node | None = None
+        self.name = name
+        self.is_batched = is_batched
+        self._retain_grad = False
+        self._grad_hooks = None
+
+    def new(self, array, args=None, back_fns=None, requires_grad=None, **kwargs) -> "Node":
+        """A tensor of this one's class: how an op makes its output (``x.new(out, args=(x,),
+        back_fns=(back_fn,), name="exp")``) and how a constant joins an op."""
+        return type(self)(array, args, back_fns, requires_grad, **kwargs)
+
+    # ----------------------------------------------------------------- properties
+    @property
+    def xp(self):
+        """The array module of this tensor: numpy on the CPU, cupy on a GPU."""
+        return backend.array_module(self.array)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.array.shape
+
+    @property
+    def ndim(self) -> int:
+        return self.array.ndim
+
+    @property
+    def dtype(self):
+        return self.array.dtype
+
+    @property
+    def size(self) -> int:
+        return self.array.size
+
+    @property
+    def device(self) -> str:
+        """'cpu' or 'cuda:N'."""
+        return backend.device_of(self.array)
+
+    @property
+    def on_gpu(self) -> bool:
+        return backend.is_cupy_array(self.array)
+
+    def __len__(self) -> int:
+        return len(self.array)
+
+    # ----------------------------------------------------------------- backward
+    def backward(self, grad=None, retain_graph: bool = False) -> None:
+        """Differentiate this tensor with respect to every tensor it was computed from.
+
+        Sets ``.grad`` on leaves that require it (accumulating if already set) and on tensors
+        that called ``retain_grad()``, and runs their post-accumulate hooks as soon as that
+        gradient is final (``register_post_accumulate_grad_hook``). A non-scalar output is
+        seeded with a gradient of ones. The graph is freed afterwards unless
+        ``retain_graph=True``.
+        """
+        checks.boolean("backward", "retain_graph", retain_graph)
+        if not is_float(self.dtype):
+            raise TypeError(
+                f"backward: cannot differentiate a tensor of dtype {self.dtype} "
+                f"(shape {self.shape}); only floating tensors have gradients."
+            )
+        if not self.requires_grad:
+            raise RuntimeError(
+                f"backward: tensor {self.name or ''} (shape {self.shape}) does not require "
+                "grad: none of its inputs require grad, or it was made under no_grad()."
+            )
+        xp = self.xp
+        if grad is None:
+            grad = xp.ones_like(self.array)
+        else:
+            grad = grad.array if isinstance(grad, Node) else xp.asarray(grad)
+            if grad.shape != self.shape:
+                raise ValueError(
+                    f"backward: gradient shape {grad.shape} does not match tensor shape "
+                    f"{self.shape}"
+                )
+            if grad.dtype != self.dtype:
+                grad = grad.astype(self.dtype)
+
+        grads = {id(self): grad}
+        # ids of the memory handed out as .grad, so that no two tensors' gradients share it
+        # (an optimiser may scale one in place); views count as their base array
+        assigned = set()
+        for node in reversed(self._topological_order()):
+            g = grads.pop(id(node), None)
+            if g is None:
+                continue
+            args = node.args
+            if args is _FREED:
+                raise RuntimeError(
+                    f"backward: the graph through {node.name or 'a tensor'} (shape "
+                    f"{node.shape}) was freed by an earlier backward(); pass "
+                    "retain_graph=True to that call to differentiate through it again"
+                )
+            if args is None or node._retain_grad:
+                base = g.base if g.base is not None else g
+                if args is not None or id(base) in assigned:
+                    # a copy: a retained gradient must not alias the one that flows on
+                    node._accumulate_grad(g.copy())
+                else:
+                    assigned.add(id(base))
+                    node._accumulate_grad(g)
+                if node._grad_hooks:  # every path into node is summed: its .grad is final
+                    for hook in node._grad_hooks:
+                        hook(node)
+                if args is None:
+                    continue
+            for arg, back_fn in zip(args, node.back_fns):
+                if not arg.requires_grad:
+                    continue
+                g_arg = back_fn(g)
+                if isinstance(g_arg, Node):  # tolerate a back_fn that wraps its result
+                    g_arg = g_arg.array
+                array = arg.array
+                if g_arg.shape != array.shape:
+                    raise RuntimeError(
+                        f"backward of {node.name}: gradient for input of shape {array.shape} "
+                        f"came back with shape {g_arg.shape}"
+                    )
+                if g_arg.dtype is not array.dtype and g_arg.dtype != array.dtype:
+                    g_arg = g_arg.astype(array.dtype)
+                key = id(arg)
+                previous = grads.get(key)
+                # out of place: never write into an array another tensor may own
+                grads[key] = g_arg if previous is None else add_arrays(previous, g_arg)
+            if not retain_graph:
+                node.args, node.back_fns = _FREED, None
+
+    def _topological_order(self) -> list["Node"]:
+        """Tensors reachable from self that require grad, every input before its outputs.
+
+        An iterative depth-first post-order (no recursion limit). A node is marked visited
+        when it is expanded, not when it is pushed: marking on push would let a node that is
+        reached both directly and through another input be emitted before that input, so the
+        gradient arriving through the other path would be lost.
+
+        An op's leaf inputs (parameters) are expanded after its other inputs, so in the
+        reversed order a leaf comes right after its last user rather than after the whole
+        graph below it: backward finalises its gradient, and runs its hooks, as early as it
+        can (data parallelism overlaps its reduction with the rest of backward). Leaves have
+        no inputs, so this leaves the order of every other tensor, and every sum, unchanged.
+        """
+        order, visited = [], set()
+        stack = [(self, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if expanded:
+                order.append(node)
+                continue
+            key = id(node)
+            if key in visited:
+                continue
+            visited.add(key)
+            stack.append((node, True))
+            args = node.args
+            if args:
+                below = len(stack)  # leaves go under the other inputs: expanded last
+                for arg in args:
+                    if arg.requires_grad and id(arg) not in visited:
+                        if arg.args is None:
+                            stack.insert(below, (arg, False))
+                        else:
+                            stack.append((arg, False))
+        return order
+
+    def _accumulate_grad(self, g) -> None:
+        if self.grad is None:
+            if not _writeable(g):  # e.g. a broadcast view from sum's backward: give an owned copy
+                g = g.copy()
+            self.grad = self.new(g, requires_grad=False)
+        else:
+            self.grad = self.new(add_arrays(self.grad.array, g), requires_grad=False)
+
+    def register_post_accumulate_grad_hook(self, hook: Callable[["Node"], None]):
+        """Call ``hook(self)`` whenever backward has accumulated this tensor's gradient into
+        ``.grad`` (a leaf, or a tensor that retains its gradient), which is then final for
+        that backward pass, while backward goes on with the rest of the graph.
+
+        Data parallelism starts averaging a parameter's gradient over processes here, as
+        torch's hook of the same name lets DDP do. A hook must not change the graph; it may
+        read ``.grad``. Returns a handle whose ``remove()`` unregisters the hook. Hooks are
+        not pickled or copied with the tensor.
+        """
+        if self._grad_hooks is None:
+            self._grad_hooks = []
+        self._grad_hooks.append(hook)
+        return _HookHandle(self, hook)
+
+    def retain_grad(self) -> "Node":
+        """Keep this (non-leaf) tensor's gradient in ``.grad`` after backward."""
+        self._retain_grad = True
+        return self
+
+    def zero_grad(self) -> "Node":
+        """Forget the gradient (and any graph hanging off this tensor)."""
+        self.grad = None
+        self.args = self.back_fns = None
+        return self
+
+    def detach(self) -> "Node":
+        """The same data with no graph and no gradient (shares memory)."""
+        return self.new(self.array, requires_grad=False, is_batched=self.is_batched, name=self.name)
+
+    # ----------------------------------------------------------------- devices
+    def to_gpu(self, device: int = 0) -> "Node":
+        """Move this tensor's data (and gradient) to GPU ``device`` in place; returns self."""
+        checks.non_negative_int("Tensor.to_gpu", "device", device)
+        self.array = backend.to_device_array(self.array, device)
+        if self.grad is not None:
+            self.grad.to_gpu(device)
+        return self
+
+    def from_gpu(self) -> "Node":
+        """Move this tensor's data (and gradient) to host memory in place; returns self."""
+        self.array = backend.to_host_array(self.array)
+        if self.grad is not None:
+            self.grad.from_gpu()
+        return self
+
+    def to(self, device) -> "Node":
+        """This tensor on ``device`` ("cpu", "gpu", "cuda", "cuda:N" or a GPU index N).
+
+        As ``torch.Tensor.to``: returns ``self`` when it is already there, else a new tensor
+        holding a copy, whose backward moves the gradient back to this tensor's device. Unlike
+        ``to_gpu()``/``from_gpu()``, which move this tensor's own data in place (and are how
+        a model's parameters move), the original is left where it is.
+        """
+        index = parse_device(device, "Tensor.to")
+        here = self.array.device.id if self.on_gpu else None
+        if index == here:
+            return self
+        return self.new(
+            _move(self.array, index),
+            args=(self,),
+            back_fns=(lambda grad: _move(grad, here),),
+            name=self.name,
+            is_batched=self.is_batched,
+        )
+
+    def cpu(self) -> "Node":
+        """This tensor in host memory (``self`` if it is there already); see ``to``."""
+        return self.to("cpu")
+
+    def cuda(self, device: int = 0) -> "Node":
+        """This tensor on GPU ``device`` (``self`` if it is there already); see ``to``."""
+        return self.to(device)
+
+    # reading a value back runs the read-back hooks (deferred range checks raise there)
+    def numpy(self) -> np.ndarray:
+        """The data as a numpy array (copied from the GPU if needed)."""
+        _before_read_back()
+        return backend.to_host_array(self.array)
+
+    def item(self):
+        """The value of a one-element tensor as a Python number."""
+        _before_read_back()
+        return self.array.item()
+
+    # ----------------------------------------------------------------- batching
+    def to_batched(self) -> "Node":
+        """Mark the first axis as a batch axis (in place); returns self."""
+        self.is_batched = True
+        return self
+
+    def from_batched(self) -> "Node":
+        """Unmark the batch axis (in place); returns self."""
+        self.is_batched = False
+        return self
+
+    # ----------------------------------------------------------------- comparisons
+    def close_to(self, other, rtol: float = 1e-4, atol: float = 1e-5, equal_nan=False) -> bool:
+        """Whether every element is close to ``other`` (a Tensor, array or number)."""
+        other = other.array if isinstance(other, Node) else other
+        return bool(self.xp.allclose(self.array, other, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ValueError(
+                f"bool(Tensor) of shape {self.shape} is ambiguous; use .close_to(), "
+                ".array.all() or .array.any()"
+            )
+        return bool(self.array)
+
+    def __float__(self) -> float:
+        _before_read_back()
+        return float(self.array)
+
+    def __int__(self) -> int:
+        _before_read_back()
+        return int(self.array)
+
+    def __format__(self, spec: str) -> str:
+        return format(self.item(), spec) if spec and self.size == 1 else str(self)
+
+    def __array__(self, dtype=None, copy=None):
+        array = self.numpy()
+        return array if dtype is None else array.astype(dtype)
+
+    def __repr__(self) -> str:
+        body = str(self.array)
+        return f"Tensor({body}, name={self.name})" if self.name else f"Tensor({body})"
+
+    __str__ = __repr__
+    __hash__ = object.__hash__  # == is elementwise, identity hashing keeps dicts working
+
+    def __getstate__(self):
+        # the graph and gradients are transient: pickles hold data only (on the host)
+        return {
+            "array": backend.to_host_array(self.array),
+            "requires_grad": self.requires_grad,
+            "name": self.name,
+            "is_batched": self.is_batched,
+        }
+
+    def __setstate__(self, state):
+        self.array = state["array"]
+        self.requires_grad = state["requires_grad"]
+        self.name = state["name"]
+        self.is_batched = state["is_batched"]
+        self.args = self.back_fns = self.grad = None
+        self._retain_grad = False
+        self._grad_hooks = None
+
+
+class _HookHandle:
+    """What ``register_post_accumulate_grad_hook`` returns: ``remove()`` unregisters the hook."""
+
+    def __init__(self, tensor: Node, hook):
+        self.tensor, self.hook = tensor, hook
+
+    def remove(self) -> None:
+        hooks = self.tensor._grad_hooks
+        if hooks is not None and self.hook in hooks:
+            hooks.remove(self.hook)
+
+
+def _writeable(array) -> bool:
+    """False for read-only numpy views and for views that repeat memory (stride 0)."""
+    if isinstance(array, np.ndarray):
+        return array.flags.writeable
+    return array.size <= 1 or 0 not in array.strides
+
+
+def _numeric_array(data, dtype=None) -> np.ndarray:
+    """``data`` (a number, nested lists, a numpy scalar...) as a numpy array of ``dtype``.
+
+    Numbers and nested lists become float32 (the default float), booleans stay boolean and
+    numpy scalars keep their dtype, unless ``dtype`` says otherwise. Data that is not numeric
+    (None, strings, objects) or ragged raises instead of becoming NaN or an object array.
+    """
+    if data is None:
+        raise TypeError("Tensor: cannot make a tensor from None; expected numbers or an array")
+    try:
+        array = np.asarray(data)
+    except ValueError as error:  # ragged nested lists
+        raise ValueError(f"Tensor: data is not a rectangular array of numbers: {error}") from None
+    if array.dtype.kind not in "biuf" and not is_float(array.dtype):  # bfloat16 is kind 'V'
+        raise TypeError(
+            f"Tensor: expected numbers, got {type(data).__name__} data of numpy dtype "
+            f"{array.dtype} (None, strings or complex numbers?): {_preview(data)}"
+        )
+    if dtype is None:
+        if isinstance(data, np.generic) or array.dtype == bool:
+            return array
+        dtype = backend.DEFAULT_FLOAT
+    return array.astype(numeric_dtype(dtype), copy=False)
+
+
+def numeric_dtype(dtype, op: str = "Tensor") -> np.dtype:
+    """``dtype`` as a numpy dtype of numbers (bool, int, float); anything else raises,
+    naming ``op``."""
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{op}: {dtype!r} is not a dtype") from None
+    if dtype.kind not in "biuf" and not is_float(dtype):
+        raise TypeError(f"{op}: dtype must be a boolean, integer or float dtype, got {dtype}")
+    return dtype
+
+
+def _move(array, device: int | None):
+    """``array`` copied to GPU ``device``, or to the host for None."""
+    if device is None:
+        return backend.to_host_array(array)
+    return backend.to_device_array(array, device)
+
+
+def _preview(data) -> str:
+    text = repr(data)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def parse_device(device, op: str = "device") -> int | None:
+    """The GPU index named by ``device``, or None for the CPU.
+
+    Accepts "cpu", "gpu" and "cuda" (GPU 0), "cuda:N" or "gpu:N", and an integer N (GPU N).
+    """
+    if isinstance(device, str):
+        name, _, number = device.strip().lower().partition(":")
+        if name == "cpu" and not number:
+            return None
+        if name in ("cuda", "gpu"):
+            if not number:
+                return 0
+            if number.isdigit():
+                return int(number)
+    elif not isinstance(device, bool):
+        try:
+            index = operator.index(device)
+        except TypeError:
+            pass
+        else:
+            if index >= 0:
+                return index
+    error = ValueError if isinstance(device, str) or checks.is_integer(device) else TypeError
+    checks.fail(op, "device", "'cpu', 'gpu', 'cuda', 'cuda:N' or a GPU index >= 0", device, error)
