@@ -19,16 +19,13 @@ setting (learning rate, weight decay, betas, ...) is checked whenever it is set,
 constructor or later: a NaN learning rate raises at once instead of ruining the weights.
 """
 
+import math
 from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from tricycle import backend, checks
-from tricycle.backends import cuda as kernels
-from tricycle.backends.cuda.optimiser import adam_corrections, adam_state
-from tricycle.blocking import for_each_block, row_blocks
+from tricycle import backend, checks, dispatch
 from tricycle.tensor import Tensor
-from tricycle.threads import run_blocks
 
 
 def named_parameters(parameters) -> list[tuple[str, Tensor]]:
@@ -233,78 +230,65 @@ class StochasticGradientDescent(Optimiser):
 SGD = StochasticGradientDescent
 
 
-def _adam_update(xp, w, grad, state, lr, beta1, beta2, eps, decay=0.0) -> None:
-    """One Adam step on w in place; state holds exp_avg, exp_avg_sq and step (``adam_state``).
+def adam_state(xp, w, state: dict) -> int:
+    """Advance one parameter's Adam state by a step and return that step t (1 at first).
 
-    w *= 1 - lr * decay (decoupled weight decay, AdamW);  m = b1 m + (1 - b1) g;
-    v = b2 v + (1 - b2) g^2;  w -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
-    On numpy the parameter is walked in cache-sized blocks spread over the cores.
+    The state holds ``exp_avg`` and ``exp_avg_sq`` (the moments m and v, zeros like ``w`` on
+    its device, made on the first step) and ``step``, the parameter's own count for the bias
+    corrections, as torch.optim keeps it.
     """
-    if kernels.adam_enabled(w, grad):  # one fused CUDA kernel (tricycle/backends/cuda/adamw.cu)
-        return kernels.adam_update(xp, w, grad, state, lr, beta1, beta2, eps, decay)
-    constants = _adam_step_constants(xp, w, state, lr, beta1, beta2, eps, decay)
-    arrays = (w, grad, state["exp_avg"], state["exp_avg_sq"])
-    if not w.flags.c_contiguous:  # reshape(-1) would copy: update the whole arrays at once
-        _adam_block(xp, *arrays, *constants)
-        return
-    flats = [a.reshape(-1) for a in arrays]  # views we may write through (grad: read only)
-    for_each_block(xp, w.size, 1, lambda rows: _adam_block(xp, *(a[rows] for a in flats),
-                                                            *constants))  # fmt: skip
+    if "exp_avg" not in state:
+        state["exp_avg"], state["exp_avg_sq"], state["step"] = xp.zeros_like(w), xp.zeros_like(w), 0
+    state["step"] += 1
+    return state["step"]
 
 
-def _adam_update_many(items, lr, beta1, beta2, eps, grad_multiplier: float = 1.0) -> None:
-    """``_adam_update`` of many numpy parameters, ``items`` [(w, grad, state, decay)], with
-    all their blocks handed to the thread pool at once: one dispatch per step instead of one
-    per parameter, and small parameters (biases, gains) share the cores with large ones.
-    ``grad_multiplier`` c scales the gradients inside the step: m takes (1 - b1) c g and v
-    takes (1 - b2) c^2 g^2."""
-    tasks = []
-    for w, grad, state, decay in items:
-        constants = _adam_step_constants(np, w, state, lr, beta1, beta2, eps, decay,
-                                         grad_multiplier)  # fmt: skip
-        flats = [a.reshape(-1) for a in (w, grad, state["exp_avg"], state["exp_avg_sq"])]
-        tasks += [(flats, rows, constants) for rows in row_blocks(np, w.size, 1)]
-    run_blocks(lambda task: _adam_block(np, *(a[task[1]] for a in task[0]), *task[2]), tasks)
+def adam_step(xp, w, grad, m, v, beta1, beta2, eps, decay, lr, step, grad_multiplier=1.0):
+    """One AdamW step on w, m and v in place, with c = ``grad_multiplier`` and t = ``step``:
+
+        w *= 1 - lr * decay                        (decoupled weight decay; 0 for Adam)
+        m  = b1 m + (1 - b1) c g                    v = b2 v + (1 - b2) c^2 g^2
+        w -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+
+    The bias corrections are computed in float64 on the host, as torch does.
+    """
+    step_size = lr / (1.0 - beta1**step)
+    inv_correction2 = 1.0 / math.sqrt(1.0 - beta2**step)
+    g = grad if grad_multiplier == 1.0 else grad * grad_multiplier
+    if decay:
+        w *= 1.0 - lr * decay
+    m *= beta1
+    m += (1.0 - beta1) * g
+    v *= beta2
+    v += (1.0 - beta2) * (g * g)
+    w -= step_size * m / (xp.sqrt(v) * inv_correction2 + eps)
 
 
-def _adam_step_constants(xp, w, state, lr, beta1, beta2, eps, decay, grad_multiplier=1.0):
-    """Advance the state by a step (``adam_state``) and return the step's constants for
-    ``_adam_block``."""
-    step_size, inv_correction2 = adam_corrections(lr, beta1, beta2, adam_state(xp, w, state))
-    gains = (1.0 - beta1) * grad_multiplier, (1.0 - beta2) * grad_multiplier**2
-    return beta1, beta2, *gains, eps, 1.0 - lr * decay, step_size, inv_correction2
+def _adam_update(xp, w, grad, state, lr, beta1, beta2, eps, decay=0.0, grad_multiplier=1.0):
+    """One Adam step on parameter ``w`` with its ``state``: the state advanced, then
+    ``adam_step`` (or the kernel registered as "adam_step": one loop over the elements)."""
+    t = adam_state(xp, w, state)
+    m, v = state["exp_avg"], state["exp_avg_sq"]
+    step = dispatch.choose("adam_step", adam_step, w, grad, m, v)
+    step(xp, w, grad, m, v, beta1, beta2, eps, decay, lr, t, grad_multiplier)
 
 
-def _adam_block(xp, wb, gb, mb, vb, beta1, beta2, gain1, gain2, eps, shrink, step_size,
-                inv_correction2):  # fmt: skip
-    """The Adam step on one block of a parameter (w, grad, m, v), in place; ``gain1`` and
-    ``gain2`` are (1 - b1) and (1 - b2) times the gradient's multiplier and its square."""
-    if shrink != 1.0:
-        wb *= shrink
-    tmp = xp.multiply(gb, gain1, dtype=wb.dtype)  # the one temporary
-    mb *= beta1
-    mb += tmp
-    xp.multiply(gb, gb, out=tmp)
-    tmp *= gain2
-    vb *= beta2
-    vb += tmp
-    xp.sqrt(vb, out=tmp)
-    tmp *= inv_correction2
-    tmp += eps
-    xp.divide(mb, tmp, out=tmp)
-    tmp *= step_size
-    wb -= tmp
+def adam_update_all(named, states, hyperparameters, decays, grad_multiplier=None) -> bool:
+    """One Adam/AdamW update of every parameter in ``named`` [(name, Tensor)], with one state
+    dict and one decoupled decay each and ``hyperparameters()`` -> (lr, beta1, beta2, eps);
+    ``grad_multiplier`` scales every gradient inside the step (clipping, loss scaling).
 
-
-def _numpy_contiguous(param: Tensor) -> bool:
-    """A C-contiguous numpy parameter with a numpy gradient of its shape."""
-    grad = param.grad.array
-    return (
-        isinstance(param.array, np.ndarray)
-        and isinstance(grad, np.ndarray)
-        and param.array.flags.c_contiguous
-        and grad.shape == param.shape
-    )
+    The reference: ``_adam_update`` per parameter. A kernel registered as "adam_update_all"
+    (the CUDA backend's multi-tensor launch) may do all at once. Returns False, having done
+    nothing, where it does not apply (a multiplier left on a device, for this reference).
+    """
+    if grad_multiplier is not None and not isinstance(grad_multiplier, (int, float)):
+        return False
+    lr, beta1, beta2, eps = hyperparameters()
+    multiplier = 1.0 if grad_multiplier is None else float(grad_multiplier)
+    for (_, p), state, decay in zip(named, states, decays):
+        _adam_update(p.xp, p.array, p.grad.array, state, lr, beta1, beta2, eps, decay, multiplier)
+    return True
 
 
 class Adam(Optimiser):
@@ -349,25 +333,18 @@ class Adam(Optimiser):
 
     def fused_update(self, named: list, grad_multiplier=None) -> bool:
         """Adam and AdamW over all parameters at once, with the same state and math as
-        ``update_parameter``: on float32 cupy parameters one multi-tensor kernel launch
-        (``kernels.optimiser_update``); on C-contiguous numpy parameters one batch of blocks
-        for the thread pool (``_adam_update_many``). Subclasses, whose update may differ, and
+        ``update_parameter`` (``adam_update_all``, or the kernel registered for it: on float32
+        cupy parameters one multi-tensor launch). Subclasses, whose update may differ, and
         Adam's L2 decay keep the plain path."""
         if not self.fuses():
             return False
+        if not named:
+            return True
         decays = [self.decoupled_decay(name, p) for name, p in named]
         states = [self.state_of(name, p) for name, p in named]
-        if kernels.optimiser_update(named, states, self.hyperparameters, decays, grad_multiplier):
-            return True
-        lr, (beta1, beta2) = float(self.learning_rate), self.betas
-        host_multiplier = grad_multiplier is None or isinstance(grad_multiplier, (int, float))
-        if not host_multiplier or not all(_numpy_contiguous(p) for _, p in named):
-            return False
-        items = [(p.array, p.grad.array, state, decay)
-                 for (_, p), state, decay in zip(named, states, decays)]  # fmt: skip
-        multiplier = 1.0 if grad_multiplier is None else float(grad_multiplier)
-        _adam_update_many(items, lr, beta1, beta2, self.eps, multiplier)
-        return True
+        arrays = [a for _, p in named for a in (p.array, p.grad.array)]
+        update = dispatch.choose("adam_update_all", adam_update_all, *arrays)
+        return update(named, states, self.hyperparameters, decays, grad_multiplier)
 
 
 def decay_matrices(name: str, param: Tensor) -> bool:
@@ -429,15 +406,15 @@ def global_norm(arrays):
     One accumulation rule everywhere: each array's sum of squares is accumulated in float32
     (float64 when any array is float64) and the sums are added in the same precision; BLAS
     does it on the CPU, and on a GPU the kernel's block sums do it for float32 arrays
-    (``kernels.clip_multiplier``).
+    (the kernel registered as "global_norm").
     """
     if not arrays:
         return np.zeros((), dtype=np.float32)
     xp = backend.array_module(arrays[0])
-    if kernels.enabled(*arrays) and all(
-        a.dtype == np.float32 and a.flags.c_contiguous for a in arrays
-    ):  # the kernel's own float32 block sums
-        return kernels.clip_multiplier(xp, arrays)[0]
+    return dispatch.choose("global_norm", _global_norm, *arrays)(xp, arrays)
+
+
+def _global_norm(xp, arrays):
     dtype = np.float64 if any(a.dtype == np.float64 for a in arrays) else np.float32
     squares = xp.zeros((), dtype=dtype)
     for a in arrays:

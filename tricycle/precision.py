@@ -38,8 +38,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from tricycle import backend, capture, checks
-from tricycle.backends import cuda as kernels
+from tricycle import backend, capture, checks, dispatch
 from tricycle.optimisers import clip_factor, global_norm, grad_norm, named_parameters
 from tricycle.tensor import Tensor, is_float
 
@@ -95,29 +94,37 @@ def cast(x, dtype):
 
 def cast_all(tensors: list, dtype) -> list:
     """``[cast(t, dtype) for t in tensors]`` for float32 Tensors: on a GPU one kernel casts
-    them all (``kernels.multi_cast``: views into one 16-bit buffer) instead of one launch
+    them all (the CUDA backend: views into one 16-bit buffer) instead of one launch
     each. Tensors already in ``dtype`` or not floating pass through, as in ``cast``."""
     dtype = np.dtype(dtype)
     todo = [t for t in tensors if t.dtype != dtype and is_floating(t.dtype)]
+    if not todo:
+        return list(tensors)
     arrays = [t.array for t in todo]
-    if not kernels.multi_cast_enabled(arrays, dtype):
-        casts = {id(t): cast(t, dtype) for t in todo}
-        return [casts.get(id(t), t) for t in tensors]
-    casts = {id(t): _cast_node(t, a) for t, a in zip(todo, kernels.multi_cast(arrays, dtype))}
+    cast_many = dispatch.choose("cast_arrays", cast_arrays, *arrays)
+    casts = {id(t): _cast_node(t, a) for t, a in zip(todo, cast_many(arrays, dtype))}
     return [casts.get(id(t), t) for t in tensors]
+
+
+def cast_arrays(arrays: list, dtype) -> list:
+    """Every array in ``dtype``: the reference of the CUDA backend's one-launch cast."""
+    return [a.astype(dtype) for a in arrays]
+
+
+def widen(grad, dtype):
+    """A gradient back in its parameter's ``dtype`` (16-bit to float32)."""
+    return grad.astype(dtype, copy=False)
 
 
 def _cast_node(x: Tensor, array) -> Tensor:
     """The graph node of a cast of ``x`` whose result is ``array``: its gradient goes back to
-    x's own dtype (on a GPU, 16-bit to float32 by ``kernels.widen``: every parameter's
+    x's own dtype (on a GPU, 16-bit to float32 by one kernel: every parameter's
     gradient takes this way at every mixed-precision step, and the kernel costs the host
     less than an astype)."""
     source = x.dtype
 
     def back_fn(grad):
-        if source == np.float32 and kernels.widen_enabled(grad):
-            return kernels.widen(grad)
-        return grad.astype(source, copy=False)
+        return dispatch.choose("widen", widen, grad)(grad, source)
 
     return Tensor(array, args=(x,), back_fns=(back_fn,), name="cast")
 
@@ -230,13 +237,8 @@ class GradScaler:
         if not grads:
             return None, None
         xp = self._state(grads[0])
-        if _kernel_path(grads):
-            norm, multiplier = kernels.clip_multiplier(xp, grads, max_norm, self._scale)
-        else:
-            inv_scale = 1.0 / self._scale
-            norm = global_norm(grads) * inv_scale
-            clip = xp.minimum(1.0, max_norm / (norm + 1e-6)) if max_norm > 0 else 1.0
-            multiplier = xp.where(xp.isfinite(norm), inv_scale * clip, np.nan)
+        norm_and_multiplier = dispatch.choose("clip_multiplier", clip_multiplier, *grads)
+        norm, multiplier = norm_and_multiplier(xp, grads, max_norm, self._scale)
         found_inf = ~xp.isfinite(multiplier)
         for g in grads:
             g *= multiplier.astype(g.dtype)  # NaN on overflow: the step is skipped anyway
@@ -285,12 +287,15 @@ class GradScaler:
         )
 
 
-def _kernel_path(grads) -> bool:
-    if not backend.is_cupy_array(grads[0]):
-        return False
-    return kernels.enabled(*grads) and all(
-        g.dtype == np.float32 and g.flags.c_contiguous for g in grads
-    )
+def clip_multiplier(xp, grads, max_norm: float = 0.0, loss_scale=None):
+    """The gradients' global norm, unscaled, and the multiplier that unscales and clips them:
+    norm = ||grads|| / s, multiplier = min(1, max_norm / (norm + 1e-6)) / s (no clipping when
+    ``max_norm`` <= 0), or NaN when the norm is not finite (the update is then skipped).
+    ``loss_scale`` s: None (1) or a number or 0-d array. Both results are 0-d arrays."""
+    inv_scale = 1.0 if loss_scale is None else 1.0 / loss_scale
+    norm = global_norm(grads) * inv_scale
+    clip = xp.minimum(1.0, max_norm / (norm + 1e-6)) if max_norm > 0 else 1.0
+    return norm, xp.where(xp.isfinite(norm), inv_scale * clip, np.nan)
 
 
 # ====================================================================== the policy
@@ -379,9 +384,8 @@ class Precision:
         same numbers as through a float32 copy, without the copy and its float32 gradient
         (at GPT-2's 16 x 1024 x 50304 logits, 3.3 GB each and ~5 ms of memory traffic a step).
         """
-        if kernels.enabled(x.array if isinstance(x, Tensor) else x):
-            return x
-        return cast(x, self.param_dtype)
+        array = x.array if isinstance(x, Tensor) else x
+        return dispatch.choose("cast_output", cast, array)(x, self.param_dtype)
 
     # ------------------------------------------------------------------ backward and update
     def backward(self, loss: Tensor) -> None:
@@ -410,10 +414,11 @@ class Precision:
             _zero_grads(named)
             return StepResult(None, False)
         scale = None if self.scaler is None else self.scaler.scale_array(grads[0])
-        device_norm = None  # the unscaled norm, where the kernels computed it
-        if _kernel_path(grads):
+        device_norm = None  # the unscaled norm, where a kernel computed it on the device
+        on_device = dispatch.choose("clip_multiplier", None, *grads)  # only where one is
+        if on_device is not None:
             xp = backend.array_module(grads[0])
-            device_norm, multiplier = kernels.clip_multiplier(xp, grads, max_norm, scale)
+            device_norm, multiplier = on_device(xp, grads, max_norm, scale)
             if optimiser.fused_update(named, grad_multiplier=multiplier):
                 skipped = ~xp.isfinite(multiplier)
                 if self.scaler is not None:

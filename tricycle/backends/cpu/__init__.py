@@ -9,3 +9,5 @@ imported and the reference formulas run.
 """
 
 import numba  # noqa: F401 - the dispatch's one line says so when it is missing
+
+from tricycle.backends.cpu import adam  # noqa: E402, F401 - registers its kernels

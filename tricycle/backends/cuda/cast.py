@@ -4,7 +4,7 @@ for the cast of every parameter at every forward (``tricycle.precision.cast_all`
 
 import numpy as np
 
-from tricycle import backend
+from tricycle import backend, dispatch
 from tricycle.backends.cuda.launch import compiled, ctype, elementwise_grid, enabled, float_ctype
 from tricycle.backends.cuda.multi_tensor import block_table, pointer_table
 
@@ -70,3 +70,27 @@ def instantiations() -> list[tuple[str, str, tuple[str, ...]]]:
         for name in ("multi_cast_kernel", "widen_kernel")
         for t in ("half_t", "bf16_t")
     ]
+
+
+HALVES = ("float16", "bfloat16")
+
+
+@dispatch.register("cast_arrays", "cuda", dtypes=("float32",))
+def cast_arrays(arrays: list, dtype) -> list:
+    """``tricycle.precision.cast_arrays``: one launch for all where ``multi_cast`` applies."""
+    if multi_cast_enabled(arrays, dtype):
+        return multi_cast(arrays, dtype)
+    return [a.astype(dtype) for a in arrays]
+
+
+@dispatch.register("widen", "cuda", dtypes=HALVES, applies=widen_enabled)
+def widen_to(grad, dtype):
+    """``tricycle.precision.widen`` for a 16-bit gradient of a float32 parameter."""
+    return widen(grad) if dtype == np.float32 else grad.astype(dtype, copy=False)
+
+
+@dispatch.register("cast_output", "cuda", dtypes=("float32", *HALVES))
+def cast_output(x, dtype):
+    """The logits as they are: the CUDA cross-entropy and softmax kernels read 16-bit inputs
+    and compute in float32, so no float32 copy is needed (``Precision.cast_output``)."""
+    return x

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from tricycle import backend
+from tricycle import backend, dispatch
 from tricycle.backends.cuda import capture
 from tricycle.backends.cuda.launch import adam_enabled, compiled, contiguous, elementwise_grid
 from tricycle.backends.cuda.multi_tensor import block_table, pointer_table
@@ -94,13 +94,21 @@ def adamw_step(
 
 
 def adam_update(xp, w, grad, state, lr, beta1, beta2, eps, decay=0.0) -> None:
-    """Drop-in for ``tricycle.optimisers._adam_update``: same state keys, same math (including
-    the decoupled decay ``w *= 1 - lr * decay``), one kernel.
+    """One Adam step of a parameter with its state (same keys as ``tricycle.optimisers``),
+    including the decoupled decay ``w *= 1 - lr * decay``, as one kernel.
 
     Dispatch with ``adam_enabled(w, grad)`` (float32, contiguous w).
     """
     t = adam_state(backend.cupy(), w, state)
     adamw_step(xp, w, grad, state["exp_avg"], state["exp_avg_sq"], lr, beta1, beta2, eps, t, decay)
+
+
+@dispatch.register("adam_step", "cuda", applies=lambda w, grad, *moments: adam_enabled(w, grad))
+def adam_step(xp, w, grad, m, v, beta1, beta2, eps, decay, lr, step, grad_multiplier=1.0):
+    """``tricycle.optimisers.adam_step`` as one kernel (float32, contiguous w)."""
+    if grad_multiplier != 1.0:
+        grad = grad * grad_multiplier
+    adamw_step(xp, w, grad, m, v, lr, beta1, beta2, eps, step, decay)
 
 
 def _check_multi(name: str, *lists) -> None:
@@ -228,3 +236,19 @@ def instantiations() -> list[tuple[str, str, tuple[str, ...]]]:
     """(file, kernel, template args) of every kernel this module may launch."""
     names = ("adamw_kernel", "adamw_multi_kernel", "sumsq_multi_kernel", "clip_multiplier_kernel")
     return [("adamw.cu", name, ()) for name in names]
+
+
+def _all_float32(*arrays) -> bool:
+    return all(a.dtype == np.float32 and a.flags.c_contiguous for a in arrays)
+
+
+dispatch.add("adam_update_all", "cuda", optimiser_update, dtypes=("float32",))
+
+
+@dispatch.register("global_norm", "cuda", dtypes=("float32",), applies=_all_float32)
+def global_norm(xp, arrays):
+    """``tricycle.optimisers.global_norm`` from the kernel's own float32 block sums."""
+    return clip_multiplier(xp, arrays)[0]
+
+
+dispatch.add("clip_multiplier", "cuda", clip_multiplier, dtypes=("float32",), applies=_all_float32)

@@ -1,0 +1,36 @@
+"""AdamW as one loop over a parameter's elements: ``tricycle.optimisers.adam_step``."""
+
+import math
+
+import numba
+import numpy as np
+
+from tricycle import dispatch
+from tricycle.backends.cpu.compile import parallel_jit
+
+
+@parallel_jit
+def adamw_forward(w, g, m, v, beta1, beta2, eps, shrink, step_size, inv_correction2, scale):
+    """One AdamW step over flat arrays, in place on w, m and v."""
+    for i in numba.prange(w.size):
+        gi = g[i] * scale
+        m[i] = beta1 * m[i] + (1.0 - beta1) * gi
+        v[i] = beta2 * v[i] + (1.0 - beta2) * gi * gi
+        w[i] = w[i] * shrink - step_size * m[i] / (math.sqrt(v[i]) * inv_correction2 + eps)
+
+
+def _contiguous(w, grad, m, v, *rest) -> bool:
+    """The loop runs on flat views: w, m and v are written through them."""
+    return w.flags.c_contiguous and m.flags.c_contiguous and v.flags.c_contiguous
+
+
+@dispatch.register("adam_step", "cpu", applies=_contiguous)
+def adam_step(xp, w, grad, m, v, beta1, beta2, eps, decay, lr, step, grad_multiplier=1.0):
+    dtype = w.dtype.type
+    g = np.ascontiguousarray(grad, dtype=w.dtype).reshape(-1)
+    adamw_forward(
+        w.reshape(-1), g, m.reshape(-1), v.reshape(-1),
+        dtype(beta1), dtype(beta2), dtype(eps), dtype(1.0 - lr * decay),
+        dtype(lr / (1.0 - beta1**step)), dtype(1.0 / math.sqrt(1.0 - beta2**step)),
+        dtype(grad_multiplier),
+    )  # fmt: skip
