@@ -39,7 +39,7 @@ from itertools import chain
 import numpy as np
 
 from tricycle import checks
-from tricycle.apps.files import atomic_write
+from tricycle.atomic import atomic_write
 
 # GPT-2's split pattern uses \p{L} and \p{N}, which the stdlib `re` lacks. In `re`, `\w` is
 # letters, digits and "_", so `[^\W\d_]` is "letters" and `[^\s\w]|_` is "everything else that

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from tricycle import checks
-from tricycle.apps.files import atomic_write
+from tricycle.atomic import atomic_write
 from tricycle.tokeniser import (
     GPT2_SPLIT_PATTERN,
     BPETokeniser,

@@ -14,7 +14,7 @@ import urllib.request
 from pathlib import Path
 
 from tricycle import checks
-from tricycle.apps.files import atomic_write
+from tricycle.atomic import atomic_write
 
 _CHUNK_BYTES = 1 << 20
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tricycle.apps.files import atomic_write
+from tricycle.atomic import atomic_write
 from tricycle.backend import to_host_array
 from tricycle.tensor import Tensor
 
