@@ -15,6 +15,7 @@ from helpers import DATA_DIR
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tricycle.bpe import _merge_long, _merge_short
 from tricycle.tokeniser import (
     _ACCELERATE_MIN_CHARS,
     END_OF_TEXT,
@@ -23,8 +24,6 @@ from tricycle.tokeniser import (
     BPETokeniser,
     CharTokeniser,
     StreamDecoder,
-    _merge_long,
-    _merge_short,
     load_tokeniser,
 )
 
