@@ -120,7 +120,8 @@ def main() -> None:
     for m in modules:
         pieces = m.split(".")
         is_package = module_path(root, m).name == "__init__.py"
-        key = "tricycle (top level)" if len(pieces) == 2 and not is_package else ".".join(pieces[:2])
+        top = len(pieces) == 2 and not is_package
+        key = "tricycle (top level)" if top else ".".join(pieces[:2])
         parts.setdefault(key, []).append(m)
     print("\nparts:")
     for key, members in sorted(parts.items()):

@@ -1,12 +1,13 @@
 """2-D matrix products straight through cuBLAS, for Dense layers and 2-D einsums.
 
-``cupy.matmul`` spends 45-80 us of host time per call (argument handling, output allocation,
-compute-type lookups) before cuBLAS runs; a GPT step makes ~100 of them, and at GPT sizes on
-an H100 the step is bound by host time, not by the GPU. ``gemm`` makes one ``cublasGemmEx``
-call through ctypes, on a cuBLAS handle of its own (one per thread and device, with its own
-workspace) bound to CuPy's current stream. CuPy's own cuBLAS bindings refuse to run while a
-stream is being captured into a CUDA graph; cuBLAS itself records into one, given a
-workspace it need not allocate, so these products can be captured (``tricycle.apps.cuda_graph``).
+``cupy.matmul`` spends host time per call (argument handling, output allocation, compute-type
+lookups) before cuBLAS runs; a GPT step makes about a hundred of them, and a step at GPT sizes
+can be bound by host time rather than by the GPU (benchmarks/GPU_NOTES.md). ``gemm`` makes one
+``cublasGemmEx`` call through ctypes, on a cuBLAS handle of its own (one per thread and
+device, with its own workspace) bound to CuPy's current stream. CuPy's own cuBLAS bindings
+refuse to run while a stream is being captured into a CUDA graph; cuBLAS itself records into
+one, given a workspace it need not allocate, so these products can be captured
+(``tricycle.apps.cuda_graph``).
 
 Row-major arrays are column-major transposes, so C = op(A) op(B) (row-major, C (M, N)) is
 computed as C^T = op(B)^T op(A)^T in cuBLAS's column-major terms: the operands swap places

@@ -18,8 +18,8 @@ from tricycle.backends.cuda import capture
 class BlockTable:
     """Device tables for a multi-tensor launch: sizes, block -> (tensor, start), decays."""
 
-    # elements per block: small enough for ~10 blocks per SM at GPT-2 small sizes (65536
-    # elements a block left most SMs idle: 397 us vs 133 us for one flat tensor)
+    # elements per block: small enough for several blocks per SM at GPT-2 small sizes (much
+    # larger blocks left most SMs idle: benchmarks/GPU_NOTES.md)
     chunk = 8192
 
     def __init__(self, cp, sizes: list[int], weight_decays: list[float] | None):
