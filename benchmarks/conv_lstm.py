@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from ops import blas_threads, paired_ratio, race, settled  # noqa: E402 - benchmarks/ops.py
 
-from tricycle.apps.training import tune_cpu_allocator  # noqa: E402
+from tricycle.apps.cpu import tune_cpu_allocator  # noqa: E402
 from tricycle.conv import Conv2d  # noqa: E402
 from tricycle.recurrent import LSTM  # noqa: E402
 from tricycle.tensor import Tensor  # noqa: E402

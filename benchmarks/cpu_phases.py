@@ -23,8 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from harness import CPU_GPT, batches, torch_or_none  # noqa: E402
 
-from tricycle import threads  # noqa: E402
-from tricycle.apps.training import tune_cpu_allocator  # noqa: E402
+from tricycle.apps.cpu import set_cpu_threads, tune_cpu_allocator  # noqa: E402
 from tricycle.configs import GPTConfig  # noqa: E402
 from tricycle.loss import CrossEntropy  # noqa: E402
 from tricycle.models import GPT  # noqa: E402
@@ -107,7 +106,7 @@ def main(argv=None) -> None:
     parser.add_argument("--torch-attention", default="manual", choices=["manual", "sdpa"])
     args = parser.parse_args(argv)
     tune_cpu_allocator()
-    threads.enable(args.threads)
+    set_cpu_threads(args.threads)
     config = GPTConfig(**CPU_GPT)
     data = batches(config, args.warmup + args.steps)
     runners = {"tricycle": tricycle_steps}

@@ -47,8 +47,8 @@ sys.path.insert(0, str(ROOT))
 
 from harness import CPU_GPT, thread_env  # noqa: E402
 
-from tricycle import threads  # noqa: E402
-from tricycle.apps.training import train_step, tune_cpu_allocator  # noqa: E402
+from tricycle.apps.cpu import set_cpu_threads, tune_cpu_allocator  # noqa: E402
+from tricycle.apps.training import train_step  # noqa: E402
 from tricycle.configs import GPTConfig  # noqa: E402
 from tricycle.dataset import CausalLMDataset  # noqa: E402
 from tricycle.models import GPT  # noqa: E402
@@ -98,7 +98,7 @@ def report(times: list[float], tokens: int, world) -> None:
 # ------------------------------------------------------------------ training workers
 def tricycle_worker(args) -> None:
     tune_cpu_allocator()
-    threads.enable()  # $TRICYCLE_THREADS threads (the parent sets it)
+    set_cpu_threads(None)  # $TRICYCLE_THREADS threads (the parent sets it)
     world = distributed.init()
     config = gpt_config(args)
     manual_seed(0)

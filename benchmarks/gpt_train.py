@@ -54,9 +54,9 @@ from harness import (  # noqa: E402
     torch_or_none,
 )
 
-from tricycle import threads  # noqa: E402
+from tricycle.apps.cpu import set_cpu_threads, tune_cpu_allocator  # noqa: E402
 from tricycle.apps.cuda_graph import CapturedStep  # noqa: E402
-from tricycle.apps.training import precision_for, train_step, tune_cpu_allocator  # noqa: E402
+from tricycle.apps.training import precision_for, train_step  # noqa: E402
 from tricycle.backend import cupy  # noqa: E402
 from tricycle.configs import ARCHS, GPTConfig  # noqa: E402
 from tricycle.models import build_model  # noqa: E402
@@ -118,7 +118,7 @@ def tricycle_run(config: GPTConfig, data, args) -> dict:
     timed span (GPU)."""
     gpu = args.device == "gpu"
     if not gpu:
-        threads.enable(args.threads)
+        set_cpu_threads(args.threads)
     manual_seed(0)
     model = build_model(config)
     optimiser = AdamW(learning_rate=1e-3, betas=(config.beta1, config.beta2), weight_decay=0.1)

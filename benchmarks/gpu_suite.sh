@@ -60,7 +60,7 @@ EOF
 
 # Compile (NVRTC) every instantiation once; CuPy's disk cache serves the later processes.
 step "compile all kernels" compile.log 300 $PY -c "
-import time; from tricycle import kernels
+import time; from tricycle.backends import cuda as kernels
 t = time.time(); n = kernels.compile_all(); print(n, 'instantiations in', round(time.time() - t, 1), 's')"
 tail -2 "$OUT/compile.log"
 

@@ -1,22 +1,19 @@
 """Two training processes on one machine: does each keep close to its time alone?
 
     python benchmarks/two_processes.py                  # 40 steps of the gpt_train.py GPT
-    python benchmarks/two_processes.py --steps 10 --repeats 1 --no-share
+    python benchmarks/two_processes.py --steps 10 --repeats 1
 
 Each job is a fresh process that trains benchmarks/gpt_train.py's GPT (B=8, T=128, E=256,
 4 layers, AdamW, clipping at 1.0, float32) for ``--steps`` steps and prints its training time
-(the steps only, not the imports). A round runs one job alone with ``threads.enable()`` (the
-default policy), one alone on one core (``enable(1)`` with ``OPENBLAS_NUM_THREADS=1``: no
-thread of tricycle's or of BLAS's besides the caller), two at once with ``enable()``, and two
-at once on one core each; with ``--no-share`` also two at once with
-``enable(share_machine=False)``,
-the pool as it was before it looked at other processes. It prints the median of each time
-over the rounds and each pair's ratio to the time alone.
+(the steps only, not the imports). A round runs one job alone with the default threads (one
+per core for the compiled kernels and BLAS), one alone on one thread (``TRICYCLE_THREADS=1``),
+two at once with the default threads, and two at once on one thread each. It prints the
+median of each time over the rounds and each pair's ratio to the time alone.
 
 What to expect: two CPU-bound jobs on C cores share them, so on C = 2 cores a job of a pair
-cannot beat its time on one core of its own; "two at once, one core each" measures that floor
-on this machine (memory and cache are shared too), and the default policy (use the cores
-other processes leave free) aims at it. The machine must be otherwise idle while this runs.
+cannot beat its time on one core of its own; "two at once, one thread each" measures that
+floor on this machine (memory and cache are shared too). The machine must be otherwise idle
+while this runs.
 """
 
 import argparse
@@ -33,7 +30,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tricycle import threads  # noqa: E402
+from tricycle.apps.cpu import set_cpu_threads  # noqa: E402
 from tricycle.configs import GPTConfig  # noqa: E402
 from tricycle.loss import CrossEntropy  # noqa: E402
 from tricycle.models import GPT  # noqa: E402
@@ -49,8 +46,7 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=40, help="training steps per job")
     parser.add_argument("--repeats", type=int, default=2, help="rounds (the median counts)")
-    parser.add_argument("--no-share", action="store_true", help="pair with share_machine=False")
-    parser.add_argument("--worker", help=argparse.SUPPRESS)  # "default", "one" or "no-share"
+    parser.add_argument("--worker", help=argparse.SUPPRESS)  # "default" or "one"
     return parser.parse_args(argv)
 
 
@@ -75,17 +71,13 @@ def train(steps: int) -> float:
 
 
 def worker(args) -> None:
-    if args.worker == "one":
-        threads.enable(1)
-    else:
-        threads.enable(share_machine=args.worker != "no-share")
-    seconds = train(args.steps)
-    print(json.dumps({"seconds": seconds, "threads_at_end": threads.count()}))
+    set_cpu_threads(1 if args.worker == "one" else None)
+    print(json.dumps({"seconds": train(args.steps)}))
 
 
 def start(kind: str, steps: int) -> subprocess.Popen:
     command = [sys.executable, __file__, "--worker", kind, "--steps", str(steps)]
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1") if kind == "one" else None  # one core
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1") if kind == "one" else None  # one thread
     return subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     )
@@ -103,11 +95,10 @@ def seconds(processes: list[subprocess.Popen]) -> list[float]:
 
 
 RUNS = {  # name -> (worker kind, jobs at once)
-    "alone, enable()": ("default", 1),
-    "alone, one core": ("one", 1),
-    "two at once, enable()": ("default", 2),
-    "two at once, one core each": ("one", 2),
-    "two at once, share_machine=False": ("no-share", 2),
+    "alone, default threads": ("default", 1),
+    "alone, one thread": ("one", 1),
+    "two at once, default threads": ("default", 2),
+    "two at once, one thread each": ("one", 2),
 }
 
 
@@ -116,22 +107,22 @@ def main(argv=None) -> None:
     if args.worker:
         worker(args)
         return
-    names = [name for name in RUNS if args.no_share or "share_machine" not in name]
+    names = list(RUNS)
     times: dict[str, list[list[float]]] = {name: [] for name in names}
     for _ in range(args.repeats):
         for name in names:
             kind, jobs = RUNS[name]
             times[name].append(seconds([start(kind, args.steps) for _ in range(jobs)]))
     medians = {name: [statistics.median(job) for job in zip(*runs)] for name, runs in times.items()}
-    alone = medians["alone, enable()"][0]
+    alone = medians["alone, default threads"][0]
     print(f"GPT {CONFIG}, {args.steps} steps, median of {args.repeats} round(s)")
     for name, jobs in medians.items():
         shown = ", ".join(f"{t:6.2f} s ({t / alone:.2f}x alone)" for t in jobs)
         print(f"  {name:34s} {shown}")
-    worst = max(medians["two at once, enable()"]) / alone
-    floor = max(medians["two at once, one core each"]) / alone
-    print(f"two at once with the default policy: the slower job took {worst:.2f}x its time alone")
-    print(f"(target 1.3x; one core each, the floor on this machine, gives {floor:.2f}x)")
+    worst = max(medians["two at once, default threads"]) / alone
+    floor = max(medians["two at once, one thread each"]) / alone
+    print(f"two at once, default threads: the slower job took {worst:.2f}x its time alone")
+    print(f"(one thread each, the floor on this machine, gives {floor:.2f}x)")
 
 
 if __name__ == "__main__":

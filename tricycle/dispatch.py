@@ -95,7 +95,7 @@ def remove(op: str, device: str) -> None:
 
 
 def device_of(array) -> str:
-    """"cpu" for a numpy array, "cuda" for anything else (a cupy array)."""
+    """ "cpu" for a numpy array, "cuda" for anything else (a cupy array)."""
     return "cpu" if isinstance(array, np.ndarray) else "cuda"
 
 

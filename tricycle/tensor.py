@@ -163,5 +163,3 @@ def to_tensor(
         name=name,
         dtype=numeric_dtype(dtype),
     )
-
-

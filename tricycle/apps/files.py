@@ -24,6 +24,7 @@ try:  # POSIX; the lock needs it (the library targets Linux and macOS)
 except ImportError:  # pragma: no cover - Windows
     fcntl = None
 
+
 def remove_temporaries(directory: str | os.PathLike, names: list[str]) -> list[Path]:
     """Delete the temporaries ``atomic_write`` left in ``directory`` for the files ``names``
     (a writer killed mid-write leaves one); returns what was removed. Call it only while no

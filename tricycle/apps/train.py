@@ -71,7 +71,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from tricycle import backend, threads
+from tricycle import backend
 from tricycle.apps.checkpoint import CheckpointError, atomic_write_text, load_state
 from tricycle.apps.cli import (
     boolean,
@@ -86,15 +86,15 @@ from tricycle.apps.cli import (
     unit_interval,
 )
 from tricycle.apps.corpora import DATASETS, TrainingData, data_differences, load_data
+from tricycle.apps.cpu import cpu_threads, threads_per_process, tune_cpu_allocator
 from tricycle.apps.evaluate import hellaswag_hook, sample_hook, sample_text
 from tricycle.apps.files import DirectoryLocked
 from tricycle.apps.runs import RunDirectory, check_config_fits, tokeniser_sha256, tokeniser_text
-from tricycle.apps.training import TrainingDiverged, gpt_trainer, precision_for, tune_cpu_allocator
+from tricycle.apps.training import TrainingDiverged, gpt_trainer, precision_for
 from tricycle.backend import cupy_available
 from tricycle.blocks import ACTIVATIONS
 from tricycle.capture import CaptureError
 from tricycle.configs import ARCHS, CONFIGS, GPTConfig, get_config
-from tricycle.cpu_share import our_cpus
 from tricycle.parallel import distributed
 from tricycle.random import manual_seed
 from tricycle_datasets.hellaswag import read_examples
@@ -183,9 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
     add("--stop-after", type=positive_int, help="stop (with a checkpoint) after N steps")
     add("--max-seconds", type=positive_float, help="stop (with a checkpoint) after this much "
         "training time")  # fmt: skip
-    add("--threads", type=positive_int, help="CPU threads for BLAS and "
-        "fused ops (default: TRICYCLE_THREADS, else BLAS's, at most 8); fewer while other "
-        "processes keep cores busy")  # fmt: skip
+    add("--threads", type=positive_int, help="CPU threads for the compiled kernels and BLAS "
+        "(default: TRICYCLE_THREADS, else one per core, shared out between the processes "
+        "that mpiexec starts on one machine)")  # fmt: skip
     add("--data-dir", type=Path, help="folder with tinyshakespeare.txt (else $TRICYCLE_DATA_DIR)")
     add("--log-interval", type=positive_int, help="read the loss every N steps (1 CPU, 10 GPU)")
     add("--sample-tokens", type=nonnegative_int, default=200, help="tokens per sample (0: no "
@@ -476,21 +476,12 @@ def _start_run_files(run_dir: RunDirectory, run: dict, tokeniser: str, trainer) 
 
 
 def run(argv=None) -> dict:
-    """Parse ``argv``, start the CPU threads and train; returns the summary (for tests and
-    programs that call the CLI)."""
+    """Parse ``argv``, set the CPU threads for the run and train; returns the summary (for
+    tests and programs that call the CLI)."""
     args = parse_args(argv)
-    # importing the library starts no threads: the program asks for them, for the run only
-    with threads.enabled(_threads_per_process(args.threads, distributed.init())):
+    # importing the library changes no setting: the program asks, for the run only
+    with cpu_threads(threads_per_process(args.threads, distributed.init().local_size)):
         return train(args)
-
-
-def _threads_per_process(n: int | None, world: distributed.World) -> int | None:
-    """``n``; by default (None) the pool's own default, or, when mpiexec started several
-    processes on this machine, its cores shared out between them."""
-    if n is None and world.local_size > 1:
-        cores = len(our_cpus())
-        n = max(1, cores // world.local_size)
-    return n
 
 
 def main(argv=None) -> int:

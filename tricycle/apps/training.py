@@ -47,8 +47,6 @@ non-finite parameter or optimiser moment.
 """
 
 import contextlib
-import ctypes
-import ctypes.util
 import os
 import signal
 import sys
@@ -63,6 +61,7 @@ import numpy as np
 
 from tricycle import backend, capture, checks, deferred
 from tricycle.apps.checkpoint import CheckpointError, load_state, save_pickle, save_state
+from tricycle.apps.cpu import tune_cpu_allocator
 from tricycle.apps.cuda_graph import CapturedStep
 from tricycle.apps.runs import RunDirectory
 from tricycle.apps.step import StepOutput, TrainingDiverged, train_step
@@ -169,23 +168,6 @@ def precision_for(name: str, device: str) -> Precision:
             "bfloat16 matmul; use fp32 or fp16 on the CPU"
         )
     return Precision(name)
-
-
-def tune_cpu_allocator() -> None:
-    """Keep freed memory in the process (glibc), so each step reuses it instead of asking the
-    kernel for fresh zeroed pages: ~10% faster training on CPU. Changes the whole process's
-    malloc, so only scripts call it. A no-op elsewhere than glibc."""
-    libc_name = ctypes.util.find_library("c")
-    if sys.platform != "linux" or libc_name is None:
-        return
-    try:
-        libc = ctypes.CDLL(libc_name)
-        M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3
-        libc.mallopt(M_MMAP_THRESHOLD, 32 << 20)  # glibc's maximum: 32 MiB
-        libc.mallopt(M_TRIM_THRESHOLD, 1 << 30)
-        libc.mallopt(M_TOP_PAD, 256 << 20)
-    except (OSError, AttributeError):
-        pass
 
 
 # ====================================================================== random states

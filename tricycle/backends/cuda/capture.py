@@ -43,6 +43,7 @@ def step_scalars(fn: Callable[[], tuple], dtype=np.float32):
     # may serve the graph's own arrays earlier in the step
     memory = cp.get_default_memory_pool().malloc(host.nbytes)
     device = cp.ndarray(host.shape, dtype=dtype, memptr=memory)
+
     def sink(values):
         _copy_to_device(np.asarray(values, dtype=dtype), device)
 
@@ -85,5 +86,3 @@ def _copy_to_device(host: np.ndarray, device) -> None:
     stream = cp.cuda.get_current_stream().ptr
     kind = cp.cuda.runtime.memcpyHostToDevice
     cp.cuda.runtime.memcpyAsync(device.data.ptr, host.ctypes.data, host.nbytes, kind, stream)
-
-

@@ -1,0 +1,83 @@
+"""The CPU a run uses: how many threads the compiled kernels and BLAS run on, and malloc.
+
+Importing tricycle changes no library setting: a program (the training script, a benchmark)
+asks for these for its run, and ``cpu_threads`` puts BLAS's thread count back when the run
+ends. ``TRICYCLE_THREADS`` (or ``--threads``) is the number for both the kernels of
+``tricycle.backends.cpu`` and numpy's BLAS; several processes started by mpiexec on one
+machine share its cores out between them instead of each taking them all.
+"""
+
+import contextlib
+import ctypes
+import ctypes.util
+import os
+import sys
+from collections.abc import Iterator
+
+from tricycle import dispatch
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity, where the OS tells it)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def threads_per_process(n: int | None, processes_here: int = 1) -> int | None:
+    """``n``, else ``TRICYCLE_THREADS``, else (None: the libraries' own default) unless
+    ``processes_here`` processes share this machine, which then get a share of its cores."""
+    if n is None and os.environ.get("TRICYCLE_THREADS"):
+        n = int(os.environ["TRICYCLE_THREADS"])
+    if n is None and processes_here > 1:
+        n = max(1, available_cores() // processes_here)
+    return n
+
+
+@contextlib.contextmanager
+def cpu_threads(n: int | None) -> Iterator[None]:
+    """Within the block, the CPU kernels and BLAS run on ``n`` threads (None: as they are)."""
+    if n is None:
+        yield
+        return
+    if dispatch.available("cpu"):
+        from tricycle.backends.cpu import set_threads, thread_count  # noqa: PLC0415
+
+        previous = thread_count()
+        set_threads(n)
+    else:
+        previous = None
+    try:
+        from threadpoolctl import threadpool_limits  # noqa: PLC0415
+    except ImportError:  # BLAS keeps its own count
+        limits = contextlib.nullcontext()
+    else:
+        limits = threadpool_limits(limits=n, user_api="blas")
+    try:
+        with limits:
+            yield
+    finally:
+        if previous is not None:
+            set_threads(previous)
+
+
+def tune_cpu_allocator() -> None:
+    """Keep freed memory in the process (glibc), so each step reuses it instead of asking the
+    kernel for fresh zeroed pages (benchmarks/README.md measures it). Changes the whole
+    process's malloc, so only scripts call it. A no-op elsewhere than glibc."""
+    libc_name = ctypes.util.find_library("c")
+    if sys.platform != "linux" or libc_name is None:
+        return
+    try:
+        libc = ctypes.CDLL(libc_name)
+        M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3
+        libc.mallopt(M_MMAP_THRESHOLD, 32 << 20)  # glibc's maximum: 32 MiB
+        libc.mallopt(M_TRIM_THRESHOLD, 1 << 30)
+        libc.mallopt(M_TOP_PAD, 256 << 20)
+    except (OSError, AttributeError):
+        pass
+
+
+def set_cpu_threads(n: int | None) -> None:
+    """``cpu_threads(n)`` for the rest of the process (a benchmark's or a worker's whole run)."""
+    cpu_threads(n).__enter__()
