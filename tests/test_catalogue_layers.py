@@ -7,11 +7,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.helpers import check_grads
+from tests.helpers import check_grads, same_on_host_and
 from tricycle.adaptive_pooling import AdaptiveAvgPool1d, AdaptiveAvgPool2d, adaptive_avg_pool
 from tricycle.conv import AvgPool1d, MaxPool1d, conv
 from tricycle.conv_transpose import ConvTranspose1d, ConvTranspose2d, conv_transpose
 from tricycle.instance_norm import InstanceNorm1d, InstanceNorm2d, instance_norm
+from tricycle.layers import Sequential
 from tricycle.tensor import Tensor, to_tensor
 
 
@@ -303,3 +304,27 @@ def test_1d_pooling_layers_match_torch(ours, theirs):
     torch = pytest.importorskip("torch")
     x = np.random.default_rng(11).permutation(2 * 3 * 9).reshape(2, 3, 9) * 0.1  # no ties
     compare_layer(ours(), theirs(torch), x, rtol=1e-12, atol=1e-12)
+
+
+# ====================================================================== backends
+
+
+def test_layers_on_every_backend(xp):
+    """ConvTranspose2d, InstanceNorm2d (running statistics) and AdaptiveAvgPool2d on the
+    array module of ``xp`` (cupy on a GPU) give the host's outputs and gradients."""
+    model = Sequential(
+        ConvTranspose2d(3, 4, 3, stride=2, padding=1, output_padding=1, groups=1),
+        InstanceNorm2d(4, affine=True, track_running_stats=True),
+        AdaptiveAvgPool2d((3, 2)),
+    )
+    x = randn(2, 3, 5, 4, dtype=np.float32)
+
+    def run(module):
+        out = model(Tensor(module.asarray(x)))
+        (out * out).sum().backward()
+        return out
+
+    for mode in ("train", "eval"):
+        getattr(model, mode)()
+        same_on_host_and(xp, model, run, rtol=1e-4, atol=1e-5)
+        model.from_gpu()

@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.helpers import check_grads
+from tricycle import backend
 from tricycle.functions import LogSoftmax
 from tricycle.loss import (
     L1,
@@ -266,3 +267,31 @@ def test_bad_inputs_raise_errors_that_name_the_loss():
         CosineEmbedding()(Tensor(np.ones(3)), a, a)
     with pytest.raises(ValueError, match="KLDiv: empty input"):
         KLDiv()(np.zeros((0, 2)), Tensor(np.zeros((0, 2))))
+
+
+# ====================================================================== backends
+
+
+def test_losses_on_every_backend(xp):
+    """Every loss on the array module of ``xp`` (cupy on a GPU) gives the host's value and
+    gradients, in float32."""
+    rng = np.random.default_rng(12)
+    pred, target = rng.normal(size=(4, 3)), rng.uniform(size=(4, 3))
+    labels, signs = rng.integers(0, 3, size=4), np.array([1, -1, -1, 1])
+    cases = [
+        (L1(), target, pred), (SmoothL1(0.5), target, pred), (Huber(0.5, "sum"), target, pred),
+        (BCEWithLogits(np.array([1.0, 2.0, 0.5])), target, pred),
+        (NLL(ignore_index=1), labels, log_softmax(pred)),
+        (KLDiv("batchmean"), target / target.sum(-1, keepdims=True), log_softmax(pred)),
+        (lambda y, a: CosineEmbedding(0.1)(y, a, a[::-1] + 0.5), signs, pred),
+    ]  # fmt: skip
+    for loss_fn, y, p in cases:
+        results = []
+        for module in (np, xp):
+            y_t = Tensor(module.asarray(y if y.dtype.kind == "i" else y.astype(np.float32)))
+            p_t = Tensor(module.asarray(p.astype(np.float32)), requires_grad=True)
+            loss = loss_fn(y_t, p_t)
+            loss.backward()
+            results.append([backend.to_host_array(a) for a in (loss.array, p_t.grad.array)])
+        for ours, expected in zip(*results):
+            np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-6)

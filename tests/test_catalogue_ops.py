@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.helpers import check_grads
-from tricycle import ops, reduce
+from tricycle import backend, ops, reduce
 from tricycle.tensor import Tensor, to_tensor
 
 shapes = st.lists(st.integers(1, 5), min_size=1, max_size=3).map(tuple)
@@ -191,3 +191,22 @@ def test_bad_arguments_name_the_op_and_what_was_expected():
         ops.chunk(x, 0)
     with pytest.raises(ValueError, match=r"cumsum: axis must be an integer in \[-2, 2\)"):
         reduce.cumsum(x, axis=-3)
+
+
+# ====================================================================== backends
+
+
+def test_ops_on_every_backend(xp):
+    """sort, argsort, cumsum, chunk and permute on the array module of ``xp`` (cupy on a GPU)
+    give the host's values and gradients, in float32."""
+    x0 = distinct((3, 4, 5)).astype(np.float32)
+    results = []
+    for module in (np, xp):
+        x = Tensor(module.asarray(x0), requires_grad=True)
+        first, second = ops.chunk(ops.permute(x, 2, 0, 1), 2)  # (3, 3, 4) and (2, 3, 4)
+        out = ops.sort(first, axis=1, descending=True).sum(axis=0) * reduce.cumsum(second, 2)
+        out.backward(module.linspace(-1, 1, out.size, dtype=np.float32).reshape(out.shape))
+        ids = ops.argsort(x, axis=0, descending=True).array
+        results.append([backend.to_host_array(a) for a in (out.array, x.grad.array, ids)])
+    for ours, expected in zip(*results):
+        np.testing.assert_allclose(ours, expected, rtol=1e-6, atol=1e-6)
