@@ -219,3 +219,15 @@ class BinaryCrossEntropy:
             back_fns=(d_logits, lambda dloss: z * (-dloss / n)),
             name="binary_cross_entropy",
         )
+
+
+# the rest of the catalogue (BCEWithLogits, NLL, L1, SmoothL1, Huber, KLDiv, CosineEmbedding)
+from tricycle.criteria import (  # noqa: E402, F401
+    L1,
+    NLL,
+    BCEWithLogits,
+    CosineEmbedding,
+    Huber,
+    KLDiv,
+    SmoothL1,
+)

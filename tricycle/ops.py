@@ -1,5 +1,5 @@
-"""Shape and indexing ops: reshape, transpose, squeeze, split, concatenate, stack, repeat,
-indexing, where and masked_fill.
+"""Shape and indexing ops: reshape, transpose, permute, squeeze, split, chunk, concatenate,
+stack, repeat, indexing, where, masked_fill, sort and argsort.
 
 None of these do arithmetic, so each derivative just routes the gradient back to where the
 values came from (and sums where one value went to several places).
@@ -31,23 +31,31 @@ def reshape(x: Tensor, shape: Sequence[int]) -> Tensor:
 
 def transpose(x: Tensor, axes: Sequence[int] | None = None) -> Tensor:
     """Permute the axes (reverse them by default), as numpy.transpose."""
-    xp = x.xp
-    if axes is None:
-        axes = tuple(range(x.ndim))[::-1]
-    else:
-        n = x.ndim
-        kind_ok = isinstance(axes, tuple | list) and all(map(checks.is_integer, axes))
-        if not (
-            kind_ok
-            and all(-n <= a < n for a in axes)
-            and sorted(a % n for a in axes) == list(range(n))
-        ):
-            expected = f"None or a permutation of the axes of shape {x.shape} (or their negatives)"
-            checks.fail("transpose", "axes", expected, axes, ValueError if kind_ok else TypeError)
-        axes = tuple(int(a) % n for a in axes)
-    inverse = tuple(sorted(range(x.ndim), key=axes.__getitem__))
+    return _permuted(x, tuple(range(x.ndim))[::-1] if axes is None else axes, "transpose")
+
+
+def permute(x: Tensor, *axes) -> Tensor:
+    """Permute the axes, as torch.permute: ``permute(x, (2, 0, 1))`` or ``permute(x, 2, 0, 1)``
+    puts axis 2 first; every axis must be named once."""
+    if len(axes) == 1 and not checks.is_integer(axes[0]):
+        axes = axes[0]
+    return _permuted(x, axes, "permute")
+
+
+def _permuted(x: Tensor, axes, op: str) -> Tensor:
+    """x with its axes in the order ``axes``; the gradient goes back by the inverse order."""
+    xp, n = x.xp, x.ndim
+    kind_ok = isinstance(axes, tuple | list) and all(map(checks.is_integer, axes))
+    if not (
+        kind_ok and all(-n <= a < n for a in axes) and sorted(a % n for a in axes) == list(range(n))
+    ):
+        expected = f"a permutation of the axes of shape {x.shape} (or their negatives)"
+        expected = ("None or " if op == "transpose" else "") + expected
+        checks.fail(op, "axes", expected, axes, ValueError if kind_ok else TypeError)
+    axes = tuple(int(a) % n for a in axes)
+    inverse = tuple(sorted(range(n), key=axes.__getitem__))
     return unary.unary_op(
-        x, xp.transpose(x.array, axes), lambda dout: xp.transpose(dout, inverse), "transpose"
+        x, xp.transpose(x.array, axes), lambda dout: xp.transpose(dout, inverse), op
     )
 
 
@@ -242,6 +250,19 @@ def split(x: Tensor, indices_or_sections: int | Sequence[int], axis: int = 0) ->
     ]
 
 
+def chunk(x: Tensor, chunks: int, axis: int = 0) -> list[Tensor]:
+    """Split into ``chunks`` nearly equal pieces along ``axis``, as torch.chunk: each piece
+    has ceil(n / chunks) entries but the last, which may be smaller, and there may be fewer
+    than ``chunks`` pieces (5 entries in 4 chunks give 2, 2 and 1)."""
+    checks.positive_int("chunk", "chunks", chunks)
+    axis = checks.axis("chunk", "axis", axis, x.ndim, x.shape)
+    n = x.shape[axis]
+    if n == 0:  # as torch: ``chunks`` empty pieces
+        return [getitem(x, (slice(None),) * axis + (slice(0, 0),)) for _ in range(chunks)]
+    step = -(-n // chunks)  # ceil(n / chunks)
+    return split(x, list(range(step, n, step)), axis)
+
+
 def repeat(x: Tensor, repeats: int, axis: int | None = None) -> Tensor:
     """Repeat each element ``repeats`` times along ``axis`` (flattened if None), as np.repeat."""
     checks.non_negative_int("repeat", "repeats", repeats)
@@ -302,3 +323,44 @@ def masked_fill(x: Tensor, mask, value: float) -> Tensor:
     return unary.unary_op(
         x, out, lambda dout: binary.unbroadcast(xp.where(mask, 0, dout), x.shape), "masked_fill"
     )
+
+
+def argsort(x, axis: int = -1, descending: bool = False) -> Tensor:
+    """The ids that sort ``x`` along ``axis`` (an int64 Tensor, with no gradient), as
+    torch.argsort(stable=True): equal values keep their order, descending too."""
+    x = as_tensor(x)
+    axis = checks.axis("argsort", "axis", axis, x.ndim, x.shape) if x.ndim else None
+    checks.boolean("argsort", "descending", descending)
+    return Tensor(_sorting_ids(x.xp, x.array, axis, descending), requires_grad=False)
+
+
+def sort(x: Tensor, axis: int = -1, descending: bool = False) -> Tensor:
+    """The values of ``x`` sorted along ``axis`` (ascending unless ``descending``), as the
+    values of torch.sort(stable=True); ``argsort`` gives the ids. Sorting only permutes, so
+    each gradient goes back to where its value came from: dx = dout[inverse permutation]."""
+    axis = checks.axis("sort", "axis", axis, x.ndim, x.shape) if x.ndim else None
+    checks.boolean("sort", "descending", descending)
+    xp = x.xp
+    if axis is None:  # a 0-d tensor is sorted
+        return unary.unary_op(x, x.array.copy(), lambda dout: dout, "sort")
+    ids = _sorting_ids(xp, x.array, axis, descending)  # out[..., i, ...] = x[..., ids[i], ...]
+    out = xp.take_along_axis(x.array, ids, axis=axis)
+
+    def back_fn(dout):
+        inverse = xp.argsort(ids, axis=axis)  # where each value of x went
+        return xp.take_along_axis(dout, inverse, axis=axis)
+
+    return unary.unary_op(x, out, back_fn, "sort")
+
+
+def _sorting_ids(xp, array, axis: int | None, descending: bool):
+    """Stable argsort along ``axis``. Descending: sort the reversed array ascending, then
+    reverse the order found and map it back, so that equal values still keep their order
+    (and NaN comes first, as in torch)."""
+    if axis is None:
+        return xp.zeros((), dtype=np.int64)
+    if not descending:
+        return xp.argsort(array, axis=axis, kind="stable").astype(np.int64, copy=False)
+    n = array.shape[axis]
+    ids = xp.argsort(xp.flip(array, axis=axis), axis=axis, kind="stable")
+    return xp.flip(n - 1 - ids, axis=axis).astype(np.int64, copy=False)

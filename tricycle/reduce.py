@@ -1,4 +1,5 @@
-"""Reductions over axes: sum, mean, max, min, var (all with ``keepdims``).
+"""Reductions over axes: sum, mean, max, min, var (all with ``keepdims``), and the running
+sum ``cumsum``.
 
 The gradient of a reduction is the output gradient put back on the reduced axes (as size-1
 axes) and broadcast to the input's shape, times the local derivative.
@@ -99,3 +100,18 @@ def var(x: Tensor, axis: Axis = None, keepdims: bool = False, ddof: int = 0) -> 
     return unary_op(
         x, out, lambda dout: _expand(dout, x, axes, keepdims) * centred * (2 / (n - ddof)), "var"
     )
+
+
+def cumsum(x: Tensor, axis: int | None = None) -> Tensor:
+    """Running sum along ``axis`` (of the flattened tensor if None), as numpy.cumsum:
+    out[i] = x[0] + ... + x[i]. Each x[j] adds to every out[i] with i >= j, so its gradient
+    is the running sum of dout from the end: dx[j] = dout[j] + ... + dout[n - 1]."""
+    xp, flat = x.xp, axis is None
+    axis = 0 if flat else checks.axis("cumsum", "axis", axis, x.ndim, x.shape)
+    out = xp.cumsum(x.array.reshape(-1) if flat else x.array, axis=axis)
+
+    def back_fn(dout):
+        dx = xp.flip(xp.cumsum(xp.flip(dout, axis=axis), axis=axis), axis=axis)
+        return dx.reshape(x.shape)
+
+    return unary_op(x, out, back_fn, "cumsum")
