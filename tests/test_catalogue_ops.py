@@ -72,7 +72,9 @@ def test_argsort_ids_gather_the_sorted_values():
     np.testing.assert_array_equal(
         np.take_along_axis(x.array, ids.array, axis=1), ops.sort(x, 1, True).array
     )
-    assert ops.argsort(np.array([3.0, 1.0, 2.0])).array.tolist() == [1, 2, 0]
+    assert ops.argsort(to_tensor([3.0, 1.0, 2.0])).array.tolist() == [1, 2, 0]
+    with pytest.raises(TypeError, match="argsort: x must be a Tensor"):
+        ops.argsort(np.array([3.0, 1.0, 2.0]))
 
 
 def test_sort_puts_nan_where_torch_does():

@@ -328,10 +328,11 @@ def masked_fill(x: Tensor, mask, value: float) -> Tensor:
 def argsort(x, axis: int = -1, descending: bool = False) -> Tensor:
     """The ids that sort ``x`` along ``axis`` (an int64 Tensor, with no gradient), as
     torch.argsort(stable=True): equal values keep their order, descending too."""
-    x = as_tensor(x)
+    if not isinstance(x, Tensor):
+        checks.fail("argsort", "x", "a Tensor", x, TypeError)
     axis = checks.axis("argsort", "axis", axis, x.ndim, x.shape) if x.ndim else None
     checks.boolean("argsort", "descending", descending)
-    return Tensor(_sorting_ids(x.xp, x.array, axis, descending), requires_grad=False)
+    return x.new(_sorting_ids(x.xp, x.array, axis, descending), requires_grad=False)
 
 
 def sort(x: Tensor, axis: int = -1, descending: bool = False) -> Tensor:

@@ -108,6 +108,8 @@ class Tensor(Node):
     abs, clip, tanh, sigmoid = unary.abs, unary.clip, unary.tanh, unary.sigmoid
     swapaxes, squeeze, expand_dims = ops.swapaxes, ops.squeeze, ops.expand_dims
     split, repeat, masked_fill = ops.split, ops.repeat, ops.masked_fill
+    permute, chunk, sort, argsort = ops.permute, ops.chunk, ops.sort, ops.argsort
+    cumsum = reduce.cumsum
 
     def transpose(self, *axes) -> "Tensor":
         """Permute the axes (reverse them without arguments): ``x.transpose(1, 0, 2)``."""
