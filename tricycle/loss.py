@@ -56,14 +56,15 @@ def cross_entropy_forward(xp, logits, labels, ignore_index=None):
 def cross_entropy_backward(xp, dloss, logits, labels, saved, ignore_index=None):
     """dlogits = dloss * (softmax(logits) - onehot(labels)) / count, zero on ignored rows.
 
-    The softmax is exp(logits - peak - log_sum), from the forward's per-row statistics.
+    The softmax is exp(logits - peak) * exp(-log_sum), from the forward's per-row statistics
+    (peak + log_sum would round away the digits of a huge row's small differences).
     """
     peak, log_sum, count = saved
     logits2 = logits.reshape(-1, logits.shape[-1])  # (N, C)
     safe, valid = _labels_and_mask(xp, labels, ignore_index)
     scale = dloss / xp.maximum(count, 1.0)  # 0-d
     weight = xp.broadcast_to(scale, peak.shape) if valid is None else valid * scale  # (N,)
-    dlogits = xp.exp(logits2 - (peak + log_sum)[:, None]) * weight[:, None]  # weight * softmax
+    dlogits = xp.exp(logits2 - peak[:, None]) * (weight * xp.exp(-log_sum))[:, None]
     dlogits[xp.arange(logits2.shape[0]), safe] -= weight
     return dlogits.astype(logits.dtype, copy=False).reshape(logits.shape)
 

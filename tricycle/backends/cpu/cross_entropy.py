@@ -36,12 +36,13 @@ def crossentropy_forward(losses, peak, log_sum, logits, labels, ignore, has_igno
 
 @parallel_jit
 def crossentropy_backward(dlogits, logits, labels, peak, log_sum, weight):
-    """dlogits = weight * (softmax - onehot) per row, softmax = exp(row - peak - log_sum)."""
+    """dlogits = weight * (softmax - onehot) per row, softmax = exp(row - peak) / exp(log_sum)
+    (peak + log_sum would round away the digits of a huge row's small differences)."""
     N, C = logits.shape
     for n in prange(N):
-        shift = peak[n] + log_sum[n]
+        scale = weight[n] * np.exp(-log_sum[n])
         for i in range(C):
-            dlogits[n, i] = exp(logits[n, i] - shift) * weight[n]
+            dlogits[n, i] = exp(logits[n, i] - peak[n]) * scale
         if weight[n] != 0:
             dlogits[n, labels[n]] -= weight[n]
 
