@@ -538,11 +538,6 @@ def dropout(x: Tensor, probability: float, rng: np.random.Generator | None = Non
     return unary_op(x, out, lambda dout: backward(xp, dout, probability, saved), "dropout")
 
 
-def _draw_now(draw):
-    """A seed for this step: ``draw()`` (backends may instead give one each replay refills)."""
-    return draw()
-
-
 class Dropout(Layer):
     """Inverted dropout; the identity in eval mode or when ``probability`` is 0.
 
@@ -571,7 +566,7 @@ class Dropout(Layer):
         """``draw_seed`` for one step's fused op on the device of the array ``like``: an int,
         or what that device's backend makes of it ("step_seed": on a GPU, while a CUDA graph
         is captured, a device array that each replay refills with a fresh draw)."""
-        return dispatch.choose("step_seed", _draw_now, like)(self.draw_seed)
+        return dispatch.choose("step_seed", lambda draw: draw(), like)(self.draw_seed)
 
     def extra_repr(self) -> str:
         return f"probability={self.probability}"

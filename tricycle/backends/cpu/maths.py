@@ -48,7 +48,7 @@ def _exp_overload(x):
         return lambda x: math.exp(x)
 
     def exp32(x):
-        underflow = x < np.float32(-87.3)  # below the normal float32 numbers: 0
+        kept = np.float32(x >= np.float32(-87.3))  # 0 below the normal float32 numbers
         x = min(max(x, np.float32(-87.3)), np.float32(88.7))  # the float32 range of e^x
         n = math.floor(x * np.float32(_LOG2E) + np.float32(0.5))  # x = n ln 2 + r
         r = x - n * np.float32(_LN2_HI)
@@ -56,8 +56,7 @@ def _exp_overload(x):
         p = _P0 * r + _P1
         p = ((((p * r + _P2) * r + _P3) * r + _P4) * r) + _P5
         e = p * r * r + r + np.float32(1.0)
-        e = e * _float32_from_bits(np.int32(n + 127) << 23)  # times 2^n
-        return np.float32(0.0) if underflow else e
+        return e * _float32_from_bits(np.int32(n + 127) << 23) * kept  # times 2^n
 
     return exp32
 
