@@ -104,9 +104,9 @@ def set_threads(n: int) -> None:
 
 def thread_count() -> int:
     """How many threads a parallel kernel uses."""
+    _choose_layer()
     n = _settings["threads"]
     if n is None:
-        _choose_layer()
         text = os.environ.get("TRICYCLE_THREADS", "")
         n = int(text) if text.isdigit() and int(text) > 0 else numba.config.NUMBA_NUM_THREADS
         _settings["threads"] = n
