@@ -837,18 +837,31 @@ def test_every_instantiation_compiles_with_nvrtc():
 # ====================================================================== wiring
 @gpu
 def test_wired_functions_dispatch_to_the_kernels(cp, rng, monkeypatch):
-    """The library's own xp functions run the kernels on cupy (same numbers as with them off)."""
-    from tricycle import activation, attention, functions, layers, loss
+    """The library's ops get the CUDA kernels from the dispatch on cupy (same numbers as with
+    them off, when the references run)."""
+    from tricycle import activation, attention, dispatch, functions, layers, loss
+    from tricycle.tensor import Tensor
 
     x = cp.asarray(rng.normal(size=(6, 40, 3 * 128)).astype(np.float32))
     g = cp.asarray(rng.normal(size=3 * 128).astype(np.float32))
     labels = cp.asarray(rng.integers(0, 3 * 128, size=(6, 40)))
+    registered = {
+        "softmax": (kernels.softmax_forward, kernels.softmax_backward),
+        "layer_norm": (kernels.layer_norm_forward, kernels.layer_norm_backward),
+        "rms_norm": (kernels.rms_norm_forward, kernels.rms_norm_backward),
+        "gelu": (kernels.gelu_forward, kernels.gelu_backward),
+        "bias_gelu": (kernels.bias_gelu_forward, kernels.bias_gelu_backward),
+        "cross_entropy": (kernels.cross_entropy_forward, kernels.cross_entropy_backward),
+    }
+    for name, pair in registered.items():
+        assert dispatch.choose(name, None, x) == pair, name
     calls = {
-        "softmax": lambda: functions.softmax_forward(cp, x),
-        "layer_norm": lambda: layers.layer_norm_forward(cp, x, g, g, 1e-5)[0],
-        "rms_norm": lambda: layers.rms_norm_forward(cp, x, g, 1e-6)[0],
-        "gelu": lambda: activation.gelu_forward(cp, x, "tanh"),
-        "cross_entropy": lambda: loss.cross_entropy_forward(cp, x, labels)[0],
+        "softmax": lambda: functions.Softmax()(Tensor(x)).array,
+        "layer_norm": lambda: layers.layer_norm(Tensor(x), Tensor(g), Tensor(g), 1e-5).array,
+        "rms_norm": lambda: layers.rms_norm(Tensor(x), Tensor(g), 1e-6).array,
+        "gelu": lambda: activation.GeLU("tanh")(Tensor(x)).array,
+        "bias_gelu": lambda: activation.bias_gelu(Tensor(x), Tensor(g), True).array,
+        "cross_entropy": lambda: loss.CrossEntropy()(labels, Tensor(x)).array,
         "attention": lambda: attention.attention_forward(cp, x, 2)[0],
     }
     for name, call in calls.items():

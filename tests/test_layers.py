@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.helpers import check_grads
-from tricycle import backend, threads
+from tricycle import backend, dispatch
 from tricycle.activation import ReLU
 from tricycle.layers import (
     Dense,
@@ -19,7 +19,6 @@ from tricycle.layers import (
     LayerNorm,
     RMSNorm,
     Sequential,
-    dense_backward,
     layer_norm,
     layer_norm_backward,
     layer_norm_forward,
@@ -214,36 +213,28 @@ def test_dense_gradients(lead, n_in, n_out, bias):
     )
 
 
-@pytest.mark.parametrize("n_threads", [1, 2])
-def test_dense_backward_products_at_once_or_in_turn(monkeypatch, n_threads):
-    """With two threads dx and dW are computed at the same time, one per thread; either way
-    they are dout @ W.T, x.T @ dout (over every row) and the column sums of dout."""
+def test_dense_gradients_are_the_einsums_products():
+    """dx = dout @ W.T, dW = x.T @ dout over every row, dbias = the column sums of dout, in
+    the inputs' dtype; a frozen input gets no gradient."""
     rng = np.random.default_rng(0)
     x = rng.standard_normal((3, 40, 64), dtype=np.float32)
-    weights = rng.standard_normal((64, 48), dtype=np.float32)
     dout = rng.standard_normal((3, 40, 48), dtype=np.float32)
-    with threads.enabled(n_threads, share_machine=False):
-        dx, dweights, dbias = dense_backward(np, dout, x, weights, x.shape)
+    layer = Dense(64, 48)
+    inputs = to_tensor(x)
+    layer(inputs).backward(dout)
+    weights = layer.weights.array
     x2, dout2 = x.reshape(-1, 64).astype(np.float64), dout.reshape(-1, 48).astype(np.float64)
-    np.testing.assert_allclose(dx, (dout2 @ weights.T).reshape(x.shape), rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(dweights, x2.T @ dout2, rtol=1e-4, atol=1e-3)
-    np.testing.assert_allclose(dbias, dout2.sum(axis=0), rtol=1e-4, atol=1e-4)
-    assert dx.dtype == dweights.dtype == dbias.dtype == np.float32
-
-
-def test_dense_computes_only_the_gradients_wanted():
-    rng = np.random.default_rng(0)
-    x, weights = rng.standard_normal((5, 4)), rng.standard_normal((4, 3))
-    dout = rng.standard_normal((5, 3))
-    dx, dweights, dbias = dense_backward(np, dout, x, weights, x.shape, (False, True, False))
-    assert dx is None and dbias is None
-    np.testing.assert_allclose(dweights, x.T @ dout)
-    inputs = to_tensor(x, requires_grad=False)  # a frozen input: only the parameters' grads
-    layer = Dense(4, 3)
-    (layer(inputs) * to_tensor(dout, requires_grad=False)).sum().backward()
-    assert inputs.grad is None
-    np.testing.assert_allclose(layer.weights.grad.array, x.T @ dout, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(layer.bias.grad.array, dout.sum(axis=0), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(inputs.grad.array, (dout2 @ weights.T).reshape(x.shape),
+                               rtol=1e-4, atol=1e-4)  # fmt: skip
+    np.testing.assert_allclose(layer.weights.grad.array, x2.T @ dout2, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(layer.bias.grad.array, dout2.sum(axis=0), rtol=1e-4, atol=1e-4)
+    grads = inputs.grad, layer.weights.grad, layer.bias.grad
+    assert all(g.dtype == np.float32 for g in grads)
+    frozen = to_tensor(x, requires_grad=False)
+    layer.zero_grad()
+    layer(frozen).backward(dout)
+    assert frozen.grad is None
+    np.testing.assert_allclose(layer.weights.grad.array, x2.T @ dout2, rtol=1e-4, atol=1e-3)
 
 
 def test_dense_rejects_the_wrong_width():
@@ -354,11 +345,13 @@ def test_rms_norm_gradients(lead, width):
     )
 
 
-@pytest.mark.usefixtures("block_size")
-def test_layer_norm_matches_composed_ops():
+@pytest.mark.parametrize("kernels", [True, False], ids=["kernels", "references"])
+def test_layer_norm_matches_composed_ops(kernels):
     rng = np.random.default_rng(3)
     x, gamma, beta = rng.normal(size=(3, 4, 6)), rng.normal(size=6), rng.normal(size=6)
-    y, mean, rstd = layer_norm_forward(np, x, gamma, beta, 1e-5)
+    reference = (layer_norm_forward, layer_norm_backward)
+    forward, backward = dispatch.choose("layer_norm", reference, x) if kernels else reference
+    y, mean, rstd = forward(np, x, gamma, beta, 1e-5)
     assert mean.shape == rstd.shape == (3, 4, 1)
     xt, gt, bt = Tensor(x), Tensor(gamma), Tensor(beta)
     centred = xt - xt.mean(axis=-1, keepdims=True)
@@ -367,19 +360,10 @@ def test_layer_norm_matches_composed_ops():
     np.testing.assert_allclose(y, composed.array, rtol=1e-12)
     dy = rng.normal(size=x.shape)
     composed.backward(dy)
-    dx, dgamma, dbeta = layer_norm_backward(np, dy, x, gamma, mean, rstd)
+    dx, dgamma, dbeta = backward(np, dy, x, gamma, mean, rstd)
     np.testing.assert_allclose(dx, xt.grad.array, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(dgamma, gt.grad.array, rtol=1e-10)
     np.testing.assert_allclose(dbeta, bt.grad.array, rtol=1e-10)
-    # the kept xhat changes nothing but the work: the same numbers bit for bit
-    *again, xhat = layer_norm_forward(np, x, gamma, beta, 1e-5, keep_xhat=True)
-    for kept, plain in zip(again, (y, mean, rstd)):
-        np.testing.assert_array_equal(kept, plain)
-    np.testing.assert_array_equal(xhat, (x - mean) * rstd)
-    for kept, plain in zip(layer_norm_backward(np, dy, x, gamma, mean, rstd, xhat),
-                           (dx, dgamma, dbeta)):  # fmt: skip
-        np.testing.assert_array_equal(kept, plain)
-    np.testing.assert_array_equal(xhat, (x - mean) * rstd)  # not written to
 
 
 def _matches_torch(xp, layer, reference, parameters, x, dy):
@@ -401,7 +385,6 @@ def _matches_torch(xp, layer, reference, parameters, x, dy):
     assert out.dtype == np.float32 and ours_x.grad.dtype == np.float32
 
 
-@pytest.mark.usefixtures("block_size")
 @pytest.mark.parametrize("bias", [True, False])
 def test_layer_norm_matches_torch(xp, bias):
     torch = pytest.importorskip("torch")
@@ -421,7 +404,6 @@ def test_layer_norm_matches_torch(xp, bias):
     _matches_torch(xp, layer, reference, pairs, x, dy)
 
 
-@pytest.mark.usefixtures("block_size")
 def test_rms_norm_matches_torch(xp):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(5)

@@ -41,7 +41,6 @@ def test_cross_entropy_gradients(lead, n_classes, ignore):
     check_grads(lambda z: loss_fn(Tensor(labels), z), logits)
 
 
-@pytest.mark.usefixtures("block_size")
 @pytest.mark.parametrize("ignore_index", [None, 1])
 def test_cross_entropy_matches_torch(xp, ignore_index):
     torch = pytest.importorskip("torch")

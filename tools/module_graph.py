@@ -106,8 +106,12 @@ def depth(graph, modules: list[str]) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[1],
-                        help="the checkout whose tricycle/ to read (default: this one)")
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=Path(__file__).resolve().parents[1],
+        help="the checkout whose tricycle/ to read (default: this one)",
+    )
     args = parser.parse_args()
     root = args.root.resolve()
     sys.path.insert(0, str(root))

@@ -1,18 +1,16 @@
 """Activation functions: ReLU, LeakyReLU, GeLU (exact and tanh), Swish/SiLU, GLU, Sigmoid, Tanh.
 
-Each is a stateless layer (GLU holds a Dense). GeLU is fused: ``gelu_forward(xp, x,
-approximate)`` and ``gelu_backward(xp, x, dy, approximate)`` are pure array functions that, on
-numpy, run block by block so their many elementwise passes stay in cache. The layer asks the
-forward for the slope dGeLU/dx as well and keeps it (one more array of the input's size), so
-its backward is one product.
+Each is a stateless layer (GLU holds a Dense). GeLU, bias+GeLU and SwiGLU are fused ops:
+``gelu_forward(xp, x, approximate)`` and ``gelu_backward(xp, x, dy, approximate)`` (and so on)
+are the reference formulas in ``xp``; each Tensor op asks ``tricycle.dispatch`` once for a
+backend's kernels with the same signatures.
 """
 
-from tricycle import checks, ops, unary
-from tricycle.backends import cuda as kernels
-from tricycle.blocking import blocked_ufunc, for_each_block
+from tricycle import checks, dispatch, ops, unary
+from tricycle.backend import check_same_device
 from tricycle.functions import Sigmoid, Tanh
 from tricycle.layers import Dense, Layer, dense, shared_back_fns
-from tricycle.tensor import Tensor, check_float, grad_enabled
+from tricycle.tensor import Tensor, check_float
 from tricycle.unary import sigmoid_forward, unary_op
 
 __all__ = [
@@ -20,6 +18,8 @@ __all__ = [
     "SwiGLU",
     "GeLU",
     "bias_gelu",
+    "bias_gelu_backward",
+    "bias_gelu_forward",
     "dense_gelu",
     "LeakyReLU",
     "ReLU",
@@ -149,8 +149,9 @@ _TANH_SCALE = 0.7978845608028654  # sqrt(2 / pi)
 _TANH_CUBIC = 0.044715
 
 
-# GeLU's `approximate` argument is parsed in one place, shared with the CUDA launchers
-_is_tanh = kernels.is_tanh_gelu
+def _is_tanh(approximate) -> bool:
+    """GeLU's ``approximate``: True or "tanh" for the tanh form, False/None/"none" exact."""
+    return approximate is True or approximate == "tanh"
 
 
 def _normal_tail(xp, x):
@@ -170,115 +171,40 @@ def _normal_tail(xp, x):
     return tail, gauss, a
 
 
-def gelu_forward(xp, x, approximate=False, slope=False):
+def gelu_forward(xp, x, approximate=False):
     """GeLU(x) = x * Phi(x), elementwise.
 
-    Exact: Phi(x) = (1 + erf(x / sqrt 2)) / 2. ``approximate`` True or "tanh":
-    Phi(x) ~ (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) / 2, as GPT-2.
-
-    With ``slope`` returns (y, dGeLU/dx at x): the derivative costs a few more passes over
-    data that is already in cache, and the backward becomes one product, ``dy * slope``,
-    instead of evaluating tanh (or erf) again (``gelu_backward``). The CUDA kernel path has
-    no slope output: it returns (y, None) and its backward recomputes from x.
+    Exact: Phi(x) = (1 + erf(x / sqrt 2)) / 2, computed as x Phi(x) = max(x, 0) - |x| Phi(-|x|)
+    so that no tail cancels. ``approximate`` True or "tanh": GPT-2's
+    Phi(x) ~ (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) / 2.
     """
-    if kernels.enabled(x):  # one CUDA kernel on cupy (tricycle/backends/cuda/gelu.cu)
-        y = kernels.gelu_forward(xp, x, approximate)
-        return (y, None) if slope else y
-    tanh_form = _is_tanh(approximate)
-    flat = x.reshape(-1)
-    y = xp.empty_like(flat)
-    dydx = xp.empty_like(flat) if slope else None
-
-    def block(rows):
-        xb = flat[rows]
-        if tanh_form:
-            square, t = _tanh_form_pieces(xp, xb)
-            if slope:
-                _tanh_gelu_slope(xp, xb, square, t, out=dydx[rows])
-            t *= 0.5
-            t += 0.5
-            xp.multiply(t, xb, out=y[rows])
-        else:  # x Phi(x) = max(x, 0) - |x| Phi(-|x|), for either sign of x
-            tail, gauss, a = _normal_tail(xp, xb)
-            if slope:
-                _exact_gelu_slope(xp, xb, tail, gauss, out=dydx[rows])
-            tail *= a
-            xp.maximum(xb, 0.0, out=y[rows])
-            y[rows] -= tail
-
-    for_each_block(xp, flat.size, 1, block)
-    y = y.reshape(x.shape)
-    return (y, dydx.reshape(x.shape)) if slope else y
-
-
-def _tanh_form_pieces(xp, x):
-    """(x^2, t = tanh(u)) with u = x (sqrt(2/pi) + sqrt(2/pi) c x^2): what the tanh form and
-    its slope are made of."""
-    square = x * x
-    t = square * (_TANH_SCALE * _TANH_CUBIC)
-    t += _TANH_SCALE
-    t *= x
-    xp.tanh(t, out=t)
-    return square, t
-
-
-def _tanh_gelu_slope(xp, x, square, t, out):
-    """d/dx of tanh-form GeLU from t = tanh(sqrt(2/pi) (x + c x^3)) and ``square`` = x^2
-    (overwritten): with v = x sqrt(2/pi) (1 + 3 c x^2) / 2,
-    d/dx = (1 + t) / 2 + (1 - t^2) v = 1/2 + v + t (1/2 - t v)."""
-    v = square
-    v *= 1.5 * _TANH_SCALE * _TANH_CUBIC
-    v += 0.5 * _TANH_SCALE
-    v *= x
-    xp.multiply(t, v, out=out)
-    xp.subtract(0.5, out, out=out)
-    out *= t
-    out += v
-    out += 0.5
-
-
-def _exact_gelu_slope(xp, x, tail, gauss, out):
-    """d/dx of exact GeLU, Phi(x) + x phi(x), from tail = Phi(-|x|) and gauss = exp(-x^2/2)
-    (both kept): Phi(x) = 1/2 + sign(x) (1/2 - Phi(-|x|))."""
-    xp.subtract(0.5, tail, out=out)
-    xp.copysign(out, x, out=out)
-    out += 0.5
-    density = gauss * x
-    density *= _INV_SQRT_2PI
-    out += density
+    if _is_tanh(approximate):
+        t = xp.tanh(_TANH_SCALE * (x + _TANH_CUBIC * x * x * x))
+        return 0.5 * x * (1 + t)
+    tail, _, a = _normal_tail(xp, x)
+    return xp.maximum(x, 0) - a * tail
 
 
 def gelu_backward(xp, x, dy, approximate=False):
     """dx = dy * d GeLU / dx, recomputed from x.
 
-    Exact: d/dx = Phi(x) + x phi(x) with phi(x) = exp(-x^2 / 2) / sqrt(2 pi).
-    Tanh form, with t = tanh(sqrt(2/pi) (x + c x^3)), c = 0.044715 and
-    v = x sqrt(2/pi) (1 + 3 c x^2) / 2: d/dx = (1 + t) / 2 + (1 - t^2) v = 1/2 + v + t (1/2 - t v).
+    Exact: d/dx = Phi(x) + x phi(x) with phi(x) = exp(-x^2 / 2) / sqrt(2 pi) and
+    Phi(x) = 1/2 + sign(x) (1/2 - Phi(-|x|)). Tanh form, with
+    t = tanh(sqrt(2/pi) (x + c x^3)), c = 0.044715 and v = x sqrt(2/pi) (1 + 3 c x^2) / 2:
+    d/dx = (1 + t) / 2 + (1 - t^2) v = 1/2 + v + t (1/2 - t v).
     """
-    if kernels.enabled(x, dy):
-        return kernels.gelu_backward(xp, x, dy, approximate)
-    tanh_form = _is_tanh(approximate)
-    flat, dflat = x.reshape(-1), dy.reshape(-1)
-    dx = xp.empty_like(flat)
-
-    def block(rows):
-        xb, dxb = flat[rows], dx[rows]
-        if tanh_form:
-            square, t = _tanh_form_pieces(xp, xb)
-            _tanh_gelu_slope(xp, xb, square, t, out=dxb)
-        else:
-            tail, gauss, _ = _normal_tail(xp, xb)
-            _exact_gelu_slope(xp, xb, tail, gauss, out=dxb)
-        dxb *= dflat[rows]
-
-    for_each_block(xp, flat.size, 1, block)
-    return dx.reshape(x.shape)
+    if _is_tanh(approximate):
+        t = xp.tanh(_TANH_SCALE * (x + _TANH_CUBIC * x * x * x))
+        v = 0.5 * _TANH_SCALE * x * (1 + 3 * _TANH_CUBIC * x * x)
+        return dy * (0.5 + v + t * (0.5 - t * v))
+    tail, gauss, _ = _normal_tail(xp, x)
+    return dy * (xp.copysign(0.5 - tail, x) + 0.5 + _INV_SQRT_2PI * x * gauss)
 
 
 class GeLU(Layer):
     """Gaussian error linear unit, x * Phi(x); exact (erf) unless ``approximate``.
 
-    ``approximate=True`` (or "tanh") uses GPT-2's tanh form, which is cheaper on the CPU.
+    ``approximate=True`` (or "tanh") uses GPT-2's tanh form.
     """
 
     @checks.arguments(approximate=checks.one_of((False, True, "none", "tanh")))
@@ -288,44 +214,44 @@ class GeLU(Layer):
     def forward(self, x: Tensor) -> Tensor:
         check_float("GeLU", x)
         xp, approximate = x.xp, self.approximate
-        if not (x.requires_grad and grad_enabled()):  # no backward: no slope
-            return unary_op(x, gelu_forward(xp, x.array, approximate), None, "gelu")
-        y, slope = gelu_forward(xp, x.array, approximate, slope=True)
-        if slope is not None:
-            return unary_op(x, y, lambda dy: blocked_ufunc(xp, xp.multiply, dy, slope), "gelu")
-        # the CUDA kernels have no slope output: their backward recomputes it from x
-        return unary_op(x, y, lambda dy: gelu_backward(xp, x.array, dy, approximate), "gelu")
+        forward, backward = dispatch.choose("gelu", (gelu_forward, gelu_backward), x.array)
+        y = forward(xp, x.array, approximate)
+        return unary_op(x, y, lambda dy: backward(xp, x.array, dy, approximate), "gelu")
 
     def extra_repr(self) -> str:
         return f"approximate={self.approximate!r}"
 
 
+def bias_gelu_forward(xp, x, bias, approximate=False):
+    """GeLU(x + bias) with ``bias`` (C,) over the last axis of x (..., C)."""
+    return gelu_forward(xp, x + bias, approximate)
+
+
+def bias_gelu_backward(xp, x, bias, dy, approximate=False):
+    """Gradients (dx, dbias) of ``bias_gelu_forward``: dbias sums dx over the leading axes."""
+    dx = gelu_backward(xp, x + bias, dy, approximate)
+    return dx, dx.sum(axis=tuple(range(dx.ndim - 1))).astype(bias.dtype, copy=False)
+
+
 def bias_gelu(x: Tensor, bias: Tensor, approximate=False) -> Tensor:
-    """GeLU(x + bias) with ``bias`` (C,) over the last axis of x (..., C).
+    """GeLU(x + bias) as one op: a kernel need never store x + bias."""
+    check_float("GeLU", x)
+    xp = check_same_device("bias_gelu", x.array, bias.array)
+    forward, backward = dispatch.choose(
+        "bias_gelu", (bias_gelu_forward, bias_gelu_backward), x.array, bias.array
+    )
+    y = forward(xp, x.array, bias.array, approximate)
 
-    On a GPU one node runs one CUDA kernel each way (``kernels.bias_gelu_forward`` and
-    ``_backward``): x + bias is never stored, and the bias gradient is the column sum of the
-    input gradient. Elsewhere it is the bias add followed by ``GeLU``.
-    """
-    if not kernels.enabled(x.array, bias.array):
-        return GeLU(approximate)(x + bias)
-    xp = x.xp
-    y = kernels.bias_gelu_forward(xp, x.array, bias.array, approximate)
+    def grads(dy):  # (dx, dbias)
+        return backward(xp, x.array, bias.array, dy, approximate)
 
-    def backward(dy):  # (dx, dbias)
-        return kernels.bias_gelu_backward(xp, x.array, bias.array, dy, approximate)
-
-    return Tensor(y, args=(x, bias), back_fns=shared_back_fns(backward, 2), name="bias_gelu")
+    return Tensor(y, args=(x, bias), back_fns=shared_back_fns(grads, 2), name="bias_gelu")
 
 
 def dense_gelu(layer: Dense, x: Tensor, approximate=False) -> Tensor:
-    """``GeLU(approximate)(layer(x))``, the first half of a GPT MLP.
-
-    Where the kernels run, the Dense layer's bias is added inside GeLU's kernel (``bias_gelu``),
-    which saves a pass over the (..., to_size) activations each way. Elsewhere the layer adds
-    its bias in place and GeLU keeps its slope, as the two layers do on their own.
-    """
-    if layer.bias is None or not kernels.enabled(x.array, layer.bias.array):
+    """``GeLU(approximate)(layer(x))``, the first half of a GPT MLP, with the Dense layer's
+    bias added inside GeLU (``bias_gelu``): one pass less over the activations each way."""
+    if layer.bias is None:
         return GeLU(approximate)(layer(x))
     return bias_gelu(dense(layer.checked_input(x), layer.weights), layer.bias, approximate)
 
@@ -400,6 +326,6 @@ class SwiGLU(Layer):
         if x.ndim == 0 or x.shape[-1] % 2:
             raise ValueError(f"SwiGLU: the last axis must have an even size, got shape {x.shape}")
         xp = x.xp
-        return unary_op(
-            x, swiglu_forward(xp, x.array), lambda dy: swiglu_backward(xp, x.array, dy), "swiglu"
-        )
+        forward, backward = dispatch.choose("swiglu", (swiglu_forward, swiglu_backward), x.array)
+        y = forward(xp, x.array)
+        return unary_op(x, y, lambda dy: backward(xp, x.array, dy), "swiglu")

@@ -6,31 +6,22 @@ base class finds them by walking ``vars(self)``, so no layer re-implements ``upd
 needs lives in the op's closures, so a layer may be called several times before one backward
 (weight tying, recurrent use).
 
-The fused ops here come as llm.c-style pairs of pure array functions written once against
-``xp`` (numpy or cupy): ``layer_norm_forward``/``layer_norm_backward`` and
-``rms_norm_forward``/``rms_norm_backward``, wrapped as Tensor ops by ``layer_norm`` and
-``rms_norm``. CUDA kernels with the same signatures may replace the array functions on cupy.
+Dense is an einsum plus a bias. The fused ops come as llm.c-style pairs of array functions
+written once against ``xp`` (numpy or cupy), the reference formulas:
+``layer_norm_forward``/``_backward``, ``rms_norm_forward``/``_backward``,
+``embedding_forward``/``_backward`` and ``dropout_forward``/``_backward``. Each Tensor op asks
+``tricycle.dispatch`` once for a backend's kernels with the same signatures.
 """
 
 from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from tricycle import backend, checks, deferred, random, threads
+from tricycle import backend, checks, deferred, dispatch, random
 from tricycle.backend import check_same_device
-from tricycle.backends import cuda as kernels
-from tricycle.backends.cuda import capture
-from tricycle.blocking import (
-    as_rows,
-    block_index,
-    blocked_ufunc,
-    for_each_block,
-    row_blocks,
-    row_sum,
-)
-from tricycle.dropout_mask import keep_mask
+from tricycle.einsum import einsum
 from tricycle.initialisers import init_normal, init_ones, init_xavier, init_zeros
-from tricycle.tensor import Tensor, as_tensor, check_float, grad_enabled
+from tricycle.tensor import Tensor, as_tensor, check_float
 from tricycle.unary import unary_op
 
 # ====================================================================== the Layer base
@@ -260,102 +251,15 @@ def parameter(values, name: str | None = None) -> Tensor:
 # ====================================================================== Dense
 
 
-def dense_forward(xp, x, weights, bias=None):
-    """The einsum ``...i,ij->...j`` plus a bias: (..., I), (I, J), (J,) -> (..., J).
-
-    The leading axes are flattened into rows, so the contraction is one matmul
-    ``(N, I) @ (I, J)`` (what ``Einsum("...i,ij->...j")`` plans too), and the bias is added in
-    place to the product, which is a fresh array: no second (N, J) array.
-    """
-    x2 = as_rows(x)  # (N, I); a 1-D x is one row
-    if kernels.gemm_enabled(x2, weights):
-        out = kernels.gemm(x2, weights)
-    else:
-        out = threads.matmul(xp, x2, weights)  # one thread for a small product
-    if bias is not None:
-        if kernels.add_enabled(out, bias):
-            kernels.add_kernel(out, bias, out=out)  # in place, one vectorised kernel
-        elif xp.result_type(out, bias) == out.dtype:
-            blocked_ufunc(xp, xp.add, out, bias, out=out)  # over the threads
-        else:  # a wider bias (float64 with float32 inputs) promotes the output, as x @ W + b
-            out = out + bias
-    return out.reshape(x.shape[:-1] + (weights.shape[1],))
-
-
-def dense_backward_input(xp, dout, weights, x_shape):
-    """d(x) of ``...i,ij->...j``: the einsum ``...j,ij->...i``, i.e. ``dout @ W.T``."""
-    dout2 = as_rows(dout)  # (N, J)
-    if kernels.gemm_enabled(dout2, weights):  # cuBLAS directly (tricycle/backends/cuda/gemm.py)
-        return kernels.gemm(dout2, weights, transpose_b=True).reshape(x_shape)
-    return (dout2 @ weights.T).reshape(x_shape)
-
-
-def dense_backward_weights(xp, dout, x):
-    """d(W) of ``...i,ij->...j``: the einsum ``...i,...j->ij``, i.e. ``x.T @ dout`` over rows."""
-    x2, dout2 = as_rows(x), as_rows(dout)  # (N, I), (N, J)
-    if kernels.gemm_enabled(x2, dout2):
-        return kernels.gemm(x2, dout2, transpose_a=True)
-    return x2.T @ dout2
-
-
-def dense_backward_bias(xp, dout):
-    """d(bias): dout summed over every leading axis, as a ones-vector matmul (BLAS runs it
-    about twice as fast as numpy's column reduction)."""
-    dout2 = as_rows(dout)  # (N, J)
-    if kernels.gemm_enabled(dout2, dout2):
-        return kernels.column_sums(dout2)
-    return xp.ones(dout2.shape[0], dtype=dout2.dtype) @ dout2
-
-
-def dense_backward(xp, dout, x, weights, x_shape, needs=(True, True, True)):
-    """Gradients (dx, dW, db) of dense_forward; each is None where ``needs`` (for x, the
-    weights, the bias) says nobody wants it.
-
-    dx = dout @ W.T and dW = x.T @ dout are independent products of the same size (N * I * J
-    multiply-adds each), handed to ``threads.run_concurrently``, which decides whether they run
-    at once (each on a core of its own with single-threaded BLAS: on 2 threads a training step
-    measured 2-4% faster, benchmarks/README.md) or one after the other on every thread.
-    """
-    want_x, want_weights, want_bias = needs
-
-    def input_grad():
-        return dense_backward_input(xp, dout, weights, x_shape) if want_x else None
-
-    def parameter_grads():
-        dweights = dense_backward_weights(xp, dout, x) if want_weights else None
-        return dweights, dense_backward_bias(xp, dout) if want_bias else None
-
-    if xp is np and want_x and want_weights:
-        dx, (dweights, dbias) = threads.run_concurrently(input_grad, parameter_grads)
-    else:
-        dx, (dweights, dbias) = input_grad(), parameter_grads()
-    return dx, dweights, dbias
-
-
 def dense(x: Tensor, weights: Tensor, bias: Tensor | None = None) -> Tensor:
-    """``x @ weights + bias`` over the last axis, as one node of the graph.
+    """``x @ weights + bias`` over the last axis: the einsum ``...i,ij->...j`` plus a bias.
 
-    Mathematically ``Einsum("...i,ij->...j")(x, weights) + bias`` (with the einsum's
-    derivatives by index swap, written out as matmuls), fused so that the bias costs neither
-    a second output array nor a broadcast-and-reduce in backward.
+    (..., I), (I, J), (J,) -> (..., J). The einsum's runner makes the contraction one matrix
+    product, and its derivatives are einsums too; the bias add's gradient sums over rows.
     """
-    arrays = (x.array, weights.array) + (() if bias is None else (bias.array,))
-    xp = check_same_device("Dense", *arrays)
-    out = dense_forward(xp, x.array, weights.array, None if bias is None else bias.array)
-    x_shape = x.shape
-    args = (x, weights) if bias is None else (x, weights, bias)
-
-    def backward(dout):
-        needs = (x.requires_grad, weights.requires_grad, bias is not None and bias.requires_grad)
-        dx, dweights, dbias = dense_backward(xp, dout, x.array, weights.array, x_shape, needs)
-        return (dx, dweights) if bias is None else (dx, dweights, dbias)
-
-    return Tensor(
-        out,
-        args=args,
-        back_fns=shared_back_fns(backward, len(args)),
-        name="dense",
-    )
+    check_same_device("Dense", x.array, weights.array, *(() if bias is None else (bias.array,)))
+    out = einsum("...i,ij->...j", x, weights)  # (..., J)
+    return out if bias is None else out + bias
 
 
 class Dense(Layer):
@@ -414,6 +318,18 @@ class Dense(Layer):
 # ====================================================================== Embedding
 
 
+def embedding_forward(xp, weights, ids):
+    """Rows of ``weights`` (V, E) picked by integer ``ids`` (...): (..., E)."""
+    return xp.take(weights, ids, axis=0)
+
+
+def embedding_backward(xp, dout, ids, vocab_size: int, dtype):
+    """dW (V, E) of ``embedding_forward``: each row of dout (..., E) added to its id's row."""
+    dweights = xp.zeros((vocab_size, dout.shape[-1]), dtype=dtype)
+    xp.add.at(dweights, ids.reshape(-1), dout.reshape(-1, dout.shape[-1]))
+    return dweights
+
+
 def embedding(ids, weights: Tensor, check_range: bool = True) -> Tensor:
     """Rows of ``weights`` (V, E) picked by integer ``ids`` of any shape: (...) -> (..., E).
 
@@ -436,21 +352,17 @@ def embedding(ids, weights: Tensor, check_range: bool = True) -> Tensor:
         deferred.check_range(
             ids, vocab_size, op="Embedding", context=f"for a vocabulary of size {vocab_size}"
         )
-    out = xp.take(weights.array, ids, axis=0)  # (..., E)
-
-    def back_fn(dout):  # (..., E) -> (V, E): scatter-add each row of dout to its id's row
-        if kernels.enabled(dout):  # float32 atomics scatter-add (kernels/embedding.cu)
-            return kernels.embedding_backward(xp, dout, ids, vocab_size, weights.dtype)
-        dweights = xp.zeros_like(weights.array, dtype=dout.dtype)
-        width = weights.shape[1]
-        index_type = xp.int32 if dweights.size < 2**31 else xp.int64
-        # flat positions id * E + j: numpy's add.at is much faster on 1-D indices than on rows
-        positions = ids.reshape(-1, 1).astype(index_type) * width  # (N, 1)
-        positions = positions + xp.arange(width, dtype=index_type)  # (N, E)
-        xp.add.at(dweights.reshape(-1), positions.reshape(-1), dout.reshape(-1))
-        return dweights
-
-    return Tensor(out, args=(weights,), back_fns=(back_fn,), name="embedding")
+    forward, backward = dispatch.choose(
+        "embedding", (embedding_forward, embedding_backward), weights.array
+    )
+    out = forward(xp, weights.array, ids)  # (..., E)
+    dtype = weights.dtype
+    return Tensor(
+        out,
+        args=(weights,),
+        back_fns=(lambda dout: backward(xp, dout, ids, vocab_size, dtype),),
+        name="embedding",
+    )
 
 
 class Embedding(Layer):
@@ -478,96 +390,34 @@ class Embedding(Layer):
 # ====================================================================== LayerNorm / RMSNorm
 
 
-def layer_norm_forward(xp, x, gamma, beta, eps: float, keep_xhat: bool = False):
-    """y = (x - mean) * rstd * gamma + beta over the last axis.
+def layer_norm_forward(xp, x, gamma, beta, eps: float):
+    """y = (x - mean) * rstd * gamma + beta over the last axis, rstd = 1 / sqrt(var + eps).
 
-    Returns (y, mean, rstd) with mean and rstd of shape (..., 1): all backward needs besides
-    x and gamma. ``beta`` may be None (no bias). With ``keep_xhat`` also returns xhat =
-    (x - mean) * rstd, which the forward computes anyway: given to the backward, it saves two
-    passes there for one more array kept. The CUDA kernel returns None for it (its backward
-    recomputes xhat for free).
+    Returns (y, mean, rstd), mean and rstd (..., 1): all backward needs besides x and gamma.
+    ``beta`` may be None (no bias).
     """
-    if kernels.enabled(x, gamma):  # one CUDA kernel on cupy (tricycle/backends/cuda/norm.cu)
-        y, mean, rstd = kernels.layer_norm_forward(xp, x, gamma, beta, eps)
-        return (y, mean, rstd, None) if keep_xhat else (y, mean, rstd)
-    x2 = as_rows(x)  # (N, E)
-    y = xp.empty_like(x2)
-    xhat = xp.empty_like(x2) if keep_xhat else y  # without it, y holds xhat until scaled
-    mean = xp.empty((x2.shape[0], 1), dtype=x.dtype)  # (N, 1)
-    rstd = xp.empty_like(mean)
-
-    def block(rows):
-        xb, hb = x2[rows], xhat[rows]
-        mean[rows] = row_sum(xp, xb, 1.0 / x2.shape[1])
-        xp.subtract(xb, mean[rows], out=hb)
-        var = _row_dot(xp, hb, hb)  # (b, 1) without a (b, E) temporary
-        var *= 1.0 / x2.shape[1]
-        var += eps
-        xp.sqrt(var, out=var)
-        xp.reciprocal(var, out=rstd[rows])
-        hb *= rstd[rows]
-        yb = xp.multiply(hb, gamma, out=y[rows])
-        if beta is not None:
-            yb += beta
-
-    for_each_block(xp, *x2.shape, block)
-    lead = x.shape[:-1] + (1,)
-    out = y.reshape(x.shape), mean.reshape(lead), rstd.reshape(lead)
-    return (*out, xhat.reshape(x.shape)) if keep_xhat else out
+    mean = x.mean(axis=-1, keepdims=True)  # (..., 1)
+    centred = x - mean  # (..., C)
+    rstd = 1 / xp.sqrt((centred * centred).mean(axis=-1, keepdims=True) + eps)  # (..., 1)
+    y = centred * rstd * gamma
+    if beta is not None:
+        y += beta
+    return y.astype(x.dtype, copy=False), mean, rstd
 
 
-def layer_norm_backward(xp, dy, x, gamma, mean, rstd, xhat=None):
-    """Gradients (dx, dgamma, dbeta) of layer_norm_forward, with xhat = (x - mean) * rstd
-    recomputed from x unless the forward kept it (``keep_xhat``).
+def layer_norm_backward(xp, dy, x, gamma, mean, rstd):
+    """Gradients (dx, dgamma, dbeta) of ``layer_norm_forward``.
 
-    With g = dy * gamma:
-    dx = rstd * (g - mean(g) - xhat * mean(g * xhat)); dgamma = sum(dy * xhat); dbeta = sum(dy).
+    With xhat = (x - mean) * rstd and g = dy * gamma:
+    dx = rstd * (g - mean(g) - xhat * mean(g * xhat)); dgamma = sum(dy * xhat); dbeta = sum(dy),
+    the means over the last axis, the sums over every other.
     """
-    if kernels.enabled(dy, x, gamma):
-        return kernels.layer_norm_backward(xp, dy, x, gamma, mean, rstd)
-    x2, dy2 = as_rows(x), as_rows(dy)  # (N, E)
-    xhat2 = None if xhat is None else as_rows(xhat)
-    mean2, rstd2 = mean.reshape(-1, 1), rstd.reshape(-1, 1)  # (N, 1)
-    n_rows, n = x2.shape
-    dx = xp.empty_like(x2)
-    n_blocks = len(row_blocks(xp, n_rows, n))
-    dgamma = xp.empty((n_blocks, n), dtype=dx.dtype)  # per-block partial sums
-    dbeta = xp.empty_like(dgamma)
-
-    def block(rows):
-        k = block_index(rows)
-        dyb, dxb = dy2[rows], dx[rows]
-        if xhat2 is None:
-            hb = x2[rows] - mean2[rows]  # (b, E)
-            hb *= rstd2[rows]
-        else:
-            hb = xhat2[rows]
-        dbeta[k] = xp.ones(dyb.shape[0], dtype=dyb.dtype) @ dyb  # column sums by BLAS
-        dgamma[k] = _column_dot(xp, dyb, hb)
-        xp.multiply(dyb, gamma, out=dxb)  # g
-        mean_g = row_sum(xp, dxb, 1.0 / n)  # (b, 1)
-        mean_gx = _row_dot(xp, dxb, hb)  # (b, 1)
-        mean_gx *= 1.0 / n
-        dxb -= mean_g
-        if xhat2 is None:  # this block's own temporary: scale it in place
-            hb *= mean_gx
-        else:  # the kept xhat: a backward with retain_graph may need it again
-            hb = hb * mean_gx
-        dxb -= hb
-        dxb *= rstd2[rows]
-
-    for_each_block(xp, n_rows, n, block)
-    return dx.reshape(x.shape), dgamma.sum(axis=0), dbeta.sum(axis=0)
-
-
-def _row_dot(xp, a, b):
-    """Row-wise dot products: (N, E), (N, E) -> (N, 1)."""
-    return xp.einsum("ni,ni->n", a, b)[:, None]
-
-
-def _column_dot(xp, a, b):
-    """Column-wise dot products: (N, E), (N, E) -> (E,)."""
-    return xp.einsum("ni,ni->i", a, b)
+    xhat = (x - mean) * rstd  # (..., C)
+    g = dy * gamma
+    dx = g - g.mean(axis=-1, keepdims=True) - xhat * (g * xhat).mean(axis=-1, keepdims=True)
+    dx *= rstd
+    rows = tuple(range(x.ndim - 1))
+    return dx, (dy * xhat).sum(axis=rows), dy.sum(axis=rows)
 
 
 def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor | None = None, eps: float = 1e-5) -> Tensor:
@@ -577,14 +427,15 @@ def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor | None = None, eps: float 
     checks.positive("layer_norm", "eps", eps)
     xp = check_same_device("LayerNorm", *(arg.array for arg in args))
     arrays = x.array, gamma.array, None if beta is None else beta.array
-    if grad_enabled() and any(arg.requires_grad for arg in args):  # xhat only for a backward
-        y, mean, rstd, xhat = layer_norm_forward(xp, *arrays, eps, keep_xhat=True)
-    else:
-        (y, mean, rstd), xhat = layer_norm_forward(xp, *arrays, eps), None
-    back_fns = shared_back_fns(
-        lambda dy: layer_norm_backward(xp, dy, x.array, gamma.array, mean, rstd, xhat), len(args)
+    forward, backward = dispatch.choose(
+        "layer_norm", (layer_norm_forward, layer_norm_backward), *arrays
     )
-    return Tensor(y, args=args, back_fns=back_fns, name="layer_norm")
+    y, mean, rstd = forward(xp, *arrays, eps)
+
+    def grads(dy):  # (dx, dgamma[, dbeta])
+        return backward(xp, dy, x.array, gamma.array, mean, rstd)[: len(args)]
+
+    return Tensor(y, args=args, back_fns=shared_back_fns(grads, len(args)), name="layer_norm")
 
 
 class LayerNorm(Layer):
@@ -606,49 +457,17 @@ class LayerNorm(Layer):
 
 def rms_norm_forward(xp, x, gamma, eps: float):
     """y = x * rstd * gamma with rstd = 1 / sqrt(mean(x^2) + eps); returns (y, rstd (..., 1))."""
-    if kernels.enabled(x, gamma):
-        return kernels.rms_norm_forward(xp, x, gamma, eps)
-    x2 = as_rows(x)  # (N, E)
-    y = xp.empty_like(x2)
-    rstd = xp.empty((x2.shape[0], 1), dtype=x.dtype)  # (N, 1)
-
-    def block(rows):
-        xb, yb = x2[rows], y[rows]
-        ms = _row_dot(xp, xb, xb)  # (b, 1)
-        ms *= 1.0 / x2.shape[1]
-        ms += eps
-        xp.sqrt(ms, out=ms)
-        xp.reciprocal(ms, out=rstd[rows])
-        xp.multiply(xb, rstd[rows], out=yb)
-        yb *= gamma
-
-    for_each_block(xp, *x2.shape, block)
-    return y.reshape(x.shape), rstd.reshape(x.shape[:-1] + (1,))
+    rstd = 1 / xp.sqrt((x * x).mean(axis=-1, keepdims=True) + eps)  # (..., 1)
+    return (x * rstd * gamma).astype(x.dtype, copy=False), rstd
 
 
 def rms_norm_backward(xp, dy, x, gamma, rstd):
-    """Gradients (dx, dgamma) of rms_norm_forward, with g = dy * gamma and xhat = x * rstd:
+    """Gradients (dx, dgamma) of ``rms_norm_forward``, with g = dy * gamma and xhat = x * rstd:
     dx = rstd * (g - xhat * mean(g * xhat)); dgamma = sum(dy * xhat)."""
-    if kernels.enabled(dy, x, gamma):
-        return kernels.rms_norm_backward(xp, dy, x, gamma, rstd)
-    x2, dy2, rstd2 = as_rows(x), as_rows(dy), rstd.reshape(-1, 1)
-    n_rows, n = x2.shape
-    dx = xp.empty_like(x2)
-    dgamma = xp.empty((len(row_blocks(xp, n_rows, n)), n), dtype=dx.dtype)
-
-    def block(rows):
-        dyb, dxb = dy2[rows], dx[rows]
-        xhat = x2[rows] * rstd2[rows]  # (b, E)
-        dgamma[block_index(rows)] = _column_dot(xp, dyb, xhat)
-        xp.multiply(dyb, gamma, out=dxb)  # g
-        mean_gx = _row_dot(xp, dxb, xhat)  # (b, 1)
-        mean_gx *= 1.0 / n
-        xhat *= mean_gx
-        dxb -= xhat
-        dxb *= rstd2[rows]
-
-    for_each_block(xp, n_rows, n, block)
-    return dx.reshape(x.shape), dgamma.sum(axis=0)
+    xhat = x * rstd  # (..., C)
+    g = dy * gamma
+    dx = (g - xhat * (g * xhat).mean(axis=-1, keepdims=True)) * rstd
+    return dx, (dy * xhat).sum(axis=tuple(range(x.ndim - 1)))
 
 
 def rms_norm(x: Tensor, gamma: Tensor, eps: float = 1e-6) -> Tensor:
@@ -656,8 +475,11 @@ def rms_norm(x: Tensor, gamma: Tensor, eps: float = 1e-6) -> Tensor:
     check_float("RMSNorm", x)
     checks.positive("rms_norm", "eps", eps)
     xp = check_same_device("RMSNorm", x.array, gamma.array)
-    y, rstd = rms_norm_forward(xp, x.array, gamma.array, eps)
-    back_fns = shared_back_fns(lambda dy: rms_norm_backward(xp, dy, x.array, gamma.array, rstd), 2)
+    forward, backward = dispatch.choose(
+        "rms_norm", (rms_norm_forward, rms_norm_backward), x.array, gamma.array
+    )
+    y, rstd = forward(xp, x.array, gamma.array, eps)
+    back_fns = shared_back_fns(lambda dy: backward(xp, dy, x.array, gamma.array, rstd), 2)
     return Tensor(y, args=(x, gamma), back_fns=back_fns, name="rms_norm")
 
 
@@ -685,41 +507,35 @@ def _check_width(op: str, x: Tensor, width: int) -> None:
 # ====================================================================== Dropout
 
 
+def dropout_forward(xp, x, probability: float, rng):
+    """x * mask, each mask element 0 with ``probability`` and 1 / (1 - probability) otherwise
+    (inverted dropout: E[output] = x), drawn from ``rng`` (a numpy Generator; None: a fresh
+    one). Returns (y, mask): the mask is what backward needs."""
+    # random generators make only float32/64 numbers: draw in float32 for 16-bit arrays
+    draw = x.dtype if x.dtype in (np.float32, np.float64) else np.dtype(np.float32)
+    mask = (rng or np.random.default_rng()).random(x.shape, dtype=draw)  # uniform in [0, 1)
+    np.greater_equal(mask, probability, out=mask)  # keep with probability 1 - p
+    mask *= 1.0 / (1.0 - probability)
+    mask = xp.asarray(mask.astype(x.dtype, copy=False))
+    return x * mask, mask
+
+
+def dropout_backward(xp, dy, probability: float, mask):
+    """dx = dy * mask, the forward's mask."""
+    return dy * mask
+
+
 def dropout(x: Tensor, probability: float, rng: np.random.Generator | None = None) -> Tensor:
     """Zero each element with ``probability`` and scale the rest by 1 / (1 - probability).
 
-    On numpy the mask comes from ``rng`` (a numpy Generator; a fresh one if None). On cupy it
-    is the counter-based mask of ``tricycle.dropout_mask`` (rows: the leading axes, keys: the
-    last), from a seed drawn from ``rng`` (tricycle's generator if None): one kernel, never
-    stored, and while a CUDA graph is captured the seed lives in device memory and each
-    replay draws a new one (``capture.step_seed``).
+    The mask comes from ``rng`` (a numpy Generator; a fresh one if None). A backend may draw
+    it its own way from ``rng``: on a GPU from a seed, never stored (``tricycle.dropout_mask``).
     """
     checks.probability("dropout", "probability", probability)
     xp = x.xp
-    if x.on_gpu:
-        draw = random.draw_seed if rng is None else lambda: int(rng.integers(2**32))
-        seed = capture.step_seed(draw)
-        if kernels.dropout_enabled(x.array):
-            out = kernels.dropout_kernel(x.array, probability, seed)
-            return unary_op(x, out, lambda dout: _dropout_again(dout, probability, seed),
-                            "dropout")  # fmt: skip
-        cols = x.shape[-1] if x.ndim else 1
-        rows, keys = xp.arange(x.size // max(cols, 1))[:, None], xp.arange(cols)[None, :]
-        mask = keep_mask(xp, seed, probability, rows, keys, x.dtype).reshape(x.shape)
-    else:
-        # random generators make only float32/64 numbers: draw in float32 for 16-bit arrays
-        draw = x.dtype if x.dtype in (np.float32, np.float64) else np.dtype(np.float32)
-        mask = (rng or np.random.default_rng()).random(x.shape, dtype=draw)
-        xp.greater_equal(mask, probability, out=mask)  # keep with probability 1 - p
-        mask *= 1.0 / (1.0 - probability)  # inverted dropout: E[output] = x
-        mask = mask.astype(x.dtype, copy=False)
-    return unary_op(x, x.array * mask, lambda dout: dout * mask, "dropout")
-
-
-def _dropout_again(dout, probability: float, seed):
-    """The backward of the dropout kernel: the same mask (the same seed) on the gradient."""
-    dout = dout if dout.flags.c_contiguous else backend.cupy().ascontiguousarray(dout)
-    return kernels.dropout_kernel(dout, probability, seed)
+    forward, backward = dispatch.choose("dropout", (dropout_forward, dropout_backward), x.array)
+    out, saved = forward(xp, x.array, probability, rng)
+    return unary_op(x, out, lambda dout: backward(xp, dout, probability, saved), "dropout")
 
 
 class Dropout(Layer):
@@ -746,10 +562,11 @@ class Dropout(Layer):
         (attention dropout): it then resumes and reproduces like this layer's own masks."""
         return int(self.rng.integers(2**32))
 
-    def step_seed(self):
-        """``draw_seed`` for one step's fused op: an int, or while a CUDA graph is captured
-        a device array that each replay refills with a fresh draw (``capture.step_seed``)."""
-        return capture.step_seed(self.draw_seed)
+    def step_seed(self, like=None):
+        """``draw_seed`` for one step's fused op on the device of the array ``like``: an int,
+        or what that device's backend makes of it ("step_seed": on a GPU, while a CUDA graph
+        is captured, a device array that each replay refills with a fresh draw)."""
+        return dispatch.choose("step_seed", lambda draw: draw(), like)(self.draw_seed)
 
     def extra_repr(self) -> str:
         return f"probability={self.probability}"

@@ -4,16 +4,15 @@ BinaryCrossEntropy. Each returns a scalar Tensor, the mean over examples.
 Cross-entropy is fused with its softmax: ``cross_entropy_forward`` makes one pass over the
 logits with the log-sum-exp trick and keeps only the per-row log-sum-exp;
 ``cross_entropy_backward`` turns it into (softmax - onehot) / N without ever storing the
-softmax in the forward. Both are pure array functions written once against ``xp``.
+softmax in the forward. Both are array functions written once against ``xp``, the reference
+formulas; ``CrossEntropy`` asks ``tricycle.dispatch`` once for a backend's kernels.
 """
 
 import numpy as np
 
-from tricycle import checks, deferred
+from tricycle import checks, deferred, dispatch
 from tricycle.backend import check_same_device
-from tricycle.backends import cuda as kernels
 from tricycle.binary import constant
-from tricycle.blocking import for_each_block, row_sum
 from tricycle.tensor import Tensor, as_tensor, check_float
 from tricycle.unary import sigmoid_forward
 
@@ -39,23 +38,11 @@ def cross_entropy_forward(xp, logits, labels, ignore_index=None):
         (0-d) the number of counted rows. If every row is ignored the loss is 0, and so is
         the gradient.
     """
-    if kernels.enabled(logits):  # one CUDA pass (tricycle/backends/cuda/cross_entropy.cu)
-        return kernels.cross_entropy_forward(xp, logits, labels, ignore_index)
-    n_classes = logits.shape[-1]
-    logits2 = logits.reshape(-1, n_classes)  # (N, C)
-    safe, valid = _labels_and_mask(xp, labels, ignore_index)
+    logits2 = logits.reshape(-1, logits.shape[-1])  # (N, C)
     n = logits2.shape[0]
-    peak = xp.empty(n, dtype=logits.dtype)  # (N,): subtracted so that exp never overflows
-    log_sum = xp.empty(n, dtype=logits.dtype)  # (N,)
-
-    def block(rows):
-        chunk = logits2[rows]
-        chunk.max(axis=-1, out=peak[rows])
-        shifted = chunk - peak[rows, None]
-        xp.exp(shifted, out=shifted)
-        xp.log(row_sum(xp, shifted)[:, 0], out=log_sum[rows])
-
-    for_each_block(xp, n, n_classes, block)
+    safe, valid = _labels_and_mask(xp, labels, ignore_index)
+    peak = logits2.max(axis=-1)  # (N,): subtracted so that exp never overflows
+    log_sum = xp.log(xp.exp(logits2 - peak[:, None]).sum(axis=-1))  # (N,)
     losses = log_sum - (logits2[xp.arange(n), safe] - peak)  # (N,)
     if valid is None:
         count = xp.asarray(n, dtype=logits.dtype)
@@ -69,30 +56,17 @@ def cross_entropy_forward(xp, logits, labels, ignore_index=None):
 def cross_entropy_backward(xp, dloss, logits, labels, saved, ignore_index=None):
     """dlogits = dloss * (softmax(logits) - onehot(labels)) / count, zero on ignored rows.
 
-    The softmax is exp(logits - peak) * exp(-log_sum), built block by block from the
-    forward's per-row statistics.
+    The softmax is exp(logits - peak) * exp(-log_sum), from the forward's per-row statistics
+    (peak + log_sum would round away the digits of a huge row's small differences).
     """
-    if kernels.enabled(logits):
-        return kernels.cross_entropy_backward(xp, dloss, logits, labels, saved, ignore_index)
     peak, log_sum, count = saved
-    n_classes = logits.shape[-1]
-    logits2 = logits.reshape(-1, n_classes)  # (N, C)
+    logits2 = logits.reshape(-1, logits.shape[-1])  # (N, C)
     safe, valid = _labels_and_mask(xp, labels, ignore_index)
     scale = dloss / xp.maximum(count, 1.0)  # 0-d
     weight = xp.broadcast_to(scale, peak.shape) if valid is None else valid * scale  # (N,)
-    row_scale = xp.exp(-log_sum)  # (N,): 1 / sum(exp(row - peak))
-    row_scale *= weight
-    dlogits = xp.empty_like(logits2)
-
-    def block(rows):
-        d = dlogits[rows]
-        xp.subtract(logits2[rows], peak[rows, None], out=d)
-        xp.exp(d, out=d)
-        d *= row_scale[rows, None]  # weight * softmax
-        d[xp.arange(d.shape[0]), safe[rows]] -= weight[rows]
-
-    for_each_block(xp, *logits2.shape, block)
-    return dlogits.reshape(logits.shape)
+    dlogits = xp.exp(logits2 - peak[:, None]) * (weight * xp.exp(-log_sum))[:, None]
+    dlogits[xp.arange(logits2.shape[0]), safe] -= weight
+    return dlogits.astype(logits.dtype, copy=False).reshape(logits.shape)
 
 
 def _predictions(value) -> Tensor:
@@ -121,15 +95,14 @@ class CrossEntropy:
         xp = check_same_device("CrossEntropy", labels, y_pred.array)
         self._check(xp, labels, y_pred)
         ignore_index, logits = self.ignore_index, y_pred.array
-        loss, saved = cross_entropy_forward(xp, logits, labels, ignore_index)
+        forward, backward = dispatch.choose(
+            "cross_entropy", (cross_entropy_forward, cross_entropy_backward), logits
+        )
+        loss, saved = forward(xp, logits, labels, ignore_index)
         return Tensor(
             loss,
             args=(y_pred,),
-            back_fns=(
-                lambda dloss: cross_entropy_backward(
-                    xp, dloss, logits, labels, saved, ignore_index
-                ),
-            ),
+            back_fns=(lambda dloss: backward(xp, dloss, logits, labels, saved, ignore_index),),
             name="cross_entropy",
         )
 

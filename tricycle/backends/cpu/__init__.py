@@ -5,9 +5,20 @@ rows, the formula visible, gradients named ``d...``), and registers them in
 ``tricycle.dispatch`` for the op they speed up. The dispatch imports this package the first
 time an op asks for a CPU kernel; importing it compiles nothing (``compile.jit`` compiles a
 kernel at its first call and caches it on disk). Without numba this package cannot be
-imported and the reference formulas run.
+imported and the reference formulas run. ``set_threads`` sets the kernels' thread count.
 """
 
 import numba  # noqa: F401 - the dispatch's one line says so when it is missing
 
-from tricycle.backends.cpu import adam  # noqa: E402, F401 - registers its kernels
+from tricycle.backends.cpu import (  # noqa: F401 - each module registers its kernels
+    adam,
+    cross_entropy,
+    embedding,
+    gelu,
+    norm,
+    softmax,
+    swiglu,
+)
+from tricycle.backends.cpu.compile import set_threads, thread_count
+
+__all__ = ["set_threads", "thread_count"]

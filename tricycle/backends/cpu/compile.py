@@ -1,13 +1,180 @@
-"""How the CPU kernels are compiled: numba's ``njit`` with the on-disk cache.
+"""How the CPU kernels are compiled and run: numba with its disk cache, threads made safe.
 
-``jit`` compiles a serial loop, ``parallel_jit`` one whose ``prange`` loop is spread over
-numba's threads. Compilation happens at a kernel's first call and is cached on disk
-(``cache=True``), so a second process reuses it.
+``jit`` compiles a serial loop. ``parallel_jit`` compiles a kernel twice from one function:
+with its ``prange`` loop spread over numba's threads, and as a plain loop. A call runs the
+parallel variant when it holds ``_pool``, a lock taken without waiting, and the serial one
+otherwise (another Python thread is inside a parallel kernel, the input is small, or one
+thread is asked for). So any number of Python threads may call kernels at once: numba's
+thread pools are not all safe for concurrent launches (``workqueue`` aborts the process), and
+here only one launch is ever in flight. Kernels write their loops so that both variants give
+the same numbers (reductions over rows go through fixed chunks, never per-thread sums).
+
+Threading layer: ``workqueue`` unless the user chose one (``NUMBA_THREADING_LAYER``). Its
+threads sleep between launches; OpenMP's spin and slow numpy's BLAS products down.
+``set_threads`` sets how many threads a parallel kernel uses (default: ``TRICYCLE_THREADS``,
+else numba's, one per core).
+
+Compilation happens at a kernel's first call for its argument types and is cached on disk
+(``cache=True``), so a second process reuses it. The first compilation in a process says so on
+stderr, and the time spent compiling is said once at exit; cache hits print nothing.
 """
 
+import atexit
 import functools
+import os
+import sys
+import threading
+import time
+import types
 
 import numba
+from numba.core import event
 
-jit = functools.partial(numba.njit, cache=True, nogil=True)
-parallel_jit = functools.partial(numba.njit, cache=True, nogil=True, parallel=True)
+PARALLEL_MIN_SIZE = 16384  # inputs with fewer elements run serially: a launch costs ~10-20 us
+
+# numpy's error model: a float division by zero gives inf instead of raising, which lets loops
+# with divisions vectorise; reassociation lets sums vectorise (both variants of a kernel run
+# the same inner loops, so they still give the same numbers)
+_OPTIONS = {
+    "cache": True,
+    "nogil": True,
+    "error_model": "numpy",
+    "fastmath": {"reassoc", "contract", "nsz", "arcp"},
+}
+_pool = threading.Lock()  # held by the one thread inside a parallel kernel
+_settings = {"threads": None, "layer_chosen": False}
+_applied = threading.local()  # the thread count numba was told in this thread (its own TLS)
+
+
+def jit(function=None, **options):
+    """``numba.njit`` with the disk cache and the GIL released: ``@jit`` or ``@jit(...)``."""
+    if function is None:
+        return functools.partial(jit, **options)
+    return numba.njit(**{**_OPTIONS, **options})(function)
+
+
+class ParallelKernel:
+    """A kernel compiled twice: ``parallel`` (``prange`` over numba's threads) and ``serial``.
+
+    Calling it runs one of them (see the module's docstring); the first argument's ``size``
+    decides whether the work is worth a parallel launch.
+    """
+
+    def __init__(self, function, options):
+        self.__wrapped__ = function
+        self.__name__, self.__doc__ = function.__name__, function.__doc__
+        self.parallel = numba.njit(**{**_OPTIONS, **options, "parallel": True})(function)
+        # a copy under another name: numba's cache keys on the function, not on its flags
+        serial = types.FunctionType(
+            function.__code__, function.__globals__, function.__name__ + "_serial",
+            function.__defaults__, function.__closure__,
+        )  # fmt: skip
+        serial.__qualname__ = function.__qualname__ + "_serial"
+        serial.__module__ = function.__module__
+        self.serial = numba.njit(**{**_OPTIONS, **options})(serial)
+
+    def __call__(self, *args):
+        if getattr(args[0], "size", PARALLEL_MIN_SIZE) >= PARALLEL_MIN_SIZE:
+            threads = thread_count()
+            if threads > 1 and _pool.acquire(blocking=False):
+                try:
+                    if getattr(_applied, "threads", None) != threads:
+                        numba.set_num_threads(threads)
+                        _applied.threads = threads
+                    return self.parallel(*args)
+                finally:
+                    _pool.release()
+        return self.serial(*args)
+
+
+def parallel_jit(function=None, **options):
+    """A ``ParallelKernel`` of ``function``: ``@parallel_jit`` or ``@parallel_jit(...)``."""
+    if function is None:
+        return functools.partial(parallel_jit, **options)
+    return ParallelKernel(function, options)
+
+
+# ---------------------------------------------------------------------- threads
+def set_threads(n: int) -> None:
+    """Run parallel kernels on ``n`` threads (at most numba's pool size; 1: serial only)."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"set_threads: n must be an integer >= 1, got {n!r}")
+    _settings["threads"] = n
+
+
+def thread_count() -> int:
+    """How many threads a parallel kernel uses."""
+    _choose_layer()
+    n = _settings["threads"]
+    if n is None:
+        text = os.environ.get("TRICYCLE_THREADS", "")
+        n = int(text) if text.isdigit() and int(text) > 0 else numba.config.NUMBA_NUM_THREADS
+        _settings["threads"] = n
+    return min(n, numba.config.NUMBA_NUM_THREADS)
+
+
+def _choose_layer() -> None:
+    """workqueue, unless the user set a threading layer (before the first parallel launch)."""
+    if not _settings["layer_chosen"]:
+        _settings["layer_chosen"] = True
+        if not os.environ.get("NUMBA_THREADING_LAYER") and numba.config.THREADING_LAYER in (
+            "default",
+            "",
+        ):
+            numba.config.THREADING_LAYER = "workqueue"
+
+
+# ---------------------------------------------------------------------- compile time, visible
+class _CompileReport(event.Listener):
+    """Says on stderr that the CPU kernels compile (at the first compilation of one of this
+    package's kernels) and, at exit, how long compiling took."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.depth = {}  # thread id -> nesting of compilations (kernels compile their callees)
+        self.seconds, self.kernels, self.started, self.announced = 0.0, 0, {}, False
+
+    def on_start(self, ev):
+        if not _ours(ev):
+            return
+        with self.lock:
+            me = threading.get_ident()
+            self.depth[me] = self.depth.get(me, 0) + 1
+            if self.depth[me] > 1:
+                return
+            if not self.announced:
+                self.announced = True
+                print(
+                    "tricycle: compiling the CPU kernels (numba; once: later runs load them "
+                    "from its cache)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                atexit.register(self.summary)
+            self.started[me] = time.perf_counter()
+
+    def on_end(self, ev):
+        if not _ours(ev):
+            return
+        with self.lock:
+            me = threading.get_ident()
+            self.depth[me] -= 1
+            if self.depth[me] == 0:
+                self.seconds += time.perf_counter() - self.started.pop(me)
+                self.kernels += 1
+
+    def summary(self):
+        print(
+            f"tricycle: compiled {self.kernels} CPU kernel(s) in {self.seconds:.1f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def _ours(ev) -> bool:
+    dispatcher = ev.data.get("dispatcher") if isinstance(ev.data, dict) else None
+    module = getattr(getattr(dispatcher, "py_func", None), "__module__", "") or ""
+    return module.startswith(__package__)
+
+
+event.register("numba:compile", _CompileReport())  # when the backend loads, not tricycle

@@ -8,7 +8,7 @@ backward writes dlogits in one more pass, in the logits' dtype.
 
 import numpy as np
 
-from tricycle import backend
+from tricycle import backend, dispatch
 from tricycle.backends.cuda.launch import (
     CTYPES,
     LABEL_CTYPES,
@@ -103,3 +103,8 @@ def instantiations() -> list[tuple[str, str, tuple[str, ...]]]:
         for part in ("forward", "backward")
     ]
     return out + [("cross_entropy.cu", "ce_reduce_kernel", (lab,)) for lab in LABEL_CTYPES.values()]
+
+
+dispatch.add(
+    "cross_entropy", "cuda", (cross_entropy_forward, cross_entropy_backward), dtypes=tuple(CTYPES)
+)

@@ -1,9 +1,9 @@
-"""The embedding's backward, a scatter-add of rows (embedding.cu), as the back_fn of
-``tricycle.layers.embedding``."""
+"""The embedding's backward, a scatter-add of rows (embedding.cu), as
+``tricycle.layers.embedding_backward``."""
 
 import numpy as np
 
-from tricycle import backend
+from tricycle import backend, dispatch
 from tricycle.backends.cuda.launch import (
     CTYPES,
     LABEL_CTYPES,
@@ -12,6 +12,11 @@ from tricycle.backends.cuda.launch import (
     ctype,
     flat_labels,
 )
+
+
+def embedding_forward(xp, weights, ids):
+    """Rows of weights picked by ids (as ``tricycle.layers.embedding_forward``)."""
+    return backend.cupy().take(weights, ids, axis=0)
 
 
 def embedding_backward(xp, dout, ids, vocab_size: int, dtype=None):
@@ -48,3 +53,6 @@ def instantiations() -> list[tuple[str, str, tuple[str, ...]]]:
         for t in CTYPES.values()
         for lab in LABEL_CTYPES.values()
     ]
+
+
+dispatch.add("embedding", "cuda", (embedding_forward, embedding_backward), dtypes=tuple(CTYPES))

@@ -3,7 +3,7 @@
 
 import numpy as np
 
-from tricycle import backend
+from tricycle import backend, dispatch
 from tricycle.backends.cuda.gemm import column_sums, gemm_enabled
 from tricycle.backends.cuda.launch import (
     CTYPES,
@@ -86,3 +86,7 @@ def instantiations() -> list[tuple[str, str, tuple[str, ...]]]:
         for vec in ("true", "false")
         for part in ("forward", "backward")
     ]
+
+
+dispatch.add("gelu", "cuda", (gelu_forward, gelu_backward), dtypes=tuple(CTYPES))
+dispatch.add("bias_gelu", "cuda", (bias_gelu_forward, bias_gelu_backward), dtypes=tuple(CTYPES))

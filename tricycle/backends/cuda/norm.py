@@ -7,7 +7,7 @@ pass and reduces dgamma/dbeta from per-block partial rows in a second, small lau
 
 import numpy as np
 
-from tricycle import backend
+from tricycle import backend, dispatch
 from tricycle.backends.cuda.launch import (
     CTYPES,
     aligned4,
@@ -129,3 +129,7 @@ def instantiations() -> list[tuple[str, str, tuple[str, ...]]]:
                     out += [("norm.cu", "norm_backward_kernel", (t, p, rms, vec))]
         out += [("norm.cu", "norm_reduce_kernel", (t, rms)) for rms in flags]
     return out
+
+
+dispatch.add("layer_norm", "cuda", (layer_norm_forward, layer_norm_backward), dtypes=tuple(CTYPES))
+dispatch.add("rms_norm", "cuda", (rms_norm_forward, rms_norm_backward), dtypes=tuple(CTYPES))

@@ -3,7 +3,7 @@
 
 import numpy as np
 
-from tricycle import backend
+from tricycle import backend, dispatch
 from tricycle.backends.cuda.launch import (
     CTYPES,
     compiled,
@@ -52,3 +52,6 @@ def instantiations() -> list[tuple[str, str, tuple[str, ...]]]:
         for w in ("true", "false")
         for part in ("forward", "backward")
     ]
+
+
+dispatch.add("softmax", "cuda", (softmax_forward, softmax_backward), dtypes=tuple(CTYPES))

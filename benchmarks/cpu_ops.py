@@ -1,0 +1,136 @@
+"""The fused ops of the CPU GPT, forward + backward: tricycle's CPU kernels against PyTorch.
+
+    python benchmarks/cpu_ops.py               # 2 threads each, 7 interleaved rounds
+    python benchmarks/cpu_ops.py --threads 1 --rounds 11
+
+Sizes are those of the CPU GPT benchmark (B=8, T=128, E=256, 4 heads, vocabulary 1024):
+LayerNorm over (1024, 256), softmax over the attention rows (8, 4, 128, 128), tanh GeLU and
+bias+GeLU over the MLP's (1024, 1024), cross-entropy over (1024, 1024) logits. Each op runs
+as a user runs it (a Tensor op, then backward) three ways: tricycle with its CPU kernels,
+tricycle with the reference formulas (numpy, ``dispatch.references()``) and PyTorch eager with
+the same number of threads (``torch.set_num_threads``). The runners alternate round by round;
+the table shows each one's best round in ms and the median of per-round ratios.
+"""
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
+
+from harness import torch_or_none  # noqa: E402
+
+from tricycle import dispatch  # noqa: E402
+from tricycle.activation import GeLU, bias_gelu  # noqa: E402
+from tricycle.functions import Softmax  # noqa: E402
+from tricycle.layers import LayerNorm  # noqa: E402
+from tricycle.loss import CrossEntropy  # noqa: E402
+from tricycle.tensor import Tensor  # noqa: E402
+
+torch = torch_or_none()
+rng = np.random.default_rng(0)
+
+
+def data(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def ours_and_torch():
+    """{name: (tricycle step, torch step or None)}: each a forward and a backward."""
+    x_ln, x_att, x_mlp, bias = data(1024, 256), data(8, 4, 128, 128), data(1024, 1024), data(1024)
+    labels = rng.integers(0, 1024, size=1024)
+    norm = LayerNorm(256)
+    cases = {
+        "layer_norm (1024, 256)": lambda x: norm(x),
+        "softmax (8, 4, 128, 128)": lambda x: Softmax()(x),
+        "gelu tanh (1024, 1024)": lambda x: GeLU("tanh")(x),
+        "bias+gelu (1024, 1024)": lambda x: bias_gelu(x, Tensor(bias), True),
+        "cross_entropy (1024, 1024)": lambda x: CrossEntropy()(labels, x),
+    }
+    inputs = dict(zip(cases, (x_ln, x_att, x_mlp, x_mlp, x_mlp)))
+
+    def ours(name):
+        def step():
+            x = Tensor(inputs[name], requires_grad=True)
+            y = cases[name](x)
+            y.backward(np.ones(y.shape, np.float32))
+
+        return step
+
+    steps = {name: (ours(name), None) for name in cases}
+    if torch is None:
+        return steps
+    F = torch.nn.functional
+    t_norm = torch.nn.LayerNorm(256)
+    t_bias, t_labels = torch.tensor(bias, requires_grad=True), torch.tensor(labels)
+    t_cases = {
+        "layer_norm (1024, 256)": t_norm,
+        "softmax (8, 4, 128, 128)": lambda x: torch.softmax(x, -1),
+        "gelu tanh (1024, 1024)": lambda x: F.gelu(x, approximate="tanh"),
+        "bias+gelu (1024, 1024)": lambda x: F.gelu(x + t_bias, approximate="tanh"),
+        "cross_entropy (1024, 1024)": lambda x: F.cross_entropy(x, t_labels),
+    }
+
+    def theirs(name):
+        def step():
+            x = torch.tensor(inputs[name], requires_grad=True)
+            y = t_cases[name](x)
+            y.backward(torch.ones_like(y))
+
+        return step
+
+    return {name: (ours(name), theirs(name)) for name in cases}
+
+
+def best_of(step, repeats: int) -> float:
+    """The fastest of ``repeats`` calls, in seconds."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--repeats", type=int, default=20, help="calls per runner per round")
+    args = parser.parse_args()
+    from tricycle.backends.cpu import set_threads  # noqa: PLC0415 - needs numba
+
+    set_threads(args.threads)
+    if torch is not None:
+        torch.set_num_threads(args.threads)
+    steps = ours_and_torch()
+    for ours, theirs in steps.values():  # compile and warm up
+        ours()
+        with dispatch.references():
+            ours()
+        if theirs:
+            theirs()
+    print(f"threads {args.threads}, {args.rounds} rounds of {args.repeats} calls (best, ms)")
+    print(f"{'op, forward + backward':28} {'kernels':>9} {'numpy':>9} {'torch':>9} "
+          f"{'torch/kernels':>14} {'numpy/kernels':>14}")  # fmt: skip
+    for name, (ours, theirs) in steps.items():
+        rounds = []
+        for _ in range(args.rounds):
+            kernels = best_of(ours, args.repeats)
+            with dispatch.references():
+                numpy = best_of(ours, args.repeats)
+            reference = best_of(theirs, args.repeats) if theirs else float("nan")
+            rounds.append((kernels, numpy, reference))
+        kernels, numpy, reference = (min(r[i] for r in rounds) * 1e3 for i in range(3))
+        vs_torch = statistics.median(r[2] / r[0] for r in rounds)
+        vs_numpy = statistics.median(r[1] / r[0] for r in rounds)
+        print(f"{name:28} {kernels:9.3f} {numpy:9.3f} {reference:9.3f} {vs_torch:13.2f}x "
+              f"{vs_numpy:13.2f}x")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,35 @@
+"""What the kernels' adapters share: arrays as contiguous rows, and the dispatch predicate.
+
+A kernel loops over the rows of a C-contiguous (N, C) array; the adapter that registers it
+takes arrays of any leading shape and strides, as the reference does, and views (or copies)
+them that way. Reductions over rows (the gradients of gamma, beta, a bias) add fixed chunks
+of ``CHUNK_ROWS`` rows, one partial row each, so the result does not depend on how many
+threads ran.
+"""
+
+import math
+
+import numpy as np
+
+CHUNK_ROWS = 16
+
+
+def rows(a, dtype=None) -> np.ndarray:
+    """``a`` as a C-contiguous (N, C) array over its last axis (a view when it already is)."""
+    a = np.ascontiguousarray(a, dtype=dtype)
+    return a.reshape(math.prod(a.shape[:-1]), a.shape[-1]) if a.ndim else a.reshape(1, 1)
+
+
+def flat(a, dtype=None) -> np.ndarray:
+    """``a`` as a C-contiguous 1-D array."""
+    return np.ascontiguousarray(a, dtype=dtype).reshape(-1)
+
+
+def n_chunks(n_rows: int) -> int:
+    return max(1, -(-n_rows // CHUNK_ROWS))
+
+
+def same_dtype(*arrays) -> bool:
+    """The kernels' condition: every array has the first one's dtype."""
+    dtype = arrays[0].dtype
+    return all(a.dtype == dtype for a in arrays)

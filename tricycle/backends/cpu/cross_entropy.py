@@ -1,0 +1,81 @@
+"""Cross-entropy over the vocabulary fused with its softmax: one read of the logits forward,
+one read and one write backward, no other array of the logits' size.
+
+Kernels and the adapters registered for ``tricycle.loss``' "cross_entropy", with the
+references' signatures and saved statistics (peak, log_sum, count).
+"""
+
+import numpy as np
+from numba import prange
+
+from tricycle import dispatch
+from tricycle.backends.cpu.arrays import flat, rows
+from tricycle.backends.cpu.compile import parallel_jit
+from tricycle.backends.cpu.maths import exp
+
+
+@parallel_jit
+def crossentropy_forward(losses, peak, log_sum, logits, labels, ignore, has_ignore):
+    """Per row of logits (N, C): peak = max, log_sum = log(sum(exp(row - peak))),
+    loss = log_sum - (row[label] - peak), 0 for an ignored label."""
+    N, C = logits.shape
+    for n in prange(N):
+        top = logits[n, 0]
+        for i in range(1, C):
+            top = max(top, logits[n, i])
+        total = 0.0
+        for i in range(C):
+            total += exp(logits[n, i] - top)
+        peak[n] = top
+        log_sum[n] = np.log(total)
+        if has_ignore and labels[n] == ignore:
+            losses[n] = 0.0
+        else:
+            losses[n] = log_sum[n] - (logits[n, labels[n]] - top)
+
+
+@parallel_jit
+def crossentropy_backward(dlogits, logits, labels, peak, log_sum, weight):
+    """dlogits = weight * (softmax - onehot) per row, softmax = exp(row - peak) / exp(log_sum)
+    (peak + log_sum would round away the digits of a huge row's small differences)."""
+    N, C = logits.shape
+    for n in prange(N):
+        scale = weight[n] * np.exp(-log_sum[n])
+        for i in range(C):
+            dlogits[n, i] = exp(logits[n, i] - peak[n]) * scale
+        if weight[n] != 0:
+            dlogits[n, labels[n]] -= weight[n]
+
+
+def _labels(labels):
+    return flat(labels, np.int64)
+
+
+def cross_entropy_forward(xp, logits, labels, ignore_index=None):
+    """As ``tricycle.loss.cross_entropy_forward``: (loss, (peak, log_sum, count))."""
+    logits2 = rows(logits)  # (N, C)
+    n = logits2.shape[0]
+    labels = _labels(labels)
+    losses, peak, log_sum = (np.empty(n, logits.dtype) for _ in range(3))
+    has_ignore = ignore_index is not None
+    ignore = ignore_index if has_ignore else 0
+    crossentropy_forward(losses, peak, log_sum, logits2, labels, ignore, has_ignore)
+    count = np.asarray(n if not has_ignore else (labels != ignore).sum(), logits.dtype)
+    loss = np.asarray(losses.sum() / max(count, 1.0), logits.dtype)
+    return loss, (peak, log_sum, count)
+
+
+def cross_entropy_backward(xp, dloss, logits, labels, saved, ignore_index=None):
+    """As ``tricycle.loss.cross_entropy_backward``."""
+    peak, log_sum, count = saved
+    logits2 = rows(logits)
+    labels = _labels(labels)
+    weight = np.full(labels.size, dloss / max(count, 1.0), logits.dtype)  # (N,)
+    if ignore_index is not None:
+        weight[labels == ignore_index] = 0
+    dlogits = np.empty_like(logits2)
+    crossentropy_backward(dlogits, logits2, labels, flat(peak), flat(log_sum), weight)
+    return dlogits.reshape(logits.shape)
+
+
+dispatch.add("cross_entropy", "cpu", (cross_entropy_forward, cross_entropy_backward))

@@ -1,0 +1,141 @@
+"""Layer norm and RMS norm over the last axis, one pass over each row.
+
+Kernels (llm.c's ``layernorm_forward`` / ``layernorm_backward``) and the adapters registered
+for ``tricycle.layers``' "layer_norm" and "rms_norm", with the references' signatures.
+"""
+
+import numpy as np
+from numba import prange
+
+from tricycle import dispatch
+from tricycle.backends.cpu.arrays import CHUNK_ROWS, flat, n_chunks, rows, same_dtype
+from tricycle.backends.cpu.compile import parallel_jit
+
+
+# ---------------------------------------------------------------------- kernels
+@parallel_jit
+def layernorm_forward(out, mean, rstd, inp, weight, bias, eps):
+    """out = (inp - mean) * rstd * weight + bias per row of inp (N, C)."""
+    N, C = inp.shape
+    for n in prange(N):
+        x = inp[n]
+        m = 0.0
+        for i in range(C):
+            m += x[i]
+        m = m / C
+        v = 0.0
+        for i in range(C):
+            shift = x[i] - m
+            v += shift * shift
+        s = 1.0 / np.sqrt(v / C + eps)
+        for i in range(C):
+            out[n, i] = (x[i] - m) * s * weight[i] + bias[i]
+        mean[n] = m
+        rstd[n] = s
+
+
+@parallel_jit
+def layernorm_backward(dinp, dweight_parts, dbias_parts, dout, inp, weight, mean, rstd):
+    """dinp per row; dweight and dbias as one partial row per chunk of CHUNK_ROWS rows."""
+    N, C = inp.shape
+    for k in prange(dweight_parts.shape[0]):
+        for n in range(k * CHUNK_ROWS, min(N, (k + 1) * CHUNK_ROWS)):
+            m, s = mean[n], rstd[n]
+            # the two means of dx's formula: mean(g) and mean(g * xhat), g = dout * weight
+            dnorm_mean = 0.0
+            dnorm_norm_mean = 0.0
+            for i in range(C):
+                dnorm = dout[n, i] * weight[i]
+                dnorm_mean += dnorm
+                dnorm_norm_mean += dnorm * (inp[n, i] - m) * s
+            dnorm_mean = dnorm_mean / C
+            dnorm_norm_mean = dnorm_norm_mean / C
+            for i in range(C):
+                norm = (inp[n, i] - m) * s
+                dbias_parts[k, i] += dout[n, i]
+                dweight_parts[k, i] += norm * dout[n, i]
+                dnorm = dout[n, i] * weight[i]
+                dinp[n, i] = (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s
+
+
+@parallel_jit
+def rmsnorm_forward(out, rstd, inp, weight, eps):
+    """out = inp * rstd * weight per row, rstd = 1 / sqrt(mean(inp^2) + eps)."""
+    N, C = inp.shape
+    for n in prange(N):
+        ms = 0.0
+        for i in range(C):
+            ms += inp[n, i] * inp[n, i]
+        s = 1.0 / np.sqrt(ms / C + eps)
+        for i in range(C):
+            out[n, i] = inp[n, i] * s * weight[i]
+        rstd[n] = s
+
+
+@parallel_jit
+def rmsnorm_backward(dinp, dweight_parts, dout, inp, weight, rstd):
+    """dinp = rstd (g - xhat mean(g xhat)) with g = dout * weight, xhat = inp * rstd."""
+    N, C = inp.shape
+    for k in prange(dweight_parts.shape[0]):
+        for n in range(k * CHUNK_ROWS, min(N, (k + 1) * CHUNK_ROWS)):
+            s = rstd[n]
+            dnorm_norm_mean = 0.0
+            for i in range(C):
+                dnorm_norm_mean += dout[n, i] * weight[i] * inp[n, i] * s
+            dnorm_norm_mean = dnorm_norm_mean / C
+            for i in range(C):
+                norm = inp[n, i] * s
+                dweight_parts[k, i] += norm * dout[n, i]
+                dinp[n, i] = (dout[n, i] * weight[i] - norm * dnorm_norm_mean) * s
+
+
+# ---------------------------------------------------------------------- adapters
+def _stats_shape(x):
+    return x.shape[:-1] + (1,)
+
+
+def layer_norm_forward(xp, x, gamma, beta, eps):
+    """As ``tricycle.layers.layer_norm_forward``: (y, mean, rstd)."""
+    x2 = rows(x)  # (N, C)
+    n = x2.shape[0]
+    y = np.empty_like(x2)
+    mean, rstd = np.empty(n, x.dtype), np.empty(n, x.dtype)
+    bias = np.zeros_like(gamma) if beta is None else beta
+    gamma, bias = rows(gamma, x.dtype)[0], rows(bias, x.dtype)[0]
+    layernorm_forward(y, mean, rstd, x2, gamma, bias, eps)
+    return y.reshape(x.shape), mean.reshape(_stats_shape(x)), rstd.reshape(_stats_shape(x))
+
+
+def layer_norm_backward(xp, dy, x, gamma, mean, rstd):
+    """As ``tricycle.layers.layer_norm_backward``: (dx, dgamma, dbeta)."""
+    x2 = rows(x)  # (N, C)
+    dx = np.empty_like(x2)
+    parts = np.zeros((2, n_chunks(x2.shape[0]), x2.shape[1]))  # float64 partial sums
+    layernorm_backward(
+        dx, parts[0], parts[1], rows(dy, x.dtype), x2, rows(gamma, x.dtype)[0],
+        flat(mean, x.dtype), flat(rstd, x.dtype),
+    )  # fmt: skip
+    dgamma, dbeta = parts.sum(axis=1).astype(gamma.dtype)
+    return dx.reshape(x.shape), dgamma, dbeta
+
+
+def rms_norm_forward(xp, x, gamma, eps):
+    """As ``tricycle.layers.rms_norm_forward``: (y, rstd)."""
+    x2 = rows(x)
+    y = np.empty_like(x2)
+    rstd = np.empty(x2.shape[0], x.dtype)
+    rmsnorm_forward(y, rstd, x2, rows(gamma, x.dtype)[0], eps)
+    return y.reshape(x.shape), rstd.reshape(_stats_shape(x))
+
+
+def rms_norm_backward(xp, dy, x, gamma, rstd):
+    """As ``tricycle.layers.rms_norm_backward``: (dx, dgamma)."""
+    x2 = rows(x)
+    dx = np.empty_like(x2)
+    parts = np.zeros((n_chunks(x2.shape[0]), x2.shape[1]))
+    rmsnorm_backward(dx, parts, rows(dy, x.dtype), x2, rows(gamma, x.dtype)[0], flat(rstd, x.dtype))
+    return dx.reshape(x.shape), parts.sum(axis=0).astype(gamma.dtype)
+
+
+dispatch.add("layer_norm", "cpu", (layer_norm_forward, layer_norm_backward), applies=same_dtype)
+dispatch.add("rms_norm", "cpu", (rms_norm_forward, rms_norm_backward), applies=same_dtype)

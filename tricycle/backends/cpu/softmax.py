@@ -1,0 +1,111 @@
+"""Softmax and log-softmax over the last axis, one pass over each row each way.
+
+Kernels and the adapters registered for ``tricycle.functions``' "softmax" and "log_softmax",
+with the references' signatures.
+"""
+
+import numpy as np
+from numba import prange
+
+from tricycle import dispatch
+from tricycle.backends.cpu.arrays import rows
+from tricycle.backends.cpu.compile import parallel_jit
+from tricycle.backends.cpu.maths import exp
+
+
+# ---------------------------------------------------------------------- kernels
+@parallel_jit
+def softmax_forward_kernel(out, inp):
+    """out = exp(inp - max) / sum(exp(inp - max)) per row of inp (N, C)."""
+    N, C = inp.shape
+    for n in prange(N):
+        peak = inp[n, 0]
+        for i in range(1, C):
+            peak = max(peak, inp[n, i])
+        total = 0.0
+        for i in range(C):
+            e = exp(inp[n, i] - peak)
+            out[n, i] = e
+            total += e
+        scale = 1.0 / total
+        for i in range(C):
+            out[n, i] *= scale
+
+
+@parallel_jit
+def softmax_backward_kernel(dinp, out, dout):
+    """dinp = out * (dout - sum(dout * out)) per row."""
+    N, C = out.shape
+    for n in prange(N):
+        dot = 0.0
+        for i in range(C):
+            dot += dout[n, i] * out[n, i]
+        for i in range(C):
+            dinp[n, i] = out[n, i] * (dout[n, i] - dot)
+
+
+@parallel_jit
+def log_softmax_forward_kernel(out, inp):
+    """out = inp - max - log(sum(exp(inp - max))) per row."""
+    N, C = inp.shape
+    for n in prange(N):
+        peak = inp[n, 0]
+        for i in range(1, C):
+            peak = max(peak, inp[n, i])
+        total = 0.0
+        for i in range(C):
+            total += exp(inp[n, i] - peak)
+        shift = peak + np.log(total)
+        for i in range(C):
+            out[n, i] = inp[n, i] - shift
+
+
+@parallel_jit
+def log_softmax_backward_kernel(dinp, out, dout):
+    """dinp = dout - exp(out) * sum(dout) per row (exp(out) is the softmax)."""
+    N, C = out.shape
+    for n in prange(N):
+        total = 0.0
+        for i in range(C):
+            total += dout[n, i]
+        for i in range(C):
+            dinp[n, i] = dout[n, i] - exp(out[n, i]) * total
+
+
+# ---------------------------------------------------------------------- adapters
+def _forward(kernel, x):
+    x2 = rows(x)  # (N, C)
+    y = np.empty_like(x2)
+    kernel(y, x2)
+    return y.reshape(x.shape)
+
+
+def _backward(kernel, y, dy):
+    y2 = rows(y)
+    dx = np.empty_like(y2)
+    kernel(dx, y2, rows(dy, y.dtype))
+    return dx.reshape(y.shape)
+
+
+def softmax_forward(xp, x):
+    """As ``tricycle.functions.softmax_forward``."""
+    return _forward(softmax_forward_kernel, x)
+
+
+def softmax_backward(xp, y, dy):
+    """As ``tricycle.functions.softmax_backward``."""
+    return _backward(softmax_backward_kernel, y, dy)
+
+
+def log_softmax_forward(xp, x):
+    """As ``tricycle.functions.log_softmax_forward``."""
+    return _forward(log_softmax_forward_kernel, x)
+
+
+def log_softmax_backward(xp, y, dy):
+    """As ``tricycle.functions.log_softmax_backward``."""
+    return _backward(log_softmax_backward_kernel, y, dy)
+
+
+dispatch.add("softmax", "cpu", (softmax_forward, softmax_backward))
+dispatch.add("log_softmax", "cpu", (log_softmax_forward, log_softmax_backward))
