@@ -7,8 +7,13 @@ Scenarios:
             and with gradient accumulation), and the parameters after steps with ZeRO-1
     hang    rank 1 stops answering (sleeps) before an all-reduce: rank 0 must abort the job
     kill    rank 1 kills itself (SIGKILL) after a step: rank 0 must not wait for it forever
+    raise   rank 1 raises an error after a step, while rank 0 goes on to the next
+            collective: every rank must end at once, with rank 1's message
+    hosts   4 ranks on two simulated machines (round robin: $TRICYCLE_HOST from the rank);
+            rank 0 writes every rank's (rank, local_rank, local_size, host) as JSON
 """
 
+import json
 import os
 import signal
 import sys
@@ -73,6 +78,8 @@ def train(world, batch_size: int, steps: int, accumulation: int = 1, zero: bool 
 
 
 def main(scenario: str, out: str) -> None:
+    if scenario == "hosts":  # before init: the launcher's rank, as a machine name
+        os.environ["TRICYCLE_HOST"] = f"node{int(os.environ['PMI_RANK']) % 2}"
     world = distributed.init()
     if scenario == "train":
         grads, losses, _, _ = train(world, batch_size=4, steps=20)
@@ -105,6 +112,23 @@ def main(scenario: str, out: str) -> None:
         if world.rank == 1:
             os.kill(os.getpid(), signal.SIGKILL)
         world.all_reduce(1.0)
+    elif scenario == "raise":
+        world.all_reduce(1.0)
+        if world.rank == 1:
+            raise ValueError("a bad file on rank 1")
+        world.all_reduce(1.0)
+    elif scenario == "hosts":
+        mine = dict(
+            rank=world.rank,
+            local_rank=world.local_rank,
+            local_size=world.local_size,
+            host=os.environ["TRICYCLE_HOST"],
+            total=world.all_reduce(1.0, mean=False),
+        )
+        ranks = world.gather_object(mine)
+        if world.is_main:
+            with open(out, "w") as file:
+                json.dump(ranks, file)
     world.finalize()
 
 

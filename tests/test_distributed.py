@@ -270,8 +270,10 @@ needs_mpi = pytest.mark.skipif(
 AS_ROOT = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
 
-def launch(scenario: str, out: Path, timeout: float = 60.0, dist_timeout: float = 600.0):
-    """Run the worker on 2 ranks; returns (CompletedProcess, seconds)."""
+def launch(
+    scenario: str, out: Path, timeout: float = 60.0, dist_timeout: float = 600.0, ranks: int = 2
+):
+    """Run the worker on ``ranks`` ranks; returns (CompletedProcess, seconds)."""
     env = dict(os.environ, **AS_ROOT)
     env.update(
         PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
@@ -279,7 +281,7 @@ def launch(scenario: str, out: Path, timeout: float = 60.0, dist_timeout: float 
         TRICYCLE_THREADS="1",
         TRICYCLE_DIST_TIMEOUT=str(dist_timeout),
     )
-    command = [mpiexec(), "-n", "2", sys.executable, str(WORKER), scenario, str(out)]
+    command = [mpiexec(), "-n", str(ranks), sys.executable, str(WORKER), scenario, str(out)]
     start = time.monotonic()
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
     return done, time.monotonic() - start
@@ -332,6 +334,29 @@ def test_a_killed_rank_ends_the_job(tmp_path):
     assert seconds < 20
 
 
+@needs_mpi
+def test_an_error_on_one_rank_ends_every_rank_at_once_with_its_message(tmp_path):
+    done, seconds = launch("raise", tmp_path / "out")  # the timeout would be 600 s
+    assert done.returncode != 0
+    assert "ValueError: a bad file on rank 1" in done.stderr  # the traceback
+    assert "rank 1 of 2: ValueError: a bad file on rank 1. Ending all ranks." in done.stderr
+    assert "dead or hung" not in done.stderr
+    assert seconds < 20
+
+
+@needs_mpi
+def test_local_ranks_on_two_simulated_machines(tmp_path):
+    """4 ranks placed round robin on two machines (named by $TRICYCLE_HOST): each machine's
+    ranks count 0, 1 in rank order, as a machine's GPUs would be handed out."""
+    done, _ = launch("hosts", tmp_path / "hosts.json", ranks=4)
+    assert done.returncode == 0, done.stderr
+    ranks = json.loads((tmp_path / "hosts.json").read_text())
+    layout = [(r["rank"], r["host"], r["local_rank"], r["local_size"]) for r in ranks]
+    assert layout == [(0, "node0", 0, 2), (1, "node1", 0, 2), (2, "node0", 1, 2),
+                      (3, "node1", 1, 2)]  # fmt: skip
+    assert all(r["total"] == 4 for r in ranks)  # the collectives still span both machines
+
+
 # ====================================================================== the command line
 def write_corpus(path: Path) -> Path:
     """A small code-like text (as test_train's)."""
@@ -360,6 +385,25 @@ def train_cli(processes: int, out_dir: Path, *extra: str, tmp_path: Path):
     assert done.returncode == 0, done.stderr[-3000:]
     lines = (out_dir / "metrics.jsonl").read_text().splitlines()
     return done.stderr, [json.loads(line) for line in lines]
+
+
+@needs_mpi
+def test_a_usage_error_on_rank_0_ends_every_rank_at_once(tmp_path):
+    """The README's `mpiexec -n 2 python train_smol_gpt.py` in an --out-dir that holds a
+    run: rank 0 alone sees it; rank 1 must not wait for rank 0 until the timeout."""
+    out_dir = tmp_path / "run"
+    out_dir.mkdir()
+    (out_dir / "metrics.jsonl").write_text('{"step": 1}\n')
+    env = dict(os.environ, **AS_ROOT, OPENBLAS_NUM_THREADS="1", TRICYCLE_THREADS="1",
+               TRICYCLE_DIST_TIMEOUT="600")  # fmt: skip
+    command = [mpiexec(), "-n", "2", sys.executable, str(ROOT / "train_smol_gpt.py"),
+               "--config", "debug", "--out-dir", str(out_dir), "--no-progress"]  # fmt: skip
+    start = time.monotonic()
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode != 0
+    assert f"rank 0 of 2: --out-dir {out_dir} already holds a run" in done.stderr
+    assert time.monotonic() - start < 20
+    assert (out_dir / "metrics.jsonl").read_text() == '{"step": 1}\n'  # untouched
 
 
 @needs_mpi

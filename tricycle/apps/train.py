@@ -496,7 +496,8 @@ def _threads_per_process(n: int | None, world: distributed.World) -> int | None:
 def main(argv=None) -> int:
     """The console entry point: train; the exit status is 130 after Ctrl-C."""
     try:
-        summary = run(argv)
+        with distributed.fail_together():  # an error on one rank ends every rank at once
+            summary = run(argv)
     except KeyboardInterrupt:  # outside the loop (loading data), or a second Ctrl-C
         print("\ninterrupted: stopped without a new checkpoint", file=sys.stderr)
         return 130
