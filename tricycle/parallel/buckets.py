@@ -293,7 +293,8 @@ def _plan_buckets(
     params: list, first_bytes: int, bucket_bytes: int, reduce_dtype=None
 ) -> list[_Bucket]:
     """Consecutive parameters of one dtype, up to ``first_bytes`` (at most ``bucket_bytes``)
-    in the first bucket and ``bucket_bytes`` in the others (a larger parameter gets a bucket of its own)."""
+    in the first bucket and ``bucket_bytes`` in the others (a larger parameter gets a
+    bucket of its own)."""
     groups, group, size = [], [], 0
     for p in params:
         nbytes = p.size * p.dtype.itemsize
