@@ -39,14 +39,17 @@ def tokens() -> np.ndarray:
     return np.random.default_rng(0).integers(0, CONFIG["vocab_size"], size=2000)
 
 
-def train(world, batch_size: int, steps: int, accumulation: int = 1, zero: bool = False):
+def train(world, batch_size: int, steps: int, accumulation: int = 1, zero: bool = False,
+          reduce_dtype=None):  # fmt: skip
     """Train the tiny GPT for ``steps`` steps of ``accumulation`` micro-batches of
     ``batch_size`` windows per rank; return (first step's averaged gradients {name: array},
     losses averaged over ranks, final parameters {name: array}, the optimiser)."""
     manual_seed(0)
     model = GPT(DebugConfig(**CONFIG))
     world.broadcast_parameters(model)
-    reducer = distributed.DataParallel(model, world, bucket_bytes=BUCKET_BYTES)
+    reducer = distributed.DataParallel(
+        model, world, bucket_bytes=BUCKET_BYTES, reduce_dtype=reduce_dtype
+    )
     data = CausalLMDataset(
         tokens(), CONFIG["vocab_size"], batch_size, CONFIG["context_window"], seed=1,
         rank=world.rank, world_size=world.world_size,
@@ -83,6 +86,7 @@ def main(scenario: str, out: str) -> None:
     world = distributed.init()
     if scenario == "train":
         grads, losses, _, _ = train(world, batch_size=4, steps=20)
+        grads16, _, _, _ = train(world, batch_size=4, steps=1, reduce_dtype=np.float16)
         _, accumulated, _, _ = train(world, batch_size=2, steps=5, accumulation=2)
         _, _, plain, plain_optimiser = train(world, batch_size=4, steps=3)
         _, _, zero, zero_optimiser = train(world, batch_size=4, steps=3, zero=True)
@@ -94,6 +98,7 @@ def main(scenario: str, out: str) -> None:
             arrays = {"losses": losses, "accumulated": accumulated}
             named = [
                 ("grad", grads),
+                ("grad16", grads16),
                 ("plain", plain),
                 ("zero", zero),
                 ("zero_state", zero_state),

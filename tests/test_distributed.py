@@ -21,7 +21,7 @@ from tricycle.dataset import CausalLMDataset
 from tricycle.loss import CrossEntropy
 from tricycle.models import GPT
 from tricycle.optimisers import AdamW
-from tricycle.parallel import distributed
+from tricycle.parallel import buckets, distributed
 from tricycle.parallel.zero import ZeroRedundancyOptimiser
 from tricycle.random import manual_seed
 from tricycle.tensor import Tensor
@@ -143,6 +143,49 @@ def test_data_parallel_in_a_world_of_one_changes_no_gradient():
     # views of the buckets, none sharing memory with another parameter's gradient
     grads = [p.grad.array for p in reduced.parameters()]
     assert not any(np.shares_memory(a, b) for i, a in enumerate(grads) for b in grads[i + 1 :])
+
+
+def test_the_first_bucket_is_small_and_buckets_follow_the_first_backward():
+    plain, reduced = tiny_gpt(), tiny_gpt()
+    world = distributed.init()
+    reducer = distributed.DataParallel(reduced, world, bucket_bytes=4096, first_bucket_bytes=600,
+                                       reduce_alone=True)  # fmt: skip
+    assert reducer.buckets[0].nbytes <= 600 < reducer.buckets[1].nbytes <= 4096
+    finished = []
+    for p in reduced.parameters():
+        p.register_post_accumulate_grad_hook(lambda t: finished.append(t))
+    for seed in range(3):  # the plan changes after the first step; the gradients never do
+        for model in (plain, reduced):
+            model.zero_grad()
+            backward_on_a_batch(model, seed)
+        reducer.finish()
+        for (name, p), (_, q) in zip(plain.named_parameters(), reduced.named_parameters()):
+            np.testing.assert_array_equal(q.grad.array, p.grad.array, err_msg=name)
+        planned = [id(p) for bucket in reducer.buckets for p in bucket.params]
+        assert planned == [id(p) for p in finished[: len(planned)]]  # backward's order
+        finished.clear()
+    assert reducer.buckets[0].nbytes <= 600
+
+
+def test_reducing_in_float16_rounds_each_gradient_once():
+    plain, reduced = tiny_gpt(), tiny_gpt()
+    backward_on_a_batch(plain)
+    reducer = distributed.DataParallel(reduced, distributed.init(), bucket_bytes=4096,
+                                       reduce_dtype=np.float16, reduce_alone=True)  # fmt: skip
+    backward_on_a_batch(reduced)
+    reducer.finish()
+    for (name, p), (_, q) in zip(plain.named_parameters(), reduced.named_parameters()):
+        assert q.grad.dtype == np.float32
+        np.testing.assert_array_equal(q.grad.array, p.grad.array.astype(np.float16), name)
+    with pytest.raises(distributed.DistributedError, match="float16 or bfloat16"):
+        distributed.DataParallel(reduced, distributed.init(), reduce_dtype=np.float64)
+
+
+def test_gradient_as_bucket_view_needs_the_engine_for_it():
+    if buckets.ENGINE_FILLS_GRAD_BUFFERS:
+        pytest.skip("this engine accumulates into assigned buffers")
+    with pytest.raises(distributed.DistributedError, match="Tensor.grad_buffer"):
+        distributed.DataParallel(tiny_gpt(), distributed.init(), gradient_as_bucket_view=True)
 
 
 def test_data_parallel_alone_copies_and_sends_nothing():
@@ -301,6 +344,8 @@ def test_two_ranks_train_as_one_process_on_the_same_global_batch(tmp_path):
     grads, losses, plain, _ = train(world, batch_size=8, steps=20)
     for name, grad in grads.items():
         assert relative_error(got[f"grad/{name}"], grad) <= 1e-6, name
+        # each rank's share rounded to float16 for the wire: 11 bits
+        assert relative_error(got[f"grad16/{name}"], grad) <= 2e-3, name
     np.testing.assert_allclose(got["losses"], losses, rtol=1e-5)
     _, accumulated, _, _ = train(world, batch_size=4, steps=5, accumulation=2)
     np.testing.assert_allclose(got["accumulated"], accumulated, rtol=1e-5)
