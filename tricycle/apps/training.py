@@ -67,7 +67,6 @@ from tricycle.apps.cuda_graph import CapturedStep
 from tricycle.apps.runs import RunDirectory
 from tricycle.apps.step import StepOutput, TrainingDiverged, train_step
 from tricycle.apps.throughput import Throughput
-from tricycle.backends.cuda import capture
 from tricycle.configs import GPTConfig
 from tricycle.dataset import CausalLMDataset
 from tricycle.loss import CrossEntropy
@@ -274,8 +273,9 @@ class Trainer:
         hooks: ``Hook``s: more evaluations (HellaSwag), samples, anything measured on the
             way, recorded in the metrics beside the loss.
         tokens_per_step: for the tokens/s in the metrics.
-        cuda_graph: run the steps through ``tricycle.apps.cuda_graph.CapturedStep`` (GPU, one
-            process, Adam/AdamW): captured once after warm-up, then replayed.
+        cuda_graph: run the steps through ``tricycle.apps.cuda_graph.CapturedStep`` (GPU,
+            Adam/AdamW, with ``data_parallel``'s all-reduces in the graph): captured once
+            after warm-up, then replayed.
 
     ``step`` counts the steps done; ``state_dict``/``load_state_dict`` and ``save``/``load``
     hold the whole run.
@@ -319,11 +319,6 @@ class Trainer:
         self._jump_dropout_generators()
         self.cuda_graph = cuda_graph
         self._captured: CapturedStep | None = None  # made at the first step
-        if cuda_graph and self.world.world_size > 1:
-            raise capture.CaptureError(
-                f"Trainer: cuda_graph needs one process, not {self.world.world_size} (the "
-                "gradient reductions are not captured)"
-            )
 
     def _jump_dropout_generators(self) -> None:
         """Rank r's layer generators: rank 0's jumped r times (independent streams, whose
@@ -342,7 +337,10 @@ class Trainer:
                        max_norm=self.max_norm)  # fmt: skip
         if self.cuda_graph:
             if self._captured is None:
-                self._captured = CapturedStep(self.model, self.optimiser, self.policy, **options)
+                self._captured = CapturedStep(
+                    self.model, self.optimiser, self.policy,
+                    data_parallel=self.data_parallel, **options,
+                )  # fmt: skip
             result = self._captured(self.train_data)
         else:
             result = train_step(self.model, self.optimiser, self.train_data, self.policy,

@@ -37,6 +37,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from tricycle import backend, checks
+from tricycle.backends.cuda import capture
 from tricycle.optimisers import named_parameters
 from tricycle.parallel.engines import DistributedError
 from tricycle.tensor import Tensor
@@ -212,7 +213,8 @@ class DataParallel:
         bucket.filled.add(id(param))
         if bucket.full:
             self._start_ready()
-        self._progress()
+        if not capture.capturing():  # a recorded event cannot be tested
+            self._progress()
 
     def _start_ready(self) -> None:
         while self._next < len(self.buckets):
@@ -281,6 +283,14 @@ class DataParallel:
             bucket.ensure_buffer(grad.array)
             bucket.view(i)[...] = grad.array
             p.grad = Tensor(bucket.view(i), requires_grad=False)
+
+    def abandon(self) -> None:
+        """Forget a step that will not be finished (a CUDA graph capture that failed): no
+        bucket is filled or in flight."""
+        for bucket in self.buckets:
+            bucket.filled.clear()
+            bucket.request = bucket.wire = None
+        self._next = 0
 
     def remove(self) -> None:
         """Stop reducing: unregister the gradient hooks."""

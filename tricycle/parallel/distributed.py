@@ -218,6 +218,16 @@ class World:
             )
         return self._gpu
 
+    def watch_device(self, what: str) -> None:
+        """Hold the GPU work queued so far (a replayed CUDA graph with collectives in it) to
+        the collectives' deadline: the watchdog ends the job if it is not done in time."""
+        if self._watchdog is None:
+            return
+        done = backend.cupy().cuda.Event(disable_timing=True)
+        done.record()
+        entry = self._watchdog.begin(what)
+        entry[1] = done
+
     # ------------------------------------------------------------------ collectives
     def wait(self, request, what: str) -> None:
         """Wait for a request of this world (or abort the job after ``timeout``)."""

@@ -26,6 +26,7 @@ from collections import deque
 import numpy as np
 
 from tricycle import backend
+from tricycle.backends.cuda import capture
 
 DEFAULT_TIMEOUT = 600.0  # seconds a rank waits for the others in one collective
 SPIN_SECONDS = 0.1  # a wait tests its request back to back this long, then every millisecond
@@ -137,6 +138,10 @@ class _NCCLEngine:
     Each starts after an event recorded on the current (compute) stream, so it sees every
     write made before it, and records an event of its own that a request's ``wait`` makes the
     compute stream wait for. Nothing here makes the host wait for the device.
+
+    The same calls record into a CUDA graph being captured on the current stream: the
+    events fork NCCL's stream off the capture and join it back where the step waits, so a
+    captured training step holds its all-reduces (NCCL supports capture).
     """
 
     def __init__(self, cupy, nccl, communicator, watchdog):
@@ -165,6 +170,11 @@ class _NCCLEngine:
         ready = cuda.Event(disable_timing=True)
         ready.record()  # on the current stream: after the writes this collective reads
         self.stream.wait_event(ready)
+        if capture.capturing():  # recorded into a CUDA graph: each replay is watched whole
+            call(self.stream.ptr)  # (World.watch_device), since a recorded event is no event
+            done = cuda.Event(disable_timing=True)
+            done.record(self.stream)
+            return _DeviceRequest(done)
         entry = self.watchdog.begin(what)  # the deadline runs from the call: it may block
         call(self.stream.ptr)
         done = cuda.Event(disable_timing=True)
