@@ -25,6 +25,7 @@ every rank with --batch-size sequences (the global batch grows with the ranks):
     script eager     the same, not captured
     overlapped       DataParallel, buckets of --bucket-mb reduced on NCCL's stream during
                      backward
+    overlapped 25 MiB  the same in buckets of 25 MiB (PyTorch DDP's default)
     after backward   one bucket: the whole reduction after backward (no overlap)
 
 --settings picks some of them (comma-separated); --json prints a last line ``RESULT {...}``
@@ -248,6 +249,7 @@ def main(argv=None) -> None:
         "script captured": (bucket, False, True),
         "script eager": (bucket, False, False),
         "overlapped": (bucket, True, None),
+        "overlapped 25 MiB": (25 << 20, True, None),  # DDP's default bucket size
         "after backward": (2**62, True, None),
     }
     if world.world_size == 1:  # also as training runs it: with one rank nothing is sent
