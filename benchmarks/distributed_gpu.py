@@ -270,7 +270,7 @@ def main(argv=None) -> None:
         print(f"{world.world_size} GPU(s), {per_gpu} sequences per GPU, best of "
               f"{args.repeats} runs of {args.steps} steps")  # fmt: skip
         for label, seconds in best.items():
-            print(f"  {label:<16} {seconds * 1e3:8.2f} ms/step {tokens / seconds:>12,.0f} tokens/s")
+            print(f"  {label:<18} {seconds * 1e3:8.2f} ms/step {tokens / seconds:>12,.0f} tokens/s")
         if {"plain", "as trained", "overlapped"} <= best.keys():
             print(f"  as trained / plain time: {best['as trained'] / best['plain']:.3f}x "
                   "(the one code path with one GPU)")  # fmt: skip
