@@ -137,6 +137,7 @@ class DataParallel:
         bucket_bytes=checks.positive_int,
         first_bucket_bytes=checks.positive_int,
         reorder=checks.boolean,
+        gradient_as_bucket_view=checks.optional(checks.boolean),
         reduce_alone=checks.boolean,
     )
     def __init__(
