@@ -93,6 +93,8 @@ class CapturedStep:
         self.options = dict(loss_fn=loss_fn, accumulation_steps=accumulation_steps,
                             max_norm=max_norm, data_parallel=data_parallel)  # fmt: skip
         self.data_parallel = data_parallel
+        # replays are watched, and captures agreed on, where there are peers to wait for
+        self.peers = data_parallel is not None and data_parallel.world.world_size > 1
         self.warmup_steps = warmup_steps
         self.eager_steps = 0
         self._graph = None
@@ -118,7 +120,7 @@ class CapturedStep:
             return train_step(self.model, self.optimiser, iter(micro), self.policy, **self.options)
         if self._graph is None:
             captured = self._capture(micro)
-            if self.data_parallel is not None:
+            if self.peers:
                 self._agree(captured)
             if not captured:  # not capturable: this step and the rest run eagerly
                 return self(iter(micro))
@@ -127,7 +129,7 @@ class CapturedStep:
             self._store(micro)
             self._recording.refresh()
         self._graph.launch(backend.cupy().cuda.get_current_stream())
-        if self.data_parallel is not None:  # the graph's all-reduces, held to the deadline
+        if self.peers:  # the graph's all-reduces, held to the deadline
             self.data_parallel.world.watch_device("the collectives of the captured step")
         return self._copied_outputs()
 
