@@ -5,6 +5,7 @@
     NCCL_NVLS_ENABLE=0 mpiexec -n 2 python benchmarks/distributed_gpu.py     # two GPUs
     NCCL_NVLS_ENABLE=0 TRICYCLE_DIST_TIMEOUT=10 mpiexec -n 2 \\
         python benchmarks/distributed_gpu.py --fault hang   # must abort after ~10 s, not hang
+    (--fault kill: rank 1 dies; --fault raise: rank 1 raises an error: both end at once)
 
 Runs without mpiexec (world size 1: NCCL with one rank, no MPI needed). Checks first, on
 rank 0 (``ok`` or the difference):
@@ -19,9 +20,16 @@ every rank with --batch-size sequences (the global batch grows with the ranks):
     plain            no DataParallel at all (world size 1 only): the baseline
     as trained       DataParallel as training uses it (world size 1 only: with one rank it
                      copies and sends nothing)
+    script captured  the training script's step: ``Trainer.train_step`` with DataParallel,
+                     captured as a CUDA graph after warm-up (all-reduces in the graph)
+    script eager     the same, not captured
     overlapped       DataParallel, buckets of --bucket-mb reduced on NCCL's stream during
                      backward
+    overlapped 25 MiB  the same in buckets of 25 MiB (PyTorch DDP's default)
     after backward   one bucket: the whole reduction after backward (no overlap)
+
+--settings picks some of them (comma-separated); --json prints a last line ``RESULT {...}``
+with every setting's tokens/s, for scripts (``benchmarks/distributed_gpu_suite.sh``).
 
 and prints ms/step, tokens/s (all ranks together) and the ratios. With one GPU,
 as trained / plain is the cost of the one code path (target: no slower); overlapped / plain
@@ -33,6 +41,7 @@ B=64; gpt2: GPT-2 124M, E=768, 12 heads, 12 layers, T=1024, V=50304, B=8.
 """
 
 import argparse
+import json
 import os
 import signal
 import sys
@@ -44,6 +53,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tricycle.apps.training import Trainer  # noqa: E402
 from tricycle.backend import cupy, nccl  # noqa: E402
 from tricycle.configs import GPTConfig  # noqa: E402
 from tricycle.dataset import CausalLMDataset  # noqa: E402
@@ -52,7 +62,7 @@ from tricycle.models import GPT  # noqa: E402
 from tricycle.optimisers import AdamW  # noqa: E402
 from tricycle.parallel import distributed  # noqa: E402
 from tricycle.parallel.zero import ZeroRedundancyOptimiser  # noqa: E402
-from tricycle.precision import Precision  # noqa: E402
+from tricycle.precision import Precision, bfloat16  # noqa: E402
 from tricycle.random import manual_seed  # noqa: E402
 from tricycle.tensor import Tensor  # noqa: E402
 
@@ -74,7 +84,12 @@ def parse_args(argv=None):
     add("--warmup", type=int, default=5, help="untimed steps first")
     add("--repeats", type=int, default=2, help="timed runs per setting (the best counts)")
     add("--bucket-mb", type=float, default=distributed.DEFAULT_BUCKET_BYTES / 2**20)
-    add("--fault", choices=["hang", "kill"], help="rank 1 hangs or dies after 3 steps")
+    add("--fault", choices=["hang", "kill", "raise"],
+        help="rank 1 hangs, dies or raises an error after 3 steps")  # fmt: skip
+    add("--settings", help="comma-separated settings to time (default: all)")
+    add("--reduce-dtype", choices=["bf16"], help="send the buckets in bfloat16")
+    add("--no-check", action="store_true", help="skip the correctness checks")
+    add("--json", action="store_true", help="print a last line RESULT {json}")
     return parser.parse_args(argv)
 
 
@@ -83,8 +98,9 @@ class Run:
     DataParallel of ``bucket_bytes`` (None: without)."""
 
     def __init__(
-        self, args, world, bucket_bytes=None, zero=False, batch_size=None, reduce_alone=True
-    ):
+        self, args, world, bucket_bytes=None, zero=False, batch_size=None, reduce_alone=True,
+        trainer=None,
+    ):  # fmt: skip
         architecture, default_batch = MODELS[args.model]
         self.world = world
         self.config = GPTConfig(**architecture, dropout=0.0, grad_clip=1.0)
@@ -94,9 +110,11 @@ class Run:
         self.reducer = None
         if bucket_bytes is not None:
             world.broadcast_parameters(self.model)  # as training does (a collective)
+            reduce_dtype = bfloat16() if args.reduce_dtype == "bf16" else None
             self.reducer = distributed.DataParallel(
-                self.model, world, bucket_bytes=bucket_bytes, reduce_alone=reduce_alone
-            )
+                self.model, world, bucket_bytes=bucket_bytes, reduce_alone=reduce_alone,
+                reduce_dtype=reduce_dtype,
+            )  # fmt: skip
         self.optimiser = AdamW(learning_rate=3e-4, betas=(0.9, 0.95), weight_decay=0.1)
         if zero:
             self.optimiser = ZeroRedundancyOptimiser(self.optimiser, self.model, world)
@@ -108,6 +126,11 @@ class Run:
             tokens, self.config.vocab_size, self.batch_size, self.config.context_window,
             seed=0, rank=ranks[0], world_size=ranks[1],
         ).batch().to_gpu(world.device)  # fmt: skip
+        self.trainer = None  # trainer: None, or whether its step is captured (cuda_graph)
+        if trainer is not None:
+            self.trainer = Trainer(self.model, self.optimiser, self.data, policy=self.policy,
+                                   max_norm=1.0, data_parallel=self.reducer,
+                                   cuda_graph=trainer)  # fmt: skip
 
     def backward(self):
         """Forward and backward of one batch; the loss (on the GPU)."""
@@ -119,6 +142,8 @@ class Run:
         return loss
 
     def step(self):
+        if self.trainer is not None:  # the training script's step
+            return self.trainer.train_step().loss
         self.optimiser.step()
         loss = self.backward()
         self.policy.step(self.optimiser, self.model, max_norm=1.0)
@@ -200,6 +225,8 @@ def fault(args, world) -> None:
             if step == 3 and world.rank == 1:
                 if args.fault == "kill":
                     os.kill(os.getpid(), signal.SIGKILL)
+                if args.fault == "raise":  # an uncaught error: init's hook ends every rank
+                    raise ValueError("rank 1 read a bad file")
                 time.sleep(3600)
             float(run.step())
             if world.is_main:
@@ -215,15 +242,25 @@ def main(argv=None) -> None:
               f"NCCL_NVLS_ENABLE={nvls}")  # fmt: skip
     if args.fault:
         return fault(args, world)
-    check(args, world)
+    if not args.no_check:
+        check(args, world)
     bucket = int(args.bucket_mb * 2**20)
-    settings = {"overlapped": (bucket, True), "after backward": (2**62, True)}
+    settings = {  # label: (bucket bytes, reduce_alone, trainer: None or cuda_graph)
+        "script captured": (bucket, False, True),
+        "script eager": (bucket, False, False),
+        "overlapped": (bucket, True, None),
+        "overlapped 25 MiB": (25 << 20, True, None),  # DDP's default bucket size
+        "after backward": (2**62, True, None),
+    }
     if world.world_size == 1:  # also as training runs it: with one rank nothing is sent
-        settings = {"plain": (None, False), "as trained": (bucket, False), **settings}
+        settings = {"plain": (None, False, None), "as trained": (bucket, False, None),
+                    **settings}  # fmt: skip
+    if args.settings:
+        settings = {k: v for k, v in settings.items() if k in args.settings.split(",")}
     best = dict.fromkeys(settings, float("inf"))
     for _ in range(args.repeats):
-        for label, (bucket_bytes, reduce_alone) in settings.items():
-            run = Run(args, world, bucket_bytes, reduce_alone=reduce_alone)
+        for label, (bucket_bytes, reduce_alone, trainer) in settings.items():
+            run = Run(args, world, bucket_bytes, reduce_alone=reduce_alone, trainer=trainer)
             best[label] = min(best[label], run.time(args.steps, args.warmup))
             per_gpu, context = run.batch_size, run.config.context_window
             del run
@@ -233,14 +270,19 @@ def main(argv=None) -> None:
         print(f"{world.world_size} GPU(s), {per_gpu} sequences per GPU, best of "
               f"{args.repeats} runs of {args.steps} steps")  # fmt: skip
         for label, seconds in best.items():
-            print(f"  {label:<16} {seconds * 1e3:8.2f} ms/step {tokens / seconds:>12,.0f} tokens/s")
-        if "plain" in best:
+            print(f"  {label:<18} {seconds * 1e3:8.2f} ms/step {tokens / seconds:>12,.0f} tokens/s")
+        if {"plain", "as trained", "overlapped"} <= best.keys():
             print(f"  as trained / plain time: {best['as trained'] / best['plain']:.3f}x "
                   "(the one code path with one GPU)")  # fmt: skip
             print(f"  overlapped / plain time: {best['overlapped'] / best['plain']:.3f}x "
                   "(NCCL and the buckets, were one GPU to reduce)")  # fmt: skip
-        overlap = best["after backward"] / best["overlapped"]
-        print(f"  after backward / overlapped time: {overlap:.3f}x (what the overlap saves)")
+        if "after backward" in best and "overlapped" in best:
+            overlap = best["after backward"] / best["overlapped"]
+            print(f"  after backward / overlapped time: {overlap:.3f}x (what the overlap saves)")
+        if args.json:
+            rates = {label: tokens / seconds for label, seconds in best.items()}
+            print("RESULT " + json.dumps({"model": args.model, "gpus": world.world_size,
+                                          "per_gpu": per_gpu, "tokens_per_s": rates}))  # fmt: skip
     world.finalize()
 
 

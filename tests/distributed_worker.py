@@ -7,8 +7,13 @@ Scenarios:
             and with gradient accumulation), and the parameters after steps with ZeRO-1
     hang    rank 1 stops answering (sleeps) before an all-reduce: rank 0 must abort the job
     kill    rank 1 kills itself (SIGKILL) after a step: rank 0 must not wait for it forever
+    raise   rank 1 raises an error after a step, while rank 0 goes on to the next
+            collective: every rank must end at once, with rank 1's message
+    hosts   4 ranks on two simulated machines (round robin: $TRICYCLE_HOST from the rank);
+            rank 0 writes every rank's (rank, local_rank, local_size, host) as JSON
 """
 
+import json
 import os
 import signal
 import sys
@@ -34,14 +39,17 @@ def tokens() -> np.ndarray:
     return np.random.default_rng(0).integers(0, CONFIG["vocab_size"], size=2000)
 
 
-def train(world, batch_size: int, steps: int, accumulation: int = 1, zero: bool = False):
+def train(world, batch_size: int, steps: int, accumulation: int = 1, zero: bool = False,
+          reduce_dtype=None):  # fmt: skip
     """Train the tiny GPT for ``steps`` steps of ``accumulation`` micro-batches of
     ``batch_size`` windows per rank; return (first step's averaged gradients {name: array},
     losses averaged over ranks, final parameters {name: array}, the optimiser)."""
     manual_seed(0)
     model = GPT(DebugConfig(**CONFIG))
     world.broadcast_parameters(model)
-    reducer = distributed.DataParallel(model, world, bucket_bytes=BUCKET_BYTES)
+    reducer = distributed.DataParallel(
+        model, world, bucket_bytes=BUCKET_BYTES, reduce_dtype=reduce_dtype
+    )
     data = CausalLMDataset(
         tokens(), CONFIG["vocab_size"], batch_size, CONFIG["context_window"], seed=1,
         rank=world.rank, world_size=world.world_size,
@@ -73,9 +81,12 @@ def train(world, batch_size: int, steps: int, accumulation: int = 1, zero: bool 
 
 
 def main(scenario: str, out: str) -> None:
+    if scenario == "hosts":  # before init: the launcher's rank, as a machine name
+        os.environ["TRICYCLE_HOST"] = f"node{int(os.environ['PMI_RANK']) % 2}"
     world = distributed.init()
     if scenario == "train":
         grads, losses, _, _ = train(world, batch_size=4, steps=20)
+        grads16, _, _, _ = train(world, batch_size=4, steps=1, reduce_dtype=np.float16)
         _, accumulated, _, _ = train(world, batch_size=2, steps=5, accumulation=2)
         _, _, plain, plain_optimiser = train(world, batch_size=4, steps=3)
         _, _, zero, zero_optimiser = train(world, batch_size=4, steps=3, zero=True)
@@ -87,6 +98,7 @@ def main(scenario: str, out: str) -> None:
             arrays = {"losses": losses, "accumulated": accumulated}
             named = [
                 ("grad", grads),
+                ("grad16", grads16),
                 ("plain", plain),
                 ("zero", zero),
                 ("zero_state", zero_state),
@@ -105,6 +117,23 @@ def main(scenario: str, out: str) -> None:
         if world.rank == 1:
             os.kill(os.getpid(), signal.SIGKILL)
         world.all_reduce(1.0)
+    elif scenario == "raise":
+        world.all_reduce(1.0)
+        if world.rank == 1:
+            raise ValueError("a bad file on rank 1")
+        world.all_reduce(1.0)
+    elif scenario == "hosts":
+        mine = dict(
+            rank=world.rank,
+            local_rank=world.local_rank,
+            local_size=world.local_size,
+            host=os.environ["TRICYCLE_HOST"],
+            total=world.all_reduce(1.0, mean=False),
+        )
+        ranks = world.gather_object(mine)
+        if world.is_main:
+            with open(out, "w") as file:
+                json.dump(ranks, file)
     world.finalize()
 
 

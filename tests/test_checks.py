@@ -293,7 +293,9 @@ SIGNATURES = [
     ("enable", threads.enable, dict(n=1), dict(n=COUNT_OR_NONE, share_machine=BOOLEAN)),
     ("init", distributed.init, {}, dict(timeout=POSITIVE_OR_NONE, gpu=BOOLEAN)),
     ("DataParallel", DataParallel, dict(parameters=[], world=None),
-     dict(parameters=DATA, world=DATA, bucket_bytes=COUNT, reduce_alone=BOOLEAN)),
+     dict(parameters=DATA, world=DATA, bucket_bytes=COUNT, first_bucket_bytes=COUNT,
+          reduce_dtype=DATA, reorder=BOOLEAN, gradient_as_bucket_view=BOOLEAN_OR_NONE,
+          reduce_alone=BOOLEAN)),
     # tokenisers
     ("BPETokeniser", BPETokeniser, dict(vocab_size=300),
      dict(vocab_size=VOCAB_BPE, pattern=TEXT, special_tokens=DATA)),

@@ -21,7 +21,7 @@ from tricycle.dataset import CausalLMDataset
 from tricycle.loss import CrossEntropy
 from tricycle.models import GPT
 from tricycle.optimisers import AdamW
-from tricycle.parallel import distributed
+from tricycle.parallel import buckets, distributed
 from tricycle.parallel.zero import ZeroRedundancyOptimiser
 from tricycle.random import manual_seed
 from tricycle.tensor import Tensor
@@ -143,6 +143,49 @@ def test_data_parallel_in_a_world_of_one_changes_no_gradient():
     # views of the buckets, none sharing memory with another parameter's gradient
     grads = [p.grad.array for p in reduced.parameters()]
     assert not any(np.shares_memory(a, b) for i, a in enumerate(grads) for b in grads[i + 1 :])
+
+
+def test_the_first_bucket_is_small_and_buckets_follow_the_first_backward():
+    plain, reduced = tiny_gpt(), tiny_gpt()
+    world = distributed.init()
+    reducer = distributed.DataParallel(reduced, world, bucket_bytes=4096, first_bucket_bytes=600,
+                                       reduce_alone=True)  # fmt: skip
+    assert reducer.buckets[0].nbytes <= 600 < reducer.buckets[1].nbytes <= 4096
+    finished = []
+    for p in reduced.parameters():
+        p.register_post_accumulate_grad_hook(lambda t: finished.append(t))
+    for seed in range(3):  # the plan changes after the first step; the gradients never do
+        for model in (plain, reduced):
+            model.zero_grad()
+            backward_on_a_batch(model, seed)
+        reducer.finish()
+        for (name, p), (_, q) in zip(plain.named_parameters(), reduced.named_parameters()):
+            np.testing.assert_array_equal(q.grad.array, p.grad.array, err_msg=name)
+        planned = [id(p) for bucket in reducer.buckets for p in bucket.params]
+        assert planned == [id(p) for p in finished[: len(planned)]]  # backward's order
+        finished.clear()
+    assert reducer.buckets[0].nbytes <= 600
+
+
+def test_reducing_in_float16_rounds_each_gradient_once():
+    plain, reduced = tiny_gpt(), tiny_gpt()
+    backward_on_a_batch(plain)
+    reducer = distributed.DataParallel(reduced, distributed.init(), bucket_bytes=4096,
+                                       reduce_dtype=np.float16, reduce_alone=True)  # fmt: skip
+    backward_on_a_batch(reduced)
+    reducer.finish()
+    for (name, p), (_, q) in zip(plain.named_parameters(), reduced.named_parameters()):
+        assert q.grad.dtype == np.float32
+        np.testing.assert_array_equal(q.grad.array, p.grad.array.astype(np.float16), name)
+    with pytest.raises(distributed.DistributedError, match="float16 or bfloat16"):
+        distributed.DataParallel(reduced, distributed.init(), reduce_dtype=np.float64)
+
+
+def test_gradient_as_bucket_view_needs_the_engine_for_it():
+    if buckets.ENGINE_FILLS_GRAD_BUFFERS:
+        pytest.skip("this engine accumulates into assigned buffers")
+    with pytest.raises(distributed.DistributedError, match="Tensor.grad_buffer"):
+        distributed.DataParallel(tiny_gpt(), distributed.init(), gradient_as_bucket_view=True)
 
 
 def test_data_parallel_alone_copies_and_sends_nothing():
@@ -270,8 +313,10 @@ needs_mpi = pytest.mark.skipif(
 AS_ROOT = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
 
-def launch(scenario: str, out: Path, timeout: float = 60.0, dist_timeout: float = 600.0):
-    """Run the worker on 2 ranks; returns (CompletedProcess, seconds)."""
+def launch(
+    scenario: str, out: Path, timeout: float = 60.0, dist_timeout: float = 600.0, ranks: int = 2
+):
+    """Run the worker on ``ranks`` ranks; returns (CompletedProcess, seconds)."""
     env = dict(os.environ, **AS_ROOT)
     env.update(
         PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
@@ -279,7 +324,7 @@ def launch(scenario: str, out: Path, timeout: float = 60.0, dist_timeout: float 
         TRICYCLE_THREADS="1",
         TRICYCLE_DIST_TIMEOUT=str(dist_timeout),
     )
-    command = [mpiexec(), "-n", "2", sys.executable, str(WORKER), scenario, str(out)]
+    command = [mpiexec(), "-n", str(ranks), sys.executable, str(WORKER), scenario, str(out)]
     start = time.monotonic()
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
     return done, time.monotonic() - start
@@ -299,6 +344,8 @@ def test_two_ranks_train_as_one_process_on_the_same_global_batch(tmp_path):
     grads, losses, plain, _ = train(world, batch_size=8, steps=20)
     for name, grad in grads.items():
         assert relative_error(got[f"grad/{name}"], grad) <= 1e-6, name
+        # each rank's share rounded to float16 for the wire: 11 bits
+        assert relative_error(got[f"grad16/{name}"], grad) <= 2e-3, name
     np.testing.assert_allclose(got["losses"], losses, rtol=1e-5)
     _, accumulated, _, _ = train(world, batch_size=4, steps=5, accumulation=2)
     np.testing.assert_allclose(got["accumulated"], accumulated, rtol=1e-5)
@@ -332,6 +379,29 @@ def test_a_killed_rank_ends_the_job(tmp_path):
     assert seconds < 20
 
 
+@needs_mpi
+def test_an_error_on_one_rank_ends_every_rank_at_once_with_its_message(tmp_path):
+    done, seconds = launch("raise", tmp_path / "out")  # the timeout would be 600 s
+    assert done.returncode != 0
+    assert "ValueError: a bad file on rank 1" in done.stderr  # the traceback
+    assert "rank 1 of 2: ValueError: a bad file on rank 1. Ending all ranks." in done.stderr
+    assert "dead or hung" not in done.stderr
+    assert seconds < 20
+
+
+@needs_mpi
+def test_local_ranks_on_two_simulated_machines(tmp_path):
+    """4 ranks placed round robin on two machines (named by $TRICYCLE_HOST): each machine's
+    ranks count 0, 1 in rank order, as a machine's GPUs would be handed out."""
+    done, _ = launch("hosts", tmp_path / "hosts.json", ranks=4)
+    assert done.returncode == 0, done.stderr
+    ranks = json.loads((tmp_path / "hosts.json").read_text())
+    layout = [(r["rank"], r["host"], r["local_rank"], r["local_size"]) for r in ranks]
+    assert layout == [(0, "node0", 0, 2), (1, "node1", 0, 2), (2, "node0", 1, 2),
+                      (3, "node1", 1, 2)]  # fmt: skip
+    assert all(r["total"] == 4 for r in ranks)  # the collectives still span both machines
+
+
 # ====================================================================== the command line
 def write_corpus(path: Path) -> Path:
     """A small code-like text (as test_train's)."""
@@ -360,6 +430,25 @@ def train_cli(processes: int, out_dir: Path, *extra: str, tmp_path: Path):
     assert done.returncode == 0, done.stderr[-3000:]
     lines = (out_dir / "metrics.jsonl").read_text().splitlines()
     return done.stderr, [json.loads(line) for line in lines]
+
+
+@needs_mpi
+def test_a_usage_error_on_rank_0_ends_every_rank_at_once(tmp_path):
+    """The README's `mpiexec -n 2 python train_smol_gpt.py` in an --out-dir that holds a
+    run: rank 0 alone sees it; rank 1 must not wait for rank 0 until the timeout."""
+    out_dir = tmp_path / "run"
+    out_dir.mkdir()
+    (out_dir / "metrics.jsonl").write_text('{"step": 1}\n')
+    env = dict(os.environ, **AS_ROOT, OPENBLAS_NUM_THREADS="1", TRICYCLE_THREADS="1",
+               TRICYCLE_DIST_TIMEOUT="600")  # fmt: skip
+    command = [mpiexec(), "-n", "2", sys.executable, str(ROOT / "train_smol_gpt.py"),
+               "--config", "debug", "--out-dir", str(out_dir), "--no-progress"]  # fmt: skip
+    start = time.monotonic()
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode != 0
+    assert f"rank 0 of 2: --out-dir {out_dir} already holds a run" in done.stderr
+    assert time.monotonic() - start < 20
+    assert (out_dir / "metrics.jsonl").read_text() == '{"step": 1}\n'  # untouched
 
 
 @needs_mpi

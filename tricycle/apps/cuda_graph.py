@@ -21,6 +21,11 @@ where it can be, and refused with an error otherwise):
 - the policy, loss, clipping threshold and weight decays. The learning rate, betas and eps
   are read at every step.
 
+With ``data_parallel`` (the model's ``DataParallel``) the step's all-reduces are recorded
+in the graph too (NCCL's calls capture; ``tricycle.parallel.engines``): every rank captures
+the same step and replays it, and the watchdog holds each replay to the collectives'
+deadline. Every rank captures, or none does.
+
 Dropout is replayed too: its kernels read their mask seeds from device memory, which each
 replay refills with fresh draws from the layers' generators (``capture.step_seed``), so a
 run draws the masks an eager run draws. Optimisers without a fused update (SGD, Adam with
@@ -72,6 +77,7 @@ class CapturedStep:
         accumulation_steps: int = 1,
         max_norm: float = 0.0,
         warmup_steps: int = 2,
+        data_parallel=None,
     ):
         if not (isinstance(optimiser, Adam) and optimiser.fuses()):
             raise capture.CaptureError(
@@ -84,7 +90,10 @@ class CapturedStep:
         self.model, self.optimiser = model, optimiser
         self.policy = Precision() if policy is None else policy
         self.options = dict(loss_fn=loss_fn, accumulation_steps=accumulation_steps,
-                            max_norm=max_norm)  # fmt: skip
+                            max_norm=max_norm, data_parallel=data_parallel)  # fmt: skip
+        self.data_parallel = data_parallel
+        # replays are watched, and captures agreed on, where there are peers to wait for
+        self.peers = data_parallel is not None and data_parallel.world.world_size > 1
         self.warmup_steps = warmup_steps
         self.eager_steps = 0
         self._graph = None
@@ -109,14 +118,32 @@ class CapturedStep:
             self.eager_steps += 1  # a batch of another shape (a last partial one) runs eagerly
             return train_step(self.model, self.optimiser, iter(micro), self.policy, **self.options)
         if self._graph is None:
-            if not self._capture(micro):  # not capturable: this step and the rest run eagerly
+            captured = self._capture(micro)
+            if self.peers:
+                self._agree(captured)
+            if not captured:  # not capturable: this step and the rest run eagerly
                 return self(iter(micro))
         else:
             self._check_addresses(addresses)
             self._store(micro)
             self._recording.refresh()
         self._graph.launch(backend.cupy().cuda.get_current_stream())
+        if self.peers:  # the graph's all-reduces, held to the deadline
+            self.data_parallel.world.watch_device("the collectives of the captured step")
         return self._copied_outputs()
+
+    def _agree(self, captured: bool) -> None:
+        """With data parallelism, every rank must replay its graph (whose collectives wait
+        for the others' replays) or none: ranks that disagree end the job."""
+        world = self.data_parallel.world
+        ranks = world.all_reduce(float(captured), mean=False)
+        if 0 < ranks < world.world_size:
+            world.abort(
+                f"the training step was captured as a CUDA graph on {ranks:g} of "
+                f"{world.world_size} ranks ({self.failure or 'this one captured it'}); pass "
+                "--cuda-graph off",
+                blame_peers=False,
+            )
 
     # ------------------------------------------------------------------ capture
     def _capture(self, micro: list) -> bool:
@@ -151,6 +178,8 @@ class CapturedStep:
             self._restore_host_counts(counts)
             for p in self.model.parameters():  # gradients the graph would have computed
                 p.grad = None
+            if self.data_parallel is not None:  # its buckets, half filled by the attempt
+                self.data_parallel.abandon()
             self.failure = f"{type(failure).__name__}: {failure}"
             warnings.warn(
                 f"CapturedStep: the training step cannot be captured as a CUDA graph "

@@ -200,17 +200,17 @@ def build_parser() -> argparse.ArgumentParser:
     add("--zero", action="store_true",
         help="under mpiexec: shard AdamW's state over the processes (ZeRO-1)")  # fmt: skip
     add("--cuda-graph", choices=["auto", "on", "off"], default="auto", help="capture the "
-        "training step as a CUDA graph after 2 steps and replay it (GPU, one process); auto "
+        "training step as a CUDA graph after 2 steps and replay it (GPU, without --zero); auto "
         "(default): wherever those hold")  # fmt: skip
     return parser
 
 
 def use_cuda_graph(choice: str, config: GPTConfig, world: distributed.World, zero: bool) -> bool:
-    """--cuda-graph: "on", "off", or "auto": on for one process on a GPU without --zero (the
-    captured step neither reduces gradients over processes nor shards the optimiser)."""
+    """--cuda-graph: "on", "off", or "auto": on a GPU without --zero (the captured step holds
+    data parallelism's all-reduces, not ZeRO-1's exchanges)."""
     if choice != "auto":
         return choice == "on"
-    return config.device == "gpu" and world.world_size == 1 and not zero
+    return config.device == "gpu" and not zero
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -487,7 +487,8 @@ def run(argv=None) -> dict:
 def main(argv=None) -> int:
     """The console entry point: train; the exit status is 130 after Ctrl-C."""
     try:
-        summary = run(argv)
+        with distributed.fail_together():  # an error on one rank ends every rank at once
+            summary = run(argv)
     except KeyboardInterrupt:  # outside the loop (loading data), or a second Ctrl-C
         print("\ninterrupted: stopped without a new checkpoint", file=sys.stderr)
         return 130

@@ -59,12 +59,13 @@ from pathlib import Path
 
 import numpy as np
 
-from tricycle import backend, capture, checks, deferred
+from tricycle import backend, checks, deferred
 from tricycle.apps.checkpoint import CheckpointError, load_state, save_pickle, save_state
 from tricycle.apps.cpu import tune_cpu_allocator
 from tricycle.apps.cuda_graph import CapturedStep
 from tricycle.apps.runs import RunDirectory
 from tricycle.apps.step import StepOutput, TrainingDiverged, train_step
+from tricycle.apps.throughput import Throughput
 from tricycle.configs import GPTConfig
 from tricycle.dataset import CausalLMDataset
 from tricycle.loss import CrossEntropy
@@ -254,8 +255,9 @@ class Trainer:
         hooks: ``Hook``s: more evaluations (HellaSwag), samples, anything measured on the
             way, recorded in the metrics beside the loss.
         tokens_per_step: for the tokens/s in the metrics.
-        cuda_graph: run the steps through ``tricycle.apps.cuda_graph.CapturedStep`` (GPU, one
-            process, Adam/AdamW): captured once after warm-up, then replayed.
+        cuda_graph: run the steps through ``tricycle.apps.cuda_graph.CapturedStep`` (GPU,
+            Adam/AdamW, with ``data_parallel``'s all-reduces in the graph): captured once
+            after warm-up, then replayed.
 
     ``step`` counts the steps done; ``state_dict``/``load_state_dict`` and ``save``/``load``
     hold the whole run.
@@ -299,11 +301,6 @@ class Trainer:
         self._jump_dropout_generators()
         self.cuda_graph = cuda_graph
         self._captured: CapturedStep | None = None  # made at the first step
-        if cuda_graph and self.world.world_size > 1:
-            raise capture.CaptureError(
-                f"Trainer: cuda_graph needs one process, not {self.world.world_size} (the "
-                "gradient reductions are not captured)"
-            )
 
     def _jump_dropout_generators(self) -> None:
         """Rank r's layer generators: rank 0's jumped r times (independent streams, whose
@@ -322,7 +319,10 @@ class Trainer:
                        max_norm=self.max_norm)  # fmt: skip
         if self.cuda_graph:
             if self._captured is None:
-                self._captured = CapturedStep(self.model, self.optimiser, self.policy, **options)
+                self._captured = CapturedStep(
+                    self.model, self.optimiser, self.policy,
+                    data_parallel=self.data_parallel, **options,
+                )  # fmt: skip
             result = self._captured(self.train_data)
         else:
             result = train_step(self.model, self.optimiser, self.train_data, self.policy,
@@ -456,8 +456,12 @@ class Trainer:
         and to ``run_dir``'s metrics. Validation (and the hooks without an interval) runs
         every ``eval_interval`` steps and at step ``steps``; with a ``run_dir``, a
         checkpoint (and model.pkl, with ``metadata``) is written then and at any stop.
-        ``max_seconds`` (training time, earlier sessions included) and ``stop_after`` (steps
-        in this call) stop early with a checkpoint. Ctrl-C (in the main thread) stops at the
+        ``tokens_per_s`` is the tokens of the steps since the previous read-back over the
+        wall time since it, the device synchronised (``tricycle.apps.throughput``), without
+        the time of evaluation, hooks and checkpoints; a record where evaluation or hooks
+        ran says how long they took (``eval_s``). ``max_seconds`` (training time, earlier
+        sessions included) and ``stop_after`` (steps in this call) stop early with a
+        checkpoint. Ctrl-C (in the main thread) stops at the
         end of the current step with a checkpoint; a second Ctrl-C stops at once. The summary
         says which way it ended. Every rank of the world runs ``fit``; rank 0 alone writes the
         metrics and speaks.
@@ -468,6 +472,7 @@ class Trainer:
             say = on_record = None
         stop = steps if stop_after is None else min(steps, self.step + stop_after)
         start_time, wall_before = time.perf_counter(), self.wall_time
+        meter = Throughput(self.model)  # tokens/s between read-backs, the device waited for
         pending: list[dict] = []
         last: dict = {}
         val_loss = None
@@ -482,7 +487,9 @@ class Trainer:
                 return
             scaler = self.policy.scaler
             skipped = 0 if scaler is None else scaler.skipped_steps
+            tokens_per_s = meter.read()
             for record in pending:
+                record["tokens_per_s"] = tokens_per_s
                 output = record.pop("output").settle(record["step"] - 1)
                 record.update(loss=output.loss, grad_norm=output.grad_norm)
                 record["skipped_steps"] = skipped
@@ -497,10 +504,10 @@ class Trainer:
         with self.policy, _stop_on_interrupt() as interrupt:
             try:
                 while self.step < stop:
-                    step_start = time.perf_counter()
                     output = self.train_step()
                     done = self.step
-                    tokens = self.tokens_per_step or 0
+                    meter.add(self.tokens_per_step or 0)
+                    excluded: list[float] = []
                     pending.append(
                         {
                             "step": done,
@@ -509,9 +516,7 @@ class Trainer:
                             "val_loss": None,
                             "lr": float(self.optimiser.learning_rate),
                             "grad_norm": None,
-                            # on a GPU this is host time: the device is waited for at
-                            # read-backs only, so their mean over a log interval is the rate
-                            "tokens_per_s": tokens / (time.perf_counter() - step_start),
+                            "tokens_per_s": None,  # at the read-back: over its interval
                             "wall_time": wall(),
                         }
                     )
@@ -521,11 +526,16 @@ class Trainer:
                     # that an uninterrupted run does not, and a resumed run would differ
                     evaluating = bool(at_interval) or done == steps
                     if self.valid_data is not None and evaluating:
-                        val_loss = self.evaluate()
+                        with meter.excluding(excluded):
+                            val_loss = self.evaluate()
                         pending[-1].update(val_loss=val_loss, wall_time=wall())
-                    measured = self.run_hooks(evaluating)
+                    hooking = any(hook.due(done, evaluating) for hook in self.hooks)
+                    with meter.excluding(excluded) if hooking else contextlib.nullcontext():
+                        measured = self.run_hooks(evaluating)
                     if measured:
                         pending[-1].update(measured, wall_time=wall())
+                    if val_loss is not None or measured:  # left out of tokens_per_s
+                        pending[-1]["eval_s"] = sum(excluded)
                     out_of_time = max_seconds is not None and wall() >= max_seconds
                     # every rank stops at the same step, whatever its clock or signals say
                     flags = self.world.all_reduce(
@@ -547,7 +557,8 @@ class Trainer:
                             say(line)
                     if checkpointing:
                         self.wall_time = wall()
-                        self.save_to(run_dir, metadata)
+                        with meter.excluding():
+                            self.save_to(run_dir, metadata)
                     if out_of_time:
                         if main:
                             say(f"max_seconds {max_seconds:g}: stopping after step {done}")

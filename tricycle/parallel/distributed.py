@@ -17,56 +17,67 @@ step::
     world.finalize()
 
 **Engines.** MPI (mpi4py, with the ``mpich`` wheel) starts the processes and carries host
-arrays; NCCL (``cupy.cuda.nccl``) carries GPU arrays, its unique id handed out over MPI.
-Without mpiexec (or without mpi4py) the world is this one process, and the same calls do the
-local arithmetic; on a GPU a one-rank NCCL communicator is used all the same. World size 1
-is the single-process case, not a branch in the training code.
+arrays; NCCL (``cupy.cuda.nccl``) carries GPU arrays, its unique id handed out over MPI
+(``tricycle.parallel.engines``). Without mpiexec (or without mpi4py) the world is this one
+process, and the same calls do the local arithmetic; on a GPU a one-rank NCCL communicator
+is used all the same. World size 1 is the single-process case, not a branch in the training
+code. The gradient buckets are ``tricycle.parallel.buckets``.
 
-**Overlap.** As in PyTorch's DDP, gradients are averaged in flat buckets of about
-``bucket_bytes``. Parameters fill buckets in the reverse of their order in the model (about
-the order backward finishes their gradients); a bucket's all-reduce starts as soon as its
-last gradient is final (``Tensor.register_post_accumulate_grad_hook``), while backward goes
-on. Buckets start in the same order on every rank, as collectives must. MPICH moves a
-non-blocking all-reduce along only inside MPI calls (measured: an all-reduce started before
-37 ms of numpy work and waited for after it still took its whole 7 ms inside the wait; with
-a ``Test`` every few hundred microseconds the wait was 0), so every gradient hook tests the
-requests in flight. MPICH's progress thread (``MPIR_CVAR_ASYNC_PROGRESS=1``) overlaps too, but
-spins on a core of its own: it doubled the numpy work's time on a 2-core machine. On a GPU
-each all-reduce runs on a stream of its own after an event on the compute stream, and the
-compute stream waits for it only when the gradients are used: the host never blocks.
+**Machines.** ``local_rank`` and ``local_size`` count the ranks on this machine: MPI's
+shared-memory group (``COMM_TYPE_SHARED``), or the ranks whose $TRICYCLE_HOST names the
+same machine, where it is set. A rank uses GPU ``local_rank``.
 
-**Failures.** MPI's blocking collectives wait forever for a dead rank. Here every wait is a
-non-blocking request tested until a deadline (``timeout``: 600 s, or $TRICYCLE_DIST_TIMEOUT);
-past it the rank prints which collective it waited for and aborts the whole job
-(``MPI_Abort``). On a GPU a watchdog thread does the same for the collectives in flight,
-aborting the NCCL communicator first.
+**Failures.** A dead, hung or failing rank ends every rank, with a message:
+
+- MPI's blocking collectives wait forever for a dead rank. Here every wait is a non-blocking
+  request tested until a deadline (``timeout``: 600 s, or $TRICYCLE_DIST_TIMEOUT); past it
+  the rank prints which collective it waited for and aborts the whole job (``MPI_Abort``,
+  whose launcher ends every rank). On a GPU a watchdog thread keeps the same deadline for
+  every NCCL call (see ``tricycle.parallel.engines``).
+- A rank killed outright is noticed by the launcher, which ends the others.
+- An error on one rank (an exception, or ``sys.exit`` with a message, such as a usage error
+  that only rank 0 can see) would leave the others waiting in their next collective. Under
+  mpiexec ``init`` makes an uncaught exception abort the job after its traceback, and a
+  program's main body runs inside ``fail_together()``, which does the same for
+  ``SystemExit`` and Ctrl-C: every rank ends at once, with that rank's message.
 """
 
+import faulthandler
 import importlib
 import os
 import pickle
 import sys
 import threading
 import time
-from collections import deque
+import traceback
+import zlib
 from contextlib import contextmanager
 
 import numpy as np
 
 from tricycle import backend, checks
 from tricycle.optimisers import named_parameters
-from tricycle.tensor import Tensor
+from tricycle.parallel.buckets import (  # noqa: F401 (the public names of this module)
+    DEFAULT_BUCKET_BYTES,
+    DEFAULT_FIRST_BUCKET_BYTES,
+    DataParallel,
+)
+from tricycle.parallel.engines import (  # noqa: F401
+    DEFAULT_TIMEOUT,
+    DistributedError,
+    _DeviceRequest,
+    _Done,
+    _HostRequest,
+    _LocalEngine,
+    _MPIEngine,
+    _NCCLEngine,
+    _Watchdog,
+)
 
-DEFAULT_TIMEOUT = 600.0  # seconds a rank waits for the others in one collective
-DEFAULT_BUCKET_BYTES = 4 << 20
-SPIN_SECONDS = 0.1  # a wait tests its request back to back this long, then every millisecond
 ABORT_GRACE_SECONDS = 0.5  # between printing why a rank aborts and ending the job
+ABORT_BACKSTOP_SECONDS = 5.0  # past the grace, the process ends itself whatever blocks it
 # what launchers (MPICH's hydra, Open MPI, PMIx, MVAPICH) set to the number of processes
 _LAUNCHER_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MV2_COMM_WORLD_SIZE")
-
-
-class DistributedError(RuntimeError):
-    """A collective could not run: a missing engine, a timeout, or a misuse."""
 
 
 def launched_size() -> int:
@@ -93,13 +104,16 @@ def init(timeout: float | None = None, gpu: bool = False) -> "World":
 
     Calling ``init`` again returns the same World (starting NCCL if ``gpu`` asks for it).
     Under mpiexec without mpi4py this raises: N copies that each believed they were alone
-    would all train on the same data and write the same files.
+    would all train on the same data and write the same files. Under mpiexec an uncaught
+    exception on any rank then ends every rank (``sys.excepthook``: after its traceback).
     """
     global _world
     if _world is None:
         if timeout is None:
             timeout = float(os.environ.get("TRICYCLE_DIST_TIMEOUT", DEFAULT_TIMEOUT))
         _world = World(_import_mpi(), timeout)
+        if _world.world_size > 1:
+            _abort_on_uncaught_exceptions()
     elif timeout is not None:
         _world.timeout = float(timeout)
     if gpu:
@@ -120,200 +134,6 @@ def _import_mpi():
             f"distributed: this process is one of {size} started by mpiexec, but mpi4py cannot "
             f"be imported ({error}). Install it with `pip install tricycle-dl[distributed]`."
         ) from error
-
-
-# ====================================================================== requests
-class _Done:
-    """A request that completed when it was made (the one-rank engine's)."""
-
-    def test(self) -> bool:
-        return True
-
-    def wait(self, world: "World", what: str) -> None:
-        pass
-
-
-class _HostRequest:
-    """An MPI request, waited for by testing it until the world's deadline."""
-
-    def __init__(self, request):
-        self.request = request
-
-    def test(self) -> bool:
-        return self.request.Test()
-
-    def wait(self, world: "World", what: str) -> None:
-        request = self.request
-        if request.Test():
-            return
-        start = time.monotonic()
-        spin_until, deadline = start + SPIN_SECONDS, start + world.timeout
-        while not request.Test():  # MPI moves the data inside Test: keep calling it
-            now = time.monotonic()
-            if now > deadline:
-                world.abort(f"timed out after {world.timeout:g} s waiting for {what}")
-            if now > spin_until:  # a rank far behind (writing a checkpoint?): poll gently
-                time.sleep(1e-3)
-
-
-class _DeviceRequest:
-    """A GPU collective: ``done`` is recorded on the communication stream after it. Waiting
-    makes the current stream wait for it; the host goes on (the watchdog keeps time)."""
-
-    def __init__(self, done):
-        self.done = done
-
-    def test(self) -> bool:
-        return self.done.done
-
-    def wait(self, world: "World", what: str) -> None:
-        backend.cupy().cuda.get_current_stream().wait_event(self.done)
-
-
-# ====================================================================== engines
-class _LocalEngine:
-    """The collectives of a world of one process on host arrays: nothing to exchange."""
-
-    def all_reduce_sum(self, array):
-        return _Done()
-
-    def broadcast(self, array, root: int):
-        return _Done()
-
-    def all_gather(self, send, receive):
-        receive[...] = send.reshape(receive.shape)
-        return _Done()
-
-    def gather(self, send, receive, counts, root: int):
-        receive[: send.size] = send
-        return _Done()
-
-    def barrier(self):
-        return _Done()
-
-
-class _MPIEngine:
-    """Non-blocking MPI collectives on host (numpy) arrays."""
-
-    def __init__(self, MPI, comm):
-        self.MPI, self.comm = MPI, comm
-
-    def all_reduce_sum(self, array):
-        return _HostRequest(self.comm.Iallreduce(self.MPI.IN_PLACE, array, op=self.MPI.SUM))
-
-    def broadcast(self, array, root: int):
-        return _HostRequest(self.comm.Ibcast(array, root=root))
-
-    def all_gather(self, send, receive):
-        return _HostRequest(self.comm.Iallgather(send, receive))
-
-    def gather(self, send, receive, counts, root: int):
-        """Rank i's ``send`` (``counts[i]`` bytes) at offset sum(counts[:i]) of root's
-        ``receive``."""
-        displacements = np.concatenate([[0], np.cumsum(counts)[:-1]]).tolist()
-        spec = [receive, list(counts), displacements, self.MPI.BYTE]
-        return _HostRequest(self.comm.Igatherv(send, spec, root=root))
-
-    def barrier(self):
-        return _HostRequest(self.comm.Ibarrier())
-
-
-class _NCCLEngine:
-    """NCCL collectives on GPU (cupy) arrays, on a stream of their own.
-
-    Each starts after an event recorded on the current (compute) stream, so it sees every
-    write made before it, and records an event of its own that a request's ``wait`` makes the
-    compute stream wait for.
-    """
-
-    def __init__(self, cupy, nccl, communicator, watchdog):
-        self.cupy, self.nccl, self.comm = cupy, nccl, communicator
-        self.stream = cupy.cuda.Stream(non_blocking=True)
-        self.watchdog = watchdog
-        self.types = {
-            np.dtype(np.float16): nccl.NCCL_FLOAT16,
-            np.dtype(np.float32): nccl.NCCL_FLOAT32,
-            np.dtype(np.float64): nccl.NCCL_FLOAT64,
-            np.dtype(np.int8): nccl.NCCL_INT8,
-            np.dtype(np.uint8): nccl.NCCL_UINT8,
-            np.dtype(np.int32): nccl.NCCL_INT32,
-            np.dtype(np.int64): nccl.NCCL_INT64,
-        }
-
-    def _type(self, array) -> int:
-        if array.dtype.name == "bfloat16":
-            return self.nccl.NCCL_BFLOAT16
-        if array.dtype not in self.types:
-            raise DistributedError(f"NCCL: no collective for arrays of dtype {array.dtype}")
-        return self.types[array.dtype]
-
-    def _run(self, what: str, call) -> _DeviceRequest:
-        cuda = self.cupy.cuda
-        ready = cuda.Event(disable_timing=True)
-        ready.record()  # on the current stream: after the writes this collective reads
-        self.stream.wait_event(ready)
-        call(self.stream.ptr)
-        done = cuda.Event(disable_timing=True)
-        done.record(self.stream)
-        self.watchdog.watch(done, what)
-        return _DeviceRequest(done)
-
-    def all_reduce_sum(self, array):
-        ptr, n, kind = array.data.ptr, array.size, self._type(array)
-        return self._run(
-            f"NCCL all-reduce of {array.nbytes} bytes",
-            lambda stream: self.comm.allReduce(ptr, ptr, n, kind, self.nccl.NCCL_SUM, stream),
-        )
-
-    def broadcast(self, array, root: int):
-        ptr, n, kind = array.data.ptr, array.size, self._type(array)
-        return self._run(
-            f"NCCL broadcast of {array.nbytes} bytes",
-            lambda stream: self.comm.bcast(ptr, n, kind, root, stream),
-        )
-
-    def all_gather(self, send, receive):
-        n, kind = send.size, self._type(send)
-        send_ptr, receive_ptr = send.data.ptr, receive.data.ptr
-        return self._run(
-            f"NCCL all-gather of {send.nbytes} bytes per rank",
-            lambda stream: self.comm.allGather(send_ptr, receive_ptr, n, kind, stream),
-        )
-
-
-class _Watchdog:
-    """A daemon thread that aborts the job when a GPU collective has not finished within
-    the timeout, or when NCCL reports an error. GPU work is queued, so the host would
-    otherwise notice a dead peer only when it next synchronised, and then wait forever."""
-
-    def __init__(self, world: "World"):
-        self.world, self.pending = world, deque()  # (deadline, event, what), in launch order
-        self.communicator = None
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, name="tricycle-nccl-watchdog", daemon=True)
-
-    def start(self, communicator) -> None:
-        self.communicator = communicator
-        self.thread.start()
-
-    def watch(self, event, what: str) -> None:
-        self.pending.append((time.monotonic() + self.world.timeout, event, what))
-
-    def _run(self) -> None:
-        backend.cupy().cuda.Device(self.world.device).use()  # this thread's CUDA calls
-        while not self.stop.wait(min(1.0, self.world.timeout / 10)):
-            while self.pending:  # completed in order: the oldest decides
-                deadline, event, what = self.pending[0]
-                if event.done:
-                    self.pending.popleft()
-                elif time.monotonic() > deadline:
-                    self.world.abort(f"timed out after {self.world.timeout:g} s waiting for {what}")
-                else:
-                    break
-            try:
-                self.communicator.check_async_error()
-            except Exception as error:  # NcclError: a peer vanished, a network failure
-                self.world.abort(f"NCCL failed: {error}")
 
 
 # ====================================================================== the world
@@ -339,7 +159,7 @@ class World:
             self._host = _LocalEngine()
         else:
             world = MPI.COMM_WORLD
-            local = world.Split_type(MPI.COMM_TYPE_SHARED)  # the ranks sharing this machine
+            local = _machine_group(MPI, world)
             self.rank, self.world_size = world.Get_rank(), world.Get_size()
             self.local_rank, self.local_size = local.Get_rank(), local.Get_size()
             local.Free()
@@ -377,7 +197,13 @@ class World:
         cupy.cuda.Device(self.device).use()
         unique_id = self.broadcast_object(nccl.get_unique_id() if self.is_main else None)
         self.barrier()  # every rank is alive: NCCL's own start has no timeout
-        communicator = nccl.NcclCommunicator(self.world_size, unique_id, self.rank)
+        # and holds the GIL (no watchdog thread can run): a C-level timer ends the process
+        # if it does not return, dumping every thread's stack (which names this line)
+        faulthandler.dump_traceback_later(self.timeout, exit=True)
+        try:
+            communicator = nccl.NcclCommunicator(self.world_size, unique_id, self.rank)
+        finally:
+            faulthandler.cancel_dump_traceback_later()
         self._watchdog = _Watchdog(self)
         self._watchdog.start(communicator)
         self._gpu = _NCCLEngine(cupy, nccl, communicator, self._watchdog)
@@ -391,6 +217,16 @@ class World:
                 "distributed.init(gpu=True) before moving the model to the GPU"
             )
         return self._gpu
+
+    def watch_device(self, what: str) -> None:
+        """Hold the GPU work queued so far (a replayed CUDA graph with collectives in it) to
+        the collectives' deadline: the watchdog ends the job if it is not done in time."""
+        if self._watchdog is None:
+            return
+        done = backend.cupy().cuda.Event(disable_timing=True)
+        done.record()
+        entry = self._watchdog.begin(what)
+        entry[1] = done
 
     # ------------------------------------------------------------------ collectives
     def wait(self, request, what: str) -> None:
@@ -482,22 +318,27 @@ class World:
             self.broadcast(param.array, root)
 
     # ------------------------------------------------------------------ the end
-    def abort(self, message: str):
+    def abort(self, message: str, blame_peers: bool = True, status: int = 1):
         """Print ``message`` naming this rank and end every rank of the job (``MPI_Abort``);
-        without MPI, raise DistributedError (or exit, off the main thread)."""
+        without MPI, raise DistributedError (or exit, off the main thread).
+
+        ``blame_peers``: the message is about another rank (dead or hung), not this one's
+        own error. Nothing here waits for the device or for NCCL, whose calls may be stuck
+        for the missing peer; a C-level timer ends the process should MPI_Abort not."""
         text = f"tricycle.parallel.distributed: rank {self.rank} of {self.world_size}: {message}"
         if self.world_size > 1:
-            text += "; another rank is dead or hung. Aborting all ranks."
+            text += "; another rank is dead or hung" if blame_peers else ""
+            text += ". Ending all ranks."
         print(text, file=sys.stderr, flush=True)
-        if self._gpu is not None:
-            self._gpu.comm.abort()  # frees any NCCL kernel spinning for a dead peer
         if self.MPI is not None:
+            faulthandler.dump_traceback_later(ABORT_GRACE_SECONDS + ABORT_BACKSTOP_SECONDS,
+                                              exit=True)  # fmt: skip
             # the launcher forwards a rank's output through a pipe and may kill the job before
             # it has read the message: give it a moment, the message is the only diagnosis
             time.sleep(ABORT_GRACE_SECONDS)
-            self.MPI.COMM_WORLD.Abort(1)  # the launcher ends every rank
+            self.MPI.COMM_WORLD.Abort(status)  # the launcher ends every rank
         if self.MPI is not None or threading.current_thread() is not threading.main_thread():
-            os._exit(1)
+            os._exit(status)
         raise DistributedError(text)
 
     def finalize(self) -> None:
@@ -520,172 +361,55 @@ class World:
             _world = None
 
 
+def _machine_group(MPI, comm):
+    """The ranks of ``comm`` on this machine, as a communicator: those whose $TRICYCLE_HOST
+    is this one's where it is set (a layout MPI cannot see, or a simulated one), else MPI's
+    shared-memory group. Ordered by rank in ``comm``."""
+    host = os.environ.get("TRICYCLE_HOST")
+    if host is None:
+        return comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.Get_rank())
+    return comm.Split(zlib.crc32(host.encode()) & 0x7FFFFFFF, key=comm.Get_rank())
+
+
+def _abort_on_uncaught_exceptions() -> None:
+    """Make an uncaught exception end every rank, after Python's usual traceback."""
+    previous = sys.excepthook
+
+    def hook(kind, value, tb):
+        previous(kind, value, tb)
+        world = _world
+        if world is not None and not world.finalized:
+            world.abort(f"{kind.__name__}: {value}", blame_peers=False)
+
+    sys.excepthook = hook
+
+
+@contextmanager
+def fail_together():
+    """Run a program's main body: an error that leaves it on one rank of several ends every
+    rank at once, with that rank's message, instead of leaving the others waiting in their
+    next collective until the timeout.
+
+    ``sys.exit("message")`` (a usage error) prints its message as one line; another
+    exception prints its traceback; Ctrl-C ends with status 130. ``sys.exit(0)`` and a
+    world of one process pass through unchanged."""
+    try:
+        yield
+    except BaseException as error:
+        world = _world
+        if world is None or world.world_size == 1 or world.finalized:
+            raise
+        if isinstance(error, SystemExit):
+            if error.code is None or error.code == 0:
+                raise
+            if isinstance(error.code, int):
+                world.abort(f"exited with status {error.code}", False, error.code)
+            world.abort(str(error.code), blame_peers=False)
+        if isinstance(error, KeyboardInterrupt):
+            world.abort("interrupted (Ctrl-C)", blame_peers=False, status=130)
+        traceback.print_exc()
+        world.abort(f"{type(error).__name__}: {error}", blame_peers=False)
+
+
 def _contiguous(array) -> bool:
     return array.flags.c_contiguous
-
-
-# ====================================================================== gradients
-class _Bucket:
-    """Parameters whose gradients are averaged together, in one flat buffer."""
-
-    def __init__(self, index: int, params: list):
-        self.index, self.params = index, params
-        self.offsets, size = [], 0
-        for p in params:
-            self.offsets.append(size)
-            size += p.size
-        self.size, self.dtype = size, params[0].dtype
-        self.buffer = None  # made on the gradients' device at first use
-        self.filled: set[int] = set()  # ids of the parameters copied in this step
-        self.request = None  # the all-reduce in flight
-
-    def view(self, i: int):
-        """Parameter i's slice of the buffer, in its shape."""
-        offset, param = self.offsets[i], self.params[i]
-        return self.buffer[offset : offset + param.size].reshape(param.shape)
-
-    def ensure_buffer(self, like) -> None:
-        """A buffer on ``like``'s device (the model may have moved since the last step)."""
-        if self.buffer is None or backend.device_of(self.buffer) != backend.device_of(like):
-            xp = backend.array_module(like)
-            self.buffer = xp.zeros(self.size, dtype=self.dtype)
-
-    @property
-    def nbytes(self) -> int:
-        return self.size * self.dtype.itemsize
-
-
-class DataParallel:
-    """Averages the gradients of ``parameters`` over the ranks of ``world``, during backward.
-
-    Args:
-        parameters: a Layer, (name, Tensor) pairs or Tensors: every parameter must be the
-            same (same shapes, same order) on every rank.
-        world: the World (``init()``).
-        bucket_bytes: gradients are reduced in flat buckets of about this size; a bucket's
-            all-reduce starts as soon as its gradients are final. Smaller buckets start
-            sooner; larger ones pay the per-call cost less often.
-        reduce_alone: in a world of one process the mean over the ranks is each gradient
-            itself, so by default nothing is copied or sent (the one-process run pays
-            nothing for the shared code path); True reduces through the engine anyway (to
-            check it, or to time it).
-
-    After a ``backward()`` call ``finish()``: it waits for the buckets and sets every
-    parameter's ``.grad`` to the mean over the ranks (a view into a bucket: it stays valid
-    until the next ``finish``). With gradient accumulation, run the backward passes of all
-    micro-steps but the last inside ``no_sync()``: their gradients add up locally and only
-    the last is reduced. A parameter that got no gradient on a rank counts as zero there.
-    """
-
-    @checks.arguments(bucket_bytes=checks.positive_int, reduce_alone=checks.boolean)
-    def __init__(
-        self,
-        parameters,
-        world: World,
-        bucket_bytes: int = DEFAULT_BUCKET_BYTES,
-        reduce_alone: bool = False,
-    ):
-        self.world, self.syncing = world, True
-        reducing = world.world_size > 1 or reduce_alone
-        params = [p for _, p in named_parameters(parameters)] if reducing else []
-        self.buckets = _plan_buckets(params[::-1], bucket_bytes)  # gradients finish ~backwards
-        self._where = {id(p): (b, i) for b in self.buckets for i, p in enumerate(b.params)}
-        self._next = 0  # the next bucket to start: they start in order on every rank
-        self._scale = 1.0 / world.world_size
-        self._hooks = [p.register_post_accumulate_grad_hook(self._on_grad) for p in params]
-
-    @contextmanager
-    def no_sync(self):
-        """Backward passes in this block keep their gradients local (they accumulate in
-        ``.grad``): the micro-steps of gradient accumulation before the last."""
-        previous, self.syncing = self.syncing, False
-        try:
-            yield
-        finally:
-            self.syncing = previous
-
-    def _on_grad(self, param: Tensor) -> None:
-        """A parameter's gradient is final: copy it (divided by the world size) into its
-        bucket, start every bucket that is full and next in line, and let MPI progress."""
-        if not self.syncing:
-            return
-        bucket, i = self._where[id(param)]
-        if bucket.request is not None:
-            raise DistributedError(
-                "DataParallel: a second backward pass before finish(); call finish() after "
-                "each backward, or run all micro-steps but the last inside no_sync()"
-            )
-        grad = param.grad.array
-        bucket.ensure_buffer(grad)
-        xp = backend.array_module(grad)
-        xp.multiply(grad, self._scale, out=bucket.view(i))  # the mean, as a sum of shares
-        bucket.filled.add(id(param))
-        if len(bucket.filled) == len(bucket.params):
-            self._start_ready()
-        self._progress()
-
-    def _start_ready(self) -> None:
-        while self._next < len(self.buckets):
-            bucket = self.buckets[self._next]
-            if len(bucket.filled) < len(bucket.params):
-                return
-            bucket.request = self.world.start_all_reduce(bucket.buffer)
-            self._next += 1
-
-    def _progress(self) -> None:
-        """Test the oldest unfinished all-reduce: MPICH advances them inside MPI calls."""
-        for bucket in self.buckets[: self._next]:
-            if not bucket.request.test():
-                return
-
-    def finish(self) -> None:
-        """Wait for every bucket's all-reduce and set each parameter's ``.grad`` to its mean
-        over the ranks. Gradients that never arrived in this backward (a parameter unused
-        here, or kept from ``no_sync`` micro-steps) are taken as they are, or as zeros."""
-        if not self.syncing:
-            raise DistributedError("DataParallel.finish() inside no_sync(): nothing to reduce")
-        for bucket in self.buckets[self._next :]:
-            for i, param in enumerate(bucket.params):
-                if id(param) in bucket.filled:
-                    continue
-                if param.grad is not None:
-                    bucket.ensure_buffer(param.grad.array)
-                    param.xp.multiply(param.grad.array, self._scale, out=bucket.view(i))
-                else:
-                    bucket.ensure_buffer(param.array)
-                    bucket.view(i)[...] = 0
-                bucket.filled.add(id(param))
-        self._start_ready()
-        for bucket in self.buckets:
-            self.world.wait(
-                bucket.request,
-                f"the all-reduce of gradient bucket {bucket.index} ({bucket.nbytes} bytes)",
-            )
-            for i, param in enumerate(bucket.params):
-                grad = bucket.view(i)
-                param.grad = Tensor(grad, requires_grad=False)
-            bucket.filled.clear()
-            bucket.request = None
-        self._next = 0
-
-    def remove(self) -> None:
-        """Stop reducing: unregister the gradient hooks."""
-        for handle in self._hooks:
-            handle.remove()
-        self._hooks = []
-
-
-def _plan_buckets(params: list, bucket_bytes: int) -> list[_Bucket]:
-    """Consecutive parameters of one dtype, up to ``bucket_bytes`` per bucket (a larger
-    parameter gets a bucket of its own)."""
-    groups, group, size = [], [], 0
-    for p in params:
-        nbytes = p.size * p.dtype.itemsize
-        if group and (size + nbytes > bucket_bytes or p.dtype != group[0].dtype):
-            groups.append(group)
-            group, size = [], 0
-        group.append(p)
-        size += nbytes
-    if group:
-        groups.append(group)
-    return [_Bucket(i, g) for i, g in enumerate(groups)]

@@ -1,0 +1,320 @@
+"""Gradients averaged over the ranks in buckets, during backward: ``DataParallel``.
+
+As in PyTorch's DDP, gradients are averaged in flat buckets of about ``bucket_bytes``. A
+bucket's all-reduce starts as soon as its last gradient is final
+(``Tensor.register_post_accumulate_grad_hook``), while backward goes on, and buckets start
+in the same order on every rank, as collectives must.
+
+**Bucket order.** Parameters are first planned in the reverse of their order in the model
+(about the order in which backward finishes their gradients). The first synchronised
+backward records the order the gradients really became final; its ``finish`` plans the
+buckets again in that order (rank 0's, the same on every rank), so no bucket waits for a
+parameter that backward finishes late. The first bucket is small (``first_bucket_bytes``):
+its all-reduce starts early in backward, and the reduction of the last gradients, which
+cannot overlap anything, stays short.
+
+**Where gradients live.** After ``finish`` every ``.grad`` is a view of its bucket (nothing
+is copied out). With the engine as it is, backward makes each gradient as a fresh array and
+the hook copies it (scaled by 1/N, one pass) into the bucket. ``gradient_as_bucket_view``
+uses an engine that accumulates a leaf's gradient straight into a buffer assigned to it
+(``Tensor.grad_buffer``): then the bucket is filled by backward itself and the hook copies
+nothing.
+
+**On the wire.** The all-reduce sums in the gradients' dtype; ``reduce_dtype`` (float16 or
+bfloat16) sends a cast copy of each bucket instead, half the bytes, and casts the sum back
+into the bucket, so gradients and their accumulation stay in float32 (DDP's bf16 compression
+hook does the same).
+
+**Progress.** MPICH moves a non-blocking all-reduce along only inside MPI calls, so every
+gradient hook tests the requests in flight (MPICH's progress thread,
+``MPIR_CVAR_ASYNC_PROGRESS=1``, overlaps too, but spins on a core of its own). On a GPU each
+all-reduce runs on NCCL's stream after an event on the compute stream, and the compute
+stream waits for it only where the gradients are used: the host never waits inside backward.
+"""
+
+from contextlib import contextmanager
+
+import numpy as np
+
+from tricycle import backend, checks
+from tricycle.backends.cuda import capture
+from tricycle.optimisers import named_parameters
+from tricycle.parallel.engines import DistributedError
+from tricycle.tensor import Tensor
+
+DEFAULT_BUCKET_BYTES = 4 << 20
+DEFAULT_FIRST_BUCKET_BYTES = 1 << 20
+# an engine that accumulates gradients into assigned buffers (see the module's docstring)
+ENGINE_FILLS_GRAD_BUFFERS = "grad_buffer" in getattr(Tensor, "__slots__", ())
+
+
+class _Bucket:
+    """Parameters whose gradients are averaged together, in one flat buffer."""
+
+    def __init__(self, index: int, params: list, reduce_dtype=None):
+        self.index, self.params = index, params
+        self.offsets, size = [], 0
+        for p in params:
+            self.offsets.append(size)
+            size += p.size
+        self.size, self.dtype = size, params[0].dtype
+        self.reduce_dtype = None if reduce_dtype == self.dtype else reduce_dtype
+        self.buffer = None  # made on the gradients' device at first use
+        self.wire = None  # the cast copy sent instead, with a reduce_dtype
+        self.filled: set[int] = set()  # ids of the parameters whose gradient is in
+        self.request = None  # the all-reduce in flight
+
+    def view(self, i: int):
+        """Parameter i's slice of the buffer, in its shape."""
+        offset, param = self.offsets[i], self.params[i]
+        return self.buffer[offset : offset + param.size].reshape(param.shape)
+
+    def ensure_buffer(self, like) -> bool:
+        """A buffer on ``like``'s device (the model may have moved since the last step);
+        True if it was made now."""
+        if self.buffer is not None and backend.device_of(self.buffer) == backend.device_of(like):
+            return False
+        self.buffer = backend.array_module(like).zeros(self.size, dtype=self.dtype)
+        return True
+
+    @property
+    def full(self) -> bool:
+        return len(self.filled) == len(self.params)
+
+    def start(self, world):
+        """Start the all-reduce of this bucket (of its cast copy, with a reduce_dtype)."""
+        if self.reduce_dtype is None:
+            self.request = world.start_all_reduce(self.buffer)
+        else:
+            self.wire = self.buffer.astype(self.reduce_dtype)
+            self.request = world.start_all_reduce(self.wire)
+
+    def land(self, world) -> None:
+        """Wait for the all-reduce; the sum is then in the buffer."""
+        world.wait(self.request, f"the all-reduce of gradient bucket {self.index} "
+                                 f"({self.nbytes} bytes)")  # fmt: skip
+        if self.wire is not None:
+            self.buffer[...] = self.wire  # cast back: float32 from here on
+            self.wire = None
+        self.request = None
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * np.dtype(self.reduce_dtype or self.dtype).itemsize
+
+
+class DataParallel:
+    """Averages the gradients of ``parameters`` over the ranks of ``world``, during backward.
+
+    Args:
+        parameters: a Layer, (name, Tensor) pairs or Tensors: every parameter must be the
+            same (same shapes, same order) on every rank.
+        world: the World (``init()``).
+        bucket_bytes: gradients are reduced in flat buckets of about this size; a bucket's
+            all-reduce starts as soon as its gradients are final. Smaller buckets start
+            sooner; larger ones pay the per-call cost less often.
+        first_bucket_bytes: the size of the first bucket (the first gradients backward
+            finishes), smaller so that communication starts early.
+        reduce_dtype: None (the gradients' own dtype), or a narrower float dtype (float16,
+            bfloat16) to send each bucket in; gradients stay in their dtype.
+        reorder: plan the buckets again after the first backward, in the order in which its
+            gradients became final.
+        gradient_as_bucket_view: let backward accumulate each gradient straight into its
+            bucket (needs an engine with ``Tensor.grad_buffer``; default: where it has one).
+        reduce_alone: in a world of one process the mean over the ranks is each gradient
+            itself, so by default nothing is copied or sent (the one-process run pays
+            nothing for the shared code path); True reduces through the engine anyway (to
+            check it, or to time it).
+
+    After a ``backward()`` call ``finish()``: it waits for the buckets and sets every
+    parameter's ``.grad`` to the mean over the ranks (a view into a bucket: it stays valid
+    until the next ``finish``). With gradient accumulation, run the backward passes of all
+    micro-steps but the last inside ``no_sync()``: their gradients add up locally and only
+    the last is reduced. A parameter that got no gradient on a rank counts as zero there.
+    """
+
+    @checks.arguments(
+        bucket_bytes=checks.positive_int,
+        first_bucket_bytes=checks.positive_int,
+        reorder=checks.boolean,
+        gradient_as_bucket_view=checks.optional(checks.boolean),
+        reduce_alone=checks.boolean,
+    )
+    def __init__(
+        self,
+        parameters,
+        world,
+        bucket_bytes: int = DEFAULT_BUCKET_BYTES,
+        first_bucket_bytes: int = DEFAULT_FIRST_BUCKET_BYTES,
+        reduce_dtype=None,
+        reorder: bool = True,
+        gradient_as_bucket_view: bool | None = None,
+        reduce_alone: bool = False,
+    ):
+        self.world, self.syncing = world, True
+        if gradient_as_bucket_view is None:
+            gradient_as_bucket_view = ENGINE_FILLS_GRAD_BUFFERS
+        if gradient_as_bucket_view and not ENGINE_FILLS_GRAD_BUFFERS:
+            raise DistributedError(
+                "DataParallel: gradient_as_bucket_view needs an engine that accumulates "
+                "gradients into Tensor.grad_buffer; this tricycle's does not"
+            )
+        self.as_view = gradient_as_bucket_view
+        self.sizes = (first_bucket_bytes, bucket_bytes)
+        self.reduce_dtype = None if reduce_dtype is None else np.dtype(reduce_dtype)
+        if self.reduce_dtype is not None and self.reduce_dtype.itemsize != 2:
+            raise DistributedError(
+                f"DataParallel: reduce_dtype must be float16 or bfloat16, got {reduce_dtype}"
+            )
+        reducing = world.world_size > 1 or reduce_alone
+        params = [p for _, p in named_parameters(parameters)] if reducing else []
+        self._plan(params[::-1])  # gradients finish about backwards
+        self._order: list | None = [] if reorder and params else None  # the first backward's
+        self._scale = 1.0 / world.world_size
+        self._hooks = [p.register_post_accumulate_grad_hook(self._on_grad) for p in params]
+
+    def _plan(self, params: list) -> None:
+        self.buckets = _plan_buckets(params, *self.sizes, self.reduce_dtype)
+        self._where = {id(p): (b, i) for b in self.buckets for i, p in enumerate(b.params)}
+        self._next = 0  # the next bucket to start: they start in order on every rank
+        if self.as_view:  # backward accumulates into the buckets (on the model's device)
+            for bucket in self.buckets:
+                bucket.ensure_buffer(bucket.params[0].array)
+                for i, p in enumerate(bucket.params):
+                    p.grad_buffer = bucket.view(i)
+
+    @contextmanager
+    def no_sync(self):
+        """Backward passes in this block keep their gradients local (they accumulate in
+        ``.grad``): the micro-steps of gradient accumulation before the last."""
+        previous, self.syncing = self.syncing, False
+        try:
+            yield
+        finally:
+            self.syncing = previous
+
+    def _on_grad(self, param: Tensor) -> None:
+        """A parameter's gradient is final: have it in its bucket (divided by the world
+        size), start every bucket that is full and next in line, and let MPI progress."""
+        if not self.syncing:
+            return
+        bucket, i = self._where[id(param)]
+        if bucket.request is not None:
+            raise DistributedError(
+                "DataParallel: a second backward pass before finish(); call finish() after "
+                "each backward, or run all micro-steps but the last inside no_sync()"
+            )
+        if self._order is not None:
+            self._order.append(param)
+        if not self.as_view:
+            grad = param.grad.array
+            bucket.ensure_buffer(grad)
+            xp = backend.array_module(grad)
+            xp.multiply(grad, self._scale, out=bucket.view(i))  # the mean, as a sum of shares
+        bucket.filled.add(id(param))
+        if bucket.full:
+            self._start_ready()
+        if not capture.capturing():  # a recorded event cannot be tested
+            self._progress()
+
+    def _start_ready(self) -> None:
+        while self._next < len(self.buckets):
+            bucket = self.buckets[self._next]
+            if not bucket.full:
+                return
+            if self.as_view:  # backward wrote the sum of this rank's gradients: its share
+                bucket.buffer *= self._scale
+            bucket.start(self.world)
+            self._next += 1
+
+    def _progress(self) -> None:
+        """Test the oldest unfinished all-reduce: MPICH advances them inside MPI calls."""
+        for bucket in self.buckets[: self._next]:
+            if not bucket.request.test():
+                return
+
+    def finish(self) -> None:
+        """Wait for every bucket's all-reduce and set each parameter's ``.grad`` to its mean
+        over the ranks. Gradients that never arrived in this backward (a parameter unused
+        here, or kept from ``no_sync`` micro-steps) are taken as they are, or as zeros."""
+        if not self.syncing:
+            raise DistributedError("DataParallel.finish() inside no_sync(): nothing to reduce")
+        for bucket in self.buckets[self._next :]:
+            for i, param in enumerate(bucket.params):
+                if id(param) in bucket.filled:
+                    continue
+                if param.grad is not None:
+                    bucket.ensure_buffer(param.grad.array)
+                    scale = 1.0 if self.as_view else self._scale  # as_view: scaled at start
+                    param.xp.multiply(param.grad.array, scale, out=bucket.view(i))
+                else:
+                    bucket.ensure_buffer(param.array)
+                    bucket.view(i)[...] = 0
+                bucket.filled.add(id(param))
+        self._start_ready()
+        for bucket in self.buckets:
+            bucket.land(self.world)
+            for i, param in enumerate(bucket.params):
+                param.grad = Tensor(bucket.view(i), requires_grad=False)
+            bucket.filled.clear()
+        self._next = 0
+        if self._order:
+            self._reorder()
+
+    def _reorder(self) -> None:
+        """Plan the buckets in the order the first backward finished its gradients (rank
+        0's: every rank must start the same buckets in the same order), keeping the
+        gradients just reduced."""
+        order, self._order = self._order, None
+        position = {id(p): k for k, p in enumerate(order)}
+        params = [p for b in self.buckets for p in b.params]
+        params.sort(key=lambda p: position.get(id(p), len(order)))  # unused ones last
+        mine = [position.get(id(p), -1) for p in params]
+        if self.world.broadcast_object(mine) != mine:
+            raise DistributedError(
+                "DataParallel: the ranks' backward passes finished their gradients in "
+                "different orders; keep the model's code the same on every rank"
+            )
+        if [id(p) for p in params] == [id(p) for b in self.buckets for p in b.params]:
+            return
+        grads = [p.grad for p in params]
+        self._plan(params)
+        for p, grad in zip(params, grads):  # into the new buckets: still valid until the next
+            bucket, i = self._where[id(p)]
+            bucket.ensure_buffer(grad.array)
+            bucket.view(i)[...] = grad.array
+            p.grad = Tensor(bucket.view(i), requires_grad=False)
+
+    def abandon(self) -> None:
+        """Forget a step that will not be finished (a CUDA graph capture that failed): no
+        bucket is filled or in flight."""
+        for bucket in self.buckets:
+            bucket.filled.clear()
+            bucket.request = bucket.wire = None
+        self._next = 0
+
+    def remove(self) -> None:
+        """Stop reducing: unregister the gradient hooks."""
+        for handle in self._hooks:
+            handle.remove()
+        self._hooks = []
+
+
+def _plan_buckets(
+    params: list, first_bytes: int, bucket_bytes: int, reduce_dtype=None
+) -> list[_Bucket]:
+    """Consecutive parameters of one dtype, up to ``first_bytes`` (at most ``bucket_bytes``)
+    in the first bucket and ``bucket_bytes`` in the others (a larger parameter gets a
+    bucket of its own)."""
+    groups, group, size = [], [], 0
+    for p in params:
+        nbytes = p.size * p.dtype.itemsize
+        limit = min(first_bytes, bucket_bytes) if not groups else bucket_bytes
+        if group and (size + nbytes > limit or p.dtype != group[0].dtype):
+            groups.append(group)
+            group, size = [], 0
+        group.append(p)
+        size += nbytes
+    if group:
+        groups.append(group)
+    return [_Bucket(i, g, reduce_dtype) for i, g in enumerate(groups)]

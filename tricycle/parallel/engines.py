@@ -1,0 +1,244 @@
+"""The engines under ``tricycle.parallel.distributed``: what one collective is on each.
+
+A collective returns a *request*; ``wait`` waits for it against the world's deadline:
+
+    _LocalEngine   a world of one process: nothing to exchange, every request done at once
+    _MPIEngine     host (numpy) arrays through MPI's non-blocking collectives, tested until
+                   done or past the deadline (MPI's blocking calls wait forever for a dead rank)
+    _NCCLEngine    GPU (cupy) arrays through NCCL on a stream of its own, ordered by events;
+                   a watchdog thread keeps their deadlines, since the host does not wait
+
+**Why a watchdog, and why it works while the host is blocked.** GPU work is queued: the
+host notices a dead or hung peer only when it next synchronises (a loss read back), and
+then waits forever. The watchdog thread holds a deadline for every NCCL call from the
+moment it is *made* (an NCCL call may itself block the host: a peer not yet connected, a
+full work queue), and ends the job past it. CuPy releases the GIL inside NCCL's calls,
+stream and device synchronisation and copies, so the thread runs while the main thread is
+blocked in any of them. Ending the job is ``World.abort``: a message, then ``MPI_Abort``,
+whose launcher kills every rank (NCCL's own abort is not called first: it can itself wait
+for the kernels that spin for the missing peer, holding the GIL).
+"""
+
+import threading
+import time
+from collections import deque
+
+import numpy as np
+
+from tricycle import backend
+from tricycle.backends.cuda import capture
+
+DEFAULT_TIMEOUT = 600.0  # seconds a rank waits for the others in one collective
+SPIN_SECONDS = 0.1  # a wait tests its request back to back this long, then every millisecond
+
+
+class DistributedError(RuntimeError):
+    """A collective could not run: a missing engine, a timeout, or a misuse."""
+
+
+# ====================================================================== requests
+class _Done:
+    """A request that completed when it was made (the one-rank engine's)."""
+
+    def test(self) -> bool:
+        return True
+
+    def wait(self, world, what: str) -> None:
+        pass
+
+
+class _HostRequest:
+    """An MPI request, waited for by testing it until the world's deadline."""
+
+    def __init__(self, request):
+        self.request = request
+
+    def test(self) -> bool:
+        return self.request.Test()
+
+    def wait(self, world, what: str) -> None:
+        request = self.request
+        if request.Test():
+            return
+        start = time.monotonic()
+        spin_until, deadline = start + SPIN_SECONDS, start + world.timeout
+        while not request.Test():  # MPI moves the data inside Test: keep calling it
+            now = time.monotonic()
+            if now > deadline:
+                world.abort(f"timed out after {world.timeout:g} s waiting for {what}")
+            if now > spin_until:  # a rank far behind (writing a checkpoint?): poll gently
+                time.sleep(1e-3)
+
+
+class _DeviceRequest:
+    """A GPU collective: ``done`` is recorded on the communication stream after it. Waiting
+    makes the current stream wait for it; the host goes on (the watchdog keeps time)."""
+
+    def __init__(self, done):
+        self.done = done
+
+    def test(self) -> bool:
+        return self.done.done
+
+    def wait(self, world, what: str) -> None:
+        backend.cupy().cuda.get_current_stream().wait_event(self.done)
+
+
+# ====================================================================== engines
+class _LocalEngine:
+    """The collectives of a world of one process on host arrays: nothing to exchange."""
+
+    def all_reduce_sum(self, array):
+        return _Done()
+
+    def broadcast(self, array, root: int):
+        return _Done()
+
+    def all_gather(self, send, receive):
+        receive[...] = send.reshape(receive.shape)
+        return _Done()
+
+    def gather(self, send, receive, counts, root: int):
+        receive[: send.size] = send
+        return _Done()
+
+    def barrier(self):
+        return _Done()
+
+
+class _MPIEngine:
+    """Non-blocking MPI collectives on host (numpy) arrays."""
+
+    def __init__(self, MPI, comm):
+        self.MPI, self.comm = MPI, comm
+
+    def all_reduce_sum(self, array):
+        return _HostRequest(self.comm.Iallreduce(self.MPI.IN_PLACE, array, op=self.MPI.SUM))
+
+    def broadcast(self, array, root: int):
+        return _HostRequest(self.comm.Ibcast(array, root=root))
+
+    def all_gather(self, send, receive):
+        return _HostRequest(self.comm.Iallgather(send, receive))
+
+    def gather(self, send, receive, counts, root: int):
+        """Rank i's ``send`` (``counts[i]`` bytes) at offset sum(counts[:i]) of root's
+        ``receive``."""
+        displacements = np.concatenate([[0], np.cumsum(counts)[:-1]]).tolist()
+        spec = [receive, list(counts), displacements, self.MPI.BYTE]
+        return _HostRequest(self.comm.Igatherv(send, spec, root=root))
+
+    def barrier(self):
+        return _HostRequest(self.comm.Ibarrier())
+
+
+class _NCCLEngine:
+    """NCCL collectives on GPU (cupy) arrays, on a stream of their own.
+
+    Each starts after an event recorded on the current (compute) stream, so it sees every
+    write made before it, and records an event of its own that a request's ``wait`` makes the
+    compute stream wait for. Nothing here makes the host wait for the device.
+
+    The same calls record into a CUDA graph being captured on the current stream: the
+    events fork NCCL's stream off the capture and join it back where the step waits, so a
+    captured training step holds its all-reduces (NCCL supports capture).
+    """
+
+    def __init__(self, cupy, nccl, communicator, watchdog):
+        self.cupy, self.nccl, self.comm = cupy, nccl, communicator
+        self.stream = cupy.cuda.Stream(non_blocking=True)
+        self.watchdog = watchdog
+        self.types = {
+            np.dtype(np.float16): nccl.NCCL_FLOAT16,
+            np.dtype(np.float32): nccl.NCCL_FLOAT32,
+            np.dtype(np.float64): nccl.NCCL_FLOAT64,
+            np.dtype(np.int8): nccl.NCCL_INT8,
+            np.dtype(np.uint8): nccl.NCCL_UINT8,
+            np.dtype(np.int32): nccl.NCCL_INT32,
+            np.dtype(np.int64): nccl.NCCL_INT64,
+        }
+
+    def _type(self, array) -> int:
+        if array.dtype.name == "bfloat16":
+            return self.nccl.NCCL_BFLOAT16
+        if array.dtype not in self.types:
+            raise DistributedError(f"NCCL: no collective for arrays of dtype {array.dtype}")
+        return self.types[array.dtype]
+
+    def _run(self, what: str, call) -> _DeviceRequest:
+        cuda = self.cupy.cuda
+        ready = cuda.Event(disable_timing=True)
+        ready.record()  # on the current stream: after the writes this collective reads
+        self.stream.wait_event(ready)
+        if capture.capturing():  # recorded into a CUDA graph: each replay is watched whole
+            call(self.stream.ptr)  # (World.watch_device), since a recorded event is no event
+            done = cuda.Event(disable_timing=True)
+            done.record(self.stream)
+            return _DeviceRequest(done)
+        entry = self.watchdog.begin(what)  # the deadline runs from the call: it may block
+        call(self.stream.ptr)
+        done = cuda.Event(disable_timing=True)
+        done.record(self.stream)
+        entry[1] = done
+        return _DeviceRequest(done)
+
+    def all_reduce_sum(self, array):
+        ptr, n, kind = array.data.ptr, array.size, self._type(array)
+        return self._run(
+            f"NCCL all-reduce of {array.nbytes} bytes",
+            lambda stream: self.comm.allReduce(ptr, ptr, n, kind, self.nccl.NCCL_SUM, stream),
+        )
+
+    def broadcast(self, array, root: int):
+        ptr, n, kind = array.data.ptr, array.size, self._type(array)
+        return self._run(
+            f"NCCL broadcast of {array.nbytes} bytes",
+            lambda stream: self.comm.bcast(ptr, n, kind, root, stream),
+        )
+
+    def all_gather(self, send, receive):
+        n, kind = send.size, self._type(send)
+        send_ptr, receive_ptr = send.data.ptr, receive.data.ptr
+        return self._run(
+            f"NCCL all-gather of {send.nbytes} bytes per rank",
+            lambda stream: self.comm.allGather(send_ptr, receive_ptr, n, kind, stream),
+        )
+
+
+class _Watchdog:
+    """A daemon thread that ends the job when a GPU collective has not finished within the
+    timeout of the call that made it, or when NCCL reports an error (a peer vanished)."""
+
+    def __init__(self, world):
+        self.world = world
+        self.pending = deque()  # [deadline, done event (None while the call runs), what]
+        self.communicator = None
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="tricycle-nccl-watchdog", daemon=True)
+
+    def start(self, communicator) -> None:
+        self.communicator = communicator
+        self.thread.start()
+
+    def begin(self, what: str) -> list:
+        """A deadline for a collective about to be made; the caller sets the entry's event
+        (``entry[1]``) once the call has returned."""
+        entry = [time.monotonic() + self.world.timeout, None, what]
+        self.pending.append(entry)
+        return entry
+
+    def _run(self) -> None:
+        backend.cupy().cuda.Device(self.world.device).use()  # this thread's CUDA calls
+        while not self.stop.wait(min(1.0, self.world.timeout / 10)):
+            while self.pending:  # completed in order: the oldest decides
+                deadline, event, what = self.pending[0]
+                if event is not None and event.done:
+                    self.pending.popleft()
+                elif time.monotonic() > deadline:
+                    self.world.abort(f"timed out after {self.world.timeout:g} s waiting for {what}")
+                else:
+                    break
+            try:
+                self.communicator.check_async_error()
+            except Exception as error:  # NcclError: a peer vanished, a network failure
+                self.world.abort(f"NCCL failed: {error}")
