@@ -116,6 +116,7 @@ class Node:
         "is_batched",
         "_retain_grad",
         "_grad_hooks",
+        "grad_buffer",
         "__weakref__",
     )
     __array_priority__ = 1000  # numpy scalars defer to Tensor's reflected operators
@@ -169,6 +170,7 @@ class Node:
         self.is_batched = is_batched
         self._retain_grad = False
         self._grad_hooks = None
+        self.grad_buffer = None  # where backward puts this leaf's gradient (a bucket's view)
 
     def new(self, array, args=None, back_fns=None, requires_grad=None, **kwargs) -> "Node":
         """A tensor of this one's class: how an op makes its output (``x.new(out, args=(x,),
@@ -330,6 +332,16 @@ class Node:
         return order
 
     def _accumulate_grad(self, g) -> None:
+        buffer = self.grad_buffer
+        if buffer is not None:  # the gradient lives in memory given to it (data parallelism)
+            if self.grad is None:
+                buffer[...] = g
+            elif self.grad.array is buffer:
+                buffer += g
+            else:
+                buffer[...] = add_arrays(self.grad.array, g)
+            self.grad = self.new(buffer, requires_grad=False)
+            return
         if self.grad is None:
             if not _writeable(g):  # e.g. a broadcast view from sum's backward: give an owned copy
                 g = g.copy()
@@ -486,6 +498,7 @@ class Node:
         self.args = self.back_fns = self.grad = None
         self._retain_grad = False
         self._grad_hooks = None
+        self.grad_buffer = None
 
 
 class _HookHandle:

@@ -45,7 +45,7 @@ from tricycle.tensor import Tensor
 DEFAULT_BUCKET_BYTES = 4 << 20
 DEFAULT_FIRST_BUCKET_BYTES = 1 << 20
 # an engine that accumulates gradients into assigned buffers (see the module's docstring)
-ENGINE_FILLS_GRAD_BUFFERS = "grad_buffer" in getattr(Tensor, "__slots__", ())
+ENGINE_FILLS_GRAD_BUFFERS = hasattr(Tensor, "grad_buffer")
 
 
 class _Bucket:
