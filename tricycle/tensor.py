@@ -251,11 +251,26 @@ class Tensor:
                         hook(node)
                 if args is None:
                     continue
-            for arg, back_fn in zip(args, node.back_fns):
+            for i, (arg, back_fn) in enumerate(zip(args, node.back_fns)):
                 if not arg.requires_grad:
                     continue
-                g_arg = back_fn(g)
-                if type(g_arg) is Tensor:  # tolerate a back_fn that wraps its result
+                try:
+                    g_arg = back_fn(g)
+                except Exception as error:  # the traceback ends in a closure: name the op
+                    message = (
+                        f"backward of {node.name or 'an op'} (output shape {node.shape}): the "
+                        f"back_fn of input {i} (shape {arg.shape}) raised {type(error).__name__}: "
+                        f"{error}. A back_fn takes the output's gradient as an array (numpy or "
+                        "cupy, not a Tensor) and returns that input's gradient in its shape"
+                    )
+                    try:
+                        named = type(error)(message)  # the same kind of error, with the op
+                    except Exception:
+                        named = None
+                    if named is None:  # a type that takes other arguments: raised as it was
+                        raise
+                    raise named from error
+                if isinstance(g_arg, Tensor):  # a back_fn that wraps its result (old style)
                     g_arg = g_arg.array
                 array = arg.array
                 if g_arg.shape != array.shape:
