@@ -19,6 +19,7 @@ import numpy as np
 
 from tricycle.apps.checkpoint import CheckpointError, load_pickle, load_state
 from tricycle.apps.files import DirectoryLock, atomic_write, read_jsonl, remove_temporaries
+from tricycle.apps.plot import plot_losses
 from tricycle.blocks import llama_hidden_size
 from tricycle.configs import GPTConfig
 from tricycle.models import GPT, build_model
@@ -42,6 +43,7 @@ class RunDirectory:
         tokeniser.json   the tokeniser
         config.json      the run's settings, readable
         metrics.jsonl    one JSON line per step
+        loss.png         the loss curves, drawn from the metrics (``plot_losses``)
         .lock            held while a process trains here
 
     ``open()`` takes the lock (a second run into the same directory is refused, a lock left
@@ -49,8 +51,8 @@ class RunDirectory:
     """
 
     CHECKPOINT, MODEL, TOKENISER = "checkpoint.npz", "model.pkl", "tokeniser.json"
-    CONFIG, METRICS = "config.json", "metrics.jsonl"
-    FILES = (CHECKPOINT, MODEL, TOKENISER, CONFIG, METRICS)
+    CONFIG, METRICS, LOSS_PLOT = "config.json", "metrics.jsonl", "loss.png"
+    FILES = (CHECKPOINT, MODEL, TOKENISER, CONFIG, METRICS, LOSS_PLOT)
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -112,28 +114,10 @@ class RunDirectory:
     def metrics(self) -> list[dict]:
         return read_jsonl(self.path / self.METRICS)[0]
 
-    def plot_losses(self, name: str = "loss.png") -> None:
-        """Draw the metrics' loss curves into ``name``, when matplotlib is installed (it is
-        an optional dependency)."""
-        try:
-            import matplotlib  # noqa: PLC0415 - optional dependency
-
-            matplotlib.use("Agg")
-            from matplotlib import pyplot as plt  # noqa: PLC0415
-        except ImportError:
-            return
-        records = self.metrics()
-        fig, ax = plt.subplots(figsize=(7, 4))
-        steps = [r["step"] for r in records]
-        ax.plot(steps, [r["loss"] for r in records], label="train", alpha=0.7)
-        val = [(r["step"], r["val_loss"]) for r in records if r.get("val_loss") is not None]
-        if val:
-            ax.plot(*zip(*val), "o-", label="validation")
-        ax.set(xlabel="step", ylabel="cross-entropy loss")
-        ax.legend()
-        fig.tight_layout()
-        fig.savefig(self.path / name)
-        plt.close(fig)
+    def plot_losses(self, log_scale: bool = False) -> Path:
+        """Draw the metrics' loss curves (train loss, validation points) into loss.png;
+        returns its path. Raises ImportError without matplotlib."""
+        return plot_losses(self.metrics(), self.path / self.LOSS_PLOT, log_scale, str(self.path))
 
 
 def load_model(path, tokeniser_path=None, default_tokeniser: Callable | None = None):

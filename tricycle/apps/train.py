@@ -8,8 +8,9 @@
 (``python -m tricycle.apps.train`` and ``python train_smol_gpt.py`` are the same program; the loop
 itself is ``tricycle.apps.training``.) Everything lands in --out-dir (default runs/<config>): the
 safe checkpoint.npz (what ``tricycle-sample`` and --resume read), model.pkl, tokeniser.json,
-config.json and metrics.jsonl. A directory holding another run is never overwritten without
---overwrite, and one run at a time may use it.
+config.json, metrics.jsonl and loss.png (the loss curves; --plot-log for a log scale). A
+directory holding another run is never overwritten without --overwrite, and one run at a time
+may use it.
 
 Data: a built-in corpus, a UTF-8 text file, or a directory of token shards made by
 ``python -m tricycle_datasets.prepare`` (memory-mapped: corpora larger than memory; its
@@ -197,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
         "at each evaluation (hellaswag_acc, hellaswag_acc_norm)")  # fmt: skip
     add("--hellaswag-limit", type=positive_int, metavar="N", help="only its first N examples")
     add("--no-progress", action="store_true", help="no progress bar")
+    add("--plot-log", action="store_true", help="draw loss.png with a log-scale loss axis")
     add("--zero", action="store_true",
         help="under mpiexec: shard AdamW's state over the processes (ZeRO-1)")  # fmt: skip
     add("--cuda-graph", choices=["auto", "on", "off"], default="auto", help="capture the "
@@ -439,6 +441,7 @@ def _train(args, run_dir: RunDirectory) -> dict:
             config.steps, run_dir=run_dir, metadata={**run, "tokeniser": tokeniser},
             log_interval=log_interval, max_seconds=args.max_seconds, stop_after=args.stop_after,
             on_record=progress, on_message=lambda text: tqdm.write(text, file=sys.stderr),
+            loss_plot="log" if args.plot_log else "linear",
         )  # fmt: skip
     except (TrainingDiverged, CheckpointError) as error:
         kind = "training diverged" if isinstance(error, TrainingDiverged) else "error"
@@ -452,7 +455,6 @@ def _train(args, run_dir: RunDirectory) -> dict:
         summary["gpu_pool_mib"] = round(pool_bytes / 2**20)
     if not main:
         return summary
-    run_dir.plot_losses()
     if summary["ended"] == "interrupted":
         again = f"--out-dir {run_dir.path} --resume"
         again += "" if dataset in DATASETS else f" --dataset {dataset}"
