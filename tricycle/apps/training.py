@@ -603,7 +603,6 @@ class Trainer:
             "wall_time": self.wall_time,
         }
 
-
     @staticmethod
     def _draw_losses(run_dir: RunDirectory, scale: str, say=None) -> float:
         """Draw run_dir's loss.png; ``say`` where (or why not). Returns the time it was drawn."""
