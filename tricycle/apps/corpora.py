@@ -22,7 +22,7 @@ from tricycle.apps.runs import tokeniser_text
 from tricycle.configs import GPTConfig
 from tricycle_datasets import TextFile
 from tricycle_datasets.python_code import PythonCode
-from tricycle_datasets.shakespeare import Shakespeare, ShakespeareChar
+from tricycle_datasets.shakespeare import NotAvailable, Shakespeare, ShakespeareChar
 from tricycle_datasets.shards import INDEX, ShardError, TokenShards, load_tokeniser, read_index
 
 DATASETS = ("python-code", "shakespeare", "shakespeare-char")  # the built-in corpora
@@ -107,12 +107,15 @@ def load_corpus(dataset: str, config: GPTConfig, max_bytes: int, data_dir=None):
         raise ValueError(f"--vocab-size {config.vocab_size}: a BPE vocabulary needs >= 256 ids")
     if dataset == "python-code":
         return PythonCode(config.vocab_size, max_bytes=max_bytes)
-    if dataset == "shakespeare":
-        return Shakespeare(config.vocab_size, data_dir=data_dir)
-    if dataset == "shakespeare-char":
-        corpus = ShakespeareChar(data_dir=data_dir)
-        config.vocab_size = corpus.vocab_size
-        return corpus
+    try:
+        if dataset == "shakespeare":
+            return Shakespeare(config.vocab_size, data_dir=data_dir)
+        if dataset == "shakespeare-char":
+            corpus = ShakespeareChar(data_dir=data_dir)
+            config.vocab_size = corpus.vocab_size
+            return corpus
+    except NotAvailable as error:  # the CLI's words: --data-dir, not the Python API's
+        raise ValueError(f"--dataset {dataset}: {error.fix('--data-dir')}") from None
     if Path(dataset).is_file():
         return TextFile(dataset, config.vocab_size)
     raise ValueError(
