@@ -44,10 +44,12 @@ class RunDirectory:
         config.json      the run's settings, readable
         metrics.jsonl    one JSON line per step
         loss.png         the loss curves, drawn from the metrics (``plot_losses``)
-        .lock            held while a process trains here
+        .lock            there while a process trains here
 
     ``open()`` takes the lock (a second run into the same directory is refused, a lock left
-    by a killed run is taken over) and removes temporaries that killed writers left.
+    by a killed run is taken over) and removes temporaries that killed writers left;
+    ``close()`` gives it back, and after a failed run (``close(failed=True)``) removes the
+    directories that ``open()`` made if the run wrote nothing into them.
     """
 
     CHECKPOINT, MODEL, TOKENISER = "checkpoint.npz", "model.pkl", "tokeniser.json"
@@ -57,6 +59,7 @@ class RunDirectory:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.lock = DirectoryLock(self.path)
+        self._made: list[Path] = []  # the directories open() made, innermost first
 
     def __truediv__(self, name: str) -> Path:
         return self.path / name
@@ -72,6 +75,7 @@ class RunDirectory:
     def open(self) -> list[str]:
         """Take the lock and clean up; returns messages for the user (a stale lock taken
         over, temporaries removed)."""
+        self._made = [p for p in (self.path, *self.path.parents) if not p.exists()]
         self.lock.acquire()
         notes = []
         if self.lock.stale_owner:
@@ -84,8 +88,17 @@ class RunDirectory:
             notes.append(f"{self.path}: removed {len(removed)} unfinished temporary file(s)")
         return notes
 
-    def close(self) -> None:
+    def close(self, failed: bool = False) -> None:
+        """Give the lock back; after a ``failed`` run, remove the directories ``open()`` made
+        where the run left them empty (a mistyped flag leaves no trace)."""
         self.lock.release()
+        if failed:
+            for directory in self._made:
+                try:
+                    directory.rmdir()  # only an empty one
+                except OSError:
+                    break
+        self._made = []
 
     def __enter__(self) -> "RunDirectory":
         """``open()``, for a ``with`` block (its notes go to the log: ``warnings``)."""
@@ -93,8 +106,8 @@ class RunDirectory:
             warnings.warn(note, stacklevel=2)
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, kind, error, traceback) -> None:
+        self.close(failed=kind is not None)
 
     def restart_metrics(self, step: int) -> int:
         """Keep the metrics of steps up to ``step`` (a resumed run rewrites what followed);
@@ -136,6 +149,10 @@ def load_model(path, tokeniser_path=None, default_tokeniser: Callable | None = N
     naming the file.
     """
     path = Path(path)
+    if not path.exists():
+        raise CheckpointError(
+            f"{path} does not exist (give a run directory, its checkpoint.npz or a .pkl pickle)"
+        )
     if path.is_dir():
         if not (path / RunDirectory.CHECKPOINT).is_file() and (path / RunDirectory.MODEL).is_file():
             raise CheckpointError(
@@ -164,8 +181,9 @@ def load_model(path, tokeniser_path=None, default_tokeniser: Callable | None = N
                 f"no tokeniser found for {path}: pass --tokeniser PATH, or put "
                 f"{RunDirectory.TOKENISER} beside it"
             )
-    size = f"{source} ({type(tokeniser).__name__}, {tokeniser.vocab_size} ids)"
-    if tokeniser.vocab_size > model.config.vocab_size:
+    n_ids = getattr(tokeniser, "n_tokens", tokeniser.vocab_size)  # the ids that exist
+    size = f"{source} ({type(tokeniser).__name__}, {n_ids} ids)"
+    if n_ids > model.config.vocab_size:
         raise CheckpointError(
             f"the tokeniser {size} does not belong to the model {path} (vocab_size "
             f"{model.config.vocab_size}): it has more ids than the model"
