@@ -228,7 +228,7 @@ def test_evaluate_command_on_a_run_directory(trained, hellaswag_file, tmp_path, 
 
 def test_evaluate_command_errors(trained, hellaswag_file, tmp_path):
     model, tokeniser = trained
-    with pytest.raises(SystemExit, match="no such checkpoint file"):
+    with pytest.raises(SystemExit, match="missing.pkl does not exist"):
         main([str(tmp_path / "missing.pkl"), "--hellaswag", str(hellaswag_file)])
     run = tmp_path / "run"
     run.mkdir()
