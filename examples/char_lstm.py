@@ -29,10 +29,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from tricycle.layers import Dense, Embedding, Layer  # noqa: E402
 from tricycle.loss import CrossEntropy  # noqa: E402
 from tricycle.optimisers import AdamW, clip_factor, grad_norm  # noqa: E402
+from tricycle.random import manual_seed  # noqa: E402
 from tricycle.recurrent import LSTM  # noqa: E402
 from tricycle.scheduler import CosineSchedule  # noqa: E402
 from tricycle.tensor import no_grad, to_tensor  # noqa: E402
-from tricycle_datasets.shakespeare import ShakespeareChar  # noqa: E402
+from tricycle_datasets.shakespeare import NotAvailable, ShakespeareChar  # noqa: E402
 
 
 class CharLSTM(Layer):
@@ -108,18 +109,21 @@ def parse_args(argv=None):
     add("--dropout", type=float, default=0.0, help="between LSTM layers")
     add("--lr", type=float, default=5e-3, help="peak learning rate (cosine decay to 1/10)")
     add("--eval-interval", type=int, default=200)
-    add("--seed", type=int, default=0)
+    add("--seed", type=int, default=0, help="the same seed, the same losses")
     return parser.parse_args(argv)
 
 
 def main(argv=None) -> float:
     args = parse_args(argv)
-    corpus = ShakespeareChar(data_dir=args.data_dir)
-    np.random.seed(args.seed)
+    try:
+        corpus = ShakespeareChar(data_dir=args.data_dir)
+    except NotAvailable as error:  # offline: one line, in this script's words
+        raise SystemExit(f"char_lstm.py: {error.fix('--data-dir')}") from None
+    manual_seed(args.seed)  # tricycle's generator: the weights and dropout
     model = CharLSTM(corpus.vocab_size, args.embedding_dim, args.hidden_size, args.num_layers,
                      args.dropout)  # fmt: skip
     optimiser = AdamW(learning_rate=args.lr, betas=(0.9, 0.99), weight_decay=0.01)
-    schedule = CosineSchedule(args.lr, args.lr / 10, args.steps, warmup_steps=20)
+    schedule = CosineSchedule(args.lr, args.lr / 10, args.steps, warmup_steps=min(20, args.steps))
     loss_fn = CrossEntropy()
     rows = streams(corpus.train_tokens, args.batch_size)  # (N, length)
     print(f"{model.num_parameters():,} parameters; {rows.shape[1] // args.bptt} steps per epoch")

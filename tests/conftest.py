@@ -1,6 +1,7 @@
 """Shared test settings: hypothesis profiles and the backends every op test runs on."""
 
 import os
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -50,3 +51,17 @@ def _seeded():
     """Every test starts from the same tricycle seed (initialisers, factories, dropout), so a
     test's outcome does not depend on which tests ran before it."""
     manual_seed(0)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The skipped tests, one line per reason with its count (a green run fits one screen;
+    ``pytest -rs`` lists every one)."""
+    reasons = Counter()
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        reasons[reason.removeprefix("Skipped: ")] += 1
+    if reasons and "s" not in (terminalreporter.config.option.reportchars or ""):
+        terminalreporter.write_sep("-", f"{sum(reasons.values())} skipped, by reason")
+        for reason, count in reasons.most_common():
+            terminalreporter.write_line(f"{count:5d}  {reason}")

@@ -217,3 +217,22 @@ def test_no_gpu_error_is_clear(monkeypatch):
     monkeypatch.setattr(backend, "cupy_available", lambda: False)
     with pytest.raises(RuntimeError, match="tricycle: no CUDA GPU is available"):
         to_tensor([1.0]).to_gpu()
+
+
+def test_a_back_fn_returning_a_tensor_is_accepted():
+    """The original Tricycle's ops return Tensors from their back_fns: the array is taken."""
+    x = ones(2, 3)
+    y = Tensor(x.array * 3, args=(x,), back_fns=(lambda dout: Tensor(dout * 3),), name="triple")
+    y.backward()
+    assert np.array_equal(x.grad.array, np.full((2, 3), 3.0))
+
+
+def test_an_error_inside_a_back_fn_names_the_op_and_the_convention():
+    """A back_fn written for Tensor gradients (``grad.array``) gets an array: the error names
+    the op, its input and what a back_fn takes, and keeps its kind and its cause."""
+    x = ones(2, 3)
+    y = Tensor(x.array * 3, args=(x,), back_fns=(lambda grad: grad.array * 3,), name="triple")
+    with pytest.raises(AttributeError, match=r"backward of triple .*back_fn of input 0") as info:
+        y.backward()
+    assert "not a Tensor" in str(info.value)
+    assert isinstance(info.value.__cause__, AttributeError)

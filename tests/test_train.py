@@ -212,6 +212,7 @@ def test_resume_refuses_to_go_back_and_says_when_a_run_is_complete(corpus, tmp_p
     assert len(losses(tmp_path / "run")) == 6
 
 
+@pytest.mark.filterwarnings("ignore:BPETokeniser.train.*only enough pairs:UserWarning")
 def test_resume_reads_only_the_data_the_user_names(corpus, tmp_path):
     """A checkpoint that names another file (a crafted one, or a moved run) never makes the
     run read it: the file must be named with --dataset, and its data match the run's hash."""

@@ -22,6 +22,7 @@ from tricycle.dataset import CausalLMDataset
 from tricycle.models import Llama
 from tricycle.random import manual_seed
 from tricycle_datasets.prepare import prepare
+from tricycle_datasets.shards import load_tokeniser
 
 JSON_PACKAGE = Path(sysconfig.get_paths()["stdlib"]) / "json"
 
@@ -102,12 +103,26 @@ def test_a_changed_tokeniser_in_the_shards_is_refused(shards, tmp_path):
 
 
 def test_the_vocabulary_must_hold_the_tokeniser(shards, tmp_path):
+    n_ids = load_tokeniser(shards).n_tokens  # the ids that exist (the corpus is small)
     with pytest.raises(SystemExit) as refused:
-        run(shards, tmp_path / "run", "--vocab-size", "280")
+        run(shards, tmp_path / "run", "--vocab-size", str(n_ids - 1))
     message = str(refused.value)
-    assert "its tokeniser has 300 ids, more than the model's vocab_size 280" in message
+    assert f"its tokeniser has {n_ids} ids, more than --vocab-size {n_ids - 1}" in message
+    assert "leave --vocab-size out" in message
     summary = run(shards, tmp_path / "bigger", "--vocab-size", "320", "--steps", "2")
     assert summary["steps"] == 2  # a larger (padded) vocabulary is fine
+
+
+def test_without_a_vocab_size_the_shards_decide_it(shards, tmp_path, capsys):
+    """The model takes the tokeniser's ids rounded up to a multiple of 64, whatever the
+    config's vocab_size (the debug config's 300 here; 1024 for cpu, 50304 for gpt2)."""
+    n_ids = load_tokeniser(shards).n_tokens
+    run(shards, tmp_path / "run", "--steps", "2")
+    config = json.loads((tmp_path / "run" / "config.json").read_text())["config"]
+    assert config["vocab_size"] == -(-n_ids // 64) * 64
+    assert f"vocabulary: {config['vocab_size']:,} ids, the data's {n_ids:,}" in (
+        capsys.readouterr().err
+    )
 
 
 def test_reading_in_order_needs_shards(tmp_path):

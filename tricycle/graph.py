@@ -273,11 +273,14 @@ class Node:
                         hook(node)
                 if args is None:
                     continue
-            for arg, back_fn in zip(args, node.back_fns):
+            for i, (arg, back_fn) in enumerate(zip(args, node.back_fns)):
                 if not arg.requires_grad:
                     continue
-                g_arg = back_fn(g)
-                if isinstance(g_arg, Node):  # tolerate a back_fn that wraps its result
+                try:
+                    g_arg = back_fn(g)
+                except Exception as error:  # the traceback ends in a closure: name the op
+                    _raise_naming_the_op(error, node, i, arg)
+                if isinstance(g_arg, Node):  # a back_fn that wraps its result (old style)
                     g_arg = g_arg.array
                 array = arg.array
                 if g_arg.shape != array.shape:
@@ -499,6 +502,24 @@ class Node:
         self._retain_grad = False
         self._grad_hooks = None
         self.grad_buffer = None
+
+
+def _raise_naming_the_op(error: Exception, node: Node, i: int, arg: Node):
+    """Raise ``error`` again as the same kind of error, naming the op, the input and the
+    back_fn convention; a type that takes other arguments is raised as it was."""
+    message = (
+        f"backward of {node.name or 'an op'} (output shape {node.shape}): the back_fn of "
+        f"input {i} (shape {arg.shape}) raised {type(error).__name__}: {error}. A back_fn "
+        "takes the output's gradient as an array (numpy or cupy, not a Tensor) and returns "
+        "that input's gradient in its shape"
+    )
+    try:
+        named = type(error)(message)
+    except Exception:
+        named = None
+    if named is None:
+        raise error
+    raise named from error
 
 
 class _HookHandle:

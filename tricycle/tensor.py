@@ -123,6 +123,13 @@ class Tensor(Node):
         """The same values in a new shape: ``x.reshape(2, -1)`` or ``x.reshape((2, -1))``."""
         return ops.reshape(self, _shape_arguments(shape))
 
+    def draw(self, path, labels=None, formats=("svg", "png", "dot")) -> dict:
+        """Draw the graph backward walks from this tensor (``tricycle.draw.draw``): the .svg,
+        .dot and .png files at ``path``; returns {format: path written}."""
+        from tricycle.draw import draw  # noqa: PLC0415 - rarely used; draw imports no tricycle
+
+        return draw(self, path, labels, formats)
+
 
 def as_tensor(value) -> Tensor:
     """``value`` if it is a Tensor, else a constant Tensor of it (no gradient): how ops take

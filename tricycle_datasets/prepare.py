@@ -36,6 +36,7 @@ import os
 import re
 import sys
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -261,10 +262,43 @@ def prepare(
     accelerate: bool = True,
 ) -> dict:
     """Write (or finish writing) the shard directory `out_dir`; returns its index. The
-    arguments are those of the command line (see the module docstring)."""
+    arguments are those of the command line (see the module docstring); messages name them
+    as Python does (``out_dir``), or as flags (``--out-dir``) when ``main`` calls."""
+    return _prepare(inputs, out_dir, vocab_size, tokeniser_path, workers, shard_tokens,
+                    valid_fraction, extensions, sample_bytes, block_bytes, progress, accelerate,
+                    name=str)  # fmt: skip
+
+
+FLAGS = {"out_dir": "--out-dir", "vocab_size": "--vocab-size", "tokeniser_path": "--tokeniser",
+         "workers": "--workers", "valid_fraction": "--valid-fraction"}  # fmt: skip
+
+
+def _prepare(
+    inputs,
+    out_dir,
+    vocab_size,
+    tokeniser_path,
+    workers,
+    shard_tokens,
+    valid_fraction,
+    extensions,
+    sample_bytes,
+    block_bytes,
+    progress,
+    accelerate,
+    name,
+) -> dict:
+    """``prepare``; ``name(argument)`` is how messages call an argument."""
     out_dir = Path(out_dir)
     if (vocab_size is None) == (tokeniser_path is None):
-        raise ValueError("prepare: give exactly one of vocab_size and tokeniser_path")
+        raise ValueError(
+            f"prepare: give exactly one of {name('vocab_size')} and {name('tokeniser_path')}"
+        )
+    cores = available_cores()
+    if workers > cores:
+        print(f"prepare: {name('workers')} {workers} is more than the {cores} cores this process "
+              f"may use: encoding with {cores}", file=sys.stderr)  # fmt: skip
+        workers = cores
     files = find_files(inputs, extensions)
     tasks = make_tasks(files, block_bytes)
     settings = {
@@ -279,7 +313,7 @@ def prepare(
         else {"sha256": sha256_file(tokeniser_path)},
     }
     out_dir.mkdir(parents=True, exist_ok=True)
-    index = _existing_index(out_dir, settings)
+    index = _existing_index(out_dir, settings, name)
     if index is not None and index["complete"]:
         _say(progress, f"{out_dir}: already complete ({_summary(index)})")
         return index
@@ -296,6 +330,7 @@ def prepare(
             workers=workers,
             accelerate=accelerate,
             progress=progress,
+            name=name,
         )
 
 
@@ -312,13 +347,14 @@ def _write(
     workers: int,
     accelerate: bool,
     progress: bool,
+    name=str,
 ) -> dict:
     """`prepare`'s work, done holding the directory's lock: start the directory, or take it
     up where the last run into it stopped, and write the shards still missing."""
-    index = _existing_index(out_dir, settings)  # again: as the last run left it
+    index = _existing_index(out_dir, settings, name)  # again: as the last run left it
     next_shards = [shard_name(s, len(index["splits"][s]) if index else 0) for s in SPLITS]
     remove_temporaries(out_dir, [INDEX, TOKENISER, *next_shards])  # what a killed run left
-    tokeniser = _tokeniser(out_dir, tasks, index, vocab_size, tokeniser_path, sample_bytes)
+    tokeniser = _tokeniser(out_dir, tasks, index, vocab_size, tokeniser_path, sample_bytes, name)
     if index is None:
         index = {
             "format": INDEX_FORMAT,
@@ -379,7 +415,21 @@ def _write(
         f"{out_dir}: {_summary(index)}; encoded {n_bytes / 1e6:.1f} MB in {seconds:.1f} s "
         f"({n_bytes / 1e6 / max(seconds, 1e-9):.2f} MB/s, {workers} workers)",
     )
+    n_valid = sum(s["tokens"] for s in index["splits"]["valid"])
+    if valid_fraction > 0 and n_valid <= 1024:  # GPT-2's window: the largest config's
+        print(f"prepare: the validation split has {n_valid:,} tokens: training can validate "
+              f"windows of at most {max(n_valid - 1, 0):,} tokens (GPT-2's are 1,024); a larger "
+              f"{name('valid_fraction')} gives more", file=sys.stderr)  # fmt: skip
     return index
+
+
+def available_cores() -> int:
+    """The CPU cores this process may run on (its affinity, as a container or taskset sets
+    it), else the machine's."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS
+        return os.cpu_count() or 1
 
 
 def _encode(
@@ -403,6 +453,7 @@ def _tokeniser(
     vocab_size: int | None,
     tokeniser_path,
     sample_bytes: int,
+    name=str,
 ) -> BPETokeniser:
     """The run's tokeniser, saved as out_dir/tokeniser.json: the one already there for a run
     being finished (checked against the index); else loaded from `tokeniser_path`, or
@@ -415,11 +466,21 @@ def _tokeniser(
         if tokeniser.eot_id is None:
             raise ValueError(
                 f"prepare: {tokeniser_path} has no {END_OF_TEXT} token to separate documents; "
-                "train one with --vocab-size instead"
+                f"train one with {name('vocab_size')} instead"
             )
     else:
         tokeniser = BPETokeniser(vocab_size, special_tokens=[END_OF_TEXT])
-        tokeniser.train(_sample(tasks, sample_bytes))
+        with warnings.catch_warnings(record=True):  # said below, in the words of a run
+            warnings.simplefilter("always")
+            tokeniser.train(_sample(tasks, sample_bytes))
+        if tokeniser.n_tokens < vocab_size:
+            print(
+                f"prepare: the text fills {tokeniser.n_tokens:,} of the {vocab_size:,} ids of "
+                f"{name('vocab_size')} (it has no more pairs to merge); training from these "
+                f"shards takes a vocabulary of {-(-tokeniser.n_tokens // 64) * 64:,} (the ids "
+                "rounded up to a multiple of 64) unless --vocab-size is given",
+                file=sys.stderr,
+            )
     tokeniser.save(target)
     return tokeniser
 
@@ -446,7 +507,7 @@ def _fingerprint(files: list[Path]) -> str:
     return digest.hexdigest()
 
 
-def _existing_index(out_dir: Path, settings: dict) -> dict | None:
+def _existing_index(out_dir: Path, settings: dict, name=str) -> dict | None:
     """The index of an earlier run into `out_dir` with the same settings, or None if there
     is none; an error if `out_dir` holds anything else."""
     if not (out_dir / INDEX).exists():
@@ -457,7 +518,7 @@ def _existing_index(out_dir: Path, settings: dict) -> dict | None:
         if leftovers:
             raise FileExistsError(
                 f"prepare: {out_dir} is not empty ({', '.join(sorted(leftovers)[:5])}) and "
-                f"holds no {INDEX}; choose an empty or new --out-dir"
+                f"holds no {INDEX}; choose an empty or new {name('out_dir')}"
             )
         return None
     index = read_index(out_dir)
@@ -465,8 +526,8 @@ def _existing_index(out_dir: Path, settings: dict) -> dict | None:
     if differences:
         raise FileExistsError(
             f"prepare: {out_dir} holds shards made with other {', '.join(differences)} "
-            "(the inputs changed, or the options differ); choose a new --out-dir, or delete "
-            "it to start again"
+            f"(the inputs changed, or the options differ); choose a new {name('out_dir')}, or "
+            "delete it to start again"
         )
     return index
 
@@ -508,7 +569,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--vocab-size", type=_vocab_size, help="train a BPE with this many ids")
     which.add_argument("--tokeniser", type=Path, help="use this tokeniser.json instead")
-    add("--workers", type=cli.positive_int, default=os.cpu_count() or 1, help="encoding processes")
+    add("--workers", type=cli.positive_int, default=available_cores(),
+        help="encoding processes (at most the cores)")  # fmt: skip
     add("--shard-tokens", type=cli.positive_int, default=1 << 24, help="ids per shard (at least)")
     add(
         "--valid-fraction",
@@ -532,22 +594,15 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     extensions = tuple(e if e.startswith(".") else f".{e}" for e in args.extensions.split(","))
     try:
-        return prepare(
-            args.inputs,
-            args.out_dir,
-            vocab_size=args.vocab_size,
-            tokeniser_path=args.tokeniser,
-            workers=args.workers,
-            shard_tokens=args.shard_tokens,
-            valid_fraction=args.valid_fraction,
-            extensions=extensions,
-            sample_bytes=args.sample_bytes,
-            block_bytes=args.block_bytes,
-            progress=not args.no_progress,
-            accelerate=not args.no_tiktoken,
-        )
+        return _prepare(
+            args.inputs, args.out_dir, args.vocab_size, args.tokeniser, args.workers,
+            args.shard_tokens, args.valid_fraction, extensions, args.sample_bytes,
+            args.block_bytes, not args.no_progress, not args.no_tiktoken, name=FLAGS.get,
+        )  # fmt: skip
     except (OSError, ValueError, DirectoryLocked) as error:
-        raise SystemExit(f"prepare: {error}") from None
+        message = str(error)
+        message = message if message.startswith("prepare: ") else f"prepare: {message}"
+        raise SystemExit(message) from None
 
 
 if __name__ == "__main__":

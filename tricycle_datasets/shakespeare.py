@@ -46,7 +46,7 @@ def load_text(data_dir: str | os.PathLike | None = None) -> str:
         # An explicit directory is what the user wants: fail rather than download instead.
         path = _find(Path(data_dir), "data_dir")
         if path is None:
-            raise FileNotFoundError(f"none of {FILENAMES} found in data_dir={str(data_dir)!r}")
+            raise NotAvailable(f"none of {FILENAMES} is in {{where}}", data_dir)
         return _read_local(path)
 
     env_dir = os.environ.get("TRICYCLE_DATA_DIR")
@@ -61,20 +61,38 @@ def load_text(data_dir: str | os.PathLike | None = None) -> str:
             if env_dir
             else "tiny-shakespeare is not available offline"
         )
-        raise FileNotFoundError(
-            f"{where} and the download failed ({e}). Fix: put {URL} as tinyshakespeare.txt "
-            "in a directory and pass Shakespeare(..., data_dir=that_directory) or set "
-            "TRICYCLE_DATA_DIR to it."
-        ) from e
+        raise NotAvailable(f"{where} and the download failed ({e})") from e
     return read_text(path)
+
+
+class NotAvailable(FileNotFoundError):
+    """Tiny Shakespeare is neither where it was looked for nor downloadable. The message
+    names the Python argument (``data_dir``); ``fix("--data-dir")`` gives it in the words of
+    a script whose flag takes the directory."""
+
+    def __init__(self, reason: str, directory=None):
+        self.reason, self.directory = reason, directory  # reason: "{where}" is the directory
+        super().__init__(self.fix("data_dir"))
+
+    def fix(self, name: str) -> str:
+        """The message for a caller who names the directory ``name`` (an argument, or a
+        flag: "--data-dir")."""
+        flag = name.startswith("-")
+        where = f"{name} {self.directory}" if flag else f"{name}={str(self.directory)!r}"
+        how = f"{name} DIR" if flag else "Shakespeare(..., data_dir=that_directory)"
+        reason = self.reason.replace("{where}", where)
+        return (
+            f"{reason}. Fix: put {URL} as tinyshakespeare.txt in a directory and pass {how}, "
+            "or set TRICYCLE_DATA_DIR to it"
+        )
 
 
 def _find(directory: Path, source: str) -> Path | None:
     """The first of FILENAMES in `directory`; an error if the directory does not exist."""
     if not directory.is_dir():
-        raise FileNotFoundError(
-            f"{source}={str(directory)!r} is not a directory (it should hold {FILENAMES[0]})"
-        )
+        if source == "data_dir":
+            raise NotAvailable("{where} is not a directory", directory)
+        raise NotAvailable(f"{source}={str(directory)!r} is not a directory")
     return next((directory / name for name in FILENAMES if (directory / name).is_file()), None)
 
 

@@ -22,7 +22,7 @@ from tricycle.apps.runs import tokeniser_text
 from tricycle.configs import GPTConfig
 from tricycle_datasets import TextFile
 from tricycle_datasets.python_code import PythonCode
-from tricycle_datasets.shakespeare import Shakespeare, ShakespeareChar
+from tricycle_datasets.shakespeare import NotAvailable, Shakespeare, ShakespeareChar
 from tricycle_datasets.shards import INDEX, ShardError, TokenShards, load_tokeniser, read_index
 
 DATASETS = ("python-code", "shakespeare", "shakespeare-char")  # the built-in corpora
@@ -53,17 +53,20 @@ class TrainingData:
     first_line: str
 
 
-def load_data(settings: dict, config: GPTConfig, data_dir=None) -> TrainingData:
+def load_data(
+    settings: dict, config: GPTConfig, data_dir=None, vocab_size_given: bool = True
+) -> TrainingData:
     """The data of a run's ``settings`` (``dataset``, ``data_order``, ``seed``, ``max_bytes``):
-    a shard directory (one with index.json) or a corpus (``load_corpus``).
-    ``config.vocab_size`` may change as ``load_corpus`` says."""
+    a shard directory (one with index.json) or a corpus (``load_corpus``). Where the data fix
+    the vocabulary (a shard directory's tokeniser, a character set) and ``vocab_size_given``
+    is False, ``config.vocab_size`` becomes theirs (``vocab_from_data``)."""
     dataset, order = settings["dataset"], settings["data_order"]
     if Path(dataset).is_dir() and (Path(dataset) / INDEX).is_file():
-        return load_shards(Path(dataset), config, settings["seed"], order)
+        return load_shards(Path(dataset), config, settings["seed"], order, vocab_size_given)
     if order != "random":
         raise ValueError(f"--data-order {order}: reading in order needs a directory of token "
                          "shards as --dataset (python -m tricycle_datasets.prepare)")  # fmt: skip
-    corpus = load_corpus(dataset, config, settings["max_bytes"], data_dir)
+    corpus = load_corpus(dataset, config, settings["max_bytes"], data_dir, vocab_size_given)
     digest = data_sha256(corpus, tokeniser_text(corpus.tokeniser))
     valid_text = corpus.tokeniser.decode(corpus.valid_tokens[:200])
     return TrainingData(corpus.tokeniser, corpus.train_tokens, corpus.valid_tokens,
@@ -71,25 +74,30 @@ def load_data(settings: dict, config: GPTConfig, data_dir=None) -> TrainingData:
                         valid_text.split("\n", 1)[0] + "\n")  # fmt: skip
 
 
-def load_shards(directory: Path, config: GPTConfig, seed: int, order: str) -> TrainingData:
+def load_shards(
+    directory: Path, config: GPTConfig, seed: int, order: str, vocab_size_given: bool = True
+) -> TrainingData:
     """A shard directory's data, identified by its index: the tokeniser's SHA-256 (checked
-    against the file), the fingerprint of the inputs it was made from, and the split sizes."""
+    against the file), the fingerprint of the inputs it was made from, and the split sizes.
+    Its tokeniser's ids decide ``config.vocab_size`` unless ``vocab_size_given``."""
     try:
         index = read_index(directory)
         tokeniser = load_tokeniser(directory, index)
     except (ShardError, OSError, ValueError, KeyError) as error:
         raise ValueError(f"--dataset {directory}: {error}") from None
-    if config.vocab_size < tokeniser.vocab_size:
-        raise ValueError(
-            f"--dataset {directory}: its tokeniser has {tokeniser.vocab_size} ids, more than "
-            f"the model's vocab_size {config.vocab_size}: pass --vocab-size "
-            f"{tokeniser.vocab_size} or more (GPT-2 pads 50257 to 50304 for faster matmuls)"
-        )
+    vocab_from_data(config, tokeniser.n_tokens, vocab_size_given, f"--dataset {directory}")
     sizes = {name: sum(s["tokens"] for s in shards) for name, shards in index["splits"].items()}
     loader = partial(TokenShards, directory, vocab_size=config.vocab_size)
     train, valid = partial(loader, split="train", seed=seed, order=order), None
     if sizes["valid"] > config.context_window:
         valid = partial(loader, split="valid", seed=0)
+    elif sizes["valid"] > 0:  # a split that was asked for, but cannot be evaluated
+        raise ValueError(
+            f"--dataset {directory}: its validation split has {sizes['valid']:,} tokens, fewer "
+            f"than one window of --context-window {config.context_window:,} and its target: "
+            "prepare the shards again with a larger --valid-fraction, or pass a "
+            f"--context-window below {sizes['valid']:,}"
+        )
     identity = {"tokeniser_sha256": index["tokeniser_sha256"],
                 "inputs": index.get("settings", {}).get("inputs"),
                 "train_tokens": sizes["train"], "valid_tokens": sizes["valid"]}  # fmt: skip
@@ -100,25 +108,52 @@ def load_shards(directory: Path, config: GPTConfig, seed: int, order: str) -> Tr
                         text.split("\n", 1)[0] + "\n")  # fmt: skip
 
 
-def load_corpus(dataset: str, config: GPTConfig, max_bytes: int, data_dir=None):
-    """The tokenised corpus; for characters, ``config.vocab_size`` becomes the charset's size.
-    ``data_dir`` (the Shakespeare datasets): where tinyshakespeare.txt is, for offline runs."""
+def load_corpus(
+    dataset: str, config: GPTConfig, max_bytes: int, data_dir=None, vocab_size_given=True
+):
+    """The tokenised corpus; for characters, the charset decides ``config.vocab_size`` unless
+    ``vocab_size_given`` (``vocab_from_data``). ``data_dir`` (the Shakespeare datasets): where
+    tinyshakespeare.txt is, for offline runs."""
     if dataset not in ("shakespeare-char",) and config.vocab_size < 256:
         raise ValueError(f"--vocab-size {config.vocab_size}: a BPE vocabulary needs >= 256 ids")
     if dataset == "python-code":
         return PythonCode(config.vocab_size, max_bytes=max_bytes)
-    if dataset == "shakespeare":
-        return Shakespeare(config.vocab_size, data_dir=data_dir)
-    if dataset == "shakespeare-char":
-        corpus = ShakespeareChar(data_dir=data_dir)
-        config.vocab_size = corpus.vocab_size
-        return corpus
+    try:
+        if dataset == "shakespeare":
+            return Shakespeare(config.vocab_size, data_dir=data_dir)
+        if dataset == "shakespeare-char":
+            corpus = ShakespeareChar(data_dir=data_dir)
+            vocab_from_data(config, corpus.vocab_size, vocab_size_given, f"--dataset {dataset}")
+            return corpus
+    except NotAvailable as error:  # the CLI's words: --data-dir, not the Python API's
+        raise ValueError(f"--dataset {dataset}: {error.fix('--data-dir')}") from None
     if Path(dataset).is_file():
         return TextFile(dataset, config.vocab_size)
     raise ValueError(
         f"--dataset {dataset!r} is neither one of {DATASETS}, a file, nor a directory of token "
         f"shards (with {INDEX})"
     )
+
+
+def vocab_from_data(config: GPTConfig, n_ids: int, given: bool, what: str) -> None:
+    """Data whose tokeniser is fixed (``n_ids`` ids: a shard directory's, a character set)
+    decide the vocabulary: without a ``given`` vocab_size, ``config.vocab_size`` becomes
+    ``n_ids`` rounded up to a multiple of 64 (as GPT-2's 50257 to 50304: the matmuls run
+    faster, and sampling never draws the padding); a given one must hold every id."""
+    if not given:
+        config.vocab_size = padded_vocab_size(n_ids)
+    elif config.vocab_size < n_ids:
+        raise ValueError(
+            f"{what}: its tokeniser has {n_ids:,} ids, more than --vocab-size "
+            f"{config.vocab_size:,}: leave --vocab-size out (the model then takes "
+            f"{padded_vocab_size(n_ids):,}, the ids rounded up to a multiple of 64) or pass "
+            f"{n_ids:,} or more"
+        )
+
+
+def padded_vocab_size(n_ids: int, multiple: int = 64) -> int:
+    """``n_ids`` rounded up to a multiple of ``multiple``."""
+    return -(-n_ids // multiple) * multiple
 
 
 def data_sha256(corpus, tokeniser_file: str) -> str:

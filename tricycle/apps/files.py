@@ -48,8 +48,10 @@ class DirectoryLock:
     The lock is an advisory ``flock`` on ``<directory>/.lock``, which the kernel releases when
     the holder exits, however it exits. The file also records the holder's pid and host:
     another process trying to take the lock is told who holds it, and a process that takes
-    over a lock file left by a dead holder can say so (``stale_owner``). The file is never
-    deleted, so every process locks the same file.
+    over a lock file left by a dead holder can say so (``stale_owner``). ``release`` deletes
+    the file while still holding the lock, so a finished run leaves none; a process that
+    locked the file just as it was deleted sees that the path no longer names it, and
+    starts again with the path's new file (so two processes never hold two files).
 
         with DirectoryLock("runs/cpu") as lock:
             if lock.stale_owner:
@@ -70,16 +72,20 @@ class DirectoryLock:
         if fcntl is None:  # pragma: no cover - Windows
             raise OSError("DirectoryLock needs fcntl (Linux or macOS)")
         self.directory.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            owner = _read_owner(fd)
-            os.close(fd)
-            raise DirectoryLocked(
-                f"{self.directory} is in use by another run ({owner or 'unknown process'}); "
-                "wait for it to finish or choose another directory"
-            ) from None
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                owner = _read_owner(fd)
+                os.close(fd)
+                raise DirectoryLocked(
+                    f"{self.directory} is in use by another run ({owner or 'unknown process'}); "
+                    "wait for it to finish or choose another directory"
+                ) from None
+            if _names(self.path, fd):
+                break
+            os.close(fd)  # its holder deleted it as it released it: lock the path's new file
         self.stale_owner = _read_owner(fd) or None  # a holder that died without cleaning up
         os.ftruncate(fd, 0)
         os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode())
@@ -87,11 +93,12 @@ class DirectoryLock:
         return self
 
     def release(self) -> None:
-        """Give the lock back. The lock file stays, emptied: a file that still names a
-        holder means that holder died while holding it."""
+        """Give the lock back and delete its file (a lock file that names a holder means
+        that holder died while holding it)."""
         if self._fd is None:
             return
-        os.ftruncate(self._fd, 0)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)  # while holding it: see the class docstring
         fcntl.flock(self._fd, fcntl.LOCK_UN)
         os.close(self._fd)
         self._fd = None
@@ -101,6 +108,16 @@ class DirectoryLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+def _names(path: Path, fd: int) -> bool:
+    """Whether ``path`` is (still) the file open as ``fd``."""
+    try:
+        here = os.stat(path)
+    except FileNotFoundError:
+        return False
+    there = os.fstat(fd)
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
 
 def _read_owner(fd: int) -> str:

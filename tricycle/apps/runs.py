@@ -19,6 +19,7 @@ import numpy as np
 
 from tricycle.apps.checkpoint import CheckpointError, load_pickle, load_state
 from tricycle.apps.files import DirectoryLock, atomic_write, read_jsonl, remove_temporaries
+from tricycle.apps.plot import plot_losses
 from tricycle.blocks import llama_hidden_size
 from tricycle.configs import GPTConfig
 from tricycle.models import GPT, build_model
@@ -42,19 +43,23 @@ class RunDirectory:
         tokeniser.json   the tokeniser
         config.json      the run's settings, readable
         metrics.jsonl    one JSON line per step
-        .lock            held while a process trains here
+        loss.png         the loss curves, drawn from the metrics (``plot_losses``)
+        .lock            there while a process trains here
 
     ``open()`` takes the lock (a second run into the same directory is refused, a lock left
-    by a killed run is taken over) and removes temporaries that killed writers left.
+    by a killed run is taken over) and removes temporaries that killed writers left;
+    ``close()`` gives it back, and after a failed run (``close(failed=True)``) removes the
+    directories that ``open()`` made if the run wrote nothing into them.
     """
 
     CHECKPOINT, MODEL, TOKENISER = "checkpoint.npz", "model.pkl", "tokeniser.json"
-    CONFIG, METRICS = "config.json", "metrics.jsonl"
-    FILES = (CHECKPOINT, MODEL, TOKENISER, CONFIG, METRICS)
+    CONFIG, METRICS, LOSS_PLOT = "config.json", "metrics.jsonl", "loss.png"
+    FILES = (CHECKPOINT, MODEL, TOKENISER, CONFIG, METRICS, LOSS_PLOT)
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.lock = DirectoryLock(self.path)
+        self._made: list[Path] = []  # the directories open() made, innermost first
 
     def __truediv__(self, name: str) -> Path:
         return self.path / name
@@ -70,6 +75,7 @@ class RunDirectory:
     def open(self) -> list[str]:
         """Take the lock and clean up; returns messages for the user (a stale lock taken
         over, temporaries removed)."""
+        self._made = [p for p in (self.path, *self.path.parents) if not p.exists()]
         self.lock.acquire()
         notes = []
         if self.lock.stale_owner:
@@ -82,8 +88,17 @@ class RunDirectory:
             notes.append(f"{self.path}: removed {len(removed)} unfinished temporary file(s)")
         return notes
 
-    def close(self) -> None:
+    def close(self, failed: bool = False) -> None:
+        """Give the lock back; after a ``failed`` run, remove the directories ``open()`` made
+        where the run left them empty (a mistyped flag leaves no trace)."""
         self.lock.release()
+        if failed:
+            for directory in self._made:
+                try:
+                    directory.rmdir()  # only an empty one
+                except OSError:
+                    break
+        self._made = []
 
     def __enter__(self) -> "RunDirectory":
         """``open()``, for a ``with`` block (its notes go to the log: ``warnings``)."""
@@ -91,8 +106,8 @@ class RunDirectory:
             warnings.warn(note, stacklevel=2)
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, kind, error, traceback) -> None:
+        self.close(failed=kind is not None)
 
     def restart_metrics(self, step: int) -> int:
         """Keep the metrics of steps up to ``step`` (a resumed run rewrites what followed);
@@ -112,28 +127,10 @@ class RunDirectory:
     def metrics(self) -> list[dict]:
         return read_jsonl(self.path / self.METRICS)[0]
 
-    def plot_losses(self, name: str = "loss.png") -> None:
-        """Draw the metrics' loss curves into ``name``, when matplotlib is installed (it is
-        an optional dependency)."""
-        try:
-            import matplotlib  # noqa: PLC0415 - optional dependency
-
-            matplotlib.use("Agg")
-            from matplotlib import pyplot as plt  # noqa: PLC0415
-        except ImportError:
-            return
-        records = self.metrics()
-        fig, ax = plt.subplots(figsize=(7, 4))
-        steps = [r["step"] for r in records]
-        ax.plot(steps, [r["loss"] for r in records], label="train", alpha=0.7)
-        val = [(r["step"], r["val_loss"]) for r in records if r.get("val_loss") is not None]
-        if val:
-            ax.plot(*zip(*val), "o-", label="validation")
-        ax.set(xlabel="step", ylabel="cross-entropy loss")
-        ax.legend()
-        fig.tight_layout()
-        fig.savefig(self.path / name)
-        plt.close(fig)
+    def plot_losses(self, log_scale: bool = False) -> Path:
+        """Draw the metrics' loss curves (train loss, validation points) into loss.png;
+        returns its path. Raises ImportError without matplotlib."""
+        return plot_losses(self.metrics(), self.path / self.LOSS_PLOT, log_scale, str(self.path))
 
 
 def load_model(path, tokeniser_path=None, default_tokeniser: Callable | None = None):
@@ -152,6 +149,10 @@ def load_model(path, tokeniser_path=None, default_tokeniser: Callable | None = N
     naming the file.
     """
     path = Path(path)
+    if not path.exists():
+        raise CheckpointError(
+            f"{path} does not exist (give a run directory, its checkpoint.npz or a .pkl pickle)"
+        )
     if path.is_dir():
         if not (path / RunDirectory.CHECKPOINT).is_file() and (path / RunDirectory.MODEL).is_file():
             raise CheckpointError(
@@ -180,8 +181,9 @@ def load_model(path, tokeniser_path=None, default_tokeniser: Callable | None = N
                 f"no tokeniser found for {path}: pass --tokeniser PATH, or put "
                 f"{RunDirectory.TOKENISER} beside it"
             )
-    size = f"{source} ({type(tokeniser).__name__}, {tokeniser.vocab_size} ids)"
-    if tokeniser.vocab_size > model.config.vocab_size:
+    n_ids = getattr(tokeniser, "n_tokens", tokeniser.vocab_size)  # the ids that exist
+    size = f"{source} ({type(tokeniser).__name__}, {n_ids} ids)"
+    if n_ids > model.config.vocab_size:
         raise CheckpointError(
             f"the tokeniser {size} does not belong to the model {path} (vocab_size "
             f"{model.config.vocab_size}): it has more ids than the model"

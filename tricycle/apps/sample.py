@@ -37,19 +37,29 @@ def parse_args(argv=None) -> argparse.Namespace:
         description="Sample text from a trained GPT, streamed to stdout. Give a run "
         "directory or its checkpoint.npz (safe: no code in the file runs), or a pickle "
         "(model.pkl: loading a pickle RUNS CODE from the file; only load pickles you trust).",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_DefaultsHelp,
     )
     add = parser.add_argument
     add("model", type=Path, help="a run directory, a checkpoint.npz, or a pickled model")
-    add("--prompt", default="\n", help="text to continue")
+    add("--prompt", default="\n", help="text to continue (default: a new line)")
     add("--max-tokens", type=nonnegative_int, default=500, help="tokens to sample; 0: forever")
     add("--num-samples", type=positive_int, default=1, help="samples, one after the other")
     add("--temperature", type=nonnegative_float, default=0.8, help="0 means greedy")
     add("--top-k", type=positive_int, default=None, help="sample from the k likeliest")
     add("--seed", type=seed, default=None, help="makes sampling reproducible")
-    add("--device", choices=["cpu", "gpu"], default="cpu")
+    add("--device", choices=["cpu", "gpu"], default="cpu", help="where the model runs: the CPU, "
+        "or a CUDA GPU (pip install -e \".[gpu]\")")  # fmt: skip
     add("--tokeniser", type=Path, help="tokeniser file (default: the run's own)")
     return parser.parse_args(argv)
+
+
+class _DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):
+    """Each option's default after its help, unless the help says it or there is none."""
+
+    def _get_help_string(self, action):
+        if action.default is None or "default" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
 
 
 def load(path: Path, tokeniser_path: Path | None = None):

@@ -8,8 +8,9 @@
 (``python -m tricycle.apps.train`` and ``python train_smol_gpt.py`` are the same program; the loop
 itself is ``tricycle.apps.training``.) Everything lands in --out-dir (default runs/<config>): the
 safe checkpoint.npz (what ``tricycle-sample`` and --resume read), model.pkl, tokeniser.json,
-config.json and metrics.jsonl. A directory holding another run is never overwritten without
---overwrite, and one run at a time may use it.
+config.json, metrics.jsonl and loss.png (the loss curves; --plot-log for a log scale). A
+directory holding another run is never overwritten without --overwrite, and one run at a time
+may use it.
 
 Data: a built-in corpus, a UTF-8 text file, or a directory of token shards made by
 ``python -m tricycle_datasets.prepare`` (memory-mapped: corpora larger than memory; its
@@ -197,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
         "at each evaluation (hellaswag_acc, hellaswag_acc_norm)")  # fmt: skip
     add("--hellaswag-limit", type=positive_int, metavar="N", help="only its first N examples")
     add("--no-progress", action="store_true", help="no progress bar")
+    add("--plot-log", action="store_true", help="draw loss.png with a log-scale loss axis")
     add("--zero", action="store_true",
         help="under mpiexec: shard AdamW's state over the processes (ZeRO-1)")  # fmt: skip
     add("--cuda-graph", choices=["auto", "on", "off"], default="auto", help="capture the "
@@ -317,12 +319,15 @@ def train(args) -> dict:
         notes = run_dir.open()
     except DirectoryLocked as error:
         raise SystemExit(f"--out-dir: {error}") from None
+    failed = True
     try:
         for note in notes:
             print(note, file=sys.stderr)
-        return _train(args, run_dir)
+        summary = _train(args, run_dir)
+        failed = False
+        return summary
     finally:
-        run_dir.close()
+        run_dir.close(failed)  # a run that failed before writing leaves no directory
 
 
 def _train(args, run_dir: RunDirectory) -> dict:
@@ -373,7 +378,9 @@ def _train(args, run_dir: RunDirectory) -> dict:
     main = world.is_main  # the one process that writes files and logs
     dataset = settings["dataset"]
     try:
-        data = load_data(settings, config, args.data_dir)
+        given = checkpoint is not None or args.vocab_size is not None  # else the data decide
+        vocab_size = config.vocab_size
+        data = load_data(settings, config, args.data_dir, vocab_size_given=given)
         policy = precision_for(settings["precision"], config.device)
     except (ValueError, OSError) as error:
         raise SystemExit(f"tricycle-train: {error}") from None
@@ -383,6 +390,9 @@ def _train(args, run_dir: RunDirectory) -> dict:
         if differences:
             raise SystemExit(f"--resume: the data of --dataset {dataset} are not those the run "
                              f"trained on: {'; '.join(differences)}")  # fmt: skip
+    if config.vocab_size != vocab_size and main:
+        print(f"vocabulary: {config.vocab_size:,} ids, the data's {data.tokeniser.n_tokens:,} "
+              "rounded up to a multiple of 64 (--vocab-size sets it)", file=sys.stderr)  # fmt: skip
     hooks = hooks_for(args, data)
     for change in applied if main else ():
         print(f"--resume: applying {change}", file=sys.stderr)
@@ -413,7 +423,7 @@ def _train(args, run_dir: RunDirectory) -> dict:
                   file=sys.stderr)  # fmt: skip
         _start_run_files(run_dir, run, tokeniser, trainer)
         print(
-            f"config {settings['config']} ({config.arch}): "
+            f"--config {settings['config']}, --arch {config.arch}: "
             f"{trainer.model.num_parameters():,} parameters, "
             f"{data.n_train_tokens:,} training tokens from {dataset!r}, "
             f"{config.tokens_per_step:,} tokens per step, steps {trainer.step}..{config.steps}, "
@@ -439,6 +449,7 @@ def _train(args, run_dir: RunDirectory) -> dict:
             config.steps, run_dir=run_dir, metadata={**run, "tokeniser": tokeniser},
             log_interval=log_interval, max_seconds=args.max_seconds, stop_after=args.stop_after,
             on_record=progress, on_message=lambda text: tqdm.write(text, file=sys.stderr),
+            loss_plot="log" if args.plot_log else "linear",
         )  # fmt: skip
     except (TrainingDiverged, CheckpointError) as error:
         kind = "training diverged" if isinstance(error, TrainingDiverged) else "error"
@@ -452,7 +463,6 @@ def _train(args, run_dir: RunDirectory) -> dict:
         summary["gpu_pool_mib"] = round(pool_bytes / 2**20)
     if not main:
         return summary
-    run_dir.plot_losses()
     if summary["ended"] == "interrupted":
         again = f"--out-dir {run_dir.path} --resume"
         again += "" if dataset in DATASETS else f" --dataset {dataset}"
@@ -461,6 +471,9 @@ def _train(args, run_dir: RunDirectory) -> dict:
     elif args.sample_tokens and summary["steps"] == config.steps:
         summary["sample"] = sample_text(trainer.model, data.tokeniser, sample_prompt(args, data),
                                         args.sample_tokens, seed=settings["seed"])  # fmt: skip
+        whence = ("the validation text's first line" if args.sample_prompt is None
+                  else "--sample-prompt")  # fmt: skip
+        print(f"sample: {args.sample_tokens} tokens after {whence}", file=sys.stderr)
         print(f"\n----- sample -----\n{summary['sample']}\n------------------")
     print(json.dumps({k: v for k, v in summary.items() if k != "sample"}), file=sys.stderr)
     return summary

@@ -447,6 +447,7 @@ class Trainer:
         stop_after: int | None = None,
         on_record: Callable[[dict], None] | None = None,
         on_message: Callable[[str], None] | None = None,
+        loss_plot: str | None = "linear",
     ) -> dict:
         """Train from ``self.step`` up to ``steps`` in total; returns a summary.
 
@@ -465,7 +466,12 @@ class Trainer:
         end of the current step with a checkpoint; a second Ctrl-C stops at once. The summary
         says which way it ended. Every rank of the world runs ``fit``; rank 0 alone writes the
         metrics and speaks.
+
+        With a ``run_dir``, the loss curves are drawn from its metrics into its loss.png when
+        ``fit`` stops, however it stops (and at checkpoints a minute or more apart), on a
+        ``loss_plot`` "linear" or "log" scale (None: no picture); the log says where.
         """
+        checks.one_of(("linear", "log", None))("Trainer.fit", "loss_plot", loss_plot)
         main = self.world.is_main
         say = on_message or (lambda text: print(text, file=sys.stderr))
         if not main:
@@ -475,6 +481,7 @@ class Trainer:
         meter = Throughput(self.model)  # tokens/s between read-backs, the device waited for
         pending: list[dict] = []
         last: dict = {}
+        drawn = time.perf_counter()  # when loss.png was last drawn
         val_loss = None
         ended = "completed"
 
@@ -559,6 +566,8 @@ class Trainer:
                         self.wall_time = wall()
                         with meter.excluding():
                             self.save_to(run_dir, metadata)
+                            if main and loss_plot and time.perf_counter() - drawn > 60:
+                                drawn = self._draw_losses(run_dir, loss_plot)
                     if out_of_time:
                         if main:
                             say(f"max_seconds {max_seconds:g}: stopping after step {done}")
@@ -569,9 +578,13 @@ class Trainer:
                         break
                 flush()
             except TrainingDiverged as error:
+                if run_dir is not None and main and loss_plot:  # the picture of the divergence
+                    self._draw_losses(run_dir, loss_plot, say)
                 where = run_dir.checkpoint if run_dir is not None else "checkpoint"
                 raise TrainingDiverged(f"{error}; {self._kept(where)}") from None
         self.wall_time = wall()
+        if run_dir is not None and main and loss_plot:
+            self._draw_losses(run_dir, loss_plot, say)
         return {
             "steps": self.step,
             "ended": ended,
@@ -581,6 +594,20 @@ class Trainer:
             "val_loss": val_loss,
             "wall_time": self.wall_time,
         }
+
+    @staticmethod
+    def _draw_losses(run_dir: RunDirectory, scale: str, say=None) -> float:
+        """Draw run_dir's loss.png; ``say`` where (or why not). Returns the time it was drawn."""
+        try:
+            path = run_dir.plot_losses(log_scale=scale == "log")
+            message = f"loss curve: {path}"
+        except ImportError:
+            message = "no loss curve: matplotlib is not installed (pip install matplotlib)"
+        except OSError as error:
+            message = f"could not draw {run_dir / RunDirectory.LOSS_PLOT}: {error}"
+        if say is not None:
+            say(message)
+        return time.perf_counter()
 
 
 def _report(step: int, record: dict, val_loss: float | None, measured: dict) -> list[str]:
