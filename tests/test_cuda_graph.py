@@ -1,5 +1,5 @@
 """The captured training step (tricycle.apps.cuda_graph) and the capture hooks
-(tricycle.backends.cuda.capture).
+(tricycle.capture, tricycle.backends.cuda.capture).
 
 On a GPU: a ``CapturedStep`` gives the same losses, gradient norms and parameters as
 ``train_step`` step after step (learning rate changing, clipping, loss scaling, gradient
@@ -13,9 +13,8 @@ import pytest
 from tricycle import backend, precision
 from tricycle.apps.cuda_graph import CapturedStep
 from tricycle.apps.step import train_step
-from tricycle.apps.training import gpt_trainer
 from tricycle.backends import cuda as kernels
-from tricycle.backends.cuda import capture
+from tricycle import capture
 from tricycle.configs import GPTConfig
 from tricycle.dropout_mask import keep_mask
 from tricycle.einsum import Einsum
@@ -26,6 +25,7 @@ from tricycle.parallel import distributed
 from tricycle.precision import Precision
 from tricycle.random import manual_seed
 from tricycle.tensor import Tensor
+from tricycle.training import gpt_trainer
 
 gpu = pytest.mark.skipif(not backend.cupy_available(), reason="no CUDA GPU")
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from tricycle.apps.throughput import Throughput
-from tricycle.apps.training import gpt_trainer
 from tricycle.configs import DebugConfig
 from tricycle.random import manual_seed
+from tricycle.training import gpt_trainer
 
 
 def small_trainer():

@@ -25,6 +25,7 @@ from tricycle.models import GPT
 from tricycle.optimisers import AdamW
 from tricycle.random import manual_seed
 from tricycle.scheduler import CosineSchedule
+from tricycle.training import gpt_trainer
 
 
 def write_corpus(path: Path, n_lines: int = 1500) -> Path:
@@ -366,7 +367,7 @@ def _tiny_trainer(seed: int = 0, **options) -> training.Trainer:
     manual_seed(seed)
     config = DebugConfig(dropout=0.1, steps=10, eval_interval=4, eval_steps=1, **options)
     tokens = np.random.default_rng(1).integers(0, config.vocab_size, size=3000)
-    return training.gpt_trainer(config, tokens[:2500], tokens[2500:], seed=seed)
+    return gpt_trainer(config, tokens[:2500], tokens[2500:], seed=seed)
 
 
 def test_a_trainer_saved_and_loaded_continues_exactly(tmp_path):
@@ -405,7 +406,7 @@ def test_a_loaded_checkpoint_that_does_not_fit_is_a_checkpoint_error(tmp_path):
     trainer = _tiny_trainer()
     trainer.save(tmp_path / "run.npz")
     np.random.seed(0)
-    bigger = training.gpt_trainer(DebugConfig(embedding_dim=64), np.arange(3000) % 300)
+    bigger = gpt_trainer(DebugConfig(embedding_dim=64), np.arange(3000) % 300)
     with pytest.raises(training.CheckpointError, match="run.npz does not fit this run"):
         bigger.load(tmp_path / "run.npz")
 

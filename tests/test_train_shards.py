@@ -21,6 +21,7 @@ from tricycle.configs import DebugConfig
 from tricycle.dataset import CausalLMDataset
 from tricycle.models import Llama
 from tricycle.random import manual_seed
+from tricycle.training import gpt_trainer
 from tricycle_datasets.prepare import prepare
 from tricycle_datasets.shards import load_tokeniser
 
@@ -176,7 +177,7 @@ def test_hooks_leave_the_run_as_it_was(tmp_path):
         tokens = np.random.default_rng(1).integers(0, 300, size=3000)
         manual_seed(0)
         config = DebugConfig(dropout=0.1, steps=6, warmup_steps=2, eval_interval=4, eval_steps=1)
-        trainer = training.gpt_trainer(config, tokens[:2500], tokens[2500:], hooks=hooks)
+        trainer = gpt_trainer(config, tokens[:2500], tokens[2500:], hooks=hooks)
         seen = []
         trainer.fit(6, on_record=seen.append)
         results.append((seen, trainer.model.state_dict()))
@@ -196,12 +197,12 @@ def test_gpt_trainer_takes_tokens_or_a_loader():
     """A loader is called with this rank's shape: the same batches as the tokens give."""
     config = DebugConfig(batch_size=4, context_window=8)
     tokens = np.random.default_rng(1).integers(0, 300, size=500)
-    from_tokens = training.gpt_trainer(config, tokens, seed=5).train_data
+    from_tokens = gpt_trainer(config, tokens, seed=5).train_data
 
     def loader(**shape):
         return CausalLMDataset(tokens, 300, seed=5, **shape)
 
-    from_loader = training.gpt_trainer(config, loader, seed=5).train_data
+    from_loader = gpt_trainer(config, loader, seed=5).train_data
     for _ in range(3):
         (x, y), (u, v) = next(from_tokens), next(from_loader)
         np.testing.assert_array_equal(x, u)

@@ -4,4 +4,5 @@ This module keeps ``import tricycle.training`` and ``from tricycle.training impo
 the README writes them.
 """
 
+from tricycle.apps.gpt_trainer import gpt_trainer, rank_loader  # noqa: F401
 from tricycle.apps.training import *  # noqa: F403

@@ -40,7 +40,7 @@ __all__ = [
 
 @dataclass
 class TrainingData:
-    """What a run trains on: its tokeniser; the splits for ``training.gpt_trainer`` (token
+    """What a run trains on: its tokeniser; the splits for ``gpt_trainer`` (token
     ids, or shard loaders; ``valid`` None: no validation); what identifies the data (recorded,
     and compared on --resume); the number of training tokens; and the first line of the
     validation text (the samples' default prompt)."""

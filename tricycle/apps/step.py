@@ -106,3 +106,14 @@ def train_step(
 
 
 __all__ = ["StepOutput", "TrainingDiverged", "train_step"]
+
+
+def precision_for(name: str, device: str) -> Precision:
+    """The precision policy called ``name`` for ``device`` ("cpu" or "gpu"); a ValueError
+    where it cannot run (TF32 is a tensor-core mode, and numpy has no fast bfloat16)."""
+    if device != "gpu" and name in ("tf32", "bf16"):
+        raise ValueError(
+            f"precision {name} needs a GPU: TF32 is a tensor-core mode and numpy has no fast "
+            "bfloat16 matmul; use fp32 or fp16 on the CPU"
+        )
+    return Precision(name)

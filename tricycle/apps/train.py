@@ -90,8 +90,9 @@ from tricycle.apps.corpora import DATASETS, TrainingData, data_differences, load
 from tricycle.apps.cpu import cpu_threads, threads_per_process, tune_cpu_allocator
 from tricycle.apps.evaluate import hellaswag_hook, sample_hook, sample_text
 from tricycle.apps.files import DirectoryLocked
+from tricycle.apps.gpt_trainer import gpt_trainer
 from tricycle.apps.runs import RunDirectory, check_config_fits, tokeniser_sha256, tokeniser_text
-from tricycle.apps.training import TrainingDiverged, gpt_trainer, precision_for
+from tricycle.apps.training import TrainingDiverged, precision_for
 from tricycle.backend import cupy_available
 from tricycle.blocks import ACTIVATIONS
 from tricycle.capture import CaptureError

@@ -47,35 +47,32 @@ non-finite parameter or optimiser moment.
 """
 
 import contextlib
-import os
-import signal
 import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
 import numpy as np
 
-from tricycle import backend, checks, deferred
+from tricycle import checks
 from tricycle.apps.checkpoint import CheckpointError, load_state, save_pickle, save_state
 from tricycle.apps.cpu import tune_cpu_allocator
 from tricycle.apps.cuda_graph import CapturedStep
+from tricycle.apps.interrupts import stop_on_interrupt
 from tricycle.apps.runs import RunDirectory
-from tricycle.apps.step import StepOutput, TrainingDiverged, train_step
+from tricycle.apps.states import (
+    data_state,
+    layer_rng_states,
+    load_data_state,
+    load_layer_rng_states,
+)
+from tricycle.apps.step import StepOutput, TrainingDiverged, precision_for, train_step
 from tricycle.apps.throughput import Throughput
-from tricycle.configs import GPTConfig
-from tricycle.dataset import CausalLMDataset
+from tricycle.apps.validation import check_finite, evaluate
 from tricycle.loss import CrossEntropy
-from tricycle.models import build_model
-from tricycle.optimisers import AdamW, decay_all_matrices, decay_matrices
 from tricycle.parallel import distributed
-from tricycle.parallel.zero import ZeroRedundancyOptimiser
 from tricycle.precision import Precision
-from tricycle.scheduler import CosineSchedule
-from tricycle.tensor import no_grad
 
 __all__ = [
     "Hook",
@@ -84,127 +81,10 @@ __all__ = [
     "TrainingDiverged",
     "check_finite",
     "evaluate",
-    "gpt_trainer",
     "precision_for",
     "train_step",
     "tune_cpu_allocator",
 ]
-
-
-@checks.arguments(n_batches=checks.positive_int, protocol=checks.one_of(("sequential", "random")))
-def evaluate(
-    model,
-    data,
-    n_batches: int,
-    policy: Precision | None = None,
-    protocol: str = "sequential",
-    loss_fn: Callable | None = None,
-    world: distributed.World | None = None,
-) -> float:
-    """Mean loss over ``n_batches`` batches of ``data``, without a graph (summed on the
-    device, read back once). With a ``world``, whose ranks each hold their share of the
-    batches (``CausalLMDataset``'s rank), the mean over all of them.
-
-    ``protocol`` "sequential": ``data.iterate_sequential`` (the first windows in order, the
-    same every time: each token once, if n_batches covers the split); "random": fresh
-    batches from ``next(data)`` each time, as nanoGPT's ``estimate_loss`` (they advance the
-    data's generator, which checkpoints save).
-    """
-    policy = Precision() if policy is None else policy
-    loss_fn = CrossEntropy() if loss_fn is None else loss_fn
-    if protocol == "random":
-        batches = (next(data) for _ in range(n_batches))
-    else:
-        batches = data.iterate_sequential(max_batches=n_batches)
-    was_training = model.training
-    model.eval()
-    total, n = 0.0, 0
-    try:
-        with no_grad():
-            for inputs, targets in batches:
-                logits = model(inputs, precision=policy) if policy.mixed else model(inputs)
-                total = total + loss_fn(targets, logits).array
-                n += 1
-    finally:
-        if was_training:
-            model.train()
-    deferred.raise_pending_errors()  # a validation id out of range, before its loss is read
-    if world is not None:
-        total, n = world.all_reduce(total, mean=False), world.all_reduce(float(n), mean=False)
-    return float(total) / n
-
-
-def check_finite(model, optimiser=None) -> None:
-    """Raise ``TrainingDiverged`` naming the first parameter or optimiser state array that
-    holds an inf or NaN. One device synchronisation for the lot."""
-    arrays = [(f"parameter {name}", p.array) for name, p in model.named_parameters()]
-    if optimiser is not None:
-        for name, slots in optimiser.state.items():
-            for slot, value in slots.items():
-                if hasattr(value, "dtype") and value.dtype.kind == "f":
-                    arrays.append((f"optimiser {slot} of {name}", value))
-    flags = [backend.array_module(a).isfinite(a).all() for _, a in arrays]
-    if not flags:
-        return
-    finite = np.asarray([bool(f) for f in _host_bools(flags)])
-    if not finite.all():
-        where = arrays[int(np.argmin(finite))][0]
-        raise TrainingDiverged(f"{where} holds inf or NaN values")
-
-
-def _host_bools(flags: list) -> list:
-    """0-d device booleans read back together (one transfer per device, not one each)."""
-    xp = backend.array_module(flags[0])
-    if xp is np or not all(backend.array_module(f) is xp for f in flags):
-        return [bool(f) for f in flags]
-    return backend.to_host_array(xp.stack(flags)).tolist()
-
-
-def precision_for(name: str, device: str) -> Precision:
-    """The precision policy called ``name`` for ``device`` ("cpu" or "gpu"); a ValueError
-    where it cannot run (TF32 is a tensor-core mode, and numpy has no fast bfloat16)."""
-    if device != "gpu" and name in ("tf32", "bf16"):
-        raise ValueError(
-            f"precision {name} needs a GPU: TF32 is a tensor-core mode and numpy has no fast "
-            "bfloat16 matmul; use fp32 or fp16 on the CPU"
-        )
-    return Precision(name)
-
-
-# ====================================================================== random states
-
-
-def data_state(data) -> dict:
-    """Where a data source stands: its ``state_dict()``, or its ``rng`` generator's state."""
-    if hasattr(data, "state_dict"):
-        return {"state": data.state_dict()}
-    return {"rng": data.rng.bit_generator.state}
-
-
-def load_data_state(data, state: dict) -> None:
-    """Put a data source back where ``data_state`` found it."""
-    if "state" in state:
-        data.load_state_dict(state["state"])
-    else:
-        data.rng.bit_generator.state = state["rng"]
-
-
-def layer_rng_states(model) -> dict:
-    """{layer name: state} of every layer's ``rng`` generator (dropout, attention dropout)."""
-    return {
-        name: layer.rng.bit_generator.state
-        for name, layer in model.named_layers()
-        if isinstance(getattr(layer, "rng", None), np.random.Generator)
-    }
-
-
-def load_layer_rng_states(model, states: dict) -> None:
-    layers = dict(model.named_layers())
-    unknown = sorted(set(states) - set(layers))
-    if unknown:
-        raise ValueError(f"random states for layers the model does not have: {unknown}")
-    for name, state in states.items():
-        layers[name].rng.bit_generator.state = state
 
 
 # ====================================================================== the trainer
@@ -508,7 +388,7 @@ class Trainer:
             last = pending[-1]
             pending.clear()
 
-        with self.policy, _stop_on_interrupt() as interrupt:
+        with self.policy, stop_on_interrupt() as interrupt:
             try:
                 while self.step < stop:
                     output = self.train_step()
@@ -619,128 +499,3 @@ def _report(step: int, record: dict, val_loss: float | None, measured: dict) -> 
     texts = [f"step {step} {k}:\n{v}" for k, v in measured.items() if isinstance(v, str)]
     line = f"step {step}: {', '.join(numbers)}, {record['wall_time']:.1f} s"
     return ([line] if val_loss is not None or len(texts) < len(measured) else []) + texts
-
-
-def gpt_trainer(
-    config: GPTConfig,
-    train_data,
-    valid_data=None,
-    *,
-    policy=None,
-    seed: int = 0,
-    decay_steps: int | None = None,
-    world: distributed.World | None = None,
-    zero: bool = False,
-    hooks: Sequence[Hook] = (),
-    cuda_graph: bool = False,
-) -> Trainer:
-    """A ``Trainer`` for the model ``config`` describes (``build_model``: a GPT or a Llama),
-    initialised from tricycle's generator (``tricycle.random.manual_seed`` it first), with
-    AdamW (the config's betas, decay and decay filter), the cosine schedule (decaying over
-    ``decay_steps``, default ``config.steps``), clipping, accumulation, validation and
-    ``hooks``, all on ``config.device``.
-
-    The data, ``train_data`` and ``valid_data``, is either token ids (an array, or a corpus:
-    ``CausalLMDataset``'s random windows over them, the training windows seeded by ``seed``;
-    validation tokens fewer than one window give no validation), or a loader: a function
-    ``loader(batch_size=, context_window=, rank=, world_size=)`` returning such a dataset,
-    such as ``functools.partial(TokenShards, "data/corpus", "train", seed=0)``.
-
-    With a ``world`` of several processes, each takes its rows of every global batch of
-    ``config.batch_size`` (the same windows as one process), starts from rank 0's parameters,
-    and averages its gradients with the others' during backward (``distributed.DataParallel``);
-    ``zero`` shards AdamW's state over the ranks (ZeRO-1). ``cuda_graph``: as for ``Trainer``."""
-    world = distributed.init() if world is None else world
-    if config.batch_size % world.world_size:
-        raise ValueError(
-            f"batch_size {config.batch_size} does not split evenly over {world.world_size} "
-            "processes: pick a multiple of the number of processes"
-        )
-    model = build_model(config)
-    optimiser = AdamW(
-        learning_rate=config.max_learning_rate,
-        betas=(config.beta1, config.beta2),
-        eps=config.eps,
-        weight_decay=config.weight_decay,
-        decay_filter=decay_all_matrices if config.decay_embeddings else decay_matrices,
-    )
-    schedule = CosineSchedule(
-        config.max_learning_rate,
-        config.min_learning_rate,
-        config.steps if decay_steps is None else decay_steps,
-        config.warmup_steps,
-    )
-    train_data = rank_loader(train_data, config, world, seed)
-    if valid_data is not None and (callable(valid_data) or len(valid_data) > config.context_window):
-        valid_data = rank_loader(valid_data, config, world, 0)
-    else:
-        valid_data = None
-    if config.device == "gpu":
-        device = world.device or 0  # this process's GPU, where NCCL started
-        model.to_gpu(device)
-        train_data = train_data.to_gpu(device)  # batches arrive as GPU tensors
-        valid_data = None if valid_data is None else valid_data.to_gpu(device)
-    world.broadcast_parameters(model)
-    data_parallel = distributed.DataParallel(model, world)
-    if zero:
-        optimiser = ZeroRedundancyOptimiser(optimiser, model, world)
-    return Trainer(
-        model,
-        optimiser,
-        train_data,
-        policy=policy,
-        schedule=schedule,
-        accumulation_steps=config.gradient_accumulation_steps,
-        max_norm=config.grad_clip,
-        data_parallel=data_parallel,
-        valid_data=valid_data,
-        eval_interval=config.eval_interval,
-        eval_steps=config.eval_steps,
-        eval_protocol=config.eval_protocol,
-        hooks=hooks,
-        tokens_per_step=config.tokens_per_step,
-        cuda_graph=cuda_graph,
-    )
-
-
-def rank_loader(data, config: GPTConfig, world: distributed.World, seed: int):
-    """This rank's batches of ``data`` (token ids, or a loader: see ``gpt_trainer``): its
-    ``config.batch_size / world_size`` rows of every global batch of windows of
-    ``config.context_window`` tokens."""
-    if not callable(data):  # token ids
-        data = partial(CausalLMDataset, data, config.vocab_size, seed=seed)
-    return data(
-        batch_size=config.batch_size // world.world_size,
-        context_window=config.context_window,
-        rank=world.rank,
-        world_size=world.world_size,
-    ).batch()
-
-
-class _Interrupt:
-    requested = False
-
-
-@contextlib.contextmanager
-def _stop_on_interrupt():
-    """Within the block, a first SIGINT (Ctrl-C) only sets ``requested`` (the loop stops at
-    the end of its step, with a checkpoint) and a second raises KeyboardInterrupt at once.
-    Outside the main thread, where signal handlers cannot be set, nothing changes."""
-    interrupt = _Interrupt()
-    if threading.current_thread() is not threading.main_thread():
-        yield interrupt
-        return
-
-    def handler(signum, frame):
-        if interrupt.requested:
-            raise KeyboardInterrupt
-        interrupt.requested = True
-        # os.write, not print: the handler may run while the loop is inside a print to stderr
-        os.write(2, b"\ninterrupted: stopping after this step, with a checkpoint (Ctrl-C again "
-                 b"to stop at once, without one)\n")  # fmt: skip
-
-    previous = signal.signal(signal.SIGINT, handler)
-    try:
-        yield interrupt
-    finally:
-        signal.signal(signal.SIGINT, previous)

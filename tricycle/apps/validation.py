@@ -1,0 +1,82 @@
+"""Validation: the mean loss over batches without a graph, and the divergence check of a
+model's parameters and optimiser state."""
+
+from collections.abc import Callable
+
+import numpy as np
+
+from tricycle import backend, checks, deferred
+from tricycle.apps.step import TrainingDiverged
+from tricycle.loss import CrossEntropy
+from tricycle.parallel import distributed
+from tricycle.precision import Precision
+from tricycle.tensor import no_grad
+
+
+@checks.arguments(n_batches=checks.positive_int, protocol=checks.one_of(("sequential", "random")))
+def evaluate(
+    model,
+    data,
+    n_batches: int,
+    policy: Precision | None = None,
+    protocol: str = "sequential",
+    loss_fn: Callable | None = None,
+    world: distributed.World | None = None,
+) -> float:
+    """Mean loss over ``n_batches`` batches of ``data``, without a graph (summed on the
+    device, read back once). With a ``world``, whose ranks each hold their share of the
+    batches (``CausalLMDataset``'s rank), the mean over all of them.
+
+    ``protocol`` "sequential": ``data.iterate_sequential`` (the first windows in order, the
+    same every time: each token once, if n_batches covers the split); "random": fresh
+    batches from ``next(data)`` each time, as nanoGPT's ``estimate_loss`` (they advance the
+    data's generator, which checkpoints save).
+    """
+    policy = Precision() if policy is None else policy
+    loss_fn = CrossEntropy() if loss_fn is None else loss_fn
+    if protocol == "random":
+        batches = (next(data) for _ in range(n_batches))
+    else:
+        batches = data.iterate_sequential(max_batches=n_batches)
+    was_training = model.training
+    model.eval()
+    total, n = 0.0, 0
+    try:
+        with no_grad():
+            for inputs, targets in batches:
+                logits = model(inputs, precision=policy) if policy.mixed else model(inputs)
+                total = total + loss_fn(targets, logits).array
+                n += 1
+    finally:
+        if was_training:
+            model.train()
+    deferred.raise_pending_errors()  # a validation id out of range, before its loss is read
+    if world is not None:
+        total, n = world.all_reduce(total, mean=False), world.all_reduce(float(n), mean=False)
+    return float(total) / n
+
+
+def check_finite(model, optimiser=None) -> None:
+    """Raise ``TrainingDiverged`` naming the first parameter or optimiser state array that
+    holds an inf or NaN. One device synchronisation for the lot."""
+    arrays = [(f"parameter {name}", p.array) for name, p in model.named_parameters()]
+    if optimiser is not None:
+        for name, slots in optimiser.state.items():
+            for slot, value in slots.items():
+                if hasattr(value, "dtype") and value.dtype.kind == "f":
+                    arrays.append((f"optimiser {slot} of {name}", value))
+    flags = [backend.array_module(a).isfinite(a).all() for _, a in arrays]
+    if not flags:
+        return
+    finite = np.asarray([bool(f) for f in _host_bools(flags)])
+    if not finite.all():
+        where = arrays[int(np.argmin(finite))][0]
+        raise TrainingDiverged(f"{where} holds inf or NaN values")
+
+
+def _host_bools(flags: list) -> list:
+    """0-d device booleans read back together (one transfer per device, not one each)."""
+    xp = backend.array_module(flags[0])
+    if xp is np or not all(backend.array_module(f) is xp for f in flags):
+        return [bool(f) for f in flags]
+    return backend.to_host_array(xp.stack(flags)).tolist()
