@@ -16,13 +16,16 @@ from collections.abc import Callable
 import numpy as np
 
 from tricycle import backend
-from tricycle.capture import (  # noqa: F401 - the hooks the kernels use, in one place
+from tricycle.capture import (  # noqa: F401 - the host side, in one place with the device's
     CaptureError,
+    Recording,
     capturing,
     every_step,
     keep,
     recording,
     refuse,
+    start,
+    stop,
 )
 
 
