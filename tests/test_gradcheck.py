@@ -78,6 +78,7 @@ OPS = [
     ("max", lambda x: reduce.max(x, axis=0, keepdims=True), [distinct(2, 3)]),
     ("min", lambda x: reduce.min(x), [distinct(2, 3)]),
     ("var", lambda x: reduce.var(x, axis=-1, ddof=1), [normal(2, 3)]),
+    ("cumsum", lambda x: reduce.cumsum(x, axis=1), [normal(2, 3)]),
     # shapes and indexing
     ("reshape", lambda x: ops.reshape(x, (3, 2)), [normal(2, 3)]),
     ("transpose", lambda x: ops.transpose(x, (1, 2, 0)), [normal(2, 3, 2)]),
@@ -90,6 +91,9 @@ OPS = [
     ("stack", lambda a, b: ops.stack([a, b], axis=-1), [normal(2, 3), normal(2, 3)]),
     ("split", lambda x: ops.split(x, [1], axis=1)[1], [normal(2, 3)]),
     ("repeat", lambda x: ops.repeat(x, 2, axis=1), [normal(2, 3)]),
+    ("permute", lambda x: ops.permute(x, 2, 0, 1), [normal(2, 3, 2)]),
+    ("chunk", lambda x: ops.chunk(x, 2, axis=1)[1], [normal(2, 3)]),
+    ("sort", lambda x: ops.sort(x, axis=-1, descending=True), [distinct(2, 3)]),
     ("where", lambda a, b: ops.where(MASK, a, b), [normal(2, 3), normal(3)]),
     ("masked_fill", lambda x: ops.masked_fill(x, MASK, -1.0), [normal(2, 3)]),
     ("tril", lambda x: factories.tril(x, -1), [normal(3, 3)]),
@@ -97,7 +101,8 @@ OPS = [
     # einsum and matmul
     ("einsum", lambda a, b: Einsum("bij,jk->bki")(a, b), [normal(2, 3, 4), normal(4, 2)]),
     ("einsum trace", lambda a, b: Einsum("ii,->")(a, b), [normal(3, 3), normal()]),
-    ("matmul", lambda a, b: a @ b, [normal(2, 3, 4), normal(4, 2)]),
+    ("matmul", binary.matmul, [normal(2, 3, 4), normal(4, 2)]),
+    ("matmul vector", lambda a, b: a @ b, [normal(4), normal(2, 4, 3)]),
     ("to", lambda x: x.to("cpu") * 2, [normal(2, 3)]),
     # fused ops
     ("softmax", Softmax(), [normal(2, 4)]),
@@ -130,7 +135,14 @@ def test_the_op_list_covers_every_op_module():
     """A new public op in unary/binary/reduce/ops must be added to OPS above."""
     covered = {op[0] for op in OPS}
     # not ops: comparisons have no gradient; the rest build or feed ops
-    not_differentiable = {"compare", "unbroadcast", "constant", "unary_op", "sigmoid_forward"}
+    not_differentiable = {
+        "compare",
+        "unbroadcast",
+        "constant",
+        "unary_op",
+        "sigmoid_forward",
+        "argsort",
+    }
     for module in (unary, binary, reduce, ops):
         for name, value in vars(module).items():
             if (
