@@ -13,7 +13,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tricycle import dispatch
-from tricycle.backends.cpu import attention as cpu_attention
 from tricycle.attention import (
     Attention,
     KVCache,
@@ -22,6 +21,7 @@ from tricycle.attention import (
     attention_forward,
     causal_attention,
 )
+from tricycle.backends.cpu import attention as cpu_attention
 from tricycle.dropout_mask import AttentionDropout, keep_mask
 from tricycle.tensor import Tensor, to_tensor
 

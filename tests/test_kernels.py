@@ -843,7 +843,7 @@ def test_every_instantiation_compiles_with_nvrtc():
 @gpu
 def test_wired_functions_dispatch_to_the_kernels(cp, rng, monkeypatch):
     """The library's own xp functions run the kernels on cupy (same numbers as with them off)."""
-    from tricycle import activation, attention, functions, layers, loss
+    from tricycle import activation, functions, layers, loss
 
     x = cp.asarray(rng.normal(size=(6, 40, 3 * 128)).astype(np.float32))
     g = cp.asarray(rng.normal(size=3 * 128).astype(np.float32))

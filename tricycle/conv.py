@@ -64,16 +64,16 @@ def im2col(xp, x, kernel, stride, padding, dilation, groups):
 
 
 def conv_forward(xp, x, weights, bias, stride, padding, dilation, groups):
-    """Cross-correlation of x (N, C, *size) with weights (O, C / groups, *kernel), plus bias
-    (O,) or None -> (N, O, *out)."""
-    N, O, G = x.shape[0], weights.shape[0], groups
+    """Cross-correlation of x (N, C, *size) with weights (Co, C / groups, *kernel), plus bias
+    (Co,) or None -> (N, Co, *out)."""
+    N, Co, G = x.shape[0], weights.shape[0], groups
     kernel = weights.shape[2:]
     out_size = output_size(x.shape[2:], kernel, stride, padding, dilation, "conv")
     cols = im2col(xp, x, kernel, stride, padding, dilation, G)  # (N, G, K, L)
-    w = weights.reshape(G, O // G, -1)  # (G, Og, K)
-    out = (w @ cols).reshape((N, O) + out_size)  # (N, G, Og, L) -> (N, O, *out)
+    w = weights.reshape(G, Co // G, -1)  # (G, Og, K)
+    out = (w @ cols).reshape((N, Co) + out_size)  # (N, G, Og, L) -> (N, Co, *out)
     if bias is not None:
-        out += bias.reshape((O,) + (1,) * len(kernel))
+        out += bias.reshape((Co,) + (1,) * len(kernel))
     return out
 
 
@@ -81,21 +81,21 @@ def conv_backward(xp, dout, x, weights, stride, padding, dilation, groups, needs
     """Gradients (dx, dweights, dbias) of ``conv_forward``, each None where ``needs`` (for x,
     weights, bias) says nobody wants it."""
     want_x, want_weights, want_bias = needs
-    N, O, G = x.shape[0], weights.shape[0], groups
+    N, Co, G = x.shape[0], weights.shape[0], groups
     kernel = weights.shape[2:]
-    d = dout.reshape(N, G, O // G, -1)  # (N, G, Og, L)
+    d = dout.reshape(N, G, Co // G, -1)  # (N, G, Og, L)
     dx = dweights = dbias = None
     if want_weights:
         cols = im2col(xp, x, kernel, stride, padding, dilation, G)  # (N, G, K, L)
         dweights = (d @ cols.swapaxes(-1, -2)).sum(axis=0).reshape(weights.shape)
     if want_x:
-        w = weights.reshape(G, O // G, -1)  # (G, Og, K)
+        w = weights.reshape(G, Co // G, -1)  # (G, Og, K)
         dcols = w.swapaxes(-1, -2) @ d  # (N, G, K, L)
         dcols = dcols.reshape(x.shape[:2] + kernel + dout.shape[2:])  # (N, C, *kernel, *out)
         padded = tuple(n + 2 * p for n, p in zip(x.shape[2:], padding))
         dx = unpad(scatter_windows(xp, dcols, padded, stride, dilation), padding)
     if want_bias:
-        dbias = dout.reshape(N, O, -1).sum(axis=(0, 2))
+        dbias = dout.reshape(N, Co, -1).sum(axis=(0, 2))
     return dx, dweights, dbias
 
 

@@ -9,5 +9,6 @@ imported and the reference formulas run.
 """
 
 import numba  # noqa: F401 - the dispatch's one line says so when it is missing
+
 import tricycle.backends.cpu.attention  # noqa: F401, E402
 import tricycle.backends.cpu.conv  # noqa: F401, E402

@@ -78,7 +78,7 @@ def attention_forward_kernel(q, k, v, out, lse, seed, threshold, dropout_scale, 
             e = min(a + block, Tq)
             n = e - a
             m = np.full(n, -np.inf)
-            l = np.zeros(n)
+            row_sums = np.zeros(n)
             acc = np.zeros((n, D), dtype=q.dtype)
             for c in range(0, e + offset, block):  # key blocks up to the last query's position
                 f = min(c + block, e + offset)
@@ -102,14 +102,14 @@ def attention_forward_kernel(q, k, v, out, lse, seed, threshold, dropout_scale, 
                         for j in range(c, last):
                             kept = keep(seed, threshold, row, j)
                             s[i, j - c] = s[i, j - c] * dropout_scale if kept else 0.0
-                    l[i] = l[i] * correction + row_sum
+                    row_sums[i] = row_sums[i] * correction + row_sum
                     for d in range(D):
                         acc[i, d] *= correction
                 acc += np.dot(s, vh[c:f])
             for i in range(n):
-                lse[b, h, a + i] = m[i] + math.log(l[i])
+                lse[b, h, a + i] = m[i] + math.log(row_sums[i])
                 for d in range(D):
-                    out[b, a + i, h, d] = acc[i, d] / l[i]
+                    out[b, a + i, h, d] = acc[i, d] / row_sums[i]
 
 
 @parallel_jit

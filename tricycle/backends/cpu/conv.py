@@ -10,7 +10,7 @@ every sample at once, which numpy's BLAS runs on its own threads::
 
 The loops move data only: ``im2col`` copies each window row (one task per row of cols),
 ``col2im`` adds the columns back (one task per sample and channel, so no two tasks write
-the same element), and the layout changes between (N, O, L) and (G, Og, N L) fold in the
+the same element), and the layout changes between (N, Co, L) and (G, Og, N L) fold in the
 bias and its gradient. One-dimensional convolutions run as two-dimensional ones of height 1.
 """
 
@@ -67,27 +67,27 @@ def col2im(dcols, dx, sh, sw, ph, pw, dh, dw):
 @parallel_jit
 def to_batch_major(product, bias, out):
     """out[n, g Og + o, l] = product[g, o, n, l] + bias[g Og + o]: product (G, Og, N, L),
-    bias (O,) (zeros for none), out (N, O, L)."""
+    bias (Co,) (zeros for none), out (N, Co, L)."""
     G, Og, N, L = product.shape
     for task in prange(N * G * Og):
         n, go = task // (G * Og), task % (G * Og)
         g, o = go // Og, go % Og
-        for l in range(L):
-            out[n, go, l] = product[g, o, n, l] + bias[go]
+        for p in range(L):
+            out[n, go, p] = product[g, o, n, p] + bias[go]
 
 
 @parallel_jit
 def to_group_major(dout, d, dbias):
     """d[g, o, n, l] = dout[n, g Og + o, l] and dbias[g Og + o] = the sum of dout over n and
-    l: dout (N, O, L), d (G, Og, N, L), dbias (O,)."""
+    l: dout (N, Co, L), d (G, Og, N, L), dbias (Co,)."""
     G, Og, N, L = d.shape
     for go in prange(G * Og):
         g, o = go // Og, go % Og
         total = 0.0
         for n in range(N):
-            for l in range(L):
-                value = dout[n, go, l]
-                d[g, o, n, l] = value
+            for p in range(L):
+                value = dout[n, go, p]
+                d[g, o, n, p] = value
                 total += value
         dbias[go] = total
 
@@ -143,24 +143,24 @@ def _chunks(N: int, rows: int, columns: int, itemsize: int) -> list[slice]:
 
 
 def conv_forward(xp, x, weights, bias, stride, padding, dilation, groups):
-    """``tricycle.conv.conv_forward``: x (N, C, *size), weights (O, C / groups, *kernel),
-    bias (O,) or None -> (N, O, *out)."""
+    """``tricycle.conv.conv_forward``: x (N, C, *size), weights (Co, C / groups, *kernel),
+    bias (Co,) or None -> (N, Co, *out)."""
     dtype = np.result_type(x, weights)
     x, weights = x.astype(dtype, copy=False), weights.astype(dtype, copy=False)
     x4, kernel, out, stride, padding, dilation = _geometry(x, weights, stride, padding, dilation)
-    N, C, O, G = x.shape[0], x.shape[1], weights.shape[0], groups
+    N, C, Co, G = x.shape[0], x.shape[1], weights.shape[0], groups
     L = out[0] * out[1]
-    w = weights.reshape(G, O // G, -1)  # (G, Og, K)
-    b = np.zeros(O, dtype=dtype) if bias is None else bias.astype(dtype, copy=False)
-    result = np.empty((N, O, L), dtype=dtype)
+    w = weights.reshape(G, Co // G, -1)  # (G, Og, K)
+    b = np.zeros(Co, dtype=dtype) if bias is None else bias.astype(dtype, copy=False)
+    result = np.empty((N, Co, L), dtype=dtype)
     buffers = _Buffers(dtype)
     for rows in _chunks(N, C * kernel[0] * kernel[1], L, x4.itemsize):
         n = rows.stop - rows.start
         cols = buffers("cols", (C,) + kernel + (n,) + out)
         im2col(x4[rows], cols, *stride, *padding, *dilation)
-        product = _products(w, cols.reshape(G, -1, n * L), buffers("product", (G, O // G, n, L)))
-        to_batch_major(product.reshape(G, O // G, n, L), b, result[rows])
-    return result.reshape((N, O) + out[4 - x.ndim :])
+        product = _products(w, cols.reshape(G, -1, n * L), buffers("product", (G, Co // G, n, L)))
+        to_batch_major(product.reshape(G, Co // G, n, L), b, result[rows])
+    return result.reshape((N, Co) + out[4 - x.ndim :])
 
 
 def conv_backward(xp, dout, x, weights, stride, padding, dilation, groups, needs):
@@ -169,21 +169,21 @@ def conv_backward(xp, dout, x, weights, stride, padding, dilation, groups, needs
     dtype = dout.dtype
     x, weights = x.astype(dtype, copy=False), weights.astype(dtype, copy=False)
     x4, kernel, out, stride, padding, dilation = _geometry(x, weights, stride, padding, dilation)
-    N, C, O, G = x.shape[0], x.shape[1], weights.shape[0], groups
+    N, C, Co, G = x.shape[0], x.shape[1], weights.shape[0], groups
     L, K = out[0] * out[1], C // G * kernel[0] * kernel[1]
-    w_t = weights.reshape(G, O // G, K).swapaxes(-1, -2)  # (G, K, Og)
-    dout3 = dout.reshape(N, O, L)
-    dweights_t = np.zeros((G, K, O // G), dtype=dtype)  # dW^T
-    dbias = np.zeros(O, dtype=dtype)
+    w_t = weights.reshape(G, Co // G, K).swapaxes(-1, -2)  # (G, K, Og)
+    dout3 = dout.reshape(N, Co, L)
+    dweights_t = np.zeros((G, K, Co // G), dtype=dtype)  # dW^T
+    dbias = np.zeros(Co, dtype=dtype)
     dx = np.empty(x4.shape, dtype=dtype) if want_x else None
     buffers = _Buffers(dtype)
-    part = np.empty(O, dtype=dtype)
+    part = np.empty(Co, dtype=dtype)
     for rows in _chunks(N, C * kernel[0] * kernel[1], L, x4.itemsize):
         n = rows.stop - rows.start
-        d = buffers("dout", (G, O // G, n, L))
+        d = buffers("dout", (G, Co // G, n, L))
         to_group_major(dout3[rows], d, part)
         dbias += part
-        d = d.reshape(G, O // G, n * L)  # (G, Og, n L)
+        d = d.reshape(G, Co // G, n * L)  # (G, Og, n L)
         if want_weights:  # dW^T += cols @ dout^T (BLAS is slow at dout @ cols^T's layout)
             cols = buffers("cols", (C,) + kernel + (n,) + out)
             im2col(x4[rows], cols, *stride, *padding, *dilation)
