@@ -12,3 +12,4 @@ import numba  # noqa: F401 - the dispatch's one line says so when it is missing
 
 import tricycle.backends.cpu.attention  # noqa: F401, E402
 import tricycle.backends.cpu.conv  # noqa: F401, E402
+import tricycle.backends.cpu.recurrent  # noqa: F401, E402
