@@ -1,16 +1,18 @@
 """Fused causal attention: against finite differences, PyTorch, and its own KV-cache path."""
 
+import contextlib
 import multiprocessing
 import os
 from unittest import mock
 
+import numba
 import numpy as np
 import pytest
 from helpers import check_grads
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tricycle import attention, threads
+from tricycle import dispatch
 from tricycle.attention import (
     Attention,
     KVCache,
@@ -19,13 +21,14 @@ from tricycle.attention import (
     attention_forward,
     causal_attention,
 )
+from tricycle.backends.cpu import attention as cpu_attention
 from tricycle.dropout_mask import AttentionDropout, keep_mask
 from tricycle.tensor import Tensor, to_tensor
 
 
 def query_blocks_of(size: int):
-    """Force CPU query blocks of ``size`` queries (normally chosen from T and D)."""
-    return mock.patch.multiple(attention, MIN_QUERY_BLOCK=size, MAX_QUERY_BLOCK=size)
+    """Force the CPU kernel's blocks of ``size`` queries and keys."""
+    return mock.patch.object(cpu_attention, "BLOCK", size)
 
 
 @given(
@@ -35,12 +38,21 @@ def query_blocks_of(size: int):
     head_dim=st.integers(1, 3),
     query_block=st.sampled_from([1, 2, 4, 64]),
     seed=st.integers(0, 2**16),
+    kernels=st.booleans(),
 )
-def test_gradient_matches_finite_differences(batch, tokens, n_heads, head_dim, query_block, seed):
-    """Over random shapes, and query blocks from one query each to all queries in one."""
+def test_gradient_matches_finite_differences(
+    batch, tokens, n_heads, head_dim, query_block, seed, kernels
+):
+    """Over random shapes, the reference and the CPU kernel with blocks from one query each
+    to all queries in one."""
     qkv = np.random.default_rng(seed).normal(size=(batch, tokens, 3 * n_heads * head_dim))
-    with query_blocks_of(query_block):
+    with query_blocks_of(query_block), maybe_references(kernels):
         check_grads(lambda x: causal_attention(x, n_heads), qkv, rtol=1e-5, atol=1e-7)
+
+
+def maybe_references(kernels: bool):
+    """The kernels as dispatched, or the reference formulas."""
+    return contextlib.nullcontext() if kernels else dispatch.references()
 
 
 def test_tensor_used_twice_accumulates():
@@ -99,35 +111,40 @@ def test_two_calls_before_one_backward():
     np.testing.assert_allclose(a.grad.array, expected_a.grad.array)
 
 
-@pytest.mark.parametrize("n_threads", [1, 3])
+@pytest.mark.parametrize("n_threads", [1, 2])
 def test_threads_give_the_same_result(n_threads):
-    """Batch rows split over the pool's threads (numpy frees the GIL) compute exactly the same
-    thing as on the caller's thread alone."""
+    """The CPU kernel computes each head on one thread: the result does not depend on how
+    many threads share the heads."""
     rng = np.random.default_rng(0)
-    qkv = rng.normal(size=(5, 40, 24)).astype(np.float32)
+    qkv = to_tensor(rng.normal(size=(5, 40, 24)).astype(np.float32))
     dout = rng.normal(size=(5, 40, 8)).astype(np.float32)
-    expected_out, saved = attention_forward(np, qkv, 2)
-    expected_grad = attention_backward(np, dout, saved)
-    with threads.enabled(n_threads, share_machine=False), query_blocks_of(8):
-        out, saved = attention_forward(np, qkv, 2)
-        grad = attention_backward(np, dout, saved)
-    np.testing.assert_allclose(out, expected_out, rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(grad, expected_grad, rtol=1e-5, atol=1e-6)
+    previous = numba.get_num_threads()
+    with query_blocks_of(8):
+        expected = causal_attention(qkv, 2)
+        expected.backward(dout)
+        expected_grad, qkv.grad = qkv.grad.array, None
+        numba.set_num_threads(min(n_threads, numba.config.NUMBA_NUM_THREADS))
+        try:
+            out = causal_attention(qkv, 2)
+            out.backward(dout)
+        finally:
+            numba.set_num_threads(previous)
+    np.testing.assert_array_equal(out.array, expected.array)
+    np.testing.assert_array_equal(qkv.grad.array, expected_grad)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 @pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
 def test_works_in_a_forked_child():
-    """The thread pool is made again in a child process (a fork copies no threads)."""
+    """The kernels run in a child process forked after the parent ran them."""
     qkv = np.random.default_rng(0).normal(size=(4, 8, 12)).astype(np.float32)
-    with threads.enabled(2, share_machine=False):
-        expected = float(attention_forward(np, qkv, 2)[0].sum())  # the parent's pool exists now
-        with multiprocessing.get_context("fork").Pool(1) as pool:
-            assert pool.apply(_attention_sum, (qkv,)) == pytest.approx(expected, rel=1e-6)
+    expected = _attention_sum(qkv)  # the parent's threads exist now
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        assert pool.apply(_attention_sum, (qkv,)) == pytest.approx(expected, rel=1e-6)
 
 
 def _attention_sum(qkv) -> float:
-    return float(attention_forward(np, qkv, 2)[0].sum())
+    return float(causal_attention(to_tensor(qkv), 2).array.sum())
 
 
 def test_bad_shapes_raise():

@@ -27,7 +27,6 @@ from tricycle.activation import gelu_backward, gelu_forward
 from tricycle.attention import attention_backward, attention_forward
 from tricycle.backends import cuda as kernels
 from tricycle.backends.cuda.attention import uses_tensor_cores
-from tricycle.dropout_mask import NO_DROPOUT, AttentionDropout
 from tricycle.functions import softmax_backward, softmax_forward
 from tricycle.layers import (
     Dense,
@@ -682,7 +681,7 @@ def test_attention_dropout(cp, poisoned, rng, shape, dtype, path):
     seed = int(rng.integers(2**32))
     qkv, qkv_ref = on_device(cp, rng.normal(size=(B, T, 3 * E)), dtype)
     out, saved = kernels.attention_forward(cp, qkv, H, 0.2, seed, tensor_cores=tensor_cores)
-    out_ref, saved_ref = attention_forward(np, qkv_ref, H, AttentionDropout(0.2, seed))
+    out_ref, saved_ref = attention_forward(np, qkv_ref, H, 0.2, seed)
     check(cp, out, out_ref, dtype, f"dropout attention out {shape} {path}")
     dout, dout_ref = on_device(cp, rng.normal(size=(B, T, E)), dtype)
     dqkv = kernels.attention_backward(cp, dout, saved)
@@ -691,6 +690,15 @@ def test_attention_dropout(cp, poisoned, rng, shape, dtype, path):
         got = cp.ascontiguousarray(dqkv.reshape(B, T, 3, E)[:, :, i])
         check(cp, got, dqkv_ref.reshape(B, T, 3, E)[:, :, i], dtype,
               f"dropout attention d{part} {shape} {path}")  # fmt: skip
+
+
+def chosen_attention_forward(xp, qkv, n_heads):
+    """The forward that the op ``causal_attention`` runs for ``qkv`` (through the dispatch)."""
+    from tricycle import attention, dispatch
+
+    reference = (attention.attention_forward, attention.attention_backward)
+    heads = attention.split_heads(qkv, n_heads)
+    return dispatch.choose("attention", reference, *heads)[0](xp, qkv, n_heads)
 
 
 # TF32 (float32 inputs, tensor cores) only under a TF32 policy; T off the 64-row tiles
@@ -708,8 +716,7 @@ def test_attention_tf32(cp, poisoned, rng, shape, dropout):
     seed = int(rng.integers(2**32))
     qkv, qkv_ref = on_device(cp, rng.normal(size=(B, T, 3 * E)), "float32")
     dout, dout_ref = on_device(cp, rng.normal(size=(B, T, E)), "float32")
-    mask = AttentionDropout(dropout, seed) if dropout else NO_DROPOUT
-    out_ref, saved_ref = attention_forward(np, qkv_ref, H, mask)
+    out_ref, saved_ref = attention_forward(np, qkv_ref, H, dropout, seed)
     dqkv_ref = attention_backward(np, dout_ref, saved_ref)
     assert not uses_tensor_cores(np.dtype(np.float32), D)
     for policy, label in ((Precision("tf32"), "tf32"), (Precision("fp32"), "float32")):
@@ -731,12 +738,10 @@ def test_attention_tf32(cp, poisoned, rng, shape, dropout):
 @gpu
 def test_attention_tf32_is_used_by_the_tf32_policy_in_a_model(cp, rng):
     """The library's attention op picks the TF32 kernels inside the policy and not outside."""
-    from tricycle import attention
-
     qkv = cp.asarray(rng.normal(size=(2, 70, 3 * 128)).astype(np.float32))
     with Precision("tf32"):
-        _, saved_tf32 = attention.attention_forward(cp, qkv, 2)
-    _, saved_fp32 = attention.attention_forward(cp, qkv, 2)
+        _, saved_tf32 = chosen_attention_forward(cp, qkv, 2)
+    _, saved_fp32 = chosen_attention_forward(cp, qkv, 2)
     assert kernels.owns(saved_tf32) and saved_tf32[-1]
     assert kernels.owns(saved_fp32) and not saved_fp32[-1]
 
@@ -862,7 +867,7 @@ def test_wired_functions_dispatch_to_the_kernels(cp, rng, monkeypatch):
         "gelu": lambda: activation.GeLU("tanh")(Tensor(x)).array,
         "bias_gelu": lambda: activation.bias_gelu(Tensor(x), Tensor(g), True).array,
         "cross_entropy": lambda: loss.CrossEntropy()(labels, Tensor(x)).array,
-        "attention": lambda: attention.attention_forward(cp, x, 2)[0],
+        "attention": lambda: chosen_attention_forward(cp, x, 2)[0],
     }
     for name, call in calls.items():
         with_kernels = call()
@@ -870,7 +875,7 @@ def test_wired_functions_dispatch_to_the_kernels(cp, rng, monkeypatch):
         without = call()
         monkeypatch.delenv("TRICYCLE_DISABLE_KERNELS")
         check(cp, with_kernels, to_host(cp, without), "float32", f"wired {name}")
-    saved = attention.attention_forward(cp, x, 2)[1]
+    saved = chosen_attention_forward(cp, x, 2)[1]
     assert kernels.owns(saved)  # the op went through the kernel
 
 

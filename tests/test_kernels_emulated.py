@@ -20,7 +20,7 @@ import pytest
 from tricycle.attention import attention_backward, attention_forward
 from tricycle.backends.cuda import launch
 from tricycle.backends.cuda.attention import TF32_TILES
-from tricycle.dropout_mask import NO_DROPOUT, AttentionDropout, dropout_threshold
+from tricycle.dropout_mask import dropout_threshold
 
 HERE = Path(__file__).resolve().parent
 # the PTX wrappers that cuda_emulation.hpp defines for the host instead
@@ -159,8 +159,7 @@ def test_tf32_attention_kernels_match_the_reference(emulator, tmp_path, shape, d
     got = np.fromfile(tmp_path / "out.bin", dtype=np.float32)
     out, lse, dqkv = np.split(got, [B * T * E, B * T * E + B * H * T])
 
-    mask = AttentionDropout(dropout, seed) if dropout else NO_DROPOUT
-    out_ref, saved = attention_forward(np, qkv.astype(np.float64), H, mask)
+    out_ref, saved = attention_forward(np, qkv.astype(np.float64), H, dropout, seed)
     dqkv_ref = attention_backward(np, dout.astype(np.float64), saved)
     q, k = (qkv.astype(np.float64).reshape(B, T, 3, H, D)[:, :, i].transpose(0, 2, 1, 3)
             for i in (0, 1))  # fmt: skip

@@ -6,9 +6,7 @@ One forward and one hand-derived backward, llm.c style, on the packed projection
     out, saved = attention_forward(xp, qkv, n_heads)   # out: (B, T, E), heads merged
     dqkv = attention_backward(xp, dout, saved)         # dqkv: (B, T, 3E)
 
-The backward keeps the attention probabilities and references to the input and output arrays
-(which exist anyway): q, k and v are views into ``qkv``, never copies. With P = softmax(S),
-S = q k^T / sqrt(D) and O = P v::
+With S = q k^T / sqrt(D) masked to -inf above the diagonal, P = softmax(S) and O = P v::
 
     dv = P^T dO        dP = dO v^T        dS = P * (dP - rowsum(dO * O))
     dq = dS k / sqrt(D)                   dk = dS^T q / sqrt(D)
@@ -19,11 +17,12 @@ Attention dropout (nanoGPT's ``attn_dropout``, torch's ``dropout_p``) zeroes pro
 the softmax and scales the rest by 1 / (1 - p): O = (P * M) v with M = keep / (1 - p). Then
 dv = (P * M)^T dO, dS = P * (M * dP~ - rowsum(dO * O)) with dP~ = dO v^T, and the same identity
 holds (rowsum(dP * P) = rowsum(dP~ * P * M) = rowsum(dO * O)). The keep mask is never stored:
-it is a counter-based hash of (seed, batch * head, query, key) (``keep_mask``), so the forward
-and the backward, and the numpy code and the CUDA kernel, draw exactly the same mask.
-On the CPU the queries go in blocks that skip the keys in their future, so about half of the
-(T, T) scores are never computed nor stored. On a GPU a flash-attention CUDA kernel with the
-same signatures takes over (``tricycle/backends/cuda``) and stores no (T, T) array at all.
+it is a counter-based hash of (seed, batch * head, query, key) (``tricycle.dropout_mask``), so
+the forward and the backward, and every kernel, draw exactly the same mask.
+
+This reference keeps the (B, H, T, T) probabilities. Kernels registered for the op
+"attention" (a (forward, backward) pair: they save log-sum-exps instead and never hold a
+(T, T) array) take its place through ``tricycle.dispatch``.
 
 ``causal_attention(qkv, n_heads)`` (or the op ``Attention(n_heads)``) wraps the pair as a
 Tensor op. ``attend_with_cache`` is the generation path: new queries attend to keys and values
@@ -34,10 +33,8 @@ import math
 
 import numpy as np
 
-from tricycle import checks
-from tricycle.backends import cuda as kernels
-from tricycle.blocking import for_row_groups, row_blocks
-from tricycle.dropout_mask import NO_DROPOUT, AttentionDropout, mask_seed
+from tricycle import checks, dispatch
+from tricycle.dropout_mask import keep_mask, mask_seed
 from tricycle.tensor import Tensor
 
 # ------------------------------------------------------------------ array functions
@@ -56,105 +53,72 @@ def split_heads(x, n_heads: int):
     return heads[0], heads[1], heads[2]
 
 
-# On the CPU, queries are processed in blocks: a block needs only the keys its last query sees,
-# which skips most of the masked half of the scores. Blocks are sized so that each per-head
-# product has at most 2^18 multiply-adds, below which OpenBLAS stays on one thread: these small
-# products gain nothing from threads, and waking them can cost more than the product.
-SINGLE_THREAD_PRODUCT = 1 << 18
-MIN_QUERY_BLOCK, MAX_QUERY_BLOCK = 32, 64
+def causal_softmax(xp, q, k):
+    """Probabilities softmax(q k^T / sqrt(D)) (B, H, Tq, Tk) of queries q (B, H, Tq, D) that
+    are the last Tq of the Tk positions of k (B, H, Tk, D): query i sees keys up to
+    position i + Tk - Tq. Every query sees its own key, so no row is all -inf."""
+    Tq, Tk, D = q.shape[2], k.shape[2], q.shape[3]
+    scores = q @ k.swapaxes(-1, -2) / math.sqrt(D)  # (B, H, Tq, Tk)
+    future = xp.arange(Tk)[None, :] > xp.arange(Tq)[:, None] + (Tk - Tq)  # (Tq, Tk)
+    scores[..., future] = -xp.inf
+    scores -= scores.max(axis=-1, keepdims=True)  # stable softmax over the keys
+    probs = xp.exp(scores)
+    probs /= probs.sum(axis=-1, keepdims=True)
+    return probs
 
 
-def _query_blocks(xp, n_queries: int, n_keys: int, head_dim: int) -> list[tuple[int, int, int]]:
-    """(first query, end query, visible keys) per block of queries.
-
-    The queries are the last ``n_queries`` of ``n_keys`` positions, so query i sees keys up to
-    position i + n_keys - n_queries. On a GPU one block does it all.
-    """
-    if xp is np:
-        size = SINGLE_THREAD_PRODUCT // (n_keys * head_dim)
-        size = max(MIN_QUERY_BLOCK, min(MAX_QUERY_BLOCK, 1 << max(size, 1).bit_length() - 1))
-    else:
-        size = n_queries
-    offset = n_keys - n_queries
-    return [(a, min(a + size, n_queries), min(a + size, n_queries) + offset)
-            for a in range(0, n_queries, size)]  # fmt: skip
+def dropout_multiplier(xp, probability: float, seed, shape, dtype):
+    """M (B, H, T, T): 0 where dropout drops a probability, 1 / (1 - p) where it keeps it."""
+    B, H, T, _ = shape
+    rows = (xp.arange(B * H).reshape(B, H, 1, 1) * T) + xp.arange(T)[:, None]  # (B, H, T, 1)
+    return keep_mask(xp, seed, probability, rows, xp.arange(T), dtype)
 
 
-def _causal_bias(xp, n_keys: int, first_query: int, n_queries: int, dtype):
-    """(Tk, Tq) additive mask: 0 where key j is at or before query i's position
-    ``first_query + i``, -inf after it.
-
-    Every query sees at least its own key, so softmax never meets a column of only -inf.
-    """
-    keys = xp.arange(n_keys)[:, None]
-    queries = xp.arange(n_queries)[None, :] + first_query  # absolute positions
-    return xp.where(keys > queries, -xp.inf, 0).astype(dtype)
-
-
-def _attend(xp, q, k, v, dropout: AttentionDropout = NO_DROPOUT):
-    """Causal softmax(q k^T / sqrt(D)) v for queries that are the last Tq of Tk positions.
-
-    q: (B, H, Tq, D), k and v: (B, H, Tk, D) -> out (B, Tq, H, D) (the heads merge with a free
-    reshape) and, per query block, the probabilities stored transposed as (B, H, keys,
-    queries): numpy reduces over the second-to-last axis several times faster than over the
-    last. On numpy the batch is walked in chunks whose scores fit in the CPU cache, so the
-    softmax passes stay there. With ``dropout`` (training only, Tq == Tk) the output uses the
-    dropped probabilities; the stored ones are not dropped, and the kept elements are returned
-    too (a bool per probability, a quarter of their memory), so the backward does not hash
-    again; else None.
-    """
-    B, H, Tq, D = q.shape
-    Tk = k.shape[2]
-    scale = 1 / math.sqrt(D)
-    out = xp.empty((B, Tq, H, D), dtype=q.dtype)
-    blocks = _query_blocks(xp, Tq, Tk, D)
-    probs = [xp.empty((B, H, kb, b - a), dtype=q.dtype) for a, b, kb in blocks]
-    biases = [_causal_bias(xp, kb, a + Tk - Tq, b - a, q.dtype) for a, b, kb in blocks]
-    kept = [xp.empty(p.shape, dtype=bool) for p in probs] if dropout.probability else None
-    batch = xp.arange(B)
-    ones = xp.ones((1, Tk), dtype=q.dtype)  # (1, keys): numpy sums along short axes slowly
-
-    def attend_rows(group):  # batch rows ``group``, every query block
-        q_, k_, v_, out_ = q[group], k[group], v[group], out[group]
-        for i, ((a, b, kb), block, bias) in enumerate(zip(blocks, probs, biases)):
-            for rows in row_blocks(xp, len(q_), H * kb * (b - a)):
-                p = block[group][rows]  # (c, H, kb, Qb): scores, then probabilities, in place
-                xp.matmul(k_[rows, :, :kb], (q_[rows, :, a:b] * scale).swapaxes(-1, -2), out=p)
-                p += bias
-                p -= p.max(axis=-2, keepdims=True)  # stable softmax over the keys
-                xp.exp(p, out=p)
-                p *= 1 / xp.matmul(ones[:, :kb], p)  # sums over the keys, by BLAS
-                if kept is not None:
-                    keep = kept[i][group][rows]
-                    keep[...] = dropout.keep(xp, H, Tq, batch[group][rows], xp.arange(a, b),
-                                             xp.arange(kb))  # fmt: skip
-                    p = p * keep
-                    p *= dropout.scale
-                y = out_[rows, a:b].transpose(0, 2, 1, 3)  # (c, H, Qb, D) view of the output
-                xp.matmul(p.swapaxes(-1, -2), v_[rows, :, :kb], out=y)
-
-    for_row_groups(xp, B, attend_rows)
-    return out, probs, kept
-
-
-def attention_forward(xp, qkv, n_heads: int, dropout: AttentionDropout = NO_DROPOUT):
+def attention_forward(xp, qkv, n_heads: int, dropout_prob: float = 0.0, seed=0):
     """Causal multi-head attention of a packed (B, T, 3E) projection -> ((B, T, E), saved).
 
-    ``saved`` holds what ``attention_backward`` needs: the input, the probabilities, the
-    output and the dropout. Nothing in it may be modified until the backward has run. On a GPU
-    a flash attention kernel (``tricycle/backends/cuda/attention.cu``) runs instead, with its own
-    ``saved``.
+    With ``dropout_prob`` the probabilities are dropped with the mask of ``seed`` (an int, a
+    (1,) uint32 device array holding it, or a function that draws it). ``saved`` holds what
+    ``attention_backward`` needs; nothing in it may be modified until the backward has run.
     """
-    if kernels.attention_enabled(qkv, n_heads):
-        return kernels.attention_forward(xp, qkv, n_heads, dropout.probability, dropout.seed)
     dtype = qkv.dtype
     qkv = qkv.astype(_product_dtype(xp, dtype), copy=False)
     B, T, three_e = qkv.shape
+    if dropout_prob and callable(seed):
+        seed = seed()
     q, k, v = split_heads(qkv, n_heads)  # (B, H, T, D) views
-    # (B, T, H, D); per query block (B, H, keys, queries) probabilities and kept elements
-    out, probs, kept = _attend(xp, q, k, v, dropout)
-    out = out.reshape(B, T, three_e // 3)  # (B, T, E)
-    return out.astype(dtype, copy=False), (qkv, probs, kept, out, n_heads, dropout, dtype)
+    probs = causal_softmax(xp, q, k)  # (B, H, T, T)
+    dropped = probs
+    if dropout_prob:
+        dropped = probs * dropout_multiplier(xp, dropout_prob, seed, probs.shape, qkv.dtype)
+    out = (dropped @ v).transpose(0, 2, 1, 3).reshape(B, T, three_e // 3)  # (B, T, E)
+    saved = (qkv, probs, out, n_heads, dropout_prob, seed, dtype)
+    return out.astype(dtype, copy=False), saved
+
+
+def attention_backward(xp, dout, saved):
+    """Gradient of ``attention_forward``: dout (B, T, E) -> dqkv (B, T, 3E)."""
+    qkv, probs, out, n_heads, dropout_prob, seed, dtype = saved
+    B, T, E = out.shape
+    D = E // n_heads
+    q, k, v = split_heads(qkv, n_heads)  # (B, H, T, D) views
+    dy = dout.astype(qkv.dtype, copy=False).reshape(B, T, n_heads, D).transpose(0, 2, 1, 3)
+    y = out.reshape(B, T, n_heads, D).transpose(0, 2, 1, 3)  # (B, H, T, D)
+
+    dprobs = dy @ v.swapaxes(-1, -2)  # dP~ (B, H, T, T)
+    dropped = probs
+    if dropout_prob:  # through the mask: dP = M dP~, and v saw P M
+        multiplier = dropout_multiplier(xp, dropout_prob, seed, probs.shape, qkv.dtype)
+        dprobs *= multiplier
+        dropped = probs * multiplier
+    dv = dropped.swapaxes(-1, -2) @ dy
+    # softmax backward: dS = P (dP - rowsum(dP P)), and rowsum(dP P) = rowsum(dO O); masked
+    # entries have P == 0, so their gradient is exactly 0
+    dscores = probs * (dprobs - (dy * y).sum(axis=-1, keepdims=True)) / math.sqrt(D)
+    dq = dscores @ k
+    dk = dscores.swapaxes(-1, -2) @ q
+    dqkv = xp.stack([dq, dk, dv], axis=1).transpose(0, 3, 1, 2, 4)  # (B, T, 3, H, D)
+    return dqkv.reshape(B, T, 3 * E).astype(dtype, copy=False)
 
 
 def _product_dtype(xp, dtype):
@@ -162,80 +126,38 @@ def _product_dtype(xp, dtype):
     return np.dtype(np.float32) if xp is not np and dtype.name == "bfloat16" else dtype
 
 
-def attention_backward(xp, dout, saved):
-    """Gradient of ``attention_forward``: dout (B, T, E) -> dqkv (B, T, 3E)."""
-    if kernels.owns(saved):
-        return kernels.attention_backward(xp, dout, saved)
-    qkv, probs, kept, out, n_heads, dropout, dtype = saved
-    dout = dout.astype(qkv.dtype, copy=False)
-    B, T, E = dout.shape
-    D = E // n_heads
-    scale = 1 / math.sqrt(D)
-    q, k, v = split_heads(qkv, n_heads)  # (B, H, T, D) views
-    dy = dout.reshape(B, T, n_heads, D).transpose(0, 2, 1, 3)  # (B, H, T, D)
-    y = out.reshape(B, T, n_heads, D).transpose(0, 2, 1, 3)  # (B, H, T, D)
-
-    dqkv = xp.empty((B, T, 3, n_heads, D), dtype=dout.dtype)
-    dq, dk, dv = (dqkv[:, :, i].transpose(0, 2, 1, 3) for i in range(3))  # (B, H, T, D) views
-    kept = kept or [None] * len(probs)
-    blocks = list(zip(_query_blocks(xp, T, T, D), probs, kept))[::-1]
-
-    def backward_rows(group):  # batch rows ``group``, every query block
-        q_, k_, v_, dy_, y_ = q[group], k[group], v[group], dy[group], y[group]
-        dq_, dk_, dv_ = dq[group], dk[group], dv[group]
-        # the last block sees every key, so it writes dk and dv; earlier ones add to a prefix
-        for i, ((a, b, kb), block, kept_block) in enumerate(blocks):
-            for rows in row_blocks(xp, len(q_), n_heads * kb * (b - a)):
-                p = block[group][rows]  # P^T: (c, H, kb, Qb)
-                dy_block = dy_[rows, :, a:b]  # (c, H, Qb, D)
-                dscores = xp.matmul(v_[rows, :, :kb], dy_block.swapaxes(-1, -2))  # dP^T
-                if kept_block is not None:  # through the mask: dP = M dP~, and v sees P M
-                    keep = kept_block[group][rows]
-                    dscores *= keep
-                    dscores *= dropout.scale
-                    p_dropped = p * keep
-                    p_dropped *= dropout.scale
-                else:
-                    p_dropped = p
-                # softmax backward: dS = P (dP - rowsum(dP P)), and rowsum(dP P) = rowsum(dO O)
-                dscores -= (dy_block * y_[rows, :, a:b]).sum(axis=-1)[:, :, None, :]
-                dscores *= p  # masked entries have P == 0, so their gradient is exactly 0
-                dscores *= scale
-                xp.matmul(dscores.swapaxes(-1, -2), k_[rows, :, :kb], out=dq_[rows, :, a:b])
-                if i == 0:
-                    xp.matmul(p_dropped, dy_block, out=dv_[rows, :, :kb])
-                    xp.matmul(dscores, q_[rows, :, a:b], out=dk_[rows, :, :kb])
-                else:
-                    dv_[rows, :, :kb] += xp.matmul(p_dropped, dy_block)
-                    dk_[rows, :, :kb] += xp.matmul(dscores, q_[rows, :, a:b])
-
-    for_row_groups(xp, B, backward_rows)
-    return dqkv.reshape(B, T, 3 * E).astype(dtype, copy=False)
-
-
 # ------------------------------------------------------------------ the Tensor op
 
 
-@checks.arguments(n_heads=checks.positive_int, dropout_prob=checks.probability, seed=mask_seed)
+def _seed(owner: str, name: str, value):
+    """A mask's seed (``mask_seed``), or a function that draws one when the op runs."""
+    return value if callable(value) else mask_seed(owner, name, value)
+
+
+@checks.arguments(n_heads=checks.positive_int, dropout_prob=checks.probability, seed=_seed)
 def causal_attention(qkv: Tensor, n_heads: int, dropout_prob: float = 0.0, seed=0) -> Tensor:
     """Fused causal self-attention: qkv (B, T, 3E) -> (B, T, E), as one node of the graph.
 
     ``dropout_prob`` drops attention probabilities (inverted dropout, as torch's
     ``scaled_dot_product_attention(dropout_p=...)``); ``seed`` picks the mask, and the same
-    seed gives the same mask on every device. It is an int, or on a GPU a (1,) uint32 array
-    holding it (``Dropout.step_seed``: what a captured CUDA graph refills at every replay).
+    seed gives the same mask on every device. It is an int, a (1,) uint32 device array
+    holding it, or a function that draws one (``Dropout.draw_seed``): the forward calls it
+    once, and a CUDA kernel draws through it anew at each replay of a captured step.
     """
     if qkv.ndim != 3:
         raise ValueError(
             f"attention: expected qkv of shape (batch, tokens, 3 * embedding_dim), got {qkv.shape}"
         )
     xp = qkv.xp
-    dropout = AttentionDropout(dropout_prob, seed) if dropout_prob else NO_DROPOUT
-    out, saved = attention_forward(xp, qkv.array, n_heads, dropout)
+    heads = split_heads(qkv.array, n_heads)  # q, k, v (B, H, T, D): a kernel's shapes
+    forward, backward = dispatch.choose(
+        "attention", (attention_forward, attention_backward), *heads
+    )
+    out, saved = forward(xp, qkv.array, n_heads, dropout_prob, seed)
     return Tensor(
         out,
         args=(qkv,),
-        back_fns=(lambda dout: attention_backward(xp, dout, saved),),
+        back_fns=(lambda dout: backward(xp, dout, saved),),
         name="attention",
     )
 
@@ -272,6 +194,12 @@ class KVCache:
         return self.keys.shape[2]
 
 
+def attend(xp, q, k, v):
+    """Causal softmax(q k^T / sqrt(D)) v of queries q (B, H, Tq, D) that are the last Tq of
+    the Tk positions of k and v (B, H, Tk, D) -> (B, Tq, H, D)."""
+    return (causal_softmax(xp, q, k) @ v).transpose(0, 2, 1, 3)
+
+
 def attend_with_cache(xp, qkv, n_heads: int, cache: KVCache):
     """Attention of new positions against themselves and every cached position.
 
@@ -289,8 +217,9 @@ def attend_with_cache(xp, qkv, n_heads: int, cache: KVCache):
     cache.keys[:, :, start:end] = k
     cache.values[:, :, start:end] = v
     cache.length = end
-    out, _, _ = _attend(xp, q, cache.keys[:, :, :end], cache.values[:, :, :end])  # (B, Tnew, H, D)
-    return out.reshape(B, T_new, three_e // 3)
+    keys, values = cache.keys[:, :, :end], cache.values[:, :, :end]
+    out = dispatch.choose("attend", attend, q, keys, values)(xp, q, keys, values)
+    return out.reshape(B, T_new, three_e // 3)  # (B, Tnew, H, D) -> (B, Tnew, E)
 
 
 # ------------------------------------------------------------------ RoPE and grouped-query heads

@@ -95,8 +95,7 @@ class CausalSelfAttention(Layer):
         if cache is not None:
             y = Tensor(attend_with_cache(qkv.xp, qkv.array, self.n_heads, cache), name="attention")
         elif self.training and dropout.probability:
-            seed = dropout.step_seed(qkv.array)  # on a GPU: refilled at each CUDA graph replay
-            y = causal_attention(qkv, self.n_heads, dropout.probability, seed)
+            y = causal_attention(qkv, self.n_heads, dropout.probability, dropout.draw_seed)
         else:
             y = causal_attention(qkv, self.n_heads)  # (B, T, E)
         return self.residual_dropout(self.out_projection(y))

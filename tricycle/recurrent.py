@@ -17,6 +17,8 @@ hand-derived backward per cell::
     GRU   r, z = sigmoid(xg_r + hg_r), sigmoid(xg_z + hg_z)
           n = tanh(xg_n + r hg_n)          h' = (1 - z) n + z h       (PyTorch's form)
 
+Kernels registered for the ops "rnn_cell", "gru_cell" and "lstm_cell" (a (forward,
+backward) pair with the cells' signatures) take the cells' place through ``tricycle.dispatch``.
 The backward walks back through time with the cells' backwards and collects d(hg) of every
 step, so that the weight gradient d(W_hh) = sum_t d(hg_t)^T h_{t-1} is one matrix product at
 the end. One op for the whole sequence, rather than a few ops per step, keeps the graph (and
@@ -26,7 +28,7 @@ inputs per step, whose gradients would each be sequence-sized.
 
 import math
 
-from tricycle import checks, ops, threads
+from tricycle import checks, dispatch, ops
 from tricycle.backend import check_same_device
 from tricycle.einsum import Einsum
 from tricycle.initialisers import init_uniform
@@ -150,7 +152,8 @@ def recurrence_forward(xp, cell: str, xg, w_hh, b_hh, h0, c0):
     (N, H) (c0 only for the LSTM) -> (states, saved): states are the hidden states of every
     step (T, N, H), for the LSTM stacked with the cell states: (2, T, N, H); saved (T, N, G H)
     is what the cells' backwards need."""
-    _, forward, _ = CELLS[cell]
+    _, reference, backward = CELLS[cell]
+    forward = dispatch.choose(f"{cell}_cell", (reference, backward), xg, w_hh, h0)[0]
     T, N = xg.shape[:2]
     lstm = cell == "lstm"
     states = xp.empty((2,) * lstm + (T, N, h0.shape[-1]), dtype=xg.dtype)
@@ -159,7 +162,7 @@ def recurrence_forward(xp, cell: str, xg, w_hh, b_hh, h0, c0):
     w_t = xp.ascontiguousarray(w_hh.T)  # (H, G H): row-major, as BLAS likes it best here
     h, c = h0, c0
     for t in range(T):
-        hg = threads.matmul(xp, h, w_t, out=saved[t])  # (N, G H)
+        hg = xp.matmul(h, w_t, out=saved[t])  # (N, G H)
         if b_hh is not None:
             hg += b_hh
         h_new, c_new = hs[t], None if cs is None else cs[t]
@@ -171,7 +174,8 @@ def recurrence_forward(xp, cell: str, xg, w_hh, b_hh, h0, c0):
 def recurrence_backward(xp, cell: str, dhs, dcs, xg, w_hh, h0, c0, hs, cs, saved):
     """Back through time: (dxg, dw_hh, db_hh, dh0, dc0) from the gradients of every step's
     hidden states dhs (T, N, H) and cell states dcs (LSTM; else None)."""
-    _, _, backward = CELLS[cell]
+    _, forward, reference = CELLS[cell]
+    backward = dispatch.choose(f"{cell}_cell", (forward, reference), xg, w_hh, h0)[1]
     T = xg.shape[0]
     dxg = xp.empty_like(xg)
     dhg_all = dxg if cell != "gru" else xp.empty_like(xg)  # d(hg) = d(xg) but in the GRU
@@ -188,7 +192,7 @@ def recurrence_backward(xp, cell: str, dhs, dcs, xg, w_hh, h0, c0, hs, cs, saved
         dxg[t] = dxg_t
         if dhg_all is not dxg:
             dhg_all[t] = dhg
-        dh = threads.matmul(xp, dhg, w_hh)  # (N, H)
+        dh = dhg @ w_hh  # (N, H)
         if dh_direct is not None:
             dh += dh_direct
     h_prev = xp.concatenate([h0[None], hs[:-1]])  # (T, N, H): each step's input state

@@ -12,10 +12,13 @@ import numba  # noqa: F401 - the dispatch's one line says so when it is missing
 
 from tricycle.backends.cpu import (  # noqa: F401 - each module registers its kernels
     adam,
+    attention,
+    conv,
     cross_entropy,
     embedding,
     gelu,
     norm,
+    recurrent,
     softmax,
     swiglu,
 )

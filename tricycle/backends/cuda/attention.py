@@ -11,11 +11,11 @@ import math
 
 import numpy as np
 
-from tricycle import backend
+from tricycle import backend, dispatch
+from tricycle.backends.cuda import capture
 from tricycle.backends.cuda.dropout import seed_array
 from tricycle.backends.cuda.gemm import tf32_enabled
 from tricycle.backends.cuda.launch import CTYPES, KernelSaved, compiled, ctype, enabled
-from tricycle.dropout_mask import dropout_threshold
 
 HEAD_DIMS = (32, 64, 128)  # the CUDA-core kernels (attention.cu), every float dtype
 MMA_HEAD_DIMS = (64, 128)  # the tensor-core kernels (attention_mma.cu), 16-bit dtypes
@@ -27,6 +27,12 @@ def attention_enabled(qkv, n_heads: int) -> bool:
     if not enabled(qkv) or qkv.ndim != 3 or qkv.shape[-1] % (3 * n_heads):
         return False
     return qkv.shape[-1] // (3 * n_heads) in HEAD_DIMS and qkv.shape[0] * n_heads < 65536
+
+
+def heads_enabled(q, k, v) -> bool:
+    """``attention_enabled`` for the op's q, k, v views (B, H, T, D) of its packed qkv."""
+    B, H, _, D = q.shape
+    return enabled(q) and k.shape == q.shape and D in HEAD_DIMS and B * H < 65536
 
 
 def _attention_shapes(qkv, n_heads: int) -> tuple[int, int, int, int]:
@@ -50,8 +56,11 @@ def _dropout_args(probability: float, seed) -> tuple:
     """(seed, threshold, 1 / (1 - p)) as the kernels take them; threshold 0 means no dropout.
     The mask is ``tricycle.dropout_mask.keep_bits``', bit for bit. The kernels read the seed
     from device memory (``kernels.dropout.seed_array``), so that a captured step's replays
-    each draw anew."""
-    threshold = dropout_threshold(probability)
+    each draw anew. ``seed``: an int, such a device array, or a function that draws the seed
+    (drawn through ``capture.step_seed``)."""
+    threshold = min(int(round(probability * 2**32)), 2**32 - 1)  # dropout_mask's threshold
+    if threshold and callable(seed):  # a draw: once per step, each replay of a capture anew
+        seed = capture.step_seed(seed)
     seed = seed_array(seed if threshold else None)
     return seed, np.uint32(threshold), np.float32(1 / (1 - probability))
 
@@ -213,3 +222,14 @@ def instantiations() -> list[tuple[str, str, tuple[str, ...]]]:
             for (name, d), streamed in TF32_TILES.items()
         ]
     )
+
+
+# dispatch: the pair replaces the reference's (forward, backward) for the op "attention",
+# which asks with its q, k, v views (B, H, T, D)
+dispatch.add(
+    "attention",
+    "cuda",
+    (attention_forward, attention_backward),
+    dtypes=("float32", "float16", "bfloat16"),
+    applies=heads_enabled,
+)

@@ -1,0 +1,221 @@
+"""The CPU kernels of attention, convolution and the recurrent cells (tricycle/backends/cpu)
+against their references: odd sizes, size-1 axes, non-contiguous inputs, float32 and float64,
+forward and backward."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tricycle import attention, conv, dispatch, recurrent
+from tricycle.backends.cpu import attention as cpu_attention
+from tricycle.backends.cpu import conv as cpu_conv
+from tricycle.backends.cpu import recurrent as cpu_recurrent
+
+DTYPES = [np.float32, np.float64]
+TOLERANCE = {np.float32: dict(rtol=2e-4, atol=2e-5), np.float64: dict(rtol=1e-9, atol=1e-11)}
+
+
+def strided(rng, shape, dtype, transposed: bool):
+    """A random array of ``shape``; non-contiguous (every other element of a wider array)
+    when ``transposed``."""
+    if not transposed:
+        return rng.standard_normal(shape).astype(dtype)
+    wide = rng.standard_normal(shape[:-1] + (2 * shape[-1],)).astype(dtype)
+    return wide[..., ::2]
+
+
+def close(got, expected, dtype, what):
+    assert got.dtype == expected.dtype, what
+    np.testing.assert_allclose(got, expected, **TOLERANCE[dtype], err_msg=what)
+
+
+def test_every_kernel_of_these_families_is_registered():
+    ops = {k.op for k in dispatch.kernels(device="cpu")}
+    assert {"attention", "attend", "conv", "rnn_cell", "gru_cell", "lstm_cell"} <= ops
+
+
+# ------------------------------------------------------------------ attention
+
+
+@given(
+    batch=st.integers(1, 3),
+    tokens=st.integers(1, 70),
+    heads=st.integers(1, 3),
+    head_dim=st.integers(1, 9),
+    block=st.sampled_from([1, 3, 16, 64]),
+    dropout=st.sampled_from([0.0, 0.3]),
+    dtype=st.sampled_from(DTYPES),
+    transposed=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_attention_kernel_matches_reference(
+    batch, tokens, heads, head_dim, block, dropout, dtype, transposed, seed
+):
+    rng = np.random.default_rng(seed % 2**16)
+    qkv = strided(rng, (batch, tokens, 3 * heads * head_dim), dtype, transposed)
+    dout = strided(rng, (batch, tokens, heads * head_dim), dtype, transposed)
+    out, saved = attention.attention_forward(np, qkv, heads, dropout, seed)
+    dqkv = attention.attention_backward(np, dout, saved)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cpu_attention, "BLOCK", block)
+        got, saved = cpu_attention.attention_forward(np, qkv, heads, dropout, seed)
+        dgot = cpu_attention.attention_backward(np, dout, saved)
+    close(got, out, dtype, "out")
+    close(dgot, dqkv, dtype, "dqkv")
+
+
+def test_attention_seed_may_be_a_draw():
+    """A function as the seed is called once by the forward; the backward reuses its mask."""
+    rng = np.random.default_rng(0)
+    qkv = rng.standard_normal((2, 9, 12))
+    draws = []
+
+    def draw():
+        draws.append(7)
+        return 7
+
+    for forward, backward in [
+        (attention.attention_forward, attention.attention_backward),
+        (cpu_attention.attention_forward, cpu_attention.attention_backward),
+    ]:
+        out, saved = forward(np, qkv, 2, 0.4, draw)
+        expected, _ = forward(np, qkv, 2, 0.4, 7)
+        np.testing.assert_array_equal(out, expected)
+        backward(np, np.ones_like(out), saved)
+    assert draws == [7, 7]
+
+
+@given(
+    batch=st.integers(1, 2),
+    tokens=st.integers(1, 40),
+    kv_heads=st.integers(1, 2),
+    group=st.integers(1, 3),
+    head_dim=st.integers(1, 5),
+    dtype=st.sampled_from(DTYPES),
+)
+def test_attention_kernel_groups_query_heads(batch, tokens, kv_heads, group, head_dim, dtype):
+    """Grouped-query attention: the kernels on k, v of Hkv heads equal the reference on
+    k, v repeated for each query head of their group (and the gradients summed per group)."""
+    rng = np.random.default_rng(tokens)
+    H = kv_heads * group
+    q = rng.standard_normal((batch, tokens, H, head_dim)).astype(dtype)
+    k, v = (rng.standard_normal((batch, tokens, kv_heads, head_dim)).astype(dtype) for _ in "kv")
+    dout = rng.standard_normal((batch, tokens, H, head_dim)).astype(dtype)
+    repeated = [a.repeat(group, axis=2) for a in (k, v)]  # (B, T, H, D)
+    qkv = np.concatenate([q] + repeated, axis=2).reshape(batch, tokens, 3 * H * head_dim)
+    out, saved = attention.attention_forward(np, qkv, H)
+    dqkv = attention.attention_backward(np, dout.reshape(out.shape), saved)
+    dqkv = dqkv.reshape(batch, tokens, 3, H, head_dim)
+
+    got = np.empty_like(q)
+    lse = np.empty((batch, H, tokens), dtype=dtype)
+    cpu_attention.attention_forward_kernel(q, k, v, got, lse, 0, 0, 1.0, 16)
+    close(got.reshape(out.shape), out, dtype, "out")
+    dq, dk, dv = np.empty_like(q), np.empty_like(k), np.empty_like(v)
+    cpu_attention.attention_backward_kernel(q, k, v, got, dout, lse, dq, dk, dv, 0, 0, 1.0, 16)
+    close(dq, dqkv[:, :, 0], dtype, "dq")
+    for i, got_kv in ((1, dk), (2, dv)):
+        expected = dqkv[:, :, i].reshape(batch, tokens, kv_heads, group, head_dim).sum(axis=3)
+        close(got_kv, expected, dtype, "dk" if i == 1 else "dv")
+
+
+@given(tokens=st.integers(1, 30), cached=st.integers(0, 30), dtype=st.sampled_from(DTYPES))
+def test_cache_path_kernel_matches_reference(tokens, cached, dtype):
+    """New queries after ``cached`` positions: the last ``tokens`` of the keys."""
+    rng = np.random.default_rng(tokens + 31 * cached)
+    q = rng.standard_normal((2, 3, tokens, 4)).astype(dtype)
+    k, v = (rng.standard_normal((2, 3, cached + tokens, 4)).astype(dtype) for _ in "kv")
+    close(cpu_attention.attend(np, q, k, v), attention.attend(np, q, k, v), dtype, "attend")
+
+
+# ------------------------------------------------------------------ convolution
+
+CONV_CASES = [
+    ((2, 3, 11), (4, 3, 3), (1,), (1,), (1,), 1),
+    ((2, 4, 12), (6, 2, 4), (3,), (2,), (2,), 2),
+    ((3, 2, 1), (5, 2, 1), (1,), (0,), (1,), 1),
+    ((1, 1, 1, 1), (1, 1, 1, 1), (1, 1), (0, 0), (1, 1), 1),
+    ((2, 3, 9, 8), (4, 3, 3, 3), (1, 1), (1, 1), (1, 1), 1),
+    ((2, 4, 9, 7), (6, 2, 3, 2), (2, 1), (1, 0), (1, 2), 2),
+    ((1, 3, 8, 8), (3, 1, 3, 3), (2, 2), (1, 1), (1, 1), 3),
+    ((2, 2, 6, 6), (3, 2, 5, 5), (1, 1), (4, 4), (1, 1), 1),
+    ((2, 2, 10, 10), (2, 2, 3, 3), (3, 3), (0, 0), (2, 2), 1),
+    ((3, 2, 5, 1), (2, 2, 2, 1), (1, 1), (1, 0), (2, 1), 1),
+]
+
+
+@pytest.mark.parametrize("case", CONV_CASES, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("transposed", [False, True], ids=["contiguous", "strided"])
+@pytest.mark.parametrize("bias", [True, False])
+def test_conv_kernel_matches_reference(case, dtype, transposed, bias):
+    x_shape, w_shape, *geometry = case
+    rng = np.random.default_rng(0)
+    x = strided(rng, x_shape, dtype, transposed)
+    w = strided(rng, w_shape, dtype, transposed)
+    b = rng.standard_normal(w_shape[0]).astype(dtype) if bias else None
+    out = conv.conv_forward(np, x, w, b, *geometry)
+    close(cpu_conv.conv_forward(np, x, w, b, *geometry), out, dtype, "out")
+    dout = strided(rng, out.shape, dtype, transposed)
+    for needs in [(True, True, bias), (True, False, False), (False, True, False)]:
+        expected = conv.conv_backward(np, dout, x, w, *geometry, needs)
+        got = cpu_conv.conv_backward(np, dout, x, w, *geometry, needs)
+        for name, g, e in zip(("dx", "dw", "db"), got, expected):
+            assert (g is None) == (e is None), name
+            if e is not None:
+                close(g, e, dtype, name)
+
+
+def test_conv_kernel_chunks_the_batch(monkeypatch):
+    """Batches over several chunks of samples give the one-chunk result."""
+    rng = np.random.default_rng(1)
+    x, w = rng.standard_normal((5, 3, 6, 6)), rng.standard_normal((4, 3, 3, 3))
+    geometry = ((1, 1), (1, 1), (1, 1), 1)
+    out = conv.conv_forward(np, x, w, None, *geometry)
+    dout = rng.standard_normal(out.shape)
+    expected = conv.conv_backward(np, dout, x, w, *geometry, (True, True, True))
+    monkeypatch.setattr(cpu_conv, "CHUNK_BYTES", 1)  # one sample a chunk
+    close(cpu_conv.conv_forward(np, x, w, None, *geometry), out, np.float64, "out")
+    got = cpu_conv.conv_backward(np, dout, x, w, *geometry, (True, True, True))
+    for g, e in zip(got, expected):
+        close(g, e, np.float64, "grad")
+
+
+# ------------------------------------------------------------------ recurrent cells
+
+
+@given(
+    cell=st.sampled_from(sorted(recurrent.CELLS)),
+    steps=st.integers(1, 4),
+    batch=st.integers(1, 4),
+    hidden=st.integers(1, 7),
+    dtype=st.sampled_from(DTYPES),
+    transposed=st.booleans(),
+)
+def test_recurrent_kernels_match_reference(cell, steps, batch, hidden, dtype, transposed):
+    rng = np.random.default_rng(steps * 100 + batch * 10 + hidden)
+    G = recurrent.CELLS[cell][0]
+    xg = strided(rng, (steps, batch, G * hidden), dtype, transposed)
+    w = strided(rng, (G * hidden, hidden), dtype, transposed) * 0.5
+    b = rng.standard_normal(G * hidden).astype(dtype)
+    h0 = strided(rng, (batch, hidden), dtype, transposed)
+    c0 = strided(rng, (batch, hidden), dtype, transposed) if cell == "lstm" else None
+    results = []
+    for use_kernels in (False, True):
+        context = dispatch.references() if not use_kernels else pytest.MonkeyPatch.context()
+        with context:
+            states, saved = recurrent.recurrence_forward(np, cell, xg, w, b, h0, c0)
+            hs, cs = (states, None) if c0 is None else (states[0], states[1])
+            dhs = np.cos(np.arange(hs.size)).reshape(hs.shape).astype(dtype)
+            dcs = None if cs is None else np.sin(np.arange(cs.size)).reshape(cs.shape).astype(dtype)
+            grads = recurrent.recurrence_backward(np, cell, dhs, dcs, xg, w, h0, c0, hs, cs, saved)
+        results.append([states] + [g for g in grads if g is not None])
+    for got, expected in zip(results[1], results[0]):
+        close(got, expected, dtype, cell)
+
+
+def test_recurrent_kernels_are_what_the_cells_dispatch_to():
+    x = np.zeros((2, 8), dtype=np.float32)
+    chosen = dispatch.choose("lstm_cell", recurrent.CELLS["lstm"][1:], x)
+    assert chosen == (cpu_recurrent.lstm_cell_forward, cpu_recurrent.lstm_cell_backward)
