@@ -30,7 +30,7 @@ from harness import blas_threads, paired_ratio, race, settled, torch_or_none  # 
 import tricycle  # noqa: E402, F401 - binds the Tensor operators
 from tricycle.einsum import Einsum  # noqa: E402
 from tricycle.tensor import Tensor  # noqa: E402
-from tricycle.threads import enable as enable_cpu_threads  # noqa: E402
+from tricycle.apps.cpu import set_cpu_threads  # noqa: E402
 
 torch = torch_or_none()  # the comparison is optional
 
@@ -146,7 +146,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="few repeats (a smoke test)")
     parser.add_argument("--repeats", type=int, default=None, help="repeats per measurement")
     args = parser.parse_args()
-    enable_cpu_threads()  # tricycle's CPU threads, as the training script runs with them
+    set_cpu_threads(None)  # tricycle's CPU threads, as the training script runs with them
     small_repeats = args.repeats or (3 if args.quick else 30)
     dense_repeats = args.repeats or (2 if args.quick else 10)
 

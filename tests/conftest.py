@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
-from tests.helpers import blocks_over_threads
-from tricycle import backend
+from tricycle import backend, dispatch
 from tricycle.random import manual_seed
 
 settings.register_profile(
@@ -35,12 +34,12 @@ def xp(request):
     return np if request.param == "numpy" else backend.cupy()
 
 
-@pytest.fixture(params=[None, 5], ids=["one-block", "tiny-blocks"])
-def block_size(request, monkeypatch):
-    """Run a fused-op test with the default blocks and with blocks of 5 elements over two
-    threads (many blocks, the pool's path)."""
-    if request.param:
-        with blocks_over_threads(monkeypatch, request.param):
+@pytest.fixture(params=["kernels", "references"])
+def kernel_or_reference(request):
+    """Run a fused-op test through the kernels the dispatch chooses (the CPU backend's where
+    numba is there) and through the reference formulas alone."""
+    if request.param == "references":
+        with dispatch.references():
             yield
     else:
         yield

@@ -8,12 +8,11 @@ compared with central finite differences) and returns ``f``'s output for further
 """
 
 import os
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
-from tricycle import backend, blocking, threads
+from tricycle import backend
 from tricycle.gradcheck import gradcheck
 from tricycle.tensor import Tensor
 
@@ -30,15 +29,6 @@ def check_grads(f, *arrays, wrt=None, rtol: float = 1e-5, atol: float = 1e-7, se
     wrt = range(len(arrays)) if wrt is None else wrt
     gradcheck(f, *arrays, wrt=wrt, rtol=rtol, atol=atol, seed=seed)
     return f(*[Tensor(a, requires_grad=False) for a in arrays])
-
-
-@contextmanager
-def blocks_over_threads(monkeypatch, block_elements: int):
-    """Fused ops in blocks of ``block_elements`` elements (many blocks), spread over a pool of
-    two threads whatever the machine's load: the threaded path of ``tricycle.blocking``."""
-    monkeypatch.setattr(blocking, "BLOCK_ELEMENTS", block_elements)
-    with threads.enabled(2, share_machine=False):
-        yield
 
 
 def same_on_host_and(xp, layer, run, rtol: float, atol: float) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import tricycle
-from tricycle import checks, conv, factories, initialisers, ops, reduce, threads, unary
+from tricycle import checks, conv, factories, initialisers, ops, reduce, unary
 from tricycle.activation import GLU, GeLU, LeakyReLU
 from tricycle.attention import Attention, causal_attention
 from tricycle.blocks import (
@@ -290,7 +290,6 @@ SIGNATURES = [
     ("gradcheck", _calling(gradcheck, lambda x: x * 2, np.ones(2)), {},
      dict(fn=DATA, inputs=DATA, eps=POSITIVE, atol=NON_NEGATIVE, rtol=NON_NEGATIVE, wrt=DATA,
           seed=[(-1, V), (2.5, T), ("3", T), (None, T), (True, T)])),
-    ("enable", threads.enable, dict(n=1), dict(n=COUNT_OR_NONE, share_machine=BOOLEAN)),
     ("init", distributed.init, {}, dict(timeout=POSITIVE_OR_NONE, gpu=BOOLEAN)),
     ("DataParallel", DataParallel, dict(parameters=[], world=None),
      dict(parameters=DATA, world=DATA, bucket_bytes=COUNT, first_bucket_bytes=COUNT,

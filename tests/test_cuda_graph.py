@@ -10,11 +10,10 @@ the hooks outside a capture, and the refusals that need no GPU.
 import numpy as np
 import pytest
 
-from tricycle import backend, precision
+from tricycle import backend, capture, precision
 from tricycle.apps.cuda_graph import CapturedStep
 from tricycle.apps.step import train_step
 from tricycle.backends import cuda as kernels
-from tricycle import capture
 from tricycle.configs import GPTConfig
 from tricycle.dropout_mask import keep_mask
 from tricycle.einsum import Einsum

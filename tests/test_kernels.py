@@ -844,7 +844,7 @@ def test_every_instantiation_compiles_with_nvrtc():
 def test_wired_functions_dispatch_to_the_kernels(cp, rng, monkeypatch):
     """The library's ops get the CUDA kernels from the dispatch on cupy (same numbers as with
     them off, when the references run)."""
-    from tricycle import activation, attention, dispatch, functions, layers, loss
+    from tricycle import activation, dispatch, functions, layers, loss
     from tricycle.tensor import Tensor
 
     x = cp.asarray(rng.normal(size=(6, 40, 3 * 128)).astype(np.float32))

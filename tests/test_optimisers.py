@@ -115,7 +115,7 @@ def test_matches_torch(xp, case, steps):
     train_both(xp, make_ours, make_torch, steps)
 
 
-@pytest.mark.usefixtures("block_size")
+@pytest.mark.usefixtures("kernel_or_reference")
 @pytest.mark.parametrize("steps", [1, 5])
 def test_adamw_decays_only_matrices_that_are_not_embeddings(xp, steps):
     def groups(params):
@@ -132,7 +132,7 @@ def test_adamw_decays_only_matrices_that_are_not_embeddings(xp, steps):
     )
 
 
-@pytest.mark.usefixtures("block_size")
+@pytest.mark.usefixtures("kernel_or_reference")
 def test_adamw_with_nanogpt_filter_decays_embeddings_too(xp):
     def groups(params):
         decayed = [params["token_embedding.weights"], params["hidden.weights"],
