@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from harness import blas_threads, paired_ratio, race, settled, torch_or_none  # noqa: E402
 
 import tricycle  # noqa: E402, F401 - binds the Tensor operators
+from tricycle.apps.cpu import set_cpu_threads  # noqa: E402
 from tricycle.einsum import Einsum  # noqa: E402
 from tricycle.tensor import Tensor  # noqa: E402
-from tricycle.apps.cpu import set_cpu_threads  # noqa: E402
 
 torch = torch_or_none()  # the comparison is optional
 
