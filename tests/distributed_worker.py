@@ -82,7 +82,8 @@ def train(world, batch_size: int, steps: int, accumulation: int = 1, zero: bool 
 
 def main(scenario: str, out: str) -> None:
     if scenario == "hosts":  # before init: the launcher's rank, as a machine name
-        os.environ["TRICYCLE_HOST"] = f"node{int(os.environ['PMI_RANK']) % 2}"
+        rank = os.environ.get("PMI_RANK") or os.environ["OMPI_COMM_WORLD_RANK"]  # MPICH, Open MPI
+        os.environ["TRICYCLE_HOST"] = f"node{int(rank) % 2}"
     world = distributed.init()
     if scenario == "train":
         grads, losses, _, _ = train(world, batch_size=4, steps=20)

@@ -6,11 +6,14 @@ never touches cupy, and `cupy_available()` answers quietly.
 """
 
 import importlib
+import operator
 import os
 import warnings
 from types import ModuleType
 
 import numpy as np
+
+from tricycle import checks
 
 DEFAULT_FLOAT = np.float32
 
@@ -103,3 +106,87 @@ def to_device_array(array, device: int = 0):
 def to_host_array(array) -> np.ndarray:
     """Copy a cupy array to host memory (no-op for numpy arrays)."""
     return array.get() if is_cupy_array(array) else array
+
+
+# ====================================================================== data and devices
+def is_float(dtype) -> bool:
+    """Whether ``dtype`` is a floating dtype (float16/32/64): its kind is 'f'.
+
+    Reading ``dtype.kind`` is far cheaper than ``np.issubdtype`` and this runs once per op.
+    """
+    return dtype.kind == "f" or (dtype.kind == "V" and dtype.name == "bfloat16")  # ml_dtypes
+
+
+def numeric_array(data, dtype=None) -> np.ndarray:
+    """``data`` (a number, nested lists, a numpy scalar...) as a numpy array of ``dtype``.
+
+    Numbers and nested lists become float32 (the default float), booleans stay boolean and
+    numpy scalars keep their dtype, unless ``dtype`` says otherwise. Data that is not numeric
+    (None, strings, objects) or ragged raises instead of becoming NaN or an object array.
+    """
+    if data is None:
+        raise TypeError("Tensor: cannot make a tensor from None; expected numbers or an array")
+    try:
+        array = np.asarray(data)
+    except ValueError as error:  # ragged nested lists
+        raise ValueError(f"Tensor: data is not a rectangular array of numbers: {error}") from None
+    if array.dtype.kind not in "biuf" and not is_float(array.dtype):  # bfloat16 is kind 'V'
+        raise TypeError(
+            f"Tensor: expected numbers, got {type(data).__name__} data of numpy dtype "
+            f"{array.dtype} (None, strings or complex numbers?): {preview(data)}"
+        )
+    if dtype is None:
+        if isinstance(data, np.generic) or array.dtype == bool:
+            return array
+        dtype = DEFAULT_FLOAT
+    return array.astype(numeric_dtype(dtype), copy=False)
+
+
+def numeric_dtype(dtype, op: str = "Tensor") -> np.dtype:
+    """``dtype`` as a numpy dtype of numbers (bool, int, float); anything else raises,
+    naming ``op``."""
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{op}: {dtype!r} is not a dtype") from None
+    if dtype.kind not in "biuf" and not is_float(dtype):
+        raise TypeError(f"{op}: dtype must be a boolean, integer or float dtype, got {dtype}")
+    return dtype
+
+
+def move(array, device: int | None):
+    """``array`` copied to GPU ``device``, or to the host for None."""
+    if device is None:
+        return to_host_array(array)
+    return to_device_array(array, device)
+
+
+def preview(data) -> str:
+    text = repr(data)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def parse_device(device, op: str = "device") -> int | None:
+    """The GPU index named by ``device``, or None for the CPU.
+
+    Accepts "cpu", "gpu" and "cuda" (GPU 0), "cuda:N" or "gpu:N", and an integer N (GPU N).
+    """
+    if isinstance(device, str):
+        name, _, number = device.strip().lower().partition(":")
+        if name == "cpu" and not number:
+            return None
+        if name in ("cuda", "gpu"):
+            if not number:
+                return 0
+            if number.isdigit():
+                return int(number)
+    elif not isinstance(device, bool):
+        try:
+            index = operator.index(device)
+        except TypeError:
+            pass
+        else:
+            if index >= 0:
+                return index
+    error = ValueError if isinstance(device, str) or checks.is_integer(device) else TypeError
+    checks.fail(op, "device", "'cpu', 'gpu', 'cuda', 'cuda:N' or a GPU index >= 0", device, error)

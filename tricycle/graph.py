@@ -19,6 +19,13 @@ from contextlib import contextmanager
 import numpy as np
 
 from tricycle import backend, checks, dispatch
+from tricycle.backend import (  # noqa: F401 - is_float: every op module imports it from here
+    is_float,
+    move,
+    numeric_array,
+    numeric_dtype,
+    parse_device,
+)
 
 BackFn = Callable[[object], object]  # output gradient array -> input gradient array
 
@@ -54,14 +61,6 @@ def no_grad():
 def grad_enabled() -> bool:
     """Whether ops in the calling thread currently record the graph."""
     return _grad_mode.enabled
-
-
-def is_float(dtype) -> bool:
-    """Whether ``dtype`` is a floating dtype (float16/32/64): its kind is 'f'.
-
-    Reading ``dtype.kind`` is far cheaper than ``np.issubdtype`` and this runs once per op.
-    """
-    return dtype.kind == "f" or (dtype.kind == "V" and dtype.name == "bfloat16")  # ml_dtypes
 
 
 def check_float(op: str, x: "Node") -> None:
@@ -135,7 +134,7 @@ class Node:
             if isinstance(array, Node):
                 array = array.array
             if not (isinstance(array, np.ndarray) or backend.is_cupy_array(array)):
-                array = _numeric_array(array, dtype)
+                array = numeric_array(array, dtype)
         if dtype is not None and array.dtype != dtype:
             array = array.astype(numeric_dtype(dtype))
         self.array = array
@@ -411,9 +410,9 @@ class Node:
         if index == here:
             return self
         return self.new(
-            _move(self.array, index),
+            move(self.array, index),
             args=(self,),
-            back_fns=(lambda grad: _move(grad, here),),
+            back_fns=(lambda grad: move(grad, here),),
             name=self.name,
             is_batched=self.is_batched,
         )
@@ -539,78 +538,3 @@ def _writeable(array) -> bool:
     if isinstance(array, np.ndarray):
         return array.flags.writeable
     return array.size <= 1 or 0 not in array.strides
-
-
-def _numeric_array(data, dtype=None) -> np.ndarray:
-    """``data`` (a number, nested lists, a numpy scalar...) as a numpy array of ``dtype``.
-
-    Numbers and nested lists become float32 (the default float), booleans stay boolean and
-    numpy scalars keep their dtype, unless ``dtype`` says otherwise. Data that is not numeric
-    (None, strings, objects) or ragged raises instead of becoming NaN or an object array.
-    """
-    if data is None:
-        raise TypeError("Tensor: cannot make a tensor from None; expected numbers or an array")
-    try:
-        array = np.asarray(data)
-    except ValueError as error:  # ragged nested lists
-        raise ValueError(f"Tensor: data is not a rectangular array of numbers: {error}") from None
-    if array.dtype.kind not in "biuf" and not is_float(array.dtype):  # bfloat16 is kind 'V'
-        raise TypeError(
-            f"Tensor: expected numbers, got {type(data).__name__} data of numpy dtype "
-            f"{array.dtype} (None, strings or complex numbers?): {_preview(data)}"
-        )
-    if dtype is None:
-        if isinstance(data, np.generic) or array.dtype == bool:
-            return array
-        dtype = backend.DEFAULT_FLOAT
-    return array.astype(numeric_dtype(dtype), copy=False)
-
-
-def numeric_dtype(dtype, op: str = "Tensor") -> np.dtype:
-    """``dtype`` as a numpy dtype of numbers (bool, int, float); anything else raises,
-    naming ``op``."""
-    try:
-        dtype = np.dtype(dtype)
-    except TypeError:
-        raise TypeError(f"{op}: {dtype!r} is not a dtype") from None
-    if dtype.kind not in "biuf" and not is_float(dtype):
-        raise TypeError(f"{op}: dtype must be a boolean, integer or float dtype, got {dtype}")
-    return dtype
-
-
-def _move(array, device: int | None):
-    """``array`` copied to GPU ``device``, or to the host for None."""
-    if device is None:
-        return backend.to_host_array(array)
-    return backend.to_device_array(array, device)
-
-
-def _preview(data) -> str:
-    text = repr(data)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def parse_device(device, op: str = "device") -> int | None:
-    """The GPU index named by ``device``, or None for the CPU.
-
-    Accepts "cpu", "gpu" and "cuda" (GPU 0), "cuda:N" or "gpu:N", and an integer N (GPU N).
-    """
-    if isinstance(device, str):
-        name, _, number = device.strip().lower().partition(":")
-        if name == "cpu" and not number:
-            return None
-        if name in ("cuda", "gpu"):
-            if not number:
-                return 0
-            if number.isdigit():
-                return int(number)
-    elif not isinstance(device, bool):
-        try:
-            index = operator.index(device)
-        except TypeError:
-            pass
-        else:
-            if index >= 0:
-                return index
-    error = ValueError if isinstance(device, str) or checks.is_integer(device) else TypeError
-    checks.fail(op, "device", "'cpu', 'gpu', 'cuda', 'cuda:N' or a GPU index >= 0", device, error)

@@ -13,17 +13,8 @@ import numbers
 import numpy as np
 
 from tricycle import backend, binary, checks, ops, reduce, unary
-from tricycle.graph import (  # noqa: F401 - the names every module imports from here
-    BackFn,
-    Node,
-    _numeric_array,
-    check_float,
-    grad_enabled,
-    is_float,
-    no_grad,
-    numeric_dtype,
-    parse_device,
-)
+from tricycle.backend import is_float, numeric_array, numeric_dtype, parse_device  # noqa: F401
+from tricycle.graph import BackFn, Node, check_float, grad_enabled, no_grad  # noqa: F401
 
 
 def _scalar(value) -> bool:
@@ -163,7 +154,7 @@ def to_tensor(
         if dtype is None:
             dtype = bool if data.dtype == bool else backend.DEFAULT_FLOAT
     else:
-        data = _numeric_array(data, dtype)
+        data = numeric_array(data, dtype)
         dtype = data.dtype
     return Tensor(
         data,

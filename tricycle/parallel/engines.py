@@ -52,13 +52,23 @@ class _HostRequest:
 
     def __init__(self, request):
         self.request = request
+        self.then = None  # what completes the request's result, once (a copy back)
 
     def test(self) -> bool:
-        return self.request.Test()
+        done = self.request.Test()
+        if done:
+            self._finish()
+        return done
+
+    def _finish(self) -> None:
+        if self.then is not None:
+            then, self.then = self.then, None
+            then()
 
     def wait(self, world, what: str) -> None:
         request = self.request
         if request.Test():
+            self._finish()
             return
         start = time.monotonic()
         spin_until, deadline = start + SPIN_SECONDS, start + world.timeout
@@ -68,6 +78,7 @@ class _HostRequest:
                 world.abort(f"timed out after {world.timeout:g} s waiting for {what}")
             if now > spin_until:  # a rank far behind (writing a checkpoint?): poll gently
                 time.sleep(1e-3)
+        self._finish()
 
 
 class _DeviceRequest:
@@ -113,6 +124,11 @@ class _MPIEngine:
         self.MPI, self.comm = MPI, comm
 
     def all_reduce_sum(self, array):
+        if array.dtype.itemsize == 2:  # MPI has no portable 16-bit float: sum in float32
+            wide = array.astype(np.float32)
+            request = _HostRequest(self.comm.Iallreduce(self.MPI.IN_PLACE, wide, op=self.MPI.SUM))
+            request.then = lambda: array.__setitem__(..., wide)
+            return request
         return _HostRequest(self.comm.Iallreduce(self.MPI.IN_PLACE, array, op=self.MPI.SUM))
 
     def broadcast(self, array, root: int):
