@@ -234,6 +234,7 @@ def parse_args(argv=None):
     add("--n-heads", type=int, default=4)
     add("--n-layers", type=int, default=3)
     add("--dropout", type=float, default=0.0)
+    add("--norm", choices=["post", "pre"], default="post", help="LayerNorm after or before")
     add("--pretrain-steps", type=int, default=600)
     add("--pretrain-batch", type=int, default=64)
     add("--pretrain-lr", type=float, default=2e-3)
@@ -279,7 +280,7 @@ def main(argv=None) -> dict:
     config = EncoderConfig(
         vocab_size=len(vocabulary), context_window=args.context,
         embedding_dim=args.embedding_dim, n_heads=args.n_heads, n_layers=args.n_layers,
-        dropout=args.dropout, pooling="mean", n_classes=2,
+        dropout=args.dropout, norm=args.norm, pooling="mean", n_classes=2,
     )  # fmt: skip
     model = Encoder(config)
     print(f"{model.num_parameters():,} parameters")

@@ -24,8 +24,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-import numpy as np
-
 from tricycle import checks
 from tricycle.activation import GeLU
 from tricycle.blocks import ACTIVATIONS, MLPBlock
@@ -310,11 +308,12 @@ class Encoder(Layer):
             positions, self.position_embedding.weights, check_range=False
         )  # (B, T, E)
         if self.config.n_segments:
-            segments = xp.zeros_like(ids) if segments is None else segments
+            segments = xp.zeros_like(ids) if segments is None else xp.asarray(segments)
             x = x + self.segment_embedding(segments)
         post = self.config.norm == "post"
         x = self.dropout(self.layer_norm(x) if post else x)
         padding = self.padding(ids)
+        padding = None if padding.all() else padding  # no mask to apply
         for block in self.blocks:
             x = block(x, padding)
         return x if post else self.layer_norm(x)
@@ -333,7 +332,9 @@ class Encoder(Layer):
         or the mean over the real tokens ("mean")."""
         if self.config.pooling == "cls":
             return self.pooler(hidden[:, 0]).tanh()
-        weights = padding / np.maximum(padding.sum(axis=1, keepdims=True), 1)  # (B, T)
+        xp = hidden.xp
+        padding = xp.asarray(padding)
+        weights = padding / xp.maximum(padding.sum(axis=1, keepdims=True), 1)  # (B, T)
         return _MEAN_OVER_TOKENS(Tensor(weights.astype(hidden.dtype)), hidden)
 
     def classify(self, ids, segments=None) -> Tensor:
