@@ -253,3 +253,23 @@ def test_dispatch_picks_the_kernel_for_long_sequences_only():
     assert chosen == (kernel.sdpa_forward, kernel.sdpa_backward)
     with dispatch.references():
         assert dispatch.choose(op, reference, large, large, large) is reference
+
+
+@pytest.mark.parametrize("options", [{}, {"causal": True, "window": 2}, {"dropout_prob": 0.2}])
+def test_same_on_every_device(xp, options):
+    """The reference is written against ``xp``: on a GPU (cupy) it gives the numbers it gives
+    on the host, gradients and the dropout mask included."""
+    from tricycle import backend
+
+    rng = np.random.default_rng(0)
+    arrays = inputs(rng, 2, 4, 2, 5, 6, 3, 3, np.float32)
+    mask = key_padding_mask(rng.random((2, 6)) > 0.3)
+    dout = rng.normal(size=(2, 4, 5, 3)).astype(np.float32)
+    results = []
+    for module in (np, xp):
+        tensors = [Tensor(module.asarray(a), requires_grad=True) for a in arrays]
+        out = scaled_dot_product_attention(*tensors, module.asarray(mask), seed=3, **options)
+        out.backward(module.asarray(dout))
+        results.append([backend.to_host_array(t.array) for t in [out, *(t.grad for t in tensors)]])
+    for ours, host in zip(*results):
+        np.testing.assert_allclose(ours, host, rtol=1e-5, atol=1e-6)
