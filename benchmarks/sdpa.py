@@ -1,6 +1,6 @@
 """General attention on the CPU: the reference formula, the numba kernel and PyTorch.
 
-    python benchmarks/sdpa.py                 # B * T = 2048 tokens, 4 heads of 32, T = 64 ... 512
+    python benchmarks/sdpa.py               # B * T = 2048 tokens, 4 heads of 32, T = 64 ... 1024
     python benchmarks/sdpa.py --quick
 
 One forward + backward of ``tricycle.sdpa`` (bidirectional, a key padding mask) in float32,
@@ -8,7 +8,7 @@ with the reference (``sdpa_forward``/``sdpa_backward`` in numpy, the whole (Tq, 
 at once) and with the numba kernel (``tricycle/backends/cpu/sdpa.py``, tiles with an online
 softmax), and torch's ``scaled_dot_product_attention`` when torch is installed. The batch
 shrinks as T grows so that every row holds the same number of tokens. Best of ``--repeats``
-wall-clock times, in milliseconds. Where the kernel starts to win sets ``LARGE_SCORES``.
+wall-clock times, in milliseconds.
 """
 
 import argparse
@@ -40,9 +40,10 @@ def main(argv=None):
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--head-dim", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--lengths", type=int, nargs="+", default=[64, 128, 256, 512, 1024])
+    parser.add_argument("--quick", action="store_true", help="T = 64 and 128 only")
     args = parser.parse_args(argv)
-    lengths = [64, 128] if args.quick else [64, 96, 128, 256, 512]
+    lengths = [64, 128] if args.quick else args.lengths
     try:
         from tricycle.backends.cpu import sdpa as kernel
     except ImportError:

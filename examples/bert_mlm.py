@@ -235,7 +235,7 @@ def parse_args(argv=None):
     add("--n-layers", type=int, default=3)
     add("--dropout", type=float, default=0.0)
     add("--norm", choices=["post", "pre"], default="post", help="LayerNorm after or before")
-    add("--pretrain-steps", type=int, default=600)
+    add("--pretrain-steps", type=int, default=800)
     add("--pretrain-batch", type=int, default=64)
     add("--pretrain-lr", type=float, default=2e-3)
     add("--finetune-steps", type=int, default=60)

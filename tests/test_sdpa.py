@@ -242,10 +242,10 @@ def test_kernel_matches_reference(dtype, shape, options):
         np.testing.assert_allclose(mine, theirs, **tol)
 
 
-def test_dispatch_picks_the_kernel_for_long_sequences_only():
+def test_dispatch_picks_the_kernel_where_the_scores_would_not_fit_only():
     kernel = cpu_kernel()
-    small = np.zeros((1, 1, 8, 4), dtype=np.float32)
-    large = np.zeros((1, 1, 128, 4), dtype=np.float32)
+    small = np.zeros((2, 4, 512, 1), dtype=np.float32)
+    large = np.zeros((1, 4, 8192, 1), dtype=np.float32)  # 4 x 8192 x 8192 float32 scores
     reference = (sdpa_forward, sdpa_backward)
     op = "scaled_dot_product_attention"
     assert dispatch.choose(op, reference, small, small, small) is reference

@@ -9,7 +9,8 @@ probabilities from the rows' log-sum-exps, as the reference does. Both take and 
 exactly what the reference's ``sdpa_forward`` and ``sdpa_backward`` do, so either half may be
 paired with the other.
 
-It is chosen for long sequences only (``LARGE_SCORES``). Parallel over (batch, head, query
+It is chosen only where the reference's (Tq, Tk) scores would take too much memory
+(``SCORE_BYTES``); below that the reference is faster. Parallel over (batch, head, query
 tile) in the forward and over (batch, key/value head) in the backward, where every query head
 of a group adds to the same dk and dv rows.
 
@@ -223,12 +224,17 @@ def sdpa_backward(xp, dout, saved):
 
 
 def _large(q, k, *arrays) -> bool:
-    """Whether the kernel beats the reference: for short sequences numpy's batched products
-    over the whole (Tq, Tk) scores are faster than these tiles; for long ones the scores no
-    longer fit in the cache and the kernel, which never stores them, wins."""
-    return q.shape[2] * k.shape[2] >= LARGE_SCORES
+    """Whether the reference's (B, H, Tq, Tk) scores would take at least ``SCORE_BYTES``.
+
+    The reference holds several arrays of that size at once (scores, probabilities, their
+    gradients); this kernel holds tiles only. Below that size the reference, whose products
+    and exponentials are numpy's vectorised ones, is the faster of the two on a CPU
+    (benchmarks/README.md), so it keeps the op.
+    """
+    B, H, Tq, _ = q.shape
+    return B * H * Tq * k.shape[2] * q.dtype.itemsize >= SCORE_BYTES
 
 
-LARGE_SCORES = 96 * 96  # Tq * Tk from which the kernel is chosen (see benchmarks/README.md)
+SCORE_BYTES = 1 << 28  # 256 MiB of scores: e.g. 4 heads of 8192 x 8192 float32 scores
 
 dispatch.add("scaled_dot_product_attention", "cpu", (sdpa_forward, sdpa_backward), applies=_large)
