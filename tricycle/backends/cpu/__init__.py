@@ -19,6 +19,7 @@ from tricycle.backends.cpu import (  # noqa: F401 - each module registers its ke
     gelu,
     norm,
     recurrent,
+    sdpa,
     softmax,
     swiglu,
 )
