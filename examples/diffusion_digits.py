@@ -48,6 +48,7 @@ def parse_args(argv=None):
     add("--sample-steps", type=int, default=50, help="DDIM's network calls per sample")
     add("--samples", type=int, default=256, help="images to draw and score")
     add("--out", default="diffusion_digits.png", help="the PNG grid of samples")
+    add("--classifier-epochs", type=int, default=10, help="training of the judging CNN")
     add("--device", choices=["cpu", "gpu"], default="cpu")
     add("--seed", type=int, default=0)
     return parser.parse_args(argv)
@@ -147,7 +148,7 @@ def main(argv=None) -> dict:
     tricycle.manual_seed(args.seed)
 
     # the judge: the digits CNN trained on real images (on the CPU: it takes seconds)
-    classifier, accuracy = digits_cnn.train(seed=args.seed)
+    classifier, accuracy = digits_cnn.train(epochs=args.classifier_epochs, seed=args.seed)
     print(f"digits CNN: test accuracy {accuracy:.3f} on real images", flush=True)
 
     x_train, x_test, _, _ = digits_cnn.load_digits_split(args.seed)
@@ -163,7 +164,7 @@ def main(argv=None) -> dict:
     print(f"labelled with probability >= {CONFIDENT}: {confident:.1%}")
     print("share of each digit: " + ", ".join(f"{d}: {s:.1%}" for d, s in enumerate(shares)))
     print(f"total time {time.perf_counter() - start:.0f} s")
-    return {"confident": confident, "shares": shares, "accuracy": accuracy}
+    return {"confident": confident, "shares": shares, "accuracy": accuracy, "samples": samples}
 
 
 if __name__ == "__main__":

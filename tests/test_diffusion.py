@@ -327,3 +327,18 @@ def test_ddpm_loss_draws_steps_and_noise_from_the_seed():
         random.manual_seed(3)
         losses.append(float(ddpm_loss(model, schedule, x0)))
     assert losses[0] == losses[1] and losses[0] > 0
+
+
+def test_the_example_runs_and_repeats_its_numbers(tmp_path):
+    """examples/diffusion_digits.py, a few steps of everything: the PNG is written and a
+    second run with the same seed prints the same numbers."""
+    pytest.importorskip("sklearn")
+    pytest.importorskip("matplotlib")
+    example = pytest.importorskip("examples.diffusion_digits")
+    tiny = ["--steps", "3", "--samples", "9", "--sample-steps", "2", "--channels", "8,16"]
+    tiny += ["--batch-size", "16", "--classifier-epochs", "1"]
+    results = [example.main(tiny + ["--out", str(tmp_path / f"{k}.png")]) for k in range(2)]
+    assert (tmp_path / "0.png").stat().st_size > 0
+    for key in ("samples", "shares", "confident", "accuracy"):
+        np.testing.assert_array_equal(results[0][key], results[1][key])
+    assert results[0]["shares"].sum() == pytest.approx(1.0)
