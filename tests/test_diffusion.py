@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from tests.helpers import check_grads
+from tests.helpers import check_grads, same_on_host_and
 from tricycle.diffusion import (
     NoiseSchedule,
     ancestral_sample,
@@ -342,3 +342,35 @@ def test_the_example_runs_and_repeats_its_numbers(tmp_path):
     for key in ("samples", "shares", "confident", "accuracy"):
         np.testing.assert_array_equal(results[0][key], results[1][key])
     assert results[0]["shares"].sum() == pytest.approx(1.0)
+
+
+def test_the_unet_and_its_loss_agree_on_every_backend(xp):
+    """The loss and every gradient on the host and on ``xp``'s device (a GPU when present)."""
+    model = UNet(in_channels=1, channels=(8, 16), num_groups=4)
+    schedule, t = NoiseSchedule.cosine(20), np.array([0, 3, 10, 19])
+    x0, noise = randn(4, 1, 8, 8, dtype=np.float32), randn(4, 1, 8, 8, seed=1, dtype=np.float32)
+
+    def run(array_module):
+        x0_, noise_ = (Tensor(array_module.asarray(a), requires_grad=False) for a in (x0, noise))
+        loss = ddpm_loss(model, schedule, x0_, t, noise_)
+        loss.backward()
+        return loss
+
+    same_on_host_and(xp, model, run, rtol=1e-4, atol=1e-5)
+
+
+def test_samplers_run_where_the_model_is(xp):
+    from tricycle import backend, random
+
+    model = UNet(in_channels=1, channels=(8,), num_groups=4)
+    schedule = NoiseSchedule.cosine(10)
+    results = []
+    for device in ("host", "device"):
+        if device == "device" and xp is not np:
+            model.to_gpu()
+        random.manual_seed(0)
+        ddim = ddim_sample(model, schedule, (2, 1, 4, 4), steps=3, eta=0.5)
+        ancestral = ancestral_sample(model, schedule, (2, 1, 4, 4))
+        results.append([backend.to_host_array(a) for a in (ddim, ancestral)])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
