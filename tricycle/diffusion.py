@@ -33,11 +33,13 @@ from tricycle.tensor import Tensor, no_grad, to_tensor
 
 __all__ = [
     "NoiseSchedule",
+    "ancestral_sample",
     "cosine_betas",
     "ddim_sample",
     "ddim_timesteps",
     "ddpm_loss",
-    "ancestral_sample",
+    "draw_noise",
+    "draw_timesteps",
     "linear_betas",
     "q_sample",
     "timestep_embedding",
