@@ -342,6 +342,8 @@ def test_the_example_runs_and_repeats_its_numbers(tmp_path):
     for key in ("samples", "shares", "confident", "accuracy"):
         np.testing.assert_array_equal(results[0][key], results[1][key])
     assert results[0]["shares"].sum() == pytest.approx(1.0)
+    ancestral = ["--sampler", "ancestral", "--timesteps", "4", "--out", str(tmp_path / "a.png")]
+    assert example.main(tiny + ancestral)["samples"].shape == (9, 8, 8)
 
 
 def test_the_unet_and_its_loss_agree_on_every_backend(xp):
