@@ -1,0 +1,189 @@
+"""A denoising diffusion model (DDPM) that draws 8x8 handwritten digits.
+
+    python examples/diffusion_digits.py                 # a few minutes on a 2-core CPU
+    python examples/diffusion_digits.py --device gpu    # on a CUDA GPU
+
+A small U-Net (``tricycle.unet``) learns to predict the noise added to scikit-learn's 1,797
+digits (scaled to [-1, 1]) at a random step of a cosine noise schedule (``tricycle.diffusion``),
+by the epsilon-prediction loss. An exponential moving average (EMA) of its weights then turns
+pure noise into digits by DDIM sampling (or DDPM's ancestral sampling, ``--sampler
+ancestral``), written as a grid of images to a PNG.
+
+To score the samples, the digits CNN of ``examples/digits_cnn.py`` is trained on the real
+images (75% of them; its accuracy on the rest is printed) and labels each sample: the script
+prints the share of samples it labels with probability >= 0.9, and the share of each digit
+among the samples (all ten present in similar shares: the model draws every digit).
+"""
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
+
+import tricycle  # noqa: E402
+from tricycle.diffusion import NoiseSchedule, ancestral_sample, ddim_sample, ddpm_loss  # noqa: E402
+from tricycle.optimisers import AdamW  # noqa: E402
+from tricycle.scheduler import CosineSchedule  # noqa: E402
+from tricycle.tensor import Tensor, no_grad  # noqa: E402
+from tricycle.unet import UNet  # noqa: E402
+
+CONFIDENT = 0.9  # a sample is "recognised" when the CNN's top probability is at least this
+
+
+def positive(text: str) -> int:
+    """An argument that must be an integer >= 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return int(text)
+
+
+def channel_list(text: str) -> tuple[int, ...]:
+    """Comma-separated channels per level: "32,64" -> (32, 64)."""
+    if not all(part.strip().isdigit() and int(part) > 0 for part in text.split(",")):
+        raise argparse.ArgumentTypeError(f"expected integers >= 1 such as 32,64, got {text!r}")
+    return tuple(int(part) for part in text.split(","))
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add = parser.add_argument
+    add("--steps", type=positive, default=1500, help="optimiser steps")
+    add("--batch-size", type=positive, default=128)
+    add("--lr", type=float, default=2e-3, help="peak learning rate (cosine decay)")
+    add("--channels", type=channel_list, default=(32, 64), help="U-Net channels per level")
+    add("--timesteps", type=positive, default=1000, help="T, the steps of the noise schedule")
+    add("--schedule", choices=["cosine", "linear"], default="cosine")
+    add("--ema", type=float, default=0.995, help="decay of the weights' moving average")
+    add("--sampler", choices=["ddim", "ancestral"], default="ddim")
+    add("--sample-steps", type=positive, default=50, help="DDIM's network calls per sample")
+    add("--samples", type=positive, default=256, help="images to draw and score")
+    add("--out", default="diffusion_digits.png", help="the PNG grid of samples")
+    add("--classifier-epochs", type=positive, default=10, help="training of the judging CNN")
+    add("--device", choices=["cpu", "gpu"], default="cpu")
+    add("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.sample_steps > args.timesteps:
+        parser.error(f"--sample-steps {args.sample_steps} exceeds --timesteps {args.timesteps}")
+    if args.device == "gpu" and not tricycle.backend.cupy_available():
+        parser.error("--device gpu: no CUDA GPU (CuPy is not installed or sees no device)")
+    return args
+
+
+def load_examples():
+    """The digits CNN example's data split, model and training (it needs scikit-learn)."""
+    try:
+        import sklearn  # noqa: F401
+    except ImportError:
+        sys.exit("diffusion_digits.py needs scikit-learn for the digits: pip install scikit-learn")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import digits_cnn
+
+    return digits_cnn
+
+
+def train_diffusion(args, images):
+    """Train the U-Net on ``images`` (N, 1, 8, 8) in [-1, 1]; returns (model, schedule),
+    the model holding the EMA of its weights."""
+    make = NoiseSchedule.cosine if args.schedule == "cosine" else NoiseSchedule.linear
+    schedule = make(args.timesteps)
+    model = UNet(in_channels=1, channels=args.channels)
+    if args.device == "gpu":
+        model.to_gpu()
+    xp = model.parameters()[0].xp
+    data = xp.asarray(images)
+    optimiser = AdamW(learning_rate=args.lr, weight_decay=0.0)
+    warmup = min(100, args.steps // 10)
+    lr = CosineSchedule(args.lr, args.lr / 20, args.steps, warmup_steps=warmup)
+    parameters = model.parameters()
+    ema = [p.array.copy() for p in parameters]
+    generator = tricycle.random.generator()
+    start, losses = time.perf_counter(), []
+    for step in range(args.steps):
+        batch = generator.integers(0, len(images), size=args.batch_size)
+        loss = ddpm_loss(model, schedule, Tensor(data[xp.asarray(batch)], requires_grad=False))
+        loss.backward()
+        optimiser.learning_rate = lr(step)
+        optimiser.step()
+        model.update(optimiser)
+        for average, p in zip(ema, parameters):  # average <- d average + (1 - d) weights
+            average *= args.ema
+            average += (1 - args.ema) * p.array
+        losses.append(float(loss))
+        if (step + 1) % 250 == 0 or step + 1 == args.steps:
+            elapsed = time.perf_counter() - start
+            print(f"step {step + 1}: loss {np.mean(losses):.4f} ({elapsed:.0f} s)", flush=True)
+            losses = []
+    for p, average in zip(parameters, ema):
+        p.array = average
+    return model, schedule
+
+
+def sample(args, model, schedule) -> np.ndarray:
+    """``args.samples`` images (N, 8, 8) in [0, 1], on the host."""
+    shape = (args.samples, 1, 8, 8)
+    if args.sampler == "ddim":
+        x = ddim_sample(model, schedule, shape, steps=args.sample_steps)
+    else:
+        x = ancestral_sample(model, schedule, shape)
+    x = tricycle.backend.to_host_array(x)[:, 0]
+    return np.clip((x + 1) / 2, 0, 1)
+
+
+def write_grid(images: np.ndarray, path: str, scale: int = 4) -> None:
+    """The images (N, 8, 8) in [0, 1] as a square grid with 1-pixel gaps, ink dark on white,
+    each pixel ``scale`` x ``scale``; matplotlib writes it (no pyplot state)."""
+    from matplotlib.image import imsave
+
+    n, size = len(images), images.shape[-1]
+    columns = int(np.ceil(np.sqrt(n)))
+    rows = -(-n // columns)
+    cell = size + 1
+    grid = np.zeros((rows * cell + 1, columns * cell + 1))
+    for k, image in enumerate(images):
+        r, c = divmod(k, columns)
+        grid[1 + r * cell : 1 + r * cell + size, 1 + c * cell : 1 + c * cell + size] = image
+    grid = np.kron(grid, np.ones((scale, scale)))
+    imsave(path, grid, cmap="gray_r", vmin=0, vmax=1)
+
+
+def probabilities(classifier, images: np.ndarray) -> np.ndarray:
+    """The classifier's softmax over the ten digits for images (N, 8, 8) in [0, 1]."""
+    classifier.eval()
+    with no_grad():
+        logits = classifier(Tensor(images[:, None].astype(np.float32))).array
+    z = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return z / z.sum(axis=1, keepdims=True)
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    digits_cnn = load_examples()
+    start = time.perf_counter()
+    tricycle.manual_seed(args.seed)
+
+    # the judge: the digits CNN trained on real images (on the CPU: it takes seconds)
+    classifier, accuracy = digits_cnn.train(epochs=args.classifier_epochs, seed=args.seed)
+    print(f"digits CNN: test accuracy {accuracy:.3f} on real images", flush=True)
+
+    x_train, x_test, _, _ = digits_cnn.load_digits_split(args.seed)
+    images = np.concatenate([x_train, x_test]) * 2 - 1  # (1797, 1, 8, 8) in [-1, 1]
+    model, schedule = train_diffusion(args, images)
+    samples = sample(args, model, schedule)
+    write_grid(samples, args.out)
+
+    p = probabilities(classifier, samples)
+    confident = float(np.mean(p.max(axis=1) >= CONFIDENT))
+    shares = np.bincount(p.argmax(axis=1), minlength=10) / len(p)
+    print(f"wrote {args.out}: {len(samples)} samples by {args.sampler}")
+    print(f"labelled with probability >= {CONFIDENT}: {confident:.1%}")
+    print("share of each digit: " + ", ".join(f"{d}: {s:.1%}" for d, s in enumerate(shares)))
+    print(f"total time {time.perf_counter() - start:.0f} s")
+    return {"confident": confident, "shares": shares, "accuracy": accuracy, "samples": samples}
+
+
+if __name__ == "__main__":
+    main()
