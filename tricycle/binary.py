@@ -6,11 +6,12 @@ array that meets a tensor in an op becomes a tensor by ``constant``, the one pla
 decides its dtype.
 """
 
+import math
 import operator
 
 import numpy as np
 
-from tricycle import backend
+from tricycle import backend, dispatch
 from tricycle.graph import Node as Tensor  # the ops see a tensor as a graph node
 from tricycle.graph import add_arrays, is_float
 
@@ -44,10 +45,19 @@ def unbroadcast(grad, shape: tuple[int, ...]):
     if grad.shape == shape:
         return grad
     extra = grad.ndim - len(shape)
+    if grad.shape[extra:] == shape and grad.flags.c_contiguous:  # a bias: sum the leading rows
+        rows = grad.reshape(-1, math.prod(shape))  # (N, J)
+        return dispatch.choose("sum_rows", _sum_rows, rows)(rows).reshape(shape)
     axes = tuple(range(extra)) + tuple(
         extra + i for i, n in enumerate(shape) if n == 1 and grad.shape[extra + i] != 1
     )
     return grad.sum(axis=axes, keepdims=True).reshape(shape)
+
+
+def _sum_rows(rows):
+    """(N, J) -> (J,): the sum over the rows (a kernel registered as "sum_rows" may do it as
+    one product with a row of ones)."""
+    return rows.sum(axis=0)
 
 
 def _binary(op: str, a: Tensor, b: Tensor, out, da, db) -> Tensor:

@@ -104,19 +104,19 @@ def choose(op: str, reference, *arrays):
     ``reference``."""
     if _mode.references_only:
         return reference
-    present = [a for a in arrays if a is not None]
-    if not present:
+    first = next((a for a in arrays if a is not None), None)
+    if first is None:
         return reference
-    device = device_of(present[0])
+    device = "cpu" if type(first) is np.ndarray or isinstance(first, np.ndarray) else "cuda"
     if device not in _loaded:
         _load(device)
     candidates = _registry.get((op, device))
     if not candidates or os.environ.get("TRICYCLE_DISABLE_KERNELS"):
         return reference
-    names = [_dtype_name(a.dtype) for a in present]
+    names = {_dtype_name(a.dtype) for a in arrays if a is not None}
     for kernel in candidates:
-        if all(name in kernel.dtypes for name in names):
-            if kernel.applies is None or kernel.applies(*present):
+        if names <= kernel.dtypes:
+            if kernel.applies is None or kernel.applies(*[a for a in arrays if a is not None]):
                 return kernel.implementation
     return reference
 

@@ -184,6 +184,11 @@ def _cuda_type(dtype) -> int:
         return _cuda_type_of[dtype]
 
 
+def _rows(a) -> bool:
+    return a.ndim == 2 and a.flags.c_contiguous
+
+
+@dispatch.register("sum_rows", "cuda", dtypes=tuple(CTYPES), applies=_rows)
 def column_sums(a):
     """Sums over the rows of a C-contiguous 2-D cupy array: (N, J) -> (J,), as the product
     of a (cached) row of ones with ``a``: one GEMM, the bias gradient of a Dense layer."""
