@@ -18,6 +18,7 @@ mkdir -p "$OUT"
 PY=${PYTHON:-python3}
 BIN=$(dirname "$(command -v "$PY")")
 MPI=${MPIEXEC:-$([ -x "$BIN/mpiexec" ] && echo "$BIN/mpiexec" || echo mpiexec)}
+read -ra MPI_ARGS <<<"${MPIEXEC_ARGS:-}"  # e.g. Open MPI as root: --allow-run-as-root -x PATH
 TORCHRUN=${TORCHRUN:-$([ -x "$BIN/torchrun" ] && echo "$BIN/torchrun" || echo torchrun)}
 SUITE=${SUITE:-all}
 R="$OUT/results.jsonl"
@@ -35,11 +36,11 @@ run() {  # run NAME LIMIT COMMAND...: log to $OUT/NAME.log, keep its RESULT line
 
 if [ "$SUITE" != scaling ]; then
     for fault in hang kill raise; do
-        TRICYCLE_DIST_TIMEOUT=10 run "fault_$fault" 60 "$MPI" -n 2 "$PY" \
+        TRICYCLE_DIST_TIMEOUT=10 run "fault_$fault" 60 "$MPI" "${MPI_ARGS[@]}" -n 2 "$PY" \
             benchmarks/distributed_gpu.py --fault "$fault" --precision bf16
     done
     rm -rf "$OUT/taken" && mkdir -p "$OUT/taken" && echo '{"step": 1}' >"$OUT/taken/metrics.jsonl"
-    run fault_usage 60 "$MPI" -n 2 "$PY" train_smol_gpt.py --config debug --device gpu \
+    run fault_usage 60 "$MPI" "${MPI_ARGS[@]}" -n 2 "$PY" train_smol_gpt.py --config debug --device gpu \
         --out-dir "$OUT/taken" --no-progress
 fi
 if [ "$SUITE" != faults ]; then
@@ -50,7 +51,7 @@ if [ "$SUITE" != faults ]; then
         check=$([ $m = gpt2 ] && echo --no-check)
         run "tricycle_${m}_1" 150 "$PY" benchmarks/distributed_gpu.py --model $m "${A[@]}" \
             --no-check --settings "script captured,script eager"
-        run "tricycle_${m}_2" 180 "$MPI" -n 2 "$PY" benchmarks/distributed_gpu.py --model $m \
+        run "tricycle_${m}_2" 180 "$MPI" "${MPI_ARGS[@]}" -n 2 "$PY" benchmarks/distributed_gpu.py --model $m \
             "${A[@]}" $check
         run "torch_${m}_1" 90 "$PY" benchmarks/torch_ddp_gpu.py --model $m "${T[@]}"
         run "torch_${m}_2" 90 "$TORCHRUN" --standalone --nproc_per_node 2 \
