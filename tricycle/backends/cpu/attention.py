@@ -25,6 +25,7 @@ from numba import prange
 
 from tricycle import dispatch
 from tricycle.backends.cpu.compile import jit, parallel_jit
+from tricycle.backends.cpu.maths import exp
 
 BLOCK = 64  # queries (and keys) per block
 
@@ -88,11 +89,11 @@ def attention_forward_kernel(q, k, v, out, lse, seed, threshold, dropout_scale, 
                     row_max = m[i]
                     for j in range(c, last):
                         row_max = max(row_max, s[i, j - c])
-                    correction = math.exp(m[i] - row_max)
+                    correction = exp(m[i] - row_max)
                     m[i] = row_max
                     row_sum = 0.0
                     for j in range(c, last):
-                        p = math.exp(s[i, j - c] - row_max)
+                        p = exp(s[i, j - c] - row_max)
                         row_sum += p
                         s[i, j - c] = p
                     for j in range(max(last, c), f):
@@ -146,7 +147,7 @@ def attention_backward_kernel(q, k, v, out, dout, lse, dq, dk, dv, seed, thresho
                     for i in range(e - a):
                         last = min(f, a + i + 1)  # keys after the query's position: masked
                         for j in range(c, last):
-                            p[i, j - c] = math.exp(p[i, j - c] - lse[b, h, a + i])
+                            p[i, j - c] = exp(p[i, j - c] - lse[b, h, a + i])
                         for j in range(max(last, c), f):  # no probability, no gradient
                             p[i, j - c] = 0.0
                             dp[i, j - c] = 0.0
