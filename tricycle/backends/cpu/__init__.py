@@ -9,6 +9,7 @@ imported and the reference formulas run. ``set_threads`` sets the kernels' threa
 """
 
 import numba  # noqa: F401 - the dispatch's one line says so when it is missing
+import scipy  # noqa: F401 - numba's np.dot (BLAS inside the kernels) needs it
 
 from tricycle.backends.cpu import (  # noqa: F401 - each module registers its kernels
     adam,
