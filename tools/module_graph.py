@@ -143,7 +143,10 @@ def main() -> None:
     for n, m in sizes[:8]:
         print(f"  {n:5}  {m}")
 
-    code = "import sys, tricycle.tensor; print(sorted(m for m in sys.modules if 'tricycle' in m))"
+    code = (
+        "import sys, tricycle.tensor; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'tricycle'))"
+    )
     loaded = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
                             text=True, env={"PYTHONPATH": str(root), "PATH": ""})  # fmt: skip
     names = eval(loaded.stdout) if loaded.returncode == 0 else []  # noqa: S307 - our own print
