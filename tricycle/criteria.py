@@ -31,6 +31,44 @@ __all__ = ["NLL", "BCEWithLogits", "CosineEmbedding", "Huber", "KLDiv", "L1", "S
 REDUCTIONS = ("mean", "sum", "none")
 
 
+def labels_and_mask(xp, labels, ignore_index):
+    """Flat labels safe to index with (ignored ones set to 0) and the mask of counted rows
+    (None when nothing is ignored)."""
+    labels = labels.reshape(-1)  # (N,)
+    if ignore_index is None:
+        return labels, None
+    valid = labels != ignore_index  # (N,)
+    return xp.where(valid, labels, 0), valid
+
+
+def check_class_labels(op: str, scores: str, labels, y_pred: Tensor, ignore_index, of: str) -> None:
+    """Labels (y_true) must be integer class ids of y_pred's rows of ``scores`` (logits,
+    log-probabilities), each in [0, C) or ``ignore_index``; an error names ``op``, and a
+    label out of range is reported "for {scores} {of} C classes"."""
+    check_float(f"{op} ({scores}, y_pred)", y_pred)
+    if not np.issubdtype(labels.dtype, np.integer):
+        raise TypeError(
+            f"{op}: labels (y_true) must be integer class ids, got dtype {labels.dtype}; "
+            "convert with to_tensor(labels, dtype=int)"
+        )
+    if y_pred.ndim == 0 or labels.shape != y_pred.shape[:-1]:
+        raise ValueError(
+            f"{op}: labels of shape {labels.shape} need {scores} of shape "
+            f"{labels.shape + ('C',)}, got {y_pred.shape}"
+        )
+    if labels.size == 0:
+        raise ValueError(f"{op}: no labels (empty input)")
+    n_classes = y_pred.shape[-1]
+    deferred.check_range(
+        labels,
+        n_classes,
+        op=op,
+        what="labels",
+        context=f"for {scores} {of} {n_classes} classes",
+        ignore=ignore_index,
+    )
+
+
 def reduced(op: str, losses, reduction: str, args, local_grads, count=None) -> Tensor:
     """The graph node of per-element ``losses`` reduced by ``reduction``.
 
@@ -243,16 +281,14 @@ class NLL:
         y_pred = as_tensor(y_pred)
         labels = y_true.array if isinstance(y_true, Tensor) else y_pred.xp.asarray(y_true)
         xp = check_same_device("NLL", labels, y_pred.array)
-        self._check(labels, y_pred)
+        check_class_labels("NLL", "log-probabilities", labels, y_pred, self.ignore_index, "of")
         n_classes = y_pred.shape[-1]
         log_probs = y_pred.array.reshape(-1, n_classes)  # (N, C)
-        flat = labels.reshape(-1)  # (N,)
-        rows = xp.arange(flat.size)
-        if self.ignore_index is None:
-            safe, valid = flat, xp.ones(flat.shape, dtype=log_probs.dtype)
-        else:
-            kept = flat != self.ignore_index
-            safe, valid = xp.where(kept, flat, 0), kept.astype(log_probs.dtype)
+        safe, kept = labels_and_mask(xp, labels, self.ignore_index)  # (N,)
+        rows = xp.arange(safe.size)
+        valid = (
+            xp.ones(safe.shape, log_probs.dtype) if kept is None else kept.astype(log_probs.dtype)
+        )
         losses = -log_probs[rows, safe] * valid  # (N,)
 
         def d_log_probs(dl):  # -dl at each label, 0 elsewhere and on ignored rows
@@ -268,30 +304,6 @@ class NLL:
             (y_pred,),
             (d_log_probs,),
             count=count,
-        )
-
-    def _check(self, labels, y_pred: Tensor) -> None:
-        check_float("NLL (log-probabilities, y_pred)", y_pred)
-        if not np.issubdtype(labels.dtype, np.integer):
-            raise TypeError(
-                f"NLL: labels (y_true) must be integer class ids, got dtype {labels.dtype}; "
-                "convert with to_tensor(labels, dtype=int)"
-            )
-        if y_pred.ndim == 0 or labels.shape != y_pred.shape[:-1]:
-            raise ValueError(
-                f"NLL: labels of shape {labels.shape} need log-probabilities of shape "
-                f"{labels.shape + ('C',)}, got {y_pred.shape}"
-            )
-        if labels.size == 0:
-            raise ValueError("NLL: no labels (empty input)")
-        n_classes = y_pred.shape[-1]
-        deferred.check_range(
-            labels,
-            n_classes,
-            op="NLL",
-            what="labels",
-            context=f"for log-probabilities of {n_classes} classes",
-            ignore=self.ignore_index,
         )
 
 

@@ -8,22 +8,12 @@ softmax in the forward. Both are array functions written once against ``xp``, th
 formulas; ``CrossEntropy`` asks ``tricycle.dispatch`` once for a backend's kernels.
 """
 
-import numpy as np
-
-from tricycle import checks, deferred, dispatch
+from tricycle import checks, dispatch
 from tricycle.backend import check_same_device
 from tricycle.binary import constant
-from tricycle.tensor import Tensor, as_tensor, check_float
+from tricycle.criteria import check_class_labels, labels_and_mask
+from tricycle.tensor import Tensor, as_tensor
 from tricycle.unary import sigmoid_forward
-
-
-def _labels_and_mask(xp, labels, ignore_index):
-    """Flat labels safe to index with (ignored ones set to 0) and the mask of counted rows."""
-    labels = labels.reshape(-1)  # (N,)
-    if ignore_index is None:
-        return labels, None
-    valid = labels != ignore_index  # (N,)
-    return xp.where(valid, labels, 0), valid
 
 
 def cross_entropy_forward(xp, logits, labels, ignore_index=None):
@@ -40,7 +30,7 @@ def cross_entropy_forward(xp, logits, labels, ignore_index=None):
     """
     logits2 = logits.reshape(-1, logits.shape[-1])  # (N, C)
     n = logits2.shape[0]
-    safe, valid = _labels_and_mask(xp, labels, ignore_index)
+    safe, valid = labels_and_mask(xp, labels, ignore_index)
     peak = logits2.max(axis=-1)  # (N,): subtracted so that exp never overflows
     log_sum = xp.log(xp.exp(logits2 - peak[:, None]).sum(axis=-1))  # (N,)
     losses = log_sum - (logits2[xp.arange(n), safe] - peak)  # (N,)
@@ -61,7 +51,7 @@ def cross_entropy_backward(xp, dloss, logits, labels, saved, ignore_index=None):
     """
     peak, log_sum, count = saved
     logits2 = logits.reshape(-1, logits.shape[-1])  # (N, C)
-    safe, valid = _labels_and_mask(xp, labels, ignore_index)
+    safe, valid = labels_and_mask(xp, labels, ignore_index)
     scale = dloss / xp.maximum(count, 1.0)  # 0-d
     weight = xp.broadcast_to(scale, peak.shape) if valid is None else valid * scale  # (N,)
     dlogits = xp.exp(logits2 - peak[:, None]) * (weight * xp.exp(-log_sum))[:, None]
@@ -93,7 +83,7 @@ class CrossEntropy:
         y_pred = _predictions(y_pred)
         labels = y_true.array if isinstance(y_true, Tensor) else y_pred.xp.asarray(y_true)
         xp = check_same_device("CrossEntropy", labels, y_pred.array)
-        self._check(xp, labels, y_pred)
+        check_class_labels("CrossEntropy", "logits", labels, y_pred, self.ignore_index, "with")
         ignore_index, logits = self.ignore_index, y_pred.array
         forward, backward = dispatch.choose(
             "cross_entropy", (cross_entropy_forward, cross_entropy_backward), logits
@@ -104,30 +94,6 @@ class CrossEntropy:
             args=(y_pred,),
             back_fns=(lambda dloss: backward(xp, dloss, logits, labels, saved, ignore_index),),
             name="cross_entropy",
-        )
-
-    def _check(self, xp, labels, y_pred: Tensor) -> None:
-        check_float("CrossEntropy (logits, y_pred)", y_pred)
-        if not np.issubdtype(labels.dtype, np.integer):
-            raise TypeError(
-                f"CrossEntropy: labels (y_true) must be integer class ids, got dtype "
-                f"{labels.dtype}; convert with to_tensor(labels, dtype=int)"
-            )
-        if y_pred.ndim == 0 or labels.shape != y_pred.shape[:-1]:
-            raise ValueError(
-                f"CrossEntropy: labels of shape {labels.shape} need logits of shape "
-                f"{labels.shape + ('C',)}, got {y_pred.shape}"
-            )
-        if labels.size == 0:
-            raise ValueError("CrossEntropy: no labels (empty input)")
-        n_classes = y_pred.shape[-1]
-        deferred.check_range(
-            labels,
-            n_classes,
-            op="CrossEntropy",
-            what="labels",
-            context=f"for logits with {n_classes} classes",
-            ignore=self.ignore_index,
         )
 
 
