@@ -12,6 +12,7 @@ from tricycle import dispatch
 from tricycle.backends.cpu.arrays import flat, rows
 from tricycle.backends.cpu.compile import parallel_jit
 from tricycle.backends.cpu.maths import exp
+from tricycle.backends.cpu.softmax import exp_sum, row_max
 
 
 @parallel_jit
@@ -20,14 +21,9 @@ def crossentropy_forward(losses, peak, log_sum, logits, labels, ignore, has_igno
     loss = log_sum - (row[label] - peak), 0 for an ignored label."""
     N, C = logits.shape
     for n in prange(N):
-        top = logits[n, 0]
-        for i in range(1, C):
-            top = max(top, logits[n, i])
-        total = 0.0
-        for i in range(C):
-            total += exp(logits[n, i] - top)
+        top = row_max(logits, n)
         peak[n] = top
-        log_sum[n] = np.log(total)
+        log_sum[n] = np.log(exp_sum(logits, n, top))
         if has_ignore and labels[n] == ignore:
             losses[n] = 0.0
         else:

@@ -9,19 +9,35 @@ from numba import prange
 
 from tricycle import dispatch
 from tricycle.backends.cpu.arrays import rows
-from tricycle.backends.cpu.compile import parallel_jit
+from tricycle.backends.cpu.compile import jit, parallel_jit
 from tricycle.backends.cpu.maths import exp
 
 
 # ---------------------------------------------------------------------- kernels
+@jit
+def row_max(inp, n):
+    """The largest value of row n of inp (N, C)."""
+    peak = inp[n, 0]
+    for i in range(1, inp.shape[1]):
+        peak = max(peak, inp[n, i])
+    return peak
+
+
+@jit
+def exp_sum(inp, n, peak):
+    """sum(exp(row - peak)) of row n of inp (N, C)."""
+    total = 0.0
+    for i in range(inp.shape[1]):
+        total += exp(inp[n, i] - peak)
+    return total
+
+
 @parallel_jit
 def softmax_forward_kernel(out, inp):
     """out = exp(inp - max) / sum(exp(inp - max)) per row of inp (N, C)."""
     N, C = inp.shape
     for n in prange(N):
-        peak = inp[n, 0]
-        for i in range(1, C):
-            peak = max(peak, inp[n, i])
+        peak = row_max(inp, n)
         total = 0.0
         for i in range(C):
             e = exp(inp[n, i] - peak)
@@ -49,13 +65,8 @@ def log_softmax_forward_kernel(out, inp):
     """out = inp - max - log(sum(exp(inp - max))) per row."""
     N, C = inp.shape
     for n in prange(N):
-        peak = inp[n, 0]
-        for i in range(1, C):
-            peak = max(peak, inp[n, i])
-        total = 0.0
-        for i in range(C):
-            total += exp(inp[n, i] - peak)
-        shift = peak + np.log(total)
+        peak = row_max(inp, n)
+        shift = peak + np.log(exp_sum(inp, n, peak))
         for i in range(C):
             out[n, i] = inp[n, i] - shift
 
