@@ -12,7 +12,9 @@ import ctypes
 import ctypes.util
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+
+from threadpoolctl import threadpool_limits
 
 from tricycle import dispatch
 
@@ -34,31 +36,34 @@ def threads_per_process(n: int | None, processes_here: int = 1) -> int | None:
     return n
 
 
+def set_cpu_threads(n: int | None) -> Callable[[], None]:
+    """Run the CPU kernels and BLAS on ``n`` threads from now on (None: leave them as they
+    are); returns the function that puts them back."""
+    undo = []
+    if n is not None:
+        if dispatch.available("cpu"):
+            from tricycle.backends.cpu import set_threads, thread_count  # noqa: PLC0415
+
+            previous = thread_count()
+            set_threads(n)
+            undo.append(lambda: set_threads(previous))
+        undo.append(threadpool_limits(limits=n, user_api="blas").restore_original_limits)
+
+    def restore() -> None:
+        for step in reversed(undo):
+            step()
+
+    return restore
+
+
 @contextlib.contextmanager
 def cpu_threads(n: int | None) -> Iterator[None]:
     """Within the block, the CPU kernels and BLAS run on ``n`` threads (None: as they are)."""
-    if n is None:
+    restore = set_cpu_threads(n)
+    try:
         yield
-        return
-    if dispatch.available("cpu"):
-        from tricycle.backends.cpu import set_threads, thread_count  # noqa: PLC0415
-
-        previous = thread_count()
-        set_threads(n)
-    else:
-        previous = None
-    try:
-        from threadpoolctl import threadpool_limits  # noqa: PLC0415
-    except ImportError:  # BLAS keeps its own count
-        limits = contextlib.nullcontext()
-    else:
-        limits = threadpool_limits(limits=n, user_api="blas")
-    try:
-        with limits:
-            yield
     finally:
-        if previous is not None:
-            set_threads(previous)
+        restore()
 
 
 def tune_cpu_allocator() -> None:
@@ -76,8 +81,3 @@ def tune_cpu_allocator() -> None:
         libc.mallopt(M_TOP_PAD, 256 << 20)
     except (OSError, AttributeError):
         pass
-
-
-def set_cpu_threads(n: int | None) -> None:
-    """``cpu_threads(n)`` for the rest of the process (a benchmark's or a worker's whole run)."""
-    cpu_threads(n).__enter__()
