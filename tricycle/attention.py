@@ -34,7 +34,7 @@ import math
 import numpy as np
 
 from tricycle import checks, dispatch
-from tricycle.dropout_mask import keep_mask, mask_seed
+from tricycle.dropout_mask import attention_multiplier, mask_seed
 from tricycle.tensor import Tensor
 
 # ------------------------------------------------------------------ array functions
@@ -67,13 +67,6 @@ def causal_softmax(xp, q, k):
     return probs
 
 
-def dropout_multiplier(xp, probability: float, seed, shape, dtype):
-    """M (B, H, T, T): 0 where dropout drops a probability, 1 / (1 - p) where it keeps it."""
-    B, H, T, _ = shape
-    rows = (xp.arange(B * H).reshape(B, H, 1, 1) * T) + xp.arange(T)[:, None]  # (B, H, T, 1)
-    return keep_mask(xp, seed, probability, rows, xp.arange(T), dtype)
-
-
 def attention_forward(xp, qkv, n_heads: int, dropout_prob: float = 0.0, seed=0):
     """Causal multi-head attention of a packed (B, T, 3E) projection -> ((B, T, E), saved).
 
@@ -90,7 +83,7 @@ def attention_forward(xp, qkv, n_heads: int, dropout_prob: float = 0.0, seed=0):
     probs = causal_softmax(xp, q, k)  # (B, H, T, T)
     dropped = probs
     if dropout_prob:
-        dropped = probs * dropout_multiplier(xp, dropout_prob, seed, probs.shape, qkv.dtype)
+        dropped = probs * attention_multiplier(xp, seed, dropout_prob, probs.shape, qkv.dtype)
     out = (dropped @ v).transpose(0, 2, 1, 3).reshape(B, T, three_e // 3)  # (B, T, E)
     saved = (qkv, probs, out, n_heads, dropout_prob, seed, dtype)
     return out.astype(dtype, copy=False), saved
@@ -108,7 +101,7 @@ def attention_backward(xp, dout, saved):
     dprobs = dy @ v.swapaxes(-1, -2)  # dP~ (B, H, T, T)
     dropped = probs
     if dropout_prob:  # through the mask: dP = M dP~, and v saw P M
-        multiplier = dropout_multiplier(xp, dropout_prob, seed, probs.shape, qkv.dtype)
+        multiplier = attention_multiplier(xp, seed, dropout_prob, probs.shape, qkv.dtype)
         dprobs *= multiplier
         dropped = probs * multiplier
     dv = dropped.swapaxes(-1, -2) @ dy

@@ -61,6 +61,14 @@ def keep_mask(xp, seed: int, probability: float, rows, keys, dtype=np.float32):
     return kept.astype(dtype) * np.dtype(dtype).type(1 / (1 - probability))
 
 
+def attention_multiplier(xp, seed, probability: float, shape, dtype):
+    """M (B, H, Tq, Tk) of ``keep_mask`` for attention probabilities of ``shape``: element
+    (b, h, i, j) belongs to row (b H + h) Tq + i and key j."""
+    B, H, Tq, Tk = shape
+    rows = xp.arange(B * H * Tq).reshape(B, H, Tq, 1)
+    return keep_mask(xp, seed, probability, rows, xp.arange(Tk), dtype)
+
+
 class AttentionDropout:
     """Dropout of attention probabilities: a probability and a seed per call.
 
@@ -79,14 +87,6 @@ class AttentionDropout:
     def scale(self) -> float:
         """1 / (1 - p): what kept probabilities are multiplied by."""
         return 1 / (1 - self.probability)
-
-    def keep(self, xp, n_heads: int, seq_len: int, batch, queries, keys):
-        """``keep_bits`` for batch rows ``batch`` (c,), every head, ``queries`` (Qb,) and
-        ``keys`` (kb,), laid out (c, H, kb, Qb) like the CPU path's transposed probabilities."""
-        heads = xp.arange(n_heads)
-        rows = (batch[:, None] * n_heads + heads[None, :]) * seq_len  # (c, H)
-        rows = rows[:, :, None, None] + queries[None, None, None, :]  # (c, H, 1, Qb)
-        return keep_bits(xp, self.seed, self.probability, rows, keys[:, None])
 
 
 NO_DROPOUT = AttentionDropout()

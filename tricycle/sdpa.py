@@ -42,7 +42,7 @@ import numpy as np
 
 from tricycle import checks, dispatch
 from tricycle.backend import check_same_device
-from tricycle.dropout_mask import NO_DROPOUT, AttentionDropout, keep_bits, mask_seed
+from tricycle.dropout_mask import NO_DROPOUT, AttentionDropout, attention_multiplier, mask_seed
 from tricycle.layers import shared_back_fns
 from tricycle.tensor import Tensor, as_tensor
 
@@ -110,10 +110,8 @@ def _scores(xp, q, k, bias, causal, window, scale):
 def _dropout_multiplier(xp, dropout: AttentionDropout, shape, n_kv_heads: int, dtype):
     """M = keep / (1 - p) of every probability, (B, Hkv, G, Tq, Tk), for (B, H, Tq, Tk) =
     ``shape``: element (b, h, i, j) is kept by ``keep_bits`` of row (b H + h) Tq + i, key j."""
-    B, H, Tq, Tk = shape
-    rows = xp.arange(B * H * Tq).reshape(B, H, Tq, 1)
-    kept = keep_bits(xp, dropout.seed, dropout.probability, rows, xp.arange(Tk))
-    return _grouped(kept.astype(dtype) * dtype.type(dropout.scale), n_kv_heads)
+    multiplier = attention_multiplier(xp, dropout.seed, dropout.probability, shape, dtype)
+    return _grouped(multiplier, n_kv_heads)
 
 
 def sdpa_forward(xp, q, k, v, bias=None, causal=False, window=None, scale=None,
