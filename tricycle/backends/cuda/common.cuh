@@ -1,6 +1,6 @@
-// common.cuh: helpers shared by every kernel file in tricycle/kernels.
+// common.cuh: helpers shared by every kernel file in tricycle/backends/cuda.
 //
-// The loader (tricycle/kernels/launch.py) prepends this file to each .cu source before
+// The loader (tricycle/backends/cuda/launch.py) prepends this file to each .cu source before
 // compiling it with NVRTC through cupy.RawModule, so the sources need no #include at all.
 // That is deliberate: NVRTC under CuPy is not guaranteed to find CUDA's own headers
 // (cuda_fp16.h, cuda_bf16.h), so the 16-bit float types here are plain 2-byte storage structs,
