@@ -1,6 +1,6 @@
 // A host emulation of the CUDA subset that the TF32 attention kernels use, so that their
 // index arithmetic, fragment layouts and cp.async staging can be checked on a machine without
-// a GPU (tests/test_kernels_emulated.py compiles tricycle/kernels/attention_mma.cu with g++
+// a GPU (tests/test_kernels_emulated.py compiles tricycle/backends/cuda/attention_mma.cu with g++
 // after this header).
 //
 // Every CUDA thread is a std::thread; blocks run one after another; __syncthreads is a
