@@ -273,7 +273,7 @@ def _compare_grads(ours, params):
 
 @pytest.mark.parametrize("c_in, c_out", [(4, 6), (6, 6)])
 def test_residual_block_matches_pytorch(c_in, c_out):
-    import torch
+    torch = pytest.importorskip("torch")
 
     twins = _twins()
     ours = ResidualBlock(c_in, c_out, time_dim=5, num_groups=2)
@@ -297,7 +297,7 @@ def test_residual_block_matches_pytorch(c_in, c_out):
 def test_ddpm_loss_through_the_unet_matches_pytorch():
     """The loss mean((eps - model(x_t, t))^2) and every gradient, with the same x_0, steps
     and noise on both sides, through the whole U-Net (two levels, nearest upsampling)."""
-    import torch
+    torch = pytest.importorskip("torch")
 
     twins = _twins()
     schedule = NoiseSchedule.cosine(50)
