@@ -2,6 +2,7 @@
 
     python benchmarks/gpt_train.py                    # CPU: B=8, T=128, E=256, 4 heads, 4 layers
     python benchmarks/gpt_train.py --steps 20 --repeats 6 --threads 2
+    python benchmarks/gpt_train.py --loop readme     # the README's loop at its sizes, as written
     python benchmarks/gpt_train.py --device gpu       # V=1024 T=256 E=384 6x6, B=64
     python benchmarks/gpt_train.py --device gpu --size gpt2 --modes bf16,fp16,tf32
     python benchmarks/gpt_train.py --device gpu --arch llama --n-kv-heads 2   # ours alone
@@ -64,6 +65,11 @@ from tricycle.optimisers import AdamW  # noqa: E402
 from tricycle.random import manual_seed  # noqa: E402
 
 GPU_SIZES = {"shakespeare": GPU_GPT, "gpt2": GPT2_GPT}
+# the README's training loop: its model, batch and activation, no clipping
+README_GPT = dict(
+    embedding_dim=128, n_heads=4, n_layers=4, context_window=64, vocab_size=1024, batch_size=16,
+    activation_fn="gelu_tanh", grad_clip=0.0,
+)  # fmt: skip
 GPU_MODES = ("fp32", "tf32", "fp16", "bf16")  # the same precision in both frameworks
 
 
@@ -74,6 +80,9 @@ def parse_args(argv=None):
     add("--warmup", type=int, default=3, help="untimed steps first")
     add("--repeats", type=int, default=2, help="runs per framework, alternating")
     add("--threads", type=int, default=2, help="CPU threads of each framework")
+    add("--loop", default="script", choices=["script", "readme"],
+        help="CPU: the training script's step (threads and malloc set, clipping), or the "
+             "README's own loop at its sizes, as written (no settings, no clipping)")  # fmt: skip
     add("--activation", default="gelu_tanh", choices=["gelu", "gelu_tanh"], help="MLP activation")
     add("--arch", default="gpt2", choices=ARCHS, help="llama: tricycle's Llama, tricycle alone")
     add("--n-kv-heads", type=int, help="llama: key/value heads (default: one per head)")
@@ -104,6 +113,8 @@ def parse_args(argv=None):
 
 def benchmark_config(args) -> GPTConfig:
     sizes = GPU_SIZES[args.size] if args.device == "gpu" else CPU_GPT
+    if args.device == "cpu" and args.loop == "readme":
+        sizes = README_GPT
     return GPTConfig(
         **{**sizes, "activation_fn": args.activation, "arch": args.arch},
         n_kv_heads=args.n_kv_heads,
@@ -113,10 +124,36 @@ def benchmark_config(args) -> GPTConfig:
 # ------------------------------------------------------------------ one run per process
 
 
+def readme_run(config: GPTConfig, data) -> dict:
+    """The README's training loop as it is written there (its model and data stand in for
+    Shakespeare's batches), timed per step; nothing is set up that the README does not set."""
+    from tricycle.loss import CrossEntropy  # noqa: PLC0415
+    from tricycle.models import GPT  # noqa: PLC0415
+    from tricycle.tensor import Tensor  # noqa: PLC0415
+
+    manual_seed(0)
+    model, loss_fn = GPT(config), CrossEntropy()
+    optimiser = AdamW(learning_rate=1e-3, betas=(config.beta1, config.beta2), weight_decay=0.1)
+    times = []
+    for inputs, outputs in zip(*data):
+        t0 = time.perf_counter()
+        optimiser.step()
+        inputs, outputs = Tensor(inputs, requires_grad=False), Tensor(outputs, requires_grad=False)
+        logits = model(inputs)
+        loss = loss_fn(outputs, logits)
+        loss.backward()
+        description = f"loss: {loss:.3f}"  # the README's progress bar text
+        model.update(optimiser)
+        times.append(time.perf_counter() - t0)
+    return {"times": times, "loss": float(description.split()[-1])}
+
+
 def tricycle_run(config: GPTConfig, data, args) -> dict:
     """Train tricycle's model (``config.arch``) on ``data``; per-step times (CPU) or the
     timed span (GPU)."""
     gpu = args.device == "gpu"
+    if not gpu and args.loop == "readme":
+        return readme_run(config, data)
     if not gpu:
         set_cpu_threads(args.threads)
     manual_seed(0)
@@ -159,6 +196,8 @@ def torch_run(config: GPTConfig, data, args) -> dict:
     from torch_gpt import adamw, nano_gpt, nano_gpt_step  # noqa: PLC0415
 
     gpu = args.device == "gpu"
+    if not gpu and args.loop == "readme":
+        return torch_readme_run(config, data, args)
     torch.set_num_threads(args.threads)
     torch.backends.cuda.matmul.allow_tf32 = args.precision == "tf32"
     torch.backends.cudnn.allow_tf32 = args.precision == "tf32"
@@ -190,9 +229,33 @@ def torch_run(config: GPTConfig, data, args) -> dict:
     return out
 
 
+def torch_readme_run(config: GPTConfig, data, args) -> dict:
+    """The README's loop as a PyTorch user writes it: no settings, no clipping, the loss
+    formatted every step."""
+    import torch  # noqa: PLC0415
+    import torch.nn.functional as F  # noqa: PLC0415, N812
+    from torch_gpt import adamw, nano_gpt  # noqa: PLC0415
+
+    torch.manual_seed(0)
+    model = nano_gpt(config, args.torch_attention)
+    optimiser = adamw(model, config, 1e-3)
+    times = []
+    for inputs, targets in zip(*data):
+        t0 = time.perf_counter()
+        inputs, targets = torch.from_numpy(inputs), torch.from_numpy(targets)
+        logits = model(inputs)
+        loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+        loss.backward()
+        description = f"loss: {loss.item():.3f}"
+        optimiser.step()
+        optimiser.zero_grad(set_to_none=True)
+        times.append(time.perf_counter() - t0)
+    return {"times": times, "loss": float(description.split()[-1])}
+
+
 def worker(args) -> None:
     """Train in this process and print one JSON line of results."""
-    if args.device == "cpu":
+    if args.device == "cpu" and args.loop == "script":
         tune_cpu_allocator()  # the same malloc settings for both frameworks
     config = benchmark_config(args)
     data = batches(config, args.warmup + args.steps)
@@ -222,10 +285,11 @@ def runner(framework: str, precision: str, args, every: int = 1):
     command += ["--precision", precision, "--steps", str(args.steps), "--size", args.size]
     command += ["--warmup", str(args.warmup), "--activation", args.activation]
     command += ["--threads", str(args.threads), "--torch-attention", args.torch_attention]
-    command += ["--every", str(every), "--arch", args.arch]
+    command += ["--every", str(every), "--arch", args.arch, "--loop", args.loop]
     command += [] if args.n_kv_heads is None else ["--n-kv-heads", str(args.n_kv_heads)]
     command += ["--torch-fused-adamw"] if args.torch_fused_adamw else []
-    return lambda: spawn(command, thread_env(args.threads) if args.device == "cpu" else None)
+    script_cpu = args.device == "cpu" and args.loop == "script"
+    return lambda: spawn(command, thread_env(args.threads) if script_cpu else None)
 
 
 def describe(config: GPTConfig, args) -> str:
@@ -234,7 +298,8 @@ def describe(config: GPTConfig, args) -> str:
         f"{config.n_layers}x{config.n_heads} B={config.batch_size} {config.activation_fn}"
     )
     model = "GPT" if config.arch == "gpt2" else f"Llama ({config.kv_heads} key/value heads)"
-    return (f"{model} {size} on the {args.device}, AdamW + clip {config.grad_clip}, "
+    loop = " (the README's loop)" if args.device == "cpu" and args.loop == "readme" else ""
+    return (f"{model} {size} on the {args.device}{loop}, AdamW + clip {config.grad_clip}, "
             f"{args.warmup} warm-up + {args.steps} timed steps, {args.repeats} runs each "
             f"(torch: {args.torch_attention} attention)")  # fmt: skip
 

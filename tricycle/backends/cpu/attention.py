@@ -25,7 +25,7 @@ from numba import prange
 
 from tricycle import dispatch
 from tricycle.backends.cpu.compile import jit, parallel_jit
-from tricycle.backends.cpu.maths import exp
+from tricycle.backends.cpu.maths import exp, typed
 
 BLOCK = 64  # queries (and keys) per block
 
@@ -78,8 +78,8 @@ def attention_forward_kernel(q, k, v, out, lse, seed, threshold, dropout_scale, 
         for a in range(0, Tq, block):
             e = min(a + block, Tq)
             n = e - a
-            m = np.full(n, -np.inf)
-            row_sums = np.zeros(n)
+            m = np.full(n, -np.inf, dtype=q.dtype)
+            row_sums = np.zeros(n, dtype=q.dtype)
             acc = np.zeros((n, D), dtype=q.dtype)
             for c in range(0, e + offset, block):  # key blocks up to the last query's position
                 f = min(c + block, e + offset)
@@ -91,7 +91,7 @@ def attention_forward_kernel(q, k, v, out, lse, seed, threshold, dropout_scale, 
                         row_max = max(row_max, s[i, j - c])
                     correction = exp(m[i] - row_max)
                     m[i] = row_max
-                    row_sum = 0.0
+                    row_sum = typed(row_max, 0.0)
                     for j in range(c, last):
                         p = exp(s[i, j - c] - row_max)
                         row_sum += p
@@ -132,9 +132,9 @@ def attention_backward_kernel(q, k, v, out, dout, lse, dq, dk, dv, seed, thresho
             qh = _load(q, b, h, scale)  # (T, D), scaled
             doh = _load(dout, b, h, 1.0)
             dqh = np.zeros((T, D), dtype=q.dtype)
-            delta = np.empty(T)  # rowsum(dO O), which equals rowsum(dP P)
+            delta = np.empty(T, dtype=q.dtype)  # rowsum(dO O), which equals rowsum(dP P)
             for t in range(T):
-                total = 0.0
+                total = typed(doh[t, 0], 0.0)
                 for d in range(D):
                     total += doh[t, d] * out[b, t, h, d]
                 delta[t] = total
@@ -191,83 +191,12 @@ def _heads(qkv, n_heads: int):
     return heads[:, :, 0], heads[:, :, 1], heads[:, :, 2]  # (B, T, H, D) views
 
 
-# ------------------------------------------------------------------ without dropout: numpy blocks
-# Without dropout the scores of a block of queries go through numpy, whose exp is vectorised
-# (numba's is a scalar call per element), one batched product for every (batch, head): the
-# block of QUERY_BLOCK queries sees only the keys up to its last query, so the masked future
-# is mostly never computed. The saved state is the kernel's (out, lse): either backward works.
-QUERY_BLOCK = 32
-
-
-def _head_major(qkv, n_heads: int):
-    """q, k, v of a packed (B, T, 3E) projection as (B, H, T, D) views."""
-    B, T, three_e = qkv.shape
-    heads = qkv.reshape(B, T, 3, n_heads, three_e // (3 * n_heads)).transpose(2, 0, 3, 1, 4)
-    return heads[0], heads[1], heads[2]
-
-
-def _future(first: int, end: int):
-    """(n, end) mask of the keys after each query ``first .. end - 1``."""
-    return np.arange(end)[None, :] > np.arange(first, end)[:, None]
-
-
-def _blocked_forward(qkv, n_heads: int):
-    """(out (B, T, E), lse (B, H, T)) of causal attention, block of queries by block."""
-    B, T, three_e = qkv.shape
-    q, k, v = _head_major(qkv, n_heads)
-    scale = qkv.dtype.type(1 / np.sqrt(q.shape[-1]))
-    out = np.empty(q.shape, dtype=qkv.dtype)  # (B, H, T, D)
-    lse = np.empty(q.shape[:3], dtype=qkv.dtype)  # (B, H, T)
-    for a in range(0, T, QUERY_BLOCK):
-        e = min(a + QUERY_BLOCK, T)
-        s = np.matmul(q[:, :, a:e], k[:, :, :e].swapaxes(-1, -2))  # (B, H, n, e) scores
-        s *= scale
-        s[..., _future(a, e)] = -np.inf
-        row_max = s.max(axis=-1, keepdims=True)
-        s -= row_max
-        np.exp(s, out=s)
-        row_sum = s.sum(axis=-1, keepdims=True)
-        s /= row_sum  # probabilities
-        np.matmul(s, v[:, :, :e], out=out[:, :, a:e])
-        lse[:, :, a:e] = (row_max + np.log(row_sum))[..., 0]
-    return out.transpose(0, 2, 1, 3).reshape(B, T, three_e // 3), lse
-
-
-def _blocked_backward(dout, qkv, out, lse, n_heads: int):
-    """dqkv (B, T, 3E): P = exp(s - lse) recomputed by blocks, dS = P (dP - rowsum(dO O))."""
-    B, T, three_e = qkv.shape
-    q, k, v = _head_major(qkv, n_heads)
-    D = q.shape[-1]
-    scale = qkv.dtype.type(1 / np.sqrt(D))
-    do = dout.reshape(B, T, n_heads, D).transpose(0, 2, 1, 3)  # (B, H, T, D)
-    delta = np.einsum("bhtd,bhtd->bht", do, out.reshape(do.shape[0], T, n_heads, D)
-                      .transpose(0, 2, 1, 3))[..., None]  # fmt: skip
-    dqkv = np.zeros((3,) + q.shape, dtype=qkv.dtype)  # (3, B, H, T, D)
-    dq, dk, dv = dqkv[0], dqkv[1], dqkv[2]
-    for a in range(0, T, QUERY_BLOCK):
-        e = min(a + QUERY_BLOCK, T)
-        p = np.matmul(q[:, :, a:e], k[:, :, :e].swapaxes(-1, -2))
-        p *= scale
-        p -= lse[:, :, a:e, None]
-        p[..., _future(a, e)] = -np.inf
-        np.exp(p, out=p)  # (B, H, n, e) probabilities
-        dv[:, :, :e] += np.matmul(p.swapaxes(-1, -2), do[:, :, a:e])
-        ds = np.matmul(do[:, :, a:e], v[:, :, :e].swapaxes(-1, -2))  # dP
-        ds -= delta[:, :, a:e]
-        ds *= p
-        ds *= scale
-        dq[:, :, a:e] = np.matmul(ds, k[:, :, :e])
-        dk[:, :, :e] += np.matmul(ds.swapaxes(-1, -2), q[:, :, a:e])
-    return dqkv.transpose(1, 3, 0, 2, 4).reshape(B, T, three_e)
-
-
 def attention_forward(xp, qkv, n_heads: int, dropout_prob: float = 0.0, seed=0):
     """``tricycle.attention.attention_forward`` with its saved state: (qkv, out, lse, n_heads,
     dropout probability, seed)."""
     if not dropout_prob:
-        out, lse = _blocked_forward(qkv, n_heads)
-        return out, (qkv, out, lse, n_heads, 0.0, 0)
-    if callable(seed):
+        seed = 0
+    elif callable(seed):
         seed = seed()
     seed = int(seed)
     B, T, three_e = qkv.shape
@@ -284,8 +213,6 @@ def attention_forward(xp, qkv, n_heads: int, dropout_prob: float = 0.0, seed=0):
 def attention_backward(xp, dout, saved):
     """dqkv (B, T, 3E) from dout (B, T, E) and ``attention_forward``'s saved state."""
     qkv, out, lse, n_heads, dropout_prob, seed = saved
-    if not dropout_prob:
-        return _blocked_backward(dout.astype(qkv.dtype, copy=False), qkv, out, lse, n_heads)
     B, T, E = out.shape
     dout = dout.astype(qkv.dtype, copy=False).reshape(B, T, n_heads, E // n_heads)
     q, k, v = _heads(qkv, n_heads)
