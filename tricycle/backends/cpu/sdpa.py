@@ -9,10 +9,11 @@ probabilities from the rows' log-sum-exps, as the reference does. Both take and 
 exactly what the reference's ``sdpa_forward`` and ``sdpa_backward`` do, so either half may be
 paired with the other.
 
-It is chosen only where the reference's (Tq, Tk) scores would take too much memory
-(``SCORE_BYTES``); below that the reference is faster. Parallel over (batch, head, query
-tile) in the forward and over (batch, key/value head) in the backward, where every query head
-of a group adds to the same dk and dv rows.
+Its exponentials are ``maths.exp``, which the loops vectorise in float32. It holds tiles
+where the reference holds several (Tq, Tk) arrays, and on two threads it is faster than the
+reference at every length measured, so dispatch always chooses it. Parallel over (batch,
+head, query tile) in the forward and over (batch, key/value head) in the backward, where
+every query head of a group adds to the same dk and dv rows.
 
 The attention dropout mask is the hash of ``tricycle.dropout_mask`` (lowbias32, the same
 constants), computed here in 64-bit integers cut to 32 bits.
@@ -25,6 +26,7 @@ from numba import prange
 
 from tricycle import dispatch
 from tricycle.backends.cpu.compile import jit, parallel_jit
+from tricycle.backends.cpu.maths import exp
 
 QUERY_BLOCK, KEY_BLOCK = 64, 64  # the tiles: queries x keys scored at a time
 _M32 = np.uint64(0xFFFFFFFF)
@@ -104,8 +106,8 @@ def _forward(q, k_t, v, bias, out, lse, causal, window, scale, seed, threshold, 
         b, h = bh // H, bh % H
         e = min(a + QUERY_BLOCK, Tq)
         query, keys_t, values = q[b, h, a:e], k_t[b, h // group], v[b, h // group]
-        m = np.full(e - a, -np.inf)  # running max of each row's scores
-        total = np.zeros(e - a)  # running sum of exp(S - m)
+        m = np.full(e - a, -np.inf, dtype=q.dtype)  # running max of each row's scores
+        total = np.zeros(e - a, dtype=q.dtype)  # running sum of exp(S - m)
         acc = np.zeros((e - a, Dv), dtype=q.dtype)  # running sum of exp(S - m) v
         # the keys any of these queries may see
         first = _key_range(a + Tk - Tq, Tk, causal, window)[0]
@@ -117,9 +119,9 @@ def _forward(q, k_t, v, bias, out, lse, causal, window, scale, seed, threshold, 
                 if new_m == -np.inf:
                     s[r] = 0.0  # nothing seen yet in this row
                     continue
-                correction = math.exp(m[r] - new_m)  # 0 while m is -inf
+                correction = exp(m[r] - new_m)  # 0 while m is -inf
                 for c in range(s.shape[1]):
-                    s[r, c] = math.exp(s[r, c] - new_m)
+                    s[r, c] = exp(s[r, c] - new_m)
                 total[r] = total[r] * correction + s[r].sum()
                 acc[r] *= correction
                 m[r] = new_m
@@ -159,7 +161,7 @@ def _backward(q, k, k_t, v_t, bias, out, lse, dout, dq, dk, dv, causal, window, 
                     nk = s.shape[1]
                     for r in range(e - a):  # P from each row's log-sum-exp (+inf: P = 0)
                         for c in range(nk):
-                            s[r, c] = math.exp(s[r, c] - lse[b, h, a + r])
+                            s[r, c] = exp(s[r, c] - lse[b, h, a + r])
                     dp = np.dot(dy, np.ascontiguousarray(values_t[:, start : start + nk]))
                     dropped = s
                     if threshold >= 0:  # v saw P * M, and dP reaches P times M
@@ -199,11 +201,12 @@ def sdpa_forward(xp, q, k, v, bias=None, causal=False, window=None, scale=None, 
     B, H, Tq, D = q.shape
     Tk = k.shape[2]
     scale = 1 / math.sqrt(D) if scale is None else scale
+    typed_scale = q.dtype.type(scale)  # a float32 kernel computes in float32 throughout
     out = np.empty((B, H, Tq, v.shape[3]), dtype=q.dtype)
     lse = np.empty((B, H, Tq), dtype=q.dtype)
     k_t = np.ascontiguousarray(k.swapaxes(-1, -2))  # (B, Hkv, D, Tk): rows of keys for q . k
     _forward(np.ascontiguousarray(q), k_t, np.ascontiguousarray(v),
-             _bias_view(bias, (B, H, Tq, Tk), q.dtype), out, lse, causal, window or 0, scale,
+             _bias_view(bias, (B, H, Tq, Tk), q.dtype), out, lse, causal, window or 0, typed_scale,
              *_dropout_arguments(dropout))  # fmt: skip
     return out, (q, k, v, bias, out, lse, causal, window, scale, dropout)
 
@@ -218,23 +221,10 @@ def sdpa_backward(xp, dout, saved):
     k_t, v_t = (contiguous(x.swapaxes(-1, -2)) for x in (k, v))  # (B, Hkv, D, Tk)
     _backward(contiguous(q), contiguous(k), k_t, v_t,
               _bias_view(bias, (B, H, Tq, Tk), q.dtype), contiguous(out), contiguous(lse),
-              contiguous(dout, dtype=q.dtype), dq, dk, dv, causal, window or 0, scale,
+              contiguous(dout, dtype=q.dtype), dq, dk, dv, causal, window or 0,
+              q.dtype.type(scale),
               *_dropout_arguments(dropout))  # fmt: skip
     return dq, dk, dv
 
 
-def _large(q, k, *arrays) -> bool:
-    """Whether the reference's (B, H, Tq, Tk) scores would take at least ``SCORE_BYTES``.
-
-    The reference holds several arrays of that size at once (scores, probabilities, their
-    gradients); this kernel holds tiles only. Below that size the reference, whose products
-    and exponentials are numpy's vectorised ones, is the faster of the two on a CPU
-    (benchmarks/README.md), so it keeps the op.
-    """
-    B, H, Tq, _ = q.shape
-    return B * H * Tq * k.shape[2] * q.dtype.itemsize >= SCORE_BYTES
-
-
-SCORE_BYTES = 1 << 28  # 256 MiB of scores: e.g. 4 heads of 8192 x 8192 float32 scores
-
-dispatch.add("scaled_dot_product_attention", "cpu", (sdpa_forward, sdpa_backward), applies=_large)
+dispatch.add("scaled_dot_product_attention", "cpu", (sdpa_forward, sdpa_backward))
