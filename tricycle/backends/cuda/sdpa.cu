@@ -23,9 +23,9 @@
 //
 // Thread layout (all kernels): 128 threads per block. Head dims are padded to DP (8 ... 256,
 // zeros beyond D or Dv); each row (a query row, or a key row in the dK/dV kernel) belongs to
-// P = DP / V consecutive threads that own V = min(DP, 32) of its values each, interleaved
-// (thread ``sub`` owns dims sub, sub + P, ...) so that the P threads of a row read different
-// shared-memory banks. Dot products over the head dim are per-thread partial sums finished
+// P = DP / V consecutive threads that own V = min(DP, 32) of its values each, in chunks of
+// four interleaved (thread ``sub`` owns chunks sub, sub + P, ...) so that the P threads of a
+// row read consecutive float4s of a shared tile row (one 16-byte load per four products). Dot products over the head dim are per-thread partial sums finished
 // with P - 1 xor-shuffles. Scores are in base 2 (exp2f), log2(e) folded into the scale and the
 // bias. Arithmetic is float32 for every storage type T (float, half_t, bf16_t).
 //
@@ -89,14 +89,21 @@ __device__ __forceinline__ float group_sum(float v) {
     return v;
 }
 
-// This thread's V values of a row (dims sub + P c) times ``scale``; zeros past n or if !valid.
+// Thread ``sub`` of a row owns its values in chunks of four, interleaved: value i of the thread
+// is dim 4 (sub + P (i / 4)) + i % 4, so that the P threads of a row read consecutive float4s.
+template <int P>
+__device__ __forceinline__ int dim_of(int sub, int i) {
+    return 4 * (sub + P * (i / 4)) + i % 4;
+}
+
+// This thread's V values of a row times ``scale``; zeros past n or if !valid.
 template <typename T, int V, int P>
 __device__ __forceinline__ void load_values(float (&dst)[V], const T* row, int n, int sub,
                                             bool valid, float scale) {
 #pragma unroll
-    for (int c = 0; c < V; ++c) {
-        const int d = sub + P * c;
-        dst[c] = valid && d < n ? to_float(row[d]) * scale : 0.f;
+    for (int i = 0; i < V; ++i) {
+        const int d = dim_of<P>(sub, i);
+        dst[i] = valid && d < n ? to_float(row[d]) * scale : 0.f;
     }
 }
 
@@ -104,14 +111,15 @@ template <typename T, int V, int P>
 __device__ __forceinline__ void store_values(T* row, const float (&src)[V], int n, int sub,
                                              float scale) {
 #pragma unroll
-    for (int c = 0; c < V; ++c) {
-        const int d = sub + P * c;
-        if (d < n) row[d] = from_float<T>(src[c] * scale);
+    for (int i = 0; i < V; ++i) {
+        const int d = dim_of<P>(sub, i);
+        if (d < n) row[d] = from_float<T>(src[i] * scale);
     }
 }
 
 // Rows [first, first + BC) of a (rows, n) matrix with row stride ``stride`` into a float32
-// shared tile (BC, DP): zeros past ``limit`` rows and past n columns.
+// shared tile (BC, DP): zeros past ``limit`` rows and past n columns. Element by element, so
+// any n and stride will do; consecutive threads read consecutive elements of a row.
 template <typename T, int DP, int BC>
 __device__ __forceinline__ void load_tile(float (*tile)[DP], const T* base, long long stride,
                                           int first, int limit, int n) {
@@ -121,20 +129,32 @@ __device__ __forceinline__ void load_tile(float (*tile)[DP], const T* base, long
     }
 }
 
-// a . tile_row over this thread's dims, summed over the row's P threads
-template <int V, int P, int DP>
+// a . tile_row over this thread's values, summed over the row's P threads
+template <int V, int P>
 __device__ __forceinline__ float dot_row(const float (&a)[V], const float* tile_row, int sub) {
+    const float4* chunks = reinterpret_cast<const float4*>(tile_row);
     float acc = 0.f;
 #pragma unroll
-    for (int c = 0; c < V; ++c) acc += a[c] * tile_row[sub + P * c];
+    for (int c = 0; c < V / 4; ++c) {
+        const float4 x = chunks[sub + P * c];
+        acc += a[4 * c] * x.x + a[4 * c + 1] * x.y + a[4 * c + 2] * x.z + a[4 * c + 3] * x.w;
+    }
     return group_sum<P>(acc);
 }
 
+// y += alpha * tile_row over this thread's values
 template <int V, int P>
 __device__ __forceinline__ void axpy_row(float (&y)[V], float alpha, const float* tile_row,
                                          int sub) {
+    const float4* chunks = reinterpret_cast<const float4*>(tile_row);
 #pragma unroll
-    for (int c = 0; c < V; ++c) y[c] += alpha * tile_row[sub + P * c];
+    for (int c = 0; c < V / 4; ++c) {
+        const float4 x = chunks[sub + P * c];
+        y[4 * c] += alpha * x.x;
+        y[4 * c + 1] += alpha * x.y;
+        y[4 * c + 2] += alpha * x.z;
+        y[4 * c + 3] += alpha * x.w;
+    }
 }
 
 // ------------------------------------------------------------------ forward
@@ -153,8 +173,8 @@ __global__ void __launch_bounds__(SDPA_THREADS, 2)
                         float keep_scale) {
     using S = SdpaShape<DP>;
     constexpr int V = S::V, P = S::P, BR = S::BR, BC = S::BC;
-    __shared__ float k_tile[BC][DP];
-    __shared__ float v_tile[BC][DP];
+    __shared__ __align__(16) float k_tile[BC][DP];
+    __shared__ __align__(16) float v_tile[BC][DP];
 
     const int bh = blockIdx.x, b = bh / n_heads, h = bh % n_heads;
     const int kv = h / (n_heads / n_kv_heads);
@@ -187,7 +207,7 @@ __global__ void __launch_bounds__(SDPA_THREADS, 2)
         float tile_max = -TC_INF;
 #pragma unroll
         for (int j = 0; j < BC; ++j) {
-            float acc = dot_row<V, P, DP>(qr, k_tile[j], sub);
+            float acc = dot_row<V, P>(qr, k_tile[j], sub);
             const int key = key0 + j;
             if (valid && key < end_key && positions.sees(qi, key)) {
                 if (has_bias) acc += SDPA_LOG2E * to_float(bias_row[key * bias_k]);
@@ -240,8 +260,8 @@ __global__ void __launch_bounds__(SDPA_THREADS)
                             float keep_scale) {
     using S = SdpaShape<DP>;
     constexpr int V = S::V, P = S::P, BR = S::BR, BC = S::BC;
-    __shared__ float k_tile[BC][DP];
-    __shared__ float v_tile[BC][DP];
+    __shared__ __align__(16) float k_tile[BC][DP];
+    __shared__ __align__(16) float v_tile[BC][DP];
 
     const int bh = blockIdx.x, b = bh / n_heads, h = bh % n_heads;
     const int kv = h / (n_heads / n_kv_heads);
@@ -262,7 +282,7 @@ __global__ void __launch_bounds__(SDPA_THREADS)
     float d_row = 0.f;  // Delta = rowsum(dO * O); O read once and not kept
 #pragma unroll
     for (int c = 0; c < V; ++c) {
-        const int d = sub + P * c;
+        const int d = dim_of<P>(sub, c);
         dqr[c] = 0.f;
         if (valid && d < Dv) d_row += dor[c] * to_float(out[stat * Dv + d]);
     }
@@ -279,8 +299,8 @@ __global__ void __launch_bounds__(SDPA_THREADS)
         __syncthreads();
 #pragma unroll 4
         for (int j = 0; j < BC; ++j) {
-            float s = dot_row<V, P, DP>(qr, k_tile[j], sub);
-            const float dp = dot_row<V, P, DP>(dor, v_tile[j], sub);
+            float s = dot_row<V, P>(qr, k_tile[j], sub);
+            const float dp = dot_row<V, P>(dor, v_tile[j], sub);
             const int key = key0 + j;
             float p = 0.f;
             if (valid && key < end_key && positions.sees(qi, key)) {
@@ -315,8 +335,8 @@ __global__ void __launch_bounds__(SDPA_THREADS)
                              float keep_scale) {
     using S = SdpaShape<DP>;
     constexpr int V = S::V, P = S::P, BR = S::BR, BC = S::BC;
-    __shared__ float q_tile[BC][DP];
-    __shared__ float do_tile[BC][DP];
+    __shared__ __align__(16) float q_tile[BC][DP];
+    __shared__ __align__(16) float do_tile[BC][DP];
     __shared__ float lse_tile[BC];
     __shared__ float delta_tile[BC];
     __shared__ unsigned int row_key_tile[BC];  // dropout_row_key of each query
@@ -359,8 +379,8 @@ __global__ void __launch_bounds__(SDPA_THREADS)
 #pragma unroll 1
             for (int i = 0; i < BC; ++i) {
                 const int qi = query0 + i;
-                float s = dot_row<V, P, DP>(kr, q_tile[i], sub);
-                const float dp = dot_row<V, P, DP>(vr, do_tile[i], sub);
+                float s = dot_row<V, P>(kr, q_tile[i], sub);
+                const float dp = dot_row<V, P>(vr, do_tile[i], sub);
                 float p = 0.f;
                 if (valid && qi < end_query && positions.sees(qi, kj)) {
                     if (has_bias) s += SDPA_LOG2E * to_float(bias_head[(long long)qi * bias_q]);
