@@ -3,6 +3,7 @@ a line of one from a line of the other.
 
     python examples/bert_mlm.py --data-dir DIR    # DIR holds tinyshakespeare.txt
     python examples/bert_mlm.py --plot docs/bert_mlm.png
+    python examples/bert_mlm.py --data-dir DIR --device gpu    # on a CUDA GPU
 
 The text: the lines of tiny-shakespeare and of the running Python's standard-library sources
 (as ``tricycle_datasets.python_code``), stripped of their indentation, of 16 to 62
@@ -22,7 +23,9 @@ from attention):
    pre-trained weights and once from scratch (the same seed for everything else). Reported:
    accuracy on held-out lines of both.
 
-Everything is seeded (``--seed``): two runs print the same numbers.
+Everything is seeded (``--seed``): two runs print the same numbers. ``--device gpu`` trains
+the same model (the same initial weights, batches and masks, drawn on the host) with its
+weights and batches on the GPU, where attention runs as the fused CUDA kernel.
 """
 
 import argparse
@@ -110,12 +113,25 @@ def balanced(labels: np.ndarray, per_class: int, rng) -> np.ndarray:
 # ------------------------------------------------------------------ training
 
 
+def on_device(model, arrays) -> tuple:
+    """``arrays`` (host arrays) on the device of ``model``'s weights."""
+    xp = model.parameters()[0].xp
+    return tuple(xp.asarray(a) for a in arrays)
+
+
+def place(model, device: str):
+    """``model`` with its weights moved to the GPU for ``device`` "gpu"."""
+    if device == "gpu":
+        model.to_gpu()
+    return model
+
+
 def train_steps(model, optimiser, schedule, steps: int, batch, loss_of, log=None):
-    """``steps`` AdamW updates of ``loss_of(model, *batch(step))`` with clipping to norm 1;
-    ``log(step)`` after each."""
+    """``steps`` AdamW updates of ``loss_of(model, *batch(step))`` with clipping to norm 1,
+    the batch moved to the model's device; ``log(step)`` after each."""
     model.train()
     for step in range(steps):
-        loss = loss_of(model, *batch(step))
+        loss = loss_of(model, *on_device(model, batch(step)))
         loss.backward()
         optimiser.learning_rate = schedule(step)
         optimiser.step()
@@ -180,6 +196,7 @@ def fine_tune(config, pretrained, args, train_ids, train_labels, test_ids, test_
         model.load_state_dict(
             {k: v for k, v in pretrained.items() if not k.startswith(heads)}, strict=False
         )
+    place(model, args.device)
     rng = np.random.default_rng(args.seed + 2)
     order = rng.integers(0, len(train_ids), size=(args.finetune_steps, args.finetune_batch))
     optimiser = AdamW(learning_rate=args.finetune_lr, weight_decay=0.01)
@@ -245,8 +262,12 @@ def parse_args(argv=None):
     add("--test-lines", type=int, default=800, help="held-out lines of each class")
     add("--curve-interval", type=int, default=10, help="fine-tuning steps between points")
     add("--plot", help="write the accuracy curves to this PNG (needs matplotlib)")
+    add("--device", choices=["cpu", "gpu"], default="cpu")
     add("--seed", type=int, default=0)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.device == "gpu" and not tricycle.backend.cupy_available():
+        parser.error("--device gpu: no CUDA GPU (CuPy is not installed or sees no device)")
+    return args
 
 
 def main(argv=None) -> dict:
@@ -282,7 +303,7 @@ def main(argv=None) -> dict:
         embedding_dim=args.embedding_dim, n_heads=args.n_heads, n_layers=args.n_layers,
         dropout=args.dropout, norm=args.norm, pooling="mean", n_classes=2,
     )  # fmt: skip
-    model = Encoder(config)
+    model = place(Encoder(config), args.device)
     print(f"{model.num_parameters():,} parameters")
     by_class = [np.flatnonzero(train_labels == c) for c in (0, 1)]
     half = args.pretrain_batch // 2

@@ -59,6 +59,7 @@ from tricycle.backends.cuda.optimiser import (
     clip_multiplier,
     optimiser_update,
 )
+from tricycle.backends.cuda.sdpa import sdpa_applies
 from tricycle.backends.cuda.softmax import softmax_backward, softmax_forward
 
 __all__ = [
@@ -100,6 +101,7 @@ __all__ = [
     "owns",
     "rms_norm_backward",
     "rms_norm_forward",
+    "sdpa_applies",
     "softmax_backward",
     "seed_array",
     "softmax_forward",

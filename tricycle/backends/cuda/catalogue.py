@@ -15,6 +15,7 @@ from tricycle.backends.cuda import (
     gelu,
     norm,
     optimiser,
+    sdpa,
     softmax,
 )
 from tricycle.backends.cuda.launch import compiled
@@ -28,6 +29,7 @@ _FAMILIES = (
     embedding,
     extremes,
     attention,
+    sdpa,
     dropout,
     optimiser,
     cast,
