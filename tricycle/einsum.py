@@ -240,18 +240,18 @@ def _arrangement(sub, shape, batch, rows, cols, size):
     return tuple(direct), batch_shape + (n_rows, n_cols), False
 
 
-def _as_matrix(xp, array, arrangement):
+def _as_matrix(array, arrangement):
     transpose, shape, swap = arrangement
     if transpose is not None:
         array = array.transpose(transpose)  # the one case that copies (in the reshape)
     matrix = array if array.shape == shape else array.reshape(shape)  # a view costs host time
-    return xp.swapaxes(matrix, -1, -2) if swap else matrix
+    return matrix.swapaxes(-1, -2) if swap else matrix
 
 
 def _run_matmul(xp, plan: _MatmulPlan, a, b):
     if plan.swap:
         a, b = b, a
-    a, b = _as_matrix(xp, a, plan.first), _as_matrix(xp, b, plan.second)
+    a, b = _as_matrix(a, plan.first), _as_matrix(b, plan.second)
     # BLAS through xp.matmul, or a kernel registered as "matmul" (cuBLAS on a GPU)
     product = dispatch.choose("matmul", xp.matmul, a, b)(a, b)
     # (batch..., L, R) -> (batch..., *left, *right)
