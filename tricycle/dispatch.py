@@ -112,17 +112,20 @@ def choose(op: str, reference, *arrays):
     ``reference``."""
     if _mode.references_only:
         return reference
-    present = [a for a in arrays if a is not None]
-    if not present:
-        return reference
-    key = (op, type(present[0]), *[a.dtype for a in present])
+    try:
+        key = (op, type(arrays[0]), *[a.dtype for a in arrays])
+    except (IndexError, AttributeError):  # no arrays, or a None among them: drop the Nones
+        arrays = [a for a in arrays if a is not None]
+        if not arrays:
+            return reference
+        key = (op, type(arrays[0]), *[a.dtype for a in arrays])
     fitting = _fitting.get(key)
     if fitting is None:
-        fitting = _fitting[key] = _fit(op, present)
+        fitting = _fitting[key] = _fit(op, arrays)
     if not fitting or os.environ.get("TRICYCLE_DISABLE_KERNELS"):
         return reference
     for kernel in fitting:
-        if kernel.applies is None or kernel.applies(*present):
+        if kernel.applies is None or kernel.applies(*arrays):
             return kernel.implementation
     return reference
 
