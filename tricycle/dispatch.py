@@ -22,6 +22,11 @@ back: an op whose forward and backward must agree on what is saved (attention ke
 probabilities in the reference and log-sum-exps in the CUDA kernel) registers the pair as
 one tuple, and its reference is the tuple of its reference functions.
 
+``choose`` runs once per op call, thousands of times per training step, so the walk over the
+registry is done once per kind of call: the kernels whose device and dtypes fit are
+remembered per (op, array type, dtypes) (``_fitting``, emptied by ``add`` and ``remove``),
+and only ``applies``, which may look at shapes and layouts, runs on every call.
+
 Backends are imported by name (``BACKENDS``) on the first request for their device, so
 importing the engine loads none. A backend that cannot be imported (numba missing) says so in
 one line and the references run. ``TRICYCLE_DISABLE_KERNELS`` set to anything non-empty, or
@@ -53,9 +58,10 @@ class Kernel(NamedTuple):
 
 
 _registry: dict[tuple[str, str], list[Kernel]] = {}
+# (op, type of the first array, dtype of each array) -> the kernels that fit, latest first
+_fitting: dict[tuple, tuple[Kernel, ...]] = {}
 _loaded: dict[str, bool] = {}  # device -> whether its backend imported
 _load_lock = threading.Lock()
-_dtype_names: dict = {}  # dtype -> name: ``dtype.name`` costs microseconds, a lookup nanoseconds
 
 
 class _Mode(threading.local):
@@ -87,11 +93,13 @@ def add(op: str, device: str, implementation, dtypes=("float32", "float64"), app
         raise ValueError(f"dispatch.add: device must be one of {sorted(BACKENDS)}, got {device!r}")
     kernel = Kernel(op, device, frozenset(dtypes), implementation, applies)
     _registry.setdefault((op, device), []).insert(0, kernel)  # the latest registration wins
+    _fitting.clear()
 
 
 def remove(op: str, device: str) -> None:
     """Forget every kernel of ``op`` on ``device`` (tests that register their own)."""
     _registry.pop((op, device), None)
+    _fitting.clear()
 
 
 def device_of(array) -> str:
@@ -104,21 +112,32 @@ def choose(op: str, reference, *arrays):
     ``reference``."""
     if _mode.references_only:
         return reference
-    first = next((a for a in arrays if a is not None), None)
-    if first is None:
+    try:
+        key = (op, type(arrays[0]), *[a.dtype for a in arrays])
+    except (IndexError, AttributeError):  # no arrays, or a None among them: drop the Nones
+        arrays = [a for a in arrays if a is not None]
+        if not arrays:
+            return reference
+        key = (op, type(arrays[0]), *[a.dtype for a in arrays])
+    fitting = _fitting.get(key)
+    if fitting is None:
+        fitting = _fitting[key] = _fit(op, arrays)
+    if not fitting or os.environ.get("TRICYCLE_DISABLE_KERNELS"):
         return reference
-    device = "cpu" if type(first) is np.ndarray or isinstance(first, np.ndarray) else "cuda"
+    for kernel in fitting:
+        if kernel.applies is None or kernel.applies(*arrays):
+            return kernel.implementation
+    return reference
+
+
+def _fit(op: str, arrays: list) -> tuple[Kernel, ...]:
+    """The kernels of ``op`` on the arrays' device (loading its backend the first time) whose
+    dtypes include every array's dtype, latest registration first."""
+    device = device_of(arrays[0])
     if device not in _loaded:
         _load(device)
-    candidates = _registry.get((op, device))
-    if not candidates or os.environ.get("TRICYCLE_DISABLE_KERNELS"):
-        return reference
-    names = {_dtype_name(a.dtype) for a in arrays if a is not None}
-    for kernel in candidates:
-        if names <= kernel.dtypes:
-            if kernel.applies is None or kernel.applies(*[a for a in arrays if a is not None]):
-                return kernel.implementation
-    return reference
+    names = {a.dtype.name for a in arrays}
+    return tuple(kernel for kernel in _registry.get((op, device), ()) if names <= kernel.dtypes)
 
 
 def kernels(op: str | None = None, device: str | None = None) -> list[Kernel]:
@@ -166,11 +185,3 @@ def _load(device: str) -> None:
             )
         else:
             _loaded[device] = True
-
-
-def _dtype_name(dtype) -> str:
-    try:
-        return _dtype_names[dtype]
-    except KeyError:
-        _dtype_names[dtype] = dtype.name
-        return _dtype_names[dtype]

@@ -140,6 +140,11 @@ def contract(xp, inputs: tuple[str, ...], output: str, arrays: list):
     contraction then runs as one batched matmul. Other cases fall back to ``xp.einsum``.
     """
     plan = _contract_plan(tuple(inputs), output, tuple(a.shape for a in arrays))
+    return run_plan(xp, plan, arrays)
+
+
+def run_plan(xp, plan, arrays: list):
+    """Evaluate the einsum that ``_contract_plan`` planned for the shapes of ``arrays``."""
     kind, sums, detail = plan
     if kind == "einsum":
         return xp.einsum(detail, *arrays, optimize=len(arrays) > 2)
@@ -235,27 +240,23 @@ def _arrangement(sub, shape, batch, rows, cols, size):
     return tuple(direct), batch_shape + (n_rows, n_cols), False
 
 
-def _as_matrix(xp, array, arrangement):
+def _as_matrix(array, arrangement):
     transpose, shape, swap = arrangement
     if transpose is not None:
         array = array.transpose(transpose)  # the one case that copies (in the reshape)
-    matrix = array.reshape(shape)
-    return xp.swapaxes(matrix, -1, -2) if swap else matrix
+    matrix = array if array.shape == shape else array.reshape(shape)  # a view costs host time
+    return matrix.swapaxes(-1, -2) if swap else matrix
 
 
 def _run_matmul(xp, plan: _MatmulPlan, a, b):
     if plan.swap:
         a, b = b, a
-    a, b = _as_matrix(xp, a, plan.first), _as_matrix(xp, b, plan.second)
+    a, b = _as_matrix(a, plan.first), _as_matrix(b, plan.second)
     # BLAS through xp.matmul, or a kernel registered as "matmul" (cuBLAS on a GPU)
     product = dispatch.choose("matmul", xp.matmul, a, b)(a, b)
-    result = product.reshape(plan.shape)  # (batch..., L, R) -> (batch..., *left, *right)
+    # (batch..., L, R) -> (batch..., *left, *right)
+    result = product if product.shape == plan.shape else product.reshape(plan.shape)
     return result if plan.perm is None else result.transpose(plan.perm)
-
-
-def _matmul_contract(xp, sa: str, sb: str, out: str, a, b):
-    """a (sa) x b (sb) -> out for expanded subscripts, through one matmul where possible."""
-    return contract(xp, (sa, sb), out, [a, b])
 
 
 def _prod(values) -> int:
@@ -271,7 +272,9 @@ class Einsum:
 
     Supports implicit output (``"ij,jk"``), ``...`` for leading axes, one or many operands
     and size-1 broadcasting. Stateless: one instance may be called any number of times. The
-    subscript is parsed once; its expansion for each tuple of input shapes is cached.
+    subscript is parsed once; its expansion for each tuple of input shapes is cached, with
+    how to contract it and each of its derivatives (``_contract_plan``), so that a call does
+    no planning at all.
     """
 
     _MAX_PLANS = 256  # distinct input shapes remembered per instance
@@ -280,6 +283,7 @@ class Einsum:
         self.subscript = subscript
         self.parsed = Subscript.parse(subscript)
         self._name = f"einsum {subscript}"
+        self._op = f"Einsum {subscript}"  # how errors name it
         self._plans: dict[tuple, tuple] = {}
 
     def __repr__(self) -> str:
@@ -288,22 +292,22 @@ class Einsum:
     def __call__(self, *tensors: Tensor) -> Tensor:
         tensors = tuple(as_tensor(t) for t in tensors)
         arrays = [t.array for t in tensors]
-        xp = check_same_device(f"Einsum {self.subscript}", *arrays)
+        xp = check_same_device(self._op, *arrays)
         shapes = tuple(a.shape for a in arrays)
         plan = self._plans.get(shapes)
         if plan is None:
             plan = self._plan(shapes)
-        sub, derivatives, diagonals = plan
+        contraction, derivatives, diagonals = plan
         if diagonals is not None:  # operands with a repeated index: their diagonals first
             tensors = tuple(
                 t if d is None else _diagonal(xp, t, *d) for t, d in zip(tensors, diagonals)
             )
             arrays = [t.array for t in tensors]
-        out = contract(xp, sub.inputs, sub.output, arrays)
+        out = run_plan(xp, contraction, arrays)
         return Tensor(
             out,
             args=tensors,
-            back_fns=[_derivative(xp, tensors, i, d) for i, d in enumerate(derivatives)],
+            back_fns=tuple(_derivative(xp, tensors, i, d) for i, d in enumerate(derivatives)),
             name=self._name,
         )
 
@@ -316,23 +320,30 @@ class Einsum:
     def _plan(self, shapes):
         """Expand ``...`` and check sizes for these shapes; precompute each derivative.
 
-        Returns (subscript, derivatives, diagonals): diagonals is None when no operand repeats
-        an index, else one entry per operand (None, or how to take its diagonal), and the
-        subscript and derivatives are those of the einsum on the diagonals.
+        Returns (contraction, derivatives, diagonals): the ``_contract_plan`` of the einsum,
+        one (plan, kept, target) per input for its derivative (``_derivative``), and
+        diagonals, None when no operand repeats an index, else one entry per operand (None,
+        or how to take its diagonal); the contraction and derivatives are then those of the
+        einsum on the diagonals.
         """
         original_shapes = shapes
         sub = self.parsed.expand(list(shapes))
         sub, shapes, diagonals = _diagonals(sub, shapes, self.subscript)
-        _sizes(sub, shapes, self.subscript)
+        sizes = _sizes(sub, shapes, self.subscript)
+        out_shape = tuple(sizes[c] for c in sub.output)
         derivatives = []
         for i, target in enumerate(sub.inputs):
             others = sub.inputs[:i] + sub.inputs[i + 1 :]
             visible = "".join(others) + sub.output
             kept = "".join(c for c in target if c in visible)  # the rest were summed away
-            derivatives.append((others + (sub.output,), kept, target))
+            # d/d(input i): the other inputs and the output's gradient contract to its indices
+            operand_shapes = tuple(tuple(s) for s in shapes[:i] + shapes[i + 1 :]) + (out_shape,)
+            derivative = _contract_plan(others + (sub.output,), kept, operand_shapes)
+            derivatives.append((derivative, kept, target))
+        contraction = _contract_plan(sub.inputs, sub.output, tuple(tuple(s) for s in shapes))
         if len(self._plans) >= self._MAX_PLANS:
             self._plans.clear()
-        plan = self._plans[tuple(original_shapes)] = (sub, tuple(derivatives), diagonals)
+        plan = self._plans[tuple(original_shapes)] = (contraction, tuple(derivatives), diagonals)
         return plan
 
 
@@ -400,13 +411,14 @@ def _diagonal(xp, x: Tensor, part: str, diagonal: str, embed: str, eye_sizes) ->
 
 
 def _derivative(xp, tensors, i: int, spec):
-    """d(out)/d(input i): swap input i with the output, then broadcast back lost axes."""
-    inputs, kept, target = spec
+    """d(out)/d(input i): swap input i with the output, then broadcast back lost axes.
+    ``spec``: (the contraction's plan, the indices it keeps, input i's indices)."""
+    plan, kept, target = spec
 
     def back_fn(dout):
         arrays = [t.array for j, t in enumerate(tensors) if j != i]
         arrays.append(dout)
-        grad = contract(xp, inputs, kept, arrays)
+        grad = run_plan(xp, plan, arrays)
         shape = tensors[i].array.shape
         if kept != target:  # put back the summed-away axes as size 1
             sizes = iter(grad.shape)

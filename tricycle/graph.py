@@ -171,10 +171,20 @@ class Node:
         self._grad_hooks = None
         self.grad_buffer = None  # where backward puts this leaf's gradient (a bucket's view)
 
-    def new(self, array, args=None, back_fns=None, requires_grad=None, **kwargs) -> "Node":
+    def new(
+        self,
+        array,
+        args=None,
+        back_fns=None,
+        requires_grad=None,
+        is_batched=False,
+        name=None,
+        dtype=None,
+    ) -> "Node":
         """A tensor of this one's class: how an op makes its output (``x.new(out, args=(x,),
-        back_fns=(back_fn,), name="exp")``) and how a constant joins an op."""
-        return type(self)(array, args, back_fns, requires_grad, **kwargs)
+        back_fns=(back_fn,), name="exp")``) and how a constant joins an op. The arguments are
+        ``Node``'s, passed on by position (no keyword dict to build: this runs once per op)."""
+        return type(self)(array, args, back_fns, requires_grad, is_batched, name, dtype)
 
     # ----------------------------------------------------------------- properties
     @property
@@ -272,13 +282,13 @@ class Node:
                         hook(node)
                 if args is None:
                     continue
-            for i, (arg, back_fn) in enumerate(zip(args, node.back_fns)):
+            for arg, back_fn in zip(args, node.back_fns):
                 if not arg.requires_grad:
                     continue
                 try:
                     g_arg = back_fn(g)
                 except Exception as error:  # the traceback ends in a closure: name the op
-                    _raise_naming_the_op(error, node, i, arg)
+                    _raise_naming_the_op(error, node, back_fn, arg)
                 if isinstance(g_arg, Node):  # a back_fn that wraps its result (old style)
                     g_arg = g_arg.array
                 array = arg.array
@@ -503,9 +513,13 @@ class Node:
         self.grad_buffer = None
 
 
-def _raise_naming_the_op(error: Exception, node: Node, i: int, arg: Node):
-    """Raise ``error`` again as the same kind of error, naming the op, the input and the
-    back_fn convention; a type that takes other arguments is raised as it was."""
+def _raise_naming_the_op(error: Exception, node: Node, back_fn, arg: Node):
+    """Raise ``error`` (raised by ``back_fn``, for ``arg``) again as the same kind of error,
+    naming the op, the input and the back_fn convention; a type that takes other arguments is
+    raised as it was."""
+    # which input: found here rather than counted in backward's loop, which runs once per edge
+    pairs = enumerate(zip(node.args, node.back_fns))
+    i = next(j for j, (a, f) in pairs if a is arg and f is back_fn)
     message = (
         f"backward of {node.name or 'an op'} (output shape {node.shape}): the back_fn of "
         f"input {i} (shape {arg.shape}) raised {type(error).__name__}: {error}. A back_fn "
