@@ -10,23 +10,23 @@ from numba import prange
 from tricycle import dispatch
 from tricycle.backends.cpu.arrays import rows
 from tricycle.backends.cpu.compile import jit, parallel_jit
-from tricycle.backends.cpu.maths import exp
+from tricycle.backends.cpu.maths import exp, maximum, typed
 
 
 # ---------------------------------------------------------------------- kernels
 @jit
 def row_max(inp, n):
-    """The largest value of row n of inp (N, C)."""
+    """The largest value of row n of inp (N, C), NaN if the row holds one."""
     peak = inp[n, 0]
     for i in range(1, inp.shape[1]):
-        peak = max(peak, inp[n, i])
+        peak = maximum(peak, inp[n, i])
     return peak
 
 
 @jit
 def exp_sum(inp, n, peak):
-    """sum(exp(row - peak)) of row n of inp (N, C)."""
-    total = 0.0
+    """sum(exp(row - peak)) of row n of inp (N, C), in inp's float type."""
+    total = typed(peak, 0.0)
     for i in range(inp.shape[1]):
         total += exp(inp[n, i] - peak)
     return total
@@ -38,12 +38,12 @@ def softmax_forward_kernel(out, inp):
     N, C = inp.shape
     for n in prange(N):
         peak = row_max(inp, n)
-        total = 0.0
+        total = typed(peak, 0.0)
         for i in range(C):
             e = exp(inp[n, i] - peak)
             out[n, i] = e
             total += e
-        scale = 1.0 / total
+        scale = typed(peak, 1.0) / total
         for i in range(C):
             out[n, i] *= scale
 
