@@ -5,8 +5,10 @@
 
 Sizes are those of the CPU GPT benchmark (B=8, T=128, E=256, 4 heads, vocabulary 1024):
 LayerNorm over (1024, 256), softmax over the attention rows (8, 4, 128, 128), tanh GeLU and
-bias+GeLU over the MLP's (1024, 1024), cross-entropy over (1024, 1024) logits. Each op runs
-as a user runs it (a Tensor op, then backward) three ways: tricycle with its CPU kernels,
+bias+GeLU over the MLP's (1024, 1024), cross-entropy over (1024, 1024) logits, and AdamW over
+the GPT's parameters (one ``optimiser.update``, against ``torch.optim.AdamW`` with its
+defaults over nanoGPT's parameters). Each op runs as a user runs it (a Tensor op, then
+backward) three ways: tricycle with its CPU kernels,
 tricycle with the reference formulas (numpy, ``dispatch.references()``) and PyTorch eager with
 the same number of threads (``torch.set_num_threads``). The runners alternate round by round;
 the table shows each one's best round in ms and the median of per-round ratios.
@@ -22,13 +24,16 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
-from harness import torch_or_none  # noqa: E402
+from harness import CPU_GPT, torch_or_none  # noqa: E402
 
 from tricycle import dispatch  # noqa: E402
 from tricycle.activation import GeLU, bias_gelu  # noqa: E402
+from tricycle.configs import GPTConfig  # noqa: E402
 from tricycle.functions import Softmax  # noqa: E402
 from tricycle.layers import LayerNorm  # noqa: E402
 from tricycle.loss import CrossEntropy  # noqa: E402
+from tricycle.models import GPT  # noqa: E402
+from tricycle.optimisers import AdamW  # noqa: E402
 from tricycle.tensor import Tensor  # noqa: E402
 
 torch = torch_or_none()
@@ -61,7 +66,17 @@ def ours_and_torch():
 
         return step
 
-    steps = {name: (ours(name), None) for name in cases}
+    config = GPTConfig(**CPU_GPT)
+    model = GPT(config)
+    optimiser = AdamW(1e-3, (config.beta1, config.beta2), weight_decay=config.weight_decay)
+    for p in model.parameters():
+        p.grad = Tensor(data(*p.shape) * 1e-2)
+    adamw = f"AdamW ({model.num_parameters() / 1e6:.1f}M parameters)"
+
+    def ours_adamw():
+        optimiser.update(model)
+
+    steps = {name: (ours(name), None) for name in cases} | {adamw: (ours_adamw, None)}
     if torch is None:
         return steps
     F = torch.nn.functional
@@ -83,7 +98,16 @@ def ours_and_torch():
 
         return step
 
-    return {name: (ours(name), theirs(name)) for name in cases}
+    from torch_gpt import adamw as torch_adamw  # noqa: PLC0415 - needs torch
+    from torch_gpt import nano_gpt  # noqa: PLC0415
+
+    t_model = nano_gpt(config, "manual")
+    for p in t_model.parameters():
+        p.grad = torch.tensor(data(*p.shape) * 1e-2)
+    t_optimiser = torch_adamw(t_model, config, 1e-3)
+    return {name: (ours(name), theirs(name)) for name in cases} | {
+        adamw: (ours_adamw, t_optimiser.step)
+    }
 
 
 def best_of(step, repeats: int) -> float:
@@ -115,7 +139,7 @@ def main() -> None:
         if theirs:
             theirs()
     print(f"threads {args.threads}, {args.rounds} rounds of {args.repeats} calls (best, ms)")
-    print(f"{'op, forward + backward':28} {'kernels':>9} {'numpy':>9} {'torch':>9} "
+    print(f"{'op, forward + backward':32} {'kernels':>9} {'numpy':>9} {'torch':>9} "
           f"{'torch/kernels':>14} {'numpy/kernels':>14}")  # fmt: skip
     for name, (ours, theirs) in steps.items():
         rounds = []
@@ -128,7 +152,7 @@ def main() -> None:
         kernels, numpy, reference = (min(r[i] for r in rounds) * 1e3 for i in range(3))
         vs_torch = statistics.median(r[2] / r[0] for r in rounds)
         vs_numpy = statistics.median(r[1] / r[0] for r in rounds)
-        print(f"{name:28} {kernels:9.3f} {numpy:9.3f} {reference:9.3f} {vs_torch:13.2f}x "
+        print(f"{name:32} {kernels:9.3f} {numpy:9.3f} {reference:9.3f} {vs_torch:13.2f}x "
               f"{vs_numpy:13.2f}x")  # fmt: skip
 
 

@@ -53,7 +53,7 @@ def softmax_backward_kernel(dinp, out, dout):
     """dinp = out * (dout - sum(dout * out)) per row."""
     N, C = out.shape
     for n in prange(N):
-        dot = 0.0
+        dot = typed(out[n, 0], 0.0)
         for i in range(C):
             dot += dout[n, i] * out[n, i]
         for i in range(C):
@@ -76,7 +76,7 @@ def log_softmax_backward_kernel(dinp, out, dout):
     """dinp = dout - exp(out) * sum(dout) per row (exp(out) is the softmax)."""
     N, C = out.shape
     for n in prange(N):
-        total = 0.0
+        total = typed(out[n, 0], 0.0)
         for i in range(C):
             total += dout[n, i]
         for i in range(C):
