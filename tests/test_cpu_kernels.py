@@ -188,6 +188,27 @@ def test_gelu_tails():
                      run(case, CASES[case][0], x, np.float32), np.float32, case)  # fmt: skip
 
 
+@pytest.mark.parametrize("case", [case for case in CASES if case != "embedding"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_nan_and_infinities_come_out_where_the_reference_puts_them(case, dtype):
+    """A NaN, +inf or -inf in a row (alone, or a row all -inf as a full mask gives): the
+    kernel's NaN and infinities land where the reference's do, the rest as close as ever."""
+    x = np.random.default_rng(3).standard_normal((7, 6)).astype(dtype)
+    x[0, 2], x[1, 4], x[2, 0], x[3, :2], x[4] = np.nan, np.inf, -np.inf, -np.inf, -np.inf
+    x[5, 1], x[5, 3] = np.inf, -np.inf
+    with np.errstate(all="ignore"):
+        ours = run(case, kernel_of(case, x), x, dtype)
+        expected = run(case, CASES[case][0], x, dtype)
+    for i, (a, b) in enumerate(zip(ours, expected)):
+        a, b = np.asarray(a), np.asarray(b)
+        for where in (np.isnan, np.isposinf, np.isneginf):
+            np.testing.assert_array_equal(where(a), where(b), err_msg=f"{case} {i} {where}")
+        finite = np.isfinite(b)
+        scale = max(1.0, float(np.abs(b[finite]).max(initial=0.0)))
+        tolerance = TOLERANCE[dtype]
+        np.testing.assert_allclose(a[finite], b[finite], rtol=tolerance, atol=tolerance * scale)
+
+
 # ====================================================================== threads
 @pytest.fixture
 def parallel_always(monkeypatch):
