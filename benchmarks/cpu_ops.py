@@ -28,6 +28,7 @@ from harness import CPU_GPT, torch_or_none  # noqa: E402
 
 from tricycle import dispatch  # noqa: E402
 from tricycle.activation import GeLU, bias_gelu  # noqa: E402
+from tricycle.apps.cpu import tune_cpu_allocator  # noqa: E402
 from tricycle.configs import GPTConfig  # noqa: E402
 from tricycle.functions import Softmax  # noqa: E402
 from tricycle.layers import LayerNorm  # noqa: E402
@@ -125,7 +126,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--repeats", type=int, default=20, help="calls per runner per round")
+    parser.add_argument(
+        "--plain-malloc", action="store_true", help="glibc's malloc as it comes (no tuning)"
+    )
     args = parser.parse_args()
+    if not args.plain_malloc:
+        tune_cpu_allocator()  # as the training CLI does, for both frameworks
     from tricycle.backends.cpu import set_threads  # noqa: PLC0415 - needs numba
 
     set_threads(args.threads)

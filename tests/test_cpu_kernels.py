@@ -42,6 +42,7 @@ from tricycle.layers import (
     rms_norm_forward,
 )
 from tricycle.loss import cross_entropy_backward, cross_entropy_forward
+from tricycle.optimisers import adam_step
 
 numba = pytest.importorskip("numba")
 compiler = pytest.importorskip("tricycle.backends.cpu.compile")
@@ -171,6 +172,30 @@ def test_kernel_matches_reference(case, lead, width, layout, dtype, scale, seed)
     x = arranged((rng.standard_normal(lead + (width,)) * scale).astype(dtype), layout)
     assert_close(run(case, kernel_of(case, x), x, dtype), run(case, CASES[case][0], x, dtype),
                  dtype, case)  # fmt: skip
+
+
+@given(
+    shape=st.lists(st.integers(1, 9), min_size=1, max_size=3).map(tuple),
+    strided_grad=st.booleans(),
+    dtype=st.sampled_from([np.float32, np.float64]),
+    decay=st.sampled_from([0.0, 0.1]),
+    multiplier=st.sampled_from([1.0, 0.25]),
+    seed=st.integers(0, 2**16),
+)
+def test_adam_step_matches_reference(shape, strided_grad, dtype, decay, multiplier, seed):
+    """Three AdamW steps in place on w, m and v (the gradient may be a strided view)."""
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal(shape).astype(dtype)
+    states = {name: [w.copy(), np.zeros_like(w), np.zeros_like(w)] for name in ("ours", "ref")}
+    kernel = dispatch.choose("adam_step", adam_step, w, w, w, w)  # (w, grad, m, v) all like w
+    assert kernel is not adam_step, "no CPU kernel registered for adam_step"
+    for step in (1, 2, 3):
+        grad = rng.standard_normal(shape[:-1] + (2 * shape[-1],)).astype(dtype)
+        grad = grad[..., ::2] if strided_grad else np.ascontiguousarray(grad[..., ::2])
+        for name, step_fn in (("ours", kernel), ("ref", adam_step)):
+            w_, m, v = states[name]
+            step_fn(np, w_, grad, m, v, 0.9, 0.95, 1e-8, decay, 1e-2, step, multiplier)
+    assert_close(states["ours"], states["ref"], dtype, "adam_step")
 
 
 @pytest.mark.parametrize("case", ["softmax", "log_softmax", "cross_entropy"])

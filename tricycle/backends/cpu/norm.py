@@ -9,27 +9,54 @@ from numba import prange
 
 from tricycle import dispatch
 from tricycle.backends.cpu.arrays import CHUNK_ROWS, flat, n_chunks, rows, same_dtype
-from tricycle.backends.cpu.compile import parallel_jit
+from tricycle.backends.cpu.compile import jit, parallel_jit
 from tricycle.backends.cpu.maths import typed
 
 
-# ---------------------------------------------------------------------- kernels
+# ---------------------------------------------------------------------- row sums
 # Sums run in the arrays' float type (a float32 sum over a row vectorises in several lanes, as
-# accurate as numpy's pairwise sum at these widths); per-row scalars are cast back to it.
+# accurate as numpy's pairwise sum at these widths). Each is a function of its own, compiled
+# once, so that a kernel's parallel and serial variants add in the same order.
+@jit
+def row_mean(inp, n):
+    """mean(inp[n]) of row n of inp (N, C)."""
+    total = typed(inp[n, 0], 0.0)
+    for i in range(inp.shape[1]):
+        total += inp[n, i]
+    return typed(total, total / inp.shape[1])
+
+
+@jit
+def row_mean_square(inp, n, m):
+    """mean((inp[n] - m)^2) of row n of inp (N, C)."""
+    total = typed(m, 0.0)
+    for i in range(inp.shape[1]):
+        shift = inp[n, i] - m
+        total += shift * shift
+    return typed(m, total / inp.shape[1])
+
+
+@jit
+def dnorm_means(dout, inp, weight, n, m, s):
+    """mean(g) and mean(g * xhat) over row n, g = dout * weight and xhat = (inp - m) * s: the
+    two means of the normalisation's backward."""
+    dnorm_mean, dnorm_norm_mean = typed(m, 0.0), typed(m, 0.0)
+    for i in range(inp.shape[1]):
+        dnorm = dout[n, i] * weight[i]
+        dnorm_mean += dnorm
+        dnorm_norm_mean += dnorm * (inp[n, i] - m) * s
+    C = inp.shape[1]
+    return typed(m, dnorm_mean / C), typed(m, dnorm_norm_mean / C)
+
+
+# ---------------------------------------------------------------------- kernels
 @parallel_jit
 def layernorm_forward(out, mean, rstd, inp, weight, bias, eps):
     """out = (inp - mean) * rstd * weight + bias per row of inp (N, C)."""
     N, C = inp.shape
     for n in prange(N):
-        m = typed(inp[n, 0], 0.0)
-        for i in range(C):
-            m += inp[n, i]
-        m = typed(m, m / C)
-        v = typed(m, 0.0)
-        for i in range(C):
-            shift = inp[n, i] - m
-            v += shift * shift
-        s = typed(m, 1.0 / np.sqrt(v / C + eps))
+        m = row_mean(inp, n)
+        s = typed(m, 1.0 / np.sqrt(row_mean_square(inp, n, m) + eps))
         for i in range(C):
             out[n, i] = (inp[n, i] - m) * s * weight[i] + bias[i]
         mean[n] = m
@@ -43,15 +70,7 @@ def layernorm_backward(dinp, dweight_parts, dbias_parts, dout, inp, weight, mean
     for k in prange(dweight_parts.shape[0]):
         for n in range(k * CHUNK_ROWS, min(N, (k + 1) * CHUNK_ROWS)):
             m, s = mean[n], rstd[n]
-            # the two means of dx's formula: mean(g) and mean(g * xhat), g = dout * weight
-            dnorm_mean = typed(m, 0.0)
-            dnorm_norm_mean = typed(m, 0.0)
-            for i in range(C):
-                dnorm = dout[n, i] * weight[i]
-                dnorm_mean += dnorm
-                dnorm_norm_mean += dnorm * (inp[n, i] - m) * s
-            dnorm_mean = typed(m, dnorm_mean / C)
-            dnorm_norm_mean = typed(m, dnorm_norm_mean / C)
+            dnorm_mean, dnorm_norm_mean = dnorm_means(dout, inp, weight, n, m, s)
             for i in range(C):
                 norm = (inp[n, i] - m) * s
                 dbias_parts[k, i] += dout[n, i]
@@ -65,10 +84,8 @@ def rmsnorm_forward(out, rstd, inp, weight, eps):
     """out = inp * rstd * weight per row, rstd = 1 / sqrt(mean(inp^2) + eps)."""
     N, C = inp.shape
     for n in prange(N):
-        ms = typed(inp[n, 0], 0.0)
-        for i in range(C):
-            ms += inp[n, i] * inp[n, i]
-        s = typed(ms, 1.0 / np.sqrt(ms / C + eps))
+        zero = typed(inp[n, 0], 0.0)
+        s = typed(zero, 1.0 / np.sqrt(row_mean_square(inp, n, zero) + eps))
         for i in range(C):
             out[n, i] = inp[n, i] * s * weight[i]
         rstd[n] = s
@@ -81,10 +98,7 @@ def rmsnorm_backward(dinp, dweight_parts, dout, inp, weight, rstd):
     for k in prange(dweight_parts.shape[0]):
         for n in range(k * CHUNK_ROWS, min(N, (k + 1) * CHUNK_ROWS)):
             s = rstd[n]
-            dnorm_norm_mean = typed(s, 0.0)
-            for i in range(C):
-                dnorm_norm_mean += dout[n, i] * weight[i] * inp[n, i] * s
-            dnorm_norm_mean = typed(s, dnorm_norm_mean / C)
+            _, dnorm_norm_mean = dnorm_means(dout, inp, weight, n, typed(s, 0.0), s)
             for i in range(C):
                 norm = inp[n, i] * s
                 dweight_parts[k, i] += norm * dout[n, i]
