@@ -234,6 +234,52 @@ def test_nan_and_infinities_come_out_where_the_reference_puts_them(case, dtype):
         np.testing.assert_allclose(a[finite], b[finite], rtol=tolerance, atol=tolerance * scale)
 
 
+# ====================================================================== exp and tanh in float32
+def _elementwise(function):
+    """A compiled loop applying the CPU backend's ``function`` (maths.exp, maths.tanh)."""
+
+    @compiler.jit(cache=False)
+    def apply(out, x):
+        for i in range(x.size):
+            out[i] = function(x[i])
+
+    def call(x):
+        out = np.empty_like(x)
+        apply(out, x)
+        return out
+
+    return call
+
+
+def test_float32_exp_is_within_a_few_units_in_the_last_place():
+    from tricycle.backends.cpu.maths import exp  # noqa: PLC0415 - needs numba
+
+    x = np.linspace(-110.0, 100.0, 400_001, dtype=np.float32)
+    specials = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 88.72, 88.73, -87.0], np.float32)
+    with np.errstate(over="ignore"):
+        expected = np.exp(np.concatenate([x, specials]).astype(np.float64))
+    ours = _elementwise(exp)(np.concatenate([x, specials]))
+    normal = (expected > np.finfo(np.float32).tiny) & (expected < np.finfo(np.float32).max)
+    relative = np.abs(ours[normal] - expected[normal]) / expected[normal]
+    assert relative.max() < 5e-7  # float32's unit in the last place: 6e-8 to 1.2e-7
+    assert np.all(ours[expected <= np.finfo(np.float32).tiny] <= np.finfo(np.float32).tiny)
+    np.testing.assert_array_equal(ours[-8:-3], np.float32([np.nan, np.inf, 0, 1, 1]))
+    assert np.isfinite(ours[-3]) and ours[-2] == np.inf  # e^88.72 < float32's max < e^88.73
+
+
+def test_float32_tanh_is_within_a_few_units_in_the_last_place():
+    from tricycle.backends.cpu.maths import tanh  # noqa: PLC0415 - needs numba
+
+    specials = np.float32([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, 9.0, -40.0])
+    x = np.concatenate([np.linspace(-12.0, 12.0, 400_001, dtype=np.float32), specials])
+    ours, expected = _elementwise(tanh)(x), np.tanh(x.astype(np.float64))
+    finite = np.isfinite(x)
+    assert np.abs(ours[finite] - expected[finite]).max() < 4e-7
+    assert np.abs(ours[finite]).max() <= 1.0  # saturates at +-1 exactly, never past
+    np.testing.assert_array_equal(ours[-8:], np.float32([np.nan, 1, -1, 0, -0.0, 1e-30, 1, -1]))
+    assert np.signbit(ours[-4]) and not np.signbit(ours[-5])
+
+
 # ====================================================================== threads
 @pytest.fixture
 def parallel_always(monkeypatch):
