@@ -20,7 +20,7 @@ from tricycle.backends.cpu.maths import exp, maximum, typed
 def row_max(inp, n):
     """The largest value of row n of inp (N, C), NaN if the row holds one."""
     peak = inp[n, 0]
-    for i in range(1, inp.shape[1]):
+    for i in range(inp.shape[1]):  # from 0, not 1: a row of 128 is whole vectors
         peak = maximum(peak, inp[n, i])
     return peak
 
