@@ -8,10 +8,12 @@ LayerNorm over (1024, 256), softmax over the attention rows (8, 4, 128, 128), ta
 bias+GeLU over the MLP's (1024, 1024), cross-entropy over (1024, 1024) logits, and AdamW over
 the GPT's parameters (one ``optimiser.update``, against ``torch.optim.AdamW`` with its
 defaults over nanoGPT's parameters). Each op runs as a user runs it (a Tensor op, then
-backward) three ways: tricycle with its CPU kernels,
-tricycle with the reference formulas (numpy, ``dispatch.references()``) and PyTorch eager with
-the same number of threads (``torch.set_num_threads``). The runners alternate round by round;
-the table shows each one's best round in ms and the median of per-round ratios.
+backward) three ways: tricycle with its CPU kernels, tricycle with the reference formulas
+(numpy, ``dispatch.references()``) and PyTorch eager with the same number of threads
+(``torch.set_num_threads``); with more than one thread, also with the kernels held to one
+thread (``set_threads(1)``: their serial variants), which shows what the threads bring. The
+runners alternate round by round; the table shows each one's best round in ms and the median
+of per-round ratios. glibc's malloc is tuned as the training CLI tunes it.
 """
 
 import argparse
@@ -144,22 +146,27 @@ def main() -> None:
             ours()
         if theirs:
             theirs()
-    print(f"threads {args.threads}, {args.rounds} rounds of {args.repeats} calls (best, ms)")
-    print(f"{'op, forward + backward':32} {'kernels':>9} {'numpy':>9} {'torch':>9} "
-          f"{'torch/kernels':>14} {'numpy/kernels':>14}")  # fmt: skip
+    print(f"threads {args.threads}, {args.rounds} rounds of {args.repeats} calls (best, ms); "
+          "serial: the kernels on one thread")  # fmt: skip
+    print(f"{'op, forward + backward':32} {'kernels':>9} {'serial':>9} {'numpy':>9} {'torch':>9} "
+          f"{'torch/kernels':>14} {'serial/kernels':>15} {'numpy/kernels':>14}")  # fmt: skip
     for name, (ours, theirs) in steps.items():
         rounds = []
         for _ in range(args.rounds):
             kernels = best_of(ours, args.repeats)
+            set_threads(1)
+            serial = best_of(ours, args.repeats) if args.threads > 1 else kernels
+            set_threads(args.threads)
             with dispatch.references():
                 numpy = best_of(ours, args.repeats)
             reference = best_of(theirs, args.repeats) if theirs else float("nan")
-            rounds.append((kernels, numpy, reference))
-        kernels, numpy, reference = (min(r[i] for r in rounds) * 1e3 for i in range(3))
-        vs_torch = statistics.median(r[2] / r[0] for r in rounds)
-        vs_numpy = statistics.median(r[1] / r[0] for r in rounds)
-        print(f"{name:32} {kernels:9.3f} {numpy:9.3f} {reference:9.3f} {vs_torch:13.2f}x "
-              f"{vs_numpy:13.2f}x")  # fmt: skip
+            rounds.append((kernels, serial, numpy, reference))
+        kernels, serial, numpy, reference = (min(r[i] for r in rounds) * 1e3 for i in range(4))
+        vs_serial, vs_numpy, vs_torch = (
+            statistics.median(r[i] / r[0] for r in rounds) for i in (1, 2, 3)
+        )
+        print(f"{name:32} {kernels:9.3f} {serial:9.3f} {numpy:9.3f} {reference:9.3f} "
+              f"{vs_torch:13.2f}x {vs_serial:14.2f}x {vs_numpy:13.2f}x")  # fmt: skip
 
 
 if __name__ == "__main__":
