@@ -5,11 +5,15 @@
 
 Sizes are those of the CPU GPT benchmark (B=8, T=128, E=256, 4 heads, vocabulary 1024):
 LayerNorm over (1024, 256), softmax over the attention rows (8, 4, 128, 128), tanh GeLU and
-bias+GeLU over the MLP's (1024, 1024), cross-entropy over (1024, 1024) logits. Each op runs
-as a user runs it (a Tensor op, then backward) three ways: tricycle with its CPU kernels,
-tricycle with the reference formulas (numpy, ``dispatch.references()``) and PyTorch eager with
-the same number of threads (``torch.set_num_threads``). The runners alternate round by round;
-the table shows each one's best round in ms and the median of per-round ratios.
+bias+GeLU over the MLP's (1024, 1024), cross-entropy over (1024, 1024) logits, and AdamW over
+the GPT's parameters (one ``optimiser.update``, against ``torch.optim.AdamW`` with its
+defaults over nanoGPT's parameters). Each op runs as a user runs it (a Tensor op, then
+backward) three ways: tricycle with its CPU kernels, tricycle with the reference formulas
+(numpy, ``dispatch.references()``) and PyTorch eager with the same number of threads
+(``torch.set_num_threads``); with more than one thread, also with the kernels held to one
+thread (``set_threads(1)``: their serial variants), which shows what the threads bring. The
+runners alternate round by round; the table shows each one's best round in ms and the median
+of per-round ratios. glibc's malloc is tuned as the training CLI tunes it.
 """
 
 import argparse
@@ -22,13 +26,17 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
-from harness import torch_or_none  # noqa: E402
+from harness import CPU_GPT, torch_or_none  # noqa: E402
 
 from tricycle import dispatch  # noqa: E402
 from tricycle.activation import GeLU, bias_gelu  # noqa: E402
+from tricycle.apps.cpu import tune_cpu_allocator  # noqa: E402
+from tricycle.configs import GPTConfig  # noqa: E402
 from tricycle.functions import Softmax  # noqa: E402
 from tricycle.layers import LayerNorm  # noqa: E402
 from tricycle.loss import CrossEntropy  # noqa: E402
+from tricycle.models import GPT  # noqa: E402
+from tricycle.optimisers import AdamW  # noqa: E402
 from tricycle.tensor import Tensor  # noqa: E402
 
 torch = torch_or_none()
@@ -61,7 +69,17 @@ def ours_and_torch():
 
         return step
 
-    steps = {name: (ours(name), None) for name in cases}
+    config = GPTConfig(**CPU_GPT)
+    model = GPT(config)
+    optimiser = AdamW(1e-3, (config.beta1, config.beta2), weight_decay=config.weight_decay)
+    for p in model.parameters():
+        p.grad = Tensor(data(*p.shape) * 1e-2)
+    adamw = f"AdamW ({model.num_parameters() / 1e6:.1f}M parameters)"
+
+    def ours_adamw():
+        optimiser.update(model)
+
+    steps = {name: (ours(name), None) for name in cases} | {adamw: (ours_adamw, None)}
     if torch is None:
         return steps
     F = torch.nn.functional
@@ -83,7 +101,16 @@ def ours_and_torch():
 
         return step
 
-    return {name: (ours(name), theirs(name)) for name in cases}
+    from torch_gpt import adamw as torch_adamw  # noqa: PLC0415 - needs torch
+    from torch_gpt import nano_gpt  # noqa: PLC0415
+
+    t_model = nano_gpt(config, "manual")
+    for p in t_model.parameters():
+        p.grad = torch.tensor(data(*p.shape) * 1e-2)
+    t_optimiser = torch_adamw(t_model, config, 1e-3)
+    return {name: (ours(name), theirs(name)) for name in cases} | {
+        adamw: (ours_adamw, t_optimiser.step)
+    }
 
 
 def best_of(step, repeats: int) -> float:
@@ -101,7 +128,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--repeats", type=int, default=20, help="calls per runner per round")
+    parser.add_argument(
+        "--plain-malloc", action="store_true", help="glibc's malloc as it comes (no tuning)"
+    )
     args = parser.parse_args()
+    if not args.plain_malloc:
+        tune_cpu_allocator()  # as the training CLI does, for both frameworks
     from tricycle.backends.cpu import set_threads  # noqa: PLC0415 - needs numba
 
     set_threads(args.threads)
@@ -114,22 +146,27 @@ def main() -> None:
             ours()
         if theirs:
             theirs()
-    print(f"threads {args.threads}, {args.rounds} rounds of {args.repeats} calls (best, ms)")
-    print(f"{'op, forward + backward':28} {'kernels':>9} {'numpy':>9} {'torch':>9} "
-          f"{'torch/kernels':>14} {'numpy/kernels':>14}")  # fmt: skip
+    print(f"threads {args.threads}, {args.rounds} rounds of {args.repeats} calls (best, ms); "
+          "serial: the kernels on one thread")  # fmt: skip
+    print(f"{'op, forward + backward':32} {'kernels':>9} {'serial':>9} {'numpy':>9} {'torch':>9} "
+          f"{'torch/kernels':>14} {'serial/kernels':>15} {'numpy/kernels':>14}")  # fmt: skip
     for name, (ours, theirs) in steps.items():
         rounds = []
         for _ in range(args.rounds):
             kernels = best_of(ours, args.repeats)
+            set_threads(1)
+            serial = best_of(ours, args.repeats) if args.threads > 1 else kernels
+            set_threads(args.threads)
             with dispatch.references():
                 numpy = best_of(ours, args.repeats)
             reference = best_of(theirs, args.repeats) if theirs else float("nan")
-            rounds.append((kernels, numpy, reference))
-        kernels, numpy, reference = (min(r[i] for r in rounds) * 1e3 for i in range(3))
-        vs_torch = statistics.median(r[2] / r[0] for r in rounds)
-        vs_numpy = statistics.median(r[1] / r[0] for r in rounds)
-        print(f"{name:28} {kernels:9.3f} {numpy:9.3f} {reference:9.3f} {vs_torch:13.2f}x "
-              f"{vs_numpy:13.2f}x")  # fmt: skip
+            rounds.append((kernels, serial, numpy, reference))
+        kernels, serial, numpy, reference = (min(r[i] for r in rounds) * 1e3 for i in range(4))
+        vs_serial, vs_numpy, vs_torch = (
+            statistics.median(r[i] / r[0] for r in rounds) for i in (1, 2, 3)
+        )
+        print(f"{name:32} {kernels:9.3f} {serial:9.3f} {numpy:9.3f} {reference:9.3f} "
+              f"{vs_torch:13.2f}x {vs_serial:14.2f}x {vs_numpy:13.2f}x")  # fmt: skip
 
 
 if __name__ == "__main__":

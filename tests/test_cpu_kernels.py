@@ -42,6 +42,7 @@ from tricycle.layers import (
     rms_norm_forward,
 )
 from tricycle.loss import cross_entropy_backward, cross_entropy_forward
+from tricycle.optimisers import adam_step
 
 numba = pytest.importorskip("numba")
 compiler = pytest.importorskip("tricycle.backends.cpu.compile")
@@ -173,6 +174,30 @@ def test_kernel_matches_reference(case, lead, width, layout, dtype, scale, seed)
                  dtype, case)  # fmt: skip
 
 
+@given(
+    shape=st.lists(st.integers(1, 9), min_size=1, max_size=3).map(tuple),
+    strided_grad=st.booleans(),
+    dtype=st.sampled_from([np.float32, np.float64]),
+    decay=st.sampled_from([0.0, 0.1]),
+    multiplier=st.sampled_from([1.0, 0.25]),
+    seed=st.integers(0, 2**16),
+)
+def test_adam_step_matches_reference(shape, strided_grad, dtype, decay, multiplier, seed):
+    """Three AdamW steps in place on w, m and v (the gradient may be a strided view)."""
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal(shape).astype(dtype)
+    states = {name: [w.copy(), np.zeros_like(w), np.zeros_like(w)] for name in ("ours", "ref")}
+    kernel = dispatch.choose("adam_step", adam_step, w, w, w, w)  # (w, grad, m, v) all like w
+    assert kernel is not adam_step, "no CPU kernel registered for adam_step"
+    for step in (1, 2, 3):
+        grad = rng.standard_normal(shape[:-1] + (2 * shape[-1],)).astype(dtype)
+        grad = grad[..., ::2] if strided_grad else np.ascontiguousarray(grad[..., ::2])
+        for name, step_fn in (("ours", kernel), ("ref", adam_step)):
+            w_, m, v = states[name]
+            step_fn(np, w_, grad, m, v, 0.9, 0.95, 1e-8, decay, 1e-2, step, multiplier)
+    assert_close(states["ours"], states["ref"], dtype, "adam_step")
+
+
 @pytest.mark.parametrize("case", ["softmax", "log_softmax", "cross_entropy"])
 def test_huge_and_tiny_values(case):
     """Rows far from 0 (exp underflows, 1e4 apart) stay exact as in the references."""
@@ -186,6 +211,73 @@ def test_gelu_tails():
     for case in ("gelu", "gelu tanh"):
         assert_close(run(case, kernel_of(case, x), x, np.float32),
                      run(case, CASES[case][0], x, np.float32), np.float32, case)  # fmt: skip
+
+
+@pytest.mark.parametrize("case", [case for case in CASES if case != "embedding"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_nan_and_infinities_come_out_where_the_reference_puts_them(case, dtype):
+    """A NaN, +inf or -inf in a row (alone, or a row all -inf as a full mask gives): the
+    kernel's NaN and infinities land where the reference's do, the rest as close as ever."""
+    x = np.random.default_rng(3).standard_normal((7, 6)).astype(dtype)
+    x[0, 2], x[1, 4], x[2, 0], x[3, :2], x[4] = np.nan, np.inf, -np.inf, -np.inf, -np.inf
+    x[5, 1], x[5, 3] = np.inf, -np.inf
+    with np.errstate(all="ignore"):
+        ours = run(case, kernel_of(case, x), x, dtype)
+        expected = run(case, CASES[case][0], x, dtype)
+    for i, (a, b) in enumerate(zip(ours, expected)):
+        a, b = np.asarray(a), np.asarray(b)
+        for where in (np.isnan, np.isposinf, np.isneginf):
+            np.testing.assert_array_equal(where(a), where(b), err_msg=f"{case} {i} {where}")
+        finite = np.isfinite(b)
+        scale = max(1.0, float(np.abs(b[finite]).max(initial=0.0)))
+        tolerance = TOLERANCE[dtype]
+        np.testing.assert_allclose(a[finite], b[finite], rtol=tolerance, atol=tolerance * scale)
+
+
+# ====================================================================== exp and tanh in float32
+def _elementwise(function):
+    """A compiled loop applying the CPU backend's ``function`` (maths.exp, maths.tanh)."""
+
+    @compiler.jit(cache=False)
+    def apply(out, x):
+        for i in range(x.size):
+            out[i] = function(x[i])
+
+    def call(x):
+        out = np.empty_like(x)
+        apply(out, x)
+        return out
+
+    return call
+
+
+def test_float32_exp_is_within_a_few_units_in_the_last_place():
+    from tricycle.backends.cpu.maths import exp  # noqa: PLC0415 - needs numba
+
+    x = np.linspace(-110.0, 100.0, 400_001, dtype=np.float32)
+    specials = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 88.72, 88.73, -87.0], np.float32)
+    with np.errstate(over="ignore"):
+        expected = np.exp(np.concatenate([x, specials]).astype(np.float64))
+    ours = _elementwise(exp)(np.concatenate([x, specials]))
+    normal = (expected > np.finfo(np.float32).tiny) & (expected < np.finfo(np.float32).max)
+    relative = np.abs(ours[normal] - expected[normal]) / expected[normal]
+    assert relative.max() < 5e-7  # float32's unit in the last place: 6e-8 to 1.2e-7
+    assert np.all(ours[expected <= np.finfo(np.float32).tiny] <= np.finfo(np.float32).tiny)
+    np.testing.assert_array_equal(ours[-8:-3], np.float32([np.nan, np.inf, 0, 1, 1]))
+    assert np.isfinite(ours[-3]) and ours[-2] == np.inf  # e^88.72 < float32's max < e^88.73
+
+
+def test_float32_tanh_is_within_a_few_units_in_the_last_place():
+    from tricycle.backends.cpu.maths import tanh  # noqa: PLC0415 - needs numba
+
+    specials = np.float32([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, 9.0, -40.0])
+    x = np.concatenate([np.linspace(-12.0, 12.0, 400_001, dtype=np.float32), specials])
+    ours, expected = _elementwise(tanh)(x), np.tanh(x.astype(np.float64))
+    finite = np.isfinite(x)
+    assert np.abs(ours[finite] - expected[finite]).max() < 4e-7
+    assert np.abs(ours[finite]).max() <= 1.0  # saturates at +-1 exactly, never past
+    np.testing.assert_array_equal(ours[-8:], np.float32([np.nan, 1, -1, 0, -0.0, 1e-30, 1, -1]))
+    assert np.signbit(ours[-4]) and not np.signbit(ours[-5])
 
 
 # ====================================================================== threads

@@ -7,16 +7,17 @@ import numpy as np
 
 from tricycle import dispatch
 from tricycle.backends.cpu.compile import parallel_jit
+from tricycle.backends.cpu.maths import typed
 
 
 @parallel_jit
 def adamw_forward(w, g, m, v, beta1, beta2, eps, shrink, step_size, inv_correction2, scale):
-    """One AdamW step over flat arrays, in place on w, m and v."""
+    """One AdamW step over flat arrays, in place on w, m and v (the scalars in w's type)."""
     for i in numba.prange(w.size):
         gi = g[i] * scale
-        m[i] = beta1 * m[i] + (1.0 - beta1) * gi
-        v[i] = beta2 * v[i] + (1.0 - beta2) * gi * gi
-        w[i] = w[i] * shrink - step_size * m[i] / (math.sqrt(v[i]) * inv_correction2 + eps)
+        m[i] = beta1 * m[i] + (typed(beta1, 1.0) - beta1) * gi
+        v[i] = beta2 * v[i] + (typed(beta2, 1.0) - beta2) * gi * gi
+        w[i] = w[i] * shrink - step_size * m[i] / (np.sqrt(v[i]) * inv_correction2 + eps)
 
 
 def _contiguous(w, grad, m, v, *rest) -> bool:

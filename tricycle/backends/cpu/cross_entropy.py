@@ -16,9 +16,10 @@ from tricycle.backends.cpu.softmax import exp_sum, row_max
 
 
 @parallel_jit
-def crossentropy_forward(losses, peak, log_sum, logits, labels, ignore, has_ignore):
+def crossentropy_forward(logits, labels, losses, peak, log_sum, ignore, has_ignore):
     """Per row of logits (N, C): peak = max, log_sum = log(sum(exp(row - peak))),
-    loss = log_sum - (row[label] - peak), 0 for an ignored label."""
+    loss = log_sum - (row[label] - peak), 0 for an ignored label. (The logits come first:
+    the first argument's size decides whether the rows are worth threads.)"""
     N, C = logits.shape
     for n in prange(N):
         top = row_max(logits, n)
@@ -55,7 +56,7 @@ def cross_entropy_forward(xp, logits, labels, ignore_index=None):
     losses, peak, log_sum = (np.empty(n, logits.dtype) for _ in range(3))
     has_ignore = ignore_index is not None
     ignore = ignore_index if has_ignore else 0
-    crossentropy_forward(losses, peak, log_sum, logits2, labels, ignore, has_ignore)
+    crossentropy_forward(logits2, labels, losses, peak, log_sum, ignore, has_ignore)
     count = np.asarray(n if not has_ignore else (labels != ignore).sum(), logits.dtype)
     loss = np.asarray(losses.sum() / max(count, 1.0), logits.dtype)
     return loss, (peak, log_sum, count)

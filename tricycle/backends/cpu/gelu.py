@@ -100,7 +100,7 @@ def bias_gelu_backward(xp, x, bias, dy, approximate=False):
     """As ``tricycle.activation.bias_gelu_backward``: (dx, dbias)."""
     x2 = rows(x)
     dx = np.empty_like(x2)
-    parts = np.zeros((n_chunks(x2.shape[0]), x2.shape[1]))  # float64 partial sums
+    parts = np.zeros((n_chunks(x2.shape[0]), x2.shape[1]), x.dtype)  # partial sums
     gelu_backward_kernel(
         dx, parts, rows(dy, x.dtype), x2, rows(bias, x.dtype)[0], _tanh_form(approximate)
     )

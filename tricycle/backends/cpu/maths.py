@@ -1,10 +1,13 @@
-"""exp and tanh that compile to vector instructions inside the kernels' loops.
+"""exp, tanh and max written so that the kernels' loops compile to vector instructions.
 
 ``math.exp`` and ``math.tanh`` in a numba loop are calls into the C library, one element at a
-time: the loop cannot use the CPU's vector units. For float32 these are written out as
-arithmetic the compiler vectorises (range reduction and a polynomial, as Cephes' ``expf``),
-accurate to about one unit in the last place. float64 keeps the C library's functions
-(float64 is for checking, not for speed).
+time, and Python's ``max`` is a compare and a branch that a reduction cannot vectorise: the
+loops around them cannot use the CPU's vector units. For float32, ``exp`` is Cephes' ``expf``
+written out (range reduction, a polynomial, 2^n added to the exponent bits) and ``tanh`` is
+Eigen's rational approximation, both within a few units in the last place; float64 keeps the
+C library's functions (float64 is for checking, not for speed). ``maximum`` is LLVM's
+NaN-propagating max, which vectorises in a reduction; ``where`` is a select without a branch.
+Infinities and NaN come out as the C library's functions give them.
 """
 
 import math
@@ -12,6 +15,7 @@ import math
 import numpy as np
 from llvmlite import ir
 from numba import types
+from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 _LOG2E = 1.4426950408889634
@@ -32,6 +36,57 @@ def _float32_from_bits(typingctx, bits):
     return types.float32(types.int32), codegen
 
 
+@intrinsic
+def _float32_bits(typingctx, value):
+    """The int32 bit pattern of the float32 ``value``."""
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(32))
+
+    return types.int32(types.float32), codegen
+
+
+@intrinsic
+def maximum(typingctx, a, b):
+    """max(a, b), NaN if either is NaN (as numpy's max): LLVM's ``llvm.maximum``, which
+    vectorises in a reduction loop where Python's ``max`` stays one element at a time."""
+    if a != b or not isinstance(a, types.Float):
+        return None
+
+    def codegen(context, builder, signature, args):
+        kind = args[0].type
+        name = "llvm.maximum.f32" if kind == ir.FloatType() else "llvm.maximum.f64"
+        function = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(kind, [kind, kind]), name
+        )
+        return builder.call(function, args)
+
+    return a(a, b), codegen
+
+
+@intrinsic
+def where(typingctx, condition, a, b):
+    """a if condition else b, as one select instruction: no branch, so loops vectorise."""
+    if not isinstance(condition, types.Boolean) or a != b:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.select(args[0], args[1], args[2])
+
+    return a(condition, a, b), codegen
+
+
+# Eigen's generic_fast_tanh_float: a rational minimax fit, float32-accurate on [-c, c], with
+# XLA's c for fused multiply-adds (Eigen's 7.90531 stops just short of 1)
+_TANH_CLAMP = 7.99881172180175781
+_TANH_P = tuple(np.float32(c) for c in (
+    -2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11, 5.12229709037114e-08,
+    1.48572235717979e-05, 6.37261928875436e-04, 4.89352455891786e-03))  # x^13 ... x^1  # fmt: skip
+_TANH_Q = tuple(np.float32(c) for c in (
+    1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03,
+    4.89352518554385e-03))  # x^6 ... x^0  # fmt: skip
+
+
 def exp(x):
     """e^x, elementwise on a scalar (overloaded per dtype below)."""
     return math.exp(x)
@@ -48,15 +103,19 @@ def _exp_overload(x):
         return lambda x: math.exp(x)
 
     def exp32(x):
-        kept = np.float32(x >= np.float32(-87.3))  # 0 below the normal float32 numbers
-        x = min(max(x, np.float32(-87.3)), np.float32(88.7))  # the float32 range of e^x
-        n = math.floor(x * np.float32(_LOG2E) + np.float32(0.5))  # x = n ln 2 + r
-        r = x - n * np.float32(_LN2_HI)
+        # c = n ln 2 + r with |r| <= ln 2 / 2, n in [-126, 128]; e^c = e^r 2^n
+        c = min(max(x, np.float32(-87.33654)), np.float32(88.72283))
+        n = np.floor(c * np.float32(_LOG2E) + np.float32(0.5))
+        r = c - n * np.float32(_LN2_HI)
         r = r - n * np.float32(_LN2_LO)
         p = _P0 * r + _P1
         p = ((((p * r + _P2) * r + _P3) * r + _P4) * r) + _P5
         e = p * r * r + r + np.float32(1.0)
-        return e * _float32_from_bits(np.int32(n + 127) << 23) * kept  # times 2^n
+        # times 2^n: n added to e's exponent bits (in range: r > 0 at n = -126, r < 0 at 128)
+        e = _float32_from_bits(_float32_bits(e) + (np.int32(n) << 23))
+        e = where(x < np.float32(-87.33654), np.float32(0.0), e)  # below: subnormal, flushed
+        e = where(x > np.float32(88.72283), np.float32(np.inf), e)  # above: past the largest
+        return where(x == x, e, x)  # NaN stays NaN
 
     return exp32
 
@@ -67,14 +126,21 @@ def _tanh_overload(x):
         return lambda x: math.tanh(x)
 
     def tanh32(x):
-        # tanh(x) = (1 - e^-2|x|) / (1 + e^-2|x|) with x's sign; near 0 the odd series
-        a = abs(x)
-        e = exp(np.float32(-2.0) * a)
-        t = (np.float32(1.0) - e) / (np.float32(1.0) + e)
-        if a < np.float32(0.0625):  # 1 - e cancels: x - x^3/3 + 2x^5/15 is exact to float32
-            s = a * a
-            t = a + a * s * (np.float32(-1.0 / 3.0) + s * np.float32(2.0 / 15.0))
-        return t if x >= 0 else -t
+        # Eigen's float tanh: x P(x^2) / Q(x^2) on [-c, c], where it reaches +-1 in float32
+        c = min(max(x, np.float32(-_TANH_CLAMP)), np.float32(_TANH_CLAMP))
+        c2 = c * c
+        p = c2 * _TANH_P[0] + _TANH_P[1]
+        p = c2 * p + _TANH_P[2]
+        p = c2 * p + _TANH_P[3]
+        p = c2 * p + _TANH_P[4]
+        p = c2 * p + _TANH_P[5]
+        p = c2 * p + _TANH_P[6]
+        q = c2 * _TANH_Q[0] + _TANH_Q[1]
+        q = c2 * q + _TANH_Q[2]
+        q = c2 * q + _TANH_Q[3]
+        t = min(max(c * p / q, np.float32(-1.0)), np.float32(1.0))  # +-1 at c, FMA or not
+        t = where(abs(x) < np.float32(0.0004), x, t)  # tanh(x) = x to float32 there
+        return where(x == x, t, x)  # NaN stays NaN
 
     return tanh32
 

@@ -9,7 +9,44 @@ from numba import prange
 
 from tricycle import dispatch
 from tricycle.backends.cpu.arrays import CHUNK_ROWS, flat, n_chunks, rows, same_dtype
-from tricycle.backends.cpu.compile import parallel_jit
+from tricycle.backends.cpu.compile import jit, parallel_jit
+from tricycle.backends.cpu.maths import typed
+
+
+# ---------------------------------------------------------------------- row sums
+# Sums run in the arrays' float type (a float32 sum over a row vectorises in several lanes, as
+# accurate as numpy's pairwise sum at these widths). Each is a function of its own, compiled
+# once, so that a kernel's parallel and serial variants add in the same order.
+@jit
+def row_mean(inp, n):
+    """mean(inp[n]) of row n of inp (N, C)."""
+    total = typed(inp[n, 0], 0.0)
+    for i in range(inp.shape[1]):
+        total += inp[n, i]
+    return typed(total, total / inp.shape[1])
+
+
+@jit
+def row_mean_square(inp, n, m):
+    """mean((inp[n] - m)^2) of row n of inp (N, C)."""
+    total = typed(m, 0.0)
+    for i in range(inp.shape[1]):
+        shift = inp[n, i] - m
+        total += shift * shift
+    return typed(m, total / inp.shape[1])
+
+
+@jit
+def dnorm_means(dout, inp, weight, n, m, s):
+    """mean(g) and mean(g * xhat) over row n, g = dout * weight and xhat = (inp - m) * s: the
+    two means of the normalisation's backward."""
+    dnorm_mean, dnorm_norm_mean = typed(m, 0.0), typed(m, 0.0)
+    for i in range(inp.shape[1]):
+        dnorm = dout[n, i] * weight[i]
+        dnorm_mean += dnorm
+        dnorm_norm_mean += dnorm * (inp[n, i] - m) * s
+    C = inp.shape[1]
+    return typed(m, dnorm_mean / C), typed(m, dnorm_norm_mean / C)
 
 
 # ---------------------------------------------------------------------- kernels
@@ -18,18 +55,10 @@ def layernorm_forward(out, mean, rstd, inp, weight, bias, eps):
     """out = (inp - mean) * rstd * weight + bias per row of inp (N, C)."""
     N, C = inp.shape
     for n in prange(N):
-        x = inp[n]
-        m = 0.0
+        m = row_mean(inp, n)
+        s = typed(m, 1.0 / np.sqrt(row_mean_square(inp, n, m) + eps))
         for i in range(C):
-            m += x[i]
-        m = m / C
-        v = 0.0
-        for i in range(C):
-            shift = x[i] - m
-            v += shift * shift
-        s = 1.0 / np.sqrt(v / C + eps)
-        for i in range(C):
-            out[n, i] = (x[i] - m) * s * weight[i] + bias[i]
+            out[n, i] = (inp[n, i] - m) * s * weight[i] + bias[i]
         mean[n] = m
         rstd[n] = s
 
@@ -41,15 +70,7 @@ def layernorm_backward(dinp, dweight_parts, dbias_parts, dout, inp, weight, mean
     for k in prange(dweight_parts.shape[0]):
         for n in range(k * CHUNK_ROWS, min(N, (k + 1) * CHUNK_ROWS)):
             m, s = mean[n], rstd[n]
-            # the two means of dx's formula: mean(g) and mean(g * xhat), g = dout * weight
-            dnorm_mean = 0.0
-            dnorm_norm_mean = 0.0
-            for i in range(C):
-                dnorm = dout[n, i] * weight[i]
-                dnorm_mean += dnorm
-                dnorm_norm_mean += dnorm * (inp[n, i] - m) * s
-            dnorm_mean = dnorm_mean / C
-            dnorm_norm_mean = dnorm_norm_mean / C
+            dnorm_mean, dnorm_norm_mean = dnorm_means(dout, inp, weight, n, m, s)
             for i in range(C):
                 norm = (inp[n, i] - m) * s
                 dbias_parts[k, i] += dout[n, i]
@@ -63,10 +84,8 @@ def rmsnorm_forward(out, rstd, inp, weight, eps):
     """out = inp * rstd * weight per row, rstd = 1 / sqrt(mean(inp^2) + eps)."""
     N, C = inp.shape
     for n in prange(N):
-        ms = 0.0
-        for i in range(C):
-            ms += inp[n, i] * inp[n, i]
-        s = 1.0 / np.sqrt(ms / C + eps)
+        zero = typed(inp[n, 0], 0.0)
+        s = typed(zero, 1.0 / np.sqrt(row_mean_square(inp, n, zero) + eps))
         for i in range(C):
             out[n, i] = inp[n, i] * s * weight[i]
         rstd[n] = s
@@ -79,10 +98,7 @@ def rmsnorm_backward(dinp, dweight_parts, dout, inp, weight, rstd):
     for k in prange(dweight_parts.shape[0]):
         for n in range(k * CHUNK_ROWS, min(N, (k + 1) * CHUNK_ROWS)):
             s = rstd[n]
-            dnorm_norm_mean = 0.0
-            for i in range(C):
-                dnorm_norm_mean += dout[n, i] * weight[i] * inp[n, i] * s
-            dnorm_norm_mean = dnorm_norm_mean / C
+            _, dnorm_norm_mean = dnorm_means(dout, inp, weight, n, typed(s, 0.0), s)
             for i in range(C):
                 norm = inp[n, i] * s
                 dweight_parts[k, i] += norm * dout[n, i]
@@ -110,7 +126,7 @@ def layer_norm_backward(xp, dy, x, gamma, mean, rstd):
     """As ``tricycle.layers.layer_norm_backward``: (dx, dgamma, dbeta)."""
     x2 = rows(x)  # (N, C)
     dx = np.empty_like(x2)
-    parts = np.zeros((2, n_chunks(x2.shape[0]), x2.shape[1]))  # float64 partial sums
+    parts = np.zeros((2, n_chunks(x2.shape[0]), x2.shape[1]), x.dtype)  # partial sums
     layernorm_backward(
         dx, parts[0], parts[1], rows(dy, x.dtype), x2, rows(gamma, x.dtype)[0],
         flat(mean, x.dtype), flat(rstd, x.dtype),
@@ -132,7 +148,7 @@ def rms_norm_backward(xp, dy, x, gamma, rstd):
     """As ``tricycle.layers.rms_norm_backward``: (dx, dgamma)."""
     x2 = rows(x)
     dx = np.empty_like(x2)
-    parts = np.zeros((n_chunks(x2.shape[0]), x2.shape[1]))
+    parts = np.zeros((n_chunks(x2.shape[0]), x2.shape[1]), x.dtype)
     rmsnorm_backward(dx, parts, rows(dy, x.dtype), x2, rows(gamma, x.dtype)[0], flat(rstd, x.dtype))
     return dx.reshape(x.shape), parts.sum(axis=0).astype(gamma.dtype)
 

@@ -10,40 +10,68 @@ from numba import prange
 from tricycle import dispatch
 from tricycle.backends.cpu.arrays import rows
 from tricycle.backends.cpu.compile import jit, parallel_jit
-from tricycle.backends.cpu.maths import exp
+from tricycle.backends.cpu.maths import exp, maximum, typed
 
 
-# ---------------------------------------------------------------------- kernels
+# ---------------------------------------------------------------------- row reductions
+# Each reduction over a row is a function of its own, compiled once, so that a kernel's
+# parallel and serial variants add (or compare) in the same order.
 @jit
 def row_max(inp, n):
-    """The largest value of row n of inp (N, C)."""
+    """The largest value of row n of inp (N, C), NaN if the row holds one."""
     peak = inp[n, 0]
-    for i in range(1, inp.shape[1]):
-        peak = max(peak, inp[n, i])
+    for i in range(inp.shape[1]):  # from 0, not 1: a row of 128 is whole vectors
+        peak = maximum(peak, inp[n, i])
     return peak
 
 
 @jit
 def exp_sum(inp, n, peak):
-    """sum(exp(row - peak)) of row n of inp (N, C)."""
-    total = 0.0
+    """sum(exp(row - peak)) of row n of inp (N, C), in inp's float type."""
+    total = typed(peak, 0.0)
     for i in range(inp.shape[1]):
         total += exp(inp[n, i] - peak)
     return total
 
 
+@jit
+def exp_store_sum(out, inp, n, peak):
+    """Row n of out = exp(row n of inp - peak); returns its sum, in inp's float type."""
+    total = typed(peak, 0.0)
+    for i in range(inp.shape[1]):
+        e = exp(inp[n, i] - peak)
+        out[n, i] = e
+        total += e
+    return total
+
+
+@jit
+def row_sum(a, n):
+    """sum(a[n]) over row n of a (N, C), in its float type."""
+    total = typed(a[n, 0], 0.0)
+    for i in range(a.shape[1]):
+        total += a[n, i]
+    return total
+
+
+@jit
+def row_dot(a, b, n):
+    """sum(a[n] * b[n]) over row n of a and b (N, C), in their float type."""
+    total = typed(a[n, 0], 0.0)
+    for i in range(a.shape[1]):
+        total += a[n, i] * b[n, i]
+    return total
+
+
+# ---------------------------------------------------------------------- kernels
 @parallel_jit
 def softmax_forward_kernel(out, inp):
     """out = exp(inp - max) / sum(exp(inp - max)) per row of inp (N, C)."""
     N, C = inp.shape
     for n in prange(N):
         peak = row_max(inp, n)
-        total = 0.0
-        for i in range(C):
-            e = exp(inp[n, i] - peak)
-            out[n, i] = e
-            total += e
-        scale = 1.0 / total
+        total = exp_store_sum(out, inp, n, peak)
+        scale = typed(peak, 1.0) / total
         for i in range(C):
             out[n, i] *= scale
 
@@ -53,9 +81,7 @@ def softmax_backward_kernel(dinp, out, dout):
     """dinp = out * (dout - sum(dout * out)) per row."""
     N, C = out.shape
     for n in prange(N):
-        dot = 0.0
-        for i in range(C):
-            dot += dout[n, i] * out[n, i]
+        dot = row_dot(dout, out, n)
         for i in range(C):
             dinp[n, i] = out[n, i] * (dout[n, i] - dot)
 
@@ -76,9 +102,7 @@ def log_softmax_backward_kernel(dinp, out, dout):
     """dinp = dout - exp(out) * sum(dout) per row (exp(out) is the softmax)."""
     N, C = out.shape
     for n in prange(N):
-        total = 0.0
-        for i in range(C):
-            total += dout[n, i]
+        total = row_sum(dout, n)
         for i in range(C):
             dinp[n, i] = dout[n, i] - exp(out[n, i]) * total
 
