@@ -393,3 +393,23 @@ def test_the_first_compilation_says_so_and_a_cached_one_is_silent(tmp_path):
             assert len(lines) == 2
         else:
             assert done.stderr == ""
+
+
+def test_a_kernels_cache_goes_stale_when_any_backend_module_changes(tmp_path):
+    """A kernel inlines functions of other modules (maths.exp): its cache entry is stamped with
+    the digest of every module of the backend, not its own file's."""
+    import shutil
+
+    from tricycle.backends.cpu import compile as compiled
+    from tricycle.backends.cpu import norm
+
+    folder = Path(compiled.__file__).parent
+    kernel = norm.layernorm_forward
+    kernel = getattr(kernel, "serial", kernel)
+    assert kernel._cache._impl.locator.get_source_stamp() == compiled.sources_digest()
+    same, changed = tmp_path / "same", tmp_path / "changed"
+    for copy in (same, changed):
+        shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (changed / "maths.py").write_text((changed / "maths.py").read_text() + "\n# changed\n")
+    assert compiled.sources_digest(str(same)) == compiled.sources_digest()
+    assert compiled.sources_digest(str(changed)) != compiled.sources_digest()

@@ -114,7 +114,9 @@ def is_float(dtype) -> bool:
 
     Reading ``dtype.kind`` is far cheaper than ``np.issubdtype`` and this runs once per op.
     """
-    return dtype.kind == "f" or (dtype.kind == "V" and dtype.name == "bfloat16")  # ml_dtypes
+    kind = dtype.kind
+    # ml_dtypes' bfloat16 has kind 'V'; its scalar type's name is cheaper to read than dtype.name
+    return kind == "f" or (kind == "V" and dtype.type.__name__ == "bfloat16")
 
 
 def numeric_array(data, dtype=None) -> np.ndarray:

@@ -21,6 +21,7 @@ stderr, and the time spent compiling is said once at exit; cache hits print noth
 
 import atexit
 import functools
+import hashlib
 import os
 import sys
 import threading
@@ -28,7 +29,7 @@ import time
 import types
 
 import numba
-from numba.core import event
+from numba.core import caching, event
 
 PARALLEL_MIN_SIZE = 16384  # inputs with fewer elements run serially: a launch costs ~10-20 us
 
@@ -50,7 +51,49 @@ def jit(function=None, **options):
     """``numba.njit`` with the disk cache and the GIL released: ``@jit`` or ``@jit(...)``."""
     if function is None:
         return functools.partial(jit, **options)
-    return numba.njit(**{**_OPTIONS, **options})(function)
+    return _compiled(function, options)
+
+
+def _compiled(function, options):
+    """``numba.njit`` of ``function`` whose disk cache is keyed on the whole backend's source."""
+    options = {**_OPTIONS, **options}
+    dispatcher = numba.njit(**options)(function)
+    if options.get("cache"):
+        dispatcher._cache = _BackendCache(dispatcher.py_func)
+    return dispatcher
+
+
+# ---------------------------------------------------------------------- the disk cache
+# numba's cache entry of a kernel is stale when the kernel's own file changes, not when a
+# function it inlines from another file does (``maths.exp``): an upgrade would keep running
+# the old code. Here every kernel's entry carries a digest of all the backend's modules.
+@functools.cache
+def sources_digest(folder: str = os.path.dirname(os.path.abspath(__file__))) -> bytes:
+    """sha256 of the Python modules in ``folder`` (by default this backend's), names included."""
+    digest = hashlib.sha256()
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".py"):
+            with open(os.path.join(folder, name), "rb") as f:
+                digest.update(name.encode() + b"\0" + f.read())
+    return digest.digest()
+
+
+class _BackendStamp:
+    """A cache locator mixin: the source stamp is the backend's digest."""
+
+    def get_source_stamp(self):
+        return sources_digest()
+
+
+class _BackendCacheImpl(caching.CompileResultCacheImpl):
+    _locator_classes = [
+        type(locator.__name__, (_BackendStamp, locator), {})
+        for locator in caching.CompileResultCacheImpl._locator_classes
+    ]
+
+
+class _BackendCache(caching.FunctionCache):
+    _impl_class = _BackendCacheImpl
 
 
 class ParallelKernel:
@@ -63,7 +106,7 @@ class ParallelKernel:
     def __init__(self, function, options):
         self.__wrapped__ = function
         self.__name__, self.__doc__ = function.__name__, function.__doc__
-        self.parallel = numba.njit(**{**_OPTIONS, **options, "parallel": True})(function)
+        self.parallel = _compiled(function, {**options, "parallel": True})
         # a copy under another name: numba's cache keys on the function, not on its flags
         serial = types.FunctionType(
             function.__code__, function.__globals__, function.__name__ + "_serial",
@@ -71,7 +114,7 @@ class ParallelKernel:
         )  # fmt: skip
         serial.__qualname__ = function.__qualname__ + "_serial"
         serial.__module__ = function.__module__
-        self.serial = numba.njit(**{**_OPTIONS, **options})(serial)
+        self.serial = _compiled(serial, options)
 
     def __call__(self, *args):
         if getattr(args[0], "size", PARALLEL_MIN_SIZE) >= PARALLEL_MIN_SIZE:
