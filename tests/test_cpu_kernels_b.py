@@ -33,6 +33,7 @@ def close(got, expected, dtype, what):
 def test_every_kernel_of_these_families_is_registered():
     ops = {k.op for k in dispatch.kernels(device="cpu")}
     assert {"attention", "attend", "conv", "rnn_cell", "gru_cell", "lstm_cell"} <= ops
+    assert "lstm_recurrence" in ops
 
 
 # ------------------------------------------------------------------ attention
@@ -219,3 +220,41 @@ def test_recurrent_kernels_are_what_the_cells_dispatch_to():
     x = np.zeros((2, 8), dtype=np.float32)
     chosen = dispatch.choose("lstm_cell", recurrent.CELLS["lstm"][1:], x)
     assert chosen == (cpu_recurrent.lstm_cell_forward, cpu_recurrent.lstm_cell_backward)
+
+
+@given(
+    steps=st.integers(1, 4),
+    batch=st.integers(1, 4),
+    hidden=st.integers(1, 9),
+    dtype=st.sampled_from(DTYPES),
+    transposed=st.booleans(),
+    bias=st.booleans(),
+)
+def test_lstm_recurrence_kernel_matches_reference(steps, batch, hidden, dtype, transposed, bias):
+    """The whole-sequence LSTM kernel against the reference loop with the reference cells."""
+    rng = np.random.default_rng(steps * 100 + batch * 10 + hidden)
+    xg = strided(rng, (steps, batch, 4 * hidden), dtype, transposed)
+    w = strided(rng, (4 * hidden, hidden), dtype, transposed) * 0.5
+    b = rng.standard_normal(4 * hidden).astype(dtype) if bias else None
+    h0, c0 = (strided(rng, (batch, hidden), dtype, transposed) for _ in "hc")
+    dhs = strided(rng, (steps, batch, hidden), dtype, transposed)
+    dcs = strided(rng, (steps, batch, hidden), dtype, transposed)
+    with dispatch.references():
+        states, saved = recurrent.recurrence_forward(np, "lstm", xg, w, b, h0, c0)
+        expected = recurrent.recurrence_backward(
+            np, "lstm", dhs, dcs, xg, w, h0, c0, states[0], states[1], saved
+        )
+    got_states, got_saved = cpu_recurrent.lstm_recurrence_forward(np, "lstm", xg, w, b, h0, c0)
+    close(got_states, states, dtype, "states")
+    close(got_saved, saved, dtype, "saved gates")
+    got = cpu_recurrent.lstm_recurrence_backward(
+        np, "lstm", dhs, dcs, xg, w, h0, c0, got_states[0], got_states[1], got_saved
+    )
+    for name, g, e in zip(("dxg", "dw_hh", "db_hh", "dh0", "dc0"), got, expected):
+        close(g, e, dtype, name)
+
+
+def test_the_lstm_layer_runs_the_sequence_kernel():
+    x = np.zeros((2, 8), dtype=np.float32)
+    chosen = dispatch.choose("lstm_recurrence", None, x)
+    assert chosen == (cpu_recurrent.lstm_recurrence_forward, cpu_recurrent.lstm_recurrence_backward)

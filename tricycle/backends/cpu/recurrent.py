@@ -84,23 +84,21 @@ def rnn_backward_kernel(dh_new, h_new, dz):
 
 
 @jit
-def lstm_forward_kernel(xg, gates, c, h_new, c_new):
-    """gates (N, 4H) = activated i | f | g | o of hg + xg; c' = f c + i g; h' = o tanh(c')."""
+def lstm_forward_kernel(xg, gates, bias, c, h_new, c_new):
+    """gates (N, 4H) = activated i | f | g | o of hg + xg + bias; c' = f c + i g;
+    h' = o tanh(c')."""
     N, H = h_new.shape
+    bi, bf, bg, bo = bias[:H], bias[H : 2 * H], bias[2 * H : 3 * H], bias[3 * H :]
     for n in range(N):
-        zi, zf, zg, zo = (
-            gates[n, :H],
-            gates[n, H : 2 * H],
-            gates[n, 2 * H : 3 * H],
-            gates[n, 3 * H :],
-        )
+        zi, zf = gates[n, :H], gates[n, H : 2 * H]
+        zg, zo = gates[n, 2 * H : 3 * H], gates[n, 3 * H :]
         xi, xf, xg_, xo = xg[n, :H], xg[n, H : 2 * H], xg[n, 2 * H : 3 * H], xg[n, 3 * H :]
         c_row, c_out, h_out = c[n], c_new[n], h_new[n]
         for j in range(H):
-            i = _sigmoid(zi[j] + xi[j])
-            f = _sigmoid(zf[j] + xf[j])
-            g = tanh(zg[j] + xg_[j])
-            o = _sigmoid(zo[j] + xo[j])
+            i = _sigmoid(zi[j] + xi[j] + bi[j])
+            f = _sigmoid(zf[j] + xf[j] + bf[j])
+            g = tanh(zg[j] + xg_[j] + bg[j])
+            o = _sigmoid(zo[j] + xo[j] + bo[j])
             zi[j], zf[j], zg[j], zo[j] = i, f, g, o
             c_next = f * c_row[j] + i * g
             c_out[j] = c_next
@@ -108,28 +106,28 @@ def lstm_forward_kernel(xg, gates, c, h_new, c_new):
 
 
 @jit
-def lstm_backward_kernel(dh_new, dc_new, gates, c, c_new, dz, dc):
-    """dc = dc' + dh' o (1 - t^2) with t = tanh(c'); the gates' pre-activation gradients
-    dz = [dc g i (1 - i), dc c f (1 - f), dc i (1 - g^2), dh' t o (1 - o)]; dc_prev = dc f."""
+def lstm_backward_kernel(dh_later, dh_here, dc_later, dc_here, gates, c, c_new, dz, dc):
+    """With dh' = dh_later + dh_here and dc' = dc_later + dc_here (the gradients reaching
+    the step's outputs through the next step and directly): dc = dc' + dh' o (1 - t^2),
+    t = tanh(c'); the gates' pre-activation gradients dz = [dc g i (1 - i), dc c f (1 - f),
+    dc i (1 - g^2), dh' t o (1 - o)]; dc_prev = dc f, written to ``dc`` (not dc_later)."""
     N, H = c.shape
     for n in range(N):
-        gi, gf, gg, go = (
-            gates[n, :H],
-            gates[n, H : 2 * H],
-            gates[n, 2 * H : 3 * H],
-            gates[n, 3 * H :],
-        )
+        gi, gf = gates[n, :H], gates[n, H : 2 * H]
+        gg, go = gates[n, 2 * H : 3 * H], gates[n, 3 * H :]
         di, df, dg, do = dz[n, :H], dz[n, H : 2 * H], dz[n, 2 * H : 3 * H], dz[n, 3 * H :]
-        dh_row, dc_in, c_row, c_out, dc_row = dh_new[n], dc_new[n], c[n], c_new[n], dc[n]
+        dh_a, dh_b, dc_a, dc_b = dh_later[n], dh_here[n], dc_later[n], dc_here[n]
+        c_row, c_out, dc_row = c[n], c_new[n], dc[n]
         for j in range(H):
             i, f, g, o = gi[j], gf[j], gg[j], go[j]
             one = typed(i, 1.0)
+            dh = dh_a[j] + dh_b[j]
             t = tanh(c_out[j])
-            dcell = dc_in[j] + dh_row[j] * o * (one - t * t)
+            dcell = dc_a[j] + dc_b[j] + dh * o * (one - t * t)
             di[j] = dcell * g * i * (one - i)
             df[j] = dcell * c_row[j] * f * (one - f)
             dg[j] = dcell * i * (one - g * g)
-            do[j] = dh_row[j] * t * o * (one - o)
+            do[j] = dh * t * o * (one - o)
             dc_row[j] = dcell * f
 
 
@@ -184,13 +182,14 @@ def rnn_cell_backward(xp, dh_new, dc_new, saved, xg, h, h_new, c, c_new):
 
 
 def lstm_cell_forward(xp, xg, hg, h, c, h_new, c_new):
-    lstm_forward_kernel(xg, hg, c, h_new, c_new)
+    lstm_forward_kernel(xg, hg, np.zeros(hg.shape[-1], hg.dtype), c, h_new, c_new)
 
 
 def lstm_cell_backward(xp, dh_new, dc_new, gates, xg, h, h_new, c, c_new):
     dz = np.empty(gates.shape, dtype=gates.dtype)
     dc = np.empty(c.shape, dtype=gates.dtype)
-    lstm_backward_kernel(dh_new, dc_new, gates, c, c_new, dz, dc)
+    zeros = np.zeros(c.shape, dtype=gates.dtype)
+    lstm_backward_kernel(dh_new, zeros, dc_new, zeros, gates, c, c_new, dz, dc)
     return dz, dz, None, dc
 
 
@@ -206,6 +205,51 @@ def gru_cell_backward(xp, dh_new, dc_new, saved, xg, h, h_new, c, c_new):
     return dxg, dhg, dh, None
 
 
+# ------------------------------------------------------------------ the LSTM over a sequence
+
+
+def lstm_recurrence_forward(xp, cell, xg, w_hh, b_hh, h0, c0):
+    """``tricycle.recurrent.recurrence_forward`` for the LSTM: per step one BLAS product
+    h W_hh^T written into its row of ``saved``, then the cell, which adds xg and b_hh."""
+    T, N, GH = xg.shape
+    dtype = xg.dtype
+    xg = np.ascontiguousarray(xg)
+    bias = np.zeros(GH, dtype) if b_hh is None else np.ascontiguousarray(b_hh, dtype)
+    w_t = np.ascontiguousarray(w_hh.T, dtype)  # (H, 4H): BLAS's fast layout for h @ W^T
+    states = np.empty((2, T, N, h0.shape[-1]), dtype=dtype)
+    saved = np.empty_like(xg)
+    h, c = np.ascontiguousarray(h0, dtype), np.ascontiguousarray(c0, dtype)
+    for t in range(T):
+        np.matmul(h, w_t, out=saved[t])
+        lstm_forward_kernel(xg[t], saved[t], bias, c, states[0, t], states[1, t])
+        h, c = states[0, t], states[1, t]
+    return states, saved
+
+
+def lstm_recurrence_backward(xp, cell, dhs, dcs, xg, w_hh, h0, c0, hs, cs, saved):
+    """``tricycle.recurrent.recurrence_backward`` for the LSTM: the cell writes each step's
+    d(gates) straight into its row of dxg (for the LSTM d(hg) = d(xg)), and adds the
+    gradients arriving from the next step and from the outputs itself."""
+    T, N, GH = xg.shape
+    dtype = xg.dtype
+    w = np.ascontiguousarray(w_hh, dtype)  # (4H, H)
+    dhs, dcs = np.ascontiguousarray(dhs, dtype), np.ascontiguousarray(dcs, dtype)
+    h0, c0 = np.ascontiguousarray(h0, dtype), np.ascontiguousarray(c0, dtype)
+    dxg = np.empty((T, N, GH), dtype=dtype)
+    dh = np.zeros(h0.shape, dtype=dtype)  # through the next step's h W_hh^T
+    dc, dc_prev = np.zeros(c0.shape, dtype=dtype), np.empty(c0.shape, dtype=dtype)
+    for t in reversed(range(T)):
+        c = cs[t - 1] if t else c0
+        lstm_backward_kernel(dh, dhs[t], dc, dcs[t], saved[t], c, cs[t], dxg[t], dc_prev)
+        dc, dc_prev = dc_prev, dc
+        np.matmul(dxg[t], w, out=dh)
+    h_prev = np.concatenate([h0[None], hs[:-1]]).reshape(-1, h0.shape[-1])  # (T N, H)
+    dw_hh = dxg.reshape(-1, GH).T @ h_prev  # sum over t and n
+    db_hh = dxg.reshape(-1, GH).sum(axis=0)
+    return dxg, dw_hh, db_hh, dh, dc
+
+
 dispatch.add("rnn_cell", "cpu", (rnn_cell_forward, rnn_cell_backward))
 dispatch.add("lstm_cell", "cpu", (lstm_cell_forward, lstm_cell_backward))
 dispatch.add("gru_cell", "cpu", (gru_cell_forward, gru_cell_backward))
+dispatch.add("lstm_recurrence", "cpu", (lstm_recurrence_forward, lstm_recurrence_backward))
