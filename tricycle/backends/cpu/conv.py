@@ -1,91 +1,97 @@
 """Convolution on the CPU: im2col as a compiled copy, the arithmetic as BLAS products.
 
 The batch runs in chunks of a few samples, so that a chunk's columns stay in the CPU's cache
-between the copy that writes them and the product that reads them. For each chunk::
+between the copy that writes them and the products that read them. For each chunk::
 
-    xpad = x with its zero padding                         (N, C, Hp, Wp)
-    cols = im2col(xpad)                                    (N, G, K, L),  K = C / G kh kw
-    out  = W (G, Og, K) @ cols                             (N, G, Og, L) = (N, Co, Ho, Wo)
-    dW  += sum over n of dout (N, G, Og, L) @ cols^T       (G, Og, K)
+    xpad = x with its zero padding                      (n, C, Hp, Wp)
+    cols = im2col(xpad)                                 (G, K, n L),  K = C / G kh kw
+    out  = (cols^T @ W^T)^T + b                         (n, G, Og, L) = (n, Co, Ho, Wo)
+    dW^T += cols @ dout^T                               (G, K, Og)
 
-Each product writes its result in place, in the layout the op returns: no transposes. With
-stride 1 the input gradient is itself a convolution, of dout with the weights flipped in
-space and transposed over the channels, padded by d (k - 1) - p::
+one product per group for the whole chunk (many small images make one large product).
+
+Each product is taken in the layout where BLAS runs these shapes fastest (the position axis L
+as the long side of the result), so the forward's (L, Og) result is transposed into place,
+with the bias added on the way. With stride 1 the input gradient is itself a convolution, of
+dout with the weights flipped in space and transposed over the channels, padded by
+d (k - 1) - p::
 
     dx = conv(dout, W'),  W'[c, o, i, j] = W[o, c, kh - 1 - i, kw - 1 - j]
 
 so it too is an im2col and one deep product per chunk. Other strides (or a padding wider than
 the kernel's reach) take the columns' gradient, dcols = W^T @ dout, and add every column back
-to where it was read from (col2im). The loops only move data: ``im2col`` reads the padded
-input, so it has no bounds to check, and each task of ``col2im`` owns one channel of one
-sample. One-dimensional convolutions run as two-dimensional ones of height 1.
+to where it was read from (col2im). One-dimensional convolutions run as two-dimensional ones
+of height 1.
+
+The loops only move data, and run on the calling thread: the products, most of the time, run
+on BLAS's threads, and handing each chunk's copies to numba's threads in between (a wake-up
+per chunk, while BLAS's threads still spin) costs more than the copies themselves.
 """
 
 import numpy as np
-from numba import prange
 
 from tricycle import dispatch
-from tricycle.backends.cpu.compile import parallel_jit
+from tricycle.backends.cpu.compile import jit
 
 
-@parallel_jit
+@jit
 def pad(x, xpad, ph, pw):
     """xpad[n, c, ph + y, pw + x] = x[n, c, y, x]; the border of xpad is left as it is."""
     N, C, H, W = x.shape
     ph, pw = max(0, ph), max(0, pw)  # known >= 0: see ``im2col``
-    for task in prange(N * C):
+    for task in range(N * C):
         n, c = task // C, task % C
         for y in range(H):
             for q in range(W):
                 xpad[n, c, ph + y, pw + q] = x[n, c, y, q]
 
 
-@parallel_jit
+@jit
 def crop(xpad, x, ph, pw):
     """The backward of ``pad``: x[n, c, y, x] = xpad[n, c, ph + y, pw + x]."""
     N, C, H, W = x.shape
     ph, pw = max(0, ph), max(0, pw)  # known >= 0: see ``im2col``
-    for task in prange(N * C):
+    for task in range(N * C):
         n, c = task // C, task % C
         for y in range(H):
             for q in range(W):
                 x[n, c, y, q] = xpad[n, c, ph + y, pw + q]
 
 
-@parallel_jit
+@jit
 def im2col(xpad, cols, kh, kw, sh, sw, dh, dw, Wo):
-    """cols[n, (c, i, j), oh Wo + ow] = xpad[n, c, oh sh + i dh, ow sw + j dw]: xpad
-    (N, C, Hp, Wp) padded, cols (N, C kh kw, Ho Wo).
+    """cols[(c, i, j), n, oh Wo + ow] = xpad[n, c, oh sh + i dh, ow sw + j dw]: xpad
+    (N, C, Hp, Wp) padded, cols (C kh kw, N, Ho Wo).
 
     numba wraps negative indices around, a test per element that stops the copy from
     vectorising unless the compiler knows the index is >= 0: hence the ``max(0, ...)``.
-    Nor do the loops take views (``cols[n, row]``): each costs two atomic reference count
+    Nor do the loops take views (``cols[row, n]``): each costs two atomic reference count
     updates. Reading x itself, with bounds, is slower than padding it first (the copies are
     then all of one length)."""
     N, C = xpad.shape[:2]
-    rows, L = cols.shape[1], cols.shape[2]
+    rows, L = cols.shape[0], cols.shape[2]
     Ho = L // Wo
-    for task in prange(N * rows):
-        n, row = task // rows, task % rows
+    for row in range(rows):
         c, i, j = row // (kh * kw), row // kw % kh, row % kw
         shift = max(0, j * dw)
-        for oh in range(Ho):
-            y, start = oh * sh + i * dh, max(0, oh * Wo)
-            if sw == 1:  # a contiguous run: a vector copy
-                for ow in range(Wo):
-                    cols[n, row, start + ow] = xpad[n, c, y, ow + shift]
-            else:
-                for ow in range(Wo):
-                    cols[n, row, start + ow] = xpad[n, c, y, ow * sw + shift]
+        for n in range(N):
+            for oh in range(Ho):
+                y, start = oh * sh + i * dh, max(0, oh * Wo)
+                if sw == 1:  # a contiguous run: a vector copy
+                    for ow in range(Wo):
+                        cols[row, n, start + ow] = xpad[n, c, y, ow + shift]
+                else:
+                    for ow in range(Wo):
+                        cols[row, n, start + ow] = xpad[n, c, y, ow * sw + shift]
 
 
-@parallel_jit
+@jit
 def col2im(dcols, dxpad, kh, kw, sh, sw, dh, dw, Wo):
     """The backward of ``im2col``: dxpad (N, C, Hp, Wp) = the sum of the columns read from
-    each element (overwritten); dcols (N, C kh kw, Ho Wo)."""
+    each element (overwritten); dcols (C kh kw, N, Ho Wo)."""
     N, C, Hp, Wp = dxpad.shape
     Ho = dcols.shape[2] // Wo
-    for task in prange(N * C):
+    for task in range(N * C):
         n, c = task // C, task % C
         dxpad[n, c] = 0
         for i in range(kh):
@@ -94,27 +100,27 @@ def col2im(dcols, dxpad, kh, kw, sh, sw, dh, dw, Wo):
                 for oh in range(Ho):
                     y, start = oh * sh + i * dh, max(0, oh * Wo)
                     for ow in range(Wo):
-                        dxpad[n, c, y, ow * sw + shift] += dcols[n, row, start + ow]
+                        dxpad[n, c, y, ow * sw + shift] += dcols[row, n, start + ow]
 
 
 TILE = 16  # positions per tile of ``to_channels_first``: the tile's reads stay in L1
 
 
-@parallel_jit
+@jit
 def to_channels_first(product, bias, out):
-    """out[n, g Og + o, l] = product[n, g, l, o] + bias[g Og + o]: product (N, G, L, Og),
+    """out[n, g Og + o, l] = product[g, n, l, o] + bias[g Og + o]: product (G, N, L, Og),
     bias (Co,), out (N, Co, L). A transpose, in tiles of ``TILE`` positions."""
-    N, G, L, Og = product.shape
-    for task in prange(N * G):
+    G, N, L, Og = product.shape
+    for task in range(N * G):
         n, g = task // G, task % G
         for start in range(0, L - TILE + 1, TILE):
             for o in range(Og):
                 go = max(0, g * Og + o)
                 for p in range(TILE):
-                    out[n, go, start + p] = product[n, g, start + p, o] + bias[go]
+                    out[n, go, start + p] = product[g, n, start + p, o] + bias[go]
         for p in range(L - L % TILE, L):
             for o in range(Og):
-                out[n, g * Og + o, p] = product[n, g, p, o] + bias[g * Og + o]
+                out[n, g * Og + o, p] = product[g, n, p, o] + bias[g * Og + o]
 
 
 class _Buffers:
@@ -159,16 +165,16 @@ class _Geometry:
         return [slice(a, min(a + size, N)) for a in range(0, N, size)]
 
     def columns(self, x, buffers):
-        """im2col of x (n, C, H, W), padded on the way: (n, G, K, L), a reused buffer."""
+        """im2col of x (n, C, H, W), padded on the way: (G, K, n L), a reused buffer."""
         n, C = x.shape[:2]
         if any(self.padding):
             xpad = buffers("xpad", (n, C) + self.padded, zeros=True)
             pad(x, xpad, *self.padding)
         else:
             xpad = x
-        cols = buffers("cols", (n, C * self.kernel[0] * self.kernel[1], self.L))
+        cols = buffers("cols", (C * self.kernel[0] * self.kernel[1], n, self.L))
         im2col(xpad, cols, *self.kernel, *self.stride, *self.dilation, self.out[1])
-        return cols.reshape(n, self.groups, self.K, self.L)
+        return cols.reshape(self.groups, self.K, n * self.L)
 
     def transposed_padding(self):
         """The padding of the input gradient as a convolution of dout (stride 1), or None
@@ -185,15 +191,15 @@ def _contiguous(a, dtype):
 
 def _convolve(geometry, x, w_t, bias, out, buffers):
     """out (N, Co, L) = the convolution of x (N, C, H, W) with the weights w_t (G, K, Og)
-    (transposed), plus bias (Co,). The product is taken as cols^T @ W^T, (L, Og) per sample
+    (transposed), plus bias (Co,). The product is taken as cols^T @ W^T, (n L, Og) per chunk
     and group, the layout in which BLAS runs these shapes fastest, and then transposed."""
     G, Og = w_t.shape[0], w_t.shape[2]
     for rows in geometry.chunks(x.itemsize):
-        cols = geometry.columns(x[rows], buffers)  # (n, G, K, L)
-        n = cols.shape[0]
-        product = buffers("product", (n, G, geometry.L, Og))
+        cols = geometry.columns(x[rows], buffers)  # (G, K, n L)
+        n = rows.stop - rows.start
+        product = buffers("product", (G, n * geometry.L, Og))
         np.matmul(cols.swapaxes(-1, -2), w_t, out=product)
-        to_channels_first(product, bias, out[rows])
+        to_channels_first(product.reshape(G, n, geometry.L, Og), bias, out[rows])
 
 
 def conv_forward(xp, x, weights, bias, stride, padding, dilation, groups):
@@ -230,14 +236,15 @@ def conv_backward(xp, dout, x, weights, stride, padding, dilation, groups, needs
     dx = dweights = dbias = None
     if want_bias:
         dbias = d.sum(axis=(0, 3)).reshape(Co)
-    if want_weights:  # dW^T = sum over samples of cols @ dout^T (BLAS's fast layout)
+    if want_weights:  # dW^T = cols @ dout^T summed over the chunks
         x4 = _contiguous(x, dtype).reshape(geometry.x_shape)
         dweights_t = np.zeros((G, K, Co // G), dtype=dtype)
         for rows in geometry.chunks(x4.itemsize):
-            cols = geometry.columns(x4[rows], buffers)  # (n, G, K, L)
-            part = buffers("dw", (cols.shape[0], G, K, Co // G))
-            np.matmul(cols, d[rows].swapaxes(-1, -2), out=part)
-            dweights_t += part.sum(axis=0)
+            cols = geometry.columns(x4[rows], buffers)  # (G, K, n L)
+            d_rows = np.ascontiguousarray(d[rows].transpose(1, 2, 0, 3))  # (G, Og, n, L)
+            part = buffers("dw", dweights_t.shape)
+            np.matmul(cols, d_rows.reshape(G, Co // G, -1).swapaxes(-1, -2), out=part)
+            dweights_t += part
         dweights = dweights_t.swapaxes(-1, -2).reshape(weights.shape)
     if want_x:
         dx = np.empty(geometry.x_shape, dtype=dtype)
@@ -253,10 +260,11 @@ def conv_backward(xp, dout, x, weights, stride, padding, dilation, groups, needs
             w_t = w4.reshape(G, Co // G, K).swapaxes(-1, -2)  # (G, K, Og)
             for rows in geometry.chunks(dx.itemsize):
                 n = rows.stop - rows.start
-                dcols = buffers("dcols", (n, G, K, L))
-                np.matmul(w_t, d[rows], out=dcols)
+                d_rows = np.ascontiguousarray(d[rows].transpose(1, 2, 0, 3))  # (G, Og, n, L)
+                dcols = buffers("dcols", (G, K, n * L))
+                np.matmul(w_t, d_rows.reshape(G, Co // G, n * L), out=dcols)
                 dxpad = buffers("dxpad", (n, C) + geometry.padded)
-                col2im(dcols.reshape(n, G * K, L), dxpad, *geometry.kernel, *geometry.stride,
+                col2im(dcols.reshape(G * K, n, L), dxpad, *geometry.kernel, *geometry.stride,
                        *geometry.dilation, geometry.out[1])  # fmt: skip
                 crop(dxpad, dx[rows], *geometry.padding)
         dx = dx.reshape(x.shape)
