@@ -183,6 +183,54 @@ def test_conv_kernel_chunks_the_batch(monkeypatch):
         close(g, e, np.float64, "grad")
 
 
+@st.composite
+def conv_cases(draw):
+    """(x shape, weights shape, stride, padding, dilation, groups) with an output >= 1."""
+    n = draw(st.sampled_from([1, 2]))
+    groups = draw(st.sampled_from([1, 1, 2, 3]))
+    c_in, c_out = groups * draw(st.integers(1, 3)), groups * draw(st.integers(1, 3))
+    kernel = tuple(draw(st.integers(1, 4)) for _ in range(n))
+    stride = tuple(draw(st.integers(1, 3)) for _ in range(n))
+    dilation = tuple(draw(st.integers(1, 2)) for _ in range(n))
+    padding = tuple(draw(st.integers(0, 3)) for _ in range(n))
+    size = tuple(
+        max(1, d * (k - 1) + 1 - 2 * p) + draw(st.integers(0, 4))
+        for k, p, d in zip(kernel, padding, dilation)
+    )
+    x_shape = (draw(st.integers(1, 4)), c_in) + size
+    return x_shape, (c_out, c_in // groups) + kernel, stride, padding, dilation, groups
+
+
+@given(
+    case=conv_cases(),
+    dtype=st.sampled_from(DTYPES),
+    transposed=st.booleans(),
+    bias=st.booleans(),
+    chunk_bytes=st.sampled_from([1, 300, 1 << 21]),
+)
+def test_conv_kernel_matches_reference_on_random_geometries(
+    case, dtype, transposed, bias, chunk_bytes
+):
+    """Random geometries (odd sizes, size-1 axes, strides, dilations, groups, paddings wider
+    than the kernel's reach), batches cut into chunks of one sample or a few, or whole."""
+    x_shape, w_shape, *geometry = case
+    rng = np.random.default_rng(sum(x_shape) + 7 * sum(w_shape))
+    x = strided(rng, x_shape, dtype, transposed)
+    w = strided(rng, w_shape, dtype, transposed)
+    b = rng.standard_normal(w_shape[0]).astype(dtype) if bias else None
+    out = conv.conv_forward(np, x, w, b, *geometry)
+    dout = strided(rng, out.shape, dtype, transposed)
+    expected = conv.conv_backward(np, dout, x, w, *geometry, (True, True, bias))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cpu_conv, "CHUNK_BYTES", chunk_bytes)
+        close(cpu_conv.conv_forward(np, x, w, b, *geometry), out, dtype, "out")
+        got = cpu_conv.conv_backward(np, dout, x, w, *geometry, (True, True, bias))
+    for name, g, e in zip(("dx", "dw", "db"), got, expected):
+        assert (g is None) == (e is None), name
+        if e is not None:
+            close(g, e, dtype, name)
+
+
 # ------------------------------------------------------------------ recurrent cells
 
 
