@@ -137,7 +137,7 @@ class _Buffers:
         return self.arrays[name]
 
 
-CHUNK_BYTES = 1 << 21  # a chunk's columns take at most this many bytes (but one sample)
+CHUNK_BYTES = 1 << 21  # a chunk's columns take at most this many bytes (or one sample's, if more)
 
 
 class _Geometry:
