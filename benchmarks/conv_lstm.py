@@ -3,6 +3,7 @@
     python benchmarks/conv_lstm.py             # both benchmarks, interleaved rounds
     python benchmarks/conv_lstm.py --quick     # fewer rounds, smaller sizes: a smoke test
     python benchmarks/conv_lstm.py --tune-malloc   # glibc keeps freed memory, as training does
+    python benchmarks/conv_lstm.py --threads 1     # tricycle's kernels, BLAS and PyTorch on 1
 
 1. conv: ``Conv2d(32, 32, 3, padding=1)`` on (64, 32, 32, 32) float32, forward + backward
    (input, weight and bias gradients). Target: ours at >= 0.8x PyTorch's speed, i.e.
@@ -31,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from harness import blas_threads, paired_ratio, race, settled  # noqa: E402
 
-from tricycle.apps.cpu import tune_cpu_allocator  # noqa: E402
+from tricycle.apps.cpu import set_cpu_threads, tune_cpu_allocator  # noqa: E402
 from tricycle.conv import Conv2d  # noqa: E402
 from tricycle.recurrent import LSTM  # noqa: E402
 from tricycle.tensor import Tensor  # noqa: E402
@@ -128,7 +129,12 @@ def main() -> None:
         help="keep freed memory in the process, as train_smol_gpt.py and gpt_train.py do "
         "(tune_cpu_allocator; both frameworks share the process)",
     )  # fmt: skip
+    parser.add_argument(
+        "--threads", type=int, default=None,
+        help="threads for tricycle's kernels, numpy's BLAS and PyTorch (default: BLAS's own)",
+    )  # fmt: skip
     args = parser.parse_args()
+    set_cpu_threads(args.threads)
     if args.tune_malloc:
         tune_cpu_allocator()
     repeats = args.repeats or (2 if args.quick else 10)

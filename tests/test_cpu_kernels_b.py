@@ -33,6 +33,7 @@ def close(got, expected, dtype, what):
 def test_every_kernel_of_these_families_is_registered():
     ops = {k.op for k in dispatch.kernels(device="cpu")}
     assert {"attention", "attend", "conv", "rnn_cell", "gru_cell", "lstm_cell"} <= ops
+    assert "lstm_recurrence" in ops
 
 
 # ------------------------------------------------------------------ attention
@@ -182,6 +183,54 @@ def test_conv_kernel_chunks_the_batch(monkeypatch):
         close(g, e, np.float64, "grad")
 
 
+@st.composite
+def conv_cases(draw):
+    """(x shape, weights shape, stride, padding, dilation, groups) with an output >= 1."""
+    n = draw(st.sampled_from([1, 2]))
+    groups = draw(st.sampled_from([1, 1, 2, 3]))
+    c_in, c_out = groups * draw(st.integers(1, 3)), groups * draw(st.integers(1, 3))
+    kernel = tuple(draw(st.integers(1, 4)) for _ in range(n))
+    stride = tuple(draw(st.integers(1, 3)) for _ in range(n))
+    dilation = tuple(draw(st.integers(1, 2)) for _ in range(n))
+    padding = tuple(draw(st.integers(0, 3)) for _ in range(n))
+    size = tuple(
+        max(1, d * (k - 1) + 1 - 2 * p) + draw(st.integers(0, 4))
+        for k, p, d in zip(kernel, padding, dilation)
+    )
+    x_shape = (draw(st.integers(1, 4)), c_in) + size
+    return x_shape, (c_out, c_in // groups) + kernel, stride, padding, dilation, groups
+
+
+@given(
+    case=conv_cases(),
+    dtype=st.sampled_from(DTYPES),
+    transposed=st.booleans(),
+    bias=st.booleans(),
+    chunk_bytes=st.sampled_from([1, 300, 1 << 21]),
+)
+def test_conv_kernel_matches_reference_on_random_geometries(
+    case, dtype, transposed, bias, chunk_bytes
+):
+    """Random geometries (odd sizes, size-1 axes, strides, dilations, groups, paddings wider
+    than the kernel's reach), batches cut into chunks of one sample or a few, or whole."""
+    x_shape, w_shape, *geometry = case
+    rng = np.random.default_rng(sum(x_shape) + 7 * sum(w_shape))
+    x = strided(rng, x_shape, dtype, transposed)
+    w = strided(rng, w_shape, dtype, transposed)
+    b = rng.standard_normal(w_shape[0]).astype(dtype) if bias else None
+    out = conv.conv_forward(np, x, w, b, *geometry)
+    dout = strided(rng, out.shape, dtype, transposed)
+    expected = conv.conv_backward(np, dout, x, w, *geometry, (True, True, bias))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cpu_conv, "CHUNK_BYTES", chunk_bytes)
+        close(cpu_conv.conv_forward(np, x, w, b, *geometry), out, dtype, "out")
+        got = cpu_conv.conv_backward(np, dout, x, w, *geometry, (True, True, bias))
+    for name, g, e in zip(("dx", "dw", "db"), got, expected):
+        assert (g is None) == (e is None), name
+        if e is not None:
+            close(g, e, dtype, name)
+
+
 # ------------------------------------------------------------------ recurrent cells
 
 
@@ -219,3 +268,41 @@ def test_recurrent_kernels_are_what_the_cells_dispatch_to():
     x = np.zeros((2, 8), dtype=np.float32)
     chosen = dispatch.choose("lstm_cell", recurrent.CELLS["lstm"][1:], x)
     assert chosen == (cpu_recurrent.lstm_cell_forward, cpu_recurrent.lstm_cell_backward)
+
+
+@given(
+    steps=st.integers(1, 4),
+    batch=st.integers(1, 4),
+    hidden=st.integers(1, 9),
+    dtype=st.sampled_from(DTYPES),
+    transposed=st.booleans(),
+    bias=st.booleans(),
+)
+def test_lstm_recurrence_kernel_matches_reference(steps, batch, hidden, dtype, transposed, bias):
+    """The whole-sequence LSTM kernel against the reference loop with the reference cells."""
+    rng = np.random.default_rng(steps * 100 + batch * 10 + hidden)
+    xg = strided(rng, (steps, batch, 4 * hidden), dtype, transposed)
+    w = strided(rng, (4 * hidden, hidden), dtype, transposed) * 0.5
+    b = rng.standard_normal(4 * hidden).astype(dtype) if bias else None
+    h0, c0 = (strided(rng, (batch, hidden), dtype, transposed) for _ in "hc")
+    dhs = strided(rng, (steps, batch, hidden), dtype, transposed)
+    dcs = strided(rng, (steps, batch, hidden), dtype, transposed)
+    with dispatch.references():
+        states, saved = recurrent.recurrence_forward(np, "lstm", xg, w, b, h0, c0)
+        expected = recurrent.recurrence_backward(
+            np, "lstm", dhs, dcs, xg, w, h0, c0, states[0], states[1], saved
+        )
+    got_states, got_saved = cpu_recurrent.lstm_recurrence_forward(np, "lstm", xg, w, b, h0, c0)
+    close(got_states, states, dtype, "states")
+    close(got_saved, saved, dtype, "saved gates")
+    got = cpu_recurrent.lstm_recurrence_backward(
+        np, "lstm", dhs, dcs, xg, w, h0, c0, got_states[0], got_states[1], got_saved
+    )
+    for name, g, e in zip(("dxg", "dw_hh", "db_hh", "dh0", "dc0"), got, expected):
+        close(g, e, dtype, name)
+
+
+def test_the_lstm_layer_runs_the_sequence_kernel():
+    x = np.zeros((2, 8), dtype=np.float32)
+    chosen = dispatch.choose("lstm_recurrence", None, x)
+    assert chosen == (cpu_recurrent.lstm_recurrence_forward, cpu_recurrent.lstm_recurrence_backward)

@@ -18,7 +18,9 @@ hand-derived backward per cell::
           n = tanh(xg_n + r hg_n)          h' = (1 - z) n + z h       (PyTorch's form)
 
 Kernels registered for the ops "rnn_cell", "gru_cell" and "lstm_cell" (a (forward,
-backward) pair with the cells' signatures) take the cells' place through ``tricycle.dispatch``.
+backward) pair with the cells' signatures) take the cells' place through ``tricycle.dispatch``,
+and kernels for "rnn_recurrence", "gru_recurrence" or "lstm_recurrence" (with the signatures
+of ``recurrence_forward`` and ``recurrence_backward``) the whole loop over time.
 The backward walks back through time with the cells' backwards and collects d(hg) of every
 step, so that the weight gradient d(W_hh) = sum_t d(hg_t)^T h_{t-1} is one matrix product at
 the end. One op for the whole sequence, rather than a few ops per step, keeps the graph (and
@@ -237,12 +239,15 @@ def recurrence(
     xp = check_same_device(f"recurrence({cell})", *(t.array for t in args))
     arrays = [None if t is None else t.array for t in (xg, w_hh, b_hh, h0, c0)]
     xg_, w_, b_, h0_, c0_ = arrays
-    out, saved = recurrence_forward(xp, cell, xg_, w_, b_, h0_, c0_)
+    forward, backward_arrays = dispatch.choose(
+        f"{cell}_recurrence", (recurrence_forward, recurrence_backward), xg_, w_, b_, h0_, c0_
+    )
+    out, saved = forward(xp, cell, xg_, w_, b_, h0_, c0_)
     hs, cs = (out, None) if c0 is None else (out[0], out[1])
 
     def backward(dout):
         dhs, dcs = (dout, None) if cs is None else (dout[0], dout[1])
-        dxg, dw, db, dh0, dc0 = recurrence_backward(
+        dxg, dw, db, dh0, dc0 = backward_arrays(
             xp, cell, dhs, dcs, xg_, w_, h0_, c0_, hs, cs, saved
         )
         return [
