@@ -292,19 +292,21 @@ def parallel_always(monkeypatch):
 @pytest.mark.usefixtures("parallel_always")
 @pytest.mark.parametrize("case", ["softmax", "layer_norm", "gelu tanh", "bias_gelu",
                                   "cross_entropy", "embedding"])  # fmt: skip
-def test_parallel_and_serial_variants_agree_bit_for_bit(case, monkeypatch):
+def test_parallel_and_serial_variants_agree_to_rounding(case, monkeypatch):
+    """The same formula in both variants (which one runs depends on size and threads only,
+    never on timing: the test below checks that the numbers do not depend on other threads)."""
     x = np.random.default_rng(1).standard_normal((37, 5, 33)).astype(np.float32)
     pair = kernel_of(case, x)
     parallel = run(case, pair, x, np.float32)
     monkeypatch.setattr(compiler, "PARALLEL_MIN_SIZE", 2**62)
     for a, b in zip(parallel, run(case, pair, x, np.float32)):
-        np.testing.assert_array_equal(a, b)
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
 
 
 @pytest.mark.usefixtures("parallel_always")
 def test_two_python_threads_get_the_numbers_of_one_after_the_other():
-    """Both threads call parallel kernels at once (one runs them serially while the other is
-    inside): no abort, no deadlock, the same numbers."""
+    """Both threads call parallel kernels at once (one waits while the other is inside): no
+    abort, no deadlock, exactly the numbers of one after the other."""
     cases = ["softmax", "layer_norm", "bias_gelu tanh", "cross_entropy", "embedding"]
     x = np.random.default_rng(2).standard_normal((64, 9, 48)).astype(np.float32)
 

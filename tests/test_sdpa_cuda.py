@@ -213,5 +213,5 @@ def test_the_encoder_attention_matches_the_cpu(cp):
         (y * y).sum().backward()
         grads = [inputs.grad] + [p.grad for p in layer.parameters()]
         results.append([to_host(cp, t.array) if device == "gpu" else t.array for t in [y, *grads]])
-    for cpu, gpu in zip(*results):
-        np.testing.assert_allclose(gpu, cpu, rtol=1e-4, atol=1e-5)
+    for cpu, gpu in zip(*results):  # float32 sums in other orders: scaled to each array
+        np.testing.assert_allclose(gpu, cpu, rtol=1e-4, atol=1e-5 * float(np.abs(cpu).max()))

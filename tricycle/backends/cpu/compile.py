@@ -1,13 +1,14 @@
 """How the CPU kernels are compiled and run: numba with its disk cache, threads made safe.
 
 ``jit`` compiles a serial loop. ``parallel_jit`` compiles a kernel twice from one function:
-with its ``prange`` loop spread over numba's threads, and as a plain loop. A call runs the
-parallel variant when it holds ``_pool``, a lock taken without waiting, and the serial one
-otherwise (another Python thread is inside a parallel kernel, the input is small, or one
-thread is asked for). So any number of Python threads may call kernels at once: numba's
-thread pools are not all safe for concurrent launches (``workqueue`` aborts the process), and
-here only one launch is ever in flight. Kernels write their loops so that both variants give
-the same numbers (reductions over rows go through fixed chunks, never per-thread sums).
+with its ``prange`` loop spread over numba's threads, and as a plain loop. Which one runs
+depends on the input's size and the thread count only: a large input on more than one thread
+runs the parallel variant, holding ``_pool`` (another Python thread that wants it waits), and
+anything else the serial one. So any number of Python threads may call kernels at once
+(numba's thread pools are not all safe for concurrent launches: ``workqueue`` aborts the
+process; here only one launch is ever in flight), and they get exactly the numbers they get
+one after the other. The two variants compute the same formula but may round differently:
+numba compiles each on its own, and how LLVM vectorises a sum can differ between them.
 
 Threading layer: ``workqueue`` unless the user chose one (``NUMBA_THREADING_LAYER``). Its
 threads sleep between launches; OpenMP's spin and slow numpy's BLAS products down.
@@ -119,7 +120,8 @@ class ParallelKernel:
     def __call__(self, *args):
         if getattr(args[0], "size", PARALLEL_MIN_SIZE) >= PARALLEL_MIN_SIZE:
             threads = thread_count()
-            if threads > 1 and _pool.acquire(blocking=False):
+            if threads > 1:
+                _pool.acquire()  # another thread inside a parallel kernel: wait for it
                 try:
                     if getattr(_applied, "threads", None) != threads:
                         numba.set_num_threads(threads)
