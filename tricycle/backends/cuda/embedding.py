@@ -22,7 +22,8 @@ def embedding_forward(xp, weights, ids):
 def embedding_backward(xp, dout, ids, vocab_size: int, dtype=None):
     """dW (vocab_size, E) with dW[ids[n]] += dout[n] (as the back_fn of ``layers.embedding``).
 
-    Accumulates in float32 with atomics; returns ``dtype`` (default: float32, which is
+    Accumulates in float32, each row of dW by one warp in token order (embedding.cu: the same
+    numbers on every run); returns ``dtype`` (default: float32, which is
     dout's dtype in float32 training and the master-weight dtype in mixed precision). Ids
     outside [0, vocab_size) add nothing (their range check may be deferred).
     """
@@ -35,13 +36,14 @@ def embedding_backward(xp, dout, ids, vocab_size: int, dtype=None):
         raise ValueError(f"embedding: {n_tokens} ids for {dout.shape[0]} gradient rows")
     dweights = cp.zeros((vocab_size, dim), dtype=np.float32)
     if n_tokens and dim:
+        first = cp.full(vocab_size, n_tokens, dtype=np.int32)  # (V,) each id's first token
+        n, vocab = np.int32(n_tokens), np.int64(vocab_size)
+        firsts = compiled("embedding.cu", "first_occurrence_kernel", id_ctype)
+        firsts((-(-n_tokens // 256),), (256,), (ids, first, n, vocab))
         kernel = compiled("embedding.cu", "embedding_backward_kernel", ctype(dout), id_ctype)
         warps = 8
-        kernel(
-            (-(-n_tokens // warps),),
-            (32 * warps,),
-            (dout, ids, dweights, np.int32(n_tokens), np.int32(dim), np.int64(vocab_size)),
-        )
+        kernel((-(-n_tokens // warps),), (32 * warps,),
+               (dout, ids, first, dweights, n, np.int32(dim), vocab))  # fmt: skip
     dtype = np.dtype(np.float32 if dtype is None else dtype)
     return dweights if dtype == np.float32 else dweights.astype(dtype)
 
@@ -49,6 +51,8 @@ def embedding_backward(xp, dout, ids, vocab_size: int, dtype=None):
 def instantiations() -> list[tuple[str, str, tuple[str, ...]]]:
     """(file, kernel, template args) of every kernel this module may launch."""
     return [
+        ("embedding.cu", "first_occurrence_kernel", (lab,)) for lab in LABEL_CTYPES.values()
+    ] + [
         ("embedding.cu", "embedding_backward_kernel", (t, lab))
         for t in CTYPES.values()
         for lab in LABEL_CTYPES.values()
