@@ -32,7 +32,10 @@ import types
 import numba
 from numba.core import caching, event
 
-PARALLEL_MIN_SIZE = 16384  # inputs with fewer elements run serially: a launch costs ~10-20 us
+# inputs with fewer elements run serially: waking numba's threads costs tens of microseconds,
+# and on a small machine they and BLAS's threads slow each other down (benchmarks/README.md:
+# the CPU GPT's steps ran 8% faster with its kernels, all under a million elements, serial)
+PARALLEL_MIN_SIZE = 1 << 22
 
 # numpy's error model: a float division by zero gives inf instead of raising, which lets loops
 # with divisions vectorise; reassociation lets sums vectorise (both variants of a kernel run
