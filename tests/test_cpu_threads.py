@@ -212,8 +212,8 @@ CTRL_C = """
 
 
 def test_ctrl_c_stops_training_at_the_first_press():
-    """SIGINT during training raises KeyboardInterrupt within two seconds, every time (4
-    presses caught by the program, then one that ends it)."""
+    """SIGINT during training raises KeyboardInterrupt within seconds, every time (4 presses
+    caught by the program, then one that ends it)."""
     presses = 4
     env = {k: v for k, v in os.environ.items() if k != "TRICYCLE_THREADS"}
     env["PYTHONPATH"] = str(ROOT)
@@ -231,7 +231,11 @@ def test_ctrl_c_stops_training_at_the_first_press():
             time.sleep(random.uniform(0.05, 0.2))
             process.send_signal(signal.SIGINT)
             if press < presses:
-                assert lines.get(timeout=2) == "caught"  # queue.Empty if it was not stopped
+                try:  # within seconds, even on a loaded 2-core machine
+                    assert lines.get(timeout=5) == "caught"
+                except queue.Empty:
+                    process.kill()
+                    pytest.fail(f"press {press} not caught: {process.stderr.read()[-2000:]}")
         assert process.wait(timeout=15) != 0
         stderr = process.stderr.read()
         assert "KeyboardInterrupt" in stderr
