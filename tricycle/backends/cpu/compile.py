@@ -52,10 +52,14 @@ _applied = threading.local()  # the thread count numba was told in this thread (
 
 
 def jit(function=None, **options):
-    """``numba.njit`` with the disk cache and the GIL released: ``@jit`` or ``@jit(...)``."""
+    """``numba.njit`` with the disk cache and the GIL released, inlined into its callers:
+    ``@jit`` or ``@jit(...)``."""
     if function is None:
         return functools.partial(jit, **options)
-    return _compiled(function, options)
+    # inlined into each kernel that calls it, as numba IR: the kernel's code is then the same
+    # whichever of its callees this process compiled first, so a run that compiles the kernels
+    # and one that loads them from the cache compute the same bits
+    return _compiled(function, {"inline": "always", **options})
 
 
 def _compiled(function, options):
