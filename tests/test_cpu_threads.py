@@ -187,7 +187,12 @@ def test_no_grad_in_one_thread_leaves_another_training():
 
 # ====================================================================== Ctrl-C
 CTRL_C = """
-    import sys, numpy as np
+    import signal, sys, numpy as np
+    # the test's own process may ignore or block SIGINT (a child inherits both): start clean
+    print("SIGINT was", signal.getsignal(signal.SIGINT),
+          "blocked:", signal.pthread_sigmask(signal.SIG_UNBLOCK, {{signal.SIGINT}}),
+          file=sys.stderr, flush=True)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from tricycle.layers import Dense, LayerNorm
     from tricycle.tensor import to_tensor
     layer, norm = Dense(512, 512), LayerNorm(512)
