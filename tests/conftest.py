@@ -34,6 +34,38 @@ def xp(request):
     return np if request.param == "numpy" else backend.cupy()
 
 
+@pytest.fixture
+def cp():
+    """cupy, for the GPU tests (each skips without a GPU)."""
+    return backend.cupy()
+
+
+@pytest.fixture
+def poisoned(cp):
+    """Fill every new device allocation with 0xFF bytes (NaN in every float type)."""
+    pool = cp.get_default_memory_pool()
+
+    def malloc(size):
+        memory = pool.malloc(size)
+        if size:
+            memory.memset_async(0xFF, size)
+        return memory
+
+    cp.cuda.set_allocator(malloc)
+    try:
+        yield
+    finally:
+        cp.cuda.set_allocator(pool.malloc)
+
+
+@pytest.fixture
+def rng():
+    """A generator with a fresh seed, printed so that a failure can be replayed."""
+    seed = int.from_bytes(os.urandom(4), "little")
+    print(f"[seed {seed}]", end=" ")
+    return np.random.default_rng(seed)
+
+
 @pytest.fixture(params=["kernels", "references"])
 def kernel_or_reference(request):
     """Run a fused-op test through the kernels the dispatch chooses (the CPU backend's where

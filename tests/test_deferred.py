@@ -185,11 +185,6 @@ def test_check_range_is_safe_from_many_threads():
 
 
 # ====================================================================== GPU
-@pytest.fixture
-def cp():
-    return backend.cupy()
-
-
 def _busy(cp, seconds=0.5):
     """Keep the current stream busy for ``seconds`` (one thread spinning on the global timer)."""
     spin = cp.RawKernel(SPIN, "spin")

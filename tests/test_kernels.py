@@ -71,36 +71,6 @@ def np_dtype(name):
     return np.dtype(name)
 
 
-@pytest.fixture
-def cp():
-    return backend.cupy()
-
-
-@pytest.fixture
-def poisoned(cp):
-    """Fill every new device allocation with 0xFF bytes (NaN in every float type)."""
-    pool = cp.get_default_memory_pool()
-
-    def malloc(size):
-        memory = pool.malloc(size)
-        if size:
-            memory.memset_async(0xFF, size)
-        return memory
-
-    cp.cuda.set_allocator(malloc)
-    try:
-        yield
-    finally:
-        cp.cuda.set_allocator(pool.malloc)
-
-
-@pytest.fixture
-def rng():
-    seed = int.from_bytes(os.urandom(4), "little")
-    print(f"[seed {seed}]", end=" ")
-    return np.random.default_rng(seed)
-
-
 def on_device(cp, array, dtype="float32"):
     """(device array in ``dtype``, the float64 values it holds) for the reference."""
     rounded = np.asarray(array).astype(np_dtype(dtype))

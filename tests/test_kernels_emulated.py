@@ -10,19 +10,17 @@ without a GPU. What the emulation cannot check (timing, the real hardware's layo
 the GPU tests in test_kernels.py do.
 """
 
-import shutil
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
+from emulation import build
 
 from tricycle.attention import attention_backward, attention_forward
 from tricycle.backends.cuda import launch
 from tricycle.backends.cuda.attention import TF32_TILES
 from tricycle.dropout_mask import dropout_threshold
 
-HERE = Path(__file__).resolve().parent
 # the PTX wrappers that cuda_emulation.hpp defines for the host instead
 EMULATED = (
     "unsigned int shared_address(",
@@ -106,28 +104,13 @@ def emulation_source() -> str:
         for d in (64, 128)
     }
     main = MAIN.replace("LAUNCHES(64)", launches[64]).replace("LAUNCHES(128)", launches[128])
-    return f'#include "{HERE / "cuda_emulation.hpp"}"\n{text}\n{main}'
-
-
-def gxx(tmp: Path, source: str, name: str):
-    path = tmp / f"{name}.cpp"
-    path.write_text(source)
-    command = ["g++", "-std=c++20", "-O1", "-pthread", "-w", "-o", str(tmp / name), str(path)]
-    return subprocess.run(command, capture_output=True, text=True, timeout=300)
+    return f"{text}\n{main}"
 
 
 @pytest.fixture(scope="module")
 def emulator(tmp_path_factory):
     """The compiled emulation of the three TF32 kernels (skips without a C++20 g++)."""
-    tmp = tmp_path_factory.mktemp("emulation")
-    if (
-        shutil.which("g++") is None
-        or gxx(tmp, "#include <barrier>\nint main(){}", "probe").returncode
-    ):
-        pytest.skip("needs g++ with C++20 (std::barrier)")
-    built = gxx(tmp, emulation_source(), "attention_tf32")
-    assert built.returncode == 0, f"the kernels do not compile on the host:\n{built.stderr[-4000:]}"
-    return tmp / "attention_tf32"
+    return build(tmp_path_factory.mktemp("emulation"), emulation_source(), "attention_tf32")
 
 
 def relative_error(got, ref) -> float:

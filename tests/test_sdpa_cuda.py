@@ -11,49 +11,17 @@ kernels forget to write fails. Every test skips without cupy and a CUDA device;
 tests/test_sdpa_emulated.py runs the same kernels in float32 on the host.
 """
 
-import os
-
 import numpy as np
 import pytest
 
 from tests.test_kernels import DTYPES, GPU, check, np_dtype, on_device, to_host
-from tricycle import backend, dispatch
+from tricycle import dispatch
 from tricycle.dropout_mask import NO_DROPOUT, AttentionDropout
 from tricycle.sdpa import attention_bias, sdpa_backward, sdpa_forward
 
 pytestmark = pytest.mark.skipif(not GPU, reason="no CUDA GPU")
 OP = "scaled_dot_product_attention"
 REFERENCE = (sdpa_forward, sdpa_backward)
-
-
-@pytest.fixture
-def cp():
-    return backend.cupy()
-
-
-@pytest.fixture
-def poisoned(cp):
-    """Fill every new device allocation with 0xFF bytes (NaN in every float type)."""
-    pool = cp.get_default_memory_pool()
-
-    def malloc(size):
-        memory = pool.malloc(size)
-        if size:
-            memory.memset_async(0xFF, size)
-        return memory
-
-    cp.cuda.set_allocator(malloc)
-    try:
-        yield
-    finally:
-        cp.cuda.set_allocator(pool.malloc)
-
-
-@pytest.fixture
-def rng():
-    seed = int.from_bytes(os.urandom(4), "little")
-    print(f"[seed {seed}]", end=" ")
-    return np.random.default_rng(seed)
 
 
 # fmt: off

@@ -13,19 +13,17 @@ What the emulation cannot check (16-bit storage, timing, NVRTC) tests/test_sdpa_
 on a GPU.
 """
 
-import shutil
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
+from emulation import build
 
 from tricycle.backends.cuda import launch
 from tricycle.backends.cuda.sdpa import padded_head_dim, rows_per_block
 from tricycle.dropout_mask import AttentionDropout, dropout_threshold
 from tricycle.sdpa import attention_bias, sdpa_backward, sdpa_forward
 
-HERE = Path(__file__).resolve().parent
 EMULATED_DIMS = (8, 32, 64, 256)  # padded head dims DP compiled for the emulation
 TOLERANCE = 2e-5  # relative, float32 arithmetic
 
@@ -87,28 +85,13 @@ def emulation_source() -> str:
     text = launch.source("sdpa.cu").replace("asm volatile", "asm")  # common.cuh too
     text = text.replace("__shared__ __align__(16)", "alignas(16) __shared__")
     main = MAIN.replace("DIMS", " ".join(f"RUN({dp})" for dp in EMULATED_DIMS))
-    return f'#include "{HERE / "cuda_emulation.hpp"}"\n{text}\n{main}'
-
-
-def gxx(tmp: Path, source: str, name: str):
-    path = tmp / f"{name}.cpp"
-    path.write_text(source)
-    command = ["g++", "-std=c++20", "-O1", "-pthread", "-w", "-o", str(tmp / name), str(path)]
-    return subprocess.run(command, capture_output=True, text=True, timeout=300)
+    return f"{text}\n{main}"
 
 
 @pytest.fixture(scope="module")
 def emulator(tmp_path_factory):
     """The compiled emulation of the three kernels (skips without a C++20 g++)."""
-    tmp = tmp_path_factory.mktemp("sdpa_emulation")
-    if (
-        shutil.which("g++") is None
-        or gxx(tmp, "#include <barrier>\nint main(){}", "probe").returncode
-    ):
-        pytest.skip("needs g++ with C++20 (std::barrier)")
-    built = gxx(tmp, emulation_source(), "sdpa")
-    assert built.returncode == 0, f"the kernels do not compile on the host:\n{built.stderr[-4000:]}"
-    return tmp / "sdpa"
+    return build(tmp_path_factory.mktemp("sdpa_emulation"), emulation_source(), "sdpa")
 
 
 def make_mask(kind: str, rng, B, H, Tq, Tk):
