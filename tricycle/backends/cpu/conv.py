@@ -34,28 +34,10 @@ from tricycle import dispatch
 from tricycle.backends.cpu.compile import jit
 
 
-@jit
-def pad(x, xpad, ph, pw):
-    """xpad[n, c, ph + y, pw + x] = x[n, c, y, x]; the border of xpad is left as it is."""
-    N, C, H, W = x.shape
-    ph, pw = max(0, ph), max(0, pw)  # known >= 0: see ``im2col``
-    for task in range(N * C):
-        n, c = task // C, task % C
-        for y in range(H):
-            for q in range(W):
-                xpad[n, c, ph + y, pw + q] = x[n, c, y, q]
-
-
-@jit
-def crop(xpad, x, ph, pw):
-    """The backward of ``pad``: x[n, c, y, x] = xpad[n, c, ph + y, pw + x]."""
-    N, C, H, W = x.shape
-    ph, pw = max(0, ph), max(0, pw)  # known >= 0: see ``im2col``
-    for task in range(N * C):
-        n, c = task // C, task % C
-        for y in range(H):
-            for q in range(W):
-                x[n, c, y, q] = xpad[n, c, ph + y, pw + q]
+def interior(xpad, padding, shape):
+    """The view of padded xpad (n, C, Hp, Wp) without its border: where x (n, C, H, W) goes."""
+    (ph, pw), (H, W) = padding, shape[2:]
+    return xpad[:, :, ph : ph + H, pw : pw + W]
 
 
 @jit
@@ -169,7 +151,7 @@ class _Geometry:
         n, C = x.shape[:2]
         if any(self.padding):
             xpad = buffers("xpad", (n, C) + self.padded, zeros=True)
-            pad(x, xpad, *self.padding)
+            interior(xpad, self.padding, x.shape)[...] = x
         else:
             xpad = x
         cols = buffers("cols", (C * self.kernel[0] * self.kernel[1], n, self.L))
@@ -266,7 +248,7 @@ def conv_backward(xp, dout, x, weights, stride, padding, dilation, groups, needs
                 dxpad = buffers("dxpad", (n, C) + geometry.padded)
                 col2im(dcols.reshape(G * K, n, L), dxpad, *geometry.kernel, *geometry.stride,
                        *geometry.dilation, geometry.out[1])  # fmt: skip
-                crop(dxpad, dx[rows], *geometry.padding)
+                dx[rows] = interior(dxpad, geometry.padding, dx.shape)  # the border is not x
         dx = dx.reshape(x.shape)
     return dx, dweights, dbias
 
