@@ -1,6 +1,6 @@
-"""The CPU kernels of attention, convolution and the recurrent cells (tricycle/backends/cpu)
-against their references: odd sizes, size-1 axes, non-contiguous inputs, float32 and float64,
-forward and backward."""
+"""The CPU kernels of the matrix product, attention, convolution and the recurrent cells
+(tricycle/backends/cpu) against their references: odd sizes, size-1 axes, non-contiguous
+inputs, float32 and float64, forward and backward."""
 
 import numpy as np
 import pytest
@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from tricycle import attention, conv, dispatch, recurrent
 from tricycle.backends.cpu import attention as cpu_attention
 from tricycle.backends.cpu import conv as cpu_conv
+from tricycle.backends.cpu import gemm as cpu_gemm
 from tricycle.backends.cpu import recurrent as cpu_recurrent
 
 DTYPES = [np.float32, np.float64]
@@ -33,7 +34,41 @@ def close(got, expected, dtype, what):
 def test_every_kernel_of_these_families_is_registered():
     ops = {k.op for k in dispatch.kernels(device="cpu")}
     assert {"attention", "attend", "conv", "rnn_cell", "gru_cell", "lstm_cell"} <= ops
-    assert "lstm_recurrence" in ops
+    assert {"lstm_recurrence", "matmul"} <= ops
+
+
+# ------------------------------------------------------------------ the matrix product
+def _matrix(rng, shape, dtype, layout):
+    """A random matrix stored plainly ("C"), transposed ("F") or strided ("strided")."""
+    if layout == "F":
+        return np.ascontiguousarray(rng.standard_normal(shape[::-1]).astype(dtype)).T
+    return strided(rng, shape, dtype, layout == "strided")
+
+
+@given(
+    m=st.integers(1, 300), k=st.integers(1, 70), n=st.integers(1, 300),
+    layouts=st.tuples(*[st.sampled_from(["C", "F", "strided"])] * 2),
+    dtype=st.sampled_from(DTYPES), seed=st.integers(0, 2**16),
+)  # fmt: skip
+def test_matmul_kernel_matches_numpy(m, k, n, layouts, dtype, seed):
+    rng = np.random.default_rng(seed)
+    a, b = _matrix(rng, (m, k), dtype, layouts[0]), _matrix(rng, (k, n), dtype, layouts[1])
+    kernel = dispatch.choose("matmul", np.matmul, a, b)
+    assert (kernel is cpu_gemm.matmul) == ("strided" not in layouts)  # strided: numpy's
+    close(kernel(a, b), np.matmul(a, b), dtype, f"{m}x{k}x{n} {layouts}")
+    if kernel is cpu_gemm.matmul:  # in slices on the kernel's threads, and in one BLAS call
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(cpu_gemm, "parallel_min_size", lambda: 0)
+            sliced = cpu_gemm.matmul(a, b)
+            patch.setattr(cpu_gemm, "thread_count", lambda: 1)
+            close(sliced, cpu_gemm.matmul(a, b), dtype, "sliced against one call")
+
+
+def test_the_einsum_products_run_on_the_kernels_threads():
+    from tricycle.backends.cpu.compile import uses_one_pool  # noqa: PLC0415
+
+    a, b = np.ones((4, 3), np.float32), np.ones((3, 5), np.float32)
+    assert (dispatch.choose("matmul", np.matmul, a, b) is cpu_gemm.matmul) == uses_one_pool()
 
 
 # ------------------------------------------------------------------ attention

@@ -41,13 +41,14 @@ def set_cpu_threads(n: int | None) -> Callable[[], None]:
     are); returns the function that puts them back."""
     undo = []
     if n is not None:
+        blas = threadpool_limits(limits=n, user_api="blas")
         if dispatch.available("cpu"):
             from tricycle.backends.cpu import set_threads, thread_count  # noqa: PLC0415
 
             previous = thread_count()
-            set_threads(n)
+            set_threads(n)  # after BLAS's limit: the kernels keep their BLAS single-threaded
             undo.append(lambda: set_threads(previous))
-        undo.append(threadpool_limits(limits=n, user_api="blas").restore_original_limits)
+        undo.append(blas.restore_original_limits)
 
     def restore() -> None:
         for step in reversed(undo):

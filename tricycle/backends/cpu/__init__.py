@@ -4,8 +4,10 @@ Each module holds one family of kernels, written as llm.c's reference C is (one 
 rows, the formula visible, gradients named ``d...``), and registers them in
 ``tricycle.dispatch`` for the op they speed up. The dispatch imports this package the first
 time an op asks for a CPU kernel; importing it compiles nothing (``compile.jit`` compiles a
-kernel at its first call and caches it on disk). Without numba this package cannot be
-imported and the reference formulas run. ``set_threads`` sets the kernels' thread count.
+kernel at its first call and caches it on disk). The matrix products of ``Einsum`` run here
+too (``gemm``), so that one pool of threads does all the parallel work (``compile``). Without
+numba this package cannot be imported and the reference formulas run. ``set_threads`` sets the
+kernels' thread count.
 """
 
 import numba  # noqa: F401 - the dispatch's one line says so when it is missing
@@ -18,6 +20,7 @@ from tricycle.backends.cpu import (  # noqa: F401 - each module registers its ke
     cross_entropy,
     embedding,
     gelu,
+    gemm,
     norm,
     recurrent,
     sdpa,

@@ -14,8 +14,8 @@ lse = m + log(l). The backward (FlashAttention-2) walks the same blocks::
 with M the inverted-dropout multiplier (``keep``: the counter-based mask of
 ``tricycle.dropout_mask``, recomputed, never stored). Query head h reads key/value head
 h // (H / Hkv) (grouped-query attention); its key and value gradients add up over the group.
-The block products go to BLAS through numba's ``np.dot``; blocks of 64 x 64 x D stay below
-the size at which OpenBLAS starts threads of its own, so each numba thread runs its own.
+The block products go to BLAS through numba's ``np.dot``, single-threaded inside each of the
+kernel's threads (``compile.py``).
 """
 
 import math

@@ -10,10 +10,17 @@ process; here only one launch is ever in flight), and they get exactly the numbe
 one after the other. The two variants compute the same formula but may round differently:
 numba compiles each on its own, and how LLVM vectorises a sum can differ between them.
 
-Threading layer: ``workqueue`` unless the user chose one (``NUMBA_THREADING_LAYER``). Its
-threads sleep between launches; OpenMP's spin and slow numpy's BLAS products down.
-``set_threads`` sets how many threads a parallel kernel uses (default: ``TRICYCLE_THREADS``,
-else numba's, one per core).
+One pool of threads does all the CPU's parallel work, the matrix products included
+(``gemm.py``), and BLAS runs single-threaded inside it. Two pools on the same cores slow each
+other down: numpy's OpenBLAS threads spin for about 0.1 s after every product (their wait is
+fixed when the library loads), so a parallel kernel between two products finds its cores
+taken. The pool is numba's ``tbb`` layer, whose threads start in microseconds and sleep when
+idle; the ``tbb`` package installs it (on Linux its library lands in the environment's
+``lib/``, where the loader does not look, so it is loaded from there by path). Where it cannot
+load, or the user chose a layer (``NUMBA_THREADING_LAYER``), the products stay numpy's and
+only large kernels go parallel (``workqueue``'s threads poll while idle and take tens of
+microseconds to start). ``set_threads`` sets how many threads a parallel kernel uses
+(default: ``TRICYCLE_THREADS``, else numba's, one per core).
 
 Compilation happens at a kernel's first call for its argument types and is cached on disk
 (``cache=True``), so a second process reuses it. The first compilation in a process says so on
@@ -21,6 +28,7 @@ stderr, and the time spent compiling is said once at exit; cache hits print noth
 """
 
 import atexit
+import ctypes
 import functools
 import hashlib
 import os
@@ -30,12 +38,14 @@ import time
 import types
 
 import numba
+import numpy as np
 from numba.core import caching, event
+from threadpoolctl import ThreadpoolController
 
-# inputs with fewer elements run serially: waking numba's threads costs tens of microseconds,
-# and on a small machine they and BLAS's threads slow each other down (benchmarks/README.md:
-# the CPU GPT's steps ran 8% faster with its kernels, all under a million elements, serial)
-PARALLEL_MIN_SIZE = 1 << 22
+# inputs with fewer elements run serially: a launch on the tbb pool costs microseconds; on
+# any other pool, which the products do not share, only inputs this large go parallel
+PARALLEL_MIN_SIZE = 1 << 16
+OTHER_POOL_MIN_SIZE = 1 << 22
 
 # numpy's error model: a float division by zero gives inf instead of raising, which lets loops
 # with divisions vectorise; reassociation lets sums vectorise (both variants of a kernel run
@@ -46,8 +56,9 @@ _OPTIONS = {
     "error_model": "numpy",
     "fastmath": {"reassoc", "contract", "nsz", "arcp"},
 }
+_choose_lock = threading.Lock()
 _pool = threading.Lock()  # held by the one thread inside a parallel kernel
-_settings = {"threads": None, "layer_chosen": False}
+_settings = {"threads": None, "layer": None}
 _applied = threading.local()  # the thread count numba was told in this thread (its own TLS)
 
 
@@ -125,7 +136,7 @@ class ParallelKernel:
         self.serial = _compiled(serial, options)
 
     def __call__(self, *args):
-        if getattr(args[0], "size", PARALLEL_MIN_SIZE) >= PARALLEL_MIN_SIZE:
+        if getattr(args[0], "size", 0) >= parallel_min_size():
             threads = thread_count()
             if threads > 1:
                 _pool.acquire()  # another thread inside a parallel kernel: wait for it
@@ -152,11 +163,14 @@ def set_threads(n: int) -> None:
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise ValueError(f"set_threads: n must be an integer >= 1, got {n!r}")
     _settings["threads"] = n
+    if _settings["layer"] is not None:
+        _single_threaded_blas()  # again: the caller may have just set BLAS's threads
 
 
 def thread_count() -> int:
     """How many threads a parallel kernel uses."""
-    _choose_layer()
+    if _settings["layer"] is None:
+        _choose_layer()
     n = _settings["threads"]
     if n is None:
         text = os.environ.get("TRICYCLE_THREADS", "")
@@ -165,15 +179,58 @@ def thread_count() -> int:
     return min(n, numba.config.NUMBA_NUM_THREADS)
 
 
+def parallel_min_size() -> int:
+    """The fewest elements a kernel's first argument needs for a parallel launch."""
+    return PARALLEL_MIN_SIZE if uses_one_pool() else max(PARALLEL_MIN_SIZE, OTHER_POOL_MIN_SIZE)
+
+
+def uses_one_pool() -> bool:
+    """Whether the products run on the kernels' pool (``tbb`` loaded): see the docstring."""
+    if _settings["layer"] is None:
+        _choose_layer()
+    return _settings["layer"] == "tbb"
+
+
 def _choose_layer() -> None:
-    """workqueue, unless the user set a threading layer (before the first parallel launch)."""
-    if not _settings["layer_chosen"]:
-        _settings["layer_chosen"] = True
-        if not os.environ.get("NUMBA_THREADING_LAYER") and numba.config.THREADING_LAYER in (
-            "default",
-            "",
-        ):
-            numba.config.THREADING_LAYER = "workqueue"
+    """Before the first launch: tbb if it loads, else workqueue (unless the user chose), and
+    BLAS single-threaded, since the kernels call it from their own threads."""
+    with _choose_lock:
+        if _settings["layer"] is not None:
+            return
+        chosen = os.environ.get("NUMBA_THREADING_LAYER")
+        if not chosen:
+            chosen = "tbb" if _tbb_loads() else "workqueue"
+            numba.config.THREADING_LAYER = chosen
+        _single_threaded_blas()
+        _settings["layer"] = chosen
+
+
+def _tbb_loads() -> bool:
+    """Whether numba's tbb layer imports, after loading the tbb package's library by path."""
+    for name in ("libtbb.so.12", "libtbb.12.dylib"):
+        path = os.path.join(sys.prefix, "lib", name)
+        if os.path.exists(path):
+            try:
+                ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+            except OSError:
+                return False
+    try:
+        from numba.np.ufunc import tbbpool  # noqa: F401, PLC0415
+    except ImportError:
+        return False
+    return True
+
+
+def _single_threaded_blas() -> None:
+    """One thread for the BLAS libraries numba calls: all but the one numpy ships, which
+    keeps the user's setting for numpy's own products."""
+    import scipy.linalg.cython_blas  # noqa: F401, PLC0415 - loads the library numba calls
+
+    numpy_package = os.path.dirname(np.__file__)
+    for library in ThreadpoolController().select(user_api="blas").lib_controllers:
+        folder = os.path.dirname(library.filepath)
+        if not (folder.startswith(numpy_package) or os.path.basename(folder) == "numpy.libs"):
+            library.set_num_threads(1)
 
 
 # ---------------------------------------------------------------------- compile time, visible

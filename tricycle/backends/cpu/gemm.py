@@ -1,0 +1,85 @@
+"""The Einsum runner's matrix products on the CPU, spread over the kernels' threads.
+
+C = A B with the rows (or the columns) of C cut into one slice per thread, each slice one
+single-threaded BLAS call (scipy's OpenBLAS, the library numba's ``np.dot`` calls). The
+products and the fused kernels then share one pool of threads: numpy's own BLAS threads
+keep spinning for about 0.1 s after each product, on the cores the next kernel wants
+(``compile.py`` says how the pool is chosen; ``benchmarks/README.md`` has the numbers).
+
+BLAS is column-major, so a row-major C = A B is computed as C^T = B^T A^T: BLAS's "A" is
+our B, and an operand stored transposed (a transposed view, Fortran order) is passed with
+the "T" flag instead of being copied.
+"""
+
+import numpy as np
+from numba import prange, types
+
+from tricycle import dispatch
+from tricycle.backends.cpu.compile import (
+    parallel_jit,
+    parallel_min_size,
+    thread_count,
+    uses_one_pool,
+)
+
+# numba's own entry to BLAS's ?gemm (the one its np.dot calls): a symbol it links by name, so
+# the kernel stays cacheable, which a ctypes pointer to scipy's function would not be
+_xxgemm = types.ExternalFunction("numba_xxgemm", types.intc(
+    types.char, types.char, types.char,  # kind ("s": float32, "d": float64), transa, transb
+    types.intp, types.intp, types.intp,  # m, n, k
+    types.voidptr, types.voidptr, types.intp,  # alpha, a, lda
+    types.voidptr, types.intp, types.voidptr,  # b, ldb, beta
+    types.voidptr, types.intp,  # c, ldc
+))  # fmt: skip
+_N, _T = ord("n"), ord("t")
+
+
+@parallel_jit
+def gemm_kernel(out, a_memory, b_memory, K, a_transposed, b_transposed, row_slices,
+                column_slices):  # fmt: skip
+    """out (M, N) = a (M, K) b (K, N) in row_slices x column_slices blocks of out, one BLAS
+    call each. out is C-ordered; a and b are given as their memory (flat), C-ordered or, if
+    ``*_transposed``, Fortran-ordered."""
+    M, N = out.shape
+    out_memory = out.reshape(-1)
+    kind = ord("s") if out.itemsize == 4 else ord("d")
+    for block in prange(row_slices * column_slices):
+        r, c = block // column_slices, block % column_slices
+        row0, row1 = r * M // row_slices, (r + 1) * M // row_slices
+        col0, col1 = c * N // column_slices, (c + 1) * N // column_slices
+        b_start = col0 * K if b_transposed else col0  # where each slice starts in memory
+        a_start = row0 if a_transposed else row0 * K
+        scalars = np.empty(2, dtype=out.dtype)  # alpha, beta: BLAS takes them by address
+        scalars[0], scalars[1] = 1.0, 0.0
+        _xxgemm(kind, _T if b_transposed else _N, _T if a_transposed else _N,
+                col1 - col0, row1 - row0, K,
+                scalars[0:].ctypes, b_memory[b_start:].ctypes, K if b_transposed else N,
+                a_memory[a_start:].ctypes, M if a_transposed else K,
+                scalars[1:].ctypes, out_memory[row0 * N + col0:].ctypes, N)  # fmt: skip
+
+
+def _blas_layout(x) -> bool:
+    return x.flags.c_contiguous or x.flags.f_contiguous
+
+
+def applies(a, b) -> bool:
+    """Two matrices of one dtype, each stored plainly or transposed, with the pool in use."""
+    return (
+        a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype and a.size > 0 and b.size > 0
+        and _blas_layout(a) and _blas_layout(b) and uses_one_pool()
+    )  # fmt: skip
+
+
+@dispatch.register("matmul", "cpu", applies=applies)
+def matmul(a, b):
+    """``np.matmul(a, b)`` of two matrices, spread over the kernels' threads."""
+    M, N = a.shape[0], b.shape[1]
+    out = np.empty((M, N), dtype=a.dtype)
+    a_transposed = not a.flags.c_contiguous  # a C-ordered (1, K) or (M, 1) is both: plain
+    b_transposed = not b.flags.c_contiguous
+    slices = thread_count() if out.size >= parallel_min_size() else 1
+    rows, columns = (slices, 1) if M >= N else (1, slices)  # cut the longer side
+    a_memory = (a.T if a_transposed else a).reshape(-1)  # views, in memory order
+    b_memory = (b.T if b_transposed else b).reshape(-1)
+    gemm_kernel(out, a_memory, b_memory, a.shape[1], a_transposed, b_transposed, rows, columns)
+    return out
