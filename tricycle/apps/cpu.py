@@ -8,10 +8,7 @@ machine share its cores out between them instead of each taking them all.
 """
 
 import contextlib
-import ctypes
-import ctypes.util
 import os
-import sys
 from collections.abc import Callable, Iterator
 
 from threadpoolctl import threadpool_limits
@@ -68,17 +65,10 @@ def cpu_threads(n: int | None) -> Iterator[None]:
 
 
 def tune_cpu_allocator() -> None:
-    """Keep freed memory in the process (glibc), so each step reuses it instead of asking the
-    kernel for fresh zeroed pages (benchmarks/README.md measures it). Changes the whole
-    process's malloc, so only scripts call it. A no-op elsewhere than glibc."""
-    libc_name = ctypes.util.find_library("c")
-    if sys.platform != "linux" or libc_name is None:
-        return
-    try:
-        libc = ctypes.CDLL(libc_name)
-        M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3
-        libc.mallopt(M_MMAP_THRESHOLD, 32 << 20)  # glibc's maximum: 32 MiB
-        libc.mallopt(M_TRIM_THRESHOLD, 1 << 30)
-        libc.mallopt(M_TOP_PAD, 256 << 20)
-    except (OSError, AttributeError):
-        pass
+    """Keep freed memory in the process (``tricycle.backends.cpu.memory``): the CPU backend does
+    it before its first kernel; a script calls this to have it from its start. A no-op
+    without the backend (numba missing) or elsewhere than glibc."""
+    if dispatch.available("cpu"):
+        from tricycle.backends.cpu.memory import keep_freed_memory  # noqa: PLC0415
+
+        keep_freed_memory()

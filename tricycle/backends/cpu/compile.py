@@ -42,6 +42,8 @@ import numpy as np
 from numba.core import caching, event
 from threadpoolctl import ThreadpoolController
 
+from tricycle.backends.cpu.memory import keep_freed_memory
+
 # inputs with fewer elements run serially: a launch on the tbb pool costs microseconds; on
 # any other pool, which the products do not share, only inputs this large go parallel
 PARALLEL_MIN_SIZE = 1 << 16
@@ -192,8 +194,9 @@ def uses_one_pool() -> bool:
 
 
 def _choose_layer() -> None:
-    """Before the first launch: tbb if it loads, else workqueue (unless the user chose), and
-    BLAS single-threaded, since the kernels call it from their own threads."""
+    """Before the first launch: tbb if it loads, else workqueue (unless the user chose); BLAS
+    single-threaded, since the kernels call it from their own threads; and malloc keeping
+    freed memory (``memory.py``)."""
     with _choose_lock:
         if _settings["layer"] is not None:
             return
@@ -202,6 +205,7 @@ def _choose_layer() -> None:
             chosen = "tbb" if _tbb_loads() else "workqueue"
             numba.config.THREADING_LAYER = chosen
         _single_threaded_blas()
+        keep_freed_memory()
         _settings["layer"] = chosen
 
 
