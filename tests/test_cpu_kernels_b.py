@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tricycle import attention, conv, dispatch, recurrent
+from tricycle.backends.cpu import add as cpu_add
 from tricycle.backends.cpu import attention as cpu_attention
 from tricycle.backends.cpu import conv as cpu_conv
 from tricycle.backends.cpu import gemm as cpu_gemm
@@ -34,7 +35,26 @@ def close(got, expected, dtype, what):
 def test_every_kernel_of_these_families_is_registered():
     ops = {k.op for k in dispatch.kernels(device="cpu")}
     assert {"attention", "attend", "conv", "rnn_cell", "gru_cell", "lstm_cell"} <= ops
-    assert {"lstm_recurrence", "matmul"} <= ops
+    assert {"lstm_recurrence", "matmul", "add"} <= ops
+
+
+# ------------------------------------------------------------------ a + b
+@given(
+    shape=st.lists(st.integers(1, 40), min_size=1, max_size=3).map(tuple),
+    bias=st.booleans(), transposed=st.booleans(), dtype=st.sampled_from(DTYPES),
+    seed=st.integers(0, 2**16),
+)  # fmt: skip
+def test_add_kernel_gives_numpys_bits(shape, bias, transposed, dtype, seed):
+    rng = np.random.default_rng(seed)
+    a = strided(rng, shape, dtype, transposed)
+    b = rng.standard_normal(shape[-1:] if bias else shape).astype(dtype)
+    kernel = dispatch.choose("add", np.add, a, b)
+    assert (kernel is cpu_add.add) == (not transposed or a.flags.c_contiguous)
+    np.testing.assert_array_equal(kernel(a, b), a + b)
+    rows = np.ascontiguousarray(a).reshape(-1, shape[-1])
+    out = np.empty_like(rows)
+    cpu_add.add_kernel.parallel(out, rows, b.reshape(-1, shape[-1]))  # on the threads
+    np.testing.assert_array_equal(out, (a + b).reshape(rows.shape))
 
 
 # ------------------------------------------------------------------ the matrix product
@@ -54,7 +74,8 @@ def test_matmul_kernel_matches_numpy(m, k, n, layouts, dtype, seed):
     rng = np.random.default_rng(seed)
     a, b = _matrix(rng, (m, k), dtype, layouts[0]), _matrix(rng, (k, n), dtype, layouts[1])
     kernel = dispatch.choose("matmul", np.matmul, a, b)
-    assert (kernel is cpu_gemm.matmul) == ("strided" not in layouts)  # strided: numpy's
+    plain = all(x.flags.c_contiguous or x.flags.f_contiguous for x in (a, b))
+    assert (kernel is cpu_gemm.matmul) == plain  # a strided operand: numpy's
     close(kernel(a, b), np.matmul(a, b), dtype, f"{m}x{k}x{n} {layouts}")
     if kernel is cpu_gemm.matmul:  # in slices on the kernel's threads, and in one BLAS call
         with pytest.MonkeyPatch.context() as patch:

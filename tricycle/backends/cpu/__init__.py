@@ -15,6 +15,7 @@ import scipy  # noqa: F401 - numba's np.dot (BLAS inside the kernels) needs it
 
 from tricycle.backends.cpu import (  # noqa: F401 - each module registers its kernels
     adam,
+    add,
     attention,
     conv,
     cross_entropy,
