@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from tricycle import attention, conv, dispatch, recurrent
 from tricycle.backends.cpu import add as cpu_add
 from tricycle.backends.cpu import attention as cpu_attention
+from tricycle.backends.cpu import compile as compile_module
 from tricycle.backends.cpu import conv as cpu_conv
 from tricycle.backends.cpu import gemm as cpu_gemm
 from tricycle.backends.cpu import recurrent as cpu_recurrent
@@ -79,7 +80,8 @@ def test_matmul_kernel_matches_numpy(m, k, n, layouts, dtype, seed):
     close(kernel(a, b), np.matmul(a, b), dtype, f"{m}x{k}x{n} {layouts}")
     if kernel is cpu_gemm.matmul:  # in slices on the kernel's threads, and in one BLAS call
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(cpu_gemm, "parallel_min_size", lambda: 0)
+            patch.setattr(cpu_gemm, "PARALLEL_MIN_WORK", 0)
+            patch.setattr(compile_module, "PARALLEL_MIN_SIZE", 0)
             sliced = cpu_gemm.matmul(a, b)
             patch.setattr(cpu_gemm, "thread_count", lambda: 1)
             close(sliced, cpu_gemm.matmul(a, b), dtype, "sliced against one call")

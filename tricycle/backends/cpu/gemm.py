@@ -15,12 +15,7 @@ import numpy as np
 from numba import prange, types
 
 from tricycle import dispatch
-from tricycle.backends.cpu.compile import (
-    parallel_jit,
-    parallel_min_size,
-    thread_count,
-    uses_one_pool,
-)
+from tricycle.backends.cpu.compile import parallel_jit, thread_count, uses_one_pool
 
 # numba's own entry to BLAS's ?gemm (the one its np.dot calls): a symbol it links by name, so
 # the kernel stays cacheable, which a ctypes pointer to scipy's function would not be
@@ -32,14 +27,16 @@ _xxgemm = types.ExternalFunction("numba_xxgemm", types.intc(
     types.voidptr, types.intp,  # c, ldc
 ))  # fmt: skip
 _N, _T = ord("n"), ord("t")
+PARALLEL_MIN_WORK = 1 << 21  # multiply-adds below which one thread does the whole product
 
 
 @parallel_jit
-def gemm_kernel(out, a_memory, b_memory, K, a_transposed, b_transposed, row_slices,
+def gemm_kernel(b_memory, a_memory, out, K, a_transposed, b_transposed, row_slices,
                 column_slices):  # fmt: skip
     """out (M, N) = a (M, K) b (K, N) in row_slices x column_slices blocks of out, one BLAS
     call each. out is C-ordered; a and b are given as their memory (flat), C-ordered or, if
-    ``*_transposed``, Fortran-ordered."""
+    ``*_transposed``, Fortran-ordered. b comes first: its size (K N, the work per row of a)
+    decides whether the kernel's threads start (``compile.ParallelKernel``)."""
     M, N = out.shape
     out_memory = out.reshape(-1)
     kind = ord("s") if out.itemsize == 4 else ord("d")
@@ -73,13 +70,25 @@ def applies(a, b) -> bool:
 @dispatch.register("matmul", "cpu", applies=applies)
 def matmul(a, b):
     """``np.matmul(a, b)`` of two matrices, spread over the kernels' threads."""
-    M, N = a.shape[0], b.shape[1]
-    out = np.empty((M, N), dtype=a.dtype)
+    return matmul_into(a, b, np.empty((a.shape[0], b.shape[1]), dtype=a.dtype))
+
+
+def matmul_into(a, b, out):
+    """``np.matmul(a, b, out=out)``: on the kernels' threads where ``applies`` (per matrix of
+    a stack), else numpy's. The other kernels' products (convolution, recurrence) come here,
+    so that numpy's BLAS threads do not spin beside the pool."""
+    if a.ndim == 3 and b.ndim == 3 and out.ndim == 3:  # a stack (groups): one at a time
+        for a_g, b_g, out_g in zip(a, b, out):
+            matmul_into(a_g, b_g, out_g)
+        return out
+    if not (applies(a, b) and out.dtype == a.dtype and out.flags.c_contiguous):
+        return np.matmul(a, b, out=out)
+    (M, K), N = a.shape, b.shape[1]
     a_transposed = not a.flags.c_contiguous  # a C-ordered (1, K) or (M, 1) is both: plain
     b_transposed = not b.flags.c_contiguous
-    slices = thread_count() if out.size >= parallel_min_size() else 1
+    slices = thread_count() if M * N * K >= PARALLEL_MIN_WORK else 1
     rows, columns = (slices, 1) if M >= N else (1, slices)  # cut the longer side
     a_memory = (a.T if a_transposed else a).reshape(-1)  # views, in memory order
     b_memory = (b.T if b_transposed else b).reshape(-1)
-    gemm_kernel(out, a_memory, b_memory, a.shape[1], a_transposed, b_transposed, rows, columns)
+    gemm_kernel(b_memory, a_memory, out, K, a_transposed, b_transposed, rows, columns)
     return out

@@ -18,6 +18,7 @@ from numba.extending import overload
 
 from tricycle import dispatch
 from tricycle.backends.cpu.compile import jit
+from tricycle.backends.cpu.gemm import matmul, matmul_into
 from tricycle.backends.cpu.maths import typed
 
 # Eigen's generic_fast_tanh_float: tanh(x) ~ x P(x^2) / Q(x^2) on |x| <= 7.9053111 (beyond,
@@ -220,7 +221,7 @@ def lstm_recurrence_forward(xp, cell, xg, w_hh, b_hh, h0, c0):
     saved = np.empty_like(xg)
     h, c = np.ascontiguousarray(h0, dtype), np.ascontiguousarray(c0, dtype)
     for t in range(T):
-        np.matmul(h, w_t, out=saved[t])
+        matmul_into(h, w_t, saved[t])
         lstm_forward_kernel(xg[t], saved[t], bias, c, states[0, t], states[1, t])
         h, c = states[0, t], states[1, t]
     return states, saved
@@ -242,9 +243,9 @@ def lstm_recurrence_backward(xp, cell, dhs, dcs, xg, w_hh, h0, c0, hs, cs, saved
         c = cs[t - 1] if t else c0
         lstm_backward_kernel(dh, dhs[t], dc, dcs[t], saved[t], c, cs[t], dxg[t], dc_prev)
         dc, dc_prev = dc_prev, dc
-        np.matmul(dxg[t], w, out=dh)
+        matmul_into(dxg[t], w, dh)
     h_prev = np.concatenate([h0[None], hs[:-1]]).reshape(-1, h0.shape[-1])  # (T N, H)
-    dw_hh = dxg.reshape(-1, GH).T @ h_prev  # sum over t and n
+    dw_hh = matmul(dxg.reshape(-1, GH).T, h_prev)  # sum over t and n
     db_hh = dxg.reshape(-1, GH).sum(axis=0)
     return dxg, dw_hh, db_hh, dh, dc
 
