@@ -14,8 +14,8 @@ lse = m + log(l). The backward (FlashAttention-2) walks the same blocks::
 with M the inverted-dropout multiplier (``keep``: the counter-based mask of
 ``tricycle.dropout_mask``, recomputed, never stored). Query head h reads key/value head
 h // (H / Hkv) (grouped-query attention); its key and value gradients add up over the group.
-The block products go to BLAS through numba's ``np.dot``, single-threaded inside each of the
-kernel's threads (``compile.py``).
+The block products are BLAS calls (``gemm.gemm_into``: single-threaded inside each of the
+kernel's threads, into reused blocks, accumulating in place).
 """
 
 import math
@@ -25,6 +25,7 @@ from numba import prange
 
 from tricycle import dispatch
 from tricycle.backends.cpu.compile import jit, parallel_jit
+from tricycle.backends.cpu.gemm import gemm_into
 from tricycle.backends.cpu.maths import exp, typed
 
 BLOCK = 64  # queries (and keys) per block
@@ -75,6 +76,7 @@ def attention_forward_kernel(q, k, v, out, lse, seed, threshold, dropout_scale, 
         qh = _load(q, b, h, scale)  # (Tq, D), scaled
         kh = _load(k, b, h // group, 1.0)  # (Tk, D)
         vh = _load(v, b, h // group, 1.0)
+        s_block = np.empty((block, block), dtype=q.dtype)
         for a in range(0, Tq, block):
             e = min(a + block, Tq)
             n = e - a
@@ -83,7 +85,8 @@ def attention_forward_kernel(q, k, v, out, lse, seed, threshold, dropout_scale, 
             acc = np.zeros((n, D), dtype=q.dtype)
             for c in range(0, e + offset, block):  # key blocks up to the last query's position
                 f = min(c + block, e + offset)
-                s = np.dot(qh[a:e], kh[c:f].T)  # (n, f - c) scores
+                s = s_block[:n, : f - c]  # scores
+                gemm_into(s, qh[a:e], kh[c:f], False, True, 0.0)  # q k^T
                 for i in range(n):
                     last = min(f, a + i + offset + 1)  # keys after the query's position: masked
                     row_max = m[i]
@@ -106,7 +109,7 @@ def attention_forward_kernel(q, k, v, out, lse, seed, threshold, dropout_scale, 
                     row_sums[i] = row_sums[i] * correction + row_sum
                     for d in range(D):
                         acc[i, d] *= correction
-                acc += np.dot(s, vh[c:f])
+                gemm_into(acc, s, vh[c:f], False, False, 1.0)  # acc += P v
             for i in range(n):
                 lse[b, h, a + i] = m[i] + math.log(row_sums[i])
                 for d in range(D):
@@ -128,6 +131,8 @@ def attention_backward_kernel(q, k, v, out, dout, lse, dq, dk, dv, seed, thresho
         vh = _load(v, b, hk, 1.0)
         dkh = np.zeros((T, D), dtype=q.dtype)
         dvh = np.zeros((T, D), dtype=q.dtype)
+        p_block = np.empty((block, block), dtype=q.dtype)
+        dp_block = np.empty((block, block), dtype=q.dtype)
         for h in range(hk * group, (hk + 1) * group):
             qh = _load(q, b, h, scale)  # (T, D), scaled
             doh = _load(dout, b, h, 1.0)
@@ -142,8 +147,10 @@ def attention_backward_kernel(q, k, v, out, dout, lse, dq, dk, dv, seed, thresho
                 f = min(c + block, T)
                 for a in range(c, T, block):  # the query blocks that see it
                     e = min(a + block, T)
-                    p = np.dot(qh[a:e], kh[c:f].T)  # scores, then probabilities (n, f - c)
-                    dp = np.dot(doh[a:e], vh[c:f].T)  # dP~
+                    p = p_block[: e - a, : f - c]  # scores, then probabilities
+                    dp = dp_block[: e - a, : f - c]  # dP~, then dS
+                    gemm_into(p, qh[a:e], kh[c:f], False, True, 0.0)  # q k^T
+                    gemm_into(dp, doh[a:e], vh[c:f], False, True, 0.0)  # dO v^T
                     for i in range(e - a):
                         last = min(f, a + i + 1)  # keys after the query's position: masked
                         for j in range(c, last):
@@ -165,9 +172,9 @@ def attention_backward_kernel(q, k, v, out, dout, lse, dq, dk, dv, seed, thresho
                         else:  # dS = P (dP - rowsum(dO O))
                             for j in range(c, last):
                                 dp[i, j - c] = p[i, j - c] * (dp[i, j - c] - delta_i)
-                    dvh[c:f] += np.dot(p.T, doh[a:e])
-                    dqh[a:e] += np.dot(dp, kh[c:f])
-                    dkh[c:f] += np.dot(dp.T, qh[a:e])
+                    gemm_into(dvh[c:f], p, doh[a:e], True, False, 1.0)  # += P^T dO
+                    gemm_into(dqh[a:e], dp, kh[c:f], False, False, 1.0)  # += dS k
+                    gemm_into(dkh[c:f], dp, qh[a:e], True, False, 1.0)  # += dS^T q
             for t in range(T):
                 for d in range(D):
                     dq[b, t, h, d] = dqh[t, d] * scale

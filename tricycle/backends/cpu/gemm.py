@@ -15,7 +15,7 @@ import numpy as np
 from numba import prange, types
 
 from tricycle import dispatch
-from tricycle.backends.cpu.compile import parallel_jit, thread_count, uses_one_pool
+from tricycle.backends.cpu.compile import jit, parallel_jit, thread_count, uses_one_pool
 
 # numba's own entry to BLAS's ?gemm (the one its np.dot calls): a symbol it links by name, so
 # the kernel stays cacheable, which a ctypes pointer to scipy's function would not be
@@ -28,6 +28,23 @@ _xxgemm = types.ExternalFunction("numba_xxgemm", types.intc(
 ))  # fmt: skip
 _N, _T = ord("n"), ord("t")
 PARALLEL_MIN_WORK = 1 << 21  # multiply-adds below which one thread does the whole product
+
+
+@jit
+def gemm_into(out, a, b, a_transposed, b_transposed, beta):
+    """out = a' b' + beta out, one BLAS call on this thread, where a' is a (or a^T if
+    ``a_transposed``) and b' likewise, each matrix's rows contiguous (a block of a larger
+    matrix will do): a kernel's block products, accumulated in place and with no temporary,
+    which ``np.dot`` cannot do."""
+    M, N = out.shape
+    K = a.shape[0] if a_transposed else a.shape[1]
+    scalars = np.empty(2, dtype=out.dtype)
+    scalars[0], scalars[1] = 1.0, beta
+    size = out.itemsize  # leading dimensions: each matrix's row stride, in elements
+    _xxgemm(ord("s") if size == 4 else ord("d"),
+            _T if b_transposed else _N, _T if a_transposed else _N, N, M, K,
+            scalars[0:].ctypes, b.ctypes, b.strides[0] // size, a.ctypes, a.strides[0] // size,
+            scalars[1:].ctypes, out.ctypes, out.strides[0] // size)  # fmt: skip
 
 
 @parallel_jit
