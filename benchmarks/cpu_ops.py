@@ -31,6 +31,7 @@ from harness import CPU_GPT, torch_or_none  # noqa: E402
 from tricycle import dispatch  # noqa: E402
 from tricycle.activation import GeLU, bias_gelu  # noqa: E402
 from tricycle.apps.cpu import tune_cpu_allocator  # noqa: E402
+from tricycle.attention import causal_attention  # noqa: E402
 from tricycle.configs import GPTConfig  # noqa: E402
 from tricycle.functions import Softmax  # noqa: E402
 from tricycle.layers import LayerNorm  # noqa: E402
@@ -50,6 +51,7 @@ def data(*shape):
 def ours_and_torch():
     """{name: (tricycle step, torch step or None)}: each a forward and a backward."""
     x_ln, x_att, x_mlp, bias = data(1024, 256), data(8, 4, 128, 128), data(1024, 1024), data(1024)
+    x_qkv = data(8, 128, 768)
     labels = rng.integers(0, 1024, size=1024)
     norm = LayerNorm(256)
     cases = {
@@ -58,8 +60,9 @@ def ours_and_torch():
         "gelu tanh (1024, 1024)": lambda x: GeLU("tanh")(x),
         "bias+gelu (1024, 1024)": lambda x: bias_gelu(x, Tensor(bias), True),
         "cross_entropy (1024, 1024)": lambda x: CrossEntropy()(labels, x),
+        "causal attention (8, 128, 4 x 64)": lambda x: causal_attention(x, 4),
     }
-    inputs = dict(zip(cases, (x_ln, x_att, x_mlp, x_mlp, x_mlp)))
+    inputs = dict(zip(cases, (x_ln, x_att, x_mlp, x_mlp, x_mlp, x_qkv)))
 
     def ours(name):
         def step():
@@ -91,6 +94,7 @@ def ours_and_torch():
         "gelu tanh (1024, 1024)": lambda x: F.gelu(x, approximate="tanh"),
         "bias+gelu (1024, 1024)": lambda x: F.gelu(x + t_bias, approximate="tanh"),
         "cross_entropy (1024, 1024)": lambda x: F.cross_entropy(x, t_labels),
+        "causal attention (8, 128, 4 x 64)": _torch_attention,  # scaled_dot_product_attention
     }
 
     def theirs(name):
@@ -111,6 +115,14 @@ def ours_and_torch():
     return {name: (ours(name), theirs(name)) for name in cases} | {
         adamw: (ours_adamw, t_optimiser.step)
     }
+
+
+def _torch_attention(qkv):
+    """PyTorch's fused causal attention of qkv (B, T, 3E), 4 heads, as nanoGPT calls it."""
+    B, T, three_e = qkv.shape
+    q, k, v = (x.view(B, T, 4, three_e // 12).transpose(1, 2) for x in qkv.split(three_e // 3, 2))
+    y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    return y.transpose(1, 2).reshape(B, T, three_e // 3)
 
 
 def best_of(step, repeats: int) -> float:
