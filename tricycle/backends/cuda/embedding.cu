@@ -6,8 +6,9 @@
 // token; only the warp of an id's first token works: it walks the later tokens in order and
 // adds the rows holding its id into dW[id], lane e taking columns e, e + 32, ... So every row
 // of dW is written by one warp, summed in token order: the same bits on every run (float
-// atomics would add in whatever order they land). The walk reads one id per step, the same
-// address for the whole warp.
+// atomics would add in whatever order they land). The walk reads 32 ids per step, one per
+// lane, and a ballot says which of them hold the id (GPT-2's 16K tokens: a walk of one id per
+// step cost the step 5%).
 // dW is float32 (zeroed by the caller) whatever the type of dout: it is a master-weight gradient.
 // An id outside [0, vocab) adds nothing: the range check that reports it may be deferred
 // (tricycle/deferred.py), so the kernels may see one, and must never write outside dW.
@@ -33,9 +34,14 @@ __global__ void embedding_backward_kernel(const T* __restrict__ dout, const I* _
     if (id < 0 || id >= vocab || first[id] != token) return;  // the same for the whole warp
     const int lane = threadIdx.x & 31;
     float* dst = dweights + id * dim;
-    for (int m = token; m < n_tokens; ++m) {
-        if ((long long)ids[m] != id) continue;
-        const T* src = dout + (long long)m * dim;
-        for (int e = lane; e < dim; e += 32) dst[e] += to_float(src[e]);
+    for (int base = token; base < n_tokens; base += 32) {  // 32 ids per step, one per lane
+        const int m = base + lane;
+        unsigned hits = __ballot_sync(0xffffffffu, m < n_tokens && (long long)ids[m] == id);
+        while (hits) {  // the matching tokens, lowest first: token order
+            const int k = __ffs(hits) - 1;
+            hits &= hits - 1;
+            const T* src = dout + (long long)(base + k) * dim;
+            for (int e = lane; e < dim; e += 32) dst[e] += to_float(src[e]);
+        }
     }
 }
