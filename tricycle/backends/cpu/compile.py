@@ -121,7 +121,7 @@ class ParallelKernel:
     """A kernel compiled twice: ``parallel`` (``prange`` over numba's threads) and ``serial``.
 
     Calling it runs one of them (see the module's docstring); the first argument's ``size``
-    decides whether the work is worth a parallel launch.
+    decides whether the work is worth a parallel launch, or the caller does (``run``).
     """
 
     def __init__(self, function, options):
@@ -138,7 +138,12 @@ class ParallelKernel:
         self.serial = _compiled(serial, options)
 
     def __call__(self, *args):
-        if getattr(args[0], "size", 0) >= parallel_min_size():
+        return self.run(getattr(args[0], "size", 0) >= parallel_min_size(), *args)
+
+    def run(self, parallel: bool, *args):
+        """The parallel variant if ``parallel`` and more than one thread is set, else the
+        serial one: for a kernel whose first argument's size does not say its work."""
+        if parallel:
             threads = thread_count()
             if threads > 1:
                 _pool.acquire()  # another thread inside a parallel kernel: wait for it

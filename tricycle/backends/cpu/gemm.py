@@ -48,12 +48,11 @@ def gemm_into(out, a, b, a_transposed, b_transposed, beta):
 
 
 @parallel_jit
-def gemm_kernel(b_memory, a_memory, out, K, a_transposed, b_transposed, row_slices,
+def gemm_kernel(out, a_memory, b_memory, K, a_transposed, b_transposed, row_slices,
                 column_slices):  # fmt: skip
     """out (M, N) = a (M, K) b (K, N) in row_slices x column_slices blocks of out, one BLAS
     call each. out is C-ordered; a and b are given as their memory (flat), C-ordered or, if
-    ``*_transposed``, Fortran-ordered. b comes first: its size (K N, the work per row of a)
-    decides whether the kernel's threads start (``compile.ParallelKernel``)."""
+    ``*_transposed``, Fortran-ordered."""
     M, N = out.shape
     out_memory = out.reshape(-1)
     kind = ord("s") if out.itemsize == 4 else ord("d")
@@ -107,5 +106,6 @@ def matmul_into(a, b, out):
     rows, columns = (slices, 1) if M >= N else (1, slices)  # cut the longer side
     a_memory = (a.T if a_transposed else a).reshape(-1)  # views, in memory order
     b_memory = (b.T if b_transposed else b).reshape(-1)
-    gemm_kernel(b_memory, a_memory, out, K, a_transposed, b_transposed, rows, columns)
+    gemm_kernel.run(slices > 1, out, a_memory, b_memory, K, a_transposed, b_transposed, rows,
+                    columns)  # fmt: skip
     return out
