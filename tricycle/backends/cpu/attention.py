@@ -185,9 +185,6 @@ def attention_backward_kernel(q, k, v, out, dout, lse, dq, dk, dv, seed, thresho
 
 
 # ------------------------------------------------------------------ the dispatched pair
-# The kernels run their parallel variant at every size (``run(True, ...)``): a sampling step's
-# few queries take the same loop as training's, and the first run compiles one variant, not
-# two (the serial forward took 3.9 s of the quick start's 29 s of compiling).
 
 
 def _threshold(probability: float) -> int:
@@ -215,7 +212,7 @@ def attention_forward(xp, qkv, n_heads: int, dropout_prob: float = 0.0, seed=0):
     lse = np.empty((B, n_heads, T), dtype=qkv.dtype)
     threshold = _threshold(dropout_prob)
     scale = 1 / (1 - dropout_prob)
-    attention_forward_kernel.run(True, q, k, v, out, lse, seed % 2**32, threshold, scale, BLOCK)
+    attention_forward_kernel(q, k, v, out, lse, seed % 2**32, threshold, scale, BLOCK)
     out = out.reshape(B, T, three_e // 3)
     return out, (qkv, out, lse, n_heads, dropout_prob, seed % 2**32)
 
@@ -229,8 +226,8 @@ def attention_backward(xp, dout, saved):
     dqkv = np.empty(qkv.shape, dtype=qkv.dtype)
     dq, dk, dv = _heads(dqkv, n_heads)
     threshold, scale = _threshold(dropout_prob), 1 / (1 - dropout_prob)
-    attention_backward_kernel.run(True, q, k, v, out.reshape(dout.shape), dout, lse, dq, dk, dv,
-                                  seed, threshold, scale, BLOCK)  # fmt: skip
+    attention_backward_kernel(q, k, v, out.reshape(dout.shape), dout, lse, dq, dk, dv, seed,
+                              threshold, scale, BLOCK)  # fmt: skip
     return dqkv
 
 
@@ -241,7 +238,7 @@ def attend(xp, q, k, v):
     out = np.empty((B, Tq, H, D), dtype=q.dtype)
     lse = np.empty((B, H, Tq), dtype=q.dtype)
     qt, kt, vt = (a.swapaxes(1, 2) for a in (q, k, v))  # (B, T, H, D) views
-    attention_forward_kernel.run(True, qt, kt, vt, out, lse, 0, 0, 1.0, BLOCK)
+    attention_forward_kernel(qt, kt, vt, out, lse, 0, 0, 1.0, BLOCK)
     return out
 
 
