@@ -31,6 +31,13 @@ PARALLEL_MIN_WORK = 1 << 21  # multiply-adds below which one thread does the who
 
 
 @jit
+def _leading(x):
+    """BLAS's leading dimension of a matrix whose rows are contiguous: its row stride in
+    elements (a single row's stride may be anything, even 0: then its length)."""
+    return x.strides[0] // x.itemsize if x.shape[0] > 1 else max(x.shape[1], 1)
+
+
+@jit
 def gemm_into(out, a, b, a_transposed, b_transposed, beta):
     """out = a' b' + beta out, one BLAS call on this thread, where a' is a (or a^T if
     ``a_transposed``) and b' likewise, each matrix's rows contiguous (a block of a larger
@@ -38,37 +45,27 @@ def gemm_into(out, a, b, a_transposed, b_transposed, beta):
     which ``np.dot`` cannot do."""
     M, N = out.shape
     K = a.shape[0] if a_transposed else a.shape[1]
-    scalars = np.empty(2, dtype=out.dtype)
+    scalars = np.empty(2, dtype=out.dtype)  # alpha, beta: BLAS takes them by address
     scalars[0], scalars[1] = 1.0, beta
-    size = out.itemsize  # leading dimensions: each matrix's row stride, in elements
-    _xxgemm(ord("s") if size == 4 else ord("d"),
+    _xxgemm(ord("s") if out.itemsize == 4 else ord("d"),
             _T if b_transposed else _N, _T if a_transposed else _N, N, M, K,
-            scalars[0:].ctypes, b.ctypes, b.strides[0] // size, a.ctypes, a.strides[0] // size,
-            scalars[1:].ctypes, out.ctypes, out.strides[0] // size)  # fmt: skip
+            scalars[0:].ctypes, b.ctypes, _leading(b), a.ctypes, _leading(a),
+            scalars[1:].ctypes, out.ctypes, _leading(out))  # fmt: skip
 
 
 @parallel_jit
-def gemm_kernel(out, a_memory, b_memory, K, a_transposed, b_transposed, row_slices,
-                column_slices):  # fmt: skip
-    """out (M, N) = a (M, K) b (K, N) in row_slices x column_slices blocks of out, one BLAS
-    call each. out is C-ordered; a and b are given as their memory (flat), C-ordered or, if
-    ``*_transposed``, Fortran-ordered."""
+def gemm_kernel(out, a, b, a_transposed, b_transposed, row_slices, column_slices):
+    """out (M, N) = a' b' in row_slices x column_slices blocks of out, one ``gemm_into`` each;
+    a and b as ``gemm_into`` takes them (C-ordered, a^T stored for a' if ``a_transposed``)."""
     M, N = out.shape
-    out_memory = out.reshape(-1)
-    kind = ord("s") if out.itemsize == 4 else ord("d")
     for block in prange(row_slices * column_slices):
         r, c = block // column_slices, block % column_slices
         row0, row1 = r * M // row_slices, (r + 1) * M // row_slices
         col0, col1 = c * N // column_slices, (c + 1) * N // column_slices
-        b_start = col0 * K if b_transposed else col0  # where each slice starts in memory
-        a_start = row0 if a_transposed else row0 * K
-        scalars = np.empty(2, dtype=out.dtype)  # alpha, beta: BLAS takes them by address
-        scalars[0], scalars[1] = 1.0, 0.0
-        _xxgemm(kind, _T if b_transposed else _N, _T if a_transposed else _N,
-                col1 - col0, row1 - row0, K,
-                scalars[0:].ctypes, b_memory[b_start:].ctypes, K if b_transposed else N,
-                a_memory[a_start:].ctypes, M if a_transposed else K,
-                scalars[1:].ctypes, out_memory[row0 * N + col0:].ctypes, N)  # fmt: skip
+        a_rows = a[:, row0:row1] if a_transposed else a[row0:row1]  # the rows of a'
+        b_columns = b[col0:col1] if b_transposed else b[:, col0:col1]  # the columns of b'
+        gemm_into(out[row0:row1, col0:col1], a_rows, b_columns, a_transposed, b_transposed,
+                  0.0)  # fmt: skip
 
 
 def _blas_layout(x) -> bool:
@@ -90,13 +87,9 @@ def matmul(a, b):
 
 
 def matmul_into(a, b, out):
-    """``np.matmul(a, b, out=out)``: on the kernels' threads where ``applies`` (per matrix of
-    a stack), else numpy's. The other kernels' products (convolution, recurrence) come here,
-    so that numpy's BLAS threads do not spin beside the pool."""
-    if a.ndim == 3 and b.ndim == 3 and out.ndim == 3:  # a stack (groups): one at a time
-        for a_g, b_g, out_g in zip(a, b, out):
-            matmul_into(a_g, b_g, out_g)
-        return out
+    """``np.matmul(a, b, out=out)``: on the kernels' threads where ``applies``, else numpy's.
+    Other kernels' products (the LSTM's steps) come here, so that numpy's BLAS threads do
+    not spin beside the pool."""
     if not (applies(a, b) and out.dtype == a.dtype and out.flags.c_contiguous):
         return np.matmul(a, b, out=out)
     (M, K), N = a.shape, b.shape[1]
@@ -104,8 +97,6 @@ def matmul_into(a, b, out):
     b_transposed = not b.flags.c_contiguous
     slices = thread_count() if M * N * K >= PARALLEL_MIN_WORK else 1
     rows, columns = (slices, 1) if M >= N else (1, slices)  # cut the longer side
-    a_memory = (a.T if a_transposed else a).reshape(-1)  # views, in memory order
-    b_memory = (b.T if b_transposed else b).reshape(-1)
-    gemm_kernel.run(slices > 1, out, a_memory, b_memory, K, a_transposed, b_transposed, rows,
-                    columns)  # fmt: skip
+    gemm_kernel.run(slices > 1, out, a.T if a_transposed else a, b.T if b_transposed else b,
+                    a_transposed, b_transposed, rows, columns)  # fmt: skip
     return out
