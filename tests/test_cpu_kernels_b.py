@@ -202,6 +202,9 @@ CONV_CASES = [
     ((2, 2, 6, 6), (3, 2, 5, 5), (1, 1), (4, 4), (1, 1), 1),
     ((2, 2, 10, 10), (2, 2, 3, 3), (3, 3), (0, 0), (2, 2), 1),
     ((3, 2, 5, 1), (2, 2, 2, 1), (1, 1), (1, 0), (2, 1), 1),
+    ((2, 16, 7, 6), (5, 16, 3, 3), (1, 1), (1, 1), (1, 1), 1),  # views of the input
+    ((2, 32, 6, 9), (4, 16, 3, 2), (1, 1), (0, 2), (2, 1), 2),
+    ((3, 16, 11), (3, 16, 3), (1,), (2,), (2,), 1),
 ]
 
 
@@ -227,19 +230,22 @@ def test_conv_kernel_matches_reference(case, dtype, transposed, bias):
                 close(g, e, dtype, name)
 
 
-def test_conv_kernel_chunks_the_batch(monkeypatch):
-    """Batches over several chunks of samples give the one-chunk result."""
+@pytest.mark.parametrize("max_tasks, scratch_bytes", [(1, 1 << 26), (2, 1 << 26), (8, 1)])
+def test_conv_kernel_cuts_the_batch_into_tasks(monkeypatch, max_tasks, scratch_bytes):
+    """A batch in one run of samples, in two, or in one because the scratch arrays would not
+    fit twice: the result of the reference each time."""
     rng = np.random.default_rng(1)
     x, w = rng.standard_normal((5, 3, 6, 6)), rng.standard_normal((4, 3, 3, 3))
-    geometry = ((1, 1), (1, 1), (1, 1), 1)
-    out = conv.conv_forward(np, x, w, None, *geometry)
-    dout = rng.standard_normal(out.shape)
-    expected = conv.conv_backward(np, dout, x, w, *geometry, (True, True, True))
-    monkeypatch.setattr(cpu_conv, "CHUNK_BYTES", 1)  # one sample a chunk
-    close(cpu_conv.conv_forward(np, x, w, None, *geometry), out, np.float64, "out")
-    got = cpu_conv.conv_backward(np, dout, x, w, *geometry, (True, True, True))
-    for g, e in zip(got, expected):
-        close(g, e, np.float64, "grad")
+    for geometry in [((1, 1), (1, 1), (1, 1), 1), ((2, 2), (1, 1), (1, 1), 1)]:
+        out = conv.conv_forward(np, x, w, None, *geometry)
+        dout = rng.standard_normal(out.shape)
+        expected = conv.conv_backward(np, dout, x, w, *geometry, (True, True, True))
+        monkeypatch.setattr(cpu_conv, "MAX_TASKS", max_tasks)
+        monkeypatch.setattr(cpu_conv, "SCRATCH_BYTES", scratch_bytes)
+        close(cpu_conv.conv_forward(np, x, w, None, *geometry), out, np.float64, "out")
+        got = cpu_conv.conv_backward(np, dout, x, w, *geometry, (True, True, True))
+        for g, e in zip(got, expected):
+            close(g, e, np.float64, "grad")
 
 
 @st.composite
@@ -265,13 +271,15 @@ def conv_cases(draw):
     dtype=st.sampled_from(DTYPES),
     transposed=st.booleans(),
     bias=st.booleans(),
-    chunk_bytes=st.sampled_from([1, 300, 1 << 21]),
+    max_tasks=st.sampled_from([1, 3, 8]),
+    views_from=st.sampled_from([1, 16]),
 )
 def test_conv_kernel_matches_reference_on_random_geometries(
-    case, dtype, transposed, bias, chunk_bytes
+    case, dtype, transposed, bias, max_tasks, views_from
 ):
     """Random geometries (odd sizes, size-1 axes, strides, dilations, groups, paddings wider
-    than the kernel's reach), batches cut into chunks of one sample or a few, or whole."""
+    than the kernel's reach), batches in one run of samples or cut into several, the stride-1
+forward on views of the input (from one channel per group on) or on copied columns."""
     x_shape, w_shape, *geometry = case
     rng = np.random.default_rng(sum(x_shape) + 7 * sum(w_shape))
     x = strided(rng, x_shape, dtype, transposed)
@@ -281,7 +289,8 @@ def test_conv_kernel_matches_reference_on_random_geometries(
     dout = strided(rng, out.shape, dtype, transposed)
     expected = conv.conv_backward(np, dout, x, w, *geometry, (True, True, bias))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(cpu_conv, "CHUNK_BYTES", chunk_bytes)
+        patch.setattr(cpu_conv, "MAX_TASKS", max_tasks)
+        patch.setattr(cpu_conv, "VIEWS_MIN_CHANNELS", views_from)
         close(cpu_conv.conv_forward(np, x, w, b, *geometry), out, dtype, "out")
         got = cpu_conv.conv_backward(np, dout, x, w, *geometry, (True, True, bias))
     for name, g, e in zip(("dx", "dw", "db"), got, expected):

@@ -1,130 +1,224 @@
-"""Convolution on the CPU: im2col as a compiled copy, the arithmetic as BLAS products.
+"""Convolution on the CPU: a sample at a time, its columns (im2col) and one BLAS product per
+group, on the kernels' threads.
 
-The batch runs in chunks of a few samples, so that a chunk's columns stay in the CPU's cache
-between the copy that writes them and the products that read them. For each chunk::
+The batch is cut into tasks (runs of consecutive samples), each with its own scratch arrays,
+and the tasks run on numba's threads. For each sample n of a task::
 
-    xpad = x with its zero padding                      (n, C, Hp, Wp)
-    cols = im2col(xpad)                                 (G, K, n L),  K = C / G kh kw
-    out  = (cols^T @ W^T)^T + b                         (n, G, Og, L) = (n, Co, Ho, Wo)
-    dW^T += cols @ dout^T                               (G, K, Og)
+    xpad = x[n] with its zero padding                    (C, Hp, Wp)
+    cols = im2col(xpad)                                  (G K, Lg),  K = C / G kh kw
+    out[n, g] = (cols_g^T @ W_g^T)^T + b_g               (Og, Ho, Wo)
 
-one product per group for the whole chunk (many small images make one large product).
+and in the backward::
 
-Each product is taken in the layout where BLAS runs these shapes fastest (the position axis L
-as the long side of the result), so the forward's (L, Og) result is transposed into place,
-with the bias added on the way. With stride 1 the input gradient is itself a convolution, of
-dout with the weights flipped in space and transposed over the channels, padded by
-d (k - 1) - p::
+    dW_g^T += cols_g @ dout[n, g]^T                      (K, Og): one sum per task
+    dx[n]   = conv(dout, W')[n]          with stride 1
+            = col2im(W_g^T @ dout[n, g])  otherwise
+
+A sample's columns are written just before the products read them, so they are still in the
+core's cache. The product is taken as cols^T @ W^T, (Lg, Og): of the layouts these shapes
+allow, BLAS runs this one fastest; it is transposed into the output with the bias added.
+
+The columns lie on a grid of positions. With stride 1 the grid is the padded input's own
+width: at grid position q = oh Wp + ow, row (c, i, j) reads xpad[c] flattened at
+i dh Wp + j dw + q, so each row of cols is one contiguous copy of the padded input. The grid
+then has Lg = (Ho - 1) Wp + Wo positions, of which those with ow >= Wo (the last Wp - Wo of
+each row) fall outside the output: their products are computed and dropped. Other strides
+lay the grid out densely (Lg = Ho Wo).
+
+With stride 1 the input gradient is itself a convolution, of dout with the weights flipped in
+space and transposed over the channels, padded by d (k - 1) - p::
 
     dx = conv(dout, W'),  W'[c, o, i, j] = W[o, c, kh - 1 - i, kw - 1 - j]
 
-so it too is an im2col and one deep product per chunk. Other strides (or a padding wider than
-the kernel's reach) take the columns' gradient, dcols = W^T @ dout, and add every column back
-to where it was read from (col2im). One-dimensional convolutions run as two-dimensional ones
-of height 1.
+Other strides (or a padding wider than the kernel's reach) take the columns' gradient
+W_g^T @ dout[n, g] and add every column back to where it was read from (col2im).
+One-dimensional convolutions run as two-dimensional ones of height 1.
 
-The loops only move data, and run on the calling thread: the products, most of the time, run
-on BLAS's threads, and handing each chunk's copies to numba's threads in between (a wake-up
-per chunk, while BLAS's threads still spin) costs more than the copies themselves.
+The tasks depend on the shapes only, never on the thread count, so the weights' gradient,
+summed per task and then over the tasks in order, has the same bits on any number of threads.
 """
 
 import numpy as np
+from numba import prange
 
 from tricycle import dispatch
-from tricycle.backends.cpu.compile import jit
+from tricycle.backends.cpu.compile import jit, parallel_jit, parallel_min_size, thread_count
+from tricycle.backends.cpu.gemm import gemm_into
 
-
-def interior(xpad, padding, shape):
-    """The view of padded xpad (n, C, Hp, Wp) without its border: where x (n, C, H, W) goes."""
-    (ph, pw), (H, W) = padding, shape[2:]
-    return xpad[:, :, ph : ph + H, pw : pw + W]
+MAX_TASKS = 8  # runs of samples a batch is cut into (each with its scratch arrays)
+SCRATCH_BYTES = 1 << 26  # the tasks' scratch arrays take at most this much (or one task's)
+VIEWS_MIN_CHANNELS = 16  # channels per group from which a stride-1 forward copies no columns
 
 
 @jit
-def im2col(xpad, cols, kh, kw, sh, sw, dh, dw, Wo):
-    """cols[(c, i, j), n, oh Wo + ow] = xpad[n, c, oh sh + i dh, ow sw + j dw]: xpad
-    (N, C, Hp, Wp) padded, cols (C kh kw, N, Ho Wo).
+def pad_into(x, xpad, ph, pw):
+    """xpad[c, ph + y, pw + w] = x[c, y, w]: x (C, H, W) into padded xpad (C, Hp, Wp), whose
+    border is left as it is (zero)."""
+    C, H, W = x.shape
+    for c in range(C):
+        for y in range(H):
+            src, dst = x[c, y], xpad[c, ph + y, pw : pw + W]
+            for w in range(W):
+                dst[w] = src[w]
 
-    numba wraps negative indices around, a test per element that stops the copy from
-    vectorising unless the compiler knows the index is >= 0: hence the ``max(0, ...)``.
-    Nor do the loops take views (``cols[row, n]``): each costs two atomic reference count
-    updates. Reading x itself, with bounds, is slower than padding it first (the copies are
-    then all of one length)."""
-    N, C = xpad.shape[:2]
-    rows, L = cols.shape[0], cols.shape[2]
-    Ho = L // Wo
-    for row in range(rows):
-        c, i, j = row // (kh * kw), row // kw % kh, row % kw
-        shift = max(0, j * dw)
-        for n in range(N):
-            for oh in range(Ho):
-                y, start = oh * sh + i * dh, max(0, oh * Wo)
-                if sw == 1:  # a contiguous run: a vector copy
-                    for ow in range(Wo):
-                        cols[row, n, start + ow] = xpad[n, c, y, ow + shift]
+
+@jit
+def unpad_into(xpad, x, ph, pw):
+    """x[c, y, w] = xpad[c, ph + y, pw + w]: the inverse of ``pad_into``."""
+    C, H, W = x.shape
+    for c in range(C):
+        for y in range(H):
+            src, dst = xpad[c, ph + y, pw : pw + W], x[c, y]
+            for w in range(W):
+                dst[w] = src[w]
+
+
+@jit
+def source(row, Cg, kh, kw):
+    """(c, i, j): the channel and kernel offsets that row ``row`` of the columns reads. Within
+    group g the rows run over (i, j, c), K = kh kw Cg of them, so that rows [ij Cg, (ij + 1)
+    Cg) of a group are the shift (i, j) of its channels."""
+    K = Cg * kh * kw
+    g, rest = row // K, row % K
+    ij = rest // Cg
+    return g * Cg + rest % Cg, ij // kw, ij % kw
+
+
+@jit
+def im2col(xpad, cols, G, kh, kw, sh, sw, dh, dw, Wg):
+    """cols[row, oh Wg + ow] = xpad[c, oh sh + i dh, ow sw + j dw], (c, i, j) = ``source(row)``:
+    xpad (C, Hp, Wp), cols (C kh kw, Lg). With stride 1 (Wg = Wp) a row is one contiguous copy
+    of xpad."""
+    C, Hp, Wp = xpad.shape
+    Lg = cols.shape[1]
+    flat = xpad.reshape(C, Hp * Wp)
+    for row in range(cols.shape[0]):
+        c, i, j = source(row, C // G, kh, kw)
+        dst = cols[row]
+        if sh == 1 and sw == 1:
+            src = flat[c, i * dh * Wp + j * dw :]
+            for q in range(Lg):
+                dst[q] = src[q]
+        else:  # the dense grid: Wg = Wo
+            for oh in range(Lg // Wg):
+                src, run = xpad[c, oh * sh + i * dh, j * dw :], dst[oh * Wg : oh * Wg + Wg]
+                for ow in range(Wg):
+                    run[ow] = src[ow * sw]
+
+
+@jit
+def col2im(dcols, dxpad, G, kh, kw, sh, sw, dh, dw, Wo):
+    """The backward of ``im2col`` on the dense grid: dxpad (C, Hp, Wp) = the sum of the
+    columns' elements at the positions they were read from (overwritten); dcols
+    (C kh kw, Ho Wo)."""
+    C = dxpad.shape[0]
+    Ho = dcols.shape[1] // Wo
+    dxpad[...] = 0
+    for row in range(dcols.shape[0]):
+        c, i, j = source(row, C // G, kh, kw)
+        for oh in range(Ho):
+            dst, src = dxpad[c, oh * sh + i * dh, j * dw :], dcols[row, oh * Wo : oh * Wo + Wo]
+            for ow in range(Wo):
+                dst[ow * sw] += src[ow]
+
+
+@jit
+def from_grid(product, bias, out, Wg):
+    """out[o, oh, ow] = product[oh Wg + ow, o] + bias[o]: product (Lg, Og) transposed into
+    out (Og, Ho, Wo), channels first, dropping the grid's positions outside the output."""
+    Og, Ho, Wo = out.shape
+    for oh in range(Ho):
+        rows = product[oh * Wg : oh * Wg + Wo]  # (Wo, Og)
+        for o in range(Og):
+            dst, b = out[o, oh], bias[o]
+            for ow in range(Wo):
+                dst[ow] = rows[ow, o] + b
+
+
+@jit
+def to_grid(d, grid, Wg):
+    """grid[o, oh Wg + ow] = d[o, oh, ow]: d (Og, Ho, Wo) onto the grid (Og, Lg), whose other
+    positions are left as they are (zero)."""
+    Og, Ho, Wo = d.shape
+    for o in range(Og):
+        for oh in range(Ho):
+            src, dst = d[o, oh], grid[o, oh * Wg : oh * Wg + Wo]
+            for ow in range(Wo):
+                dst[ow] = src[ow]
+
+
+# Each kernel's tasks: task t takes samples [t N / tasks, (t + 1) N / tasks) and scratch [t].
+# ``shape`` = (kh, kw, sh, sw, dh, dw, ph, pw, Wg).
+
+
+@parallel_jit
+def forward_kernel(x, w_t, bias, out, xpad, cols, product, shape, views):
+    """out (N, Co, Ho, Wo) = x (N, C, H, W) convolved with w_t (G, K, Og), plus bias (Co,);
+    with ``views`` (``uses_views``) the columns' blocks are views of xpad. Scratch: xpad
+    (tasks, C, Hp, Wp) zero, cols (tasks, G K, Lg) (unused with ``views``), product
+    (tasks, Lg, Og)."""
+    kh, kw, sh, sw, dh, dw, ph, pw, Wg = shape
+    N, tasks, (C, Hp, Wp) = x.shape[0], xpad.shape[0], xpad.shape[1:]
+    G, K, Og = w_t.shape
+    Cg, Lg = C // G, product.shape[1]
+    for task in prange(tasks):
+        flat = xpad[task].reshape(C, Hp * Wp)
+        for n in range(task * N // tasks, (task + 1) * N // tasks):
+            pad_into(x[n], xpad[task], ph, pw)
+            if not views:
+                im2col(xpad[task], cols[task], G, kh, kw, sh, sw, dh, dw, Wg)
+            for g in range(G):
+                if views:  # block ij of cols_g is flat[channels of g, shift ij:]: no copy
+                    for ij in range(kh * kw):
+                        shift = ij // kw * dh * Wp + ij % kw * dw
+                        block = flat[g * Cg : (g + 1) * Cg, shift : shift + Lg]
+                        gemm_into(product[task], block, w_t[g, ij * Cg : (ij + 1) * Cg], True,
+                                  False, 1.0 if ij else 0.0)  # fmt: skip
                 else:
-                    for ow in range(Wo):
-                        cols[row, n, start + ow] = xpad[n, c, y, ow * sw + shift]
+                    gemm_into(product[task], cols[task, g * K : (g + 1) * K], w_t[g], True,
+                              False, 0.0)  # fmt: skip
+                group = slice(g * Og, (g + 1) * Og)
+                from_grid(product[task], bias[group], out[n, group], Wg)
 
 
-@jit
-def col2im(dcols, dxpad, kh, kw, sh, sw, dh, dw, Wo):
-    """The backward of ``im2col``: dxpad (N, C, Hp, Wp) = the sum of the columns read from
-    each element (overwritten); dcols (C kh kw, N, Ho Wo)."""
-    N, C, Hp, Wp = dxpad.shape
-    Ho = dcols.shape[2] // Wo
-    for task in range(N * C):
-        n, c = task // C, task % C
-        dxpad[n, c] = 0
-        for i in range(kh):
-            for j in range(kw):
-                row, shift = (c * kh + i) * kw + j, max(0, j * dw)
-                for oh in range(Ho):
-                    y, start = oh * sh + i * dh, max(0, oh * Wo)
-                    for ow in range(Wo):
-                        dxpad[n, c, y, ow * sw + shift] += dcols[row, n, start + ow]
+@parallel_jit
+def weights_grad_kernel(x, d, parts, xpad, cols, grid, shape):
+    """parts[task] (G, K, Og) += cols_g @ d[n, g]^T over the task's samples: x (N, C, H, W),
+    d (N, Co, Ho, Wo). Scratch: xpad (tasks, C, Hp, Wp) and grid (tasks, Co, Lg) zero, cols
+    (tasks, G K, Lg)."""
+    kh, kw, sh, sw, dh, dw, ph, pw, Wg = shape
+    N, tasks = x.shape[0], xpad.shape[0]
+    G, K, Og = parts.shape[1:]
+    for task in prange(tasks):
+        for n in range(task * N // tasks, (task + 1) * N // tasks):
+            pad_into(x[n], xpad[task], ph, pw)
+            im2col(xpad[task], cols[task], G, kh, kw, sh, sw, dh, dw, Wg)
+            to_grid(d[n], grid[task], Wg)
+            for g in range(G):
+                cols_g, d_g = cols[task, g * K : (g + 1) * K], grid[task, g * Og : (g + 1) * Og]
+                gemm_into(parts[task, g], cols_g, d_g, False, True, 1.0)
 
 
-TILE = 16  # positions per tile of ``to_channels_first``: the tile's reads stay in L1
-
-
-@jit
-def to_channels_first(product, bias, out):
-    """out[n, g Og + o, l] = product[g, n, l, o] + bias[g Og + o]: product (G, N, L, Og),
-    bias (Co,), out (N, Co, L). A transpose, in tiles of ``TILE`` positions."""
-    G, N, L, Og = product.shape
-    for task in range(N * G):
-        n, g = task // G, task % G
-        for start in range(0, L - TILE + 1, TILE):
-            for o in range(Og):
-                go = max(0, g * Og + o)
-                for p in range(TILE):
-                    out[n, go, start + p] = product[g, n, start + p, o] + bias[go]
-        for p in range(L - L % TILE, L):
-            for o in range(Og):
-                out[n, g * Og + o, p] = product[g, n, p, o] + bias[g * Og + o]
-
-
-class _Buffers:
-    """Scratch arrays reused from chunk to chunk: fresh memory for each would cost page
-    faults. ``zeros`` ones are zeroed when made (the padded inputs: only their inside is
-    written afterwards, so the border stays zero)."""
-
-    def __init__(self, dtype):
-        self.dtype, self.arrays = dtype, {}
-
-    def __call__(self, name: str, shape, zeros: bool = False):
-        if name not in self.arrays or self.arrays[name].shape != shape:
-            self.arrays[name] = (np.zeros if zeros else np.empty)(shape, dtype=self.dtype)
-        return self.arrays[name]
-
-
-CHUNK_BYTES = 1 << 21  # a chunk's columns take at most this many bytes (or one sample's, if more)
+@parallel_jit
+def input_grad_kernel(d, w_t, dx, dxpad, dcols, shape):
+    """dx (N, C, H, W) from d (N, Co, Ho Wo): dcols_g = w_t[g] @ d[n, g], (K, Ho Wo), then
+    col2im. Scratch: dxpad (tasks, C, Hp, Wp), dcols (tasks, G K, Ho Wo)."""
+    kh, kw, sh, sw, dh, dw, ph, pw, Wo = shape
+    N, tasks = d.shape[0], dxpad.shape[0]
+    G, K, Og = w_t.shape
+    for task in prange(tasks):
+        for n in range(task * N // tasks, (task + 1) * N // tasks):
+            for g in range(G):
+                dcols_g, d_g = dcols[task, g * K : (g + 1) * K], d[n, g * Og : (g + 1) * Og]
+                gemm_into(dcols_g, w_t[g], d_g, False, False, 0.0)
+            col2im(dcols[task], dxpad[task], G, kh, kw, sh, sw, dh, dw, Wo)
+            unpad_into(dxpad[task], dx[n], ph, pw)
 
 
 class _Geometry:
     """A convolution's sizes as a 2-d one: x (N, C, H, W), kernel (kh, kw), output (Ho, Wo),
-    stride, padding and dilation, each a pair; K = C / G kh kw, L = Ho Wo."""
+    stride, padding and dilation, each a pair; K = C / G kh kw; the grid's width Wg and its
+    positions Lg (the module's docstring)."""
 
     def __init__(self, x_shape, w_shape, stride, padding, dilation, groups):
         if len(x_shape) == 3:  # 1-d: height 1
@@ -138,25 +232,22 @@ class _Geometry:
             for n, k, s, d in zip(self.padded, self.kernel, stride, dilation)
         )
         self.K = x_shape[1] // groups * self.kernel[0] * self.kernel[1]
-        self.L = self.out[0] * self.out[1]
+        (Ho, Wo), Wp = self.out, self.padded[1]
+        self.Wg, self.Lg = (Wp, (Ho - 1) * Wp + Wo) if stride == (1, 1) else (Wo, Ho * Wo)
 
-    def chunks(self, itemsize: int) -> list[slice]:
-        """The batch in chunks of samples whose columns fit in ``CHUNK_BYTES``."""
+    def shape(self, dense: bool = False) -> tuple:
+        """The kernels' ``shape``: on the grid, or with ``dense`` on the dense one (col2im)."""
+        return (*self.kernel, *self.stride, *self.dilation, *self.padding,
+                self.out[1] if dense else self.Wg)  # fmt: skip
+
+    def tasks(self, bytes_per_task: int) -> int:
+        """How many runs of samples to cut the batch into: at most ``MAX_TASKS``, whose
+        scratch arrays fit in ``SCRATCH_BYTES`` (at least one)."""
         N = self.x_shape[0]
-        size = max(1, CHUNK_BYTES // max(1, self.groups * self.K * self.L * itemsize))
-        return [slice(a, min(a + size, N)) for a in range(0, N, size)]
+        return max(1, min(N, MAX_TASKS, SCRATCH_BYTES // max(1, bytes_per_task)))
 
-    def columns(self, x, buffers):
-        """im2col of x (n, C, H, W), padded on the way: (G, K, n L), a reused buffer."""
-        n, C = x.shape[:2]
-        if any(self.padding):
-            xpad = buffers("xpad", (n, C) + self.padded, zeros=True)
-            interior(xpad, self.padding, x.shape)[...] = x
-        else:
-            xpad = x
-        cols = buffers("cols", (C * self.kernel[0] * self.kernel[1], n, self.L))
-        im2col(xpad, cols, *self.kernel, *self.stride, *self.dilation, self.out[1])
-        return cols.reshape(self.groups, self.K, n * self.L)
+    def padded_scratch(self, tasks: int, dtype):
+        return np.zeros((tasks, self.x_shape[1]) + self.padded, dtype=dtype)
 
     def transposed_padding(self):
         """The padding of the input gradient as a convolution of dout (stride 1), or None
@@ -167,21 +258,40 @@ class _Geometry:
         return tuple(r - p for r, p in zip(reach, self.padding))
 
 
-def _contiguous(a, dtype):
-    return np.ascontiguousarray(a, dtype=dtype)
+def uses_views(Cg: int, stride) -> bool:
+    """Whether the forward takes the columns' blocks as views of the padded input (stride 1):
+    one product per kernel offset, of depth K = Cg each, instead of a copy and one product.
+    With few channels per group those products would be too thin for BLAS."""
+    return stride == (1, 1) and Cg >= VIEWS_MIN_CHANNELS
 
 
-def _convolve(geometry, x, w_t, bias, out, buffers):
-    """out (N, Co, L) = the convolution of x (N, C, H, W) with the weights w_t (G, K, Og)
-    (transposed), plus bias (Co,). The product is taken as cols^T @ W^T, (n L, Og) per chunk
-    and group, the layout in which BLAS runs these shapes fastest, and then transposed."""
-    G, Og = w_t.shape[0], w_t.shape[2]
-    for rows in geometry.chunks(x.itemsize):
-        cols = geometry.columns(x[rows], buffers)  # (G, K, n L)
-        n = rows.stop - rows.start
-        product = buffers("product", (G, n * geometry.L, Og))
-        np.matmul(cols.swapaxes(-1, -2), w_t, out=product)
-        to_channels_first(product.reshape(G, n, geometry.L, Og), bias, out[rows])
+def _parallel(tasks: int, x) -> bool:
+    return tasks > 1 and x.size >= parallel_min_size() and thread_count() > 1
+
+
+def _columns_weights(weights, G):
+    """W_g^T for each group, its rows in the columns' order: weights (Co, Cg, kh, kw) ->
+    (G, K, Og), element [g, (i kw + j) Cg + c, o] = weights[g Og + o, c, i, j]."""
+    Co, Cg, kh, kw = weights.shape
+    w = weights.reshape(G, Co // G, Cg, kh, kw).transpose(0, 3, 4, 2, 1)  # (G, kh, kw, Cg, Og)
+    return np.ascontiguousarray(w).reshape(G, kh * kw * Cg, Co // G)
+
+
+def _convolve(geometry, x, weights, bias, out):
+    """out (N, Co, Ho, Wo) = x (N, C, H, W) convolved with weights (Co, C / G, kh, kw), plus
+    bias (Co,)."""
+    C, G, dtype = x.shape[1], geometry.groups, x.dtype
+    w_t = _columns_weights(weights.astype(dtype, copy=False), G)  # (G, K, Og)
+    K, Og = w_t.shape[1:]
+    views = uses_views(C // G, geometry.stride)
+    copies = not views
+    per_task = C * geometry.padded[0] * geometry.padded[1] + geometry.Lg * (copies * G * K + Og)
+    tasks = geometry.tasks(per_task * x.itemsize)
+    xpad = geometry.padded_scratch(tasks, dtype)
+    cols = np.empty((tasks, copies * G * K, geometry.Lg), dtype=dtype)
+    product = np.empty((tasks, geometry.Lg, Og), dtype=dtype)
+    forward_kernel.run(_parallel(tasks, x), x, w_t, bias, out, xpad, cols, product,
+                       geometry.shape(), views)  # fmt: skip
 
 
 def conv_forward(xp, x, weights, bias, stride, padding, dilation, groups):
@@ -190,11 +300,11 @@ def conv_forward(xp, x, weights, bias, stride, padding, dilation, groups):
     dtype = np.result_type(x, weights)
     geometry = _Geometry(x.shape, weights.shape, stride, padding, dilation, groups)
     N, Co, G = x.shape[0], weights.shape[0], groups
-    x4 = _contiguous(x, dtype).reshape(geometry.x_shape)
-    w_t = weights.reshape(G, Co // G, geometry.K).swapaxes(-1, -2).astype(dtype)  # (G, K, Og)
-    b = np.zeros(Co, dtype) if bias is None else _contiguous(bias, dtype)
-    out = np.empty((N, Co, geometry.L), dtype=dtype)
-    _convolve(geometry, x4, w_t, b, out, _Buffers(dtype))
+    x4 = np.ascontiguousarray(x, dtype=dtype).reshape(geometry.x_shape)
+    w4 = weights.reshape((Co, x4.shape[1] // G) + geometry.kernel)
+    b = np.zeros(Co, dtype) if bias is None else np.ascontiguousarray(bias, dtype)
+    out = np.empty((N, Co) + geometry.out, dtype=dtype)
+    _convolve(geometry, x4, w4, b, out)
     return out.reshape((N, Co) + geometry.out[2 - (x.ndim - 2) :])
 
 
@@ -206,55 +316,63 @@ def _flipped(weights, G):
     return np.ascontiguousarray(w.transpose(0, 2, 1, 3, 4)).reshape(G * Cg, Co // G, kh, kw)
 
 
+def _weights_grad(geometry, x, d):
+    """dW (Co, Cg, kh, kw) from dW_g^T, the sum over the samples of cols_g @ d[n, g]^T."""
+    C, Co, G, K, dtype = x.shape[1], d.shape[1], geometry.groups, geometry.K, d.dtype
+    per_task = C * geometry.padded[0] * geometry.padded[1] + geometry.Lg * (G * K + Co)
+    tasks = geometry.tasks(per_task * d.itemsize)
+    parts = np.zeros((tasks, G, K, Co // G), dtype=dtype)
+    xpad = geometry.padded_scratch(tasks, dtype)
+    cols = np.empty((tasks, G * K, geometry.Lg), dtype=dtype)
+    grid = np.zeros((tasks, Co, geometry.Lg), dtype=dtype)
+    weights_grad_kernel.run(_parallel(tasks, x), x, d, parts, xpad, cols, grid, geometry.shape())
+    dw_t = (parts.sum(axis=0) if tasks > 1 else parts[0]).reshape(G, *geometry.kernel, C // G, -1)
+    return dw_t.transpose(0, 4, 3, 1, 2).reshape((Co, C // G) + geometry.kernel)
+
+
+def _input_grad(geometry, d, weights):
+    """dx (N, C, H, W) of d (N, Co, Ho, Wo): a convolution of d with stride 1, else col2im."""
+    N, C, Co, G = d.shape[0], geometry.x_shape[1], d.shape[1], geometry.groups
+    dx = np.empty(geometry.x_shape, dtype=d.dtype)
+    pad_t = geometry.transposed_padding()
+    if pad_t is not None:  # dx = conv(dout, W') with stride 1
+        flipped = _flipped(weights, G)  # (C, Og, kh, kw)
+        g_t = _Geometry(d.shape, flipped.shape, (1, 1), pad_t, geometry.dilation, G)
+        _convolve(g_t, d, flipped, np.zeros(C, d.dtype), dx)
+        return dx
+    K, L = geometry.K, geometry.out[0] * geometry.out[1]
+    w_t = _columns_weights(weights, G)  # (G, K, Og)
+    tasks = geometry.tasks((C * geometry.padded[0] * geometry.padded[1] + G * K * L) * d.itemsize)
+    dxpad = geometry.padded_scratch(tasks, d.dtype)
+    dcols = np.empty((tasks, G * K, L), dtype=d.dtype)
+    input_grad_kernel.run(_parallel(tasks, d), d.reshape(N, Co, L), w_t, dx, dxpad, dcols,
+                          geometry.shape(dense=True))  # fmt: skip
+    return dx
+
+
 def conv_backward(xp, dout, x, weights, stride, padding, dilation, groups, needs):
     """``tricycle.conv.conv_backward``: (dx, dweights, dbias), None where not ``needs``."""
     want_x, want_weights, want_bias = needs
     dtype = dout.dtype
     geometry = _Geometry(x.shape, weights.shape, stride, padding, dilation, groups)
-    N, C, Co, G, K, L = x.shape[0], x.shape[1], weights.shape[0], groups, geometry.K, geometry.L
-    w4 = _contiguous(weights, dtype).reshape((Co, C // G) + geometry.kernel)
-    d = _contiguous(dout, dtype).reshape(N, G, Co // G, L)
-    buffers = _Buffers(dtype)
+    N, C, Co = x.shape[0], x.shape[1], weights.shape[0]
+    w4 = np.ascontiguousarray(weights, dtype).reshape((Co, C // groups) + geometry.kernel)
+    d = np.ascontiguousarray(dout, dtype).reshape((N, Co) + geometry.out)
     dx = dweights = dbias = None
     if want_bias:
-        dbias = d.sum(axis=(0, 3)).reshape(Co)
-    if want_weights:  # dW^T = cols @ dout^T summed over the chunks
-        x4 = _contiguous(x, dtype).reshape(geometry.x_shape)
-        dweights_t = np.zeros((G, K, Co // G), dtype=dtype)
-        for rows in geometry.chunks(x4.itemsize):
-            cols = geometry.columns(x4[rows], buffers)  # (G, K, n L)
-            d_rows = np.ascontiguousarray(d[rows].transpose(1, 2, 0, 3))  # (G, Og, n, L)
-            part = buffers("dw", dweights_t.shape)
-            np.matmul(cols, d_rows.reshape(G, Co // G, -1).swapaxes(-1, -2), out=part)
-            dweights_t += part
-        dweights = dweights_t.swapaxes(-1, -2).reshape(weights.shape)
+        dbias = d.sum(axis=(0, 2, 3))
+    if want_weights:
+        x4 = np.ascontiguousarray(x, dtype).reshape(geometry.x_shape)
+        dweights = _weights_grad(geometry, x4, d).reshape(weights.shape)
     if want_x:
-        dx = np.empty(geometry.x_shape, dtype=dtype)
-        pad_t = geometry.transposed_padding()
-        if pad_t is not None:  # dx = conv(dout, W') with stride 1
-            shape_t = (N, Co) + geometry.out
-            flipped = _flipped(w4, G)  # (C, Og, kh, kw)
-            g_t = _Geometry(shape_t, flipped.shape, (1, 1), pad_t, geometry.dilation, G)
-            w_t = flipped.reshape(G, C // G, g_t.K).swapaxes(-1, -2)  # (G, K', Cg)
-            out = dx.reshape(N, C, -1)
-            _convolve(g_t, d.reshape(shape_t), w_t, np.zeros(C, dtype), out, _Buffers(dtype))
-        else:  # dcols = W^T @ dout, then col2im
-            w_t = w4.reshape(G, Co // G, K).swapaxes(-1, -2)  # (G, K, Og)
-            for rows in geometry.chunks(dx.itemsize):
-                n = rows.stop - rows.start
-                d_rows = np.ascontiguousarray(d[rows].transpose(1, 2, 0, 3))  # (G, Og, n, L)
-                dcols = buffers("dcols", (G, K, n * L))
-                np.matmul(w_t, d_rows.reshape(G, Co // G, n * L), out=dcols)
-                dxpad = buffers("dxpad", (n, C) + geometry.padded)
-                col2im(dcols.reshape(G * K, n, L), dxpad, *geometry.kernel, *geometry.stride,
-                       *geometry.dilation, geometry.out[1])  # fmt: skip
-                dx[rows] = interior(dxpad, geometry.padding, dx.shape)  # the border is not x
-        dx = dx.reshape(x.shape)
+        dx = _input_grad(geometry, d, w4).reshape(x.shape)
     return dx, dweights, dbias
 
 
-def _one_or_two_dims(x, weights, bias=None) -> bool:
-    return x.ndim in (3, 4)
+def applies(x, weights, bias=None) -> bool:
+    """One or two spatial axes, float32 or float64, and something to convolve."""
+    dtype = np.result_type(x, weights)
+    return x.ndim in (3, 4) and dtype in (np.float32, np.float64) and x.size > 0
 
 
-dispatch.add("conv", "cpu", (conv_forward, conv_backward), applies=_one_or_two_dims)
+dispatch.add("conv", "cpu", (conv_forward, conv_backward), applies=applies)
