@@ -278,8 +278,8 @@ def test_conv_kernel_matches_reference_on_random_geometries(
     case, dtype, transposed, bias, max_tasks, views_from
 ):
     """Random geometries (odd sizes, size-1 axes, strides, dilations, groups, paddings wider
-    than the kernel's reach), batches in one run of samples or cut into several, the stride-1
-forward on views of the input (from one channel per group on) or on copied columns."""
+        than the kernel's reach), batches in one run of samples or cut into several, the stride-1
+    forward on views of the input (from one channel per group on) or on copied columns."""
     x_shape, w_shape, *geometry = case
     rng = np.random.default_rng(sum(x_shape) + 7 * sum(w_shape))
     x = strided(rng, x_shape, dtype, transposed)
@@ -345,9 +345,13 @@ def test_recurrent_kernels_are_what_the_cells_dispatch_to():
     dtype=st.sampled_from(DTYPES),
     transposed=st.booleans(),
     bias=st.booleans(),
+    min_units=st.sampled_from([1, 64]),
 )
-def test_lstm_recurrence_kernel_matches_reference(steps, batch, hidden, dtype, transposed, bias):
-    """The whole-sequence LSTM kernel against the reference loop with the reference cells."""
+def test_lstm_recurrence_kernel_matches_reference(
+    steps, batch, hidden, dtype, transposed, bias, min_units
+):
+    """The whole-sequence LSTM kernel against the reference loop with the reference cells, the
+    units in one chunk or (chunks of one unit on) in 2 or 4."""
     rng = np.random.default_rng(steps * 100 + batch * 10 + hidden)
     xg = strided(rng, (steps, batch, 4 * hidden), dtype, transposed)
     w = strided(rng, (4 * hidden, hidden), dtype, transposed) * 0.5
@@ -360,14 +364,38 @@ def test_lstm_recurrence_kernel_matches_reference(steps, batch, hidden, dtype, t
         expected = recurrent.recurrence_backward(
             np, "lstm", dhs, dcs, xg, w, h0, c0, states[0], states[1], saved
         )
-    got_states, got_saved = cpu_recurrent.lstm_recurrence_forward(np, "lstm", xg, w, b, h0, c0)
-    close(got_states, states, dtype, "states")
-    close(got_saved, saved, dtype, "saved gates")
-    got = cpu_recurrent.lstm_recurrence_backward(
-        np, "lstm", dhs, dcs, xg, w, h0, c0, got_states[0], got_states[1], got_saved
-    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cpu_recurrent, "MIN_CHUNK_UNITS", min_units)
+        got_states, got_saved = cpu_recurrent.lstm_recurrence_forward(np, "lstm", xg, w, b, h0, c0)
+        close(got_states, states, dtype, "states")
+        close(got_saved, saved, dtype, "saved gates")
+        got = cpu_recurrent.lstm_recurrence_backward(
+            np, "lstm", dhs, dcs, xg, w, h0, c0, got_states[0], got_states[1], got_saved
+        )
     for name, g, e in zip(("dxg", "dw_hh", "db_hh", "dh0", "dc0"), got, expected):
         close(g, e, dtype, name)
+
+
+def test_lstm_recurrence_does_not_depend_on_the_thread_count():
+    """256 units in 4 chunks: the same bits on one thread and on two."""
+    rng = np.random.default_rng(5)
+    T, N, H = 3, 4, 256
+    xg, w = rng.standard_normal((T, N, 4 * H)), rng.standard_normal((4 * H, H)) * 0.05
+    h0, c0 = rng.standard_normal((N, H)), rng.standard_normal((N, H))
+    dhs, dcs = rng.standard_normal((T, N, H)), rng.standard_normal((T, N, H))
+    results, previous = [], compile_module.thread_count()
+    for threads in (1, 2):
+        compile_module.set_threads(threads)
+        try:
+            states, gates = cpu_recurrent.lstm_recurrence_forward(np, "lstm", xg, w, None, h0, c0)
+            grads = cpu_recurrent.lstm_recurrence_backward(
+                np, "lstm", dhs, dcs, xg, w, h0, c0, states[0], states[1], gates
+            )
+        finally:
+            compile_module.set_threads(previous)
+        results.append([states, gates, *grads])
+    for one, two in zip(*results):
+        np.testing.assert_array_equal(one, two)
 
 
 def test_the_lstm_layer_runs_the_sequence_kernel():

@@ -1,9 +1,11 @@
 """The recurrent cells on the CPU: one loop over the (batch, hidden) elements of a step,
 each element's gates, state and gradients computed in registers (``tricycle.recurrent``'s
-cells make a whole-array pass per operation). The products h W_hh^T stay with BLAS in
-``tricycle.recurrent``. Same signatures as the reference cells: the forward writes the
-activated gates over hg and the new states into h_new and c_new; the backward returns
-(dxg, dhg, dh through the cell or None, dc).
+cells make a whole-array pass per operation). Same signatures as the reference cells: the
+forward writes the activated gates over hg and the new states into h_new and c_new; the
+backward returns (dxg, dhg, dh through the cell or None, dc).
+
+The LSTM over a whole sequence is one parallel kernel each way: every step, chunks of the
+units each take their own product (their columns of h W_hh^T) and their own cells (below).
 
 The activations go through ``tanh`` below, a rational function in float32 that the compiler
 vectorises (the C library's tanh and exp, called element by element, would cost more than the
@@ -13,12 +15,12 @@ library's tanh."""
 import math
 
 import numpy as np
-from numba import types
+from numba import prange, types
 from numba.extending import overload
 
 from tricycle import dispatch
-from tricycle.backends.cpu.compile import jit
-from tricycle.backends.cpu.gemm import matmul, matmul_into
+from tricycle.backends.cpu.compile import jit, parallel_jit, thread_count
+from tricycle.backends.cpu.gemm import gemm_into, matmul
 from tricycle.backends.cpu.maths import typed
 
 # Eigen's generic_fast_tanh_float: tanh(x) ~ x P(x^2) / Q(x^2) on |x| <= 7.9053111 (beyond,
@@ -85,44 +87,69 @@ def rnn_backward_kernel(dh_new, h_new, dz):
 
 
 @jit
-def lstm_forward_kernel(xg, gates, bias, c, h_new, c_new):
-    """gates (N, 4H) = activated i | f | g | o of hg + xg + bias; c' = f c + i g;
-    h' = o tanh(c')."""
-    N, H = h_new.shape
-    bi, bf, bg, bo = bias[:H], bias[H : 2 * H], bias[2 * H : 3 * H], bias[3 * H :]
+def _gates(row, H, j0, Hc):
+    """Gates i, f, g, o of units [j0, j0 + Hc) in a row laid out i | f | g | o, H wide each."""
+    return (row[j0 : j0 + Hc], row[H + j0 : H + j0 + Hc], row[2 * H + j0 : 2 * H + j0 + Hc],
+            row[3 * H + j0 : 3 * H + j0 + Hc])  # fmt: skip
+
+
+@jit
+def _copy(src, dst):
+    for j in range(src.shape[0]):
+        dst[j] = src[j]
+
+
+@jit
+def lstm_units_forward(z, xg, bias, c, gates, h_new, c_new, j0):
+    """One step of the units [j0, j0 + Hc): z (N, 4 Hc) = h W_hh^T's columns for them, its
+    gates i | f | g | o each Hc wide; xg (N, 4H) and bias (4H,) add to them. Writes the
+    activated gates into gates (N, 4H) and c' = f c + i g, h' = o tanh(c') into h_new and
+    c_new (N, H). z may be gates itself (j0 = 0, Hc = H)."""
+    N, Hc = z.shape[0], z.shape[1] // 4
+    H = c.shape[1]
+    bi, bf, bg, bo = _gates(bias, H, j0, Hc)
     for n in range(N):
-        zi, zf = gates[n, :H], gates[n, H : 2 * H]
-        zg, zo = gates[n, 2 * H : 3 * H], gates[n, 3 * H :]
-        xi, xf, xg_, xo = xg[n, :H], xg[n, H : 2 * H], xg[n, 2 * H : 3 * H], xg[n, 3 * H :]
-        c_row, c_out, h_out = c[n], c_new[n], h_new[n]
-        for j in range(H):
+        zi, zf, zg, zo = _gates(z[n], Hc, 0, Hc)
+        xi, xf, xg_, xo = _gates(xg[n], H, j0, Hc)
+        gi, gf, gg, go = _gates(gates[n], H, j0, Hc)
+        c_row, c_out, h_out = c[n, j0 : j0 + Hc], c_new[n, j0 : j0 + Hc], h_new[n, j0 : j0 + Hc]
+        for j in range(Hc):
             i = _sigmoid(zi[j] + xi[j] + bi[j])
             f = _sigmoid(zf[j] + xf[j] + bf[j])
             g = tanh(zg[j] + xg_[j] + bg[j])
             o = _sigmoid(zo[j] + xo[j] + bo[j])
-            zi[j], zf[j], zg[j], zo[j] = i, f, g, o
+            gi[j], gf[j], gg[j], go[j] = i, f, g, o
             c_next = f * c_row[j] + i * g
             c_out[j] = c_next
             h_out[j] = o * tanh(c_next)
 
 
 @jit
-def lstm_backward_kernel(dh_later, dh_here, dc_later, dc_here, gates, c, c_new, dz, dc):
-    """With dh' = dh_later + dh_here and dc' = dc_later + dc_here (the gradients reaching
-    the step's outputs through the next step and directly): dc = dc' + dh' o (1 - t^2),
-    t = tanh(c'); the gates' pre-activation gradients dz = [dc g i (1 - i), dc c f (1 - f),
-    dc i (1 - g^2), dh' t o (1 - o)]; dc_prev = dc f, written to ``dc`` (not dc_later)."""
-    N, H = c.shape
+def lstm_units_backward(dh_parts, dh_here, dc_later, dc_here, gates, c, c_new, dz, dxg, dc, j0):
+    """The backward of ``lstm_units_forward`` for units [j0, j0 + Hc). With dh' = dh_here +
+    the sum of dh_parts (P, N, H) (the gradient reaching h' directly and, in parts, through
+    the next step) and dc' = dc_later + dc_here: dc = dc' + dh' o (1 - t^2), t = tanh(c');
+    the gates' pre-activation gradients [dc g i (1 - i), dc c f (1 - f), dc i (1 - g^2),
+    dh' t o (1 - o)], written to dz (N, 4 Hc) and to their columns of dxg (N, 4H) (which may
+    be dz itself); dc_prev = dc f, written to ``dc`` (N, H)."""
+    N, Hc = dz.shape[0], dz.shape[1] // 4
+    H = c.shape[1]
+    dh_row = np.empty(Hc, dtype=dz.dtype)
     for n in range(N):
-        gi, gf = gates[n, :H], gates[n, H : 2 * H]
-        gg, go = gates[n, 2 * H : 3 * H], gates[n, 3 * H :]
-        di, df, dg, do = dz[n, :H], dz[n, H : 2 * H], dz[n, 2 * H : 3 * H], dz[n, 3 * H :]
-        dh_a, dh_b, dc_a, dc_b = dh_later[n], dh_here[n], dc_later[n], dc_here[n]
-        c_row, c_out, dc_row = c[n], c_new[n], dc[n]
-        for j in range(H):
+        gi, gf, gg, go = _gates(gates[n], H, j0, Hc)
+        xi, xf, xg_, xo = _gates(dxg[n], H, j0, Hc)
+        di, df, dg, do = _gates(dz[n], Hc, 0, Hc)
+        dh_row[:] = dh_here[n, j0 : j0 + Hc]
+        for p in range(dh_parts.shape[0]):
+            part = dh_parts[p, n, j0 : j0 + Hc]
+            for j in range(Hc):
+                dh_row[j] += part[j]
+        dc_a, dc_b = dc_later[n, j0 : j0 + Hc], dc_here[n, j0 : j0 + Hc]
+        c_row, c_out, dc_row = c[n, j0 : j0 + Hc], c_new[n, j0 : j0 + Hc], dc[n, j0 : j0 + Hc]
+        for j in range(Hc):
             i, f, g, o = gi[j], gf[j], gg[j], go[j]
             one = typed(i, 1.0)
-            dh = dh_a[j] + dh_b[j]
+            dh = dh_row[j]
             t = tanh(c_out[j])
             dcell = dc_a[j] + dc_b[j] + dh * o * (one - t * t)
             di[j] = dcell * g * i * (one - i)
@@ -130,6 +157,12 @@ def lstm_backward_kernel(dh_later, dh_here, dc_later, dc_here, gates, c, c_new, 
             dg[j] = dcell * i * (one - g * g)
             do[j] = dh * t * o * (one - o)
             dc_row[j] = dcell * f
+        # copied one gate at a time: a loop that reads and writes many arrays which might
+        # overlap does not vectorise
+        _copy(di, xi)
+        _copy(df, xf)
+        _copy(dg, xg_)
+        _copy(do, xo)
 
 
 @jit
@@ -182,6 +215,22 @@ def rnn_cell_backward(xp, dh_new, dc_new, saved, xg, h, h_new, c, c_new):
     return dz, dz, None, None
 
 
+@jit
+def lstm_forward_kernel(xg, gates, bias, c, h_new, c_new):
+    """One step of every unit: gates (N, 4H) holds h W_hh^T and gets the activated gates
+    (read from a copy: the loops vectorise only where what they read and write do not
+    overlap)."""
+    lstm_units_forward(gates.copy(), xg, bias, c, gates, h_new, c_new, 0)
+
+
+@jit
+def lstm_backward_kernel(dh_new, dc_new, gates, c, c_new, dz, dc):
+    """One step of every unit, back: dz (N, 4H) and dc (N, H) from dh_new and dc_new."""
+    zeros = np.zeros(c.shape, dtype=c.dtype)
+    lstm_units_backward(zeros[None], dh_new, dc_new, zeros, gates, c, c_new, np.empty_like(dz),
+                        dz, dc, 0)  # fmt: skip
+
+
 def lstm_cell_forward(xp, xg, hg, h, c, h_new, c_new):
     lstm_forward_kernel(xg, hg, np.zeros(hg.shape[-1], hg.dtype), c, h_new, c_new)
 
@@ -189,8 +238,7 @@ def lstm_cell_forward(xp, xg, hg, h, c, h_new, c_new):
 def lstm_cell_backward(xp, dh_new, dc_new, gates, xg, h, h_new, c, c_new):
     dz = np.empty(gates.shape, dtype=gates.dtype)
     dc = np.empty(c.shape, dtype=gates.dtype)
-    zeros = np.zeros(c.shape, dtype=gates.dtype)
-    lstm_backward_kernel(dh_new, zeros, dc_new, zeros, gates, c, c_new, dz, dc)
+    lstm_backward_kernel(dh_new, dc_new, gates, c, c_new, dz, dc)
     return dz, dz, None, dc
 
 
@@ -209,45 +257,98 @@ def gru_cell_backward(xp, dh_new, dc_new, saved, xg, h, h_new, c, c_new):
 # ------------------------------------------------------------------ the LSTM over a sequence
 
 
-def lstm_recurrence_forward(xp, cell, xg, w_hh, b_hh, h0, c0):
-    """``tricycle.recurrent.recurrence_forward`` for the LSTM: per step one BLAS product
-    h W_hh^T written into its row of ``saved``, then the cell, which adds xg and b_hh."""
-    T, N, GH = xg.shape
-    dtype = xg.dtype
-    xg = np.ascontiguousarray(xg)
-    bias = np.zeros(GH, dtype) if b_hh is None else np.ascontiguousarray(b_hh, dtype)
-    w_t = np.ascontiguousarray(w_hh.T, dtype)  # (H, 4H): BLAS's fast layout for h @ W^T
-    states = np.empty((2, T, N, h0.shape[-1]), dtype=dtype)
-    saved = np.empty_like(xg)
-    h, c = np.ascontiguousarray(h0, dtype), np.ascontiguousarray(c0, dtype)
+# The units are cut into a fixed number of chunks (``chunks``), and each step runs them in
+# parallel: chunk k's product (its columns of h W_hh^T, one BLAS call) and its units' cell.
+# Back, chunk k's share of the next gradient, dz_k W_hh[rows of k], goes to its own buffer,
+# and the next step sums the buffers for its units: a step never waits on a lock, and the
+# numbers do not depend on the thread count. Buffers alternate between steps (``now`` and
+# ``later``), so that no chunk overwrites one that another chunk is still reading.
+
+
+@parallel_jit
+def lstm_forward_steps(xg, w_chunks, bias, h0, c0, states, gates, z):
+    """The LSTM over T steps: xg (T, N, 4H); w_chunks (chunks, H, 4 Hc), chunk k's columns of
+    W_hh^T, gates i | f | g | o of units [k Hc, (k + 1) Hc); bias (4H,). Writes states
+    (2, T, N, H), each step's h and c, and gates (T, N, 4H), activated. Scratch: z
+    (chunks, N, 4 Hc)."""
+    T, H = xg.shape[0], states.shape[3]
+    chunks = w_chunks.shape[0]
+    Hc = H // chunks
     for t in range(T):
-        matmul_into(h, w_t, saved[t])
-        lstm_forward_kernel(xg[t], saved[t], bias, c, states[0, t], states[1, t])
-        h, c = states[0, t], states[1, t]
-    return states, saved
+        for k in prange(chunks):
+            h, c = (states[0, t - 1], states[1, t - 1]) if t else (h0, c0)
+            gemm_into(z[k], h, w_chunks[k], False, False, 0.0)  # (N, 4 Hc)
+            lstm_units_forward(z[k], xg[t], bias, c, gates[t], states[0, t], states[1, t],
+                               k * Hc)  # fmt: skip
+
+
+@parallel_jit
+def lstm_backward_steps(dhs, dcs, gates, cs, c0, w_rows, dxg, dz, dh_parts, dc):
+    """Back through ``lstm_forward_steps``: dhs and dcs (T, N, H) reach each step's outputs,
+    cs (T, N, H) are its cell states; w_rows (chunks, 4 Hc, H) are chunk k's rows of W_hh.
+    Writes dxg (T, N, 4H); leaves dh_parts[0] (chunks, N, H), whose sum is dh0, and
+    dc[0] = dc0. Scratch: dz (chunks, N, 4 Hc); dh_parts (2, chunks, N, H) and dc (2, N, H)
+    zero."""
+    T, H = dhs.shape[0], dhs.shape[2]
+    chunks = w_rows.shape[0]
+    Hc = H // chunks
+    for t in range(T - 1, -1, -1):
+        now, later = t % 2, (t + 1) % 2
+        for k in prange(chunks):
+            c = cs[t - 1] if t else c0
+            lstm_units_backward(dh_parts[later], dhs[t], dc[later], dcs[t], gates[t], c, cs[t],
+                                dz[k], dxg[t], dc[now], k * Hc)  # fmt: skip
+            gemm_into(dh_parts[now, k], dz[k], w_rows[k], False, False, 0.0)  # (N, H)
+
+
+MIN_CHUNK_UNITS = 64  # fewer units than this to a chunk, and its product is not worth a thread
+
+
+def chunks(H: int) -> int:
+    """How many chunks the units are cut into: up to 4, of ``MIN_CHUNK_UNITS`` units each."""
+    return next(n for n in (4, 2, 1) if H % n == 0 and (H // n >= MIN_CHUNK_UNITS or n == 1))
+
+
+def lstm_recurrence_forward(xp, cell, xg, w_hh, b_hh, h0, c0):
+    """``tricycle.recurrent.recurrence_forward`` for the LSTM, one parallel kernel for all
+    the steps; ``saved`` holds the activated gates."""
+    T, N, GH = xg.shape
+    H, dtype = h0.shape[-1], xg.dtype
+    k = chunks(H)
+    bias = np.zeros(GH, dtype) if b_hh is None else np.ascontiguousarray(b_hh, dtype)
+    w_chunks = np.ascontiguousarray(  # W_hh^T (H, 4H) regrouped: (chunks, H, 4 Hc)
+        np.asarray(w_hh, dtype).T.reshape(H, 4, k, H // k).transpose(2, 0, 1, 3)
+    ).reshape(k, H, GH // k)
+    states = np.empty((2, T, N, H), dtype=dtype)
+    gates = np.empty((T, N, GH), dtype=dtype)
+    z = np.empty((k, N, GH // k), dtype=dtype)
+    lstm_forward_steps.run(k > 1 and thread_count() > 1, np.ascontiguousarray(xg), w_chunks,
+                           bias, np.ascontiguousarray(h0, dtype),
+                           np.ascontiguousarray(c0, dtype), states, gates, z)  # fmt: skip
+    return states, gates
 
 
 def lstm_recurrence_backward(xp, cell, dhs, dcs, xg, w_hh, h0, c0, hs, cs, saved):
-    """``tricycle.recurrent.recurrence_backward`` for the LSTM: the cell writes each step's
-    d(gates) straight into its row of dxg (for the LSTM d(hg) = d(xg)), and adds the
-    gradients arriving from the next step and from the outputs itself."""
+    """``tricycle.recurrent.recurrence_backward`` for the LSTM, one parallel kernel for all
+    the steps (for the LSTM d(hg) = d(xg)); then dW_hh and db_hh in one product and sum."""
     T, N, GH = xg.shape
-    dtype = xg.dtype
-    w = np.ascontiguousarray(w_hh, dtype)  # (4H, H)
-    dhs, dcs = np.ascontiguousarray(dhs, dtype), np.ascontiguousarray(dcs, dtype)
-    h0, c0 = np.ascontiguousarray(h0, dtype), np.ascontiguousarray(c0, dtype)
+    H, dtype = h0.shape[-1], xg.dtype
+    k = chunks(H)
+    w_rows = np.ascontiguousarray(  # W_hh (4H, H) regrouped: (chunks, 4 Hc, H)
+        np.asarray(w_hh, dtype).reshape(4, k, H // k, H).transpose(1, 0, 2, 3)
+    ).reshape(k, GH // k, H)
     dxg = np.empty((T, N, GH), dtype=dtype)
-    dh = np.zeros(h0.shape, dtype=dtype)  # through the next step's h W_hh^T
-    dc, dc_prev = np.zeros(c0.shape, dtype=dtype), np.empty(c0.shape, dtype=dtype)
-    for t in reversed(range(T)):
-        c = cs[t - 1] if t else c0
-        lstm_backward_kernel(dh, dhs[t], dc, dcs[t], saved[t], c, cs[t], dxg[t], dc_prev)
-        dc, dc_prev = dc_prev, dc
-        matmul_into(dxg[t], w, dh)
-    h_prev = np.concatenate([h0[None], hs[:-1]]).reshape(-1, h0.shape[-1])  # (T N, H)
+    dz = np.empty((k, N, GH // k), dtype=dtype)
+    dh_parts = np.zeros((2, k, N, H), dtype=dtype)
+    dc = np.zeros((2, N, H), dtype=dtype)
+    dhs, dcs, saved, cs, c0 = (np.ascontiguousarray(a, dtype) for a in (dhs, dcs, saved, cs, c0))
+    lstm_backward_steps.run(k > 1 and thread_count() > 1, dhs, dcs, saved, cs, c0, w_rows, dxg,
+                            dz, dh_parts, dc)  # fmt: skip
+    h0 = np.ascontiguousarray(h0, dtype)
+    h_prev = np.concatenate([h0[None], hs[:-1]]).reshape(-1, H)  # (T N, H)
     dw_hh = matmul(dxg.reshape(-1, GH).T, h_prev)  # sum over t and n
     db_hh = dxg.reshape(-1, GH).sum(axis=0)
-    return dxg, dw_hh, db_hh, dh, dc
+    return dxg, dw_hh, db_hh, dh_parts[0].sum(axis=0), dc[0]
 
 
 dispatch.add("rnn_cell", "cpu", (rnn_cell_forward, rnn_cell_backward))
