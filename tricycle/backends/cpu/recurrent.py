@@ -215,31 +215,18 @@ def rnn_cell_backward(xp, dh_new, dc_new, saved, xg, h, h_new, c, c_new):
     return dz, dz, None, None
 
 
-@jit
-def lstm_forward_kernel(xg, gates, bias, c, h_new, c_new):
-    """One step of every unit: gates (N, 4H) holds h W_hh^T and gets the activated gates
-    (read from a copy: the loops vectorise only where what they read and write do not
-    overlap)."""
-    lstm_units_forward(gates.copy(), xg, bias, c, gates, h_new, c_new, 0)
-
-
-@jit
-def lstm_backward_kernel(dh_new, dc_new, gates, c, c_new, dz, dc):
-    """One step of every unit, back: dz (N, 4H) and dc (N, H) from dh_new and dc_new."""
-    zeros = np.zeros(c.shape, dtype=c.dtype)
-    lstm_units_backward(zeros[None], dh_new, dc_new, zeros, gates, c, c_new, np.empty_like(dz),
-                        dz, dc, 0)  # fmt: skip
-
-
 def lstm_cell_forward(xp, xg, hg, h, c, h_new, c_new):
-    lstm_forward_kernel(xg, hg, np.zeros(hg.shape[-1], hg.dtype), c, h_new, c_new)
+    # z is a copy of hg: the loops vectorise only where what they read and write do not overlap
+    bias = np.zeros(hg.shape[-1], hg.dtype)
+    lstm_units_forward(hg.copy(), xg, bias, c, hg, h_new, c_new, 0)
 
 
 def lstm_cell_backward(xp, dh_new, dc_new, gates, xg, h, h_new, c, c_new):
-    dz = np.empty(gates.shape, dtype=gates.dtype)
+    dz, dxg = np.empty(gates.shape, dtype=gates.dtype), np.empty(gates.shape, dtype=gates.dtype)
     dc = np.empty(c.shape, dtype=gates.dtype)
-    lstm_backward_kernel(dh_new, dc_new, gates, c, c_new, dz, dc)
-    return dz, dz, None, dc
+    zeros = np.zeros((1,) + c.shape, dtype=gates.dtype)  # no gradient through a next step
+    lstm_units_backward(zeros, dh_new, dc_new, zeros[0], gates, c, c_new, dz, dxg, dc, 0)
+    return dxg, dxg, None, dc
 
 
 def gru_cell_forward(xp, xg, hg, h, c, h_new, c_new):
