@@ -37,7 +37,9 @@ def _leading(x):
     return x.strides[0] // x.itemsize if x.shape[0] > 1 else max(x.shape[1], 1)
 
 
-@jit
+# compiled once and called, not inlined: a BLAS call has the same bits wherever it is compiled,
+# and inlined into each of its call sites it took a third of the attention kernels' compile time
+@jit(inline="never")
 def gemm_into(out, a, b, a_transposed, b_transposed, beta):
     """out = a' b' + beta out, one BLAS call on this thread, where a' is a (or a^T if
     ``a_transposed``) and b' likewise, each matrix's rows contiguous (a block of a larger
