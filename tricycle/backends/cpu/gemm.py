@@ -84,17 +84,12 @@ def applies(a, b) -> bool:
 
 @dispatch.register("matmul", "cpu", applies=applies)
 def matmul(a, b):
-    """``np.matmul(a, b)`` of two matrices, spread over the kernels' threads."""
-    return matmul_into(a, b, np.empty((a.shape[0], b.shape[1]), dtype=a.dtype))
-
-
-def matmul_into(a, b, out):
-    """``np.matmul(a, b, out=out)``: on the kernels' threads where ``applies``, else numpy's.
-    Other kernels' products (the LSTM's steps) come here, so that numpy's BLAS threads do
-    not spin beside the pool."""
-    if not (applies(a, b) and out.dtype == a.dtype and out.flags.c_contiguous):
-        return np.matmul(a, b, out=out)
+    """``np.matmul(a, b)`` of two matrices, spread over the kernels' threads (numpy's where
+    it does not apply)."""
+    if not applies(a, b):
+        return np.matmul(a, b)
     (M, K), N = a.shape, b.shape[1]
+    out = np.empty((M, N), dtype=a.dtype)
     a_transposed = not a.flags.c_contiguous  # a C-ordered (1, K) or (M, 1) is both: plain
     b_transposed = not b.flags.c_contiguous
     slices = thread_count() if M * N * K >= PARALLEL_MIN_WORK else 1
