@@ -346,12 +346,14 @@ def test_recurrent_kernels_are_what_the_cells_dispatch_to():
     transposed=st.booleans(),
     bias=st.booleans(),
     min_units=st.sampled_from([1, 64]),
+    pool=st.booleans(),
 )
 def test_lstm_recurrence_kernel_matches_reference(
-    steps, batch, hidden, dtype, transposed, bias, min_units
+    steps, batch, hidden, dtype, transposed, bias, min_units, pool
 ):
-    """The whole-sequence LSTM kernel against the reference loop with the reference cells, the
-    units in one chunk or (chunks of one unit on) in 2 or 4."""
+    """The whole-sequence LSTM kernel against the reference loop with the reference cells: the
+    units in one chunk or (chunks of one unit on) in 2 or 4, or without the shared pool, the
+    steps in a loop with numpy's products."""
     rng = np.random.default_rng(steps * 100 + batch * 10 + hidden)
     xg = strided(rng, (steps, batch, 4 * hidden), dtype, transposed)
     w = strided(rng, (4 * hidden, hidden), dtype, transposed) * 0.5
@@ -366,6 +368,7 @@ def test_lstm_recurrence_kernel_matches_reference(
         )
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(cpu_recurrent, "MIN_CHUNK_UNITS", min_units)
+        patch.setattr(cpu_recurrent, "uses_one_pool", lambda: pool)
         got_states, got_saved = cpu_recurrent.lstm_recurrence_forward(np, "lstm", xg, w, b, h0, c0)
         close(got_states, states, dtype, "states")
         close(got_saved, saved, dtype, "saved gates")

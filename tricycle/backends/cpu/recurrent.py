@@ -19,7 +19,7 @@ from numba import prange, types
 from numba.extending import overload
 
 from tricycle import dispatch
-from tricycle.backends.cpu.compile import jit, parallel_jit, thread_count
+from tricycle.backends.cpu.compile import jit, parallel_jit, thread_count, uses_one_pool
 from tricycle.backends.cpu.gemm import gemm_into, matmul
 from tricycle.backends.cpu.maths import typed
 
@@ -297,41 +297,59 @@ def chunks(H: int) -> int:
 
 
 def lstm_recurrence_forward(xp, cell, xg, w_hh, b_hh, h0, c0):
-    """``tricycle.recurrent.recurrence_forward`` for the LSTM, one parallel kernel for all
-    the steps; ``saved`` holds the activated gates."""
+    """``tricycle.recurrent.recurrence_forward`` for the LSTM: one parallel kernel for all the
+    steps on the tbb pool, where a launch a step is cheap (``compile.uses_one_pool``);
+    elsewhere a loop of steps, each a product on numpy's threads and the cells. ``saved``
+    holds the activated gates."""
     T, N, GH = xg.shape
     H, dtype = h0.shape[-1], xg.dtype
-    k = chunks(H)
     bias = np.zeros(GH, dtype) if b_hh is None else np.ascontiguousarray(b_hh, dtype)
+    xg, h0, c0 = (np.ascontiguousarray(a, dtype) for a in (xg, h0, c0))
+    states = np.empty((2, T, N, H), dtype=dtype)
+    gates = np.empty((T, N, GH), dtype=dtype)
+    if not uses_one_pool():
+        w_t, z = np.ascontiguousarray(np.asarray(w_hh, dtype).T), np.empty((N, GH), dtype)
+        for t in range(T):
+            h, c = (states[0, t - 1], states[1, t - 1]) if t else (h0, c0)
+            np.matmul(h, w_t, out=z)
+            lstm_units_forward(z, xg[t], bias, c, gates[t], states[0, t], states[1, t], 0)
+        return states, gates
+    k = chunks(H)
     w_chunks = np.ascontiguousarray(  # W_hh^T (H, 4H) regrouped: (chunks, H, 4 Hc)
         np.asarray(w_hh, dtype).T.reshape(H, 4, k, H // k).transpose(2, 0, 1, 3)
     ).reshape(k, H, GH // k)
-    states = np.empty((2, T, N, H), dtype=dtype)
-    gates = np.empty((T, N, GH), dtype=dtype)
     z = np.empty((k, N, GH // k), dtype=dtype)
-    lstm_forward_steps.run(k > 1 and thread_count() > 1, np.ascontiguousarray(xg), w_chunks,
-                           bias, np.ascontiguousarray(h0, dtype),
-                           np.ascontiguousarray(c0, dtype), states, gates, z)  # fmt: skip
+    lstm_forward_steps.run(k > 1 and thread_count() > 1, xg, w_chunks, bias, h0, c0, states,
+                           gates, z)  # fmt: skip
     return states, gates
 
 
 def lstm_recurrence_backward(xp, cell, dhs, dcs, xg, w_hh, h0, c0, hs, cs, saved):
-    """``tricycle.recurrent.recurrence_backward`` for the LSTM, one parallel kernel for all
-    the steps (for the LSTM d(hg) = d(xg)); then dW_hh and db_hh in one product and sum."""
+    """``tricycle.recurrent.recurrence_backward`` for the LSTM, the steps run as the forward's
+    (for the LSTM d(hg) = d(xg)); then dW_hh and db_hh in one product and sum."""
     T, N, GH = xg.shape
     H, dtype = h0.shape[-1], xg.dtype
-    k = chunks(H)
-    w_rows = np.ascontiguousarray(  # W_hh (4H, H) regrouped: (chunks, 4 Hc, H)
-        np.asarray(w_hh, dtype).reshape(4, k, H // k, H).transpose(1, 0, 2, 3)
-    ).reshape(k, GH // k, H)
+    dhs, dcs, saved, cs, h0, c0 = (
+        np.ascontiguousarray(a, dtype) for a in (dhs, dcs, saved, cs, h0, c0)
+    )
+    k = chunks(H) if uses_one_pool() else 1
     dxg = np.empty((T, N, GH), dtype=dtype)
     dz = np.empty((k, N, GH // k), dtype=dtype)
     dh_parts = np.zeros((2, k, N, H), dtype=dtype)
     dc = np.zeros((2, N, H), dtype=dtype)
-    dhs, dcs, saved, cs, c0 = (np.ascontiguousarray(a, dtype) for a in (dhs, dcs, saved, cs, c0))
-    lstm_backward_steps.run(k > 1 and thread_count() > 1, dhs, dcs, saved, cs, c0, w_rows, dxg,
-                            dz, dh_parts, dc)  # fmt: skip
-    h0 = np.ascontiguousarray(h0, dtype)
+    if not uses_one_pool():
+        w = np.asarray(w_hh, dtype)
+        for t in reversed(range(T)):
+            now, later, c = t % 2, (t + 1) % 2, cs[t - 1] if t else c0
+            lstm_units_backward(dh_parts[later], dhs[t], dc[later], dcs[t], saved[t], c, cs[t],
+                                dz[0], dxg[t], dc[now], 0)  # fmt: skip
+            np.matmul(dz[0], w, out=dh_parts[now, 0])
+    else:
+        w_rows = np.ascontiguousarray(  # W_hh (4H, H) regrouped: (chunks, 4 Hc, H)
+            np.asarray(w_hh, dtype).reshape(4, k, H // k, H).transpose(1, 0, 2, 3)
+        ).reshape(k, GH // k, H)
+        lstm_backward_steps.run(k > 1 and thread_count() > 1, dhs, dcs, saved, cs, c0, w_rows,
+                                dxg, dz, dh_parts, dc)  # fmt: skip
     h_prev = np.concatenate([h0[None], hs[:-1]]).reshape(-1, H)  # (T N, H)
     dw_hh = matmul(dxg.reshape(-1, GH).T, h_prev)  # sum over t and n
     db_hh = dxg.reshape(-1, GH).sum(axis=0)
