@@ -51,7 +51,7 @@ def keep(seed, threshold, row, key):
     return u >= np.uint64(threshold)
 
 
-@jit(inline="never")  # a copy: called, not inlined, as ``gemm_into``
+@jit
 def _load(x, b, h, scale):
     """x[b, :, h, :] * scale as a contiguous (T, D) array."""
     T, D = x.shape[1], x.shape[3]

@@ -38,7 +38,8 @@ def _leading(x):
 
 
 # compiled once and called, not inlined: a BLAS call has the same bits wherever it is compiled,
-# and inlined into each of its call sites it took a third of the attention kernels' compile time
+# and inlined into each of its call sites it took a third of the attention kernels' compile
+# time (``benchmarks/README.md``)
 @jit(inline="never")
 def gemm_into(out, a, b, a_transposed, b_transposed, beta):
     """out = a' b' + beta out, one BLAS call on this thread, where a' is a (or a^T if
