@@ -25,6 +25,12 @@ then has Lg = (Ho - 1) Wp + Wo positions, of which those with ow >= Wo (the last
 each row) fall outside the output: their products are computed and dropped. Other strides
 lay the grid out densely (Lg = Ho Wo).
 
+Within a group the rows run over (i, j, c) (``source``), so with stride 1 the Cg rows of one
+kernel offset (i, j) are the group's channels of the padded input itself, shifted by
+i dh Wp + j dw. The forward (and so the input gradient) takes them as views: one product per
+offset, Cg deep, and no columns copied (``uses_views``). The weights' gradient copies them: one
+product K deep beats nine products over the Lg positions.
+
 With stride 1 the input gradient is itself a convolution, of dout with the weights flipped in
 space and transposed over the channels, padded by d (k - 1) - p::
 
