@@ -188,7 +188,7 @@ def thread_count() -> int:
 
 def parallel_min_size() -> int:
     """The fewest elements a kernel's first argument needs for a parallel launch."""
-    return PARALLEL_MIN_SIZE if uses_one_pool() else max(PARALLEL_MIN_SIZE, OTHER_POOL_MIN_SIZE)
+    return PARALLEL_MIN_SIZE if uses_one_pool() else OTHER_POOL_MIN_SIZE
 
 
 def uses_one_pool() -> bool:

@@ -252,7 +252,13 @@ class _Geometry:
         N = self.x_shape[0]
         return max(1, min(N, MAX_TASKS, SCRATCH_BYTES // max(1, bytes_per_task)))
 
+    @property
+    def padded_size(self) -> int:
+        """The elements of one padded sample, C Hp Wp."""
+        return self.x_shape[1] * self.padded[0] * self.padded[1]
+
     def padded_scratch(self, tasks: int, dtype):
+        """Each task's padded sample, zero (only its inside is written afterwards)."""
         return np.zeros((tasks, self.x_shape[1]) + self.padded, dtype=dtype)
 
     def transposed_padding(self):
@@ -293,11 +299,10 @@ def _convolve(geometry, x, weights, bias, out):
     w_t = _columns_weights(weights.astype(dtype, copy=False), G)  # (G, K, Og)
     K, Og = w_t.shape[1:]
     views = uses_views(C // G, geometry.stride)
-    copies = not views
-    per_task = C * geometry.padded[0] * geometry.padded[1] + geometry.Lg * (copies * G * K + Og)
-    tasks = geometry.tasks(per_task * x.itemsize)
+    col_rows = 0 if views else G * K  # the copied columns: none on views
+    tasks = geometry.tasks((geometry.padded_size + geometry.Lg * (col_rows + Og)) * x.itemsize)
     xpad = geometry.padded_scratch(tasks, dtype)
-    cols = np.empty((tasks, copies * G * K, geometry.Lg), dtype=dtype)
+    cols = np.empty((tasks, col_rows, geometry.Lg), dtype=dtype)
     product = np.empty((tasks, geometry.Lg, Og), dtype=dtype)
     forward_kernel.run(_parallel(tasks, x), x, w_t, bias, out, xpad, cols, product,
                        geometry.shape(), views)  # fmt: skip
@@ -328,14 +333,13 @@ def _flipped(weights, G):
 def _weights_grad(geometry, x, d):
     """dW (Co, Cg, kh, kw) from dW_g^T, the sum over the samples of cols_g @ d[n, g]^T."""
     C, Co, G, K, dtype = x.shape[1], d.shape[1], geometry.groups, geometry.K, d.dtype
-    per_task = C * geometry.padded[0] * geometry.padded[1] + geometry.Lg * (G * K + Co)
-    tasks = geometry.tasks(per_task * d.itemsize)
+    tasks = geometry.tasks((geometry.padded_size + geometry.Lg * (G * K + Co)) * d.itemsize)
     parts = np.zeros((tasks, G, K, Co // G), dtype=dtype)
     xpad = geometry.padded_scratch(tasks, dtype)
     cols = np.empty((tasks, G * K, geometry.Lg), dtype=dtype)
     grid = np.zeros((tasks, Co, geometry.Lg), dtype=dtype)
     weights_grad_kernel.run(_parallel(tasks, x), x, d, parts, xpad, cols, grid, geometry.shape())
-    dw_t = (parts.sum(axis=0) if tasks > 1 else parts[0]).reshape(G, *geometry.kernel, C // G, -1)
+    dw_t = parts.sum(axis=0).reshape(G, *geometry.kernel, C // G, -1)  # over the tasks, in order
     return dw_t.transpose(0, 4, 3, 1, 2).reshape((Co, C // G) + geometry.kernel)
 
 
@@ -351,7 +355,7 @@ def _input_grad(geometry, d, weights):
         return dx
     K, L = geometry.K, geometry.out[0] * geometry.out[1]
     w_t = _columns_weights(weights, G)  # (G, K, Og)
-    tasks = geometry.tasks((C * geometry.padded[0] * geometry.padded[1] + G * K * L) * d.itemsize)
+    tasks = geometry.tasks((geometry.padded_size + G * K * L) * d.itemsize)
     dxpad = geometry.padded_scratch(tasks, d.dtype)
     dcols = np.empty((tasks, G * K, L), dtype=d.dtype)
     input_grad_kernel.run(_parallel(tasks, d), d.reshape(N, Co, L), w_t, dx, dxpad, dcols,

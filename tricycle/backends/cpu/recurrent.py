@@ -104,7 +104,7 @@ def lstm_units_forward(z, xg, bias, c, gates, h_new, c_new, j0):
     """One step of the units [j0, j0 + Hc): z (N, 4 Hc) = h W_hh^T's columns for them, its
     gates i | f | g | o each Hc wide; xg (N, 4H) and bias (4H,) add to them. Writes the
     activated gates into gates (N, 4H) and c' = f c + i g, h' = o tanh(c') into h_new and
-    c_new (N, H). z may be gates itself (j0 = 0, Hc = H)."""
+    c_new (N, H). z is not gates itself: where they overlap the loop does not vectorise."""
     N, Hc = z.shape[0], z.shape[1] // 4
     H = c.shape[1]
     bi, bf, bg, bo = _gates(bias, H, j0, Hc)
@@ -130,8 +130,8 @@ def lstm_units_backward(dh_parts, dh_here, dc_later, dc_here, gates, c, c_new, d
     the sum of dh_parts (P, N, H) (the gradient reaching h' directly and, in parts, through
     the next step) and dc' = dc_later + dc_here: dc = dc' + dh' o (1 - t^2), t = tanh(c');
     the gates' pre-activation gradients [dc g i (1 - i), dc c f (1 - f), dc i (1 - g^2),
-    dh' t o (1 - o)], written to dz (N, 4 Hc) and to their columns of dxg (N, 4H) (which may
-    be dz itself); dc_prev = dc f, written to ``dc`` (N, H)."""
+    dh' t o (1 - o)], written to dz (N, 4 Hc) and to their columns of dxg (N, 4H) (another
+    array); dc_prev = dc f, written to ``dc`` (N, H)."""
     N, Hc = dz.shape[0], dz.shape[1] // 4
     H = c.shape[1]
     dh_row = np.empty(Hc, dtype=dz.dtype)
@@ -299,28 +299,28 @@ def chunks(H: int) -> int:
 def lstm_recurrence_forward(xp, cell, xg, w_hh, b_hh, h0, c0):
     """``tricycle.recurrent.recurrence_forward`` for the LSTM: one parallel kernel for all the
     steps on the tbb pool, where a launch a step is cheap (``compile.uses_one_pool``);
-    elsewhere a loop of steps, each a product on numpy's threads and the cells. ``saved``
-    holds the activated gates."""
+    elsewhere a loop of steps, each a product on numpy's threads and the cells (one chunk).
+    ``saved`` holds the activated gates."""
     T, N, GH = xg.shape
     H, dtype = h0.shape[-1], xg.dtype
+    pool = uses_one_pool()
+    k = chunks(H) if pool else 1
     bias = np.zeros(GH, dtype) if b_hh is None else np.ascontiguousarray(b_hh, dtype)
     xg, h0, c0 = (np.ascontiguousarray(a, dtype) for a in (xg, h0, c0))
-    states = np.empty((2, T, N, H), dtype=dtype)
-    gates = np.empty((T, N, GH), dtype=dtype)
-    if not uses_one_pool():
-        w_t, z = np.ascontiguousarray(np.asarray(w_hh, dtype).T), np.empty((N, GH), dtype)
-        for t in range(T):
-            h, c = (states[0, t - 1], states[1, t - 1]) if t else (h0, c0)
-            np.matmul(h, w_t, out=z)
-            lstm_units_forward(z, xg[t], bias, c, gates[t], states[0, t], states[1, t], 0)
-        return states, gates
-    k = chunks(H)
     w_chunks = np.ascontiguousarray(  # W_hh^T (H, 4H) regrouped: (chunks, H, 4 Hc)
         np.asarray(w_hh, dtype).T.reshape(H, 4, k, H // k).transpose(2, 0, 1, 3)
     ).reshape(k, H, GH // k)
+    states = np.empty((2, T, N, H), dtype=dtype)
+    gates = np.empty((T, N, GH), dtype=dtype)
     z = np.empty((k, N, GH // k), dtype=dtype)
-    lstm_forward_steps.run(k > 1 and thread_count() > 1, xg, w_chunks, bias, h0, c0, states,
-                           gates, z)  # fmt: skip
+    if pool:
+        lstm_forward_steps.run(k > 1 and thread_count() > 1, xg, w_chunks, bias, h0, c0,
+                               states, gates, z)  # fmt: skip
+        return states, gates
+    for t in range(T):
+        h, c = (states[0, t - 1], states[1, t - 1]) if t else (h0, c0)
+        np.matmul(h, w_chunks[0], out=z[0])
+        lstm_units_forward(z[0], xg[t], bias, c, gates[t], states[0, t], states[1, t], 0)
     return states, gates
 
 
@@ -329,27 +329,27 @@ def lstm_recurrence_backward(xp, cell, dhs, dcs, xg, w_hh, h0, c0, hs, cs, saved
     (for the LSTM d(hg) = d(xg)); then dW_hh and db_hh in one product and sum."""
     T, N, GH = xg.shape
     H, dtype = h0.shape[-1], xg.dtype
+    pool = uses_one_pool()
+    k = chunks(H) if pool else 1
     dhs, dcs, saved, cs, h0, c0 = (
         np.ascontiguousarray(a, dtype) for a in (dhs, dcs, saved, cs, h0, c0)
     )
-    k = chunks(H) if uses_one_pool() else 1
+    w_rows = np.ascontiguousarray(  # W_hh (4H, H) regrouped: (chunks, 4 Hc, H)
+        np.asarray(w_hh, dtype).reshape(4, k, H // k, H).transpose(1, 0, 2, 3)
+    ).reshape(k, GH // k, H)
     dxg = np.empty((T, N, GH), dtype=dtype)
     dz = np.empty((k, N, GH // k), dtype=dtype)
     dh_parts = np.zeros((2, k, N, H), dtype=dtype)
     dc = np.zeros((2, N, H), dtype=dtype)
-    if not uses_one_pool():
-        w = np.asarray(w_hh, dtype)
+    if pool:
+        lstm_backward_steps.run(k > 1 and thread_count() > 1, dhs, dcs, saved, cs, c0, w_rows,
+                                dxg, dz, dh_parts, dc)  # fmt: skip
+    else:
         for t in reversed(range(T)):
             now, later, c = t % 2, (t + 1) % 2, cs[t - 1] if t else c0
             lstm_units_backward(dh_parts[later], dhs[t], dc[later], dcs[t], saved[t], c, cs[t],
                                 dz[0], dxg[t], dc[now], 0)  # fmt: skip
-            np.matmul(dz[0], w, out=dh_parts[now, 0])
-    else:
-        w_rows = np.ascontiguousarray(  # W_hh (4H, H) regrouped: (chunks, 4 Hc, H)
-            np.asarray(w_hh, dtype).reshape(4, k, H // k, H).transpose(1, 0, 2, 3)
-        ).reshape(k, GH // k, H)
-        lstm_backward_steps.run(k > 1 and thread_count() > 1, dhs, dcs, saved, cs, c0, w_rows,
-                                dxg, dz, dh_parts, dc)  # fmt: skip
+            np.matmul(dz[0], w_rows[0], out=dh_parts[now, 0])
     h_prev = np.concatenate([h0[None], hs[:-1]]).reshape(-1, H)  # (T N, H)
     dw_hh = matmul(dxg.reshape(-1, GH).T, h_prev)  # sum over t and n
     db_hh = dxg.reshape(-1, GH).sum(axis=0)
