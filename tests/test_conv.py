@@ -81,8 +81,12 @@ def test_conv_gradients_match_finite_differences(geometry, with_bias):
 
 @pytest.mark.parametrize(
     "x_shape, w_shape",
-    [((300, 3, 7, 7), (4, 3, 3, 3)), ((4, 8, 40, 40), (8, 8, 3, 3))],
-    ids=["many samples", "few large samples"],
+    [
+        ((300, 3, 7, 7), (4, 3, 3, 3)),
+        ((4, 8, 40, 40), (8, 8, 3, 3)),
+        ((8, 16, 24, 24), (16, 16, 3, 3)),
+    ],
+    ids=["many samples", "few large samples", "winograd"],
 )
 def test_conv_results_do_not_depend_on_the_thread_count(x_shape, w_shape):
     """The output and every gradient are bit for bit the same with the CPU kernels on one

@@ -4,7 +4,7 @@ inputs, float32 and float64, forward and backward."""
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from tricycle import attention, conv, dispatch, recurrent
@@ -14,6 +14,7 @@ from tricycle.backends.cpu import compile as compile_module
 from tricycle.backends.cpu import conv as cpu_conv
 from tricycle.backends.cpu import gemm as cpu_gemm
 from tricycle.backends.cpu import recurrent as cpu_recurrent
+from tricycle.backends.cpu import winograd as cpu_winograd
 
 DTYPES = [np.float32, np.float64]
 TOLERANCE = {np.float32: dict(rtol=2e-4, atol=2e-5), np.float64: dict(rtol=1e-9, atol=1e-11)}
@@ -205,6 +206,9 @@ CONV_CASES = [
     ((2, 16, 7, 6), (5, 16, 3, 3), (1, 1), (1, 1), (1, 1), 1),  # views of the input
     ((2, 32, 6, 9), (4, 16, 3, 2), (1, 1), (0, 2), (2, 1), 2),
     ((3, 16, 11), (3, 16, 3), (1,), (2,), (2,), 1),
+    ((2, 16, 7, 9), (16, 16, 3, 3), (1, 1), (1, 1), (1, 1), 1),  # Winograd: odd output
+    ((3, 17, 8, 8), (20, 17, 3, 3), (1, 1), (0, 0), (1, 1), 1),  # no padding, C != Co
+    ((1, 16, 3, 3), (16, 16, 3, 3), (1, 1), (2, 2), (1, 1), 1),  # padding the kernel's reach
 ]
 
 
@@ -228,6 +232,59 @@ def test_conv_kernel_matches_reference(case, dtype, transposed, bias):
             assert (g is None) == (e is None), name
             if e is not None:
                 close(g, e, dtype, name)
+
+
+def test_winograd_takes_3x3_stride_1_convolutions_of_16_channels_or_more():
+    def takes(x_shape, w_shape, stride=(1, 1), dilation=(1, 1), groups=1):
+        padding = (1,) * len(stride)
+        geometry = cpu_conv._Geometry(x_shape, w_shape, stride, padding, dilation, groups)
+        return cpu_winograd.applies(geometry)
+
+    assert takes((2, 32, 8, 8), (32, 32, 3, 3))
+    assert takes((2, 16, 1, 1), (64, 16, 3, 3))
+    assert not takes((2, 32, 8, 8), (32, 32, 3, 3), stride=(2, 2))
+    assert not takes((2, 32, 8, 8), (32, 32, 3, 3), dilation=(1, 2))
+    assert not takes((2, 32, 8, 8), (32, 16, 3, 3), groups=2)
+    assert not takes((2, 32, 8, 8), (32, 32, 5, 5))
+    assert not takes((2, 8, 8, 8), (32, 8, 3, 3))
+    assert not takes((2, 32, 8, 8), (8, 32, 3, 3))
+    assert not takes((2, 32, 8), (32, 32, 3), stride=(1,), dilation=(1,))
+
+
+@given(
+    shape=st.tuples(st.integers(1, 3), st.integers(1, 4), st.integers(1, 9), st.integers(1, 9)),
+    c_out=st.integers(1, 4),
+    padding=st.tuples(st.integers(0, 2), st.integers(0, 2)),
+    dtype=st.sampled_from(DTYPES),
+    transposed=st.booleans(),
+    bias=st.booleans(),
+    max_tasks=st.sampled_from([1, 3, 8]),
+)
+def test_winograd_matches_reference_on_random_sizes(
+    shape, c_out, padding, dtype, transposed, bias, max_tasks
+):
+    """F(2 x 2, 3 x 3) on any sizes (odd outputs, outputs of 1, size-1 axes, paddings up to the
+    kernel's reach, batches in one run of samples or several): forward and every gradient
+    equal the reference's. Its channel threshold is lowered to 1, so small cases reach it."""
+    N, C, H, W = shape
+    assume(H + 2 * padding[0] >= 3 and W + 2 * padding[1] >= 3)
+    rng = np.random.default_rng(sum(shape) + 7 * c_out + sum(padding))
+    x = strided(rng, shape, dtype, transposed)
+    w = strided(rng, (c_out, C, 3, 3), dtype, transposed)
+    b = rng.standard_normal(c_out).astype(dtype) if bias else None
+    geometry = ((1, 1), padding, (1, 1), 1)
+    out = conv.conv_forward(np, x, w, b, *geometry)
+    dout = strided(rng, out.shape, dtype, transposed)
+    expected = conv.conv_backward(np, dout, x, w, *geometry, (True, True, bias))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cpu_winograd, "MIN_CHANNELS", 1)
+        patch.setattr(cpu_conv, "MAX_TASKS", max_tasks)
+        close(cpu_conv.conv_forward(np, x, w, b, *geometry), out, dtype, "out")
+        got = cpu_conv.conv_backward(np, dout, x, w, *geometry, (True, True, bias))
+    for name, g, e in zip(("dx", "dw", "db"), got, expected):
+        assert (g is None) == (e is None), name
+        if e is not None:
+            close(g, e, dtype, name)
 
 
 @pytest.mark.parametrize("max_tasks, scratch_bytes", [(1, 1 << 26), (2, 1 << 26), (8, 1)])

@@ -42,12 +42,18 @@ One-dimensional convolutions run as two-dimensional ones of height 1.
 
 The tasks depend on the shapes only, never on the thread count, so the weights' gradient,
 summed per task and then over the tasks in order, has the same bits on any number of threads.
+
+A 3 x 3 kernel with stride 1, no dilation and one group, with 16 channels or more in and out,
+goes to Winograd's F(2 x 2, 3 x 3) instead (``winograd.py``, ``winograd.applies``): the same
+tasks, and 2.25x fewer multiplications. So does its input gradient, a convolution of the same
+kind.
 """
 
 import numpy as np
 from numba import prange
 
 from tricycle import dispatch
+from tricycle.backends.cpu import winograd
 from tricycle.backends.cpu.compile import PARALLEL_MIN_SIZE, jit, parallel_jit, thread_count
 from tricycle.backends.cpu.gemm import gemm_into
 
@@ -230,7 +236,7 @@ class _Geometry:
         if len(x_shape) == 3:  # 1-d: height 1
             x_shape, w_shape = x_shape[:2] + (1,) + x_shape[2:], w_shape[:2] + (1,) + w_shape[2:]
             stride, padding, dilation = (1,) + stride, (0,) + padding, (1,) + dilation
-        self.x_shape, self.kernel = x_shape, w_shape[2:]
+        self.x_shape, self.kernel, self.out_channels = x_shape, w_shape[2:], w_shape[0]
         self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
         self.padded = tuple(n + 2 * p for n, p in zip(x_shape[2:], padding))
         self.out = tuple(
@@ -295,6 +301,8 @@ def _columns_weights(weights, G):
 def _convolve(geometry, x, weights, bias, out):
     """out (N, Co, Ho, Wo) = x (N, C, H, W) convolved with weights (Co, C / G, kh, kw), plus
     bias (Co,)."""
+    if winograd.applies(geometry):
+        return winograd.convolve(geometry, x, weights, bias, out, _parallel)
     C, G, dtype = x.shape[1], geometry.groups, x.dtype
     w_t = _columns_weights(weights.astype(dtype, copy=False), G)  # (G, K, Og)
     K, Og = w_t.shape[1:]
@@ -332,6 +340,8 @@ def _flipped(weights, G):
 
 def _weights_grad(geometry, x, d):
     """dW (Co, Cg, kh, kw) from dW_g^T, the sum over the samples of cols_g @ d[n, g]^T."""
+    if winograd.applies(geometry):
+        return winograd.weights_grad(geometry, x, d, _parallel)
     C, Co, G, K, dtype = x.shape[1], d.shape[1], geometry.groups, geometry.K, d.dtype
     tasks = geometry.tasks((geometry.padded_size + geometry.Lg * (G * K + Co)) * d.itemsize)
     parts = np.zeros((tasks, G, K, Co // G), dtype=dtype)

@@ -1,0 +1,261 @@
+"""3 x 3 convolution with stride 1 by Winograd's minimal filtering, F(2 x 2, 3 x 3).
+
+Each 2 x 2 tile of the output is computed from the 4 x 4 patch d of padded input under it and
+the 3 x 3 kernel g with 16 multiplications instead of 36 (Lavin and Gray, 2015)::
+
+    Y = A^T [(G g G^T) * (B^T d B)] A                    (* elementwise, 4 x 4)
+
+        B^T = [1  0 -1  0]     G = [1    0    0 ]     A^T = [1  1  1  0]
+              [0  1  1  0]         [1/2  1/2  1/2]           [0  1 -1 -1]
+              [0 -1  1  0]         [1/2 -1/2  1/2]
+              [0  1  0 -1]         [0    0    1 ]
+
+Summed over the input channels, each of the 16 elements xi of the 4 x 4 products is a matrix
+product over the tiles t::
+
+    U[xi] (Co, C) = (G g G^T)[xi]                        the weights, once a call
+    V[xi] (C, T)  = (B^T d B)[xi]                        a sample's tiles
+    M[xi] (Co, T) = U[xi] @ V[xi]                        16 BLAS calls a sample
+    out           = A^T M A                              tile by tile, plus the bias
+
+The weights' gradient follows from the same formula by the chain rule::
+
+    Z[xi] (Co, T) = (A dY A^T)[xi]                       dY's 2 x 2 tiles
+    dU[xi]        = the sum over the samples of Z[xi] @ V[xi]^T
+    dW            = G^T dU G
+
+and the input's gradient is itself such a convolution (``conv.py``), so every pass makes
+2.25x fewer multiplications than the columns' products. The transforms only add and
+subtract, and G only halves, so float32 results differ from a direct sum's by about as much
+as two direct sums in different orders do.
+
+As in ``conv.py``, the batch is cut into tasks (runs of samples, each with its own scratch)
+fixed by the shapes, and the weights' gradient is summed per task and then over the tasks in
+order: the same bits on any number of threads. A sample's transforms are written just before
+its products read them, in the core's cache. An odd output size is covered by tiles that
+overhang it: the padded input has a zero row or column more, and the overhang is dropped.
+
+Tried and measured against this (``benchmarks/README.md``): F(4 x 4, 3 x 3), whose products
+are half as many again but whose transforms cost as much more, and float32 results 10x
+further from a direct sum's; the transforms as vectorised loops over whole rows of tiles,
+which need the sample split by the parity of its rows and columns, and the split and its
+inverse cost what the vectorised loops save.
+"""
+
+import numpy as np
+from numba import prange
+
+from tricycle.backends.cpu.compile import jit, parallel_jit
+from tricycle.backends.cpu.gemm import gemm_into
+
+# G (4, 3): the kernel's transform, U = G g G^T
+G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
+MIN_CHANNELS = 16  # input and output channels from which the 16 products are worth BLAS calls
+PLANE_PAD = 16  # elements between two of the transforms' planes (``_planes``)
+
+
+@jit
+def _bt(d0, d1, d2, d3):
+    """B^T d for a column d of 4 (and d B for a row)."""
+    return d0 - d2, d1 + d2, d2 - d1, d1 - d3
+
+
+@jit
+def _at(m0, m1, m2, m3):
+    """A^T m for a column m of 4 (and m A for a row): 2 values."""
+    return m0 + m1 + m2, m1 - m2 - m3
+
+
+@jit
+def _a(y0, y1):
+    """A y for a column y of 2 (and y A^T for a row): 4 values."""
+    return y0, y0 + y1, y0 - y1, -y1
+
+
+@jit
+def input_tiles(xpad, v, tw):
+    """v[xi, c, t] = (B^T d B)[xi] for the patch d of tile t = ty tw + tx: rows 2 ty.. 2 ty + 3
+    and columns 2 tx.. 2 tx + 3 of xpad (C, 2 th + 2, 2 tw + 2); v (16, C, th tw)."""
+    C, T = v.shape[1], v.shape[2]
+    for c in range(C):
+        for ty in range(T // tw):
+            rows = xpad[c, 2 * ty : 2 * ty + 4]
+            r0, r1, r2, r3 = rows[0], rows[1], rows[2], rows[3]
+            for tx in range(tw):
+                t, x = ty * tw + tx, 2 * tx
+                # B^T d, a column at a time: ajk is row k of column j
+                a00, a01, a02, a03 = _bt(r0[x], r1[x], r2[x], r3[x])
+                a10, a11, a12, a13 = _bt(r0[x + 1], r1[x + 1], r2[x + 1], r3[x + 1])
+                a20, a21, a22, a23 = _bt(r0[x + 2], r1[x + 2], r2[x + 2], r3[x + 2])
+                a30, a31, a32, a33 = _bt(r0[x + 3], r1[x + 3], r2[x + 3], r3[x + 3])
+                # (B^T d) B, a row at a time: row k is v[4 k: 4 k + 4]
+                v[0, c, t], v[1, c, t], v[2, c, t], v[3, c, t] = _bt(a00, a10, a20, a30)
+                v[4, c, t], v[5, c, t], v[6, c, t], v[7, c, t] = _bt(a01, a11, a21, a31)
+                v[8, c, t], v[9, c, t], v[10, c, t], v[11, c, t] = _bt(a02, a12, a22, a32)
+                v[12, c, t], v[13, c, t], v[14, c, t], v[15, c, t] = _bt(a03, a13, a23, a33)
+
+
+@jit
+def output_tiles(m, bias, out, tw):
+    """out[o, 2 ty + a, 2 tx + b] = (A^T M A)[a, b] + bias[o] for tile t = ty tw + tx of
+    m (16, Co, T); out (Co, 2 th, 2 tw)."""
+    Co, T = m.shape[1], m.shape[2]
+    for o in range(Co):
+        b = bias[o]
+        for ty in range(T // tw):
+            y0, y1 = out[o, 2 * ty], out[o, 2 * ty + 1]
+            for tx in range(tw):
+                t, x = ty * tw + tx, 2 * tx
+                # M A: each of M's four rows gives 2 values, pk for column 0 and qk for 1
+                p0, q0 = _at(m[0, o, t], m[1, o, t], m[2, o, t], m[3, o, t])
+                p1, q1 = _at(m[4, o, t], m[5, o, t], m[6, o, t], m[7, o, t])
+                p2, q2 = _at(m[8, o, t], m[9, o, t], m[10, o, t], m[11, o, t])
+                p3, q3 = _at(m[12, o, t], m[13, o, t], m[14, o, t], m[15, o, t])
+                # A^T (M A), a column at a time
+                top, bottom = _at(p0, p1, p2, p3)
+                y0[x], y1[x] = top + b, bottom + b
+                top, bottom = _at(q0, q1, q2, q3)
+                y0[x + 1], y1[x + 1] = top + b, bottom + b
+
+
+@jit
+def gradient_tiles(d, z, tw):
+    """z[xi, o, t] = (A dy A^T)[xi] for the tile dy = d[o, 2 ty: 2 ty + 2, 2 tx: 2 tx + 2] of
+    t = ty tw + tx; d (Co, 2 th, 2 tw), z (16, Co, T)."""
+    Co, T = z.shape[1], z.shape[2]
+    for o in range(Co):
+        for ty in range(T // tw):
+            r0, r1 = d[o, 2 * ty], d[o, 2 * ty + 1]
+            for tx in range(tw):
+                t, x = ty * tw + tx, 2 * tx
+                # A dy, a column at a time: ajk is row k of column j
+                a00, a01, a02, a03 = _a(r0[x], r1[x])
+                a10, a11, a12, a13 = _a(r0[x + 1], r1[x + 1])
+                # (A dy) A^T, a row at a time: row k is z[4 k: 4 k + 4]
+                z[0, o, t], z[1, o, t], z[2, o, t], z[3, o, t] = _a(a00, a10)
+                z[4, o, t], z[5, o, t], z[6, o, t], z[7, o, t] = _a(a01, a11)
+                z[8, o, t], z[9, o, t], z[10, o, t], z[11, o, t] = _a(a02, a12)
+                z[12, o, t], z[13, o, t], z[14, o, t], z[15, o, t] = _a(a03, a13)
+
+
+@jit
+def copy_into(src, dst, y0, x0):
+    """dst[c, y0 + y, x0 + x] = src[c, y, x] for all of src (C, H, W); the rest of dst (its
+    padding) is left as it is."""
+    C, H, W = src.shape
+    for c in range(C):
+        for y in range(H):
+            s, t = src[c, y], dst[c, y0 + y, x0 : x0 + W]
+            for x in range(W):
+                t[x] = s[x]
+
+
+# Each kernel's tasks: task t takes samples [t N / tasks, (t + 1) N / tasks) and scratch [t].
+
+
+@parallel_jit
+def forward_kernel(x, u, bias, out, xpad, v, m, tiled, ph, pw):
+    """out (N, Co, Ho, Wo) = x (N, C, H, W) convolved with the 3 x 3 kernel transformed into
+    u (16, Co, C), plus bias (Co,). Scratch per task: xpad (tasks, C, 2 th + 2, 2 tw + 2) zero,
+    v (tasks, 16, C, T), m (tasks, 16, Co, T), and tiled (tasks, Co, 2 th, 2 tw) for an odd
+    output size (else unused)."""
+    N, tasks, tw = x.shape[0], xpad.shape[0], (xpad.shape[3] - 2) // 2
+    Ho, Wo = out.shape[2], out.shape[3]
+    even = Ho % 2 == 0 and Wo % 2 == 0
+    for task in prange(tasks):
+        for n in range(task * N // tasks, (task + 1) * N // tasks):
+            copy_into(x[n], xpad[task], ph, pw)
+            input_tiles(xpad[task], v[task], tw)
+            for xi in range(16):
+                gemm_into(m[task, xi], u[xi], v[task, xi], False, False, 0.0)
+            if even:
+                output_tiles(m[task], bias, out[n], tw)
+            else:
+                output_tiles(m[task], bias, tiled[task], tw)
+                out[n] = tiled[task, :, :Ho, :Wo]
+
+
+@parallel_jit
+def weights_grad_kernel(x, d, parts, xpad, v, z, tiled, ph, pw):
+    """parts[task] (16, Co, C) += Z[xi] @ V[xi]^T over the task's samples: x (N, C, H, W),
+    d (N, Co, Ho, Wo). Scratch per task: xpad and v as ``forward_kernel``'s, z (tasks, 16, Co,
+    T), and tiled (tasks, Co, 2 th, 2 tw) zero for an odd output size."""
+    N, tasks, tw = x.shape[0], xpad.shape[0], (xpad.shape[3] - 2) // 2
+    Ho, Wo = d.shape[2], d.shape[3]
+    even = Ho % 2 == 0 and Wo % 2 == 0
+    for task in prange(tasks):
+        for n in range(task * N // tasks, (task + 1) * N // tasks):
+            copy_into(x[n], xpad[task], ph, pw)
+            input_tiles(xpad[task], v[task], tw)
+            if even:
+                gradient_tiles(d[n], z[task], tw)
+            else:
+                copy_into(d[n], tiled[task], 0, 0)
+                gradient_tiles(tiled[task], z[task], tw)
+            for xi in range(16):
+                gemm_into(parts[task, xi], z[task, xi], v[task, xi], False, True, 1.0)
+
+
+def applies(geometry) -> bool:
+    """A 3 x 3 kernel, stride 1, no dilation, one group, and at least ``MIN_CHANNELS`` channels
+    in and out: fewer would make the 16 products too thin for BLAS."""
+    C, Co = geometry.x_shape[1], geometry.out_channels
+    return (
+        geometry.kernel == (3, 3) and geometry.stride == (1, 1) and geometry.dilation == (1, 1)
+        and geometry.groups == 1 and min(C, Co) >= MIN_CHANNELS
+    )  # fmt: skip
+
+
+def _tiles(geometry):
+    """(th, tw): the 2 x 2 tiles over the output, rounded up."""
+    Ho, Wo = geometry.out
+    return (Ho + 1) // 2, (Wo + 1) // 2
+
+
+def _planes(tasks, channels, T, dtype):
+    """Scratch (tasks, 16, channels, T) whose planes do not lie a multiple of 4 KiB apart.
+    Planes that do fall in the same sets of the cache, and a tile's 16 writes evict each other
+    (10x slower at 32 channels x 256 tiles)."""
+    flat = np.empty((tasks, 16, channels * T + PLANE_PAD), dtype=dtype)
+    return flat[..., : channels * T].reshape(tasks, 16, channels, T)
+
+
+def _scratch(geometry, tasks, channels, dtype):
+    """Each task's padded sample (zero: only its inside is written afterwards), its tiles'
+    transforms V, as many for ``channels`` (M or Z), and an output-sized sample in whole
+    tiles (zero)."""
+    th, tw = _tiles(geometry)
+    C = geometry.x_shape[1]
+    xpad = np.zeros((tasks, C, 2 * th + 2, 2 * tw + 2), dtype=dtype)
+    v, other = _planes(tasks, C, th * tw, dtype), _planes(tasks, channels, th * tw, dtype)
+    tiled = np.zeros((tasks, channels, 2 * th, 2 * tw), dtype=dtype)
+    return xpad, v, other, tiled
+
+
+def _bytes_per_task(geometry, channels, itemsize) -> int:
+    th, tw = _tiles(geometry)
+    C = geometry.x_shape[1]
+    return (C * (2 * th + 2) * (2 * tw + 2) + 16 * (C + channels) * th * tw) * itemsize
+
+
+def convolve(geometry, x, weights, bias, out, parallel):
+    """out (N, Co, Ho, Wo) = x (N, C, H, W) convolved with weights (Co, C, 3, 3), plus bias;
+    ``parallel(tasks, x)`` says whether the tasks run on threads."""
+    Co, dtype = weights.shape[0], x.dtype
+    u = (G @ weights @ G.T).transpose(2, 3, 0, 1).astype(dtype).reshape(16, Co, -1)  # G g G^T
+    tasks = geometry.tasks(_bytes_per_task(geometry, Co, x.itemsize))
+    xpad, v, m, tiled = _scratch(geometry, tasks, Co, dtype)
+    forward_kernel.run(parallel(tasks, x), x, np.ascontiguousarray(u), bias, out, xpad, v, m,
+                       tiled, *geometry.padding)  # fmt: skip
+
+
+def weights_grad(geometry, x, d, parallel):
+    """dW (Co, C, 3, 3) = G^T dU G, dU[xi] the sum over the samples of Z[xi] @ V[xi]^T."""
+    Co, dtype = d.shape[1], d.dtype
+    tasks = geometry.tasks(_bytes_per_task(geometry, Co, x.itemsize))
+    xpad, v, z, tiled = _scratch(geometry, tasks, Co, dtype)
+    parts = np.zeros((tasks, 16, Co, x.shape[1]), dtype=dtype)
+    weights_grad_kernel.run(parallel(tasks, x), x, d, parts, xpad, v, z, tiled,
+                            *geometry.padding)  # fmt: skip
+    du = parts.sum(axis=0).reshape(4, 4, Co, -1).transpose(2, 3, 0, 1)  # over the tasks, in order
+    return (G.T @ du @ G).astype(dtype)
