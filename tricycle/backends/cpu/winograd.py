@@ -222,13 +222,14 @@ def _planes(tasks, channels, T, dtype):
 
 def _scratch(geometry, tasks, channels, dtype):
     """Each task's padded sample (zero: only its inside is written afterwards), its tiles'
-    transforms V, as many for ``channels`` (M or Z), and an output-sized sample in whole
-    tiles (zero)."""
+    transforms V, as many for ``channels`` (M or Z), and, for an odd output size, an
+    output-sized sample in whole tiles (zero; else empty)."""
     th, tw = _tiles(geometry)
     C = geometry.x_shape[1]
     xpad = np.zeros((tasks, C, 2 * th + 2, 2 * tw + 2), dtype=dtype)
     v, other = _planes(tasks, C, th * tw, dtype), _planes(tasks, channels, th * tw, dtype)
-    tiled = np.zeros((tasks, channels, 2 * th, 2 * tw), dtype=dtype)
+    odd = any(n % 2 for n in geometry.out)
+    tiled = np.zeros((tasks, channels, 2 * th, 2 * tw) if odd else (tasks, 0, 0, 0), dtype=dtype)
     return xpad, v, other, tiled
 
 
@@ -242,7 +243,8 @@ def convolve(geometry, x, weights, bias, out, parallel):
     """out (N, Co, Ho, Wo) = x (N, C, H, W) convolved with weights (Co, C, 3, 3), plus bias;
     ``parallel(tasks, x)`` says whether the tasks run on threads."""
     Co, dtype = weights.shape[0], x.dtype
-    u = (G @ weights @ G.T).transpose(2, 3, 0, 1).astype(dtype).reshape(16, Co, -1)  # G g G^T
+    u = np.tensordot(np.tensordot(G, weights, (1, 2)), G, (3, 1))  # G g G^T: (x, o, c, y)
+    u = u.transpose(0, 3, 1, 2).astype(dtype).reshape(16, Co, -1)
     tasks = geometry.tasks(_bytes_per_task(geometry, Co, x.itemsize))
     xpad, v, m, tiled = _scratch(geometry, tasks, Co, dtype)
     forward_kernel.run(parallel(tasks, x), x, np.ascontiguousarray(u), bias, out, xpad, v, m,
@@ -258,5 +260,6 @@ def weights_grad(geometry, x, d, parallel):
     parts = np.zeros((tasks, 16, Co, x.shape[1]), dtype=dtype)
     weights_grad_kernel.run(parallel(tasks, x), x, d, parts, xpad, v, z, tiled,
                             *geometry.padding)  # fmt: skip
-    du = parts.sum(axis=0).reshape(4, 4, Co, -1).transpose(2, 3, 0, 1)  # over the tasks, in order
-    return (G.T @ du @ G).astype(dtype)
+    du = parts.sum(axis=0).reshape(4, 4, Co, -1)  # over the tasks, in order
+    dw = np.tensordot(np.tensordot(G, du, (0, 0)), G, (1, 0))  # G^T dU G: (i, o, c, j)
+    return dw.transpose(1, 2, 0, 3).astype(dtype)
