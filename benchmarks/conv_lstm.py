@@ -1,4 +1,4 @@
-"""Convolution and LSTM on the CPU: tricycle vs PyTorch eager, side by side.
+"""Convolution, pooling, batch norm and LSTM on the CPU: tricycle vs PyTorch eager, side by side.
 
     python benchmarks/conv_lstm.py             # both benchmarks, interleaved rounds
     python benchmarks/conv_lstm.py --quick     # fewer rounds, smaller sizes: a smoke test
@@ -10,6 +10,9 @@
    ours/torch time <= 1.25.
 2. lstm: one ``LSTM(256, 256)`` layer over T=64 steps of a batch of 32, forward + backward;
    printed per time step.
+3. the layers around a convolution, on the same (64, 32, 32, 32) input, forward + backward:
+   ``MaxPool2d(2)``, ``MaxPool2d(3, 2, padding=1)``, ``AvgPool2d(2)`` and ``BatchNorm2d(32)``
+   (training: the batch's statistics).
 
 Times are wall-clock (``time.perf_counter``), per pass, from runs of ``INNER`` passes back to
 back, as a training loop makes them (both libraries' worker threads stay awake within a run
@@ -24,6 +27,7 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from harness import blas_threads, paired_ratio, race, settled  # noqa: E402
 
 from tricycle.apps.cpu import set_cpu_threads, tune_cpu_allocator  # noqa: E402
+from tricycle.batch_norm import BatchNorm2d  # noqa: E402
 from tricycle.conv import Conv2d  # noqa: E402
+from tricycle.pooling import AvgPool2d, MaxPool2d  # noqa: E402
 from tricycle.recurrent import LSTM  # noqa: E402
 from tricycle.tensor import Tensor  # noqa: E402
 
@@ -85,6 +91,41 @@ def conv_torch(x0, w0, b0, g0):
 
     def check(x):
         assert x.grad is not None and layer.weight.grad is not None
+
+    return passes(
+        lambda: torch.tensor(x0, requires_grad=True),
+        lambda x: layer(x).backward(g),
+        check,
+        layer.zero_grad,
+    )
+
+
+# ------------------------------------------------------------------ 3. pooling, batch norm
+# name: (tricycle's layer, PyTorch's, as made from the torch module)
+LAYERS = {
+    "maxpool2d(2)": (lambda: MaxPool2d(2), lambda t: t.nn.MaxPool2d(2)),
+    "maxpool2d(3, 2, padding=1)": (lambda: MaxPool2d(3, 2, 1), lambda t: t.nn.MaxPool2d(3, 2, 1)),
+    "avgpool2d(2)": (lambda: AvgPool2d(2), lambda t: t.nn.AvgPool2d(2)),
+    "batchnorm2d(32)": (lambda: BatchNorm2d(32), lambda t: t.nn.BatchNorm2d(32)),
+}
+
+
+def layer_ours(name, x0):
+    layer = LAYERS[name][0]()
+    g0 = np.ones(layer(Tensor(x0)).shape, dtype=np.float32)
+
+    def check(x):
+        assert x.grad.shape == x0.shape
+
+    return passes(lambda: Tensor(x0), lambda x: layer(x).backward(g0), check, layer.zero_grad)
+
+
+def layer_torch(name, x0):
+    layer = LAYERS[name][1](torch)
+    g = torch.ones(layer(torch.from_numpy(x0)).shape)
+
+    def check(x):
+        assert x.grad is not None
 
     return passes(
         lambda: torch.tensor(x0, requires_grad=True),
@@ -163,9 +204,14 @@ def main() -> None:
     # PyTorch's OpenMP workers and the kernels' threads both spin for a while after a
     # call: ``settled`` pauses (untimed) after every run, so neither steals the other's cores
     results = {}
+    layers = [
+        (name, partial(layer_ours, name), partial(layer_torch, name), conv_inputs[:1])
+        for name in LAYERS
+    ]
     for name, ours, theirs, inputs in [
         ("conv", conv_ours, conv_torch, conv_inputs),
         ("lstm", lstm_ours, lstm_torch, lstm_inputs),
+        *layers,
     ]:
         runners = {"ours": settled(ours(*inputs))}
         if torch is not None:
@@ -177,12 +223,13 @@ def main() -> None:
         f"numpy {np.__version__}, torch {torch_version}, {threads} BLAS thread(s), {repeats} "
         "rounds; times are the best round, the ratio the median of per-round ratios"
     )
-    header = f"{'benchmark':<52}{'ours ms':>10}{'torch ms':>10}{'ours/torch':>12}  target"
+    header = f"{'benchmark':<60}{'ours ms':>10}{'torch ms':>10}{'ours/torch':>12}  target"
     print(header)
     print("-" * len(header))
     rows = [
         (f"conv2d {(N, C, S, S)}, {K}x{K}, {C} out, fwd+bwd", "conv", 1, 1.25),
         (f"lstm {W}->{W}, batch {B}, per step of {T}, fwd+bwd", "lstm", T, 1.25),
+        *((f"{name} on {(N, C, S, S)}, fwd+bwd", name, 1, None) for name in LAYERS),
     ]
     for label, name, per, limit in rows:
         times = results[name]
@@ -195,7 +242,7 @@ def main() -> None:
             verdict += "" if limit is None else ("met" if ratio <= limit else "NOT met")
         else:
             torch_ms, vs_torch, verdict = f"{'-':>10}", f"{'-':>12}", "torch unavailable"
-        print(f"{label:<52}{ours_ms:10.3f}{torch_ms}{vs_torch}  {verdict}")
+        print(f"{label:<60}{ours_ms:10.3f}{torch_ms}{vs_torch}  {verdict}")
 
 
 if __name__ == "__main__":

@@ -1,13 +1,14 @@
 """Batch normalisation over the channels (axis 1) of (N, C) or (N, C, *spatial) inputs, as
 PyTorch's BatchNorm1d and BatchNorm2d.
 
-A fused op with a closed-form backward; its running statistics are buffers (tensors that do
-not require grad), saved in ``state_dict`` but never trained.
+A fused op with a closed-form backward (the reference here; a backend's kernels for
+"batch_norm" take its place through ``tricycle.dispatch``); its running statistics are
+buffers (tensors that do not require grad), saved in ``state_dict`` but never trained.
 """
 
 import math
 
-from tricycle import checks
+from tricycle import checks, dispatch
 from tricycle.backend import check_same_device
 from tricycle.initialisers import init_ones, init_zeros
 from tricycle.layers import Layer, parameter, shared_back_fns
@@ -85,10 +86,13 @@ def batch_norm(
     xp = check_same_device("batch_norm", *(a.array for a in args))
     x3 = x.array.reshape(N, C, rest)
     g, b = (None if t is None else t.array for t in (gamma, beta))
-    y, xhat, rstd, mean, var = batch_norm_forward(xp, x3, g, b, eps, mean, var)
+    forward, backward_arrays = dispatch.choose(
+        "batch_norm", (batch_norm_forward, batch_norm_backward), x3, g, b
+    )
+    y, xhat, rstd, mean, var = forward(xp, x3, g, b, eps, mean, var)
 
     def backward(dy):
-        dx, dgamma, dbeta = batch_norm_backward(
+        dx, dgamma, dbeta = backward_arrays(
             xp, dy.reshape(N, C, rest), xhat, g, rstd, batch_statistics
         )
         grads = [dx.reshape(x.shape)]

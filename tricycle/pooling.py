@@ -2,14 +2,15 @@
 
 Pooling reuses the convolution's windows (``tricycle.windows``): max pooling sends each
 window's gradient to its (first) largest element, as PyTorch does; average pooling spreads
-it evenly.
+it evenly. Each is a fused op: the forward and backward here are its reference, and a
+backend's kernels for "max_pool" and "avg_pool" take their place through ``tricycle.dispatch``.
 """
 
 import math
 
 import numpy as np
 
-from tricycle import checks
+from tricycle import checks, dispatch
 from tricycle.layers import Layer
 from tricycle.tensor import Tensor
 from tricycle.windows import as_tuple, output_size, pad, scatter_windows, unpad, windows
@@ -40,6 +41,58 @@ def _pool_arguments(kernel_size, stride, padding, n: int, op: str):
     return kernel, stride, padding
 
 
+def max_pool_forward(xp, x, kernel, stride, padding):
+    """(out, index) for x (N, C, *size): the largest value of each window (padding counts as
+    -inf), and where in its window (row-major) the first largest is, which backward takes."""
+    n = x.ndim - 2
+    view = windows(xp, pad(xp, x, padding, -np.inf), kernel, stride, (1,) * n)
+    K, out_shape = math.prod(kernel), view.shape[2 + n :]
+    flat = view.reshape(x.shape[:2] + (K,) + out_shape)  # a copy: one window per column
+    index = flat.argmax(axis=2)[:, :, None]  # (N, C, 1, *out): the first maximum
+    out = xp.take_along_axis(flat, index, axis=2)[:, :, 0]
+    return out, index.astype(np.uint8 if K < 256 else np.int64)
+
+
+def max_pool_backward(xp, dout, index, x_shape, kernel, stride, padding):
+    """dx (x_shape): each window's gradient at its first largest element (``index``),
+    overlapping windows added up."""
+    n, K = len(kernel), math.prod(kernel)
+    positions = xp.arange(K, dtype=index.dtype).reshape((1, 1, K) + (1,) * n)
+    dflat = (positions == index) * dout[:, :, None]  # the gradient at each argmax
+    dview = dflat.reshape(x_shape[:2] + tuple(kernel) + dout.shape[2:])
+    padded = tuple(s + 2 * p for s, p in zip(x_shape[2:], padding))
+    return unpad(scatter_windows(xp, dview, padded, stride, (1,) * n), padding)
+
+
+def _window_counts(xp, x_shape, kernel, stride, padding, count_include_pad, dtype):
+    """What each window's sum is divided by: the window's size, or with
+    ``count_include_pad=False`` its elements that are not padding, (1, 1, *out)."""
+    if count_include_pad or not any(padding):
+        return math.prod(kernel)
+    ones = pad(xp, xp.ones((1, 1) + tuple(x_shape[2:]), dtype=dtype), padding)
+    view = windows(xp, ones, kernel, stride, (1,) * len(kernel))
+    return view.sum(axis=tuple(range(2, 2 + len(kernel))))
+
+
+def avg_pool_forward(xp, x, kernel, stride, padding, count_include_pad):
+    """The mean of each window of x (N, C, *size) (zero padding)."""
+    n = x.ndim - 2
+    view = windows(xp, pad(xp, x, padding), kernel, stride, (1,) * n)
+    count = _window_counts(xp, x.shape, kernel, stride, padding, count_include_pad, x.dtype)
+    return (view.sum(axis=tuple(range(2, 2 + n))) / count).astype(x.dtype, copy=False)
+
+
+def avg_pool_backward(xp, dout, x_shape, kernel, stride, padding, count_include_pad):
+    """dx (x_shape): each window's gradient shared evenly among its elements."""
+    n = len(kernel)
+    count = _window_counts(xp, x_shape, kernel, stride, padding, count_include_pad, dout.dtype)
+    axes = tuple(range(2, 2 + n))
+    share = xp.expand_dims(dout / count, axes)  # (N, C, 1.., *out): each element's part
+    dview = xp.broadcast_to(share, x_shape[:2] + tuple(kernel) + dout.shape[2:])
+    padded = tuple(s + 2 * p for s, p in zip(x_shape[2:], padding))
+    return unpad(scatter_windows(xp, dview, padded, stride, (1,) * n), padding)
+
+
 def max_pool(x: Tensor, kernel_size, stride=None, padding=0) -> Tensor:
     """The largest value of each window (padding counts as -inf), as PyTorch's
     ``max_pool1d``/``max_pool2d``; the gradient goes to the first largest element of each
@@ -47,20 +100,12 @@ def max_pool(x: Tensor, kernel_size, stride=None, padding=0) -> Tensor:
     n = x.ndim - 2
     op = f"max_pool{n}d"
     kernel, stride, padding = _pool_geometry(x, kernel_size, stride, padding, n, op)
-    xp, dilation = x.xp, (1,) * n
-    padded = pad(xp, x.array, padding, -np.inf)
-    view = windows(xp, padded, kernel, stride, dilation)  # (N, C, *kernel, *out)
-    K, out_shape = math.prod(kernel), view.shape[2 + n :]
-    flat = view.reshape(x.shape[:2] + (K,) + out_shape)  # a copy: one window per column
-    index = flat.argmax(axis=2)[:, :, None]  # (N, C, 1, *out): the first maximum
-    out = xp.take_along_axis(flat, index, axis=2)[:, :, 0]
-    index = index.astype(np.uint8 if K < 256 else np.int64)  # kept for backward
+    xp = x.xp
+    forward, backward = dispatch.choose("max_pool", (max_pool_forward, max_pool_backward), x.array)
+    out, index = forward(xp, x.array, kernel, stride, padding)
 
     def back_fn(dout):
-        positions = xp.arange(K, dtype=index.dtype).reshape((1, 1, K) + (1,) * n)
-        dflat = (positions == index) * dout[:, :, None]  # the gradient at each argmax
-        dview = dflat.reshape(view.shape)
-        return unpad(scatter_windows(xp, dview, padded.shape[2:], stride, dilation), padding)
+        return backward(xp, dout, index, x.shape, kernel, stride, padding)
 
     return Tensor(out, args=(x,), back_fns=(back_fn,), name=op)
 
@@ -74,28 +119,14 @@ def avg_pool(
     n = x.ndim - 2
     op = f"avg_pool{n}d"
     kernel, stride, padding = _pool_geometry(x, kernel_size, stride, padding, n, op)
-    xp, dilation = x.xp, (1,) * n
-    padded_size = tuple(s + 2 * p for s, p in zip(x.shape[2:], padding))
-    axes = tuple(range(2, 2 + n))
-    view = windows(xp, pad(xp, x.array, padding), kernel, stride, dilation)
-    if count_include_pad or not any(padding):
-        count = math.prod(kernel)
-    else:  # how many elements of each window are real: the pooled sum of an unpadded ones
-        ones = pad(xp, xp.ones((1, 1) + x.shape[2:], dtype=x.dtype), padding)
-        count = windows(xp, ones, kernel, stride, dilation).sum(axis=axes)  # (1, 1, *out)
-    out = view.sum(axis=axes) / count
+    xp = x.xp
+    forward, backward = dispatch.choose("avg_pool", (avg_pool_forward, avg_pool_backward), x.array)
+    out = forward(xp, x.array, kernel, stride, padding, count_include_pad)
 
     def back_fn(dout):
-        share = xp.expand_dims(dout / count, axes)  # (N, C, 1.., *out): each element's part
-        dview = xp.broadcast_to(share, view.shape)
-        return unpad(scatter_windows(xp, dview, padded_size, stride, dilation), padding)
+        return backward(xp, dout, x.shape, kernel, stride, padding, count_include_pad)
 
-    return Tensor(
-        out.astype(x.dtype, copy=False),
-        args=(x,),
-        back_fns=(back_fn,),
-        name=op,
-    )
+    return Tensor(out, args=(x,), back_fns=(back_fn,), name=op)
 
 
 class _Pool(Layer):
