@@ -4,16 +4,16 @@
     python benchmarks/cpu_ops.py --threads 1 --rounds 11
 
 Sizes are those of the CPU GPT benchmark (B=8, T=128, E=256, 4 heads, vocabulary 1024):
-LayerNorm over (1024, 256), softmax over the attention rows (8, 4, 128, 128), tanh GeLU and
-bias+GeLU over the MLP's (1024, 1024), cross-entropy over (1024, 1024) logits, and AdamW over
-the GPT's parameters (one ``optimiser.update``, against ``torch.optim.AdamW`` with its
-defaults over nanoGPT's parameters). Each op runs as a user runs it (a Tensor op, then
-backward) three ways: tricycle with its CPU kernels, tricycle with the reference formulas
-(numpy, ``dispatch.references()``) and PyTorch eager with the same number of threads
-(``torch.set_num_threads``); with more than one thread, also with the kernels held to one
-thread (``set_threads(1)``: their serial variants), which shows what the threads bring. The
-runners alternate round by round; the table shows each one's best round in ms and the median
-of per-round ratios. glibc's malloc is tuned as the training CLI tunes it.
+LayerNorm over (1024, 256), softmax over the attention rows (8, 4, 128, 128), tanh GeLU,
+bias+GeLU and dropout (p = 0.2) over the MLP's (1024, 1024), cross-entropy over (1024, 1024)
+logits, and AdamW over the GPT's parameters (one ``optimiser.update``, against
+``torch.optim.AdamW`` with its defaults over nanoGPT's parameters). Each op runs as a user
+runs it (a Tensor op, then backward) three ways: tricycle with its CPU kernels, tricycle with
+the reference formulas (numpy, ``dispatch.references()``) and PyTorch eager with the same
+number of threads (``torch.set_num_threads``); with more than one thread, also with the
+kernels held to one thread (``set_threads(1)``: their serial variants), which shows what the
+threads bring. The runners alternate round by round; the table shows each one's best round in
+ms and the median of per-round ratios. glibc's malloc is tuned as the training CLI tunes it.
 """
 
 import argparse
@@ -34,7 +34,7 @@ from tricycle.apps.cpu import tune_cpu_allocator  # noqa: E402
 from tricycle.attention import causal_attention  # noqa: E402
 from tricycle.configs import GPTConfig  # noqa: E402
 from tricycle.functions import Softmax  # noqa: E402
-from tricycle.layers import LayerNorm  # noqa: E402
+from tricycle.layers import LayerNorm, dropout  # noqa: E402
 from tricycle.loss import CrossEntropy  # noqa: E402
 from tricycle.models import GPT  # noqa: E402
 from tricycle.optimisers import AdamW  # noqa: E402
@@ -53,7 +53,7 @@ def ours_and_torch():
     x_ln, x_att, x_mlp, bias = data(1024, 256), data(8, 4, 128, 128), data(1024, 1024), data(1024)
     x_qkv = data(8, 128, 768)
     labels = rng.integers(0, 1024, size=1024)
-    norm = LayerNorm(256)
+    norm, drop_rng = LayerNorm(256), np.random.default_rng(1)
     cases = {
         "layer_norm (1024, 256)": lambda x: norm(x),
         "softmax (8, 4, 128, 128)": lambda x: Softmax()(x),
@@ -61,8 +61,9 @@ def ours_and_torch():
         "bias+gelu (1024, 1024)": lambda x: bias_gelu(x, Tensor(bias), True),
         "cross_entropy (1024, 1024)": lambda x: CrossEntropy()(labels, x),
         "causal attention (8, 128, 4 x 64)": lambda x: causal_attention(x, 4),
+        "dropout p=0.2 (1024, 1024)": lambda x: dropout(x, 0.2, drop_rng),
     }
-    inputs = dict(zip(cases, (x_ln, x_att, x_mlp, x_mlp, x_mlp, x_qkv)))
+    inputs = dict(zip(cases, (x_ln, x_att, x_mlp, x_mlp, x_mlp, x_qkv, x_mlp)))
 
     def ours(name):
         def step():
@@ -95,6 +96,7 @@ def ours_and_torch():
         "bias+gelu (1024, 1024)": lambda x: F.gelu(x + t_bias, approximate="tanh"),
         "cross_entropy (1024, 1024)": lambda x: F.cross_entropy(x, t_labels),
         "causal attention (8, 128, 4 x 64)": _torch_attention,  # scaled_dot_product_attention
+        "dropout p=0.2 (1024, 1024)": lambda x: F.dropout(x, 0.2),
     }
 
     def theirs(name):

@@ -20,6 +20,7 @@ from tricycle.backends.cpu import (  # noqa: F401 - each module registers its ke
     batch_norm,
     conv,
     cross_entropy,
+    dropout,
     embedding,
     gelu,
     gemm,

@@ -1,14 +1,15 @@
-"""The CPU kernels of pooling and batch norm (tricycle/backends/cpu) against their references:
-random geometries, odd sizes, size-1 axes, ties and NaN, non-contiguous inputs, float32 and
-float64, forward and backward."""
+"""The CPU kernels of the layers around the fused ops (tricycle/backends/cpu): pooling, batch
+norm and dropout against their references, on random geometries, odd sizes, size-1 axes, ties
+and NaN, non-contiguous inputs, float32 and float64, forward and backward."""
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tricycle import batch_norm, dispatch, pooling
+from tricycle import batch_norm, dispatch, dropout_mask, pooling
 from tricycle.backends.cpu import batch_norm as cpu_batch_norm
+from tricycle.backends.cpu import dropout as cpu_dropout
 from tricycle.backends.cpu import pooling as cpu_pooling
 
 DTYPES = [np.float32, np.float64]
@@ -20,9 +21,9 @@ def close(got, expected, dtype, what):
     np.testing.assert_allclose(got, expected, **TOLERANCE[dtype], err_msg=what)
 
 
-def test_pooling_and_batch_norm_kernels_are_registered():
+def test_pooling_batch_norm_and_dropout_kernels_are_registered():
     ops = {k.op for k in dispatch.kernels(device="cpu")}
-    assert {"max_pool", "avg_pool", "batch_norm"} <= ops
+    assert {"max_pool", "avg_pool", "batch_norm", "dropout"} <= ops
 
 
 def array(rng, shape, dtype, transposed: bool, ties: bool = False):
@@ -148,3 +149,34 @@ def test_batch_norm_kernel_sums_a_large_channel_accurately():
     x64 = x.astype(np.float64)
     np.testing.assert_allclose(mean, x64.mean(axis=(0, 2)), rtol=1e-7)
     np.testing.assert_allclose(var, x64.var(axis=(0, 2)), rtol=1e-4)
+
+
+@given(
+    shape=st.lists(st.integers(1, 9), min_size=1, max_size=4).map(tuple),
+    probability=st.sampled_from([0.0, 0.1, 0.5, 0.9]),
+    dtype=st.sampled_from(DTYPES),
+    transposed=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_dropout_kernel_applies_the_counter_based_mask(shape, probability, dtype, transposed, seed):
+    """Forward and backward are x and dy times ``dropout_mask.keep_mask`` of the seed drawn
+    from the layer's generator (rows the flattened leading axes, keys the last), exactly: the
+    mask the CUDA kernel draws from the same seed."""
+    rng = np.random.default_rng(seed)
+    x, dy = array(rng, shape, dtype, transposed), array(rng, shape, dtype, transposed)
+    y, saved = cpu_dropout.dropout_forward(np, x, probability, np.random.default_rng(seed))
+    assert saved == int(np.random.default_rng(seed).integers(2**32))
+    rows = np.arange(x.size // shape[-1]).reshape(shape[:-1] + (1,))
+    mask = dropout_mask.keep_mask(np, saved, probability, rows, np.arange(shape[-1]), dtype)
+    np.testing.assert_array_equal(y, x * mask)
+    np.testing.assert_array_equal(
+        cpu_dropout.dropout_backward(np, dy, probability, saved), dy * mask
+    )
+
+
+def test_dropout_kernel_keeps_one_minus_p_of_the_elements_and_the_mean():
+    x = np.ones((256, 1024), np.float32)
+    y, _ = cpu_dropout.dropout_forward(np, x, 0.2, np.random.default_rng(0))
+    assert abs((y > 0).mean() - 0.8) < 0.005
+    assert abs(y.mean() - 1.0) < 0.01
+    np.testing.assert_allclose(y[y > 0], 1.25)
