@@ -339,7 +339,8 @@ def _flipped(weights, G):
 
 
 def _weights_grad(geometry, x, d):
-    """dW (Co, Cg, kh, kw) from dW_g^T, the sum over the samples of cols_g @ d[n, g]^T."""
+    """(dW, db): dW (Co, Cg, kh, kw) from dW_g^T, the sum over the samples of
+    cols_g @ d[n, g]^T; db (Co,) where the pass gives it on the way (Winograd), else None."""
     if winograd.applies(geometry):
         return winograd.weights_grad(geometry, x, d, _parallel)
     C, Co, G, K, dtype = x.shape[1], d.shape[1], geometry.groups, geometry.K, d.dtype
@@ -350,7 +351,7 @@ def _weights_grad(geometry, x, d):
     grid = np.zeros((tasks, Co, geometry.Lg), dtype=dtype)
     weights_grad_kernel.run(_parallel(tasks, x), x, d, parts, xpad, cols, grid, geometry.shape())
     dw_t = parts.sum(axis=0).reshape(G, *geometry.kernel, C // G, -1)  # over the tasks, in order
-    return dw_t.transpose(0, 4, 3, 1, 2).reshape((Co, C // G) + geometry.kernel)
+    return dw_t.transpose(0, 4, 3, 1, 2).reshape((Co, C // G) + geometry.kernel), None
 
 
 def _input_grad(geometry, d, weights):
@@ -382,11 +383,13 @@ def conv_backward(xp, dout, x, weights, stride, padding, dilation, groups, needs
     w4 = np.ascontiguousarray(weights, dtype).reshape((Co, C // groups) + geometry.kernel)
     d = np.ascontiguousarray(dout, dtype).reshape((N, Co) + geometry.out)
     dx = dweights = dbias = None
-    if want_bias:
-        dbias = d.sum(axis=(0, 2, 3))
     if want_weights:
         x4 = np.ascontiguousarray(x, dtype).reshape(geometry.x_shape)
-        dweights = _weights_grad(geometry, x4, d).reshape(weights.shape)
+        dweights, sums = _weights_grad(geometry, x4, d)
+        dweights = dweights.reshape(weights.shape)
+        dbias = sums if want_bias else None
+    if want_bias and dbias is None:
+        dbias = d.sum(axis=(0, 2, 3))
     if want_x:
         dx = _input_grad(geometry, d, w4).reshape(x.shape)
     return dx, dweights, dbias

@@ -176,10 +176,12 @@ def forward_kernel(x, u, bias, out, xpad, v, m, tiled, ph, pw):
 
 
 @parallel_jit
-def weights_grad_kernel(x, d, parts, xpad, v, z, tiled, ph, pw):
+def weights_grad_kernel(x, d, parts, sums, xpad, v, z, tiled, ph, pw):
     """parts[task] (16, Co, C) += Z[xi] @ V[xi]^T over the task's samples: x (N, C, H, W),
-    d (N, Co, Ho, Wo). Scratch per task: xpad and v as ``forward_kernel``'s, z (tasks, 16, T,
-    Co), and tiled (tasks, Co, 2 th, 2 tw) zero for an odd output size."""
+    d (N, Co, Ho, Wo); and sums[task] (Co,) += the sum of d over each sample's positions,
+    which is Z[5] (a tile's four elements) summed over the tiles: the bias's gradient. Scratch
+    per task: xpad and v as ``forward_kernel``'s, z (tasks, 16, T, Co), and tiled (tasks, Co,
+    2 th, 2 tw) zero for an odd output size."""
     N, tasks, tw = x.shape[0], xpad.shape[0], (xpad.shape[3] - 2) // 2
     Ho, Wo = d.shape[2], d.shape[3]
     even = Ho % 2 == 0 and Wo % 2 == 0
@@ -194,6 +196,11 @@ def weights_grad_kernel(x, d, parts, xpad, v, z, tiled, ph, pw):
                 gradient_tiles(tiled[task], z[task], tw)
             for xi in range(16):
                 gemm_into(parts[task, xi], z[task, xi], v[task, xi], True, True, 1.0)
+            total = sums[task]
+            for t in range(z.shape[2]):
+                tile_sums = z[task, 5, t]  # (A dy A^T)[1, 1]: the sum of the tile
+                for o in range(total.size):
+                    total[o] += tile_sums[o]
 
 
 def applies(geometry) -> bool:
@@ -252,14 +259,16 @@ def convolve(geometry, x, weights, bias, out, parallel):
 
 
 def weights_grad(geometry, x, d, parallel):
-    """dW (Co, C, 3, 3) = G^T dU G, dU[xi] the sum over the samples of Z[xi] @ V[xi]^T."""
+    """(dW, db): dW (Co, C, 3, 3) = G^T dU G, dU[xi] the sum over the samples of
+    Z[xi] @ V[xi]^T, and db (Co,) the sum of d over its samples and positions."""
     Co, dtype = d.shape[1], d.dtype
     tasks = geometry.tasks(_bytes_per_task(geometry, Co, x.itemsize))
     xpad, v, _, tiled = _scratch(geometry, tasks, Co, dtype)
     z = _planes(tasks, v.shape[3], Co, dtype)  # Z[xi] transposed: (T, Co)
     parts = np.zeros((tasks, 16, Co, x.shape[1]), dtype=dtype)
-    weights_grad_kernel.run(parallel(tasks, x), x, d, parts, xpad, v, z, tiled,
+    sums = np.zeros((tasks, Co))  # float64: a channel's sum over the batch
+    weights_grad_kernel.run(parallel(tasks, x), x, d, parts, sums, xpad, v, z, tiled,
                             *geometry.padding)  # fmt: skip
     du = parts.sum(axis=0).reshape(4, 4, Co, -1)  # over the tasks, in order
     dw = np.tensordot(np.tensordot(G, du, (0, 0)), G, (1, 0))  # G^T dU G: (i, o, c, j)
-    return dw.transpose(1, 2, 0, 3).astype(dtype)
+    return dw.transpose(1, 2, 0, 3).astype(dtype), sums.sum(axis=0).astype(dtype)
