@@ -1,4 +1,5 @@
-"""What the kernels' adapters share: arrays as contiguous rows, and the dispatch predicate.
+"""What the kernels and their adapters share: arrays as contiguous rows, the dispatch
+predicate, and a sample copied into (and out of) a padded one.
 
 A kernel loops over the rows of a C-contiguous (N, C) array; the adapter that registers it
 takes arrays of any leading shape and strides, as the reference does, and views (or copies)
@@ -10,6 +11,8 @@ threads ran.
 import math
 
 import numpy as np
+
+from tricycle.backends.cpu.compile import jit
 
 CHUNK_ROWS = 16
 
@@ -33,3 +36,26 @@ def same_dtype(*arrays) -> bool:
     """The kernels' condition: every array has the first one's dtype."""
     dtype = arrays[0].dtype
     return all(a.dtype == dtype for a in arrays)
+
+
+@jit
+def pad_into(x, xpad, ph, pw):
+    """xpad[c, ph + y, pw + w] = x[c, y, w]: x (C, H, W) into padded xpad (C, Hp, Wp), whose
+    border is left as it is (zero)."""
+    C, H, W = x.shape
+    for c in range(C):
+        for y in range(H):
+            src, dst = x[c, y], xpad[c, ph + y, pw : pw + W]
+            for w in range(W):
+                dst[w] = src[w]
+
+
+@jit
+def unpad_into(xpad, x, ph, pw):
+    """x[c, y, w] = xpad[c, ph + y, pw + w]: the inverse of ``pad_into``."""
+    C, H, W = x.shape
+    for c in range(C):
+        for y in range(H):
+            src, dst = xpad[c, ph + y, pw : pw + W], x[c, y]
+            for w in range(W):
+                dst[w] = src[w]

@@ -54,35 +54,13 @@ from numba import prange
 
 from tricycle import dispatch
 from tricycle.backends.cpu import winograd
+from tricycle.backends.cpu.arrays import pad_into, unpad_into
 from tricycle.backends.cpu.compile import PARALLEL_MIN_SIZE, jit, parallel_jit, thread_count
 from tricycle.backends.cpu.gemm import gemm_into
 
 MAX_TASKS = 8  # runs of samples a batch is cut into (each with its scratch arrays)
 SCRATCH_BYTES = 1 << 26  # the tasks' scratch arrays take at most this much (or one task's)
 VIEWS_MIN_CHANNELS = 16  # channels per group from which a stride-1 forward copies no columns
-
-
-@jit
-def pad_into(x, xpad, ph, pw):
-    """xpad[c, ph + y, pw + w] = x[c, y, w]: x (C, H, W) into padded xpad (C, Hp, Wp), whose
-    border is left as it is (zero)."""
-    C, H, W = x.shape
-    for c in range(C):
-        for y in range(H):
-            src, dst = x[c, y], xpad[c, ph + y, pw : pw + W]
-            for w in range(W):
-                dst[w] = src[w]
-
-
-@jit
-def unpad_into(xpad, x, ph, pw):
-    """x[c, y, w] = xpad[c, ph + y, pw + w]: the inverse of ``pad_into``."""
-    C, H, W = x.shape
-    for c in range(C):
-        for y in range(H):
-            src, dst = xpad[c, ph + y, pw : pw + W], x[c, y]
-            for w in range(W):
-                dst[w] = src[w]
 
 
 @jit

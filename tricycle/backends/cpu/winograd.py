@@ -45,6 +45,7 @@ inverse cost what the vectorised loops save.
 import numpy as np
 from numba import prange
 
+from tricycle.backends.cpu.arrays import pad_into
 from tricycle.backends.cpu.compile import jit, parallel_jit
 from tricycle.backends.cpu.gemm import gemm_into
 
@@ -138,18 +139,6 @@ def gradient_tiles(d, z, tw):
             z[12, t, o], z[13, t, o], z[14, t, o], z[15, t, o] = _a(a03, a13)
 
 
-@jit
-def copy_into(src, dst, y0, x0):
-    """dst[c, y0 + y, x0 + x] = src[c, y, x] for all of src (C, H, W); the rest of dst (its
-    padding) is left as it is."""
-    C, H, W = src.shape
-    for c in range(C):
-        for y in range(H):
-            s, t = src[c, y], dst[c, y0 + y, x0 : x0 + W]
-            for x in range(W):
-                t[x] = s[x]
-
-
 # Each kernel's tasks: task t takes samples [t N / tasks, (t + 1) N / tasks) and scratch [t].
 
 
@@ -164,7 +153,7 @@ def forward_kernel(x, u, bias, out, xpad, v, m, tiled, ph, pw):
     even = Ho % 2 == 0 and Wo % 2 == 0
     for task in prange(tasks):
         for n in range(task * N // tasks, (task + 1) * N // tasks):
-            copy_into(x[n], xpad[task], ph, pw)
+            pad_into(x[n], xpad[task], ph, pw)
             input_tiles(xpad[task], v[task], tw)
             for xi in range(16):
                 gemm_into(m[task, xi], u[xi], v[task, xi], False, False, 0.0)
@@ -187,12 +176,12 @@ def weights_grad_kernel(x, d, parts, sums, xpad, v, z, tiled, ph, pw):
     even = Ho % 2 == 0 and Wo % 2 == 0
     for task in prange(tasks):
         for n in range(task * N // tasks, (task + 1) * N // tasks):
-            copy_into(x[n], xpad[task], ph, pw)
+            pad_into(x[n], xpad[task], ph, pw)
             input_tiles(xpad[task], v[task], tw)
             if even:
                 gradient_tiles(d[n], z[task], tw)
             else:
-                copy_into(d[n], tiled[task], 0, 0)
+                pad_into(d[n], tiled[task], 0, 0)
                 gradient_tiles(tiled[task], z[task], tw)
             for xi in range(16):
                 gemm_into(parts[task, xi], z[task, xi], v[task, xi], True, True, 1.0)
