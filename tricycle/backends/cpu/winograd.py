@@ -23,11 +23,13 @@ The weights' gradient follows from the same formula by the chain rule::
     Z[xi] (Co, T) = (A dY A^T)[xi]                       dY's 2 x 2 tiles
     dU[xi]        = the sum over the samples of Z[xi] @ V[xi]^T
     dW            = G^T dU G
+    db            = the sum over the samples and tiles of Z[5]   (a tile's sum)
 
-and the input's gradient is itself such a convolution (``conv.py``), so every pass makes
-2.25x fewer multiplications than the columns' products. The transforms only add and
-subtract, and G only halves, so float32 results differ from a direct sum's by about as much
-as two direct sums in different orders do.
+(Z is stored transposed, (T, Co): BLAS runs Z @ V^T 1.5x faster so), and the input's gradient
+is itself such a convolution (``conv.py``), so every pass makes 2.25x fewer multiplications
+than the columns' products. The transforms only add and subtract, and G only halves, so
+float32 results differ from a direct sum's by about as much as two direct sums in different
+orders do.
 
 As in ``conv.py``, the batch is cut into tasks (runs of samples, each with its own scratch)
 fixed by the shapes, and the weights' gradient is summed per task and then over the tasks in
@@ -36,10 +38,10 @@ its products read them, in the core's cache. An odd output size is covered by ti
 overhang it: the padded input has a zero row or column more, and the overhang is dropped.
 
 Tried and measured against this (``benchmarks/README.md``): F(4 x 4, 3 x 3), whose products
-are half as many again but whose transforms cost as much more, and float32 results 10x
-further from a direct sum's; the transforms as vectorised loops over whole rows of tiles,
-which need the sample split by the parity of its rows and columns, and the split and its
-inverse cost what the vectorised loops save.
+take about half the time but whose 6 x 6 transforms cost that much more, with float32 results
+10x further from a direct sum's; the transforms as vectorised loops over whole rows of tiles,
+which need the sample split by the parity of its rows and columns: the split and its inverse
+cost what the vectorised loops save.
 """
 
 import numpy as np
