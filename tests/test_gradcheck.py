@@ -177,6 +177,22 @@ def test_gradcheck_fails_on_a_wrong_backward_naming_input_element_and_values():
     assert isinstance(info.value, AssertionError)  # reads as a failed assertion in tests
 
 
+def test_gradcheck_allows_for_the_rounding_of_a_large_output():
+    """x ** 8 + x ** 4 over 72 elements sums to about 2e4, which the finite differences can
+    only resolve to about 1e-6: an element whose gradient is 1e-3 must not fail at atol 1e-7
+    (hypothesis drew this input), while a backward that is wrong there still fails."""
+    x = np.full((2, 3, 3, 4), 2.0)
+    x[0, 0, 0, 1] = 0.125
+
+    def diamond(t):
+        y = t**4
+        return y * y + t**4
+
+    assert gradcheck(diamond, x, atol=1e-7, rtol=1e-5)
+    with pytest.raises(GradcheckError, match="at 72 of 72"):
+        gradcheck(lambda t: square_with_a_wrong_backward(t) * 1e4, x, atol=1e-7, rtol=1e-5)
+
+
 def _values(message: str):
     analytic = message.split("analytic ")[1].split(",")[0]
     numeric = message.split("numeric ")[1].split(" ")[0]
