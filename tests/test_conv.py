@@ -84,7 +84,7 @@ def test_conv_gradients_match_finite_differences(geometry, with_bias):
     [
         ((300, 3, 7, 7), (4, 3, 3, 3)),
         ((4, 8, 40, 40), (8, 8, 3, 3)),
-        ((8, 16, 24, 24), (16, 16, 3, 3)),
+        ((8, 32, 24, 24), (32, 32, 3, 3)),
     ],
     ids=["many samples", "few large samples", "winograd"],
 )

@@ -206,10 +206,11 @@ CONV_CASES = [
     ((2, 16, 7, 6), (5, 16, 3, 3), (1, 1), (1, 1), (1, 1), 1),  # views of the input
     ((2, 32, 6, 9), (4, 16, 3, 2), (1, 1), (0, 2), (2, 1), 2),
     ((3, 16, 11), (3, 16, 3), (1,), (2,), (2,), 1),
-    ((2, 16, 7, 9), (16, 16, 3, 3), (1, 1), (1, 1), (1, 1), 1),  # Winograd: odd output
+    ((2, 16, 7, 9), (16, 16, 3, 3), (1, 1), (1, 1), (1, 1), 1),  # Winograd (below): odd output
     ((3, 17, 8, 8), (20, 17, 3, 3), (1, 1), (0, 0), (1, 1), 1),  # no padding, C != Co
     ((1, 16, 3, 3), (16, 16, 3, 3), (1, 1), (2, 2), (1, 1), 1),  # padding the kernel's reach
 ]
+WINOGRAD_CASES = CONV_CASES[-3:]
 
 
 @pytest.mark.parametrize("case", CONV_CASES, ids=str)
@@ -234,20 +235,32 @@ def test_conv_kernel_matches_reference(case, dtype, transposed, bias):
                 close(g, e, dtype, name)
 
 
-def test_winograd_takes_3x3_stride_1_convolutions_of_16_channels_or_more():
+@pytest.mark.parametrize("case", WINOGRAD_CASES, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("transposed", [False, True], ids=["contiguous", "strided"])
+@pytest.mark.parametrize("bias", [True, False])
+def test_winograd_kernel_matches_reference(monkeypatch, case, dtype, transposed, bias):
+    """The Winograd cases again, with its thresholds lowered to 1 so that they take it."""
+    monkeypatch.setattr(cpu_winograd, "MIN_CHANNELS", 1)
+    monkeypatch.setattr(cpu_winograd, "MIN_POSITIONS", 1)
+    test_conv_kernel_matches_reference(case, dtype, transposed, bias)
+
+
+def test_winograd_takes_the_3x3_stride_1_convolutions_it_is_faster_on():
     def takes(x_shape, w_shape, stride=(1, 1), dilation=(1, 1), groups=1):
         padding = (1,) * len(stride)
         geometry = cpu_conv._Geometry(x_shape, w_shape, stride, padding, dilation, groups)
         return cpu_winograd.applies(geometry)
 
-    assert takes((2, 32, 8, 8), (32, 32, 3, 3))
-    assert takes((2, 16, 1, 1), (64, 16, 3, 3))
-    assert not takes((2, 32, 8, 8), (32, 32, 3, 3), stride=(2, 2))
-    assert not takes((2, 32, 8, 8), (32, 32, 3, 3), dilation=(1, 2))
-    assert not takes((2, 32, 8, 8), (32, 16, 3, 3), groups=2)
-    assert not takes((2, 32, 8, 8), (32, 32, 5, 5))
-    assert not takes((2, 8, 8, 8), (32, 8, 3, 3))
-    assert not takes((2, 32, 8, 8), (8, 32, 3, 3))
+    assert takes((2, 32, 32, 32), (32, 32, 3, 3))
+    assert takes((2, 64, 16, 16), (32, 64, 3, 3))
+    assert not takes((2, 32, 32, 32), (32, 32, 3, 3), stride=(2, 2))
+    assert not takes((2, 32, 32, 32), (32, 32, 3, 3), dilation=(1, 2))
+    assert not takes((2, 32, 32, 32), (32, 16, 3, 3), groups=2)
+    assert not takes((2, 32, 32, 32), (32, 32, 5, 5))
+    assert not takes((2, 16, 32, 32), (32, 16, 3, 3))  # too few channels
+    assert not takes((2, 128, 32, 32), (64, 128, 3, 3))  # too many
+    assert not takes((2, 32, 8, 8), (32, 32, 3, 3))  # too few positions
     assert not takes((2, 32, 8), (32, 32, 3), stride=(1,), dilation=(1,))
 
 
@@ -265,7 +278,7 @@ def test_winograd_matches_reference_on_random_sizes(
 ):
     """F(2 x 2, 3 x 3) on any sizes (odd outputs, outputs of 1, size-1 axes, paddings up to the
     kernel's reach, batches in one run of samples or several): forward and every gradient
-    equal the reference's. Its channel threshold is lowered to 1, so small cases reach it."""
+    equal the reference's. Its thresholds are lowered to 1, so small cases reach it."""
     N, C, H, W = shape
     assume(H + 2 * padding[0] >= 3 and W + 2 * padding[1] >= 3)
     rng = np.random.default_rng(sum(shape) + 7 * c_out + sum(padding))
@@ -278,6 +291,7 @@ def test_winograd_matches_reference_on_random_sizes(
     expected = conv.conv_backward(np, dout, x, w, *geometry, (True, True, bias))
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(cpu_winograd, "MIN_CHANNELS", 1)
+        patch.setattr(cpu_winograd, "MIN_POSITIONS", 1)
         patch.setattr(cpu_conv, "MAX_TASKS", max_tasks)
         close(cpu_conv.conv_forward(np, x, w, b, *geometry), out, dtype, "out")
         got = cpu_conv.conv_backward(np, dout, x, w, *geometry, (True, True, bias))

@@ -43,10 +43,10 @@ One-dimensional convolutions run as two-dimensional ones of height 1.
 The tasks depend on the shapes only, never on the thread count, so the weights' gradient,
 summed per task and then over the tasks in order, has the same bits on any number of threads.
 
-A 3 x 3 kernel with stride 1, no dilation and one group, with 16 channels or more in and out,
-goes to Winograd's F(2 x 2, 3 x 3) instead (``winograd.py``, ``winograd.applies``): the same
-tasks, and 2.25x fewer multiplications. So does its input gradient, a convolution of the same
-kind.
+A 3 x 3 kernel with stride 1, no dilation and one group goes to Winograd's F(2 x 2, 3 x 3)
+instead where that is the faster (``winograd.py``; ``winograd.applies``: 32 to 64 channels,
+outputs of 256 positions or more): the same tasks, and 2.25x fewer multiplications. So does
+its input gradient, a convolution of the same kind.
 """
 
 import numpy as np

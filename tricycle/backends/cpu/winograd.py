@@ -53,7 +53,9 @@ from tricycle.backends.cpu.gemm import gemm_into
 
 # G (4, 3): the kernel's transform, U = G g G^T
 G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
-MIN_CHANNELS = 16  # input and output channels from which the 16 products are worth BLAS calls
+# where it beats the columns (``benchmarks/README.md``): channels in and out within these, and
+# an output of at least MIN_POSITIONS positions
+MIN_CHANNELS, MAX_CHANNELS, MIN_POSITIONS = 32, 64, 256
 PLANE_PAD = 16  # elements between two of the transforms' planes (``_planes``)
 
 
@@ -195,12 +197,19 @@ def weights_grad_kernel(x, d, parts, sums, xpad, v, z, tiled, ph, pw):
 
 
 def applies(geometry) -> bool:
-    """A 3 x 3 kernel, stride 1, no dilation, one group, and at least ``MIN_CHANNELS`` channels
-    in and out: fewer would make the 16 products too thin for BLAS."""
+    """A 3 x 3 kernel, stride 1, no dilation and one group, where it is the faster: from
+    ``MIN_CHANNELS`` to ``MAX_CHANNELS`` channels in and out, and at least ``MIN_POSITIONS``
+    output positions. Outside these the columns won (2-core VM, forward + backward): with 16
+    channels the 16 products are too thin (12.4 ms against 10.0 at (64, 16, 32, 32)); with
+    128 or 256 the columns' 9 x C-deep products run near BLAS's peak while the transforms and
+    per-task sums grow (31.8 against 19.8 at (4, 128, 32, 32)); at 8 x 8 outputs a sample has
+    16 tiles (1.16 against 0.86 at (16, 32, 8, 8))."""
     C, Co = geometry.x_shape[1], geometry.out_channels
+    Ho, Wo = geometry.out
     return (
         geometry.kernel == (3, 3) and geometry.stride == (1, 1) and geometry.dilation == (1, 1)
-        and geometry.groups == 1 and min(C, Co) >= MIN_CHANNELS
+        and geometry.groups == 1 and MIN_CHANNELS <= min(C, Co)
+        and max(C, Co) <= MAX_CHANNELS and Ho * Wo >= MIN_POSITIONS
     )  # fmt: skip
 
 
