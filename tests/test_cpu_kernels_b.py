@@ -285,14 +285,21 @@ def test_winograd_matches_reference_on_random_sizes(
     x = strided(rng, shape, dtype, transposed)
     w = strided(rng, (c_out, C, 3, 3), dtype, transposed)
     b = rng.standard_normal(c_out).astype(dtype) if bias else None
-    geometry = ((1, 1), padding, (1, 1), 1)
+    settings = [(cpu_winograd, "MIN_CHANNELS", 1), (cpu_winograd, "MIN_POSITIONS", 1),
+                (cpu_conv, "MAX_TASKS", max_tasks)]  # fmt: skip
+    kernel_matches_reference(rng, x, w, b, ((1, 1), padding, (1, 1), 1), transposed, settings)
+
+
+def kernel_matches_reference(rng, x, w, b, geometry, transposed: bool, settings):
+    """The CPU conv kernel, with each (module, name, value) of ``settings`` patched in, gives
+    the reference's output and every gradient (upstream gradient drawn from ``rng``)."""
+    dtype, bias = x.dtype.type, b is not None
     out = conv.conv_forward(np, x, w, b, *geometry)
     dout = strided(rng, out.shape, dtype, transposed)
     expected = conv.conv_backward(np, dout, x, w, *geometry, (True, True, bias))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(cpu_winograd, "MIN_CHANNELS", 1)
-        patch.setattr(cpu_winograd, "MIN_POSITIONS", 1)
-        patch.setattr(cpu_conv, "MAX_TASKS", max_tasks)
+        for module, name, value in settings:
+            patch.setattr(module, name, value)
         close(cpu_conv.conv_forward(np, x, w, b, *geometry), out, dtype, "out")
         got = cpu_conv.conv_backward(np, dout, x, w, *geometry, (True, True, bias))
     for name, g, e in zip(("dx", "dw", "db"), got, expected):
@@ -356,18 +363,8 @@ def test_conv_kernel_matches_reference_on_random_geometries(
     x = strided(rng, x_shape, dtype, transposed)
     w = strided(rng, w_shape, dtype, transposed)
     b = rng.standard_normal(w_shape[0]).astype(dtype) if bias else None
-    out = conv.conv_forward(np, x, w, b, *geometry)
-    dout = strided(rng, out.shape, dtype, transposed)
-    expected = conv.conv_backward(np, dout, x, w, *geometry, (True, True, bias))
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(cpu_conv, "MAX_TASKS", max_tasks)
-        patch.setattr(cpu_conv, "VIEWS_MIN_CHANNELS", views_from)
-        close(cpu_conv.conv_forward(np, x, w, b, *geometry), out, dtype, "out")
-        got = cpu_conv.conv_backward(np, dout, x, w, *geometry, (True, True, bias))
-    for name, g, e in zip(("dx", "dw", "db"), got, expected):
-        assert (g is None) == (e is None), name
-        if e is not None:
-            close(g, e, dtype, name)
+    settings = [(cpu_conv, "MAX_TASKS", max_tasks), (cpu_conv, "VIEWS_MIN_CHANNELS", views_from)]
+    kernel_matches_reference(rng, x, w, b, geometry, transposed, settings)
 
 
 # ------------------------------------------------------------------ recurrent cells

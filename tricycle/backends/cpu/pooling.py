@@ -108,23 +108,34 @@ def _geometry(kernel, stride, padding):
     return (*kernel, *stride, *padding)
 
 
+def _pooled(planes, geometry, dtype):
+    """The pooled planes, (P, Ho, Wo), empty."""
+    kh, kw, sh, sw, ph, pw = geometry
+    H, W = planes.shape[1:]
+    return np.empty((planes.shape[0], (H + 2 * ph - kh) // sh + 1, (W + 2 * pw - kw) // sw + 1),
+                    dtype=dtype)  # fmt: skip
+
+
+def _unpooled(d, x_shape):
+    """The gradient's planes of an input of ``x_shape``, (P, H, W), empty."""
+    height = (1,) if len(x_shape) == 3 else ()
+    return np.empty((d.shape[0],) + height + tuple(x_shape[2:]), dtype=d.dtype)
+
+
 def max_pool_forward(xp, x, kernel, stride, padding):
     """``tricycle.pooling.max_pool_forward``; the index is this kernel's own (int32)."""
-    n = x.ndim - 2
+    n, geometry = x.ndim - 2, _geometry(kernel, stride, padding)
     planes = _planes(x, n)
-    kh, kw, sh, sw, ph, pw = _geometry(kernel, stride, padding)
-    Ho, Wo = (planes.shape[1] + 2 * ph - kh) // sh + 1, (planes.shape[2] + 2 * pw - kw) // sw + 1
-    out = np.empty((planes.shape[0], Ho, Wo), dtype=x.dtype)
+    out = _pooled(planes, geometry, x.dtype)
     index = np.empty(out.shape, dtype=np.int32)
-    max_pool_forward_kernel(planes, out, index, kh, kw, sh, sw, ph, pw)
+    max_pool_forward_kernel(planes, out, index, *geometry)
     return out.reshape(x.shape[:2] + out.shape[3 - n :]), index
 
 
 def max_pool_backward(xp, dout, index, x_shape, kernel, stride, padding):
     """``tricycle.pooling.max_pool_backward``, taking ``max_pool_forward``'s index."""
-    n = len(x_shape) - 2
-    d = _planes(dout, n)
-    dx = np.empty((d.shape[0],) + ((1,) if n == 1 else ()) + tuple(x_shape[2:]), dout.dtype)
+    d = _planes(dout, len(x_shape) - 2)
+    dx = _unpooled(d, x_shape)
     _, kw, sh, sw, ph, pw = _geometry(kernel, stride, padding)
     max_pool_backward_kernel(d, index, dx, kw, sh, sw, ph, pw)
     return dx.reshape(x_shape)
@@ -132,22 +143,18 @@ def max_pool_backward(xp, dout, index, x_shape, kernel, stride, padding):
 
 def avg_pool_forward(xp, x, kernel, stride, padding, count_include_pad):
     """``tricycle.pooling.avg_pool_forward``."""
-    n = x.ndim - 2
+    n, geometry = x.ndim - 2, _geometry(kernel, stride, padding)
     planes = _planes(x, n)
-    kh, kw, sh, sw, ph, pw = _geometry(kernel, stride, padding)
-    Ho, Wo = (planes.shape[1] + 2 * ph - kh) // sh + 1, (planes.shape[2] + 2 * pw - kw) // sw + 1
-    out = np.empty((planes.shape[0], Ho, Wo), dtype=x.dtype)
-    avg_pool_forward_kernel(planes, out, kh, kw, sh, sw, ph, pw, count_include_pad)
+    out = _pooled(planes, geometry, x.dtype)
+    avg_pool_forward_kernel(planes, out, *geometry, count_include_pad)
     return out.reshape(x.shape[:2] + out.shape[3 - n :])
 
 
 def avg_pool_backward(xp, dout, x_shape, kernel, stride, padding, count_include_pad):
     """``tricycle.pooling.avg_pool_backward``."""
-    n = len(x_shape) - 2
-    d = _planes(dout, n)
-    dx = np.empty((d.shape[0],) + ((1,) if n == 1 else ()) + tuple(x_shape[2:]), dout.dtype)
-    kh, kw, sh, sw, ph, pw = _geometry(kernel, stride, padding)
-    avg_pool_backward_kernel(d, dx, kh, kw, sh, sw, ph, pw, count_include_pad)
+    d = _planes(dout, len(x_shape) - 2)
+    dx = _unpooled(d, x_shape)
+    avg_pool_backward_kernel(d, dx, *_geometry(kernel, stride, padding), count_include_pad)
     return dx.reshape(x_shape)
 
 

@@ -251,10 +251,10 @@ def convolve(geometry, x, weights, bias, out, parallel):
     ``parallel(tasks, x)`` says whether the tasks run on threads."""
     Co, dtype = weights.shape[0], x.dtype
     u = np.tensordot(np.tensordot(G, weights, (1, 2)), G, (3, 1))  # G g G^T: (x, o, c, y)
-    u = u.transpose(0, 3, 1, 2).astype(dtype).reshape(16, Co, -1)
+    u = u.transpose(0, 3, 1, 2).astype(dtype, order="C").reshape(16, Co, -1)
     tasks = geometry.tasks(_bytes_per_task(geometry, Co, x.itemsize))
     xpad, v, m, tiled = _scratch(geometry, tasks, Co, dtype)
-    forward_kernel.run(parallel(tasks, x), x, np.ascontiguousarray(u), bias, out, xpad, v, m,
+    forward_kernel.run(parallel(tasks, x), x, u, bias, out, xpad, v, m,
                        tiled, *geometry.padding)  # fmt: skip
 
 
