@@ -435,7 +435,7 @@ def test_lstm_recurrence_kernel_matches_reference(
             np, "lstm", dhs, dcs, xg, w, h0, c0, states[0], states[1], saved
         )
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(cpu_recurrent, "MIN_CHUNK_UNITS", min_units)
+        patch.setattr(cpu_recurrent, "CHUNK_UNITS", {4: min_units, 2: min_units})
         patch.setattr(cpu_recurrent, "uses_one_pool", lambda: pool)
         got_states, got_saved = cpu_recurrent.lstm_recurrence_forward(np, "lstm", xg, w, b, h0, c0)
         close(got_states, states, dtype, "states")
@@ -448,9 +448,10 @@ def test_lstm_recurrence_kernel_matches_reference(
 
 
 def test_lstm_recurrence_does_not_depend_on_the_thread_count():
-    """256 units in 4 chunks: the same bits on one thread and on two."""
+    """512 units in 4 chunks: the same bits on one thread and on two."""
     rng = np.random.default_rng(5)
-    T, N, H = 3, 4, 256
+    T, N, H = 3, 4, 512
+    assert cpu_recurrent.chunks(H) == 4
     xg, w = rng.standard_normal((T, N, 4 * H)), rng.standard_normal((4 * H, H)) * 0.05
     h0, c0 = rng.standard_normal((N, H)), rng.standard_normal((N, H))
     dhs, dcs = rng.standard_normal((T, N, H)), rng.standard_normal((T, N, H))

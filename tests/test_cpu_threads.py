@@ -90,6 +90,60 @@ def test_a_run_sets_the_threads_and_puts_blas_back():
     assert run.stdout.split() == ["True", "1", "True", "True"], run.stderr
 
 
+def test_a_kernel_that_multiplies_runs_numpys_blas_on_one_thread_and_puts_it_back():
+    # where the kernels call numpy's own OpenBLAS (blas.py), it is set to one thread while a
+    # kernel that multiplies runs, and to the user's count again after
+    run = _python("""
+        import numpy as np
+        from threadpoolctl import threadpool_limits
+        from tricycle.backends.cpu import blas, gemm
+
+        seen, set_threads = [], blas._threads.set
+        if blas.LIBRARY == "numpy":
+            blas._threads.set = lambda n: (seen.append(n), set_threads(n))
+        a = np.ones((512, 512), dtype=np.float32)
+        with threadpool_limits(2, user_api="blas"):
+            product = gemm.matmul(a, a)
+            after = blas._threads.get() if blas.LIBRARY == "numpy" else 2
+        print(blas.LIBRARY, seen, after, bool((product == 512).all()))
+    """)
+    library, *rest = run.stdout.split(maxsplit=1)
+    expected = "[1, 2] 2 True" if library == "numpy" else "[] 2 True"
+    assert library in ("numpy", "scipy") and rest == [expected + "\n"], run.stderr
+
+
+def test_the_kernels_multiply_through_scipys_blas_where_numpy_has_no_openblas():
+    # where numpy's BLAS is not an OpenBLAS with 64-bit integers, gemm_into goes through a
+    # shim to numba's own entry (scipy's library): the products and the LSTM as numpy's
+    run = _python("""
+        import threadpoolctl
+        import numpy as np
+
+        class NoLibraries:
+            lib_controllers = []
+
+        threadpoolctl.ThreadpoolController.select = lambda self, **kwargs: NoLibraries()
+        from tricycle.backends.cpu import blas, gemm, recurrent
+        from tricycle.recurrent import recurrence_forward
+
+        rng = np.random.default_rng(0)
+        checks = []
+        for dtype in (np.float32, np.float64):
+            a, b = rng.standard_normal((300, 200)).astype(dtype), rng.standard_normal((200, 90))
+            b = b.astype(dtype)
+            checks.append(np.allclose(gemm.matmul(a, b), a @ b, rtol=1e-4, atol=1e-4))
+            checks.append(np.allclose(gemm.matmul(a.T.copy().T, b.T.copy().T), a @ b, 1e-4, 1e-4))
+        T, N, H = 3, 4, 128
+        xg = rng.standard_normal((T, N, 4 * H)); w = rng.standard_normal((4 * H, H)) * 0.1
+        h0, c0 = rng.standard_normal((N, H)), rng.standard_normal((N, H))
+        states, _ = recurrent.lstm_recurrence_forward(np, "lstm", xg, w, None, h0, c0)
+        reference, _ = recurrence_forward(np, "lstm", xg, w, None, h0, c0)
+        checks.append(np.allclose(states, reference, rtol=1e-10, atol=1e-12))
+        print(blas.LIBRARY, all(checks))
+    """)
+    assert run.stdout.split() == ["scipy", "True"], run.stderr
+
+
 def test_thread_count_comes_from_the_environment_and_is_shared_between_processes(monkeypatch):
     monkeypatch.delenv("TRICYCLE_THREADS", raising=False)
     assert threads_per_process(3) == 3

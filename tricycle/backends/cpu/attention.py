@@ -62,7 +62,7 @@ def _load(x, b, h, scale):
     return out
 
 
-@parallel_jit
+@parallel_jit(blas=True)
 def attention_forward_kernel(q, k, v, out, lse, seed, threshold, dropout_scale, block):
     """out (B, Tq, H, D) and lse (B, H, Tq) of causal attention of q (B, Tq, H, D) against
     k and v (B, Tk, Hkv, D), the queries being the last Tq of the Tk positions. Dropout when
@@ -116,7 +116,7 @@ def attention_forward_kernel(q, k, v, out, lse, seed, threshold, dropout_scale, 
                     out[b, a + i, h, d] = acc[i, d] / row_sums[i]
 
 
-@parallel_jit
+@parallel_jit(blas=True)
 def attention_backward_kernel(q, k, v, out, dout, lse, dq, dk, dv, seed, threshold,
                               dropout_scale, block):  # fmt: skip
     """dq (B, T, H, D), dk and dv (B, T, Hkv, D) of ``attention_forward_kernel`` (Tq == Tk).

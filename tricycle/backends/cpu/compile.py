@@ -42,6 +42,7 @@ import numpy as np
 from numba.core import caching, event
 from threadpoolctl import ThreadpoolController
 
+from tricycle.backends.cpu import blas
 from tricycle.backends.cpu.memory import keep_freed_memory
 
 # inputs with fewer elements run serially: a launch on the tbb pool costs microseconds; on
@@ -121,10 +122,12 @@ class ParallelKernel:
     """A kernel compiled twice: ``parallel`` (``prange`` over numba's threads) and ``serial``.
 
     Calling it runs one of them (see the module's docstring); the first argument's ``size``
-    decides whether the work is worth a parallel launch, or the caller does (``run``).
+    decides whether the work is worth a parallel launch, or the caller does (``run``). A kernel
+    that multiplies (``blas=True``) runs with numpy's BLAS on one thread (``blas.py``).
     """
 
     def __init__(self, function, options):
+        self.multiplies = options.pop("blas", False)
         self.__wrapped__ = function
         self.__name__, self.__doc__ = function.__name__, function.__doc__
         self.parallel = _compiled(function, {**options, "parallel": True})
@@ -143,6 +146,15 @@ class ParallelKernel:
     def run(self, parallel: bool, *args):
         """The parallel variant if ``parallel`` and more than one thread is set, else the
         serial one: for a kernel whose first argument's size does not say its work."""
+        if not self.multiplies:
+            return self._run(parallel, *args)
+        blas.one_thread_enter()
+        try:
+            return self._run(parallel, *args)
+        finally:
+            blas.one_thread_leave()
+
+    def _run(self, parallel: bool, *args):
         if parallel:
             threads = thread_count()
             if threads > 1:

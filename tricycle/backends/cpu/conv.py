@@ -141,7 +141,7 @@ def to_grid(d, grid, Wg):
 # ``shape`` = (kh, kw, sh, sw, dh, dw, ph, pw, Wg).
 
 
-@parallel_jit
+@parallel_jit(blas=True)
 def forward_kernel(x, w_t, bias, out, xpad, cols, product, shape, views):
     """out (N, Co, Ho, Wo) = x (N, C, H, W) convolved with w_t (G, K, Og), plus bias (Co,);
     with ``views`` (``uses_views``) the columns' blocks are views of xpad. Scratch: xpad
@@ -171,7 +171,7 @@ def forward_kernel(x, w_t, bias, out, xpad, cols, product, shape, views):
                 from_grid(product[task], bias[group], out[n, group], Wg)
 
 
-@parallel_jit
+@parallel_jit(blas=True)
 def weights_grad_kernel(x, d, parts, xpad, cols, grid, shape):
     """parts[task] (G, K, Og) += cols_g @ d[n, g]^T over the task's samples: x (N, C, H, W),
     d (N, Co, Ho, Wo). Scratch: xpad (tasks, C, Hp, Wp) and grid (tasks, Co, Lg) zero, cols
@@ -189,7 +189,7 @@ def weights_grad_kernel(x, d, parts, xpad, cols, grid, shape):
                 gemm_into(parts[task, g], cols_g, d_g, False, True, 1.0)
 
 
-@parallel_jit
+@parallel_jit(blas=True)
 def input_grad_kernel(d, w_t, dx, dxpad, dcols, shape):
     """dx (N, C, H, W) from d (N, Co, Ho Wo): dcols_g = w_t[g] @ d[n, g], (K, Ho Wo), then
     col2im. Scratch: dxpad (tasks, C, Hp, Wp), dcols (tasks, G K, Ho Wo)."""

@@ -1,32 +1,22 @@
 """The Einsum runner's matrix products on the CPU, spread over the kernels' threads.
 
 C = A B with the rows (or the columns) of C cut into one slice per thread, each slice one
-single-threaded BLAS call (scipy's OpenBLAS, the library numba's ``np.dot`` calls). The
-products and the fused kernels then share one pool of threads: numpy's own BLAS threads
-keep spinning for about 0.1 s after each product, on the cores the next kernel wants
-(``compile.py`` says how the pool is chosen; ``benchmarks/README.md`` has the numbers).
+single-threaded BLAS call (``blas.py`` says which library). The products and the fused
+kernels then share one pool of threads: numpy's own BLAS threads keep spinning for about
+0.1 s after each product, on the cores the next kernel wants (``compile.py`` says how the pool
+is chosen; ``benchmarks/README.md`` has the numbers).
 
-BLAS is column-major, so a row-major C = A B is computed as C^T = B^T A^T: BLAS's "A" is
-our B, and an operand stored transposed (a transposed view, Fortran order) is passed with
-the "T" flag instead of being copied.
+An operand stored transposed (a transposed view, Fortran order) is passed to BLAS with the
+"T" flag instead of being copied.
 """
 
 import numpy as np
-from numba import prange, types
+from numba import prange
 
 from tricycle import dispatch
+from tricycle.backends.cpu import blas
 from tricycle.backends.cpu.compile import jit, parallel_jit, thread_count, uses_one_pool
 
-# numba's own entry to BLAS's ?gemm (the one its np.dot calls): a symbol it links by name, so
-# the kernel stays cacheable, which a ctypes pointer to scipy's function would not be
-_xxgemm = types.ExternalFunction("numba_xxgemm", types.intc(
-    types.char, types.char, types.char,  # kind ("s": float32, "d": float64), transa, transb
-    types.intp, types.intp, types.intp,  # m, n, k
-    types.voidptr, types.voidptr, types.intp,  # alpha, a, lda
-    types.voidptr, types.intp, types.voidptr,  # b, ldb, beta
-    types.voidptr, types.intp,  # c, ldc
-))  # fmt: skip
-_N, _T = ord("n"), ord("t")
 PARALLEL_MIN_WORK = 1 << 21  # multiply-adds below which one thread does the whole product
 
 
@@ -48,15 +38,19 @@ def gemm_into(out, a, b, a_transposed, b_transposed, beta):
     which ``np.dot`` cannot do."""
     M, N = out.shape
     K = a.shape[0] if a_transposed else a.shape[1]
-    scalars = np.empty(2, dtype=out.dtype)  # alpha, beta: BLAS takes them by address
-    scalars[0], scalars[1] = 1.0, beta
-    _xxgemm(ord("s") if out.itemsize == 4 else ord("d"),
-            _T if b_transposed else _N, _T if a_transposed else _N, N, M, K,
-            scalars[0:].ctypes, b.ctypes, _leading(b), a.ctypes, _leading(a),
-            scalars[1:].ctypes, out.ctypes, _leading(out))  # fmt: skip
+    transa = blas.TRANS if a_transposed else blas.NO_TRANS
+    transb = blas.TRANS if b_transposed else blas.NO_TRANS
+    if out.itemsize == 4:
+        blas.cblas_sgemm(blas.ROW_MAJOR, transa, transb, M, N, K, np.float32(1.0), a.ctypes,
+                         _leading(a), b.ctypes, _leading(b), np.float32(beta), out.ctypes,
+                         _leading(out))  # fmt: skip
+    else:
+        blas.cblas_dgemm(blas.ROW_MAJOR, transa, transb, M, N, K, 1.0, a.ctypes, _leading(a),
+                         b.ctypes, _leading(b), np.float64(beta), out.ctypes,
+                         _leading(out))  # fmt: skip
 
 
-@parallel_jit
+@parallel_jit(blas=True)
 def gemm_kernel(out, a, b, a_transposed, b_transposed, row_slices, column_slices):
     """out (M, N) = a' b' in row_slices x column_slices blocks of out, one ``gemm_into`` each;
     a and b as ``gemm_into`` takes them (C-ordered, a^T stored for a' if ``a_transposed``)."""

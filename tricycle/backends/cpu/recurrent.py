@@ -252,7 +252,7 @@ def gru_cell_backward(xp, dh_new, dc_new, saved, xg, h, h_new, c, c_new):
 # ``later``), so that no chunk overwrites one that another chunk is still reading.
 
 
-@parallel_jit
+@parallel_jit(blas=True)
 def lstm_forward_steps(xg, w_chunks, bias, h0, c0, states, gates, z):
     """The LSTM over T steps: xg (T, N, 4H); w_chunks (chunks, H, 4 Hc), chunk k's columns of
     W_hh^T, gates i | f | g | o of units [k Hc, (k + 1) Hc); bias (4H,). Writes states
@@ -269,7 +269,7 @@ def lstm_forward_steps(xg, w_chunks, bias, h0, c0, states, gates, z):
                                k * Hc)  # fmt: skip
 
 
-@parallel_jit
+@parallel_jit(blas=True)
 def lstm_backward_steps(dhs, dcs, gates, cs, c0, w_rows, dxg, dz, dh_parts, dc):
     """Back through ``lstm_forward_steps``: dhs and dcs (T, N, H) reach each step's outputs,
     cs (T, N, H) are its cell states; w_rows (chunks, 4 Hc, H) are chunk k's rows of W_hh.
@@ -288,12 +288,16 @@ def lstm_backward_steps(dhs, dcs, gates, cs, c0, w_rows, dxg, dz, dh_parts, dc):
             gemm_into(dh_parts[now, k], dz[k], w_rows[k], False, False, 0.0)  # (N, H)
 
 
-MIN_CHUNK_UNITS = 64  # fewer units than this to a chunk, and its product is not worth a thread
+# a chunk's product wants many columns: on two cores two chunks of 128 units ran the steps
+# 8-9% faster than four of 64, and four of 128 2-3% slower than two of 256 (a chunk a core
+# pays for the rest with more cores); two chunks of 64 still beat one of 128
+CHUNK_UNITS = {4: 128, 2: 64}  # the fewest units to a chunk, by the number of chunks
 
 
 def chunks(H: int) -> int:
-    """How many chunks the units are cut into: up to 4, of ``MIN_CHUNK_UNITS`` units each."""
-    return next(n for n in (4, 2, 1) if H % n == 0 and (H // n >= MIN_CHUNK_UNITS or n == 1))
+    """How many chunks the units are cut into: 4 of 128 units or more, else 2 of 64 or more,
+    else 1 (fixed by H, so that the numbers do not depend on the thread count)."""
+    return next((n for n in (4, 2) if H % n == 0 and H // n >= CHUNK_UNITS[n]), 1)
 
 
 def lstm_recurrence_forward(xp, cell, xg, w_hh, b_hh, h0, c0):

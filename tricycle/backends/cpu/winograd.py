@@ -146,7 +146,7 @@ def gradient_tiles(d, z, tw):
 # Each kernel's tasks: task t takes samples [t N / tasks, (t + 1) N / tasks) and scratch [t].
 
 
-@parallel_jit
+@parallel_jit(blas=True)
 def forward_kernel(x, u, bias, out, xpad, v, m, tiled, ph, pw):
     """out (N, Co, Ho, Wo) = x (N, C, H, W) convolved with the 3 x 3 kernel transformed into
     u (16, Co, C), plus bias (Co,). Scratch per task: xpad (tasks, C, 2 th + 2, 2 tw + 2) zero,
@@ -168,7 +168,7 @@ def forward_kernel(x, u, bias, out, xpad, v, m, tiled, ph, pw):
                 out[n] = tiled[task, :, :Ho, :Wo]
 
 
-@parallel_jit
+@parallel_jit(blas=True)
 def weights_grad_kernel(x, d, parts, sums, xpad, v, z, tiled, ph, pw):
     """parts[task] (16, Co, C) += Z[xi] @ V[xi]^T over the task's samples: x (N, C, H, W),
     d (N, Co, Ho, Wo); and sums[task] (Co,) += the sum of d over each sample's positions,
