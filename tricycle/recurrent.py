@@ -323,8 +323,10 @@ class _Recurrent(Layer):
             b_ih = getattr(self, f"bias_ih_l{k}") if self.bias else None
             b_hh = getattr(self, f"bias_hh_l{k}") if self.bias else None
             xg = _INPUT_PROJECTION(x, w_ih)  # (T, N, G H)
-            if b_ih is not None:
-                xg = xg + b_ih
+            if b_ih is not None and self.cell == "gru":
+                xg = xg + b_ih  # the GRU's b_hn is inside r (h W_hn^T + b_hn): no sum
+            elif b_ih is not None:
+                b_hh = b_ih + b_hh  # (G H,): added once, in the recurrence, not to all of xg
             states = recurrence(self.cell, xg, w_hh, b_hh, h0[k], None if c0 is None else c0[k])
             hs = states if c0 is None else states[0]  # (T, N, H)
             last_h.append(hs[-1])
