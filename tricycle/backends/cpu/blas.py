@@ -3,14 +3,18 @@ one, else the one numba's ``np.dot`` calls (scipy's).
 
 A kernel multiplies through ``gemm.gemm_into``, which calls CBLAS's ``?gemm`` by a symbol
 name, ``tricycle_cblas_sgemm`` or ``tricycle_cblas_dgemm`` (a name keeps a kernel cacheable on
-disk, where a pointer would not). This module points the names before any kernel is compiled
-or loaded (it runs when the backend is first imported):
+disk, where a pointer would not). The first kernel that multiplies points the names, before
+it is compiled or loaded (``one_thread_enter``):
 
 - at numpy's OpenBLAS where it has the 64-bit-integer CBLAS that numpy's wheels ship (found
-  through ``threadpoolctl``). Single-threaded, it runs the kernels' shapes as fast as scipy's
-  or faster: the LSTM's step product (32 x 256 x 1024) 1.27x, the weights' gradients (A
-  transposed) 1.10-1.17x (``benchmarks/README.md``);
+  through ``threadpoolctl``). Single-threaded, it runs the LSTM's step products (32 rows)
+  1.2-1.6x as fast as scipy's, and a GPT step's products within a few percent either way:
+  the LSTM trains 16% faster, the GPT 2-3% (``benchmarks/README.md``);
 - else at ``_shim``, which calls numba's own entry to BLAS (``numba_xxgemm``, scipy's library).
+
+A product whose second operand is transposed goes to scipy's library whatever numpy has
+(``tricycle_scipy_?gemm``, through the shim): numpy's runs those 2-16% slower (attention's
+q k^T blocks, a third of a GPT step's products; 20% for the LSTM's shapes).
 
 The kernels call BLAS from their own threads, one single-threaded call each. scipy's library is
 set to one thread once (``compile.py``); numpy's keeps the user's count for numpy's own
@@ -42,6 +46,9 @@ def _signature(real):
 
 cblas_sgemm = types.ExternalFunction("tricycle_cblas_sgemm", _signature(types.float32))
 cblas_dgemm = types.ExternalFunction("tricycle_cblas_dgemm", _signature(types.float64))
+# the same through scipy's library always (``_shim``): for a transposed second operand
+scipy_sgemm = types.ExternalFunction("tricycle_scipy_sgemm", _signature(types.float32))
+scipy_dgemm = types.ExternalFunction("tricycle_scipy_dgemm", _signature(types.float64))
 
 # numba's entry to scipy's ?gemm, column-major: (kind "s" or "d", transa, transb, m, n, k,
 # &alpha, a, lda, b, ldb, &beta, c, ldc)
@@ -118,11 +125,13 @@ class _Threads:
 def _bind() -> tuple[str, _Threads]:
     """Point the symbols at numpy's OpenBLAS, or at the shims; returns which, and the
     threads' switch."""
+    shims = {kind: _shim(dtype).address for kind, dtype in (("s", np.float32), ("d", np.float64))}
+    for kind, address in shims.items():
+        binding.add_symbol(f"tricycle_scipy_{kind}gemm", address)
     found = _numpy_openblas()
     if found is None:
-        for name, dtype in (("tricycle_cblas_sgemm", np.float32),
-                            ("tricycle_cblas_dgemm", np.float64)):  # fmt: skip
-            binding.add_symbol(name, _shim(dtype).address)
+        for kind, address in shims.items():
+            binding.add_symbol(f"tricycle_cblas_{kind}gemm", address)
         return "scipy", _Threads()
     library, prefix, suffix = found
     for kind in "sd":
@@ -132,5 +141,26 @@ def _bind() -> tuple[str, _Threads]:
     return "numpy", _Threads(library, prefix, suffix)
 
 
-LIBRARY, _threads = _bind()
-one_thread_enter, one_thread_leave = _threads.enter, _threads.leave
+_bound = {}  # "library": "numpy" or "scipy", "threads": its _Threads; set by the first kernel
+_binding = threading.Lock()
+
+
+def library() -> str:
+    """Which library the kernels' products call ("numpy" or "scipy"), binding it if need be."""
+    if not _bound:
+        with _binding:
+            if not _bound:
+                _bound["library"], _bound["threads"] = _bind()
+    return _bound["library"]
+
+
+def one_thread_enter():
+    """Before a kernel that multiplies (``compile.ParallelKernel``): the symbols bound (at the
+    first such kernel, not at import: that loads scipy's library, which starts a thread), and
+    numpy's library on one thread."""
+    library()
+    _bound["threads"].enter()
+
+
+def one_thread_leave():
+    _bound["threads"].leave()
