@@ -14,12 +14,12 @@ it is compiled or loaded (``one_thread_enter``):
 
 A product whose second operand is transposed goes to scipy's library whatever numpy has
 (``tricycle_scipy_?gemm``, through the shim): numpy's runs those 2-16% slower (attention's
-q k^T blocks, a third of a GPT step's products; 20% for the LSTM's shapes).
+q k^T blocks, a third of a GPT step's products), and 32-row ones about 20% slower.
 
 The kernels call BLAS from their own threads, one single-threaded call each. scipy's library is
 set to one thread once (``compile.py``); numpy's keeps the user's count for numpy's own
-products, so ``one_thread`` sets it to one while a kernel that multiplies runs, and back when
-the last such kernel returns.
+products, so ``one_thread_enter`` sets it to one while a kernel that multiplies runs, and
+``one_thread_leave`` back when the last such kernel returns.
 """
 
 import ctypes
@@ -92,8 +92,8 @@ def _numpy_openblas():
 
 
 class _Threads:
-    """numpy's OpenBLAS at one thread while any kernel that multiplies runs (``one_thread``
-    counts them), then back to the count it had."""
+    """numpy's OpenBLAS at one thread while any kernel that multiplies runs (``enter`` and
+    ``leave`` count them), then back to the count it had."""
 
     def __init__(self, library=None, prefix="", suffix=""):
         self.lock, self.inside, self.saved = threading.Lock(), 0, 1

@@ -289,8 +289,8 @@ def lstm_backward_steps(dhs, dcs, gates, cs, c0, w_rows, dxg, dz, dh_parts, dc):
 
 
 # a chunk's product wants many columns: on two cores two chunks of 128 units ran the steps
-# 8-9% faster than four of 64, and four of 128 2-3% slower than two of 256 (a chunk a core
-# pays for the rest with more cores); two chunks of 64 still beat one of 128
+# 8-9% faster than four of 64, and four of 128 2-3% slower than two of 256 (kept from H = 512
+# on: more cores can take them); two chunks of 64 still beat one of 128
 CHUNK_UNITS = {4: 128, 2: 64}  # the fewest units to a chunk, by the number of chunks
 
 
