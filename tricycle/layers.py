@@ -265,7 +265,7 @@ def dense(x: Tensor, weights: Tensor, bias: Tensor | None = None) -> Tensor:
 class Dense(Layer):
     """A fully connected layer: ``x @ weights + bias`` over the last axis.
 
-    In einsum terms ``...i,ij->...j`` plus a bias, run as one fused op (``dense``).
+    In einsum terms ``...i,ij->...j`` plus a bias (``dense``: one einsum, then the add).
 
     Args:
         from_size, to_size: input and output widths; ``weights`` has shape (from_size, to_size).
