@@ -11,12 +11,17 @@ round's GFLOP/s. Shapes are M x K x N; each runs plain and with A, then B, trans
 
 import argparse
 import ctypes
-import os
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import scipy.linalg.cython_blas  # noqa: F401 - loads scipy's library
 from threadpoolctl import ThreadpoolController, threadpool_limits
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
+
+from tricycle.backends.cpu.blas import ships_with_numpy  # noqa: E402
 
 # the LSTM's steps (a chunk's product and its gradient), its large products, a GPT step's slices
 SHAPES = "32x256x512,32x512x256,32x256x1024,2048x256x1024,1024x2048x256,512x256x768,512x1024x256"
@@ -39,11 +44,10 @@ def _sgemm(path: str, name: str, integer):
 
 def libraries() -> dict:
     """{"numpy": sgemm, "scipy": sgemm}, each found through threadpoolctl."""
-    numpy_package = os.path.dirname(np.__file__)
     found = {}
     for controller in ThreadpoolController().select(internal_api="openblas").lib_controllers:
-        path, folder = controller.filepath, os.path.dirname(controller.filepath)
-        if folder.startswith(numpy_package) or os.path.basename(folder) == "numpy.libs":
+        path = controller.filepath
+        if ships_with_numpy(path):
             found["numpy"] = _sgemm(path, "scipy_cblas_sgemm64_", ctypes.c_int64)
         elif "scipy" in path:
             found["scipy"] = _sgemm(path, "scipy_cblas_sgemm", ctypes.c_int)

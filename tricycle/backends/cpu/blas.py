@@ -75,13 +75,20 @@ def _shim(dtype):
     return cfunc(_signature(real), cache=True)(gemm)
 
 
+def ships_with_numpy(path: str) -> bool:
+    """Whether the library at ``path`` is numpy's own (in its package or its wheel's
+    ``numpy.libs``)."""
+    folder = os.path.dirname(path)
+    return (
+        folder.startswith(os.path.dirname(np.__file__)) or os.path.basename(folder) == "numpy.libs"
+    )
+
+
 def _numpy_openblas():
     """(library, its symbols' prefix and suffix) of numpy's own OpenBLAS with 64-bit integers
     (numpy's wheels: ``scipy_cblas_sgemm64_``), or None (another BLAS, or LP64)."""
-    numpy_package = os.path.dirname(np.__file__)
     for controller in ThreadpoolController().select(internal_api="openblas").lib_controllers:
-        folder = os.path.dirname(controller.filepath)
-        if not (folder.startswith(numpy_package) or os.path.basename(folder) == "numpy.libs"):
+        if not ships_with_numpy(controller.filepath):
             continue
         library = ctypes.CDLL(controller.filepath)
         for prefix in ("scipy_", ""):

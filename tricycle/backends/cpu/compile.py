@@ -38,7 +38,6 @@ import time
 import types
 
 import numba
-import numpy as np
 from numba.core import caching, event
 from threadpoolctl import ThreadpoolController
 
@@ -243,14 +242,13 @@ def _tbb_loads() -> bool:
 
 
 def _single_threaded_blas() -> None:
-    """One thread for the BLAS libraries numba calls: all but the one numpy ships, which
-    keeps the user's setting for numpy's own products."""
+    """One thread for the BLAS libraries that numba's own calls reach (scipy's): all but the
+    one numpy ships, which keeps the user's setting for numpy's own products (``blas.py``
+    sets it to one only while a kernel that multiplies runs)."""
     import scipy.linalg.cython_blas  # noqa: F401, PLC0415 - loads the library numba calls
 
-    numpy_package = os.path.dirname(np.__file__)
     for library in ThreadpoolController().select(user_api="blas").lib_controllers:
-        folder = os.path.dirname(library.filepath)
-        if not (folder.startswith(numpy_package) or os.path.basename(folder) == "numpy.libs"):
+        if not blas.ships_with_numpy(library.filepath):
             library.set_num_threads(1)
 
 
