@@ -9,7 +9,9 @@ from hypothesis import strategies as st
 
 from tricycle import attention, conv, dispatch, recurrent
 from tricycle.backends.cpu import add as cpu_add
+from tricycle.backends.cpu import arrays as cpu_arrays
 from tricycle.backends.cpu import attention as cpu_attention
+from tricycle.backends.cpu import blas as cpu_blas
 from tricycle.backends.cpu import compile as compile_module
 from tricycle.backends.cpu import conv as cpu_conv
 from tricycle.backends.cpu import gemm as cpu_gemm
@@ -415,13 +417,15 @@ def test_recurrent_kernels_are_what_the_cells_dispatch_to():
     bias=st.booleans(),
     min_units=st.sampled_from([1, 64]),
     pool=st.booleans(),
+    columns=st.sampled_from([None, 1, 3]),
 )
 def test_lstm_recurrence_kernel_matches_reference(
-    steps, batch, hidden, dtype, transposed, bias, min_units, pool
+    steps, batch, hidden, dtype, transposed, bias, min_units, pool, columns
 ):
     """The whole-sequence LSTM kernel against the reference loop with the reference cells: the
     units in one chunk or (chunks of one unit on) in 2 or 4, or without the shared pool, the
-    steps in a loop with numpy's products."""
+    steps in a loop with numpy's products; each step's products in one BLAS call, or in calls
+    of 1 or 3 columns (``blas.step_columns``)."""
     rng = np.random.default_rng(steps * 100 + batch * 10 + hidden)
     xg = strided(rng, (steps, batch, 4 * hidden), dtype, transposed)
     w = strided(rng, (4 * hidden, hidden), dtype, transposed) * 0.5
@@ -437,6 +441,8 @@ def test_lstm_recurrence_kernel_matches_reference(
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(cpu_recurrent, "CHUNK_UNITS", {4: min_units, 2: min_units})
         patch.setattr(cpu_recurrent, "uses_one_pool", lambda: pool)
+        if columns is not None:
+            patch.setattr(cpu_blas, "step_columns", lambda rows, depth, width: columns)
         got_states, got_saved = cpu_recurrent.lstm_recurrence_forward(np, "lstm", xg, w, b, h0, c0)
         close(got_states, states, dtype, "states")
         close(got_saved, saved, dtype, "saved gates")
@@ -445,6 +451,36 @@ def test_lstm_recurrence_kernel_matches_reference(
         )
     for name, g, e in zip(("dxg", "dw_hh", "db_hh", "dh0", "dc0"), got, expected):
         close(g, e, dtype, name)
+
+
+@pytest.mark.parametrize(
+    "architecture, rows, depth, columns, expected",
+    [
+        ("SkylakeX", 32, 256, 512, 64),  # 32 x 64 x 256 <= 100^3 < 32 x 128 x 256
+        ("SapphireRapids", 32, 512, 256, 32),
+        ("Cooperlake", 4, 16, 64, 64),  # the whole product is small: one call
+        ("SkylakeX", 128, 512, 1024, 1024),  # 32 columns are too many already: one call
+        ("Haswell", 32, 256, 512, 512),  # no small-matrix kernels
+        (None, 32, 256, 512, 512),  # numpy has no OpenBLAS of its own
+    ],
+)
+def test_step_products_take_as_many_columns_as_the_small_matrix_kernels_do(
+    monkeypatch, architecture, rows, depth, columns, expected
+):
+    cpu_blas.library()
+    monkeypatch.setitem(cpu_blas._bound, "architecture", architecture)
+    assert cpu_blas.step_columns(rows, depth, columns) == expected
+
+
+@pytest.mark.parametrize("shape", [(0,), (7,), (3, 5), (2, 3, 33)])
+@pytest.mark.parametrize("dtype", [np.int8, np.float32, np.float64])
+def test_aligned_arrays_start_on_a_cache_line(shape, dtype):
+    for _ in range(4):  # numpy's own alignment varies from one array to the next
+        a = cpu_arrays.aligned_empty(shape, dtype)
+        assert a.shape == shape and a.dtype == dtype and a.flags.c_contiguous
+        assert a.size == 0 or a.ctypes.data % 64 == 0  # an empty one has no data
+        a[...] = 1  # writable
+        assert a.sum() == a.size
 
 
 def test_lstm_recurrence_does_not_depend_on_the_thread_count():

@@ -32,6 +32,17 @@ def n_chunks(n_rows: int) -> int:
     return max(1, -(-n_rows // CHUNK_ROWS))
 
 
+def aligned_empty(shape, dtype, alignment: int = 64) -> np.ndarray:
+    """``np.empty(shape, dtype)`` whose data starts on an ``alignment``-byte boundary (a cache
+    line): numpy aligns to 16 bytes only, and some BLAS kernels read a misaligned operand
+    slower (``blas.step_columns``)."""
+    dtype = np.dtype(dtype)
+    size = math.prod(shape)
+    raw = np.empty(size * dtype.itemsize + alignment, dtype=np.uint8)
+    start = -raw.ctypes.data % alignment
+    return raw[start : start + size * dtype.itemsize].view(dtype).reshape(shape)
+
+
 def same_dtype(*arrays) -> bool:
     """The kernels' condition: every array has the first one's dtype."""
     dtype = arrays[0].dtype

@@ -85,8 +85,9 @@ def ships_with_numpy(path: str) -> bool:
 
 
 def _numpy_openblas():
-    """(library, its symbols' prefix and suffix) of numpy's own OpenBLAS with 64-bit integers
-    (numpy's wheels: ``scipy_cblas_sgemm64_``), or None (another BLAS, or LP64)."""
+    """(library, its symbols' prefix and suffix, the CPU it chose kernels for) of numpy's own
+    OpenBLAS with 64-bit integers (numpy's wheels: ``scipy_cblas_sgemm64_``), or None
+    (another BLAS, or LP64)."""
     for controller in ThreadpoolController().select(internal_api="openblas").lib_controllers:
         if not ships_with_numpy(controller.filepath):
             continue
@@ -94,7 +95,7 @@ def _numpy_openblas():
         for prefix in ("scipy_", ""):
             for suffix in ("64_", "_64"):
                 if hasattr(library, f"{prefix}cblas_sgemm{suffix}"):
-                    return library, prefix, suffix
+                    return library, prefix, suffix, controller.architecture
     return None
 
 
@@ -129,9 +130,10 @@ class _Threads:
                 self.set(self.saved)
 
 
-def _bind() -> tuple[str, _Threads]:
-    """Point the symbols at numpy's OpenBLAS, or at the shims; returns which, and the
-    threads' switch."""
+def _bind() -> dict:
+    """Point the symbols at numpy's OpenBLAS, or at the shims; returns which ("library"), the
+    threads' switch ("threads") and the CPU that numpy's OpenBLAS chose its kernels for
+    ("architecture", None for the shims)."""
     shims = {kind: _shim(dtype).address for kind, dtype in (("s", np.float32), ("d", np.float64))}
     for kind, address in shims.items():
         binding.add_symbol(f"tricycle_scipy_{kind}gemm", address)
@@ -139,16 +141,17 @@ def _bind() -> tuple[str, _Threads]:
     if found is None:
         for kind, address in shims.items():
             binding.add_symbol(f"tricycle_cblas_{kind}gemm", address)
-        return "scipy", _Threads()
-    library, prefix, suffix = found
+        return dict(library="scipy", threads=_Threads(), architecture=None)
+    library, prefix, suffix, architecture = found
     for kind in "sd":
         function = getattr(library, f"{prefix}cblas_{kind}gemm{suffix}")
         address = ctypes.cast(function, ctypes.c_void_p).value
         binding.add_symbol(f"tricycle_cblas_{kind}gemm", address)
-    return "numpy", _Threads(library, prefix, suffix)
+    return dict(library="numpy", threads=_Threads(library, prefix, suffix),
+                architecture=architecture)  # fmt: skip
 
 
-_bound = {}  # "library": "numpy" or "scipy", "threads": its _Threads; set by the first kernel
+_bound = {}  # what ``_bind`` returns, once the first kernel has bound the symbols
 _binding = threading.Lock()
 
 
@@ -157,7 +160,7 @@ def library() -> str:
     if not _bound:
         with _binding:
             if not _bound:
-                _bound["library"], _bound["threads"] = _bind()
+                _bound.update(_bind())
     return _bound["library"]
 
 
@@ -171,3 +174,33 @@ def one_thread_enter():
 
 def one_thread_leave():
     _bound["threads"].leave()
+
+
+# OpenBLAS's builds for AVX-512 (SkylakeX, and the two that reuse its kernels) multiply a
+# product of M N K <= 100^3 with "small-matrix kernels", which read both operands where they
+# lie; a larger product first copies ("packs") both into blocks, every call
+SMALL_MATRIX_ARCHITECTURES = frozenset({"SkylakeX", "Cooperlake", "SapphireRapids"})
+SMALL_MATRIX_WORK = 100**3
+MIN_STEP_COLUMNS = 32  # narrower calls ran no faster than whole ones
+
+
+def step_columns(rows: int, depth: int, columns: int) -> int:
+    """How many columns each BLAS call takes of out (rows, columns) = a (rows, depth) @ w
+    (depth, columns), a product that a kernel makes again and again with the same w (the
+    LSTM's steps, ``gemm.gemm_columns_into``): where numpy's OpenBLAS has the small-matrix
+    kernels, the most (a power of two, 32 or more) that they take, so that w is never packed;
+    elsewhere, or where even 32 columns are too many, all of them in one call.
+
+    At 32 rows the small-matrix kernels ran the LSTM's step products 1.4-1.6x as fast as whole
+    calls, but only with w's columns 64-byte aligned (``arrays.aligned_empty``): misaligned,
+    they ran no faster (``benchmarks/README.md``)."""
+    library()
+    small = _bound["architecture"] in SMALL_MATRIX_ARCHITECTURES
+    if not small or rows * columns * depth <= SMALL_MATRIX_WORK:
+        return columns  # no small-matrix kernels, or one call is small already
+    width = MIN_STEP_COLUMNS
+    if rows * width * depth > SMALL_MATRIX_WORK:
+        return columns
+    while rows * width * 2 * depth <= SMALL_MATRIX_WORK:
+        width *= 2
+    return width

@@ -57,6 +57,15 @@ def gemm_into(out, a, b, a_transposed, b_transposed, beta):
                          ldb, scale, out.ctypes, ldc)  # fmt: skip
 
 
+@jit
+def gemm_columns_into(out, a, w, columns):
+    """out = a w, ``columns`` columns of out to a ``gemm_into`` call (``blas.step_columns``
+    says how many)."""
+    for c0 in range(0, out.shape[1], columns):
+        c1 = min(c0 + columns, out.shape[1])
+        gemm_into(out[:, c0:c1], a, w[:, c0:c1], False, False, 0.0)
+
+
 @parallel_jit(blas=True)
 def gemm_kernel(out, a, b, a_transposed, b_transposed, row_slices, column_slices):
     """out (M, N) = a' b' in row_slices x column_slices blocks of out, one ``gemm_into`` each;
