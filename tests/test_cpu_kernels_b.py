@@ -460,6 +460,7 @@ def test_lstm_recurrence_kernel_matches_reference(
         ("SapphireRapids", 32, 512, 256, 32),
         ("Cooperlake", 4, 16, 64, 64),  # the whole product is small: one call
         ("SkylakeX", 128, 512, 1024, 1024),  # 32 columns are too many already: one call
+        ("SkylakeX", 32, 1024, 1024, 1024),  # w is 4 MiB, beyond the L2 cache: one call
         ("Haswell", 32, 256, 512, 512),  # no small-matrix kernels
         (None, 32, 256, 512, 512),  # numpy has no OpenBLAS of its own
     ],

@@ -320,8 +320,9 @@ def lstm_recurrence_forward(xp, cell, xg, w_hh, b_hh, h0, c0):
     gates = np.empty((T, N, GH), dtype=dtype)
     z = np.empty((k, N, GH // k), dtype=dtype)
     if pool:
+        columns = blas.step_columns(N, H, GH // k, xg.itemsize)
         lstm_forward_steps.run(k > 1 and thread_count() > 1, xg, w_chunks, bias, h0, c0,
-                               states, gates, z, blas.step_columns(N, H, GH // k))  # fmt: skip
+                               states, gates, z, columns)  # fmt: skip
         return states, gates
     for t in range(T):
         h, c = (states[0, t - 1], states[1, t - 1]) if t else (h0, c0)
@@ -348,9 +349,9 @@ def lstm_recurrence_backward(xp, cell, dhs, dcs, xg, w_hh, h0, c0, hs, cs, saved
     dh_parts = np.zeros((2, k, N, H), dtype=dtype)
     dc = np.zeros((2, N, H), dtype=dtype)
     if pool:
+        columns = blas.step_columns(N, GH // k, H, xg.itemsize)
         lstm_backward_steps.run(k > 1 and thread_count() > 1, dhs, dcs, saved, cs, c0, w_rows,
-                                dxg, dz, dh_parts, dc,
-                                blas.step_columns(N, GH // k, H))  # fmt: skip
+                                dxg, dz, dh_parts, dc, columns)  # fmt: skip
     else:
         for t in reversed(range(T)):
             now, later, c = t % 2, (t + 1) % 2, cs[t - 1] if t else c0
