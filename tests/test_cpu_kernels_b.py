@@ -442,7 +442,7 @@ def test_lstm_recurrence_kernel_matches_reference(
         patch.setattr(cpu_recurrent, "CHUNK_UNITS", {4: min_units, 2: min_units})
         patch.setattr(cpu_recurrent, "uses_one_pool", lambda: pool)
         if columns is not None:
-            patch.setattr(cpu_blas, "step_columns", lambda rows, depth, width: columns)
+            patch.setattr(cpu_blas, "step_columns", lambda rows, depth, width, itemsize: columns)
         got_states, got_saved = cpu_recurrent.lstm_recurrence_forward(np, "lstm", xg, w, b, h0, c0)
         close(got_states, states, dtype, "states")
         close(got_saved, saved, dtype, "saved gates")
