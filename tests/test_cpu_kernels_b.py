@@ -417,15 +417,15 @@ def test_recurrent_kernels_are_what_the_cells_dispatch_to():
     bias=st.booleans(),
     min_units=st.sampled_from([1, 64]),
     pool=st.booleans(),
-    columns=st.sampled_from([None, 1, 3]),
+    blocks=st.sampled_from([None, (1, 1), (2, 3)]),
 )
 def test_lstm_recurrence_kernel_matches_reference(
-    steps, batch, hidden, dtype, transposed, bias, min_units, pool, columns
+    steps, batch, hidden, dtype, transposed, bias, min_units, pool, blocks
 ):
     """The whole-sequence LSTM kernel against the reference loop with the reference cells: the
     units in one chunk or (chunks of one unit on) in 2 or 4, or without the shared pool, the
     steps in a loop with numpy's products; each step's products in one BLAS call, or in calls
-    of 1 or 3 columns (``blas.step_columns``)."""
+    of 1 x 1 or 2 x 3 blocks (``blas.step_blocks``)."""
     rng = np.random.default_rng(steps * 100 + batch * 10 + hidden)
     xg = strided(rng, (steps, batch, 4 * hidden), dtype, transposed)
     w = strided(rng, (4 * hidden, hidden), dtype, transposed) * 0.5
@@ -441,8 +441,8 @@ def test_lstm_recurrence_kernel_matches_reference(
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(cpu_recurrent, "CHUNK_UNITS", {4: min_units, 2: min_units})
         patch.setattr(cpu_recurrent, "uses_one_pool", lambda: pool)
-        if columns is not None:
-            patch.setattr(cpu_blas, "step_columns", lambda rows, depth, width, itemsize: columns)
+        if blocks is not None:
+            patch.setattr(cpu_blas, "step_blocks", lambda rows, depth, width, itemsize: blocks)
         got_states, got_saved = cpu_recurrent.lstm_recurrence_forward(np, "lstm", xg, w, b, h0, c0)
         close(got_states, states, dtype, "states")
         close(got_saved, saved, dtype, "saved gates")
@@ -456,21 +456,22 @@ def test_lstm_recurrence_kernel_matches_reference(
 @pytest.mark.parametrize(
     "architecture, rows, depth, columns, expected",
     [
-        ("SkylakeX", 32, 256, 512, 64),  # 32 x 64 x 256 <= 100^3 < 32 x 128 x 256
-        ("SapphireRapids", 32, 512, 256, 32),
-        ("Cooperlake", 4, 16, 64, 64),  # the whole product is small: one call
-        ("SkylakeX", 128, 512, 1024, 1024),  # 32 columns are too many already: one call
-        ("SkylakeX", 32, 1024, 1024, 1024),  # w is 4 MiB, beyond the L2 cache: one call
-        ("Haswell", 32, 256, 512, 512),  # no small-matrix kernels
-        (None, 32, 256, 512, 512),  # numpy has no OpenBLAS of its own
+        ("SkylakeX", 32, 256, 512, (16, 128)),  # 16 x 128 x 256 <= 100^3 < 16 x 256 x 256
+        ("SapphireRapids", 32, 512, 256, (16, 64)),
+        ("SkylakeX", 8, 512, 512, (8, 128)),  # fewer rows than a block's
+        ("Cooperlake", 4, 16, 64, (4, 64)),  # the whole product is small: one call
+        ("SkylakeX", 32, 2048, 64, (32, 64)),  # 16 x 32 x 2048 > 100^3 already: one call
+        ("SkylakeX", 32, 1024, 1024, (32, 1024)),  # w is 4 MiB, beyond the L2 cache: one call
+        ("Haswell", 32, 256, 512, (32, 512)),  # no small-matrix kernels
+        (None, 32, 256, 512, (32, 512)),  # numpy has no OpenBLAS of its own
     ],
 )
-def test_step_products_take_as_many_columns_as_the_small_matrix_kernels_do(
+def test_step_products_take_blocks_the_small_matrix_kernels_take(
     monkeypatch, architecture, rows, depth, columns, expected
 ):
     cpu_blas.library()
     monkeypatch.setitem(cpu_blas._bound, "architecture", architecture)
-    assert cpu_blas.step_columns(rows, depth, columns) == expected
+    assert cpu_blas.step_blocks(rows, depth, columns) == expected
 
 
 @pytest.mark.parametrize("shape", [(0,), (7,), (3, 5), (2, 3, 33)])

@@ -35,7 +35,7 @@ def n_chunks(n_rows: int) -> int:
 def aligned_empty(shape, dtype, alignment: int = 64) -> np.ndarray:
     """``np.empty(shape, dtype)`` whose data starts on an ``alignment``-byte boundary (a cache
     line): numpy aligns to 16 bytes only, and some BLAS kernels read a misaligned operand
-    slower (``blas.step_columns``)."""
+    slower (``blas.step_blocks``)."""
     dtype = np.dtype(dtype)
     size = math.prod(shape)
     raw = np.empty(size * dtype.itemsize + alignment, dtype=np.uint8)

@@ -181,32 +181,35 @@ def one_thread_leave():
 # lie; a larger product first copies ("packs") both into blocks, every call
 SMALL_MATRIX_ARCHITECTURES = frozenset({"SkylakeX", "Cooperlake", "SapphireRapids"})
 SMALL_MATRIX_WORK = 100**3
+STEP_ROWS = 16  # rows of a call: fewer rows and more columns ran faster at the same M N K
 MIN_STEP_COLUMNS = 32  # narrower calls ran no faster than whole ones
 MAX_STEP_WEIGHTS = 1 << 20  # bytes of w, within a core's L2 cache on these CPUs
 
 
-def step_columns(rows: int, depth: int, columns: int, itemsize: int = 4) -> int:
-    """How many columns each BLAS call takes of out (rows, columns) = a (rows, depth) @ w
-    (depth, columns), a product that a kernel makes again and again with the same w (the
-    LSTM's steps, ``gemm.gemm_columns_into``): where numpy's OpenBLAS has the small-matrix
-    kernels and w fits a core's L2 cache, the most (a power of two, 32 or more) that they take,
-    so that w is never packed; elsewhere, or where even 32 columns are too many, all of them in
-    one call.
+def step_blocks(rows: int, depth: int, columns: int, itemsize: int = 4) -> tuple[int, int]:
+    """(rows, columns) of out that each BLAS call takes, for out (rows, columns) = a (rows,
+    depth) @ w (depth, columns), a product that a kernel makes again and again with the same w
+    (the LSTM's steps, ``gemm.gemm_blocks_into``). Where numpy's OpenBLAS has the small-matrix
+    kernels and w fits a core's L2 cache: blocks of up to ``STEP_ROWS`` rows and the most
+    columns (a power of two, 32 or more) that those kernels take, so that w is never packed.
+    Elsewhere, or where even 32 columns are too many, the whole product in one call.
 
-    At 32 rows the small-matrix kernels ran the LSTM's step products 1.4-1.6x as fast as whole
-    calls, but only with w's columns 64-byte aligned (``arrays.aligned_empty``): misaligned,
+    The small-matrix kernels ran the LSTM's step products 1.4-1.6x as fast as whole calls at
+    32 rows, but only with w's columns 64-byte aligned (``arrays.aligned_empty``): misaligned,
     they ran no faster. A w of 4 MiB (1024 units), which they read from beyond the L2 cache,
     ran 7% slower than whole calls (``benchmarks/README.md``)."""
     library()
-    small = _bound["architecture"] in SMALL_MATRIX_ARCHITECTURES
+    whole = rows, columns
+    block_rows = min(rows, STEP_ROWS)
     if (
-        not small or depth * columns * itemsize > MAX_STEP_WEIGHTS
-        or rows * columns * depth <= SMALL_MATRIX_WORK
+        _bound["architecture"] not in SMALL_MATRIX_ARCHITECTURES
+        or depth * columns * itemsize > MAX_STEP_WEIGHTS
+        or block_rows * MIN_STEP_COLUMNS * depth > SMALL_MATRIX_WORK
     ):  # fmt: skip
-        return columns  # no small-matrix kernels, w too large, or one call is small already
+        return whole  # no small-matrix kernels, w too large, or no call small enough
+    if rows * columns * depth <= SMALL_MATRIX_WORK:
+        return whole  # small already
     width = MIN_STEP_COLUMNS
-    if rows * width * depth > SMALL_MATRIX_WORK:
-        return columns
-    while rows * width * 2 * depth <= SMALL_MATRIX_WORK:
+    while width < columns and block_rows * width * 2 * depth <= SMALL_MATRIX_WORK:
         width *= 2
-    return width
+    return block_rows, min(width, columns)

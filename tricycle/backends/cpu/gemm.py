@@ -58,12 +58,15 @@ def gemm_into(out, a, b, a_transposed, b_transposed, beta):
 
 
 @jit
-def gemm_columns_into(out, a, w, columns):
-    """out = a w, ``columns`` columns of out to a ``gemm_into`` call (``blas.step_columns``
-    says how many)."""
-    for c0 in range(0, out.shape[1], columns):
-        c1 = min(c0 + columns, out.shape[1])
-        gemm_into(out[:, c0:c1], a, w[:, c0:c1], False, False, 0.0)
+def gemm_blocks_into(out, a, w, rows, columns):
+    """out = a w, a block of ``rows`` x ``columns`` of out to a ``gemm_into`` call
+    (``blas.step_blocks`` says how large)."""
+    M, N = out.shape
+    for r0 in range(0, M, rows):
+        r1 = min(r0 + rows, M)
+        for c0 in range(0, N, columns):
+            c1 = min(c0 + columns, N)
+            gemm_into(out[r0:r1, c0:c1], a[r0:r1], w[:, c0:c1], False, False, 0.0)
 
 
 @parallel_jit(blas=True)

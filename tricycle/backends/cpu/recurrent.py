@@ -22,7 +22,7 @@ from tricycle import dispatch
 from tricycle.backends.cpu import blas
 from tricycle.backends.cpu.arrays import aligned_empty
 from tricycle.backends.cpu.compile import jit, parallel_jit, thread_count, uses_one_pool
-from tricycle.backends.cpu.gemm import gemm_columns_into, matmul
+from tricycle.backends.cpu.gemm import gemm_blocks_into, matmul
 from tricycle.backends.cpu.maths import typed
 
 # Eigen's generic_fast_tanh_float: tanh(x) ~ x P(x^2) / Q(x^2) on |x| <= 7.9053111 (beyond,
@@ -255,29 +255,29 @@ def gru_cell_backward(xp, dh_new, dc_new, saved, xg, h, h_new, c, c_new):
 
 
 @parallel_jit(blas=True)
-def lstm_forward_steps(xg, w_chunks, bias, h0, c0, states, gates, z, columns):
+def lstm_forward_steps(xg, w_chunks, bias, h0, c0, states, gates, z, rows, columns):
     """The LSTM over T steps: xg (T, N, 4H); w_chunks (chunks, H, 4 Hc), chunk k's columns of
     W_hh^T, gates i | f | g | o of units [k Hc, (k + 1) Hc); bias (4H,). Writes states
     (2, T, N, H), each step's h and c, and gates (T, N, 4H), activated. Scratch: z
-    (chunks, N, 4 Hc). ``columns``: of a product, to a BLAS call."""
+    (chunks, N, 4 Hc). ``rows`` x ``columns``: a product's block to a BLAS call."""
     T, H = xg.shape[0], states.shape[3]
     chunks = w_chunks.shape[0]
     Hc = H // chunks
     for t in range(T):
         for k in prange(chunks):
             h, c = (states[0, t - 1], states[1, t - 1]) if t else (h0, c0)
-            gemm_columns_into(z[k], h, w_chunks[k], columns)  # (N, 4 Hc)
+            gemm_blocks_into(z[k], h, w_chunks[k], rows, columns)  # (N, 4 Hc)
             lstm_units_forward(z[k], xg[t], bias, c, gates[t], states[0, t], states[1, t],
                                k * Hc)  # fmt: skip
 
 
 @parallel_jit(blas=True)
-def lstm_backward_steps(dhs, dcs, gates, cs, c0, w_rows, dxg, dz, dh_parts, dc, columns):
+def lstm_backward_steps(dhs, dcs, gates, cs, c0, w_rows, dxg, dz, dh_parts, dc, rows, columns):
     """Back through ``lstm_forward_steps``: dhs and dcs (T, N, H) reach each step's outputs,
     cs (T, N, H) are its cell states; w_rows (chunks, 4 Hc, H) are chunk k's rows of W_hh.
     Writes dxg (T, N, 4H); leaves dh_parts[0] (chunks, N, H), whose sum is dh0, and
     dc[0] = dc0. Scratch: dz (chunks, N, 4 Hc); dh_parts (2, chunks, N, H) and dc (2, N, H)
-    zero. ``columns``: of a product, to a BLAS call."""
+    zero. ``rows`` x ``columns``: a product's block to a BLAS call."""
     T, H = dhs.shape[0], dhs.shape[2]
     chunks = w_rows.shape[0]
     Hc = H // chunks
@@ -287,7 +287,7 @@ def lstm_backward_steps(dhs, dcs, gates, cs, c0, w_rows, dxg, dz, dh_parts, dc, 
             c = cs[t - 1] if t else c0
             lstm_units_backward(dh_parts[later], dhs[t], dc[later], dcs[t], gates[t], c, cs[t],
                                 dz[k], dxg[t], dc[now], k * Hc)  # fmt: skip
-            gemm_columns_into(dh_parts[now, k], dz[k], w_rows[k], columns)  # (N, H)
+            gemm_blocks_into(dh_parts[now, k], dz[k], w_rows[k], rows, columns)  # (N, H)
 
 
 # a chunk's product wants many columns: on two cores two chunks of 128 units ran the steps
@@ -320,9 +320,9 @@ def lstm_recurrence_forward(xp, cell, xg, w_hh, b_hh, h0, c0):
     gates = np.empty((T, N, GH), dtype=dtype)
     z = np.empty((k, N, GH // k), dtype=dtype)
     if pool:
-        columns = blas.step_columns(N, H, GH // k, xg.itemsize)
+        rows, columns = blas.step_blocks(N, H, GH // k, xg.itemsize)
         lstm_forward_steps.run(k > 1 and thread_count() > 1, xg, w_chunks, bias, h0, c0,
-                               states, gates, z, columns)  # fmt: skip
+                               states, gates, z, rows, columns)  # fmt: skip
         return states, gates
     for t in range(T):
         h, c = (states[0, t - 1], states[1, t - 1]) if t else (h0, c0)
@@ -349,9 +349,9 @@ def lstm_recurrence_backward(xp, cell, dhs, dcs, xg, w_hh, h0, c0, hs, cs, saved
     dh_parts = np.zeros((2, k, N, H), dtype=dtype)
     dc = np.zeros((2, N, H), dtype=dtype)
     if pool:
-        columns = blas.step_columns(N, GH // k, H, xg.itemsize)
+        rows, columns = blas.step_blocks(N, GH // k, H, xg.itemsize)
         lstm_backward_steps.run(k > 1 and thread_count() > 1, dhs, dcs, saved, cs, c0, w_rows,
-                                dxg, dz, dh_parts, dc, columns)  # fmt: skip
+                                dxg, dz, dh_parts, dc, rows, columns)  # fmt: skip
     else:
         for t in reversed(range(T)):
             now, later, c = t % 2, (t + 1) % 2, cs[t - 1] if t else c0

@@ -224,7 +224,7 @@ def _planes(tasks, channels, T, dtype):
     Planes that do fall in the same sets of the cache, and a tile's 16 writes evict each other
     (10x slower at 32 channels x 256 tiles). It starts on a cache line, and so do the planes
     where channels x T is a multiple of 16: BLAS's small-matrix kernels read an operand so
-    aligned faster (``blas.step_columns``)."""
+    aligned faster (``blas.step_blocks``)."""
     flat = aligned_empty((tasks, 16, channels * T + PLANE_PAD), dtype)
     return flat[..., : channels * T].reshape(tasks, 16, channels, T)
 
