@@ -474,6 +474,28 @@ def test_step_products_take_blocks_the_small_matrix_kernels_take(
     assert cpu_blas.step_blocks(rows, depth, columns) == expected
 
 
+@pytest.mark.parametrize(
+    "architecture, units, itemsize, expected",
+    [
+        ("SkylakeX", 100, 4, 1),  # 2 of 50 would be fewer than 64 units each: one chunk
+        ("SkylakeX", 256, 4, 2),  # 2 chunks of 128, each's weights 512 KiB
+        ("SkylakeX", 512, 4, 4),  # 4 of 128: 1 MiB each
+        ("SkylakeX", 768, 4, 16),  # 4 of 192 (2.25 MiB), 8 of 96 (1.1 MiB), 16 of 48
+        ("SkylakeX", 1024, 4, 16),
+        ("SkylakeX", 1024, 8, 32),  # float64: twice the bytes
+        ("SkylakeX", 1000, 4, 8),  # 16 does not divide 1000: 8 chunks, though too large
+        ("SkylakeX", 2048, 4, 4),  # a call 2048 deep is too large for the small kernels
+        ("Haswell", 1024, 4, 4),  # no small-matrix kernels: 4 of 128 or more
+    ],
+)
+def test_lstm_chunks_fit_the_small_matrix_kernels(
+    monkeypatch, architecture, units, itemsize, expected
+):
+    cpu_blas.library()
+    monkeypatch.setitem(cpu_blas._bound, "architecture", architecture)
+    assert cpu_recurrent.chunks(units, itemsize) == expected
+
+
 @pytest.mark.parametrize("shape", [(0,), (7,), (3, 5), (2, 3, 33)])
 @pytest.mark.parametrize("dtype", [np.int8, np.float32, np.float64])
 def test_aligned_arrays_start_on_a_cache_line(shape, dtype):

@@ -186,6 +186,13 @@ MIN_STEP_COLUMNS = 32  # narrower calls ran no faster than whole ones
 MAX_STEP_WEIGHTS = 1 << 20  # bytes of w, within a core's L2 cache on these CPUs
 
 
+def small_matrix_kernels() -> bool:
+    """Whether the kernels' products run on an OpenBLAS with the small-matrix kernels (numpy's,
+    on a CPU with AVX-512)."""
+    library()
+    return _bound["architecture"] in SMALL_MATRIX_ARCHITECTURES
+
+
 def step_blocks(rows: int, depth: int, columns: int, itemsize: int = 4) -> tuple[int, int]:
     """(rows, columns) of out that each BLAS call takes, for out (rows, columns) = a (rows,
     depth) @ w (depth, columns), a product that a kernel makes again and again with the same w
@@ -198,11 +205,10 @@ def step_blocks(rows: int, depth: int, columns: int, itemsize: int = 4) -> tuple
     32 rows, but only with w's columns 64-byte aligned (``arrays.aligned_empty``): misaligned,
     they ran no faster. A w of 4 MiB (1024 units), which they read from beyond the L2 cache,
     ran 7% slower than whole calls (``benchmarks/README.md``)."""
-    library()
     whole = rows, columns
     block_rows = min(rows, STEP_ROWS)
     if (
-        _bound["architecture"] not in SMALL_MATRIX_ARCHITECTURES
+        not small_matrix_kernels()
         or depth * columns * itemsize > MAX_STEP_WEIGHTS
         or block_rows * MIN_STEP_COLUMNS * depth > SMALL_MATRIX_WORK
     ):  # fmt: skip
