@@ -24,7 +24,12 @@ microseconds to start). ``set_threads`` sets how many threads a parallel kernel 
 
 Compilation happens at a kernel's first call for its argument types and is cached on disk
 (``cache=True``), so a second process reuses it. The first compilation in a process says so on
-stderr, and the time spent compiling is said once at exit; cache hits print nothing.
+stderr, and the time spent compiling is said once at exit; cache hits print nothing. A
+parallel variant loaded from the cache can round differently from the same variant just
+compiled (numba's doing: layer norm's and cross-entropy's backwards do, in the last bit of a
+third of their rows), so a program's first run, which compiles, and its later runs, which
+load, can part in the last bits: the script's training losses from about step 20, in the
+sixth digit. Later runs agree with each other.
 """
 
 import atexit
