@@ -26,8 +26,8 @@ Compilation happens at a kernel's first call for its argument types and is cache
 (``cache=True``), so a second process reuses it. The first compilation in a process says so on
 stderr, and the time spent compiling is said once at exit; cache hits print nothing. A
 parallel variant loaded from the cache can round differently from the same variant just
-compiled (numba's doing: layer norm's and cross-entropy's backwards do, in the last bit of a
-third of their rows), so a program's first run, which compiles, and its later runs, which
+compiled (numba's doing: layer norm's and cross-entropy's backwards do, in the last bits of
+many of their rows), so a program's first run, which compiles, and its later runs, which
 load, can part in the last bits: the script's training losses from about step 20, in the
 sixth digit. Later runs agree with each other.
 """
