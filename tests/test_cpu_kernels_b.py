@@ -464,6 +464,7 @@ def test_lstm_recurrence_kernel_matches_reference(
         ("SkylakeX", 32, 1024, 1024, (32, 1024)),  # w is 4 MiB, beyond the L2 cache: one call
         ("Haswell", 32, 256, 512, (32, 512)),  # no small-matrix kernels
         (None, 32, 256, 512, (32, 512)),  # numpy has no OpenBLAS of its own
+        ("SkylakeX", 0, 256, 512, (1, 512)),  # an empty batch: one (empty) call
     ],
 )
 def test_step_products_take_blocks_the_small_matrix_kernels_take(

@@ -205,7 +205,7 @@ def step_blocks(rows: int, depth: int, columns: int, itemsize: int = 4) -> tuple
     32 rows, but only with w's columns 64-byte aligned (``arrays.aligned_empty``): misaligned,
     they ran no faster. A w of 4 MiB (1024 units), which they read from beyond the L2 cache,
     ran 7% slower than whole calls (``benchmarks/README.md``)."""
-    whole = rows, columns
+    whole = max(rows, 1), max(columns, 1)  # (an empty batch takes one empty call)
     block_rows = min(rows, STEP_ROWS)
     if (
         not small_matrix_kernels()
