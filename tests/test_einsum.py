@@ -252,6 +252,29 @@ def test_summed_index_broadcast_from_one_falls_back_to_einsum():
     np.testing.assert_array_equal(Einsum("ij,jk->ik")(a, b).array, np.full((2, 4), 3.0))
 
 
+@pytest.mark.parametrize(
+    "subscript, shape_a, shape_b",
+    [
+        ("tni,gi->tng", (5, 0, 6), (7, 6)),  # an empty batch through a projection
+        ("ij,jk->ik", (0, 3), (3, 4)),
+        ("ij,jk->ik", (2, 0), (0, 4)),  # an empty sum: zeros
+        ("bij,bjk->bik", (1, 2, 3), (0, 3, 4)),  # batch 1 broadcast against 0
+    ],
+)
+def test_an_axis_of_size_zero_keeps_it(subscript, shape_a, shape_b):
+    """Size 0 against size 1 broadcasts to 0, as numpy's does, forward and backward: each
+    case's output is empty or an empty sum, so every gradient is zero (or empty)."""
+    a = Tensor(np.ones(shape_a), requires_grad=True)
+    b = Tensor(np.ones(shape_b), requires_grad=True)
+    y = Einsum(subscript)(a, b)
+    expected = np.einsum(subscript, a.array, b.array)
+    assert y.shape == expected.shape
+    np.testing.assert_array_equal(y.array, expected)
+    y.backward(np.ones(y.shape))
+    for tensor, shape in ((a, shape_a), (b, shape_b)):
+        np.testing.assert_array_equal(tensor.grad.array, np.zeros(shape))
+
+
 # ------------------------------------------------------------------ statelessness and caching
 def test_plan_is_cached_per_input_shapes():
     op = Einsum("...i,ij->...j")

@@ -128,8 +128,14 @@ def _sizes(sub: Subscript, shapes, original: str) -> dict[str, int]:
                     f"Einsum {original}: {name} has size {sizes[c]} in one operand and {n} "
                     f"in another (shapes {[tuple(s) for s in shapes]})"
                 )
-            sizes[c] = max(sizes.get(c, 1), n)
+            sizes[c] = _broadcast(sizes.get(c, 1), n)
     return sizes
+
+
+def _broadcast(m: int, n: int) -> int:
+    """The size of an index that is m in one operand and n in another (one of them 1, or both
+    equal): numpy's rule, so that 1 and 0 make 0."""
+    return m if n == 1 else n
 
 
 # ------------------------------------------------------------------ contraction
@@ -207,7 +213,7 @@ def _matmul_plan(sa: str, sb: str, out: str, shape_a, shape_b) -> _MatmulPlan | 
     for c, n in zip(sb, shape_b):
         if c in summed and size[c] != n:
             return None  # a summed index broadcast from size 1: matmul cannot do that
-        size[c] = max(n, size.get(c, 1))
+        size[c] = _broadcast(size.get(c, 1), n)
 
     free = [c for c in out if c not in batch]
     swap = bool(left and right) and free == right + left
