@@ -128,6 +128,20 @@ def test_a_carried_state_continues_the_sequence(cell):
     assert all(p.grad is not None for p in layer.parameters())
 
 
+@pytest.mark.parametrize("cell", sorted(CELLS))
+def test_an_empty_batch_gives_empty_outputs_and_zero_gradients(cell):
+    """As torch.nn's: a (T, 0, I) input gives (T, 0, H) outputs, and every weight's gradient
+    is zero (a sum over no sequences)."""
+    layer = LAYERS[cell](3, 4)
+    x = Tensor(np.zeros((5, 0, 3), np.float32), requires_grad=True)
+    out, _ = layer(x)
+    assert out.shape == (5, 0, 4)
+    out.backward(np.zeros(out.shape, np.float32))
+    assert x.grad.shape == (5, 0, 3)
+    for name, p in layer.named_parameters():
+        np.testing.assert_array_equal(p.grad.array, np.zeros(p.shape), err_msg=name)
+
+
 def test_initialisation_and_repr():
     np.random.seed(0)
     lstm = LSTM(5, 8, num_layers=2)
