@@ -301,7 +301,7 @@ def chunks(H: int, itemsize: int = 4) -> int:
     else 1; and where BLAS has small-matrix kernels for the steps' products
     (``blas.step_blocks``), more (doubling) until a chunk's weights, H x 4 Hc, fit a core's
     L2 cache, which those kernels need: at H = 1024, sixteen chunks ran the steps 31% faster
-    than four, at H = 768 (sixteen against four) 28%. Fixed by H and the machine's BLAS, so
+    than four, at H = 768 (sixteen against four) 27%. Fixed by H and the machine's BLAS, so
     that the numbers never depend on the thread count."""
     n = next((n for n in (4, 2) if H % n == 0 and H // n >= CHUNK_UNITS[n]), 1)
     small = blas.small_matrix_kernels() and (
