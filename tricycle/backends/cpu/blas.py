@@ -193,28 +193,34 @@ def small_matrix_kernels() -> bool:
     return _bound["architecture"] in SMALL_MATRIX_ARCHITECTURES
 
 
+def small_step_weights(depth: int, columns: int, itemsize: int = 4, rows: int = STEP_ROWS) -> bool:
+    """Whether a kernel's repeated products of ``rows`` rows against the same w (depth,
+    columns) can take the small-matrix kernels: they are there, w fits a core's L2 cache, and
+    a call of up to ``STEP_ROWS`` rows x ``MIN_STEP_COLUMNS`` columns that deep is small."""
+    return (
+        small_matrix_kernels()
+        and depth * columns * itemsize <= MAX_STEP_WEIGHTS
+        and min(rows, STEP_ROWS) * MIN_STEP_COLUMNS * depth <= SMALL_MATRIX_WORK
+    )
+
+
 def step_blocks(rows: int, depth: int, columns: int, itemsize: int = 4) -> tuple[int, int]:
     """(rows, columns) of out that each BLAS call takes, for out (rows, columns) = a (rows,
     depth) @ w (depth, columns), a product that a kernel makes again and again with the same w
-    (the LSTM's steps, ``gemm.gemm_blocks_into``). Where numpy's OpenBLAS has the small-matrix
-    kernels and w fits a core's L2 cache: blocks of up to ``STEP_ROWS`` rows and the most
-    columns (a power of two, 32 or more) that those kernels take, so that w is never packed.
-    Elsewhere, or where even 32 columns are too many, the whole product in one call.
+    (the LSTM's steps, ``gemm.gemm_blocks_into``). Where the small-matrix kernels take w
+    (``small_step_weights``): blocks of up to ``STEP_ROWS`` rows and the most columns (a power
+    of two, 32 or more) that those kernels take, so that w is never packed. Elsewhere, or
+    where the whole product is small already, all of it in one call.
 
     The small-matrix kernels ran the LSTM's step products 1.4-1.6x as fast as whole calls at
     32 rows, but only with w's columns 64-byte aligned (``arrays.aligned_empty``): misaligned,
     they ran no faster. A w of 4 MiB (1024 units), which they read from beyond the L2 cache,
     ran 7% slower than whole calls (``benchmarks/README.md``)."""
     whole = max(rows, 1), max(columns, 1)  # (an empty batch takes one empty call)
+    small = small_step_weights(depth, columns, itemsize, rows)
+    if not small or rows * columns * depth <= SMALL_MATRIX_WORK:
+        return whole  # no small-matrix kernels for w, or the whole product is small already
     block_rows = min(rows, STEP_ROWS)
-    if (
-        not small_matrix_kernels()
-        or depth * columns * itemsize > MAX_STEP_WEIGHTS
-        or block_rows * MIN_STEP_COLUMNS * depth > SMALL_MATRIX_WORK
-    ):  # fmt: skip
-        return whole  # no small-matrix kernels, w too large, or no call small enough
-    if rows * columns * depth <= SMALL_MATRIX_WORK:
-        return whole  # small already
     width = MIN_STEP_COLUMNS
     while width < columns and block_rows * width * 2 * depth <= SMALL_MATRIX_WORK:
         width *= 2

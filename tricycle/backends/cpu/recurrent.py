@@ -304,11 +304,9 @@ def chunks(H: int, itemsize: int = 4) -> int:
     than four, at H = 768 (sixteen against four) 27%. Fixed by H and the machine's BLAS, so
     that the numbers never depend on the thread count."""
     n = next((n for n in (4, 2) if H % n == 0 and H // n >= CHUNK_UNITS[n]), 1)
-    small = blas.small_matrix_kernels() and (
-        blas.STEP_ROWS * blas.MIN_STEP_COLUMNS * H <= blas.SMALL_MATRIX_WORK
-    )  # a call of 16 rows x 32 columns, H deep, is still small
-    while small and 4 * H * (H // n) * itemsize > blas.MAX_STEP_WEIGHTS and H % (2 * n) == 0:
-        n *= 2
+    if blas.small_step_weights(H, 4, itemsize):  # they take H-deep products of one unit
+        while not blas.small_step_weights(H, 4 * (H // n), itemsize) and H % (2 * n) == 0:
+            n *= 2
     return n
 
 
