@@ -40,21 +40,19 @@ def gemm_into(out, a, b, a_transposed, b_transposed, beta):
     K = a.shape[0] if a_transposed else a.shape[1]
     transa = blas.TRANS if a_transposed else blas.NO_TRANS
     transb = blas.TRANS if b_transposed else blas.NO_TRANS
-    lda, ldb, ldc = _leading(a), _leading(b), _leading(out)
     one, scale = out.dtype.type(1.0), out.dtype.type(beta)
+    args = (blas.ROW_MAJOR, transa, transb, M, N, K, one, a.ctypes, _leading(a), b.ctypes,
+            _leading(b), scale, out.ctypes, _leading(out))  # CBLAS's order  # fmt: skip
     # b' = b^T runs faster on scipy's library (blas.py)
-    if out.itemsize == 4 and b_transposed:
-        blas.scipy_sgemm(blas.ROW_MAJOR, transa, transb, M, N, K, one, a.ctypes, lda, b.ctypes,
-                         ldb, scale, out.ctypes, ldc)  # fmt: skip
-    elif out.itemsize == 4:
-        blas.cblas_sgemm(blas.ROW_MAJOR, transa, transb, M, N, K, one, a.ctypes, lda, b.ctypes,
-                         ldb, scale, out.ctypes, ldc)  # fmt: skip
+    if out.itemsize == 4:
+        if b_transposed:
+            blas.scipy_sgemm(*args)
+        else:
+            blas.cblas_sgemm(*args)
     elif b_transposed:
-        blas.scipy_dgemm(blas.ROW_MAJOR, transa, transb, M, N, K, one, a.ctypes, lda, b.ctypes,
-                         ldb, scale, out.ctypes, ldc)  # fmt: skip
+        blas.scipy_dgemm(*args)
     else:
-        blas.cblas_dgemm(blas.ROW_MAJOR, transa, transb, M, N, K, one, a.ctypes, lda, b.ctypes,
-                         ldb, scale, out.ctypes, ldc)  # fmt: skip
+        blas.cblas_dgemm(*args)
 
 
 @jit
