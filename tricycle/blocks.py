@@ -63,6 +63,7 @@ _checked = checks.by_name(
         initialiser=checks.optional(checks.function),
         projection_initialiser=checks.optional(checks.function),
         bias=checks.boolean,
+        norm_eps=checks.positive,
     )
 )
 
@@ -214,7 +215,8 @@ class GPT2TransformerBlock(Layer):
     """A pre-norm transformer block: x + attention(ln1(x)), then x + mlp(ln2(x)).
 
     ``dropout_prob`` applies to the attention probabilities and to both residual branches
-    (after each output projection), as in nanoGPT; ``bias`` to the Dense and LayerNorm layers.
+    (after each output projection), as in nanoGPT; ``bias`` to the Dense and LayerNorm layers;
+    ``norm_eps`` is the LayerNorms' epsilon.
     """
 
     @_checked
@@ -229,8 +231,9 @@ class GPT2TransformerBlock(Layer):
         initialiser: Callable | None = None,
         projection_initialiser: Callable | None = None,
         bias: bool = True,
+        norm_eps: float = 1e-5,
     ):
-        self.layer_norm_1 = LayerNorm(embedding_dim, bias=bias)
+        self.layer_norm_1 = LayerNorm(embedding_dim, norm_eps, bias=bias)
         self.attention = MultiHeadSelfAttention(
             embedding_dim,
             n_heads,
@@ -241,7 +244,7 @@ class GPT2TransformerBlock(Layer):
             bias=bias,
             attention_dropout_prob=dropout_prob,
         )
-        self.layer_norm_2 = LayerNorm(embedding_dim, bias=bias)
+        self.layer_norm_2 = LayerNorm(embedding_dim, norm_eps, bias=bias)
         self.mlp = MLPBlock(
             embedding_dim,
             expansion_ratio,
@@ -358,7 +361,8 @@ class SwiGLUBlock(MLPBlock):
 class LlamaTransformerBlock(Layer):
     """A pre-norm Llama block: x + attention(rms_norm_1(x)), then x + mlp(rms_norm_2(x)).
 
-    ``dropout_prob`` applies as in ``GPT2TransformerBlock`` (Llama itself uses none).
+    ``dropout_prob`` applies as in ``GPT2TransformerBlock`` (Llama itself uses none);
+    ``norm_eps`` is the RMSNorms' epsilon.
     """
 
     @_checked
@@ -373,8 +377,9 @@ class LlamaTransformerBlock(Layer):
         dropout_prob: float = 0.0,
         initialiser: Callable | None = None,
         projection_initialiser: Callable | None = None,
+        norm_eps: float = 1e-6,
     ):
-        self.rms_norm_1 = RMSNorm(embedding_dim)
+        self.rms_norm_1 = RMSNorm(embedding_dim, norm_eps)
         self.attention = LlamaAttention(
             embedding_dim,
             n_heads,
@@ -386,7 +391,7 @@ class LlamaTransformerBlock(Layer):
             initialiser=initialiser,
             projection_initialiser=projection_initialiser,
         )
-        self.rms_norm_2 = RMSNorm(embedding_dim)
+        self.rms_norm_2 = RMSNorm(embedding_dim, norm_eps)
         self.mlp = SwiGLUBlock(
             embedding_dim, hidden_dim, dropout_prob, initialiser, projection_initialiser
         )

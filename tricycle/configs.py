@@ -47,6 +47,8 @@ class GPTConfig:
     attention with ``n_kv_heads`` key/value heads (None: one per query head), RMSNorm, a
     SwiGLU MLP of width 2/3 * expansion_ratio * embedding_dim rounded up to a multiple of
     ``ffn_multiple_of``, no biases: ``bias`` and ``activation_fn`` are not used).
+    ``norm_eps`` is the epsilon of every LayerNorm/RMSNorm (None: 1e-5 for "gpt2", as
+    GPT-2, and 1e-6 for "llama").
 
     Training: ``batch_size`` sequences per micro-batch, ``gradient_accumulation_steps``
     micro-batches per optimiser step, a cosine learning-rate schedule from
@@ -74,6 +76,7 @@ class GPTConfig:
     n_kv_heads: int | None = None
     rope_theta: float = 10000.0
     ffn_multiple_of: int = 64
+    norm_eps: float | None = None
 
     # training
     batch_size: int = 16
@@ -146,6 +149,13 @@ class GPTConfig:
         return self.embedding_dim // self.n_heads
 
     @property
+    def norm_epsilon(self) -> float:
+        """The norms' epsilon: ``norm_eps``, or the architecture's default when it is None."""
+        if self.norm_eps is not None:
+            return self.norm_eps
+        return 1e-6 if self.arch == "llama" else 1e-5
+
+    @property
     def kv_heads(self) -> int:
         """Key/value heads: ``n_kv_heads``, or one per query head when it is None."""
         return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
@@ -191,6 +201,7 @@ _FIELD_CHECKS = dict(  # field -> the check of its value
     n_kv_heads=checks.optional(checks.positive_int),
     rope_theta=checks.positive,
     ffn_multiple_of=checks.positive_int,
+    norm_eps=checks.optional(checks.positive),
     batch_size=checks.positive_int,
     gradient_accumulation_steps=checks.positive_int,
     max_learning_rate=checks.non_negative,

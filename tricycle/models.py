@@ -27,7 +27,7 @@ from functools import partial
 
 import numpy as np
 
-from tricycle import backend, checks
+from tricycle import backend, checks, pretrained
 from tricycle.attention import KVCache
 from tricycle.blocks import GPT2TransformerBlock, LlamaTransformerBlock, llama_hidden_size
 from tricycle.configs import GPTConfig
@@ -49,13 +49,19 @@ class GPT(Layer):
     arch = "gpt2"  # the config.arch this class builds
     learnt_positions = True  # a position embedding (Llama rotates q and k instead)
 
-    @checks.arguments(config=checks.instance(GPTConfig))
-    def __init__(self, config: GPTConfig):
+    @checks.arguments(config=checks.instance(GPTConfig), initialise=checks.boolean)
+    def __init__(self, config: GPTConfig, initialise: bool = True):
+        """``initialise=False`` leaves the weights' values undefined (``np.empty``): for a
+        model whose weights are loaded next, which then costs no random draws."""
         _check_arch(type(self), config)
         self.config = config
         E = config.embedding_dim
-        weights_init = partial(init_normal, std=0.02)
-        residual_init = partial(init_normal, std=gpt2_residual_std(config.n_layers))
+        weights_init = partial(init_normal, std=0.02) if initialise else _uninitialised
+        residual_init = (
+            partial(init_normal, std=gpt2_residual_std(config.n_layers))
+            if initialise
+            else _uninitialised
+        )
 
         self.token_embedding = Embedding(config.vocab_size, E, initialiser=weights_init)
         if self.learnt_positions:
@@ -79,11 +85,13 @@ class GPT(Layer):
             initialiser=weights_init,
             projection_initialiser=residual_init,
             bias=config.bias,
+            norm_eps=config.norm_epsilon,
         )
 
     def _final_norm(self) -> Layer:
         """The norm before the head."""
-        return LayerNorm(self.config.embedding_dim, bias=self.config.bias)
+        config = self.config
+        return LayerNorm(config.embedding_dim, config.norm_epsilon, bias=config.bias)
 
     # ------------------------------------------------------------------ forward
     def forward(self, tokens, caches: list[KVCache] | None = None, precision=None) -> Tensor:
@@ -140,6 +148,33 @@ class GPT(Layer):
         return self.token_embedding(ids) + embedding(
             positions, self.position_embedding.weights, check_range=False
         )
+
+    # ------------------------------------------------------------------ other people's weights
+    @classmethod
+    def from_pretrained(cls, name_or_dir) -> "GPT":
+        """A model from a Hugging Face directory (``config.json`` + ``model.safetensors``,
+        or shards with ``model.safetensors.index.json``), or a hub name such as "gpt2"
+        (downloaded with ``huggingface_hub`` when it is installed and online). The
+        architecture comes from ``config.json``'s ``model_type`` ("gpt2" or "llama"); see
+        ``tricycle.pretrained`` for the name maps and the checks."""
+        directory = pretrained.resolve(name_or_dir)
+        config = pretrained.read_config(directory)
+        model_class = MODELS[config.arch]
+        if not issubclass(model_class, cls):
+            raise ValueError(
+                f"{cls.__name__}.from_pretrained: {directory / 'config.json'} describes a "
+                f"{config.arch!r} model; use {model_class.__name__}.from_pretrained"
+            )
+        model = model_class(config, initialise=False)
+        shapes = {name: t.shape for name, t in model.named_tensors()}
+        model.load_state_dict(pretrained.read_weights(directory, config, shapes))
+        return model
+
+    def save_pretrained(self, directory) -> None:
+        """Write the model in the Hugging Face layout (``config.json`` + ``model.safetensors``)
+        that ``transformers``' ``AutoModelForCausalLM.from_pretrained`` reads; the directory
+        is replaced as a whole, so a failed export leaves a previous one intact."""
+        pretrained.write(directory, self.config, self.state_dict())
 
     def new_caches(self, batch_size: int) -> list[KVCache]:
         """Empty KV caches, one per block, each holding up to context_window positions."""
@@ -270,10 +305,11 @@ class Llama(GPT):
             dropout_prob=config.dropout,
             initialiser=weights_init,
             projection_initialiser=residual_init,
+            norm_eps=config.norm_epsilon,
         )
 
     def _final_norm(self) -> Layer:
-        return RMSNorm(self.config.embedding_dim)
+        return RMSNorm(self.config.embedding_dim, self.config.norm_epsilon)
 
     def _embed(self, ids, start: int) -> Tensor:
         """Token embeddings (B, T, E): positions enter through RoPE in the attention."""
@@ -292,6 +328,11 @@ def build_model(config: GPTConfig) -> GPT:
     if config.arch not in MODELS:
         raise ValueError(f"build_model: arch must be one of {sorted(MODELS)}, got {config.arch!r}")
     return MODELS[config.arch](config)
+
+
+def _uninitialised(shape) -> np.ndarray:
+    """An initialiser that leaves the values undefined: for weights about to be loaded."""
+    return np.empty(shape, dtype=np.float32)
 
 
 def _host_ids(tokens) -> np.ndarray:

@@ -1,0 +1,240 @@
+"""The files of a Hugging Face model directory, read and written without running their code.
+
+    config.json                      the architecture (read as JSON: nothing executes)
+    model.safetensors                the weights: a JSON header, then raw little-endian arrays
+    model-0000i-of-0000n.safetensors shards of them, with model.safetensors.index.json
+                                     mapping every tensor name to its shard
+
+Weights are read with the ``safetensors`` library, memory-mapped (its numpy framework), after
+this module has checked each file's header itself: every tensor's dtype is a float one and
+its bytes lie inside the file, so a truncated or corrupt file is reported with the name of the
+tensor it cuts, before any array is made. numpy has no bfloat16, so BF16 tensors are widened
+here, from a memory map of their bytes, to float32 (their exact value). ``pytorch_model.bin``
+(a pickle, which runs code when loaded) is never opened.
+
+``resolve`` turns a hub name ("gpt2", "meta-llama/...") into a local directory with
+``huggingface_hub`` when it is installed and online. ``write_directory`` replaces a whole
+directory at once, so a failed export never leaves a half-written one in place of a good one.
+``safetensors`` and ``huggingface_hub`` are imported only when used (the ``hf`` extra).
+"""
+
+import contextlib
+import json
+import os
+import shutil
+import struct
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from tricycle.atomic import TEMPORARY_SUFFIX
+
+CONFIG = "config.json"
+WEIGHTS = "model.safetensors"
+INDEX = "model.safetensors.index.json"
+PICKLES = ("pytorch_model.bin", "pytorch_model.bin.index.json")
+# The files a hub download fetches: the model and its tokeniser, never code or pickles.
+HUB_FILES = [CONFIG, "*.safetensors", INDEX, "tokenizer.json", "tokenizer_config.json",
+             "vocab.json", "merges.txt", "generation_config.json"]  # fmt: skip
+
+# safetensors dtype -> numpy dtype of the float weights we accept (BF16 is widened by hand)
+FLOAT_DTYPES = {"F16": np.float16, "F32": np.float32, "F64": np.float64, "BF16": None}
+_MAX_HEADER = 100 * 2**20  # the library's own limit on the JSON header
+
+
+class PretrainedError(ValueError):
+    """A pretrained model's file is missing, corrupt, or describes what tricycle cannot build."""
+
+
+def resolve(name_or_dir) -> Path:
+    """A local model directory: ``name_or_dir`` itself if it is a directory, else a hub repo
+    id fetched (model and tokeniser files only) into huggingface_hub's cache."""
+    path = Path(name_or_dir).expanduser()
+    if path.is_dir():
+        return path
+    name = str(name_or_dir)
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        raise PretrainedError(
+            f"{name!r} is not a directory, and huggingface_hub (pip install 'tricycle-dl[hf]') "
+            "is not installed to download it: pass a local directory holding config.json and "
+            "model.safetensors"
+        ) from None
+    try:
+        return Path(snapshot_download(name, allow_patterns=HUB_FILES))
+    except Exception as error:  # offline, no such repo, gated repo: all say the same
+        raise PretrainedError(
+            f"could not download {name!r} from the Hugging Face hub ({type(error).__name__}: "
+            f"{str(error).splitlines()[0] if str(error) else ''}); offline, pass a local "
+            "directory holding config.json and model.safetensors"
+        ) from None
+
+
+def read_json(path: Path) -> dict:
+    """A JSON object from ``path``, or a one-line error naming the file."""
+    if not path.is_file():
+        raise PretrainedError(f"{path}: no such file")
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise PretrainedError(f"{path}: not a readable JSON file ({error})") from None
+    if not isinstance(value, dict):
+        raise PretrainedError(f"{path}: expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def weight_files(directory: Path) -> dict[str, Path]:
+    """{tensor name: the safetensors file holding it}, from the index of a sharded model or
+    the header of ``model.safetensors``; a directory with only pickles is refused."""
+    if (directory / INDEX).is_file():
+        weight_map = read_json(directory / INDEX).get("weight_map")
+        if not isinstance(weight_map, dict) or not weight_map:
+            raise PretrainedError(f"{directory / INDEX}: no 'weight_map' of tensor -> file")
+        files = {name: directory / file for name, file in weight_map.items()}
+        for file in set(files.values()):
+            if not file.is_file():
+                raise PretrainedError(f"{directory / INDEX}: names {file.name}, which is missing")
+        return files
+    if (directory / WEIGHTS).is_file():
+        return dict.fromkeys(header(directory / WEIGHTS), directory / WEIGHTS)
+    pickles = [name for name in PICKLES if (directory / name).is_file()]
+    if pickles:
+        raise PretrainedError(
+            f"{directory / pickles[0]}: only a pickle checkpoint here; tricycle never unpickles "
+            "downloaded files (a pickle runs code): convert it to model.safetensors"
+        )
+    raise PretrainedError(f"{directory}: no {WEIGHTS} (or {INDEX})")
+
+
+def header(path: Path) -> dict[str, dict]:
+    """{tensor name: {"dtype", "shape", "data_offsets"}} of a safetensors file, after checking
+    that every float tensor's bytes lie within the file: a truncated file names the tensor."""
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        prefix = f.read(8)
+        if len(prefix) < 8:
+            raise PretrainedError(f"{path}: truncated: {size} bytes, not a safetensors file")
+        (length,) = struct.unpack("<Q", prefix)
+        if length > min(_MAX_HEADER, size - 8):
+            raise PretrainedError(
+                f"{path}: truncated or not a safetensors file: its header claims {length} bytes "
+                f"of a {size}-byte file"
+            )
+        try:
+            entries = json.loads(f.read(length).decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise PretrainedError(f"{path}: corrupt safetensors header ({error})") from None
+    entries.pop("__metadata__", None)
+    data = size - 8 - length
+    for name, entry in entries.items():
+        dtype, shape, (_, end) = entry["dtype"], entry["shape"], entry["data_offsets"]
+        if dtype not in FLOAT_DTYPES:
+            raise PretrainedError(
+                f"{path}: tensor {name!r} has dtype {dtype}; expected a float weight "
+                f"({', '.join(FLOAT_DTYPES)})"
+            )
+        if end > data:
+            raise PretrainedError(
+                f"{path}: truncated: tensor {name!r} {tuple(shape)} needs bytes up to {end} of "
+                f"the data, which holds {data}"
+            )
+        entry["start"] = 8 + length  # where the data begins in the file
+    return entries
+
+
+class Reader:
+    """Tensors by name from a set of safetensors files, memory-mapped; close with ``close``
+    (or use as a context manager). ``read(name)`` gives a float array of the file's dtype
+    (BF16 widened to float32)."""
+
+    def __init__(self, files: dict[str, Path]):
+        try:
+            from safetensors import safe_open
+        except ImportError:
+            raise PretrainedError(
+                "reading model.safetensors needs the safetensors package "
+                "(pip install 'tricycle-dl[hf]')"
+            ) from None
+        self.files = files
+        self.headers = {path: header(path) for path in set(files.values())}
+        self._stack = contextlib.ExitStack()
+        self._open = {path: self._stack.enter_context(safe_open(path, framework="numpy"))
+                      for path in self.headers}  # fmt: skip
+
+    def read(self, name: str) -> np.ndarray:
+        path = self.files[name]
+        entry = self.headers[path][name]
+        if entry["dtype"] == "BF16":
+            return _bfloat16(path, entry)
+        return self._open[path].get_tensor(name)
+
+    def close(self) -> None:
+        self._stack.close()
+
+    def __enter__(self) -> "Reader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _bfloat16(path: Path, entry: dict) -> np.ndarray:
+    """A BF16 tensor as float32: its 16 bits are the top half of a float32's."""
+    start, end = entry["data_offsets"]
+    raw = np.memmap(path, dtype="<u2", mode="r", offset=entry["start"] + start,
+                    shape=((end - start) // 2,))  # fmt: skip
+    return (raw.astype(np.uint32) << 16).view(np.float32).reshape(entry["shape"])
+
+
+def safetensors_bytes(tensors: dict[str, np.ndarray]) -> bytes:
+    """The safetensors file of ``tensors`` (marked "pt", as transformers expects)."""
+    try:
+        from safetensors.numpy import save
+    except ImportError:
+        raise PretrainedError(
+            "writing model.safetensors needs the safetensors package "
+            "(pip install 'tricycle-dl[hf]')"
+        ) from None
+    return save({k: np.ascontiguousarray(v) for k, v in tensors.items()}, {"format": "pt"})
+
+
+def write_directory(directory, write: Callable[[Path], None]) -> None:
+    """Call ``write(tmp)`` to fill a fresh temporary directory beside ``directory``, then put
+    it in ``directory``'s place: the old directory is renamed aside, the new one renamed in,
+    the old one's other files (a tokeniser, a README) moved across and the rest deleted. A
+    failure while writing leaves ``directory`` as it was."""
+    directory = Path(directory)
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=directory.parent, prefix=f".{directory.name}.",
+                                suffix=TEMPORARY_SUFFIX))  # fmt: skip
+    try:
+        write(tmp)
+        for file in tmp.iterdir():  # the contents on disk before the rename makes them visible
+            with open(file, "rb") as f:
+                os.fsync(f.fileno())
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    os.chmod(tmp, 0o777 & ~_umask())
+    if not directory.exists():
+        os.replace(tmp, directory)
+        return
+    old = Path(tempfile.mkdtemp(dir=directory.parent, prefix=f".{directory.name}.old.",
+                                suffix=TEMPORARY_SUFFIX))  # fmt: skip
+    os.replace(directory, old / directory.name)
+    os.replace(tmp, directory)
+    stale = {CONFIG, INDEX, *PICKLES}
+    for file in (old / directory.name).iterdir():
+        is_weights = file.suffix == ".safetensors"
+        if not (directory / file.name).exists() and file.name not in stale and not is_weights:
+            os.replace(file, directory / file.name)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _umask() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask

@@ -1,0 +1,313 @@
+"""Other people's models: GPT-2 and Llama in the Hugging Face layout, in and out.
+
+A family is a ``model_type`` of ``config.json`` and the tricycle ``arch`` that builds it, with
+two tables: how its config fields become a ``GPTConfig`` (and back), and how its tensor names
+become the tricycle model's (``NAMES``: one row per tricycle tensor, the Hugging Face tensors
+it is made of, and whether they are stored transposed).
+
+    GPT-2   Conv1D weights are already (in, out), as tricycle's Dense: nothing is transposed.
+            c_attn is q|k|v side by side, as tricycle's qkv projection.
+    Llama   nn.Linear weights are (out, in): transposed. q_proj|k_proj|v_proj are stacked
+            into one qkv projection, gate_proj|up_proj into SwiGLU's up projection. RoPE is
+            the half-split form in both.
+
+Anything a config says that the tricycle model cannot express (a bias-free GPT-2 export,
+scaled RoPE, attention biases in Llama, ...) is a one-line ``PretrainedError`` naming the
+file and the field; a tensor that is missing, left over, of the wrong shape or not a float
+names the file and the tensor. The models call ``read_config``, ``read_weights`` and ``write``
+(``GPT.from_pretrained``, ``GPT.save_pretrained``); the files are ``tricycle.hf_files``'.
+"""
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from tricycle.configs import GPTConfig
+from tricycle.hf_files import (
+    CONFIG,
+    WEIGHTS,
+    PretrainedError,
+    Reader,
+    read_json,
+    resolve,
+    safetensors_bytes,
+    weight_files,
+    write_directory,
+)
+
+__all__ = ["PretrainedError", "read_config", "read_weights", "resolve", "write"]
+
+# tricycle name: (Hugging Face names, stored transposed); "{i}" is the block's number
+NAMES = {
+    "gpt2": {
+        "token_embedding.weights": (["wte.weight"], False),
+        "position_embedding.weights": (["wpe.weight"], False),
+        "blocks.{i}.layer_norm_1.gamma": (["h.{i}.ln_1.weight"], False),
+        "blocks.{i}.layer_norm_1.beta": (["h.{i}.ln_1.bias"], False),
+        "blocks.{i}.attention.qkv_projection.weights": (["h.{i}.attn.c_attn.weight"], False),
+        "blocks.{i}.attention.qkv_projection.bias": (["h.{i}.attn.c_attn.bias"], False),
+        "blocks.{i}.attention.out_projection.weights": (["h.{i}.attn.c_proj.weight"], False),
+        "blocks.{i}.attention.out_projection.bias": (["h.{i}.attn.c_proj.bias"], False),
+        "blocks.{i}.layer_norm_2.gamma": (["h.{i}.ln_2.weight"], False),
+        "blocks.{i}.layer_norm_2.beta": (["h.{i}.ln_2.bias"], False),
+        "blocks.{i}.mlp.up_projection.weights": (["h.{i}.mlp.c_fc.weight"], False),
+        "blocks.{i}.mlp.up_projection.bias": (["h.{i}.mlp.c_fc.bias"], False),
+        "blocks.{i}.mlp.down_projection.weights": (["h.{i}.mlp.c_proj.weight"], False),
+        "blocks.{i}.mlp.down_projection.bias": (["h.{i}.mlp.c_proj.bias"], False),
+        "layer_norm.gamma": (["ln_f.weight"], False),
+        "layer_norm.beta": (["ln_f.bias"], False),
+        "head.weights": (["lm_head.weight"], True),
+    },
+    "llama": {
+        "token_embedding.weights": (["model.embed_tokens.weight"], False),
+        "blocks.{i}.rms_norm_1.gamma": (["model.layers.{i}.input_layernorm.weight"], False),
+        "blocks.{i}.attention.qkv_projection.weights": (
+            [f"model.layers.{{i}}.self_attn.{x}_proj.weight" for x in "qkv"], True),
+        "blocks.{i}.attention.out_projection.weights": (
+            ["model.layers.{i}.self_attn.o_proj.weight"], True),
+        "blocks.{i}.rms_norm_2.gamma": (
+            ["model.layers.{i}.post_attention_layernorm.weight"], False),
+        "blocks.{i}.mlp.up_projection.weights": (
+            [f"model.layers.{{i}}.mlp.{x}_proj.weight" for x in ("gate", "up")], True),
+        "blocks.{i}.mlp.down_projection.weights": (
+            ["model.layers.{i}.mlp.down_proj.weight"], True),
+        "layer_norm.gamma": (["model.norm.weight"], False),
+        "head.weights": (["lm_head.weight"], True),
+    },
+}  # fmt: skip
+# Hugging Face names a file may hold that are not weights (causal masks, RoPE tables, the
+# "transformer." prefix of GPT2LMHeadModel): dropped.
+_BUFFERS = (".attn.bias", ".attn.masked_bias", ".rotary_emb.inv_freq")
+_PREFIXES = {"gpt2": "transformer.", "llama": ""}
+ARCHITECTURES = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM"}
+# config.json's activation names <-> tricycle's
+_ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu",
+                "relu": "relu", "silu": "silu", "swish": "silu"}  # fmt: skip
+
+
+# ------------------------------------------------------------------ configs
+
+
+def read_config(directory) -> GPTConfig:
+    """The ``GPTConfig`` of the model in ``directory`` (its ``config.json``)."""
+    path = Path(directory) / CONFIG
+    hf = read_json(path)
+    model_type = hf.get("model_type")
+    readers = {"gpt2": _gpt2_config, "llama": _llama_config}
+    if model_type not in readers:
+        raise PretrainedError(
+            f"{path}: model_type {model_type!r} is not one tricycle builds "
+            f"(one of {', '.join(map(repr, readers))})"
+        )
+    return readers[model_type](_Fields(hf, path))
+
+
+class _Fields:
+    """config.json's fields, read with a one-line error naming the file and the field."""
+
+    def __init__(self, values: dict, path: Path):
+        self.values, self.path = values, path
+
+    def get(self, name: str, default=None, kinds=(int,)):
+        value = self.values.get(name, default)
+        if value is None and default is None:
+            raise PretrainedError(f"{self.path}: the field {name!r} is missing")
+        if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
+            raise PretrainedError(f"{self.path}: field {name!r} is {value!r}, expected {kinds}")
+        return value
+
+    def require(self, name: str, expected, default) -> None:
+        """A field tricycle's model cannot change: it must be ``expected``."""
+        value = self.values.get(name, default)
+        if value != expected:
+            raise PretrainedError(
+                f"{self.path}: {name}={value!r} is a variant tricycle cannot express "
+                f"(it needs {name}={expected!r})"
+            )
+
+    def activation(self, name: str, default: str) -> str:
+        value = self.values.get(name, default)
+        if value not in _ACTIVATIONS:
+            raise PretrainedError(
+                f"{self.path}: {name}={value!r} is an activation tricycle lacks "
+                f"(one of {', '.join(_ACTIVATIONS)})"
+            )
+        return _ACTIVATIONS[value]
+
+
+def _gpt2_config(f: _Fields) -> GPTConfig:
+    for name, expected in [("scale_attn_weights", True), ("scale_attn_by_inverse_layer_idx",
+                           False), ("add_cross_attention", False)]:  # fmt: skip
+        f.require(name, expected, expected)
+    E = f.get("n_embd")
+    inner = f.values.get("n_inner") or 4 * E
+    if int(E * (inner / E)) != inner:
+        raise PretrainedError(f"{f.path}: n_inner={inner} is not a width tricycle can build")
+    return GPTConfig(
+        arch="gpt2",
+        vocab_size=f.get("vocab_size"),
+        context_window=f.get("n_positions"),
+        embedding_dim=E,
+        n_heads=f.get("n_head"),
+        n_layers=f.get("n_layer"),
+        expansion_ratio=inner / E,
+        activation_fn=f.activation("activation_function", "gelu_new"),
+        dropout=f.get("resid_pdrop", 0.1, (int, float)),
+        norm_eps=f.get("layer_norm_epsilon", 1e-5, (int, float)),
+        tie_weights=f.get("tie_word_embeddings", True, (bool,)),
+        bias=True,
+    )
+
+
+def _llama_config(f: _Fields) -> GPTConfig:
+    f.require("hidden_act", "silu", "silu")
+    f.require("attention_bias", False, False)
+    f.require("mlp_bias", False, False)
+    f.require("rope_scaling", None, None)
+    rope = f.values.get("rope_parameters") or {}
+    if rope.get("rope_type", "default") != "default":
+        raise PretrainedError(
+            f"{f.path}: rope_parameters.rope_type={rope['rope_type']!r} is a variant tricycle "
+            "cannot express (it needs 'default')"
+        )
+    E, heads = f.get("hidden_size"), f.get("num_attention_heads")
+    if f.values.get("head_dim") not in (None, E // heads):
+        f.require("head_dim", E // heads, None)
+    hidden = f.get("intermediate_size")
+    return GPTConfig(
+        arch="llama",
+        vocab_size=f.get("vocab_size"),
+        context_window=f.get("max_position_embeddings"),
+        embedding_dim=E,
+        n_heads=heads,
+        n_kv_heads=f.values.get("num_key_value_heads") or heads,
+        n_layers=f.get("num_hidden_layers"),
+        # llama_hidden_size rounds 2/3 * ratio * E up to a multiple of ffn_multiple_of: with
+        # the multiple equal to the width, it gives exactly intermediate_size
+        expansion_ratio=1.5 * hidden / E,
+        ffn_multiple_of=hidden,
+        rope_theta=float(rope.get("rope_theta", f.values.get("rope_theta", 10000.0))),
+        dropout=f.get("attention_dropout", 0.0, (int, float)),
+        norm_eps=f.get("rms_norm_eps", 1e-6, (int, float)),
+        tie_weights=f.get("tie_word_embeddings", False, (bool,)),
+    )
+
+
+def hf_config(config: GPTConfig, hidden: int) -> dict:
+    """config.json for ``config`` (``hidden``: the MLP's width)."""
+    E, eps, arch = config.embedding_dim, config.norm_epsilon, config.arch
+    common = {"architectures": [ARCHITECTURES[arch]], "model_type": arch, "torch_dtype":
+              "float32", "vocab_size": config.vocab_size, "tie_word_embeddings":
+              config.tie_weights}  # fmt: skip
+    if arch == "gpt2":
+        if not config.bias:
+            raise PretrainedError(
+                "save_pretrained: bias=False: GPT-2 in the Hugging Face layout always has "
+                "biases; train with bias=True to export"
+            )
+        names = {v: k for k, v in _ACTIVATIONS.items() if k in ("gelu_new", "gelu", "relu",
+                                                                "silu")}  # fmt: skip
+        p = config.dropout
+        return {**common, "n_positions": config.context_window, "n_embd": E, "n_head":
+                config.n_heads, "n_layer": config.n_layers, "n_inner": hidden,
+                "activation_function": names[config.activation_fn], "resid_pdrop": p,
+                "embd_pdrop": p, "attn_pdrop": p, "layer_norm_epsilon": eps}  # fmt: skip
+    return {**common, "max_position_embeddings": config.context_window, "hidden_size": E,
+            "intermediate_size": hidden, "num_attention_heads": config.n_heads,
+            "num_key_value_heads": config.kv_heads, "num_hidden_layers": config.n_layers,
+            "head_dim": config.head_dim, "hidden_act": "silu", "rms_norm_eps": eps,
+            "rope_theta": config.rope_theta, "rope_parameters": {"rope_type": "default",
+            "rope_theta": config.rope_theta}, "attention_bias": False, "mlp_bias": False,
+            "attention_dropout": config.dropout}  # fmt: skip
+
+
+# ------------------------------------------------------------------ weights
+
+
+def _rows(config: GPTConfig, ours: set[str]):
+    """(tricycle name, Hugging Face names, transposed) for every tensor ``ours`` holds."""
+    for pattern, (theirs, transposed) in NAMES[config.arch].items():
+        blocks = range(config.n_layers) if "{i}" in pattern else [None]
+        for i in blocks:
+            name = pattern.format(i=i)
+            if name in ours:
+                yield name, [t.format(i=i) for t in theirs], transposed
+
+
+def _widths(config: GPTConfig, theirs: list[str], width: int) -> list[int]:
+    """The widths of the Hugging Face tensors stacked into one of ours ``width`` wide."""
+    if len(theirs) == 3:  # q | k | v
+        D = config.head_dim
+        return [config.n_heads * D, config.kv_heads * D, config.kv_heads * D]
+    return [width // len(theirs)] * len(theirs)
+
+
+def read_weights(directory, config: GPTConfig, shapes: dict[str, tuple]) -> dict:
+    """{tricycle name: float32 array} for a model whose tensors have ``shapes``, read from
+    ``directory``'s safetensors files. Every tensor is checked against the name map."""
+    directory = Path(directory)
+    files = weight_files(directory)
+    prefix = _PREFIXES[config.arch]
+    stored = {name.removeprefix(prefix) if prefix else name: name for name in files}
+    rows = list(_rows(config, set(shapes)))
+    wanted = {t for _, theirs, _ in rows for t in theirs}
+    if config.tie_weights:  # a tied head may be stored too: it is the token embedding
+        wanted_extra = {"lm_head.weight"}
+    else:
+        wanted_extra = set()
+    for short, name in stored.items():
+        if short not in wanted and short not in wanted_extra and not short.endswith(_BUFFERS):
+            raise PretrainedError(
+                f"{files[name]}: tensor {name!r} is not part of a {config.arch} model of this "
+                f"config (unexpected extra tensor)"
+            )
+    state = {}
+    with Reader(files) as reader:
+        for ours, theirs, transposed in rows:
+            parts = []
+            widths = _widths(config, theirs, shapes[ours][-1])
+            for hf_name, width in zip(theirs, widths):
+                if hf_name not in stored:
+                    where = sorted({str(p) for p in files.values()})
+                    raise PretrainedError(
+                        f"{', '.join(where)}: tensor {prefix}{hf_name!r} is missing"
+                    )
+                expected = (*shapes[ours][:-1], width)
+                expected = expected[::-1] if transposed else expected
+                array = reader.read(stored[hf_name])
+                if tuple(array.shape) != expected:
+                    raise PretrainedError(
+                        f"{files[stored[hf_name]]}: tensor {stored[hf_name]!r} has shape "
+                        f"{tuple(array.shape)}, expected {expected} for this config.json"
+                    )
+                parts.append(array.T if transposed else array)
+            merged = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=-1)
+            state[ours] = np.asarray(merged, dtype=np.float32)
+    return state
+
+
+def write(directory, config: GPTConfig, state: dict[str, np.ndarray]) -> None:
+    """Write ``state`` (a model's ``state_dict``) and ``config`` as a Hugging Face directory."""
+    tensors = {}
+    prefix = _PREFIXES[config.arch]
+    for ours, theirs, transposed in _rows(config, set(state)):
+        array = state[ours]
+        widths = _widths(config, theirs, array.shape[-1])
+        parts = np.split(array, np.cumsum(widths)[:-1], axis=-1) if len(theirs) > 1 else [array]
+        for name, part in zip(theirs, parts):
+            key = name if name == "lm_head.weight" else prefix + name
+            tensors[key] = np.ascontiguousarray(part.T if transposed else part, dtype=np.float32)
+    hidden = state["blocks.0.mlp.down_projection.weights"].shape[0]
+    config_json = hf_config(config, hidden)  # its errors come before anything is written
+    data = safetensors_bytes(tensors)
+
+    def fill(tmp: Path) -> None:
+        (tmp / WEIGHTS).write_bytes(data)
+        (tmp / CONFIG).write_text(_json(config_json), encoding="utf-8")
+
+    write_directory(directory, fill)
+
+
+def _json(value: dict) -> str:
+    return json.dumps(value, indent=2, sort_keys=True) + "\n"
