@@ -166,8 +166,10 @@ class GPT(Layer):
                 f"{config.arch!r} model; use {model_class.__name__}.from_pretrained"
             )
         model = model_class(config, initialise=False)
-        shapes = {name: t.shape for name, t in model.named_tensors()}
-        model.load_state_dict(pretrained.read_weights(directory, config, shapes))
+        tensors = model.named_tensors()
+        weights = pretrained.read_weights(directory, config, {k: t.shape for k, t in tensors})
+        for name, tensor in tensors:  # float32 arrays of the checked shapes: taken, not copied
+            tensor.array = weights[name]
         return model
 
     def save_pretrained(self, directory) -> None:

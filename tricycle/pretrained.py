@@ -244,8 +244,9 @@ def _widths(config: GPTConfig, theirs: list[str], width: int) -> list[int]:
 
 
 def read_weights(directory, config: GPTConfig, shapes: dict[str, tuple]) -> dict:
-    """{tricycle name: float32 array} for a model whose tensors have ``shapes``, read from
-    ``directory``'s safetensors files. Every tensor is checked against the name map."""
+    """{tricycle name: float32 C-contiguous array} for a model whose tensors have ``shapes``,
+    read from ``directory``'s safetensors files. Every tensor is checked against the name
+    map, its shape and its values (finite)."""
     directory = Path(directory)
     files = weight_files(directory)
     prefix = _PREFIXES[config.arch]
@@ -281,9 +282,13 @@ def read_weights(directory, config: GPTConfig, shapes: dict[str, tuple]) -> dict
                         f"{files[stored[hf_name]]}: tensor {stored[hf_name]!r} has shape "
                         f"{tuple(array.shape)}, expected {expected} for this config.json"
                     )
+                if not np.isfinite(array).all():
+                    raise PretrainedError(
+                        f"{files[stored[hf_name]]}: tensor {stored[hf_name]!r} holds NaN or inf"
+                    )
                 parts.append(array.T if transposed else array)
             merged = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=-1)
-            state[ours] = np.asarray(merged, dtype=np.float32)
+            state[ours] = np.ascontiguousarray(merged, dtype=np.float32)
     return state
 
 
