@@ -27,10 +27,16 @@ from pathlib import Path
 import numpy as np
 
 from tricycle.bpe import GPT2_SPLIT_PATTERN
-from tricycle.tokeniser import BPETokeniser, _check_text, _surrogate_error
+from tricycle.tokeniser import BPETokeniser, _check_text, _save_json, _surrogate_error
 
+FORMAT = "tricycle-hf-bpe"  # the JSON file ``save`` writes
 # GPT-2's pattern in the syntax of the ``regex`` package (and of Hugging Face's ByteLevel)
 GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+LLAMA3_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+KNOWN_PATTERNS = (GPT2_PATTERN, LLAMA3_PATTERN)  # patterns a saved file may name untrusted
 
 
 @functools.cache
@@ -130,9 +136,29 @@ class PretrainedTokeniser(BPETokeniser):
         return cls(vocab, merges, pattern, prefix, bool(model.get("ignore_merges")), special)
 
     def save(self, path) -> None:
-        raise NotImplementedError(
-            "PretrainedTokeniser: keep the model directory's own tokenizer files"
-        )
+        """Write the tokeniser as one JSON file (format "tricycle-hf-bpe"), atomically: what
+        a run directory records; ``load`` reads it back."""
+        _save_json(path, {"format": FORMAT, "version": 1, **self.__getstate__(),
+                          "merges": [list(m) for m in self.merge_list]})  # fmt: skip
+
+    @classmethod
+    def load(cls, path, trust_pattern: bool = False) -> "PretrainedTokeniser":
+        """Read a file ``save`` wrote. A split pattern other than GPT-2's or Llama 3's is
+        refused unless ``trust_pattern`` (a regex from a file can take exponential time)."""
+        data = _read_json(path)
+        if data.get("format") != FORMAT:
+            raise ValueError(f"{path}: not a {FORMAT} tokeniser file")
+        state = {k: data.get(k) for k in ("vocab", "merges", "pattern", "add_prefix_space",
+                                          "ignore_merges", "special")}  # fmt: skip
+        if not trust_pattern and state["pattern"] not in KNOWN_PATTERNS:
+            raise ValueError(
+                f"{path}: split pattern {state['pattern']!r} is not GPT-2's or Llama 3's; load "
+                "it with trust_pattern=True if you trust the file"
+            )
+        try:
+            return cls(**state)
+        except (TypeError, ValueError, KeyError, AttributeError) as error:
+            raise ValueError(f"{path}: not a valid {FORMAT} file ({error})") from None
 
     def train(self, text: str) -> "BPETokeniser":
         raise NotImplementedError("PretrainedTokeniser: a pretrained tokeniser is not trained")

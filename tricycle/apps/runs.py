@@ -20,10 +20,10 @@ import numpy as np
 from tricycle.apps.checkpoint import CheckpointError, load_pickle, load_state
 from tricycle.apps.files import DirectoryLock, atomic_write, read_jsonl, remove_temporaries
 from tricycle.apps.plot import plot_losses
+from tricycle.apps.pretrained import is_model_dir, load_pretrained, load_tokeniser
 from tricycle.blocks import llama_hidden_size
 from tricycle.configs import GPTConfig
 from tricycle.models import GPT, build_model
-from tricycle.tokeniser import load_tokeniser
 
 __all__ = [
     "RunDirectory",
@@ -137,7 +137,8 @@ def load_model(path, tokeniser_path=None, default_tokeniser: Callable | None = N
     """(model, tokeniser) from what ``tricycle-train`` writes, to sample or evaluate.
 
     ``path`` is a run directory (its checkpoint.npz), a checkpoint.npz (safe: arrays and
-    JSON, nothing in the file runs; the config and the run's tokeniser are inside), or a
+    JSON, nothing in the file runs; the config and the run's tokeniser are inside), a Hugging
+    Face model directory (``tricycle.apps.pretrained``: its own tokeniser), or a
     pickled model (``.pkl``/``.pickle``: loading a pickle runs code from the file, so only
     trusted ones; its tokeniser is ``tokeniser.json`` beside it). The model is the one its
     config's ``arch`` names (a ``GPT`` or a ``Llama``). ``tokeniser_path`` overrides the
@@ -153,6 +154,8 @@ def load_model(path, tokeniser_path=None, default_tokeniser: Callable | None = N
         raise CheckpointError(
             f"{path} does not exist (give a run directory, its checkpoint.npz or a .pkl pickle)"
         )
+    if path.is_dir() and is_model_dir(path):  # a Hugging Face model: config.json + weights
+        return load_pretrained(path, tokeniser_path)
     if path.is_dir():
         if not (path / RunDirectory.CHECKPOINT).is_file() and (path / RunDirectory.MODEL).is_file():
             raise CheckpointError(

@@ -23,6 +23,12 @@ choice at each evaluation (hellaswag_acc, hellaswag_acc_norm in metrics.jsonl an
 the first line of the validation text) every N steps. They are ``tricycle.apps.training.Hook``s
 of the ``Trainer``.
 
+--init-from gpt2|DIR fine-tunes a pretrained model (nanoGPT's flag): a Hugging Face model
+directory (config.json, model.safetensors and its tokeniser's files) or a hub name, fetched
+with huggingface_hub when online. The model's architecture, weights and tokeniser are
+its own (--context-window may shorten its window); the text of --dataset (a corpus or a
+text file) is encoded with its tokeniser; the training settings are --config's and the flags'.
+
 --resume continues with the run's own settings and data: a setting given again with another
 value is refused (listing the differences), except those that do not change what is learnt
 (--steps, --device, --precision, evaluation, sampling and stopping flags), which are applied
@@ -66,10 +72,13 @@ global batch: the same global batch, and so the same run, as one process. Rank 0
 """
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
+import numpy as np
 from tqdm import tqdm
 
 from tricycle import backend
@@ -86,12 +95,25 @@ from tricycle.apps.cli import (
     settings_file,
     unit_interval,
 )
-from tricycle.apps.corpora import DATASETS, TrainingData, data_differences, load_data
+from tricycle.apps.corpora import (
+    DATASETS,
+    TrainingData,
+    data_differences,
+    data_sha256,
+    load_data,
+)
 from tricycle.apps.cpu import cpu_threads, threads_per_process, tune_cpu_allocator
 from tricycle.apps.evaluate import hellaswag_hook, sample_hook, sample_text
 from tricycle.apps.files import DirectoryLocked
 from tricycle.apps.gpt_trainer import gpt_trainer
-from tricycle.apps.runs import RunDirectory, check_config_fits, tokeniser_sha256, tokeniser_text
+from tricycle.apps.pretrained import fine_tuning_config, load_pretrained, pretrained_weights
+from tricycle.apps.runs import (
+    RunDirectory,
+    _tokeniser_from_text,
+    check_config_fits,
+    tokeniser_sha256,
+    tokeniser_text,
+)
 from tricycle.apps.training import TrainingDiverged, precision_for
 from tricycle.backend import cupy_available
 from tricycle.blocks import ACTIVATIONS
@@ -103,7 +125,8 @@ from tricycle_datasets.hellaswag import read_examples
 
 # the settings beside the config's fields, with their defaults
 DEFAULTS = {"config": "cpu", "dataset": "python-code", "seed": 1337, "max_bytes": 4_000_000,
-            "precision": "fp32", "lr_decay_iters": None, "data_order": "random"}  # fmt: skip
+            "precision": "fp32", "lr_decay_iters": None, "data_order": "random",
+            "init_from": None}  # fmt: skip
 # --flag: (type, the GPTConfig field it sets, help); every field has one
 CONFIG_FLAGS = {
     "n_layer": (positive_int, "n_layers", "transformer blocks"),
@@ -181,6 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("--max-bytes", type=positive_int, help="size of the python-code corpus (default 4e6)")
     add("--out-dir", type=Path, help="where the run's files go (default: runs/<config>)")
     add("--resume", action="store_true", help="continue the run in --out-dir")
+    add("--init-from", metavar="gpt2|DIR", help="fine-tune a pretrained model: a Hugging Face "
+        "model directory, or a hub name (downloaded when online)")  # fmt: skip
     add("--overwrite", action="store_true", help="replace the run already in --out-dir")
     add("--stop-after", type=positive_int, help="stop (with a checkpoint) after N steps")
     add("--max-seconds", type=positive_float, help="stop (with a checkpoint) after this much "
@@ -263,7 +288,15 @@ def resume_settings(args, run: dict) -> tuple[GPTConfig, list[str]]:
             applied.append(change)
         else:
             refused.append(change)
-    for flag in ("config", "seed", "max_bytes", "lr_decay_iters", "precision", "data_order"):
+    for flag in (
+        "config",
+        "seed",
+        "max_bytes",
+        "lr_decay_iters",
+        "precision",
+        "data_order",
+        "init_from",
+    ):
         value, recorded = getattr(args, flag), run["settings"].get(flag, DEFAULTS[flag])
         if value is not None and value != recorded:
             change = f"--{flag.replace('_', '-')} {value} (the run's: {recorded})"
@@ -354,6 +387,7 @@ def _train(args, run_dir: RunDirectory) -> dict:
         settings.update(dataset=args.dataset or settings["dataset"],
                         precision=args.precision or settings["precision"])  # fmt: skip
         settings.setdefault("data_order", DEFAULTS["data_order"])  # a run from before the flag
+        settings.setdefault("init_from", None)
         if config.steps < checkpoint["step"]:
             raise SystemExit(
                 f"--resume: --steps {config.steps} is before the run's step "
@@ -372,6 +406,9 @@ def _train(args, run_dir: RunDirectory) -> dict:
         settings = {k: getattr(args, k) if getattr(args, k) is not None else v
                     for k, v in DEFAULTS.items()}  # fmt: skip
         run = {}
+    pretrained = None  # (model, tokeniser) to start from, or (None, the run's) on resume
+    if settings["init_from"] is not None:
+        pretrained, config = _init_from(args, settings["init_from"], config, checkpoint)
     if config.device == "gpu" and args.device is None and not cupy_available():
         print("no GPU found: training on the CPU (pass --device to choose)", file=sys.stderr)
         config.device = "cpu"
@@ -381,7 +418,12 @@ def _train(args, run_dir: RunDirectory) -> dict:
     try:
         given = checkpoint is not None or args.vocab_size is not None  # else the data decide
         vocab_size = config.vocab_size
-        data = load_data(settings, config, args.data_dir, vocab_size_given=given)
+        if pretrained is None:
+            data = load_data(settings, config, args.data_dir, vocab_size_given=given)
+        else:  # the corpus's text (as bytes: no merges to learn) in the model's tokens
+            as_bytes = dataclasses.replace(config, vocab_size=256)
+            data = load_data(settings, as_bytes, args.data_dir, vocab_size_given=True)
+            data = _retokenise(data, pretrained[1])
         policy = precision_for(settings["precision"], config.device)
     except (ValueError, OSError) as error:
         raise SystemExit(f"tricycle-train: {error}") from None
@@ -410,6 +452,8 @@ def _train(args, run_dir: RunDirectory) -> dict:
         )  # fmt: skip
     except (ValueError, CaptureError) as error:
         raise SystemExit(f"tricycle-train: {error}") from None
+    if pretrained is not None and pretrained[0] is not None:
+        trainer.model.load_state_dict(pretrained_weights(pretrained[0], config))
     if trainer.valid_data is None and main:
         print("warning: the validation text is too short: no validation loss", file=sys.stderr)
     if checkpoint is not None:
@@ -478,6 +522,39 @@ def _train(args, run_dir: RunDirectory) -> dict:
         print(f"\n----- sample -----\n{summary['sample']}\n------------------")
     print(json.dumps({k: v for k, v in summary.items() if k != "sample"}), file=sys.stderr)
     return summary
+
+
+def _init_from(args, name: str, config: GPTConfig, checkpoint) -> tuple[tuple, GPTConfig]:
+    """((model, tokeniser), config) of --init-from: a new run takes the pretrained model's
+    architecture into ``config``; a resumed one keeps its config and recorded tokeniser (its
+    weights are the checkpoint's)."""
+    if checkpoint is not None:
+        text = checkpoint["run"]["tokeniser"]
+        return (None, _tokeniser_from_text(text, Path(args.out_dir))), config
+    try:
+        model, tokeniser = load_pretrained(name)
+        given = {field: getattr(args, flag) for flag, (_, field, _) in CONFIG_FLAGS.items()
+                 if getattr(args, flag) is not None}  # fmt: skip
+        config = fine_tuning_config(config, model.config, given)
+    except (CheckpointError, ValueError) as error:
+        raise SystemExit(f"--init-from {name}: {error}") from None
+    return (model, tokeniser), config
+
+
+def _retokenise(data: TrainingData, tokeniser) -> TrainingData:
+    """The same text as ``data`` (a corpus: token arrays), encoded by ``tokeniser``."""
+    if not isinstance(data.train, np.ndarray) or not isinstance(data.valid, np.ndarray):
+        raise ValueError(
+            "--init-from: a directory of token shards has its own tokeniser; give a text "
+            "corpus or file as --dataset"
+        )
+    train, valid = (
+        tokeniser.encode(data.tokeniser.decode(ids)) for ids in (data.train, data.valid)
+    )
+    tokens = SimpleNamespace(train_tokens=train, valid_tokens=valid)
+    digest = data_sha256(tokens, tokeniser_text(tokeniser))
+    return TrainingData(tokeniser, train, valid, {"data_sha256": digest}, len(train),
+                        data.first_line)  # fmt: skip
 
 
 def _start_run_files(run_dir: RunDirectory, run: dict, tokeniser: str, trainer) -> None:

@@ -1,0 +1,99 @@
+"""Pretrained models in the applications: ``tricycle-train --init-from DIR`` fine-tunes a
+Hugging Face directory (its weights, architecture and tokeniser) and resumes; the sampler
+and ``python -m tricycle.evaluate`` take the directory itself. A small random GPT-2 with a
+tokeniser trained here; no network."""
+
+import json
+
+import numpy as np
+import pytest
+
+from tests.helpers import DATA_DIR
+from tests.test_hellaswag import write_hellaswag_file
+from tricycle.apps import evaluate, sample
+from tricycle.apps.checkpoint import load_state
+from tricycle.apps.train import run
+from tricycle.hf_tokeniser import PretrainedTokeniser
+from tricycle.models import GPT
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+tokenizers = pytest.importorskip("tokenizers")
+
+
+@pytest.fixture(scope="module")
+def text_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("data") / "shakespeare.txt"
+    path.write_text((DATA_DIR / "tinyshakespeare.txt").read_text(encoding="utf-8")[:30_000])
+    return path
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory, text_file):
+    """A Hugging Face GPT-2 directory: random weights, a 300-id BPE trained on the text."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    directory = tmp_path_factory.mktemp("gpt2")
+    tokeniser = Tokenizer(models.BPE())
+    tokeniser.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=300, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        special_tokens=["<|endoftext|>"], show_progress=False,
+    )  # fmt: skip
+    tokeniser.train([str(text_file)], trainer)
+    tokeniser.model.save(str(directory))  # vocab.json + merges.txt
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(
+        vocab_size=300, n_positions=64, n_embd=32, n_layer=2, n_head=2, bos_token_id=0,
+        eos_token_id=0,
+    )  # fmt: skip
+    transformers.GPT2LMHeadModel(config).save_pretrained(directory)
+    return directory
+
+
+def test_init_from_fine_tunes_resumes_and_samples(model_dir, text_file, tmp_path, capsys):
+    out = tmp_path / "run"
+    common = ["--dataset", str(text_file), "--out-dir", str(out), "--no-progress",
+              "--sample-tokens", "0", "--eval-interval", "1", "--eval-steps", "1"]  # fmt: skip
+    summary = run([*common, "--config", "debug", "--init-from", str(model_dir), "--steps", "1",
+                   "--batch-size", "2", "--context-window", "32", "--lr", "1e-9",
+                   "--warmup", "0"])  # fmt: skip
+    assert summary["steps"] == 1 and np.isfinite(summary["loss"])
+    run_config = json.loads((out / "config.json").read_text())
+    assert run_config["settings"]["init_from"] == str(model_dir)
+    assert run_config["config"]["context_window"] == 32  # cropped from 64
+    assert run_config["config"]["embedding_dim"] == 32 and run_config["config"]["n_heads"] == 2
+
+    # the run started from the pretrained weights (a learning rate of 1e-9 barely moves them)
+    pretrained = GPT.from_pretrained(model_dir).state_dict()
+    trained = load_state(out / "checkpoint.npz")["model"]
+    for name, value in trained.items():
+        expected = pretrained[name][: len(value)]  # the position embedding's first 32 rows
+        np.testing.assert_allclose(value, expected, atol=1e-6, err_msg=name)
+
+    summary = run([*common, "--resume", "--steps", "2"])
+    assert summary["steps"] == 2
+
+    # the run samples with the model's tokeniser, and so does the model directory itself
+    tokeniser = PretrainedTokeniser.from_dir(model_dir)
+    for source in (out, model_dir):
+        capsys.readouterr()
+        assert sample.main([str(source), "--prompt", "ROMEO:", "--max-tokens", "8",
+                            "--temperature", "0"]) == 0  # fmt: skip
+        text = capsys.readouterr().out
+        assert text.startswith("ROMEO:") and len(tokeniser.encode(text)) >= 8
+
+
+def test_evaluate_takes_a_model_directory(model_dir, tmp_path):
+    hellaswag = write_hellaswag_file(tmp_path / "hellaswag.jsonl")
+    result = evaluate.main([str(model_dir), "--hellaswag", str(hellaswag), "--limit", "3"])
+    assert result["n"] == 3 and 0 <= result["acc_norm"] <= 1
+
+
+def test_init_from_errors_are_one_line(model_dir, text_file, tmp_path):
+    base = ["--dataset", str(text_file), "--out-dir", str(tmp_path / "r"), "--no-progress",
+            "--config", "debug", "--steps", "1"]  # fmt: skip
+    with pytest.raises(SystemExit, match=r"--init-from .*n_layers=2, not 3"):
+        run([*base, "--init-from", str(model_dir), "--n-layer", "3"])
+    with pytest.raises(SystemExit, match=r"--init-from .*missing: no config.json|no such file"):
+        run([*base, "--init-from", str(tmp_path)])
