@@ -37,6 +37,8 @@ from tricycle.layers import Dense, Dropout, Embedding, Layer, LayerNorm, RMSNorm
 from tricycle.tensor import Tensor, no_grad
 
 _TIED_HEAD = Einsum("...e,ve->...v")  # (B, T, E) x (V, E) -> (B, T, V)
+_LAST_HEAD = Einsum("be,ev->bv")  # generation: the last position (B, E) x (E, V) -> (B, V)
+_uninitialised = partial(np.empty, dtype=np.float32)  # an initialiser for weights to be loaded
 
 
 class GPT(Layer):
@@ -56,11 +58,9 @@ class GPT(Layer):
         _check_arch(type(self), config)
         self.config = config
         E = config.embedding_dim
-        weights_init = partial(init_normal, std=0.02) if initialise else _uninitialised
-        residual_init = (
-            partial(init_normal, std=gpt2_residual_std(config.n_layers))
-            if initialise
-            else _uninitialised
+        weights_init, residual_init = (
+            partial(init_normal, std=std) if initialise else _uninitialised
+            for std in (0.02, gpt2_residual_std(config.n_layers))
         )
 
         self.token_embedding = Embedding(config.vocab_size, E, initialiser=weights_init)
@@ -114,6 +114,16 @@ class GPT(Layer):
         return self._forward(tokens, caches)
 
     def _forward(self, tokens, caches: list[KVCache] | None) -> Tensor:
+        x, single = self._features(tokens, caches)  # (B, T, E)
+        if self.config.tie_weights:
+            logits = _TIED_HEAD(x, self.token_embedding.weights)  # (B, T, V)
+        else:
+            logits = self.head(x)  # (B, T, V)
+        logits.is_batched = not single
+        return logits[0] if single else logits
+
+    def _features(self, tokens, caches: list[KVCache] | None) -> tuple[Tensor, bool]:
+        """The final norm's output (B, T, E) for ids (B, T) or (T,) (then ``single``)."""
         ids = tokens.array if isinstance(tokens, Tensor) else tokens
         xp = self.token_embedding.weights.xp
         ids = xp.asarray(ids)
@@ -133,13 +143,7 @@ class GPT(Layer):
         x = self.embedding_dropout(self._embed(ids, start))  # (B, T, E)
         for i, block in enumerate(self.blocks):
             x = block(x, None if caches is None else caches[i])  # (B, T, E)
-        x = self.layer_norm(x)
-        if self.config.tie_weights:
-            logits = _TIED_HEAD(x, self.token_embedding.weights)  # (B, T, V)
-        else:
-            logits = self.head(x)  # (B, T, V)
-        logits.is_batched = not single
-        return logits[0] if single else logits
+        return self.layer_norm(x), single
 
     def _embed(self, ids, start: int) -> Tensor:
         """Token plus position embeddings (B, T, E) of ids (B, T) at positions start ...
@@ -165,12 +169,7 @@ class GPT(Layer):
                 f"{cls.__name__}.from_pretrained: {directory / 'config.json'} describes a "
                 f"{config.arch!r} model; use {model_class.__name__}.from_pretrained"
             )
-        model = model_class(config, initialise=False)
-        tensors = model.named_tensors()
-        weights = pretrained.read_weights(directory, config, {k: t.shape for k, t in tensors})
-        for name, tensor in tensors:  # float32 arrays of the checked shapes: taken, not copied
-            tensor.array = weights[name]
-        return model
+        return pretrained.load_weights(model_class(config, initialise=False), directory)
 
     def save_pretrained(self, directory) -> None:
         """Write the model in the Hugging Face layout (``config.json`` + ``model.safetensors``)
@@ -243,9 +242,10 @@ class GPT(Layer):
         self.eval()
         try:
             with no_grad():
+                head = self._head_matrix()
                 window = prompt[:, -window_size:]  # (B, <= W): the positions the model sees
                 caches = self.new_caches(len(window)) if use_cache else None
-                logits = self._last_logits(window, caches)
+                logits = self._last_logits(window, caches, head)
                 for step in range(max_new_tokens):
                     if vocab_limit is not None:
                         logits[:, vocab_limit:] = -np.inf
@@ -258,18 +258,29 @@ class GPT(Layer):
                     if full:  # re-encode the most recent half window into a fresh cache
                         window = window[:, -keep:]
                         caches = self.new_caches(len(window)) if use_cache else None
-                        logits = self._last_logits(window, caches)
+                        logits = self._last_logits(window, caches, head)
                     elif use_cache:
-                        logits = self._last_logits(next_ids[:, None], caches)
+                        logits = self._last_logits(next_ids[:, None], caches, head)
                     else:
-                        logits = self._last_logits(window, None)
+                        logits = self._last_logits(window, None, head)
         finally:
             if was_training:
                 self.train()
 
-    def _last_logits(self, ids: np.ndarray, caches) -> np.ndarray:
-        """Host float64 logits (B, V) of the last position."""
-        logits = self(ids, caches).array[:, -1]
+    def _head_matrix(self) -> Tensor:
+        """The head's weights as (E, V), stored in that order: the tied embedding (V, E) is
+        copied transposed once per ``stream``, because BLAS reads a plain (E, V) matrix faster
+        than a transposed one, and at batch 1 reading the head is a third of each token."""
+        if not self.config.tie_weights:
+            return self.head.weights
+        weights = self.token_embedding.weights
+        return Tensor(weights.xp.ascontiguousarray(weights.array.T), requires_grad=False)
+
+    def _last_logits(self, ids: np.ndarray, caches, head: Tensor) -> np.ndarray:
+        """Host float64 logits (B, V) of the last position (only it goes through the head)."""
+        x, _ = self._features(ids, caches)  # (B, T, E)
+        last = Tensor(x.array[:, -1], requires_grad=False)  # (B, E)
+        logits = _LAST_HEAD(last, head).array  # (B, V)
         return backend.to_host_array(logits).astype(np.float64)
 
     def extra_repr(self) -> str:
@@ -330,11 +341,6 @@ def build_model(config: GPTConfig) -> GPT:
     if config.arch not in MODELS:
         raise ValueError(f"build_model: arch must be one of {sorted(MODELS)}, got {config.arch!r}")
     return MODELS[config.arch](config)
-
-
-def _uninitialised(shape) -> np.ndarray:
-    """An initialiser that leaves the values undefined: for weights about to be loaded."""
-    return np.empty(shape, dtype=np.float32)
 
 
 def _host_ids(tokens) -> np.ndarray:

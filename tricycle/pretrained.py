@@ -36,7 +36,7 @@ from tricycle.hf_files import (
     write_directory,
 )
 
-__all__ = ["PretrainedError", "read_config", "read_weights", "resolve", "write"]
+__all__ = ["PretrainedError", "load_weights", "read_config", "read_weights", "resolve", "write"]
 
 # tricycle name: (Hugging Face names, stored transposed); "{i}" is the block's number
 NAMES = {
@@ -290,6 +290,16 @@ def read_weights(directory, config: GPTConfig, shapes: dict[str, tuple]) -> dict
             merged = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=-1)
             state[ours] = np.ascontiguousarray(merged, dtype=np.float32)
     return state
+
+
+def load_weights(model, directory):
+    """``model`` (a GPT or Llama of the directory's config) with the directory's weights:
+    the float32 arrays ``read_weights`` checked become its tensors' arrays, uncopied."""
+    tensors = model.named_tensors()
+    weights = read_weights(directory, model.config, {k: t.shape for k, t in tensors})
+    for name, tensor in tensors:
+        tensor.array = weights[name]
+    return model
 
 
 def write(directory, config: GPTConfig, state: dict[str, np.ndarray]) -> None:

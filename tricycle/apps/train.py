@@ -163,6 +163,8 @@ CONFIG_FLAGS = {
     "rope_theta": (positive_float, "rope_theta", "llama: RoPE's base"),
     "ffn_multiple_of": (positive_int, "ffn_multiple_of", "llama: the SwiGLU width is rounded "
                         "up to a multiple of this"),
+    "norm_eps": (positive_float, "norm_eps", "the norms' epsilon (default: 1e-5 for gpt2, "
+                 "1e-6 for llama)"),
 }  # fmt: skip
 CHOICES = {"activation": sorted(ACTIVATIONS), "eval_protocol": ["sequential", "random"],
            "device": ["cpu", "gpu"], "arch": list(ARCHS)}  # fmt: skip
