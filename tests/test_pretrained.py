@@ -10,7 +10,7 @@ import types
 import numpy as np
 import pytest
 
-from tricycle import hf_files, pretrained
+from tricycle import backend, hf_files, pretrained
 from tricycle.loss import CrossEntropy
 from tricycle.models import GPT, Llama
 from tricycle.optimisers import AdamW
@@ -264,3 +264,26 @@ def test_the_wrong_class_and_a_hub_name_offline_give_one_line(tmp_path, monkeypa
     _one_line_error("gpt2-nowhere", "'gpt2-nowhere'", "pass a local directory")
     monkeypatch.setitem(sys.modules, "huggingface_hub", None)  # not installed
     _one_line_error("gpt2-nowhere", "huggingface_hub", "pass a local directory")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not backend.cupy_available(), reason="no CUDA GPU")
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_kv_cache_generation_on_a_gpu(saved, cp, dtype):
+    _, directory = saved
+    model = GPT.from_pretrained(directory)
+    prompt = ids(3, 5, seed=4)
+    expected = model.generate(prompt, 16, temperature=0)
+    model.to_gpu()
+    if dtype == "bfloat16":  # an inference copy in bfloat16: the KV caches follow the weights
+        from tricycle.precision import bfloat16
+
+        for _, tensor in model.named_tensors():
+            tensor.array = tensor.array.astype(bfloat16())
+    got = model.generate(prompt, 16, temperature=0)
+    if dtype == "float32":
+        np.testing.assert_array_equal(got, expected)
+    else:  # rounding may flip a near tie later on; the first new tokens agree
+        np.testing.assert_array_equal(got[:, :6], expected[:, :6])
+        sampled = model.generate(prompt, 8, top_k=5, rng=np.random.default_rng(0))
+        assert sampled.shape == (3, 13) and (sampled < VOCAB).all()

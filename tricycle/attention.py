@@ -189,8 +189,11 @@ class KVCache:
 
 def attend(xp, q, k, v):
     """Causal softmax(q k^T / sqrt(D)) v of queries q (B, H, Tq, D) that are the last Tq of
-    the Tk positions of k and v (B, H, Tk, D) -> (B, Tq, H, D)."""
-    return (causal_softmax(xp, q, k) @ v).transpose(0, 2, 1, 3)
+    the Tk positions of k and v (B, H, Tk, D) -> (B, Tq, H, D), in q's dtype (the products
+    in float32 where cupy has none for it: bfloat16)."""
+    dtype, product = q.dtype, _product_dtype(xp, q.dtype)
+    q, k, v = (x.astype(product, copy=False) for x in (q, k, v))
+    return (causal_softmax(xp, q, k) @ v).transpose(0, 2, 1, 3).astype(dtype, copy=False)
 
 
 def attend_with_cache(xp, qkv, n_heads: int, cache: KVCache):
