@@ -110,14 +110,13 @@ class CausalSelfAttention(Layer):
     def head_dim(self) -> int:
         return self.embedding_dim // self.n_heads
 
-    def new_cache(self, batch_size: int) -> KVCache:
-        """An empty KV cache for this layer (n_heads heads), on the device and dtype of its
-        weights."""
+    def new_cache(self, batch_size: int, capacity: int | None = None) -> KVCache:
+        """An empty KV cache for this layer (n_heads heads) of ``capacity`` positions (default
+        and at most: the context window), on the device and dtype of its weights."""
         checks.positive_int(f"{type(self).__name__}.new_cache", "batch_size", batch_size)
+        capacity = self.context_window if capacity is None else min(capacity, self.context_window)
         weights = self.qkv_projection.weights
-        return KVCache(
-            weights.xp, batch_size, self.n_heads, self.context_window, self.head_dim, weights.dtype
-        )
+        return KVCache(weights.xp, batch_size, self.n_heads, capacity, self.head_dim, weights.dtype)
 
 
 class MultiHeadSelfAttention(CausalSelfAttention):

@@ -177,9 +177,10 @@ class GPT(Layer):
         is replaced as a whole, so a failed export leaves a previous one intact."""
         pretrained.write(directory, self.config, self.state_dict())
 
-    def new_caches(self, batch_size: int) -> list[KVCache]:
-        """Empty KV caches, one per block, each holding up to context_window positions."""
-        return [block.attention.new_cache(batch_size) for block in self.blocks]
+    def new_caches(self, batch_size: int, capacity: int | None = None) -> list[KVCache]:
+        """Empty KV caches, one per block, each holding up to ``capacity`` positions (default
+        and at most: context_window; a long-context Llama needs far fewer to sample)."""
+        return [block.attention.new_cache(batch_size, capacity) for block in self.blocks]
 
     # ------------------------------------------------------------------ sampling
     def generate(self, tokens, max_new_tokens: int, **sampling) -> np.ndarray:
@@ -244,7 +245,8 @@ class GPT(Layer):
             with no_grad():
                 head = self._head_matrix()
                 window = prompt[:, -window_size:]  # (B, <= W): the positions the model sees
-                caches = self.new_caches(len(window)) if use_cache else None
+                capacity = window.shape[1] + max_new_tokens  # what this call can fill
+                caches = self.new_caches(len(window), capacity) if use_cache else None
                 logits = self._last_logits(window, caches, head)
                 for step in range(max_new_tokens):
                     if vocab_limit is not None:
@@ -257,7 +259,7 @@ class GPT(Layer):
                     window = np.concatenate([window, next_ids[:, None]], axis=1)
                     if full:  # re-encode the most recent half window into a fresh cache
                         window = window[:, -keep:]
-                        caches = self.new_caches(len(window)) if use_cache else None
+                        caches = self.new_caches(len(window), capacity) if use_cache else None
                         logits = self._last_logits(window, caches, head)
                     elif use_cache:
                         logits = self._last_logits(next_ids[:, None], caches, head)
