@@ -34,11 +34,9 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
-from tricycle.tokeniser import (  # noqa: E402
-    GPT2_SPLIT_PATTERN,
-    BPETokeniser,
-    _tiktoken_gpt2_pattern,
-)
+from tricycle.bpe import _tiktoken_gpt2_pattern  # noqa: E402
+from tricycle.hf_tokeniser import bytes_to_unicode  # noqa: E402
+from tricycle.tokeniser import GPT2_SPLIT_PATTERN, BPETokeniser  # noqa: E402
 
 try:
     import tiktoken
@@ -64,22 +62,9 @@ def stdlib_text(max_bytes: int) -> str:
     return "".join(parts)
 
 
-def byte_to_unicode() -> dict[int, str]:
-    """GPT-2's printable stand-ins for bytes, which HF's byte-level BPE uses."""
-    printable = [*range(33, 127), *range(161, 173), *range(174, 256)]
-    chars, extra = {}, 0
-    for b in range(256):
-        if b in printable:
-            chars[b] = chr(b)
-        else:
-            chars[b] = chr(256 + extra)
-            extra += 1
-    return chars
-
-
 def hf_tokenizer(ours: BPETokeniser):
     """A HF tokenizers Tokenizer with our merges and our split pattern."""
-    to_char = byte_to_unicode()
+    to_char = bytes_to_unicode()  # GPT-2's printable stand-ins for bytes
     spell = [("".join(to_char[b] for b in token)) for token in ours._vocab[: len(ours._ranks)]]
     vocab = {token: i for i, token in reversed(list(enumerate(spell)))}
     merges = [(spell[a], spell[b]) for a, b in ours.merges]
