@@ -262,6 +262,17 @@ def test_the_wrong_class_and_a_hub_name_offline_give_one_line(tmp_path, monkeypa
     monkeypatch.setitem(sys.modules, "huggingface_hub",
                         types.SimpleNamespace(snapshot_download=offline))  # fmt: skip
     _one_line_error("gpt2-nowhere", "'gpt2-nowhere'", "pass a local directory")
+    fetched = []
+
+    def download(name, allow_patterns):  # online: the files land in the hub's cache
+        fetched.append((name, allow_patterns))
+        return str(directory)
+
+    monkeypatch.setitem(sys.modules, "huggingface_hub",
+                        types.SimpleNamespace(snapshot_download=download))  # fmt: skip
+    assert isinstance(GPT.from_pretrained("openai-community/gpt2"), GPT)
+    assert fetched[0][0] == "openai-community/gpt2"
+    assert "*.bin" not in fetched[0][1] and "*.safetensors" in fetched[0][1]  # no pickles
     monkeypatch.setitem(sys.modules, "huggingface_hub", None)  # not installed
     _one_line_error("gpt2-nowhere", "huggingface_hub", "pass a local directory")
 
