@@ -156,11 +156,10 @@ class GPT(Layer):
     # ------------------------------------------------------------------ other people's weights
     @classmethod
     def from_pretrained(cls, name_or_dir) -> "GPT":
-        """A model from a Hugging Face directory (``config.json`` + ``model.safetensors``,
-        or shards with ``model.safetensors.index.json``), or a hub name such as "gpt2"
-        (downloaded with ``huggingface_hub`` when it is installed and online). The
-        architecture comes from ``config.json``'s ``model_type`` ("gpt2" or "llama"); see
-        ``tricycle.pretrained`` for the name maps and the checks."""
+        """A model from a Hugging Face directory (``config.json`` + ``model.safetensors`` or
+        its shards), or a hub name such as "gpt2" (fetched with ``huggingface_hub`` when
+        online); ``config.json``'s ``model_type`` ("gpt2", "llama") picks the class. The
+        name maps and the checks are ``tricycle.pretrained``'s."""
         directory = pretrained.resolve(name_or_dir)
         config = pretrained.read_config(directory)
         model_class = MODELS[config.arch]
@@ -270,13 +269,14 @@ class GPT(Layer):
                 self.train()
 
     def _head_matrix(self) -> Tensor:
-        """The head's weights as (E, V), stored in that order: the tied embedding (V, E) is
-        copied transposed once per ``stream``, because BLAS reads a plain (E, V) matrix faster
-        than a transposed one, and at batch 1 reading the head is a third of each token."""
+        """The head stored as (E, V), read faster by BLAS than a transposed tied (V, E)."""
         if not self.config.tie_weights:
             return self.head.weights
-        weights = self.token_embedding.weights
-        return Tensor(weights.xp.ascontiguousarray(weights.array.T), requires_grad=False)
+        rows, xp = self.token_embedding.weights.array, self.token_embedding.weights.xp  # (V, E)
+        head = xp.empty(rows.shape[::-1], rows.dtype)  # (E, V)
+        for start in range(0, len(rows), 4096):  # by blocks: one strided copy thrashes caches
+            head[:, start : start + 4096] = rows[start : start + 4096].T
+        return Tensor(head, requires_grad=False)
 
     def _last_logits(self, ids: np.ndarray, caches, head: Tensor) -> np.ndarray:
         """Host float64 logits (B, V) of the last position (only it goes through the head)."""
