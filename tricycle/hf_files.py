@@ -129,8 +129,13 @@ def header(path: Path) -> dict[str, dict]:
             raise PretrainedError(f"{path}: corrupt safetensors header ({error})") from None
     entries.pop("__metadata__", None)
     data = size - 8 - length
+    if not isinstance(entries, dict):
+        raise PretrainedError(f"{path}: corrupt safetensors header (not a JSON object)")
     for name, entry in entries.items():
-        dtype, shape, (_, end) = entry["dtype"], entry["shape"], entry["data_offsets"]
+        try:
+            dtype, shape, (_, end) = entry["dtype"], entry["shape"], entry["data_offsets"]
+        except (KeyError, TypeError, ValueError):
+            raise PretrainedError(f"{path}: corrupt safetensors header at {name!r}") from None
         if dtype not in FLOAT_DTYPES:
             raise PretrainedError(
                 f"{path}: tensor {name!r} has dtype {dtype}; expected a float weight "
