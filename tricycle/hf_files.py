@@ -127,10 +127,10 @@ def header(path: Path) -> dict[str, dict]:
             entries = json.loads(f.read(length).decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
             raise PretrainedError(f"{path}: corrupt safetensors header ({error})") from None
-    entries.pop("__metadata__", None)
     data = size - 8 - length
     if not isinstance(entries, dict):
         raise PretrainedError(f"{path}: corrupt safetensors header (not a JSON object)")
+    entries.pop("__metadata__", None)
     for name, entry in entries.items():
         try:
             dtype, shape, (_, end) = entry["dtype"], entry["shape"], entry["data_offsets"]
