@@ -166,8 +166,14 @@ class Reader:
         self.files = files
         self.headers = {path: header(path) for path in set(files.values())}
         self._stack = contextlib.ExitStack()
-        self._open = {path: self._stack.enter_context(safe_open(path, framework="numpy"))
-                      for path in self.headers}  # fmt: skip
+        self._open = {}
+        for path in self.headers:
+            try:
+                self._open[path] = self._stack.enter_context(safe_open(path, framework="numpy"))
+            except Exception as error:  # the library's SafetensorError: a corrupt layout
+                self.close()
+                message = f"{path}: not a readable safetensors file ({error})"
+                raise PretrainedError(message) from None
 
     def read(self, name: str) -> np.ndarray:
         path = self.files[name]
