@@ -7,7 +7,9 @@
 
 (``python -m tricycle.apps.train`` and ``python train_smol_gpt.py`` are the same program; the loop
 itself is ``tricycle.apps.training``.) Everything lands in --out-dir (default runs/<config>): the
-safe checkpoint.npz (what ``tricycle-sample`` and --resume read), model.pkl, tokeniser.json,
+safe checkpoint.npz (the last weights, what --resume reads), best.npz (the weights of the
+lowest validation loss, with its step: what the sample at the end, ``tricycle-sample`` and
+``tricycle.evaluate`` read unless given --weights last), model.pkl, tokeniser.json,
 config.json, metrics.jsonl and loss.png (the loss curves; --plot-log for a log scale). A
 directory holding another run is never overwritten without --overwrite, and one run at a time
 may use it.
@@ -470,14 +472,31 @@ def _train(args, run_dir: RunDirectory) -> dict:
         print(f"interrupted: saved {run_dir.checkpoint} at step {summary['steps']}; resume "
               f"with\n    tricycle-train {again}", file=sys.stderr)  # fmt: skip
     elif args.sample_tokens and summary["steps"] == config.steps:
-        summary["sample"] = sample_text(trainer.model, data.tokeniser, sample_prompt(args, data),
+        model, weights = best_model(trainer, run_dir)
+        summary["sample"] = sample_text(model, data.tokeniser, sample_prompt(args, data),
                                         args.sample_tokens, seed=settings["seed"])  # fmt: skip
         whence = ("the validation text's first line" if args.sample_prompt is None
                   else "--sample-prompt")  # fmt: skip
-        print(f"sample: {args.sample_tokens} tokens after {whence}", file=sys.stderr)
+        print(f"sample: {args.sample_tokens} tokens after {whence}, from {weights}",
+              file=sys.stderr)  # fmt: skip
         print(f"\n----- sample -----\n{summary['sample']}\n------------------")
     print(json.dumps({k: v for k, v in summary.items() if k != "sample"}), file=sys.stderr)
     return summary
+
+
+def best_model(trainer, run_dir: RunDirectory):
+    """The trained model with the run's best weights (best.npz: its lowest validation loss)
+    put back, for the sample at the end, and which weights they are, in words."""
+    best = trainer.best
+    if best is None or best["step"] == trainer.step or not run_dir.best.is_file():
+        return trainer.model, f"the last weights (step {trainer.step})"
+    try:
+        trainer.model.load_state_dict(load_state(run_dir.best)["model"])
+    except (CheckpointError, KeyError, ValueError) as error:
+        raise SystemExit(f"tricycle-train: {error}") from None
+    return trainer.model, (
+        f"the best weights (step {best['step']}, val loss {best['val_loss']:.4f})"
+    )
 
 
 def _start_run_files(run_dir: RunDirectory, run: dict, tokeniser: str, trainer) -> None:
