@@ -312,7 +312,7 @@ def test_a_full_disk_names_the_directory_and_keeps_the_last_checkpoint(corpus, t
 
     def full_after_one(path, state):
         calls.append(path)
-        if len(calls) > 1:
+        if [p.name for p in calls].count("checkpoint.npz") > 1:
             raise OSError(28, "No space left on device")
         real_save(path, state)
 

@@ -39,7 +39,8 @@ from tricycle.backend import cupy_available, to_host_array
 from tricycle.loss import cross_entropy_forward
 from tricycle.models import GPT
 from tricycle.tensor import no_grad
-from tricycle_datasets.hellaswag import Example, load_val, read_examples
+from tricycle_datasets.download import DownloadError
+from tricycle_datasets.hellaswag import URL, Example, load_val, read_examples
 
 
 # ------------------------------------------------------------------ multiple choice
@@ -235,14 +236,19 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> dict:
     args = parse_args(argv)
     try:
+        notes = []  # said once the examples are there too: an error is the only line
         model, tokeniser = load_model(args.model, args.tokeniser, weights=args.weights,
-                                      say=lambda line: print(line, file=sys.stderr))
+                                      say=notes.append)  # fmt: skip
         if args.hellaswag is not None:
             examples = read_examples(args.hellaswag, args.limit)
         else:
             examples = load_val(args.limit)
+    except DownloadError as error:  # offline: say which flag gives the file instead
+        raise SystemExit(f"evaluate: {error}; pass --hellaswag FILE (a copy of {URL})") from None
     except (CheckpointError, OSError, ValueError) as error:
         raise SystemExit(f"evaluate: {error}") from None
+    for note in notes:
+        print(note, file=sys.stderr)
     if args.device == "gpu":
         if not cupy_available():
             raise SystemExit("evaluate: --device gpu, but no CUDA GPU is available")

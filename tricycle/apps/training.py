@@ -325,7 +325,8 @@ class Trainer:
                 save_state(run_dir.best, state)
         except OSError as error:
             raise CheckpointError(
-                f"could not write {run_dir.best}: {error.strerror or error}"
+                f"could not write {run_dir.best}: {error.strerror or error}; "
+                f"{self._kept(run_dir.checkpoint)}"
             ) from error
 
     def load(self, path) -> dict:
