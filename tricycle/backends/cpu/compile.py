@@ -29,7 +29,9 @@ is compiled in a forked child process, which saves it to the cache, and this pro
 from there as every later run does (``_run_from_cache``): a process that compiled code of its
 own can run that code in place of the cached kernel it loads, and round differently (layer
 norm's backward did, in the last bits of many rows), so a program's first run, which compiles,
-would part from its later runs, which load. This way they give the same numbers.
+would part from its later runs, which load. This way they give the same numbers (a kernel
+first called outside the main thread compiles in the process, as before: see
+``_compile_in_a_child``).
 """
 
 import atexit
@@ -96,9 +98,14 @@ def _compile_in_a_child(dispatcher, sig) -> None:
     """Compile ``sig`` in a forked copy of this process, which saves it to the disk cache and
     exits, so that this process never holds code compiled here (``_run_from_cache``). The
     fork happens holding numba's compiler lock (no other thread is compiling, so the child
-    finds it free), and the time is reported here (the child's events die with it). Where
-    there is no fork (Windows) or MPI runs the process, it compiles here instead."""
-    if not hasattr(os, "fork") or "mpi4py" in sys.modules:
+    finds it free), and the time is reported here (the child's events die with it). It
+    compiles here instead where forking is not safe: outside the main thread (numba's tbb
+    pool cannot be stopped for the fork from there), without fork (Windows), or under MPI."""
+    if (
+        not hasattr(os, "fork")
+        or threading.current_thread() is not threading.main_thread()
+        or "mpi4py" in sys.modules
+    ):
         return
     with global_compiler_lock:
         _report.begin()
