@@ -1,5 +1,5 @@
 """The recurrent cells on the CPU: one loop over the (batch, hidden) elements of a step,
-each element's gates, state and gradients computed in registers (``tricycle.recurrent``'s
+each element's gates, state and gradients computed in registers (``tricycle.nn.recurrent``'s
 cells make a whole-array pass per operation). Same signatures as the reference cells: the
 forward writes the activated gates over hg and the new states into h_new and c_new; the
 backward returns (dxg, dhg, dh through the cell or None, dc).
@@ -311,7 +311,7 @@ def chunks(H: int, itemsize: int = 4) -> int:
 
 
 def lstm_recurrence_forward(xp, cell, xg, w_hh, b_hh, h0, c0):
-    """``tricycle.recurrent.recurrence_forward`` for the LSTM: one parallel kernel for all the
+    """``tricycle.nn.recurrent.recurrence_forward`` for the LSTM: one parallel kernel for all the
     steps on the tbb pool, where a launch a step is cheap (``compile.uses_one_pool``);
     elsewhere a loop of steps, each a product on numpy's threads and the cells (one chunk).
     ``saved`` holds the activated gates."""
@@ -340,7 +340,7 @@ def lstm_recurrence_forward(xp, cell, xg, w_hh, b_hh, h0, c0):
 
 
 def lstm_recurrence_backward(xp, cell, dhs, dcs, xg, w_hh, h0, c0, hs, cs, saved):
-    """``tricycle.recurrent.recurrence_backward`` for the LSTM, the steps run as the forward's
+    """``tricycle.nn.recurrent.recurrence_backward`` for the LSTM, the steps run as the forward's
     (for the LSTM d(hg) = d(xg)); then dW_hh and db_hh in one product and sum."""
     T, N, GH = xg.shape
     H, dtype = h0.shape[-1], xg.dtype
