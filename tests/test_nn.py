@@ -149,3 +149,25 @@ def test_old_module_names_import_the_moved_modules():
     assert type(layer) is Conv2d
     with pytest.raises(ModuleNotFoundError):
         import tricycle.no_such_module  # noqa: F401
+
+
+@pytest.mark.parametrize(
+    "name", ["MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCEWithLogitsLoss",
+             "NLLLoss", "KLDivLoss", "CrossEntropyLoss"],
+)  # fmt: skip
+def test_losses_take_pytorchs_order_and_give_its_values(name):
+    torch = torch_or_skip()
+    rng = np.random.default_rng(3)
+    prediction = rng.standard_normal((4, 5))
+    target = rng.standard_normal((4, 5))
+    if name in ("NLLLoss", "CrossEntropyLoss"):
+        target = rng.integers(0, 5, 4)
+    if name in ("NLLLoss", "KLDivLoss"):  # log-probabilities in
+        prediction = prediction - np.log(np.exp(prediction).sum(-1, keepdims=True))
+    if name == "KLDivLoss":  # probabilities as the target
+        target = np.exp(target) / np.exp(target).sum(-1, keepdims=True)
+    if name == "BCEWithLogitsLoss":
+        target = (target > 0).astype(np.float64)
+    ours = getattr(nn, name)()(to_tensor(prediction, requires_grad=True), target)
+    theirs = getattr(torch.nn, name)()(torch.from_numpy(prediction), torch.from_numpy(target))
+    np.testing.assert_allclose(float(ours.array), theirs.item(), rtol=1e-5)

@@ -27,7 +27,6 @@ from tricycle.nn.conv_transpose import ConvTranspose1d, ConvTranspose2d
 from tricycle.nn.group_norm import GroupNorm
 from tricycle.nn.instance_norm import InstanceNorm1d, InstanceNorm2d
 from tricycle.nn.losses import (
-    BCELoss,
     BCEWithLogitsLoss,
     CrossEntropyLoss,
     HuberLoss,
@@ -47,7 +46,7 @@ GELU = GeLU
 
 __all__ = [
     "GELU", "GLU", "GRU", "LSTM", "RNN", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d",
-    "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Conv1d",
+    "AvgPool2d", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Conv1d",
     "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "CrossEntropyLoss", "Dense", "Dropout",
     "Embedding", "Flatten", "GeLU", "GroupNorm", "HuberLoss", "InstanceNorm1d",
     "InstanceNorm2d", "KLDivLoss", "L1Loss", "Layer", "LayerNorm", "LeakyReLU", "Linear",

@@ -3,11 +3,12 @@
 tricycle's criteria are called ``loss_fn(y_true, y_pred)`` (the seed's order, kept in
 ``tricycle.loss``); PyTorch's ``nn.CrossEntropyLoss()(logits, labels)`` takes the prediction
 first. Each class here holds the tricycle criterion, built with the same arguments, and swaps
-the two on the way in, so a model written for PyTorch computes the same loss here.
+the two on the way in, so a model written for PyTorch computes the same loss here. There is
+no ``BCELoss``: tricycle's ``BinaryCrossEntropy`` takes logits, as ``BCEWithLogitsLoss`` does.
 """
 
 from tricycle.criteria import L1, NLL, BCEWithLogits, Huber, KLDiv, SmoothL1
-from tricycle.loss import BinaryCrossEntropy, CrossEntropy, MeanSquaredError
+from tricycle.loss import CrossEntropy, MeanSquaredError
 from tricycle.tensor import Tensor
 
 
@@ -27,55 +28,17 @@ class _Loss:
         return f"{type(self).__name__}()"
 
 
-class CrossEntropyLoss(_Loss):
-    """Logits (..., C) and class ids (...): ``tricycle.loss.CrossEntropy``."""
-
-    criterion = CrossEntropy
-
-
-class MSELoss(_Loss):
-    """``tricycle.loss.MeanSquaredError``."""
-
-    criterion = MeanSquaredError
+def _named(name: str, criterion: type, what: str) -> type:
+    """A ``_Loss`` subclass called ``name`` that holds ``criterion`` (a class, so it pickles)."""
+    doc = f"{what}``{criterion.__module__}.{criterion.__name__}`` in PyTorch's order."
+    return type(name, (_Loss,), {"criterion": criterion, "__doc__": doc, "__module__": __name__})
 
 
-class BCELoss(_Loss):
-    """Probabilities and 0/1 targets: ``tricycle.loss.BinaryCrossEntropy``."""
-
-    criterion = BinaryCrossEntropy
-
-
-class BCEWithLogitsLoss(_Loss):
-    """``tricycle.criteria.BCEWithLogits``."""
-
-    criterion = BCEWithLogits
-
-
-class L1Loss(_Loss):
-    """``tricycle.criteria.L1``."""
-
-    criterion = L1
-
-
-class SmoothL1Loss(_Loss):
-    """``tricycle.criteria.SmoothL1``."""
-
-    criterion = SmoothL1
-
-
-class HuberLoss(_Loss):
-    """``tricycle.criteria.Huber``."""
-
-    criterion = Huber
-
-
-class NLLLoss(_Loss):
-    """Log-probabilities (..., C) and class ids (...): ``tricycle.criteria.NLL``."""
-
-    criterion = NLL
-
-
-class KLDivLoss(_Loss):
-    """``tricycle.criteria.KLDiv``."""
-
-    criterion = KLDiv
+CrossEntropyLoss = _named("CrossEntropyLoss", CrossEntropy, "Logits (..., C), class ids (...): ")
+MSELoss = _named("MSELoss", MeanSquaredError, "")
+BCEWithLogitsLoss = _named("BCEWithLogitsLoss", BCEWithLogits, "")
+L1Loss = _named("L1Loss", L1, "")
+SmoothL1Loss = _named("SmoothL1Loss", SmoothL1, "")
+HuberLoss = _named("HuberLoss", Huber, "")
+NLLLoss = _named("NLLLoss", NLL, "Log-probabilities (..., C), class ids (...): ")
+KLDivLoss = _named("KLDivLoss", KLDiv, "")
