@@ -19,13 +19,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from tricycle import backend, checks, dispatch
-from tricycle.backend import (  # noqa: F401 - is_float: every op module imports it from here
-    is_float,
-    move,
-    numeric_array,
-    numeric_dtype,
-    parse_device,
-)
+from tricycle.backend import is_float, move, numeric_array, numeric_dtype, parse_device
 
 BackFn = Callable[[object], object]  # output gradient array -> input gradient array
 
