@@ -14,7 +14,9 @@ Every module stays importable on its own (``from tricycle.tensor import Tensor``
 Tensor with its operators). Importing tricycle loads nothing but this file: each name below
 is imported from its module the first time it is used, so ``import tricycle.tensor`` loads the
 engine alone. Nothing starts and no library setting changes; cupy is imported only when a
-tensor is moved to a GPU. The layer catalogue is the sub-package ``tricycle.nn``."""
+tensor is moved to a GPU. The layer catalogue is the sub-package ``tricycle.nn``; the one
+mark importing leaves is a finder on ``sys.meta_path`` that answers for the catalogue's old
+module names alone (``_Moved``)."""
 
 import importlib
 import importlib.abc
