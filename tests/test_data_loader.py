@@ -348,3 +348,22 @@ def test_a_stream_with_a_state_resumes_from_it():
 def test_a_tricycle_dataset_is_map_style():
     data = Dataset(np.arange(12).reshape(6, 2), np.arange(6))
     assert labels(DataLoader(data, 4)) == [[0, 1, 2, 3], [4, 5]]
+
+
+def test_split_batches_gives_each_rank_its_rows_as_the_training_script():
+    tokens = np.arange(500) % 13
+
+    def global_stream():
+        return CausalLMDataset(tokens, 13, 4, 6, seed=2).batch()  # global batches of 4
+
+    for rank in range(2):
+        loader = iter(DataLoader(global_stream(), batch_size=None, rank=rank, world_size=2,
+                                 split_batches=True))  # fmt: skip
+        script = CausalLMDataset(tokens, 13, 2, 6, seed=2, rank=rank, world_size=2).batch()
+        for _ in range(3):
+            got, want = next(loader), next(script)
+            np.testing.assert_array_equal(got[0], want[0])
+            np.testing.assert_array_equal(got[1], want[1])
+    odd = DataLoader(pairs(6), 3, world_size=2, split_batches=True)
+    with pytest.raises(ValueError, match="a batch of 3 rows does not split evenly over 2"):
+        next(iter(odd))

@@ -63,6 +63,9 @@ class Accelerator:
         project_dir: where ``log`` appends its records (metrics.jsonl).
         log_with: "mlflow" and/or "wandb": also log there (the package must be installed).
         project_name, config: the experiment's name and settings, for those trackers.
+        split_batches: each process takes its rows of every batch of a prepared loader
+            (the training script's split of a global batch), instead of its share of the
+            items.
     """
 
     @checks.arguments(
@@ -80,10 +83,12 @@ class Accelerator:
         log_with=(),
         project_name: str = "tricycle",
         config: dict | None = None,
+        split_batches: bool = False,
     ):
         if device is None:
             device = "gpu" if backend.cupy_available() else "cpu"
         self.accumulation_steps = gradient_accumulation_steps
+        self.split_batches = checks.boolean("Accelerator", "split_batches", split_batches)
         self.policy = precision_for((mixed_precision or "fp32").lower(), device)
         self.world = distributed.init(gpu=device == "gpu")
         self.gpu: int | None = (self.world.device or 0) if device == "gpu" else None
@@ -137,7 +142,8 @@ class Accelerator:
             return PreparedOptimiser(obj, self)
         if isinstance(obj, DataLoader):
             seed = self.world.broadcast_object(obj.seed)  # every rank shuffles alike
-            loader = obj.shard(self.world.rank, self.world.world_size, device=self.gpu)
+            loader = obj.shard(self.world.rank, self.world.world_size, self.gpu,
+                               self.split_batches or obj.split_batches)  # fmt: skip
             loader.seed = seed
             self.loaders.append(loader)
             return loader

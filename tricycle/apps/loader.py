@@ -30,7 +30,9 @@ map-style dataset's epoch order is padded with its first indices to a multiple o
 down to one, with ``drop_last``) and rank r takes positions r, r + W, ...; an iterable one's
 items go round-robin, a last partial round padded with the stream's first items (dropped,
 with ``drop_last``). Together the ranks' batches k are the one-process batch k of
-``W x batch_size`` items. Every rank must use the same ``seed``.
+``W x batch_size`` items. Every rank must use the same ``seed``. With ``split_batches``
+every rank reads every batch instead and keeps its rows of it (rows [r n / W, (r + 1) n / W)
+of each array of n rows), as the training script splits its global batches.
 
 **Devices.** ``device`` (a GPU index) yields batches as Tensors on that GPU, copied through
 pinned host buffers (``pin_memory``) so the copy overlaps the host's work.
@@ -65,6 +67,7 @@ class DataLoader:
         device=checks.optional(checks.non_negative_int),
         pin_memory=checks.boolean,
         timeout=checks.non_negative,
+        split_batches=checks.boolean,
     )
     def __init__(
         self,
@@ -82,6 +85,7 @@ class DataLoader:
         device: int | None = None,
         pin_memory: bool = True,
         timeout: float = 0.0,
+        split_batches: bool = False,
         multiprocessing_context=None,
     ):
         if rank >= world_size:
@@ -104,6 +108,7 @@ class DataLoader:
         self.num_workers, self.prefetch_factor = num_workers, prefetch_factor
         self.rank, self.world_size = rank, world_size
         self.device, self.pin_memory, self.timeout = device, pin_memory, timeout
+        self.split_batches = split_batches
         self.multiprocessing_context = multiprocessing_context
         self.epoch = 0  # the epoch the next iteration starts
         self._running: int | None = None  # the epoch being iterated
@@ -112,15 +117,19 @@ class DataLoader:
         self._copier = None
 
     # ------------------------------------------------------------------ configuration
-    def shard(self, rank: int, world_size: int, device: int | None = None) -> "DataLoader":
+    def shard(self, rank: int, world_size: int, device: int | None = None,
+              split_batches: bool | None = None) -> "DataLoader":  # fmt: skip
         """This loader for rank ``rank`` of ``world_size`` (and copying batches to GPU
-        ``device``): what ``Accelerator.prepare`` gives each rank."""
+        ``device``; ``split_batches``: see the module): what ``Accelerator.prepare`` gives
+        each rank."""
+        split = self.split_batches if split_batches is None else split_batches
         return DataLoader(
             self.dataset, self.batch_size, self.shuffle, seed=self.seed,
             drop_last=self.drop_last, collate_fn=self.collate_fn, num_workers=self.num_workers,
             prefetch_factor=self.prefetch_factor, rank=rank, world_size=world_size,
             device=self.device if device is None else device, pin_memory=self.pin_memory,
-            timeout=self.timeout, multiprocessing_context=self.multiprocessing_context,
+            timeout=self.timeout, split_batches=split,
+            multiprocessing_context=self.multiprocessing_context,
         )  # fmt: skip
 
     @checks.arguments(epoch=checks.non_negative_int)
@@ -142,7 +151,7 @@ class DataLoader:
     # ------------------------------------------------------------------ the items
     def _rank_indices(self, epoch: int) -> np.ndarray:
         """This rank's indices of epoch ``epoch``, in order (``DistributedSampler``'s)."""
-        n, world = len(self.dataset), self.world_size
+        n, world = len(self.dataset), self._item_world
         if self.shuffle:
             order = np.random.default_rng((self.seed, epoch)).permutation(n)
         else:
@@ -172,21 +181,25 @@ class DataLoader:
 
     def _rank_items(self):
         """This rank's items of an iterable dataset (round-robin, see the module)."""
-        items = iter(self.dataset)
-        if self.world_size == 1:
+        items, world = iter(self.dataset), self._item_world
+        if world == 1:
             yield from items
             return
         first: list = []  # the padding of a last partial round
         while True:
-            round_ = list(itertools.islice(items, self.world_size))
-            if len(first) < self.world_size:
-                first += round_[: self.world_size - len(first)]
-            if len(round_) < self.world_size:
+            round_ = list(itertools.islice(items, world))
+            if len(first) < world:
+                first += round_[: world - len(first)]
+            if len(round_) < world:
                 if round_ and not self.drop_last:
-                    padded = round_ + (first * self.world_size)[: self.world_size - len(round_)]
-                    yield padded[self.rank]
+                    yield (round_ + (first * world)[: world - len(round_)])[self.rank]
                 return
             yield round_[self.rank]
+
+    @property
+    def _item_world(self) -> int:
+        """The ranks the items are shared between (1 when each rank splits every batch)."""
+        return 1 if self.split_batches else self.world_size
 
     def _item_chunks(self):
         """Lists of the items of each batch of this rank, for an iterable dataset."""
@@ -213,8 +226,11 @@ class DataLoader:
         else:
             batches = self._batches_from_workers(epoch, skip)
         copy = self._device_copy()
+        split = self.split_batches and self.world_size > 1
         for batch in batches:
             self._position += 1
+            if split:
+                batch = _rows(batch, self.rank, self.world_size)
             yield batch if copy is None else copy(batch)
         self._running, self._position = None, 0
 
@@ -297,6 +313,25 @@ class DataLoader:
             f"shuffle={self.shuffle}, seed={self.seed}, num_workers={self.num_workers}, "
             f"rank={self.rank}, world_size={self.world_size}, device={self.device})"
         )
+
+
+def _rows(batch, rank: int, world_size: int):
+    """Rank ``rank``'s rows of every array of ``batch`` (any structure, as collated)."""
+    if isinstance(batch, dict):
+        return {k: _rows(v, rank, world_size) for k, v in batch.items()}
+    if isinstance(batch, (tuple, list)):
+        rows = [_rows(v, rank, world_size) for v in batch]
+        return type(batch)(*rows) if hasattr(batch, "_fields") else type(batch)(rows)
+    if not hasattr(batch, "shape") or not batch.shape:
+        return batch
+    n = batch.shape[0]
+    if n % world_size:
+        raise ValueError(
+            f"DataLoader: split_batches: a batch of {n} rows does not split evenly over "
+            f"{world_size} processes; use a batch size that is a multiple of it"
+        )
+    share = n // world_size
+    return batch[rank * share : (rank + 1) * share]
 
 
 def _is_map_style(dataset) -> bool:
