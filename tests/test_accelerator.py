@@ -16,7 +16,7 @@ import pytest
 
 from tests.accelerate_loop import CONFIG, run, windows
 from tests.test_distributed import AS_ROOT, mpiexec, needs_mpi
-from tricycle import Accelerator
+from tricycle import Accelerator, backend
 from tricycle.apps.checkpoint import CheckpointError
 from tricycle.apps.step import train_step
 from tricycle.configs import DebugConfig
@@ -30,6 +30,7 @@ from tricycle.precision import Precision
 from tricycle.random import manual_seed
 
 ROOT = Path(__file__).resolve().parents[1]
+gpu = pytest.mark.skipif(not backend.cupy_available(), reason="no CUDA GPU")
 
 
 def stream(seed: int = 1):
@@ -44,12 +45,20 @@ def gpt():
 
 
 # ====================================================================== against the script
-@pytest.mark.parametrize("precision", ["fp32", "fp16"])
-def test_the_loop_computes_the_training_scripts_steps(precision):
+@pytest.mark.parametrize(
+    "precision", ["fp32", "fp16", pytest.param("bf16", marks=[pytest.mark.gpu, gpu])]
+)
+@pytest.mark.parametrize("device", ["cpu", pytest.param("gpu", marks=[pytest.mark.gpu, gpu])])
+def test_the_loop_computes_the_training_scripts_steps(precision, device):
+    if precision == "bf16" and device == "cpu":
+        pytest.skip("bf16 needs a GPU")
     steps, accumulation = 5, 4
     model, optimiser = gpt()
     policy = Precision(precision)
     batches = stream().batch()
+    if device == "gpu":
+        model.to_gpu(0)
+        batches = batches.to_gpu(0)
     script = [
         float(
             train_step(
@@ -61,12 +70,27 @@ def test_the_loop_computes_the_training_scripts_steps(precision):
         for _ in range(steps)
     ]
     loader = DataLoader(stream().batch(), batch_size=None)  # the same batches
-    accelerator = Accelerator(gradient_accumulation_steps=accumulation, mixed_precision=precision)
+    accelerator = Accelerator(
+        gradient_accumulation_steps=accumulation, mixed_precision=precision, device=device
+    )
     losses, weights, _ = run(loader=_first(loader, steps * accumulation), accelerator=accelerator,
                              epochs=1)  # fmt: skip
     np.testing.assert_allclose(losses, script, rtol=1e-6)
     for name, value in model.state_dict().items():
         np.testing.assert_array_equal(weights[name], value, err_msg=name)
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("pinned", [True, False])
+def test_batches_reach_the_gpu(pinned):
+    examples = [(np.full(3, i, dtype=np.float32), np.int64(i)) for i in range(10)]
+    on_gpu = DataLoader(examples, 4, device=0, pin_memory=pinned, num_workers=1)
+    for _ in range(2):
+        for got, want in zip(on_gpu, DataLoader(examples, 4)):
+            assert got[0].on_gpu and got[1].on_gpu
+            np.testing.assert_array_equal(backend.to_host_array(got[0].array), want[0])
+            np.testing.assert_array_equal(backend.to_host_array(got[1].array), want[1])
 
 
 def _first(loader: DataLoader, n: int) -> DataLoader:
