@@ -26,7 +26,7 @@ def windows(n: int = 64) -> list:
 
 def run(precision: str = "fp32", batch_size: int = 4, epochs: int = 2, loader=None,
         accelerator=None, stop_at_step=None, save_to=None, load_from=None,
-        dropout=0.0):  # fmt: skip
+        dropout=0.0, device="cpu"):  # fmt: skip
     """The loop; returns (the mean loss of each step over its micro-batches and the
     processes, the model's final weights, the accelerator)."""
     manual_seed(0)
@@ -35,7 +35,9 @@ def run(precision: str = "fp32", batch_size: int = 4, epochs: int = 2, loader=No
     if loader is None:
         loader = DataLoader(windows(), batch_size=batch_size, shuffle=True, seed=1)
     if accelerator is None:
-        accelerator = Accelerator(gradient_accumulation_steps=4, mixed_precision=precision)
+        accelerator = Accelerator(
+            gradient_accumulation_steps=4, mixed_precision=precision, device=device
+        )
     model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
     if load_from is not None:
         accelerator.load_state(load_from)
@@ -51,7 +53,8 @@ def run(precision: str = "fp32", batch_size: int = 4, epochs: int = 2, loader=No
             micro.append(accelerator.gather_for_metrics(loss))
             if accelerator.sync_grad:
                 loss = accelerator.gather_for_metrics(loss)  # mean over all processes
-                accelerator.print(f"step {accelerator.step}: loss {loss:.4f}, norm {grad_norm:.3f}")
+                norm = float(grad_norm)  # (a device scalar on a GPU)
+                accelerator.print(f"step {accelerator.step}: loss {loss:.4f}, norm {norm:.3f}")
                 accelerator.log({"loss": loss, "grad_norm": grad_norm}, step=accelerator.step)
                 losses.append(float(np.mean(micro)))
                 micro = []

@@ -127,7 +127,7 @@ def test_the_loop_runs_on_two_processes_as_on_one(tmp_path):
 # ====================================================================== the seams
 def test_the_optimiser_waits_for_the_last_micro_batch():
     model, optimiser = gpt()
-    accelerator = Accelerator(gradient_accumulation_steps=3)
+    accelerator = Accelerator(gradient_accumulation_steps=3, device="cpu")
     model, optimiser = accelerator.prepare(model, optimiser)
     before = model.state_dict()
     data = stream().batch()
@@ -150,7 +150,7 @@ def test_the_optimiser_waits_for_the_last_micro_batch():
 
 
 def test_metrics_print_on_rank_0_and_log_to_the_metrics_file(tmp_path, capsys):
-    accelerator = Accelerator(project_dir=tmp_path / "run")
+    accelerator = Accelerator(project_dir=tmp_path / "run", device="cpu")
     assert accelerator.gather_for_metrics(2.5) == 2.5
     assert accelerator.gather_for_metrics(np.float32(1.5)) == 1.5
     np.testing.assert_array_equal(accelerator.gather_for_metrics(np.arange(3.0)), [0, 1, 2])
@@ -174,7 +174,7 @@ def test_trackers_when_asked_and_installed(monkeypatch):
     mlflow.log_metrics = lambda values, step: calls.append(("metrics", values, step))
     mlflow.end_run = lambda: calls.append(("end",))
     monkeypatch.setitem(sys.modules, "mlflow", mlflow)
-    accelerator = Accelerator(log_with="mlflow", project_name="p", config={"lr": 0.1})
+    accelerator = Accelerator(log_with="mlflow", project_name="p", config={"lr": 0.1}, device="cpu")
     accelerator.log({"loss": 2.0, "note": "x"}, step=4)
     for tracker in accelerator.trackers:
         tracker.finish()
@@ -191,7 +191,7 @@ def test_mistakes_are_named():
     with pytest.raises(ValueError, match="precision bf16 needs a GPU"):
         Accelerator(mixed_precision="bf16", device="cpu")
     with pytest.raises(TypeError, match="mixed precision \\(fp16\\) needs a model whose forward"):
-        Accelerator(mixed_precision="fp16").prepare(Dense(2, 3))
+        Accelerator(mixed_precision="fp16", device="cpu").prepare(Dense(2, 3))
     with pytest.raises(TypeError, match="expected a model \\(Layer\\), an optimiser or"):
         Accelerator().prepare([1, 2])
     with pytest.raises(ValueError, match="prepare the model first"):
