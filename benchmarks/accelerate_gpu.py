@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from tricycle import Accelerator  # noqa: E402
 from tricycle.apps.training import Trainer  # noqa: E402
-from tricycle.backend import cupy  # noqa: E402
+from tricycle.backend import cupy, cupy_available  # noqa: E402
 from tricycle.configs import GPTConfig  # noqa: E402
 from tricycle.data import DataLoader  # noqa: E402
 from tricycle.dataset import CausalLMDataset  # noqa: E402
@@ -45,11 +45,16 @@ GPT2 = dict(embedding_dim=768, n_heads=12, n_layers=12, context_window=1024, voc
             activation_fn="gelu_tanh", dropout=0.0)  # fmt: skip
 SMALL = dict(embedding_dim=384, n_heads=6, n_layers=6, context_window=256, vocab_size=1024,
              activation_fn="gelu_tanh", dropout=0.0)  # fmt: skip
+TINY = dict(embedding_dim=32, n_heads=2, n_layers=2, context_window=16, vocab_size=64,
+            dropout=0.0)  # fmt: skip
+MODELS = {"gpt2": GPT2, "small": SMALL, "tiny": TINY}
 
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", choices=["gpt2", "small"], default="gpt2")
+    parser.add_argument("--model", choices=list(MODELS), default="gpt2")
+    parser.add_argument("--device", choices=["gpu", "cpu"], default="gpu",
+                        help="cpu: a smoke test of this script (fp32/fp16, no graphs)")  # fmt: skip
     parser.add_argument("--precision", default="bf16")
     parser.add_argument("--accumulation", type=int, default=4)
     parser.add_argument("--batch-size", type=int, default=8, help="sequences per micro-batch")
@@ -64,7 +69,7 @@ class Setup:
 
     def __init__(self, args, world):
         self.args, self.world = args, world
-        self.config = GPTConfig(**(GPT2 if args.model == "gpt2" else SMALL))
+        self.config = GPTConfig(**MODELS[args.model])
         self.tokens = np.random.default_rng(0).integers(0, self.config.vocab_size, 2_000_000)
         self.global_batch = args.batch_size * world.world_size
 
@@ -77,8 +82,8 @@ class Setup:
         c = self.config
         windows = CausalLMDataset(self.tokens, c.vocab_size, self.args.batch_size,
                                   c.context_window, seed=1, rank=self.world.rank,
-                                  world_size=self.world.world_size)  # fmt: skip
-        return windows.batch().to_gpu(self.world.device)
+                                  world_size=self.world.world_size).batch()  # fmt: skip
+        return windows if self.world.device is None else windows.to_gpu(self.world.device)
 
     def loader(self):
         """The same windows through a DataLoader (split by rows when prepared)."""
@@ -89,7 +94,8 @@ class Setup:
 
     def trainer(self, captured: bool):
         model, optimiser = self.model()
-        model.to_gpu(self.world.device)
+        if self.world.device is not None:
+            model.to_gpu(self.world.device)
         self.world.broadcast_parameters(model)
         return Trainer(model, optimiser, self.script_data(), policy=Precision(self.args.precision),
                        accumulation_steps=self.args.accumulation, max_norm=1.0,
@@ -102,6 +108,7 @@ class Setup:
             gradient_accumulation_steps=self.args.accumulation,
             mixed_precision=self.args.precision,
             split_batches=True,
+            device=self.args.device,
         )
         model, optimiser = self.model()
         return (accelerator, *accelerator.prepare(model, optimiser, self.loader()))
@@ -124,24 +131,35 @@ def loop_steps(accelerator, model, optimizer, batches, n: int) -> list[float]:
     return losses
 
 
+def synchronize() -> None:
+    if cupy_available():
+        cupy().cuda.Device().synchronize()
+
+
+def free_memory() -> None:
+    if cupy_available():
+        cupy().get_default_memory_pool().free_all_blocks()
+
+
 def timed(run_steps, args, tokens_per_step: int) -> float:
     """tokens/s of ``run_steps(n)`` over --steps steps after --warmup."""
     run_steps(args.warmup)
-    cupy().cuda.Device().synchronize()
+    synchronize()
     start = time.perf_counter()
     run_steps(args.steps)
-    cupy().cuda.Device().synchronize()
+    synchronize()
     return tokens_per_step * args.steps / (time.perf_counter() - start)
 
 
 def main() -> None:
     args = parse_args()
-    world = distributed.init(gpu=True)
+    world = distributed.init(gpu=args.device == "gpu")
     setup = Setup(args, world)
     say = print if world.is_main else (lambda *a, **k: None)
     tokens_per_step = setup.global_batch * setup.config.context_window * args.accumulation
     say(f"{args.model}, {args.precision}, accumulation {args.accumulation}, "
-        f"{world.world_size} GPU(s), {tokens_per_step} tokens a step")  # fmt: skip
+        f"{world.world_size} process(es) on the {args.device}, "
+        f"{tokens_per_step} tokens a step")  # fmt: skip
 
     # 1. losses
     trainer = setup.trainer(captured=False)
@@ -158,7 +176,7 @@ def main() -> None:
 
     # 2. speed
     rates = {}
-    for captured in (False, True):
+    for captured in (False, True) if args.device == "gpu" else (False,):
         trainer = setup.trainer(captured)
 
         def script_steps(n, trainer=trainer):
@@ -170,7 +188,7 @@ def main() -> None:
                 script_steps, args, tokens_per_step
             )
         del trainer, script_steps
-        cupy().get_default_memory_pool().free_all_blocks()
+        free_memory()
         accelerator, model, optimizer, loader = setup.accelerated()
         batches = iter(loader)
         if captured:
@@ -191,10 +209,10 @@ def main() -> None:
         if captured and step.failure:
             say(f"(the Accelerator's step was not captured: {step.failure})")
         del accelerator, model, optimizer, loader, batches, accelerator_steps
-        cupy().get_default_memory_pool().free_all_blocks()
+        free_memory()
     for name, rate in rates.items():
         say(f"{name:22} {rate:10.0f} tokens/s")
-    for mode in ("eager", "captured"):
+    for mode in ("eager", "captured") if args.device == "gpu" else ("eager",):
         ratio = rates[f"Accelerator {mode}"] / rates[f"script {mode}"]
         say(f"Accelerator / script, {mode}: {ratio:.3f} (target >= 0.90)")
     world.finalize()
