@@ -231,6 +231,9 @@ def test_save_state_without_safetensors_writes_the_safe_format(tmp_path, monkeyp
         accelerator.load_state(tmp_path / "s")
     with pytest.raises(CheckpointError, match="holds no model.safetensors or model.npz"):
         accelerator.load_state(tmp_path / "nothing")
+    accelerator.save_state(tmp_path / "kept")  # a save that dies between its two renames:
+    (tmp_path / "kept").rename(tmp_path / ".kept.old")
+    accelerator.load_state(tmp_path / "kept")  # the previous state is found
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         accelerator.backward(CrossEntropy()(*_batch(accelerator)))

@@ -306,6 +306,9 @@ class Accelerator:
         """Continue from ``save_state(directory)``, after ``prepare`` (with the same model,
         optimiser and loaders): the run goes on as if it had not stopped."""
         directory = Path(directory)
+        previous = _previous(directory)
+        if not directory.exists() and previous.is_dir():  # a save died while swapping
+            directory = previous
         if self.model is not None:
             self.model.load_state_dict(_read_weights(directory))
         state = load_state(directory / STATE)
@@ -354,7 +357,7 @@ def _write_directory(directory: Path, model, state: dict) -> None:
         save_state(fresh / STATE, state)
         old = None
         if directory.exists():
-            old = directory.with_name(f".{directory.name}.old")
+            old = _previous(directory)
             shutil.rmtree(old, ignore_errors=True)
             directory.rename(old)
         fresh.rename(directory)
@@ -363,6 +366,11 @@ def _write_directory(directory: Path, model, state: dict) -> None:
     except BaseException:
         shutil.rmtree(fresh, ignore_errors=True)
         raise
+
+
+def _previous(directory: Path) -> Path:
+    """Where ``_write_directory`` keeps the previous state while it swaps the new one in."""
+    return directory.with_name(f".{directory.name}.old")
 
 
 def _write_weights(directory: Path, weights: dict) -> None:
