@@ -147,7 +147,8 @@ def _check_gpus(report) -> int:
         return 0
     cupy = backend.cupy()
     count = cupy.cuda.runtime.getDeviceCount()
-    names = [cupy.cuda.runtime.getDeviceProperties(i)["name"].decode() for i in range(count)]
+    names = [cupy.cuda.runtime.getDeviceProperties(i)["name"] for i in range(count)]
+    names = [name.decode() if isinstance(name, bytes) else str(name) for name in names]
     report("GPUs seen", True, f"{count}: {', '.join(names)}")
     nccl = backend.nccl()
     if nccl is None:
