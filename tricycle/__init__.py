@@ -33,6 +33,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "draw": ("tricycle.draw", "draw"),
     "permute": ("tricycle.ops", "permute"),
     "sort": ("tricycle.ops", "sort"),
+    "Accelerator": ("tricycle.apps.accelerator", "Accelerator"),
     "Einsum": ("tricycle.einsum", "Einsum"),
     "GeLU": ("tricycle.activation", "GeLU"),
     "GradcheckError": ("tricycle.gradcheck", "GradcheckError"),
@@ -169,6 +170,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "Accelerator",
     "Einsum",
     "GradcheckError",
     "Tensor",

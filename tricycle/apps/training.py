@@ -63,6 +63,7 @@ from tricycle.apps.interrupts import stop_on_interrupt
 from tricycle.apps.runs import RunDirectory
 from tricycle.apps.states import (
     data_state,
+    jump_layer_generators,
     layer_rng_states,
     load_data_state,
     load_layer_rng_states,
@@ -185,10 +186,7 @@ class Trainer:
     def _jump_dropout_generators(self) -> None:
         """Rank r's layer generators: rank 0's jumped r times (independent streams, whose
         state follows from rank 0's at every step, as they draw alike)."""
-        for _, layer in self.model.named_layers():
-            rng = getattr(layer, "rng", None)
-            if isinstance(rng, np.random.Generator) and self.world.rank:
-                layer.rng = np.random.Generator(rng.bit_generator.jumped(self.world.rank))
+        jump_layer_generators(self.model, self.world.rank)
 
     # ------------------------------------------------------------------ steps
     def train_step(self) -> StepOutput:
