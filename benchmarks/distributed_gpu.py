@@ -218,7 +218,7 @@ def check(args, world) -> None:
 
 def fault(args, world) -> None:
     """Rank 1 hangs (sleeps) or dies after 3 steps; the others must abort within the
-    timeout, through the watchdog of their NCCL collectives."""
+    timeout: their next wait for the GPU is held to it (tricycle.parallel.deadline)."""
     run = Run(args, world, int(args.bucket_mb * 2**20))
     with run.policy:
         for step in range(100):

@@ -11,6 +11,8 @@ Scenarios:
             collective: every rank must end at once, with rank 1's message
     hosts   4 ranks on two simulated machines (round robin: $TRICYCLE_HOST from the rank);
             rank 0 writes every rank's (rank, local_rank, local_size, host) as JSON
+    end     a few collectives, then each rank prints its last line (with the time) and
+            finalizes: the job must end promptly after it
 """
 
 import json
@@ -135,6 +137,10 @@ def main(scenario: str, out: str) -> None:
         if world.is_main:
             with open(out, "w") as file:
                 json.dump(ranks, file)
+    elif scenario == "end":
+        for _ in range(3):
+            world.all_reduce(np.ones(1000))
+        print(f"last line at {time.time():.3f}", file=sys.stderr, flush=True)
     world.finalize()
 
 

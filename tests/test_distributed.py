@@ -390,6 +390,17 @@ def test_an_error_on_one_rank_ends_every_rank_at_once_with_its_message(tmp_path)
 
 
 @needs_mpi
+def test_a_finished_job_ends_within_seconds_of_its_last_line(tmp_path):
+    done, _ = launch("end", tmp_path / "out")
+    ended = time.time()
+    assert done.returncode == 0, done.stderr
+    printed = [float(line.split()[-1]) for line in done.stderr.splitlines()
+               if line.startswith("last line at ")]  # fmt: skip
+    assert len(printed) == 2  # both ranks
+    assert ended - max(printed) < 3.0
+
+
+@needs_mpi
 def test_local_ranks_on_two_simulated_machines(tmp_path):
     """4 ranks placed round robin on two machines (named by $TRICYCLE_HOST): each machine's
     ranks count 0, 1 in rank order, as a machine's GPUs would be handed out."""

@@ -23,8 +23,9 @@ where it can be, and refused with an error otherwise):
 
 With ``data_parallel`` (the model's ``DataParallel``) the step's all-reduces are recorded
 in the graph too (NCCL's calls capture; ``tricycle.parallel.engines``): every rank captures
-the same step and replays it, and the watchdog holds each replay to the collectives'
-deadline. Every rank captures, or none does.
+the same step and replays it; a later wait of the host stuck behind a replay (a peer gone)
+ends the job at the deadline, naming the step's collectives (``tricycle.parallel.deadline``).
+Every rank captures, or none does.
 
 Dropout is replayed too: its kernels read their mask seeds from device memory, which each
 replay refills with fresh draws from the layers' generators (``capture.step_seed``), so a
@@ -44,7 +45,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from tricycle import backend, capture, checks
+from tricycle import backend, capture, checks, waits
 from tricycle.apps.step import StepOutput, train_step
 from tricycle.backends.cuda.gemm import tf32_enabled
 from tricycle.optimisers import Adam
@@ -127,7 +128,8 @@ class CapturedStep:
             self._check_addresses(addresses)
             self._store(micro)
             self._recording.refresh()
-        self._graph.launch(backend.cupy().cuda.get_current_stream())
+        with waits.waiting("a CUDA graph replay (the captured step)"):  # a full queue blocks
+            self._graph.launch(backend.cupy().cuda.get_current_stream())
         if self.peers:  # the graph's all-reduces, held to the deadline
             self.data_parallel.world.watch_device("the collectives of the captured step")
         return self._copied_outputs()

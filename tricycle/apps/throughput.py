@@ -56,4 +56,4 @@ def synchronise(model) -> None:
     CPU, where work is done as it is called)."""
     params = model.parameters()
     if params and backend.is_cupy_array(params[0].array):
-        backend.cupy().cuda.Device().synchronize()
+        backend.synchronize("a synchronisation of the GPU (tokens/s)")
