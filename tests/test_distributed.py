@@ -22,6 +22,7 @@ from tricycle.loss import CrossEntropy
 from tricycle.models import GPT
 from tricycle.optimisers import AdamW
 from tricycle.parallel import buckets, distributed
+from tricycle.parallel import threads as threads_module
 from tricycle.parallel.zero import ZeroRedundancyOptimiser
 from tricycle.random import manual_seed
 from tricycle.tensor import Tensor
@@ -314,15 +315,18 @@ AS_ROOT = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
 
 def launch(
-    scenario: str, out: Path, timeout: float = 60.0, dist_timeout: float = 600.0, ranks: int = 2
-):
-    """Run the worker on ``ranks`` ranks; returns (CompletedProcess, seconds)."""
+    scenario: str, out: Path, timeout: float = 60.0, dist_timeout: float = 600.0, ranks: int = 2,
+    threads: dict | None = None,
+):  # fmt: skip
+    """Run the worker on ``ranks`` ranks; returns (CompletedProcess, seconds). ``threads``:
+    the thread variables to set instead of one thread each (all others unset)."""
     env = dict(os.environ, **AS_ROOT)
+    for name in threads_module.VARIABLES:
+        env.pop(name, None)
     env.update(
         PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
-        OPENBLAS_NUM_THREADS="1",
-        TRICYCLE_THREADS="1",
         TRICYCLE_DIST_TIMEOUT=str(dist_timeout),
+        **(dict(OPENBLAS_NUM_THREADS="1", TRICYCLE_THREADS="1") if threads is None else threads),
     )
     command = [mpiexec(), "-n", str(ranks), sys.executable, str(WORKER), scenario, str(out)]
     start = time.monotonic()
@@ -398,6 +402,26 @@ def test_a_finished_job_ends_within_seconds_of_its_last_line(tmp_path):
                if line.startswith("last line at ")]  # fmt: skip
     assert len(printed) == 2  # both ranks
     assert ended - max(printed) < 3.0
+
+
+@needs_mpi
+def test_the_ranks_on_one_machine_share_its_cores_unless_the_user_chose(tmp_path):
+    done, _ = launch("threads", tmp_path / "threads.json", threads={"OMP_NUM_THREADS": "3"})
+    assert done.returncode == 0, done.stderr
+    share = str(max(1, threads_module.available_cores() // 2))
+    for rank in json.loads((tmp_path / "threads.json").read_text()):
+        assert rank["local_size"] == 2
+        assert rank["OMP_NUM_THREADS"] == "3"  # the user's
+        for name in ("TRICYCLE_THREADS", "NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            assert rank[name] == share, name
+        assert rank["blas"] and all(str(n) == share for n in rank["blas"])  # loaded already
+
+
+def test_a_process_alone_keeps_the_libraries_defaults(monkeypatch):
+    for name in threads_module.VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    assert threads_module.share_cores(1) is None
+    assert not any(name in os.environ for name in threads_module.VARIABLES)
 
 
 @needs_mpi

@@ -25,7 +25,8 @@ code. The gradient buckets are ``tricycle.parallel.buckets``.
 
 **Machines.** ``local_rank`` and ``local_size`` count the ranks on this machine: MPI's
 shared-memory group (``COMM_TYPE_SHARED``), or the ranks whose $TRICYCLE_HOST names the
-same machine, where it is set. A rank uses GPU ``local_rank``.
+same machine, where it is set. A rank uses GPU ``local_rank``, and its share of the
+machine's cores for its host threads (``tricycle.parallel.threads``).
 
 **Failures.** A dead, hung or failing rank ends every rank, with a message:
 
@@ -61,6 +62,7 @@ import numpy as np
 
 from tricycle import backend, checks, waits
 from tricycle.optimisers import named_parameters
+from tricycle.parallel import threads
 from tricycle.parallel.buckets import (  # noqa: F401 (the public names of this module)
     DEFAULT_BUCKET_BYTES,
     DEFAULT_FIRST_BUCKET_BYTES,
@@ -124,6 +126,7 @@ done). A communicator whose collectives a CUDA graph recorded is left to the pro
         if timeout is None:
             timeout = float(os.environ.get("TRICYCLE_DIST_TIMEOUT", DEFAULT_TIMEOUT))
         _world = World(_import_mpi(), timeout)
+        threads.share_cores(_world.local_size)  # the ranks on one machine share its cores
         _world.keep_deadlines()
         if _world.world_size > 1:
             _abort_on_uncaught_exceptions()
