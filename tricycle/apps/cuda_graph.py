@@ -22,10 +22,12 @@ where it can be, and refused with an error otherwise):
   are read at every step.
 
 With ``data_parallel`` (the model's ``DataParallel``) the step's all-reduces are recorded
-in the graph too (NCCL's calls capture; ``tricycle.parallel.engines``): every rank captures
-the same step and replays it; a later wait of the host stuck behind a replay (a peer gone)
-ends the job at the deadline, naming the step's collectives (``tricycle.parallel.deadline``).
-Every rank captures, or none does.
+in the graph too, each forked off the step's stream where its bucket fills during backward
+and joined back before the update, and so are ZeRO-1's all-gathers (an optimiser wrapped in
+``ZeroRedundancyOptimiser``): NCCL's calls capture (``tricycle.parallel.engines``). Every
+rank captures the same step and replays it, or none does; a later wait of the host stuck
+behind a replay (a peer gone) ends the job at the deadline, naming the step's collectives
+(``tricycle.parallel.deadline``).
 
 Dropout is replayed too: its kernels read their mask seeds from device memory, which each
 replay refills with fresh draws from the layers' generators (``capture.step_seed``), so a
@@ -49,6 +51,7 @@ from tricycle import backend, capture, checks, waits
 from tricycle.apps.step import StepOutput, train_step
 from tricycle.backends.cuda.gemm import tf32_enabled
 from tricycle.optimisers import Adam
+from tricycle.parallel.zero import ZeroRedundancyOptimiser
 from tricycle.precision import Precision
 from tricycle.tensor import Tensor
 
@@ -80,10 +83,11 @@ class CapturedStep:
         warmup_steps: int = 2,
         data_parallel=None,
     ):
-        if not (isinstance(optimiser, Adam) and optimiser.fuses()):
+        inner = optimiser.optimiser if isinstance(optimiser, ZeroRedundancyOptimiser) else optimiser
+        if not (isinstance(inner, Adam) and optimiser.fuses()):
             raise capture.CaptureError(
                 f"CapturedStep: the optimiser must be Adam or AdamW with decoupled decay (a "
-                f"fused update on the GPU), got {optimiser!r}"
+                f"fused update on the GPU), alone or under ZeRO-1, got {optimiser!r}"
             )
         params = model.parameters()
         if not params or not all(p.on_gpu for p in params):

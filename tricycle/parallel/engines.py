@@ -34,6 +34,8 @@ class DistributedError(RuntimeError):
 class _Done:
     """A request that completed when it was made (the one-rank engine's)."""
 
+    needs_progress = False  # nothing moves it along: see _HostRequest
+
     def test(self) -> bool:
         return True
 
@@ -43,6 +45,8 @@ class _Done:
 
 class _HostRequest:
     """An MPI request, waited for by testing it until the world's deadline."""
+
+    needs_progress = True  # MPICH moves its data only inside MPI calls: test it now and then
 
     def __init__(self, request):
         self.request = request
@@ -79,6 +83,8 @@ class _DeviceRequest:
     """A GPU collective: ``done`` is recorded on the communication stream after it. Waiting
     makes the current stream wait for it; the host goes on (the deadline keeper times the
     host's next wait for the device)."""
+
+    needs_progress = False  # NCCL's kernels move the data: the host never queries the event
 
     def __init__(self, done):
         self.done = done
@@ -157,7 +163,11 @@ class _NCCLEngine:
 
     def __init__(self, cupy, nccl, communicator, keeper, on_error):
         self.cupy, self.nccl, self.comm = cupy, nccl, communicator
-        self.stream = cupy.cuda.Stream(non_blocking=True)
+        # the highest priority: a collective's blocks go to the SMs before the pending blocks
+        # of backward's kernels, so the reduction runs under backward instead of after it
+        _, highest = cupy.cuda.runtime.deviceGetStreamPriorityRange()
+        self.stream = cupy.cuda.Stream(non_blocking=True, priority=highest)
+        self.ready = cupy.cuda.Event(disable_timing=True)  # re-recorded for each fork
         self.keeper, self.on_error = keeper, on_error
         self.captured = False  # a collective was recorded into a CUDA graph
         self.types = {
@@ -179,9 +189,8 @@ class _NCCLEngine:
 
     def _run(self, what: str, call) -> _DeviceRequest:
         cuda = self.cupy.cuda
-        ready = cuda.Event(disable_timing=True)
-        ready.record()  # on the current stream: after the writes this collective reads
-        self.stream.wait_event(ready)
+        self.ready.record()  # on the current stream: after the writes this collective reads
+        self.stream.wait_event(self.ready)  # (the wait takes the event as recorded now)
         recording = capture.capturing()  # into a CUDA graph: each replay is watched whole
         if not recording:
             self._check()
