@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tricycle.apps.runs import RunDirectory
-from tricycle.apps.throughput import Throughput
+from tricycle.apps.throughput import Throughput, rates_between_evaluations
 from tricycle.configs import DebugConfig
 from tricycle.random import manual_seed
 from tricycle.training import gpt_trainer
@@ -69,25 +69,6 @@ def test_excluded_time_is_left_out():
     assert meter.read() < rate  # a fresh interval
 
 
-def between_evaluations(records: list, tokens_per_step: int) -> list[tuple[float, float]]:
-    """(the metrics' tokens/s, the wall clock's) over the steps after each evaluation up to
-    and including the next one. The wall clock runs from the end of the first evaluation
-    (its record's wall_time) to the end of the next step evaluated, less that evaluation
-    (``eval_s``), and less the checkpoint written after the first (``checkpoint_s``); the
-    metrics' rate over the same steps is their tokens over the time each record's rate gives
-    its step."""
-    evaluated = [i for i, r in enumerate(records) if r["val_loss"] is not None]
-    pairs = []
-    for first, last in zip(evaluated, evaluated[1:]):
-        steps = records[first + 1 : last + 1]
-        start = records[first]["wall_time"] + records[first].get("checkpoint_s", 0.0)
-        clock = records[last]["wall_time"] - records[last]["eval_s"] - start
-        metrics = sum(tokens_per_step / r["tokens_per_s"] for r in steps)
-        tokens = tokens_per_step * len(steps)
-        pairs.append((tokens / metrics, tokens / clock))
-    return pairs
-
-
 @pytest.mark.parametrize("log_interval", [1, 7])
 def test_the_metrics_agree_with_the_wall_clock_between_evaluations(tmp_path, log_interval):
     """The records of metrics.jsonl (a run directory: checkpoints at every evaluation, which
@@ -99,7 +80,7 @@ def test_the_metrics_agree_with_the_wall_clock_between_evaluations(tmp_path, log
     lines = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
     records = [json.loads(line) for line in lines]
     assert [r["step"] for r in records if r["val_loss"] is not None] == [20, 40, 60, 80, 82]
-    pairs = between_evaluations(records, config.tokens_per_step)
+    pairs = rates_between_evaluations(records, config.tokens_per_step)
     assert len(pairs) == 4
     for metrics, clock in pairs:
         assert metrics == pytest.approx(clock, rel=0.05)

@@ -417,8 +417,8 @@ def _nccl_function(name: str):
     """``name`` from the NCCL library this process has loaded (CuPy's), or None."""
     try:
         with open("/proc/self/maps") as maps:
-            paths = {line.split()[-1] for line in maps if "libnccl" in line}
-        paths = [p for p in paths if p.startswith("/")]
+            paths = {line.split()[-1] for line in maps if "libnccl.so" in line}
+        paths = sorted(p for p in paths if os.path.basename(p).startswith("libnccl.so"))
         return getattr(ctypes.CDLL(paths[0]), name) if paths else None
     except (OSError, AttributeError):
         return None
