@@ -43,6 +43,13 @@ machine's cores for its host threads (``tricycle.parallel.threads``).
   mpiexec ``init`` makes an uncaught exception abort the job after its traceback, and a
   program's main body runs inside ``fail_together()``, which does the same for
   ``SystemExit`` and Ctrl-C: every rank ends at once, with that rank's message.
+
+**The end.** ``finalize`` waits for every rank, then shuts MPI down and NCCL's communicator
+in the order NCCL documents (``ncclCommFinalize``, then ``ncclCommDestroy``), that teardown
+bounded by ``TEARDOWN_SECONDS``: past it the process exits (status 0: the run's work is
+done). A communicator whose collectives a CUDA graph recorded is left to the process's exit
+(NCCL's destroy waits until every such graph is freed), as is one a run left without
+``finalize`` (an error, Ctrl-C in a world of one).
 """
 
 import atexit
@@ -113,13 +120,6 @@ def init(timeout: float | None = None, gpu: bool = False) -> "World":
     Under mpiexec without mpi4py this raises: N copies that each believed they were alone
     would all train on the same data and write the same files. Under mpiexec an uncaught
     exception on any rank then ends every rank (``sys.excepthook``: after its traceback).
-
-**The end.** ``finalize`` waits for every rank, then shuts MPI down and NCCL's communicator
-in the order NCCL documents (``ncclCommFinalize``, then ``ncclCommDestroy``), that teardown
-bounded by ``TEARDOWN_SECONDS``: past it the process exits (status 0: the run's work is
-done). A communicator whose collectives a CUDA graph recorded is left to the process's exit
-(NCCL's destroy waits until every such graph is freed), as is one a run left without
-``finalize`` (an error, Ctrl-C in a world of one).
     """
     global _world
     if _world is None:

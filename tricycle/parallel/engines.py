@@ -166,7 +166,10 @@ class _NCCLEngine:
         # the highest priority: a collective's blocks go to the SMs before the pending blocks
         # of backward's kernels, so the reduction runs under backward instead of after it
         _, highest = cupy.cuda.runtime.deviceGetStreamPriorityRange()
-        self.stream = cupy.cuda.Stream(non_blocking=True, priority=highest)
+        try:
+            self.stream = cupy.cuda.Stream(non_blocking=True, priority=highest)
+        except TypeError:  # a CuPy without stream priorities
+            self.stream = cupy.cuda.Stream(non_blocking=True)
         self.ready = cupy.cuda.Event(disable_timing=True)  # re-recorded for each fork
         self.keeper, self.on_error = keeper, on_error
         self.captured = False  # a collective was recorded into a CUDA graph
@@ -189,9 +192,12 @@ class _NCCLEngine:
 
     def _run(self, what: str, call) -> _DeviceRequest:
         cuda = self.cupy.cuda
-        self.ready.record()  # on the current stream: after the writes this collective reads
-        self.stream.wait_event(self.ready)  # (the wait takes the event as recorded now)
         recording = capture.capturing()  # into a CUDA graph: each replay is watched whole
+        # the fork: on the current stream, after the writes this collective reads (eager, one
+        # event re-recorded: a wait takes it as recorded then; captured, an event each)
+        ready = cuda.Event(disable_timing=True) if recording else self.ready
+        ready.record()
+        self.stream.wait_event(ready)
         if not recording:
             self._check()
         with waits.waiting(what):  # an NCCL call may block the host: a peer not yet
