@@ -165,10 +165,10 @@ class _NCCLEngine:
         self.cupy, self.nccl, self.comm = cupy, nccl, communicator
         # the highest priority: a collective's blocks go to the SMs before the pending blocks
         # of backward's kernels, so the reduction runs under backward instead of after it
-        _, highest = cupy.cuda.runtime.deviceGetStreamPriorityRange()
         try:
+            _, highest = cupy.cuda.runtime.deviceGetStreamPriorityRange()
             self.stream = cupy.cuda.Stream(non_blocking=True, priority=highest)
-        except TypeError:  # a CuPy without stream priorities
+        except (AttributeError, TypeError):  # a CuPy without stream priorities
             self.stream = cupy.cuda.Stream(non_blocking=True)
         self.ready = cupy.cuda.Event(disable_timing=True)  # re-recorded for each fork
         self.keeper, self.on_error = keeper, on_error
