@@ -12,10 +12,15 @@ import threading
 import time
 from pathlib import Path
 
+from types import SimpleNamespace
+
+import numpy as np
 import pytest
 
-from tricycle import backend, waits
+from tricycle import backend, capture, waits
+from tricycle.parallel import distributed
 from tricycle.parallel.deadline import DeadlineKeeper
+from tricycle.parallel.engines import _NCCLEngine
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -171,3 +176,101 @@ def test_a_read_back_behind_a_kernel_that_never_ends_is_caught(engine):
     if engine == "nccl":
         assert "behind NCCL all-reduce of 16 bytes" in done.stderr
     assert end - queued < 10, (end - queued, time.monotonic() - start, done.stderr)
+
+
+# ====================================================================== NCCL's side, faked
+class FakeNCCL:
+    """The few names of ``cupy.cuda.nccl`` the engine uses."""
+
+    NCCL_FLOAT16, NCCL_FLOAT32, NCCL_FLOAT64, NCCL_BFLOAT16, NCCL_SUM = 6, 7, 8, 9, 0
+    NCCL_INT8, NCCL_UINT8, NCCL_INT32, NCCL_INT64 = 0, 1, 2, 4
+
+
+class FakeCommunicator:
+    """Records the marks open while a collective is made, and what the teardown did."""
+
+    def __init__(self, error=None):
+        self.seen, self.error, self.destroyed, self.comm = [], error, False, 0
+
+    def allReduce(self, *args):  # noqa: N802 - CuPy's name
+        self.seen.append([(what, limit) for _, what, limit in waits.open_waits()])
+
+    def check_async_error(self):
+        if self.error:
+            raise RuntimeError(self.error)
+
+    def destroy(self):
+        self.seen.append([(what, limit) for _, what, limit in waits.open_waits()])
+        self.destroyed = True
+
+
+def fake_cupy():
+    class Event:
+        def __init__(self, disable_timing=False):
+            pass
+
+        def record(self, stream=None):
+            pass
+
+    class Stream:
+        ptr = 1
+
+        def __init__(self, non_blocking=False, priority=None):
+            self.priority = priority
+
+        def wait_event(self, event):
+            pass
+
+    runtime = SimpleNamespace(deviceGetStreamPriorityRange=lambda: (0, -5))
+    return SimpleNamespace(cuda=SimpleNamespace(Event=Event, Stream=Stream, runtime=runtime))
+
+
+def fake_array(n: int = 4):
+    dtype = np.dtype(np.float32)
+    return SimpleNamespace(data=SimpleNamespace(ptr=8), size=n, nbytes=4 * n, dtype=dtype)
+
+
+def test_an_nccl_call_is_a_marked_wait_and_names_the_collective_for_later_waits():
+    keeper = DeadlineKeeper(FakeWorld())
+    try:
+        comm, errors = FakeCommunicator(), []
+        engine = _NCCLEngine(fake_cupy(), FakeNCCL, comm, keeper, errors.append)
+        assert engine.stream.priority == -5  # the highest: collectives before backward's blocks
+        request = engine.all_reduce_sum(fake_array())
+        assert comm.seen == [[("NCCL all-reduce of 16 bytes", None)]]  # timed while it runs
+        assert not request.needs_progress  # backward's hooks never query its event
+        keeper.world.timeout = 5.0
+        with waits.waiting("a read-back from the GPU"):
+            message, _ = keeper.overdue(time.monotonic() + 6.0)
+        assert "behind NCCL all-reduce of 16 bytes" in message
+        assert not engine.captured and not errors
+        comm.error = "unhandled system error: a peer vanished"
+        engine.all_reduce_sum(fake_array())
+        assert errors == ["NCCL failed: unhandled system error: a peer vanished"]
+    finally:
+        keeper.stop()
+
+
+def test_a_collective_recorded_in_a_graph_keeps_the_communicator_to_the_process_exit():
+    comm = FakeCommunicator()
+    engine = _NCCLEngine(fake_cupy(), FakeNCCL, comm, None, None)
+    capture.start(capture.Recording())
+    try:
+        engine.all_reduce_sum(fake_array())
+    finally:
+        capture.stop()
+    assert engine.captured
+    references = sys.getrefcount(comm)
+    distributed._close_nccl(engine)
+    assert not comm.destroyed  # NCCL's destroy would wait for the graph to be freed
+    assert sys.getrefcount(comm) == references + 1  # and never freed: no destroy at exit
+
+
+def test_the_teardown_is_a_wait_with_its_own_limit(monkeypatch):
+    monkeypatch.setattr(distributed, "_nccl_function", lambda name: None)  # no real NCCL
+    comm = FakeCommunicator()
+    engine = _NCCLEngine(fake_cupy(), FakeNCCL, comm, None, None)
+    distributed._close_nccl(engine)
+    assert comm.destroyed
+    assert comm.seen == [[("NCCL's teardown (ncclCommFinalize, ncclCommDestroy)",
+                           distributed.TEARDOWN_SECONDS)]]  # fmt: skip
