@@ -11,7 +11,6 @@ import textwrap
 import threading
 import time
 from pathlib import Path
-
 from types import SimpleNamespace
 
 import numpy as np
