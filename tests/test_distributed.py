@@ -417,6 +417,27 @@ def test_the_ranks_on_one_machine_share_its_cores_unless_the_user_chose(tmp_path
         assert rank["blas"] and all(str(n) == share for n in rank["blas"])  # loaded already
 
 
+def test_numba_s_count_is_left_once_its_threads_run(monkeypatch):
+    """numba raises at its next compile if NUMBA_NUM_THREADS changes after its pool started:
+    then only the other variables (the kernels' TRICYCLE_THREADS among them) are set."""
+    for name in threads_module.VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    seen = []
+
+    def limit(limits, user_api):  # this test process's own pools stay as they are
+        seen.append((limits, user_api))
+
+    monkeypatch.setattr(threads_module, "threadpool_limits", limit)
+    monkeypatch.setattr(threads_module, "available_cores", lambda: 8)
+    started = type(sys)("numba.np.ufunc.parallel")
+    started._is_initialized = True
+    monkeypatch.setitem(sys.modules, "numba.np.ufunc.parallel", started)
+    assert threads_module.share_cores(2) == 4
+    assert "NUMBA_NUM_THREADS" not in os.environ
+    assert os.environ["TRICYCLE_THREADS"] == os.environ["OMP_NUM_THREADS"] == "4"
+    assert seen == [(4, "blas"), (4, "openmp")]
+
+
 def test_a_process_alone_keeps_the_libraries_defaults(monkeypatch):
     for name in threads_module.VARIABLES:
         monkeypatch.delenv(name, raising=False)

@@ -10,6 +10,7 @@ variable the user set is left as it is, and so is its library.
 """
 
 import os
+import sys
 
 from threadpoolctl import threadpool_limits
 
@@ -34,6 +35,8 @@ def share_cores(local_size: int) -> int | None:
         return None
     share = max(1, available_cores() // local_size)
     mine = [name for name in VARIABLES if name not in os.environ]
+    if _numba_started():  # numba refuses a new count once its threads run (the kernels'
+        mine = [name for name in mine if name != "NUMBA_NUM_THREADS"]  # TRICYCLE_THREADS holds)
     for name in mine:  # read by the libraries when they start their threads
         os.environ[name] = str(share)
     if "OPENBLAS_NUM_THREADS" in mine and "MKL_NUM_THREADS" in mine:  # BLAS loaded with numpy
@@ -41,6 +44,12 @@ def share_cores(local_size: int) -> int | None:
     if "OMP_NUM_THREADS" in mine:
         threadpool_limits(limits=share, user_api="openmp")
     return share
+
+
+def _numba_started() -> bool:
+    """Whether numba's thread pool has been launched in this process."""
+    parallel = sys.modules.get("numba.np.ufunc.parallel")
+    return bool(getattr(parallel, "_is_initialized", False))
 
 
 __all__ = ["VARIABLES", "available_cores", "share_cores"]
