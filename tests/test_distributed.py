@@ -420,8 +420,9 @@ def test_the_ranks_on_one_machine_share_its_cores_unless_the_user_chose(tmp_path
 def test_numba_s_count_is_left_once_its_threads_run(monkeypatch):
     """numba raises at its next compile if NUMBA_NUM_THREADS changes after its pool started:
     then only the other variables (the kernels' TRICYCLE_THREADS among them) are set."""
-    for name in threads_module.VARIABLES:
-        monkeypatch.delenv(name, raising=False)
+    for name in threads_module.VARIABLES:  # unset here, and as they were after the test
+        monkeypatch.setenv(name, "0")
+        monkeypatch.delenv(name)
     seen = []
 
     def limit(limits, user_api):  # this test process's own pools stay as they are
@@ -439,8 +440,9 @@ def test_numba_s_count_is_left_once_its_threads_run(monkeypatch):
 
 
 def test_a_process_alone_keeps_the_libraries_defaults(monkeypatch):
-    for name in threads_module.VARIABLES:
-        monkeypatch.delenv(name, raising=False)
+    for name in threads_module.VARIABLES:  # unset here, and as they were after the test
+        monkeypatch.setenv(name, "0")
+        monkeypatch.delenv(name)
     assert threads_module.share_cores(1) is None
     assert not any(name in os.environ for name in threads_module.VARIABLES)
 
