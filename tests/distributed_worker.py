@@ -14,6 +14,7 @@ Scenarios:
     threads the ranks' host threads (the variables, BLAS's pool) as JSON, from rank 0
     end     a few collectives, then each rank prints its last line (with the time) and
             finalizes: the job must end promptly after it
+    interrupt  each rank says it is ready, then waits in a collective loop until Ctrl-C
 """
 
 import json
@@ -149,6 +150,11 @@ def main(scenario: str, out: str) -> None:
         if world.is_main:
             with open(out, "w") as file:
                 json.dump(ranks, file)
+    elif scenario == "interrupt":
+        print(f"rank {world.rank} ready", file=sys.stderr, flush=True)
+        for _ in range(600):  # a minute of steps, unless interrupted
+            world.all_reduce(1.0)
+            time.sleep(0.1)
     elif scenario == "end":
         for _ in range(3):
             world.all_reduce(np.ones(1000))

@@ -7,6 +7,7 @@ import json
 import os
 import pickle
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -445,6 +446,30 @@ def test_a_process_alone_keeps_the_libraries_defaults(monkeypatch):
         monkeypatch.delenv(name)
     assert threads_module.share_cores(1) is None
     assert not any(name in os.environ for name in threads_module.VARIABLES)
+
+
+@needs_mpi
+def test_ctrl_c_ends_every_rank_at_once(tmp_path):
+    """mpiexec forwards Ctrl-C (SIGINT) to the ranks, busy in their collectives: each ends
+    with the message, and the job within a few seconds."""
+    env = dict(os.environ, **AS_ROOT, OPENBLAS_NUM_THREADS="1", TRICYCLE_THREADS="1",
+               PYTHONPATH=str(ROOT))  # fmt: skip
+    command = [mpiexec(), "-n", "2", sys.executable, str(WORKER), "interrupt", str(tmp_path)]
+    job = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        ready = 0
+        for line in job.stderr:  # both ranks in their loop of collectives
+            ready += line.endswith(" ready\n")
+            if ready == 2:
+                break
+        start = time.monotonic()
+        job.send_signal(signal.SIGINT)
+        _, rest = job.communicate(timeout=30)
+    finally:
+        job.kill()
+    assert time.monotonic() - start < 5
+    assert job.returncode != 0
+    assert "of 2: interrupted (Ctrl-C). Ending all ranks." in rest
 
 
 @needs_mpi

@@ -447,6 +447,8 @@ def _abort_on_uncaught_exceptions() -> None:
         previous(kind, value, tb)
         world = _world
         if world is not None and not world.finalized:
+            if issubclass(kind, KeyboardInterrupt):
+                world.abort("interrupted (Ctrl-C)", blame_peers=False, status=130)
             world.abort(f"{kind.__name__}: {value}", blame_peers=False)
 
     sys.excepthook = hook
