@@ -13,7 +13,7 @@ from types import ModuleType
 
 import numpy as np
 
-from tricycle import checks, waits
+from tricycle import checks
 
 DEFAULT_FLOAT = np.float32
 
@@ -108,6 +108,8 @@ def to_host_array(array) -> np.ndarray:
     device here: the wait is marked for a deadline keeper (``tricycle.waits``)."""
     if not is_cupy_array(array):
         return array
+    from tricycle import waits  # noqa: PLC0415 - on the GPU's path only: the engine stays small
+
     with waits.waiting("a read-back from the GPU"):
         return array.get()
 
@@ -116,6 +118,8 @@ def synchronize(what: str = "a synchronisation of the GPU") -> None:
     """Wait until the current GPU has done all its queued work (marked as a wait, as
     ``to_host_array``); nothing without cupy."""
     if _cupy is not None:
+        from tricycle import waits  # noqa: PLC0415 - as in to_host_array
+
         with waits.waiting(what):
             _cupy.cuda.Device().synchronize()
 
