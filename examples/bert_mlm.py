@@ -39,9 +39,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
 import tricycle  # noqa: E402
-from tricycle.encoder import Encoder, EncoderConfig  # noqa: E402
 from tricycle.loss import CrossEntropy  # noqa: E402
-from tricycle.mlm import IGNORE, mask_tokens, masked_accuracy, mlm_loss  # noqa: E402
+from tricycle.nn.encoder import Encoder, EncoderConfig  # noqa: E402
+from tricycle.nn.mlm import IGNORE, mask_tokens, masked_accuracy, mlm_loss  # noqa: E402
 from tricycle.optimisers import AdamW, clip_factor, grad_norm  # noqa: E402
 from tricycle.scheduler import CosineSchedule  # noqa: E402
 from tricycle.tensor import no_grad  # noqa: E402

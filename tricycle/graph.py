@@ -19,13 +19,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from tricycle import backend, checks, dispatch
-from tricycle.backend import (  # noqa: F401 - is_float: every op module imports it from here
-    is_float,
-    move,
-    numeric_array,
-    numeric_dtype,
-    parse_device,
-)
+from tricycle.backend import is_float, move, numeric_array, numeric_dtype, parse_device
 from tricycle.trace import Trace
 
 BackFn = Callable[[object], object]  # output gradient array -> input gradient array
@@ -453,7 +447,7 @@ class Node:
     def item(self):
         """The value of a one-element tensor as a Python number."""
         _before_read_back()
-        return self.array.item()
+        return backend.to_host_array(self.array).item()
 
     # ----------------------------------------------------------------- batching
     def to_batched(self) -> "Node":
@@ -478,15 +472,15 @@ class Node:
                 f"bool(Tensor) of shape {self.shape} is ambiguous; use .close_to(), "
                 ".array.all() or .array.any()"
             )
-        return bool(self.array)
+        return bool(backend.to_host_array(self.array))
 
     def __float__(self) -> float:
         _before_read_back()
-        return float(self.array)
+        return float(backend.to_host_array(self.array))
 
     def __int__(self) -> int:
         _before_read_back()
-        return int(self.array)
+        return int(backend.to_host_array(self.array))
 
     def __format__(self, spec: str) -> str:
         return format(self.item(), spec) if spec and self.size == 1 else str(self)

@@ -205,17 +205,17 @@ def build_parser() -> argparse.ArgumentParser:
     add("--zero", action="store_true",
         help="under mpiexec: shard AdamW's state over the processes (ZeRO-1)")  # fmt: skip
     add("--cuda-graph", choices=["auto", "on", "off"], default="auto", help="capture the "
-        "training step as a CUDA graph after 2 steps and replay it (GPU, without --zero); auto "
-        "(default): wherever those hold")  # fmt: skip
+        "training step as a CUDA graph after 2 steps and replay it (GPU); auto (default): on a "
+        "GPU")  # fmt: skip
     return parser
 
 
 def use_cuda_graph(choice: str, config: GPTConfig, world: distributed.World, zero: bool) -> bool:
-    """--cuda-graph: "on", "off", or "auto": on a GPU without --zero (the captured step holds
-    data parallelism's all-reduces, not ZeRO-1's exchanges)."""
+    """--cuda-graph: "on", "off", or "auto": on a GPU (the captured step holds data
+    parallelism's all-reduces and ZeRO-1's all-gathers; ``zero`` is kept for callers)."""
     if choice != "auto":
         return choice == "on"
-    return config.device == "gpu" and not zero
+    return config.device == "gpu"
 
 
 def parse_args(argv=None) -> argparse.Namespace:

@@ -63,6 +63,7 @@ from tricycle.apps.interrupts import stop_on_interrupt
 from tricycle.apps.runs import RunDirectory
 from tricycle.apps.states import (
     data_state,
+    jump_layer_generators,
     layer_rng_states,
     load_data_state,
     load_layer_rng_states,
@@ -188,10 +189,7 @@ class Trainer:
     def _jump_dropout_generators(self) -> None:
         """Rank r's layer generators: rank 0's jumped r times (independent streams, whose
         state follows from rank 0's at every step, as they draw alike)."""
-        for _, layer in self.model.named_layers():
-            rng = getattr(layer, "rng", None)
-            if isinstance(rng, np.random.Generator) and self.world.rank:
-                layer.rng = np.random.Generator(rng.bit_generator.jumped(self.world.rank))
+        jump_layer_generators(self.model, self.world.rank)
 
     # ------------------------------------------------------------------ steps
     def train_step(self) -> StepOutput:
@@ -372,10 +370,11 @@ class Trainer:
         ``tokens_per_s`` is the tokens of the steps since the previous read-back over the
         wall time since it, the device synchronised (``tricycle.apps.throughput``), without
         the time of evaluation, hooks and checkpoints; a record where evaluation or hooks
-        ran says how long they took (``eval_s``). ``max_seconds`` (training time, earlier
-        sessions included) and ``stop_after`` (steps in this call) stop early with a
-        checkpoint. Ctrl-C (in the main thread) stops at the
-        end of the current step with a checkpoint; a second Ctrl-C stops at once. The summary
+        ran says how long they took (``eval_s``), and one followed by a checkpoint how long
+        that took (``checkpoint_s``, after its ``wall_time``). ``max_seconds`` (training
+        time, earlier sessions included) and ``stop_after`` (steps in this call) stop early
+        with a checkpoint. Ctrl-C (in the main thread) stops at the end of the current step
+        with a checkpoint; a second Ctrl-C stops at once. The summary
         says which way it ended. Every rank of the world runs ``fit``; rank 0 alone writes the
         metrics and speaks.
 
@@ -400,25 +399,31 @@ class Trainer:
         def wall() -> float:
             return wall_before + time.perf_counter() - start_time
 
-        def flush() -> None:
+        settled: list[dict] = []  # read back and checked, not yet written
+
+        def flush(write: bool = True) -> None:
             nonlocal last
-            if not pending:
-                return
-            scaler = self.policy.scaler
-            skipped = 0 if scaler is None else scaler.skipped_steps
-            tokens_per_s = meter.read()
-            for record in pending:
-                record["tokens_per_s"] = tokens_per_s
-                output = record.pop("output").settle(record["step"] - 1)
-                record.update(loss=output.loss, grad_norm=output.grad_norm)
-                record["skipped_steps"] = skipped
-            if run_dir is not None and main:
-                run_dir.append_metrics(pending)
-            for record in pending:
-                if on_record is not None:
-                    on_record(record)
-            last = pending[-1]
-            pending.clear()
+            if pending:
+                scaler = self.policy.scaler
+                skipped = 0 if scaler is None else scaler.skipped_steps
+                tokens_per_s = meter.read()
+                # the last record's wall time is the read's: one clock for both at its boundary
+                pending[-1]["wall_time"] = wall_before + meter.start - start_time
+                for record in pending:
+                    record["tokens_per_s"] = tokens_per_s
+                    output = record.pop("output").settle(record["step"] - 1)
+                    record.update(loss=output.loss, grad_norm=output.grad_norm)
+                    record["skipped_steps"] = skipped
+                settled.extend(pending)
+                last = pending[-1]
+                pending.clear()
+            if write and settled:
+                if run_dir is not None and main:
+                    run_dir.append_metrics(settled)
+                for record in settled:
+                    if on_record is not None:
+                        on_record(record)
+                settled.clear()
 
         with self.policy, stop_on_interrupt() as interrupt:
             try:
@@ -470,19 +475,24 @@ class Trainer:
                         hook.due(done, evaluating) for hook in self.hooks
                     )
                     if done % log_interval == 0 or reporting or checkpointing:
-                        flush()  # before any checkpoint: a diverged model is never saved
+                        # before any checkpoint: a diverged model is never saved (the records
+                        # are written after it, with the time it took: checkpoint_s)
+                        flush(write=not checkpointing)
                     improved = self.improves(val_loss)
                     if reporting and main:
                         for line in _report(done, last, val_loss, measured, improved):
                             say(line)
                     if checkpointing:
                         self.wall_time = wall()
-                        with meter.excluding():
+                        saving: list[float] = []
+                        with meter.excluding(saving):
                             if improved:
                                 self.save_best(run_dir, metadata)
                             self.save_to(run_dir, metadata)
                             if main and loss_plot and time.perf_counter() - drawn > 60:
                                 drawn = self._draw_losses(run_dir, loss_plot)
+                        last["checkpoint_s"] = sum(saving)  # left out of tokens_per_s too
+                        flush()
                     if out_of_time:
                         if main:
                             say(f"max_seconds {max_seconds:g}: stopping after step {done}")
