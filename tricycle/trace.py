@@ -20,10 +20,10 @@ import numpy as np
 
 __all__ = ["SUMMARY_LIMIT", "Trace", "summarise"]
 
-# arrays up to this many elements are summarised during backward: a norm over a few thousand
-# numbers is nothing beside an op, while one over every activation of a model would cost a
-# pass over its memory per step (larger tensors are summarised when drawn, if still alive)
-SUMMARY_LIMIT = 4096
+# arrays up to this many elements are summarised during backward (a learner's scalars and
+# small vectors); a norm over every activation and parameter of a model would cost its
+# backward a few numpy calls per op (larger tensors are summarised when drawn, if alive)
+SUMMARY_LIMIT = 64
 
 
 def summarise(array, limit: int | None = SUMMARY_LIMIT) -> float | None:
