@@ -134,7 +134,9 @@ def _run_from_cache(dispatcher, sig):
     written, the dispatcher compiles for itself, as numba does."""
     args, _ = sigutils.normalize_signature(sig)
     if tuple(args) not in dispatcher.overloads:
-        if dispatcher._cache.load_overload(sig, dispatcher.targetctx) is None:
+        for _ in range(3):  # again if another process's save replaced the cache's index
+            if dispatcher._cache.load_overload(sig, dispatcher.targetctx) is not None:
+                break
             _compile_in_a_child(dispatcher, sig)
     return type(dispatcher).compile(dispatcher, sig)  # loaded from the cache when it can be
 
