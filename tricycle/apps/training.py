@@ -371,7 +371,7 @@ class Trainer:
         wall time since it, the device synchronised (``tricycle.apps.throughput``), without
         the time of evaluation, hooks and checkpoints; a record where evaluation or hooks
         ran says how long they took (``eval_s``), and one followed by a checkpoint how long
-        that took (``checkpoint_s``, after its ``wall_time``). ``max_seconds`` (training
+        that took (``checkpoint_s``) on the record after it. ``max_seconds`` (training
         time, earlier sessions included) and ``stop_after`` (steps in this call) stop early
         with a checkpoint. Ctrl-C (in the main thread) stops at the end of the current step
         with a checkpoint; a second Ctrl-C stops at once. The summary
@@ -392,6 +392,7 @@ class Trainer:
         meter = Throughput(self.model)  # tokens/s between read-backs, the device waited for
         pending: list[dict] = []
         last: dict = {}
+        checkpoint_s = None  # the time of the checkpoint just written, for the next record
         drawn = time.perf_counter()  # when loss.png was last drawn
         val_loss = None
         ended = "completed"
@@ -399,31 +400,27 @@ class Trainer:
         def wall() -> float:
             return wall_before + time.perf_counter() - start_time
 
-        settled: list[dict] = []  # read back and checked, not yet written
-
-        def flush(write: bool = True) -> None:
+        def flush() -> None:
             nonlocal last
-            if pending:
-                scaler = self.policy.scaler
-                skipped = 0 if scaler is None else scaler.skipped_steps
-                tokens_per_s = meter.read()
-                # the last record's wall time is the read's: one clock for both at its boundary
-                pending[-1]["wall_time"] = wall_before + meter.start - start_time
-                for record in pending:
-                    record["tokens_per_s"] = tokens_per_s
-                    output = record.pop("output").settle(record["step"] - 1)
-                    record.update(loss=output.loss, grad_norm=output.grad_norm)
-                    record["skipped_steps"] = skipped
-                settled.extend(pending)
-                last = pending[-1]
-                pending.clear()
-            if write and settled:
-                if run_dir is not None and main:
-                    run_dir.append_metrics(settled)
-                for record in settled:
-                    if on_record is not None:
-                        on_record(record)
-                settled.clear()
+            if not pending:
+                return
+            scaler = self.policy.scaler
+            skipped = 0 if scaler is None else scaler.skipped_steps
+            tokens_per_s = meter.read()
+            # the last record's wall time is the read's: one clock for both at its boundary
+            pending[-1]["wall_time"] = wall_before + meter.start - start_time
+            for record in pending:
+                record["tokens_per_s"] = tokens_per_s
+                output = record.pop("output").settle(record["step"] - 1)
+                record.update(loss=output.loss, grad_norm=output.grad_norm)
+                record["skipped_steps"] = skipped
+            if run_dir is not None and main:
+                run_dir.append_metrics(pending)
+            for record in pending:
+                if on_record is not None:
+                    on_record(record)
+            last = pending[-1]
+            pending.clear()
 
         with self.policy, stop_on_interrupt() as interrupt:
             try:
@@ -444,6 +441,8 @@ class Trainer:
                             "wall_time": wall(),
                         }
                     )
+                    if checkpoint_s is not None:  # the checkpoint before this step's interval
+                        pending[-1]["checkpoint_s"], checkpoint_s = checkpoint_s, None
                     val_loss = None
                     at_interval = self.eval_interval and done % self.eval_interval == 0
                     # not at an early stop: an evaluation there would draw validation windows
@@ -475,9 +474,10 @@ class Trainer:
                         hook.due(done, evaluating) for hook in self.hooks
                     )
                     if done % log_interval == 0 or reporting or checkpointing:
-                        # before any checkpoint: a diverged model is never saved (the records
-                        # are written after it, with the time it took: checkpoint_s)
-                        flush(write=not checkpointing)
+                        # before any checkpoint: a diverged model is never saved, and a
+                        # checkpoint's steps all have their records (a run killed after it
+                        # resumes with none missing)
+                        flush()
                     improved = self.improves(val_loss)
                     if reporting and main:
                         for line in _report(done, last, val_loss, measured, improved):
@@ -491,8 +491,7 @@ class Trainer:
                             self.save_to(run_dir, metadata)
                             if main and loss_plot and time.perf_counter() - drawn > 60:
                                 drawn = self._draw_losses(run_dir, loss_plot)
-                        last["checkpoint_s"] = sum(saving)  # left out of tokens_per_s too
-                        flush()
+                        checkpoint_s = sum(saving)  # left out of tokens_per_s too
                     if out_of_time:
                         if main:
                             say(f"max_seconds {max_seconds:g}: stopping after step {done}")
