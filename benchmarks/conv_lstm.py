@@ -37,10 +37,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from harness import blas_threads, paired_ratio, race, settled  # noqa: E402
 
 from tricycle.apps.cpu import set_cpu_threads, tune_cpu_allocator  # noqa: E402
-from tricycle.batch_norm import BatchNorm2d  # noqa: E402
-from tricycle.conv import Conv2d  # noqa: E402
-from tricycle.pooling import AvgPool2d, MaxPool2d  # noqa: E402
-from tricycle.recurrent import LSTM  # noqa: E402
+from tricycle.nn.batch_norm import BatchNorm2d  # noqa: E402
+from tricycle.nn.conv import Conv2d  # noqa: E402
+from tricycle.nn.pooling import AvgPool2d, MaxPool2d  # noqa: E402
+from tricycle.nn.recurrent import LSTM  # noqa: E402
 from tricycle.tensor import Tensor  # noqa: E402
 
 try:

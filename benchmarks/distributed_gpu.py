@@ -5,7 +5,9 @@
     NCCL_NVLS_ENABLE=0 mpiexec -n 2 python benchmarks/distributed_gpu.py     # two GPUs
     NCCL_NVLS_ENABLE=0 TRICYCLE_DIST_TIMEOUT=10 mpiexec -n 2 \\
         python benchmarks/distributed_gpu.py --fault hang   # must abort after ~10 s, not hang
-    (--fault kill: rank 1 dies; --fault raise: rank 1 raises an error: both end at once)
+    (--fault kill: rank 1 dies; --fault raise: rank 1 raises an error: both end at once;
+    --fault-step eager|captured|zero: the training script's step that runs, eager, captured
+    as a CUDA graph, or captured with ZeRO-1)
 
 Runs without mpiexec (world size 1: NCCL with one rank, no MPI needed). Checks first, on
 rank 0 (``ok`` or the difference):
@@ -54,7 +56,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tricycle.apps.training import Trainer  # noqa: E402
-from tricycle.backend import cupy, nccl  # noqa: E402
+from tricycle.backend import cupy, nccl, to_host_array  # noqa: E402
 from tricycle.configs import GPTConfig  # noqa: E402
 from tricycle.dataset import CausalLMDataset  # noqa: E402
 from tricycle.loss import CrossEntropy  # noqa: E402
@@ -86,6 +88,9 @@ def parse_args(argv=None):
     add("--bucket-mb", type=float, default=distributed.DEFAULT_BUCKET_BYTES / 2**20)
     add("--fault", choices=["hang", "kill", "raise"],
         help="rank 1 hangs, dies or raises an error after 3 steps")  # fmt: skip
+    add("--fault-step", choices=["eager", "captured", "zero"], default="eager",
+        help="with --fault: the step that runs (the training script's, eager or captured as "
+        "a CUDA graph; zero: captured, with ZeRO-1)")  # fmt: skip
     add("--settings", help="comma-separated settings to time (default: all)")
     add("--reduce-dtype", choices=["bf16"], help="send the buckets in bfloat16")
     add("--no-check", action="store_true", help="skip the correctness checks")
@@ -218,8 +223,10 @@ def check(args, world) -> None:
 
 def fault(args, world) -> None:
     """Rank 1 hangs (sleeps) or dies after 3 steps; the others must abort within the
-    timeout, through the watchdog of their NCCL collectives."""
-    run = Run(args, world, int(args.bucket_mb * 2**20))
+    timeout: their next wait for the GPU is held to it (tricycle.parallel.deadline)."""
+    trainer = args.fault_step != "eager"  # the training script's step, captured or not
+    run = Run(args, world, int(args.bucket_mb * 2**20), zero=args.fault_step == "zero",
+              reduce_alone=False, trainer=trainer)  # fmt: skip
     with run.policy:
         for step in range(100):
             if step == 3 and world.rank == 1:
@@ -228,7 +235,8 @@ def fault(args, world) -> None:
                 if args.fault == "raise":  # an uncaught error: init's hook ends every rank
                     raise ValueError("rank 1 read a bad file")
                 time.sleep(3600)
-            float(run.step())
+            loss = run.step()
+            float(to_host_array(getattr(loss, "array", loss)))  # the host waits: a read-back
             if world.is_main:
                 print(f"step {step} at {time.strftime('%X')}", flush=True)
 

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # Data parallelism on a 2-GPU machine, in one command (issue 28), about 8 minutes:
 #
-#   bash benchmarks/distributed_gpu_suite.sh           # faults, then the scaling table
-#   SUITE=faults bash ...   SUITE=scaling bash ...     # one part;  COMPILE=1: torch.compile too
+#   bash benchmarks/distributed_gpu_suite.sh           # faults, tests, the end, the scaling table
+#   SUITE=faults|tests|end|scaling bash ...            # one part;  COMPILE=1: torch.compile too
 #
-# Faults (TRICYCLE_DIST_TIMEOUT=10): rank 1 hangs, is killed, raises an error, or (the
-# training script) rank 0 alone finds --out-dir taken; each must end every rank within
-# 15 s (hang) or at once (the others), with a message. Scaling: tokens/s of tricycle's
+# Faults (TRICYCLE_DIST_TIMEOUT=10): rank 1 hangs, is killed or raises an error in the
+# training script's step, eager, captured and captured with ZeRO-1, or (the training
+# script) rank 0 alone finds --out-dir taken; each must end every rank within 15 s (hang)
+# or 10 s (the others), with a message naming the rank (and, hung, the collective).
+# Tests: the GPU tests of the deadline keeper and of the captured data-parallel step.
+# End (issue 44): the shakespeare-char recipe, 1000 steps, on 1 and 2 GPUs: the seconds
+# from its last line to the exit (<= 5), and its metrics' tokens/s against the wall clock
+# between evaluations (within 5%) (benchmarks/distributed_end.py). Scaling: tokens/s of tricycle's
 # training-script step (captured, and eager), the overlapped and after-backward reductions,
 # and PyTorch DDP under torchrun, at the shakespeare size and GPT-2 124M, bf16, 1 and 2
 # GPUs; then the ratios. Logs and results.jsonl go to $OUT (or /tmp/tricycle-dist).
@@ -34,16 +39,33 @@ run() {  # run NAME LIMIT COMMAND...: log to $OUT/NAME.log, keep its RESULT line
     grep -v '^RESULT ' "$OUT/$name.log" | grep -iE "tokens/s|ok|mismatch|error|abort|timed out|ending|killed|step " | tail -n 12
 }
 
-if [ "$SUITE" != scaling ]; then
-    for fault in hang kill raise; do
-        TRICYCLE_DIST_TIMEOUT=10 run "fault_$fault" 60 "$MPI" "${MPI_ARGS[@]}" -n 2 "$PY" \
-            benchmarks/distributed_gpu.py --fault "$fault" --precision bf16
+if [ "$SUITE" = all ] || [ "$SUITE" = faults ]; then
+    for step in eager captured zero; do
+        for fault in hang kill raise; do
+            TRICYCLE_DIST_TIMEOUT=10 run "fault_${fault}_$step" 60 "$MPI" "${MPI_ARGS[@]}" -n 2 \
+                "$PY" benchmarks/distributed_gpu.py --fault "$fault" --fault-step $step --precision bf16
+        done
     done
     rm -rf "$OUT/taken" && mkdir -p "$OUT/taken" && echo '{"step": 1}' >"$OUT/taken/metrics.jsonl"
     run fault_usage 60 "$MPI" "${MPI_ARGS[@]}" -n 2 "$PY" train_smol_gpt.py --config debug --device gpu \
         --out-dir "$OUT/taken" --no-progress
 fi
-if [ "$SUITE" != faults ]; then
+if [ "$SUITE" = all ] || [ "$SUITE" = tests ]; then
+    run gpu_tests 300 "$PY" -m pytest -n 0 -q -p no:cacheprovider tests/test_deadline.py \
+        tests/test_distributed_gpu.py tests/test_cuda_graph.py
+    tail -n 3 "$OUT/gpu_tests.log"
+fi
+if [ "$SUITE" = all ] || [ "$SUITE" = end ]; then
+    RECIPE=(train_smol_gpt.py --config shakespeare-char --dataset shakespeare-char --device gpu
+        --precision bf16 --stop-after 1000 --eval-interval 250 --no-progress --sample-tokens 0)
+    rm -rf "$OUT/end_1" "$OUT/end_2"
+    run end_1 300 "$PY" benchmarks/distributed_end.py --run-dir "$OUT/end_1" -- \
+        "$PY" "${RECIPE[@]}" --out-dir "$OUT/end_1"
+    run end_2 300 "$PY" benchmarks/distributed_end.py --run-dir "$OUT/end_2" -- \
+        "$MPI" "${MPI_ARGS[@]}" -n 2 "$PY" "${RECIPE[@]}" --out-dir "$OUT/end_2"
+    grep -hE "^status|between evaluations|^training:" "$OUT/end_1.log" "$OUT/end_2.log"
+fi
+if [ "$SUITE" = all ] || [ "$SUITE" = scaling ]; then
     : >"$R"
     A=(--precision bf16 --json --steps 20 --warmup 5 --repeats 1)
     T=(--json --steps 20 --warmup 5 --repeats 1)

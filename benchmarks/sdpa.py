@@ -5,7 +5,7 @@ and PyTorch.
     python benchmarks/sdpa.py --quick
     python benchmarks/sdpa.py --device gpu --tokens 16384 --head-dim 64
 
-One forward + backward of ``tricycle.sdpa`` (bidirectional, a key padding mask) in float32,
+One forward + backward of ``tricycle.nn.sdpa`` (bidirectional, a key padding mask) in float32,
 with the reference (``sdpa_forward``/``sdpa_backward`` in numpy, or cupy with ``--device
 gpu``, the whole (Tq, Tk) scores at once), with the backend's kernel
 (``tricycle/backends/cpu/sdpa.py`` or ``tricycle/backends/cuda/sdpa.py``, tiles with an
@@ -25,7 +25,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
 from tricycle.dropout_mask import NO_DROPOUT  # noqa: E402
-from tricycle.sdpa import attention_bias, sdpa_backward, sdpa_forward  # noqa: E402
+from tricycle.nn.sdpa import attention_bias, sdpa_backward, sdpa_forward  # noqa: E402
 
 
 def best_ms(run, repeats: int, synchronise=lambda: None) -> float:

@@ -39,14 +39,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
 import tricycle  # noqa: E402
-from tricycle.encoder import Encoder, EncoderConfig  # noqa: E402
 from tricycle.loss import CrossEntropy  # noqa: E402
-from tricycle.mlm import IGNORE, mask_tokens, masked_accuracy, mlm_loss  # noqa: E402
+from tricycle.nn.encoder import Encoder, EncoderConfig  # noqa: E402
+from tricycle.nn.mlm import IGNORE, mask_tokens, masked_accuracy, mlm_loss  # noqa: E402
 from tricycle.optimisers import AdamW, clip_factor, grad_norm  # noqa: E402
 from tricycle.scheduler import CosineSchedule  # noqa: E402
 from tricycle.tensor import no_grad  # noqa: E402
 from tricycle_datasets.python_code import select_sources  # noqa: E402
-from tricycle_datasets.shakespeare import load_text  # noqa: E402
+from tricycle_datasets.shakespeare import NotAvailable, load_text  # noqa: E402
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 PAD, UNK, CLS, SEP, MASK = range(len(SPECIALS))
@@ -273,7 +273,10 @@ def parse_args(argv=None):
 def main(argv=None) -> dict:
     args = parse_args(argv)
     begin = time.perf_counter()
-    data = load_lines(args.data_dir, args.python_bytes, args.context - 2)
+    try:
+        data = load_lines(args.data_dir, args.python_bytes, args.context - 2)
+    except NotAvailable as error:  # offline: one line, in this script's words
+        raise SystemExit(f"bert_mlm.py: {error.fix('--data-dir')}") from None
     vocabulary = CharVocabulary(data["train"][0])
     train_ids = vocabulary.encode(data["train"][0], args.context)
     valid_ids = vocabulary.encode(data["valid"][0], args.context)

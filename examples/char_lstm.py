@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from tricycle.layers import Dense, Embedding, Layer  # noqa: E402
 from tricycle.loss import CrossEntropy  # noqa: E402
+from tricycle.nn.recurrent import LSTM  # noqa: E402
 from tricycle.optimisers import AdamW, clip_factor, grad_norm  # noqa: E402
 from tricycle.random import manual_seed  # noqa: E402
-from tricycle.recurrent import LSTM  # noqa: E402
 from tricycle.scheduler import CosineSchedule  # noqa: E402
 from tricycle.tensor import no_grad, to_tensor  # noqa: E402
 from tricycle_datasets.shakespeare import NotAvailable, ShakespeareChar  # noqa: E402

@@ -3,8 +3,8 @@
     python examples/diffusion_digits.py                 # a few minutes on a 2-core CPU
     python examples/diffusion_digits.py --device gpu    # on a CUDA GPU
 
-A small U-Net (``tricycle.unet``) learns to predict the noise added to scikit-learn's 1,797
-digits (scaled to [-1, 1]) at a random step of a cosine noise schedule (``tricycle.diffusion``),
+A small U-Net (``tricycle.nn.unet``) learns to predict the noise added to scikit-learn's 1,797
+digits (scaled to [-1, 1]) at a random step of a cosine noise schedule (``tricycle.nn.diffusion``),
 by the epsilon-prediction loss. An exponential moving average (EMA) of its weights then turns
 pure noise into digits by DDIM sampling (or DDPM's ancestral sampling, ``--sampler
 ancestral``), written as a grid of images to a PNG.
@@ -25,11 +25,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
 import tricycle  # noqa: E402
-from tricycle.diffusion import NoiseSchedule, ancestral_sample, ddim_sample, ddpm_loss  # noqa: E402
+from tricycle.nn.diffusion import NoiseSchedule, ancestral_sample, ddim_sample, ddpm_loss  # noqa: E402
+from tricycle.nn.unet import UNet  # noqa: E402
 from tricycle.optimisers import AdamW  # noqa: E402
 from tricycle.scheduler import CosineSchedule  # noqa: E402
 from tricycle.tensor import Tensor, no_grad  # noqa: E402
-from tricycle.unet import UNet  # noqa: E402
 
 CONFIDENT = 0.9  # a sample is "recognised" when the CNN's top probability is at least this
 

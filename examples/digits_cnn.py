@@ -26,9 +26,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
 from tricycle.activation import ReLU  # noqa: E402
-from tricycle.conv import BatchNorm2d, Conv2d, Flatten, MaxPool2d  # noqa: E402
 from tricycle.layers import Dense, Dropout, Sequential  # noqa: E402
 from tricycle.loss import CrossEntropy  # noqa: E402
+from tricycle.nn.conv import BatchNorm2d, Conv2d, Flatten, MaxPool2d  # noqa: E402
 from tricycle.optimisers import AdamW  # noqa: E402
 from tricycle.random import manual_seed  # noqa: E402
 from tricycle.scheduler import CosineSchedule  # noqa: E402

@@ -11,6 +11,10 @@ Scenarios:
             collective: every rank must end at once, with rank 1's message
     hosts   4 ranks on two simulated machines (round robin: $TRICYCLE_HOST from the rank);
             rank 0 writes every rank's (rank, local_rank, local_size, host) as JSON
+    threads the ranks' host threads (the variables, BLAS's pool) as JSON, from rank 0
+    end     a few collectives, then each rank prints its last line (with the time) and
+            finalizes: the job must end promptly after it
+    interrupt  each rank says it is ready, then waits in a collective loop until Ctrl-C
 """
 
 import json
@@ -135,6 +139,26 @@ def main(scenario: str, out: str) -> None:
         if world.is_main:
             with open(out, "w") as file:
                 json.dump(ranks, file)
+    elif scenario == "threads":
+        from threadpoolctl import threadpool_info
+
+        from tricycle.parallel.threads import VARIABLES
+
+        blas = [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+        mine = {name: os.environ.get(name) for name in VARIABLES}
+        ranks = world.gather_object(dict(mine, blas=blas, local_size=world.local_size))
+        if world.is_main:
+            with open(out, "w") as file:
+                json.dump(ranks, file)
+    elif scenario == "interrupt":
+        print(f"rank {world.rank} ready", file=sys.stderr, flush=True)
+        for _ in range(600):  # a minute of steps, unless interrupted
+            world.all_reduce(1.0)
+            time.sleep(0.1)
+    elif scenario == "end":
+        for _ in range(3):
+            world.all_reduce(np.ones(1000))
+        print(f"last line at {time.time():.3f}", file=sys.stderr, flush=True)
     world.finalize()
 
 

@@ -8,11 +8,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.helpers import check_grads, same_on_host_and
-from tricycle.adaptive_pooling import AdaptiveAvgPool1d, AdaptiveAvgPool2d, adaptive_avg_pool
-from tricycle.conv import AvgPool1d, MaxPool1d, conv
-from tricycle.conv_transpose import ConvTranspose1d, ConvTranspose2d, conv_transpose
-from tricycle.instance_norm import InstanceNorm1d, InstanceNorm2d, instance_norm
 from tricycle.layers import Sequential
+from tricycle.nn.adaptive_pooling import AdaptiveAvgPool1d, AdaptiveAvgPool2d, adaptive_avg_pool
+from tricycle.nn.conv import AvgPool1d, MaxPool1d, conv
+from tricycle.nn.conv_transpose import ConvTranspose1d, ConvTranspose2d, conv_transpose
+from tricycle.nn.instance_norm import InstanceNorm1d, InstanceNorm2d, instance_norm
 from tricycle.tensor import Tensor, to_tensor
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import tricycle
-from tricycle import checks, conv, factories, initialisers, ops, reduce, unary
+from tricycle import checks, factories, initialisers, ops, reduce, unary
 from tricycle.activation import GLU, GeLU, LeakyReLU
 from tricycle.attention import Attention, causal_attention
 from tricycle.blocks import (
@@ -44,11 +44,12 @@ from tricycle.layers import (
 )
 from tricycle.loss import CrossEntropy
 from tricycle.models import GPT, Llama, build_model
+from tricycle.nn import conv
+from tricycle.nn.recurrent import GRU, LSTM, RNN
 from tricycle.optimisers import SGD, Adam, AdamW, clip_grad_norm
 from tricycle.parallel import distributed
 from tricycle.parallel.distributed import DataParallel
 from tricycle.precision import GradScaler, Precision
-from tricycle.recurrent import GRU, LSTM, RNN
 from tricycle.scheduler import CosineSchedule
 from tricycle.tensor import Tensor, to_tensor
 from tricycle.tokeniser import BPETokeniser, CharTokeniser, StreamDecoder, load_tokeniser

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from tests.helpers import check_grads
 from tricycle import backend
-from tricycle.conv import (
+from tricycle.layers import Dense, Sequential
+from tricycle.nn.conv import (
     AvgPool1d,
     AvgPool2d,
     BatchNorm1d,
@@ -27,7 +28,6 @@ from tricycle.conv import (
     conv,
     max_pool,
 )
-from tricycle.layers import Dense, Sequential
 from tricycle.optimisers import AdamW
 from tricycle.tensor import Tensor, to_tensor
 

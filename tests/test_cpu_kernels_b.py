@@ -7,7 +7,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from tricycle import attention, conv, dispatch, recurrent
+from tricycle import attention, dispatch
 from tricycle.backends.cpu import add as cpu_add
 from tricycle.backends.cpu import arrays as cpu_arrays
 from tricycle.backends.cpu import attention as cpu_attention
@@ -17,6 +17,7 @@ from tricycle.backends.cpu import conv as cpu_conv
 from tricycle.backends.cpu import gemm as cpu_gemm
 from tricycle.backends.cpu import recurrent as cpu_recurrent
 from tricycle.backends.cpu import winograd as cpu_winograd
+from tricycle.nn import conv, recurrent
 
 DTYPES = [np.float32, np.float64]
 TOLERANCE = {np.float32: dict(rtol=2e-4, atol=2e-5), np.float64: dict(rtol=1e-9, atol=1e-11)}

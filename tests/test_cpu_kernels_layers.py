@@ -7,10 +7,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tricycle import batch_norm, dispatch, dropout_mask, pooling
+from tricycle import dispatch, dropout_mask
 from tricycle.backends.cpu import batch_norm as cpu_batch_norm
 from tricycle.backends.cpu import dropout as cpu_dropout
 from tricycle.backends.cpu import pooling as cpu_pooling
+from tricycle.nn import batch_norm, pooling
 
 DTYPES = [np.float32, np.float64]
 TOLERANCE = {np.float32: dict(rtol=2e-4, atol=2e-5), np.float64: dict(rtol=1e-9, atol=1e-11)}

@@ -126,7 +126,7 @@ def test_the_kernels_multiply_through_scipys_blas_where_numpy_has_no_openblas():
 
         threadpoolctl.ThreadpoolController.select = lambda self, **kwargs: NoLibraries()
         from tricycle.backends.cpu import blas, gemm, recurrent
-        from tricycle.recurrent import recurrence_forward
+        from tricycle.nn.recurrent import recurrence_forward
 
         rng = np.random.default_rng(0)
         checks = []

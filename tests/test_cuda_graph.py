@@ -21,6 +21,7 @@ from tricycle.layers import Dropout
 from tricycle.models import build_model
 from tricycle.optimisers import SGD, Adam, AdamW
 from tricycle.parallel import distributed
+from tricycle.parallel.zero import ZeroRedundancyOptimiser
 from tricycle.precision import Precision
 from tricycle.random import manual_seed
 from tricycle.tensor import Tensor
@@ -95,6 +96,14 @@ def test_captured_step_refuses_an_optimiser_without_a_fused_update():
 def test_captured_step_refuses_a_model_on_the_cpu():
     with pytest.raises(ValueError, match="must all be on a GPU"):
         CapturedStep(build_model(GPTConfig(**SMALL)), AdamW())
+
+
+def test_captured_step_takes_zero_over_a_fused_adamw_only():
+    model, world = build_model(GPTConfig(**SMALL)), distributed.init()
+    with pytest.raises(capture.CaptureError, match="alone or under ZeRO-1"):
+        CapturedStep(model, ZeroRedundancyOptimiser(SGD(0.1), model, world))
+    with pytest.raises(ValueError, match="must all be on a GPU"):  # the optimiser passed
+        CapturedStep(model, ZeroRedundancyOptimiser(AdamW(), model, world))
 
 
 # ====================================================================== GPU: replays

@@ -1,7 +1,8 @@
-"""The README's "Writing your own op" examples as tests: a dense layer with a sigmoid written
-against ``xp`` with its closed-form backward, and a sigmoid whose forward and backward are CUDA
-kernels launched through ``cupy.RawKernel`` (run only where there is a GPU). The code below is
-the README's, verbatim (a test checks that), with more checks around it."""
+"""The manual's "Writing your own op" examples (docs/how-it-works.md) as tests: a dense layer
+with a sigmoid written against ``xp`` with its closed-form backward, and a sigmoid whose
+forward and backward are CUDA kernels launched through ``cupy.RawKernel`` (run only where
+there is a GPU). The code below is the page's, verbatim (a test checks that), with more checks
+around it."""
 
 from __future__ import annotations  # the CUDA example's annotations name cupy, absent here
 
@@ -24,11 +25,11 @@ try:
 except ImportError:  # the CUDA example's tests skip
     cp = None
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+PAGE = (Path(__file__).resolve().parents[1] / "docs" / "how-it-works.md").read_text("utf-8")
 needs_gpu = pytest.mark.skipif(not backend.cupy_available(), reason="no CUDA GPU")
 
 
-# ------------------------------------------------------------------ the README's xp example
+# ------------------------------------------------------------------ the manual's xp example
 def dense_sigmoid(x: Tensor, weights: Tensor, bias: Tensor) -> Tensor:
     """sigmoid(x @ weights + bias): x (N, I), weights (I, J), bias (J,) -> (N, J)."""
     xp = x.xp
@@ -49,7 +50,7 @@ def dense_sigmoid(x: Tensor, weights: Tensor, bias: Tensor) -> Tensor:
     )
 
 
-# ------------------------------------------------------------------ the README's CUDA example
+# ------------------------------------------------------------------ the manual's CUDA example
 SOURCE = r"""
 extern "C" __global__ void sigmoid_forward(const T* x, T* y, const long long n) {
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -99,9 +100,9 @@ def sigmoid_cuda(x: Tensor) -> Tensor:
 
 # ------------------------------------------------------------------ tests
 @pytest.mark.parametrize("code", [dense_sigmoid, kernel, launch, sigmoid_cuda, SOURCE])
-def test_the_readme_holds_this_code_verbatim(code):
+def test_the_manual_holds_this_code_verbatim(code):
     text = code if isinstance(code, str) else inspect.getsource(code)
-    assert text in README
+    assert text in PAGE
 
 
 @given(n=st.integers(1, 5), i=st.integers(1, 4), j=st.integers(1, 4), seed=st.integers(0, 2**16))

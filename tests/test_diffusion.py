@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tests.helpers import check_grads, same_on_host_and
-from tricycle.diffusion import (
+from tricycle.nn.diffusion import (
     NoiseSchedule,
     ancestral_sample,
     cosine_betas,
@@ -20,8 +20,8 @@ from tricycle.diffusion import (
     q_sample,
     timestep_embedding,
 )
+from tricycle.nn.unet import ResidualBlock, UNet
 from tricycle.tensor import Tensor, to_tensor
-from tricycle.unet import ResidualBlock, UNet
 
 
 def randn(*shape, seed=0, dtype=np.float64):

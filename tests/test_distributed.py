@@ -7,6 +7,7 @@ import json
 import os
 import pickle
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -22,6 +23,7 @@ from tricycle.loss import CrossEntropy
 from tricycle.models import GPT
 from tricycle.optimisers import AdamW
 from tricycle.parallel import buckets, distributed
+from tricycle.parallel import threads as threads_module
 from tricycle.parallel.zero import ZeroRedundancyOptimiser
 from tricycle.random import manual_seed
 from tricycle.tensor import Tensor
@@ -314,15 +316,18 @@ AS_ROOT = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
 
 def launch(
-    scenario: str, out: Path, timeout: float = 60.0, dist_timeout: float = 600.0, ranks: int = 2
-):
-    """Run the worker on ``ranks`` ranks; returns (CompletedProcess, seconds)."""
+    scenario: str, out: Path, timeout: float = 60.0, dist_timeout: float = 600.0, ranks: int = 2,
+    threads: dict | None = None,
+):  # fmt: skip
+    """Run the worker on ``ranks`` ranks; returns (CompletedProcess, seconds). ``threads``:
+    the thread variables to set instead of one thread each (all others unset)."""
     env = dict(os.environ, **AS_ROOT)
+    for name in threads_module.VARIABLES:
+        env.pop(name, None)
     env.update(
         PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
-        OPENBLAS_NUM_THREADS="1",
-        TRICYCLE_THREADS="1",
         TRICYCLE_DIST_TIMEOUT=str(dist_timeout),
+        **(dict(OPENBLAS_NUM_THREADS="1", TRICYCLE_THREADS="1") if threads is None else threads),
     )
     command = [mpiexec(), "-n", str(ranks), sys.executable, str(WORKER), scenario, str(out)]
     start = time.monotonic()
@@ -387,6 +392,84 @@ def test_an_error_on_one_rank_ends_every_rank_at_once_with_its_message(tmp_path)
     assert "rank 1 of 2: ValueError: a bad file on rank 1. Ending all ranks." in done.stderr
     assert "dead or hung" not in done.stderr
     assert seconds < 20
+
+
+@needs_mpi
+def test_a_finished_job_ends_within_seconds_of_its_last_line(tmp_path):
+    done, _ = launch("end", tmp_path / "out")
+    ended = time.time()
+    assert done.returncode == 0, done.stderr
+    printed = [float(line.split()[-1]) for line in done.stderr.splitlines()
+               if line.startswith("last line at ")]  # fmt: skip
+    assert len(printed) == 2  # both ranks
+    assert ended - max(printed) < 3.0
+
+
+@needs_mpi
+def test_the_ranks_on_one_machine_share_its_cores_unless_the_user_chose(tmp_path):
+    done, _ = launch("threads", tmp_path / "threads.json", threads={"OMP_NUM_THREADS": "3"})
+    assert done.returncode == 0, done.stderr
+    share = str(max(1, threads_module.available_cores() // 2))
+    for rank in json.loads((tmp_path / "threads.json").read_text()):
+        assert rank["local_size"] == 2
+        assert rank["OMP_NUM_THREADS"] == "3"  # the user's
+        for name in ("TRICYCLE_THREADS", "NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            assert rank[name] == share, name
+        assert rank["blas"] and all(str(n) == share for n in rank["blas"])  # loaded already
+
+
+def test_numba_s_count_is_left_once_its_threads_run(monkeypatch):
+    """numba raises at its next compile if NUMBA_NUM_THREADS changes after its pool started:
+    then only the other variables (the kernels' TRICYCLE_THREADS among them) are set."""
+    for name in threads_module.VARIABLES:  # unset here, and as they were after the test
+        monkeypatch.setenv(name, "0")
+        monkeypatch.delenv(name)
+    seen = []
+
+    def limit(limits, user_api):  # this test process's own pools stay as they are
+        seen.append((limits, user_api))
+
+    monkeypatch.setattr(threads_module, "threadpool_limits", limit)
+    monkeypatch.setattr(threads_module, "available_cores", lambda: 8)
+    started = type(sys)("numba.np.ufunc.parallel")
+    started._is_initialized = True
+    monkeypatch.setitem(sys.modules, "numba.np.ufunc.parallel", started)
+    assert threads_module.share_cores(2) == 4
+    assert "NUMBA_NUM_THREADS" not in os.environ
+    assert os.environ["TRICYCLE_THREADS"] == os.environ["OMP_NUM_THREADS"] == "4"
+    assert seen == [(4, "blas"), (4, "openmp")]
+
+
+def test_a_process_alone_keeps_the_libraries_defaults(monkeypatch):
+    for name in threads_module.VARIABLES:  # unset here, and as they were after the test
+        monkeypatch.setenv(name, "0")
+        monkeypatch.delenv(name)
+    assert threads_module.share_cores(1) is None
+    assert not any(name in os.environ for name in threads_module.VARIABLES)
+
+
+@needs_mpi
+def test_ctrl_c_ends_every_rank_at_once(tmp_path):
+    """mpiexec forwards Ctrl-C (SIGINT) to the ranks, busy in their collectives: each ends
+    with the message, and the job within a few seconds."""
+    env = dict(os.environ, **AS_ROOT, OPENBLAS_NUM_THREADS="1", TRICYCLE_THREADS="1",
+               PYTHONPATH=str(ROOT))  # fmt: skip
+    command = [mpiexec(), "-n", "2", sys.executable, str(WORKER), "interrupt", str(tmp_path)]
+    job = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        ready = 0
+        for line in job.stderr:  # both ranks in their loop of collectives
+            ready += line.endswith(" ready\n")
+            if ready == 2:
+                break
+        start = time.monotonic()
+        job.send_signal(signal.SIGINT)
+        _, rest = job.communicate(timeout=30)
+    finally:
+        job.kill()
+    assert time.monotonic() - start < 5
+    assert job.returncode != 0
+    assert "of 2: interrupted (Ctrl-C). Ending all ranks." in rest
 
 
 @needs_mpi

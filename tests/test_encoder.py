@@ -10,8 +10,8 @@ import pytest
 from helpers import DATA_DIR, check_grads
 
 import tricycle
-from tricycle.encoder import Encoder, EncoderBlock, EncoderConfig, MultiHeadAttention
-from tricycle.mlm import IGNORE, mask_tokens, masked_accuracy, mlm_loss
+from tricycle.nn.encoder import Encoder, EncoderBlock, EncoderConfig, MultiHeadAttention
+from tricycle.nn.mlm import IGNORE, mask_tokens, masked_accuracy, mlm_loss
 from tricycle.tensor import Tensor
 
 ROOT = Path(__file__).resolve().parents[1]

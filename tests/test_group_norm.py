@@ -8,9 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.helpers import check_grads
-from tricycle.group_norm import GroupNorm, group_norm
+from tricycle.nn.group_norm import GroupNorm, group_norm
+from tricycle.nn.upsample import Upsample, upsample_nearest
 from tricycle.tensor import Tensor, to_tensor
-from tricycle.upsample import Upsample, upsample_nearest
 
 
 def randn(*shape, seed=0, dtype=np.float64):

@@ -1,4 +1,5 @@
-"""Every ```python block of README.md runs as written, alone, as its own script.
+"""Every ```python block of README.md and of the manual's pages (docs/*.md) runs as written,
+alone, as its own script.
 
 Each block runs in a fresh interpreter in a temporary directory, with the checkout on
 PYTHONPATH, tiny-shakespeare from $TRICYCLE_DATA_DIR (or ../shared/data) and a temporary cache
@@ -20,7 +21,7 @@ from helpers import DATA_DIR
 from tricycle import backend
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 OPTIONAL = ("sklearn", "torch", "cupy", "matplotlib")
 
 
@@ -32,17 +33,47 @@ def python_blocks(text: str) -> list[tuple[int, str]]:
     return blocks
 
 
-BLOCKS = python_blocks(README)
+BLOCKS = [  # (page, first line, code)
+    (page.relative_to(ROOT).as_posix(), line, code)
+    for page in PAGES
+    for line, code in python_blocks(page.read_text(encoding="utf-8"))
+]
+# the pages whose blocks we know: (blocks at least, "# Long-running" ones, "# Needs a CUDA GPU")
+EXPECTED = {
+    "README.md": (1, 0, 0),
+    "docs/gpu.md": (3, 0, 0),
+    "docs/training.md": (4, 1, 0),
+    "docs/how-it-works.md": (13, 0, 1),
+    "docs/nn.md": (6, 0, 0),
+}
 
 
-def test_the_readme_has_the_blocks_we_expect():
-    assert len(BLOCKS) >= 14
-    assert sum(code.startswith("# Long-running") for _, code in BLOCKS) == 1
-    assert sum(code.startswith("# Needs a CUDA GPU") for _, code in BLOCKS) == 1
+def markers(page: str) -> tuple[int, int, int]:
+    codes = [code for name, _, code in BLOCKS if name == page]
+    return (
+        len(codes),
+        sum(code.startswith("# Long-running") for code in codes),
+        sum(code.startswith("# Needs a CUDA GPU") for code in codes),
+    )
 
 
-@pytest.mark.parametrize(("line", "code"), BLOCKS, ids=[f"line {n}" for n, _ in BLOCKS])
-def test_readme_block_runs_alone(line, code, tmp_path):
+@pytest.mark.parametrize("page", EXPECTED)
+def test_the_pages_have_the_blocks_we_expect(page):
+    """No block of a known page lost, and none newly marked (a marked block may skip)."""
+    blocks, long_running, gpu = markers(page)
+    assert blocks >= EXPECTED[page][0] and (long_running, gpu) == EXPECTED[page][1:]
+
+
+def test_markers_are_on_first_lines_only():
+    for page, line, code in BLOCKS:
+        for marker in ("# Long-running", "# Needs a CUDA GPU"):
+            assert marker not in code or code.startswith(marker), (page, line)
+
+
+@pytest.mark.parametrize(
+    ("page", "line", "code"), BLOCKS, ids=[f"{page}:{line}" for page, line, _ in BLOCKS]
+)
+def test_readme_block_runs_alone(page, line, code, tmp_path):
     if code.startswith("# Needs a CUDA GPU") and not backend.cupy_available():
         pytest.skip("needs a CUDA GPU")
     for module in OPTIONAL:
@@ -51,7 +82,7 @@ def test_readme_block_runs_alone(line, code, tmp_path):
             pytest.skip(f"needs {module}")
     if "tricycle_datasets.shakespeare" in code and not (DATA_DIR / "tinyshakespeare.txt").is_file():
         pytest.skip(f"needs {DATA_DIR}/tinyshakespeare.txt (set TRICYCLE_DATA_DIR)")
-    script = tmp_path / f"readme_line_{line}.py"
+    script = tmp_path / f"{Path(page).stem}_line_{line}.py"
     script.write_text(code, encoding="utf-8")
     env = {
         **os.environ,
@@ -64,7 +95,7 @@ def test_readme_block_runs_alone(line, code, tmp_path):
         [sys.executable, script.name], cwd=tmp_path, env=env, capture_output=True, text=True,
         timeout=300,
     )  # fmt: skip
-    assert result.returncode == 0, f"README block at line {line} failed:\n{result.stderr}"
+    assert result.returncode == 0, f"{page}: the block at line {line} failed:\n{result.stderr}"
 
 
 def test_data_dir_honours_the_environment(tmp_path):

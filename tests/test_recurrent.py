@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.helpers import check_grads, same_on_host_and
-from tricycle.recurrent import CELLS, GRU, LSTM, RNN, recurrence
+from tricycle.nn.recurrent import CELLS, GRU, LSTM, RNN, recurrence
 from tricycle.tensor import Tensor, to_tensor
 
 LAYERS = {"rnn": RNN, "gru": GRU, "lstm": LSTM}

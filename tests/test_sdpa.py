@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from tricycle import dispatch
 from tricycle.dropout_mask import NO_DROPOUT, AttentionDropout
-from tricycle.sdpa import (
+from tricycle.nn.sdpa import (
     attention_bias,
     key_padding_mask,
     scaled_dot_product_attention,

@@ -1,7 +1,7 @@
 """The CUDA kernels of general attention (tricycle/backends/cuda/sdpa.py) against the reference.
 
 The pair registered for "scaled_dot_product_attention" on "cuda" runs on cupy arrays of every
-storage dtype; the reference (``tricycle.sdpa``) runs in float64 with numpy on the very values
+storage dtype; the reference (``tricycle.nn.sdpa``) runs in float64 with numpy on the very values
 the kernels see (16-bit inputs and masks rounded first). Shapes are off every tile size and
 cover what the reference covers: Tq != Tk, size-1 axes, grouped and shared key/value heads,
 D != Dv, head dims that are padded, strided head views, key padding, boolean and additive
@@ -17,7 +17,7 @@ import pytest
 from tests.test_kernels import DTYPES, GPU, check, np_dtype, on_device, to_host
 from tricycle import dispatch
 from tricycle.dropout_mask import NO_DROPOUT, AttentionDropout
-from tricycle.sdpa import attention_bias, sdpa_backward, sdpa_forward
+from tricycle.nn.sdpa import attention_bias, sdpa_backward, sdpa_forward
 
 pytestmark = pytest.mark.skipif(not GPU, reason="no CUDA GPU")
 OP = "scaled_dot_product_attention"
@@ -161,7 +161,7 @@ def test_the_encoder_attention_matches_the_cpu(cp):
     """A MultiHeadAttention layer with a key padding mask, forward and backward, on the GPU
     (the op dispatches to the kernels with strided head views) and on the CPU."""
     from tricycle import manual_seed
-    from tricycle.encoder import MultiHeadAttention
+    from tricycle.nn.encoder import MultiHeadAttention
     from tricycle.tensor import Tensor
 
     generator = np.random.default_rng(0)

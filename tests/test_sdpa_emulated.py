@@ -4,7 +4,7 @@
 CUDA thread, barriers, shuffles through per-warp slots); g++ compiles the kernels' own source
 (after common.cuh, as NVRTC sees it) with a small driver that launches the forward and both
 backward kernels in float32. Each case then compares the output, the log-sum-exp and the
-three gradients with the library's reference (``tricycle.sdpa``, float64) on odd shapes: Tq
+three gradients with the library's reference (``tricycle.nn.sdpa``, float64) on odd shapes: Tq
 != Tk, size-1 axes, grouped key/value heads, D != Dv, strided q, key padding, boolean and
 additive masks (rows that see no key included), causal, sliding windows, dropout. The four
 padded head dims compiled here cover every thread layout of the kernels (a row per thread
@@ -22,7 +22,7 @@ from emulation import build
 from tricycle.backends.cuda import launch
 from tricycle.backends.cuda.sdpa import padded_head_dim, rows_per_block
 from tricycle.dropout_mask import AttentionDropout, dropout_threshold
-from tricycle.sdpa import attention_bias, sdpa_backward, sdpa_forward
+from tricycle.nn.sdpa import attention_bias, sdpa_backward, sdpa_forward
 
 EMULATED_DIMS = (8, 32, 64, 256)  # padded head dims DP compiled for the emulation
 TOLERANCE = 2e-5  # relative, float32 arithmetic

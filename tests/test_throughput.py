@@ -1,12 +1,14 @@
 """The metrics' tokens/s (tricycle/apps/throughput.py): tokens over the wall time of training
 between read-backs, evaluation left out, and so what a clock outside the loop measures."""
 
+import json
 import time
 
 import numpy as np
 import pytest
 
-from tricycle.apps.throughput import Throughput
+from tricycle.apps.runs import RunDirectory
+from tricycle.apps.throughput import Throughput, rates_between_evaluations
 from tricycle.configs import DebugConfig
 from tricycle.random import manual_seed
 from tricycle.training import gpt_trainer
@@ -65,3 +67,20 @@ def test_excluded_time_is_left_out():
     assert rate > 1000 / 0.1  # the 0.2 s of the block are not in it
     meter.add(10)
     assert meter.read() < rate  # a fresh interval
+
+
+@pytest.mark.parametrize("log_interval", [1, 7])
+def test_the_metrics_agree_with_the_wall_clock_between_evaluations(tmp_path, log_interval):
+    """The records of metrics.jsonl (a run directory: checkpoints at every evaluation, which
+    the wall clock of the steps between evaluations must not count either)."""
+    trainer, config = small_trainer()
+    trainer.fit(2)  # compiled and warm
+    with RunDirectory(tmp_path / "run") as run_dir:
+        trainer.fit(82, run_dir=run_dir, log_interval=log_interval, loss_plot=None)
+    lines = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    assert [r["step"] for r in records if r["val_loss"] is not None] == [20, 40, 60, 80, 82]
+    pairs = rates_between_evaluations(records, config.tokens_per_step)
+    assert len(pairs) == 4
+    for metrics, clock in pairs:
+        assert metrics == pytest.approx(clock, rel=0.05)

@@ -14,9 +14,13 @@ Every module stays importable on its own (``from tricycle.tensor import Tensor``
 Tensor with its operators). Importing tricycle loads nothing but this file: each name below
 is imported from its module the first time it is used, so ``import tricycle.tensor`` loads the
 engine alone. Nothing starts and no library setting changes; cupy is imported only when a
-tensor is moved to a GPU."""
+tensor is moved to a GPU. The layer catalogue is the sub-package ``tricycle.nn``; the one
+mark importing leaves is a finder on ``sys.meta_path`` that answers for the catalogue's old
+module names alone (``_Moved``)."""
 
 import importlib
+import importlib.abc
+import importlib.machinery
 import sys
 import types
 
@@ -29,6 +33,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "draw": ("tricycle.draw", "draw"),
     "permute": ("tricycle.ops", "permute"),
     "sort": ("tricycle.ops", "sort"),
+    "Accelerator": ("tricycle.apps.accelerator", "Accelerator"),
     "Einsum": ("tricycle.einsum", "Einsum"),
     "GeLU": ("tricycle.activation", "GeLU"),
     "GradcheckError": ("tricycle.gradcheck", "GradcheckError"),
@@ -89,12 +94,12 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "where": ("tricycle.ops", "where"),
     "zeros": ("tricycle.factories", "zeros"),
     "zeros_like": ("tricycle.factories", "zeros_like"),
-    "softmax": ("tricycle.functional", "softmax"),
-    "log_softmax": ("tricycle.functional", "log_softmax"),
-    "relu": ("tricycle.functional", "relu"),
-    "leaky_relu": ("tricycle.functional", "leaky_relu"),
-    "gelu": ("tricycle.functional", "gelu"),
-    "silu": ("tricycle.functional", "silu"),
+    "softmax": ("tricycle.nn.functional", "softmax"),
+    "log_softmax": ("tricycle.nn.functional", "log_softmax"),
+    "relu": ("tricycle.nn.functional", "relu"),
+    "leaky_relu": ("tricycle.nn.functional", "leaky_relu"),
+    "gelu": ("tricycle.nn.functional", "gelu"),
+    "silu": ("tricycle.nn.functional", "silu"),
 }
 
 
@@ -122,11 +127,50 @@ class _Namespace(types.ModuleType):
 sys.modules[__name__].__class__ = _Namespace
 
 
+# the catalogue's modules moved to tricycle.nn; their old names still import (see _Moved)
+MOVED = frozenset(
+    "adaptive_pooling batch_norm conv conv_transpose diffusion encoder functional group_norm "
+    "instance_norm mlm pooling recurrent sdpa unet upsample windows".split()
+)
+
+
+class _Moved(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """``from tricycle.conv import Conv2d`` (the old README's import) keeps working now that
+    the module is ``tricycle.nn.conv``: the old name imports the very module object, so there
+    is one copy of each class (``isinstance`` holds and pickles made either way load).
+
+    Why a finder and not one stub file per old name: sixteen stubs would fill the top of the
+    package again with the catalogue this move took out of it, and a stub that re-exports
+    names copies none of the private ones a user (or a pickle) may reach. The finder answers
+    for ``tricycle.<old name>`` only, and imports nothing until such a name is imported. It is
+    asked first, so that no other finder (an editable install of another checkout, a stale
+    ``conv.py`` left by an older install) can load a second copy of a moved module."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        package, _, name = fullname.partition(".")
+        if package != __name__ or name not in MOVED:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self)
+
+    def create_module(self, spec):
+        module = importlib.import_module(f"{__name__}.nn.{spec.name.partition('.')[2]}")
+        spec.loader_state = module.__spec__  # the import system sets __spec__ to the old name's
+        return module
+
+    def exec_module(self, module):
+        module.__spec__ = module.__spec__.loader_state  # the module keeps its own spec
+
+
+if not any(isinstance(finder, _Moved) for finder in sys.meta_path):
+    sys.meta_path.insert(0, _Moved())
+
+
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_PUBLIC))
 
 
 __all__ = [
+    "Accelerator",
     "Einsum",
     "GradcheckError",
     "Tensor",

@@ -104,8 +104,24 @@ def to_device_array(array, device: int = 0):
 
 
 def to_host_array(array) -> np.ndarray:
-    """Copy a cupy array to host memory (no-op for numpy arrays)."""
-    return array.get() if is_cupy_array(array) else array
+    """Copy a cupy array to host memory (no-op for numpy arrays). The host waits for the
+    device here: the wait is marked for a deadline keeper (``tricycle.waits``)."""
+    if not is_cupy_array(array):
+        return array
+    from tricycle import waits  # noqa: PLC0415 - on the GPU's path only: the engine stays small
+
+    with waits.waiting("a read-back from the GPU"):
+        return array.get()
+
+
+def synchronize(what: str = "a synchronisation of the GPU") -> None:
+    """Wait until the current GPU has done all its queued work (marked as a wait, as
+    ``to_host_array``); nothing without cupy."""
+    if _cupy is not None:
+        from tricycle import waits  # noqa: PLC0415 - as in to_host_array
+
+        with waits.waiting(what):
+            _cupy.cuda.Device().synchronize()
 
 
 # ====================================================================== data and devices

@@ -12,8 +12,9 @@ import operator
 import numpy as np
 
 from tricycle import backend, dispatch
+from tricycle.backend import is_float
 from tricycle.graph import Node as Tensor  # the ops see a tensor as a graph node
-from tricycle.graph import add_arrays, is_float
+from tricycle.graph import add_arrays
 
 
 def constant(value, like: Tensor) -> Tensor:

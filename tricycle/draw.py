@@ -1,14 +1,20 @@
 """The autodiff graph, drawn: the tensors ``backward`` walks, and how they connect.
 
     y = x * x + 3 * x
-    y.backward(retain_graph=True)  # keep the graph: backward frees it otherwise
+    y.backward()
     tc.draw(y, "square", labels={"x": x})  # square.svg, square.png, square.dot
 
 Each op's output is a box with the op's name, its output's shape and dtype; each leaf (a
-tensor no op made: an input, a parameter) a box with its shape and dtype and, once backward
-has run, the norm of its gradient. Arrows go from an op's inputs to its output, as the data
-flows forward; ``backward`` walks them the other way. Inputs that need no gradient (data,
-labels, constants) are grey with dashed arrows: backward does not go there.
+tensor no op made: an input, a parameter) a box with its shape and dtype. Every box shows
+its value (``data 3`` for one element, else the norm ``|data| 12.4``) and, once backward has
+run, its gradient the same way, as micrograd's ``draw_dot`` does. Backward frees the graph's
+arrays but leaves a small record per tensor (``tricycle.trace``): drawing after it shows every
+op with the gradient that flowed through it (summarised during backward for tensors of up to
+``SUMMARY_LIMIT`` elements on the CPU; larger ones show theirs if still alive, as parameters
+are). ``backward(retain_graph=True)`` keeps the graph itself. Arrows go from an op's inputs
+to its output, as the data flows forward; ``backward`` walks them the other way. Inputs that
+need no gradient (data, labels, constants) are grey with dashed arrows: backward does not go
+there.
 
 The picture is laid out here, without dependencies: every tensor on the row of its longest
 distance from the output (the output at the bottom, each tensor above everything that uses
@@ -16,8 +22,9 @@ it), each row ordered by where its users sit. It is written as SVG (always), as 
 DOT text (render it with ``dot -Tpdf``), and as PNG where possible: by graphviz's ``dot``
 when it is installed, else by matplotlib drawing the same layout.
 
-Nothing here imports the rest of tricycle: a tensor is read through ``.args``, ``.name``,
-``.array`` and ``.grad``, so ``Tensor.draw`` can call this module without an import cycle.
+Nothing here imports the rest of tricycle but ``tricycle.trace`` (which imports none of it): a
+tensor is read through ``.args``, ``.name``, ``.array``, ``.grad`` and ``.trace``, so
+``Tensor.draw`` can call this module without an import cycle.
 """
 
 import html
@@ -25,6 +32,8 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tricycle.trace import Trace, summarise
 
 __all__ = ["Graph", "Node", "draw", "graph"]
 
@@ -69,13 +78,18 @@ class Graph:
 def graph(tensor, labels: dict | None = None) -> Graph:
     """The graph ``backward`` walks from ``tensor``, laid out. ``labels`` ({name: tensor})
     names tensors (leaves above all: ``dict(model.named_parameters())``); an unnamed
-    leaf is called "leaf" (or "constant", when it needs no gradient)."""
+    leaf is called "leaf" (or "constant", when it needs no gradient). After a ``backward()``
+    that freed the graph, it is drawn from the records backward left (``tricycle.trace``),
+    each with the gradient that flowed through it."""
     names = {id(t): name for name, t in (labels or {}).items()}
+    if tensor.args is not None and len(tensor.args) == 0 and tensor.trace is not None:
+        tensor = tensor.trace  # freed by backward: its trace reads alike
+        names = _trace_names(tensor, names)
     order, index = _walk(tensor)
     nodes = []
     for t in order:
         args = t.args
-        if args is not None and len(args) == 0:  # backward(): the args were freed
+        if args is not None and len(args) == 0:  # freed, by a backward older than traces
             raise ValueError(
                 f"draw: the graph through {t.name or 'a tensor'} (shape {tuple(t.shape)}) was "
                 "freed by backward(); call backward(retain_graph=True), or draw before backward "
@@ -126,22 +140,53 @@ def _walk(tensor) -> tuple[list, dict]:
 
 
 def _node(t, name: str | None, is_output: bool) -> Node:
-    described = f"{tuple(t.shape)} {t.dtype}"
+    """A tensor's (or a trace's) box: its name, shape and dtype, the summary of its value,
+    and of its gradient once backward has run (micrograd's data and grad)."""
+    lines = [f"{tuple(t.shape)} {t.dtype}"]
+    value, grad = _summaries(t)
+    if value is not None:
+        lines.append(_summary_line("data", value, t.shape))
     if t.args is not None:  # an op's output
-        return Node("output" if is_output else "op", [name or t.name or "op", described])
-    if not t.requires_grad:
-        return Node("constant", [name or t.name or "constant", described])
-    node = Node("leaf", [name or t.name or "leaf", described])
-    if t.grad is not None:
-        node.grad_norm = _norm(t.grad.array)
-        node.lines.append(f"|grad| {node.grad_norm:.4g}")
+        kind, title = ("output" if is_output else "op"), name or t.name or "op"
+    elif not t.requires_grad:
+        kind, title = "constant", name or t.name or "constant"
+    else:
+        kind, title = "leaf", name or t.name or "leaf"
+    node = Node(kind, [title, *lines])
+    if grad is not None:
+        node.grad_norm = abs(grad)
+        node.lines.append(_summary_line("grad", grad, t.shape))
     return node
 
 
-def _norm(array) -> float:
-    """The Euclidean norm, in float64, of a numpy or cupy array (no import of either)."""
-    wide = array.astype("float64")
-    return float((wide * wide).sum() ** 0.5)
+def _summaries(t) -> tuple[float | None, float | None]:
+    """(value, gradient) of a tensor or a trace: a one-element array's number, else a norm."""
+    if isinstance(t, Trace):
+        return t.value, t.grad
+    grad = None if t.grad is None else summarise(t.grad.array, None)
+    return summarise(t.array, None), grad
+
+
+def _summary_line(what: str, summary: float, shape) -> str:
+    """"data 3" for one element, "|grad| 12.45" (the norm) for more."""
+    one = all(n == 1 for n in shape)
+    return f"{what} {summary:.4g}" if one else f"|{what}| {summary:.4g}"
+
+
+def _trace_names(trace: Trace, names: dict) -> dict:
+    """{id(trace): name} for the traces (reachable from ``trace``) of the tensors ``names``
+    names ({id(tensor): name}) that are still alive."""
+    named, seen, stack = {}, set(), [trace]
+    while stack:
+        t = stack.pop()
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        alive = t.tensor
+        if alive is not None and id(alive) in names:
+            named[id(t)] = names[id(alive)]
+        stack.extend(t.args or ())
+    return named
 
 
 # ====================================================================== the layout

@@ -19,7 +19,8 @@ import numpy as np
 
 from tricycle import backend, checks
 from tricycle import random as tricycle_random
-from tricycle.tensor import Tensor, as_tensor, is_float, numeric_dtype, parse_device
+from tricycle.backend import is_float, numeric_dtype, parse_device
+from tricycle.tensor import Tensor, as_tensor
 from tricycle.unary import unary_op
 
 Size = int | Sequence[int]

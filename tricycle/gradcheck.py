@@ -14,7 +14,8 @@ naming the input, the element that is furthest off, and the two values there.
 import numpy as np
 
 from tricycle import backend, checks
-from tricycle.tensor import Tensor, is_float, no_grad
+from tricycle.backend import is_float
+from tricycle.tensor import Tensor, no_grad
 
 
 class GradcheckError(AssertionError):

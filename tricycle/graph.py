@@ -19,13 +19,8 @@ from contextlib import contextmanager
 import numpy as np
 
 from tricycle import backend, checks, dispatch
-from tricycle.backend import (  # noqa: F401 - is_float: every op module imports it from here
-    is_float,
-    move,
-    numeric_array,
-    numeric_dtype,
-    parse_device,
-)
+from tricycle.backend import is_float, move, numeric_array, numeric_dtype, parse_device
+from tricycle.trace import Trace
 
 BackFn = Callable[[object], object]  # output gradient array -> input gradient array
 
@@ -116,6 +111,7 @@ class Node:
         "_retain_grad",
         "_grad_hooks",
         "grad_buffer",
+        "trace",
         "__weakref__",
     )
     __array_priority__ = 1000  # numpy scalars defer to Tensor's reflected operators
@@ -170,6 +166,7 @@ class Node:
         self._retain_grad = False
         self._grad_hooks = None
         self.grad_buffer = None  # where backward puts this leaf's gradient (a bucket's view)
+        self.trace: Trace | None = None  # what backward left of the graph it freed, to draw
 
     def new(
         self,
@@ -228,7 +225,8 @@ class Node:
         that called ``retain_grad()``, and runs their post-accumulate hooks as soon as that
         gradient is final (``register_post_accumulate_grad_hook``). A non-scalar output is
         seeded with a gradient of ones. The graph is freed afterwards unless
-        ``retain_graph=True``.
+        ``retain_graph=True``, leaving each tensor's ``trace`` (``tricycle.trace``: names,
+        shapes, summaries of values and gradients, no arrays) for drawing it.
         """
         checks.boolean("backward", "retain_graph", retain_graph)
         if not is_float(self.dtype):
@@ -258,10 +256,13 @@ class Node:
         # ids of the memory handed out as .grad, so that no two tensors' gradients share it
         # (an optimiser may scale one in place); views count as their base array
         assigned = set()
+        traces = None if retain_graph else {}  # id -> Trace: a small record per tensor freed
         for node in reversed(self._topological_order()):
             g = grads.pop(id(node), None)
             if g is None:
                 continue
+            if traces is not None:
+                _trace(node, traces).grad = g
             args = node.args
             if args is _FREED:
                 raise RuntimeError(
@@ -303,7 +304,9 @@ class Node:
                 previous = grads.get(key)
                 # out of place: never write into an array another tensor may own
                 grads[key] = g_arg if previous is None else add_arrays(previous, g_arg)
-            if not retain_graph:
+            if not retain_graph:  # what drawing needs stays: names, shapes, summaries
+                node.trace = _trace(node, traces)
+                node.trace.args = tuple(_trace(arg, traces) for arg in args)
                 node.args, node.back_fns = _FREED, None
 
     def _topological_order(self) -> list["Node"]:
@@ -384,7 +387,7 @@ class Node:
     def zero_grad(self) -> "Node":
         """Forget the gradient (and any graph hanging off this tensor)."""
         self.grad = None
-        self.args = self.back_fns = None
+        self.args = self.back_fns = self.trace = None
         return self
 
     def detach(self) -> "Node":
@@ -444,7 +447,7 @@ class Node:
     def item(self):
         """The value of a one-element tensor as a Python number."""
         _before_read_back()
-        return self.array.item()
+        return backend.to_host_array(self.array).item()
 
     # ----------------------------------------------------------------- batching
     def to_batched(self) -> "Node":
@@ -469,15 +472,15 @@ class Node:
                 f"bool(Tensor) of shape {self.shape} is ambiguous; use .close_to(), "
                 ".array.all() or .array.any()"
             )
-        return bool(self.array)
+        return bool(backend.to_host_array(self.array))
 
     def __float__(self) -> float:
         _before_read_back()
-        return float(self.array)
+        return float(backend.to_host_array(self.array))
 
     def __int__(self) -> int:
         _before_read_back()
-        return int(self.array)
+        return int(backend.to_host_array(self.array))
 
     def __format__(self, spec: str) -> str:
         return format(self.item(), spec) if spec and self.size == 1 else str(self)
@@ -507,10 +510,18 @@ class Node:
         self.requires_grad = state["requires_grad"]
         self.name = state["name"]
         self.is_batched = state["is_batched"]
-        self.args = self.back_fns = self.grad = None
+        self.args = self.back_fns = self.grad = self.trace = None
         self._retain_grad = False
         self._grad_hooks = None
         self.grad_buffer = None
+
+
+def _trace(node: Node, traces: dict) -> Trace:
+    """``node``'s trace in this backward pass (made at its first use)."""
+    trace = traces.get(id(node))
+    if trace is None:
+        trace = traces[id(node)] = Trace(node)
+    return trace
 
 
 def _raise_naming_the_op(error: Exception, node: Node, back_fn, arg: Node):

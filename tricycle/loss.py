@@ -11,9 +11,34 @@ formulas; ``CrossEntropy`` asks ``tricycle.dispatch`` once for a backend's kerne
 from tricycle import checks, dispatch
 from tricycle.backend import check_same_device
 from tricycle.binary import constant
-from tricycle.criteria import check_class_labels, labels_and_mask
+from tricycle.criteria import (  # the rest of the catalogue, re-exported: see __all__
+    L1,
+    NLL,
+    BCEWithLogits,
+    CosineEmbedding,
+    Huber,
+    KLDiv,
+    SmoothL1,
+    check_class_labels,
+    labels_and_mask,
+)
 from tricycle.tensor import Tensor, as_tensor
 from tricycle.unary import sigmoid_forward
+
+__all__ = [
+    "L1",
+    "NLL",
+    "BCEWithLogits",
+    "BinaryCrossEntropy",
+    "CosineEmbedding",
+    "CrossEntropy",
+    "Huber",
+    "KLDiv",
+    "MeanSquaredError",
+    "SmoothL1",
+    "cross_entropy_backward",
+    "cross_entropy_forward",
+]
 
 
 def cross_entropy_forward(xp, logits, labels, ignore_index=None):
@@ -158,15 +183,3 @@ class BinaryCrossEntropy:
             back_fns=(d_logits, lambda dloss: z * (-dloss / n)),
             name="binary_cross_entropy",
         )
-
-
-# the rest of the catalogue (BCEWithLogits, NLL, L1, SmoothL1, Huber, KLDiv, CosineEmbedding)
-from tricycle.criteria import (  # noqa: E402, F401
-    L1,
-    NLL,
-    BCEWithLogits,
-    CosineEmbedding,
-    Huber,
-    KLDiv,
-    SmoothL1,
-)

@@ -396,7 +396,7 @@ def grad_norm(parameters: Iterable, sync: bool = True):
     """
     grads = [p.grad.array for _, p in named_parameters(parameters) if p.grad is not None]
     norm = global_norm(grads)
-    return float(norm) if sync else norm
+    return float(backend.to_host_array(norm)) if sync else norm  # a marked wait (waits.py)
 
 
 def global_norm(arrays):

@@ -425,10 +425,13 @@ class Precision:
                     self.scaler.update(skipped)
                 _zero_grads(named)
                 return StepResult(device_norm, skipped)
-        inv_scale = 1.0 if scale is None else 1.0 / float(scale)
+        inv_scale = 1.0 if scale is None else 1.0 / float(backend.to_host_array(scale))
         # the one host synchronisation of this path; an optimiser without a fused update
         # (SGD, Adam with L2 decay) reads the norm the kernels already computed
-        norm = grad_norm(named) * inv_scale if device_norm is None else float(device_norm)
+        if device_norm is None:
+            norm = grad_norm(named) * inv_scale
+        else:
+            norm = float(backend.to_host_array(device_norm))
         skipped = not math.isfinite(norm)
         if not skipped:
             clip = clip_factor(norm, max_norm) if max_norm > 0 else None

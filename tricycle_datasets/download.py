@@ -4,7 +4,9 @@ The cache directory is `$TRICYCLE_CACHE_DIR`, else `$XDG_CACHE_HOME/tricycle`, e
 `~/.cache/tricycle`. A file already there with the right checksum is used without touching
 the network; anything else is (re)downloaded to a temporary file, checked, and only then
 renamed into place, so an interrupted or corrupted download never looks like a good one.
-Downloads land only inside the cache directory.
+Downloads land only inside the cache directory. With `$TRICYCLE_OFFLINE` set (to anything but
+"" or "0") nothing is downloaded: a file missing from the cache is a `DownloadError` at once,
+as without network (for machines that must not reach out, and for tests).
 """
 
 import hashlib
@@ -76,6 +78,8 @@ def download(url: str, path: str | os.PathLike, sha256: str, timeout: float = 60
     expected = sha256.lower()
     if path.is_file() and sha256_file(path) == expected:
         return path  # cached: no network
+    if os.environ.get("TRICYCLE_OFFLINE", "") not in ("", "0"):
+        raise DownloadError(f"could not download {url} to {path}: TRICYCLE_OFFLINE is set")
 
     digest = hashlib.sha256()
     try:

@@ -105,3 +105,13 @@ def settings_file(parser: argparse.ArgumentParser, path: Path, aliases: dict[str
         bad = [t.partition("=")[0] for t in unknown] or ["config_file"]
         parser.error(f"--config-file {path}: unknown settings {bad}")
     return tokens
+
+
+def add_weights_flag(parser: argparse.ArgumentParser) -> None:
+    """``--weights {best,last}``: which weights of a run directory a program reads (its
+    lowest validation loss's, best.npz, or its last, checkpoint.npz)."""
+    parser.add_argument(
+        "--weights", choices=["best", "last"], default="best",
+        help="for a run directory: its best weights (lowest validation loss, best.npz) or its "
+        "last (checkpoint.npz)",
+    )  # fmt: skip

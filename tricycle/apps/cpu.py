@@ -4,7 +4,8 @@ Importing tricycle changes no library setting: a program (the training script, a
 asks for these for its run, and ``cpu_threads`` puts BLAS's thread count back when the run
 ends. ``TRICYCLE_THREADS`` (or ``--threads``) is the number for both the kernels of
 ``tricycle.backends.cpu`` and numpy's BLAS; several processes started by mpiexec on one
-machine share its cores out between them instead of each taking them all.
+machine share its cores out between them instead of each taking them all (from
+``distributed.init``: ``tricycle.parallel.threads``).
 """
 
 import contextlib
@@ -14,13 +15,7 @@ from collections.abc import Callable, Iterator
 from threadpoolctl import threadpool_limits
 
 from tricycle import dispatch
-
-
-def available_cores() -> int:
-    """The cores this process may run on (its CPU affinity, where the OS tells it)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+from tricycle.parallel.threads import available_cores
 
 
 def threads_per_process(n: int | None, processes_here: int = 1) -> int | None:

@@ -22,9 +22,12 @@ where it can be, and refused with an error otherwise):
   are read at every step.
 
 With ``data_parallel`` (the model's ``DataParallel``) the step's all-reduces are recorded
-in the graph too (NCCL's calls capture; ``tricycle.parallel.engines``): every rank captures
-the same step and replays it, and the watchdog holds each replay to the collectives'
-deadline. Every rank captures, or none does.
+in the graph too, each forked off the step's stream where its bucket fills during backward
+and joined back before the update, and so are ZeRO-1's all-gathers (an optimiser wrapped in
+``ZeroRedundancyOptimiser``): NCCL's calls capture (``tricycle.parallel.engines``). Every
+rank captures the same step and replays it, or none does; a later wait of the host stuck
+behind a replay (a peer gone) ends the job at the deadline, naming the step's collectives
+(``tricycle.parallel.deadline``).
 
 Dropout is replayed too: its kernels read their mask seeds from device memory, which each
 replay refills with fresh draws from the layers' generators (``capture.step_seed``), so a
@@ -44,10 +47,11 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from tricycle import backend, capture, checks
+from tricycle import backend, capture, checks, waits
 from tricycle.apps.step import StepOutput, train_step
 from tricycle.backends.cuda.gemm import tf32_enabled
 from tricycle.optimisers import Adam
+from tricycle.parallel.zero import ZeroRedundancyOptimiser
 from tricycle.precision import Precision
 from tricycle.tensor import Tensor
 
@@ -79,10 +83,11 @@ class CapturedStep:
         warmup_steps: int = 2,
         data_parallel=None,
     ):
-        if not (isinstance(optimiser, Adam) and optimiser.fuses()):
+        inner = optimiser.optimiser if isinstance(optimiser, ZeroRedundancyOptimiser) else optimiser
+        if not (isinstance(inner, Adam) and optimiser.fuses()):
             raise capture.CaptureError(
                 f"CapturedStep: the optimiser must be Adam or AdamW with decoupled decay (a "
-                f"fused update on the GPU), got {optimiser!r}"
+                f"fused update on the GPU), alone or under ZeRO-1, got {optimiser!r}"
             )
         params = model.parameters()
         if not params or not all(p.on_gpu for p in params):
@@ -127,7 +132,8 @@ class CapturedStep:
             self._check_addresses(addresses)
             self._store(micro)
             self._recording.refresh()
-        self._graph.launch(backend.cupy().cuda.get_current_stream())
+        with waits.waiting("a CUDA graph replay (the captured step)"):  # a full queue blocks
+            self._graph.launch(backend.cupy().cuda.get_current_stream())
         if self.peers:  # the graph's all-reduces, held to the deadline
             self.data_parallel.world.watch_device("the collectives of the captured step")
         return self._copied_outputs()

@@ -16,7 +16,8 @@ writes a sample. During training, `hellaswag_hook` and `sample_hook` make them
 `tricycle.apps.training.Hook`s of a `Trainer` (`tricycle-train --eval-hellaswag`,
 `--sample-interval`).
 
-MODEL (command line) is a run directory, its `checkpoint.npz` (safe: no code runs on load)
+MODEL (command line) is a run directory (its best weights, `best.npz`; `--weights last`: its
+`checkpoint.npz`), one of its `.npz` files (safe: no code runs on load)
 or a pickled `model.pkl` (loading a pickle runs code from the file: only trusted ones), read
 by `tricycle.apps.runs.load_model` as `tricycle-sample` reads it: GPT or Llama, with the run's
 own tokeniser (or `--tokeniser`).
@@ -24,20 +25,22 @@ own tokeniser (or `--tokeniser`).
 
 import argparse
 import json
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 
 from tricycle.apps.checkpoint import CheckpointError
-from tricycle.apps.cli import positive_int
+from tricycle.apps.cli import add_weights_flag, positive_int
 from tricycle.apps.runs import load_model
 from tricycle.apps.training import Hook
 from tricycle.backend import cupy_available, to_host_array
 from tricycle.loss import cross_entropy_forward
 from tricycle.models import GPT
 from tricycle.tensor import no_grad
-from tricycle_datasets.hellaswag import Example, load_val, read_examples
+from tricycle_datasets.download import DownloadError
+from tricycle_datasets.hellaswag import URL, Example, load_val, read_examples
 
 
 # ------------------------------------------------------------------ multiple choice
@@ -226,19 +229,26 @@ def parse_args(argv=None) -> argparse.Namespace:
     add("--limit", type=positive_int, help="score only the first N examples")
     add("--batch-rows", type=positive_int, default=16, help="endings per forward pass")
     add("--device", choices=["cpu", "gpu"], default="cpu")
+    add_weights_flag(parser)
     return parser.parse_args(argv)
 
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
     try:
-        model, tokeniser = load_model(args.model, args.tokeniser)
+        notes = []  # said once the examples are there too: an error is the only line
+        model, tokeniser = load_model(args.model, args.tokeniser, weights=args.weights,
+                                      say=notes.append)  # fmt: skip
         if args.hellaswag is not None:
             examples = read_examples(args.hellaswag, args.limit)
         else:
             examples = load_val(args.limit)
+    except DownloadError as error:  # offline: say which flag gives the file instead
+        raise SystemExit(f"evaluate: {error}; pass --hellaswag FILE (a copy of {URL})") from None
     except (CheckpointError, OSError, ValueError) as error:
         raise SystemExit(f"evaluate: {error}") from None
+    for note in notes:
+        print(note, file=sys.stderr)
     if args.device == "gpu":
         if not cupy_available():
             raise SystemExit("evaluate: --device gpu, but no CUDA GPU is available")

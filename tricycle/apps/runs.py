@@ -38,7 +38,11 @@ class RunDirectory:
     """The files of one training run, in one directory:
 
         checkpoint.npz   the safe checkpoint: parameters, optimiser, scaler, random states,
-                         step, the run's settings and its tokeniser (no code runs on load)
+                         step, the run's settings and its tokeniser (no code runs on load):
+                         the last weights, which --resume continues from
+        best.npz         the weights of the lowest validation loss so far, with its step,
+                         in the same safe format (no optimiser): what sampling and
+                         evaluation read unless told ``weights="last"``
         model.pkl        the pickled model, for ``pickle.load`` (checksummed)
         tokeniser.json   the tokeniser
         config.json      the run's settings, readable
@@ -53,8 +57,9 @@ class RunDirectory:
     """
 
     CHECKPOINT, MODEL, TOKENISER = "checkpoint.npz", "model.pkl", "tokeniser.json"
-    CONFIG, METRICS, LOSS_PLOT = "config.json", "metrics.jsonl", "loss.png"
-    FILES = (CHECKPOINT, MODEL, TOKENISER, CONFIG, METRICS, LOSS_PLOT)
+    CONFIG, METRICS, LOSS_PLOT, BEST = "config.json", "metrics.jsonl", "loss.png", "best.npz"
+    FILES = (CHECKPOINT, MODEL, TOKENISER, CONFIG, METRICS, LOSS_PLOT, BEST)
+    WEIGHTS = ("best", "last")  # which weights of a run directory to read
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -67,6 +72,18 @@ class RunDirectory:
     @property
     def checkpoint(self) -> Path:
         return self.path / self.CHECKPOINT
+
+    @property
+    def best(self) -> Path:
+        return self.path / self.BEST
+
+    def weights(self, which: str = "best") -> Path:
+        """The file holding the run's ``which`` weights: "best" is best.npz (the lowest
+        validation loss), or checkpoint.npz where the run has none (no validation yet);
+        "last" is checkpoint.npz."""
+        if which not in self.WEIGHTS:
+            raise ValueError(f"weights: expected one of {self.WEIGHTS}, got {which!r}")
+        return self.best if which == "best" and self.best.is_file() else self.checkpoint
 
     def existing_files(self) -> list[str]:
         """The run files already here (another run's, unless we are resuming it)."""
@@ -133,16 +150,26 @@ class RunDirectory:
         return plot_losses(self.metrics(), self.path / self.LOSS_PLOT, log_scale, str(self.path))
 
 
-def load_model(path, tokeniser_path=None, default_tokeniser: Callable | None = None):
+def load_model(
+    path,
+    tokeniser_path=None,
+    default_tokeniser: Callable | None = None,
+    weights: str = "best",
+    say: Callable[[str], None] | None = None,
+):
     """(model, tokeniser) from what ``tricycle-train`` writes, to sample or evaluate.
 
-    ``path`` is a run directory (its checkpoint.npz), a checkpoint.npz (safe: arrays and
-    JSON, nothing in the file runs; the config and the run's tokeniser are inside), a Hugging
-    Face model directory (``tricycle.apps.pretrained``: its own tokeniser), or a
+    ``path`` is a run directory (its best.npz, the weights of its lowest validation loss,
+    or with ``weights="last"`` or no validation yet its checkpoint.npz), a ``.npz`` file
+    (safe: arrays and JSON, nothing in the file runs; the config and the run's tokeniser are
+    inside), a Hugging Face model directory (``tricycle.apps.pretrained``: its own
+    tokeniser), or a
     pickled model (``.pkl``/``.pickle``: loading a pickle runs code from the file, so only
     trusted ones; its tokeniser is ``tokeniser.json`` beside it). The model is the one its
     config's ``arch`` names (a ``GPT`` or a ``Llama``). ``tokeniser_path`` overrides the
     tokeniser; where none is found, ``default_tokeniser(model)`` is asked (None: an error).
+
+    ``say`` (optional) is told, in one line, which file and step the weights come from.
 
     A tokeniser that does not belong to the model is refused: one with more ids than the
     model's vocabulary, or another than the run's own (recorded in the checkpoint, and for a
@@ -162,9 +189,11 @@ def load_model(path, tokeniser_path=None, default_tokeniser: Callable | None = N
                 f"{path} has no {RunDirectory.CHECKPOINT}; to load its pickle (which runs code "
                 f"from the file), name it: {path / RunDirectory.MODEL}"
             )
-        path = path / RunDirectory.CHECKPOINT
+        path = RunDirectory(path).weights(weights)
     if path.suffix == ".npz":
-        model, run = _load_checkpoint_model(path)
+        model, run, whence = _load_checkpoint_model(path)
+        if say is not None:
+            say(f"weights: {path}, {whence}")
     elif path.suffix in (".pkl", ".pickle"):
         model, run = _load_pickled_model(path), _run_beside(path)
     else:
@@ -210,8 +239,9 @@ def tokeniser_text(tokeniser) -> str:
         return (Path(folder) / RunDirectory.TOKENISER).read_text(encoding="utf-8")
 
 
-def _load_checkpoint_model(path: Path) -> tuple[GPT, dict]:
-    """The model in a training checkpoint, and the run's metadata."""
+def _load_checkpoint_model(path: Path) -> tuple[GPT, dict, str]:
+    """The model in a training checkpoint (or a run's best.npz), the run's metadata, and
+    which step its weights come from, in words."""
     state = load_state(path)
     run = state.get("run")
     if not isinstance(run, dict) or not isinstance(run.get("config"), dict):
@@ -224,7 +254,12 @@ def _load_checkpoint_model(path: Path) -> tuple[GPT, dict]:
         model.load_state_dict(weights)
     except (ValueError, TypeError, KeyError) as error:
         raise CheckpointError(f"{path} does not hold a usable GPT: {error}") from None
-    return model, run
+    val_loss = state.get("val_loss")
+    if isinstance(val_loss, float):  # a best.npz
+        whence = f"the run's best: step {state.get('step')}, val loss {val_loss:.4f}"
+    else:
+        whence = f"the run's last: step {state.get('step')}"
+    return model, run, whence
 
 
 def _load_pickled_model(path: Path) -> GPT:

@@ -1,12 +1,15 @@
 """Stream text from a trained GPT (or Llama).
 
-    tricycle-sample runs/cpu                       # a run directory: its checkpoint.npz
+    tricycle-sample runs/cpu                       # a run directory: its best weights
+    tricycle-sample runs/cpu --weights last        # ... or its last (checkpoint.npz)
     tricycle-sample runs/cpu/checkpoint.npz --prompt "def parse(" --max-tokens 300 --top-k 40
     tricycle-sample model.pkl --max-tokens 0       # a pickle; 0: forever (Ctrl-C stops)
 
 (``python -m tricycle.apps.sample`` and ``python inference.py`` are the same program.)
 
-**The safe way**: a run directory or its ``checkpoint.npz``, as ``tricycle-train`` writes it.
+**The safe way**: a run directory or its ``.npz`` files, as ``tricycle-train`` writes them: a
+directory gives its best weights (``best.npz``, the lowest validation loss) unless
+``--weights last`` asks for its last (``checkpoint.npz``); which file and step is logged.
 It holds the config, the tokeniser and the weights as arrays and JSON, with a checksum:
 reading it runs no code from the file, and a corrupt file is an error, never a different
 sample. **Pickles** (``model.pkl``, or a model saved with ``pickle.dump`` as in the README)
@@ -24,7 +27,13 @@ from pathlib import Path
 import numpy as np
 
 from tricycle.apps.checkpoint import CheckpointError
-from tricycle.apps.cli import nonnegative_float, nonnegative_int, positive_int, seed
+from tricycle.apps.cli import (
+    add_weights_flag,
+    nonnegative_float,
+    nonnegative_int,
+    positive_int,
+    seed,
+)
 from tricycle.apps.runs import load_model
 from tricycle.backend import cupy_available
 from tricycle.tokeniser import StreamDecoder
@@ -50,6 +59,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     add("--device", choices=["cpu", "gpu"], default="cpu", help="where the model runs: the CPU, "
         "or a CUDA GPU (pip install -e \".[gpu]\")")  # fmt: skip
     add("--tokeniser", type=Path, help="tokeniser file (default: the run's own)")
+    add_weights_flag(parser)
     return parser.parse_args(argv)
 
 
@@ -62,12 +72,13 @@ class _DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
-def load(path: Path, tokeniser_path: Path | None = None):
+def load(path: Path, tokeniser_path: Path | None = None, weights: str = "best"):
     """(model, tokeniser) from ``path``: a run directory, a checkpoint or a pickle (see
     ``tricycle.apps.runs.load_model``); for the README's pickle of a ``ShakespeareConfig``
     model with no tokeniser beside it, the Shakespeare corpus's tokeniser."""
     try:
-        return load_model(path, tokeniser_path, default_tokeniser=_readme_tokeniser)
+        return load_model(path, tokeniser_path, default_tokeniser=_readme_tokeniser,
+                          weights=weights, say=lambda line: print(line, file=sys.stderr))
     except CheckpointError as error:
         raise SystemExit(f"tricycle-sample: {error}") from None
 
@@ -82,7 +93,7 @@ def _readme_tokeniser(model):
 def main(argv=None) -> int:
     """The console entry point: sample, and return the exit status."""
     args = parse_args(argv)
-    model, tokeniser = load(args.model, args.tokeniser)
+    model, tokeniser = load(args.model, args.tokeniser, args.weights)
     if args.device == "gpu":
         if not cupy_available():
             raise SystemExit("tricycle-sample: --device gpu, but no CUDA GPU is available")

@@ -35,3 +35,12 @@ def load_layer_rng_states(model, states: dict) -> None:
         raise ValueError(f"random states for layers the model does not have: {unknown}")
     for name, state in states.items():
         layers[name].rng.bit_generator.state = state
+
+
+def jump_layer_generators(model, rank: int) -> None:
+    """Rank r's layer generators: rank 0's jumped r times (``bit_generator.jumped``), so the
+    ranks draw independent dropout masks whose states follow from rank 0's."""
+    for _, layer in model.named_layers():
+        rng = getattr(layer, "rng", None)
+        if isinstance(rng, np.random.Generator) and rank:
+            layer.rng = np.random.Generator(rng.bit_generator.jumped(rank))

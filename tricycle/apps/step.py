@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tricycle import capture, checks, deferred
+from tricycle import backend, capture, checks, deferred
 from tricycle.loss import CrossEntropy
 from tricycle.parallel import distributed
 from tricycle.precision import Precision
@@ -44,14 +44,15 @@ class StepOutput:
         check that ops deferred on the GPU (a token id or label out of range) raises here
         first, so its error is not mistaken for a divergence."""
         deferred.raise_pending_errors()
-        loss = float(self.loss)
-        norm = None if self.grad_norm is None else float(self.grad_norm)
+        host = backend.to_host_array  # a marked wait (tricycle.waits), as every read-back
+        loss = float(host(self.loss))
+        norm = None if self.grad_norm is None else float(host(self.grad_norm))
         at = "" if step is None else f" at step {step}"
         if not math.isfinite(loss):
             raise TrainingDiverged(f"the training loss is {loss}{at}")
         if norm is not None and not math.isfinite(norm) and not self.scaled:
             raise TrainingDiverged(f"the gradient norm is {norm}{at}")
-        return replace(self, loss=loss, grad_norm=norm, skipped=bool(self.skipped))
+        return replace(self, loss=loss, grad_norm=norm, skipped=bool(host(self.skipped)))
 
 
 @checks.arguments(accumulation_steps=checks.positive_int, max_norm=checks.non_negative)

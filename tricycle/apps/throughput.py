@@ -51,9 +51,30 @@ class Throughput:
         return rate
 
 
+def rates_between_evaluations(records: list[dict], tokens_per_step: int) -> list[tuple]:
+    """(the records' tokens/s, the wall clock's) over the steps after each evaluation up to
+    and including the next one, from a run's metrics (``Trainer.fit``'s records). The wall
+    clock runs from the end of the first evaluation (its record's ``wall_time``) and of the
+    checkpoint written after it (the next record's ``checkpoint_s``) to the next evaluation's
+    record, less
+    that evaluation (``eval_s``); the records' rate over the same steps is their tokens over
+    the time each record's ``tokens_per_s`` gives its step. The two agree when the metrics
+    count the training's time, and only it."""
+    evaluated = [i for i, r in enumerate(records) if r.get("val_loss") is not None]
+    pairs = []
+    for first, last in zip(evaluated, evaluated[1:]):
+        steps = records[first + 1 : last + 1]
+        start = records[first]["wall_time"] + steps[0].get("checkpoint_s", 0.0)
+        clock = records[last]["wall_time"] - records[last].get("eval_s", 0.0) - start
+        metrics = sum(tokens_per_step / r["tokens_per_s"] for r in steps)
+        tokens = tokens_per_step * len(steps)
+        pairs.append((tokens / metrics, tokens / clock))
+    return pairs
+
+
 def synchronise(model) -> None:
     """Wait until the device holding ``model`` has done all its queued work (no-op on the
     CPU, where work is done as it is called)."""
     params = model.parameters()
     if params and backend.is_cupy_array(params[0].array):
-        backend.cupy().cuda.Device().synchronize()
+        backend.synchronize("a synchronisation of the GPU (tokens/s)")

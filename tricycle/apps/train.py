@@ -7,7 +7,9 @@
 
 (``python -m tricycle.apps.train`` and ``python train_smol_gpt.py`` are the same program; the loop
 itself is ``tricycle.apps.training``.) Everything lands in --out-dir (default runs/<config>): the
-safe checkpoint.npz (what ``tricycle-sample`` and --resume read), model.pkl, tokeniser.json,
+safe checkpoint.npz (the last weights, what --resume reads), best.npz (the weights of the
+lowest validation loss, with its step: what the sample at the end, ``tricycle-sample`` and
+``tricycle.evaluate`` read unless given --weights last), model.pkl, tokeniser.json,
 config.json, metrics.jsonl and loss.png (the loss curves; --plot-log for a log scale). A
 directory holding another run is never overwritten without --overwrite, and one run at a time
 may use it.
@@ -230,17 +232,17 @@ def build_parser() -> argparse.ArgumentParser:
     add("--zero", action="store_true",
         help="under mpiexec: shard AdamW's state over the processes (ZeRO-1)")  # fmt: skip
     add("--cuda-graph", choices=["auto", "on", "off"], default="auto", help="capture the "
-        "training step as a CUDA graph after 2 steps and replay it (GPU, without --zero); auto "
-        "(default): wherever those hold")  # fmt: skip
+        "training step as a CUDA graph after 2 steps and replay it (GPU); auto (default): on a "
+        "GPU")  # fmt: skip
     return parser
 
 
 def use_cuda_graph(choice: str, config: GPTConfig, world: distributed.World, zero: bool) -> bool:
-    """--cuda-graph: "on", "off", or "auto": on a GPU without --zero (the captured step holds
-    data parallelism's all-reduces, not ZeRO-1's exchanges)."""
+    """--cuda-graph: "on", "off", or "auto": on a GPU (the captured step holds data
+    parallelism's all-reduces and ZeRO-1's all-gathers; ``zero`` is kept for callers)."""
     if choice != "auto":
         return choice == "on"
-    return config.device == "gpu" and not zero
+    return config.device == "gpu"
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -516,11 +518,13 @@ def _train(args, run_dir: RunDirectory) -> dict:
         print(f"interrupted: saved {run_dir.checkpoint} at step {summary['steps']}; resume "
               f"with\n    tricycle-train {again}", file=sys.stderr)  # fmt: skip
     elif args.sample_tokens and summary["steps"] == config.steps:
-        summary["sample"] = sample_text(trainer.model, data.tokeniser, sample_prompt(args, data),
+        model, weights = best_model(trainer, run_dir)
+        summary["sample"] = sample_text(model, data.tokeniser, sample_prompt(args, data),
                                         args.sample_tokens, seed=settings["seed"])  # fmt: skip
         whence = ("the validation text's first line" if args.sample_prompt is None
                   else "--sample-prompt")  # fmt: skip
-        print(f"sample: {args.sample_tokens} tokens after {whence}", file=sys.stderr)
+        print(f"sample: {args.sample_tokens} tokens after {whence}, from {weights}",
+              file=sys.stderr)  # fmt: skip
         print(f"\n----- sample -----\n{summary['sample']}\n------------------")
     print(json.dumps({k: v for k, v in summary.items() if k != "sample"}), file=sys.stderr)
     return summary
@@ -557,6 +561,21 @@ def _retokenise(data: TrainingData, tokeniser) -> TrainingData:
     digest = data_sha256(tokens, tokeniser_text(tokeniser))
     return TrainingData(tokeniser, train, valid, {"data_sha256": digest}, len(train),
                         data.first_line)  # fmt: skip
+
+
+def best_model(trainer, run_dir: RunDirectory):
+    """The trained model with the run's best weights (best.npz: its lowest validation loss)
+    put back, for the sample at the end, and which weights they are, in words."""
+    best = trainer.best
+    if best is None or best["step"] == trainer.step or not run_dir.best.is_file():
+        return trainer.model, f"the last weights (step {trainer.step})"
+    try:
+        trainer.model.load_state_dict(load_state(run_dir.best)["model"])
+    except (CheckpointError, KeyError, ValueError) as error:
+        raise SystemExit(f"tricycle-train: {error}") from None
+    return trainer.model, (
+        f"the best weights (step {best['step']}, val loss {best['val_loss']:.4f})"
+    )
 
 
 def _start_run_files(run_dir: RunDirectory, run: dict, tokeniser: str, trainer) -> None:

@@ -63,6 +63,7 @@ from tricycle.apps.interrupts import stop_on_interrupt
 from tricycle.apps.runs import RunDirectory
 from tricycle.apps.states import (
     data_state,
+    jump_layer_generators,
     layer_rng_states,
     load_data_state,
     load_layer_rng_states,
@@ -178,6 +179,9 @@ class Trainer:
         self.step = 0
         self.wall_time = 0.0  # seconds of training (evaluation included) in earlier sessions
         self.saved_step: int | None = None  # the step of the last checkpoint written or read
+        # the lowest validation loss so far and its step ({"step", "val_loss"}), whose
+        # weights a run directory keeps in best.npz beside the last
+        self.best: dict | None = None
         self._jump_dropout_generators()
         self.cuda_graph = cuda_graph
         self._captured: CapturedStep | None = None  # made at the first step
@@ -185,10 +189,7 @@ class Trainer:
     def _jump_dropout_generators(self) -> None:
         """Rank r's layer generators: rank 0's jumped r times (independent streams, whose
         state follows from rank 0's at every step, as they draw alike)."""
-        for _, layer in self.model.named_layers():
-            rng = getattr(layer, "rng", None)
-            if isinstance(rng, np.random.Generator) and self.world.rank:
-                layer.rng = np.random.Generator(rng.bit_generator.jumped(self.world.rank))
+        jump_layer_generators(self.model, self.world.rank)
 
     # ------------------------------------------------------------------ steps
     def train_step(self) -> StepOutput:
@@ -244,6 +245,7 @@ class Trainer:
             "model": self.model.state_dict(),
             "optimiser": self.optimiser.state_dict(),
             "scaler": None if scaler is None else scaler.state_dict(),
+            "best": self.best,
             "random": {
                 "layers": layer_rng_states(self.model),
                 "train_data": data_state(self.train_data),
@@ -264,6 +266,9 @@ class Trainer:
         if self.valid_data is not None and random.get("valid_data") is not None:
             load_data_state(self.valid_data, random["valid_data"])
         self.step, self.wall_time = int(state["step"]), float(state["wall_time"])
+        best = state.get("best")  # None in checkpoints from before best.npz
+        self.best = None if best is None else {"step": int(best["step"]),
+                                               "val_loss": float(best["val_loss"])}  # fmt: skip
         self._captured = None  # its graph holds the arrays just replaced: capture anew
 
     def save(self, path, metadata: dict | None = None) -> None:
@@ -295,6 +300,31 @@ class Trainer:
             raise CheckpointError(
                 f"could not write {run_dir / RunDirectory.MODEL}: {error.strerror or error}; "
                 f"the checkpoint {run_dir.checkpoint} (step {self.step}) was written"
+            ) from error
+
+    def improves(self, val_loss: float | None) -> bool:
+        """Whether ``val_loss`` (at ``self.step``) is the run's lowest so far; if so it
+        becomes ``self.best``."""
+        if val_loss is None or not np.isfinite(val_loss):
+            return False
+        if self.best is not None and not val_loss < self.best["val_loss"]:
+            return False
+        self.best = {"step": self.step, "val_loss": float(val_loss)}
+        return True
+
+    def save_best(self, run_dir: RunDirectory, metadata: dict | None = None) -> None:
+        """Write the weights of ``self.best`` (the model as it is now) to the run directory's
+        best.npz, in the safe format of its checkpoint (no optimiser: nothing resumes from
+        it). Every rank calls it; rank 0 writes."""
+        check_finite(self.model, self.optimiser)
+        state = {**self.best, "model": self.model.state_dict(), "run": metadata or {}}
+        try:
+            if self.world.is_main:
+                save_state(run_dir.best, state)
+        except OSError as error:
+            raise CheckpointError(
+                f"could not write {run_dir.best}: {error.strerror or error}; "
+                f"{self._kept(run_dir.checkpoint)}"
             ) from error
 
     def load(self, path) -> dict:
@@ -340,10 +370,11 @@ class Trainer:
         ``tokens_per_s`` is the tokens of the steps since the previous read-back over the
         wall time since it, the device synchronised (``tricycle.apps.throughput``), without
         the time of evaluation, hooks and checkpoints; a record where evaluation or hooks
-        ran says how long they took (``eval_s``). ``max_seconds`` (training time, earlier
-        sessions included) and ``stop_after`` (steps in this call) stop early with a
-        checkpoint. Ctrl-C (in the main thread) stops at the
-        end of the current step with a checkpoint; a second Ctrl-C stops at once. The summary
+        ran says how long they took (``eval_s``), and one followed by a checkpoint how long
+        that took (``checkpoint_s``) on the record after it. ``max_seconds`` (training
+        time, earlier sessions included) and ``stop_after`` (steps in this call) stop early
+        with a checkpoint. Ctrl-C (in the main thread) stops at the end of the current step
+        with a checkpoint; a second Ctrl-C stops at once. The summary
         says which way it ended. Every rank of the world runs ``fit``; rank 0 alone writes the
         metrics and speaks.
 
@@ -361,6 +392,7 @@ class Trainer:
         meter = Throughput(self.model)  # tokens/s between read-backs, the device waited for
         pending: list[dict] = []
         last: dict = {}
+        checkpoint_s = None  # the time of the checkpoint just written, for the next record
         drawn = time.perf_counter()  # when loss.png was last drawn
         val_loss = None
         ended = "completed"
@@ -375,6 +407,8 @@ class Trainer:
             scaler = self.policy.scaler
             skipped = 0 if scaler is None else scaler.skipped_steps
             tokens_per_s = meter.read()
+            # the last record's wall time is the read's: one clock for both at its boundary
+            pending[-1]["wall_time"] = wall_before + meter.start - start_time
             for record in pending:
                 record["tokens_per_s"] = tokens_per_s
                 output = record.pop("output").settle(record["step"] - 1)
@@ -407,6 +441,8 @@ class Trainer:
                             "wall_time": wall(),
                         }
                     )
+                    if checkpoint_s is not None:  # the checkpoint before this step's interval
+                        pending[-1]["checkpoint_s"], checkpoint_s = checkpoint_s, None
                     val_loss = None
                     at_interval = self.eval_interval and done % self.eval_interval == 0
                     # not at an early stop: an evaluation there would draw validation windows
@@ -438,16 +474,24 @@ class Trainer:
                         hook.due(done, evaluating) for hook in self.hooks
                     )
                     if done % log_interval == 0 or reporting or checkpointing:
-                        flush()  # before any checkpoint: a diverged model is never saved
+                        # before any checkpoint: a diverged model is never saved, and a
+                        # checkpoint's steps all have their records (a run killed after it
+                        # resumes with none missing)
+                        flush()
+                    improved = self.improves(val_loss)
                     if reporting and main:
-                        for line in _report(done, last, val_loss, measured):
+                        for line in _report(done, last, val_loss, measured, improved):
                             say(line)
                     if checkpointing:
                         self.wall_time = wall()
-                        with meter.excluding():
+                        saving: list[float] = []
+                        with meter.excluding(saving):
+                            if improved:
+                                self.save_best(run_dir, metadata)
                             self.save_to(run_dir, metadata)
                             if main and loss_plot and time.perf_counter() - drawn > 60:
                                 drawn = self._draw_losses(run_dir, loss_plot)
+                        checkpoint_s = sum(saving)  # left out of tokens_per_s too
                     if out_of_time:
                         if main:
                             say(f"max_seconds {max_seconds:g}: stopping after step {done}")
@@ -465,6 +509,10 @@ class Trainer:
         self.wall_time = wall()
         if run_dir is not None and main and loss_plot:
             self._draw_losses(run_dir, loss_plot, say)
+        if run_dir is not None and main and self.best is not None:
+            say(f"best weights: step {self.best['step']}, val loss "
+                f"{self.best['val_loss']:.4f}, in {run_dir.best} (the last: step {self.step}, "
+                f"in {run_dir.checkpoint})")  # fmt: skip
         return {
             "steps": self.step,
             "ended": ended,
@@ -472,6 +520,8 @@ class Trainer:
             "skipped_steps": 0 if self.policy.scaler is None else self.policy.scaler.skipped_steps,
             "loss": last.get("loss"),
             "val_loss": val_loss,
+            "best_step": None if self.best is None else self.best["step"],
+            "best_val_loss": None if self.best is None else self.best["val_loss"],
             "wall_time": self.wall_time,
         }
 
@@ -490,11 +540,13 @@ class Trainer:
         return time.perf_counter()
 
 
-def _report(step: int, record: dict, val_loss: float | None, measured: dict) -> list[str]:
-    """The log lines of an evaluation: the losses and the hooks' numbers on one line, each
-    text (a sample) below it."""
+def _report(
+    step: int, record: dict, val_loss: float | None, measured: dict, best: bool = False
+) -> list[str]:
+    """The log lines of an evaluation: the losses and the hooks' numbers on one line (the
+    validation loss marked when it is the run's best so far), each text (a sample) below it."""
     numbers = [f"train loss {record['loss']:.4f}"]
-    numbers += [] if val_loss is None else [f"val loss {val_loss:.4f}"]
+    numbers += [] if val_loss is None else [f"val loss {val_loss:.4f}" + (" (best)" * best)]
     numbers += [f"{k} {v:.4f}" for k, v in measured.items() if isinstance(v, int | float)]
     texts = [f"step {step} {k}:\n{v}" for k, v in measured.items() if isinstance(v, str)]
     line = f"step {step}: {', '.join(numbers)}, {record['wall_time']:.1f} s"

@@ -8,6 +8,7 @@ import numpy as np
 from tricycle import backend, checks, deferred
 from tricycle.apps.step import TrainingDiverged
 from tricycle.loss import CrossEntropy
+from tricycle.optimisers import global_norm
 from tricycle.parallel import distributed
 from tricycle.precision import Precision
 from tricycle.tensor import no_grad
@@ -58,16 +59,22 @@ def evaluate(
 
 def check_finite(model, optimiser=None) -> None:
     """Raise ``TrainingDiverged`` naming the first parameter or optimiser state array that
-    holds an inf or NaN. One device synchronisation for the lot."""
+    holds an inf or NaN.
+
+    One global norm first (on a GPU the multi-tensor kernel that clipping already compiled;
+    CuPy's own reductions would compile a kernel for each dtype and shape class on a first run,
+    seconds in the middle of training): a finite norm means every element is finite. Only a
+    non-finite norm, which a sum of squares past float32's range also gives, looks at each
+    array, to name the culprit or clear the overflow."""
     arrays = [(f"parameter {name}", p.array) for name, p in model.named_parameters()]
     if optimiser is not None:
         for name, slots in optimiser.state.items():
             for slot, value in slots.items():
                 if hasattr(value, "dtype") and value.dtype.kind == "f":
                     arrays.append((f"optimiser {slot} of {name}", value))
-    flags = [backend.array_module(a).isfinite(a).all() for _, a in arrays]
-    if not flags:
+    if not arrays or np.isfinite(float(global_norm([a for _, a in arrays]))):
         return
+    flags = [backend.array_module(a).isfinite(a).all() for _, a in arrays]
     finite = np.asarray([bool(f) for f in _host_bools(flags)])
     if not finite.all():
         where = arrays[int(np.argmin(finite))][0]

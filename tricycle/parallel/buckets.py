@@ -26,10 +26,12 @@ into the bucket, so gradients and their accumulation stay in float32 (DDP's bf16
 hook does the same).
 
 **Progress.** MPICH moves a non-blocking all-reduce along only inside MPI calls, so every
-gradient hook tests the requests in flight (MPICH's progress thread,
+gradient hook tests the host requests in flight (MPICH's progress thread,
 ``MPIR_CVAR_ASYNC_PROGRESS=1``, overlaps too, but spins on a core of its own). On a GPU each
-all-reduce runs on NCCL's stream after an event on the compute stream, and the compute
-stream waits for it only where the gradients are used: the host never waits inside backward.
+all-reduce runs on NCCL's stream, forked from the compute stream by an event where its
+bucket is full and joined back by another where ``finish`` needs the sums: the host never
+waits, nor queries an event, inside backward, and the same calls record the fork and the
+join into a CUDA graph being captured (``tricycle.apps.cuda_graph``).
 """
 
 from contextlib import contextmanager
@@ -37,7 +39,6 @@ from contextlib import contextmanager
 import numpy as np
 
 from tricycle import backend, checks
-from tricycle.backends.cuda import capture
 from tricycle.optimisers import named_parameters
 from tricycle.parallel.engines import DistributedError
 from tricycle.tensor import Tensor
@@ -214,7 +215,7 @@ class DataParallel:
         bucket.filled.add(id(param))
         if bucket.full:
             self._start_ready()
-        if not capture.capturing():  # a recorded event cannot be tested
+        if self._next and self.buckets[0].request.needs_progress:  # MPI's, on the host
             self._progress()
 
     def _start_ready(self) -> None:

@@ -25,23 +25,35 @@ code. The gradient buckets are ``tricycle.parallel.buckets``.
 
 **Machines.** ``local_rank`` and ``local_size`` count the ranks on this machine: MPI's
 shared-memory group (``COMM_TYPE_SHARED``), or the ranks whose $TRICYCLE_HOST names the
-same machine, where it is set. A rank uses GPU ``local_rank``.
+same machine, where it is set. A rank uses GPU ``local_rank``, and its share of the
+machine's cores for its host threads (``tricycle.parallel.threads``).
 
 **Failures.** A dead, hung or failing rank ends every rank, with a message:
 
 - MPI's blocking collectives wait forever for a dead rank. Here every wait is a non-blocking
   request tested until a deadline (``timeout``: 600 s, or $TRICYCLE_DIST_TIMEOUT); past it
   the rank prints which collective it waited for and aborts the whole job (``MPI_Abort``,
-  whose launcher ends every rank). On a GPU a watchdog thread keeps the same deadline for
-  every NCCL call (see ``tricycle.parallel.engines``).
+  whose launcher ends every rank). On a GPU the host does not wait for NCCL's collectives;
+  wherever it waits for the device (a read-back, a synchronisation, a graph replay, an
+  NCCL call) a keeper thread holds the wait to the same deadline and names the collective
+  it is stuck behind (``tricycle.parallel.deadline``).
 - A rank killed outright is noticed by the launcher, which ends the others.
 - An error on one rank (an exception, or ``sys.exit`` with a message, such as a usage error
   that only rank 0 can see) would leave the others waiting in their next collective. Under
   mpiexec ``init`` makes an uncaught exception abort the job after its traceback, and a
   program's main body runs inside ``fail_together()``, which does the same for
   ``SystemExit`` and Ctrl-C: every rank ends at once, with that rank's message.
+
+**The end.** ``finalize`` waits for every rank, then shuts MPI down and NCCL's communicator
+in the order NCCL documents (``ncclCommFinalize``, then ``ncclCommDestroy``), that teardown
+bounded by ``TEARDOWN_SECONDS``: past it the process exits (status 0: the run's work is
+done). A communicator whose collectives a CUDA graph recorded is left to the process's exit
+(NCCL's destroy waits until every such graph is freed), as is one a run left without
+``finalize`` (an error, Ctrl-C in a world of one).
 """
 
+import atexit
+import ctypes
 import faulthandler
 import importlib
 import os
@@ -55,13 +67,15 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from tricycle import backend, checks
+from tricycle import backend, checks, waits
 from tricycle.optimisers import named_parameters
+from tricycle.parallel import threads
 from tricycle.parallel.buckets import (  # noqa: F401 (the public names of this module)
     DEFAULT_BUCKET_BYTES,
     DEFAULT_FIRST_BUCKET_BYTES,
     DataParallel,
 )
+from tricycle.parallel.deadline import DeadlineKeeper
 from tricycle.parallel.engines import (  # noqa: F401
     DEFAULT_TIMEOUT,
     DistributedError,
@@ -71,11 +85,11 @@ from tricycle.parallel.engines import (  # noqa: F401
     _LocalEngine,
     _MPIEngine,
     _NCCLEngine,
-    _Watchdog,
 )
 
 ABORT_GRACE_SECONDS = 0.5  # between printing why a rank aborts and ending the job
 ABORT_BACKSTOP_SECONDS = 5.0  # past the grace, the process ends itself whatever blocks it
+TEARDOWN_SECONDS = 5.0  # NCCL's teardown at the end, at most
 # what launchers (MPICH's hydra, Open MPI, PMIx, MVAPICH) set to the number of processes
 _LAUNCHER_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MV2_COMM_WORLD_SIZE")
 
@@ -112,6 +126,8 @@ def init(timeout: float | None = None, gpu: bool = False) -> "World":
         if timeout is None:
             timeout = float(os.environ.get("TRICYCLE_DIST_TIMEOUT", DEFAULT_TIMEOUT))
         _world = World(_import_mpi(), timeout)
+        threads.share_cores(_world.local_size)  # the ranks on one machine share its cores
+        _world.keep_deadlines()
         if _world.world_size > 1:
             _abort_on_uncaught_exceptions()
     elif timeout is not None:
@@ -166,7 +182,7 @@ class World:
             self._host = _MPIEngine(MPI, world.Dup())  # our own: no clash with user messages
         self.device: int | None = None
         self._gpu: _NCCLEngine | None = None
-        self._watchdog: _Watchdog | None = None
+        self._keeper: DeadlineKeeper | None = None
         self.finalized = False
 
     @property
@@ -197,16 +213,16 @@ class World:
         cupy.cuda.Device(self.device).use()
         unique_id = self.broadcast_object(nccl.get_unique_id() if self.is_main else None)
         self.barrier()  # every rank is alive: NCCL's own start has no timeout
-        # and holds the GIL (no watchdog thread can run): a C-level timer ends the process
+        # and holds the GIL (the deadline keeper cannot run): a C-level timer ends the process
         # if it does not return, dumping every thread's stack (which names this line)
         faulthandler.dump_traceback_later(self.timeout, exit=True)
         try:
             communicator = nccl.NcclCommunicator(self.world_size, unique_id, self.rank)
         finally:
             faulthandler.cancel_dump_traceback_later()
-        self._watchdog = _Watchdog(self)
-        self._watchdog.start(communicator)
-        self._gpu = _NCCLEngine(cupy, nccl, communicator, self._watchdog)
+        self.keep_deadlines()
+        self._gpu = _NCCLEngine(cupy, nccl, communicator, self._keeper, self.abort)
+        atexit.register(self._leave_unfinished)
 
     def _engine(self, array):
         if not backend.is_cupy_array(array):
@@ -218,15 +234,25 @@ class World:
             )
         return self._gpu
 
+    def keep_deadlines(self) -> None:
+        """Start the deadline keeper (``tricycle.parallel.deadline``), once."""
+        if self._keeper is None:
+            self._keeper = DeadlineKeeper(self)
+
     def watch_device(self, what: str) -> None:
-        """Hold the GPU work queued so far (a replayed CUDA graph with collectives in it) to
-        the collectives' deadline: the watchdog ends the job if it is not done in time."""
-        if self._watchdog is None:
-            return
-        done = backend.cupy().cuda.Event(disable_timing=True)
-        done.record()
-        entry = self._watchdog.begin(what)
-        entry[1] = done
+        """Name GPU work just queued that peers must join (a replayed CUDA graph with
+        collectives in it): a wait of the host stuck behind it names it."""
+        if self._keeper is not None:
+            self._keeper.queued(what)
+
+    def overdue(self, message: str, limited: bool) -> None:
+        """The deadline keeper's verdict on a wait past its deadline: end the job, or, for a
+        wait with its own limit (NCCL's teardown, the run done), end this process quietly."""
+        if not limited:
+            self.abort(message)
+        print(f"tricycle.parallel.distributed: rank {self.rank}: {message}; leaving it to the "
+              "process's exit", file=sys.stderr, flush=True)  # fmt: skip
+        os._exit(0)
 
     # ------------------------------------------------------------------ collectives
     def wait(self, request, what: str) -> None:
@@ -342,23 +368,65 @@ class World:
         raise DistributedError(text)
 
     def finalize(self) -> None:
-        """Wait for every rank, then shut NCCL and MPI down. Call once, at the end."""
+        """Wait for every rank, then shut MPI and NCCL down. Call once, at the end; it
+        returns within ``TEARDOWN_SECONDS`` of the last rank's arrival."""
         global _world
         if self.finalized:
             return
         self.barrier()
-        if self._gpu is not None:
-            self._gpu.stream.synchronize()
-            self._watchdog.stop.set()
-            self._watchdog.thread.join()
-            self._gpu.comm.destroy()
-            self._gpu = None
+        gpu, self._gpu = self._gpu, None
+        if gpu is not None:
+            with waits.waiting("the last NCCL collectives, at finalize"):
+                gpu.stream.synchronize()
         if self.MPI is not None and not self.MPI.Is_finalized():
             self._host.comm.Free()
             self.MPI.Finalize()
+        if gpu is not None:
+            _close_nccl(gpu)
+        if self._keeper is not None:
+            self._keeper.stop()
         self.finalized = True
         if _world is self:
             _world = None
+
+    def _leave_unfinished(self) -> None:
+        """At the interpreter's exit, a communicator ``finalize`` did not close (an error,
+        Ctrl-C) is left to the process's exit: NCCL's destroy, which CuPy would call when
+        freeing it, can wait for peers or graphs that are gone."""
+        if self._gpu is not None:
+            _keep_forever(self._gpu.comm)
+
+
+def _close_nccl(engine) -> None:
+    """NCCL's teardown in the documented order, ``ncclCommFinalize`` (collective: flushes
+    the communicator's operations) then ``ncclCommDestroy``, bounded by TEARDOWN_SECONDS (the
+    deadline keeper ends the process past it). A communicator whose collectives a CUDA graph
+    recorded is left to the process's exit: its destroy would wait for those graphs to be
+    freed, which the caller may still hold."""
+    if engine.captured:
+        _keep_forever(engine.comm)
+        return
+    with waits.waiting("NCCL's teardown (ncclCommFinalize, ncclCommDestroy)", TEARDOWN_SECONDS):
+        finalize = _nccl_function("ncclCommFinalize")
+        if finalize is not None:  # NCCL 2.14 and later
+            finalize(ctypes.c_void_p(engine.comm.comm))
+        engine.comm.destroy()
+
+
+def _nccl_function(name: str):
+    """``name`` from the NCCL library this process has loaded (CuPy's), or None."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "libnccl.so" in line}
+        paths = sorted(p for p in paths if os.path.basename(p).startswith("libnccl.so"))
+        return getattr(ctypes.CDLL(paths[0]), name) if paths else None
+    except (OSError, AttributeError):
+        return None
+
+
+def _keep_forever(obj) -> None:
+    """Never free ``obj``, not even when the interpreter exits (its finaliser must not run)."""
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
 
 
 def _machine_group(MPI, comm):
@@ -379,6 +447,8 @@ def _abort_on_uncaught_exceptions() -> None:
         previous(kind, value, tb)
         world = _world
         if world is not None and not world.finalized:
+            if issubclass(kind, KeyboardInterrupt):
+                world.abort("interrupted (Ctrl-C)", blame_peers=False, status=130)
             world.abort(f"{kind.__name__}: {value}", blame_peers=False)
 
     sys.excepthook = hook

@@ -6,26 +6,20 @@ A collective returns a *request*; ``wait`` waits for it against the world's dead
     _MPIEngine     host (numpy) arrays through MPI's non-blocking collectives, tested until
                    done or past the deadline (MPI's blocking calls wait forever for a dead rank)
     _NCCLEngine    GPU (cupy) arrays through NCCL on a stream of its own, ordered by events;
-                   a watchdog thread keeps their deadlines, since the host does not wait
+                   the host does not wait for them: where it next waits for the device (a
+                   read-back, a synchronisation), the world's deadline keeper
+                   (``tricycle.parallel.deadline``) times that wait and names the collective
 
-**Why a watchdog, and why it works while the host is blocked.** GPU work is queued: the
-host notices a dead or hung peer only when it next synchronises (a loss read back), and
-then waits forever. The watchdog thread holds a deadline for every NCCL call from the
-moment it is *made* (an NCCL call may itself block the host: a peer not yet connected, a
-full work queue), and ends the job past it. CuPy releases the GIL inside NCCL's calls,
-stream and device synchronisation and copies, so the thread runs while the main thread is
-blocked in any of them. Ending the job is ``World.abort``: a message, then ``MPI_Abort``,
-whose launcher kills every rank (NCCL's own abort is not called first: it can itself wait
-for the kernels that spin for the missing peer, holding the GIL).
+Ending the job is ``World.abort``: a message, then ``MPI_Abort``, whose launcher kills every
+rank (NCCL's own abort is not called first: it can itself wait for the kernels that spin for
+the missing peer).
 """
 
-import threading
 import time
-from collections import deque
 
 import numpy as np
 
-from tricycle import backend
+from tricycle import backend, waits
 from tricycle.backends.cuda import capture
 
 DEFAULT_TIMEOUT = 600.0  # seconds a rank waits for the others in one collective
@@ -40,6 +34,8 @@ class DistributedError(RuntimeError):
 class _Done:
     """A request that completed when it was made (the one-rank engine's)."""
 
+    needs_progress = False  # nothing moves it along: see _HostRequest
+
     def test(self) -> bool:
         return True
 
@@ -49,6 +45,8 @@ class _Done:
 
 class _HostRequest:
     """An MPI request, waited for by testing it until the world's deadline."""
+
+    needs_progress = True  # MPICH moves its data only inside MPI calls: test it now and then
 
     def __init__(self, request):
         self.request = request
@@ -83,7 +81,10 @@ class _HostRequest:
 
 class _DeviceRequest:
     """A GPU collective: ``done`` is recorded on the communication stream after it. Waiting
-    makes the current stream wait for it; the host goes on (the watchdog keeps time)."""
+    makes the current stream wait for it; the host goes on (the deadline keeper times the
+    host's next wait for the device)."""
+
+    needs_progress = False  # NCCL's kernels move the data: the host never queries the event
 
     def __init__(self, done):
         self.done = done
@@ -160,10 +161,18 @@ class _NCCLEngine:
     captured training step holds its all-reduces (NCCL supports capture).
     """
 
-    def __init__(self, cupy, nccl, communicator, watchdog):
+    def __init__(self, cupy, nccl, communicator, keeper, on_error):
         self.cupy, self.nccl, self.comm = cupy, nccl, communicator
-        self.stream = cupy.cuda.Stream(non_blocking=True)
-        self.watchdog = watchdog
+        # the highest priority: a collective's blocks go to the SMs before the pending blocks
+        # of backward's kernels, so the reduction runs under backward instead of after it
+        try:
+            _, highest = cupy.cuda.runtime.deviceGetStreamPriorityRange()
+            self.stream = cupy.cuda.Stream(non_blocking=True, priority=highest)
+        except (AttributeError, TypeError):  # a CuPy without stream priorities
+            self.stream = cupy.cuda.Stream(non_blocking=True)
+        self.ready = cupy.cuda.Event(disable_timing=True)  # re-recorded for each fork
+        self.keeper, self.on_error = keeper, on_error
+        self.captured = False  # a collective was recorded into a CUDA graph
         self.types = {
             np.dtype(np.float16): nccl.NCCL_FLOAT16,
             np.dtype(np.float32): nccl.NCCL_FLOAT32,
@@ -183,20 +192,31 @@ class _NCCLEngine:
 
     def _run(self, what: str, call) -> _DeviceRequest:
         cuda = self.cupy.cuda
-        ready = cuda.Event(disable_timing=True)
-        ready.record()  # on the current stream: after the writes this collective reads
+        recording = capture.capturing()  # into a CUDA graph: each replay is watched whole
+        # the fork: on the current stream, after the writes this collective reads (eager, one
+        # event re-recorded: a wait takes it as recorded then; captured, an event each)
+        ready = cuda.Event(disable_timing=True) if recording else self.ready
+        ready.record()
         self.stream.wait_event(ready)
-        if capture.capturing():  # recorded into a CUDA graph: each replay is watched whole
-            call(self.stream.ptr)  # (World.watch_device), since a recorded event is no event
-            done = cuda.Event(disable_timing=True)
-            done.record(self.stream)
-            return _DeviceRequest(done)
-        entry = self.watchdog.begin(what)  # the deadline runs from the call: it may block
-        call(self.stream.ptr)
+        if not recording:
+            self._check()
+        with waits.waiting(what):  # an NCCL call may block the host: a peer not yet
+            call(self.stream.ptr)  # connected, a full work queue
         done = cuda.Event(disable_timing=True)
         done.record(self.stream)
-        entry[1] = done
+        if recording:
+            self.captured = True
+        elif self.keeper is not None:
+            self.keeper.queued(what)
         return _DeviceRequest(done)
+
+    def _check(self) -> None:
+        """End the job if NCCL has reported an error (a peer vanished, a network failure):
+        from the main thread, which NCCL's asynchronous errors reach at the next call."""
+        try:
+            self.comm.check_async_error()
+        except Exception as error:  # NcclError
+            self.on_error(f"NCCL failed: {error}")
 
     def all_reduce_sum(self, array):
         ptr, n, kind = array.data.ptr, array.size, self._type(array)
@@ -219,42 +239,3 @@ class _NCCLEngine:
             f"NCCL all-gather of {send.nbytes} bytes per rank",
             lambda stream: self.comm.allGather(send_ptr, receive_ptr, n, kind, stream),
         )
-
-
-class _Watchdog:
-    """A daemon thread that ends the job when a GPU collective has not finished within the
-    timeout of the call that made it, or when NCCL reports an error (a peer vanished)."""
-
-    def __init__(self, world):
-        self.world = world
-        self.pending = deque()  # [deadline, done event (None while the call runs), what]
-        self.communicator = None
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, name="tricycle-nccl-watchdog", daemon=True)
-
-    def start(self, communicator) -> None:
-        self.communicator = communicator
-        self.thread.start()
-
-    def begin(self, what: str) -> list:
-        """A deadline for a collective about to be made; the caller sets the entry's event
-        (``entry[1]``) once the call has returned."""
-        entry = [time.monotonic() + self.world.timeout, None, what]
-        self.pending.append(entry)
-        return entry
-
-    def _run(self) -> None:
-        backend.cupy().cuda.Device(self.world.device).use()  # this thread's CUDA calls
-        while not self.stop.wait(min(1.0, self.world.timeout / 10)):
-            while self.pending:  # completed in order: the oldest decides
-                deadline, event, what = self.pending[0]
-                if event is not None and event.done:
-                    self.pending.popleft()
-                elif time.monotonic() > deadline:
-                    self.world.abort(f"timed out after {self.world.timeout:g} s waiting for {what}")
-                else:
-                    break
-            try:
-                self.communicator.check_async_error()
-            except Exception as error:  # NcclError: a peer vanished, a network failure
-                self.world.abort(f"NCCL failed: {error}")

@@ -77,6 +77,16 @@ class ZeroRedundancyOptimiser:
     def step_count(self) -> int:
         return self.optimiser.step_count
 
+    @step_count.setter
+    def step_count(self, value: int) -> None:  # a failed capture puts the count back
+        self.optimiser.step_count = value
+
+    def fuses(self) -> bool:
+        """Whether the wrapped optimiser updates in fused kernels (a CUDA graph can hold the
+        step: the update, then the all-gather, both recorded)."""
+        fuses = getattr(self.optimiser, "fuses", None)
+        return bool(fuses and fuses())
+
     @property
     def state(self) -> dict:
         """The wrapped optimiser's state: this rank's rows."""

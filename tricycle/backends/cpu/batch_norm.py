@@ -1,6 +1,6 @@
 """Batch normalisation on the CPU: a channel per task, two passes forward and two back.
 
-The reference (``tricycle.batch_norm``) makes about seven whole-array passes each way; here,
+The reference (``tricycle.nn.batch_norm``) makes about seven whole-array passes each way; here,
 for each channel c of x (N, C, R), over its M = N R elements::
 
     mean = sum(x) / M,  var = sum((x - mean)^2) / M          two reads (training only)
@@ -80,7 +80,7 @@ def backward_kernel(dy, xhat, scale, dx, dgamma, dbeta, batch_statistics):
 
 
 def batch_norm_forward(xp, x, gamma, beta, eps: float, mean=None, var=None):
-    """``tricycle.batch_norm.batch_norm_forward``."""
+    """``tricycle.nn.batch_norm.batch_norm_forward``."""
     x = np.ascontiguousarray(x)
     C, dtype = x.shape[1], x.dtype
     if mean is None:
@@ -95,7 +95,7 @@ def batch_norm_forward(xp, x, gamma, beta, eps: float, mean=None, var=None):
 
 
 def batch_norm_backward(xp, dy, xhat, gamma, rstd, batch_statistics: bool):
-    """``tricycle.batch_norm.batch_norm_backward``."""
+    """``tricycle.nn.batch_norm.batch_norm_backward``."""
     dy = np.ascontiguousarray(dy, dtype=xhat.dtype)
     C = dy.shape[1]
     scale = rstd if gamma is None else (rstd * gamma).astype(rstd.dtype, copy=False)

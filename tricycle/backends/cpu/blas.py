@@ -8,13 +8,13 @@ it is compiled or loaded (``one_thread_enter``):
 
 - at numpy's OpenBLAS where it has the 64-bit-integer CBLAS that numpy's wheels ship (found
   through ``threadpoolctl``). Single-threaded, it runs the LSTM's step products (32 rows)
-  1.2-1.6x as fast as scipy's, and a GPT step's products within a few percent either way:
-  the LSTM trains 16% faster, the GPT 2-3% (``benchmarks/README.md``);
+  faster than scipy's, and a GPT step's products about as fast, so both train faster
+  (``benchmarks/README.md``, "Numbers once in docstrings");
 - else at ``_shim``, which calls numba's own entry to BLAS (``numba_xxgemm``, scipy's library).
 
 A product whose second operand is transposed goes to scipy's library whatever numpy has
-(``tricycle_scipy_?gemm``, through the shim): numpy's runs those 2-16% slower (attention's
-q k^T blocks, a third of a GPT step's products), and 32-row ones about 20% slower.
+(``tricycle_scipy_?gemm``, through the shim): numpy's runs those slower (attention's q k^T
+blocks, a third of a GPT step's products), and 32-row ones slower still.
 
 The kernels call BLAS from their own threads, one single-threaded call each. scipy's library is
 set to one thread once (``compile.py``); numpy's keeps the user's count for numpy's own
@@ -212,10 +212,10 @@ def step_blocks(rows: int, depth: int, columns: int, itemsize: int = 4) -> tuple
     of two, 32 or more) that those kernels take, so that w is never packed. Elsewhere, or
     where the whole product is small already, all of it in one call.
 
-    The small-matrix kernels ran the LSTM's step products 1.4-1.6x as fast as whole calls at
-    32 rows, but only with w's columns 64-byte aligned (``arrays.aligned_empty``): misaligned,
-    they ran no faster. A w of 4 MiB (1024 units), which they read from beyond the L2 cache,
-    ran 7% slower than whole calls (``benchmarks/README.md``)."""
+    The small-matrix kernels ran the LSTM's step products faster than whole calls at 32 rows,
+    but only with w's columns 64-byte aligned (``arrays.aligned_empty``): misaligned, they ran
+    no faster. A w of 4 MiB (1024 units), which they read from beyond the L2 cache, ran slower
+    than whole calls (``benchmarks/README.md``)."""
     whole = max(rows, 1), max(columns, 1)  # (an empty batch takes one empty call)
     small = small_step_weights(depth, columns, itemsize, rows)
     if not small or rows * columns * depth <= SMALL_MATRIX_WORK:

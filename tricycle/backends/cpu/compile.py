@@ -24,12 +24,14 @@ microseconds to start). ``set_threads`` sets how many threads a parallel kernel 
 
 Compilation happens at a kernel's first call for its argument types and is cached on disk
 (``cache=True``), so a second process reuses it. The first compilation in a process says so on
-stderr, and the time spent compiling is said once at exit; cache hits print nothing. A
-parallel variant loaded from the cache can round differently from the same variant just
-compiled (numba's doing: layer norm's and cross-entropy's backwards do, in the last bits of
-many of their rows), so a program's first run, which compiles, and its later runs, which
-load, can part in the last bits: the script's training losses from about step 20, in the
-sixth digit. Later runs agree with each other.
+stderr, and the time spent compiling is said once at exit; cache hits print nothing. A kernel
+is compiled in a forked child process, which saves it to the cache, and this process loads it
+from there as every later run does (``_run_from_cache``): a process that compiled code of its
+own can run that code in place of the cached kernel it loads, and round differently (layer
+norm's backward did, in the last bits of many rows), so a program's first run, which compiles,
+would part from its later runs, which load. This way they give the same numbers (a kernel
+first called outside the main thread compiles in the process, as before: see
+``_compile_in_a_child``).
 """
 
 import atexit
@@ -43,7 +45,8 @@ import time
 import types
 
 import numba
-from numba.core import caching, event
+from numba.core import caching, event, sigutils
+from numba.core.compiler_lock import global_compiler_lock
 from threadpoolctl import ThreadpoolController
 
 from tricycle.backends.cpu import blas
@@ -81,12 +84,61 @@ def jit(function=None, **options):
 
 
 def _compiled(function, options):
-    """``numba.njit`` of ``function`` whose disk cache is keyed on the whole backend's source."""
+    """``numba.njit`` of ``function`` whose disk cache is keyed on the whole backend's source,
+    and which runs the code its cache holds, even just compiled (``_run_from_cache``)."""
     options = {**_OPTIONS, **options}
     dispatcher = numba.njit(**options)(function)
     if options.get("cache"):
         dispatcher._cache = _BackendCache(dispatcher.py_func)
+        dispatcher.compile = functools.partial(_run_from_cache, dispatcher)
     return dispatcher
+
+
+def _compile_in_a_child(dispatcher, sig) -> None:
+    """Compile ``sig`` in a forked copy of this process, which saves it to the disk cache and
+    exits, so that this process never holds code compiled here (``_run_from_cache``). The
+    fork happens holding numba's compiler lock (no other thread is compiling, so the child
+    finds it free), and the time is reported here (the child's events die with it). It
+    compiles here instead where forking is not safe: outside the main thread (numba's tbb
+    pool cannot be stopped for the fork from there), without fork (Windows), or under MPI."""
+    if (
+        not hasattr(os, "fork")
+        or threading.current_thread() is not threading.main_thread()
+        or "mpi4py" in sys.modules
+    ):
+        return
+    with global_compiler_lock:
+        _report.begin()
+        try:
+            pid = os.fork()
+            if pid == 0:  # the child: compile, save, and leave without the parent's exit code
+                code = 1
+                try:
+                    type(dispatcher).compile(dispatcher, sig)
+                    code = 0
+                finally:
+                    os._exit(code)
+            os.waitpid(pid, 0)
+        finally:
+            _report.end()
+
+
+def _run_from_cache(dispatcher, sig):
+    """``dispatcher.compile(sig)`` that loads the machine code from the disk cache: a
+    signature the cache lacks is compiled in a child process, which saves it there, and then
+    loaded as every later run loads it. A kernel loaded from the cache into a process that
+    compiled code of its own can run that code instead of the cached one (their symbols share
+    names) and round differently (layer norm's backward does, in the last bits of many rows);
+    a process that only loads gives the numbers of every other, so a program's first run,
+    which compiles, and its later runs give the same numbers. Where the cache cannot be
+    written, the dispatcher compiles for itself, as numba does."""
+    args, _ = sigutils.normalize_signature(sig)
+    if tuple(args) not in dispatcher.overloads:
+        for _ in range(3):  # again if another process's save replaced the cache's index
+            if dispatcher._cache.load_overload(sig, dispatcher.targetctx) is not None:
+                break
+            _compile_in_a_child(dispatcher, sig)
+    return type(dispatcher).compile(dispatcher, sig)  # loaded from the cache when it can be
 
 
 # ---------------------------------------------------------------------- the disk cache
@@ -268,8 +320,15 @@ class _CompileReport(event.Listener):
         self.seconds, self.kernels, self.started, self.announced = 0.0, 0, {}, False
 
     def on_start(self, ev):
-        if not _ours(ev):
-            return
+        if _ours(ev):
+            self.begin()
+
+    def on_end(self, ev):
+        if _ours(ev):
+            self.end()
+
+    def begin(self):
+        """A compilation starts in this thread (here, or in a child process)."""
         with self.lock:
             me = threading.get_ident()
             self.depth[me] = self.depth.get(me, 0) + 1
@@ -286,9 +345,7 @@ class _CompileReport(event.Listener):
                 atexit.register(self.summary)
             self.started[me] = time.perf_counter()
 
-    def on_end(self, ev):
-        if not _ours(ev):
-            return
+    def end(self):
         with self.lock:
             me = threading.get_ident()
             self.depth[me] -= 1
@@ -310,4 +367,5 @@ def _ours(ev) -> bool:
     return module.startswith(__package__)
 
 
-event.register("numba:compile", _CompileReport())  # when the backend loads, not tricycle
+_report = _CompileReport()
+event.register("numba:compile", _report)  # when the backend loads, not tricycle

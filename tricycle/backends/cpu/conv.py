@@ -295,7 +295,7 @@ def _convolve(geometry, x, weights, bias, out):
 
 
 def conv_forward(xp, x, weights, bias, stride, padding, dilation, groups):
-    """``tricycle.conv.conv_forward``: x (N, C, *size), weights (Co, C / groups, *kernel),
+    """``tricycle.nn.conv.conv_forward``: x (N, C, *size), weights (Co, C / groups, *kernel),
     bias (Co,) or None -> (N, Co, *out)."""
     dtype = np.result_type(x, weights)
     geometry = _Geometry(x.shape, weights.shape, stride, padding, dilation, groups)
@@ -353,7 +353,7 @@ def _input_grad(geometry, d, weights):
 
 
 def conv_backward(xp, dout, x, weights, stride, padding, dilation, groups, needs):
-    """``tricycle.conv.conv_backward``: (dx, dweights, dbias), None where not ``needs``."""
+    """``tricycle.nn.conv.conv_backward``: (dx, dweights, dbias), None where not ``needs``."""
     want_x, want_weights, want_bias = needs
     dtype = dout.dtype
     geometry = _Geometry(x.shape, weights.shape, stride, padding, dilation, groups)

@@ -1,6 +1,6 @@
 """Max and average pooling on the CPU: one pass over each window, a plane (n, c) per task.
 
-The reference (``tricycle.pooling``) copies the padded input, views it as windows and reduces
+The reference (``tricycle.nn.pooling``) copies the padded input, views it as windows and reduces
 them, several passes over arrays as large as the input; here each output element reads its
 window once::
 
@@ -123,7 +123,7 @@ def _unpooled(d, x_shape):
 
 
 def max_pool_forward(xp, x, kernel, stride, padding):
-    """``tricycle.pooling.max_pool_forward``; the index is this kernel's own (int32)."""
+    """``tricycle.nn.pooling.max_pool_forward``; the index is this kernel's own (int32)."""
     n, geometry = x.ndim - 2, _geometry(kernel, stride, padding)
     planes = _planes(x, n)
     out = _pooled(planes, geometry, x.dtype)
@@ -133,7 +133,7 @@ def max_pool_forward(xp, x, kernel, stride, padding):
 
 
 def max_pool_backward(xp, dout, index, x_shape, kernel, stride, padding):
-    """``tricycle.pooling.max_pool_backward``, taking ``max_pool_forward``'s index."""
+    """``tricycle.nn.pooling.max_pool_backward``, taking ``max_pool_forward``'s index."""
     d = _planes(dout, len(x_shape) - 2)
     dx = _unpooled(d, x_shape)
     _, kw, sh, sw, ph, pw = _geometry(kernel, stride, padding)
@@ -142,7 +142,7 @@ def max_pool_backward(xp, dout, index, x_shape, kernel, stride, padding):
 
 
 def avg_pool_forward(xp, x, kernel, stride, padding, count_include_pad):
-    """``tricycle.pooling.avg_pool_forward``."""
+    """``tricycle.nn.pooling.avg_pool_forward``."""
     n, geometry = x.ndim - 2, _geometry(kernel, stride, padding)
     planes = _planes(x, n)
     out = _pooled(planes, geometry, x.dtype)
@@ -151,7 +151,7 @@ def avg_pool_forward(xp, x, kernel, stride, padding, count_include_pad):
 
 
 def avg_pool_backward(xp, dout, x_shape, kernel, stride, padding, count_include_pad):
-    """``tricycle.pooling.avg_pool_backward``."""
+    """``tricycle.nn.pooling.avg_pool_backward``."""
     d = _planes(dout, len(x_shape) - 2)
     dx = _unpooled(d, x_shape)
     avg_pool_backward_kernel(d, dx, *_geometry(kernel, stride, padding), count_include_pad)

@@ -1,5 +1,5 @@
 """The recurrent cells on the CPU: one loop over the (batch, hidden) elements of a step,
-each element's gates, state and gradients computed in registers (``tricycle.recurrent``'s
+each element's gates, state and gradients computed in registers (``tricycle.nn.recurrent``'s
 cells make a whole-array pass per operation). Same signatures as the reference cells: the
 forward writes the activated gates over hg and the new states into h_new and c_new; the
 backward returns (dxg, dhg, dh through the cell or None, dc).
@@ -291,8 +291,8 @@ def lstm_backward_steps(dhs, dcs, gates, cs, c0, w_rows, dxg, dz, dh_parts, dc, 
 
 
 # a chunk's product wants many columns: on two cores two chunks of 128 units ran the steps
-# 8-9% faster than four of 64, and four of 128 2-3% slower than two of 256 (kept from H = 512
-# on: more cores can take them); two chunks of 64 still beat one of 128
+# faster than four of 64, and four of 128 slower than two of 256 (kept from H = 512 on: more
+# cores can take them); two chunks of 64 still beat one of 128 (benchmarks/README.md)
 CHUNK_UNITS = {4: 128, 2: 64}  # the fewest units to a chunk, by the number of chunks
 
 
@@ -300,9 +300,9 @@ def chunks(H: int, itemsize: int = 4) -> int:
     """How many chunks the units are cut into: 4 of 128 units or more, else 2 of 64 or more,
     else 1; and where BLAS has small-matrix kernels for the steps' products
     (``blas.step_blocks``), more (doubling) until a chunk's weights, H x 4 Hc, fit a core's
-    L2 cache, which those kernels need: at H = 1024, sixteen chunks ran the steps 31% faster
-    than four, at H = 768 (sixteen against four) 27%. Fixed by H and the machine's BLAS, so
-    that the numbers never depend on the thread count."""
+    L2 cache, which those kernels need: at H = 768 and 1024, sixteen chunks ran the steps
+    faster than four (``benchmarks/README.md``). Fixed by H and the machine's BLAS, so that
+    the numbers never depend on the thread count."""
     n = next((n for n in (4, 2) if H % n == 0 and H // n >= CHUNK_UNITS[n]), 1)
     if blas.small_step_weights(H, 4, itemsize):  # they take H-deep products of one unit
         while not blas.small_step_weights(H, 4 * (H // n), itemsize) and H % (2 * n) == 0:
@@ -311,7 +311,7 @@ def chunks(H: int, itemsize: int = 4) -> int:
 
 
 def lstm_recurrence_forward(xp, cell, xg, w_hh, b_hh, h0, c0):
-    """``tricycle.recurrent.recurrence_forward`` for the LSTM: one parallel kernel for all the
+    """``tricycle.nn.recurrent.recurrence_forward`` for the LSTM: one parallel kernel for all the
     steps on the tbb pool, where a launch a step is cheap (``compile.uses_one_pool``);
     elsewhere a loop of steps, each a product on numpy's threads and the cells (one chunk).
     ``saved`` holds the activated gates."""
@@ -340,7 +340,7 @@ def lstm_recurrence_forward(xp, cell, xg, w_hh, b_hh, h0, c0):
 
 
 def lstm_recurrence_backward(xp, cell, dhs, dcs, xg, w_hh, h0, c0, hs, cs, saved):
-    """``tricycle.recurrent.recurrence_backward`` for the LSTM, the steps run as the forward's
+    """``tricycle.nn.recurrent.recurrence_backward`` for the LSTM, the steps run as the forward's
     (for the LSTM d(hg) = d(xg)); then dW_hh and db_hh in one product and sum."""
     T, N, GH = xg.shape
     H, dtype = h0.shape[-1], xg.dtype

@@ -1,4 +1,4 @@
-"""General scaled dot-product attention (``tricycle.sdpa``) as numba loops over tiles.
+"""General scaled dot-product attention (``tricycle.nn.sdpa``) as numba loops over tiles.
 
 Flash attention on the CPU: the forward takes a tile of QUERY_BLOCK queries over blocks of
 KEY_BLOCK keys with an online softmax (a running max ``m``, a running sum ``total`` of
@@ -196,7 +196,7 @@ def _dropout_arguments(dropout):
 
 
 def sdpa_forward(xp, q, k, v, bias=None, causal=False, window=None, scale=None, dropout=None):
-    """The kernel of the reference ``tricycle.sdpa.sdpa_forward``: same arguments, same
+    """The kernel of the reference ``tricycle.nn.sdpa.sdpa_forward``: same arguments, same
     results (out and saved)."""
     B, H, Tq, D = q.shape
     Tk = k.shape[2]
@@ -212,7 +212,7 @@ def sdpa_forward(xp, q, k, v, bias=None, causal=False, window=None, scale=None, 
 
 
 def sdpa_backward(xp, dout, saved):
-    """The kernel of the reference ``tricycle.sdpa.sdpa_backward``: (dq, dk, dv)."""
+    """The kernel of the reference ``tricycle.nn.sdpa.sdpa_backward``: (dq, dk, dv)."""
     q, k, v, bias, out, lse, causal, window, scale, dropout = saved
     B, H, Tq, _ = q.shape
     Tk = k.shape[2]

@@ -25,7 +25,7 @@ The weights' gradient follows from the same formula by the chain rule::
     dW            = G^T dU G
     db            = the sum over the samples and tiles of Z[5]   (a tile's sum)
 
-(Z is stored transposed, (T, Co): BLAS runs Z @ V^T 1.5x faster so), and the input's gradient
+(Z is stored transposed, (T, Co): BLAS runs Z @ V^T faster so), and the input's gradient
 is itself such a convolution (``conv.py``), so every pass makes 2.25x fewer multiplications
 than the columns' products. The transforms only add and subtract, and G only halves, so
 float32 results differ from a direct sum's by about as much as two direct sums in different
@@ -38,8 +38,8 @@ its products read them, in the core's cache. An odd output size is covered by ti
 overhang it: the padded input has a zero row or column more, and the overhang is dropped.
 
 Tried and measured against this (``benchmarks/README.md``): F(4 x 4, 3 x 3), whose products
-take about half the time but whose 6 x 6 transforms cost that much more, with float32 results
-10x further from a direct sum's; the transforms as vectorised loops over whole rows of tiles,
+take less time but whose 6 x 6 transforms cost as much more, with float32 results further
+from a direct sum's; the transforms as vectorised loops over whole rows of tiles,
 which need the sample split by the parity of its rows and columns: the split and its inverse
 cost what the vectorised loops save.
 """
@@ -127,7 +127,7 @@ def output_tiles(m, bias, out, tw):
 def gradient_tiles(d, z, tw):
     """z[xi, t, o] = (A dy A^T)[xi] for the tile dy = d[o, 2 ty: 2 ty + 2, 2 tx: 2 tx + 2] of
     t = ty tw + tx; d (Co, 2 th, 2 tw), z (16, T, Co): Z[xi] transposed, the layout in which
-    BLAS makes Z[xi] @ V[xi]^T fastest (144 GFLOP/s a core, against 93 with Z as (Co, T))."""
+    BLAS makes Z[xi] @ V[xi]^T fastest (``benchmarks/README.md``)."""
     T, Co = z.shape[1], z.shape[2]
     for t in range(T):
         y, x = 2 * (t // tw), 2 * (t % tw)
@@ -199,11 +199,10 @@ def weights_grad_kernel(x, d, parts, sums, xpad, v, z, tiled, ph, pw):
 def applies(geometry) -> bool:
     """A 3 x 3 kernel, stride 1, no dilation and one group, where it is the faster: from
     ``MIN_CHANNELS`` to ``MAX_CHANNELS`` channels in and out, and at least ``MIN_POSITIONS``
-    output positions. Outside these the columns won (2-core VM, forward + backward): with 16
-    channels the 16 products are too thin (12.4 ms against 10.0 at (64, 16, 32, 32)); with
-    128 or 256 the columns' 9 x C-deep products run near BLAS's peak while the transforms and
-    per-task sums grow (31.8 against 19.8 at (4, 128, 32, 32)); at 8 x 8 outputs a sample has
-    16 tiles (1.16 against 0.86 at (16, 32, 8, 8))."""
+    output positions. Outside these the columns won (forward + backward; the times are in
+    ``benchmarks/README.md``): with 16 channels the 16 products are too thin; with 128 or 256
+    the columns' 9 x C-deep products run near BLAS's peak while the transforms and per-task
+    sums grow; at 8 x 8 outputs a sample has only 16 tiles."""
     C, Co = geometry.x_shape[1], geometry.out_channels
     Ho, Wo = geometry.out
     return (
@@ -222,9 +221,9 @@ def _tiles(geometry):
 def _planes(tasks, channels, T, dtype):
     """Scratch (tasks, 16, channels, T) whose planes do not lie a multiple of 4 KiB apart.
     Planes that do fall in the same sets of the cache, and a tile's 16 writes evict each other
-    (10x slower at 32 channels x 256 tiles). It starts on a cache line, and so do the planes
-    where channels x T is a multiple of 16: BLAS's small-matrix kernels read an operand so
-    aligned faster (``blas.step_blocks``)."""
+    (many times slower at 32 channels x 256 tiles: ``benchmarks/README.md``). It starts on a
+    cache line, and so do the planes where channels x T is a multiple of 16: BLAS's
+    small-matrix kernels read an operand so aligned faster (``blas.step_blocks``)."""
     flat = aligned_empty((tasks, 16, channels * T + PLANE_PAD), dtype)
     return flat[..., : channels * T].reshape(tasks, 16, channels, T)
 

@@ -1,6 +1,6 @@
 // sdpa.cu: scaled dot-product attention in general, flash-attention style (Dao et al. 2022).
 //
-// Reference: tricycle/sdpa.py sdpa_forward / sdpa_backward. Queries q (B, H, Tq, D), keys
+// Reference: tricycle/nn/sdpa.py sdpa_forward / sdpa_backward. Queries q (B, H, Tq, D), keys
 // k (B, Hkv, Tk, D), values v (B, Hkv, Tk, Dv); query head h reads key/value head h / G with
 // G = H / Hkv (grouped-query attention). Each of q, k, v may be any strided view whose last
 // axis is contiguous: its (B, H, T) strides come as arguments. The scores

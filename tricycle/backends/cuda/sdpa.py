@@ -1,4 +1,4 @@
-"""General scaled dot-product attention (``tricycle.sdpa``) as CUDA kernels (sdpa.cu).
+"""General scaled dot-product attention (``tricycle.nn.sdpa``) as CUDA kernels (sdpa.cu).
 
 Flash attention on the GPU for every case the reference covers: an additive bias broadcast
 over batch, heads and queries (a key padding mask is read in place, never expanded), causal,
@@ -94,7 +94,7 @@ def _arguments(cp, q, k, v, bias, causal, window, scale):
 
 
 def sdpa_forward(xp, q, k, v, bias=None, causal=False, window=None, scale=None, dropout=None):
-    """The kernel of the reference ``tricycle.sdpa.sdpa_forward``: same arguments, same
+    """The kernel of the reference ``tricycle.nn.sdpa.sdpa_forward``: same arguments, same
     results (out (B, H, Tq, Dv) and saved, with lse (B, H, Tq) in float32)."""
     cp = backend.cupy()
     B, H, Tq, D = q.shape
@@ -113,7 +113,7 @@ def sdpa_forward(xp, q, k, v, bias=None, causal=False, window=None, scale=None, 
 
 
 def sdpa_backward(xp, dout, saved):
-    """The kernel of the reference ``tricycle.sdpa.sdpa_backward``: (dq, dk, dv)."""
+    """The kernel of the reference ``tricycle.nn.sdpa.sdpa_backward``: (dq, dk, dv)."""
     cp = backend.cupy()
     q, k, v, bias, out, lse, causal, window, scale, dropout = saved
     B, H, Tq, _ = q.shape

@@ -7,7 +7,7 @@ Read the weights as those of a convolution C from C_out channels to C_in channel
 padding. C maps an input of the full size F = (size - 1) stride + dilation (kernel - 1) + 1
 to ``size``; the transposed convolution is C's transpose, the map of C's input gradient,
 which spreads each input value over a kernel-sized patch of the output, times the weights.
-So the whole op is the convolution's machinery with the roles swapped (``tricycle.conv``):
+So the whole op is the convolution's machinery with the roles swapped (``tricycle.nn.conv``):
 
     full = C^T x                   conv_backward's input gradient, x as C's output gradient
     y    = crop(full) + b          drop ``padding`` at each end, add output_padding at the end
@@ -24,11 +24,11 @@ import math
 
 from tricycle import checks
 from tricycle.backend import check_same_device
-from tricycle.conv import conv_backward, conv_forward
 from tricycle.initialisers import init_uniform
 from tricycle.layers import Layer, parameter, shared_back_fns
+from tricycle.nn.conv import conv_backward, conv_forward
+from tricycle.nn.windows import as_tuple
 from tricycle.tensor import Tensor
-from tricycle.windows import as_tuple
 
 __all__ = ["ConvTranspose1d", "ConvTranspose2d", "conv_transpose"]
 

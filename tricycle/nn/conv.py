@@ -1,8 +1,8 @@
 """Convolution and Flatten, for inputs laid out as PyTorch's: (N, C, L) in one spatial
 dimension, (N, C, H, W) in two. The module is also the face of the CNN layers: pooling
-(``tricycle.pooling``) and batch normalisation (``tricycle.batch_norm``) import from here too.
+(``tricycle.nn.pooling``) and batch normalisation (``tricycle.nn.batch_norm``) import from here too.
 
-A convolution is a product over strided windows (``tricycle.windows``). ``windows(x)`` views
+A convolution is a product over strided windows (``tricycle.nn.windows``). ``windows(x)`` views
 the padded input as (N, C, kh, kw, Ho, Wo), element [n, c, i, j, h, w] =
 x[n, c, h*s + i*d, w*s + j*d] for stride s and dilation d, without copying anything
 (``as_strided``). Copied into columns cols (N, C kh kw, Ho Wo) (im2col), the convolution is
@@ -27,12 +27,12 @@ from collections.abc import Callable
 
 from tricycle import checks, dispatch, ops
 from tricycle.backend import check_same_device
-from tricycle.batch_norm import BatchNorm1d, BatchNorm2d, batch_norm
 from tricycle.initialisers import init_uniform
 from tricycle.layers import Layer, parameter, shared_back_fns
-from tricycle.pooling import AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d, avg_pool, max_pool
+from tricycle.nn.batch_norm import BatchNorm1d, BatchNorm2d, batch_norm
+from tricycle.nn.pooling import AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d, avg_pool, max_pool
+from tricycle.nn.windows import as_tuple, output_size, pad, scatter_windows, unpad, windows
 from tricycle.tensor import Tensor
-from tricycle.windows import as_tuple, output_size, pad, scatter_windows, unpad, windows
 
 __all__ = [
     "AvgPool1d",

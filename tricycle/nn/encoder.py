@@ -15,8 +15,8 @@
 cross-attention (queries from one sequence, keys and values from ``context``), with a key
 padding mask, any other mask, causal or windowed, with grouped key/value heads. Its
 projections are Dense layers (einsums ``...i,ij->...j``) and its core is the fused
-``tricycle.sdpa.scaled_dot_product_attention``. The masked-language-model objective is in
-``tricycle.mlm``.
+``tricycle.nn.sdpa.scaled_dot_product_attention``. The masked-language-model objective is in
+``tricycle.nn.mlm``.
 """
 
 import dataclasses
@@ -30,7 +30,7 @@ from tricycle.blocks import ACTIVATIONS, MLPBlock
 from tricycle.einsum import Einsum
 from tricycle.initialisers import init_normal, init_zeros
 from tricycle.layers import Dense, Dropout, Embedding, Layer, LayerNorm, embedding, parameter
-from tricycle.sdpa import scaled_dot_product_attention
+from tricycle.nn.sdpa import scaled_dot_product_attention
 from tricycle.tensor import Tensor, as_tensor
 
 _TIED_DECODER = Einsum("...e,ve->...v")  # (..., E) x (V, E) -> (..., V)
@@ -65,7 +65,7 @@ class MultiHeadAttention(Layer):
     q = x Wq (H heads of size D = E / H); k | v = context Wkv (Hkv heads each); the fused
     attention; then Wo and dropout. ``forward(x, context=None, padding=None, mask=None,
     causal=False, window=None)``: ``padding`` (B, Tk) marks the real keys, ``mask`` is any
-    further mask (see ``tricycle.sdpa``).
+    further mask (see ``tricycle.nn.sdpa``).
 
     Args:
         embedding_dim: E, the width of x and of the output; divisible by ``n_heads``.

@@ -23,12 +23,12 @@ The step's embedding e is the sinusoidal ``timestep_embedding`` of t through a t
 
 from tricycle import checks, ops
 from tricycle.activation import SiLU
-from tricycle.conv import Conv2d
-from tricycle.diffusion import timestep_embedding
-from tricycle.group_norm import GroupNorm
 from tricycle.layers import Dense, Layer, Sequential
+from tricycle.nn.conv import Conv2d
+from tricycle.nn.diffusion import timestep_embedding
+from tricycle.nn.group_norm import GroupNorm
+from tricycle.nn.upsample import upsample_nearest
 from tricycle.tensor import Tensor
-from tricycle.upsample import upsample_nearest
 
 __all__ = ["ResidualBlock", "UNet"]
 

@@ -2,7 +2,7 @@
 example, x[n, c] over its spatial positions, normalised to mean 0 and variance 1, then scaled
 and shifted per channel when ``affine``.
 
-It is batch normalisation (``tricycle.batch_norm``) of the input seen as one example with
+It is batch normalisation (``tricycle.nn.batch_norm``) of the input seen as one example with
 N * C channels, (N, C, *spatial) -> (1, N C, R): batch norm normalises each channel over the
 batch and the positions, here just the positions of one (n, c). So it reuses batch norm's
 fused op and closed-form backward; the per-channel gamma and beta are applied after it, as a
@@ -12,7 +12,7 @@ broadcast product and sum, whose gradients sum over the examples and positions.
 import math
 
 from tricycle import ops
-from tricycle.batch_norm import _BatchNorm, batch_norm
+from tricycle.nn.batch_norm import _BatchNorm, batch_norm
 from tricycle.tensor import Tensor
 
 __all__ = ["InstanceNorm1d", "InstanceNorm2d", "instance_norm"]

@@ -12,8 +12,8 @@ is x viewed as (N, C, H, 1, W, 1) broadcast along the s axes.
 from tricycle import checks
 from tricycle.backend import check_same_device
 from tricycle.layers import Layer
+from tricycle.nn.windows import as_tuple
 from tricycle.tensor import Tensor
-from tricycle.windows import as_tuple
 
 __all__ = ["Upsample", "upsample_nearest"]
 

@@ -1,6 +1,6 @@
 """Max and average pooling over the windows of (N, C, L) or (N, C, H, W) inputs, as PyTorch's.
 
-Pooling reuses the convolution's windows (``tricycle.windows``): max pooling sends each
+Pooling reuses the convolution's windows (``tricycle.nn.windows``): max pooling sends each
 window's gradient to its (first) largest element, as PyTorch does; average pooling spreads
 it evenly. Each is a fused op: the forward and backward here are its reference, and a
 backend's kernels for "max_pool" and "avg_pool" take their place through ``tricycle.dispatch``.
@@ -12,8 +12,8 @@ import numpy as np
 
 from tricycle import checks, dispatch
 from tricycle.layers import Layer
+from tricycle.nn.windows import as_tuple, output_size, pad, scatter_windows, unpad, windows
 from tricycle.tensor import Tensor
-from tricycle.windows import as_tuple, output_size, pad, scatter_windows, unpad, windows
 
 __all__ = ["AvgPool1d", "AvgPool2d", "MaxPool1d", "MaxPool2d", "avg_pool", "max_pool"]
 

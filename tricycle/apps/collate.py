@@ -1,0 +1,120 @@
+"""Putting examples together into a batch: ``default_collate``, and the copy of a batch to a
+GPU through pinned host buffers (``PinnedCopier``).
+
+``default_collate`` mirrors the structure of one example: arrays and Tensors are stacked
+along a new first axis, numbers become one array, tuples, lists and dicts are collated
+position by position (key by key), strings gather into a list. So a dataset of
+``(image, label)`` pairs gives ``(images (B, ...), labels (B,))`` and a dataset of dicts a
+dict of stacked arrays.
+"""
+
+import numbers
+from collections import deque
+from collections.abc import Mapping
+
+import numpy as np
+
+from tricycle import backend
+from tricycle.tensor import Tensor
+
+
+def default_collate(examples: list):
+    """One batch from a list of examples of the same structure (see the module)."""
+    if not examples:
+        raise ValueError("default_collate: no examples to collate")
+    first = examples[0]
+    if isinstance(first, Tensor):
+        return Tensor(
+            backend.array_module(first.array).stack([e.array for e in examples]),
+            requires_grad=False,
+            is_batched=True,
+        )
+    if isinstance(first, np.ndarray):
+        shapes = {e.shape for e in examples}
+        if len(shapes) > 1:
+            raise ValueError(
+                f"default_collate: cannot stack arrays of shapes {sorted(shapes)} into one "
+                "batch; pad them to one shape, or pass a collate_fn"
+            )
+        return np.stack(examples)
+    if isinstance(first, (bool, np.bool_, numbers.Number, np.number)):
+        return np.asarray(examples)
+    if isinstance(first, str):
+        return list(examples)
+    if isinstance(first, Mapping):
+        return {key: default_collate([e[key] for e in examples]) for key in first}
+    if isinstance(first, (tuple, list)):
+        if len({len(e) for e in examples}) > 1:
+            raise ValueError(
+                "default_collate: examples have different lengths "
+                f"{sorted({len(e) for e in examples})}; each must have the same fields"
+            )
+        fields = [default_collate(list(column)) for column in zip(*examples)]
+        if hasattr(first, "_fields"):  # a named tuple
+            return type(first)(*fields)
+        return tuple(fields) if isinstance(first, tuple) else fields
+    raise TypeError(
+        f"default_collate: cannot batch examples of type {type(first).__name__}; it "
+        "collates numpy arrays, Tensors, numbers, strings, tuples, lists and dicts "
+        "(pass a collate_fn for anything else)"
+    )
+
+
+class PinnedCopier:
+    """Copies batches (any structure of numpy arrays) to GPU ``device`` as Tensors, each
+    array staged in page-locked ("pinned") host memory so that the copy is asynchronous on
+    the current stream (the compute that follows is ordered after it). The staging buffers
+    of the last ``keep`` batches are held until their copies are done (an event each), since
+    a pinned block freed early could be overwritten while the GPU still reads it.
+
+    ``pinned=False`` copies through pageable memory (``cupy.asarray``), synchronously."""
+
+    def __init__(self, device: int, pinned: bool = True, keep: int = 4):
+        self.device, self.pinned = device, pinned
+        self._in_flight: deque = deque()  # (event, staging buffers) of recent copies
+        self.keep = keep
+
+    def __call__(self, batch):
+        cp = backend.cupy()
+        staged: list = []
+        with cp.cuda.Device(self.device):
+            out = self._copy(batch, cp, staged)
+            if staged:
+                self._in_flight.append((cp.cuda.get_current_stream().record(), staged))
+                while len(self._in_flight) > self.keep:
+                    event, _ = self._in_flight.popleft()
+                    event.synchronize()
+        return out
+
+    def _copy(self, value, cp, staged: list):
+        if isinstance(value, Tensor):
+            value = value.array
+        if isinstance(value, np.ndarray):
+            array = np.ascontiguousarray(value)
+            if self.pinned and array.size:
+                host = _pinned_empty(cp, array.shape, array.dtype)
+                host[...] = array
+                staged.append(host)
+                device = cp.empty(array.shape, dtype=array.dtype)
+                device.set(host, stream=cp.cuda.get_current_stream())
+            else:
+                device = cp.asarray(array)
+            return Tensor(device, requires_grad=False, is_batched=True)
+        if isinstance(value, Mapping):
+            return {k: self._copy(v, cp, staged) for k, v in value.items()}
+        if isinstance(value, tuple) and hasattr(value, "_fields"):
+            return type(value)(*(self._copy(v, cp, staged) for v in value))
+        if isinstance(value, (tuple, list)):
+            return type(value)(self._copy(v, cp, staged) for v in value)
+        return value
+
+
+def _pinned_empty(cp, shape, dtype) -> np.ndarray:
+    """A numpy array in pinned host memory (CuPy's pinned memory pool)."""
+    dtype = np.dtype(dtype)
+    size = int(np.prod(shape)) * dtype.itemsize
+    memory = cp.cuda.alloc_pinned_memory(size)
+    return np.frombuffer(memory, dtype=dtype, count=int(np.prod(shape))).reshape(shape)
+
+
+__all__ = ["PinnedCopier", "default_collate"]

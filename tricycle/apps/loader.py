@@ -1,0 +1,348 @@
+"""``DataLoader``: batches from any dataset, shuffled per epoch, made by worker processes,
+split between the ranks of a data-parallel world, copied to a GPU.
+
+::
+
+    loader = DataLoader(dataset, batch_size=32, shuffle=True, seed=0, num_workers=4)
+    for epoch in range(3):
+        for inputs, labels in loader:   # a new order each epoch, the same one every run
+            ...
+
+**Datasets.** Map-style: anything with ``__len__`` and ``__getitem__`` (a list, an array,
+``tricycle.dataset.Dataset``); the loader picks the indices. Iterable: anything else that
+iterates, and tricycle's random-window datasets (``CausalLMDataset``,
+``InfiniteBatchDataset``, streams that draw forever); the loader takes items in the order
+they come. ``batch_size=None`` takes the items as batches already (a dataset of batches).
+
+**Order.** ``shuffle`` draws epoch e's order from ``seed`` and e (``set_epoch`` sets e;
+iterating advances it), so the orders differ between epochs and repeat between runs.
+``collate_fn`` (default ``default_collate``) makes a batch from a list of items.
+
+**Workers.** ``num_workers`` N > 0 makes the batches in N processes (``tricycle.apps.workers``),
+``prefetch_factor`` batches each ahead, and yields them in order: the same batches as
+``num_workers=0``. A map-style dataset is split by batch between the workers; an iterable
+one is read whole by each worker, which makes every N-th batch (the workers share the
+collation and the conversion, not the reading: make the reading map-style to share it).
+
+**Ranks.** With ``world_size`` W > 1 (given, or set by ``Accelerator.prepare``) rank r gets
+a disjoint share, of equal length on every rank, as torch's ``DistributedSampler``: a
+map-style dataset's epoch order is padded with its first indices to a multiple of W (cut
+down to one, with ``drop_last``) and rank r takes positions r, r + W, ...; an iterable one's
+items go round-robin, a last partial round padded with the stream's first items (dropped,
+with ``drop_last``). Together the ranks' batches k are the one-process batch k of
+``W x batch_size`` items. Every rank must use the same ``seed``. With ``split_batches``
+every rank reads every batch instead and keeps its rows of it (rows [r n / W, (r + 1) n / W)
+of each array of n rows), as the training script splits its global batches.
+
+**Devices.** ``device`` (a GPU index) yields batches as Tensors on that GPU, copied through
+pinned host buffers (``pin_memory``) so the copy overlaps the host's work.
+"""
+
+import itertools
+import multiprocessing
+
+import numpy as np
+
+from tricycle import checks
+from tricycle.apps.collate import PinnedCopier, default_collate
+from tricycle.apps.workers import WorkerError, WorkerPool
+from tricycle.dataset import CausalLMDataset, InfiniteBatchDataset
+
+
+class DataLoader:
+    """Batches of ``dataset`` (see the module). Arguments as torch's ``DataLoader``, with
+    ``seed`` for the shuffle, ``rank``/``world_size`` for the per-rank split and ``device``
+    for the GPU."""
+
+    @checks.arguments(
+        batch_size=checks.optional(checks.positive_int),
+        shuffle=checks.boolean,
+        seed=checks.seed,
+        drop_last=checks.boolean,
+        collate_fn=checks.optional(checks.function),
+        num_workers=checks.non_negative_int,
+        prefetch_factor=checks.positive_int,
+        rank=checks.non_negative_int,
+        world_size=checks.positive_int,
+        device=checks.optional(checks.non_negative_int),
+        pin_memory=checks.boolean,
+        timeout=checks.non_negative,
+        split_batches=checks.boolean,
+    )
+    def __init__(
+        self,
+        dataset,
+        batch_size: int | None = 1,
+        shuffle: bool = False,
+        *,
+        seed: int | None = None,
+        drop_last: bool = False,
+        collate_fn=None,
+        num_workers: int = 0,
+        prefetch_factor: int = 2,
+        rank: int = 0,
+        world_size: int = 1,
+        device: int | None = None,
+        pin_memory: bool = True,
+        timeout: float = 0.0,
+        split_batches: bool = False,
+        multiprocessing_context=None,
+    ):
+        if rank >= world_size:
+            checks.fail("DataLoader", "rank", f"below world_size ({world_size})", rank)
+        self.dataset = dataset
+        self.map_style = _is_map_style(dataset)
+        if not self.map_style and not hasattr(dataset, "__iter__"):
+            raise TypeError(
+                f"DataLoader: the dataset must have __len__ and __getitem__ (map-style) or "
+                f"__iter__ (iterable), got a {type(dataset).__name__}"
+            )
+        if shuffle and not self.map_style:
+            raise ValueError(
+                f"DataLoader: shuffle needs a map-style dataset (__len__ and __getitem__); "
+                f"a {type(dataset).__name__} is read in the order it yields its items"
+            )
+        self.batch_size, self.shuffle, self.drop_last = batch_size, shuffle, drop_last
+        self.seed = int(np.random.randint(2**31)) if seed is None else int(seed)
+        self.collate_fn = default_collate if collate_fn is None else collate_fn
+        self.num_workers, self.prefetch_factor = num_workers, prefetch_factor
+        self.rank, self.world_size = rank, world_size
+        self.device, self.pin_memory, self.timeout = device, pin_memory, timeout
+        self.split_batches = split_batches
+        self.multiprocessing_context = multiprocessing_context
+        self.epoch = 0  # the epoch the next iteration starts
+        self._running: int | None = None  # the epoch being iterated
+        self._position = 0  # batches yielded in it
+        self._skip = 0  # batches a resumed epoch skips
+        self._copier = None
+
+    # ------------------------------------------------------------------ configuration
+    def shard(self, rank: int, world_size: int, device: int | None = None,
+              split_batches: bool | None = None) -> "DataLoader":  # fmt: skip
+        """This loader for rank ``rank`` of ``world_size`` (and copying batches to GPU
+        ``device``; ``split_batches``: see the module): what ``Accelerator.prepare`` gives
+        each rank."""
+        split = self.split_batches if split_batches is None else split_batches
+        return DataLoader(
+            self.dataset, self.batch_size, self.shuffle, seed=self.seed,
+            drop_last=self.drop_last, collate_fn=self.collate_fn, num_workers=self.num_workers,
+            prefetch_factor=self.prefetch_factor, rank=rank, world_size=world_size,
+            device=self.device if device is None else device, pin_memory=self.pin_memory,
+            timeout=self.timeout, split_batches=split,
+            multiprocessing_context=self.multiprocessing_context,
+        )  # fmt: skip
+
+    @checks.arguments(epoch=checks.non_negative_int)
+    def set_epoch(self, epoch: int) -> None:
+        """Make the next iteration epoch ``epoch`` (its shuffled order)."""
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        """Batches in an epoch on this rank (map-style datasets only)."""
+        if not self.map_style:
+            raise TypeError(
+                f"DataLoader: an iterable dataset ({type(self.dataset).__name__}) has no length"
+            )
+        n = len(self._rank_indices(0))
+        if self.batch_size is None:
+            return n
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+    # ------------------------------------------------------------------ the items
+    def _rank_indices(self, epoch: int) -> np.ndarray:
+        """This rank's indices of epoch ``epoch``, in order (``DistributedSampler``'s)."""
+        n, world = len(self.dataset), self._item_world
+        if self.shuffle:
+            order = np.random.default_rng((self.seed, epoch)).permutation(n)
+        else:
+            order = np.arange(n)
+        if world == 1:
+            return order
+        if self.drop_last:
+            order = order[: n // world * world]
+        elif n % world:
+            order = np.resize(order, -(-n // world) * world)  # padded with its first indices
+        return order[self.rank :: world]
+
+    def _index_chunks(self, epoch: int):
+        """(k, the indices of batch k) of this rank's epoch."""
+        indices = self._rank_indices(epoch)
+        if self.batch_size is None:
+            return ((k, int(i)) for k, i in enumerate(indices))
+        size = self.batch_size
+        count = len(indices) // size if self.drop_last else -(-len(indices) // size)
+        return ((k, indices[k * size : (k + 1) * size]) for k in range(count))
+
+    def _fetch(self, indices):
+        """A batch of a map-style dataset."""
+        if self.batch_size is None:
+            return self.dataset[indices]
+        return self.collate_fn([self.dataset[int(i)] for i in indices])
+
+    def _rank_items(self):
+        """This rank's items of an iterable dataset (round-robin, see the module)."""
+        items, world = iter(self.dataset), self._item_world
+        if world == 1:
+            yield from items
+            return
+        first: list = []  # the padding of a last partial round
+        while True:
+            round_ = list(itertools.islice(items, world))
+            if len(first) < world:
+                first += round_[: world - len(first)]
+            if len(round_) < world:
+                if round_ and not self.drop_last:
+                    yield (round_ + (first * world)[: world - len(round_)])[self.rank]
+                return
+            yield round_[self.rank]
+
+    @property
+    def _item_world(self) -> int:
+        """The ranks the items are shared between (1 when each rank splits every batch)."""
+        return 1 if self.split_batches else self.world_size
+
+    def _item_chunks(self):
+        """Lists of the items of each batch of this rank, for an iterable dataset."""
+        items = self._rank_items()
+        if self.batch_size is None:
+            yield from ([item] for item in items)
+            return
+        while True:
+            chunk = list(itertools.islice(items, self.batch_size))
+            if not chunk or (self.drop_last and len(chunk) < self.batch_size):
+                return
+            yield chunk
+
+    def _collate_chunk(self, chunk: list):
+        return chunk[0] if self.batch_size is None else self.collate_fn(chunk)
+
+    # ------------------------------------------------------------------ iterating
+    def __iter__(self):
+        epoch, skip = self.epoch, self._skip
+        self.epoch, self._skip = epoch + 1, 0
+        self._running, self._position = epoch, skip
+        if self.num_workers == 0:
+            batches = self._batches(epoch, skip)
+        else:
+            batches = self._batches_from_workers(epoch, skip)
+        copy = self._device_copy()
+        split = self.split_batches and self.world_size > 1
+        for batch in batches:
+            self._position += 1
+            if split:
+                batch = _rows(batch, self.rank, self.world_size)
+            yield batch if copy is None else copy(batch)
+        self._running, self._position = None, 0
+
+    def _batches(self, epoch: int, skip: int):
+        if self.map_style:
+            for _, indices in itertools.islice(self._index_chunks(epoch), skip, None):
+                yield self._fetch(indices)
+        else:
+            for chunk in itertools.islice(self._item_chunks(), skip, None):
+                yield self._collate_chunk(chunk)
+
+    def _batches_from_workers(self, epoch: int, skip: int):
+        if self.map_style:
+            tasks = itertools.islice(self._index_chunks(epoch), skip, None)
+        else:
+            tasks = ((k, None) for k in itertools.count(skip))
+        context = self.multiprocessing_context
+        if context is None or isinstance(context, str):
+            context = multiprocessing.get_context(context or _default_start_method())
+        pool = WorkerPool(self._worker_fetch, self.num_workers, self.prefetch_factor, context,
+                          seed=self.seed + 1000 * epoch, timeout=self.timeout)  # fmt: skip
+        try:
+            yield from pool.batches(tasks, first=skip)
+        finally:
+            pool.close()
+
+    def _worker_fetch(self, worker_id: int):
+        """What worker ``worker_id`` runs (see ``WorkerPool``): batch k of the epoch."""
+        if self.map_style:
+            return lambda k, indices: self._fetch(indices)
+        chunks, position = self._item_chunks(), 0
+
+        def fetch(k: int, _):
+            nonlocal position
+            for _ in range(k - position):  # the other workers' batches: read, not collated
+                next(chunks)
+            position = k + 1
+            return self._collate_chunk(next(chunks))
+
+        return fetch
+
+    def _device_copy(self):
+        if self.device is None:
+            return None
+        if self._copier is None:
+            self._copier = PinnedCopier(self.device, pinned=self.pin_memory)
+        return self._copier
+
+    # ------------------------------------------------------------------ resuming
+    def state_dict(self) -> dict:
+        """Where the loader stands: the epoch and the batches of it already yielded (and an
+        iterable dataset's own ``state_dict``, read in this process, where it has one)."""
+        state = {"epoch": self.epoch, "position": 0, "seed": self.seed}
+        if self._running is not None:
+            state.update(epoch=self._running, position=self._position)
+        if self._stateful_stream():
+            state.update(position=0, dataset=self.dataset.state_dict())
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue from ``state_dict()``: the next iteration resumes that epoch after the
+        batches already yielded (skipped without being loaded, for a map-style dataset)."""
+        try:
+            self.epoch, self._skip = int(state["epoch"]), int(state["position"])
+            self.seed = int(state.get("seed", self.seed))
+        except (KeyError, TypeError, ValueError) as error:
+            message = f"DataLoader.load_state_dict: not a loader state: {state!r}"
+            raise ValueError(message) from error
+        if "dataset" in state and self._stateful_stream():
+            self.dataset.load_state_dict(state["dataset"])
+
+    def _stateful_stream(self) -> bool:
+        """An iterable dataset read here (no workers) that saves its own position."""
+        return not self.map_style and self.num_workers == 0 and hasattr(self.dataset, "state_dict")
+
+    def __repr__(self) -> str:
+        kind = "map-style" if self.map_style else "iterable"
+        return (
+            f"DataLoader({type(self.dataset).__name__} ({kind}), batch_size={self.batch_size}, "
+            f"shuffle={self.shuffle}, seed={self.seed}, num_workers={self.num_workers}, "
+            f"rank={self.rank}, world_size={self.world_size}, device={self.device})"
+        )
+
+
+def _rows(batch, rank: int, world_size: int):
+    """Rank ``rank``'s rows of every array of ``batch`` (any structure, as collated)."""
+    if isinstance(batch, dict):
+        return {k: _rows(v, rank, world_size) for k, v in batch.items()}
+    if isinstance(batch, (tuple, list)):
+        rows = [_rows(v, rank, world_size) for v in batch]
+        return type(batch)(*rows) if hasattr(batch, "_fields") else type(batch)(rows)
+    if not hasattr(batch, "shape") or not batch.shape:
+        return batch
+    n = batch.shape[0]
+    if n % world_size:
+        raise ValueError(
+            f"DataLoader: split_batches: a batch of {n} rows does not split evenly over "
+            f"{world_size} processes; use a batch size that is a multiple of it"
+        )
+    share = n // world_size
+    return batch[rank * share : (rank + 1) * share]
+
+
+def _is_map_style(dataset) -> bool:
+    if isinstance(dataset, (CausalLMDataset, InfiniteBatchDataset)):
+        return False  # random windows forever: a stream, whatever __getitem__ offers
+    return hasattr(dataset, "__len__") and hasattr(dataset, "__getitem__")
+
+
+def _default_start_method() -> str:
+    """fork where there is one (the dataset need not pickle, workers start at once)."""
+    return "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+
+
+__all__ = ["DataLoader", "WorkerError", "default_collate"]

@@ -1,0 +1,56 @@
+"""The layer catalogue, under the names PyTorch's (and MyTorch's) users look for::
+
+    import tricycle.nn as nn
+    import tricycle.nn.functional as F
+
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+    loss = nn.CrossEntropyLoss()(model(x), labels)
+
+``nn.Module`` is tricycle's ``Layer`` (parameters, ``state_dict``, ``train``/``eval``,
+``to_gpu`` found by walking attributes: a subclass writes ``forward`` only); ``nn.Linear`` is
+``Dense`` (weights (in, out): the transpose of PyTorch's (out, in)); ``nn.GELU`` is ``GeLU``.
+The general layers live in ``tricycle.layers`` and ``tricycle.activation`` (the seed's names,
+which stay); the modules of this package hold the rest of the catalogue, one concern each:
+convolution, pooling, the norms, recurrent layers, attention in general (``sdpa``), a BERT
+encoder, a U-Net and diffusion. Their old names (``tricycle.conv``, ...) still import: see
+``tricycle/__init__.py``.
+"""
+
+from tricycle.activation import GLU, GeLU, LeakyReLU, ReLU, SiLU, SwiGLU, Swish
+from tricycle.functions import LogSoftmax, Sigmoid, Softmax, Tanh
+from tricycle.layers import Dense, Dropout, Embedding, Layer, LayerNorm, RMSNorm, Sequential
+from tricycle.nn import functional
+from tricycle.nn.adaptive_pooling import AdaptiveAvgPool1d, AdaptiveAvgPool2d
+from tricycle.nn.batch_norm import BatchNorm1d, BatchNorm2d
+from tricycle.nn.conv import Conv1d, Conv2d, Flatten
+from tricycle.nn.conv_transpose import ConvTranspose1d, ConvTranspose2d
+from tricycle.nn.group_norm import GroupNorm
+from tricycle.nn.instance_norm import InstanceNorm1d, InstanceNorm2d
+from tricycle.nn.losses import (
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
+from tricycle.nn.pooling import AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d
+from tricycle.nn.recurrent import GRU, LSTM, RNN
+from tricycle.nn.upsample import Upsample
+
+Module = Layer
+Linear = Dense
+GELU = GeLU
+
+__all__ = [
+    "GELU", "GLU", "GRU", "LSTM", "RNN", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d",
+    "AvgPool2d", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Conv1d",
+    "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "CrossEntropyLoss", "Dense", "Dropout",
+    "Embedding", "Flatten", "GeLU", "GroupNorm", "HuberLoss", "InstanceNorm1d",
+    "InstanceNorm2d", "KLDivLoss", "L1Loss", "Layer", "LayerNorm", "LeakyReLU", "Linear",
+    "LogSoftmax", "MSELoss", "MaxPool1d", "MaxPool2d", "Module", "NLLLoss", "RMSNorm", "ReLU",
+    "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax", "SwiGLU", "Swish", "Tanh",
+    "Upsample", "functional",
+]  # fmt: skip

@@ -1,0 +1,55 @@
+"""Host threads per rank: the ranks on one machine share its cores.
+
+Each library that runs on threads (numba's kernels, OpenMP, BLAS) takes every core by
+default. N ranks started by ``mpiexec`` on one machine would then run N times as many
+threads as cores, and every rank's host work (the launches that keep its GPU busy, the
+data) waits for a core. So ``distributed.init`` gives each rank ``cores // local ranks``
+threads: it sets the variables the libraries read when they start their threads, and
+limits the pools already started (BLAS, OpenMP: threadpoolctl) to the same number. A
+variable the user set is left as it is, and so is its library.
+"""
+
+import os
+import sys
+
+from threadpoolctl import threadpool_limits
+
+# the number of threads of: tricycle's CPU kernels (tricycle.backends.cpu), numba, OpenMP,
+# and the BLAS libraries numpy may load
+VARIABLES = ("TRICYCLE_THREADS", "NUMBA_NUM_THREADS", "OMP_NUM_THREADS",
+             "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")  # fmt: skip
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity, where the OS tells it)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def share_cores(local_size: int) -> int | None:
+    """Size this process's host threads to its share of the machine's cores, among
+    ``local_size`` processes on it; returns the share (None for a process alone, whose
+    libraries keep their defaults). Variables the user set win."""
+    if local_size <= 1:
+        return None
+    share = max(1, available_cores() // local_size)
+    mine = [name for name in VARIABLES if name not in os.environ]
+    if _numba_started():  # numba refuses a new count once its threads run (the kernels'
+        mine = [name for name in mine if name != "NUMBA_NUM_THREADS"]  # TRICYCLE_THREADS holds)
+    for name in mine:  # read by the libraries when they start their threads
+        os.environ[name] = str(share)
+    if "OPENBLAS_NUM_THREADS" in mine and "MKL_NUM_THREADS" in mine:  # BLAS loaded with numpy
+        threadpool_limits(limits=share, user_api="blas")
+    if "OMP_NUM_THREADS" in mine:
+        threadpool_limits(limits=share, user_api="openmp")
+    return share
+
+
+def _numba_started() -> bool:
+    """Whether numba's thread pool has been launched in this process."""
+    parallel = sys.modules.get("numba.np.ufunc.parallel")
+    return bool(getattr(parallel, "_is_initialized", False))
+
+
+__all__ = ["VARIABLES", "available_cores", "share_cores"]
