@@ -14,6 +14,7 @@ import hashlib
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -176,3 +177,20 @@ def data_differences(identity: dict, recorded: dict) -> list[str]:
         for key in sorted(set(identity) | set(recorded))
         if identity.get(key) != recorded.get(key)
     ]
+
+
+def retokenise(data: TrainingData, tokeniser) -> TrainingData:
+    """The same text as ``data`` (a corpus: token arrays), encoded by ``tokeniser`` (a
+    pretrained model's: ``tricycle-train --init-from``)."""
+    if not isinstance(data.train, np.ndarray) or not isinstance(data.valid, np.ndarray):
+        raise ValueError(
+            "--init-from: a directory of token shards has its own tokeniser; give a text "
+            "corpus or file as --dataset"
+        )
+    train, valid = (
+        tokeniser.encode(data.tokeniser.decode(ids)) for ids in (data.train, data.valid)
+    )
+    tokens = SimpleNamespace(train_tokens=train, valid_tokens=valid)
+    digest = data_sha256(tokens, tokeniser_text(tokeniser))
+    return TrainingData(tokeniser, train, valid, {"data_sha256": digest}, len(train),
+                        data.first_line)  # fmt: skip

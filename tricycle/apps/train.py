@@ -78,9 +78,7 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
-import numpy as np
 from tqdm import tqdm
 
 from tricycle import backend
@@ -101,8 +99,8 @@ from tricycle.apps.corpora import (
     DATASETS,
     TrainingData,
     data_differences,
-    data_sha256,
     load_data,
+    retokenise,
 )
 from tricycle.apps.cpu import cpu_threads, threads_per_process, tune_cpu_allocator
 from tricycle.apps.evaluate import hellaswag_hook, sample_hook, sample_text
@@ -427,7 +425,7 @@ def _train(args, run_dir: RunDirectory) -> dict:
         else:  # the corpus's text (as bytes: no merges to learn) in the model's tokens
             as_bytes = dataclasses.replace(config, vocab_size=256)
             data = load_data(settings, as_bytes, args.data_dir, vocab_size_given=True)
-            data = _retokenise(data, pretrained[1])
+            data = retokenise(data, pretrained[1])
         policy = precision_for(settings["precision"], config.device)
     except (ValueError, OSError) as error:
         raise SystemExit(f"tricycle-train: {error}") from None
@@ -545,22 +543,6 @@ def _init_from(args, name: str, config: GPTConfig, checkpoint) -> tuple[tuple, G
     except (CheckpointError, ValueError) as error:
         raise SystemExit(f"--init-from {name}: {error}") from None
     return (model, tokeniser), config
-
-
-def _retokenise(data: TrainingData, tokeniser) -> TrainingData:
-    """The same text as ``data`` (a corpus: token arrays), encoded by ``tokeniser``."""
-    if not isinstance(data.train, np.ndarray) or not isinstance(data.valid, np.ndarray):
-        raise ValueError(
-            "--init-from: a directory of token shards has its own tokeniser; give a text "
-            "corpus or file as --dataset"
-        )
-    train, valid = (
-        tokeniser.encode(data.tokeniser.decode(ids)) for ids in (data.train, data.valid)
-    )
-    tokens = SimpleNamespace(train_tokens=train, valid_tokens=valid)
-    digest = data_sha256(tokens, tokeniser_text(tokeniser))
-    return TrainingData(tokeniser, train, valid, {"data_sha256": digest}, len(train),
-                        data.first_line)  # fmt: skip
 
 
 def best_model(trainer, run_dir: RunDirectory):
