@@ -56,6 +56,7 @@ __all__ = [
     "save_pickle",
     "save_state",
     "save_weights",
+    "weights_digest",
 ]
 
 FORMAT = "tricycle-state"
@@ -170,6 +171,16 @@ def load_weights(path) -> tuple[dict, dict, str]:
     if not isinstance(info, dict):
         raise CheckpointError(f"{path}: its metadata is not a JSON object")
     return tensors, info, digest
+
+
+def weights_digest(path) -> str | None:
+    """The digest ``save_weights`` recorded in ``path``'s header (None where there is none
+    or the header is unreadable): which save the file is from, without reading it all."""
+    try:
+        digest = header(Path(path), DTYPES).get("__metadata__", {}).get(_DIGEST)
+    except (PretrainedError, OSError, AttributeError):
+        return None
+    return digest if isinstance(digest, str) else None
 
 
 def _weights_digest(info: str, entries: dict, data) -> str:

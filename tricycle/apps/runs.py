@@ -11,6 +11,7 @@ than the weights stored beside it.
 
 import hashlib
 import json
+import os
 import tempfile
 import warnings
 from collections.abc import Callable
@@ -18,7 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
-from tricycle.apps.checkpoint import CheckpointError, load_pickle, load_state, load_weights
+from tricycle.apps.checkpoint import (
+    CheckpointError,
+    load_pickle,
+    load_state,
+    load_weights,
+    weights_digest,
+)
 from tricycle.apps.files import DirectoryLock, atomic_write, read_jsonl, remove_temporaries
 from tricycle.apps.plot import plot_losses
 from tricycle.apps.pretrained import is_model_dir, load_pretrained, load_tokeniser
@@ -47,6 +54,9 @@ class RunDirectory:
                          digest of the model.safetensors it goes with; --resume reads both
         best.safetensors the weights of the lowest validation loss so far, with its step and
                          loss: what sampling and evaluation read unless told ``weights="last"``
+        .model.previous.safetensors   while a save is under way, the weights that the
+                         checkpoint.npz on disk goes with (a run killed between writing the
+                         two files resumes from them)
         model.pkl        the pickled model, for ``pickle.load`` (checksummed)
         tokeniser.json   the tokeniser
         config.json      the run's settings, readable
@@ -66,8 +76,9 @@ class RunDirectory:
     CHECKPOINT, MODEL, TOKENISER = "checkpoint.npz", "model.pkl", "tokeniser.json"
     CONFIG, METRICS, LOSS_PLOT = "config.json", "metrics.jsonl", "loss.png"
     LAST, BEST = "model.safetensors", "best.safetensors"
-    OLD_BEST = "best.npz"  # layout 1's best weights
-    FILES = (LAST, CHECKPOINT, MODEL, TOKENISER, CONFIG, METRICS, LOSS_PLOT, BEST, OLD_BEST)
+    OLD_BEST, PREVIOUS = "best.npz", ".model.previous.safetensors"  # layout 1's best weights
+    FILES = (LAST, CHECKPOINT, MODEL, TOKENISER, CONFIG, METRICS, LOSS_PLOT, BEST, OLD_BEST,
+             PREVIOUS)  # fmt: skip
     WEIGHTS = ("best", "last")  # which weights of a run directory to read
     LAYOUT = 2  # 2: weights in model.safetensors; 1 (none recorded): inside checkpoint.npz
 
@@ -91,6 +102,10 @@ class RunDirectory:
     def best(self) -> Path:
         return self.path / self.BEST
 
+    @property
+    def previous(self) -> Path:
+        return self.path / self.PREVIOUS
+
     def weights(self, which: str = "best") -> Path:
         """The file holding the run's ``which`` weights: "best" is best.safetensors (the
         lowest validation loss), or the last where the run has none (no validation yet);
@@ -101,28 +116,39 @@ class RunDirectory:
         candidates += [self.last, self.checkpoint]
         return next((path for path in candidates if path.is_file()), self.last)
 
-    def load_state(self) -> dict:
-        """The training state to resume from: checkpoint.npz with the model's weights under
-        "model" (from model.safetensors, checked to be the weights this state was saved
-        with; a layout-1 checkpoint holds them itself). A state from a newer tricycle, or
-        weights and state of different saves (a crash between the two), are refused with a
+    def load_state(self, path: Path | None = None) -> dict:
+        """The training state to resume from: checkpoint.npz (or ``path``, a copy of it)
+        with the model's weights under "model" (from model.safetensors, checked to be the
+        weights this state was saved with; a layout-1 checkpoint holds them itself). A state
+        from a newer tricycle, or weights and state of different saves, are refused with a
         ``CheckpointError`` naming the files."""
-        state = load_state(self.checkpoint)
+        path = self.checkpoint if path is None else path
+        state = load_state(path)
         layout = state.get("layout", 1)
         if layout == 1:
             return state
         if layout != self.LAYOUT:
             raise CheckpointError(
-                f"{self.checkpoint}: run layout {layout!r}, written by a newer tricycle (this "
+                f"{path}: run layout {layout!r}, written by a newer tricycle (this "
                 f"version reads layouts 1 and {self.LAYOUT}): update tricycle to resume it"
             )
-        weights, info, digest = load_weights(self.last)
-        if digest != state.get("weights_sha256"):
-            raise CheckpointError(
-                f"{self.last} (step {info.get('step')}) and {self.checkpoint} (step "
-                f"{state.get('step')}) are not from the same save (a crash between the two?)"
-            )
-        return {**state, "model": weights}
+        expected = state.get("weights_sha256")
+        for path in (self.last, self.previous):
+            if path.is_file() and weights_digest(path) == expected:
+                return {**state, "model": load_weights(path)[0]}
+        _, info, _ = load_weights(self.last)  # its own error where it is unreadable
+        raise CheckpointError(
+            f"{self.last} (step {info.get('step')}) and {path} (step {state.get('step')}) are "
+            "not from the same save"
+        )
+
+    def keep_previous_weights(self, digest: str | None) -> None:
+        """Before new weights replace model.safetensors: keep the weights that the state on
+        disk (recording ``digest``; None: unknown) goes with as .model.previous.safetensors,
+        until the new state is written (``load_state`` falls back on them). After a crash
+        between the two files they are already there, and model.safetensors is not theirs."""
+        if self.last.is_file() and (digest is None or weights_digest(self.last) == digest):
+            os.replace(self.last, self.previous)
 
     def existing_files(self) -> list[str]:
         """The run files already here (another run's, unless we are resuming it)."""
@@ -310,10 +336,7 @@ def read_weights(path: Path) -> dict:
     if path.suffix == ".safetensors":
         weights, info, _ = load_weights(path)
         return {**info, "model": weights}
-    state = load_state(path)
-    if state.get("layout", 1) != 1:  # a run's training state: its weights are beside it
-        state = RunDirectory(path.parent).load_state()
-    return state
+    return RunDirectory(path.parent).load_state(path)  # layout 2: with the weights beside it
 
 
 def _load_pickled_model(path: Path) -> GPT:

@@ -77,8 +77,13 @@ def load(path: Path, tokeniser_path: Path | None = None, weights: str = "best"):
     ``tricycle.apps.runs.load_model``); for the README's pickle of a ``ShakespeareConfig``
     model with no tokeniser beside it, the Shakespeare corpus's tokeniser."""
     try:
-        return load_model(path, tokeniser_path, default_tokeniser=_readme_tokeniser,
-                          weights=weights, say=lambda line: print(line, file=sys.stderr))
+        return load_model(
+            path,
+            tokeniser_path,
+            default_tokeniser=_readme_tokeniser,
+            weights=weights,
+            say=lambda line: print(line, file=sys.stderr),
+        )
     except CheckpointError as error:
         raise SystemExit(f"tricycle-sample: {error}") from None
 

@@ -184,6 +184,7 @@ class Trainer:
         self.step = 0
         self.wall_time = 0.0  # seconds of training (evaluation included) in earlier sessions
         self.saved_step: int | None = None  # the step of the last checkpoint written or read
+        self.saved_weights: str | None = None  # the digest of its weights, in a run directory
         # the lowest validation loss so far and its step ({"step", "val_loss"}), whose
         # weights a run directory keeps in best.safetensors beside the last
         self.best: dict | None = None
@@ -274,6 +275,7 @@ class Trainer:
         best = state.get("best")  # None in checkpoints from before the best weights
         self.best = None if best is None else {"step": int(best["step"]),
                                                "val_loss": float(best["val_loss"])}  # fmt: skip
+        self.saved_weights = state.get("weights_sha256")  # a run directory's (layout 2)
         self._captured = None  # its graph holds the arrays just replaced: capture anew
 
     def save(self, path, metadata: dict | None = None) -> None:
@@ -295,12 +297,16 @@ class Trainer:
         state = {**self.state_dict(), "run": metadata or {}, "layout": RunDirectory.LAYOUT}
         info = {"step": self.step, "run": metadata or {}}
         weights = state.pop("model")
+        if self.world.is_main:  # the weights the state on disk goes with, until it is replaced
+            run_dir.keep_previous_weights(self.saved_weights)
         digest = self._write(run_dir.last, lambda: save_weights(run_dir.last, weights, info),
                              run_dir.checkpoint)  # fmt: skip
         state["weights_sha256"] = digest
         self._write(run_dir.checkpoint, lambda: save_state(run_dir.checkpoint, state),
                     run_dir.checkpoint)  # fmt: skip
-        self.saved_step = self.step
+        self.saved_step, self.saved_weights = self.step, digest
+        if self.world.is_main:
+            run_dir.previous.unlink(missing_ok=True)
         self._write(run_dir / RunDirectory.MODEL,
                     lambda: save_pickle(self.model, run_dir / RunDirectory.MODEL),
                     run_dir.checkpoint)  # fmt: skip
