@@ -51,6 +51,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -318,7 +319,8 @@ class Trainer:
             return write() if self.world.is_main else None
         except OSError as error:
             raise CheckpointError(
-                f"could not write {path}: {error.strerror or error}; {self._kept(checkpoint)}"
+                f"could not write {Path(path).name} in {Path(path).parent}: "
+                f"{error.strerror or error}; {self._kept(checkpoint)}"
             ) from error
 
     def improves(self, val_loss: float | None) -> bool:
