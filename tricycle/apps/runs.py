@@ -133,9 +133,9 @@ class RunDirectory:
                 f"version reads layouts 1 and {self.LAYOUT}): update tricycle to resume it"
             )
         expected = state.get("weights_sha256")
-        for path in (self.last, self.previous):
-            if path.is_file() and weights_digest(path) == expected:
-                return {**state, "model": load_weights(path)[0]}
+        for weights in (self.last, self.previous):
+            if weights.is_file() and weights_digest(weights) == expected:
+                return {**state, "model": load_weights(weights)[0]}
         _, info, _ = load_weights(self.last)  # its own error where it is unreadable
         raise CheckpointError(
             f"{self.last} (step {info.get('step')}) and {path} (step {state.get('step')}) are "
