@@ -60,8 +60,11 @@ def test_bfloat16_is_stored_as_its_bits(tmp_path, monkeypatch):
     assert np.array_equal(widened.view(np.uint32) >> 16, bits)
     assert np.array_equal(widened.view(np.uint32) & 0xFFFF, np.zeros(5, np.uint32))
     assert widened[:2].tolist() == [1.0, -3.0]
+
+
+def test_bfloat16_arrays_round_trip_bit_exact(tmp_path):
     ml_dtypes = pytest.importorskip("ml_dtypes", reason="bf16 arrays need ml_dtypes")
-    monkeypatch.undo()
+    bits = np.array([0x3F80, 0xC040, 0x0001, 0x7F80, 0xFFC1], np.uint16)
     array = bits.view(ml_dtypes.bfloat16)
     buffer = io.BytesIO()
     write_safetensors(buffer, {"b": array})
