@@ -13,7 +13,8 @@ directory gives its best weights (``best.safetensors``, the lowest validation lo
 (a run of an earlier version: ``best.npz`` and ``checkpoint.npz``). They hold the config,
 the tokeniser and the weights as arrays and JSON, with a checksum: reading them runs no code
 from the file, and a corrupt file is an error, never a different sample. **Pickles**
-(``model.pkl``, or a model saved with ``pickle.dump`` as in the README) work too, but loading a pickle runs code from the file: only load pickles you trust. For a
+(``model.pkl``, or a model saved with ``pickle.dump`` as in the README) work too, but loading
+a pickle runs code from the file: only load pickles you trust. For a
 pickle the tokeniser is ``--tokeniser PATH``, else ``tokeniser.json`` beside it, else, for a
 model built from ``ShakespeareConfig`` (the README's script saves only the model), the
 Shakespeare corpus's tokeniser. A tokeniser that does not belong to the model (more ids
