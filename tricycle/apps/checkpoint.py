@@ -1,12 +1,12 @@
 """Checkpoint files: written atomically, verified by a checksum when read.
 
-Two formats:
+Three formats:
 
 * **safe** (``save_state``/``load_state``): a nested state (dicts, lists, numbers, strings and
   arrays) as one ``.npz`` file. Every array is an uncompressed ``.npy`` member; everything
   else is one JSON document stored beside them; a SHA-256 of all the members is stored last.
-  Reading executes nothing from the file: numeric arrays and JSON only. It is the format to
-  sample from and to resume from.
+  Reading executes nothing from the file: numeric arrays and JSON only. It holds a run's
+  training state (and, in runs of earlier versions, its weights).
 * **weights** (``save_weights``/``load_weights``): a model's ``state_dict`` as safetensors
   (``tricycle.hf_files``' writer and reader: no library needed), the format other tools read,
   with a JSON ``info`` (the step, the run's settings) in its metadata and a SHA-256 of the
