@@ -1,5 +1,5 @@
 """A run keeps the weights of its lowest validation loss beside its last: a tiny run whose
-validation loss rises after its minimum keeps the minimum's weights in best.npz (the same
+validation loss rises after its minimum keeps the minimum's weights in best.safetensors (the same
 as a run stopped there), says which step they come from, resumes from its last, and
 inference.py samples from the best unless told ``--weights last``."""
 
@@ -15,7 +15,7 @@ import pytest
 from tests.test_train import one_blas_thread, train_in_process  # noqa: F401 - a fixture
 from tricycle.apps import sample as sample_cli
 from tricycle.apps.checkpoint import load_state
-from tricycle.apps.runs import RunDirectory, load_model
+from tricycle.apps.runs import RunDirectory, load_model, read_weights
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.filterwarnings("ignore:BPETokeniser.train")  # a tiny text
@@ -46,7 +46,7 @@ def train(corpus, out_dir, *extra) -> dict:
 
 
 def weights(path: Path) -> dict:
-    return load_state(path)["model"]
+    return read_weights(path)["model"]
 
 
 def test_the_best_weights_are_the_minimums_and_sampling_uses_them(overfitting, tmp_path, capsys):
@@ -61,16 +61,17 @@ def test_the_best_weights_are_the_minimums_and_sampling_uses_them(overfitting, t
     assert f"best weights: step {best_step}, val loss {val[best_step]:.4f}" in log
     assert f"step {best_step}: train loss" in log and f"val loss {val[best_step]:.4f} (best)" in log
 
-    # best.npz holds the weights of step best_step: those of the same run stopped there
+    # best.safetensors holds the weights of step best_step: those of the same run stopped there
     stopped = train(overfitting, tmp_path / "stopped", "--stop-after", str(best_step))
     assert stopped["steps"] == best_step
-    best, there = weights(tmp_path / "run/best.npz"), weights(tmp_path / "stopped/checkpoint.npz")
-    last = weights(tmp_path / "run/checkpoint.npz")
+    best = weights(tmp_path / "run/best.safetensors")
+    there = weights(tmp_path / "stopped/model.safetensors")
+    last = weights(tmp_path / "run/model.safetensors")
     assert best.keys() == there.keys() == last.keys()
     for name in best:
         np.testing.assert_array_equal(best[name], there[name])
     assert any(not np.array_equal(best[name], last[name]) for name in best)
-    assert load_state(tmp_path / "run/best.npz")["step"] == best_step
+    assert read_weights(tmp_path / "run/best.safetensors")["step"] == best_step
 
     # a run directory loads its best unless asked for its last; the checkpoint knows the best
     for which, expected in (("best", best), ("last", last)):
@@ -88,7 +89,7 @@ def test_the_best_weights_are_the_minimums_and_sampling_uses_them(overfitting, t
         capture_output=True, text=True, timeout=120, cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert f"best.npz, the run's best: step {best_step}" in done.stderr
+    assert f"best.safetensors, the run's best: step {best_step}" in done.stderr
 
     def sample(*extra) -> str:
         args = [str(tmp_path / "run"), "--prompt", "alpha", "--max-tokens", "12"]
@@ -97,18 +98,18 @@ def test_the_best_weights_are_the_minimums_and_sampling_uses_them(overfitting, t
 
     assert sample().out == done.stdout
     assert sample("--weights", "best").out == done.stdout
-    assert "checkpoint.npz, the run's last: step 40" in sample("--weights", "last").err
+    assert "model.safetensors, the run's last: step 40" in sample("--weights", "last").err
 
 
 def test_a_resumed_run_continues_from_the_last_and_keeps_the_best(overfitting, tmp_path):
     first = train(overfitting, tmp_path / "run", "--stop-after", "32")
-    best_before = load_state(tmp_path / "run/best.npz")
+    best_before = read_weights(tmp_path / "run/best.safetensors")
     resumed = train(overfitting, tmp_path / "run", "--resume")
     whole = train(overfitting, tmp_path / "whole")
     assert first["steps"] == 32 and resumed["steps"] == 40
     assert (resumed["best_step"], resumed["best_val_loss"]) == (
         whole["best_step"], whole["best_val_loss"])  # fmt: skip
-    if resumed["best_step"] <= 32:  # not improved after the resume: best.npz is untouched
-        assert load_state(tmp_path / "run/best.npz")["step"] == best_before["step"]
-    for name, array in weights(tmp_path / "whole/best.npz").items():
-        np.testing.assert_array_equal(weights(tmp_path / "run/best.npz")[name], array)
+    if resumed["best_step"] <= 32:  # not improved after the resume: best.safetensors is untouched
+        assert read_weights(tmp_path / "run/best.safetensors")["step"] == best_before["step"]
+    for name, array in weights(tmp_path / "whole/best.safetensors").items():
+        np.testing.assert_array_equal(weights(tmp_path / "run/best.safetensors")[name], array)

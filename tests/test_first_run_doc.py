@@ -30,4 +30,4 @@ def test_block_runs_alone(line, code, tmp_path):
         assert (tmp_path / "micrograd.svg").is_file()
         assert "a | () float32 | data 2 | grad 6" in done.stdout
     else:
-        assert "best.npz, the run's best: step 2" in done.stdout
+        assert "best.safetensors, the run's best: step 2" in done.stdout

@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tricycle.apps.checkpoint import load_state, save_state
+from tricycle.apps.checkpoint import load_state, load_weights, save_weights
+from tricycle.apps.runs import RunDirectory
 from tricycle.configs import DebugConfig
 from tricycle.models import GPT
 from tricycle.tokeniser import CharTokeniser
@@ -65,7 +66,8 @@ def trained(tmp_path_factory):
 def test_training_script_writes_everything(trained):
     tmp_path, result = trained
     run = tmp_path / "run"
-    for name in ("model.pkl", "checkpoint.npz", "tokeniser.json", "config.json", "metrics.jsonl"):
+    for name in ("model.pkl", "model.safetensors", "checkpoint.npz", "tokeniser.json",
+                 "config.json", "metrics.jsonl"):  # fmt: skip
         assert (run / name).is_file(), name
     assert len((run / "metrics.jsonl").read_text().splitlines()) == 12
     assert "----- sample -----" in result.stdout
@@ -151,10 +153,12 @@ def test_sampling_from_the_run_or_its_checkpoint_needs_no_pickle(trained):
     from_pickle = run_script("inference.py", "run/model.pkl", *args, tmp_path=tmp_path)
     from_dir = run_script("inference.py", "run", *args, tmp_path=tmp_path)
     from_npz = run_script("inference.py", "run/checkpoint.npz", *args, tmp_path=tmp_path)
-    assert from_dir.stdout == from_npz.stdout == from_pickle.stdout
-    (tmp_path / "alone").mkdir(exist_ok=True)  # the checkpoint carries its own tokeniser
-    (tmp_path / "alone" / "c.npz").write_bytes((tmp_path / "run" / "checkpoint.npz").read_bytes())
-    alone = run_script("inference.py", "alone/c.npz", *args, tmp_path=tmp_path)
+    last = run_script("inference.py", "run/model.safetensors", *args, tmp_path=tmp_path)
+    assert from_dir.stdout == from_npz.stdout == from_pickle.stdout == last.stdout
+    (tmp_path / "alone").mkdir(exist_ok=True)  # the weights carry their own tokeniser
+    weights = (tmp_path / "run" / "model.safetensors").read_bytes()
+    (tmp_path / "alone" / "w.safetensors").write_bytes(weights)
+    alone = run_script("inference.py", "alone/w.safetensors", *args, tmp_path=tmp_path)
     assert alone.stdout == from_npz.stdout
     several = run_script("inference.py", "run", *args, "--num-samples", "3", tmp_path=tmp_path)
     assert several.stdout.count("def f") >= 3 and several.stdout.count("-" * 15) == 2
@@ -162,7 +166,7 @@ def test_sampling_from_the_run_or_its_checkpoint_needs_no_pickle(trained):
 
 def test_a_corrupt_model_file_is_an_error_never_another_sample(trained):
     tmp_path, _ = trained
-    for name in ("model.pkl", "checkpoint.npz"):
+    for name in ("model.pkl", "model.safetensors"):
         data = bytearray((tmp_path / "run" / name).read_bytes())
         data[len(data) // 2] ^= 0x01  # one bit, in the middle of the weights
         (tmp_path / f"flipped-{name}").write_bytes(bytes(data))
@@ -174,11 +178,12 @@ def test_a_corrupt_model_file_is_an_error_never_another_sample(trained):
 
 def test_a_checkpoint_asking_for_a_huge_model_is_refused_before_building_it(trained):
     tmp_path, _ = trained
-    state = load_state(tmp_path / "run" / "checkpoint.npz")
-    state["run"]["config"]["embedding_dim"] = 2**20
-    save_state(tmp_path / "crafted.npz", state)
-    result = run_script("inference.py", "crafted.npz", tmp_path=tmp_path, check=False)
-    assert result.returncode != 0 and "crafted.npz does not hold a usable GPT" in result.stderr
+    weights, info, _ = load_weights(tmp_path / "run" / "model.safetensors")
+    info["run"]["config"]["embedding_dim"] = 2**20
+    save_weights(tmp_path / "crafted.safetensors", weights, info)
+    result = run_script("inference.py", "crafted.safetensors", tmp_path=tmp_path, check=False)
+    assert result.returncode != 0, result.stderr
+    assert "crafted.safetensors does not hold a usable GPT" in result.stderr
     assert "Traceback" not in result.stderr
 
 
@@ -288,4 +293,4 @@ def test_runs_killed_at_random_moments_resume_exactly(trained):
         return [(r["step"], r["loss"], r["val_loss"]) for r in map(json.loads, lines)]
 
     assert losses("killed") == losses("calm")
-    assert not list(out.glob(".*.tmp"))
+    assert not list(out.glob(".*.tmp")) and not (out / RunDirectory.PREVIOUS).exists()

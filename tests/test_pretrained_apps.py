@@ -11,7 +11,7 @@ import pytest
 from tests.helpers import DATA_DIR
 from tests.test_hellaswag import write_hellaswag_file
 from tricycle.apps import evaluate, sample
-from tricycle.apps.checkpoint import load_state
+from tricycle.apps.runs import RunDirectory
 from tricycle.apps.train import run
 from tricycle.hf_tokeniser import PretrainedTokeniser
 from tricycle.models import GPT
@@ -66,7 +66,7 @@ def test_init_from_fine_tunes_resumes_and_samples(model_dir, text_file, tmp_path
 
     # the run started from the pretrained weights (a learning rate of 1e-9 barely moves them)
     pretrained = GPT.from_pretrained(model_dir).state_dict()
-    trained = load_state(out / "checkpoint.npz")["model"]
+    trained = RunDirectory(out).load_state()["model"]
     for name, value in trained.items():
         expected = pretrained[name][: len(value)]  # the position embedding's first 32 rows
         np.testing.assert_allclose(value, expected, atol=1e-6, err_msg=name)

@@ -19,6 +19,7 @@ from tricycle.apps import train as train_cli
 from tricycle.apps import training
 from tricycle.apps.checkpoint import load_state, save_state
 from tricycle.apps.files import DirectoryLock
+from tricycle.apps.runs import RunDirectory
 from tricycle.configs import DebugConfig, GPTConfig
 from tricycle.dataset import CausalLMDataset
 from tricycle.models import GPT
@@ -98,8 +99,8 @@ def test_resumed_run_replays_the_uninterrupted_one_exactly(corpus, tmp_path):
     whole, parts = losses(tmp_path / "whole"), losses(tmp_path / "parts")
     assert len(whole) == len(parts) == 24
     assert parts == whole  # bit for bit
-    final_whole = load_state(tmp_path / "whole" / "checkpoint.npz")["model"]
-    final_parts = load_state(tmp_path / "parts" / "checkpoint.npz")["model"]
+    final_whole = RunDirectory(tmp_path / "whole").load_state()["model"]
+    final_parts = RunDirectory(tmp_path / "parts").load_state()["model"]
     for name, value in final_whole.items():
         np.testing.assert_array_equal(final_parts[name], value, err_msg=name)
 
@@ -115,7 +116,7 @@ def test_divergence_stops_with_the_step_and_keeps_the_checkpoint(corpus, tmp_pat
     monkeypatch.setattr(training.Trainer, "train_step", poisoned)
     with pytest.raises(SystemExit, match="loss is nan at step 5.*last checkpoint"):
         run(corpus, tmp_path / "run", "--steps", "10", "--eval-interval", "2")
-    checkpoint = load_state(tmp_path / "run" / "checkpoint.npz")
+    checkpoint = RunDirectory(tmp_path / "run").load_state()
     assert checkpoint["step"] == 4
     assert all(np.isfinite(v).all() for v in checkpoint["model"].values())
 
@@ -300,7 +301,7 @@ def test_a_huge_learning_rate_never_leaves_a_non_finite_checkpoint(corpus, tmp_p
             "--grad-clip", "0")  # fmt: skip
     except SystemExit as error:
         assert "diverged" in str(error)
-    checkpoint = load_state(tmp_path / "run" / "checkpoint.npz")
+    checkpoint = RunDirectory(tmp_path / "run").load_state()
     arrays = [*checkpoint["model"].values(), *checkpoint["optimiser"].values()]
     assert all(np.isfinite(a).all() for a in arrays)
 

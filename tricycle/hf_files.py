@@ -12,6 +12,13 @@ tensor it cuts, before any array is made. numpy has no bfloat16, so BF16 tensors
 here, from a memory map of their bytes, to float32 (their exact value). ``pytorch_model.bin``
 (a pickle, which runs code when loaded) is never opened.
 
+The format is small enough to write and read here, without the library: an 8-byte
+little-endian header length, a JSON header ({name: {"dtype", "shape", "data_offsets"}} and
+an optional "__metadata__" of strings), then the tensors' raw little-endian bytes, one after
+another. ``write_safetensors`` and ``read_safetensors`` are that (any float or int dtype;
+BF16 is written from ``ml_dtypes.bfloat16`` arrays and read back as such, or widened to
+float32 where ml_dtypes is absent); they write the exports and a run's weights.
+
 ``resolve`` turns a hub name ("gpt2", "meta-llama/...") into a local directory with
 ``huggingface_hub`` when it is installed and online. ``write_directory`` replaces a whole
 directory at once, so a failed export never leaves a half-written one in place of a good one.
@@ -19,6 +26,7 @@ directory at once, so a failed export never leaves a half-written one in place o
 """
 
 import contextlib
+import io
 import json
 import os
 import shutil
@@ -41,6 +49,11 @@ HUB_FILES = [CONFIG, "*.safetensors", INDEX, "tokenizer.json", "tokenizer_config
 
 # safetensors dtype -> numpy dtype of the float weights we accept (BF16 is widened by hand)
 FLOAT_DTYPES = {"F16": np.float16, "F32": np.float32, "F64": np.float64, "BF16": None}
+# safetensors dtype -> the little-endian numpy dtype of its bytes (BF16: its 16 bits)
+DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<u2", "I64": "<i8", "I32": "<i4",
+          "I16": "<i2", "I8": "i1", "U64": "<u8", "U32": "<u4", "U16": "<u2", "U8": "u1",
+          "BOOL": "?"}  # fmt: skip
+_CODES = {np.dtype(d): code for code, d in DTYPES.items() if code not in ("BF16",)}
 _MAX_HEADER = 100 * 2**20  # the library's own limit on the JSON header
 
 
@@ -99,7 +112,8 @@ def weight_files(directory: Path) -> dict[str, Path]:
                 raise PretrainedError(f"{directory / INDEX}: names {file.name}, which is missing")
         return files
     if (directory / WEIGHTS).is_file():
-        return dict.fromkeys(header(directory / WEIGHTS), directory / WEIGHTS)
+        names = set(header(directory / WEIGHTS)) - {"__metadata__"}
+        return dict.fromkeys(sorted(names), directory / WEIGHTS)
     pickles = [name for name in PICKLES if (directory / name).is_file()]
     if pickles:
         raise PretrainedError(
@@ -109,9 +123,10 @@ def weight_files(directory: Path) -> dict[str, Path]:
     raise PretrainedError(f"{directory}: no {WEIGHTS} (or {INDEX})")
 
 
-def header(path: Path) -> dict[str, dict]:
+def header(path: Path, dtypes=FLOAT_DTYPES) -> dict[str, dict]:
     """{tensor name: {"dtype", "shape", "data_offsets"}} of a safetensors file, after checking
-    that every float tensor's bytes lie within the file: a truncated file names the tensor."""
+    that every tensor is of one of ``dtypes`` (float weights unless told) and its bytes lie
+    within the file: a truncated file names the tensor. "__metadata__" is left in if given."""
     size = path.stat().st_size
     with open(path, "rb") as f:
         prefix = f.read(8)
@@ -130,16 +145,16 @@ def header(path: Path) -> dict[str, dict]:
     data = size - 8 - length
     if not isinstance(entries, dict):
         raise PretrainedError(f"{path}: corrupt safetensors header (not a JSON object)")
-    entries.pop("__metadata__", None)
+    metadata = entries.pop("__metadata__", None)
     for name, entry in entries.items():
         try:
             dtype, shape, (_, end) = entry["dtype"], entry["shape"], entry["data_offsets"]
         except (KeyError, TypeError, ValueError):
             raise PretrainedError(f"{path}: corrupt safetensors header at {name!r}") from None
-        if dtype not in FLOAT_DTYPES:
+        if dtype not in dtypes:
+            kind = "a float weight" if dtypes is FLOAT_DTYPES else "one of"
             raise PretrainedError(
-                f"{path}: tensor {name!r} has dtype {dtype}; expected a float weight "
-                f"({', '.join(FLOAT_DTYPES)})"
+                f"{path}: tensor {name!r} has dtype {dtype}; expected {kind} ({', '.join(dtypes)})"
             )
         if end > data:
             raise PretrainedError(
@@ -147,6 +162,8 @@ def header(path: Path) -> dict[str, dict]:
                 f"the data, which holds {data}"
             )
         entry["start"] = 8 + length  # where the data begins in the file
+    if isinstance(metadata, dict):
+        entries["__metadata__"] = metadata
     return entries
 
 
@@ -194,22 +211,100 @@ class Reader:
 
 def _bfloat16(path: Path, entry: dict) -> np.ndarray:
     """A BF16 tensor as float32: its 16 bits are the top half of a float32's."""
+    return widen_bfloat16(_raw(path, entry))
+
+
+def widen_bfloat16(bits: np.ndarray) -> np.ndarray:
+    """BF16 values given as their 16 bits (uint16) as float32: the same values, exactly."""
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def _raw(path: Path, entry: dict) -> np.ndarray:
+    """The bytes of one tensor of ``header(path)``, memory-mapped, as its DTYPES dtype."""
     start, end = entry["data_offsets"]
-    raw = np.memmap(path, dtype="<u2", mode="r", offset=entry["start"] + start,
-                    shape=((end - start) // 2,))  # fmt: skip
-    return (raw.astype(np.uint32) << 16).view(np.float32).reshape(entry["shape"])
+    dtype = np.dtype(DTYPES[entry["dtype"]])
+    count = int(np.prod(entry["shape"], dtype=np.int64))
+    if end - start != count * dtype.itemsize:
+        raise PretrainedError(
+            f"{path}: tensor of shape {tuple(entry['shape'])} and dtype {entry['dtype']} "
+            f"claims {end - start} bytes, not {count * dtype.itemsize}"
+        )
+    if count == 0:
+        return np.zeros(entry["shape"], dtype)
+    raw = np.memmap(path, dtype=dtype, mode="r", offset=entry["start"] + start, shape=(count,))
+    return raw.reshape(entry["shape"])
+
+
+def read_safetensors(path: Path) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """({name: array}, metadata) of a safetensors file, read by this module (no library):
+    every dtype of DTYPES, native-endian copies; BF16 as ``ml_dtypes.bfloat16`` where it is
+    installed, else widened to float32. A truncated or corrupt file is a ``PretrainedError``
+    naming it (and the tensor)."""
+    path = Path(path)
+    if not path.is_file():
+        raise PretrainedError(f"{path}: no such file")
+    entries = header(path, DTYPES)
+    metadata = entries.pop("__metadata__", {})
+    tensors = {}
+    for name, entry in entries.items():
+        try:
+            raw = _raw(path, entry)
+        except (TypeError, ValueError) as error:
+            raise PretrainedError(f"{path}: corrupt safetensors entry {name!r} ({error})") from None
+        if entry["dtype"] == "BF16":
+            tensors[name] = _from_bits(raw)
+        else:
+            tensors[name] = raw.astype(raw.dtype.newbyteorder("="))  # a copy, in memory
+    return tensors, metadata
+
+
+def _from_bits(bits: np.ndarray) -> np.ndarray:
+    try:
+        import ml_dtypes
+    except ImportError:
+        return widen_bfloat16(bits)
+    return np.array(bits).view(ml_dtypes.bfloat16)
+
+
+def safetensors_layout(tensors: dict[str, np.ndarray]) -> tuple[dict, list[np.ndarray]]:
+    """The header entries ({name: {"dtype", "shape", "data_offsets"}}, in name order) of
+    ``tensors`` as safetensors stores them, and their arrays as stored (little-endian,
+    contiguous, BF16 as its bits), in that order."""
+    arrays, entries, offset = [], {}, 0
+    for name in sorted(tensors):
+        array = np.asarray(tensors[name])
+        if array.dtype.name == "bfloat16":  # ml_dtypes: stored as its bits
+            code, array = "BF16", array.view(np.uint16)
+        elif array.dtype.newbyteorder("<") in _CODES:
+            code = _CODES[array.dtype.newbyteorder("<")]
+        else:
+            raise PretrainedError(f"safetensors: tensor {name!r} has dtype {array.dtype}, "
+                                  "which the format cannot store")  # fmt: skip
+        arrays.append(np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")))
+        end = offset + arrays[-1].nbytes
+        entries[name] = {"dtype": code, "shape": list(array.shape), "data_offsets": [offset, end]}
+        offset = end
+    return entries, arrays
+
+
+def write_safetensors(f, tensors: dict[str, np.ndarray], metadata: dict | None = None) -> None:
+    """Write ``tensors`` ({name: numpy array}) to the binary file ``f`` as safetensors
+    (``safetensors_layout``), with ``metadata`` ({str: str}) as the header's "__metadata__"."""
+    entries, arrays = safetensors_layout(tensors)
+    if metadata:
+        entries = {"__metadata__": {str(k): str(v) for k, v in metadata.items()}, **entries}
+    text = json.dumps(entries, separators=(",", ":")).encode("utf-8")
+    text += b" " * (-len(text) % 8)  # the data 8-byte aligned, as the library writes it
+    f.write(struct.pack("<Q", len(text)) + text)
+    for array in arrays:
+        f.write(array.data if array.size else b"")
 
 
 def safetensors_bytes(tensors: dict[str, np.ndarray]) -> bytes:
     """The safetensors file of ``tensors`` (marked "pt", as transformers expects)."""
-    try:
-        from safetensors.numpy import save
-    except ImportError:
-        raise PretrainedError(
-            "writing model.safetensors needs the safetensors package "
-            "(pip install 'tricycle-dl[hf]')"
-        ) from None
-    return save({k: np.ascontiguousarray(v) for k, v in tensors.items()}, {"format": "pt"})
+    buffer = io.BytesIO()
+    write_safetensors(buffer, tensors, {"format": "pt"})
+    return buffer.getvalue()
 
 
 def write_directory(directory, write: Callable[[Path], None]) -> None:

@@ -1,12 +1,17 @@
 """Checkpoint files: written atomically, verified by a checksum when read.
 
-Two formats:
+Three formats:
 
 * **safe** (``save_state``/``load_state``): a nested state (dicts, lists, numbers, strings and
   arrays) as one ``.npz`` file. Every array is an uncompressed ``.npy`` member; everything
   else is one JSON document stored beside them; a SHA-256 of all the members is stored last.
-  Reading executes nothing from the file: numeric arrays and JSON only. It is the format to
-  sample from and to resume from.
+  Reading executes nothing from the file: numeric arrays and JSON only. It holds a run's
+  training state (and, in runs of earlier versions, its weights).
+* **weights** (``save_weights``/``load_weights``): a model's ``state_dict`` as safetensors
+  (``tricycle.hf_files``' writer and reader: no library needed), the format other tools read,
+  with a JSON ``info`` (the step, the run's settings) in its metadata and a SHA-256 of the
+  rest (tensors and info) that ``load_weights`` verifies. A run's training state records that
+  digest, so weights and state written by different saves are never paired.
 * **pickle** (``save_pickle``/``load_pickle``): the whole model object, for
   ``pickle.load(open("model.pkl", "rb"))`` as in the README. Loading a pickle runs code from
   the file: only open pickles you trust. ``save_pickle`` appends a SHA-256 line after the
@@ -30,6 +35,14 @@ import numpy as np
 
 from tricycle.atomic import atomic_write
 from tricycle.backend import to_host_array
+from tricycle.hf_files import (
+    DTYPES,
+    PretrainedError,
+    header,
+    read_safetensors,
+    safetensors_layout,
+    write_safetensors,
+)
 from tricycle.tensor import Tensor
 
 __all__ = [
@@ -39,8 +52,11 @@ __all__ = [
     "atomic_write_text",
     "load_pickle",
     "load_state",
+    "load_weights",
     "save_pickle",
     "save_state",
+    "save_weights",
+    "weights_digest",
 ]
 
 FORMAT = "tricycle-state"
@@ -106,6 +122,76 @@ def load_pickle(path):
             f"{path} is not a readable pickle (truncated, corrupt or from an incompatible "
             f"version): {type(error).__name__}: {error}"
         ) from error
+
+
+# ------------------------------------------------------------------ weights
+
+
+_INFO, _DIGEST = "tricycle", "tricycle_sha256"  # the weights file's metadata keys
+
+
+def save_weights(path, weights: dict, info: dict) -> str:
+    """Write ``weights`` ({name: array}) to the safetensors file ``path`` atomically, with
+    ``info`` (JSON) in its metadata; returns the digest that ``load_weights`` verifies."""
+    tensors = {name: to_host_array(a.array if isinstance(a, Tensor) else a)
+               for name, a in weights.items()}  # fmt: skip
+    text = json.dumps(info)
+    entries, arrays = safetensors_layout(tensors)
+    digest = _weights_digest(text, entries, (a.reshape(-1).view(np.uint8) for a in arrays))
+    with atomic_write(path, "wb") as f:
+        write_safetensors(f, tensors, {"format": "pt", _INFO: text, _DIGEST: digest})
+    return digest
+
+
+def load_weights(path) -> tuple[dict, dict, str]:
+    """(weights, info, digest) of a file written by ``save_weights``, its digest verified:
+    a truncated, corrupt or foreign file is a one-line ``CheckpointError`` naming it."""
+    path = Path(path)
+    try:
+        entries = header(path, DTYPES) if path.is_file() else None
+        tensors, metadata = read_safetensors(path)
+    except (PretrainedError, OSError) as error:
+        raise CheckpointError(f"{path} is not readable weights: {error}") from None
+    digest, text = metadata.get(_DIGEST), metadata.get(_INFO)
+    if not isinstance(text, str) or not isinstance(digest, str):
+        raise CheckpointError(f"{path}: safetensors without tricycle's metadata (not a run's)")
+    entries.pop("__metadata__", None)
+    start = min((e["start"] for e in entries.values()), default=path.stat().st_size)
+    with open(path, "rb") as f:
+        f.seek(start)
+        found = _weights_digest(text, entries, iter(lambda: f.read(2**24), b""))
+    if found != digest:
+        raise CheckpointError(
+            f"{path} is corrupt: its contents do not match the checksum written with them"
+        )
+    try:
+        info = json.loads(text)
+    except (ValueError, RecursionError) as error:
+        raise CheckpointError(f"{path}: unreadable metadata ({error})") from None
+    if not isinstance(info, dict):
+        raise CheckpointError(f"{path}: its metadata is not a JSON object")
+    return tensors, info, digest
+
+
+def weights_digest(path) -> str | None:
+    """The digest ``save_weights`` recorded in ``path``'s header (None where there is none
+    or the header is unreadable): which save the file is from, without reading it all."""
+    try:
+        digest = header(Path(path), DTYPES).get("__metadata__", {}).get(_DIGEST)
+    except (PretrainedError, OSError, AttributeError):
+        return None
+    return digest if isinstance(digest, str) else None
+
+
+def _weights_digest(info: str, entries: dict, data) -> str:
+    """The SHA-256 of ``info``, the tensors' header ``entries`` (names, dtypes, shapes,
+    offsets) and their bytes, ``data`` (chunks, in file order)."""
+    described = {name: [e["dtype"], e["shape"], e["data_offsets"]] for name, e in entries.items()}
+    digest = hashlib.sha256(info.encode("utf-8") + b"\0")
+    digest.update(json.dumps(described, sort_keys=True).encode("utf-8") + b"\0")
+    for chunk in data:
+        digest.update(chunk)
+    return digest.hexdigest()
 
 
 # ------------------------------------------------------------------ safe format

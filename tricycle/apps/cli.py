@@ -109,9 +109,9 @@ def settings_file(parser: argparse.ArgumentParser, path: Path, aliases: dict[str
 
 def add_weights_flag(parser: argparse.ArgumentParser) -> None:
     """``--weights {best,last}``: which weights of a run directory a program reads (its
-    lowest validation loss's, best.npz, or its last, checkpoint.npz)."""
+    lowest validation loss's, best.safetensors, or its last, model.safetensors)."""
     parser.add_argument(
         "--weights", choices=["best", "last"], default="best",
-        help="for a run directory: its best weights (lowest validation loss, best.npz) or its "
-        "last (checkpoint.npz)",
+        help="for a run directory: its best weights (lowest validation loss, best.safetensors) "
+        "or its last (model.safetensors)",
     )  # fmt: skip

@@ -1,7 +1,7 @@
 """Evaluate a trained GPT: HellaSwag-style multiple choice, and text samples.
 
     python -m tricycle.apps.evaluate runs/gpt2 --hellaswag hellaswag_val.jsonl
-    python -m tricycle.apps.evaluate runs/gpt2/checkpoint.npz          # downloads the val set
+    python -m tricycle.apps.evaluate runs/gpt2/model.safetensors       # downloads the val set
 
 Multiple choice, as in Karpathy's GPT-2 reproduction: each ending is appended to the context
 (with a leading space) and scored by the model's cross-entropy on the ending's tokens only.
@@ -16,8 +16,9 @@ writes a sample. During training, `hellaswag_hook` and `sample_hook` make them
 `tricycle.apps.training.Hook`s of a `Trainer` (`tricycle-train --eval-hellaswag`,
 `--sample-interval`).
 
-MODEL (command line) is a run directory (its best weights, `best.npz`; `--weights last`: its
-`checkpoint.npz`), one of its `.npz` files (safe: no code runs on load)
+MODEL (command line) is a run directory (its best weights, `best.safetensors`; `--weights
+last`: its `model.safetensors`; a run of an earlier version: `best.npz`, `checkpoint.npz`), one
+of those files (safe: no code runs on load)
 or a pickled `model.pkl` (loading a pickle runs code from the file: only trusted ones), read
 by `tricycle.apps.runs.load_model` as `tricycle-sample` reads it: GPT or Llama, with the run's
 own tokeniser (or `--tokeniser`).
@@ -223,7 +224,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     add = parser.add_argument
-    add("model", type=Path, help="run directory, checkpoint.npz or model.pkl")
+    add("model", type=Path, help="run directory, model.safetensors or model.pkl")
     add("--hellaswag", type=Path, help="a HellaSwag JSONL file (default: download the val set)")
     add("--tokeniser", type=Path, help="tokeniser file (default: the run's own)")
     add("--limit", type=positive_int, help="score only the first N examples")

@@ -1,15 +1,17 @@
 """A training run on disk, and the models it leaves behind.
 
-``RunDirectory`` is the folder ``tricycle-train`` writes: the safe checkpoint, the pickled
-model, the tokeniser, the run's settings and its metrics, with a lock so that one run at a
-time trains there. ``load_model`` reads a trained model back, to sample or evaluate: safely
-from a checkpoint (arrays and JSON, no code runs), or from a pickle the user trusts, and with
-the tokeniser that belongs to it. ``check_config_fits`` keeps a config read from a file from
-asking for a model far larger than the weights stored beside it.
+``RunDirectory`` is the folder ``tricycle-train`` writes: the weights (safetensors), the
+training state beside them, the pickled model, the tokeniser, the run's settings and its
+metrics, with a lock so that one run at a time trains there. ``load_model`` reads a trained
+model back, to sample or evaluate: safely from its weights (arrays and JSON, no code runs),
+or from a pickle the user trusts, and with the tokeniser that belongs to it.
+``check_config_fits`` keeps a config read from a file from asking for a model far larger
+than the weights stored beside it.
 """
 
 import hashlib
 import json
+import os
 import tempfile
 import warnings
 from collections.abc import Callable
@@ -17,7 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
-from tricycle.apps.checkpoint import CheckpointError, load_pickle, load_state
+from tricycle.apps.checkpoint import (
+    CheckpointError,
+    load_pickle,
+    load_state,
+    load_weights,
+    weights_digest,
+)
 from tricycle.apps.files import DirectoryLock, atomic_write, read_jsonl, remove_temporaries
 from tricycle.apps.plot import plot_losses
 from tricycle.apps.pretrained import is_model_dir, load_pretrained, load_tokeniser
@@ -29,6 +37,7 @@ __all__ = [
     "RunDirectory",
     "check_config_fits",
     "load_model",
+    "read_weights",
     "tokeniser_sha256",
     "tokeniser_text",
 ]
@@ -37,18 +46,26 @@ __all__ = [
 class RunDirectory:
     """The files of one training run, in one directory:
 
-        checkpoint.npz   the safe checkpoint: parameters, optimiser, scaler, random states,
-                         step, the run's settings and its tokeniser (no code runs on load):
-                         the last weights, which --resume continues from
-        best.npz         the weights of the lowest validation loss so far, with its step,
-                         in the same safe format (no optimiser): what sampling and
-                         evaluation read unless told ``weights="last"``
+        model.safetensors  the last weights (safetensors, which other tools read), with the
+                         step, the run's settings and its tokeniser in its metadata and a
+                         checksum (``checkpoint.save_weights``)
+        checkpoint.npz   the training state beside them (safe: no code runs on load):
+                         optimiser, scaler, random states, step, the run's settings and the
+                         digest of the model.safetensors it goes with; --resume reads both
+        best.safetensors the weights of the lowest validation loss so far, with its step and
+                         loss: what sampling and evaluation read unless told ``weights="last"``
+        .model.previous.safetensors   while a save is under way, the weights that the
+                         checkpoint.npz on disk goes with (a run killed between writing the
+                         two files resumes from them)
         model.pkl        the pickled model, for ``pickle.load`` (checksummed)
         tokeniser.json   the tokeniser
         config.json      the run's settings, readable
         metrics.jsonl    one JSON line per step
         loss.png         the loss curves, drawn from the metrics (``plot_losses``)
         .lock            there while a process trains here
+
+    Runs written before model.safetensors (layout 1: the weights inside checkpoint.npz, the
+    best ones in best.npz) are still read: ``weights`` and ``load_state`` find them.
 
     ``open()`` takes the lock (a second run into the same directory is refused, a lock left
     by a killed run is taken over) and removes temporaries that killed writers left;
@@ -57,9 +74,13 @@ class RunDirectory:
     """
 
     CHECKPOINT, MODEL, TOKENISER = "checkpoint.npz", "model.pkl", "tokeniser.json"
-    CONFIG, METRICS, LOSS_PLOT, BEST = "config.json", "metrics.jsonl", "loss.png", "best.npz"
-    FILES = (CHECKPOINT, MODEL, TOKENISER, CONFIG, METRICS, LOSS_PLOT, BEST)
+    CONFIG, METRICS, LOSS_PLOT = "config.json", "metrics.jsonl", "loss.png"
+    LAST, BEST = "model.safetensors", "best.safetensors"
+    OLD_BEST, PREVIOUS = "best.npz", ".model.previous.safetensors"  # layout 1's best weights
+    FILES = (LAST, CHECKPOINT, MODEL, TOKENISER, CONFIG, METRICS, LOSS_PLOT, BEST, OLD_BEST,
+             PREVIOUS)  # fmt: skip
     WEIGHTS = ("best", "last")  # which weights of a run directory to read
+    LAYOUT = 2  # 2: weights in model.safetensors; 1 (none recorded): inside checkpoint.npz
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -74,16 +95,60 @@ class RunDirectory:
         return self.path / self.CHECKPOINT
 
     @property
+    def last(self) -> Path:
+        return self.path / self.LAST
+
+    @property
     def best(self) -> Path:
         return self.path / self.BEST
 
+    @property
+    def previous(self) -> Path:
+        return self.path / self.PREVIOUS
+
     def weights(self, which: str = "best") -> Path:
-        """The file holding the run's ``which`` weights: "best" is best.npz (the lowest
-        validation loss), or checkpoint.npz where the run has none (no validation yet);
-        "last" is checkpoint.npz."""
+        """The file holding the run's ``which`` weights: "best" is best.safetensors (the
+        lowest validation loss), or the last where the run has none (no validation yet);
+        "last" is model.safetensors. A layout-1 run's are best.npz and checkpoint.npz."""
         if which not in self.WEIGHTS:
             raise ValueError(f"weights: expected one of {self.WEIGHTS}, got {which!r}")
-        return self.best if which == "best" and self.best.is_file() else self.checkpoint
+        candidates = [self.best, self.path / self.OLD_BEST] if which == "best" else []
+        candidates += [self.last, self.checkpoint]
+        return next((path for path in candidates if path.is_file()), self.last)
+
+    def load_state(self, path: Path | None = None) -> dict:
+        """The training state to resume from: checkpoint.npz (or ``path``, a copy of it)
+        with the model's weights under "model" (from model.safetensors, checked to be the
+        weights this state was saved with; a layout-1 checkpoint holds them itself). A state
+        from a newer tricycle, or weights and state of different saves, are refused with a
+        ``CheckpointError`` naming the files."""
+        path = self.checkpoint if path is None else path
+        state = load_state(path)
+        layout = state.get("layout", 1)
+        if layout == 1:
+            return state
+        if layout != self.LAYOUT:
+            raise CheckpointError(
+                f"{path}: run layout {layout!r}, written by a newer tricycle (this "
+                f"version reads layouts 1 and {self.LAYOUT}): update tricycle to resume it"
+            )
+        expected = state.get("weights_sha256")
+        for weights in (self.last, self.previous):
+            if weights.is_file() and weights_digest(weights) == expected:
+                return {**state, "model": load_weights(weights)[0]}
+        _, info, _ = load_weights(self.last)  # its own error where it is unreadable
+        raise CheckpointError(
+            f"{self.last} (step {info.get('step')}) and {path} (step {state.get('step')}) are "
+            "not from the same save"
+        )
+
+    def keep_previous_weights(self, digest: str | None) -> None:
+        """Before new weights replace model.safetensors: keep the weights that the state on
+        disk (recording ``digest``; None: unknown) goes with as .model.previous.safetensors,
+        until the new state is written (``load_state`` falls back on them). After a crash
+        between the two files they are already there, and model.safetensors is not theirs."""
+        if self.last.is_file() and (digest is None or weights_digest(self.last) == digest):
+            os.replace(self.last, self.previous)
 
     def existing_files(self) -> list[str]:
         """The run files already here (another run's, unless we are resuming it)."""
@@ -159,10 +224,11 @@ def load_model(
 ):
     """(model, tokeniser) from what ``tricycle-train`` writes, to sample or evaluate.
 
-    ``path`` is a run directory (its best.npz, the weights of its lowest validation loss,
-    or with ``weights="last"`` or no validation yet its checkpoint.npz), a ``.npz`` file
-    (safe: arrays and JSON, nothing in the file runs; the config and the run's tokeniser are
-    inside), a Hugging Face model directory (``tricycle.apps.pretrained``: its own
+    ``path`` is a run directory (its best.safetensors, the weights of its lowest validation
+    loss, or with ``weights="last"`` or no validation yet its model.safetensors; a run of
+    layout 1 its best.npz or checkpoint.npz), one of those files (safe: arrays and JSON,
+    nothing in the file runs; the config and the run's tokeniser are inside), a Hugging Face
+    model directory (``tricycle.apps.pretrained``: its own
     tokeniser), or a
     pickled model (``.pkl``/``.pickle``: loading a pickle runs code from the file, so only
     trusted ones; its tokeniser is ``tokeniser.json`` beside it). The model is the one its
@@ -179,18 +245,18 @@ def load_model(
     path = Path(path)
     if not path.exists():
         raise CheckpointError(
-            f"{path} does not exist (give a run directory, its checkpoint.npz or a .pkl pickle)"
+            f"{path} does not exist (give a run directory, its model.safetensors or a .pkl pickle)"
         )
     if path.is_dir() and is_model_dir(path):  # a Hugging Face model: config.json + weights
         return load_pretrained(path, tokeniser_path)
     if path.is_dir():
-        if not (path / RunDirectory.CHECKPOINT).is_file() and (path / RunDirectory.MODEL).is_file():
-            raise CheckpointError(
-                f"{path} has no {RunDirectory.CHECKPOINT}; to load its pickle (which runs code "
-                f"from the file), name it: {path / RunDirectory.MODEL}"
-            )
         path = RunDirectory(path).weights(weights)
-    if path.suffix == ".npz":
+        if not path.is_file() and (path.parent / RunDirectory.MODEL).is_file():
+            raise CheckpointError(
+                f"{path.parent} has no {RunDirectory.LAST}; to load its pickle (which runs "
+                f"code from the file), name it: {path.parent / RunDirectory.MODEL}"
+            )
+    if path.suffix in (".npz", ".safetensors"):
         model, run, whence = _load_checkpoint_model(path)
         if say is not None:
             say(f"weights: {path}, {whence}")
@@ -198,8 +264,8 @@ def load_model(
         model, run = _load_pickled_model(path), _run_beside(path)
     else:
         raise CheckpointError(
-            f"{path}: expected a run directory, a .npz checkpoint or a .pkl pickle (only files "
-            "named as pickles are unpickled)"
+            f"{path}: expected a run directory, its .safetensors or .npz weights or a .pkl "
+            "pickle (only files named as pickles are unpickled)"
         )
     recorded = run.get("tokeniser")  # the run's tokeniser, as its file's text
     if tokeniser_path is None and isinstance(recorded, str):
@@ -240,9 +306,9 @@ def tokeniser_text(tokeniser) -> str:
 
 
 def _load_checkpoint_model(path: Path) -> tuple[GPT, dict, str]:
-    """The model in a training checkpoint (or a run's best.npz), the run's metadata, and
-    which step its weights come from, in words."""
-    state = load_state(path)
+    """The model in a run's weights file (its .safetensors, or layout 1's checkpoint.npz or
+    best.npz), the run's metadata, and which step its weights come from, in words."""
+    state = read_weights(path)
     run = state.get("run")
     if not isinstance(run, dict) or not isinstance(run.get("config"), dict):
         raise CheckpointError(f"{path} is not a training checkpoint (no config)")
@@ -255,11 +321,22 @@ def _load_checkpoint_model(path: Path) -> tuple[GPT, dict, str]:
     except (ValueError, TypeError, KeyError) as error:
         raise CheckpointError(f"{path} does not hold a usable GPT: {error}") from None
     val_loss = state.get("val_loss")
-    if isinstance(val_loss, float):  # a best.npz
+    if isinstance(val_loss, float):  # the best weights
         whence = f"the run's best: step {state.get('step')}, val loss {val_loss:.4f}"
     else:
         whence = f"the run's last: step {state.get('step')}"
     return model, run, whence
+
+
+def read_weights(path: Path) -> dict:
+    """What a run's weights file holds: the weights under "model", the step (and the
+    validation loss of the best), the run's settings under "run". ``path`` is a
+    .safetensors of the run, or a layout-1 checkpoint.npz or best.npz (a layout-2
+    checkpoint.npz: the weights beside it)."""
+    if path.suffix == ".safetensors":
+        weights, info, _ = load_weights(path)
+        return {**info, "model": weights}
+    return RunDirectory(path.parent).load_state(path)  # layout 2: with the weights beside it
 
 
 def _load_pickled_model(path: Path) -> GPT:

@@ -1,19 +1,20 @@
 """Stream text from a trained GPT (or Llama).
 
     tricycle-sample runs/cpu                       # a run directory: its best weights
-    tricycle-sample runs/cpu --weights last        # ... or its last (checkpoint.npz)
-    tricycle-sample runs/cpu/checkpoint.npz --prompt "def parse(" --max-tokens 300 --top-k 40
+    tricycle-sample runs/cpu --weights last        # ... or its last (model.safetensors)
+    tricycle-sample runs/cpu/model.safetensors --prompt "def parse(" --max-tokens 300 --top-k 40
     tricycle-sample model.pkl --max-tokens 0       # a pickle; 0: forever (Ctrl-C stops)
 
 (``python -m tricycle.apps.sample`` and ``python inference.py`` are the same program.)
 
-**The safe way**: a run directory or its ``.npz`` files, as ``tricycle-train`` writes them: a
-directory gives its best weights (``best.npz``, the lowest validation loss) unless
-``--weights last`` asks for its last (``checkpoint.npz``); which file and step is logged.
-It holds the config, the tokeniser and the weights as arrays and JSON, with a checksum:
-reading it runs no code from the file, and a corrupt file is an error, never a different
-sample. **Pickles** (``model.pkl``, or a model saved with ``pickle.dump`` as in the README)
-work too, but loading a pickle runs code from the file: only load pickles you trust. For a
+**The safe way**: a run directory or its weights files, as ``tricycle-train`` writes them: a
+directory gives its best weights (``best.safetensors``, the lowest validation loss) unless
+``--weights last`` asks for its last (``model.safetensors``); which file and step is logged
+(a run of an earlier version: ``best.npz`` and ``checkpoint.npz``). They hold the config,
+the tokeniser and the weights as arrays and JSON, with a checksum: reading them runs no code
+from the file, and a corrupt file is an error, never a different sample. **Pickles**
+(``model.pkl``, or a model saved with ``pickle.dump`` as in the README) work too, but loading
+a pickle runs code from the file: only load pickles you trust. For a
 pickle the tokeniser is ``--tokeniser PATH``, else ``tokeniser.json`` beside it, else, for a
 model built from ``ShakespeareConfig`` (the README's script saves only the model), the
 Shakespeare corpus's tokeniser. A tokeniser that does not belong to the model (more ids
@@ -44,12 +45,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="tricycle-sample",
         description="Sample text from a trained GPT, streamed to stdout. Give a run "
-        "directory or its checkpoint.npz (safe: no code in the file runs), or a pickle "
+        "directory or its model.safetensors (safe: no code in the file runs), or a pickle "
         "(model.pkl: loading a pickle RUNS CODE from the file; only load pickles you trust).",
         formatter_class=_DefaultsHelp,
     )
     add = parser.add_argument
-    add("model", type=Path, help="a run directory, a checkpoint.npz, or a pickled model")
+    add("model", type=Path, help="a run directory, its model.safetensors, or a pickled model")
     add("--prompt", default="\n", help="text to continue (default: a new line)")
     add("--max-tokens", type=nonnegative_int, default=500, help="tokens to sample; 0: forever")
     add("--num-samples", type=positive_int, default=1, help="samples, one after the other")
@@ -77,8 +78,13 @@ def load(path: Path, tokeniser_path: Path | None = None, weights: str = "best"):
     ``tricycle.apps.runs.load_model``); for the README's pickle of a ``ShakespeareConfig``
     model with no tokeniser beside it, the Shakespeare corpus's tokeniser."""
     try:
-        return load_model(path, tokeniser_path, default_tokeniser=_readme_tokeniser,
-                          weights=weights, say=lambda line: print(line, file=sys.stderr))
+        return load_model(
+            path,
+            tokeniser_path,
+            default_tokeniser=_readme_tokeniser,
+            weights=weights,
+            say=lambda line: print(line, file=sys.stderr),
+        )
     except CheckpointError as error:
         raise SystemExit(f"tricycle-sample: {error}") from None
 

@@ -7,8 +7,9 @@
 
 (``python -m tricycle.apps.train`` and ``python train_smol_gpt.py`` are the same program; the loop
 itself is ``tricycle.apps.training``.) Everything lands in --out-dir (default runs/<config>): the
-safe checkpoint.npz (the last weights, what --resume reads), best.npz (the weights of the
-lowest validation loss, with its step: what the sample at the end, ``tricycle-sample`` and
+model.safetensors (the last weights) and checkpoint.npz (the training state beside them:
+what --resume reads), best.safetensors (the weights of the lowest validation loss, with its
+step: what the sample at the end, ``tricycle-sample`` and
 ``tricycle.evaluate`` read unless given --weights last), model.pkl, tokeniser.json,
 config.json, metrics.jsonl and loss.png (the loss curves; --plot-log for a log scale). A
 directory holding another run is never overwritten without --overwrite, and one run at a time
@@ -82,7 +83,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from tricycle import backend
-from tricycle.apps.checkpoint import CheckpointError, atomic_write_text, load_state
+from tricycle.apps.checkpoint import CheckpointError, atomic_write_text
 from tricycle.apps.cli import (
     boolean,
     nonnegative_float,
@@ -111,6 +112,7 @@ from tricycle.apps.runs import (
     RunDirectory,
     _tokeniser_from_text,
     check_config_fits,
+    read_weights,
     tokeniser_sha256,
     tokeniser_text,
 )
@@ -370,7 +372,7 @@ def _train(args, run_dir: RunDirectory) -> dict:
     checkpoint, applied = None, []
     if args.resume:
         try:
-            checkpoint = load_state(run_dir.checkpoint)
+            checkpoint = run_dir.load_state()
         except CheckpointError as error:
             raise SystemExit(f"--resume: {error}") from None
         run = checkpoint.get("run")
@@ -546,13 +548,14 @@ def _init_from(args, name: str, config: GPTConfig, checkpoint) -> tuple[tuple, G
 
 
 def best_model(trainer, run_dir: RunDirectory):
-    """The trained model with the run's best weights (best.npz: its lowest validation loss)
-    put back, for the sample at the end, and which weights they are, in words."""
-    best = trainer.best
-    if best is None or best["step"] == trainer.step or not run_dir.best.is_file():
+    """The trained model with the run's best weights (best.safetensors, or a resumed
+    layout-1 run's best.npz: its lowest validation loss) put back, for the sample at the
+    end, and which weights they are, in words."""
+    best, path = trainer.best, run_dir.weights("best")
+    if best is None or best["step"] == trainer.step or path.stem != "best":
         return trainer.model, f"the last weights (step {trainer.step})"
     try:
-        trainer.model.load_state_dict(load_state(run_dir.best)["model"])
+        trainer.model.load_state_dict(read_weights(path)["model"])
     except (CheckpointError, KeyError, ValueError) as error:
         raise SystemExit(f"tricycle-train: {error}") from None
     return trainer.model, (

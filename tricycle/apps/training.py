@@ -56,7 +56,13 @@ from pathlib import Path
 import numpy as np
 
 from tricycle import checks
-from tricycle.apps.checkpoint import CheckpointError, load_state, save_pickle, save_state
+from tricycle.apps.checkpoint import (
+    CheckpointError,
+    load_state,
+    save_pickle,
+    save_state,
+    save_weights,
+)
 from tricycle.apps.cpu import tune_cpu_allocator
 from tricycle.apps.cuda_graph import CapturedStep
 from tricycle.apps.interrupts import stop_on_interrupt
@@ -179,8 +185,9 @@ class Trainer:
         self.step = 0
         self.wall_time = 0.0  # seconds of training (evaluation included) in earlier sessions
         self.saved_step: int | None = None  # the step of the last checkpoint written or read
+        self.saved_weights: str | None = None  # the digest of its weights, in a run directory
         # the lowest validation loss so far and its step ({"step", "val_loss"}), whose
-        # weights a run directory keeps in best.npz beside the last
+        # weights a run directory keeps in best.safetensors beside the last
         self.best: dict | None = None
         self._jump_dropout_generators()
         self.cuda_graph = cuda_graph
@@ -266,9 +273,10 @@ class Trainer:
         if self.valid_data is not None and random.get("valid_data") is not None:
             load_data_state(self.valid_data, random["valid_data"])
         self.step, self.wall_time = int(state["step"]), float(state["wall_time"])
-        best = state.get("best")  # None in checkpoints from before best.npz
+        best = state.get("best")  # None in checkpoints from before the best weights
         self.best = None if best is None else {"step": int(best["step"]),
                                                "val_loss": float(best["val_loss"])}  # fmt: skip
+        self.saved_weights = state.get("weights_sha256")  # a run directory's (layout 2)
         self._captured = None  # its graph holds the arrays just replaced: capture anew
 
     def save(self, path, metadata: dict | None = None) -> None:
@@ -279,27 +287,40 @@ class Trainer:
         it; rank 0 writes."""
         check_finite(self.model, self.optimiser)
         state = {**self.state_dict(), "run": metadata or {}}
-        try:
-            if self.world.is_main:
-                save_state(path, state)
-        except OSError as error:
-            raise CheckpointError(
-                f"could not write the checkpoint in {Path(path).parent}: "
-                f"{error.strerror or error}; {self._kept(path)}"
-            ) from error
+        self._write(path, lambda: save_state(path, state), path)
         self.saved_step = self.step
 
     def save_to(self, run_dir: RunDirectory, metadata: dict | None = None) -> None:
-        """``save`` into the run directory's checkpoint.npz, then pickle the model beside it
-        (model.pkl), each atomically."""
-        self.save(run_dir.checkpoint, metadata)
+        """Save the run into ``run_dir``: the weights to model.safetensors, then the rest of
+        the state to checkpoint.npz (with the weights' digest, which resuming checks), then
+        the pickled model to model.pkl, each atomically."""
+        check_finite(self.model, self.optimiser)
+        state = {**self.state_dict(), "run": metadata or {}, "layout": RunDirectory.LAYOUT}
+        info = {"step": self.step, "run": metadata or {}}
+        weights = state.pop("model")
+        if self.world.is_main:  # the weights the state on disk goes with, until it is replaced
+            run_dir.keep_previous_weights(self.saved_weights)
+        digest = self._write(run_dir.last, lambda: save_weights(run_dir.last, weights, info),
+                             run_dir.checkpoint)  # fmt: skip
+        state["weights_sha256"] = digest
+        self._write(run_dir.checkpoint, lambda: save_state(run_dir.checkpoint, state),
+                    run_dir.checkpoint)  # fmt: skip
+        self.saved_step, self.saved_weights = self.step, digest
+        if self.world.is_main:
+            run_dir.previous.unlink(missing_ok=True)
+        self._write(run_dir / RunDirectory.MODEL,
+                    lambda: save_pickle(self.model, run_dir / RunDirectory.MODEL),
+                    run_dir.checkpoint)  # fmt: skip
+
+    def _write(self, path, write: Callable, checkpoint):
+        """``write()`` on rank 0 (its result); an OSError becomes a ``CheckpointError``
+        naming ``path`` and the checkpoint that is kept."""
         try:
-            if self.world.is_main:
-                save_pickle(self.model, run_dir / RunDirectory.MODEL)
+            return write() if self.world.is_main else None
         except OSError as error:
             raise CheckpointError(
-                f"could not write {run_dir / RunDirectory.MODEL}: {error.strerror or error}; "
-                f"the checkpoint {run_dir.checkpoint} (step {self.step}) was written"
+                f"could not write {Path(path).name} in {Path(path).parent}: "
+                f"{error.strerror or error}; {self._kept(checkpoint)}"
             ) from error
 
     def improves(self, val_loss: float | None) -> bool:
@@ -314,23 +335,19 @@ class Trainer:
 
     def save_best(self, run_dir: RunDirectory, metadata: dict | None = None) -> None:
         """Write the weights of ``self.best`` (the model as it is now) to the run directory's
-        best.npz, in the safe format of its checkpoint (no optimiser: nothing resumes from
-        it). Every rank calls it; rank 0 writes."""
+        best.safetensors, with its step and validation loss (nothing resumes from it).
+        Every rank calls it; rank 0 writes."""
         check_finite(self.model, self.optimiser)
-        state = {**self.best, "model": self.model.state_dict(), "run": metadata or {}}
-        try:
-            if self.world.is_main:
-                save_state(run_dir.best, state)
-        except OSError as error:
-            raise CheckpointError(
-                f"could not write {run_dir.best}: {error.strerror or error}; "
-                f"{self._kept(run_dir.checkpoint)}"
-            ) from error
+        info = {**self.best, "run": metadata or {}}
+        weights = self.model.state_dict()
+        self._write(run_dir.best, lambda: save_weights(run_dir.best, weights, info),
+                    run_dir.checkpoint)  # fmt: skip
 
     def load(self, path) -> dict:
-        """Restore the run saved at ``path``; returns its metadata. Raises CheckpointError
-        for an unreadable file or one that does not fit this model and optimiser."""
-        state = load_state(path)
+        """Restore the run saved at ``path`` (a file ``save`` wrote, or a ``RunDirectory``
+        ``save_to`` wrote into); returns its metadata. Raises CheckpointError for an
+        unreadable file or one that does not fit this model and optimiser."""
+        state = path.load_state() if isinstance(path, RunDirectory) else load_state(path)
         try:
             self.load_state_dict(state)
         except (KeyError, ValueError, TypeError, IndexError) as error:
@@ -512,7 +529,7 @@ class Trainer:
         if run_dir is not None and main and self.best is not None:
             say(f"best weights: step {self.best['step']}, val loss "
                 f"{self.best['val_loss']:.4f}, in {run_dir.best} (the last: step {self.step}, "
-                f"in {run_dir.checkpoint})")  # fmt: skip
+                f"in {run_dir.last})")  # fmt: skip
         return {
             "steps": self.step,
             "ended": ended,
