@@ -30,6 +30,9 @@ FILES = [
     "tricycle/ops.py",
     "tricycle/einsum.py",
     "tricycle/dispatch.py",
+    "tricycle/fused.py",
+    "tricycle/norms.py",
+    "tricycle/module.py",
     "tricycle/layers.py",
     "tricycle/functions.py",
     "tricycle/activation.py",
@@ -48,9 +51,12 @@ GUIDE = """\
    operators) and the ops it takes them from, `unary.py` (<tricycle/unary.py>), `binary.py`
    (<tricycle/binary.py>), `reduce.py` (<tricycle/reduce.py>), `ops.py` (<tricycle/ops.py>),
    and `einsum.py` (<tricycle/einsum.py>: the one linear primitive and its generic gradient).
-2. **One fused op**: `layer_norm_forward` and `layer_norm_backward` in `tricycle/layers.py`
-   (<tricycle/layers.py>), the formula and its closed-form backward in plain xp, and how
-   `layer_norm` asks `tricycle/dispatch.py` (<tricycle/dispatch.py>) for a faster kernel.
+2. **One fused op**: `layer_norm_forward` and `layer_norm_backward` in `tricycle/norms.py`
+   (<tricycle/norms.py>), the formula and its closed-form backward in plain xp, and how
+   `layer_norm` asks `tricycle/dispatch.py` (<tricycle/dispatch.py>) for a faster kernel and
+   shares one backward among its inputs (`tricycle/fused.py`, <tricycle/fused.py>); then the
+   `Layer` base class, `tricycle/module.py` (<tricycle/module.py>), and the layers on it,
+   `tricycle/layers.py` (<tricycle/layers.py>).
 3. **The GPT**: `tricycle/blocks.py` (<tricycle/blocks.py>: attention and MLP blocks) and
    `tricycle/models.py` (<tricycle/models.py>), on `attention.py` (<tricycle/attention.py>),
    `activation.py` (<tricycle/activation.py>), `functions.py` (<tricycle/functions.py>) and

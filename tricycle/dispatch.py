@@ -11,7 +11,7 @@ returning the same results, for an op name, a device and dtypes::
 
 and the op asks once, giving its reference and the arrays it is about to compute with::
 
-    # tricycle/layers.py
+    # tricycle/norms.py
     forward = dispatch.choose("layer_norm", layer_norm_forward, x, gamma)
     y, mean, rstd = forward(xp, x, gamma, beta, eps)
 
