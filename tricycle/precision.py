@@ -21,16 +21,9 @@ Typical loop::
             policy.backward(loss)                   # seeds backward with the loss scale
             norm, skipped = policy.step(optimiser, model, max_norm=1.0)  # unscale, clip, update
 
-TF32 in CuPy (14.x), found by reading its source and checked on the H100 (GPU_NOTES.md):
-``CUPY_TF32=1`` is read once, the first time a float32 product asks for its compute type, and
-then cached; ``cupy._core.set_compute_type(float32, COMPUTE_TYPE_TF32)`` changes it at any
-time for 2-D products (``cupy.dot``/``matmul``/``tensordot`` of 2-D operands, which go through
-``cublasGemmEx`` with ``CUBLAS_COMPUTE_32F_FAST_TF32``). Batched products (ndim > 2) use
-``cublasGemmStridedBatchedEx`` with the legacy compute type CUDA_R_32F and ignore that
-setting; they follow the cuBLAS handle's math mode instead, which ``Precision`` sets to
-``CUBLAS_TF32_TENSOR_OP_MATH`` for the duration. (CuPy resets the math mode to the default
-after every float16/bfloat16 2-D product, so inside a mixed-precision region the batched
-float32 products fall back to full float32.)
+TF32 is a setting of the GPU's cuBLAS (its compute type and math mode), which
+``tricycle.backends.cuda.settings`` holds and registers as "tf32": entering a policy with
+``tf32`` switches it on there and leaving restores it; without a GPU nothing is set.
 """
 
 import math
@@ -41,12 +34,6 @@ import numpy as np
 from tricycle import backend, capture, checks, dispatch
 from tricycle.optimisers import clip_factor, global_norm, grad_norm, named_parameters
 from tricycle.tensor import Tensor, is_float
-
-# cupy/_core/_routines_linalg.pyx: COMPUTE_TYPE_DEFAULT = 1, COMPUTE_TYPE_TF32 = 7
-_COMPUTE_TYPE_DEFAULT = 1
-_COMPUTE_TYPE_TF32 = 7
-# cublas_api.h: CUBLAS_DEFAULT_MATH = 0, CUBLAS_TF32_TENSOR_OP_MATH = 3
-_CUBLAS_TF32_TENSOR_OP_MATH = 3
 
 _MODES = {
     "fp32": "fp32",
@@ -130,26 +117,27 @@ def _cast_node(x: Tensor, array) -> Tensor:
 
 
 # ====================================================================== TF32 switch
-def _cupy_if_loaded():
-    """cupy if a GPU is usable; never imports cupy on a CPU-only machine."""
-    return backend.cupy() if backend.cupy_available() else None
+def _no_tf32(state=None):
+    """The reference of the "tf32" and "tf32_enabled" settings: without a GPU there is no
+    TF32 to switch (returns None, no state to restore) and none enabled (falsy)."""
+    return None
 
 
-def _tf32_state(cp):
-    handle = cp.cuda.device.get_cublas_handle()
-    return cp._core.get_compute_type(np.float32), cp.cuda.cublas.getMathMode(handle)
+def _setting(op: str):
+    """The GPU's setting ``op`` if a GPU is usable (never importing cupy, nor loading any
+    backend, on a CPU-only machine), else the reference that does nothing."""
+    return dispatch.setting(op, "cuda", _no_tf32) if backend.cupy_available() else _no_tf32
 
 
-def _set_tf32_state(cp, state) -> None:
-    compute_type, math_mode = state
-    cp._core.set_compute_type(np.float32, compute_type)
-    cp.cuda.cublas.setMathMode(cp.cuda.device.get_cublas_handle(), math_mode)
+def switch_tf32(state):
+    """Set float32 products' TF32 state (``True``: TF32 on; else a state an earlier call
+    returned, to restore it); returns the state before, or None without a GPU."""
+    return _setting("tf32")(state)
 
 
 def tf32_enabled() -> bool:
-    """Whether CuPy's float32 2-D products currently use TF32 (False without a GPU)."""
-    cp = _cupy_if_loaded()
-    return cp is not None and cp._core.get_compute_type(np.float32) == _COMPUTE_TYPE_TF32
+    """Whether the GPU's float32 2-D products currently use TF32 (False without a GPU)."""
+    return bool(_setting("tf32_enabled")())
 
 
 # ====================================================================== loss scaling
@@ -353,18 +341,13 @@ class Precision:
 
     # ------------------------------------------------------------------ context
     def __enter__(self) -> "Precision":
-        cp = _cupy_if_loaded() if self.tf32 else None
-        if cp is not None:
-            self._saved.append(_tf32_state(cp))
-            _set_tf32_state(cp, (_COMPUTE_TYPE_TF32, _CUBLAS_TF32_TENSOR_OP_MATH))
-        else:
-            self._saved.append(None)
+        self._saved.append(switch_tf32(True) if self.tf32 else None)
         return self
 
     def __exit__(self, *exc) -> None:
         state = self._saved.pop()
         if state is not None:
-            _set_tf32_state(backend.cupy(), state)
+            switch_tf32(state)
 
     # ------------------------------------------------------------------ forward
     def cast(self, x):
