@@ -32,8 +32,16 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tricycle import backend, capture, checks, dispatch
+from tricycle.casting import (  # noqa: F401 (re-exported: they were first defined here)
+    bfloat16,
+    cast,
+    cast_all,
+    cast_arrays,
+    is_floating,
+    widen,
+)
 from tricycle.optimisers import clip_factor, global_norm, grad_norm, named_parameters
-from tricycle.tensor import Tensor, is_float
+from tricycle.tensor import Tensor
 
 _MODES = {
     "fp32": "fp32",
@@ -45,75 +53,6 @@ _MODES = {
     "bf16": "bf16",
     "bfloat16": "bf16",
 }
-
-
-def bfloat16():
-    """The bfloat16 numpy dtype (from ml_dtypes, which numpy and cupy both understand)."""
-    try:
-        import ml_dtypes
-    except ImportError as error:
-        raise ImportError(
-            "Precision('bf16') needs the ml_dtypes package for its bfloat16 dtype "
-            "(pip install ml_dtypes)"
-        ) from error
-    return np.dtype(ml_dtypes.bfloat16)
-
-
-def is_floating(dtype) -> bool:
-    """float16/32/64 and bfloat16 (whose numpy kind is 'V', not 'f')."""
-    return is_float(np.dtype(dtype))
-
-
-# ====================================================================== casting
-def cast(x, dtype):
-    """``x`` as ``dtype``: a Tensor gets a differentiable cast (its gradient comes back in x's
-    own dtype), an array a plain ``astype``. No copy when the dtype already matches;
-    non-floating inputs (token ids) are returned unchanged."""
-    dtype = np.dtype(dtype)
-    if isinstance(x, Tensor):
-        if x.dtype == dtype or not is_floating(x.dtype):
-            return x
-        return _cast_node(x, x.array.astype(dtype))
-    if x.dtype == dtype or not is_floating(x.dtype):
-        return x
-    return x.astype(dtype)
-
-
-def cast_all(tensors: list, dtype) -> list:
-    """``[cast(t, dtype) for t in tensors]`` for float32 Tensors: on a GPU one kernel casts
-    them all (the CUDA backend: views into one 16-bit buffer) instead of one launch
-    each. Tensors already in ``dtype`` or not floating pass through, as in ``cast``."""
-    dtype = np.dtype(dtype)
-    todo = [t for t in tensors if t.dtype != dtype and is_floating(t.dtype)]
-    if not todo:
-        return list(tensors)
-    arrays = [t.array for t in todo]
-    cast_many = dispatch.choose("cast_arrays", cast_arrays, *arrays)
-    casts = {id(t): _cast_node(t, a) for t, a in zip(todo, cast_many(arrays, dtype))}
-    return [casts.get(id(t), t) for t in tensors]
-
-
-def cast_arrays(arrays: list, dtype) -> list:
-    """Every array in ``dtype``: the reference of the CUDA backend's one-launch cast."""
-    return [a.astype(dtype) for a in arrays]
-
-
-def widen(grad, dtype):
-    """A gradient back in its parameter's ``dtype`` (16-bit to float32)."""
-    return grad.astype(dtype, copy=False)
-
-
-def _cast_node(x: Tensor, array) -> Tensor:
-    """The graph node of a cast of ``x`` whose result is ``array``: its gradient goes back to
-    x's own dtype (on a GPU, 16-bit to float32 by one kernel: every parameter's
-    gradient takes this way at every mixed-precision step, and the kernel costs the host
-    less than an astype)."""
-    source = x.dtype
-
-    def back_fn(grad):
-        return dispatch.choose("widen", widen, grad)(grad, source)
-
-    return Tensor(array, args=(x,), back_fns=(back_fn,), name="cast")
 
 
 # ====================================================================== TF32 switch
