@@ -23,6 +23,7 @@ BEGIN, END = (
 # the reference path of a GPT training step, in reading order (steps 1-4 of the guide)
 FILES = [
     "tricycle/graph.py",
+    "tricycle/backprop.py",
     "tricycle/tensor.py",
     "tricycle/unary.py",
     "tricycle/binary.py",
@@ -47,10 +48,11 @@ FILES = [
 # <path> is replaced by the file's number of lines
 GUIDE = """\
 1. **The engine**: `tricycle/graph.py` (<tricycle/graph.py> lines: a node, its inputs and
-   derivatives, and `backward`), then `tricycle/tensor.py` (<tricycle/tensor.py>: the
-   operators) and the ops it takes them from, `unary.py` (<tricycle/unary.py>), `binary.py`
-   (<tricycle/binary.py>), `reduce.py` (<tricycle/reduce.py>), `ops.py` (<tricycle/ops.py>),
-   and `einsum.py` (<tricycle/einsum.py>: the one linear primitive and its generic gradient).
+   derivatives) and `tricycle/backprop.py` (<tricycle/backprop.py>: `backward`'s walk),
+   then `tricycle/tensor.py` (<tricycle/tensor.py>: the operators) and the ops it takes them
+   from, `unary.py` (<tricycle/unary.py>), `binary.py` (<tricycle/binary.py>), `reduce.py`
+   (<tricycle/reduce.py>), `ops.py` (<tricycle/ops.py>), and `einsum.py`
+   (<tricycle/einsum.py>: the one linear primitive and its generic gradient).
 2. **One fused op**: `layer_norm_forward` and `layer_norm_backward` in `tricycle/norms.py`
    (<tricycle/norms.py>), the formula and its closed-form backward in plain xp, and how
    `layer_norm` asks `tricycle/dispatch.py` (<tricycle/dispatch.py>) for a faster kernel and
