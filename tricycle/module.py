@@ -218,3 +218,17 @@ def parameter(values, name: str | None = None) -> Tensor:
     """A trainable float32 Tensor from an initialiser's output (numpy or cupy)."""
     values = values if backend.is_cupy_array(values) else np.asarray(values)
     return Tensor(values, requires_grad=True, name=name, dtype=backend.DEFAULT_FLOAT)
+
+
+def named_parameters(parameters) -> list[tuple[str, Tensor]]:
+    """(name, Tensor) pairs from a Layer, pairs, or bare Tensors (named by position)."""
+    if hasattr(parameters, "named_parameters"):
+        return list(parameters.named_parameters())
+    named = []
+    for i, item in enumerate(parameters):
+        if isinstance(item, Tensor):
+            named.append((str(i), item))
+        else:
+            name, tensor = item
+            named.append((name, tensor))
+    return named

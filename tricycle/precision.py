@@ -40,7 +40,8 @@ from tricycle.casting import (  # noqa: F401 (re-exported: they were first defin
     is_floating,
     widen,
 )
-from tricycle.optimisers import clip_factor, global_norm, grad_norm, named_parameters
+from tricycle.clipping import clip_factor, global_norm, grad_norm
+from tricycle.module import named_parameters
 from tricycle.tensor import Tensor
 
 _MODES = {
