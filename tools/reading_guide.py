@@ -30,6 +30,7 @@ FILES = [
     "tricycle/reduce.py",
     "tricycle/ops.py",
     "tricycle/einsum.py",
+    "tricycle/contraction.py",
     "tricycle/dispatch.py",
     "tricycle/fused.py",
     "tricycle/norms.py",
@@ -52,7 +53,8 @@ GUIDE = """\
    then `tricycle/tensor.py` (<tricycle/tensor.py>: the operators) and the ops it takes them
    from, `unary.py` (<tricycle/unary.py>), `binary.py` (<tricycle/binary.py>), `reduce.py`
    (<tricycle/reduce.py>), `ops.py` (<tricycle/ops.py>), and `einsum.py`
-   (<tricycle/einsum.py>: the one linear primitive and its generic gradient).
+   (<tricycle/einsum.py>: the one linear primitive and its generic gradient) with
+   `contraction.py` (<tricycle/contraction.py>: an einsum run as one matmul).
 2. **One fused op**: `layer_norm_forward` and `layer_norm_backward` in `tricycle/norms.py`
    (<tricycle/norms.py>), the formula and its closed-form backward in plain xp, and how
    `layer_norm` asks `tricycle/dispatch.py` (<tricycle/dispatch.py>) for a faster kernel and
