@@ -19,9 +19,8 @@ from tricycle.criteria import (  # the rest of the catalogue, re-exported: see _
     Huber,
     KLDiv,
     SmoothL1,
-    check_class_labels,
-    labels_and_mask,
 )
+from tricycle.loss_reduction import check_class_labels, labels_and_mask
 from tricycle.tensor import Tensor, as_tensor
 from tricycle.unary import sigmoid_forward
 
