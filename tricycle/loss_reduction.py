@@ -83,18 +83,24 @@ def reduced(op: str, losses, reduction: str, args, local_grads, count=None) -> T
     return Tensor(xp.asarray(out), args=tuple(args), back_fns=back_fns, name=op)
 
 
+def _check_same_shape(op: str, y_true: Tensor, y_pred: Tensor, pred_name: str):
+    """The shared xp of an elementwise loss's inputs, which must share a non-empty shape."""
+    xp = check_same_device(op, y_true.array, y_pred.array)
+    if y_true.shape != y_pred.shape:
+        raise ValueError(
+            f"{op}: y_true {y_true.shape} and {pred_name} {y_pred.shape} must have the same shape"
+        )
+    if y_pred.size == 0:
+        raise ValueError(f"{op}: empty input")
+    return xp
+
+
 def _pair(op: str, y_true, y_pred) -> tuple[Tensor, Tensor, object]:
     """(y_true, y_pred, xp): two float Tensors of one non-empty shape on one device."""
     y_pred = as_tensor(y_pred)
     check_float(f"{op} (y_pred)", y_pred)
     y_true = constant(y_true, y_pred)
-    xp = check_same_device(op, y_true.array, y_pred.array)
-    if y_true.shape != y_pred.shape:
-        raise ValueError(
-            f"{op}: y_true {y_true.shape} and y_pred {y_pred.shape} must have the same shape"
-        )
-    if y_pred.size == 0:
-        raise ValueError(f"{op}: empty input")
+    xp = _check_same_shape(op, y_true, y_pred, "y_pred")
     return y_true, y_pred, xp
 
 
