@@ -30,7 +30,7 @@ from tricycle.norms import (  # noqa: F401 (the pairs re-exported)
     rms_norm_backward,
     rms_norm_forward,
 )
-from tricycle.tensor import Tensor, as_tensor
+from tricycle.tensor import Tensor, as_tensor, check_float  # noqa: F401 (check_float as before)
 from tricycle.unary import unary_op
 
 # ====================================================================== Dense

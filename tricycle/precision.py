@@ -42,7 +42,7 @@ from tricycle.casting import (  # noqa: F401 (re-exported: they were first defin
 )
 from tricycle.clipping import clip_factor, global_norm, grad_norm
 from tricycle.module import named_parameters
-from tricycle.tensor import Tensor
+from tricycle.tensor import Tensor, is_float  # noqa: F401 (is_float as before)
 
 _MODES = {
     "fp32": "fp32",
