@@ -63,3 +63,20 @@ def test_kernels_off_by_the_environment_or_the_context(monkeypatch):
     with dispatch.references():
         assert dispatch.choose(OP, reference, x) is reference
     assert dispatch.choose(OP, reference, x) is kernel
+
+
+def test_a_setting_is_the_registered_one_whatever_the_dtypes_and_never_turned_off(monkeypatch):
+    assert dispatch.setting(OP, "cpu", reference) is reference
+    dispatch.add(OP, "cpu", kernel, dtypes=())
+    assert dispatch.setting(OP, "cpu", reference) is kernel
+    monkeypatch.setenv("TRICYCLE_DISABLE_KERNELS", "1")  # a setting changes no formula
+    with dispatch.references():
+        assert dispatch.setting(OP, "cpu", reference) is kernel
+
+
+def test_the_gpu_settings_are_registered_for_cuda_alone():
+    if not dispatch.available("cuda"):
+        pytest.skip("the CUDA backend does not import here")
+    for op in ("tf32", "tf32_enabled", "device_scope"):
+        assert dispatch.setting(op, "cuda", None) is not None
+        assert dispatch.setting(op, "cpu", reference) is reference

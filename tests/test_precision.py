@@ -240,15 +240,24 @@ def test_mixed_precision_training_converges_like_float32():
 @gpu
 def test_tf32_context_sets_and_restores_cupy_state():
     from tricycle import precision
+    from tricycle.backends.cuda import settings
 
-    cp = backend.cupy()
-    before = precision._tf32_state(cp)
+    before = settings.tf32_state()
     with Precision("tf32"):
         assert precision.tf32_enabled()
-        compute_type, math_mode = precision._tf32_state(cp)
-        assert compute_type == precision._COMPUTE_TYPE_TF32
-        assert math_mode == precision._CUBLAS_TF32_TENSOR_OP_MATH
-    assert precision._tf32_state(cp) == before
+        assert settings.tf32_state() == settings.TF32_ON
+    assert settings.tf32_state() == before
+
+
+def test_tf32_switch_does_nothing_without_a_gpu(monkeypatch):
+    from tricycle import precision
+
+    monkeypatch.setattr(backend, "cupy_available", lambda: False)
+    assert precision.switch_tf32(True) is None
+    assert precision.tf32_enabled() is False
+    with Precision("tf32") as policy:
+        assert policy._saved == [None]
+    assert policy._saved == []
 
 
 @gpu

@@ -23,13 +23,18 @@ BEGIN, END = (
 # the reference path of a GPT training step, in reading order (steps 1-4 of the guide)
 FILES = [
     "tricycle/graph.py",
+    "tricycle/backprop.py",
     "tricycle/tensor.py",
     "tricycle/unary.py",
     "tricycle/binary.py",
     "tricycle/reduce.py",
     "tricycle/ops.py",
     "tricycle/einsum.py",
+    "tricycle/contraction.py",
     "tricycle/dispatch.py",
+    "tricycle/fused.py",
+    "tricycle/norms.py",
+    "tricycle/module.py",
     "tricycle/layers.py",
     "tricycle/functions.py",
     "tricycle/activation.py",
@@ -44,13 +49,18 @@ FILES = [
 # <path> is replaced by the file's number of lines
 GUIDE = """\
 1. **The engine**: `tricycle/graph.py` (<tricycle/graph.py> lines: a node, its inputs and
-   derivatives, and `backward`), then `tricycle/tensor.py` (<tricycle/tensor.py>: the
-   operators) and the ops it takes them from, `unary.py` (<tricycle/unary.py>), `binary.py`
-   (<tricycle/binary.py>), `reduce.py` (<tricycle/reduce.py>), `ops.py` (<tricycle/ops.py>),
-   and `einsum.py` (<tricycle/einsum.py>: the one linear primitive and its generic gradient).
-2. **One fused op**: `layer_norm_forward` and `layer_norm_backward` in `tricycle/layers.py`
-   (<tricycle/layers.py>), the formula and its closed-form backward in plain xp, and how
-   `layer_norm` asks `tricycle/dispatch.py` (<tricycle/dispatch.py>) for a faster kernel.
+   derivatives) and `tricycle/backprop.py` (<tricycle/backprop.py>: `backward`'s walk),
+   then `tricycle/tensor.py` (<tricycle/tensor.py>: the operators) and the ops it takes them
+   from, `unary.py` (<tricycle/unary.py>), `binary.py` (<tricycle/binary.py>), `reduce.py`
+   (<tricycle/reduce.py>), `ops.py` (<tricycle/ops.py>), and `einsum.py`
+   (<tricycle/einsum.py>: the one linear primitive and its generic gradient) with
+   `contraction.py` (<tricycle/contraction.py>: an einsum run as one matmul).
+2. **One fused op**: `layer_norm_forward` and `layer_norm_backward` in `tricycle/norms.py`
+   (<tricycle/norms.py>), the formula and its closed-form backward in plain xp, and how
+   `layer_norm` asks `tricycle/dispatch.py` (<tricycle/dispatch.py>) for a faster kernel and
+   shares one backward among its inputs (`tricycle/fused.py`, <tricycle/fused.py>); then the
+   `Layer` base class, `tricycle/module.py` (<tricycle/module.py>), and the layers on it,
+   `tricycle/layers.py` (<tricycle/layers.py>).
 3. **The GPT**: `tricycle/blocks.py` (<tricycle/blocks.py>: attention and MLP blocks) and
    `tricycle/models.py` (<tricycle/models.py>), on `attention.py` (<tricycle/attention.py>),
    `activation.py` (<tricycle/activation.py>), `functions.py` (<tricycle/functions.py>) and

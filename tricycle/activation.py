@@ -3,8 +3,11 @@
 Each is a stateless layer (GLU holds a Dense). GeLU, bias+GeLU and SwiGLU are fused ops:
 ``gelu_forward(xp, x, approximate)`` and ``gelu_backward(xp, x, dy, approximate)`` (and so on)
 are the reference formulas in ``xp``; each Tensor op asks ``tricycle.dispatch`` once for a
-backend's kernels with the same signatures.
+backend's kernels with the same signatures. ``ACTIVATIONS`` names the ones a block or a
+config may ask for by name ("gelu", "gelu_tanh", "relu", "silu").
 """
+
+from collections.abc import Callable
 
 from tricycle import checks, dispatch, ops, unary
 from tricycle.backend import check_same_device
@@ -14,12 +17,14 @@ from tricycle.tensor import Tensor, check_float
 from tricycle.unary import sigmoid_forward, unary_op
 
 __all__ = [
+    "ACTIVATIONS",
     "GLU",
     "SwiGLU",
     "GeLU",
     "bias_gelu",
     "bias_gelu_backward",
     "bias_gelu_forward",
+    "check_activation",
     "dense_gelu",
     "LeakyReLU",
     "ReLU",
@@ -329,3 +334,26 @@ class SwiGLU(Layer):
         forward, backward = dispatch.choose("swiglu", (swiglu_forward, swiglu_backward), x.array)
         y = forward(xp, x.array)
         return unary_op(x, y, lambda dy: backward(xp, x.array, dy), "swiglu")
+
+
+# ====================================================================== by name
+ACTIVATIONS: dict[str, Callable[[], Callable]] = {
+    "gelu": lambda: GeLU(approximate=False),  # exact, as torch.nn.GELU()
+    "gelu_tanh": lambda: GeLU(approximate=True),  # GPT-2's tanh approximation
+    "relu": ReLU,
+    "silu": SiLU,
+}
+
+
+def check_activation(owner: str, name: str, value):
+    """An activation argument: a callable op, or a name from ``ACTIVATIONS``."""
+    if not (callable(value) or (isinstance(value, str) and value in ACTIVATIONS)):
+        error = ValueError if isinstance(value, str) else TypeError
+        names = ", ".join(map(repr, ACTIVATIONS))
+        checks.fail(owner, name, f"callable or one of {names}", value, error)
+    return value
+
+
+def _activation(activation: str | Callable) -> Callable:
+    """The op an (already checked) activation argument names."""
+    return activation if callable(activation) else ACTIVATIONS[activation]()

@@ -18,7 +18,16 @@ import math
 from collections.abc import Callable
 
 from tricycle import checks
-from tricycle.activation import GeLU, ReLU, SiLU, SwiGLU, dense_gelu
+from tricycle.activation import (  # noqa: F401 (ACTIVATIONS re-exported: first defined here)
+    ACTIVATIONS,
+    GeLU,
+    ReLU,
+    SiLU,
+    SwiGLU,
+    _activation,
+    check_activation,
+    dense_gelu,
+)
 from tricycle.attention import (
     KVCache,
     attend_with_cache,
@@ -28,23 +37,6 @@ from tricycle.attention import (
 )
 from tricycle.layers import Dense, Dropout, Layer, LayerNorm, RMSNorm
 from tricycle.tensor import Tensor
-
-ACTIVATIONS: dict[str, Callable[[], Callable]] = {
-    "gelu": lambda: GeLU(approximate=False),  # exact, as torch.nn.GELU()
-    "gelu_tanh": lambda: GeLU(approximate=True),  # GPT-2's tanh approximation
-    "relu": ReLU,
-    "silu": SiLU,
-}
-
-
-def check_activation(owner: str, name: str, value):
-    """An activation argument: a callable op, or a name from ``ACTIVATIONS``."""
-    if not (callable(value) or (isinstance(value, str) and value in ACTIVATIONS)):
-        error = ValueError if isinstance(value, str) else TypeError
-        names = ", ".join(map(repr, ACTIVATIONS))
-        checks.fail(owner, name, f"callable or one of {names}", value, error)
-    return value
-
 
 # Every block's arguments, checked by name: each name means the same in every block.
 _checked = checks.by_name(
@@ -399,8 +391,3 @@ class LlamaTransformerBlock(Layer):
         """(B, T, E) -> (B, T, E)"""
         x = x + self.attention(self.rms_norm_1(x), cache)
         return x + self.mlp(self.rms_norm_2(x))
-
-
-def _activation(activation: str | Callable) -> Callable:
-    """The op an (already checked) activation argument names."""
-    return activation if callable(activation) else ACTIVATIONS[activation]()

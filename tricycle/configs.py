@@ -27,7 +27,7 @@ import inspect
 from dataclasses import dataclass
 
 from tricycle import checks
-from tricycle.blocks import ACTIVATIONS
+from tricycle.activation import ACTIVATIONS
 from tricycle.tensor import parse_device
 
 ARCHS = ("gpt2", "llama")  # see GPTConfig.arch

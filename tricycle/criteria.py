@@ -16,115 +16,23 @@ gradient of the reduction is the output gradient, divided by the count for "mean
 each element's own derivative. Float targets get gradients too, as in PyTorch.
 """
 
-from collections.abc import Callable
-
 import numpy as np
 
-from tricycle import backend, checks, deferred
+from tricycle import backend, checks
 from tricycle.backend import check_same_device
 from tricycle.binary import constant
+from tricycle.loss_reduction import (  # noqa: F401 (re-exported: first defined here)
+    REDUCTIONS,
+    _elementwise,
+    _pair,
+    check_class_labels,
+    labels_and_mask,
+    reduced,
+)
 from tricycle.tensor import Tensor, as_tensor, check_float
 from tricycle.unary import sigmoid_forward
 
 __all__ = ["NLL", "BCEWithLogits", "CosineEmbedding", "Huber", "KLDiv", "L1", "SmoothL1"]
-
-REDUCTIONS = ("mean", "sum", "none")
-
-
-def labels_and_mask(xp, labels, ignore_index):
-    """Flat labels safe to index with (ignored ones set to 0) and the mask of counted rows
-    (None when nothing is ignored)."""
-    labels = labels.reshape(-1)  # (N,)
-    if ignore_index is None:
-        return labels, None
-    valid = labels != ignore_index  # (N,)
-    return xp.where(valid, labels, 0), valid
-
-
-def check_class_labels(op: str, scores: str, labels, y_pred: Tensor, ignore_index, of: str) -> None:
-    """Labels (y_true) must be integer class ids of y_pred's rows of ``scores`` (logits,
-    log-probabilities), each in [0, C) or ``ignore_index``; an error names ``op``, and a
-    label out of range is reported "for {scores} {of} C classes"."""
-    check_float(f"{op} ({scores}, y_pred)", y_pred)
-    if not np.issubdtype(labels.dtype, np.integer):
-        raise TypeError(
-            f"{op}: labels (y_true) must be integer class ids, got dtype {labels.dtype}; "
-            "convert with to_tensor(labels, dtype=int)"
-        )
-    if y_pred.ndim == 0 or labels.shape != y_pred.shape[:-1]:
-        raise ValueError(
-            f"{op}: labels of shape {labels.shape} need {scores} of shape "
-            f"{labels.shape + ('C',)}, got {y_pred.shape}"
-        )
-    if labels.size == 0:
-        raise ValueError(f"{op}: no labels (empty input)")
-    n_classes = y_pred.shape[-1]
-    deferred.check_range(
-        labels,
-        n_classes,
-        op=op,
-        what="labels",
-        context=f"for {scores} {of} {n_classes} classes",
-        ignore=ignore_index,
-    )
-
-
-def reduced(op: str, losses, reduction: str, args, local_grads, count=None) -> Tensor:
-    """The graph node of per-element ``losses`` reduced by ``reduction``.
-
-    "mean" divides the sum by ``count`` (default: the number of losses; at least 1, so that a
-    loss of nothing is 0); KLDiv's "batchmean" is "mean" with ``count`` the batch size.
-    ``local_grads`` has one function per arg of ``args``: given dlosses, the gradient of each
-    element's loss (broadcastable to ``losses``), it returns that arg's gradient.
-    """
-    xp = backend.array_module(losses)
-    scale = None  # "none" and "sum": each loss gets the output gradient as it is
-    if reduction == "none":
-        out = losses
-    elif reduction == "sum":
-        out = losses.sum()
-    else:  # an array count (of rows not ignored) stays on the device
-        count = xp.asarray(losses.size if count is None else count, dtype=losses.dtype)
-        scale = 1 / xp.maximum(count, 1)
-        out = losses.sum() * scale
-
-    def dlosses(dout):
-        return dout if scale is None else dout * scale  # 0-d: it broadcasts
-
-    back_fns = tuple(lambda dout, grad=grad: grad(dlosses(dout)) for grad in local_grads)
-    return Tensor(xp.asarray(out), args=tuple(args), back_fns=back_fns, name=op)
-
-
-def _pair(op: str, y_true, y_pred) -> tuple[Tensor, Tensor, object]:
-    """(y_true, y_pred, xp): two float Tensors of one non-empty shape on one device."""
-    y_pred = as_tensor(y_pred)
-    check_float(f"{op} (y_pred)", y_pred)
-    y_true = constant(y_true, y_pred)
-    xp = check_same_device(op, y_true.array, y_pred.array)
-    if y_true.shape != y_pred.shape:
-        raise ValueError(
-            f"{op}: y_true {y_true.shape} and y_pred {y_pred.shape} must have the same shape"
-        )
-    if y_pred.size == 0:
-        raise ValueError(f"{op}: empty input")
-    return y_true, y_pred, xp
-
-
-def _elementwise(op: str, name: str, y_true, y_pred, reduction: str, forward: Callable) -> Tensor:
-    """A loss of d = y_pred - y_true, elementwise: ``forward(xp, d)`` gives (losses, slopes),
-    slopes = dloss/dd; y_pred's gradient is the losses' gradient times the slopes, y_true's
-    its negative."""
-    y_true, y_pred, xp = _pair(op, y_true, y_pred)
-    diff = y_pred.array - y_true.array.astype(y_pred.dtype, copy=False)
-    losses, slope = forward(xp, diff)
-    return reduced(
-        name,
-        losses,
-        reduction,
-        (y_pred, y_true),
-        (lambda dl: dl * slope, lambda dl: -(dl * slope)),
-    )
-
 
 # ====================================================================== regression
 

@@ -173,7 +173,7 @@ def check_range(
         if ledger is None:
             if raise_pending_errors not in graph.read_back_hooks:  # read-backs raise from now on
                 graph.read_back_hooks.append(raise_pending_errors)
-            on_device = backend.cupy().cuda.Device(ids.device.id) if on_gpu else nullcontext()
+            on_device = dispatch.setting("device_scope", dispatch.device_of(ids), _no_scope)(ids)
             ledger = _ledgers[device] = _Ledger(xp, on_device)
         pairs, row = ledger.row(site)
         fold_extremes(xp, ids, pairs, row, site.ignore)
@@ -213,6 +213,11 @@ def defer_checks(defer: bool = True):
         yield
     finally:
         _mode.defer = previous
+
+
+def _no_scope(ids):
+    """The reference of the "device_scope" setting: on the CPU no device to make current."""
+    return nullcontext()
 
 
 def _outside(site: _Site, low: int, high: int) -> bool:

@@ -11,7 +11,7 @@ returning the same results, for an op name, a device and dtypes::
 
 and the op asks once, giving its reference and the arrays it is about to compute with::
 
-    # tricycle/layers.py
+    # tricycle/norms.py
     forward = dispatch.choose("layer_norm", layer_norm_forward, x, gamma)
     y, mean, rstd = forward(xp, x, gamma, beta, eps)
 
@@ -152,6 +152,17 @@ def kernels(op: str | None = None, device: str | None = None) -> list[Kernel]:
         for kernel in entries
         if (op is None or name == op) and (device is None or where == device)
     ]
+
+
+def setting(op: str, device: str, reference):
+    """What ``device``'s backend registered for ``op`` when ``op`` is a setting of the device
+    rather than a kernel of arrays (TF32 for float32 products, the current device), whatever
+    its dtypes; otherwise ``reference``, which on the CPU does nothing. A setting changes no
+    formula, so neither ``references()`` nor ``TRICYCLE_DISABLE_KERNELS`` turns it off."""
+    if device not in _loaded:
+        _load(device)
+    entries = _registry.get((op, device))
+    return entries[0].implementation if entries else reference
 
 
 @contextmanager

@@ -1,9 +1,8 @@
-"""The autodiff graph: a node is an array plus how it was computed, and backward walks it.
+"""The autodiff graph: a node is an array plus how it was computed.
 
 Every op returns ``Tensor(out, args=inputs, back_fns=derivatives)``: one callable per input
-mapping the output's gradient to that input's gradient. ``Node.backward`` sorts the graph
-topologically (iteratively: no recursion limit) and walks it in reverse, accumulating gradients
-out of place in a dict keyed by tensor identity.
+mapping the output's gradient to that input's gradient. ``Node.backward`` checks its
+arguments and hands the walk over the graph to ``tricycle.backprop``.
 
 ``Node`` is everything a Tensor is except Python's operators; ``tricycle.tensor.Tensor`` adds
 those. The ops (``unary``, ``binary``, ``reduce``, ``ops``) import this module, not
@@ -11,15 +10,15 @@ those. The ops (``unary``, ``binary``, ``reduce``, ``ops``) import this module, 
 that ``Tensor`` can define its operators from the ops without an import cycle.
 """
 
-import operator
 import threading
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 
 import numpy as np
 
-from tricycle import backend, checks, dispatch
+from tricycle import backend, backprop, checks
 from tricycle.backend import is_float, move, numeric_array, numeric_dtype, parse_device
+from tricycle.backprop import add_arrays  # noqa: F401 (the ops import it from here)
 from tricycle.trace import Trace
 
 BackFn = Callable[[object], object]  # output gradient array -> input gradient array
@@ -33,13 +32,6 @@ class _GradMode(threading.local):
 
 
 _grad_mode = _GradMode()
-
-
-class _Freed(tuple):
-    """The args of an op output whose graph backward() has freed: empty, and recognisable."""
-
-
-_FREED = _Freed()
 
 
 @contextmanager
@@ -77,11 +69,6 @@ read_back_hooks: list[Callable[[], None]] = []
 def _before_read_back() -> None:
     for hook in read_back_hooks:
         hook()
-
-
-def add_arrays(a, b):
-    """a + b for the gradient sums of backward: plain xp, or a kernel registered as "add"."""
-    return dispatch.choose("add", operator.add, a, b)(a, b)
 
 
 class Node:
@@ -252,117 +239,7 @@ class Node:
             if grad.dtype != self.dtype:
                 grad = grad.astype(self.dtype)
 
-        grads = {id(self): grad}
-        # ids of the memory handed out as .grad, so that no two tensors' gradients share it
-        # (an optimiser may scale one in place); views count as their base array
-        assigned = set()
-        traces = None if retain_graph else {}  # id -> Trace: a small record per tensor freed
-        for node in reversed(self._topological_order()):
-            g = grads.pop(id(node), None)
-            if g is None:
-                continue
-            if traces is not None:
-                _trace(node, traces).grad = g
-            args = node.args
-            if args is _FREED:
-                raise RuntimeError(
-                    f"backward: the graph through {node.name or 'a tensor'} (shape "
-                    f"{node.shape}) was freed by an earlier backward(); pass "
-                    "retain_graph=True to that call to differentiate through it again"
-                )
-            if args is None or node._retain_grad:
-                base = g.base if g.base is not None else g
-                if args is not None or id(base) in assigned:
-                    # a copy: a retained gradient must not alias the one that flows on
-                    node._accumulate_grad(g.copy())
-                else:
-                    assigned.add(id(base))
-                    node._accumulate_grad(g)
-                if node._grad_hooks:  # every path into node is summed: its .grad is final
-                    for hook in node._grad_hooks:
-                        hook(node)
-                if args is None:
-                    continue
-            for arg, back_fn in zip(args, node.back_fns):
-                if not arg.requires_grad:
-                    continue
-                try:
-                    g_arg = back_fn(g)
-                except Exception as error:  # the traceback ends in a closure: name the op
-                    _raise_naming_the_op(error, node, back_fn, arg)
-                if isinstance(g_arg, Node):  # a back_fn that wraps its result (old style)
-                    g_arg = g_arg.array
-                array = arg.array
-                if g_arg.shape != array.shape:
-                    raise RuntimeError(
-                        f"backward of {node.name}: gradient for input of shape {array.shape} "
-                        f"came back with shape {g_arg.shape}"
-                    )
-                if g_arg.dtype is not array.dtype and g_arg.dtype != array.dtype:
-                    g_arg = g_arg.astype(array.dtype)
-                key = id(arg)
-                previous = grads.get(key)
-                # out of place: never write into an array another tensor may own
-                grads[key] = g_arg if previous is None else add_arrays(previous, g_arg)
-            if not retain_graph:  # what drawing needs stays: names, shapes, summaries
-                node.trace = _trace(node, traces)
-                node.trace.args = tuple(_trace(arg, traces) for arg in args)
-                node.args, node.back_fns = _FREED, None
-
-    def _topological_order(self) -> list["Node"]:
-        """Tensors reachable from self that require grad, every input before its outputs.
-
-        An iterative depth-first post-order (no recursion limit). A node is marked visited
-        when it is expanded, not when it is pushed: marking on push would let a node that is
-        reached both directly and through another input be emitted before that input, so the
-        gradient arriving through the other path would be lost.
-
-        An op's leaf inputs (parameters) are expanded after its other inputs, so in the
-        reversed order a leaf comes right after its last user rather than after the whole
-        graph below it: backward finalises its gradient, and runs its hooks, as early as it
-        can (data parallelism overlaps its reduction with the rest of backward). Leaves have
-        no inputs, so this leaves the order of every other tensor, and every sum, unchanged.
-        """
-        order, visited = [], set()
-        stack = [(self, False)]
-        while stack:
-            node, expanded = stack.pop()
-            if expanded:
-                order.append(node)
-                continue
-            key = id(node)
-            if key in visited:
-                continue
-            visited.add(key)
-            stack.append((node, True))
-            args = node.args
-            if args:
-                below = len(stack)  # leaves go under the other inputs: expanded last
-                for arg in args:
-                    if arg.requires_grad and id(arg) not in visited:
-                        if arg.args is None:
-                            stack.insert(below, (arg, False))
-                        else:
-                            stack.append((arg, False))
-        return order
-
-    def _accumulate_grad(self, g) -> None:
-        buffer = self.grad_buffer
-        if buffer is not None:  # the gradient lives in memory given to it (data parallelism)
-            if self.grad is None:
-                buffer[...] = g
-            elif self.grad.array is buffer:
-                buffer += g
-            else:
-                buffer[...] = add_arrays(self.grad.array, g)
-            self.grad = self.new(buffer, requires_grad=False)
-            return
-        if self.grad is None:
-            if not _writeable(g):  # e.g. a broadcast view from sum's backward: give an owned copy
-                g = g.copy()
-            self.grad = self.new(g, requires_grad=False)
-        else:
-            self.grad = self.new(add_arrays(self.grad.array, g), requires_grad=False)
+        backprop.backward(self, grad, retain_graph)
 
     def register_post_accumulate_grad_hook(self, hook: Callable[["Node"], None]):
         """Call ``hook(self)`` whenever backward has accumulated this tensor's gradient into
@@ -377,7 +254,7 @@ class Node:
         if self._grad_hooks is None:
             self._grad_hooks = []
         self._grad_hooks.append(hook)
-        return _HookHandle(self, hook)
+        return backprop.HookHandle(self, hook)
 
     def retain_grad(self) -> "Node":
         """Keep this (non-leaf) tensor's gradient in ``.grad`` after backward."""
@@ -514,52 +391,3 @@ class Node:
         self._retain_grad = False
         self._grad_hooks = None
         self.grad_buffer = None
-
-
-def _trace(node: Node, traces: dict) -> Trace:
-    """``node``'s trace in this backward pass (made at its first use)."""
-    trace = traces.get(id(node))
-    if trace is None:
-        trace = traces[id(node)] = Trace(node)
-    return trace
-
-
-def _raise_naming_the_op(error: Exception, node: Node, back_fn, arg: Node):
-    """Raise ``error`` (raised by ``back_fn``, for ``arg``) again as the same kind of error,
-    naming the op, the input and the back_fn convention; a type that takes other arguments is
-    raised as it was."""
-    # which input: found here rather than counted in backward's loop, which runs once per edge
-    pairs = enumerate(zip(node.args, node.back_fns))
-    i = next(j for j, (a, f) in pairs if a is arg and f is back_fn)
-    message = (
-        f"backward of {node.name or 'an op'} (output shape {node.shape}): the back_fn of "
-        f"input {i} (shape {arg.shape}) raised {type(error).__name__}: {error}. A back_fn "
-        "takes the output's gradient as an array (numpy or cupy, not a Tensor) and returns "
-        "that input's gradient in its shape"
-    )
-    try:
-        named = type(error)(message)
-    except Exception:
-        named = None
-    if named is None:
-        raise error
-    raise named from error
-
-
-class _HookHandle:
-    """What ``register_post_accumulate_grad_hook`` returns: ``remove()`` unregisters the hook."""
-
-    def __init__(self, tensor: Node, hook):
-        self.tensor, self.hook = tensor, hook
-
-    def remove(self) -> None:
-        hooks = self.tensor._grad_hooks
-        if hooks is not None and self.hook in hooks:
-            hooks.remove(self.hook)
-
-
-def _writeable(array) -> bool:
-    """False for read-only numpy views and for views that repeat memory (stride 0)."""
-    if isinstance(array, np.ndarray):
-        return array.flags.writeable
-    return array.size <= 1 or 0 not in array.strides

@@ -19,9 +19,8 @@ from tricycle.criteria import (  # the rest of the catalogue, re-exported: see _
     Huber,
     KLDiv,
     SmoothL1,
-    check_class_labels,
-    labels_and_mask,
 )
+from tricycle.loss_reduction import _check_same_shape, check_class_labels, labels_and_mask
 from tricycle.tensor import Tensor, as_tensor
 from tricycle.unary import sigmoid_forward
 
@@ -120,18 +119,6 @@ class CrossEntropy:
             back_fns=(lambda dloss: backward(xp, dloss, logits, labels, saved, ignore_index),),
             name="cross_entropy",
         )
-
-
-def _check_same_shape(op: str, y_true: Tensor, y_pred: Tensor, pred_name: str):
-    """The shared xp of an elementwise loss's inputs, which must share a non-empty shape."""
-    xp = check_same_device(op, y_true.array, y_pred.array)
-    if y_true.shape != y_pred.shape:
-        raise ValueError(
-            f"{op}: y_true {y_true.shape} and {pred_name} {y_pred.shape} must have the same shape"
-        )
-    if y_pred.size == 0:
-        raise ValueError(f"{op}: empty input")
-    return xp
 
 
 class MeanSquaredError:

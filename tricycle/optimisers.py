@@ -1,4 +1,5 @@
-"""Optimisers: StochasticGradientDescent, Adam, AdamW; and clipping by global gradient norm.
+"""Optimisers: StochasticGradientDescent, Adam, AdamW (clipping by global gradient norm is
+``tricycle.clipping``'s, re-exported here).
 
 Usage, as in the README::
 
@@ -20,26 +21,19 @@ constructor or later: a NaN learning rate raises at once instead of ruining the 
 """
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 import numpy as np
 
 from tricycle import backend, checks, dispatch
+from tricycle.clipping import (  # noqa: F401 (re-exported: first defined here)
+    clip_factor,
+    clip_grad_norm,
+    global_norm,
+    grad_norm,
+)
+from tricycle.module import named_parameters
 from tricycle.tensor import Tensor
-
-
-def named_parameters(parameters) -> list[tuple[str, Tensor]]:
-    """(name, Tensor) pairs from a Layer, pairs, or bare Tensors (named by position)."""
-    if hasattr(parameters, "named_parameters"):
-        return list(parameters.named_parameters())
-    named = []
-    for i, item in enumerate(parameters):
-        if isinstance(item, Tensor):
-            named.append((str(i), item))
-        else:
-            name, tensor = item
-            named.append((name, tensor))
-    return named
 
 
 def _like(array, param_array):
@@ -385,67 +379,3 @@ class AdamW(Adam):
 
     def decoupled_decay(self, name: str, param: Tensor) -> float:
         return self.weight_decay if self.decay_filter(name, param) else 0.0
-
-
-def grad_norm(parameters: Iterable, sync: bool = True):
-    """The global L2 norm of the gradients of ``parameters`` (a Layer, Tensors, or (name,
-    Tensor) pairs; those without a grad are skipped): ``global_norm`` of their arrays.
-
-    Returns a Python float, or with ``sync=False`` a 0-d array on the gradients' device,
-    without waiting for the device.
-    """
-    grads = [p.grad.array for _, p in named_parameters(parameters) if p.grad is not None]
-    norm = global_norm(grads)
-    return float(backend.to_host_array(norm)) if sync else norm  # a marked wait (waits.py)
-
-
-def global_norm(arrays):
-    """sqrt of the sum of every element squared, over arrays on one device, as a 0-d array
-    there (0.0 for no arrays).
-
-    One accumulation rule everywhere: each array's sum of squares is accumulated in float32
-    (float64 when any array is float64) and the sums are added in the same precision; BLAS
-    does it on the CPU, and on a GPU the kernel's block sums do it for float32 arrays
-    (the kernel registered as "global_norm").
-    """
-    if not arrays:
-        return np.zeros((), dtype=np.float32)
-    xp = backend.array_module(arrays[0])
-    return dispatch.choose("global_norm", _global_norm, *arrays)(xp, arrays)
-
-
-def _global_norm(xp, arrays):
-    dtype = np.float64 if any(a.dtype == np.float64 for a in arrays) else np.float32
-    squares = xp.zeros((), dtype=dtype)
-    for a in arrays:
-        flat = a.reshape(-1).astype(dtype, copy=False)
-        squares = squares + xp.vdot(flat, flat)
-    return xp.sqrt(squares)
-
-
-def clip_factor(norm: float, max_norm: float) -> float | None:
-    """What clipping to ``max_norm`` multiplies gradients of global norm ``norm`` by, or None
-    when they need no clipping: ``max_norm / (norm + 1e-6)`` when ``norm > max_norm``, as
-    torch's clip_grad_norm_."""
-    return max_norm / (norm + 1e-6) if norm > max_norm else None
-
-
-@checks.arguments(max_norm=checks.non_negative)
-def clip_grad_norm(parameters: Iterable, max_norm: float) -> float:
-    """Scale all gradients so their global L2 norm is at most ``max_norm``; return the norm
-    before clipping.
-
-    ``parameters``: a Layer, Tensors, or (name, Tensor) pairs; those without a grad are
-    skipped. Gradient arrays are never written to (another tensor may share them): a clipped
-    parameter gets a new ``.grad`` Tensor. To clip inside the update instead, pass
-    ``clip_factor(grad_norm(params), max_norm)`` to ``optimiser.update``.
-    """
-    named = named_parameters(parameters)
-    norm = grad_norm(named)
-    scale = clip_factor(norm, max_norm)
-    if scale is not None:
-        for _, p in named:
-            if p.grad is not None:
-                grad = p.grad.array * scale
-                p.grad = Tensor(grad, requires_grad=False)
-    return norm

@@ -21,16 +21,9 @@ Typical loop::
             policy.backward(loss)                   # seeds backward with the loss scale
             norm, skipped = policy.step(optimiser, model, max_norm=1.0)  # unscale, clip, update
 
-TF32 in CuPy (14.x), found by reading its source and checked on the H100 (GPU_NOTES.md):
-``CUPY_TF32=1`` is read once, the first time a float32 product asks for its compute type, and
-then cached; ``cupy._core.set_compute_type(float32, COMPUTE_TYPE_TF32)`` changes it at any
-time for 2-D products (``cupy.dot``/``matmul``/``tensordot`` of 2-D operands, which go through
-``cublasGemmEx`` with ``CUBLAS_COMPUTE_32F_FAST_TF32``). Batched products (ndim > 2) use
-``cublasGemmStridedBatchedEx`` with the legacy compute type CUDA_R_32F and ignore that
-setting; they follow the cuBLAS handle's math mode instead, which ``Precision`` sets to
-``CUBLAS_TF32_TENSOR_OP_MATH`` for the duration. (CuPy resets the math mode to the default
-after every float16/bfloat16 2-D product, so inside a mixed-precision region the batched
-float32 products fall back to full float32.)
+TF32 is a setting of the GPU's cuBLAS (its compute type and math mode), which
+``tricycle.backends.cuda.settings`` holds and registers as "tf32": entering a policy with
+``tf32`` switches it on there and leaving restores it; without a GPU nothing is set.
 """
 
 import math
@@ -39,14 +32,17 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tricycle import backend, capture, checks, dispatch
-from tricycle.optimisers import clip_factor, global_norm, grad_norm, named_parameters
-from tricycle.tensor import Tensor, is_float
-
-# cupy/_core/_routines_linalg.pyx: COMPUTE_TYPE_DEFAULT = 1, COMPUTE_TYPE_TF32 = 7
-_COMPUTE_TYPE_DEFAULT = 1
-_COMPUTE_TYPE_TF32 = 7
-# cublas_api.h: CUBLAS_DEFAULT_MATH = 0, CUBLAS_TF32_TENSOR_OP_MATH = 3
-_CUBLAS_TF32_TENSOR_OP_MATH = 3
+from tricycle.casting import (  # noqa: F401 (re-exported: they were first defined here)
+    bfloat16,
+    cast,
+    cast_all,
+    cast_arrays,
+    is_floating,
+    widen,
+)
+from tricycle.clipping import clip_factor, global_norm, grad_norm
+from tricycle.module import named_parameters
+from tricycle.tensor import Tensor, is_float  # noqa: F401 (is_float as before)
 
 _MODES = {
     "fp32": "fp32",
@@ -60,96 +56,28 @@ _MODES = {
 }
 
 
-def bfloat16():
-    """The bfloat16 numpy dtype (from ml_dtypes, which numpy and cupy both understand)."""
-    try:
-        import ml_dtypes
-    except ImportError as error:
-        raise ImportError(
-            "Precision('bf16') needs the ml_dtypes package for its bfloat16 dtype "
-            "(pip install ml_dtypes)"
-        ) from error
-    return np.dtype(ml_dtypes.bfloat16)
-
-
-def is_floating(dtype) -> bool:
-    """float16/32/64 and bfloat16 (whose numpy kind is 'V', not 'f')."""
-    return is_float(np.dtype(dtype))
-
-
-# ====================================================================== casting
-def cast(x, dtype):
-    """``x`` as ``dtype``: a Tensor gets a differentiable cast (its gradient comes back in x's
-    own dtype), an array a plain ``astype``. No copy when the dtype already matches;
-    non-floating inputs (token ids) are returned unchanged."""
-    dtype = np.dtype(dtype)
-    if isinstance(x, Tensor):
-        if x.dtype == dtype or not is_floating(x.dtype):
-            return x
-        return _cast_node(x, x.array.astype(dtype))
-    if x.dtype == dtype or not is_floating(x.dtype):
-        return x
-    return x.astype(dtype)
-
-
-def cast_all(tensors: list, dtype) -> list:
-    """``[cast(t, dtype) for t in tensors]`` for float32 Tensors: on a GPU one kernel casts
-    them all (the CUDA backend: views into one 16-bit buffer) instead of one launch
-    each. Tensors already in ``dtype`` or not floating pass through, as in ``cast``."""
-    dtype = np.dtype(dtype)
-    todo = [t for t in tensors if t.dtype != dtype and is_floating(t.dtype)]
-    if not todo:
-        return list(tensors)
-    arrays = [t.array for t in todo]
-    cast_many = dispatch.choose("cast_arrays", cast_arrays, *arrays)
-    casts = {id(t): _cast_node(t, a) for t, a in zip(todo, cast_many(arrays, dtype))}
-    return [casts.get(id(t), t) for t in tensors]
-
-
-def cast_arrays(arrays: list, dtype) -> list:
-    """Every array in ``dtype``: the reference of the CUDA backend's one-launch cast."""
-    return [a.astype(dtype) for a in arrays]
-
-
-def widen(grad, dtype):
-    """A gradient back in its parameter's ``dtype`` (16-bit to float32)."""
-    return grad.astype(dtype, copy=False)
-
-
-def _cast_node(x: Tensor, array) -> Tensor:
-    """The graph node of a cast of ``x`` whose result is ``array``: its gradient goes back to
-    x's own dtype (on a GPU, 16-bit to float32 by one kernel: every parameter's
-    gradient takes this way at every mixed-precision step, and the kernel costs the host
-    less than an astype)."""
-    source = x.dtype
-
-    def back_fn(grad):
-        return dispatch.choose("widen", widen, grad)(grad, source)
-
-    return Tensor(array, args=(x,), back_fns=(back_fn,), name="cast")
-
-
 # ====================================================================== TF32 switch
-def _cupy_if_loaded():
-    """cupy if a GPU is usable; never imports cupy on a CPU-only machine."""
-    return backend.cupy() if backend.cupy_available() else None
+def _no_tf32(state=None):
+    """The reference of the "tf32" and "tf32_enabled" settings: without a GPU there is no
+    TF32 to switch (returns None, no state to restore) and none enabled (falsy)."""
+    return None
 
 
-def _tf32_state(cp):
-    handle = cp.cuda.device.get_cublas_handle()
-    return cp._core.get_compute_type(np.float32), cp.cuda.cublas.getMathMode(handle)
+def _setting(op: str):
+    """The GPU's setting ``op`` if a GPU is usable (never importing cupy, nor loading any
+    backend, on a CPU-only machine), else the reference that does nothing."""
+    return dispatch.setting(op, "cuda", _no_tf32) if backend.cupy_available() else _no_tf32
 
 
-def _set_tf32_state(cp, state) -> None:
-    compute_type, math_mode = state
-    cp._core.set_compute_type(np.float32, compute_type)
-    cp.cuda.cublas.setMathMode(cp.cuda.device.get_cublas_handle(), math_mode)
+def switch_tf32(state):
+    """Set float32 products' TF32 state (``True``: TF32 on; else a state an earlier call
+    returned, to restore it); returns the state before, or None without a GPU."""
+    return _setting("tf32")(state)
 
 
 def tf32_enabled() -> bool:
-    """Whether CuPy's float32 2-D products currently use TF32 (False without a GPU)."""
-    cp = _cupy_if_loaded()
-    return cp is not None and cp._core.get_compute_type(np.float32) == _COMPUTE_TYPE_TF32
+    """Whether the GPU's float32 2-D products currently use TF32 (False without a GPU)."""
+    return bool(_setting("tf32_enabled")())
 
 
 # ====================================================================== loss scaling
@@ -353,18 +281,13 @@ class Precision:
 
     # ------------------------------------------------------------------ context
     def __enter__(self) -> "Precision":
-        cp = _cupy_if_loaded() if self.tf32 else None
-        if cp is not None:
-            self._saved.append(_tf32_state(cp))
-            _set_tf32_state(cp, (_COMPUTE_TYPE_TF32, _CUBLAS_TF32_TENSOR_OP_MATH))
-        else:
-            self._saved.append(None)
+        self._saved.append(switch_tf32(True) if self.tf32 else None)
         return self
 
     def __exit__(self, *exc) -> None:
         state = self._saved.pop()
         if state is not None:
-            _set_tf32_state(backend.cupy(), state)
+            switch_tf32(state)
 
     # ------------------------------------------------------------------ forward
     def cast(self, x):

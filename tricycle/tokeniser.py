@@ -27,19 +27,16 @@ that is not the library's is refused unless the caller says it trusts it
 
 import codecs
 import functools
-import heapq
-import json
 import os
 import re
 import warnings
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable, Iterable
 from itertools import chain
 
 import numpy as np
 
 from tricycle import checks
-from tricycle.atomic import atomic_write
 from tricycle.bpe import (  # noqa: F401 - GPT2_SPLIT_PATTERN and SPLIT_PATTERNS are public here
     GPT2_SPLIT_PATTERN,
     N_BYTES,
@@ -49,11 +46,21 @@ from tricycle.bpe import (  # noqa: F401 - GPT2_SPLIT_PATTERN and SPLIT_PATTERNS
     _split_lossless,
     byte_pair_encode,
 )
+from tricycle.bpe_training import learn_merges
+from tricycle.tokeniser_io import (
+    _FORMAT_VERSION,
+    _bpe_fields,
+    _check_ids,
+    _check_text,
+    _load_json,
+    _save_json,
+    _string_list,
+    _surrogate_error,
+)
 
 # The special token that separates documents (as GPT-2's).
 END_OF_TEXT = "<|endoftext|>"
 
-_FORMAT_VERSION = 1
 # Texts at least this long are encoded by tiktoken when it is installed and verified.
 _ACCELERATE_MIN_CHARS = 4096
 _SURROGATE = re.compile("[\ud800-\udfff]")  # characters with no UTF-8 encoding
@@ -130,54 +137,7 @@ class BPETokeniser:
             raise _surrogate_error(text, "BPETokeniser.train") from None
         freqs: list[int] = list(chunk_counts.values())
 
-        # pair -> total count over the corpus, and pair -> indices of words that contain it.
-        # `where` may keep words that no longer contain the pair; merging them is a no-op.
-        pair_counts: dict[tuple[int, int], int] = defaultdict(int)
-        where: dict[tuple[int, int], set[int]] = defaultdict(set)
-        for i, (word, freq) in enumerate(zip(words, freqs)):
-            for pair in zip(word, word[1:]):
-                pair_counts[pair] += freq
-                where[pair].add(i)
-
-        # A max-heap (by count, then smallest pair) with lazy deletion: an entry is live only
-        # if its count still equals the pair's current count.
-        heap = [(-count, pair) for pair, count in pair_counts.items()]
-        heapq.heapify(heap)
-
-        merges: list[tuple[int, int]] = []
-        while len(merges) < n_merges and heap:
-            neg_count, pair = heapq.heappop(heap)
-            if pair_counts.get(pair) != -neg_count:
-                continue  # stale entry
-            new_id = N_BYTES + len(merges)
-            merges.append(pair)
-
-            # Re-count only the words that contained the pair. The count changes are summed
-            # over all those words first so each changed pair is pushed on the heap once.
-            delta: dict[tuple[int, int], int] = defaultdict(int)
-            for i in where.pop(pair):
-                word = words[i]
-                new_word = _merge(word, pair, new_id)
-                if len(new_word) == len(word):
-                    continue  # stale index entry: this word no longer has the pair
-                freq = freqs[i]
-                for p in zip(word, word[1:]):
-                    delta[p] -= freq
-                for p in zip(new_word, new_word[1:]):
-                    delta[p] += freq
-                    if new_id in p:  # only pairs with the new id are new to this word
-                        where[p].add(i)
-                words[i] = new_word
-
-            for p, d in delta.items():
-                if d == 0:
-                    continue
-                count = pair_counts[p] + d
-                if count > 0:
-                    pair_counts[p] = count
-                    heapq.heappush(heap, (-count, p))
-                else:
-                    del pair_counts[p]
+        merges = learn_merges(words, freqs, n_merges)
 
         if len(merges) < n_merges:
             warnings.warn(
@@ -275,42 +235,7 @@ class BPETokeniser:
         split pattern that is not one of `SPLIT_PATTERNS` unless `trust_pattern` (a regex
         from a file could make encoding run for hours)."""
         data = _load_json(path, "tricycle-bpe")
-        vocab_size, pattern, merges = (
-            data.get("vocab_size"),
-            data.get("pattern"),
-            data.get("merges"),
-        )
-        special_tokens = data.get("special_tokens", [])
-        if not isinstance(special_tokens, list) or _string_list(special_tokens) is None:
-            raise ValueError(f"{path}: special_tokens must be a list of non-empty strings")
-        n_min = N_BYTES + len(special_tokens)
-        if not checks.is_integer(vocab_size) or vocab_size < n_min:
-            raise ValueError(f"{path}: vocab_size must be an int >= {n_min}, got {vocab_size!r}")
-        if not isinstance(pattern, str):
-            raise ValueError(f"{path}: pattern must be a string, got {pattern!r}")
-        if not (trust_pattern or pattern in SPLIT_PATTERNS or pattern in SPLIT_PATTERNS.values()):
-            raise ValueError(
-                f"{path}: split pattern {pattern!r} is not one of the library's "
-                f"({', '.join(SPLIT_PATTERNS)}); a regex from a file can take exponential time "
-                "on some text, so it is used only with BPETokeniser.load(path, "
-                "trust_pattern=True)"
-            )
-        n_merges = vocab_size - n_min
-        if not isinstance(merges, list) or len(merges) > n_merges:
-            raise ValueError(
-                f"{path}: merges must be a list of at most vocab_size - {n_min} = {n_merges} pairs"
-            )
-        for rank, pair in enumerate(merges):
-            # A merge may only combine ids that exist before it: bytes and earlier merges.
-            if not (
-                isinstance(pair, list)
-                and len(pair) == 2
-                and all(type(x) is int and 0 <= x < N_BYTES + rank for x in pair)
-            ):
-                raise ValueError(
-                    f"{path}: merge {rank} is {pair!r}; expected [a, b] with 0 <= a, b < "
-                    f"{N_BYTES + rank}"
-                )
+        vocab_size, pattern, special_tokens, merges = _bpe_fields(path, data, trust_pattern)
         try:
             tokeniser = cls(vocab_size, pattern=pattern, special_tokens=special_tokens)
         except (ValueError, TypeError) as e:
@@ -450,87 +375,3 @@ class StreamDecoder:
     def flush(self) -> str:
         """Return whatever is held back (as U+FFFD if it is an incomplete character)."""
         return self._utf8.decode(b"", final=True)
-
-
-# --------------------------------------------------------------------------------- helpers
-def _string_list(values) -> list[str] | None:
-    """`values` as a list of non-empty strings, or None if it is not one (a lone str is not)."""
-    if isinstance(values, str | bytes):
-        return None
-    try:
-        values = list(values)
-    except TypeError:
-        return None
-    return values if all(isinstance(v, str) and v for v in values) else None
-
-
-def _check_text(text, who: str) -> None:
-    if not isinstance(text, str):
-        raise TypeError(f"{who}: expected a str, got {type(text).__name__}")
-
-
-def _surrogate_error(text: str, who: str) -> ValueError:
-    """The error for text that has no UTF-8 encoding."""
-    pos = next(i for i, ch in enumerate(text) if 0xD800 <= ord(ch) <= 0xDFFF)
-    return ValueError(
-        f"{who}: character {text[pos]!r} at position {pos} has no UTF-8 encoding (a lone surrogate)"
-    )
-
-
-def _merge(ids: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
-    """Replace every non-overlapping occurrence of `pair` in `ids`, left to right."""
-    a, b = pair
-    out = []
-    i, n = 0, len(ids)
-    while i < n:
-        if ids[i] == a and i + 1 < n and ids[i + 1] == b:
-            out.append(new_id)
-            i += 2
-        else:
-            out.append(ids[i])
-            i += 1
-    return out
-
-
-def _check_ids(ids: Iterable[int] | np.ndarray | int, n_tokens: int, who: str) -> list[int]:
-    """Validate token ids at the boundary and return them as a list of Python ints."""
-    if not isinstance(ids, np.ndarray):
-        ids = np.array(ids if isinstance(ids, int | np.integer) else list(ids))
-    ids = np.atleast_1d(ids)
-    if ids.ndim != 1:
-        raise ValueError(f"{who}.decode: expected a 1-D sequence of ids, got shape {ids.shape}")
-    if ids.size == 0:
-        return []
-    if ids.dtype.kind not in "iu":
-        raise ValueError(f"{who}.decode: ids must be integers, got dtype {ids.dtype}")
-    bad = (ids < 0) | (ids >= n_tokens)
-    if bad.any():
-        raise ValueError(
-            f"{who}.decode: id {int(ids[bad.argmax()])} is outside the vocabulary [0, {n_tokens})"
-        )
-    return ids.tolist()
-
-
-def _save_json(path: str | os.PathLike, data: dict) -> None:
-    with atomic_write(path, "w") as f:
-        json.dump(data, f, ensure_ascii=True)
-
-
-def _load_json(path: str | os.PathLike, expected_format: str | None) -> dict:
-    """Read a tokeniser file and check its format tag and version."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{path}: not a valid tokeniser JSON file ({e})") from None
-    formats = ("tricycle-bpe", "tricycle-char")
-    kind = data.get("format") if isinstance(data, dict) else None
-    if kind not in formats or (expected_format is not None and kind != expected_format):
-        expected = expected_format or " or ".join(formats)
-        raise ValueError(f"{path}: format is {kind!r}, expected {expected!r}")
-    if data.get("version") != _FORMAT_VERSION:
-        raise ValueError(
-            f"{path}: format version {data.get('version')!r} is not supported "
-            f"(this tricycle reads version {_FORMAT_VERSION})"
-        )
-    return data

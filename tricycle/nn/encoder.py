@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from functools import partial
 
 from tricycle import checks
-from tricycle.activation import GeLU
-from tricycle.blocks import ACTIVATIONS, MLPBlock
+from tricycle.activation import ACTIVATIONS, GeLU
+from tricycle.blocks import MLPBlock
 from tricycle.einsum import Einsum
 from tricycle.initialisers import init_normal, init_zeros
 from tricycle.layers import Dense, Dropout, Embedding, Layer, LayerNorm, embedding, parameter

@@ -1,5 +1,5 @@
 """a + b on the kernels' threads: the bias adds of the forward pass and the gradient sums of
-backward (``graph.add_arrays``), which numpy runs on one core.
+backward (``backprop.add_arrays``), which numpy runs on one core.
 
 For two arrays of one shape, or an array and a bias broadcast along its last axis (shape
 (N,)), both C-ordered and of one float dtype; numpy adds anything else. Each element is one

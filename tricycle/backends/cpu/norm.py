@@ -111,7 +111,7 @@ def _stats_shape(x):
 
 
 def layer_norm_forward(xp, x, gamma, beta, eps):
-    """As ``tricycle.layers.layer_norm_forward``: (y, mean, rstd)."""
+    """As ``tricycle.norms.layer_norm_forward``: (y, mean, rstd)."""
     x2 = rows(x)  # (N, C)
     n = x2.shape[0]
     y = np.empty_like(x2)
@@ -123,7 +123,7 @@ def layer_norm_forward(xp, x, gamma, beta, eps):
 
 
 def layer_norm_backward(xp, dy, x, gamma, mean, rstd):
-    """As ``tricycle.layers.layer_norm_backward``: (dx, dgamma, dbeta)."""
+    """As ``tricycle.norms.layer_norm_backward``: (dx, dgamma, dbeta)."""
     x2 = rows(x)  # (N, C)
     dx = np.empty_like(x2)
     parts = np.zeros((2, n_chunks(x2.shape[0]), x2.shape[1]), x.dtype)  # partial sums
@@ -136,7 +136,7 @@ def layer_norm_backward(xp, dy, x, gamma, mean, rstd):
 
 
 def rms_norm_forward(xp, x, gamma, eps):
-    """As ``tricycle.layers.rms_norm_forward``: (y, rstd)."""
+    """As ``tricycle.norms.rms_norm_forward``: (y, rstd)."""
     x2 = rows(x)
     y = np.empty_like(x2)
     rstd = np.empty(x2.shape[0], x.dtype)
@@ -145,7 +145,7 @@ def rms_norm_forward(xp, x, gamma, eps):
 
 
 def rms_norm_backward(xp, dy, x, gamma, rstd):
-    """As ``tricycle.layers.rms_norm_backward``: (dx, dgamma)."""
+    """As ``tricycle.norms.rms_norm_backward``: (dx, dgamma)."""
     x2 = rows(x)
     dx = np.empty_like(x2)
     parts = np.zeros((n_chunks(x2.shape[0]), x2.shape[1]), x.dtype)

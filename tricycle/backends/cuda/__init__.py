@@ -60,6 +60,7 @@ from tricycle.backends.cuda.optimiser import (
     optimiser_update,
 )
 from tricycle.backends.cuda.sdpa import sdpa_applies
+from tricycle.backends.cuda.settings import device_scope, switch_tf32, tf32_state
 from tricycle.backends.cuda.softmax import softmax_backward, softmax_forward
 
 __all__ = [
@@ -81,6 +82,7 @@ __all__ = [
     "compile_all",
     "cross_entropy_backward",
     "cross_entropy_forward",
+    "device_scope",
     "dropout_enabled",
     "dropout_kernel",
     "embedding_backward",
@@ -105,6 +107,8 @@ __all__ = [
     "softmax_backward",
     "seed_array",
     "softmax_forward",
+    "switch_tf32",
+    "tf32_state",
     "widen",
     "widen_enabled",
 ]

@@ -77,7 +77,7 @@ HALVES = ("float16", "bfloat16")
 
 @dispatch.register("cast_arrays", "cuda", dtypes=("float32",))
 def cast_arrays(arrays: list, dtype) -> list:
-    """``tricycle.precision.cast_arrays``: one launch for all where ``multi_cast`` applies."""
+    """``tricycle.casting.cast_arrays``: one launch for all where ``multi_cast`` applies."""
     if multi_cast_enabled(arrays, dtype):
         return multi_cast(arrays, dtype)
     return [a.astype(dtype) for a in arrays]
@@ -85,7 +85,7 @@ def cast_arrays(arrays: list, dtype) -> list:
 
 @dispatch.register("widen", "cuda", dtypes=HALVES, applies=widen_enabled)
 def widen_to(grad, dtype):
-    """``tricycle.precision.widen`` for a 16-bit gradient of a float32 parameter."""
+    """``tricycle.casting.widen`` for a 16-bit gradient of a float32 parameter."""
     return widen(grad) if dtype == np.float32 else grad.astype(dtype, copy=False)
 
 

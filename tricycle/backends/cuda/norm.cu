@@ -1,6 +1,6 @@
 // norm.cu: layer norm and RMS norm over the last axis, forward and backward.
 //
-// Reference: tricycle/layers.py layer_norm_forward/backward, rms_norm_forward/backward.
+// Reference: tricycle/norms.py layer_norm_forward/backward, rms_norm_forward/backward.
 // T is the activation type (x, y, dy, dx), P the parameter type (gamma, beta, dgamma, dbeta);
 // statistics (mean, rstd) are always float32, one per row.
 //

@@ -93,25 +93,25 @@ def _norm_backward(dy, x, gamma, mean, rstd, rms: bool):
 
 
 def layer_norm_forward(xp, x, gamma, beta, eps: float):
-    """(y, mean, rstd) as ``tricycle.layers.layer_norm_forward``; mean and rstd (..., 1) are
+    """(y, mean, rstd) as ``tricycle.norms.layer_norm_forward``; mean and rstd (..., 1) are
     float32 whatever x's dtype. ``beta`` may be None."""
     return _norm_forward(x, gamma, beta, eps, rms=False)
 
 
 def layer_norm_backward(xp, dy, x, gamma, mean, rstd):
-    """(dx, dgamma, dbeta) as ``tricycle.layers.layer_norm_backward`` (dgamma, dbeta in
+    """(dx, dgamma, dbeta) as ``tricycle.norms.layer_norm_backward`` (dgamma, dbeta in
     gamma's dtype)."""
     return _norm_backward(dy, x, gamma, mean, rstd, rms=False)
 
 
 def rms_norm_forward(xp, x, gamma, eps: float):
-    """(y, rstd) as ``tricycle.layers.rms_norm_forward``; rstd (..., 1) is float32."""
+    """(y, rstd) as ``tricycle.norms.rms_norm_forward``; rstd (..., 1) is float32."""
     y, _, rstd = _norm_forward(x, gamma, None, eps, rms=True)
     return y, rstd
 
 
 def rms_norm_backward(xp, dy, x, gamma, rstd):
-    """(dx, dgamma) as ``tricycle.layers.rms_norm_backward``."""
+    """(dx, dgamma) as ``tricycle.norms.rms_norm_backward``."""
     dx, dgamma, _ = _norm_backward(dy, x, gamma, None, rstd, rms=True)
     return dx, dgamma
 

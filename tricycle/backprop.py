@@ -1,0 +1,196 @@
+"""Reverse-mode differentiation: ``Node.backward``'s walk over the graph.
+
+The graph is sorted topologically (iteratively: no recursion limit) and walked in reverse:
+each node's gradient, once every path into it is summed, goes through its ``back_fns`` to its
+inputs, accumulated out of place in a dict keyed by tensor identity. A leaf's gradient (and a
+retained one) lands in ``.grad`` as soon as it is final, and its hooks run then. Unless the
+graph is retained, each node's inputs are freed as it is passed, leaving a small ``Trace``
+(``tricycle.trace``) for drawing. ``tricycle.graph`` holds the nodes themselves.
+"""
+
+import operator
+
+import numpy as np
+
+from tricycle import dispatch
+from tricycle.trace import Trace
+
+
+class Freed(tuple):
+    """The args of an op output whose graph backward() has freed: empty, and recognisable."""
+
+
+FREED = Freed()
+
+
+def add_arrays(a, b):
+    """a + b for the gradient sums of backward: plain xp, or a kernel registered as "add"."""
+    return dispatch.choose("add", operator.add, a, b)(a, b)
+
+
+def backward(root, grad, retain_graph: bool) -> None:
+    """Differentiate ``root`` (a node) seeded with ``grad`` (an array of its shape and dtype);
+    see ``Node.backward``, which checks its arguments and calls this."""
+    grads = {id(root): grad}
+    # ids of the memory handed out as .grad, so that no two tensors' gradients share it
+    # (an optimiser may scale one in place); views count as their base array
+    assigned = set()
+    traces = None if retain_graph else {}  # id -> Trace: a small record per tensor freed
+    for node in reversed(topological_order(root)):
+        g = grads.pop(id(node), None)
+        if g is None:
+            continue
+        if traces is not None:
+            _trace(node, traces).grad = g
+        args = node.args
+        if args is FREED:
+            raise RuntimeError(
+                f"backward: the graph through {node.name or 'a tensor'} (shape "
+                f"{node.shape}) was freed by an earlier backward(); pass "
+                "retain_graph=True to that call to differentiate through it again"
+            )
+        if args is None or node._retain_grad:
+            base = g.base if g.base is not None else g
+            if args is not None or id(base) in assigned:
+                # a copy: a retained gradient must not alias the one that flows on
+                accumulate(node, g.copy())
+            else:
+                assigned.add(id(base))
+                accumulate(node, g)
+            if node._grad_hooks:  # every path into node is summed: its .grad is final
+                for hook in node._grad_hooks:
+                    hook(node)
+            if args is None:
+                continue
+        for arg, back_fn in zip(args, node.back_fns):
+            if not arg.requires_grad:
+                continue
+            try:
+                g_arg = back_fn(g)
+            except Exception as error:  # the traceback ends in a closure: name the op
+                _raise_naming_the_op(error, node, back_fn, arg)
+            if hasattr(g_arg, "back_fns"):  # a Tensor from a back_fn (old style): its array
+                g_arg = g_arg.array
+            array = arg.array
+            if g_arg.shape != array.shape:
+                raise RuntimeError(
+                    f"backward of {node.name}: gradient for input of shape {array.shape} "
+                    f"came back with shape {g_arg.shape}"
+                )
+            if g_arg.dtype is not array.dtype and g_arg.dtype != array.dtype:
+                g_arg = g_arg.astype(array.dtype)
+            key = id(arg)
+            previous = grads.get(key)
+            # out of place: never write into an array another tensor may own
+            grads[key] = g_arg if previous is None else add_arrays(previous, g_arg)
+        if not retain_graph:  # what drawing needs stays: names, shapes, summaries
+            node.trace = _trace(node, traces)
+            node.trace.args = tuple(_trace(arg, traces) for arg in args)
+            node.args, node.back_fns = FREED, None
+
+
+def topological_order(root) -> list:
+    """Tensors reachable from ``root`` that require grad, every input before its outputs.
+
+    An iterative depth-first post-order (no recursion limit). A node is marked visited
+    when it is expanded, not when it is pushed: marking on push would let a node that is
+    reached both directly and through another input be emitted before that input, so the
+    gradient arriving through the other path would be lost.
+
+    An op's leaf inputs (parameters) are expanded after its other inputs, so in the
+    reversed order a leaf comes right after its last user rather than after the whole
+    graph below it: backward finalises its gradient, and runs its hooks, as early as it
+    can (data parallelism overlaps its reduction with the rest of backward). Leaves have
+    no inputs, so this leaves the order of every other tensor, and every sum, unchanged.
+    """
+    order, visited = [], set()
+    stack = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        key = id(node)
+        if key in visited:
+            continue
+        visited.add(key)
+        stack.append((node, True))
+        args = node.args
+        if args:
+            below = len(stack)  # leaves go under the other inputs: expanded last
+            for arg in args:
+                if arg.requires_grad and id(arg) not in visited:
+                    if arg.args is None:
+                        stack.insert(below, (arg, False))
+                    else:
+                        stack.append((arg, False))
+    return order
+
+
+def _trace(node, traces: dict) -> Trace:
+    """``node``'s trace in this backward pass (made at its first use)."""
+    trace = traces.get(id(node))
+    if trace is None:
+        trace = traces[id(node)] = Trace(node)
+    return trace
+
+
+def _raise_naming_the_op(error: Exception, node, back_fn, arg):
+    """Raise ``error`` (raised by ``back_fn``, for ``arg``) again as the same kind of error,
+    naming the op, the input and the back_fn convention; a type that takes other arguments is
+    raised as it was."""
+    # which input: found here rather than counted in backward's loop, which runs once per edge
+    pairs = enumerate(zip(node.args, node.back_fns))
+    i = next(j for j, (a, f) in pairs if a is arg and f is back_fn)
+    message = (
+        f"backward of {node.name or 'an op'} (output shape {node.shape}): the back_fn of "
+        f"input {i} (shape {arg.shape}) raised {type(error).__name__}: {error}. A back_fn "
+        "takes the output's gradient as an array (numpy or cupy, not a Tensor) and returns "
+        "that input's gradient in its shape"
+    )
+    try:
+        named = type(error)(message)
+    except Exception:
+        named = None
+    if named is None:
+        raise error
+    raise named from error
+
+
+def accumulate(node, g) -> None:
+    """Add ``g`` to ``node.grad`` (out of place, or into the memory given to it)."""
+    buffer = node.grad_buffer
+    if buffer is not None:  # the gradient lives in memory given to it (data parallelism)
+        if node.grad is None:
+            buffer[...] = g
+        elif node.grad.array is buffer:
+            buffer += g
+        else:
+            buffer[...] = add_arrays(node.grad.array, g)
+        node.grad = node.new(buffer, requires_grad=False)
+        return
+    if node.grad is None:
+        if not _writeable(g):  # e.g. a broadcast view from sum's backward: give an owned copy
+            g = g.copy()
+        node.grad = node.new(g, requires_grad=False)
+    else:
+        node.grad = node.new(add_arrays(node.grad.array, g), requires_grad=False)
+
+
+def _writeable(array) -> bool:
+    """False for read-only numpy views and for views that repeat memory (stride 0)."""
+    if isinstance(array, np.ndarray):
+        return array.flags.writeable
+    return array.size <= 1 or 0 not in array.strides
+
+
+class HookHandle:
+    """What ``register_post_accumulate_grad_hook`` returns: ``remove()`` unregisters the hook."""
+
+    def __init__(self, tensor, hook):
+        self.tensor, self.hook = tensor, hook
+
+    def remove(self) -> None:
+        hooks = self.tensor._grad_hooks
+        if hooks is not None and self.hook in hooks:
+            hooks.remove(self.hook)

@@ -1,0 +1,80 @@
+"""Floating dtypes and the casts between them that mixed precision makes.
+
+``cast`` is differentiable: a Tensor cast to a 16-bit dtype sends its gradient back in its
+own dtype (float32 master weights get float32 gradients). ``cast_arrays`` and ``widen`` are
+the references of the CUDA backend's one-launch casts, asked for through ``tricycle.dispatch``.
+The precision policies that use them are in ``tricycle.precision``, which re-exports them.
+"""
+
+import numpy as np
+
+from tricycle import dispatch
+from tricycle.tensor import Tensor, is_float
+
+
+def bfloat16():
+    """The bfloat16 numpy dtype (from ml_dtypes, which numpy and cupy both understand)."""
+    try:
+        import ml_dtypes
+    except ImportError as error:
+        raise ImportError(
+            "Precision('bf16') needs the ml_dtypes package for its bfloat16 dtype "
+            "(pip install ml_dtypes)"
+        ) from error
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def is_floating(dtype) -> bool:
+    """float16/32/64 and bfloat16 (whose numpy kind is 'V', not 'f')."""
+    return is_float(np.dtype(dtype))
+
+
+def cast(x, dtype):
+    """``x`` as ``dtype``: a Tensor gets a differentiable cast (its gradient comes back in x's
+    own dtype), an array a plain ``astype``. No copy when the dtype already matches;
+    non-floating inputs (token ids) are returned unchanged."""
+    dtype = np.dtype(dtype)
+    if isinstance(x, Tensor):
+        if x.dtype == dtype or not is_floating(x.dtype):
+            return x
+        return _cast_node(x, x.array.astype(dtype))
+    if x.dtype == dtype or not is_floating(x.dtype):
+        return x
+    return x.astype(dtype)
+
+
+def cast_all(tensors: list, dtype) -> list:
+    """``[cast(t, dtype) for t in tensors]`` for float32 Tensors: on a GPU one kernel casts
+    them all (the CUDA backend: views into one 16-bit buffer) instead of one launch
+    each. Tensors already in ``dtype`` or not floating pass through, as in ``cast``."""
+    dtype = np.dtype(dtype)
+    todo = [t for t in tensors if t.dtype != dtype and is_floating(t.dtype)]
+    if not todo:
+        return list(tensors)
+    arrays = [t.array for t in todo]
+    cast_many = dispatch.choose("cast_arrays", cast_arrays, *arrays)
+    casts = {id(t): _cast_node(t, a) for t, a in zip(todo, cast_many(arrays, dtype))}
+    return [casts.get(id(t), t) for t in tensors]
+
+
+def cast_arrays(arrays: list, dtype) -> list:
+    """Every array in ``dtype``: the reference of the CUDA backend's one-launch cast."""
+    return [a.astype(dtype) for a in arrays]
+
+
+def widen(grad, dtype):
+    """A gradient back in its parameter's ``dtype`` (16-bit to float32)."""
+    return grad.astype(dtype, copy=False)
+
+
+def _cast_node(x: Tensor, array) -> Tensor:
+    """The graph node of a cast of ``x`` whose result is ``array``: its gradient goes back to
+    x's own dtype (on a GPU, 16-bit to float32 by one kernel: every parameter's
+    gradient takes this way at every mixed-precision step, and the kernel costs the host
+    less than an astype)."""
+    source = x.dtype
+
+    def back_fn(grad):
+        return dispatch.choose("widen", widen, grad)(grad, source)
+
+    return Tensor(array, args=(x,), back_fns=(back_fn,), name="cast")

@@ -1,0 +1,234 @@
+"""The ``Layer`` base class (``tricycle.nn.Module``): what every layer shares.
+
+A layer holds parameters (Tensors that require grad) and sublayers as plain attributes; the
+base class finds them by walking ``vars(self)``, so no layer re-implements ``update``,
+``zero_grad``, ``to_gpu``, ``state_dict``... Forward passes call stateless ops: what backward
+needs lives in the op's closures, so a layer may be called several times before one backward
+(weight tying, recurrent use). ``parameter`` makes a layer's trainable Tensor.
+
+The layers themselves live in ``tricycle.layers`` (which re-exports ``Layer``), the
+activations in ``tricycle.activation`` and the rest of the catalogue in ``tricycle.nn``.
+"""
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from tricycle import backend, checks
+from tricycle.tensor import Tensor
+
+
+class Layer:
+    """Base class of every layer: subclasses implement ``forward``; calling a layer runs it.
+
+    Discovery: each attribute of a layer that is a Tensor with ``requires_grad`` is a
+    parameter; a Tensor without it is a buffer (moved between devices and saved in
+    ``state_dict``, never trained: batch norm's running statistics);
+    a Layer, or a list/tuple/dict holding Layers (or Tensors), is a sublayer. Names are
+    dotted attribute paths (``blocks.0.attention.weights``) in attribute order. A Tensor or
+    Layer reachable twice (weight tying) counts once, under the first name it is reached by.
+    """
+
+    training = True  # a class default, so subclasses need not call Layer.__init__
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} must implement forward()")
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    # ------------------------------------------------------------------ discovery
+    def _members(self) -> Iterator[tuple[str, object]]:
+        """(attribute path, value) for the Tensors and Layers held directly by this layer."""
+        for attr, value in vars(self).items():
+            if isinstance(value, (Tensor, Layer)):
+                yield attr, value
+            elif isinstance(value, (list, tuple)):
+                for i, item in enumerate(value):
+                    if isinstance(item, (Tensor, Layer)):
+                        yield f"{attr}.{i}", item
+            elif isinstance(value, dict):
+                for key, item in value.items():
+                    if isinstance(item, (Tensor, Layer)):
+                        yield f"{attr}.{key}", item
+
+    def _walk(self) -> tuple[list[tuple[str, "Layer"]], list[tuple[str, Tensor]]]:
+        """(named layers, named tensors) in one depth-first pass: this layer (named "") and
+        every sublayer, each once; then each layer's Tensors, each once, in that order."""
+        layers, tensors, seen = [], [], set()
+        stack = [("", self)]
+        while stack:
+            name, layer = stack.pop()
+            if id(layer) in seen:
+                continue
+            seen.add(id(layer))
+            layers.append((name, layer))
+            children = []
+            for attr, value in layer._members():
+                path = f"{name}.{attr}" if name else attr
+                if isinstance(value, Layer):
+                    children.append((path, value))
+                elif id(value) not in seen:
+                    seen.add(id(value))
+                    tensors.append((path, value))
+            stack.extend(reversed(children))  # pop in attribute order
+        return layers, tensors
+
+    def named_layers(self) -> list[tuple[str, "Layer"]]:
+        """This layer (named "") and every sublayer, depth first, each once."""
+        return self._walk()[0]
+
+    def layers(self) -> list["Layer"]:
+        """This layer and every sublayer, depth first, each once."""
+        return [layer for _, layer in self.named_layers()]
+
+    def named_tensors(self) -> list[tuple[str, Tensor]]:
+        """Every Tensor attribute (parameters and buffers), each once, in a stable order."""
+        return self._walk()[1]
+
+    def named_parameters(self) -> list[tuple[str, Tensor]]:
+        """(dotted name, Tensor) for every parameter (a Tensor that requires grad), each once."""
+        return [(name, t) for name, t in self.named_tensors() if t.requires_grad]
+
+    def parameters(self) -> list[Tensor]:
+        """Every parameter, each once, in the order of ``named_parameters``."""
+        return [t for _, t in self.named_parameters()]
+
+    def num_parameters(self) -> int:
+        """The number of trainable scalars."""
+        return sum(t.size for t in self.parameters())
+
+    # ------------------------------------------------------------------ training
+    def update(self, optimiser) -> "Layer":
+        """Apply ``optimiser`` to every parameter that has a gradient, then zero the grads."""
+        optimiser.update(self.named_parameters())
+        self.zero_grad()
+        return self
+
+    def zero_grad(self) -> "Layer":
+        """Forget every parameter's gradient."""
+        for t in self.parameters():
+            t.grad = None
+        return self
+
+    def train(self) -> "Layer":
+        """Training mode for this layer and its sublayers (dropout active)."""
+        for layer in self.layers():
+            layer.training = True
+        return self
+
+    def eval(self) -> "Layer":
+        """Evaluation mode for this layer and its sublayers (dropout off)."""
+        for layer in self.layers():
+            layer.training = False
+        return self
+
+    # ------------------------------------------------------------------ devices
+    @checks.arguments(device=checks.non_negative_int)
+    def to_gpu(self, device: int = 0) -> "Layer":
+        """Move every parameter and buffer to GPU ``device`` in place; returns self."""
+        for _, t in self.named_tensors():
+            t.to_gpu(device)
+        return self
+
+    def from_gpu(self) -> "Layer":
+        """Move every parameter and buffer to host memory in place; returns self."""
+        for _, t in self.named_tensors():
+            t.from_gpu()
+        return self
+
+    # ------------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """{dotted name: host (numpy) copy of the parameter or buffer}."""
+        return {name: np.array(t.numpy(), copy=True) for name, t in self.named_tensors()}
+
+    @checks.arguments(strict=checks.boolean)
+    def load_state_dict(self, state: dict, strict: bool = True) -> tuple[list[str], list[str]]:
+        """Copy ``state`` into the parameters and buffers in place (on their current device).
+
+        With ``strict`` every parameter and buffer must be present and no other key may be;
+        otherwise only the keys both sides share are loaded. Shapes must always match, values
+        must be numeric and finite in the tensor's dtype (a float64 value too large for
+        float32 is an error). Every value is checked (and converted) before any is written: a
+        bad state changes nothing. Returns the (missing, unexpected) key lists.
+        """
+        owner = f"load_state_dict of {type(self).__name__}"
+        params = dict(self.named_tensors())
+        missing = [name for name in params if name not in state]
+        unexpected = [name for name in state if name not in params]
+        if strict and (missing or unexpected):
+            raise ValueError(f"{owner}: missing keys {missing}, unexpected keys {unexpected}")
+        values = {name: _host_value(state[name]) for name in params if name in state}
+        for name, value in values.items():
+            if value.dtype.kind not in "biuf" and value.dtype != params[name].dtype:
+                raise TypeError(f"{owner}: {name} holds dtype {value.dtype}, not numbers")
+        mismatched = [
+            f"{name}: checkpoint {value.shape} vs model {params[name].shape}"
+            for name, value in values.items()
+            if value.shape != params[name].shape
+        ]
+        if mismatched:
+            raise ValueError(f"{owner}: shape mismatch for " + "; ".join(mismatched))
+        converted = {}
+        for name, value in values.items():
+            t = params[name]
+            with np.errstate(over="ignore", invalid="ignore"):
+                cast = value.astype(t.dtype)
+            if not np.isfinite(cast).all():
+                if not np.isfinite(value).all():
+                    raise ValueError(f"{owner}: {name} has non-finite values (NaN or inf)")
+                raise ValueError(
+                    f"{owner}: {name} has values too large for {t.dtype} (largest magnitude "
+                    f"{np.abs(value).max():.4g})"
+                )
+            if t.on_gpu:
+                cast = backend.to_device_array(cast, t.array.device.id)
+            converted[name] = cast
+        for name, value in converted.items():  # nothing below can fail: all or nothing
+            params[name].array[...] = value
+        return missing, unexpected
+
+    # ------------------------------------------------------------------ printing
+    def extra_repr(self) -> str:
+        """Arguments shown between the parentheses in the repr; override in subclasses."""
+        return ""
+
+    def __repr__(self) -> str:
+        n_params = self.num_parameters()
+        count = f"  # {n_params:,} parameters" if n_params else ""
+        head = f"{type(self).__name__}({self.extra_repr()}"
+        children = [(name, v) for name, v in self._members() if isinstance(v, Layer)]
+        if not children:
+            return f"{head}){count}"
+        lines = [head]
+        for name, child in children:
+            body = repr(child).replace("\n", "\n  ")
+            lines.append(f"  ({name}): {body}")
+        return "\n".join(lines) + f"\n){count}"
+
+
+def _host_value(value) -> np.ndarray:
+    """A state-dict value (numpy or cupy array, Tensor, nested list) as a numpy array."""
+    if isinstance(value, Tensor):
+        return value.numpy()
+    return np.asarray(backend.to_host_array(value))
+
+
+def parameter(values, name: str | None = None) -> Tensor:
+    """A trainable float32 Tensor from an initialiser's output (numpy or cupy)."""
+    values = values if backend.is_cupy_array(values) else np.asarray(values)
+    return Tensor(values, requires_grad=True, name=name, dtype=backend.DEFAULT_FLOAT)
+
+
+def named_parameters(parameters) -> list[tuple[str, Tensor]]:
+    """(name, Tensor) pairs from a Layer, pairs, or bare Tensors (named by position)."""
+    if hasattr(parameters, "named_parameters"):
+        return list(parameters.named_parameters())
+    named = []
+    for i, item in enumerate(parameters):
+        if isinstance(item, Tensor):
+            named.append((str(i), item))
+        else:
+            name, tensor = item
+            named.append((name, tensor))
+    return named
