@@ -100,3 +100,25 @@ def test_a_mistake_is_one_line_not_a_traceback(args, message):
     done = tricycle_run(*args)
     assert done.returncode == 2
     assert message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_root_may_run_open_mpi(monkeypatch):
+    """Open MPI's mpiexec refuses root (a container) unless told; the launcher tells it, where
+    the user has not said otherwise."""
+    monkeypatch.setattr(launch.os, "geteuid", lambda: 0)
+    env = launch.environment(2, {})
+    assert env["OMPI_ALLOW_RUN_AS_ROOT"] == env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] == "1"
+    assert launch.environment(2, {"OMPI_ALLOW_RUN_AS_ROOT": "0"})["OMPI_ALLOW_RUN_AS_ROOT"] == "0"
+    monkeypatch.setattr(launch.os, "geteuid", lambda: 1000)
+    assert "OMPI_ALLOW_RUN_AS_ROOT" not in launch.environment(2, {})
+
+
+def test_a_failed_check_names_the_line_that_says_why(tmp_path):
+    script = tmp_path / "fails.py"
+    script.write_text(
+        "import sys\nprint('----', file=sys.stderr)\n"
+        "print('mpiexec has detected an attempt to run as root.', file=sys.stderr)\n"
+        "print('-' * 20, file=sys.stderr)\nsys.exit(1)\n"
+    )
+    with pytest.raises(subprocess.SubprocessError, match="status 1: mpiexec has detected"):
+        launch._output([sys.executable, str(script)])

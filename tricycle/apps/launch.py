@@ -10,11 +10,14 @@ Underneath is ``mpiexec`` (``$TRICYCLE_MPIEXEC``, else the one on the PATH, else
 beside this Python: the ``mpich`` wheel's), with the environment that data-parallel runs
 need, each set only where you have not set it yourself:
 
-- ``NCCL_NVLS_ENABLE=0``: no NVLink multicast (NVLS), which the lent H200 machines cannot
-  give a container and which NCCL would otherwise try first;
+- ``NCCL_NVLS_ENABLE=0``: no NVLink multicast (NVLS), which many virtual machines and
+  containers cannot give and which NCCL would otherwise try first;
 - ``TRICYCLE_THREADS`` and ``OPENBLAS_NUM_THREADS``: the machine's cores shared out between
   the processes (one process per core at most), so that N processes do not each start a
-  thread per core.
+  thread per core;
+- run as root (a container), ``OMPI_ALLOW_RUN_AS_ROOT=1`` and
+  ``OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1``: Open MPI's mpiexec refuses root without them (MPICH
+  ignores them).
 
 One process (``-n 1``) runs the script with this Python directly. Every process is started
 with this Python, so the script sees the same packages.
@@ -84,6 +87,8 @@ def environment(processes: int, base: dict | None = None) -> dict:
     threads = str(max(1, (os.cpu_count() or 1) // processes))
     defaults = {**ENVIRONMENT, "TRICYCLE_THREADS": threads}
     defaults["OPENBLAS_NUM_THREADS"] = env.get("TRICYCLE_THREADS") or threads
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        defaults.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     for name, value in defaults.items():
         if not env.get(name):  # unset or empty: the user has not chosen
             env[name] = value
@@ -159,12 +164,14 @@ def _check_gpus(report) -> int:
 
 
 def _output(args: list[str], env: dict | None = None) -> str:
-    """A command's output; SubprocessError with its last line of error if it fails."""
+    """A command's output; SubprocessError with its last line of error that says something
+    if it fails (not a rule of dashes, as Open MPI closes its messages with)."""
     done = subprocess.run(args, capture_output=True, text=True, timeout=CHECK_SECONDS, env=env)
     if done.returncode != 0:
-        lines = (done.stderr or done.stdout).strip().splitlines() or ["(no output)"]
+        lines = [line.strip() for line in (done.stderr or done.stdout).splitlines()]
+        words = [line for line in lines if any(c.isalnum() for c in line)] or ["(no output)"]
         raise subprocess.SubprocessError(
-            f"{Path(args[0]).name} failed with status {done.returncode}: {lines[-1]}"
+            f"{Path(args[0]).name} failed with status {done.returncode}: {words[-1]}"
         )
     return done.stdout
 
