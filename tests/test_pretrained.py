@@ -160,6 +160,20 @@ def test_a_failed_export_leaves_the_previous_one(tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["export", "theirs"]
 
 
+def test_the_weights_load_without_the_safetensors_package(tmp_path, monkeypatch):
+    """hf_files maps the tensors' bytes itself where the safetensors package is missing (the
+    project's [test] install): the same weights, bit for bit."""
+    from tricycle.configs import DebugConfig
+
+    model = GPT(DebugConfig(embedding_dim=8, n_heads=2, n_layers=1, context_window=8,
+                            vocab_size=16))  # fmt: skip
+    model.save_pretrained(tmp_path / "ours")
+    monkeypatch.setitem(sys.modules, "safetensors", None)  # import safetensors: ImportError
+    loaded = GPT.from_pretrained(tmp_path / "ours")
+    for (name, p), (_, q) in zip(model.named_parameters(), loaded.named_parameters()):
+        assert np.array_equal(p.array, q.array), name
+
+
 # ====================================================================== bad files
 
 

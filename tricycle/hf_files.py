@@ -170,21 +170,19 @@ def header(path: Path, dtypes=FLOAT_DTYPES) -> dict[str, dict]:
 class Reader:
     """Tensors by name from a set of safetensors files, memory-mapped; close with ``close``
     (or use as a context manager). ``read(name)`` gives a float array of the file's dtype
-    (BF16 widened to float32)."""
+    (BF16 widened to float32). The safetensors package reads them where it is installed (it
+    also checks the layout); without it, this module maps each tensor's bytes itself."""
 
     def __init__(self, files: dict[str, Path]):
         try:
             from safetensors import safe_open
         except ImportError:
-            raise PretrainedError(
-                "reading model.safetensors needs the safetensors package "
-                "(pip install 'tricycle-dl[hf]')"
-            ) from None
+            safe_open = None
         self.files = files
         self.headers = {path: header(path) for path in set(files.values())}
         self._stack = contextlib.ExitStack()
         self._open = {}
-        for path in self.headers:
+        for path in self.headers if safe_open is not None else ():
             try:
                 self._open[path] = self._stack.enter_context(safe_open(path, framework="numpy"))
             except Exception as error:  # the library's SafetensorError: a corrupt layout
@@ -197,6 +195,8 @@ class Reader:
         entry = self.headers[path][name]
         if entry["dtype"] == "BF16":
             return _bfloat16(path, entry)
+        if path not in self._open:  # no safetensors package
+            return _raw(path, entry)
         return self._open[path].get_tensor(name)
 
     def close(self) -> None:
