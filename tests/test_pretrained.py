@@ -172,6 +172,7 @@ def test_the_weights_load_without_the_safetensors_package(tmp_path, monkeypatch)
     loaded = GPT.from_pretrained(tmp_path / "ours")
     for (name, p), (_, q) in zip(model.named_parameters(), loaded.named_parameters()):
         assert np.array_equal(p.array, q.array), name
+        assert q.array.flags.writeable, name  # an optimiser updates them in place
 
 
 # ====================================================================== bad files

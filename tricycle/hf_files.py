@@ -195,8 +195,9 @@ class Reader:
         entry = self.headers[path][name]
         if entry["dtype"] == "BF16":
             return _bfloat16(path, entry)
-        if path not in self._open:  # no safetensors package
-            return _raw(path, entry)
+        if path not in self._open:  # no safetensors package: a copy in memory, as it gives
+            raw = _raw(path, entry)
+            return raw.astype(raw.dtype.newbyteorder("="))
         return self._open[path].get_tensor(name)
 
     def close(self) -> None:
