@@ -181,8 +181,10 @@ class Reader:
         self.files = files
         self.headers = {path: header(path) for path in set(files.values())}
         self._stack = contextlib.ExitStack()
-        self._open = {}
-        for path in self.headers if safe_open is not None else ():
+        self._open = {}  # path -> the package's handle; none without the package
+        if safe_open is None:
+            return
+        for path in self.headers:
             try:
                 self._open[path] = self._stack.enter_context(safe_open(path, framework="numpy"))
             except Exception as error:  # the library's SafetensorError: a corrupt layout
