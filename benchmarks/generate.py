@@ -14,7 +14,9 @@ compared (float32: they must agree; bfloat16: the count of equal tokens is print
 
 On the CPU both use --threads threads (default: all cores). On a GPU, tricycle's bfloat16
 casts the model's weights to bfloat16 once (an inference copy) and transformers runs
-``model.to(torch.bfloat16)``.
+``model.to(torch.bfloat16)``; tricycle's decode steps are recorded as a CUDA graph and
+replayed (``tricycle.decode``), and a third side, "eager", runs them without the graph
+(its tok/s and its ratio to transformers' are printed too, and its tokens are compared).
 """
 
 import argparse
@@ -29,6 +31,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
 from benchmarks.harness import paired_ratio, settled, synchronize  # noqa: E402
+from tricycle import decode  # noqa: E402
 from tricycle.models import GPT  # noqa: E402
 
 
@@ -100,12 +103,20 @@ def main(argv=None) -> int:
             prompt = np.random.default_rng(batch).integers(0, 50257, (batch, args.prompt))
             out = {}
 
-            def run_ours(prompt=prompt, ours=ours, out=out):
+            def run_ours(prompt=prompt, ours=ours, out=out, key="ours"):
                 synchronize(args.device)
                 t = time.perf_counter()
-                out["ours"] = ours.generate(prompt, args.new_tokens, temperature=0)
+                out[key] = ours.generate(prompt, args.new_tokens, temperature=0)
                 synchronize(args.device)
                 return time.perf_counter() - t
+
+            def run_eager(prompt=prompt, ours=ours, out=out):
+                recorded = decode.records
+                decode.records = lambda caches: False  # the decode steps without a graph
+                try:
+                    return run_ours(prompt, ours, out, key="eager")
+                finally:
+                    decode.records = recorded
 
             def run_theirs(prompt=prompt, theirs=theirs, out=out):
                 ids = torch.tensor(prompt, device=torch_device)
@@ -122,6 +133,8 @@ def main(argv=None) -> int:
                 return time.perf_counter() - t
 
             runners = {"tricycle": settled(run_ours), "transformers": settled(run_theirs)}
+            if args.device == "gpu":
+                runners["eager"] = settled(run_eager)
             times = {name: [] for name in runners}
             for run in runners.values():
                 run()  # warm up
@@ -138,12 +151,21 @@ def main(argv=None) -> int:
                 "ratio": round(paired_ratio(times["transformers"], times["tricycle"]), 3),
                 "same_tokens": f"{same}/{tokens}",
             }  # fmt: skip
+            if "eager" in runners:
+                row["eager_tok_s"] = round(tokens / min(times["eager"]), 1)
+                row["eager_ratio"] = round(paired_ratio(times["transformers"], times["eager"]), 3)
+                same_eager = int((out["ours"] == out["eager"]).all(axis=1).sum())
+                row["same_as_eager"] = f"{same_eager}/{batch} rows"
             rows.append(row)
             print(json.dumps(row), flush=True)
-    print("\ndevice dtype     batch  tricycle tok/s  transformers tok/s  ratio  same tokens")
+    print("\ndevice dtype     batch  tricycle tok/s  transformers tok/s  ratio  same tokens"
+          "  (eager tok/s, ratio, same rows)")  # fmt: skip
     for r in rows:
+        eager = ""
+        if "eager_tok_s" in r:
+            eager = f"  ({r['eager_tok_s']:,.1f}, {r['eager_ratio']:.2f}x, {r['same_as_eager']})"
         print(f"{r['device']:6} {r['dtype']:9} {r['batch']:5}  {r['ours_tok_s']:14,.1f}  "
-              f"{r['theirs_tok_s']:18,.1f}  {r['ratio']:5.2f}x  {r['same_tokens']}")  # fmt: skip
+              f"{r['theirs_tok_s']:18,.1f}  {r['ratio']:5.2f}x  {r['same_tokens']}{eager}")  # fmt: skip
     return 0
 
 

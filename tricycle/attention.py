@@ -173,7 +173,8 @@ class KVCache:
     """Keys and values of the positions seen so far, for one attention layer.
 
     Arrays of shape (B, H, capacity, D) are filled left to right; ``length`` says how many
-    positions are valid. Made and owned by the caller (``GPT.generate``), never by a layer.
+    positions are valid (a host int). Made and owned by the caller (``GPT.generate``), never
+    by a layer. ``tricycle.decode.FixedKVCache`` counts on the device instead.
     """
 
     def __init__(self, xp, batch_size: int, n_heads: int, capacity: int, head_dim: int, dtype):
@@ -185,6 +186,31 @@ class KVCache:
     @property
     def capacity(self) -> int:
         return self.keys.shape[2]
+
+    @property
+    def host_length(self) -> int | None:
+        """The positions filled, as a host int (None where only the device knows it)."""
+        return self.length
+
+    def positions(self, xp, count: int):
+        """The positions (count,) of the next ``count`` tokens."""
+        return xp.arange(self.length, self.length + count)
+
+    def attend(self, xp, q, k, v):
+        """Append k, v (B, H, Tnew, D) and attend the queries q (B, H, Tnew, D) of the same
+        positions to every filled position -> (B, Tnew, H, D)."""
+        T_new = q.shape[2]
+        start, end = self.length, self.length + T_new
+        if end > self.capacity:
+            raise ValueError(
+                f"attention: the KV cache holds {self.capacity} positions; {start} are used and "
+                f"{T_new} more do not fit"
+            )
+        self.keys[:, :, start:end] = k
+        self.values[:, :, start:end] = v
+        self.length = end
+        keys, values = self.keys[:, :, :end], self.values[:, :, :end]
+        return dispatch.choose("attend", attend, q, keys, values)(xp, q, keys, values)
 
 
 def attend(xp, q, k, v):
@@ -204,18 +230,8 @@ def attend_with_cache(xp, qkv, n_heads: int, cache: KVCache):
     """
     B, T_new, three_e = qkv.shape
     q, k, v = split_heads(qkv, n_heads)  # (B, H, Tnew, D)
-    start, end = cache.length, cache.length + T_new
-    if end > cache.capacity:
-        raise ValueError(
-            f"attention: the KV cache holds {cache.capacity} positions; {start} are used and "
-            f"{T_new} more do not fit"
-        )
-    cache.keys[:, :, start:end] = k
-    cache.values[:, :, start:end] = v
-    cache.length = end
-    keys, values = cache.keys[:, :, :end], cache.values[:, :, :end]
-    out = dispatch.choose("attend", attend, q, keys, values)(xp, q, keys, values)
-    return out.reshape(B, T_new, three_e // 3)  # (B, Tnew, H, D) -> (B, Tnew, E)
+    out = cache.attend(xp, q, k, v)  # (B, Tnew, H, D)
+    return out.reshape(B, T_new, three_e // 3)  # (B, Tnew, E)
 
 
 # ------------------------------------------------------------------ RoPE and grouped-query heads
@@ -239,10 +255,16 @@ def attend_with_cache(xp, qkv, n_heads: int, cache: KVCache):
 def rope_tables(xp, start: int, length: int, head_dim: int, theta: float, dtype):
     """cos and sin (length, head_dim / 2) of the angles (start + t) * theta^(-2i / head_dim)
     for the positions start ... start + length - 1. Computed in float64."""
+    return rope_tables_at(xp, xp.arange(start, start + length), head_dim, theta, dtype)
+
+
+def rope_tables_at(xp, positions, head_dim: int, theta: float, dtype):
+    """cos and sin (T, head_dim / 2) of the angles p * theta^(-2i / head_dim) of the integer
+    positions p (T,), an array on the device (a decode step's position is counted there)."""
     if head_dim % 2:
         raise ValueError(f"RoPE: the head size must be even to rotate pairs, got {head_dim}")
     frequencies = theta ** (-xp.arange(0, head_dim, 2, dtype=np.float64) / head_dim)  # (D/2,)
-    angles = xp.arange(start, start + length, dtype=np.float64)[:, None] * frequencies
+    angles = positions.astype(np.float64)[:, None] * frequencies  # (T, D/2)
     return xp.cos(angles).astype(dtype), xp.sin(angles).astype(dtype)
 
 

@@ -33,7 +33,7 @@ from tricycle.attention import (
     attend_with_cache,
     causal_attention,
     rope_qkv,
-    rope_tables,
+    rope_tables_at,
 )
 from tricycle.layers import Dense, Dropout, Layer, LayerNorm, RMSNorm
 from tricycle.tensor import Tensor
@@ -78,12 +78,12 @@ class CausalSelfAttention(Layer):
             raise ValueError(
                 f"{name}: expected input (batch, tokens, {self.embedding_dim}), got shape {x.shape}"
             )
-        start, T = (0 if cache is None else cache.length), x.shape[1]
-        if start + T > self.context_window:
+        start, T = (0 if cache is None else cache.host_length), x.shape[1]
+        if start is not None and start + T > self.context_window:
             raise ValueError(
                 f"{name}: {start + T} positions exceed the context window of {self.context_window}"
             )
-        qkv = self.rotate(self.qkv_projection(x), start)  # (B, T, 3E)
+        qkv = self.rotate(self.qkv_projection(x), cache)  # (B, T, 3E)
         dropout = self.attention_dropout
         if cache is not None:
             y = Tensor(attend_with_cache(qkv.xp, qkv.array, self.n_heads, cache), name="attention")
@@ -93,9 +93,9 @@ class CausalSelfAttention(Layer):
             y = causal_attention(qkv, self.n_heads)  # (B, T, E)
         return self.residual_dropout(self.out_projection(y))
 
-    def rotate(self, qkv: Tensor, start: int) -> Tensor:
-        """q|k|v of the positions ``start`` ... with their positions put in: here as they
-        are (GPT-2 adds learnt positions to the token embeddings instead)."""
+    def rotate(self, qkv: Tensor, cache: KVCache | None) -> Tensor:
+        """q|k|v of the next positions (after those in ``cache``) with their positions put
+        in: here as they are (GPT-2 adds learnt positions to the token embeddings instead)."""
         return qkv
 
     @property
@@ -299,12 +299,12 @@ class LlamaAttention(CausalSelfAttention):
         self.residual_dropout = Dropout(residual_dropout_prob)
         self.attention_dropout = Dropout(attention_dropout_prob)
 
-    def rotate(self, qkv: Tensor, start: int) -> Tensor:
+    def rotate(self, qkv: Tensor, cache: KVCache | None) -> Tensor:
         """(B, T, (H + 2 Hkv) D) -> (B, T, 3E): q and k rotated by their positions (RoPE)
         and each key/value head repeated for its group of query heads."""
-        cos, sin = rope_tables(
-            qkv.xp, start, qkv.shape[1], self.head_dim, self.rope_theta, qkv.dtype
-        )
+        xp, T = qkv.xp, qkv.shape[1]
+        positions = xp.arange(T) if cache is None else cache.positions(xp, T)  # (T,)
+        cos, sin = rope_tables_at(xp, positions, self.head_dim, self.rope_theta, qkv.dtype)
         return rope_qkv(qkv, cos, sin, self.n_heads, self.n_kv_heads)
 
     def extra_repr(self) -> str:

@@ -27,10 +27,11 @@ from functools import partial
 
 import numpy as np
 
-from tricycle import backend, checks, pretrained
+from tricycle import backend, checks, decode, pretrained
 from tricycle.attention import KVCache
 from tricycle.blocks import GPT2TransformerBlock, LlamaTransformerBlock, llama_hidden_size
 from tricycle.configs import GPTConfig
+from tricycle.decode import sample_next  # noqa: F401 - its home before tricycle.decode
 from tricycle.einsum import Einsum
 from tricycle.initialisers import gpt2_residual_std, init_normal
 from tricycle.layers import Dense, Dropout, Embedding, Layer, LayerNorm, RMSNorm, embedding
@@ -132,23 +133,25 @@ class GPT(Layer):
             ids = ids[None]
         if ids.ndim != 2 or ids.shape[1] == 0:
             raise ValueError(f"GPT: expected token ids of shape (batch, tokens), got {ids.shape}")
-        start = 0 if caches is None else caches[0].length
+        cache = None if caches is None else caches[0]
+        start = 0 if cache is None else cache.host_length  # None: counted on the device
         T, window = ids.shape[1], self.config.context_window
-        if start + T > window:
+        if start is not None and start + T > window:
             raise ValueError(
                 f"GPT: a sequence of T={start + T} tokens is longer than the context window "
                 f"of {window}; crop the input to its last {window} tokens"
             )
 
-        x = self.embedding_dropout(self._embed(ids, start))  # (B, T, E)
+        x = self.embedding_dropout(self._embed(ids, cache))  # (B, T, E)
         for i, block in enumerate(self.blocks):
             x = block(x, None if caches is None else caches[i])  # (B, T, E)
         return self.layer_norm(x), single
 
-    def _embed(self, ids, start: int) -> Tensor:
-        """Token plus position embeddings (B, T, E) of ids (B, T) at positions start ...
-        start + T - 1 (within the window: ``_forward`` checked)."""
-        positions = self.token_embedding.weights.xp.arange(start, start + ids.shape[1])
+    def _embed(self, ids, cache: KVCache | None) -> Tensor:
+        """Token plus position embeddings (B, T, E) of ids (B, T) at the positions after those
+        in ``cache`` (within the window: ``_features`` checked)."""
+        xp, T = self.token_embedding.weights.xp, ids.shape[1]
+        positions = xp.arange(T) if cache is None else cache.positions(xp, T)  # (T,)
         return self.token_embedding(ids) + embedding(
             positions, self.position_embedding.weights, check_range=False
         )
@@ -226,7 +229,9 @@ class GPT(Layer):
         afresh into an empty cache, after which single-token steps resume. So every token is
         conditioned on between context_window / 2 and context_window previous tokens, and a
         full re-encode happens once every context_window / 2 tokens. With ``use_cache=False``
-        the same windows are recomputed in full at every step (slow; for testing).
+        the same windows are recomputed in full at every step (slow; for testing). On a GPU
+        the single-token steps are recorded once as a CUDA graph and replayed
+        (``tricycle.decode``): the same tokens, without Python between the kernels.
         """
         prompt = _host_ids(tokens)
         if prompt.ndim != 2 or prompt.shape[1] == 0:
@@ -235,35 +240,13 @@ class GPT(Layer):
                 f"got {prompt.shape}"
             )
         rng = np.random.default_rng() if rng is None else rng
-        window_size = self.config.context_window
-        keep = max(1, window_size // 2)
-
         was_training = self.training
         self.eval()
         try:
             with no_grad():
-                head = self._head_matrix()
-                window = prompt[:, -window_size:]  # (B, <= W): the positions the model sees
-                capacity = window.shape[1] + max_new_tokens  # what this call can fill
-                caches = self.new_caches(len(window), capacity) if use_cache else None
-                logits = self._last_logits(window, caches, head)
-                for step in range(max_new_tokens):
-                    if vocab_limit is not None:
-                        logits[:, vocab_limit:] = -np.inf
-                    next_ids = sample_next(logits, temperature, top_k, rng)  # (B,)
-                    yield next_ids
-                    if step == max_new_tokens - 1:
-                        break
-                    full = window.shape[1] == window_size
-                    window = np.concatenate([window, next_ids[:, None]], axis=1)
-                    if full:  # re-encode the most recent half window into a fresh cache
-                        window = window[:, -keep:]
-                        caches = self.new_caches(len(window), capacity) if use_cache else None
-                        logits = self._last_logits(window, caches, head)
-                    elif use_cache:
-                        logits = self._last_logits(next_ids[:, None], caches, head)
-                    else:
-                        logits = self._last_logits(window, None, head)
+                yield from decode.sample(
+                    self, prompt, max_new_tokens, temperature, top_k, rng, use_cache, vocab_limit
+                )
         finally:
             if was_training:
                 self.train()
@@ -278,12 +261,16 @@ class GPT(Layer):
             head[:, start : start + 4096] = rows[start : start + 4096].T
         return Tensor(head, requires_grad=False)
 
-    def _last_logits(self, ids: np.ndarray, caches, head: Tensor) -> np.ndarray:
-        """Host float64 logits (B, V) of the last position (only it goes through the head)."""
+    def _last_logits(self, ids, caches, head: Tensor) -> np.ndarray:
+        """Host float64 logits (B, V) of the last position of ids (B, T)."""
+        return backend.to_host_array(self._device_logits(ids, caches, head)).astype(np.float64)
+
+    def _device_logits(self, ids, caches, head: Tensor):
+        """Logits (B, V) of the last position of ids (B, T), on the model's device: only that
+        position goes through the head (E, V) (``_head_matrix``)."""
         x, _ = self._features(ids, caches)  # (B, T, E)
         last = Tensor(x.array[:, -1], requires_grad=False)  # (B, E)
-        logits = _LAST_HEAD(last, head).array  # (B, V)
-        return backend.to_host_array(logits).astype(np.float64)
+        return _LAST_HEAD(last, head).array  # (B, V)
 
     def extra_repr(self) -> str:
         c = self.config
@@ -326,7 +313,7 @@ class Llama(GPT):
     def _final_norm(self) -> Layer:
         return RMSNorm(self.config.embedding_dim, self.config.norm_epsilon)
 
-    def _embed(self, ids, start: int) -> Tensor:
+    def _embed(self, ids, cache: KVCache | None) -> Tensor:
         """Token embeddings (B, T, E): positions enter through RoPE in the attention."""
         return self.token_embedding(ids)
 
@@ -383,17 +370,3 @@ def _cast_parameters(model: Layer, precision):
     finally:
         for layer, attr, value in swapped:
             setattr(layer, attr, value)
-
-
-def sample_next(logits: np.ndarray, temperature: float, top_k: int | None, rng) -> np.ndarray:
-    """Sample one id per row of ``logits`` (B, V): temperature, then top-k, then softmax."""
-    if temperature == 0:
-        return logits.argmax(axis=-1)
-    logits = logits / temperature
-    if top_k is not None and top_k < logits.shape[-1]:
-        kth = np.partition(logits, -top_k, axis=-1)[:, -top_k, None]  # (B, 1)
-        logits = np.where(logits < kth, -np.inf, logits)
-    probs = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    cdf = np.cumsum(probs, axis=-1)  # (B, V), unnormalised
-    u = rng.random((len(logits), 1)) * cdf[:, -1:]
-    return np.minimum((cdf <= u).sum(axis=-1), logits.shape[-1] - 1)

@@ -9,13 +9,19 @@
   graph then reads at every replay, so it is staged there and kept alive with the graph.
 
 Outside a capture they copy as usual.
+
+``Replayed(step)`` records any fixed-shape step (a function of no arguments that reads and
+writes arrays that stay in place) after one eager call and replays it: the "graph" runner
+that generation's decode step asks ``tricycle.dispatch`` for (``tricycle.decode``).
 """
 
+import warnings
 from collections.abc import Callable
 
 import numpy as np
 
-from tricycle import backend
+from tricycle import backend, dispatch
+from tricycle.backends.cuda.launch import CTYPES
 from tricycle.capture import (  # noqa: F401 - the host side, in one place with the device's
     CaptureError,
     Recording,
@@ -89,3 +95,77 @@ def _copy_to_device(host: np.ndarray, device) -> None:
     stream = cp.cuda.get_current_stream().ptr
     kind = cp.cuda.runtime.memcpyHostToDevice
     cp.cuda.runtime.memcpyAsync(device.data.ptr, host.ctypes.data, host.nbytes, kind, stream)
+
+
+class Replayed:
+    """``step()`` as a CUDA graph: the first ``warmup`` calls run it eagerly (its kernels
+    compile, its cuBLAS handle and tables are made), the next records it once, and every call
+    from then on launches the graph on the current stream, one call, and returns what the
+    recorded ``step`` returned (the same arrays at every replay, rewritten by it).
+
+    ``step`` must have fixed shapes, read and write only arrays that stay where they are
+    between calls (the graph keeps their addresses), and never make the host wait (no
+    read-back, no ``.item()``, no boolean indexing). Its temporaries come from a memory pool
+    of the graph's own, kept while this object lives. If the recording fails, a
+    RuntimeWarning says why and ``step`` runs eagerly from then on (the recording ran no
+    kernel, so nothing was advanced twice).
+    """
+
+    def __init__(self, step: Callable[[], object], warmup: int = 1):
+        self.step, self.warmup = step, warmup
+        self.eager_calls = 0
+        self.graph = self.outputs = self.pool = self.recording = None
+        self.failure: str | None = None
+
+    def __call__(self):
+        cp = backend.cupy()
+        if self.graph is None:
+            if self.failure is not None or self.eager_calls < self.warmup:
+                self.eager_calls += 1
+                return self.step()
+            if not self._record():
+                return self()
+        else:
+            self.recording.refresh()
+        self.graph.launch(cp.cuda.get_current_stream())
+        return self.outputs
+
+    def _record(self) -> bool:
+        """Record ``step`` into ``self.graph`` (launched by the caller); False if it failed."""
+        cp = backend.cupy()
+        stream = cp.cuda.Stream(non_blocking=True)
+        stream.wait_event(cp.cuda.get_current_stream().record())  # the eager calls are done
+        pool, current = cp.cuda.MemoryPool(), Recording()
+        start(current)
+        failure = graph = None
+        try:
+            with stream, cp.cuda.using_allocator(pool.malloc):
+                # relaxed: the pool may call cudaMalloc while the graph is recorded
+                stream.begin_capture(cp.cuda.runtime.streamCaptureModeRelaxed)
+                try:
+                    outputs = self.step()
+                except Exception as error:  # end the capture before giving up
+                    failure = error
+                finally:
+                    try:
+                        graph = stream.end_capture()
+                    except Exception as error:
+                        failure = failure or error
+        finally:
+            stop()
+        if failure is not None:
+            self.failure = f"{type(failure).__name__}: {failure}"
+            warnings.warn(
+                f"Replayed: the step cannot be recorded as a CUDA graph ({self.failure}); it "
+                "runs eagerly instead",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            return False
+        self.graph, self.outputs, self.pool, self.recording = graph, outputs, pool, current
+        cp.cuda.get_current_stream().wait_event(stream.record())
+        current.upload_pending()
+        return True
+
+
+dispatch.add("graph", "cuda", Replayed, dtypes=tuple(CTYPES))
