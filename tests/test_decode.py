@@ -159,7 +159,7 @@ def test_the_captured_decode_step_gives_the_eager_gpu_tokens(arch, dtype, cp, mo
 @pytest.mark.gpu
 @pytest.mark.skipif(not backend.cupy_available(), reason="no CUDA GPU")
 @pytest.mark.parametrize("arch", list(CONFIGS))
-def test_the_decode_step_is_recorded_once_and_replayed(arch, cp, monkeypatch):
+def test_the_decode_step_is_recorded_once_on_a_gpu_and_replayed(arch, cp, monkeypatch):
     model = _on_gpu(model_of(arch), "float32")
     ids = prompt()
     with no_grad():
