@@ -165,7 +165,8 @@ def main(argv=None) -> int:
         if "eager_tok_s" in r:
             eager = f"  ({r['eager_tok_s']:,.1f}, {r['eager_ratio']:.2f}x, {r['same_as_eager']})"
         print(f"{r['device']:6} {r['dtype']:9} {r['batch']:5}  {r['ours_tok_s']:14,.1f}  "
-              f"{r['theirs_tok_s']:18,.1f}  {r['ratio']:5.2f}x  {r['same_tokens']}{eager}")  # fmt: skip
+              f"{r['theirs_tok_s']:18,.1f}  {r['ratio']:5.2f}x  {r['same_tokens']}"
+              + eager)  # fmt: skip
     return 0
 
 

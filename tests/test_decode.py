@@ -78,7 +78,7 @@ def test_the_decoder_steps_give_the_eager_logits(arch):
     model = model_of(arch)
     ids = prompt()
     with no_grad():
-        head = model._head_matrix()
+        head = model._head_matrix(len(ids))
         caches = model.new_caches(len(ids), 12)
         first = model._last_logits(ids, caches, head).argmax(-1)
         decoder = decode.Decoder(model, caches, head)
@@ -163,7 +163,7 @@ def test_the_decode_step_is_recorded_once_on_a_gpu_and_replayed(arch, cp, monkey
     model = _on_gpu(model_of(arch), "float32")
     ids = prompt()
     with no_grad():
-        head = model._head_matrix()
+        head = model._head_matrix(len(ids))
         caches = model.new_caches(len(ids), 12)
         fed = model._last_logits(ids, caches, head).argmax(-1)
         decoder = decode.Decoder(model, caches, head)

@@ -41,7 +41,7 @@ def sample(model, prompt, max_new_tokens, temperature, top_k, rng, use_cache, vo
     (which checks the arguments and runs this in eval mode under no_grad) describes."""
     window_size = model.config.context_window
     keep = max(1, window_size // 2)
-    head = model._head_matrix()
+    head = model._head_matrix(len(prompt))
     window = prompt[:, -window_size:]  # (B, <= W): the positions the model sees
     capacity = window.shape[1] + max_new_tokens  # what this call can fill
 

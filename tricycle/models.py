@@ -251,11 +251,14 @@ class GPT(Layer):
             if was_training:
                 self.train()
 
-    def _head_matrix(self) -> Tensor:
-        """The head stored as (E, V), read faster by BLAS than a transposed tied (V, E)."""
+    def _head_matrix(self, batch_size: int) -> Tensor:
+        """The head as (E, V). A tied head is the embedding (V, E) read transposed, or, for a
+        CPU product of several rows, which BLAS runs faster from it, an (E, V) copy."""
         if not self.config.tie_weights:
             return self.head.weights
         rows, xp = self.token_embedding.weights.array, self.token_embedding.weights.xp  # (V, E)
+        if xp is not np or batch_size == 1:
+            return Tensor(rows.T, requires_grad=False)
         head = xp.empty(rows.shape[::-1], rows.dtype)  # (E, V)
         for start in range(0, len(rows), 4096):  # by blocks: one strided copy thrashes caches
             head[:, start : start + 4096] = rows[start : start + 4096].T

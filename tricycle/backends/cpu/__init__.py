@@ -24,6 +24,7 @@ from tricycle.backends.cpu import (  # noqa: F401 - each module registers its ke
     embedding,
     gelu,
     gemm,
+    gemv,  # after gemm: its products of one row take their place
     norm,
     pooling,
     recurrent,
