@@ -107,20 +107,20 @@ class Decoder:
     def __init__(self, model, caches: list[KVCache], head, vocab_limit: int | None = None):
         keys = caches[0].keys
         self.xp = backend.array_module(keys)
-        self.model, self.head, self.vocab_limit = model, head, vocab_limit
-        self.caches = [FixedKVCache(cache) for cache in caches]
-        self.ids = self.xp.zeros((keys.shape[0], 1), dtype=np.int64)  # (B, 1): fed next
-        self.steps = 0
-        self.run = dispatch.choose("graph", _eager, keys)(self._step)
+        fixed = [FixedKVCache(cache) for cache in caches]
+        ids = self.xp.zeros((keys.shape[0], 1), dtype=np.int64)  # (B, 1): fed next
 
-    def _step(self):
-        """ids -> (logits (B, V), argmax (B,)), the argmax written into ``ids``: fixed shapes,
-        no host synchronisation, nothing allocated that outlives the step but its outputs."""
-        logits = self.model._device_logits(self.ids, self.caches, self.head)  # (B, V)
-        wide = logits.astype(np.float32, copy=False)  # argmax of bfloat16 in float32
-        argmax = wide[:, : self.vocab_limit].argmax(axis=-1)  # (B,)
-        self.ids[:, 0] = argmax
-        return logits, argmax
+        def step():
+            """ids -> (logits (B, V), argmax (B,)), the argmax written into ids: fixed shapes,
+            no host synchronisation, nothing allocated that outlives it but its outputs."""
+            logits = model._device_logits(ids, fixed, head)  # (B, V)
+            wide = logits.astype(np.float32, copy=False)  # argmax of bfloat16 in float32
+            argmax = wide[:, :vocab_limit].argmax(axis=-1)  # (B,)
+            ids[:, 0] = argmax
+            return logits, argmax
+
+        self.ids, self.steps = ids, 0
+        self.run = dispatch.choose("graph", _eager, keys)(step)  # no cycle through self
 
     def __call__(self, ids: np.ndarray, greedy: bool):
         if self.steps == 0 or not greedy:  # greedy: the last step left its argmax there
