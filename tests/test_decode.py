@@ -31,6 +31,14 @@ def prompt(batch=3, length=5, seed=0):
     return np.random.default_rng(seed).integers(0, GPT2.vocab_size, size=(batch, length))
 
 
+def prefilled(model, ids, capacity=12):
+    """(head, caches holding ``ids``, the greedy first ids, a Decoder from those caches)."""
+    head = model._head_matrix(len(ids))
+    caches = model.new_caches(len(ids), capacity)
+    first = model._last_logits(ids, caches, head).argmax(-1)
+    return head, caches, first, decode.Decoder(model, caches, head)
+
+
 def generate(model, ids, new, captured: bool, monkeypatch, **sampling):
     """``model.generate`` through the Decoder (``captured``) or the eager path."""
     with monkeypatch.context() as patch:
@@ -78,10 +86,7 @@ def test_the_decoder_steps_give_the_eager_logits(arch):
     model = model_of(arch)
     ids = prompt()
     with no_grad():
-        head = model._head_matrix(len(ids))
-        caches = model.new_caches(len(ids), 12)
-        first = model._last_logits(ids, caches, head).argmax(-1)
-        decoder = decode.Decoder(model, caches, head)
+        head, _, first, decoder = prefilled(model, ids)
         eager_caches = model.new_caches(len(ids), 12)
         model._last_logits(ids, eager_caches, head)
         fed = first
@@ -163,10 +168,7 @@ def test_the_decode_step_is_recorded_once_on_a_gpu_and_replayed(arch, cp, monkey
     model = _on_gpu(model_of(arch), "float32")
     ids = prompt()
     with no_grad():
-        head = model._head_matrix(len(ids))
-        caches = model.new_caches(len(ids), 12)
-        fed = model._last_logits(ids, caches, head).argmax(-1)
-        decoder = decode.Decoder(model, caches, head)
+        _, caches, fed, decoder = prefilled(model, ids)
         assert decode.records(caches)
         steps = [decoder(fed, greedy=True)[1]]
         for _ in range(5):

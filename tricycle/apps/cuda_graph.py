@@ -49,6 +49,7 @@ import numpy as np
 
 from tricycle import backend, capture, checks, waits
 from tricycle.apps.step import StepOutput, train_step
+from tricycle.backends.cuda.capture import record
 from tricycle.backends.cuda.gemm import tf32_enabled
 from tricycle.optimisers import Adam
 from tricycle.parallel.zero import ZeroRedundancyOptimiser
@@ -159,27 +160,14 @@ class CapturedStep:
         cp = backend.cupy()
         counts = self._host_counts()
         self._inputs = [(cp.array(_array(x)), cp.array(_array(y))) for x, y in micro]  # copies
-        stream = cp.cuda.Stream(non_blocking=True)
-        stream.wait_event(cp.cuda.get_current_stream().record())  # the inputs are in place
-        pool, recording = cp.cuda.MemoryPool(), capture.Recording()
-        capture.start(recording)
         failure = None
         try:
-            with stream, cp.cuda.using_allocator(pool.malloc):
-                # relaxed: the memory pool may call cudaMalloc while the graph is recorded
-                stream.begin_capture(cp.cuda.runtime.streamCaptureModeRelaxed)
-                try:
-                    outputs = train_step(self.model, self.optimiser, iter(self._inputs),
-                                         self.policy, **self.options)  # fmt: skip
-                except Exception as error:  # end the capture before raising
-                    failure = error
-                finally:
-                    try:
-                        graph = stream.end_capture()
-                    except Exception as error:
-                        failure = failure or error
-        finally:
-            capture.stop()
+            graph, outputs, pool, recording = record(
+                lambda: train_step(self.model, self.optimiser, iter(self._inputs), self.policy,
+                                   **self.options)
+            )  # fmt: skip
+        except Exception as error:
+            failure = error
         if failure is not None:
             self._restore_host_counts(counts)
             for p in self.model.parameters():  # gradients the graph would have computed
@@ -194,11 +182,10 @@ class CapturedStep:
                 stacklevel=3,
             )
             return False
+        # record put the values of this step's hooks in place (its learning rate and counts)
         self._graph, self._pool, self._recording = graph, pool, recording
         self._outputs = outputs
         self._captured_mode, self._addresses = self._signature()
-        cp.cuda.get_current_stream().wait_event(stream.record())
-        recording.upload_pending()  # this step's own learning rate and counts
         cp.get_default_memory_pool().free_all_blocks()  # the warm-up's cached blocks
         return True
 

@@ -10,9 +10,11 @@
 
 Outside a capture they copy as usual.
 
-``Replayed(step)`` records any fixed-shape step (a function of no arguments that reads and
-writes arrays that stay in place) after one eager call and replays it: the "graph" runner
-that generation's decode step asks ``tricycle.dispatch`` for (``tricycle.decode``).
+``record(step)`` records a step's kernels into a CUDA graph (a training step's:
+``tricycle.apps.cuda_graph.CapturedStep``). ``Replayed(step)`` records any fixed-shape step
+(a function of no arguments that reads and writes arrays that stay in place) after one eager
+call and replays it: the "graph" runner that generation's decode step asks
+``tricycle.dispatch`` for (``tricycle.decode``).
 """
 
 import warnings
@@ -97,11 +99,47 @@ def _copy_to_device(host: np.ndarray, device) -> None:
     cp.cuda.runtime.memcpyAsync(device.data.ptr, host.ctypes.data, host.nbytes, kind, stream)
 
 
+def record(step: Callable[[], object]) -> tuple:
+    """Record ``step()``'s kernels into a CUDA graph without running them: (graph, what
+    ``step`` returned, the graph's memory pool, its ``Recording``), the graph to be launched
+    on the current stream, after the work queued there so far. Its allocations come from
+    the pool, which must live as long as the graph; its hooks (``every_step``, ...) go into
+    the Recording, whose ``refresh`` must run before every replay but the first. An error of
+    the step or of the capture is raised once the capture has ended (then nothing ran)."""
+    cp = backend.cupy()
+    stream = cp.cuda.Stream(non_blocking=True)
+    stream.wait_event(cp.cuda.get_current_stream().record())  # its inputs are in place
+    pool, current = cp.cuda.MemoryPool(), Recording()
+    start(current)
+    failure = None
+    try:
+        with stream, cp.cuda.using_allocator(pool.malloc):
+            # relaxed: the memory pool may call cudaMalloc while the graph is recorded
+            stream.begin_capture(cp.cuda.runtime.streamCaptureModeRelaxed)
+            try:
+                outputs = step()
+            except Exception as error:  # end the capture before raising
+                failure = error
+            finally:
+                try:
+                    graph = stream.end_capture()
+                except Exception as error:
+                    failure = failure or error
+    finally:
+        stop()
+    if failure is not None:
+        raise failure
+    cp.cuda.get_current_stream().wait_event(stream.record())
+    current.upload_pending()  # the values the step's hooks computed, for its first launch
+    return graph, outputs, pool, current
+
+
 class Replayed:
     """``step()`` as a CUDA graph: the first ``warmup`` calls run it eagerly (its kernels
-    compile, its cuBLAS handle and tables are made), the next records it once, and every call
-    from then on launches the graph on the current stream, one call, and returns what the
-    recorded ``step`` returned (the same arrays at every replay, rewritten by it).
+    compile, its cuBLAS handle and tables are made), the next records it once (``record``),
+    and every call from then on launches the graph on the current stream, one call, and
+    returns what the recorded ``step`` returned (the same arrays at every replay, rewritten
+    by it).
 
     ``step`` must have fixed shapes, read and write only arrays that stay where they are
     between calls (the graph keeps their addresses), and never make the host wait (no
@@ -118,54 +156,25 @@ class Replayed:
         self.failure: str | None = None
 
     def __call__(self):
-        cp = backend.cupy()
         if self.graph is None:
             if self.failure is not None or self.eager_calls < self.warmup:
                 self.eager_calls += 1
                 return self.step()
-            if not self._record():
+            try:
+                self.graph, self.outputs, self.pool, self.recording = record(self.step)
+            except Exception as error:
+                self.failure = f"{type(error).__name__}: {error}"
+                warnings.warn(
+                    f"Replayed: the step cannot be recorded as a CUDA graph ({self.failure}); "
+                    "it runs eagerly instead",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
                 return self()
         else:
             self.recording.refresh()
-        self.graph.launch(cp.cuda.get_current_stream())
+        self.graph.launch(backend.cupy().cuda.get_current_stream())
         return self.outputs
-
-    def _record(self) -> bool:
-        """Record ``step`` into ``self.graph`` (launched by the caller); False if it failed."""
-        cp = backend.cupy()
-        stream = cp.cuda.Stream(non_blocking=True)
-        stream.wait_event(cp.cuda.get_current_stream().record())  # the eager calls are done
-        pool, current = cp.cuda.MemoryPool(), Recording()
-        start(current)
-        failure = graph = None
-        try:
-            with stream, cp.cuda.using_allocator(pool.malloc):
-                # relaxed: the pool may call cudaMalloc while the graph is recorded
-                stream.begin_capture(cp.cuda.runtime.streamCaptureModeRelaxed)
-                try:
-                    outputs = self.step()
-                except Exception as error:  # end the capture before giving up
-                    failure = error
-                finally:
-                    try:
-                        graph = stream.end_capture()
-                    except Exception as error:
-                        failure = failure or error
-        finally:
-            stop()
-        if failure is not None:
-            self.failure = f"{type(failure).__name__}: {failure}"
-            warnings.warn(
-                f"Replayed: the step cannot be recorded as a CUDA graph ({self.failure}); it "
-                "runs eagerly instead",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-            return False
-        self.graph, self.outputs, self.pool, self.recording = graph, outputs, pool, current
-        cp.cuda.get_current_stream().wait_event(stream.record())
-        current.upload_pending()
-        return True
 
 
 dispatch.add("graph", "cuda", Replayed, dtypes=tuple(CTYPES))
