@@ -177,3 +177,20 @@ def test_the_decode_step_is_recorded_once_on_a_gpu_and_replayed(arch, cp, monkey
     assert replay.failure is None and replay.graph is not None, replay.failure
     eager = generate(model, ids, 7, False, monkeypatch, temperature=0)
     np.testing.assert_array_equal(np.stack(steps, axis=1), eager[:, 6:])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not backend.cupy_available(), reason="no CUDA GPU")
+def test_a_replayed_step_runs_once_a_call_eager_then_recorded(cp):
+    from tricycle.backends.cuda.capture import Replayed  # noqa: PLC0415 - a GPU's only
+
+    count, x = cp.zeros(1, dtype=cp.float32), cp.arange(4, dtype=cp.float32)
+
+    def step():
+        cp.add(count, 1, out=count)  # state on the device, advanced by every replay
+        return x * count  # a new array: from the graph's pool once recorded
+
+    run = Replayed(step)
+    got = [run().get().tolist() for _ in range(4)]
+    assert got == [[0, n, 2 * n, 3 * n] for n in (1, 2, 3, 4)]
+    assert run.failure is None and run.graph is not None and run.eager_calls == 1
