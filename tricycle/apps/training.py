@@ -56,12 +56,15 @@ from pathlib import Path
 import numpy as np
 
 from tricycle import checks
+from tricycle.apps.background import Writer
 from tricycle.apps.checkpoint import (
     CheckpointError,
+    host_copy,
     load_state,
-    save_pickle,
+    pickled,
     save_state,
     save_weights,
+    write_pickled,
 )
 from tricycle.apps.cpu import tune_cpu_allocator
 from tricycle.apps.cuda_graph import CapturedStep
@@ -192,6 +195,7 @@ class Trainer:
         self._jump_dropout_generators()
         self.cuda_graph = cuda_graph
         self._captured: CapturedStep | None = None  # made at the first step
+        self.writer = Writer()  # writes checkpoints in the background, one at a time
 
     def _jump_dropout_generators(self) -> None:
         """Rank r's layer generators: rank 0's jumped r times (independent streams, whose
@@ -285,43 +289,49 @@ class Trainer:
         holding a non-finite value; a failed write (a full disk) raises ``CheckpointError``
         naming the directory, and leaves the previous checkpoint intact. Every rank calls
         it; rank 0 writes."""
+        self.writer.wait()
         check_finite(self.model, self.optimiser)
         state = {**self.state_dict(), "run": metadata or {}}
-        self._write(path, lambda: save_state(path, state), path)
+        if self.world.is_main:
+            kept = self._kept(path)
+            _attempt(Path(path), lambda: save_state(path, state), kept)
         self.saved_step = self.step
 
     def save_to(self, run_dir: RunDirectory, metadata: dict | None = None) -> None:
-        """Save the run into ``run_dir``: the weights to model.safetensors, then the rest of
-        the state to checkpoint.npz (with the weights' digest, which resuming checks), then
-        the pickled model to model.pkl, each atomically."""
+        """Save the run into ``run_dir`` (``checkpoint``) and wait until it is written."""
+        self.checkpoint(run_dir, metadata)
+        self.writer.wait()
+
+    def checkpoint(self, run_dir: RunDirectory, metadata: dict | None = None, *,
+                   best: bool = False) -> None:  # fmt: skip
+        """Save the run into ``run_dir``: the weights to model.safetensors (and, with
+        ``best``, to best.safetensors: ``self.best``'s), then the rest of the state to
+        checkpoint.npz (with the weights' digest, which resuming checks), then the pickled
+        model to model.pkl, each atomically (``write_run``).
+
+        The caller waits only for a host snapshot of the state (and the pickle's bytes);
+        the files are written in the background by ``self.writer``, which the next
+        checkpoint, ``fit``'s end and ``save``/``load`` wait for (a write's error is raised
+        there). Refuses, with ``TrainingDiverged``, to save a non-finite value. Every rank
+        calls it (a sharded optimiser gathers its state); rank 0 writes."""
+        self.writer.wait()  # the one before: its error, if any, is raised here
         check_finite(self.model, self.optimiser)
         state = {**self.state_dict(), "run": metadata or {}, "layout": RunDirectory.LAYOUT}
-        info = {"step": self.step, "run": metadata or {}}
-        weights = state.pop("model")
-        if self.world.is_main:  # the weights the state on disk goes with, until it is replaced
-            run_dir.keep_previous_weights(self.saved_weights)
-        digest = self._write(run_dir.last, lambda: save_weights(run_dir.last, weights, info),
-                             run_dir.checkpoint)  # fmt: skip
-        state["weights_sha256"] = digest
-        self._write(run_dir.checkpoint, lambda: save_state(run_dir.checkpoint, state),
-                    run_dir.checkpoint)  # fmt: skip
-        self.saved_step, self.saved_weights = self.step, digest
-        if self.world.is_main:
-            run_dir.previous.unlink(missing_ok=True)
-        self._write(run_dir / RunDirectory.MODEL,
-                    lambda: save_pickle(self.model, run_dir / RunDirectory.MODEL),
-                    run_dir.checkpoint)  # fmt: skip
+        step = self.step
+        if not self.world.is_main:
+            self.saved_step = step
+            return
+        snapshot, model = host_copy(state), pickled(self.model)
+        best_info = {**self.best, "run": metadata or {}} if best else None
+        kept = self._kept(run_dir.checkpoint)
+        previous = self.saved_weights  # the weights the state on disk goes with
 
-    def _write(self, path, write: Callable, checkpoint):
-        """``write()`` on rank 0 (its result); an OSError becomes a ``CheckpointError``
-        naming ``path`` and the checkpoint that is kept."""
-        try:
-            return write() if self.world.is_main else None
-        except OSError as error:
-            raise CheckpointError(
-                f"could not write {Path(path).name} in {Path(path).parent}: "
-                f"{error.strerror or error}; {self._kept(checkpoint)}"
-            ) from error
+        def done(digest: str) -> None:
+            self.saved_step, self.saved_weights = step, digest
+
+        self.writer.submit(
+            lambda: write_run(run_dir, snapshot, model, best_info, previous, kept), done
+        )
 
     def improves(self, val_loss: float | None) -> bool:
         """Whether ``val_loss`` (at ``self.step``) is the run's lowest so far; if so it
@@ -333,20 +343,11 @@ class Trainer:
         self.best = {"step": self.step, "val_loss": float(val_loss)}
         return True
 
-    def save_best(self, run_dir: RunDirectory, metadata: dict | None = None) -> None:
-        """Write the weights of ``self.best`` (the model as it is now) to the run directory's
-        best.safetensors, with its step and validation loss (nothing resumes from it).
-        Every rank calls it; rank 0 writes."""
-        check_finite(self.model, self.optimiser)
-        info = {**self.best, "run": metadata or {}}
-        weights = self.model.state_dict()
-        self._write(run_dir.best, lambda: save_weights(run_dir.best, weights, info),
-                    run_dir.checkpoint)  # fmt: skip
-
     def load(self, path) -> dict:
         """Restore the run saved at ``path`` (a file ``save`` wrote, or a ``RunDirectory``
         ``save_to`` wrote into); returns its metadata. Raises CheckpointError for an
         unreadable file or one that does not fit this model and optimiser."""
+        self.writer.wait()
         state = path.load_state() if isinstance(path, RunDirectory) else load_state(path)
         try:
             self.load_state_dict(state)
@@ -387,8 +388,9 @@ class Trainer:
         ``tokens_per_s`` is the tokens of the steps since the previous read-back over the
         wall time since it, the device synchronised (``tricycle.apps.throughput``), without
         the time of evaluation, hooks and checkpoints; a record where evaluation or hooks
-        ran says how long they took (``eval_s``), and one followed by a checkpoint how long
-        that took (``checkpoint_s``) on the record after it. ``max_seconds`` (training
+        ran says how long they took (``eval_s``), and the record after a checkpoint how long
+        the training waited for it (``checkpoint_s``: its snapshot; the files are written in
+        the background while the steps go on, ``Trainer.checkpoint``). ``max_seconds`` (training
         time, earlier sessions included) and ``stop_after`` (steps in this call) stop early
         with a checkpoint. Ctrl-C (in the main thread) stops at the end of the current step
         with a checkpoint; a second Ctrl-C stops at once. The summary
@@ -502,10 +504,8 @@ class Trainer:
                     if checkpointing:
                         self.wall_time = wall()
                         saving: list[float] = []
-                        with meter.excluding(saving):
-                            if improved:
-                                self.save_best(run_dir, metadata)
-                            self.save_to(run_dir, metadata)
+                        with meter.excluding(saving):  # the snapshot: the files are written
+                            self.checkpoint(run_dir, metadata, best=improved)  # meanwhile
                             if main and loss_plot and time.perf_counter() - drawn > 60:
                                 drawn = self._draw_losses(run_dir, loss_plot)
                         checkpoint_s = sum(saving)  # left out of tokens_per_s too
@@ -518,11 +518,15 @@ class Trainer:
                         ended = "interrupted"
                         break
                 flush()
+                self.writer.wait()  # the last checkpoint on disk, or its error raised
             except TrainingDiverged as error:
+                self.writer.wait(raise_error=False)
                 if run_dir is not None and main and loss_plot:  # the picture of the divergence
                     self._draw_losses(run_dir, loss_plot, say)
                 where = run_dir.checkpoint if run_dir is not None else "checkpoint"
                 raise TrainingDiverged(f"{error}; {self._kept(where)}") from None
+            finally:  # an error, a second Ctrl-C: the write under way still ends
+                self.writer.wait(raise_error=False)
         self.wall_time = wall()
         if run_dir is not None and main and loss_plot:
             self._draw_losses(run_dir, loss_plot, say)
@@ -555,6 +559,46 @@ class Trainer:
         if say is not None:
             say(message)
         return time.perf_counter()
+
+
+def write_run(
+    run_dir: RunDirectory,
+    state: dict,
+    model: bytes,
+    best: dict | None,
+    previous: str | None,
+    kept: str,
+) -> str:
+    """Write a checkpoint's files from its host snapshot ``state`` (``Trainer.state_dict``
+    with "run" and "layout") and ``model``, the pickle's bytes; returns the weights' digest.
+
+    With ``best`` (its step, validation loss and the run's settings), the weights go to
+    best.safetensors first. The weights that the state on disk goes with (digest
+    ``previous``) are kept aside until the new state is written, so a process killed between
+    the files resumes from the last complete checkpoint; an OSError becomes a
+    ``CheckpointError`` naming the file, its directory and ``kept``, what is kept."""
+    weights = state.pop("model")
+    info = {"step": state["step"], "run": state["run"]}
+    if best is not None:
+        _attempt(run_dir.best, lambda: save_weights(run_dir.best, weights, best), kept)
+    run_dir.keep_previous_weights(previous)
+    digest = _attempt(run_dir.last, lambda: save_weights(run_dir.last, weights, info), kept)
+    state["weights_sha256"] = digest
+    _attempt(run_dir.checkpoint, lambda: save_state(run_dir.checkpoint, state), kept)
+    run_dir.previous.unlink(missing_ok=True)
+    path = run_dir / RunDirectory.MODEL
+    _attempt(path, lambda: write_pickled(path, model), kept)
+    return digest
+
+
+def _attempt(path: Path, write: Callable, kept: str):
+    """``write()``; an OSError becomes a ``CheckpointError`` naming ``path`` and ``kept``."""
+    try:
+        return write()
+    except OSError as error:
+        raise CheckpointError(
+            f"could not write {path.name} in {path.parent}: {error.strerror or error}; {kept}"
+        ) from error
 
 
 def _report(
