@@ -344,7 +344,6 @@ def sample_prompt(args, data: TrainingData) -> str:
 
 def train(args) -> dict:
     """Run (or resume) training as ``args`` say, holding --out-dir's lock; returns a summary."""
-    tune_cpu_allocator()
     run_dir = RunDirectory(args.out_dir)
     if args.resume and not run_dir.checkpoint.is_file():  # before the lock makes the folder
         raise SystemExit(
@@ -416,6 +415,8 @@ def _train(args, run_dir: RunDirectory) -> dict:
     if config.device == "gpu" and args.device is None and not cupy_available():
         print("no GPU found: training on the CPU (pass --device to choose)", file=sys.stderr)
         config.device = "cpu"
+    if config.device == "cpu":  # a GPU run loads no CPU kernels (nor numba)
+        tune_cpu_allocator()
     world = distributed.init(gpu=config.device == "gpu")  # one GPU per process
     main = world.is_main  # the one process that writes files and logs
     dataset = settings["dataset"]

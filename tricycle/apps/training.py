@@ -67,7 +67,6 @@ from tricycle.apps.checkpoint import (
     write_pickled,
 )
 from tricycle.apps.cpu import tune_cpu_allocator
-from tricycle.apps.cuda_graph import CapturedStep
 from tricycle.apps.interrupts import stop_on_interrupt
 from tricycle.apps.runs import RunDirectory
 from tricycle.apps.states import (
@@ -194,7 +193,7 @@ class Trainer:
         self.best: dict | None = None
         self._jump_dropout_generators()
         self.cuda_graph = cuda_graph
-        self._captured: CapturedStep | None = None  # made at the first step
+        self._captured = None  # the CapturedStep, made at the first step
         self.writer = Writer()  # writes checkpoints in the background, one at a time
 
     def _jump_dropout_generators(self) -> None:
@@ -211,6 +210,8 @@ class Trainer:
                        max_norm=self.max_norm)  # fmt: skip
         if self.cuda_graph:
             if self._captured is None:
+                from tricycle.apps.cuda_graph import CapturedStep  # noqa: PLC0415 - GPU only
+
                 self._captured = CapturedStep(
                     self.model, self.optimiser, self.policy,
                     data_parallel=self.data_parallel, **options,
@@ -518,18 +519,19 @@ class Trainer:
                         ended = "interrupted"
                         break
                 flush()
-                self.writer.wait()  # the last checkpoint on disk, or its error raised
             except TrainingDiverged as error:
                 self.writer.wait(raise_error=False)
                 if run_dir is not None and main and loss_plot:  # the picture of the divergence
                     self._draw_losses(run_dir, loss_plot, say)
                 where = run_dir.checkpoint if run_dir is not None else "checkpoint"
                 raise TrainingDiverged(f"{error}; {self._kept(where)}") from None
-            finally:  # an error, a second Ctrl-C: the write under way still ends
+            except BaseException:  # an error, a second Ctrl-C: the write under way still ends
                 self.writer.wait(raise_error=False)
+                raise
         self.wall_time = wall()
-        if run_dir is not None and main and loss_plot:
+        if run_dir is not None and main and loss_plot:  # drawn while the last checkpoint is written
             self._draw_losses(run_dir, loss_plot, say)
+        self.writer.wait()  # the last checkpoint on disk, or its error raised
         if run_dir is not None and main and self.best is not None:
             say(f"best weights: step {self.best['step']}, val loss "
                 f"{self.best['val_loss']:.4f}, in {run_dir.best} (the last: step {self.step}, "
