@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tests.test_train import _tiny_trainer, one_blas_thread  # noqa: F401 - a fixture
-from tricycle.apps import training
+from tricycle.apps import saving
 from tricycle.apps.background import Writer
 from tricycle.apps.checkpoint import CheckpointError, load_state
 from tricycle.apps.runs import RunDirectory
@@ -43,7 +43,7 @@ def test_steps_go_on_while_a_checkpoint_is_written(tmp_path, monkeypatch):
     waits for that step to begin: a write on the main thread would wait in vain), and it
     holds the snapshot of step 4 (the optimiser's moments as they were then), not the state
     that the steps after it made."""
-    real_save, overlapped, step_5 = training.save_state, [], threading.Event()
+    real_save, overlapped, step_5 = saving.save_state, [], threading.Event()
 
     def save_after_step_5(path, state):
         if state["step"] == 4:
@@ -52,7 +52,7 @@ def test_steps_go_on_while_a_checkpoint_is_written(tmp_path, monkeypatch):
             real_save(tmp_path / "at_4.npz", state)
         real_save(path, state)
 
-    monkeypatch.setattr(training, "save_state", save_after_step_5)
+    monkeypatch.setattr(saving, "save_state", save_after_step_5)
     trainer = _tiny_trainer()
     real_step = trainer.train_step
 
@@ -75,7 +75,7 @@ def test_steps_go_on_while_a_checkpoint_is_written(tmp_path, monkeypatch):
 
 
 def test_a_failed_background_write_stops_the_run_naming_what_is_kept(tmp_path, monkeypatch):
-    real_save, calls = training.save_state, []
+    real_save, calls = saving.save_state, []
 
     def full_after_one(path, state):
         calls.append(state["step"])
@@ -83,7 +83,7 @@ def test_a_failed_background_write_stops_the_run_naming_what_is_kept(tmp_path, m
             raise OSError(28, "No space left on device")
         real_save(path, state)
 
-    monkeypatch.setattr(training, "save_state", full_after_one)
+    monkeypatch.setattr(saving, "save_state", full_after_one)
     trainer = _tiny_trainer()
     with RunDirectory(tmp_path / "run") as run_dir, pytest.raises(CheckpointError) as error:
         trainer.fit(10, run_dir=run_dir, loss_plot=None)

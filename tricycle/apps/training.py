@@ -46,11 +46,9 @@ whose loss or (unscaled) gradient norm is not finite, and never writes a checkpo
 non-finite parameter or optimiser moment.
 """
 
-import contextlib
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -63,12 +61,13 @@ from tricycle.apps.checkpoint import (
     load_state,
     pickled,
     save_state,
-    save_weights,
-    write_pickled,
 )
 from tricycle.apps.cpu import tune_cpu_allocator
+from tricycle.apps.hooks import Hook, report_lines
 from tricycle.apps.interrupts import stop_on_interrupt
+from tricycle.apps.records import Records
 from tricycle.apps.runs import RunDirectory
+from tricycle.apps.saving import attempt, write_run
 from tricycle.apps.states import (
     data_state,
     jump_layer_generators,
@@ -77,7 +76,6 @@ from tricycle.apps.states import (
     load_layer_rng_states,
 )
 from tricycle.apps.step import StepOutput, TrainingDiverged, precision_for, train_step
-from tricycle.apps.throughput import Throughput
 from tricycle.apps.validation import check_finite, evaluate
 from tricycle.loss import CrossEntropy
 from tricycle.parallel import distributed
@@ -97,36 +95,6 @@ __all__ = [
 
 
 # ====================================================================== the trainer
-
-
-@dataclass(frozen=True)
-class Hook:
-    """Work a ``Trainer`` does during ``fit`` beside training: ``run(trainer)`` returns a
-    dict of values for the step's record in the metrics (``{"hellaswag_acc": 0.31}``,
-    ``{"sample": "..."}``), every ``interval`` steps, or with ``interval`` None at each
-    evaluation (with the validation loss: every ``eval_interval`` steps and at the last).
-
-    It runs on every rank, so it may use the world's collectives (``trainer.world``: split
-    its work over the ranks and all-reduce); rank 0's values are recorded. Numbers join the
-    evaluation's log line; text (a sample) is logged on its own lines. It must draw no
-    random numbers from the training's generators, so that a resumed run replays exactly.
-    """
-
-    run: Callable[["Trainer"], dict]
-    interval: int | None = None
-
-    def __post_init__(self):
-        if not callable(self.run):
-            raise TypeError(f"Hook: run must be callable, got {self.run!r}")
-        if self.interval is not None and (
-            isinstance(self.interval, bool) or not isinstance(self.interval, int)
-            or self.interval < 1
-        ):  # fmt: skip
-            raise ValueError(f"Hook: interval must be None or an int >= 1, got {self.interval!r}")
-
-    def due(self, step: int, evaluating: bool) -> bool:
-        """Whether it runs after step ``step`` (``evaluating``: the trainer validates then)."""
-        return evaluating if self.interval is None else step % self.interval == 0
 
 
 class Trainer:
@@ -237,15 +205,6 @@ class Trainer:
             self.world,
         )
 
-    def run_hooks(self, evaluating: bool) -> dict:
-        """The values of the hooks due after ``self.step`` (``evaluating``: at an
-        evaluation), merged in order."""
-        values = {}
-        for hook in self.hooks:
-            if hook.due(self.step, evaluating):
-                values.update(hook.run(self))
-        return values
-
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict:
         """The whole run: step, parameters, optimiser, scaler and every random state, as
@@ -295,7 +254,7 @@ class Trainer:
         state = {**self.state_dict(), "run": metadata or {}}
         if self.world.is_main:
             kept = self._kept(path)
-            _attempt(Path(path), lambda: save_state(path, state), kept)
+            attempt(Path(path), lambda: save_state(path, state), kept)
         self.saved_step = self.step
 
     def save_to(self, run_dir: RunDirectory, metadata: dict | None = None) -> None:
@@ -403,122 +362,61 @@ class Trainer:
         ``loss_plot`` "linear" or "log" scale (None: no picture); the log says where.
         """
         checks.one_of(("linear", "log", None))("Trainer.fit", "loss_plot", loss_plot)
-        main = self.world.is_main
-        say = on_message or (lambda text: print(text, file=sys.stderr))
-        if not main:
-            say = on_record = None
+        main = self.world.is_main  # the one process that writes files and speaks
+        say = (on_message or (lambda text: print(text, file=sys.stderr))) if main else None
         stop = steps if stop_after is None else min(steps, self.step + stop_after)
-        start_time, wall_before = time.perf_counter(), self.wall_time
-        meter = Throughput(self.model)  # tokens/s between read-backs, the device waited for
-        pending: list[dict] = []
-        last: dict = {}
-        checkpoint_s = None  # the time of the checkpoint just written, for the next record
-        drawn = time.perf_counter()  # when loss.png was last drawn
-        val_loss = None
-        ended = "completed"
-
-        def wall() -> float:
-            return wall_before + time.perf_counter() - start_time
-
-        def flush() -> None:
-            nonlocal last
-            if not pending:
-                return
-            scaler = self.policy.scaler
-            skipped = 0 if scaler is None else scaler.skipped_steps
-            tokens_per_s = meter.read()
-            # the last record's wall time is the read's: one clock for both at its boundary
-            pending[-1]["wall_time"] = wall_before + meter.start - start_time
-            for record in pending:
-                record["tokens_per_s"] = tokens_per_s
-                output = record.pop("output").settle(record["step"] - 1)
-                record.update(loss=output.loss, grad_norm=output.grad_norm)
-                record["skipped_steps"] = skipped
-            if run_dir is not None and main:
-                run_dir.append_metrics(pending)
-            for record in pending:
-                if on_record is not None:
-                    on_record(record)
-            last = pending[-1]
-            pending.clear()
-
+        records = Records(self.model, self.tokens_per_step or 0, self.policy.scaler,
+                          self.wall_time, run_dir.append_metrics if run_dir and main else None,
+                          on_record if main else None)  # fmt: skip
+        drawn, ended, val_loss = time.perf_counter(), "completed", None
         with self.policy, stop_on_interrupt() as interrupt:
             try:
                 while self.step < stop:
                     output = self.train_step()
-                    done = self.step
-                    meter.add(self.tokens_per_step or 0)
-                    excluded: list[float] = []
-                    pending.append(
-                        {
-                            "step": done,
-                            "output": output,
-                            "loss": None,
-                            "val_loss": None,
-                            "lr": float(self.optimiser.learning_rate),
-                            "grad_norm": None,
-                            "tokens_per_s": None,  # at the read-back: over its interval
-                            "wall_time": wall(),
-                        }
-                    )
-                    if checkpoint_s is not None:  # the checkpoint before this step's interval
-                        pending[-1]["checkpoint_s"], checkpoint_s = checkpoint_s, None
-                    val_loss = None
-                    at_interval = self.eval_interval and done % self.eval_interval == 0
+                    step = self.step  # the steps done
+                    record = records.add(step, output, self.optimiser.learning_rate)
+                    at_interval = bool(self.eval_interval) and step % self.eval_interval == 0
                     # not at an early stop: an evaluation there would draw validation windows
                     # that an uninterrupted run does not, and a resumed run would differ
-                    evaluating = bool(at_interval) or done == steps
-                    if self.valid_data is not None and evaluating:
-                        with meter.excluding(excluded):
-                            val_loss = self.evaluate()
-                        pending[-1].update(val_loss=val_loss, wall_time=wall())
-                    hooking = any(hook.due(done, evaluating) for hook in self.hooks)
-                    with meter.excluding(excluded) if hooking else contextlib.nullcontext():
-                        measured = self.run_hooks(evaluating)
-                    if measured:
-                        pending[-1].update(measured, wall_time=wall())
-                    if val_loss is not None or measured:  # left out of tokens_per_s
-                        pending[-1]["eval_s"] = sum(excluded)
-                    out_of_time = max_seconds is not None and wall() >= max_seconds
+                    evaluating = at_interval or step == steps
+                    hooks = [hook for hook in self.hooks if hook.due(step, evaluating)]
+                    val_loss, measured = None, {}
+                    if (evaluating and self.valid_data is not None) or hooks:
+                        with records.excluding(record):  # left out of tokens_per_s
+                            val_loss = self.evaluate() if evaluating else None
+                            for hook in hooks:
+                                measured.update(hook.run(self))
+                            record.update(val_loss=val_loss, **measured)
                     # every rank stops at the same step, whatever its clock or signals say
+                    out_of_time = max_seconds is not None and records.wall() >= max_seconds
                     flags = self.world.all_reduce(
                         np.array([out_of_time, interrupt.requested], dtype=np.float64), mean=False
                     )
                     out_of_time, interrupted = bool(flags[0]), bool(flags[1])
-                    stopping = out_of_time or interrupted
                     checkpointing = run_dir is not None and (
-                        at_interval or done == stop or stopping
+                        at_interval or step == stop or out_of_time or interrupted
                     )
-                    # the same steps on every rank (a hook may measure on rank 0 alone)
-                    reporting = val_loss is not None or any(
-                        hook.due(done, evaluating) for hook in self.hooks
-                    )
-                    if done % log_interval == 0 or reporting or checkpointing:
+                    if step % log_interval == 0 or val_loss is not None or hooks or checkpointing:
                         # before any checkpoint: a diverged model is never saved, and a
                         # checkpoint's steps all have their records (a run killed after it
                         # resumes with none missing)
-                        flush()
+                        records.flush()
                     improved = self.improves(val_loss)
-                    if reporting and main:
-                        for line in _report(done, last, val_loss, measured, improved):
+                    if (val_loss is not None or hooks) and main:
+                        for line in report_lines(step, records.last, val_loss, measured, improved):
                             say(line)
                     if checkpointing:
-                        self.wall_time = wall()
-                        saving: list[float] = []
-                        with meter.excluding(saving):  # the snapshot: the files are written
+                        self.wall_time = records.wall()
+                        with records.checkpointing():  # the snapshot: the files are written
                             self.checkpoint(run_dir, metadata, best=improved)  # meanwhile
                             if main and loss_plot and time.perf_counter() - drawn > 60:
                                 drawn = self._draw_losses(run_dir, loss_plot)
-                        checkpoint_s = sum(saving)  # left out of tokens_per_s too
-                    if out_of_time:
-                        if main:
-                            say(f"max_seconds {max_seconds:g}: stopping after step {done}")
-                        ended = "out of time"
+                    if out_of_time or interrupted:
+                        ended = "out of time" if out_of_time else "interrupted"
+                        if out_of_time and main:
+                            say(f"max_seconds {max_seconds:g}: stopping after step {step}")
                         break
-                    if interrupted:
-                        ended = "interrupted"
-                        break
-                flush()
+                records.flush()
             except TrainingDiverged as error:
                 self.writer.wait(raise_error=False)
                 if run_dir is not None and main and loss_plot:  # the picture of the divergence
@@ -528,7 +426,7 @@ class Trainer:
             except BaseException:  # an error, a second Ctrl-C: the write under way still ends
                 self.writer.wait(raise_error=False)
                 raise
-        self.wall_time = wall()
+        self.wall_time = records.wall()
         if run_dir is not None and main and loss_plot:  # drawn while the last checkpoint is written
             self._draw_losses(run_dir, loss_plot, say)
         self.writer.wait()  # the last checkpoint on disk, or its error raised
@@ -541,7 +439,7 @@ class Trainer:
             "ended": ended,
             "precision": self.policy.mode,
             "skipped_steps": 0 if self.policy.scaler is None else self.policy.scaler.skipped_steps,
-            "loss": last.get("loss"),
+            "loss": records.last.get("loss"),
             "val_loss": val_loss,
             "best_step": None if self.best is None else self.best["step"],
             "best_val_loss": None if self.best is None else self.best["val_loss"],
@@ -561,56 +459,3 @@ class Trainer:
         if say is not None:
             say(message)
         return time.perf_counter()
-
-
-def write_run(
-    run_dir: RunDirectory,
-    state: dict,
-    model: bytes,
-    best: dict | None,
-    previous: str | None,
-    kept: str,
-) -> str:
-    """Write a checkpoint's files from its host snapshot ``state`` (``Trainer.state_dict``
-    with "run" and "layout") and ``model``, the pickle's bytes; returns the weights' digest.
-
-    With ``best`` (its step, validation loss and the run's settings), the weights go to
-    best.safetensors first. The weights that the state on disk goes with (digest
-    ``previous``) are kept aside until the new state is written, so a process killed between
-    the files resumes from the last complete checkpoint; an OSError becomes a
-    ``CheckpointError`` naming the file, its directory and ``kept``, what is kept."""
-    weights = state.pop("model")
-    info = {"step": state["step"], "run": state["run"]}
-    if best is not None:
-        _attempt(run_dir.best, lambda: save_weights(run_dir.best, weights, best), kept)
-    run_dir.keep_previous_weights(previous)
-    digest = _attempt(run_dir.last, lambda: save_weights(run_dir.last, weights, info), kept)
-    state["weights_sha256"] = digest
-    _attempt(run_dir.checkpoint, lambda: save_state(run_dir.checkpoint, state), kept)
-    run_dir.previous.unlink(missing_ok=True)
-    path = run_dir / RunDirectory.MODEL
-    _attempt(path, lambda: write_pickled(path, model), kept)
-    return digest
-
-
-def _attempt(path: Path, write: Callable, kept: str):
-    """``write()``; an OSError becomes a ``CheckpointError`` naming ``path`` and ``kept``."""
-    try:
-        return write()
-    except OSError as error:
-        raise CheckpointError(
-            f"could not write {path.name} in {path.parent}: {error.strerror or error}; {kept}"
-        ) from error
-
-
-def _report(
-    step: int, record: dict, val_loss: float | None, measured: dict, best: bool = False
-) -> list[str]:
-    """The log lines of an evaluation: the losses and the hooks' numbers on one line (the
-    validation loss marked when it is the run's best so far), each text (a sample) below it."""
-    numbers = [f"train loss {record['loss']:.4f}"]
-    numbers += [] if val_loss is None else [f"val loss {val_loss:.4f}" + (" (best)" * best)]
-    numbers += [f"{k} {v:.4f}" for k, v in measured.items() if isinstance(v, int | float)]
-    texts = [f"step {step} {k}:\n{v}" for k, v in measured.items() if isinstance(v, str)]
-    line = f"step {step}: {', '.join(numbers)}, {record['wall_time']:.1f} s"
-    return ([line] if val_loss is not None or len(texts) < len(measured) else []) + texts
