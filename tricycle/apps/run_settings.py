@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tricycle.apps.checkpoint import CheckpointError
 from tricycle.apps.corpora import DATASETS, data_differences
-from tricycle.apps.pretrained import fine_tuning_config, load_pretrained
+from tricycle.apps.pretrained import fine_tuning_config, load_pretrained, pretrained_weights
 from tricycle.apps.runs import RunDirectory, _tokeniser_from_text, check_config_fits
 from tricycle.apps.train_flags import CONFIG_FLAGS, DEFAULTS, build_config, resume_settings
 from tricycle.configs import GPTConfig
@@ -71,9 +71,9 @@ def check_resumed_data(identity: dict, checkpoint: dict, dataset: str) -> None:
 
 
 def init_from(args, name: str, config: GPTConfig, checkpoint) -> tuple[tuple, GPTConfig]:
-    """((model, tokeniser), config) of --init-from: a new run takes the pretrained model's
-    architecture into ``config``; a resumed one keeps its config and recorded tokeniser (its
-    weights are the checkpoint's)."""
+    """((weights, tokeniser), config) of --init-from: a new run takes the pretrained model's
+    architecture into ``config`` and its weights, in tricycle's names; a resumed one keeps
+    its config and recorded tokeniser (weights None: they are the checkpoint's)."""
     if checkpoint is not None:
         text = checkpoint["run"]["tokeniser"]
         return (None, _tokeniser_from_text(text, Path(args.out_dir))), config
@@ -84,4 +84,4 @@ def init_from(args, name: str, config: GPTConfig, checkpoint) -> tuple[tuple, GP
         config = fine_tuning_config(config, model.config, given)
     except (CheckpointError, ValueError) as error:
         raise SystemExit(f"--init-from {name}: {error}") from None
-    return (model, tokeniser), config
+    return (pretrained_weights(model, config), tokeniser), config

@@ -87,7 +87,6 @@ from tricycle.apps.cpu import cpu_threads, threads_per_process, tune_cpu_allocat
 from tricycle.apps.evaluate import hellaswag_hook, sample_hook, sample_text
 from tricycle.apps.files import DirectoryLocked
 from tricycle.apps.gpt_trainer import gpt_trainer
-from tricycle.apps.pretrained import pretrained_weights
 from tricycle.apps.run_settings import check_resumed_data, init_from, new_run, resumed_run
 from tricycle.apps.runs import RunDirectory, read_weights, tokeniser_sha256, tokeniser_text
 from tricycle.apps.train_flags import (  # noqa: F401 - the CLI's names, here as before
@@ -118,25 +117,25 @@ def use_cuda_graph(choice: str, config: GPTConfig, world: distributed.World, zer
     return config.device == "gpu"
 
 
-def hooks_for(args, data: TrainingData) -> list:
-    """The run's hooks: HellaSwag at each evaluation, samples every --sample-interval steps."""
+def hooks_for(tokeniser, hellaswag, hellaswag_limit, sample_interval, prompt, n_tokens) -> list:
+    """The run's hooks: HellaSwag (the file ``hellaswag``, its first ``hellaswag_limit``
+    examples) at each evaluation, a sample of ``n_tokens`` after ``prompt`` every
+    ``sample_interval`` steps."""
     hooks = []
-    if args.eval_hellaswag is not None:
+    if hellaswag is not None:
         try:
-            examples = read_examples(args.eval_hellaswag, args.hellaswag_limit)
-            hooks.append(hellaswag_hook(data.tokeniser, examples))
+            hooks.append(hellaswag_hook(tokeniser, read_examples(hellaswag, hellaswag_limit)))
         except (OSError, ValueError) as error:
-            raise SystemExit(f"--eval-hellaswag {args.eval_hellaswag}: {error}") from None
-    if args.sample_interval is not None:
-        hooks.append(sample_hook(data.tokeniser, args.sample_interval, sample_prompt(args, data),
-                                 args.sample_tokens))  # fmt: skip
+            raise SystemExit(f"--eval-hellaswag {hellaswag}: {error}") from None
+    if sample_interval is not None:
+        hooks.append(sample_hook(tokeniser, sample_interval, prompt, n_tokens))
     return hooks
 
 
-def sample_prompt(args, data: TrainingData) -> str:
-    """--sample-prompt, else the first line of the validation text; checked: the tokeniser
-    must encode it."""
-    prompt = data.first_line if args.sample_prompt is None else args.sample_prompt
+def sample_prompt(given: str | None, data: TrainingData) -> str:
+    """The samples' prompt: ``given`` (--sample-prompt), else the first line of the
+    validation text; checked: the tokeniser must encode it."""
+    prompt = data.first_line if given is None else given
     try:
         data.tokeniser.encode(prompt)
     except ValueError as error:
@@ -179,7 +178,7 @@ def _train(args, run_dir: RunDirectory) -> dict:
         checkpoint, config, settings, applied = resumed_run(args, run_dir)
     else:
         config, settings = new_run(args, run_dir, main)
-    pretrained = None  # (model, tokeniser) to start from, or (None, the run's) on resume
+    pretrained = None  # (weights, tokeniser) to start from, or (None, the run's) on resume
     if settings["init_from"] is not None:
         pretrained, config = init_from(args, settings["init_from"], config, checkpoint)
     if config.device == "gpu" and args.device is None and not cupy_available():
@@ -207,7 +206,10 @@ def _train(args, run_dir: RunDirectory) -> dict:
     if config.vocab_size != vocab_size and main:
         print(f"vocabulary: {config.vocab_size:,} ids, the data's {data.tokeniser.n_tokens:,} "
               "rounded up to a multiple of 64 (--vocab-size sets it)", file=sys.stderr)  # fmt: skip
-    hooks = hooks_for(args, data)
+    sampling = args.sample_interval is not None or args.sample_tokens > 0
+    prompt = sample_prompt(args.sample_prompt, data) if sampling else None
+    hooks = hooks_for(data.tokeniser, args.eval_hellaswag, args.hellaswag_limit,
+                      args.sample_interval, prompt, args.sample_tokens)  # fmt: skip
     for change in applied if main else ():
         print(f"--resume: applying {change}", file=sys.stderr)
 
@@ -221,8 +223,8 @@ def _train(args, run_dir: RunDirectory) -> dict:
         )  # fmt: skip
     except (ValueError, CaptureError) as error:
         raise SystemExit(f"tricycle-train: {error}") from None
-    if pretrained is not None and pretrained[0] is not None:
-        trainer.model.load_state_dict(pretrained_weights(pretrained[0], config))
+    if pretrained is not None and pretrained[0] is not None:  # --init-from's weights
+        trainer.model.load_state_dict(pretrained[0])
     if trainer.valid_data is None and main:
         print("warning: the validation text is too short: no validation loss", file=sys.stderr)
     if checkpoint is not None:  # --resume: the run's state, exactly as it was saved
@@ -269,8 +271,8 @@ def _train(args, run_dir: RunDirectory) -> dict:
               f"with\n    tricycle-train {again}", file=sys.stderr)  # fmt: skip
     elif args.sample_tokens and summary["steps"] == config.steps:
         model, weights = best_model(trainer, run_dir)
-        summary["sample"] = sample_text(model, data.tokeniser, sample_prompt(args, data),
-                                        args.sample_tokens, seed=settings["seed"])  # fmt: skip
+        summary["sample"] = sample_text(model, data.tokeniser, prompt, args.sample_tokens,
+                                        seed=settings["seed"])  # fmt: skip
         whence = ("the validation text's first line" if args.sample_prompt is None
                   else "--sample-prompt")  # fmt: skip
         print(f"sample: {args.sample_tokens} tokens after {whence}, from {weights}",
