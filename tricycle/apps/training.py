@@ -65,6 +65,7 @@ from tricycle.apps.checkpoint import (
 from tricycle.apps.cpu import tune_cpu_allocator
 from tricycle.apps.hooks import Hook, report_lines
 from tricycle.apps.interrupts import stop_on_interrupt
+from tricycle.apps.plot import import_in_background
 from tricycle.apps.records import Records
 from tricycle.apps.runs import RunDirectory
 from tricycle.apps.saving import attempt, write_run
@@ -406,6 +407,8 @@ class Trainer:
                         for line in report_lines(step, records.last, val_loss, measured, improved):
                             say(line)
                     if checkpointing:
+                        if main and loss_plot:  # after the kernels' compiles: none forks now
+                            import_in_background()  # the last picture waits for no import
                         self.wall_time = records.wall()
                         with records.checkpointing():  # the snapshot: the files are written
                             self.checkpoint(run_dir, metadata, best=improved)  # meanwhile
