@@ -107,6 +107,7 @@ from tricycle.apps.cpu import cpu_threads, threads_per_process, tune_cpu_allocat
 from tricycle.apps.evaluate import hellaswag_hook, sample_hook, sample_text
 from tricycle.apps.files import DirectoryLocked
 from tricycle.apps.gpt_trainer import gpt_trainer
+from tricycle.apps.precompile import precompile_gpt
 from tricycle.apps.pretrained import fine_tuning_config, load_pretrained, pretrained_weights
 from tricycle.apps.runs import (
     RunDirectory,
@@ -418,6 +419,7 @@ def _train(args, run_dir: RunDirectory) -> dict:
         config.device = "cpu"
     world = distributed.init(gpu=config.device == "gpu")  # one GPU per process
     main = world.is_main  # the one process that writes files and logs
+    precompile_gpt(config, settings["precision"])  # the CPU kernels, while the data load
     dataset = settings["dataset"]
     try:
         given = checkpoint is not None or args.vocab_size is not None  # else the data decide

@@ -5,7 +5,6 @@ with the references' signatures. The backward recomputes the slope from x.
 """
 
 import numpy as np
-from numba import prange
 
 from tricycle import dispatch
 from tricycle.backends.cpu.arrays import CHUNK_ROWS, n_chunks, rows, same_dtype
@@ -51,26 +50,26 @@ def gelu_exact_slope(x):
 
 # ---------------------------------------------------------------------- kernels
 @parallel_jit
-def gelu_forward_kernel(out, inp, bias, tanh_form):
-    """out = gelu(inp + bias) per row of inp (N, C)."""
-    N, C = inp.shape
+def gelu_forward_kernel(out, inp, bias, tanh_form, first, last):
+    """out = gelu(inp + bias) per row of inp (N, C), rows first..last."""
+    C = inp.shape[1]
     if tanh_form:
-        for n in prange(N):
+        for n in range(first, last):
             for i in range(C):
                 out[n, i] = gelu_tanh(inp[n, i] + bias[i])
     else:
-        for n in prange(N):
+        for n in range(first, last):
             for i in range(C):
                 out[n, i] = gelu_exact(inp[n, i] + bias[i])
 
 
 @parallel_jit
-def gelu_backward_kernel(dinp, dbias_parts, dout, inp, bias, tanh_form):
+def gelu_backward_kernel(dinp, dbias_parts, dout, inp, bias, tanh_form, first, last):
     """dinp = dout * gelu'(inp + bias); with a bias, its gradient as one partial row per
-    chunk of CHUNK_ROWS rows (``dbias_parts`` (0, 0) without)."""
+    chunk of CHUNK_ROWS rows (``dbias_parts`` (0, 0) without): chunks first..last."""
     N, C = inp.shape
     with_bias = dbias_parts.shape[0] > 0
-    for k in prange((N + CHUNK_ROWS - 1) // CHUNK_ROWS):
+    for k in range(first, last):
         for n in range(k * CHUNK_ROWS, min(N, (k + 1) * CHUNK_ROWS)):
             if tanh_form:
                 for i in range(C):
@@ -92,7 +91,7 @@ def bias_gelu_forward(xp, x, bias, approximate=False):
     """As ``tricycle.activation.bias_gelu_forward``."""
     x2 = rows(x)  # (N, C)
     y = np.empty_like(x2)
-    gelu_forward_kernel(y, x2, rows(bias, x.dtype)[0], _tanh_form(approximate))
+    gelu_forward_kernel(y, x2, rows(bias, x.dtype)[0], _tanh_form(approximate), x2.shape[0])
     return y.reshape(x.shape)
 
 
@@ -101,9 +100,8 @@ def bias_gelu_backward(xp, x, bias, dy, approximate=False):
     x2 = rows(x)
     dx = np.empty_like(x2)
     parts = np.zeros((n_chunks(x2.shape[0]), x2.shape[1]), x.dtype)  # partial sums
-    gelu_backward_kernel(
-        dx, parts, rows(dy, x.dtype), x2, rows(bias, x.dtype)[0], _tanh_form(approximate)
-    )
+    gelu_backward_kernel(dx, parts, rows(dy, x.dtype), x2, rows(bias, x.dtype)[0],
+                         _tanh_form(approximate), parts.shape[0])  # fmt: skip
     return dx.reshape(x.shape), parts.sum(axis=0).astype(bias.dtype)
 
 
@@ -117,9 +115,8 @@ def gelu_backward(xp, x, dy, approximate=False):
     x2 = rows(x)
     dx = np.empty_like(x2)
     no_bias = np.zeros(x2.shape[1], x.dtype)
-    gelu_backward_kernel(
-        dx, np.zeros((0, 0)), rows(dy, x.dtype), x2, no_bias, _tanh_form(approximate)
-    )
+    gelu_backward_kernel(dx, np.zeros((0, 0)), rows(dy, x.dtype), x2, no_bias,
+                         _tanh_form(approximate), n_chunks(x2.shape[0]))  # fmt: skip
     return dx.reshape(x.shape)
 
 
