@@ -317,10 +317,18 @@ class ParallelKernel:
     """
 
     def __init__(self, function, options):
+        self.options = dict(options)
         self.multiplies = options.pop("blas", False)
         self.grain = options.pop("grain", 1)
         self.kernel = _compiled(function, options)
         functools.update_wrapper(self, function)
+
+    def specialised(self, **names) -> "ParallelKernel":
+        """This kernel with the globals ``names`` bound to other functions: one source, one
+        kernel compiled and cached for each binding, so that a run compiles only the one it
+        calls (GeLU's two forms, instead of a kernel holding both)."""
+        suffix = "_".join(function.__name__ for function in names.values())
+        return ParallelKernel(_copy(self.__wrapped__, suffix, names), dict(self.options))
 
     def __call__(self, *args):
         return self.run(getattr(args[0], "size", 0) >= PARALLEL_MIN_SIZE, *args)
@@ -426,13 +434,7 @@ class ParforKernel:
         functools.update_wrapper(self, function)
         self.parallel = _compiled(function, {**options, "parallel": True})
         # a copy under another name: numba's cache keys on the function, not on its flags
-        serial = types.FunctionType(
-            function.__code__, function.__globals__, function.__name__ + "_serial",
-            function.__defaults__, function.__closure__,
-        )  # fmt: skip
-        serial.__qualname__ = function.__qualname__ + "_serial"
-        serial.__module__ = function.__module__
-        self.serial = _compiled(serial, options)
+        self.serial = _compiled(_copy(function, "serial"), options)
 
     def run(self, parallel: bool, *args):
         """The parallel variant if ``parallel`` and more than one thread is set, else the
@@ -455,6 +457,18 @@ class ParforKernel:
         finally:
             if self.multiplies:
                 blas.one_thread_leave()
+
+
+def _copy(function, suffix: str, names=None):
+    """``function`` named ``<name>_<suffix>`` (numba caches by name), its globals ``names``
+    replaced."""
+    copy = types.FunctionType(
+        function.__code__, {**function.__globals__, **(names or {})},
+        f"{function.__name__}_{suffix}", function.__defaults__, function.__closure__,
+    )  # fmt: skip
+    copy.__qualname__ = f"{function.__qualname__}_{suffix}"
+    copy.__module__ = function.__module__
+    return copy
 
 
 def parallel_jit(function=None, **options):
