@@ -13,26 +13,33 @@ import pytest
 pytest.importorskip("numba")
 ROOT = Path(__file__).resolve().parents[1]
 
-SCRIPT = """
+LAYER_NORM_STEP = """
 import hashlib
 import numpy as np
 import tricycle as tc
 from tricycle.backends.cpu import compile
 from tricycle.layers import LayerNorm
 
-compile.set_threads(2)  # the parallel variant: 64 * 64 * 128 elements are enough
-x = tc.to_tensor(np.random.default_rng(0).standard_normal((64, 64, 128), dtype=np.float32))
-layer = LayerNorm(128)
-y = layer(x)
-(y * tc.to_tensor(y.array.copy(), requires_grad=False)).sum().backward()
-for array in (y.array, x.grad.array, layer.gamma.grad.array):
-    print(hashlib.sha256(array.tobytes()).hexdigest())
+compile.set_threads(2)  # on both threads: 64 * 64 * 128 elements are enough
+def step():
+    x = tc.to_tensor(np.random.default_rng(0).standard_normal((64, 64, 128), dtype=np.float32))
+    layer = LayerNorm(128)
+    y = layer(x)
+    (y * tc.to_tensor(y.array.copy(), requires_grad=False)).sum().backward()
+    for array in (y.array, x.grad.array, layer.gamma.grad.array):
+        print(hashlib.sha256(array.tobytes()).hexdigest())
 """
+SCRIPT = LAYER_NORM_STEP + "step()\n"
+
+
+def _env(tmp_path) -> dict:
+    """Two threads and an empty numba cache in ``tmp_path``."""
+    return {**os.environ, "PYTHONPATH": str(ROOT), "NUMBA_CACHE_DIR": str(tmp_path / "numba"),
+            "NUMBA_NUM_THREADS": "2", "TRICYCLE_THREADS": "2"}  # fmt: skip
 
 
 def test_a_first_run_and_a_cached_run_give_the_same_bits(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "NUMBA_CACHE_DIR": str(tmp_path / "numba"),
-           "NUMBA_NUM_THREADS": "2", "TRICYCLE_THREADS": "2"}  # fmt: skip
+    env = _env(tmp_path)
     (tmp_path / "layer_norm.py").write_text(SCRIPT)
 
     def run():
@@ -60,22 +67,6 @@ step()
 print(len(on_demand), file=sys.stderr)
 """
 
-LAYER_NORM_STEP = """
-import hashlib
-import numpy as np
-import tricycle as tc
-from tricycle.layers import LayerNorm
-
-compile.set_threads(2)
-def step():
-    x = tc.to_tensor(np.random.default_rng(0).standard_normal((64, 64, 128), dtype=np.float32))
-    layer = LayerNorm(128)
-    y = layer(x)
-    (y * tc.to_tensor(y.array.copy(), requires_grad=False)).sum().backward()
-    for array in (y.array, x.grad.array, layer.gamma.grad.array):
-        print(hashlib.sha256(array.tobytes()).hexdigest())
-"""
-
 
 def _run(tmp_path, name, code, env):
     (tmp_path / name).write_text(code)
@@ -88,15 +79,13 @@ def _run(tmp_path, name, code, env):
 def test_compiled_ahead_in_children_the_kernels_load_and_give_the_cached_bits(tmp_path):
     """``precompile``: a recording child notes the kernels a step calls and its children
     compile them; the step then compiles nothing and gives the numbers of a run that loads."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "NUMBA_CACHE_DIR": str(tmp_path / "numba"),
-           "NUMBA_NUM_THREADS": "2", "TRICYCLE_THREADS": "2"}  # fmt: skip
-    setup = "from tricycle.backends.cpu import compile\n" + LAYER_NORM_STEP
-    ahead = _run(tmp_path, "ahead.py", AHEAD.format(setup=setup), env)
+    env = _env(tmp_path)
+    ahead = _run(tmp_path, "ahead.py", AHEAD.format(setup=LAYER_NORM_STEP), env)
     lines = ahead.stderr.strip().splitlines()
     assert lines[0].startswith("tricycle: compiling the CPU kernels"), ahead.stderr
     assert lines[1] == "0"  # nothing compiled on demand
     assert lines[2].startswith("tricycle: compiled 2 CPU kernel(s) in ")  # forward, backward
-    loaded = _run(tmp_path, "loaded.py", setup + "step()\n", env)
+    loaded = _run(tmp_path, "loaded.py", SCRIPT, env)
     assert loaded.stderr == "" and loaded.stdout == ahead.stdout
     assert len(ahead.stdout.split()) == 3
 
@@ -105,8 +94,7 @@ def test_compiled_ahead_in_children_the_kernels_load_and_give_the_cached_bits(tm
 def test_a_small_gpt_compiled_ahead_leaves_nothing_for_the_run_to_compile(tmp_path):
     """``precompile_gpt``'s small model calls the kernels of the run's with the same types:
     one step and an evaluation at the default run's sizes then compile nothing."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "NUMBA_CACHE_DIR": str(tmp_path / "numba"),
-           "NUMBA_NUM_THREADS": "2", "TRICYCLE_THREADS": "2"}  # fmt: skip
+    env = _env(tmp_path)
     setup = """
 from tricycle.apps.precompile import _gpt_step, precompile_gpt
 from tricycle.configs import CPUConfig
