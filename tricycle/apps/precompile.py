@@ -32,14 +32,16 @@ def precompile(step, *args) -> None:
 
 def precompile_gpt(config: GPTConfig, precision: str = "fp32") -> None:
     """``precompile`` what training ``config``'s model at ``precision`` on the CPU calls: one
-    training step and one evaluation of a one-block model of its kind (a no-op on a GPU)."""
+    training step, one evaluation and a sample of a one-block model of its kind (a no-op on a
+    GPU)."""
     if config.device == "cpu":
         small = dataclasses.replace(config, **SMALL, embedding_dim=4 * config.n_heads)
         precompile(_gpt_step, small, precision)
 
 
 def _gpt_step(config: GPTConfig, precision: str) -> None:
-    """One training step and one evaluation of ``config``'s model on token ids 0, 1, ..."""
+    """One training step, one evaluation and two sampled tokens of ``config``'s model on token
+    ids 0, 1, ..."""
     from tricycle.apps.gpt_trainer import gpt_trainer  # noqa: PLC0415 - training imports this
     from tricycle.apps.training import precision_for  # noqa: PLC0415
 
@@ -47,3 +49,4 @@ def _gpt_step(config: GPTConfig, precision: str) -> None:
     trainer = gpt_trainer(config, tokens, tokens, policy=precision_for(precision, config.device))
     trainer.train_step()
     trainer.evaluate()
+    trainer.model.generate(tokens[:3], 2, rng=np.random.default_rng(0))
