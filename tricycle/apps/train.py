@@ -87,6 +87,7 @@ from tricycle.apps.cpu import cpu_threads, threads_per_process, tune_cpu_allocat
 from tricycle.apps.evaluate import hellaswag_hook, sample_hook, sample_text
 from tricycle.apps.files import DirectoryLocked
 from tricycle.apps.gpt_trainer import gpt_trainer
+from tricycle.apps.precompile import precompile_gpt
 from tricycle.apps.run_settings import check_resumed_data, init_from, new_run, resumed_run
 from tricycle.apps.runs import RunDirectory, read_weights, tokeniser_sha256, tokeniser_text
 from tricycle.apps.train_flags import (  # noqa: F401 - the CLI's names, here as before
@@ -187,6 +188,7 @@ def _train(args, run_dir: RunDirectory) -> dict:
     if config.device == "cpu":  # a GPU run loads no CPU kernels (nor numba)
         tune_cpu_allocator()
     world = distributed.init(gpu=config.device == "gpu")  # one GPU per process
+    precompile_gpt(config, settings["precision"])  # the CPU kernels, while the data load
 
     # the data, in the run's tokens
     dataset, vocab_size = settings["dataset"], config.vocab_size
