@@ -39,6 +39,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
 import tricycle  # noqa: E402
+from tricycle.apps.precompile import precompile  # noqa: E402
 from tricycle.loss import CrossEntropy  # noqa: E402
 from tricycle.nn.encoder import Encoder, EncoderConfig  # noqa: E402
 from tricycle.nn.mlm import IGNORE, mask_tokens, masked_accuracy, mlm_loss  # noqa: E402
@@ -214,6 +215,28 @@ def fine_tune(config, pretrained, args, train_ids, train_labels, test_ids, test_
     return accuracy(model, test_ids, test_labels), curve
 
 
+def small_steps(args):
+    """A pre-training and a fine-tuning step and their evaluations on a one-layer model of the
+    run's kind (padded lines of 8): what ``precompile`` runs to learn the CPU kernels the run
+    calls, and their argument types."""
+    config = EncoderConfig(
+        vocab_size=len(SPECIALS) + 4, context_window=8, embedding_dim=4 * args.n_heads,
+        n_heads=args.n_heads, n_layers=1, dropout=args.dropout, norm=args.norm,
+        pooling="mean", n_classes=2,
+    )  # fmt: skip
+    model = Encoder(config)
+    ids = np.full((4, 8), PAD)
+    ids[:, :6] = len(SPECIALS)
+    ids[:, 0], ids[:, 5] = CLS, SEP
+    labels, classes = np.full((4, 8), IGNORE), np.array([0, 1, 0, 1])
+    labels[:, 2] = ids[:, 2]
+    train_steps(model, AdamW(), lambda step: 1e-3, 1, lambda step: (ids, labels), mlm_step_loss)
+    train_steps(model, AdamW(), lambda step: 1e-3, 1, lambda step: (ids, classes),
+                classifier_loss)  # fmt: skip
+    mlm_accuracy(model, ids, labels)
+    accuracy(model, ids, classes)
+
+
 def plot(path, mlm_curve, baseline, curves, finetune_steps):
     """Two panels: masked-character accuracy during pre-training, and held-out accuracy
     during fine-tuning with and without it."""
@@ -273,6 +296,8 @@ def parse_args(argv=None):
 def main(argv=None) -> dict:
     args = parse_args(argv)
     begin = time.perf_counter()
+    if args.device == "cpu":
+        precompile(small_steps, args)  # the CPU kernels, in the background from here
     try:
         data = load_lines(args.data_dir, args.python_bytes, args.context - 2)
     except NotAvailable as error:  # offline: one line, in this script's words

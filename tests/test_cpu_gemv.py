@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 from tricycle import dispatch
 
 pytest.importorskip("numba")
-from tricycle.backends.cpu import compile as compile_module  # noqa: E402
 from tricycle.backends.cpu import gemm as cpu_gemm  # noqa: E402
 from tricycle.backends.cpu import gemv as cpu_gemv  # noqa: E402
 
@@ -27,7 +26,7 @@ def test_a_row_times_a_matrix_matches_numpy(k, n, transposed, dtype, seed):
     w = rng.standard_normal((n, k) if transposed else (k, n)).astype(dtype)
     w = w.T if transposed else w  # (k, n), F-ordered when transposed
     kernel = dispatch.choose("matmul", np.matmul, x, w)
-    assert (kernel is cpu_gemv.matmul) == compile_module.uses_one_pool()
+    assert kernel is cpu_gemv.matmul
     expected = x @ w
     for tile, work in [(cpu_gemv.TILE, cpu_gemv.PARALLEL_MIN_WORK), (7, 0)]:  # small tiles
         with pytest.MonkeyPatch.context() as patch:  # and every size on the threads
@@ -42,8 +41,7 @@ def test_more_rows_or_a_strided_matrix_stay_with_the_general_product():
     rng = np.random.default_rng(0)
     a, w = rng.standard_normal((2, 8)), rng.standard_normal((8, 6))
     assert not cpu_gemv.applies(a, w) and not cpu_gemv.applies(a[:1], w[:, ::2])
-    if compile_module.uses_one_pool():
-        assert dispatch.choose("matmul", np.matmul, a, w) is cpu_gemm.matmul
+    assert dispatch.choose("matmul", np.matmul, a, w) is cpu_gemm.matmul
 
 
 def test_a_decode_sized_product_runs_on_the_threads_and_alone_alike():

@@ -292,15 +292,38 @@ def parallel_always(monkeypatch):
 @pytest.mark.usefixtures("parallel_always")
 @pytest.mark.parametrize("case", ["softmax", "layer_norm", "gelu tanh", "bias_gelu",
                                   "cross_entropy", "embedding"])  # fmt: skip
-def test_parallel_and_serial_variants_agree_to_rounding(case, monkeypatch):
-    """The same formula in both variants (which one runs depends on size and threads only,
-    never on timing: the test below checks that the numbers do not depend on other threads)."""
+def test_on_threads_and_on_one_the_bits_are_the_same(case, monkeypatch):
+    """One compiled function runs every range of tasks: cut over the threads or whole on the
+    calling thread, each row is the same code on the same numbers."""
     x = np.random.default_rng(1).standard_normal((37, 5, 33)).astype(np.float32)
     pair = kernel_of(case, x)
     parallel = run(case, pair, x, np.float32)
     monkeypatch.setattr(compiler, "PARALLEL_MIN_SIZE", 2**62)
     for a, b in zip(parallel, run(case, pair, x, np.float32)):
-        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("tasks", [0, 1, 5, 64, 65, 1000])
+@pytest.mark.parametrize("parts", [1, 2, 3, 8])
+@pytest.mark.parametrize("grain", [1, 64])
+def test_the_ranges_cover_the_tasks_in_order_at_multiples_of_the_grain(tasks, parts, grain):
+    ranges = compiler._ranges(tasks, parts, grain)
+    assert ranges[0][0] == 0 and ranges[-1][1] == tasks and len(ranges) <= parts
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))  # contiguous, in order
+    assert all(first % grain == 0 and first < last for first, last in ranges[1:])
+
+
+def test_an_error_on_a_thread_is_raised_in_the_caller_and_the_team_goes_on():
+    def kernel(out, first, last):  # any callable runs on the team; this one fails past 4
+        if last > 4:
+            raise ValueError(f"tasks {first}..{last}")
+        out[first:last] = 1
+
+    out = np.zeros(8)
+    with pytest.raises(ValueError, match="tasks 4..8"):
+        compiler._team.run(kernel, (out,), [(0, 4), (4, 8)])
+    compiler._team.run(kernel, (out,), [(0, 2), (2, 4)])
+    np.testing.assert_array_equal(out, [1, 1, 1, 1, 0, 0, 0, 0])
 
 
 @pytest.mark.usefixtures("parallel_always")
@@ -407,7 +430,7 @@ def test_a_kernels_cache_goes_stale_when_any_backend_module_changes(tmp_path):
 
     folder = Path(compiled.__file__).parent
     kernel = norm.layernorm_forward
-    kernel = getattr(kernel, "serial", kernel)
+    kernel = getattr(kernel, "kernel", kernel)
     assert kernel._cache._impl.locator.get_source_stamp() == compiled.sources_digest()
     same, changed = tmp_path / "same", tmp_path / "changed"
     for copy in (same, changed):

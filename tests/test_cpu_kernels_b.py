@@ -59,7 +59,7 @@ def test_add_kernel_gives_numpys_bits(shape, bias, transposed, dtype, seed):
     np.testing.assert_array_equal(kernel(a, b), a + b)
     rows = np.ascontiguousarray(a).reshape(-1, shape[-1])
     out = np.empty_like(rows)
-    cpu_add.add_kernel.parallel(out, rows, b.reshape(-1, shape[-1]))  # on the threads
+    cpu_add.add_kernel.run(True, out, rows, b.reshape(-1, shape[-1]), rows.shape[0])  # threads
     np.testing.assert_array_equal(out, (a + b).reshape(rows.shape))
 
 
@@ -82,8 +82,7 @@ def test_matmul_kernel_matches_numpy(m, k, n, layouts, dtype, seed):
     kernel = dispatch.choose("matmul", np.matmul, a, b)
     plain = all(x.flags.c_contiguous or x.flags.f_contiguous for x in (a, b))
     plain = plain and not cpu_gemv.applies(a, b)  # one row: tests/test_cpu_gemv.py
-    # a strided operand, or no shared pool (tbb missing): numpy's
-    assert (kernel is cpu_gemm.matmul) == (plain and compile_module.uses_one_pool())
+    assert (kernel is cpu_gemm.matmul) == plain  # a strided operand: numpy's
     close(kernel(a, b), np.matmul(a, b), dtype, f"{m}x{k}x{n} {layouts}")
     if kernel is cpu_gemm.matmul:  # in slices on the kernel's threads, and in one BLAS call
         with pytest.MonkeyPatch.context() as patch:
@@ -95,10 +94,8 @@ def test_matmul_kernel_matches_numpy(m, k, n, layouts, dtype, seed):
 
 
 def test_the_einsum_products_run_on_the_kernels_threads():
-    from tricycle.backends.cpu.compile import uses_one_pool  # noqa: PLC0415
-
     a, b = np.ones((4, 3), np.float32), np.ones((3, 5), np.float32)
-    assert (dispatch.choose("matmul", np.matmul, a, b) is cpu_gemm.matmul) == uses_one_pool()
+    assert dispatch.choose("matmul", np.matmul, a, b) is cpu_gemm.matmul
 
 
 # ------------------------------------------------------------------ attention
@@ -176,10 +173,11 @@ def test_attention_kernel_groups_query_heads(batch, tokens, kv_heads, group, hea
 
     got = np.empty_like(q)
     lse = np.empty((batch, H, tokens), dtype=dtype)
-    cpu_attention.attention_forward_kernel(q, k, v, got, lse, 0, 0, 1.0, 16)
+    cpu_attention.attention_forward_kernel(q, k, v, got, lse, 0, 0, 1.0, 16, batch * H)
     close(got.reshape(out.shape), out, dtype, "out")
     dq, dk, dv = np.empty_like(q), np.empty_like(k), np.empty_like(v)
-    cpu_attention.attention_backward_kernel(q, k, v, got, dout, lse, dq, dk, dv, 0, 0, 1.0, 16)
+    cpu_attention.attention_backward_kernel(q, k, v, got, dout, lse, dq, dk, dv, 0, 0, 1.0, 16,
+                                            batch * kv_heads)  # fmt: skip
     close(dq, dqkv[:, :, 0], dtype, "dq")
     for i, got_kv in ((1, dk), (2, dv)):
         expected = dqkv[:, :, i].reshape(batch, tokens, kv_heads, group, head_dim).sum(axis=3)

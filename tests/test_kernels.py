@@ -119,7 +119,7 @@ def test_enabled_is_false_for_numpy_and_when_disabled(monkeypatch):
     assert not kernels.enabled(x)
 
 
-@pytest.mark.slow
+@pytest.mark.build
 @pytest.mark.skipif(
     GPU or shutil.which("nvcc") is None, reason="needs nvcc; on a GPU the NVRTC tests cover it"
 )

@@ -15,8 +15,8 @@ try:  # installed with scikit-learn (a test dependency); optional all the same
 except ImportError:
     threadpool_limits = None
 
+from tricycle.apps import saving, training
 from tricycle.apps import train as train_cli
-from tricycle.apps import training
 from tricycle.apps.checkpoint import load_state, save_state
 from tricycle.apps.files import DirectoryLock
 from tricycle.apps.runs import RunDirectory
@@ -308,7 +308,7 @@ def test_a_huge_learning_rate_never_leaves_a_non_finite_checkpoint(corpus, tmp_p
 
 def test_a_full_disk_names_the_directory_and_keeps_the_last_checkpoint(corpus, tmp_path,
                                                                       monkeypatch):  # fmt: skip
-    real_save = training.save_state
+    real_save = saving.save_state
     calls = []
 
     def full_after_one(path, state):
@@ -317,7 +317,7 @@ def test_a_full_disk_names_the_directory_and_keeps_the_last_checkpoint(corpus, t
             raise OSError(28, "No space left on device")
         real_save(path, state)
 
-    monkeypatch.setattr(training, "save_state", full_after_one)
+    monkeypatch.setattr(saving, "save_state", full_after_one)
     with pytest.raises(SystemExit) as stopped:
         run(corpus, tmp_path / "run", "--steps", "6", "--eval-interval", "2")
     message = str(stopped.value)

@@ -50,13 +50,16 @@ __all__ = [
     "atomic_write",
     "atomic_write_bytes",
     "atomic_write_text",
+    "host_copy",
     "load_pickle",
     "load_state",
     "load_weights",
+    "pickled",
     "save_pickle",
     "save_state",
     "save_weights",
     "weights_digest",
+    "write_pickled",
 ]
 
 FORMAT = "tricycle-state"
@@ -91,12 +94,24 @@ def atomic_write_text(path, text: str) -> None:
 # ------------------------------------------------------------------ pickle
 
 
-def save_pickle(obj, path) -> None:
-    """Pickle ``obj`` to ``path`` atomically (tensors pickle as host arrays, without graphs),
-    followed by a line holding the pickle's SHA-256."""
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+def pickled(obj) -> bytes:
+    """``obj`` pickled (tensors pickle as host arrays, without graphs): a snapshot, for
+    ``write_pickled``."""
+    return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def write_pickled(path, data: bytes) -> None:
+    """Write the pickle ``data`` to ``path`` atomically, followed by a line holding its
+    SHA-256 (which ``load_pickle`` verifies)."""
     digest = hashlib.sha256(data).hexdigest().encode("ascii")
-    atomic_write_bytes(path, data + _PICKLE_TRAILER + digest + b"\n")
+    with atomic_write(path, "wb") as f:
+        f.write(data)
+        f.write(_PICKLE_TRAILER + digest + b"\n")
+
+
+def save_pickle(obj, path) -> None:
+    """Pickle ``obj`` to ``path`` atomically, with its checksum."""
+    write_pickled(path, pickled(obj))
 
 
 def load_pickle(path):
@@ -195,6 +210,25 @@ def _weights_digest(info: str, entries: dict, data) -> str:
 
 
 # ------------------------------------------------------------------ safe format
+
+
+def host_copy(state):
+    """``state`` (nested dicts, lists, arrays, Tensors, numbers) with every array copied to
+    host memory: a snapshot that later in-place updates of the arrays (an optimiser step)
+    cannot change, to write while training goes on."""
+    if isinstance(state, Tensor):
+        state = state.array
+    if isinstance(state, np.ndarray):
+        return state.copy()
+    if hasattr(state, "__cuda_array_interface__"):
+        return to_host_array(state)  # a new host array
+    if isinstance(state, dict):
+        return {k: host_copy(v) for k, v in state.items()}
+    if isinstance(state, list):
+        return [host_copy(v) for v in state]
+    if isinstance(state, tuple):
+        return tuple(host_copy(v) for v in state)
+    return state
 
 
 def save_state(path, state: dict) -> None:

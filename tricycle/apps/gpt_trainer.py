@@ -49,25 +49,14 @@ def gpt_trainer(
             f"batch_size {config.batch_size} does not split evenly over {world.world_size} "
             "processes: pick a multiple of the number of processes"
         )
-    model = build_model(config)
-    optimiser = AdamW(
-        learning_rate=config.max_learning_rate,
-        betas=(config.beta1, config.beta2),
-        eps=config.eps,
-        weight_decay=config.weight_decay,
-        decay_filter=decay_all_matrices if config.decay_embeddings else decay_matrices,
-    )
-    schedule = CosineSchedule(
-        config.max_learning_rate,
-        config.min_learning_rate,
-        config.steps if decay_steps is None else decay_steps,
-        config.warmup_steps,
-    )
+    # the data: this rank's rows of every global batch
     train_data = rank_loader(train_data, config, world, seed)
     if valid_data is not None and (callable(valid_data) or len(valid_data) > config.context_window):
         valid_data = rank_loader(valid_data, config, world, 0)
     else:
         valid_data = None
+    # the model, on this process's device, starting from rank 0's parameters
+    model = build_model(config)
     if config.device == "gpu":
         device = world.device or 0  # this process's GPU, where NCCL started
         model.to_gpu(device)
@@ -75,8 +64,22 @@ def gpt_trainer(
         valid_data = None if valid_data is None else valid_data.to_gpu(device)
     world.broadcast_parameters(model)
     data_parallel = distributed.DataParallel(model, world)
+    # the optimiser and its learning-rate schedule
+    optimiser = AdamW(
+        learning_rate=config.max_learning_rate,
+        betas=(config.beta1, config.beta2),
+        eps=config.eps,
+        weight_decay=config.weight_decay,
+        decay_filter=decay_all_matrices if config.decay_embeddings else decay_matrices,
+    )
     if zero:
         optimiser = ZeroRedundancyOptimiser(optimiser, model, world)
+    schedule = CosineSchedule(
+        config.max_learning_rate,
+        config.min_learning_rate,
+        config.steps if decay_steps is None else decay_steps,
+        config.warmup_steps,
+    )
     return Trainer(
         model,
         optimiser,

@@ -8,11 +8,35 @@ It draws with matplotlib's ``Figure`` and its Agg canvas directly, never through
 no window, no global figure registry, no backend switched for the program that trains.
 """
 
+import importlib
+import threading
 from pathlib import Path
 
 from tricycle.apps.files import atomic_write
 
-__all__ = ["plot_losses"]
+__all__ = ["plot_losses", "import_in_background"]
+MODULES = ("matplotlib.backends.backend_agg", "matplotlib.figure", "matplotlib.ticker")
+_importing: threading.Thread | None = None  # once a process
+
+
+def import_in_background() -> None:
+    """Start importing matplotlib's drawing modules on a thread of their own, so that the
+    picture drawn when a run stops does not wait for the import (it takes longer than the
+    drawing). The import lock makes ``plot_losses`` wait for an import
+    still under way; a missing matplotlib is ``plot_losses``' ImportError, as before."""
+    global _importing
+    if _importing is not None:
+        return
+
+    def load() -> None:
+        try:
+            for name in MODULES:
+                importlib.import_module(name)
+        except ImportError:
+            pass
+
+    _importing = threading.Thread(target=load, name="tricycle-plot-import", daemon=True)
+    _importing.start()
 
 
 def plot_losses(records: list[dict], path, log_scale: bool = False, title: str = "") -> Path:

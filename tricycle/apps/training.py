@@ -46,27 +46,29 @@ whose loss or (unscaled) gradient norm is not finite, and never writes a checkpo
 non-finite parameter or optimiser moment.
 """
 
-import contextlib
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from tricycle import checks
+from tricycle.apps.background import Writer
 from tricycle.apps.checkpoint import (
     CheckpointError,
+    host_copy,
     load_state,
-    save_pickle,
+    pickled,
     save_state,
-    save_weights,
 )
 from tricycle.apps.cpu import tune_cpu_allocator
-from tricycle.apps.cuda_graph import CapturedStep
+from tricycle.apps.hooks import Hook, report_lines
 from tricycle.apps.interrupts import stop_on_interrupt
+from tricycle.apps.plot import import_in_background
+from tricycle.apps.records import Records
 from tricycle.apps.runs import RunDirectory
+from tricycle.apps.saving import attempt, write_run
 from tricycle.apps.states import (
     data_state,
     jump_layer_generators,
@@ -75,7 +77,6 @@ from tricycle.apps.states import (
     load_layer_rng_states,
 )
 from tricycle.apps.step import StepOutput, TrainingDiverged, precision_for, train_step
-from tricycle.apps.throughput import Throughput
 from tricycle.apps.validation import check_finite, evaluate
 from tricycle.loss import CrossEntropy
 from tricycle.parallel import distributed
@@ -95,36 +96,6 @@ __all__ = [
 
 
 # ====================================================================== the trainer
-
-
-@dataclass(frozen=True)
-class Hook:
-    """Work a ``Trainer`` does during ``fit`` beside training: ``run(trainer)`` returns a
-    dict of values for the step's record in the metrics (``{"hellaswag_acc": 0.31}``,
-    ``{"sample": "..."}``), every ``interval`` steps, or with ``interval`` None at each
-    evaluation (with the validation loss: every ``eval_interval`` steps and at the last).
-
-    It runs on every rank, so it may use the world's collectives (``trainer.world``: split
-    its work over the ranks and all-reduce); rank 0's values are recorded. Numbers join the
-    evaluation's log line; text (a sample) is logged on its own lines. It must draw no
-    random numbers from the training's generators, so that a resumed run replays exactly.
-    """
-
-    run: Callable[["Trainer"], dict]
-    interval: int | None = None
-
-    def __post_init__(self):
-        if not callable(self.run):
-            raise TypeError(f"Hook: run must be callable, got {self.run!r}")
-        if self.interval is not None and (
-            isinstance(self.interval, bool) or not isinstance(self.interval, int)
-            or self.interval < 1
-        ):  # fmt: skip
-            raise ValueError(f"Hook: interval must be None or an int >= 1, got {self.interval!r}")
-
-    def due(self, step: int, evaluating: bool) -> bool:
-        """Whether it runs after step ``step`` (``evaluating``: the trainer validates then)."""
-        return evaluating if self.interval is None else step % self.interval == 0
 
 
 class Trainer:
@@ -191,7 +162,8 @@ class Trainer:
         self.best: dict | None = None
         self._jump_dropout_generators()
         self.cuda_graph = cuda_graph
-        self._captured: CapturedStep | None = None  # made at the first step
+        self._captured = None  # the CapturedStep, made at the first step
+        self.writer = Writer()  # writes checkpoints in the background, one at a time
 
     def _jump_dropout_generators(self) -> None:
         """Rank r's layer generators: rank 0's jumped r times (independent streams, whose
@@ -207,6 +179,8 @@ class Trainer:
                        max_norm=self.max_norm)  # fmt: skip
         if self.cuda_graph:
             if self._captured is None:
+                from tricycle.apps.cuda_graph import CapturedStep  # noqa: PLC0415 - GPU only
+
                 self._captured = CapturedStep(
                     self.model, self.optimiser, self.policy,
                     data_parallel=self.data_parallel, **options,
@@ -231,15 +205,6 @@ class Trainer:
             self.loss_fn,
             self.world,
         )
-
-    def run_hooks(self, evaluating: bool) -> dict:
-        """The values of the hooks due after ``self.step`` (``evaluating``: at an
-        evaluation), merged in order."""
-        values = {}
-        for hook in self.hooks:
-            if hook.due(self.step, evaluating):
-                values.update(hook.run(self))
-        return values
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict:
@@ -285,43 +250,49 @@ class Trainer:
         holding a non-finite value; a failed write (a full disk) raises ``CheckpointError``
         naming the directory, and leaves the previous checkpoint intact. Every rank calls
         it; rank 0 writes."""
+        self.writer.wait()
         check_finite(self.model, self.optimiser)
         state = {**self.state_dict(), "run": metadata or {}}
-        self._write(path, lambda: save_state(path, state), path)
+        if self.world.is_main:
+            kept = self._kept(path)
+            attempt(Path(path), lambda: save_state(path, state), kept)
         self.saved_step = self.step
 
     def save_to(self, run_dir: RunDirectory, metadata: dict | None = None) -> None:
-        """Save the run into ``run_dir``: the weights to model.safetensors, then the rest of
-        the state to checkpoint.npz (with the weights' digest, which resuming checks), then
-        the pickled model to model.pkl, each atomically."""
+        """Save the run into ``run_dir`` (``checkpoint``) and wait until it is written."""
+        self.checkpoint(run_dir, metadata)
+        self.writer.wait()
+
+    def checkpoint(self, run_dir: RunDirectory, metadata: dict | None = None, *,
+                   best: bool = False) -> None:  # fmt: skip
+        """Save the run into ``run_dir``: the weights to model.safetensors (and, with
+        ``best``, to best.safetensors: ``self.best``'s), then the rest of the state to
+        checkpoint.npz (with the weights' digest, which resuming checks), then the pickled
+        model to model.pkl, each atomically (``write_run``).
+
+        The caller waits only for a host snapshot of the state (and the pickle's bytes);
+        the files are written in the background by ``self.writer``, which the next
+        checkpoint, ``fit``'s end and ``save``/``load`` wait for (a write's error is raised
+        there). Refuses, with ``TrainingDiverged``, to save a non-finite value. Every rank
+        calls it (a sharded optimiser gathers its state); rank 0 writes."""
+        self.writer.wait()  # the one before: its error, if any, is raised here
         check_finite(self.model, self.optimiser)
         state = {**self.state_dict(), "run": metadata or {}, "layout": RunDirectory.LAYOUT}
-        info = {"step": self.step, "run": metadata or {}}
-        weights = state.pop("model")
-        if self.world.is_main:  # the weights the state on disk goes with, until it is replaced
-            run_dir.keep_previous_weights(self.saved_weights)
-        digest = self._write(run_dir.last, lambda: save_weights(run_dir.last, weights, info),
-                             run_dir.checkpoint)  # fmt: skip
-        state["weights_sha256"] = digest
-        self._write(run_dir.checkpoint, lambda: save_state(run_dir.checkpoint, state),
-                    run_dir.checkpoint)  # fmt: skip
-        self.saved_step, self.saved_weights = self.step, digest
-        if self.world.is_main:
-            run_dir.previous.unlink(missing_ok=True)
-        self._write(run_dir / RunDirectory.MODEL,
-                    lambda: save_pickle(self.model, run_dir / RunDirectory.MODEL),
-                    run_dir.checkpoint)  # fmt: skip
+        step = self.step
+        if not self.world.is_main:
+            self.saved_step = step
+            return
+        snapshot, model = host_copy(state), pickled(self.model)
+        best_info = {**self.best, "run": metadata or {}} if best else None
+        kept = self._kept(run_dir.checkpoint)
+        previous = self.saved_weights  # the weights the state on disk goes with
 
-    def _write(self, path, write: Callable, checkpoint):
-        """``write()`` on rank 0 (its result); an OSError becomes a ``CheckpointError``
-        naming ``path`` and the checkpoint that is kept."""
-        try:
-            return write() if self.world.is_main else None
-        except OSError as error:
-            raise CheckpointError(
-                f"could not write {Path(path).name} in {Path(path).parent}: "
-                f"{error.strerror or error}; {self._kept(checkpoint)}"
-            ) from error
+        def done(digest: str) -> None:
+            self.saved_step, self.saved_weights = step, digest
+
+        self.writer.submit(
+            lambda: write_run(run_dir, snapshot, model, best_info, previous, kept), done
+        )
 
     def improves(self, val_loss: float | None) -> bool:
         """Whether ``val_loss`` (at ``self.step``) is the run's lowest so far; if so it
@@ -333,20 +304,11 @@ class Trainer:
         self.best = {"step": self.step, "val_loss": float(val_loss)}
         return True
 
-    def save_best(self, run_dir: RunDirectory, metadata: dict | None = None) -> None:
-        """Write the weights of ``self.best`` (the model as it is now) to the run directory's
-        best.safetensors, with its step and validation loss (nothing resumes from it).
-        Every rank calls it; rank 0 writes."""
-        check_finite(self.model, self.optimiser)
-        info = {**self.best, "run": metadata or {}}
-        weights = self.model.state_dict()
-        self._write(run_dir.best, lambda: save_weights(run_dir.best, weights, info),
-                    run_dir.checkpoint)  # fmt: skip
-
     def load(self, path) -> dict:
         """Restore the run saved at ``path`` (a file ``save`` wrote, or a ``RunDirectory``
         ``save_to`` wrote into); returns its metadata. Raises CheckpointError for an
         unreadable file or one that does not fit this model and optimiser."""
+        self.writer.wait()
         state = path.load_state() if isinstance(path, RunDirectory) else load_state(path)
         try:
             self.load_state_dict(state)
@@ -387,8 +349,9 @@ class Trainer:
         ``tokens_per_s`` is the tokens of the steps since the previous read-back over the
         wall time since it, the device synchronised (``tricycle.apps.throughput``), without
         the time of evaluation, hooks and checkpoints; a record where evaluation or hooks
-        ran says how long they took (``eval_s``), and one followed by a checkpoint how long
-        that took (``checkpoint_s``) on the record after it. ``max_seconds`` (training
+        ran says how long they took (``eval_s``), and the record after a checkpoint how long
+        the training waited for it (``checkpoint_s``: its snapshot; the files are written in
+        the background while the steps go on, ``Trainer.checkpoint``). ``max_seconds`` (training
         time, earlier sessions included) and ``stop_after`` (steps in this call) stop early
         with a checkpoint. Ctrl-C (in the main thread) stops at the end of the current step
         with a checkpoint; a second Ctrl-C stops at once. The summary
@@ -400,132 +363,76 @@ class Trainer:
         ``loss_plot`` "linear" or "log" scale (None: no picture); the log says where.
         """
         checks.one_of(("linear", "log", None))("Trainer.fit", "loss_plot", loss_plot)
-        main = self.world.is_main
-        say = on_message or (lambda text: print(text, file=sys.stderr))
-        if not main:
-            say = on_record = None
+        main = self.world.is_main  # the one process that writes files and speaks
+        say = (on_message or (lambda text: print(text, file=sys.stderr))) if main else None
         stop = steps if stop_after is None else min(steps, self.step + stop_after)
-        start_time, wall_before = time.perf_counter(), self.wall_time
-        meter = Throughput(self.model)  # tokens/s between read-backs, the device waited for
-        pending: list[dict] = []
-        last: dict = {}
-        checkpoint_s = None  # the time of the checkpoint just written, for the next record
-        drawn = time.perf_counter()  # when loss.png was last drawn
-        val_loss = None
-        ended = "completed"
-
-        def wall() -> float:
-            return wall_before + time.perf_counter() - start_time
-
-        def flush() -> None:
-            nonlocal last
-            if not pending:
-                return
-            scaler = self.policy.scaler
-            skipped = 0 if scaler is None else scaler.skipped_steps
-            tokens_per_s = meter.read()
-            # the last record's wall time is the read's: one clock for both at its boundary
-            pending[-1]["wall_time"] = wall_before + meter.start - start_time
-            for record in pending:
-                record["tokens_per_s"] = tokens_per_s
-                output = record.pop("output").settle(record["step"] - 1)
-                record.update(loss=output.loss, grad_norm=output.grad_norm)
-                record["skipped_steps"] = skipped
-            if run_dir is not None and main:
-                run_dir.append_metrics(pending)
-            for record in pending:
-                if on_record is not None:
-                    on_record(record)
-            last = pending[-1]
-            pending.clear()
-
+        records = Records(self.model, self.tokens_per_step or 0, self.policy.scaler,
+                          self.wall_time, run_dir.append_metrics if run_dir and main else None,
+                          on_record if main else None)  # fmt: skip
+        drawn, ended, val_loss = time.perf_counter(), "completed", None
         with self.policy, stop_on_interrupt() as interrupt:
             try:
                 while self.step < stop:
                     output = self.train_step()
-                    done = self.step
-                    meter.add(self.tokens_per_step or 0)
-                    excluded: list[float] = []
-                    pending.append(
-                        {
-                            "step": done,
-                            "output": output,
-                            "loss": None,
-                            "val_loss": None,
-                            "lr": float(self.optimiser.learning_rate),
-                            "grad_norm": None,
-                            "tokens_per_s": None,  # at the read-back: over its interval
-                            "wall_time": wall(),
-                        }
-                    )
-                    if checkpoint_s is not None:  # the checkpoint before this step's interval
-                        pending[-1]["checkpoint_s"], checkpoint_s = checkpoint_s, None
-                    val_loss = None
-                    at_interval = self.eval_interval and done % self.eval_interval == 0
+                    step = self.step  # the steps done
+                    record = records.add(step, output, self.optimiser.learning_rate)
+                    at_interval = bool(self.eval_interval) and step % self.eval_interval == 0
                     # not at an early stop: an evaluation there would draw validation windows
                     # that an uninterrupted run does not, and a resumed run would differ
-                    evaluating = bool(at_interval) or done == steps
-                    if self.valid_data is not None and evaluating:
-                        with meter.excluding(excluded):
-                            val_loss = self.evaluate()
-                        pending[-1].update(val_loss=val_loss, wall_time=wall())
-                    hooking = any(hook.due(done, evaluating) for hook in self.hooks)
-                    with meter.excluding(excluded) if hooking else contextlib.nullcontext():
-                        measured = self.run_hooks(evaluating)
-                    if measured:
-                        pending[-1].update(measured, wall_time=wall())
-                    if val_loss is not None or measured:  # left out of tokens_per_s
-                        pending[-1]["eval_s"] = sum(excluded)
-                    out_of_time = max_seconds is not None and wall() >= max_seconds
+                    evaluating = at_interval or step == steps
+                    hooks = [hook for hook in self.hooks if hook.due(step, evaluating)]
+                    val_loss, measured = None, {}
+                    if (evaluating and self.valid_data is not None) or hooks:
+                        with records.excluding(record):  # left out of tokens_per_s
+                            val_loss = self.evaluate() if evaluating else None
+                            for hook in hooks:
+                                measured.update(hook.run(self))
+                            record.update(val_loss=val_loss, **measured)
                     # every rank stops at the same step, whatever its clock or signals say
+                    out_of_time = max_seconds is not None and records.wall() >= max_seconds
                     flags = self.world.all_reduce(
                         np.array([out_of_time, interrupt.requested], dtype=np.float64), mean=False
                     )
                     out_of_time, interrupted = bool(flags[0]), bool(flags[1])
-                    stopping = out_of_time or interrupted
                     checkpointing = run_dir is not None and (
-                        at_interval or done == stop or stopping
+                        at_interval or step == stop or out_of_time or interrupted
                     )
-                    # the same steps on every rank (a hook may measure on rank 0 alone)
-                    reporting = val_loss is not None or any(
-                        hook.due(done, evaluating) for hook in self.hooks
-                    )
-                    if done % log_interval == 0 or reporting or checkpointing:
+                    if step % log_interval == 0 or val_loss is not None or hooks or checkpointing:
                         # before any checkpoint: a diverged model is never saved, and a
                         # checkpoint's steps all have their records (a run killed after it
                         # resumes with none missing)
-                        flush()
+                        records.flush()
                     improved = self.improves(val_loss)
-                    if reporting and main:
-                        for line in _report(done, last, val_loss, measured, improved):
+                    if (val_loss is not None or hooks) and main:
+                        for line in report_lines(step, records.last, val_loss, measured, improved):
                             say(line)
                     if checkpointing:
-                        self.wall_time = wall()
-                        saving: list[float] = []
-                        with meter.excluding(saving):
-                            if improved:
-                                self.save_best(run_dir, metadata)
-                            self.save_to(run_dir, metadata)
+                        if main and loss_plot:  # after the kernels' compiles: none forks now
+                            import_in_background()  # the last picture waits for no import
+                        self.wall_time = records.wall()
+                        with records.checkpointing():  # the snapshot: the files are written
+                            self.checkpoint(run_dir, metadata, best=improved)  # meanwhile
                             if main and loss_plot and time.perf_counter() - drawn > 60:
                                 drawn = self._draw_losses(run_dir, loss_plot)
-                        checkpoint_s = sum(saving)  # left out of tokens_per_s too
-                    if out_of_time:
-                        if main:
-                            say(f"max_seconds {max_seconds:g}: stopping after step {done}")
-                        ended = "out of time"
+                    if out_of_time or interrupted:
+                        ended = "out of time" if out_of_time else "interrupted"
+                        if out_of_time and main:
+                            say(f"max_seconds {max_seconds:g}: stopping after step {step}")
                         break
-                    if interrupted:
-                        ended = "interrupted"
-                        break
-                flush()
+                records.flush()
             except TrainingDiverged as error:
+                self.writer.wait(raise_error=False)
                 if run_dir is not None and main and loss_plot:  # the picture of the divergence
                     self._draw_losses(run_dir, loss_plot, say)
                 where = run_dir.checkpoint if run_dir is not None else "checkpoint"
                 raise TrainingDiverged(f"{error}; {self._kept(where)}") from None
-        self.wall_time = wall()
-        if run_dir is not None and main and loss_plot:
+            except BaseException:  # an error, a second Ctrl-C: the write under way still ends
+                self.writer.wait(raise_error=False)
+                raise
+        self.wall_time = records.wall()
+        if run_dir is not None and main and loss_plot:  # drawn while the last checkpoint is written
             self._draw_losses(run_dir, loss_plot, say)
+        self.writer.wait()  # the last checkpoint on disk, or its error raised
         if run_dir is not None and main and self.best is not None:
             say(f"best weights: step {self.best['step']}, val loss "
                 f"{self.best['val_loss']:.4f}, in {run_dir.best} (the last: step {self.step}, "
@@ -535,7 +442,7 @@ class Trainer:
             "ended": ended,
             "precision": self.policy.mode,
             "skipped_steps": 0 if self.policy.scaler is None else self.policy.scaler.skipped_steps,
-            "loss": last.get("loss"),
+            "loss": records.last.get("loss"),
             "val_loss": val_loss,
             "best_step": None if self.best is None else self.best["step"],
             "best_val_loss": None if self.best is None else self.best["val_loss"],
@@ -555,16 +462,3 @@ class Trainer:
         if say is not None:
             say(message)
         return time.perf_counter()
-
-
-def _report(
-    step: int, record: dict, val_loss: float | None, measured: dict, best: bool = False
-) -> list[str]:
-    """The log lines of an evaluation: the losses and the hooks' numbers on one line (the
-    validation loss marked when it is the run's best so far), each text (a sample) below it."""
-    numbers = [f"train loss {record['loss']:.4f}"]
-    numbers += [] if val_loss is None else [f"val loss {val_loss:.4f}" + (" (best)" * best)]
-    numbers += [f"{k} {v:.4f}" for k, v in measured.items() if isinstance(v, int | float)]
-    texts = [f"step {step} {k}:\n{v}" for k, v in measured.items() if isinstance(v, str)]
-    line = f"step {step}: {', '.join(numbers)}, {record['wall_time']:.1f} s"
-    return ([line] if val_loss is not None or len(texts) < len(measured) else []) + texts

@@ -49,7 +49,8 @@ in the order NCCL documents (``ncclCommFinalize``, then ``ncclCommDestroy``), th
 bounded by ``TEARDOWN_SECONDS``: past it the process exits (status 0: the run's work is
 done). A communicator whose collectives a CUDA graph recorded is left to the process's exit
 (NCCL's destroy waits until every such graph is freed), as is one a run left without
-``finalize`` (an error, Ctrl-C in a world of one).
+``finalize`` (an error, Ctrl-C in a world of one) and a world of one's (nothing to flush to a
+peer: its teardown would only delay the exit).
 """
 
 import atexit
@@ -381,7 +382,9 @@ class World:
         if self.MPI is not None and not self.MPI.Is_finalized():
             self._host.comm.Free()
             self.MPI.Finalize()
-        if gpu is not None:
+        if gpu is not None and self.world_size == 1:  # no peer to flush to: its teardown
+            _keep_forever(gpu.comm)  # (most of a second of NCCL's) is the process exit's
+        elif gpu is not None:
             _close_nccl(gpu)
         if self._keeper is not None:
             self._keeper.stop()

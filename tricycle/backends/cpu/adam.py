@@ -2,7 +2,6 @@
 
 import math
 
-import numba
 import numpy as np
 
 from tricycle import dispatch
@@ -10,10 +9,12 @@ from tricycle.backends.cpu.compile import parallel_jit
 from tricycle.backends.cpu.maths import typed
 
 
-@parallel_jit
-def adamw_forward(w, g, m, v, beta1, beta2, eps, shrink, step_size, inv_correction2, scale):
-    """One AdamW step over flat arrays, in place on w, m and v (the scalars in w's type)."""
-    for i in numba.prange(w.size):
+@parallel_jit(grain=64)
+def adamw_forward(w, g, m, v, beta1, beta2, eps, shrink, step_size, inv_correction2, scale,
+                  first, last):  # fmt: skip
+    """One AdamW step over elements first..last of flat arrays, in place on w, m and v (the
+    scalars in w's type)."""
+    for i in range(first, last):
         gi = g[i] * scale
         m[i] = beta1 * m[i] + (typed(beta1, 1.0) - beta1) * gi
         v[i] = beta2 * v[i] + (typed(beta2, 1.0) - beta2) * gi * gi
@@ -33,5 +34,5 @@ def adam_step(xp, w, grad, m, v, beta1, beta2, eps, decay, lr, step, grad_multip
         w.reshape(-1), g, m.reshape(-1), v.reshape(-1),
         dtype(beta1), dtype(beta2), dtype(eps), dtype(1.0 - lr * decay),
         dtype(lr / (1.0 - beta1**step)), dtype(1.0 / math.sqrt(1.0 - beta2**step)),
-        dtype(grad_multiplier),
+        dtype(grad_multiplier), w.size,
     )  # fmt: skip

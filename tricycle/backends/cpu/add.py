@@ -7,18 +7,17 @@ addition, so the result is numpy's to the bit.
 """
 
 import numpy as np
-from numba import prange
 
 from tricycle import dispatch
 from tricycle.backends.cpu.compile import parallel_jit
 
 
 @parallel_jit
-def add_kernel(out, a, b):
-    """out (R, N) = a (R, N) + b, with b (R, N), or (1, N) added to every row."""
-    R, N = out.shape
+def add_kernel(out, a, b, first, last):
+    """out (R, N) = a (R, N) + b, with b (R, N), or (1, N) added to every row: rows first..last."""
+    N = out.shape[1]
     step = 0 if b.shape[0] == 1 else 1  # b's row for row r: r, or always 0
-    for r in prange(R):
+    for r in range(first, last):
         for j in range(N):
             out[r, j] = a[r, j] + b[r * step, j]
 
@@ -36,5 +35,6 @@ def add(a, b):
     """``a + b`` (see the module's docstring for which a and b)."""
     out = np.empty(a.shape, dtype=a.dtype)
     N = a.shape[-1]
-    add_kernel(out.reshape(-1, N), a.reshape(-1, N), b.reshape(-1, N))
+    out2 = out.reshape(-1, N)
+    add_kernel(out2, a.reshape(-1, N), b.reshape(-1, N), out2.shape[0])
     return out

@@ -21,7 +21,6 @@ kernel's threads, into reused blocks, accumulating in place).
 import math
 
 import numpy as np
-from numba import prange
 
 from tricycle import dispatch
 from tricycle.backends.cpu.compile import jit, parallel_jit
@@ -63,15 +62,16 @@ def _load(x, b, h, scale):
 
 
 @parallel_jit(blas=True)
-def attention_forward_kernel(q, k, v, out, lse, seed, threshold, dropout_scale, block):
+def attention_forward_kernel(q, k, v, out, lse, seed, threshold, dropout_scale, block, first,
+                             last):  # fmt: skip
     """out (B, Tq, H, D) and lse (B, H, Tq) of causal attention of q (B, Tq, H, D) against
-    k and v (B, Tk, Hkv, D), the queries being the last Tq of the Tk positions. Dropout when
-    threshold > 0."""
+    k and v (B, Tk, Hkv, D), the queries being the last Tq of the Tk positions, for the
+    (batch, head) pairs first..last. Dropout when threshold > 0."""
     B, Tq, H, D = q.shape
     Tk, Hkv = k.shape[1], k.shape[2]
     group, offset = H // Hkv, Tk - Tq
     scale = 1 / math.sqrt(D)
-    for bh in prange(B * H):
+    for bh in range(first, last):
         b, h = bh // H, bh % H
         qh = _load(q, b, h, scale)  # (Tq, D), scaled
         kh = _load(k, b, h // group, 1.0)  # (Tk, D)
@@ -118,14 +118,15 @@ def attention_forward_kernel(q, k, v, out, lse, seed, threshold, dropout_scale, 
 
 @parallel_jit(blas=True)
 def attention_backward_kernel(q, k, v, out, dout, lse, dq, dk, dv, seed, threshold,
-                              dropout_scale, block):  # fmt: skip
+                              dropout_scale, block, first, last):  # fmt: skip
     """dq (B, T, H, D), dk and dv (B, T, Hkv, D) of ``attention_forward_kernel`` (Tq == Tk).
-    Each (batch, key/value head) is one task: its group of query heads adds into its dk, dv."""
+    Each (batch, key/value head) is one task, first..last: its group of query heads adds into
+    its dk, dv."""
     B, T, H, D = q.shape
     Hkv = k.shape[2]
     group = H // Hkv
     scale = 1 / math.sqrt(D)
-    for bk in prange(B * Hkv):
+    for bk in range(first, last):
         b, hk = bk // Hkv, bk % Hkv
         kh = _load(k, b, hk, 1.0)  # (T, D)
         vh = _load(v, b, hk, 1.0)
@@ -212,7 +213,8 @@ def attention_forward(xp, qkv, n_heads: int, dropout_prob: float = 0.0, seed=0):
     lse = np.empty((B, n_heads, T), dtype=qkv.dtype)
     threshold = _threshold(dropout_prob)
     scale = 1 / (1 - dropout_prob)
-    attention_forward_kernel(q, k, v, out, lse, seed % 2**32, threshold, scale, BLOCK)
+    attention_forward_kernel(q, k, v, out, lse, seed % 2**32, threshold, scale, BLOCK,
+                             B * n_heads)  # fmt: skip
     out = out.reshape(B, T, three_e // 3)
     return out, (qkv, out, lse, n_heads, dropout_prob, seed % 2**32)
 
@@ -227,7 +229,7 @@ def attention_backward(xp, dout, saved):
     dq, dk, dv = _heads(dqkv, n_heads)
     threshold, scale = _threshold(dropout_prob), 1 / (1 - dropout_prob)
     attention_backward_kernel(q, k, v, out.reshape(dout.shape), dout, lse, dq, dk, dv, seed,
-                              threshold, scale, BLOCK)  # fmt: skip
+                              threshold, scale, BLOCK, B * k.shape[2])  # fmt: skip
     return dqkv
 
 
@@ -238,7 +240,7 @@ def attend(xp, q, k, v):
     out = np.empty((B, Tq, H, D), dtype=q.dtype)
     lse = np.empty((B, H, Tq), dtype=q.dtype)
     qt, kt, vt = (a.swapaxes(1, 2) for a in (q, k, v))  # (B, T, H, D) views
-    attention_forward_kernel(qt, kt, vt, out, lse, 0, 0, 1.0, BLOCK)
+    attention_forward_kernel(qt, kt, vt, out, lse, 0, 0, 1.0, BLOCK, B * H)
     return out
 
 

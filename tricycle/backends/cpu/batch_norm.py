@@ -18,7 +18,6 @@ does not depend on the thread count.
 """
 
 import numpy as np
-from numba import prange
 
 from tricycle import dispatch
 from tricycle.backends.cpu.compile import parallel_jit
@@ -26,10 +25,11 @@ from tricycle.backends.cpu.maths import typed
 
 
 @parallel_jit
-def statistics_kernel(x, mean, var):
-    """mean, var (C,): each channel's mean and biased variance over x (N, C, R)."""
+def statistics_kernel(x, mean, var, first, last):
+    """mean, var (C,): each channel's mean and biased variance over x (N, C, R), channels
+    first..last."""
     N, C, R = x.shape
-    for c in prange(C):
+    for c in range(first, last):
         total = 0.0
         for n in range(N):
             row = x[n, c]
@@ -46,10 +46,11 @@ def statistics_kernel(x, mean, var):
 
 
 @parallel_jit
-def normalise_kernel(x, mean, rstd, gamma, beta, xhat, y):
-    """xhat = (x - mean) rstd and y = xhat gamma + beta, per channel of x (N, C, R)."""
+def normalise_kernel(x, mean, rstd, gamma, beta, xhat, y, first, last):
+    """xhat = (x - mean) rstd and y = xhat gamma + beta, per channel of x (N, C, R), channels
+    first..last."""
     N, C, R = x.shape
-    for c in prange(C):
+    for c in range(first, last):
         m, s, g, b = mean[c], rstd[c], gamma[c], beta[c]
         for n in range(N):
             row, h, out = x[n, c], xhat[n, c], y[n, c]
@@ -59,10 +60,11 @@ def normalise_kernel(x, mean, rstd, gamma, beta, xhat, y):
 
 
 @parallel_jit
-def backward_kernel(dy, xhat, scale, dx, dgamma, dbeta, batch_statistics):
-    """dx (N, C, R), dgamma and dbeta (C,) of ``normalise_kernel``'s y; scale = rstd gamma."""
+def backward_kernel(dy, xhat, scale, dx, dgamma, dbeta, batch_statistics, first, last):
+    """dx (N, C, R), dgamma and dbeta (C,) of ``normalise_kernel``'s y; scale = rstd gamma;
+    channels first..last."""
     N, C, R = dy.shape
-    for c in prange(C):
+    for c in range(first, last):
         sum_dy, sum_dy_xhat = 0.0, 0.0
         for n in range(N):
             d, h = dy[n, c], xhat[n, c]
@@ -85,12 +87,12 @@ def batch_norm_forward(xp, x, gamma, beta, eps: float, mean=None, var=None):
     C, dtype = x.shape[1], x.dtype
     if mean is None:
         mean, var = np.empty(C, dtype), np.empty(C, dtype)
-        statistics_kernel(x, mean, var)
+        statistics_kernel(x, mean, var, C)
     rstd = (1 / np.sqrt(var + eps)).astype(dtype, copy=False)  # (C,)
     g = np.ones(C, dtype) if gamma is None else gamma.astype(dtype, copy=False)
     b = np.zeros(C, dtype) if beta is None else beta.astype(dtype, copy=False)
     xhat, y = np.empty_like(x), np.empty_like(x)
-    normalise_kernel(x, mean.astype(dtype, copy=False), rstd, g, b, xhat, y)
+    normalise_kernel(x, mean.astype(dtype, copy=False), rstd, g, b, xhat, y, C)
     return y, xhat, rstd, mean, var
 
 
@@ -101,7 +103,7 @@ def batch_norm_backward(xp, dy, xhat, gamma, rstd, batch_statistics: bool):
     scale = rstd if gamma is None else (rstd * gamma).astype(rstd.dtype, copy=False)
     dx = np.empty_like(dy)
     dgamma, dbeta = np.empty(C, dy.dtype), np.empty(C, dy.dtype)
-    backward_kernel(dy, xhat, scale, dx, dgamma, dbeta, batch_statistics)
+    backward_kernel(dy, xhat, scale, dx, dgamma, dbeta, batch_statistics, C)
     return dx, dgamma, dbeta
 
 

@@ -1,26 +1,26 @@
 """How the CPU kernels are compiled and run: numba with its disk cache, threads made safe.
 
-``jit`` compiles a serial loop. ``parallel_jit`` compiles a kernel twice from one function:
-with its ``prange`` loop spread over numba's threads, and as a plain loop. Which one runs
-depends on the input's size and the thread count only: a large input on more than one thread
-runs the parallel variant, holding ``_pool`` (another Python thread that wants it waits), and
-anything else the serial one. So any number of Python threads may call kernels at once
-(numba's thread pools are not all safe for concurrent launches: ``workqueue`` aborts the
-process; here only one launch is ever in flight), and they get exactly the numbers they get
-one after the other. The two variants compute the same formula but may round differently:
-numba compiles each on its own, and how LLVM vectorises a sum can differ between them.
+``jit`` compiles a serial loop. ``parallel_jit`` compiles a kernel whose loop runs over a range
+of independent tasks (rows, heads, blocks of a product), given as its last two arguments: a
+large input on more than one thread is cut into one range per thread, each run by the same
+compiled function on a thread of ``_team``, and anything else runs whole on the calling
+thread. So the numbers are the same whatever the thread count, and any number of Python
+threads may call kernels at once (one parallel launch is in flight at a time; another waits)
+and get exactly the numbers they get one after the other. ``parfor_jit`` is for a kernel whose
+parallel loop sits inside a loop of its own (the LSTM's steps): numba's parallel passes and
+its ``tbb`` pool, a parallel and a serial variant, each parallel one about four times the
+plain loop's compile time.
 
-One pool of threads does all the CPU's parallel work, the matrix products included
+One team of threads does all the CPU's parallel work, the matrix products included
 (``gemm.py``), and BLAS runs single-threaded inside it. Two pools on the same cores slow each
 other down: numpy's OpenBLAS threads spin for about 0.1 s after every product (their wait is
 fixed when the library loads), so a parallel kernel between two products finds its cores
-taken. The pool is numba's ``tbb`` layer, whose threads start in microseconds and sleep when
-idle; the ``tbb`` package installs it (on Linux its library lands in the environment's
-``lib/``, where the loader does not look, so it is loaded from there by path). Where it cannot
-load, or the user chose a layer (``NUMBA_THREADING_LAYER``), the products stay numpy's and
-only large kernels go parallel (``workqueue``'s threads poll while idle and take tens of
-microseconds to start). ``set_threads`` sets how many threads a parallel kernel uses
-(default: ``TRICYCLE_THREADS``, else numba's, one per core).
+taken. ``parfor_jit``'s pool is numba's ``tbb`` layer, whose threads start in microseconds and
+sleep when idle; the ``tbb`` package installs it (on Linux its library lands in the
+environment's ``lib/``, where the loader does not look, so it is loaded from there by path).
+Where it cannot load, or the user chose a layer (``NUMBA_THREADING_LAYER``), the LSTM runs its
+steps one product at a time (``recurrent.py``). ``set_threads`` sets how many threads a
+parallel kernel uses (default: ``TRICYCLE_THREADS``, else numba's, one per core).
 
 Compilation happens at a kernel's first call for its argument types and is cached on disk
 (``cache=True``), so a second process reuses it. The first compilation in a process says so on
@@ -31,20 +31,25 @@ own can run that code in place of the cached kernel it loads, and round differen
 norm's backward did, in the last bits of many rows), so a program's first run, which compiles,
 would part from its later runs, which load. This way they give the same numbers (a kernel
 first called outside the main thread compiles in the process, as before: see
-``_compile_in_a_child``).
+``_compile_in_a_child``). ``precompile`` compiles the kernels a program will call ahead of
+their first call, several at once, in the background.
 """
 
 import atexit
+import contextlib
 import ctypes
 import functools
 import hashlib
 import os
+import queue
 import sys
 import threading
 import time
 import types
+import warnings
 
 import numba
+import numpy as np
 from numba.core import caching, event, sigutils
 from numba.core.compiler_lock import global_compiler_lock
 from threadpoolctl import ThreadpoolController
@@ -52,14 +57,12 @@ from threadpoolctl import ThreadpoolController
 from tricycle.backends.cpu import blas
 from tricycle.backends.cpu.memory import keep_freed_memory
 
-# inputs with fewer elements run serially: a launch on the tbb pool costs microseconds; on
-# any other pool, which the products do not share, only inputs this large go parallel
-PARALLEL_MIN_SIZE = 1 << 16
-OTHER_POOL_MIN_SIZE = 1 << 22
+# inputs with fewer elements run on the calling thread: handing ranges to the team's threads
+# and waiting for them costs tens of microseconds
+PARALLEL_MIN_SIZE = 1 << 17
 
 # numpy's error model: a float division by zero gives inf instead of raising, which lets loops
-# with divisions vectorise; reassociation lets sums vectorise (both variants of a kernel run
-# the same inner loops, so they still give the same numbers)
+# with divisions vectorise; reassociation lets sums vectorise
 _OPTIONS = {
     "cache": True,
     "nogil": True,
@@ -67,7 +70,6 @@ _OPTIONS = {
     "fastmath": {"reassoc", "contract", "nsz", "arcp"},
 }
 _choose_lock = threading.Lock()
-_pool = threading.Lock()  # held by the one thread inside a parallel kernel
 _settings = {"threads": None, "layer": None}
 _applied = threading.local()  # the thread count numba was told in this thread (its own TLS)
 
@@ -101,11 +103,7 @@ def _compile_in_a_child(dispatcher, sig) -> None:
     finds it free), and the time is reported here (the child's events die with it). It
     compiles here instead where forking is not safe: outside the main thread (numba's tbb
     pool cannot be stopped for the fork from there), without fork (Windows), or under MPI."""
-    if (
-        not hasattr(os, "fork")
-        or threading.current_thread() is not threading.main_thread()
-        or "mpi4py" in sys.modules
-    ):
+    if not _forks():
         return
     with global_compiler_lock:
         _report.begin()
@@ -137,8 +135,139 @@ def _run_from_cache(dispatcher, sig):
         for _ in range(3):  # again if another process's save replaced the cache's index
             if dispatcher._cache.load_overload(sig, dispatcher.targetctx) is not None:
                 break
+            if _ahead.wait():  # compiling ahead: it may have saved this one
+                continue
             _compile_in_a_child(dispatcher, sig)
     return type(dispatcher).compile(dispatcher, sig)  # loaded from the cache when it can be
+
+
+# ---------------------------------------------------------------------- compiling ahead
+def precompile(step, *args) -> None:
+    """Compile, in the background and several at once, the kernels that ``step(*args)`` calls
+    and the cache lacks: a forked child runs ``step`` with no kernel running (their outputs
+    stay as allocated: the numbers are garbage, the argument types right), notes each call's
+    types, and compiles those the cache lacks in ``thread_count()`` children of its own, which
+    save them. Returns at once: this process goes on (preparing its data, say) and loads them
+    as it calls them; a kernel it calls that the cache lacks meanwhile waits for the children.
+    ``step`` should call the kernels a run will, on small inputs of the same dtypes and
+    layouts (every axis longer than 1). Does nothing where kernels compile in the process
+    (``_compile_in_a_child``), or while an earlier call's children are still compiling."""
+    if not _forks() or _ahead.pid is not None:
+        return
+    with global_compiler_lock:
+        read, write = os.pipe()
+        started = time.perf_counter()
+        pid = os.fork()
+        if pid == 0:  # the recording child
+            code = 1
+            try:
+                os.close(read)
+                kernels = _record_and_compile(step, args)
+                os.write(write, b"%d %.3f" % (kernels, time.perf_counter() - started))
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write)
+        _ahead.pid, _ahead.pipe = pid, read
+        _report.summary_at_exit()
+
+
+def _record_and_compile(step, args) -> int:
+    """In the recording child: run ``step`` noting the kernels' signatures; compile those the
+    cache lacks; return how many."""
+    _recorded[:] = [[]]
+    with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet), \
+            contextlib.redirect_stderr(quiet), np.errstate(all="ignore"), \
+            warnings.catch_warnings():  # fmt: skip
+        warnings.simplefilter("ignore")
+        try:
+            step(*args)  # what it prints is not the program's
+        except Exception:  # noqa: BLE001, S110 - the numbers may fail a check: enough seen
+            pass
+    wanted = {}
+    for dispatcher, arguments in _recorded[0]:
+        sig = tuple(dispatcher.typeof_pyval(a) for a in arguments)
+        if (dispatcher, sig) not in wanted and sig not in dispatcher.overloads:
+            if dispatcher._cache.load_overload(sig, dispatcher.targetctx) is None:
+                wanted[dispatcher, sig] = None
+    _recorded[:] = []
+    if wanted:
+        _report.announce()
+        # the longest first (the most bytecode, a guess at the compile time): the last to end
+        # then starts early
+        work = sorted(wanted, key=lambda item: -len(item[0].py_func.__code__.co_code))
+        _compile_all(work, thread_count())
+    return len(wanted)
+
+
+def _compile_all(work, processes: int) -> None:
+    """Compile every (dispatcher, signature) of ``work`` in ``processes`` forked children at
+    once, each taking the next from a pipe of indices until it is empty."""
+    read, write = os.pipe()
+    os.write(write, b"".join(i.to_bytes(4, "little") for i in range(len(work))))
+    os.close(write)  # (a pipe holds 64 KB: 16,384 kernels)
+    children = []
+    for _ in range(min(processes, len(work))):
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                while index := os.read(read, 4):
+                    dispatcher, sig = work[int.from_bytes(index, "little")]
+                    type(dispatcher).compile(dispatcher, sig)  # saved to the cache
+                code = 0
+            finally:
+                os._exit(code)
+        children.append(pid)
+    os.close(read)
+    for pid in children:
+        os.waitpid(pid, 0)
+
+
+class _Ahead:
+    """The background compile of ``precompile``: its child, and the pipe where it writes how
+    many kernels it compiled, in how many seconds."""
+
+    pid = pipe = None
+
+    def wait(self, block: bool = True) -> bool:
+        """Wait for the background compile (or, unless ``block``, look whether it ended) and
+        count it in the report: whether it ended now."""
+        if self.pid is None:
+            return False
+        done, _ = os.waitpid(self.pid, 0 if block else os.WNOHANG)
+        if not done:
+            return False
+        kernels, seconds = (os.read(self.pipe, 64) or b"0 0").split()
+        os.close(self.pipe)
+        self.pid = self.pipe = None
+        if int(kernels):
+            _report.add(int(kernels), float(seconds))
+        return True
+
+
+def _zero(args, multiplies: bool) -> None:
+    """A kernel's arrays zero instead of computed, in precompile's recording child: the step
+    goes on with finite numbers and ids in range. (A kernel that multiplies needs BLAS's
+    symbols bound before it is compiled.)"""
+    if multiplies:
+        blas.library()
+    for a in args:
+        if isinstance(a, np.ndarray) and a.flags.writeable:
+            a[...] = 0
+
+
+def _forks() -> bool:
+    """Whether a kernel is compiled in a forked child here (``_compile_in_a_child``)."""
+    return (
+        hasattr(os, "fork")
+        and threading.current_thread() is threading.main_thread()
+        and "mpi4py" not in sys.modules
+    )
+
+
+_ahead = _Ahead()
+_recorded = []  # in precompile's recording child: [the (dispatcher, arguments) of each call]
 
 
 # ---------------------------------------------------------------------- the disk cache
@@ -175,54 +304,171 @@ class _BackendCache(caching.FunctionCache):
 
 
 class ParallelKernel:
-    """A kernel compiled twice: ``parallel`` (``prange`` over numba's threads) and ``serial``.
-
-    Calling it runs one of them (see the module's docstring); the first argument's ``size``
-    decides whether the work is worth a parallel launch, or the caller does (``run``). A kernel
+    """A kernel over independent tasks, ``for task in range(first, last)``, with ``first`` and
+    ``last`` its last two parameters: compiled once. Called with the number of tasks in their
+    place, it runs them all on this thread, or, for an input of ``PARALLEL_MIN_SIZE`` elements
+    or more (the first argument's size) with more than one thread set, cut into one contiguous
+    range of tasks per thread (``_team``), each range the same compiled code. A task's numbers
+    depend on neither the thread count nor the cache, and a first run compiles one function
+    per kernel, without numba's parallel passes (four times the compile of the plain loop).
+    ``run`` lets the caller decide instead of the size; ``grain`` keeps the cuts at multiples
+    of that many tasks (a loop over elements: vector lanes line up as in one range). A kernel
     that multiplies (``blas=True``) runs with numpy's BLAS on one thread (``blas.py``).
     """
 
     def __init__(self, function, options):
+        self.options = dict(options)
         self.multiplies = options.pop("blas", False)
-        self.__wrapped__ = function
-        self.__name__, self.__doc__ = function.__name__, function.__doc__
-        self.parallel = _compiled(function, {**options, "parallel": True})
-        # a copy under another name: numba's cache keys on the function, not on its flags
-        serial = types.FunctionType(
-            function.__code__, function.__globals__, function.__name__ + "_serial",
-            function.__defaults__, function.__closure__,
-        )  # fmt: skip
-        serial.__qualname__ = function.__qualname__ + "_serial"
-        serial.__module__ = function.__module__
-        self.serial = _compiled(serial, options)
+        self.grain = options.pop("grain", 1)
+        self.kernel = _compiled(function, options)
+        functools.update_wrapper(self, function)
+
+    def specialised(self, **names) -> "ParallelKernel":
+        """This kernel with the globals ``names`` bound to other functions: one source, one
+        kernel compiled and cached for each binding, so that a run compiles only the one it
+        calls (GeLU's two forms, instead of a kernel holding both)."""
+        suffix = "_".join(function.__name__ for function in names.values())
+        return ParallelKernel(_copy(self.__wrapped__, suffix, names), dict(self.options))
 
     def __call__(self, *args):
-        return self.run(getattr(args[0], "size", 0) >= parallel_min_size(), *args)
+        return self.run(getattr(args[0], "size", 0) >= PARALLEL_MIN_SIZE, *args)
 
     def run(self, parallel: bool, *args):
-        """The parallel variant if ``parallel`` and more than one thread is set, else the
-        serial one: for a kernel whose first argument's size does not say its work."""
+        """``args`` then the task count: on the team's threads if ``parallel``, else here."""
+        *args, tasks = args
+        if _recorded:  # precompile's recording child: note the types, run nothing
+            _recorded[0].append((self.kernel, (*args, 0, tasks)))
+            return _zero(args, self.multiplies)
+        ranges = _ranges(tasks, thread_count() if parallel else 1, self.grain)
         if not self.multiplies:
-            return self._run(parallel, *args)
+            return _team.run(self.kernel, args, ranges)
         blas.one_thread_enter()
         try:
-            return self._run(parallel, *args)
+            return _team.run(self.kernel, args, ranges)
         finally:
             blas.one_thread_leave()
 
-    def _run(self, parallel: bool, *args):
-        if parallel:
+
+def _ranges(tasks: int, parts: int, grain: int = 1) -> list:
+    """[first, last) of ``parts`` contiguous ranges covering range(tasks), cut at multiples of
+    ``grain`` (fewer ranges when there are fewer grains)."""
+    grains = -(-tasks // grain)
+    parts = max(1, min(parts, grains))
+    cuts = [min(tasks, grains * i // parts * grain) for i in range(parts + 1)]
+    return list(zip(cuts[:-1], cuts[1:]))
+
+
+class _Team:
+    """The threads that run a parallel launch's ranges beside the calling thread, which runs the
+    first: started at the first launch that needs them, one launch at a time (another Python
+    thread's launch waits for ``lock``), none in a forked child (``reset``). The kernel is first
+    called here on no tasks, so that it is compiled, or loaded, in this thread."""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        self.lock = threading.Lock()
+        self.workers = []  # (inbox, outbox) of each thread
+        self.owed = []  # outboxes with an answer not read yet (a launch that was interrupted)
+
+    def run(self, kernel, args, ranges):
+        if len(ranges) == 1:
+            return kernel(*args, *ranges[0])
+        with self.lock:
+            kernel(*args, 0, 0)  # compiled or loaded here, not in a worker
+            self._collect()
+            while len(self.workers) < len(ranges) - 1:
+                self.workers.append(_worker())
+            for (inbox, outbox), (first, last) in zip(self.workers, ranges[1:]):
+                inbox.put((kernel, args, first, last))
+                self.owed.append(outbox)
+            try:
+                kernel(*args, *ranges[0])
+            finally:
+                errors = self._collect()
+            if errors:
+                raise errors[0]
+
+    def _collect(self) -> list:
+        """Wait for every owed answer: the errors the threads raised."""
+        errors = []
+        while self.owed:
+            error = self.owed[-1].get()
+            self.owed.pop()
+            if error is not None:
+                errors.append(error)
+        return errors
+
+
+def _worker():
+    """A daemon thread that runs ranges from its inbox and answers None or the error raised."""
+    inbox, outbox = queue.SimpleQueue(), queue.SimpleQueue()
+
+    def serve():
+        while True:
+            kernel, args, first, last = inbox.get()
+            try:
+                kernel(*args, first, last)
+                outbox.put(None)
+            except BaseException as error:  # noqa: BLE001 - raised in the launching thread
+                outbox.put(error)
+
+    threading.Thread(target=serve, name="tricycle-kernels", daemon=True).start()
+    return inbox, outbox
+
+
+_team = _Team()
+os.register_at_fork(after_in_child=_team.reset)  # a child has none of the parent's threads
+
+
+class ParforKernel:
+    """A kernel whose ``prange`` loop sits inside a loop of its own (the LSTM's steps: a launch
+    a step), compiled twice from one function: ``parallel`` (numba's parallel passes, its tbb
+    pool: microseconds a launch) and ``serial``; ``run`` says which, holding the team's lock
+    for the parallel one. The two may round differently: the caller chooses by sizes and the
+    thread count only, never by what the cache holds."""
+
+    def __init__(self, function, options):
+        self.multiplies = options.pop("blas", False)
+        functools.update_wrapper(self, function)
+        self.parallel = _compiled(function, {**options, "parallel": True})
+        # a copy under another name: numba's cache keys on the function, not on its flags
+        self.serial = _compiled(_copy(function, "serial"), options)
+
+    def run(self, parallel: bool, *args):
+        """The parallel variant if ``parallel`` and more than one thread is set, else the
+        serial one."""
+        if _recorded:  # precompile's recording child: note the types, run nothing
+            variant = self.parallel if parallel and thread_count() > 1 else self.serial
+            _recorded[0].append((variant, args))
+            return _zero(args, self.multiplies)
+        if self.multiplies:
+            blas.one_thread_enter()
+        try:
             threads = thread_count()
-            if threads > 1:
-                _pool.acquire()  # another thread inside a parallel kernel: wait for it
-                try:
+            if parallel and threads > 1:
+                with _team.lock:  # one parallel launch at a time
                     if getattr(_applied, "threads", None) != threads:
                         numba.set_num_threads(threads)
                         _applied.threads = threads
                     return self.parallel(*args)
-                finally:
-                    _pool.release()
-        return self.serial(*args)
+            return self.serial(*args)
+        finally:
+            if self.multiplies:
+                blas.one_thread_leave()
+
+
+def _copy(function, suffix: str, names=None):
+    """``function`` named ``<name>_<suffix>`` (numba caches by name), its globals ``names``
+    replaced."""
+    copy = types.FunctionType(
+        function.__code__, {**function.__globals__, **(names or {})},
+        f"{function.__name__}_{suffix}", function.__defaults__, function.__closure__,
+    )  # fmt: skip
+    copy.__qualname__ = f"{function.__qualname__}_{suffix}"
+    copy.__module__ = function.__module__
+    return copy
 
 
 def parallel_jit(function=None, **options):
@@ -230,6 +476,13 @@ def parallel_jit(function=None, **options):
     if function is None:
         return functools.partial(parallel_jit, **options)
     return ParallelKernel(function, options)
+
+
+def parfor_jit(function=None, **options):
+    """A ``ParforKernel`` of ``function``: ``@parfor_jit`` or ``@parfor_jit(...)``."""
+    if function is None:
+        return functools.partial(parfor_jit, **options)
+    return ParforKernel(function, options)
 
 
 # ---------------------------------------------------------------------- threads
@@ -254,13 +507,8 @@ def thread_count() -> int:
     return min(n, numba.config.NUMBA_NUM_THREADS)
 
 
-def parallel_min_size() -> int:
-    """The fewest elements a kernel's first argument needs for a parallel launch."""
-    return PARALLEL_MIN_SIZE if uses_one_pool() else OTHER_POOL_MIN_SIZE
-
-
 def uses_one_pool() -> bool:
-    """Whether the products run on the kernels' pool (``tbb`` loaded): see the docstring."""
+    """Whether ``parfor_jit``'s kernels have the ``tbb`` pool: see the docstring."""
     if _settings["layer"] is None:
         _choose_layer()
     return _settings["layer"] == "tbb"
@@ -312,12 +560,14 @@ def _single_threaded_blas() -> None:
 # ---------------------------------------------------------------------- compile time, visible
 class _CompileReport(event.Listener):
     """Says on stderr that the CPU kernels compile (at the first compilation of one of this
-    package's kernels) and, at exit, how long compiling took."""
+    package's kernels) and, at exit, how long compiling took: the time this process waited for
+    children compiling, and the wall time of ``precompile``'s children."""
 
     def __init__(self):
         self.lock = threading.Lock()
         self.depth = {}  # thread id -> nesting of compilations (kernels compile their callees)
-        self.seconds, self.kernels, self.started, self.announced = 0.0, 0, {}, False
+        self.seconds, self.kernels, self.started = 0.0, 0, {}
+        self.announced = self.registered = False
 
     def on_start(self, ev):
         if _ours(ev):
@@ -327,6 +577,19 @@ class _CompileReport(event.Listener):
         if _ours(ev):
             self.end()
 
+    def announce(self):
+        """The first line, once (a forked child's says it for this process too)."""
+        if not self.announced:
+            self.announced = True
+            print("tricycle: compiling the CPU kernels (numba; once: later runs load them from "
+                  "its cache)", file=sys.stderr, flush=True)  # fmt: skip
+        self.summary_at_exit()
+
+    def summary_at_exit(self):
+        if not self.registered:
+            self.registered = True
+            atexit.register(self.summary)
+
     def begin(self):
         """A compilation starts in this thread (here, or in a child process)."""
         with self.lock:
@@ -334,15 +597,7 @@ class _CompileReport(event.Listener):
             self.depth[me] = self.depth.get(me, 0) + 1
             if self.depth[me] > 1:
                 return
-            if not self.announced:
-                self.announced = True
-                print(
-                    "tricycle: compiling the CPU kernels (numba; once: later runs load them "
-                    "from its cache)",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                atexit.register(self.summary)
+            self.announce()
             self.started[me] = time.perf_counter()
 
     def end(self):
@@ -350,15 +605,19 @@ class _CompileReport(event.Listener):
             me = threading.get_ident()
             self.depth[me] -= 1
             if self.depth[me] == 0:
-                self.seconds += time.perf_counter() - self.started.pop(me)
-                self.kernels += 1
+                self.add(1, time.perf_counter() - self.started.pop(me))
+
+    def add(self, kernels: int, seconds: float):
+        """``kernels`` compiled in ``seconds`` (of wall time) by children."""
+        self.announced = True
+        self.kernels += kernels
+        self.seconds += seconds
 
     def summary(self):
-        print(
-            f"tricycle: compiled {self.kernels} CPU kernel(s) in {self.seconds:.1f} s",
-            file=sys.stderr,
-            flush=True,
-        )
+        _ahead.wait(block=False)
+        if self.kernels:
+            print(f"tricycle: compiled {self.kernels} CPU kernel(s) in {self.seconds:.1f} s",
+                  file=sys.stderr, flush=True)  # fmt: skip
 
 
 def _ours(ev) -> bool:

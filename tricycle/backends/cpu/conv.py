@@ -50,7 +50,6 @@ its input gradient, a convolution of the same kind.
 """
 
 import numpy as np
-from numba import prange
 
 from tricycle import dispatch
 from tricycle.backends.cpu import winograd
@@ -137,12 +136,13 @@ def to_grid(d, grid, Wg):
                 dst[ow] = src[ow]
 
 
-# Each kernel's tasks: task t takes samples [t N / tasks, (t + 1) N / tasks) and scratch [t].
+# Each kernel's tasks: task t takes samples [t N / tasks, (t + 1) N / tasks) and scratch [t];
+# a launch runs tasks first..last.
 # ``shape`` = (kh, kw, sh, sw, dh, dw, ph, pw, Wg).
 
 
 @parallel_jit(blas=True)
-def forward_kernel(x, w_t, bias, out, xpad, cols, product, shape, views):
+def forward_kernel(x, w_t, bias, out, xpad, cols, product, shape, views, first, last):
     """out (N, Co, Ho, Wo) = x (N, C, H, W) convolved with w_t (G, K, Og), plus bias (Co,);
     with ``views`` (``uses_views``) the columns' blocks are views of xpad. Scratch: xpad
     (tasks, C, Hp, Wp) zero, cols (tasks, G K, Lg) (unused with ``views``), product
@@ -151,7 +151,7 @@ def forward_kernel(x, w_t, bias, out, xpad, cols, product, shape, views):
     N, tasks, (C, Hp, Wp) = x.shape[0], xpad.shape[0], xpad.shape[1:]
     G, K, Og = w_t.shape
     Cg, Lg = C // G, product.shape[1]
-    for task in prange(tasks):
+    for task in range(first, last):
         flat = xpad[task].reshape(C, Hp * Wp)
         for n in range(task * N // tasks, (task + 1) * N // tasks):
             pad_into(x[n], xpad[task], ph, pw)
@@ -172,14 +172,14 @@ def forward_kernel(x, w_t, bias, out, xpad, cols, product, shape, views):
 
 
 @parallel_jit(blas=True)
-def weights_grad_kernel(x, d, parts, xpad, cols, grid, shape):
+def weights_grad_kernel(x, d, parts, xpad, cols, grid, shape, first, last):
     """parts[task] (G, K, Og) += cols_g @ d[n, g]^T over the task's samples: x (N, C, H, W),
     d (N, Co, Ho, Wo). Scratch: xpad (tasks, C, Hp, Wp) and grid (tasks, Co, Lg) zero, cols
     (tasks, G K, Lg)."""
     kh, kw, sh, sw, dh, dw, ph, pw, Wg = shape
     N, tasks = x.shape[0], xpad.shape[0]
     G, K, Og = parts.shape[1:]
-    for task in prange(tasks):
+    for task in range(first, last):
         for n in range(task * N // tasks, (task + 1) * N // tasks):
             pad_into(x[n], xpad[task], ph, pw)
             im2col(xpad[task], cols[task], G, kh, kw, sh, sw, dh, dw, Wg)
@@ -190,13 +190,13 @@ def weights_grad_kernel(x, d, parts, xpad, cols, grid, shape):
 
 
 @parallel_jit(blas=True)
-def input_grad_kernel(d, w_t, dx, dxpad, dcols, shape):
+def input_grad_kernel(d, w_t, dx, dxpad, dcols, shape, first, last):
     """dx (N, C, H, W) from d (N, Co, Ho Wo): dcols_g = w_t[g] @ d[n, g], (K, Ho Wo), then
     col2im. Scratch: dxpad (tasks, C, Hp, Wp), dcols (tasks, G K, Ho Wo)."""
     kh, kw, sh, sw, dh, dw, ph, pw, Wo = shape
     N, tasks = d.shape[0], dxpad.shape[0]
     G, K, Og = w_t.shape
-    for task in prange(tasks):
+    for task in range(first, last):
         for n in range(task * N // tasks, (task + 1) * N // tasks):
             for g in range(G):
                 dcols_g, d_g = dcols[task, g * K : (g + 1) * K], d[n, g * Og : (g + 1) * Og]
@@ -262,9 +262,8 @@ def uses_views(Cg: int, stride) -> bool:
 
 
 def _parallel(tasks: int, x) -> bool:
-    """Whether a pass runs its tasks on threads. One launch does a whole pass, products
-    included, so it pays on any pool, not only where the products share the kernels' (on
-    workqueue: 25-26 ms a step of the benchmark's layer against 50 on one thread)."""
+    """Whether a pass runs its tasks on the team's threads (one launch does a whole pass,
+    products included)."""
     return tasks > 1 and x.size >= PARALLEL_MIN_SIZE and thread_count() > 1
 
 
@@ -291,7 +290,7 @@ def _convolve(geometry, x, weights, bias, out):
     cols = np.empty((tasks, col_rows, geometry.Lg), dtype=dtype)
     product = np.empty((tasks, geometry.Lg, Og), dtype=dtype)
     forward_kernel.run(_parallel(tasks, x), x, w_t, bias, out, xpad, cols, product,
-                       geometry.shape(), views)  # fmt: skip
+                       geometry.shape(), views, tasks)  # fmt: skip
 
 
 def conv_forward(xp, x, weights, bias, stride, padding, dilation, groups):
@@ -327,7 +326,8 @@ def _weights_grad(geometry, x, d):
     xpad = geometry.padded_scratch(tasks, dtype)
     cols = np.empty((tasks, G * K, geometry.Lg), dtype=dtype)
     grid = np.zeros((tasks, Co, geometry.Lg), dtype=dtype)
-    weights_grad_kernel.run(_parallel(tasks, x), x, d, parts, xpad, cols, grid, geometry.shape())
+    weights_grad_kernel.run(_parallel(tasks, x), x, d, parts, xpad, cols, grid, geometry.shape(),
+                            tasks)  # fmt: skip
     dw_t = parts.sum(axis=0).reshape(G, *geometry.kernel, C // G, -1)  # over the tasks, in order
     return dw_t.transpose(0, 4, 3, 1, 2).reshape((Co, C // G) + geometry.kernel), None
 
@@ -348,7 +348,7 @@ def _input_grad(geometry, d, weights):
     dxpad = geometry.padded_scratch(tasks, d.dtype)
     dcols = np.empty((tasks, G * K, L), dtype=d.dtype)
     input_grad_kernel.run(_parallel(tasks, d), d.reshape(N, Co, L), w_t, dx, dxpad, dcols,
-                          geometry.shape(dense=True))  # fmt: skip
+                          geometry.shape(dense=True), tasks)  # fmt: skip
     return dx
 
 

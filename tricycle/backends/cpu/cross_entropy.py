@@ -6,7 +6,6 @@ references' signatures and saved statistics (peak, log_sum, count).
 """
 
 import numpy as np
-from numba import prange
 
 from tricycle import dispatch
 from tricycle.backends.cpu.arrays import flat, rows
@@ -16,12 +15,11 @@ from tricycle.backends.cpu.softmax import exp_sum, row_max
 
 
 @parallel_jit
-def crossentropy_forward(logits, labels, losses, peak, log_sum, ignore, has_ignore):
+def crossentropy_forward(logits, labels, losses, peak, log_sum, ignore, has_ignore, first, last):
     """Per row of logits (N, C): peak = max, log_sum = log(sum(exp(row - peak))),
     loss = log_sum - (row[label] - peak), 0 for an ignored label. (The logits come first:
-    the first argument's size decides whether the rows are worth threads.)"""
-    N, C = logits.shape
-    for n in prange(N):
+    the first argument's size decides whether the rows are worth threads.) Rows first..last."""
+    for n in range(first, last):
         top = row_max(logits, n)
         peak[n] = top
         log_sum[n] = np.log(exp_sum(logits, n, top))
@@ -32,11 +30,12 @@ def crossentropy_forward(logits, labels, losses, peak, log_sum, ignore, has_igno
 
 
 @parallel_jit
-def crossentropy_backward(dlogits, logits, labels, peak, log_sum, weight):
+def crossentropy_backward(dlogits, logits, labels, peak, log_sum, weight, first, last):
     """dlogits = weight * (softmax - onehot) per row, softmax = exp(row - peak) / exp(log_sum)
-    (peak + log_sum would round away the digits of a huge row's small differences)."""
-    N, C = logits.shape
-    for n in prange(N):
+    (peak + log_sum would round away the digits of a huge row's small differences): rows
+    first..last."""
+    C = logits.shape[1]
+    for n in range(first, last):
         scale = weight[n] * np.exp(-log_sum[n])
         for i in range(C):
             dlogits[n, i] = exp(logits[n, i] - peak[n]) * scale
@@ -56,7 +55,7 @@ def cross_entropy_forward(xp, logits, labels, ignore_index=None):
     losses, peak, log_sum = (np.empty(n, logits.dtype) for _ in range(3))
     has_ignore = ignore_index is not None
     ignore = ignore_index if has_ignore else 0
-    crossentropy_forward(logits2, labels, losses, peak, log_sum, ignore, has_ignore)
+    crossentropy_forward(logits2, labels, losses, peak, log_sum, ignore, has_ignore, n)
     count = np.asarray(n if not has_ignore else (labels != ignore).sum(), logits.dtype)
     loss = np.asarray(losses.sum() / max(count, 1.0), logits.dtype)
     return loss, (peak, log_sum, count)
@@ -71,7 +70,8 @@ def cross_entropy_backward(xp, dloss, logits, labels, saved, ignore_index=None):
     if ignore_index is not None:
         weight[labels == ignore_index] = 0
     dlogits = np.empty_like(logits2)
-    crossentropy_backward(dlogits, logits2, labels, flat(peak), flat(log_sum), weight)
+    crossentropy_backward(dlogits, logits2, labels, flat(peak), flat(log_sum), weight,
+                          labels.size)  # fmt: skip
     return dlogits.reshape(logits.shape)
 
 

@@ -15,7 +15,6 @@ count.
 """
 
 import numpy as np
-from numba import prange
 
 from tricycle import dispatch, random
 from tricycle.backends.cpu.compile import jit, parallel_jit
@@ -38,11 +37,11 @@ def mix32(x):
 
 
 @parallel_jit
-def dropout_kernel(x, y, seed, threshold, scale):
+def dropout_kernel(x, y, seed, threshold, scale, first, last):
     """y (rows, keys) = x times the inverted-dropout mask of ``seed``: ``scale`` where the
-    element's hash is at least ``threshold``, else 0."""
-    rows, keys = x.shape
-    for row in prange(rows):
+    element's hash is at least ``threshold``, else 0; rows first..last."""
+    keys = x.shape[1]
+    for row in range(first, last):
         row_key = mix32(np.uint64(seed) ^ mix32(np.uint64(row) & _LOW32))
         zero = scale - scale
         for key in range(keys):
@@ -56,7 +55,7 @@ def _dropout(x, probability: float, seed: int):
     y = np.empty_like(x2)
     scale = x.dtype.type(1 / (1 - probability))
     dropout_kernel(x2, y, np.uint64(seed % 2**32), np.uint64(dropout_threshold(probability)),
-                   scale)  # fmt: skip
+                   scale, x2.shape[0])  # fmt: skip
     return y.reshape(x.shape)
 
 

@@ -6,7 +6,6 @@ no two threads add into one element and the sums come in token order, whatever t
 """
 
 import numpy as np
-from numba import prange
 
 from tricycle import dispatch
 from tricycle.backends.cpu.arrays import flat, rows
@@ -16,19 +15,19 @@ _COLUMNS = 32  # columns per task of the scatter-add
 
 
 @parallel_jit
-def embedding_forward_kernel(out, weights, ids):
-    """out[n] = weights[ids[n]]."""
-    N, C = out.shape
-    for n in prange(N):
+def embedding_forward_kernel(out, weights, ids, first, last):
+    """out[n] = weights[ids[n]] for rows n in first..last."""
+    C = out.shape[1]
+    for n in range(first, last):
         for i in range(C):
             out[n, i] = weights[ids[n], i]
 
 
 @parallel_jit
-def embedding_backward_kernel(dweights, dout, ids):
-    """dweights[ids[n]] += dout[n] for every n, in order of n."""
+def embedding_backward_kernel(dweights, dout, ids, first, last):
+    """dweights[ids[n]] += dout[n] for every n, in order of n, in column groups first..last."""
     N, C = dout.shape
-    for k in prange((C + _COLUMNS - 1) // _COLUMNS):
+    for k in range(first, last):
         for n in range(N):
             row = ids[n]
             for i in range(k * _COLUMNS, min(C, (k + 1) * _COLUMNS)):
@@ -39,14 +38,16 @@ def embedding_forward(xp, weights, ids):
     """As ``tricycle.layers.embedding_forward``."""
     ids_flat = flat(ids, np.int64)
     out = np.empty((ids_flat.size, weights.shape[1]), weights.dtype)
-    embedding_forward_kernel(out, rows(weights), ids_flat)
+    embedding_forward_kernel(out, rows(weights), ids_flat, ids_flat.size)
     return out.reshape(ids.shape + (weights.shape[1],))
 
 
 def embedding_backward(xp, dout, ids, vocab_size, dtype):
     """As ``tricycle.layers.embedding_backward``."""
     dweights = np.zeros((vocab_size, dout.shape[-1]), dtype)
-    embedding_backward_kernel(dweights, rows(dout, dtype), flat(ids, np.int64))
+    columns = dout.shape[-1]
+    embedding_backward_kernel(dweights, rows(dout, dtype), flat(ids, np.int64),
+                              -(-columns // _COLUMNS))  # fmt: skip
     return dweights
 
 

@@ -5,7 +5,6 @@ with the references' signatures. The backward recomputes the slope from x.
 """
 
 import numpy as np
-from numba import prange
 
 from tricycle import dispatch
 from tricycle.backends.cpu.arrays import CHUNK_ROWS, n_chunks, rows, same_dtype
@@ -50,37 +49,39 @@ def gelu_exact_slope(x):
 
 
 # ---------------------------------------------------------------------- kernels
-@parallel_jit
-def gelu_forward_kernel(out, inp, bias, tanh_form):
-    """out = gelu(inp + bias) per row of inp (N, C)."""
-    N, C = inp.shape
-    if tanh_form:
-        for n in prange(N):
-            for i in range(C):
-                out[n, i] = gelu_tanh(inp[n, i] + bias[i])
-    else:
-        for n in prange(N):
-            for i in range(C):
-                out[n, i] = gelu_exact(inp[n, i] + bias[i])
+# Written once with ``gelu`` and ``gelu_slope``, and compiled for each form (``FORWARD``,
+# ``BACKWARD``): a run compiles the form it uses only.
+gelu, gelu_slope = gelu_exact, gelu_exact_slope
 
 
 @parallel_jit
-def gelu_backward_kernel(dinp, dbias_parts, dout, inp, bias, tanh_form):
+def gelu_forward_kernel(out, inp, bias, first, last):
+    """out = gelu(inp + bias) per row of inp (N, C), rows first..last."""
+    C = inp.shape[1]
+    for n in range(first, last):
+        for i in range(C):
+            out[n, i] = gelu(inp[n, i] + bias[i])
+
+
+@parallel_jit
+def gelu_backward_kernel(dinp, dbias_parts, dout, inp, bias, first, last):
     """dinp = dout * gelu'(inp + bias); with a bias, its gradient as one partial row per
-    chunk of CHUNK_ROWS rows (``dbias_parts`` (0, 0) without)."""
+    chunk of CHUNK_ROWS rows (``dbias_parts`` (0, 0) without): chunks first..last."""
     N, C = inp.shape
     with_bias = dbias_parts.shape[0] > 0
-    for k in prange((N + CHUNK_ROWS - 1) // CHUNK_ROWS):
+    for k in range(first, last):
         for n in range(k * CHUNK_ROWS, min(N, (k + 1) * CHUNK_ROWS)):
-            if tanh_form:
-                for i in range(C):
-                    dinp[n, i] = dout[n, i] * gelu_tanh_slope(inp[n, i] + bias[i])
-            else:
-                for i in range(C):
-                    dinp[n, i] = dout[n, i] * gelu_exact_slope(inp[n, i] + bias[i])
+            for i in range(C):
+                dinp[n, i] = dout[n, i] * gelu_slope(inp[n, i] + bias[i])
             if with_bias:
                 for i in range(C):
                     dbias_parts[k, i] += dinp[n, i]
+
+
+FORMS = {True: (gelu_tanh, gelu_tanh_slope), False: (gelu_exact, gelu_exact_slope)}  # tanh?
+FORWARD = {tanh: gelu_forward_kernel.specialised(gelu=f) for tanh, (f, _) in FORMS.items()}
+BACKWARD = {tanh: gelu_backward_kernel.specialised(gelu_slope=slope)
+            for tanh, (_, slope) in FORMS.items()}  # fmt: skip
 
 
 # ---------------------------------------------------------------------- adapters
@@ -92,7 +93,7 @@ def bias_gelu_forward(xp, x, bias, approximate=False):
     """As ``tricycle.activation.bias_gelu_forward``."""
     x2 = rows(x)  # (N, C)
     y = np.empty_like(x2)
-    gelu_forward_kernel(y, x2, rows(bias, x.dtype)[0], _tanh_form(approximate))
+    FORWARD[_tanh_form(approximate)](y, x2, rows(bias, x.dtype)[0], x2.shape[0])
     return y.reshape(x.shape)
 
 
@@ -101,9 +102,8 @@ def bias_gelu_backward(xp, x, bias, dy, approximate=False):
     x2 = rows(x)
     dx = np.empty_like(x2)
     parts = np.zeros((n_chunks(x2.shape[0]), x2.shape[1]), x.dtype)  # partial sums
-    gelu_backward_kernel(
-        dx, parts, rows(dy, x.dtype), x2, rows(bias, x.dtype)[0], _tanh_form(approximate)
-    )
+    BACKWARD[_tanh_form(approximate)](dx, parts, rows(dy, x.dtype), x2, rows(bias, x.dtype)[0],
+                                      parts.shape[0])  # fmt: skip
     return dx.reshape(x.shape), parts.sum(axis=0).astype(bias.dtype)
 
 
@@ -117,9 +117,8 @@ def gelu_backward(xp, x, dy, approximate=False):
     x2 = rows(x)
     dx = np.empty_like(x2)
     no_bias = np.zeros(x2.shape[1], x.dtype)
-    gelu_backward_kernel(
-        dx, np.zeros((0, 0)), rows(dy, x.dtype), x2, no_bias, _tanh_form(approximate)
-    )
+    BACKWARD[_tanh_form(approximate)](dx, np.zeros((0, 0)), rows(dy, x.dtype), x2, no_bias,
+                                      n_chunks(x2.shape[0]))  # fmt: skip
     return dx.reshape(x.shape)
 
 

@@ -2,8 +2,8 @@
 
 C = A B with the rows (or the columns) of C cut into one slice per thread, each slice one
 single-threaded BLAS call (``blas.py`` says which library). The products and the fused
-kernels then share one pool of threads: numpy's own BLAS threads keep spinning for about
-0.1 s after each product, on the cores the next kernel wants (``compile.py`` says how the pool
+kernels then share one team of threads: numpy's own BLAS threads keep spinning for about
+0.1 s after each product, on the cores the next kernel wants (``compile.py`` says how the team
 is chosen; ``benchmarks/README.md`` has the numbers).
 
 An operand stored transposed (a transposed view, Fortran order) is passed to BLAS with the
@@ -11,11 +11,10 @@ An operand stored transposed (a transposed view, Fortran order) is passed to BLA
 """
 
 import numpy as np
-from numba import prange
 
 from tricycle import dispatch
 from tricycle.backends.cpu import blas
-from tricycle.backends.cpu.compile import jit, parallel_jit, thread_count, uses_one_pool
+from tricycle.backends.cpu.compile import jit, parallel_jit, thread_count
 
 PARALLEL_MIN_WORK = 1 << 21  # multiply-adds below which one thread does the whole product
 
@@ -68,11 +67,12 @@ def gemm_blocks_into(out, a, w, rows, columns):
 
 
 @parallel_jit(blas=True)
-def gemm_kernel(out, a, b, a_transposed, b_transposed, row_slices, column_slices):
-    """out (M, N) = a' b' in row_slices x column_slices blocks of out, one ``gemm_into`` each;
-    a and b as ``gemm_into`` takes them (C-ordered, a^T stored for a' if ``a_transposed``)."""
+def gemm_kernel(out, a, b, a_transposed, b_transposed, row_slices, column_slices, first, last):
+    """out (M, N) = a' b' in row_slices x column_slices blocks of out, one ``gemm_into`` each,
+    blocks first..last; a and b as ``gemm_into`` takes them (C-ordered, a^T stored for a' if
+    ``a_transposed``)."""
     M, N = out.shape
-    for block in prange(row_slices * column_slices):
+    for block in range(first, last):
         r, c = block // column_slices, block % column_slices
         row0, row1 = r * M // row_slices, (r + 1) * M // row_slices
         col0, col1 = c * N // column_slices, (c + 1) * N // column_slices
@@ -87,10 +87,10 @@ def _blas_layout(x) -> bool:
 
 
 def applies(a, b) -> bool:
-    """Two matrices of one dtype, each stored plainly or transposed, with the pool in use."""
+    """Two matrices of one dtype, each stored plainly or transposed."""
     return (
         a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype and a.size > 0 and b.size > 0
-        and _blas_layout(a) and _blas_layout(b) and uses_one_pool()
+        and _blas_layout(a) and _blas_layout(b)
     )  # fmt: skip
 
 
@@ -107,5 +107,5 @@ def matmul(a, b):
     slices = thread_count() if M * N * K >= PARALLEL_MIN_WORK else 1
     rows, columns = (slices, 1) if M >= N else (1, slices)  # cut the longer side
     gemm_kernel.run(slices > 1, out, a.T if a_transposed else a, b.T if b_transposed else b,
-                    a_transposed, b_transposed, rows, columns)  # fmt: skip
+                    a_transposed, b_transposed, rows, columns, slices)  # fmt: skip
     return out

@@ -12,25 +12,25 @@ kernels' threads (``benchmarks/README.md``, issue 43), which is what these kerne
   embedding): each thread takes rows of w^T, four at a time, each one dot product with x.
 
 Registered for "matmul" on the CPU after ``gemm`` (the latest registration wins where it
-applies): a (1, K) row times a matrix stored plainly or transposed, when the products run on
-the kernels' pool (``compile.uses_one_pool``). Anything else stays ``gemm``'s.
+applies): a (1, K) row times a matrix stored plainly or transposed. Anything else stays
+``gemm``'s.
 """
 
 import numpy as np
-from numba import prange
 
 from tricycle import dispatch
-from tricycle.backends.cpu.compile import parallel_jit, thread_count, uses_one_pool
+from tricycle.backends.cpu.compile import parallel_jit, thread_count
 
 PARALLEL_MIN_WORK = 1 << 16  # multiply-adds below which one thread does the whole product
 TILE = 1024  # columns per accumulator at most (4 KB of float32: in L1 beside four rows)
 
 
 @parallel_jit
-def gemv_columns_kernel(out, x, w, tile):
-    """out (N,) = x (K,) w (K, N), in tiles of ``tile`` columns, one accumulator each."""
+def gemv_columns_kernel(out, x, w, tile, first, last):
+    """out (N,) = x (K,) w (K, N), in tiles of ``tile`` columns, one accumulator each: tiles
+    first..last."""
     K, N = w.shape
-    for t in prange((N + tile - 1) // tile):
+    for t in range(first, last):
         n0 = t * tile
         n1 = min(n0 + tile, N)
         acc = np.zeros(n1 - n0, dtype=out.dtype)
@@ -50,10 +50,11 @@ def gemv_columns_kernel(out, x, w, tile):
 
 
 @parallel_jit
-def gemv_rows_kernel(out, wt, x):
-    """out (N,) = wt (N, K) x (K,): each out[n] the dot product of row n of wt with x."""
+def gemv_rows_kernel(out, wt, x, first, last):
+    """out (N,) = wt (N, K) x (K,): each out[n] the dot product of row n of wt with x, in
+    blocks of four rows: blocks first..last."""
     N, K = wt.shape
-    for block in prange((N + 3) // 4):
+    for block in range(first, last):
         n0 = 4 * block
         if n0 + 4 <= N:  # four rows a pass: x read once for four dot products
             a0 = a1 = a2 = a3 = out.dtype.type(0.0)
@@ -73,12 +74,11 @@ def gemv_rows_kernel(out, wt, x):
 
 
 def applies(a, b) -> bool:
-    """One row a (1, K) times a matrix b (K, N) of its dtype, stored plainly or transposed,
-    with the pool in use."""
+    """One row a (1, K) times a matrix b (K, N) of its dtype, stored plainly or transposed."""
     return (
         a.ndim == 2 and b.ndim == 2 and a.shape[0] == 1 and a.dtype == b.dtype
         and a.shape[1] > 0 and b.shape[1] > 0
-        and (b.flags.c_contiguous or b.flags.f_contiguous) and uses_one_pool()
+        and (b.flags.c_contiguous or b.flags.f_contiguous)
     )  # fmt: skip
 
 
@@ -92,7 +92,8 @@ def matmul(a, b):
     parallel = K * N >= PARALLEL_MIN_WORK and threads > 1
     if b.flags.c_contiguous:
         tiles = max(-(-N // TILE), threads if parallel else 1)  # every thread a tile at least
-        gemv_columns_kernel.run(parallel, out[0], a[0], b, -(-N // tiles))
+        tile = -(-N // tiles)
+        gemv_columns_kernel.run(parallel, out[0], a[0], b, tile, -(-N // tile))
     else:
-        gemv_rows_kernel.run(parallel, out[0], b.T, a[0])
+        gemv_rows_kernel.run(parallel, out[0], b.T, a[0], -(-N // 4))
     return out

@@ -5,7 +5,6 @@ for ``tricycle.layers``' "layer_norm" and "rms_norm", with the references' signa
 """
 
 import numpy as np
-from numba import prange
 
 from tricycle import dispatch
 from tricycle.backends.cpu.arrays import CHUNK_ROWS, flat, n_chunks, rows, same_dtype
@@ -15,8 +14,7 @@ from tricycle.backends.cpu.maths import typed
 
 # ---------------------------------------------------------------------- row sums
 # Sums run in the arrays' float type (a float32 sum over a row vectorises in several lanes, as
-# accurate as numpy's pairwise sum at these widths). Each is a function of its own, compiled
-# once, so that a kernel's parallel and serial variants add in the same order.
+# accurate as numpy's pairwise sum at these widths), each a function the kernels share.
 @jit
 def row_mean(inp, n):
     """mean(inp[n]) of row n of inp (N, C)."""
@@ -51,10 +49,10 @@ def dnorm_means(dout, inp, weight, n, m, s):
 
 # ---------------------------------------------------------------------- kernels
 @parallel_jit
-def layernorm_forward(out, mean, rstd, inp, weight, bias, eps):
-    """out = (inp - mean) * rstd * weight + bias per row of inp (N, C)."""
-    N, C = inp.shape
-    for n in prange(N):
+def layernorm_forward(out, mean, rstd, inp, weight, bias, eps, first, last):
+    """out = (inp - mean) * rstd * weight + bias per row of inp (N, C), rows first..last."""
+    C = inp.shape[1]
+    for n in range(first, last):
         m = row_mean(inp, n)
         s = typed(m, 1.0 / np.sqrt(row_mean_square(inp, n, m) + eps))
         for i in range(C):
@@ -64,10 +62,12 @@ def layernorm_forward(out, mean, rstd, inp, weight, bias, eps):
 
 
 @parallel_jit
-def layernorm_backward(dinp, dweight_parts, dbias_parts, dout, inp, weight, mean, rstd):
-    """dinp per row; dweight and dbias as one partial row per chunk of CHUNK_ROWS rows."""
+def layernorm_backward(dinp, dweight_parts, dbias_parts, dout, inp, weight, mean, rstd, first,
+                       last):  # fmt: skip
+    """dinp per row; dweight and dbias as one partial row per chunk of CHUNK_ROWS rows:
+    chunks first..last."""
     N, C = inp.shape
-    for k in prange(dweight_parts.shape[0]):
+    for k in range(first, last):
         for n in range(k * CHUNK_ROWS, min(N, (k + 1) * CHUNK_ROWS)):
             m, s = mean[n], rstd[n]
             dnorm_mean, dnorm_norm_mean = dnorm_means(dout, inp, weight, n, m, s)
@@ -80,10 +80,11 @@ def layernorm_backward(dinp, dweight_parts, dbias_parts, dout, inp, weight, mean
 
 
 @parallel_jit
-def rmsnorm_forward(out, rstd, inp, weight, eps):
-    """out = inp * rstd * weight per row, rstd = 1 / sqrt(mean(inp^2) + eps)."""
-    N, C = inp.shape
-    for n in prange(N):
+def rmsnorm_forward(out, rstd, inp, weight, eps, first, last):
+    """out = inp * rstd * weight per row, rstd = 1 / sqrt(mean(inp^2) + eps): rows
+    first..last."""
+    C = inp.shape[1]
+    for n in range(first, last):
         zero = typed(inp[n, 0], 0.0)
         s = typed(zero, 1.0 / np.sqrt(row_mean_square(inp, n, zero) + eps))
         for i in range(C):
@@ -92,10 +93,11 @@ def rmsnorm_forward(out, rstd, inp, weight, eps):
 
 
 @parallel_jit
-def rmsnorm_backward(dinp, dweight_parts, dout, inp, weight, rstd):
-    """dinp = rstd (g - xhat mean(g xhat)) with g = dout * weight, xhat = inp * rstd."""
+def rmsnorm_backward(dinp, dweight_parts, dout, inp, weight, rstd, first, last):
+    """dinp = rstd (g - xhat mean(g xhat)) with g = dout * weight, xhat = inp * rstd, in
+    chunks first..last of CHUNK_ROWS rows (one partial row of dweight each)."""
     N, C = inp.shape
-    for k in prange(dweight_parts.shape[0]):
+    for k in range(first, last):
         for n in range(k * CHUNK_ROWS, min(N, (k + 1) * CHUNK_ROWS)):
             s = rstd[n]
             _, dnorm_norm_mean = dnorm_means(dout, inp, weight, n, typed(s, 0.0), s)
@@ -118,7 +120,7 @@ def layer_norm_forward(xp, x, gamma, beta, eps):
     mean, rstd = np.empty(n, x.dtype), np.empty(n, x.dtype)
     bias = np.zeros_like(gamma) if beta is None else beta
     gamma, bias = rows(gamma, x.dtype)[0], rows(bias, x.dtype)[0]
-    layernorm_forward(y, mean, rstd, x2, gamma, bias, eps)
+    layernorm_forward(y, mean, rstd, x2, gamma, bias, eps, n)
     return y.reshape(x.shape), mean.reshape(_stats_shape(x)), rstd.reshape(_stats_shape(x))
 
 
@@ -129,7 +131,7 @@ def layer_norm_backward(xp, dy, x, gamma, mean, rstd):
     parts = np.zeros((2, n_chunks(x2.shape[0]), x2.shape[1]), x.dtype)  # partial sums
     layernorm_backward(
         dx, parts[0], parts[1], rows(dy, x.dtype), x2, rows(gamma, x.dtype)[0],
-        flat(mean, x.dtype), flat(rstd, x.dtype),
+        flat(mean, x.dtype), flat(rstd, x.dtype), parts.shape[1],
     )  # fmt: skip
     dgamma, dbeta = parts.sum(axis=1).astype(gamma.dtype)
     return dx.reshape(x.shape), dgamma, dbeta
@@ -140,7 +142,7 @@ def rms_norm_forward(xp, x, gamma, eps):
     x2 = rows(x)
     y = np.empty_like(x2)
     rstd = np.empty(x2.shape[0], x.dtype)
-    rmsnorm_forward(y, rstd, x2, rows(gamma, x.dtype)[0], eps)
+    rmsnorm_forward(y, rstd, x2, rows(gamma, x.dtype)[0], eps, x2.shape[0])
     return y.reshape(x.shape), rstd.reshape(_stats_shape(x))
 
 
@@ -149,7 +151,8 @@ def rms_norm_backward(xp, dy, x, gamma, rstd):
     x2 = rows(x)
     dx = np.empty_like(x2)
     parts = np.zeros((n_chunks(x2.shape[0]), x2.shape[1]), x.dtype)
-    rmsnorm_backward(dx, parts, rows(dy, x.dtype), x2, rows(gamma, x.dtype)[0], flat(rstd, x.dtype))
+    rmsnorm_backward(dx, parts, rows(dy, x.dtype), x2, rows(gamma, x.dtype)[0],
+                     flat(rstd, x.dtype), parts.shape[0])  # fmt: skip
     return dx.reshape(x.shape), parts.sum(axis=0).astype(gamma.dtype)
 
 

@@ -16,18 +16,17 @@ runs as two-dimensional of height 1.
 """
 
 import numpy as np
-from numba import prange
 
 from tricycle import dispatch
 from tricycle.backends.cpu.compile import parallel_jit
 
 
 @parallel_jit
-def max_pool_forward_kernel(x, out, index, kh, kw, sh, sw, ph, pw):
-    """out, index (P, Ho, Wo) from the planes x (P, H, W)."""
+def max_pool_forward_kernel(x, out, index, kh, kw, sh, sw, ph, pw, first, last):
+    """out, index (P, Ho, Wo) from the planes x (P, H, W): planes first..last."""
     P, H, W = x.shape
     Ho, Wo = out.shape[1], out.shape[2]
-    for p in prange(P):
+    for p in range(first, last):
         for oh in range(Ho):
             for ow in range(Wo):
                 best, at = x[p, 0, 0], 0  # (overwritten by the window's first element)
@@ -36,18 +35,19 @@ def max_pool_forward_kernel(x, out, index, kh, kw, sh, sw, ph, pw):
                     for j in range(kw):
                         xx = ow * sw + j - pw
                         value = x[p, y, xx] if 0 <= y < H and 0 <= xx < W else -np.inf
-                        first = i == 0 and j == 0
-                        if first or value > best or (value != value and best == best):
+                        opening = i == 0 and j == 0
+                        if opening or value > best or (value != value and best == best):
                             best, at = value, i * kw + j
                 out[p, oh, ow], index[p, oh, ow] = best, at
 
 
 @parallel_jit
-def max_pool_backward_kernel(dout, index, dx, kw, sh, sw, ph, pw):
-    """dx (P, H, W): each window's gradient dout (P, Ho, Wo) added at its ``index``."""
+def max_pool_backward_kernel(dout, index, dx, kw, sh, sw, ph, pw, first, last):
+    """dx (P, H, W): each window's gradient dout (P, Ho, Wo) added at its ``index``: planes
+    first..last."""
     P, H, W = dx.shape
     Ho, Wo = dout.shape[1], dout.shape[2]
-    for p in prange(P):
+    for p in range(first, last):
         dx[p] = 0
         for oh in range(Ho):
             for ow in range(Wo):
@@ -58,11 +58,11 @@ def max_pool_backward_kernel(dout, index, dx, kw, sh, sw, ph, pw):
 
 
 @parallel_jit
-def avg_pool_forward_kernel(x, out, kh, kw, sh, sw, ph, pw, count_include_pad):
-    """out (P, Ho, Wo): each window's mean, from the planes x (P, H, W)."""
+def avg_pool_forward_kernel(x, out, kh, kw, sh, sw, ph, pw, count_include_pad, first, last):
+    """out (P, Ho, Wo): each window's mean, from the planes x (P, H, W): planes first..last."""
     P, H, W = x.shape
     Ho, Wo = out.shape[1], out.shape[2]
-    for p in prange(P):
+    for p in range(first, last):
         for oh in range(Ho):
             for ow in range(Wo):
                 total, inside = 0.0, 0
@@ -78,11 +78,12 @@ def avg_pool_forward_kernel(x, out, kh, kw, sh, sw, ph, pw, count_include_pad):
 
 
 @parallel_jit
-def avg_pool_backward_kernel(dout, dx, kh, kw, sh, sw, ph, pw, count_include_pad):
-    """dx (P, H, W): each window's gradient dout (P, Ho, Wo) shared among its elements."""
+def avg_pool_backward_kernel(dout, dx, kh, kw, sh, sw, ph, pw, count_include_pad, first, last):
+    """dx (P, H, W): each window's gradient dout (P, Ho, Wo) shared among its elements:
+    planes first..last."""
     P, H, W = dx.shape
     Ho, Wo = dout.shape[1], dout.shape[2]
-    for p in prange(P):
+    for p in range(first, last):
         dx[p] = 0
         for oh in range(Ho):
             y0, y1 = max(oh * sh - ph, 0), min(oh * sh - ph + kh, H)
@@ -128,7 +129,7 @@ def max_pool_forward(xp, x, kernel, stride, padding):
     planes = _planes(x, n)
     out = _pooled(planes, geometry, x.dtype)
     index = np.empty(out.shape, dtype=np.int32)
-    max_pool_forward_kernel(planes, out, index, *geometry)
+    max_pool_forward_kernel(planes, out, index, *geometry, planes.shape[0])
     return out.reshape(x.shape[:2] + out.shape[3 - n :]), index
 
 
@@ -137,7 +138,7 @@ def max_pool_backward(xp, dout, index, x_shape, kernel, stride, padding):
     d = _planes(dout, len(x_shape) - 2)
     dx = _unpooled(d, x_shape)
     _, kw, sh, sw, ph, pw = _geometry(kernel, stride, padding)
-    max_pool_backward_kernel(d, index, dx, kw, sh, sw, ph, pw)
+    max_pool_backward_kernel(d, index, dx, kw, sh, sw, ph, pw, d.shape[0])
     return dx.reshape(x_shape)
 
 
@@ -146,7 +147,7 @@ def avg_pool_forward(xp, x, kernel, stride, padding, count_include_pad):
     n, geometry = x.ndim - 2, _geometry(kernel, stride, padding)
     planes = _planes(x, n)
     out = _pooled(planes, geometry, x.dtype)
-    avg_pool_forward_kernel(planes, out, *geometry, count_include_pad)
+    avg_pool_forward_kernel(planes, out, *geometry, count_include_pad, planes.shape[0])
     return out.reshape(x.shape[:2] + out.shape[3 - n :])
 
 
@@ -154,7 +155,8 @@ def avg_pool_backward(xp, dout, x_shape, kernel, stride, padding, count_include_
     """``tricycle.nn.pooling.avg_pool_backward``."""
     d = _planes(dout, len(x_shape) - 2)
     dx = _unpooled(d, x_shape)
-    avg_pool_backward_kernel(d, dx, *_geometry(kernel, stride, padding), count_include_pad)
+    avg_pool_backward_kernel(d, dx, *_geometry(kernel, stride, padding), count_include_pad,
+                             d.shape[0])  # fmt: skip
     return dx.reshape(x_shape)
 
 

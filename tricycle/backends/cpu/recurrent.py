@@ -21,7 +21,7 @@ from numba.extending import overload
 from tricycle import dispatch
 from tricycle.backends.cpu import blas
 from tricycle.backends.cpu.arrays import aligned_empty
-from tricycle.backends.cpu.compile import jit, parallel_jit, thread_count, uses_one_pool
+from tricycle.backends.cpu.compile import jit, parfor_jit, thread_count, uses_one_pool
 from tricycle.backends.cpu.gemm import gemm_blocks_into, matmul
 from tricycle.backends.cpu.maths import typed
 
@@ -254,7 +254,7 @@ def gru_cell_backward(xp, dh_new, dc_new, saved, xg, h, h_new, c, c_new):
 # ``later``), so that no chunk overwrites one that another chunk is still reading.
 
 
-@parallel_jit(blas=True)
+@parfor_jit(blas=True)
 def lstm_forward_steps(xg, w_chunks, bias, h0, c0, states, gates, z, rows, columns):
     """The LSTM over T steps: xg (T, N, 4H); w_chunks (chunks, H, 4 Hc), chunk k's columns of
     W_hh^T, gates i | f | g | o of units [k Hc, (k + 1) Hc); bias (4H,). Writes states
@@ -271,7 +271,7 @@ def lstm_forward_steps(xg, w_chunks, bias, h0, c0, states, gates, z, rows, colum
                                k * Hc)  # fmt: skip
 
 
-@parallel_jit(blas=True)
+@parfor_jit(blas=True)
 def lstm_backward_steps(dhs, dcs, gates, cs, c0, w_rows, dxg, dz, dh_parts, dc, rows, columns):
     """Back through ``lstm_forward_steps``: dhs and dcs (T, N, H) reach each step's outputs,
     cs (T, N, H) are its cell states; w_rows (chunks, 4 Hc, H) are chunk k's rows of W_hh.

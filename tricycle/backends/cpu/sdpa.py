@@ -22,7 +22,6 @@ constants), computed here in 64-bit integers cut to 32 bits.
 import math
 
 import numpy as np
-from numba import prange
 
 from tricycle import dispatch
 from tricycle.backends.cpu.compile import jit, parallel_jit
@@ -96,12 +95,14 @@ def _drop(p, seed, threshold, keep_scale, first_row, first_key):
 
 
 @parallel_jit
-def _forward(q, k_t, v, bias, out, lse, causal, window, scale, seed, threshold, keep_scale):
+def _forward(q, k_t, v, bias, out, lse, causal, window, scale, seed, threshold, keep_scale,
+             first, last):  # fmt: skip
+    """Tasks first..last of (batch, head, block of queries)."""
     B, H, Tq, D = q.shape
     Hkv, Tk, Dv = v.shape[1], v.shape[2], v.shape[3]
     group = H // Hkv
     n_blocks = (Tq + QUERY_BLOCK - 1) // QUERY_BLOCK
-    for task in prange(B * H * n_blocks):
+    for task in range(first, last):
         bh, a = task // n_blocks, (task % n_blocks) * QUERY_BLOCK
         b, h = bh // H, bh % H
         e = min(a + QUERY_BLOCK, Tq)
@@ -110,9 +111,9 @@ def _forward(q, k_t, v, bias, out, lse, causal, window, scale, seed, threshold, 
         total = np.zeros(e - a, dtype=q.dtype)  # running sum of exp(S - m)
         acc = np.zeros((e - a, Dv), dtype=q.dtype)  # running sum of exp(S - m) v
         # the keys any of these queries may see
-        first = _key_range(a + Tk - Tq, Tk, causal, window)[0]
-        end = _key_range(e - 1 + Tk - Tq, Tk, causal, window)[1]
-        for start in range(first, end, KEY_BLOCK):
+        keys_from = _key_range(a + Tk - Tq, Tk, causal, window)[0]
+        keys_to = _key_range(e - 1 + Tk - Tq, Tk, causal, window)[1]
+        for start in range(keys_from, keys_to, KEY_BLOCK):
             s = _scores(query, keys_t, bias[b, h], a, start, Tk, causal, window, scale)
             for r in range(e - a):
                 new_m = max(m[r], s[r].max())
@@ -139,11 +140,12 @@ def _forward(q, k_t, v, bias, out, lse, causal, window, scale, seed, threshold, 
 
 @parallel_jit
 def _backward(q, k, k_t, v_t, bias, out, lse, dout, dq, dk, dv, causal, window, scale, seed,
-              threshold, keep_scale):  # fmt: skip
+              threshold, keep_scale, first, last):  # fmt: skip
+    """Tasks first..last of (batch, key/value head)."""
     B, H, Tq, D = q.shape
     Hkv, Tk = k.shape[1], k.shape[2]
     group = H // Hkv
-    for task in prange(B * Hkv):
+    for task in range(first, last):
         b, kv = task // Hkv, task % Hkv
         keys, keys_t, values_t = k[b, kv], k_t[b, kv], v_t[b, kv]  # (Tk, D), (D, Tk), (Dv, Tk)
         dk[b, kv] = 0.0
@@ -154,9 +156,9 @@ def _backward(q, k, k_t, v_t, bias, out, lse, dout, dq, dk, dv, causal, window, 
                 query, dy = q[b, h, a:e], dout[b, h, a:e]  # (nq, D), (nq, Dv)
                 delta = (dy * out[b, h, a:e]).sum(axis=1)  # rowsum(dO * O)
                 dquery = np.zeros((e - a, D), dtype=q.dtype)
-                first = _key_range(a + Tk - Tq, Tk, causal, window)[0]
-                end = _key_range(e - 1 + Tk - Tq, Tk, causal, window)[1]
-                for start in range(first, end, KEY_BLOCK):
+                keys_from = _key_range(a + Tk - Tq, Tk, causal, window)[0]
+                keys_to = _key_range(e - 1 + Tk - Tq, Tk, causal, window)[1]
+                for start in range(keys_from, keys_to, KEY_BLOCK):
                     s = _scores(query, keys_t, bias[b, h], a, start, Tk, causal, window, scale)
                     nk = s.shape[1]
                     for r in range(e - a):  # P from each row's log-sum-exp (+inf: P = 0)
@@ -207,7 +209,7 @@ def sdpa_forward(xp, q, k, v, bias=None, causal=False, window=None, scale=None, 
     k_t = np.ascontiguousarray(k.swapaxes(-1, -2))  # (B, Hkv, D, Tk): rows of keys for q . k
     _forward(np.ascontiguousarray(q), k_t, np.ascontiguousarray(v),
              _bias_view(bias, (B, H, Tq, Tk), q.dtype), out, lse, causal, window or 0, typed_scale,
-             *_dropout_arguments(dropout))  # fmt: skip
+             *_dropout_arguments(dropout), B * H * -(-Tq // QUERY_BLOCK))  # fmt: skip
     return out, (q, k, v, bias, out, lse, causal, window, scale, dropout)
 
 
@@ -223,7 +225,7 @@ def sdpa_backward(xp, dout, saved):
               _bias_view(bias, (B, H, Tq, Tk), q.dtype), contiguous(out), contiguous(lse),
               contiguous(dout, dtype=q.dtype), dq, dk, dv, causal, window or 0,
               q.dtype.type(scale),
-              *_dropout_arguments(dropout))  # fmt: skip
+              *_dropout_arguments(dropout), B * k.shape[1])  # fmt: skip
     return dq, dk, dv
 
 

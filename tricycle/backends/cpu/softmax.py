@@ -5,7 +5,6 @@ with the references' signatures.
 """
 
 import numpy as np
-from numba import prange
 
 from tricycle import dispatch
 from tricycle.backends.cpu.arrays import rows
@@ -14,8 +13,7 @@ from tricycle.backends.cpu.maths import exp, maximum, typed
 
 
 # ---------------------------------------------------------------------- row reductions
-# Each reduction over a row is a function of its own, compiled once, so that a kernel's
-# parallel and serial variants add (or compare) in the same order.
+# Each reduction over a row is a function of its own, which the kernels share.
 @jit
 def row_max(inp, n):
     """The largest value of row n of inp (N, C), NaN if the row holds one."""
@@ -65,10 +63,10 @@ def row_dot(a, b, n):
 
 # ---------------------------------------------------------------------- kernels
 @parallel_jit
-def softmax_forward_kernel(out, inp):
-    """out = exp(inp - max) / sum(exp(inp - max)) per row of inp (N, C)."""
-    N, C = inp.shape
-    for n in prange(N):
+def softmax_forward_kernel(out, inp, first, last):
+    """out = exp(inp - max) / sum(exp(inp - max)) per row of inp (N, C), rows first..last."""
+    C = inp.shape[1]
+    for n in range(first, last):
         peak = row_max(inp, n)
         total = exp_store_sum(out, inp, n, peak)
         scale = typed(peak, 1.0) / total
@@ -77,20 +75,20 @@ def softmax_forward_kernel(out, inp):
 
 
 @parallel_jit
-def softmax_backward_kernel(dinp, out, dout):
-    """dinp = out * (dout - sum(dout * out)) per row."""
-    N, C = out.shape
-    for n in prange(N):
+def softmax_backward_kernel(dinp, out, dout, first, last):
+    """dinp = out * (dout - sum(dout * out)) per row, rows first..last."""
+    C = out.shape[1]
+    for n in range(first, last):
         dot = row_dot(dout, out, n)
         for i in range(C):
             dinp[n, i] = out[n, i] * (dout[n, i] - dot)
 
 
 @parallel_jit
-def log_softmax_forward_kernel(out, inp):
-    """out = inp - max - log(sum(exp(inp - max))) per row."""
-    N, C = inp.shape
-    for n in prange(N):
+def log_softmax_forward_kernel(out, inp, first, last):
+    """out = inp - max - log(sum(exp(inp - max))) per row, rows first..last."""
+    C = inp.shape[1]
+    for n in range(first, last):
         peak = row_max(inp, n)
         shift = peak + np.log(exp_sum(inp, n, peak))
         for i in range(C):
@@ -98,10 +96,10 @@ def log_softmax_forward_kernel(out, inp):
 
 
 @parallel_jit
-def log_softmax_backward_kernel(dinp, out, dout):
-    """dinp = dout - exp(out) * sum(dout) per row (exp(out) is the softmax)."""
-    N, C = out.shape
-    for n in prange(N):
+def log_softmax_backward_kernel(dinp, out, dout, first, last):
+    """dinp = dout - exp(out) * sum(dout) per row (exp(out) is the softmax), rows first..last."""
+    C = out.shape[1]
+    for n in range(first, last):
         total = row_sum(dout, n)
         for i in range(C):
             dinp[n, i] = dout[n, i] - exp(out[n, i]) * total
@@ -111,14 +109,14 @@ def log_softmax_backward_kernel(dinp, out, dout):
 def _forward(kernel, x):
     x2 = rows(x)  # (N, C)
     y = np.empty_like(x2)
-    kernel(y, x2)
+    kernel(y, x2, x2.shape[0])
     return y.reshape(x.shape)
 
 
 def _backward(kernel, y, dy):
     y2 = rows(y)
     dx = np.empty_like(y2)
-    kernel(dx, y2, rows(dy, y.dtype))
+    kernel(dx, y2, rows(dy, y.dtype), y2.shape[0])
     return dx.reshape(y.shape)
 
 

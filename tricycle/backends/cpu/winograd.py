@@ -45,7 +45,6 @@ cost what the vectorised loops save.
 """
 
 import numpy as np
-from numba import prange
 
 from tricycle.backends.cpu.arrays import aligned_empty, pad_into
 from tricycle.backends.cpu.compile import jit, parallel_jit
@@ -143,11 +142,12 @@ def gradient_tiles(d, z, tw):
             z[12, t, o], z[13, t, o], z[14, t, o], z[15, t, o] = _a(a03, a13)
 
 
-# Each kernel's tasks: task t takes samples [t N / tasks, (t + 1) N / tasks) and scratch [t].
+# Each kernel's tasks: task t takes samples [t N / tasks, (t + 1) N / tasks) and scratch [t];
+# a launch runs tasks first..last.
 
 
 @parallel_jit(blas=True)
-def forward_kernel(x, u, bias, out, xpad, v, m, tiled, ph, pw):
+def forward_kernel(x, u, bias, out, xpad, v, m, tiled, ph, pw, first, last):
     """out (N, Co, Ho, Wo) = x (N, C, H, W) convolved with the 3 x 3 kernel transformed into
     u (16, Co, C), plus bias (Co,). Scratch per task: xpad (tasks, C, 2 th + 2, 2 tw + 2) zero,
     v (tasks, 16, C, T), m (tasks, 16, Co, T), and tiled (tasks, Co, 2 th, 2 tw) for an odd
@@ -155,7 +155,7 @@ def forward_kernel(x, u, bias, out, xpad, v, m, tiled, ph, pw):
     N, tasks, tw = x.shape[0], xpad.shape[0], (xpad.shape[3] - 2) // 2
     Ho, Wo = out.shape[2], out.shape[3]
     even = Ho % 2 == 0 and Wo % 2 == 0
-    for task in prange(tasks):
+    for task in range(first, last):
         for n in range(task * N // tasks, (task + 1) * N // tasks):
             pad_into(x[n], xpad[task], ph, pw)
             input_tiles(xpad[task], v[task], tw)
@@ -169,7 +169,7 @@ def forward_kernel(x, u, bias, out, xpad, v, m, tiled, ph, pw):
 
 
 @parallel_jit(blas=True)
-def weights_grad_kernel(x, d, parts, sums, xpad, v, z, tiled, ph, pw):
+def weights_grad_kernel(x, d, parts, sums, xpad, v, z, tiled, ph, pw, first, last):
     """parts[task] (16, Co, C) += Z[xi] @ V[xi]^T over the task's samples: x (N, C, H, W),
     d (N, Co, Ho, Wo); and sums[task] (Co,) += the sum of d over each sample's positions,
     which is Z[5] (a tile's four elements) summed over the tiles: the bias's gradient. Scratch
@@ -178,7 +178,7 @@ def weights_grad_kernel(x, d, parts, sums, xpad, v, z, tiled, ph, pw):
     N, tasks, tw = x.shape[0], xpad.shape[0], (xpad.shape[3] - 2) // 2
     Ho, Wo = d.shape[2], d.shape[3]
     even = Ho % 2 == 0 and Wo % 2 == 0
-    for task in prange(tasks):
+    for task in range(first, last):
         for n in range(task * N // tasks, (task + 1) * N // tasks):
             pad_into(x[n], xpad[task], ph, pw)
             input_tiles(xpad[task], v[task], tw)
@@ -256,7 +256,7 @@ def convolve(geometry, x, weights, bias, out, parallel):
     tasks = geometry.tasks(_bytes_per_task(geometry, Co, x.itemsize))
     xpad, v, m, tiled = _scratch(geometry, tasks, Co, dtype)
     forward_kernel.run(parallel(tasks, x), x, u, bias, out, xpad, v, m,
-                       tiled, *geometry.padding)  # fmt: skip
+                       tiled, *geometry.padding, tasks)  # fmt: skip
 
 
 def weights_grad(geometry, x, d, parallel):
@@ -269,7 +269,7 @@ def weights_grad(geometry, x, d, parallel):
     parts = np.zeros((tasks, 16, Co, x.shape[1]), dtype=dtype)
     sums = np.zeros((tasks, Co))  # float64: a channel's sum over the batch
     weights_grad_kernel.run(parallel(tasks, x), x, d, parts, sums, xpad, v, z, tiled,
-                            *geometry.padding)  # fmt: skip
+                            *geometry.padding, tasks)  # fmt: skip
     du = parts.sum(axis=0).reshape(4, 4, Co, -1)  # over the tasks, in order
     dw = np.tensordot(np.tensordot(G, du, (0, 0)), G, (1, 0))  # G^T dU G: (i, o, c, j)
     return dw.transpose(1, 2, 0, 3).astype(dtype), sums.sum(axis=0).astype(dtype)
