@@ -407,13 +407,13 @@ class Trainer:
                         for line in report_lines(step, records.last, val_loss, measured, improved):
                             say(line)
                     if checkpointing:
-                        if main and loss_plot:  # after the kernels' compiles: none forks now
-                            import_in_background()  # the last picture waits for no import
                         self.wall_time = records.wall()
                         with records.checkpointing():  # the snapshot: the files are written
                             self.checkpoint(run_dir, metadata, best=improved)  # meanwhile
                             if main and loss_plot and time.perf_counter() - drawn > 60:
                                 drawn = self._draw_losses(run_dir, loss_plot)
+                        if main and loss_plot:  # after the snapshot and the kernels' compiles
+                            import_in_background()  # (none forks now): the end's picture
                     if out_of_time or interrupted:
                         ended = "out of time" if out_of_time else "interrupted"
                         if out_of_time and main:
