@@ -69,9 +69,11 @@ def _worker():
             kernel, args, first, last = inbox.get()
             try:
                 kernel(*args, first, last)
-                outbox.put(None)
+                answer = None
             except BaseException as error:  # noqa: BLE001 - raised in the launching thread
-                outbox.put(error)
+                answer = error
+            kernel = args = None  # the launch's arrays are not kept alive until the next one
+            outbox.put(answer)
 
     threading.Thread(target=serve, name="tricycle-kernels", daemon=True).start()
     return inbox, outbox
