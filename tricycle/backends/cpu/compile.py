@@ -191,8 +191,8 @@ def _record_and_compile(step, args) -> int:
             if dispatcher._cache.load_overload(sig, dispatcher.targetctx) is None:
                 wanted[dispatcher, sig] = None
     _recorded[:] = []
-    if wanted:
-        _report.announce()
+    if wanted:  # said by the process that waits for them (one that fails first says nothing),
+        _report.announced = True  # not by the children that compile them
         # the longest first (the most bytecode, a guess at the compile time): the last to end
         # then starts early
         work = sorted(wanted, key=lambda item: -len(item[0].py_func.__code__.co_code))
@@ -235,6 +235,8 @@ class _Ahead:
         count it in the report: whether it ended now."""
         if self.pid is None:
             return False
+        if block:  # the program waits for the compile now: it says so
+            _report.announce()
         done, _ = os.waitpid(self.pid, 0 if block else os.WNOHANG)
         if not done:
             return False
@@ -505,7 +507,7 @@ class _CompileReport(event.Listener):
             self.end()
 
     def announce(self):
-        """The first line, once (a forked child's says it for this process too)."""
+        """The first line, once."""
         if not self.announced:
             self.announced = True
             print("tricycle: compiling the CPU kernels (numba; once: later runs load them from "
@@ -536,13 +538,12 @@ class _CompileReport(event.Listener):
 
     def add(self, kernels: int, seconds: float):
         """``kernels`` compiled in ``seconds`` (of wall time) by children."""
-        self.announced = True
         self.kernels += kernels
         self.seconds += seconds
 
     def summary(self):
         _ahead.wait(block=False)
-        if self.kernels:
+        if self.kernels and self.announced:  # a compile this process waited for
             print(f"tricycle: compiled {self.kernels} CPU kernel(s) in {self.seconds:.1f} s",
                   file=sys.stderr, flush=True)  # fmt: skip
 
