@@ -86,9 +86,11 @@ def test_the_command_and_the_environment_it_adds(tmp_path):
 @needs_mpi
 def test_a_script_runs_on_two_processes(tmp_path):
     script = tmp_path / "hello.py"
-    script.write_text("import os, sys\n"
-                      "print('rank', os.environ['PMI_RANK'], os.environ['NCCL_NVLS_ENABLE'], "
-                      "sys.argv[1:])\n")  # fmt: skip
+    script.write_text(  # the rank as MPICH or Open MPI names it
+        "import os, sys\n"
+        "rank = os.environ.get('PMI_RANK', os.environ.get('OMPI_COMM_WORLD_RANK'))\n"
+        "print('rank', rank, os.environ['NCCL_NVLS_ENABLE'], sys.argv[1:])\n"
+    )
     done = tricycle_run("-n", "2", str(script), "a", "--b")
     assert done.returncode == 0, done.stderr
     assert sorted(done.stdout.splitlines()) == [f"rank {r} 0 ['a', '--b']" for r in range(2)]
