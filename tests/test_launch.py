@@ -86,10 +86,11 @@ def test_the_command_and_the_environment_it_adds(tmp_path):
 @needs_mpi
 def test_a_script_runs_on_two_processes(tmp_path):
     script = tmp_path / "hello.py"
-    script.write_text(  # the rank as MPICH or Open MPI names it
+    script.write_text(  # the rank as MPICH or Open MPI names it; one write a line (print
+        # writes its parts one by one: two processes' lines would interleave)
         "import os, sys\n"
         "rank = os.environ.get('PMI_RANK', os.environ.get('OMPI_COMM_WORLD_RANK'))\n"
-        "print('rank', rank, os.environ['NCCL_NVLS_ENABLE'], sys.argv[1:])\n"
+        "sys.stdout.write(f\"rank {rank} {os.environ['NCCL_NVLS_ENABLE']} {sys.argv[1:]}\\n\")\n"
     )
     done = tricycle_run("-n", "2", str(script), "a", "--b")
     assert done.returncode == 0, done.stderr
