@@ -205,8 +205,11 @@ def _children_alive() -> bool:
 
 
 CTRL_C_SCRIPT = """
-import os, sys, time
+import os, signal, sys, time
 import numpy as np
+# as from a terminal: pytest-xdist's workers ignore SIGINT, and a child inherits that
+signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 from tricycle.data import DataLoader
 
 class Slow:
