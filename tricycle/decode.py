@@ -50,6 +50,7 @@ def sample(model, prompt, max_new_tokens, temperature, top_k, rng, use_cache, vo
         return caches, model._last_logits(window, caches, head)
 
     caches, logits = prefill(window)  # logits: host (B, V), or None where a Decoder sampled
+    recorded = use_cache and records(caches)  # the device does not change: asked once
     decoder = None
     for step in range(max_new_tokens):
         if logits is not None:
@@ -67,7 +68,7 @@ def sample(model, prompt, max_new_tokens, temperature, top_k, rng, use_cache, vo
             decoder = None
         elif not use_cache:
             logits = model._last_logits(window, None, head)
-        elif decoder is not None or records(caches):
+        elif recorded:
             decoder = decoder or Decoder(model, caches, head, vocab_limit)
             logits, next_ids = decoder(next_ids, greedy=temperature == 0)
         else:

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from tricycle.atomic import atomic_write
-from tricycle.backend import to_host_array
+from tricycle.backend import is_cupy_array, to_host_array
 from tricycle.hf_files import (
     DTYPES,
     PretrainedError,
@@ -220,7 +220,7 @@ def host_copy(state):
         state = state.array
     if isinstance(state, np.ndarray):
         return state.copy()
-    if hasattr(state, "__cuda_array_interface__"):
+    if is_cupy_array(state):
         return to_host_array(state)  # a new host array
     if isinstance(state, dict):
         return {k: host_copy(v) for k, v in state.items()}
