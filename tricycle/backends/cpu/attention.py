@@ -239,9 +239,21 @@ def attend(xp, q, k, v):
     B, H, Tq, D = q.shape
     out = np.empty((B, Tq, H, D), dtype=q.dtype)
     lse = np.empty((B, H, Tq), dtype=q.dtype)
-    qt, kt, vt = (a.swapaxes(1, 2) for a in (q, k, v))  # (B, T, H, D) views
+    qt, kt, vt = (_strided(a.swapaxes(1, 2)) for a in (q, k, v))  # (B, T, H, D) views
     attention_forward_kernel(qt, kt, vt, out, lse, 0, 0, 1.0, BLOCK, B * H)
     return out
+
+
+def _strided(x):
+    """``x``, or a copy of it whose elements are not contiguous where ``x``'s are (a decode
+    step's one query at batch 1): the kernel's q, k and v are then always typed as strided
+    views (numba's layout "A", as training's views of qkv), one signature to compile, not
+    another for contiguous arrays."""
+    if not x.flags.c_contiguous or x.shape[-1] < 2:
+        return x
+    spaced = np.empty((*x.shape[:-1], 2 * x.shape[-1]), dtype=x.dtype)[..., ::2]
+    spaced[...] = x
+    return spaced
 
 
 dispatch.add("attention", "cpu", (attention_forward, attention_backward))

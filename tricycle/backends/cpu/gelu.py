@@ -117,7 +117,7 @@ def gelu_backward(xp, x, dy, approximate=False):
     x2 = rows(x)
     dx = np.empty_like(x2)
     no_bias = np.zeros(x2.shape[1], x.dtype)
-    BACKWARD[_tanh_form(approximate)](dx, np.zeros((0, 0)), rows(dy, x.dtype), x2, no_bias,
+    BACKWARD[_tanh_form(approximate)](dx, np.zeros((0, 0), x.dtype), rows(dy, x.dtype), x2, no_bias,
                                       n_chunks(x2.shape[0]))  # fmt: skip
     return dx.reshape(x.shape)
 

@@ -1,0 +1,91 @@
+"""Compile time of the CPU kernels a program calls, kernel by kernel, in CPU seconds.
+
+For each program (the default GPT run, ``examples/bert_mlm.py``), a fresh process with an empty
+numba cache records the kernels and argument types its small step calls, as
+``tricycle.apps.precompile`` does, then compiles them one after the other in that process and
+prints ``time.process_time()`` for each (its callees and numba's overloads compiled on the way
+count with the first kernel that needs them) and the total. CPU time, not wall time: on a
+shared machine it moves far less with the load.
+
+    python benchmarks/compile_time.py                   # both programs
+    python benchmarks/compile_time.py --program bert    # one
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PROGRAMS = ("gpt", "bert")
+
+
+def record(program: str):
+    """The (dispatcher, arguments) of each kernel call of ``program``'s small step."""
+    from tricycle.backends.cpu import compile as cpu_compile  # noqa: PLC0415
+
+    cpu_compile._recorded[:] = [[]]
+    if program == "gpt":
+        from tricycle.apps.precompile import SMALL, _gpt_step  # noqa: PLC0415
+        from tricycle.configs import CPUConfig  # noqa: PLC0415 - the default run's config
+
+        config = CPUConfig()
+        import dataclasses  # noqa: PLC0415
+
+        small = dataclasses.replace(config, **SMALL, embedding_dim=4 * config.n_heads)
+        _gpt_step(small, "fp32")
+    else:
+        sys.path.insert(0, str(ROOT / "examples"))
+        import bert_mlm  # noqa: PLC0415
+
+        bert_mlm.small_steps(bert_mlm.parse_args([]))
+    calls = compile._recorded[0]
+    cpu_compile._recorded[:] = []
+    return calls
+
+
+def measure(program: str) -> None:
+    """In this process (its numba cache empty): compile each recorded kernel, in turn."""
+    import time  # noqa: PLC0415
+
+    from tricycle.backends.cpu import compile as cpu_compile  # noqa: PLC0415
+
+    # callees too compile here, where process_time sees them, not in a child
+    cpu_compile._compile_in_a_child = lambda dispatcher, sig: None
+    calls = record(program)
+    seen, total = set(), 0.0
+    print(f"{program}: kernel, signature, CPU seconds")
+    for dispatcher, arguments in calls:
+        sig = tuple(dispatcher.typeof_pyval(a) for a in arguments)
+        if (dispatcher, sig) in seen:
+            continue
+        seen.add((dispatcher, sig))
+        started = time.process_time()
+        type(dispatcher).compile(dispatcher, sig)
+        seconds = time.process_time() - started
+        total += seconds
+        name = dispatcher.py_func.__qualname__
+        short = ", ".join(str(t) for t in sig)
+        print(f"  {name:40s} {seconds:7.2f}   ({short[:90]})")
+    print(f"{program}: {len(seen)} kernel(s), {total:.2f} CPU s in all", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--program", choices=PROGRAMS, action="append")
+    parser.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.in_process:
+        return measure(args.program[0])
+    for program in args.program or PROGRAMS:
+        with tempfile.TemporaryDirectory() as cache:
+            env = {**os.environ, "NUMBA_CACHE_DIR": cache, "PYTHONPATH": str(ROOT),
+                   "TRICYCLE_THREADS": "2", "NUMBA_NUM_THREADS": "2"}  # fmt: skip
+            subprocess.run([sys.executable, __file__, "--program", program, "--in-process"],
+                           env=env, check=True)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
