@@ -41,7 +41,7 @@ def record(program: str):
         import bert_mlm  # noqa: PLC0415
 
         bert_mlm.small_steps(bert_mlm.parse_args([]))
-    calls = compile._recorded[0]
+    calls = cpu_compile._recorded[0]
     cpu_compile._recorded[:] = []
     return calls
 
