@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,11 +47,36 @@ def record(program: str):
     return calls
 
 
-def measure(program: str) -> None:
-    """In this process (its numba cache empty): compile each recorded kernel, in turn."""
-    import time  # noqa: PLC0415
+class Callees:
+    """numba's compile events inside a kernel's: each function compiled on the way (a callee
+    not inlined, an overload of numba's), with its CPU seconds, callees included."""
 
+    def __init__(self):
+        from numba.core import event  # noqa: PLC0415
+
+        self.started, self.done = [], []
+        listener = type("Listener", (event.Listener,), {
+            "on_start": lambda _, ev: self.started.append(time.process_time()),
+            "on_end": lambda _, ev: self.end(ev)})  # fmt: skip
+        event.register("numba:compile", listener())
+
+    def end(self, ev):
+        seconds = time.process_time() - self.started.pop()
+        if self.started:  # not the kernel itself
+            dispatcher = ev.data.get("dispatcher")
+            name = getattr(getattr(dispatcher, "py_func", None), "__qualname__", str(dispatcher))
+            self.done.append((len(self.started), name, seconds))
+
+    def take(self):
+        done, self.done = self.done, []
+        return done
+
+
+def measure(program: str, callees: bool) -> None:
+    """In this process (its numba cache empty): compile each recorded kernel, in turn."""
     from tricycle.backends.cpu import compile as cpu_compile  # noqa: PLC0415
+
+    inside = Callees()
 
     # callees too compile here, where process_time sees them, not in a child
     cpu_compile._compile_in_a_child = lambda dispatcher, sig: None
@@ -69,22 +95,27 @@ def measure(program: str) -> None:
         name = dispatcher.py_func.__qualname__
         short = ", ".join(str(t) for t in sig)
         print(f"  {name:40s} {seconds:7.2f}   ({short[:90]})")
+        for depth, callee, callee_seconds in inside.take() if callees else ():
+            print(f"  {'  ' * depth}{callee[:40 - 2 * depth]:{40 - 2 * depth}s} {callee_seconds:7.2f}")
     print(f"{program}: {len(seen)} kernel(s), {total:.2f} CPU s in all", flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--program", choices=PROGRAMS, action="append")
+    parser.add_argument("--callees", action="store_true",
+                        help="also each function compiled inside a kernel's compile")
     parser.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.in_process:
-        return measure(args.program[0])
+        return measure(args.program[0], args.callees)
     for program in args.program or PROGRAMS:
         with tempfile.TemporaryDirectory() as cache:
             env = {**os.environ, "NUMBA_CACHE_DIR": cache, "PYTHONPATH": str(ROOT),
                    "TRICYCLE_THREADS": "2", "NUMBA_NUM_THREADS": "2"}  # fmt: skip
-            subprocess.run([sys.executable, __file__, "--program", program, "--in-process"],
-                           env=env, check=True)  # fmt: skip
+            callees = ["--callees"] if args.callees else []
+            subprocess.run([sys.executable, __file__, "--program", program, "--in-process",
+                            *callees], env=env, check=True)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -51,16 +51,25 @@ def keep(seed, threshold, row, key):
 
 
 @jit
-def _load(x, b, h, scale):
-    """x[b, :, h, :] * scale as a contiguous (T, D) array."""
-    T, D = x.shape[1], x.shape[3]
-    out = np.empty((T, D), dtype=x.dtype)
+def _load(out, x, b, h, scale):
+    """out (T, D) = x[b, :, h, :] * scale: a head as a contiguous array."""
+    T, D = out.shape
     for t in range(T):
         for d in range(D):
             out[t, d] = x[b, t, h, d] * scale
-    return out
 
 
+@jit
+def _zero(x):
+    """x (N, D) = 0."""
+    for i in range(x.shape[0]):
+        for d in range(x.shape[1]):
+            x[i, d] = 0.0
+
+
+# The kernels allocate their blocks once a call and use plain loops and conditional
+# expressions where numpy's functions (np.full, np.zeros, min of two ints) would each be an
+# overload for numba to compile: a first run compiles less.
 @parallel_jit(blas=True)
 def attention_forward_kernel(q, k, v, out, lse, seed, threshold, dropout_scale, block, first,
                              last):  # fmt: skip
@@ -71,24 +80,32 @@ def attention_forward_kernel(q, k, v, out, lse, seed, threshold, dropout_scale, 
     Tk, Hkv = k.shape[1], k.shape[2]
     group, offset = H // Hkv, Tk - Tq
     scale = 1 / math.sqrt(D)
+    qh = np.empty((Tq, D), dtype=q.dtype)  # a head's queries, scaled
+    kh = np.empty((Tk, D), dtype=q.dtype)
+    vh = np.empty((Tk, D), dtype=q.dtype)
+    s_block = np.empty((block, block), dtype=q.dtype)
+    acc_block = np.empty((block, D), dtype=q.dtype)
+    m = np.empty(block, dtype=q.dtype)
+    row_sums = np.empty(block, dtype=q.dtype)
     for bh in range(first, last):
         b, h = bh // H, bh % H
-        qh = _load(q, b, h, scale)  # (Tq, D), scaled
-        kh = _load(k, b, h // group, 1.0)  # (Tk, D)
-        vh = _load(v, b, h // group, 1.0)
-        s_block = np.empty((block, block), dtype=q.dtype)
+        _load(qh, q, b, h, scale)
+        _load(kh, k, b, h // group, 1.0)
+        _load(vh, v, b, h // group, 1.0)
         for a in range(0, Tq, block):
-            e = min(a + block, Tq)
+            e = a + block if a + block < Tq else Tq
             n = e - a
-            m = np.full(n, -np.inf, dtype=q.dtype)
-            row_sums = np.zeros(n, dtype=q.dtype)
-            acc = np.zeros((n, D), dtype=q.dtype)
+            acc = acc_block[:n]
+            _zero(acc)
+            for i in range(n):
+                m[i], row_sums[i] = -np.inf, 0.0
             for c in range(0, e + offset, block):  # key blocks up to the last query's position
-                f = min(c + block, e + offset)
+                f = c + block if c + block < e + offset else e + offset
                 s = s_block[:n, : f - c]  # scores
                 gemm_into(s, qh[a:e], kh[c:f], False, True, 0.0)  # q k^T
                 for i in range(n):
-                    last = min(f, a + i + offset + 1)  # keys after the query's position: masked
+                    # keys after the query's position: masked
+                    last = f if f < a + i + offset + 1 else a + i + offset + 1
                     row_max = m[i]
                     for j in range(c, last):
                         row_max = max(row_max, s[i, j - c])
@@ -99,7 +116,7 @@ def attention_forward_kernel(q, k, v, out, lse, seed, threshold, dropout_scale, 
                         p = exp(s[i, j - c] - row_max)
                         row_sum += p
                         s[i, j - c] = p
-                    for j in range(max(last, c), f):
+                    for j in range(last if last > c else c, f):
                         s[i, j - c] = 0.0
                     if threshold:
                         row = (b * H + h) * Tq + a + i
@@ -126,37 +143,42 @@ def attention_backward_kernel(q, k, v, out, dout, lse, dq, dk, dv, seed, thresho
     Hkv = k.shape[2]
     group = H // Hkv
     scale = 1 / math.sqrt(D)
+    kh, vh = np.empty((T, D), dtype=q.dtype), np.empty((T, D), dtype=q.dtype)
+    dkh, dvh = np.empty((T, D), dtype=q.dtype), np.empty((T, D), dtype=q.dtype)
+    qh, doh = np.empty((T, D), dtype=q.dtype), np.empty((T, D), dtype=q.dtype)
+    dqh = np.empty((T, D), dtype=q.dtype)
+    p_block = np.empty((block, block), dtype=q.dtype)
+    dp_block = np.empty((block, block), dtype=q.dtype)
+    delta = np.empty(T, dtype=q.dtype)  # rowsum(dO O), which equals rowsum(dP P)
     for bk in range(first, last):
         b, hk = bk // Hkv, bk % Hkv
-        kh = _load(k, b, hk, 1.0)  # (T, D)
-        vh = _load(v, b, hk, 1.0)
-        dkh = np.zeros((T, D), dtype=q.dtype)
-        dvh = np.zeros((T, D), dtype=q.dtype)
-        p_block = np.empty((block, block), dtype=q.dtype)
-        dp_block = np.empty((block, block), dtype=q.dtype)
+        _load(kh, k, b, hk, 1.0)
+        _load(vh, v, b, hk, 1.0)
+        _zero(dkh)
+        _zero(dvh)
         for h in range(hk * group, (hk + 1) * group):
-            qh = _load(q, b, h, scale)  # (T, D), scaled
-            doh = _load(dout, b, h, 1.0)
-            dqh = np.zeros((T, D), dtype=q.dtype)
-            delta = np.empty(T, dtype=q.dtype)  # rowsum(dO O), which equals rowsum(dP P)
+            _load(qh, q, b, h, scale)  # scaled
+            _load(doh, dout, b, h, 1.0)
+            _zero(dqh)
             for t in range(T):
                 total = typed(doh[t, 0], 0.0)
                 for d in range(D):
                     total += doh[t, d] * out[b, t, h, d]
                 delta[t] = total
             for c in range(0, T, block):  # key block
-                f = min(c + block, T)
+                f = c + block if c + block < T else T
                 for a in range(c, T, block):  # the query blocks that see it
-                    e = min(a + block, T)
+                    e = a + block if a + block < T else T
                     p = p_block[: e - a, : f - c]  # scores, then probabilities
                     dp = dp_block[: e - a, : f - c]  # dP~, then dS
                     gemm_into(p, qh[a:e], kh[c:f], False, True, 0.0)  # q k^T
                     gemm_into(dp, doh[a:e], vh[c:f], False, True, 0.0)  # dO v^T
                     for i in range(e - a):
-                        last = min(f, a + i + 1)  # keys after the query's position: masked
+                        # keys after the query's position: masked
+                        last = f if f < a + i + 1 else a + i + 1
                         for j in range(c, last):
                             p[i, j - c] = exp(p[i, j - c] - lse[b, h, a + i])
-                        for j in range(max(last, c), f):  # no probability, no gradient
+                        for j in range(last if last > c else c, f):  # no probability, no gradient
                             p[i, j - c] = 0.0
                             dp[i, j - c] = 0.0
                         delta_i = delta[a + i]

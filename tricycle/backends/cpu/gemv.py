@@ -28,25 +28,29 @@ TILE = 1024  # columns per accumulator at most (4 KB of float32: in L1 beside fo
 @parallel_jit
 def gemv_columns_kernel(out, x, w, tile, first, last):
     """out (N,) = x (K,) w (K, N), in tiles of ``tile`` columns, one accumulator each: tiles
-    first..last."""
+    first..last. (The accumulator is allocated once and written out by a loop: an array
+    assigned to a slice took most of the kernel's compile time.)"""
     K, N = w.shape
+    acc = np.empty(tile, dtype=out.dtype)
     for t in range(first, last):
         n0 = t * tile
-        n1 = min(n0 + tile, N)
-        acc = np.zeros(n1 - n0, dtype=out.dtype)
+        width = tile if n0 + tile <= N else N - n0
+        for n in range(width):
+            acc[n] = 0.0
         k = 0
         while k + 4 <= K:  # four rows a pass: a quarter of the accumulator's loads and stores
             x0, x1, x2, x3 = x[k], x[k + 1], x[k + 2], x[k + 3]
-            w0, w1, w2, w3 = w[k, n0:n1], w[k + 1, n0:n1], w[k + 2, n0:n1], w[k + 3, n0:n1]
-            for n in range(n1 - n0):
+            w0, w1, w2, w3 = w[k, n0:], w[k + 1, n0:], w[k + 2, n0:], w[k + 3, n0:]
+            for n in range(width):
                 acc[n] += x0 * w0[n] + x1 * w1[n] + x2 * w2[n] + x3 * w3[n]
             k += 4
         while k < K:
-            xk, wk = x[k], w[k, n0:n1]
-            for n in range(n1 - n0):
+            xk, wk = x[k], w[k, n0:]
+            for n in range(width):
                 acc[n] += xk * wk[n]
             k += 1
-        out[n0:n1] = acc
+        for n in range(width):
+            out[n0 + n] = acc[n]
 
 
 @parallel_jit
