@@ -11,6 +11,9 @@ An operand stored transposed (a transposed view, Fortran order) is passed to BLA
 """
 
 import numpy as np
+from numba import types
+from numba.core.imputils import impl_ret_borrowed
+from numba.extending import intrinsic
 
 from tricycle import dispatch
 from tricycle.backends.cpu import blas
@@ -26,15 +29,38 @@ def _leading(x):
     return x.strides[0] // x.itemsize if x.shape[0] > 1 else max(x.shape[1], 1)
 
 
-# compiled once and called, not inlined: a BLAS call has the same bits wherever it is compiled,
-# and inlined into each of its call sites it took a third of the attention kernels' compile
-# time (``benchmarks/README.md``)
-@jit(inline="never")
+@intrinsic
+def _strided(typingctx, x):
+    """The array ``x`` typed as a strided one (numba's layout "A"), whatever its layout: the
+    same structure, so nothing is copied."""
+    if not isinstance(x, types.Array):
+        return None
+    strided = x.copy(layout="A")
+
+    def codegen(context, builder, signature, args):
+        return impl_ret_borrowed(context, builder, strided, args[0])
+
+    return strided(x), codegen
+
+
+@jit
 def gemm_into(out, a, b, a_transposed, b_transposed, beta):
     """out = a' b' + beta out, one BLAS call on this thread, where a' is a (or a^T if
     ``a_transposed``) and b' likewise, each matrix's rows contiguous (a block of a larger
     matrix will do): a kernel's block products, accumulated in place and with no temporary,
-    which ``np.dot`` cannot do."""
+    which ``np.dot`` cannot do. Every call goes to one compiled function of one signature
+    per dtype (``_gemm``): strided arrays and plain flags, whatever the caller's layouts and
+    constants, which would each be a function to compile."""
+    _gemm(_strided(out), _strided(a), _strided(b), bool(a_transposed), bool(b_transposed),
+          float(beta))  # fmt: skip
+
+
+# compiled once and called, not inlined: a BLAS call has the same bits wherever it is compiled,
+# and inlined into each of its call sites it took a third of the attention kernels' compile
+# time (``benchmarks/README.md``)
+@jit(inline="never")
+def _gemm(out, a, b, a_transposed, b_transposed, beta):
+    """``gemm_into`` of strided arrays."""
     M, N = out.shape
     K = a.shape[0] if a_transposed else a.shape[1]
     transa = blas.TRANS if a_transposed else blas.NO_TRANS
