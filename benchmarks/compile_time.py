@@ -9,6 +9,7 @@ shared machine it moves far less with the load.
 
     python benchmarks/compile_time.py                   # both programs
     python benchmarks/compile_time.py --program bert    # one
+    python benchmarks/compile_time.py --callees         # and what each kernel compiles inside
 """
 
 import argparse
@@ -96,7 +97,8 @@ def measure(program: str, callees: bool) -> None:
         short = ", ".join(str(t) for t in sig)
         print(f"  {name:40s} {seconds:7.2f}   ({short[:90]})")
         for depth, callee, callee_seconds in inside.take() if callees else ():
-            print(f"  {'  ' * depth}{callee[:40 - 2 * depth]:{40 - 2 * depth}s} {callee_seconds:7.2f}")
+            width = 40 - 2 * depth
+            print(f"  {'  ' * depth}{callee[:width]:{width}s} {callee_seconds:7.2f}")
     print(f"{program}: {len(seen)} kernel(s), {total:.2f} CPU s in all", flush=True)
 
 
