@@ -105,8 +105,7 @@ def measure(program: str, callees: bool) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--program", choices=PROGRAMS, action="append")
-    parser.add_argument("--callees", action="store_true",
-                        help="also each function compiled inside a kernel's compile")
+    parser.add_argument("--callees", action="store_true", help="and their callees' compiles")
     parser.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.in_process:

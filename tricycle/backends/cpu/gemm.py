@@ -30,7 +30,7 @@ def _leading(x):
 
 
 @intrinsic
-def _strided(typingctx, x):
+def _any_layout(typingctx, x):
     """The array ``x`` typed as a strided one (numba's layout "A"), whatever its layout: the
     same structure, so nothing is copied."""
     if not isinstance(x, types.Array):
@@ -51,8 +51,8 @@ def gemm_into(out, a, b, a_transposed, b_transposed, beta):
     which ``np.dot`` cannot do. Every call goes to one compiled function of one signature
     per dtype (``_gemm``): strided arrays and plain flags, whatever the caller's layouts and
     constants, which would each be a function to compile."""
-    _gemm(_strided(out), _strided(a), _strided(b), bool(a_transposed), bool(b_transposed),
-          float(beta))  # fmt: skip
+    _gemm(_any_layout(out), _any_layout(a), _any_layout(b), bool(a_transposed),
+          bool(b_transposed), float(beta))  # fmt: skip
 
 
 # compiled once and called, not inlined: a BLAS call has the same bits wherever it is compiled,
