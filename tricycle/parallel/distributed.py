@@ -19,9 +19,11 @@ step::
 **Engines.** MPI (mpi4py, with the ``mpich`` wheel) starts the processes and carries host
 arrays; NCCL (``cupy.cuda.nccl``) carries GPU arrays, its unique id handed out over MPI
 (``tricycle.parallel.engines``). Without mpiexec (or without mpi4py) the world is this one
-process, and the same calls do the local arithmetic; on a GPU a one-rank NCCL communicator
-is used all the same. World size 1 is the single-process case, not a branch in the training
-code. The gradient buckets are ``tricycle.parallel.buckets``.
+process, and the same calls do the local arithmetic; a world of one starts an NCCL
+communicator only when a collective of GPU arrays asks for one (``DataParallel(...,
+reduce_alone=True)``, ZeRO-1), since NCCL's start costs most of a second and one process has
+nothing to send. World size 1 is the single-process case, not a branch in the training code.
+The gradient buckets are ``tricycle.parallel.buckets``.
 
 **Machines.** ``local_rank`` and ``local_size`` count the ranks on this machine: MPI's
 shared-memory group (``COMM_TYPE_SHARED``), or the ranks whose $TRICYCLE_HOST names the
@@ -69,6 +71,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from tricycle import backend, checks, waits
+from tricycle.backends.cuda import capture
 from tricycle.optimisers import named_parameters
 from tricycle.parallel import threads
 from tricycle.parallel.buckets import (  # noqa: F401 (the public names of this module)
@@ -201,17 +204,29 @@ class World:
 
     # ------------------------------------------------------------------ GPU
     def start_gpu(self) -> None:
-        """Use GPU ``local_rank`` (modulo the GPUs visible) and start NCCL over all ranks."""
-        if self._gpu is not None:
+        """Use GPU ``local_rank`` (modulo the GPUs visible) and start NCCL over all ranks (a
+        world of one: at its first collective of GPU arrays, if it makes one)."""
+        if self.device is not None:
             return
+        cupy = backend.cupy()
+        self.device = self.local_rank % cupy.cuda.runtime.getDeviceCount()
+        cupy.cuda.Device(self.device).use()
+        if self.world_size > 1:
+            self._start_nccl()
+
+    def _start_nccl(self) -> None:
+        """NCCL's communicator over all ranks (collective: every rank calls it at once)."""
         cupy, nccl = backend.cupy(), backend.nccl()
         if nccl is None:
             raise DistributedError(
                 "distributed: CuPy finds no NCCL library (cupy.cuda.nccl.available is "
-                "False); install NCCL for your CUDA version to train on GPUs"
+                "False); install NCCL for your CUDA version to train on several GPUs"
             )
-        self.device = self.local_rank % cupy.cuda.runtime.getDeviceCount()
-        cupy.cuda.Device(self.device).use()
+        if capture.capturing():
+            raise DistributedError(
+                "distributed: a world of one started NCCL inside a CUDA graph's capture; "
+                "make one collective of GPU arrays eagerly first"
+            )
         unique_id = self.broadcast_object(nccl.get_unique_id() if self.is_main else None)
         self.barrier()  # every rank is alive: NCCL's own start has no timeout
         # and holds the GIL (the deadline keeper cannot run): a C-level timer ends the process
@@ -229,10 +244,12 @@ class World:
         if not backend.is_cupy_array(array):
             return self._host
         if self._gpu is None:
-            raise DistributedError(
-                f"distributed: a GPU array (shape {array.shape}) needs NCCL: call "
-                "distributed.init(gpu=True) before moving the model to the GPU"
-            )
+            if self.device is None:
+                raise DistributedError(
+                    f"distributed: a GPU array (shape {array.shape}) needs NCCL: call "
+                    "distributed.init(gpu=True) before moving the model to the GPU"
+                )
+            self._start_nccl()  # a world of one's first collective of GPU arrays
         return self._gpu
 
     def keep_deadlines(self) -> None:
@@ -289,6 +306,8 @@ class World:
 
     def broadcast(self, array, root: int = 0):
         """Overwrite ``array`` (numpy or cupy, in place) with rank ``root``'s; returns it."""
+        if self.world_size == 1:  # it is rank root's already
+            return array
         target = array if _contiguous(array) else array.copy()
         self.wait(self._engine(target).broadcast(target, root), f"a broadcast of {array.shape}")
         if target is not array:
