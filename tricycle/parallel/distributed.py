@@ -61,6 +61,7 @@ import faulthandler
 import importlib
 import os
 import pickle
+import signal
 import sys
 import threading
 import time
@@ -130,10 +131,11 @@ def init(timeout: float | None = None, gpu: bool = False) -> "World":
         if timeout is None:
             timeout = float(os.environ.get("TRICYCLE_DIST_TIMEOUT", DEFAULT_TIMEOUT))
         _world = World(_import_mpi(), timeout)
-        threads.share_cores(_world.local_size)  # the ranks on one machine share its cores
+        threads.share_cores(_world.local_size, _world.sharers)  # ranks share their cores
         _world.keep_deadlines()
         if _world.world_size > 1:
             _abort_on_uncaught_exceptions()
+            _interrupt_on_sigterm()
     elif timeout is not None:
         _world.timeout = float(timeout)
     if gpu:
@@ -164,6 +166,8 @@ class World:
         rank, world_size: this process's index and the number of processes.
         local_rank, local_size: the same among the processes on this machine (GPU
             ``local_rank`` is this process's, after ``init(gpu=True)``).
+        sharers: the processes on this machine that may run on this one's cores (its own
+            count among them), which share them (``tricycle.parallel.threads``).
         is_main: rank 0, the one process that writes files and logs.
         timeout: seconds a collective waits for the other ranks before aborting the job.
         device: the GPU of this rank once the GPU is started, else None.
@@ -176,12 +180,15 @@ class World:
         self.MPI, self.timeout = MPI, float(timeout)
         if MPI is None:
             self.rank, self.world_size, self.local_rank, self.local_size = 0, 1, 0, 1
+            self.sharers = 1
             self._host = _LocalEngine()
         else:
             world = MPI.COMM_WORLD
             local = _machine_group(MPI, world)
             self.rank, self.world_size = world.Get_rank(), world.Get_size()
             self.local_rank, self.local_size = local.Get_rank(), local.Get_size()
+            mine = threads.affinity()  # the ranks here that may run on this one's cores:
+            self.sharers = threads.sharing(mine, local.allgather(mine))  # a launcher may bind
             local.Free()
             self._host = _MPIEngine(MPI, world.Dup())  # our own: no clash with user messages
         self.device: int | None = None
@@ -470,10 +477,27 @@ def _abort_on_uncaught_exceptions() -> None:
         world = _world
         if world is not None and not world.finalized:
             if issubclass(kind, KeyboardInterrupt):
-                world.abort("interrupted (Ctrl-C)", blame_peers=False, status=130)
+                world.abort(_interrupted(value), blame_peers=False, status=130)
             world.abort(f"{kind.__name__}: {value}", blame_peers=False)
 
     sys.excepthook = hook
+
+
+def _interrupt_on_sigterm() -> None:
+    """Make SIGTERM an interrupt, as Ctrl-C is: Open MPI's mpirun passes a Ctrl-C on to the
+    ranks as SIGTERM (MPICH's passes SIGINT), which would end each rank without a word."""
+    if threading.current_thread() is not threading.main_thread():
+        return  # only the main thread may set a handler
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt("SIGTERM")
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
+def _interrupted(error: BaseException) -> str:
+    """The message of an interrupt: Ctrl-C, or the signal made one (``SIGTERM``)."""
+    return f"interrupted ({error.args[0] if error.args else 'Ctrl-C'})"
 
 
 @contextmanager
@@ -483,7 +507,8 @@ def fail_together():
     next collective until the timeout.
 
     ``sys.exit("message")`` (a usage error) prints its message as one line; another
-    exception prints its traceback; Ctrl-C ends with status 130. ``sys.exit(0)`` and a
+    exception prints its traceback; Ctrl-C (or the SIGTERM a launcher sends for it) ends
+    with status 130. ``sys.exit(0)`` and a
     world of one process pass through unchanged."""
     try:
         yield
@@ -498,7 +523,7 @@ def fail_together():
                 world.abort(f"exited with status {error.code}", False, error.code)
             world.abort(str(error.code), blame_peers=False)
         if isinstance(error, KeyboardInterrupt):
-            world.abort("interrupted (Ctrl-C)", blame_peers=False, status=130)
+            world.abort(_interrupted(error), blame_peers=False, status=130)
         traceback.print_exc()
         world.abort(f"{type(error).__name__}: {error}", blame_peers=False)
 
