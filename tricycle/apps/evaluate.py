@@ -215,6 +215,16 @@ def sample_hook(tokeniser, interval: int, prompt: str = "", n_tokens: int = 100)
     return Hook(run, interval)
 
 
+def training_hooks(tokeniser, examples, sample_interval, prompt, n_tokens) -> list[Hook]:
+    """The hooks of a ``tricycle-train`` run: HellaSwag on ``examples`` (None: none) at each
+    evaluation, a sample of ``n_tokens`` after ``prompt`` every ``sample_interval`` steps
+    (None: none)."""
+    hooks = [] if examples is None else [hellaswag_hook(tokeniser, examples)]
+    if sample_interval is not None:
+        hooks.append(sample_hook(tokeniser, sample_interval, prompt, n_tokens))
+    return hooks
+
+
 # ------------------------------------------------------------------ command line
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
