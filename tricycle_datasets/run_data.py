@@ -3,8 +3,8 @@ into the corpora.
 
 ``load`` gives a run everything it reads: its corpus in its tokens (re-encoded by a
 pretrained model's tokeniser for ``--init-from``), checked against the data a resumed run
-recorded, and the HellaSwag examples it is evaluated on. ``load_data`` turns a run's
-``dataset`` setting into a ``TrainingData``: one of the built-in
+recorded, the HellaSwag examples it is evaluated on and the prompt of its samples.
+``load_data`` turns a run's ``dataset`` setting into a ``TrainingData``: one of the built-in
 corpora (python-code, shakespeare, shakespeare-char), a UTF-8 text file, or a directory of
 token shards made by ``python -m tricycle_datasets.prepare`` (memory-mapped, so larger than
 memory). Its ``identity`` is recorded with the run, and ``data_differences`` compares it on
@@ -28,7 +28,7 @@ import numpy as np
 
 from tricycle.configs import GPTConfig
 from tricycle_datasets import TextFile
-from tricycle_datasets.hellaswag import Example, read_examples
+from tricycle_datasets.hellaswag import read_examples, render_all
 from tricycle_datasets.python_code import PythonCode
 from tricycle_datasets.shakespeare import NotAvailable, Shakespeare, ShakespeareChar
 from tricycle_datasets.shards import INDEX, ShardError, TokenShards, load_tokeniser, read_index
@@ -47,6 +47,7 @@ __all__ = [
     "load_data",
     "load_shards",
     "retokenise",
+    "sample_prompt",
     "tokeniser_text",
 ]
 
@@ -61,8 +62,8 @@ class TrainingData:
     """What a run trains on: its tokeniser; the splits for ``gpt_trainer`` (token
     ids, or shard loaders; ``valid`` None: no validation); what identifies the data (recorded,
     and compared on --resume); the number of training tokens; and the first line of the
-    validation text (the samples' default prompt); the HellaSwag examples to evaluate on
-    (None: none)."""
+    validation text (the samples' default prompt); the HellaSwag examples to evaluate on,
+    rendered (``render_all``; None: none); the samples' prompt (None: no samples)."""
 
     tokeniser: Any
     train: Any
@@ -70,7 +71,8 @@ class TrainingData:
     identity: dict
     n_train_tokens: int
     first_line: str
-    hellaswag: list[Example] | None = None
+    hellaswag: list | None = None
+    prompt: str | None = None
 
 
 def load(
@@ -83,11 +85,16 @@ def load(
     recorded: dict | None = None,
     hellaswag=None,
     hellaswag_limit: int | None = None,
+    sampling: bool = False,
+    prompt: str | None = None,
 ) -> TrainingData:
-    """Everything a run of ``settings`` and ``config`` reads (``load_data``), in one call:
-    with a pretrained ``tokeniser``, the corpus's text in its tokens (``retokenise``); with
-    the identity ``recorded`` by a resumed run, refused unless the same data; with
-    ``hellaswag`` (a JSONL file), its first ``hellaswag_limit`` examples."""
+    """Everything a run of ``settings`` and ``config`` reads, in its tokens, in one call: the
+    corpus (``load_data``); with a pretrained ``tokeniser``, the corpus's text in its tokens
+    (``retokenise``); with the identity ``recorded`` by a resumed run, refused unless the
+    same data; with ``hellaswag`` (a JSONL file), its first ``hellaswag_limit`` examples
+    rendered (``TrainingData.hellaswag``); with ``sampling``, the samples' prompt
+    (``prompt``, else the validation text's first line), which the tokeniser must encode
+    (``TrainingData.prompt``)."""
     if tokeniser is not None:  # the corpus's text as bytes (no merges to learn), re-encoded
         config, vocab_size_given = dataclasses.replace(config, vocab_size=256), True
     data = load_data(settings, config, data_dir, vocab_size_given)
@@ -97,10 +104,24 @@ def load(
         check_same_data(data.identity, recorded, settings["dataset"])
     if hellaswag is not None:
         try:
-            data.hellaswag = read_examples(hellaswag, hellaswag_limit)
+            examples = read_examples(hellaswag, hellaswag_limit)
+            data.hellaswag = render_all(data.tokeniser, examples)
         except (OSError, ValueError) as error:
             raise RunDataError(f"--eval-hellaswag {hellaswag}: {error}") from None
+    if sampling:
+        data.prompt = sample_prompt(data.tokeniser, prompt, data.first_line)
     return data
+
+
+def sample_prompt(tokeniser, given: str | None, first_line: str) -> str:
+    """The samples' prompt: ``given`` (--sample-prompt), else the validation text's
+    ``first_line``; the tokeniser must encode it."""
+    prompt = first_line if given is None else given
+    try:
+        tokeniser.encode(prompt)
+    except ValueError as error:
+        raise RunDataError(f"--sample-prompt: {error}") from None
+    return prompt
 
 
 def load_data(

@@ -116,7 +116,7 @@ def resumed_run(args, run_dir: RunDirectory) -> tuple[dict, GPTConfig, dict, lis
 
 def check_resumed_data(identity: dict, checkpoint: dict, dataset: str) -> None:
     """Refuse data (``identity``: ``TrainingData.identity``) other than the resumed run's
-    (``tricycle_datasets.run_data.load`` checks them so as it loads them)."""
+    (``tricycle_datasets.run_data.load`` checks them as it loads them)."""
     plan = RunPlan(None, {}, checkpoint=checkpoint)
     try:
         check_same_data(identity, plan.recorded_data, dataset)

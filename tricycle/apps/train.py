@@ -105,7 +105,7 @@ from tricycle.configs import GPTConfig
 from tricycle.parallel import distributed
 from tricycle.random import manual_seed
 from tricycle_datasets import run_data
-from tricycle_datasets.hellaswag import read_examples
+from tricycle_datasets.hellaswag import read_examples, render_all
 from tricycle_datasets.run_data import DATASETS, RunDataError, TrainingData
 
 
@@ -120,23 +120,24 @@ def use_cuda_graph(choice: str, config: GPTConfig, world: distributed.World, zer
 def hooks_for(tokeniser, hellaswag, hellaswag_limit, sample_interval, prompt, n_tokens) -> list:
     """The run's hooks: HellaSwag (the file ``hellaswag``, its first ``hellaswag_limit``
     examples) at each evaluation, a sample of ``n_tokens`` after ``prompt`` every
-    ``sample_interval`` steps."""
+    ``sample_interval`` steps. (The CLI reads the examples with its data,
+    ``tricycle_datasets.run_data.load``, and calls ``training_hooks``.)"""
     try:
         examples = None if hellaswag is None else read_examples(hellaswag, hellaswag_limit)
-        return training_hooks(tokeniser, examples, sample_interval, prompt, n_tokens)
+        items = None if examples is None else render_all(tokeniser, examples)
     except (OSError, ValueError) as error:
         raise SystemExit(f"--eval-hellaswag {hellaswag}: {error}") from None
+    return training_hooks(tokeniser, items, sample_interval, prompt, n_tokens)
 
 
 def sample_prompt(given: str | None, data: TrainingData) -> str:
     """The samples' prompt: ``given`` (--sample-prompt), else the first line of the
-    validation text; checked: the tokeniser must encode it."""
-    prompt = data.first_line if given is None else given
+    validation text; checked: the tokeniser must encode it. (The CLI has it from its data,
+    ``tricycle_datasets.run_data.load``.)"""
     try:
-        data.tokeniser.encode(prompt)
-    except ValueError as error:
-        raise SystemExit(f"--sample-prompt: {error}") from None
-    return prompt
+        return run_data.sample_prompt(data.tokeniser, given, data.first_line)
+    except RunDataError as error:
+        raise SystemExit(str(error)) from None
 
 
 def train(args) -> dict:
@@ -175,14 +176,15 @@ def _train(args, run_dir: RunDirectory, main: bool) -> dict:
         tune_cpu_allocator()
     precompile_gpt(config, settings["precision"])  # the CPU kernels, while the data load
 
-    # the data, in the run's tokens, and what the run is evaluated on: one call
+    # the data, and what the run is evaluated and sampled on, in its tokens: one call
     vocab_size = config.vocab_size
     try:
         data = run_data.load(
             settings, config, args.data_dir, tokeniser=plan.tokeniser,
             vocab_size_given=resumed or args.vocab_size is not None,  # else the data decide
             recorded=plan.recorded_data, hellaswag=args.eval_hellaswag,
-            hellaswag_limit=args.hellaswag_limit,
+            hellaswag_limit=args.hellaswag_limit, prompt=args.sample_prompt,
+            sampling=args.sample_interval is not None or args.sample_tokens > 0,
         )  # fmt: skip
     except RunDataError as error:
         raise SystemExit(str(error)) from None
@@ -194,19 +196,14 @@ def _train(args, run_dir: RunDirectory, main: bool) -> dict:
 
     # the model, its optimiser and schedule, and the hooks, on each rank's share of the data
     world = distributed.init(gpu=config.device == "gpu")  # one GPU per process
-    sampling = args.sample_interval is not None or args.sample_tokens > 0
-    prompt = sample_prompt(args.sample_prompt, data) if sampling else None
-    try:
-        hooks = training_hooks(data.tokeniser, data.hellaswag, args.sample_interval, prompt,
-                               args.sample_tokens)  # fmt: skip
-    except ValueError as error:
-        raise SystemExit(f"--eval-hellaswag {args.eval_hellaswag}: {error}") from None
+    hooks = training_hooks(data.tokeniser, data.hellaswag, args.sample_interval, data.prompt,
+                           args.sample_tokens)  # fmt: skip
     manual_seed(settings["seed"])  # model initialisation and dropout seeds
     try:
         trainer = gpt_trainer(
-            config, data.train, data.valid, seed=settings["seed"], weights=plan.weights,
-            policy=plan.policy,
-            decay_steps=settings["lr_decay_iters"], world=world, zero=args.zero, hooks=hooks,
+            config, data.train, data.valid, policy=plan.policy, seed=settings["seed"],
+            weights=plan.weights, decay_steps=settings["lr_decay_iters"], world=world,
+            zero=args.zero, hooks=hooks,
             cuda_graph=use_cuda_graph(args.cuda_graph, config, world, args.zero),
         )  # fmt: skip
     except (ValueError, CaptureError) as error:
@@ -257,7 +254,7 @@ def _train(args, run_dir: RunDirectory, main: bool) -> dict:
               f"with\n    tricycle-train {again}", file=sys.stderr)  # fmt: skip
     elif args.sample_tokens and summary["steps"] == config.steps:
         model, weights = best_model(trainer, run_dir)
-        summary["sample"] = sample_text(model, data.tokeniser, prompt, args.sample_tokens,
+        summary["sample"] = sample_text(model, data.tokeniser, data.prompt, args.sample_tokens,
                                         seed=settings["seed"])  # fmt: skip
         whence = ("the validation text's first line" if args.sample_prompt is None
                   else "--sample-prompt")  # fmt: skip
