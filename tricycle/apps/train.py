@@ -175,6 +175,7 @@ def _train(args, run_dir: RunDirectory, main: bool) -> dict:
     if config.device == "cpu":  # a GPU run loads no CPU kernels (nor numba)
         tune_cpu_allocator()
     precompile_gpt(config, settings["precision"])  # the CPU kernels, while the data load
+    world = distributed.init(gpu=config.device == "gpu")  # one GPU per process
 
     # the data, and what the run is evaluated and sampled on, in its tokens: one call
     vocab_size = config.vocab_size
@@ -195,7 +196,6 @@ def _train(args, run_dir: RunDirectory, main: bool) -> dict:
               "rounded up to a multiple of 64 (--vocab-size sets it)", file=sys.stderr)  # fmt: skip
 
     # the model, its optimiser and schedule, and the hooks, on each rank's share of the data
-    world = distributed.init(gpu=config.device == "gpu")  # one GPU per process
     hooks = training_hooks(data.tokeniser, data.hellaswag, args.sample_interval, data.prompt,
                            args.sample_tokens)  # fmt: skip
     manual_seed(settings["seed"])  # model initialisation and dropout seeds
