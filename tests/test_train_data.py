@@ -52,5 +52,17 @@ def test_load_refuses_other_data_a_bad_prompt_and_a_missing_file(tmp_path):
         load(SETTINGS, config(), DATA_DIR, hellaswag=tmp_path / "missing.jsonl")
 
 
+def test_the_data_decide_the_vocabulary_unless_it_is_given():
+    """A character set fixes the ids: the model's vocabulary becomes theirs, rounded up to a
+    multiple of 64, unless given (then it must hold them)."""
+    decided = config()
+    data = load(SETTINGS, decided, DATA_DIR, vocab_size_given=False)
+    n_ids = data.tokeniser.n_tokens
+    assert decided.vocab_size == -(-n_ids // 64) * 64 and decided.vocab_size >= n_ids
+    given = DebugConfig(vocab_size=n_ids - 1)
+    with pytest.raises(ValueError, match=f"its tokeniser has {n_ids} ids, more than --vocab-size"):
+        load(SETTINGS, given, DATA_DIR)
+
+
 def test_the_applications_still_name_the_corpora_functions():
     assert corpora.load is load and corpora.load_data is load_data
