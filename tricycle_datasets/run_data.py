@@ -46,9 +46,11 @@ __all__ = [
     "load_corpus",
     "load_data",
     "load_shards",
+    "padded_vocab_size",
     "retokenise",
     "sample_prompt",
     "tokeniser_text",
+    "vocab_from_data",
 ]
 
 
