@@ -142,11 +142,13 @@ def main(scenario: str, out: str) -> None:
     elif scenario == "threads":
         from threadpoolctl import threadpool_info
 
-        from tricycle.parallel.threads import VARIABLES
+        from tricycle.parallel.threads import VARIABLES, affinity
 
         blas = [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
         mine = {name: os.environ.get(name) for name in VARIABLES}
-        ranks = world.gather_object(dict(mine, blas=blas, local_size=world.local_size))
+        cores = affinity()  # the launcher may have bound this rank to cores of its own
+        cores = None if cores is None else sorted(cores)
+        ranks = world.gather_object(dict(mine, blas=blas, local_size=world.local_size, cores=cores))
         if world.is_main:
             with open(out, "w") as file:
                 json.dump(ranks, file)

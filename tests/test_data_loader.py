@@ -168,6 +168,7 @@ def test_workers_on_an_iterable_dataset_and_a_rank_share():
 
 
 def test_a_worker_that_raises_delivers_its_traceback_to_the_main_process():
+    others = _children()
     loader = DataLoader(SlowPairs(20, fail_at=7), batch_size=2, num_workers=2)
     seen = []
     with pytest.raises(WorkerError) as caught:
@@ -177,31 +178,35 @@ def test_a_worker_that_raises_delivers_its_traceback_to_the_main_process():
     assert "worker 1 raised ValueError while making batch 3" in message
     assert "raise_from_deep_inside" in message and "example 7 is broken" in message
     assert seen == [[0, 1], [2, 3], [4, 5]]  # the batches before it, in order
-    assert not _children_alive()
+    assert not _children() - others
 
 
 def test_a_worker_that_dies_is_an_error_not_a_hang():
+    others = _children()
     loader = DataLoader(SlowPairs(20, die_at=4), batch_size=2, num_workers=2)
     start = time.monotonic()
     with pytest.raises(WorkerError, match="ended unexpectedly with exit code 7"):
         list(loader)
     assert time.monotonic() - start < 10
-    assert not _children_alive()
+    assert not _children() - others
 
 
 def test_leaving_the_loop_early_stops_the_workers():
+    others = _children()
     loader = DataLoader(SlowPairs(50), batch_size=2, num_workers=2)
     iterator = iter(loader)
     next(iterator)
-    assert _children_alive()
+    assert len(_children() - others) == 2
     iterator.close()  # what the garbage collector does to a loop left by break
-    assert not _children_alive()
+    assert not _children() - others
 
 
-def _children_alive() -> bool:
+def _children() -> set:
+    """The pids of this process's living children (multiprocessing's): other tests run in
+    this process may have left theirs, so a test compares with those it found."""
     import multiprocessing
 
-    return any(p.is_alive() for p in multiprocessing.active_children())
+    return {p.pid for p in multiprocessing.active_children() if p.is_alive()}
 
 
 CTRL_C_SCRIPT = """

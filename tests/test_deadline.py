@@ -146,6 +146,8 @@ extern "C" __global__ void spin(volatile int* flag) {
     while (*flag == 0) { __nanosleep(1000); }  // nobody ever sets it
 }''', "spin")
 flag, x = cp.zeros(1, dtype=cp.int32), cp.ones(4, dtype=cp.float32)
+if sys.argv[1] == "nccl":  # a world of one starts NCCL at its first collective of GPU arrays
+    world.wait(world.start_all_reduce(x), "a first all-reduce")
 spin((1,), (1,), (flag,))
 if sys.argv[1] == "nccl":  # a collective queued behind it, then the step waits for it
     world.wait(world.start_all_reduce(x), "an all-reduce")

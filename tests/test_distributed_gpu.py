@@ -83,3 +83,26 @@ def test_zero_steps_as_plain_data_parallelism_captured():
     np.testing.assert_allclose(zero_losses, plain_losses, rtol=1e-6)
     for name in plain:
         np.testing.assert_allclose(zero[name], plain[name], rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_a_world_of_one_starts_nccl_only_for_a_collective_of_gpu_arrays():
+    """NCCL's start costs most of a second that a one-GPU run has no use for: moving the
+    model, broadcasting it and averaging a loss start none; the first collective of GPU
+    arrays (``reduce_alone``, ZeRO-1) starts it, and the sum is the array itself."""
+    _world()  # skips without NCCL
+    world = distributed.World(None, 600.0)  # a world of its own: NCCL not started by others
+    world.start_gpu()
+    cp = backend.cupy()
+    model = build_model(GPTConfig(**SMALL))
+    model.to_gpu(world.device)
+    before = {n: cp.asnumpy(p.array) for n, p in model.named_parameters()}
+    world.broadcast_parameters(model)
+    loss = world.all_reduce(cp.asarray(2.5, dtype=cp.float32))
+    assert world._gpu is None
+    for name, param in model.named_parameters():
+        np.testing.assert_array_equal(cp.asnumpy(param.array), before[name], err_msg=name)
+    assert float(loss) == 2.5
+    x = cp.arange(4, dtype=cp.float32)
+    world.wait(world.start_all_reduce(x), "an all-reduce")
+    assert world._gpu is not None
+    np.testing.assert_array_equal(cp.asnumpy(x), [0, 1, 2, 3])

@@ -114,6 +114,15 @@ def to_host_array(array) -> np.ndarray:
         return array.get()
 
 
+def host_snapshot(array) -> np.ndarray:
+    """A host copy of ``array`` that later in-place writes to it cannot change: a GPU
+    array's read-back is one already (copying it again would cost a second pass over fresh
+    memory); a host array is copied."""
+    if is_cupy_array(array):
+        return to_host_array(array)
+    return np.array(array, copy=True)
+
+
 def synchronize(what: str = "a synchronisation of the GPU") -> None:
     """Wait until the current GPU has done all its queued work (marked as a wait, as
     ``to_host_array``); nothing without cupy."""

@@ -140,7 +140,7 @@ class Layer:
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, np.ndarray]:
         """{dotted name: host (numpy) copy of the parameter or buffer}."""
-        return {name: np.array(t.numpy(), copy=True) for name, t in self.named_tensors()}
+        return {name: backend.host_snapshot(t.numpy()) for name, t in self.named_tensors()}
 
     @checks.arguments(strict=checks.boolean)
     def load_state_dict(self, state: dict, strict: bool = True) -> tuple[list[str], list[str]]:

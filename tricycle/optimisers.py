@@ -161,7 +161,7 @@ class Optimiser:
         }
         for name, slots in self.state.items():
             for slot, value in slots.items():
-                out[f"state/{name}/{slot}"] = np.array(backend.to_host_array(value), copy=True)
+                out[f"state/{name}/{slot}"] = backend.host_snapshot(value)
         return out
 
     def load_state_dict(self, state: dict) -> None:

@@ -12,13 +12,16 @@ The official JSONL has one object per line, e.g.
 
 The context is "ctx" where present, else "ctx_a" and "ctx_b" joined by a space, as the
 official files build "ctx". The label may be an int or a string of one (as some copies have
-it). The test split has no labels and cannot be scored. Scoring is in `tricycle.apps.evaluate`.
+it). The test split has no labels and cannot be scored. `render` puts an example in a
+tokeniser's ids; scoring is in `tricycle.apps.evaluate`.
 """
 
 import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from tricycle import checks
 from tricycle_datasets.download import download
@@ -53,6 +56,28 @@ def read_examples(path: str | os.PathLike, limit: int | None = None) -> list[Exa
     if not examples:
         raise ValueError(f"{path}: no examples")
     return examples
+
+
+def render(tokeniser, example: Example) -> tuple[list[np.ndarray], int]:
+    """The token rows of an example (context + " " + ending, one per ending) and the number
+    of context tokens at the start of each."""
+    context = tokeniser.encode(example.context)
+    rows = [np.concatenate([context, tokeniser.encode(" " + e)]) for e in example.endings]
+    return rows, len(context)
+
+
+def render_all(tokeniser, examples) -> list[tuple[list[np.ndarray], int, int]]:
+    """(rows, n_context, label) of each example (``render``), rendered at once: a tokeniser
+    that cannot encode one fails here, naming it; no examples is an error too."""
+    items = []
+    for i, example in enumerate(examples):
+        try:
+            items.append((*render(tokeniser, example), example.label))
+        except ValueError as error:
+            raise ValueError(f"HellaSwag example {i}: {error}") from None
+    if not items:
+        raise ValueError("HellaSwag: no examples")
+    return items
 
 
 def load_val(limit: int | None = None) -> list[Example]:

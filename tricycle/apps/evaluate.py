@@ -28,6 +28,7 @@ import argparse
 import json
 import sys
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -41,18 +42,10 @@ from tricycle.loss import cross_entropy_forward
 from tricycle.models import GPT
 from tricycle.tensor import no_grad
 from tricycle_datasets.download import DownloadError
-from tricycle_datasets.hellaswag import URL, Example, load_val, read_examples
+from tricycle_datasets.hellaswag import URL, Example, load_val, read_examples, render, render_all
 
 
 # ------------------------------------------------------------------ multiple choice
-def render(tokeniser, example: Example) -> tuple[list[np.ndarray], int]:
-    """The token rows of an example (context + " " + ending, one per ending) and the number
-    of context tokens at the start of each."""
-    context = tokeniser.encode(example.context)
-    rows = [np.concatenate([context, tokeniser.encode(" " + e)]) for e in example.endings]
-    return rows, len(context)
-
-
 def ending_losses(
     model: GPT, rows: list[np.ndarray], n_context: list[int], precision=None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -180,39 +173,60 @@ def sample_text(
 # ------------------------------------------------------------------ during training
 def hellaswag_hook(tokeniser, examples: Iterable[Example], batch_rows: int = 16) -> Hook:
     """A ``Trainer`` hook: at each evaluation, HellaSwag ``acc`` and ``acc_norm`` of the
-    model on ``examples``, split over the trainer's ranks and summed across them, recorded
-    as ``hellaswag_acc`` and ``hellaswag_acc_norm``."""
-    items = []  # rendered once, here: a tokeniser that cannot encode them fails at once
-    for i, example in enumerate(examples):
-        try:
-            items.append((*render(tokeniser, example), example.label))
-        except ValueError as error:
-            raise ValueError(f"HellaSwag example {i}: {error}") from None
-    if not items:
-        raise ValueError("hellaswag_hook: no examples")
-
-    def run(trainer) -> dict:
-        world = trainer.world
-        mine = items[world.rank :: world.world_size]
-        part = score(trainer.model, mine, batch_rows, precision=trainer.policy)
-        counts = np.array([part["n"], part["correct"], part["correct_norm"]], dtype=np.float64)
-        n, correct, correct_norm = world.all_reduce(counts, mean=False)
-        return {"hellaswag_acc": correct / n, "hellaswag_acc_norm": correct_norm / n}
-
-    return Hook(run)
+    model on ``examples`` (rendered once, here: a tokeniser that cannot encode them fails at
+    once), split over the trainer's ranks and summed across them, recorded as
+    ``hellaswag_acc`` and ``hellaswag_acc_norm``."""
+    return Hook(HellaSwag(render_all(tokeniser, examples), batch_rows))
 
 
 def sample_hook(tokeniser, interval: int, prompt: str = "", n_tokens: int = 100) -> Hook:
     """A ``Trainer`` hook: every ``interval`` steps, rank 0 samples ``n_tokens`` tokens
     after ``prompt`` (``sample_text``, seeded by the step), recorded as ``sample``."""
+    return Hook(Sample(tokeniser, prompt, n_tokens), interval)
 
-    def run(trainer) -> dict:
+
+def training_hooks(tokeniser, items, sample_interval, prompt, n_tokens) -> list[Hook]:
+    """The hooks of a ``tricycle-train`` run: HellaSwag on ``items`` (rendered examples,
+    ``render_all``; None: none) at each evaluation, a sample of ``n_tokens`` after ``prompt``
+    every ``sample_interval`` steps (None: none)."""
+    hooks = [] if items is None else [Hook(HellaSwag(items))]
+    if sample_interval is not None:
+        hooks.append(Hook(Sample(tokeniser, prompt, n_tokens), sample_interval))
+    return hooks
+
+
+@dataclass(frozen=True)
+class HellaSwag:
+    """A hook's work: HellaSwag on ``items`` (rendered examples), this rank's share of them
+    scored, the counts summed over the ranks."""
+
+    items: list
+    batch_rows: int = 16
+
+    def __call__(self, trainer) -> dict:
+        world = trainer.world
+        mine = self.items[world.rank :: world.world_size]
+        part = score(trainer.model, mine, self.batch_rows, precision=trainer.policy)
+        counts = np.array([part["n"], part["correct"], part["correct_norm"]], dtype=np.float64)
+        n, correct, correct_norm = world.all_reduce(counts, mean=False)
+        return {"hellaswag_acc": correct / n, "hellaswag_acc_norm": correct_norm / n}
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A hook's work: rank 0 samples ``n_tokens`` tokens after ``prompt``, seeded by the
+    step."""
+
+    tokeniser: object
+    prompt: str
+    n_tokens: int
+
+    def __call__(self, trainer) -> dict:
         if not trainer.world.is_main:
             return {}
-        text = sample_text(trainer.model, tokeniser, prompt, n_tokens, seed=trainer.step)
+        text = sample_text(trainer.model, self.tokeniser, self.prompt, self.n_tokens,
+                           seed=trainer.step)  # fmt: skip
         return {"sample": text}
-
-    return Hook(run, interval)
 
 
 # ------------------------------------------------------------------ command line

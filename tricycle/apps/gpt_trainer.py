@@ -26,6 +26,7 @@ def gpt_trainer(
     zero: bool = False,
     hooks: Sequence[Hook] = (),
     cuda_graph: bool = False,
+    weights: dict | None = None,
 ) -> Trainer:
     """A ``Trainer`` for the model ``config`` describes (``build_model``: a GPT or a Llama),
     initialised from tricycle's generator (``tricycle.random.manual_seed`` it first), with
@@ -42,7 +43,8 @@ def gpt_trainer(
     With a ``world`` of several processes, each takes its rows of every global batch of
     ``config.batch_size`` (the same windows as one process), starts from rank 0's parameters,
     and averages its gradients with the others' during backward (``distributed.DataParallel``);
-    ``zero`` shards AdamW's state over the ranks (ZeRO-1). ``cuda_graph``: as for ``Trainer``."""
+    ``zero`` shards AdamW's state over the ranks (ZeRO-1). ``cuda_graph``: as for ``Trainer``.
+    ``weights``: a state dict to start from instead (a pretrained model's, to fine-tune)."""
     world = distributed.init() if world is None else world
     if config.batch_size % world.world_size:
         raise ValueError(
@@ -57,6 +59,8 @@ def gpt_trainer(
         valid_data = None
     # the model, on this process's device, starting from rank 0's parameters
     model = build_model(config)
+    if weights is not None:
+        model.load_state_dict(weights)
     if config.device == "gpu":
         device = world.device or 0  # this process's GPU, where NCCL started
         model.to_gpu(device)

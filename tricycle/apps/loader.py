@@ -227,11 +227,14 @@ class DataLoader:
             batches = self._batches_from_workers(epoch, skip)
         copy = self._device_copy()
         split = self.split_batches and self.world_size > 1
-        for batch in batches:
-            self._position += 1
-            if split:
-                batch = _rows(batch, self.rank, self.world_size)
-            yield batch if copy is None else copy(batch)
+        try:
+            for batch in batches:
+                self._position += 1
+                if split:
+                    batch = _rows(batch, self.rank, self.world_size)
+                yield batch if copy is None else copy(batch)
+        finally:  # a loop left early stops the workers now, not when the garbage collector
+            batches.close()  # gets to this generator (Python 3.12 may keep it a while)
         self._running, self._position = None, 0
 
     def _batches(self, epoch: int, skip: int):

@@ -1,15 +1,69 @@
 """Where a training run's settings come from: a new run's from the flags, a resumed run's from
 its checkpoint (with the changes --resume allows), a fine-tuned run's architecture from its
-pretrained model. Each is checked here, at the boundary: a mistake is one line, naming it."""
+pretrained model. Each is checked here, at the boundary: a mistake is one line, naming it.
 
+``settle`` is the whole of it, the first stage of ``tricycle-train``: what it returns, a
+``RunPlan``, is everything the run decided before any data or model is loaded."""
+
+import sys
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tricycle.apps.checkpoint import CheckpointError
-from tricycle.apps.corpora import DATASETS, data_differences
 from tricycle.apps.pretrained import fine_tuning_config, load_pretrained, pretrained_weights
 from tricycle.apps.runs import RunDirectory, _tokeniser_from_text, check_config_fits
+from tricycle.apps.step import precision_for
 from tricycle.apps.train_flags import CONFIG_FLAGS, DEFAULTS, build_config, resume_settings
+from tricycle.backend import cupy_available
 from tricycle.configs import GPTConfig
+from tricycle_datasets.run_data import DATASETS, RunDataError, check_same_data
+
+
+@dataclass
+class RunPlan:
+    """What a run decided before loading anything: its ``config`` and ``settings`` (the
+    flags', or the resumed run's) and its precision ``policy``; on --resume its
+    ``checkpoint`` and the changes ``applied`` to it; on --init-from the pretrained
+    ``weights`` (a new run's) and ``tokeniser``."""
+
+    config: GPTConfig
+    settings: dict
+    policy: Any = None
+    checkpoint: dict | None = None
+    applied: list[str] = field(default_factory=list)
+    weights: dict | None = None
+    tokeniser: Any = None
+
+    @property
+    def recorded_data(self) -> dict | None:
+        """The identity of the data the resumed run trained on (None: a new run)."""
+        if self.checkpoint is None:
+            return None
+        run = self.checkpoint["run"]
+        return run.get("data") or {"data_sha256": run.get("data_sha256")}
+
+
+def settle(args, run_dir: RunDirectory, main: bool) -> RunPlan:
+    """The run's settings, checked: a new run's (``new_run``, ``main``: this process holds
+    ``run_dir``) or a resumed one's (``resumed_run``), a pretrained model's architecture and
+    weights (``init_from``), and the device (a GPU config without a GPU trains on the CPU,
+    unless --device says so)."""
+    checkpoint, applied, weights, tokeniser = None, [], None, None
+    if args.resume:
+        checkpoint, config, settings, applied = resumed_run(args, run_dir)
+    else:
+        config, settings = new_run(args, run_dir, main)
+    if settings["init_from"] is not None:
+        (weights, tokeniser), config = init_from(args, settings["init_from"], config, checkpoint)
+    if config.device == "gpu" and args.device is None and not cupy_available():
+        print("no GPU found: training on the CPU (pass --device to choose)", file=sys.stderr)
+        config.device = "cpu"
+    try:
+        policy = precision_for(settings["precision"], config.device)
+    except ValueError as error:
+        raise SystemExit(f"tricycle-train: {error}") from None
+    return RunPlan(config, settings, policy, checkpoint, applied, weights, tokeniser)
 
 
 def new_run(args, run_dir: RunDirectory, main: bool) -> tuple[GPTConfig, dict]:
@@ -61,13 +115,13 @@ def resumed_run(args, run_dir: RunDirectory) -> tuple[dict, GPTConfig, dict, lis
 
 
 def check_resumed_data(identity: dict, checkpoint: dict, dataset: str) -> None:
-    """Refuse data (``identity``: ``TrainingData.identity``) other than the resumed run's."""
-    run = checkpoint["run"]
-    recorded = run.get("data") or {"data_sha256": run.get("data_sha256")}
-    differences = data_differences(identity, recorded)
-    if differences:
-        raise SystemExit(f"--resume: the data of --dataset {dataset} are not those the run "
-                         f"trained on: {'; '.join(differences)}")  # fmt: skip
+    """Refuse data (``identity``: ``TrainingData.identity``) other than the resumed run's
+    (``tricycle_datasets.run_data.load`` checks them as it loads them)."""
+    plan = RunPlan(None, {}, checkpoint=checkpoint)
+    try:
+        check_same_data(identity, plan.recorded_data, dataset)
+    except RunDataError as error:
+        raise SystemExit(str(error)) from None
 
 
 def init_from(args, name: str, config: GPTConfig, checkpoint) -> tuple[tuple, GPTConfig]:

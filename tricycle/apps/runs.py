@@ -32,6 +32,7 @@ from tricycle.apps.pretrained import is_model_dir, load_pretrained, load_tokenis
 from tricycle.blocks import llama_hidden_size
 from tricycle.configs import GPTConfig
 from tricycle.models import GPT, build_model
+from tricycle_datasets.run_data import tokeniser_text
 
 __all__ = [
     "RunDirectory",
@@ -295,14 +296,6 @@ def load_model(
                 f"{model.config.vocab_size}): the run was trained with another tokeniser"
             )
     return model, tokeniser
-
-
-def tokeniser_text(tokeniser) -> str:
-    """The tokeniser's file contents (what ``tokeniser.save`` writes): the form runs record
-    and compare."""
-    with tempfile.TemporaryDirectory() as folder:
-        tokeniser.save(Path(folder) / RunDirectory.TOKENISER)
-        return (Path(folder) / RunDirectory.TOKENISER).read_text(encoding="utf-8")
 
 
 def _load_checkpoint_model(path: Path) -> tuple[GPT, dict, str]:

@@ -74,7 +74,6 @@ global batch: the same global batch, and so the same run, as one process. Rank 0
 --zero shards AdamW's state over the ranks (ZeRO-1).
 """
 
-import dataclasses
 import json
 import sys
 
@@ -82,13 +81,12 @@ from tqdm import tqdm
 
 from tricycle import backend
 from tricycle.apps.checkpoint import CheckpointError, atomic_write_text
-from tricycle.apps.corpora import DATASETS, TrainingData, load_data, retokenise
 from tricycle.apps.cpu import cpu_threads, threads_per_process, tune_cpu_allocator
-from tricycle.apps.evaluate import hellaswag_hook, sample_hook, sample_text
+from tricycle.apps.evaluate import sample_text, training_hooks
 from tricycle.apps.files import DirectoryLocked
 from tricycle.apps.gpt_trainer import gpt_trainer
 from tricycle.apps.precompile import precompile_gpt
-from tricycle.apps.run_settings import check_resumed_data, init_from, new_run, resumed_run
+from tricycle.apps.run_settings import settle
 from tricycle.apps.runs import RunDirectory, read_weights, tokeniser_sha256, tokeniser_text
 from tricycle.apps.train_flags import (  # noqa: F401 - the CLI's names, here as before
     CHOICES,
@@ -101,13 +99,14 @@ from tricycle.apps.train_flags import (  # noqa: F401 - the CLI's names, here as
     parse_args,
     resume_settings,
 )
-from tricycle.apps.training import TrainingDiverged, precision_for
-from tricycle.backend import cupy_available
+from tricycle.apps.training import TrainingDiverged
 from tricycle.capture import CaptureError
 from tricycle.configs import GPTConfig
 from tricycle.parallel import distributed
 from tricycle.random import manual_seed
-from tricycle_datasets.hellaswag import read_examples
+from tricycle_datasets import run_data
+from tricycle_datasets.hellaswag import read_examples, render_all
+from tricycle_datasets.run_data import DATASETS, RunDataError, TrainingData
 
 
 def use_cuda_graph(choice: str, config: GPTConfig, world: distributed.World, zero: bool) -> bool:
@@ -121,27 +120,24 @@ def use_cuda_graph(choice: str, config: GPTConfig, world: distributed.World, zer
 def hooks_for(tokeniser, hellaswag, hellaswag_limit, sample_interval, prompt, n_tokens) -> list:
     """The run's hooks: HellaSwag (the file ``hellaswag``, its first ``hellaswag_limit``
     examples) at each evaluation, a sample of ``n_tokens`` after ``prompt`` every
-    ``sample_interval`` steps."""
-    hooks = []
-    if hellaswag is not None:
-        try:
-            hooks.append(hellaswag_hook(tokeniser, read_examples(hellaswag, hellaswag_limit)))
-        except (OSError, ValueError) as error:
-            raise SystemExit(f"--eval-hellaswag {hellaswag}: {error}") from None
-    if sample_interval is not None:
-        hooks.append(sample_hook(tokeniser, sample_interval, prompt, n_tokens))
-    return hooks
+    ``sample_interval`` steps. (The CLI reads the examples with its data,
+    ``tricycle_datasets.run_data.load``, and calls ``training_hooks``.)"""
+    try:
+        examples = None if hellaswag is None else read_examples(hellaswag, hellaswag_limit)
+        items = None if examples is None else render_all(tokeniser, examples)
+    except (OSError, ValueError) as error:
+        raise SystemExit(f"--eval-hellaswag {hellaswag}: {error}") from None
+    return training_hooks(tokeniser, items, sample_interval, prompt, n_tokens)
 
 
 def sample_prompt(given: str | None, data: TrainingData) -> str:
     """The samples' prompt: ``given`` (--sample-prompt), else the first line of the
-    validation text; checked: the tokeniser must encode it."""
-    prompt = data.first_line if given is None else given
+    validation text; checked: the tokeniser must encode it. (The CLI has it from its data,
+    ``tricycle_datasets.run_data.load``.)"""
     try:
-        data.tokeniser.encode(prompt)
-    except ValueError as error:
-        raise SystemExit(f"--sample-prompt: {error}") from None
-    return prompt
+        return run_data.sample_prompt(data.tokeniser, given, data.first_line)
+    except RunDataError as error:
+        raise SystemExit(str(error)) from None
 
 
 def train(args) -> dict:
@@ -152,86 +148,71 @@ def train(args) -> dict:
             f"--resume: no checkpoint in {run_dir.path} (no run, or one stopped before its "
             "first checkpoint: start it again with --overwrite)"
         )
-    if not distributed.init().is_main:  # rank 0 alone holds the directory and writes to it
-        return _train(args, run_dir)
+    main = distributed.init().is_main  # rank 0 alone holds the directory and writes to it
     try:
-        notes = run_dir.open()
+        for note in run_dir.open() if main else ():
+            print(note, file=sys.stderr)
     except DirectoryLocked as error:
         raise SystemExit(f"--out-dir: {error}") from None
     failed = True
     try:
-        for note in notes:
-            print(note, file=sys.stderr)
-        summary = _train(args, run_dir)
+        summary = _train(args, run_dir, main)
         failed = False
         return summary
     finally:
-        run_dir.close(failed)  # a run that failed before writing leaves no directory
+        if main:
+            run_dir.close(failed)  # a run that failed before writing leaves no directory
 
 
-def _train(args, run_dir: RunDirectory) -> dict:
-    """The run, top down: its settings, the data, the model and its optimiser (a
-    ``Trainer``), the run's state on --resume, the loop (``Trainer.fit``), then a sample."""
+def _train(args, run_dir: RunDirectory, main: bool) -> dict:
+    """The run, top down: its settings (``main``: this process writes files and logs), the
+    data, the model and its optimiser (a ``Trainer``), the loop (``Trainer.fit``), the end."""
     # the settings: a new run's from the flags, a resumed one's from its checkpoint
-    main = distributed.init().is_main  # the one process that writes files and logs
-    checkpoint, applied = None, []
-    if args.resume:
-        checkpoint, config, settings, applied = resumed_run(args, run_dir)
-    else:
-        config, settings = new_run(args, run_dir, main)
-    pretrained = None  # (weights, tokeniser) to start from, or (None, the run's) on resume
-    if settings["init_from"] is not None:
-        pretrained, config = init_from(args, settings["init_from"], config, checkpoint)
-    if config.device == "gpu" and args.device is None and not cupy_available():
-        print("no GPU found: training on the CPU (pass --device to choose)", file=sys.stderr)
-        config.device = "cpu"
+    plan = settle(args, run_dir, main)
+    config, settings, resumed = plan.config, plan.settings, plan.checkpoint is not None
+    for change in plan.applied if main else ():
+        print(f"--resume: applying {change}", file=sys.stderr)
     if config.device == "cpu":  # a GPU run loads no CPU kernels (nor numba)
         tune_cpu_allocator()
-    world = distributed.init(gpu=config.device == "gpu")  # one GPU per process
     precompile_gpt(config, settings["precision"])  # the CPU kernels, while the data load
+    world = distributed.init(gpu=config.device == "gpu")  # one GPU per process
 
-    # the data, in the run's tokens
-    dataset, vocab_size = settings["dataset"], config.vocab_size
+    # the data, and what the run is evaluated and sampled on, in its tokens: one call
+    vocab_size = config.vocab_size
     try:
-        given = checkpoint is not None or args.vocab_size is not None  # else the data decide
-        if pretrained is None:
-            data = load_data(settings, config, args.data_dir, vocab_size_given=given)
-        else:  # the corpus's text (as bytes: no merges to learn) in the model's tokens
-            as_bytes = dataclasses.replace(config, vocab_size=256)
-            data = load_data(settings, as_bytes, args.data_dir, vocab_size_given=True)
-            data = retokenise(data, pretrained[1])
-        policy = precision_for(settings["precision"], config.device)
+        data = run_data.load(
+            settings, config, args.data_dir, tokeniser=plan.tokeniser,
+            vocab_size_given=resumed or args.vocab_size is not None,  # else the data decide
+            recorded=plan.recorded_data, hellaswag=args.eval_hellaswag,
+            hellaswag_limit=args.hellaswag_limit, prompt=args.sample_prompt,
+            sampling=args.sample_interval is not None or args.sample_tokens > 0,
+        )  # fmt: skip
+    except RunDataError as error:
+        raise SystemExit(str(error)) from None
     except (ValueError, OSError) as error:
         raise SystemExit(f"tricycle-train: {error}") from None
-    if checkpoint is not None:
-        check_resumed_data(data.identity, checkpoint, dataset)
     if config.vocab_size != vocab_size and main:
         print(f"vocabulary: {config.vocab_size:,} ids, the data's {data.tokeniser.n_tokens:,} "
               "rounded up to a multiple of 64 (--vocab-size sets it)", file=sys.stderr)  # fmt: skip
-    sampling = args.sample_interval is not None or args.sample_tokens > 0
-    prompt = sample_prompt(args.sample_prompt, data) if sampling else None
-    hooks = hooks_for(data.tokeniser, args.eval_hellaswag, args.hellaswag_limit,
-                      args.sample_interval, prompt, args.sample_tokens)  # fmt: skip
-    for change in applied if main else ():
-        print(f"--resume: applying {change}", file=sys.stderr)
 
-    # the model, its optimiser and schedule, on each rank's share of the data
+    # the model, its optimiser and schedule, and the hooks, on each rank's share of the data
+    hooks = training_hooks(data.tokeniser, data.hellaswag, args.sample_interval, data.prompt,
+                           args.sample_tokens)  # fmt: skip
     manual_seed(settings["seed"])  # model initialisation and dropout seeds
     try:
         trainer = gpt_trainer(
-            config, data.train, data.valid, policy=policy, seed=settings["seed"],
-            decay_steps=settings["lr_decay_iters"], world=world, zero=args.zero, hooks=hooks,
+            config, data.train, data.valid, policy=plan.policy, seed=settings["seed"],
+            weights=plan.weights, decay_steps=settings["lr_decay_iters"], world=world,
+            zero=args.zero, hooks=hooks,
             cuda_graph=use_cuda_graph(args.cuda_graph, config, world, args.zero),
         )  # fmt: skip
     except (ValueError, CaptureError) as error:
         raise SystemExit(f"tricycle-train: {error}") from None
-    if pretrained is not None and pretrained[0] is not None:  # --init-from's weights
-        trainer.model.load_state_dict(pretrained[0])
     if trainer.valid_data is None and main:
         print("warning: the validation text is too short: no validation loss", file=sys.stderr)
-    if checkpoint is not None:  # --resume: the run's state, exactly as it was saved
+    if resumed:  # --resume: the run's state, exactly as it was saved
         try:
-            trainer.load_state_dict(checkpoint)
+            trainer.load_state_dict(plan.checkpoint)
         except (KeyError, ValueError, TypeError) as error:
             raise SystemExit(f"--resume: {run_dir.checkpoint} does not fit: {error}") from None
 
@@ -242,13 +223,13 @@ def _train(args, run_dir: RunDirectory) -> dict:
            "world_size": world.world_size, "zero": args.zero}  # fmt: skip
     log_interval = args.log_interval or (10 if config.device == "gpu" else 1)
     if main:
-        _start(run_dir, run, tokeniser, trainer, checkpoint is not None, data, log_interval)
+        _start(run_dir, run, tokeniser, trainer, resumed, data, log_interval)
     bar = tqdm(initial=trainer.step, total=config.steps, disable=args.no_progress or not main)
     try:
         summary = trainer.fit(
             config.steps, run_dir=run_dir, metadata={**run, "tokeniser": tokeniser},
             log_interval=log_interval, max_seconds=args.max_seconds, stop_after=args.stop_after,
-            on_record=lambda record: _progress(bar, record, policy),
+            on_record=lambda record: _progress(bar, record, trainer.policy),
             on_message=lambda text: tqdm.write(text, file=sys.stderr),
             loss_plot="log" if args.plot_log else "linear",
         )  # fmt: skip
@@ -268,12 +249,12 @@ def _train(args, run_dir: RunDirectory) -> dict:
     # the end: how to resume, or a sample from the best weights
     if summary["ended"] == "interrupted":
         again = f"--out-dir {run_dir.path} --resume"
-        again += "" if dataset in DATASETS else f" --dataset {dataset}"
+        again += "" if settings["dataset"] in DATASETS else f" --dataset {settings['dataset']}"
         print(f"interrupted: saved {run_dir.checkpoint} at step {summary['steps']}; resume "
               f"with\n    tricycle-train {again}", file=sys.stderr)  # fmt: skip
     elif args.sample_tokens and summary["steps"] == config.steps:
         model, weights = best_model(trainer, run_dir)
-        summary["sample"] = sample_text(model, data.tokeniser, prompt, args.sample_tokens,
+        summary["sample"] = sample_text(model, data.tokeniser, data.prompt, args.sample_tokens,
                                         seed=settings["seed"])  # fmt: skip
         whence = ("the validation text's first line" if args.sample_prompt is None
                   else "--sample-prompt")  # fmt: skip

@@ -23,9 +23,9 @@ from tricycle.apps.cli import (
     settings_file,
     unit_interval,
 )
-from tricycle.apps.corpora import DATASETS
 from tricycle.blocks import ACTIVATIONS
 from tricycle.configs import ARCHS, CONFIGS, GPTConfig, get_config
+from tricycle_datasets.run_data import DATASETS
 
 # the settings beside the config's fields, with their defaults
 DEFAULTS = {"config": "cpu", "dataset": "python-code", "seed": 1337, "max_bytes": 4_000_000,

@@ -209,21 +209,25 @@ class Trainer:
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict:
         """The whole run: step, parameters, optimiser, scaler and every random state, as
-        rank 0 holds them. Every rank must call it (a sharded optimiser gathers its state)."""
+        rank 0 holds them, in host memory: a snapshot that later steps cannot change (the
+        model's and optimiser's state dicts are copies already). Every rank must call it (a
+        sharded optimiser gathers its state)."""
         scaler = self.policy.scaler
         return {
             "step": self.step,  # the next step to run
             "wall_time": self.wall_time,
             "model": self.model.state_dict(),
             "optimiser": self.optimiser.state_dict(),
-            "scaler": None if scaler is None else scaler.state_dict(),
-            "best": self.best,
-            "random": {
-                "layers": layer_rng_states(self.model),
-                "train_data": data_state(self.train_data),
-                "valid_data": None if self.valid_data is None else data_state(self.valid_data),
-            },
-        }
+            **host_copy({
+                "scaler": None if scaler is None else scaler.state_dict(),
+                "best": self.best,
+                "random": {
+                    "layers": layer_rng_states(self.model),
+                    "train_data": data_state(self.train_data),
+                    "valid_data": None if self.valid_data is None else data_state(self.valid_data),
+                },
+            }),
+        }  # fmt: skip
 
     def load_state_dict(self, state: dict) -> None:
         """Restore a run from ``state_dict()``."""
@@ -282,7 +286,7 @@ class Trainer:
         if not self.world.is_main:
             self.saved_step = step
             return
-        snapshot, model = host_copy(state), pickled(self.model)
+        snapshot, model = state, pickled(self.model)  # state_dict's arrays are host copies
         best_info = {**self.best, "run": metadata or {}} if best else None
         kept = self._kept(run_dir.checkpoint)
         previous = self.saved_weights  # the weights the state on disk goes with

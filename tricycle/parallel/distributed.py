@@ -19,9 +19,11 @@ step::
 **Engines.** MPI (mpi4py, with the ``mpich`` wheel) starts the processes and carries host
 arrays; NCCL (``cupy.cuda.nccl``) carries GPU arrays, its unique id handed out over MPI
 (``tricycle.parallel.engines``). Without mpiexec (or without mpi4py) the world is this one
-process, and the same calls do the local arithmetic; on a GPU a one-rank NCCL communicator
-is used all the same. World size 1 is the single-process case, not a branch in the training
-code. The gradient buckets are ``tricycle.parallel.buckets``.
+process, and the same calls do the local arithmetic; a world of one starts an NCCL
+communicator only when a collective of GPU arrays asks for one (``DataParallel(...,
+reduce_alone=True)``, ZeRO-1), since NCCL's start costs most of a second and one process has
+nothing to send. World size 1 is the single-process case, not a branch in the training code.
+The gradient buckets are ``tricycle.parallel.buckets``.
 
 **Machines.** ``local_rank`` and ``local_size`` count the ranks on this machine: MPI's
 shared-memory group (``COMM_TYPE_SHARED``), or the ranks whose $TRICYCLE_HOST names the
@@ -59,6 +61,7 @@ import faulthandler
 import importlib
 import os
 import pickle
+import signal
 import sys
 import threading
 import time
@@ -69,6 +72,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from tricycle import backend, checks, waits
+from tricycle.backends.cuda import capture
 from tricycle.optimisers import named_parameters
 from tricycle.parallel import threads
 from tricycle.parallel.buckets import (  # noqa: F401 (the public names of this module)
@@ -127,10 +131,11 @@ def init(timeout: float | None = None, gpu: bool = False) -> "World":
         if timeout is None:
             timeout = float(os.environ.get("TRICYCLE_DIST_TIMEOUT", DEFAULT_TIMEOUT))
         _world = World(_import_mpi(), timeout)
-        threads.share_cores(_world.local_size)  # the ranks on one machine share its cores
+        threads.share_cores(_world.local_size, _world.sharers)  # ranks share their cores
         _world.keep_deadlines()
         if _world.world_size > 1:
             _abort_on_uncaught_exceptions()
+            _interrupt_on_sigterm()
     elif timeout is not None:
         _world.timeout = float(timeout)
     if gpu:
@@ -161,6 +166,8 @@ class World:
         rank, world_size: this process's index and the number of processes.
         local_rank, local_size: the same among the processes on this machine (GPU
             ``local_rank`` is this process's, after ``init(gpu=True)``).
+        sharers: the processes on this machine that may run on this one's cores (its own
+            count among them), which share them (``tricycle.parallel.threads``).
         is_main: rank 0, the one process that writes files and logs.
         timeout: seconds a collective waits for the other ranks before aborting the job.
         device: the GPU of this rank once the GPU is started, else None.
@@ -173,12 +180,15 @@ class World:
         self.MPI, self.timeout = MPI, float(timeout)
         if MPI is None:
             self.rank, self.world_size, self.local_rank, self.local_size = 0, 1, 0, 1
+            self.sharers = 1
             self._host = _LocalEngine()
         else:
             world = MPI.COMM_WORLD
             local = _machine_group(MPI, world)
             self.rank, self.world_size = world.Get_rank(), world.Get_size()
             self.local_rank, self.local_size = local.Get_rank(), local.Get_size()
+            mine = threads.affinity()  # the ranks here that may run on this one's cores:
+            self.sharers = threads.sharing(mine, local.allgather(mine))  # a launcher may bind
             local.Free()
             self._host = _MPIEngine(MPI, world.Dup())  # our own: no clash with user messages
         self.device: int | None = None
@@ -201,17 +211,29 @@ class World:
 
     # ------------------------------------------------------------------ GPU
     def start_gpu(self) -> None:
-        """Use GPU ``local_rank`` (modulo the GPUs visible) and start NCCL over all ranks."""
-        if self._gpu is not None:
+        """Use GPU ``local_rank`` (modulo the GPUs visible) and start NCCL over all ranks (a
+        world of one: at its first collective of GPU arrays, if it makes one)."""
+        if self.device is not None:
             return
+        cupy = backend.cupy()
+        self.device = self.local_rank % cupy.cuda.runtime.getDeviceCount()
+        cupy.cuda.Device(self.device).use()
+        if self.world_size > 1:
+            self._start_nccl()
+
+    def _start_nccl(self) -> None:
+        """NCCL's communicator over all ranks (collective: every rank calls it at once)."""
         cupy, nccl = backend.cupy(), backend.nccl()
         if nccl is None:
             raise DistributedError(
                 "distributed: CuPy finds no NCCL library (cupy.cuda.nccl.available is "
-                "False); install NCCL for your CUDA version to train on GPUs"
+                "False); install NCCL for your CUDA version to train on several GPUs"
             )
-        self.device = self.local_rank % cupy.cuda.runtime.getDeviceCount()
-        cupy.cuda.Device(self.device).use()
+        if capture.capturing():
+            raise DistributedError(
+                "distributed: a world of one started NCCL inside a CUDA graph's capture; "
+                "make one collective of GPU arrays eagerly first"
+            )
         unique_id = self.broadcast_object(nccl.get_unique_id() if self.is_main else None)
         self.barrier()  # every rank is alive: NCCL's own start has no timeout
         # and holds the GIL (the deadline keeper cannot run): a C-level timer ends the process
@@ -229,10 +251,12 @@ class World:
         if not backend.is_cupy_array(array):
             return self._host
         if self._gpu is None:
-            raise DistributedError(
-                f"distributed: a GPU array (shape {array.shape}) needs NCCL: call "
-                "distributed.init(gpu=True) before moving the model to the GPU"
-            )
+            if self.device is None:
+                raise DistributedError(
+                    f"distributed: a GPU array (shape {array.shape}) needs NCCL: call "
+                    "distributed.init(gpu=True) before moving the model to the GPU"
+                )
+            self._start_nccl()  # a world of one's first collective of GPU arrays
         return self._gpu
 
     def keep_deadlines(self) -> None:
@@ -289,6 +313,8 @@ class World:
 
     def broadcast(self, array, root: int = 0):
         """Overwrite ``array`` (numpy or cupy, in place) with rank ``root``'s; returns it."""
+        if self.world_size == 1:  # it is rank root's already
+            return array
         target = array if _contiguous(array) else array.copy()
         self.wait(self._engine(target).broadcast(target, root), f"a broadcast of {array.shape}")
         if target is not array:
@@ -451,10 +477,27 @@ def _abort_on_uncaught_exceptions() -> None:
         world = _world
         if world is not None and not world.finalized:
             if issubclass(kind, KeyboardInterrupt):
-                world.abort("interrupted (Ctrl-C)", blame_peers=False, status=130)
+                world.abort(_interrupted(value), blame_peers=False, status=130)
             world.abort(f"{kind.__name__}: {value}", blame_peers=False)
 
     sys.excepthook = hook
+
+
+def _interrupt_on_sigterm() -> None:
+    """Make SIGTERM an interrupt, as Ctrl-C is: Open MPI's mpirun passes a Ctrl-C on to the
+    ranks as SIGTERM (MPICH's passes SIGINT), which would end each rank without a word."""
+    if threading.current_thread() is not threading.main_thread():
+        return  # only the main thread may set a handler
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt("SIGTERM")
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
+def _interrupted(error: BaseException) -> str:
+    """The message of an interrupt: Ctrl-C, or the signal made one (``SIGTERM``)."""
+    return f"interrupted ({error.args[0] if error.args else 'Ctrl-C'})"
 
 
 @contextmanager
@@ -464,7 +507,8 @@ def fail_together():
     next collective until the timeout.
 
     ``sys.exit("message")`` (a usage error) prints its message as one line; another
-    exception prints its traceback; Ctrl-C ends with status 130. ``sys.exit(0)`` and a
+    exception prints its traceback; Ctrl-C (or the SIGTERM a launcher sends for it) ends
+    with status 130. ``sys.exit(0)`` and a
     world of one process pass through unchanged."""
     try:
         yield
@@ -479,7 +523,7 @@ def fail_together():
                 world.abort(f"exited with status {error.code}", False, error.code)
             world.abort(str(error.code), blame_peers=False)
         if isinstance(error, KeyboardInterrupt):
-            world.abort("interrupted (Ctrl-C)", blame_peers=False, status=130)
+            world.abort(_interrupted(error), blame_peers=False, status=130)
         traceback.print_exc()
         world.abort(f"{type(error).__name__}: {error}", blame_peers=False)
 

@@ -3,10 +3,13 @@
 Each library that runs on threads (numba's kernels, OpenMP, BLAS) takes every core by
 default. N ranks started by ``mpiexec`` on one machine would then run N times as many
 threads as cores, and every rank's host work (the launches that keep its GPU busy, the
-data) waits for a core. So ``distributed.init`` gives each rank ``cores // local ranks``
-threads: it sets the variables the libraries read when they start their threads, and
-limits the pools already started (BLAS, OpenMP: threadpoolctl) to the same number. A
-variable the user set is left as it is, and so is its library.
+data) waits for a core. So ``distributed.init`` gives each rank ``cores // sharing``
+threads, where ``cores`` are those it may run on (its CPU affinity) and ``sharing`` the
+number of ranks on the machine that may run on them too: all of them under a launcher that
+binds nothing (MPICH's default), one where the launcher bound each rank to cores of its
+own (Open MPI's default). It sets the variables the libraries read when they start their
+threads, and limits the pools already started (BLAS, OpenMP: threadpoolctl) to the same
+number. A variable the user set is left as it is, and so is its library.
 """
 
 import os
@@ -27,13 +30,27 @@ def available_cores() -> int:
     return os.cpu_count() or 1
 
 
-def share_cores(local_size: int) -> int | None:
-    """Size this process's host threads to its share of the machine's cores, among
-    ``local_size`` processes on it; returns the share (None for a process alone, whose
-    libraries keep their defaults). Variables the user set win."""
+def affinity() -> frozenset[int] | None:
+    """The ids of the cores this process may run on, or None where the OS does not say."""
+    if hasattr(os, "sched_getaffinity"):
+        return frozenset(os.sched_getaffinity(0))
+    return None
+
+
+def sharing(mine: frozenset[int] | None, masks: list) -> int:
+    """How many of the processes whose affinities are ``masks`` (this one's, ``mine``,
+    among them) may run on this one's cores: an unknown affinity may run anywhere."""
+    return sum(1 for mask in masks if mine is None or mask is None or mask & mine)
+
+
+def share_cores(local_size: int, sharers: int | None = None) -> int | None:
+    """Size this process's host threads to its share of its cores: ``available_cores() //
+    sharers`` (default ``local_size``: every process on the machine may run on them);
+    returns the share (None for a process alone, whose libraries keep their defaults).
+    Variables the user set win."""
     if local_size <= 1:
         return None
-    share = max(1, available_cores() // local_size)
+    share = max(1, available_cores() // (sharers or local_size))
     mine = [name for name in VARIABLES if name not in os.environ]
     if _numba_started():  # numba refuses a new count once its threads run (the kernels'
         mine = [name for name in mine if name != "NUMBA_NUM_THREADS"]  # TRICYCLE_THREADS holds)
@@ -52,4 +69,4 @@ def _numba_started() -> bool:
     return bool(getattr(parallel, "_is_initialized", False))
 
 
-__all__ = ["VARIABLES", "available_cores", "share_cores"]
+__all__ = ["VARIABLES", "affinity", "available_cores", "share_cores", "sharing"]

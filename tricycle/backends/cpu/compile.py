@@ -137,8 +137,30 @@ def _run_from_cache(dispatcher, sig):
                 break
             if _ahead.wait():  # compiling ahead: it may have saved this one
                 continue
-            _compile_in_a_child(dispatcher, sig)
+            with _compiling(dispatcher):  # another process compiled it while this one waited
+                if dispatcher._cache.load_overload(sig, dispatcher.targetctx) is not None:
+                    break
+                _compile_in_a_child(dispatcher, sig)
     return type(dispatcher).compile(dispatcher, sig)  # loaded from the cache when it can be
+
+
+@contextlib.contextmanager
+def _compiling(dispatcher):
+    """Hold the kernel's lock file beside its cache while it is compiled and saved: another
+    process that needs the same kernel meanwhile (pytest's workers, two runs started at once)
+    waits for it and loads what it saved, instead of compiling it a second time. Without
+    ``fcntl`` (Windows) or a writable cache directory, nothing is held."""
+    try:
+        import fcntl  # noqa: PLC0415 - POSIX only
+
+        cache = dispatcher._cache
+        lock = open(os.path.join(cache.cache_path, cache._cache_file._index_name + ".lock"), "a")
+    except (ImportError, OSError, AttributeError):
+        yield
+        return
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        yield
 
 
 # ---------------------------------------------------------------------- compiling ahead
