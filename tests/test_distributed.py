@@ -457,6 +457,27 @@ def test_a_process_alone_keeps_the_libraries_defaults(monkeypatch):
     assert not any(name in os.environ for name in threads_module.VARIABLES)
 
 
+def test_ranks_share_the_cores_they_may_all_run_on_and_keep_cores_of_their_own(monkeypatch):
+    """Unbound ranks (MPICH's default) divide the machine; ranks a launcher bound to cores of
+    their own (Open MPI's default) each keep theirs; an unknown affinity counts as shared."""
+    all_cores, first, second = frozenset(range(8)), frozenset({0, 1}), frozenset({2, 3})
+    assert threads_module.sharing(all_cores, [all_cores, all_cores]) == 2
+    assert threads_module.sharing(first, [first, second]) == 1
+    assert threads_module.sharing(first, [first, frozenset({1, 2})]) == 2
+    assert threads_module.sharing(None, [None, None]) == 2
+    for name in threads_module.VARIABLES:  # unset here, and as they were after the test
+        monkeypatch.setenv(name, "0")
+        monkeypatch.delenv(name)
+    monkeypatch.setattr(threads_module, "threadpool_limits", lambda **_: None)
+    monkeypatch.setattr(threads_module, "available_cores", lambda: 8)
+    assert threads_module.share_cores(2) == 4  # two ranks on the same eight cores
+    assert os.environ["TRICYCLE_THREADS"] == "4"
+    for name in threads_module.VARIABLES:  # what it set would now count as the user's
+        monkeypatch.delenv(name)
+    assert threads_module.share_cores(2, sharers=1) == 8  # eight cores of its own
+    assert os.environ["TRICYCLE_THREADS"] == "8"
+
+
 @needs_mpi
 def test_ctrl_c_ends_every_rank_at_once(tmp_path):
     """mpiexec passes Ctrl-C on to the ranks, busy in their collectives (MPICH's as SIGINT,
