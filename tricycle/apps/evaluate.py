@@ -191,7 +191,7 @@ def training_hooks(tokeniser, items, sample_interval, prompt, n_tokens) -> list[
     every ``sample_interval`` steps (None: none)."""
     hooks = [] if items is None else [Hook(HellaSwag(items))]
     if sample_interval is not None:
-        hooks.append(Hook(Sample(tokeniser, prompt, n_tokens), sample_interval))
+        hooks.append(sample_hook(tokeniser, sample_interval, prompt, n_tokens))
     return hooks
 
 

@@ -17,7 +17,7 @@ from tricycle.apps.step import precision_for
 from tricycle.apps.train_flags import CONFIG_FLAGS, DEFAULTS, build_config, resume_settings
 from tricycle.backend import cupy_available
 from tricycle.configs import GPTConfig
-from tricycle_datasets.run_data import DATASETS, RunDataError, check_same_data
+from tricycle_datasets.run_data import DATASETS
 
 
 @dataclass
@@ -41,7 +41,7 @@ class RunPlan:
         if self.checkpoint is None:
             return None
         run = self.checkpoint["run"]
-        return run.get("data") or {"data_sha256": run.get("data_sha256")}
+        return run.get("data") or {"data_sha256": run.get("data_sha256")}  # older runs'
 
 
 def settle(args, run_dir: RunDirectory, main: bool) -> RunPlan:
@@ -112,16 +112,6 @@ def resumed_run(args, run_dir: RunDirectory) -> tuple[dict, GPTConfig, dict, lis
             f"{checkpoint['step']}: nothing to train; pass --steps above it to go on"
         )
     return checkpoint, config, settings, applied
-
-
-def check_resumed_data(identity: dict, checkpoint: dict, dataset: str) -> None:
-    """Refuse data (``identity``: ``TrainingData.identity``) other than the resumed run's
-    (``tricycle_datasets.run_data.load`` checks them as it loads them)."""
-    plan = RunPlan(None, {}, checkpoint=checkpoint)
-    try:
-        check_same_data(identity, plan.recorded_data, dataset)
-    except RunDataError as error:
-        raise SystemExit(str(error)) from None
 
 
 def init_from(args, name: str, config: GPTConfig, checkpoint) -> tuple[tuple, GPTConfig]:

@@ -105,8 +105,7 @@ from tricycle.configs import GPTConfig
 from tricycle.parallel import distributed
 from tricycle.random import manual_seed
 from tricycle_datasets import run_data
-from tricycle_datasets.hellaswag import read_examples, render_all
-from tricycle_datasets.run_data import DATASETS, RunDataError, TrainingData
+from tricycle_datasets.run_data import DATASETS, RunDataError
 
 
 def use_cuda_graph(choice: str, config: GPTConfig, world: distributed.World, zero: bool) -> bool:
@@ -115,29 +114,6 @@ def use_cuda_graph(choice: str, config: GPTConfig, world: distributed.World, zer
     if choice != "auto":
         return choice == "on"
     return config.device == "gpu"
-
-
-def hooks_for(tokeniser, hellaswag, hellaswag_limit, sample_interval, prompt, n_tokens) -> list:
-    """The run's hooks: HellaSwag (the file ``hellaswag``, its first ``hellaswag_limit``
-    examples) at each evaluation, a sample of ``n_tokens`` after ``prompt`` every
-    ``sample_interval`` steps. (The CLI reads the examples with its data,
-    ``tricycle_datasets.run_data.load``, and calls ``training_hooks``.)"""
-    try:
-        examples = None if hellaswag is None else read_examples(hellaswag, hellaswag_limit)
-        items = None if examples is None else render_all(tokeniser, examples)
-    except (OSError, ValueError) as error:
-        raise SystemExit(f"--eval-hellaswag {hellaswag}: {error}") from None
-    return training_hooks(tokeniser, items, sample_interval, prompt, n_tokens)
-
-
-def sample_prompt(given: str | None, data: TrainingData) -> str:
-    """The samples' prompt: ``given`` (--sample-prompt), else the first line of the
-    validation text; checked: the tokeniser must encode it. (The CLI has it from its data,
-    ``tricycle_datasets.run_data.load``.)"""
-    try:
-        return run_data.sample_prompt(data.tokeniser, given, data.first_line)
-    except RunDataError as error:
-        raise SystemExit(str(error)) from None
 
 
 def train(args) -> dict:
