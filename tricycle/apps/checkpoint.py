@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from tricycle.atomic import atomic_write
-from tricycle.backend import is_cupy_array, to_host_array
+from tricycle.backend import host_snapshot, is_cupy_array, to_host_array
 from tricycle.hf_files import (
     DTYPES,
     PretrainedError,
@@ -218,10 +218,8 @@ def host_copy(state):
     cannot change, to write while training goes on."""
     if isinstance(state, Tensor):
         state = state.array
-    if isinstance(state, np.ndarray):
-        return state.copy()
-    if is_cupy_array(state):
-        return to_host_array(state)  # a new host array
+    if isinstance(state, np.ndarray) or is_cupy_array(state):
+        return host_snapshot(state)
     if isinstance(state, dict):
         return {k: host_copy(v) for k, v in state.items()}
     if isinstance(state, list):

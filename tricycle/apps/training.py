@@ -286,7 +286,7 @@ class Trainer:
         if not self.world.is_main:
             self.saved_step = step
             return
-        snapshot, model = state, pickled(self.model)  # state_dict's arrays are host copies
+        model = pickled(self.model)  # (state_dict's arrays are host copies already)
         best_info = {**self.best, "run": metadata or {}} if best else None
         kept = self._kept(run_dir.checkpoint)
         previous = self.saved_weights  # the weights the state on disk goes with
@@ -295,7 +295,7 @@ class Trainer:
             self.saved_step, self.saved_weights = step, digest
 
         self.writer.submit(
-            lambda: write_run(run_dir, snapshot, model, best_info, previous, kept), done
+            lambda: write_run(run_dir, state, model, best_info, previous, kept), done
         )
 
     def improves(self, val_loss: float | None) -> bool:
