@@ -39,6 +39,13 @@ CONFIG = dict(embedding_dim=16, context_window=8, vocab_size=32, n_heads=2, n_la
 BUCKET_BYTES = 4096  # several buckets even for this tiny model
 
 
+def say(line: str) -> None:
+    """Write ``line`` to stderr in one write: print's parts (the text, then the newline) can
+    interleave with the other rank's in the launcher's forwarded output."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
 def tokens() -> np.ndarray:
     return np.random.default_rng(0).integers(0, CONFIG["vocab_size"], size=2000)
 
@@ -153,14 +160,14 @@ def main(scenario: str, out: str) -> None:
             with open(out, "w") as file:
                 json.dump(ranks, file)
     elif scenario == "interrupt":
-        print(f"rank {world.rank} ready", file=sys.stderr, flush=True)
+        say(f"rank {world.rank} ready")
         for _ in range(600):  # a minute of steps, unless interrupted
             world.all_reduce(1.0)
             time.sleep(0.1)
     elif scenario == "end":
         for _ in range(3):
             world.all_reduce(np.ones(1000))
-        print(f"last line at {time.time():.3f}", file=sys.stderr, flush=True)
+        say(f"last line at {time.time():.3f}")
     world.finalize()
 
 
