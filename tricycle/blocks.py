@@ -14,7 +14,6 @@ During generation the caller passes a ``KVCache`` (see ``tricycle.attention``): 
 then appends the new positions' keys and values and builds no graph.
 """
 
-import math
 from collections.abc import Callable
 
 from tricycle import checks
@@ -35,6 +34,7 @@ from tricycle.attention import (
     rope_qkv,
     rope_tables_at,
 )
+from tricycle.configs import llama_hidden_size  # noqa: F401 - its name here as before
 from tricycle.layers import Dense, Dropout, Layer, LayerNorm, RMSNorm
 from tricycle.tensor import Tensor
 
@@ -312,18 +312,6 @@ class LlamaAttention(CausalSelfAttention):
             f"embedding_dim={self.embedding_dim}, n_heads={self.n_heads}, "
             f"n_kv_heads={self.n_kv_heads}, context_window={self.context_window}"
         )
-
-
-@checks.arguments(
-    embedding_dim=checks.positive_int,
-    expansion_ratio=checks.positive,
-    multiple_of=checks.positive_int,
-)
-def llama_hidden_size(embedding_dim: int, expansion_ratio: float = 4, multiple_of: int = 64):
-    """Llama's SwiGLU width: 2/3 of expansion_ratio * embedding_dim (three matrices instead of
-    two, for about the same parameters), rounded up to a multiple of ``multiple_of``."""
-    hidden = int(2 * expansion_ratio * embedding_dim / 3)
-    return multiple_of * math.ceil(hidden / multiple_of)
 
 
 class SwiGLUBlock(MLPBlock):

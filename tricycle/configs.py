@@ -24,6 +24,7 @@ Setting an unknown attribute on a config raises AttributeError.
 
 import dataclasses
 import inspect
+import math
 from dataclasses import dataclass
 
 from tricycle import checks
@@ -31,6 +32,18 @@ from tricycle.activation import ACTIVATIONS
 from tricycle.tensor import parse_device
 
 ARCHS = ("gpt2", "llama")  # see GPTConfig.arch
+
+
+@checks.arguments(
+    embedding_dim=checks.positive_int,
+    expansion_ratio=checks.positive,
+    multiple_of=checks.positive_int,
+)
+def llama_hidden_size(embedding_dim: int, expansion_ratio: float = 4, multiple_of: int = 64):
+    """Llama's SwiGLU width: 2/3 of expansion_ratio * embedding_dim (three matrices instead of
+    two, for about the same parameters), rounded up to a multiple of ``multiple_of``."""
+    hidden = int(2 * expansion_ratio * embedding_dim / 3)
+    return multiple_of * math.ceil(hidden / multiple_of)
 
 
 @dataclass
@@ -159,6 +172,14 @@ class GPTConfig:
     def kv_heads(self) -> int:
         """Key/value heads: ``n_kv_heads``, or one per query head when it is None."""
         return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
+
+    @property
+    def hidden_size(self) -> int:
+        """The MLP's width: ``llama_hidden_size`` of the SwiGLU for "llama", else
+        ``expansion_ratio`` * ``embedding_dim``."""
+        if self.arch == "llama":
+            return llama_hidden_size(self.embedding_dim, self.expansion_ratio, self.ffn_multiple_of)
+        return int(self.embedding_dim * self.expansion_ratio)
 
     @property
     def tokens_per_step(self) -> int:

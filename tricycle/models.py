@@ -29,7 +29,7 @@ import numpy as np
 
 from tricycle import backend, checks, decode, pretrained
 from tricycle.attention import KVCache
-from tricycle.blocks import GPT2TransformerBlock, LlamaTransformerBlock, llama_hidden_size
+from tricycle.blocks import GPT2TransformerBlock, LlamaTransformerBlock
 from tricycle.configs import GPTConfig
 from tricycle.decode import sample_next  # noqa: F401 - its home before tricycle.decode
 from tricycle.einsum import Einsum
@@ -286,7 +286,7 @@ class GPT(Layer):
 class Llama(GPT):
     """A Llama-style GPT from a ``GPTConfig`` with ``arch="llama"``: no position embedding
     (RoPE rotates queries and keys inside each block instead), grouped-query attention with
-    ``config.kv_heads`` key/value heads, SwiGLU MLPs of width ``llama_hidden_size``, RMSNorm,
+    ``config.kv_heads`` key/value heads, SwiGLU MLPs of width ``config.hidden_size``, RMSNorm,
     no biases; the head is tied to the token embedding if ``config.tie_weights``.
 
     Built and initialised by the GPT's constructor (N(0, 0.02), residual projections scaled
@@ -305,7 +305,7 @@ class Llama(GPT):
             config.n_heads,
             config.kv_heads,
             config.context_window,
-            llama_hidden_size(config.embedding_dim, config.expansion_ratio, config.ffn_multiple_of),
+            config.hidden_size,
             rope_theta=config.rope_theta,
             dropout_prob=config.dropout,
             initialiser=weights_init,

@@ -29,7 +29,6 @@ from tricycle.apps.checkpoint import (
 from tricycle.apps.files import DirectoryLock, atomic_write, read_jsonl, remove_temporaries
 from tricycle.apps.plot import plot_losses
 from tricycle.apps.pretrained import is_model_dir, load_pretrained, load_tokeniser
-from tricycle.blocks import llama_hidden_size
 from tricycle.configs import GPTConfig
 from tricycle.models import GPT, build_model
 from tricycle_datasets.run_data import tokeniser_text
@@ -393,10 +392,9 @@ def _matrix_parameters(config: GPTConfig) -> int:
     E, V, L = config.embedding_dim, config.vocab_size, config.n_layers
     if config.arch == "llama":  # q and o; k and v for the shared heads; SwiGLU's 3 matrices
         kv = 2 * E * config.kv_heads * config.head_dim
-        hidden = llama_hidden_size(E, config.expansion_ratio, config.ffn_multiple_of)
-        block, positions = 2 * E * E + kv + 3 * E * hidden, 0
+        block, positions = 2 * E * E + kv + 3 * E * config.hidden_size, 0
     else:  # q|k|v and the projection; the MLP's 2 matrices
-        block = 4 * E * E + 2 * E * int(E * config.expansion_ratio)
+        block = 4 * E * E + 2 * E * config.hidden_size
         positions = config.context_window * E
     head = 0 if config.tie_weights else V * E
     return V * E + positions + L * block + head
