@@ -124,7 +124,8 @@ def train(args) -> dict:
             f"--resume: no checkpoint in {run_dir.path} (no run, or one stopped before its "
             "first checkpoint: start it again with --overwrite)"
         )
-    main = distributed.init().is_main  # rank 0 alone holds the directory and writes to it
+    world = distributed.init()  # the processes mpiexec started, or a world of one
+    main = world.is_main  # rank 0 alone holds the directory and writes to it
     try:
         for note in run_dir.open() if main else ():
             print(note, file=sys.stderr)
@@ -132,18 +133,20 @@ def train(args) -> dict:
         raise SystemExit(f"--out-dir: {error}") from None
     failed = True
     try:
-        summary = _train(args, run_dir, main)
+        summary = _train(args, run_dir, world)
         failed = False
-        return summary
     finally:
         if main:
             run_dir.close(failed)  # a run that failed before writing leaves no directory
+    world.finalize()  # every rank is done: the others waited for rank 0's sample
+    return summary
 
 
-def _train(args, run_dir: RunDirectory, main: bool) -> dict:
-    """The run, top down: its settings (``main``: this process writes files and logs), the
+def _train(args, run_dir: RunDirectory, world: distributed.World) -> dict:
+    """The run, top down: its settings (rank 0 of ``world`` writes files and logs), the
     data, the model and its optimiser (a ``Trainer``), the loop (``Trainer.fit``), the end."""
     # the settings: a new run's from the flags, a resumed one's from its checkpoint
+    main = world.is_main
     plan = settle(args, run_dir, main)
     config, settings, resumed = plan.config, plan.settings, plan.checkpoint is not None
     for change in plan.applied if main else ():
@@ -151,7 +154,8 @@ def _train(args, run_dir: RunDirectory, main: bool) -> dict:
     if config.device == "cpu":  # a GPU run loads no CPU kernels (nor numba)
         tune_cpu_allocator()
     precompile_gpt(config, settings["precision"])  # the CPU kernels, while the data load
-    world = distributed.init(gpu=config.device == "gpu")  # one GPU per process
+    if config.device == "gpu":
+        world.start_gpu()  # one GPU per process
 
     # the data, and what the run is evaluated and sampled on, in its tokens: one call
     vocab_size = config.vocab_size
@@ -214,7 +218,6 @@ def _train(args, run_dir: RunDirectory, main: bool) -> dict:
         raise SystemExit(f"{kind}: {error}") from None
     finally:
         bar.close()
-    world.finalize()
     summary["out_dir"] = str(run_dir.path)
     if config.device == "gpu":  # cupy's pool keeps what it was given: its high-water mark
         pool_bytes = backend.cupy().get_default_memory_pool().total_bytes()
