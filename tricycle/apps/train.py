@@ -101,19 +101,18 @@ from tricycle.apps.train_flags import (  # noqa: F401 - the CLI's names, here as
 )
 from tricycle.apps.training import TrainingDiverged
 from tricycle.capture import CaptureError
-from tricycle.configs import GPTConfig
 from tricycle.parallel import distributed
 from tricycle.random import manual_seed
 from tricycle_datasets import run_data
 from tricycle_datasets.run_data import DATASETS, RunDataError
 
 
-def use_cuda_graph(choice: str, config: GPTConfig, world: distributed.World, zero: bool) -> bool:
-    """--cuda-graph: "on", "off", or "auto": on a GPU (the captured step holds data
-    parallelism's all-reduces and ZeRO-1's all-gathers; ``zero`` is kept for callers)."""
+def use_cuda_graph(choice: str, device: str) -> bool:
+    """--cuda-graph: "on", "off", or "auto": on a GPU, whatever the world and optimiser (the
+    captured step holds data parallelism's all-reduces and ZeRO-1's all-gathers)."""
     if choice != "auto":
         return choice == "on"
-    return config.device == "gpu"
+    return device == "gpu"
 
 
 def train(args) -> dict:
@@ -184,7 +183,7 @@ def _train(args, run_dir: RunDirectory, world: distributed.World) -> dict:
             config, data.train, data.valid, policy=plan.policy, seed=settings["seed"],
             weights=plan.weights, decay_steps=settings["lr_decay_iters"], world=world,
             zero=args.zero, hooks=hooks,
-            cuda_graph=use_cuda_graph(args.cuda_graph, config, world, args.zero),
+            cuda_graph=use_cuda_graph(args.cuda_graph, config.device),
         )  # fmt: skip
     except (ValueError, CaptureError) as error:
         raise SystemExit(f"tricycle-train: {error}") from None
