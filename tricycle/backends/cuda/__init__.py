@@ -1,13 +1,11 @@
 """Fused CUDA kernels for cupy arrays, with the same signatures as the xp functions they replace.
 
 Each fused op in tricycle is a pure array function written once against ``xp`` (llm.c style:
-``softmax_forward(xp, x) -> y``). On a GPU the same op may run as one CUDA kernel from here;
-the owner's function dispatches in its first two lines::
-
-    if kernels.enabled(x):
-        return kernels.softmax_forward(xp, x)
-
-and the xp version stays the reference the kernel is tested against (tests/test_kernels.py).
+``softmax_forward(xp, x) -> y``). On a GPU the same op may run as one CUDA kernel from here:
+each module registers its kernels with ``tricycle.dispatch`` (``@dispatch.register(op,
+"cuda", dtypes=..., applies=...)``), and the op's owner asks ``dispatch.choose(op,
+reference, *arrays)`` for the kernel that fits its arrays. The xp version stays the
+reference the kernel is tested against (tests/test_kernels.py).
 
 One module per kernel family launches its own CUDA C file (``softmax.py`` -> ``softmax.cu``,
 and so on; ``launch.py`` holds what they share: the dispatch test, compilation, launch
@@ -19,7 +17,7 @@ package on a machine without CUDA imports nothing from cupy and prints nothing.
 Supported storage types: float32, float16 and bfloat16 (``ml_dtypes.bfloat16`` arrays); all
 arithmetic is float32 (matrix products on tensor cores accumulate in float32). Set the
 environment variable ``TRICYCLE_DISABLE_KERNELS`` (to anything non-empty) to force the xp
-versions, e.g. to benchmark or debug them.
+versions, e.g. to benchmark or debug them: ``dispatch.choose`` reads it, on every call.
 """
 
 from tricycle.backends.cuda.add import add as add_kernel

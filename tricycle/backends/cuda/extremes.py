@@ -1,8 +1,6 @@
 """The smallest and largest of many integer ids folded into a persistent device pair in one
 launch (extremes.cu), for the deferred range checks of ``tricycle.deferred``."""
 
-import os
-
 import numpy as np
 
 from tricycle import backend, dispatch
@@ -10,13 +8,12 @@ from tricycle.backends.cuda.launch import LABEL_CTYPES, compiled, elementwise_gr
 
 
 def fold_extremes_enabled(ids, pairs) -> bool:
-    """``fold_extremes`` applies: cupy ids and an int64 cupy table, kernels on."""
+    """``fold_extremes`` applies: cupy ids and an int64 cupy table."""
     return (
         backend.is_cupy_array(ids)
         and backend.is_cupy_array(pairs)
         and pairs.dtype == np.int64
         and pairs.flags.c_contiguous
-        and not os.environ.get("TRICYCLE_DISABLE_KERNELS")
     )
 
 

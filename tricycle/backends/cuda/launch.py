@@ -6,7 +6,6 @@ attention, cast, optimiser, gemm) each launch their own ``*.cu`` file through ``
 cupy comes only from ``tricycle.backend.cupy()``; importing this module imports no cupy.
 """
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -38,15 +37,15 @@ _WARP_MAX_COLS = 512  # rows up to this long get a warp each, longer rows a whol
 
 # ====================================================================== dispatch predicates
 def enabled(*arrays) -> bool:
-    """True when every array is a cupy array of a supported float dtype and kernels are on.
-
-    This is the dispatch test at the top of each pinned xp function. It is cheap (no cupy
-    import, no device query) and False for every numpy array, which it looks at first.
+    """True when every array is a cupy array of a supported float dtype: the first test of
+    each kernel's ``applies`` (``tricycle.dispatch``), which alone reads the switch
+    ``TRICYCLE_DISABLE_KERNELS`` before asking it. It is cheap (no cupy import, no device
+    query) and False for every numpy array, which it looks at first.
     """
     for a in arrays:
         if not backend.is_cupy_array(a) or float_ctype(a.dtype) is None:
             return False
-    return bool(arrays) and not os.environ.get("TRICYCLE_DISABLE_KERNELS")
+    return bool(arrays)
 
 
 def adam_enabled(w, grad) -> bool:
