@@ -54,11 +54,14 @@ def test_none_entries_are_skipped_and_the_latest_registration_wins():
 
 
 def test_kernels_off_by_the_environment_or_the_context(monkeypatch):
-    dispatch.add(OP, "cpu", kernel)
     x = np.ones(2)
+    assert dispatch.kernel_for(OP, x) is None  # none registered
+    dispatch.add(OP, "cpu", kernel)
     assert dispatch.choose(OP, reference, x) is kernel
+    assert dispatch.kernel_for(OP, x) is kernel
     monkeypatch.setenv("TRICYCLE_DISABLE_KERNELS", "1")  # read on every call
     assert dispatch.choose(OP, reference, x) is reference
+    assert dispatch.kernel_for(OP, x) is None
     monkeypatch.delenv("TRICYCLE_DISABLE_KERNELS")
     with dispatch.references():
         assert dispatch.choose(OP, reference, x) is reference

@@ -77,7 +77,7 @@ def sample(model, prompt, max_new_tokens, temperature, top_k, rng, use_cache, vo
 
 def records(caches: list[KVCache]) -> bool:
     """Whether decode steps on these caches' device are recorded as a graph (a GPU)."""
-    return dispatch.choose("graph", None, caches[0].keys) is not None
+    return dispatch.kernel_for("graph", caches[0].keys) is not None
 
 
 def sample_next(logits: np.ndarray, temperature: float, top_k: int | None, rng) -> np.ndarray:

@@ -130,6 +130,13 @@ def choose(op: str, reference, *arrays):
     return reference
 
 
+def kernel_for(op: str, *arrays):
+    """The kernel registered for ``op`` that fits ``arrays``, or None (none fits, or kernels
+    are off): for a caller whose whole path differs where a kernel runs (a gradient norm
+    kept on the device, decode steps recorded as a graph), rather than one formula's."""
+    return choose(op, None, *arrays)
+
+
 def _fit(op: str, arrays: list) -> tuple[Kernel, ...]:
     """The kernels of ``op`` on the arrays' device (loading its backend the first time) whose
     dtypes include every array's dtype, latest registration first."""

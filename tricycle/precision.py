@@ -338,7 +338,7 @@ class Precision:
             return StepResult(None, False)
         scale = None if self.scaler is None else self.scaler.scale_array(grads[0])
         device_norm = None  # the unscaled norm, where a kernel computed it on the device
-        on_device = dispatch.choose("clip_multiplier", None, *grads)  # only where one is
+        on_device = dispatch.kernel_for("clip_multiplier", *grads)
         if on_device is not None:
             xp = backend.array_module(grads[0])
             device_norm, multiplier = on_device(xp, grads, max_norm, scale)
