@@ -65,7 +65,7 @@ else:
 
 def step():
     optimiser.step()
-    logits = model(inputs, precision=policy) if policy.mixed else model(inputs)
+    logits = policy.forward(model, inputs)
     loss = loss_fn(targets, logits)
     policy.backward(loss)
     policy.step(optimiser, model, max_norm=1.0)

@@ -1,10 +1,13 @@
 """Floating dtypes and the casts between them that mixed precision makes.
 
 ``cast`` is differentiable: a Tensor cast to a 16-bit dtype sends its gradient back in its
-own dtype (float32 master weights get float32 gradients). ``cast_arrays`` and ``widen`` are
+own dtype (float32 master weights get float32 gradients); ``cast_parameters`` casts a whole
+model's parameters that way for the length of a forward. ``cast_arrays`` and ``widen`` are
 the references of the CUDA backend's one-launch casts, asked for through ``tricycle.dispatch``.
 The precision policies that use them are in ``tricycle.precision``, which re-exports them.
 """
+
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -55,6 +58,33 @@ def cast_all(tensors: list, dtype) -> list:
     cast_many = dispatch.choose("cast_arrays", cast_arrays, *arrays)
     casts = {id(t): _cast_node(t, a) for t, a in zip(todo, cast_many(arrays, dtype))}
     return [casts.get(id(t), t) for t in tensors]
+
+
+@contextmanager
+def cast_parameters(model, dtype):
+    """Within the block, every parameter attribute of every layer of ``model`` (a ``Layer``)
+    is its differentiable cast to ``dtype`` (``cast_all``: one cast per parameter, shared by
+    all its uses: a tied head and its token embedding see one Tensor). The parameters are put
+    back on exit, even after an error.
+
+    Layers read their parameters as attributes at call time, so no layer needs to know about
+    precision: the policy that runs the forward (``Precision.forward``) casts them.
+    """
+    swapped = [
+        (layer, attr, value)
+        for layer in model.layers()
+        for attr, value in vars(layer).items()
+        if isinstance(value, Tensor) and value.requires_grad
+    ]
+    unique = list({id(value): value for _, _, value in swapped}.values())
+    casts = dict(zip(map(id, unique), cast_all(unique, dtype)))  # one launch on a GPU
+    for layer, attr, value in swapped:
+        setattr(layer, attr, casts[id(value)])
+    try:
+        yield
+    finally:
+        for layer, attr, value in swapped:
+            setattr(layer, attr, value)
 
 
 def cast_arrays(arrays: list, dtype) -> list:

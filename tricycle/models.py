@@ -22,7 +22,6 @@ and samples on a CPU-only machine.
 """
 
 from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import partial
 
 import numpy as np
@@ -101,17 +100,11 @@ class GPT(Layer):
         With ``caches`` (one per block, from ``new_caches``) the tokens continue the cached
         positions: generation feeds one new token at a time.
 
-        With a mixed ``precision`` policy (``tricycle.precision.Precision("fp16"|"bf16")``)
-        the forward runs in its 16-bit compute dtype: every parameter is cast on the way in
-        (differentiably, so gradients reach the float32 master weights in float32) and the
-        logits go through ``precision.cast_output`` for the loss (float32, or 16-bit where the
-        GPU kernels read them with float32 arithmetic). Other policies change nothing here
-        (TF32 is switched on by entering the policy).
+        ``precision``: a policy to run under, as ``precision.forward(model, tokens)`` runs it
+        (a mixed one computes in its 16-bit dtype: ``tricycle.precision.Precision.forward``).
         """
-        if precision is not None and precision.mixed:
-            with _cast_parameters(self, precision):
-                logits = self._forward(tokens, caches)
-            return precision.cast_output(logits)
+        if precision is not None:
+            return precision.forward(self, tokens, caches)
         return self._forward(tokens, caches)
 
     def _forward(self, tokens, caches: list[KVCache] | None) -> Tensor:
@@ -346,30 +339,3 @@ def _check_arch(model_class: type, config: GPTConfig) -> None:
             f"{model_class.__name__}: the config has arch={config.arch!r}, but this class builds "
             f"{model_class.arch!r} models; use build_model(config)"
         )
-
-
-@contextmanager
-def _cast_parameters(model: Layer, precision):
-    """Within the block, every parameter attribute of every layer of ``model`` is replaced by
-    ``precision.cast(parameter)``, its differentiable cast to the compute dtype (one cast per
-    parameter, shared by all its uses: the tied head and the token embedding see one Tensor).
-    The float32 parameters are put back on exit, even after an error.
-
-    Layers read their parameters as attributes at call time, so no layer needs to know about
-    precision (contract 9: the policy is passed explicitly, not tested in every op).
-    """
-    swapped = [
-        (layer, attr, value)
-        for layer in model.layers()
-        for attr, value in vars(layer).items()
-        if isinstance(value, Tensor) and value.requires_grad
-    ]
-    unique = list({id(value): value for _, _, value in swapped}.values())
-    casts = dict(zip(map(id, unique), precision.cast_all(unique)))  # one launch on a GPU
-    for layer, attr, value in swapped:
-        setattr(layer, attr, casts[id(value)])
-    try:
-        yield
-    finally:
-        for layer, attr, value in swapped:
-            setattr(layer, attr, value)

@@ -17,7 +17,7 @@ Typical loop::
     with policy:                                    # TF32 for leftover float32 matmuls, if asked
         for step in range(n_steps):
             optimiser.step()
-            loss = loss_fn(y, model(x, precision=policy))   # the model calls policy.cast(...)
+            loss = loss_fn(y, policy.forward(model, x))  # in the compute dtype
             policy.backward(loss)                   # seeds backward with the loss scale
             norm, skipped = policy.step(optimiser, model, max_norm=1.0)  # unscale, clip, update
 
@@ -37,6 +37,7 @@ from tricycle.casting import (  # noqa: F401 (re-exported: they were first defin
     cast,
     cast_all,
     cast_arrays,
+    cast_parameters,
     is_floating,
     widen,
 )
@@ -278,6 +279,17 @@ class Precision:
     def mixed(self) -> bool:
         """True when the forward runs in a 16-bit dtype."""
         return self.compute_dtype != self.param_dtype
+
+    def forward(self, model, *inputs, **kwargs):
+        """``model(*inputs, **kwargs)`` under this policy: a mixed one casts every parameter and
+        floating input Tensor to the compute dtype on the way in (``cast_parameters``, ``cast``)
+        and hands the output to ``cast_output``; the others call the model as it is."""
+        if not self.mixed:
+            return model(*inputs, **kwargs)
+        inputs = [self.cast(x) if isinstance(x, Tensor) else x for x in inputs]
+        with cast_parameters(model, self.compute_dtype):
+            out = model(*inputs, **kwargs)
+        return self.cast_output(out)
 
     # ------------------------------------------------------------------ context
     def __enter__(self) -> "Precision":

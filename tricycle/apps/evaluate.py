@@ -66,7 +66,8 @@ def ending_losses(
         mask[i, f : len(row) - 1] = True
 
     xp = model.token_embedding.weights.xp
-    logits = model(ids, precision=precision).array.astype(xp.float32, copy=False)  # (R, L, V)
+    logits = model(ids) if precision is None else precision.forward(model, ids)
+    logits = logits.array.astype(xp.float32, copy=False)  # (R, L, V)
     # each position's next token (the last position's is a placeholder, masked out below);
     # the fused cross-entropy keeps each row's log-sum-exp as peak + log_sum, so a token's
     # loss needs no (R, L, V) log-probabilities of its own

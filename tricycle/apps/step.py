@@ -70,7 +70,7 @@ def train_step(
     """One optimiser step over ``accumulation_steps`` micro-batches from ``batches``.
 
     Args:
-        model: a Layer mapping inputs to logits; a GPT also takes ``precision=``.
+        model: a Layer mapping inputs to logits (run under the policy: ``Precision.forward``).
         optimiser: its ``step()`` is called first, then ``update`` through the policy.
         batches: an iterator of (inputs, targets).
         policy: the precision policy (default float32).
@@ -93,7 +93,7 @@ def train_step(
         local = data_parallel is not None and not last
         with data_parallel.no_sync() if local else contextlib.nullcontext():
             inputs, targets = next(batches)  # (B, T) ids each
-            logits = model(inputs, precision=policy) if policy.mixed else model(inputs)
+            logits = policy.forward(model, inputs)  # in the compute dtype
             loss = loss_fn(targets, logits)  # float32, whatever the compute dtype
             # gradients add up over the micro-batches: each contributes its share of the mean
             policy.backward(loss / accumulation_steps if accumulation_steps > 1 else loss)

@@ -45,7 +45,7 @@ def evaluate(
     try:
         with no_grad():
             for inputs, targets in batches:
-                logits = model(inputs, precision=policy) if policy.mixed else model(inputs)
+                logits = policy.forward(model, inputs)
                 total = total + loss_fn(targets, logits).array
                 n += 1
     finally:

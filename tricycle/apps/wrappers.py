@@ -2,29 +2,19 @@
 with the forward in the precision policy's dtype and the update held until the gradients
 of every micro-batch are in."""
 
-import inspect
-
 from tricycle.precision import Precision
 
 
 class PreparedModel:
-    """``model`` called with ``precision=`` the policy's (a mixed policy), everything else
-    the model's own (``parameters()``, ``eval()``, ``state_dict()``...). ``module``: the
-    model itself."""
+    """``model`` called under the precision policy (``Precision.forward``: a mixed policy
+    casts its parameters to the compute dtype), everything else the model's own
+    (``parameters()``, ``eval()``, ``state_dict()``...). ``module``: the model itself."""
 
     def __init__(self, model, policy: Precision):
-        if policy.mixed and "precision" not in inspect.signature(model.forward).parameters:
-            raise TypeError(
-                f"Accelerator.prepare: mixed precision ({policy.mode}) needs a model whose "
-                f"forward takes precision= (GPT, Llama); {type(model).__name__}.forward "
-                "does not"
-            )
         self.module, self.policy = model, policy
 
     def __call__(self, *args, **kwargs):
-        if self.policy.mixed and "precision" not in kwargs:
-            kwargs["precision"] = self.policy
-        return self.module(*args, **kwargs)
+        return self.policy.forward(self.module, *args, **kwargs)
 
     def __getattr__(self, name: str):
         return getattr(self.module, name)
