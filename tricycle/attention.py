@@ -70,15 +70,13 @@ def causal_softmax(xp, q, k):
 def attention_forward(xp, qkv, n_heads: int, dropout_prob: float = 0.0, seed=0):
     """Causal multi-head attention of a packed (B, T, 3E) projection -> ((B, T, E), saved).
 
-    With ``dropout_prob`` the probabilities are dropped with the mask of ``seed`` (an int, a
-    (1,) uint32 device array holding it, or a function that draws it). ``saved`` holds what
+    With ``dropout_prob`` the probabilities are dropped with the mask of ``seed`` (an int, or
+    a (1,) uint32 device array holding it). ``saved`` holds what
     ``attention_backward`` needs; nothing in it may be modified until the backward has run.
     """
     dtype = qkv.dtype
     qkv = qkv.astype(_product_dtype(xp, dtype), copy=False)
     B, T, three_e = qkv.shape
-    if dropout_prob and callable(seed):
-        seed = seed()
     q, k, v = split_heads(qkv, n_heads)  # (B, H, T, D) views
     probs = causal_softmax(xp, q, k)  # (B, H, T, T)
     dropped = probs
@@ -122,20 +120,14 @@ def _product_dtype(xp, dtype):
 # ------------------------------------------------------------------ the Tensor op
 
 
-def _seed(owner: str, name: str, value):
-    """A mask's seed (``mask_seed``), or a function that draws one when the op runs."""
-    return value if callable(value) else mask_seed(owner, name, value)
-
-
-@checks.arguments(n_heads=checks.positive_int, dropout_prob=checks.probability, seed=_seed)
+@checks.arguments(n_heads=checks.positive_int, dropout_prob=checks.probability, seed=mask_seed)
 def causal_attention(qkv: Tensor, n_heads: int, dropout_prob: float = 0.0, seed=0) -> Tensor:
     """Fused causal self-attention: qkv (B, T, 3E) -> (B, T, E), as one node of the graph.
 
     ``dropout_prob`` drops attention probabilities (inverted dropout, as torch's
     ``scaled_dot_product_attention(dropout_p=...)``); ``seed`` picks the mask, and the same
-    seed gives the same mask on every device. It is an int, a (1,) uint32 device array
-    holding it, or a function that draws one (``Dropout.draw_seed``): the forward calls it
-    once, and a CUDA kernel draws through it anew at each replay of a captured step.
+    seed gives the same mask on every device. It is an int, or a (1,) uint32 device array
+    holding it (``Dropout.step_seed`` while a CUDA graph is captured: each replay refills it).
     """
     if qkv.ndim != 3:
         raise ValueError(

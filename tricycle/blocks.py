@@ -88,7 +88,8 @@ class CausalSelfAttention(Layer):
         if cache is not None:
             y = Tensor(attend_with_cache(qkv.xp, qkv.array, self.n_heads, cache), name="attention")
         elif self.training and dropout.probability:
-            y = causal_attention(qkv, self.n_heads, dropout.probability, dropout.draw_seed)
+            seed = dropout.step_seed(qkv.array)  # on a captured GPU step, a fresh one each replay
+            y = causal_attention(qkv, self.n_heads, dropout.probability, seed)
         else:
             y = causal_attention(qkv, self.n_heads)  # (B, T, E)
         return self.residual_dropout(self.out_projection(y))

@@ -224,11 +224,7 @@ def _heads(qkv, n_heads: int):
 def attention_forward(xp, qkv, n_heads: int, dropout_prob: float = 0.0, seed=0):
     """``tricycle.attention.attention_forward`` with its saved state: (qkv, out, lse, n_heads,
     dropout probability, seed)."""
-    if not dropout_prob:
-        seed = 0
-    elif callable(seed):
-        seed = seed()
-    seed = int(seed)
+    seed = int(seed) if dropout_prob else 0
     B, T, three_e = qkv.shape
     q, k, v = _heads(qkv, n_heads)
     out = np.empty((B, T, n_heads, three_e // (3 * n_heads)), dtype=qkv.dtype)

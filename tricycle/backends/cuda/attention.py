@@ -12,7 +12,6 @@ import math
 import numpy as np
 
 from tricycle import backend, dispatch
-from tricycle.backends.cuda import capture
 from tricycle.backends.cuda.dropout import seed_array
 from tricycle.backends.cuda.gemm import tf32_enabled
 from tricycle.backends.cuda.launch import CTYPES, KernelSaved, compiled, ctype, enabled
@@ -56,11 +55,9 @@ def _dropout_args(probability: float, seed) -> tuple:
     """(seed, threshold, 1 / (1 - p)) as the kernels take them; threshold 0 means no dropout.
     The mask is ``tricycle.dropout_mask.keep_bits``', bit for bit. The kernels read the seed
     from device memory (``kernels.dropout.seed_array``), so that a captured step's replays
-    each draw anew. ``seed``: an int, such a device array, or a function that draws the seed
-    (drawn through ``capture.step_seed``)."""
+    each draw anew. ``seed``: an int, or such a device array (``capture.step_seed``'s, which
+    the layer draws through ``Dropout.step_seed``)."""
     threshold = min(int(round(probability * 2**32)), 2**32 - 1)  # dropout_mask's threshold
-    if threshold and callable(seed):  # a draw: once per step, each replay of a capture anew
-        seed = capture.step_seed(seed)
     seed = seed_array(seed if threshold else None)
     return seed, np.uint32(threshold), np.float32(1 / (1 - probability))
 
