@@ -139,7 +139,7 @@ class MultiHeadAttention(Layer):
         dropout = self.attention_dropout
         p = dropout.probability if self.training else 0.0
         mask = combined_mask(x.xp, mask, padding)
-        seed = dropout.step_seed() if p else 0
+        seed = dropout.step_seed(q.array) if p else 0  # captured on a GPU: fresh each replay
         y = scaled_dot_product_attention(q, kv[0], kv[1], mask, causal, window, None, p, seed)
         y = y.transpose(0, 2, 1, 3).reshape(B, Tq, self.embedding_dim)
         return self.residual_dropout(self.out_projection(y))
