@@ -357,7 +357,9 @@ class ParallelKernel:
     per kernel, without numba's parallel passes (four times the compile of the plain loop).
     ``run`` lets the caller decide instead of the size; ``grain`` keeps the cuts at multiples
     of that many tasks (a loop over elements: vector lanes line up as in one range). A kernel
-    that multiplies (``blas=True``) runs with numpy's BLAS on one thread (``blas.py``).
+    that multiplies (``blas=True``) runs with numpy's BLAS on one thread (``blas.py``);
+    ``strided=(names)`` types those arrays as strided views, one compiled kernel for every
+    layout of them (``_signature``).
     """
 
     def __init__(self, function, options):
