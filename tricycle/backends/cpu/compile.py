@@ -92,8 +92,7 @@ def _compiled(function, options):
     options = {**_OPTIONS, **options}
     strided = options.pop("strided", ())
     dispatcher = numba.njit(**options)(function)
-    names = function.__code__.co_varnames[: function.__code__.co_argcount]
-    dispatcher._strided = frozenset(names.index(name) for name in strided)
+    dispatcher._strided = frozenset(function.__code__.co_varnames.index(n) for n in strided)
     if options.get("cache"):
         dispatcher._cache = _BackendCache(dispatcher.py_func)
         dispatcher.compile = functools.partial(_run_from_cache, dispatcher)
@@ -154,10 +153,9 @@ def _run_from_cache(dispatcher, sig):
 
 def _signature(dispatcher, argument_types):
     """The argument types ``dispatcher`` is compiled for, called with ``argument_types``: the
-    arrays it names ``strided`` typed as strided views (numba's layout "A"), whatever their
-    layout, so that a contiguous array and a view of a larger one run one compiled function
-    (the numbers too: a loop compiled for each layout may round differently). A contiguous
-    array converts to a strided one without a copy."""
+    arrays it names ``strided`` typed as strided views (numba's layout "A", to which a
+    contiguous array converts without a copy), so that a contiguous array and a view of a
+    larger one run one compiled function (the same numbers, and one compile per dtype)."""
     return tuple(
         t.copy(layout="A") if i in dispatcher._strided and isinstance(t, numba.types.Array) else t
         for i, t in enumerate(argument_types)
@@ -358,8 +356,7 @@ class ParallelKernel:
     ``run`` lets the caller decide instead of the size; ``grain`` keeps the cuts at multiples
     of that many tasks (a loop over elements: vector lanes line up as in one range). A kernel
     that multiplies (``blas=True``) runs with numpy's BLAS on one thread (``blas.py``);
-    ``strided=(names)`` types those arrays as strided views, one compiled kernel for every
-    layout of them (``_signature``).
+    ``strided=(names)``: those arrays typed as strided whatever their layout (``_signature``).
     """
 
     def __init__(self, function, options):
