@@ -2,12 +2,13 @@
 
     python benchmarks/kernel_pair.py --old /path/to/old/checkout
 
-Loads the other checkout's ``gemm``, ``attention``, ``sdpa`` and ``gemv`` kernel modules
-beside this one's (under other names, each old module calling the old ``gemm``), checks that
-both give the same numbers (the same bits where the arithmetic is the same, else within
-float32's tolerance), then runs them alternately, ``--rounds`` rounds: each side's best time
-and the median of per-round ratios, new over old (below 1: the new one is faster). For a
-kernel's speed after a change that should not have moved it (compile-time work, issue 45).
+Loads the other checkout's ``gemm``, ``attention``, ``sdpa``, ``gemv`` and ``recurrent``
+kernel modules beside this one's (under other names, each old module calling the old
+``gemm``), checks that both give the same numbers (the same bits where the arithmetic is the
+same, else within float32's tolerance), then runs them alternately, ``--rounds`` rounds: each
+side's best time and the median of per-round ratios, new over old (below 1: the new one is
+faster). For a kernel's speed after a change that should not have moved it (compile-time
+work, issue 45; the kernels' layouts, the suite's time).
 """
 
 import argparse
@@ -15,13 +16,16 @@ import importlib.util
 import sys
 import time
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
-from tricycle.backends.cpu import attention, gemm, gemv, sdpa  # noqa: E402
+from tricycle import dispatch  # noqa: E402
+from tricycle.backends.cpu import attention, gemm, gemv, recurrent, sdpa  # noqa: E402
 from tricycle.dropout_mask import NO_DROPOUT, AttentionDropout  # noqa: E402
+from tricycle.nn import recurrent as nn_recurrent  # noqa: E402
 from tricycle.nn.sdpa import attention_bias  # noqa: E402
 
 PACKAGE = "tricycle.backends.cpu"
@@ -62,8 +66,10 @@ def main(argv=None) -> None:
     parser.add_argument("--old", type=Path, required=True, help="the other checkout's root")
     parser.add_argument("--rounds", type=int, default=15)
     args = parser.parse_args(argv)
-    old = {name: load_old(args.old, name) for name in ("gemm", "attention", "sdpa", "gemv")}
-    new = {"gemm": gemm, "attention": attention, "sdpa": sdpa, "gemv": gemv}
+    names = ("gemm", "attention", "sdpa", "gemv", "recurrent")
+    old = {name: load_old(args.old, name) for name in names}
+    new = {"gemm": gemm, "attention": attention, "sdpa": sdpa, "gemv": gemv,
+           "recurrent": recurrent}  # fmt: skip
     rng = np.random.default_rng(0)
     print("| kernel (forward + backward where there is one) | old ms | new ms | new / old |")
     print("| --- | --- | --- | --- |")
@@ -120,6 +126,36 @@ def main(argv=None) -> None:
 
         race(f"gemv columns (1, {K}) x ({K}, {N}), 50 calls",
              {side: lambda m=m: fifty(m["gemv"]) for side, m in (("old", old), ("new", new))},
+             args.rounds)  # fmt: skip
+
+    T, N, H = 32, 32, 256  # the cells step by step (the LSTM's whole-sequence kernel aside)
+    for cell, batch_first in [(c, f) for c in ("rnn", "gru", "lstm") for f in (False, True)]:
+        G = nn_recurrent.CELLS[cell][0]
+        xg = rng.standard_normal((N, T, G * H) if batch_first else (T, N, G * H))
+        xg = (xg.transpose(1, 0, 2) if batch_first else xg).astype(np.float32)  # (T, N, G H)
+        w = (0.1 * rng.standard_normal((G * H, H))).astype(np.float32)
+        h0 = rng.standard_normal((N, H)).astype(np.float32)
+        c0 = h0[::-1].copy() if cell == "lstm" else None
+        dhs = rng.standard_normal((T, N, H)).astype(np.float32)
+
+        def cells(module, cell=cell, xg=xg, w=w, h0=h0, c0=c0, dhs=dhs):
+            pair = tuple(getattr(module, f"{cell}_cell_{half}") for half in ("forward", "backward"))
+            with mock.patch.object(dispatch, "choose", lambda op, reference, *arrays: pair):
+                states, saved = nn_recurrent.recurrence_forward(np, cell, xg, w, None, h0, c0)
+                hs, cs = (states, None) if c0 is None else (states[0], states[1])
+                dcs = None if c0 is None else dhs[::-1]
+                grads = nn_recurrent.recurrence_backward(
+                    np, cell, dhs, dcs, xg, w, h0, c0, hs, cs, saved
+                )
+            return [states] + [g for g in grads if g is not None]
+
+        pairs = list(zip(cells(new["recurrent"]), cells(old["recurrent"])))
+        for mine, theirs in pairs:
+            np.testing.assert_allclose(mine, theirs, rtol=2e-4, atol=2e-5)
+        same = all(np.array_equal(mine, theirs) for mine, theirs in pairs)
+        layout = "xg (N, T, G H) transposed" if batch_first else "xg (T, N, G H)"
+        race(f"{cell} cells T{T} N{N} H{H}, {layout}{'' if same else ' (bits differ)'}",
+             {side: lambda m=m: cells(m["recurrent"]) for side, m in (("old", old), ("new", new))},
              args.rounds)  # fmt: skip
 
 

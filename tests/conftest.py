@@ -18,6 +18,20 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
+
+def pytest_configure(config):
+    """In each of pytest-xdist's workers, when there are as many workers as cores: numpy's
+    BLAS on one thread. Its threads spin for about 0.1 s after every product
+    (``tricycle/backends/cpu/compile.py``), on the cores the other workers want
+    (``benchmarks/README.md``, the suite's time). Test processes of their own keep their
+    settings."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    if workers >= (os.cpu_count() or 1):
+        from threadpoolctl import threadpool_limits  # noqa: PLC0415 - only in the workers
+
+        threadpool_limits(1, user_api="blas")
+
+
 BACKENDS = [
     pytest.param("numpy", id="numpy"),
     pytest.param(

@@ -193,6 +193,51 @@ def test_cache_path_kernel_matches_reference(tokens, cached, dtype):
     close(cpu_attention.attend(np, q, k, v), attention.attend(np, q, k, v), dtype, "attend")
 
 
+def signatures(dispatcher, dtype) -> set:
+    """The signatures of ``dispatcher`` in this process whose first argument is of ``dtype``."""
+    return {sig for sig in dispatcher.overloads if str(sig[0].dtype) == np.dtype(dtype).name}
+
+
+def test_attention_kernels_run_one_compiled_function_whatever_the_layouts():
+    """q, k, v and their gradients typed as strided views at the kernels' boundary: contiguous
+    arrays (a decode step's query at batch 1, the kernels called directly) and views of qkv
+    run the same compiled kernel, with the same numbers."""
+    rng = np.random.default_rng(0)
+    qkv = rng.standard_normal((2, 5, 3 * 2 * 3))  # float64: no other test's float64 here
+    q, k, v = (np.ascontiguousarray(a) for a in cpu_attention._heads(qkv, 2))
+    out, lse = np.empty_like(q), np.empty((2, 2, 5))
+    cpu_attention.attention_forward_kernel(q, k, v, out, lse, 0, 0, 1.0, 64, 4)
+    views, _ = cpu_attention.attention_forward(np, qkv, 2)
+    np.testing.assert_array_equal(views, out.reshape(views.shape))
+    dq, dk, dv = (np.empty_like(q) for _ in "qkv")
+    dout = rng.standard_normal(q.shape)
+    cpu_attention.attention_backward_kernel(q, k, v, out, dout, lse, dq, dk, dv, 0, 0, 1.0, 64, 4)
+    _, saved = cpu_attention.attention_forward(np, qkv, 2)
+    dqkv = cpu_attention.attention_backward(np, dout.reshape(2, 5, 6), saved)
+    np.testing.assert_array_equal(dqkv.reshape(2, 5, 3, 2, 3), np.stack([dq, dk, dv], axis=2))
+    for kernel in (cpu_attention.attention_forward_kernel, cpu_attention.attention_backward_kernel):
+        (sig,) = signatures(kernel.kernel, np.float64)
+        assert [a.layout for a in sig[:3]] == ["A", "A", "A"]
+
+
+def test_the_cells_take_strided_arrays_as_contiguous_copies():
+    """The cells' loops are compiled for contiguous rows only (where they vectorise): a
+    strided input is copied, a strided output written back, and the numbers are the
+    reference's."""
+    rng = np.random.default_rng(1)
+    xg = rng.standard_normal((4, 12))[:, ::2]  # (N, 3 H): every other column
+    h = rng.standard_normal((4, 6))[:, ::3]
+    hg, expected_hg = (rng.standard_normal((4, 6)) for _ in "ab")
+    expected_hg[...] = hg
+    h_new, expected = np.empty((4, 4))[:, ::2], np.empty((4, 2))
+    recurrent.gru_cell_forward(np, xg, expected_hg, h, None, expected, None)
+    cpu_recurrent.gru_cell_forward(np, xg, hg, h, None, h_new, None)
+    close(h_new, expected, np.float64, "h_new")
+    close(hg, expected_hg, np.float64, "saved gates")
+    (sig,) = signatures(cpu_recurrent.gru_forward_kernel, np.float64)
+    assert {a.layout for a in sig} == {"C"}
+
+
 # ------------------------------------------------------------------ convolution
 
 CONV_CASES = [

@@ -69,8 +69,10 @@ def _zero(x):
 
 # The kernels allocate their blocks once a call and use plain loops and conditional
 # expressions where numpy's functions (np.full, np.zeros, min of two ints) would each be an
-# overload for numba to compile: a first run compiles less.
-@parallel_jit(blas=True)
+# overload for numba to compile: a first run compiles less. q, k, v and their gradients are
+# typed as strided views whatever their layout (views of qkv in training, contiguous arrays
+# elsewhere): one compiled kernel per dtype.
+@parallel_jit(blas=True, strided=("q", "k", "v"))
 def attention_forward_kernel(q, k, v, out, lse, seed, threshold, dropout_scale, block, first,
                              last):  # fmt: skip
     """out (B, Tq, H, D) and lse (B, H, Tq) of causal attention of q (B, Tq, H, D) against
@@ -133,7 +135,7 @@ def attention_forward_kernel(q, k, v, out, lse, seed, threshold, dropout_scale, 
                     out[b, a + i, h, d] = acc[i, d] / row_sums[i]
 
 
-@parallel_jit(blas=True)
+@parallel_jit(blas=True, strided=("q", "k", "v", "dq", "dk", "dv"))
 def attention_backward_kernel(q, k, v, out, dout, lse, dq, dk, dv, seed, threshold,
                               dropout_scale, block, first, last):  # fmt: skip
     """dq (B, T, H, D), dk and dv (B, T, Hkv, D) of ``attention_forward_kernel`` (Tq == Tk).
@@ -241,7 +243,7 @@ def attention_backward(xp, dout, saved):
     """dqkv (B, T, 3E) from dout (B, T, E) and ``attention_forward``'s saved state."""
     qkv, out, lse, n_heads, dropout_prob, seed = saved
     B, T, E = out.shape
-    dout = dout.astype(qkv.dtype, copy=False).reshape(B, T, n_heads, E // n_heads)
+    dout = np.ascontiguousarray(dout, dtype=qkv.dtype).reshape(B, T, n_heads, E // n_heads)
     q, k, v = _heads(qkv, n_heads)
     dqkv = np.empty(qkv.shape, dtype=qkv.dtype)
     dq, dk, dv = _heads(dqkv, n_heads)
@@ -257,21 +259,9 @@ def attend(xp, q, k, v):
     B, H, Tq, D = q.shape
     out = np.empty((B, Tq, H, D), dtype=q.dtype)
     lse = np.empty((B, H, Tq), dtype=q.dtype)
-    qt, kt, vt = (_strided(a.swapaxes(1, 2)) for a in (q, k, v))  # (B, T, H, D) views
+    qt, kt, vt = (a.swapaxes(1, 2) for a in (q, k, v))  # (B, T, H, D) views
     attention_forward_kernel(qt, kt, vt, out, lse, 0, 0, 1.0, BLOCK, B * H)
     return out
-
-
-def _strided(x):
-    """``x``, or a copy of it whose elements are not contiguous where ``x``'s are (a decode
-    step's one query at batch 1): the kernel's q, k and v are then always typed as strided
-    views (numba's layout "A", as training's views of qkv), one signature to compile, not
-    another for contiguous arrays."""
-    if not x.flags.c_contiguous or x.shape[-1] < 2:
-        return x
-    spaced = np.empty((*x.shape[:-1], 2 * x.shape[-1]), dtype=x.dtype)[..., ::2]
-    spaced[...] = x
-    return spaced
 
 
 dispatch.add("attention", "cpu", (attention_forward, attention_backward))

@@ -87,9 +87,12 @@ def jit(function=None, **options):
 
 def _compiled(function, options):
     """``numba.njit`` of ``function`` whose disk cache is keyed on the whole backend's source,
-    and which runs the code its cache holds, even just compiled (``_run_from_cache``)."""
+    and which runs the code its cache holds, even just compiled (``_run_from_cache``). The
+    arrays named in the option ``strided`` are typed as strided ones (``_signature``)."""
     options = {**_OPTIONS, **options}
+    strided = options.pop("strided", ())
     dispatcher = numba.njit(**options)(function)
+    dispatcher._strided = frozenset(function.__code__.co_varnames.index(n) for n in strided)
     if options.get("cache"):
         dispatcher._cache = _BackendCache(dispatcher.py_func)
         dispatcher.compile = functools.partial(_run_from_cache, dispatcher)
@@ -130,8 +133,9 @@ def _run_from_cache(dispatcher, sig):
     a process that only loads gives the numbers of every other, so a program's first run,
     which compiles, and its later runs give the same numbers. Where the cache cannot be
     written, the dispatcher compiles for itself, as numba does."""
-    args, _ = sigutils.normalize_signature(sig)
-    if tuple(args) not in dispatcher.overloads:
+    given, _ = sigutils.normalize_signature(sig)
+    sig = _signature(dispatcher, given)
+    if sig not in dispatcher.overloads:
         for _ in range(3):  # again if another process's save replaced the cache's index
             if dispatcher._cache.load_overload(sig, dispatcher.targetctx) is not None:
                 break
@@ -141,7 +145,21 @@ def _run_from_cache(dispatcher, sig):
                 if dispatcher._cache.load_overload(sig, dispatcher.targetctx) is not None:
                     break
                 _compile_in_a_child(dispatcher, sig)
-    return type(dispatcher).compile(dispatcher, sig)  # loaded from the cache when it can be
+    entry = type(dispatcher).compile(dispatcher, sig)  # loaded from the cache when it can be
+    if sig != tuple(given):  # later calls with these types take it without asking again
+        dispatcher.typingctx.install_possible_conversions(given, sig)
+    return entry
+
+
+def _signature(dispatcher, argument_types):
+    """The argument types ``dispatcher`` is compiled for, called with ``argument_types``: the
+    arrays it names ``strided`` typed as strided views (numba's layout "A", to which a
+    contiguous array converts without a copy), so that a contiguous array and a view of a
+    larger one run one compiled function (the same numbers, and one compile per dtype)."""
+    return tuple(
+        t.copy(layout="A") if i in dispatcher._strided and isinstance(t, numba.types.Array) else t
+        for i, t in enumerate(argument_types)
+    )
 
 
 @contextlib.contextmanager
@@ -208,7 +226,7 @@ def _record_and_compile(step, args) -> int:
             pass
     wanted = {}
     for dispatcher, arguments in _recorded[0]:
-        sig = tuple(dispatcher.typeof_pyval(a) for a in arguments)
+        sig = _signature(dispatcher, [dispatcher.typeof_pyval(a) for a in arguments])
         if (dispatcher, sig) not in wanted and sig not in dispatcher.overloads:
             if dispatcher._cache.load_overload(sig, dispatcher.targetctx) is None:
                 wanted[dispatcher, sig] = None
@@ -337,7 +355,8 @@ class ParallelKernel:
     per kernel, without numba's parallel passes (four times the compile of the plain loop).
     ``run`` lets the caller decide instead of the size; ``grain`` keeps the cuts at multiples
     of that many tasks (a loop over elements: vector lanes line up as in one range). A kernel
-    that multiplies (``blas=True``) runs with numpy's BLAS on one thread (``blas.py``).
+    that multiplies (``blas=True``) runs with numpy's BLAS on one thread (``blas.py``);
+    ``strided=(names)``: those arrays typed as strided whatever their layout (``_signature``).
     """
 
     def __init__(self, function, options):

@@ -93,11 +93,12 @@ def matmul(a, b):
         return np.matmul(a, b)
     (K, N), threads = b.shape, thread_count()
     out = np.empty((1, N), dtype=a.dtype)
+    x = np.ascontiguousarray(a[0])  # a row of a larger array too: one kernel per dtype
     parallel = K * N >= PARALLEL_MIN_WORK and threads > 1
     if b.flags.c_contiguous:
         tiles = max(-(-N // TILE), threads if parallel else 1)  # every thread a tile at least
         tile = -(-N // tiles)
-        gemv_columns_kernel.run(parallel, out[0], a[0], b, tile, -(-N // tile))
+        gemv_columns_kernel.run(parallel, out[0], x, b, tile, -(-N // tile))
     else:
-        gemv_rows_kernel.run(parallel, out[0], b.T, a[0], -(-N // 4))
+        gemv_rows_kernel.run(parallel, out[0], b.T, x, -(-N // 4))
     return out

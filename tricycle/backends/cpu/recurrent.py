@@ -207,39 +207,52 @@ def gru_backward_kernel(dh_new, saved, xg, h, dxg, dhg, dh):
 # ------------------------------------------------------------------ the cells' signatures
 
 
+def _call(kernel, *args, written=()):
+    """``kernel(*args)`` with every array C-contiguous (a copy of one that is not; those at
+    the positions ``written`` copied back after): the loops are compiled for contiguous rows,
+    where they vectorise (typed as strided, the cells ran 3 to 7 times slower in float32:
+    ``benchmarks/README.md``), and for one layout only: a kernel is compiled once per dtype,
+    whatever the caller's views."""
+    contiguous = [np.ascontiguousarray(a) if isinstance(a, np.ndarray) else a for a in args]
+    kernel(*contiguous)
+    for i in written:
+        if contiguous[i] is not args[i]:
+            args[i][...] = contiguous[i]
+
+
 def rnn_cell_forward(xp, xg, hg, h, c, h_new, c_new):
-    rnn_forward_kernel(xg, hg, h_new)
+    _call(rnn_forward_kernel, xg, hg, h_new, written=(1, 2))
 
 
 def rnn_cell_backward(xp, dh_new, dc_new, saved, xg, h, h_new, c, c_new):
     dz = np.empty(h_new.shape, dtype=h_new.dtype)
-    rnn_backward_kernel(dh_new, h_new, dz)
+    _call(rnn_backward_kernel, dh_new, h_new, dz)
     return dz, dz, None, None
 
 
 def lstm_cell_forward(xp, xg, hg, h, c, h_new, c_new):
     # z is a copy of hg: the loops vectorise only where what they read and write do not overlap
     bias = np.zeros(hg.shape[-1], hg.dtype)
-    lstm_units_forward(hg.copy(), xg, bias, c, hg, h_new, c_new, 0)
+    _call(lstm_units_forward, hg.copy(), xg, bias, c, hg, h_new, c_new, 0, written=(4, 5, 6))
 
 
 def lstm_cell_backward(xp, dh_new, dc_new, gates, xg, h, h_new, c, c_new):
     dz, dxg = np.empty(gates.shape, dtype=gates.dtype), np.empty(gates.shape, dtype=gates.dtype)
     dc = np.empty(c.shape, dtype=gates.dtype)
     zeros = np.zeros((1,) + c.shape, dtype=gates.dtype)  # no gradient through a next step
-    lstm_units_backward(zeros, dh_new, dc_new, zeros[0], gates, c, c_new, dz, dxg, dc, 0)
+    _call(lstm_units_backward, zeros, dh_new, dc_new, zeros[0], gates, c, c_new, dz, dxg, dc, 0)
     return dxg, dxg, None, dc
 
 
 def gru_cell_forward(xp, xg, hg, h, c, h_new, c_new):
-    gru_forward_kernel(xg, hg, h, h_new)
+    _call(gru_forward_kernel, xg, hg, h, h_new, written=(1, 3))
 
 
 def gru_cell_backward(xp, dh_new, dc_new, saved, xg, h, h_new, c, c_new):
     dxg = np.empty(saved.shape, dtype=saved.dtype)
     dhg = np.empty(saved.shape, dtype=saved.dtype)
     dh = np.empty(h.shape, dtype=saved.dtype)
-    gru_backward_kernel(dh_new, saved, xg, h, dxg, dhg, dh)
+    _call(gru_backward_kernel, dh_new, saved, xg, h, dxg, dhg, dh)
     return dxg, dhg, dh, None
 
 

@@ -65,7 +65,7 @@ def _scores(s, query, keys, bias, first_query, first_key, causal, window, scale)
                 s[r, c] = s[r, c] * scale + bias[i, j]
 
 
-@parallel_jit(blas=True)
+@parallel_jit(blas=True, strided=("bias",))
 def _forward(q, k, v, bias, out, lse, causal, window, scale, seed, threshold, keep_scale,
              first, last):  # fmt: skip
     """Tasks first..last of (batch, head, block of queries); dropout when threshold > 0."""
@@ -131,7 +131,7 @@ def _forward(q, k, v, bias, out, lse, causal, window, scale, seed, threshold, ke
                 lse[b, h, a + r] = np.inf
 
 
-@parallel_jit(blas=True)
+@parallel_jit(blas=True, strided=("bias",))
 def _backward(q, k, v, bias, out, lse, dout, dq, dk, dv, causal, window, scale, seed,
               threshold, keep_scale, first, last):  # fmt: skip
     """Tasks first..last of (batch, key/value head), adding into dq, dk and dv (zero)."""
@@ -183,7 +183,8 @@ def _backward(q, k, v, bias, out, lse, dout, dq, dk, dv, causal, window, scale, 
 
 
 def _bias_view(bias, shape, dtype):
-    """The additive mask as a (B, H, Tq, Tk) view (zeros when there is none)."""
+    """The additive mask as a (B, H, Tq, Tk) view (zeros when there is none): the kernels
+    type it as strided whatever its layout, one compiled kernel per dtype."""
     if bias is None:
         bias = np.zeros((1, 1, 1, 1), dtype=dtype)
     return np.broadcast_to(bias.reshape((1,) * (4 - bias.ndim) + bias.shape), shape)
