@@ -2,6 +2,8 @@
 (tricycle/backends/cpu) against their references: odd sizes, size-1 axes, non-contiguous
 inputs, float32 and float64, forward and backward."""
 
+import copy
+
 import numpy as np
 import pytest
 from hypothesis import assume, given
@@ -18,7 +20,9 @@ from tricycle.backends.cpu import gemm as cpu_gemm
 from tricycle.backends.cpu import gemv as cpu_gemv
 from tricycle.backends.cpu import recurrent as cpu_recurrent
 from tricycle.backends.cpu import winograd as cpu_winograd
+from tricycle.blocks import MultiHeadSelfAttention
 from tricycle.nn import conv, recurrent
+from tricycle.tensor import Tensor
 
 DTYPES = [np.float32, np.float64]
 TOLERANCE = {np.float32: dict(rtol=2e-4, atol=2e-5), np.float64: dict(rtol=1e-9, atol=1e-11)}
@@ -128,25 +132,22 @@ def test_attention_kernel_matches_reference(
     close(dgot, dqkv, dtype, "dqkv")
 
 
-def test_attention_seed_may_be_a_draw():
-    """A function as the seed is called once by the forward; the backward reuses its mask."""
+def test_the_block_draws_its_attention_seed_as_a_value_once_a_forward():
+    """The attention block draws its dropout seed with ``Dropout.step_seed`` (an int on the
+    CPU), once a forward, and the fused attention drops with that seed's mask; the math takes
+    a value, never a function to call."""
     rng = np.random.default_rng(0)
-    qkv = rng.standard_normal((2, 9, 12))
-    draws = []
-
-    def draw():
-        draws.append(7)
-        return 7
-
-    for forward, backward in [
-        (attention.attention_forward, attention.attention_backward),
-        (cpu_attention.attention_forward, cpu_attention.attention_backward),
-    ]:
-        out, saved = forward(np, qkv, 2, 0.4, draw)
-        expected, _ = forward(np, qkv, 2, 0.4, 7)
-        np.testing.assert_array_equal(out, expected)
-        backward(np, np.ones_like(out), saved)
-    assert draws == [7, 7]
+    block = MultiHeadSelfAttention(12, 2, 16, attention_dropout_prob=0.4)
+    x = Tensor(rng.standard_normal((2, 9, 12)))
+    twin = np.random.Generator(copy.deepcopy(block.attention_dropout.rng.bit_generator))
+    seed = int(twin.integers(2**32))  # what the block's one draw gives
+    y = block(x)
+    assert block.attention_dropout.rng.bit_generator.state == twin.bit_generator.state
+    qkv = block.qkv_projection(x)
+    expected = block.out_projection(attention.causal_attention(qkv, 2, 0.4, seed))
+    np.testing.assert_array_equal(y.array, expected.array)
+    with pytest.raises(TypeError, match="causal_attention: seed must be an integer"):
+        attention.causal_attention(qkv, 2, 0.4, lambda: 7)
 
 
 @given(
