@@ -282,8 +282,8 @@ class Precision:
 
     def forward(self, model, *inputs, **kwargs):
         """``model(*inputs, **kwargs)`` under this policy: a mixed one casts every parameter and
-        floating input Tensor to the compute dtype on the way in (``cast_parameters``, ``cast``)
-        and hands the output to ``cast_output``; the others call the model as it is."""
+        floating Tensor of ``inputs`` to the compute dtype on the way in (``cast_parameters``,
+        ``cast``) and hands the output to ``cast_output``; the others call the model as it is."""
         if not self.mixed:
             return model(*inputs, **kwargs)
         inputs = [self.cast(x) if isinstance(x, Tensor) else x for x in inputs]
