@@ -61,13 +61,15 @@ class RunDataError(ValueError):
 
 @dataclass
 class TrainingData:
-    """What a run trains on: its tokeniser; the splits for ``gpt_trainer`` (token
+    """What a run trains on: its tokeniser and its file's text (``tokeniser_text``: what the
+    run records and hashes, serialised once); the splits for ``gpt_trainer`` (token
     ids, or shard loaders; ``valid`` None: no validation); what identifies the data (recorded,
     and compared on --resume); the number of training tokens; and the first line of the
     validation text (the samples' default prompt); the HellaSwag examples to evaluate on,
     rendered (``render_all``; None: none); the samples' prompt (None: no samples)."""
 
     tokeniser: Any
+    tokeniser_file: str
     train: Any
     valid: Any
     identity: dict
@@ -140,9 +142,10 @@ def load_data(
         raise ValueError(f"--data-order {order}: reading in order needs a directory of token "
                          "shards as --dataset (python -m tricycle_datasets.prepare)")  # fmt: skip
     corpus = load_corpus(dataset, config, settings["max_bytes"], data_dir, vocab_size_given)
-    digest = data_sha256(corpus, tokeniser_text(corpus.tokeniser))
+    text = tokeniser_text(corpus.tokeniser)
+    digest = data_sha256(corpus, text)
     valid_text = corpus.tokeniser.decode(corpus.valid_tokens[:200])
-    return TrainingData(corpus.tokeniser, corpus.train_tokens, corpus.valid_tokens,
+    return TrainingData(corpus.tokeniser, text, corpus.train_tokens, corpus.valid_tokens,
                         {"data_sha256": digest}, len(corpus.train_tokens),
                         valid_text.split("\n", 1)[0] + "\n")  # fmt: skip
 
@@ -177,8 +180,8 @@ def load_shards(
     first = "valid" if sizes["valid"] > 1 else "train"
     stream = TokenShards(directory, first, batch_size=1, context_window=1)
     text = tokeniser.decode(stream.read(np.array([0]), min(200, stream.n_tokens))[0])
-    return TrainingData(tokeniser, train, valid, identity, sizes["train"],
-                        text.split("\n", 1)[0] + "\n")  # fmt: skip
+    return TrainingData(tokeniser, tokeniser_text(tokeniser), train, valid, identity,
+                        sizes["train"], text.split("\n", 1)[0] + "\n")  # fmt: skip
 
 
 def load_corpus(
@@ -282,5 +285,5 @@ def retokenise(data: TrainingData, tokeniser) -> TrainingData:
         tokeniser.encode(data.tokeniser.decode(ids)) for ids in (data.train, data.valid)
     )
     digest = data_sha256(SimpleNamespace(train_tokens=train, valid_tokens=valid), text)
-    return TrainingData(tokeniser, train, valid, {"data_sha256": digest}, len(train),
+    return TrainingData(tokeniser, text, train, valid, {"data_sha256": digest}, len(train),
                         data.first_line)  # fmt: skip

@@ -87,7 +87,7 @@ from tricycle.apps.files import DirectoryLocked
 from tricycle.apps.gpt_trainer import gpt_trainer
 from tricycle.apps.precompile import precompile_gpt
 from tricycle.apps.run_settings import settle
-from tricycle.apps.runs import RunDirectory, read_weights, tokeniser_sha256, tokeniser_text
+from tricycle.apps.runs import RunDirectory, read_weights, tokeniser_sha256
 from tricycle.apps.train_flags import (  # noqa: F401 - the CLI's names, here as before
     CHOICES,
     CONFIG_FLAGS,
@@ -196,7 +196,7 @@ def _train(args, run_dir: RunDirectory, world: distributed.World) -> dict:
             raise SystemExit(f"--resume: {run_dir.checkpoint} does not fit: {error}") from None
 
     # the loop
-    tokeniser = tokeniser_text(data.tokeniser)
+    tokeniser = data.tokeniser_file  # its text, as recorded and hashed
     run = {"settings": settings, "config": config.to_dict(), "data": data.identity,
            "tokeniser_sha256": tokeniser_sha256(tokeniser),
            "world_size": world.world_size, "zero": args.zero}  # fmt: skip
