@@ -73,6 +73,23 @@ def test_a_recording_redoes_the_host_work_in_order():
     assert order == ["a", "b"] * 3
 
 
+def test_on_replay_runs_only_before_replays():
+    """``on_replay``: work the step already did, redone at each replay in its place among
+    the other hooks; nothing outside a capture."""
+    order = []
+    capture.on_replay(lambda: order.append("never"))  # not capturing: nothing
+    recording = capture.Recording()
+    capture.start(recording)
+    try:
+        capture.on_replay(lambda: order.append("first"))
+        capture.every_step(lambda: order.append("now"))
+    finally:
+        capture.stop()
+    assert order == ["now"]
+    recording.refresh()
+    assert order == ["now", "first", "now"]
+
+
 def test_a_seed_given_as_a_number_is_refused_while_capturing():
     """Outside a capture a step's seed is an int; inside one a kernel must read it from
     device memory, refilled at each replay: a plain number would repeat one mask."""

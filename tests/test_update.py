@@ -178,7 +178,7 @@ def test_a_deferred_check_still_raises_when_a_cpu_step_is_settled():
     """With ``defer_checks(True)`` the CPU defers as a GPU does: a label out of range is
     raised by ``settle`` (through the read-back hooks), not taken for a divergence."""
     model, optimiser = _gpt_like(), AdamW(learning_rate=1e-2)
-    (x, y), = _batches(n=1)
+    [(x, y)] = _batches(n=1)
     y[0, 0] = -3  # numpy wraps a negative row index: the step computes, with a wrong label
     with deferred.defer_checks(True):
         out = train_step(model, optimiser, iter([(x, y)]))
