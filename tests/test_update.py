@@ -9,34 +9,17 @@ fused-update optimiser (AdamW) and one without (SGD), and on a skipped step.
 import numpy as np
 import pytest
 
+from tests.test_precision import _loss, _model_and_data
 from tricycle import capture, deferred, graph, precision
-from tricycle.activation import ReLU
 from tricycle.apps.cuda_graph import CapturedStep
 from tricycle.apps.step import train_step
 from tricycle.clipping import clip_multiplier
-from tricycle.einsum import Einsum
 from tricycle.grad_scaler import GradScaler
 from tricycle.layers import Dense, Embedding, Sequential
-from tricycle.loss import CrossEntropy
 from tricycle.optimisers import SGD, AdamW
 from tricycle.precision import Precision
 from tricycle.tensor import Tensor
 from tricycle.update import StepResult, update
-
-
-def _model_and_data(seed=0, n=32, d=6, classes=3):
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(n, d)).astype(np.float32)
-    labels = (x[:, 0] > 0).astype(np.int64) + (x[:, 1] > 0.5).astype(np.int64)
-    w1 = Tensor(rng.normal(scale=0.5, size=(d, 8)).astype(np.float32), name="w1")
-    w2 = Tensor(rng.normal(scale=0.5, size=(8, classes)).astype(np.float32), name="w2")
-    return x, labels, [("w1", w1), ("w2", w2)]
-
-
-def _loss(policy, x, labels, params):
-    (_, w1), (_, w2) = params
-    h = ReLU()(Einsum("nd,dh->nh")(policy.cast(Tensor(x, requires_grad=False)), policy.cast(w1)))
-    return CrossEntropy()(labels, policy.cast_output(Einsum("nh,hc->nc")(h, policy.cast(w2))))
 
 
 def _run(mode, make_optimiser, max_norm, through_policy, steps=4):
