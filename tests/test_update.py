@@ -13,7 +13,7 @@ from tests.test_precision import _loss, _model_and_data
 from tricycle import capture, deferred, graph, precision
 from tricycle.apps.cuda_graph import CapturedStep
 from tricycle.apps.step import train_step
-from tricycle.clipping import clip_multiplier
+from tricycle.clipping import clip_factor, clip_multiplier, grad_norm
 from tricycle.grad_scaler import GradScaler
 from tricycle.layers import Dense, Embedding, Sequential
 from tricycle.optimisers import SGD, AdamW
@@ -22,8 +22,31 @@ from tricycle.tensor import Tensor
 from tricycle.update import StepResult, update
 
 
-def _run(mode, make_optimiser, max_norm, through_policy, steps=4):
-    """``steps`` updates of a small model: (norms, skipped, parameters, scaler state)."""
+def _by_hand(optimiser, params, max_norm, scaler):
+    """The update spelled out from its pieces, as ``Precision.step`` computed it on the CPU:
+    the unscaled norm, the clipping factor and the unscaling folded into one multiplier for
+    ``optimiser.update``, no update on a non-finite norm, the scaler told, gradients zeroed."""
+    if scaler is None and max_norm <= 0:
+        optimiser.update(params)
+        norm, skipped = None, False
+    else:
+        inv_scale = 1.0 if scaler is None else 1.0 / scaler.scale
+        norm = grad_norm(params) * inv_scale
+        skipped = not np.isfinite(norm)
+        if not skipped:
+            clip = (clip_factor(norm, max_norm) or 1.0) if max_norm > 0 else 1.0
+            multiplier = inv_scale * clip
+            optimiser.update(params, grad_multiplier=None if multiplier == 1.0 else multiplier)
+        if scaler is not None:
+            scaler.update(np.asarray(skipped))
+    for _, p in params:
+        p.grad = None
+    return StepResult(norm, skipped)
+
+
+def _run(mode, make_optimiser, max_norm, how, steps=4):
+    """``steps`` updates of a small model, ``how`` ("update", "policy": ``Precision.step``,
+    "by hand"): (norms, skipped, parameters, scaler state)."""
     x, labels, params = _model_and_data()
     policy = Precision(mode, init_scale=2.0**10) if mode == "fp16" else Precision(mode)
     optimiser = make_optimiser()
@@ -31,10 +54,12 @@ def _run(mode, make_optimiser, max_norm, through_policy, steps=4):
     for _ in range(steps):
         optimiser.step()
         policy.backward(_loss(policy, x, labels, params))
-        if through_policy:
+        if how == "policy":
             result = policy.step(optimiser, params, max_norm=max_norm)
-        else:
+        elif how == "update":
             result = update(optimiser, params, max_norm=max_norm, scaler=policy.scaler)
+        else:
+            result = _by_hand(optimiser, params, max_norm, policy.scaler)
         assert isinstance(result, StepResult)
         assert all(p.grad is None for _, p in params)  # zeroed either way
         norms.append(result.norm)
@@ -49,11 +74,14 @@ def _run(mode, make_optimiser, max_norm, through_policy, steps=4):
     "make_optimiser", [lambda: AdamW(learning_rate=1e-2), lambda: SGD(0.1)], ids=["adamw", "sgd"]
 )
 def test_update_alone_is_the_policys_step_bit_for_bit(mode, max_norm, make_optimiser):
-    ours = _run(mode, make_optimiser, max_norm, through_policy=False)
-    theirs = _run(mode, make_optimiser, max_norm, through_policy=True)
-    assert ours[0] == theirs[0] and ours[1] == theirs[1] and ours[3] == theirs[3]
-    for a, b in zip(ours[2], theirs[2]):
-        np.testing.assert_array_equal(a, b)
+    """``update`` with the policy's scaler, ``Precision.step`` and the update by hand: the
+    same norms, skips, parameters and scaler state, bit for bit."""
+    ours = _run(mode, make_optimiser, max_norm, "update")
+    for how in ("policy", "by hand"):
+        theirs = _run(mode, make_optimiser, max_norm, how)
+        assert ours[0] == theirs[0] and ours[1] == theirs[1] and ours[3] == theirs[3], how
+        for a, b in zip(ours[2], theirs[2]):
+            np.testing.assert_array_equal(a, b, err_msg=how)
     if max_norm or mode == "fp16":  # the norm was needed: reported, unscaled, and it clips
         assert all(norm > 0 for norm in ours[0])
         if max_norm:
@@ -61,6 +89,8 @@ def test_update_alone_is_the_policys_step_bit_for_bit(mode, max_norm, make_optim
     else:
         assert ours[0] == [None] * 4
     assert ours[1] == [False] * 4
+    before = _model_and_data()[2]
+    assert not np.array_equal(ours[2][0], before[0][1].array)  # it did update
 
 
 def test_update_unscales_and_clips_as_the_formula_says():
@@ -83,7 +113,7 @@ def test_update_unscales_and_clips_as_the_formula_says():
 
 def test_an_inf_gradient_skips_the_update_and_backs_the_scale_off():
     results = []
-    for through_policy in (False, True):
+    for how in ("update", "policy", "by hand"):
         _, _, params = _model_and_data()
         policy = Precision("fp16", init_scale=2.0**12)
         before = [p.array.copy() for _, p in params]
@@ -92,17 +122,19 @@ def test_an_inf_gradient_skips_the_update_and_backs_the_scale_off():
             grad[0, 0] = np.inf
             p.grad = Tensor(grad, requires_grad=False)
         optimiser = AdamW(learning_rate=1e-2)
-        if through_policy:
+        if how == "policy":
             norm, skipped = policy.step(optimiser, params, max_norm=1.0)
-        else:
+        elif how == "update":
             norm, skipped = update(optimiser, params, max_norm=1.0, scaler=policy.scaler)
+        else:
+            norm, skipped = _by_hand(optimiser, params, 1.0, policy.scaler)
         assert skipped is True and norm == np.inf
         for (_, p), old in zip(params, before):
             np.testing.assert_array_equal(p.array, old)  # not updated
             assert p.grad is None
         assert optimiser.state == {}  # no moment was made: the optimiser never ran
         results.append(policy.scaler.state_dict())
-    assert results[0] == results[1]
+    assert results[0] == results[1] == results[2]
     assert results[0] == {"scale": 2.0**11, "good_steps": 0, "skipped_steps": 1, "steps": 1}
 
 
