@@ -175,6 +175,32 @@ def test_replays_match_eager_steps(mode, accumulation):
 
 
 @gpu
+def test_replays_count_the_steps_of_the_optimiser_and_of_the_loss_scaler():
+    """The host counts a replay redoes (``CapturedStep`` registers them, the eager step calls
+    no hook): fp16 with a scale that starts at 1 and grows 2^6-fold after every good step
+    until float16 gradients overflow (by 2^42 at the latest), then drops 2^10-fold: steps
+    are skipped on the device and others are not. The scaler's whole state, the optimiser's
+    count and the parameters equal the eager run's."""
+    cp = backend.cupy()
+    batches = _batches(cp, 8)
+    states = []
+    for captured in (False, True):
+        model, optimiser = _model(), AdamW(learning_rate=1e-2)
+        policy = Precision("fp16", init_scale=1.0, growth_factor=2.0**6, growth_interval=1,
+                           backoff_factor=2.0**-10)  # fmt: skip
+        step = _stepper(captured, model, optimiser, policy, warmup_steps=1, max_norm=1.0)
+        skipped = [bool(step(iter([batch])).settle().skipped) for batch in batches]
+        params = {n: cp.asnumpy(p.array) for n, p in model.named_parameters()}
+        states.append((skipped, policy.scaler.state_dict(), optimiser.step_count, params))
+    assert step.captured and step.eager_steps == 1
+    (eager_skipped, eager_scaler, eager_count, eager), (skipped, scaler, count, graph) = states
+    assert skipped == eager_skipped and any(skipped) and not all(skipped)
+    assert scaler == eager_scaler and scaler["steps"] == 8 and count == eager_count == 8
+    for name in eager:
+        np.testing.assert_allclose(graph[name], eager[name], rtol=1e-4, atol=1e-4, err_msg=name)
+
+
+@gpu
 def test_outputs_stay_valid_after_later_replays():
     cp = backend.cupy()
     model = _model()
