@@ -6,7 +6,8 @@ float32 is just ``Precision("fp32")``. The loss and gradient norm come back as t
 computed: device scalars on a GPU, so a loop that reads them every N steps lets the host run
 ahead of the device in between (``StepOutput.settle`` reads them and applies the divergence
 guard). ``tricycle.apps.training`` builds runs on it; ``tricycle.apps.cuda_graph`` replays it
-as one CUDA graph, and redoes there the host work a replay skips (the optimiser's count).
+as one CUDA graph, and redoes there the host work a replay skips (the optimiser's and the
+loss scaler's counts).
 """
 
 import contextlib
