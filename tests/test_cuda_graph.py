@@ -73,6 +73,23 @@ def test_a_recording_redoes_the_host_work_in_order():
     assert order == ["a", "b"] * 3
 
 
+def test_on_replay_runs_only_before_replays():
+    """``on_replay``: work the step already did, redone at each replay in its place among
+    the other hooks; nothing outside a capture."""
+    order = []
+    capture.on_replay(lambda: order.append("never"))  # not capturing: nothing
+    recording = capture.Recording()
+    capture.start(recording)
+    try:
+        capture.on_replay(lambda: order.append("first"))
+        capture.every_step(lambda: order.append("now"))
+    finally:
+        capture.stop()
+    assert order == ["now"]
+    recording.refresh()
+    assert order == ["now", "first", "now"]
+
+
 def test_a_seed_given_as_a_number_is_refused_while_capturing():
     """Outside a capture a step's seed is an int; inside one a kernel must read it from
     device memory, refilled at each replay: a plain number would repeat one mask."""
@@ -153,6 +170,32 @@ def test_replays_match_eager_steps(mode, accumulation):
     # the key bias's gradient is rounding noise (softmax ignores a constant per query) and
     # some backward kernels add with atomics, in any order: Adam's normalised steps move such
     # entries by up to ~lr apart in two eager runs too; a wrong step moves everything
+    for name in eager:
+        np.testing.assert_allclose(graph[name], eager[name], rtol=1e-4, atol=1e-4, err_msg=name)
+
+
+@gpu
+def test_replays_count_the_steps_of_the_optimiser_and_of_the_loss_scaler():
+    """The host counts a replay redoes (``CapturedStep`` registers them, the eager step calls
+    no hook): fp16 with a scale that starts at 1 and grows 2^6-fold after every good step
+    until float16 gradients overflow (by 2^42 at the latest), then drops 2^10-fold: steps
+    are skipped on the device and others are not. The scaler's whole state, the optimiser's
+    count and the parameters equal the eager run's."""
+    cp = backend.cupy()
+    batches = _batches(cp, 8)
+    states = []
+    for captured in (False, True):
+        model, optimiser = _model(), AdamW(learning_rate=1e-2)
+        policy = Precision("fp16", init_scale=1.0, growth_factor=2.0**6, growth_interval=1,
+                           backoff_factor=2.0**-10)  # fmt: skip
+        step = _stepper(captured, model, optimiser, policy, warmup_steps=1, max_norm=1.0)
+        skipped = [bool(step(iter([batch])).settle().skipped) for batch in batches]
+        params = {n: cp.asnumpy(p.array) for n, p in model.named_parameters()}
+        states.append((skipped, policy.scaler.state_dict(), optimiser.step_count, params))
+    assert step.captured and step.eager_steps == 1
+    (eager_skipped, eager_scaler, eager_count, eager), (skipped, scaler, count, graph) = states
+    assert skipped == eager_skipped and any(skipped) and not all(skipped)
+    assert scaler == eager_scaler and scaler["steps"] == 8 and count == eager_count == 8
     for name in eager:
         np.testing.assert_allclose(graph[name], eager[name], rtol=1e-4, atol=1e-4, err_msg=name)
 

@@ -309,8 +309,9 @@ def test_embedding_backward_kernel_skips_ids_out_of_range(cp):
 @gpu
 def test_a_training_step_reports_bad_ids_when_its_loss_is_settled(cp):
     """``StepOutput.settle`` raises the deferred IndexError (before the divergence guard
-    could mistake the NaN loss of a bad label for a diverging run): settle's first line must
-    be ``deferred.raise_pending_errors()``; a TrainingDiverged here means it is missing."""
+    could mistake the NaN loss of a bad label for a diverging run): settle must run the
+    read-back hooks (``graph.before_read_back``) first; a TrainingDiverged here means it
+    does not."""
     from tricycle.apps.training import train_step
     from tricycle.configs import DebugConfig
     from tricycle.models import GPT

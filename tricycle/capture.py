@@ -5,8 +5,10 @@ step once and replays them, with no Python in between. A replay repeats the devi
 exactly: same kernels, same addresses, same arguments. Host work inside a step would then be
 lost or frozen, so the ops call hooks for it:
 
-- ``every_step(fn)``: host bookkeeping that must happen once per step (the optimiser's step
-  counter, a loss scaler's count). It runs now, and again before every replay.
+- ``every_step(fn)``: host bookkeeping that must happen once per step. It runs now, and
+  again before every replay; ``on_replay(fn)`` is its second half, for work the step already
+  did (the captured training step redoes the optimiser's and the loss scaler's counts this
+  way, so that the eager step never calls in here).
 - ``refresh(fn, sink)``: numbers the host computes each step and a kernel reads from device
   memory: ``fn`` runs now and before every replay, and ``sink`` puts its values where the
   kernel reads them (the CUDA backend's ``step_scalars`` and ``step_seed`` build on it).
@@ -86,9 +88,15 @@ def refuse(op: str, why: str) -> None:
 def every_step(fn: Callable[[], object]):
     """Run ``fn()`` now and return its result; while capturing, also before every replay."""
     result = fn()
+    on_replay(fn)
+    return result
+
+
+def on_replay(fn: Callable[[], object]) -> None:
+    """While capturing, run ``fn()`` before every replay, after the host work registered
+    before it (nothing now, and nothing outside a capture)."""
     if _state.recording is not None:
         _state.recording.refreshes.append((fn, None))
-    return result
 
 
 def keep(obj) -> None:

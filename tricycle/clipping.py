@@ -3,7 +3,9 @@
 
 ``global_norm`` is the reference formula (one accumulation rule on every device); a backend
 may register a faster "global_norm". The optimisers (``tricycle.optimisers``, which
-re-exports these) take a clipping factor in their update.
+re-exports these) take a clipping factor in their update; ``clip_multiplier`` folds that
+factor and a loss scale's inverse into the one multiplier ``tricycle.update.update`` hands
+them.
 """
 
 from collections.abc import Iterable
@@ -49,6 +51,20 @@ def _global_norm(xp, arrays):
         flat = a.reshape(-1).astype(dtype, copy=False)
         squares = squares + xp.vdot(flat, flat)
     return xp.sqrt(squares)
+
+
+def clip_multiplier(xp, grads, max_norm: float = 0.0, loss_scale=None):
+    """The gradients' global norm, unscaled, and the multiplier that unscales and clips them:
+    norm = ||grads|| / s, multiplier = min(1, max_norm / (norm + 1e-6)) / s (no clipping when
+    ``max_norm`` <= 0), or NaN when the norm is not finite (the update is then skipped).
+    ``loss_scale`` s: None (1) or a number or 0-d array. Both results are 0-d arrays.
+
+    The reference of the "clip_multiplier" kernel (the CUDA backend's: two launches, no host
+    synchronisation)."""
+    inv_scale = 1.0 if loss_scale is None else 1.0 / loss_scale
+    norm = global_norm(grads) * inv_scale
+    clip = xp.minimum(1.0, max_norm / (norm + 1e-6)) if max_norm > 0 else 1.0
+    return norm, xp.where(xp.isfinite(norm), inv_scale * clip, np.nan)
 
 
 def clip_factor(norm: float, max_norm: float) -> float | None:

@@ -12,7 +12,9 @@ is checked, bound), and returns at once. ``raise_pending_errors`` reads the pair
 since it last ran in one copy, empties them, and raises the IndexError the eager check would
 have raised, naming the op and the range of ids seen. It runs where the host waits anyway:
 when a training step's loss is read back (``training.StepOutput.settle``) and when a Tensor
-is read (``item``, ``float``, ``int``, ``numpy``). So on a GPU the error comes after the op,
+is read (``item``, ``float``, ``int``, ``numpy``). The first deferred check adds it to
+``graph.read_back_hooks``, which those read-backs run, so where no check was ever deferred
+(a CPU run) a read-back runs nothing of this module. So on a GPU the error comes after the op,
 possibly a few steps later; the steps in between computed with bad ids and their results
 must be thrown away, but they read and write only inside their arrays (cupy wraps an
 out-of-range row index, the cross-entropy kernel gives such a label a NaN loss, the
@@ -177,7 +179,9 @@ def check_range(
             ledger = _ledgers[device] = _Ledger(xp, on_device)
         pairs, row = ledger.row(site)
         fold_extremes(xp, ids, pairs, row, site.ignore)
-    capture.every_step(ledger.mark_dirty)  # a captured step's replays fold in ids too
+    ledger.mark_dirty()
+    if on_gpu:  # a captured step's replays fold in ids too (a capture is a GPU's alone)
+        capture.on_replay(ledger.mark_dirty)
 
 
 def checks_pending() -> bool:

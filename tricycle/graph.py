@@ -66,7 +66,9 @@ def check_float(op: str, x: "Node") -> None:
 read_back_hooks: list[Callable[[], None]] = []
 
 
-def _before_read_back() -> None:
+def before_read_back() -> None:
+    """Run the read-back hooks: where a value is read back to the host (a Tensor's ``item``,
+    ``numpy``, ``float``, ``int``; a training step's ``settle``). Nothing without hooks."""
     for hook in read_back_hooks:
         hook()
 
@@ -318,12 +320,12 @@ class Node:
     # reading a value back runs the read-back hooks (deferred range checks raise there)
     def numpy(self) -> np.ndarray:
         """The data as a numpy array (copied from the GPU if needed)."""
-        _before_read_back()
+        before_read_back()
         return backend.to_host_array(self.array)
 
     def item(self):
         """The value of a one-element tensor as a Python number."""
-        _before_read_back()
+        before_read_back()
         return backend.to_host_array(self.array).item()
 
     # ----------------------------------------------------------------- batching
@@ -352,11 +354,11 @@ class Node:
         return bool(backend.to_host_array(self.array))
 
     def __float__(self) -> float:
-        _before_read_back()
+        before_read_back()
         return float(backend.to_host_array(self.array))
 
     def __int__(self) -> int:
-        _before_read_back()
+        before_read_back()
         return int(backend.to_host_array(self.array))
 
     def __format__(self, spec: str) -> str:

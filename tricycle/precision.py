@@ -11,7 +11,8 @@ questions:
 - whether the loss is scaled (``scaler``, a ``GradScaler``: float16 needs it, bfloat16 has
   float32's exponent range and does not by default).
 
-Typical loop::
+The update is not the policy's: unscaling, clipping and the optimiser's update are
+``tricycle.update.update``, which takes the policy's scaler. Typical loop::
 
     policy = Precision("fp16")
     with policy:                                    # TF32 for leftover float32 matmuls, if asked
@@ -19,19 +20,16 @@ Typical loop::
             optimiser.step()
             loss = loss_fn(y, policy.forward(model, x))  # in the compute dtype
             policy.backward(loss)                   # seeds backward with the loss scale
-            norm, skipped = policy.step(optimiser, model, max_norm=1.0)  # unscale, clip, update
+            norm, skipped = update(optimiser, model, max_norm=1.0, scaler=policy.scaler)
 
 TF32 is a setting of the GPU's cuBLAS (its compute type and math mode), which
 ``tricycle.backends.cuda.settings`` holds and registers as "tf32": entering a policy with
 ``tf32`` switches it on there and leaving restores it; without a GPU nothing is set.
 """
 
-import math
-from typing import Any, NamedTuple
-
 import numpy as np
 
-from tricycle import backend, capture, checks, dispatch
+from tricycle import backend, checks, dispatch
 from tricycle.casting import (  # noqa: F401 (re-exported: they were first defined here)
     bfloat16,
     cast,
@@ -41,9 +39,10 @@ from tricycle.casting import (  # noqa: F401 (re-exported: they were first defin
     is_floating,
     widen,
 )
-from tricycle.clipping import clip_factor, global_norm, grad_norm
-from tricycle.module import named_parameters
+from tricycle.clipping import clip_multiplier  # noqa: F401 (re-exported: first defined here)
+from tricycle.grad_scaler import GradScaler
 from tricycle.tensor import Tensor, is_float  # noqa: F401 (is_float as before)
+from tricycle.update import StepResult, update
 
 _MODES = {
     "fp32": "fp32",
@@ -81,167 +80,7 @@ def tf32_enabled() -> bool:
     return bool(_setting("tf32_enabled")())
 
 
-# ====================================================================== loss scaling
-class GradScaler:
-    """Dynamic loss scaling for float16 training, with torch.cuda.amp.GradScaler's rules.
-
-    The loss is multiplied by ``scale`` before backward so that small gradients survive in
-    float16; gradients are divided by it before the update. When any gradient is inf/NaN the
-    step is skipped and the scale multiplied by ``backoff_factor``; after ``growth_interval``
-    good steps in a row it is multiplied by ``growth_factor``.
-
-    The state (scale, good-step counter, skipped-step counter) lives in 0-d arrays on the
-    gradients' device and is updated there with ``xp.where``: deciding costs no host
-    synchronisation. Reading ``scale`` or ``skipped_steps`` (for logging) does synchronise.
-    """
-
-    @checks.arguments(
-        init_scale=checks.positive,
-        growth_factor=checks.interval(1, math.inf, "(]"),
-        backoff_factor=checks.interval(0, 1, "()"),
-        growth_interval=checks.positive_int,
-    )
-    def __init__(
-        self,
-        init_scale: float = 2.0**16,
-        growth_factor: float = 2.0,
-        backoff_factor: float = 0.5,
-        growth_interval: int = 2000,
-    ):
-        self.growth_factor, self.backoff_factor = growth_factor, backoff_factor
-        self.growth_interval = growth_interval
-        self._init_scale = init_scale
-        self._scale = self._good_steps = self._skipped = None  # made on first use, on its device
-        self.steps = 0  # update() calls: host-side, no sync
-
-    # ------------------------------------------------------------------ state
-    def _state(self, like):
-        """Create (or move) the state arrays onto ``like``'s device."""
-        xp = backend.array_module(like)
-        if self._scale is None:
-            self._scale = xp.asarray(self._init_scale, dtype=np.float32)
-            self._good_steps = xp.zeros((), dtype=np.int64)
-            self._skipped = xp.zeros((), dtype=np.int64)
-        elif backend.array_module(self._scale) is not xp:
-            if xp is np:
-                move = backend.to_host_array
-            else:
-                device = like.device.id
-                move = lambda a: backend.to_device_array(backend.to_host_array(a), device)  # noqa: E731
-            self._scale, self._good_steps, self._skipped = (
-                move(a) for a in (self._scale, self._good_steps, self._skipped)
-            )
-        return xp
-
-    @property
-    def scale(self) -> float:
-        """The current loss scale (synchronises with the device)."""
-        return float(self._init_scale if self._scale is None else self._scale)
-
-    @property
-    def skipped_steps(self) -> int:
-        """How many steps were skipped for inf/NaN gradients (synchronises with the device)."""
-        return 0 if self._skipped is None else int(self._skipped)
-
-    def scale_array(self, like):
-        """The scale as a 0-d float32 array on ``like``'s device."""
-        self._state(like)
-        return self._scale
-
-    # ------------------------------------------------------------------ the three steps
-    def loss_grad(self, loss: Tensor):
-        """The gradient to seed ``loss.backward`` with: the scale, in the loss's shape."""
-        xp = self._state(loss.array)
-        seed = self._scale.astype(loss.dtype) if is_floating(loss.dtype) else self._scale
-        return xp.broadcast_to(seed, loss.shape).copy() if loss.shape else seed
-
-    def unscale(self, grads, max_norm: float = 0.0):
-        """Divide gradient arrays by the scale in place (and clip them to ``max_norm`` if it is
-        positive). Returns (found_inf, norm): a 0-d bool device array, True when some gradient
-        is inf/NaN, and the global norm of the unscaled gradients (before clipping).
-
-        Uses the fused kernels when they apply (two launches), xp otherwise.
-        """
-        grads = list(grads)
-        if not grads:
-            return None, None
-        xp = self._state(grads[0])
-        norm_and_multiplier = dispatch.choose("clip_multiplier", clip_multiplier, *grads)
-        norm, multiplier = norm_and_multiplier(xp, grads, max_norm, self._scale)
-        found_inf = ~xp.isfinite(multiplier)
-        for g in grads:
-            g *= multiplier.astype(g.dtype)  # NaN on overflow: the step is skipped anyway
-        return found_inf, norm
-
-    def update(self, found_inf) -> None:
-        """Adjust the scale after a step, on the device (torch's ``_amp_update_scale_``)."""
-        if found_inf is None:
-            return
-        xp = self._state(found_inf)
-        grown = self._good_steps + 1
-        grow = (grown >= self.growth_interval) & ~found_inf
-        # written in place: a captured step (tricycle.apps.cuda_graph) reads them where they are
-        self._scale[...] = xp.where(
-            found_inf,
-            self._scale * np.float32(self.backoff_factor),
-            xp.where(grow, self._scale * np.float32(self.growth_factor), self._scale),
-        )
-        self._good_steps[...] = xp.where(found_inf | grow, 0, grown)
-        self._skipped += found_inf
-        capture.every_step(self._count_step)
-
-    def _count_step(self) -> None:
-        self.steps += 1
-
-    def state_dict(self) -> dict:
-        return {
-            "scale": self.scale,
-            "good_steps": 0 if self._good_steps is None else int(self._good_steps),
-            "skipped_steps": self.skipped_steps,
-            "steps": self.steps,
-        }
-
-    def load_state_dict(self, state: dict) -> None:
-        self._init_scale = float(state["scale"])
-        self._scale = None
-        self._state(np.zeros(()))
-        self._good_steps = np.asarray(int(state.get("good_steps", 0)), dtype=np.int64)
-        self._skipped = np.asarray(int(state.get("skipped_steps", 0)), dtype=np.int64)
-        self.steps = int(state.get("steps", 0))
-
-    def __repr__(self) -> str:
-        return (
-            f"GradScaler(init_scale={self._init_scale}, growth_factor={self.growth_factor}, "
-            f"backoff_factor={self.backoff_factor}, growth_interval={self.growth_interval})"
-        )
-
-
-def clip_multiplier(xp, grads, max_norm: float = 0.0, loss_scale=None):
-    """The gradients' global norm, unscaled, and the multiplier that unscales and clips them:
-    norm = ||grads|| / s, multiplier = min(1, max_norm / (norm + 1e-6)) / s (no clipping when
-    ``max_norm`` <= 0), or NaN when the norm is not finite (the update is then skipped).
-    ``loss_scale`` s: None (1) or a number or 0-d array. Both results are 0-d arrays."""
-    inv_scale = 1.0 if loss_scale is None else 1.0 / loss_scale
-    norm = global_norm(grads) * inv_scale
-    clip = xp.minimum(1.0, max_norm / (norm + 1e-6)) if max_norm > 0 else 1.0
-    return norm, xp.where(xp.isfinite(norm), inv_scale * clip, np.nan)
-
-
 # ====================================================================== the policy
-class StepResult(NamedTuple):
-    """What ``Precision.step`` computed.
-
-    ``norm``: the global L2 norm of the (unscaled) gradients before clipping, or None when
-    neither clipping nor loss scaling needed it. ``skipped``: whether the update was skipped
-    because a gradient was inf/NaN. On the fused GPU path both are 0-d device arrays, so
-    reading them (``float``, ``bool``) is the caller's choice of when to synchronise;
-    elsewhere they are a Python float and bool.
-    """
-
-    norm: Any
-    skipped: Any
-
-
 class Precision:
     """A precision policy: ``Precision("fp32" | "tf32" | "fp16" | "bf16")``.
 
@@ -322,7 +161,7 @@ class Precision:
         array = x.array if isinstance(x, Tensor) else x
         return dispatch.choose("cast_output", cast, array)(x, self.param_dtype)
 
-    # ------------------------------------------------------------------ backward and update
+    # ------------------------------------------------------------------ backward
     def backward(self, loss: Tensor) -> None:
         """``loss.backward()``, seeded with the loss scale when scaling."""
         if self.scaler is None:
@@ -330,60 +169,17 @@ class Precision:
         else:
             loss.backward(self.scaler.loss_grad(loss))
 
-    def step(self, optimiser, parameters, max_norm: float = 0.0) -> "StepResult":
-        """Unscale (if scaling), clip to ``max_norm`` (if positive), and update, skipping the
-        update on inf/NaN gradients; gradients are zeroed either way. Returns a
-        ``StepResult``: the gradients' global norm and whether the update was skipped.
+    def step(self, optimiser, parameters, max_norm: float = 0.0) -> StepResult:
+        """``update(optimiser, parameters, max_norm, self.scaler)``: unscale, clip, update
+        (skipped on inf/NaN gradients), zero the gradients; returns its ``StepResult``.
 
-        Clipping and unscaling are folded into the update as one gradient multiplier, so no
-        pass writes to the gradients. With Adam/AdamW on float32 cupy parameters this runs
-        as fused kernels with no host synchronisation (the norm and the skip decision stay
-        on the device); otherwise the norm is read back once per step.
-        """
-        named = [(n, p) for n, p in named_parameters(parameters) if p.grad is not None]
-        if not named:
-            return StepResult(None, False)
-        grads = [p.grad.array for _, p in named]
-        if self.scaler is None and max_norm <= 0:
-            optimiser.update(named)
-            _zero_grads(named)
-            return StepResult(None, False)
-        scale = None if self.scaler is None else self.scaler.scale_array(grads[0])
-        device_norm = None  # the unscaled norm, where a kernel computed it on the device
-        on_device = dispatch.kernel_for("clip_multiplier", *grads)
-        if on_device is not None:
-            xp = backend.array_module(grads[0])
-            device_norm, multiplier = on_device(xp, grads, max_norm, scale)
-            if optimiser.fused_update(named, grad_multiplier=multiplier):
-                skipped = ~xp.isfinite(multiplier)
-                if self.scaler is not None:
-                    self.scaler.update(skipped)
-                _zero_grads(named)
-                return StepResult(device_norm, skipped)
-        inv_scale = 1.0 if scale is None else 1.0 / float(backend.to_host_array(scale))
-        # the one host synchronisation of this path; an optimiser without a fused update
-        # (SGD, Adam with L2 decay) reads the norm the kernels already computed
-        if device_norm is None:
-            norm = grad_norm(named) * inv_scale
-        else:
-            norm = float(backend.to_host_array(device_norm))
-        skipped = not math.isfinite(norm)
-        if not skipped:
-            clip = clip_factor(norm, max_norm) if max_norm > 0 else None
-            multiplier = inv_scale * (1.0 if clip is None else clip)
-            optimiser.update(named, grad_multiplier=None if multiplier == 1.0 else multiplier)
-        if self.scaler is not None:
-            self.scaler.update(backend.array_module(grads[0]).asarray(skipped))
-        _zero_grads(named)
-        return StepResult(norm, skipped)
+        The update is not the policy's: ``tricycle.update.update`` takes the scaler as an
+        argument, and the library's training step calls it directly. This delegate keeps
+        the loops written against ``policy.step`` working, number for number."""
+        return update(optimiser, parameters, max_norm=max_norm, scaler=self.scaler)
 
     def __repr__(self) -> str:
         return f"Precision({self.mode!r}, tf32={self.tf32}, loss_scaling={self.scaler is not None})"
-
-
-def _zero_grads(named) -> None:
-    for _, p in named:
-        p.grad = None
 
 
 def describe(policy: Precision | None = None) -> str:

@@ -18,8 +18,9 @@ model to this process's GPU, gives every process rank 0's weights and attaches a
 ``DataParallel`` (the gradient buckets); the model runs its forward in the policy's compute
 dtype; ``backward`` seeds the loss scale and divides by the accumulation steps, keeping the
 gradients local (``no_sync``) until the last micro-batch, whose backward reduces them;
-``optimizer.step()`` is ``Precision.step`` (unscale, clip, skip on overflow, update). So
-the loop computes what ``tricycle.apps.step.train_step`` computes, number for number.
+``optimizer.step()`` is ``tricycle.update.update`` (unscale, clip, skip on overflow,
+update). So the loop computes what ``tricycle.apps.step.train_step`` computes, number for
+number.
 
 Under ``tricycle-run -n N`` (or ``mpiexec``) the same loop runs on N processes; each gets
 its share of the loader (``DataLoader.shard``). ``captured_step`` gives the step as one CUDA
@@ -46,6 +47,7 @@ from tricycle.layers import Layer
 from tricycle.optimisers import Optimiser, global_norm
 from tricycle.parallel import distributed
 from tricycle.tensor import Tensor
+from tricycle.update import update
 
 WEIGHTS = "model.safetensors"  # or model.npz (the safe format) without the safetensors package
 WEIGHTS_NPZ = "model.npz"
@@ -208,13 +210,14 @@ class Accelerator:
 
     def optimiser_step(self):
         """What the prepared optimiser's ``step()`` does once the gradients are complete:
-        ``Precision.step`` (unscale, clip to ``clip_grad_norm_``'s threshold, skip on
-        inf/NaN, update, zero the gradients). Returns its ``StepResult``, or None when there
-        is nothing to do yet (or it was done for these gradients)."""
+        ``tricycle.update.update`` (unscale with the policy's scaler, clip to
+        ``clip_grad_norm_``'s threshold, skip on inf/NaN, update, zero the gradients). Returns
+        its ``StepResult``, or None when there is nothing to do yet (or it was done for these
+        gradients)."""
         if not self.sync_grad or self._stepped:
             return None
         self.optimiser.step()
-        self.last_step = self.policy.step(self.optimiser, self.model, max_norm=self._max_norm)
+        self.last_step = update(self.optimiser, self.model, self._max_norm, self.policy.scaler)
         self._max_norm, self._stepped = 0.0, True
         self.step += 1
         return self.last_step

@@ -5,8 +5,9 @@ Python can enqueue them, so the host sets the pace. ``CapturedStep`` runs ``trai
 eagerly for a few warm-up steps (kernels compile, optimiser state and cached tables are
 made), then records the next step's kernels into a CUDA graph, and from then on each step
 copies its batch into the graph's input buffers, redoes the step's little host work (the
-optimiser's counts and learning rate: ``tricycle.backends.cuda.capture``) and launches
-the graph: one call.
+optimiser's and the loss scaler's counts, registered here; Adam's learning rate and
+counts, the dropout seeds: ``tricycle.backends.cuda.capture``) and launches the graph: one
+call. An eager step runs none of this.
 
 What a replay keeps from the capture, and so must not change afterwards (each is checked
 where it can be, and refused with an error otherwise):
@@ -162,10 +163,7 @@ class CapturedStep:
         self._inputs = [(cp.array(_array(x)), cp.array(_array(y))) for x, y in micro]  # copies
         failure = None
         try:
-            graph, outputs, pool, recording = record(
-                lambda: train_step(self.model, self.optimiser, iter(self._inputs), self.policy,
-                                   **self.options)
-            )  # fmt: skip
+            graph, outputs, pool, recording = record(self._recorded_step)
         except Exception as error:
             failure = error
         if failure is not None:
@@ -188,6 +186,26 @@ class CapturedStep:
         self._captured_mode, self._addresses = self._signature()
         cp.get_default_memory_pool().free_all_blocks()  # the warm-up's cached blocks
         return True
+
+    def _recorded_step(self) -> StepOutput:
+        """``train_step`` on the graph's input buffers, as ``record`` captures it, with the
+        host counts it advances outside the device redone before every replay: the
+        optimiser's ``step()`` first (the step's first act, before any other host work) and
+        the loss scaler's count of updates last (its update's last act). The device work of
+        the step hooks its own host work in as it is recorded (Adam's counts and learning rate,
+        dropout's seeds: ``tricycle.backends.cuda.capture``; range checks: ``deferred``)."""
+        capture.on_replay(self.optimiser.step)
+        scaler = self.policy.scaler
+        updates = None if scaler is None else scaler.steps
+        outputs = train_step(self.model, self.optimiser, iter(self._inputs), self.policy,
+                             **self.options)  # fmt: skip
+        if scaler is not None and scaler.steps != updates:
+            capture.on_replay(self._count_scaler_update)
+        return outputs
+
+    def _count_scaler_update(self) -> None:
+        """What ``GradScaler.update`` counts on the host, for a replay (which runs none of it)."""
+        self.policy.scaler.steps += 1
 
     def _host_counts(self) -> tuple:
         """The host state one step advances: the optimiser's and each parameter's step

@@ -1,11 +1,13 @@
 """One training step for every precision: ``train_step`` and what it returns.
 
 ``train_step`` runs the forward in the policy's dtype, seeds backward with its loss scale, and
-lets ``Precision.step`` unscale, clip and update; float32 is just ``Precision("fp32")``. The
-loss and gradient norm come back as they were computed: device scalars on a GPU, so a loop
-that reads them every N steps lets the host run ahead of the device in between
-(``StepOutput.settle`` reads them and applies the divergence guard). ``tricycle.apps.training``
-builds runs on it; ``tricycle.apps.cuda_graph`` replays it as one CUDA graph.
+unscales, clips and updates with ``tricycle.update.update`` (given the policy's scaler);
+float32 is just ``Precision("fp32")``. The loss and gradient norm come back as they were
+computed: device scalars on a GPU, so a loop that reads them every N steps lets the host run
+ahead of the device in between (``StepOutput.settle`` reads them and applies the divergence
+guard). ``tricycle.apps.training`` builds runs on it; ``tricycle.apps.cuda_graph`` replays it
+as one CUDA graph, and redoes there the host work a replay skips (the optimiser's and the
+loss scaler's counts).
 """
 
 import contextlib
@@ -14,10 +16,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tricycle import backend, capture, checks, deferred
+from tricycle import backend, checks, graph
 from tricycle.loss import CrossEntropy
 from tricycle.parallel import distributed
 from tricycle.precision import Precision
+from tricycle.update import update
 
 
 class TrainingDiverged(RuntimeError):
@@ -42,8 +45,10 @@ class StepOutput:
         ``TrainingDiverged`` naming ``step`` on a non-finite loss, or on a non-finite norm
         without loss scaling (with scaling such a step is skipped and counted). A range
         check that ops deferred on the GPU (a token id or label out of range) raises here
-        first, so its error is not mistaken for a divergence."""
-        deferred.raise_pending_errors()
+        first, as at every read-back (``graph.before_read_back``), so its error is not
+        mistaken for a divergence; where no check was ever deferred (a CPU run) there is
+        nothing to run."""
+        graph.before_read_back()
         host = backend.to_host_array  # a marked wait (tricycle.waits), as every read-back
         loss = float(host(self.loss))
         norm = None if self.grad_norm is None else float(host(self.grad_norm))
@@ -71,7 +76,7 @@ def train_step(
 
     Args:
         model: a Layer mapping inputs to logits (run under the policy: ``Precision.forward``).
-        optimiser: its ``step()`` is called first, then ``update`` through the policy.
+        optimiser: its ``step()`` is called first, then ``tricycle.update.update``.
         batches: an iterator of (inputs, targets).
         policy: the precision policy (default float32).
         loss_fn: ``loss_fn(targets, logits)``, default ``CrossEntropy()``.
@@ -85,7 +90,7 @@ def train_step(
     """
     policy = Precision() if policy is None else policy
     loss_fn = CrossEntropy() if loss_fn is None else loss_fn
-    capture.every_step(optimiser.step)
+    optimiser.step()  # a captured step redoes it first in every replay (CapturedStep)
     total = 0.0
     for micro in range(accumulation_steps):
         last = micro == accumulation_steps - 1
@@ -102,7 +107,7 @@ def train_step(
     if data_parallel is not None:
         data_parallel.finish()  # every gradient is now the mean over the ranks
         loss = data_parallel.world.all_reduce(loss)
-    norm, skipped = policy.step(optimiser, model, max_norm=max_norm)
+    norm, skipped = update(optimiser, model, max_norm=max_norm, scaler=policy.scaler)
     return StepOutput(loss, norm, skipped, policy.scaler is not None)
 
 

@@ -24,7 +24,7 @@ class PreparedModel:
 
 
 class PreparedOptimiser:
-    """``step()`` updates (through the policy: unscale, clip, skip on overflow) once the
+    """``step()`` updates (``tricycle.update.update``: unscale, clip, skip on overflow) once the
     last micro-batch's backward is done, and does nothing before; ``zero_grad()`` likewise
     (the update zeroes the gradients already). Other attributes are the optimiser's own
     (``learning_rate`` may be set: a schedule)."""
