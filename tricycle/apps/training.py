@@ -15,11 +15,11 @@ The pieces, from the smallest::
     trainer.save("checkpoint.npz"); trainer.load("checkpoint.npz")       # the whole run
 
 **One step for every precision.** ``train_step`` runs the forward in the policy's dtype,
-seeds backward with its loss scale, and lets ``Precision.step`` unscale, clip and update;
-float32 is just ``Precision("fp32")``. The loss and gradient norm come back as they were
-computed: device scalars on a GPU, so a loop that reads them every N steps lets the host run
-ahead of the device in between (``StepOutput.settle`` reads them and applies the divergence
-guard).
+seeds backward with its loss scale, and unscales, clips and updates with
+``tricycle.update.update``; float32 is just ``Precision("fp32")``. The loss and gradient norm
+come back as they were computed: device scalars on a GPU, so a loop that reads them every N
+steps lets the host run ahead of the device in between (``StepOutput.settle`` reads them and
+applies the divergence guard).
 
 **Data parallelism.** With ``data_parallel`` (a ``distributed.DataParallel`` of the model)
 the last micro-batch's backward averages the gradients over the ranks as it goes (the

@@ -5,7 +5,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tricycle import backend, checks, deferred
+from tricycle import backend, checks, graph
 from tricycle.apps.step import TrainingDiverged
 from tricycle.loss import CrossEntropy
 from tricycle.optimisers import global_norm
@@ -51,7 +51,7 @@ def evaluate(
     finally:
         if was_training:
             model.train()
-    deferred.raise_pending_errors()  # a validation id out of range, before its loss is read
+    graph.before_read_back()  # a deferred range check (a validation id) raises first
     if world is not None:
         total, n = world.all_reduce(total, mean=False), world.all_reduce(float(n), mean=False)
     return float(total) / n
