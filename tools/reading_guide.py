@@ -44,6 +44,9 @@ FILES = [
     "tricycle/models.py",
     "tricycle/optimisers.py",
     "tricycle/apps/step.py",
+    "tricycle/precision.py",
+    "tricycle/update.py",
+    "tricycle/clipping.py",
 ]
 
 # <path> is replaced by the file's number of lines
@@ -66,8 +69,10 @@ GUIDE = """\
    `activation.py` (<tricycle/activation.py>), `functions.py` (<tricycle/functions.py>) and
    `loss.py` (<tricycle/loss.py>).
 4. **One training step**: `tricycle/apps/step.py` (<tricycle/apps/step.py>: `train_step`:
-   forward, loss, backward, clipping, the optimiser of `tricycle/optimisers.py`
-   (<tricycle/optimisers.py>)).
+   the forward in the dtype of `tricycle/precision.py` (<tricycle/precision.py>), loss,
+   backward), then `tricycle/update.py` (<tricycle/update.py>: unscale, clip with
+   `clipping.py` (<tricycle/clipping.py>), skip on overflow) and the optimiser of
+   `tricycle/optimisers.py` (<tricycle/optimisers.py>).
 5. **A backend kernel**: `tricycle/backends/cpu/norm.py` (<tricycle/backends/cpu/norm.py>: the
    same layer norm as one compiled loop over rows) and `tricycle/backends/cuda/norm.py`
    (<tricycle/backends/cuda/norm.py>) with `norm.cu`.
