@@ -1,7 +1,7 @@
 """What the host synchronisations of the range checks cost a GPU training step: tricycle's own
 step with the token ids and labels checked at the op (``deferred.defer_checks(False)``: the
-host waits for the GPU twice per step, as before ``tricycle.deferred``) against the default,
-checks recorded on the device and raised at the next read-back.
+host waits for the GPU twice per step, as before ``tricycle.backends.cuda.deferred``) against
+the default, checks recorded on the device and raised at the next read-back.
 
     python benchmarks/host_sync.py                              # shakespeare size, bf16
     python benchmarks/host_sync.py --size gpt2 --mode tf32 --steps 10 --rounds 2
@@ -24,8 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import GPT2_GPT, GPU_GPT, batches, synchronize  # noqa: E402
 
-from tricycle import backend, deferred  # noqa: E402
+from tricycle import backend  # noqa: E402
 from tricycle.apps.training import precision_for, train_step  # noqa: E402
+from tricycle.backends.cuda import deferred  # noqa: E402
 from tricycle.configs import GPTConfig  # noqa: E402
 from tricycle.models import GPT  # noqa: E402
 from tricycle.optimisers import AdamW  # noqa: E402

@@ -1,5 +1,5 @@
 """The captured training step (tricycle.apps.cuda_graph) and the capture hooks
-(tricycle.capture, tricycle.backends.cuda.capture).
+(tricycle.backends.cuda.capture).
 
 On a GPU: a ``CapturedStep`` gives the same losses, gradient norms and parameters as
 ``train_step`` step after step (learning rate changing, clipping, loss scaling, gradient
@@ -10,10 +10,11 @@ the hooks outside a capture, and the refusals that need no GPU.
 import numpy as np
 import pytest
 
-from tricycle import backend, capture, precision
+from tricycle import backend, precision
 from tricycle.apps.cuda_graph import CapturedStep
 from tricycle.apps.step import train_step
 from tricycle.backends import cuda as kernels
+from tricycle.backends.cuda import capture
 from tricycle.configs import GPTConfig
 from tricycle.dropout_mask import keep_mask
 from tricycle.einsum import Einsum

@@ -16,7 +16,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from tricycle import backend, capture, waits
+from tricycle import backend, waits
+from tricycle.backends.cuda import capture
 from tricycle.parallel import distributed
 from tricycle.parallel.deadline import DeadlineKeeper
 from tricycle.parallel.engines import _NCCLEngine

@@ -1,12 +1,14 @@
-"""Deferred range checks (tricycle/deferred.py): eager on the CPU, recorded on a GPU and raised
-at the next read-back, never a host synchronisation at the op.
+"""Range checks of ids: the reference (tricycle/ranges.py), made at the op, is what the math
+runs on the CPU; the CUDA backend's check (tricycle/backends/cuda/deferred.py), which the
+math asks ``tricycle.dispatch`` for on a GPU, records the ids' extremes on the device and
+raises at the next read-back, never a host synchronisation at the op.
 
-The deferred path is backend-agnostic: ``defer_checks(True)`` runs it on numpy, so the
-mechanism (the folded (min, max) pairs, the messages, the reset, the read-back hooks) is
-tested here without a GPU. The GPU tests check the CUDA kernel against the xp fold, that a
-check never waits for the device (a long-running kernel is still in flight when the op
-returns), and that bad ids or labels reach an IndexError naming the op without touching
-memory outside their arrays.
+The deferred path is backend-agnostic: the backend's ``check_range`` under
+``defer_checks(True)`` runs it on numpy, so the mechanism (the folded (min, max) pairs, the
+messages, the reset, the read-back hooks) is tested here without a GPU. The GPU tests check
+the CUDA kernel against the xp fold, that a check never waits for the device (a long-running
+kernel is still in flight when the op returns), and that bad ids or labels reach an
+IndexError naming the op without touching memory outside their arrays.
 """
 
 import threading
@@ -16,8 +18,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tricycle import backend, deferred
+from tricycle import backend, dispatch, graph, ranges
 from tricycle.backends import cuda as kernels
+from tricycle.backends.cuda import deferred
 from tricycle.layers import Embedding
 from tricycle.loss import CrossEntropy
 from tricycle.tensor import Tensor, to_tensor
@@ -47,19 +50,21 @@ def empty_pairs(xp, n=1):
 
 
 # ====================================================================== the CPU: eager
-def test_cpu_checks_raise_at_the_op():
+@pytest.mark.parametrize("check_range", [ranges.check_range, deferred.check_range])
+def test_cpu_checks_raise_at_the_op(check_range):
+    """The reference, and the backend's check on numpy arrays (eager unless told to defer)."""
     with pytest.raises(
         IndexError, match=r"Emb: ids must lie in \[0, 5\) in a table, got ids in \[-2, 3\]"
     ):
-        deferred.check_range(np.array([[3, -2], [0, 1]]), 5, op="Emb", context="in a table")
-    deferred.check_range(np.array([0, 4]), 5, op="Emb")  # in range: nothing
-    deferred.check_range(np.zeros((0, 3), dtype=int), 5, op="Emb")  # empty: nothing
-    deferred.check_range(np.array([-100, -100]), 5, op="CE", ignore=-100)  # all ignored
+        check_range(np.array([[3, -2], [0, 1]]), 5, op="Emb", context="in a table")
+    check_range(np.array([0, 4]), 5, op="Emb")  # in range: nothing
+    check_range(np.zeros((0, 3), dtype=int), 5, op="Emb")  # empty: nothing
+    check_range(np.array([-100, -100]), 5, op="CE", ignore=-100)  # all ignored
     with pytest.raises(
         IndexError,
         match=r"CE: labels must lie in \[0, 5\) or -100 \(ignored\), got labels in \[1, 7\]",
     ):
-        deferred.check_range(np.array([1, -100, 7]), 5, op="CE", what="labels", ignore=-100)
+        check_range(np.array([1, -100, 7]), 5, op="CE", what="labels", ignore=-100)
     assert not deferred.checks_pending()
 
 
@@ -69,6 +74,34 @@ def test_layers_raise_at_the_op_on_the_cpu():
     with pytest.raises(IndexError, match=r"CrossEntropy: labels .*\[0, 3\).*\[-1, 2\]"):
         CrossEntropy()(np.array([2, -1]), Tensor(np.zeros((2, 3))))
     assert not deferred.checks_pending()
+
+
+def test_the_math_asks_dispatch_and_runs_the_reference_on_numpy(monkeypatch):
+    """The math's checks on numpy arrays run ``ranges.check_range`` (the CPU's "check_range"
+    setting is the reference) and raise at the op; nothing is recorded, no read-back hook is
+    added. On a GPU the setting is the backend's deferring check, kernels on or off."""
+    calls, check_range = [], ranges.check_range
+
+    def reference(ids, size, **where):
+        calls.append((ids.tolist(), size, where["op"]))
+        return check_range(ids, size, **where)
+
+    monkeypatch.setattr(ranges, "check_range", reference)
+    monkeypatch.setattr(graph, "read_back_hooks", [])
+    with pytest.raises(IndexError, match=r"Embedding: ids must lie in \[0, 5\).*\[0, 6\]"):
+        Embedding(5, 2)(np.array([0, 6]))
+    with pytest.raises(IndexError, match=r"CrossEntropy: labels .*\[0, 3\).*\[1, 3\]"):
+        CrossEntropy()(np.array([3, 1]), Tensor(np.zeros((2, 3))))
+    CrossEntropy(ignore_index=-1)(np.array([2, -1]), Tensor(np.zeros((2, 3))))  # in range
+    assert calls == [([0, 6], 5, "Embedding"), ([3, 1], 3, "CrossEntropy"),
+                     ([2, -1], 3, "CrossEntropy")]  # fmt: skip
+    assert graph.read_back_hooks == [] and not deferred.checks_pending()
+    if not dispatch.available("cuda"):
+        pytest.skip("the CUDA backend does not import here")
+    monkeypatch.setenv("TRICYCLE_DISABLE_KERNELS", "1")  # a setting: never turned off
+    with dispatch.references():
+        assert dispatch.setting("check_range", "cuda", None) is deferred.check_range
+        assert dispatch.setting("check_range", "cpu", reference) is reference
 
 
 # ====================================================================== the deferred path, on numpy
@@ -84,7 +117,7 @@ def test_fold_extremes_is_the_min_and_max_of_the_counted_ids(batches, ignore, dt
     counted = []
     for batch in batches:
         ids = np.asarray(batch, dtype=np.int64).astype(dtype)  # int32 wraps big ids: fine
-        deferred.fold_extremes(np, ids, pairs, 1, ignore)
+        ranges.fold_extremes(np, ids, pairs, 1, ignore)
         counted += [int(i) for i in ids if ignore is None or i != ignore]
     expected = [min(counted), max(counted)] if counted else EMPTY
     assert pairs[1].tolist() == expected
@@ -217,11 +250,11 @@ def test_fold_extremes_kernel_matches_the_xp_fold(cp, monkeypatch, ignore, dtype
         reference = cp.asnumpy(pairs)
         assert kernels.fold_extremes_enabled(cp.asarray(ids_host), pairs)
         kernels.fold_extremes(cp.asarray(ids_host), pairs, 1, ignore)
-        deferred.fold_extremes(np, ids_host, reference, 1, ignore)
+        ranges.fold_extremes(np, ids_host, reference, 1, ignore)
         with monkeypatch.context() as m:  # the xp fold on cupy (kernels off) agrees too
             m.setenv("TRICYCLE_DISABLE_KERNELS", "1")
             pairs_xp = cp.asarray(np.asarray([EMPTY, start, EMPTY], np.int64))
-            deferred.fold_extremes(cp, cp.asarray(ids_host), pairs_xp, 1, ignore)
+            ranges.fold_extremes(cp, cp.asarray(ids_host), pairs_xp, 1, ignore)
             assert cp.asnumpy(pairs_xp).tolist() == reference.tolist()
         got = cp.asnumpy(pairs)
         name = np.dtype(dtype).name
@@ -257,6 +290,29 @@ def test_gpu_checks_never_wait_for_the_device(cp):
         "CrossEntropy: labels must lie in [0, 50) for logits with 50 classes, got labels in [1, 50]"
         in message
     )
+
+
+@gpu
+def test_gpu_checks_defer_with_the_kernels_off(cp, monkeypatch):
+    """``TRICYCLE_DISABLE_KERNELS`` turns the fold's kernel off (the xp fold runs on cupy),
+    never the deferral: bad ids and labels raise at the read-back, not at the op."""
+    monkeypatch.setenv("TRICYCLE_DISABLE_KERNELS", "1")
+    layer = Embedding(50, 8).to_gpu()
+    logits = layer(cp.asarray([[0, 50], [-2, 3]]))  # (2, 2, 8): recorded, no error
+    loss = CrossEntropy()(cp.asarray([[1, 8], [9, 2]]), logits)  # labels of 8 classes
+    assert deferred.checks_pending()
+    with pytest.raises(IndexError) as caught:
+        loss.item()
+    message = str(caught.value)
+    assert (
+        "Embedding: ids must lie in [0, 50) for a vocabulary of size 50, got ids in [-2, 50]"
+        in message
+    )
+    assert (
+        "CrossEntropy: labels must lie in [0, 8) for logits with 8 classes, got labels in [1, 9]"
+        in message
+    )
+    assert not deferred.checks_pending()
 
 
 @gpu

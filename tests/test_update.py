@@ -6,13 +6,16 @@ numbers must be the same, bit for bit, with and without a scaler, clipping or no
 fused-update optimiser (AdamW) and one without (SGD), and on a skipped step.
 """
 
+import sys
+
 import numpy as np
 import pytest
 
 from tests.test_precision import _loss, _model_and_data
-from tricycle import capture, deferred, graph, precision
+from tricycle import dispatch, graph, precision
 from tricycle.apps.cuda_graph import CapturedStep
 from tricycle.apps.step import train_step
+from tricycle.backends.cuda import capture, deferred
 from tricycle.clipping import clip_factor, clip_multiplier, grad_norm
 from tricycle.grad_scaler import GradScaler
 from tricycle.layers import Dense, Embedding, Sequential
@@ -175,28 +178,49 @@ def _refuse(name):
 
 
 def test_a_cpu_step_runs_nothing_of_capture_or_of_the_deferred_checks(monkeypatch):
+    """Not a function of the CUDA backend runs in a CPU step (capture and the deferred checks
+    live there), and its ids and labels are checked by the reference, ``tricycle.ranges``."""
     monkeypatch.setattr(graph, "read_back_hooks", [])  # no check deferred in this process
     for name in ("every_step", "on_replay", "recording", "capturing", "keep", "refuse"):
         monkeypatch.setattr(capture, name, _refuse(f"capture.{name}"))
-    for name in ("raise_pending_errors", "checks_pending"):
+    for name in ("check_range", "raise_pending_errors", "checks_pending"):
         monkeypatch.setattr(deferred, name, _refuse(f"deferred.{name}"))
     model, optimiser = _gpt_like(), AdamW(learning_rate=1e-2)
     policy = Precision("fp16", init_scale=2.0**8)
     batches = iter(_batches())
-    for step in range(3):
-        out = train_step(model, optimiser, batches, policy, max_norm=1.0).settle(step)
+    called = set()  # the files of every Python function the steps call
+
+    def profile(frame, event, arg):
+        if event == "call":
+            called.add(frame.f_code.co_filename)
+
+    sys.setprofile(profile)
+    try:
+        outs = [train_step(model, optimiser, batches, policy, max_norm=1.0).settle(step)
+                for step in range(3)]  # fmt: skip
+    finally:
+        sys.setprofile(None)
+    for out in outs:
         assert np.isfinite(out.loss) and np.isfinite(out.grad_norm) and out.skipped is False
     assert optimiser.step_count == 3 and policy.scaler.steps == 3
+    cuda = sorted(name for name in called if "tricycle/backends/cuda/" in name)
+    assert not cuda, cuda
+    assert any(name.endswith("tricycle/ranges.py") for name in called)
 
 
 def test_a_deferred_check_still_raises_when_a_cpu_step_is_settled():
-    """With ``defer_checks(True)`` the CPU defers as a GPU does: a label out of range is
-    raised by ``settle`` (through the read-back hooks), not taken for a divergence."""
+    """With the CUDA backend's check as the CPU's "check_range" setting too, under
+    ``defer_checks(True)``, the CPU defers as a GPU does: a label out of range is raised by
+    ``settle`` (through the read-back hooks), not taken for a divergence."""
     model, optimiser = _gpt_like(), AdamW(learning_rate=1e-2)
     [(x, y)] = _batches(n=1)
     y[0, 0] = -3  # numpy wraps a negative row index: the step computes, with a wrong label
-    with deferred.defer_checks(True):
-        out = train_step(model, optimiser, iter([(x, y)]))
+    dispatch.add("check_range", "cpu", deferred.check_range, dtypes=())
+    try:
+        with deferred.defer_checks(True):
+            out = train_step(model, optimiser, iter([(x, y)]))
+    finally:
+        dispatch.remove("check_range", "cpu")
     assert deferred.checks_pending()
     with pytest.raises(IndexError, match=r"CrossEntropy: labels must lie in \[0, 11\)"):
         out.settle(0)

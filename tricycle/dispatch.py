@@ -162,10 +162,10 @@ def kernels(op: str | None = None, device: str | None = None) -> list[Kernel]:
 
 
 def setting(op: str, device: str, reference):
-    """What ``device``'s backend registered for ``op`` when ``op`` is a setting of the device
-    rather than a kernel of arrays (TF32 for float32 products, the current device), whatever
-    its dtypes; otherwise ``reference``, which on the CPU does nothing. A setting changes no
-    formula, so neither ``references()`` nor ``TRICYCLE_DISABLE_KERNELS`` turns it off."""
+    """What ``device``'s backend registered for ``op``, a setting of the device rather than a
+    kernel of arrays (TF32 for float32 products, the current device, when a range check
+    raises: ``tricycle.ranges``), whatever its dtypes; otherwise ``reference``, the CPU's way.
+    A setting changes no formula: neither ``references()`` nor the kernels' switch turns it off."""
     if device not in _loaded:
         _load(device)
     entries = _registry.get((op, device))

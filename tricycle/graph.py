@@ -62,7 +62,7 @@ def check_float(op: str, x: "Node") -> None:
 
 
 # Reading a value back is where the host waits for the device anyway: range checks deferred
-# on a GPU (``tricycle.deferred``) add their check here the first time they record one.
+# on a GPU (``tricycle.backends.cuda.deferred``) add theirs here the first time they record one.
 read_back_hooks: list[Callable[[], None]] = []
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tricycle import backend, checks, deferred, dispatch, random
+from tricycle import backend, checks, dispatch, random, ranges
 from tricycle.backend import check_same_device
 from tricycle.einsum import einsum
 from tricycle.fused import shared_back_fns  # noqa: F401 (re-exported)
@@ -119,7 +119,7 @@ def embedding(ids, weights: Tensor, check_range: bool = True) -> Tensor:
     """Rows of ``weights`` (V, E) picked by integer ``ids`` of any shape: (...) -> (..., E).
 
     Ids outside [0, V) raise IndexError (never wrap): at once on the CPU; on a GPU at the
-    next read-back, without stopping the host here (``tricycle.deferred``).
+    next read-back, without stopping the host here (``tricycle.ranges``).
     ``check_range=False`` skips the check for ids valid by construction (positions from
     arange). The gradient scatters-adds into the used rows.
     """
@@ -133,10 +133,9 @@ def embedding(ids, weights: Tensor, check_range: bool = True) -> Tensor:
             f"Embedding: ids must be integers, got dtype {ids.dtype} with shape {ids.shape}"
         )
     vocab_size = weights.shape[0]
-    if check_range:
-        deferred.check_range(
-            ids, vocab_size, op="Embedding", context=f"for a vocabulary of size {vocab_size}"
-        )
+    if check_range:  # the device's check: on a GPU it defers to the next read-back
+        check = dispatch.setting("check_range", dispatch.device_of(ids), ranges.check_range)
+        check(ids, vocab_size, op="Embedding", context=f"for a vocabulary of size {vocab_size}")
     forward, backward = dispatch.choose(
         "embedding", (embedding_forward, embedding_backward), weights.array
     )

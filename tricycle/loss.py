@@ -95,7 +95,7 @@ class CrossEntropy:
     (..., C). The loss is the mean over labels that are not ``ignore_index``, as
     ``torch.nn.functional.cross_entropy``. If every label is ignored the loss is 0 with a
     zero gradient. Float labels raise TypeError; labels outside [0, C) raise IndexError: at
-    once on the CPU, on a GPU at the next read-back (``tricycle.deferred``), so that the host
+    once on the CPU, on a GPU at the next read-back (``tricycle.ranges``), so that the host
     never waits for the device here.
     """
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tricycle import backend, deferred
+from tricycle import backend, dispatch, ranges
 from tricycle.backend import check_same_device
 from tricycle.binary import constant
 from tricycle.tensor import Tensor, as_tensor, check_float
@@ -47,7 +47,8 @@ def check_class_labels(op: str, scores: str, labels, y_pred: Tensor, ignore_inde
     if labels.size == 0:
         raise ValueError(f"{op}: no labels (empty input)")
     n_classes = y_pred.shape[-1]
-    deferred.check_range(
+    check = dispatch.setting("check_range", dispatch.device_of(labels), ranges.check_range)
+    check(  # the device's check: on a GPU it defers to the next read-back
         labels,
         n_classes,
         op=op,

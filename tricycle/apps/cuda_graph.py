@@ -48,9 +48,9 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from tricycle import backend, capture, checks, waits
+from tricycle import backend, checks, waits
 from tricycle.apps.step import StepOutput, train_step
-from tricycle.backends.cuda.capture import record
+from tricycle.backends.cuda import capture
 from tricycle.backends.cuda.gemm import tf32_enabled
 from tricycle.optimisers import Adam
 from tricycle.parallel.zero import ZeroRedundancyOptimiser
@@ -163,7 +163,7 @@ class CapturedStep:
         self._inputs = [(cp.array(_array(x)), cp.array(_array(y))) for x, y in micro]  # copies
         failure = None
         try:
-            graph, outputs, pool, recording = record(self._recorded_step)
+            graph, outputs, pool, recording = capture.record(self._recorded_step)
         except Exception as error:
             failure = error
         if failure is not None:
@@ -193,7 +193,8 @@ class CapturedStep:
         optimiser's ``step()`` first (the step's first act, before any other host work) and
         the loss scaler's count of updates last (its update's last act). The device work of
         the step hooks its own host work in as it is recorded (Adam's counts and learning rate,
-        dropout's seeds: ``tricycle.backends.cuda.capture``; range checks: ``deferred``)."""
+        dropout's seeds: ``tricycle.backends.cuda.capture``; range checks:
+        ``tricycle.backends.cuda.deferred``)."""
         capture.on_replay(self.optimiser.step)
         scaler = self.policy.scaler
         updates = None if scaler is None else scaler.steps

@@ -100,7 +100,7 @@ from tricycle.apps.train_flags import (  # noqa: F401 - the CLI's names, here as
     resume_settings,
 )
 from tricycle.apps.training import TrainingDiverged
-from tricycle.capture import CaptureError
+from tricycle.backends.cuda.capture import CaptureError
 from tricycle.parallel import distributed
 from tricycle.random import manual_seed
 from tricycle_datasets import run_data

@@ -20,6 +20,7 @@ environment variable ``TRICYCLE_DISABLE_KERNELS`` (to anything non-empty) to for
 versions, e.g. to benchmark or debug them: ``dispatch.choose`` reads it, on every call.
 """
 
+from tricycle.backends.cuda import deferred  # noqa: F401 - registers the "check_range" setting
 from tricycle.backends.cuda.add import add as add_kernel
 from tricycle.backends.cuda.add import add_arrays, add_enabled
 from tricycle.backends.cuda.attention import (

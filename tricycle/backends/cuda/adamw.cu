@@ -48,7 +48,7 @@ extern "C" __global__ void adamw_kernel(float* __restrict__ w, const float* __re
 // weight_decays[t] is per tensor (biases and gains are usually not decayed); the tables stay
 // the same from step to step while lr follows its schedule. The step's numbers are read from
 // device memory, hyper = (lr, beta1, beta2, eps, step_size, inv_sqrt_bc2), so that a CUDA
-// graph replaying this launch reads each step's own (tricycle/capture.py).
+// graph replaying this launch reads each step's own (capture.py: step_scalars).
 extern "C" __global__ void adamw_multi_kernel(
     const long long* __restrict__ ptrs, const long long* __restrict__ sizes,
     const float* __restrict__ weight_decays, const int* __restrict__ block_tensor,

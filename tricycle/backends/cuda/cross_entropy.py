@@ -30,7 +30,7 @@ def cross_entropy_forward(xp, logits, labels, ignore_index=None):
     One pass over the logits; loss, peak (N,), log_sum (N,) and count are float32 whatever
     the logits' dtype. A label outside [0, C) (and not ignored) makes the loss NaN instead of
     raising: checking on the host would need a synchronisation (the CrossEntropy op records
-    the labels' range on the device, and ``tricycle.deferred`` raises at the next read-back).
+    the labels' range on the device, and ``deferred.py`` raises at the next read-back).
     """
     cp = backend.cupy()
     logits = contiguous(cp, logits)

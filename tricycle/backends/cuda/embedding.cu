@@ -11,7 +11,7 @@
 // step cost the step 5%).
 // dW is float32 (zeroed by the caller) whatever the type of dout: it is a master-weight gradient.
 // An id outside [0, vocab) adds nothing: the range check that reports it may be deferred
-// (tricycle/deferred.py), so the kernels may see one, and must never write outside dW.
+// (deferred.py), so the kernels may see one, and must never write outside dW.
 
 template <typename I>
 __global__ void first_occurrence_kernel(const I* __restrict__ ids, int* __restrict__ first,

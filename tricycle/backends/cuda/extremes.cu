@@ -1,6 +1,6 @@
 // extremes.cu: fold the smallest and largest of many integer ids into a persistent pair.
 //
-// Reference: tricycle/deferred.py fold_extremes. A deferred range check (an embedding's ids,
+// Reference: tricycle/ranges.py fold_extremes. A deferred range check (an embedding's ids,
 // a cross-entropy's labels) keeps one (min, max) pair of int64 per check site in device
 // memory; this kernel lowers the pair's min and raises its max by the ids it is given,
 // skipping the ignored id, and returns without the host ever waiting. The host reads all the

@@ -1,5 +1,6 @@
 """The smallest and largest of many integer ids folded into a persistent device pair in one
-launch (extremes.cu), for the deferred range checks of ``tricycle.deferred``."""
+launch (extremes.cu), for the deferred range checks (``deferred.py``): the "fold_extremes"
+kernel, whose reference is ``tricycle.ranges.fold_extremes``."""
 
 import numpy as np
 
@@ -21,13 +22,13 @@ def fold_extremes_enabled(ids, pairs) -> bool:
     "fold_extremes", "cuda", dtypes=tuple(LABEL_CTYPES), applies=fold_extremes_enabled
 )
 def fold_extremes_xp(xp, ids, pairs, row: int, ignore: int | None = None) -> None:
-    """``tricycle.deferred.fold_extremes``'s signature for the kernel below."""
+    """``tricycle.ranges.fold_extremes``'s signature for the kernel below."""
     fold_extremes(ids, pairs, row, ignore)
 
 
 def fold_extremes(ids, pairs, row: int, ignore: int | None = None) -> None:
     """pairs[row] = (min(pairs[row, 0], min(ids)), max(pairs[row, 1], max(ids))) over the ids
-    that are not ``ignore``, in place and asynchronously (as ``deferred.fold_extremes``)."""
+    that are not ``ignore``, in place and asynchronously (as ``ranges.fold_extremes``)."""
     cp = backend.cupy()
     ids, id_ctype = flat_labels(cp, ids)
     if not ids.size:

@@ -2,9 +2,10 @@
 device is current while an array's device records something.
 
 They are not kernels of arrays but states of the device, so they are registered with
-``tricycle.dispatch.setting`` in mind: ``tricycle.precision`` and ``tricycle.deferred`` ask
-for "tf32", "tf32_enabled" and "device_scope" and, without a GPU, run references that do
-nothing. cupy comes only from ``tricycle.backend.cupy()``.
+``tricycle.dispatch.setting`` in mind: ``tricycle.precision`` asks for "tf32" and
+"tf32_enabled" and, without a GPU, runs references that do nothing; "device_scope" serves the
+deferred range checks (``deferred.py``, which registers the "check_range" setting). cupy comes
+only from ``tricycle.backend.cupy()``.
 
 TF32 in CuPy (14.x), found by reading its source and checked on the H100 (GPU_NOTES.md):
 ``CUPY_TF32=1`` is read once, the first time a float32 product asks for its compute type, and
