@@ -40,6 +40,7 @@ FILES = [
     "tricycle/activation.py",
     "tricycle/attention.py",
     "tricycle/loss.py",
+    "tricycle/ranges.py",
     "tricycle/blocks.py",
     "tricycle/models.py",
     "tricycle/optimisers.py",
@@ -67,7 +68,7 @@ GUIDE = """\
 3. **The GPT**: `tricycle/blocks.py` (<tricycle/blocks.py>: attention and MLP blocks) and
    `tricycle/models.py` (<tricycle/models.py>), on `attention.py` (<tricycle/attention.py>),
    `activation.py` (<tricycle/activation.py>), `functions.py` (<tricycle/functions.py>) and
-   `loss.py` (<tricycle/loss.py>).
+   `loss.py` (<tricycle/loss.py>), with the ids' range check of `ranges.py` (<tricycle/ranges.py>).
 4. **One training step**: `tricycle/apps/step.py` (<tricycle/apps/step.py>: `train_step`:
    the forward in the dtype of `tricycle/precision.py` (<tricycle/precision.py>), loss,
    backward), then `tricycle/update.py` (<tricycle/update.py>: unscale, clip with
