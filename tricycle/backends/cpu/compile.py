@@ -224,17 +224,15 @@ def _record_and_compile(step, args) -> int:
             step(*args)  # what it prints is not the program's
         except Exception:  # noqa: BLE001, S110 - the numbers may fail a check: enough seen
             pass
-    wanted = {}
-    for dispatcher, arguments in _recorded[0]:
-        sig = _signature(dispatcher, [dispatcher.typeof_pyval(a) for a in arguments])
-        if (dispatcher, sig) not in wanted and sig not in dispatcher.overloads:
-            if dispatcher._cache.load_overload(sig, dispatcher.targetctx) is None:
-                wanted[dispatcher, sig] = None
+    calls = dict.fromkeys(  # each kernel and signature once
+        (d, _signature(d, [d.typeof_pyval(a) for a in arguments])) for d, arguments in _recorded[0]
+    )
+    wanted = [(d, sig) for d, sig in calls if sig not in d.overloads and not _indexed(d, sig)]
     _recorded[:] = []
     if wanted:  # said by the process that waits for them (one that fails first says nothing),
         _report.announced = True  # not by the children that compile them
-        # the longest first (the most bytecode, a guess at the compile time): the last to end
-        # then starts early
+        blas.library()  # a kernel that multiplies needs BLAS's symbols bound to compile
+        # the longest first (the most bytecode: a guess at its compile time), to end together
         work = sorted(wanted, key=lambda item: -len(item[0].py_func.__code__.co_code))
         _compile_all(work, thread_count())
     return len(wanted)
@@ -288,12 +286,15 @@ class _Ahead:
         return True
 
 
-def _zero(args, multiplies: bool) -> None:
+def _indexed(dispatcher, sig) -> bool:
+    """Whether the cache's index lists ``sig`` (as ``load_overload`` finds it), unloaded."""
+    key = dispatcher._cache._index_key(sig, dispatcher.targetctx.codegen())
+    return key in dispatcher._cache._cache_file._load_index()
+
+
+def _zero(args) -> None:
     """A kernel's arrays zero instead of computed, in precompile's recording child: the step
-    goes on with finite numbers and ids in range. (A kernel that multiplies needs BLAS's
-    symbols bound before it is compiled.)"""
-    if multiplies:
-        blas.library()
+    goes on with finite numbers and ids in range."""
     for a in args:
         if isinstance(a, np.ndarray) and a.flags.writeable:
             a[...] = 0
@@ -381,7 +382,7 @@ class ParallelKernel:
         *args, tasks = args
         if _recorded:  # precompile's recording child: note the types, run nothing
             _recorded[0].append((self.kernel, (*args, 0, tasks)))
-            return _zero(args, self.multiplies)
+            return _zero(args)
         ranges = _ranges(tasks, thread_count() if parallel else 1, self.grain)
         if not self.multiplies:
             return _team.run(self.kernel, args, ranges)
@@ -412,7 +413,7 @@ class ParforKernel:
         if _recorded:  # precompile's recording child: note the types, run nothing
             variant = self.parallel if parallel and thread_count() > 1 else self.serial
             _recorded[0].append((variant, args))
-            return _zero(args, self.multiplies)
+            return _zero(args)
         if self.multiplies:
             blas.one_thread_enter()
         try:
