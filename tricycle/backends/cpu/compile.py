@@ -54,7 +54,7 @@ from numba.core.compiler_lock import global_compiler_lock
 from threadpoolctl import ThreadpoolController
 
 from tricycle.backends.cpu import blas
-from tricycle.backends.cpu.memory import keep_freed_memory
+from tricycle.backends.cpu.memory import fork, keep_freed_memory
 from tricycle.backends.cpu.team import _ranges, _team  # noqa: F401 - tests reach them here
 
 # inputs with fewer elements run on the calling thread: handing ranges to the team's threads
@@ -111,7 +111,7 @@ def _compile_in_a_child(dispatcher, sig) -> None:
     with global_compiler_lock:
         _report.begin()
         try:
-            pid = os.fork()
+            pid = fork()
             if pid == 0:  # the child: compile, save, and leave without the parent's exit code
                 code = 1
                 try:
@@ -197,7 +197,7 @@ def precompile(step, *args) -> None:
     with global_compiler_lock:
         read, write = os.pipe()
         started = time.perf_counter()
-        pid = os.fork()
+        pid = fork()
         if pid == 0:  # the recording child
             code = 1
             try:
@@ -246,7 +246,7 @@ def _compile_all(work, processes: int) -> None:
     os.close(write)  # (a pipe holds 64 KB: 16,384 kernels)
     children = []
     for _ in range(min(processes, len(work))):
-        pid = os.fork()
+        pid = fork()
         if pid == 0:
             code = 1
             try:
