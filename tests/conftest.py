@@ -22,8 +22,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 def pytest_configure(config):
     """Bytecode written, even where the environment says not to (``PYTHONDONTWRITEBYTECODE``):
-    the suite starts a few hundred Python processes (its workers, the scripts, the pages'
-    blocks), and each would compile the package's modules from source again.
+    the suite starts many Python processes (its workers, the scripts, the pages' blocks), and
+    each would compile the package's modules from source again (``benchmarks/README.md``).
 
     In each of pytest-xdist's workers, when there are as many workers as cores: numpy's
     BLAS on one thread. Its threads spin for about 0.1 s after every product

@@ -5,7 +5,7 @@
 //
 // Every CUDA thread is a lane, a coroutine with a stack of its own (ucontext): a block's
 // lanes take turns on one host thread, each running until it waits at a barrier (a thread of
-// the system per CUDA thread spent its run switching threads, for millions of barriers).
+// the system per CUDA thread spent its run switching threads, at every barrier).
 // Every other turn goes through the lanes in reverse, so that where one thread reads what
 // another stores with no barrier between them, the read comes first in some turns. Blocks
 // run one after another; __syncthreads is a barrier of the block and warp collectives

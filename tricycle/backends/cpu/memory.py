@@ -12,8 +12,8 @@ process's resident memory stays near its peak.
 
 ``fork`` is ``os.fork`` for the children that compile kernels (``compile.py``): Python's
 collector in a child walks every object it inherited, writing to each, so the child copies
-the parent's whole heap page by page (hundreds of megabytes where torch is loaded) and a
-compile takes a quarter longer; the parent's objects are frozen across the fork.
+the parent's whole heap page by page (large where torch is loaded) and compiles slower; the
+parent's objects are frozen across the fork (``benchmarks/README.md``).
 """
 
 import ctypes
