@@ -1,6 +1,7 @@
 """Shared test settings: hypothesis profiles and the backends every op test runs on."""
 
 import os
+import sys
 from collections import Counter
 
 import numpy as np
@@ -20,11 +21,17 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
 def pytest_configure(config):
-    """In each of pytest-xdist's workers, when there are as many workers as cores: numpy's
+    """Bytecode written, even where the environment says not to (``PYTHONDONTWRITEBYTECODE``):
+    the suite starts many Python processes (its workers, the scripts, the pages' blocks), and
+    each would compile the package's modules from source again (``benchmarks/README.md``).
+
+    In each of pytest-xdist's workers, when there are as many workers as cores: numpy's
     BLAS on one thread. Its threads spin for about 0.1 s after every product
     (``tricycle/backends/cpu/compile.py``), on the cores the other workers want
     (``benchmarks/README.md``, the suite's time). Test processes of their own keep their
     settings."""
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # for the workers and every subprocess
+    sys.dont_write_bytecode = False
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
     if workers >= (os.cpu_count() or 1):
         from threadpoolctl import threadpool_limits  # noqa: PLC0415 - only in the workers

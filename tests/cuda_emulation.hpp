@@ -3,21 +3,26 @@
 // a GPU (tests/test_kernels_emulated.py compiles tricycle/backends/cuda/attention_mma.cu with g++
 // after this header).
 //
-// Every CUDA thread is a std::thread; blocks run one after another; __syncthreads is a
-// barrier of the block and warp collectives (shuffles, mma) exchange values through per-warp
-// slots between two barriers of the warp. Inline PTX is compiled out (``asm`` expands to
-// nothing), and the PTX wrappers the TF32 kernels call are defined here instead, from the
-// PTX ISA: cvt.rna.tf32.f32, mma.m16n8k8 with TF32 operands (its fragment layouts), and
-// cp.async, whose copies land either at issue or as late as their wait allows (EAGER), so
-// that a read before the wait or a tile refilled while another warp reads it shows up.
-// Shared memory starts as NaN bytes before each block.
-#include <barrier>
+// Every CUDA thread is a lane, a coroutine with a stack of its own (ucontext): a block's
+// lanes take turns on one host thread, each running until it waits at a barrier (a thread of
+// the system per CUDA thread spent its run switching threads, at every barrier).
+// Every other turn goes through the lanes in reverse, so that where one thread reads what
+// another stores with no barrier between them, the read comes first in some turns. Blocks
+// run one after another; __syncthreads is a barrier of the block and warp collectives
+// (shuffles, mma) exchange values through per-warp slots between two barriers of the warp.
+// Inline PTX is compiled out (``asm`` expands to nothing), and the PTX wrappers the TF32
+// kernels call are defined here instead, from the PTX ISA: cvt.rna.tf32.f32, mma.m16n8k8
+// with TF32 operands (its fragment layouts), and cp.async, whose copies land either at issue
+// or as late as their wait allows (EAGER), so that a read before the wait or a tile refilled
+// while another warp reads it shows up. Shared memory starts as NaN bytes before each block.
+#include <sys/mman.h>
+#include <ucontext.h>
+
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <thread>
 #include <vector>
 
 using std::max;
@@ -26,7 +31,7 @@ using std::min;
 struct dim3 {
     unsigned x = 0, y = 0, z = 0;
 };
-thread_local dim3 threadIdx, blockIdx;
+dim3 threadIdx, blockIdx;  // the running lane's
 dim3 gridDim, blockDim;
 struct float2 {
     float x, y;
@@ -65,10 +70,56 @@ inline unsigned __float_as_uint(float f) {
 #define asm(...) ((void)0)
 
 alignas(16) static unsigned short mma_smem[1 << 18];  // the dynamic shared memory
-static std::barrier<>* block_barrier;
-static std::barrier<>* warp_barriers[32];
 static uint64_t warp_slots[32][32][8];  // [warp][lane][value]: what a collective exchanges
 static int emulation_errors = 0;
+
+struct Copy {
+    unsigned dst;
+    const void* src;
+    bool valid;
+};
+class Barrier;
+struct Lane {
+    ucontext_t context;
+    dim3 thread;
+    std::vector<std::vector<Copy>> committed;  // its cp.async groups in flight
+    std::vector<Copy> open_group;
+    const Barrier* waits = nullptr;  // the barrier it waits at, from its generation on
+    unsigned long generation = 0;
+    bool done = false;
+    bool runnable() const;
+};
+static Lane* lane;              // the one running
+static ucontext_t turns;        // where a lane that waits returns to (``launch``)
+static unsigned long arrivals;  // at barriers, and lanes ended: a round without any: deadlock
+
+class Barrier {  // std::barrier's arrive_and_wait, for lanes
+   public:
+    explicit Barrier(unsigned count) : count_(count) {}
+    void arrive_and_wait() {
+        ++arrivals;
+        if (++arrived_ < count_) {
+            lane->waits = this;
+            lane->generation = generation_;
+            while (generation_ == lane->generation) swapcontext(&lane->context, &turns);
+            lane->waits = nullptr;
+        } else {
+            arrived_ = 0;
+            ++generation_;
+        }
+    }
+    unsigned long generation() const { return generation_; }
+
+   private:
+    const unsigned count_;
+    unsigned arrived_ = 0;
+    unsigned long generation_ = 0;
+};
+inline bool Lane::runnable() const {
+    return !done && (waits == nullptr || waits->generation() != generation);
+}
+static Barrier* block_barrier;
+static Barrier* warp_barriers[32];
 
 inline int lane_id() { return threadIdx.x & 31; }
 inline int warp_id() { return threadIdx.x >> 5; }
@@ -98,13 +149,6 @@ inline unsigned int shared_address(const void* p) {
     return (unsigned int)((const char*)p - (const char*)mma_smem);
 }
 
-struct Copy {
-    unsigned dst;
-    const void* src;
-    bool valid;
-};
-thread_local std::vector<std::vector<Copy>> committed;  // this thread's groups in flight
-thread_local std::vector<Copy> open_group;
 static bool EAGER = false;
 
 inline void land(const Copy& c) {
@@ -115,13 +159,14 @@ inline void copy16_async(unsigned int dst, const void* src, bool valid) {
     if (dst % 16 || (valid && (uintptr_t)src % 16)) fail("cp.async address not 16-byte aligned");
     const Copy c{dst, src, valid};
     if (EAGER) land(c);
-    else open_group.push_back(c);
+    else lane->open_group.push_back(c);
 }
 inline void copies_commit() {
-    committed.push_back(open_group);
-    open_group.clear();
+    lane->committed.push_back(lane->open_group);
+    lane->open_group.clear();
 }
 inline void copies_wait_one() {  // cp.async.wait_group 1
+    std::vector<std::vector<Copy>>& committed = lane->committed;
     while (committed.size() > 1) {
         for (const Copy& c : committed.front()) land(c);
         committed.erase(committed.begin());
@@ -165,27 +210,71 @@ inline void mma_tf32(float (&c)[4], const unsigned int (&a)[4], unsigned int b0,
 }
 
 // ------------------------------------------------------------------ launching
+constexpr size_t LANE_STACK = 1 << 20, GUARD = 1 << 12;  // a page below: an overflow faults
+
 template <typename Body>
 void launch(dim3 grid, unsigned threads, Body body) {
     gridDim = grid;
     blockDim = {threads, 1, 1};
+    static Body* running;  // for ``start``, which makecontext gives no pointer
+    running = &body;
+    const size_t span = LANE_STACK + GUARD;
+    char* stacks = (char*)mmap(nullptr, threads * span, PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (stacks == MAP_FAILED) {
+        fail("no memory for the lanes' stacks");
+        exit(1);
+    }
+    for (unsigned t = 0; t < threads; ++t) mprotect(stacks + t * span, GUARD, PROT_NONE);
+    void (*start)() = [] {
+        (*running)();
+        if (!lane->open_group.empty()) fail("cp.async copies never committed");
+        lane->done = true;
+        ++arrivals;
+    };  // returns to ``turns`` (uc_link)
     for (unsigned by = 0; by < grid.y; ++by)
         for (unsigned bx = 0; bx < grid.x; ++bx) {
             memset(mma_smem, 0xff, sizeof(mma_smem));  // NaN: a read before a write shows
-            std::barrier<> block(threads);
+            blockIdx = {bx, by, 0};
+            Barrier block(threads);
             block_barrier = &block;
-            for (unsigned w = 0; w < threads / 32; ++w) warp_barriers[w] = new std::barrier<>(32);
-            std::vector<std::thread> lanes;
-            for (unsigned tid = 0; tid < threads; ++tid)
-                lanes.emplace_back([&, tid] {
-                    threadIdx = {tid, 0, 0};
-                    blockIdx = {bx, by, 0};
-                    committed.clear();
-                    open_group.clear();
-                    body();
-                    if (!open_group.empty()) fail("cp.async copies never committed");
-                });
-            for (std::thread& lane : lanes) lane.join();
+            for (unsigned w = 0; w < threads / 32; ++w) warp_barriers[w] = new Barrier(32);
+            std::vector<Lane> lanes(threads);
+            for (unsigned t = 0; t < threads; ++t) {
+                Lane& l = lanes[t];
+                l.thread = {t, 0, 0};
+                getcontext(&l.context);
+                l.context.uc_stack = {stacks + t * span + GUARD, 0, LANE_STACK};
+                l.context.uc_link = &turns;
+                makecontext(&l.context, start, 0);
+            }
+            // a warp at a time runs until each of its lanes waits at the block's barrier (or
+            // has ended): warps drift as far apart as the block's barriers let them
+            const unsigned warps = (threads + 31) / 32;
+            for (unsigned round = 0, left = threads; left; ++round) {
+                const bool reverse = round % 2;
+                const unsigned long before = arrivals;
+                for (unsigned k = 0; k < warps; ++k) {
+                    const unsigned first = 32 * (reverse ? warps - 1 - k : k);
+                    const unsigned width = min(32u, threads - first);
+                    for (bool ran = true; ran;) {
+                        ran = false;
+                        for (unsigned i = 0; i < width; ++i) {
+                            lane = &lanes[first + (reverse ? width - 1 - i : i)];
+                            if (!lane->runnable()) continue;
+                            threadIdx = lane->thread;
+                            swapcontext(&turns, &lane->context);
+                            left -= lane->done;
+                            ran = true;
+                        }
+                    }
+                }
+                if (left && arrivals == before) {
+                    fail("deadlock: every thread waits at a barrier");
+                    exit(1);
+                }
+            }
             for (unsigned w = 0; w < threads / 32; ++w) delete warp_barriers[w];
         }
+    munmap(stacks, threads * span);
 }

@@ -1,6 +1,6 @@
 """The TF32 attention kernels of tricycle/backends/cuda/attention_mma.cu, run on the CPU.
 
-``tests/cuda_emulation.hpp`` emulates the CUDA they use on the host (a std::thread per CUDA
+``tests/cuda_emulation.hpp`` emulates the CUDA they use on the host (a coroutine per CUDA
 thread, warp collectives through barriers, the mma.m16n8k8 TF32 fragment layouts of the PTX
 ISA, cp.async copies that land late or early); g++ compiles the kernels' own source after it.
 The forward and both backward kernels then run on shapes off the 64-row tiles, with and

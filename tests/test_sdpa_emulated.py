@@ -1,6 +1,6 @@
 """The general attention kernels of tricycle/backends/cuda/sdpa.cu, run on the CPU.
 
-``tests/cuda_emulation.hpp`` emulates the CUDA the kernels use on the host (a std::thread per
+``tests/cuda_emulation.hpp`` emulates the CUDA the kernels use on the host (a coroutine per
 CUDA thread, barriers, shuffles through per-warp slots); g++ compiles the kernels' own source
 (after common.cuh, as NVRTC sees it) with a small driver that launches the forward and both
 backward kernels in float32. Each case then compares the output, the log-sum-exp and the

@@ -54,7 +54,7 @@ from numba.core.compiler_lock import global_compiler_lock
 from threadpoolctl import ThreadpoolController
 
 from tricycle.backends.cpu import blas
-from tricycle.backends.cpu.memory import keep_freed_memory
+from tricycle.backends.cpu.memory import fork, keep_freed_memory
 from tricycle.backends.cpu.team import _ranges, _team  # noqa: F401 - tests reach them here
 
 # inputs with fewer elements run on the calling thread: handing ranges to the team's threads
@@ -111,7 +111,7 @@ def _compile_in_a_child(dispatcher, sig) -> None:
     with global_compiler_lock:
         _report.begin()
         try:
-            pid = os.fork()
+            pid = fork()
             if pid == 0:  # the child: compile, save, and leave without the parent's exit code
                 code = 1
                 try:
@@ -197,7 +197,7 @@ def precompile(step, *args) -> None:
     with global_compiler_lock:
         read, write = os.pipe()
         started = time.perf_counter()
-        pid = os.fork()
+        pid = fork()
         if pid == 0:  # the recording child
             code = 1
             try:
@@ -224,17 +224,15 @@ def _record_and_compile(step, args) -> int:
             step(*args)  # what it prints is not the program's
         except Exception:  # noqa: BLE001, S110 - the numbers may fail a check: enough seen
             pass
-    wanted = {}
-    for dispatcher, arguments in _recorded[0]:
-        sig = _signature(dispatcher, [dispatcher.typeof_pyval(a) for a in arguments])
-        if (dispatcher, sig) not in wanted and sig not in dispatcher.overloads:
-            if dispatcher._cache.load_overload(sig, dispatcher.targetctx) is None:
-                wanted[dispatcher, sig] = None
+    calls = dict.fromkeys(  # each kernel and signature once
+        (d, _signature(d, [d.typeof_pyval(a) for a in arguments])) for d, arguments in _recorded[0]
+    )
+    wanted = [(d, sig) for d, sig in calls if sig not in d.overloads and not _indexed(d, sig)]
     _recorded[:] = []
     if wanted:  # said by the process that waits for them (one that fails first says nothing),
         _report.announced = True  # not by the children that compile them
-        # the longest first (the most bytecode, a guess at the compile time): the last to end
-        # then starts early
+        blas.library()  # a kernel that multiplies needs BLAS's symbols bound to compile
+        # the longest first (the most bytecode: a guess at its compile time), to end together
         work = sorted(wanted, key=lambda item: -len(item[0].py_func.__code__.co_code))
         _compile_all(work, thread_count())
     return len(wanted)
@@ -248,7 +246,7 @@ def _compile_all(work, processes: int) -> None:
     os.close(write)  # (a pipe holds 64 KB: 16,384 kernels)
     children = []
     for _ in range(min(processes, len(work))):
-        pid = os.fork()
+        pid = fork()
         if pid == 0:
             code = 1
             try:
@@ -288,12 +286,15 @@ class _Ahead:
         return True
 
 
-def _zero(args, multiplies: bool) -> None:
+def _indexed(dispatcher, sig) -> bool:
+    """Whether the cache's index lists ``sig`` (as ``load_overload`` finds it), unloaded."""
+    key = dispatcher._cache._index_key(sig, dispatcher.targetctx.codegen())
+    return key in dispatcher._cache._cache_file._load_index()
+
+
+def _zero(args) -> None:
     """A kernel's arrays zero instead of computed, in precompile's recording child: the step
-    goes on with finite numbers and ids in range. (A kernel that multiplies needs BLAS's
-    symbols bound before it is compiled.)"""
-    if multiplies:
-        blas.library()
+    goes on with finite numbers and ids in range."""
     for a in args:
         if isinstance(a, np.ndarray) and a.flags.writeable:
             a[...] = 0
@@ -381,7 +382,7 @@ class ParallelKernel:
         *args, tasks = args
         if _recorded:  # precompile's recording child: note the types, run nothing
             _recorded[0].append((self.kernel, (*args, 0, tasks)))
-            return _zero(args, self.multiplies)
+            return _zero(args)
         ranges = _ranges(tasks, thread_count() if parallel else 1, self.grain)
         if not self.multiplies:
             return _team.run(self.kernel, args, ranges)
@@ -412,7 +413,7 @@ class ParforKernel:
         if _recorded:  # precompile's recording child: note the types, run nothing
             variant = self.parallel if parallel and thread_count() > 1 else self.serial
             _recorded[0].append((variant, args))
-            return _zero(args, self.multiplies)
+            return _zero(args)
         if self.multiplies:
             blas.one_thread_enter()
         try:

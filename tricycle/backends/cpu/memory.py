@@ -9,10 +9,17 @@ thresholds makes malloc keep and reuse what was freed, as PyTorch's caching allo
 GPUs. The backend does it before its first kernel runs (``compile.py``); elsewhere than
 glibc it does nothing. It changes the process's malloc, never data: the price is that the
 process's resident memory stays near its peak.
+
+``fork`` is ``os.fork`` for the children that compile kernels (``compile.py``): Python's
+collector in a child walks every object it inherited, writing to each, so the child copies
+the parent's whole heap page by page (large where torch is loaded) and compiles slower; the
+parent's objects are frozen across the fork (``benchmarks/README.md``).
 """
 
 import ctypes
 import ctypes.util
+import gc
+import os
 import sys
 
 M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3  # mallopt's parameters
@@ -31,3 +38,17 @@ def keep_freed_memory() -> None:
         libc.mallopt(M_TOP_PAD, 64 << 20)  # grow the heap in steps of 64 MiB
     except (OSError, AttributeError):  # not glibc after all
         pass
+
+
+def fork() -> int:
+    """``os.fork()`` with this process's objects out of the child's collections
+    (``gc.freeze``): the child collects only what it allocates; the parent is as before."""
+    gc.freeze()
+    try:
+        pid = os.fork()
+    except BaseException:
+        gc.unfreeze()
+        raise
+    if pid:  # the parent; the child keeps them frozen
+        gc.unfreeze()
+    return pid
