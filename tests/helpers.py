@@ -64,9 +64,11 @@ def made_once(tmp_path_factory, name: str, make: Callable[[Path], None]) -> Path
         directory = tmp_path_factory.mktemp(name)
         make(directory)
         return directory
-    root = tmp_path_factory.getbasetemp().parent  # this session's, shared by its workers
-    directory, done = root / name, root / f"{name}.done"
-    with open(root / f"{name}.lock", "w") as lock:
+    root = tmp_path_factory.getbasetemp().parent  # shared by this session's workers
+    # named for this run too: a --basetemp given again keeps an earlier session's
+    directory = root / f"{name}-{os.environ.get('PYTEST_XDIST_TESTRUNUID', '')}"
+    done = directory.with_name(directory.name + ".done")
+    with open(directory.with_name(directory.name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         if not done.exists():
             shutil.rmtree(directory, ignore_errors=True)
