@@ -4,10 +4,15 @@
 arrays (every output element gets a distinct upstream gradient; each input's ``.grad`` is
 compared with central finite differences) and returns ``f``'s output for further checks.
 ``same_on_host_and(xp, layer, run)`` runs a layer on the host, then on ``xp``'s device.
+``made_once(tmp_path_factory, name, make)`` makes a costly directory (a trained run, a built
+emulator) once for the whole session, however many pytest-xdist workers ask for it.
 ``DATA_DIR`` is where tests find tiny-shakespeare.
 """
 
+import fcntl
 import os
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -45,3 +50,29 @@ def same_on_host_and(xp, layer, run, rtol: float, atol: float) -> None:
         layer.zero_grad()
     for ours, expected in zip(*results):
         np.testing.assert_allclose(ours, expected, rtol=rtol, atol=atol)
+
+
+def made_once(tmp_path_factory, name: str, make: Callable[[Path], None]) -> Path:
+    """The directory ``name``, filled by ``make(directory)`` once per session: under
+    pytest-xdist, the first worker to ask makes it in the session's shared temporary folder
+    while the others wait on a lock, and every later caller reads the same directory. A
+    module fixture would otherwise run ``make`` once in each worker that gets one of the
+    module's tests (``benchmarks/README.md``, the suite's time). Callers treat it as read-only
+    (``shutil.copytree`` it to change it); a ``make`` that fails or skips leaves nothing made,
+    so the next caller tries again and fails or skips the same way."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:  # one process: nothing to share
+        directory = tmp_path_factory.mktemp(name)
+        make(directory)
+        return directory
+    root = tmp_path_factory.getbasetemp().parent  # shared by this session's workers
+    # named for this run too: a --basetemp given again keeps an earlier session's
+    directory = root / f"{name}-{os.environ.get('PYTEST_XDIST_TESTRUNUID', '')}"
+    done = directory.with_name(directory.name + ".done")
+    with open(directory.with_name(directory.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not done.exists():
+            shutil.rmtree(directory, ignore_errors=True)
+            directory.mkdir()
+            make(directory)
+            done.touch()
+    return directory

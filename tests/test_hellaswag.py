@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.helpers import made_once
 from tricycle.apps.checkpoint import save_state
 from tricycle.apps.evaluate import ending_losses, evaluate_hellaswag, load_model, main, sample_text
 from tricycle.configs import DebugConfig
@@ -72,9 +73,8 @@ def write_hellaswag_file(path: Path) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def trained():
-    """A tiny GPT overfit on TRAINING_TEXT, and its tokeniser."""
+def overfit(directory: Path) -> None:
+    """A tiny GPT overfit on TRAINING_TEXT and its tokeniser, pickled into ``directory``."""
     tokeniser = BPETokeniser(300, special_tokens=[END_OF_TEXT]).train(TRAINING_TEXT * 5)
     tokens = tokeniser.encode(TRAINING_TEXT * 20)
     manual_seed(0)
@@ -89,7 +89,14 @@ def trained():
         loss.backward()
         model.update(optimiser)
     assert float(loss.array) < 0.2, "the model did not learn the training text"
-    return model, tokeniser
+    (directory / "trained.pkl").write_bytes(pickle.dumps((model, tokeniser)))
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A tiny GPT overfit on TRAINING_TEXT, and its tokeniser (trained once per session)."""
+    made = made_once(tmp_path_factory, "hellaswag_gpt", overfit)
+    return pickle.loads((made / "trained.pkl").read_bytes())
 
 
 # -------------------------------------------------------------------------------- reading

@@ -5,6 +5,7 @@ import json
 import os
 import pickle
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.helpers import made_once
 from tricycle.apps.checkpoint import load_state, load_weights, save_weights
 from tricycle.apps.runs import RunDirectory
 from tricycle.configs import DebugConfig
@@ -47,10 +49,9 @@ def run_script(script: str, *args, tmp_path: Path, check: bool = True):
     return result
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    """A debug model trained for a few steps on a small text file by the training script."""
-    tmp_path = tmp_path_factory.mktemp("e2e")
+def train_the_run(tmp_path: Path) -> None:
+    """A debug model trained for a few steps on a small text file by the training script
+    (its output kept beside it)."""
     text = "".join(f"def f{i % 7}(x):\n    return x * {i % 5} + {i % 3}\n" for i in range(600))
     (tmp_path / "code.txt").write_text(text)
     result = run_script(
@@ -60,7 +61,19 @@ def trained(tmp_path_factory):
         "--out-dir", "run", "--no-progress",
         tmp_path=tmp_path,
     )  # fmt: skip
-    return tmp_path, result
+    (tmp_path / "stdout.txt").write_text(result.stdout)
+    (tmp_path / "stderr.txt").write_text(result.stderr)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """(a folder of this module's own holding the trained run, the script's output): the run
+    is trained once per session and copied here, as the tests add files beside it."""
+    made = made_once(tmp_path_factory, "inference_run", train_the_run)
+    tmp_path = tmp_path_factory.mktemp("e2e")
+    shutil.copytree(made, tmp_path, dirs_exist_ok=True)
+    output = [(tmp_path / f"{name}.txt").read_text() for name in ("stdout", "stderr")]
+    return tmp_path, subprocess.CompletedProcess("train_smol_gpt.py", 0, *output)
 
 
 def test_training_script_writes_everything(trained):

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from emulation import build
 
+from tests.helpers import made_once
 from tricycle.attention import attention_backward, attention_forward
 from tricycle.backends.cuda import launch
 from tricycle.backends.cuda.attention import TF32_TILES
@@ -110,7 +111,9 @@ def emulation_source() -> str:
 @pytest.fixture(scope="module")
 def emulator(tmp_path_factory):
     """The compiled emulation of the three TF32 kernels (skips without a C++20 g++)."""
-    return build(tmp_path_factory.mktemp("emulation"), emulation_source(), "attention_tf32")
+    source, name = emulation_source(), "attention_tf32"
+    built = made_once(tmp_path_factory, "emulation", lambda tmp: build(tmp, source, name))
+    return built / name  # built once per session, whichever workers run these tests
 
 
 def relative_error(got, ref) -> float:

@@ -1,11 +1,12 @@
 """Tests for tricycle_datasets.prepare: a corpus on disk -> token shards, resumable.
 
-The stdlib's top-level sources (a few MB) are prepared once per module with 2 worker
+The stdlib's top-level sources (a few MB) are prepared once per session with 2 worker
 processes; the other tests use small hand-made corpora.
 """
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.helpers import made_once
 from tricycle.apps.files import DirectoryLock
 from tricycle.tokeniser import END_OF_TEXT, BPETokeniser
 from tricycle_datasets import prepare as prepare_module
@@ -42,12 +44,10 @@ def stream(directory: Path, split: str) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------- the stdlib, 2 workers
-@pytest.fixture(scope="module")
-def stdlib_shards(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("stdlib") / "shards"
+def prepare_stdlib(directory: Path) -> None:
     index = prepare(
         [str(STDLIB / "*.py")],
-        out,
+        directory / "shards",
         vocab_size=1024,
         workers=2,
         shard_tokens=200_000,
@@ -56,6 +56,15 @@ def stdlib_shards(tmp_path_factory) -> Path:
         progress=False,
     )
     assert index["complete"]
+
+
+@pytest.fixture(scope="module")
+def stdlib_shards(tmp_path_factory) -> Path:
+    """This module's copy of the stdlib's shards, prepared once per session (two tests run
+    prepare again on the directory)."""
+    made = made_once(tmp_path_factory, "stdlib_shards", prepare_stdlib)
+    out = tmp_path_factory.mktemp("stdlib") / "shards"
+    shutil.copytree(made / "shards", out)
     return out
 
 

@@ -4,15 +4,24 @@ library, a corrupt or mismatched file named in one line, a kill between the weig
 state survived, and runs of the first layout (weights inside checkpoint.npz, best.npz)
 still resumed, sampled and evaluated."""
 
+import contextlib
 import io
 import json
+import shutil
 import struct
 
 import numpy as np
 import pytest
 
+from tests.helpers import made_once
 from tests.test_hellaswag import write_hellaswag_file
-from tests.test_train import corpus, losses, one_blas_thread, run  # noqa: F401 - fixtures
+from tests.test_train import (
+    losses,
+    one_blas_thread,  # noqa: F401 - a fixture
+    run,
+    threadpool_limits,
+    write_corpus,
+)
 from tricycle.apps import evaluate, sample
 from tricycle.apps.checkpoint import (
     CheckpointError,
@@ -87,11 +96,36 @@ def test_the_safetensors_library_reads_ours_and_we_read_its(tmp_path):
         assert array.dtype == tensors[name].dtype and np.array_equal(array, tensors[name])
 
 
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """The corpus, a run of 8 steps (validated at 4 and 8) and the same run stopped at step 4:
+    trained once per session; the tests read or change copies (``trained``)."""
+
+    def make(directory):
+        blas = threadpool_limits(limits=1, user_api="blas") if threadpool_limits else None
+        with pytest.MonkeyPatch.context() as patch, blas or contextlib.nullcontext():
+            patch.setenv("TRICYCLE_CACHE_DIR", str(directory / "cache"))
+            corpus = write_corpus(directory / "corpus.txt")
+            run(corpus, directory / "whole", *TRAIN)
+            run(corpus, directory / "half", *TRAIN, "--stop-after", "4")
+
+    return made_once(tmp_path_factory, "run_layout", make)
+
+
 @pytest.fixture
-def trained(corpus, tmp_path):  # noqa: F811 - the fixture
-    """A run of 8 steps (validated at 4 and 8), and the same run stopped at step 4."""
-    run(corpus, tmp_path / "whole", *TRAIN)
-    run(corpus, tmp_path / "half", *TRAIN, "--stop-after", "4")
+def corpus(made, tmp_path, monkeypatch):
+    """The text the runs were trained on (a resumed run must read the same file), and a
+    copy of the cache they filled."""
+    shutil.copytree(made / "cache", tmp_path / "cache")
+    monkeypatch.setenv("TRICYCLE_CACHE_DIR", str(tmp_path / "cache"))
+    return made / "corpus.txt"
+
+
+@pytest.fixture
+def trained(made, tmp_path):
+    """The test's own copies of the two runs: ``whole`` (8 steps) and ``half`` (4)."""
+    for name in ("whole", "half"):
+        shutil.copytree(made / name, tmp_path / name)
     return tmp_path
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from emulation import build
 
+from tests.helpers import made_once
 from tricycle.backends.cuda import launch
 from tricycle.backends.cuda.sdpa import padded_head_dim, rows_per_block
 from tricycle.dropout_mask import AttentionDropout, dropout_threshold
@@ -91,7 +92,9 @@ def emulation_source() -> str:
 @pytest.fixture(scope="module")
 def emulator(tmp_path_factory):
     """The compiled emulation of the three kernels (skips without a C++20 g++)."""
-    return build(tmp_path_factory.mktemp("sdpa_emulation"), emulation_source(), "sdpa")
+    source = emulation_source()
+    built = made_once(tmp_path_factory, "sdpa_emulation", lambda tmp: build(tmp, source, "sdpa"))
+    return built / "sdpa"  # built once per session, whichever workers run these tests
 
 
 def make_mask(kind: str, rng, B, H, Tq, Tk):
