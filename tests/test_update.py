@@ -246,7 +246,7 @@ def test_a_captured_step_redoes_the_counts_first_and_last():
     assert [sink for _, sink in recording.refreshes] == [None, None]
     assert [fn for fn, _ in recording.refreshes] == [
         step.optimiser.step,
-        step._count_scaler_update,
+        step.policy.scaler.count_update,
     ]
     assert step.optimiser.step_count == 1 and step.policy.scaler.steps == 1
     recording.refresh()  # what a replay redoes on the host

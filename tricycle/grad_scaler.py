@@ -126,7 +126,12 @@ class GradScaler:
         )
         self._good_steps[...] = xp.where(found_inf | grow, 0, grown)
         self._skipped += found_inf
-        self.steps += 1  # a captured step (tricycle.apps.cuda_graph) counts its replays too
+        self.count_update()
+
+    def count_update(self) -> None:
+        """The host's count of ``update`` calls: the one part of an update a CUDA graph's
+        replay does not redo, so a captured step (``tricycle.apps.cuda_graph``) calls this."""
+        self.steps += 1
 
     def state_dict(self) -> dict:
         return {

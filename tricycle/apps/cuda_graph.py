@@ -200,13 +200,9 @@ class CapturedStep:
         updates = None if scaler is None else scaler.steps
         outputs = train_step(self.model, self.optimiser, iter(self._inputs), self.policy,
                              **self.options)  # fmt: skip
-        if scaler is not None and scaler.steps != updates:
-            capture.on_replay(self._count_scaler_update)
+        if scaler is not None and scaler.steps != updates:  # the step reached its update
+            capture.on_replay(scaler.count_update)
         return outputs
-
-    def _count_scaler_update(self) -> None:
-        """What ``GradScaler.update`` counts on the host, for a replay (which runs none of it)."""
-        self.policy.scaler.steps += 1
 
     def _host_counts(self) -> tuple:
         """The host state one step advances: the optimiser's and each parameter's step
