@@ -26,7 +26,7 @@ def pytest_configure(config):
     each would compile the package's modules from source again (``benchmarks/README.md``).
 
     In each of pytest-xdist's workers, when there are as many workers as cores: numpy's
-    BLAS on one thread. Its threads spin for about 0.1 s after every product
+    BLAS on one thread. Its threads spin for a while after every product
     (``tricycle/backends/cpu/compile.py``), on the cores the other workers want
     (``benchmarks/README.md``, the suite's time). Test processes of their own keep their
     settings."""

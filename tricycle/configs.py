@@ -16,7 +16,7 @@ Setting an unknown attribute on a config raises AttributeError.
 
     DebugConfig            tiny: unit tests and smoke runs (seconds)
     CPUConfig              the default: visibly code-like Python in a few minutes on a laptop CPU
-    ShakespeareConfig      the README's toy run (~30 min on an RTX 3090)
+    ShakespeareConfig      the seed README's toy run (a GPU's)
     ShakespeareCharConfig  nanoGPT's shakespeare-char recipe
     SmolGPTConfig          GPT-2 style hyper-parameters for a ~50M parameter model on a GPU
     GPT2Config             GPT-2 124M, the GPT-2 reproduction's recipe (one GPU, from shards)
@@ -261,8 +261,8 @@ class DebugConfig(GPTConfig):
 
 
 class CPUConfig(GPTConfig):
-    """The default run: a 1024-token BPE GPT that writes code-like Python in ~3 min on 2 cores
-    (~1M training tokens at ~6k tokens/s)."""
+    """The default run: a 1024-token BPE GPT that writes code-like Python in a few minutes on
+    a laptop's CPU (its time is in ``benchmarks/README.md``)."""
 
     embedding_dim = 128
     context_window = 64

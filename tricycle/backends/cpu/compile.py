@@ -8,14 +8,13 @@ thread. So the numbers are the same whatever the thread count, and any number of
 threads may call kernels at once (one parallel launch is in flight at a time; another waits)
 and get exactly the numbers they get one after the other. ``parfor_jit`` is for a kernel whose
 parallel loop sits inside a loop of its own (the LSTM's steps): numba's parallel passes and
-its ``tbb`` pool, a parallel and a serial variant, each parallel one about four times the
-plain loop's compile time.
+its ``tbb`` pool, a parallel and a serial variant, the parallel one the slower to compile.
 
 One team of threads does all the CPU's parallel work, the matrix products included
 (``gemm.py``), and BLAS runs single-threaded inside it. Two pools on the same cores slow each
-other down: numpy's OpenBLAS threads spin for about 0.1 s after every product (their wait is
+other down: numpy's OpenBLAS threads spin for a while after every product (their timeout is
 fixed when the library loads), so a parallel kernel between two products finds its cores
-taken. ``parfor_jit``'s pool is numba's ``tbb`` layer, whose threads start in microseconds and
+taken. ``parfor_jit``'s pool is numba's ``tbb`` layer, whose threads start at once and
 sleep when idle; the ``tbb`` package installs it (on Linux its library lands in the
 environment's ``lib/``, where the loader does not look, so it is loaded from there by path).
 Where it cannot load, or the user chose a layer (``NUMBA_THREADING_LAYER``), the LSTM runs its
@@ -353,7 +352,7 @@ class ParallelKernel:
     or more (the first argument's size) with more than one thread set, cut into one contiguous
     range of tasks per thread (``_team``), each range the same compiled code. A task's numbers
     depend on neither the thread count nor the cache, and a first run compiles one function
-    per kernel, without numba's parallel passes (four times the compile of the plain loop).
+    per kernel, without numba's parallel passes (which compile slower).
     ``run`` lets the caller decide instead of the size; ``grain`` keeps the cuts at multiples
     of that many tasks (a loop over elements: vector lanes line up as in one range). A kernel
     that multiplies (``blas=True``) runs with numpy's BLAS on one thread (``blas.py``);

@@ -2,9 +2,9 @@
 
 C = A B with the rows (or the columns) of C cut into one slice per thread, each slice one
 single-threaded BLAS call (``blas.py`` says which library). The products and the fused
-kernels then share one team of threads: numpy's own BLAS threads keep spinning for about
-0.1 s after each product, on the cores the next kernel wants (``compile.py`` says how the team
-is chosen; ``benchmarks/README.md`` has the numbers).
+kernels then share one team of threads: numpy's own BLAS threads keep spinning for a
+while after each product (OpenBLAS's thread timeout), on the cores the next kernel wants
+(``compile.py`` says how the team is chosen; ``benchmarks/README.md`` has the numbers).
 
 An operand stored transposed (a transposed view, Fortran order) is passed to BLAS with the
 "T" flag instead of being copied.

@@ -210,7 +210,7 @@ def gru_backward_kernel(dh_new, saved, xg, h, dxg, dhg, dh):
 def _call(kernel, *args, written=()):
     """``kernel(*args)`` with every array C-contiguous (a copy of one that is not; those at
     the positions ``written`` copied back after): the loops are compiled for contiguous rows,
-    where they vectorise (typed as strided, the cells ran 3 to 7 times slower in float32:
+    where they vectorise (typed as strided, the cells ran several times slower in float32:
     ``benchmarks/README.md``), and for one layout only: a kernel is compiled once per dtype,
     whatever the caller's views."""
     contiguous = [np.ascontiguousarray(a) if isinstance(a, np.ndarray) else a for a in args]
