@@ -16,8 +16,10 @@ import numpy as np
 import pytest
 
 from tests.helpers import made_once
+from tricycle import backend
 from tricycle.apps.checkpoint import load_state, load_weights, save_weights
 from tricycle.apps.runs import RunDirectory
+from tricycle.apps.train import main as train_main
 from tricycle.configs import DebugConfig
 from tricycle.models import GPT
 from tricycle.tokeniser import CharTokeniser
@@ -155,6 +157,22 @@ def test_resume_without_a_checkpoint_fails_clearly(tmp_path):
     )
     assert result.returncode != 0 and "no checkpoint in nothing" in result.stderr
     assert "Traceback" not in result.stderr and not (tmp_path / "nothing").exists()
+
+
+@pytest.mark.skipif(backend.cupy_available(), reason="checks the CPU-only message")
+def test_device_gpu_without_a_gpu_is_one_line_and_touches_nothing(tmp_path, capsys):
+    old = tmp_path / "run"
+    old.mkdir()
+    (old / "metrics.jsonl").write_text("{}\n")  # a run that --overwrite would replace
+    with pytest.raises(SystemExit) as stopped:
+        train_main(["--device", "gpu", "--out-dir", str(old), "--overwrite"])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and "Traceback" not in err
+    assert err.splitlines()[-1] == (
+        "tricycle-train: error: --device gpu: no CUDA GPU is available (cupy is not installed "
+        "or sees no device): install the GPU extra on a machine with a GPU, or pass --device cpu"
+    )
+    assert sorted(p.name for p in old.iterdir()) == ["metrics.jsonl"]
 
 
 # ------------------------------------------------------------------ the safe format

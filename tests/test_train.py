@@ -475,8 +475,30 @@ def test_cuda_graph_auto_is_on_for_gpus_only():
     # ZeRO-1's all-gathers
     assert train_cli.use_cuda_graph("auto", "gpu")
     assert not train_cli.use_cuda_graph("auto", "cpu")
-    assert train_cli.use_cuda_graph("on", "cpu")
+    assert train_cli.use_cuda_graph("on", "gpu")
     assert not train_cli.use_cuda_graph("off", "gpu")
+    with pytest.raises(ValueError, match="--cuda-graph on: a CUDA graph needs a GPU"):
+        train_cli.use_cuda_graph("on", "cpu")
+
+
+@pytest.mark.parametrize(
+    "argv, said",
+    [
+        (["--cuda-graph", "on", "--device", "cpu"],
+         "tricycle-train: --cuda-graph on: a CUDA graph needs a GPU (--device gpu); on the CPU "
+         "leave it at auto"),
+        (["--out-dir", "/proc/no/run"], "--out-dir /proc/no/run: No such file or directory"),
+    ],
+)  # fmt: skip
+def test_cli_mistakes_end_in_one_line(tmp_path, monkeypatch, capsys, argv, said):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "text.txt").write_text(Path(__file__).read_text())  # enough pairs to merge
+    common = ["--config", "debug", "--dataset", "text.txt", "--steps", "1", "--no-progress",
+              "--sample-tokens", "0", "--out-dir", "run"]  # fmt: skip
+    with pytest.raises(SystemExit) as stopped:
+        train_cli.main(common + argv)
+    assert str(stopped.value) == said
+    assert not (tmp_path / "run").exists()  # nothing left behind
 
 
 def test_a_cuda_graph_trainer_takes_several_processes():

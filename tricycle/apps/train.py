@@ -110,6 +110,9 @@ from tricycle_datasets.run_data import DATASETS, RunDataError
 def use_cuda_graph(choice: str, device: str) -> bool:
     """--cuda-graph: "on", "off", or "auto": on a GPU, whatever the world and optimiser (the
     captured step holds data parallelism's all-reduces and ZeRO-1's all-gathers)."""
+    if choice == "on" and device != "gpu":
+        raise ValueError("--cuda-graph on: a CUDA graph needs a GPU (--device gpu); on the CPU "
+                         "leave it at auto")  # fmt: skip
     if choice != "auto":
         return choice == "on"
     return device == "gpu"
@@ -130,6 +133,8 @@ def train(args) -> dict:
             print(note, file=sys.stderr)
     except DirectoryLocked as error:
         raise SystemExit(f"--out-dir: {error}") from None
+    except OSError as error:  # a folder that cannot be made or written to
+        raise SystemExit(f"--out-dir {run_dir.path}: {error.strerror or error}") from None
     failed = True
     try:
         summary = _train(args, run_dir, world)

@@ -23,6 +23,7 @@ from tricycle.apps.cli import (
     settings_file,
     unit_interval,
 )
+from tricycle.backend import cupy_available
 from tricycle.blocks import ACTIVATIONS
 from tricycle.configs import ARCHS, CONFIGS, GPTConfig, get_config
 from tricycle_datasets.run_data import DATASETS
@@ -148,6 +149,10 @@ def parse_args(argv=None) -> argparse.Namespace:
         args = parser.parse_args(file + argv)
     if args.sample_interval is not None and args.sample_tokens == 0:
         parser.error("--sample-interval: samples need --sample-tokens >= 1")
+    if args.device == "gpu" and not cupy_available():  # before the run's folder is touched
+        parser.error("--device gpu: no CUDA GPU is available (cupy is not installed or sees no "
+                     "device): install the GPU extra on a machine with a GPU, or pass --device "
+                     "cpu")  # fmt: skip
     if args.out_dir is None:
         args.out_dir = Path("runs") / (args.config or DEFAULTS["config"])
     return args
