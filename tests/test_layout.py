@@ -117,7 +117,7 @@ def test_the_measured_number_check_finds_them():
     source = (
         '"""Ran in ~3 min on 2 cores (~6k tokens/s)."""\n'
         "x = 1  # np.issubdtype is ~10x slower, and dtype.name costs ~5 us\n"
-        "def f():\n    \"\"\"Threads spin for about 0.1 s; 3 to 7 times slower.\"\"\"\n"
+        'def f():\n    """Threads spin for about 0.1 s; 3 to 7 times slower."""\n'
     )
     found = [m.group() for _, text in _docstrings_and_comments(source)
              for m in MEASURED.finditer(text)]  # fmt: skip
