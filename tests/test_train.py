@@ -487,7 +487,7 @@ def test_cuda_graph_auto_is_on_for_gpus_only():
         (["--cuda-graph", "on", "--device", "cpu"],
          "tricycle-train: --cuda-graph on: a CUDA graph needs a GPU (--device gpu); on the CPU "
          "leave it at auto"),
-        (["--out-dir", "/proc/no/run"], "--out-dir /proc/no/run: No such file or directory"),
+        (["--out-dir", "text.txt/run"], "--out-dir text.txt/run: Not a directory"),
     ],
 )  # fmt: skip
 def test_cli_mistakes_end_in_one_line(tmp_path, monkeypatch, capsys, argv, said):

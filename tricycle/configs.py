@@ -16,7 +16,7 @@ Setting an unknown attribute on a config raises AttributeError.
 
     DebugConfig            tiny: unit tests and smoke runs (seconds)
     CPUConfig              the default: visibly code-like Python in a few minutes on a laptop CPU
-    ShakespeareConfig      the seed README's toy run (a GPU's)
+    ShakespeareConfig      the seed README's toy run, on a GPU
     ShakespeareCharConfig  nanoGPT's shakespeare-char recipe
     SmolGPTConfig          GPT-2 style hyper-parameters for a ~50M parameter model on a GPU
     GPT2Config             GPT-2 124M, the GPT-2 reproduction's recipe (one GPU, from shards)
