@@ -281,6 +281,14 @@ def test_errors_name_what_is_wrong(tmp_path):
     with pytest.raises(SystemExit, match="no <\\|endoftext\\|> token"):
         main([str(corpus), "--out-dir", str(tmp_path / "c"), "--tokeniser", str(no_eot)])
 
+    not_json = tmp_path / "not.json"
+    not_json.write_text("x")
+    with pytest.raises(SystemExit, match="not.json: not a valid tokeniser JSON file"):
+        main([str(corpus), "--out-dir", str(tmp_path / "d" / "deeper"), "--tokeniser",
+              str(not_json)])  # fmt: skip
+    # a mistake leaves no folder it made behind
+    assert not [p for p in "abcd" if (tmp_path / p).exists()]
+
     busy = tmp_path / "busy"
     busy.mkdir()
     (busy / "notes.txt").write_text("mine")

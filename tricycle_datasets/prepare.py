@@ -46,7 +46,14 @@ from tqdm import tqdm
 
 from tricycle import checks
 from tricycle.apps import cli
-from tricycle.apps.files import DirectoryLock, DirectoryLocked, atomic_write, remove_temporaries
+from tricycle.apps.files import (
+    DirectoryLock,
+    DirectoryLocked,
+    atomic_write,
+    missing_directories,
+    remove_empty,
+    remove_temporaries,
+)
 from tricycle.tokeniser import END_OF_TEXT, N_BYTES, BPETokeniser
 from tricycle_datasets import decode_utf8
 from tricycle_datasets.download import sha256_file
@@ -593,6 +600,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> dict:
     args = parse_args(argv)
     extensions = tuple(e if e.startswith(".") else f".{e}" for e in args.extensions.split(","))
+    made = missing_directories(args.out_dir)
     try:
         return _prepare(
             args.inputs, args.out_dir, args.vocab_size, args.tokeniser, args.workers,
@@ -600,6 +608,7 @@ def main(argv=None) -> dict:
             args.block_bytes, not args.no_progress, not args.no_tiktoken, name=FLAGS.get,
         )  # fmt: skip
     except (OSError, ValueError, DirectoryLocked) as error:
+        remove_empty(made)  # a mistake (a bad --tokeniser, say) leaves no folder behind
         message = str(error)
         message = message if message.startswith("prepare: ") else f"prepare: {message}"
         raise SystemExit(message) from None

@@ -6,6 +6,8 @@ complete, and two processes must never write one run directory at once:
 - ``atomic_write`` writes a temporary file beside the target and renames it over the target
   only once it is complete and flushed to disk;
 - ``remove_temporaries`` deletes the temporaries that a killed writer left behind;
+- ``missing_directories`` and ``remove_empty``: a command that fails removes the folders it
+  made, where it left them empty (a mistyped flag leaves no trace);
 - ``DirectoryLock`` gives one process at a time a directory (a lock that its holder's death
   releases, so a killed run never blocks the next);
 - ``read_jsonl`` reads a JSON-lines log whose last line a crash may have cut short.
@@ -36,6 +38,23 @@ def remove_temporaries(directory: str | os.PathLike, names: list[str]) -> list[P
                 tmp.unlink()
                 removed.append(tmp)
     return removed
+
+
+def missing_directories(path: str | os.PathLike) -> list[Path]:
+    """``path`` and those of its parents that do not exist yet, innermost first: what making
+    ``path`` will make."""
+    path = Path(path)
+    return [p for p in (path, *path.parents) if not p.exists()]
+
+
+def remove_empty(directories: list[Path]) -> None:
+    """Remove ``directories`` (innermost first, as ``missing_directories`` lists them) while
+    they are empty: a failed command's folders, where it wrote nothing."""
+    for directory in directories:
+        try:
+            directory.rmdir()  # only an empty one
+        except OSError:
+            break
 
 
 class DirectoryLocked(RuntimeError):

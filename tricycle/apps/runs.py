@@ -26,7 +26,14 @@ from tricycle.apps.checkpoint import (
     load_weights,
     weights_digest,
 )
-from tricycle.apps.files import DirectoryLock, atomic_write, read_jsonl, remove_temporaries
+from tricycle.apps.files import (
+    DirectoryLock,
+    atomic_write,
+    missing_directories,
+    read_jsonl,
+    remove_empty,
+    remove_temporaries,
+)
 from tricycle.apps.plot import plot_losses
 from tricycle.apps.pretrained import is_model_dir, load_pretrained, load_tokeniser
 from tricycle.configs import GPTConfig
@@ -157,7 +164,7 @@ class RunDirectory:
     def open(self) -> list[str]:
         """Take the lock and clean up; returns messages for the user (a stale lock taken
         over, temporaries removed)."""
-        self._made = [p for p in (self.path, *self.path.parents) if not p.exists()]
+        self._made = missing_directories(self.path)
         self.lock.acquire()
         notes = []
         if self.lock.stale_owner:
@@ -175,11 +182,7 @@ class RunDirectory:
         where the run left them empty (a mistyped flag leaves no trace)."""
         self.lock.release()
         if failed:
-            for directory in self._made:
-                try:
-                    directory.rmdir()  # only an empty one
-                except OSError:
-                    break
+            remove_empty(self._made)
         self._made = []
 
     def __enter__(self) -> "RunDirectory":
