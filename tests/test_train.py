@@ -264,6 +264,14 @@ def test_another_runs_files_are_never_replaced_unasked(corpus, tmp_path):
     with pytest.raises(SystemExit, match="already holds a run.*--resume.*--overwrite"):
         run(other, tmp_path / "run", "--steps", "4")
     assert (tmp_path / "run" / "checkpoint.npz").read_bytes() == before
+    # --overwrite with a mistake found while loading (a dataset that is not there, weights
+    # that are not there): the old run is still whole
+    files = {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir()}
+    for mistake in (["--dataset", str(tmp_path / "nowhere.txt")],
+                    ["--init-from", str(tmp_path / "no-model")]):  # fmt: skip
+        with pytest.raises(SystemExit):
+            run(other, tmp_path / "run", "--steps", "3", "--overwrite", *mistake)
+        assert {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir()} == files
     run(other, tmp_path / "run", "--steps", "3", "--overwrite")
     assert len(losses(tmp_path / "run")) == 3
     assert load_state(tmp_path / "run" / "checkpoint.npz")["step"] == 3

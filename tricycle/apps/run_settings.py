@@ -25,7 +25,9 @@ class RunPlan:
     """What a run decided before loading anything: its ``config`` and ``settings`` (the
     flags', or the resumed run's) and its precision ``policy``; on --resume its
     ``checkpoint`` and the changes ``applied`` to it; on --init-from the pretrained
-    ``weights`` (a new run's) and ``tokeniser``."""
+    ``weights`` (a new run's) and ``tokeniser``; with --overwrite, the old run's files it
+    ``replaces``, removed only once the new run starts writing (``tricycle.apps.train``), so
+    that a mistake found while loading loses nothing."""
 
     config: GPTConfig
     settings: dict
@@ -34,6 +36,7 @@ class RunPlan:
     applied: list[str] = field(default_factory=list)
     weights: dict | None = None
     tokeniser: Any = None
+    replaces: list[str] = field(default_factory=list)
 
     @property
     def recorded_data(self) -> dict | None:
@@ -49,11 +52,11 @@ def settle(args, run_dir: RunDirectory, main: bool) -> RunPlan:
     ``run_dir``) or a resumed one's (``resumed_run``), a pretrained model's architecture and
     weights (``init_from``), and the device (a GPU config without a GPU trains on the CPU,
     unless --device says so)."""
-    checkpoint, applied, weights, tokeniser = None, [], None, None
+    checkpoint, applied, weights, tokeniser, replaces = None, [], None, None, []
     if args.resume:
         checkpoint, config, settings, applied = resumed_run(args, run_dir)
     else:
-        config, settings = new_run(args, run_dir, main)
+        config, settings, replaces = new_run(args, run_dir, main)
     if settings["init_from"] is not None:
         (weights, tokeniser), config = init_from(args, settings["init_from"], config, checkpoint)
     if config.device == "gpu" and args.device is None and not cupy_available():
@@ -63,23 +66,22 @@ def settle(args, run_dir: RunDirectory, main: bool) -> RunPlan:
         policy = precision_for(settings["precision"], config.device)
     except ValueError as error:
         raise SystemExit(f"tricycle-train: {error}") from None
-    return RunPlan(config, settings, policy, checkpoint, applied, weights, tokeniser)
+    return RunPlan(config, settings, policy, checkpoint, applied, weights, tokeniser, replaces)
 
 
-def new_run(args, run_dir: RunDirectory, main: bool) -> tuple[GPTConfig, dict]:
-    """(config, settings) of a new run in ``run_dir``, whose files of another run are removed
-    with --overwrite and refused without (``main``: this process holds the directory)."""
+def new_run(args, run_dir: RunDirectory, main: bool) -> tuple[GPTConfig, dict, list[str]]:
+    """(config, settings, the files of another run it replaces) of a new run in ``run_dir``:
+    another run's files are refused without --overwrite (``main``: this process holds the
+    directory)."""
     existing = run_dir.existing_files() if main else []
     if existing and not args.overwrite:
         raise SystemExit(
             f"--out-dir {run_dir.path} already holds a run ({', '.join(existing)}): pass "
             "--resume to continue it, --overwrite to replace it, or another --out-dir"
         )
-    for name in existing:  # --overwrite: nothing of the old run may outlive it
-        (run_dir / name).unlink()
     settings = {k: getattr(args, k) if getattr(args, k) is not None else v
                 for k, v in DEFAULTS.items()}  # fmt: skip
-    return build_config(args), settings
+    return build_config(args), settings, existing
 
 
 def resumed_run(args, run_dir: RunDirectory) -> tuple[dict, GPTConfig, dict, list[str]]:

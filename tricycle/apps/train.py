@@ -207,7 +207,7 @@ def _train(args, run_dir: RunDirectory, world: distributed.World) -> dict:
            "world_size": world.world_size, "zero": args.zero}  # fmt: skip
     log_interval = args.log_interval or (10 if config.device == "gpu" else 1)
     if main:
-        _start(run_dir, run, tokeniser, trainer, resumed, data, log_interval)
+        _start(run_dir, run, tokeniser, trainer, resumed, data, log_interval, plan.replaces)
     bar = tqdm(initial=trainer.step, total=config.steps, disable=args.no_progress or not main)
     try:
         summary = trainer.fit(
@@ -249,9 +249,12 @@ def _train(args, run_dir: RunDirectory, world: distributed.World) -> dict:
 
 
 def _start(run_dir: RunDirectory, run: dict, tokeniser: str, trainer, resumed: bool, data,
-           log_interval: int) -> None:  # fmt: skip
-    """Rank 0, before the first step: the run's files (its tokeniser's text, config.json, its
-    metrics cut back to the trainer's step), and what is about to run, in words."""
+           log_interval: int, replaces: list[str]) -> None:  # fmt: skip
+    """Rank 0, before the first step: the old run's files that --overwrite ``replaces`` gone
+    (only now: every check has passed), the run's files (its tokeniser's text, config.json,
+    its metrics cut back to the trainer's step), and what is about to run, in words."""
+    for name in replaces:  # --overwrite: nothing of the old run may outlive it
+        (run_dir / name).unlink(missing_ok=True)
     settings, config, step = run["settings"], run["config"], trainer.step
     if resumed and step == config["steps"]:
         print(f"the run in {run_dir.path} is complete ({config['steps']} steps)",
