@@ -80,6 +80,6 @@ def test_a_setting_is_the_registered_one_whatever_the_dtypes_and_never_turned_of
 def test_the_gpu_settings_are_registered_for_cuda_alone():
     if not dispatch.available("cuda"):
         pytest.skip("the CUDA backend does not import here")
-    for op in ("tf32", "tf32_enabled", "device_scope"):
+    for op in ("tf32", "tf32_enabled", "check_range"):
         assert dispatch.setting(op, "cuda", None) is not None
         assert dispatch.setting(op, "cpu", reference) is reference

@@ -1,11 +1,11 @@
-"""The GPU's settings that the math asks for by name: TF32 for float32 products, and which
-device is current while an array's device records something.
+"""The GPU's settings that the math asks for by name: TF32 for float32 products; and which
+device is current while an array's device records something (``device_scope``, for the
+deferred range checks of ``deferred.py``, which registers the "check_range" setting).
 
 They are not kernels of arrays but states of the device, so they are registered with
 ``tricycle.dispatch.setting`` in mind: ``tricycle.precision`` asks for "tf32" and
-"tf32_enabled" and, without a GPU, runs references that do nothing; "device_scope" serves the
-deferred range checks (``deferred.py``, which registers the "check_range" setting). cupy comes
-only from ``tricycle.backend.cupy()``.
+"tf32_enabled" and, without a GPU, runs references that do nothing. cupy comes only from
+``tricycle.backend.cupy()``.
 
 TF32 in CuPy (14.x), found by reading its source and checked on the H100 (GPU_NOTES.md):
 ``CUPY_TF32=1`` is read once, the first time a float32 product asks for its compute type, and
@@ -55,4 +55,3 @@ def device_scope(array):
 
 dispatch.add("tf32", "cuda", switch_tf32, dtypes=())
 dispatch.add("tf32_enabled", "cuda", tf32_enabled, dtypes=())
-dispatch.add("device_scope", "cuda", device_scope, dtypes=())
