@@ -197,6 +197,7 @@ class FakeCommunicator:
 
     def allReduce(self, *args):  # noqa: N802 - CuPy's name
         self.seen.append([(what, limit) for _, what, limit in waits.open_waits()])
+        self.ops = getattr(self, "ops", []) + [args[4]]
 
     def check_async_error(self):
         if self.error:
@@ -239,7 +240,7 @@ def test_an_nccl_call_is_a_marked_wait_and_names_the_collective_for_later_waits(
         comm, errors = FakeCommunicator(), []
         engine = _NCCLEngine(fake_cupy(), FakeNCCL, comm, keeper, errors.append)
         assert engine.stream.priority == -5  # the highest: collectives before backward's blocks
-        request = engine.all_reduce_sum(fake_array())
+        request = engine.all_reduce(fake_array())
         assert comm.seen == [[("NCCL all-reduce of 16 bytes", None)]]  # timed while it runs
         assert not request.needs_progress  # backward's hooks never query its event
         keeper.world.timeout = 5.0
@@ -248,10 +249,35 @@ def test_an_nccl_call_is_a_marked_wait_and_names_the_collective_for_later_waits(
         assert "behind NCCL all-reduce of 16 bytes" in message
         assert not engine.captured and not errors
         comm.error = "unhandled system error: a peer vanished"
-        engine.all_reduce_sum(fake_array())
+        engine.all_reduce(fake_array())
         assert errors == ["NCCL failed: unhandled system error: a peer vanished"]
     finally:
         keeper.stop()
+
+
+def test_the_mean_is_ncclavg_or_a_sum_scaled_on_nccls_stream():
+    """DataParallel's buckets are averaged in NCCL's own kernel (ncclAvg, NCCL >= 2.10);
+    an older NCCL sums, then scales on the collective's stream."""
+    comm = FakeCommunicator()
+    recent = SimpleNamespace(**vars(FakeNCCL), get_version=lambda: 22703)
+    engine = _NCCLEngine(fake_cupy(), recent, comm, None, None, ranks=2)
+    engine.all_reduce(fake_array(), mean=True)
+    engine.all_reduce(fake_array())
+    assert comm.ops == [4, FakeNCCL.NCCL_SUM]  # ncclAvg is 4 in nccl.h
+
+    class Scaled:  # records the in-place scaling the fallback does
+        data, size, nbytes, dtype = SimpleNamespace(ptr=8), 4, 16, np.dtype(np.float32)
+
+        def __imul__(self, factor):
+            self.factor = factor
+            return self
+
+    comm, old = FakeCommunicator(), SimpleNamespace(**vars(FakeNCCL), get_version=lambda: 20807)
+    cupy = fake_cupy()
+    cupy.cuda.Stream.__enter__ = cupy.cuda.Stream.__exit__ = lambda *args: None
+    engine, array = _NCCLEngine(cupy, old, comm, None, None, ranks=4), Scaled()
+    engine.all_reduce(array, mean=True)
+    assert comm.ops == [FakeNCCL.NCCL_SUM] and array.factor == 0.25
 
 
 def test_a_collective_recorded_in_a_graph_keeps_the_communicator_to_the_process_exit():
@@ -259,7 +285,7 @@ def test_a_collective_recorded_in_a_graph_keeps_the_communicator_to_the_process_
     engine = _NCCLEngine(fake_cupy(), FakeNCCL, comm, None, None)
     capture.start(capture.Recording())
     try:
-        engine.all_reduce_sum(fake_array())
+        engine.all_reduce(fake_array())
     finally:
         capture.stop()
     assert engine.captured

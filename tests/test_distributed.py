@@ -148,6 +148,46 @@ def test_data_parallel_in_a_world_of_one_changes_no_gradient():
     assert not any(np.shares_memory(a, b) for i, a in enumerate(grads) for b in grads[i + 1 :])
 
 
+def test_mixed_precision_writes_each_gradient_into_its_bucket_with_no_copy(monkeypatch):
+    """Under a 16-bit policy a parameter's gradient is its cast's widened gradient: the
+    widening writes it into the parameter's slice of its bucket, and the numbers are the
+    plain backward's."""
+    from tricycle import casting
+    from tricycle.precision import Precision
+
+    from tricycle import backprop
+
+    written, kept = [], []
+    widen, accumulate = casting.widen, backprop.accumulate
+    monkeypatch.setattr(casting, "widen", lambda g, dtype, out=None: written.append(
+        out is not None) or widen(g, dtype, out))  # fmt: skip
+    monkeypatch.setattr(backprop, "accumulate", lambda node, g: kept.append(
+        g is node.grad_buffer) or accumulate(node, g))  # fmt: skip
+    policy, grads = Precision("fp16", loss_scaling=False), []
+    for reduced in (False, True):
+        model = tiny_gpt()
+        reducer = None
+        if reduced:
+            reducer = distributed.DataParallel(model, distributed.init(), bucket_bytes=4096,
+                                               reduce_alone=True)  # fmt: skip
+        data = CausalLMDataset(tokens(), CONFIG["vocab_size"], 4, CONFIG["context_window"], 0)
+        inputs, targets = next(data.batch())
+        written.clear()
+        kept.clear()
+        policy.backward(CrossEntropy()(targets, policy.forward(model, inputs)))
+        if reducer is not None:
+            reducer.finish()
+            views = {id(v) for b in reducer.buckets for v in b.views}
+            assert all(id(p.grad.array) in views for p in model.parameters())
+        grads.append({n: p.grad.array.copy() for n, p in model.named_parameters()})
+        # every parameter's gradient, once, into its bucket (the logits' cast: a new array),
+        # and kept there as it is: no copy of it, nor into it
+        n = len(list(model.parameters())) if reduced else 0
+        assert sum(written) == n and sum(kept) == n
+    for name, g in grads[0].items():
+        np.testing.assert_array_equal(grads[1][name], g, err_msg=name)
+
+
 def test_the_first_bucket_is_small_and_buckets_follow_the_first_backward():
     plain, reduced = tiny_gpt(), tiny_gpt()
     world = distributed.init()

@@ -51,7 +51,9 @@ def backward(root, grad, retain_graph: bool) -> None:
             )
         if args is None or node._retain_grad:
             base = g.base if g.base is not None else g
-            if args is not None or id(base) in assigned:
+            if g is node.grad_buffer:  # written into this leaf's own memory (its bucket)
+                accumulate(node, g)
+            elif args is not None or id(base) in assigned:
                 # a copy: a retained gradient must not alias the one that flows on
                 accumulate(node, g.copy())
             else:
@@ -162,7 +164,8 @@ def accumulate(node, g) -> None:
     buffer = node.grad_buffer
     if buffer is not None:  # the gradient lives in memory given to it (data parallelism)
         if node.grad is None:
-            buffer[...] = g
+            if g is not buffer:  # (a back_fn may have written it there: the mixed cast's)
+                buffer[...] = g
         elif node.grad.array is buffer:
             buffer += g
         else:

@@ -92,19 +92,28 @@ def cast_arrays(arrays: list, dtype) -> list:
     return [a.astype(dtype) for a in arrays]
 
 
-def widen(grad, dtype):
-    """A gradient back in its parameter's ``dtype`` (16-bit to float32)."""
-    return grad.astype(dtype, copy=False)
+def widen(grad, dtype, out=None):
+    """A gradient back in its parameter's ``dtype`` (16-bit to float32); written into
+    ``out`` where one is given (the memory the parameter's gradient lives in)."""
+    if out is None:
+        return grad.astype(dtype, copy=False)
+    out[...] = grad
+    return out
 
 
 def _cast_node(x: Tensor, array) -> Tensor:
     """The graph node of a cast of ``x`` whose result is ``array``: its gradient goes back to
     x's own dtype (on a GPU, 16-bit to float32 by one kernel: every parameter's
     gradient takes this way at every mixed-precision step, and the kernel costs the host
-    less than an astype)."""
+    less than an astype). A parameter whose gradient lives in memory given to it
+    (``grad_buffer``: a data-parallel bucket) gets its first gradient written there by the
+    widening itself, with no copy after it."""
     source = x.dtype
 
     def back_fn(grad):
-        return dispatch.choose("widen", widen, grad)(grad, source)
+        out = x.grad_buffer if x.grad is None else None
+        if out is not None and (out.shape != grad.shape or out.dtype != source):
+            out = None
+        return dispatch.choose("widen", widen, grad)(grad, source, out)
 
     return Tensor(array, args=(x,), back_fns=(back_fn,), name="cast")

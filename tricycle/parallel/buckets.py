@@ -15,13 +15,14 @@ cannot overlap anything, stays short.
 
 **Where gradients live.** After ``finish`` every ``.grad`` is a view of its bucket (nothing
 is copied out). With the engine as it is, backward makes each gradient as a fresh array and
-the hook copies it (scaled by 1/N, one pass) into the bucket. ``gradient_as_bucket_view``
+the hook copies it into the bucket. ``gradient_as_bucket_view``
 uses an engine that accumulates a leaf's gradient straight into a buffer assigned to it
 (``Tensor.grad_buffer``): then the bucket is filled by backward itself and the hook copies
 nothing.
 
-**On the wire.** The all-reduce sums in the gradients' dtype; ``reduce_dtype`` (float16 or
-bfloat16) sends a cast copy of each bucket instead, half the bytes, and casts the sum back
+**On the wire.** The all-reduce averages in the gradients' dtype (on GPUs the 1/N is in
+NCCL's kernel, ``ncclAvg``: no pass of its own); ``reduce_dtype`` (float16 or
+bfloat16) sends a cast copy of each bucket instead, half the bytes, and casts the mean back
 into the bucket, so gradients and their accumulation stay in float32 (DDP's bf16 compression
 hook does the same).
 
@@ -61,14 +62,15 @@ class _Bucket:
         self.size, self.dtype = size, params[0].dtype
         self.reduce_dtype = None if reduce_dtype == self.dtype else reduce_dtype
         self.buffer = None  # made on the gradients' device at first use
+        self.views: list = []  # each parameter's slice of it, in its shape
         self.wire = None  # the cast copy sent instead, with a reduce_dtype
         self.filled: set[int] = set()  # ids of the parameters whose gradient is in
         self.request = None  # the all-reduce in flight
 
     def view(self, i: int):
-        """Parameter i's slice of the buffer, in its shape."""
-        offset, param = self.offsets[i], self.params[i]
-        return self.buffer[offset : offset + param.size].reshape(param.shape)
+        """Parameter i's slice of the buffer, in its shape (made once per buffer: slicing
+        a GPU array costs the host microseconds, for every parameter at every step)."""
+        return self.views[i]
 
     def ensure_buffer(self, like) -> bool:
         """A buffer on ``like``'s device (the model may have moved since the last step);
@@ -76,6 +78,10 @@ class _Bucket:
         if self.buffer is not None and backend.device_of(self.buffer) == backend.device_of(like):
             return False
         self.buffer = backend.array_module(like).zeros(self.size, dtype=self.dtype)
+        self.views = [
+            self.buffer[offset : offset + p.size].reshape(p.shape)
+            for offset, p in zip(self.offsets, self.params)
+        ]
         return True
 
     @property
@@ -83,15 +89,15 @@ class _Bucket:
         return len(self.filled) == len(self.params)
 
     def start(self, world):
-        """Start the all-reduce of this bucket (of its cast copy, with a reduce_dtype)."""
+        """Start averaging this bucket over the ranks (its cast copy, with a reduce_dtype)."""
         if self.reduce_dtype is None:
-            self.request = world.start_all_reduce(self.buffer)
+            self.request = world.start_all_reduce(self.buffer, mean=True)
         else:
             self.wire = self.buffer.astype(self.reduce_dtype)
-            self.request = world.start_all_reduce(self.wire)
+            self.request = world.start_all_reduce(self.wire, mean=True)
 
     def land(self, world) -> None:
-        """Wait for the all-reduce; the sum is then in the buffer."""
+        """Wait for the all-reduce; the mean is then in the buffer."""
         world.wait(self.request, f"the all-reduce of gradient bucket {self.index} "
                                  f"({self.nbytes} bytes)")  # fmt: skip
         if self.wire is not None:
@@ -171,7 +177,6 @@ class DataParallel:
         params = [p for _, p in named_parameters(parameters)] if reducing else []
         self._plan(params[::-1])  # gradients finish about backwards
         self._order: list | None = [] if reorder and params else None  # the first backward's
-        self._scale = 1.0 / world.world_size
         self._hooks = [p.register_post_accumulate_grad_hook(self._on_grad) for p in params]
 
     def _plan(self, params: list) -> None:
@@ -195,8 +200,8 @@ class DataParallel:
             self.syncing = previous
 
     def _on_grad(self, param: Tensor) -> None:
-        """A parameter's gradient is final: have it in its bucket (divided by the world
-        size), start every bucket that is full and next in line, and let MPI progress."""
+        """A parameter's gradient is final: have it in its bucket, start every bucket that
+        is full and next in line, and let MPI progress."""
         if not self.syncing:
             return
         bucket, i = self._where[id(param)]
@@ -210,8 +215,7 @@ class DataParallel:
         if not self.as_view:
             grad = param.grad.array
             bucket.ensure_buffer(grad)
-            xp = backend.array_module(grad)
-            xp.multiply(grad, self._scale, out=bucket.view(i))  # the mean, as a sum of shares
+            bucket.view(i)[...] = grad
         bucket.filled.add(id(param))
         if bucket.full:
             self._start_ready()
@@ -223,9 +227,7 @@ class DataParallel:
             bucket = self.buckets[self._next]
             if not bucket.full:
                 return
-            if self.as_view:  # backward wrote the sum of this rank's gradients: its share
-                bucket.buffer *= self._scale
-            bucket.start(self.world)
+            bucket.start(self.world)  # the mean: 1/N in the collective's own kernel
             self._next += 1
 
     def _progress(self) -> None:
@@ -246,8 +248,7 @@ class DataParallel:
                     continue
                 if param.grad is not None:
                     bucket.ensure_buffer(param.grad.array)
-                    scale = 1.0 if self.as_view else self._scale  # as_view: scaled at start
-                    param.xp.multiply(param.grad.array, scale, out=bucket.view(i))
+                    bucket.view(i)[...] = param.grad.array
                 else:
                     bucket.ensure_buffer(param.array)
                     bucket.view(i)[...] = 0
@@ -255,8 +256,9 @@ class DataParallel:
         self._start_ready()
         for bucket in self.buckets:
             bucket.land(self.world)
-            for i, param in enumerate(bucket.params):
-                param.grad = Tensor(bucket.view(i), requires_grad=False)
+            for param, view in zip(bucket.params, bucket.views):
+                if param.grad is None or param.grad.array is not view:  # (as_view: it is)
+                    param.grad = Tensor(view, requires_grad=False)
             bucket.filled.clear()
         self._next = 0
         if self._order:

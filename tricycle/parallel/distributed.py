@@ -244,7 +244,8 @@ class World:
         finally:
             faulthandler.cancel_dump_traceback_later()
         self.keep_deadlines()
-        self._gpu = _NCCLEngine(cupy, nccl, communicator, self._keeper, self.abort)
+        self._gpu = _NCCLEngine(cupy, nccl, communicator, self._keeper, self.abort,
+                                 self.world_size)
         atexit.register(self._leave_unfinished)
 
     def _engine(self, array):
@@ -288,14 +289,19 @@ class World:
         """Wait until every rank has called ``barrier``."""
         self.wait(self._host.barrier(), "a barrier")
 
-    def start_all_reduce(self, array):
-        """Start summing ``array`` (contiguous; in place) over the ranks; returns a request
-        for ``wait``. The array must not be touched until then."""
+    def start_all_reduce(self, array, mean: bool = False):
+        """Start summing ``array`` (contiguous; in place) over the ranks, or with ``mean``
+        averaging it (a float array: on GPUs in NCCL's kernel, no pass of its own); returns
+        a request for ``wait``. The array must not be touched until then."""
         if not _contiguous(array):
             raise DistributedError(
                 f"all_reduce: the array (shape {array.shape}) must be contiguous"
             )
-        return self._engine(array).all_reduce_sum(array)
+        if mean and array.dtype.kind != "f" and array.dtype.name != "bfloat16":
+            raise DistributedError(
+                f"all_reduce: the mean of an array of dtype {array.dtype}; pass a float array"
+            )
+        return self._engine(array).all_reduce(array, mean)
 
     def all_reduce(self, value, mean: bool = True):
         """The sum (or, with ``mean``, the mean) of ``value`` over the ranks: a number, or a

@@ -96,12 +96,24 @@ class _DeviceRequest:
         backend.cupy().cuda.get_current_stream().wait_event(self.done)
 
 
+def _scale(array, factor: float) -> None:
+    array *= factor  # in place, on the current stream
+
+
+def _version(nccl) -> int:
+    """NCCL's version as a number (2.10.3: 21003), or 0 where it does not say."""
+    try:
+        return int(nccl.get_version())
+    except (AttributeError, TypeError, ValueError):
+        return 0
+
+
 # ====================================================================== engines
 class _LocalEngine:
     """The collectives of a world of one process on host arrays: nothing to exchange."""
 
-    def all_reduce_sum(self, array):
-        return _Done()
+    def all_reduce(self, array, mean: bool = False):
+        return _Done()  # the sum and the mean over one rank are the array itself
 
     def broadcast(self, array, root: int):
         return _Done()
@@ -124,13 +136,15 @@ class _MPIEngine:
     def __init__(self, MPI, comm):
         self.MPI, self.comm = MPI, comm
 
-    def all_reduce_sum(self, array):
-        if array.dtype.itemsize == 2:  # MPI has no portable 16-bit float: sum in float32
-            wide = array.astype(np.float32)
-            request = _HostRequest(self.comm.Iallreduce(self.MPI.IN_PLACE, wide, op=self.MPI.SUM))
-            request.then = lambda: array.__setitem__(..., wide)
-            return request
-        return _HostRequest(self.comm.Iallreduce(self.MPI.IN_PLACE, array, op=self.MPI.SUM))
+    def all_reduce(self, array, mean: bool = False):
+        share = 1.0 / self.comm.Get_size() if mean else 1.0
+        wide = array.astype(np.float32) if array.dtype.itemsize == 2 else array  # MPI has
+        request = _HostRequest(self.comm.Iallreduce(self.MPI.IN_PLACE, wide, op=self.MPI.SUM))
+        if wide is not array:  # no portable 16-bit float: summed in float32, cast back
+            request.then = lambda: np.multiply(wide, share, out=array, casting="unsafe")
+        elif mean:
+            request.then = lambda: np.multiply(array, share, out=array)
+        return request
 
     def broadcast(self, array, root: int):
         return _HostRequest(self.comm.Ibcast(array, root=root))
@@ -161,8 +175,10 @@ class _NCCLEngine:
     captured training step holds its all-reduces (NCCL supports capture).
     """
 
-    def __init__(self, cupy, nccl, communicator, keeper, on_error):
-        self.cupy, self.nccl, self.comm = cupy, nccl, communicator
+    def __init__(self, cupy, nccl, communicator, keeper, on_error, ranks: int = 1):
+        self.cupy, self.nccl, self.comm, self.ranks = cupy, nccl, communicator, ranks
+        # the mean in NCCL's own kernel (ncclAvg, NCCL 2.10): no pass of its own over the data
+        self.average = getattr(nccl, "NCCL_AVG", 4) if _version(nccl) >= 21000 else None
         # the highest priority: a collective's blocks go to the SMs before the pending blocks
         # of backward's kernels, so the reduction runs under backward instead of after it
         try:
@@ -218,12 +234,17 @@ class _NCCLEngine:
         except Exception as error:  # NcclError
             self.on_error(f"NCCL failed: {error}")
 
-    def all_reduce_sum(self, array):
+    def all_reduce(self, array, mean: bool = False):
         ptr, n, kind = array.data.ptr, array.size, self._type(array)
-        return self._run(
-            f"NCCL all-reduce of {array.nbytes} bytes",
-            lambda stream: self.comm.allReduce(ptr, ptr, n, kind, self.nccl.NCCL_SUM, stream),
-        )
+        op = self.average if mean and self.average is not None else self.nccl.NCCL_SUM
+
+        def call(stream):
+            self.comm.allReduce(ptr, ptr, n, kind, op, stream)
+            if mean and op == self.nccl.NCCL_SUM:  # an NCCL without ncclAvg: scale after
+                with self.stream:
+                    _scale(array, 1.0 / self.ranks)
+
+        return self._run(f"NCCL all-reduce of {array.nbytes} bytes", call)
 
     def broadcast(self, array, root: int):
         ptr, n, kind = array.data.ptr, array.size, self._type(array)
