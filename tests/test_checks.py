@@ -264,7 +264,7 @@ SIGNATURES = [
      dict(seed=SEED)),
     ("CausalLMDataset.iterate_sequential", _method(_dataset, "iterate_sequential",
                                                    CausalLMDataset), {},
-     dict(max_batches=COUNT_OR_NONE)),
+     dict(max_batches=COUNT_OR_NONE, split=[("some", V), (1, V)])),
     ("Dataset.batch", _method(lambda: Dataset(np.zeros(4), np.zeros(4)), "batch", Dataset),
      dict(batch_size=2), dict(batch_size=COUNT_OR_NONE, drop_last=BOOLEAN)),
     ("Dataset.to_gpu", _method(lambda: Dataset(np.zeros(4), np.zeros(4)), "to_gpu", Dataset),

@@ -333,6 +333,35 @@ def test_sequential_evaluation_is_split_between_ranks():
     assert sum(x.shape[0] for batches in last for x, _ in batches) == (len(ids) - 1) // 8
 
 
+def test_sequential_evaluation_can_give_each_rank_whole_batches():
+    """split="batches": rank r evaluates the global batches r, r + N, ...: the same windows
+    as one process, in 1/N of the launches; a rank left without a batch sends a zero of the
+    others' kind, so that every rank makes the same collectives."""
+    ids = tokens()
+    single = list(CausalLMDataset(ids, 32, 6, 8).iterate_sequential(max_batches=5))
+    ranks = [list(CausalLMDataset(ids, 32, 2, 8, rank=r, world_size=3)
+                  .iterate_sequential(5, split="batches")) for r in range(3)]  # fmt: skip
+    assert [len(batches) for batches in ranks] == [2, 2, 1]
+    for k, (inputs, targets) in enumerate(single):
+        np.testing.assert_array_equal(ranks[k % 3][k // 3][0], inputs)
+        np.testing.assert_array_equal(ranks[k % 3][k // 3][1], targets)
+
+    class OtherRankSentOneBatch:  # rank 0's sums: a loss total of 7.0 over one batch
+        world_size, sent = 2, []
+
+        def all_reduce(self, value, mean=True):
+            self.sent.append(value)
+            return value + (7.0 if len(self.sent) == 1 else 1.0)
+
+    from tricycle.apps.validation import evaluate
+
+    world = OtherRankSentOneBatch()
+    data = CausalLMDataset(ids, 32, 2, 8, rank=1, world_size=2).batch()
+    assert evaluate(tiny_gpt(), data, n_batches=1, world=world) == 7.0
+    total, n = world.sent
+    assert isinstance(total, np.ndarray) and total.dtype == np.float32 and n == 0
+
+
 @pytest.mark.parametrize("rank, world_size", [(2, 2), (-1, 2), (0, 0)])
 def test_a_bad_rank_is_refused(rank, world_size):
     with pytest.raises(ValueError, match="CausalLMDataset: (rank|world_size) must be"):

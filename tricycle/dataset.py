@@ -329,20 +329,28 @@ class CausalLMDataset(Dataset):
             inputs, targets = inputs[0], targets[0]
         return self._convert(inputs), self._convert(targets)
 
-    @checks.arguments(max_batches=checks.optional(checks.positive_int))
-    def iterate_sequential(self, max_batches: int | None = None):
+    @checks.arguments(
+        max_batches=checks.optional(checks.positive_int),
+        split=checks.one_of(("rows", "batches")),
+    )
+    def iterate_sequential(self, max_batches: int | None = None, split: str = "rows"):
         """Every non-overlapping window in order (offsets 0, T, 2T, ...), in batches of
         ``batch_size`` (the constructor's if not batched); deterministic, for evaluation.
         With ``world_size`` N the batches are global ones of N x batch_size windows (the
-        first ``max_batches`` of them), of which this rank gets its rows, as in training;
-        a rank whose rows of a short last batch are empty skips it."""
+        first ``max_batches`` of them). ``split`` "rows": this rank gets its rows of each,
+        as in training; "batches": whole global batches, rank r the r-th of every N (the
+        ranks then evaluate in 1/N of the launches: a batch's cost on a GPU hardly depends
+        on its rows). A rank whose share of a short last batch is empty skips it."""
         batch_size = self.batch_size or self.default_batch_size
         n = len(self.unbatch())
         offsets = np.arange(n, dtype=np.int64) * self.context_window
-        mine = slice(self.rank * batch_size, (self.rank + 1) * batch_size)
+        whole = split == "batches"
+        mine = slice(None) if whole else slice(self.rank * batch_size, (self.rank + 1) * batch_size)
         for k, start in enumerate(range(0, n, batch_size * self.world_size)):
             if max_batches is not None and k >= max_batches:
                 return
+            if whole and k % self.world_size != self.rank:
+                continue
             rows = offsets[start : start + batch_size * self.world_size][mine]
             if len(rows):
                 inputs, targets = self._windows(rows)

@@ -7,6 +7,7 @@ import numpy as np
 
 from tricycle import backend, checks, graph
 from tricycle.apps.step import TrainingDiverged
+from tricycle.dataset import CausalLMDataset
 from tricycle.loss import CrossEntropy
 from tricycle.optimisers import global_norm
 from tricycle.parallel import distributed
@@ -29,14 +30,17 @@ def evaluate(
     batches (``CausalLMDataset``'s rank), the mean over all of them.
 
     ``protocol`` "sequential": ``data.iterate_sequential`` (the first windows in order, the
-    same every time: each token once, if n_batches covers the split); "random": fresh
-    batches from ``next(data)`` each time, as nanoGPT's ``estimate_loss`` (they advance the
-    data's generator, which checkpoints save).
+    same every time: each token once, if n_batches covers the split; a ``CausalLMDataset``
+    split between ranks gives each rank whole batches, so N ranks evaluate in 1/N of the
+    time); "random": fresh batches from ``next(data)`` each time, as nanoGPT's
+    ``estimate_loss`` (they advance the data's generator, which checkpoints save).
     """
     policy = Precision() if policy is None else policy
     loss_fn = CrossEntropy() if loss_fn is None else loss_fn
     if protocol == "random":
         batches = (next(data) for _ in range(n_batches))
+    elif isinstance(data, CausalLMDataset) and data.world_size > 1:
+        batches = data.iterate_sequential(max_batches=n_batches, split="batches")
     else:
         batches = data.iterate_sequential(max_batches=n_batches)
     was_training = model.training
@@ -52,6 +56,8 @@ def evaluate(
         if was_training:
             model.train()
     graph.before_read_back()  # a deferred range check (a validation id) raises first
+    if n == 0 and world is not None:  # no batch was this rank's: a zero where the others'
+        total = backend.array_module(model.parameters()[0].array).zeros((), np.float32)
     if world is not None:
         total, n = world.all_reduce(total, mean=False), world.all_reduce(float(n), mean=False)
     return float(total) / n

@@ -244,8 +244,8 @@ class World:
         finally:
             faulthandler.cancel_dump_traceback_later()
         self.keep_deadlines()
-        self._gpu = _NCCLEngine(cupy, nccl, communicator, self._keeper, self.abort,
-                                 self.world_size)
+        ranks = self.world_size
+        self._gpu = _NCCLEngine(cupy, nccl, communicator, self._keeper, self.abort, ranks)
         atexit.register(self._leave_unfinished)
 
     def _engine(self, array):
