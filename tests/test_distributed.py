@@ -152,10 +152,8 @@ def test_mixed_precision_writes_each_gradient_into_its_bucket_with_no_copy(monke
     """Under a 16-bit policy a parameter's gradient is its cast's widened gradient: the
     widening writes it into the parameter's slice of its bucket, and the numbers are the
     plain backward's."""
-    from tricycle import casting
+    from tricycle import backprop, casting
     from tricycle.precision import Precision
-
-    from tricycle import backprop
 
     written, kept = [], []
     widen, accumulate = casting.widen, backprop.accumulate
