@@ -141,7 +141,7 @@ class _MPIEngine:
         wide = array.astype(np.float32) if array.dtype.itemsize == 2 else array  # MPI has
         request = _HostRequest(self.comm.Iallreduce(self.MPI.IN_PLACE, wide, op=self.MPI.SUM))
         if wide is not array:  # no portable 16-bit float: summed in float32, cast back
-            request.then = lambda: np.multiply(wide, share, out=array, casting="unsafe")
+            request.then = lambda: array.__setitem__(..., wide * share if mean else wide)
         elif mean:
             request.then = lambda: np.multiply(array, share, out=array)
         return request
