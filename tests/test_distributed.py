@@ -2,6 +2,7 @@
 from, a world of one process, rank-sharded data, and two ranks under mpiexec compared with
 one process on the same global batch."""
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -184,6 +185,35 @@ def test_mixed_precision_writes_each_gradient_into_its_bucket_with_no_copy(monke
         assert sum(written) == n and sum(kept) == n
     for name, g in grads[0].items():
         np.testing.assert_array_equal(grads[1][name], g, err_msg=name)
+
+
+def test_mixed_precision_accumulation_into_buckets_is_the_plain_accumulation():
+    """Two steps of two micro-batches under a 16-bit policy (the first inside ``no_sync``,
+    the buckets planned again after the first step): the gradients of a plain backward."""
+    from tricycle.precision import Precision
+
+    policy, grads = Precision("fp16", loss_scaling=False), []
+    for reduced in (False, True):
+        model = tiny_gpt()
+        reducer = None
+        if reduced:
+            reducer = distributed.DataParallel(model, distributed.init(), bucket_bytes=4096,
+                                               reduce_alone=True)  # fmt: skip
+        data = CausalLMDataset(tokens(), CONFIG["vocab_size"], 4, CONFIG["context_window"], 0)
+        batches = data.batch()
+        for _ in range(2):
+            for micro in range(2):
+                inputs, targets = next(batches)
+                local = reducer is not None and micro == 0
+                with reducer.no_sync() if local else contextlib.nullcontext():
+                    policy.backward(CrossEntropy()(targets, policy.forward(model, inputs)))
+            if reducer is not None:
+                reducer.finish()
+            grads.append({n: p.grad.array.copy() for n, p in model.named_parameters()})
+            model.zero_grad()
+    for plain, reduced in zip(grads[:2], grads[2:]):
+        for name, g in plain.items():
+            np.testing.assert_array_equal(reduced[name], g, err_msg=name)
 
 
 def test_the_first_bucket_is_small_and_buckets_follow_the_first_backward():
