@@ -149,6 +149,17 @@ def test_data_parallel_in_a_world_of_one_changes_no_gradient():
     assert not any(np.shares_memory(a, b) for i, a in enumerate(grads) for b in grads[i + 1 :])
 
 
+def model_reducer_and_batches(reduced: bool):
+    """A tiny GPT, its DataParallel in a world of one (small buckets, reducing anyway) or
+    None, and batches of 4 windows."""
+    model, reducer = tiny_gpt(), None
+    if reduced:
+        reducer = distributed.DataParallel(model, distributed.init(), bucket_bytes=4096,
+                                           reduce_alone=True)  # fmt: skip
+    data = CausalLMDataset(tokens(), CONFIG["vocab_size"], 4, CONFIG["context_window"], 0)
+    return model, reducer, data.batch()
+
+
 def test_mixed_precision_writes_each_gradient_into_its_bucket_with_no_copy(monkeypatch):
     """Under a 16-bit policy a parameter's gradient is its cast's widened gradient: the
     widening writes it into the parameter's slice of its bucket, and the numbers are the
@@ -164,13 +175,8 @@ def test_mixed_precision_writes_each_gradient_into_its_bucket_with_no_copy(monke
         g is node.grad_buffer) or accumulate(node, g))  # fmt: skip
     policy, grads = Precision("fp16", loss_scaling=False), []
     for reduced in (False, True):
-        model = tiny_gpt()
-        reducer = None
-        if reduced:
-            reducer = distributed.DataParallel(model, distributed.init(), bucket_bytes=4096,
-                                               reduce_alone=True)  # fmt: skip
-        data = CausalLMDataset(tokens(), CONFIG["vocab_size"], 4, CONFIG["context_window"], 0)
-        inputs, targets = next(data.batch())
+        model, reducer, batches = model_reducer_and_batches(reduced)
+        inputs, targets = next(batches)
         written.clear()
         kept.clear()
         policy.backward(CrossEntropy()(targets, policy.forward(model, inputs)))
@@ -194,13 +200,7 @@ def test_mixed_precision_accumulation_into_buckets_is_the_plain_accumulation():
 
     policy, grads = Precision("fp16", loss_scaling=False), []
     for reduced in (False, True):
-        model = tiny_gpt()
-        reducer = None
-        if reduced:
-            reducer = distributed.DataParallel(model, distributed.init(), bucket_bytes=4096,
-                                               reduce_alone=True)  # fmt: skip
-        data = CausalLMDataset(tokens(), CONFIG["vocab_size"], 4, CONFIG["context_window"], 0)
-        batches = data.batch()
+        model, reducer, batches = model_reducer_and_batches(reduced)
         for _ in range(2):
             for micro in range(2):
                 inputs, targets = next(batches)
