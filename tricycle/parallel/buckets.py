@@ -306,18 +306,21 @@ class DataParallel:
 def _plan_buckets(
     params: list, first_bytes: int, bucket_bytes: int, reduce_dtype=None
 ) -> list[_Bucket]:
-    """Consecutive parameters of one dtype, up to ``first_bytes`` (at most ``bucket_bytes``)
-    in the first bucket and ``bucket_bytes`` in the others (a larger parameter gets a
-    bucket of its own)."""
+    """Consecutive parameters of one dtype, a bucket closed as soon as it holds
+    ``first_bytes`` (the first bucket; at most ``bucket_bytes``) or ``bucket_bytes`` (the
+    others), as PyTorch's DDP plans them: a large parameter joins the small ones before it
+    (a bias, a norm's scales) rather than leave them a bucket of their own, since every
+    all-reduce has a fixed cost whatever its size."""
     groups, group, size = [], [], 0
     for p in params:
-        nbytes = p.size * p.dtype.itemsize
-        limit = min(first_bytes, bucket_bytes) if not groups else bucket_bytes
-        if group and (size + nbytes > limit or p.dtype != group[0].dtype):
+        if group and p.dtype != group[0].dtype:
             groups.append(group)
             group, size = [], 0
         group.append(p)
-        size += nbytes
+        size += p.size * p.dtype.itemsize
+        if size >= (min(first_bytes, bucket_bytes) if not groups else bucket_bytes):
+            groups.append(group)
+            group, size = [], 0
     if group:
         groups.append(group)
     return [_Bucket(i, g, reduce_dtype) for i, g in enumerate(groups)]
