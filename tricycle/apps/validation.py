@@ -56,11 +56,10 @@ def evaluate(
         if was_training:
             model.train()
     graph.before_read_back()  # a deferred range check (a validation id) raises first
-    if n == 0 and world is not None:  # no batch was this rank's: a zero where the others'
-        total = backend.array_module(model.parameters()[0].array).zeros((), np.float32)
-    if world is not None:
+    total = float(total)  # the one read-back: a number on every rank (0.0 on one given no
+    if world is not None:  # batch), so that every rank makes the same collective
         total, n = world.all_reduce(total, mean=False), world.all_reduce(float(n), mean=False)
-    return float(total) / n
+    return total / n
 
 
 def check_finite(model, optimiser=None) -> None:
