@@ -9,9 +9,9 @@ in the same order on every rank, as collectives must.
 (about the order in which backward finishes their gradients). The first synchronised
 backward records the order the gradients really became final; its ``finish`` plans the
 buckets again in that order (rank 0's, the same on every rank), so no bucket waits for a
-parameter that backward finishes late. The first bucket is small (``first_bucket_bytes``):
-its all-reduce starts early in backward, and the reduction of the last gradients, which
-cannot overlap anything, stays short.
+parameter that backward finishes late. A bucket closes once it holds ``bucket_bytes``, the
+first once it holds ``first_bucket_bytes`` (smaller: its all-reduce starts early in
+backward), as DDP's do.
 
 **Where gradients live.** After ``finish`` every ``.grad`` is a view of its bucket (nothing
 is copied out). With the engine as it is, backward makes each gradient as a fresh array and
@@ -120,8 +120,8 @@ class DataParallel:
         bucket_bytes: gradients are reduced in flat buckets of about this size; a bucket's
             all-reduce starts as soon as its gradients are final. Smaller buckets start
             sooner; larger ones pay the per-call cost less often.
-        first_bucket_bytes: the size of the first bucket (the first gradients backward
-            finishes), smaller so that communication starts early.
+        first_bucket_bytes: the size at which the first bucket (the first gradients
+            backward finishes) closes, smaller so that communication starts early.
         reduce_dtype: None (the gradients' own dtype), or a narrower float dtype (float16,
             bfloat16) to send each bucket in; gradients stay in their dtype.
         reorder: plan the buckets again after the first backward, in the order in which its
