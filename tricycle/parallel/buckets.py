@@ -62,15 +62,12 @@ class _Bucket:
         self.size, self.dtype = size, params[0].dtype
         self.reduce_dtype = None if reduce_dtype == self.dtype else reduce_dtype
         self.buffer = None  # made on the gradients' device at first use
-        self.views: list = []  # each parameter's slice of it, in its shape
+        # each parameter's slice of the buffer, in its shape (made with the buffer: slicing
+        # a GPU array costs the host microseconds, for every parameter at every step)
+        self.views: list = []
         self.wire = None  # the cast copy sent instead, with a reduce_dtype
         self.filled: set[int] = set()  # ids of the parameters whose gradient is in
         self.request = None  # the all-reduce in flight
-
-    def view(self, i: int):
-        """Parameter i's slice of the buffer, in its shape (made once per buffer: slicing
-        a GPU array costs the host microseconds, for every parameter at every step)."""
-        return self.views[i]
 
     def ensure_buffer(self, like) -> bool:
         """A buffer on ``like``'s device (the model may have moved since the last step);
@@ -186,8 +183,8 @@ class DataParallel:
         if self.as_view:  # backward accumulates into the buckets (on the model's device)
             for bucket in self.buckets:
                 bucket.ensure_buffer(bucket.params[0].array)
-                for i, p in enumerate(bucket.params):
-                    p.grad_buffer = bucket.view(i)
+                for p, view in zip(bucket.params, bucket.views):
+                    p.grad_buffer = view
 
     @contextmanager
     def no_sync(self):
@@ -215,7 +212,7 @@ class DataParallel:
         if not self.as_view:
             grad = param.grad.array
             bucket.ensure_buffer(grad)
-            bucket.view(i)[...] = grad
+            bucket.views[i][...] = grad
         bucket.filled.add(id(param))
         if bucket.full:
             self._start_ready()
@@ -248,10 +245,10 @@ class DataParallel:
                     continue
                 if param.grad is not None:
                     bucket.ensure_buffer(param.grad.array)
-                    bucket.view(i)[...] = param.grad.array
+                    bucket.views[i][...] = param.grad.array
                 else:
                     bucket.ensure_buffer(param.array)
-                    bucket.view(i)[...] = 0
+                    bucket.views[i][...] = 0
                 bucket.filled.add(id(param))
         self._start_ready()
         for bucket in self.buckets:
@@ -285,8 +282,8 @@ class DataParallel:
         for p, grad in zip(params, grads):  # into the new buckets: still valid until the next
             bucket, i = self._where[id(p)]
             bucket.ensure_buffer(grad.array)
-            bucket.view(i)[...] = grad.array
-            p.grad = Tensor(bucket.view(i), requires_grad=False)
+            bucket.views[i][...] = grad.array
+            p.grad = Tensor(bucket.views[i], requires_grad=False)
 
     def abandon(self) -> None:
         """Forget a step that will not be finished (a CUDA graph capture that failed): no
