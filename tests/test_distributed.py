@@ -244,6 +244,11 @@ def test_the_first_bucket_is_small_and_buckets_follow_the_first_backward():
     closed_at_its_limit(reducer.buckets, 600, 4096)
 
 
+def test_buckets_on_the_host_default_to_4_mib():
+    reducer = distributed.DataParallel(tiny_gpt(), distributed.init(), reduce_alone=True)
+    assert reducer.sizes == (1 << 20, 4 << 20)  # (first, the others); 25 MiB on a GPU
+
+
 def test_reducing_in_float16_rounds_each_gradient_once():
     plain, reduced = tiny_gpt(), tiny_gpt()
     backward_on_a_batch(plain)

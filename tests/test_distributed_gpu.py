@@ -33,6 +33,14 @@ def _world():
     return distributed.init(gpu=True)
 
 
+def test_buckets_on_a_gpu_default_to_ddps_25_mib():
+    model = build_model(GPTConfig(**SMALL))
+    world = _world()
+    model.to_gpu(world.device)
+    reducer = distributed.DataParallel(model, world, reduce_alone=True)
+    assert reducer.sizes == (1 << 20, 25 << 20)  # (first, the others); 4 MiB on the host
+
+
 def _losses_and_parameters(world, captured: bool, zero: bool, mode: str):
     cp = backend.cupy()
     manual_seed(0)

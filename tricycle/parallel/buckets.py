@@ -44,7 +44,11 @@ from tricycle.optimisers import named_parameters
 from tricycle.parallel.engines import DistributedError
 from tricycle.tensor import Tensor
 
+# the bucket size by where the gradients are: NCCL's fixed cost per all-reduce favours DDP's
+# 25 MiB; MPI on the host moves a request along only inside MPI calls (the hooks' tests), and
+# smaller buckets give it more of them (benchmarks/README.md has both measurements)
 DEFAULT_BUCKET_BYTES = 4 << 20
+DEFAULT_GPU_BUCKET_BYTES = 25 << 20
 DEFAULT_FIRST_BUCKET_BYTES = 1 << 20
 # an engine that accumulates gradients into assigned buffers (see the module's docstring)
 ENGINE_FILLS_GRAD_BUFFERS = hasattr(Tensor, "grad_buffer")
@@ -116,7 +120,8 @@ class DataParallel:
         world: the World (``init()``).
         bucket_bytes: gradients are reduced in flat buckets of about this size; a bucket's
             all-reduce starts as soon as its gradients are final. Smaller buckets start
-            sooner; larger ones pay the per-call cost less often.
+            sooner; larger ones pay the per-call cost less often. Default: 25 MiB for
+            parameters on a GPU (DDP's), 4 MiB on the host.
         first_bucket_bytes: the size at which the first bucket (the first gradients
             backward finishes) closes, smaller so that communication starts early.
         reduce_dtype: None (the gradients' own dtype), or a narrower float dtype (float16,
@@ -138,7 +143,7 @@ class DataParallel:
     """
 
     @checks.arguments(
-        bucket_bytes=checks.positive_int,
+        bucket_bytes=checks.optional(checks.positive_int),
         first_bucket_bytes=checks.positive_int,
         reorder=checks.boolean,
         gradient_as_bucket_view=checks.optional(checks.boolean),
@@ -148,7 +153,7 @@ class DataParallel:
         self,
         parameters,
         world,
-        bucket_bytes: int = DEFAULT_BUCKET_BYTES,
+        bucket_bytes: int | None = None,
         first_bucket_bytes: int = DEFAULT_FIRST_BUCKET_BYTES,
         reduce_dtype=None,
         reorder: bool = True,
@@ -164,14 +169,17 @@ class DataParallel:
                 "gradients into Tensor.grad_buffer; this tricycle's does not"
             )
         self.as_view = gradient_as_bucket_view
+        reducing = world.world_size > 1 or reduce_alone
+        params = [p for _, p in named_parameters(parameters)] if reducing else []
+        if bucket_bytes is None:
+            on_gpu = bool(params) and backend.device_of(params[0].array) != "cpu"
+            bucket_bytes = DEFAULT_GPU_BUCKET_BYTES if on_gpu else DEFAULT_BUCKET_BYTES
         self.sizes = (first_bucket_bytes, bucket_bytes)
         self.reduce_dtype = None if reduce_dtype is None else np.dtype(reduce_dtype)
         if self.reduce_dtype is not None and self.reduce_dtype.itemsize != 2:
             raise DistributedError(
                 f"DataParallel: reduce_dtype must be float16 or bfloat16, got {reduce_dtype}"
             )
-        reducing = world.world_size > 1 or reduce_alone
-        params = [p for _, p in named_parameters(parameters)] if reducing else []
         self._plan(params[::-1])  # gradients finish about backwards
         self._order: list | None = [] if reorder and params else None  # the first backward's
         self._hooks = [p.register_post_accumulate_grad_hook(self._on_grad) for p in params]

@@ -78,6 +78,7 @@ from tricycle.parallel import threads
 from tricycle.parallel.buckets import (  # noqa: F401 (the public names of this module)
     DEFAULT_BUCKET_BYTES,
     DEFAULT_FIRST_BUCKET_BYTES,
+    DEFAULT_GPU_BUCKET_BYTES,
     DataParallel,
 )
 from tricycle.parallel.deadline import DeadlineKeeper
