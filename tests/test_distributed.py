@@ -400,6 +400,25 @@ def test_sequential_evaluation_can_give_each_rank_whole_batches():
     assert world.sent == [0.0, 0.0]  # numbers, as every rank sends them
 
 
+def test_random_evaluation_can_give_each_rank_whole_batches():
+    """iterate_random(split="batches"): the global batches one process draws, rank r the
+    r-th of every N; every rank's generator advances as one process's does."""
+    ids = tokens()
+    single = CausalLMDataset(ids, 32, 6, 8, seed=4).batch()
+    drawn = list(single.iterate_random(5))
+    ranks = [CausalLMDataset(ids, 32, 2, 8, seed=4, rank=r, world_size=3).batch() for r in range(3)]
+    whole = [list(rank.iterate_random(5, split="batches")) for rank in ranks]
+    assert [len(batches) for batches in whole] == [2, 2, 1]
+    for k, (inputs, targets) in enumerate(drawn):
+        np.testing.assert_array_equal(whole[k % 3][k // 3][0], inputs)
+        np.testing.assert_array_equal(whole[k % 3][k // 3][1], targets)
+    for rank in ranks:
+        assert rank.rng.bit_generator.state == single.rng.bit_generator.state
+    rows = CausalLMDataset(ids, 32, 2, 8, seed=4, rank=1, world_size=3).batch()
+    for (inputs, _), (x, _) in zip(drawn, rows.iterate_random(5)):  # "rows": next()'s rows
+        np.testing.assert_array_equal(x, inputs[2:4])
+
+
 @pytest.mark.parametrize("rank, world_size", [(2, 2), (-1, 2), (0, 0)])
 def test_a_bad_rank_is_refused(rank, world_size):
     with pytest.raises(ValueError, match="CausalLMDataset: (rank|world_size) must be"):

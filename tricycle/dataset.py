@@ -329,6 +329,25 @@ class CausalLMDataset(Dataset):
             inputs, targets = inputs[0], targets[0]
         return self._convert(inputs), self._convert(targets)
 
+    @checks.arguments(n_batches=checks.positive_int, split=checks.one_of(("rows", "batches")))
+    def iterate_random(self, n_batches: int, split: str = "rows"):
+        """The next ``n_batches`` batches of the random stream, as ``next()`` draws them.
+        ``split`` "rows": this rank's rows of each global batch (``next()`` itself);
+        "batches": whole global batches of N x batch_size windows, rank r the r-th of every
+        N, for evaluation in 1/N of the launches. Either way every rank draws every global
+        batch, so the generator advances alike, and the ranks together see the same windows
+        as one process would."""
+        if split == "rows" or self.world_size == 1:
+            for _ in range(n_batches):
+                yield next(self)
+            return
+        n = self.batch_size or 1
+        for k in range(n_batches):
+            starts = self._starts(n * self.world_size)  # (world_size * n,): the global batch
+            if k % self.world_size == self.rank:
+                inputs, targets = self._windows(starts)
+                yield self._convert(inputs, batched=True), self._convert(targets, batched=True)
+
     @checks.arguments(
         max_batches=checks.optional(checks.positive_int),
         split=checks.one_of(("rows", "batches")),

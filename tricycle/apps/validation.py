@@ -30,19 +30,22 @@ def evaluate(
     batches (``CausalLMDataset``'s rank), the mean over all of them.
 
     ``protocol`` "sequential": ``data.iterate_sequential`` (the first windows in order, the
-    same every time: each token once, if n_batches covers the split; a ``CausalLMDataset``
-    split between ranks gives each rank whole batches, so N ranks evaluate in 1/N of the
-    time); "random": fresh batches from ``next(data)`` each time, as nanoGPT's
-    ``estimate_loss`` (they advance the data's generator, which checkpoints save).
+    same every time: each token once, if n_batches covers the split); "random": fresh
+    batches from ``next(data)`` each time, as nanoGPT's ``estimate_loss`` (they advance the
+    data's generator, which checkpoints save). A ``CausalLMDataset`` split between ranks
+    gives each rank whole global batches (the r-th of every N), so N ranks evaluate the
+    windows one process would, in 1/N of the launches.
     """
     policy = Precision() if policy is None else policy
     loss_fn = CrossEntropy() if loss_fn is None else loss_fn
-    if protocol == "random":
+    # a CausalLMDataset split between ranks gives each rank whole global batches
+    split = "batches" if isinstance(data, CausalLMDataset) and data.world_size > 1 else "rows"
+    if protocol == "random" and split == "batches":
+        batches = data.iterate_random(n_batches, split="batches")
+    elif protocol == "random":
         batches = (next(data) for _ in range(n_batches))
-    elif isinstance(data, CausalLMDataset) and data.world_size > 1:
-        batches = data.iterate_sequential(max_batches=n_batches, split="batches")
     else:
-        batches = data.iterate_sequential(max_batches=n_batches)
+        batches = data.iterate_sequential(max_batches=n_batches, split=split)
     was_training = model.training
     model.eval()
     total, n = 0.0, 0
