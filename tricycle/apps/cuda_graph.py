@@ -49,13 +49,12 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from tricycle import backend, checks, waits
-from tricycle.apps.step import StepOutput, train_step
+from tricycle.apps.step import StepOutput, batch_array, train_step
 from tricycle.backends.cuda import capture
 from tricycle.backends.cuda.gemm import tf32_enabled
 from tricycle.optimisers import Adam
 from tricycle.parallel.zero import ZeroRedundancyOptimiser
 from tricycle.precision import Precision
-from tricycle.tensor import Tensor
 
 
 class CapturedStep:
@@ -160,7 +159,8 @@ class CapturedStep:
         advanced is put back, and the step (and every later one) runs eagerly."""
         cp = backend.cupy()
         counts = self._host_counts()
-        self._inputs = [(cp.array(_array(x)), cp.array(_array(y))) for x, y in micro]  # copies
+        self._inputs = [(cp.array(batch_array(x)), cp.array(batch_array(y)))
+                        for x, y in micro]  # copies
         failure = None
         try:
             graph, outputs, pool, recording = capture.record(self._recorded_step)
@@ -241,7 +241,7 @@ class CapturedStep:
         """(the graph's input buffer, the step's array) for each inputs and targets array of
         the step's batches."""
         for buffers, batch in zip(self._inputs, micro):
-            yield from zip(buffers, map(_array, batch))
+            yield from zip(buffers, map(batch_array, batch))
 
     def _copied_outputs(self) -> StepOutput:
         """The step's outputs, copied out of the graph's buffers (the next replay rewrites
@@ -277,11 +277,6 @@ class CapturedStep:
                 "since the graph was captured (load_state_dict, to_gpu, ...); the graph would "
                 "update the old arrays. Make a new CapturedStep."
             )
-
-
-def _array(batch):
-    """A batch's array (data loaders on a GPU yield Tensors)."""
-    return batch.array if isinstance(batch, Tensor) else batch
 
 
 __all__ = ["CapturedStep"]

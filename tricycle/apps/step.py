@@ -20,6 +20,7 @@ from tricycle import backend, checks, graph
 from tricycle.loss import CrossEntropy
 from tricycle.parallel import distributed
 from tricycle.precision import Precision
+from tricycle.tensor import Tensor
 from tricycle.update import update
 
 
@@ -111,7 +112,12 @@ def train_step(
     return StepOutput(loss, norm, skipped, policy.scaler is not None)
 
 
-__all__ = ["StepOutput", "TrainingDiverged", "train_step"]
+def batch_array(batch):
+    """A batch's array (datasets on a GPU yield Tensors): what a recorded step copies in."""
+    return batch.array if isinstance(batch, Tensor) else batch
+
+
+__all__ = ["StepOutput", "TrainingDiverged", "batch_array", "train_step"]
 
 
 def precision_for(name: str, device: str) -> Precision:

@@ -77,7 +77,7 @@ from tricycle.apps.states import (
     load_layer_rng_states,
 )
 from tricycle.apps.step import StepOutput, TrainingDiverged, precision_for, train_step
-from tricycle.apps.validation import check_finite, evaluate
+from tricycle.apps.validation import BatchLoss, check_finite, evaluate
 from tricycle.loss import CrossEntropy
 from tricycle.parallel import distributed
 from tricycle.precision import Precision
@@ -115,7 +115,8 @@ class Trainer:
         tokens_per_step: for the tokens/s in the metrics.
         cuda_graph: run the steps through ``tricycle.apps.cuda_graph.CapturedStep`` (GPU,
             Adam/AdamW, with ``data_parallel``'s all-reduces in the graph): captured once
-            after warm-up, then replayed.
+            after warm-up, then replayed; evaluation replays a recorded forward too
+            (``validation.BatchLoss``).
 
     ``step`` counts the steps done; ``state_dict``/``load_state_dict`` and ``save``/``load``
     hold the whole run.
@@ -163,6 +164,7 @@ class Trainer:
         self._jump_dropout_generators()
         self.cuda_graph = cuda_graph
         self._captured = None  # the CapturedStep, made at the first step
+        self._batch_loss = None  # evaluation's BatchLoss, made at the first evaluation
         self.writer = Writer()  # writes checkpoints in the background, one at a time
 
     def _jump_dropout_generators(self) -> None:
@@ -196,6 +198,9 @@ class Trainer:
         """The validation loss (None without validation data)."""
         if self.valid_data is None:
             return None
+        if self._batch_loss is None:  # with the steps captured, so is the forward of a batch
+            self._batch_loss = BatchLoss(self.model, self.policy, self.loss_fn,
+                                         record=self.cuda_graph)  # fmt: skip
         return evaluate(
             self.model,
             self.valid_data,
@@ -204,6 +209,7 @@ class Trainer:
             self.eval_protocol,
             self.loss_fn,
             self.world,
+            self._batch_loss,
         )
 
     # ------------------------------------------------------------------ state
