@@ -82,7 +82,9 @@ class BatchLoss:
     launches a batch instead of the forward's hundreds, which set an evaluation's pace when
     the host enqueues them. Batches of another shape (a last partial one), the CPU, and
     ``record`` False run eagerly. The recording reads the parameters where they lie:
-    ``check()``, at the start of each evaluation, records anew if any has moved.
+    ``check()``, at the start of each evaluation, records anew if any has moved. Its memory
+    (one forward's, the logits included) is kept while the ``BatchLoss`` lives, as a
+    ``CapturedStep`` keeps its step's.
     """
 
     def __init__(self, model, policy: Precision, loss_fn: Callable, record: bool = False):
