@@ -296,7 +296,7 @@ SIGNATURES = [
           seed=[(-1, V), (2.5, T), ("3", T), (None, T), (True, T)])),
     ("init", distributed.init, {}, dict(timeout=POSITIVE_OR_NONE, gpu=BOOLEAN)),
     ("DataParallel", DataParallel, dict(parameters=[], world=None),
-     dict(parameters=DATA, world=DATA, bucket_bytes=COUNT, first_bucket_bytes=COUNT,
+     dict(parameters=DATA, world=DATA, bucket_bytes=COUNT_OR_NONE, first_bucket_bytes=COUNT,
           reduce_dtype=DATA, reorder=BOOLEAN, gradient_as_bucket_view=BOOLEAN_OR_NONE,
           reduce_alone=BOOLEAN)),
     # tokenisers
