@@ -199,8 +199,9 @@ class Trainer:
         if self.valid_data is None:
             return None
         if self._batch_loss is None:  # with the steps captured, so is the forward of a batch
+            uncapturable = self._captured is not None and self._captured.failure is not None
             self._batch_loss = BatchLoss(self.model, self.policy, self.loss_fn,
-                                         record=self.cuda_graph)  # fmt: skip
+                                         record=self.cuda_graph and not uncapturable)  # fmt: skip
         return evaluate(
             self.model,
             self.valid_data,

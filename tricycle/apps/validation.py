@@ -74,7 +74,8 @@ def evaluate(
 
 
 class BatchLoss:
-    """The loss of one batch (an array on the batch's device), computed without a graph.
+    """The loss of one batch (an array on the batch's device), for evaluation (under
+    ``no_grad``).
 
     With ``record`` (the training step's ``--cuda-graph``), on a device with a graph runner
     (a GPU: ``capture.Replayed``), the batches of one shape go through one fixed-shape step:
