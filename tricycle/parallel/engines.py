@@ -97,7 +97,9 @@ class _DeviceRequest:
 
 
 def _scale(array, factor: float) -> None:
-    array *= factor  # in place, on the current stream
+    """``array *= factor`` in place, on the current stream (a function of its own: the same
+    statement inside a closure would make ``array`` the closure's local)."""
+    array *= factor
 
 
 def _version(nccl) -> int:
