@@ -141,7 +141,7 @@ def lstm_units_backward(dh_parts, dh_here, dc_later, dc_here, gates, c, c_new, d
         gi, gf, gg, go = _gates(gates[n], H, j0, Hc)
         xi, xf, xg_, xo = _gates(dxg[n], H, j0, Hc)
         di, df, dg, do = _gates(dz[n], Hc, 0, Hc)
-        dh_row[:] = dh_here[n, j0 : j0 + Hc]
+        _copy(dh_here[n, j0 : j0 + Hc], dh_row)
         for p in range(dh_parts.shape[0]):
             part = dh_parts[p, n, j0 : j0 + Hc]
             for j in range(Hc):

@@ -46,7 +46,7 @@ cost what the vectorised loops save.
 
 import numpy as np
 
-from tricycle.backends.cpu.arrays import aligned_empty, pad_into
+from tricycle.backends.cpu.arrays import aligned_empty, pad_into, unpad_into
 from tricycle.backends.cpu.compile import jit, parallel_jit
 from tricycle.backends.cpu.gemm import gemm_into
 
@@ -165,7 +165,7 @@ def forward_kernel(x, u, bias, out, xpad, v, m, tiled, ph, pw, first, last):
                 output_tiles(m[task], bias, out[n], tw)
             else:
                 output_tiles(m[task], bias, tiled[task], tw)
-                out[n] = tiled[task, :, :Ho, :Wo]
+                unpad_into(tiled[task], out[n], 0, 0)
 
 
 @parallel_jit(blas=True)
