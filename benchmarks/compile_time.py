@@ -1,13 +1,14 @@
 """Compile time of the CPU kernels a program calls, kernel by kernel, in CPU seconds.
 
-For each program (the default GPT run, ``examples/bert_mlm.py``), a fresh process with an empty
+For each program (the default GPT run, ``examples/bert_mlm.py``, an LSTM layer, a convolution
+on Winograd's path), a fresh process with an empty
 numba cache records the kernels and argument types its small step calls, as
 ``tricycle.apps.precompile`` does, then compiles them one after the other in that process and
 prints ``time.process_time()`` for each (its callees and numba's overloads compiled on the way
 count with the first kernel that needs them) and the total. CPU time, not wall time: on a
 shared machine it moves far less with the load.
 
-    python benchmarks/compile_time.py                   # both programs
+    python benchmarks/compile_time.py                   # every program
     python benchmarks/compile_time.py --program bert    # one
     python benchmarks/compile_time.py --callees         # and what each kernel compiles inside
 """
@@ -21,7 +22,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PROGRAMS = ("gpt", "bert")
+PROGRAMS = ("gpt", "bert", "lstm", "conv")
 
 
 def record(program: str):
@@ -38,14 +39,34 @@ def record(program: str):
 
         small = dataclasses.replace(config, **SMALL, embedding_dim=4 * config.n_heads)
         _gpt_step(small, "fp32")
-    else:
+    elif program == "bert":
         sys.path.insert(0, str(ROOT / "examples"))
         import bert_mlm  # noqa: PLC0415
 
         bert_mlm.small_steps(bert_mlm.parse_args([]))
+    else:
+        _layer_step(program)
     calls = cpu_compile._recorded[0]
     cpu_compile._recorded[:] = []
     return calls
+
+
+def _layer_step(program: str) -> None:
+    """Forward and backward of one layer in float32: a two-layer LSTM over (T, N, E) =
+    (6, 4, 8), or a 3 x 3 convolution of 32 channels with an odd output (17 x 17), which
+    takes Winograd's path and its crop."""
+    import numpy as np  # noqa: PLC0415
+
+    import tricycle.nn as nn  # noqa: PLC0415
+    from tricycle.tensor import to_tensor  # noqa: PLC0415
+
+    if program == "lstm":
+        layer, shape = nn.LSTM(8, 16, num_layers=2), (6, 4, 8)
+    else:
+        layer, shape = nn.Conv2d(32, 32, 3), (2, 32, 19, 19)
+    x = to_tensor(np.random.default_rng(0).standard_normal(shape).astype(np.float32))
+    out = layer(x)
+    (out[0] if isinstance(out, tuple) else out).sum().backward()
 
 
 class Callees:
@@ -75,9 +96,11 @@ class Callees:
 
 def measure(program: str, callees: bool) -> None:
     """In this process (its numba cache empty): compile each recorded kernel, in turn."""
+    from tricycle.backends.cpu import blas  # noqa: PLC0415
     from tricycle.backends.cpu import compile as cpu_compile  # noqa: PLC0415
 
     inside = Callees()
+    blas.library()  # the products' symbols bound, as a kernel's first run binds them
 
     # callees too compile here, where process_time sees them, not in a child
     cpu_compile._compile_in_a_child = lambda dispatcher, sig: None
