@@ -8,6 +8,11 @@ kernel at its first call and caches it on disk). The matrix products of ``Einsum
 too (``gemm``), so that one pool of threads does all the parallel work (``compile``). Without
 numba this package cannot be imported and the reference formulas run. ``set_threads`` sets the
 kernels' thread count.
+
+Inside a kernel, an array is copied into another by a loop (``_copy``, ``unpad_into``), never
+by slice assignment (``a[:] = b``): for each one, numba compiles the error path of a shape
+mismatch, a large share of the compile time of the kernels that had one (the LSTM's backward,
+Winograd's forward: ``benchmarks/README.md``, measured by ``benchmarks/compile_time.py``).
 """
 
 import numba  # noqa: F401 - the dispatch's one line says so when it is missing
