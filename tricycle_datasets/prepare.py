@@ -564,7 +564,7 @@ def _vocab_size(text: str) -> int:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+    parser = cli.Parser(
         prog="python -m tricycle_datasets.prepare",
         description="Tokenise text files into token shards for training (see the module "
         "docstring).",

@@ -1,17 +1,27 @@
 """Command-line helpers of the programs (``tricycle.apps.train``, ``tricycle.apps.sample``,
-``tricycle.apps.evaluate``, ``tricycle_datasets.prepare``).
+``tricycle.apps.evaluate``, ``tricycle.apps.launch``, ``tricycle_datasets.prepare``).
 
 Argument types: each is a function from the argument's text to its value that raises
-``argparse.ArgumentTypeError`` for a bad one, so argparse answers with its usage line and the
-reason (``--temperature: must be a finite number >= 0, got 'nan'``) instead of a traceback
-later, or a run that silently misbehaves. Spellings: ``normalise`` accepts ``--name_with_
-underscores`` and other programs' names; ``settings_file`` reads settings from JSON.
+``argparse.ArgumentTypeError`` for a bad one, so the parser answers with the reason
+(``--temperature: must be a finite number >= 0, got 'nan'``) instead of a traceback later, or
+a run that silently misbehaves; ``Parser`` says a usage error in one line. Spellings:
+``normalise`` accepts ``--name_with_underscores`` and other programs' names; ``settings_file``
+reads settings from JSON.
 """
 
 import argparse
 import json
 import math
 from pathlib import Path
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser whose usage error is one line: the program, what is wrong and where
+    the flags are listed, where argparse prints the usage of every flag above it (the training
+    CLI's fills a screen, and the mistake is at its bottom)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (--help lists the flags)\n")
 
 
 def _number(text: str, kind, what: str, ok) -> int | float:

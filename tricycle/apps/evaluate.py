@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from tricycle.apps.checkpoint import CheckpointError
-from tricycle.apps.cli import add_weights_flag, positive_int
+from tricycle.apps.cli import Parser, add_weights_flag, positive_int
 from tricycle.apps.runs import load_model
 from tricycle.apps.training import Hook
 from tricycle.backend import cupy_available, to_host_array
@@ -232,7 +232,7 @@ class Sample:
 
 # ------------------------------------------------------------------ command line
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m tricycle.apps.evaluate",
         description="Score a trained GPT on HellaSwag-style multiple choice (acc, acc_norm). "
         "A pickled model.pkl runs code from the file when loaded: only use trusted ones.",

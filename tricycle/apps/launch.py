@@ -32,6 +32,7 @@ import sys
 from pathlib import Path
 
 from tricycle import backend
+from tricycle.apps.cli import Parser
 
 ENVIRONMENT = {"NCCL_NVLS_ENABLE": "0"}
 CHECK_SECONDS = 120  # the longest a check may take (the all-reduce starts 2 processes)
@@ -186,7 +187,7 @@ def _mpi_version(text: str) -> str:
 
 # ====================================================================== the command line
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="tricycle-run",
         description="Run a script on N processes (mpiexec with the environment tricycle "
         "needs), or `tricycle-run test` to check MPI, mpi4py, GPUs, NCCL and numba.",

@@ -29,6 +29,7 @@ import numpy as np
 
 from tricycle.apps.checkpoint import CheckpointError
 from tricycle.apps.cli import (
+    Parser,
     add_weights_flag,
     nonnegative_float,
     nonnegative_int,
@@ -42,7 +43,7 @@ from tricycle_datasets.shakespeare import Shakespeare
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="tricycle-sample",
         description="Sample text from a trained GPT, streamed to stdout. Give a run "
         "directory or its model.safetensors (safe: no code in the file runs), or a pickle "

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from tricycle.apps.cli import (
+    Parser,
     boolean,
     nonnegative_float,
     nonnegative_int,
@@ -83,7 +84,7 @@ RESUME_MAY_CHANGE = {"steps", "device", "eval_interval", "eval_steps", "eval_pro
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="tricycle-train",
         description="Train a GPT. Flags left out take the config's values (or, with --resume, "
         "the run's). Flags may be written with _ for - and with nanoGPT's names "
