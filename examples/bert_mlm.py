@@ -28,7 +28,6 @@ the same model (the same initial weights, batches and masks, drawn on the host) 
 weights and batches on the GPU, where attention runs as the fused CUDA kernel.
 """
 
-import argparse
 import sys
 import sysconfig
 import time
@@ -39,6 +38,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
 import tricycle  # noqa: E402
+from tricycle.apps.cli import Parser, positive_float, positive_int, probability, seed  # noqa: E402
 from tricycle.apps.precompile import precompile  # noqa: E402
 from tricycle.loss import CrossEntropy  # noqa: E402
 from tricycle.nn.encoder import Encoder, EncoderConfig  # noqa: E402
@@ -261,33 +261,42 @@ def plot(path, mlm_curve, baseline, curves, finetune_steps):
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         description="Pre-train a character-level BERT on Shakespeare and Python (masked "
         "language model), then fine-tune it to tell their lines apart."
     )
     add = parser.add_argument
     add("--data-dir", help="directory with tinyshakespeare.txt (default: $TRICYCLE_DATA_DIR, "
         "else download, cached)")  # fmt: skip
-    add("--python-bytes", type=int, default=2_000_000, help="bytes of Python sources to read")
-    add("--context", type=int, default=64, help="tokens per line: [CLS] + characters + [SEP]")
-    add("--embedding-dim", type=int, default=128)
-    add("--n-heads", type=int, default=4)
-    add("--n-layers", type=int, default=3)
-    add("--dropout", type=float, default=0.0)
+    add("--python-bytes", type=positive_int, default=2_000_000,
+        help="bytes of Python sources to read")  # fmt: skip
+    add("--context", type=positive_int, default=64,
+        help="tokens per line: [CLS] + characters + [SEP]")  # fmt: skip
+    add("--embedding-dim", type=positive_int, default=128)
+    add("--n-heads", type=positive_int, default=4)
+    add("--n-layers", type=positive_int, default=3)
+    add("--dropout", type=probability, default=0.0)
     add("--norm", choices=["post", "pre"], default="post", help="LayerNorm after or before")
-    add("--pretrain-steps", type=int, default=800)
-    add("--pretrain-batch", type=int, default=64)
-    add("--pretrain-lr", type=float, default=2e-3)
-    add("--finetune-steps", type=int, default=60)
-    add("--finetune-batch", type=int, default=32)
-    add("--finetune-lr", type=float, default=3e-4)
-    add("--finetune-examples", type=int, default=256, help="labelled lines of each class")
-    add("--test-lines", type=int, default=800, help="held-out lines of each class")
-    add("--curve-interval", type=int, default=10, help="fine-tuning steps between points")
+    add("--pretrain-steps", type=positive_int, default=800)
+    add("--pretrain-batch", type=positive_int, default=64)
+    add("--pretrain-lr", type=positive_float, default=2e-3)
+    add("--finetune-steps", type=positive_int, default=60)
+    add("--finetune-batch", type=positive_int, default=32)
+    add("--finetune-lr", type=positive_float, default=3e-4)
+    add("--finetune-examples", type=positive_int, default=256, help="labelled lines of each class")
+    add("--test-lines", type=positive_int, default=800, help="held-out lines of each class")
+    add("--curve-interval", type=positive_int, default=10, help="fine-tuning steps between points")
     add("--plot", help="write the accuracy curves to this PNG (needs matplotlib)")
     add("--device", choices=["cpu", "gpu"], default="cpu")
-    add("--seed", type=int, default=0)
+    add("--seed", type=seed, default=0)
     args = parser.parse_args(argv)
+    if args.context < 3:
+        parser.error(f"--context {args.context}: a line is [CLS], a character at least, [SEP]")
+    if args.embedding_dim % args.n_heads:
+        parser.error(f"--embedding-dim {args.embedding_dim} is not a multiple of --n-heads "
+                     f"{args.n_heads}")  # fmt: skip
+    if args.pretrain_batch < 2 or args.test_lines < 2:
+        parser.error("--pretrain-batch and --test-lines: at least 2 (half of each source)")
     if args.device == "gpu" and not tricycle.backend.cupy_available():
         parser.error("--device gpu: no CUDA GPU (CuPy is not installed or sees no device)")
     return args

@@ -17,7 +17,6 @@ The validation loss is the mean over every character of the held-out last 10% of
 read the same way (streams, carried state).
 """
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -26,6 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
+from tricycle.apps.cli import Parser, positive_float, positive_int, probability, seed  # noqa: E402
 from tricycle.layers import Dense, Embedding, Layer  # noqa: E402
 from tricycle.loss import CrossEntropy  # noqa: E402
 from tricycle.nn.recurrent import LSTM  # noqa: E402
@@ -97,19 +97,19 @@ def sample(model: CharLSTM, tokeniser, prompt: str, length: int, temperature: fl
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description="A char-rnn LSTM on tiny-shakespeare.")
+    parser = Parser(description="A char-rnn LSTM on tiny-shakespeare.")
     add = parser.add_argument
     add("--data-dir", help="directory with tinyshakespeare.txt (default: download, cached)")
-    add("--steps", type=int, default=600, help="optimiser steps")
-    add("--batch-size", type=int, default=64, help="parallel streams of text")
-    add("--bptt", type=int, default=64, help="characters backpropagated through per step")
-    add("--hidden-size", type=int, default=256)
-    add("--embedding-dim", type=int, default=64)
-    add("--num-layers", type=int, default=1)
-    add("--dropout", type=float, default=0.0, help="between LSTM layers")
-    add("--lr", type=float, default=5e-3, help="peak learning rate (cosine decay to 1/10)")
-    add("--eval-interval", type=int, default=200)
-    add("--seed", type=int, default=0, help="the same seed, the same losses")
+    add("--steps", type=positive_int, default=600, help="optimiser steps")
+    add("--batch-size", type=positive_int, default=64, help="parallel streams of text")
+    add("--bptt", type=positive_int, default=64, help="characters backpropagated through per step")
+    add("--hidden-size", type=positive_int, default=256)
+    add("--embedding-dim", type=positive_int, default=64)
+    add("--num-layers", type=positive_int, default=1)
+    add("--dropout", type=probability, default=0.0, help="between LSTM layers")
+    add("--lr", type=positive_float, default=5e-3, help="peak learning rate (cosine decay to 1/10)")
+    add("--eval-interval", type=positive_int, default=200)
+    add("--seed", type=seed, default=0, help="the same seed, the same losses")
     return parser.parse_args(argv)
 
 
@@ -119,6 +119,13 @@ def main(argv=None) -> float:
         corpus = ShakespeareChar(data_dir=args.data_dir)
     except NotAvailable as error:  # offline: one line, in this script's words
         raise SystemExit(f"char_lstm.py: {error.fix('--data-dir')}") from None
+    train_length = len(corpus.train_tokens) // args.batch_size  # each stream's characters
+    if train_length <= args.bptt or len(corpus.valid_tokens) // args.batch_size < 2:
+        raise SystemExit(
+            f"char_lstm.py: {args.batch_size} streams (--batch-size) of --bptt {args.bptt} + 1 "
+            f"characters need more text than {len(corpus.train_tokens):,} characters to train "
+            f"on and {len(corpus.valid_tokens):,} to validate on"
+        )
     manual_seed(args.seed)  # tricycle's generator: the weights and dropout
     model = CharLSTM(corpus.vocab_size, args.embedding_dim, args.hidden_size, args.num_layers,
                      args.dropout)  # fmt: skip

@@ -25,6 +25,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
 import tricycle  # noqa: E402
+from tricycle.apps.cli import Parser, positive_float, positive_int, seed, unit_interval  # noqa: E402
 from tricycle.nn.diffusion import NoiseSchedule, ancestral_sample, ddim_sample, ddpm_loss  # noqa: E402
 from tricycle.nn.unet import UNet  # noqa: E402
 from tricycle.optimisers import AdamW  # noqa: E402
@@ -34,37 +35,30 @@ from tricycle.tensor import Tensor, no_grad  # noqa: E402
 CONFIDENT = 0.9  # a sample is "recognised" when the CNN's top probability is at least this
 
 
-def positive(text: str) -> int:
-    """An argument that must be an integer >= 1."""
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
-    return int(text)
-
-
 def channel_list(text: str) -> tuple[int, ...]:
     """Comma-separated channels per level: "32,64" -> (32, 64)."""
     if not all(part.strip().isdigit() and int(part) > 0 for part in text.split(",")):
-        raise argparse.ArgumentTypeError(f"expected integers >= 1 such as 32,64, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be integers >= 1 such as 32,64, got {text!r}")
     return tuple(int(part) for part in text.split(","))
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = Parser(description=__doc__.split("\n\n")[0])
     add = parser.add_argument
-    add("--steps", type=positive, default=1500, help="optimiser steps")
-    add("--batch-size", type=positive, default=128)
-    add("--lr", type=float, default=2e-3, help="peak learning rate (cosine decay)")
+    add("--steps", type=positive_int, default=1500, help="optimiser steps")
+    add("--batch-size", type=positive_int, default=128)
+    add("--lr", type=positive_float, default=2e-3, help="peak learning rate (cosine decay)")
     add("--channels", type=channel_list, default=(32, 64), help="U-Net channels per level")
-    add("--timesteps", type=positive, default=1000, help="T, the steps of the noise schedule")
+    add("--timesteps", type=positive_int, default=1000, help="T, the steps of the noise schedule")
     add("--schedule", choices=["cosine", "linear"], default="cosine")
-    add("--ema", type=float, default=0.995, help="decay of the weights' moving average")
+    add("--ema", type=unit_interval, default=0.995, help="decay of the weights' moving average")
     add("--sampler", choices=["ddim", "ancestral"], default="ddim")
-    add("--sample-steps", type=positive, default=50, help="DDIM's network calls per sample")
-    add("--samples", type=positive, default=256, help="images to draw and score")
+    add("--sample-steps", type=positive_int, default=50, help="DDIM's network calls per sample")
+    add("--samples", type=positive_int, default=256, help="images to draw and score")
     add("--out", default="diffusion_digits.png", help="the PNG grid of samples")
-    add("--classifier-epochs", type=positive, default=10, help="training of the judging CNN")
+    add("--classifier-epochs", type=positive_int, default=10, help="training of the judging CNN")
     add("--device", choices=["cpu", "gpu"], default="cpu")
-    add("--seed", type=int, default=0)
+    add("--seed", type=seed, default=0)
     args = parser.parse_args(argv)
     if args.sample_steps > args.timesteps:
         parser.error(f"--sample-steps {args.sample_steps} exceeds --timesteps {args.timesteps}")

@@ -16,7 +16,6 @@ The network:
 trained with AdamW (cosine learning-rate decay) and cross-entropy for a few epochs.
 """
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -26,6 +25,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
 from tricycle.activation import ReLU  # noqa: E402
+from tricycle.apps.cli import Parser, positive_int, seed  # noqa: E402
 from tricycle.layers import Dense, Dropout, Sequential  # noqa: E402
 from tricycle.loss import CrossEntropy  # noqa: E402
 from tricycle.nn.conv import BatchNorm2d, Conv2d, Flatten, MaxPool2d  # noqa: E402
@@ -107,9 +107,9 @@ def train(epochs: int = 10, batch_size: int = 32, learning_rate: float = 2e-3, s
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--epochs", type=int, default=10)
-    parser.add_argument("--seed", type=int, default=0, help="the same seed, the same accuracy")
+    parser = Parser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--epochs", type=positive_int, default=10)
+    parser.add_argument("--seed", type=seed, default=0, help="the same seed, the same accuracy")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     _, test_accuracy = train(epochs=args.epochs, seed=args.seed)

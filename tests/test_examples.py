@@ -91,3 +91,36 @@ def test_the_python_api_names_its_argument(offline):
         shakespeare.ShakespeareChar()
     with pytest.raises(FileNotFoundError, match=r"data_dir='nowhere' is not a directory"):
         shakespeare.ShakespeareChar(data_dir="nowhere")
+
+
+BAD_ARGUMENTS = [
+    ("char_lstm", ["--steps", "-1"], "--steps"), ("char_lstm", ["--lr", "nan"], "--lr"),
+    ("char_lstm", ["--dropout", "1"], "--dropout"), ("char_lstm", ["--bptt", "0"], "--bptt"),
+    ("digits_cnn", ["--epochs", "0"], "--epochs"), ("digits_cnn", ["--seed", "x"], "--seed"),
+    ("bert_mlm", ["--n-heads", "3"], "--n-heads 3"), ("bert_mlm", ["--context", "2"], "--context"),
+    ("bert_mlm", ["--pretrain-batch", "1"], "--pretrain-batch"),
+    ("bert_mlm", ["--finetune-lr", "0"], "--finetune-lr"),
+    ("diffusion_digits", ["--ema", "1"], "--ema"),
+    ("diffusion_digits", ["--channels", "0"], "--channels"),
+    ("diffusion_digits", ["--sample-steps", "2000"], "--sample-steps"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("example", "argv", "named"), BAD_ARGUMENTS)
+def test_a_bad_argument_to_an_example_is_one_line(example, argv, named, capsys):
+    """Checked as the argument is read, before any data or training: one line naming the flag
+    (the library would raise deep inside the run, with a traceback)."""
+    module = pytest.importorskip(f"examples.{example}")
+    with pytest.raises(SystemExit) as done:
+        module.main(argv)
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and " error: " in err and named in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_char_lstm_says_when_the_streams_do_not_fit_the_text(capsys):
+    if not (DATA_DIR / "tinyshakespeare.txt").is_file():
+        pytest.skip("needs tinyshakespeare.txt (set TRICYCLE_DATA_DIR)")
+    with pytest.raises(SystemExit) as done:
+        char_lstm.main(["--data-dir", str(DATA_DIR), "--batch-size", "100000"])
+    assert str(done.value.code).startswith("char_lstm.py: 100000 streams (--batch-size) of")
