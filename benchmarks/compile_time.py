@@ -108,7 +108,8 @@ def measure(program: str, callees: bool) -> None:
     seen, total = set(), 0.0
     print(f"{program}: kernel, signature, CPU seconds")
     for dispatcher, arguments in calls:
-        sig = tuple(dispatcher.typeof_pyval(a) for a in arguments)
+        # the types the run compiles for: strided arrays where the kernel asks for them
+        sig = cpu_compile._signature(dispatcher, [dispatcher.typeof_pyval(a) for a in arguments])
         if (dispatcher, sig) in seen:
             continue
         seen.add((dispatcher, sig))
