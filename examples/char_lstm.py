@@ -26,6 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
 from tricycle.apps.cli import Parser, positive_float, positive_int, probability, seed  # noqa: E402
+from tricycle.apps.precompile import precompile  # noqa: E402
 from tricycle.layers import Dense, Embedding, Layer  # noqa: E402
 from tricycle.loss import CrossEntropy  # noqa: E402
 from tricycle.nn.recurrent import LSTM  # noqa: E402
@@ -96,6 +97,25 @@ def sample(model: CharLSTM, tokeniser, prompt: str, length: int, temperature: fl
     return tokeniser.decode(np.array(out))
 
 
+def small_steps(args, vocab_size: int) -> None:
+    """A training step, an evaluation and the first sampled characters of the run's model on
+    2 streams of 2 characters: what ``precompile`` runs to learn the CPU kernels the run calls
+    and their argument types (the model's sizes are the run's: the LSTM's kernels depend on
+    its hidden size)."""
+    model = CharLSTM(vocab_size, args.embedding_dim, args.hidden_size, args.num_layers,
+                     args.dropout)  # fmt: skip
+    rows = streams(np.arange(6) % vocab_size, 2)  # (2, 3)
+    logits, _ = model(to_tensor(rows[:, :2], dtype=int))
+    CrossEntropy()(to_tensor(rows[:, 1:], dtype=int), logits).backward()
+    optimiser = AdamW(learning_rate=args.lr, betas=(0.9, 0.99), weight_decay=0.01)
+    optimiser.step()
+    optimiser.update(model.named_parameters(), clip_factor(grad_norm(model), 1.0))
+    evaluate(model, rows.ravel(), 2, 2)
+    with no_grad():  # sampling: the prompt, then one character at a time
+        _, state = model(to_tensor(rows[:1, :2], dtype=int))
+        model(to_tensor(rows[:1, :1], dtype=int), state)
+
+
 def parse_args(argv=None):
     parser = Parser(description="A char-rnn LSTM on tiny-shakespeare.")
     add = parser.add_argument
@@ -126,6 +146,7 @@ def main(argv=None) -> float:
             f"characters need more text than {len(corpus.train_tokens):,} characters to train "
             f"on and {len(corpus.valid_tokens):,} to validate on"
         )
+    precompile(small_steps, args, corpus.vocab_size)  # the CPU kernels, in the background
     manual_seed(args.seed)  # tricycle's generator: the weights and dropout
     model = CharLSTM(corpus.vocab_size, args.embedding_dim, args.hidden_size, args.num_layers,
                      args.dropout)  # fmt: skip

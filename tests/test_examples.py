@@ -124,3 +124,28 @@ def test_char_lstm_says_when_the_streams_do_not_fit_the_text(capsys):
     with pytest.raises(SystemExit) as done:
         char_lstm.main(["--data-dir", str(DATA_DIR), "--batch-size", "100000"])
     assert str(done.value.code).startswith("char_lstm.py: 100000 streams (--batch-size) of")
+
+
+def test_char_lstm_compiles_ahead_what_its_run_calls(monkeypatch, capsys):
+    """``small_steps``, which ``precompile`` runs in the background, calls every CPU kernel
+    of the run's steps, evaluations and sample with the same argument types: recorded in this
+    process, none run (a recorded kernel's outputs are zeros), so nothing is compiled here."""
+    cpu_compile = pytest.importorskip("tricycle.backends.cpu.compile")
+    if not (DATA_DIR / "tinyshakespeare.txt").is_file():
+        pytest.skip("needs tinyshakespeare.txt (set TRICYCLE_DATA_DIR)")
+    argv = ["--data-dir", str(DATA_DIR), "--steps", "1", "--eval-interval", "1",
+            "--hidden-size", "128", "--num-layers", "2"]  # fmt: skip
+    monkeypatch.setattr(char_lstm, "precompile", lambda *args: None)
+
+    def recorded(run) -> set:
+        cpu_compile._recorded[:] = [[]]
+        try:
+            run()
+        finally:
+            calls, cpu_compile._recorded[:] = cpu_compile._recorded[0], []
+        return {(d, cpu_compile._signature(d, [d.typeof_pyval(a) for a in arguments]))
+                for d, arguments in calls}  # fmt: skip
+
+    ahead = recorded(lambda: char_lstm.small_steps(char_lstm.parse_args(argv), 65))
+    run = recorded(lambda: char_lstm.main(argv))
+    assert run and run <= ahead, sorted(d.py_func.__name__ for d, _ in run - ahead)
