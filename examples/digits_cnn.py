@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from tricycle.activation import ReLU  # noqa: E402
 from tricycle.apps.cli import Parser, positive_int, seed  # noqa: E402
+from tricycle.apps.precompile import precompile  # noqa: E402
 from tricycle.layers import Dense, Dropout, Sequential  # noqa: E402
 from tricycle.loss import CrossEntropy  # noqa: E402
 from tricycle.nn.conv import BatchNorm2d, Conv2d, Flatten, MaxPool2d  # noqa: E402
@@ -83,9 +84,11 @@ def accuracy(model: Sequential, images, labels, batch_size: int = 512) -> float:
     return float(np.mean(predictions == labels))
 
 
-def train(epochs: int = 10, batch_size: int = 32, learning_rate: float = 2e-3, seed: int = 0):
-    """Train on the training split; returns (model, test accuracy)."""
-    x_train, x_test, y_train, y_test = load_digits_split(seed)
+def train(epochs: int = 10, batch_size: int = 32, learning_rate: float = 2e-3, seed: int = 0,
+          split=None):  # fmt: skip
+    """Train on the training split (``split``: ``load_digits_split(seed)``'s, loaded if not
+    given); returns (model, test accuracy)."""
+    x_train, x_test, y_train, y_test = load_digits_split(seed) if split is None else split
     manual_seed(seed)  # tricycle's generator: the weights and dropout (np.random is not it)
     model = build_model()
     optimiser = AdamW(learning_rate=learning_rate, weight_decay=1e-4)
@@ -106,13 +109,26 @@ def train(epochs: int = 10, batch_size: int = 32, learning_rate: float = 2e-3, s
     return model, accuracy(model, x_test, y_test)
 
 
+def small_steps() -> None:
+    """A training step and an evaluation of the network on two images: what ``precompile``
+    runs to learn the CPU kernels a run calls and their argument types."""
+    model, images, labels = build_model(), np.zeros((2, 1, 8, 8), np.float32), np.arange(2)
+    CrossEntropy()(to_tensor(labels, dtype=int), model(to_tensor(images))).backward()
+    optimiser = AdamW(learning_rate=1e-3, weight_decay=1e-4)
+    optimiser.step()
+    model.update(optimiser)
+    accuracy(model, images, labels)
+
+
 def main(argv=None) -> None:
     parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--epochs", type=positive_int, default=10)
     parser.add_argument("--seed", type=seed, default=0, help="the same seed, the same accuracy")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    _, test_accuracy = train(epochs=args.epochs, seed=args.seed)
+    split = load_digits_split(args.seed)  # says what to install without scikit-learn
+    precompile(small_steps)  # the CPU kernels, in the background
+    _, test_accuracy = train(epochs=args.epochs, seed=args.seed, split=split)
     print(f"test accuracy {test_accuracy:.4f} in {time.perf_counter() - start:.1f} s")
 
 
