@@ -97,19 +97,33 @@ def sample(model: CharLSTM, tokeniser, prompt: str, length: int, temperature: fl
     return tokeniser.decode(np.array(out))
 
 
+def build(args, vocab_size: int):
+    """The run's model and its optimiser."""
+    model = CharLSTM(vocab_size, args.embedding_dim, args.hidden_size, args.num_layers,
+                     args.dropout)  # fmt: skip
+    return model, AdamW(learning_rate=args.lr, betas=(0.9, 0.99), weight_decay=0.01)
+
+
+def train_step(model: CharLSTM, optimiser: AdamW, inputs, targets, state):
+    """One step on inputs and targets (N, T), from the carried ``state``: returns the loss
+    and the state to carry on, without its graph (truncated backpropagation)."""
+    logits, state = model(to_tensor(inputs, dtype=int), state)
+    loss = CrossEntropy()(to_tensor(targets, dtype=int), logits)
+    loss.backward()
+    optimiser.step()
+    optimiser.update(model.named_parameters(), clip_factor(grad_norm(model), 1.0))
+    model.zero_grad()
+    return loss, detach(state)
+
+
 def small_steps(args, vocab_size: int) -> None:
     """A training step, an evaluation and the first sampled characters of the run's model on
     2 streams of 2 characters: what ``precompile`` runs to learn the CPU kernels the run calls
     and their argument types (the model's sizes are the run's: the LSTM's kernels depend on
     its hidden size)."""
-    model = CharLSTM(vocab_size, args.embedding_dim, args.hidden_size, args.num_layers,
-                     args.dropout)  # fmt: skip
+    model, optimiser = build(args, vocab_size)
     rows = streams(np.arange(6) % vocab_size, 2)  # (2, 3)
-    logits, _ = model(to_tensor(rows[:, :2], dtype=int))
-    CrossEntropy()(to_tensor(rows[:, 1:], dtype=int), logits).backward()
-    optimiser = AdamW(learning_rate=args.lr, betas=(0.9, 0.99), weight_decay=0.01)
-    optimiser.step()
-    optimiser.update(model.named_parameters(), clip_factor(grad_norm(model), 1.0))
+    train_step(model, optimiser, rows[:, :2], rows[:, 1:], None)
     evaluate(model, rows.ravel(), 2, 2)
     with no_grad():  # sampling: the prompt, then one character at a time
         _, state = model(to_tensor(rows[:1, :2], dtype=int))
@@ -148,11 +162,8 @@ def main(argv=None) -> float:
         )
     precompile(small_steps, args, corpus.vocab_size)  # the CPU kernels, in the background
     manual_seed(args.seed)  # tricycle's generator: the weights and dropout
-    model = CharLSTM(corpus.vocab_size, args.embedding_dim, args.hidden_size, args.num_layers,
-                     args.dropout)  # fmt: skip
-    optimiser = AdamW(learning_rate=args.lr, betas=(0.9, 0.99), weight_decay=0.01)
+    model, optimiser = build(args, corpus.vocab_size)
     schedule = CosineSchedule(args.lr, args.lr / 10, args.steps, warmup_steps=min(20, args.steps))
-    loss_fn = CrossEntropy()
     rows = streams(corpus.train_tokens, args.batch_size)  # (N, length)
     print(f"{model.num_parameters():,} parameters; {rows.shape[1] // args.bptt} steps per epoch")
 
@@ -163,14 +174,8 @@ def main(argv=None) -> float:
         inputs = rows[:, start : start + args.bptt]  # (N, T)
         targets = rows[:, start + 1 : start + args.bptt + 1]
         start += args.bptt
-        logits, state = model(to_tensor(inputs, dtype=int), state)
-        loss = loss_fn(to_tensor(targets, dtype=int), logits)
-        loss.backward()
-        state = detach(state)
         optimiser.learning_rate = schedule(step - 1)
-        optimiser.step()
-        optimiser.update(model.named_parameters(), clip_factor(grad_norm(model), 1.0))
-        model.zero_grad()
+        loss, state = train_step(model, optimiser, inputs, targets, state)
         if step % args.eval_interval == 0 or step == args.steps:
             valid = evaluate(model, corpus.valid_tokens, args.batch_size, args.bptt)
             elapsed = time.perf_counter() - begin

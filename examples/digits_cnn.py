@@ -94,29 +94,29 @@ def train(epochs: int = 10, batch_size: int = 32, learning_rate: float = 2e-3, s
     optimiser = AdamW(learning_rate=learning_rate, weight_decay=1e-4)
     steps_per_epoch = -(-len(x_train) // batch_size)
     schedule = CosineSchedule(learning_rate, learning_rate / 100, epochs * steps_per_epoch)
-    loss_fn = CrossEntropy()
     rng = np.random.default_rng(seed)
     for epoch in range(epochs):
         order = rng.permutation(len(x_train))
         for step, i in enumerate(range(0, len(order), batch_size)):
             batch = order[i : i + batch_size]
-            logits = model(to_tensor(x_train[batch]))  # (B, 10)
-            loss = loss_fn(to_tensor(y_train[batch], dtype=int), logits)
-            loss.backward()
             optimiser.learning_rate = schedule(epoch * steps_per_epoch + step)
-            optimiser.step()
-            model.update(optimiser)
+            train_step(model, optimiser, x_train[batch], y_train[batch])
     return model, accuracy(model, x_test, y_test)
+
+
+def train_step(model: Sequential, optimiser: AdamW, images, labels) -> None:
+    """One step on images (B, 1, 8, 8) and their labels (B,)."""
+    logits = model(to_tensor(images))  # (B, 10)
+    CrossEntropy()(to_tensor(labels, dtype=int), logits).backward()
+    optimiser.step()
+    model.update(optimiser)
 
 
 def small_steps() -> None:
     """A training step and an evaluation of the network on two images: what ``precompile``
     runs to learn the CPU kernels a run calls and their argument types."""
     model, images, labels = build_model(), np.zeros((2, 1, 8, 8), np.float32), np.arange(2)
-    CrossEntropy()(to_tensor(labels, dtype=int), model(to_tensor(images))).backward()
-    optimiser = AdamW(learning_rate=1e-3, weight_decay=1e-4)
-    optimiser.step()
-    model.update(optimiser)
+    train_step(model, AdamW(learning_rate=1e-3, weight_decay=1e-4), images, labels)
     accuracy(model, images, labels)
 
 
