@@ -55,6 +55,25 @@ def batch_norm_backward(xp, dy, xhat, gamma, rstd, batch_statistics: bool):
     return dx, dgamma, dbeta
 
 
+def affine_arguments(op: str, x: Tensor, gamma: Tensor | None, beta: Tensor | None):
+    """(x and the scale and shift that are given, their array module) for a normalisation of
+    x (N, C, ...) with a per-channel ``gamma`` and ``beta`` (C,), either or both None: checks
+    their shapes and that all are on one device. Shared by the batch, instance and group
+    norms."""
+    C = x.shape[1]
+    args = tuple(t for t in (x, gamma, beta) if t is not None)
+    for t in args[1:]:
+        if t.shape != (C,):
+            raise ValueError(f"{op}: gamma and beta must have shape ({C},), got {t.shape}")
+    return args, check_same_device(op, *(a.array for a in args))
+
+
+def affine_gradients(dx, gamma: Tensor | None, dgamma, beta: Tensor | None, dbeta) -> list:
+    """The gradients of ``affine_arguments``' arguments, in their order: dx, then dgamma and
+    dbeta where gamma and beta were given."""
+    return [dx] + [dgamma] * (gamma is not None) + [dbeta] * (beta is not None)
+
+
 def batch_norm(
     x: Tensor,
     gamma: Tensor | None = None,
@@ -79,11 +98,7 @@ def batch_norm(
             f"batch_norm: expected more than 1 value per channel when using batch statistics, "
             f"got input shape {x.shape}"
         )
-    args = tuple(t for t in (x, gamma, beta) if t is not None)
-    for t in args[1:]:
-        if t.shape != (C,):
-            raise ValueError(f"batch_norm: gamma and beta must have shape ({C},), got {t.shape}")
-    xp = check_same_device("batch_norm", *(a.array for a in args))
+    args, xp = affine_arguments("batch_norm", x, gamma, beta)
     x3 = x.array.reshape(N, C, rest)
     g, b = (None if t is None else t.array for t in (gamma, beta))
     forward, backward_arrays = dispatch.choose(
@@ -95,10 +110,7 @@ def batch_norm(
         dx, dgamma, dbeta = backward_arrays(
             xp, dy.reshape(N, C, rest), xhat, g, rstd, batch_statistics
         )
-        grads = [dx.reshape(x.shape)]
-        grads += [dgamma] if gamma is not None else []
-        grads += [dbeta] if beta is not None else []
-        return grads
+        return affine_gradients(dx.reshape(x.shape), gamma, dgamma, beta, dbeta)
 
     out = Tensor(
         y.reshape(x.shape).astype(x.dtype, copy=False),

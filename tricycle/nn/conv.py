@@ -99,6 +99,29 @@ def conv_backward(xp, dout, x, weights, stride, padding, dilation, groups, needs
     return dx, dweights, dbias
 
 
+def check_geometry(op: str, x: Tensor, weights: Tensor, stride, padding, dilation):
+    """(stride, padding, dilation) as one int per spatial axis of ``weights`` (out or in,
+    in or out / groups, *kernel), after checking that x (batch, channels, *spatial) has as
+    many spatial axes: shared by the convolution and its transpose."""
+    n = weights.ndim - 2
+    if n < 1 or x.ndim != n + 2:
+        raise ValueError(
+            f"{op}: expected input (batch, channels, *{n} spatial axes) for weights of shape "
+            f"{weights.shape}, got shape {x.shape}"
+        )
+    stride, dilation = as_tuple(stride, n, "stride", op), as_tuple(dilation, n, "dilation", op)
+    return stride, as_tuple(padding, n, "padding", op, low=0), dilation
+
+
+def arguments(op: str, x: Tensor, weights: Tensor, bias: Tensor | None, channels: int):
+    """(the op's Tensor arguments, their array module), after checking that the bias, if
+    any, has one value per output channel and that all are on one device."""
+    if bias is not None and bias.shape != (channels,):
+        raise ValueError(f"{op}: bias must have shape ({channels},), got {bias.shape}")
+    args = (x, weights) if bias is None else (x, weights, bias)
+    return args, check_same_device(op, *(a.array for a in args))
+
+
 def conv(
     x: Tensor,
     weights: Tensor,
@@ -113,23 +136,14 @@ def conv(
     and ``dilation`` are ints or one int per spatial axis."""
     n = weights.ndim - 2
     op = f"conv{n}d"
-    if n < 1 or x.ndim != n + 2:
-        raise ValueError(
-            f"{op}: expected input (batch, channels, *{n} spatial axes) for weights of shape "
-            f"{weights.shape}, got shape {x.shape}"
-        )
-    stride, dilation = as_tuple(stride, n, "stride", op), as_tuple(dilation, n, "dilation", op)
-    padding = as_tuple(padding, n, "padding", op, low=0)
+    stride, padding, dilation = check_geometry(op, x, weights, stride, padding, dilation)
     if groups < 1 or x.shape[1] != weights.shape[1] * groups or weights.shape[0] % groups:
         raise ValueError(
             f"{op}: input of shape {x.shape} with {x.shape[1]} channels does not fit weights "
             f"of shape {weights.shape} with groups={groups}: expected in_channels = "
             f"{weights.shape[1]} * groups and out_channels divisible by groups"
         )
-    if bias is not None and bias.shape != (weights.shape[0],):
-        raise ValueError(f"{op}: bias must have shape ({weights.shape[0]},), got {bias.shape}")
-    args = (x, weights) if bias is None else (x, weights, bias)
-    xp = check_same_device(op, *(a.array for a in args))
+    args, xp = arguments(op, x, weights, bias, weights.shape[0])
     output_size(x.shape[2:], weights.shape[2:], stride, padding, dilation, op)  # checks sizes
     geometry = (stride, padding, dilation, groups)
     b = None if bias is None else bias.array
@@ -147,12 +161,40 @@ def conv(
     return Tensor(out, args=args, back_fns=back_fns, name=op)
 
 
-class _ConvNd(Layer):
+class ConvLayer(Layer):
+    """What the convolution layers and their transposes share: the geometry, one int per
+    spatial axis (``n_dims`` of them), and the check of their input's shape."""
+
+    n_dims = 0
+
+    def set_geometry(self, in_channels, out_channels, groups, kernel_size, stride, padding,
+                     dilation) -> None:  # fmt: skip
+        name, n = type(self).__name__, self.n_dims
+        self.kernel_size = as_tuple(kernel_size, n, "kernel_size", name)
+        self.stride = as_tuple(stride, n, "stride", name)
+        self.padding = as_tuple(padding, n, "padding", name, low=0)
+        self.dilation = as_tuple(dilation, n, "dilation", name)
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(
+                f"{name}: in_channels={in_channels} and out_channels={out_channels} must both "
+                f"be divisible by groups={groups}"
+            )
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+
+    def check_input(self, x: Tensor) -> None:
+        """x must be (batch, in_channels, *spatial) with ``n_dims`` spatial axes."""
+        if x.ndim != self.n_dims + 2 or x.shape[1] != self.in_channels:
+            axes = ("length",) if self.n_dims == 1 else ("height", "width")
+            raise ValueError(
+                f"{type(self).__name__}({self.in_channels} -> {self.out_channels}): expected "
+                f"input (batch, {self.in_channels}, {', '.join(axes)}), got shape {x.shape}"
+            )
+
+
+class _ConvNd(ConvLayer):
     """Shared by Conv1d and Conv2d: weights (out, in / groups, *kernel) and bias (out,) start
     as PyTorch's, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in = in / groups * prod(kernel)
     (``initialiser`` replaces it for the weights)."""
-
-    n_dims = 0
 
     @checks.arguments(
         in_channels=checks.positive_int,
@@ -173,18 +215,8 @@ class _ConvNd(Layer):
         bias: bool = True,
         initialiser: Callable | None = None,
     ):
-        name = type(self).__name__
-        n = self.n_dims
-        self.kernel_size = as_tuple(kernel_size, n, "kernel_size", name)
-        self.stride = as_tuple(stride, n, "stride", name)
-        self.padding = as_tuple(padding, n, "padding", name, low=0)
-        self.dilation = as_tuple(dilation, n, "dilation", name)
-        if in_channels % groups or out_channels % groups:
-            raise ValueError(
-                f"{name}: in_channels={in_channels} and out_channels={out_channels} must both "
-                f"be divisible by groups={groups}"
-            )
-        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.set_geometry(in_channels, out_channels, groups, kernel_size, stride, padding,
+                          dilation)  # fmt: skip
         shape = (out_channels, in_channels // groups) + self.kernel_size
         bound = 1 / math.sqrt(in_channels // groups * math.prod(self.kernel_size))
         init = initialiser or (lambda s: init_uniform(s, bound))
@@ -192,12 +224,7 @@ class _ConvNd(Layer):
         self.bias = parameter(init_uniform((out_channels,), bound), "bias") if bias else None
 
     def forward(self, x: Tensor) -> Tensor:
-        if x.ndim != self.n_dims + 2 or x.shape[1] != self.in_channels:
-            axes = ("length",) if self.n_dims == 1 else ("height", "width")
-            raise ValueError(
-                f"{type(self).__name__}({self.in_channels} -> {self.out_channels}): expected "
-                f"input (batch, {self.in_channels}, {', '.join(axes)}), got shape {x.shape}"
-            )
+        self.check_input(x)
         geometry = (self.stride, self.padding, self.dilation, self.groups)
         return conv(x, self.weights, self.bias, *geometry)
 

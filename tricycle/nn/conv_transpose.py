@@ -23,10 +23,9 @@ zero array of the full size.
 import math
 
 from tricycle import checks
-from tricycle.backend import check_same_device
 from tricycle.initialisers import init_uniform
-from tricycle.layers import Layer, parameter, shared_back_fns
-from tricycle.nn.conv import conv_backward, conv_forward
+from tricycle.layers import parameter, shared_back_fns
+from tricycle.nn.conv import ConvLayer, arguments, check_geometry, conv_backward, conv_forward
 from tricycle.nn.windows import as_tuple
 from tricycle.tensor import Tensor
 
@@ -119,13 +118,7 @@ def conv_transpose(
     output_padding must be smaller than the stride or the dilation."""
     n = weights.ndim - 2
     op = f"conv_transpose{n}d"
-    if n < 1 or x.ndim != n + 2:
-        raise ValueError(
-            f"{op}: expected input (batch, channels, *{n} spatial axes) for weights of shape "
-            f"{weights.shape}, got shape {x.shape}"
-        )
-    stride, dilation = as_tuple(stride, n, "stride", op), as_tuple(dilation, n, "dilation", op)
-    padding = as_tuple(padding, n, "padding", op, low=0)
+    stride, padding, dilation = check_geometry(op, x, weights, stride, padding, dilation)
     output_padding = as_tuple(output_padding, n, "output_padding", op, low=0)
     checks.positive_int(op, "groups", groups)
     C_in = weights.shape[0]
@@ -146,11 +139,7 @@ def conv_transpose(
             f"{op}: padding {padding} leaves no output of an input of spatial size "
             f"{x.shape[2:]} (before padding the output has size {full})"
         )
-    C_out = weights.shape[1] * groups
-    if bias is not None and bias.shape != (C_out,):
-        raise ValueError(f"{op}: bias must have shape ({C_out},), got {bias.shape}")
-    args = (x, weights) if bias is None else (x, weights, bias)
-    xp = check_same_device(op, *(a.array for a in args))
+    args, xp = arguments(op, x, weights, bias, weights.shape[1] * groups)
     b = None if bias is None else bias.array
     geometry = (stride, padding, dilation, groups)
     out = conv_transpose_forward(
@@ -165,12 +154,10 @@ def conv_transpose(
     return Tensor(out, args=args, back_fns=shared_back_fns(backward, len(args)), name=op)
 
 
-class _ConvTransposeNd(Layer):
+class _ConvTransposeNd(ConvLayer):
     """Shared by ConvTranspose1d and ConvTranspose2d: weights (in, out / groups, *kernel) and
     bias (out,) start as PyTorch's, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with
     fan_in = out / groups * prod(kernel) (the weights' second axis, as PyTorch counts it)."""
-
-    n_dims = 0
 
     @checks.arguments(
         in_channels=checks.positive_int,
@@ -190,35 +177,22 @@ class _ConvTransposeNd(Layer):
         bias: bool = True,
         dilation=1,
     ):
-        name, n = type(self).__name__, self.n_dims
-        self.kernel_size = as_tuple(kernel_size, n, "kernel_size", name)
-        self.stride = as_tuple(stride, n, "stride", name)
-        self.padding = as_tuple(padding, n, "padding", name, low=0)
-        self.output_padding = as_tuple(output_padding, n, "output_padding", name, low=0)
-        self.dilation = as_tuple(dilation, n, "dilation", name)
-        if in_channels % groups or out_channels % groups:
-            raise ValueError(
-                f"{name}: in_channels={in_channels} and out_channels={out_channels} must both "
-                f"be divisible by groups={groups}"
-            )
+        self.set_geometry(in_channels, out_channels, groups, kernel_size, stride, padding,
+                          dilation)  # fmt: skip
+        name = type(self).__name__
+        self.output_padding = as_tuple(output_padding, self.n_dims, "output_padding", name, low=0)
         if any(o >= max(s, d) for o, s, d in zip(self.output_padding, self.stride, self.dilation)):
             raise ValueError(
                 f"{name}: output_padding {self.output_padding} must be smaller than the stride "
                 f"{self.stride} or the dilation {self.dilation}"
             )
-        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         shape = (in_channels, out_channels // groups) + self.kernel_size
         bound = 1 / math.sqrt(out_channels // groups * math.prod(self.kernel_size))
         self.weights = parameter(init_uniform(shape, bound), "weights")
         self.bias = parameter(init_uniform((out_channels,), bound), "bias") if bias else None
 
     def forward(self, x: Tensor) -> Tensor:
-        if x.ndim != self.n_dims + 2 or x.shape[1] != self.in_channels:
-            axes = ("length",) if self.n_dims == 1 else ("height", "width")
-            raise ValueError(
-                f"{type(self).__name__}({self.in_channels} -> {self.out_channels}): expected "
-                f"input (batch, {self.in_channels}, {', '.join(axes)}), got shape {x.shape}"
-            )
+        self.check_input(x)
         return conv_transpose(
             x,
             self.weights,

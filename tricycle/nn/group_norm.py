@@ -15,9 +15,9 @@ kernels for "group_norm" (a (forward, backward) pair with these functions' signa
 import math
 
 from tricycle import checks, dispatch
-from tricycle.backend import check_same_device
 from tricycle.initialisers import init_ones, init_zeros
 from tricycle.layers import Layer, parameter, shared_back_fns
+from tricycle.nn.batch_norm import affine_arguments, affine_gradients
 from tricycle.tensor import Tensor, check_float
 
 __all__ = ["GroupNorm", "group_norm", "group_norm_backward", "group_norm_forward"]
@@ -83,11 +83,7 @@ def group_norm(
             f"group_norm: {C} channels (input shape {x.shape}) do not split into "
             f"num_groups={num_groups} equal groups"
         )
-    args = tuple(t for t in (x, gamma, beta) if t is not None)
-    for t in args[1:]:
-        if t.shape != (C,):
-            raise ValueError(f"group_norm: gamma and beta must have shape ({C},), got {t.shape}")
-    xp = check_same_device("group_norm", *(a.array for a in args))
+    args, xp = affine_arguments("group_norm", x, gamma, beta)
     x3 = x.array.reshape(N, C, S)
     g, b = (None if t is None else t.array for t in (gamma, beta))
     reference = (group_norm_forward, group_norm_backward)
@@ -96,10 +92,7 @@ def group_norm(
 
     def back(dy):
         dx, dgamma, dbeta = backward(xp, dy.reshape(N, C, S), x3, g, mean, rstd, num_groups)
-        grads = [dx.reshape(x.shape)]
-        grads += [dgamma] if gamma is not None else []
-        grads += [dbeta] if beta is not None else []
-        return grads
+        return affine_gradients(dx.reshape(x.shape), gamma, dgamma, beta, dbeta)
 
     out = y.reshape(x.shape).astype(x.dtype, copy=False)
     return Tensor(out, args=args, back_fns=shared_back_fns(back, len(args)), name="group_norm")

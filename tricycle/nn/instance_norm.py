@@ -12,7 +12,7 @@ broadcast product and sum, whose gradients sum over the examples and positions.
 import math
 
 from tricycle import ops
-from tricycle.nn.batch_norm import _BatchNorm, batch_norm
+from tricycle.nn.batch_norm import _BatchNorm, affine_arguments, batch_norm
 from tricycle.tensor import Tensor
 
 __all__ = ["InstanceNorm1d", "InstanceNorm2d", "instance_norm"]
@@ -47,10 +47,8 @@ def instance_norm(
         y, mean, var = ops.reshape(y, x.shape), mean.reshape(N, C), var.reshape(N, C)
     else:
         y, _, _ = batch_norm(x, eps=eps, mean=mean, var=var)
+    affine_arguments("instance_norm", x, gamma, beta)  # checks gamma's and beta's shapes
     per_channel = (C,) + (1,) * (x.ndim - 2)  # broadcasts over the positions
-    for t in (gamma, beta):
-        if t is not None and t.shape != (C,):
-            raise ValueError(f"instance_norm: gamma and beta must have shape ({C},), got {t.shape}")
     if gamma is not None:
         y = y * ops.reshape(gamma, per_channel)
     if beta is not None:
