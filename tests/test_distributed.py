@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from tests.distributed_worker import CONFIG, tokens, train
+from tricycle.casting import cast
 from tricycle.configs import DebugConfig
 from tricycle.dataset import CausalLMDataset
 from tricycle.loss import CrossEntropy
@@ -55,6 +56,21 @@ def test_hooks_fire_during_backward_as_each_gradient_finishes():
     ((x @ w1) @ w2).sum().backward()
     # w2 is nearer the output: its gradient is final first, while w1's is still to come
     assert events == [("w2", True), ("w1", False)]
+
+
+def test_hooks_fire_as_early_under_mixed_precision():
+    """Each weight's 16-bit cast, computed from the weight alone, is differentiated right
+    after its user, so the weight's hook fires there as in float32, not at the end of
+    backward (where data parallelism would start every bucket at once)."""
+    rng = np.random.default_rng(0)
+    x = Tensor(rng.normal(size=(4, 3)).astype(np.float16), requires_grad=False)
+    w1, w2 = (Tensor(rng.normal(size=shape).astype(np.float32)) for shape in ((3, 5), (5, 2)))
+    events = []
+    w1.register_post_accumulate_grad_hook(lambda t: events.append(("w1", w2.grad is None)))
+    w2.register_post_accumulate_grad_hook(lambda t: events.append(("w2", w1.grad is None)))
+    ((x @ cast(w1, np.float16)) @ cast(w2, np.float16)).sum().backward()
+    assert events == [("w2", True), ("w1", False)]
+    assert w1.grad.dtype == w2.grad.dtype == np.float32
 
 
 def test_hook_on_a_retained_gradient_and_removal():

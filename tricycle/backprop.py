@@ -99,11 +99,13 @@ def topological_order(root) -> list:
     reached both directly and through another input be emitted before that input, so the
     gradient arriving through the other path would be lost.
 
-    An op's leaf inputs (parameters) are expanded after its other inputs, so in the
-    reversed order a leaf comes right after its last user rather than after the whole
-    graph below it: backward finalises its gradient, and runs its hooks, as early as it
-    can (data parallelism overlaps its reduction with the rest of backward). Leaves have
-    no inputs, so this leaves the order of every other tensor, and every sum, unchanged.
+    An op's leaf inputs (parameters), and its inputs computed from leaves alone (a
+    parameter's 16-bit cast under mixed precision, a transposed weight), are expanded after
+    its other inputs, so in the reversed order they come right after their last user rather
+    than after the whole graph below it: backward finalises a parameter's gradient, and runs
+    its hooks, as early as it can (data parallelism overlaps its reduction with the rest of
+    backward). What moves has only leaves below it, so this leaves the order of every other
+    tensor, and every sum, unchanged.
     """
     order, visited = [], set()
     stack = [(root, False)]
@@ -122,11 +124,21 @@ def topological_order(root) -> list:
             below = len(stack)  # leaves go under the other inputs: expanded last
             for arg in args:
                 if arg.requires_grad and id(arg) not in visited:
-                    if arg.args is None:
+                    if _of_leaves(arg):
                         stack.insert(below, (arg, False))
                     else:
                         stack.append((arg, False))
     return order
+
+
+def _of_leaves(node) -> bool:
+    """Whether ``node`` is a leaf or an op whose inputs that require grad are all leaves."""
+    if node.args is None:
+        return True
+    for arg in node.args:  # (a loop, not all(): this runs for every input of every op)
+        if arg.args is not None and arg.requires_grad:
+            return False
+    return True
 
 
 def _trace(node, traces: dict) -> Trace:
