@@ -169,6 +169,8 @@ class ConvLayer(Layer):
 
     def set_geometry(self, in_channels, out_channels, groups, kernel_size, stride, padding,
                      dilation) -> None:  # fmt: skip
+        """The kernel size, stride, padding and dilation as one int per spatial axis, and the
+        channels, which must both split into ``groups`` equal groups."""
         name, n = type(self).__name__, self.n_dims
         self.kernel_size = as_tuple(kernel_size, n, "kernel_size", name)
         self.stride = as_tuple(stride, n, "stride", name)
