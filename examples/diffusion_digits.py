@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 import tricycle  # noqa: E402
 from tricycle.apps.cli import Parser, positive_float, positive_int, seed, unit_interval  # noqa: E402
+from tricycle.apps.precompile import precompile  # noqa: E402
 from tricycle.nn.diffusion import NoiseSchedule, ancestral_sample, ddim_sample, ddpm_loss  # noqa: E402
 from tricycle.nn.unet import UNet  # noqa: E402
 from tricycle.optimisers import AdamW  # noqa: E402
@@ -82,14 +83,11 @@ def load_examples():
 def train_diffusion(args, images):
     """Train the U-Net on ``images`` (N, 1, 8, 8) in [-1, 1]; returns (model, schedule),
     the model holding the EMA of its weights."""
-    make = NoiseSchedule.cosine if args.schedule == "cosine" else NoiseSchedule.linear
-    schedule = make(args.timesteps)
-    model = UNet(in_channels=1, channels=args.channels)
+    model, schedule, optimiser = build(args, args.timesteps)
     if args.device == "gpu":
         model.to_gpu()
     xp = model.parameters()[0].xp
     data = xp.asarray(images)
-    optimiser = AdamW(learning_rate=args.lr, weight_decay=0.0)
     warmup = min(100, args.steps // 10)
     lr = CosineSchedule(args.lr, args.lr / 20, args.steps, warmup_steps=warmup)
     parameters = model.parameters()
@@ -98,11 +96,8 @@ def train_diffusion(args, images):
     start, losses = time.perf_counter(), []
     for step in range(args.steps):
         batch = generator.integers(0, len(images), size=args.batch_size)
-        loss = ddpm_loss(model, schedule, Tensor(data[xp.asarray(batch)], requires_grad=False))
-        loss.backward()
         optimiser.learning_rate = lr(step)
-        optimiser.step()
-        model.update(optimiser)
+        loss = train_step(model, schedule, optimiser, data[xp.asarray(batch)])
         for average, p in zip(ema, parameters):  # average <- d average + (1 - d) weights
             average *= args.ema
             average += (1 - args.ema) * p.array
@@ -114,6 +109,32 @@ def train_diffusion(args, images):
     for p, average in zip(parameters, ema):
         p.array = average
     return model, schedule
+
+
+def build(args, timesteps: int):
+    """The U-Net, its noise schedule of ``timesteps`` steps and its optimiser."""
+    make = NoiseSchedule.cosine if args.schedule == "cosine" else NoiseSchedule.linear
+    model = UNet(in_channels=1, channels=args.channels)
+    return model, make(timesteps), AdamW(learning_rate=args.lr, weight_decay=0.0)
+
+
+def train_step(model, schedule, optimiser, x0) -> Tensor:
+    """One step of the epsilon-prediction loss on the images x0 (N, 1, 8, 8); the loss."""
+    loss = ddpm_loss(model, schedule, Tensor(x0, requires_grad=False))
+    loss.backward()
+    optimiser.step()
+    model.update(optimiser)
+    return loss
+
+
+def small_steps(args, digits_cnn) -> None:
+    """A training step of the U-Net on two images, two images sampled, and the judging CNN's
+    small steps: what ``precompile`` runs to learn the CPU kernels the run calls and their
+    argument types (a schedule of 4 steps: ancestral sampling calls the network at each)."""
+    model, schedule, optimiser = build(args, 4)
+    train_step(model, schedule, optimiser, np.zeros((2, 1, 8, 8), np.float32))
+    sample(argparse.Namespace(**{**vars(args), "samples": 2, "sample_steps": 2}), model, schedule)
+    digits_cnn.small_steps()
 
 
 def sample(args, model, schedule) -> np.ndarray:
@@ -158,12 +179,18 @@ def main(argv=None) -> dict:
     digits_cnn = load_examples()
     start = time.perf_counter()
     tricycle.manual_seed(args.seed)
+    split = digits_cnn.load_digits_split(args.seed)
+    # the CPU kernels, in the background from here (a U-Net on the GPU needs only the CNN's)
+    if args.device == "cpu":
+        precompile(small_steps, args, digits_cnn)
+    else:
+        precompile(digits_cnn.small_steps)
 
     # the judge: the digits CNN trained on real images (on the CPU: it takes seconds)
-    classifier, accuracy = digits_cnn.train(epochs=args.classifier_epochs, seed=args.seed)
+    classifier, accuracy = digits_cnn.train(args.classifier_epochs, seed=args.seed, split=split)
     print(f"digits CNN: test accuracy {accuracy:.3f} on real images", flush=True)
 
-    x_train, x_test, _, _ = digits_cnn.load_digits_split(args.seed)
+    x_train, x_test, _, _ = split
     images = np.concatenate([x_train, x_test]) * 2 - 1  # (1797, 1, 8, 8) in [-1, 1]
     model, schedule = train_diffusion(args, images)
     samples = sample(args, model, schedule)

@@ -166,6 +166,30 @@ def test_digits_compiles_ahead_what_its_run_calls(monkeypatch):
     assert run and run <= ahead, sorted(d.py_func.__name__ for d, _ in run - ahead)
 
 
+def test_diffusion_compiles_ahead_what_its_run_calls(monkeypatch, tmp_path):
+    """As for the others: ``small_steps`` calls the kernels of the run's U-Net training and
+    sampling, and of the judging CNN's training and labels, with the same argument types
+    (recorded here, none run)."""
+    pytest.importorskip("sklearn")
+    pytest.importorskip("matplotlib")
+    cpu_compile = pytest.importorskip("tricycle.backends.cpu.compile")
+    example = pytest.importorskip("examples.diffusion_digits")
+    cnn = example.load_examples()  # the module the example trains its judge with
+    split = cnn.load_digits_split
+
+    def small_split(seed):  # a fifth of the training images: the same calls, 5x fewer
+        x_train, x_test, y_train, y_test = split(seed)
+        return x_train[:256], x_test, y_train[:256], y_test
+
+    monkeypatch.setattr(cnn, "load_digits_split", small_split)
+    monkeypatch.setattr(example, "precompile", lambda *args: None)
+    argv = ["--steps", "2", "--samples", "4", "--sample-steps", "2", "--channels", "8,16",
+            "--batch-size", "4", "--classifier-epochs", "1", "--out", str(tmp_path / "s.png")]  # fmt: skip
+    ahead = _recorded(cpu_compile, lambda: example.small_steps(example.parse_args(argv), cnn))
+    run = _recorded(cpu_compile, lambda: example.main(argv))
+    assert run and run <= ahead, sorted(d.py_func.__name__ for d, _ in run - ahead)
+
+
 def _recorded(cpu_compile, run) -> set:
     """The (kernel, argument types) that ``run()`` calls, none of them run (their outputs are
     zeros): precompile's recording, in this process."""
