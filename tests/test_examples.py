@@ -184,7 +184,8 @@ def test_diffusion_compiles_ahead_what_its_run_calls(monkeypatch, tmp_path):
     monkeypatch.setattr(cnn, "load_digits_split", small_split)
     monkeypatch.setattr(example, "precompile", lambda *args: None)
     argv = ["--steps", "2", "--samples", "4", "--sample-steps", "2", "--channels", "8,16",
-            "--batch-size", "4", "--classifier-epochs", "1", "--out", str(tmp_path / "s.png")]  # fmt: skip
+            "--batch-size", "4", "--classifier-epochs", "1"]  # fmt: skip
+    argv += ["--out", str(tmp_path / "s.png")]
     ahead = _recorded(cpu_compile, lambda: example.small_steps(example.parse_args(argv), cnn))
     run = _recorded(cpu_compile, lambda: example.main(argv))
     assert run and run <= ahead, sorted(d.py_func.__name__ for d, _ in run - ahead)
