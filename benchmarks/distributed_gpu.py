@@ -54,6 +54,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from harness import DATA_PARALLEL_MODELS  # noqa: E402
 
 from tricycle.apps.training import Trainer  # noqa: E402
 from tricycle.backend import cupy, nccl, to_host_array  # noqa: E402
@@ -68,12 +71,7 @@ from tricycle.precision import Precision, bfloat16  # noqa: E402
 from tricycle.random import manual_seed  # noqa: E402
 from tricycle.tensor import Tensor  # noqa: E402
 
-MODELS = {
-    "shakespeare": (dict(embedding_dim=384, n_heads=6, n_layers=6, context_window=256,
-                         vocab_size=65), 64),
-    "gpt2": (dict(embedding_dim=768, n_heads=12, n_layers=12, context_window=1024,
-                  vocab_size=50304), 8),
-}  # fmt: skip
+MODELS = DATA_PARALLEL_MODELS
 
 
 def parse_args(argv=None):

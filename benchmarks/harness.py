@@ -37,6 +37,16 @@ GPT2_GPT = dict(
     batch_size=16, activation_fn="gelu_tanh", grad_clip=1.0,
 )  # fmt: skip
 
+# the data-parallel benchmarks' models, the same for tricycle (distributed_gpu.py) and PyTorch
+# DDP (torch_ddp_gpu.py): (architecture, sequences per GPU); shakespeare is nanoGPT's
+# shakespeare-char, gpt2 GPT-2 124M with nanoGPT's padded vocabulary
+DATA_PARALLEL_MODELS = {
+    "shakespeare": (dict(embedding_dim=384, n_heads=6, n_layers=6, context_window=256,
+                         vocab_size=65), 64),
+    "gpt2": (dict(embedding_dim=768, n_heads=12, n_layers=12, context_window=1024,
+                  vocab_size=50304), 8),
+}  # fmt: skip
+
 
 def torch_or_none():
     """PyTorch if it is installed (it is an optional baseline), else None."""

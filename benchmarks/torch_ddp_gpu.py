@@ -26,16 +26,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from harness import DATA_PARALLEL_MODELS  # noqa: E402
 from torch_gpt import adamw, nano_gpt, nano_gpt_step  # noqa: E402
 
 from tricycle.configs import GPTConfig  # noqa: E402
 
-MODELS = {
-    "shakespeare": (dict(embedding_dim=384, n_heads=6, n_layers=6, context_window=256,
-                         vocab_size=65), 64),
-    "gpt2": (dict(embedding_dim=768, n_heads=12, n_layers=12, context_window=1024,
-                  vocab_size=50304), 8),
-}  # fmt: skip
+MODELS = DATA_PARALLEL_MODELS
 
 
 def main() -> None:
