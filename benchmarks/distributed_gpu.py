@@ -56,7 +56,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from harness import DATA_PARALLEL_MODELS  # noqa: E402
+from harness import DATA_PARALLEL_MODELS as MODELS  # noqa: E402
 
 from tricycle.apps.training import Trainer  # noqa: E402
 from tricycle.backend import cupy, nccl, to_host_array  # noqa: E402
@@ -70,8 +70,6 @@ from tricycle.parallel.zero import ZeroRedundancyOptimiser  # noqa: E402
 from tricycle.precision import Precision, bfloat16  # noqa: E402
 from tricycle.random import manual_seed  # noqa: E402
 from tricycle.tensor import Tensor  # noqa: E402
-
-MODELS = DATA_PARALLEL_MODELS
 
 
 def parse_args(argv=None):

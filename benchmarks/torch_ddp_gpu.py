@@ -26,12 +26,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from harness import DATA_PARALLEL_MODELS  # noqa: E402
+from harness import DATA_PARALLEL_MODELS as MODELS  # noqa: E402
 from torch_gpt import adamw, nano_gpt, nano_gpt_step  # noqa: E402
 
 from tricycle.configs import GPTConfig  # noqa: E402
-
-MODELS = DATA_PARALLEL_MODELS
 
 
 def main() -> None:

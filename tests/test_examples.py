@@ -144,9 +144,8 @@ def test_char_lstm_compiles_ahead_what_its_run_calls(monkeypatch, capsys):
         return text
 
     monkeypatch.setattr(char_lstm, "ShakespeareChar", shorter)
-    ahead = _recorded(cpu_compile, lambda: char_lstm.small_steps(char_lstm.parse_args(argv), 65))
-    run = _recorded(cpu_compile, lambda: char_lstm.main(argv))
-    assert run and run <= ahead, sorted(d.py_func.__name__ for d, _ in run - ahead)
+    _check_ahead(cpu_compile, lambda: char_lstm.small_steps(char_lstm.parse_args(argv), 65),
+                 lambda: char_lstm.main(argv))  # fmt: skip
 
 
 def test_digits_compiles_ahead_what_its_run_calls(monkeypatch):
@@ -154,16 +153,8 @@ def test_digits_compiles_ahead_what_its_run_calls(monkeypatch):
     with the same argument types (recorded here, none run)."""
     pytest.importorskip("sklearn")
     cpu_compile = pytest.importorskip("tricycle.backends.cpu.compile")
-    split = digits_cnn.load_digits_split
-
-    def small_split(seed):  # a fifth of the training images: the same calls, 5x fewer
-        x_train, x_test, y_train, y_test = split(seed)
-        return x_train[:256], x_test, y_train[:256], y_test
-
-    monkeypatch.setattr(digits_cnn, "load_digits_split", small_split)
-    ahead = _recorded(cpu_compile, digits_cnn.small_steps)
-    run = _recorded(cpu_compile, lambda: digits_cnn.train(epochs=1))
-    assert run and run <= ahead, sorted(d.py_func.__name__ for d, _ in run - ahead)
+    _fewer_digits(monkeypatch, digits_cnn)
+    _check_ahead(cpu_compile, digits_cnn.small_steps, lambda: digits_cnn.train(epochs=1))
 
 
 def test_diffusion_compiles_ahead_what_its_run_calls(monkeypatch, tmp_path):
@@ -175,19 +166,30 @@ def test_diffusion_compiles_ahead_what_its_run_calls(monkeypatch, tmp_path):
     cpu_compile = pytest.importorskip("tricycle.backends.cpu.compile")
     example = pytest.importorskip("examples.diffusion_digits")
     cnn = example.load_examples()  # the module the example trains its judge with
-    split = cnn.load_digits_split
-
-    def small_split(seed):  # a fifth of the training images: the same calls, 5x fewer
-        x_train, x_test, y_train, y_test = split(seed)
-        return x_train[:256], x_test, y_train[:256], y_test
-
-    monkeypatch.setattr(cnn, "load_digits_split", small_split)
+    _fewer_digits(monkeypatch, cnn)
     monkeypatch.setattr(example, "precompile", lambda *args: None)
     argv = ["--steps", "2", "--samples", "4", "--sample-steps", "2", "--channels", "8,16",
             "--batch-size", "4", "--classifier-epochs", "1"]  # fmt: skip
     argv += ["--out", str(tmp_path / "s.png")]
-    ahead = _recorded(cpu_compile, lambda: example.small_steps(example.parse_args(argv), cnn))
-    run = _recorded(cpu_compile, lambda: example.main(argv))
+    _check_ahead(cpu_compile, lambda: example.small_steps(example.parse_args(argv), cnn),
+                 lambda: example.main(argv))  # fmt: skip
+
+
+def _fewer_digits(monkeypatch, module) -> None:
+    """``module.load_digits_split`` with a fifth of the training images: the same calls, 5x
+    fewer."""
+    split = module.load_digits_split
+
+    def small_split(seed):
+        x_train, x_test, y_train, y_test = split(seed)
+        return x_train[:256], x_test, y_train[:256], y_test
+
+    monkeypatch.setattr(module, "load_digits_split", small_split)
+
+
+def _check_ahead(cpu_compile, small_steps, run) -> None:
+    """The kernels and argument types that ``run()`` calls are among ``small_steps()``'s."""
+    ahead, run = _recorded(cpu_compile, small_steps), _recorded(cpu_compile, run)
     assert run and run <= ahead, sorted(d.py_func.__name__ for d, _ in run - ahead)
 
 
