@@ -101,6 +101,7 @@ def test_streaming_pickling_and_the_merge_loop(gpt2_style):
     again = pickle.loads(pickle.dumps(ours))
     np.testing.assert_array_equal(again.encode(text), ids)
     ours.save(json_dir / "saved.json")
+    assert (json_dir / "saved.json").read_text(encoding="ascii") == ours.to_json()
     again = PretrainedTokeniser.load(json_dir / "saved.json")
     np.testing.assert_array_equal(again.encode(text), ids)
     assert again.decode(ids) == text

@@ -240,6 +240,15 @@ def test_save_load_round_trip(small_bpe, tmp_path):
     umask = os.umask(0)
     os.umask(umask)
     assert path.stat().st_mode & 0o777 == 0o666 & ~umask  # as open() would make it
+    assert path.read_text(encoding="ascii") == small_bpe.to_json()  # what runs hash
+
+
+def test_to_json_is_the_saved_file_and_loads_back(tmp_path):
+    chars = CharTokeniser().train("héllo, wörld")
+    chars.save(tmp_path / "chars.json")
+    assert (tmp_path / "chars.json").read_text(encoding="ascii") == chars.to_json()
+    assert CharTokeniser.load(tmp_path / "chars.json").chars == chars.chars
+    assert json.loads(chars.to_json())["chars"] == chars.chars
 
 
 def _write_json(path: Path, data) -> Path:

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from tricycle.bpe import GPT2_SPLIT_PATTERN
-from tricycle.tokeniser import BPETokeniser, _check_text, _save_json, _surrogate_error
+from tricycle.tokeniser import BPETokeniser, _check_text, _json_text, _surrogate_error
 
 FORMAT = "tricycle-hf-bpe"  # the JSON file ``save`` writes
 # GPT-2's pattern in the syntax of the ``regex`` package (and of Hugging Face's ByteLevel)
@@ -135,11 +135,11 @@ class PretrainedTokeniser(BPETokeniser):
         vocab = {t: i for t, i in model.get("vocab", {}).items() if t not in special}
         return cls(vocab, merges, pattern, prefix, bool(model.get("ignore_merges")), special)
 
-    def save(self, path) -> None:
-        """Write the tokeniser as one JSON file (format "tricycle-hf-bpe"), atomically: what
-        a run directory records; ``load`` reads it back."""
-        _save_json(path, {"format": FORMAT, "version": 1, **self.__getstate__(),
-                          "merges": [list(m) for m in self.merge_list]})  # fmt: skip
+    def to_json(self) -> str:
+        """The tokeniser as the text of one JSON file (format "tricycle-hf-bpe"): what
+        ``save`` writes and a run directory records; ``load`` reads it back."""
+        return _json_text({"format": FORMAT, "version": 1, **self.__getstate__(),
+                           "merges": [list(m) for m in self.merge_list]})  # fmt: skip
 
     @classmethod
     def load(cls, path, trust_pattern: bool = False) -> "PretrainedTokeniser":

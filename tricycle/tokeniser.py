@@ -52,8 +52,9 @@ from tricycle.tokeniser_io import (
     _bpe_fields,
     _check_ids,
     _check_text,
+    _json_text,
     _load_json,
-    _save_json,
+    _save_text,
     _string_list,
     _surrogate_error,
 )
@@ -214,10 +215,10 @@ class BPETokeniser:
         return self.decode_bytes(ids).decode("utf-8", errors="replace")
 
     # ------------------------------------------------------------------------------ files
-    def save(self, path: str | os.PathLike) -> None:
-        """Write the tokeniser to a JSON file, atomically."""
-        _save_json(
-            path,
+    def to_json(self) -> str:
+        """The tokeniser as the text of its JSON file (what ``save`` writes, and what a run
+        records and hashes)."""
+        return _json_text(
             {
                 "format": "tricycle-bpe",
                 "version": _FORMAT_VERSION,
@@ -225,8 +226,12 @@ class BPETokeniser:
                 "pattern": self.pattern,
                 "special_tokens": self.special_tokens,
                 "merges": [list(pair) for pair in self.merges],
-            },
+            }
         )
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the tokeniser to a JSON file (``to_json``), atomically."""
+        _save_text(path, self.to_json())
 
     @classmethod
     @checks.arguments(trust_pattern=checks.boolean)
@@ -321,11 +326,14 @@ class CharTokeniser:
         """UTF-8 bytes of `decode(ids)`, for `StreamDecoder`."""
         return self.decode(ids).encode("utf-8")
 
+    def to_json(self) -> str:
+        """The tokeniser as the text of its JSON file (what ``save`` writes)."""
+        return _json_text({"format": "tricycle-char", "version": _FORMAT_VERSION,
+                           "chars": self.chars})  # fmt: skip
+
     def save(self, path: str | os.PathLike) -> None:
-        """Write the tokeniser to a JSON file, atomically."""
-        _save_json(
-            path, {"format": "tricycle-char", "version": _FORMAT_VERSION, "chars": self.chars}
-        )
+        """Write the tokeniser to a JSON file (``to_json``), atomically."""
+        _save_text(path, self.to_json())
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "CharTokeniser":

@@ -61,9 +61,14 @@ def _check_ids(ids: Iterable[int] | np.ndarray | int, n_tokens: int, who: str) -
     return ids.tolist()
 
 
-def _save_json(path: str | os.PathLike, data: dict) -> None:
+def _json_text(data: dict) -> str:
+    """A tokeniser file's text: ASCII JSON, the same bytes whatever the locale."""
+    return json.dumps(data, ensure_ascii=True)
+
+
+def _save_text(path: str | os.PathLike, text: str) -> None:
     with atomic_write(path, "w") as f:
-        json.dump(data, f, ensure_ascii=True)
+        f.write(text)
 
 
 def _load_json(path: str | os.PathLike, expected_format: str | None) -> dict:

@@ -17,7 +17,6 @@ Errors are ValueErrors named after the settings of ``tricycle-train`` (``--datas
 
 import dataclasses
 import hashlib
-import tempfile
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -49,7 +48,6 @@ __all__ = [
     "padded_vocab_size",
     "retokenise",
     "sample_prompt",
-    "tokeniser_text",
     "vocab_from_data",
 ]
 
@@ -61,7 +59,7 @@ class RunDataError(ValueError):
 
 @dataclass
 class TrainingData:
-    """What a run trains on: its tokeniser and its file's text (``tokeniser_text``: what the
+    """What a run trains on: its tokeniser and its file's text (``to_json()``: what the
     run records and hashes, serialised once); the splits for ``gpt_trainer`` (token
     ids, or shard loaders; ``valid`` None: no validation); what identifies the data (recorded,
     and compared on --resume); the number of training tokens; and the first line of the
@@ -142,7 +140,7 @@ def load_data(
         raise ValueError(f"--data-order {order}: reading in order needs a directory of token "
                          "shards as --dataset (python -m tricycle_datasets.prepare)")  # fmt: skip
     corpus = load_corpus(dataset, config, settings["max_bytes"], data_dir, vocab_size_given)
-    text = tokeniser_text(corpus.tokeniser)
+    text = corpus.tokeniser.to_json()
     digest = data_sha256(corpus, text)
     valid_text = corpus.tokeniser.decode(corpus.valid_tokens[:200])
     return TrainingData(corpus.tokeniser, text, corpus.train_tokens, corpus.valid_tokens,
@@ -180,7 +178,7 @@ def load_shards(
     first = "valid" if sizes["valid"] > 1 else "train"
     stream = TokenShards(directory, first, batch_size=1, context_window=1)
     text = tokeniser.decode(stream.read(np.array([0]), min(200, stream.n_tokens))[0])
-    return TrainingData(tokeniser, tokeniser_text(tokeniser), train, valid, identity,
+    return TrainingData(tokeniser, tokeniser.to_json(), train, valid, identity,
                         sizes["train"], text.split("\n", 1)[0] + "\n")  # fmt: skip
 
 
@@ -241,15 +239,6 @@ def data_sha256(corpus, tokeniser_file: str) -> str:
     return digest.hexdigest()
 
 
-def tokeniser_text(tokeniser) -> str:
-    """The tokeniser's file contents (what ``tokeniser.save`` writes): the form runs record
-    and compare."""
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "tokeniser.json"
-        tokeniser.save(path)
-        return path.read_text(encoding="utf-8")
-
-
 def check_same_data(identity: dict, recorded: dict, dataset: str) -> None:
     """Refuse data (``identity``: ``TrainingData.identity``) other than those a resumed run
     ``recorded`` (read from --dataset ``dataset``)."""
@@ -280,7 +269,7 @@ def retokenise(data: TrainingData, tokeniser) -> TrainingData:
             "--init-from: a directory of token shards has its own tokeniser; give a text "
             "corpus or file as --dataset"
         )
-    text = tokeniser_text(tokeniser)
+    text = tokeniser.to_json()
     train, valid = (
         tokeniser.encode(data.tokeniser.decode(ids)) for ids in (data.train, data.valid)
     )

@@ -38,7 +38,6 @@ from tricycle.apps.plot import plot_losses
 from tricycle.apps.pretrained import is_model_dir, load_pretrained, load_tokeniser
 from tricycle.configs import GPTConfig
 from tricycle.models import GPT, build_model
-from tricycle_datasets.run_data import tokeniser_text
 
 __all__ = [
     "RunDirectory",
@@ -46,7 +45,6 @@ __all__ = [
     "load_model",
     "read_weights",
     "tokeniser_sha256",
-    "tokeniser_text",
 ]
 
 
@@ -292,7 +290,7 @@ def load_model(
     if source != path:
         own = run.get("tokeniser_sha256")
         own = tokeniser_sha256(recorded) if own is None and isinstance(recorded, str) else own
-        if isinstance(own, str) and own != tokeniser_sha256(tokeniser_text(tokeniser)):
+        if isinstance(own, str) and own != tokeniser_sha256(tokeniser.to_json()):
             raise CheckpointError(
                 f"the tokeniser {size} does not belong to the model {path} (vocab_size "
                 f"{model.config.vocab_size}): the run was trained with another tokeniser"
@@ -369,7 +367,7 @@ def _tokeniser_from_text(text: str, path: Path):
 
 def tokeniser_sha256(text: str) -> str:
     """The identity a run records for its tokeniser: the SHA-256 of its file's text
-    (``tokeniser_text``)."""
+    (the tokeniser's ``to_json()``)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
