@@ -7,8 +7,8 @@
 // adds the rows holding its id into dW[id], lane e taking columns e, e + 32, ... So every row
 // of dW is written by one warp, summed in token order: the same bits on every run (float
 // atomics would add in whatever order they land). The walk reads 32 ids per step, one per
-// lane, and a ballot says which of them hold the id (GPT-2's 16K tokens: a walk of one id per
-// step cost the step 5%).
+// lane, and a ballot says which of them hold the id (a walk of one id per step costs
+// O(tokens x distinct ids) reads: benchmarks/README.md, "The third sitting", has the numbers).
 // dW is float32 (zeroed by the caller) whatever the type of dout: it is a master-weight gradient.
 // An id outside [0, vocab) adds nothing: the range check that reports it may be deferred
 // (deferred.py), so the kernels may see one, and must never write outside dW.
