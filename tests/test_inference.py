@@ -278,20 +278,25 @@ def wait_for(condition, process: subprocess.Popen, timeout: float = 60.0) -> Non
         time.sleep(0.01)
 
 
-def test_ctrl_c_saves_a_checkpoint_and_says_how_to_resume(trained):
-    """Before the first evaluation (no checkpoint yet), Ctrl-C stops at the end of the step
-    with a checkpoint, says where it is and how to resume, and prints no traceback."""
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_saves_a_checkpoint_and_says_how_to_resume(trained, signum):
+    """Before the first evaluation (no checkpoint yet), Ctrl-C, or the SIGTERM of ``kill``
+    or a scheduler, stops at the end of the step with a checkpoint, says where it is and how
+    to resume, and prints no traceback."""
     tmp_path, _ = trained
-    out = tmp_path / "stopped"
-    process = start_training(tmp_path, "--steps", "5000", "--out-dir", "stopped")
+    name = f"stopped-{signum.name}"
+    out = tmp_path / name
+    process = start_training(tmp_path, "--steps", "5000", "--out-dir", name)
     wait_for(lambda: metrics_lines(out / "metrics.jsonl") >= 3, process)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(signum)
     _, err = process.communicate(timeout=60)
     assert process.returncode == 130, err
-    assert "Traceback" not in err and "--out-dir stopped --resume --dataset code.txt" in err
+    assert "Traceback" not in err and f"--out-dir {name} --resume --dataset code.txt" in err
+    whence = "" if signum == signal.SIGINT else " (SIGTERM)"
+    assert f"interrupted{whence}: stopping after this step, with a checkpoint" in err
     step = load_state(out / "checkpoint.npz")["step"]
     assert step >= 3 and step == metrics_lines(out / "metrics.jsonl")
-    resume = ("--out-dir", "stopped", "--resume", "--dataset", "code.txt", "--steps", step + 2)
+    resume = ("--out-dir", name, "--resume", "--dataset", "code.txt", "--steps", step + 2)
     resumed = run_script("train_smol_gpt.py", *resume, "--no-progress", tmp_path=tmp_path)
     assert f"steps {step}..{step + 2}" in resumed.stderr
 

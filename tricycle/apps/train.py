@@ -63,9 +63,10 @@ also be written with ``_`` for ``-``:
 Every GPTConfig field has a flag (--arch llama, --n-kv-heads, --rope-theta and
 --ffn-multiple-of for the Llama-style model); an unknown name is a usage error.
 
-A resumed run replays exactly on the CPU. Ctrl-C stops after the current step with a
-checkpoint; a NaN or infinite loss stops with an error naming the step, keeping the last
-checkpoint, and no checkpoint holding a non-finite value is ever written.
+A resumed run replays exactly on the CPU. Ctrl-C (or SIGTERM: ``kill``, a scheduler's
+preemption) stops after the current step with a checkpoint; a NaN or infinite loss stops
+with an error naming the step, keeping the last checkpoint, and no checkpoint holding a
+non-finite value is ever written.
 
 Data parallelism: ``mpiexec -n N tricycle-train ...`` (or ``python train_smol_gpt.py``) trains
 on N processes (one GPU each with --device gpu, through NCCL), each on batch_size / N of every

@@ -364,8 +364,8 @@ class Trainer:
         the training waited for it (``checkpoint_s``: its snapshot; the files are written in
         the background while the steps go on, ``Trainer.checkpoint``). ``max_seconds`` (training
         time, earlier sessions included) and ``stop_after`` (steps in this call) stop early
-        with a checkpoint. Ctrl-C (in the main thread) stops at the end of the current step
-        with a checkpoint; a second Ctrl-C stops at once. The summary
+        with a checkpoint. Ctrl-C or SIGTERM (in the main thread) stops at the end of the
+        current step with a checkpoint; a second signal stops at once. The summary
         says which way it ended. Every rank of the world runs ``fit``; rank 0 alone writes the
         metrics and speaks.
 
