@@ -522,3 +522,18 @@ def test_a_cuda_graph_trainer_takes_several_processes():
     trainer = training.Trainer(model, AdamW(), iter([]), data_parallel=Parallel(),
                                cuda_graph=True)  # fmt: skip
     assert trainer.cuda_graph and trainer._captured is None  # captured at its first steps
+
+
+def test_the_cli_says_a_warning_in_one_line(tmp_path, monkeypatch, capsys):
+    """A library warning (a text too short for the BPE merges asked for) reaches the user as
+    one line naming the program, not as Python's file:line and source line."""
+    monkeypatch.setenv("TRICYCLE_CACHE_DIR", str(tmp_path / "cache"))  # a tokeniser learnt now
+    text = tmp_path / "tiny.txt"
+    text.write_text("abcdefghij")
+    argv = ["--config", "debug", "--dataset", str(text), "--out-dir", str(tmp_path / "run"),
+            "--no-progress"]  # fmt: skip
+    with pytest.raises(SystemExit, match="too few for a context window"):
+        train_cli.main(argv)
+    err = capsys.readouterr().err
+    assert "tricycle-train: warning: BPETokeniser.train: the text has only enough pairs" in err
+    assert "UserWarning" not in err and ".py:" not in err

@@ -597,6 +597,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+@cli.warnings_in_one_line("prepare")
 def main(argv=None) -> dict:
     args = parse_args(argv)
     extensions = tuple(e if e.startswith(".") else f".{e}" for e in args.extensions.split(","))

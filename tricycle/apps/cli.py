@@ -12,6 +12,9 @@ reads settings from JSON.
 import argparse
 import json
 import math
+import sys
+import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -22,6 +25,20 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (--help lists the flags)\n")
+
+
+@contextmanager
+def warnings_in_one_line(program: str):
+    """Within the block, a warning is one line, ``program: warning: message``, instead of
+    Python's two (the library's file and line, then the source line that warned): what the
+    program's user can act on."""
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        print(f"{program}: warning: {message}", file=file or sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
 
 
 def _number(text: str, kind, what: str, ok) -> int | float:

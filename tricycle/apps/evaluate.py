@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from tricycle.apps.checkpoint import CheckpointError
-from tricycle.apps.cli import Parser, add_weights_flag, positive_int
+from tricycle.apps.cli import Parser, add_weights_flag, positive_int, warnings_in_one_line
 from tricycle.apps.runs import load_model
 from tricycle.apps.training import Hook
 from tricycle.backend import cupy_available, to_host_array
@@ -249,6 +249,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+@warnings_in_one_line("evaluate")
 def main(argv=None) -> dict:
     args = parse_args(argv)
     try:

@@ -35,6 +35,7 @@ from tricycle.apps.cli import (
     nonnegative_int,
     positive_int,
     seed,
+    warnings_in_one_line,
 )
 from tricycle.apps.runs import load_model
 from tricycle.backend import cupy_available
@@ -97,6 +98,7 @@ def _readme_tokeniser(model):
     return Shakespeare(model.config.vocab_size).tokeniser
 
 
+@warnings_in_one_line("tricycle-sample")
 def main(argv=None) -> int:
     """The console entry point: sample, and return the exit status."""
     args = parse_args(argv)
