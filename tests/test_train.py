@@ -5,6 +5,10 @@ a torn log, a full disk) and every bad argument gets a usage error."""
 import dataclasses
 import json
 import math
+import os
+import signal
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +23,7 @@ from tricycle.apps import saving, training
 from tricycle.apps import train as train_cli
 from tricycle.apps.checkpoint import load_state, save_state
 from tricycle.apps.files import DirectoryLock
+from tricycle.apps.interrupts import stop_on_interrupt, stopping_signals
 from tricycle.apps.runs import RunDirectory
 from tricycle.configs import DebugConfig, GPTConfig
 from tricycle.dataset import CausalLMDataset
@@ -537,3 +542,25 @@ def test_the_cli_says_a_warning_in_one_line(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "tricycle-train: warning: BPETokeniser.train: the text has only enough pairs" in err
     assert "UserWarning" not in err and ".py:" not in err
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
+                    reason="signal handlers are set in the main thread only")  # fmt: skip
+def test_sigterm_stops_after_the_step_except_under_open_mpis_launcher(monkeypatch):
+    """SIGTERM asks the loop to stop after its step; under Open MPI's mpiexec, which kills
+    the ranks a second or two after passing a Ctrl-C on as SIGTERM, it is left alone (it
+    ends every rank at once, ``distributed.init``), and every handler is put back after."""
+    monkeypatch.delenv("OMPI_COMM_WORLD_SIZE", raising=False)
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    with stop_on_interrupt() as interrupt:
+        os.kill(os.getpid(), signal.SIGTERM)
+        deadline = time.monotonic() + 5
+        while not interrupt.requested and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert interrupt.requested
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "2")
+    assert list(stopping_signals()) == [signal.SIGINT]
+    with stop_on_interrupt():
+        assert signal.getsignal(signal.SIGTERM) == before[0]
+        assert signal.getsignal(signal.SIGINT) != before[1]

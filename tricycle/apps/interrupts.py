@@ -1,6 +1,6 @@
 """Stopping a training run from outside: Ctrl-C (SIGINT) or SIGTERM (what ``kill``,
-``timeout``, ``docker stop``, a batch scheduler's preemption and Open MPI's mpiexec send).
-The first stops after the current step (with a checkpoint), the second at once."""
+``timeout``, ``docker stop`` and a batch scheduler's preemption send). The first stops after
+the current step (with a checkpoint), the second at once."""
 
 import contextlib
 import os
@@ -11,22 +11,35 @@ import threading
 SIGNALS = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
 
 
+def stopping_signals() -> dict:
+    """The signals that stop a run after its step: Ctrl-C, and SIGTERM except under Open
+    MPI's mpiexec. That one passes Ctrl-C on as SIGTERM and sends SIGKILL a second or two
+    later, too soon for a checkpoint: there SIGTERM keeps ending every rank at once, with
+    its message (``distributed.init``), rather than promise a checkpoint it cannot write."""
+    if "OMPI_COMM_WORLD_SIZE" in os.environ:  # set by Open MPI's launcher in each rank
+        return {signal.SIGINT: SIGNALS[signal.SIGINT]}
+    return dict(SIGNALS)
+
+
 class Interrupt:
     requested = False
 
 
 @contextlib.contextmanager
 def stop_on_interrupt():
-    """Within the block, a first SIGINT or SIGTERM only sets ``requested`` (the loop stops
-    at the end of its step, with a checkpoint) and a second raises KeyboardInterrupt at
-    once. Outside the main thread, where signal handlers cannot be set, nothing changes."""
+    """Within the block, a first SIGINT or SIGTERM (``stopping_signals``) only sets
+    ``requested`` (the loop stops at the end of its step, with a checkpoint) and a second
+    raises KeyboardInterrupt at once. Outside the main thread, where signal handlers cannot
+    be set, nothing changes."""
     interrupt = Interrupt()
     if threading.current_thread() is not threading.main_thread():
         yield interrupt
         return
 
+    signals = stopping_signals()
+
     def handler(signum, frame):
-        name = SIGNALS[signum]
+        name = signals[signum]
         if interrupt.requested:
             raise KeyboardInterrupt(*(() if signum == signal.SIGINT else (name,)))
         interrupt.requested = True
@@ -35,7 +48,7 @@ def stop_on_interrupt():
         os.write(2, f"\ninterrupted{whence}: stopping after this step, with a checkpoint "
                     "(Ctrl-C again to stop at once, without one)\n".encode())  # fmt: skip
 
-    previous = {signum: signal.signal(signum, handler) for signum in SIGNALS}
+    previous = {signum: signal.signal(signum, handler) for signum in signals}
     try:
         yield interrupt
     finally:
