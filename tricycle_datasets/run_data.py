@@ -48,6 +48,7 @@ __all__ = [
     "padded_vocab_size",
     "retokenise",
     "sample_prompt",
+    "tokeniser_text",
     "vocab_from_data",
 ]
 
@@ -237,6 +238,12 @@ def data_sha256(corpus, tokeniser_file: str) -> str:
     for tokens in (corpus.train_tokens, corpus.valid_tokens):
         digest.update(np.ascontiguousarray(tokens, dtype=np.int64).tobytes())
     return digest.hexdigest()
+
+
+def tokeniser_text(tokeniser) -> str:
+    """The tokeniser's file text, the form runs record and compare: ``tokeniser.to_json()``
+    (a name kept for the programs that import it)."""
+    return tokeniser.to_json()
 
 
 def check_same_data(identity: dict, recorded: dict, dataset: str) -> None:

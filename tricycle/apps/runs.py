@@ -38,6 +38,7 @@ from tricycle.apps.plot import plot_losses
 from tricycle.apps.pretrained import is_model_dir, load_pretrained, load_tokeniser
 from tricycle.configs import GPTConfig
 from tricycle.models import GPT, build_model
+from tricycle_datasets.run_data import tokeniser_text
 
 __all__ = [
     "RunDirectory",
@@ -45,6 +46,7 @@ __all__ = [
     "load_model",
     "read_weights",
     "tokeniser_sha256",
+    "tokeniser_text",
 ]
 
 
