@@ -375,3 +375,37 @@ def test_split_batches_gives_each_rank_its_rows_as_the_training_script():
     odd = DataLoader(pairs(6), 3, world_size=2, split_batches=True)
     with pytest.raises(ValueError, match="a batch of 3 rows does not split evenly over 2"):
         next(iter(odd))
+
+
+@pytest.mark.skipif("fork" not in __import__("multiprocessing").get_all_start_methods(),
+                    reason="a forked worker inherits its parent's signal handlers")  # fmt: skip
+def test_a_busy_worker_ends_when_terminated_whatever_sigterm_handler_it_inherited():
+    """``close`` terminates a worker still inside a batch (SIGTERM). A forked worker inherits
+    the main process's handlers (a training loop's stop-after-this-step, data
+    parallelism's interrupt), which would keep it running: it must end all the same."""
+    import multiprocessing
+    import threading
+
+    from tricycle.apps.workers import STOP_SECONDS, WorkerPool
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signal handlers are set in the main thread only")
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)  # does not end
+    try:
+        pool = WorkerPool(lambda worker_id: lambda k, indices: time.sleep(60), 1, 1,
+                          multiprocessing.get_context("fork"), seed=0)  # fmt: skip
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    workers = list(pool.workers)
+    try:
+        pool.tasks[0].put((0, [0]))
+        time.sleep(0.5)  # the worker is inside its batch
+        start = time.monotonic()
+        pool.close()
+        assert time.monotonic() - start < 2 * STOP_SECONDS + 1
+        assert not any(worker.is_alive() for worker in workers)
+    finally:
+        for worker in workers:
+            if worker.is_alive():
+                worker.kill()
+                worker.join()

@@ -41,6 +41,10 @@ def _work(worker_id: int, make_fetch, tasks, results, seed: int, parent: int) ->
     """A worker's loop: fetch the batches asked for until told to stop (None), or until
     the main process is gone."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
+    # terminate() is SIGTERM: a forked worker must not keep a handler it inherited (a
+    # training loop's stop-after-this-step, data parallelism's interrupt), which would
+    # leave it running
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     np.random.seed(seed % 2**32)  # forked workers would otherwise draw the same numbers
     fetch = make_fetch(worker_id)
     while True:
