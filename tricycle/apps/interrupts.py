@@ -7,18 +7,15 @@ import os
 import signal
 import threading
 
-# the signals that stop a run, and how its messages name them
-SIGNALS = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
 
-
-def stopping_signals() -> dict:
+def stopping_signals() -> tuple:
     """The signals that stop a run after its step: Ctrl-C, and SIGTERM except under Open
     MPI's mpiexec. That one passes Ctrl-C on as SIGTERM and sends SIGKILL a second or two
     later, too soon for a checkpoint: there SIGTERM keeps ending every rank at once, with
     its message (``distributed.init``), rather than promise a checkpoint it cannot write."""
     if "OMPI_COMM_WORLD_SIZE" in os.environ:  # set by Open MPI's launcher in each rank
-        return {signal.SIGINT: SIGNALS[signal.SIGINT]}
-    return dict(SIGNALS)
+        return (signal.SIGINT,)
+    return (signal.SIGINT, signal.SIGTERM)
 
 
 class Interrupt:
@@ -36,19 +33,18 @@ def stop_on_interrupt():
         yield interrupt
         return
 
-    signals = stopping_signals()
-
     def handler(signum, frame):
-        name = signals[signum]
+        # Ctrl-C goes unnamed, as it always did; another signal is named ("SIGTERM")
+        named = () if signum == signal.SIGINT else (signal.Signals(signum).name,)
         if interrupt.requested:
-            raise KeyboardInterrupt(*(() if signum == signal.SIGINT else (name,)))
+            raise KeyboardInterrupt(*named)
         interrupt.requested = True
-        whence = "" if signum == signal.SIGINT else f" ({name})"
+        whence = "".join(f" ({name})" for name in named)
         # os.write, not print: the handler may run while the loop is inside a print to stderr
         os.write(2, f"\ninterrupted{whence}: stopping after this step, with a checkpoint "
                     "(Ctrl-C again to stop at once, without one)\n".encode())  # fmt: skip
 
-    previous = {signum: signal.signal(signum, handler) for signum in signals}
+    previous = {signum: signal.signal(signum, handler) for signum in stopping_signals()}
     try:
         yield interrupt
     finally:
