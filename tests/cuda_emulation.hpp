@@ -1,7 +1,7 @@
-// A host emulation of the CUDA subset that the TF32 attention kernels use, so that their
-// index arithmetic, fragment layouts and cp.async staging can be checked on a machine without
-// a GPU (tests/test_kernels_emulated.py compiles tricycle/backends/cuda/attention_mma.cu with g++
-// after this header).
+// A host emulation of the CUDA subset that the tensor-core attention kernels use, so that
+// their index arithmetic, fragment layouts and cp.async staging can be checked on a machine
+// without a GPU (tests/test_kernels_emulated.py compiles tricycle/backends/cuda/attention_mma.cu
+// with g++ after this header).
 //
 // Every CUDA thread is a lane, a coroutine with a stack of its own (ucontext): a block's
 // lanes take turns on one host thread, each running until it waits at a barrier (a thread of
@@ -10,11 +10,13 @@
 // another stores with no barrier between them, the read comes first in some turns. Blocks
 // run one after another; __syncthreads is a barrier of the block and warp collectives
 // (shuffles, mma) exchange values through per-warp slots between two barriers of the warp.
-// Inline PTX is compiled out (``asm`` expands to nothing), and the PTX wrappers the TF32
-// kernels call are defined here instead, from the PTX ISA: cvt.rna.tf32.f32, mma.m16n8k8
-// with TF32 operands (its fragment layouts), and cp.async, whose copies land either at issue
-// or as late as their wait allows (EAGER), so that a read before the wait or a tile refilled
-// while another warp reads it shows up. Shared memory starts as NaN bytes before each block.
+// Inline PTX is compiled out (``asm`` expands to nothing), and the PTX wrappers the kernels
+// call are defined here instead, from the PTX ISA: cvt.rna.tf32.f32 and cvt.rn.bf16x2.f32 /
+// cvt.rn.f16x2.f32, mma.m16n8k8 with TF32 operands and mma.m16n8k16 with 16-bit ones (their
+// fragment layouts), ldmatrix.x4 (with .trans), ld.shared, and cp.async, whose copies land
+// either at issue or as late as their wait allows (EAGER), so that a read before the wait or a
+// tile refilled while another warp reads it shows up. Shared memory starts as NaN bytes
+// before each block.
 #include <sys/mman.h>
 #include <ucontext.h>
 
@@ -23,7 +25,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #include <vector>
+
+struct bf16_t;  // common.cuh's 16-bit storage types, defined after this header
+struct half_t;
 
 using std::max;
 using std::min;
@@ -173,38 +179,114 @@ inline void copies_wait_one() {  // cp.async.wait_group 1
     }
 }
 
+// ld.shared.b32
+inline unsigned int shared_load(unsigned int address) {
+    if (address % 4) fail("ld.shared address not 4-byte aligned");
+    unsigned int v;
+    memcpy(&v, (const char*)mma_smem + address, 4);
+    return v;
+}
+
 // cvt.rna.tf32.f32: round to nearest (ties away from zero) to 10 mantissa bits
 inline unsigned int tf32(float f) { return (__float_as_uint(f) + 0x1000u) & 0xffffe000u; }
 
-// mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32, lane = 4 g + t:
-// A a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4); B b0 (k t, n g), b1 (k t+4, n g);
-// C c0 c1 (g, 2t..2t+1), c2 c3 (g+8, 2t..2t+1)
-inline void mma_tf32(float (&c)[4], const unsigned int (&a)[4], unsigned int b0, unsigned int b1) {
+// a 16-bit storage type's bits as a float, and a float rounded to them (to nearest, ties even)
+template <typename T>
+float bits16_to_float(unsigned int bits) {
+    if constexpr (std::is_same_v<T, bf16_t>) return __uint_as_float(bits << 16);
+    _Float16 h;
+    const uint16_t b = bits;
+    memcpy(&h, &b, 2);
+    return (float)h;
+}
+template <typename T>
+unsigned int float_to_bits16(float f) {
+    if constexpr (std::is_same_v<T, bf16_t>) {
+        const unsigned int u = __float_as_uint(f);
+        if (std::isnan(f)) return (u >> 16) | 0x40u;
+        return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    }
+    const _Float16 h = (_Float16)f;
+    uint16_t b;
+    memcpy(&b, &h, 2);
+    return b;
+}
+// cvt.rn.bf16x2.f32 / cvt.rn.f16x2.f32: lo in the lower half
+template <typename T>
+unsigned int pack2(float lo, float hi, T) {
+    return float_to_bits16<T>(lo) | float_to_bits16<T>(hi) << 16;
+}
+
+// ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16: lanes 8j .. 8j + 7 give the row addresses
+// of matrix j; lane 4 g + t receives row g, columns 2t and 2t + 1 of each (.trans: column g,
+// rows 2t and 2t + 1), the lower index in the lower half
+inline void ldmatrix(unsigned int (&r)[4], unsigned int address, bool trans) {
+    const int w = warp_id(), l = lane_id(), g = l >> 2, t = l & 3;
+    if (address % 16) fail("ldmatrix row address not 16-byte aligned");
+    warp_slots[w][l][0] = address;
+    warp_sync();
+    const char* smem = (const char*)mma_smem;
+    for (int j = 0; j < 4; ++j) {
+        if (!trans) {
+            memcpy(&r[j], smem + warp_slots[w][8 * j + g][0] + 4 * t, 4);
+        } else {
+            uint16_t lo, hi;
+            memcpy(&lo, smem + warp_slots[w][8 * j + 2 * t][0] + 2 * g, 2);
+            memcpy(&hi, smem + warp_slots[w][8 * j + 2 * t + 1][0] + 2 * g, 2);
+            r[j] = lo | (unsigned int)hi << 16;
+        }
+    }
+    warp_sync();
+}
+inline void ldmatrix_x4(unsigned int (&r)[4], unsigned int address) { ldmatrix(r, address, false); }
+inline void ldmatrix_x4_trans(unsigned int (&r)[4], unsigned int address) { ldmatrix(r, address, true); }
+
+// mma.sync.aligned: c += a b, the storage type picks the instruction, lane = 4 g + t.
+// m16n8k8 with TF32 operands (float):
+//   A a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4); B b0 (k t, n g), b1 (k t+4, n g)
+// m16n8k16 with 16-bit operands, two to a register (lower index in the lower half):
+//   A a0 (g, 2t..2t+1), a1 (g+8, 2t..), a2 (g, 2t+8..), a3 (g+8, 2t+8..);
+//   B b0 (k 2t..2t+1, n g), b1 (k 2t+8.., n g)
+// C c0 c1 (g, 2t..2t+1), c2 c3 (g+8, 2t..2t+1) for both
+template <typename T>
+void mma(float (&c)[4], const unsigned int (&a)[4], unsigned int b0, unsigned int b1, T) {
+    constexpr bool TF32 = std::is_same_v<T, float>;
+    constexpr int K = TF32 ? 8 : 16;
     const int w = warp_id(), l = lane_id();
     uint64_t* mine = warp_slots[w][l];
     const unsigned int operands[6] = {a[0], a[1], a[2], a[3], b0, b1};
     for (int i = 0; i < 6; ++i) {
-        if (operands[i] & 0x1fffu) fail("mma operand not rounded to TF32 (cvt.rna missing)");
+        if (TF32 && (operands[i] & 0x1fffu)) fail("mma operand not rounded to TF32 (cvt.rna missing)");
         mine[i] = operands[i];
     }
     warp_sync();
-    float A[16][8], B[8][8];
+    float A[16][16], B[16][8];
     for (int lane = 0; lane < 32; ++lane) {
         const int g = lane >> 2, t = lane & 3;
         const uint64_t* r = warp_slots[w][lane];
-        A[g][t] = __uint_as_float(r[0]);
-        A[g + 8][t] = __uint_as_float(r[1]);
-        A[g][t + 4] = __uint_as_float(r[2]);
-        A[g + 8][t + 4] = __uint_as_float(r[3]);
-        B[t][g] = __uint_as_float(r[4]);
-        B[t + 4][g] = __uint_as_float(r[5]);
+        if constexpr (TF32) {
+            A[g][t] = __uint_as_float(r[0]);
+            A[g + 8][t] = __uint_as_float(r[1]);
+            A[g][t + 4] = __uint_as_float(r[2]);
+            A[g + 8][t + 4] = __uint_as_float(r[3]);
+            B[t][g] = __uint_as_float(r[4]);
+            B[t + 4][g] = __uint_as_float(r[5]);
+        } else {
+            const int rows[4] = {g, g + 8, g, g + 8}, cols[4] = {2 * t, 2 * t, 2 * t + 8, 2 * t + 8};
+            for (int i = 0; i < 4; ++i)
+                for (int h = 0; h < 2; ++h)
+                    A[rows[i]][cols[i] + h] = bits16_to_float<T>((unsigned int)(r[i] >> (16 * h)) & 0xffffu);
+            for (int i = 0; i < 2; ++i)
+                for (int h = 0; h < 2; ++h)
+                    B[2 * t + 8 * i + h][g] = bits16_to_float<T>((unsigned int)(r[4 + i] >> (16 * h)) & 0xffffu);
+        }
     }
     warp_sync();
     const int g = l >> 2, t = l & 3;
     for (int i = 0; i < 4; ++i) {
         const int row = i < 2 ? g : g + 8, col = 2 * t + (i & 1);
         double sum = 0;
-        for (int k = 0; k < 8; ++k) sum += (double)A[row][k] * B[k][col];
+        for (int k = 0; k < K; ++k) sum += (double)A[row][k] * B[k][col];
         c[i] += (float)sum;
     }
 }

@@ -73,21 +73,17 @@ def uses_tensor_cores(dtype, head_dim: int, tf32: bool | None = None) -> bool:
     return dtype == np.float32 and (tf32_enabled() if tf32 is None else tf32)
 
 
-# (rows a warp owns in 16-row m-tiles, rows of each streamed tile) per tensor-core kernel and
-# head dim: the largest that fit in 255 registers without spilling. More m-tiles per warp reuse
-# each fragment read from shared memory in more mma instructions.
+# rows of each streamed tile (keys; queries in the dK/dV kernel) per tensor-core kernel and head
+# dim. 16-bit: the largest that fit in 255 registers without spilling; TF32 (float32 tiles): the
+# largest that keep two blocks of 128 threads on an SM (shared memory)
 TILES = {
-    ("forward", 64): (1, 64),
-    ("forward", 128): (1, 64),
-    ("backward_dq", 64): (1, 64),
-    ("backward_dq", 128): (1, 32),
-    ("backward_dkv", 64): (1, 64),  # fixed in attention_mma.cu (DkvTile)
-    ("backward_dkv", 128): (1, 32),
+    ("forward", 64): 64,
+    ("forward", 128): 64,
+    ("backward_dq", 64): 64,
+    ("backward_dq", 128): 32,
+    ("backward_dkv", 64): 64,
+    ("backward_dkv", 128): 32,
 }
-
-
-# rows of each streamed tile (BC or BQ) of the TF32 kernels (float32 tiles, 64 own rows per
-# block): the largest that keep two blocks of 128 threads on an SM (shared memory)
 TF32_TILES = {
     ("forward", 64): 64,
     ("forward", 128): 32,
@@ -96,48 +92,36 @@ TF32_TILES = {
     ("backward_dkv", 64): 64,
     ("backward_dkv", 128): 16,
 }
+MMA_ROWS = 64  # the rows a block owns: 16 per warp
 
 
-def _mma_shared_bytes(kernel: str, D: int) -> int:
-    """Dynamic shared memory of a tensor-core kernel: tiles of 16-bit rows padded to D + 8.
-    Each kernel holds its own 64 * MT rows (Q in the forward; Q and dO in the dQ kernel; K
-    and V in the dK/dV kernel) and two stages of each streamed tile of BC rows (K and V; Q and
-    dO)."""
-    m_tiles, streamed = TILES[(kernel, D)]
+def _mma_shared_bytes(kernel: str, D: int, itemsize: int) -> int:
+    """Dynamic shared memory of a tensor-core kernel: rows of D elements padded by 16 bytes;
+    each kernel holds its own 64 rows (Q in the forward; Q and dO in the dQ kernel; K and V in
+    the dK/dV kernel) and two stages of each of two streamed tiles (K and V; Q and dO)."""
+    streamed = (TF32_TILES if itemsize == 4 else TILES)[(kernel, D)]
     own = 1 if kernel == "forward" else 2
-    return 2 * (D + 8) * (own * 64 * m_tiles + 4 * streamed)
-
-
-def _tf32_shared_bytes(kernel: str, D: int) -> int:
-    """Dynamic shared memory of a TF32 kernel: float32 rows padded to D + 4, 64 own rows per
-    block (two tiles in the backwards) and two stages of two streamed tiles."""
-    own = 1 if kernel == "forward" else 2
-    return 4 * (D + 4) * (own * 64 + 4 * TF32_TILES[(kernel, D)])
+    return itemsize * (D + 16 // itemsize) * (own * MMA_ROWS + 4 * streamed)
 
 
 _raised: set = set()  # (kernel, template arguments, device) with the shared-memory limit raised
 
 
 def _mma_kernel(name: str, dtype_ctype: str, D: int):
-    """(kernel, dynamic shared bytes, rows per block) of the tensor-core kernel ``name``, with
-    its dynamic shared-memory limit raised past the default 48 KB once per device."""
+    """(kernel, dynamic shared bytes) of the tensor-core kernel ``name`` for this storage type
+    ("float": TF32), with its dynamic shared-memory limit raised past the default 48 KB once
+    per device."""
     cp = backend.cupy()
-    if dtype_ctype == "float":  # TF32
-        m_tiles, args = 1, (str(D), str(TF32_TILES[(name, D)]))
-        kernel = compiled("attention_mma.cu", f"attention_tf32_{name}_kernel", *args)
-        shared = _tf32_shared_bytes(name, D)
-    else:
-        m_tiles, streamed = TILES[(name, D)]
-        args = (dtype_ctype, str(D))
-        if name != "backward_dkv":
-            args += (str(m_tiles), str(streamed))
-        kernel = compiled("attention_mma.cu", f"attention_mma_{name}_kernel", *args)
-        shared = _mma_shared_bytes(name, D)
+    itemsize = 4 if dtype_ctype == "float" else 2
+    streamed = (TF32_TILES if itemsize == 4 else TILES)[(name, D)]
+    args = (dtype_ctype, str(D), str(streamed))
+    kernel = compiled("attention_mma.cu", f"attention_mma_{name}_kernel", *args)
+    shared = _mma_shared_bytes(name, D, itemsize)
     key = (name, args, cp.cuda.runtime.getDevice())
     if key not in _raised:
         kernel.max_dynamic_shared_size_bytes = shared
         _raised.add(key)
-    return kernel, shared, 64 * m_tiles
+    return kernel, shared
 
 
 def attention_forward(xp, qkv, n_heads: int, dropout_prob: float = 0.0, seed: int = 0,
@@ -161,8 +145,8 @@ def attention_forward(xp, qkv, n_heads: int, dropout_prob: float = 0.0, seed: in
     dropout = _dropout_args(dropout_prob, seed)
     args = (qkv, out, lse, np.int32(T), np.int32(n_heads), np.float32(_LOG2E / math.sqrt(D)))
     if B and T and tensor_cores:
-        kernel, shared, rows = _mma_kernel("forward", ctype(qkv), D)
-        kernel((-(-T // rows), B * n_heads), (128,), args + dropout, shared_mem=shared)
+        kernel, shared = _mma_kernel("forward", ctype(qkv), D)
+        kernel((-(-T // MMA_ROWS), B * n_heads), (128,), args + dropout, shared_mem=shared)
     elif B and T:
         rows_per_block = 128 // (D // 32)
         kernel = compiled("attention.cu", "attention_forward_kernel", ctype(qkv), str(D))
@@ -186,10 +170,11 @@ def attention_backward(xp, dout, saved):
     dq_args = (qkv, out, dout, lse, delta, dqkv) + dims  # the dQ kernel also writes delta
     dkv_args = (qkv, dout, lse, delta, dqkv) + dims
     if tensor_cores:
-        dq, shared, rows = _mma_kernel("backward_dq", ctype(qkv), D)
-        dq((-(-T // rows), B * n_heads), (128,), dq_args, shared_mem=shared)
-        dkv, shared, rows = _mma_kernel("backward_dkv", ctype(qkv), D)
-        dkv((-(-T // rows), B * n_heads), (128,), dkv_args, shared_mem=shared)
+        grid = (-(-T // MMA_ROWS), B * n_heads)
+        dq, shared = _mma_kernel("backward_dq", ctype(qkv), D)
+        dq(grid, (128,), dq_args, shared_mem=shared)
+        dkv, shared = _mma_kernel("backward_dkv", ctype(qkv), D)
+        dkv(grid, (128,), dkv_args, shared_mem=shared)
         return dqkv
     grid = (-(-T // (128 // (D // 32))), B * n_heads)
     dq = compiled("attention.cu", "attention_backward_dq_kernel", ctype(qkv), str(D))
@@ -201,24 +186,16 @@ def attention_backward(xp, dout, saved):
 
 def instantiations() -> list[tuple[str, str, tuple[str, ...]]]:
     """(file, kernel, template args) of every kernel this module may launch."""
-    return (
-        [
-            ("attention.cu", f"attention_{name}_kernel", (t, str(d)))
-            for t in CTYPES.values()
-            for d in HEAD_DIMS
-            for name in ("forward", "backward_dq", "backward_dkv")
-        ]
-        + [
-            ("attention_mma.cu", f"attention_mma_{name}_kernel", (t, str(d)) + tiles)
-            for t in ("half_t", "bf16_t")
-            for (name, d), (m_tiles, streamed) in TILES.items()
-            for tiles in [() if name == "backward_dkv" else (str(m_tiles), str(streamed))]
-        ]
-        + [
-            ("attention_mma.cu", f"attention_tf32_{name}_kernel", (str(d), str(streamed)))
-            for (name, d), streamed in TF32_TILES.items()
-        ]
-    )
+    return [
+        ("attention.cu", f"attention_{name}_kernel", (t, str(d)))
+        for t in CTYPES.values()
+        for d in HEAD_DIMS
+        for name in ("forward", "backward_dq", "backward_dkv")
+    ] + [
+        ("attention_mma.cu", f"attention_mma_{name}_kernel", (t, str(d), str(streamed)))
+        for t, tiles in (("half_t", TILES), ("bf16_t", TILES), ("float", TF32_TILES))
+        for (name, d), streamed in tiles.items()
+    ]
 
 
 # dispatch: the pair replaces the reference's (forward, backward) for the op "attention",
