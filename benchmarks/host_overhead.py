@@ -8,7 +8,9 @@
 On a GPU the host only enqueues kernels, so the time a step spends in Python is what limits
 eager training whenever it exceeds the GPU's work. It is measured here at shapes so small that
 arithmetic is negligible: a GPT-2-shaped model (12 layers, 12 heads: the op count of GPT-2
-small) with embedding_dim 48, context 8, batch 1, vocab 64. One step is what
+small) with context 8, batch 1, vocab 64, and embedding_dim 48 on the CPU, 768 on a GPU: GPT-2's
+head dim 64, which the GPU's attention kernels take (at 48, head dim 4, attention would run its
+array formula instead, which a GPT-2 step never does). One step is what
 ``apps.step.train_step`` does, through the API every tree compared has
 (``tricycle.models.GPT``, ``tricycle.configs.GPTConfig``, ``tricycle.loss.CrossEntropy``,
 ``tricycle.optimisers.AdamW``, ``tricycle.precision.Precision``): forward, cross-entropy,
@@ -46,8 +48,9 @@ from tricycle.optimisers import AdamW
 from tricycle.precision import Precision
 
 options = json.loads(sys.argv[1])
-config = GPTConfig(embedding_dim=48, context_window=8, vocab_size=64, n_heads=12, n_layers=12,
-                   dropout=0.0)
+embedding_dim = 768 if options["device"] == "gpu" else 48  # head dim 64 on a GPU: its kernels
+config = GPTConfig(embedding_dim=embedding_dim, context_window=8, vocab_size=64, n_heads=12,
+                   n_layers=12, dropout=0.0)
 np.random.seed(0)
 model = GPT(config)
 loss_fn, optimiser = CrossEntropy(), AdamW(learning_rate=1e-3)
@@ -132,9 +135,10 @@ def main() -> None:
     for _ in range(args.rounds):
         for tree in trees:
             times[tree].append(run_round(tree, options)["median_ms"])
+    embedding_dim = 768 if args.device == "gpu" else 48
     print(
-        f"GPT 12 layers x 12 heads, E=48, T=8, B=1, V=64, {args.precision} on {args.device}: "
-        "host ms per step"
+        f"GPT 12 layers x 12 heads, E={embedding_dim}, T=8, B=1, V=64, {args.precision} on "
+        f"{args.device}: host ms per step"
     )
     print(f"{'tree':<40} {'median ms':>10} {'vs first':>9}")
     for tree in trees:

@@ -22,8 +22,9 @@
 // The backward is two kernels, so every output element has one writer (deterministic, no
 // atomics): dQ over query tiles (it also writes Delta), then dK and dV over key tiles.
 //
-// One algorithm, two operand formats; the storage type T picks the format, and the section
-// "operand formats" below is all that differs between them:
+// One algorithm, two operand formats: the storage type T picks the format, and what differs
+// between them is the section "operand formats" below (with the tiles' padding and the
+// global loads and stores, which overload on T):
 //   float16, bfloat16: mma.m16n8k16, two 16-bit values to a register, fragments by ldmatrix;
 //   float32 (TF32): mma.m16n8k8 on float32 rounded to TF32 (10 mantissa bits, cvt.rna, as
 //     cuBLAS rounds them under the policy); the softmax and every statistic stay float32.
