@@ -17,7 +17,7 @@ from tricycle.backends.cuda.gemm import tf32_enabled
 from tricycle.backends.cuda.launch import CTYPES, KernelSaved, compiled, ctype, enabled
 
 HEAD_DIMS = (32, 64, 128)  # the CUDA-core kernels (attention.cu), every float dtype
-MMA_HEAD_DIMS = (64, 128)  # the tensor-core kernels (attention_mma.cu), 16-bit dtypes
+MMA_HEAD_DIMS = (64, 128)  # the tensor-core kernels (attention_mma.cu): 16-bit dtypes, TF32
 _LOG2E = 1.4426950408889634
 
 
