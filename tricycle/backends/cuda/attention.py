@@ -92,14 +92,15 @@ TF32_TILES = {
     ("backward_dkv", 64): 64,
     ("backward_dkv", 128): 16,
 }
+_TILES_OF = {"half_t": TILES, "bf16_t": TILES, "float": TF32_TILES}  # storage C type -> tiles
 MMA_ROWS = 64  # the rows a block owns: 16 per warp
 
 
-def _mma_shared_bytes(kernel: str, D: int, itemsize: int) -> int:
+def _mma_shared_bytes(kernel: str, D: int, itemsize: int, streamed: int) -> int:
     """Dynamic shared memory of a tensor-core kernel: rows of D elements padded by 16 bytes;
     each kernel holds its own 64 rows (Q in the forward; Q and dO in the dQ kernel; K and V in
-    the dK/dV kernel) and two stages of each of two streamed tiles (K and V; Q and dO)."""
-    streamed = (TF32_TILES if itemsize == 4 else TILES)[(kernel, D)]
+    the dK/dV kernel) and two stages of each of two tiles of ``streamed`` rows (K and V; Q and
+    dO)."""
     own = 1 if kernel == "forward" else 2
     return itemsize * (D + 16 // itemsize) * (own * MMA_ROWS + 4 * streamed)
 
@@ -112,11 +113,10 @@ def _mma_kernel(name: str, dtype_ctype: str, D: int):
     ("float": TF32), with its dynamic shared-memory limit raised past the default 48 KB once
     per device."""
     cp = backend.cupy()
-    itemsize = 4 if dtype_ctype == "float" else 2
-    streamed = (TF32_TILES if itemsize == 4 else TILES)[(name, D)]
+    streamed = _TILES_OF[dtype_ctype][(name, D)]
     args = (dtype_ctype, str(D), str(streamed))
     kernel = compiled("attention_mma.cu", f"attention_mma_{name}_kernel", *args)
-    shared = _mma_shared_bytes(name, D, itemsize)
+    shared = _mma_shared_bytes(name, D, 4 if dtype_ctype == "float" else 2, streamed)
     key = (name, args, cp.cuda.runtime.getDevice())
     if key not in _raised:
         kernel.max_dynamic_shared_size_bytes = shared
@@ -193,7 +193,7 @@ def instantiations() -> list[tuple[str, str, tuple[str, ...]]]:
         for name in ("forward", "backward_dq", "backward_dkv")
     ] + [
         ("attention_mma.cu", f"attention_mma_{name}_kernel", (t, str(d), str(streamed)))
-        for t, tiles in (("half_t", TILES), ("bf16_t", TILES), ("float", TF32_TILES))
+        for t, tiles in _TILES_OF.items()
         for (name, d), streamed in tiles.items()
     ]
 
