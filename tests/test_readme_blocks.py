@@ -41,10 +41,10 @@ BLOCKS = [  # (page, first line, code)
 # the pages whose blocks we know: (blocks at least, "# Long-running" ones, "# Needs a CUDA GPU")
 EXPECTED = {
     "README.md": (1, 0, 0),
-    "docs/gpu.md": (3, 0, 0),
+    "docs/gpu.md": (4, 0, 0),
     "docs/training.md": (4, 1, 0),
     "docs/how-it-works.md": (13, 0, 1),
-    "docs/nn.md": (6, 0, 0),
+    "docs/nn.md": (8, 0, 0),
     "docs/accelerate.md": (3, 0, 1),
     "docs/distributed-runtime.md": (1, 0, 0),
     "docs/first-run.md": (2, 1, 0),
@@ -66,6 +66,20 @@ def test_the_pages_have_the_blocks_we_expect(page):
     """No block of a known page lost, and none newly marked (a marked block may skip)."""
     blocks, long_running, gpu = markers(page)
     assert blocks >= EXPECTED[page][0] and (long_running, gpu) == EXPECTED[page][1:]
+
+
+@pytest.mark.parametrize("page", [page.relative_to(ROOT).as_posix() for page in PAGES])
+def test_no_code_is_left_outside_a_block(page):
+    """A lost opening fence turns a block into prose, and its closing fence opens a block of
+    the prose after it: neither runs, and the page still builds. So no line outside a block
+    begins as a Python import does."""
+    inside, stray = False, []
+    for number, text in enumerate((ROOT / page).read_text(encoding="utf-8").splitlines(), 1):
+        if text.startswith("```"):
+            inside = not inside
+        elif not inside and re.match(r"(import|from) [\w.]+( import|$)", text):
+            stray.append(f"{page}:{number}: {text}")
+    assert not inside and not stray, "\n".join(stray) or f"{page}: a block is never closed"
 
 
 def test_markers_are_on_first_lines_only():
