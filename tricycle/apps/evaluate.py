@@ -239,7 +239,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     add = parser.add_argument
-    add("model", type=Path, help="run directory, model.safetensors or model.pkl")
+    add("model", type=Path, help="run directory, model.safetensors, Hugging Face model directory "
+        "or model.pkl")  # fmt: skip
     add("--hellaswag", type=Path, help="a HellaSwag JSONL file (default: download the val set)")
     add("--tokeniser", type=Path, help="tokeniser file (default: the run's own)")
     add("--limit", type=positive_int, help="score only the first N examples")

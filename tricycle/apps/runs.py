@@ -248,7 +248,8 @@ def load_model(
     path = Path(path)
     if not path.exists():
         raise CheckpointError(
-            f"{path} does not exist (give a run directory, its model.safetensors or a .pkl pickle)"
+            f"{path} does not exist (give a run directory, its model.safetensors, a Hugging Face "
+            "model directory or a .pkl pickle)"
         )
     if path.is_dir() and is_model_dir(path):  # a Hugging Face model: config.json + weights
         return load_pretrained(path, tokeniser_path)

@@ -52,7 +52,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         formatter_class=_DefaultsHelp,
     )
     add = parser.add_argument
-    add("model", type=Path, help="a run directory, its model.safetensors, or a pickled model")
+    add("model", type=Path, help="a run directory, its model.safetensors, a Hugging Face model "
+        "directory, or a pickled model")  # fmt: skip
     add("--prompt", default="\n", help="text to continue (default: a new line)")
     add("--max-tokens", type=nonnegative_int, default=500, help="tokens to sample; 0: forever")
     add("--num-samples", type=positive_int, default=1, help="samples, one after the other")
