@@ -3,7 +3,9 @@ console entry points work: ``tricycle-train`` and ``tricycle-sample`` (help, a f
 steps, a sample). Nothing is downloaded: the new environment reuses this one's packages
 through a ``.pth`` file, and pip builds without isolation and without an index."""
 
+import importlib.metadata
 import os
+import re
 import shutil
 import site
 import subprocess
@@ -20,6 +22,16 @@ IGNORED = shutil.ignore_patterns(
 )  # fmt: skip
 
 
+def build_requirement_met() -> tuple[bool, str]:
+    """Whether this environment's setuptools is one the build system asks for (pip builds
+    with it here, without isolation), and the requirement."""
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    wanted = re.search(r'requires = \["setuptools>=([\d.]+)"', pyproject).group(1)
+    have = importlib.metadata.version("setuptools")
+    major_minor = lambda text: tuple(int(n) for n in re.findall(r"\d+", text)[:2])  # noqa: E731
+    return major_minor(have) >= major_minor(wanted), f"setuptools>={wanted} (have {have})"
+
+
 def run(command, cwd: Path, env: dict) -> subprocess.CompletedProcess:
     done = subprocess.run(
         command, cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False
@@ -33,6 +45,9 @@ def installed(tmp_path_factory) -> tuple[Path, dict]:
     """(the venv's bin folder, an environment without this checkout on PYTHONPATH)."""
     if subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True).returncode:
         pytest.skip("pip is not available in this environment")
+    met, requirement = build_requirement_met()
+    if not met:
+        pytest.skip(f"the build needs {requirement}: pip install -U setuptools")
     tmp = tmp_path_factory.mktemp("install")
     venv.create(tmp / "venv", system_site_packages=True, with_pip=False)
     packages = next((tmp / "venv" / "lib").glob("python*/site-packages"))
