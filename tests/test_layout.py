@@ -1,4 +1,5 @@
-"""The layout of docs/layout.md: the engine loads alone, and every module stays one readable concern."""
+"""The layout of docs/layout.md: the engine loads alone, and every module stays one readable
+concern."""
 
 import ast
 import io

@@ -165,8 +165,9 @@ class KVCache:
     """Keys and values of the positions seen so far, for one attention layer.
 
     Arrays of shape (B, H, capacity, D) are filled left to right; ``length`` says how many
-    positions are valid (a host int). Made and owned by the caller (``GPT.generate``), never
-    by a layer. ``tricycle.decode.FixedKVCache`` counts on the device instead.
+    positions are valid (a host int). Made by ``GPT.new_caches`` (each attention layer's
+    ``new_cache``) and held by the generation loop (``tricycle.decode.sample``); no layer keeps
+    one. ``tricycle.decode.FixedKVCache`` counts on the device instead.
     """
 
     def __init__(self, xp, batch_size: int, n_heads: int, capacity: int, head_dim: int, dtype):

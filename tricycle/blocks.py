@@ -9,9 +9,10 @@ in GPT-2's form and in Llama's.
 
 Both attentions are a ``CausalSelfAttention``, which they specialise only in how q|k|v are
 projected and how positions enter them; ``SwiGLUBlock`` is an ``MLPBlock`` with a gated
-activation. Each block's ``forward(x, cache=None)`` takes (B, T, E) and returns (B, T, E).
-During generation the caller passes a ``KVCache`` (see ``tricycle.attention``): the attention
-then appends the new positions' keys and values and builds no graph.
+activation. Each transformer block's (and attention's) ``forward(x, cache=None)`` takes (B, T,
+E) and returns (B, T, E); an MLP's ``forward(x)`` maps (..., E) to (..., E). During generation
+the caller passes a ``KVCache`` (see ``tricycle.attention``): the attention then appends the
+new positions' keys and values and builds no graph.
 """
 
 from collections.abc import Callable

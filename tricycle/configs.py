@@ -52,8 +52,9 @@ class GPTConfig:
 
     Architecture: ``embedding_dim``, ``context_window``, ``vocab_size``, ``n_heads``,
     ``n_layers``, ``expansion_ratio`` (MLP width / embedding_dim), ``activation_fn``,
-    ``dropout`` (embedding, residual and MLP dropout), ``tie_weights`` (head shares the token
-    embedding) and ``bias`` (biases in the Dense and LayerNorm layers, as nanoGPT's ``bias``).
+    ``dropout`` (embedding, attention-probability, residual and MLP dropout), ``tie_weights``
+    (head shares the token embedding) and ``bias`` (biases in the Dense and LayerNorm layers,
+    as nanoGPT's ``bias``).
 
     ``arch`` picks the model ``build_model`` makes: "gpt2" (``GPT``: learnt positions,
     LayerNorm, GeLU MLP) or "llama" (``Llama``: RoPE with base ``rope_theta``, grouped-query

@@ -5,15 +5,17 @@ formula a reader reads and the specification every kernel is tested against. A b
 registers faster implementations of the same functions, taking the same arguments and
 returning the same results, for an op name, a device and dtypes::
 
-    # tricycle/backends/cpu/norm.py
-    @dispatch.register("layer_norm", "cpu", dtypes=("float32", "float64"))
-    def layer_norm_forward(xp, x, gamma, beta, eps): ...
+    # tricycle/backends/cpu/norm.py: the forward and backward as compiled loops
+    dispatch.add("layer_norm", "cpu", (layer_norm_forward, layer_norm_backward),
+                 applies=same_dtype)
 
 and the op asks once, giving its reference and the arrays it is about to compute with::
 
-    # tricycle/norms.py
-    forward = dispatch.choose("layer_norm", layer_norm_forward, x, gamma)
-    y, mean, rstd = forward(xp, x, gamma, beta, eps)
+    # tricycle/norms.py: the references, in plain xp
+    forward, backward = dispatch.choose(
+        "layer_norm", (layer_norm_forward, layer_norm_backward), *arrays  # x, gamma, beta
+    )
+    y, mean, rstd = forward(xp, *arrays, eps)
 
 ``choose`` returns the kernel registered for the arrays' device ("cpu" for numpy arrays,
 "cuda" for cupy arrays) whose dtypes include every array's dtype and whose ``applies``

@@ -219,8 +219,9 @@ def _diagonals(sub: Subscript, shapes, original: str):
 
     Returns (the subscript on the diagonals, their shapes, per-operand diagonal specs or None
     if no operand repeats an index). A spec is (operand subscript, diagonal subscript, the
-    subscript that puts a gradient back on the diagonal): for ``iij``, ``ij`` and
-    ``"ij,ia->iaj"``, the second operand being an identity matrix per extra repeat.
+    subscript that puts a gradient back on the diagonal, the sizes of its identity
+    matrices): for ``iij`` (3, 3, 2), ``ij``, ``"ij,iA->iAj"`` and ``(3,)``, the second
+    operand being an identity matrix per extra repeat (spare letters, uppercase first).
     """
     if all(len(set(part)) == len(part) for part in sub.inputs):
         return sub, shapes, None

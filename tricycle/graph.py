@@ -79,7 +79,8 @@ class Node:
 
     Args:
         array: a numpy/cupy ndarray (kept as is, no copy, when ``dtype`` is None or matches)
-            or anything ``numpy.asarray`` accepts (converted to float32 unless ``dtype``).
+            or anything ``numpy.asarray`` accepts (numbers and lists become float32, booleans
+            stay boolean and a numpy scalar keeps its dtype, unless ``dtype``).
         args: the input tensors of the op that made this tensor.
         back_fns: one callable per arg, mapping this tensor's gradient to that arg's gradient.
         requires_grad: defaults to True for floating tensors, False otherwise. Integer tensors

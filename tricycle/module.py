@@ -25,8 +25,10 @@ class Layer:
     parameter; a Tensor without it is a buffer (moved between devices and saved in
     ``state_dict``, never trained: batch norm's running statistics);
     a Layer, or a list/tuple/dict holding Layers (or Tensors), is a sublayer. Names are
-    dotted attribute paths (``blocks.0.attention.weights``) in attribute order. A Tensor or
-    Layer reachable twice (weight tying) counts once, under the first name it is reached by.
+    dotted attribute paths (``blocks.0.attention.qkv_projection.weights``): a layer's own
+    Tensors, in attribute order, come before its sublayers', which follow depth first. A
+    Tensor or Layer reachable twice (weight tying) counts once, under the first name in that
+    order (a parent's attribute before a sublayer's).
     """
 
     training = True  # a class default, so subclasses need not call Layer.__init__

@@ -3,9 +3,11 @@
 ``tricycle.graph.Node`` holds the array, the graph (``args``, ``back_fns``) and ``backward``;
 ``Tensor`` adds the operators (``+``, ``*``, ``@``, ``[]``, ``<`` ...) and the methods named as
 numpy's (``.sum()``, ``.exp()``, ``.reshape()`` ...), each the op of the same name in
-``unary``, ``binary``, ``reduce`` or ``ops``. A number or array that meets a tensor in an
-operator becomes a constant of the tensor's dtype (``binary.constant``); a Python number
-takes the cheaper scalar form of the op (``x * 2`` is ``unary.mul_scalar``).
+``unary``, ``binary``, ``reduce`` or ``ops``. A number or list that meets a tensor in an
+operator becomes a constant of the tensor's dtype (``binary.constant``), while an array with
+dimensions keeps its own and numpy's promotion applies (a float64 array makes a float64
+result); a Python number takes the cheaper scalar form of the op (``x * 2`` is
+``unary.mul_scalar``).
 """
 
 import numbers
@@ -138,7 +140,8 @@ def to_tensor(
     """Make a Tensor from a list, number, numpy/cupy array or Tensor.
 
     Data is float32 unless ``dtype`` says otherwise (``dtype=int`` for labels and token ids);
-    boolean data stays boolean. An array that already has the dtype is not copied.
+    boolean data stays boolean, and a numpy scalar keeps its dtype. An array that already has
+    the dtype is not copied.
     """
     checks.boolean("to_tensor", "requires_grad", requires_grad, optional=True)
     checks.boolean("to_tensor", "is_batched", is_batched)
