@@ -444,6 +444,12 @@ def test_nanogpt_names_and_model_size_flags(corpus, tmp_path):
     assert lrs == [schedule(step) for step in range(4)]
     with pytest.raises(SystemExit, match="--n-layer 2 \\(the run's: 1\\)"):
         run(corpus, tmp_path / "run", "--resume", "--n_layer=2")
+    # nanoGPT's init_from: 'resume' continues the run, 'scratch' is a new one
+    summary = run(corpus, tmp_path / "run", "--init_from=resume", "--max_iters=5")
+    assert summary["steps"] == 5
+    assert train_cli.parse_args(["--init_from=scratch"]).init_from is None
+    assert not train_cli.parse_args(["--init-from", "scratch"]).resume
+    assert train_cli.parse_args(["--init_from=gpt2"]).init_from == "gpt2"
 
 
 def test_a_settings_file_with_command_line_overrides(corpus, tmp_path):

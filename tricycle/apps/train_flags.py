@@ -79,7 +79,7 @@ NANOGPT_NAMES = {"max_iters": "steps", "learning_rate": "lr", "warmup_iters": "w
                  "block_size": "context_window", "eval_iters": "eval_steps",
                  "n_layers": "n_layer", "n_heads": "n_head", "embedding_dim": "n_embd"}  # fmt: skip
 # config fields --resume may change (with --precision): they decide how long, how often and
-# where, not what is learnt
+# where (a new --steps also moves the cosine decay's end, unless --lr-decay-iters is set)
 RESUME_MAY_CHANGE = {"steps", "device", "eval_interval", "eval_steps", "eval_protocol"}
 
 
@@ -148,6 +148,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     if args.config_file is not None:  # the file's settings first: the command line wins
         file = settings_file(parser, args.config_file, NANOGPT_NAMES)
         args = parser.parse_args(file + argv)
+    # nanoGPT's init_from: 'scratch' (its default) is a new run, 'resume' is --resume; any
+    # other value (a gpt2 name, a directory) is the model to fine-tune
+    if args.init_from in ("scratch", "resume") and not Path(args.init_from).exists():
+        args.resume, args.init_from = args.resume or args.init_from == "resume", None
     if args.sample_interval is not None and args.sample_tokens == 0:
         parser.error("--sample-interval: samples need --sample-tokens >= 1")
     if args.device == "gpu" and not cupy_available():  # before the run's folder is touched
