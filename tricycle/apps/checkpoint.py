@@ -76,7 +76,7 @@ class CheckpointError(Exception):
 
 
 # ------------------------------------------------------------------ atomic writes
-# ``atomic_write(path, mode)`` (tricycle/apps/files.py) opens a temporary file beside ``path``
+# ``atomic_write(path, mode)`` (tricycle/atomic.py) opens a temporary file beside ``path``
 # and renames it over ``path`` only when the block succeeds.
 
 

@@ -27,6 +27,15 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (--help lists the flags)\n")
 
 
+class DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):
+    """Each option's default after its help, unless the help says it or there is none."""
+
+    def _get_help_string(self, action):
+        if action.default is None or "default" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
+
+
 @contextmanager
 def warnings_in_one_line(program: str):
     """Within the block, a warning is one line, ``program: warning: message``, instead of

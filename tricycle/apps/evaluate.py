@@ -11,7 +11,8 @@ together, right-padded to one length; a causal model never sees the padding, and
 is masked out of the losses. No graph is built.
 
 `evaluate_hellaswag` scores a share of the examples (with `rank`/`world_size`, each rank
-scores every world_size-th example and the counts are summed across ranks); `sample_text`
+scores every world_size-th example: the caller sums the counts over the ranks, as the
+training hook does); `sample_text`
 writes a sample. During training, `hellaswag_hook` and `sample_hook` make them
 `tricycle.apps.training.Hook`s of a `Trainer` (`tricycle-train --eval-hellaswag`,
 `--sample-interval`).
@@ -34,7 +35,13 @@ from pathlib import Path
 import numpy as np
 
 from tricycle.apps.checkpoint import CheckpointError
-from tricycle.apps.cli import Parser, add_weights_flag, positive_int, warnings_in_one_line
+from tricycle.apps.cli import (
+    DefaultsHelp,
+    Parser,
+    add_weights_flag,
+    positive_int,
+    warnings_in_one_line,
+)
 from tricycle.apps.runs import load_model
 from tricycle.apps.training import Hook
 from tricycle.backend import cupy_available, to_host_array
@@ -236,7 +243,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         prog="python -m tricycle.apps.evaluate",
         description="Score a trained GPT on HellaSwag-style multiple choice (acc, acc_norm). "
         "A pickled model.pkl runs code from the file when loaded: only use trusted ones.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelp,
     )
     add = parser.add_argument
     add("model", type=Path, help="run directory, model.safetensors, Hugging Face model directory "
@@ -245,7 +252,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     add("--tokeniser", type=Path, help="tokeniser file (default: the run's own)")
     add("--limit", type=positive_int, help="score only the first N examples")
     add("--batch-rows", type=positive_int, default=16, help="endings per forward pass")
-    add("--device", choices=["cpu", "gpu"], default="cpu")
+    add("--device", choices=["cpu", "gpu"], default="cpu", help="where the model runs")
     add_weights_flag(parser)
     return parser.parse_args(argv)
 

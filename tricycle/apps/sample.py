@@ -29,6 +29,7 @@ import numpy as np
 
 from tricycle.apps.checkpoint import CheckpointError
 from tricycle.apps.cli import (
+    DefaultsHelp,
     Parser,
     add_weights_flag,
     nonnegative_float,
@@ -49,7 +50,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         description="Sample text from a trained GPT, streamed to stdout. Give a run "
         "directory or its model.safetensors (safe: no code in the file runs), or a pickle "
         "(model.pkl: loading a pickle RUNS CODE from the file; only load pickles you trust).",
-        formatter_class=_DefaultsHelp,
+        formatter_class=DefaultsHelp,
     )
     add = parser.add_argument
     add("model", type=Path, help="a run directory, its model.safetensors, a Hugging Face model "
@@ -65,15 +66,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     add("--tokeniser", type=Path, help="tokeniser file (default: the run's own)")
     add_weights_flag(parser)
     return parser.parse_args(argv)
-
-
-class _DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):
-    """Each option's default after its help, unless the help says it or there is none."""
-
-    def _get_help_string(self, action):
-        if action.default is None or "default" in (action.help or ""):
-            return action.help
-        return super()._get_help_string(action)
 
 
 def load(path: Path, tokeniser_path: Path | None = None, weights: str = "best"):

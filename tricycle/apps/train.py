@@ -33,9 +33,11 @@ its own (--context-window may shorten its window); the text of --dataset (a corp
 text file) is encoded with its tokeniser; the training settings are --config's and the flags'.
 
 --resume continues with the run's own settings and data: a setting given again with another
-value is refused (listing the differences), except those that do not change what is learnt
-(--steps, --device, --precision, evaluation, sampling and stopping flags), which are applied
-and reported (name --eval-hellaswag and --sample-interval again to keep them). The data must
+value is refused (listing the differences), except those that say how long, how often and
+where (--steps, --device, --precision, evaluation, sampling and stopping flags), which are
+applied and reported (name --eval-hellaswag and --sample-interval again to keep them). A new
+--steps also stretches or shortens the cosine decay from there on, unless the run set
+--lr-decay-iters. The data must
 be the run's own: a built-in dataset is rebuilt and compared with the recorded hash; a text
 file or shard directory must be named again with --dataset (a checkpoint never decides which
 file is read) and is compared too (a shard directory by its index: the tokeniser's SHA-256,
@@ -55,7 +57,8 @@ also be written with ``_`` for ``-``:
     batch_size                  --batch-size
     gradient_accumulation_steps --gradient-accumulation-steps
     eval_interval, eval_iters   --eval-interval, --eval-steps
-    out_dir, init_from='resume' --out-dir, --resume
+    out_dir, init_from          --out-dir, --init-from ('resume' is --resume, 'scratch' a
+                                new run)
     dtype                       --precision fp32/tf32/fp16/bf16
     config file                 --config-file settings.json: a JSON object of these names (no
                                 code runs); flags on the command line override it
@@ -64,9 +67,10 @@ Every GPTConfig field has a flag (--arch llama, --n-kv-heads, --rope-theta and
 --ffn-multiple-of for the Llama-style model); an unknown name is a usage error.
 
 A resumed run replays exactly on the CPU. Ctrl-C (or SIGTERM: ``kill``, a scheduler's
-preemption) stops after the current step with a checkpoint; a NaN or infinite loss stops
-with an error naming the step, keeping the last checkpoint, and no checkpoint holding a
-non-finite value is ever written.
+preemption) stops after the current step with a checkpoint (under Open MPI's mpiexec, which
+passes Ctrl-C on as SIGTERM and kills a second later, every rank ends at once, keeping the last
+checkpoint); a NaN or infinite loss stops with an error naming the step, keeping the last
+checkpoint, and no checkpoint holding a non-finite value is ever written.
 
 Data parallelism: ``mpiexec -n N tricycle-train ...`` (or ``python train_smol_gpt.py``) trains
 on N processes (one GPU each with --device gpu, through NCCL), each on batch_size / N of every

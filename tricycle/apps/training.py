@@ -370,7 +370,8 @@ class Trainer:
         metrics and speaks.
 
         With a ``run_dir``, the loss curves are drawn from its metrics into its loss.png when
-        ``fit`` stops, however it stops (and at checkpoints a minute or more apart), on a
+        ``fit`` ends, stops early or diverges (not after a second Ctrl-C or a failed
+        checkpoint; and at checkpoints a minute or more apart), on a
         ``loss_plot`` "linear" or "log" scale (None: no picture); the log says where.
         """
         checks.one_of(("linear", "log", None))("Trainer.fit", "loss_plot", loss_plot)
