@@ -2,7 +2,7 @@
 backpropagation through time (char-rnn).
 
     python examples/char_lstm.py --data-dir DIR     # DIR holds tinyshakespeare.txt
-    python examples/char_lstm.py                    # downloads it (cached) if it can
+    python examples/char_lstm.py                    # $TRICYCLE_DATA_DIR, else downloads it (cached)
 
 The training text is cut into ``batch_size`` streams of consecutive characters. Each step
 reads the next ``bptt`` characters of every stream and starts from the LSTM state that the
@@ -133,7 +133,8 @@ def small_steps(args, vocab_size: int) -> None:
 def parse_args(argv=None):
     parser = Parser(description="A char-rnn LSTM on tiny-shakespeare.")
     add = parser.add_argument
-    add("--data-dir", help="directory with tinyshakespeare.txt (default: download, cached)")
+    add("--data-dir", help="directory with tinyshakespeare.txt (default: $TRICYCLE_DATA_DIR, "
+        "else download, cached)")  # fmt: skip
     add("--steps", type=positive_int, default=600, help="optimiser steps")
     add("--batch-size", type=positive_int, default=64, help="parallel streams of text")
     add("--bptt", type=positive_int, default=64, help="characters backpropagated through per step")

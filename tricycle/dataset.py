@@ -1,7 +1,7 @@
 """Datasets: iterators of (inputs, outputs) pairs, configured by chaining.
 
 ``batch()``, ``shuffle()``, ``to_tensor()``, ``to_gpu()`` and ``from_gpu()`` each return a
-configured copy (the data itself is shared, never copied), so the README's::
+configured copy (the data itself is shared, never copied), so docs/training.md's::
 
     dataset = CausalLMDataset(tokens, vocab_size, batch_size, context_window).batch().shuffle().to_tensor()
     inputs, outputs = next(dataset)

@@ -5,16 +5,17 @@ two tables: how its config fields become a ``GPTConfig`` (and back), and how its
 become the tricycle model's (``NAMES``: one row per tricycle tensor, the Hugging Face tensors
 it is made of, and whether they are stored transposed).
 
-    GPT-2   Conv1D weights are already (in, out), as tricycle's Dense: nothing is transposed.
+    GPT-2   Conv1D weights are already (in, out), as tricycle's Dense: nothing is transposed
+            but an untied lm_head (an nn.Linear).
             c_attn is q|k|v side by side, as tricycle's qkv projection.
     Llama   nn.Linear weights are (out, in): transposed. q_proj|k_proj|v_proj are stacked
             into one qkv projection, gate_proj|up_proj into SwiGLU's up projection. RoPE is
             the half-split form in both.
 
-Anything a config says that the tricycle model cannot express (a bias-free GPT-2 export,
-scaled RoPE, attention biases in Llama, ...) is a one-line ``PretrainedError`` naming the
-file and the field; a tensor that is missing, left over, of the wrong shape or not a float
-names the file and the tensor. The models call ``read_config``, ``read_weights`` and ``write``
+Anything a config says that the tricycle model cannot express (a bias-free GPT-2 export, scaled
+RoPE, attention biases in Llama, ...) is a one-line ``PretrainedError`` naming the file and the
+field; a tensor that is missing, left over, of the wrong shape or not a float names the file
+and the tensor. The models call ``resolve``, ``read_config``, ``load_weights`` and ``write``
 (``GPT.from_pretrained``, ``GPT.save_pretrained``); the files are ``tricycle.hf_files``'.
 """
 

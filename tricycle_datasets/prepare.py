@@ -583,7 +583,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--valid-fraction",
         type=cli.unit_interval,
         default=0.01,
-        help="share of text for validation",
+        help="share of the encoding tasks (blocks of --block-bytes, or whole small files) "
+        "for validation",
     )
     add("--sample-bytes", type=cli.positive_int, default=16 << 20, help="text to train the BPE on")
     add("--block-bytes", type=cli.positive_int, default=1 << 20, help="bytes per encoding task")

@@ -14,11 +14,11 @@ first once it holds ``first_bucket_bytes`` (smaller: its all-reduce starts early
 backward), as DDP's do.
 
 **Where gradients live.** After ``finish`` every ``.grad`` is a view of its bucket (nothing
-is copied out). With the engine as it is, backward makes each gradient as a fresh array and
-the hook copies it into the bucket. ``gradient_as_bucket_view``
-uses an engine that accumulates a leaf's gradient straight into a buffer assigned to it
-(``Tensor.grad_buffer``): then the bucket is filled by backward itself and the hook copies
-nothing.
+is copied out). By default (``gradient_as_bucket_view``, which the engine supports through
+``Tensor.grad_buffer``) backward accumulates each leaf's gradient straight into its slice of
+the bucket, so the bucket is filled by backward itself and the hook copies nothing; with
+``gradient_as_bucket_view=False`` backward makes each gradient as a fresh array and the hook
+copies it into the bucket.
 
 **On the wire.** The all-reduce averages in the gradients' dtype (on GPUs the 1/N is in
 NCCL's kernel, ``ncclAvg``: no pass of its own); ``reduce_dtype`` (float16 or

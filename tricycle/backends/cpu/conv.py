@@ -2,7 +2,7 @@
 group, on the kernels' threads.
 
 The batch is cut into tasks (runs of consecutive samples), each with its own scratch arrays,
-and the tasks run on numba's threads. For each sample n of a task::
+and the tasks run on the kernels' threads (``compile.parallel_jit``). For each sample n of a task::
 
     xpad = x[n] with its zero padding                    (C, Hp, Wp)
     cols = im2col(xpad)                                  (G K, Lg),  K = C / G kh kw

@@ -2,7 +2,8 @@
 ``cupy.RawModule`` (cached per file, instantiation and device), and launch-shape helpers.
 
 The family modules beside this one (softmax, norm, gelu, cross_entropy, embedding, extremes,
-attention, cast, optimiser, gemm) each launch their own ``*.cu`` file through ``compiled``.
+attention, sdpa, cast, add, dropout, optimiser, catalogue) each launch their own ``*.cu``
+file through ``compiled``; ``gemm`` calls cuBLAS directly.
 cupy comes only from ``tricycle.backend.cupy()``; importing this module imports no cupy.
 """
 

@@ -2,9 +2,10 @@
 multi-tensor launch over all of them, or a flat buffer), the global gradient norm for
 clipping, and the optimiser hook.
 
-Adam's per-parameter state is made and counted in one place, ``adam_state``, and its bias
-corrections computed in one, ``adam_corrections``: the numpy optimiser
-(``tricycle.optimisers``) and the kernels here share both."""
+Adam's per-parameter state is made and counted here by ``adam_state`` and its bias
+corrections computed by ``adam_corrections``, for every kernel of this module; they mirror
+``tricycle.optimisers.adam_state`` and the corrections of its ``adam_step`` (the reference,
+which a backend may not import), and the tests hold the two to the same numbers."""
 
 import math
 
