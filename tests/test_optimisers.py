@@ -245,6 +245,23 @@ def test_load_state_dict_needs_a_step_count():
         Adam().load_state_dict({})
 
 
+@pytest.mark.parametrize("make", [lambda: AdamW(1e-3), lambda: SGD(0.1, momentum=0.9)])
+def test_a_state_of_another_model_is_refused_naming_the_parameter(make):
+    """Loaded moments of another shape would make the update read past them (the CPU kernel
+    loops over the parameter's elements): the update refuses them before touching the weights."""
+    small, big = Dense(3, 2), Dense(5, 7)
+    optimiser = make()
+    small(to_tensor(np.ones((4, 3)))).sum().backward()
+    small.update(optimiser)
+    other = make()
+    other.load_state_dict(optimiser.state_dict())
+    big(to_tensor(np.ones((4, 5)))).sum().backward()
+    before = big.weights.array.copy()
+    with pytest.raises(ValueError, match=r"'weights' has shape \(3, 2\), the parameter \(5, 7\)"):
+        big.update(other)
+    np.testing.assert_array_equal(big.weights.array, before)
+
+
 def test_clip_grad_norm_matches_torch_and_leaves_grad_arrays_alone():
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(2)

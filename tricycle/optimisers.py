@@ -136,7 +136,14 @@ class Optimiser:
             )
         state = self.state.setdefault(name, {})
         for key, value in state.items():
-            if hasattr(value, "shape") and backend.is_cupy_array(value) != param.on_gpu:
+            if not hasattr(value, "shape"):
+                continue
+            if value.shape != param.shape:  # a loaded state of another model: the kernels
+                raise ValueError(  # would read and write past the parameter's arrays
+                    f"{type(self).__name__}: the state {key!r} of {name!r} has shape "
+                    f"{value.shape}, the parameter {param.shape} (a state_dict of another model?)"
+                )
+            if backend.is_cupy_array(value) != param.on_gpu:
                 state[key] = _like(value, param.array)
         return state
 
