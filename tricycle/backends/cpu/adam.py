@@ -21,12 +21,14 @@ def adamw_forward(w, g, m, v, beta1, beta2, eps, shrink, step_size, inv_correcti
         w[i] = w[i] * shrink - step_size * m[i] / (np.sqrt(v[i]) * inv_correction2 + eps)
 
 
-def _contiguous(w, grad, m, v, *rest) -> bool:
-    """The loop runs on flat views: w, m and v are written through them."""
-    return w.flags.c_contiguous and m.flags.c_contiguous and v.flags.c_contiguous
+def _fits(w, grad, m, v, *rest) -> bool:
+    """The loop runs on flat views of w.size elements: w, m and v are written through them,
+    so all four must be contiguous in memory... and of w's size (else the reference raises)."""
+    contiguous = w.flags.c_contiguous and m.flags.c_contiguous and v.flags.c_contiguous
+    return contiguous and w.size == grad.size == m.size == v.size
 
 
-@dispatch.register("adam_step", "cpu", applies=_contiguous)
+@dispatch.register("adam_step", "cpu", applies=_fits)
 def adam_step(xp, w, grad, m, v, beta1, beta2, eps, decay, lr, step, grad_multiplier=1.0):
     dtype = w.dtype.type
     g = np.ascontiguousarray(grad, dtype=w.dtype).reshape(-1)
