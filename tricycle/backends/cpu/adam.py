@@ -22,8 +22,8 @@ def adamw_forward(w, g, m, v, beta1, beta2, eps, shrink, step_size, inv_correcti
 
 
 def _fits(w, grad, m, v, *rest) -> bool:
-    """The loop runs on flat views of w.size elements: w, m and v are written through them,
-    so all four must be contiguous in memory... and of w's size (else the reference raises)."""
+    """The loop runs on flat views of w.size elements, writing w, m and v through them: w, m
+    and v contiguous, and all four arrays of w's size (else the reference raises)."""
     contiguous = w.flags.c_contiguous and m.flags.c_contiguous and v.flags.c_contiguous
     return contiguous and w.size == grad.size == m.size == v.size
 
