@@ -181,3 +181,83 @@ def test_grad_norm_is_one_rule_on_every_path():
     scaled = [g * 4 for g in grads]
     _, norm = GradScaler(init_scale=4.0).unscale(scaled)
     assert float(norm) == pytest.approx(expected, rel=1e-6)
+
+
+# ====================================================================== misuse, named
+@pytest.mark.parametrize(
+    "data, dtype, fragment",
+    [
+        ([300], np.int8, "the value 300 does not fit int8"),
+        ([-1], np.uint8, "the value -1 does not fit uint8"),
+        (np.array([300]), np.int8, "the value 300 does not fit int8"),
+        ([np.nan], int, "NaN or infinite values cannot become int64"),
+    ],
+)
+def test_a_cast_to_integers_refuses_values_the_dtype_cannot_hold(data, dtype, fragment):
+    """numpy's cast would wrap 300 to 44 in int8 and NaN to the smallest int64."""
+    with pytest.raises(ValueError, match=fragment):
+        to_tensor(data, dtype=dtype)
+    assert to_tensor(np.array([2.7, -3.0]), dtype=int).array.tolist() == [2, -3]  # truncates
+
+
+@pytest.mark.parametrize("other", ["x", None, object()])
+def test_an_operator_with_a_non_number_names_the_op(other):
+    x = to_tensor(np.ones((2, 3)))
+    for op, apply in (("add", lambda: x + other), ("mul", lambda: other * x),
+                      ("<", lambda: x < other), ("matmul", lambda: x @ other)):  # fmt: skip
+        with pytest.raises(TypeError, match=rf"^{op}: a tensor of shape \(2, 3\) met "):
+            apply()
+
+
+def test_only_a_one_element_tensor_is_a_number():
+    x = to_tensor(np.ones((2, 3)))
+    for read in (x.item, lambda: float(x), lambda: int(x)):
+        with pytest.raises(ValueError, match=r"shape \(2, 3\) \(6 elements\)"):
+            read()
+    one = to_tensor([[2.5]])
+    assert (one.item(), float(one), int(one)) == (2.5, 2.5, 2)
+
+
+@pytest.mark.parametrize("start, end, shape", [(2, -1, (2, 3)), (0, 5, (2, 3, 4)),
+                                               (-5, -1, (2, 3, 4)), (1, -1, (3,))])  # fmt: skip
+def test_flatten_refuses_axes_out_of_range(start, end, shape):
+    """A modulo would wrap axis 2 of a 2-D input to axis 0 and flatten everything."""
+    from tricycle.nn import Flatten
+
+    with pytest.raises(ValueError, match=rf"cannot merge axes {start}\.\.{end} of a tensor"):
+        Flatten(start, end)(to_tensor(np.ones(shape)))
+    assert Flatten(-2)(to_tensor(np.ones((2, 3, 4)))).shape == (2, 12)
+
+
+def test_masked_fill_names_a_mask_that_does_not_broadcast():
+    x = to_tensor(np.ones((2, 3)))
+    with pytest.raises(ValueError, match=r"masked_fill: the mask's shape \(2,\) does not"):
+        ops.masked_fill(x, np.array([True, False]), 0.0)
+    out = ops.masked_fill(x, [[True, False, True]], 0.0)  # a list of booleans is a mask
+    assert out.array.tolist() == [[0.0, 1.0, 0.0]] * 2
+
+
+def test_gpt_names_ragged_ids_and_caches_that_do_not_fit():
+    from tricycle.configs import DebugConfig
+    from tricycle.models import GPT
+
+    model = GPT(DebugConfig(vocab_size=64))
+    with pytest.raises(ValueError, match="the rows given differ in length"):
+        model([[1, 2, 3], [1]])
+    with pytest.raises(ValueError, match="the prompt must be a .batch, tokens. array"):
+        model.generate([[1, 2, 3], [1]], 2)
+    ids = np.array([[1, 2], [3, 4]])
+    with pytest.raises(ValueError, match=r"expected 2 KV caches .* got 1"):
+        model(ids, model.new_caches(2)[:1])
+    with pytest.raises(ValueError, match=r"hold batch 1, .* need batch 2"):
+        model(ids, model.new_caches(1))
+    assert model(ids, model.new_caches(2)).shape == (2, 2, 64)
+
+
+def test_the_accelerators_step_without_an_optimiser_says_so():
+    from tricycle.apps.accelerator import Accelerator
+
+    accelerator = Accelerator(device="cpu")
+    accelerator.prepare(Dense(2, 2))
+    with pytest.raises(RuntimeError, match="no optimiser was prepared"):
+        accelerator.optimiser_step()

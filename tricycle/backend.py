@@ -166,7 +166,24 @@ def numeric_array(data, dtype=None) -> np.ndarray:
         if isinstance(data, np.generic) or array.dtype == bool:
             return array
         dtype = DEFAULT_FLOAT
-    return array.astype(numeric_dtype(dtype), copy=False)
+    return cast(array, numeric_dtype(dtype))
+
+
+def cast(array, dtype: np.dtype, op: str = "Tensor"):
+    """``array`` as ``dtype``, refusing, for a host array made integer, values the dtype cannot
+    hold: numpy's cast would wrap 300 to 44 in int8 and turn NaN into the smallest int64. (A
+    device array is cast as it is: checking it would wait for the device.)"""
+    if dtype.kind in "iu" and array.dtype.kind in "iuf" and isinstance(array, np.ndarray):
+        if array.size and array.dtype != dtype:
+            if array.dtype.kind == "f" and not np.isfinite(array).all():
+                raise ValueError(f"{op}: NaN or infinite values cannot become {dtype}")
+            info, low, high = np.iinfo(dtype), array.min(), array.max()
+            if low < info.min or high > info.max:
+                value = high if high > info.max else low
+                raise ValueError(
+                    f"{op}: the value {value} does not fit {dtype} ({info.min} to {info.max})"
+                )
+    return array.astype(dtype, copy=False)
 
 
 def numeric_dtype(dtype, op: str = "Tensor") -> np.dtype:

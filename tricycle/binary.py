@@ -17,7 +17,7 @@ from tricycle.backprop import add_arrays
 from tricycle.graph import Node as Tensor  # the ops see a tensor as a graph node
 
 
-def constant(value, like: Tensor) -> Tensor:
+def constant(value, like: Tensor, op: str = "an op") -> Tensor:
     """``value`` as a Tensor that needs no gradient, to meet ``like`` in an op, on like's
     device (a Tensor is returned as it is).
 
@@ -28,12 +28,18 @@ def constant(value, like: Tensor) -> Tensor:
     float32), an integer or bool with an integer tensor. Otherwise, and for an array with
     dimensions, the value keeps its dtype and the op's result follows numpy's promotion (a
     float64 array with a float32 tensor gives float64; 2.5 with an integer tensor, float64).
+    Anything else (None, a string) is a TypeError naming ``op``.
     """
     if isinstance(value, Tensor):
         return value
     if backend.is_cupy_array(value) and not like.on_gpu:  # the op reports the two devices
         return like.new(value, requires_grad=False)
     array = like.xp.asarray(value)
+    if array.dtype.kind not in "biuf" and not is_float(array.dtype):  # bfloat16 is kind 'V'
+        raise TypeError(
+            f"{op}: a tensor of shape {like.shape} met {backend.preview(value)} "
+            f"({type(value).__name__}); expected a Tensor, an array or a number"
+        )
     if array.ndim == 0 or not hasattr(value, "dtype"):  # weak: it may take like's dtype
         kind, target = array.dtype.kind, like.dtype
         if (is_float(target) and kind in "biuf") or (target.kind in "iu" and kind in "biu"):

@@ -122,7 +122,7 @@ class Node:
             if not (isinstance(array, np.ndarray) or backend.is_cupy_array(array)):
                 array = numeric_array(array, dtype)
         if dtype is not None and array.dtype != dtype:
-            array = array.astype(numeric_dtype(dtype))
+            array = backend.cast(array, numeric_dtype(dtype))
         self.array = array
 
         floating = is_float(array.dtype)
@@ -326,8 +326,16 @@ class Node:
 
     def item(self):
         """The value of a one-element tensor as a Python number."""
+        self._check_one_element("item()")
         before_read_back()
         return backend.to_host_array(self.array).item()
+
+    def _check_one_element(self, what: str) -> None:
+        if self.size != 1:
+            raise ValueError(
+                f"{what}: only a tensor of one element is a number, this one has shape "
+                f"{self.shape} ({self.size} elements): reduce it first (.sum(), .mean(), [i])"
+            )
 
     # ----------------------------------------------------------------- batching
     def to_batched(self) -> "Node":
@@ -355,12 +363,14 @@ class Node:
         return bool(backend.to_host_array(self.array))
 
     def __float__(self) -> float:
+        self._check_one_element("float()")
         before_read_back()
-        return float(backend.to_host_array(self.array))
+        return float(backend.to_host_array(self.array).reshape(()))
 
     def __int__(self) -> int:
+        self._check_one_element("int()")
         before_read_back()
-        return int(backend.to_host_array(self.array))
+        return int(backend.to_host_array(self.array).reshape(()))
 
     def __format__(self, spec: str) -> str:
         return format(self.item(), spec) if spec and self.size == 1 else str(self)

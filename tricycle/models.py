@@ -120,12 +120,20 @@ class GPT(Layer):
         """The final norm's output (B, T, E) for ids (B, T) or (T,) (then ``single``)."""
         ids = tokens.array if isinstance(tokens, Tensor) else tokens
         xp = self.token_embedding.weights.xp
-        ids = xp.asarray(ids)
+        try:
+            ids = xp.asarray(ids)
+        except ValueError:  # rows of different lengths
+            raise ValueError(
+                "GPT: token ids must be a (batch, tokens) array; the rows given differ in "
+                "length (pad them, or run them one at a time)"
+            ) from None
         single = ids.ndim == 1
         if single:
             ids = ids[None]
         if ids.ndim != 2 or ids.shape[1] == 0:
             raise ValueError(f"GPT: expected token ids of shape (batch, tokens), got {ids.shape}")
+        if caches is not None:
+            self._check_caches(caches, ids.shape[0])
         cache = None if caches is None else caches[0]
         start = 0 if cache is None else cache.host_length  # None: counted on the device
         T, window = ids.shape[1], self.config.context_window
@@ -139,6 +147,21 @@ class GPT(Layer):
         for i, block in enumerate(self.blocks):
             x = block(x, None if caches is None else caches[i])  # (B, T, E)
         return self.layer_norm(x), single
+
+    def _check_caches(self, caches, batch_size: int) -> None:
+        """One KV cache per block, holding ``batch_size`` rows of this model's heads
+        (``new_caches(batch_size)``), or a ValueError saying what is off."""
+        n = len(self.blocks)
+        if not isinstance(caches, (list, tuple)) or len(caches) != n:
+            got = len(caches) if isinstance(caches, (list, tuple)) else type(caches).__name__
+            raise ValueError(f"GPT: expected {n} KV caches (one per block: new_caches), got {got}")
+        attention, (B, H, _, D) = self.blocks[0].attention, caches[0].keys.shape
+        if (B, H, D) != (batch_size, attention.n_heads, attention.head_dim):
+            raise ValueError(
+                f"GPT: the KV caches hold batch {B}, {H} heads of size {D}; the tokens and the "
+                f"model need batch {batch_size}, {attention.n_heads} heads of size "
+                f"{attention.head_dim}: make them with new_caches({batch_size})"
+            )
 
     def _embed(self, ids, cache: KVCache | None) -> Tensor:
         """Token plus position embeddings (B, T, E) of ids (B, T) at the positions after those
@@ -330,7 +353,13 @@ def build_model(config: GPTConfig) -> GPT:
 
 def _host_ids(tokens) -> np.ndarray:
     """Token ids (a Tensor, an array on any device, a list) as a host array."""
-    return np.asarray(backend.to_host_array(getattr(tokens, "array", tokens)))
+    try:
+        return np.asarray(backend.to_host_array(getattr(tokens, "array", tokens)))
+    except ValueError:  # rows of different lengths
+        raise ValueError(
+            "GPT.generate: the prompt must be a (batch, tokens) array; its rows differ in "
+            "length (pad them, or generate for each alone)"
+        ) from None
 
 
 def _check_arch(model_class: type, config: GPTConfig) -> None:

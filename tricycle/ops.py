@@ -314,9 +314,16 @@ def where(condition, a: Tensor, b: Tensor) -> Tensor:
 def masked_fill(x: Tensor, mask, value: float) -> Tensor:
     """Replace the values where ``mask`` is True by ``value``; they get no gradient."""
     mask = mask.array if isinstance(mask, Tensor) else mask
+    mask = mask if hasattr(mask, "dtype") else np.asarray(mask)  # a list of booleans
     xp = check_same_device("masked_fill", x.array, mask)
     if mask.dtype != bool:
         raise TypeError(f"masked_fill: mask must be boolean, got {mask.dtype}")
+    try:  # as numpy's where and torch's out-of-place masked_fill: the two shapes broadcast
+        np.broadcast_shapes(x.shape, mask.shape)
+    except ValueError:
+        raise ValueError(
+            f"masked_fill: the mask's shape {mask.shape} does not broadcast with x's {x.shape}"
+        ) from None
     if not isinstance(value, numbers.Real):  # inf too: -inf masks out attention scores
         checks.fail("masked_fill", "value", "a number", value, TypeError)
     out = xp.where(mask, xp.asarray(value, dtype=x.dtype), x.array)

@@ -44,7 +44,7 @@ def _arithmetic(tensor_op, scalar_op, reflected_scalar_op=None):
             return scalar_op(self, other)
         if _scalar(other):
             return scalar_op(self, _python_scalar(other))
-        return tensor_op(self, binary.constant(other, self))
+        return tensor_op(self, binary.constant(other, self, tensor_op.__name__))
 
     def reflected(self, other):
         kind = type(other)
@@ -52,14 +52,14 @@ def _arithmetic(tensor_op, scalar_op, reflected_scalar_op=None):
             return reflected_scalar_op(self, other)
         if _scalar(other):
             return reflected_scalar_op(self, _python_scalar(other))
-        return tensor_op(binary.constant(other, self), self)
+        return tensor_op(binary.constant(other, self, tensor_op.__name__), self)
 
     return forward, reflected
 
 
 def _comparison(symbol: str):
     def compare(self, other):
-        return binary.compare(symbol, self, binary.constant(other, self))
+        return binary.compare(symbol, self, binary.constant(other, self, symbol))
 
     return compare
 
@@ -88,7 +88,7 @@ class Tensor(Node):
     __hash__ = Node.__hash__  # == is elementwise, identity hashing keeps dicts working
 
     def __matmul__(self, other):
-        return binary.matmul(self, binary.constant(other, self))
+        return binary.matmul(self, binary.constant(other, self, "matmul"))
 
     def __rmatmul__(self, other):
         return binary.matmul(binary.constant(other, self), self)

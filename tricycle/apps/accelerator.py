@@ -214,6 +214,9 @@ class Accelerator:
         ``clip_grad_norm_``'s threshold, skip on inf/NaN, update, zero the gradients). Returns
         its ``StepResult``, or None when there is nothing to do yet (or it was done for these
         gradients)."""
+        if self.optimiser is None:
+            raise RuntimeError("Accelerator.optimiser_step: no optimiser was prepared "
+                               "(accelerator.prepare(model, optimizer, ...))")  # fmt: skip
         if not self.sync_grad or self._stepped:
             return None
         self.optimiser.step()

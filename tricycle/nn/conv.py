@@ -262,8 +262,10 @@ class Flatten(Layer):
         self.start_dim, self.end_dim = start_dim, end_dim
 
     def forward(self, x: Tensor) -> Tensor:
-        start, end = self.start_dim % max(x.ndim, 1), self.end_dim % max(x.ndim, 1)
-        if x.ndim == 0 or start > end:
+        n = x.ndim
+        in_range = all(-n <= dim < n for dim in (self.start_dim, self.end_dim))
+        start, end = self.start_dim % max(n, 1), self.end_dim % max(n, 1)
+        if not in_range or start > end:
             raise ValueError(
                 f"Flatten: cannot merge axes {self.start_dim}..{self.end_dim} of a tensor of "
                 f"shape {x.shape}"
