@@ -232,9 +232,26 @@ def test_dropout_mask_statistics():
     assert not (keep_mask(np, 7, 0.0, rows, np.arange(512)) == 0).any()
 
 
+def torch_dense_attention(qkv, n_heads, dout, probability=0.0, seed=0):
+    """torch autograd of the dense formula with ``dense_dropout_attention``'s mask (all ones
+    without dropout), in ``qkv``'s dtype: (out (B, T, E), dqkv (B, T, 3E)) as numpy."""
+    torch = pytest.importorskip("torch")
+    B, T, three_e = qkv.shape
+    D = three_e // (3 * n_heads)
+    _, mask = dense_dropout_attention(qkv.astype(np.float64), n_heads, probability, seed)
+    theirs = torch.tensor(qkv, requires_grad=True)
+    q, k, v = theirs.view(B, T, 3, n_heads, D).permute(2, 0, 3, 1, 4)
+    probs = torch.softmax(
+        (q @ k.transpose(-1, -2)) / D**0.5 + torch.triu(torch.full((T, T), -torch.inf), 1), -1
+    )
+    expected = ((probs * torch.tensor(mask, dtype=theirs.dtype)) @ v).transpose(1, 2)
+    expected = expected.reshape(B, T, three_e // 3)
+    expected.backward(torch.tensor(dout))
+    return expected.detach().numpy(), theirs.grad.numpy()
+
+
 def test_dropout_matches_pytorch_with_the_same_mask():
     """The gradient through dropped probabilities equals torch autograd of the dense formula."""
-    torch = pytest.importorskip("torch")
     rng = np.random.default_rng(0)
     B, T, H, D = 2, 70, 2, 8
     qkv = rng.normal(size=(B, T, 3 * H * D)).astype(np.float32)
@@ -243,17 +260,9 @@ def test_dropout_matches_pytorch_with_the_same_mask():
     out = causal_attention(ours, H, 0.3, seed=99)
     out.backward(dout)
 
-    _, mask = dense_dropout_attention(qkv.astype(np.float64), H, 0.3, 99)
-    theirs = torch.tensor(qkv, requires_grad=True)
-    q, k, v = theirs.view(B, T, 3, H, D).permute(2, 0, 3, 1, 4)
-    probs = torch.softmax(
-        (q @ k.transpose(-1, -2)) / D**0.5 + torch.triu(torch.full((T, T), -torch.inf), 1), -1
-    )
-    expected = ((probs * torch.tensor(mask, dtype=torch.float32)) @ v).transpose(1, 2)
-    expected = expected.reshape(B, T, H * D)
-    expected.backward(torch.tensor(dout))
-    np.testing.assert_allclose(out.array, expected.detach().numpy(), rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(ours.grad.array, theirs.grad.numpy(), rtol=1e-4, atol=1e-5)
+    expected, expected_grad = torch_dense_attention(qkv, H, dout, 0.3, 99)
+    np.testing.assert_allclose(out.array, expected, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(ours.grad.array, expected_grad, rtol=1e-4, atol=1e-5)
 
 
 def test_dropout_probability_is_checked():
@@ -295,34 +304,40 @@ def test_matches_pytorch(shape):
 
 @pytest.mark.parametrize("use_kernels", [True, False], ids=["kernels", "xp"])
 def test_every_backend_matches_numpy(xp, use_kernels, monkeypatch):
-    """On cupy both the CUDA kernel and the xp code path agree with numpy."""
+    """On cupy both the CUDA kernel and the xp code path agree with numpy; on numpy, the CPU
+    kernel and the xp code path agree with torch autograd of the dense formula."""
     if not use_kernels:
         monkeypatch.setenv("TRICYCLE_DISABLE_KERNELS", "1")
     rng = np.random.default_rng(0)
     B, T, H, D = 2, 70, 2, 32  # T spans several CPU query blocks
     qkv = rng.normal(size=(B, T, 3 * H * D)).astype(np.float32)
     dout = rng.normal(size=(B, T, H * D)).astype(np.float32)
-    expected = to_tensor(qkv)
-    causal_attention(expected, H).backward(dout)
 
+    def host(probability=0.0, seed=0):
+        """(out, dqkv) on the host: numpy's for another backend, torch's on numpy's own (the
+        host against itself would compare nothing)."""
+        if xp is np:
+            return torch_dense_attention(qkv, H, dout, probability, seed)
+        expected = to_tensor(qkv)
+        out = causal_attention(expected, H, probability, seed=seed)
+        out.backward(dout)
+        return out.array, expected.grad.array
+
+    expected_out, expected_grad = host()
     ours = to_tensor(xp.asarray(qkv))
     out = causal_attention(ours, H)
     out.backward(xp.asarray(dout))
     assert out.xp is xp and ours.grad.xp is xp
-    np.testing.assert_allclose(out.numpy(), causal_attention(to_tensor(qkv), H).array, atol=1e-5)
-    np.testing.assert_allclose(ours.grad.numpy(), expected.grad.array, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(out.numpy(), expected_out, atol=1e-5)
+    np.testing.assert_allclose(ours.grad.numpy(), expected_grad, rtol=1e-4, atol=1e-5)
 
     # with dropout, every backend draws numpy's mask
-    expected_dropped = to_tensor(qkv)
-    dropped_out = causal_attention(expected_dropped, H, 0.2, seed=2024)
-    dropped_out.backward(dout)
+    dropped_out, dropped_grad = host(0.2, 2024)
     ours_dropped = to_tensor(xp.asarray(qkv))
     out_dropped = causal_attention(ours_dropped, H, 0.2, seed=2024)
     out_dropped.backward(xp.asarray(dout))
-    np.testing.assert_allclose(out_dropped.numpy(), dropped_out.array, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(
-        ours_dropped.grad.numpy(), expected_dropped.grad.array, rtol=1e-4, atol=1e-5
-    )
+    np.testing.assert_allclose(out_dropped.numpy(), dropped_out, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(ours_dropped.grad.numpy(), dropped_grad, rtol=1e-4, atol=1e-5)
 
     cache = KVCache(xp, B, H, capacity=T, head_dim=D, dtype=np.float32)
     first = attend_with_cache(xp, xp.asarray(qkv[:, :50]), H, cache)

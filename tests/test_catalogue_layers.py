@@ -311,7 +311,8 @@ def test_1d_pooling_layers_match_torch(ours, theirs):
 
 def test_layers_on_every_backend(xp):
     """ConvTranspose2d, InstanceNorm2d (running statistics) and AdaptiveAvgPool2d on the
-    array module of ``xp`` (cupy on a GPU) give the host's outputs and gradients."""
+    array module of ``xp`` (cupy on a GPU) give the host's outputs and gradients; on the
+    host, those of torch.nn's layers with the same weights."""
     model = Sequential(
         ConvTranspose2d(3, 4, 3, stride=2, padding=1, output_padding=1, groups=1),
         InstanceNorm2d(4, affine=True, track_running_stats=True),
@@ -324,6 +325,27 @@ def test_layers_on_every_backend(xp):
         (out * out).sum().backward()
         return out
 
+    if xp is np:  # the host against itself would compare nothing: torch's numbers instead
+        torch = pytest.importorskip("torch")
+        theirs = torch.nn.Sequential(
+            torch.nn.ConvTranspose2d(3, 4, 3, stride=2, padding=1, output_padding=1),
+            torch.nn.InstanceNorm2d(4, affine=True, track_running_stats=True),
+            torch.nn.AdaptiveAvgPool2d((3, 2)),
+        )
+        copy_into(theirs[0], model.sequence[0], [("weights", "weight"), ("bias", "bias")])
+        copy_into(theirs[1], model.sequence[1], [("gamma", "weight"), ("beta", "bias")])
+        for mode in ("train", "eval"):
+            getattr(model, mode)(), getattr(theirs, mode)()
+            out, expected = run(np), theirs(torch.tensor(x))  # (2, 4, 3, 2)
+            (expected * expected).sum().backward()
+            assert_close(out.array, expected, rtol=1e-4, atol=1e-5)
+            for p, t in zip(model.parameters(), theirs.parameters(), strict=True):
+                assert_close(p.grad.array, t.grad, rtol=1e-4, atol=1e-5)
+            model.zero_grad(), theirs.zero_grad()
+            norm, their_norm = model.sequence[1], theirs[1]
+            assert_close(norm.running_mean.array, their_norm.running_mean, 1e-5, 1e-6)
+            assert_close(norm.running_var.array, their_norm.running_var, 1e-5, 1e-6)
+        return
     for mode in ("train", "eval"):
         getattr(model, mode)()
         same_on_host_and(xp, model, run, rtol=1e-4, atol=1e-5)

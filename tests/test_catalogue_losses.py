@@ -274,24 +274,39 @@ def test_bad_inputs_raise_errors_that_name_the_loss():
 
 def test_losses_on_every_backend(xp):
     """Every loss on the array module of ``xp`` (cupy on a GPU) gives the host's value and
-    gradients, in float32."""
+    gradients, in float32; on the host, those of torch's functions."""
     rng = np.random.default_rng(12)
     pred, target = rng.normal(size=(4, 3)), rng.uniform(size=(4, 3))
     labels, signs = rng.integers(0, 3, size=4), np.array([1, -1, -1, 1])
-    cases = [
-        (L1(), target, pred), (SmoothL1(0.5), target, pred), (Huber(0.5, "sum"), target, pred),
-        (BCEWithLogits(np.array([1.0, 2.0, 0.5])), target, pred),
-        (NLL(ignore_index=1), labels, log_softmax(pred)),
-        (KLDiv("batchmean"), target / target.sum(-1, keepdims=True), log_softmax(pred)),
-        (lambda y, a: CosineEmbedding(0.1)(y, a, a[::-1] + 0.5), signs, pred),
+    weight = np.array([1.0, 2.0, 0.5])
+    F = pytest.importorskip("torch").nn.functional if xp is np else None
+    cases = [  # (ours, target, prediction, torch's of (target, prediction))
+        (L1(), target, pred, lambda t, p: F.l1_loss(p, t)),
+        (SmoothL1(0.5), target, pred, lambda t, p: F.smooth_l1_loss(p, t, beta=0.5)),
+        (Huber(0.5, "sum"), target, pred,
+         lambda t, p: F.huber_loss(p, t, delta=0.5, reduction="sum")),
+        (BCEWithLogits(weight), target, pred, lambda t, p: F.binary_cross_entropy_with_logits(
+            p, t, pos_weight=torch_tensor(weight.astype(np.float32)))),
+        (NLL(ignore_index=1), labels, log_softmax(pred),
+         lambda t, p: F.nll_loss(p, t, ignore_index=1)),
+        (KLDiv("batchmean"), target / target.sum(-1, keepdims=True), log_softmax(pred),
+         lambda t, p: F.kl_div(p, t, reduction="batchmean")),
+        (lambda y, a: CosineEmbedding(0.1)(y, a, a[::-1] + 0.5), signs, pred,
+         lambda t, a: F.cosine_embedding_loss(a, a.flip(0) + 0.5, t, margin=0.1)),
     ]  # fmt: skip
-    for loss_fn, y, p in cases:
+    for loss_fn, y, p, torch_fn in cases:
+        y = y if y.dtype.kind == "i" else y.astype(np.float32)
         results = []
-        for module in (np, xp):
-            y_t = Tensor(module.asarray(y if y.dtype.kind == "i" else y.astype(np.float32)))
+        for module in (np, xp) if xp is not np else (np,):
+            y_t = Tensor(module.asarray(y))
             p_t = Tensor(module.asarray(p.astype(np.float32)), requires_grad=True)
             loss = loss_fn(y_t, p_t)
             loss.backward()
             results.append([backend.to_host_array(a) for a in (loss.array, p_t.grad.array)])
+        if xp is np:  # the host against itself would compare nothing: torch's numbers instead
+            p_t = torch_tensor(p.astype(np.float32), grad=True)
+            loss = torch_fn(torch_tensor(y), p_t)
+            loss.backward()
+            results.insert(0, [loss.detach().numpy(), p_t.grad.numpy()])
         for ours, expected in zip(*results):
             np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-6)

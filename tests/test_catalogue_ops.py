@@ -200,15 +200,24 @@ def test_bad_arguments_name_the_op_and_what_was_expected():
 
 def test_ops_on_every_backend(xp):
     """sort, argsort, cumsum, chunk and permute on the array module of ``xp`` (cupy on a GPU)
-    give the host's values and gradients, in float32."""
+    give the host's values and gradients, in float32; on the host, torch's."""
     x0 = distinct((3, 4, 5)).astype(np.float32)
+    dout = np.linspace(-1, 1, 2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
     results = []
-    for module in (np, xp):
+    for module in (np, xp) if xp is not np else (np,):
         x = Tensor(module.asarray(x0), requires_grad=True)
         first, second = ops.chunk(ops.permute(x, 2, 0, 1), 2)  # (3, 3, 4) and (2, 3, 4)
         out = ops.sort(first, axis=1, descending=True).sum(axis=0) * reduce.cumsum(second, 2)
-        out.backward(module.linspace(-1, 1, out.size, dtype=np.float32).reshape(out.shape))
+        out.backward(module.asarray(dout))  # out: (2, 3, 4)
         ids = ops.argsort(x, axis=0, descending=True).array
         results.append([backend.to_host_array(a) for a in (out.array, x.grad.array, ids)])
+    if xp is np:  # the host against itself would compare nothing: torch's numbers instead
+        torch = pytest.importorskip("torch")
+        x = torch.tensor(x0, requires_grad=True)
+        first, second = torch.chunk(x.permute(2, 0, 1), 2)
+        out = torch.sort(first, dim=1, descending=True).values.sum(0) * torch.cumsum(second, 2)
+        out.backward(torch.tensor(dout))
+        ids = torch.argsort(x, dim=0, descending=True, stable=True)
+        results.insert(0, [a.detach().numpy() for a in (out, x.grad, ids)])
     for ours, expected in zip(*results):
         np.testing.assert_allclose(ours, expected, rtol=1e-6, atol=1e-6)

@@ -279,11 +279,15 @@ def test_reducing_in_float16_rounds_each_gradient_once():
         distributed.DataParallel(reduced, distributed.init(), reduce_dtype=np.float64)
 
 
-def test_gradient_as_bucket_view_needs_the_engine_for_it():
-    if buckets.ENGINE_FILLS_GRAD_BUFFERS:
-        pytest.skip("this engine accumulates into assigned buffers")
-    with pytest.raises(distributed.DistributedError, match="Tensor.grad_buffer"):
+def test_gradient_as_bucket_view_needs_the_engine_for_it(monkeypatch):
+    """Without an engine that accumulates into Tensor.grad_buffer, asking for gradients as
+    views of the buckets is refused, and the default falls back to copies."""
+    monkeypatch.setattr(buckets, "ENGINE_FILLS_GRAD_BUFFERS", False)
+    message = r"needs an engine that accumulates gradients into Tensor\.grad_buffer"
+    with pytest.raises(distributed.DistributedError, match=message):
         distributed.DataParallel(tiny_gpt(), distributed.init(), gradient_as_bucket_view=True)
+    reducer = distributed.DataParallel(tiny_gpt(), distributed.init(), reduce_alone=True)
+    assert reducer.as_view is False
 
 
 def test_data_parallel_alone_copies_and_sends_nothing():

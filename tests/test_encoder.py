@@ -261,7 +261,11 @@ def test_loss_ignores_unchosen_positions():
     expected = -np.mean([logits[0, 1, 3] - np.log(np.exp(logits[0, 1]).sum()),
                          logits[2, 4, 6] - np.log(np.exp(logits[2, 4]).sum())])  # fmt: skip
     np.testing.assert_allclose(loss.item(), expected)
-    assert masked_accuracy(logits, labels) in (0.0, 0.5, 1.0)
+    # one chosen position right by construction, the other wrong; the 13 others do not count
+    rigged = logits.copy()  # (3, 5, 7)
+    rigged[0, 1, 3] = rigged[0, 1].max() + 1  # the top logit is the label
+    rigged[2, 4, 6] = rigged[2, 4].min() - 1  # the label's logit is the lowest
+    assert masked_accuracy(rigged, labels) == 0.5
 
 
 # ------------------------------------------------------------------ the example

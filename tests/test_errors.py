@@ -182,7 +182,8 @@ def test_check_same_device_message(monkeypatch):
 
     gpu = np.ones((2, 3)).view(FakeGpuArray)
     cpu = np.ones(3)
-    monkeypatch.setattr(backend, "_cupy", types.SimpleNamespace(ndarray=FakeGpuArray))
+    fake_cupy = types.SimpleNamespace(ndarray=FakeGpuArray)
+    monkeypatch.setattr(backend, "_cupy", fake_cupy)
     monkeypatch.setattr(
         backend, "device_of", lambda a: "cuda:0" if isinstance(a, FakeGpuArray) else "cpu"
     )
@@ -198,7 +199,9 @@ def test_check_same_device_message(monkeypatch):
         Einsum("ij,j->i")(Tensor(gpu), Tensor(cpu))
     with pytest.raises(ValueError, match=r"concatenate: all tensors must be on the same device"):
         ops.concatenate([Tensor(gpu), Tensor(np.ones((1, 3)))])
-    assert backend.check_same_device("add", gpu, gpu) is not None
+    # arrays on one device: their array module, cupy's for GPU arrays and numpy's for host ones
+    assert backend.check_same_device("add", gpu, gpu) is fake_cupy
+    assert backend.check_same_device("add", cpu, cpu) is np
 
 
 def test_mixed_devices_on_a_gpu():

@@ -203,10 +203,19 @@ def test_rows_longer_than_the_window_keep_their_end(trained):
     model, tokeniser = trained
     long_context = tokeniser.encode(TRAINING_TEXT * 3)  # longer than the 48-token window
     ending = tokeniser.encode(" He drops them into a hot pan of oil.")
-    summed, mean = ending_losses(
-        model, [np.concatenate([long_context, ending])], [len(long_context)]
-    )
-    assert np.isfinite(summed).all() and mean[0] > 0
+    row = np.concatenate([long_context, ending])
+    summed, mean = ending_losses(model, [row], [len(long_context)])
+    # by hand: the row's last 48 tokens, scored on the ending's positions only
+    window = model.config.context_window
+    assert len(long_context) > window > len(ending)
+    cropped = row[-window:]  # (48,): the end of the context, then the whole ending
+    start = window - len(ending) - 1  # the position that predicts the ending's first token
+    model.eval()
+    logits = model(cropped[None, :-1])  # (1, 47, V)
+    expected = float(CrossEntropy()(cropped[None, start + 1 :], logits[:, start:]).array)
+    model.train()
+    assert mean[0] == pytest.approx(expected, rel=1e-5)
+    assert summed[0] == pytest.approx(expected * len(ending), rel=1e-5)
 
 
 # -------------------------------------------------------------------------------- command line

@@ -273,6 +273,8 @@ def test_fp16_forward_keeps_float32_master_weights():
 
 
 def test_llama_on_every_backend(xp):
+    """On ``xp``'s device (a GPU) the logits and gradients are the host's; on every backend
+    generating with the KV cache gives the tokens of generating without it."""
     model = make_llama()
     batch = tokens(2, 9)
 
@@ -281,7 +283,10 @@ def test_llama_on_every_backend(xp):
         CrossEntropy()(array_module.asarray(batch), logits).backward()
         return logits
 
-    same_on_host_and(xp, model, run, rtol=1e-3, atol=1e-5)
+    # the host against itself would compare nothing; its numbers are the PyTorch twin's
+    # (test_logits_loss_and_every_gradient_match_the_pytorch_twin)
+    if xp is not np:
+        same_on_host_and(xp, model, run, rtol=1e-3, atol=1e-5)
     cached = model.generate(tokens(1, 3), 20, rng=np.random.default_rng(0))
     full = model.generate(tokens(1, 3), 20, rng=np.random.default_rng(0), use_cache=False)
     np.testing.assert_array_equal(cached, full)

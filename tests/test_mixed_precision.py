@@ -1,12 +1,15 @@
 """Mixed precision in the GPT and the training step (GPT.forward(precision=...),
 tricycle.apps.training.train_step with a policy). numpy on CPU CI; cupy when there is a GPU."""
 
+import json
+
 import numpy as np
 import pytest
 
 from tricycle import backend
+from tricycle.apps import run_settings, training
 from tricycle.apps import train as train_cli
-from tricycle.apps import training
+from tricycle.apps.runs import RunDirectory
 from tricycle.configs import DebugConfig
 from tricycle.loss import CrossEntropy
 from tricycle.models import GPT
@@ -90,21 +93,37 @@ def train_in_process(argv) -> dict:
     return train_cli.train(train_cli.parse_args(argv))
 
 
-def test_train_script_runs_fp16_with_a_time_budget(tmp_path):
+def test_train_script_runs_fp16_with_a_time_budget(tmp_path, monkeypatch):
+    """An fp16 run stopped by its time budget. A loss scale of 2**19 overflows the first
+    steps' gradients (2**17 does not): the skipped steps the run reports are the steps its
+    metrics record with a non-finite gradient norm, and its checkpoint's scaler halved the
+    scale once for each."""
+    init_scale = 2.0**19
+    monkeypatch.setattr(
+        run_settings, "precision_for", lambda name, device: Precision(name, init_scale=init_scale)
+    )
     text = tmp_path / "notes.txt"
     text.write_text("the quick brown fox jumps over the lazy dog. " * 400)
     out = tmp_path / "run"
-    summary = train_in_process(
-        [*("--config", "debug", "--dataset", str(text), "--steps", "50", "--vocab-size", "280")]
-        + [*("--context-window", "16", "--batch-size", "4", "--eval-interval", "5")]
-        + [*("--eval-steps", "1", "--precision", "fp16", "--max-seconds", "0.5")]
-        + [*("--out-dir", str(out), "--no-progress", "--sample-tokens", "0")]
-    )
-    assert summary["precision"] == "fp16" and summary["skipped_steps"] >= 0
+    with np.errstate(over="ignore", invalid="ignore"):  # the overflowing steps
+        summary = train_in_process(
+            [*("--config", "debug", "--dataset", str(text), "--steps", "50")]
+            + [*("--vocab-size", "280", "--context-window", "16", "--batch-size", "4")]
+            + [*("--eval-interval", "5", "--eval-steps", "1", "--precision", "fp16")]
+            + [*("--max-seconds", "0.5", "--out-dir", str(out), "--no-progress")]
+            + [*("--sample-tokens", "0")]
+        )
+    assert summary["precision"] == "fp16"
     assert 0 < summary["steps"] < 50  # stopped by the time budget, with a checkpoint
-    lines = (out / "metrics.jsonl").read_text().splitlines()
-    assert len(lines) == summary["steps"]
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert len(records) == summary["steps"]
+    skipped = np.cumsum([not np.isfinite(r["grad_norm"]) for r in records])  # (steps,)
+    assert [r["skipped_steps"] for r in records] == skipped.tolist()  # a running count
+    assert summary["skipped_steps"] == skipped[-1] >= 1  # the first step overflows
     assert (out / "checkpoint.npz").exists()
+    scaler = RunDirectory(out).load_state()["scaler"]
+    assert scaler["skipped_steps"] == skipped[-1] and scaler["steps"] == summary["steps"]
+    assert scaler["scale"] == init_scale * 0.5 ** skipped[-1]  # no growth in 2000 steps
 
 
 @pytest.mark.skipif(not backend.cupy_available(), reason="no CUDA GPU")

@@ -15,6 +15,7 @@ from tricycle.apps.runs import RunDirectory
 from tricycle.apps.train import run
 from tricycle.hf_tokeniser import PretrainedTokeniser
 from tricycle.models import GPT
+from tricycle_datasets.hellaswag import read_examples, render
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -85,9 +86,33 @@ def test_init_from_fine_tunes_resumes_and_samples(model_dir, text_file, tmp_path
 
 
 def test_evaluate_takes_a_model_directory(model_dir, tmp_path):
+    """The command on the directory scores as the library does on the model and tokeniser
+    it holds, and as the Hugging Face model itself does (the losses of each ending's tokens,
+    in float64 from torch's logits)."""
     hellaswag = write_hellaswag_file(tmp_path / "hellaswag.jsonl")
     result = evaluate.main([str(model_dir), "--hellaswag", str(hellaswag), "--limit", "3"])
-    assert result["n"] == 3 and 0 <= result["acc_norm"] <= 1
+    tokeniser = PretrainedTokeniser.from_dir(model_dir)
+    examples = read_examples(hellaswag, 3)
+    assert result == evaluate.evaluate_hellaswag(
+        GPT.from_pretrained(model_dir), tokeniser, examples
+    )
+
+    reference = transformers.GPT2LMHeadModel.from_pretrained(model_dir).eval()
+    correct = correct_norm = 0
+    for example in examples:
+        rows, n_context = render(tokeniser, example)
+        summed, mean = [], []
+        for row in rows:  # (T,) each: the context's tokens, then the ending's
+            with torch.no_grad():
+                logits = reference(torch.tensor(row[None])).logits[0, :-1].double()  # (T-1, V)
+            losses = -torch.log_softmax(logits, -1)[torch.arange(len(row) - 1), row[1:]]
+            summed.append(float(losses[n_context - 1 :].sum()))
+            mean.append(float(losses[n_context - 1 :].mean()))
+        correct += int(np.argmin(summed) == example.label)
+        correct_norm += int(np.argmin(mean) == example.label)
+    assert result["n"] == 3
+    assert (result["correct"], result["correct_norm"]) == (correct, correct_norm)
+    assert result["acc"] == correct / 3 and result["acc_norm"] == correct_norm / 3
 
 
 def test_init_from_errors_are_one_line(model_dir, text_file, tmp_path):

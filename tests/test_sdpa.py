@@ -86,13 +86,18 @@ def test_gradient_with_dropout_and_a_diamond():
 
 
 def test_dropout_keeps_the_expectation():
+    """Kept probabilities are scaled by 1 / (1 - p): the mean over 2000 masks is the output
+    without dropout, within 4 standard errors of that mean. With p = 0.25 the wrong scalings
+    (1 / p, none) would be off by 200% and 25%: dozens of standard errors here."""
     rng = np.random.default_rng(0)
     q, k, v = inputs(rng, 1, 1, 1, 4, 4, 2, 3)
-    plain = scaled_dot_product_attention(q, k, v).array
-    mean = np.mean(
-        [scaled_dot_product_attention(q, k, v, dropout_prob=0.5, seed=s).array
-         for s in range(2000)], axis=0)  # fmt: skip
-    np.testing.assert_allclose(mean, plain, atol=0.1)
+    plain = scaled_dot_product_attention(q, k, v).array  # (1, 1, 4, 3)
+    samples = np.stack(
+        [scaled_dot_product_attention(q, k, v, dropout_prob=0.25, seed=s).array
+         for s in range(2000)])  # fmt: skip
+    mean = samples.mean(axis=0)
+    standard_error = samples.std(axis=0, ddof=1) / np.sqrt(len(samples))
+    assert (np.abs(mean - plain) <= 4 * standard_error).all(), (mean - plain) / standard_error
 
 
 def test_rows_that_see_no_key_give_zero_and_no_gradient():
@@ -256,18 +261,32 @@ def test_dispatch_picks_the_kernel_at_every_size():
 @pytest.mark.parametrize("options", [{}, {"causal": True, "window": 2}, {"dropout_prob": 0.2}])
 def test_same_on_every_device(xp, options):
     """The reference is written against ``xp``: on a GPU (cupy) it gives the numbers it gives
-    on the host, gradients and the dropout mask included."""
+    on the host, gradients and the dropout mask included. On the host, the CPU kernel it
+    runs there gives the reference formulas' numbers, and without dropout torch's."""
     from tricycle import backend
 
     rng = np.random.default_rng(0)
     arrays = inputs(rng, 2, 4, 2, 5, 6, 3, 3, np.float32)
-    mask = key_padding_mask(rng.random((2, 6)) > 0.3)
+    mask = key_padding_mask(rng.random((2, 6)) > 0.3)  # (2, 1, 1, 6)
     dout = rng.normal(size=(2, 4, 5, 3)).astype(np.float32)
-    results = []
-    for module in (np, xp):
+
+    def run(module):
+        """[out, dq, dk, dv] on the host."""
         tensors = [Tensor(module.asarray(a), requires_grad=True) for a in arrays]
         out = scaled_dot_product_attention(*tensors, module.asarray(mask), seed=3, **options)
         out.backward(module.asarray(dout))
-        results.append([backend.to_host_array(t.array) for t in [out, *(t.grad for t in tensors)]])
-    for ours, host in zip(*results):
-        np.testing.assert_allclose(ours, host, rtol=1e-5, atol=1e-6)
+        return [backend.to_host_array(t.array) for t in [out, *(t.grad for t in tensors)]]
+
+    host = run(np)  # float32 on the host: the CPU kernel
+    if xp is not np:
+        others = [run(xp)]
+    else:  # the host against itself would compare nothing: other implementations instead
+        with dispatch.references():
+            others = [run(np)]
+        if "dropout_prob" not in options:
+            torch = pytest.importorskip("torch")
+            causal, window = options.get("causal", False), options.get("window")
+            others.append(torch_twin(torch, *arrays, mask, causal, window, dout))
+    for other in others:
+        for ours, expected in zip(other, host, strict=True):
+            np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-6)

@@ -319,9 +319,14 @@ def test_char_tokeniser_errors(tmp_path):
 
 
 def test_enough_text_trains_without_warning(shakespeare_text):
+    """10,000 characters hold all the merges a 300-id vocabulary asks for: 300 - 256 bytes."""
+    text = shakespeare_text[:10_000]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        BPETokeniser(300).train(shakespeare_text[:10_000])
+        tokeniser = BPETokeniser(300).train(text)
+    assert len(tokeniser.merges) == 300 - 256 and tokeniser.n_tokens == 300
+    ids = tokeniser.encode(text)
+    assert ids.max() == 299 and len(ids) < len(text) and tokeniser.decode(ids) == text
 
 
 def test_corrupt_regex_in_a_trusted_file_is_a_clear_error(tmp_path):

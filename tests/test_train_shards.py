@@ -137,15 +137,24 @@ def test_reading_in_order_needs_shards(tmp_path):
 
 
 def test_hellaswag_at_each_evaluation(shards, tmp_path, capsys):
+    """The scores recorded at each evaluation are those the evaluate command gives the
+    weights of that step: the last weights of the run (step 4), and of the same run stopped
+    after step 2 (a run is deterministic: its step 2 is the whole run's)."""
     hellaswag = write_hellaswag_file(tmp_path / "hellaswag.jsonl")
-    run(shards, tmp_path / "run", "--steps", "4", "--eval-interval", "2", "--eval-steps", "1",
-        "--eval-hellaswag", str(hellaswag), "--hellaswag-limit", "3")  # fmt: skip
+    common = ["--steps", "4", "--eval-interval", "2", "--eval-steps", "1",
+              "--eval-hellaswag", str(hellaswag), "--hellaswag-limit", "3"]  # fmt: skip
+    run(shards, tmp_path / "run", *common)
+    run(shards, tmp_path / "half", *common, "--stop-after", "2")
+    assert "hellaswag_acc_norm" in capsys.readouterr().err  # the evaluation's log line
     scored = [r for r in records(tmp_path / "run") if "hellaswag_acc" in r]
     assert [r["step"] for r in scored] == [2, 4]
-    for record in scored:  # fractions of the 3 examples
-        assert record["hellaswag_acc"] * 3 in (0, 1, 2, 3)
-        assert record["hellaswag_acc_norm"] * 3 in (0, 1, 2, 3)
-    assert "hellaswag_acc_norm" in capsys.readouterr().err  # the evaluation's log line
+    assert losses(tmp_path / "half") == losses(tmp_path / "run")[:2]
+    for record, run_dir in zip(scored, [tmp_path / "half", tmp_path / "run"]):
+        result = evaluate.main([str(run_dir), "--weights", "last", "--hellaswag", str(hellaswag),
+                                "--limit", "3"])  # fmt: skip
+        assert result["n"] == 3
+        assert record["hellaswag_acc"] == result["correct"] / 3 == result["acc"]
+        assert record["hellaswag_acc_norm"] == result["correct_norm"] / 3 == result["acc_norm"]
     with pytest.raises(SystemExit, match="--eval-hellaswag .*missing.jsonl"):
         run(shards, tmp_path / "b", "--eval-hellaswag", str(tmp_path / "missing.jsonl"))
 

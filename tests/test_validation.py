@@ -8,7 +8,7 @@ import pytest
 from tricycle.apps.step import TrainingDiverged
 from tricycle.apps.validation import check_finite
 from tricycle.layers import Dense, Sequential
-from tricycle.optimisers import AdamW
+from tricycle.optimisers import AdamW, global_norm
 
 
 def model_and_optimiser():
@@ -20,8 +20,18 @@ def model_and_optimiser():
 
 
 def test_a_finite_model_passes():
+    """The global norm of the parameters and slots is finite (float64's norm of the same
+    arrays): the fast path clears the model, and leaves every array as it was."""
     model, optimiser = model_and_optimiser()
-    check_finite(model, optimiser)
+    arrays = [p.array for p in model.parameters()]
+    arrays += [s["exp_avg"] for s in optimiser.state.values()]
+    before = [a.copy() for a in arrays]
+    expected = np.sqrt(sum((a.astype(np.float64) ** 2).sum() for a in arrays))
+    assert expected > 0
+    assert float(global_norm(arrays)) == pytest.approx(expected, rel=1e-6)
+    assert check_finite(model, optimiser) is None
+    for a, b in zip(arrays, before):
+        np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
@@ -45,7 +55,12 @@ def test_huge_finite_values_overflow_the_norm_but_pass():
     model, _ = model_and_optimiser()
     for p in model.parameters():
         p.array[...] = np.float32(3e38)  # the sum of squares is inf in float32
-    check_finite(model)
+    arrays = [p.array for p in model.parameters()]
+    assert all(a.dtype == np.float32 for a in arrays)
+    assert float(global_norm(arrays)) == np.inf  # so the per-array fallback runs
+    assert check_finite(model) is None  # and clears the overflow
+    for a in arrays:
+        np.testing.assert_array_equal(a, np.float32(3e38))  # unchanged
 
 
 # ------------------------------------------------------------------ the recorded forward
