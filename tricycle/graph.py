@@ -83,8 +83,7 @@ class Node:
             stay boolean and a numpy scalar keeps its dtype, unless ``dtype``).
         args: the input tensors of the op that made this tensor.
         back_fns: one callable per arg, mapping this tensor's gradient to that arg's gradient.
-        requires_grad: defaults to True for floating tensors, False otherwise. Integer tensors
-            cannot require gradients.
+        requires_grad: True by default for floating tensors; integer tensors cannot.
         is_batched: whether the first axis is a batch axis (informational: ops broadcast).
         name: a label shown in the repr, usually the op that made the tensor.
         dtype: convert to this dtype.
@@ -326,16 +325,15 @@ class Node:
 
     def item(self):
         """The value of a one-element tensor as a Python number."""
-        self._check_one_element("item()")
-        before_read_back()
-        return backend.to_host_array(self.array).item()
+        return self._element("item()").item()
 
-    def _check_one_element(self, what: str) -> None:
+    def _element(self, what: str):
+        """The one element, read back as a 0-d host array (several: a ValueError)."""
         if self.size != 1:
-            raise ValueError(
-                f"{what}: only a tensor of one element is a number, this one has shape "
-                f"{self.shape} ({self.size} elements): reduce it first (.sum(), .mean(), [i])"
-            )
+            raise ValueError(f"{what}: a tensor of {self.size} elements (shape {self.shape}) is "
+                             "not a number: reduce it first (.sum(), .mean(), [i])")  # fmt: skip
+        before_read_back()
+        return backend.to_host_array(self.array).reshape(())
 
     # ----------------------------------------------------------------- batching
     def to_batched(self) -> "Node":
@@ -363,14 +361,10 @@ class Node:
         return bool(backend.to_host_array(self.array))
 
     def __float__(self) -> float:
-        self._check_one_element("float()")
-        before_read_back()
-        return float(backend.to_host_array(self.array).reshape(()))
+        return float(self._element("float()"))
 
     def __int__(self) -> int:
-        self._check_one_element("int()")
-        before_read_back()
-        return int(backend.to_host_array(self.array).reshape(()))
+        return int(self._element("int()"))
 
     def __format__(self, spec: str) -> str:
         return format(self.item(), spec) if spec and self.size == 1 else str(self)
