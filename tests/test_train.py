@@ -282,6 +282,37 @@ def test_another_runs_files_are_never_replaced_unasked(corpus, tmp_path):
     assert load_state(tmp_path / "run" / "checkpoint.npz")["step"] == 3
 
 
+def test_an_overwriting_run_that_stops_before_a_checkpoint_leaves_the_old_run(
+    corpus, tmp_path, monkeypatch
+):
+    """--overwrite sets the old run's files aside until the new run has a checkpoint: a new
+    run that fails at its first step (out of memory), or is killed first, leaves them."""
+    run(corpus, tmp_path / "run", "--steps", "4", "--eval-interval", "2")
+    files = {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir()}
+    other = write_corpus(tmp_path / "other.txt", n_lines=1400)
+
+    def out_of_memory(trainer):
+        raise MemoryError("a batch too large")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(training.Trainer, "train_step", out_of_memory)
+        with pytest.raises(MemoryError):
+            run(other, tmp_path / "run", "--steps", "3", "--overwrite")
+    assert {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir()} == files
+    # killed between setting them aside and its first checkpoint: the next start puts them back
+    run_dir = RunDirectory(tmp_path / "run")
+    run_dir.set_aside(list(files))
+    (tmp_path / "run" / RunDirectory.CONFIG).write_text("{}")  # the killed run's
+    assert run_dir.open() == [f"{run_dir.path}: put the replaced run's files back (the new "
+                              "run stopped before a checkpoint)"]  # fmt: skip
+    run_dir.close()
+    assert {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir()} == files
+    # a new run that writes its checkpoint: the old files go
+    run(other, tmp_path / "run", "--steps", "3", "--overwrite")
+    assert not (tmp_path / "run" / RunDirectory.REPLACED).exists()
+    assert load_state(tmp_path / "run" / "checkpoint.npz")["step"] == 3
+
+
 def test_a_directory_in_use_is_refused(corpus, tmp_path):
     with DirectoryLock(tmp_path / "run"):
         with pytest.raises(SystemExit, match="in use by another run"):

@@ -12,6 +12,7 @@ than the weights stored beside it.
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 import warnings
 from collections.abc import Callable
@@ -86,6 +87,7 @@ class RunDirectory:
     OLD_BEST, PREVIOUS = "best.npz", ".model.previous.safetensors"  # layout 1's best weights
     FILES = (LAST, CHECKPOINT, MODEL, TOKENISER, CONFIG, METRICS, LOSS_PLOT, BEST, OLD_BEST,
              PREVIOUS)  # fmt: skip
+    REPLACED = ".replaced"  # --overwrite: the old run's files, until the new one has a state
     WEIGHTS = ("best", "last")  # which weights of a run directory to read
     LAYOUT = 2  # 2: weights in model.safetensors; 1 (none recorded): inside checkpoint.npz
 
@@ -175,11 +177,40 @@ class RunDirectory:
         removed = remove_temporaries(self.path, list(self.FILES))
         if removed:
             notes.append(f"{self.path}: removed {len(removed)} unfinished temporary file(s)")
+        settled = self.settle_replaced()  # a run stopped by a kill: what close() would do
+        if settled:
+            notes.append(f"{self.path}: {settled}")
         return notes
 
+    def set_aside(self, names: list[str]) -> None:
+        """--overwrite: move the old run's files ``names`` into .replaced/, where they stay
+        until the new run has a checkpoint of its own (``settle_replaced``), so that a run
+        that fails or is killed before one leaves the old run as it was."""
+        aside = self.path / self.REPLACED
+        aside.mkdir(exist_ok=True)
+        for name in names:
+            if (self.path / name).exists():
+                os.replace(self.path / name, aside / name)
+
+    def settle_replaced(self) -> str | None:
+        """The files ``set_aside`` kept: deleted once the new run has its checkpoint, put
+        back where it has none (it failed, or was killed, first); says which, or None."""
+        aside = self.path / self.REPLACED
+        if not aside.is_dir():
+            return None
+        if self.checkpoint.is_file():
+            shutil.rmtree(aside)
+            return "removed the replaced run's files (the new run has its checkpoint)"
+        for kept in aside.iterdir():
+            os.replace(kept, self.path / kept.name)
+        aside.rmdir()
+        return "put the replaced run's files back (the new run stopped before a checkpoint)"
+
     def close(self, failed: bool = False) -> None:
-        """Give the lock back; after a ``failed`` run, remove the directories ``open()`` made
-        where the run left them empty (a mistyped flag leaves no trace)."""
+        """Settle the files --overwrite set aside (``settle_replaced``), give the lock back;
+        after a ``failed`` run, remove the directories ``open()`` made where the run left
+        them empty (a mistyped flag leaves no trace)."""
+        self.settle_replaced()
         self.lock.release()
         if failed:
             remove_empty(self._made)

@@ -12,8 +12,9 @@ what --resume reads), best.safetensors (the weights of the lowest validation los
 step: what the sample at the end, ``tricycle-sample`` and
 ``tricycle.evaluate`` read unless given --weights last), model.pkl, tokeniser.json,
 config.json, metrics.jsonl and loss.png (the loss curves; --plot-log for a log scale). A
-directory holding another run is never overwritten without --overwrite, and one run at a time
-may use it.
+directory holding another run is never overwritten without --overwrite (which sets the old
+run's files aside in .replaced/ until the new run writes its first checkpoint, and puts them
+back if it stops before one), and one run at a time may use it.
 
 Data: a built-in corpus, a UTF-8 text file, or a directory of token shards made by
 ``python -m tricycle_datasets.prepare`` (memory-mapped: corpora larger than memory; its
@@ -256,11 +257,11 @@ def _train(args, run_dir: RunDirectory, world: distributed.World) -> dict:
 
 def _start(run_dir: RunDirectory, run: dict, tokeniser: str, trainer, resumed: bool, data,
            log_interval: int, replaces: list[str]) -> None:  # fmt: skip
-    """Rank 0, before the first step: the old run's files that --overwrite ``replaces`` gone
-    (only now: every check has passed), the run's files (its tokeniser's text, config.json,
+    """Rank 0, before the first step: the old run's files that --overwrite ``replaces`` set
+    aside (only now: every check has passed; they go once the new run has a checkpoint, and
+    come back if it stops before one), the run's files (its tokeniser's text, config.json,
     its metrics cut back to the trainer's step), and what is about to run, in words."""
-    for name in replaces:  # --overwrite: nothing of the old run may outlive it
-        (run_dir / name).unlink(missing_ok=True)
+    run_dir.set_aside(replaces)  # --overwrite: nothing of the old run may outlive it
     settings, config, step = run["settings"], run["config"], trainer.step
     if resumed and step == config["steps"]:
         print(f"the run in {run_dir.path} is complete ({config['steps']} steps)",
