@@ -155,6 +155,10 @@ def test_thread_count_comes_from_the_environment_and_is_shared_between_processes
     monkeypatch.delenv("TRICYCLE_THREADS")
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     assert threads_per_process(None, processes_here=2) == max(1, cores // 2)
+    for wrong in ("abc", "0", "-2", "1.5"):  # a usage error, in one line
+        monkeypatch.setenv("TRICYCLE_THREADS", wrong)
+        with pytest.raises(SystemExit, match=rf"TRICYCLE_THREADS='{wrong}': expected a whole"):
+            threads_per_process(None)
 
 
 # ====================================================================== many Python threads

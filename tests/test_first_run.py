@@ -3,6 +3,9 @@ user typed; a finished run leaves no lock; the data decide the vocabulary; prepa
 it did to the vocabulary, the workers and the validation split."""
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -10,7 +13,7 @@ from tests.helpers import DATA_DIR
 from tests.test_examples import offline  # noqa: F401 - a fixture
 from tests.test_train import corpus, one_blas_thread, run, train_in_process  # noqa: F401
 from tests.test_train_shards import JSON_PACKAGE
-from tricycle.apps import sample
+from tricycle.apps import sample, train
 from tricycle_datasets import prepare as prepare_module
 from tricycle_datasets.prepare import prepare
 from tricycle_datasets.shards import load_tokeniser
@@ -111,3 +114,30 @@ def test_a_validation_split_too_small_to_evaluate_is_an_error_with_the_fix(tmp_p
                           "--context-window", "512", "--out-dir", str(tmp_path / "run"),
                           "--no-progress"])  # fmt: skip
     assert not (tmp_path / "run").exists()
+
+
+def test_out_of_memory_is_one_line_naming_the_sizes_to_lower(tmp_path, monkeypatch, capsys):
+    """A size with a zero too many: numpy's MemoryError as one line, no traceback."""
+    from tricycle.apps import training
+
+    def too_big(trainer):
+        raise MemoryError("Unable to allocate 24.6 GiB for an array")
+
+    monkeypatch.setattr(training.Trainer, "train_step", too_big)
+    out = tmp_path / "runs" / "big"
+    with pytest.raises(SystemExit, match=r"^tricycle-train: out of memory \(Unable to allocate "
+                       r"24\.6 GiB for an array\): lower --batch-size"):  # fmt: skip
+        train.main(["--config", "debug", "--dataset", "shakespeare-char", "--out-dir", str(out),
+                    "--no-progress", "--data-dir", str(DATA_DIR)])  # fmt: skip
+
+
+def test_a_reader_that_stops_early_ends_the_program_quietly(tmp_path):
+    """``tricycle-sample ... | head``: no BrokenPipeError traceback, exit status 1."""
+    script = ("from tricycle.apps.cli import ends_in_one_line\n"
+              "with ends_in_one_line('prog', '--size'):\n"
+              "    for _ in range(100000):\n"
+              "        print('x' * 100, flush=True)\n")  # fmt: skip
+    done = subprocess.run(f"{sys.executable} -c \"$SCRIPT\" | head -c 10", shell=True,
+                          capture_output=True, text=True, env={**os.environ, "SCRIPT": script},
+                          timeout=60)  # fmt: skip
+    assert done.stdout == "x" * 10 and done.stderr == ""

@@ -18,7 +18,7 @@ from tricycle.loss import CrossEntropy
 from tricycle.models import GPT
 from tricycle.optimisers import AdamW
 from tricycle.random import manual_seed
-from tricycle.tokeniser import END_OF_TEXT, BPETokeniser
+from tricycle.tokeniser import END_OF_TEXT, BPETokeniser, CharTokeniser
 from tricycle_datasets import hellaswag
 from tricycle_datasets.hellaswag import Example, read_examples
 
@@ -263,6 +263,10 @@ def test_evaluate_command_errors(trained, hellaswag_file, tmp_path):
         (tmp_path / "bad.jsonl").write_text("{oops\n")
         main([str(run), "--hellaswag", str(tmp_path / "bad.jsonl")])
     assert load_model(run)[1].n_tokens == 300
+    # a character-level tokeniser without the examples' characters: one line, naming the file
+    CharTokeniser().train("abc ").save(run / "tokeniser.json")
+    with pytest.raises(SystemExit, match=r"^evaluate: .*\.jsonl: CharTokeniser.encode: .* not in"):
+        main([str(run), "--hellaswag", str(hellaswag_file)])
 
 
 # -------------------------------------------------------------------------------- samples

@@ -12,6 +12,7 @@ reads settings from JSON.
 import argparse
 import json
 import math
+import os
 import sys
 import warnings
 from contextlib import contextmanager
@@ -48,6 +49,20 @@ def warnings_in_one_line(program: str):
     with warnings.catch_warnings():
         warnings.showwarning = show
         yield
+
+
+@contextmanager
+def ends_in_one_line(program: str, sizes: str):
+    """Within the block, running out of memory (a size with a zero too many: numpy's or
+    CuPy's MemoryError) is one line naming the ``sizes`` to lower, and a reader of stdout that
+    stops early (``| head``) ends the program quietly, as Python's own tools do."""
+    try:
+        yield
+    except MemoryError as error:
+        raise SystemExit(f"{program}: out of memory ({error}): lower {sizes}") from None
+    except BrokenPipeError:  # stdout's reader is gone: flushing it again at exit would fail
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(1) from None
 
 
 def _number(text: str, kind, what: str, ok) -> int | float:

@@ -21,8 +21,12 @@ from tricycle.parallel.threads import available_cores
 def threads_per_process(n: int | None, processes_here: int = 1) -> int | None:
     """``n``, else ``TRICYCLE_THREADS``, else (None: the libraries' own default) unless
     ``processes_here`` processes share this machine, which then get a share of its cores."""
-    if n is None and os.environ.get("TRICYCLE_THREADS"):
-        n = int(os.environ["TRICYCLE_THREADS"])
+    text = os.environ.get("TRICYCLE_THREADS", "").strip()
+    if n is None and text:
+        if not text.isdigit() or int(text) < 1:
+            raise SystemExit(f"TRICYCLE_THREADS={text!r}: expected a whole number >= 1 (the "
+                             "CPU threads of each process), or leave it unset")  # fmt: skip
+        n = int(text)
     if n is None and processes_here > 1:
         n = max(1, available_cores() // processes_here)
     return n

@@ -39,6 +39,7 @@ from tricycle.apps.cli import (
     DefaultsHelp,
     Parser,
     add_weights_flag,
+    ends_in_one_line,
     positive_int,
     warnings_in_one_line,
 )
@@ -258,6 +259,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 @warnings_in_one_line("evaluate")
+@ends_in_one_line("evaluate", "--batch-rows")
 def main(argv=None) -> dict:
     args = parse_args(argv)
     try:
@@ -278,7 +280,11 @@ def main(argv=None) -> dict:
         if not cupy_available():
             raise SystemExit("evaluate: --device gpu, but no CUDA GPU is available")
         model.to_gpu()
-    result = evaluate_hellaswag(model, tokeniser, examples, batch_rows=args.batch_rows)
+    try:  # an example the tokeniser cannot encode (a character-level run's alphabet)
+        result = evaluate_hellaswag(model, tokeniser, examples, batch_rows=args.batch_rows)
+    except ValueError as error:
+        source = args.hellaswag or "the HellaSwag val set"
+        raise SystemExit(f"evaluate: {source}: {error}") from None
     print(json.dumps({"hellaswag": result}))
     return result
 

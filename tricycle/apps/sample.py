@@ -32,6 +32,7 @@ from tricycle.apps.cli import (
     DefaultsHelp,
     Parser,
     add_weights_flag,
+    ends_in_one_line,
     nonnegative_float,
     nonnegative_int,
     positive_int,
@@ -92,6 +93,7 @@ def _readme_tokeniser(model):
 
 
 @warnings_in_one_line("tricycle-sample")
+@ends_in_one_line("tricycle-sample", "--num-samples or --max-tokens")
 def main(argv=None) -> int:
     """The console entry point: sample, and return the exit status."""
     args = parse_args(argv)

@@ -87,7 +87,7 @@ from tqdm import tqdm
 
 from tricycle import backend
 from tricycle.apps.checkpoint import CheckpointError, atomic_write_text
-from tricycle.apps.cli import warnings_in_one_line
+from tricycle.apps.cli import ends_in_one_line, warnings_in_one_line
 from tricycle.apps.cpu import cpu_threads, threads_per_process, tune_cpu_allocator
 from tricycle.apps.evaluate import sample_text, training_hooks
 from tricycle.apps.files import DirectoryLocked
@@ -322,7 +322,11 @@ def run(argv=None) -> dict:
 def main(argv=None) -> int:
     """The console entry point: train; the exit status is 130 after Ctrl-C."""
     try:  # an error on one rank ends every rank at once
-        with distributed.fail_together(), warnings_in_one_line("tricycle-train"):
+        with (
+            distributed.fail_together(),
+            warnings_in_one_line("tricycle-train"),
+            ends_in_one_line("tricycle-train", "--batch-size, --context-window or the model"),
+        ):
             summary = run(argv)
     except KeyboardInterrupt:  # outside the loop (loading data), or a second Ctrl-C
         print("\ninterrupted: stopped without a new checkpoint", file=sys.stderr)
