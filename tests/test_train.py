@@ -397,6 +397,18 @@ def test_every_bad_argument_gets_a_usage_error(flag, value, capsys):
     assert err.count("\n") == 1  # one line, not the usage of every flag above it
 
 
+def test_contradictory_or_empty_run_directory_flags_are_usage_errors(tmp_path, capsys):
+    (tmp_path / "a-file").write_text("not a run")
+    cases = [(["--resume", "--overwrite"], "--resume continues the run"),
+             (["--out-dir="], "argument --out-dir: an empty path"),
+             (["--out-dir", str(tmp_path / "a-file")], "a file, not a directory")]  # fmt: skip
+    for argv, complaint in cases:
+        with pytest.raises(SystemExit) as exit_info:
+            train_cli.parse_args(argv)
+        err = capsys.readouterr().err
+        assert exit_info.value.code == 2 and complaint in err and err.count("\n") == 1
+
+
 def test_values_the_parser_cannot_judge_alone_get_clear_errors(corpus, tmp_path):
     with pytest.raises(SystemExit, match="--vocab-size 100: a BPE vocabulary needs >= 256"):
         run(corpus, tmp_path / "a", "--vocab-size", "100")

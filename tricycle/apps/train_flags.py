@@ -83,6 +83,13 @@ NANOGPT_NAMES = {"max_iters": "steps", "learning_rate": "lr", "warmup_iters": "w
 RESUME_MAY_CHANGE = {"steps", "device", "eval_interval", "eval_steps", "eval_protocol"}
 
 
+def directory(text: str) -> Path:
+    """--out-dir's path; an empty one (which would be the current directory) is refused."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path (leave the flag out for runs/<config>)")
+    return Path(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="tricycle-train",
@@ -110,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="fp32 (default); tf32 matmuls (GPU); fp16 with loss scaling; bf16 (GPU)")  # fmt: skip
     add("--seed", type=seed, help="seeds initialisation, data order and dropout (default 1337)")
     add("--max-bytes", type=positive_int, help="size of the python-code corpus (default 4e6)")
-    add("--out-dir", type=Path, help="where the run's files go (default: runs/<config>)")
+    add("--out-dir", type=directory, help="where the run's files go (default: runs/<config>)")
     add("--resume", action="store_true", help="continue the run in --out-dir")
     add("--init-from", metavar="gpt2|DIR", help="fine-tune a pretrained model: a Hugging Face "
         "model directory, or a hub name (downloaded when online)")  # fmt: skip
@@ -152,6 +159,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     # other value (a gpt2 name, a directory) is the model to fine-tune
     if args.init_from in ("scratch", "resume") and not Path(args.init_from).exists():
         args.resume, args.init_from = args.resume or args.init_from == "resume", None
+    if args.resume and args.overwrite:
+        parser.error("--resume continues the run in --out-dir and --overwrite replaces it: "
+                     "give one")  # fmt: skip
+    if args.out_dir is not None and args.out_dir.exists() and not args.out_dir.is_dir():
+        parser.error(f"--out-dir {args.out_dir}: a file, not a directory")
     if args.sample_interval is not None and args.sample_tokens == 0:
         parser.error("--sample-interval: samples need --sample-tokens >= 1")
     if args.device == "gpu" and not cupy_available():  # before the run's folder is touched
