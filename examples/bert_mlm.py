@@ -38,7 +38,16 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
 import tricycle  # noqa: E402
-from tricycle.apps.cli import Parser, positive_float, positive_int, probability, seed  # noqa: E402
+from tricycle.apps.cli import (  # noqa: E402
+    Parser,
+    ends_in_one_line,
+    positive_float,
+    positive_int,
+    probability,
+    seed,
+    unwritable_image,
+    warnings_in_one_line,
+)
 from tricycle.apps.precompile import precompile  # noqa: E402
 from tricycle.loss import CrossEntropy  # noqa: E402
 from tricycle.nn.encoder import Encoder, EncoderConfig  # noqa: E402
@@ -81,6 +90,37 @@ def load_lines(data_dir, python_bytes: int, max_chars: int):
         labels = np.array([SHAKESPEARE] * len(shakes) + [PYTHON] * len(python[split]))
         out[split] = (lines, labels)
     return out
+
+
+def check_lines(args, data) -> None:
+    """SystemExit with one line naming the flag when the lines loaded cannot give what the
+    flags ask for: checked before any training."""
+    train = np.bincount(data["train"][1], minlength=2)  # (Shakespeare, Python) lines
+    valid = np.bincount(data["valid"][1], minlength=2)
+    if not (train[SHAKESPEARE] and valid[SHAKESPEARE]):
+        where = f"--data-dir {args.data_dir}" if args.data_dir is not None else "the text"
+        raise SystemExit(
+            f"bert_mlm.py: {where}: tiny-shakespeare has {train[SHAKESPEARE]:,} lines of "
+            f"{MIN_CHARS} characters or more to train on and {valid[SHAKESPEARE]:,} to hold out; "
+            "expected the full tinyshakespeare.txt"
+        )
+    if not (train[PYTHON] and valid[PYTHON]):
+        raise SystemExit(
+            f"bert_mlm.py: --python-bytes {args.python_bytes}: the Python files that fit hold "
+            f"{train[PYTHON]:,} lines to train on and {valid[PYTHON]:,} to hold out (every tenth "
+            "file); expected some of each: raise --python-bytes"
+        )
+    for flag, value, split, counts in (
+        ("--test-lines", args.test_lines, "held-out", valid),
+        ("--finetune-examples", args.finetune_examples, "training", train),
+    ):
+        if value > counts.min():
+            more = " or raise --python-bytes" if counts[PYTHON] < counts[SHAKESPEARE] else ""
+            raise SystemExit(
+                f"bert_mlm.py: {flag} {value} lines of each class: at most {counts.min():,} "
+                f"are available ({counts[SHAKESPEARE]:,} Shakespeare and {counts[PYTHON]:,} "
+                f"Python {split} lines): lower {flag}{more}"
+            )
 
 
 class CharVocabulary:
@@ -299,18 +339,41 @@ def parse_args(argv=None):
         parser.error("--pretrain-batch and --test-lines: at least 2 (half of each source)")
     if args.device == "gpu" and not tricycle.backend.cupy_available():
         parser.error("--device gpu: no CUDA GPU (CuPy is not installed or sees no device)")
+    if args.plot is not None:  # checked now: it is written after the whole run
+        try:
+            from matplotlib.backend_bases import FigureCanvasBase
+        except ImportError:
+            parser.error("--plot needs matplotlib: pip install matplotlib")
+        formats = sorted(FigureCanvasBase.get_supported_filetypes())
+        problem = unwritable_image(args.plot, formats)
+        if problem:
+            parser.error(f"--plot {problem}")
     return args
 
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
+    sizes = "--context, --embedding-dim, --n-layers, --pretrain-batch or --finetune-batch"
+    with ends_in_one_line("bert_mlm.py", sizes):  # out of memory: one line
+        return run(args)
+
+
+def run(args) -> dict:
+    """The run of ``args``: pre-training, fine-tuning and the report."""
     begin = time.perf_counter()
     if args.device == "cpu":
         precompile(small_steps, args)  # the CPU kernels, in the background from here
     try:
-        data = load_lines(args.data_dir, args.python_bytes, args.context - 2)
+        with warnings_in_one_line("bert_mlm.py"):  # a copy that is not the official one
+            data = load_lines(args.data_dir, args.python_bytes, args.context - 2)
     except NotAvailable as error:  # offline: one line, in this script's words
         raise SystemExit(f"bert_mlm.py: {error.fix('--data-dir')}") from None
+    except ValueError as error:  # tinyshakespeare.txt is not UTF-8 text
+        if args.data_dir is None:
+            raise SystemExit(f"bert_mlm.py: {error} (pass --data-dir DIR holding "
+                             "tinyshakespeare.txt)") from None  # fmt: skip
+        raise SystemExit(f"bert_mlm.py: --data-dir {args.data_dir}: {error}") from None
+    check_lines(args, data)  # before any training
     vocabulary = CharVocabulary(data["train"][0])
     train_ids = vocabulary.encode(data["train"][0], args.context)
     valid_ids = vocabulary.encode(data["valid"][0], args.context)

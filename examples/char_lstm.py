@@ -25,7 +25,15 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
-from tricycle.apps.cli import Parser, positive_float, positive_int, probability, seed  # noqa: E402
+from tricycle.apps.cli import (  # noqa: E402
+    Parser,
+    ends_in_one_line,
+    positive_float,
+    positive_int,
+    probability,
+    seed,
+    warnings_in_one_line,
+)
 from tricycle.apps.precompile import precompile  # noqa: E402
 from tricycle.layers import Dense, Embedding, Layer  # noqa: E402
 from tricycle.loss import CrossEntropy  # noqa: E402
@@ -150,10 +158,28 @@ def parse_args(argv=None):
 
 def main(argv=None) -> float:
     args = parse_args(argv)
+    sizes = "--hidden-size, --embedding-dim, --num-layers, --batch-size or --bptt"
+    with ends_in_one_line("char_lstm.py", sizes):  # out of memory: one line
+        return run(args)
+
+
+def load_corpus(args) -> ShakespeareChar:
+    """The corpus, or SystemExit with one line naming --data-dir."""
     try:
-        corpus = ShakespeareChar(data_dir=args.data_dir)
+        with warnings_in_one_line("char_lstm.py"):  # a copy that is not the official one
+            return ShakespeareChar(data_dir=args.data_dir)
     except NotAvailable as error:  # offline: one line, in this script's words
         raise SystemExit(f"char_lstm.py: {error.fix('--data-dir')}") from None
+    except ValueError as error:  # an empty file, or one that is not UTF-8 text
+        if args.data_dir is None:
+            raise SystemExit(f"char_lstm.py: {error} (pass --data-dir DIR holding "
+                             "tinyshakespeare.txt)") from None  # fmt: skip
+        raise SystemExit(f"char_lstm.py: --data-dir {args.data_dir}: {error}") from None
+
+
+def run(args) -> float:
+    """The run of ``args``: training, validation and a sample; the last validation loss."""
+    corpus = load_corpus(args)
     train_length = len(corpus.train_tokens) // args.batch_size  # each stream's characters
     if train_length <= args.bptt or len(corpus.valid_tokens) // args.batch_size < 2:
         raise SystemExit(

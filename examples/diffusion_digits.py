@@ -16,6 +16,8 @@ among the samples (all ten present in similar shares: the model draws every digi
 """
 
 import argparse
+import importlib.util
+import inspect
 import sys
 import time
 from pathlib import Path
@@ -25,7 +27,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
 import tricycle  # noqa: E402
-from tricycle.apps.cli import Parser, positive_float, positive_int, seed, unit_interval  # noqa: E402
+from tricycle.apps.cli import (  # noqa: E402
+    Parser,
+    ends_in_one_line,
+    positive_float,
+    positive_int,
+    seed,
+    unit_interval,
+    unwritable_image,
+)
 from tricycle.apps.precompile import precompile  # noqa: E402
 from tricycle.nn.diffusion import NoiseSchedule, ancestral_sample, ddim_sample, ddpm_loss  # noqa: E402
 from tricycle.nn.unet import UNet  # noqa: E402
@@ -34,13 +44,29 @@ from tricycle.scheduler import CosineSchedule  # noqa: E402
 from tricycle.tensor import Tensor, no_grad  # noqa: E402
 
 CONFIDENT = 0.9  # a sample is "recognised" when the CNN's top probability is at least this
+GROUPS = inspect.signature(UNet).parameters["num_groups"].default  # of every GroupNorm: 8
+LEVELS = 4  # at most: below the first, each level halves the 8x8 digits (8, 4, 2, 1)
+# what matplotlib's imsave writes (raster formats through Pillow)
+FORMATS = ("png", "jpg", "jpeg", "gif", "tiff", "webp", "pdf", "svg", "eps", "ps")
 
 
 def channel_list(text: str) -> tuple[int, ...]:
-    """Comma-separated channels per level: "32,64" -> (32, 64)."""
+    """Comma-separated channels per level: "32,64" -> (32, 64); each a multiple of GROUPS
+    (GroupNorm's groups), at most LEVELS levels."""
     if not all(part.strip().isdigit() and int(part) > 0 for part in text.split(",")):
         raise argparse.ArgumentTypeError(f"must be integers >= 1 such as 32,64, got {text!r}")
-    return tuple(int(part) for part in text.split(","))
+    channels = tuple(int(part) for part in text.split(","))
+    if any(c % GROUPS for c in channels):
+        raise argparse.ArgumentTypeError(
+            f"each must be a multiple of {GROUPS} (the U-Net's GroupNorm normalises in "
+            f"{GROUPS} groups of channels), such as 32,64, got {text!r}"
+        )
+    if len(channels) > LEVELS:
+        raise argparse.ArgumentTypeError(
+            f"at most {LEVELS} levels (each below the first halves the 8x8 digits), got "
+            f"{len(channels)} in {text!r}"
+        )
+    return channels
 
 
 def parse_args(argv=None):
@@ -65,6 +91,9 @@ def parse_args(argv=None):
         parser.error(f"--sample-steps {args.sample_steps} exceeds --timesteps {args.timesteps}")
     if args.device == "gpu" and not tricycle.backend.cupy_available():
         parser.error("--device gpu: no CUDA GPU (CuPy is not installed or sees no device)")
+    problem = unwritable_image(args.out, FORMATS)  # checked now: it is written after the run
+    if problem:
+        parser.error(f"--out {problem}")
     return args
 
 
@@ -177,6 +206,15 @@ def probabilities(classifier, images: np.ndarray) -> np.ndarray:
 def main(argv=None) -> dict:
     args = parse_args(argv)
     digits_cnn = load_examples()
+    if importlib.util.find_spec("matplotlib") is None:  # it writes --out, after the run
+        sys.exit("diffusion_digits.py needs matplotlib to write --out: pip install matplotlib")
+    with ends_in_one_line("diffusion_digits.py", "--batch-size, --samples or --channels"):
+        return run(args, digits_cnn)
+
+
+def run(args, digits_cnn) -> dict:
+    """The run of ``args``: the judging CNN, the diffusion model, its samples and their
+    scores."""
     start = time.perf_counter()
     tricycle.manual_seed(args.seed)
     split = digits_cnn.load_digits_split(args.seed)

@@ -1,7 +1,9 @@
 """The examples as a newcomer meets them: --help without the optional packages, one line
 naming what to install or which flag to pass, and the same number from the same seed."""
 
+import os
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -102,6 +104,9 @@ BAD_ARGUMENTS = [
     ("bert_mlm", ["--finetune-lr", "0"], "--finetune-lr"),
     ("diffusion_digits", ["--ema", "1"], "--ema"),
     ("diffusion_digits", ["--channels", "0"], "--channels"),
+    ("diffusion_digits", ["--channels", "3"], "--channels: each must be a multiple of 8"),
+    ("diffusion_digits", ["--channels", "8,5"], "--channels: each must be a multiple of 8"),
+    ("diffusion_digits", ["--channels", "8,16,32,64,128"], "--channels: at most 4 levels"),
     ("diffusion_digits", ["--sample-steps", "2000"], "--sample-steps"),
 ]  # fmt: skip
 
@@ -124,6 +129,134 @@ def test_char_lstm_says_when_the_streams_do_not_fit_the_text(capsys):
     with pytest.raises(SystemExit) as done:
         char_lstm.main(["--data-dir", str(DATA_DIR), "--batch-size", "100000"])
     assert str(done.value.code).startswith("char_lstm.py: 100000 streams (--batch-size) of")
+
+
+@pytest.fixture
+def play(monkeypatch, tmp_path) -> Path:
+    """A directory whose tinyshakespeare.txt is 10,000 lines of a made-up play (tokenised into
+    a cache of this test's own), and no background compilation by the examples."""
+    lines = (f"{('ROMEO', 'JULIET')[i % 2]}: line {i} of a play, said aloud." for i in range(10**4))
+    (tmp_path / "tinyshakespeare.txt").write_text("\n".join(lines) + "\n")
+    monkeypatch.setenv("TRICYCLE_CACHE_DIR", str(tmp_path / "cache"))
+    for example in ("char_lstm", "bert_mlm", "diffusion_digits"):
+        module = pytest.importorskip(f"examples.{example}")
+        monkeypatch.setattr(module, "precompile", lambda *args: None)
+    return tmp_path
+
+
+def _one_line(run) -> str:
+    """The message of the SystemExit that ``run()`` ends with: one line."""
+    with pytest.raises(SystemExit) as done:
+        run()
+    message = str(done.value.code)
+    assert done.value.code not in (0, None) and "\n" not in message, message
+    assert "Traceback" not in message
+    return message
+
+
+def _not_trained(monkeypatch, bert_mlm) -> None:
+    """Training the BERT fails the test: the checks come before it."""
+
+    def trained(*args, **kwargs):
+        raise AssertionError("the check came after training started")
+
+    monkeypatch.setattr(bert_mlm, "train_steps", trained)
+
+
+@pytest.mark.parametrize("example", ["char_lstm", "bert_mlm"])
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [(b"", {"char_lstm": "the training part of the corpus is empty",
+            "bert_mlm": "tiny-shakespeare has 0 lines"}),
+     (b"\xff\xfeROMEO\n", {"char_lstm": "not UTF-8 text", "bert_mlm": "not UTF-8 text"})],
+    ids=["empty", "binary"],
+)  # fmt: skip
+def test_a_bad_tinyshakespeare_is_one_line_naming_data_dir(example, content, said, play):
+    """An empty file or one that is not UTF-8 text: the library's one line, prefixed with the
+    script's name and the flag (it raised a ValueError with a traceback)."""
+    module = pytest.importorskip(f"examples.{example}")
+    (play / "tinyshakespeare.txt").write_bytes(content)
+    message = _one_line(lambda: module.main(["--data-dir", str(play)]))
+    assert message.startswith(f"{example}.py: --data-dir {play}: ") and said[example] in message
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [(["--test-lines", "100000000"], "--test-lines 100000000 lines of each class: at most "),
+     (["--finetune-examples", "100000000"],
+      "--finetune-examples 100000000 lines of each class: at most "),
+     (["--python-bytes", "1000"], "--python-bytes 1000: the Python files that fit hold ")],
+)  # fmt: skip
+def test_bert_checks_its_counts_against_the_lines_before_training(argv, said, play, monkeypatch):
+    """More lines than the data holds (numpy's "Cannot take a larger sample than population",
+    after the whole pre-training for --finetune-examples): one line naming the flag, the value
+    and how many there are, before any training."""
+    bert_mlm = pytest.importorskip("examples.bert_mlm")
+    _not_trained(monkeypatch, bert_mlm)
+    message = _one_line(lambda: bert_mlm.main(["--data-dir", str(play), *argv]))
+    assert message.startswith(f"bert_mlm.py: {said}")
+
+
+def _unwritable(monkeypatch, folder: Path) -> None:
+    """``folder`` read-only to the examples' check (a test run as root may write anywhere)."""
+    access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode, **kw: Path(path) != folder
+                        and access(path, mode, **kw))  # fmt: skip
+
+
+@pytest.mark.parametrize(("example", "flag"), [("bert_mlm", "--plot"),
+                                               ("diffusion_digits", "--out")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("where", "said"),
+    [("missing/x.png", "its folder"), ("a-file/x.png", "is not a directory"),
+     (".", "is a directory"), ("x.unknownext", "expected a file name ending in one of ."),
+     ("read-only/x.png", "not writable")],
+)  # fmt: skip
+def test_an_output_path_is_checked_at_start(example, flag, where, said, tmp_path, monkeypatch,
+                                            capsys):  # fmt: skip
+    """Written after the whole run, the image's path is checked as the flags are read: one
+    line naming the flag (matplotlib raised at the end, with a traceback)."""
+    pytest.importorskip("matplotlib")
+    module = pytest.importorskip(f"examples.{example}")
+    (tmp_path / "a-file").write_text("")
+    (tmp_path / "read-only").mkdir()
+    _unwritable(monkeypatch, tmp_path / "read-only")
+    path = str(tmp_path / where)
+    with pytest.raises(SystemExit) as done:
+        module.main([flag, path])
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert f" error: {flag} {path}: " in err and said in err, err
+
+
+def test_char_lstm_out_of_memory_is_one_line(play):
+    char_lstm_ = pytest.importorskip("examples.char_lstm")
+    message = _one_line(lambda: char_lstm_.main(["--data-dir", str(play),
+                                                 "--hidden-size", "100000000000000"]))  # fmt: skip
+    assert message.startswith("char_lstm.py: out of memory (Unable to allocate ")
+    assert message.endswith("lower --hidden-size, --embedding-dim, --num-layers, --batch-size "
+                            "or --bptt")  # fmt: skip
+
+
+def test_bert_out_of_memory_is_one_line(play, monkeypatch):
+    bert_mlm = pytest.importorskip("examples.bert_mlm")
+    _not_trained(monkeypatch, bert_mlm)
+    message = _one_line(lambda: bert_mlm.main(["--data-dir", str(play),
+                                               "--context", "1000000000000"]))  # fmt: skip
+    assert message.startswith("bert_mlm.py: out of memory (Unable to allocate ")
+    assert "lower --context, " in message
+
+
+def test_diffusion_out_of_memory_is_one_line(play, monkeypatch):
+    pytest.importorskip("sklearn")
+    pytest.importorskip("matplotlib")
+    example = pytest.importorskip("examples.diffusion_digits")
+    cnn = example.load_examples()
+    monkeypatch.setattr(cnn, "train", lambda *args, **kwargs: (None, 1.0))  # no judge: fast
+    argv = ["--batch-size", "100000000000000000", "--out", str(play / "s.png")]
+    message = _one_line(lambda: example.main(argv))
+    assert message.startswith("diffusion_digits.py: out of memory (Unable to allocate ")
+    assert message.endswith("lower --batch-size, --samples or --channels")
 
 
 def test_char_lstm_compiles_ahead_what_its_run_calls(monkeypatch, capsys):

@@ -65,6 +65,25 @@ def ends_in_one_line(program: str, sizes: str):
         raise SystemExit(1) from None
 
 
+def unwritable_image(path: str, formats) -> str | None:
+    """Why an image cannot be written at ``path`` in one of ``formats`` (extensions), or None:
+    checked before a run that writes it only at its end."""
+    target = Path(path)
+    if target.is_dir():
+        return f"{path}: is a directory, expected an image file such as {target / 'plot.png'}"
+    if target.suffix[1:].lower() not in formats:
+        return f"{path}: expected a file name ending in one of .{', .'.join(formats)}"
+    folder = target.parent
+    if not folder.is_dir():
+        return f"{path}: its folder {folder} " + (
+            "is not a directory" if folder.exists() else "does not exist"
+        )
+    writable = os.access(folder, os.W_OK | os.X_OK)
+    if not writable or (target.exists() and not os.access(target, os.W_OK)):
+        return f"{path}: not writable"
+    return None
+
+
 def _number(text: str, kind, what: str, ok) -> int | float:
     try:
         value = kind(text)
