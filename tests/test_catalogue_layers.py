@@ -297,7 +297,7 @@ def test_instance_norm_of_an_unbatched_input_and_errors():
         (lambda: MaxPool1d(3, 2, 1), lambda t: t.nn.MaxPool1d(3, 2, 1)),
         (lambda: MaxPool1d(2), lambda t: t.nn.MaxPool1d(2)),
         (lambda: AvgPool1d(3, 2, 1), lambda t: t.nn.AvgPool1d(3, 2, 1)),
-        (lambda: AvgPool1d(3, 1, 1, False), lambda t: t.nn.AvgPool1d(3, 1, 1, False, False)),
+        (lambda: AvgPool1d(3, 1, 1, False, False), lambda t: t.nn.AvgPool1d(3, 1, 1, False, False)),
     ],
 )
 def test_1d_pooling_layers_match_torch(ours, theirs):

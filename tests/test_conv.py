@@ -221,7 +221,8 @@ def test_max_pool_gradient_matches_finite_differences(geometry):
 @given(geometry=pool_geometry(), count_include_pad=st.booleans())
 def test_avg_pool_gradient_matches_finite_differences(geometry, count_include_pad):
     x_shape, kernel, stride, padding = geometry
-    check_grads(lambda x: avg_pool(x, kernel, stride, padding, count_include_pad), randn(*x_shape))
+    check_grads(lambda x: avg_pool(x, kernel, stride, padding, count_include_pad=count_include_pad),
+                randn(*x_shape))
 
 
 @pytest.mark.parametrize(
@@ -244,7 +245,7 @@ def test_pooling_matches_pytorch(x_shape, kernel, stride, padding):
          lambda t: getattr(functional, f"max_pool{n}d")(t, kernel, stride, padding)),
         ("avg", lambda t: avg_pool(t, kernel, stride, padding),
          lambda t: getattr(functional, f"avg_pool{n}d")(t, kernel, stride, padding)),
-        ("avg without pad", lambda t: avg_pool(t, kernel, stride, padding, False),
+        ("avg without pad", lambda t: avg_pool(t, kernel, stride, padding, count_include_pad=False),
          lambda t: getattr(functional, f"avg_pool{n}d")(t, kernel, stride, padding,
                                                          count_include_pad=False)),
     ]  # fmt: skip

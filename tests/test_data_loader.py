@@ -409,3 +409,42 @@ def test_a_busy_worker_ends_when_terminated_whatever_sigterm_handler_it_inherite
             if worker.is_alive():
                 worker.kill()
                 worker.join()
+
+
+class _Draws:
+    """Each item a number from tricycle's generator: a random augmentation."""
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        from tricycle.random import generator
+
+        return generator().random()
+
+
+def test_workers_draw_from_reseeded_generators_as_torchs_do():
+    """Forked workers each reseed tricycle's, numpy's and Python's generators (torch's do):
+    otherwise the two workers repeat each other's augmentations, every epoch alike."""
+    loader = DataLoader(_Draws(), batch_size=1, num_workers=2)
+    epochs = [[float(batch[0]) for batch in loader] for _ in range(2)]
+    assert len({value for epoch in epochs for value in epoch}) == 8  # none repeated
+
+
+def test_the_default_seed_follows_manual_seed_and_is_shared_by_ranks():
+    from tricycle.random import manual_seed
+
+    orders = []
+    for _ in range(2):
+        manual_seed(0)
+        orders.append([b.tolist() for b in DataLoader(list(range(10)), 5, shuffle=True)])
+    assert orders[0] == orders[1]
+    ranks = [next(iter(DataLoader(list(range(10)), 10, shuffle=True, rank=r, world_size=2)))
+             for r in (0, 1)]  # fmt: skip
+    assert sorted(np.concatenate(ranks).tolist()) == list(range(10))  # disjoint, all of it
+
+
+def test_items_that_are_batches_go_through_collate_fn():
+    assert list(DataLoader([0, 1, 2], None, collate_fn=lambda x: x * 10)) == [0, 10, 20]
+    with pytest.raises(ValueError, match="drop_last=True needs a batch_size"):
+        DataLoader([0, 1], None, drop_last=True)

@@ -149,7 +149,7 @@ def test_upsample_matches_pytorch(shape, scale):
     dout = randn(*expected.shape, seed=1)
     expected.backward(torch.tensor(dout))
     X = Tensor(x)
-    out = Upsample(scale)(X)
+    out = Upsample(scale_factor=scale)(X)
     out.backward(dout)
     np.testing.assert_array_equal(out.array, expected.detach().numpy())
     np.testing.assert_allclose(X.grad.array, tx.grad.numpy(), rtol=1e-12)
@@ -159,6 +159,6 @@ def test_upsample_errors():
     with pytest.raises(ValueError, match="expected input"):
         upsample_nearest(to_tensor(np.zeros((2, 3))))
     with pytest.raises(ValueError, match="scale_factor"):
-        Upsample(0)
+        Upsample(scale_factor=0)
     with pytest.raises(ValueError, match="mode"):
-        Upsample(2, mode="bilinear")
+        Upsample(scale_factor=2, mode="bilinear")

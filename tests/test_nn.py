@@ -171,3 +171,29 @@ def test_losses_take_pytorchs_order_and_give_its_values(name):
     ours = getattr(nn, name)()(to_tensor(prediction, requires_grad=True), target)
     theirs = getattr(torch.nn, name)()(torch.from_numpy(prediction), torch.from_numpy(target))
     np.testing.assert_allclose(float(ours.array), theirs.item(), rtol=1e-5)
+
+
+def test_torch_positional_arguments_that_mean_something_else_here_are_refused():
+    """Where PyTorch's positional order differs from the layer's own, a torch-style call is
+    an error instead of a silently different layer (LayerNorm's third is torch's
+    elementwise_affine, AvgPool's fourth its ceil_mode, Upsample's first its size, a loss's
+    first its weight, F.embedding's third its padding_idx, F.dropout's third its training)."""
+    x = to_tensor(np.ones((1, 2, 4, 4), dtype=np.float32))
+    with pytest.raises(TypeError):
+        nn.LayerNorm(8, 1e-5, False)
+    assert nn.LayerNorm(8, 1e-5, bias=False).beta is None
+    with pytest.raises(ValueError, match="ceil_mode=True is not supported"):
+        nn.AvgPool2d(3, 2, 1, True)
+    with pytest.raises(ValueError, match="ceil_mode=True is not supported"):
+        nn.functional.avg_pool2d(x, 2, 2, 0, True)
+    with pytest.raises(ValueError, match="give scale_factor="):
+        nn.Upsample(4)
+    assert nn.Upsample(scale_factor=2)(x).shape == (1, 2, 8, 8)
+    with pytest.raises(TypeError):
+        nn.BCEWithLogitsLoss(np.array([2.0]))
+    assert nn.BCEWithLogitsLoss(pos_weight=[2.0])(to_tensor([0.5]), np.array([1.0])).array > 0
+    weights = to_tensor(np.ones((4, 3), dtype=np.float32))
+    with pytest.raises(TypeError):
+        nn.functional.embedding(np.array([1]), weights, 0)
+    with pytest.raises(TypeError):
+        nn.functional.dropout(x, 0.5, True)

@@ -115,7 +115,7 @@ def embedding_backward(xp, dout, ids, vocab_size: int, dtype):
     return dweights
 
 
-def embedding(ids, weights: Tensor, check_range: bool = True) -> Tensor:
+def embedding(ids, weights: Tensor, *, check_range: bool = True) -> Tensor:
     """Rows of ``weights`` (V, E) picked by integer ``ids`` of any shape: (...) -> (..., E).
 
     Ids outside [0, V) raise IndexError (never wrap): at once on the CPU; on a GPU at the
@@ -178,7 +178,7 @@ class LayerNorm(Layer):
     """Layer normalisation over the last axis: ``gamma`` ones, ``beta`` zeros, eps in the sqrt."""
 
     @checks.arguments(embedding_dim=checks.positive_int, eps=checks.positive, bias=checks.boolean)
-    def __init__(self, embedding_dim: int, eps: float = 1e-5, bias: bool = True):
+    def __init__(self, embedding_dim: int, eps: float = 1e-5, *, bias: bool = True):
         self.embedding_dim, self.eps = embedding_dim, eps
         self.gamma = parameter(init_ones((embedding_dim,)), "gamma")
         self.beta = parameter(init_zeros((embedding_dim,)), "beta") if bias else None
@@ -233,7 +233,7 @@ def dropout_backward(xp, dy, probability: float, mask):
     return dy * mask
 
 
-def dropout(x: Tensor, probability: float, rng: np.random.Generator | None = None) -> Tensor:
+def dropout(x: Tensor, probability: float, *, rng: np.random.Generator | None = None) -> Tensor:
     """Zero each element with ``probability`` and scale the rest by 1 / (1 - probability).
 
     The mask comes from ``rng`` (a numpy Generator; a fresh one if None). A backend may draw
@@ -263,7 +263,7 @@ class Dropout(Layer):
     def forward(self, x: Tensor) -> Tensor:
         if not self.training or self.probability == 0:
             return x
-        return dropout(x, self.probability, self.rng)
+        return dropout(x, self.probability, rng=self.rng)
 
     def draw_seed(self) -> int:
         """A 32-bit seed from this layer's generator, for a fused op that draws its own mask

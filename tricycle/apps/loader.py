@@ -12,27 +12,32 @@ split between the ranks of a data-parallel world, copied to a GPU.
 ``tricycle.dataset.Dataset``); the loader picks the indices. Iterable: anything else that
 iterates, and tricycle's random-window datasets (``CausalLMDataset``,
 ``InfiniteBatchDataset``, streams that draw forever); the loader takes items in the order
-they come. ``batch_size=None`` takes the items as batches already (a dataset of batches).
+they come. ``batch_size=None`` takes the items as batches already (a dataset of batches),
+each through ``collate_fn`` if one is given, as torch does.
 
 **Order.** ``shuffle`` draws epoch e's order from ``seed`` and e (``set_epoch`` sets e;
-iterating advances it), so the orders differ between epochs and repeat between runs.
+iterating advances it), so the orders differ between epochs and repeat between runs. The
+default seed is drawn from tricycle's generator (``manual_seed`` repeats it), and is 0 on
+several ranks, as ``DistributedSampler``'s.
 ``collate_fn`` (default ``default_collate``) makes a batch from a list of items.
 
-**Workers.** ``num_workers`` N > 0 makes the batches in N processes (``tricycle.apps.workers``),
-``prefetch_factor`` batches each ahead, and yields them in order: the same batches as
-``num_workers=0``. A map-style dataset is split by batch between the workers; an iterable
-one is read whole by each worker, which makes every N-th batch (the workers share the
-collation and the conversion, not the reading: make the reading map-style to share it).
+**Workers.** ``num_workers`` N > 0 makes the batches in N processes
+(``tricycle.apps.workers``), ``prefetch_factor`` batches each ahead, and yields them in order:
+the same batches as ``num_workers=0``. Each worker seeds tricycle's, numpy's and Python's
+generators afresh every epoch, so random augmentations differ between workers. A map-style
+dataset is split by batch between the workers; an iterable one is read whole by each worker,
+which makes every N-th batch (the workers share the collation and the conversion, not the
+reading: make the reading map-style to share it).
 
-**Ranks.** With ``world_size`` W > 1 (given, or set by ``Accelerator.prepare``) rank r gets
-a disjoint share, of equal length on every rank, as torch's ``DistributedSampler``: a
-map-style dataset's epoch order is padded with its first indices to a multiple of W (cut
-down to one, with ``drop_last``) and rank r takes positions r, r + W, ...; an iterable one's
-items go round-robin, a last partial round padded with the stream's first items (dropped,
-with ``drop_last``). Together the ranks' batches k are the one-process batch k of
-``W x batch_size`` items. Every rank must use the same ``seed``. With ``split_batches``
-every rank reads every batch instead and keeps its rows of it (rows [r n / W, (r + 1) n / W)
-of each array of n rows), as the training script splits its global batches.
+**Ranks.** With ``world_size`` W > 1 (given, or set by ``Accelerator.prepare``) rank r gets a
+disjoint share, of equal length on every rank, as torch's ``DistributedSampler``: a map-style
+dataset's epoch order is padded with its first indices to a multiple of W (cut down to one,
+with ``drop_last``) and rank r takes positions r, r + W, ...; an iterable one's items go
+round-robin, a last partial round padded with the stream's first items (dropped, with
+``drop_last``). Together the ranks' batches k are the one-process batch k of ``W x batch_size``
+items. Every rank must use the same ``seed`` (the default does). With ``split_batches`` every
+rank reads every batch instead and keeps its rows of it (rows [r n / W, (r + 1) n / W) of each
+array of n rows), as the training script splits its global batches.
 
 **Devices.** ``device`` (a GPU index) yields batches as Tensors on that GPU, copied through
 pinned host buffers (``pin_memory``) so the copy overlaps the host's work.
@@ -47,6 +52,7 @@ from tricycle import checks
 from tricycle.apps.collate import PinnedCopier, default_collate
 from tricycle.apps.workers import WorkerError, WorkerPool
 from tricycle.dataset import CausalLMDataset, InfiniteBatchDataset
+from tricycle.random import draw_seed
 
 
 class DataLoader:
@@ -102,9 +108,17 @@ class DataLoader:
                 f"DataLoader: shuffle needs a map-style dataset (__len__ and __getitem__); "
                 f"a {type(dataset).__name__} is read in the order it yields its items"
             )
+        if batch_size is None and drop_last:
+            raise ValueError("DataLoader: drop_last=True needs a batch_size (with None each "
+                             "item is a batch already)")  # fmt: skip
         self.batch_size, self.shuffle, self.drop_last = batch_size, shuffle, drop_last
-        self.seed = int(np.random.randint(2**31)) if seed is None else int(seed)
+        # as torch: from tricycle's generator (manual_seed reproduces it), and on several
+        # ranks 0, as DistributedSampler's, so that ranks built alike shuffle alike
+        if seed is None:
+            seed = 0 if world_size > 1 else draw_seed()
+        self.seed = int(seed)
         self.collate_fn = default_collate if collate_fn is None else collate_fn
+        self._each = collate_fn  # with batch_size None: applied to each item, as torch does
         self.num_workers, self.prefetch_factor = num_workers, prefetch_factor
         self.rank, self.world_size = rank, world_size
         self.device, self.pin_memory, self.timeout = device, pin_memory, timeout
@@ -176,8 +190,12 @@ class DataLoader:
     def _fetch(self, indices):
         """A batch of a map-style dataset."""
         if self.batch_size is None:
-            return self.dataset[indices]
+            return self._item(self.dataset[indices])
         return self.collate_fn([self.dataset[int(i)] for i in indices])
+
+    def _item(self, item):
+        """An item that is a batch already (batch_size None), through collate_fn if given."""
+        return item if self._each is None else self._each(item)
 
     def _rank_items(self):
         """This rank's items of an iterable dataset (round-robin, see the module)."""
@@ -214,7 +232,7 @@ class DataLoader:
             yield chunk
 
     def _collate_chunk(self, chunk: list):
-        return chunk[0] if self.batch_size is None else self.collate_fn(chunk)
+        return self._item(chunk[0]) if self.batch_size is None else self.collate_fn(chunk)
 
     # ------------------------------------------------------------------ iterating
     def __iter__(self):

@@ -20,10 +20,13 @@ What can go wrong, and what happens then:
 
 import os
 import queue
+import random
 import signal
 import traceback
 
 import numpy as np
+
+from tricycle.random import manual_seed
 
 POLL_SECONDS = 0.2  # how often a waiting process checks on the others
 STOP_SECONDS = 2.0  # how long the workers get to finish before they are terminated
@@ -45,7 +48,11 @@ def _work(worker_id: int, make_fetch, tasks, results, seed: int, parent: int) ->
     # training loop's stop-after-this-step, data parallelism's interrupt), which would
     # leave it running
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    np.random.seed(seed % 2**32)  # forked workers would otherwise draw the same numbers
+    # forked workers would otherwise draw the same numbers: every generator a dataset may
+    # use is seeded afresh (tricycle's, numpy's and Python's), as torch's workers are
+    np.random.seed(seed % 2**32)
+    random.seed(seed)
+    manual_seed(seed % 2**32)
     fetch = make_fetch(worker_id)
     while True:
         try:

@@ -177,10 +177,10 @@ class EncoderBlock(Layer):
             residual_dropout_prob=dropout_prob, initialiser=initialiser,
             projection_initialiser=projection_initialiser,
         )  # fmt: skip
-        self.layer_norm_1 = LayerNorm(embedding_dim, eps, bias)
+        self.layer_norm_1 = LayerNorm(embedding_dim, eps, bias=bias)
         self.mlp = MLPBlock(embedding_dim, expansion_ratio, dropout_prob, activation,
                             initialiser, projection_initialiser, bias)  # fmt: skip
-        self.layer_norm_2 = LayerNorm(embedding_dim, eps, bias)
+        self.layer_norm_2 = LayerNorm(embedding_dim, eps, bias=bias)
 
     def forward(self, x: Tensor, padding=None) -> Tensor:
         """(B, T, E) -> (B, T, E); ``padding`` (B, T): True for the real tokens."""

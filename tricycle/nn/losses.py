@@ -18,8 +18,8 @@ class _Loss:
 
     criterion: type = CrossEntropy
 
-    def __init__(self, *args, **kwargs):
-        self.fn = self.criterion(*args, **kwargs)
+    def __init__(self, **kwargs):  # by name: PyTorch's positional order is not the criterion's
+        self.fn = self.criterion(**kwargs)
 
     def __call__(self, prediction, target) -> Tensor:
         return self.fn(target, prediction)

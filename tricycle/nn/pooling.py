@@ -111,13 +111,16 @@ def max_pool(x: Tensor, kernel_size, stride=None, padding=0) -> Tensor:
 
 
 def avg_pool(
-    x: Tensor, kernel_size, stride=None, padding=0, count_include_pad: bool = True
-) -> Tensor:
+    x: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+    count_include_pad: bool = True,
+) -> Tensor:  # fmt: skip
     """The mean of each window, as PyTorch's ``avg_pool1d``/``avg_pool2d``: zero padding
     counts in the mean unless ``count_include_pad=False``. ``stride`` defaults to
-    ``kernel_size``."""
+    ``kernel_size``; ``ceil_mode`` (PyTorch's fourth argument) must be False."""
     n = x.ndim - 2
     op = f"avg_pool{n}d"
+    if ceil_mode:
+        raise ValueError(f"{op}: ceil_mode=True is not supported")
     kernel, stride, padding = _pool_geometry(x, kernel_size, stride, padding, n, op)
     xp = x.xp
     forward, backward = dispatch.choose("avg_pool", (avg_pool_forward, avg_pool_backward), x.array)
@@ -154,14 +157,18 @@ class _MaxPool(_Pool):
 
 
 class _AvgPool(_Pool):
-    @checks.arguments(count_include_pad=checks.boolean)
-    def __init__(self, kernel_size, stride=None, padding=0, count_include_pad: bool = True):
+    @checks.arguments(ceil_mode=checks.boolean, count_include_pad=checks.boolean)
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+                 count_include_pad: bool = True):  # fmt: skip
+        if ceil_mode:
+            raise ValueError(f"{type(self).__name__}: ceil_mode=True is not supported")
         super().__init__(kernel_size, stride, padding)
         self.count_include_pad = count_include_pad
 
     def forward(self, x: Tensor) -> Tensor:
         self._check(x)
-        return avg_pool(x, self.kernel_size, self.stride, self.padding, self.count_include_pad)
+        return avg_pool(x, self.kernel_size, self.stride, self.padding,
+                        count_include_pad=self.count_include_pad)  # fmt: skip
 
 
 class MaxPool1d(_MaxPool):

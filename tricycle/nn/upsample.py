@@ -51,7 +51,10 @@ class Upsample(Layer):
     as ``torch.nn.Upsample(scale_factor=..., mode="nearest")``."""
 
     @checks.arguments(mode=checks.one_of(["nearest"]))
-    def __init__(self, scale_factor=2, mode: str = "nearest"):
+    def __init__(self, size=None, scale_factor=None, mode: str = "nearest"):
+        if size is not None or scale_factor is None:  # PyTorch's first argument is size
+            raise ValueError("Upsample: give scale_factor= (an integer >= 1, or one per "
+                             "spatial axis); an output size is not supported")  # fmt: skip
         factors = scale_factor if isinstance(scale_factor, tuple | list) else [scale_factor]
         for factor in factors:
             checks.positive_int("Upsample", "scale_factor", factor)
