@@ -61,7 +61,7 @@ def ours_and_torch():
         "bias+gelu (1024, 1024)": lambda x: bias_gelu(x, Tensor(bias), True),
         "cross_entropy (1024, 1024)": lambda x: CrossEntropy()(labels, x),
         "causal attention (8, 128, 4 x 64)": lambda x: causal_attention(x, 4),
-        "dropout p=0.2 (1024, 1024)": lambda x: dropout(x, 0.2, drop_rng),
+        "dropout p=0.2 (1024, 1024)": lambda x: dropout(x, 0.2, rng=drop_rng),
     }
     inputs = dict(zip(cases, (x_ln, x_att, x_mlp, x_mlp, x_mlp, x_qkv, x_mlp)))
 

@@ -120,7 +120,7 @@ OPS = [
     ("layer_norm", layer_norm, [normal(2, 4), normal(4), normal(4)]),
     ("rms_norm", rms_norm, [normal(2, 4), normal(4)]),
     ("embedding", lambda w: embedding(IDS, w), [normal(5, 3)]),
-    ("dropout", lambda x: dropout(x, 0.4, np.random.default_rng(1)), [normal(4, 5)]),
+    ("dropout", lambda x: dropout(x, 0.4, rng=np.random.default_rng(1)), [normal(4, 5)]),
     ("attention", lambda qkv: causal_attention(qkv, 2), [normal(2, 3, 12)]),
     ("attention dropout", lambda qkv: causal_attention(qkv, 2, 0.3, seed=5), [normal(1, 4, 6)]),
 ]
