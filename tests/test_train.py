@@ -397,6 +397,16 @@ def test_every_bad_argument_gets_a_usage_error(flag, value, capsys):
     assert err.count("\n") == 1  # one line, not the usage of every flag above it
 
 
+@pytest.mark.parametrize("variable", ["PMI_RANK", "OMPI_COMM_WORLD_RANK"])
+def test_under_mpiexec_rank_0_alone_says_a_usage_error(variable, monkeypatch, capsys):
+    """Every rank parses the same flags: one line from rank 0, the others end alike."""
+    for rank, lines in ((1, 0), (0, 1)):
+        monkeypatch.setenv(variable, str(rank))
+        with pytest.raises(SystemExit) as exit_info:
+            train_cli.parse_args(["--steps", "abc"])
+        assert exit_info.value.code == 2 and capsys.readouterr().err.count("\n") == lines
+
+
 def test_contradictory_or_empty_run_directory_flags_are_usage_errors(tmp_path, capsys):
     (tmp_path / "a-file").write_text("not a run")
     cases = [(["--resume", "--overwrite"], "--resume continues the run"),

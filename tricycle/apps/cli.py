@@ -25,7 +25,11 @@ class Parser(argparse.ArgumentParser):
     CLI's fills a screen, and the mistake is at its bottom)."""
 
     def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message} (--help lists the flags)\n")
+        from tricycle.parallel.distributed import launched_rank  # noqa: PLC0415 - errors only
+
+        # under mpiexec every rank parses the same flags: rank 0 says it, the others end alike
+        said = f"{self.prog}: error: {message} (--help lists the flags)\n"
+        self.exit(2, None if launched_rank() else said)
 
 
 class DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):

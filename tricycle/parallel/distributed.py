@@ -98,6 +98,7 @@ ABORT_BACKSTOP_SECONDS = 5.0  # past the grace, the process ends itself whatever
 TEARDOWN_SECONDS = 5.0  # NCCL's teardown at the end, at most
 # what launchers (MPICH's hydra, Open MPI, PMIx, MVAPICH) set to the number of processes
 _LAUNCHER_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MV2_COMM_WORLD_SIZE")
+_LAUNCHER_RANK_VARIABLES = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "MV2_COMM_WORLD_RANK")
 
 
 def launched_size() -> int:
@@ -107,6 +108,15 @@ def launched_size() -> int:
         if name in os.environ:
             return int(os.environ[name])
     return 1
+
+
+def launched_rank() -> int:
+    """This process's rank among those the launcher started, from its environment variables
+    (0 if this process was not started by mpiexec)."""
+    for name in _LAUNCHER_RANK_VARIABLES:
+        if name in os.environ:
+            return int(os.environ[name])
+    return 0
 
 
 _world: "World | None" = None
