@@ -45,8 +45,8 @@ from tricycle.apps.cli import (  # noqa: E402
     positive_int,
     probability,
     seed,
+    shakespeare_in_one_line,
     unwritable_image,
-    warnings_in_one_line,
 )
 from tricycle.apps.precompile import precompile  # noqa: E402
 from tricycle.loss import CrossEntropy  # noqa: E402
@@ -56,7 +56,7 @@ from tricycle.optimisers import AdamW, clip_factor, grad_norm  # noqa: E402
 from tricycle.scheduler import CosineSchedule  # noqa: E402
 from tricycle.tensor import no_grad  # noqa: E402
 from tricycle_datasets.python_code import select_sources  # noqa: E402
-from tricycle_datasets.shakespeare import NotAvailable, load_text  # noqa: E402
+from tricycle_datasets.shakespeare import load_text  # noqa: E402
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 PAD, UNK, CLS, SEP, MASK = range(len(SPECIALS))
@@ -363,16 +363,8 @@ def run(args) -> dict:
     begin = time.perf_counter()
     if args.device == "cpu":
         precompile(small_steps, args)  # the CPU kernels, in the background from here
-    try:
-        with warnings_in_one_line("bert_mlm.py"):  # a copy that is not the official one
-            data = load_lines(args.data_dir, args.python_bytes, args.context - 2)
-    except NotAvailable as error:  # offline: one line, in this script's words
-        raise SystemExit(f"bert_mlm.py: {error.fix('--data-dir')}") from None
-    except ValueError as error:  # tinyshakespeare.txt is not UTF-8 text
-        if args.data_dir is None:
-            raise SystemExit(f"bert_mlm.py: {error} (pass --data-dir DIR holding "
-                             "tinyshakespeare.txt)") from None  # fmt: skip
-        raise SystemExit(f"bert_mlm.py: --data-dir {args.data_dir}: {error}") from None
+    with shakespeare_in_one_line("bert_mlm.py", args.data_dir):
+        data = load_lines(args.data_dir, args.python_bytes, args.context - 2)
     check_lines(args, data)  # before any training
     vocabulary = CharVocabulary(data["train"][0])
     train_ids = vocabulary.encode(data["train"][0], args.context)

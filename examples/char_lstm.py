@@ -32,7 +32,7 @@ from tricycle.apps.cli import (  # noqa: E402
     positive_int,
     probability,
     seed,
-    warnings_in_one_line,
+    shakespeare_in_one_line,
 )
 from tricycle.apps.precompile import precompile  # noqa: E402
 from tricycle.layers import Dense, Embedding, Layer  # noqa: E402
@@ -42,7 +42,7 @@ from tricycle.optimisers import AdamW, clip_factor, grad_norm  # noqa: E402
 from tricycle.random import manual_seed  # noqa: E402
 from tricycle.scheduler import CosineSchedule  # noqa: E402
 from tricycle.tensor import no_grad, to_tensor  # noqa: E402
-from tricycle_datasets.shakespeare import NotAvailable, ShakespeareChar  # noqa: E402
+from tricycle_datasets.shakespeare import ShakespeareChar  # noqa: E402
 
 
 class CharLSTM(Layer):
@@ -165,16 +165,8 @@ def main(argv=None) -> float:
 
 def load_corpus(args) -> ShakespeareChar:
     """The corpus, or SystemExit with one line naming --data-dir."""
-    try:
-        with warnings_in_one_line("char_lstm.py"):  # a copy that is not the official one
-            return ShakespeareChar(data_dir=args.data_dir)
-    except NotAvailable as error:  # offline: one line, in this script's words
-        raise SystemExit(f"char_lstm.py: {error.fix('--data-dir')}") from None
-    except ValueError as error:  # an empty file, or one that is not UTF-8 text
-        if args.data_dir is None:
-            raise SystemExit(f"char_lstm.py: {error} (pass --data-dir DIR holding "
-                             "tinyshakespeare.txt)") from None  # fmt: skip
-        raise SystemExit(f"char_lstm.py: --data-dir {args.data_dir}: {error}") from None
+    with shakespeare_in_one_line("char_lstm.py", args.data_dir):
+        return ShakespeareChar(data_dir=args.data_dir)
 
 
 def run(args) -> float:

@@ -69,6 +69,25 @@ def ends_in_one_line(program: str, sizes: str):
         raise SystemExit(1) from None
 
 
+@contextmanager
+def shakespeare_in_one_line(program: str, data_dir):
+    """Within the block, tiny-shakespeare that cannot be had (offline, no ``data_dir``) or
+    read (an empty file, one that is not UTF-8 text) is one line naming --data-dir, and a
+    warning (a copy that is not the official one) one line too."""
+    from tricycle_datasets.shakespeare import NotAvailable  # noqa: PLC0415 - its users only
+
+    try:
+        with warnings_in_one_line(program):
+            yield
+    except NotAvailable as error:  # offline: one line, in this program's words
+        raise SystemExit(f"{program}: {error.fix('--data-dir')}") from None
+    except ValueError as error:
+        if data_dir is None:
+            raise SystemExit(f"{program}: {error} (pass --data-dir DIR holding "
+                             "tinyshakespeare.txt)") from None  # fmt: skip
+        raise SystemExit(f"{program}: --data-dir {data_dir}: {error}") from None
+
+
 def unwritable_image(path: str, formats) -> str | None:
     """Why an image cannot be written at ``path`` in one of ``formats`` (extensions), or None:
     checked before a run that writes it only at its end."""
