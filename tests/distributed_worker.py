@@ -134,6 +134,12 @@ def main(scenario: str, out: str) -> None:
         if world.rank == 1:
             raise ValueError("a bad file on rank 1")
         world.all_reduce(1.0)
+    elif scenario in ("same", "same_on_1"):  # a usage error every rank meets, or one alone
+        world.all_reduce(1.0)
+        with distributed.fail_together():  # as the CLIs' main
+            if scenario == "same" or world.rank == 1:
+                raise distributed.SameOnEveryRank(f"--flag: refused on rank {world.rank}")
+        world.all_reduce(1.0)
     elif scenario == "hosts":
         mine = dict(
             rank=world.rank,

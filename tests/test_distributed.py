@@ -542,6 +542,41 @@ def test_an_error_on_one_rank_ends_every_rank_at_once_with_its_message(tmp_path)
 
 
 @needs_mpi
+def test_a_usage_error_every_rank_meets_is_said_once_by_rank_0(tmp_path):
+    done, seconds = launch("same", tmp_path / "out")
+    assert done.returncode != 0
+    assert "rank 0 of 2: --flag: refused on rank 0. Ending all ranks." in done.stderr
+    assert "refused on rank 1" not in done.stderr  # rank 0 ended the job first
+    assert seconds < 20
+
+
+@needs_mpi
+def test_a_usage_error_said_to_be_every_rank_s_is_still_said_by_the_one_rank_that_meets_it(
+    tmp_path,
+):
+    done, seconds = launch("same_on_1", tmp_path / "out")
+    assert done.returncode != 0
+    assert "rank 1 of 2: --flag: refused on rank 1. Ending all ranks." in done.stderr
+    assert seconds < 20
+
+
+@needs_mpi
+def test_the_script_says_a_batch_that_does_not_split_over_the_ranks_once(tmp_path):
+    env = dict(os.environ, **AS_ROOT, OPENBLAS_NUM_THREADS="1", TRICYCLE_THREADS="1")
+    command = [mpiexec(), "-n", "2", sys.executable, str(ROOT / "train_smol_gpt.py"),
+               "--config", "debug", "--batch-size", "3", "--out-dir", str(tmp_path / "run"),
+               "--no-progress"]  # fmt: skip
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode != 0
+    said = [line for line in done.stderr.splitlines() if "does not split evenly" in line]
+    assert said == [
+        "tricycle.parallel.distributed: rank 0 of 2: tricycle-train: batch_size 3 does not "
+        "split evenly over 2 processes: pick a multiple of the number of processes. Ending "
+        "all ranks."
+    ]
+
+
+@needs_mpi
 def test_a_finished_job_ends_within_seconds_of_its_last_line(tmp_path):
     done, _ = launch("end", tmp_path / "out")
     ended = time.time()

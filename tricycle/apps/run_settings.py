@@ -17,6 +17,7 @@ from tricycle.apps.step import precision_for
 from tricycle.apps.train_flags import CONFIG_FLAGS, DEFAULTS, build_config, resume_settings
 from tricycle.backend import cupy_available
 from tricycle.configs import GPTConfig
+from tricycle.parallel.distributed import SameOnEveryRank
 from tricycle_datasets.run_data import DATASETS
 
 
@@ -65,7 +66,7 @@ def settle(args, run_dir: RunDirectory, main: bool) -> RunPlan:
     try:
         policy = precision_for(settings["precision"], config.device)
     except ValueError as error:
-        raise SystemExit(f"tricycle-train: {error}") from None
+        raise SameOnEveryRank(f"tricycle-train: {error}") from None
     return RunPlan(config, settings, policy, checkpoint, applied, weights, tokeniser, replaces)
 
 
@@ -96,11 +97,11 @@ def resumed_run(args, run_dir: RunDirectory) -> tuple[dict, GPTConfig, dict, lis
         config, applied = resume_settings(args, run)
         check_config_fits(config, checkpoint.get("model"))
     except (KeyError, TypeError, ValueError, AttributeError) as error:
-        raise SystemExit(f"--resume: {run_dir.checkpoint} is not a run this version of "
+        raise SameOnEveryRank(f"--resume: {run_dir.checkpoint} is not a run this version of "
                          f"tricycle-train can resume ({error})") from None  # fmt: skip
     settings = run["settings"]
     if settings["dataset"] not in DATASETS and args.dataset is None:
-        raise SystemExit(
+        raise SameOnEveryRank(
             f"--resume: the run trained on the file {settings['dataset']}; name it again "
             "with --dataset (a checkpoint alone never decides which file is read)"
         )
@@ -109,7 +110,7 @@ def resumed_run(args, run_dir: RunDirectory) -> tuple[dict, GPTConfig, dict, lis
     settings.setdefault("data_order", DEFAULTS["data_order"])  # a run from before the flag
     settings.setdefault("init_from", None)
     if config.steps < checkpoint["step"]:
-        raise SystemExit(
+        raise SameOnEveryRank(
             f"--resume: --steps {config.steps} is before the run's step "
             f"{checkpoint['step']}: nothing to train; pass --steps above it to go on"
         )

@@ -109,6 +109,7 @@ from tricycle.apps.train_flags import (  # noqa: F401 - the CLI's names, here as
 from tricycle.apps.training import TrainingDiverged
 from tricycle.backends.cuda.capture import CaptureError
 from tricycle.parallel import distributed
+from tricycle.parallel.distributed import SameOnEveryRank
 from tricycle.random import manual_seed
 from tricycle_datasets import run_data
 from tricycle_datasets.run_data import DATASETS, RunDataError
@@ -179,9 +180,9 @@ def _train(args, run_dir: RunDirectory, world: distributed.World) -> dict:
             sampling=args.sample_interval is not None or args.sample_tokens > 0,
         )  # fmt: skip
     except RunDataError as error:
-        raise SystemExit(str(error)) from None
+        raise SameOnEveryRank(str(error)) from None
     except (ValueError, OSError) as error:
-        raise SystemExit(f"tricycle-train: {error}") from None
+        raise SameOnEveryRank(f"tricycle-train: {error}") from None
     if config.vocab_size != vocab_size and main:
         print(f"vocabulary: {config.vocab_size:,} ids, the data's {data.tokeniser.n_tokens:,} "
               "rounded up to a multiple of 64 (--vocab-size sets it)", file=sys.stderr)  # fmt: skip
@@ -197,7 +198,9 @@ def _train(args, run_dir: RunDirectory, world: distributed.World) -> dict:
             zero=args.zero, hooks=hooks,
             cuda_graph=use_cuda_graph(args.cuda_graph, config.device),
         )  # fmt: skip
-    except (ValueError, CaptureError) as error:
+    except ValueError as error:  # the config against the world
+        raise SameOnEveryRank(f"tricycle-train: {error}") from None
+    except CaptureError as error:
         raise SystemExit(f"tricycle-train: {error}") from None
     if trainer.valid_data is None and main:
         print("warning: the validation text is too short: no validation loss", file=sys.stderr)
@@ -205,7 +208,7 @@ def _train(args, run_dir: RunDirectory, world: distributed.World) -> dict:
         try:
             trainer.load_state_dict(plan.checkpoint)
         except (KeyError, ValueError, TypeError) as error:
-            raise SystemExit(f"--resume: {run_dir.checkpoint} does not fit: {error}") from None
+            raise SameOnEveryRank(f"--resume: {run_dir.checkpoint} does not fit: {error}") from None
 
     # the loop
     tokeniser = data.tokeniser_file  # its text, as recorded and hashed

@@ -27,6 +27,7 @@ from tricycle.apps.cli import (
 from tricycle.backend import cupy_available
 from tricycle.blocks import ACTIVATIONS
 from tricycle.configs import ARCHS, CONFIGS, GPTConfig, get_config
+from tricycle.parallel.distributed import SameOnEveryRank
 from tricycle_datasets.run_data import DATASETS
 
 # the settings beside the config's fields, with their defaults
@@ -182,12 +183,12 @@ def build_config(args) -> GPTConfig:
         name = args.config or DEFAULTS["config"]
         config = get_config(name, **{k: v for k, v in overrides.items() if v is not None})
     except (ValueError, TypeError) as error:
-        raise SystemExit(f"tricycle-train: {error}") from None
+        raise SameOnEveryRank(f"tricycle-train: {error}") from None
     if config.min_learning_rate > config.max_learning_rate:  # e.g. only --lr was lowered
         config.min_learning_rate = config.max_learning_rate / 10
     config.warmup_steps = min(config.warmup_steps, config.steps)  # e.g. a short --steps
     if args.lr_decay_iters is not None and args.lr_decay_iters < config.warmup_steps:
-        raise SystemExit(f"tricycle-train: --lr-decay-iters {args.lr_decay_iters} is shorter "
+        raise SameOnEveryRank(f"tricycle-train: --lr-decay-iters {args.lr_decay_iters} is shorter "
                          f"than the warm-up ({config.warmup_steps} steps)")  # fmt: skip
     return config
 
@@ -222,7 +223,7 @@ def resume_settings(args, run: dict) -> tuple[GPTConfig, list[str]]:
             change = f"--{flag.replace('_', '-')} {value} (the run's: {recorded})"
             (applied if flag == "precision" else refused).append(change)
     if refused:
-        raise SystemExit(
+        raise SameOnEveryRank(
             f"--resume: these settings differ from the run in {args.out_dir}: "
             + "; ".join(refused)
             + ". Leave them out to continue the run as it was, or start a new run in another "

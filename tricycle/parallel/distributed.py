@@ -95,6 +95,7 @@ from tricycle.parallel.engines import (  # noqa: F401
 
 ABORT_GRACE_SECONDS = 0.5  # between printing why a rank aborts and ending the job
 ABORT_BACKSTOP_SECONDS = 5.0  # past the grace, the process ends itself whatever blocks it
+AFTER_RANK_0_SECONDS = 2.0  # how long a rank lets rank 0 say an error they share
 TEARDOWN_SECONDS = 5.0  # NCCL's teardown at the end, at most
 # what launchers (MPICH's hydra, Open MPI, PMIx, MVAPICH) set to the number of processes
 _LAUNCHER_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MV2_COMM_WORLD_SIZE")
@@ -388,17 +389,24 @@ class World:
             self.broadcast(param.array, root)
 
     # ------------------------------------------------------------------ the end
-    def abort(self, message: str, blame_peers: bool = True, status: int = 1):
+    def abort(self, message: str, blame_peers: bool = True, status: int = 1,
+              after_rank_0: bool = False):  # fmt: skip
         """Print ``message`` naming this rank and end every rank of the job (``MPI_Abort``);
         without MPI, raise DistributedError (or exit, off the main thread).
 
         ``blame_peers``: the message is about another rank (dead or hung), not this one's
-        own error. Nothing here waits for the device or for NCCL, whose calls may be stuck
-        for the missing peer; a C-level timer ends the process should MPI_Abort not."""
+        own error. ``after_rank_0``: rank 0 meets the same error (``SameOnEveryRank``) and
+        ends the job with its message first: wait for it, and speak only if it does not.
+        Nothing here waits for the device or for NCCL, whose calls may be stuck for the
+        missing peer; a C-level timer ends the process should MPI_Abort not."""
         text = f"tricycle.parallel.distributed: rank {self.rank} of {self.world_size}: {message}"
         if self.world_size > 1:
             text += "; another rank is dead or hung" if blame_peers else ""
             text += ". Ending all ranks."
+        if after_rank_0 and self.MPI is not None:
+            faulthandler.dump_traceback_later(AFTER_RANK_0_SECONDS + ABORT_BACKSTOP_SECONDS,
+                                              exit=True)  # fmt: skip
+            time.sleep(AFTER_RANK_0_SECONDS)  # rank 0's MPI_Abort ends this process first
         print(text, file=sys.stderr, flush=True)
         if self.MPI is not None:
             faulthandler.dump_traceback_later(ABORT_GRACE_SECONDS + ABORT_BACKSTOP_SECONDS,
@@ -517,13 +525,21 @@ def _interrupted(error: BaseException) -> str:
     return f"interrupted ({error.args[0] if error.args else 'Ctrl-C'})"
 
 
+class SameOnEveryRank(SystemExit):
+    """A usage error that every rank meets alike, because it comes from what every rank reads
+    the same (the flags, the settings, the data): under ``fail_together`` rank 0 says it and
+    ends the job; another rank says it only if rank 0 has not ended the job within
+    ``AFTER_RANK_0_SECONDS`` (it did not meet the error), so no error goes unsaid."""
+
+
 @contextmanager
 def fail_together():
     """Run a program's main body: an error that leaves it on one rank of several ends every
     rank at once, with that rank's message, instead of leaving the others waiting in their
     next collective until the timeout.
 
-    ``sys.exit("message")`` (a usage error) prints its message as one line; another
+    ``sys.exit("message")`` (a usage error) prints its message as one line (rank 0 alone, for
+    a ``SameOnEveryRank``); another
     exception prints its traceback; Ctrl-C (or the SIGTERM a launcher sends for it) ends
     with status 130. ``sys.exit(0)`` and a
     world of one process pass through unchanged."""
@@ -536,6 +552,8 @@ def fail_together():
         if isinstance(error, SystemExit):
             if error.code is None or error.code == 0:
                 raise
+            if isinstance(error, SameOnEveryRank) and world.rank != 0:
+                world.abort(str(error.code), blame_peers=False, after_rank_0=True)
             if isinstance(error.code, int):
                 world.abort(f"exited with status {error.code}", False, error.code)
             world.abort(str(error.code), blame_peers=False)
