@@ -155,7 +155,7 @@ BATCH_NORM = dict(
 )  # fmt: skip
 RECURRENT = dict(
     input_size=COUNT, hidden_size=COUNT, num_layers=COUNT, bias=BOOLEAN, batch_first=BOOLEAN,
-    dropout=PROBABILITY,
+    dropout=PROBABILITY, bidirectional=BOOLEAN,
 )  # fmt: skip
 ADAM = dict(learning_rate=NON_NEGATIVE, betas=BETAS, eps=NON_NEGATIVE, weight_decay=NON_NEGATIVE)
 VOCAB_BPE = [(255, V), (0, V), (2.5, T), ("3", T), (True, T)]  # >= 256: one id per byte
