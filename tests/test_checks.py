@@ -147,6 +147,7 @@ INITIALISERS = dict(initialiser=FUNCTION_OR_NONE, projection_initialiser=FUNCTIO
 CONV = dict(
     in_channels=COUNT, out_channels=COUNT, kernel_size=SIZES, stride=SIZES, padding=PADDING,
     dilation=SIZES, groups=COUNT, bias=BOOLEAN, initialiser=FUNCTION_OR_NONE,
+    padding_mode=[("zero", V), (3, V), (None, V)],
 )  # fmt: skip
 POOL = dict(kernel_size=SIZES, stride=SIZES_OR_NONE, padding=PADDING)
 BATCH_NORM = dict(

@@ -222,7 +222,7 @@ def test_max_pool_gradient_matches_finite_differences(geometry):
 def test_avg_pool_gradient_matches_finite_differences(geometry, count_include_pad):
     x_shape, kernel, stride, padding = geometry
     check_grads(lambda x: avg_pool(x, kernel, stride, padding, count_include_pad=count_include_pad),
-                randn(*x_shape))
+                randn(*x_shape))  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -280,7 +280,8 @@ def test_pooling_layers_and_their_errors():
     with pytest.raises(ValueError, match="MaxPool2d: padding must be at most half the kernel"):
         MaxPool2d(2, padding=2)
     with pytest.raises(ValueError, match=r"expected input \(batch, channels, \*2 spatial"):
-        MaxPool2d(2)(to_tensor(randn(3, 6, 6)))
+        MaxPool2d(2)(to_tensor(randn(6, 6)))
+    assert MaxPool2d(2)(to_tensor(randn(3, 6, 6))).shape == (3, 3, 3)  # unbatched, as torch
 
 
 # ====================================================================== Flatten

@@ -20,6 +20,12 @@ The window view's own backward is a scatter-add: every window element goes back 
 position it was read from (``scatter_windows``). With ``groups`` the channels split into
 groups that are convolved separately: one more batch index g in the products. Kernels
 registered for the op "conv" take its place through ``tricycle.dispatch``.
+
+Beyond zeros, the layers pad as PyTorch's ``padding_mode`` says ("reflect", "replicate",
+"circular"): the input is padded first (``tricycle.nn.padding.pad``, whose backward folds the
+borders back) and convolved without padding. ``padding="same"`` with an odd overhang pads one
+more zero on the right than on the left, as PyTorch does; an unbatched input (C, *size) gets
+a batch axis of 1 for the convolution (``tricycle.nn.windows.unbatched``).
 """
 
 import math
@@ -30,8 +36,18 @@ from tricycle.backend import check_same_device
 from tricycle.initialisers import init_uniform
 from tricycle.layers import Layer, parameter, shared_back_fns
 from tricycle.nn.batch_norm import BatchNorm1d, BatchNorm2d, batch_norm
+from tricycle.nn.padding import conv_padding, padding_argument, torch_order
+from tricycle.nn.padding import pad as pad_input
 from tricycle.nn.pooling import AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d, avg_pool, max_pool
-from tricycle.nn.windows import as_tuple, output_size, pad, scatter_windows, unpad, windows
+from tricycle.nn.windows import (
+    as_tuple,
+    output_size,
+    pad,
+    scatter_windows,
+    unbatched,
+    unpad,
+    windows,
+)
 from tricycle.tensor import Tensor
 
 __all__ = [
@@ -99,18 +115,19 @@ def conv_backward(xp, dout, x, weights, stride, padding, dilation, groups, needs
     return dx, dweights, dbias
 
 
-def check_geometry(op: str, x: Tensor, weights: Tensor, stride, padding, dilation):
-    """(stride, padding, dilation) as one int per spatial axis of ``weights`` (out or in,
-    in or out / groups, *kernel), after checking that x (batch, channels, *spatial) has as
-    many spatial axes: shared by the convolution and its transpose."""
+def check_geometry(op: str, x: Tensor, weights: Tensor, stride, dilation):
+    """(stride, dilation) as one int per spatial axis of ``weights`` (out or in,
+    in or out / groups, *kernel), after checking that x (batch, channels, *spatial) or
+    (channels, *spatial) has as many spatial axes: shared by the convolution and its
+    transpose."""
     n = weights.ndim - 2
-    if n < 1 or x.ndim != n + 2:
+    if n < 1 or x.ndim not in (n + 1, n + 2):
         raise ValueError(
-            f"{op}: expected input (batch, channels, *{n} spatial axes) for weights of shape "
-            f"{weights.shape}, got shape {x.shape}"
+            f"{op}: expected input (batch, channels, *{n} spatial axes) or unbatched "
+            f"(channels, *{n} spatial axes) for weights of shape {weights.shape}, got shape "
+            f"{x.shape}"
         )
-    stride, dilation = as_tuple(stride, n, "stride", op), as_tuple(dilation, n, "dilation", op)
-    return stride, as_tuple(padding, n, "padding", op, low=0), dilation
+    return as_tuple(stride, n, "stride", op), as_tuple(dilation, n, "dilation", op)
 
 
 def arguments(op: str, x: Tensor, weights: Tensor, bias: Tensor | None, channels: int):
@@ -131,20 +148,32 @@ def conv(
     dilation=1,
     groups: int = 1,
 ) -> Tensor:
-    """Cross-correlation of x (N, C, *size) with weights (O, C / groups, *kernel), plus a bias
-    (O,): (N, O, *out), as PyTorch's ``conv1d``/``conv2d``. ``stride``, ``padding`` (zeros)
-    and ``dilation`` are ints or one int per spatial axis."""
+    """Cross-correlation of x (N, C, *size) or unbatched (C, *size) with weights
+    (O, C / groups, *kernel), plus a bias (O,): (N, O, *out) or (O, *out), as PyTorch's
+    ``conv1d``/``conv2d``. ``stride`` and ``dilation`` are ints or one int per spatial axis;
+    ``padding`` (zeros) too, or "valid" (none) or "same" (the output the input's size,
+    stride 1 only)."""
     n = weights.ndim - 2
     op = f"conv{n}d"
-    stride, padding, dilation = check_geometry(op, x, weights, stride, padding, dilation)
-    if groups < 1 or x.shape[1] != weights.shape[1] * groups or weights.shape[0] % groups:
+    stride, dilation = check_geometry(op, x, weights, stride, dilation)
+    pairs = conv_padding(padding_argument(padding, n, op, stride), weights.shape[2:], dilation)
+    channels = x.shape[-n - 1]
+    if groups < 1 or channels != weights.shape[1] * groups or weights.shape[0] % groups:
         raise ValueError(
-            f"{op}: input of shape {x.shape} with {x.shape[1]} channels does not fit weights "
+            f"{op}: input of shape {x.shape} with {channels} channels does not fit weights "
             f"of shape {weights.shape} with groups={groups}: expected in_channels = "
             f"{weights.shape[1]} * groups and out_channels divisible by groups"
         )
     args, xp = arguments(op, x, weights, bias, weights.shape[0])
-    output_size(x.shape[2:], weights.shape[2:], stride, padding, dilation, op)  # checks sizes
+    if x.ndim == n + 1:
+        return unbatched(conv, x, weights, bias, stride, padding, dilation, groups)
+    padding = tuple(left for left, _ in pairs)  # both sides; any extra on the right goes first
+    extra = tuple(right - left for left, right in pairs)
+    size = tuple(s + e for s, e in zip(x.shape[2:], extra))
+    output_size(size, weights.shape[2:], stride, padding, dilation, op)  # checks sizes
+    if any(extra):  # "same" with an odd overhang: the extra zero on the right, as PyTorch
+        x = pad_input(x, torch_order((0, e) for e in extra))
+        args = (x,) + args[1:]
     geometry = (stride, padding, dilation, groups)
     b = None if bias is None else bias.array
     forward, backward_arrays = dispatch.choose(
@@ -166,15 +195,20 @@ class ConvLayer(Layer):
     spatial axis (``n_dims`` of them), and the check of their input's shape."""
 
     n_dims = 0
+    padding_words = False  # whether padding may also be "same" or "valid" (the convolutions)
 
     def set_geometry(self, in_channels, out_channels, groups, kernel_size, stride, padding,
                      dilation) -> None:  # fmt: skip
-        """The kernel size, stride, padding and dilation as one int per spatial axis, and the
-        channels, which must both split into ``groups`` equal groups."""
+        """The kernel size, stride, padding and dilation as one int per spatial axis (the
+        padding may be a word, see ``padding_words``), and the channels, which must both split
+        into ``groups`` equal groups."""
         name, n = type(self).__name__, self.n_dims
         self.kernel_size = as_tuple(kernel_size, n, "kernel_size", name)
         self.stride = as_tuple(stride, n, "stride", name)
-        self.padding = as_tuple(padding, n, "padding", name, low=0)
+        if self.padding_words:
+            self.padding = padding_argument(padding, n, name, self.stride)
+        else:
+            self.padding = as_tuple(padding, n, "padding", name, low=0)
         self.dilation = as_tuple(dilation, n, "dilation", name)
         if in_channels % groups or out_channels % groups:
             raise ValueError(
@@ -184,25 +218,39 @@ class ConvLayer(Layer):
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
 
     def check_input(self, x: Tensor) -> None:
-        """x must be (batch, in_channels, *spatial) with ``n_dims`` spatial axes."""
-        if x.ndim != self.n_dims + 2 or x.shape[1] != self.in_channels:
-            axes = ("length",) if self.n_dims == 1 else ("height", "width")
+        """x must be (batch, in_channels, *spatial) or unbatched (in_channels, *spatial), with
+        ``n_dims`` spatial axes."""
+        n, channels = self.n_dims, self.in_channels
+        if x.ndim not in (n + 1, n + 2) or x.shape[-n - 1] != channels:
+            axes = "length" if n == 1 else "height, width"
             raise ValueError(
-                f"{type(self).__name__}({self.in_channels} -> {self.out_channels}): expected "
-                f"input (batch, {self.in_channels}, {', '.join(axes)}), got shape {x.shape}"
+                f"{self._owner()}: expected input (batch, {channels}, {axes}), got shape {x.shape} "
+                f"(an unbatched input is ({channels}, {axes}))"
             )
+
+    def _owner(self) -> str:
+        """The layer as its error messages name it: ``Conv2d(3 -> 8)``."""
+        return f"{type(self).__name__}({self.in_channels} -> {self.out_channels})"
+
+
+PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 
 class _ConvNd(ConvLayer):
     """Shared by Conv1d and Conv2d: weights (out, in / groups, *kernel) and bias (out,) start
     as PyTorch's, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in = in / groups * prod(kernel)
-    (``initialiser`` replaces it for the weights)."""
+    (``initialiser`` replaces it for the weights). ``padding`` is an int, one per spatial
+    axis, "valid" or "same" (stride 1); ``padding_mode`` is "zeros", "reflect", "replicate"
+    or "circular", as PyTorch's."""
+
+    padding_words = True
 
     @checks.arguments(
         in_channels=checks.positive_int,
         out_channels=checks.positive_int,
         groups=checks.positive_int,
         bias=checks.boolean,
+        padding_mode=checks.one_of(PADDING_MODES),
         initialiser=checks.optional(checks.function),
     )
     def __init__(
@@ -215,10 +263,12 @@ class _ConvNd(ConvLayer):
         dilation=1,
         groups: int = 1,
         bias: bool = True,
+        padding_mode: str = "zeros",
         initialiser: Callable | None = None,
     ):
         self.set_geometry(in_channels, out_channels, groups, kernel_size, stride, padding,
                           dilation)  # fmt: skip
+        self.padding_mode = padding_mode
         shape = (out_channels, in_channels // groups) + self.kernel_size
         bound = 1 / math.sqrt(in_channels // groups * math.prod(self.kernel_size))
         init = initialiser or (lambda s: init_uniform(s, bound))
@@ -227,25 +277,36 @@ class _ConvNd(ConvLayer):
 
     def forward(self, x: Tensor) -> Tensor:
         self.check_input(x)
-        geometry = (self.stride, self.padding, self.dilation, self.groups)
-        return conv(x, self.weights, self.bias, *geometry)
+        padding = self.padding
+        if self.padding_mode != "zeros":  # pad in the mode, then convolve without padding
+            pairs = conv_padding(padding, self.kernel_size, self.dilation)
+            try:
+                x = pad_input(x, torch_order(pairs), self.padding_mode)
+            except ValueError as error:
+                message = f"{self._owner()} with padding_mode={self.padding_mode!r}: {error}"
+                raise ValueError(message) from None
+            padding = 0
+        return conv(x, self.weights, self.bias, self.stride, padding, self.dilation, self.groups)
 
     def extra_repr(self) -> str:
+        mode = "" if self.padding_mode == "zeros" else f", padding_mode={self.padding_mode}"
         return (
             f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
             f"stride={self.stride}, padding={self.padding}, dilation={self.dilation}, "
-            f"groups={self.groups}, bias={self.bias is not None}"
+            f"groups={self.groups}, bias={self.bias is not None}{mode}"
         )
 
 
 class Conv1d(_ConvNd):
-    """1-D convolution, as ``torch.nn.Conv1d``: (N, in_channels, L) -> (N, out_channels, Lo)."""
+    """1-D convolution, as ``torch.nn.Conv1d``: (N, in_channels, L) -> (N, out_channels, Lo),
+    or unbatched (in_channels, L) -> (out_channels, Lo)."""
 
     n_dims = 1
 
 
 class Conv2d(_ConvNd):
-    """2-D convolution, as ``torch.nn.Conv2d``: (N, in_channels, H, W) -> (N, out, Ho, Wo)."""
+    """2-D convolution, as ``torch.nn.Conv2d``: (N, in_channels, H, W) -> (N, out, Ho, Wo),
+    or unbatched (in_channels, H, W) -> (out, Ho, Wo)."""
 
     n_dims = 2
 

@@ -17,7 +17,7 @@ So the whole op is the convolution's machinery with the roles swapped (``tricycl
 
 crop keeps full[p : p + out] along each axis, zeros past F (output_padding may reach there:
 nothing is spread to those positions); uncrop is its transpose, the gradient placed back in a
-zero array of the full size.
+zero array of the full size. An unbatched input (C_in, *size) gets a batch axis of 1.
 """
 
 import math
@@ -26,7 +26,7 @@ from tricycle import checks
 from tricycle.initialisers import init_uniform
 from tricycle.layers import parameter, shared_back_fns
 from tricycle.nn.conv import ConvLayer, arguments, check_geometry, conv_backward, conv_forward
-from tricycle.nn.windows import as_tuple
+from tricycle.nn.windows import as_tuple, unbatched
 from tricycle.tensor import Tensor
 
 __all__ = ["ConvTranspose1d", "ConvTranspose2d", "conv_transpose"]
@@ -111,20 +111,21 @@ def conv_transpose(
     groups: int = 1,
     dilation=1,
 ) -> Tensor:
-    """The transposed convolution of x (N, C_in, *size) with weights
-    (C_in, C_out / groups, *kernel), plus a bias (C_out,), as PyTorch's
+    """The transposed convolution of x (N, C_in, *size) or unbatched (C_in, *size) with
+    weights (C_in, C_out / groups, *kernel), plus a bias (C_out,), as PyTorch's
     ``conv_transpose1d``/``conv_transpose2d`` (same argument order). ``stride``,
     ``padding``, ``output_padding`` and ``dilation`` are ints or one per spatial axis;
     output_padding must be smaller than the stride or the dilation."""
     n = weights.ndim - 2
     op = f"conv_transpose{n}d"
-    stride, padding, dilation = check_geometry(op, x, weights, stride, padding, dilation)
+    stride, dilation = check_geometry(op, x, weights, stride, dilation)
+    padding = as_tuple(padding, n, "padding", op, low=0)
     output_padding = as_tuple(output_padding, n, "output_padding", op, low=0)
     checks.positive_int(op, "groups", groups)
-    C_in = weights.shape[0]
-    if x.shape[1] != C_in or C_in % groups:
+    C_in, channels = weights.shape[0], x.shape[-n - 1]
+    if channels != C_in or C_in % groups:
         raise ValueError(
-            f"{op}: input of shape {x.shape} with {x.shape[1]} channels does not fit weights of "
+            f"{op}: input of shape {x.shape} with {channels} channels does not fit weights of "
             f"shape {weights.shape} (in_channels, out_channels / groups, *kernel) with "
             f"groups={groups}: expected {C_in} input channels, divisible by groups"
         )
@@ -133,13 +134,16 @@ def conv_transpose(
             f"{op}: output_padding {output_padding} must be smaller than the stride {stride} "
             f"or the dilation {dilation}"
         )
-    full = full_size(x.shape[2:], weights.shape[2:], stride, dilation)
+    full = full_size(x.shape[-n:], weights.shape[2:], stride, dilation)
     if any(f - 2 * p + o < 1 for f, p, o in zip(full, padding, output_padding)):
         raise ValueError(
             f"{op}: padding {padding} leaves no output of an input of spatial size "
-            f"{x.shape[2:]} (before padding the output has size {full})"
+            f"{x.shape[-n:]} (before padding the output has size {full})"
         )
     args, xp = arguments(op, x, weights, bias, weights.shape[1] * groups)
+    if x.ndim == n + 1:
+        geometry = (stride, padding, output_padding, groups, dilation)
+        return unbatched(conv_transpose, x, weights, bias, *geometry)
     b = None if bias is None else bias.array
     geometry = (stride, padding, dilation, groups)
     out = conv_transpose_forward(
@@ -176,7 +180,13 @@ class _ConvTransposeNd(ConvLayer):
         groups: int = 1,
         bias: bool = True,
         dilation=1,
+        padding_mode: str = "zeros",
     ):
+        if padding_mode != "zeros":  # as PyTorch: nothing else fits a transpose
+            raise ValueError(
+                f"{type(self).__name__}: only padding_mode='zeros' is supported, got "
+                f"{padding_mode!r}"
+            )
         self.set_geometry(in_channels, out_channels, groups, kernel_size, stride, padding,
                           dilation)  # fmt: skip
         name = type(self).__name__
@@ -215,13 +225,15 @@ class _ConvTransposeNd(ConvLayer):
 
 class ConvTranspose1d(_ConvTransposeNd):
     """1-D transposed convolution, as ``torch.nn.ConvTranspose1d``: (N, in_channels, L) ->
-    (N, out_channels, (L - 1) stride - 2 padding + dilation (kernel - 1) + output_padding + 1)."""
+    (N, out_channels, (L - 1) stride - 2 padding + dilation (kernel - 1) + output_padding + 1),
+    or unbatched (in_channels, L) -> (out_channels, ...)."""
 
     n_dims = 1
 
 
 class ConvTranspose2d(_ConvTransposeNd):
     """2-D transposed convolution, as ``torch.nn.ConvTranspose2d``: (N, in_channels, H, W) ->
-    (N, out_channels, Ho, Wo), each output size as ConvTranspose1d's."""
+    (N, out_channels, Ho, Wo), each output size as ConvTranspose1d's, or unbatched
+    (in_channels, H, W) -> (out_channels, Ho, Wo)."""
 
     n_dims = 2

@@ -10,14 +10,15 @@ from tricycle.functions import LogSoftmax, Softmax
 from tricycle.layers import dropout, embedding
 from tricycle.loss import CrossEntropy, MeanSquaredError
 from tricycle.nn.conv import conv
-from tricycle.nn.pooling import avg_pool, max_pool
+from tricycle.nn.padding import pad  # noqa: F401 - F.pad, as PyTorch
+from tricycle.nn.pooling import avg_pool, in_n_dims, max_pool
 from tricycle.nn.sdpa import scaled_dot_product_attention
 from tricycle.tensor import Tensor
 from tricycle.unary import sigmoid, tanh
 
 conv1d = conv2d = conv  # the spatial dimensions come from the weights' shape
-max_pool1d = max_pool2d = max_pool  # ... and from the input's
-avg_pool1d = avg_pool2d = avg_pool
+max_pool1d, max_pool2d = in_n_dims(max_pool, 1), in_n_dims(max_pool, 2)  # (N, C, ...) or (C, ...)
+avg_pool1d, avg_pool2d = in_n_dims(avg_pool, 1), in_n_dims(avg_pool, 2)
 
 __all__ = [
     "avg_pool1d",

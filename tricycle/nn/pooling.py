@@ -4,6 +4,8 @@ Pooling reuses the convolution's windows (``tricycle.nn.windows``): max pooling 
 window's gradient to its (first) largest element, as PyTorch does; average pooling spreads
 it evenly. Each is a fused op: the forward and backward here are its reference, and a
 backend's kernels for "max_pool" and "avg_pool" take their place through ``tricycle.dispatch``.
+The layers also take an unbatched input (C, L) or (C, H, W), as PyTorch's, through a batch
+axis of 1 (``tricycle.nn.windows.unbatched``).
 """
 
 import math
@@ -12,10 +14,20 @@ import numpy as np
 
 from tricycle import checks, dispatch
 from tricycle.layers import Layer
-from tricycle.nn.windows import as_tuple, output_size, pad, scatter_windows, unpad, windows
+from tricycle.nn.windows import (
+    as_tuple,
+    output_size,
+    pad,
+    scatter_windows,
+    unbatched,
+    unpad,
+    windows,
+)
 from tricycle.tensor import Tensor
 
-__all__ = ["AvgPool1d", "AvgPool2d", "MaxPool1d", "MaxPool2d", "avg_pool", "max_pool"]
+__all__ = [
+    "AvgPool1d", "AvgPool2d", "MaxPool1d", "MaxPool2d", "avg_pool", "in_n_dims", "max_pool",
+]  # fmt: skip
 
 
 def _pool_geometry(x: Tensor, kernel_size, stride, padding, n: int, op: str):
@@ -132,6 +144,34 @@ def avg_pool(
     return Tensor(out, args=(x,), back_fns=(back_fn,), name=op)
 
 
+def pool_over(n: int, name: str, pool, x: Tensor) -> Tensor:
+    """``pool(x)`` over exactly ``n`` spatial axes: x (N, C, *n), or unbatched (C, *n)
+    through a batch axis of 1; any other rank is an error naming ``name``. (``max_pool`` and
+    ``avg_pool`` read the number of axes from x's rank, which cannot tell an unbatched
+    (C, H, W) from a batched (N, C, L).)"""
+    if x.ndim == n + 1:
+        return unbatched(pool, x)
+    if x.ndim != n + 2:
+        raise ValueError(
+            f"{name}: expected input (batch, channels, *{n} spatial axes) or unbatched "
+            f"(channels, *{n} spatial axes), got shape {x.shape}"
+        )
+    return pool(x)
+
+
+def in_n_dims(pool, n: int):
+    """``pool`` (``max_pool`` or ``avg_pool``) as PyTorch's functional ``max_pool{n}d`` /
+    ``avg_pool{n}d``, over ``n`` spatial axes whatever x's rank (``pool_over``)."""
+    name = f"{pool.__name__}{n}d"
+
+    def pool_nd(x: Tensor, *args, **kwargs) -> Tensor:
+        return pool_over(n, name, lambda batch: pool(batch, *args, **kwargs), x)
+
+    pool_nd.__name__ = pool_nd.__qualname__ = name
+    pool_nd.__doc__ = f"``{pool.__name__}`` of x (N, C, *{n}) or unbatched (C, *{n})."
+    return pool_nd
+
+
 class _Pool(Layer):
     n_dims = 0
 
@@ -139,20 +179,16 @@ class _Pool(Layer):
         _pool_arguments(kernel_size, stride, padding, self.n_dims, type(self).__name__)
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
 
-    def _check(self, x: Tensor) -> None:
-        if x.ndim != self.n_dims + 2:
-            raise ValueError(
-                f"{type(self).__name__}: expected input (batch, channels, "
-                f"*{self.n_dims} spatial axes), got shape {x.shape}"
-            )
+    def forward(self, x: Tensor) -> Tensor:
+        """The pooling of x (N, C, *size), or of an unbatched x (C, *size) -> (C, *out)."""
+        return pool_over(self.n_dims, type(self).__name__, self.pool, x)
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class _MaxPool(_Pool):
-    def forward(self, x: Tensor) -> Tensor:
-        self._check(x)
+    def pool(self, x: Tensor) -> Tensor:
         return max_pool(x, self.kernel_size, self.stride, self.padding)
 
 
@@ -165,32 +201,32 @@ class _AvgPool(_Pool):
         super().__init__(kernel_size, stride, padding)
         self.count_include_pad = count_include_pad
 
-    def forward(self, x: Tensor) -> Tensor:
-        self._check(x)
+    def pool(self, x: Tensor) -> Tensor:
         return avg_pool(x, self.kernel_size, self.stride, self.padding,
                         count_include_pad=self.count_include_pad)  # fmt: skip
 
 
 class MaxPool1d(_MaxPool):
-    """Max pooling over (N, C, L), as ``torch.nn.MaxPool1d`` (stride defaults to the kernel)."""
+    """Max pooling over (N, C, L) or (C, L), as ``torch.nn.MaxPool1d`` (stride defaults to
+    the kernel)."""
 
     n_dims = 1
 
 
 class MaxPool2d(_MaxPool):
-    """Max pooling over (N, C, H, W), as ``torch.nn.MaxPool2d`` (stride defaults to the
-    kernel)."""
+    """Max pooling over (N, C, H, W) or (C, H, W), as ``torch.nn.MaxPool2d`` (stride defaults
+    to the kernel)."""
 
     n_dims = 2
 
 
 class AvgPool1d(_AvgPool):
-    """Average pooling over (N, C, L), as ``torch.nn.AvgPool1d``."""
+    """Average pooling over (N, C, L) or (C, L), as ``torch.nn.AvgPool1d``."""
 
     n_dims = 1
 
 
 class AvgPool2d(_AvgPool):
-    """Average pooling over (N, C, H, W), as ``torch.nn.AvgPool2d``."""
+    """Average pooling over (N, C, H, W) or (C, H, W), as ``torch.nn.AvgPool2d``."""
 
     n_dims = 2

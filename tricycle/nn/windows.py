@@ -5,12 +5,13 @@ and pooling.
 (``as_strided``): element [n, c, *k, *o] is x[n, c, *(o * stride + k * dilation)]. Its
 backward, ``scatter_windows``, adds every window element back where it was read (col2im).
 The argument helpers turn a kernel size, stride or padding into tuples and check that the
-output is not empty.
+output is not empty; ``unbatched`` runs an op made for batches on one unbatched input
+(C, *size), as PyTorch's layers accept.
 """
 
 import itertools
 
-from tricycle import checks
+from tricycle import checks, ops
 
 
 def as_tuple(value, n: int, name: str, op: str, low: int = 1) -> tuple[int, ...]:
@@ -26,6 +27,12 @@ def as_tuple(value, n: int, name: str, op: str, low: int = 1) -> tuple[int, ...]
     if len(values) != n or min(values) < low:
         checks.fail(op, name, expected, value)
     return tuple(int(v) for v in values)
+
+
+def unbatched(fn, x, *args):
+    """``fn(x, *args)`` for an unbatched x (C, *size): a batch axis of 1 added before and
+    removed after, both differentiable, so the gradient reaches x in its own shape."""
+    return ops.squeeze(fn(ops.expand_dims(x, 0), *args), 0)
 
 
 def output_size(size, kernel, stride, padding, dilation, op: str) -> tuple[int, ...]:
