@@ -393,12 +393,13 @@ def test_a_busy_worker_ends_when_terminated_whatever_sigterm_handler_it_inherite
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)  # does not end
     try:
         pool = WorkerPool(lambda worker_id: lambda k, indices: time.sleep(60), 1, 1,
-                          multiprocessing.get_context("fork"), seed=0)  # fmt: skip
+                          multiprocessing.get_context("fork"))  # fmt: skip
     finally:
         signal.signal(signal.SIGTERM, previous)
     workers = list(pool.workers)
     try:
-        pool.tasks[0].put((0, [0]))
+        pool.tasks[0].put(("epoch", 0, 0))  # as pool.batches() begins an epoch
+        pool.tasks[0].put(("batch", 0, 0, [0]))
         time.sleep(0.5)  # the worker is inside its batch
         start = time.monotonic()
         pool.close()
@@ -448,3 +449,286 @@ def test_items_that_are_batches_go_through_collate_fn():
     assert list(DataLoader([0, 1, 2], None, collate_fn=lambda x: x * 10)) == [0, 10, 20]
     with pytest.raises(ValueError, match="drop_last=True needs a batch_size"):
         DataLoader([0, 1], None, drop_last=True)
+
+
+# ====================================================================== samplers
+class Backwards:
+    """A sampler of one's own: any class with __iter__ (and __len__ for len(loader))."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __iter__(self):
+        return iter(range(self.n - 1, -1, -1))
+
+    def __len__(self):
+        return self.n
+
+
+def test_a_sampler_gives_the_order_of_torchs_loader():
+    torch = pytest.importorskip("torch")
+    from torch.utils.data import DataLoader as TorchLoader
+
+    for sampler, drop_last in [([3, 1, 4, 1, 5, 9, 2, 6], False), (Backwards(10), True)]:
+        ours = DataLoader(pairs(10), 3, sampler=sampler, drop_last=drop_last)
+        theirs = TorchLoader(pairs(10), 3, sampler=sampler, drop_last=drop_last)
+        assert labels(ours) == labels(theirs) and len(ours) == len(theirs)
+        one = DataLoader(pairs(10), None, sampler=sampler)  # each item a batch, as torch's
+        assert [int(b[1]) for b in one] == [
+            int(b[1]) for b in TorchLoader(pairs(10), None, sampler=sampler)
+        ]
+    with_workers = DataLoader(pairs(10), 3, sampler=np.array([3, 1, 4, 1, 5, 9, 2, 6]),
+                              num_workers=2)  # fmt: skip
+    assert labels(with_workers) == [[3, 1, 4], [1, 5, 9], [2, 6]]
+    del torch
+
+
+def test_a_batch_sampler_gives_the_batches_of_torchs_loader():
+    torch = pytest.importorskip("torch")
+    from torch.utils.data import BatchSampler as TorchBatchSampler
+    from torch.utils.data import DataLoader as TorchLoader
+    from torch.utils.data import SequentialSampler as TorchSequential
+
+    from tricycle.data import BatchSampler, SequentialSampler
+
+    buckets = [[0, 1], [5, 2, 7], [9], [3, 3]]
+    ours, theirs = (
+        DataLoader(pairs(10), batch_sampler=buckets),
+        TorchLoader(pairs(10), batch_sampler=buckets),
+    )
+    assert labels(ours) == labels(theirs) == buckets and len(ours) == len(theirs) == 4
+    assert labels(DataLoader(pairs(10), batch_sampler=buckets, num_workers=2)) == buckets
+    for drop_last in (False, True):
+        mine = BatchSampler(SequentialSampler(pairs(10)), 4, drop_last)
+        torchs = TorchBatchSampler(TorchSequential(pairs(10)), 4, drop_last)
+        assert list(mine) == list(torchs) and len(mine) == len(torchs)
+        assert labels(DataLoader(pairs(10), batch_sampler=mine)) == labels(
+            TorchLoader(pairs(10), batch_sampler=torchs)
+        )
+    del torch
+
+
+class Epochs:
+    """A sampler with set_epoch, as torch's DistributedSampler: records the epochs it gets."""
+
+    def __init__(self):
+        self.epochs = []
+
+    def set_epoch(self, epoch):
+        self.epochs.append(epoch)
+
+    def __iter__(self):
+        return iter([self.epochs[-1] % 10])
+
+    def __len__(self):
+        return 1
+
+
+def test_a_sampler_with_set_epoch_is_given_each_epoch_as_torchs_users_do():
+    pytest.importorskip("torch")
+    from torch.utils.data import DataLoader as TorchLoader
+    from torch.utils.data import DistributedSampler
+
+    # a DistributedSampler on a loader of one process: torch's way, the same shares
+    sampler, torchs = (DistributedSampler(pairs(11), 2, 1, shuffle=True, seed=4) for _ in "ab")
+    ours, theirs = (
+        DataLoader(pairs(11), 2, sampler=sampler),
+        TorchLoader(pairs(11), 2, sampler=torchs),
+    )
+    epochs = []
+    for epoch in range(2):
+        torchs.set_epoch(epoch)  # what a torch loop does; the loader does it itself
+        epochs.append(labels(ours))
+        assert epochs[-1] == labels(theirs)
+    assert epochs[0] != epochs[1]
+    told = Epochs()
+    loader = DataLoader(pairs(10), 1, sampler=told, num_workers=2)
+    labels(loader), labels(loader)
+    loader.set_epoch(7)
+    assert labels(loader) == [[7]] and told.epochs == [0, 1, 7]
+    from torch.utils.data import BatchSampler as TorchBatchSampler
+
+    inner = Epochs()  # torch's BatchSampler has no set_epoch: its sampler is told
+    loader = DataLoader(pairs(10), batch_sampler=TorchBatchSampler(inner, 1, False))
+    assert labels(loader) == [[0]] and labels(loader) == [[1]] and inner.epochs == [0, 1]
+
+
+def test_ranks_split_a_samplers_order_and_a_batch_samplers_batches():
+    order = [9, 8, 7, 6, 5, 4, 3]
+    shares = [sum(labels(DataLoader(pairs(10), 2, sampler=order, rank=r, world_size=3)), [])
+              for r in range(3)]  # fmt: skip
+    assert shares == [[9, 6, 3], [8, 5, 9], [7, 4, 8]]  # positions r, r + 3, ... padded
+    assert len(DataLoader(pairs(10), 2, sampler=order, rank=0, world_size=3)) == 2
+    cut = [sum(labels(DataLoader(pairs(10), 2, sampler=order, rank=r, world_size=3,
+                                 drop_last=True)), []) for r in range(3)]  # fmt: skip
+    assert cut == [[9, 6], [8, 5], [7, 4]]
+    buckets = [[0, 1], [2], [3, 4, 5]]
+    assert [labels(DataLoader(pairs(10), batch_sampler=buckets, rank=r, world_size=2))
+            for r in range(2)] == [[[0, 1], [3, 4, 5]], [[2], [0, 1]]]  # fmt: skip
+    torch = pytest.importorskip("torch")
+    from torch.utils.data import DistributedSampler
+
+    split = DistributedSampler(pairs(10), num_replicas=2, rank=0)
+    with pytest.raises(ValueError, match=r"sampler \(DistributedSampler\) splits the dataset "
+                                         r"between 2 ranks itself.*world_size=2"):  # fmt: skip
+        DataLoader(pairs(10), sampler=split).shard(0, 2)
+    del torch
+
+
+def test_tricycles_samplers_repeat_from_a_seed_and_follow_the_loaders():
+    from tricycle.data import RandomSampler, SubsetRandomSampler, WeightedRandomSampler
+
+    data = pairs(12)
+    shuffled = labels(DataLoader(data, 5, shuffle=True, seed=3))
+    assert labels(DataLoader(data, 5, sampler=RandomSampler(data), seed=3)) == shuffled
+    # on two ranks the sampler takes the loader's seed: disjoint shares of one order
+    ranks = [sum(labels(DataLoader(data, 3, sampler=RandomSampler(data), rank=r,
+                                   world_size=2)), []) for r in range(2)]  # fmt: skip
+    assert sorted(ranks[0] + ranks[1]) == list(range(12))
+    subset = SubsetRandomSampler([1, 3, 5, 7, 9], seed=0)
+    epochs = [list(subset) for _ in range(2)]
+    assert sorted(epochs[0]) == sorted(epochs[1]) == [1, 3, 5, 7, 9] and epochs[0] != epochs[1]
+    assert list(SubsetRandomSampler([1, 3, 5, 7, 9], seed=0)) == epochs[0]  # repeats
+    rounds = list(RandomSampler(range(4), num_samples=10, seed=1))
+    assert sorted(rounds[:4]) == sorted(rounds[4:8]) == [0, 1, 2, 3] and len(rounds) == 10
+    drawn = list(WeightedRandomSampler([0.0, 1.0, 3.0], 4000, seed=0))
+    np.testing.assert_allclose(np.bincount(drawn, minlength=3) / 4000, [0, 0.25, 0.75],
+                               atol=0.03)  # fmt: skip
+    assert sorted(WeightedRandomSampler([1, 0, 2, 5], 3, replacement=False, seed=0)) == [0, 2, 3]
+    with pytest.raises(ValueError, match="cannot draw 3 samples without replacement from 2"):
+        WeightedRandomSampler([1, 0, 2], 3, replacement=False)
+    with pytest.raises(ValueError, match=r"weights must be finite numbers >= 0, got \[-1.0\]"):
+        WeightedRandomSampler([1, -1], 3)
+
+
+def test_the_combinations_torch_refuses_are_refused_with_its_words():
+    from tricycle.data import BatchSampler
+
+    cases = [
+        (dict(sampler=[0], shuffle=True), ValueError, "sampler option is mutually exclusive "
+                                                      "with shuffle"),
+        (dict(batch_sampler=[[0]], batch_size=2), ValueError, "batch_sampler option is mutually"
+                                                              " exclusive with batch_size"),
+        (dict(batch_sampler=[[0]], drop_last=True), ValueError, "mutually exclusive"),
+        (dict(batch_sampler=[[0]], sampler=[0]), ValueError, "mutually exclusive"),
+        (dict(sampler=BatchSampler([0, 1], 2, False)), TypeError, "pass it as batch_sampler"),
+        (dict(sampler=3), TypeError, "sampler must be an iterable of indices"),
+        (dict(persistent_workers=True), ValueError, "persistent_workers option needs "
+                                                    "num_workers > 0"),
+        (dict(multiprocessing_context="spawn"), ValueError, "multiprocessing_context can only "
+                                                            "be used with multi-process"),
+        (dict(num_workers=1, multiprocessing_context="nope"), ValueError, "valid start method"),
+        (dict(generator=object()), TypeError, "generator is not supported: pass seed=<int>"),
+    ]  # fmt: skip
+    for kwargs, error, message in cases:
+        with pytest.raises(error, match=message):
+            DataLoader(pairs(4), **kwargs)
+    for kwargs in [dict(sampler=[0]), dict(batch_sampler=[[0]])]:
+        with pytest.raises(ValueError, match=f"DataLoader: {next(iter(kwargs))} needs a "
+                                             "map-style dataset"):  # fmt: skip
+            DataLoader(Stream(3), **kwargs)
+    with pytest.raises(TypeError, match="batch_sampler must yield lists of indices; its batch "
+                                        "0 is a int"):  # fmt: skip
+        list(DataLoader(pairs(4), batch_sampler=[0, 1]))
+    with pytest.raises(TypeError, match="len\\(\\) needs the length of the sampler"):
+        len(DataLoader(pairs(4), sampler=iter([0, 1])))
+
+
+# ====================================================================== worker_init_fn
+def note_worker(worker_id: int) -> None:
+    """A worker_init_fn: appends its worker, process and first numpy draw to a file, and
+    sets state the items read."""
+    global WORKER_TAG
+    WORKER_TAG = 100 * (worker_id + 1)
+    with open(os.environ["TRICYCLE_TEST_INIT_LOG"], "a") as log:
+        log.write(f"{worker_id} {os.getpid()} {np.random.random_sample()!r}\n")
+
+
+WORKER_TAG = 0  # what the main process's items read
+
+
+class Tagged:
+    """Items that read the state worker_init_fn sets, the process and a random draw."""
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        from tricycle.random import generator
+
+        return WORKER_TAG + i, os.getpid(), generator().random()
+
+
+def init_log(tmp_path, monkeypatch) -> Path:
+    log = tmp_path / "init.log"
+    monkeypatch.setenv("TRICYCLE_TEST_INIT_LOG", str(log))
+    return log
+
+
+def test_worker_init_fn_runs_in_each_worker_after_it_is_seeded(tmp_path, monkeypatch):
+    log = init_log(tmp_path, monkeypatch)
+    loader = DataLoader(Tagged(), 1, seed=5, num_workers=2, worker_init_fn=note_worker)
+    assert [int(batch[0][0]) for batch in loader] == [100, 201, 102, 203]  # k -> worker k % 2
+    lines = [line.split() for line in log.read_text().splitlines()]
+    assert sorted(int(w) for w, _, _ in lines) == [0, 1]
+    assert len({pid for _, pid, _ in lines}) == 2 and str(os.getpid()) not in lines[0]
+    for w, _, draw in lines:  # after its generators were seeded with seed + w
+        assert float(draw) == np.random.RandomState(5 + int(w)).random_sample()
+
+
+def broken_init(worker_id: int) -> None:
+    raise OSError(f"worker {worker_id} cannot open its file")
+
+
+def test_a_worker_init_fn_that_raises_is_reported_with_its_traceback():
+    others = _children()
+    loader = DataLoader(pairs(4), 2, num_workers=2, worker_init_fn=broken_init)
+    with pytest.raises(WorkerError, match=r"worker 0 raised OSError in worker_init_fn; its "
+                                          r"traceback:\n(.|\n)*cannot open its file"):  # fmt: skip
+        list(loader)
+    assert not _children() - others
+
+
+# ====================================================================== persistent workers
+def test_persistent_workers_stay_between_epochs_and_are_reseeded(tmp_path, monkeypatch):
+    log = init_log(tmp_path, monkeypatch)
+    others = _children()
+    options = dict(batch_size=1, seed=2, num_workers=2, worker_init_fn=note_worker)
+    loader = DataLoader(Tagged(), persistent_workers=True, **options)
+    epochs = [list(loader) for _ in range(3)]
+    pids = [{int(batch[1][0]) for batch in epoch} for epoch in epochs]
+    assert pids[0] == pids[1] == pids[2] == _children() - others and len(pids[0]) == 2
+    assert len(log.read_text().splitlines()) == 2  # worker_init_fn: once per process
+    draws = [[float(batch[2][0]) for batch in epoch] for epoch in epochs]
+    assert len({d for epoch in draws for d in epoch}) == 12  # new seeds every epoch
+    fresh = DataLoader(Tagged(), **options)  # the same draws as workers started anew
+    assert [[float(batch[2][0]) for batch in fresh] for _ in range(3)] == draws
+    next(iter(loader))  # a loop left early keeps them, and the next epoch is whole
+    assert [int(b[0][0]) for b in loader] == [100, 201, 102, 203]
+    assert {int(batch[1][0]) for batch in loader} == pids[0]
+    loader.close()
+    assert not _children() - others
+
+
+def test_persistent_workers_end_with_the_loader_or_an_error():
+    import gc
+
+    others = _children()
+    loader = DataLoader(pairs(6), 2, num_workers=2, persistent_workers=True)
+    labels(loader)
+    assert len(_children() - others) == 2
+    del loader
+    gc.collect()
+    assert not _children() - others  # collected: the workers are stopped
+    failing = DataLoader(SlowPairs(6, fail_at=3), 2, num_workers=2, persistent_workers=True)
+    with pytest.raises(WorkerError, match="example 3 is broken"):
+        labels(failing)
+    assert not _children() - others  # an error stops them (the next epoch starts anew)
+    first, second = iter(failing), None
+    next(first)
+    second = iter(failing)
+    assert next(second)[1].tolist() == [0, 1]
+    with pytest.raises(RuntimeError, match="a newer iteration took over the persistent"):
+        next(first)
+    failing.close()
+    assert not _children() - others

@@ -18,16 +18,21 @@ each through ``collate_fn`` if one is given, as torch does.
 **Order.** ``shuffle`` draws epoch e's order from ``seed`` and e (``set_epoch`` sets e;
 iterating advances it), so the orders differ between epochs and repeat between runs. The
 default seed is drawn from tricycle's generator (``manual_seed`` repeats it), and is 0 on
-several ranks, as ``DistributedSampler``'s.
-``collate_fn`` (default ``default_collate``) makes a batch from a list of items.
+several ranks, as ``DistributedSampler``'s. ``sampler`` (any iterable of indices: a list,
+torch's samplers, ``tricycle.apps.samplers``) gives the order instead, and ``batch_sampler``
+(an iterable of index lists) the batches, with torch's rules (``check_samplers``); one with
+``set_epoch`` gets epoch e before e's indices are drawn. ``collate_fn`` (default
+``default_collate``) makes a batch from a list of items.
 
 **Workers.** ``num_workers`` N > 0 makes the batches in N processes
 (``tricycle.apps.workers``), ``prefetch_factor`` batches each ahead, and yields them in order:
 the same batches as ``num_workers=0``. Each worker seeds tricycle's, numpy's and Python's
-generators afresh every epoch, so random augmentations differ between workers. A map-style
-dataset is split by batch between the workers; an iterable one is read whole by each worker,
-which makes every N-th batch (the workers share the collation and the conversion, not the
-reading: make the reading map-style to share it).
+generators afresh every epoch, so random augmentations differ between workers, then runs
+``worker_init_fn(worker_id)`` (once per process). ``persistent_workers`` keeps the processes
+from one epoch to the next (re-seeded each epoch) until ``close()`` or the loader's garbage
+collection. A map-style dataset is split by batch between the workers; an iterable one is
+read whole by each worker, which makes every N-th batch (the workers share the collation and
+the conversion, not the reading: make the reading map-style to share it).
 
 **Ranks.** With ``world_size`` W > 1 (given, or set by ``Accelerator.prepare``) rank r gets a
 disjoint share, of equal length on every rank, as torch's ``DistributedSampler``: a map-style
@@ -35,7 +40,9 @@ dataset's epoch order is padded with its first indices to a multiple of W (cut d
 with ``drop_last``) and rank r takes positions r, r + W, ...; an iterable one's items go
 round-robin, a last partial round padded with the stream's first items (dropped, with
 ``drop_last``). Together the ranks' batches k are the one-process batch k of ``W x batch_size``
-items. Every rank must use the same ``seed`` (the default does). With ``split_batches`` every
+items; a sampler's order is split alike (a batch sampler's batches go whole, round-robin).
+Every rank must use the same ``seed`` (the default does), and a sampler must give every rank
+the same order (tricycle's take the loader's seed). With ``split_batches`` every
 rank reads every batch instead and keeps its rows of it (rows [r n / W, (r + 1) n / W) of each
 array of n rows), as the training script splits its global batches.
 
@@ -44,21 +51,22 @@ pinned host buffers (``pin_memory``) so the copy overlaps the host's work.
 """
 
 import itertools
-import multiprocessing
+import weakref
 
 import numpy as np
 
 from tricycle import checks
 from tricycle.apps.collate import PinnedCopier, default_collate
-from tricycle.apps.workers import WorkerError, WorkerPool
+from tricycle.apps.samplers import check_samplers, epoch_indices, length, share, share_length
+from tricycle.apps.workers import Superseded, WorkerError, WorkerPool, start_context
 from tricycle.dataset import CausalLMDataset, InfiniteBatchDataset
 from tricycle.random import draw_seed
 
 
 class DataLoader:
     """Batches of ``dataset`` (see the module). Arguments as torch's ``DataLoader``, with
-    ``seed`` for the shuffle, ``rank``/``world_size`` for the per-rank split and ``device``
-    for the GPU."""
+    ``seed`` for the shuffle (and tricycle's samplers), ``rank``/``world_size`` for the
+    per-rank split and ``device`` for the GPU; torch's ``generator`` is ``seed`` here."""
 
     @checks.arguments(
         batch_size=checks.optional(checks.positive_int),
@@ -74,6 +82,8 @@ class DataLoader:
         pin_memory=checks.boolean,
         timeout=checks.non_negative,
         split_batches=checks.boolean,
+        worker_init_fn=checks.optional(checks.function),
+        persistent_workers=checks.boolean,
     )
     def __init__(
         self,
@@ -81,11 +91,15 @@ class DataLoader:
         batch_size: int | None = 1,
         shuffle: bool = False,
         *,
+        sampler=None,
+        batch_sampler=None,
         seed: int | None = None,
         drop_last: bool = False,
         collate_fn=None,
         num_workers: int = 0,
         prefetch_factor: int = 2,
+        worker_init_fn=None,
+        persistent_workers: bool = False,
         rank: int = 0,
         world_size: int = 1,
         device: int | None = None,
@@ -93,7 +107,15 @@ class DataLoader:
         timeout: float = 0.0,
         split_batches: bool = False,
         multiprocessing_context=None,
+        generator=None,
     ):
+        if generator is not None:
+            raise TypeError(
+                "DataLoader: generator is not supported: pass seed=<int> instead (epoch e's "
+                "order is drawn from seed and e, so that runs repeat, resume mid-epoch and "
+                "every rank draws alike); without it the seed comes from tricycle's generator "
+                "(tricycle.random.manual_seed repeats it)"
+            )
         if rank >= world_size:
             checks.fail("DataLoader", "rank", f"below world_size ({world_size})", rank)
         self.dataset = dataset
@@ -103,15 +125,23 @@ class DataLoader:
                 f"DataLoader: the dataset must have __len__ and __getitem__ (map-style) or "
                 f"__iter__ (iterable), got a {type(dataset).__name__}"
             )
-        if shuffle and not self.map_style:
+        given = {"shuffle": shuffle or None, "sampler": sampler, "batch_sampler": batch_sampler}
+        ordering = [name for name, value in given.items() if value is not None]
+        if ordering and not self.map_style:
             raise ValueError(
-                f"DataLoader: shuffle needs a map-style dataset (__len__ and __getitem__); "
+                f"DataLoader: {ordering[0]} needs a map-style dataset (__len__ and __getitem__); "
                 f"a {type(dataset).__name__} is read in the order it yields its items"
             )
+        check_samplers(sampler, batch_sampler, batch_size, shuffle, drop_last, world_size)
         if batch_size is None and drop_last:
             raise ValueError("DataLoader: drop_last=True needs a batch_size (with None each "
                              "item is a batch already)")  # fmt: skip
-        self.batch_size, self.shuffle, self.drop_last = batch_size, shuffle, drop_last
+        if persistent_workers and num_workers == 0:
+            raise ValueError("DataLoader: persistent_workers option needs num_workers > 0")
+        self.sampler, self.batch_sampler = sampler, batch_sampler
+        # as torch's: with a batch_sampler the batches are its lists (batch_size None)
+        self.batch_size = None if batch_sampler is not None else batch_size
+        self.shuffle, self.drop_last = shuffle, drop_last
         # as torch: from tricycle's generator (manual_seed reproduces it), and on several
         # ranks 0, as DistributedSampler's, so that ranks built alike shuffle alike
         if seed is None:
@@ -120,15 +150,18 @@ class DataLoader:
         self.collate_fn = default_collate if collate_fn is None else collate_fn
         self._each = collate_fn  # with batch_size None: applied to each item, as torch does
         self.num_workers, self.prefetch_factor = num_workers, prefetch_factor
+        self.worker_init_fn, self.persistent_workers = worker_init_fn, persistent_workers
         self.rank, self.world_size = rank, world_size
         self.device, self.pin_memory, self.timeout = device, pin_memory, timeout
         self.split_batches = split_batches
-        self.multiprocessing_context = multiprocessing_context
+        self.multiprocessing_context = start_context(multiprocessing_context, num_workers)
         self.epoch = 0  # the epoch the next iteration starts
         self._running: int | None = None  # the epoch being iterated
         self._position = 0  # batches yielded in it
         self._skip = 0  # batches a resumed epoch skips
         self._copier = None
+        self._pool: WorkerPool | None = None  # the persistent workers, once started
+        self._finalizer = None  # stops them when the loader is collected
 
     # ------------------------------------------------------------------ configuration
     def shard(self, rank: int, world_size: int, device: int | None = None,
@@ -138,17 +171,20 @@ class DataLoader:
         each rank."""
         split = self.split_batches if split_batches is None else split_batches
         return DataLoader(
-            self.dataset, self.batch_size, self.shuffle, seed=self.seed,
-            drop_last=self.drop_last, collate_fn=self.collate_fn, num_workers=self.num_workers,
-            prefetch_factor=self.prefetch_factor, rank=rank, world_size=world_size,
-            device=self.device if device is None else device, pin_memory=self.pin_memory,
-            timeout=self.timeout, split_batches=split,
+            self.dataset, 1 if self.batch_sampler is not None else self.batch_size,
+            self.shuffle, sampler=self.sampler, batch_sampler=self.batch_sampler,
+            seed=self.seed, drop_last=self.drop_last, collate_fn=self.collate_fn,
+            num_workers=self.num_workers, prefetch_factor=self.prefetch_factor,
+            worker_init_fn=self.worker_init_fn, persistent_workers=self.persistent_workers,
+            rank=rank, world_size=world_size, device=self.device if device is None else device,
+            pin_memory=self.pin_memory, timeout=self.timeout, split_batches=split,
             multiprocessing_context=self.multiprocessing_context,
         )  # fmt: skip
 
     @checks.arguments(epoch=checks.non_negative_int)
     def set_epoch(self, epoch: int) -> None:
-        """Make the next iteration epoch ``epoch`` (its shuffled order)."""
+        """Make the next iteration epoch ``epoch`` (its shuffled order; a sampler with
+        ``set_epoch`` gets it before that epoch's indices are drawn)."""
         self.epoch = epoch
 
     def __len__(self) -> int:
@@ -157,41 +193,46 @@ class DataLoader:
             raise TypeError(
                 f"DataLoader: an iterable dataset ({type(self.dataset).__name__}) has no length"
             )
-        n = len(self._rank_indices(0))
+        if self.batch_sampler is not None:
+            return share_length(length(self.batch_sampler, "batch_sampler"),
+                                 self._item_world, drop_last=False)  # fmt: skip
+        n = len(self.dataset) if self.sampler is None else length(self.sampler, "sampler")
+        n = share_length(n, self._item_world, self.drop_last)
         if self.batch_size is None:
             return n
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
     # ------------------------------------------------------------------ the items
-    def _rank_indices(self, epoch: int) -> np.ndarray:
-        """This rank's indices of epoch ``epoch``, in order (``DistributedSampler``'s)."""
-        n, world = len(self.dataset), self._item_world
-        if self.shuffle:
-            order = np.random.default_rng((self.seed, epoch)).permutation(n)
+    def _rank_indices(self, epoch: int):
+        """This rank's indices of epoch ``epoch``, in order (``DistributedSampler``'s): of
+        the sampler's indices, of a permutation drawn from (seed, epoch), or 0..n-1."""
+        if self.sampler is not None:
+            order = epoch_indices(self.sampler, epoch, self.seed)
+        elif self.shuffle:
+            order = np.random.default_rng((self.seed, epoch)).permutation(len(self.dataset))
         else:
-            order = np.arange(n)
-        if world == 1:
-            return order
-        if self.drop_last:
-            order = order[: n // world * world]
-        elif n % world:
-            order = np.resize(order, -(-n // world) * world)  # padded with its first indices
-        return order[self.rank :: world]
+            order = np.arange(len(self.dataset))
+        return share(order, self.rank, self._item_world, self.drop_last)
 
     def _index_chunks(self, epoch: int):
-        """(k, the indices of batch k) of this rank's epoch."""
+        """(k, the indices of batch k) of this rank's epoch ((k, an index) when each item is
+        a batch already)."""
+        if self.batch_sampler is not None:
+            batches = epoch_indices(self.batch_sampler, epoch, self.seed)
+            batches = share(batches, self.rank, self._item_world, drop_last=False)
+            return ((k, _index_list(indices, k)) for k, indices in enumerate(batches))
         indices = self._rank_indices(epoch)
         if self.batch_size is None:
-            return ((k, int(i)) for k, i in enumerate(indices))
+            return enumerate(indices)
         size = self.batch_size
         count = len(indices) // size if self.drop_last else -(-len(indices) // size)
         return ((k, indices[k * size : (k + 1) * size]) for k in range(count))
 
     def _fetch(self, indices):
         """A batch of a map-style dataset."""
-        if self.batch_size is None:
-            return self._item(self.dataset[indices])
-        return self.collate_fn([self.dataset[int(i)] for i in indices])
+        if self.batch_size is None and self.batch_sampler is None:
+            return self._item(self.dataset[_key(indices)])
+        return self.collate_fn([self.dataset[_key(i)] for i in indices])
 
     def _item(self, item):
         """An item that is a batch already (batch_size None), through collate_fn if given."""
@@ -268,15 +309,44 @@ class DataLoader:
             tasks = itertools.islice(self._index_chunks(epoch), skip, None)
         else:
             tasks = ((k, None) for k in itertools.count(skip))
-        context = self.multiprocessing_context
-        if context is None or isinstance(context, str):
-            context = multiprocessing.get_context(context or _default_start_method())
-        pool = WorkerPool(self._worker_fetch, self.num_workers, self.prefetch_factor, context,
-                          seed=self.seed + 1000 * epoch, timeout=self.timeout)  # fmt: skip
+        pool = self._workers()
+        keep = self.persistent_workers
         try:
-            yield from pool.batches(tasks, first=skip)
+            yield from pool.batches(tasks, seed=self.seed + 1000 * epoch, first=skip)
+        except (GeneratorExit, Superseded):  # a loop left, or replaced: persistent workers
+            raise  # stay for the next
+        except BaseException:  # an error (a worker's, Ctrl-C): every worker is stopped
+            keep = False
+            raise
         finally:
-            pool.close()
+            if not keep:
+                if pool is self._pool:
+                    self.close()
+                else:
+                    pool.close()
+
+    def _workers(self) -> WorkerPool:
+        """The worker processes of an epoch: new ones, or the persistent ones."""
+        if self._pool is not None:
+            return self._pool
+        context = self.multiprocessing_context or start_context(None, self.num_workers)
+        pool = WorkerPool(self._worker_fetch, self.num_workers, self.prefetch_factor, context,
+                          timeout=self.timeout, init_fn=self.worker_init_fn)  # fmt: skip
+        if self.persistent_workers:
+            # the pool holds no reference to the loader: collecting the loader stops them
+            self._pool, self._finalizer = pool, weakref.finalize(self, pool.close)
+        return pool
+
+    def close(self) -> None:
+        """Stop the persistent workers now (also done when the loader is garbage collected,
+        or at exit); a later iteration starts new ones."""
+        if self._finalizer is not None:
+            self._finalizer()  # pool.close(), once
+        self._pool = self._finalizer = None
+
+    def __getstate__(self) -> dict:
+        """What a spawned worker receives: the loader without its processes and GPU buffers."""
+        return {**self.__dict__, "_pool": None, "_finalizer": None, "_copier": None}
 
     def _worker_fetch(self, worker_id: int):
         """What worker ``worker_id`` runs (see ``WorkerPool``): batch k of the epoch."""
@@ -355,15 +425,26 @@ def _rows(batch, rank: int, world_size: int):
     return batch[rank * share : (rank + 1) * share]
 
 
+def _key(index):
+    """A dataset's key as torch's samplers give it: a Python int for any integer."""
+    return int(index) if isinstance(index, np.integer) else index
+
+
+def _index_list(indices, k: int):
+    """Batch ``k`` of a batch sampler, checked to be a list of indices."""
+    if isinstance(indices, (str, bytes)) or not hasattr(indices, "__iter__"):
+        raise TypeError(
+            f"DataLoader: batch_sampler must yield lists of indices; its batch {k} is a "
+            f"{type(indices).__name__} ({indices!r}): pass a sampler of single indices as "
+            "sampler="
+        )
+    return indices
+
+
 def _is_map_style(dataset) -> bool:
     if isinstance(dataset, (CausalLMDataset, InfiniteBatchDataset)):
         return False  # random windows forever: a stream, whatever __getitem__ offers
     return hasattr(dataset, "__len__") and hasattr(dataset, "__getitem__")
-
-
-def _default_start_method() -> str:
-    """fork where there is one (the dataset need not pickle, workers start at once)."""
-    return "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
 
 
 __all__ = ["DataLoader", "WorkerError", "default_collate"]

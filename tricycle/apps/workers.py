@@ -6,6 +6,14 @@ makes its batches and sends them back on one result queue; the main process yiel
 order, holding early arrivals until their turn. So the batches are those of
 ``num_workers=0``, in the same order.
 
+Each epoch starts with a message to every worker: it seeds tricycle's, numpy's and Python's
+generators afresh (worker w of epoch e alike in every run, differently from the others) and
+makes its fetch function anew. A pool serves one epoch, or every epoch of a loader with
+``persistent_workers`` (the same processes, re-seeded each epoch); ``worker_init_fn`` runs
+once in each process, after its first seeding. Every message carries the number of the
+iteration it belongs to: what is left of a loop left early is skipped by the workers and
+dropped by the main process.
+
 What can go wrong, and what happens then:
 
 - a worker raises: the exception's type, message and traceback travel back, and the main
@@ -18,6 +26,7 @@ What can go wrong, and what happens then:
   process is gone ends itself. No orphan is left either way.
 """
 
+import multiprocessing
 import os
 import queue
 import random
@@ -36,24 +45,24 @@ class WorkerError(RuntimeError):
     """A ``DataLoader`` worker raised an error (its traceback is in the message) or died."""
 
 
+class Superseded(RuntimeError):
+    """A newer iteration took over a loader's persistent workers from this one."""
+
+
 class _End:
     """The dataset ran out before this batch (an iterable dataset's end)."""
 
 
-def _work(worker_id: int, make_fetch, tasks, results, seed: int, parent: int) -> None:
-    """A worker's loop: fetch the batches asked for until told to stop (None), or until
-    the main process is gone."""
+def _work(worker_id: int, make_fetch, init_fn, tasks, results, generation, parent: int) -> None:
+    """A worker's loop: start an epoch, fetch the batches asked for, until told to stop
+    (None), or until the main process is gone. ``generation`` (shared) is the iteration the
+    main process reads now: a task of an earlier one (a loop left early) is skipped."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
     # terminate() is SIGTERM: a forked worker must not keep a handler it inherited (a
     # training loop's stop-after-this-step, data parallelism's interrupt), which would
     # leave it running
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    # forked workers would otherwise draw the same numbers: every generator a dataset may
-    # use is seeded afresh (tricycle's, numpy's and Python's), as torch's workers are
-    np.random.seed(seed % 2**32)
-    random.seed(seed)
-    manual_seed(seed % 2**32)
-    fetch = make_fetch(worker_id)
+    fetch, failure, init_failure, started = None, None, None, False
     while True:
         try:
             task = tasks.get(timeout=POLL_SECONDS)
@@ -63,82 +72,141 @@ def _work(worker_id: int, make_fetch, tasks, results, seed: int, parent: int) ->
             continue
         if task is None:
             return
-        k, indices = task
+        kind, iteration, *rest = task
+        if iteration < generation.value:
+            continue
+        if kind == "epoch":  # ("epoch", iteration, seed)
+            _seed(rest[0])
+            if not started and init_fn is not None:  # once per process, as torch's
+                try:
+                    init_fn(worker_id)
+                except BaseException as error:  # noqa: BLE001 - reported with every batch
+                    init_failure = _report(worker_id, "in worker_init_fn", error)
+            started, fetch, failure = True, None, init_failure
+            if failure is None:
+                try:
+                    fetch = make_fetch(worker_id)
+                except BaseException as error:  # noqa: BLE001
+                    failure = _report(worker_id, "while starting its epoch", error)
+            continue
+        k, indices = rest  # ("batch", iteration, k, indices)
+        if failure is not None:
+            results.put((iteration, k, None, failure))
+            continue
         try:
-            results.put((k, fetch(k, indices), None))
+            results.put((iteration, k, fetch(k, indices), None))
         except StopIteration:
-            results.put((k, _End, None))
+            results.put((iteration, k, _End, None))
         except BaseException as error:  # noqa: BLE001 - every error travels to the main process
-            report = (worker_id, type(error).__name__, traceback.format_exc())
-            results.put((k, None, report))
+            results.put((iteration, k, None, _report(worker_id, f"while making batch {k}", error)))
+
+
+def _seed(seed: int) -> None:
+    """Seed every generator a dataset may use afresh (tricycle's, numpy's and Python's), as
+    torch's workers do: forked workers would otherwise draw the same numbers."""
+    np.random.seed(seed % 2**32)
+    random.seed(seed)
+    manual_seed(seed % 2**32)
+
+
+def _report(worker_id: int, where: str, error: BaseException) -> tuple:
+    """What the main process needs to raise ``error`` again: who, where, what, traceback."""
+    text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    return worker_id, where, type(error).__name__, text
 
 
 class WorkerPool:
-    """``num_workers`` processes making one epoch's batches; iterate ``batches(tasks)``.
+    """``num_workers`` processes making batches; iterate ``batches(tasks, seed)`` for each
+    epoch (a pool may serve several, as ``persistent_workers``), then ``close()``.
 
-    ``make_fetch(worker_id)`` runs in each worker and returns ``fetch(k, indices)``: batch
-    ``k`` (raising StopIteration past the dataset's end). ``tasks`` yields (k, indices) in
-    order, k = 0, 1, ...; indices is None for an iterable dataset.
+    ``make_fetch(worker_id)`` runs in each worker at the start of each epoch and returns
+    ``fetch(k, indices)``: batch ``k`` (raising StopIteration past the dataset's end).
+    ``init_fn(worker_id)`` runs once in each worker, after its generators are first seeded,
+    before its first ``make_fetch``. ``tasks`` yields (k, indices) in order, k = 0, 1, ...;
+    indices is None for an iterable dataset.
     """
 
-    def __init__(self, make_fetch, num_workers: int, prefetch: int, context, seed: int,
-                 timeout: float = 0.0):  # fmt: skip
+    def __init__(self, make_fetch, num_workers: int, prefetch: int, context,
+                 timeout: float = 0.0, init_fn=None):  # fmt: skip
         self.timeout, self.prefetch = timeout, prefetch
         self.results = context.Queue()
         self.tasks = [context.Queue() for _ in range(num_workers)]
+        self.generation = context.RawValue("q", 0)  # the iteration being read
         self.workers = []
+        shared = (self.results, self.generation, os.getpid())
         for w in range(num_workers):
             process = context.Process(
                 target=_work,
-                args=(w, make_fetch, self.tasks[w], self.results, seed + w, os.getpid()),
+                args=(w, make_fetch, init_fn, self.tasks[w], *shared),
                 daemon=True,  # ended by multiprocessing at exit, should close() not run
                 name=f"tricycle DataLoader worker {w}",
             )
             process.start()
             self.workers.append(process)
 
-    def batches(self, tasks, first: int = 0):
-        """The batches, in order; stops at the first batch past an iterable's end. ``tasks``
-        number their batches from ``first`` on (a resumed epoch skips the ones before)."""
+    def batches(self, tasks, seed: int, first: int = 0):
+        """One epoch's batches, in order; stops at the first batch past an iterable's end.
+        Worker w seeds its generators with ``seed + w`` first. ``tasks`` number their
+        batches from ``first`` on (a resumed epoch skips the ones before)."""
+        self.generation.value += 1  # the workers skip what is left of an earlier iteration
+        iteration = self.generation.value
+        for w, queue_ in enumerate(self.tasks):
+            queue_.put(("epoch", iteration, seed + w))
         tasks = iter(tasks)
         sent = first
         arrived: dict = {}
         for _ in range(self.prefetch * len(self.workers)):
-            sent += self._send(tasks)
+            sent += self._send(tasks, iteration)
         k = first
         while k < sent:
+            self._check_current(iteration)
             while k not in arrived:
-                got, batch, error = self._receive(k)
+                got, batch, error = self._receive(k, iteration)
                 arrived[got] = (batch, error)
             batch, error = arrived.pop(k)
             if error is not None:
-                worker, kind, text = error
+                worker, where, kind, text = error
                 raise WorkerError(
-                    f"DataLoader worker {worker} raised {kind} while making batch {k}; its "
-                    f"traceback:\n{text}"
+                    f"DataLoader worker {worker} raised {kind} {where}; its traceback:\n{text}"
                 )
             if batch is _End:
                 return
-            sent += self._send(tasks)  # keep the workers busy while this one is used
+            sent += self._send(tasks, iteration)  # keep the workers busy while this one is used
             k += 1
             yield batch
 
-    def _send(self, tasks) -> int:
+    def _send(self, tasks, iteration: int) -> int:
         """Hand the next task to its worker (batch k goes to worker k mod N); 0 if none."""
         task = next(tasks, None)
         if task is None:
             return 0
-        self.tasks[task[0] % len(self.workers)].put(task)
+        k, indices = task
+        self.tasks[k % len(self.workers)].put(("batch", iteration, k, indices))
         return 1
 
-    def _receive(self, k: int):
-        """The next result to arrive (k: the batch waited for, for the messages)."""
+    def _check_current(self, iteration: int) -> None:
+        """Refuse to go on reading an iteration that a newer one has replaced (its batches
+        are dropped by the newer one)."""
+        if self.generation.value != iteration:
+            raise Superseded(
+                "DataLoader: a newer iteration took over the persistent workers (iter() "
+                "again before this loop ended); leave one loop before starting the next"
+            )
+
+    def _receive(self, k: int, iteration: int):
+        """The next result of this iteration to arrive, as (k, batch, error) (k: the batch
+        waited for, for the messages); results of an earlier iteration are dropped."""
         waited = 0.0
         while True:
+            self._check_current(iteration)
             try:
-                return self.results.get(timeout=POLL_SECONDS)
+                got, *result = self.results.get(timeout=POLL_SECONDS)
             except queue.Empty:
                 waited += POLL_SECONDS
+            else:
+                if got == iteration:
+                    return result
+                continue  # a batch of a loop left early: no one reads it
             for w, process in enumerate(self.workers):
                 if process.exitcode is not None:
                     raise WorkerError(
@@ -170,4 +238,34 @@ class WorkerPool:
         self.workers = []
 
 
-__all__ = ["WorkerError", "WorkerPool"]
+def start_context(context, num_workers: int):
+    """The multiprocessing context that starts the workers, from ``multiprocessing_context``
+    as torch takes it (a start method's name or a context); None: fork where there is one
+    (the dataset need not pickle, the workers start at once), else spawn."""
+    if context is None:
+        if num_workers == 0:
+            return None
+        methods = multiprocessing.get_all_start_methods()
+        return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    if num_workers == 0:
+        raise ValueError(
+            "DataLoader: multiprocessing_context can only be used with multi-process loading "
+            "(num_workers > 0), but got num_workers=0"
+        )
+    if isinstance(context, str):
+        methods = multiprocessing.get_all_start_methods()
+        if context not in methods:
+            raise ValueError(
+                f"DataLoader: multiprocessing_context should specify a valid start method in "
+                f"{methods!r}, but got multiprocessing_context={context!r}"
+            )
+        return multiprocessing.get_context(context)
+    if not isinstance(context, multiprocessing.context.BaseContext):
+        raise TypeError(
+            "DataLoader: multiprocessing_context should be a valid context object or a string "
+            f"specifying the start method, but got multiprocessing_context={context!r}"
+        )
+    return context
+
+
+__all__ = ["Superseded", "WorkerError", "WorkerPool", "start_context"]
