@@ -72,7 +72,7 @@ def cast_parameters(model, dtype):
     """
     swapped = [
         (layer, attr, value)
-        for layer in model.layers()
+        for _, layer in model.named_layers()  # a model may hold an attribute `layers`
         for attr, value in vars(layer).items()
         if isinstance(value, Tensor) and value.requires_grad
     ]

@@ -115,13 +115,13 @@ class Layer:
 
     def train(self) -> "Layer":
         """Training mode for this layer and its sublayers (dropout active)."""
-        for layer in self.layers():
+        for _, layer in self.named_layers():  # not layers(): a torch model's attribute
             layer.training = True
         return self
 
     def eval(self) -> "Layer":
         """Evaluation mode for this layer and its sublayers (dropout off)."""
-        for layer in self.layers():
+        for _, layer in self.named_layers():  # not layers(): a torch model's attribute
             layer.training = False
         return self
 
