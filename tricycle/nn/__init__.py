@@ -11,9 +11,10 @@
 ``Dense`` (weights (in, out): the transpose of PyTorch's (out, in)); ``nn.GELU`` is ``GeLU``.
 The general layers live in ``tricycle.layers`` and ``tricycle.activation`` (the seed's names,
 which stay); the modules of this package hold the rest of the catalogue, one concern each:
-convolution, pooling, the norms, recurrent layers, attention in general (``sdpa``), a BERT
-encoder, a U-Net and diffusion. Their old names (``tricycle.conv``, ...) still import: see
-``tricycle/__init__.py``.
+convolution, pooling, the norms, recurrent layers, the containers (``Identity``,
+``ModuleList``, ``ModuleDict``), attention in general (``sdpa``) and torch's
+``MultiheadAttention``, a BERT encoder, a U-Net and diffusion. Their old names
+(``tricycle.conv``, ...) still import: see ``tricycle/__init__.py``.
 """
 
 from tricycle.activation import GLU, GeLU, LeakyReLU, ReLU, SiLU, SwiGLU, Swish
@@ -22,6 +23,7 @@ from tricycle.layers import Dense, Dropout, Embedding, Layer, LayerNorm, RMSNorm
 from tricycle.nn import functional
 from tricycle.nn.adaptive_pooling import AdaptiveAvgPool1d, AdaptiveAvgPool2d
 from tricycle.nn.batch_norm import BatchNorm1d, BatchNorm2d
+from tricycle.nn.containers import Identity, ModuleDict, ModuleList
 from tricycle.nn.conv import Conv1d, Conv2d, Flatten
 from tricycle.nn.conv_transpose import ConvTranspose1d, ConvTranspose2d
 from tricycle.nn.group_norm import GroupNorm
@@ -36,6 +38,7 @@ from tricycle.nn.losses import (
     NLLLoss,
     SmoothL1Loss,
 )
+from tricycle.nn.multihead import MultiheadAttention
 from tricycle.nn.pooling import AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d
 from tricycle.nn.recurrent import GRU, LSTM, RNN
 from tricycle.nn.upsample import Upsample
@@ -48,9 +51,9 @@ __all__ = [
     "GELU", "GLU", "GRU", "LSTM", "RNN", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d",
     "AvgPool2d", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Conv1d",
     "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "CrossEntropyLoss", "Dense", "Dropout",
-    "Embedding", "Flatten", "GeLU", "GroupNorm", "HuberLoss", "InstanceNorm1d",
+    "Embedding", "Flatten", "GeLU", "GroupNorm", "HuberLoss", "Identity", "InstanceNorm1d",
     "InstanceNorm2d", "KLDivLoss", "L1Loss", "Layer", "LayerNorm", "LeakyReLU", "Linear",
-    "LogSoftmax", "MSELoss", "MaxPool1d", "MaxPool2d", "Module", "NLLLoss", "RMSNorm", "ReLU",
-    "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax", "SwiGLU", "Swish", "Tanh",
-    "Upsample", "functional",
+    "LogSoftmax", "MSELoss", "MaxPool1d", "MaxPool2d", "Module", "ModuleDict", "ModuleList",
+    "MultiheadAttention", "NLLLoss", "RMSNorm", "ReLU", "Sequential", "SiLU", "Sigmoid",
+    "SmoothL1Loss", "Softmax", "SwiGLU", "Swish", "Tanh", "Upsample", "functional",
 ]  # fmt: skip
