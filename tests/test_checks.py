@@ -46,6 +46,7 @@ from tricycle.loss import CrossEntropy
 from tricycle.models import GPT, Llama, build_model
 from tricycle.nn import conv
 from tricycle.nn.recurrent import GRU, LSTM, RNN
+from tricycle.nn.recurrent_cell_layers import GRUCell, LSTMCell, RNNCell
 from tricycle.optimisers import SGD, Adam, AdamW, clip_grad_norm
 from tricycle.parallel import distributed
 from tricycle.parallel.distributed import DataParallel
@@ -158,6 +159,8 @@ RECURRENT = dict(
     input_size=COUNT, hidden_size=COUNT, num_layers=COUNT, bias=BOOLEAN, batch_first=BOOLEAN,
     dropout=PROBABILITY, bidirectional=BOOLEAN,
 )  # fmt: skip
+NONLINEARITY = [("sigmoid", V), ("Tanh", V), (3, V), (None, V), (True, V)]
+RECURRENT_CELL = dict(input_size=COUNT, hidden_size=COUNT, bias=BOOLEAN)
 ADAM = dict(learning_rate=NON_NEGATIVE, betas=BETAS, eps=NON_NEGATIVE, weight_decay=NON_NEGATIVE)
 VOCAB_BPE = [(255, V), (0, V), (2.5, T), ("3", T), (True, T)]  # >= 256: one id per byte
 
@@ -229,9 +232,13 @@ SIGNATURES = [
     ("Flatten", conv.Flatten, {}, dict(start_dim=INTEGER, end_dim=INTEGER)),
     ("BatchNorm1d", conv.BatchNorm1d, dict(num_features=3), BATCH_NORM),
     ("BatchNorm2d", conv.BatchNorm2d, dict(num_features=3), BATCH_NORM),
-    ("RNN", RNN, dict(input_size=3, hidden_size=4), RECURRENT),
+    ("RNN", RNN, dict(input_size=3, hidden_size=4), dict(**RECURRENT, nonlinearity=NONLINEARITY)),
     ("GRU", GRU, dict(input_size=3, hidden_size=4), RECURRENT),
     ("LSTM", LSTM, dict(input_size=3, hidden_size=4), RECURRENT),
+    ("RNNCell", RNNCell, dict(input_size=3, hidden_size=4),
+     dict(**RECURRENT_CELL, nonlinearity=NONLINEARITY)),
+    ("GRUCell", GRUCell, dict(input_size=3, hidden_size=4), RECURRENT_CELL),
+    ("LSTMCell", LSTMCell, dict(input_size=3, hidden_size=4), RECURRENT_CELL),
     # optimisers, schedules, precision
     ("StochasticGradientDescent", SGD, dict(learning_rate=0.1),
      dict(learning_rate=NON_NEGATIVE, weight_decay=NON_NEGATIVE, momentum=NON_NEGATIVE,

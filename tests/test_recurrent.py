@@ -47,7 +47,7 @@ def test_recurrence_gradients_match_finite_differences(cell, T, N, H, bias):
     check_grads(f, *arrays, rtol=1e-5, atol=1e-7)
 
 
-@pytest.mark.parametrize("cell", sorted(CELLS))
+@pytest.mark.parametrize("cell", sorted(LAYERS))
 def test_layer_gradients_match_finite_differences(cell):
     """Two layers, x used twice (a diamond: into the LSTM and times its output)."""
     np.random.seed(0)
@@ -61,7 +61,7 @@ def test_layer_gradients_match_finite_differences(cell):
     check_grads(f, randn(4, 2, 3, seed=1), randn(2, 2, 3, seed=2), rtol=1e-5, atol=1e-7)
 
 
-@pytest.mark.parametrize("cell", sorted(CELLS))
+@pytest.mark.parametrize("cell", sorted(LAYERS))
 @pytest.mark.parametrize("batch_first", [False, True], ids=["time-first", "batch-first"])
 @pytest.mark.parametrize("bias", [True, False], ids=["bias", "no-bias"])
 @pytest.mark.parametrize("initial_state", [True, False], ids=["state", "zeros"])
@@ -110,7 +110,7 @@ def test_layers_match_pytorch(cell, batch_first, bias, initial_state):
         )
 
 
-@pytest.mark.parametrize("cell", sorted(CELLS))
+@pytest.mark.parametrize("cell", sorted(LAYERS))
 def test_a_carried_state_continues_the_sequence(cell):
     """Truncated backpropagation through time: chunks fed one after another with the
     (detached) final state of the previous one give the outputs of the whole sequence."""
@@ -128,7 +128,7 @@ def test_a_carried_state_continues_the_sequence(cell):
     assert all(p.grad is not None for p in layer.parameters())
 
 
-@pytest.mark.parametrize("cell", sorted(CELLS))
+@pytest.mark.parametrize("cell", sorted(LAYERS))
 def test_an_empty_batch_gives_empty_outputs_and_zero_gradients(cell):
     """As torch.nn's: a (T, 0, I) input gives (T, 0, H) outputs, and every weight's gradient
     is zero (a sum over no sequences)."""

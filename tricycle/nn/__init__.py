@@ -41,6 +41,7 @@ from tricycle.nn.losses import (
 from tricycle.nn.multihead import MultiheadAttention
 from tricycle.nn.pooling import AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d
 from tricycle.nn.recurrent import GRU, LSTM, RNN
+from tricycle.nn.recurrent_cell_layers import GRUCell, LSTMCell, RNNCell
 from tricycle.nn.upsample import Upsample
 
 Module = Layer
@@ -48,7 +49,8 @@ Linear = Dense
 GELU = GeLU
 
 __all__ = [
-    "GELU", "GLU", "GRU", "LSTM", "RNN", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d",
+    "GELU", "GLU", "GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNCell",
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d",
     "AvgPool2d", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Conv1d",
     "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "CrossEntropyLoss", "Dense", "Dropout",
     "Embedding", "Flatten", "GeLU", "GroupNorm", "HuberLoss", "Identity", "InstanceNorm1d",

@@ -1,4 +1,4 @@
-"""Recurrent layers: RNN (tanh), GRU and LSTM, as PyTorch's.
+"""Recurrent layers: RNN (tanh or ReLU), GRU and LSTM, as PyTorch's.
 
 Parameters have PyTorch's names, shapes and gate order, so weights copy 1:1
 (``lstm.load_state_dict({k: v.numpy() for k, v in torch_lstm.state_dict().items()})``)::
@@ -10,14 +10,17 @@ with G = 1 for the RNN, 3 for the GRU (r, z, n) and 4 for the LSTM (i, f, g, o).
 is "" for the forward direction and "_reverse" for the backward one of a bidirectional layer;
 with D directions (2 if ``bidirectional`` else 1), I_0 = input_size and I_k = D H above it.
 
-Each layer's each direction is one ``recurrence`` (``tricycle.nn.recurrent_cells``: the fused
-cells and the op that runs one over the sequence). The backward direction is the same op on
-the sequence reversed in time (its inputs flipped before, its states flipped back after), so
-the op, and the backends' kernels for it, know one direction only. The directions' outputs
-join on the feature axis, (T, N, D H), which is what the layer above reads (through dropout
-in training); the final states are (num_layers D, N, H) in PyTorch's order: layer 0 forward,
-layer 0 backward, layer 1 forward, ... An unbatched input (T, I), with states
-(num_layers D, H), runs as a batch of one.
+Each layer's each direction is one ``recurrent_layer``: the input projections of every step
+as one einsum, then one ``recurrence`` (``tricycle.nn.recurrent_cells``: the fused cells and
+the op that runs one over the sequence); the single-step cells of
+``tricycle.nn.recurrent_cell_layers`` are the same function on a sequence of one step. The
+backward direction is the same op on the sequence reversed in time (its inputs flipped
+before, its states flipped back after), so the op, and the backends' kernels for it, know one
+direction only. The directions' outputs join on the feature axis, (T, N, D H), which is
+what the layer above reads (through dropout in training); the final states are
+(num_layers D, N, H) in PyTorch's order: layer 0 forward, layer 0 backward, layer 1
+forward, ... An unbatched input (T, I), with states (num_layers D, H), runs as a batch of
+one.
 """
 
 import math
@@ -40,10 +43,31 @@ from tricycle.nn.recurrent_cells import (  # noqa: F401 (re-exported: first defi
 )
 from tricycle.tensor import Tensor, as_tensor
 
-__all__ = ["GRU", "LSTM", "RNN", "recurrence"]
+__all__ = ["GRU", "LSTM", "RNN", "recurrence", "recurrent_layer"]
 
 _INPUT_PROJECTION = Einsum("tni,gi->tng")  # (T, N, I) x (G H, I) -> (T, N, G H)
 DIRECTIONS = ("", "_reverse")  # the parameters' suffixes: forward, backward in time
+
+
+def recurrent_layer(
+    cell: str,
+    x: Tensor,
+    w_ih: Tensor,
+    w_hh: Tensor,
+    b_ih: Tensor | None,
+    b_hh: Tensor | None,
+    h0: Tensor,
+    c0: Tensor | None,
+) -> Tensor:
+    """One layer of ``cell`` in one direction over x (T, N, I), from the initial states h0 (and
+    the LSTM's c0) (N, H): the states of every step, as ``recurrence`` returns them. The input
+    projections of every step are one einsum before the loop over time."""
+    xg = _INPUT_PROJECTION(x, w_ih)  # (T, N, G H)
+    if b_ih is not None and cell == "gru":
+        xg = xg + b_ih  # the GRU's b_hn is inside r (h W_hn^T + b_hn): no sum
+    elif b_ih is not None:
+        b_hh = b_ih + b_hh  # (G H,): added once, in the recurrence, not to all of xg
+    return recurrence(cell, xg, w_hh, b_hh, h0, c0)
 
 
 class _Recurrent(Layer):
@@ -137,12 +161,7 @@ class _Recurrent(Layer):
         w_ih, w_hh = getattr(self, f"weight_ih_{name}"), getattr(self, f"weight_hh_{name}")
         b_ih = getattr(self, f"bias_ih_{name}") if self.bias else None
         b_hh = getattr(self, f"bias_hh_{name}") if self.bias else None
-        xg = _INPUT_PROJECTION(x[::-1] if d else x, w_ih)  # (T, N, G H)
-        if b_ih is not None and self.cell == "gru":
-            xg = xg + b_ih  # the GRU's b_hn is inside r (h W_hn^T + b_hn): no sum
-        elif b_ih is not None:
-            b_hh = b_ih + b_hh  # (G H,): added once, in the recurrence, not to all of xg
-        return recurrence(self.cell, xg, w_hh, b_hh, h0, c0)
+        return recurrent_layer(self.cell, x[::-1] if d else x, w_ih, w_hh, b_ih, b_hh, h0, c0)
 
     def _check_input(self, x: Tensor) -> bool:
         """Whether x is unbatched (T, I); a clear error unless it is that or batched."""
@@ -186,11 +205,46 @@ class _Recurrent(Layer):
         )
 
 
+NONLINEARITIES = {"tanh": "rnn", "relu": "rnn_relu"}  # the RNN's nonlinearity -> its cell
+
+
 class RNN(_Recurrent):
-    """Elman RNN with tanh, as ``torch.nn.RNN``: h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh).
-    ``model(x, h0)`` returns (outputs, h_n)."""
+    """Elman RNN, as ``torch.nn.RNN``: h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh), or with
+    ``nonlinearity="relu"`` h' = relu(...). ``model(x, h0)`` returns (outputs, h_n).
+
+    The arguments are PyTorch's, in its order: ``nonlinearity`` is the fourth, before ``bias``
+    (``RNN(4, 8, 2, "relu")``); GRU and LSTM, which have none, take ``bias`` fourth, as
+    PyTorch's do. Each nonlinearity is its own cell ("rnn", "rnn_relu"), with its own
+    kernels."""
 
     cell = "rnn"
+
+    @checks.arguments(nonlinearity=checks.one_of(NONLINEARITIES))
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        nonlinearity: str = "tanh",
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+    ):
+        self.nonlinearity, self.cell = nonlinearity, NONLINEARITIES[nonlinearity]
+        super().__init__(
+            input_size,
+            hidden_size,
+            num_layers=num_layers,
+            bias=bias,
+            batch_first=batch_first,
+            dropout=dropout,
+            bidirectional=bidirectional,
+        )
+
+    def extra_repr(self) -> str:
+        relu = ", nonlinearity='relu'" if self.cell == "rnn_relu" else ""
+        return super().extra_repr() + relu
 
 
 class GRU(_Recurrent):

@@ -1,22 +1,26 @@
-"""The recurrent cells (RNN, GRU, LSTM) and the sequence op that runs one of them over time:
-one layer, one direction, as one node of the graph. ``tricycle.nn.recurrent`` stacks them into
-PyTorch's layers (several layers, both directions, batch-first and unbatched inputs).
+"""The recurrent cells (RNN with tanh or ReLU, GRU, LSTM) and the sequence op that runs one
+of them over time: one layer, one direction, as one node of the graph.
+``tricycle.nn.recurrent`` stacks them into PyTorch's layers (several layers, both directions,
+batch-first and unbatched inputs).
 
 Per layer and direction, the input projections of every time step are one einsum,
 xg = Einsum("tni,gi->tng")(x, W_ih) + b_ih; then the recurrence over time is one op
 (``recurrence``). Each step computes hg = h W_hh^T + b_hh and a fused cell: one llm.c-style
 pair of array functions with a hand-derived backward per cell (G H gates of H units each)::
 
-    RNN   h' = tanh(xg + hg)
+    RNN   h' = tanh(xg + hg)               (cell "rnn")
+          h' = relu(xg + hg)               (cell "rnn_relu")
     LSTM  i, f, g, o = sigmoid, sigmoid, tanh, sigmoid of the quarters of xg + hg
           c' = f c + i g                    h' = o tanh(c')
     GRU   r, z = sigmoid(xg_r + hg_r), sigmoid(xg_z + hg_z)
           n = tanh(xg_n + r hg_n)          h' = (1 - z) n + z h       (PyTorch's form)
 
-Kernels registered for the ops "rnn_cell", "gru_cell" and "lstm_cell" (a (forward,
-backward) pair with the cells' signatures) take the cells' place through ``tricycle.dispatch``,
-and kernels for "rnn_recurrence", "gru_recurrence" or "lstm_recurrence" (with the signatures
-of ``recurrence_forward`` and ``recurrence_backward``) the whole loop over time.
+Kernels registered for the ops "{cell}_cell" ("rnn_cell", "gru_cell", "lstm_cell": a
+(forward, backward) pair with the cells' signatures) take the cells' place through
+``tricycle.dispatch``, and kernels for "{cell}_recurrence" (with the signatures of
+``recurrence_forward`` and ``recurrence_backward``) the whole loop over time. The op names
+are the cells' names, so each cell finds only its own kernels: "rnn_relu_cell" is not
+"rnn_cell", and a cell no backend registers for runs the references here.
 The backward walks back through time with the cells' backwards and collects d(hg) of every
 step, so that the weight gradient d(W_hh) = sum_t d(hg_t)^T h_{t-1} is one matrix product at
 the end. One op for the whole sequence, rather than a few ops per step, keeps the graph (and
@@ -51,6 +55,19 @@ def rnn_cell_forward(xp, xg, hg, h, c, h_new, c_new):
 def rnn_cell_backward(xp, dh_new, dc_new, saved, xg, h, h_new, c, c_new):
     """dz = dh' (1 - h'^2), the gradient of both xg and hg."""
     dz = dh_new * (1 - h_new * h_new)
+    return dz, dz, None, None
+
+
+def rnn_relu_cell_forward(xp, xg, hg, h, c, h_new, c_new):
+    """h' = relu(xg + hg) = max(xg + hg, 0); backward needs only h'."""
+    hg += xg
+    xp.maximum(hg, 0, out=h_new)
+
+
+def rnn_relu_cell_backward(xp, dh_new, dc_new, saved, xg, h, h_new, c, c_new):
+    """dz = dh' [h' > 0] (zero where the unit is off, at 0 too, as PyTorch), the gradient of
+    both xg and hg."""
+    dz = dh_new * (h_new > 0)
     return dz, dz, None, None
 
 
@@ -131,6 +148,7 @@ def gru_cell_backward(xp, dh_new, dc_new, saved, xg, h, h_new, c, c_new):
 
 CELLS = {
     "rnn": (1, rnn_cell_forward, rnn_cell_backward),
+    "rnn_relu": (1, rnn_relu_cell_forward, rnn_relu_cell_backward),
     "gru": (3, gru_cell_forward, gru_cell_backward),
     "lstm": (4, lstm_cell_forward, lstm_cell_backward),
 }
@@ -199,7 +217,7 @@ def recurrence(
 ) -> Tensor:
     """One recurrent layer over a whole sequence, as one node of the graph.
 
-    ``cell`` is "rnn", "gru" or "lstm"; xg (T, N, G H) are the projected inputs (bias
+    ``cell`` is "rnn", "rnn_relu", "gru" or "lstm"; xg (T, N, G H) are the projected inputs (bias
     included), w_hh (G H, H) and b_hh (G H,) or None the recurrent weights, h0 (N, H) the
     initial hidden state and c0 (N, H) the LSTM's initial cell state. Returns the hidden
     states of every step (T, N, H); for the LSTM, hidden and cell states stacked:
