@@ -36,6 +36,18 @@ def check_grads(f, *arrays, wrt=None, rtol: float = 1e-5, atol: float = 1e-7, se
     return f(*[Tensor(a, requires_grad=False) for a in arrays])
 
 
+def randn(*shape, seed=0, scale=1.0) -> np.ndarray:
+    """Standard normal float64 numbers of ``shape`` (times ``scale``), from ``seed``."""
+    return np.random.default_rng(seed).normal(size=shape) * scale
+
+
+def as_float64(layer):
+    """The layer with float64 parameters, for finite differences and exact comparisons."""
+    for _, p in layer.named_parameters():
+        p.array = p.array.astype(np.float64)
+    return layer
+
+
 def same_on_host_and(xp, layer, run, rtol: float, atol: float) -> None:
     """``run(array_module)`` (a forward and backward through ``layer`` on inputs made with
     ``array_module``, returning the output Tensor) on the host, then with ``layer`` moved to

@@ -7,22 +7,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.helpers import check_grads, same_on_host_and
+from tests.helpers import as_float64, check_grads, randn, same_on_host_and
 from tricycle.nn.recurrent import CELLS, GRU, LSTM, RNN, recurrence
 from tricycle.tensor import Tensor, to_tensor
 
 LAYERS = {"rnn": RNN, "gru": GRU, "lstm": LSTM}
-
-
-def randn(*shape, seed=0, scale=1.0):
-    return np.random.default_rng(seed).normal(size=shape) * scale
-
-
-def as_float64(layer):
-    """The layer with float64 parameters, for finite differences and exact comparisons."""
-    for _, p in layer.named_parameters():
-        p.array = p.array.astype(np.float64)
-    return layer
 
 
 @given(

@@ -6,22 +6,12 @@ finite differences; and the errors of wrong ranks and shapes."""
 import numpy as np
 import pytest
 
-from tests.helpers import check_grads, same_on_host_and
+from tests.helpers import as_float64, check_grads, randn, same_on_host_and
 from tricycle.layers import Dropout
 from tricycle.nn.recurrent import GRU, LSTM, RNN
 from tricycle.tensor import Tensor, to_tensor
 
 LAYERS = {"rnn": RNN, "gru": GRU, "lstm": LSTM}
-
-
-def randn(*shape, seed=0, scale=1.0):
-    return np.random.default_rng(seed).normal(size=shape) * scale
-
-
-def as_float64(layer):
-    for _, p in layer.named_parameters():
-        p.array = p.array.astype(np.float64)
-    return layer
 
 
 def torch_and_ours(torch, cell, width, H, L, **kwargs):

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.helpers import check_grads, same_on_host_and
+from tests.helpers import as_float64, check_grads, randn, same_on_host_and
 from tricycle import dispatch
 from tricycle.nn.recurrent import GRU, LSTM, RNN, recurrent_layer
 from tricycle.nn.recurrent_cell_layers import GRUCell, LSTMCell, RNNCell
@@ -22,16 +22,6 @@ CELL_LAYERS = {
     "gru": (GRUCell, "GRUCell", {}),
     "lstm": (LSTMCell, "LSTMCell", {}),
 }
-
-
-def randn(*shape, seed=0, scale=1.0):
-    return np.random.default_rng(seed).normal(size=shape) * scale
-
-
-def as_float64(layer):
-    for _, p in layer.named_parameters():
-        p.array = p.array.astype(np.float64)
-    return layer
 
 
 def torch_and_ours(torch, ours_class, theirs_name, *args, **kwargs):
