@@ -4,7 +4,8 @@ Each is a stateless layer (GLU holds a Dense). GeLU, bias+GeLU and SwiGLU are fu
 ``gelu_forward(xp, x, approximate)`` and ``gelu_backward(xp, x, dy, approximate)`` (and so on)
 are the reference formulas in ``xp``; each Tensor op asks ``tricycle.dispatch`` once for a
 backend's kernels with the same signatures. ``ACTIVATIONS`` names the ones a block or a
-config may ask for by name ("gelu", "gelu_tanh", "relu", "silu").
+config may ask for by name ("gelu", "gelu_tanh", "relu", "silu"). ReLU, LeakyReLU and SiLU take
+PyTorch's ``inplace`` and compute out of place all the same (the ops are functional).
 """
 
 from collections.abc import Callable
@@ -42,19 +43,37 @@ __all__ = [
 
 # ---------------------------------------------------------------------- ReLU family
 class ReLU(Layer):
-    """max(x, 0); the derivative at 0 is 0, as in PyTorch (name "> 0")."""
+    """max(x, 0); the derivative at 0 is 0, as in PyTorch (name "> 0").
+
+    ``inplace`` is accepted for PyTorch's code (``nn.ReLU(inplace=True)``) and changes
+    nothing: tricycle's ops are functional, so the output is always a new array, with the
+    values and gradients of torch's in-place ReLU, and the input is left as it was.
+    """
+
+    inplace = False  # a class default: layers pickled before the argument still load
+
+    @checks.arguments(inplace=checks.boolean)
+    def __init__(self, inplace: bool = False):
+        self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
         xp = x.xp
         return unary_op(x, xp.maximum(x.array, 0), lambda dout: dout * (x.array > 0), "> 0")
 
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""  # as torch's: shown when True
+
 
 class LeakyReLU(Layer):
-    """x for x > 0, ``negative_slope * x`` otherwise."""
+    """x for x > 0, ``negative_slope * x`` otherwise. ``inplace``: as ``ReLU``'s (accepted,
+    computed out of place)."""
 
-    @checks.arguments(negative_slope=checks.real)
-    def __init__(self, negative_slope: float = 0.01):
+    inplace = False
+
+    @checks.arguments(negative_slope=checks.real, inplace=checks.boolean)
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
         self.negative_slope = negative_slope
+        self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
         xp, slope = x.xp, self.negative_slope
@@ -67,7 +86,8 @@ class LeakyReLU(Layer):
         )
 
     def extra_repr(self) -> str:
-        return f"negative_slope={self.negative_slope}"
+        inplace = ", inplace=True" if self.inplace else ""
+        return f"negative_slope={self.negative_slope}{inplace}"
 
 
 # ---------------------------------------------------------------------- erf
@@ -263,10 +283,20 @@ def dense_gelu(layer: Dense, x: Tensor, approximate=False) -> Tensor:
 
 # ---------------------------------------------------------------------- Swish, GLU
 class Swish(Layer):
-    """x * sigmoid(x), also called SiLU."""
+    """x * sigmoid(x), also called SiLU. ``inplace``: as ``ReLU``'s (accepted, computed out
+    of place)."""
+
+    inplace = False
+
+    @checks.arguments(inplace=checks.boolean)
+    def __init__(self, inplace: bool = False):
+        self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
         return x * unary.sigmoid(x)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""  # as torch's: shown when True
 
 
 SiLU = Swish

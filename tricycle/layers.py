@@ -253,12 +253,18 @@ class Dropout(Layer):
         probability: the chance of zeroing each element, in [0, 1).
         seed: seeds this layer's numpy generator; by default it is drawn from tricycle's
             generator, so ``tricycle.manual_seed`` makes training reproducible.
+        inplace: accepted for PyTorch's code (``nn.Dropout(p, inplace=True)``) and changes
+            nothing: the output is always a new array (the values and gradients of an
+            in-place dropout with the same mask) and the input is left as it was.
     """
 
-    @checks.arguments(probability=checks.probability, seed=checks.seed)
-    def __init__(self, probability: float, seed: int | None = None):
+    inplace = False  # a class default: layers pickled before the argument still load
+
+    @checks.arguments(probability=checks.probability, seed=checks.seed, inplace=checks.boolean)
+    def __init__(self, probability: float, seed: int | None = None, inplace: bool = False):
         self.probability = probability
         self.rng = np.random.default_rng(random.draw_seed() if seed is None else seed)
+        self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
         if not self.training or self.probability == 0:
@@ -277,7 +283,7 @@ class Dropout(Layer):
         return dispatch.choose("step_seed", lambda draw: draw(), like)(self.draw_seed)
 
     def extra_repr(self) -> str:
-        return f"probability={self.probability}"
+        return f"probability={self.probability}" + (", inplace=True" if self.inplace else "")
 
 
 # ====================================================================== Sequential

@@ -6,6 +6,9 @@ base class finds them by walking ``vars(self)``, so no layer re-implements ``upd
 needs lives in the op's closures, so a layer may be called several times before one backward
 (weight tying, recurrent use). ``parameter`` makes a layer's trainable Tensor.
 
+What torch users call beyond this (``named_modules``, ``apply``, ``requires_grad_``, ``to``,
+``cuda``...) is ``tricycle.module_torch``'s, a base class of ``Layer``.
+
 The layers themselves live in ``tricycle.layers`` (which re-exports ``Layer``), the
 activations in ``tricycle.activation`` and the rest of the catalogue in ``tricycle.nn``.
 """
@@ -15,10 +18,11 @@ from collections.abc import Iterator
 import numpy as np
 
 from tricycle import backend, checks
+from tricycle.module_torch import TorchMethods
 from tricycle.tensor import Tensor
 
 
-class Layer:
+class Layer(TorchMethods):
     """Base class of every layer: subclasses implement ``forward``; calling a layer runs it.
 
     Discovery: each attribute of a layer that is a Tensor with ``requires_grad`` is a
@@ -113,17 +117,17 @@ class Layer:
             t.grad = None
         return self
 
-    def train(self) -> "Layer":
-        """Training mode for this layer and its sublayers (dropout active)."""
+    @checks.arguments(mode=checks.boolean)
+    def train(self, mode: bool = True) -> "Layer":
+        """Training mode for this layer and its sublayers (dropout active); ``train(False)``
+        is evaluation mode, as torch's."""
         for _, layer in self.named_layers():  # not layers(): a torch model's attribute
-            layer.training = True
+            layer.training = bool(mode)
         return self
 
     def eval(self) -> "Layer":
-        """Evaluation mode for this layer and its sublayers (dropout off)."""
-        for _, layer in self.named_layers():  # not layers(): a torch model's attribute
-            layer.training = False
-        return self
+        """Evaluation mode for this layer and its sublayers (dropout off): ``train(False)``."""
+        return self.train(False)
 
     # ------------------------------------------------------------------ devices
     @checks.arguments(device=checks.non_negative_int)
