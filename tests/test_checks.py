@@ -44,7 +44,7 @@ from tricycle.layers import (
 )
 from tricycle.loss import CrossEntropy
 from tricycle.models import GPT, Llama, build_model
-from tricycle.nn import conv
+from tricycle.nn import activations, conv, more_losses
 from tricycle.nn.recurrent import GRU, LSTM, RNN
 from tricycle.nn.recurrent_cell_layers import GRUCell, LSTMCell, RNNCell
 from tricycle.optimisers import SGD, Adam, AdamW, clip_grad_norm
@@ -91,6 +91,8 @@ PADDING = [(-1, V), (2.5, T), ("3", T), (None, T), (True, T), ((1, 2, 3), V), ((
 ACTIVATION = [("gelu2", V), (3, T), (None, T)]
 CONFIG = [(None, T), ({}, T), ("debug", T)]
 GENERATOR_OR_NONE = [(3, T), ("rng", T), (np.random.RandomState(0), T)]
+NONZERO = [(0, V), (0.0, V), (NAN, V), (INF, V), ("3", T), (None, T), (True, T)]
+REDUCTION = [("batchmean", V), (None, V), (1, V)]
 BETAS = [((1.0, 0.9), V), ((0.9, -0.1), V), ((NAN, 0.9), V), (("0.9", 0.9), T), ((0.9,), V),
          (0.9, T), (None, T)]  # fmt: skip
 DATA = object()  # not checked here: data (tokens, inputs, paths, texts) has its own tests
@@ -240,6 +242,30 @@ SIGNATURES = [
      dict(**RECURRENT_CELL, nonlinearity=NONLINEARITY)),
     ("GRUCell", GRUCell, dict(input_size=3, hidden_size=4), RECURRENT_CELL),
     ("LSTMCell", LSTMCell, dict(input_size=3, hidden_size=4), RECURRENT_CELL),
+    # tricycle.nn's further activations, losses and distances
+    ("ELU", activations.ELU, {}, dict(alpha=REAL, inplace=BOOLEAN)),
+    ("SELU", activations.SELU, {}, dict(inplace=BOOLEAN)),
+    ("CELU", activations.CELU, {}, dict(alpha=NONZERO, inplace=BOOLEAN)),
+    ("Softplus", activations.Softplus, {}, dict(beta=NONZERO, threshold=REAL)),
+    ("Mish", activations.Mish, {}, dict(inplace=BOOLEAN)),
+    ("Hardtanh", activations.Hardtanh, {}, dict(min_val=REAL, max_val=REAL, inplace=BOOLEAN)),
+    ("ReLU6", activations.ReLU6, {}, dict(inplace=BOOLEAN)),
+    ("Hardsigmoid", activations.Hardsigmoid, {}, dict(inplace=BOOLEAN)),
+    ("Hardswish", activations.Hardswish, {}, dict(inplace=BOOLEAN)),
+    ("Threshold", activations.Threshold, dict(threshold=0.0, value=0.0),
+     dict(threshold=REAL, value=REAL, inplace=BOOLEAN)),
+    ("PReLU", activations.PReLU, {}, dict(num_parameters=COUNT, init=REAL)),
+    ("BCELoss", more_losses.BCELoss, {},
+     dict(weight=[("heavy", T), (True, T), ({}, T)], reduction=REDUCTION)),
+    ("MarginRankingLoss", more_losses.MarginRankingLoss, {},
+     dict(margin=REAL, reduction=REDUCTION)),
+    ("CosineEmbeddingLoss", more_losses.CosineEmbeddingLoss, {},
+     dict(margin=[(2, V), (-1.5, V), (NAN, V), ("0", T), (None, T), (True, T)],
+          reduction=REDUCTION)),
+    ("CosineSimilarity", more_losses.CosineSimilarity, {}, dict(dim=INTEGER, eps=POSITIVE)),
+    ("PairwiseDistance", more_losses.PairwiseDistance, {},
+     dict(p=[(0.5, V), (INF, V), (NAN, V), ("2", T), (None, T), (True, T)], eps=NON_NEGATIVE,
+          keepdim=BOOLEAN)),
     # optimisers, schedules, precision
     ("StochasticGradientDescent", SGD, dict(learning_rate=0.1),
      dict(learning_rate=NON_NEGATIVE, weight_decay=NON_NEGATIVE, momentum=NON_NEGATIVE,

@@ -13,7 +13,9 @@ The general layers live in ``tricycle.layers`` and ``tricycle.activation`` (the 
 which stay); the modules of this package hold the rest of the catalogue, one concern each:
 convolution, pooling, the norms, recurrent layers, the containers (``Identity``,
 ``ModuleList``, ``ModuleDict``), attention in general (``sdpa``) and torch's
-``MultiheadAttention``, a BERT encoder, a U-Net and diffusion. Their old names
+``MultiheadAttention``, a BERT encoder, a U-Net and diffusion, and the activations
+(``activations``: ELU, Softplus, PReLU, ...) and losses (``more_losses``: BCELoss, ...) that
+``tricycle.activation`` and ``tricycle.nn.losses`` lack. Their old names
 (``tricycle.conv``, ...) still import: see ``tricycle/__init__.py``.
 """
 
@@ -21,6 +23,24 @@ from tricycle.activation import GLU, GeLU, LeakyReLU, ReLU, SiLU, SwiGLU, Swish
 from tricycle.functions import LogSoftmax, Sigmoid, Softmax, Tanh
 from tricycle.layers import Dense, Dropout, Embedding, Layer, LayerNorm, RMSNorm, Sequential
 from tricycle.nn import functional
+from tricycle.nn.activations import (
+    CELU,
+    ELU,
+    SELU,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    LogSigmoid,
+    Mish,
+    PReLU,
+    ReLU6,
+    Softmax2d,
+    Softmin,
+    Softplus,
+    Softsign,
+    Tanhshrink,
+    Threshold,
+)
 from tricycle.nn.adaptive_pooling import AdaptiveAvgPool1d, AdaptiveAvgPool2d
 from tricycle.nn.batch_norm import BatchNorm1d, BatchNorm2d
 from tricycle.nn.containers import Identity, ModuleDict, ModuleList
@@ -38,10 +58,18 @@ from tricycle.nn.losses import (
     NLLLoss,
     SmoothL1Loss,
 )
+from tricycle.nn.more_losses import (
+    BCELoss,
+    CosineEmbeddingLoss,
+    CosineSimilarity,
+    MarginRankingLoss,
+    PairwiseDistance,
+)
 from tricycle.nn.multihead import MultiheadAttention
 from tricycle.nn.pooling import AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d
 from tricycle.nn.recurrent import GRU, LSTM, RNN
 from tricycle.nn.recurrent_cell_layers import GRUCell, LSTMCell, RNNCell
+from tricycle.nn.torch_weights import from_torch, to_torch
 from tricycle.nn.upsample import Upsample
 
 Module = Layer
@@ -57,5 +85,12 @@ __all__ = [
     "InstanceNorm2d", "KLDivLoss", "L1Loss", "Layer", "LayerNorm", "LeakyReLU", "Linear",
     "LogSoftmax", "MSELoss", "MaxPool1d", "MaxPool2d", "Module", "ModuleDict", "ModuleList",
     "MultiheadAttention", "NLLLoss", "RMSNorm", "ReLU", "Sequential", "SiLU", "Sigmoid",
-    "SmoothL1Loss", "Softmax", "SwiGLU", "Swish", "Tanh", "Upsample", "functional",
+    "SmoothL1Loss", "Softmax", "SwiGLU", "Swish", "Tanh", "Upsample",
+    "from_torch", "functional", "to_torch",
+    # more activations (tricycle.nn.activations)
+    "CELU", "ELU", "Hardsigmoid", "Hardswish", "Hardtanh", "LogSigmoid", "Mish", "PReLU", "ReLU6",
+    "SELU", "Softmax2d", "Softmin", "Softplus", "Softsign", "Tanhshrink", "Threshold",
+    # more losses, similarities and distances (tricycle.nn.more_losses)
+    "BCELoss", "CosineEmbeddingLoss", "CosineSimilarity", "MarginRankingLoss",
+    "PairwiseDistance",
 ]  # fmt: skip

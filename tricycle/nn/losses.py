@@ -3,8 +3,9 @@
 tricycle's criteria are called ``loss_fn(y_true, y_pred)`` (the seed's order, kept in
 ``tricycle.loss``); PyTorch's ``nn.CrossEntropyLoss()(logits, labels)`` takes the prediction
 first. Each class here holds the tricycle criterion, built with the same arguments, and swaps
-the two on the way in, so a model written for PyTorch computes the same loss here. There is
-no ``BCELoss``: tricycle's ``BinaryCrossEntropy`` takes logits, as ``BCEWithLogitsLoss`` does.
+the two on the way in, so a model written for PyTorch computes the same loss here.
+``BCELoss``, of probabilities, is in ``tricycle.nn.more_losses`` (tricycle's
+``BinaryCrossEntropy`` takes logits, as ``BCEWithLogitsLoss`` does).
 """
 
 from tricycle.criteria import L1, NLL, BCEWithLogits, Huber, KLDiv, SmoothL1
