@@ -406,7 +406,10 @@ class World:
         if after_rank_0 and self.MPI is not None:
             faulthandler.dump_traceback_later(AFTER_RANK_0_SECONDS + ABORT_BACKSTOP_SECONDS,
                                               exit=True)  # fmt: skip
-            time.sleep(AFTER_RANK_0_SECONDS)  # rank 0's MPI_Abort ends this process first
+            try:
+                time.sleep(AFTER_RANK_0_SECONDS)  # rank 0's MPI_Abort ends this process first
+            except KeyboardInterrupt:  # Open MPI's launcher ends it so (SIGTERM): in silence
+                os._exit(status)
         print(text, file=sys.stderr, flush=True)
         if self.MPI is not None:
             faulthandler.dump_traceback_later(ABORT_GRACE_SECONDS + ABORT_BACKSTOP_SECONDS,
