@@ -256,7 +256,7 @@ def test_bad_inputs_raise_errors_that_name_the_loss():
     with pytest.raises(IndexError, match=r"NLL: labels must lie in \[0, 3\)"):
         NLL()(Tensor(np.array([0, 3])), a)
     with pytest.raises(ValueError, match=r"BCEWithLogits: pos_weight of shape \(2,\) must "
-                       r"broadcast against the logits of shape \(2, 3\)"):  # fmt: skip
+                       r"broadcast to the input.s shape \(2, 3\)"):  # fmt: skip
         BCEWithLogits(pos_weight=[1.0, 2.0])(a, a)
     with pytest.raises(TypeError, match="BCEWithLogits: pos_weight must be None, a number"):
         BCEWithLogits(pos_weight="heavy")

@@ -18,7 +18,7 @@ each element's own derivative. Float targets get gradients too, as in PyTorch.
 
 import numpy as np
 
-from tricycle import backend, checks
+from tricycle import checks
 from tricycle.backend import check_same_device
 from tricycle.binary import constant
 from tricycle.loss_reduction import (  # noqa: F401 (re-exported: first defined here)
@@ -28,6 +28,7 @@ from tricycle.loss_reduction import (  # noqa: F401 (re-exported: first defined 
     check_class_labels,
     labels_and_mask,
     reduced,
+    weight_for,
 )
 from tricycle.tensor import Tensor, as_tensor, check_float
 from tricycle.unary import sigmoid_forward
@@ -133,7 +134,8 @@ class BCEWithLogits:
         y_true, y_pred, xp = _pair("BCEWithLogits", y_true, y_pred)
         z = y_pred.array
         y = y_true.array.astype(z.dtype, copy=False)
-        p = self._pos_weight(xp, z)
+        p = weight_for("BCEWithLogits", "pos_weight", self.pos_weight, xp, z,
+                       f" (e.g. one weight per class: ({z.shape[-1]},))")  # fmt: skip
         softplus = xp.maximum(z, 0) + xp.log1p(xp.exp(-xp.abs(z)))  # -log(1 - s(z))
         softplus_negated = softplus - z  # -log s(z)
         py = y if p is None else p * y
@@ -148,23 +150,6 @@ class BCEWithLogits:
             (y_pred, y_true),
             (lambda dl: dl * dz, lambda dl: dl * dy),
         )
-
-    def _pos_weight(self, xp, z):
-        """``pos_weight`` as an array of z's dtype on z's device, checked to broadcast."""
-        p = self.pos_weight
-        if p is None:
-            return None
-        p = xp.asarray(backend.to_host_array(p) if xp is np else p, dtype=z.dtype)  # (C,), ...
-        try:
-            fits = xp.broadcast_shapes(p.shape, z.shape) == z.shape
-        except ValueError:
-            fits = False
-        if not fits:
-            raise ValueError(
-                f"BCEWithLogits: pos_weight of shape {p.shape} must broadcast against the "
-                f"logits of shape {z.shape} (e.g. one weight per class: ({z.shape[-1]},))"
-            )
-        return p
 
 
 class NLL:

@@ -19,6 +19,24 @@ from tricycle.tensor import Tensor, as_tensor, check_float
 REDUCTIONS = ("mean", "sum", "none")
 
 
+def weight_for(op: str, name: str, weight, xp, x, hint: str = ""):
+    """A loss's optional ``weight`` (numbers, a host array, or None) as an array of x's dtype
+    on x's device, checked to broadcast to x's shape (the loss's elements); None stays None.
+    ``hint`` ends the error: what such a weight usually looks like."""
+    if weight is None:
+        return None
+    w = xp.asarray(backend.to_host_array(weight) if xp is np else weight, dtype=x.dtype)
+    try:
+        fits = np.broadcast_shapes(w.shape, x.shape) == x.shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"{op}: {name} of shape {w.shape} must broadcast to the input's shape {x.shape}{hint}"
+        )
+    return w
+
+
 def labels_and_mask(xp, labels, ignore_index):
     """Flat labels safe to index with (ignored ones set to 0) and the mask of counted rows
     (None when nothing is ignored)."""

@@ -18,11 +18,11 @@ import math
 
 import numpy as np
 
-from tricycle import backend, checks
+from tricycle import checks
 from tricycle.backend import check_same_device
 from tricycle.binary import constant, unbroadcast
 from tricycle.criteria import CosineEmbedding
-from tricycle.loss_reduction import REDUCTIONS, reduced
+from tricycle.loss_reduction import REDUCTIONS, reduced, weight_for
 from tricycle.module import Layer
 from tricycle.tensor import Tensor, as_tensor, check_float
 from tricycle.unary import maximum_scalar, unary_op
@@ -95,7 +95,7 @@ class BCELoss:
         losses = -(y * log_x + (1 - y) * log_not_x)
         dx = (x - y) / xp.maximum(x * (1 - x), SLOPE_FLOOR)
         dy = log_not_x - log_x
-        w = self._weight(op, xp, x)
+        w = weight_for(op, "weight", self.weight, xp, x)
         if w is not None:
             losses, dx, dy = losses * w, dx * w, dy * w
         return reduced(
@@ -105,22 +105,6 @@ class BCELoss:
             (probs, target),
             (lambda dl: dl * dx, lambda dl: dl * dy),
         )
-
-    def _weight(self, op: str, xp, x):
-        """``weight`` as an array of x's dtype on x's device, checked to broadcast to x."""
-        w = self.weight
-        if w is None:
-            return None
-        w = xp.asarray(backend.to_host_array(w) if xp is np else w, dtype=x.dtype)
-        try:
-            fits = np.broadcast_shapes(w.shape, x.shape) == x.shape
-        except ValueError:
-            fits = False
-        if not fits:
-            raise ValueError(
-                f"{op}: weight of shape {w.shape} must broadcast to the input's shape {x.shape}"
-            )
-        return w
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(reduction={self.reduction!r})"
