@@ -48,6 +48,15 @@ def as_float64(layer):
     return layer
 
 
+def assert_grads_as_torch(ours, theirs, rtol: float = 1e-9, atol: float = 1e-12) -> None:
+    """Every parameter's gradient in layer ``ours`` equals that of the torch layer ``theirs``
+    under the same name (after both have run backward)."""
+    params = dict(theirs.named_parameters())
+    for name, p in ours.named_parameters():
+        expected = params[name].grad.detach().cpu().numpy()
+        np.testing.assert_allclose(p.grad.array, expected, rtol=rtol, atol=atol, err_msg=name)
+
+
 def same_on_host_and(xp, layer, run, rtol: float, atol: float) -> None:
     """``run(array_module)`` (a forward and backward through ``layer`` on inputs made with
     ``array_module``, returning the output Tensor) on the host, then with ``layer`` moved to

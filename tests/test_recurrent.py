@@ -7,7 +7,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.helpers import as_float64, check_grads, randn, same_on_host_and
+from tests.helpers import (
+    as_float64,
+    assert_grads_as_torch,
+    check_grads,
+    randn,
+    same_on_host_and,
+)
 from tricycle.nn.recurrent import CELLS, GRU, LSTM, RNN, recurrence
 from tricycle.tensor import Tensor, to_tensor
 
@@ -92,11 +98,7 @@ def test_layers_match_pytorch(cell, batch_first, bias, initial_state):
     if initial_state:
         for s, t in zip(S, t_states):
             np.testing.assert_allclose(s.grad.array, t.grad.numpy(), rtol=1e-9, atol=1e-12)
-    params = dict(theirs.named_parameters())
-    for name, p in ours.named_parameters():
-        np.testing.assert_allclose(
-            p.grad.array, params[name].grad.numpy(), rtol=1e-9, atol=1e-12, err_msg=name
-        )
+    assert_grads_as_torch(ours, theirs)
 
 
 @pytest.mark.parametrize("cell", sorted(LAYERS))
@@ -183,7 +185,4 @@ def test_recurrent_layers_on_every_backend(xp, cell):
     (expected * expected).sum().backward()
     out = run(np)
     np.testing.assert_allclose(out.array, expected.detach().numpy(), rtol=1e-4, atol=1e-6)
-    params = dict(theirs.named_parameters())
-    for name, p in layer.named_parameters():
-        expected_grad = params[name].grad.numpy()
-        np.testing.assert_allclose(p.grad.array, expected_grad, rtol=1e-4, atol=1e-6, err_msg=name)
+    assert_grads_as_torch(layer, theirs, rtol=1e-4, atol=1e-6)

@@ -6,7 +6,13 @@ finite differences; and the errors of wrong ranks and shapes."""
 import numpy as np
 import pytest
 
-from tests.helpers import as_float64, check_grads, randn, same_on_host_and
+from tests.helpers import (
+    as_float64,
+    assert_grads_as_torch,
+    check_grads,
+    randn,
+    same_on_host_and,
+)
 from tricycle.layers import Dropout
 from tricycle.nn.recurrent import GRU, LSTM, RNN
 from tricycle.tensor import Tensor, to_tensor
@@ -67,11 +73,7 @@ def test_layers_match_pytorch(cell, num_layers, batch_first, bidirectional, batc
     np.testing.assert_allclose(X.grad.array, t_x.grad.numpy(), rtol=1e-9, atol=1e-12)
     for s, t in zip(S, t_states):
         np.testing.assert_allclose(s.grad.array, t.grad.numpy(), rtol=1e-9, atol=1e-12)
-    params = dict(theirs.named_parameters())
-    for name, p in ours.named_parameters():
-        np.testing.assert_allclose(
-            p.grad.array, params[name].grad.numpy(), rtol=1e-9, atol=1e-12, err_msg=name
-        )
+    assert_grads_as_torch(ours, theirs)
 
 
 @pytest.mark.parametrize("cell", sorted(LAYERS))
@@ -208,7 +210,4 @@ def test_bidirectional_layers_on_every_backend(xp, batched):
     ((expected * expected).sum() + t_h_n.sum()).backward()
     out = run(np)
     np.testing.assert_allclose(out.array, expected.detach().numpy(), rtol=1e-4, atol=1e-6)
-    params = dict(theirs.named_parameters())
-    for name, p in layer.named_parameters():
-        expected_grad = params[name].grad.numpy()
-        np.testing.assert_allclose(p.grad.array, expected_grad, rtol=1e-4, atol=1e-6, err_msg=name)
+    assert_grads_as_torch(layer, theirs, rtol=1e-4, atol=1e-6)
