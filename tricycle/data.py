@@ -1,13 +1,28 @@
-"""The public name ``tricycle.data``: ``DataLoader``, its collate function and samplers
+"""The public name ``tricycle.data``: ``DataLoader``, its collate function, samplers and the
+datasets of ``torch.utils.data`` (``TensorDataset``, ``Subset``, ``random_split``,
+``ConcatDataset``, ``ChainDataset``, the base classes ``Dataset`` and ``IterableDataset``)
 under PyTorch's names. The code lives in ``tricycle.apps.loader`` (with
-``tricycle.apps.workers``, ``tricycle.apps.collate`` and ``tricycle.apps.samplers``), above
-the library: it starts processes.
+``tricycle.apps.workers``, ``tricycle.apps.collate``, ``tricycle.apps.samplers`` and
+``tricycle.apps.map_datasets``), above the library: it starts processes.
 
 ``from tricycle.data import DataLoader``.
+
+``tricycle.data.Dataset`` is torch's base class of map-style datasets, not
+``tricycle.dataset.Dataset`` (the (inputs, outputs) dataset with ``batch()`` and
+``shuffle()``); the loader reads both.
 """
 
 from tricycle.apps.collate import default_collate
 from tricycle.apps.loader import DataLoader
+from tricycle.apps.map_datasets import (
+    ChainDataset,
+    ConcatDataset,
+    Dataset,
+    IterableDataset,
+    Subset,
+    TensorDataset,
+    random_split,
+)
 from tricycle.apps.samplers import (
     BatchSampler,
     RandomSampler,
@@ -19,11 +34,18 @@ from tricycle.apps.workers import WorkerError
 
 __all__ = [
     "BatchSampler",
+    "ChainDataset",
+    "ConcatDataset",
     "DataLoader",
+    "Dataset",
+    "IterableDataset",
     "RandomSampler",
     "SequentialSampler",
+    "Subset",
     "SubsetRandomSampler",
+    "TensorDataset",
     "WeightedRandomSampler",
     "WorkerError",
     "default_collate",
+    "random_split",
 ]

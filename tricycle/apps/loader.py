@@ -10,10 +10,11 @@ split between the ranks of a data-parallel world, copied to a GPU.
 
 **Datasets.** Map-style: anything with ``__len__`` and ``__getitem__`` (a list, an array,
 ``tricycle.dataset.Dataset``); the loader picks the indices. Iterable: anything else that
-iterates, and tricycle's random-window datasets (``CausalLMDataset``,
-``InfiniteBatchDataset``, streams that draw forever); the loader takes items in the order
-they come. ``batch_size=None`` takes the items as batches already (a dataset of batches),
-each through ``collate_fn`` if one is given, as torch does.
+iterates, an ``IterableDataset`` (``tricycle.data``'s or torch's, even with ``__len__``), and
+tricycle's random-window datasets (``CausalLMDataset``, ``InfiniteBatchDataset``, streams
+that draw forever); the loader takes items in the order they come (``is_map_style`` in
+``tricycle.apps.map_datasets`` is the rule). ``batch_size=None`` takes the items as batches
+already (a dataset of batches), each through ``collate_fn`` if one is given, as torch does.
 
 **Order.** ``shuffle`` draws epoch e's order from ``seed`` and e (``set_epoch`` sets e;
 iterating advances it), so the orders differ between epochs and repeat between runs. The
@@ -57,9 +58,9 @@ import numpy as np
 
 from tricycle import checks
 from tricycle.apps.collate import PinnedCopier, default_collate
+from tricycle.apps.map_datasets import is_map_style
 from tricycle.apps.samplers import check_samplers, epoch_indices, length, share, share_length
 from tricycle.apps.workers import Superseded, WorkerError, WorkerPool, start_context
-from tricycle.dataset import CausalLMDataset, InfiniteBatchDataset
 from tricycle.random import draw_seed
 
 
@@ -119,7 +120,7 @@ class DataLoader:
         if rank >= world_size:
             checks.fail("DataLoader", "rank", f"below world_size ({world_size})", rank)
         self.dataset = dataset
-        self.map_style = _is_map_style(dataset)
+        self.map_style = is_map_style(dataset)
         if not self.map_style and not hasattr(dataset, "__iter__"):
             raise TypeError(
                 f"DataLoader: the dataset must have __len__ and __getitem__ (map-style) or "
@@ -439,12 +440,6 @@ def _index_list(indices, k: int):
             "sampler="
         )
     return indices
-
-
-def _is_map_style(dataset) -> bool:
-    if isinstance(dataset, (CausalLMDataset, InfiniteBatchDataset)):
-        return False  # random windows forever: a stream, whatever __getitem__ offers
-    return hasattr(dataset, "__len__") and hasattr(dataset, "__getitem__")
 
 
 __all__ = ["DataLoader", "WorkerError", "default_collate"]
