@@ -269,7 +269,7 @@ SIGNATURES = [
     # optimisers, schedules, precision
     ("StochasticGradientDescent", SGD, dict(learning_rate=0.1),
      dict(learning_rate=NON_NEGATIVE, weight_decay=NON_NEGATIVE, momentum=NON_NEGATIVE,
-          nesterov=BOOLEAN)),
+          nesterov=BOOLEAN, dampening=REAL)),
     ("Adam", Adam, {}, ADAM),
     ("AdamW", AdamW, {}, dict(**ADAM, decay_filter=FUNCTION)),
     ("clip_grad_norm", clip_grad_norm, dict(parameters=[], max_norm=1.0),

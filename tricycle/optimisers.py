@@ -191,27 +191,33 @@ class Optimiser:
 
 
 class StochasticGradientDescent(Optimiser):
-    """SGD with optional momentum (Nesterov too) and L2 weight decay, as torch.optim.SGD.
+    """SGD with optional momentum (Nesterov too), dampening and L2 weight decay, as
+    torch.optim.SGD.
 
-    g = grad + weight_decay * w;  b = momentum * b + g;  w -= lr * (g + momentum * b if
-    nesterov else b). Without momentum: w -= lr * g.
+    g = grad + weight_decay * w;  b = momentum * b + (1 - dampening) g (b = g at the first
+    step);  w -= lr * (g + momentum * b if nesterov else b). Without momentum: w -= lr * g.
     """
 
     weight_decay = Setting(checks.non_negative)
     momentum = Setting(checks.non_negative)
 
-    @checks.arguments(nesterov=checks.boolean)
+    @checks.arguments(nesterov=checks.boolean, dampening=checks.real)
     def __init__(
         self,
         learning_rate: float,
         weight_decay: float = 0.0,
         momentum: float = 0.0,
         nesterov: bool = False,
+        dampening: float = 0.0,
     ):
         super().__init__(learning_rate)
         self.weight_decay, self.momentum, self.nesterov = weight_decay, momentum, nesterov
-        if nesterov and momentum == 0:
-            raise ValueError("StochasticGradientDescent: nesterov needs momentum > 0")
+        self.dampening = dampening
+        if nesterov and (momentum == 0 or dampening != 0):
+            raise ValueError(
+                "StochasticGradientDescent: nesterov needs momentum > 0 and dampening 0, got "
+                f"momentum={momentum}, dampening={dampening}"
+            )
 
     def update_parameter(self, name, param, grad, state) -> None:
         lr, momentum = float(self.learning_rate), self.momentum
@@ -223,7 +229,7 @@ class StochasticGradientDescent(Optimiser):
                 buffer = state["momentum_buffer"] = param.xp.array(grad, copy=True)
             else:
                 buffer *= momentum
-                buffer += grad
+                buffer += grad if not self.dampening else (1.0 - self.dampening) * grad
             grad = grad + momentum * buffer if self.nesterov else buffer
         param.array -= lr * grad
 

@@ -1,0 +1,35 @@
+"""torch.optim for tricycle models: ``Adam``, ``AdamW`` and ``SGD`` with torch's arguments,
+parameter groups and ``step()``, and the learning-rate schedules of ``lr_scheduler``.
+
+A PyTorch training loop (nanoGPT's) runs as it is written::
+
+    import tricycle.optim as optim
+    from tricycle.nn.utils import clip_grad_norm_
+
+    decay = [p for p in model.parameters() if p.ndim >= 2]
+    no_decay = [p for p in model.parameters() if p.ndim < 2]
+    optimizer = optim.AdamW(
+        [{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=6e-4, betas=(0.9, 0.95),
+    )
+    for step in range(steps):
+        for group in optimizer.param_groups:
+            group["lr"] = get_lr(step)
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        norm = clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()                 # the update, as torch's
+
+Here ``step()`` applies the update. tricycle's own optimisers (``tricycle.optimisers``) are
+the seed's other spelling, unchanged: ``optimiser.step()`` marks the start of an iteration
+and ``model.update(optimiser)`` applies it. The optimizers of this package are made of
+those (``optimizer``): the same formulas, and on a GPU the same fused Adam update.
+"""
+
+from tricycle.optim import lr_scheduler
+from tricycle.optim.adam import Adam, AdamW
+from tricycle.optim.optimizer import Optimizer
+from tricycle.optim.sgd import SGD
+
+__all__ = ["SGD", "Adam", "AdamW", "Optimizer", "lr_scheduler"]

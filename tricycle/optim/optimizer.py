@@ -1,0 +1,265 @@
+"""``Optimizer``: torch.optim's protocol (parameter groups, ``step``, ``zero_grad``,
+``state_dict``) over tricycle's optimisers.
+
+Parameters live in ``param_groups``, a list of dicts with torch's keys ("params", "lr",
+"betas", "weight_decay", ...) that a loop may edit between steps, as nanoGPT sets its
+learning rate. Their state (Adam's moments and step counts, SGD's momentum buffers) lives in
+``state``, one dict per parameter keyed by the parameter, as torch keeps it.
+
+Each ``step()`` makes, for every group, the tricycle optimiser of the group's settings as
+they are now (the group's *rule*: a ``tricycle.optimisers.AdamW``, ``Adam`` or
+``StochasticGradientDescent``), lends it the states of the group's parameters that have a
+gradient, and calls its ``update``. So the formulas are ``tricycle.optimisers``' and nowhere
+else, and on a GPU Adam and AdamW take their fused update there. A rule is made afresh each
+step: it holds settings only, never state, so editing a group can never leave a stale copy.
+"""
+
+import copy
+import itertools
+from collections import defaultdict
+from collections.abc import Callable
+
+import numpy as np
+
+from tricycle import backend, checks
+from tricycle.optimisers import Optimiser
+from tricycle.tensor import Tensor
+
+
+def unsupported(reason: str) -> checks.Check:
+    """The check of a flag that tricycle accepts only as False, saying why."""
+
+    def check(owner: str, name: str, value):
+        if checks.boolean(owner, name, value):
+            raise ValueError(f"{owner}: {name}=True is not supported: {reason}")
+        return value
+
+    return check
+
+
+def ignored(owner: str, name: str, value):
+    """A performance flag of torch (foreach, fused, capturable): None, True or False,
+    accepted and ignored (tricycle picks its own fused kernels where they apply)."""
+    return checks.boolean(owner, name, value, optional=True)
+
+
+class Optimizer:
+    """Base class of ``tricycle.optim``'s optimizers, with torch.optim.Optimizer's methods.
+
+    ``params``: an iterable (a generator too: read once) of Tensors, of (name, Tensor) pairs,
+    or of dicts, each a parameter group with "params" and any settings that differ from
+    ``defaults``. Subclasses give ``CHECKS`` (setting -> check, for every key of their
+    defaults) and ``rule(group)``, the tricycle optimiser of a group's settings.
+    """
+
+    CHECKS: dict[str, checks.Check] = {}
+
+    def __init__(self, params, defaults: dict):
+        owner = type(self).__name__
+        self.check_group(defaults, "")
+        if isinstance(params, Tensor | dict) or hasattr(params, "named_parameters"):
+            raise TypeError(
+                f"{owner}: params must be an iterable of Tensors or of dicts (parameter "
+                f"groups), e.g. model.parameters() or [group], got a {type(params).__name__}"
+            )
+        try:
+            groups = list(params)
+        except TypeError:
+            raise TypeError(
+                f"{owner}: params must be an iterable of Tensors or of dicts (parameter "
+                f"groups), got a {type(params).__name__}"
+            ) from None
+        if not groups:
+            raise ValueError(f"{owner}: got an empty parameter list")
+        self.defaults = defaults
+        self.state: defaultdict[Tensor, dict] = defaultdict(dict)
+        self.param_groups: list[dict] = []
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for group in groups:
+            self.add_param_group(group)
+
+    # ------------------------------------------------------------------ settings
+    def check_group(self, group: dict, where: str) -> None:
+        """Check every setting of ``group``; ``where`` ("param_groups[1]", or "" for the
+        constructor's arguments) names it in the messages."""
+        owner = type(self).__name__
+        for key, check in self.CHECKS.items():
+            name = f"{where}[{key!r}]" if where else key
+            if key not in group:
+                raise ValueError(f"{owner}: {where or 'the defaults'} has no {key!r} setting")
+            check(owner, name, group[key])
+
+    def rule(self, group: dict) -> Optimiser:
+        """The tricycle optimiser that applies ``group``'s settings as they are now."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ groups
+    def add_param_group(self, param_group: dict) -> None:
+        """Add a group of parameters (a dict with "params" and optional settings; the
+        optimizer's defaults fill the rest). As torch, the dict itself joins
+        ``param_groups``. A parameter already in a group is an error."""
+        owner = f"{type(self).__name__}.add_param_group"
+        if not isinstance(param_group, dict):
+            raise TypeError(f"{owner}: a parameter group must be a dict, got {param_group!r}")
+        if "params" not in param_group:
+            raise ValueError(f"{owner}: a parameter group needs 'params', got {param_group}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, set | frozenset):
+            raise TypeError(
+                f"{owner}: params must be an ordered collection (a list), not a set: a set's "
+                "order changes between runs, and with it which state is whose"
+            )
+        try:
+            params = list(params)
+        except TypeError:
+            raise TypeError(
+                f"{owner}: params must be a Tensor or an iterable of Tensors, got a "
+                f"{type(params).__name__}"
+            ) from None
+        pairs = [isinstance(p, tuple) for p in params]
+        if any(pairs):
+            if not all(pairs):
+                raise ValueError(f"{owner}: either every parameter has a name or none does")
+            param_group["param_names"] = [name for name, _ in params]
+            params = [p for _, p in params]
+        param_group["params"] = params
+        for i, p in enumerate(params):
+            if not isinstance(p, Tensor):
+                raise TypeError(
+                    f"{owner}: an optimizer updates Tensors, but params[{i}] is a "
+                    f"{type(p).__name__}"
+                )
+            if p.args is not None:
+                raise ValueError(
+                    f"{owner}: params[{i}] (shape {p.shape}) is computed from other tensors: "
+                    "only leaf tensors can be optimized"
+                )
+        if len({id(p) for p in params}) != len(params):
+            raise ValueError(f"{owner}: a parameter appears twice in one group")
+        held = {id(p) for group in self.param_groups for p in group["params"]}
+        if any(id(p) in held for p in params):
+            raise ValueError(f"{owner}: some parameters appear in more than one group")
+        if self.param_groups and ("param_names" in param_group) != (
+            "param_names" in self.param_groups[0]
+        ):
+            raise ValueError(f"{owner}: either every group names its parameters or none does")
+        for key, default in self.defaults.items():
+            param_group.setdefault(key, default)
+        self.check_group(param_group, f"param_groups[{len(self.param_groups)}]")
+        self.param_groups.append(param_group)
+
+    # ------------------------------------------------------------------ the step
+    def step(self, closure: Callable | None = None):
+        """Update every parameter that has a gradient with its group's settings as they are
+        now; returns ``closure()`` (which re-evaluates the loss), called first, if given."""
+        loss = None if closure is None else closure()
+        position = itertools.count()  # each parameter's index, as state_dict numbers them
+        for i, group in enumerate(self.param_groups):
+            self.check_group(group, f"param_groups[{i}]")
+            named = [(str(next(position)), p) for p in group["params"]]
+            named = [(name, p) for name, p in named if p.grad is not None]
+            if not named:
+                continue
+            rule = self.rule(group)
+            rule.state = {name: self.state[p] for name, p in named}  # lent, updated in place
+            rule.update(named, grad_multiplier=-1.0 if group["maximize"] else None)
+        return loss
+
+    @checks.arguments(set_to_none=checks.boolean)
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Forget every parameter's gradient (``set_to_none=False``: make it zeros, so the
+        next step still updates the parameter, as torch)."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None or set_to_none:
+                    p.grad = None
+                elif p.grad.array is p.grad_buffer:  # the parameter's own gradient memory
+                    p.grad.array[...] = 0
+                else:  # a gradient array may be shared with another tensor: never written
+                    p.grad = Tensor(p.xp.zeros_like(p.grad.array), requires_grad=False)
+
+    # ------------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict:
+        """torch's layout: {"state": {index: {slot: value}}, "param_groups": [settings with
+        "params" as indices]}, parameters numbered in group order; arrays are host copies."""
+        index: dict[int, int] = {}
+        groups = []
+        for group in self.param_groups:
+            packed = {key: copy.deepcopy(v) for key, v in group.items() if key != "params"}
+            packed["params"] = [index.setdefault(id(p), len(index)) for p in group["params"]]
+            groups.append(packed)
+        state = {
+            index[id(p)]: {slot: _snapshot(value) for slot, value in slots.items()}
+            for p, slots in self.state.items()
+            if slots and id(p) in index
+        }
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restore from ``state_dict()`` (of an optimizer over the same parameters): the
+        settings of every group and every parameter's state, checked before anything is
+        changed; a step after it is the step the saved optimizer would have taken."""
+        owner = f"{type(self).__name__}.load_state_dict"
+        if not isinstance(state_dict, dict) or not {"state", "param_groups"} <= set(state_dict):
+            raise ValueError(f"{owner}: expected a dict with 'state' and 'param_groups'")
+        saved = copy.deepcopy(list(state_dict["param_groups"]))
+        sizes = [len(g["params"]) for g in self.param_groups]
+        saved_sizes = [len(g["params"]) for g in saved]
+        if sizes != saved_sizes:
+            raise ValueError(
+                f"{owner}: the state holds groups of {saved_sizes} parameters, this optimizer "
+                f"groups of {sizes}"
+            )
+        params = dict(
+            zip(
+                itertools.chain.from_iterable(g["params"] for g in saved),
+                itertools.chain.from_iterable(g["params"] for g in self.param_groups),
+            )
+        )
+        state: defaultdict[Tensor, dict] = defaultdict(dict)
+        for key, slots in state_dict["state"].items():
+            if key not in params:
+                raise ValueError(f"{owner}: state for parameter {key!r}, which no group holds")
+            p = params[key]
+            state[p] = {slot: _restored(owner, key, slot, v, p) for slot, v in slots.items()}
+        for i, (group, new) in enumerate(zip(self.param_groups, saved)):
+            new["params"] = group["params"]
+            if "param_names" in group and "param_names" not in new:
+                new["param_names"] = group["param_names"]
+            self.check_group(new, f"param_groups[{i}]")
+        self.state, self.param_groups = state, saved
+
+    # ------------------------------------------------------------------ printing
+    def __repr__(self) -> str:
+        text = type(self).__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            text += f"\nParameter Group {i}\n"
+            for key in sorted(group):
+                if key != "params":
+                    text += f"    {key}: {group[key]}\n"
+        return text + ")"
+
+
+def _snapshot(value):
+    """A state value for a state_dict: an array as a host copy, a number as it is."""
+    return backend.host_snapshot(value) if hasattr(value, "shape") else value
+
+
+def _restored(owner: str, key, slot: str, value, param: Tensor):
+    """A saved state value for ``param``: a number as it is (the step count an int), an
+    array checked against the parameter's shape, in its dtype, on its device."""
+    if slot == "step":
+        return int(value)
+    if not hasattr(value, "shape"):
+        return value
+    array = np.array(backend.to_host_array(value), copy=True)
+    if array.shape != param.shape:
+        raise ValueError(
+            f"{owner}: the state {slot!r} of parameter {key} has shape {array.shape}, the "
+            f"parameter {param.shape} (a state_dict of another model?)"
+        )
+    array = array.astype(param.dtype, copy=False)
+    return backend.to_device_array(array, param.array.device.id) if param.on_gpu else array
