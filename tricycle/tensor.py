@@ -17,6 +17,7 @@ import numpy as np
 from tricycle import backend, binary, checks, ops, reduce, unary
 from tricycle.backend import is_float, numeric_array, numeric_dtype, parse_device  # noqa: F401
 from tricycle.graph import BackFn, Node, check_float, grad_enabled, no_grad  # noqa: F401
+from tricycle.tensor_torch import TorchTensorMethods
 
 
 def _scalar(value) -> bool:
@@ -69,7 +70,7 @@ def _shape_arguments(values: tuple):
     return values[0] if len(values) == 1 and not checks.is_integer(values[0]) else values
 
 
-class Tensor(Node):
+class Tensor(TorchTensorMethods, Node):
     """An n-dimensional array that remembers how it was computed (see ``tricycle.graph.Node``
     for the arguments, the graph and ``backward``), with Python's operators."""
 
@@ -105,7 +106,10 @@ class Tensor(Node):
     cumsum = reduce.cumsum
 
     def transpose(self, *axes) -> "Tensor":
-        """Permute the axes (reverse them without arguments): ``x.transpose(1, 0, 2)``."""
+        """Permute the axes (reverse them without arguments): ``x.transpose(1, 0, 2)``; two
+        axes are swapped, as torch's ``k.transpose(-2, -1)`` (for a matrix, the same)."""
+        if len(axes) == 2 and all(map(checks.is_integer, axes)):
+            return ops.swapaxes(self, *axes)
         return ops.transpose(self, _shape_arguments(axes) if axes else None)
 
     @property

@@ -22,7 +22,7 @@ convolution, pooling, the norms, recurrent layers, the containers (``Identity``,
 from tricycle.activation import GLU, GeLU, LeakyReLU, ReLU, SiLU, SwiGLU, Swish
 from tricycle.functions import LogSoftmax, Sigmoid, Softmax, Tanh
 from tricycle.layers import Dense, Dropout, Embedding, Layer, LayerNorm, RMSNorm, Sequential
-from tricycle.nn import functional
+from tricycle.nn import functional, init, utils
 from tricycle.nn.activations import (
     CELU,
     ELU,
@@ -86,7 +86,7 @@ __all__ = [
     "LogSoftmax", "MSELoss", "MaxPool1d", "MaxPool2d", "Module", "ModuleDict", "ModuleList",
     "MultiheadAttention", "NLLLoss", "RMSNorm", "ReLU", "Sequential", "SiLU", "Sigmoid",
     "SmoothL1Loss", "Softmax", "SwiGLU", "Swish", "Tanh", "Upsample",
-    "from_torch", "functional", "to_torch",
+    "from_torch", "functional", "init", "to_torch", "utils",
     # more activations (tricycle.nn.activations)
     "CELU", "ELU", "Hardsigmoid", "Hardswish", "Hardtanh", "LogSigmoid", "Mish", "PReLU", "ReLU6",
     "SELU", "Softmax2d", "Softmin", "Softplus", "Softsign", "Tanhshrink", "Threshold",

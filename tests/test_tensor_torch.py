@@ -1,0 +1,398 @@
+"""torch.Tensor's methods on tricycle's Tensor (``tricycle.tensor_torch``): values and gradients
+against PyTorch in float64 (one table, most cases the very same expression run on both
+libraries), random shapes with hypothesis, finite differences on a diamond graph, the
+methods without a gradient, the in-place methods' rule (off the graph only) and the errors."""
+
+import zlib
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.helpers import check_grads
+from tricycle.tensor import Tensor, no_grad, to_tensor
+
+torch = pytest.importorskip("torch")
+
+
+def normal(*shape):
+    return lambda rng: rng.normal(size=shape)
+
+
+def positive(*shape):
+    return lambda rng: rng.uniform(0.5, 2.0, size=shape)
+
+
+def rounded(*shape):
+    """Small integers as floats: ties (amax, amin) and exact zeros (relu, norm)."""
+    return lambda rng: np.round(rng.normal(size=shape))
+
+
+IDS = np.array([2, 0, 2, 1])
+GATHER = np.random.default_rng(1).integers(0, 3, size=(2, 3, 4))
+
+
+def same(expression):
+    """A case whose expression reads the same in both libraries."""
+    return expression, expression
+
+
+# (name, ours, theirs, inputs)
+CASES = [
+    ("view", *same(lambda t: t.view(3, -1)), [normal(3, 4, 2)]),
+    ("view a tuple", *same(lambda t: t.view((4, 6))), [normal(3, 4, 2)]),
+    ("contiguous", *same(lambda t: t.permute(2, 0, 1).contiguous()), [normal(3, 4, 2)]),
+    ("clone in a diamond", *same(lambda t: t.clone() * t), [normal(3, 4)]),
+    ("unsqueeze", *same(lambda t: t.unsqueeze(-1) * t.unsqueeze(1)), [normal(3, 4)]),
+    ("flatten", *same(lambda t: t.flatten()), [normal(2, 3, 4)]),
+    ("flatten from 1", *same(lambda t: t.flatten(1)), [normal(2, 3, 4)]),
+    ("flatten 0 to 1", *same(lambda t: t.flatten(0, 1)), [normal(2, 3, 4)]),
+    ("flatten a number", *same(lambda t: t.sum().flatten()), [normal(2, 3)]),
+    ("expand", *same(lambda t: t.expand(2, 3, 4)), [normal(3, 1)]),
+    ("expand -1", *same(lambda t: t.expand(2, -1, 4)), [normal(3, 1)]),
+    ("flip", *same(lambda t: t.flip(0)), [normal(3, 4)]),
+    ("flip two axes", *same(lambda t: t.flip((0, 2))), [normal(2, 3, 4)]),
+    ("flip varargs", *same(lambda t: t.flip(0, 1)), [normal(3, 4)]),
+    ("roll", *same(lambda t: t.roll(1, 0)), [normal(3, 4)]),
+    ("roll back", *same(lambda t: t.roll(-2, 2)), [normal(2, 3, 4)]),
+    ("roll past the size", *same(lambda t: t.roll(7, -1)), [normal(3, 4)]),
+    ("roll flattened", *same(lambda t: t.roll(5)), [normal(3, 4)]),
+    ("narrow", *same(lambda t: t.narrow(1, 1, 2)), [normal(3, 4)]),
+    ("narrow from the end", *same(lambda t: t.narrow(2, -3, 2)), [normal(2, 3, 4)]),
+    (
+        "index_select repeated",
+        lambda t: t.index_select(1, IDS % 3),
+        lambda t: t.index_select(1, torch.from_numpy(IDS % 3)),
+        [normal(2, 3, 4)],
+    ),
+    (
+        "gather",
+        lambda t: t.gather(1, to_tensor(GATHER, dtype=int)),
+        lambda t: t.gather(1, torch.from_numpy(GATHER)),
+        [normal(2, 3, 4)],
+    ),
+    (
+        "gather a shorter index",
+        lambda t: t.gather(0, GATHER[:, :2, :3]),
+        lambda t: t.gather(0, torch.from_numpy(GATHER[:, :2, :3])),
+        [normal(3, 4, 5)],
+    ),
+    ("topk", *same(lambda t: t.topk(2, dim=1).values), [normal(3, 5)]),
+    ("topk smallest", *same(lambda t: t.topk(3, 0, largest=False)[0]), [normal(4, 3)]),
+    ("pow", *same(lambda t: t.pow(3)), [normal(3, 4)]),
+    ("pow tensor", *same(lambda t, u: t.pow(u)), [positive(3, 4), normal(4)]),
+    ("clamp", *same(lambda t: t.clamp(min=-0.5, max=0.5)), [normal(3, 4)]),
+    ("clamp max", *same(lambda t: t.clamp(max=0.1)), [normal(3, 4)]),
+    ("clamp min positional", *same(lambda t: t.clamp(-0.2)), [normal(3, 4)]),
+    ("relu with zeros", *same(lambda t: t.relu()), [rounded(4, 5)]),
+    ("softmax", *same(lambda t: t.softmax(-1)), [normal(3, 4)]),
+    ("softmax dim 0", *same(lambda t: t.softmax(dim=0)), [normal(3, 4, 2)]),
+    ("softmax middle", *same(lambda t: t.softmax(1) * t), [normal(3, 4, 2)]),
+    ("log_softmax", *same(lambda t: t.log_softmax(-1)), [normal(3, 4)]),
+    ("log_softmax dim 0", *same(lambda t: t.log_softmax(dim=0)), [normal(3, 4, 2)]),
+    ("softmax large", *same(lambda t: (t * 300).softmax(1)), [normal(3, 4)]),
+    ("amax ties", *same(lambda t: t.amax()), [rounded(3, 4)]),
+    ("amax dim", *same(lambda t: t.amax(1)), [rounded(3, 4)]),
+    ("amax dims keepdim", *same(lambda t: t.amax((0, 2), keepdim=True)), [rounded(2, 3, 4)]),
+    ("amin dim", *same(lambda t: t.amin(dim=-1)), [rounded(3, 4)]),
+    ("std", *same(lambda t: t.std()), [normal(3, 4)]),
+    ("std dim", *same(lambda t: t.std(1)), [normal(3, 4)]),
+    ("std dims keepdim", *same(lambda t: t.std(dim=(0, 2), keepdim=True)), [normal(2, 3, 4)]),
+    ("std correction 0", *same(lambda t: t.std(1, correction=0)), [normal(3, 4)]),
+    ("std biased", *same(lambda t: t.std(unbiased=False)), [normal(3, 4)]),
+    ("norm", *same(lambda t: t.norm()), [normal(3, 4)]),
+    ("norm dim", *same(lambda t: t.norm(dim=1)), [normal(3, 4)]),
+    ("norm zero rows", *same(lambda t: (t * (t > 0)).norm(2, -1, True)), [rounded(6, 2)]),
+    ("norm fro", *same(lambda t: t.norm(p="fro", dim=(0, 1))), [normal(3, 4, 2)]),
+    ("tril", *same(lambda t: t.tril()), [normal(2, 3, 4)]),
+    ("triu above", *same(lambda t: t.triu(1)), [normal(4, 3)]),
+    ("tril below", *same(lambda t: t.tril(-1)), [normal(3, 5)]),
+    ("float", *same(lambda t: t.float() * 2), [normal(3, 4)]),
+    ("half", *same(lambda t: t.half()), [normal(3, 4)]),
+    ("double of a float", *same(lambda t: t.float().double() * t), [normal(3, 4)]),
+    ("type_as", *same(lambda t, u: t.type_as(u.float()) + u.float()), [normal(3), normal(3)]),
+    ("matmul", *same(lambda t, u: t.matmul(u)), [normal(2, 3, 4), normal(4, 5)]),
+    ("mm", *same(lambda t, u: t.mm(u)), [normal(3, 4), normal(4, 5)]),
+    ("bmm", *same(lambda t, u: t.bmm(u)), [normal(2, 3, 4), normal(2, 4, 5)]),
+]
+
+
+def run_both(ours, theirs, arrays, rng):
+    """Both expressions on the same float64 inputs, back-propagating the same random
+    gradient; asserts equal values and input gradients (which stay float64)."""
+    tensors = [Tensor(a.copy()) for a in arrays]
+    torch_tensors = [torch.tensor(a, requires_grad=True) for a in arrays]
+    out, expected = ours(*tensors), theirs(*torch_tensors)
+    tolerance = {"rtol": 1e-12, "atol": 1e-12}
+    if out.dtype != np.float64:  # a cast to float32 or float16
+        tolerance = {"rtol": 1e-3, "atol": 1e-3}
+        assert str(expected.dtype) == f"torch.{out.dtype}"
+    assert out.shape == tuple(expected.shape)
+    np.testing.assert_allclose(out.array, expected.detach().numpy(), **tolerance)
+    weights = rng.normal(size=out.shape)
+    out.backward(weights.astype(out.dtype))
+    (expected * torch.from_numpy(weights).to(expected.dtype)).sum().backward()
+    for i, (tensor, torch_tensor) in enumerate(zip(tensors, torch_tensors)):
+        assert tensor.grad.dtype == np.float64
+        np.testing.assert_allclose(
+            tensor.grad.array, torch_tensor.grad.numpy(), err_msg=f"input {i}", **tolerance
+        )
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case[0] for case in CASES])
+def test_values_and_gradients_match_torch(case):
+    name, ours, theirs, generators = case
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    run_both(ours, theirs, [generator(rng) for generator in generators], rng)
+
+
+# ====================================================================== random shapes
+shapes = st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple)
+
+
+@given(shape=shapes, data=st.data())
+def test_softmax_and_log_softmax_over_any_axis_match_torch(shape, data):
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1), label="dim")
+    rng = np.random.default_rng(len(shape))
+    for name in ("softmax", "log_softmax"):
+
+        def expression(t, name=name):
+            return getattr(t, name)(dim) * t
+
+        run_both(expression, expression, [rng.normal(size=shape) * 3], rng)
+
+
+@given(shape=shapes, data=st.data())
+def test_shapes_match_torch(shape, data):
+    ndim = len(shape)
+    start = data.draw(st.integers(-ndim, ndim - 1), label="start")
+    end = data.draw(st.integers(start % ndim, ndim - 1), label="end")
+    dim = data.draw(st.integers(-ndim, ndim - 1), label="dim")
+    shift = data.draw(st.integers(-6, 6), label="shift")
+    lead = data.draw(st.integers(1, 3), label="lead")
+    rng = np.random.default_rng(ndim)
+    for expression in (
+        lambda t: t.flatten(start, end),
+        lambda t: t.roll(shift, dim),
+        lambda t: t.flip(dim),
+        lambda t: t.unsqueeze(dim).expand(lead, *t.unsqueeze(dim).shape),
+        lambda t: t.narrow(dim, 0, 1),
+    ):
+        run_both(expression, expression, [rng.normal(size=shape)], rng)
+
+
+@given(shape=shapes, data=st.data())
+def test_gather_scatters_its_gradient_back_as_torch(shape, data):
+    dim = data.draw(st.integers(0, len(shape) - 1), label="dim")
+    rows = data.draw(st.integers(1, 5), label="rows")  # repeats: the gradients add up
+    index_shape = shape[:dim] + (rows,) + shape[dim + 1 :]
+    index = np.random.default_rng(rows).integers(0, shape[dim], size=index_shape)
+    rng = np.random.default_rng(len(shape))
+    run_both(
+        lambda t: t.gather(dim, index),
+        lambda t: t.gather(dim, torch.from_numpy(index)),
+        [rng.normal(size=shape)],
+        rng,
+    )
+
+
+def test_composites_match_finite_differences_in_a_diamond():
+    x = np.random.default_rng(0).normal(size=(3, 4))
+    check_grads(lambda t: t.softmax(0) * t.norm(dim=1, keepdim=True) + t.log_softmax(1), x)
+    check_grads(lambda t: t.std(1, keepdim=True) * t.roll(1, 1) + t.expand(2, 3, 4).sum(0), x)
+    check_grads(lambda t: t.gather(1, GATHER[0] % 4) * t.clone(), x)
+
+
+# ====================================================================== no gradient
+def test_sizes_as_torch_and_as_numpy():
+    x = Tensor(np.zeros((2, 3, 4)))
+    assert x.size() == (2, 3, 4) and x.size(1) == 3 and x.size(-1) == 4
+    assert x.size == 24 and isinstance(x.size, int) and x.size + 1 == 25  # numpy's count
+    assert x.numel() == 24 and x.dim() == 3
+    batch, length, channels = x.size()  # nanoGPT's B, T, C = x.size()
+    assert (batch, length, channels) == (2, 3, 4)
+    assert Tensor(np.arange(6.0).reshape(2, 3)).tolist() == [[0, 1, 2], [3, 4, 5]]
+    with pytest.raises(ValueError, match="Tensor.size: dim"):
+        x.size(3)
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_argmax_and_argmin_match_torch_without_gradient(name):
+    values = np.round(np.random.default_rng(0).normal(size=(3, 4, 5)))  # ties: the first
+    x, tx = Tensor(values, requires_grad=True), torch.tensor(values)
+    for args, kwargs in [((), {}), ((1,), {}), ((-1,), {"keepdim": True}), ((0,), {})]:
+        out = getattr(x, name)(*args, **kwargs)
+        expected = getattr(tx, name)(*args, **kwargs).numpy()
+        assert out.dtype == np.int64 and not out.requires_grad
+        np.testing.assert_array_equal(out.array, expected)
+
+
+def test_any_all_and_topk_indices_match_torch():
+    values = np.random.default_rng(0).integers(0, 2, size=(3, 4)).astype(np.float64)
+    x, tx = Tensor(values), torch.tensor(values)
+    for name in ("any", "all"):
+        for kwargs in [{}, {"dim": 1}, {"dim": 0, "keepdim": True}]:
+            out = getattr(x, name)(**kwargs)
+            assert out.dtype == bool
+            np.testing.assert_array_equal(out.array, getattr(tx, name)(**kwargs).numpy())
+    values = np.random.default_rng(1).normal(size=(4, 6))
+    ours, theirs = Tensor(values).topk(3, dim=1), torch.tensor(values).topk(3, dim=1)
+    np.testing.assert_array_equal(ours.indices.array, theirs.indices.numpy())
+    assert ours.indices.dtype == np.int64 and not ours.indices.requires_grad
+
+
+def test_new_tensors_take_this_tensors_dtype_and_device():
+    x = Tensor(np.ones((2, 2), dtype=np.float64))
+    zeros, ones = x.new_zeros(2, 3), x.new_ones((4,), requires_grad=True)
+    assert zeros.shape == (2, 3) and zeros.dtype == np.float64 and not zeros.requires_grad
+    assert ones.requires_grad and ones.dtype == np.float64 and ones.array.sum() == 4
+    full = x.new_full((3,), 7, dtype=np.int64)
+    assert full.dtype == np.int64 and full.tolist() == [7, 7, 7] and full.device == "cpu"
+    data = np.array([1.0, 2.0])
+    made = x.new_tensor(data)
+    data[0] = 5  # a copy
+    assert made.tolist() == [1.0, 2.0] and made.dtype == np.float64
+    assert Tensor(np.ones(2, np.float32)).new_tensor([1, 2]).dtype == np.float32
+
+
+def test_casts_and_contiguous():
+    x = Tensor(np.array([[1.7, -2.2]]))
+    assert x.long().tolist() == [[1, -2]] and not x.long().requires_grad
+    assert x.double() is x  # already float64: itself, as torch
+    assert x.contiguous() is x
+    transposed = Tensor(np.ones((2, 3))).T
+    assert not transposed.array.flags.c_contiguous
+    assert transposed.contiguous().array.flags.c_contiguous
+    expanded = Tensor(np.ones((3, 1))).expand(3, 4)
+    assert expanded.array.strides[1] == 0  # a broadcast view, as torch's expand
+    with pytest.raises(ValueError, match="NaN"):
+        Tensor(np.array([np.nan])).long()
+
+
+# ====================================================================== in place
+def test_in_place_methods_write_off_the_graph():
+    w = Tensor(np.ones(3))  # a parameter: requires grad
+    with no_grad():  # as torch: initialising a parameter
+        assert w.add_(2, alpha=0.5) is w
+        w.mul_(Tensor(np.array([1.0, 2.0, 3.0]))).masked_fill_(np.array([True, False, False]), 0)
+    np.testing.assert_array_equal(w.array, [0, 4, 6])
+    array = w.array
+    with no_grad():
+        w.fill_(Tensor(np.array(2.5))).copy_(np.array([1, 2, 3]))
+        w.zero_()
+    assert w.array is array and w.array.sum() == 0 and w.requires_grad  # the same memory
+    constant = Tensor(np.zeros((2, 3)), requires_grad=False)
+    constant[0] = 1.0  # no gradient: writable outside no_grad too
+    constant[constant.array == 0] = Tensor(np.array(2.0))
+    constant.copy_(constant * 2).add_(np.ones(3))  # a broadcast value
+    np.testing.assert_array_equal(constant.array, [[3, 3, 3], [5, 5, 5]])
+    with no_grad():
+        y = w * 2  # made under no_grad: no graph, writable
+    y.fill_(1)
+    (w * Tensor(np.ones(3))).sum().backward()  # a parameter written in place still trains
+    np.testing.assert_array_equal(w.grad.array, [1, 1, 1])
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda t: t.add_(1),
+        lambda t: t.mul_(2),
+        lambda t: t.fill_(0),
+        lambda t: t.zero_(),
+        lambda t: t.copy_(np.zeros(3)),
+        lambda t: t.masked_fill_(np.ones(3, bool), 0),
+        lambda t: t.__setitem__(0, 1.0),
+    ],
+)
+def test_in_place_on_the_graph_is_refused(write):
+    w = Tensor(np.ones(3))
+    with pytest.raises(RuntimeError, match="requires grad: .*no_grad.*functional"):
+        write(w)  # a parameter outside no_grad
+    y = w * 2
+    with pytest.raises(RuntimeError, match="made by an op in a graph"):
+        write(y)
+    with no_grad(), pytest.raises(RuntimeError, match="made by an op in a graph"):
+        write(y)  # its backward needs its values, under no_grad too
+    np.testing.assert_array_equal(y.array, [2, 2, 2])
+
+
+def test_requires_grad_as_torch():
+    x = Tensor(np.zeros(3), requires_grad=False)
+    assert x.requires_grad_() is x and x.requires_grad
+    assert not x.requires_grad_(False).requires_grad
+    y = Tensor(np.ones(2)) * 3
+    assert y.requires_grad_(True) is y
+    with pytest.raises(ValueError, match="requires_grad_"):
+        y.requires_grad_(False)
+    with pytest.raises(TypeError, match="float dtype"):
+        Tensor(np.zeros(2, np.int64)).requires_grad_()
+
+
+# ====================================================================== errors
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda t: t.view(2.5, 3), TypeError, "Tensor.view"),
+        (lambda t: t.flatten(2, 1), ValueError, "Tensor.flatten: end_dim"),
+        (lambda t: t.flatten(0, 5), ValueError, "Tensor.flatten: end_dim"),
+        (lambda t: t.unsqueeze(4), ValueError, "expand_dims"),
+        (lambda t: t.expand(3, 4, 4), ValueError, "Tensor.expand"),
+        (lambda t: t.expand(4), ValueError, "Tensor.expand"),
+        (lambda t: t.expand(-1, 2, 3, 4), ValueError, "Tensor.expand"),
+        (lambda t: t.flip(3), ValueError, "Tensor.flip: dims"),
+        (lambda t: t.roll(1, 3), ValueError, "Tensor.roll: dims"),
+        (lambda t: t.roll(1.5, 0), TypeError, "Tensor.roll: shifts"),
+        (lambda t: t.narrow(1, 2, 2), ValueError, "Tensor.narrow: length"),
+        (lambda t: t.narrow(1, -4, 1), ValueError, "Tensor.narrow: start"),
+        (lambda t: t.index_select(0, [[0]]), ValueError, "Tensor.index_select: index"),
+        (lambda t: t.index_select(0, [0.5]), TypeError, "Tensor.index_select: index"),
+        (lambda t: t.gather(0, np.zeros((2, 3), int)), ValueError, "Tensor.gather"),
+        (lambda t: t.gather(0, np.zeros((2, 4, 4), int)), ValueError, "Tensor.gather"),
+        (lambda t: t.topk(5, 1), ValueError, "Tensor.topk: k"),
+        (lambda t: t.clamp(), ValueError, "Tensor.clamp"),
+        (lambda t: t.softmax(3), ValueError, "Tensor.softmax: dim"),
+        (lambda t: t.log_softmax(-4), ValueError, "Tensor.log_softmax: dim"),
+        (lambda t: t[:, :0].softmax(1), ValueError, "Tensor.softmax: dim"),
+        (lambda t: t.argmax(3), ValueError, "Tensor.argmax: dim"),
+        (lambda t: t.amax(3), ValueError, "axis"),
+        (lambda t: t.any(5), ValueError, "Tensor.any: dim"),
+        (lambda t: t.norm(3), ValueError, "Tensor.norm: p"),
+        (lambda t: t.std(unbiased=1), TypeError, "Tensor.std: unbiased"),
+        (lambda t: t[0, 0].tril(), ValueError, "Tensor.tril"),
+        (lambda t: t.mm(t), ValueError, "Tensor.mm"),
+        (lambda t: t.bmm(t[:1].swapaxes(1, 2)), ValueError, "Tensor.bmm"),
+    ],
+)
+def test_bad_arguments_name_the_method(call, error, match):
+    x = Tensor(np.zeros((2, 3, 4)))
+    with pytest.raises(error, match=match):
+        call(x)
+
+
+def test_bad_in_place_values_are_refused():
+    ids = Tensor(np.zeros(3, np.int64))
+    with pytest.raises(TypeError, match="Tensor.add_"):
+        ids.add_(0.5)  # torch: a float result cannot go into an integer tensor
+    x = Tensor(np.zeros((2, 3)), requires_grad=False)
+    with pytest.raises(ValueError, match=r"Tensor.copy_: into shape \(2, 3\)"):
+        x.copy_(np.zeros(4))
+    with pytest.raises(ValueError, match="item"):
+        x.fill_(Tensor(np.zeros(2)))
+
+
+def test_two_axes_are_swapped_as_torch_s_transpose():
+    """``x.transpose(0, 1)`` of a matrix is its transpose (numpy's permutation (0, 1) would
+    leave it); on more axes, two swap and a permutation permutes."""
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    for axes in [(0, 1), (-2, -1), (2, 0)]:
+        ours = to_tensor(x, requires_grad=True)
+        out = ours.transpose(*axes)
+        np.testing.assert_array_equal(out.array, torch.tensor(x).transpose(*axes).numpy())
+        out.sum().backward()
+        assert ours.grad.shape == x.shape
+    matrix = to_tensor(x[0])
+    np.testing.assert_array_equal(matrix.transpose(0, 1).array, x[0].T)
+    np.testing.assert_array_equal(to_tensor(x).transpose(1, 0, 2).array, x.transpose(1, 0, 2))
