@@ -106,9 +106,11 @@ def test_shape_op_errors():
     with pytest.raises(ValueError, match=r"reshape: cannot reshape a tensor of shape \(2, 3\)"):
         ones(2, 3).reshape(4)
     with pytest.raises(ValueError, match=r"transpose: axes must be .* \(2, 3\).*, got \(0, 3\)"):
-        ones(2, 3).transpose(0, 3)
+        ones(2, 3).transpose((0, 3))
     with pytest.raises(ValueError, match=r"transpose: axes must be .*permutation.*, got \(0, 0\)"):
-        ones(2, 3).transpose(0, 0)
+        ones(2, 3).transpose((0, 0))
+    with pytest.raises(ValueError, match=r"swapaxes: b must be .* \(2, 3\)\), got 3"):
+        ones(2, 3).transpose(0, 3)  # two axes: swapped, as torch's
     with pytest.raises(ValueError, match=r"swapaxes: b must be .* \(2, 3\)\), got 2"):
         ones(2, 3).swapaxes(0, 2)
     with pytest.raises(ValueError, match=r"squeeze: axis 0 of shape \(2, 1\) does not have size"):

@@ -220,7 +220,10 @@ def test_layer_norm(cp, poisoned, rng, shape, dtype, param_dtype, bias):
     dx_ref, dgamma_ref, dbeta_ref = layer_norm_backward(
         np, dy_ref, x_ref, gamma_ref, mean_ref, rstd_ref
     )
-    check(cp, dx, dx_ref, dtype, "layer_norm dx")
+    # dx = rstd (g dy - mean(g dy) - xhat mean(g dy xhat)) cancels on a short row: bounded
+    # at the scale of its terms
+    check(cp, dx, dx_ref, dtype, "layer_norm dx",
+          floor=np.linalg.norm(dy_ref * gamma_ref * rstd_ref))  # fmt: skip
     # dgamma and dbeta are float32 sums of the (exactly known) rounded inputs: their bound is
     # that of their own storage dtype
     check(cp, dgamma, dgamma_ref, p_dtype, "layer_norm dgamma")
