@@ -11,6 +11,7 @@ import pytest
 
 import tricycle.nn as nn
 from tricycle import backend
+from tricycle.module import parameter
 from tricycle.optimisers import AdamW, StochasticGradientDescent
 from tricycle.tensor import Tensor, to_tensor
 
@@ -339,14 +340,8 @@ def test_inplace_is_checked_shown_as_torch_and_old_pickles_load():
 
 # ---------------------------------------------------------------------- what tricycle lacks
 NOT_IN_TRICYCLE = {
-    "register_buffer": "requires_grad=False",
-    "register_parameter": "tricycle.module.parameter",
-    "add_module": "setattr(self, name, layer)",
-    "register_module": "setattr(self, name, layer)",
     "get_submodule": "named_modules()",
     "get_parameter": "named_parameters()",
-    "named_buffers": "named_tensors()",
-    "buffers": "named_tensors()",
     "register_forward_hook": "no hooks",
     "register_forward_pre_hook": "no hooks",
     "register_full_backward_hook": "no hooks",
@@ -382,7 +377,7 @@ def test_a_layer_may_still_use_those_names_and_pickles_and_copies():
     assert holder.half() == "mine" and holder.buffers == [1, 2]
     model = pickle.loads(pickle.dumps(copy.deepcopy(Model())))
     assert names(model.named_modules()) == names(Model().named_modules())
-    assert "Not in tricycle" in nn.Module.register_buffer.__doc__  # on the class: for help()
+    assert "Not in tricycle" in nn.Module.half.__doc__  # on the class: for help()
 
 
 def test_arguments_are_checked_by_name():
@@ -393,3 +388,35 @@ def test_arguments_are_checked_by_name():
         model.requires_grad_(0)
     with pytest.raises(TypeError, match=r"^MLP.named_modules: prefix must be a str, got 1"):
         model.named_modules(prefix=1)
+
+
+def test_buffers_parameters_and_modules_register_as_torch_s():
+    """nanoGPT's causal mask as a buffer, a parameter and a layer added by name: found by the
+    walk, saved, moved; against the same torch module's names."""
+    torch = pytest.importorskip("torch")
+
+    class Ours(nn.Module):
+        def __init__(self):
+            self.register_buffer("mask", np.tril(np.ones((3, 3), dtype=bool)))
+            self.register_parameter("scale", parameter(np.ones(3)))
+            self.add_module("proj", nn.Linear(3, 3))
+            self.register_buffer("empty", None)
+
+    class Theirs(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("mask", torch.tril(torch.ones(3, 3, dtype=torch.bool)))
+            self.register_parameter("scale", torch.nn.Parameter(torch.ones(3)))
+            self.add_module("proj", torch.nn.Linear(3, 3))
+            self.register_buffer("empty", None)
+
+    ours, theirs = Ours(), Theirs()
+    assert names(ours.named_buffers()) == names(theirs.named_buffers()) == ["mask"]
+    assert ours.mask.dtype == bool and not ours.mask.requires_grad
+    assert {n for n, _ in ours.named_parameters()} == {"scale", "proj.weights", "proj.bias"}
+    assert "mask" in ours.state_dict() and [t.dtype for t in ours.buffers()] == [bool]
+    assert names(ours.named_children()) == names(theirs.named_children()) == ["proj"]
+    with pytest.raises(ValueError, match="Ours.register_buffer: persistent=False is not"):
+        ours.register_buffer("scratch", np.zeros(2), persistent=False)
+    with pytest.raises(TypeError, match="Ours.register_parameter: param must be a Tensor that"):
+        ours.register_parameter("bad", np.ones(2))

@@ -8,10 +8,12 @@ a base class of ``Layer`` (``tricycle.module``), which holds the walk itself.
 - ``apply(fn)``: ``fn`` on every sublayer, children first, then on this layer.
 - ``requires_grad_(False)`` freezes the parameters, ``requires_grad_(True)`` thaws them.
 - ``to(device)``, ``to(dtype)``, ``cuda()``, ``cpu()``: ``to_gpu``/``from_gpu`` and a cast.
+- ``register_buffer``, ``register_parameter``, ``add_module``: attributes, as the walk finds
+  them; ``named_buffers()``/``buffers()``: the Tensors that need no gradient.
 
 The methods of torch's Module that tricycle does things another way for (hooks,
-``register_buffer``, ``half()``...) are not there: reading one raises an AttributeError that
-says what to use (``hasattr`` is False, as for any missing attribute).
+``half()``...) are not there: reading one raises an AttributeError that says what to use
+(``hasattr`` is False, as for any missing attribute).
 """
 
 import numpy as np
@@ -22,10 +24,6 @@ from tricycle.tensor import Tensor
 _HOOKS = (
     "tricycle layers have no hooks: wrap the layer in one whose forward calls it and does "
     "the rest; for a parameter's gradient use Tensor.register_post_accumulate_grad_hook"
-)
-_BUFFERS = (
-    "named_tensors() lists the parameters and buffers by name; the buffers are those that do "
-    "not require grad"
 )
 _CAST = (
     "cast with to({}) (to(dtype)); for mixed-precision training keep float32 weights and use "
@@ -180,27 +178,49 @@ class TorchMethods:
         """Move to host memory (``from_gpu``); returns self."""
         return self.from_gpu()
 
+    # ------------------------------------------------------------------ registering
+    def register_buffer(self, name: str, tensor, persistent: bool = True) -> None:
+        """torch's ``register_buffer``: ``tensor`` (an array or a Tensor; None keeps the name
+        empty) as an attribute that needs no gradient, so the walk moves it with the layer and
+        saves it in ``state_dict()``; every buffer is saved, so ``persistent=False`` is
+        refused."""
+        owner = f"{type(self).__name__}.register_buffer"
+        checks.text(owner, "name", name)
+        if not persistent:
+            raise ValueError(f"{owner}: persistent=False is not supported: every Tensor "
+                             "attribute of a layer is saved in its state_dict")  # fmt: skip
+        array = tensor.array if isinstance(tensor, Tensor) else tensor
+        setattr(self, name, None if tensor is None else Tensor(array, requires_grad=False))
+
+    def register_parameter(self, name: str, param) -> None:
+        """torch's ``register_parameter``: ``param`` (a Tensor that requires grad, as
+        ``tricycle.module.parameter`` makes, or None) as an attribute."""
+        owner = f"{type(self).__name__}.register_parameter"
+        checks.text(owner, "name", name)
+        if param is not None and not (isinstance(param, Tensor) and param.requires_grad):
+            checks.fail(owner, "param", "a Tensor that requires grad (tricycle.module."
+                        "parameter(values)) or None", param, TypeError)  # fmt: skip
+        setattr(self, name, param)
+
+    def add_module(self, name: str, module) -> None:
+        """torch's ``add_module``: ``module`` (a layer, or None) as the attribute ``name``."""
+        checks.text(f"{type(self).__name__}.add_module", "name", name)
+        setattr(self, name, module)
+
+    register_module = add_module
+
+    def named_buffers(self):
+        """(name, Tensor) of every Tensor attribute of this layer and its sublayers that
+        needs no gradient (what ``named_tensors`` lists beside the parameters)."""
+        return iter([(n, t) for n, t in self.named_tensors() if not t.requires_grad])
+
+    def buffers(self):
+        """The Tensors of ``named_buffers``."""
+        return iter([t for _, t in self.named_buffers()])
+
     # ------------------------------------------------------------------ not in tricycle
-    register_buffer = _NotInTricycle(
-        "assign the Tensor as an attribute, made with requires_grad=False (self.name = "
-        "Tensor(values, requires_grad=False)): the walk finds it, moves it with the layer and "
-        "saves it in state_dict()"
-    )
-    register_parameter = _NotInTricycle(
-        "assign it as an attribute (self.name = tricycle.module.parameter(values)): every "
-        "Tensor attribute that requires grad is a parameter"
-    )
-    add_module = _NotInTricycle(
-        "assign the layer as an attribute (setattr(self, name, layer)); nn.ModuleList and "
-        "nn.ModuleDict hold several"
-    )
-    register_module = _NotInTricycle(
-        "assign the layer as an attribute (setattr(self, name, layer))"
-    )
     get_submodule = _NotInTricycle("dict(layer.named_modules())[name]")
     get_parameter = _NotInTricycle("dict(layer.named_parameters())[name]")
-    named_buffers = _NotInTricycle(_BUFFERS)
-    buffers = _NotInTricycle(_BUFFERS)
     register_forward_hook = _NotInTricycle(_HOOKS)
     register_forward_pre_hook = _NotInTricycle(_HOOKS)
     register_full_backward_hook = _NotInTricycle(_HOOKS)
