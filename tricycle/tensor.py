@@ -3,14 +3,21 @@
 ``tricycle.graph.Node`` holds the array, the graph (``args``, ``back_fns``) and ``backward``;
 ``Tensor`` adds the operators (``+``, ``*``, ``@``, ``[]``, ``<`` ...) and the methods named as
 numpy's (``.sum()``, ``.exp()``, ``.reshape()`` ...), each the op of the same name in
-``unary``, ``binary``, ``reduce`` or ``ops``. A number or list that meets a tensor in an
-operator becomes a constant of the tensor's dtype (``binary.constant``), while an array with
-dimensions keeps its own and numpy's promotion applies (a float64 array makes a float64
-result); a Python number takes the cheaper scalar form of the op (``x * 2`` is
+``unary``, ``binary``, ``reduce`` or ``ops``. ``sum``, ``mean``, ``max``, ``min``, ``var`` and
+``split`` keep numpy's meaning unless a call names one of torch's keywords (``dim``,
+``keepdim``, ``unbiased``, ``correction``): then it has torch's, as a PyTorch port writes
+``x.mean(-1, keepdim=True)`` or ``values, ids = x.max(dim=-1)``. A number or list that meets
+a tensor in an operator becomes a constant of the tensor's dtype (``binary.constant``), while
+an array with dimensions keeps its own and numpy's promotion applies (a float64 array makes a
+float64 result); a Python number takes the cheaper scalar form of the op (``x * 2`` is
 ``unary.mul_scalar``).
 """
 
+import functools
+import inspect
+import itertools
 import numbers
+from collections import namedtuple
 
 import numpy as np
 
@@ -70,6 +77,112 @@ def _shape_arguments(values: tuple):
     return values[0] if len(values) == 1 and not checks.is_integer(values[0]) else values
 
 
+# ---------------------------------------------------------------- numpy's or torch's keywords
+Max = namedtuple("Max", ["values", "indices"])  # as torch.return_types.max
+Min = namedtuple("Min", ["values", "indices"])  # as torch.return_types.min
+
+
+def _numpy_or_torch(numpy_op, torch_op, numpy_words: str, torch_words: str):
+    """The method ``numpy_op``, called directly (positional arguments or numpy's keywords),
+    unless the call names one of ``torch_words``: then ``torch_op``, torch's meaning of the
+    method of the same name. Naming keywords of both is a TypeError, never a guess."""
+    numpy_words, torch_words = frozenset(numpy_words.split()), frozenset(torch_words.split())
+
+    def method(self, *args, **kwargs):
+        if kwargs and not torch_words.isdisjoint(kwargs):
+            if not numpy_words.isdisjoint(kwargs):
+                both = (
+                    sorted(numpy_words.intersection(kwargs)),
+                    sorted(torch_words.intersection(kwargs)),
+                )
+                raise TypeError(
+                    f"Tensor.{numpy_op.__name__}: got numpy's keyword(s) {', '.join(both[0])} "
+                    f"and torch's {', '.join(both[1])} in one call; use numpy's "
+                    f"({', '.join(sorted(numpy_words))}) or torch's "
+                    f"({', '.join(sorted(torch_words))}), not both"
+                )
+            return torch_op(self, *args, **kwargs)
+        return numpy_op(self, *args, **kwargs)
+
+    functools.update_wrapper(method, numpy_op, ("__name__",))  # numpy's name and signature
+    method.__qualname__ = f"Tensor.{numpy_op.__name__}"
+    method.__doc__ = (
+        f"{inspect.cleandoc(numpy_op.__doc__)}\n\nWith torch's keywords "
+        f"({', '.join(sorted(torch_words))}): {inspect.cleandoc(torch_op.__doc__)}"
+    )
+    return method
+
+
+def _all_if_empty(dim):
+    """torch reads ``dim=()`` (or ``[]``) as every axis, numpy as none."""
+    return None if isinstance(dim, tuple | list) and not dim else dim
+
+
+def _torch_reduction(op):
+    def reduction(self, dim=None, keepdim: bool = False):
+        checks.boolean(f"Tensor.{op.__name__}", "keepdim", keepdim)
+        return op(self, _all_if_empty(dim), keepdim)
+
+    reduction.__doc__ = "torch's ``dim`` (an axis or a tuple of them) and ``keepdim``."
+    return reduction
+
+
+def _torch_extremum(op: str, result):
+    def extremum(self, dim=None, keepdim: bool = False):
+        name = f"Tensor.{op}"
+        if dim is None:
+            expected = f"an axis for torch's (values, indices) (x.{op}() is the {op} of all)"
+            checks.fail(name, "dim", expected, dim, TypeError)
+        dim = checks.axis(name, "dim", dim, self.ndim, self.shape)
+        checks.boolean(name, "keepdim", keepdim)
+        if self.shape[dim] == 0:
+            raise ValueError(f"{name}: cannot reduce the empty dim {dim} of shape {self.shape}")
+        ids = getattr(self.xp, f"arg{op}")(self.array, axis=dim, keepdims=True)  # the first one
+        values = self.gather(dim, ids)  # the gradient goes to the index returned, as torch's
+        if not keepdim:
+            values, ids = ops.squeeze(values, dim), ids.squeeze(dim)
+        return result(values, self.new(ids.astype(np.int64), requires_grad=False))
+
+    extremum.__doc__ = (
+        f"torch's ``(values, indices)`` of the first {op}imum along ``dim``, whose gradient goes "
+        f"to that index alone (numpy's form splits it among ties)."
+    )
+    return extremum
+
+
+def _torch_var(self, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    """torch's ``dim``, ``keepdim`` and correction, 1 by default (``unbiased=True``; numpy's
+    ``ddof`` is 0 by default)."""
+    if unbiased is not None and correction is not None:
+        raise TypeError(f"Tensor.var: unbiased={unbiased!r} or correction={correction!r}, not both")
+    if unbiased is not None:
+        correction = int(checks.boolean("Tensor.var", "unbiased", unbiased))
+    elif correction is None:
+        correction = 1
+    checks.non_negative_int("Tensor.var", "correction", correction)
+    checks.boolean("Tensor.var", "keepdim", keepdim)
+    return reduce.var(self, _all_if_empty(dim), keepdim, correction)
+
+
+def _torch_split(self, split_size_or_sections, dim: int = 0):
+    """torch's ``split_size_or_sections``: an int is the size of each piece (the last may be
+    smaller), a list the sizes of the pieces; a tuple of pieces."""
+    dim = checks.axis("Tensor.split", "dim", dim, self.ndim, self.shape)
+    n, sizes = self.shape[dim], split_size_or_sections
+    if checks.is_integer(sizes):
+        step = checks.positive_int("Tensor.split", "split_size_or_sections", sizes)
+        bounds = list(range(step, n, step))
+    elif isinstance(sizes, tuple | list) and all(checks.is_integer(s) and s >= 0 for s in sizes):
+        if sum(sizes) != n:
+            expected = f"sizes that add up to {n}, the size of dim {dim} of shape {self.shape}"
+            checks.fail("Tensor.split", "split_size_or_sections", expected, sizes)
+        bounds = list(itertools.accumulate(sizes))[:-1]
+    else:
+        expected = "a size (an integer >= 1) or a list of sizes (integers >= 0)"
+        checks.fail("Tensor.split", "split_size_or_sections", expected, sizes, TypeError)
+    return tuple(ops.split(self, bounds, dim))
+
+
 class Tensor(TorchTensorMethods, Node):
     """An n-dimensional array that remembers how it was computed (see ``tricycle.graph.Node``
     for the arguments, the graph and ``backward``), with Python's operators."""
@@ -96,12 +209,21 @@ class Tensor(TorchTensorMethods, Node):
 
     __getitem__ = ops.getitem
 
-    # methods, named as in numpy
-    sum, mean, max, min, var = reduce.sum, reduce.mean, reduce.max, reduce.min, reduce.var
+    # methods, named as in numpy; torch's keywords (dim, keepdim...) give torch's meaning
+    sum = _numpy_or_torch(reduce.sum, _torch_reduction(reduce.sum), "axis keepdims", "dim keepdim")
+    mean = _numpy_or_torch(
+        reduce.mean, _torch_reduction(reduce.mean), "axis keepdims", "dim keepdim"
+    )
+    max = _numpy_or_torch(reduce.max, _torch_extremum("max", Max), "axis keepdims", "dim keepdim")
+    min = _numpy_or_torch(reduce.min, _torch_extremum("min", Min), "axis keepdims", "dim keepdim")
+    var = _numpy_or_torch(
+        reduce.var, _torch_var, "axis keepdims ddof", "dim keepdim unbiased correction"
+    )
     exp, log, sqrt, sin, cos = unary.exp, unary.log, unary.sqrt, unary.sin, unary.cos
     abs, clip, tanh, sigmoid = unary.abs, unary.clip, unary.tanh, unary.sigmoid
     swapaxes, squeeze, expand_dims = ops.swapaxes, ops.squeeze, ops.expand_dims
-    split, repeat, masked_fill = ops.split, ops.repeat, ops.masked_fill
+    split = _numpy_or_torch(ops.split, _torch_split, "indices_or_sections axis", "dim")
+    repeat, masked_fill = ops.repeat, ops.masked_fill
     permute, chunk, sort, argsort = ops.permute, ops.chunk, ops.sort, ops.argsort
     cumsum = reduce.cumsum
 

@@ -5,8 +5,8 @@ Each takes torch's arguments (``dim``, ``keepdim``) and wraps differentiable ops
 ``reduce`` and ``ops``. No op relies on sharing memory: ``view`` is ``reshape``. Tensors are
 functional: ``add_``, ``fill_``, ``x[i] = v``... write into ``.array`` only off the graph (a
 leaf needing no gradient, a parameter under ``no_grad()``), else raise; a recorded graph keeps
-the arrays it saved, so writing into its inputs changes its gradients. ``Tensor``'s own
-``sum``, ``mean``, ``max``, ``min``, ``var``, ``repeat``, ``split``, ``transpose`` are numpy's;
+the arrays it saved, so writing into its inputs changes its gradients. ``Tensor``'s own ``sum``,
+``mean``, ``max``, ``min``, ``var``, ``split`` take torch's keywords too, ``repeat`` is numpy's;
 ``x.size`` is numpy's count, and called, torch's ``x.size(dim)``. ``softmax`` over any ``dim``
 composes ops (``tricycle.functions``' fused last-axis one sits a layer above the engine).
 """
