@@ -28,6 +28,7 @@ from tricycle.loss_reduction import (  # noqa: F401 (re-exported: first defined 
     check_class_labels,
     labels_and_mask,
     reduced,
+    weight_argument,
     weight_for,
 )
 from tricycle.tensor import Tensor, as_tensor, check_float
@@ -121,13 +122,8 @@ class BCEWithLogits:
 
     @checks.arguments(reduction=checks.one_of(REDUCTIONS))
     def __init__(self, pos_weight=None, reduction: str = "mean"):
-        if isinstance(pos_weight, Tensor):
-            pos_weight = pos_weight.array
-        elif isinstance(pos_weight, list | tuple):
-            pos_weight = np.asarray(pos_weight, dtype=np.float64)
-        if not (pos_weight is None or checks.is_real(pos_weight) or hasattr(pos_weight, "shape")):
-            expected = "None, a number or an array of weights (one per class)"
-            checks.fail("BCEWithLogits", "pos_weight", expected, pos_weight, TypeError)
+        expected = "None, a number or an array of weights (one per class)"
+        pos_weight = weight_argument("BCEWithLogits", "pos_weight", pos_weight, expected)
         self.pos_weight, self.reduction = pos_weight, reduction
 
     def __call__(self, y_true, y_pred) -> Tensor:

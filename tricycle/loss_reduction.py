@@ -11,12 +11,24 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tricycle import backend, dispatch, ranges
+from tricycle import backend, checks, dispatch, ranges
 from tricycle.backend import check_same_device
 from tricycle.binary import constant
 from tricycle.tensor import Tensor, as_tensor, check_float
 
 REDUCTIONS = ("mean", "sum", "none")
+
+
+def weight_argument(owner: str, name: str, weight, expected: str):
+    """A loss's ``weight`` argument as it is kept: None, a number, or an array (a Tensor's
+    array; a list or tuple as float64); anything else is a TypeError saying ``expected``."""
+    if isinstance(weight, Tensor):
+        weight = weight.array
+    elif isinstance(weight, list | tuple):
+        weight = np.asarray(weight, dtype=np.float64)
+    if not (weight is None or checks.is_real(weight) or hasattr(weight, "shape")):
+        checks.fail(owner, name, expected, weight, TypeError)
+    return weight
 
 
 def weight_for(op: str, name: str, weight, xp, x, hint: str = ""):

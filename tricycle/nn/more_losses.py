@@ -22,7 +22,7 @@ from tricycle import checks
 from tricycle.backend import check_same_device
 from tricycle.binary import constant, unbroadcast
 from tricycle.criteria import CosineEmbedding
-from tricycle.loss_reduction import REDUCTIONS, reduced, weight_for
+from tricycle.loss_reduction import REDUCTIONS, reduced, weight_argument, weight_for
 from tricycle.module import Layer
 from tricycle.tensor import Tensor, as_tensor, check_float
 from tricycle.unary import maximum_scalar, unary_op
@@ -69,13 +69,8 @@ class BCELoss:
 
     @checks.arguments(reduction=checks.one_of(REDUCTIONS))
     def __init__(self, weight=None, *, reduction: str = "mean"):
-        if isinstance(weight, Tensor):
-            weight = weight.array
-        elif isinstance(weight, list | tuple):
-            weight = np.asarray(weight, dtype=np.float64)
-        if not (weight is None or checks.is_real(weight) or hasattr(weight, "shape")):
-            expected = "None, a number or an array of weights that broadcasts to the input"
-            checks.fail(type(self).__name__, "weight", expected, weight, TypeError)
+        expected = "None, a number or an array of weights that broadcasts to the input"
+        weight = weight_argument(type(self).__name__, "weight", weight, expected)
         self.weight, self.reduction = weight, reduction
 
     def __call__(self, input: Tensor, target) -> Tensor:  # noqa: A002 - PyTorch's name
