@@ -3,6 +3,7 @@
     python benchmarks/gpt_train.py                    # CPU: B=8, T=128, E=256, 4 heads, 4 layers
     python benchmarks/gpt_train.py --steps 20 --repeats 6 --threads 2
     python benchmarks/gpt_train.py --loop readme     # the README's loop at its sizes, as written
+    python benchmarks/gpt_train.py --loop optim      # the same as a PyTorch user writes it
     python benchmarks/gpt_train.py --device gpu       # V=1024 T=256 E=384 6x6, B=64
     python benchmarks/gpt_train.py --device gpu --size gpt2 --modes bf16,fp16,tf32
     python benchmarks/gpt_train.py --device gpu --arch llama --n-kv-heads 2   # ours alone
@@ -80,9 +81,11 @@ def parse_args(argv=None):
     add("--warmup", type=int, default=3, help="untimed steps first")
     add("--repeats", type=int, default=2, help="runs per framework, alternating")
     add("--threads", type=int, default=2, help="CPU threads of each framework")
-    add("--loop", default="script", choices=["script", "readme"],
-        help="CPU: the training script's step (threads and malloc set, clipping), or the "
-             "README's own loop at its sizes, as written (no settings, no clipping)")  # fmt: skip
+    add("--loop", default="script", choices=["script", "readme", "optim"],
+        help="CPU: the training script's step (threads and malloc set, clipping), the "
+             "README's own loop at its sizes, as written (no settings, no clipping), or "
+             "that loop as a PyTorch user writes it (tricycle.optim's AdamW, zero_grad, "
+             "step)")  # fmt: skip
     add("--activation", default="gelu_tanh", choices=["gelu", "gelu_tanh"], help="MLP activation")
     add("--arch", default="gpt2", choices=ARCHS, help="llama: tricycle's Llama, tricycle alone")
     add("--n-kv-heads", type=int, help="llama: key/value heads (default: one per head)")
@@ -113,7 +116,7 @@ def parse_args(argv=None):
 
 def benchmark_config(args) -> GPTConfig:
     sizes = GPU_SIZES[args.size] if args.device == "gpu" else CPU_GPT
-    if args.device == "cpu" and args.loop == "readme":
+    if args.device == "cpu" and args.loop in ("readme", "optim"):
         sizes = README_GPT
     return GPTConfig(
         **{**sizes, "activation_fn": args.activation, "arch": args.arch},
@@ -148,12 +151,41 @@ def readme_run(config: GPTConfig, data) -> dict:
     return {"times": times, "loss": float(description.split()[-1])}
 
 
+def optim_run(config: GPTConfig, data) -> dict:
+    """The README's loop written as a PyTorch user writes it, with ``tricycle.optim``:
+    nanoGPT's two parameter groups, ``zero_grad``, ``backward``, ``step``, the loss read
+    every step; the same loop as ``torch_readme_run``'s."""
+    import tricycle.nn as nn  # noqa: PLC0415
+    import tricycle.optim as optim  # noqa: PLC0415
+    from tricycle.models import GPT  # noqa: PLC0415
+
+    manual_seed(0)
+    model, loss_fn = GPT(config), nn.CrossEntropyLoss()
+    decay = [p for p in model.parameters() if p.ndim >= 2]
+    rest = [p for p in model.parameters() if p.ndim < 2]
+    groups = [{"params": decay, "weight_decay": config.weight_decay},
+              {"params": rest, "weight_decay": 0.0}]  # fmt: skip
+    optimiser = optim.AdamW(groups, lr=1e-3, betas=(config.beta1, config.beta2))
+    times = []
+    for inputs, targets in zip(*data):
+        t0 = time.perf_counter()
+        loss = loss_fn(model(inputs), targets)
+        loss.backward()
+        description = f"loss: {loss.item():.3f}"
+        optimiser.step()
+        optimiser.zero_grad(set_to_none=True)
+        times.append(time.perf_counter() - t0)
+    return {"times": times, "loss": float(description.split()[-1])}
+
+
 def tricycle_run(config: GPTConfig, data, args) -> dict:
     """Train tricycle's model (``config.arch``) on ``data``; per-step times (CPU) or the
     timed span (GPU)."""
     gpu = args.device == "gpu"
     if not gpu and args.loop == "readme":
         return readme_run(config, data)
+    if not gpu and args.loop == "optim":
+        return optim_run(config, data)
     if not gpu:
         set_cpu_threads(args.threads)
     manual_seed(0)
@@ -196,7 +228,7 @@ def torch_run(config: GPTConfig, data, args) -> dict:
     from torch_gpt import adamw, nano_gpt, nano_gpt_step  # noqa: PLC0415
 
     gpu = args.device == "gpu"
-    if not gpu and args.loop == "readme":
+    if not gpu and args.loop in ("readme", "optim"):
         return torch_readme_run(config, data, args)
     torch.set_num_threads(args.threads)
     torch.backends.cuda.matmul.allow_tf32 = args.precision == "tf32"
@@ -298,7 +330,8 @@ def describe(config: GPTConfig, args) -> str:
         f"{config.n_layers}x{config.n_heads} B={config.batch_size} {config.activation_fn}"
     )
     model = "GPT" if config.arch == "gpt2" else f"Llama ({config.kv_heads} key/value heads)"
-    loop = " (the README's loop)" if args.device == "cpu" and args.loop == "readme" else ""
+    loops = {"readme": " (the README's loop)", "optim": " (the README's loop, torch-style)"}
+    loop = loops.get(args.loop, "") if args.device == "cpu" else ""
     return (f"{model} {size} on the {args.device}{loop}, AdamW + clip {config.grad_clip}, "
             f"{args.warmup} warm-up + {args.steps} timed steps, {args.repeats} runs each "
             f"(torch: {args.torch_attention} attention)")  # fmt: skip
