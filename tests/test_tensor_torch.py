@@ -1,7 +1,8 @@
-"""torch.Tensor's methods on tricycle's Tensor (``tricycle.tensor_torch``): values and gradients
-against PyTorch in float64 (one table, most cases the very same expression run on both
-libraries), random shapes with hypothesis, finite differences on a diamond graph, the
-methods without a gradient, the in-place methods' rule (off the graph only) and the errors."""
+"""torch.Tensor's methods on tricycle's Tensor (``tricycle.tensor_torch``, and the casts of
+``tricycle.tensor_inplace``): values and gradients against PyTorch in float64 (one table, most
+cases the very same expression run on both libraries), random shapes with hypothesis, finite
+differences on a diamond graph, the methods without a gradient and the errors. The in-place
+methods, ``.data``, ``to`` and ``new_*`` are tests/test_tensor_inplace.py's."""
 
 import zlib
 
@@ -11,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.helpers import check_grads
-from tricycle.tensor import Tensor, no_grad, to_tensor
+from tricycle.tensor import Tensor, to_tensor
 
 torch = pytest.importorskip("torch")
 
@@ -58,6 +59,36 @@ CASES = [
     ("roll back", *same(lambda t: t.roll(-2, 2)), [normal(2, 3, 4)]),
     ("roll past the size", *same(lambda t: t.roll(7, -1)), [normal(3, 4)]),
     ("roll flattened", *same(lambda t: t.roll(5)), [normal(3, 4)]),
+    ("roll two dims", *same(lambda t: t.roll((1, -2), (0, 2))), [normal(2, 3, 4)]),
+    ("roll a list of one", *same(lambda t: t.roll([2], [-1])), [normal(3, 4)]),
+    ("tile", *same(lambda t: t.tile((2, 1, 3))), [normal(2, 3, 4)]),
+    ("tile more dims", *same(lambda t: t.tile(2, 1, 3) * 1), [normal(3, 4)]),
+    ("tile fewer dims", *same(lambda t: t.tile((2,))), [normal(2, 3, 4)]),
+    ("repeat_interleave", *same(lambda t: t.repeat_interleave(2, dim=1)), [normal(2, 3, 4)]),
+    ("repeat_interleave flat", *same(lambda t: t.repeat_interleave(3)), [normal(2, 3)]),
+    (
+        "repeat_interleave counts",
+        lambda t: t.repeat_interleave(to_tensor([2, 0, 3], dtype=int), 1),
+        lambda t: t.repeat_interleave(torch.tensor([2, 0, 3]), 1),
+        [normal(2, 3, 4)],
+    ),
+    ("t", *same(lambda t: t.t() * 2), [normal(3, 4)]),
+    ("t of a vector", *same(lambda t: t.t() * t), [normal(4)]),
+    ("mT", *same(lambda t: t.mT @ t), [normal(2, 3, 4)]),
+    ("unbind", *same(lambda t: t.unbind(1)[0] * t.unbind(1)[2]), [normal(2, 3, 4)]),
+    ("unbind last", *same(lambda t: t.unbind(-1)[1] + t.unbind(0)[0]), [normal(3, 3)]),
+    (
+        "expand_as",
+        lambda t: t.expand_as(Tensor(np.zeros((2, 3, 4)))),
+        lambda t: t.expand_as(torch.zeros(2, 3, 4)),
+        [normal(3, 1)],
+    ),
+    (
+        "view_as",
+        lambda t: t.view_as(Tensor(np.zeros((4, 6)))),
+        lambda t: t.view_as(torch.zeros(4, 6)),
+        [normal(2, 3, 4)],
+    ),
     ("narrow", *same(lambda t: t.narrow(1, 1, 2)), [normal(3, 4)]),
     ("narrow from the end", *same(lambda t: t.narrow(2, -3, 2)), [normal(2, 3, 4)]),
     (
@@ -105,6 +136,13 @@ CASES = [
     ("norm dim", *same(lambda t: t.norm(dim=1)), [normal(3, 4)]),
     ("norm zero rows", *same(lambda t: (t * (t > 0)).norm(2, -1, True)), [rounded(6, 2)]),
     ("norm fro", *same(lambda t: t.norm(p="fro", dim=(0, 1))), [normal(3, 4, 2)]),
+    ("norm 1", *same(lambda t: t.norm(1)), [normal(3, 4)]),
+    ("norm 1 dim with zeros", *same(lambda t: t.norm(1, dim=0, keepdim=True)), [rounded(5, 3)]),
+    ("norm inf", *same(lambda t: t.norm(float("inf"), 1)), [normal(3, 4)]),
+    ("norm inf ties", *same(lambda t: t.norm(float("inf"))), [rounded(3, 4)]),
+    ("norm -inf", *same(lambda t: t.norm(-float("inf"), dim=(0, 2))), [normal(2, 3, 4)]),
+    ("norm 3", *same(lambda t: t.norm(3, dim=-1)), [normal(3, 4)]),
+    ("norm 1.5 zero rows", *same(lambda t: (t * (t > 0)).norm(1.5, 1)), [rounded(6, 2)]),
     ("tril", *same(lambda t: t.tril()), [normal(2, 3, 4)]),
     ("triu above", *same(lambda t: t.triu(1)), [normal(4, 3)]),
     ("tril below", *same(lambda t: t.tril(-1)), [normal(3, 5)]),
@@ -112,6 +150,15 @@ CASES = [
     ("half", *same(lambda t: t.half()), [normal(3, 4)]),
     ("double of a float", *same(lambda t: t.float().double() * t), [normal(3, 4)]),
     ("type_as", *same(lambda t, u: t.type_as(u.float()) + u.float()), [normal(3), normal(3)]),
+    ("to(dtype)", lambda t: t.to(np.float32), lambda t: t.to(torch.float32), [normal(3, 4)]),
+    (
+        "to(device, dtype)",
+        lambda t: t.to("cpu", np.float32) * t.to(dtype=np.float32),
+        lambda t: t.to("cpu", torch.float32) * t.to(dtype=torch.float32),
+        [normal(3, 4)],
+    ),
+    ("to(float)", *same(lambda t: t.float().to(float) * t), [normal(3, 4)]),
+    ("to(other)", *same(lambda t, u: u.to(t.float()) * t.float()), [normal(3), normal(3)]),
     ("matmul", *same(lambda t, u: t.matmul(u)), [normal(2, 3, 4), normal(4, 5)]),
     ("mm", *same(lambda t, u: t.mm(u)), [normal(3, 4), normal(4, 5)]),
     ("bmm", *same(lambda t, u: t.bmm(u)), [normal(2, 3, 4), normal(2, 4, 5)]),
@@ -183,6 +230,27 @@ def test_shapes_match_torch(shape, data):
 
 
 @given(shape=shapes, data=st.data())
+def test_tile_repeat_interleave_unbind_and_norms_match_torch(shape, data):
+    ndim = len(shape)
+    reps = tuple(data.draw(st.lists(st.integers(0, 3), min_size=1, max_size=4), label="reps"))
+    dims = data.draw(st.lists(st.integers(0, ndim - 1), min_size=1, unique=True), label="dims")
+    dims = [d - ndim if d % 2 else d for d in dims]  # some counted from the end
+    shifts = [data.draw(st.integers(-5, 5), label="shift") for _ in dims]
+    counts = data.draw(st.integers(0, 3), label="counts")
+    p = data.draw(st.sampled_from([1, 1.5, 2, 3, float("inf"), -float("inf")]), label="p")
+    keepdim = data.draw(st.booleans(), label="keepdim")
+    rng = np.random.default_rng(ndim)
+    for expression in (
+        lambda t: t.tile(reps),
+        lambda t: t.roll(tuple(shifts), tuple(dims)),
+        lambda t: t.repeat_interleave(counts, dims[0]),
+        lambda t: t.unbind(dims[0])[-1] * 3,
+        lambda t: t.norm(p, tuple(dims), keepdim),
+    ):
+        run_both(expression, expression, [np.round(rng.normal(size=shape) * 2) / 2], rng)
+
+
+@given(shape=shapes, data=st.data())
 def test_gather_scatters_its_gradient_back_as_torch(shape, data):
     dim = data.draw(st.integers(0, len(shape) - 1), label="dim")
     rows = data.draw(st.integers(1, 5), label="rows")  # repeats: the gradients add up
@@ -202,6 +270,7 @@ def test_composites_match_finite_differences_in_a_diamond():
     check_grads(lambda t: t.softmax(0) * t.norm(dim=1, keepdim=True) + t.log_softmax(1), x)
     check_grads(lambda t: t.std(1, keepdim=True) * t.roll(1, 1) + t.expand(2, 3, 4).sum(0), x)
     check_grads(lambda t: t.gather(1, GATHER[0] % 4) * t.clone(), x)
+    check_grads(lambda t: (t.tile(2, 1) * t.repeat_interleave(2, 0)).sum(0) + t.norm(3, 0) * t, x)
 
 
 # ====================================================================== no gradient
@@ -242,20 +311,6 @@ def test_any_all_and_topk_indices_match_torch():
     assert ours.indices.dtype == np.int64 and not ours.indices.requires_grad
 
 
-def test_new_tensors_take_this_tensors_dtype_and_device():
-    x = Tensor(np.ones((2, 2), dtype=np.float64))
-    zeros, ones = x.new_zeros(2, 3), x.new_ones((4,), requires_grad=True)
-    assert zeros.shape == (2, 3) and zeros.dtype == np.float64 and not zeros.requires_grad
-    assert ones.requires_grad and ones.dtype == np.float64 and ones.array.sum() == 4
-    full = x.new_full((3,), 7, dtype=np.int64)
-    assert full.dtype == np.int64 and full.tolist() == [7, 7, 7] and full.device == "cpu"
-    data = np.array([1.0, 2.0])
-    made = x.new_tensor(data)
-    data[0] = 5  # a copy
-    assert made.tolist() == [1.0, 2.0] and made.dtype == np.float64
-    assert Tensor(np.ones(2, np.float32)).new_tensor([1, 2]).dtype == np.float32
-
-
 def test_casts_and_contiguous():
     x = Tensor(np.array([[1.7, -2.2]]))
     assert x.long().tolist() == [[1, -2]] and not x.long().requires_grad
@@ -268,66 +323,6 @@ def test_casts_and_contiguous():
     assert expanded.array.strides[1] == 0  # a broadcast view, as torch's expand
     with pytest.raises(ValueError, match="NaN"):
         Tensor(np.array([np.nan])).long()
-
-
-# ====================================================================== in place
-def test_in_place_methods_write_off_the_graph():
-    w = Tensor(np.ones(3))  # a parameter: requires grad
-    with no_grad():  # as torch: initialising a parameter
-        assert w.add_(2, alpha=0.5) is w
-        w.mul_(Tensor(np.array([1.0, 2.0, 3.0]))).masked_fill_(np.array([True, False, False]), 0)
-    np.testing.assert_array_equal(w.array, [0, 4, 6])
-    array = w.array
-    with no_grad():
-        w.fill_(Tensor(np.array(2.5))).copy_(np.array([1, 2, 3]))
-        w.zero_()
-    assert w.array is array and w.array.sum() == 0 and w.requires_grad  # the same memory
-    constant = Tensor(np.zeros((2, 3)), requires_grad=False)
-    constant[0] = 1.0  # no gradient: writable outside no_grad too
-    constant[constant.array == 0] = Tensor(np.array(2.0))
-    constant.copy_(constant * 2).add_(np.ones(3))  # a broadcast value
-    np.testing.assert_array_equal(constant.array, [[3, 3, 3], [5, 5, 5]])
-    with no_grad():
-        y = w * 2  # made under no_grad: no graph, writable
-    y.fill_(1)
-    (w * Tensor(np.ones(3))).sum().backward()  # a parameter written in place still trains
-    np.testing.assert_array_equal(w.grad.array, [1, 1, 1])
-
-
-@pytest.mark.parametrize(
-    "write",
-    [
-        lambda t: t.add_(1),
-        lambda t: t.mul_(2),
-        lambda t: t.fill_(0),
-        lambda t: t.zero_(),
-        lambda t: t.copy_(np.zeros(3)),
-        lambda t: t.masked_fill_(np.ones(3, bool), 0),
-        lambda t: t.__setitem__(0, 1.0),
-    ],
-)
-def test_in_place_on_the_graph_is_refused(write):
-    w = Tensor(np.ones(3))
-    with pytest.raises(RuntimeError, match="requires grad: .*no_grad.*functional"):
-        write(w)  # a parameter outside no_grad
-    y = w * 2
-    with pytest.raises(RuntimeError, match="made by an op in a graph"):
-        write(y)
-    with no_grad(), pytest.raises(RuntimeError, match="made by an op in a graph"):
-        write(y)  # its backward needs its values, under no_grad too
-    np.testing.assert_array_equal(y.array, [2, 2, 2])
-
-
-def test_requires_grad_as_torch():
-    x = Tensor(np.zeros(3), requires_grad=False)
-    assert x.requires_grad_() is x and x.requires_grad
-    assert not x.requires_grad_(False).requires_grad
-    y = Tensor(np.ones(2)) * 3
-    assert y.requires_grad_(True) is y
-    with pytest.raises(ValueError, match="requires_grad_"):
-        y.requires_grad_(False)
-    with pytest.raises(TypeError, match="float dtype"):
-        Tensor(np.zeros(2, np.int64)).requires_grad_()
 
 
 # ====================================================================== errors
@@ -358,7 +353,24 @@ def test_requires_grad_as_torch():
         (lambda t: t.argmax(3), ValueError, "Tensor.argmax: dim"),
         (lambda t: t.amax(3), ValueError, "axis"),
         (lambda t: t.any(5), ValueError, "Tensor.any: dim"),
-        (lambda t: t.norm(3), ValueError, "Tensor.norm: p"),
+        (lambda t: t.norm(0.5), ValueError, "Tensor.norm: p"),
+        (lambda t: t.norm("nuc"), ValueError, "Tensor.norm: p"),
+        (lambda t: t.norm(True), ValueError, "Tensor.norm: p"),
+        (lambda t: t.roll((1, 2), 0), ValueError, "Tensor.roll: dims"),
+        (lambda t: t.roll((1, 2)), ValueError, "Tensor.roll: dims"),
+        (lambda t: t.roll((1, 2), (0, 5)), ValueError, "Tensor.roll: dims"),
+        (lambda t: t.tile(2, -1), ValueError, "Tensor.tile: dims"),
+        (lambda t: t.tile(2.0), TypeError, "Tensor.tile"),
+        (lambda t: t.repeat_interleave(2, 3), ValueError, "Tensor.repeat_interleave: dim"),
+        (lambda t: t.repeat_interleave([1, 2], 1), ValueError, "repeat_interleave: repeats"),
+        (lambda t: t.repeat_interleave([1, -1, 1], 1), ValueError, "interleave: repeats"),
+        (lambda t: t.repeat_interleave([0.5], 1), TypeError, "Tensor.repeat_interleave"),
+        (lambda t: t.repeat_interleave(-1), ValueError, "repeats"),
+        (lambda t: t.t(), ValueError, "Tensor.t: shape"),
+        (lambda t: t[0, 0].mT, ValueError, "Tensor.mT"),
+        (lambda t: t.unbind(3), ValueError, "Tensor.unbind: dim"),
+        (lambda t: t.expand_as(t[:, :1]), ValueError, "Tensor.expand"),
+        (lambda t: t.view_as(t[:1]), ValueError, "reshape"),
         (lambda t: t.std(unbiased=1), TypeError, "Tensor.std: unbiased"),
         (lambda t: t[0, 0].tril(), ValueError, "Tensor.tril"),
         (lambda t: t.mm(t), ValueError, "Tensor.mm"),
@@ -369,17 +381,6 @@ def test_bad_arguments_name_the_method(call, error, match):
     x = Tensor(np.zeros((2, 3, 4)))
     with pytest.raises(error, match=match):
         call(x)
-
-
-def test_bad_in_place_values_are_refused():
-    ids = Tensor(np.zeros(3, np.int64))
-    with pytest.raises(TypeError, match="Tensor.add_"):
-        ids.add_(0.5)  # torch: a float result cannot go into an integer tensor
-    x = Tensor(np.zeros((2, 3)), requires_grad=False)
-    with pytest.raises(ValueError, match=r"Tensor.copy_: into shape \(2, 3\)"):
-        x.copy_(np.zeros(4))
-    with pytest.raises(ValueError, match="item"):
-        x.fill_(Tensor(np.zeros(2)))
 
 
 def test_two_axes_are_swapped_as_torch_s_transpose():

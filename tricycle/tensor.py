@@ -24,6 +24,7 @@ import numpy as np
 from tricycle import backend, binary, checks, ops, reduce, unary
 from tricycle.backend import is_float, numeric_array, numeric_dtype, parse_device  # noqa: F401
 from tricycle.graph import BackFn, Node, check_float, grad_enabled, no_grad  # noqa: F401
+from tricycle.tensor_inplace import TorchInPlaceMethods
 from tricycle.tensor_torch import TorchTensorMethods
 
 
@@ -183,7 +184,7 @@ def _torch_split(self, split_size_or_sections, dim: int = 0):
     return tuple(ops.split(self, bounds, dim))
 
 
-class Tensor(TorchTensorMethods, Node):
+class Tensor(TorchTensorMethods, TorchInPlaceMethods, Node):
     """An n-dimensional array that remembers how it was computed (see ``tricycle.graph.Node``
     for the arguments, the graph and ``backward``), with Python's operators."""
 

@@ -1,25 +1,25 @@
-"""The ``torch.Tensor`` methods a PyTorch port calls, on the engine's ops: ``TorchTensorMethods``,
-a base class of ``Tensor`` (``tricycle.tensor``), as ``tricycle.module_torch`` is of ``Layer``.
+"""The ``torch.Tensor`` methods a PyTorch port calls for shapes, math and reductions, on the
+engine's ops: ``TorchTensorMethods``, a base class of ``Tensor`` (``tricycle.tensor``), as
+``tricycle.module_torch`` is of ``Layer``. Those that write into a tensor or make one (the
+in-place methods, ``.data``, the casts, ``to``, ``new_*``) are ``tricycle.tensor_inplace``'s.
 
 Each takes torch's arguments (``dim``, ``keepdim``) and wraps differentiable ops of ``unary``,
-``reduce`` and ``ops``. No op relies on sharing memory: ``view`` is ``reshape``. Tensors are
-functional: ``add_``, ``fill_``, ``x[i] = v``... write into ``.array`` only off the graph (a
-leaf needing no gradient, a parameter under ``no_grad()``), else raise; a recorded graph keeps
-the arrays it saved, so writing into its inputs changes its gradients. ``Tensor``'s own ``sum``,
-``mean``, ``max``, ``min``, ``var``, ``split`` take torch's keywords too, ``repeat`` is numpy's;
+``reduce`` and ``ops``. No op relies on sharing memory: ``view`` is ``reshape``. ``Tensor``'s
+own ``sum``, ``mean``, ``max``, ``min``, ``var``, ``split`` take torch's keywords too,
+``repeat`` is numpy's (torch's ``repeat_interleave``; torch's ``repeat`` is ``tile``);
 ``x.size`` is numpy's count, and called, torch's ``x.size(dim)``. ``softmax`` over any ``dim``
 composes ops (``tricycle.functions``' fused last-axis one sits a layer above the engine).
 """
 
 import math
-import operator
+import numbers
 from collections import namedtuple
 
 import numpy as np
 
 from tricycle import backend, checks, ops, reduce, unary
 from tricycle.binary import unbroadcast
-from tricycle.graph import Node, grad_enabled, no_grad
+from tricycle.graph import Node
 
 TopK = namedtuple("TopK", ["values", "indices"])  # as torch.return_types.topk
 
@@ -38,14 +38,6 @@ def _sizes(op: str, values: tuple) -> tuple[int, ...]:
     if not (isinstance(sizes, tuple | list) and all(map(checks.is_integer, sizes))):
         checks.fail(op, "size", "integers or one sequence of integers", values, TypeError)
     return tuple(int(n) for n in sizes)
-
-
-def _cast_to(name: str, dtype):
-    def cast(self):
-        return self._cast(f"Tensor.{name}", dtype)
-
-    cast.__doc__ = f"torch.Tensor.{name}: cast to {np.dtype(dtype)} (see ``type_as``)."
-    return cast
 
 
 def _index_of(name: str):
@@ -86,24 +78,6 @@ def _triangle(name: str, upper: bool):
 
     triangle.__doc__ = f"torch.Tensor.{name}: zeros past ``diagonal`` of the last two axes."
     return triangle
-
-
-def _new_filled(name: str, value):
-    def new_filled(self, *size, dtype=None, device=None, requires_grad: bool = False):
-        return self.new_full(_sizes(f"Tensor.{name}", size), value, dtype, device, requires_grad)
-
-    new_filled.__doc__ = f"torch.Tensor.{name}: {value}s of this tensor's dtype and device."
-    return new_filled
-
-
-def _in_place(name: str, out_of_place, instead: str):
-    def in_place(self, *args, **kwargs):
-        self._writable(name, instead)
-        with no_grad():
-            return self._write(name, out_of_place(self, *args, **kwargs))
-
-    in_place.__doc__ = f"torch.Tensor.{name}: ``{instead}`` written into this tensor."
-    return in_place
 
 
 def _product(name: str, ndim: int | None):
@@ -192,13 +166,49 @@ class TorchTensorMethods:
         return self[tuple(slice(None, None, -1 if a in axes else 1) for a in range(self.ndim))]
 
     def roll(self, shifts, dims=None):
-        """torch.Tensor.roll: values moved by ``shifts`` along ``dims``, wrapping around."""
+        """torch.Tensor.roll: values moved by ``shifts`` along ``dims``, wrapping around (a
+        tuple of shifts rolls along the tuple of dims of the same length, one by one)."""
+        if isinstance(shifts, tuple | list) or isinstance(dims, tuple | list):
+            pairs = [tuple(v) if isinstance(v, tuple | list) else (v,) for v in (shifts, dims)]
+            if dims is None or len(pairs[0]) != len(pairs[1]):
+                checks.fail("Tensor.roll", "dims", f"one dim per shift of {shifts}", dims)
+            out = self
+            for shift, dim in zip(*pairs):
+                out = out.roll(shift, dim)
+            return out
         if dims is None:
             return self.flatten().roll(shifts, 0).reshape(self.shape)
         dim = checks.axis("Tensor.roll", "dims", dims, self.ndim, self.shape)
         cut = -checks.integer("Tensor.roll", "shifts", shifts) % max(self.shape[dim], 1)
         lead = (slice(None),) * dim  # the result: x[cut:] then x[:cut]
         return ops.concatenate([self[lead + (slice(cut, None),)], self[lead + (slice(cut),)]], dim)
+
+    def tile(self, *dims):
+        """torch.Tensor.tile (torch's ``repeat``): the whole tensor repeated ``dims[i]`` times
+        along axis i, the shorter of ``dims`` and the shape padded with leading 1s."""
+        reps = _sizes("Tensor.tile", dims)
+        if any(n < 0 for n in reps):
+            checks.fail("Tensor.tile", "dims", "counts >= 0", reps)
+        n = max(len(reps), self.ndim)
+        reps, shape = (1,) * (n - len(reps)) + reps, (1,) * (n - self.ndim) + self.shape
+        spread = ops.reshape(self, [m for size in shape for m in (1, size)])  # (1, s0, 1, s1...)
+        tiled = spread.expand(*[m for pair in zip(reps, shape) for m in pair])  # (r0, s0, ...)
+        return ops.reshape(tiled, tuple(r * size for r, size in zip(reps, shape)))
+
+    def repeat_interleave(self, repeats, dim=None):
+        """torch.Tensor.repeat_interleave (numpy's ``repeat``): each entry of axis ``dim`` (of
+        the flattened tensor if None) ``repeats`` times, or ``repeats[i]`` times entry i."""
+        x = self.flatten() if dim is None else self
+        dim = 0 if dim is None else checks.axis("Tensor.repeat_interleave", "dim", dim, x.ndim)
+        if checks.is_integer(repeats):
+            return ops.repeat(x, repeats, dim)
+        counts = self._ids("Tensor.repeat_interleave", repeats).reshape(-1)
+        counts = backend.to_host_array(counts)  # the output's length: read back, as torch's
+        if counts.shape[0] not in (1, x.shape[dim]) or (counts < 0).any():
+            expected = f"1 or {x.shape[dim]} counts >= 0 (the size of dim {dim} of {x.shape})"
+            checks.fail("Tensor.repeat_interleave", "repeats", expected, repeats)
+        ids = np.repeat(np.arange(x.shape[dim]), counts)  # 0, 0, 1, 2, 2...
+        return x[(slice(None),) * dim + (x.xp.asarray(ids),)]
 
     def narrow(self, dim: int, start: int, length: int):
         """torch.Tensor.narrow: ``length`` entries of axis ``dim`` from ``start`` (a slice)."""
@@ -208,6 +218,32 @@ class TorchTensorMethods:
         if start > n or checks.integer("Tensor.narrow", "length", length, 0) + start > n:
             checks.fail("Tensor.narrow", "length", f"at most {n - start} (axis of {n})", length)
         return self[(slice(None),) * dim + (slice(start, start + length),)]
+
+    def t(self):
+        """torch.Tensor.t: a matrix transposed; a vector or a number as it is."""
+        if self.ndim > 2:
+            checks.fail("Tensor.t", "shape", "at most 2 axes (mT swaps the last two)", self.shape)
+        return ops.swapaxes(self, 0, 1) if self.ndim == 2 else self
+
+    @property
+    def mT(self):  # noqa: N802 - torch's name
+        """torch.Tensor.mT: the last two axes swapped (a batch of matrices transposed)."""
+        if self.ndim < 2:
+            raise ValueError(f"Tensor.mT: needs at least 2 axes, got shape {self.shape}")
+        return ops.swapaxes(self, -2, -1)
+
+    def unbind(self, dim: int = 0):
+        """torch.Tensor.unbind: the slices along ``dim``, that axis removed, as a tuple."""
+        dim = checks.axis("Tensor.unbind", "dim", dim, self.ndim, self.shape)
+        return tuple(self[(slice(None),) * dim + (i,)] for i in range(self.shape[dim]))
+
+    def expand_as(self, other):
+        """torch.Tensor.expand_as: ``expand`` to ``other``'s shape."""
+        return self.expand(other.shape)
+
+    def view_as(self, other):
+        """torch.Tensor.view_as: ``view`` (``reshape``) to ``other``'s shape."""
+        return self.view(other.shape)
 
     def _ids(self, op: str, index):
         """``index`` (a Tensor, array or list of integers) as an array beside this tensor's."""
@@ -292,109 +328,17 @@ class TorchTensorMethods:
         return reduce.var(self, dim, keepdim, correction).sqrt()
 
     def norm(self, p="fro", dim=None, keepdim: bool = False):
-        """torch.Tensor.norm for p = 2 ("fro"): sqrt(sum(x^2)), of gradient 0 at 0 as torch's."""
-        if p not in (2, "fro"):
-            checks.fail("Tensor.norm", "p", "2 or 'fro' (sum |x| ** p ** (1 / p) otherwise)", p)
-        total = reduce.sum(self * self, dim, keepdim)
+        """torch.Tensor.norm, a vector norm over ``dim`` (default: all): (sum |x|^p)^(1/p) for a
+        p >= 1 ("fro" is 2), max |x| for inf, min |x| for -inf; of gradient 0 at 0, as torch's."""
+        p = 2 if isinstance(p, str) and p == "fro" else p
+        real = isinstance(p, numbers.Real) and not isinstance(p, bool)
+        if not real or not (p >= 1 or p == -math.inf):
+            checks.fail("Tensor.norm", "p", "a number >= 1, inf, -inf or 'fro'", p)
+        if math.isinf(p):
+            return (reduce.max if p > 0 else reduce.min)(unary.abs(self), dim, keepdim)
+        if p == 1:
+            return reduce.sum(unary.abs(self), dim, keepdim)
+        total = reduce.sum(self * self if p == 2 else unary.abs(self) ** p, dim, keepdim)
         zero = (total.array == 0).astype(total.dtype)  # where the root's slope is infinite
-        return unary.sqrt(total + zero) * (1 - zero)
-
-    # ------------------------------------------------------------------ dtypes, new tensors
-    def _cast(self, op: str, dtype):
-        """This tensor in ``dtype``, its gradient cast back (none to an integer dtype)."""
-        dtype, source = backend.numeric_dtype(dtype, op), self.dtype
-        if dtype == source:
-            return self
-        array = backend.cast(self.array, dtype, op)  # refuses NaN or too large for an int
-        if not backend.is_float(dtype):
-            return self.new(array, requires_grad=False)
-        return unary.unary_op(self, array, lambda dout: dout.astype(source), "cast")
-
-    def type_as(self, other):
-        """torch.Tensor.type_as: cast to ``other``'s dtype."""
-        return self._cast("Tensor.type_as", other.dtype)
-
-    double, half = _cast_to("double", np.float64), _cast_to("half", np.float16)
-    long = _cast_to("long", np.int64)
-    new_zeros, new_ones = _new_filled("new_zeros", 0), _new_filled("new_ones", 1)
-
-    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad: bool = False):
-        """torch.Tensor.new_full: ``fill_value`` everywhere, of this tensor's dtype and device."""
-        values = np.full(_sizes("Tensor.new_full", (size,)), fill_value)  # cast by new_tensor
-        return self.new_tensor(values, dtype, device, requires_grad)
-
-    def new_tensor(self, data, dtype=None, device=None, requires_grad: bool = False):
-        """torch.Tensor.new_tensor: a leaf copy of ``data``, of this tensor's dtype and device."""
-        checks.boolean("Tensor.new_tensor", "requires_grad", requires_grad)
-        data = backend.to_host_array(getattr(data, "array", data))
-        array = backend.numeric_array(data, self.dtype if dtype is None else dtype).copy()
-        on = backend.parse_device(self.device if device is None else device, "Tensor.new_tensor")
-        return self.new(backend.move(array, on), requires_grad=requires_grad)
-
-    # ------------------------------------------------------------------ in place
-    def requires_grad_(self, requires_grad: bool = True):
-        """torch.Tensor.requires_grad_: make this leaf a parameter (True) or a constant."""
-        checks.boolean("Tensor.requires_grad_", "requires_grad", requires_grad)
-        if self.args is not None and not requires_grad:  # an op's output: its graph stays
-            checks.fail("Tensor.requires_grad_", "requires_grad", "True on an op's output "
-                        "(detach() makes a constant of it)", requires_grad)  # fmt: skip
-        if requires_grad and not backend.is_float(self.dtype):
-            checks.fail("Tensor.requires_grad_", "dtype", "a float dtype", self.dtype, TypeError)
-        self.requires_grad = requires_grad
-        return self
-
-    def _writable(self, method: str, instead: str) -> None:
-        """Raise unless writing into this tensor's array leaves every graph as it was."""
-        if self.args is not None:
-            why = "it was made by an op in a graph whose backward needs its values"
-        elif self.requires_grad and grad_enabled():
-            why = "it requires grad: write into a parameter under tricycle.no_grad()"
-        else:
-            return
-        raise RuntimeError(f"Tensor.{method}: cannot write in place into this tensor (shape "
-                           f"{self.shape}): {why}; tricycle's tensors are functional: use "
-                           f"{instead} and keep the result")  # fmt: skip
-
-    def _write(self, method: str, value, casting: bool = False, index=Ellipsis):
-        """``value`` written at ``index`` (a float into integers only when ``casting``)."""
-        array = getattr(value, "array", value)
-        if hasattr(array, "dtype"):
-            if not casting and backend.is_float(array.dtype) and not backend.is_float(self.dtype):
-                checks.fail(f"Tensor.{method}", "value", f"{self.dtype}", array.dtype, TypeError)
-            if backend.device_of(array) != self.device:  # onto this tensor's device
-                array = backend.move(array, self.array.device.id if self.on_gpu else None)
-        try:
-            self.array[index] = array
-        except ValueError as error:  # a shape that does not broadcast
-            raise ValueError(f"Tensor.{method}: into shape {self.shape}: {error}") from None
-        return self
-
-    add_ = _in_place("add_", lambda x, y, alpha=1: x + y * alpha, "x + alpha * y")
-    mul_ = _in_place("mul_", operator.mul, "x * y")
-    masked_fill_ = _in_place("masked_fill_", ops.masked_fill, "masked_fill")
-
-    def fill_(self, value):
-        """torch.Tensor.fill_: ``value`` (a number or a one-element tensor) everywhere."""
-        self._writable("fill_", "new_full")
-        value = value.item() if isinstance(value, Node) else value  # a one-element tensor
-        return self._write("fill_", value, True)
-
-    def zero_(self):
-        """torch.Tensor.zero_: zeros everywhere, off the graph."""
-        self._writable("zero_", "new_zeros")
-        return self._write("zero_", 0)
-
-    def copy_(self, src, non_blocking: bool = False):
-        """torch.Tensor.copy_: the values of ``src`` (broadcast, cast, moved to this device)."""
-        self._writable("copy_", "clone or a new tensor")
-        checks.boolean("Tensor.copy_", "non_blocking", non_blocking)
-        src = src if hasattr(getattr(src, "array", src), "dtype") else np.asarray(src)
-        return self._write("copy_", src, casting=True)
-
-    def __setitem__(self, index, value):
-        """``x[index] = value``, as torch's and numpy's, off the graph."""
-        self._writable("__setitem__", "tricycle.where or masked_fill")
-        self._write("__setitem__", value, True, ops._unwrap_index(index, self.xp))
-
-    # named as Python's builtins: last, so that no annotation above reads them
-    float = _cast_to("float", np.float32)
+        root = unary.sqrt(total + zero) if p == 2 else (total + zero) ** (1 / p)
+        return root * (1 - zero)

@@ -1,0 +1,253 @@
+"""The torch.Tensor methods that write into a tensor or make one (``tricycle.tensor_inplace``):
+the in-place methods against PyTorch and their rule (off the graph only), ``.data`` (the same
+array, no gradient; assignment on a leaf only), the random fills' statistics and seeds, the
+casts without a gradient, ``to``'s spellings, ``new_*`` and the errors. The differentiable
+casts (``float()``, ``to(dtype)``) are in tests/test_tensor_torch.py's table."""
+
+import numpy as np
+import pytest
+
+import tricycle
+from tricycle.tensor import Tensor, no_grad
+
+torch = pytest.importorskip("torch")
+
+
+# ====================================================================== in place
+@pytest.mark.parametrize(
+    ("name", "args", "kwargs"),
+    [
+        ("add_", (2.0,), {"alpha": 0.5}),
+        ("sub_", (np.arange(4.0),), {}),
+        ("sub_", (1.5,), {"alpha": 2}),
+        ("mul_", (np.arange(4.0),), {}),
+        ("div_", (np.array([1.0, 2.0, 4.0, -8.0]),), {}),
+        ("div_", (3,), {}),
+        ("clamp_", (-0.5, 0.5), {}),
+        ("clamp_", (), {"max": 0.1}),
+        ("clamp_", (), {"min": -0.2}),
+    ],
+)
+def test_in_place_arithmetic_matches_torch(name, args, kwargs):
+    values = np.random.default_rng(0).normal(size=(3, 4))
+    ours, theirs = Tensor(values.copy(), requires_grad=False), torch.tensor(values)
+    array = ours.array
+    torch_args = [torch.tensor(a) if isinstance(a, np.ndarray) else a for a in args]
+    assert getattr(ours, name)(*args, **kwargs) is ours
+    getattr(theirs, name)(*torch_args, **kwargs)
+    assert ours.array is array  # written into, as torch's
+    np.testing.assert_allclose(ours.array, theirs.numpy(), rtol=1e-15)
+
+
+def test_in_place_methods_write_off_the_graph():
+    w = Tensor(np.ones(3))  # a parameter: requires grad
+    with no_grad():  # as torch: initialising a parameter
+        assert w.add_(2, alpha=0.5) is w
+        w.mul_(Tensor(np.array([1.0, 2.0, 3.0]))).masked_fill_(np.array([True, False, False]), 0)
+    np.testing.assert_array_equal(w.array, [0, 4, 6])
+    array = w.array
+    with no_grad():
+        w.fill_(Tensor(np.array(2.5))).copy_(np.array([1, 2, 3]))
+        w.zero_()
+    assert w.array is array and w.array.sum() == 0 and w.requires_grad  # the same memory
+    constant = Tensor(np.zeros((2, 3)), requires_grad=False)
+    constant[0] = 1.0  # no gradient: writable outside no_grad too
+    constant[constant.array == 0] = Tensor(np.array(2.0))
+    constant.copy_(constant * 2).add_(np.ones(3))  # a broadcast value
+    np.testing.assert_array_equal(constant.array, [[3, 3, 3], [5, 5, 5]])
+    with no_grad():
+        y = w * 2  # made under no_grad: no graph, writable
+    y.fill_(1)
+    (w * Tensor(np.ones(3))).sum().backward()  # a parameter written in place still trains
+    np.testing.assert_array_equal(w.grad.array, [1, 1, 1])
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda t: t.add_(1),
+        lambda t: t.sub_(1),
+        lambda t: t.mul_(2),
+        lambda t: t.div_(2),
+        lambda t: t.clamp_(0, 1),
+        lambda t: t.normal_(),
+        lambda t: t.uniform_(),
+        lambda t: t.fill_(0),
+        lambda t: t.zero_(),
+        lambda t: t.copy_(np.zeros(3)),
+        lambda t: t.masked_fill_(np.ones(3, bool), 0),
+        lambda t: t.__setitem__(0, 1.0),
+    ],
+)
+def test_in_place_on_the_graph_is_refused(write):
+    w = Tensor(np.ones(3))
+    with pytest.raises(RuntimeError, match="requires grad: .*no_grad.*functional"):
+        write(w)  # a parameter outside no_grad
+    y = w * 2
+    with pytest.raises(RuntimeError, match="made by an op in a graph"):
+        write(y)
+    with no_grad(), pytest.raises(RuntimeError, match="made by an op in a graph"):
+        write(y)  # its backward needs its values, under no_grad too
+    np.testing.assert_array_equal(y.array, [2, 2, 2])
+
+
+def test_requires_grad_as_torch():
+    x = Tensor(np.zeros(3), requires_grad=False)
+    assert x.requires_grad_() is x and x.requires_grad
+    assert not x.requires_grad_(False).requires_grad
+    y = Tensor(np.ones(2)) * 3
+    assert y.requires_grad_(True) is y
+    with pytest.raises(ValueError, match="requires_grad_"):
+        y.requires_grad_(False)
+    with pytest.raises(TypeError, match="float dtype"):
+        Tensor(np.zeros(2, np.int64)).requires_grad_()
+
+
+# ====================================================================== random fills
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_random_fills_have_their_distributions_and_repeat_under_a_seed(dtype):
+    x = Tensor(np.zeros((200, 50), dtype), requires_grad=False)  # 10,000 draws
+    array = x.array
+    tricycle.manual_seed(3)
+    assert x.normal_(1.5, 2.0) is x and x.array is array and x.dtype == dtype
+    first = x.array.copy()
+    assert abs(first.mean() - 1.5) < 0.1 and abs(first.std() - 2.0) < 0.1  # 5 standard errors
+    tricycle.manual_seed(3)
+    np.testing.assert_array_equal(x.normal_(1.5, 2.0).array, first)  # the seed repeats it
+    assert not np.array_equal(x.normal_(1.5, 2.0).array, first)  # the next draw differs
+    x.uniform_(-1.0, 3.0)
+    assert x.array.min() >= -1 and x.array.max() <= 3
+    assert abs(x.array.mean() - 1.0) < 0.06 and abs(x.array.var() - 16 / 12) < 0.06
+    drawn = x.uniform_(generator=np.random.default_rng(7)).array.copy()  # U(0, 1)
+    expected = np.random.default_rng(7).uniform(0, 1, x.shape).astype(dtype)
+    np.testing.assert_array_equal(drawn, expected)
+    w = Tensor(np.zeros(4, dtype))  # a parameter, under no_grad: torch's initialisation
+    with no_grad():
+        w.normal_(std=0.02)
+    assert w.requires_grad and 0 < np.abs(w.array).max() < 0.2
+
+
+# ====================================================================== .data
+def test_data_shares_the_array_without_a_gradient():
+    w = Tensor(np.arange(3.0))
+    data = w.data
+    assert data.array is w.array and not data.requires_grad and data.args is None
+    y = (w * 2).data  # an op's output: the values, off the graph
+    np.testing.assert_array_equal(y.array, [0, 2, 4])
+    assert not y.requires_grad
+    data.add_(1)  # torch's idiom: w.data.add_(...) writes into w, no gradient recorded
+    np.testing.assert_array_equal(w.array, [1, 2, 3])
+    assert w.requires_grad
+
+
+def test_data_assignment_replaces_a_leaf_s_array_off_the_graph():
+    w = Tensor(np.ones(3))
+    old = w.data
+    new = np.full((2, 2), 5.0)
+    w.data = new  # a new shape too, as torch's
+    assert w.array is new and w.requires_grad and w.args is None
+    np.testing.assert_array_equal(old.array, [1, 1, 1])  # rebound: nothing written into
+    (w * w).sum().backward()  # it trains with its new values
+    np.testing.assert_array_equal(w.grad.array, np.full((2, 2), 10.0))
+    w.data = Tensor(np.zeros(2, np.float32))
+    assert w.dtype == np.float32 and w.shape == (2,)
+    constant = Tensor(np.zeros(2), requires_grad=False)
+    constant.data = np.arange(4)  # no gradient: any numeric dtype
+    assert constant.dtype == np.int64
+
+
+@pytest.mark.parametrize(
+    ("target", "value", "error", "match"),
+    [
+        (lambda: Tensor(np.ones(3)) * 2, np.zeros(3), RuntimeError, "made by an op in a graph"),
+        (lambda: Tensor(np.ones(3)), [1.0, 2.0], TypeError, "Tensor.data: value"),
+        (lambda: Tensor(np.ones(3)), np.zeros(3, int), TypeError, "Tensor.data: value's dtype"),
+        (lambda: Tensor(np.ones(3)), np.array(["a"]), TypeError, "Tensor.data"),
+    ],
+)
+def test_bad_data_assignments_are_refused(target, value, error, match):
+    tensor = target()
+    array = tensor.array
+    with pytest.raises(error, match=match):
+        tensor.data = value
+    assert tensor.array is array
+
+
+# ====================================================================== casts, to, new tensors
+def test_int_and_bool_casts_match_torch():
+    values = np.array([[1.7, -2.2, 0.0], [0.4, 3.9, -0.6]])
+    x, tx = Tensor(values), torch.tensor(values)
+    for name in ("int", "bool", "long", "half", "double"):
+        out, expected = getattr(x, name)(), getattr(tx, name)()
+        assert str(expected.dtype) == f"torch.{out.dtype}".replace("bool_", "bool")
+        np.testing.assert_array_equal(out.array, expected.numpy())
+    assert not x.int().requires_grad and not x.bool().requires_grad
+
+
+def test_to_takes_devices_dtypes_and_tensors():
+    x = Tensor(np.ones((2, 3)))
+    for same in (x.to("cpu"), x.to(device="cpu"), x.to("CPU"), x.to(np.float64), x.to(x)):
+        assert same is x  # nothing to change: itself, as torch's
+    assert x.cpu() is x and x.to(dtype=float) is x
+    copied = x.to(np.float64, copy=True)
+    assert copied is not x and copied.array is not x.array
+    assert x.to("cpu", np.float32).dtype == np.float32 and x.to(int).dtype == np.int64
+    assert x.to(Tensor(np.zeros(1, np.float16))).dtype == np.float16
+    ids = x.to(np.int32)
+    assert ids.dtype == np.int32 and not ids.requires_grad
+    assert x.to(dtype=np.float32, non_blocking=True).dtype == np.float32
+
+
+def test_new_tensors_take_this_tensors_dtype_and_device():
+    x = Tensor(np.ones((2, 2), dtype=np.float64))
+    zeros, ones = x.new_zeros(2, 3), x.new_ones((4,), requires_grad=True)
+    assert zeros.shape == (2, 3) and zeros.dtype == np.float64 and not zeros.requires_grad
+    assert ones.requires_grad and ones.dtype == np.float64 and ones.array.sum() == 4
+    full = x.new_full((3,), 7, dtype=np.int64)
+    assert full.dtype == np.int64 and full.tolist() == [7, 7, 7] and full.device == "cpu"
+    data = np.array([1.0, 2.0])
+    made = x.new_tensor(data)
+    data[0] = 5  # a copy
+    assert made.tolist() == [1.0, 2.0] and made.dtype == np.float64
+    assert Tensor(np.ones(2, np.float32)).new_tensor([1, 2]).dtype == np.float32
+    assert x.new_zeros(0, 3).shape == (0, 3)  # an empty tensor, as torch's
+
+
+# ====================================================================== errors
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda t: t.new_zeros(-1, 2), ValueError, r"Tensor.new_zeros: size .*\(-1, 2\)"),
+        (lambda t: t.new_ones((3, -2)), ValueError, "Tensor.new_ones: size"),
+        (lambda t: t.new_full((-1,), 1.0), ValueError, "Tensor.new_full: size"),
+        (lambda t: t.new_zeros(2.5), TypeError, "Tensor.new_zeros"),
+        (lambda t: t.to(np.float32, np.float64), TypeError, "Tensor.to: device"),
+        (lambda t: t.to("float32"), ValueError, "Tensor.to: device"),
+        (lambda t: t.to(object()), TypeError, "Tensor.to: device"),
+        (lambda t: t.to(str), TypeError, "Tensor.to"),
+        (lambda t: t.to(), TypeError, "Tensor.to: device"),
+        (lambda t: t.to("cpu", copy=1), TypeError, "Tensor.to: copy"),
+        (lambda t: t.normal_(std=-1.0), ValueError, "Tensor.normal_: std"),
+        (lambda t: t.normal_(float("nan")), ValueError, "Tensor.normal_: mean"),
+        (lambda t: t.uniform_(1.0, 0.0), ValueError, "Tensor.uniform_: to"),
+        (lambda t: t.uniform_(generator=1), TypeError, "Tensor.uniform_: generator"),
+        (lambda t: t.long().normal_(), TypeError, "Tensor.normal_: dtype"),
+        (lambda t: t.clamp_(), ValueError, "Tensor.clamp"),
+        (lambda t: t.long().div_(2), TypeError, "Tensor.div_"),
+    ],
+)
+def test_bad_arguments_name_the_method(call, error, match):
+    x = Tensor(np.zeros((2, 3)), requires_grad=False)
+    with pytest.raises(error, match=match):
+        call(x)
+
+
+def test_bad_in_place_values_are_refused():
+    ids = Tensor(np.zeros(3, np.int64))
+    with pytest.raises(TypeError, match="Tensor.add_"):
+        ids.add_(0.5)  # torch: a float result cannot go into an integer tensor
+    x = Tensor(np.zeros((2, 3)), requires_grad=False)
+    with pytest.raises(ValueError, match=r"Tensor.copy_: into shape \(2, 3\)"):
+        x.copy_(np.zeros(4))
+    with pytest.raises(ValueError, match="item"):
+        x.fill_(Tensor(np.zeros(2)))

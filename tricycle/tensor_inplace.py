@@ -1,0 +1,241 @@
+"""The ``torch.Tensor`` methods that write into a tensor or make one: ``TorchInPlaceMethods``, a
+base class of ``Tensor`` (``tricycle.tensor``) beside ``tricycle.tensor_torch``'s shapes and math.
+
+The in-place methods (``add_``, ``clamp_``, ``normal_``, ``x[i] = v``...) write into ``.array``
+only off the graph (a leaf needing no gradient, a parameter under ``no_grad()``), else raise:
+tensors are functional, and a recorded graph keeps the arrays it saved, so writing into its
+inputs would change its gradients. ``.data`` is torch's detached view (the same array, no
+gradient); assigning it rebinds a leaf's array, between steps as in torch (an op recorded
+from the leaf and not yet backpropagated may read the new array in its backward). The casts
+(``float()``, ``to(dtype)``) send the gradient back in the source's dtype, and ``new_*``
+make leaves of this tensor's dtype and device. The random fills draw from tricycle's generator
+(``tricycle.random``, so ``tricycle.manual_seed`` repeats them), on the host, as it always does.
+"""
+
+import operator
+
+import numpy as np
+
+from tricycle import backend, checks, ops, unary
+from tricycle.graph import Node, grad_enabled, no_grad
+from tricycle.tensor_torch import _sizes
+
+
+def _cast_to(name: str, dtype):
+    def cast(self):
+        return self._cast(f"Tensor.{name}", dtype)
+
+    cast.__doc__ = f"torch.Tensor.{name}: cast to {np.dtype(dtype)} (see ``type_as``)."
+    return cast
+
+
+def _new_shape(op: str, size: tuple) -> tuple[int, ...]:
+    """The sizes of a new tensor (as ``_sizes``), none negative."""
+    shape = _sizes(op, size)
+    if any(n < 0 for n in shape):
+        checks.fail(op, "size", "non-negative sizes", shape)
+    return shape
+
+
+def _new_filled(name: str, value):
+    def new_filled(self, *size, dtype=None, device=None, requires_grad: bool = False):
+        shape = _new_shape(f"Tensor.{name}", size)  # an error names this method
+        return self.new_full(shape, value, dtype, device, requires_grad)
+
+    new_filled.__doc__ = f"torch.Tensor.{name}: {value}s of this tensor's dtype and device."
+    return new_filled
+
+
+def _in_place(name: str, out_of_place, instead: str):
+    def in_place(self, *args, **kwargs):
+        self._writable(name, instead)
+        with no_grad():
+            return self._write(name, out_of_place(self, *args, **kwargs))
+
+    in_place.__doc__ = f"torch.Tensor.{name}: ``{instead}`` written into this tensor."
+    return in_place
+
+
+class TorchInPlaceMethods:
+    """torch's ``Tensor`` methods that write or make tensors (see the module's doc)."""
+
+    __slots__ = ()
+
+    # ------------------------------------------------------------------ data
+    @property
+    def data(self):
+        """torch.Tensor.data: this tensor's values off the graph (the same array, no gradient).
+
+        Assigning it, ``p.data = values`` (a Tensor or an array, kept as it is: no copy, its own
+        shape, dtype and device), rebinds this leaf's array without writing into the old one,
+        as torch's; an op's output in a graph refuses it (its backward reads the values it
+        was made from)."""
+        return self.detach()
+
+    @data.setter
+    def data(self, values):
+        if self.args is not None:
+            raise RuntimeError(f"Tensor.data: cannot assign the data of a tensor made by an op "
+                               f"in a graph (shape {self.shape}), whose backward reads its "
+                               f"values; assign to a leaf (a parameter or a constant)")  # fmt: skip
+        array = values.array if isinstance(values, Node) else values
+        if not (isinstance(array, np.ndarray) or backend.is_cupy_array(array)):
+            checks.fail("Tensor.data", "value", "a Tensor or an array", values, TypeError)
+        backend.numeric_dtype(array.dtype, "Tensor.data")
+        if self.requires_grad and not backend.is_float(array.dtype):
+            expected = "a float dtype (this tensor requires grad)"
+            checks.fail("Tensor.data", "value's dtype", expected, array.dtype, TypeError)
+        self.array = array
+
+    # ------------------------------------------------------------------ dtypes and devices
+    def _cast(self, op: str, dtype):
+        """This tensor in ``dtype``, its gradient cast back (none to an integer dtype)."""
+        dtype, source = backend.numeric_dtype(dtype, op), self.dtype
+        if dtype == source:
+            return self
+        array = backend.cast(self.array, dtype, op)  # refuses NaN or too large for an int
+        if not backend.is_float(dtype):
+            return self.new(array, requires_grad=False)
+        return unary.unary_op(self, array, lambda dout: dout.astype(source), "cast")
+
+    def type_as(self, other):
+        """torch.Tensor.type_as: cast to ``other``'s dtype."""
+        return self._cast("Tensor.type_as", other.dtype)
+
+    def to(self, device=None, dtype=None, non_blocking: bool = False, copy: bool = False):
+        """torch.Tensor.to: this tensor cast to ``dtype`` and/or on ``device``.
+
+        ``to(device)`` ("cpu", "gpu", "cuda", "cuda:N" or a GPU index N: ``Node.to``, a copy
+        whose gradient moves back), ``to(dtype)`` (a numpy dtype or type: ``numpy.float64``,
+        ``float``), ``to(device, dtype)`` or ``to(other)`` (a Tensor's device and dtype). Returns
+        ``self`` when nothing changes, unless ``copy``; copies are synchronous."""
+        checks.boolean("Tensor.to", "non_blocking", non_blocking)
+        checks.boolean("Tensor.to", "copy", copy)
+        if isinstance(device, Node):
+            device, dtype = device.device, device.dtype if dtype is None else dtype
+        elif isinstance(device, np.dtype | type):  # to(dtype)
+            if dtype is not None:
+                expected = "a device when dtype is given"
+                checks.fail("Tensor.to", "device", expected, device, TypeError)
+            device, dtype = None, device
+        out = self if dtype is None else self._cast("Tensor.to", dtype)
+        if device is not None or dtype is None:  # neither: Node.to refuses the device None
+            out = Node.to(out, device)
+        return out.clone() if copy and out is self else out
+
+    double, half = _cast_to("double", np.float64), _cast_to("half", np.float16)
+    long = _cast_to("long", np.int64)
+
+    # ------------------------------------------------------------------ new tensors
+    new_zeros, new_ones = _new_filled("new_zeros", 0), _new_filled("new_ones", 1)
+
+    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad: bool = False):
+        """torch.Tensor.new_full: ``fill_value`` everywhere, of this tensor's dtype and device."""
+        values = np.full(_new_shape("Tensor.new_full", (size,)), fill_value)  # cast by new_tensor
+        return self.new_tensor(values, dtype, device, requires_grad)
+
+    def new_tensor(self, data, dtype=None, device=None, requires_grad: bool = False):
+        """torch.Tensor.new_tensor: a leaf copy of ``data``, of this tensor's dtype and device."""
+        checks.boolean("Tensor.new_tensor", "requires_grad", requires_grad)
+        data = backend.to_host_array(getattr(data, "array", data))
+        array = backend.numeric_array(data, self.dtype if dtype is None else dtype).copy()
+        on = backend.parse_device(self.device if device is None else device, "Tensor.new_tensor")
+        return self.new(backend.move(array, on), requires_grad=requires_grad)
+
+    # ------------------------------------------------------------------ in place
+    def requires_grad_(self, requires_grad: bool = True):
+        """torch.Tensor.requires_grad_: make this leaf a parameter (True) or a constant."""
+        checks.boolean("Tensor.requires_grad_", "requires_grad", requires_grad)
+        if self.args is not None and not requires_grad:  # an op's output: its graph stays
+            checks.fail("Tensor.requires_grad_", "requires_grad", "True on an op's output "
+                        "(detach() makes a constant of it)", requires_grad)  # fmt: skip
+        if requires_grad and not backend.is_float(self.dtype):
+            checks.fail("Tensor.requires_grad_", "dtype", "a float dtype", self.dtype, TypeError)
+        self.requires_grad = requires_grad
+        return self
+
+    def _writable(self, method: str, instead: str) -> None:
+        """Raise unless writing into this tensor's array leaves every graph as it was."""
+        if self.args is not None:
+            why = "it was made by an op in a graph whose backward needs its values"
+        elif self.requires_grad and grad_enabled():
+            why = "it requires grad: write into a parameter under tricycle.no_grad()"
+        else:
+            return
+        raise RuntimeError(f"Tensor.{method}: cannot write in place into this tensor (shape "
+                           f"{self.shape}): {why}; tricycle's tensors are functional: use "
+                           f"{instead} and keep the result")  # fmt: skip
+
+    def _write(self, method: str, value, casting: bool = False, index=Ellipsis):
+        """``value`` written at ``index`` (a float into integers only when ``casting``)."""
+        array = getattr(value, "array", value)
+        if hasattr(array, "dtype"):
+            if not casting and backend.is_float(array.dtype) and not backend.is_float(self.dtype):
+                checks.fail(f"Tensor.{method}", "value", f"{self.dtype}", array.dtype, TypeError)
+            if backend.device_of(array) != self.device:  # onto this tensor's device
+                array = backend.move(array, self.array.device.id if self.on_gpu else None)
+        try:
+            self.array[index] = array
+        except ValueError as error:  # a shape that does not broadcast
+            raise ValueError(f"Tensor.{method}: into shape {self.shape}: {error}") from None
+        return self
+
+    add_ = _in_place("add_", lambda x, y, alpha=1: x + y * alpha, "x + alpha * y")
+    sub_ = _in_place("sub_", lambda x, y, alpha=1: x - y * alpha, "x - alpha * y")
+    mul_ = _in_place("mul_", operator.mul, "x * y")
+    div_ = _in_place("div_", operator.truediv, "x / y")
+    clamp_ = _in_place("clamp_", lambda x, *bounds, **named: x.clamp(*bounds, **named), "clamp")
+    masked_fill_ = _in_place("masked_fill_", ops.masked_fill, "masked_fill")
+
+    def normal_(self, mean=0.0, std=1.0, *, generator=None):
+        """torch.Tensor.normal_: values drawn from N(mean, std^2)."""
+        checks.real("Tensor.normal_", "mean", mean)
+        checks.non_negative("Tensor.normal_", "std", std)
+        return self._fill_random("normal_", "tricycle.randn", generator, "normal", mean, std)
+
+    def uniform_(self, from_=0.0, to=1.0, *, generator=None):
+        """torch.Tensor.uniform_: values drawn from U(from, to), ``from`` named ``from_`` here."""
+        checks.real("Tensor.uniform_", "to", to, checks.real("Tensor.uniform_", "from", from_))
+        return self._fill_random("uniform_", "tricycle.rand", generator, "uniform", from_, to)
+
+    def _fill_random(self, name: str, instead: str, generator, distribution: str, *params):
+        """Values drawn (on the host) from ``generator.distribution(*params)``, written in."""
+        self._writable(name, instead)
+        if not backend.is_float(self.dtype):
+            checks.fail(f"Tensor.{name}", "dtype", "a float dtype", self.dtype, TypeError)
+        if generator is None:
+            from tricycle import random  # noqa: PLC0415 - import tricycle.tensor stays small
+
+            generator = random.generator()
+        elif not isinstance(generator, np.random.Generator):
+            expected = "None (tricycle's generator) or a numpy Generator"
+            checks.fail(f"Tensor.{name}", "generator", expected, generator, TypeError)
+        values = getattr(generator, distribution)(*params, self.shape)
+        return self._write(name, np.asarray(values).astype(self.dtype))
+
+    def fill_(self, value):
+        """torch.Tensor.fill_: ``value`` (a number or a one-element tensor) everywhere."""
+        self._writable("fill_", "new_full")
+        value = value.item() if isinstance(value, Node) else value  # a one-element tensor
+        return self._write("fill_", value, True)
+
+    def zero_(self):
+        """torch.Tensor.zero_: zeros everywhere, off the graph."""
+        self._writable("zero_", "new_zeros")
+        return self._write("zero_", 0)
+
+    def copy_(self, src, non_blocking: bool = False):
+        """torch.Tensor.copy_: the values of ``src`` (broadcast, cast, moved to this device)."""
+        self._writable("copy_", "clone or a new tensor")
+        checks.boolean("Tensor.copy_", "non_blocking", non_blocking)
+        src = src if hasattr(getattr(src, "array", src), "dtype") else np.asarray(src)
+        return self._write("copy_", src, casting=True)
+
+    def __setitem__(self, index, value):
+        """``x[index] = value``, as torch's and numpy's, off the graph."""
+        self._writable("__setitem__", "tricycle.where or masked_fill")
+        self._write("__setitem__", value, True, ops._unwrap_index(index, self.xp))
+
+    # named as Python's builtins: last, so that no annotation above reads them
+    float, int = _cast_to("float", np.float32), _cast_to("int", np.int32)
+    bool = _cast_to("bool", np.bool_)
