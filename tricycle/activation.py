@@ -42,15 +42,27 @@ __all__ = [
 
 
 # ---------------------------------------------------------------------- ReLU family
-class ReLU(Layer):
+class InPlaceAccepted(Layer):
+    """An activation that takes torch's ``inplace`` (a bool, kept for its repr) and computes
+    out of place all the same: tricycle's ops are functional."""
+
+    inplace = False  # a class default: layers pickled before the argument still load
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""  # as torch's: shown when True
+
+    def with_inplace(self, arguments: str) -> str:
+        """``arguments`` of the repr, then ", inplace=True" when it is."""
+        return arguments + (", inplace=True" if self.inplace else "")
+
+
+class ReLU(InPlaceAccepted):
     """max(x, 0); the derivative at 0 is 0, as in PyTorch (name "> 0").
 
     ``inplace`` is accepted for PyTorch's code (``nn.ReLU(inplace=True)``) and changes
     nothing: tricycle's ops are functional, so the output is always a new array, with the
     values and gradients of torch's in-place ReLU, and the input is left as it was.
     """
-
-    inplace = False  # a class default: layers pickled before the argument still load
 
     @checks.arguments(inplace=checks.boolean)
     def __init__(self, inplace: bool = False):
@@ -60,15 +72,10 @@ class ReLU(Layer):
         xp = x.xp
         return unary_op(x, xp.maximum(x.array, 0), lambda dout: dout * (x.array > 0), "> 0")
 
-    def extra_repr(self) -> str:
-        return "inplace=True" if self.inplace else ""  # as torch's: shown when True
 
-
-class LeakyReLU(Layer):
+class LeakyReLU(InPlaceAccepted):
     """x for x > 0, ``negative_slope * x`` otherwise. ``inplace``: as ``ReLU``'s (accepted,
     computed out of place)."""
-
-    inplace = False
 
     @checks.arguments(negative_slope=checks.real, inplace=checks.boolean)
     def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
@@ -86,8 +93,7 @@ class LeakyReLU(Layer):
         )
 
     def extra_repr(self) -> str:
-        inplace = ", inplace=True" if self.inplace else ""
-        return f"negative_slope={self.negative_slope}{inplace}"
+        return self.with_inplace(f"negative_slope={self.negative_slope}")
 
 
 # ---------------------------------------------------------------------- erf
@@ -282,11 +288,9 @@ def dense_gelu(layer: Dense, x: Tensor, approximate=False) -> Tensor:
 
 
 # ---------------------------------------------------------------------- Swish, GLU
-class Swish(Layer):
+class Swish(InPlaceAccepted):
     """x * sigmoid(x), also called SiLU. ``inplace``: as ``ReLU``'s (accepted, computed out
     of place)."""
-
-    inplace = False
 
     @checks.arguments(inplace=checks.boolean)
     def __init__(self, inplace: bool = False):
@@ -294,9 +298,6 @@ class Swish(Layer):
 
     def forward(self, x: Tensor) -> Tensor:
         return x * unary.sigmoid(x)
-
-    def extra_repr(self) -> str:
-        return "inplace=True" if self.inplace else ""  # as torch's: shown when True
 
 
 SiLU = Swish

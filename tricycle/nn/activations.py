@@ -16,6 +16,7 @@ its inputs for the backward).
 """
 
 from tricycle import checks, ops, unary
+from tricycle.activation import InPlaceAccepted
 from tricycle.backend import check_same_device
 from tricycle.functions import Softmax
 from tricycle.module import Layer, parameter
@@ -52,20 +53,6 @@ def _nonzero(owner: str, name: str, value, optional: bool = False):
     return value
 
 
-class _InPlace(Layer):
-    """An activation that takes torch's ``inplace`` (a bool, kept for repr; computed out of
-    place)."""
-
-    inplace = False
-
-    def extra_repr(self) -> str:
-        return "inplace=True" if self.inplace else ""
-
-
-def _with_inplace(arguments: str, layer: _InPlace) -> str:
-    return arguments + (", inplace=True" if layer.inplace else "")
-
-
 # ====================================================================== exponential family
 def exponential_linear(
     x: Tensor, alpha: float, scale: float = 1.0, input_scale: float = 1.0, op: str = "ELU"
@@ -88,7 +75,7 @@ def exponential_linear(
     return unary_op(x, y, back_fn, op.lower())
 
 
-class ELU(_InPlace):
+class ELU(InPlaceAccepted):
     """x where x > 0, alpha (e^x - 1) otherwise, as ``torch.nn.ELU``."""
 
     @checks.arguments(alpha=checks.real, inplace=checks.boolean)
@@ -99,10 +86,10 @@ class ELU(_InPlace):
         return exponential_linear(x, self.alpha, op="ELU")
 
     def extra_repr(self) -> str:
-        return _with_inplace(f"alpha={self.alpha}", self)
+        return self.with_inplace(f"alpha={self.alpha}")
 
 
-class SELU(_InPlace):
+class SELU(InPlaceAccepted):
     """scale ELU(x) with alpha = 1.6733 and scale = 1.0507 (to 5 figures), the constants that
     keep activations near zero mean and unit variance through deep stacks, as ``torch.nn.SELU``.
     """
@@ -115,7 +102,7 @@ class SELU(_InPlace):
         return exponential_linear(x, SELU_ALPHA, SELU_SCALE, op="SELU")
 
 
-class CELU(_InPlace):
+class CELU(InPlaceAccepted):
     """x where x > 0, alpha (e^(x / alpha) - 1) otherwise (continuously differentiable at 0
     for any alpha), as ``torch.nn.CELU``; alpha must not be 0."""
 
@@ -127,7 +114,7 @@ class CELU(_InPlace):
         return exponential_linear(x, self.alpha, 1.0, 1 / self.alpha, op="CELU")
 
     def extra_repr(self) -> str:
-        return _with_inplace(f"alpha={self.alpha}", self)
+        return self.with_inplace(f"alpha={self.alpha}")
 
 
 # ====================================================================== smooth
@@ -154,7 +141,7 @@ class Softplus(Layer):
         return f"beta={self.beta}, threshold={self.threshold}"
 
 
-class Mish(_InPlace):
+class Mish(InPlaceAccepted):
     """x tanh(softplus(x)), as ``torch.nn.Mish``. With t = tanh(softplus(x)), the slope is
     t + x sigmoid(x) (1 - t^2) (d softplus / dx is the sigmoid)."""
 
@@ -208,7 +195,7 @@ def _clamp(x: Tensor, low: float, high: float, op: str) -> Tensor:
     )
 
 
-class Hardtanh(_InPlace):
+class Hardtanh(InPlaceAccepted):
     """x clamped into [min_val, max_val], as ``torch.nn.Hardtanh``: the slope is 1 strictly
     between the bounds, 0 at them and beyond. PyTorch's deprecated ``min_value`` and
     ``max_value`` are not taken."""
@@ -226,7 +213,7 @@ class Hardtanh(_InPlace):
         return _clamp(x, self.min_val, self.max_val, type(self).__name__)
 
     def extra_repr(self) -> str:
-        return _with_inplace(f"min_val={self.min_val}, max_val={self.max_val}", self)
+        return self.with_inplace(f"min_val={self.min_val}, max_val={self.max_val}")
 
 
 class ReLU6(Hardtanh):
@@ -237,10 +224,10 @@ class ReLU6(Hardtanh):
         super().__init__(0.0, 6.0, inplace)
 
     def extra_repr(self) -> str:
-        return _InPlace.extra_repr(self)
+        return InPlaceAccepted.extra_repr(self)
 
 
-class Hardsigmoid(_InPlace):
+class Hardsigmoid(InPlaceAccepted):
     """A piecewise-linear sigmoid, as ``torch.nn.Hardsigmoid``: 0 for x <= -3, 1 for x >= 3,
     x / 6 + 1/2 between; the slope is 1/6 strictly between -3 and 3, else 0."""
 
@@ -254,7 +241,7 @@ class Hardsigmoid(_InPlace):
         return unary_op(x, y, lambda dout: dout * ((a > -3) & (a < 3)) * (1 / 6), "hardsigmoid")
 
 
-class Hardswish(_InPlace):
+class Hardswish(InPlaceAccepted):
     """x Hardsigmoid(x) = x min(max(x + 3, 0), 6) / 6 (MobileNetV3), as ``torch.nn.Hardswish``:
     the slope is 0 for x <= -3, x / 3 + 1/2 for -3 < x < 3 and 1 for x >= 3 (PyTorch's
     choice at the two kinks)."""
@@ -273,7 +260,7 @@ class Hardswish(_InPlace):
         return unary_op(x, y, back_fn, "hardswish")
 
 
-class Threshold(_InPlace):
+class Threshold(InPlaceAccepted):
     """x where x > threshold, else ``value``, as ``torch.nn.Threshold``; the slope is 1 above
     the threshold, 0 at it and below."""
 
@@ -288,7 +275,7 @@ class Threshold(_InPlace):
         return unary_op(x, y, lambda dout: dout * above, "threshold")
 
     def extra_repr(self) -> str:
-        return _with_inplace(f"threshold={self.threshold}, value={self.value}", self)
+        return self.with_inplace(f"threshold={self.threshold}, value={self.value}")
 
 
 # ====================================================================== learnable
