@@ -1,8 +1,9 @@
 """tricycle.optim.lr_scheduler against torch.optim.lr_scheduler: every schedule's learning
-rates (and OneCycleLR's momentum and betas) step by step, on two parameter groups, with a
-torch optimizer and a tricycle one side by side; ReduceLROnPlateau on a metric sequence;
-step(epoch); state_dict round trips; the errors."""
+rates (and OneCycleLR's and CyclicLR's momentum and betas) step by step, on two parameter
+groups, with a torch optimizer and a tricycle one side by side; ReduceLROnPlateau on a
+metric sequence; step(epoch); state_dict round trips; the errors."""
 
+import pickle
 import warnings
 
 import numpy as np
@@ -87,6 +88,25 @@ SCHEDULES = {
     ),
     "ChainedScheduler": lambda m, o: m.ChainedScheduler(
         [m.ConstantLR(o, factor=0.5, total_iters=4), m.ExponentialLR(o, gamma=0.9)]
+    ),
+    # CyclicLR: 30 steps are three cycles of 10 (two and a half of 12)
+    "CyclicLR": lambda m, o: m.CyclicLR(
+        o, base_lr=0.01, max_lr=[0.1, 0.05], step_size_up=4, step_size_down=6
+    ),
+    "CyclicLR-triangular2": lambda m, o: m.CyclicLR(
+        o, 0.02, 0.2, step_size_up=5, mode="triangular2", base_momentum=[0.7, 0.75]
+    ),
+    "CyclicLR-exp_range": lambda m, o: m.CyclicLR(  # by position: torch's order
+        o, [0.01, 0.02], 0.3, 3, 7, "exp_range", 0.95, max_momentum=0.95
+    ),
+    "CyclicLR-scale_fn-cycle": lambda m, o: m.CyclicLR(
+        o, 0.01, 0.1, step_size_up=6, step_size_down=4, scale_fn=lambda c: 1 / c
+    ),
+    "CyclicLR-scale_fn-iterations": lambda m, o: m.CyclicLR(
+        o, 0.01, 0.1, 7, 5, scale_fn=lambda t: 0.97**t, scale_mode="iterations"
+    ),
+    "CyclicLR-no-momentum": lambda m, o: m.CyclicLR(
+        o, 0.01, 0.1, step_size_up=2, step_size_down=8, cycle_momentum=False
     ),
 }
 
@@ -191,6 +211,9 @@ RESUMABLE = {
     ),
     "WarmRestarts": lambda o: lr_scheduler.CosineAnnealingWarmRestarts(o, T_0=3, T_mult=2),
     "ReduceLROnPlateau": lambda o: lr_scheduler.ReduceLROnPlateau(o, patience=1),
+    "CyclicLR": lambda o: lr_scheduler.CyclicLR(
+        o, 0.01, 0.1, step_size_up=3, step_size_down=4, mode="triangular2"
+    ),
 }
 
 
@@ -214,6 +237,21 @@ def test_state_dict_round_trip_resumes_the_schedule(name):
     np.testing.assert_array_equal(run(again, resumed, 12, later), expected)
     if name == "LambdaLR":
         assert resumed.lr_lambdas[0].steps == 6
+
+
+def test_cyclic_state_dict_keeps_a_callable_objects_state_and_no_function():
+    (ours, _), (again, _) = optimizers(), optimizers()
+    scheduler = lr_scheduler.CyclicLR(ours, 0.01, 0.1, step_size_up=2, scale_fn=Warmup(4))
+    for _ in range(5):
+        scheduler.step()
+    saved = scheduler.state_dict()
+    assert saved["_scale_fn_custom"] == {"steps": 4}
+    resumed = lr_scheduler.CyclicLR(again, 0.01, 0.1, step_size_up=2, scale_fn=Warmup(9))
+    resumed.load_state_dict(saved)
+    assert resumed._scale_fn_custom.steps == 4 and resumed.last_epoch == 5
+    plain = lr_scheduler.CyclicLR(ours, 0.01, 0.1, scale_fn=lambda c: 1.0).state_dict()
+    assert plain["_scale_fn_custom"] is None
+    pickle.dumps(plain)  # no lambda in it
 
 
 def test_bad_arguments_are_refused_clearly():
@@ -240,6 +278,17 @@ def test_bad_arguments_are_refused_clearly():
         lr_scheduler.ReduceLROnPlateau(ours, mode="lowest")
     with pytest.raises(TypeError, match="metrics must be a number"):
         lr_scheduler.ReduceLROnPlateau(ours).step("low")
+    with pytest.raises(ValueError, match="CyclicLR: mode must be one of 'triangular'"):
+        lr_scheduler.CyclicLR(ours, 0.01, 0.1, mode="linear")
+    with pytest.raises(ValueError, match="CyclicLR: step_size_up must be a finite number > 0"):
+        lr_scheduler.CyclicLR(ours, 0.01, 0.1, step_size_up=0)
+    with pytest.raises(ValueError, match="CyclicLR: scale_mode must be one of 'cycle'"):
+        lr_scheduler.CyclicLR(ours, 0.01, 0.1, scale_fn=abs, scale_mode="epochs")
+    with pytest.raises(ValueError, match="CyclicLR: max_lr has 3 values.*2 parameter groups"):
+        lr_scheduler.CyclicLR(ours, 0.01, [0.1] * 3)
+    adagrad = optim.Adagrad([Tensor(np.zeros(2), requires_grad=True)])
+    with pytest.raises(ValueError, match="cycle_momentum=True needs an optimizer with momentum"):
+        lr_scheduler.CyclicLR(adagrad, 0.01, 0.1)
     cycle = lr_scheduler.OneCycleLR(ours, max_lr=1.0, total_steps=3)
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -263,8 +263,8 @@ def test_bad_arguments_are_refused_clearly():
         optim.AdamW([params[0] * 2.0])
     with pytest.raises(ValueError, match="AdamW: lr must be a finite number >= 0, got -0.1"):
         optim.AdamW(params, lr=-0.1)
-    with pytest.raises(ValueError, match="amsgrad=True is not supported"):
-        optim.AdamW(params, amsgrad=True)
+    with pytest.raises(TypeError, match="AdamW: amsgrad must be True or False, got 1"):
+        optim.AdamW(params, amsgrad=1)
     with pytest.raises(ValueError, match="differentiable=True is not supported"):
         optim.SGD(params, differentiable=True)
     with pytest.raises(ValueError, match="betas must be two numbers"):

@@ -1,5 +1,7 @@
-"""torch.optim for tricycle models: ``Adam``, ``AdamW`` and ``SGD`` with torch's arguments,
-parameter groups and ``step()``, and the learning-rate schedules of ``lr_scheduler``.
+"""torch.optim for tricycle models: ``SGD``, ``Adam`` and ``AdamW`` (with ``amsgrad``),
+``Adagrad``, ``RMSprop``, ``Adadelta``, ``Adamax``, ``NAdam`` and ``RAdam`` with torch's
+arguments, parameter groups, ``step()`` and ``state_dict()``/``load_state_dict()``, and the
+learning-rate schedules of ``lr_scheduler``.
 
 A PyTorch training loop (nanoGPT's) runs as it is written::
 
@@ -24,12 +26,20 @@ A PyTorch training loop (nanoGPT's) runs as it is written::
 Here ``step()`` applies the update. tricycle's own optimisers (``tricycle.optimisers``) are
 the seed's other spelling, unchanged: ``optimiser.step()`` marks the start of an iteration
 and ``model.update(optimiser)`` applies it. The optimizers of this package are made of
-those (``optimizer``): the same formulas, and on a GPU the same fused Adam update.
+those (``optimizer``): the same formulas, and on a GPU the same fused Adam update. The
+optimizers the seed lacks write their formulas here, one parameter at a time in ``xp``
+(``adagrad``: Adagrad, RMSprop, Adadelta; ``adam_variants``: Adamax, NAdam, RAdam; AMSGrad
+in ``adam``).
 """
 
 from tricycle.optim import lr_scheduler
+from tricycle.optim.adagrad import Adadelta, Adagrad, RMSprop
 from tricycle.optim.adam import Adam, AdamW
+from tricycle.optim.adam_variants import Adamax, NAdam, RAdam
 from tricycle.optim.optimizer import Optimizer
 from tricycle.optim.sgd import SGD
 
-__all__ = ["SGD", "Adam", "AdamW", "Optimizer", "lr_scheduler"]
+__all__ = [
+    "SGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "NAdam", "Optimizer", "RAdam",
+    "RMSprop", "lr_scheduler",
+]  # fmt: skip

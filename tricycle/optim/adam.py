@@ -6,14 +6,29 @@ Adam step. As torch, the decay applies to every parameter of a group: nanoGPT pu
 biases and norm gains in a group of their own with ``weight_decay=0`` (tricycle's own AdamW
 picks them by a filter instead). ``maximize`` follows the gradient up.
 
+``amsgrad=True`` (Reddi et al.) divides by the square root of the largest second moment
+seen so far ("max_exp_avg_sq") instead of the current one, so that no coordinate's step
+grows when its gradients shrink; it is written here, on one parameter at a time
+(``update_parameter``), while plain Adam and AdamW take the seed's update. The terms that
+NAdam and RAdam share with it are here too (``moments``).
+
 torch's performance flags (``foreach``, ``fused``, ``capturable``) are accepted and
-ignored: tricycle takes its fused update on a GPU by itself. ``amsgrad`` and
-``differentiable`` are refused.
+ignored: tricycle takes its fused update on a GPU by itself. ``differentiable`` is refused.
 """
 
+import math
+
 from tricycle import checks, optimisers
-from tricycle.optim.optimizer import Optimizer, ignored, unsupported
+from tricycle.optim.optimizer import Optimizer, decayed, state_array, torch_flags
 from tricycle.tensor import Tensor
+
+
+def moments(g, m, v, beta1: float, beta2: float) -> None:
+    """Adam's moving averages, in place: m = b1 m + (1 - b1) g (torch's lerp) and
+    v = b2 v + (1 - b2) g^2."""
+    m += (1.0 - beta1) * (g - m)
+    v *= beta2
+    v += (1.0 - beta2) * (g * g)
 
 
 def decay_every_parameter(name: str, param: Tensor) -> bool:
@@ -29,13 +44,9 @@ class Adam(Optimizer):
         "betas": optimisers.check_betas,
         "eps": checks.non_negative,
         "weight_decay": checks.non_negative,
-        "amsgrad": unsupported("tricycle's Adam keeps no running maximum of the second moment"),
-        "maximize": checks.boolean,
-        "foreach": ignored,
-        "capturable": ignored,
-        "differentiable": unsupported("tricycle's updates are not recorded for backward"),
-        "fused": ignored,
+        "amsgrad": checks.boolean,
         "decoupled_weight_decay": checks.boolean,
+        **torch_flags("maximize", "foreach", "capturable", "differentiable", "fused"),
     }
 
     def __init__(
@@ -44,7 +55,7 @@ class Adam(Optimizer):
         lr: float = 1e-3,
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
-        weight_decay: float = 0.0,
+        weight_decay: float = 0,
         amsgrad: bool = False,
         *,
         foreach: bool | None = None,
@@ -69,14 +80,31 @@ class Adam(Optimizer):
         }
         super().__init__(params, defaults)
 
-    def rule(self, group: dict) -> optimisers.Adam:
+    def rule(self, group: dict) -> optimisers.Optimiser:
         """tricycle's AdamW, decaying every parameter, or its Adam with L2 decay: exactly
-        those classes, whose update is fused on a GPU."""
+        those classes, whose update is fused on a GPU; with amsgrad, ``update_parameter``."""
+        if group["amsgrad"]:
+            return super().rule(group)
         lr, betas = float(group["lr"]), tuple(group["betas"])
         eps, decay = group["eps"], group["weight_decay"]
         if group["decoupled_weight_decay"]:
             return optimisers.AdamW(lr, betas, eps, decay, decay_filter=decay_every_parameter)
         return optimisers.Adam(lr, betas, eps, decay)
+
+    def update_parameter(self, xp, w, g, state: dict, group: dict) -> None:
+        """AMSGrad: Adam's step over the running maximum of v, with t the step:
+
+        w -= lr / (1 - b1^t) * m / (sqrt(max v) / sqrt(1 - b2^t) + eps)
+        """
+        lr, (beta1, beta2), eps = float(group["lr"]), group["betas"], group["eps"]
+        g = decayed(w, g, lr, group["weight_decay"], group["decoupled_weight_decay"])
+        t = optimisers.adam_state(xp, w, state)  # the moments and step of plain Adam
+        m, v = state["exp_avg"], state["exp_avg_sq"]
+        moments(g, m, v, beta1, beta2)
+        v_max = state_array(state, "max_exp_avg_sq", xp, w)
+        xp.maximum(v_max, v, out=v_max)
+        denom = xp.sqrt(v_max) / math.sqrt(1.0 - beta2**t) + eps
+        w -= lr / (1.0 - beta1**t) * (m / denom)
 
 
 class AdamW(Adam):

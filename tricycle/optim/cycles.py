@@ -1,12 +1,18 @@
 """The schedules that cycle: ``OneCycleLR`` (one warm-up and one annealing, with the
-momentum cycling the other way) and ``CosineAnnealingWarmRestarts`` (a cosine that restarts,
-each period ``T_mult`` times longer), as torch's.
+momentum cycling the other way), ``CyclicLR`` (up and down between two rates, again and
+again, the momentum the other way) and ``CosineAnnealingWarmRestarts`` (a cosine that
+restarts, each period ``T_mult`` times longer), as torch's.
 """
 
 import math
 
 from tricycle import checks
-from tricycle.optim.scheduler_base import LRScheduler, check_optimizer, per_group
+from tricycle.optim.scheduler_base import (
+    LRScheduler,
+    check_optimizer,
+    function_state,
+    per_group,
+)
 
 
 def anneal_cos(start: float, end: float, pct: float) -> float:
@@ -95,15 +101,9 @@ class OneCycleLR(LRScheduler):
                 checks.non_negative(owner, "base_momentum", bottom)
             if last_epoch == -1:
                 for top, bottom, group in zip(tops, bottoms, optimizer.param_groups):
-                    self._set_momentum(group, top)
+                    set_momentum(group, top, self.use_beta1)
                     group["max_momentum"], group["base_momentum"] = top, bottom
         super().__init__(optimizer, last_epoch)
-
-    def _set_momentum(self, group: dict, momentum: float) -> None:
-        if self.use_beta1:
-            group["betas"] = (momentum, *group["betas"][1:])
-        else:
-            group["momentum"] = momentum
 
     def _anneal(self, start: float, end: float, pct: float) -> float:
         anneal = anneal_cos if self._anneal_func_type == "cos" else anneal_linear
@@ -131,7 +131,7 @@ class OneCycleLR(LRScheduler):
                 start = phase["end_step"]
             lrs.append(lr)
             if self.cycle_momentum:
-                self._set_momentum(group, momentum)
+                set_momentum(group, momentum, self.use_beta1)
         return lrs
 
 
@@ -140,6 +140,14 @@ def _phase(end_step: float, start_lr: str, end_lr: str, start_momentum: str,
     """One phase of the 1cycle: its last step and the group keys it anneals between."""
     return {"end_step": end_step, "start_lr": start_lr, "end_lr": end_lr,
             "start_momentum": start_momentum, "end_momentum": end_momentum}  # fmt: skip
+
+
+def set_momentum(group: dict, momentum: float, use_beta1: bool) -> None:
+    """Write ``momentum`` into a group: as beta1 of its "betas", or as its "momentum"."""
+    if use_beta1:
+        group["betas"] = (momentum, *group["betas"][1:])
+    else:
+        group["momentum"] = momentum
 
 
 def momentum_key(owner: str, optimizer) -> str:
@@ -195,3 +203,126 @@ class CosineAnnealingWarmRestarts(LRScheduler):
                 self.T_cur = epoch
         self.last_epoch = math.floor(epoch)
         self.set_lrs(self.get_lr())
+
+
+class CyclicLR(LRScheduler):
+    """The cyclical learning rate policy (Smith), stepped once per batch: the rate rises
+    from ``base_lr`` to ``max_lr`` in ``step_size_up`` steps and falls back in
+    ``step_size_down`` (as many by default), each cycle's height scaled by the policy,
+    ``mode``: "triangular" (1), "triangular2" (halved each cycle, 1 / 2^(cycle - 1)) or
+    "exp_range" (gamma^t); or ``scale_fn`` of the cycle number (``scale_mode="cycle"``) or of
+    the step t ("iterations"). With ``cycle_momentum`` the momentum (SGD's "momentum", or
+    beta1 of Adam's "betas") goes the other way, from ``max_momentum`` to ``base_momentum``
+    at the peak. At step t, with T the steps of a cycle and r = step_size_up / T:
+
+        cycle = floor(1 + t / T),  x = 1 + t / T - cycle               (x in [0, 1))
+        h = x / r while rising, (x - 1) / (r - 1) while falling        (h in [0, 1])
+        lr = base_lr + (max_lr - base_lr) * h * scale
+        momentum = max_momentum - (max_momentum - base_momentum) * h * scale
+    """
+
+    MODES = ("triangular", "triangular2", "exp_range")
+
+    @checks.arguments(
+        step_size_up=checks.positive,
+        step_size_down=checks.optional(checks.positive),
+        gamma=checks.real,
+        scale_fn=checks.optional(checks.function),
+        scale_mode=checks.one_of(["cycle", "iterations"]),
+        cycle_momentum=checks.boolean,
+    )
+    def __init__(
+        self,
+        optimizer,
+        base_lr,
+        max_lr,
+        step_size_up: float = 2000,
+        step_size_down: float | None = None,
+        mode: str = "triangular",
+        gamma: float = 1.0,
+        scale_fn=None,
+        scale_mode: str = "cycle",
+        cycle_momentum: bool = True,
+        base_momentum=0.8,
+        max_momentum=0.9,
+        last_epoch: int = -1,
+    ):
+        owner = type(self).__name__
+        self.optimizer = check_optimizer(owner, optimizer)
+        if scale_fn is None:  # a scale_fn of one's own replaces the mode, as torch's
+            checks.one_of(self.MODES)(owner, "mode", mode)
+        base_lrs = per_group(owner, "base_lr", optimizer, base_lr)
+        self.max_lrs = per_group(owner, "max_lr", optimizer, max_lr)
+        for name, values in (("base_lr", base_lrs), ("max_lr", self.max_lrs)):
+            for value in values:
+                checks.non_negative(owner, name, value)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups):
+                group["lr"] = lr
+        up = float(step_size_up)
+        down = float(step_size_down) if step_size_down is not None else up
+        self.total_size = up + down
+        self.step_ratio = up / self.total_size
+        self.mode, self.gamma, self._scale_fn_custom = mode, gamma, scale_fn
+        if scale_fn is None:  # the modes scale by the cycle, exp_range by the step
+            scale_mode = "iterations" if mode == "exp_range" else "cycle"
+        self.scale_mode = scale_mode
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            self.use_beta1 = momentum_key(owner, optimizer) == "betas"
+            self.base_momentums = per_group(owner, "base_momentum", optimizer, base_momentum)
+            self.max_momentums = per_group(owner, "max_momentum", optimizer, max_momentum)
+            for name, values in (("base_momentum", self.base_momentums),
+                                 ("max_momentum", self.max_momentums)):  # fmt: skip
+                for value in values:
+                    checks.non_negative(owner, name, value)
+            if last_epoch == -1:
+                groups = optimizer.param_groups
+                for top, bottom, group in zip(self.max_momentums, self.base_momentums, groups):
+                    set_momentum(group, top, self.use_beta1)
+                    group["max_momentum"], group["base_momentum"] = top, bottom
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs  # after the first step, as torch's (from "initial_lr" there)
+
+    def scale_fn(self, x: float) -> float:
+        """The scale of a cycle's height at ``x`` (the cycle number, or the step)."""
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        if self.mode == "triangular":
+            return 1.0
+        if self.mode == "triangular2":
+            return 1 / (2.0 ** (x - 1))
+        return self.gamma**x
+
+    def get_lr(self) -> list[float]:
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        if x <= self.step_ratio:
+            height = x / self.step_ratio
+        else:
+            height = (x - 1) / (self.step_ratio - 1)
+        scale = self.scale_fn(cycle if self.scale_mode == "cycle" else self.last_epoch)
+        lrs = [
+            base + (top - base) * height * scale for base, top in zip(self.base_lrs, self.max_lrs)
+        ]
+        if self.cycle_momentum:
+            tops, bottoms = self.max_momentums, self.base_momentums
+            for group, top, bottom in zip(self.optimizer.param_groups, tops, bottoms):
+                set_momentum(group, top - (top - bottom) * height * scale, self.use_beta1)
+        return lrs
+
+    # ------------------------------------------------------------------ checkpoints
+    _unsaved = ("optimizer", "_scale_fn_custom")
+
+    def state_dict(self) -> dict:
+        """As ``LRScheduler.state_dict``; of ``scale_fn``, a callable object's attributes."""
+        state = super().state_dict()
+        state["_scale_fn_custom"] = function_state(self._scale_fn_custom)
+        return state
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        state = dict(state_dict)
+        saved = state.pop("_scale_fn_custom", None)
+        super().load_state_dict(state)
+        if saved is not None and self._scale_fn_custom is not None:
+            self._scale_fn_custom.__dict__.update(saved)

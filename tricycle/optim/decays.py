@@ -18,12 +18,11 @@ epoch t (``last_epoch``):
 """
 
 import math
-import types
 from bisect import bisect_right
 from collections import Counter
 
 from tricycle import checks
-from tricycle.optim.scheduler_base import LRScheduler, group_values, per_group
+from tricycle.optim.scheduler_base import LRScheduler, function_state, group_values, per_group
 
 
 def _lambdas(owner: str, optimizer, lr_lambda) -> list:
@@ -47,10 +46,7 @@ class _ByFunction(LRScheduler):
 
     def state_dict(self) -> dict:
         state = super().state_dict()
-        state["lr_lambdas"] = [
-            None if isinstance(fn, types.FunctionType) else dict(fn.__dict__)
-            for fn in self.lr_lambdas
-        ]
+        state["lr_lambdas"] = [function_state(fn) for fn in self.lr_lambdas]
         return state
 
     def load_state_dict(self, state_dict: dict) -> None:

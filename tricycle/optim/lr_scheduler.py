@@ -13,11 +13,11 @@ A scheduler writes each parameter group's "lr" (and, cycling momentum, its "beta
 resume a schedule. The learning rates are torch's to the last bit: each schedule follows
 torch's formulas term by term, in its chainable form (the base, ``scheduler_base``; the
 factors, ``decays``; the cycles, ``cycles``; ``plateau``; the schedules of schedules,
-``chains``). torch's ``CyclicLR`` is not here.
+``chains``).
 """
 
 from tricycle.optim.chains import ChainedScheduler, SequentialLR
-from tricycle.optim.cycles import CosineAnnealingWarmRestarts, OneCycleLR
+from tricycle.optim.cycles import CosineAnnealingWarmRestarts, CyclicLR, OneCycleLR
 from tricycle.optim.decays import (
     ConstantLR,
     CosineAnnealingLR,
@@ -34,6 +34,7 @@ from tricycle.optim.scheduler_base import LRScheduler
 
 __all__ = [
     "ChainedScheduler", "ConstantLR", "CosineAnnealingLR", "CosineAnnealingWarmRestarts",
-    "ExponentialLR", "LRScheduler", "LambdaLR", "LinearLR", "MultiStepLR", "MultiplicativeLR",
-    "OneCycleLR", "PolynomialLR", "ReduceLROnPlateau", "SequentialLR", "StepLR",
+    "CyclicLR", "ExponentialLR", "LRScheduler", "LambdaLR", "LinearLR", "MultiStepLR",
+    "MultiplicativeLR", "OneCycleLR", "PolynomialLR", "ReduceLROnPlateau", "SequentialLR",
+    "StepLR",
 ]  # fmt: skip

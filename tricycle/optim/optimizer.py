@@ -9,9 +9,12 @@ learning rate. Their state (Adam's moments and step counts, SGD's momentum buffe
 Each ``step()`` makes, for every group, the tricycle optimiser of the group's settings as
 they are now (the group's *rule*: a ``tricycle.optimisers.AdamW``, ``Adam`` or
 ``StochasticGradientDescent``), lends it the states of the group's parameters that have a
-gradient, and calls its ``update``. So the formulas are ``tricycle.optimisers``' and nowhere
-else, and on a GPU Adam and AdamW take their fused update there. A rule is made afresh each
-step: it holds settings only, never state, so editing a group can never leave a stale copy.
+gradient, and calls its ``update``. So the formulas of those three are
+``tricycle.optimisers``' and nowhere else, and on a GPU Adam and AdamW take their fused
+update there. An optimizer that the seed lacks (RMSprop, Adagrad, NAdam, ...) writes its
+formula as its own ``update_parameter(xp, w, g, state, group)``, in plain ``xp`` on one
+parameter, and its rule is a ``GroupRule`` that calls it. A rule is made afresh each step:
+it holds settings only, never state, so editing a group can never leave a stale copy.
 """
 
 import copy
@@ -41,6 +44,57 @@ def ignored(owner: str, name: str, value):
     """A performance flag of torch (foreach, fused, capturable): None, True or False,
     accepted and ignored (tricycle picks its own fused kernels where they apply)."""
     return checks.boolean(owner, name, value, optional=True)
+
+
+FLAGS: dict[str, checks.Check] = {
+    "maximize": checks.boolean,
+    "foreach": ignored,
+    "capturable": ignored,
+    "fused": ignored,
+    "differentiable": unsupported("tricycle's updates are not recorded for backward"),
+}
+
+
+def torch_flags(*names: str) -> dict[str, checks.Check]:
+    """The checks of torch's flags ``names`` (each optimizer takes its own few of them)."""
+    return {name: FLAGS[name] for name in names}
+
+
+def state_array(state: dict, name: str, xp, w, fill: float = 0.0):
+    """The state array ``name`` of parameter array ``w``, made at its first use: ``fill``
+    like ``w`` (on its device, in its dtype), as torch makes its state at the first step."""
+    if name not in state:
+        state[name] = xp.full_like(w, fill)
+    return state[name]
+
+
+def advance(state: dict) -> int:
+    """Count one more step in a parameter's ``state`` (torch's "step") and return it."""
+    state["step"] = state.get("step", 0) + 1
+    return state["step"]
+
+
+def decayed(w, g, lr: float, weight_decay: float, decoupled: bool = False):
+    """The gradient after weight decay: an L2 term, g + weight_decay * w (a new array: the
+    gradient itself is never written); or decoupled (AdamW's), the weights shrunk in place,
+    w *= 1 - lr * weight_decay, and g as it was."""
+    if weight_decay and decoupled:
+        w *= 1.0 - lr * weight_decay
+    elif weight_decay:
+        g = g + weight_decay * w
+    return g
+
+
+class GroupRule(Optimiser):
+    """The rule of an optimizer whose formula is its own ``update_parameter``: the group's
+    settings, and each parameter's update through that formula."""
+
+    def __init__(self, formula: Callable, group: dict):
+        super().__init__(float(group["lr"]))
+        self.formula, self.group = formula, group
+
+    def update_parameter(self, name: str, param: Tensor, grad, state: dict) -> None:
+        self.formula(param.xp, param.array, grad, state, self.group)
 
 
 class Optimizer:
@@ -91,8 +145,15 @@ class Optimizer:
             check(owner, name, group[key])
 
     def rule(self, group: dict) -> Optimiser:
-        """The tricycle optimiser that applies ``group``'s settings as they are now."""
-        raise NotImplementedError
+        """The tricycle optimiser that applies ``group``'s settings as they are now: by
+        default a ``GroupRule`` over ``update_parameter``."""
+        return GroupRule(self.update_parameter, group)
+
+    def update_parameter(self, xp, w, g, state: dict, group: dict) -> None:
+        """One step of parameter array ``w`` (in place) with its gradient ``g`` (negated
+        with "maximize"; never written to) and its ``state`` dict, under ``group``'s
+        settings: the optimizer's formula, in ``xp`` (numpy or cupy)."""
+        raise NotImplementedError(f"{type(self).__name__} gives neither rule nor update_parameter")
 
     # ------------------------------------------------------------------ groups
     def add_param_group(self, param_group: dict) -> None:
@@ -184,7 +245,9 @@ class Optimizer:
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict:
         """torch's layout: {"state": {index: {slot: value}}, "param_groups": [settings with
-        "params" as indices]}, parameters numbered in group order; arrays are host copies."""
+        "params" as indices]}, parameters numbered in group order, with torch's slot names.
+        The values are tricycle's: arrays are numpy host copies (not torch tensors), "step"
+        an int and NAdam's "mu_product" a float (torch's are 0-d tensors); it pickles."""
         index: dict[int, int] = {}
         groups = []
         for group in self.param_groups:
@@ -201,7 +264,9 @@ class Optimizer:
     def load_state_dict(self, state_dict: dict) -> None:
         """Restore from ``state_dict()`` (of an optimizer over the same parameters): the
         settings of every group and every parameter's state, checked before anything is
-        changed; a step after it is the step the saved optimizer would have taken."""
+        changed, each array moved to its parameter's device in its dtype; a step after it
+        is the step the saved optimizer would have taken. A torch optimizer's state_dict is
+        refused: its arrays are torch tensors, in torch's layout of the weights."""
         owner = f"{type(self).__name__}.load_state_dict"
         if not isinstance(state_dict, dict) or not {"state", "param_groups"} <= set(state_dict):
             raise ValueError(f"{owner}: expected a dict with 'state' and 'param_groups'")
@@ -253,8 +318,17 @@ def _restored(owner: str, key, slot: str, value, param: Tensor):
     array checked against the parameter's shape, in its dtype, on its device."""
     if slot == "step":
         return int(value)
+    if isinstance(value, np.generic):  # a number kept as a numpy scalar: the number
+        return value.item()
     if not hasattr(value, "shape"):
         return value
+    if not (isinstance(value, np.ndarray) or backend.is_cupy_array(value)):
+        raise TypeError(
+            f"{owner}: the state {slot!r} of parameter {key} is a {type(value).__module__}."
+            f"{type(value).__name__}, not a numpy or cupy array: a state_dict of tricycle.optim "
+            "is expected (torch's optimizer states do not load: torch's Linear weights, and "
+            "their states, are the transpose of tricycle's)"
+        )
     array = np.array(backend.to_host_array(value), copy=True)
     if array.shape != param.shape:
         raise ValueError(

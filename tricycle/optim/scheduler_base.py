@@ -14,6 +14,7 @@ are torch's to the last bit, not only to rounding.
 """
 
 import copy
+import types
 import warnings
 
 from tricycle import checks
@@ -48,6 +49,12 @@ def per_group(owner: str, name: str, optimizer: Optimizer, value) -> list:
             )
         return list(value)
     return [value] * len(optimizer.param_groups)
+
+
+def function_state(fn) -> dict | None:
+    """What a state_dict keeps of a schedule's function: a callable object's attributes (its
+    state), None for a plain function or lambda (code, not state; nor can it be pickled)."""
+    return None if fn is None or isinstance(fn, types.FunctionType) else dict(fn.__dict__)
 
 
 def group_values(optimizer: Optimizer, key: str) -> list:

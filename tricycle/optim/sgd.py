@@ -7,7 +7,7 @@ momentum). torch's ``foreach`` and ``fused`` flags are accepted and ignored.
 """
 
 from tricycle import checks, optimisers
-from tricycle.optim.optimizer import Optimizer, ignored, unsupported
+from tricycle.optim.optimizer import Optimizer, torch_flags
 
 
 class SGD(Optimizer):
@@ -20,10 +20,7 @@ class SGD(Optimizer):
         "dampening": checks.real,
         "weight_decay": checks.non_negative,
         "nesterov": checks.boolean,
-        "maximize": checks.boolean,
-        "foreach": ignored,
-        "differentiable": unsupported("tricycle's updates are not recorded for backward"),
-        "fused": ignored,
+        **torch_flags("maximize", "foreach", "differentiable", "fused"),
     }
 
     def __init__(
