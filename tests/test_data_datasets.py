@@ -157,7 +157,7 @@ def test_random_split_repeats_from_its_seed_and_from_manual_seed():
     assert split() != first  # the generator moved on
 
 
-def test_random_split_refuses_bad_lengths_and_torch_s_generator():
+def test_random_split_refuses_bad_lengths_and_takes_torch_s_generator_as_its_seed():
     with pytest.raises(ValueError, match=r"summing to the dataset's length \(10\).*\[3, 6\]"):
         random_split(ours(), [3, 6], seed=0)
     with pytest.raises(ValueError, match="fractions must be in"):
@@ -166,8 +166,13 @@ def test_random_split_refuses_bad_lengths_and_torch_s_generator():
         random_split(ours(), [0.5, 0.4], seed=0)
     with pytest.raises(TypeError, match="non-empty sequence of numbers"):
         random_split(ours(), ["5", "5"], seed=0)
-    with pytest.raises(TypeError, match="generator is not supported .* pass seed="):
-        random_split(ours(), [5, 5], generator=torch.Generator().manual_seed(0))
+    by_seed = [part.indices for part in random_split(ours(), [5, 5], seed=7)]
+    for generator in (torch.Generator().manual_seed(7), 7):
+        assert [part.indices for part in random_split(ours(), [5, 5], generator)] == by_seed
+    with pytest.raises(ValueError, match="random_split: pass seed or generator, not both"):
+        random_split(ours(), [5, 5], generator=1, seed=0)
+    with pytest.raises(TypeError, match="random_split: generator must be a seed"):
+        random_split(ours(), [5, 5], generator="seven")
     with pytest.raises(ValueError, match="random_split: seed must be"):
         random_split(ours(), [5, 5], seed=-1)
     with pytest.warns(UserWarning, match="part 1 .* is empty"):

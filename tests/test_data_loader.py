@@ -313,6 +313,9 @@ def test_shard_keeps_the_settings_and_the_seed():
     shards = [loader.shard(r, 2) for r in range(2)]
     assert {s.seed for s in shards} == {loader.seed}
     assert sorted(sum(map(lambda s: sum(labels(s), []), shards), [])) == list(range(12))
+    batches = DataLoader([(np.zeros(2), np.ones(2))], batch_size=None)  # items are batches
+    for got in (next(iter(batches)), next(iter(batches.shard(0, 1)))):  # not collated again
+        assert isinstance(got, tuple) and [a.tolist() for a in got] == [[0, 0], [1, 1]]
 
 
 # ====================================================================== resuming
@@ -618,7 +621,10 @@ def test_the_combinations_torch_refuses_are_refused_with_its_words():
         (dict(multiprocessing_context="spawn"), ValueError, "multiprocessing_context can only "
                                                             "be used with multi-process"),
         (dict(num_workers=1, multiprocessing_context="nope"), ValueError, "valid start method"),
-        (dict(generator=object()), TypeError, "generator is not supported: pass seed=<int>"),
+        (dict(generator=object()), TypeError, "generator must be a seed .* or pass seed=<int>"),
+        (dict(generator=1, seed=1), ValueError, "pass seed or generator, not both"),
+        (dict(prefetch_factor=2), ValueError, "prefetch_factor option could only be specified"),
+        (dict(pin_memory_device="cuda"), TypeError, "pass device=<GPU index>"),
     ]  # fmt: skip
     for kwargs, error, message in cases:
         with pytest.raises(error, match=message):

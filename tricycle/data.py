@@ -1,8 +1,9 @@
-"""The public name ``tricycle.data``: ``DataLoader``, its collate function, samplers and the
-datasets of ``torch.utils.data`` (``TensorDataset``, ``Subset``, ``random_split``,
-``ConcatDataset``, ``ChainDataset``, the base classes ``Dataset`` and ``IterableDataset``)
-under PyTorch's names. The code lives in ``tricycle.apps.loader`` (with
-``tricycle.apps.workers``, ``tricycle.apps.collate``, ``tricycle.apps.samplers`` and
+"""The public name ``tricycle.data``: ``DataLoader``, its collate functions
+(``default_collate``, ``default_convert``), ``get_worker_info``, samplers and the datasets of
+``torch.utils.data`` (``TensorDataset``, ``Subset``, ``random_split``, ``ConcatDataset``,
+``ChainDataset``, the base classes ``Dataset`` and ``IterableDataset``) under PyTorch's names.
+The code lives in ``tricycle.apps.loader`` (with ``tricycle.apps.workers``,
+``tricycle.apps.collate``, ``tricycle.apps.samplers``, ``tricycle.apps.seeds`` and
 ``tricycle.apps.map_datasets``), above the library: it starts processes.
 
 ``from tricycle.data import DataLoader``.
@@ -12,7 +13,7 @@ under PyTorch's names. The code lives in ``tricycle.apps.loader`` (with
 ``shuffle()``); the loader reads both.
 """
 
-from tricycle.apps.collate import default_collate
+from tricycle.apps.collate import default_collate, default_convert
 from tricycle.apps.loader import DataLoader
 from tricycle.apps.map_datasets import (
     ChainDataset,
@@ -25,12 +26,14 @@ from tricycle.apps.map_datasets import (
 )
 from tricycle.apps.samplers import (
     BatchSampler,
+    DistributedSampler,
     RandomSampler,
+    Sampler,
     SequentialSampler,
     SubsetRandomSampler,
     WeightedRandomSampler,
 )
-from tricycle.apps.workers import WorkerError
+from tricycle.apps.workers import WorkerError, WorkerInfo, get_worker_info
 
 __all__ = [
     "BatchSampler",
@@ -38,14 +41,19 @@ __all__ = [
     "ConcatDataset",
     "DataLoader",
     "Dataset",
+    "DistributedSampler",
     "IterableDataset",
     "RandomSampler",
+    "Sampler",
     "SequentialSampler",
     "Subset",
     "SubsetRandomSampler",
     "TensorDataset",
     "WeightedRandomSampler",
     "WorkerError",
+    "WorkerInfo",
     "default_collate",
+    "default_convert",
+    "get_worker_info",
     "random_split",
 ]

@@ -1,5 +1,7 @@
-"""Putting examples together into a batch: ``default_collate``, and the copy of a batch to a
-GPU through pinned host buffers (``PinnedCopier``).
+"""Putting examples together into a batch: ``default_collate``; an item that is a batch
+already (``batch_size=None``): ``default_convert``; a rank's rows of a batch
+(``batch_rows``); and the copy of a batch to a GPU through pinned host buffers
+(``PinnedCopier``).
 
 ``default_collate`` mirrors the structure of one example: arrays and Tensors are stacked
 along a new first axis, numbers become one array, tuples, lists and dicts are collated
@@ -60,6 +62,48 @@ def default_collate(examples: list):
     )
 
 
+def default_convert(item):
+    """An item that is a batch already (``batch_size=None`` with no ``collate_fn``), as
+    torch's ``default_convert`` makes it: numpy scalars become 0-d arrays, mappings, named
+    tuples, tuples and lists are rebuilt with their entries converted, and everything else
+    (arrays, Tensors, Python numbers, strings) is kept. torch turns arrays into its tensors;
+    tricycle's batches are numpy arrays (``device=`` makes Tensors on a GPU), so they stay,
+    and a tuple stays a tuple (torch makes it a list)."""
+    if isinstance(item, (np.bool_, np.number)):
+        return np.asarray(item)
+    if isinstance(item, Mapping):
+        converted = {key: default_convert(value) for key, value in item.items()}
+        try:
+            return type(item)(converted)
+        except TypeError:  # a mapping that cannot be made from a dict
+            return converted
+    if isinstance(item, tuple) and hasattr(item, "_fields"):  # a named tuple
+        return type(item)(*(default_convert(value) for value in item))
+    if isinstance(item, (tuple, list)):
+        return type(item)(default_convert(value) for value in item)
+    return item
+
+
+def batch_rows(batch, rank: int, world_size: int):
+    """Rank ``rank``'s rows of every array of ``batch`` (any structure, as collated): rows
+    [r n / W, (r + 1) n / W) of each array of n rows (``DataLoader(split_batches=True)``)."""
+    if isinstance(batch, dict):
+        return {k: batch_rows(v, rank, world_size) for k, v in batch.items()}
+    if isinstance(batch, (tuple, list)):
+        rows = [batch_rows(v, rank, world_size) for v in batch]
+        return type(batch)(*rows) if hasattr(batch, "_fields") else type(batch)(rows)
+    if not hasattr(batch, "shape") or not batch.shape:
+        return batch
+    n = batch.shape[0]
+    if n % world_size:
+        raise ValueError(
+            f"DataLoader: split_batches: a batch of {n} rows does not split evenly over "
+            f"{world_size} processes; use a batch size that is a multiple of it"
+        )
+    share = n // world_size
+    return batch[rank * share : (rank + 1) * share]
+
+
 class PinnedCopier:
     """Copies batches (any structure of numpy arrays) to GPU ``device`` as Tensors, each
     array staged in page-locked ("pinned") host memory so that the copy is asynchronous on
@@ -117,4 +161,4 @@ def _pinned_empty(cp, shape, dtype) -> np.ndarray:
     return np.frombuffer(memory, dtype=dtype, count=int(np.prod(shape))).reshape(shape)
 
 
-__all__ = ["PinnedCopier", "default_collate"]
+__all__ = ["PinnedCopier", "batch_rows", "default_collate", "default_convert"]

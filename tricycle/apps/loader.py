@@ -14,26 +14,34 @@ iterates, an ``IterableDataset`` (``tricycle.data``'s or torch's, even with ``__
 tricycle's random-window datasets (``CausalLMDataset``, ``InfiniteBatchDataset``, streams
 that draw forever); the loader takes items in the order they come (``is_map_style`` in
 ``tricycle.apps.map_datasets`` is the rule). ``batch_size=None`` takes the items as batches
-already (a dataset of batches), each through ``collate_fn`` if one is given, as torch does.
+already (a dataset of batches), each through ``collate_fn``, by default ``default_convert``,
+as torch does.
 
 **Order.** ``shuffle`` draws epoch e's order from ``seed`` and e (``set_epoch`` sets e;
 iterating advances it), so the orders differ between epochs and repeat between runs. The
 default seed is drawn from tricycle's generator (``manual_seed`` repeats it), and is 0 on
-several ranks, as ``DistributedSampler``'s. ``sampler`` (any iterable of indices: a list,
-torch's samplers, ``tricycle.apps.samplers``) gives the order instead, and ``batch_sampler``
-(an iterable of index lists) the batches, with torch's rules (``check_samplers``); one with
-``set_epoch`` gets epoch e before e's indices are drawn. ``collate_fn`` (default
-``default_collate``) makes a batch from a list of items.
+several ranks, as ``DistributedSampler``'s; torch's ``generator`` gives the seed instead
+(an int, a numpy generator, torch's: ``tricycle.apps.seeds``). ``sampler`` (any iterable of
+indices: a list, torch's samplers, ``tricycle.apps.samplers``) gives the order instead, and
+``batch_sampler`` (an iterable of index lists) the batches, with torch's rules
+(``check_samplers``); one with ``set_epoch`` gets epoch e before e's indices are drawn.
+``collate_fn`` (default ``default_collate``) makes a batch from a list of items.
 
 **Workers.** ``num_workers`` N > 0 makes the batches in N processes
-(``tricycle.apps.workers``), ``prefetch_factor`` batches each ahead, and yields them in order:
-the same batches as ``num_workers=0``. Each worker seeds tricycle's, numpy's and Python's
-generators afresh every epoch, so random augmentations differ between workers, then runs
-``worker_init_fn(worker_id)`` (once per process). ``persistent_workers`` keeps the processes
-from one epoch to the next (re-seeded each epoch) until ``close()`` or the loader's garbage
-collection. A map-style dataset is split by batch between the workers; an iterable one is
-read whole by each worker, which makes every N-th batch (the workers share the collation and
-the conversion, not the reading: make the reading map-style to share it).
+(``tricycle.apps.workers``), ``prefetch_factor`` (default 2) batches each ahead, and yields
+them in order (``in_order=False`` is accepted: torch allows any order, this one keeps it).
+Each worker seeds tricycle's, numpy's and Python's generators afresh every epoch, so random
+augmentations differ between workers, then runs ``worker_init_fn(worker_id)`` (once per
+process); ``get_worker_info()`` there gives its id, N, seed and dataset copy.
+``persistent_workers`` keeps the processes from one epoch to the next (re-seeded each epoch)
+until ``close()`` or the loader's garbage collection. A map-style dataset is split by batch
+between the workers: the batches of ``num_workers=0``. An iterable dataset is iterated by
+every worker, and batch k is worker k mod N's, as torch's (a worker whose stream ends drops
+out, the others go on in turn). If the worker's dataset or ``worker_init_fn`` asks
+``get_worker_info()``, the worker's stream is its own (torch's idiom: each worker yields its
+shard; without one, N copies). If nothing asks, the workers share one stream instead: each
+reads it whole and makes every N-th batch, which gives the batches of ``num_workers=0`` where
+torch would give each item N times.
 
 **Ranks.** With ``world_size`` W > 1 (given, or set by ``Accelerator.prepare``) rank r gets a
 disjoint share, of equal length on every rank, as torch's ``DistributedSampler``: a map-style
@@ -48,7 +56,9 @@ rank reads every batch instead and keeps its rows of it (rows [r n / W, (r + 1) 
 array of n rows), as the training script splits its global batches.
 
 **Devices.** ``device`` (a GPU index) yields batches as Tensors on that GPU, copied through
-pinned host buffers (``pin_memory``) so the copy overlaps the host's work.
+pinned host buffers (``pin_memory``) so the copy overlaps the host's work. Without a
+``device`` the batches are numpy arrays in ordinary host memory and ``pin_memory`` does
+nothing (there is no copy to speed up); torch's ``pin_memory_device`` is ``device`` here.
 """
 
 import itertools
@@ -57,26 +67,42 @@ import weakref
 import numpy as np
 
 from tricycle import checks
-from tricycle.apps.collate import PinnedCopier, default_collate
+from tricycle.apps.collate import PinnedCopier, batch_rows, default_collate, default_convert
 from tricycle.apps.map_datasets import is_map_style
-from tricycle.apps.samplers import check_samplers, epoch_indices, length, share, share_length
-from tricycle.apps.workers import Superseded, WorkerError, WorkerPool, start_context
+from tricycle.apps.samplers import (
+    check_samplers,
+    dataset_key,
+    epoch_indices,
+    index_list,
+    length,
+    share,
+    share_length,
+    share_stream,
+)
+from tricycle.apps.seeds import seed_from
+from tricycle.apps.workers import (
+    Superseded,
+    WorkerError,
+    WorkerPool,
+    start_context,
+    worker_info_asked,
+)
 from tricycle.random import draw_seed
 
 
 class DataLoader:
     """Batches of ``dataset`` (see the module). Arguments as torch's ``DataLoader``, with
-    ``seed`` for the shuffle (and tricycle's samplers), ``rank``/``world_size`` for the
-    per-rank split and ``device`` for the GPU; torch's ``generator`` is ``seed`` here."""
+    ``seed`` for the shuffle (and tricycle's samplers; torch's ``generator`` gives it too),
+    ``rank``/``world_size`` for the per-rank split and ``device`` for the GPU."""
 
     @checks.arguments(
         batch_size=checks.optional(checks.positive_int),
-        shuffle=checks.boolean,
+        shuffle=checks.optional(checks.boolean),
         seed=checks.seed,
         drop_last=checks.boolean,
         collate_fn=checks.optional(checks.function),
         num_workers=checks.non_negative_int,
-        prefetch_factor=checks.positive_int,
+        prefetch_factor=checks.optional(checks.positive_int),
         rank=checks.non_negative_int,
         world_size=checks.positive_int,
         device=checks.optional(checks.non_negative_int),
@@ -85,12 +111,13 @@ class DataLoader:
         split_batches=checks.boolean,
         worker_init_fn=checks.optional(checks.function),
         persistent_workers=checks.boolean,
+        in_order=checks.boolean,
     )
     def __init__(
         self,
         dataset,
         batch_size: int | None = 1,
-        shuffle: bool = False,
+        shuffle: bool | None = False,
         *,
         sampler=None,
         batch_sampler=None,
@@ -98,7 +125,7 @@ class DataLoader:
         drop_last: bool = False,
         collate_fn=None,
         num_workers: int = 0,
-        prefetch_factor: int = 2,
+        prefetch_factor: int | None = None,
         worker_init_fn=None,
         persistent_workers: bool = False,
         rank: int = 0,
@@ -109,13 +136,17 @@ class DataLoader:
         split_batches: bool = False,
         multiprocessing_context=None,
         generator=None,
+        in_order: bool = True,
+        pin_memory_device: str = "",
     ):
-        if generator is not None:
-            raise TypeError(
-                "DataLoader: generator is not supported: pass seed=<int> instead (epoch e's "
-                "order is drawn from seed and e, so that runs repeat, resume mid-epoch and "
-                "every rank draws alike); without it the seed comes from tricycle's generator "
-                "(tricycle.random.manual_seed repeats it)"
+        seed = seed_from("DataLoader", seed, generator)
+        if pin_memory_device:
+            raise TypeError(f"DataLoader: pin_memory_device={pin_memory_device!r} is not "
+                            "supported: pass device=<GPU index>")  # fmt: skip
+        if prefetch_factor is not None and num_workers == 0:
+            raise ValueError(
+                "DataLoader: prefetch_factor option could only be specified in multiprocessing "
+                "(num_workers > 0); with num_workers=0 leave it None"
             )
         if rank >= world_size:
             checks.fail("DataLoader", "rank", f"below world_size ({world_size})", rank)
@@ -142,15 +173,18 @@ class DataLoader:
         self.sampler, self.batch_sampler = sampler, batch_sampler
         # as torch's: with a batch_sampler the batches are its lists (batch_size None)
         self.batch_size = None if batch_sampler is not None else batch_size
-        self.shuffle, self.drop_last = shuffle, drop_last
+        self.shuffle, self.drop_last = bool(shuffle), drop_last  # None: False, as torch
         # as torch: from tricycle's generator (manual_seed reproduces it), and on several
         # ranks 0, as DistributedSampler's, so that ranks built alike shuffle alike
         if seed is None:
             seed = 0 if world_size > 1 else draw_seed()
         self.seed = int(seed)
         self.collate_fn = default_collate if collate_fn is None else collate_fn
-        self._each = collate_fn  # with batch_size None: applied to each item, as torch does
+        # with batch_size None: applied to each item, as torch does
+        self._each = default_convert if collate_fn is None else collate_fn
+        self._collate_argument = collate_fn  # as given, for shard()
         self.num_workers, self.prefetch_factor = num_workers, prefetch_factor
+        self.in_order = in_order  # batches come in order either way
         self.worker_init_fn, self.persistent_workers = worker_init_fn, persistent_workers
         self.rank, self.world_size = rank, world_size
         self.device, self.pin_memory, self.timeout = device, pin_memory, timeout
@@ -174,12 +208,12 @@ class DataLoader:
         return DataLoader(
             self.dataset, 1 if self.batch_sampler is not None else self.batch_size,
             self.shuffle, sampler=self.sampler, batch_sampler=self.batch_sampler,
-            seed=self.seed, drop_last=self.drop_last, collate_fn=self.collate_fn,
+            seed=self.seed, drop_last=self.drop_last, collate_fn=self._collate_argument,
             num_workers=self.num_workers, prefetch_factor=self.prefetch_factor,
             worker_init_fn=self.worker_init_fn, persistent_workers=self.persistent_workers,
             rank=rank, world_size=world_size, device=self.device if device is None else device,
             pin_memory=self.pin_memory, timeout=self.timeout, split_batches=split,
-            multiprocessing_context=self.multiprocessing_context,
+            multiprocessing_context=self.multiprocessing_context, in_order=self.in_order,
         )  # fmt: skip
 
     @checks.arguments(epoch=checks.non_negative_int)
@@ -189,15 +223,18 @@ class DataLoader:
         self.epoch = epoch
 
     def __len__(self) -> int:
-        """Batches in an epoch on this rank (map-style datasets only)."""
-        if not self.map_style:
-            raise TypeError(
-                f"DataLoader: an iterable dataset ({type(self.dataset).__name__}) has no length"
-            )
+        """Batches in an epoch on this rank; of an iterable dataset, those its ``len`` makes,
+        as torch's (its workers' shards must add up to it)."""
         if self.batch_sampler is not None:
             return share_length(length(self.batch_sampler, "batch_sampler"),
                                  self._item_world, drop_last=False)  # fmt: skip
-        n = len(self.dataset) if self.sampler is None else length(self.sampler, "sampler")
+        try:
+            n = len(self.dataset) if self.sampler is None else length(self.sampler, "sampler")
+        except TypeError:
+            if self.map_style:
+                raise
+            name = type(self.dataset).__name__
+            raise TypeError(f"DataLoader: an iterable dataset ({name}) has no length") from None
         n = share_length(n, self._item_world, self.drop_last)
         if self.batch_size is None:
             return n
@@ -221,7 +258,7 @@ class DataLoader:
         if self.batch_sampler is not None:
             batches = epoch_indices(self.batch_sampler, epoch, self.seed)
             batches = share(batches, self.rank, self._item_world, drop_last=False)
-            return ((k, _index_list(indices, k)) for k, indices in enumerate(batches))
+            return ((k, index_list(indices, k)) for k, indices in enumerate(batches))
         indices = self._rank_indices(epoch)
         if self.batch_size is None:
             return enumerate(indices)
@@ -232,29 +269,8 @@ class DataLoader:
     def _fetch(self, indices):
         """A batch of a map-style dataset."""
         if self.batch_size is None and self.batch_sampler is None:
-            return self._item(self.dataset[_key(indices)])
-        return self.collate_fn([self.dataset[_key(i)] for i in indices])
-
-    def _item(self, item):
-        """An item that is a batch already (batch_size None), through collate_fn if given."""
-        return item if self._each is None else self._each(item)
-
-    def _rank_items(self):
-        """This rank's items of an iterable dataset (round-robin, see the module)."""
-        items, world = iter(self.dataset), self._item_world
-        if world == 1:
-            yield from items
-            return
-        first: list = []  # the padding of a last partial round
-        while True:
-            round_ = list(itertools.islice(items, world))
-            if len(first) < world:
-                first += round_[: world - len(first)]
-            if len(round_) < world:
-                if round_ and not self.drop_last:
-                    yield (round_ + (first * world)[: world - len(round_)])[self.rank]
-                return
-            yield round_[self.rank]
+            return self._each(self.dataset[dataset_key(indices)])
+        return self.collate_fn([self.dataset[dataset_key(i)] for i in indices])
 
     @property
     def _item_world(self) -> int:
@@ -263,7 +279,7 @@ class DataLoader:
 
     def _item_chunks(self):
         """Lists of the items of each batch of this rank, for an iterable dataset."""
-        items = self._rank_items()
+        items = share_stream(iter(self.dataset), self.rank, self._item_world, self.drop_last)
         if self.batch_size is None:
             yield from ([item] for item in items)
             return
@@ -274,7 +290,7 @@ class DataLoader:
             yield chunk
 
     def _collate_chunk(self, chunk: list):
-        return self._item(chunk[0]) if self.batch_size is None else self.collate_fn(chunk)
+        return self._each(chunk[0]) if self.batch_size is None else self.collate_fn(chunk)
 
     # ------------------------------------------------------------------ iterating
     def __iter__(self):
@@ -288,22 +304,24 @@ class DataLoader:
         copy = self._device_copy()
         split = self.split_batches and self.world_size > 1
         try:
-            for batch in batches:
-                self._position += 1
+            for k, batch in batches:
+                self._position = k + 1  # with workers on a stream, k counts the skipped too
                 if split:
-                    batch = _rows(batch, self.rank, self.world_size)
+                    batch = batch_rows(batch, self.rank, self.world_size)
                 yield batch if copy is None else copy(batch)
         finally:  # a loop left early stops the workers now, not when the garbage collector
             batches.close()  # gets to this generator (Python 3.12 may keep it a while)
         self._running, self._position = None, 0
 
     def _batches(self, epoch: int, skip: int):
+        """(k, batch k) of epoch ``epoch`` from batch ``skip`` on, made here."""
         if self.map_style:
-            for _, indices in itertools.islice(self._index_chunks(epoch), skip, None):
-                yield self._fetch(indices)
+            for k, indices in itertools.islice(self._index_chunks(epoch), skip, None):
+                yield k, self._fetch(indices)
         else:
-            for chunk in itertools.islice(self._item_chunks(), skip, None):
-                yield self._collate_chunk(chunk)
+            chunks = itertools.islice(self._item_chunks(), skip, None)
+            for k, chunk in enumerate(chunks, skip):
+                yield k, self._collate_chunk(chunk)
 
     def _batches_from_workers(self, epoch: int, skip: int):
         if self.map_style:
@@ -331,8 +349,9 @@ class DataLoader:
         if self._pool is not None:
             return self._pool
         context = self.multiprocessing_context or start_context(None, self.num_workers)
-        pool = WorkerPool(self._worker_fetch, self.num_workers, self.prefetch_factor, context,
-                          timeout=self.timeout, init_fn=self.worker_init_fn)  # fmt: skip
+        pool = WorkerPool(self._worker_fetch, self.num_workers, self.prefetch_factor or 2,
+                          context, timeout=self.timeout, init_fn=self.worker_init_fn,
+                          dataset=self.dataset)  # fmt: skip
         if self.persistent_workers:
             # the pool holds no reference to the loader: collecting the loader stops them
             self._pool, self._finalizer = pool, weakref.finalize(self, pool.close)
@@ -350,17 +369,23 @@ class DataLoader:
         return {**self.__dict__, "_pool": None, "_finalizer": None, "_copier": None}
 
     def _worker_fetch(self, worker_id: int):
-        """What worker ``worker_id`` runs (see ``WorkerPool``): batch k of the epoch."""
+        """What worker ``worker_id`` runs (see ``WorkerPool``): batch k of the epoch. Of a
+        stream: its chunk k // N of its own stream if the worker asked ``get_worker_info()``
+        (known once the first item is read), else chunk k of the shared one (see the module);
+        StopIteration when the stream ends."""
         if self.map_style:
             return lambda k, indices: self._fetch(indices)
-        chunks, position = self._item_chunks(), 0
+        chunks, read, own = self._item_chunks(), 0, None
 
         def fetch(k: int, _):
-            nonlocal position
-            for _ in range(k - position):  # the other workers' batches: read, not collated
-                next(chunks)
-            position = k + 1
-            return self._collate_chunk(next(chunks))
+            nonlocal read, own
+            while True:  # the chunks before: the other workers' (shared), or skipped (resumed)
+                chunk = next(chunks)
+                if own is None:
+                    own = worker_info_asked()
+                read += 1
+                if read - 1 == (k // self.num_workers if own else k):
+                    return self._collate_chunk(chunk)
 
         return fetch
 
@@ -373,8 +398,9 @@ class DataLoader:
 
     # ------------------------------------------------------------------ resuming
     def state_dict(self) -> dict:
-        """Where the loader stands: the epoch and the batches of it already yielded (and an
-        iterable dataset's own ``state_dict``, read in this process, where it has one)."""
+        """Where the loader stands: the epoch and the batches of it already yielded (with
+        workers on a stream: the workers' turns passed, those of a worker that ran out too),
+        and an iterable dataset's own ``state_dict``, read in this process, where it has one."""
         state = {"epoch": self.epoch, "position": 0, "seed": self.seed}
         if self._running is not None:
             state.update(epoch=self._running, position=self._position)
@@ -405,41 +431,6 @@ class DataLoader:
             f"shuffle={self.shuffle}, seed={self.seed}, num_workers={self.num_workers}, "
             f"rank={self.rank}, world_size={self.world_size}, device={self.device})"
         )
-
-
-def _rows(batch, rank: int, world_size: int):
-    """Rank ``rank``'s rows of every array of ``batch`` (any structure, as collated)."""
-    if isinstance(batch, dict):
-        return {k: _rows(v, rank, world_size) for k, v in batch.items()}
-    if isinstance(batch, (tuple, list)):
-        rows = [_rows(v, rank, world_size) for v in batch]
-        return type(batch)(*rows) if hasattr(batch, "_fields") else type(batch)(rows)
-    if not hasattr(batch, "shape") or not batch.shape:
-        return batch
-    n = batch.shape[0]
-    if n % world_size:
-        raise ValueError(
-            f"DataLoader: split_batches: a batch of {n} rows does not split evenly over "
-            f"{world_size} processes; use a batch size that is a multiple of it"
-        )
-    share = n // world_size
-    return batch[rank * share : (rank + 1) * share]
-
-
-def _key(index):
-    """A dataset's key as torch's samplers give it: a Python int for any integer."""
-    return int(index) if isinstance(index, np.integer) else index
-
-
-def _index_list(indices, k: int):
-    """Batch ``k`` of a batch sampler, checked to be a list of indices."""
-    if isinstance(indices, (str, bytes)) or not hasattr(indices, "__iter__"):
-        raise TypeError(
-            f"DataLoader: batch_sampler must yield lists of indices; its batch {k} is a "
-            f"{type(indices).__name__} ({indices!r}): pass a sampler of single indices as "
-            "sampler="
-        )
-    return indices
 
 
 __all__ = ["DataLoader", "WorkerError", "default_collate"]

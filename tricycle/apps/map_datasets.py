@@ -19,7 +19,7 @@ a class that also has ``__len__``.
 
 ``random_split`` draws its permutation from ``seed`` (by default drawn from tricycle's
 generator, so ``tricycle.manual_seed`` repeats it), as the loader draws its orders; torch's
-``generator`` is refused.
+``generator`` gives the seed instead (``tricycle.apps.seeds``).
 """
 
 import abc
@@ -32,6 +32,7 @@ import warnings
 import numpy as np
 
 from tricycle import checks
+from tricycle.apps.seeds import seed_from
 from tricycle.dataset import CausalLMDataset, InfiniteBatchDataset
 from tricycle.random import draw_seed
 
@@ -171,18 +172,13 @@ def random_split(dataset, lengths, generator=None, *, seed: int | None = None) -
         lengths: integers summing to ``len(dataset)``, or fractions summing to 1: then
             part k has ``floor(n * lengths[k])`` items and the remainder goes one item each
             to parts 0, 1, ... in turn (torch's rule).
-        generator: torch's; refused: pass ``seed``.
+        generator: torch's, as the seed it stands for (an int, a numpy generator, torch's
+            ``Generator``: its initial seed); not with ``seed``.
         seed: the seed of the permutation; by default drawn from tricycle's generator
             (``tricycle.manual_seed`` repeats it).
     """
-    if generator is not None:
-        raise TypeError(
-            f"random_split: generator is not supported (got a {type(generator).__name__}): "
-            "pass seed=<int> instead (the split is a permutation drawn from the seed); "
-            "without it the seed comes from tricycle's generator (tricycle.manual_seed "
-            "repeats it)"
-        )
     checks.seed("random_split", "seed", seed)
+    seed = seed_from("random_split", seed, generator)
     _check_map_style("random_split", "dataset", dataset)
     n = len(dataset)
     sizes = split_lengths(lengths, n)

@@ -1,7 +1,7 @@
 """Samplers: the order in which a ``DataLoader`` reads a map-style dataset, under PyTorch's
 names (``SequentialSampler``, ``RandomSampler``, ``SubsetRandomSampler``,
-``WeightedRandomSampler``, ``BatchSampler``), for ``DataLoader(sampler=...)`` and
-``DataLoader(batch_sampler=...)``.
+``WeightedRandomSampler``, ``DistributedSampler``, ``BatchSampler``, the base class
+``Sampler``), for ``DataLoader(sampler=...)`` and ``DataLoader(batch_sampler=...)``.
 
 The loader takes any iterable of indices as its sampler (a list, torch's samplers, a class
 of one's own); these are the common ones, drawn the loader's way: epoch e's indices come
@@ -11,7 +11,8 @@ share a seed draw alike. A sampler's ``seed=None`` means the seed of the loader 
 it (which ``Accelerator.prepare`` makes the same on every rank); so
 ``sampler=RandomSampler(dataset)`` is ``shuffle=True``. Iterated on its own, a sampler with
 no seed draws one from tricycle's generator (``manual_seed`` repeats it) and moves to the
-next epoch at each iteration, as torch's samplers draw afresh.
+next epoch at each iteration, as torch's samplers draw afresh. torch's ``generator=`` is
+taken as the seed it stands for (``tricycle.apps.seeds``).
 
 Here too is how the loader combines a sampler with its arguments (``check_samplers``: the
 combinations torch refuses, refused alike) and with its ranks (``share``): the loader splits
@@ -20,9 +21,12 @@ batches whole. A sampler that splits between ranks itself (torch's ``Distributed
 is refused on a loader that has ranks of its own: each rank would get a share of a share.
 """
 
+import itertools
+
 import numpy as np
 
 from tricycle import checks
+from tricycle.apps.seeds import seed_from
 from tricycle.random import draw_seed
 
 
@@ -83,6 +87,25 @@ def share(order, rank: int, world_size: int, drop_last: bool):
     return order[rank::world_size]
 
 
+def share_stream(items, rank: int, world_size: int, drop_last: bool):
+    """Rank ``rank``'s items of a stream ``items``: round-robin, rank r taking item r of
+    each round of ``world_size``, a last partial round padded with the stream's first items
+    (dropped, with ``drop_last``), as ``share`` pads an order."""
+    if world_size == 1:
+        yield from items
+        return
+    first: list = []  # the padding of a last partial round
+    while True:
+        round_ = list(itertools.islice(items, world_size))
+        if len(first) < world_size:
+            first += round_[: world_size - len(first)]
+        if len(round_) < world_size:
+            if round_ and not drop_last:
+                yield (round_ + (first * world_size)[: world_size - len(round_)])[rank]
+            return
+        yield round_[rank]
+
+
 def share_length(n: int, world_size: int, drop_last: bool) -> int:
     """The length of one rank's ``share`` of n entries."""
     if world_size == 1:
@@ -116,9 +139,36 @@ def epoch_indices(sampler, epoch: int, seed: int | None) -> list:
     return list(sampler)
 
 
-class SeededSampler:
-    """The base of tricycle's samplers: ``draw(epoch, seed)`` gives an epoch's indices. (A
-    sampler of one's own needs no base: any iterable of indices will do.)"""
+def dataset_key(index):
+    """A dataset's key as torch's samplers give it: a Python int for any integer."""
+    return int(index) if isinstance(index, np.integer) else index
+
+
+def index_list(indices, k: int):
+    """Batch ``k`` of a batch sampler, checked to be a list of indices."""
+    if isinstance(indices, (str, bytes)) or not hasattr(indices, "__iter__"):
+        raise TypeError(
+            f"DataLoader: batch_sampler must yield lists of indices; its batch {k} is a "
+            f"{type(indices).__name__} ({indices!r}): pass a sampler of single indices as "
+            "sampler="
+        )
+    return indices
+
+
+class Sampler:
+    """torch's base class of samplers: a subclass defines ``__iter__`` (the indices) and, for
+    ``len(loader)``, ``__len__``. The loader needs no base class (any iterable of indices
+    will do); this one is for code written against torch's."""
+
+    def __init__(self, data_source=None):
+        del data_source  # torch's signature; its base class keeps nothing either
+
+    def __iter__(self):
+        raise NotImplementedError(f"{type(self).__name__}: a Sampler defines __iter__")
+
+
+class SeededSampler(Sampler):
+    """The base of tricycle's samplers: ``draw(epoch, seed)`` gives an epoch's indices."""
 
     def __init__(self, seed: int | None = None):
         self.seed = seed  # None: the loader's (see the module)
@@ -164,13 +214,13 @@ class SequentialSampler(SeededSampler):
 class RandomSampler(SeededSampler):
     """A new permutation of ``data_source``'s indices each epoch, or ``num_samples`` indices
     (default all): without ``replacement`` whole permutations one after another (cut at
-    ``num_samples``), with it independent uniform draws."""
+    ``num_samples``), with it independent uniform draws. ``generator``: torch's, as a seed."""
 
     @checks.arguments(replacement=checks.boolean, num_samples=checks.optional(checks.positive_int),
                       seed=checks.seed)  # fmt: skip
     def __init__(self, data_source, replacement: bool = False, num_samples: int | None = None,
-                 seed: int | None = None):  # fmt: skip
-        super().__init__(seed)
+                 seed: int | None = None, *, generator=None):  # fmt: skip
+        super().__init__(seed_from("RandomSampler", seed, generator))
         self.data_source, self.replacement = data_source, replacement
         self._num_samples = num_samples
 
@@ -193,11 +243,11 @@ class RandomSampler(SeededSampler):
 
 class SubsetRandomSampler(SeededSampler):
     """The given ``indices`` (one split of a dataset: a validation set, say) in a new order
-    each epoch."""
+    each epoch. ``generator``: torch's, as a seed."""
 
     @checks.arguments(seed=checks.seed)
-    def __init__(self, indices, seed: int | None = None):
-        super().__init__(seed)
+    def __init__(self, indices, seed: int | None = None, *, generator=None):
+        super().__init__(seed_from("SubsetRandomSampler", seed, generator))
         self.indices = indices
 
     def draw(self, epoch: int, seed: int | None) -> list:
@@ -211,13 +261,13 @@ class SubsetRandomSampler(SeededSampler):
 class WeightedRandomSampler(SeededSampler):
     """``num_samples`` indices of 0..len(weights) - 1, index i drawn with probability
     ``weights[i] / sum(weights)`` (to rebalance classes); ``replacement=False`` draws each
-    index at most once."""
+    index at most once. ``generator``: torch's, as a seed."""
 
     @checks.arguments(num_samples=checks.positive_int, replacement=checks.boolean,
                       seed=checks.seed)  # fmt: skip
     def __init__(self, weights, num_samples: int, replacement: bool = True,
-                 seed: int | None = None):  # fmt: skip
-        super().__init__(seed)
+                 seed: int | None = None, *, generator=None):  # fmt: skip
+        super().__init__(seed_from("WeightedRandomSampler", seed, generator))
         weights = np.asarray(weights, dtype=np.float64)
         if weights.ndim != 1:
             raise ValueError(f"WeightedRandomSampler: weights must be a 1-d sequence, got an "
@@ -244,6 +294,57 @@ class WeightedRandomSampler(SeededSampler):
         return self.num_samples
 
 
+class DistributedSampler(SeededSampler):
+    """Rank ``rank``'s share of ``dataset``'s indices among ``num_replicas`` ranks, as torch's:
+    epoch e's order (a permutation drawn from ``seed`` and e with ``shuffle``, else 0..n-1)
+    is padded with its first indices to a multiple of ``num_replicas`` (cut down to one,
+    with ``drop_last``), and rank r takes positions r, r + num_replicas, .... Every rank
+    must pass the same ``seed`` (default 0, as torch's). ``set_epoch(e)`` picks epoch e's
+    order (the loader sets it each epoch); iterating alone does not move it on, as torch's.
+
+    The ranks default to the processes mpiexec started (``tricycle.parallel.distributed``).
+    It is for a loader of one process (``world_size`` 1): a loader's own ``rank`` and
+    ``world_size`` split alike without a sampler, and the two together are refused."""
+
+    @checks.arguments(num_replicas=checks.optional(checks.positive_int),
+                      rank=checks.optional(checks.non_negative_int), shuffle=checks.boolean,
+                      seed=checks.seed, drop_last=checks.boolean)  # fmt: skip
+    def __init__(self, dataset, num_replicas: int | None = None, rank: int | None = None,
+                 shuffle: bool = True, seed: int = 0, drop_last: bool = False):  # fmt: skip
+        super().__init__(seed)
+        if num_replicas is None or rank is None:
+            from tricycle.parallel import distributed  # noqa: PLC0415 - heavy, seldom needed
+
+            num_replicas = distributed.launched_size() if num_replicas is None else num_replicas
+            rank = distributed.launched_rank() if rank is None else rank
+        if rank >= num_replicas:
+            raise ValueError(f"DistributedSampler: invalid rank {rank}, rank should be in the "
+                             f"interval [0, {num_replicas - 1}]")  # fmt: skip
+        self.dataset, self.num_replicas, self.rank = dataset, num_replicas, rank
+        self.shuffle, self.drop_last = shuffle, drop_last
+
+    def __iter__(self):
+        return iter(self.draw(self.epoch, None))
+
+    def draw(self, epoch: int, seed: int | None) -> list:
+        n = len(self.dataset)
+        order = self._rng(epoch, seed).permutation(n) if self.shuffle else np.arange(n)
+        return share(order, self.rank, self.num_replicas, self.drop_last).tolist()
+
+    def __len__(self) -> int:
+        return share_length(len(self.dataset), self.num_replicas, self.drop_last)
+
+    @property
+    def num_samples(self) -> int:
+        """The indices each rank gets per epoch (torch's attribute)."""
+        return len(self)
+
+    @property
+    def total_size(self) -> int:
+        """The indices of all ranks per epoch, padding included (torch's attribute)."""
+        return len(self) * self.num_replicas
+
+
 class BatchSampler(SeededSampler):
     """Lists of ``batch_size`` indices of ``sampler`` (any sampler), the last one shorter
     unless ``drop_last``: a ``batch_sampler`` for the loader."""
@@ -265,10 +366,15 @@ class BatchSampler(SeededSampler):
 
 __all__ = [
     "BatchSampler",
+    "DistributedSampler",
+    "Sampler",
+    "dataset_key",
+    "index_list",
     "check_samplers",
     "length",
     "share",
     "share_length",
+    "share_stream",
     "RandomSampler",
     "SeededSampler",
     "SequentialSampler",

@@ -3,16 +3,19 @@
 The main process hands out batch numbers (with their example indices, for a map-style
 dataset) to worker ``k % N`` and keeps ``prefetch`` batches per worker in flight; each worker
 makes its batches and sends them back on one result queue; the main process yields them in
-order, holding early arrivals until their turn. So the batches are those of
-``num_workers=0``, in the same order.
+order, holding early arrivals until their turn. So the batches of a map-style dataset are
+those of ``num_workers=0``, in the same order.
 
 Each epoch starts with a message to every worker: it seeds tricycle's, numpy's and Python's
-generators afresh (worker w of epoch e alike in every run, differently from the others) and
-makes its fetch function anew. A pool serves one epoch, or every epoch of a loader with
-``persistent_workers`` (the same processes, re-seeded each epoch); ``worker_init_fn`` runs
-once in each process, after its first seeding. Every message carries the number of the
-iteration it belongs to: what is left of a loop left early is skipped by the workers and
-dropped by the main process.
+generators afresh (worker w of epoch e alike in every run, differently from the others), sets
+what ``get_worker_info()`` returns there, and makes its fetch function anew. A pool serves
+one epoch, or every epoch of a loader with ``persistent_workers`` (the same processes,
+re-seeded each epoch); ``worker_init_fn`` runs once in each process, after its first
+seeding. Every message carries the number of the iteration it belongs to: what is left of a
+loop left early is skipped by the workers and dropped by the main process. A worker whose
+fetch raises StopIteration (its stream ran out) is done for the epoch: its batches still
+asked for are dropped and the others go on, in turn, until every worker is done (torch's
+order for an iterable dataset).
 
 What can go wrong, and what happens then:
 
@@ -26,12 +29,14 @@ What can go wrong, and what happens then:
   process is gone ends itself. No orphan is left either way.
 """
 
+import dataclasses
 import multiprocessing
 import os
 import queue
 import random
 import signal
 import traceback
+from collections import deque
 
 import numpy as np
 
@@ -53,10 +58,51 @@ class _End:
     """The dataset ran out before this batch (an iterable dataset's end)."""
 
 
-def _work(worker_id: int, make_fetch, init_fn, tasks, results, generation, parent: int) -> None:
+@dataclasses.dataclass(frozen=True)
+class WorkerInfo:
+    """What ``get_worker_info()`` returns in a worker process (torch's ``WorkerInfo``).
+
+    Attributes:
+        id: this worker's number, 0..num_workers - 1.
+        num_workers: how many workers the loader has.
+        seed: the seed this worker's generators were seeded with this epoch.
+        dataset: this process's copy of the dataset (changes to it stay in this worker).
+    """
+
+    id: int
+    num_workers: int
+    seed: int
+    dataset: object
+
+
+_info: WorkerInfo | None = None  # set in a worker process at the start of each epoch
+_asked = False  # whether get_worker_info() was called in this worker
+
+
+def get_worker_info() -> WorkerInfo | None:
+    """This worker's ``WorkerInfo`` in a ``DataLoader`` worker process, None in the main
+    process (torch's ``get_worker_info``). An iterable dataset shards its stream with it
+    (``info.id`` of ``info.num_workers``), or a ``worker_init_fn`` sets up its worker's copy
+    (``info.dataset``); asking it makes the worker read its own stream (see
+    ``tricycle.apps.loader``)."""
+    global _asked
+    if _info is not None:
+        _asked = True
+    return _info
+
+
+def worker_info_asked() -> bool:
+    """Whether code in this worker process (its dataset, its ``worker_init_fn``) has called
+    ``get_worker_info()``: then it reads the stream that worker shapes for itself."""
+    return _asked
+
+
+def _work(worker_id: int, make_fetch, init_fn, tasks, results, generation, parent: int,
+          num_workers: int, dataset) -> None:  # fmt: skip
     """A worker's loop: start an epoch, fetch the batches asked for, until told to stop
     (None), or until the main process is gone. ``generation`` (shared) is the iteration the
     main process reads now: a task of an earlier one (a loop left early) is skipped."""
+    global _info
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
     # terminate() is SIGTERM: a forked worker must not keep a handler it inherited (a
     # training loop's stop-after-this-step, data parallelism's interrupt), which would
@@ -77,6 +123,7 @@ def _work(worker_id: int, make_fetch, init_fn, tasks, results, generation, paren
             continue
         if kind == "epoch":  # ("epoch", iteration, seed)
             _seed(rest[0])
+            _info = WorkerInfo(worker_id, num_workers, rest[0], dataset)
             if not started and init_fn is not None:  # once per process, as torch's
                 try:
                     init_fn(worker_id)
@@ -123,11 +170,12 @@ class WorkerPool:
     ``fetch(k, indices)``: batch ``k`` (raising StopIteration past the dataset's end).
     ``init_fn(worker_id)`` runs once in each worker, after its generators are first seeded,
     before its first ``make_fetch``. ``tasks`` yields (k, indices) in order, k = 0, 1, ...;
-    indices is None for an iterable dataset.
+    indices is None for an iterable dataset. ``dataset`` is what ``get_worker_info().dataset``
+    gives in the workers (each its own copy).
     """
 
     def __init__(self, make_fetch, num_workers: int, prefetch: int, context,
-                 timeout: float = 0.0, init_fn=None):  # fmt: skip
+                 timeout: float = 0.0, init_fn=None, dataset=None):  # fmt: skip
         self.timeout, self.prefetch = timeout, prefetch
         self.results = context.Queue()
         self.tasks = [context.Queue() for _ in range(num_workers)]
@@ -137,7 +185,7 @@ class WorkerPool:
         for w in range(num_workers):
             process = context.Process(
                 target=_work,
-                args=(w, make_fetch, init_fn, self.tasks[w], *shared),
+                args=(w, make_fetch, init_fn, self.tasks[w], *shared, num_workers, dataset),
                 daemon=True,  # ended by multiprocessing at exit, should close() not run
                 name=f"tricycle DataLoader worker {w}",
             )
@@ -145,20 +193,25 @@ class WorkerPool:
             self.workers.append(process)
 
     def batches(self, tasks, seed: int, first: int = 0):
-        """One epoch's batches, in order; stops at the first batch past an iterable's end.
-        Worker w seeds its generators with ``seed + w`` first. ``tasks`` number their
-        batches from ``first`` on (a resumed epoch skips the ones before)."""
+        """One epoch's batches, in order, as (k, batch k); batch k is worker k mod N's, and a
+        worker past its stream's end (StopIteration) is done: its batches are skipped, the
+        epoch ends when every worker is done or the tasks run out. Worker w seeds its
+        generators with ``seed + w`` first. ``tasks`` number their batches from ``first`` on
+        (a resumed epoch skips the ones before)."""
         self.generation.value += 1  # the workers skip what is left of an earlier iteration
         iteration = self.generation.value
         for w, queue_ in enumerate(self.tasks):
             queue_.put(("epoch", iteration, seed + w))
-        tasks = iter(tasks)
-        sent = first
+        tasks, done = iter(tasks), set()  # done: the workers whose stream ended
+        sent: deque = deque()  # the batches asked for and not yet yielded, in order
         arrived: dict = {}
         for _ in range(self.prefetch * len(self.workers)):
-            sent += self._send(tasks, iteration)
-        k = first
-        while k < sent:
+            self._send(tasks, iteration, sent, done)
+        while sent:
+            k = sent.popleft()
+            if k % len(self.workers) in done:
+                arrived.pop(k, None)
+                continue
             self._check_current(iteration)
             while k not in arrived:
                 got, batch, error = self._receive(k, iteration)
@@ -170,19 +223,24 @@ class WorkerPool:
                     f"DataLoader worker {worker} raised {kind} {where}; its traceback:\n{text}"
                 )
             if batch is _End:
-                return
-            sent += self._send(tasks, iteration)  # keep the workers busy while this one is used
-            k += 1
-            yield batch
+                done.add(k % len(self.workers))
+                continue
+            self._send(tasks, iteration, sent, done)  # keep the workers busy meanwhile
+            yield k, batch
 
-    def _send(self, tasks, iteration: int) -> int:
-        """Hand the next task to its worker (batch k goes to worker k mod N); 0 if none."""
-        task = next(tasks, None)
-        if task is None:
-            return 0
-        k, indices = task
-        self.tasks[k % len(self.workers)].put(("batch", iteration, k, indices))
-        return 1
+    def _send(self, tasks, iteration: int, sent: deque, done: set) -> None:
+        """Hand the next task to its worker (batch k goes to worker k mod N), passing over
+        those of the workers that are done; nothing once the tasks or the workers are."""
+        n = len(self.workers)
+        while len(done) < n:
+            task = next(tasks, None)
+            if task is None:
+                return
+            k, indices = task
+            if k % n not in done:
+                self.tasks[k % n].put(("batch", iteration, k, indices))
+                sent.append(k)
+                return
 
     def _check_current(self, iteration: int) -> None:
         """Refuse to go on reading an iteration that a newer one has replaced (its batches
@@ -268,4 +326,12 @@ def start_context(context, num_workers: int):
     return context
 
 
-__all__ = ["Superseded", "WorkerError", "WorkerPool", "start_context"]
+__all__ = [
+    "Superseded",
+    "WorkerError",
+    "WorkerInfo",
+    "WorkerPool",
+    "get_worker_info",
+    "start_context",
+    "worker_info_asked",
+]
