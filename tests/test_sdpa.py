@@ -193,6 +193,48 @@ def test_matches_torch(case):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
 
 
+def test_torch_keywords_name_the_same_arguments():
+    """nanoGPT's call, ``F.scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=p,
+    is_causal=True)``, runs as written; against torch for a boolean ``attn_mask``."""
+    torch = pytest.importorskip("torch")
+    from tricycle.nn import functional as F
+
+    rng = np.random.default_rng(4)
+    q, k, v = inputs(rng, 2, 2, 2, 5, 5, 3, 3)
+    mask = make_mask(rng, "bool", 2, 2, 5, 5)
+    tensors = [Tensor(a, requires_grad=True) for a in (q, k, v)]
+    out = F.scaled_dot_product_attention(*tensors, attn_mask=mask, dropout_p=0.0)
+    dout = rng.normal(size=out.shape)
+    out.backward(dout)
+    expected = torch_twin(torch, q, k, v, mask, False, None, dout)
+    for a, b in zip([out.array] + [t.grad.array for t in tensors], expected):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+    causal = F.scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=True)
+    np.testing.assert_array_equal(
+        causal.array, scaled_dot_product_attention(q, k, v, None, True).array
+    )
+    with pytest.raises(TypeError, match="give one of them"):
+        F.scaled_dot_product_attention(q, k, v, mask, attn_mask=mask)
+    with pytest.raises(TypeError, match="is_causal"):
+        F.scaled_dot_product_attention(q, k, v, is_causal=1)
+
+
+def test_dropout_without_a_seed_draws_one_from_tricycle_s_generator():
+    """As torch's ``dropout_p``: a new mask each call, the same masks after the same seed."""
+    import tricycle
+
+    q, k, v = inputs(np.random.default_rng(0), 1, 2, 2, 6, 6, 3, 3)
+    tricycle.manual_seed(7)
+    first, second = (scaled_dot_product_attention(q, k, v, dropout_p=0.5).array for _ in "ab")
+    assert not np.array_equal(first, second)
+    tricycle.manual_seed(7)
+    np.testing.assert_array_equal(
+        scaled_dot_product_attention(q, k, v, dropout_prob=0.5).array, first
+    )
+    same = [scaled_dot_product_attention(q, k, v, dropout_prob=0.5, seed=3).array for _ in "ab"]
+    np.testing.assert_array_equal(*same)  # a seed given: its mask
+
+
 # ------------------------------------------------------------------ the CPU kernel
 
 

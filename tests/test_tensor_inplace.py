@@ -251,3 +251,80 @@ def test_bad_in_place_values_are_refused():
         x.copy_(np.zeros(4))
     with pytest.raises(ValueError, match="item"):
         x.fill_(Tensor(np.zeros(2)))
+
+
+# ====================================================================== multinomial, bfloat16
+def test_multinomial_draws_each_id_as_often_as_its_weight():
+    weights = np.array([[0.0, 1.0, 3.0, 4.0], [5.0, 0.0, 0.0, 5.0]])  # any positive sum
+    tricycle.manual_seed(0)
+    ids = Tensor(weights, requires_grad=False).multinomial(4000, replacement=True)
+    assert ids.shape == (2, 4000) and ids.dtype == np.int64 and not ids.requires_grad
+    for row, drawn in zip(weights, ids.numpy()):
+        counts = np.bincount(drawn, minlength=4)
+        assert counts[row == 0].sum() == 0  # a weight of 0 is never drawn
+        expected = 4000 * row / row.sum()  # within 5 standard errors of each count
+        assert (np.abs(counts - expected) <= 5 * np.sqrt(expected + 1)).all()
+    tricycle.manual_seed(0)  # the seed repeats it
+    again = Tensor(weights, requires_grad=False).multinomial(4000, replacement=True)
+    np.testing.assert_array_equal(again.numpy(), ids.numpy())
+
+
+def test_multinomial_without_replacement_draws_distinct_ids_by_weight():
+    weights = Tensor(np.array([0.7, 0.2, 0.1, 0.0]), requires_grad=False)
+    tricycle.manual_seed(1)
+    firsts = []
+    for _ in range(2000):
+        ids = weights.multinomial(3).tolist()  # (3,): every id of positive weight, once
+        assert sorted(ids) == [0, 1, 2]
+        firsts.append(ids[0])
+    counts = np.bincount(firsts, minlength=3)  # the first draw: as with replacement
+    assert (np.abs(counts - 2000 * np.array([0.7, 0.2, 0.1])) < 5 * np.sqrt(2000 * 0.25)).all()
+    one_hot = Tensor(np.eye(3)[[2, 0]], requires_grad=False)  # greedy sampling: the one id
+    assert one_hot.multinomial(1).tolist() == [[2], [0]]
+    drawn = weights.multinomial(2, generator=np.random.default_rng(5)).tolist()
+    assert drawn == weights.multinomial(2, generator=np.random.default_rng(5)).tolist()
+
+
+@pytest.mark.parametrize(
+    ("weights", "args", "error", "match"),
+    [
+        (np.ones(3), (0,), ValueError, "Tensor.multinomial: num_samples"),
+        (np.array([1.0, 0.0, 0.0]), (2,), ValueError, "2 or more weights > 0"),
+        (np.zeros((2, 3)), (1, True), ValueError, "1 or more weights > 0"),
+        (np.array([1.0, -1.0]), (1,), ValueError, "non-negative"),
+        (np.array([1.0, np.nan]), (1,), ValueError, "finite"),
+        (np.ones((2, 2, 2)), (1,), ValueError, r"\(K,\) or \(N, K\)"),
+        (np.ones(3), (1, 1), TypeError, "Tensor.multinomial: replacement"),
+    ],
+)
+def test_bad_multinomial_arguments_name_the_method(weights, args, error, match):
+    with pytest.raises(error, match=match):
+        Tensor(weights, requires_grad=False).multinomial(*args)
+
+
+def test_bfloat16_casts_as_torch_and_sends_the_gradient_back_in_the_source_dtype():
+    from tricycle import backend, casting
+
+    assert casting.bfloat16 is backend.bfloat16  # one lookup, in the engine's layer
+    pytest.importorskip("ml_dtypes")
+    values = np.random.default_rng(0).normal(size=(3, 4)).astype(np.float32)
+    x = Tensor(values)
+    out = x.bfloat16()
+    assert out.dtype == backend.bfloat16() and x.to(backend.bfloat16()).dtype == out.dtype
+    expected = torch.tensor(values).bfloat16().float().numpy()
+    np.testing.assert_array_equal(out.array.astype(np.float32), expected)  # the same rounding
+    (out.float() * 3).sum().backward()
+    assert x.grad.dtype == np.float32
+    np.testing.assert_array_equal(x.grad.array, np.full((3, 4), 3, np.float32))
+
+
+def test_bfloat16_without_ml_dtypes_says_what_to_install(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ml_dtypes", None)  # as if not installed
+    with pytest.raises(ImportError, match=r"Tensor.bfloat16 needs the ml_dtypes package"):
+        Tensor(np.ones(2)).bfloat16()
+    from tricycle.casting import bfloat16
+
+    with pytest.raises(ImportError, match=r"Precision\('bf16'\) needs the ml_dtypes"):
+        bfloat16()

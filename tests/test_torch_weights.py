@@ -275,6 +275,46 @@ def test_tied_layers_load_and_save_under_every_name():
     TorchTied().load_state_dict({k: torch.from_numpy(v) for k, v in to_torch(ours).items()})
 
 
+def test_a_tied_alias_of_a_loaded_tensor_is_not_unexpected():
+    """torch's state_dict names a tied tensor under each owner (nanoGPT's lm_head.weight is
+    transformer.wte.weight); a port whose head reads the embedding's table has no lm_head."""
+    import tricycle.nn.functional as F
+
+    class TorchTiedHead(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte = torch.nn.Embedding(V, E)
+            self.lm_head = torch.nn.Linear(E, V, bias=False)
+            self.wte.weight = self.lm_head.weight
+
+        def forward(self, ids):
+            return self.lm_head(self.wte(ids))
+
+    class TiedHead(nn.Module):
+        def __init__(self):
+            self.wte = nn.Embedding(V, E)
+
+        def forward(self, ids):
+            return F.linear(self.wte(ids), self.wte.weights)
+
+    torch.manual_seed(0)
+    theirs, ours = TorchTiedHead().double(), TiedHead().to(np.float64)
+    state = theirs.state_dict()
+    assert from_torch(ours, state) == ([], [])  # lm_head.weight: the same memory as wte's
+    ids = np.arange(V).reshape(1, V) % V
+    close(ours(ids).array, theirs(torch.from_numpy(ids)).detach().numpy(), RTOL, ATOL)
+    state["lm_head.weight"] = state["lm_head.weight"].clone()  # values alike, not an alias
+    with pytest.raises(ValueError, match=r"unexpected keys \['lm_head.weight'\]"):
+        from_torch(ours, state)
+    arrays = {"wte.weight": np.ones((V, E))}
+    arrays["head.weight"] = arrays["wte.weight"]  # numpy arrays alias as well
+    assert from_torch(ours, arrays) == ([], [])
+    assert from_torch(ours, {**arrays, "head.weight": arrays["wte.weight"][:2]}, False) == (
+        [],
+        ["head.weight"],  # a view of part of it is another tensor
+    )
+
+
 # ---------------------------------------------------------------------- strict and errors
 def mlp_twins():
     torch.manual_seed(0)

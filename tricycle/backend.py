@@ -144,6 +144,18 @@ def is_float(dtype) -> bool:
     return kind == "f" or (kind == "V" and dtype.type.__name__ == "bfloat16")
 
 
+def bfloat16(op: str = "Precision('bf16')") -> np.dtype:
+    """The bfloat16 numpy dtype (from ml_dtypes, which numpy and cupy both understand),
+    imported when first asked for; without ml_dtypes an ImportError naming ``op``."""
+    try:
+        import ml_dtypes  # noqa: PLC0415 - only where bfloat16 is used
+    except ImportError as error:
+        raise ImportError(
+            f"{op} needs the ml_dtypes package for its bfloat16 dtype (pip install ml_dtypes)"
+        ) from error
+    return np.dtype(ml_dtypes.bfloat16)
+
+
 def numeric_array(data, dtype=None) -> np.ndarray:
     """``data`` (a number, nested lists, a numpy scalar...) as a numpy array of ``dtype``.
 

@@ -5,6 +5,7 @@ own dtype (float32 master weights get float32 gradients); ``cast_parameters`` ca
 model's parameters that way for the length of a forward. ``cast_arrays`` and ``widen`` are
 the references of the CUDA backend's one-launch casts, asked for through ``tricycle.dispatch``.
 The precision policies that use them are in ``tricycle.precision``, which re-exports them.
+``bfloat16()``, the dtype, is the engine's (``tricycle.backend``), named here as before.
 """
 
 from contextlib import contextmanager
@@ -12,19 +13,8 @@ from contextlib import contextmanager
 import numpy as np
 
 from tricycle import dispatch
+from tricycle.backend import bfloat16  # noqa: F401 - the dtype, beside the engine's others
 from tricycle.tensor import Tensor, is_float
-
-
-def bfloat16():
-    """The bfloat16 numpy dtype (from ml_dtypes, which numpy and cupy both understand)."""
-    try:
-        import ml_dtypes
-    except ImportError as error:
-        raise ImportError(
-            "Precision('bf16') needs the ml_dtypes package for its bfloat16 dtype "
-            "(pip install ml_dtypes)"
-        ) from error
-    return np.dtype(ml_dtypes.bfloat16)
 
 
 def is_floating(dtype) -> bool:

@@ -7,9 +7,10 @@ tensors are functional, and a recorded graph keeps the arrays it saved, so writi
 inputs would change its gradients. ``.data`` is torch's detached view (the same array, no
 gradient); assigning it rebinds a leaf's array, between steps as in torch (an op recorded
 from the leaf and not yet backpropagated may read the new array in its backward). The casts
-(``float()``, ``to(dtype)``) send the gradient back in the source's dtype, and ``new_*``
-make leaves of this tensor's dtype and device. The random fills draw from tricycle's generator
-(``tricycle.random``, so ``tricycle.manual_seed`` repeats them), on the host, as it always does.
+(``float()``, ``to(dtype)``, ``bfloat16()``) send the gradient back in the source's dtype, and
+``new_*`` make leaves of this tensor's dtype and device. The random fills and ``multinomial``
+draw from tricycle's generator (``tricycle.random``, so ``tricycle.manual_seed`` repeats
+them), on the host, as it always does.
 """
 
 import operator
@@ -44,6 +45,18 @@ def _new_filled(name: str, value):
 
     new_filled.__doc__ = f"torch.Tensor.{name}: {value}s of this tensor's dtype and device."
     return new_filled
+
+
+def _generator(op: str, generator) -> np.random.Generator:
+    """``generator``, a numpy Generator, or tricycle's for None."""
+    if generator is None:
+        from tricycle import random  # noqa: PLC0415 - import tricycle.tensor stays small
+
+        return random.generator()
+    if not isinstance(generator, np.random.Generator):
+        expected = "None (tricycle's generator) or a numpy Generator"
+        checks.fail(op, "generator", expected, generator, TypeError)
+    return generator
 
 
 def _in_place(name: str, out_of_place, instead: str):
@@ -126,6 +139,10 @@ class TorchInPlaceMethods:
     double, half = _cast_to("double", np.float64), _cast_to("half", np.float16)
     long = _cast_to("long", np.int64)
 
+    def bfloat16(self):
+        """torch.Tensor.bfloat16: cast to bfloat16 (ml_dtypes' dtype, ``backend.bfloat16``)."""
+        return self._cast("Tensor.bfloat16", backend.bfloat16("Tensor.bfloat16"))
+
     # ------------------------------------------------------------------ new tensors
     new_zeros, new_ones = _new_filled("new_zeros", 0), _new_filled("new_ones", 1)
 
@@ -203,15 +220,46 @@ class TorchInPlaceMethods:
         self._writable(name, instead)
         if not backend.is_float(self.dtype):
             checks.fail(f"Tensor.{name}", "dtype", "a float dtype", self.dtype, TypeError)
-        if generator is None:
-            from tricycle import random  # noqa: PLC0415 - import tricycle.tensor stays small
-
-            generator = random.generator()
-        elif not isinstance(generator, np.random.Generator):
-            expected = "None (tricycle's generator) or a numpy Generator"
-            checks.fail(f"Tensor.{name}", "generator", expected, generator, TypeError)
+        generator = _generator(f"Tensor.{name}", generator)
         values = getattr(generator, distribution)(*params, self.shape)
         return self._write(name, np.asarray(values).astype(self.dtype))
+
+    def multinomial(self, num_samples: int, replacement: bool = False, *, generator=None):
+        """torch.Tensor.multinomial: int64 ids (..., num_samples) drawn from each row of this
+        tensor's weights (K,) or (N, K) (non-negative, any positive sum), from tricycle's
+        generator (or a numpy ``generator``) on the host, as ``normal_``. Without
+        ``replacement`` no id repeats in a row (Gumbel top-k: the same distribution as drawing
+        one by one); an id of weight 0 is never drawn."""
+        op = "Tensor.multinomial"
+        checks.positive_int(op, "num_samples", num_samples)
+        checks.boolean(op, "replacement", replacement)
+        weights = backend.to_host_array(self.array).astype(np.float64)  # (N, K) or (K,)
+        if self.ndim not in (1, 2) or not self.shape[-1]:
+            checks.fail(op, "shape", "(K,) or (N, K) with K >= 1", self.shape)
+        bad = weights[~(np.isfinite(weights) & (weights >= 0))]
+        if bad.size:
+            raise ValueError(f"{op}: weights must be finite and non-negative, got {bad[0]} "
+                             f"among weights of shape {self.shape}")  # fmt: skip
+        rows = weights.reshape(-1, self.shape[-1])  # (N, K)
+        nonzero = (rows > 0).sum(axis=-1)  # (N,)
+        if (nonzero == 0).any() or (not replacement and (nonzero < num_samples).any()):
+            least = 1 if replacement else num_samples
+            raise ValueError(f"{op}: expected a row with {least} or more weights > 0, got a "
+                             f"row with {nonzero.min()} (weights of shape {self.shape}, "
+                             f"num_samples={num_samples})")  # fmt: skip
+        generator = _generator(op, generator)
+        if replacement:  # inverse CDF: id j where cdf[j - 1] <= u < cdf[j]
+            cdf = np.cumsum(rows, axis=-1)  # (N, K)
+            cdf /= cdf[:, -1:]
+            u = generator.random((rows.shape[0], num_samples))  # (N, S), each < cdf[-1] = 1
+            ids = np.stack([np.searchsorted(c, r, side="right") for c, r in zip(cdf, u)])
+        else:  # the num_samples largest of log w + Gumbel noise
+            with np.errstate(divide="ignore"):
+                keys = np.log(rows) - np.log(-np.log(generator.random(rows.shape)))
+            ids = np.argsort(-keys, axis=-1, kind="stable")[:, :num_samples]
+        ids = ids.reshape(*self.shape[:-1], num_samples).astype(np.int64)
+        on = self.array.device.id if self.on_gpu else None
+        return self.new(backend.move(ids, on), requires_grad=False)
 
     def fill_(self, value):
         """torch.Tensor.fill_: ``value`` (a number or a one-element tensor) everywhere."""

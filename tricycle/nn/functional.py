@@ -3,9 +3,17 @@
 (``import tricycle as tc`` gives the activations too: ``tc.relu``). Losses take PyTorch's
 order, ``F.cross_entropy(logits, labels)``; the re-exported ops keep tricycle's arguments,
 which follow PyTorch's where the names match (``conv2d``'s weights are (C_out, C_in, kh, kw)).
+What a PyTorch model calls takes torch's arguments: ``F.linear`` torch's (out, in) weight
+(how a head tied to an embedding reads its table), ``F.layer_norm`` a ``normalized_shape``,
+``F.softmax`` and ``F.log_softmax`` a ``dim``, and ``F.scaled_dot_product_attention`` torch's
+keywords ``attn_mask``, ``dropout_p`` and ``is_causal`` beside its own.
 """
 
+import math
+
+from tricycle import checks, norms
 from tricycle.activation import GeLU, LeakyReLU, ReLU, Swish
+from tricycle.einsum import einsum
 from tricycle.functions import LogSoftmax, Softmax
 from tricycle.layers import dropout, embedding
 from tricycle.loss import CrossEntropy, MeanSquaredError
@@ -38,7 +46,7 @@ from tricycle.nn.more_losses import (
 from tricycle.nn.padding import pad  # noqa: F401 - F.pad, as PyTorch
 from tricycle.nn.pooling import avg_pool, in_n_dims, max_pool
 from tricycle.nn.sdpa import scaled_dot_product_attention
-from tricycle.tensor import Tensor
+from tricycle.tensor import Tensor, as_tensor
 from tricycle.unary import sigmoid, tanh
 
 conv1d = conv2d = conv  # the spatial dimensions come from the weights' shape
@@ -62,7 +70,9 @@ __all__ = [
     "hardsigmoid",
     "hardswish",
     "hardtanh",
+    "layer_norm",
     "leaky_relu",
+    "linear",
     "log_softmax",
     "logsigmoid",
     "margin_ranking_loss",
@@ -89,14 +99,59 @@ __all__ = [
 ]
 
 
-def softmax(x: Tensor) -> Tensor:
-    """Softmax over the last axis (the fused ``tricycle.functions.Softmax``)."""
-    return Softmax()(x)
+def softmax(x: Tensor, dim: int = -1, dtype=None) -> Tensor:
+    """Softmax along ``dim`` (in ``dtype``, if given): over the last axis the fused
+    ``tricycle.functions.Softmax``, over another ``Tensor.softmax``."""
+    return _along("softmax", Softmax, x, dim, dtype)
 
 
-def log_softmax(x: Tensor) -> Tensor:
-    """Log-softmax over the last axis, computed stably (``tricycle.functions.LogSoftmax``)."""
-    return LogSoftmax()(x)
+def log_softmax(x: Tensor, dim: int = -1, dtype=None) -> Tensor:
+    """Log-softmax along ``dim`` (in ``dtype``, if given), computed stably: over the last axis
+    the fused ``tricycle.functions.LogSoftmax``, over another ``Tensor.log_softmax``."""
+    return _along("log_softmax", LogSoftmax, x, dim, dtype)
+
+
+def _along(name: str, fused, x, dim: int, dtype) -> Tensor:
+    """``fused()(x)`` when ``dim`` is the last axis of ``x`` (cast to ``dtype``), else the
+    Tensor method ``name``, which composes ops along any axis."""
+    x = as_tensor(x)
+    x = x if dtype is None else x.to(dtype)
+    if checks.axis(f"F.{name}", "dim", dim, max(x.ndim, 1), x.shape) == max(x.ndim, 1) - 1:
+        return fused()(x)
+    return getattr(x, name)(dim)
+
+
+def linear(input: Tensor, weight: Tensor, bias=None) -> Tensor:  # noqa: A002 - torch's name
+    """``input @ weight.T + bias`` with torch's layout, ``weight`` (out, in): (..., in) ->
+    (..., out), one einsum (``nn.Linear`` holds the transpose, (in, out)). A head tied to an
+    embedding table (V, E) is ``F.linear(x, embedding.weights)``."""
+    x, weight = as_tensor(input), as_tensor(weight)
+    if weight.ndim != 2 or x.ndim == 0 or x.shape[-1] != weight.shape[1]:
+        raise ValueError(f"F.linear: expected weight (out, in) and input (..., in), got weight "
+                         f"{weight.shape} and input {x.shape}")  # fmt: skip
+    out = einsum("...i,ji->...j", x, weight)  # (..., out)
+    return out if bias is None else out + bias
+
+
+def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None, eps: float = 1e-5):  # noqa: A002
+    """Layer normalisation over the last ``len(normalized_shape)`` axes of ``input``, scaled by
+    ``weight`` and shifted by ``bias`` (each of ``normalized_shape``, or None), as torch's:
+    those axes merged into one for the fused ``tricycle.norms.layer_norm``."""
+    x = as_tensor(input)
+    shape = (normalized_shape,) if checks.is_integer(normalized_shape) else normalized_shape
+    shape = tuple(shape)
+    if not shape or x.shape[x.ndim - len(shape) :] != shape or len(shape) > x.ndim:
+        raise ValueError(f"F.layer_norm: normalized_shape {shape} must be the last axes of the "
+                         f"input's shape {x.shape}")  # fmt: skip
+    for name, value in (("weight", weight), ("bias", bias)):
+        if value is not None and tuple(value.shape) != shape:
+            checks.fail("F.layer_norm", f"{name}'s shape", f"normalized_shape {shape}",
+                        tuple(value.shape))  # fmt: skip
+    width = math.prod(shape)
+    flat = x.reshape(*x.shape[: x.ndim - len(shape)], width)  # (..., C)
+    gamma = flat.new_ones(width) if weight is None else as_tensor(weight).reshape(width)
+    beta = None if bias is None else as_tensor(bias).reshape(width)
+    return norms.layer_norm(flat, gamma, beta, eps).reshape(x.shape)
 
 
 def relu(x: Tensor) -> Tensor:

@@ -40,7 +40,7 @@ import math
 
 import numpy as np
 
-from tricycle import checks, dispatch
+from tricycle import checks, dispatch, random
 from tricycle.backend import check_same_device
 from tricycle.dropout_mask import NO_DROPOUT, AttentionDropout, attention_multiplier, mask_seed
 from tricycle.layers import shared_back_fns
@@ -224,11 +224,29 @@ def _check_inputs(q: Tensor, k: Tensor, v: Tensor, mask, window):
     checks.optional(checks.positive_int)(OP, "window", window)
 
 
+def _seed(owner: str, name: str, value):
+    """A mask's seed (``mask_seed``), or None: drawn from tricycle's generator when needed."""
+    return None if value is None else mask_seed(owner, name, value)
+
+
+def _either(name: str, value, default, torch_name: str, torch_value):
+    """tricycle's argument ``name`` or torch's ``torch_name`` for it: whichever is given."""
+    if torch_value is None:
+        return value
+    if (value is not None) if default is None else value != default:  # both given
+        raise TypeError(f"{OP}: got {name}={value!r} and torch's {torch_name}={torch_value!r}; "
+                        f"give one of them")  # fmt: skip
+    return torch_value
+
+
 @checks.arguments(
     causal=checks.boolean,
     scale=checks.optional(checks.positive),
     dropout_prob=checks.probability,
-    seed=mask_seed,
+    seed=_seed,
+    is_causal=checks.optional(checks.boolean),
+    dropout_p=checks.optional(checks.probability),
+    enable_gqa=checks.boolean,
 )
 def scaled_dot_product_attention(
     q: Tensor,
@@ -239,15 +257,32 @@ def scaled_dot_product_attention(
     window: int | None = None,
     scale: float | None = None,
     dropout_prob: float = 0.0,
-    seed=0,
+    seed=None,
+    *,
+    attn_mask=None,
+    is_causal: bool | None = None,
+    dropout_p: float | None = None,
+    enable_gqa: bool = True,
 ) -> Tensor:
     """softmax(q k^T * scale + mask) v as one node of the graph (see the module docstring).
 
     q (B, H, Tq, D), k (B, Hkv, Tk, D), v (B, Hkv, Tk, Dv) -> (B, H, Tq, Dv). ``mask``: an
     array (or Tensor, taken as a constant) of booleans or additive floats broadcastable to
     (B, H, Tq, Tk). ``dropout_prob`` drops probabilities (inverted dropout); ``seed`` picks
-    the mask (the same seed, the same mask).
+    the mask (the same seed, the same mask; None, the default: a seed drawn from tricycle's
+    generator, so ``tricycle.manual_seed`` repeats the masks and each call has its own).
+
+    torch's keywords name the same arguments: ``attn_mask`` (``mask``), ``is_causal``
+    (``causal``) and ``dropout_p`` (``dropout_prob``), so that torch's call
+    ``F.scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=p, is_causal=True)``
+    runs as written; ``enable_gqa`` is accepted (grouped key/value heads are always allowed).
+    Past q, k and v, give torch's arguments by name: the fifth position is ``causal`` here.
     """
+    mask = _either("mask", mask, None, "attn_mask", attn_mask)
+    causal = _either("causal", causal, False, "is_causal", is_causal)
+    dropout_prob = _either("dropout_prob", dropout_prob, 0.0, "dropout_p", dropout_p)
+    if seed is None:
+        seed = random.draw_seed() if dropout_prob else 0
     q, k, v = as_tensor(q), as_tensor(k), as_tensor(v)
     if isinstance(mask, Tensor):
         mask = mask.array

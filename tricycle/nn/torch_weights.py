@@ -25,9 +25,10 @@ layout; ``from_torch(model, state)`` walks it the same way to know the torch nam
 it expects, checks the state against them as torch's ``load_state_dict`` does, then loads
 (through ``Layer.load_state_dict``, which casts to each tensor's dtype, and
 ``MultiheadAttention.load_torch_state_dict``). A layer reachable by several paths (tied
-weights) is written under each, as torch's ``state_dict`` does. Torch itself is never
-imported: a value is anything with ``.detach().cpu().numpy()`` or anything ``np.asarray``
-reads.
+weights) is written under each, as torch's ``state_dict`` does, and a torch name that only
+aliases a tensor the model loads is not unexpected (a head tied by reading the embedding's
+table has no weights of its own to load). Torch itself is never imported: a value is
+anything with ``.detach().cpu().numpy()`` or anything ``np.asarray`` reads.
 """
 
 from collections.abc import Iterator, Mapping
@@ -217,8 +218,12 @@ def from_torch(model: Layer, torch_state_dict: Mapping, strict: bool = True):
     given and no other (else a ValueError listing the missing and unexpected names);
     without it only the names both share load. A shape that does not match is always an
     error, and so is a value that is not a finite number in the tensor's dtype; a failed
-    load changes nothing. ``num_batches_tracked`` may be given or not. Returns the
-    (missing, unexpected) lists of torch names.
+    load changes nothing. ``num_batches_tracked`` may be given or not. A name the model
+    lacks whose value is the very tensor of a name it loads is no unexpected name: torch's
+    ``state_dict`` lists a tied tensor under each owner (nanoGPT's ``lm_head.weight`` is its
+    ``transformer.wte.weight``), and a port whose head reads the embedding's table
+    (``F.linear(x, wte.weights)``) has nothing more to load. Returns the (missing,
+    unexpected) lists of torch names.
     """
     owner = f"from_torch into {type(model).__name__}"
     entries: list[_Entry] = []
@@ -237,6 +242,9 @@ def from_torch(model: Layer, torch_state_dict: Mapping, strict: bool = True):
         expected.update({_join(torch_path, k): v.shape for k, v in current.items()})
     missing = [name for name in expected if name not in torch_state_dict]
     unexpected = [k for k in torch_state_dict if k not in expected and k not in optional]
+    if unexpected:  # but a tied tensor's other names (see the doc)
+        aliases = _aliases(torch_state_dict, expected)
+        unexpected = [k for k in unexpected if k not in aliases]
     _check(owner, torch_state_dict, expected, missing, unexpected, strict)
 
     # tricycle's names (the first of a tied tensor's) -> values in tricycle's layout
@@ -256,6 +264,27 @@ def from_torch(model: Layer, torch_state_dict: Mapping, strict: bool = True):
             loads.append((layer, {**current, **values}))
     _load(owner, model, state, loads)
     return missing, unexpected
+
+
+def _aliases(given: Mapping, expected: dict) -> set[str]:
+    """The names of ``given`` whose value is the very memory of the value of a name the
+    model expects: torch's ``state_dict`` lists a tied tensor under each of its owners."""
+    loaded = {_memory(given[name]) for name in expected if name in given} - {None}
+    return {name for name, value in given.items() if _memory(value) in loaded}
+
+
+def _memory(value) -> tuple | None:
+    """Where a torch tensor's or numpy array's values lie (address, shape, strides, dtype),
+    or None (an empty one, another kind of value): equal for two views of one tensor."""
+    if isinstance(value, Tensor):
+        value = value.array
+    if hasattr(value, "data_ptr") and hasattr(value, "stride"):  # torch's, without torch
+        where = (value.data_ptr(), str(value.device), tuple(value.stride()))
+    elif isinstance(value, np.ndarray):
+        where = (value.__array_interface__["data"][0], "cpu", value.strides)
+    else:
+        return None
+    return (*where, tuple(value.shape), str(value.dtype)) if where[0] else None
 
 
 def _check(owner: str, given: Mapping, expected: dict, missing, unexpected, strict: bool) -> None:
