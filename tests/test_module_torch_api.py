@@ -1,7 +1,9 @@
 """torch.nn.Module's methods on tricycle's Layer (``tricycle.module_torch``): named_modules,
-children, apply, requires_grad_ (freezing through an optimiser step), to/cuda/cpu, train(False),
-the ``inplace`` of ReLU, LeakyReLU, SiLU and Dropout, and the AttributeError of a torch method
-tricycle does another way; each against torch on a model of the same structure."""
+children, apply, requires_grad_ (freezing through an optimiser step), to/cuda/cpu, the casts
+(half, bfloat16, float, double), train(False), the ``inplace`` of ReLU, LeakyReLU, SiLU and
+Dropout, get_submodule/get_parameter/get_buffer, buffers (non-persistent ones too) and the
+AttributeError of a torch method tricycle does another way; each against torch on a model of
+the same structure. The hooks are tests/test_module_hooks.py's."""
 
 import copy
 import pickle
@@ -339,19 +341,7 @@ def test_inplace_is_checked_shown_as_torch_and_old_pickles_load():
 
 
 # ---------------------------------------------------------------------- what tricycle lacks
-NOT_IN_TRICYCLE = {
-    "get_submodule": "named_modules()",
-    "get_parameter": "named_parameters()",
-    "register_forward_hook": "no hooks",
-    "register_forward_pre_hook": "no hooks",
-    "register_full_backward_hook": "no hooks",
-    "register_full_backward_pre_hook": "no hooks",
-    "register_backward_hook": "no hooks",
-    "half": "Precision('fp16')",
-    "bfloat16": "Precision('bf16')",
-    "float": "to(numpy.float32)",
-    "double": "to(numpy.float64)",
-}
+NOT_IN_TRICYCLE = {"register_backward_hook": "register_full_backward_hook"}
 
 
 @pytest.mark.parametrize("method", NOT_IN_TRICYCLE)
@@ -369,15 +359,15 @@ def test_a_torch_method_tricycle_lacks_says_what_to_use(method):
 
 def test_a_layer_may_still_use_those_names_and_pickles_and_copies():
     class Holder(nn.Module):
-        def half(self):  # a method of a subclass wins
+        def register_backward_hook(self):  # a method of a subclass wins
             return "mine"
 
     holder = Holder()
     holder.buffers = [1, 2]  # an attribute too
-    assert holder.half() == "mine" and holder.buffers == [1, 2]
+    assert holder.register_backward_hook() == "mine" and holder.buffers == [1, 2]
     model = pickle.loads(pickle.dumps(copy.deepcopy(Model())))
     assert names(model.named_modules()) == names(Model().named_modules())
-    assert "Not in tricycle" in nn.Module.half.__doc__  # on the class: for help()
+    assert "Not in tricycle" in nn.Module.register_backward_hook.__doc__  # for help()
 
 
 def test_arguments_are_checked_by_name():
@@ -416,7 +406,120 @@ def test_buffers_parameters_and_modules_register_as_torch_s():
     assert {n for n, _ in ours.named_parameters()} == {"scale", "proj.weights", "proj.bias"}
     assert "mask" in ours.state_dict() and [t.dtype for t in ours.buffers()] == [bool]
     assert names(ours.named_children()) == names(theirs.named_children()) == ["proj"]
-    with pytest.raises(ValueError, match="Ours.register_buffer: persistent=False is not"):
-        ours.register_buffer("scratch", np.zeros(2), persistent=False)
+    with pytest.raises(TypeError, match="Ours.register_buffer: persistent must be True or"):
+        ours.register_buffer("scratch", np.zeros(2), persistent=None)
     with pytest.raises(TypeError, match="Ours.register_parameter: param must be a Tensor that"):
         ours.register_parameter("bad", np.ones(2))
+
+
+class WithMask(nn.Module):
+    """A layer with a persistent buffer (running) and a non-persistent one (mask, as nanoGPT's
+    causal mask), and a sublayer that has one too."""
+
+    def __init__(self):
+        self.register_buffer("running", np.zeros(3, np.float32))
+        self.register_buffer("mask", np.tril(np.ones((3, 3), np.float32)), persistent=False)
+        self.proj = nn.Linear(3, 3)
+        self.proj.register_buffer("scratch", np.ones(2), persistent=False)
+
+
+def torch_with_mask(torch):
+    class TorchWithMask(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("running", torch.zeros(3))
+            self.register_buffer("mask", torch.tril(torch.ones(3, 3)), persistent=False)
+            self.proj = torch.nn.Linear(3, 3)
+            self.proj.register_buffer("scratch", torch.ones(2), persistent=False)
+
+    return TorchWithMask()
+
+
+def test_a_non_persistent_buffer_moves_but_is_not_saved_as_torch():
+    torch = pytest.importorskip("torch")
+    ours, theirs = WithMask(), torch_with_mask(torch)
+    assert names(ours.named_buffers()) == names(theirs.named_buffers())
+    assert names(ours.named_buffers()) == ["running", "mask", "proj.scratch"]
+    keys = ["running", "proj.weights", "proj.bias"]  # torch's: running, proj.weight, proj.bias
+    assert list(ours.state_dict()) == keys and len(theirs.state_dict()) == len(keys)
+    assert "mask" not in theirs.state_dict() and "proj.scratch" not in theirs.state_dict()
+    state = ours.state_dict()
+    assert ours.load_state_dict(state) == ([], [])  # the mask is not expected
+    with pytest.raises(ValueError, match=r"unexpected keys \['mask'\]"):
+        ours.load_state_dict({**state, "mask": np.zeros((3, 3))})  # as torch's: unexpected
+    assert ours.load_state_dict({**state, "mask": np.zeros((3, 3))}, strict=False) == ([], ["mask"])
+    assert ours.mask.array.sum() == 6  # not loaded
+    assert ours.double().mask.dtype == np.float64  # cast (and moved) with the layer
+    ours.register_buffer("mask", np.ones(2))  # registered again as persistent: saved
+    assert "mask" in ours.state_dict()
+
+
+def test_checkpoint_keys_of_existing_models_do_not_change():
+    from tricycle.configs import SmolGPTConfig
+    from tricycle.models import GPT
+
+    config = SmolGPTConfig()
+    config.n_layers, config.embedding_dim, config.n_heads, config.vocab_size = 1, 8, 2, 11
+    config.context_window = 4
+    model = GPT(config)
+    assert list(model.state_dict()) == names(model.named_tensors())
+    assert list(WithMask().proj.state_dict()) == ["weights", "bias"]
+
+
+def test_casts_give_torch_s_dtypes_and_return_self():
+    torch = pytest.importorskip("torch")
+    ours, theirs = WithMask(), torch_with_mask(torch)
+    ours.ids = Tensor(np.arange(3), requires_grad=False)  # an integer buffer stays one
+    theirs.register_buffer("ids", torch.arange(3))
+    casts = {"half": np.float16, "double": np.float64, "float": np.float32}
+    try:
+        import ml_dtypes
+
+        casts["bfloat16"] = np.dtype(ml_dtypes.bfloat16)
+    except ImportError:
+        with pytest.raises(ImportError, match=r"^WithMask.bfloat16\(\) needs the ml_dtypes"):
+            ours.bfloat16()
+    for cast, dtype in casts.items():
+        assert getattr(ours, cast)() is ours
+        getattr(theirs, cast)()
+        ours_dtypes = {n: t.dtype for n, t in ours.named_tensors()}
+        theirs_dtypes = {n: t.dtype for n, t in [*theirs.named_parameters(),
+                                                 *theirs.named_buffers()]}  # fmt: skip
+        assert ours_dtypes["proj.weights"] == ours_dtypes["mask"] == dtype, cast
+        assert ours_dtypes["ids"] == np.arange(3).dtype
+        assert theirs_dtypes["proj.weight"] == theirs_dtypes["mask"] == getattr(torch, cast)
+        assert theirs_dtypes["ids"] == torch.int64
+        assert str(np.dtype(dtype)) == str(theirs_dtypes["mask"]).replace("torch.", "")
+
+
+def test_get_submodule_parameter_and_buffer_by_dotted_name_as_torch():
+    torch = pytest.importorskip("torch")
+    ours, theirs = Model(), torch_model(torch)
+    ours.register_buffer("step", np.zeros(1))
+    theirs.register_buffer("step", torch.zeros(1))
+    torch_names = {"Dense": "Linear", "Model": "TorchModel"}  # the classes' names there
+    for name, layer in ours.named_modules():
+        assert ours.get_submodule(name) is layer
+        kind = type(layer).__name__
+        assert type(theirs.get_submodule(name)).__name__ == torch_names.get(kind, kind)
+    assert ours.get_submodule("heads.b.0") is ours.heads["b"][0]
+    assert ours.get_parameter("heads.b.0.weights") is ours.heads["b"][0].weights
+    assert ours.get_parameter("stem.bias") is ours.stem.bias
+    assert ours.get_buffer("step") is ours.step
+    errors = {
+        "get_submodule": ("stem.nope", "blocks.7", "stem.bias.x", "stem.bias"),
+        "get_parameter": ("nope.bias", "stem.nope", "step"),
+        "get_buffer": ("stem.nope", "stem.bias"),
+    }
+    for method, targets in errors.items():
+        for target in targets:
+            with pytest.raises(AttributeError) as caught_theirs:
+                getattr(theirs, method)(target.replace("weights", "weight"))
+            with pytest.raises(AttributeError) as caught_ours:
+                getattr(ours, method)(target)
+            message = str(caught_ours.value)
+            for kind, torch_kind in torch_names.items():
+                message = message.replace(f"{kind} has", f"{torch_kind} has")
+            assert message == str(caught_theirs.value), (method, target)
+    with pytest.raises(TypeError, match=r"^Model.get_submodule: target must be a str"):
+        ours.get_submodule(0)

@@ -3,7 +3,8 @@
 The graph is sorted topologically (iteratively: no recursion limit) and walked in reverse:
 each node's gradient, once every path into it is summed, goes through its ``back_fns`` to its
 inputs, accumulated out of place in a dict keyed by tensor identity. A leaf's gradient (and a
-retained one) lands in ``.grad`` as soon as it is final, and its hooks run then. Unless the
+retained one) lands in ``.grad`` as soon as it is final, and its hooks run then; a tensor's
+``register_hook`` hooks see its gradient once summed, before it is used. Unless the
 graph is retained, each node's inputs are freed as it is passed, leaving a small ``Trace``
 (``tricycle.trace``) for drawing. ``tricycle.graph`` holds the nodes themselves.
 """
@@ -40,6 +41,9 @@ def backward(root, grad, retain_graph: bool) -> None:
         g = grads.pop(id(node), None)
         if g is None:
             continue
+        hooks = node._grad_hooks
+        if hooks:  # Tensor.register_hook's may replace the summed gradient before it is used
+            g = _hooked(node, g, hooks)
         if traces is not None:
             _trace(node, traces).grad = g
         args = node.args
@@ -59,9 +63,10 @@ def backward(root, grad, retain_graph: bool) -> None:
             else:
                 assigned.add(id(base))
                 accumulate(node, g)
-            if node._grad_hooks:  # every path into node is summed: its .grad is final
-                for hook in node._grad_hooks:
-                    hook(node)
+            if hooks:  # every path into node is summed: its .grad is final
+                for hook in hooks:
+                    if type(hook) is not GradHook:
+                        hook(node)
             if args is None:
                 continue
         for arg, back_fn in zip(args, node.back_fns):
@@ -141,6 +146,35 @@ def _of_leaves(node) -> bool:
     return True
 
 
+class GradHook:
+    """A hook of ``Tensor.register_hook``: ``fn(grad)`` (a Tensor) -> None or a new gradient.
+    A tensor's ``_grad_hooks`` holds these beside its post-accumulate hooks (plain callables,
+    run with the tensor once its ``.grad`` is final)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        self.fn = fn
+
+
+def _hooked(node, g, hooks: list):
+    """``g``, the summed gradient of ``node``, through its ``GradHook``s in order."""
+    for hook in hooks:
+        if type(hook) is GradHook:
+            returned = hook.fn(node.new(g, requires_grad=False))
+            if returned is None:
+                continue
+            new = returned.array if hasattr(returned, "back_fns") else returned
+            if getattr(new, "shape", None) != g.shape:
+                raise RuntimeError(
+                    f"backward: a hook (Tensor.register_hook) on {node.name or 'a tensor'} of "
+                    f"shape {node.shape} returned {type(returned).__name__} of shape "
+                    f"{getattr(new, 'shape', None)}; expected a gradient of shape {g.shape}"
+                )
+            g = new if new.dtype == g.dtype else new.astype(g.dtype)
+    return g
+
+
 def _trace(node, traces: dict) -> Trace:
     """``node``'s trace in this backward pass (made at its first use)."""
     trace = traces.get(id(node))
@@ -200,7 +234,8 @@ def _writeable(array) -> bool:
 
 
 class HookHandle:
-    """What ``register_post_accumulate_grad_hook`` returns: ``remove()`` unregisters the hook."""
+    """What a tensor's ``register_hook`` and ``register_post_accumulate_grad_hook`` return:
+    ``remove()`` unregisters the hook (as does the end of a ``with`` block)."""
 
     def __init__(self, tensor, hook):
         self.tensor, self.hook = tensor, hook
@@ -209,3 +244,9 @@ class HookHandle:
         hooks = self.tensor._grad_hooks
         if hooks is not None and self.hook in hooks:
             hooks.remove(self.hook)
+
+    def __enter__(self) -> "HookHandle":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()

@@ -7,7 +7,8 @@ needs lives in the op's closures, so a layer may be called several times before 
 (weight tying, recurrent use). ``parameter`` makes a layer's trainable Tensor.
 
 What torch users call beyond this (``named_modules``, ``apply``, ``requires_grad_``, ``to``,
-``cuda``...) is ``tricycle.module_torch``'s, a base class of ``Layer``.
+``cuda``...) is ``tricycle.module_torch``'s, a base class of ``Layer``; the forward and
+backward hooks are ``tricycle.module_hooks``'s, another.
 
 The layers themselves live in ``tricycle.layers`` (which re-exports ``Layer``), the
 activations in ``tricycle.activation`` and the rest of the catalogue in ``tricycle.nn``.
@@ -17,12 +18,13 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from tricycle import backend, checks
+from tricycle import backend, checks, module_hooks
+from tricycle.module_hooks import HookMethods
 from tricycle.module_torch import TorchMethods
 from tricycle.tensor import Tensor
 
 
-class Layer(TorchMethods):
+class Layer(TorchMethods, HookMethods):
     """Base class of every layer: subclasses implement ``forward``; calling a layer runs it.
 
     Discovery: each attribute of a layer that is a Tensor with ``requires_grad`` is a
@@ -32,7 +34,8 @@ class Layer(TorchMethods):
     dotted attribute paths (``blocks.0.attention.qkv_projection.weights``): a layer's own
     Tensors, in attribute order, come before its sublayers', which follow depth first. A
     Tensor or Layer reachable twice (weight tying) counts once, under the first name in that
-    order (a parent's attribute before a sublayer's).
+    order (a parent's attribute before a sublayer's). A buffer registered with
+    ``register_buffer(..., persistent=False)`` is walked (moved, cast) but not saved.
     """
 
     training = True  # a class default, so subclasses need not call Layer.__init__
@@ -41,7 +44,9 @@ class Layer(TorchMethods):
         raise NotImplementedError(f"{type(self).__name__} must implement forward()")
 
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        if self._hooks is None:  # no hooks registered (the class default): forward alone
+            return self.forward(*args, **kwargs)
+        return module_hooks.call(self, args, kwargs)
 
     # ------------------------------------------------------------------ discovery
     def _members(self) -> Iterator[tuple[str, object]]:
@@ -91,6 +96,14 @@ class Layer(TorchMethods):
     def named_tensors(self) -> list[tuple[str, Tensor]]:
         """Every Tensor attribute (parameters and buffers), each once, in a stable order."""
         return self._walk()[1]
+
+    def named_persistent(self) -> list[tuple[str, Tensor]]:
+        """``named_tensors`` but the buffers registered with ``persistent=False``: what
+        ``state_dict`` saves and ``load_state_dict`` expects."""
+        layers, tensors = self._walk()
+        transient = {f"{name}.{attr}" if name else attr
+                     for name, layer in layers for attr in layer._non_persistent}  # fmt: skip
+        return [(n, t) for n, t in tensors if n not in transient] if transient else tensors
 
     def named_parameters(self) -> list[tuple[str, Tensor]]:
         """(dotted name, Tensor) for every parameter (a Tensor that requires grad), each once."""
@@ -145,21 +158,22 @@ class Layer(TorchMethods):
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, np.ndarray]:
-        """{dotted name: host (numpy) copy of the parameter or buffer}."""
-        return {name: backend.host_snapshot(t.numpy()) for name, t in self.named_tensors()}
+        """{dotted name: host (numpy) copy of the parameter or (persistent) buffer}."""
+        return {name: backend.host_snapshot(t.numpy()) for name, t in self.named_persistent()}
 
     @checks.arguments(strict=checks.boolean)
     def load_state_dict(self, state: dict, strict: bool = True) -> tuple[list[str], list[str]]:
         """Copy ``state`` into the parameters and buffers in place (on their current device).
 
-        With ``strict`` every parameter and buffer must be present and no other key may be;
+        With ``strict`` every parameter and (persistent) buffer must be present and no other
+        key may be (a non-persistent buffer's name is one);
         otherwise only the keys both sides share are loaded. Shapes must always match, values
         must be numeric and finite in the tensor's dtype (a float64 value too large for
         float32 is an error). Every value is checked (and converted) before any is written: a
         bad state changes nothing. Returns the (missing, unexpected) key lists.
         """
         owner = f"load_state_dict of {type(self).__name__}"
-        params = dict(self.named_tensors())
+        params = dict(self.named_persistent())
         missing = [name for name in params if name not in state]
         unexpected = [name for name in state if name not in params]
         if strict and (missing or unexpected):

@@ -7,28 +7,22 @@ a base class of ``Layer`` (``tricycle.module``), which holds the walk itself.
   there): its items are children named ``attr.0``, ``attr.key``.
 - ``apply(fn)``: ``fn`` on every sublayer, children first, then on this layer.
 - ``requires_grad_(False)`` freezes the parameters, ``requires_grad_(True)`` thaws them.
-- ``to(device)``, ``to(dtype)``, ``cuda()``, ``cpu()``: ``to_gpu``/``from_gpu`` and a cast.
+- ``to(device)``, ``to(dtype)``, ``cuda()``, ``cpu()``: ``to_gpu``/``from_gpu`` and a cast;
+  ``half()``, ``bfloat16()``, ``float()``, ``double()``: ``to(dtype)``.
 - ``register_buffer``, ``register_parameter``, ``add_module``: attributes, as the walk finds
-  them; ``named_buffers()``/``buffers()``: the Tensors that need no gradient.
+  them; ``named_buffers()``/``buffers()``: the Tensors that need no gradient. A buffer
+  registered with ``persistent=False`` moves with the layer but is not in ``state_dict()``.
+- ``get_submodule``, ``get_parameter``, ``get_buffer``: by dotted name, as torch's.
 
-The methods of torch's Module that tricycle does things another way for (hooks,
-``half()``...) are not there: reading one raises an AttributeError that says what to use
-(``hasattr`` is False, as for any missing attribute).
+The hooks are ``tricycle.module_hooks``'s. The methods of torch's Module that tricycle does
+another way for (the deprecated ``register_backward_hook``) are not there: reading one raises
+an AttributeError that says what to use (``hasattr`` is False, as for any missing attribute).
 """
 
 import numpy as np
 
 from tricycle import backend, checks
 from tricycle.tensor import Tensor
-
-_HOOKS = (
-    "tricycle layers have no hooks: wrap the layer in one whose forward calls it and does "
-    "the rest; for a parameter's gradient use Tensor.register_post_accumulate_grad_hook"
-)
-_CAST = (
-    "cast with to({}) (to(dtype)); for mixed-precision training keep float32 weights and use "
-    "a precision policy, tricycle.precision.Precision({!r})"
-)
 
 
 class _NotInTricycle:
@@ -56,6 +50,7 @@ class TorchMethods:
     """torch's names for walking, freezing and moving a ``Layer`` (see the module's doc)."""
 
     _frozen: frozenset = frozenset()  # names of this layer's parameters requires_grad_ froze
+    _non_persistent: frozenset = frozenset()  # names of this layer's buffers not saved
 
     # ------------------------------------------------------------------ sublayers
     def named_children(self):
@@ -181,16 +176,18 @@ class TorchMethods:
     # ------------------------------------------------------------------ registering
     def register_buffer(self, name: str, tensor, persistent: bool = True) -> None:
         """torch's ``register_buffer``: ``tensor`` (an array or a Tensor; None keeps the name
-        empty) as an attribute that needs no gradient, so the walk moves it with the layer and
-        saves it in ``state_dict()``; every buffer is saved, so ``persistent=False`` is
-        refused."""
+        empty) as an attribute that needs no gradient, so the walk moves and casts it with the
+        layer and saves it in ``state_dict()``; with ``persistent=False`` it is not saved (nor
+        expected by ``load_state_dict``): a value the layer recomputes, such as a mask."""
         owner = f"{type(self).__name__}.register_buffer"
         checks.text(owner, "name", name)
-        if not persistent:
-            raise ValueError(f"{owner}: persistent=False is not supported: every Tensor "
-                             "attribute of a layer is saved in its state_dict")  # fmt: skip
+        checks.boolean(owner, "persistent", persistent)
         array = tensor.array if isinstance(tensor, Tensor) else tensor
         setattr(self, name, None if tensor is None else Tensor(array, requires_grad=False))
+        if persistent and name in self._non_persistent:
+            self._non_persistent = self._non_persistent - {name}
+        elif not persistent:
+            self._non_persistent = self._non_persistent | {name}
 
     def register_parameter(self, name: str, param) -> None:
         """torch's ``register_parameter``: ``param`` (a Tensor that requires grad, as
@@ -218,18 +215,80 @@ class TorchMethods:
         """The Tensors of ``named_buffers``."""
         return iter([t for _, t in self.named_buffers()])
 
+    # ------------------------------------------------------------------ by name
+    def get_submodule(self, target: str):
+        """The sublayer at the dotted path ``target`` ("" is this layer), as torch's: an
+        AttributeError names the part of the path that is missing or is no layer."""
+        checks.text(f"{type(self).__name__}.get_submodule", "target", target)
+        layer = self._at(target)
+        if not isinstance(layer, TorchMethods):
+            raise AttributeError(f"`{target.rpartition('.')[2]}` is not an nn.Module")
+        return layer
+
+    def get_parameter(self, target: str) -> Tensor:
+        """The parameter at the dotted path ``target`` (a name of ``named_parameters``), as
+        torch's: an AttributeError names what is missing or not a parameter."""
+        checks.text(f"{type(self).__name__}.get_parameter", "target", target)
+        value = self._at(target)
+        if not (isinstance(value, Tensor) and value.requires_grad):
+            raise AttributeError(f"`{target.rpartition('.')[2]}` is not an nn.Parameter")
+        return value
+
+    def get_buffer(self, target: str) -> Tensor:
+        """The buffer at the dotted path ``target`` (a name of ``named_buffers``), as torch's:
+        an AttributeError names what is missing or not a buffer."""
+        checks.text(f"{type(self).__name__}.get_buffer", "target", target)
+        value = self._at(target)
+        if not (isinstance(value, Tensor) and not value.requires_grad):
+            raise AttributeError(f"`{target.rpartition('.')[2]}` is not a buffer")
+        return value
+
+    def _at(self, target: str):
+        """The Tensor or layer at the dotted path ``target``, one layer at a time; a list or
+        dict item is one step of two parts (``blocks.0``), as the walk names it."""
+        value, parts, key = self, target.split(".") if target else [], ""
+        while parts:
+            if not isinstance(value, TorchMethods):  # a Tensor with more path after it
+                raise AttributeError(f"`{key.rpartition('.')[2]}` is not an nn.Module")
+            members = dict(value._members())
+            if parts[0] in members:
+                key = parts.pop(0)
+            elif len(parts) > 1 and f"{parts[0]}.{parts[1]}" in members:
+                key = f"{parts.pop(0)}.{parts.pop(0)}"
+            else:
+                raise AttributeError(f"{type(value).__name__} has no attribute `{parts[0]}`")
+            value = members[key]
+        return value
+
     # ------------------------------------------------------------------ not in tricycle
-    get_submodule = _NotInTricycle("dict(layer.named_modules())[name]")
-    get_parameter = _NotInTricycle("dict(layer.named_parameters())[name]")
-    register_forward_hook = _NotInTricycle(_HOOKS)
-    register_forward_pre_hook = _NotInTricycle(_HOOKS)
-    register_full_backward_hook = _NotInTricycle(_HOOKS)
-    register_full_backward_pre_hook = _NotInTricycle(_HOOKS)
-    register_backward_hook = _NotInTricycle(_HOOKS)
-    half = _NotInTricycle(_CAST.format("numpy.float16", "fp16"))
-    bfloat16 = _NotInTricycle(_CAST.format("tricycle.casting.bfloat16()", "bf16"))
-    float = _NotInTricycle("cast with to(numpy.float32)")
-    double = _NotInTricycle("cast with to(numpy.float64)")
+    register_backward_hook = _NotInTricycle(
+        "use register_full_backward_hook (torch deprecates this one: its gradients are those "
+        "of the last op of forward, not of the layer's inputs)"
+    )
+
+    # ------------------------------------------------------------------ casts (last: they
+    # are named as Python's float, which the class body must not call after them)
+    def half(self):
+        """Cast every floating parameter and buffer to float16 (``to(numpy.float16)``);
+        returns self. For mixed-precision training keep float32 weights and use a precision
+        policy: ``tricycle.precision.Precision('fp16')``."""
+        return self.to(np.float16)
+
+    def bfloat16(self):
+        """Cast every floating parameter and buffer to bfloat16 (``to(tricycle.casting.
+        bfloat16())``, which needs ml_dtypes); returns self. For mixed-precision training keep
+        float32 weights and use a precision policy: ``tricycle.precision.Precision('bf16')``."""
+        return self.to(backend.bfloat16(f"{type(self).__name__}.bfloat16()"))
+
+    def float(self):
+        """Cast every floating parameter and buffer to float32 (``to(numpy.float32)``);
+        returns self."""
+        return self.to(np.float32)
+
+    def double(self):
+        """Cast every floating parameter and buffer to float64 (``to(numpy.float64)``, for
+        gradient checks); returns self."""
+        return self.to(np.float64)
 
 
 def _is_dtype(value) -> bool:

@@ -21,7 +21,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from tricycle import backend, binary, checks, ops, reduce, unary
+from tricycle import backend, backprop, binary, checks, ops, reduce, unary
 from tricycle.backend import is_float, numeric_array, numeric_dtype, parse_device  # noqa: F401
 from tricycle.graph import BackFn, Node, check_float, grad_enabled, no_grad  # noqa: F401
 from tricycle.tensor_inplace import TorchInPlaceMethods
@@ -242,6 +242,21 @@ class Tensor(TorchTensorMethods, TorchInPlaceMethods, Node):
     def reshape(self, *shape) -> "Tensor":
         """The same values in a new shape: ``x.reshape(2, -1)`` or ``x.reshape((2, -1))``."""
         return ops.reshape(self, _shape_arguments(shape))
+
+    def register_hook(self, hook) -> backprop.HookHandle:
+        """torch's gradient hook: ``hook(grad)`` (a Tensor) runs in each backward once this
+        tensor's gradient is summed, before it is used (sent on to the inputs, or put in
+        ``.grad``); a Tensor or array it returns, of the same shape, replaces the gradient.
+        Hooks run in registration order; returns a handle whose ``remove()`` unregisters it."""
+        checks.function("Tensor.register_hook", "hook", hook)
+        if not self.requires_grad:
+            raise RuntimeError(f"Tensor.register_hook: a tensor of shape {self.shape} that "
+                               "does not require grad gets no gradient to hook")  # fmt: skip
+        if self._grad_hooks is None:
+            self._grad_hooks = []
+        wrapped = backprop.GradHook(hook)
+        self._grad_hooks.append(wrapped)
+        return backprop.HookHandle(self, wrapped)
 
     def draw(self, path, labels=None, formats=("svg", "png", "dot")) -> dict:
         """Draw the graph backward walks from this tensor (``tricycle.draw.draw``): the .svg,
