@@ -197,6 +197,29 @@ def test_nll_of_log_softmax_is_cross_entropy_and_all_ignored_is_zero():
     assert loss.item() == 0 and not lp.grad.array.any()
 
 
+@pytest.mark.parametrize("name", ["CrossEntropyLoss", "NLLLoss"])
+def test_torch_named_losses_ignore_minus_100_by_default_as_torch(name):
+    """nn.CrossEntropyLoss and nn.NLLLoss take torch's ignore_index=-100 by default (a
+    training script pads its targets with -100); the seed's criteria ignore nothing."""
+    torch = pytest.importorskip("torch")
+    import tricycle.nn as nn
+
+    rng = np.random.default_rng(8)
+    scores = rng.normal(size=(6, 5))
+    if name == "NLLLoss":
+        scores = log_softmax(scores)
+    labels = rng.integers(0, 5, size=6)
+    labels[[1, 4]] = -100
+    ours, theirs = getattr(nn, name)(), getattr(torch.nn, name)()
+    compare(lambda s: ours(s, Tensor(labels)), lambda s: theirs(s, torch.tensor(labels)), [scores])
+    assert ours.fn.ignore_index == -100 and getattr(nn, name)(ignore_index=2).fn.ignore_index == 2
+    seed = CrossEntropy() if name == "CrossEntropyLoss" else NLL()
+    with pytest.raises(IndexError, match="-100"):  # the seed's meaning: a label out of range
+        seed(Tensor(labels), Tensor(scores))
+    with pytest.raises(IndexError, match="-1"):  # -1 is no class and not ignored
+        ours(Tensor(scores), Tensor(np.where(labels == -100, -1, labels)))
+
+
 # ====================================================================== CosineEmbedding
 
 

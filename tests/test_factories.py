@@ -182,3 +182,26 @@ def test_bad_arguments_raise_naming_the_factory(call, error, message):
 def test_a_gpu_device_without_a_gpu_says_so():
     with pytest.raises(RuntimeError, match="no CUDA GPU is available"):
         tc.zeros(2, device="cuda")
+
+
+def test_arange_takes_torchs_dtype_names(device):
+    """nanoGPT's ``torch.arange(0, t, dtype=torch.long, device=device)``, as tricycle."""
+    positions = tc.arange(0, 5, dtype=tc.long, device=device)
+    check(positions, np.arange(5, dtype=np.int64), device)
+    check(tc.zeros(2, dtype=tc.float64, device=device), np.zeros(2), device)
+    check(tc.ones(2, dtype=tc.bool, device=device), np.ones(2, dtype=bool), device)
+
+
+def test_multinomial_is_the_method_as_a_function():
+    weights = tc.to_tensor([[0.0, 1.0, 3.0], [2.0, 0.0, 5.0]])
+    tc.manual_seed(3)
+    drawn = tc.multinomial(weights, num_samples=2)
+    tc.manual_seed(3)
+    np.testing.assert_array_equal(drawn.numpy(), weights.multinomial(2).numpy())
+    assert drawn.dtype == np.int64 and drawn.shape == (2, 2)
+    # without replacement: both ids of weight > 0 in each row
+    assert sorted(drawn.numpy()[0]) == [1, 2] and sorted(drawn.numpy()[1]) == [0, 2]
+    drawn = tc.multinomial(weights[:, 1:], 4, True, generator=np.random.default_rng(0))
+    assert drawn.shape == (2, 4) and (drawn.numpy()[1] == 1).all()  # the one id of weight > 0
+    with pytest.raises(TypeError, match="multinomial: input must be a Tensor of weights"):
+        tc.multinomial(np.ones(3), 1)

@@ -94,6 +94,7 @@ OPS = [
     ("permute", lambda x: ops.permute(x, 2, 0, 1), [normal(2, 3, 2)]),
     ("chunk", lambda x: ops.chunk(x, 2, axis=1)[1], [normal(2, 3)]),
     ("sort", lambda x: ops.sort(x, axis=-1, descending=True), [distinct(2, 3)]),
+    ("topk", lambda x: ops.topk(x, 2, dim=-1, largest=False)[0], [distinct(2, 3)]),
     ("where", lambda a, b: ops.where(MASK, a, b), [normal(2, 3), normal(3)]),
     ("masked_fill", lambda x: ops.masked_fill(x, MASK, -1.0), [normal(2, 3)]),
     ("tril", lambda x: factories.tril(x, -1), [normal(3, 3)]),

@@ -139,3 +139,44 @@ def test_operator_methods_are_the_ops_themselves():
     assert tc.Tensor.sum.__name__ == "sum" and tc.Tensor.__neg__ is unary.neg
     a = tc.Tensor([1.0, 2.0], requires_grad=True)
     assert (a * a).name == binary.mul(a, a).name
+
+
+def test_torchs_dtype_names_are_numpys_and_load_nothing_at_import():
+    result = run(
+        "import sys, tricycle\n"
+        "assert 'numpy' not in sys.modules, 'import tricycle loaded numpy'\n"
+        "assert [m for m in sys.modules if m.startswith('tricycle')] == ['tricycle']\n"
+        "import numpy as np\n"
+        "assert tricycle.long is np.int64 and tricycle.bool is np.bool_\n"
+        "print('ok')"
+    )
+    assert result.returncode == 0, result.stderr
+    names = dict(long=np.int64, int64=np.int64, int32=np.int32, int=np.int32, float64=np.float64,
+                 double=np.float64, float32=np.float32, float=np.float32, float16=np.float16,
+                 half=np.float16, bool=np.bool_)  # fmt: skip
+    for name, dtype in names.items():  # as torch's: torch.long is torch.int64, ...
+        assert getattr(tc, name) is dtype and name in dir(tc), name
+        assert name not in tc.__all__  # a star import must not shadow Python's bool, int ...
+    torch = pytest.importorskip("torch")
+    for name, dtype in names.items():
+        assert torch.empty(0, dtype=getattr(torch, name)).numpy().dtype == dtype, name
+
+
+def test_cat_and_stack_take_torchs_dim_and_topk_is_a_function():
+    a, b = tc.arange(6.0).reshape(2, 3), tc.ones(2, 1)
+    np.testing.assert_array_equal(tc.cat((a, b), dim=1).numpy(), np.concatenate([a, b], 1))
+    np.testing.assert_array_equal(tc.cat((a, b), -1).numpy(), np.concatenate([a, b], -1))
+    assert tc.concatenate([a, a], axis=0).shape == (4, 3) and tc.cat([a, a]).shape == (4, 3)
+    assert tc.stack([a, a], dim=2).shape == (2, 3, 2) and tc.stack([a, a]).shape == (2, 2, 3)
+    for call in (lambda: tc.cat((a, a), 0, dim=1), lambda: tc.stack([a], axis=0, dim=0)):
+        with pytest.raises(TypeError, match="got axis=0 and dim=.*not both"):
+            call()
+    x = tc.to_tensor([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]], requires_grad=True)
+    values, indices = tc.topk(x, 2)
+    np.testing.assert_array_equal(values.numpy(), [[3.0, 2.0], [5.0, 4.0]])
+    np.testing.assert_array_equal(indices.numpy(), [[0, 2], [1, 2]])
+    values.sum().backward()  # the gradient goes to the values kept
+    np.testing.assert_array_equal(x.grad.numpy(), [[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]])
+    np.testing.assert_array_equal(tc.topk(x, 1, dim=0, largest=False).indices.numpy(), [[1, 0, 0]])
+    with pytest.raises(TypeError, match="topk: input must be a Tensor"):
+        tc.topk([1.0, 2.0], 1)

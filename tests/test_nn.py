@@ -123,6 +123,10 @@ def test_functional_matches_torch():
     loss = F.cross_entropy(to_tensor(x), labels)
     their = torch.nn.functional.cross_entropy(t, torch.from_numpy(labels))
     np.testing.assert_allclose(float(loss.array), their.item(), rtol=1e-6)
+    labels[1] = -100  # torch's default ignore_index: no loss from that row
+    loss = F.cross_entropy(to_tensor(x), labels)
+    their = torch.nn.functional.cross_entropy(t, torch.from_numpy(labels))
+    np.testing.assert_allclose(float(loss.array), their.item(), rtol=1e-6)
     y = rng.standard_normal((4, 7)).astype(np.float32)
     np.testing.assert_allclose(
         float(F.mse_loss(to_tensor(x), y).array),

@@ -72,7 +72,7 @@ def test_module_list_behaves_as_a_list():
     assert isinstance(sliced, nn.ModuleList) and list(sliced) == [a, b]
     layers += [nn.ReLU()]
     assert len(layers) == 5 and isinstance(layers[4], nn.ReLU)
-    layers[4] = nn.Softmax()  # any callable: tricycle's Softmax is no Layer
+    layers[4] = nn.Sigmoid()  # any callable: tricycle's Sigmoid is no Layer
     del layers[0]
     assert list(layers)[:3] == [a, b, c]
     assert list(nn.ModuleList([a]) + nn.ModuleList([b])) == [a, b]
@@ -155,6 +155,43 @@ def test_module_dict_refuses_bad_keys_and_values():
     with pytest.raises(TypeError, match="a mapping or an iterable of"):
         heads.update(5)
     assert list(heads) == ["a"]  # a failed update changes nothing
+
+
+def test_module_dict_items_are_attributes_as_torch():
+    torch = pytest.importorskip("torch")
+    for lib in (torch.nn, nn):  # the same behaviour in both, written once (tricycle last)
+        a, b, c = lib.Linear(2, 2), lib.Linear(2, 3), lib.Linear(3, 1)
+        heads = lib.ModuleDict({"a": a, "b": b})
+        assert heads.a is a and heads["a"] is a and heads.b is b
+        heads.c = c  # a layer set as an attribute is an item, seen by the walk
+        assert list(heads) == ["a", "b", "c"] and heads["c"] is c
+        heads.a = b  # replaces the item in place
+        assert list(heads.items())[0] == ("a", b)
+        del heads.c
+        assert list(heads) == ["a", "b"] and "c" not in heads
+        with pytest.raises(AttributeError, match="no attribute"):
+            _ = heads.missing
+        with pytest.raises(TypeError):  # a key set to what is no layer
+            heads.a = 3.0
+    heads.name = "plain"  # anything else is a plain attribute, outside the walk
+    assert heads.name == "plain" and "name" not in heads
+    assert "a" in dir(heads)
+    assert list(heads.state_dict()) == ["a.weights", "a.bias"]  # a and b are one layer now
+    heads["update"] = a  # a key named as a method: the attribute is the method, [] the item
+    assert callable(heads.update) and heads.update is not a and heads["update"] is a
+
+
+def test_module_dict_attributes_survive_pickling_with_the_same_names():
+    model = Tower()
+    model.heads.c = nn.Linear(4, 2)
+    clone = pickle.loads(pickle.dumps(model))
+    assert isinstance(clone.heads.c, nn.Linear) and clone.heads.a is clone.heads["a"]
+    assert list(clone.state_dict()) == list(model.state_dict())
+    names = [n for n, _ in clone.named_layers()]
+    assert names[-4:] == ["heads.a", "heads.b", "heads.c", "skip"]  # named as [] names them
+    assert list(clone.state_dict())[-2:] == ["heads.c.weights", "heads.c.bias"]
+    with pytest.raises(AttributeError, match="no attribute or layer 'z'"):
+        _ = clone.heads.z
 
 
 # ---------------------------------------------------------------------- what the walk finds

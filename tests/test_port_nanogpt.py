@@ -2,7 +2,10 @@
 
 The port below is Karpathy's file (``tests/torch_nanogpt.py``, the original as written) with
 ``torch`` renamed ``tricycle``; every other line that differs says why on the line, after
-``# tricycle:``. The tests build both models, move torch's weights across with
+``# tricycle:``. What stays different is the parameters' names (``weights``, torch's
+``weight``) and a Linear's layout ((in, out), the transpose of torch's, so the tied head is
+``F.linear`` on the embedding table): changing either would break every saved tricycle
+checkpoint. The tests build both models, move torch's weights across with
 ``nn.from_torch``, and compare in float64: the logits and the loss, every parameter's gradient,
 the parameters after two AdamW steps of ``configure_optimizers``' groups, the manual-attention
 path, ``crop_block_size``, ``generate`` (greedy: the same ids; sampled: valid ids) and the
@@ -15,13 +18,12 @@ import inspect
 import math
 from dataclasses import dataclass
 
-import numpy as np  # tricycle: numpy's dtypes are tricycle's (torch.long is np.int64)
+import numpy as np  # the tests below
 import pytest  # the tests below
 
 import tricycle  # tricycle: the one rename, torch -> tricycle (tricycle.ones, tricycle.arange, ...)
 import tricycle.nn as nn
-import tricycle.optim
-from tricycle.layers import parameter  # tricycle: nn.Parameter is tricycle.layers.parameter
+import tricycle.optim  # tricycle: import torch loads torch.optim, import tricycle loads nothing
 from tricycle.nn import functional as F
 
 
@@ -30,8 +32,8 @@ class LayerNorm(nn.Module):
 
     def __init__(self, ndim, bias):
         super().__init__()
-        self.weight = parameter(tricycle.ones(ndim))  # tricycle: no nn.Parameter
-        self.bias = parameter(tricycle.zeros(ndim)) if bias else None  # tricycle: no nn.Parameter
+        self.weight = nn.Parameter(tricycle.ones(ndim))
+        self.bias = nn.Parameter(tricycle.zeros(ndim)) if bias else None
 
     def forward(self, input):
         return F.layer_norm(input, self.weight.shape, self.weight, self.bias, 1e-5)
@@ -140,7 +142,7 @@ class GPT(nn.Module):
             h = nn.ModuleList([Block(config) for _ in range(config.n_layer)]),
             ln_f = LayerNorm(config.n_embd, bias=config.bias),
         ))
-        # tricycle: no lm_head Linear: tricycle's holds (in, out) weights, the transpose of wte's (V, E)
+        # tricycle: no lm_head Linear: tricycle's holds (in, out) weights, the transpose of wte's (V, E) (changing the layout would break saved checkpoints)
         # with weight tying when using torch.compile() some warnings get generated:
         # "UserWarning: functional_call was passed multiple values for tied weights.
         # This behavior is deprecated and will be an error in future versions"
@@ -151,7 +153,7 @@ class GPT(nn.Module):
         self.apply(self._init_weights)
         # apply special scaled init to the residual projections, per GPT-2 paper
         for pn, p in self.named_parameters():
-            if pn.endswith('c_proj.weights'):  # tricycle: a Linear's tensor is named weights
+            if pn.endswith('c_proj.weights'):  # tricycle: a Linear's tensor is named weights (renaming it would break saved checkpoints)
                 tricycle.nn.init.normal_(p, mean=0.0, std=0.02/math.sqrt(2 * config.n_layer))
 
         # report number of parameters
@@ -166,7 +168,7 @@ class GPT(nn.Module):
         """
         n_params = sum(p.numel() for p in self.parameters())
         if non_embedding:
-            n_params -= self.transformer['wpe'].weights.numel()  # tricycle: ModuleDict has no attributes; weights
+            n_params -= self.transformer.wpe.weights.numel()  # tricycle: weights, not weight
         return n_params
 
     def _init_weights(self, module):
@@ -181,23 +183,23 @@ class GPT(nn.Module):
         device = idx.device
         b, t = idx.size()
         assert t <= self.config.block_size, f"Cannot forward sequence of length {t}, block size is only {self.config.block_size}"
-        pos = tricycle.arange(0, t, dtype=np.int64, device=device)  # tricycle: no tricycle.long # shape (t)
+        pos = tricycle.arange(0, t, dtype=tricycle.long, device=device) # shape (t)
 
         # forward the GPT model itself
-        tok_emb = self.transformer['wte'](idx)  # tricycle: ModuleDict has no attributes # token embeddings of shape (b, t, n_embd)
-        pos_emb = self.transformer['wpe'](pos)  # tricycle: ModuleDict has no attributes # position embeddings of shape (t, n_embd)
-        x = self.transformer['drop'](tok_emb + pos_emb)  # tricycle: ModuleDict has no attributes
-        for block in self.transformer['h']:  # tricycle: ModuleDict has no attributes
+        tok_emb = self.transformer.wte(idx) # token embeddings of shape (b, t, n_embd)
+        pos_emb = self.transformer.wpe(pos) # position embeddings of shape (t, n_embd)
+        x = self.transformer.drop(tok_emb + pos_emb)
+        for block in self.transformer.h:
             x = block(x)
-        x = self.transformer['ln_f'](x)  # tricycle: ModuleDict has no attributes
+        x = self.transformer.ln_f(x)
 
         if targets is not None:
             # if we are given some desired targets also calculate the loss
-            logits = F.linear(x, self.transformer['wte'].weights)  # tricycle: the tied head (see __init__)
+            logits = F.linear(x, self.transformer.wte.weights)  # tricycle: the tied head (see __init__)
             loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
         else:
             # inference-time mini-optimization: only forward the lm_head on the very last position
-            logits = F.linear(x[:, [-1], :], self.transformer['wte'].weights)  # tricycle: the tied head # note: using list [-1] to preserve the time dim
+            logits = F.linear(x[:, [-1], :], self.transformer.wte.weights)  # tricycle: the tied head # note: using list [-1] to preserve the time dim
             loss = None
 
         return logits, loss
@@ -208,8 +210,8 @@ class GPT(nn.Module):
         # but want to use a smaller block size for some smaller, simpler model
         assert block_size <= self.config.block_size
         self.config.block_size = block_size
-        self.transformer['wpe'].weights = self.transformer['wpe'].weights[:block_size].detach().requires_grad_()  # tricycle: ModuleDict has no attributes; weights; parameter() would make float32
-        for block in self.transformer['h']:  # tricycle: ModuleDict has no attributes
+        self.transformer.wpe.weights = nn.Parameter(self.transformer.wpe.weights[:block_size])  # tricycle: weights, not weight
+        for block in self.transformer.h:
             if hasattr(block.attn, 'bias'):
                 block.attn.bias = block.attn.bias[:,:,:block_size,:block_size]
 
@@ -271,14 +273,14 @@ class GPT(nn.Module):
             logits = logits[:, -1, :] / temperature
             # optionally crop the logits to only the top k options
             if top_k is not None:
-                v, _ = logits.topk(min(top_k, logits.size(-1)))  # tricycle: no tricycle.topk, the method
+                v, _ = tricycle.topk(logits, min(top_k, logits.size(-1)))
                 logits[logits < v[:, [-1]]] = -float('Inf')
             # apply softmax to convert logits to (normalized) probabilities
             probs = F.softmax(logits, dim=-1)
             # sample from the distribution
-            idx_next = probs.multinomial(num_samples=1)  # tricycle: no tricycle.multinomial, the method
+            idx_next = tricycle.multinomial(probs, num_samples=1)
             # append sampled index to the running sequence and continue
-            idx = tricycle.cat((idx, idx_next), 1)  # tricycle: cat takes axis, not dim
+            idx = tricycle.cat((idx, idx_next), dim=1)
 
         return idx
 
@@ -361,7 +363,9 @@ def test_manual_attention_and_crop_block_size_match_torch():
     close(logits, theirs(tids, ttargets)[0], what="manual attention")
     for model in (theirs, ours):
         model.crop_block_size(8)
-    assert ours.transformer["wpe"].weights.shape == (8, SIZES["n_embd"])
+    wpe = ours.transformer.wpe.weights  # a new leaf, float64 as the table it was cut from
+    assert isinstance(wpe, nn.Parameter) and wpe.dtype == np.float64 and wpe.args is None
+    assert wpe.shape == (8, SIZES["n_embd"]) and "from_size=8," in repr(ours.transformer.wpe)
     assert ours.transformer["h"][0].attn.bias.shape == (1, 1, 8, 8)
     (ids, targets), (tids, ttargets) = batch(1, length=8)
     logits, loss = ours(ids, targets)
@@ -424,6 +428,7 @@ def test_generate_greedy_matches_torch_and_samples_valid_ids():
 
 def test_counts_match_torch():
     theirs, ours = twins()
+    assert all(isinstance(p, nn.Parameter) for p in ours.parameters())  # LayerNorm's too
     assert ours.get_num_params() == theirs.get_num_params()
     assert ours.get_num_params(non_embedding=False) == theirs.get_num_params(non_embedding=False)
     assert ours.estimate_mfu(4, 0.5) == theirs.estimate_mfu(4, 0.5)

@@ -100,6 +100,22 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "leaky_relu": ("tricycle.nn.functional", "leaky_relu"),
     "gelu": ("tricycle.nn.functional", "gelu"),
     "silu": ("tricycle.nn.functional", "silu"),
+    "topk": ("tricycle.ops", "topk"),
+    "multinomial": ("tricycle.factories", "multinomial"),
+    # torch's dtype names, as numpy's scalar types (what every tricycle dtype= takes): a port
+    # writes tricycle.arange(t, dtype=tricycle.long). Not in __all__: a star import would
+    # shadow Python's bool, int and float.
+    "bool": ("numpy", "bool_"),
+    "int32": ("numpy", "int32"),
+    "int": ("numpy", "int32"),
+    "int64": ("numpy", "int64"),
+    "long": ("numpy", "int64"),
+    "float16": ("numpy", "float16"),
+    "half": ("numpy", "float16"),
+    "float32": ("numpy", "float32"),
+    "float": ("numpy", "float32"),
+    "float64": ("numpy", "float64"),
+    "double": ("numpy", "float64"),
 }
 
 
@@ -206,6 +222,7 @@ __all__ = [
     "permute",
     "min",
     "minimum",
+    "multinomial",
     "no_grad",
     "ones",
     "ones_like",
@@ -231,6 +248,7 @@ __all__ = [
     "swapaxes",
     "tanh",
     "to_tensor",
+    "topk",
     "transpose",
     "tril",
     "triu",

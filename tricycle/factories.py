@@ -1,5 +1,6 @@
 """Tensor factories, named and behaving as PyTorch's: zeros, ones, full, arange, linspace, eye,
-tril, triu, rand, randn, randint and the ``*_like`` forms.
+tril, triu, rand, randn, randint, multinomial (ids drawn from a tensor's weights) and the
+``*_like`` forms.
 
 Every factory takes ``dtype`` (a numpy dtype or its name; float32 by default, int64 for
 integer ``arange`` and ``randint``), ``requires_grad`` (False by default, as in PyTorch) and
@@ -209,6 +210,14 @@ def randint(
     return _make("randint", array, requires_grad, device)
 
 
+def multinomial(input, num_samples: int, replacement: bool = False, *, generator=None):  # noqa: A002
+    """torch.multinomial: ``input.multinomial(num_samples, replacement, generator=...)`` as a
+    function, int64 ids (..., num_samples) drawn from each row of the weights ``input``."""
+    if not isinstance(input, Tensor):
+        checks.fail("multinomial", "input", "a Tensor of weights", input, TypeError)
+    return input.multinomial(num_samples, replacement, generator=generator)
+
+
 def _float_dtype(op: str, dtype) -> np.dtype:
     dtype = _dtype(op, dtype, backend.DEFAULT_FLOAT)
     if not is_float(dtype):
@@ -263,6 +272,7 @@ __all__ = [
     "full",
     "full_like",
     "linspace",
+    "multinomial",
     "ones",
     "ones_like",
     "rand",

@@ -168,7 +168,9 @@ class Embedding(Layer):
         return embedding(ids, self.weights)
 
     def extra_repr(self) -> str:
-        return f"from_size={self.from_size}, to_size={self.to_size}"
+        # the table's own shape: model surgery may replace it (nanoGPT's crop_block_size)
+        from_size, to_size = self.weights.shape
+        return f"from_size={from_size}, to_size={to_size}"
 
 
 # ====================================================================== LayerNorm / RMSNorm

@@ -4,7 +4,8 @@ A layer holds parameters (Tensors that require grad) and sublayers as plain attr
 base class finds them by walking ``vars(self)``, so no layer re-implements ``update``,
 ``zero_grad``, ``to_gpu``, ``state_dict``... Forward passes call stateless ops: what backward
 needs lives in the op's closures, so a layer may be called several times before one backward
-(weight tying, recurrent use). ``parameter`` makes a layer's trainable Tensor.
+(weight tying, recurrent use). ``parameter`` makes a layer's trainable Tensor, a
+``Parameter`` (torch's ``nn.Parameter``).
 
 What torch users call beyond this (``named_modules``, ``apply``, ``requires_grad_``, ``to``,
 ``cuda``...) is ``tricycle.module_torch``'s, a base class of ``Layer``; the forward and
@@ -234,10 +235,42 @@ def _host_value(value) -> np.ndarray:
     return np.asarray(backend.to_host_array(value))
 
 
-def parameter(values, name: str | None = None) -> Tensor:
-    """A trainable float32 Tensor from an initialiser's output (numpy or cupy)."""
-    values = values if backend.is_cupy_array(values) else np.asarray(values)
-    return Tensor(values, requires_grad=True, name=name, dtype=backend.DEFAULT_FLOAT)
+class Parameter(Tensor):
+    """torch's ``nn.Parameter``: a leaf Tensor that a layer trains (``requires_grad=True``).
+
+    ``Parameter(tensor)`` shares the tensor's array, so its dtype and device stay (as torch's
+    shares the storage), and cuts the graph: the parameter is a leaf even if ``tensor`` was an
+    op's output (nanoGPT's ``nn.Parameter(wpe.weight[:block_size])``). An array is kept as
+    ``Tensor`` keeps it; ``data=None`` is an empty float32 parameter. Every layer's parameter
+    is one (``tricycle.module.parameter`` makes them), so ``isinstance(p, nn.Parameter)``
+    holds. The walk tells parameters from buffers by ``requires_grad``: a Parameter made with
+    ``requires_grad=False`` is a buffer to ``parameters()`` and ``state_dict()`` alike.
+    An op on a Parameter gives a plain Tensor (``new``), as torch's does.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, data=None, requires_grad: bool = True):
+        checks.boolean("Parameter", "requires_grad", requires_grad)
+        if data is None:
+            data = np.zeros((0,), dtype=backend.DEFAULT_FLOAT)
+        super().__init__(data, requires_grad=requires_grad)
+
+    def new(self, array, args=None, back_fns=None, requires_grad=None, is_batched=False,
+            name=None, dtype=None) -> Tensor:  # fmt: skip
+        """An op's output or a constant: a plain Tensor, never a Parameter."""
+        return Tensor(array, args, back_fns, requires_grad, is_batched, name, dtype)
+
+
+def parameter(values, name: str | None = None) -> Parameter:
+    """A layer's trainable ``Parameter``: an initialiser's output (a numpy or cupy array, or
+    numbers) as float32, the default float; a Tensor keeps its dtype and device."""
+    if not isinstance(values, Tensor):
+        values = values if backend.is_cupy_array(values) else np.asarray(values)
+        values = Tensor(values, requires_grad=False, dtype=backend.DEFAULT_FLOAT)
+    param = Parameter(values)
+    param.name = name
+    return param
 
 
 def named_parameters(parameters) -> list[tuple[str, Tensor]]:

@@ -1,5 +1,5 @@
 """Shape and indexing ops: reshape, transpose, permute, squeeze, split, chunk, concatenate,
-stack, repeat, indexing, where, masked_fill, sort and argsort.
+stack, repeat, indexing, where, masked_fill, sort, argsort and topk.
 
 None of these do arithmetic, so each derivative just routes the gradient back to where the
 values came from (and sums where one value went to several places).
@@ -179,23 +179,38 @@ def _check_bounds(x: Tensor, index) -> None:
         axis += 1
 
 
-def concatenate(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
-    """Join tensors along an existing axis (``cat`` is the same op, under PyTorch's name)."""
-    return _join("concatenate", tensors, axis)
+# the default axis, 0, told apart from an axis given as 0 (axis and dim both given: an error)
+_AXIS_0 = type("DefaultAxis", (int,), {})(0)
 
 
-def stack(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
-    """Join same-shaped tensors along a new axis."""
-    return _join("stack", tensors, axis)
+def concatenate(tensors: Sequence[Tensor], axis: int = _AXIS_0, *, dim=None) -> Tensor:
+    """Join tensors along an existing axis, numpy's ``axis`` or torch's ``dim`` (``cat`` is
+    the same op, under PyTorch's name: ``cat((a, b), dim=1)``)."""
+    return _join("concatenate", tensors, *_axis_or_dim("concatenate", axis, dim))
 
 
-def _join(op: str, tensors: Sequence[Tensor], axis: int) -> Tensor:
+def stack(tensors: Sequence[Tensor], axis: int = _AXIS_0, *, dim=None) -> Tensor:
+    """Join same-shaped tensors along a new axis (numpy's ``axis`` or torch's ``dim``)."""
+    return _join("stack", tensors, *_axis_or_dim("stack", axis, dim))
+
+
+def _axis_or_dim(op: str, axis, dim) -> tuple:
+    """(``axis``, "axis") or, if given, (``dim``, "dim"); both given is a TypeError."""
+    if dim is None:
+        return axis, "axis"
+    if axis is not _AXIS_0:
+        raise TypeError(f"{op}: got axis={axis!r} and dim={dim!r}; give numpy's axis or "
+                        "torch's dim, not both")  # fmt: skip
+    return dim, "dim"
+
+
+def _join(op: str, tensors: Sequence[Tensor], axis: int, name: str = "axis") -> Tensor:
     """``xp.concatenate`` or ``xp.stack`` (``op``) of the tensors along ``axis``; each one's
     gradient is its piece of the output's: a slice of the axis, or one index of the new axis."""
     tensors = _tensors(op, tensors)
     xp = check_same_device(op, *(t.array for t in tensors))
     ndim = tensors[0].ndim + (op == "stack")  # the output's
-    axis = checks.axis(op, "axis", axis, ndim, tensors[0].shape)
+    axis = checks.axis(op, name, axis, ndim, tensors[0].shape)
     try:
         out = getattr(xp, op)([t.array for t in tensors], axis=axis)
     except ValueError as error:
@@ -359,6 +374,14 @@ def sort(x: Tensor, axis: int = -1, descending: bool = False) -> Tensor:
         return xp.take_along_axis(dout, inverse, axis=axis)
 
     return unary.unary_op(x, out, back_fn, "sort")
+
+
+def topk(x, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):  # noqa: A002
+    """torch.topk: ``x.topk(k, dim, largest, sorted)`` as a function, the (values, indices)
+    of the ``k`` largest (smallest) along ``dim``."""
+    if not isinstance(x, Tensor):
+        checks.fail("topk", "input", "a Tensor", x, TypeError)
+    return x.topk(k, dim, largest, sorted)
 
 
 def _sorting_ids(xp, array, axis: int | None, descending: bool):

@@ -20,8 +20,9 @@ convolution, pooling, the norms, recurrent layers, the containers (``Identity``,
 """
 
 from tricycle.activation import GLU, GeLU, LeakyReLU, ReLU, SiLU, SwiGLU, Swish
-from tricycle.functions import LogSoftmax, Sigmoid, Softmax, Tanh
+from tricycle.functions import Sigmoid, Tanh
 from tricycle.layers import Dense, Dropout, Embedding, Layer, LayerNorm, RMSNorm, Sequential
+from tricycle.module import Parameter
 from tricycle.nn import functional, init, utils
 from tricycle.nn.activations import (
     CELU,
@@ -34,8 +35,6 @@ from tricycle.nn.activations import (
     Mish,
     PReLU,
     ReLU6,
-    Softmax2d,
-    Softmin,
     Softplus,
     Softsign,
     Tanhshrink,
@@ -69,6 +68,7 @@ from tricycle.nn.multihead import MultiheadAttention
 from tricycle.nn.pooling import AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d
 from tricycle.nn.recurrent import GRU, LSTM, RNN
 from tricycle.nn.recurrent_cell_layers import GRUCell, LSTMCell, RNNCell
+from tricycle.nn.softmaxes import LogSoftmax, Softmax, Softmax2d, Softmin
 from tricycle.nn.torch_weights import from_torch, to_torch
 from tricycle.nn.upsample import Upsample
 
@@ -84,8 +84,8 @@ __all__ = [
     "Embedding", "Flatten", "GeLU", "GroupNorm", "HuberLoss", "Identity", "InstanceNorm1d",
     "InstanceNorm2d", "KLDivLoss", "L1Loss", "Layer", "LayerNorm", "LeakyReLU", "Linear",
     "LogSoftmax", "MSELoss", "MaxPool1d", "MaxPool2d", "Module", "ModuleDict", "ModuleList",
-    "MultiheadAttention", "NLLLoss", "RMSNorm", "ReLU", "Sequential", "SiLU", "Sigmoid",
-    "SmoothL1Loss", "Softmax", "SwiGLU", "Swish", "Tanh", "Upsample",
+    "MultiheadAttention", "NLLLoss", "Parameter", "RMSNorm", "ReLU", "Sequential", "SiLU",
+    "Sigmoid", "SmoothL1Loss", "Softmax", "SwiGLU", "Swish", "Tanh", "Upsample",
     "from_torch", "functional", "init", "to_torch", "utils",
     # more activations (tricycle.nn.activations)
     "CELU", "ELU", "Hardsigmoid", "Hardswish", "Hardtanh", "LogSigmoid", "Mish", "PReLU", "ReLU6",

@@ -1,31 +1,30 @@
 """The activations PyTorch users reach for beyond ``tricycle.activation``, under torch's names
 and arguments: ELU, SELU, CELU, Softplus, Mish, Hardtanh, ReLU6, Hardsigmoid, Hardswish,
-PReLU, Softsign, LogSigmoid, Tanhshrink, Threshold, Softmin and Softmax2d.
+PReLU, Softsign, LogSigmoid, Tanhshrink and Threshold (the softmax family is
+``tricycle.nn.softmaxes``).
 
 Each elementwise one is one graph node (``unary_op``): the forward in ``xp``, and beside it
 the closed-form derivative, which the backward computes from the input (or from an array the
 forward made anyway). At a kink the derivative is PyTorch's: the exponential family takes
 its x <= 0 branch at 0; Hardtanh, ReLU6, Hardsigmoid, Hardswish and Threshold pass no
 gradient at their bounds (the slope is that of the open interval inside). PReLU learns its
-negative slope, one for every element or one per channel (axis 1). Softmin and Softmax2d are
-``tricycle.functions.Softmax`` of -x and over the channel axis.
+negative slope, one for every element or one per channel (axis 1).
 
 Where torch's constructor takes ``inplace``, these do too (a bool), so that torch's code
 runs: the output is always a new tensor, with the same values and gradients (the graph keeps
 its inputs for the backward).
 """
 
-from tricycle import checks, ops, unary
+from tricycle import checks
 from tricycle.activation import InPlaceAccepted
 from tricycle.backend import check_same_device
-from tricycle.functions import Softmax
 from tricycle.module import Layer, parameter
 from tricycle.tensor import Tensor, check_float
 from tricycle.unary import sigmoid_forward, unary_op
 
 __all__ = [
     "CELU", "ELU", "SELU", "Hardsigmoid", "Hardswish", "Hardtanh", "LogSigmoid", "Mish", "PReLU",
-    "ReLU6", "Softmax2d", "Softmin", "Softplus", "Softsign", "Tanhshrink", "Threshold",
+    "ReLU6", "Softplus", "Softsign", "Tanhshrink", "Threshold",
     "exponential_linear", "prelu", "softplus_forward",
 ]  # fmt: skip
 
@@ -332,21 +331,3 @@ class PReLU(Layer):
 
 
 # ====================================================================== softmax variants
-class Softmin(Layer):
-    """softmax(-x) over the last axis (as tricycle's Softmax: no ``dim``), as
-    ``torch.nn.Softmin(dim=-1)``: the smallest entries get the most weight."""
-
-    def forward(self, x: Tensor) -> Tensor:
-        return Softmax()(unary.neg(x))
-
-
-class Softmax2d(Layer):
-    """Softmax over the channels of (N, C, H, W) or (C, H, W) inputs (axis -3) at every
-    position, as ``torch.nn.Softmax2d``."""
-
-    def forward(self, x: Tensor) -> Tensor:
-        if x.ndim not in (3, 4):
-            raise ValueError(
-                f"Softmax2d: expected an input (N, C, H, W) or (C, H, W), got shape {x.shape}"
-            )
-        return ops.swapaxes(Softmax()(ops.swapaxes(x, -3, -1)), -3, -1)

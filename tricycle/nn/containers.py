@@ -147,6 +147,9 @@ class ModuleDict(_Container):
 
     ``[]`` (get, set, del), ``in``, ``len``, iteration over the keys, ``keys``, ``values``,
     ``items``, ``update``, ``pop`` and ``clear`` behave as a dict's (and torch's ModuleDict's).
+    The items are attributes too, as torch's: ``model.transformer.wte`` is
+    ``model.transformer["wte"]``, and ``transformer.wte = layer`` sets the item (a method's
+    name, such as ``keys``, stays the method: reach such an item with ``[]``).
     """
 
     def __init__(self, modules: Mapping | Iterable | None = None):
@@ -156,6 +159,38 @@ class ModuleDict(_Container):
 
     def _items(self):
         return self._layers.items()
+
+    # attribute access, as torch's (``self.transformer.wte``): the items are the attributes
+    def __getattr__(self, name: str):
+        # asked only when the usual lookup fails, so methods win over keys (as torch's);
+        # __dict__.get: a pickle asks for attributes before _layers is set
+        layers = self.__dict__.get("_layers", {})
+        if name in layers:
+            return layers[name]
+        raise AttributeError(f"ModuleDict has no attribute or layer {name!r}; the keys are "
+                             f"{list(layers)}")  # fmt: skip
+
+    def __setattr__(self, name: str, value) -> None:
+        # a layer set as an attribute is an item (torch registers it), seen by the walk under
+        # its key; setting a key to anything else goes through [] and its checks
+        layers = self.__dict__.get("_layers")
+        if (
+            layers is not None
+            and not name.startswith("_")
+            and (isinstance(value, Layer) or name in layers)
+        ):
+            self[name] = value
+        else:
+            super().__setattr__(name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if name in self.__dict__.get("_layers", {}):
+            self.pop(name)
+        else:
+            super().__delattr__(name)
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self._layers))
 
     def __getitem__(self, key: str):
         if key not in self._layers:

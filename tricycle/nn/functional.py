@@ -27,7 +27,6 @@ from tricycle.nn.activations import (
     LogSigmoid,
     Mish,
     ReLU6,
-    Softmin,
     Softplus,
     Softsign,
     Tanhshrink,
@@ -46,6 +45,7 @@ from tricycle.nn.more_losses import (
 from tricycle.nn.padding import pad  # noqa: F401 - F.pad, as PyTorch
 from tricycle.nn.pooling import avg_pool, in_n_dims, max_pool
 from tricycle.nn.sdpa import scaled_dot_product_attention
+from tricycle.nn.softmaxes import along
 from tricycle.tensor import Tensor, as_tensor
 from tricycle.unary import sigmoid, tanh
 
@@ -102,23 +102,13 @@ __all__ = [
 def softmax(x: Tensor, dim: int = -1, dtype=None) -> Tensor:
     """Softmax along ``dim`` (in ``dtype``, if given): over the last axis the fused
     ``tricycle.functions.Softmax``, over another ``Tensor.softmax``."""
-    return _along("softmax", Softmax, x, dim, dtype)
+    return along("F.softmax", Softmax, x, dim, dtype)
 
 
 def log_softmax(x: Tensor, dim: int = -1, dtype=None) -> Tensor:
     """Log-softmax along ``dim`` (in ``dtype``, if given), computed stably: over the last axis
     the fused ``tricycle.functions.LogSoftmax``, over another ``Tensor.log_softmax``."""
-    return _along("log_softmax", LogSoftmax, x, dim, dtype)
-
-
-def _along(name: str, fused, x, dim: int, dtype) -> Tensor:
-    """``fused()(x)`` when ``dim`` is the last axis of ``x`` (cast to ``dtype``), else the
-    Tensor method ``name``, which composes ops along any axis."""
-    x = as_tensor(x)
-    x = x if dtype is None else x.to(dtype)
-    if checks.axis(f"F.{name}", "dim", dim, max(x.ndim, 1), x.shape) == max(x.ndim, 1) - 1:
-        return fused()(x)
-    return getattr(x, name)(dim)
+    return along("F.log_softmax", LogSoftmax, x, dim, dtype)
 
 
 def linear(input: Tensor, weight: Tensor, bias=None) -> Tensor:  # noqa: A002 - torch's name
@@ -174,9 +164,10 @@ def silu(x: Tensor) -> Tensor:
     return Swish()(x)
 
 
-def cross_entropy(logits: Tensor, labels, ignore_index: int | None = None) -> Tensor:
+def cross_entropy(logits: Tensor, labels, ignore_index: int | None = -100) -> Tensor:
     """Mean cross-entropy of ``logits`` (..., C) and class ids ``labels`` (...), in
-    PyTorch's order (``tricycle.loss.CrossEntropy`` takes ``(target, input)``)."""
+    PyTorch's order (``tricycle.loss.CrossEntropy`` takes ``(target, input)``); a label
+    ``ignore_index`` (torch's -100 by default; None ignores nothing) adds no loss."""
     return CrossEntropy(ignore_index)(labels, logits)
 
 
@@ -272,6 +263,7 @@ def threshold(x: Tensor, threshold: float, value: float, inplace: bool = False) 
     return Threshold(threshold, value, inplace)(x)
 
 
-def softmin(x: Tensor) -> Tensor:
-    """softmax(-x) over the last axis (``tricycle.nn.activations.Softmin``)."""
-    return Softmin()(x)
+def softmin(x: Tensor, dim: int = -1, dtype=None) -> Tensor:
+    """softmax(-x) along ``dim`` (in ``dtype``, if given): ``tricycle.nn.softmaxes.Softmin``."""
+    x = as_tensor(x)
+    return along("F.softmin", Softmax, -(x if dtype is None else x.to(dtype)), dim)

@@ -18,9 +18,10 @@ class _Loss:
     ``criterion(target, prediction)``."""
 
     criterion: type = CrossEntropy
+    defaults: dict = {}  # torch's defaults where they differ from the criterion's (read only)
 
     def __init__(self, **kwargs):  # by name: PyTorch's positional order is not the criterion's
-        self.fn = self.criterion(**kwargs)
+        self.fn = self.criterion(**{**self.defaults, **kwargs})
 
     def __call__(self, prediction, target) -> Tensor:
         return self.fn(target, prediction)
@@ -29,17 +30,24 @@ class _Loss:
         return f"{type(self).__name__}()"
 
 
-def _named(name: str, criterion: type, what: str) -> type:
-    """A ``_Loss`` subclass called ``name`` that holds ``criterion`` (a class, so it pickles)."""
-    doc = f"{what}``{criterion.__module__}.{criterion.__name__}`` in PyTorch's order."
-    return type(name, (_Loss,), {"criterion": criterion, "__doc__": doc, "__module__": __name__})
+def _named(name: str, criterion: type, what: str, **defaults) -> type:
+    """A ``_Loss`` subclass called ``name`` that holds ``criterion`` (a class, so it pickles),
+    made with torch's ``defaults`` unless a call names them."""
+    doc = f"{what}``{criterion.__module__}.{criterion.__name__}`` in PyTorch's order"
+    doc += "".join(f", {k}={v!r} by default (torch's)" for k, v in defaults.items()) + "."
+    attributes = {"criterion": criterion, "defaults": defaults, "__doc__": doc}
+    return type(name, (_Loss,), {**attributes, "__module__": __name__})
 
 
-CrossEntropyLoss = _named("CrossEntropyLoss", CrossEntropy, "Logits (..., C), class ids (...): ")
+# torch's ignore_index=-100 (tricycle's criteria ignore nothing unless told): a label -100 is
+# left out of the mean, as in a torch training script that pads its targets with -100
+CrossEntropyLoss = _named("CrossEntropyLoss", CrossEntropy, "Logits (..., C), class ids (...): ",
+                          ignore_index=-100)  # fmt: skip
 MSELoss = _named("MSELoss", MeanSquaredError, "")
 BCEWithLogitsLoss = _named("BCEWithLogitsLoss", BCEWithLogits, "")
 L1Loss = _named("L1Loss", L1, "")
 SmoothL1Loss = _named("SmoothL1Loss", SmoothL1, "")
 HuberLoss = _named("HuberLoss", Huber, "")
-NLLLoss = _named("NLLLoss", NLL, "Log-probabilities (..., C), class ids (...): ")
+NLLLoss = _named("NLLLoss", NLL, "Log-probabilities (..., C), class ids (...): ",
+                 ignore_index=-100)  # fmt: skip
 KLDivLoss = _named("KLDivLoss", KLDiv, "")
