@@ -95,7 +95,8 @@ from tricycle.parallel.engines import (  # noqa: F401
 
 ABORT_GRACE_SECONDS = 0.5  # between printing why a rank aborts and ending the job
 ABORT_BACKSTOP_SECONDS = 5.0  # past the grace, the process ends itself whatever blocks it
-AFTER_RANK_0_SECONDS = 2.0  # how long a rank lets rank 0 say an error they share
+AFTER_RANK_0_SECONDS = 5.0  # how long a rank lets rank 0 say an error they share (rank 0
+# may meet it later: it alone opens the run directory, and a loaded machine slows it more)
 TEARDOWN_SECONDS = 5.0  # NCCL's teardown at the end, at most
 # what launchers (MPICH's hydra, Open MPI, PMIx, MVAPICH) set to the number of processes
 _LAUNCHER_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MV2_COMM_WORLD_SIZE")
