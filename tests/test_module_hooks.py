@@ -6,31 +6,11 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from test_module_torch_api import MLP, torch_twin  # the MLP both ways, as there
 
 import tricycle.nn as nn
 from tricycle.gradcheck import gradcheck
 from tricycle.tensor import Tensor, no_grad, to_tensor
-
-
-class MLP(nn.Module):
-    def __init__(self):
-        self.first, self.second, self.third = nn.Linear(3, 5), nn.Linear(5, 4), nn.Linear(4, 2)
-
-    def forward(self, x):
-        return self.third(nn.ReLU()(self.second(nn.ReLU()(self.first(x)))))
-
-
-def torch_twin(torch, ours):
-    """The same MLP in torch (float64), with our weights: layer i of ours is theirs[2 i]."""
-    theirs = torch.nn.Sequential(
-        torch.nn.Linear(3, 5), torch.nn.ReLU(), torch.nn.Linear(5, 4), torch.nn.ReLU(),
-        torch.nn.Linear(4, 2),
-    ).double()  # fmt: skip
-    with torch.no_grad():
-        for mine, their in zip((ours.first, ours.second, ours.third), theirs[::2]):
-            their.weight.copy_(torch.tensor(mine.weights.array.T))
-            their.bias.copy_(torch.tensor(mine.bias.array))
-    return theirs
 
 
 def values(x):

@@ -102,6 +102,7 @@ class MLP(nn.Module):
 
 
 def torch_twin(torch, ours):
+    """The same MLP in torch (float64), with our weights: layer i of ours is theirs[2 i]."""
     theirs = torch.nn.Sequential(
         torch.nn.Linear(3, 5), torch.nn.ReLU(), torch.nn.Linear(5, 4), torch.nn.ReLU(),
         torch.nn.Linear(4, 2),
