@@ -180,3 +180,40 @@ def test_cat_and_stack_take_torchs_dim_and_topk_is_a_function():
     np.testing.assert_array_equal(tc.topk(x, 1, dim=0, largest=False).indices.numpy(), [[1, 0, 0]])
     with pytest.raises(TypeError, match="topk: input must be a Tensor"):
         tc.topk([1.0, 2.0], 1)
+
+
+def test_torchs_top_level_names_are_thin_calls_and_tensor_is_the_function():
+    from tricycle import serialization, torch_functions
+
+    names = (
+        "tensor from_numpy as_tensor is_tensor empty randperm matmul bmm flatten unsqueeze "
+        "squeeze argmax argmin clamp pow allclose isclose equal numel gather outer norm "
+        "set_grad_enabled enable_grad inference_mode is_grad_enabled"
+    )
+    for name in names.split():
+        assert getattr(tc, name) is getattr(torch_functions, name), name
+        assert name in tc.__all__ and name in dir(tc), name
+    assert tc.save is serialization.save and tc.load is serialization.load
+    # as torch.tensor: the name is the function, though tricycle.tensor is also a module
+    import tricycle.tensor  # noqa: F401 - the import must not rebind the name
+
+    assert tc.tensor is torch_functions.tensor and tc.tensor([1, 2]).dtype == np.int64
+    from tricycle.tensor import Tensor
+
+    assert Tensor is tc.Tensor
+
+
+def test_the_sub_packages_are_attributes_imported_on_first_use():
+    result = run(
+        "import sys, tricycle\n"
+        "assert not [m for m in sys.modules if m.startswith(('tricycle.cuda', 'tricycle.utils'))]\n"
+        "assert 'cuda' in dir(tricycle) and 'utils' in dir(tricycle)\n"
+        "assert tricycle.cuda.device_count() >= 0 and 'tricycle.cuda' in sys.modules\n"
+        "assert tricycle.cuda is sys.modules['tricycle.cuda']\n"
+        "import tricycle.utils.data as data\n"
+        "assert data is sys.modules['tricycle.utils.data'] and tricycle.utils.data is data\n"
+        "assert data.DataLoader is sys.modules['tricycle.data'].DataLoader\n"
+        "print('ok')"
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "ok\n"

@@ -16,7 +16,15 @@ is imported from its module the first time it is used, so ``import tricycle.tens
 engine alone. Nothing starts and no library setting changes; cupy is imported only when a
 tensor is moved to a GPU. The layer catalogue is the sub-package ``tricycle.nn``; the one
 mark importing leaves is a finder on ``sys.meta_path`` that answers for the catalogue's old
-module names alone (``_Moved``)."""
+module names alone (``_Moved``).
+
+A PyTorch script finds torch's top-level names here: the factories, the dtypes
+(``tricycle.long``), ``tensor``, ``from_numpy``, ``matmul``, ``argmax``, the grad modes
+(``set_grad_enabled``, ``enable_grad``, ``inference_mode``) and the rest of
+``tricycle.torch_functions``, ``save`` and ``load`` (``tricycle.serialization``), and the
+sub-packages ``tricycle.cuda`` and ``tricycle.utils.data``, reached as attributes as torch's
+are (imported on first use too). As ``torch.tensor``, ``tricycle.tensor`` is the function;
+the Tensor's module still imports by its name (``from tricycle.tensor import Tensor``)."""
 
 import importlib
 import importlib.abc
@@ -81,7 +89,6 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "sin": ("tricycle.unary", "sin"),
     "split": ("tricycle.ops", "split"),
     "sqrt": ("tricycle.unary", "sqrt"),
-    "squeeze": ("tricycle.ops", "squeeze"),
     "stack": ("tricycle.ops", "stack"),
     "sum": ("tricycle.reduce", "sum"),
     "swapaxes": ("tricycle.ops", "swapaxes"),
@@ -102,6 +109,39 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "silu": ("tricycle.nn.functional", "silu"),
     "topk": ("tricycle.ops", "topk"),
     "multinomial": ("tricycle.factories", "multinomial"),
+    # torch's top-level functions (torch_functions: thin calls of the ops above), save and load
+    "allclose": ("tricycle.torch_functions", "allclose"),
+    "argmax": ("tricycle.torch_functions", "argmax"),
+    "argmin": ("tricycle.torch_functions", "argmin"),
+    "as_tensor": ("tricycle.torch_functions", "as_tensor"),
+    "bmm": ("tricycle.torch_functions", "bmm"),
+    "clamp": ("tricycle.torch_functions", "clamp"),
+    "empty": ("tricycle.torch_functions", "empty"),
+    "enable_grad": ("tricycle.torch_functions", "enable_grad"),
+    "equal": ("tricycle.torch_functions", "equal"),
+    "flatten": ("tricycle.torch_functions", "flatten"),
+    "from_numpy": ("tricycle.torch_functions", "from_numpy"),
+    "gather": ("tricycle.torch_functions", "gather"),
+    "inference_mode": ("tricycle.torch_functions", "inference_mode"),
+    "is_grad_enabled": ("tricycle.torch_functions", "is_grad_enabled"),
+    "is_tensor": ("tricycle.torch_functions", "is_tensor"),
+    "isclose": ("tricycle.torch_functions", "isclose"),
+    "matmul": ("tricycle.torch_functions", "matmul"),
+    "norm": ("tricycle.torch_functions", "norm"),
+    "numel": ("tricycle.torch_functions", "numel"),
+    "outer": ("tricycle.torch_functions", "outer"),
+    "pow": ("tricycle.torch_functions", "pow"),
+    "randperm": ("tricycle.torch_functions", "randperm"),
+    "set_grad_enabled": ("tricycle.torch_functions", "set_grad_enabled"),
+    "squeeze": ("tricycle.torch_functions", "squeeze"),
+    "tensor": ("tricycle.torch_functions", "tensor"),
+    "unsqueeze": ("tricycle.torch_functions", "unsqueeze"),
+    "load": ("tricycle.serialization", "load"),
+    "save": ("tricycle.serialization", "save"),
+    # torch's sub-packages a script reaches as attributes (torch.cuda.is_available(),
+    # torch.utils.data.DataLoader): the module itself (attribute None), imported on first use
+    "cuda": ("tricycle.cuda", None),
+    "utils": ("tricycle.utils", None),
     # torch's dtype names, as numpy's scalar types (what every tricycle dtype= takes): a port
     # writes tricycle.arange(t, dtype=tricycle.long). Not in __all__: a star import would
     # shadow Python's bool, int and float.
@@ -124,7 +164,8 @@ def __getattr__(name: str):
         module, attribute = _PUBLIC[name]
     except KeyError:
         raise AttributeError(f"module 'tricycle' has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), attribute)
+    value = importlib.import_module(module)
+    value = value if attribute is None else getattr(value, attribute)
     globals()[name] = value  # the next lookup finds it directly
     return value
 
@@ -192,49 +233,74 @@ __all__ = [
     "Tensor",
     "__version__",
     "abs",
+    "allclose",
     "arange",
+    "argmax",
+    "argmin",
     "argsort",
+    "as_tensor",
+    "bmm",
     "cat",
-    "chunk",
     "checks_pending",
+    "chunk",
+    "clamp",
     "clip",
     "concatenate",
     "cos",
     "cumsum",
     "draw",
     "einsum",
+    "empty",
+    "enable_grad",
+    "equal",
     "exp",
     "expand_dims",
     "eye",
+    "flatten",
+    "from_numpy",
     "full",
     "full_like",
+    "gather",
     "gelu",
     "gradcheck",
+    "inference_mode",
+    "is_grad_enabled",
+    "is_tensor",
+    "isclose",
     "leaky_relu",
     "linspace",
+    "load",
     "log",
     "log_softmax",
     "manual_seed",
     "masked_fill",
+    "matmul",
     "max",
     "maximum",
     "mean",
-    "permute",
     "min",
     "minimum",
     "multinomial",
     "no_grad",
+    "norm",
+    "numel",
     "ones",
     "ones_like",
+    "outer",
+    "permute",
+    "pow",
+    "raise_pending_errors",
     "rand",
     "rand_like",
     "randint",
     "randn",
-    "raise_pending_errors",
     "randn_like",
+    "randperm",
     "relu",
     "repeat",
     "reshape",
+    "save",
+    "set_grad_enabled",
     "sigmoid",
     "silu",
     "sin",
@@ -247,11 +313,13 @@ __all__ = [
     "sum",
     "swapaxes",
     "tanh",
+    "tensor",
     "to_tensor",
     "topk",
     "transpose",
     "tril",
     "triu",
+    "unsqueeze",
     "var",
     "where",
     "zeros",

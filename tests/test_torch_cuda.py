@@ -1,0 +1,153 @@
+"""``tricycle.cuda`` (torch.cuda's questions about GPUs) and ``tricycle.utils.data``
+(torch.utils.data's import path): without a GPU as torch answers without one; with one
+through a stand-in for cupy, which shows what each function asks ``tricycle.backend``."""
+
+import os
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tricycle as tc
+import tricycle.data
+from tricycle import backend
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(code: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+
+
+def test_without_a_gpu_it_answers_as_torch_does(monkeypatch):
+    monkeypatch.setattr(backend, "cupy_available", lambda: False)
+    assert tc.cuda.is_available() is False and tc.cuda.device_count() == 0
+    for call in (tc.cuda.current_device, tc.cuda.synchronize, tc.cuda.get_device_name):
+        with pytest.raises(RuntimeError, match=rf"tricycle.cuda.{call.__name__}: no CUDA GPU"):
+            call()
+    assert tc.cuda.empty_cache() is None  # nothing cached: nothing to do, as torch's
+
+
+def test_it_agrees_with_torch_on_this_machine():
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available() != tc.cuda.is_available():
+        pytest.skip("torch and cupy see different GPUs here")
+    assert tc.cuda.device_count() == torch.cuda.device_count()
+
+
+def test_manual_seed_seeds_the_one_generator():
+    tc.cuda.manual_seed(3)
+    first = tc.randn(4).numpy()
+    tc.cuda.manual_seed_all(3)
+    second = tc.randn(4).numpy()
+    tc.manual_seed(3)
+    np.testing.assert_array_equal(first, second)
+    np.testing.assert_array_equal(first, tc.randn(4).numpy())
+
+
+class FakeCupy:
+    """What tricycle.cuda reads of cupy: two GPUs, a current one, memory pools."""
+
+    def __init__(self):
+        self.current, self.synchronized, self.freed = 0, [], []
+        runtime = types.SimpleNamespace(
+            getDeviceCount=lambda: 2,
+            getDevice=lambda: self.current,
+            getDeviceProperties=lambda i: {"name": f"Fake GPU {i}".encode()},
+        )
+        self.cuda = types.SimpleNamespace(runtime=runtime, Device=self.device)
+
+    def device(self, index=None):
+        """cupy.cuda.Device(index): a context that makes GPU ``index`` current; ``Device()``
+        is the current one, to synchronize."""
+        fake = self
+
+        class Device:
+            def synchronize(self):
+                fake.synchronized.append(fake.current)
+
+            def __enter__(self):
+                self.previous, fake.current = fake.current, index
+
+            def __exit__(self, *exc):
+                fake.current = self.previous
+
+        return Device()
+
+    def get_default_memory_pool(self):
+        return types.SimpleNamespace(free_all_blocks=lambda: self.freed.append("device"))
+
+    def get_default_pinned_memory_pool(self):
+        return types.SimpleNamespace(free_all_blocks=lambda: self.freed.append("pinned"))
+
+
+def test_with_gpus_each_question_goes_through_the_backend(monkeypatch):
+    fake = FakeCupy()
+    monkeypatch.setattr(backend, "cupy_available", lambda: True)
+    monkeypatch.setattr(backend, "cupy", lambda: fake)
+    monkeypatch.setattr(backend, "_cupy", fake)  # backend.synchronize's
+    assert tc.cuda.is_available() and tc.cuda.device_count() == 2
+    assert tc.cuda.current_device() == 0
+    assert tc.cuda.get_device_name() == "Fake GPU 0" and tc.cuda.get_device_name(1) == "Fake GPU 1"
+    assert tc.cuda.get_device_name("cuda:1") == "Fake GPU 1"
+    tc.cuda.synchronize()
+    tc.cuda.synchronize("cuda:1")
+    assert fake.synchronized == [0, 1] and fake.current == 0  # the current GPU is put back
+    tc.cuda.empty_cache()
+    assert fake.freed == ["device", "pinned"]
+    with pytest.raises(ValueError, match="tricycle.cuda.synchronize: expected a GPU"):
+        tc.cuda.synchronize("cpu")
+    with pytest.raises(ValueError, match=r"get_device_name: GPU 2 does not exist \(2 seen\)"):
+        tc.cuda.get_device_name(2)
+    with pytest.raises(ValueError, match="device must be 'cpu', 'gpu', 'cuda'"):
+        tc.cuda.get_device_name("tpu")
+    torch = pytest.importorskip("torch")
+    assert tc.cuda.get_device_name(torch.device("cuda", 1)) == "Fake GPU 1"
+
+
+def test_importing_it_imports_no_cupy_and_the_package_reaches_it_as_an_attribute():
+    result = run(
+        "import sys, tricycle\n"
+        "import tricycle.cuda\n"
+        "assert 'cupy' not in sys.modules\n"
+        "import tricycle.cuda_graph\n"
+        "assert tricycle.cuda.__name__ == 'tricycle.cuda', tricycle.cuda\n"
+        "assert tricycle.cuda_graph.__name__ == 'tricycle.cuda_graph'\n"
+        "import tricycle.backends.cuda as kernels\n"
+        "assert kernels.__name__ == 'tricycle.backends.cuda' and tricycle.cuda.is_available\n"
+        "print('ok')"
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "ok\n"
+
+
+def test_torch_utils_data_names_are_tricycle_datas():
+    from tricycle.utils.data import DataLoader, Dataset, TensorDataset, random_split
+
+    assert DataLoader is tricycle.data.DataLoader and Dataset is tricycle.data.Dataset
+    assert TensorDataset is tricycle.data.TensorDataset
+    assert random_split is tricycle.data.random_split
+    assert tc.utils.data.__all__ == tricycle.data.__all__ and "data" in dir(tc.utils)
+    x, y = np.arange(12.0).reshape(6, 2), np.arange(6)
+    batches = list(DataLoader(TensorDataset(x, y), batch_size=4))
+    assert [len(inputs) for inputs, _ in batches] == [4, 2]
+    np.testing.assert_array_equal(np.asarray(batches[1][1]), [4, 5])
+    with pytest.raises(AttributeError, match="tricycle.utils' has no attribute 'checkpoint'"):
+        tc.utils.checkpoint  # noqa: B018
+
+
+def test_utils_data_loads_on_first_use():
+    result = run(
+        "import sys, tricycle, tricycle.utils\n"
+        "assert 'tricycle.data' not in sys.modules\n"
+        "loader = tricycle.utils.data.DataLoader\n"
+        "assert loader is sys.modules['tricycle.data'].DataLoader\n"
+        "print('ok')"
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "ok\n"

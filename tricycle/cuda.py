@@ -1,0 +1,99 @@
+"""``tricycle.cuda``: the ``torch.cuda`` functions a PyTorch script calls to ask about GPUs::
+
+    device = "cuda" if tricycle.cuda.is_available() else "cpu"
+    tricycle.cuda.synchronize()  # before reading a clock
+
+Every question goes through ``tricycle.backend``, the one module that loads cupy, and only
+when a function here is called: importing this module imports no cupy. Without cupy, or
+without a CUDA device, ``is_available()`` is False and ``device_count()`` 0, as torch's;
+``current_device``, ``synchronize`` and ``get_device_name`` raise a RuntimeError saying so;
+``empty_cache`` does nothing (there is no cache to empty, and torch's does nothing either).
+tricycle draws every random number from one generator on the host, so ``manual_seed`` and
+``manual_seed_all`` seed it (``tricycle.manual_seed``), with or without a GPU.
+
+A device is None (the current GPU), an index N, or "cuda", "cuda:N" or "gpu" (a torch.device
+too, by its name).
+
+This module is above the library, beside ``tricycle.cuda_graph``: it calls cupy's device
+runtime, which the math and the engine leave to ``tricycle.backend``.
+"""
+
+from tricycle import backend
+from tricycle import random as tricycle_random
+
+
+def is_available() -> bool:
+    """Whether a CUDA GPU can be used (cupy is installed and sees a device)."""
+    return backend.cupy_available()
+
+
+def device_count() -> int:
+    """The number of CUDA GPUs cupy sees; 0 without cupy or a GPU."""
+    if not backend.cupy_available():
+        return 0
+    return backend.cupy().cuda.runtime.getDeviceCount()
+
+
+def _cupy(op: str):
+    """cupy, or a RuntimeError naming ``op`` when there is no GPU to ask."""
+    if not backend.cupy_available():
+        raise RuntimeError(
+            f"tricycle.cuda.{op}: no CUDA GPU is available (cupy is not installed or sees no "
+            "device); tricycle.cuda.is_available() says whether one is"
+        )
+    return backend.cupy()
+
+
+def _index(op: str, device) -> int:
+    """The GPU index of ``device``: the current GPU for None."""
+    cp = _cupy(op)
+    if device is None:
+        return cp.cuda.runtime.getDevice()
+    if not isinstance(device, str | int):
+        device = str(device)  # a torch.device: "cuda:0"
+    index = backend.parse_device(device, f"tricycle.cuda.{op}")
+    if index is None:
+        raise ValueError(f"tricycle.cuda.{op}: expected a GPU, got the device {device!r}")
+    count = cp.cuda.runtime.getDeviceCount()
+    if index >= count:
+        raise ValueError(f"tricycle.cuda.{op}: GPU {index} does not exist ({count} seen)")
+    return index
+
+
+def current_device() -> int:
+    """The index of the GPU that new GPU arrays go to."""
+    return _index("current_device", None)
+
+
+def synchronize(device=None) -> None:
+    """Wait until GPU ``device`` (the current one for None) has done all its queued work."""
+    index = _index("synchronize", device)
+    with backend.cupy().cuda.Device(index):
+        backend.synchronize("tricycle.cuda.synchronize")
+
+
+def get_device_name(device=None) -> str:
+    """The name of GPU ``device`` (the current one for None), as its driver gives it."""
+    index = _index("get_device_name", device)
+    name = backend.cupy().cuda.runtime.getDeviceProperties(index)["name"]
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def empty_cache() -> None:
+    """Give the GPU memory that cupy holds for reuse, but no array uses, back to the device
+    (other processes see it free); nothing without a GPU."""
+    if backend.cupy_available():
+        cp = backend.cupy()
+        cp.get_default_memory_pool().free_all_blocks()
+        cp.get_default_pinned_memory_pool().free_all_blocks()
+
+
+def manual_seed(seed: int) -> None:
+    """Seed tricycle's one generator (``tricycle.manual_seed``): GPU draws are made on the
+    host from it, so this seeds them."""
+    tricycle_random.manual_seed(seed)
+
+
+def manual_seed_all(seed: int) -> None:
+    """``manual_seed``: one generator serves every GPU."""
+    tricycle_random.manual_seed(seed)

@@ -1,0 +1,211 @@
+"""``tricycle.save`` and ``tricycle.load``: what a PyTorch script does with ``torch.save`` and
+``torch.load``::
+
+    tricycle.save(model.state_dict(), "model.pt")
+    model.load_state_dict(tricycle.load("model.pt"))
+    tricycle.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                   "step": step}, "checkpoint.pt")
+
+The file is a pickle of ``obj`` with every array in host memory: a GPU (cupy) array is copied
+to the host as it is written, and a Tensor stays a Tensor, pickled as ``Tensor`` pickles itself
+(its data on the host, ``requires_grad`` and name; no graph, no gradient), so what loads is
+what was saved, as with torch (a state dict of arrays gives arrays, a dict of tensors
+tensors). A path is written atomically (``tricycle.atomic``): a crash leaves the old file or
+the new one, never half of one. A file object is written where it stands.
+
+``load(f, weights_only=True)``, torch's default, unpickles with an allow-list: containers
+(dict, list, tuple, set, ``OrderedDict``), numbers, strings, bytes, None, numpy arrays, dtypes
+and scalars, and tricycle's ``Tensor`` and ``Parameter``: what state dicts, optimizer states
+and checkpoints hold. Any other global (a class, a function such as ``os.system``) is refused
+before it is imported, naming it; loading a file with one needs ``weights_only=False``, which
+is plain pickle and runs whatever code the file names: only for files you trust (a whole
+pickled model). A file that ``torch.save`` wrote holds torch tensors: it is refused with a
+message saying how to convert it, never half-read.
+
+``map_location`` None or "cpu" keeps the arrays in host memory; "cuda", "cuda:N" or "gpu"
+copies every array and tensor loaded (and the parameters of a layer loaded whole) to that GPU
+(``tricycle.backend``).
+"""
+
+import copy
+import io
+import os
+import pickle
+import zipfile
+
+import numpy as np
+
+from tricycle import backend
+from tricycle.atomic import atomic_write
+from tricycle.tensor import Tensor
+
+# The first object of a file that torch.save wrote in its legacy (non-zip) format
+_TORCH_LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
+
+# module -> the names in it that weights_only=True loads: what arrays and state dicts pickle to
+_ALLOWED = {
+    "builtins": {"bytearray", "bytes", "complex", "frozenset", "set", "slice"},
+    "collections": {"OrderedDict"},
+    "_codecs": {"encode"},  # how protocol 2 writes bytes
+    "numpy": {"dtype", "ndarray"},
+    "numpy._core.multiarray": {"_reconstruct", "scalar"},  # numpy >= 2
+    "numpy.core.multiarray": {"_reconstruct", "scalar"},  # numpy < 2
+    "numpy._core.numeric": {"_frombuffer"},  # protocol 5's arrays
+    "numpy.core.numeric": {"_frombuffer"},
+    "ml_dtypes": {"bfloat16"},
+    "tricycle.tensor": {"Tensor"},
+    "tricycle.module": {"Parameter"},
+}
+
+
+class LoadError(pickle.UnpicklingError, ValueError):
+    """A file that ``tricycle.load`` refuses: a global that ``weights_only`` does not allow,
+    or a file ``torch.save`` wrote."""
+
+
+# ---------------------------------------------------------------------------- save
+class _HostPickler(pickle.Pickler):
+    """A pickler that writes GPU arrays as host numpy arrays."""
+
+    def __init__(self, file, protocol: int):
+        super().__init__(file, protocol)
+        self.protocol = protocol  # pickle's own Pickler does not say which it writes
+
+    def reducer_override(self, obj):
+        if backend.is_cupy_array(obj):
+            return backend.to_host_array(obj).__reduce_ex__(self.protocol)
+        return NotImplemented
+
+
+def save(obj, f, pickle_protocol: int = pickle.HIGHEST_PROTOCOL) -> None:
+    """torch.save: pickle ``obj`` to ``f`` (a path, ``os.PathLike`` or a binary file object),
+    its arrays in host memory; a path is written atomically."""
+    if isinstance(f, str | os.PathLike):
+        with atomic_write(f, "wb") as file:
+            _HostPickler(file, pickle_protocol).dump(obj)
+    elif callable(getattr(f, "write", None)):
+        _HostPickler(f, pickle_protocol).dump(obj)
+    else:
+        raise TypeError(f"save: f must be a path or a binary file object, got {f!r}")
+
+
+# ---------------------------------------------------------------------------- load
+class _WeightsUnpickler(pickle.Unpickler):
+    """An unpickler that loads only the globals of ``_ALLOWED``."""
+
+    def __init__(self, file, name: str):
+        super().__init__(file)
+        self.name = name
+
+    def find_class(self, module, name):
+        module = "builtins" if module == "__builtin__" else module  # protocol 2's name
+        dtype_class = module == "numpy.dtypes" and name.endswith("DType")  # numpy >= 1.25's
+        if dtype_class or name in _ALLOWED.get(module, ()):
+            return super().find_class(module, name)
+        raise LoadError(
+            f"load: {self.name} holds the global {module}.{name}, which weights_only=True does "
+            "not load (it loads containers, numbers, strings, numpy arrays and tricycle "
+            "Tensors: what state dicts hold). Only if you trust the file, load it with "
+            "weights_only=False: that runs the code the file names."
+        )
+
+
+def load(f, map_location=None, weights_only: bool = True):
+    """torch.load: the object ``save`` wrote to ``f`` (a path, ``os.PathLike`` or a binary
+    file object), with its arrays in host memory or on the GPU ``map_location`` names. With
+    ``weights_only`` (the default) only the data of state dicts loads (see the module's doc)."""
+    if not isinstance(weights_only, bool):
+        raise TypeError(f"load: weights_only must be True or False, got {weights_only!r}")
+    device = _device(map_location)
+    if device is not None and not backend.cupy_available():  # before reading the file
+        raise RuntimeError(
+            f"load: map_location={map_location!r} names a GPU, but no CUDA GPU is available "
+            "(cupy is not installed or sees no device); load with map_location='cpu'"
+        )
+    if isinstance(f, str | os.PathLike):
+        with open(f, "rb") as file:
+            obj = _load(file, os.fspath(f), weights_only)
+    elif callable(getattr(f, "read", None)):
+        obj = _load(f, getattr(f, "name", "the file object"), weights_only)
+    else:
+        raise TypeError(f"load: f must be a path or a binary file object, got {f!r}")
+    return obj if device is None else _to_device(obj, device, {})
+
+
+def _device(map_location) -> int | None:
+    """The GPU index ``map_location`` names, or None for the host."""
+    if map_location is None:
+        return None
+    if callable(map_location) or isinstance(map_location, dict):
+        raise TypeError(
+            f"load: map_location must be None, 'cpu', 'cuda' or 'cuda:N', got {map_location!r} "
+            "(tricycle takes no function or dict of devices)"
+        )
+    if not isinstance(map_location, str | int):
+        map_location = str(map_location)  # a torch.device prints as "cpu" or "cuda:0"
+    return backend.parse_device(map_location, "load: map_location")
+
+
+def _load(file, name: str, weights_only: bool):
+    if not file.seekable():  # the first bytes are read twice: from memory
+        file = io.BytesIO(file.read())
+    start = file.tell()
+    head = file.read(4)
+    file.seek(start)
+    if head == b"PK\x03\x04":
+        _refuse_zip(file, name)
+    unpickler = _WeightsUnpickler(file, name) if weights_only else pickle.Unpickler(file)
+    try:
+        obj = unpickler.load()
+    except LoadError:
+        raise
+    except (EOFError, pickle.UnpicklingError) as error:  # cut short, or not a pickle at all
+        raise LoadError(f"load: {name} is not a complete file of tricycle.save (cut short, "
+                        f"or another format): {error}") from None  # fmt: skip
+    if type(obj) is int and obj == _TORCH_LEGACY_MAGIC:
+        raise LoadError(f"load: {name} is a PyTorch file (torch.save's legacy format); "
+                        f"{_CONVERT}")  # fmt: skip
+    return obj
+
+
+_CONVERT = (
+    "tricycle.load reads what tricycle.save wrote. Load it with torch and convert its tensors "
+    "to numpy arrays, e.g. state = {k: v.numpy() for k, v in torch.load(f).items()}; "
+    "for a Hugging Face model use tricycle.pretrained."
+)
+
+
+def _refuse_zip(file, name: str):
+    """A zip archive is not a pickle: say whose it is."""
+    try:
+        entries = zipfile.ZipFile(file).namelist()
+    except zipfile.BadZipFile:
+        entries = []
+    if any(entry.endswith("data.pkl") for entry in entries):
+        raise LoadError(f"load: {name} is a PyTorch checkpoint (torch.save's zip format) "
+                        f"holding torch tensors; {_CONVERT}")  # fmt: skip
+    raise LoadError(f"load: {name} is a zip archive (a numpy .npz?), not a file that "
+                    "tricycle.save wrote; read a .npz with numpy.load")  # fmt: skip
+
+
+def _to_device(obj, device: int, done: dict):
+    """``obj`` with every array and tensor in it on GPU ``device``: containers are rebuilt,
+    tensors and layers (anything with ``to_gpu``) moved in place; an object met twice is
+    moved once and stays shared."""
+    if id(obj) in done:
+        return done[id(obj)]
+    if isinstance(obj, np.ndarray):
+        moved = backend.to_device_array(obj, device)
+    elif isinstance(obj, Tensor) or (
+        not isinstance(obj, type) and callable(getattr(obj, "to_gpu", None))
+    ):
+        moved = obj.to_gpu(device)
+    elif isinstance(obj, dict):
+        moved = copy.copy(obj)  # its own type (an OrderedDict stays one)
+        moved.update((k, _to_device(v, device, done)) for k, v in obj.items())
+    elif type(obj) in (list, tuple):
+        moved = type(obj)(_to_device(v, device, done) for v in obj)
+    else:
+        moved = obj
+    done[id(obj)] = moved
+    return moved

@@ -1,0 +1,346 @@
+"""torch's top-level functions that a PyTorch script calls, on tricycle's engine.
+
+``torch.tensor``, ``torch.matmul``, ``torch.argmax``, ``torch.set_grad_enabled`` ... under
+torch's names, argument names (``input``, ``dim``, ``keepdim``) and meanings, each a thin call
+of the op or ``Tensor`` method that already computes it (``tricycle.ops``, ``binary``,
+``einsum``, ``factories``, ``tensor_torch``): no formula lives here, and every gradient is the
+called op's. A port writes ``tricycle.matmul(a, b)`` where it wrote ``torch.matmul(a, b)``.
+
+Where torch and tricycle differ:
+
+- ``out=`` is refused (a TypeError): tricycle's ops return new tensors, so write
+  ``y = tricycle.matmul(a, b)``.
+- ``empty`` gives zeros (torch leaves the memory as it was: a script must write it before
+  reading it in either library).
+- ``clamp`` takes number bounds (``Tensor.clamp``); a tensor bound is refused, naming
+  ``tricycle.maximum``/``minimum``.
+- ``randperm`` draws from tricycle's generator (``tricycle.manual_seed``), or a numpy
+  ``Generator`` passed in: the order repeats under a seed, but it is not torch's permutation.
+
+The grad modes (``set_grad_enabled``, ``enable_grad``, ``inference_mode``,
+``is_grad_enabled``) switch the engine's thread-local mode, the one ``no_grad`` switches
+(``tricycle.graph``), and nest as torch's do. ``inference_mode`` is ``no_grad`` here: tricycle
+has no cheaper mode than building no graph.
+"""
+
+import contextlib
+
+import numpy as np
+
+from tricycle import backend, checks, graph, ops
+from tricycle.backend import parse_device
+from tricycle.einsum import einsum
+from tricycle.factories import zeros
+from tricycle.graph import Node
+from tricycle.tensor import Tensor, to_tensor
+from tricycle.tensor_inplace import _generator  # the one check of a ``generator=``
+
+
+def _input(op: str, value, name: str = "input") -> Tensor:
+    """``value`` if it is a Tensor; else a TypeError naming ``op`` (torch's functions take
+    tensors, and a silent conversion would hide a port's mistake)."""
+    if not isinstance(value, Node):
+        checks.fail(op, name, "a Tensor", value, TypeError)
+    return value
+
+
+def _no_out(op: str, out) -> None:
+    if out is not None:
+        raise TypeError(
+            f"{op}: out= is not supported: tricycle's ops return a new tensor "
+            f"(write y = tricycle.{op}(...) instead of tricycle.{op}(..., out=y))"
+        )
+
+
+# ------------------------------------------------------------------------- making tensors
+def _inferred_dtype(data) -> np.dtype:
+    """torch's dtype for ``data``: an array's (or numpy scalar's) own; for Python data, bool
+    for booleans, int64 for integers, float32 (the default float) otherwise."""
+    if isinstance(data, np.ndarray | np.generic) or backend.is_cupy_array(data):
+        return data.dtype
+    try:
+        kind = np.asarray(data).dtype.kind
+    except ValueError:  # ragged lists: to_tensor says so, naming the shapes
+        return np.dtype(backend.DEFAULT_FLOAT)
+    return np.dtype({"b": np.bool_, "i": np.int64, "u": np.int64}.get(kind, backend.DEFAULT_FLOAT))
+
+
+def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memory: bool = False):
+    """torch.tensor: a new leaf tensor holding a copy of ``data`` (numbers, nested lists, a
+    numpy/cupy array or a Tensor), in ``dtype`` (torch's default: an array's own dtype, int64
+    for Python integers, bool for booleans, float32 for floats), on ``device`` (where the data
+    is, for None)."""
+    checks.boolean("tensor", "requires_grad", requires_grad)
+    source = data.array if isinstance(data, Node) else data
+    dtype = _inferred_dtype(source) if dtype is None else backend.numeric_dtype(dtype, "tensor")
+    array = to_tensor(source, requires_grad=False, dtype=dtype).array
+    if array is source:  # torch.tensor always copies
+        array = array.copy()
+    if device is not None:
+        array = backend.move(array, parse_device(device, "tensor"))
+    return Tensor(array, requires_grad=requires_grad)
+
+
+def from_numpy(ndarray) -> Tensor:
+    """torch.from_numpy: a tensor sharing the memory of a numpy array (writes to either show
+    in both), of its dtype, that requires no gradient."""
+    if not isinstance(ndarray, np.ndarray):
+        checks.fail("from_numpy", "ndarray", "a numpy ndarray", ndarray, TypeError)
+    backend.numeric_dtype(ndarray.dtype, "from_numpy")  # object or string arrays hold no numbers
+    return Tensor(ndarray, requires_grad=False)
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """torch.as_tensor: ``data`` as a tensor, sharing memory where it can: a Tensor is
+    returned as it is, or converted (``Tensor.to``, whose gradient flows back) for another
+    ``dtype`` or ``device``; an array of that dtype and device is not copied; Python data is
+    ``tensor(data, dtype, device)``."""
+    if isinstance(data, Node):
+        if (dtype is None or data.dtype == backend.numeric_dtype(dtype, "as_tensor")) and (
+            device is None or parse_device(device, "as_tensor") == parse_device(data.device)
+        ):
+            return data
+        return data.to(device=device, dtype=dtype)
+    if isinstance(data, np.ndarray) or backend.is_cupy_array(data):
+        dtype = data.dtype if dtype is None else backend.numeric_dtype(dtype, "as_tensor")
+        array = to_tensor(data, requires_grad=False, dtype=dtype).array
+        if device is not None:
+            array = backend.move(array, parse_device(device, "as_tensor"))
+        return Tensor(array, requires_grad=False)
+    return tensor(data, dtype, device)
+
+
+def is_tensor(obj) -> bool:
+    """torch.is_tensor: whether ``obj`` is a tricycle Tensor."""
+    return isinstance(obj, Node)
+
+
+def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad: bool = False,
+          pin_memory: bool = False, memory_format=None):  # fmt: skip
+    """torch.empty: a tensor of shape ``size`` (``empty(2, 3)`` or ``empty((2, 3))``), of
+    zeros here (see the module's doc); ``layout``, ``pin_memory`` and ``memory_format`` are
+    accepted and mean nothing for tricycle's arrays."""
+    _no_out("empty", out)
+    device = "cpu" if device is None else device
+    return zeros(*size, dtype=dtype, requires_grad=requires_grad, device=device)
+
+
+def randperm(n: int, *, generator=None, dtype=np.int64, device=None, requires_grad=False):
+    """torch.randperm: the integers 0 .. n-1 in a random order, drawn from tricycle's
+    generator (or ``generator``, a numpy Generator)."""
+    checks.non_negative_int("randperm", "n", n)
+    array = _generator("randperm", generator).permutation(n)
+    array = backend.cast(array, backend.numeric_dtype(dtype, "randperm"), "randperm")
+    if device is not None:
+        array = backend.move(array, parse_device(device, "randperm"))
+    return Tensor(array, requires_grad=requires_grad)
+
+
+# ------------------------------------------------------------------------- products
+def matmul(input, other, *, out=None):  # noqa: A002 - torch's names
+    """torch.matmul: the matrix product with numpy's (and torch's) broadcasting and 1-D
+    promotion (``input @ other``)."""
+    _no_out("matmul", out)
+    return _input("matmul", input).matmul(other)
+
+
+def bmm(input, mat2, *, out=None):  # noqa: A002
+    """torch.bmm: the products of two batches of matrices, (B, N, M) @ (B, M, P)."""
+    _no_out("bmm", out)
+    return _input("bmm", input).bmm(mat2)
+
+
+def outer(input, vec2, *, out=None):  # noqa: A002
+    """torch.outer: out[i, j] = input[i] * vec2[j], of two vectors (an einsum)."""
+    _no_out("outer", out)
+    for name, vector in (("input", input), ("vec2", vec2)):
+        if _input("outer", vector, name).ndim != 1:
+            checks.fail("outer", f"{name}'s shape", "1-D", vector.shape)
+    return einsum("i,j->ij", input, vec2)
+
+
+# ------------------------------------------------------------------------- shapes
+def flatten(input, start_dim: int = 0, end_dim: int = -1):  # noqa: A002
+    """torch.flatten: the axes ``start_dim`` to ``end_dim`` merged into one."""
+    return _input("flatten", input).flatten(start_dim, end_dim)
+
+
+def unsqueeze(input, dim: int):  # noqa: A002
+    """torch.unsqueeze: a size-1 axis inserted at ``dim``."""
+    return _input("unsqueeze", input).unsqueeze(dim)
+
+
+def squeeze(input, dim=None, *, axis=None):  # noqa: A002
+    """torch.squeeze: the size-1 axes removed, all of them or those of ``dim`` (an axis or a
+    tuple of them); a named axis whose size is not 1 stays, as in torch. numpy's ``axis``
+    (``tricycle.squeeze``'s before torch's names came) keeps numpy's meaning, as
+    ``Tensor.squeeze`` does: a named axis whose size is not 1 is an error."""
+    x = _input("squeeze", input)
+    if axis is not None:
+        if dim is not None:
+            raise TypeError(f"squeeze: got axis={axis!r} and dim={dim!r}; give numpy's axis or "
+                            "torch's dim, not both")  # fmt: skip
+        return ops.squeeze(x, axis)
+    if dim is None:
+        return ops.squeeze(x)
+    named = checks.axes("squeeze", "dim", dim, x.ndim, x.shape)
+    return ops.squeeze(x, tuple(axis for axis in named if x.shape[axis] == 1))
+
+
+def gather(input, dim: int, index, *, sparse_grad: bool = False, out=None):  # noqa: A002
+    """torch.gather: out[i][j] = input[index[i][j]][j] for dim 0 (and so on for each dim);
+    the gradient is scattered back to the entries gathered."""
+    _no_out("gather", out)
+    return _input("gather", input).gather(dim, index)
+
+
+def numel(input) -> int:  # noqa: A002
+    """torch.numel: the number of elements."""
+    return _input("numel", input).numel()
+
+
+# ------------------------------------------------------------------------- math
+def argmax(input, dim=None, keepdim: bool = False):  # noqa: A002
+    """torch.argmax: int64 ids of the first maximum, over all elements or along ``dim``."""
+    return _input("argmax", input).argmax(dim, keepdim)
+
+
+def argmin(input, dim=None, keepdim: bool = False):  # noqa: A002
+    """torch.argmin: int64 ids of the first minimum, over all elements or along ``dim``."""
+    return _input("argmin", input).argmin(dim, keepdim)
+
+
+def clamp(input, min=None, max=None, *, out=None):  # noqa: A002
+    """torch.clamp with number bounds: the gradient passes where min <= x <= max."""
+    _no_out("clamp", out)
+    for name, bound in (("min", min), ("max", max)):
+        if isinstance(bound, Node):
+            expected = "a number here (for a tensor bound use tricycle.maximum or minimum)"
+            checks.fail("clamp", name, expected, bound, TypeError)
+    return _input("clamp", input).clamp(min, max)
+
+
+def pow(input, exponent, *, out=None):  # noqa: A001, A002 - torch's names
+    """torch.pow: ``input ** exponent``, a tensor to a number or a tensor's power, or a
+    number to a tensor's power."""
+    _no_out("pow", out)
+    if not isinstance(input, Node):
+        _input("pow", exponent, "exponent (when input is a number)")
+    return input**exponent
+
+
+def norm(input, p="fro", dim=None, keepdim: bool = False, out=None, dtype=None):  # noqa: A002
+    """torch.norm, a vector norm over ``dim`` (all elements by default): "fro" and 2 the
+    Euclidean norm, any p >= 1, inf and -inf; computed in ``dtype`` if given."""
+    _no_out("norm", out)
+    x = _input("norm", input)
+    return (x if dtype is None else x.to(dtype=dtype)).norm(p, dim, keepdim)
+
+
+# ------------------------------------------------------------------------- comparisons
+def _array(value):
+    return value.array if isinstance(value, Node) else value
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan: bool = False) -> bool:  # noqa: A002
+    """torch.allclose: whether |input - other| <= atol + rtol * |other| everywhere."""
+    return _input("allclose", input).close_to(other, rtol, atol, equal_nan)
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan: bool = False):  # noqa: A002
+    """torch.isclose: a boolean tensor, where |input - other| <= atol + rtol * |other|."""
+    x = _input("isclose", input)
+    close = x.xp.isclose(x.array, _array(other), rtol=rtol, atol=atol, equal_nan=equal_nan)
+    return x.new(close, requires_grad=False)
+
+
+def equal(input, other) -> bool:  # noqa: A002
+    """torch.equal: whether two tensors have the same shape and the same values."""
+    x, y = _input("equal", input), _input("equal", other, "other")
+    return x.shape == y.shape and bool((x == y).all())
+
+
+# ------------------------------------------------------------------------- grad modes
+def is_grad_enabled() -> bool:
+    """torch.is_grad_enabled: whether ops in this thread record the graph."""
+    return graph.grad_enabled()
+
+
+def _set_grad_mode(mode: bool) -> None:
+    # graph.py holds the mode (no_grad switches it there); the setter lives here
+    graph._grad_mode.enabled = mode
+
+
+class _GradMode(contextlib.ContextDecorator):
+    """A context manager (and decorator) that sets the grad mode to ``mode`` inside its block
+    and puts the previous one back on leaving it, whatever the block raised."""
+
+    mode = True
+
+    def __enter__(self):
+        self._previous = graph.grad_enabled()
+        _set_grad_mode(self.mode)
+
+    def __exit__(self, *exc):
+        _set_grad_mode(self._previous)
+        return False
+
+    def _recreate_cm(self):  # a decorated function gets a fresh one per call (threads)
+        fresh = _GradMode()
+        fresh.mode = self.mode
+        return fresh
+
+
+def _decorated(op: str, function):
+    """``function`` decorated by ``op`` named without the call (``@enable_grad``)."""
+    if not callable(function):
+        checks.fail(op, "its argument", "a function to decorate (or nothing)", function, TypeError)
+    return function
+
+
+class enable_grad(_GradMode):
+    """torch.enable_grad: record the graph inside the block (within a ``no_grad`` one too);
+    ``with enable_grad():``, ``@enable_grad()`` or ``@enable_grad``."""
+
+    mode = True
+
+    def __new__(cls, function=None):
+        if function is None:
+            return super().__new__(cls)
+        return cls()(_decorated("enable_grad", function))  # @enable_grad, without the call
+
+    def __init__(self, function=None):
+        pass
+
+
+class inference_mode(_GradMode):
+    """torch.inference_mode: ``no_grad`` (tricycle has no cheaper mode); as torch's,
+    ``inference_mode(False)`` records the graph inside its block. ``with``,
+    ``@inference_mode()`` or ``@inference_mode``."""
+
+    def __new__(cls, mode=True):
+        if isinstance(mode, bool):
+            return super().__new__(cls)
+        return cls(True)(_decorated("inference_mode", mode))  # @inference_mode, without the call
+
+    def __init__(self, mode: bool = True):
+        self.mode = not mode
+
+
+class set_grad_enabled(_GradMode):
+    """torch.set_grad_enabled(mode): sets the mode at once, so that it works as a plain call
+    (``set_grad_enabled(False)`` until changed), and as a context manager puts the previous
+    mode back on leaving the block (``with set_grad_enabled(is_train):``); as a decorator
+    (``@set_grad_enabled(False)``) it sets the mode for each call of the function alone."""
+
+    def __init__(self, mode: bool):
+        self.mode = checks.boolean("set_grad_enabled", "mode", mode)
+        self._previous = graph.grad_enabled()
+        _set_grad_mode(mode)
+
+    def __enter__(self):  # the mode was set on creation; the previous one is kept from then
+        pass
+
+    def __call__(self, function):
+        _set_grad_mode(self._previous)  # decorating leaves the mode as it was, as torch's
+        return super().__call__(function)
