@@ -31,6 +31,7 @@ def rounded(*shape):
 
 
 IDS = np.array([2, 0, 2, 1])
+MASK = np.random.default_rng(2).random((3, 4)) > 0.5
 GATHER = np.random.default_rng(1).integers(0, 3, size=(2, 3, 4))
 
 
@@ -117,6 +118,32 @@ CASES = [
     ("clamp max", *same(lambda t: t.clamp(max=0.1)), [normal(3, 4)]),
     ("clamp min positional", *same(lambda t: t.clamp(-0.2)), [normal(3, 4)]),
     ("relu with zeros", *same(lambda t: t.relu()), [rounded(4, 5)]),
+    ("neg square", *same(lambda t: t.neg() * t.square()), [normal(3, 4)]),
+    ("reciprocal rsqrt", *same(lambda t: t.reciprocal() + t.rsqrt()), [positive(3, 4)]),
+    (
+        "step functions",
+        *same(lambda t: t.sign() + t.floor() + t.ceil() + t.trunc() + t.round() + t),
+        [normal(3, 4)],
+    ),  # fmt: skip
+    ("round to decimals", *same(lambda t: t.round(decimals=1) + t), [normal(3, 4)]),
+    ("lerp", *same(lambda t, u: t.lerp(u, 0.3)), [normal(3, 4), normal(4)]),
+    (
+        "lerp tensor weight",
+        *same(lambda t, u, w: t.lerp(u, w)),
+        [normal(3, 4), normal(3, 4), normal(4)],
+    ),  # fmt: skip
+    (
+        "where",
+        lambda t, u: t.where(MASK, u),
+        lambda t, u: t.where(torch.from_numpy(MASK), u),
+        [normal(3, 4), normal(3, 4)],
+    ),  # fmt: skip
+    (
+        "masked_select",
+        lambda t: t.masked_select(MASK[0]) * 2,
+        lambda t: t.masked_select(torch.from_numpy(MASK[0])) * 2,
+        [normal(3, 4)],
+    ),  # fmt: skip
     ("softmax", *same(lambda t: t.softmax(-1)), [normal(3, 4)]),
     ("softmax dim 0", *same(lambda t: t.softmax(dim=0)), [normal(3, 4, 2)]),
     ("softmax middle", *same(lambda t: t.softmax(1) * t), [normal(3, 4, 2)]),
@@ -397,3 +424,17 @@ def test_two_axes_are_swapped_as_torch_s_transpose():
     matrix = to_tensor(x[0])
     np.testing.assert_array_equal(matrix.transpose(0, 1).array, x[0].T)
     np.testing.assert_array_equal(to_tensor(x).transpose(1, 0, 2).array, x.transpose(1, 0, 2))
+
+
+def test_the_small_torch_methods_without_a_gradient():
+    x = np.array([[1.0, np.nan, -np.inf], [0.0, 2.0, np.inf]])
+    ours, theirs = Tensor(x), torch.tensor(x)
+    for name in ("isnan", "isinf", "isfinite"):
+        np.testing.assert_array_equal(getattr(ours, name)().array, getattr(theirs, name)().numpy())
+    y = np.array([[1.0, 0.0, 2.0], [0.0, 2.0, 3.0]])
+    for name in ("eq", "ne", "lt", "le", "gt", "ge"):
+        np.testing.assert_array_equal(getattr(ours, name)(Tensor(y)).array,
+                                      getattr(theirs, name)(torch.tensor(y)).numpy())  # fmt: skip
+    leaf = Tensor(y, requires_grad=True)
+    assert leaf.is_leaf and not (leaf * 2).is_leaf and Tensor(y).is_leaf
+    assert not leaf.is_cuda and leaf.element_size() == 8 and leaf.nelement() == 6

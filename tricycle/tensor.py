@@ -200,6 +200,7 @@ class Tensor(TorchTensorMethods, TorchInPlaceMethods, Node):
     __lt__, __le__ = _comparison("<"), _comparison("<=")
     __gt__, __ge__ = _comparison(">"), _comparison(">=")
     __eq__, __ne__ = _comparison("=="), _comparison("!=")
+    lt, le, gt, ge, eq, ne = __lt__, __le__, __gt__, __ge__, __eq__, __ne__  # torch's names
     __hash__ = Node.__hash__  # == is elementwise, identity hashing keeps dicts working
 
     def __matmul__(self, other):
@@ -209,6 +210,23 @@ class Tensor(TorchTensorMethods, TorchInPlaceMethods, Node):
         return binary.matmul(binary.constant(other, self), self)
 
     __getitem__ = ops.getitem
+
+    @property
+    def is_leaf(self) -> bool:
+        """torch's: no op of a recorded graph made this tensor (``.grad`` is where its
+        gradient lands), as a tensor that needs no gradient always is."""
+        return self.args is None
+
+    @property
+    def is_cuda(self) -> bool:
+        """torch's: whether the values are on a GPU."""
+        return self.on_gpu
+
+    nelement = TorchTensorMethods.numel  # torch's other name
+
+    def element_size(self) -> int:
+        """torch.Tensor.element_size: bytes per value."""
+        return self.array.dtype.itemsize
 
     # methods, named as in numpy; torch's keywords (dim, keepdim...) give torch's meaning
     sum = _numpy_or_torch(reduce.sum, _torch_reduction(reduce.sum), "axis keepdims", "dim keepdim")

@@ -93,6 +93,23 @@ def _product(name: str, ndim: int | None):
     return product
 
 
+def _stepwise(name: str):
+    def stepwise(self, *args, **kwargs):  # round's decimals
+        out = getattr(self.xp, name)(self.array, *args, **kwargs).astype(self.dtype, copy=False)
+        return unary.unary_op(self, out, lambda dout: dout * 0, name)
+
+    stepwise.__doc__ = f"torch.Tensor.{name}: a step function, whose gradient is 0 (as torch's)."
+    return stepwise
+
+
+def _float_test(name: str):
+    def test(self):
+        return self.new(getattr(self.xp, name)(self.array), requires_grad=False)
+
+    test.__doc__ = f"torch.Tensor.{name}: whether each value is {name[2:]} (booleans)."
+    return test
+
+
 class TorchTensorMethods:
     """torch's ``Tensor`` methods on tricycle's ``Tensor`` (see the module's doc)."""
 
@@ -296,6 +313,39 @@ class TorchTensorMethods:
         return ops.masked_fill(self, self.array <= 0, 0)
 
     matmul, mm, bmm = _product("matmul", None), _product("mm", 2), _product("bmm", 3)
+    isnan, isinf, isfinite = _float_test("isnan"), _float_test("isinf"), _float_test("isfinite")
+    sign, floor, ceil, trunc = (_stepwise(n) for n in ("sign", "floor", "ceil", "trunc"))
+    round = _stepwise("round")  # noqa: A003 - torch's name (decimals: its one argument)
+
+    def neg(self):
+        """torch.Tensor.neg: -x."""
+        return unary.neg(self)
+
+    def square(self):
+        """torch.Tensor.square: x * x."""
+        return self * self
+
+    def reciprocal(self):
+        """torch.Tensor.reciprocal: 1 / x."""
+        return unary.rdiv_scalar(self, 1.0)
+
+    def rsqrt(self):
+        """torch.Tensor.rsqrt: 1 / sqrt(x)."""
+        return unary.rdiv_scalar(unary.sqrt(self), 1.0)
+
+    def lerp(self, end, weight):
+        """torch.Tensor.lerp: x + weight * (end - x), ``weight`` a number or a tensor."""
+        return self + weight * (end - self)
+
+    def where(self, condition, other):
+        """torch.Tensor.where: this tensor where ``condition`` holds, else ``other``."""
+        return ops.where(getattr(condition, "array", condition), self, other)
+
+    def masked_select(self, mask):
+        """torch.Tensor.masked_select: the values where ``mask`` (booleans) holds, in order,
+        as one axis; the gradient goes back to them."""
+        mask = self.xp.broadcast_to(getattr(mask, "array", mask), self.shape)
+        return self[mask]
 
     def softmax(self, dim: int, dtype=None):
         """torch.Tensor.softmax: exp(x) / sum(exp(x)) along ``dim``."""
