@@ -1,22 +1,30 @@
 """The ops as functions, named as PyTorch's ``torch.nn.functional`` names them
 (``import tricycle.nn.functional as F``): ``F.softmax(x)`` is ``Softmax()(x)``, and so on
-(``import tricycle as tc`` gives the activations too: ``tc.relu``). Losses take PyTorch's
-order, ``F.cross_entropy(logits, labels)``; the re-exported ops keep tricycle's arguments,
-which follow PyTorch's where the names match (``conv2d``'s weights are (C_out, C_in, kh, kw)).
-What a PyTorch model calls takes torch's arguments: ``F.linear`` torch's (out, in) weight
-(how a head tied to an embedding reads its table), ``F.layer_norm`` a ``normalized_shape``,
-``F.softmax`` and ``F.log_softmax`` a ``dim``, and ``F.scaled_dot_product_attention`` torch's
-keywords ``attn_mask``, ``dropout_p`` and ``is_causal`` beside its own.
+(``import tricycle as tc`` gives the activations too: ``tc.relu``). The re-exported ops keep
+tricycle's arguments, which follow PyTorch's where the names match (``conv2d``'s weights are
+(C_out, C_in, kh, kw)).
+
+What a PyTorch script calls takes torch's arguments, with torch's meaning: ``F.linear``
+torch's (out, in) weight (how a head tied to an embedding reads its table); ``F.softmax`` and
+``F.log_softmax`` a ``dim``; ``F.dropout`` ``p``, ``training`` and ``inplace`` (beside
+tricycle's ``probability=`` and ``rng=``); ``F.gelu`` ``approximate="none"``/``"tanh"``;
+``F.glu`` a ``dim``; ``F.one_hot`` and ``F.interpolate`` (nearest, by integer factors)
+torch's whole signatures; ``F.scaled_dot_product_attention`` torch's keywords ``attn_mask``,
+``dropout_p`` and ``is_causal`` beside its own. The losses, in torch's order (input, target)
+with torch's arguments (``F.cross_entropy``'s class axis 1, ``weight``, ``ignore_index``,
+``reduction`` and ``label_smoothing``, ...), are ``tricycle.nn.functional_losses``'; the
+normalisations (``F.layer_norm``, ``F.group_norm``, ``F.batch_norm``, ``F.instance_norm``)
+``tricycle.nn.functional_norms``'.
 """
 
-import math
+import numpy as np
 
-from tricycle import checks, norms
+from tricycle import backend, checks, dispatch, ops, random, ranges
 from tricycle.activation import GeLU, LeakyReLU, ReLU, Swish
 from tricycle.einsum import einsum
 from tricycle.functions import LogSoftmax, Softmax
-from tricycle.layers import dropout, embedding
-from tricycle.loss import CrossEntropy, MeanSquaredError
+from tricycle.layers import dropout as dropout_op
+from tricycle.layers import embedding
 from tricycle.nn.activations import (
     CELU,
     ELU,
@@ -34,18 +42,27 @@ from tricycle.nn.activations import (
     prelu,
 )
 from tricycle.nn.conv import conv
-from tricycle.nn.more_losses import (
-    BCELoss,
-    CosineEmbeddingLoss,
-    MarginRankingLoss,
-    cosine_similarity,
-    normalize,
-    pairwise_distance,
+from tricycle.nn.functional_losses import (
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    cosine_embedding_loss,
+    cross_entropy,
+    huber_loss,
+    kl_div,
+    l1_loss,
+    margin_ranking_loss,
+    mse_loss,
+    nll_loss,
+    smooth_l1_loss,
 )
+from tricycle.nn.functional_norms import batch_norm, group_norm, instance_norm, layer_norm
+from tricycle.nn.more_losses import cosine_similarity, normalize, pairwise_distance
 from tricycle.nn.padding import pad  # noqa: F401 - F.pad, as PyTorch
 from tricycle.nn.pooling import avg_pool, in_n_dims, max_pool
 from tricycle.nn.sdpa import scaled_dot_product_attention
 from tricycle.nn.softmaxes import along
+from tricycle.nn.upsample import upsample_nearest
+from tricycle.nn.windows import as_tuple
 from tricycle.tensor import Tensor, as_tensor
 from tricycle.unary import sigmoid, tanh
 
@@ -56,7 +73,9 @@ avg_pool1d, avg_pool2d = in_n_dims(avg_pool, 1), in_n_dims(avg_pool, 2)
 __all__ = [
     "avg_pool1d",
     "avg_pool2d",
+    "batch_norm",
     "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
     "celu",
     "conv1d",
     "conv2d",
@@ -67,9 +86,16 @@ __all__ = [
     "elu",
     "embedding",
     "gelu",
+    "glu",
+    "group_norm",
     "hardsigmoid",
     "hardswish",
     "hardtanh",
+    "huber_loss",
+    "instance_norm",
+    "interpolate",
+    "kl_div",
+    "l1_loss",
     "layer_norm",
     "leaky_relu",
     "linear",
@@ -80,7 +106,9 @@ __all__ = [
     "max_pool2d",
     "mish",
     "mse_loss",
+    "nll_loss",
     "normalize",
+    "one_hot",
     "pairwise_distance",
     "prelu",
     "relu",
@@ -89,6 +117,7 @@ __all__ = [
     "selu",
     "sigmoid",
     "silu",
+    "smooth_l1_loss",
     "softmax",
     "softmin",
     "softplus",
@@ -97,6 +126,37 @@ __all__ = [
     "tanhshrink",
     "threshold",
 ]
+
+
+def dropout(
+    input: Tensor,  # noqa: A002 - torch's names
+    p: float = 0.5,
+    training: bool = True,
+    inplace: bool = False,
+    *,
+    probability: float | None = None,
+    rng: np.random.Generator | None = None,
+) -> Tensor:
+    """Zero each element with probability ``p`` and scale the rest by 1 / (1 - p) while
+    ``training``; the input itself otherwise (and for p = 0), zeros for p = 1, as torch's
+    (``tricycle.layers.dropout``'s op). ``probability=`` is tricycle's name for p. The mask
+    comes from ``rng`` (a numpy Generator), by default one seeded from tricycle's generator,
+    so that ``tricycle.manual_seed`` reproduces it. ``inplace`` is accepted and changes
+    nothing: the output is a new array, the input is left as it was."""
+    op = "F.dropout"
+    if probability is not None:
+        if p != 0.5:
+            raise TypeError(f"{op}: got p={p!r} and probability={probability!r}; give one")
+        p = probability
+    checks.real(op, "p", p, 0, 1)
+    checks.boolean(op, "training", training)
+    checks.boolean(op, "inplace", inplace)
+    x = as_tensor(input)
+    if not training or p == 0:
+        return x
+    if p == 1:  # every element dropped: zeros, with a zero gradient
+        return x * 0.0
+    return dropout_op(x, p, rng=rng or np.random.default_rng(random.draw_seed()))
 
 
 def softmax(x: Tensor, dim: int = -1, dtype=None) -> Tensor:
@@ -123,27 +183,6 @@ def linear(input: Tensor, weight: Tensor, bias=None) -> Tensor:  # noqa: A002 - 
     return out if bias is None else out + bias
 
 
-def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None, eps: float = 1e-5):  # noqa: A002
-    """Layer normalisation over the last ``len(normalized_shape)`` axes of ``input``, scaled by
-    ``weight`` and shifted by ``bias`` (each of ``normalized_shape``, or None), as torch's:
-    those axes merged into one for the fused ``tricycle.norms.layer_norm``."""
-    x = as_tensor(input)
-    shape = (normalized_shape,) if checks.is_integer(normalized_shape) else normalized_shape
-    shape = tuple(shape)
-    if not shape or x.shape[x.ndim - len(shape) :] != shape or len(shape) > x.ndim:
-        raise ValueError(f"F.layer_norm: normalized_shape {shape} must be the last axes of the "
-                         f"input's shape {x.shape}")  # fmt: skip
-    for name, value in (("weight", weight), ("bias", bias)):
-        if value is not None and tuple(value.shape) != shape:
-            checks.fail("F.layer_norm", f"{name}'s shape", f"normalized_shape {shape}",
-                        tuple(value.shape))  # fmt: skip
-    width = math.prod(shape)
-    flat = x.reshape(*x.shape[: x.ndim - len(shape)], width)  # (..., C)
-    gamma = flat.new_ones(width) if weight is None else as_tensor(weight).reshape(width)
-    beta = None if bias is None else as_tensor(bias).reshape(width)
-    return norms.layer_norm(flat, gamma, beta, eps).reshape(x.shape)
-
-
 def relu(x: Tensor) -> Tensor:
     """max(x, 0), elementwise (``tricycle.activation.ReLU``)."""
     return ReLU()(x)
@@ -154,47 +193,16 @@ def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
     return LeakyReLU(negative_slope)(x)
 
 
-def gelu(x: Tensor, approximate=False) -> Tensor:
-    """x * Phi(x), exact unless ``approximate`` ("tanh"): ``tricycle.activation.GeLU``."""
-    return GeLU(approximate)(x)
+def gelu(input: Tensor, approximate="none") -> Tensor:  # noqa: A002 - torch's name
+    """x * Phi(x): exact for torch's "none" (or False), GPT-2's tanh form for "tanh" (or
+    True), as ``tricycle.activation.GeLU``."""
+    checks.one_of((False, True, "none", "tanh"))("F.gelu", "approximate", approximate)
+    return GeLU(approximate)(input)
 
 
 def silu(x: Tensor) -> Tensor:
     """x * sigmoid(x), also called Swish (``tricycle.activation.Swish``)."""
     return Swish()(x)
-
-
-def cross_entropy(logits: Tensor, labels, ignore_index: int | None = -100) -> Tensor:
-    """Mean cross-entropy of ``logits`` (..., C) and class ids ``labels`` (...), in
-    PyTorch's order (``tricycle.loss.CrossEntropy`` takes ``(target, input)``); a label
-    ``ignore_index`` (torch's -100 by default; None ignores nothing) adds no loss."""
-    return CrossEntropy(ignore_index)(labels, logits)
-
-
-def mse_loss(prediction: Tensor, target) -> Tensor:
-    """Mean squared error, in PyTorch's order (``tricycle.loss.MeanSquaredError``)."""
-    return MeanSquaredError()(target, prediction)
-
-
-def binary_cross_entropy(input: Tensor, target, weight=None, *, reduction: str = "mean") -> Tensor:  # noqa: A002
-    """Binary cross-entropy of probabilities in [0, 1], logs clamped at -100
-    (``tricycle.nn.more_losses.BCELoss``)."""
-    return BCELoss(weight, reduction=reduction)(input, target)
-
-
-def margin_ranking_loss(
-    input1: Tensor, input2, target, margin: float = 0.0, *, reduction: str = "mean"
-) -> Tensor:
-    """max(0, -y (x1 - x2) + margin), reduced (``tricycle.nn.more_losses.MarginRankingLoss``)."""
-    return MarginRankingLoss(margin, reduction=reduction)(input1, input2, target)
-
-
-def cosine_embedding_loss(
-    input1: Tensor, input2, target, margin: float = 0.0, *, reduction: str = "mean"
-) -> Tensor:
-    """1 - cos for labels 1, max(0, cos - margin) for labels -1, reduced
-    (``tricycle.nn.more_losses.CosineEmbeddingLoss``)."""
-    return CosineEmbeddingLoss(margin, reduction=reduction)(input1, input2, target)
 
 
 # ---------------------------------------------------------------------- activations
@@ -267,3 +275,94 @@ def softmin(x: Tensor, dim: int = -1, dtype=None) -> Tensor:
     """softmax(-x) along ``dim`` (in ``dtype``, if given): ``tricycle.nn.softmaxes.Softmin``."""
     x = as_tensor(x)
     return along("F.softmin", Softmax, -(x if dtype is None else x.to(dtype)), dim)
+
+
+# ---------------------------------------------------------------------- shapes and classes
+def glu(input: Tensor, dim: int = -1) -> Tensor:  # noqa: A002 - torch's names
+    """The gated linear unit, as torch's: ``input`` split in halves a | b along ``dim``,
+    then a * sigmoid(b) (``tricycle.activation.GLU`` is the layer with its projection)."""
+    x = as_tensor(input)
+    if x.ndim == 0:
+        raise ValueError("F.glu: expected an input with at least one axis, got a 0-d tensor")
+    axis = checks.axis("F.glu", "dim", dim, x.ndim, x.shape)
+    if x.shape[axis] % 2:
+        raise ValueError(f"F.glu: dim {dim} of input {x.shape} must have an even size, to halve")
+    a, b = ops.split(x, 2, axis)
+    return a * sigmoid(b)
+
+
+def one_hot(tensor, num_classes: int = -1) -> Tensor:
+    """Integer class ids (...) as one-hot rows (..., num_classes) of int64 0s and 1s, with no
+    gradient, as torch's; ``num_classes=-1`` takes the largest id + 1 (reading it back from
+    a GPU). An id outside [0, num_classes) is an IndexError (on a GPU at the next read-back)."""
+    op = "F.one_hot"
+    ids = tensor.array if isinstance(tensor, Tensor) else tensor
+    ids = ids if hasattr(ids, "dtype") and hasattr(ids, "shape") else np.asarray(ids)
+    if ids.dtype.kind not in "iu":
+        raise TypeError(f"{op}: expected integer class ids (torch's LongTensor), got dtype "
+                        f"{ids.dtype} with shape {ids.shape}")  # fmt: skip
+    checks.integer(op, "num_classes", num_classes, -1)
+    if num_classes == -1:
+        if ids.size == 0:
+            raise ValueError(f"{op}: cannot infer num_classes from empty ids {ids.shape}; give it")
+        num_classes = int(ids.max()) + 1
+    check = dispatch.setting("check_range", dispatch.device_of(ids), ranges.check_range)
+    check(ids, num_classes, op=op, what="class ids", context=f"for num_classes={num_classes}")
+    xp = backend.array_module(ids)
+    rows = ids[..., None] == xp.arange(num_classes)  # (..., num_classes)
+    return Tensor(rows.astype(np.int64), requires_grad=False)
+
+
+def _integer_factors(op: str, x: Tensor, size, scale_factor) -> tuple[int, ...]:
+    """The integer factor of each spatial axis, from ``size`` (integer multiples of the
+    input's) or ``scale_factor`` (whole numbers, as ints or floats)."""
+    spatial = x.shape[2:]
+    if (size is None) == (scale_factor is None):
+        given = "both" if size is not None else "neither"
+        raise ValueError(f"{op}: give either size or scale_factor, not {given}")
+    if size is not None:
+        sizes = as_tuple(size, len(spatial), "size", op)
+        if any(out % n for out, n in zip(sizes, spatial)):
+            raise ValueError(f"{op}: size {sizes} must be whole multiples of the input's spatial "
+                             f"size {spatial} (nearest by integer factors only)")  # fmt: skip
+        return tuple(out // n for out, n in zip(sizes, spatial))
+    n = len(spatial)
+    factors = scale_factor if isinstance(scale_factor, tuple | list) else [scale_factor] * n
+    if len(factors) != n or not all(
+        checks.is_real(f) and f >= 1 and float(f).is_integer() for f in factors
+    ):
+        expected = f"a whole number >= 1 or {n} of them (nearest by integer factors)"
+        checks.fail(op, "scale_factor", expected, scale_factor)
+    return tuple(int(f) for f in factors)
+
+
+def interpolate(
+    input: Tensor,  # noqa: A002 - torch's names
+    size=None,
+    scale_factor=None,
+    mode: str = "nearest",
+    align_corners: bool | None = None,
+    recompute_scale_factor: bool | None = None,
+    antialias: bool = False,
+) -> Tensor:
+    """Upsampling of (N, C, *spatial) to ``size`` or by ``scale_factor`` (one, or one per
+    spatial axis), as torch's, in the modes that ``nn.Upsample``'s op computes: "nearest"
+    (and "nearest-exact", the same by integer factors), by whole factors >= 1
+    (``tricycle.nn.upsample.upsample_nearest``); ``recompute_scale_factor`` changes nothing
+    for them. Other modes and factors (downsampling included) are an error."""
+    op = "F.interpolate"
+    x = as_tensor(input)
+    if mode not in ("nearest", "nearest-exact"):
+        raise ValueError(f"{op}: mode {mode!r} is not supported; supported: 'nearest' and "
+                         "'nearest-exact' (by integer factors)")  # fmt: skip
+    if align_corners is not None:  # torch refuses it for the nearest modes too
+        raise ValueError(
+            f"{op}: align_corners is only for the interpolating modes (linear, bilinear, "
+            f"bicubic, trilinear), got {align_corners!r} with {mode!r}"
+        )
+    checks.boolean(op, "recompute_scale_factor", recompute_scale_factor, optional=True)
+    if checks.boolean(op, "antialias", antialias):
+        raise ValueError(f"{op}: antialias=True is only for bilinear and bicubic, not {mode!r}")
+    if x.ndim < 3:
+        raise ValueError(f"{op}: expected input (N, C, *spatial), got shape {x.shape}")
+    return upsample_nearest(x, _integer_factors(op, x, size, scale_factor))
