@@ -188,12 +188,13 @@ def test_torchs_top_level_names_are_thin_calls_and_tensor_is_the_function():
     names = (
         "tensor from_numpy as_tensor is_tensor empty randperm matmul bmm flatten unsqueeze "
         "squeeze argmax argmin clamp pow allclose isclose equal numel gather outer norm "
-        "set_grad_enabled enable_grad inference_mode is_grad_enabled"
+        "set_grad_enabled enable_grad inference_mode is_grad_enabled max min"
     )
     for name in names.split():
         assert getattr(tc, name) is getattr(torch_functions, name), name
         assert name in tc.__all__ and name in dir(tc), name
     assert tc.save is serialization.save and tc.load is serialization.load
+    assert tc.device is torch_functions.device and "device" in dir(tc)  # not in a star import
     # as torch.tensor: the name is the function, though tricycle.tensor is also a module
     import tricycle.tensor  # noqa: F401 - the import must not rebind the name
 
@@ -213,6 +214,11 @@ def test_the_sub_packages_are_attributes_imported_on_first_use():
         "import tricycle.utils.data as data\n"
         "assert data is sys.modules['tricycle.utils.data'] and tricycle.utils.data is data\n"
         "assert data.DataLoader is sys.modules['tricycle.data'].DataLoader\n"
+        "assert 'tricycle.optim' not in sys.modules and 'tricycle.nn' not in sys.modules\n"
+        "assert tricycle.optim.SGD is sys.modules['tricycle.optim'].SGD\n"
+        "assert tricycle.nn.Linear is sys.modules['tricycle.nn'].Linear\n"
+        "import tricycle.nn as nn\n"
+        "assert tricycle.nn is nn and 'optim' in dir(tricycle) and 'nn' in dir(tricycle)\n"
         "print('ok')"
     )
     assert result.returncode == 0, result.stderr

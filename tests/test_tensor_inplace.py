@@ -4,6 +4,8 @@ array, no gradient; assignment on a leaf only), the random fills' statistics and
 casts without a gradient, ``to``'s spellings, ``new_*`` and the errors. The differentiable
 casts (``float()``, ``to(dtype)``) are in tests/test_tensor_torch.py's table."""
 
+import operator
+
 import numpy as np
 import pytest
 
@@ -198,6 +200,46 @@ def test_to_takes_devices_dtypes_and_tensors():
     assert x.to(dtype=np.float32, non_blocking=True).dtype == np.float32
 
 
+def test_type_names_and_casts_as_torchs():
+    values = np.array([[1.7, -2.2, 0.0], [0.4, 3.9, -0.6]])
+    x, tx = Tensor(values.astype(np.float32)), torch.tensor(values, dtype=torch.float32)
+    for name in ("float", "double", "half", "long", "int", "bool"):  # the names torch gives
+        assert getattr(x, name)().type() == getattr(tx, name)().type().replace("torch", "tricycle")
+    assert x.type() == "tricycle.FloatTensor"
+    for dtype in ("float64", "int64", "int32", "bool"):  # torch's dtype names, as the casts
+        out, expected = x.type(getattr(tricycle, dtype)), tx.type(getattr(torch, dtype))
+        assert str(expected.dtype) == f"torch.{out.dtype}".replace("bool_", "bool")
+        np.testing.assert_array_equal(out.array, expected.numpy())
+    assert x.type(np.float32) is x and x.type(tricycle.float32) is x  # nothing to change
+    named = x.type("tricycle.LongTensor")
+    assert named.dtype == np.int64 and named.device == "cpu"
+    np.testing.assert_array_equal(named.array, tx.type("torch.LongTensor").numpy())
+    # the quickstart's count of right answers: (pred.argmax(1) == y).type(torch.float).sum()
+    hits = (x.argmax(1) == Tensor(np.array([0, 1]))).type(tricycle.float).sum()
+    expected = (tx.argmax(1) == torch.tensor([0, 1])).type(torch.float).sum()
+    assert hits.item() == expected.item() and type(hits.item()) is type(expected.item())
+    # a cast to a float keeps the gradient, sent back in the source's dtype, as torch's
+    leaf, tleaf = Tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+    (leaf.type(tricycle.float32) * 3).sum().backward()
+    (tleaf.type(torch.float32) * 3).sum().backward()
+    assert leaf.grad.dtype == np.float64
+    np.testing.assert_array_equal(leaf.grad.array, tleaf.grad.numpy())
+
+
+def test_a_one_element_integer_tensor_indexes_a_sequence_as_torchs():
+    classes = ["zero", "one", "two"]
+    for value, dtype in [(2, np.int64), (1, np.int32), (True, np.bool_), (0, np.uint8)]:
+        ours, theirs = Tensor(np.array(value, dtype)), torch.tensor(np.array(value, dtype))
+        assert classes[ours] == classes[theirs] and operator.index(ours) == int(value)
+        assert type(operator.index(ours)) is int
+    logits = Tensor(np.array([[0.1, 0.7, 0.2]]))
+    assert classes[logits[0].argmax(0)] == "one" and classes[Tensor(np.array([2]))] == "two"
+    for bad in (Tensor(np.array(1.0)), Tensor(np.array([1, 2]))):  # torch raises TypeError too
+        with pytest.raises(TypeError, match="Tensor.__index__: only a one-element integer"):
+            classes[bad]
+    assert np.arange(5)[Tensor(np.array([1, 3]))].tolist() == [1, 3]  # numpy's fancy index
+
+
 def test_new_tensors_take_this_tensors_dtype_and_device():
     x = Tensor(np.ones((2, 2), dtype=np.float64))
     zeros, ones = x.new_zeros(2, 3), x.new_ones((4,), requires_grad=True)
@@ -234,6 +276,10 @@ def test_new_tensors_take_this_tensors_dtype_and_device():
         (lambda t: t.long().normal_(), TypeError, "Tensor.normal_: dtype"),
         (lambda t: t.clamp_(), ValueError, "Tensor.clamp"),
         (lambda t: t.long().div_(2), TypeError, "Tensor.div_"),
+        (lambda t: t.type("torch.FloatTensor"), TypeError, "Tensor.type: dtype must be a dtype"),
+        (lambda t: t.type("tricycle.Float"), TypeError, "Tensor.type: dtype .*'tricycle.Float'"),
+        (lambda t: t.type(str), TypeError, "Tensor.type"),
+        (lambda t: t.type(np.float32, non_blocking=1), TypeError, "Tensor.type: non_blocking"),
     ],
 )
 def test_bad_arguments_name_the_method(call, error, match):

@@ -51,6 +51,12 @@ DIFFERENTIABLE = [
     ("norm p=1 dim", lambda a: tc.norm(a, 1, dim=1, keepdim=True),
      lambda a: torch.norm(a, 1, dim=1, keepdim=True), [(3, 4)]),
     ("norm p=3", lambda a: tc.norm(a, p=3, dim=0), lambda a: torch.norm(a, p=3, dim=0), [(3, 4)]),
+    ("max", lambda a: tc.max(a), lambda a: torch.max(a), [(3, 4)]),
+    ("max dim", lambda a: tc.max(a, 1)[0], lambda a: torch.max(a, 1)[0], [(3, 4)]),
+    ("min dim keepdim", lambda a: tc.min(a, dim=0, keepdim=True).values,
+     lambda a: torch.min(a, dim=0, keepdim=True).values, [(3, 4)]),
+    ("max other", lambda a, b: tc.max(a, b), lambda a, b: torch.max(a, b), [(3, 4), (4,)]),
+    ("min other", lambda a, b: tc.min(a, b), lambda a, b: torch.min(a, b), [(3, 4), (3, 4)]),
 ]  # fmt: skip
 
 
@@ -142,6 +148,51 @@ def test_empty_numel_randperm_and_the_index_functions():
             expected = theirs(torch.tensor(x), dim, keepdim)
             assert out.dtype == np.int64 and out.shape == tuple(expected.shape)
             np.testing.assert_array_equal(out.numpy(), expected.numpy())
+
+
+def test_max_and_min_give_torchs_values_and_indices_and_numpys_keywords_numpys_values():
+    x = np.array([[1.0, 5.0, 5.0], [7.0, 0.0, 3.0]])  # a tie: torch's index is the first
+    for ours, theirs in [(tc.max, torch.max), (tc.min, torch.min)]:
+        for args, kwargs in [((1,), {}), ((0,), {"keepdim": True}), ((), {"dim": -1})]:
+            out = ours(tc.tensor(x), *args, **kwargs)
+            expected = theirs(torch.tensor(x), *args, **kwargs)
+            values, indices = out  # the tutorial's  _, predicted = torch.max(outputs, 1)
+            assert type(out).__name__.lower() == type(expected).__name__  # torch.return_types.max
+            assert indices.dtype == np.int64 and values.shape == tuple(expected.values.shape)
+            np.testing.assert_array_equal(values.numpy(), expected.values.numpy())
+            np.testing.assert_array_equal(indices.numpy(), expected.indices.numpy())
+        # numpy's keywords keep numpy's meaning: the values alone
+        expected = theirs(torch.tensor(x), 1).values
+        np.testing.assert_array_equal(ours(tc.tensor(x), axis=1).numpy(), expected.numpy())
+        assert ours(tc.tensor(x), axis=(0, 1), keepdims=True).shape == (1, 1)
+    with pytest.raises(TypeError, match=r"max: dim must be an axis .* got \(0, 1\)"):
+        tc.max(tc.tensor(x), (0, 1))
+    with pytest.raises(TypeError, match="min: arguments must be numpy's axis/keepdims or torch's"):
+        tc.min(tc.tensor(x), 0, axis=0)
+    with pytest.raises(TypeError, match="max: dim must be an axis or a tensor .* got None"):
+        tc.max(tc.tensor(x), keepdim=True)
+    with pytest.raises(TypeError, match="max: input must be a Tensor"):
+        tc.max([1.0, 2.0])
+    with pytest.raises(TypeError, match=r"max: out= is not supported"):
+        tc.max(tc.tensor(x), 1, out=tc.zeros(2))
+
+
+def test_device_names_a_device_as_torchs():
+    for args in [("cpu",), ("cuda",), ("cuda:1",), ("cuda", 2)]:
+        ours, theirs = tc.device(*args), torch.device(*args)
+        assert (str(ours), repr(ours)) == (str(theirs), repr(theirs))
+        assert (ours.type, ours.index) == (theirs.type, theirs.index)
+    assert tc.device(3) == "cuda:3" and tc.device(tc.device("cpu")) == "cpu"
+    x = tc.ones(2)
+    assert x.to(tc.device("cpu")) is x and x.device == tc.device("cpu")
+    for args, error, match in [
+        (("tpu",), ValueError, "device: device must be 'cpu', 'gpu', 'cuda'"),
+        (("cuda:1", 1), ValueError, "device: index must be None: 'cuda:1' names its index"),
+        (("cuda", -1), ValueError, "device: index must be None or an integer >= 0"),
+        ((1.5,), TypeError, "device: type must be a str"),
+    ]:
+        with pytest.raises(error, match=match):
+            tc.device(*args)
 
 
 def test_comparisons_match_torch():

@@ -69,10 +69,8 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "log": ("tricycle.unary", "log"),
     "manual_seed": ("tricycle.random", "manual_seed"),
     "masked_fill": ("tricycle.ops", "masked_fill"),
-    "max": ("tricycle.reduce", "max"),
     "maximum": ("tricycle.binary", "maximum"),
     "mean": ("tricycle.reduce", "mean"),
-    "min": ("tricycle.reduce", "min"),
     "minimum": ("tricycle.binary", "minimum"),
     "no_grad": ("tricycle.tensor", "no_grad"),
     "ones": ("tricycle.factories", "ones"),
@@ -116,6 +114,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "as_tensor": ("tricycle.torch_functions", "as_tensor"),
     "bmm": ("tricycle.torch_functions", "bmm"),
     "clamp": ("tricycle.torch_functions", "clamp"),
+    "device": ("tricycle.torch_functions", "device"),
     "empty": ("tricycle.torch_functions", "empty"),
     "enable_grad": ("tricycle.torch_functions", "enable_grad"),
     "equal": ("tricycle.torch_functions", "equal"),
@@ -127,6 +126,8 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "is_tensor": ("tricycle.torch_functions", "is_tensor"),
     "isclose": ("tricycle.torch_functions", "isclose"),
     "matmul": ("tricycle.torch_functions", "matmul"),
+    "max": ("tricycle.torch_functions", "max"),
+    "min": ("tricycle.torch_functions", "min"),
     "norm": ("tricycle.torch_functions", "norm"),
     "numel": ("tricycle.torch_functions", "numel"),
     "outer": ("tricycle.torch_functions", "outer"),
@@ -139,8 +140,11 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "load": ("tricycle.serialization", "load"),
     "save": ("tricycle.serialization", "save"),
     # torch's sub-packages a script reaches as attributes (torch.cuda.is_available(),
-    # torch.utils.data.DataLoader): the module itself (attribute None), imported on first use
+    # torch.utils.data.DataLoader, torch.optim.SGD, torch.nn.Linear): the module itself
+    # (attribute None), imported on first use
     "cuda": ("tricycle.cuda", None),
+    "nn": ("tricycle.nn", None),
+    "optim": ("tricycle.optim", None),
     "utils": ("tricycle.utils", None),
     # torch's dtype names, as numpy's scalar types (what every tricycle dtype= takes): a port
     # writes tricycle.arange(t, dtype=tricycle.long). Not in __all__: a star import would

@@ -8,7 +8,9 @@ inputs would change its gradients. ``.data`` is torch's detached view (the same 
 gradient); assigning it rebinds a leaf's array, between steps as in torch (an op recorded
 from the leaf and not yet backpropagated may read the new array in its backward). The casts
 (``float()``, ``to(dtype)``, ``bfloat16()``) send the gradient back in the source's dtype, and
-``new_*`` make leaves of this tensor's dtype and device. The random fills and ``multinomial``
+``new_*`` make leaves of this tensor's dtype and device. ``type()`` names the type as torch
+does ("tricycle.FloatTensor") and ``type(dtype)`` casts; a one-element integer tensor is an
+index of a Python sequence (``classes[label]``), as torch's. The random fills and ``multinomial``
 draw from tricycle's generator (``tricycle.random``, so ``tricycle.manual_seed`` repeats
 them), on the host, as it always does.
 """
@@ -28,6 +30,39 @@ def _cast_to(name: str, dtype):
 
     cast.__doc__ = f"torch.Tensor.{name}: cast to {np.dtype(dtype)} (see ``type_as``)."
     return cast
+
+
+# torch's legacy type names (``x.type()``: "torch.FloatTensor"), here under "tricycle."
+_TYPE_NAMES = {
+    "BoolTensor": np.bool_,
+    "ByteTensor": np.uint8,
+    "CharTensor": np.int8,
+    "ShortTensor": np.int16,
+    "IntTensor": np.int32,
+    "LongTensor": np.int64,
+    "HalfTensor": np.float16,
+    "FloatTensor": np.float32,
+    "DoubleTensor": np.float64,
+}
+
+
+def _type_name(dtype: np.dtype, on_gpu: bool) -> str:
+    """torch's name of a tensor type: "tricycle.FloatTensor", "tricycle.cuda.LongTensor"."""
+    names = {np.dtype(value): name for name, value in _TYPE_NAMES.items()}
+    name = "BFloat16Tensor" if dtype.name == "bfloat16" else names.get(dtype)
+    if name is None:  # numpy's other dtypes (uint16, ...) have no torch name: say the dtype
+        return f"tricycle.Tensor[{dtype}]"
+    return f"tricycle.{'cuda.' if on_gpu else ''}{name}"
+
+
+def _named_type(name: str):
+    """The dtype and device ("cpu" or "cuda") of a type name as ``_type_name`` writes it."""
+    package, _, rest = name.partition(".")
+    device, _, type_name = rest.rpartition(".")
+    if package != "tricycle" or device not in ("", "cuda") or type_name not in _TYPE_NAMES:
+        expected = "a dtype or a name such as 'tricycle.FloatTensor' or 'tricycle.cuda.LongTensor'"
+        checks.fail("Tensor.type", "dtype", expected, name, TypeError)
+    return _TYPE_NAMES[type_name], device or "cpu"
 
 
 def _new_shape(op: str, size: tuple) -> tuple[int, ...]:
@@ -284,6 +319,28 @@ class TorchInPlaceMethods:
         self._writable("__setitem__", "tricycle.where or masked_fill")
         self._write("__setitem__", value, True, ops._unwrap_index(index, self.xp))
 
+    def __index__(self):
+        """``sequence[x]`` for a one-element integer (or bool) tensor, as torch's:
+        ``classes[label]``, ``classes[pred[0].argmax(0)]``."""
+        if self.dtype.kind not in "biu" or self.size != 1:
+            raise TypeError(f"Tensor.__index__: only a one-element integer tensor can be an "
+                            f"index, got shape {self.shape} of {self.dtype}")  # fmt: skip
+        return int(self._element("__index__").item())
+
     # named as Python's builtins: last, so that no annotation above reads them
+    def type(self, dtype=None, non_blocking: bool = False):
+        """torch.Tensor.type: without ``dtype``, this tensor's type name as torch writes it,
+        under "tricycle." ("tricycle.FloatTensor", "tricycle.cuda.LongTensor"); with a
+        ``dtype`` (``tricycle.float``, a numpy dtype) this tensor cast to it, as ``to(dtype)``;
+        with such a name, cast to its dtype and moved to its device, as torch does."""
+        checks.boolean("Tensor.type", "non_blocking", non_blocking)
+        if dtype is None:
+            return _type_name(self.dtype, self.on_gpu)
+        if not isinstance(dtype, str):
+            return self._cast("Tensor.type", dtype)
+        dtype, device = _named_type(dtype)
+        out = self._cast("Tensor.type", dtype)
+        return out if out.on_gpu == (device == "cuda") else Node.to(out, device)
+
     float, int = _cast_to("float", np.float32), _cast_to("int", np.int32)
     bool = _cast_to("bool", np.bool_)

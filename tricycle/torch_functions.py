@@ -14,6 +14,7 @@ Where torch and tricycle differ:
   reading it in either library).
 - ``clamp`` takes number bounds (``Tensor.clamp``); a tensor bound is refused, naming
   ``tricycle.maximum``/``minimum``.
+- ``max``/``min`` along ``dim``: torch's ``(values, indices)``; along numpy's ``axis``: the values.
 - ``randperm`` draws from tricycle's generator (``tricycle.manual_seed``), or a numpy
   ``Generator`` passed in: the order repeats under a seed, but it is not torch's permutation.
 
@@ -27,7 +28,7 @@ import contextlib
 
 import numpy as np
 
-from tricycle import backend, checks, graph, ops
+from tricycle import backend, binary, checks, graph, ops, reduce
 from tricycle.backend import parse_device
 from tricycle.einsum import einsum
 from tricycle.factories import zeros
@@ -159,6 +160,30 @@ def outer(input, vec2, *, out=None):  # noqa: A002
     return einsum("i,j->ij", input, vec2)
 
 
+class device(str):
+    """torch.device: a device's name, the string that ``to()``, ``map_location`` and ``device=``
+    take ("cpu", "cuda", "cuda:1"; ``device("cuda", 1)`` and ``device(1)`` too), with torch's
+    ``type`` and ``index``. A name ``to()`` would refuse raises here, where it is written."""
+
+    def __new__(cls, type, index=None):  # noqa: A002 - torch's names
+        kind, index = ("cuda", type) if checks.is_integer(type) and index is None else (type, index)
+        if not isinstance(kind, str):
+            checks.fail("device", "type", "a str ('cpu', 'cuda:1') or a GPU index", kind, TypeError)
+        if index is not None and ":" in kind:
+            checks.fail("device", "index", f"None: {kind!r} names its index", index)
+        checks.non_negative_int("device", "index", index, optional=True)
+        name = kind.strip().lower() + ("" if index is None else f":{index}")
+        parse_device(name, "device")
+        self = super().__new__(cls, name)
+        self.type, _, number = name.partition(":")  # "cuda", ":", "1"
+        self.index = int(number) if number else None
+        return self
+
+    def __repr__(self) -> str:
+        index = "" if self.index is None else f", index={self.index}"
+        return f"device(type={self.type!r}{index})"
+
+
 # ------------------------------------------------------------------------- shapes
 def flatten(input, start_dim: int = 0, end_dim: int = -1):  # noqa: A002
     """torch.flatten: the axes ``start_dim`` to ``end_dim`` merged into one."""
@@ -208,6 +233,34 @@ def argmax(input, dim=None, keepdim: bool = False):  # noqa: A002
 def argmin(input, dim=None, keepdim: bool = False):  # noqa: A002
     """torch.argmin: int64 ids of the first minimum, over all elements or along ``dim``."""
     return _input("argmin", input).argmin(dim, keepdim)
+
+
+def _extremum(op: str, numpy_op, elementwise):
+    def extremum(input, dim=None, keepdim: bool = False, *, axis=None, keepdims=None, out=None):  # noqa: A002
+        _no_out(op, out)
+        x = _input(op, input)
+        if axis is not None or keepdims is not None:  # numpy's keywords: numpy's meaning
+            if dim is not None or keepdim:
+                expected = "numpy's axis/keepdims or torch's dim/keepdim, not both"
+                checks.fail(op, "arguments", expected, (dim, keepdim, axis, keepdims), TypeError)
+            return numpy_op(x, axis, bool(keepdims))
+        if isinstance(dim, Node):  # torch.max(input, other)
+            return elementwise(x, dim)
+        if not (dim is None and not keepdim or checks.is_integer(dim)):  # keepdim needs a dim
+            expected = f"an axis or a tensor (for several axes, numpy's axis= gives the {op})"
+            checks.fail(op, "dim", expected, dim, TypeError)
+        return numpy_op(x) if dim is None else getattr(x, op)(dim=dim, keepdim=keepdim)
+
+    extremum.__name__ = extremum.__qualname__ = op
+    extremum.__doc__ = (
+        f"torch.{op}: of all elements; along ``dim`` the named tuple ``(values, indices)`` of "
+        f"the first {op}imum (whose gradient goes to that index); of two tensors elementwise."
+    )
+    return extremum
+
+
+max = _extremum("max", reduce.max, binary.maximum)  # noqa: A001 - torch's names
+min = _extremum("min", reduce.min, binary.minimum)  # noqa: A001
 
 
 def clamp(input, min=None, max=None, *, out=None):  # noqa: A002
