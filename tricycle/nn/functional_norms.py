@@ -93,6 +93,14 @@ def _check_settings(op: str, x: Tensor, momentum, eps, flag: str, value) -> None
         raise ValueError(f"{op}: expected input (N, C, ...), got shape {x.shape}")
 
 
+def _given(op: str, running_mean, running_var, x: Tensor) -> list:
+    """The running statistics given (each checked against ``x``'s channels), None where not."""
+    return [
+        None if value is None else _running(op, name, value, x)
+        for name, value in (("running_mean", running_mean), ("running_var", running_var))
+    ]
+
+
 def batch_norm(
     input: Tensor,  # noqa: A002 - torch's names
     running_mean,
@@ -109,10 +117,7 @@ def batch_norm(
     op, x = "F.batch_norm", as_tensor(input)
     _check_settings(op, x, momentum, eps, "training", training)
     weight, bias = _optional(weight), _optional(bias)
-    given = [
-        None if value is None else _running(op, name, value, x)
-        for name, value in (("running_mean", running_mean), ("running_var", running_var))
-    ]
+    given = _given(op, running_mean, running_var, x)
     if training:
         y, mean, var = batch_norm_op(x, weight, bias, eps)
         _update(running_mean, running_var, mean, var, x.size // x.shape[1], momentum)
@@ -142,10 +147,7 @@ def instance_norm(
     op, x = "F.instance_norm", as_tensor(input)
     _check_settings(op, x, momentum, eps, "use_input_stats", use_input_stats)
     weight, bias = _optional(weight), _optional(bias)
-    given = [
-        None if value is None else _running(op, name, value, x)
-        for name, value in (("running_mean", running_mean), ("running_var", running_var))
-    ]
+    given = _given(op, running_mean, running_var, x)
     if use_input_stats:
         y, mean, var = instance_norm_op(x, weight, bias, eps)  # mean, var (N, C)
         n = x.size // (x.shape[0] * x.shape[1])
