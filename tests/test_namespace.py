@@ -183,15 +183,17 @@ def test_cat_and_stack_take_torchs_dim_and_topk_is_a_function():
 
 
 def test_torchs_top_level_names_are_thin_calls_and_tensor_is_the_function():
-    from tricycle import serialization, torch_functions
+    from tricycle import grad_modes, serialization, torch_functions
 
     names = (
         "tensor from_numpy as_tensor is_tensor empty randperm matmul bmm flatten unsqueeze "
-        "squeeze argmax argmin clamp pow allclose isclose equal numel gather outer norm "
-        "set_grad_enabled enable_grad inference_mode is_grad_enabled max min"
+        "squeeze argmax argmin clamp pow allclose isclose equal numel gather outer norm max min"
     )
     for name in names.split():
         assert getattr(tc, name) is getattr(torch_functions, name), name
+        assert name in tc.__all__ and name in dir(tc), name
+    for name in "set_grad_enabled enable_grad inference_mode is_grad_enabled".split():
+        assert getattr(tc, name) is getattr(grad_modes, name), name
         assert name in tc.__all__ and name in dir(tc), name
     assert tc.save is serialization.save and tc.load is serialization.load
     assert tc.device is torch_functions.device and "device" in dir(tc)  # not in a star import

@@ -20,9 +20,9 @@ module names alone (``_Moved``).
 
 A PyTorch script finds torch's top-level names here: the factories, the dtypes
 (``tricycle.long``), ``tensor``, ``from_numpy``, ``matmul``, ``argmax``, the grad modes
-(``set_grad_enabled``, ``enable_grad``, ``inference_mode``) and the rest of
-``tricycle.torch_functions``, ``save`` and ``load`` (``tricycle.serialization``), and the
-sub-packages ``tricycle.cuda`` and ``tricycle.utils.data``, reached as attributes as torch's
+(``set_grad_enabled``, ``enable_grad``, ``inference_mode``: ``tricycle.grad_modes``) and
+the rest of ``tricycle.torch_functions``, ``save`` and ``load`` (``tricycle.serialization``),
+and the sub-packages ``tricycle.cuda`` and ``tricycle.utils.data``, reached as attributes as torch's
 are (imported on first use too). As ``torch.tensor``, ``tricycle.tensor`` is the function;
 the Tensor's module still imports by its name (``from tricycle.tensor import Tensor``)."""
 
@@ -116,13 +116,13 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "clamp": ("tricycle.torch_functions", "clamp"),
     "device": ("tricycle.torch_functions", "device"),
     "empty": ("tricycle.torch_functions", "empty"),
-    "enable_grad": ("tricycle.torch_functions", "enable_grad"),
+    "enable_grad": ("tricycle.grad_modes", "enable_grad"),
     "equal": ("tricycle.torch_functions", "equal"),
     "flatten": ("tricycle.torch_functions", "flatten"),
     "from_numpy": ("tricycle.torch_functions", "from_numpy"),
     "gather": ("tricycle.torch_functions", "gather"),
-    "inference_mode": ("tricycle.torch_functions", "inference_mode"),
-    "is_grad_enabled": ("tricycle.torch_functions", "is_grad_enabled"),
+    "inference_mode": ("tricycle.grad_modes", "inference_mode"),
+    "is_grad_enabled": ("tricycle.grad_modes", "is_grad_enabled"),
     "is_tensor": ("tricycle.torch_functions", "is_tensor"),
     "isclose": ("tricycle.torch_functions", "isclose"),
     "matmul": ("tricycle.torch_functions", "matmul"),
@@ -133,7 +133,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "outer": ("tricycle.torch_functions", "outer"),
     "pow": ("tricycle.torch_functions", "pow"),
     "randperm": ("tricycle.torch_functions", "randperm"),
-    "set_grad_enabled": ("tricycle.torch_functions", "set_grad_enabled"),
+    "set_grad_enabled": ("tricycle.grad_modes", "set_grad_enabled"),
     "squeeze": ("tricycle.torch_functions", "squeeze"),
     "tensor": ("tricycle.torch_functions", "tensor"),
     "unsqueeze": ("tricycle.torch_functions", "unsqueeze"),
