@@ -73,10 +73,6 @@ def _make(op: str, array: np.ndarray, requires_grad: bool, device) -> Tensor:
     return Tensor(array, requires_grad=bool(requires_grad))
 
 
-def _generator(generator) -> np.random.Generator:
-    return tricycle_random.generator() if generator is None else generator
-
-
 # ---------------------------------------------------------------------- constant tensors
 def zeros(*size: Size, dtype=None, requires_grad: bool = False, device="cpu") -> Tensor:
     """A tensor of zeros of shape ``size``."""
@@ -186,7 +182,8 @@ def _random_floats(op: str, method: str, size, dtype, requires_grad, device, gen
     shape = _shape(op, size)
     dtype = _float_dtype(op, dtype)
     draw = dtype if dtype in (np.float32, np.float64) else np.float32
-    array = getattr(_generator(generator), method)(shape, dtype=draw).astype(dtype, copy=False)
+    rng = tricycle_random.given_or_ours(op, generator)
+    array = getattr(rng, method)(shape, dtype=draw).astype(dtype, copy=False)
     return _make(op, array, requires_grad, device)
 
 
@@ -206,7 +203,8 @@ def randint(
         raise ValueError(f"randint: needs low < high, got low={low}, high={high}")
     shape = _shape("randint", (size,))
     dtype = _dtype("randint", dtype, np.int64)
-    array = _generator(generator).integers(low, high, size=shape).astype(dtype)
+    rng = tricycle_random.given_or_ours("randint", generator)
+    array = rng.integers(low, high, size=shape).astype(dtype)
     return _make("randint", array, requires_grad, device)
 
 

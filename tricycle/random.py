@@ -45,6 +45,17 @@ def generator() -> np.random.Generator:
     return _generator
 
 
+def given_or_ours(op: str, given) -> np.random.Generator:
+    """What a ``generator=`` argument of ``op`` stands for: the numpy Generator ``given``, or
+    tricycle's for None (so ``manual_seed`` repeats the draw); anything else a TypeError."""
+    if given is None:
+        return generator()
+    if not isinstance(given, np.random.Generator):
+        expected = "None (tricycle's generator) or a numpy Generator"
+        checks.fail(op, "generator", expected, given, TypeError)
+    return given
+
+
 def draw_seed() -> int:
     """A seed in [0, 2^31) from the generator, for an object that keeps its own generator
     (a Dropout layer): it then reproduces under ``manual_seed`` like everything else."""

@@ -83,15 +83,10 @@ def _new_filled(name: str, value):
 
 
 def _generator(op: str, generator) -> np.random.Generator:
-    """``generator``, a numpy Generator, or tricycle's for None."""
-    if generator is None:
-        from tricycle import random  # noqa: PLC0415 - import tricycle.tensor stays small
+    """``generator``, a numpy Generator, or tricycle's for None (``random.given_or_ours``)."""
+    from tricycle import random  # noqa: PLC0415 - import tricycle.tensor stays small
 
-        return random.generator()
-    if not isinstance(generator, np.random.Generator):
-        expected = "None (tricycle's generator) or a numpy Generator"
-        checks.fail(op, "generator", expected, generator, TypeError)
-    return generator
+    return random.given_or_ours(op, generator)
 
 
 def _in_place(name: str, out_of_place, instead: str):

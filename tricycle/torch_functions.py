@@ -25,12 +25,12 @@ torch's grad modes (``set_grad_enabled``, ``enable_grad``, ``inference_mode``) a
 import numpy as np
 
 from tricycle import backend, binary, checks, ops, reduce
+from tricycle import random as tricycle_random
 from tricycle.backend import parse_device
 from tricycle.einsum import einsum
 from tricycle.factories import zeros
 from tricycle.graph import Node
 from tricycle.tensor import Tensor, to_tensor
-from tricycle.tensor_inplace import _generator  # the one check of a ``generator=``
 
 
 def _input(op: str, value, name: str = "input") -> Tensor:
@@ -126,7 +126,7 @@ def randperm(n: int, *, generator=None, dtype=np.int64, device=None, requires_gr
     """torch.randperm: the integers 0 .. n-1 in a random order, drawn from tricycle's
     generator (or ``generator``, a numpy Generator)."""
     checks.non_negative_int("randperm", "n", n)
-    array = _generator("randperm", generator).permutation(n)
+    array = tricycle_random.given_or_ours("randperm", generator).permutation(n)
     array = backend.cast(array, backend.numeric_dtype(dtype, "randperm"), "randperm")
     if device is not None:
         array = backend.move(array, parse_device(device, "randperm"))

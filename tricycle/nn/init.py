@@ -85,17 +85,14 @@ def _fill(tensor: Tensor, values) -> Tensor:
         return tensor.copy_(values) if isinstance(values, np.ndarray) else tensor.fill_(values)
 
 
-def _generator(generator):
-    return tricycle_random.generator() if generator is None else generator
-
-
 # ---------------------------------------------------------------------- plain draws
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
     """Values drawn from U(a, b)."""
     _target("uniform_", tensor)
     checks.real("nn.init.uniform_", "a", a)
     checks.real("nn.init.uniform_", "b", b, low=a)
-    return _fill(tensor, _generator(generator).uniform(a, b, size=tensor.shape))
+    rng = tricycle_random.given_or_ours("nn.init.uniform_", generator)
+    return _fill(tensor, rng.uniform(a, b, size=tensor.shape))
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
@@ -103,7 +100,8 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None)
     _target("normal_", tensor)
     checks.real("nn.init.normal_", "mean", mean)
     checks.non_negative("nn.init.normal_", "std", std)
-    return _fill(tensor, _generator(generator).normal(mean, std, size=tensor.shape))
+    rng = tricycle_random.given_or_ours("nn.init.normal_", generator)
+    return _fill(tensor, rng.normal(mean, std, size=tensor.shape))
 
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
@@ -119,7 +117,7 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     if kept < 1e-3:
         raise ValueError(f"nn.init.trunc_normal_: [{a}, {b}] holds a share {kept:.2g} of "
                          f"N({mean}, {std}^2): bring the bounds nearer the mean")  # fmt: skip
-    rng, n = _generator(generator), tensor.numel()
+    rng, n = tricycle_random.given_or_ours("nn.init.trunc_normal_", generator), tensor.numel()
     values = np.empty(0)
     while values.size < n:  # mostly one round: each draws enough for what is missing
         size = min(int((n - values.size) / kept * 1.1) + 16, 1 << 22)
@@ -163,7 +161,9 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     if not tensor.numel():
         return tensor
     rows = tensor.shape[0]
-    flat = _generator(generator).normal(0.0, 1.0, size=(rows, tensor.numel() // rows))
+    flat = tricycle_random.given_or_ours("nn.init.orthogonal_", generator).normal(
+        0.0, 1.0, size=(rows, tensor.numel() // rows)
+    )
     wide = rows < flat.shape[1]
     q, r = np.linalg.qr(flat.T if wide else flat)  # q: (long, short), orthonormal columns
     q *= np.sign(np.diag(r))
