@@ -348,3 +348,25 @@ def test_tensor_hook_errors():
     a.register_hook(lambda g: g.sum())
     with pytest.raises(RuntimeError, match=r"returned Tensor of shape \(\); expected .* \(2,\)"):
         (a * 2).sum().backward()
+
+
+@pytest.mark.parametrize("mode", ["fp32", "bf16"])
+def test_a_gpt_run_under_a_policy_calls_its_hooks_once(mode):
+    """``GPT(x, precision=p)`` runs the policy inside the forward its hooks wrap: one pre and
+    one post call, the post hook seeing the logits the call returns."""
+    from tricycle.configs import DebugConfig
+    from tricycle.models import GPT
+    from tricycle.precision import Precision
+
+    if mode == "bf16":
+        pytest.importorskip("ml_dtypes")
+    model = GPT(DebugConfig())
+    seen = []
+    model.register_forward_pre_hook(lambda layer, args: seen.append(("pre", len(args))))
+    model.register_forward_hook(lambda layer, args, out: seen.append(("post", out)))
+    ids = np.zeros((2, 4), dtype=np.int64)
+    logits = model(ids, precision=Precision(mode))
+    assert [kind for kind, _ in seen] == ["pre", "post"]
+    assert seen[1][1] is logits
+    full = model(ids).numpy().astype(np.float64)  # (2, 4, V)
+    np.testing.assert_allclose(logits.numpy().astype(np.float64), full, rtol=0.1, atol=0.05)

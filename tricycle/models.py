@@ -104,7 +104,7 @@ class GPT(Layer):
         (a mixed one computes in its 16-bit dtype: ``tricycle.precision.Precision.forward``).
         """
         if precision is not None:
-            return precision.forward(self, tokens, caches)
+            return precision.run(self, self._forward, tokens, caches)
         return self._forward(tokens, caches)
 
     def _forward(self, tokens, caches: list[KVCache] | None) -> Tensor:

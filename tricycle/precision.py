@@ -123,11 +123,17 @@ class Precision:
         """``model(*inputs, **kwargs)`` under this policy: a mixed one casts every parameter and
         floating Tensor of ``inputs`` to the compute dtype on the way in (``cast_parameters``,
         ``cast``) and hands the output to ``cast_output``; the others call the model as it is."""
+        return self.run(model, model, *inputs, **kwargs)
+
+    def run(self, model, fn, *inputs, **kwargs):
+        """``fn(*inputs, **kwargs)`` under this policy, with ``model``'s parameters cast: what
+        ``forward`` does, for a model whose own ``forward`` takes a policy (``GPT(x,
+        precision=p)``) and so must run its body, not call itself (and its hooks) again."""
         if not self.mixed:
-            return model(*inputs, **kwargs)
+            return fn(*inputs, **kwargs)
         inputs = [self.cast(x) if isinstance(x, Tensor) else x for x in inputs]
         with cast_parameters(model, self.compute_dtype):
-            out = model(*inputs, **kwargs)
+            out = fn(*inputs, **kwargs)
         return self.cast_output(out)
 
     # ------------------------------------------------------------------ context
