@@ -1,6 +1,6 @@
 """tricycle.data's datasets against torch.utils.data's: TensorDataset, Subset, random_split,
-ConcatDataset, ChainDataset, a + b, the base classes, and a DataLoader over each giving
-torch's DataLoader's batches."""
+ConcatDataset, ChainDataset, StackDataset, a + b, the base classes, and a DataLoader over each
+giving torch's DataLoader's batches."""
 
 import warnings
 
@@ -14,6 +14,7 @@ from tricycle.data import (
     DataLoader,
     Dataset,
     IterableDataset,
+    StackDataset,
     Subset,
     TensorDataset,
     random_split,
@@ -282,3 +283,35 @@ def test_the_base_classes_want_their_methods_and_a_subclass_loads_as_torch_s():
         with pytest.raises(TypeError, match="abstract method"):
             incomplete()
     assert isinstance(Stream(0, 1), Dataset)  # as torch's: an IterableDataset is a Dataset
+
+
+# ====================================================================== StackDataset
+def test_stack_dataset_by_position_and_by_name_as_torchs():
+    images, labels = FEATURES, LABELS
+    ours_ = StackDataset(TensorDataset(images), labels)
+    theirs_ = tdata.StackDataset(tdata.TensorDataset(torch.from_numpy(images)),
+                                 torch.from_numpy(labels))  # fmt: skip
+    assert len(ours_) == len(theirs_) == 10
+    for i in (0, 3, -1):
+        same_item(ours_[i], theirs_[i])
+    named = StackDataset(image=images, label=labels)
+    theirs_named = tdata.StackDataset(image=torch.from_numpy(images),
+                                      label=torch.from_numpy(labels))  # fmt: skip
+    assert named[4].keys() == theirs_named[4].keys() == {"image", "label"}
+    batch = next(iter(DataLoader(named, batch_size=4)))
+    want = next(iter(tdata.DataLoader(theirs_named, batch_size=4)))
+    assert batch.keys() == want.keys()
+    for key in ("image", "label"):
+        same_item(named[4][key], theirs_named[4][key])
+        same_item(batch[key], want[key])
+
+
+def test_stack_dataset_refuses_mixed_lengths_kinds_and_streams():
+    with pytest.raises(ValueError, match="StackDataset: the datasets must have one length"):
+        StackDataset(FEATURES, LABELS[:5])
+    with pytest.raises(ValueError, match="by position or by name, not both"):
+        StackDataset(FEATURES, label=LABELS)
+    with pytest.raises(ValueError, match="at least one dataset"):
+        StackDataset()
+    with pytest.raises(TypeError, match="StackDataset: dataset 'x' must be a map-style"):
+        StackDataset(x=iter(range(3)))

@@ -1,7 +1,8 @@
 """The public name ``tricycle.data``: ``DataLoader``, its collate functions
 (``default_collate``, ``default_convert``), ``get_worker_info``, samplers and the datasets of
 ``torch.utils.data`` (``TensorDataset``, ``Subset``, ``random_split``, ``ConcatDataset``,
-``ChainDataset``, the base classes ``Dataset`` and ``IterableDataset``) under PyTorch's names.
+``ChainDataset``, ``StackDataset``, the base classes ``Dataset`` and ``IterableDataset``)
+under PyTorch's names.
 The code lives in ``tricycle.apps.loader`` (with ``tricycle.apps.workers``,
 ``tricycle.apps.collate``, ``tricycle.apps.samplers``, ``tricycle.apps.seeds`` and
 ``tricycle.apps.map_datasets``), above the library: it starts processes.
@@ -20,6 +21,7 @@ from tricycle.apps.map_datasets import (
     ConcatDataset,
     Dataset,
     IterableDataset,
+    StackDataset,
     Subset,
     TensorDataset,
     random_split,
@@ -46,6 +48,7 @@ __all__ = [
     "RandomSampler",
     "Sampler",
     "SequentialSampler",
+    "StackDataset",
     "Subset",
     "SubsetRandomSampler",
     "TensorDataset",

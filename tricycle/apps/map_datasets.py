@@ -1,6 +1,6 @@
 """The datasets of ``torch.utils.data`` under PyTorch's names, for ``tricycle.data``:
-``TensorDataset``, ``Subset``, ``random_split``, ``ConcatDataset`` and ``ChainDataset``, on
-the base classes ``Dataset`` (map-style) and ``IterableDataset``.
+``TensorDataset``, ``Subset``, ``random_split``, ``ConcatDataset``, ``ChainDataset`` and
+``StackDataset``, on the base classes ``Dataset`` (map-style) and ``IterableDataset``.
 
 ::
 
@@ -288,6 +288,39 @@ class ChainDataset(IterableDataset):
         return total
 
 
+class StackDataset(Dataset):
+    """Map-style datasets of one length side by side: item i is ``(a[i], b[i], ...)``, or with
+    names, ``StackDataset(image=a, label=b)[i]`` is ``{"image": a[i], "label": b[i]}`` (torch's
+    ``StackDataset``: the samples of several modalities kept together).
+
+    Args:
+        *datasets: map-style datasets, all of one length; or, instead,
+        **named: map-style datasets by name (not both kinds at once).
+    """
+
+    def __init__(self, *datasets, **named):
+        if datasets and named:
+            raise ValueError("StackDataset: give datasets by position or by name, not both")
+        given = dict(named) if named else dict(enumerate(datasets))
+        if not given:
+            raise ValueError("StackDataset: needs at least one dataset, got none")
+        for key, dataset in given.items():
+            _check_map_style("StackDataset", f"dataset {key!r}", dataset)
+        lengths = {key: len(dataset) for key, dataset in given.items()}
+        if len(set(lengths.values())) > 1:
+            raise ValueError(f"StackDataset: the datasets must have one length, got {lengths}")
+        self.datasets = named if named else datasets
+        self._length = next(iter(lengths.values()))
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {key: dataset[index] for key, dataset in self.datasets.items()}
+        return tuple(dataset[index] for dataset in self.datasets)
+
+
 def _check_map_style(owner: str, name: str, dataset) -> None:
     if not is_map_style(dataset):
         raise TypeError(
@@ -314,6 +347,7 @@ __all__ = [
     "ConcatDataset",
     "Dataset",
     "IterableDataset",
+    "StackDataset",
     "Subset",
     "TensorDataset",
     "is_map_style",
