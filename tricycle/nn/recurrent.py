@@ -20,7 +20,10 @@ direction only. The directions' outputs join on the feature axis, (T, N, D H), w
 what the layer above reads (through dropout in training); the final states are
 (num_layers D, N, H) in PyTorch's order: layer 0 forward, layer 0 backward, layer 1
 forward, ... An unbatched input (T, I), with states (num_layers D, H), runs as a batch of
-one.
+one. A ``PackedSequence`` (``tricycle.nn.utils.rnn``) runs as its padded batch through the
+same stack of layers, the backward direction reading each sequence reversed within its own
+length and the final states taken at each sequence's own last step
+(``tricycle.nn.recurrent_packed``).
 """
 
 import math
@@ -41,6 +44,8 @@ from tricycle.nn.recurrent_cells import (  # noqa: F401 (re-exported: first defi
     rnn_cell_backward,
     rnn_cell_forward,
 )
+from tricycle.nn.recurrent_packed import packed_forward
+from tricycle.nn.utils.rnn import PackedSequence
 from tricycle.tensor import Tensor, as_tensor
 
 __all__ = ["GRU", "LSTM", "RNN", "recurrence", "recurrent_layer"]
@@ -68,6 +73,16 @@ def recurrent_layer(
     elif b_ih is not None:
         b_hh = b_ih + b_hh  # (G H,): added once, in the recurrence, not to all of xg
     return recurrence(cell, xg, w_hh, b_hh, h0, c0)
+
+
+def _reversed_in_time(x: Tensor) -> Tensor:
+    """(T, N, *) with the last step first: how the backward direction reads a padded batch."""
+    return x[::-1]
+
+
+def _last_step(states: Tensor) -> Tensor:
+    """The recurrence's states (T, N, H) (the LSTM's (2, T, N, H)) at the last step."""
+    return states[..., -1, :, :]
 
 
 class _Recurrent(Layer):
@@ -124,44 +139,58 @@ class _Recurrent(Layer):
     def forward(self, x: Tensor, state=None):
         """Outputs (T, N, D H) (batch-first: (N, T, D H); unbatched: (T, D H)) and the final
         state: h_n, or for the LSTM (h_n, c_n), each (num_layers D, N, H) (unbatched:
-        (num_layers D, H)). ``state`` is the initial one in the same form (zeros if None)."""
+        (num_layers D, H)). ``state`` is the initial one in the same form (zeros if None).
+        A ``PackedSequence`` in gives a ``PackedSequence`` out (``packed_forward``)."""
+        if isinstance(x, PackedSequence):
+            return packed_forward(self, x, state)
         unbatched = self._check_input(x)
         if unbatched:
             x = ops.expand_dims(x, 1)  # (T, 1, I): a batch of one
         elif self.batch_first:
             x = ops.swapaxes(x, 0, 1)  # (T, N, I)
         h0, c0 = self._initial_state(x, state, unbatched)  # (L D, N, H) each
-
-        last_h, last_c, D = [], [], self.num_directions
-        for k in range(self.num_layers):
-            outputs = []
-            for d in range(D):
-                j = k * D + d  # the state's row: PyTorch's order
-                states = self._direction(k, d, x, h0[j], None if c0 is None else c0[j])
-                hs = states if c0 is None else states[0]  # (T, N, H) in the direction's time
-                last_h.append(hs[-1])
-                if c0 is not None:
-                    last_c.append(states[1, -1])
-                outputs.append(hs[::-1] if d else hs)  # back in the order of the input
-            x = outputs[0] if D == 1 else ops.concatenate(outputs, axis=-1)  # (T, N, D H)
-            if k < self.num_layers - 1:
-                x = self.inter_layer_dropout(x)
-        finals = [ops.stack(last_h)] + ([ops.stack(last_c)] if c0 is not None else [])
+        x, finals = self.stack_over_time(x, h0, c0, _reversed_in_time, _last_step)
         if unbatched:
             x, finals = ops.squeeze(x, 1), [ops.squeeze(f, 1) for f in finals]  # (T, D H)
         elif self.batch_first:
             x = ops.swapaxes(x, 0, 1)  # (N, T, D H)
         return (x, finals[0]) if c0 is None else (x, tuple(finals))
 
-    def _direction(self, k: int, d: int, x: Tensor, h0: Tensor, c0: Tensor | None) -> Tensor:
-        """Layer k's direction d (1: backward in time) over x (T, N, I_k): the recurrence's
-        states, in the order the direction reads the sequence (the backward one's first
-        state is of the last time step)."""
+    def stack_over_time(self, x: Tensor, h0: Tensor, c0: Tensor | None, reverse, last):
+        """Every layer and direction over x (T, N, I) from h0 (and c0) (L D, N, H): the top
+        layer's outputs (T, N, D H) and the final states [h_n] or [h_n, c_n], (L D, N, H).
+
+        ``reverse(t)`` turns t (T, N, *) into the order the backward direction reads it (an
+        involution: it also turns that direction's states back), and ``last(states)`` picks
+        each sequence's final state from the recurrence's states ((T, N, H), the LSTM's
+        (2, T, N, H)) in the direction's time: the last step of a padded batch, or each
+        sequence's own last step of a packed one."""
+        last_h, last_c, D = [], [], self.num_directions
+        for k in range(self.num_layers):
+            outputs = []
+            for d in range(D):
+                j = k * D + d  # the state's row: PyTorch's order
+                x_d = reverse(x) if d else x  # in the direction's time
+                c0_j = None if c0 is None else c0[j]
+                states = recurrent_layer(self.cell, x_d, *self.direction_weights(k, d), h0[j], c0_j)
+                final = last(states)  # (N, H), the LSTM's (2, N, H)
+                last_h.append(final if c0 is None else final[0])
+                if c0 is not None:
+                    last_c.append(final[1])
+                hs = states if c0 is None else states[0]  # (T, N, H) in the direction's time
+                outputs.append(reverse(hs) if d else hs)  # back in the order of the input
+            x = outputs[0] if D == 1 else ops.concatenate(outputs, axis=-1)  # (T, N, D H)
+            if k < self.num_layers - 1:
+                x = self.inter_layer_dropout(x)
+        return x, [ops.stack(last_h)] + ([ops.stack(last_c)] if c0 is not None else [])
+
+    def direction_weights(self, k: int, d: int) -> tuple:
+        """Layer k's direction d's (w_ih, w_hh, b_ih, b_hh), the biases None without bias."""
         name = f"l{k}{DIRECTIONS[d]}"
         w_ih, w_hh = getattr(self, f"weight_ih_{name}"), getattr(self, f"weight_hh_{name}")
         b_ih = getattr(self, f"bias_ih_{name}") if self.bias else None
         b_hh = getattr(self, f"bias_hh_{name}") if self.bias else None
-        return recurrent_layer(self.cell, x[::-1] if d else x, w_ih, w_hh, b_ih, b_hh, h0, c0)
+        return w_ih, w_hh, b_ih, b_hh
 
     def _check_input(self, x: Tensor) -> bool:
         """Whether x is unbatched (T, I); a clear error unless it is that or batched."""
