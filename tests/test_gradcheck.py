@@ -255,3 +255,12 @@ def test_gradcheck_with_nothing_to_check_says_so():
     with pytest.raises(ValueError, match="gradcheck: no input to check"):
         gradcheck(unary.exp, tc.randn(3, dtype="float64"))  # requires_grad=False: a constant
     assert gradcheck(unary.exp, tc.randn(3, dtype="float64", requires_grad=True))
+
+
+def test_an_input_not_in_c_order_is_nudged_and_checked():
+    """A transposed (Fortran-ordered) input: the finite differences reach it, so a wrong
+    gradient is caught and a right one passes."""
+    x = np.random.default_rng(0).normal(size=(3, 4)).T  # (4, 3), not C-contiguous
+    assert gradcheck(lambda t: (t * t).sum(), x)
+    with pytest.raises(GradcheckError):  # sum(t t) with half its gradient (2 t): caught
+        gradcheck(lambda t: (t * t.detach()).sum(), x)

@@ -64,7 +64,9 @@ def gradcheck(
         if not (isinstance(array, np.ndarray) or backend.is_cupy_array(array)):
             array = np.asarray(array)
         if is_float(array.dtype):
-            array = array.astype(np.float64)  # a copy: the caller's data is never perturbed
+            # a C-ordered copy: the caller's data is never perturbed, and a flat view of it is
+            # the array itself (the finite differences nudge it through reshape(-1))
+            array = array.astype(np.float64, order="C")
             if not constant:
                 checked.append(i)
         arrays.append(array)
