@@ -161,4 +161,4 @@ def test_upsample_errors():
     with pytest.raises(ValueError, match="scale_factor"):
         Upsample(scale_factor=0)
     with pytest.raises(ValueError, match="mode"):
-        Upsample(scale_factor=2, mode="bilinear")
+        Upsample(scale_factor=2, mode="lanczos")

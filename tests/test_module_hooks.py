@@ -136,7 +136,8 @@ def test_handles_remove_hooks_and_a_layer_without_hooks_takes_the_plain_path():
 
 def test_every_layer_of_the_catalogue_runs_hooks_but_the_containers():
     """Hooks run in Layer.__call__: no layer may call forward another way, but the
-    containers, which have no forward (as torch's ModuleList and ModuleDict)."""
+    containers, which have no forward (as torch's ModuleList, ModuleDict, ParameterList and
+    ParameterDict)."""
     import tricycle.blocks
     import tricycle.layers
     import tricycle.models
@@ -148,7 +149,7 @@ def test_every_layer_of_the_catalogue_runs_hooks_but_the_containers():
         if isinstance(kind, type) and issubclass(kind, nn.Module)
         and kind.__call__ is not nn.Module.__call__
     }  # fmt: skip
-    assert own_call == {"ModuleList", "ModuleDict"}
+    assert own_call == {"ModuleList", "ModuleDict", "ParameterList", "ParameterDict"}
 
 
 def test_an_always_call_hook_runs_when_forward_raises_as_torch():

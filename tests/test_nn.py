@@ -180,8 +180,8 @@ def test_losses_take_pytorchs_order_and_give_its_values(name):
 def test_torch_positional_arguments_that_mean_something_else_here_are_refused():
     """Where PyTorch's positional order differs from the layer's own, a torch-style call is
     an error instead of a silently different layer (LayerNorm's third is torch's
-    elementwise_affine, AvgPool's fourth its ceil_mode, Upsample's first its size, a loss's
-    first its weight, F.embedding's third its padding_idx)."""
+    elementwise_affine, AvgPool's fourth its ceil_mode, a loss's first its weight,
+    F.embedding's third its padding_idx)."""
     x = to_tensor(np.ones((1, 2, 4, 4), dtype=np.float32))
     with pytest.raises(TypeError):
         nn.LayerNorm(8, 1e-5, False)
@@ -190,8 +190,7 @@ def test_torch_positional_arguments_that_mean_something_else_here_are_refused():
         nn.AvgPool2d(3, 2, 1, True)
     with pytest.raises(ValueError, match="ceil_mode=True is not supported"):
         nn.functional.avg_pool2d(x, 2, 2, 0, True)
-    with pytest.raises(ValueError, match="give scale_factor="):
-        nn.Upsample(4)
+    assert nn.Upsample(6)(x).shape == (1, 2, 6, 6)  # torch's first argument: the size
     assert nn.Upsample(scale_factor=2)(x).shape == (1, 2, 8, 8)
     with pytest.raises(TypeError):
         nn.BCEWithLogitsLoss(np.array([2.0]))

@@ -44,7 +44,7 @@ EXPECTED = {
     "docs/gpu.md": (4, 0, 0),
     "docs/training.md": (4, 1, 0),
     "docs/how-it-works.md": (13, 0, 1),
-    "docs/nn.md": (9, 0, 0),
+    "docs/nn.md": (11, 0, 0),
     "docs/pytorch.md": (4, 0, 0),
     "docs/accelerate.md": (5, 0, 1),
     "docs/distributed-runtime.md": (1, 0, 0),

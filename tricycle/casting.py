@@ -61,20 +61,43 @@ def cast_parameters(model, dtype):
     precision: the policy that runs the forward (``Precision.forward``) casts them.
     """
     swapped = [
-        (layer, attr, value)
+        (holder, key, value)
         for _, layer in model.named_layers()  # a model may hold an attribute `layers`
-        for attr, value in vars(layer).items()
-        if isinstance(value, Tensor) and value.requires_grad
+        for holder, key, value in _parameter_places(layer)
     ]
     unique = list({id(value): value for _, _, value in swapped}.values())
     casts = dict(zip(map(id, unique), cast_all(unique, dtype)))  # one launch on a GPU
-    for layer, attr, value in swapped:
-        setattr(layer, attr, casts[id(value)])
+    for holder, key, value in swapped:
+        _put(holder, key, casts[id(value)])
     try:
         yield
     finally:
-        for layer, attr, value in swapped:
-            setattr(layer, attr, value)
+        for holder, key, value in swapped:
+            _put(holder, key, value)
+
+
+def _parameter_places(layer):
+    """(holder, key, parameter) for each parameter ``layer`` holds: as an attribute (holder:
+    the layer, key: its name), or in a list or dict attribute (``ParameterList``,
+    ``ParameterDict``: holder the list or dict, key the index or key), as ``Layer`` finds
+    its tensors."""
+    for attr, value in vars(layer).items():
+        if isinstance(value, Tensor):
+            places = [(layer, attr, value)]
+        elif isinstance(value, list):
+            places = [(value, i, item) for i, item in enumerate(value)]
+        elif isinstance(value, dict):
+            places = [(value, key, item) for key, item in value.items()]
+        else:
+            continue
+        yield from ((h, k, v) for h, k, v in places if isinstance(v, Tensor) and v.requires_grad)
+
+
+def _put(holder, key, value) -> None:
+    if isinstance(holder, (list, dict)):
+        holder[key] = value
+    else:
+        setattr(holder, key, value)
 
 
 def cast_arrays(arrays: list, dtype) -> list:

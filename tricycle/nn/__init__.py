@@ -42,9 +42,11 @@ from tricycle.nn.activations import (
 )
 from tricycle.nn.adaptive_pooling import AdaptiveAvgPool1d, AdaptiveAvgPool2d
 from tricycle.nn.batch_norm import BatchNorm1d, BatchNorm2d
+from tricycle.nn.bilinear import Bilinear
 from tricycle.nn.containers import Identity, ModuleDict, ModuleList
 from tricycle.nn.conv import Conv1d, Conv2d, Flatten
 from tricycle.nn.conv_transpose import ConvTranspose1d, ConvTranspose2d
+from tricycle.nn.fold import Fold, Unfold
 from tricycle.nn.group_norm import GroupNorm
 from tricycle.nn.instance_norm import InstanceNorm1d, InstanceNorm2d
 from tricycle.nn.losses import (
@@ -65,12 +67,38 @@ from tricycle.nn.more_losses import (
     PairwiseDistance,
 )
 from tricycle.nn.multihead import MultiheadAttention
+from tricycle.nn.padding_layers import (
+    CircularPad1d,
+    CircularPad2d,
+    CircularPad3d,
+    ConstantPad1d,
+    ConstantPad2d,
+    ConstantPad3d,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReflectionPad3d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    ReplicationPad3d,
+    ZeroPad1d,
+    ZeroPad2d,
+    ZeroPad3d,
+)
+from tricycle.nn.parameter_containers import ParameterDict, ParameterList
 from tricycle.nn.pooling import AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d
 from tricycle.nn.recurrent import GRU, LSTM, RNN
 from tricycle.nn.recurrent_cell_layers import GRUCell, LSTMCell, RNNCell
+from tricycle.nn.reshapes import PixelShuffle, PixelUnshuffle, Unflatten
 from tricycle.nn.softmaxes import LogSoftmax, Softmax, Softmax2d, Softmin
 from tricycle.nn.torch_weights import from_torch, to_torch
-from tricycle.nn.upsample import Upsample
+from tricycle.nn.transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
+from tricycle.nn.upsample import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 Module = Layer
 Linear = Dense
@@ -86,6 +114,7 @@ __all__ = [
     "LogSoftmax", "MSELoss", "MaxPool1d", "MaxPool2d", "Module", "ModuleDict", "ModuleList",
     "MultiheadAttention", "NLLLoss", "Parameter", "RMSNorm", "ReLU", "Sequential", "SiLU",
     "Sigmoid", "SmoothL1Loss", "Softmax", "SwiGLU", "Swish", "Tanh", "Upsample",
+    "UpsamplingBilinear2d", "UpsamplingNearest2d",
     "from_torch", "functional", "init", "to_torch", "utils",
     # more activations (tricycle.nn.activations)
     "CELU", "ELU", "Hardsigmoid", "Hardswish", "Hardtanh", "LogSigmoid", "Mish", "PReLU", "ReLU6",
@@ -93,4 +122,13 @@ __all__ = [
     # more losses, similarities and distances (tricycle.nn.more_losses)
     "BCELoss", "CosineEmbeddingLoss", "CosineSimilarity", "MarginRankingLoss",
     "PairwiseDistance",
+    # padding, reshaping, parameter containers, Bilinear, Fold (tricycle.nn.padding_layers, ...)
+    "CircularPad1d", "CircularPad2d", "CircularPad3d", "ConstantPad1d", "ConstantPad2d",
+    "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d",
+    "ReplicationPad2d", "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "Unflatten",
+    "PixelShuffle", "PixelUnshuffle", "ParameterDict", "ParameterList", "Bilinear", "Fold",
+    "Unfold",
+    # torch's Transformer family (tricycle.nn.transformer)
+    "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
+    "TransformerEncoderLayer",
 ]  # fmt: skip

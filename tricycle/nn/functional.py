@@ -4,16 +4,16 @@
 tricycle's arguments, which follow PyTorch's where the names match (``conv2d``'s weights are
 (C_out, C_in, kh, kw)).
 
-What a PyTorch script calls takes torch's arguments, with torch's meaning: ``F.linear``
-torch's (out, in) weight (how a head tied to an embedding reads its table); ``F.softmax`` and
-``F.log_softmax`` a ``dim``; ``F.dropout`` ``p``, ``training`` and ``inplace`` (beside
-tricycle's ``probability=`` and ``rng=``); ``F.gelu`` ``approximate="none"``/``"tanh"``;
-``F.glu`` a ``dim``; ``F.one_hot`` and ``F.interpolate`` (nearest, by integer factors)
-torch's whole signatures; ``F.scaled_dot_product_attention`` torch's keywords ``attn_mask``,
-``dropout_p`` and ``is_causal`` beside its own. The losses, in torch's order (input, target)
-with torch's arguments (``F.cross_entropy``'s class axis 1, ``weight``, ``ignore_index``,
-``reduction`` and ``label_smoothing``, ...), are ``tricycle.nn.functional_losses``'; the
-normalisations (``F.layer_norm``, ``F.group_norm``, ``F.batch_norm``, ``F.instance_norm``)
+What a PyTorch script calls takes torch's arguments, with torch's meaning: ``F.linear`` torch's
+(out, in) weight (how a head tied to an embedding reads its table); ``F.softmax`` and
+``F.log_softmax`` a ``dim``; ``F.dropout`` ``p``, ``training`` and ``inplace`` (beside tricycle's
+``probability=`` and ``rng=``); ``F.gelu`` ``approximate="none"``/``"tanh"``; ``F.glu`` a ``dim``;
+``F.one_hot`` and ``F.interpolate`` (every mode, in ``tricycle.nn.interpolate``) torch's whole
+signatures; ``F.scaled_dot_product_attention`` torch's keywords ``attn_mask``, ``dropout_p`` and
+``is_causal`` beside its own. The losses, in torch's order (input, target) with torch's arguments
+(``F.cross_entropy``'s class axis 1, ``weight``, ``ignore_index``, ``reduction`` and
+``label_smoothing``, ...), are ``tricycle.nn.functional_losses``'; the normalisations
+(``F.layer_norm``, ``F.group_norm``, ``F.batch_norm``, ``F.instance_norm``)
 ``tricycle.nn.functional_norms``'.
 """
 
@@ -41,7 +41,10 @@ from tricycle.nn.activations import (
     Threshold,
     prelu,
 )
+from tricycle.nn.adaptive_pooling import adaptive_avg_pool
+from tricycle.nn.bilinear import bilinear
 from tricycle.nn.conv import conv
+from tricycle.nn.fold import fold, unfold
 from tricycle.nn.functional_losses import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -56,13 +59,13 @@ from tricycle.nn.functional_losses import (
     smooth_l1_loss,
 )
 from tricycle.nn.functional_norms import batch_norm, group_norm, instance_norm, layer_norm
+from tricycle.nn.interpolate import interpolate
 from tricycle.nn.more_losses import cosine_similarity, normalize, pairwise_distance
 from tricycle.nn.padding import pad  # noqa: F401 - F.pad, as PyTorch
 from tricycle.nn.pooling import avg_pool, in_n_dims, max_pool
+from tricycle.nn.reshapes import pixel_shuffle, pixel_unshuffle
 from tricycle.nn.sdpa import scaled_dot_product_attention
 from tricycle.nn.softmaxes import along
-from tricycle.nn.upsample import upsample_nearest
-from tricycle.nn.windows import as_tuple
 from tricycle.tensor import Tensor, as_tensor
 from tricycle.unary import sigmoid, tanh
 
@@ -71,9 +74,12 @@ max_pool1d, max_pool2d = in_n_dims(max_pool, 1), in_n_dims(max_pool, 2)  # (N, C
 avg_pool1d, avg_pool2d = in_n_dims(avg_pool, 1), in_n_dims(avg_pool, 2)
 
 __all__ = [
+    "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d",
     "avg_pool1d",
     "avg_pool2d",
     "batch_norm",
+    "bilinear",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
     "celu",
@@ -85,6 +91,7 @@ __all__ = [
     "dropout",
     "elu",
     "embedding",
+    "fold",
     "gelu",
     "glu",
     "group_norm",
@@ -110,6 +117,8 @@ __all__ = [
     "normalize",
     "one_hot",
     "pairwise_distance",
+    "pixel_shuffle",
+    "pixel_unshuffle",
     "prelu",
     "relu",
     "relu6",
@@ -125,7 +134,18 @@ __all__ = [
     "tanh",
     "tanhshrink",
     "threshold",
+    "unfold",
 ]
+
+
+def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:  # noqa: A002 - torch's name
+    """Adaptive average pooling of (N, C, L) or (C, L) (``nn.AdaptiveAvgPool1d``'s op)."""
+    return adaptive_avg_pool(as_tensor(input), output_size, 1)
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:  # noqa: A002 - torch's name
+    """Adaptive average pooling of (N, C, H, W) or (C, H, W) (``nn.AdaptiveAvgPool2d``'s op)."""
+    return adaptive_avg_pool(as_tensor(input), output_size, 2)
 
 
 def dropout(
@@ -312,57 +332,3 @@ def one_hot(tensor, num_classes: int = -1) -> Tensor:
     rows = ids[..., None] == xp.arange(num_classes)  # (..., num_classes)
     return Tensor(rows.astype(np.int64), requires_grad=False)
 
-
-def _integer_factors(op: str, x: Tensor, size, scale_factor) -> tuple[int, ...]:
-    """The integer factor of each spatial axis, from ``size`` (integer multiples of the
-    input's) or ``scale_factor`` (whole numbers, as ints or floats)."""
-    spatial = x.shape[2:]
-    if (size is None) == (scale_factor is None):
-        given = "both" if size is not None else "neither"
-        raise ValueError(f"{op}: give either size or scale_factor, not {given}")
-    if size is not None:
-        sizes = as_tuple(size, len(spatial), "size", op)
-        if any(out % n for out, n in zip(sizes, spatial)):
-            raise ValueError(f"{op}: size {sizes} must be whole multiples of the input's spatial "
-                             f"size {spatial} (nearest by integer factors only)")  # fmt: skip
-        return tuple(out // n for out, n in zip(sizes, spatial))
-    n = len(spatial)
-    factors = scale_factor if isinstance(scale_factor, tuple | list) else [scale_factor] * n
-    if len(factors) != n or not all(
-        checks.is_real(f) and f >= 1 and float(f).is_integer() for f in factors
-    ):
-        expected = f"a whole number >= 1 or {n} of them (nearest by integer factors)"
-        checks.fail(op, "scale_factor", expected, scale_factor)
-    return tuple(int(f) for f in factors)
-
-
-def interpolate(
-    input: Tensor,  # noqa: A002 - torch's names
-    size=None,
-    scale_factor=None,
-    mode: str = "nearest",
-    align_corners: bool | None = None,
-    recompute_scale_factor: bool | None = None,
-    antialias: bool = False,
-) -> Tensor:
-    """Upsampling of (N, C, *spatial) to ``size`` or by ``scale_factor`` (one, or one per
-    spatial axis), as torch's, in the modes that ``nn.Upsample``'s op computes: "nearest"
-    (and "nearest-exact", the same by integer factors), by whole factors >= 1
-    (``tricycle.nn.upsample.upsample_nearest``); ``recompute_scale_factor`` changes nothing
-    for them. Other modes and factors (downsampling included) are an error."""
-    op = "F.interpolate"
-    x = as_tensor(input)
-    if mode not in ("nearest", "nearest-exact"):
-        raise ValueError(f"{op}: mode {mode!r} is not supported; supported: 'nearest' and "
-                         "'nearest-exact' (by integer factors)")  # fmt: skip
-    if align_corners is not None:  # torch refuses it for the nearest modes too
-        raise ValueError(
-            f"{op}: align_corners is only for the interpolating modes (linear, bilinear, "
-            f"bicubic, trilinear), got {align_corners!r} with {mode!r}"
-        )
-    checks.boolean(op, "recompute_scale_factor", recompute_scale_factor, optional=True)
-    if checks.boolean(op, "antialias", antialias):
-        raise ValueError(f"{op}: antialias=True is only for bilinear and bicubic, not {mode!r}")
-    if x.ndim < 3:
-        raise ValueError(f"{op}: expected input (N, C, *spatial), got shape {x.shape}")
-    return upsample_nearest(x, _integer_factors(op, x, size, scale_factor))
