@@ -10,6 +10,7 @@ graph is retained, each node's inputs are freed as it is passed, leaving a small
 """
 
 import operator
+import threading
 
 import numpy as np
 
@@ -29,15 +30,55 @@ def add_arrays(a, b):
     return dispatch.choose("add", operator.add, a, b)(a, b)
 
 
-def backward(root, grad, retain_graph: bool) -> None:
-    """Differentiate ``root`` (a node) seeded with ``grad`` (an array of its shape and dtype);
-    see ``Node.backward``, which checks its arguments and calls this."""
+_passes = threading.local()  # .callbacks: those queued by the backward pass on this thread
+
+
+def queue_callback(callback) -> None:
+    """Call ``callback()`` when the backward pass running on this thread has walked its whole
+    graph (every gradient final), before ``backward()`` returns: torch's
+    ``Variable._execution_engine.queue_callback``. Called from a hook during backward; data
+    parallelism waits for its last all-reduces there (``DistributedDataParallel``)."""
+    queued = getattr(_passes, "callbacks", None)
+    if queued is None:
+        raise RuntimeError(
+            "queue_callback: no backward pass is running on this thread; call it from a "
+            "gradient hook, during backward"
+        )
+    queued.append(callback)
+
+
+def backward(root, grad, retain_graph: bool, wanted: set | None = None) -> dict:
+    """Differentiate ``root`` (a node) seeded with ``grad`` (an array of its shape and dtype),
+    then call the callbacks its hooks queued (``queue_callback``); see ``Node.backward``,
+    which checks its arguments and calls this.
+
+    Given ``wanted`` (the ids of some tensors: ``tricycle.autograd.grad``), the walk sets no
+    ``.grad`` and runs no post-accumulate hook: it returns {id: gradient array} of the wanted
+    tensors it reached, and follows only the edges that lead to them. Else it returns {}."""
+    outer = getattr(_passes, "callbacks", None)  # a backward inside a hook has its own
+    _passes.callbacks = queued = []
+    try:
+        captured = _walk(root, grad, retain_graph, wanted)
+        for callback in queued:  # (one that queues another runs it too)
+            callback()
+        return captured
+    finally:
+        _passes.callbacks = outer
+
+
+def _walk(root, grad, retain_graph: bool, wanted: set | None) -> dict:
+    """The walk of ``backward``: every gradient, accumulated out of place."""
     grads = {id(root): grad}
     # ids of the memory handed out as .grad, so that no two tensors' gradients share it
     # (an optimiser may scale one in place); views count as their base array
     assigned = set()
     traces = None if retain_graph else {}  # id -> Trace: a small record per tensor freed
-    for node in reversed(topological_order(root)):
+    order = topological_order(root)
+    captured, passes, reach = {}, None, None
+    if wanted is not None:  # grad(): the tensors through which the wanted ones are reached
+        passes = _towards(order, wanted)
+        reach = passes | wanted
+    for node in reversed(order):
         g = grads.pop(id(node), None)
         if g is None:
             continue
@@ -47,13 +88,19 @@ def backward(root, grad, retain_graph: bool) -> None:
         if traces is not None:
             _trace(node, traces).grad = g
         args = node.args
-        if args is FREED:
+        if passes is not None and (args is not FREED or id(node) in wanted):
+            # grad(): the wanted gradients come back, no .grad is set
+            if id(node) in wanted:
+                captured[id(node)] = _owned(g, assigned)
+            if id(node) not in passes:  # no wanted tensor below this one
+                continue
+        elif args is FREED:
             raise RuntimeError(
                 f"backward: the graph through {node.name or 'a tensor'} (shape "
                 f"{node.shape}) was freed by an earlier backward(); pass "
                 "retain_graph=True to that call to differentiate through it again"
             )
-        if args is None or node._retain_grad:
+        elif args is None or node._retain_grad:
             base = g.base if g.base is not None else g
             if g is node.grad_buffer:  # written into this leaf's own memory (its bucket)
                 accumulate(node, g)
@@ -70,7 +117,7 @@ def backward(root, grad, retain_graph: bool) -> None:
             if args is None:
                 continue
         for arg, back_fn in zip(args, node.back_fns):
-            if not arg.requires_grad:
+            if not arg.requires_grad or (reach is not None and id(arg) not in reach):
                 continue
             try:
                 g_arg = back_fn(g)
@@ -94,6 +141,29 @@ def backward(root, grad, retain_graph: bool) -> None:
             node.trace = _trace(node, traces)
             node.trace.args = tuple(_trace(arg, traces) for arg in args)
             node.args, node.back_fns = FREED, None
+    return captured
+
+
+def _towards(order: list, wanted: set) -> set:
+    """The ids of the tensors of ``order`` (inputs first) with an input that is wanted or
+    has such an input itself: those the walk of ``grad()`` passes through."""
+    passes = set()
+    for node in order:
+        for arg in node.args or ():
+            if id(arg) in wanted or id(arg) in passes:
+                passes.add(id(node))
+                break
+    return passes
+
+
+def _owned(g, assigned: set):
+    """``g`` to hand out, or a copy where it is read-only (a broadcast view) or its memory
+    was handed out already (``assigned``, the ids of the base arrays given)."""
+    base = g.base if g.base is not None else g
+    if id(base) in assigned or not _writeable(g):
+        return g.copy()
+    assigned.add(id(base))
+    return g
 
 
 def topological_order(root) -> list:

@@ -1,0 +1,186 @@
+"""torch.autograd on tricycle's engine: ``grad``, ``backward``, ``Function`` and the grad modes.
+
+``grad(outputs, inputs)`` returns the gradients of the outputs with respect to the inputs and
+sets no tensor's ``.grad``: the engine's walk (``tricycle.backprop``) is asked for the
+gradients of those tensors, which it returns instead of accumulating, walking only the edges
+that lead to them. ``backward(tensors)`` is ``Tensor.backward`` for several tensors at once.
+
+Both start from one root, as the walk does: for several outputs, a node whose inputs are the
+outputs and whose back_fns give each output its seed (``grad_outputs``, ones by default). One
+walk then sums what every output sends down the paths they share, as torch's one pass does
+(several ``Tensor.backward`` calls would free the shared graph at the first).
+
+The engine's back_fns map arrays to arrays and record no graph, so there is no double
+backward: ``create_graph=True`` is refused. ``Function`` (``tricycle.autograd_function``) is
+the custom op; the grad modes are the engine's (``tricycle.graph``, ``tricycle.grad_modes``).
+"""
+
+from tricycle import backprop, checks
+from tricycle.autograd_function import Function, FunctionCtx
+from tricycle.backend import is_float
+from tricycle.grad_modes import enable_grad, inference_mode, is_grad_enabled, set_grad_enabled
+from tricycle.graph import Node, no_grad
+
+__all__ = [
+    "Function",
+    "FunctionCtx",
+    "backward",
+    "enable_grad",
+    "grad",
+    "inference_mode",
+    "is_grad_enabled",
+    "no_grad",
+    "set_grad_enabled",
+]
+
+
+def grad(
+    outputs,
+    inputs,
+    grad_outputs=None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    allow_unused: bool | None = None,
+    materialize_grads: bool = False,
+) -> tuple:
+    """torch.autograd.grad: the gradients of ``outputs`` with respect to ``inputs``, as a
+    tuple of Tensors (one per input), leaving every tensor's ``.grad`` as it was.
+
+    Args:
+        outputs: a Tensor or a sequence of them (their gradients are summed).
+        inputs: a Tensor or a sequence of Tensors that require grad (leaves or not).
+        grad_outputs: the gradient of each output (a Tensor, an array or None for ones), or
+            one for a single output. Non-scalar outputs are seeded with ones, as
+            ``Tensor.backward`` does.
+        retain_graph: keep the graph for another backward (None: False, as create_graph).
+        create_graph: True is refused: the engine's backward records no graph.
+        allow_unused: an input the outputs do not depend on gives None (True) or an error
+            (False, the default unless ``materialize_grads``).
+        materialize_grads: an unused input gives zeros instead of None.
+
+    Tensor hooks (``register_hook``) run as in a backward; post-accumulate hooks do not, nor
+    does ``retain_grad()`` keep anything.
+    """
+    _refuse_create_graph("grad", create_graph)
+    checks.boolean("grad", "retain_graph", retain_graph, optional=True)
+    checks.boolean("grad", "allow_unused", allow_unused, optional=True)
+    checks.boolean("grad", "materialize_grads", materialize_grads)
+    if materialize_grads and allow_unused is False:
+        raise ValueError(
+            "grad: allow_unused=False with materialize_grads=True: materialized gradients "
+            "of unused inputs are zeros; pass allow_unused=True or leave it out"
+        )
+    allow_unused = materialize_grads if allow_unused is None else allow_unused
+    outputs = _tensors("grad", "outputs", outputs)
+    inputs = _tensors("grad", "inputs", inputs)
+    for i, x in enumerate(inputs):
+        if not x.requires_grad:
+            raise RuntimeError(
+                f"grad: inputs[{i}] (shape {x.shape}, dtype {x.dtype}) does not require grad; "
+                "one of the differentiated Tensors does not require grad"
+            )
+    root, seed = _root("grad", outputs, grad_outputs)
+    wanted = {id(x) for x in inputs}
+    captured = backprop.backward(root, seed, bool(retain_graph), wanted)
+    grads = []
+    for i, x in enumerate(inputs):
+        g = captured.get(id(x))
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError(
+                    f"grad: the differentiated Tensor at index {i} (shape {x.shape}) appears "
+                    "to not have been used in the graph. Set allow_unused=True if this is the "
+                    "desired behavior."
+                )
+            g = x.xp.zeros_like(x.array) if materialize_grads else None
+        grads.append(None if g is None else x.new(g, requires_grad=False))
+    return tuple(grads)
+
+
+def backward(
+    tensors, grad_tensors=None, retain_graph: bool | None = None, create_graph: bool = False
+) -> None:
+    """torch.autograd.backward: ``Tensor.backward`` of each of ``tensors`` (a Tensor or a
+    sequence), seeded with ``grad_tensors`` (one per tensor, None for ones), in one walk:
+    the leaves' ``.grad`` accumulate the sum. ``retain_graph`` as ``Tensor.backward``'s
+    (None: False); ``create_graph=True`` is refused (no double backward)."""
+    _refuse_create_graph("backward", create_graph)
+    checks.boolean("backward", "retain_graph", retain_graph, optional=True)
+    tensors = _tensors("backward", "tensors", tensors)
+    root, seed = _root("backward", tensors, grad_tensors)
+    backprop.backward(root, seed, bool(retain_graph))
+
+
+def _refuse_create_graph(op: str, create_graph) -> None:
+    if checks.boolean(op, "create_graph", create_graph):
+        raise NotImplementedError(
+            f"{op}: create_graph=True (a graph of the backward, for double backward) is not "
+            "supported: tricycle's back_fns map arrays to arrays and record no graph"
+        )
+
+
+def _tensors(op: str, name: str, value) -> tuple:
+    """``value`` (a Tensor or a non-empty sequence of Tensors) as a tuple of Tensors."""
+    values = (value,) if isinstance(value, Node) else value
+    if not isinstance(values, tuple | list) or not values:
+        checks.fail(op, name, "a Tensor or a non-empty sequence of Tensors", value, TypeError)
+    for i, tensor in enumerate(values):
+        if not isinstance(tensor, Node):
+            expected = "a Tensor"
+            checks.fail(op, f"{name}[{i}]", expected, type(tensor).__name__, TypeError)
+    return tuple(values)
+
+
+def _root(op: str, outputs: tuple, grad_outputs) -> tuple:
+    """The node to walk from and its gradient: the one output and its seed, or a node whose
+    gradient 1 sends each output its seed."""
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    elif isinstance(grad_outputs, Node) or hasattr(grad_outputs, "shape"):
+        grad_outputs = (grad_outputs,)
+    elif not isinstance(grad_outputs, tuple | list):
+        expected = "a Tensor, an array or a sequence of them (None for ones)"
+        checks.fail(op, "grad_outputs", expected, type(grad_outputs).__name__, TypeError)
+    if len(grad_outputs) != len(outputs):
+        raise ValueError(
+            f"{op}: {len(grad_outputs)} gradient(s) for {len(outputs)} output(s); give one per "
+            "output (None for ones)"
+        )
+    seeds = tuple(_seed(op, i, y, g) for i, (y, g) in enumerate(zip(outputs, grad_outputs)))
+    if len(outputs) == 1:
+        return outputs[0], seeds[0]
+    first = outputs[0]
+    xp = first.xp
+    with enable_grad():  # the root joins the outputs whatever the grad mode around the call
+        root = first.new(
+            xp.zeros((), first.dtype),
+            args=outputs,
+            back_fns=tuple((lambda _, seed=seed: seed) for seed in seeds),
+            name="outputs",
+        )
+    return root, xp.ones((), first.dtype)
+
+
+def _seed(op: str, i: int, y: Node, g):
+    """The gradient that output ``i``, ``y``, starts with: ``g`` checked as
+    ``Tensor.backward`` checks its own, ones if None."""
+    if not is_float(y.dtype):
+        raise TypeError(
+            f"{op}: cannot differentiate output {i} of dtype {y.dtype} (shape {y.shape}); "
+            "only floating tensors have gradients"
+        )
+    if not y.requires_grad:
+        raise RuntimeError(
+            f"{op}: output {i} (shape {y.shape}) does not require grad: none of "
+            "its inputs require grad, or it was made under no_grad()"
+        )
+    xp = y.xp
+    if g is None:
+        return xp.ones_like(y.array)
+    g = g.array if isinstance(g, Node) else xp.asarray(g)
+    if g.shape != y.shape:
+        raise ValueError(
+            f"{op}: the gradient of output {i} has shape {g.shape}; expected the output's "
+            f"shape {y.shape}"
+        )
+    return g if g.dtype == y.dtype else g.astype(y.dtype)
