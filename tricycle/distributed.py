@@ -1,6 +1,11 @@
-"""The public name ``tricycle.distributed``: its code lives in ``tricycle.parallel.distributed``.
+"""The public name ``tricycle.distributed``: its code lives in ``tricycle.parallel.distributed``
+(tricycle's World: ``init``, ``DataParallel``, ``fail_together``...) and, under torch's names,
+in ``tricycle.parallel.torch_distributed`` (``init_process_group``, ``all_reduce``,
+``DistributedDataParallel``...): ``import tricycle.distributed as dist`` gives both, and no
+torch name changes the meaning of one of tricycle's.
 
 This module keeps the imports the README writes working.
 """
 
 from tricycle.parallel.distributed import *  # noqa: F403
+from tricycle.parallel.torch_distributed import *  # noqa: F403
