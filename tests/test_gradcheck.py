@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tricycle as tc
-from tricycle import binary, factories, ops, reduce, unary
+from tricycle import binary, factories, indexing, ops, reduce, unary
 from tricycle.activation import GLU, GeLU, LeakyReLU, ReLU, Swish
 from tricycle.attention import causal_attention
 from tricycle.einsum import Einsum
@@ -79,6 +79,9 @@ OPS = [
     ("min", lambda x: reduce.min(x), [distinct(2, 3)]),
     ("var", lambda x: reduce.var(x, axis=-1, ddof=1), [normal(2, 3)]),
     ("cumsum", lambda x: reduce.cumsum(x, axis=1), [normal(2, 3)]),
+    ("prod", lambda x: reduce.prod(x, axis=1), [normal(2, 3) * np.array([1, 0, 1])]),
+    ("cumprod", lambda x: reduce.cumprod(x, axis=0), [normal(3, 2) * np.array([[1], [0], [1]])]),
+    ("logsumexp", lambda x: reduce.logsumexp(x, axis=-1, keepdims=True), [normal(2, 3)]),
     # shapes and indexing
     ("reshape", lambda x: ops.reshape(x, (3, 2)), [normal(2, 3)]),
     ("transpose", lambda x: ops.transpose(x, (1, 2, 0)), [normal(2, 3, 2)]),
@@ -99,6 +102,16 @@ OPS = [
     ("masked_fill", lambda x: ops.masked_fill(x, MASK, -1.0), [normal(2, 3)]),
     ("tril", lambda x: factories.tril(x, -1), [normal(3, 3)]),
     ("triu", lambda x: factories.triu(x, 1), [normal(2, 3, 4)]),
+    (
+        "scatter",
+        lambda x, s: indexing.scatter(x, 1, [[2, 0], [1, 2]], s),
+        [normal(2, 3), normal(2, 2)],
+    ),
+    (
+        "scatter_add",
+        lambda x, s: indexing.scatter_add(x, 1, IDS % 3, s),
+        [normal(2, 3), normal(2, 3)],
+    ),
     # einsum and matmul
     ("einsum", lambda a, b: Einsum("bij,jk->bki")(a, b), [normal(2, 3, 4), normal(4, 2)]),
     ("einsum trace", lambda a, b: Einsum("ii,->")(a, b), [normal(3, 3), normal()]),

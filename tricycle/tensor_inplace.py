@@ -10,9 +10,9 @@ from the leaf and not yet backpropagated may read the new array in its backward)
 (``float()``, ``to(dtype)``, ``bfloat16()``) send the gradient back in the source's dtype, and
 ``new_*`` make leaves of this tensor's dtype and device. ``type()`` names the type as torch
 does ("tricycle.FloatTensor") and ``type(dtype)`` casts; a one-element integer tensor is an
-index of a Python sequence (``classes[label]``), as torch's. The random fills and ``multinomial``
-draw from tricycle's generator (``tricycle.random``, so ``tricycle.manual_seed`` repeats
-them), on the host, as it always does.
+index of a Python sequence (``classes[label]``), as torch's. The random fills, ``bernoulli`` and
+``multinomial`` draw from tricycle's generator (``tricycle.random``, so ``tricycle.manual_seed``
+repeats them), on the host, as it always does.
 """
 
 import operator
@@ -290,6 +290,35 @@ class TorchInPlaceMethods:
         ids = ids.reshape(*self.shape[:-1], num_samples).astype(np.int64)
         on = self.array.device.id if self.on_gpu else None
         return self.new(backend.move(ids, on), requires_grad=False)
+
+    def bernoulli(self, p=None, *, generator=None):
+        """torch.Tensor.bernoulli: 1 with probability p, else 0, of this tensor's shape and
+        dtype, p this tensor's values or ``p`` (a number or probabilities that broadcast), in
+        [0, 1]; drawn on the host, as ``normal_``. No gradient (torch's is 0)."""
+        op = "Tensor.bernoulli"
+        if p is None and not backend.is_float(self.dtype):
+            expected = "a float dtype (its values are the probabilities)"
+            checks.fail(op, "dtype", expected, self.dtype, TypeError)
+        probs = backend.to_host_array(self.array if p is None else getattr(p, "array", p))
+        probs = np.asarray(probs).astype(np.float64)
+        if (outside := probs[~((probs >= 0) & (probs <= 1))]).size:
+            raise ValueError(f"{op}: probabilities must lie in [0, 1], got {outside[0]}")
+        try:
+            probs = np.broadcast_to(probs, self.shape)
+        except ValueError:
+            checks.fail(op, "p's shape", f"one that broadcasts to {self.shape}", probs.shape)
+        ones = _generator(op, generator).random(self.shape) < probs
+        on = self.array.device.id if self.on_gpu else None
+        return self.new(backend.move(ones.astype(self.dtype), on), requires_grad=False)
+
+    bernoulli_ = _in_place(
+        "bernoulli_", lambda x, p=0.5, *, generator=None: x.bernoulli(p, generator=generator),
+        "tricycle.bernoulli",
+    )  # fmt: skip
+    scatter_ = _in_place("scatter_", lambda x, *args, **kw: x.scatter(*args, **kw), "scatter")
+    scatter_add_ = _in_place(
+        "scatter_add_", lambda x, *args, **kw: x.scatter_add(*args, **kw), "scatter_add"
+    )
 
     def fill_(self, value):
         """torch.Tensor.fill_: ``value`` (a number or a one-element tensor) everywhere."""

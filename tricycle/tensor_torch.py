@@ -9,19 +9,17 @@ own ``sum``, ``mean``, ``max``, ``min``, ``var``, ``split`` take torch's keyword
 ``repeat`` is numpy's (torch's ``repeat_interleave``; torch's ``repeat`` is ``tile``);
 ``x.size`` is numpy's count, and called, torch's ``x.size(dim)``. ``softmax`` over any ``dim``
 composes ops (``tricycle.functions``' fused last-axis one sits a layer above the engine).
+Those that index by arrays of ids (``gather``, ``index_select``, ``scatter``, ``diagonal``,
+``nonzero``, ``unique`` ...) call ``tricycle.indexing``, imported on the first such call, so
+that importing the tensor still loads the engine's core alone.
 """
 
 import math
 import numbers
-from collections import namedtuple
 
 import numpy as np
 
-from tricycle import backend, checks, ops, reduce, unary
-from tricycle.binary import unbroadcast
-from tricycle.graph import Node
-
-TopK = namedtuple("TopK", ["values", "indices"])  # as torch.return_types.topk
+from tricycle import backend, binary, checks, ops, reduce, unary
 
 
 class ElementCount(int):
@@ -102,6 +100,17 @@ def _stepwise(name: str):
     return stepwise
 
 
+def _indexing(name: str):
+    def indexing(self, *args, **kwargs):
+        from tricycle import indexing  # noqa: PLC0415 - import tricycle.tensor stays small
+
+        return getattr(indexing, name)(self, *args, **kwargs)
+
+    indexing.__name__ = indexing.__qualname__ = name
+    indexing.__doc__ = f"torch.Tensor.{name}: ``tricycle.indexing.{name}``."
+    return indexing
+
+
 def _float_test(name: str):
     def test(self):
         return self.new(getattr(self.xp, name)(self.array), requires_grad=False)
@@ -175,7 +184,7 @@ class TorchTensorMethods:
             out = self.xp.broadcast_to(self.array, new)
         except ValueError as error:  # a size-1 axis stretches, a new one leads, no other
             raise ValueError(f"Tensor.expand: shape {shape} to {sizes}: {error}") from None
-        return unary.unary_op(self, out, lambda dout: unbroadcast(dout, shape), "expand")
+        return unary.unary_op(self, out, lambda dout: binary.unbroadcast(dout, shape), "expand")
 
     def flip(self, *dims):
         """torch.Tensor.flip: the order along the axes ``dims`` reversed."""
@@ -212,21 +221,6 @@ class TorchTensorMethods:
         tiled = spread.expand(*[m for pair in zip(reps, shape) for m in pair])  # (r0, s0, ...)
         return ops.reshape(tiled, tuple(r * size for r, size in zip(reps, shape)))
 
-    def repeat_interleave(self, repeats, dim=None):
-        """torch.Tensor.repeat_interleave (numpy's ``repeat``): each entry of axis ``dim`` (of
-        the flattened tensor if None) ``repeats`` times, or ``repeats[i]`` times entry i."""
-        x = self.flatten() if dim is None else self
-        dim = 0 if dim is None else checks.axis("Tensor.repeat_interleave", "dim", dim, x.ndim)
-        if checks.is_integer(repeats):
-            return ops.repeat(x, repeats, dim)
-        counts = self._ids("Tensor.repeat_interleave", repeats).reshape(-1)
-        counts = backend.to_host_array(counts)  # the output's length: read back, as torch's
-        if counts.shape[0] not in (1, x.shape[dim]) or (counts < 0).any():
-            expected = f"1 or {x.shape[dim]} counts >= 0 (the size of dim {dim} of {x.shape})"
-            checks.fail("Tensor.repeat_interleave", "repeats", expected, repeats)
-        ids = np.repeat(np.arange(x.shape[dim]), counts)  # 0, 0, 1, 2, 2...
-        return x[(slice(None),) * dim + (x.xp.asarray(ids),)]
-
     def narrow(self, dim: int, start: int, length: int):
         """torch.Tensor.narrow: ``length`` entries of axis ``dim`` from ``start`` (a slice)."""
         dim = checks.axis("Tensor.narrow", "dim", dim, self.ndim, self.shape)
@@ -262,40 +256,13 @@ class TorchTensorMethods:
         """torch.Tensor.view_as: ``view`` (``reshape``) to ``other``'s shape."""
         return self.view(other.shape)
 
-    def _ids(self, op: str, index):
-        """``index`` (a Tensor, array or list of integers) as an array beside this tensor's."""
-        ids = self.xp.asarray(index.array if isinstance(index, Node) else index)
-        if ids.dtype.kind not in "iu":
-            checks.fail(op, "index", "integers", index, TypeError)
-        return ids
-
-    def index_select(self, dim: int, index):
-        """torch.Tensor.index_select: the entries ``index`` (1-D) of axis ``dim``."""
-        dim = checks.axis("Tensor.index_select", "dim", dim, self.ndim, self.shape)
-        ids = self._ids("Tensor.index_select", index)
-        if ids.ndim > 1:
-            checks.fail("Tensor.index_select", "index", "1-D", index)
-        return self[(slice(None),) * dim + (ids.reshape(-1),)]
-
-    def gather(self, dim: int, index):
-        """torch.Tensor.gather: out[i][j] = x[index[i][j]][j] for dim 0 (``getitem``)."""
-        dim = checks.axis("Tensor.gather", "dim", dim, self.ndim, self.shape)
-        ids = self._ids("Tensor.gather", index)
-        longer = [d for d, (m, n) in enumerate(zip(ids.shape, self.shape)) if m > n and d != dim]
-        if ids.ndim != self.ndim or longer:
-            expected = f"as many axes as {self.shape}, none longer but along dim {dim}"
-            checks.fail("Tensor.gather", "index shape", expected, ids.shape)
-        at = list(self.xp.ogrid[tuple(slice(m) for m in ids.shape)])  # (m0, 1, ...), (1, m1, ...)
-        at[dim] = ids
-        return self[tuple(at)]
-
-    def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):  # noqa: A002
-        """torch.Tensor.topk: (values, indices) of the ``k`` largest (smallest), sorted."""
-        dim = checks.axis("Tensor.topk", "dim", dim, self.ndim, self.shape)
-        if checks.integer("Tensor.topk", "k", k, 0) > self.shape[dim]:
-            checks.fail("Tensor.topk", "k", f"at most {self.shape[dim]} (shape {self.shape})", k)
-        ids = ops.argsort(self, dim, descending=largest).array[(slice(None),) * dim + (slice(k),)]
-        return TopK(self.gather(dim, ids), self.new(ids, requires_grad=False))
+    # indexing by ids (``tricycle.indexing``'s, imported on the first call)
+    index_select, gather, topk, masked_select, repeat_interleave, diagonal, diag = map(
+        _indexing, "index_select gather topk masked_select repeat_interleave diagonal diag".split()
+    )
+    scatter, scatter_add, nonzero, count_nonzero, unique = map(
+        _indexing, "scatter scatter_add nonzero count_nonzero unique".split()
+    )
 
     # ------------------------------------------------------------------ math
     def pow(self, exponent):
@@ -341,12 +308,6 @@ class TorchTensorMethods:
         """torch.Tensor.where: this tensor where ``condition`` holds, else ``other``."""
         return ops.where(getattr(condition, "array", condition), self, other)
 
-    def masked_select(self, mask):
-        """torch.Tensor.masked_select: the values where ``mask`` (booleans) holds, in order,
-        as one axis; the gradient goes back to them."""
-        mask = self.xp.broadcast_to(getattr(mask, "array", mask), self.shape)
-        return self[mask]
-
     def softmax(self, dim: int, dtype=None):
         """torch.Tensor.softmax: exp(x) / sum(exp(x)) along ``dim``."""
         shifted, dim = self._shifted("Tensor.softmax", dim, dtype)
@@ -373,9 +334,34 @@ class TorchTensorMethods:
 
     def std(self, dim=None, unbiased: bool = True, keepdim: bool = False, *, correction=None):
         """torch.Tensor.std: correction 1 by default, as torch's (numpy's ``var`` has 0)."""
+        dim, unbiased = (None, dim) if isinstance(dim, bool) else (dim, unbiased)  # std(False)
         if correction is None:
             correction = int(checks.boolean("Tensor.std", "unbiased", unbiased))
-        return reduce.var(self, dim, keepdim, correction).sqrt()
+        return reduce.var(self, None if dim == () else dim, keepdim, correction).sqrt()
+
+    def logsumexp(self, dim, keepdim: bool = False):
+        """torch.Tensor.logsumexp: log(sum(exp(x))) over ``dim``, kept finite (an integer
+        tensor in float32, as torch's)."""
+        floating = backend.is_float(self.dtype)
+        x = self if floating else self._cast("Tensor.logsumexp", backend.DEFAULT_FLOAT)
+        return reduce.logsumexp(x, None if dim == () else dim, keepdim)
+
+    def prod(self, dim=None, keepdim: bool = False, dtype=None):
+        """torch.Tensor.prod: the product over ``dim`` (default: all), in ``dtype`` if given."""
+        x = self if dtype is None else self._cast("Tensor.prod", dtype)
+        return reduce.prod(x, None if dim == () else dim, keepdim)
+
+    def cumprod(self, dim=None, dtype=None):
+        """torch.Tensor.cumprod: the running product along ``dim`` (flattened for None)."""
+        return reduce.cumprod(self if dtype is None else self._cast("Tensor.cumprod", dtype), dim)
+
+    def maximum(self, other):
+        """torch.Tensor.maximum: the elementwise maximum; ties share the gradient, as torch's."""
+        return binary.maximum(self, binary.constant(other, self, "maximum"))
+
+    def minimum(self, other):
+        """torch.Tensor.minimum: the elementwise minimum; ties share the gradient, as torch's."""
+        return binary.minimum(self, binary.constant(other, self, "minimum"))
 
     def norm(self, p="fro", dim=None, keepdim: bool = False):
         """torch.Tensor.norm, a vector norm over ``dim`` (default: all): (sum |x|^p)^(1/p) for a

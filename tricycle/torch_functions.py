@@ -19,7 +19,10 @@ Where torch and tricycle differ:
   ``Generator`` passed in: the order repeats under a seed, but it is not torch's permutation.
 
 torch's grad modes (``set_grad_enabled``, ``enable_grad``, ``inference_mode``) are
-``tricycle.grad_modes``'.
+``tricycle.grad_modes``'; its reductions, rounding and distances ``tricycle.torch_math``'s,
+its indexing functions (``scatter``, ``diag``, ``unique`` ...) ``tricycle.torch_indexing``'s,
+its random draws and ``Generator`` ``tricycle.torch_random``'s. The default float dtype is
+float32, fixed: ``set_default_dtype`` takes float32 alone, and ``dtype=`` gives any other.
 """
 
 import numpy as np
@@ -33,15 +36,16 @@ from tricycle.graph import Node
 from tricycle.tensor import Tensor, to_tensor
 
 
-def _input(op: str, value, name: str = "input") -> Tensor:
+def tensor_input(op: str, value, name: str = "input") -> Tensor:
     """``value`` if it is a Tensor; else a TypeError naming ``op`` (torch's functions take
-    tensors, and a silent conversion would hide a port's mistake)."""
+    tensors, and a silent conversion would hide a port's mistake). The torch_* modules' check."""
     if not isinstance(value, Node):
         checks.fail(op, name, "a Tensor", value, TypeError)
     return value
 
 
-def _no_out(op: str, out) -> None:
+def no_out(op: str, out) -> None:
+    """A TypeError naming ``op`` for an ``out=`` tensor (see the module's doc)."""
     if out is not None:
         raise TypeError(
             f"{op}: out= is not supported: tricycle's ops return a new tensor "
@@ -117,9 +121,31 @@ def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad: 
     """torch.empty: a tensor of shape ``size`` (``empty(2, 3)`` or ``empty((2, 3))``), of
     zeros here (see the module's doc); ``layout``, ``pin_memory`` and ``memory_format`` are
     accepted and mean nothing for tricycle's arrays."""
-    _no_out("empty", out)
+    no_out("empty", out)
     device = "cpu" if device is None else device
     return zeros(*size, dtype=dtype, requires_grad=requires_grad, device=device)
+
+
+def get_default_dtype():
+    """torch.get_default_dtype: the dtype of floats made from Python numbers, float32 (the
+    scalar type, as ``tricycle.float32``)."""
+    return backend.DEFAULT_FLOAT
+
+
+def set_default_dtype(d) -> None:
+    """torch.set_default_dtype, for float32 only: tricycle's default float is fixed (no global
+    setting changes what an op makes); another dtype is a ValueError naming the way to it."""
+    if backend.numeric_dtype(d, "set_default_dtype") != backend.DEFAULT_FLOAT:
+        expected = "float32, tricycle's fixed default (pass dtype= to a factory, or .to(dtype))"
+        checks.fail("set_default_dtype", "d", expected, d)
+
+
+def __getattr__(name: str):
+    """``bfloat16``: ml_dtypes' scalar type (as ``tricycle.float32`` is numpy's), imported on
+    first use; without ml_dtypes, an ImportError saying to install it."""
+    if name == "bfloat16":
+        return backend.bfloat16("tricycle.bfloat16").type
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def randperm(n: int, *, generator=None, dtype=np.int64, device=None, requires_grad=False):
@@ -137,21 +163,21 @@ def randperm(n: int, *, generator=None, dtype=np.int64, device=None, requires_gr
 def matmul(input, other, *, out=None):  # noqa: A002 - torch's names
     """torch.matmul: the matrix product with numpy's (and torch's) broadcasting and 1-D
     promotion (``input @ other``)."""
-    _no_out("matmul", out)
-    return _input("matmul", input).matmul(other)
+    no_out("matmul", out)
+    return tensor_input("matmul", input).matmul(other)
 
 
 def bmm(input, mat2, *, out=None):  # noqa: A002
     """torch.bmm: the products of two batches of matrices, (B, N, M) @ (B, M, P)."""
-    _no_out("bmm", out)
-    return _input("bmm", input).bmm(mat2)
+    no_out("bmm", out)
+    return tensor_input("bmm", input).bmm(mat2)
 
 
 def outer(input, vec2, *, out=None):  # noqa: A002
     """torch.outer: out[i, j] = input[i] * vec2[j], of two vectors (an einsum)."""
-    _no_out("outer", out)
+    no_out("outer", out)
     for name, vector in (("input", input), ("vec2", vec2)):
-        if _input("outer", vector, name).ndim != 1:
+        if tensor_input("outer", vector, name).ndim != 1:
             checks.fail("outer", f"{name}'s shape", "1-D", vector.shape)
     return einsum("i,j->ij", input, vec2)
 
@@ -183,12 +209,12 @@ class device(str):
 # ------------------------------------------------------------------------- shapes
 def flatten(input, start_dim: int = 0, end_dim: int = -1):  # noqa: A002
     """torch.flatten: the axes ``start_dim`` to ``end_dim`` merged into one."""
-    return _input("flatten", input).flatten(start_dim, end_dim)
+    return tensor_input("flatten", input).flatten(start_dim, end_dim)
 
 
 def unsqueeze(input, dim: int):  # noqa: A002
     """torch.unsqueeze: a size-1 axis inserted at ``dim``."""
-    return _input("unsqueeze", input).unsqueeze(dim)
+    return tensor_input("unsqueeze", input).unsqueeze(dim)
 
 
 def squeeze(input, dim=None, *, axis=None):  # noqa: A002
@@ -196,7 +222,7 @@ def squeeze(input, dim=None, *, axis=None):  # noqa: A002
     tuple of them); a named axis whose size is not 1 stays, as in torch. numpy's ``axis``
     (``tricycle.squeeze``'s before torch's names came) keeps numpy's meaning, as
     ``Tensor.squeeze`` does: a named axis whose size is not 1 is an error."""
-    x = _input("squeeze", input)
+    x = tensor_input("squeeze", input)
     if axis is not None:
         if dim is not None:
             raise TypeError(f"squeeze: got axis={axis!r} and dim={dim!r}; give numpy's axis or "
@@ -211,30 +237,30 @@ def squeeze(input, dim=None, *, axis=None):  # noqa: A002
 def gather(input, dim: int, index, *, sparse_grad: bool = False, out=None):  # noqa: A002
     """torch.gather: out[i][j] = input[index[i][j]][j] for dim 0 (and so on for each dim);
     the gradient is scattered back to the entries gathered."""
-    _no_out("gather", out)
-    return _input("gather", input).gather(dim, index)
+    no_out("gather", out)
+    return tensor_input("gather", input).gather(dim, index)
 
 
 def numel(input) -> int:  # noqa: A002
     """torch.numel: the number of elements."""
-    return _input("numel", input).numel()
+    return tensor_input("numel", input).numel()
 
 
 # ------------------------------------------------------------------------- math
 def argmax(input, dim=None, keepdim: bool = False):  # noqa: A002
     """torch.argmax: int64 ids of the first maximum, over all elements or along ``dim``."""
-    return _input("argmax", input).argmax(dim, keepdim)
+    return tensor_input("argmax", input).argmax(dim, keepdim)
 
 
 def argmin(input, dim=None, keepdim: bool = False):  # noqa: A002
     """torch.argmin: int64 ids of the first minimum, over all elements or along ``dim``."""
-    return _input("argmin", input).argmin(dim, keepdim)
+    return tensor_input("argmin", input).argmin(dim, keepdim)
 
 
 def _extremum(op: str, numpy_op, elementwise):
     def extremum(input, dim=None, keepdim: bool = False, *, axis=None, keepdims=None, out=None):  # noqa: A002
-        _no_out(op, out)
-        x = _input(op, input)
+        no_out(op, out)
+        x = tensor_input(op, input)
         if axis is not None or keepdims is not None:  # numpy's keywords: numpy's meaning
             if dim is not None or keepdim:
                 expected = "numpy's axis/keepdims or torch's dim/keepdim, not both"
@@ -261,28 +287,28 @@ min = _extremum("min", reduce.min, binary.minimum)  # noqa: A001
 
 def clamp(input, min=None, max=None, *, out=None):  # noqa: A002
     """torch.clamp with number bounds: the gradient passes where min <= x <= max."""
-    _no_out("clamp", out)
+    no_out("clamp", out)
     for name, bound in (("min", min), ("max", max)):
         if isinstance(bound, Node):
             expected = "a number here (for a tensor bound use tricycle.maximum or minimum)"
             checks.fail("clamp", name, expected, bound, TypeError)
-    return _input("clamp", input).clamp(min, max)
+    return tensor_input("clamp", input).clamp(min, max)
 
 
 def pow(input, exponent, *, out=None):  # noqa: A001, A002 - torch's names
     """torch.pow: ``input ** exponent``, a tensor to a number or a tensor's power, or a
     number to a tensor's power."""
-    _no_out("pow", out)
+    no_out("pow", out)
     if not isinstance(input, Node):
-        _input("pow", exponent, "exponent (when input is a number)")
+        tensor_input("pow", exponent, "exponent (when input is a number)")
     return input**exponent
 
 
 def norm(input, p="fro", dim=None, keepdim: bool = False, out=None, dtype=None):  # noqa: A002
     """torch.norm, a vector norm over ``dim`` (all elements by default): "fro" and 2 the
     Euclidean norm, any p >= 1, inf and -inf; computed in ``dtype`` if given."""
-    _no_out("norm", out)
-    x = _input("norm", input)
+    no_out("norm", out)
+    x = tensor_input("norm", input)
     return (x if dtype is None else x.to(dtype=dtype)).norm(p, dim, keepdim)
 
 
@@ -293,17 +319,17 @@ def _array(value):
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan: bool = False) -> bool:  # noqa: A002
     """torch.allclose: whether |input - other| <= atol + rtol * |other| everywhere."""
-    return _input("allclose", input).close_to(other, rtol, atol, equal_nan)
+    return tensor_input("allclose", input).close_to(other, rtol, atol, equal_nan)
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan: bool = False):  # noqa: A002
     """torch.isclose: a boolean tensor, where |input - other| <= atol + rtol * |other|."""
-    x = _input("isclose", input)
+    x = tensor_input("isclose", input)
     close = x.xp.isclose(x.array, _array(other), rtol=rtol, atol=atol, equal_nan=equal_nan)
     return x.new(close, requires_grad=False)
 
 
 def equal(input, other) -> bool:  # noqa: A002
     """torch.equal: whether two tensors have the same shape and the same values."""
-    x, y = _input("equal", input), _input("equal", other, "other")
+    x, y = tensor_input("equal", input), tensor_input("equal", other, "other")
     return x.shape == y.shape and bool((x == y).all())

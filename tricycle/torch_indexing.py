@@ -1,0 +1,90 @@
+"""torch's top-level indexing functions on tricycle's engine: ``index_select``, ``scatter``,
+``scatter_add``, ``diag``, ``diagonal``, ``nonzero``, ``unique``, ``repeat_interleave``,
+``roll`` and ``flip``.
+
+Each calls the ``Tensor`` method of the same name (``tricycle.indexing``'s ops, or
+``tricycle.tensor_torch``'s shapes, whose gradients these are) with torch's argument names
+and defaults; ``out=`` is refused, as by ``tricycle.torch_functions``. The results are new
+tensors (torch's ``diagonal`` and ``flip`` views are copies here).
+"""
+
+from tricycle.torch_functions import no_out, tensor_input
+
+
+def index_select(input, dim: int, index, *, out=None):  # noqa: A002 - torch's names
+    """torch.index_select: the entries ``index`` (1-D) of axis ``dim``; the gradient goes
+    back to them (adding up where an entry is taken twice)."""
+    no_out("index_select", out)
+    return tensor_input("index_select", input).index_select(dim, index)
+
+
+def scatter(input, dim: int, index, src=None, *, value=None, reduce=None, out=None):  # noqa: A002
+    """torch.scatter: a copy of ``input`` with out[index[i][j]][j] = src[i][j] for dim 0 (and
+    so on for each dim), ``src`` a tensor or a number (or ``value=``); ``reduce="add"`` adds.
+    The gradient of ``input`` is 0 where something was written; that of ``src``, the output's
+    gradient where each entry went."""
+    no_out("scatter", out)
+    return tensor_input("scatter", input).scatter(dim, index, src, value=value, reduce=reduce)
+
+
+def scatter_add(input, dim: int, index, src, *, out=None):  # noqa: A002
+    """torch.scatter_add: a copy of ``input`` with out[index[i][j]][j] += src[i][j] for dim 0
+    (and so on for each dim); the adjoint of ``gather``."""
+    no_out("scatter_add", out)
+    return tensor_input("scatter_add", input).scatter_add(dim, index, src)
+
+
+def diag(input, diagonal: int = 0, *, out=None):  # noqa: A002
+    """torch.diag: of a vector, the square matrix with it on ``diagonal`` (0 the main one,
+    > 0 above it) and zeros elsewhere; of a matrix, that diagonal as a vector."""
+    no_out("diag", out)
+    return tensor_input("diag", input).diag(diagonal)
+
+
+def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1):  # noqa: A002
+    """torch.diagonal: the entries (i, i + offset) of the axes ``dim1`` and ``dim2``, as the
+    last axis of the result."""
+    return tensor_input("diagonal", input).diagonal(offset, dim1, dim2)
+
+
+def nonzero(input, *, out=None, as_tuple: bool = False):  # noqa: A002
+    """torch.nonzero: int64 ids (N, ndim) of the N nonzero values in row-major order; with
+    ``as_tuple``, one 1-D tensor of ids per axis, as ``x[...]`` takes them."""
+    no_out("nonzero", out)
+    return tensor_input("nonzero", input).nonzero(as_tuple=as_tuple)
+
+
+def unique(input, sorted: bool = True, return_inverse: bool = False,  # noqa: A002
+           return_counts: bool = False, dim=None):  # fmt: skip
+    """torch.unique: the distinct values (or slices along ``dim``), sorted, with the int64
+    inverse ids and counts if asked; no gradient."""
+    x = tensor_input("unique", input)
+    return x.unique(sorted, return_inverse, return_counts, dim)
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):  # noqa: A002
+    """torch.repeat_interleave: each entry of axis ``dim`` (of the flattened input for None)
+    ``repeats`` times, or ``repeats[i]`` times entry i; ``repeat_interleave(counts)`` alone
+    repeats each id i ``counts[i]`` times. ``output_size``, if given, must be the length made."""
+    x = tensor_input("repeat_interleave", input)
+    if repeats is None:  # torch.repeat_interleave(counts): 0, 0, 1, 2, 2 ...
+        if x.ndim != 1:
+            raise ValueError(f"repeat_interleave: counts alone must be 1-D, got shape {x.shape}")
+        x, repeats = x.new(x.xp.arange(x.shape[0]), requires_grad=False), x
+    out = x.repeat_interleave(repeats, dim)
+    made = out.shape[0 if dim is None else dim]
+    if output_size is not None and output_size != made:
+        raise ValueError(f"repeat_interleave: output_size={output_size!r}, but the repeats "
+                         f"make {made} along dim {0 if dim is None else dim}")  # fmt: skip
+    return out
+
+
+def roll(input, shifts, dims=None):  # noqa: A002
+    """torch.roll: values moved by ``shifts`` along ``dims`` (of the flattened input for
+    None), wrapping around; tuples roll along several axes."""
+    return tensor_input("roll", input).roll(shifts, dims)
+
+
+def flip(input, dims):  # noqa: A002
+    """torch.flip: the order along the axes ``dims`` reversed."""
+    return tensor_input("flip", input).flip(dims)
