@@ -79,6 +79,13 @@ def im2col(xp, x, kernel, stride, padding, dilation, groups):
     return view.reshape(N, groups, C // groups * math.prod(kernel), L)  # a copy
 
 
+def col2im(xp, windows, size, padding, stride, dilation):
+    """The windows (N, C, *kernel, *out) added back into images (N, C, *size) where they were
+    read: the adjoint of ``im2col``, so overlapping windows sum."""
+    padded = tuple(n + 2 * p for n, p in zip(size, padding))
+    return unpad(scatter_windows(xp, windows, padded, stride, dilation), padding)
+
+
 def conv_forward(xp, x, weights, bias, stride, padding, dilation, groups):
     """Cross-correlation of x (N, C, *size) with weights (Co, C / groups, *kernel), plus bias
     (Co,) or None -> (N, Co, *out)."""
@@ -108,8 +115,7 @@ def conv_backward(xp, dout, x, weights, stride, padding, dilation, groups, needs
         w = weights.reshape(G, Co // G, -1)  # (G, Og, K)
         dcols = w.swapaxes(-1, -2) @ d  # (N, G, K, L)
         dcols = dcols.reshape(x.shape[:2] + kernel + dout.shape[2:])  # (N, C, *kernel, *out)
-        padded = tuple(n + 2 * p for n, p in zip(x.shape[2:], padding))
-        dx = unpad(scatter_windows(xp, dcols, padded, stride, dilation), padding)
+        dx = col2im(xp, dcols, x.shape[2:], padding, stride, dilation)
     if want_bias:
         dbias = dout.reshape(N, Co, -1).sum(axis=(0, 2))
     return dx, dweights, dbias

@@ -19,12 +19,12 @@ Both take an unbatched input too ((C, H, W) for unfold, (C kh kw, L) for fold), 
 import math
 
 from tricycle.layers import Layer
-from tricycle.nn.conv import im2col
-from tricycle.nn.windows import as_tuple, scatter_windows, unbatched, unpad
+from tricycle.nn.conv import col2im, im2col
+from tricycle.nn.windows import as_tuple, unbatched
 from tricycle.nn.windows import output_size as block_counts  # fold takes an output_size
 from tricycle.tensor import Tensor, as_tensor
 
-__all__ = ["Fold", "Unfold", "col2im", "columns", "fold", "unfold"]
+__all__ = ["Fold", "Unfold", "columns", "fold", "images", "unfold"]
 
 
 def _geometry(op: str, kernel_size, dilation, padding, stride) -> tuple[tuple[int, int], ...]:
@@ -47,12 +47,12 @@ def columns(xp, images, kernel, dilation, padding, stride):
     return cols.reshape(N, C * math.prod(kernel), -1).copy()
 
 
-def col2im(xp, cols, size, kernel, dilation, padding, stride):
-    """Columns (N, C kh kw, L) added back into images (N, C, *size): the adjoint of im2col."""
+def images(xp, cols, size, kernel, dilation, padding, stride):
+    """Columns (N, C kh kw, L) added back into images (N, C, *size): the convolution's col2im,
+    the adjoint of ``columns``."""
     blocks = block_counts(size, kernel, stride, padding, dilation, "fold")  # L = their product
     windows = cols.reshape(cols.shape[:1] + (-1,) + tuple(kernel) + blocks)  # (N, C, kh, kw, ...)
-    padded = tuple(n + 2 * p for n, p in zip(size, padding))
-    return unpad(scatter_windows(xp, windows, padded, stride, dilation), padding)
+    return col2im(xp, windows, size, padding, stride, dilation)
 
 
 def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:  # noqa: A002
@@ -72,7 +72,7 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
     cols = columns(xp, x.array, kernel, dilation, padding, stride)  # (N, C kh kw, L)
 
     def back_fn(dcols):
-        return col2im(xp, dcols, x.shape[2:], kernel, dilation, padding, stride)
+        return images(xp, dcols, x.shape[2:], kernel, dilation, padding, stride)
 
     return x.new(cols, args=(x,), back_fns=(back_fn,), name=op)
 
@@ -108,7 +108,7 @@ def fold(
             f"channels * {K}, {' * '.join(map(str, blocks))} = {math.prod(blocks)} blocks)"
         )
     xp = x.xp
-    out = col2im(xp, x.array, size, kernel, dilation, padding, stride)  # (N, C, *size)
+    out = images(xp, x.array, size, kernel, dilation, padding, stride)  # (N, C, *size)
 
     def back_fn(dout):
         return columns(xp, dout, kernel, dilation, padding, stride)
