@@ -14,6 +14,7 @@ rank 0 (``ok`` or the difference):
 
     gradients  one step's gradients through DataParallel against one GPU on the whole global
                batch (world size 1: equal; N ranks: float32/bf16 rounding, relative norm)
+    ddp        the same step through torch's DistributedDataParallel against DataParallel
     zero       parameters after 3 steps with ZeRO-1 against plain data parallelism
 
 Then times --steps steps after --warmup (the GPU synchronised at both ends) in these settings,
@@ -29,6 +30,8 @@ every rank with --batch-size sequences (the global batch grows with the ranks):
                      backward
     overlapped 4 MiB  the same in buckets of 4 MiB (the default is DDP's 25 MiB)
     after backward   one bucket: the whole reduction after backward (no overlap)
+    torch-style DDP  a PyTorch user's loop: ``DistributedDataParallel(model)``, then forward,
+                     ``loss.backward()`` (the gradients averaged by its end) and the step
 
 --settings picks some of them (comma-separated); --json prints a last line ``RESULT {...}``
 with every setting's tokens/s, for scripts (``benchmarks/distributed_gpu_suite.sh``).
@@ -62,6 +65,7 @@ from tricycle.apps.training import Trainer  # noqa: E402
 from tricycle.backend import cupy, nccl, to_host_array  # noqa: E402
 from tricycle.configs import GPTConfig  # noqa: E402
 from tricycle.dataset import CausalLMDataset  # noqa: E402
+from tricycle.distributed import DistributedDataParallel  # noqa: E402
 from tricycle.loss import CrossEntropy  # noqa: E402
 from tricycle.models import GPT  # noqa: E402
 from tricycle.optimisers import AdamW  # noqa: E402
@@ -100,7 +104,7 @@ class Run:
 
     def __init__(
         self, args, world, bucket_bytes=None, zero=False, batch_size=None, reduce_alone=True,
-        trainer=None,
+        trainer=None, ddp=False,
     ):  # fmt: skip
         architecture, default_batch = MODELS[args.model]
         self.world = world
@@ -108,6 +112,8 @@ class Run:
         self.batch_size = batch_size or args.batch_size or default_batch
         manual_seed(0)
         self.model = GPT(self.config).to_gpu(world.device)  # the same weights on every rank
+        if ddp:  # a torch user's wrapper: it averages the gradients within backward
+            self.model = DistributedDataParallel(self.model)
         self.reducer = None
         if bucket_bytes is not None:
             world.broadcast_parameters(self.model)  # as training does (a collective)
@@ -122,7 +128,8 @@ class Run:
         self.policy = Precision(args.precision)
         self.loss_fn = CrossEntropy()
         tokens = np.random.default_rng(0).integers(0, self.config.vocab_size, size=1_000_000)
-        ranks = (world.rank, world.world_size) if self.reducer is not None else (0, 1)
+        spread = self.reducer is not None or ddp
+        ranks = (world.rank, world.world_size) if spread else (0, 1)
         self.data = CausalLMDataset(
             tokens, self.config.vocab_size, self.batch_size, self.config.context_window,
             seed=0, rank=ranks[0], world_size=ranks[1],
@@ -195,7 +202,15 @@ def check(args, world) -> None:
         print(f"gradients: worst relative error over parameters {worst:.2e} ({verdict}, "
               f"tolerance {tolerance:g})")  # fmt: skip
         del single
-    del reduced
+    ddp = Run(args, world, ddp=True)  # torch's wrapper: the same mean, within backward
+    with ddp.policy:
+        ddp.backward()
+    if world.is_main:
+        worst = max(relative_error(p.grad.numpy(), grads[n.removeprefix("module.")])
+                    for n, p in ddp.model.named_parameters())  # fmt: skip
+        print(f"ddp: worst relative error against DataParallel {worst:.2e} "
+              f"({'ok' if worst <= 1e-6 else 'MISMATCH'}, tolerance 1e-06)")  # fmt: skip
+    del reduced, ddp
     world.barrier()
     # ZeRO-1 and plain AdamW take 3 steps from the same averaged gradients
     plain, zero = Run(args, world, bucket), Run(args, world, None, zero=True)
@@ -249,22 +264,23 @@ def main(argv=None) -> None:
     if not args.no_check:
         check(args, world)
     bucket = int(args.bucket_mb * 2**20)
-    settings = {  # label: (bucket bytes, reduce_alone, trainer: None or cuda_graph)
-        "script captured": (bucket, False, True),
-        "script eager": (bucket, False, False),
-        "overlapped": (bucket, True, None),
-        "overlapped 4 MiB": (4 << 20, True, None),  # smaller than the default (DDP's)
-        "after backward": (2**62, True, None),
+    settings = {  # label: Run's keywords
+        "script captured": dict(bucket_bytes=bucket, reduce_alone=False, trainer=True),
+        "script eager": dict(bucket_bytes=bucket, reduce_alone=False, trainer=False),
+        "overlapped": dict(bucket_bytes=bucket),
+        "overlapped 4 MiB": dict(bucket_bytes=4 << 20),  # smaller than the default (DDP's)
+        "after backward": dict(bucket_bytes=2**62),
+        "torch-style DDP": dict(ddp=True),
     }
     if world.world_size == 1:  # also as training runs it: with one rank nothing is sent
-        settings = {"plain": (None, False, None), "as trained": (bucket, False, None),
+        settings = {"plain": dict(), "as trained": dict(bucket_bytes=bucket, reduce_alone=False),
                     **settings}  # fmt: skip
     if args.settings:
         settings = {k: v for k, v in settings.items() if k in args.settings.split(",")}
     best = dict.fromkeys(settings, float("inf"))
     for _ in range(args.repeats):
-        for label, (bucket_bytes, reduce_alone, trainer) in settings.items():
-            run = Run(args, world, bucket_bytes, reduce_alone=reduce_alone, trainer=trainer)
+        for label, keywords in settings.items():
+            run = Run(args, world, **keywords)
             best[label] = min(best[label], run.time(args.steps, args.warmup))
             per_gpu, context = run.batch_size, run.config.context_window
             del run

@@ -13,7 +13,7 @@
 # from its last line to the exit (<= 5), and its metrics' tokens/s against the wall clock
 # between evaluations (within 5%) (benchmarks/distributed_end.py). Scaling: tokens/s of tricycle's
 # training-script step (captured, and eager), the overlapped and after-backward reductions,
-# and PyTorch DDP under torchrun, at the shakespeare size and GPT-2 124M, bf16, 1 and 2
+# a PyTorch user's loop on tricycle's DistributedDataParallel, and PyTorch DDP under torchrun, at the shakespeare size and GPT-2 124M, bf16, 1 and 2
 # GPUs; then the ratios. Logs and results.jsonl go to $OUT (or /tmp/tricycle-dist).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -72,7 +72,7 @@ if [ "$SUITE" = all ] || [ "$SUITE" = scaling ]; then
     for m in shakespeare gpt2; do
         check=$([ $m = gpt2 ] && echo --no-check)
         run "tricycle_${m}_1" 150 "$PY" benchmarks/distributed_gpu.py --model $m "${A[@]}" \
-            --no-check --settings "script captured,script eager"
+            --no-check --settings "script captured,script eager,torch-style DDP"
         run "tricycle_${m}_2" 180 "$MPI" "${MPI_ARGS[@]}" -n 2 "$PY" benchmarks/distributed_gpu.py --model $m \
             "${A[@]}" $check
         run "torch_${m}_1" 90 "$PY" benchmarks/torch_ddp_gpu.py --model $m "${T[@]}"
@@ -101,10 +101,13 @@ for model in ("shakespeare", "gpt2"):
             print(f"  {name:<48} {a / b:6.2f}x (target {target})")
     ratio("tricycle 2 GPUs / 1 GPU (script, captured)", get(2, "script captured"), get(1, "script captured"), ">= 1.9")
     ratio("tricycle 2 GPUs / 1 GPU (script, eager)", get(2, "script eager"), get(1, "script eager"), "")
+    ratio("tricycle 2 GPUs / 1 GPU (torch-style DDP)", get(2, "torch-style DDP"), get(1, "torch-style DDP"), "")
     ratio("overlapped / after backward (2 GPUs)", get(2, "overlapped"), get(2, "after backward"), "> 1")
     ratio("overlapped 4 MiB / after backward (2 GPUs)", get(2, "overlapped 4 MiB"), get(2, "after backward"), "> 1")
     for g in (1, 2):
         ratio(f"tricycle / torch DDP eager, {g} GPU(s)", get(g, "script captured"), get(g, "torch DDP eager"), ">= 1.1")
     ratio("tricycle / torch DDP compiled, 2 GPUs", get(2, "script captured"), get(2, "torch DDP compiled"), ">= 1.1")
+    for g in (1, 2):
+        ratio(f"tricycle's DDP / torch DDP eager, {g} GPU(s)", get(g, "torch-style DDP"), get(g, "torch DDP eager"), "")
 EOF2
 fi
