@@ -110,6 +110,19 @@ def test_with_gpus_each_question_goes_through_the_backend(monkeypatch):
     assert tc.cuda.get_device_name(torch.device("cuda", 1)) == "Fake GPU 1"
 
 
+def test_cuda_names_the_current_gpu_as_torchs_does(monkeypatch):
+    """"cuda" (and ``.cuda()``) is the current GPU: 0, or the one a data-parallel rank made
+    current (``distributed.init(gpu=True)``), not always GPU 0; "cuda:N" is GPU N."""
+    fake = FakeCupy()
+    monkeypatch.setattr(backend, "_cupy", None)  # cupy not in use: GPU 0
+    assert backend.parse_device("cuda") == backend.parse_device("gpu") == 0
+    monkeypatch.setattr(backend, "_cupy", fake)
+    fake.current = 1  # rank 1 of a data-parallel run
+    assert backend.parse_device("cuda") == backend.parse_device("gpu") == 1
+    assert backend.parse_device("cuda:0") == 0 and backend.parse_device(0) == 0
+    assert backend.parse_device("cpu") is None
+
+
 def test_importing_it_imports_no_cupy_and_the_package_reaches_it_as_an_attribute():
     result = run(
         "import sys, tricycle\n"

@@ -222,10 +222,19 @@ def preview(data) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def current_gpu() -> int:
+    """The GPU that new GPU arrays go to, as torch's current device: cupy's current device
+    once cupy is in use (``distributed.init(gpu=True)`` makes it the rank's own GPU), else 0."""
+    if _cupy is None:  # cupy not loaded: nothing has chosen another device
+        return 0
+    return _cupy.cuda.runtime.getDevice()
+
+
 def parse_device(device, op: str = "device") -> int | None:
     """The GPU index named by ``device``, or None for the CPU.
 
-    Accepts "cpu", "gpu" and "cuda" (GPU 0), "cuda:N" or "gpu:N", and an integer N (GPU N).
+    Accepts "cpu", "gpu" and "cuda" (the current GPU, ``current_gpu``: as torch's "cuda",
+    each rank's own in a data-parallel run), "cuda:N" or "gpu:N", and an integer N (GPU N).
     """
     if isinstance(device, str):
         name, _, number = device.strip().lower().partition(":")
@@ -233,7 +242,7 @@ def parse_device(device, op: str = "device") -> int | None:
             return None
         if name in ("cuda", "gpu"):
             if not number:
-                return 0
+                return current_gpu()
             if number.isdigit():
                 return int(number)
     elif not isinstance(device, bool):

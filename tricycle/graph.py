@@ -313,9 +313,9 @@ class Node:
         """This tensor in host memory (``self`` if it is there already); see ``to``."""
         return self.to("cpu")
 
-    def cuda(self, device: int = 0) -> "Node":
-        """This tensor on GPU ``device`` (``self`` if it is there already); see ``to``."""
-        return self.to(device)
+    def cuda(self, device=None) -> "Node":
+        """This tensor on GPU ``device`` (None: the current one, "cuda"); see ``to``."""
+        return self.to("cuda" if device is None else device)
 
     # reading a value back runs the read-back hooks (deferred range checks raise there)
     def numpy(self) -> np.ndarray:

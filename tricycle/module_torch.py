@@ -162,11 +162,13 @@ class TorchMethods:
         return self
 
     def cuda(self, device=None):
-        """Move to GPU ``device`` (an index or "cuda:N"; GPU 0 when None, as ``to_gpu``);
-        without a usable GPU, a RuntimeError that says so. Returns self."""
-        index = 0 if device is None else backend.parse_device(device, f"{type(self).__name__}.cuda")
+        """Move to GPU ``device`` (an index or "cuda:N"; the current GPU when None, as torch's:
+        a rank's own in a data-parallel run); without a usable GPU, a RuntimeError that says
+        so. Returns self."""
+        owner = f"{type(self).__name__}.cuda"
+        index = backend.parse_device("cuda" if device is None else device, owner)
         if index is None:
-            checks.fail(f"{type(self).__name__}.cuda", "device", "a GPU", device)
+            checks.fail(owner, "device", "a GPU", device)
         return self.to_gpu(index)
 
     def cpu(self):
