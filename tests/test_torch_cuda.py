@@ -77,6 +77,9 @@ class FakeCupy:
             def __exit__(self, *exc):
                 fake.current = self.previous
 
+            def use(self):
+                fake.current = index
+
         return Device()
 
     def get_default_memory_pool(self):
@@ -121,6 +124,12 @@ def test_cuda_names_the_current_gpu_as_torchs_does(monkeypatch):
     assert backend.parse_device("cuda") == backend.parse_device("gpu") == 1
     assert backend.parse_device("cuda:0") == 0 and backend.parse_device(0) == 0
     assert backend.parse_device("cpu") is None
+    monkeypatch.setattr(backend, "cupy_available", lambda: True)
+    monkeypatch.setattr(backend, "cupy", lambda: fake)
+    tc.cuda.set_device(0)  # torch.cuda.set_device(local_rank)
+    assert tc.cuda.current_device() == backend.parse_device("cuda") == 0
+    with pytest.raises(ValueError, match="set_device: GPU 2 does not exist"):
+        tc.cuda.set_device("cuda:2")
 
 
 def test_importing_it_imports_no_cupy_and_the_package_reaches_it_as_an_attribute():

@@ -6,8 +6,9 @@
 Every question goes through ``tricycle.backend``, the one module that loads cupy, and only
 when a function here is called: importing this module imports no cupy. Without cupy, or
 without a CUDA device, ``is_available()`` is False and ``device_count()`` 0, as torch's;
-``current_device``, ``synchronize`` and ``get_device_name`` raise a RuntimeError saying so;
-``empty_cache`` does nothing (there is no cache to empty, and torch's does nothing either).
+``current_device``, ``set_device``, ``synchronize`` and ``get_device_name`` raise a
+RuntimeError saying so; ``empty_cache`` does nothing (there is no cache to empty, and torch's
+does nothing either).
 tricycle draws every random number from one generator on the host, so ``manual_seed`` and
 ``manual_seed_all`` seed it (``tricycle.manual_seed``), with or without a GPU.
 
@@ -63,6 +64,13 @@ def _index(op: str, device) -> int:
 def current_device() -> int:
     """The index of the GPU that new GPU arrays go to."""
     return _index("current_device", None)
+
+
+def set_device(device) -> None:
+    """Make GPU ``device`` the current one: where "cuda" and new GPU arrays go (a
+    data-parallel rank's own: ``distributed.init(gpu=True)`` does this already)."""
+    index = _index("set_device", device)
+    backend.cupy().cuda.Device(index).use()
 
 
 def synchronize(device=None) -> None:
