@@ -175,6 +175,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     # torch.utils.data.DataLoader, torch.optim.SGD, torch.nn.Linear): the module itself
     # (attribute None), imported on first use
     "cuda": ("tricycle.cuda", None),
+    "distributions": ("tricycle.distributions", None),
     "autograd": ("tricycle.autograd", None),
     "nn": ("tricycle.nn", None),
     "optim": ("tricycle.optim", None),
