@@ -171,10 +171,12 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "Generator": ("tricycle.torch_random", "Generator"),
     "load": ("tricycle.serialization", "load"),
     "save": ("tricycle.serialization", "save"),
+    "autocast": ("tricycle.amp", "autocast"),  # torch.autocast (torch.amp's: tricycle.amp)
     # torch's sub-packages a script reaches as attributes (torch.cuda.is_available(),
     # torch.utils.data.DataLoader, torch.optim.SGD, torch.nn.Linear): the module itself
     # (attribute None), imported on first use
     "cuda": ("tricycle.cuda", None),
+    "amp": ("tricycle.amp", None),
     "distributions": ("tricycle.distributions", None),
     "autograd": ("tricycle.autograd", None),
     "nn": ("tricycle.nn", None),

@@ -63,20 +63,20 @@ def cast_parameters(model, dtype):
     swapped = [
         (holder, key, value)
         for _, layer in model.named_layers()  # a model may hold an attribute `layers`
-        for holder, key, value in _parameter_places(layer)
+        for holder, key, value in parameter_places(layer)
     ]
     unique = list({id(value): value for _, _, value in swapped}.values())
     casts = dict(zip(map(id, unique), cast_all(unique, dtype)))  # one launch on a GPU
     for holder, key, value in swapped:
-        _put(holder, key, casts[id(value)])
+        put_parameter(holder, key, casts[id(value)])
     try:
         yield
     finally:
         for holder, key, value in swapped:
-            _put(holder, key, value)
+            put_parameter(holder, key, value)
 
 
-def _parameter_places(layer):
+def parameter_places(layer):
     """(holder, key, parameter) for each parameter ``layer`` holds: as an attribute (holder:
     the layer, key: its name), or in a list or dict attribute (``ParameterList``,
     ``ParameterDict``: holder the list or dict, key the index or key), as ``Layer`` finds
@@ -93,7 +93,8 @@ def _parameter_places(layer):
         yield from ((h, k, v) for h, k, v in places if isinstance(v, Tensor) and v.requires_grad)
 
 
-def _put(holder, key, value) -> None:
+def put_parameter(holder, key, value) -> None:
+    """Put ``value`` where ``parameter_places`` found a parameter: an attribute, or an item."""
     if isinstance(holder, (list, dict)):
         holder[key] = value
     else:

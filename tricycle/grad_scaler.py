@@ -103,13 +103,19 @@ class GradScaler:
         grads = list(grads)
         if not grads:
             return None, None
-        xp = self._state(grads[0])
-        norm_and_multiplier = dispatch.choose("clip_multiplier", clip_multiplier, *grads)
-        norm, multiplier = norm_and_multiplier(xp, grads, max_norm, self._scale)
-        found_inf = ~xp.isfinite(multiplier)
+        found_inf, norm, multiplier = self.multiplier(grads, max_norm)
         for g in grads:
             g *= multiplier.astype(g.dtype)  # NaN on overflow: the step is skipped anyway
         return found_inf, norm
+
+    def multiplier(self, grads: list, max_norm: float = 0.0):
+        """(found_inf, norm, multiplier) of gradient arrays (at least one): what ``unscale``
+        multiplies them by (NaN when some gradient is inf/NaN), as 0-d device arrays, for a
+        caller that writes the unscaled gradients elsewhere (``tricycle.amp.GradScaler``)."""
+        xp = self._state(grads[0])
+        norm_and_multiplier = dispatch.choose("clip_multiplier", clip_multiplier, *grads)
+        norm, multiplier = norm_and_multiplier(xp, grads, max_norm, self._scale)
+        return ~xp.isfinite(multiplier), norm, multiplier
 
     def update(self, found_inf) -> None:
         """Adjust the scale after a step, on the device (torch's ``_amp_update_scale_``)."""

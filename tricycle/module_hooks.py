@@ -16,6 +16,12 @@ Each returns a ``RemovableHandle`` (``remove()``, or a ``with`` block). Hooks ru
 registration order (``prepend=True`` puts one first), on every call of the layer; a layer
 without hooks pays one attribute lookup per call (``Layer.__call__``).
 
+torch's global module hooks (``register_module_forward_hook``...) are the four for every
+layer at once, run before a layer's own; they live in ``GLOBAL`` beside ``_around``, what
+runs every forward while an autocast block is on (``tricycle.amp``). While either is set, the
+class attribute ``Layer._hooks`` is ``GLOBAL`` (a layer's own hooks shadow it), so every call
+takes ``call``; once both are gone it is None again: the plain path.
+
 The backward hooks work on the graph alone, as torch's do: a call's tensor inputs (and its
 outputs) pass through a *bundle*, a node that holds no data, feeds a view of each, and runs
 its back_fns once backward has summed the gradient of every view (topological order puts the
@@ -49,6 +55,15 @@ class Hooks:
     def __bool__(self) -> bool:
         return any(getattr(self, kind) for kind in _KINDS)
 
+    def discard(self, kind: str, key: int) -> None:
+        getattr(self, kind).pop(key, None)
+        self.with_kwargs.discard(key)
+        self.always_call.discard(key)
+
+
+GLOBAL = Hooks()  # torch's global module hooks: every layer's, run before its own
+_around = None  # None, or what runs every layer's forward (around_forward: autocast's)
+
 
 class RemovableHandle:
     """What a ``register_*_hook`` returns, as torch's: ``remove()`` unregisters the hook; used
@@ -56,18 +71,20 @@ class RemovableHandle:
 
     _ids = itertools.count()
 
-    def __init__(self, layer, kind: str):
+    def __init__(self, layer, kind: str):  # layer None: a global hook
         self.id = next(RemovableHandle._ids)
-        self._layer, self._kind = weakref.ref(layer), kind
+        self._layer, self._kind = (None if layer is None else weakref.ref(layer)), kind
 
     def remove(self) -> None:
+        if self._layer is None:
+            GLOBAL.discard(self._kind, self.id)
+            switch()
+            return
         layer = self._layer()
         hooks = None if layer is None else vars(layer).get("_hooks")
         if hooks is None:
             return
-        getattr(hooks, self._kind).pop(self.id, None)
-        hooks.with_kwargs.discard(self.id)
-        hooks.always_call.discard(self.id)
+        hooks.discard(self._kind, self.id)
         if not hooks:  # the layer's calls take the plain path again
             del layer._hooks
 
@@ -79,13 +96,15 @@ class RemovableHandle:
 
 
 def _register(layer, kind: str, hook, prepend, with_kwargs=False, always_call=False):
-    """Add ``hook`` to ``layer``'s hooks of ``kind``; its handle."""
+    """Add ``hook`` to ``layer``'s hooks of ``kind`` (layer None: the global ones); its
+    handle."""
     owner = f"{type(layer).__name__}.register_{kind}_hook"
+    owner = f"register_module_{kind}_hook" if layer is None else owner
     checks.function(owner, "hook", hook)
     for name, value in (("prepend", prepend), ("with_kwargs", with_kwargs),
                         ("always_call", always_call)):  # fmt: skip
         checks.boolean(owner, name, value)
-    hooks = vars(layer).get("_hooks")
+    hooks = GLOBAL if layer is None else vars(layer).get("_hooks")
     if hooks is None:
         hooks = layer._hooks = Hooks()
     handle = RemovableHandle(layer, kind)
@@ -97,6 +116,8 @@ def _register(layer, kind: str, hook, prepend, with_kwargs=False, always_call=Fa
         hooks.with_kwargs.add(handle.id)
     if always_call:
         hooks.always_call.add(handle.id)
+    if layer is None:
+        switch()
     return handle
 
 
@@ -130,11 +151,58 @@ class HookMethods:
         return _register(self, "backward", hook, prepend)
 
 
+# ---------------------------------------------------------------------- global hooks
+def register_module_forward_pre_hook(hook) -> RemovableHandle:
+    """``hook(layer, args)`` before every layer's forward (and its own pre-hooks)."""
+    return _register(None, "forward_pre", hook, False)
+
+
+def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
+    """``hook(layer, args, output)`` after every layer's forward, before its own hooks."""
+    return _register(None, "forward", hook, False, with_kwargs, always_call)
+
+
+def register_module_full_backward_pre_hook(hook) -> RemovableHandle:
+    """``hook(layer, grad_output)`` for every layer, before its own backward pre-hooks."""
+    return _register(None, "backward_pre", hook, False)
+
+
+def register_module_full_backward_hook(hook) -> RemovableHandle:
+    """``hook(layer, grad_input, grad_output)`` for every layer, before its own."""
+    return _register(None, "backward", hook, False)
+
+
+def around_forward(around) -> None:
+    """Run every layer's forward as ``around(layer, args, kwargs)`` (None: as ``forward``)."""
+    global _around
+    _around = around
+    switch()
+
+
+def switch() -> None:
+    """Point the class attribute ``_hooks`` at ``GLOBAL`` while it has hooks or there is an
+    ``_around`` (every layer call takes ``call``), else back at None (the plain path)."""
+    HookMethods._hooks = GLOBAL if GLOBAL or _around is not None else None
+
+
+def _merged(own: Hooks) -> Hooks:
+    """The hooks a call runs: the global ones, then the layer's own (torch's order)."""
+    if own is GLOBAL or not GLOBAL:
+        return own
+    merged = Hooks()
+    for kind in _KINDS:
+        setattr(merged, kind, {**getattr(GLOBAL, kind), **getattr(own, kind)})
+    merged.with_kwargs = GLOBAL.with_kwargs | own.with_kwargs
+    merged.always_call = GLOBAL.always_call | own.always_call
+    return merged
+
+
+# ---------------------------------------------------------------------- a call
 def call(layer, args: tuple, kwargs: dict):
     """``layer(*args, **kwargs)`` with its hooks, in torch's order: the forward pre-hooks, the
-    inputs through a bundle (backward hooks), forward, the forward hooks, the outputs through
-    a bundle."""
-    hooks, called, output = layer._hooks, set(), None
+    inputs through a bundle (backward hooks), forward (or ``_around``), the forward hooks,
+    the outputs through a bundle."""
+    hooks, around, called, output = _merged(layer._hooks), _around, set(), None
     try:
         for key, hook in list(hooks.forward_pre.items()):
             if key in hooks.with_kwargs:
@@ -154,7 +222,10 @@ def call(layer, args: tuple, kwargs: dict):
         if (hooks.backward or hooks.backward_pre) and grad_enabled():
             backward = _BackwardHooks(layer, hooks)
             args = backward.inputs(args)
-        output = layer.forward(*args, **kwargs)
+        if around is None:
+            output = layer.forward(*args, **kwargs)
+        else:
+            output = around(layer, args, kwargs)
         for key, hook in list(hooks.forward.items()):
             called.add(key)
             if key in hooks.with_kwargs:

@@ -23,7 +23,13 @@ from tricycle.activation import GLU, GeLU, LeakyReLU, ReLU, SiLU, SwiGLU, Swish
 from tricycle.functions import Sigmoid, Tanh
 from tricycle.layers import Dense, Dropout, Embedding, Layer, LayerNorm, RMSNorm, Sequential
 from tricycle.module import Parameter
-from tricycle.nn import functional, init, utils
+from tricycle.module_hooks import (
+    register_module_forward_hook,
+    register_module_forward_pre_hook,
+    register_module_full_backward_hook,
+    register_module_full_backward_pre_hook,
+)
+from tricycle.nn import functional, init, modules, utils
 from tricycle.nn.activations import (
     CELU,
     ELU,
@@ -131,4 +137,7 @@ __all__ = [
     # torch's Transformer family (tricycle.nn.transformer)
     "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
     "TransformerEncoderLayer",
+    # torch's global module hooks (torch.nn.modules.module's: tricycle.nn.modules.module too)
+    "modules", "register_module_forward_hook", "register_module_forward_pre_hook",
+    "register_module_full_backward_hook", "register_module_full_backward_pre_hook",
 ]  # fmt: skip
