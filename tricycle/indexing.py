@@ -1,5 +1,6 @@
-"""Indexing by arrays of ids, as torch's ``Tensor`` methods: ``index_select``, ``gather`` and
-its adjoint ``scatter_add``, ``scatter``, ``diagonal`` and ``diag``, ``masked_select``,
+"""Indexing by arrays of ids, as torch's ``Tensor`` methods: ``index_select``, ``select``,
+``gather`` and its adjoint ``scatter_add``, ``scatter``, ``index_add``, ``index_copy``,
+``index_fill``, ``masked_scatter``, ``diagonal`` and ``diag``, ``masked_select``,
 ``repeat_interleave``, ``topk``, and ``nonzero``, ``count_nonzero`` and ``unique``.
 
 A selection is ``getitem`` (``tricycle.ops``), whose gradient goes back to the entries
@@ -7,14 +8,19 @@ selected (adding up where one was taken twice). ``scatter`` is the one op of its
 the output is x with src's entries written at the ids, so dx is dout but where something was
 written, and dsrc is dout read at the ids (``gather``); ``scatter_add`` adds them instead, so
 dx is dout. Its ids must lie in their axis (torch refuses a negative one), checked as an
-embedding's are (``tricycle.ranges``: on a GPU at the next read-back). ``nonzero``,
+embedding's are (``tricycle.ranges``: on a GPU at the next read-back). ``index_add``,
+``index_copy``, ``index_fill``, ``masked_scatter`` and ``fill_diagonal`` (the values of torch's
+``fill_diagonal_``) are scatters too: of whole slices along an axis, or of the flattened
+tensor at the positions written. ``nonzero``,
 ``count_nonzero`` and ``unique`` give ids, counts and values with no gradient; the sizes of
 ``nonzero``'s and ``unique``'s results depend on the values, which they read back, as torch's.
 
 ``tricycle.tensor_torch`` makes each a ``Tensor`` method (``x.scatter(0, ids, src)``) that
-imports this module when first called; ``tricycle.torch_indexing`` has torch's functions.
+imports this module when first called (``tricycle.tensor`` the in-place forms, ``index_add_``
+...); ``tricycle.torch_indexing`` has torch's functions.
 """
 
+import numbers
 from collections import namedtuple
 
 import numpy as np
@@ -49,6 +55,17 @@ def index_select(x: Tensor, dim: int, index) -> Tensor:
     if ids.ndim > 1:
         checks.fail("Tensor.index_select", "index", "1-D", index)
     return ops.getitem(x, (slice(None),) * dim + (ids.reshape(-1),))
+
+
+def select(x: Tensor, dim: int, index: int) -> Tensor:
+    """torch.Tensor.select: the slice at ``index`` (from the end if negative) of axis ``dim``,
+    that axis removed."""
+    dim = checks.axis("Tensor.select", "dim", dim, x.ndim, x.shape)
+    n = x.shape[dim]
+    if not -n <= checks.integer("Tensor.select", "index", index) < n:
+        raise IndexError(f"Tensor.select: index {index} is out of range for dim {dim} of "
+                         f"size {n} (shape {x.shape})")  # fmt: skip
+    return ops.getitem(x, (slice(None),) * dim + (int(index),))
 
 
 def gather(x: Tensor, dim: int, index) -> Tensor:
@@ -148,6 +165,99 @@ def scatter_add(x: Tensor, dim: int, index, src) -> Tensor:
     """torch.Tensor.scatter_add: a copy of x with out[index[i][j]][j] += src[i][j] for dim 0
     (and so on for each dim), every id adding its value; the adjoint of ``gather``."""
     return _scatter("scatter_add", x, dim, index, src, True)
+
+
+def index_add(x: Tensor, dim: int, index, source, *, alpha=1) -> Tensor:
+    """torch.Tensor.index_add: a copy of x with alpha * source[..., i, ...] added to the slice
+    index[i] of axis ``dim`` (repeated ids add up); dsource is dout at those slices."""
+    dim, ids, source = _slices("index_add", x, dim, index, source)
+    if not checks.is_real(alpha):
+        checks.fail("index_add", "alpha", "a number", alpha, TypeError)
+    return _scatter("index_add", x, dim, ids, source if alpha == 1 else source * alpha, True)
+
+
+def index_copy(x: Tensor, dim: int, index, source) -> Tensor:
+    """torch.Tensor.index_copy: a copy of x with source[..., i, ...] written into the slice
+    index[i] of axis ``dim``; dx is 0 where something was written."""
+    dim, ids, source = _slices("index_copy", x, dim, index, source)
+    return _scatter("index_copy", x, dim, ids, source, False)
+
+
+def index_fill(x: Tensor, dim: int, index, value) -> Tensor:
+    """torch.Tensor.index_fill: a copy of x with ``value`` (a number or a 0-d tensor, whose
+    gradient is the sum of dout there) in the slices ``index`` of axis ``dim``."""
+    if (isinstance(value, Tensor) and value.ndim) or not isinstance(value, Tensor | numbers.Real):
+        checks.fail("index_fill", "value", "a number or a 0-d tensor", value, TypeError)
+    dim = checks.axis("index_fill", "dim", dim, x.ndim, x.shape)
+    ids = x.xp.unique(_index("index_fill", x, index))  # a slice filled twice is filled once
+    shape = x.shape[:dim] + ids.shape + x.shape[dim + 1 :]
+    return _scatter("index_fill", x, dim, _spread(x.xp, ids, dim, shape), value, False)
+
+
+def _index(op: str, x: Tensor, index):
+    """``index`` as a 1-D array of ids (a number: one id)."""
+    ids = ids_of(x, op, index)
+    if ids.ndim > 1:
+        checks.fail(op, "index", "a 1-D tensor of ids", index)
+    return ids.reshape(-1)
+
+
+def _spread(xp, ids, dim: int, shape: tuple):
+    """The 1-D ``ids`` along ``dim`` of ``shape``: each entry the id of its slice."""
+    return xp.broadcast_to(ids.reshape([-1 if d == dim else 1 for d in range(len(shape))]), shape)
+
+
+def _slices(op: str, x: Tensor, dim: int, index, source):
+    """dim as an axis, the ids of ``source``'s entries (``index`` spread along ``dim``) and
+    ``source``, whose shape is x's but len(index) along ``dim``."""
+    dim = checks.axis(op, "dim", dim, x.ndim, x.shape)
+    ids, source = _index(op, x, index), binary.constant(source, x, op)
+    shape = x.shape[:dim] + ids.shape + x.shape[dim + 1 :]
+    if source.shape != shape:
+        expected = f"{shape}: the input's {x.shape} with len(index) = {ids.size} along dim {dim}"
+        checks.fail(op, "source's shape", expected, source.shape)
+    return dim, _spread(x.xp, ids, dim, shape), source
+
+
+def masked_scatter(x: Tensor, mask, source) -> Tensor:
+    """torch.Tensor.masked_scatter: a copy of x with the values of ``source``, in order, written
+    where ``mask`` (booleans, broadcast to x's shape) holds; dsource is dout there (0 for the
+    rest of source), dx is 0 there."""
+    mask = x.xp.asarray(mask.array if isinstance(mask, Tensor) else mask)
+    if mask.dtype != bool:
+        checks.fail("masked_scatter", "mask's dtype", "bool", mask.dtype, TypeError)
+    try:
+        where = x.xp.flatnonzero(x.xp.broadcast_to(mask, x.shape))  # (K,) the positions written
+    except ValueError:
+        expected = f"one that broadcasts to {x.shape}"
+        checks.fail("masked_scatter", "mask's shape", expected, mask.shape)
+    source = binary.constant(source, x, "masked_scatter")
+    if source.size < where.size:
+        raise ValueError(f"masked_scatter: the mask holds {where.size} True values, but source "
+                         f"(shape {source.shape}) has {source.size} elements")  # fmt: skip
+    taken = ops.getitem(ops.reshape(source, (-1,)), slice(where.size))  # (K,)
+    flat = _scatter("masked_scatter", ops.reshape(x, (-1,)), 0, where, taken, False)
+    return ops.reshape(flat, x.shape)
+
+
+def fill_diagonal(x: Tensor, fill_value, wrap: bool = False) -> Tensor:
+    """A copy of x with ``fill_value`` on its main diagonal, torch.Tensor.fill_diagonal_'s
+    values: the entries (i, i, ..., i) of a tensor whose axes have one length, or of a matrix
+    (N, M); ``wrap`` starts the diagonal again every M + 1 rows of a tall matrix, as torch's."""
+    if x.ndim < 2 or (x.ndim > 2 and len(set(x.shape)) > 1):
+        expected = "a matrix, or a tensor whose axes all have one length"
+        checks.fail("fill_diagonal_", "input's shape", expected, x.shape)
+    checks.boolean("fill_diagonal_", "wrap", wrap)
+    if not isinstance(fill_value, numbers.Real):
+        checks.fail("fill_diagonal_", "fill_value", "a number", fill_value, TypeError)
+    if x.ndim == 2:  # every M + 1 entries of the flat matrix, up to row M or to the end
+        n, m = x.shape
+        where = x.xp.arange(0, n * m if wrap else min(n, m) * m, m + 1)
+    else:  # (i, i, ..., i) is i (1 + n + n^2 + ...) in the flat tensor
+        n = x.shape[0]
+        where = x.xp.arange(n) * sum(n**k for k in range(x.ndim))
+    flat = _scatter("fill_diagonal_", ops.reshape(x, (-1,)), 0, where, fill_value, False)
+    return ops.reshape(flat, x.shape)
 
 
 def _scatter(op: str, x: Tensor, dim: int, index, src, add: bool) -> Tensor:

@@ -13,6 +13,7 @@ float64 result); a Python number takes the cheaper scalar form of the op (``x * 
 ``unary.mul_scalar``).
 """
 
+import contextlib
 import functools
 import inspect
 import itertools
@@ -24,8 +25,8 @@ import numpy as np
 from tricycle import backend, backprop, binary, checks, ops, reduce, unary
 from tricycle.backend import is_float, numeric_array, numeric_dtype, parse_device  # noqa: F401
 from tricycle.graph import BackFn, Node, check_float, grad_enabled, no_grad  # noqa: F401
-from tricycle.tensor_inplace import TorchInPlaceMethods
-from tricycle.tensor_torch import TorchTensorMethods
+from tricycle.tensor_inplace import TorchInPlaceMethods, written
+from tricycle.tensor_torch import TorchTensorMethods, imported
 
 
 def _scalar(value) -> bool:
@@ -222,11 +223,27 @@ class Tensor(TorchTensorMethods, TorchInPlaceMethods, Node):
         """torch's: whether the values are on a GPU."""
         return self.on_gpu
 
-    nelement = TorchTensorMethods.numel  # torch's other name
+    nelement = TorchTensorMethods.numel  # torch's other names
+    ndimension = TorchTensorMethods.dim
 
     def element_size(self) -> int:
         """torch.Tensor.element_size: bytes per value."""
         return self.array.dtype.itemsize
+
+    def is_floating_point(self) -> bool:
+        """torch.Tensor.is_floating_point: whether the dtype is a float one."""
+        return is_float(self.dtype)
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        """torch.Tensor.is_contiguous: whether the values lie in row-major order, unbroken."""
+        return bool(self.array.flags.c_contiguous)
+
+    def detach_(self) -> "Tensor":
+        """torch.Tensor.detach_: this tensor made a leaf that requires no gradient, in place. The
+        graph lives on the tensors here: an op recorded from it before sends it no gradient."""
+        self.args = self.back_fns = None
+        self.requires_grad = False
+        return self
 
     # methods, named as in numpy; torch's keywords (dim, keepdim...) give torch's meaning
     sum = _numpy_or_torch(reduce.sum, _torch_reduction(reduce.sum), "axis keepdims", "dim keepdim")
@@ -246,6 +263,33 @@ class Tensor(TorchTensorMethods, TorchInPlaceMethods, Node):
     permute, chunk, sort, argsort = ops.permute, ops.chunk, ops.sort, ops.argsort
     cumsum = reduce.cumsum
 
+    # torch's other methods, each importing its module on its first call (``imported``)
+    add, sub, mul, div, absolute, log1p, log2, log10, fmod, remainder, nan_to_num = imported(
+        "pointwise", "add sub mul div absolute log1p log2 log10 fmod remainder nan_to_num"
+    )
+    logical_and, logical_or, logical_xor, logical_not = imported(
+        "pointwise", "logical_and logical_or logical_xor logical_not"
+    )
+    subtract, multiply, divide = sub, mul, div  # torch's other names
+    nansum, nanmean, median, nanmedian, mode, kthvalue, quantile, nanquantile = imported(
+        "reduce_torch", "nansum nanmean median nanmedian mode kthvalue quantile nanquantile"
+    )
+    mv, addmm = imported("products", "mv addmm")
+    outer, allclose, equal = imported("torch_functions", "outer allclose equal")
+    select, index_add, index_copy, index_fill, masked_scatter = imported(
+        "indexing", "select index_add index_copy index_fill masked_scatter"
+    )
+    (random_,) = imported("random_fills", "random_")
+    index_add_, index_copy_, index_fill_, masked_scatter_, fill_diagonal_ = written(
+        index_add, index_copy, index_fill, masked_scatter, *imported("indexing", "fill_diagonal")
+    )
+    abs_, absolute_, log1p_, log2_, log10_, fmod_, remainder_, nan_to_num_ = written(
+        unary.abs, absolute, log1p, log2, log10, fmod, remainder, nan_to_num
+    )
+    logical_and_, logical_or_, logical_xor_, logical_not_ = written(
+        logical_and, logical_or, logical_xor, logical_not
+    )
+
     def transpose(self, *axes) -> "Tensor":
         """Permute the axes (reverse them without arguments): ``x.transpose(1, 0, 2)``; two
         axes are swapped, as torch's ``k.transpose(-2, -1)`` (for a matrix, the same)."""
@@ -260,6 +304,20 @@ class Tensor(TorchTensorMethods, TorchInPlaceMethods, Node):
     def reshape(self, *shape) -> "Tensor":
         """The same values in a new shape: ``x.reshape(2, -1)`` or ``x.reshape((2, -1))``."""
         return ops.reshape(self, _shape_arguments(shape))
+
+    def reshape_as(self, other) -> "Tensor":
+        """torch.Tensor.reshape_as: ``reshape`` to ``other``'s shape."""
+        return ops.reshape(self, other.shape)
+
+    def unflatten(self, dim: int, sizes) -> "Tensor":
+        """torch.Tensor.unflatten: axis ``dim`` split into axes of ``sizes`` (one may be -1),
+        whose product is its length."""
+        dim = checks.axis("Tensor.unflatten", "dim", dim, self.ndim, self.shape)
+        if isinstance(sizes, tuple | list) and sizes and all(map(checks.is_integer, sizes)):
+            with contextlib.suppress(ValueError):  # a product that does not fit: said below
+                return ops.reshape(self, self.shape[:dim] + tuple(sizes) + self.shape[dim + 1 :])
+        expected = f"integers whose product is {self.shape[dim]}, the size of dim {dim} of "
+        checks.fail("Tensor.unflatten", "sizes", f"{expected}{self.shape} (one may be -1)", sizes)
 
     def register_hook(self, hook) -> backprop.HookHandle:
         """torch's gradient hook: ``hook(grad)`` (a Tensor) runs in each backward once this

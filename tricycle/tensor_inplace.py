@@ -99,6 +99,11 @@ def _in_place(name: str, out_of_place, instead: str):
     return in_place
 
 
+def written(*methods) -> tuple:
+    """The in-place forms of ``methods`` (``x.fmod_(y)`` of ``x.fmod``), as ``_in_place``'s."""
+    return tuple(_in_place(f"{m.__name__}_", m, m.__name__) for m in methods)
+
+
 class TorchInPlaceMethods:
     """torch's ``Tensor`` methods that write or make tensors (see the module's doc)."""
 
@@ -167,7 +172,8 @@ class TorchInPlaceMethods:
         return out.clone() if copy and out is self else out
 
     double, half = _cast_to("double", np.float64), _cast_to("half", np.float16)
-    long = _cast_to("long", np.int64)
+    long, byte = _cast_to("long", np.int64), _cast_to("byte", np.uint8)
+    char = _cast_to("char", np.int8)
 
     def bfloat16(self):
         """torch.Tensor.bfloat16: cast to bfloat16 (ml_dtypes' dtype, ``backend.bfloat16``)."""
@@ -175,6 +181,7 @@ class TorchInPlaceMethods:
 
     # ------------------------------------------------------------------ new tensors
     new_zeros, new_ones = _new_filled("new_zeros", 0), _new_filled("new_ones", 1)
+    new_empty = _new_filled("new_empty", 0)  # zeros, as tricycle.empty: see torch_functions
 
     def new_full(self, size, fill_value, dtype=None, device=None, requires_grad: bool = False):
         """torch.Tensor.new_full: ``fill_value`` everywhere, of this tensor's dtype and device."""
@@ -230,7 +237,7 @@ class TorchInPlaceMethods:
     add_ = _in_place("add_", lambda x, y, alpha=1: x + y * alpha, "x + alpha * y")
     sub_ = _in_place("sub_", lambda x, y, alpha=1: x - y * alpha, "x - alpha * y")
     mul_ = _in_place("mul_", operator.mul, "x * y")
-    div_ = _in_place("div_", operator.truediv, "x / y")
+    div_ = _in_place("div_", lambda x, y, **rounding: x.div(y, **rounding), "x.div(y)")
     clamp_ = _in_place("clamp_", lambda x, *bounds, **named: x.clamp(*bounds, **named), "clamp")
     masked_fill_ = _in_place("masked_fill_", ops.masked_fill, "masked_fill")
 
@@ -244,6 +251,13 @@ class TorchInPlaceMethods:
         """torch.Tensor.uniform_: values drawn from U(from, to), ``from`` named ``from_`` here."""
         checks.real("Tensor.uniform_", "to", to, checks.real("Tensor.uniform_", "from", from_))
         return self._fill_random("uniform_", "tricycle.rand", generator, "uniform", from_, to)
+
+    def exponential_(self, lambd=1.0, *, generator=None):
+        """torch.Tensor.exponential_: values drawn from the exponential distribution of rate
+        ``lambd`` (of mean 1 / lambd)."""
+        checks.positive("Tensor.exponential_", "lambd", lambd)
+        scale = 1 / lambd
+        return self._fill_random("exponential_", "tricycle.rand", generator, "exponential", scale)
 
     def _fill_random(self, name: str, instead: str, generator, distribution: str, *params):
         """Values drawn (on the host) from ``generator.distribution(*params)``, written in."""

@@ -10,10 +10,12 @@ own ``sum``, ``mean``, ``max``, ``min``, ``var``, ``split`` take torch's keyword
 ``x.size`` is numpy's count, and called, torch's ``x.size(dim)``. ``softmax`` over any ``dim``
 composes ops (``tricycle.functions``' fused last-axis one sits a layer above the engine).
 Those that index by arrays of ids (``gather``, ``index_select``, ``scatter``, ``diagonal``,
-``nonzero``, ``unique`` ...) call ``tricycle.indexing``, imported on the first such call, so
-that importing the tensor still loads the engine's core alone.
+``nonzero``, ``unique`` ...) call ``tricycle.indexing``, imported on the first such call
+(``imported``, which ``Tensor`` uses for its other modules of methods too), so that importing
+the tensor still loads the engine's core alone.
 """
 
+import importlib
 import math
 import numbers
 
@@ -100,15 +102,21 @@ def _stepwise(name: str):
     return stepwise
 
 
-def _indexing(name: str):
-    def indexing(self, *args, **kwargs):
-        from tricycle import indexing  # noqa: PLC0415 - import tricycle.tensor stays small
+def imported(module: str, names: str) -> tuple:
+    """The functions ``names`` of ``tricycle.<module>`` (each taking the tensor first) as
+    methods that import the module on their first call, so that importing the tensor still
+    loads the engine's core alone."""
 
-        return getattr(indexing, name)(self, *args, **kwargs)
+    def method(name: str):
+        def call(self, *args, **kwargs):
+            function = getattr(importlib.import_module(f"tricycle.{module}"), name)
+            return function(self, *args, **kwargs)
 
-    indexing.__name__ = indexing.__qualname__ = name
-    indexing.__doc__ = f"torch.Tensor.{name}: ``tricycle.indexing.{name}``."
-    return indexing
+        call.__name__ = call.__qualname__ = name
+        call.__doc__ = f"torch.Tensor.{name}: ``tricycle.{module}.{name}``."
+        return call
+
+    return tuple(map(method, names.split()))
 
 
 def _float_test(name: str):
@@ -257,11 +265,11 @@ class TorchTensorMethods:
         return self.view(other.shape)
 
     # indexing by ids (``tricycle.indexing``'s, imported on the first call)
-    index_select, gather, topk, masked_select, repeat_interleave, diagonal, diag = map(
-        _indexing, "index_select gather topk masked_select repeat_interleave diagonal diag".split()
+    index_select, gather, topk, masked_select, repeat_interleave, diagonal, diag = imported(
+        "indexing", "index_select gather topk masked_select repeat_interleave diagonal diag"
     )
-    scatter, scatter_add, nonzero, count_nonzero, unique = map(
-        _indexing, "scatter scatter_add nonzero count_nonzero unique".split()
+    scatter, scatter_add, nonzero, count_nonzero, unique = imported(
+        "indexing", "scatter scatter_add nonzero count_nonzero unique"
     )
 
     # ------------------------------------------------------------------ math

@@ -212,6 +212,11 @@ def flatten(input, start_dim: int = 0, end_dim: int = -1):  # noqa: A002
     return tensor_input("flatten", input).flatten(start_dim, end_dim)
 
 
+def unflatten(input, dim: int, sizes):  # noqa: A002
+    """torch.unflatten: axis ``dim`` split into axes of ``sizes`` (one may be -1)."""
+    return tensor_input("unflatten", input).unflatten(dim, sizes)
+
+
 def unsqueeze(input, dim: int):  # noqa: A002
     """torch.unsqueeze: a size-1 axis inserted at ``dim``."""
     return tensor_input("unsqueeze", input).unsqueeze(dim)

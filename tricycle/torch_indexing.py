@@ -1,5 +1,6 @@
-"""torch's top-level indexing functions on tricycle's engine: ``index_select``, ``scatter``,
-``scatter_add``, ``diag``, ``diagonal``, ``nonzero``, ``unique``, ``repeat_interleave``,
+"""torch's top-level indexing functions on tricycle's engine: ``index_select``, ``select``,
+``scatter``, ``scatter_add``, ``index_add``, ``index_copy``, ``index_fill``,
+``masked_scatter``, ``diag``, ``diagonal``, ``nonzero``, ``unique``, ``repeat_interleave``,
 ``roll`` and ``flip``.
 
 Each calls the ``Tensor`` method of the same name (``tricycle.indexing``'s ops, or
@@ -32,6 +33,37 @@ def scatter_add(input, dim: int, index, src, *, out=None):  # noqa: A002
     (and so on for each dim); the adjoint of ``gather``."""
     no_out("scatter_add", out)
     return tensor_input("scatter_add", input).scatter_add(dim, index, src)
+
+
+def select(input, dim: int, index: int):  # noqa: A002
+    """torch.select: the slice at ``index`` of axis ``dim``, that axis removed."""
+    return tensor_input("select", input).select(dim, index)
+
+
+def index_add(input, dim: int, index, source, *, alpha=1, out=None):  # noqa: A002
+    """torch.index_add: a copy of ``input`` with alpha * source[..., i, ...] added to the slice
+    index[i] of axis ``dim`` (repeated ids add up)."""
+    no_out("index_add", out)
+    return tensor_input("index_add", input).index_add(dim, index, source, alpha=alpha)
+
+
+def index_copy(input, dim: int, index, source, *, out=None):  # noqa: A002
+    """torch.index_copy: a copy of ``input`` with source[..., i, ...] written into the slice
+    index[i] of axis ``dim``."""
+    no_out("index_copy", out)
+    return tensor_input("index_copy", input).index_copy(dim, index, source)
+
+
+def index_fill(input, dim: int, index, value):  # noqa: A002
+    """torch.index_fill: a copy of ``input`` with ``value`` in the slices ``index`` of axis
+    ``dim``."""
+    return tensor_input("index_fill", input).index_fill(dim, index, value)
+
+
+def masked_scatter(input, mask, source):  # noqa: A002
+    """torch.masked_scatter: a copy of ``input`` with the values of ``source``, in order,
+    where ``mask`` holds."""
+    return tensor_input("masked_scatter", input).masked_scatter(mask, source)
 
 
 def diag(input, diagonal: int = 0, *, out=None):  # noqa: A002

@@ -1,12 +1,17 @@
-"""torch's top-level reductions, step functions and distances on tricycle's engine: ``std``,
-``var``, ``logsumexp``, ``prod``, ``cumprod``, ``amax``, ``amin``, ``count_nonzero``,
-``maximum``, ``minimum``, ``sign``, ``round``, ``floor``, ``ceil``, ``trunc`` and ``cdist``.
+"""torch's top-level math on tricycle's engine: the reductions ``std``, ``var``,
+``logsumexp``, ``prod``, ``cumprod``, ``amax``, ``amin``, ``count_nonzero``, ``nansum``,
+``nanmean``, ``median``, ``nanmedian``, ``mode``, ``kthvalue``, ``quantile`` and
+``nanquantile``; the elementwise ``add``, ``sub``, ``mul``, ``div`` (and their other names),
+``absolute``, ``log1p``, ``log2``, ``log10``, ``fmod``, ``remainder``, ``nan_to_num``,
+``maximum``, ``minimum``, the logical ops and the step functions ``sign``, ``round``,
+``floor``, ``ceil``, ``trunc``; the products ``mv`` and ``addmm``; the distances ``cdist``.
 
-Each calls the ``Tensor`` method of the same name (``tricycle.tensor_torch``: the ops of
-``reduce`` and ``binary``, whose gradients these are) with torch's argument names and
-defaults; ``out=`` is refused, as by ``tricycle.torch_functions``. The step functions
-(``sign``, ``round``, ``floor``, ``ceil``, ``trunc``) have gradient 0, as torch's. ``cdist``
-is the norm of the difference of every pair of rows.
+Each calls the ``Tensor`` method of the same name (``tricycle.tensor_torch``, or the modules
+its methods import: ``pointwise``, ``reduce_torch``, ``products``; the ops of ``reduce`` and
+``binary`` beneath, whose gradients these are) with torch's argument names and defaults;
+``out=`` is refused, as by ``tricycle.torch_functions``. The step functions (``sign``,
+``round``, ``floor``, ``ceil``, ``trunc``, ``div`` with a ``rounding_mode``) have gradient 0,
+as torch's. ``cdist`` is the norm of the difference of every pair of rows.
 
 Where torch and tricycle differ: ``var`` is ``Tensor.var``, numpy's (ddof 0, ``axis``,
 ``keepdims``) unless a call names one of torch's keywords (``dim``, ``unbiased``,
@@ -78,7 +83,135 @@ def count_nonzero(input, dim=None):  # noqa: A002
     return tensor_input("count_nonzero", input).count_nonzero(dim)
 
 
+def nansum(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
+    """torch.nansum: the sum over ``dim`` (all by default) with NaN counted as 0."""
+    return tensor_input("nansum", input).nansum(dim, keepdim, dtype=dtype)
+
+
+def nanmean(input, dim=None, keepdim: bool = False, *, dtype=None, out=None):  # noqa: A002
+    """torch.nanmean: the mean over ``dim`` (all by default) of the values that are not NaN."""
+    no_out("nanmean", out)
+    return tensor_input("nanmean", input).nanmean(dim, keepdim, dtype=dtype)
+
+
+def _by_rank(name: str, what: str):
+    def by_rank(input, dim=None, keepdim: bool = False, *, out=None):  # noqa: A002
+        no_out(name, out)
+        return getattr(tensor_input(name, input), name)(dim, keepdim)
+
+    by_rank.__name__ = by_rank.__qualname__ = name
+    by_rank.__doc__ = (
+        f"torch.{name}: {what}; of all values without ``dim`` (the gradient shared among the "
+        "entries equal to it), else ``(values, indices)`` along it (the gradient to the index)."
+    )
+    return by_rank
+
+
+median = _by_rank("median", "the lower median (NaN if any value is)")
+nanmedian = _by_rank("nanmedian", "the lower median of the values that are not NaN")
+
+
+def mode(input, dim: int = -1, keepdim: bool = False, *, out=None):  # noqa: A002
+    """torch.mode: ``(values, indices)`` of the most frequent value along ``dim`` (the smallest
+    of those as frequent, the index of its last entry); the gradient goes to the index."""
+    no_out("mode", out)
+    return tensor_input("mode", input).mode(dim, keepdim)
+
+
+def kthvalue(input, k: int, dim=None, keepdim: bool = False, *, out=None):  # noqa: A002
+    """torch.kthvalue: ``(values, indices)`` of the k-th smallest value along ``dim`` (the last
+    by default); the gradient goes to the index."""
+    no_out("kthvalue", out)
+    return tensor_input("kthvalue", input).kthvalue(k, -1 if dim is None else dim, keepdim)
+
+
+def quantile(input, q, dim=None, keepdim: bool = False, *, interpolation="linear", out=None):  # noqa: A002
+    """torch.quantile: the ``q``-quantiles (a number, or a 1-D tensor: then the first axis)
+    over ``dim`` (all values by default), by torch's ``interpolation``; NaN if a value is."""
+    no_out("quantile", out)
+    x = tensor_input("quantile", input)
+    return x.quantile(q, dim, keepdim, interpolation=interpolation)
+
+
+def nanquantile(input, q, dim=None, keepdim: bool = False, *, interpolation="linear", out=None):  # noqa: A002
+    """torch.nanquantile: ``quantile`` of the values that are not NaN."""
+    no_out("nanquantile", out)
+    x = tensor_input("nanquantile", input)
+    return x.nanquantile(q, dim, keepdim, interpolation=interpolation)
+
+
 # ------------------------------------------------------------------ elementwise
+def add(input, other, *, alpha=1, out=None):  # noqa: A002
+    """torch.add: input + alpha * other."""
+    no_out("add", out)
+    return tensor_input("add", input).add(other, alpha=alpha)
+
+
+def sub(input, other, *, alpha=1, out=None):  # noqa: A002
+    """torch.sub (``subtract``): input - alpha * other."""
+    no_out("sub", out)
+    return tensor_input("sub", input).sub(other, alpha=alpha)
+
+
+def mul(input, other, *, out=None):  # noqa: A002
+    """torch.mul (``multiply``): input * other."""
+    no_out("mul", out)
+    return tensor_input("mul", input).mul(other)
+
+
+def div(input, other, *, rounding_mode=None, out=None):  # noqa: A002
+    """torch.div (``divide``): input / other, or the quotient rounded towards 0
+    (``rounding_mode="trunc"``) or down ("floor"), of gradient 0."""
+    no_out("div", out)
+    return tensor_input("div", input).div(other, rounding_mode=rounding_mode)
+
+
+subtract, multiply, divide = sub, mul, div  # torch's other names
+
+
+def true_divide(dividend, divisor, *, out=None):
+    """torch.true_divide: dividend / divisor."""
+    no_out("true_divide", out)
+    return tensor_input("true_divide", dividend, "dividend") / divisor
+
+
+def _elementwise(name: str, what: str, of_two: bool = False):
+    """torch.<name>(input, *, out=None), or (input, other, *, out=None) ``of_two``: the Tensor
+    method of that name."""
+
+    def of_input(input, *, out=None):  # noqa: A002
+        no_out(name, out)
+        return getattr(tensor_input(name, input), name)()
+
+    def of_input_and_other(input, other, *, out=None):  # noqa: A002
+        no_out(name, out)
+        return getattr(tensor_input(name, input), name)(other)
+
+    function = of_input_and_other if of_two else of_input
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = f"torch.{name}: {what}."
+    return function
+
+
+absolute = _elementwise("absolute", "|input| (``abs``), of gradient sign(input)")
+log1p = _elementwise("log1p", "log(1 + input), exact near 0, of gradient 1 / (1 + input)")
+log2 = _elementwise("log2", "the base-2 logarithm")
+log10 = _elementwise("log10", "the base-10 logarithm")
+fmod = _elementwise("fmod", "input - other q, q = input / other rounded towards 0", True)
+remainder = _elementwise("remainder", "input - other q, q rounded down (Python's %)", True)
+logical_not = _elementwise("logical_not", "booleans, True where input is 0")
+logical_and = _elementwise("logical_and", "booleans, input and other (nonzero: True)", True)
+logical_or = _elementwise("logical_or", "booleans, input or other (nonzero: True)", True)
+logical_xor = _elementwise("logical_xor", "booleans, input xor other (nonzero: True)", True)
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):  # noqa: A002
+    """torch.nan_to_num: NaN, inf and -inf replaced by ``nan``, ``posinf`` and ``neginf`` (by
+    default the dtype's largest and lowest numbers); the gradient passes where x is finite."""
+    no_out("nan_to_num", out)
+    return tensor_input("nan_to_num", input).nan_to_num(nan, posinf, neginf)
+
+
 def maximum(input, other, *, out=None):  # noqa: A002
     """torch.maximum: the elementwise maximum of two tensors (broadcast); where they tie each
     gets half the gradient, as torch's."""
@@ -114,6 +247,19 @@ def round(input, *, decimals: int = 0, out=None):  # noqa: A001, A002 - torch's 
     numpy's), in the input's dtype; its gradient is 0, as torch's."""
     no_out("round", out)
     return tensor_input("round", input).round(checks.integer("round", "decimals", decimals))
+
+
+# ------------------------------------------------------------------ products
+def mv(input, vec, *, out=None):  # noqa: A002
+    """torch.mv: the product (N,) of a matrix (N, M) and a vector (M,)."""
+    no_out("mv", out)
+    return tensor_input("mv", input).mv(vec)
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):  # noqa: A002
+    """torch.addmm: beta input + alpha (mat1 @ mat2), input broadcast to the product's shape."""
+    no_out("addmm", out)
+    return tensor_input("addmm", input).addmm(mat1, mat2, beta=beta, alpha=alpha)
 
 
 # ------------------------------------------------------------------ distances
