@@ -1,19 +1,22 @@
 """``tricycle.utils``: where a PyTorch script finds ``torch.utils``' names.
 
 ``tricycle.utils.data`` is ``tricycle.data`` (``from tricycle.utils.data import DataLoader,
-Dataset, TensorDataset``, as ``from torch.utils.data import ...``). It is imported on first use,
-as the package's names are: ``import tricycle`` then ``tricycle.utils.data.DataLoader`` works,
-and importing ``tricycle.utils`` alone starts nothing.
+Dataset, TensorDataset``, as ``from torch.utils.data import ...``); ``tricycle.utils.checkpoint``
+is activation checkpointing (``from tricycle.utils.checkpoint import checkpoint``). Each is
+imported on first use, as the package's names are: ``import tricycle`` then
+``tricycle.utils.data.DataLoader`` works, and importing ``tricycle.utils`` alone starts nothing.
 """
 
 import importlib
 
+_SUBMODULES = ("checkpoint", "data")
+
 
 def __getattr__(name: str):
-    if name == "data":
-        return importlib.import_module("tricycle.utils.data")
+    if name in _SUBMODULES:
+        return importlib.import_module(f"tricycle.utils.{name}")
     raise AttributeError(f"module 'tricycle.utils' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), "data"])
+    return sorted([*globals(), *_SUBMODULES])
