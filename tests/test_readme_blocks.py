@@ -45,7 +45,7 @@ EXPECTED = {
     "docs/training.md": (4, 1, 0),
     "docs/how-it-works.md": (13, 0, 1),
     "docs/nn.md": (11, 0, 0),
-    "docs/pytorch.md": (6, 0, 0),
+    "docs/pytorch.md": (9, 0, 0),
     "docs/accelerate.md": (5, 0, 1),
     "docs/distributed-runtime.md": (1, 0, 0),
     "docs/first-run.md": (2, 1, 0),

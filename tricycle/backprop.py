@@ -132,7 +132,8 @@ def _walk(root, grad, retain_graph: bool, wanted: set | None) -> dict:
                     f"came back with shape {g_arg.shape}"
                 )
             if g_arg.dtype is not array.dtype and g_arg.dtype != array.dtype:
-                g_arg = g_arg.astype(array.dtype)
+                with np.errstate(over="ignore"):  # a scaled loss's inf: GradScaler's to find
+                    g_arg = g_arg.astype(array.dtype)
             key = id(arg)
             previous = grads.get(key)
             # out of place: never write into an array another tensor may own
