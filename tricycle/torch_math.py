@@ -227,13 +227,8 @@ def minimum(input, other, *, out=None):  # noqa: A002
 
 
 def _step(name: str, what: str):
-    def step(input, *, out=None):  # noqa: A002
-        no_out(name, out)
-        return getattr(tensor_input(name, input), name)()
-
-    step.__name__ = step.__qualname__ = name
-    step.__doc__ = f"torch.{name}: {what}, in the input's dtype; its gradient is 0, as torch's."
-    return step
+    """A step function: the method of that name, whose gradient is 0."""
+    return _elementwise(name, f"{what}, in the input's dtype; its gradient is 0, as torch's")
 
 
 sign = _step("sign", "-1, 0 or 1 as x < 0, x = 0 or x > 0")
