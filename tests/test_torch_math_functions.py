@@ -308,6 +308,16 @@ def test_default_dtype_and_bfloat16():
     tc.set_default_dtype(tc.float32)
     with pytest.raises(ValueError, match="set_default_dtype: d must be float32"):
         tc.set_default_dtype(tc.float64)
+
+
+
+def test_bfloat16_is_ml_dtypes_or_an_error_that_says_so():
+    try:
+        import ml_dtypes  # noqa: F401, PLC0415
+    except ImportError:
+        with pytest.raises(ImportError, match="ml_dtypes"):
+            tc.bfloat16  # noqa: B018
+        return
     assert tc.zeros(2, dtype=tc.bfloat16).dtype.name == "bfloat16"
     assert tc.ones(2).to(tc.bfloat16).dtype == np.dtype(tc.bfloat16)
 
