@@ -138,6 +138,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "unflatten": ("tricycle.torch_functions", "unflatten"),
     "get_default_dtype": ("tricycle.torch_functions", "get_default_dtype"),
     "set_default_dtype": ("tricycle.torch_functions", "set_default_dtype"),
+    "set_default_device": ("tricycle.torch_functions", "set_default_device"),
     # torch's reductions, step functions and distances (torch_math), indexing functions
     # (torch_indexing) and random draws (torch_random): calls of the Tensor methods
     "std": ("tricycle.torch_math", "std"),
@@ -431,6 +432,7 @@ __all__ = [
     "scatter",
     "scatter_add",
     "select",
+    "set_default_device",
     "set_default_dtype",
     "set_grad_enabled",
     "sigmoid",

@@ -115,13 +115,26 @@ def embedding_backward(xp, dout, ids, vocab_size: int, dtype):
     return dweights
 
 
-def embedding(ids, weights: Tensor, *, check_range: bool = True) -> Tensor:
+def padding_row(padding_idx, vocab_size: int) -> int:
+    """PyTorch's ``padding_idx`` as a row of a table of ``vocab_size`` rows, in [0, V)."""
+    integer = checks.is_integer(padding_idx)
+    if not integer or not -vocab_size <= padding_idx < vocab_size:
+        expected = f"an integer in [-{vocab_size}, {vocab_size}) (a row of the table)"
+        error = ValueError if integer else TypeError
+        checks.fail("Embedding", "padding_idx", expected, padding_idx, error)
+    return int(padding_idx) % vocab_size
+
+
+def embedding(
+    ids, weights: Tensor, *, check_range: bool = True, padding_idx: int | None = None
+) -> Tensor:
     """Rows of ``weights`` (V, E) picked by integer ``ids`` of any shape: (...) -> (..., E).
 
     Ids outside [0, V) raise IndexError (never wrap): at once on the CPU; on a GPU at the
     next read-back, without stopping the host here (``tricycle.ranges``).
     ``check_range=False`` skips the check for ids valid by construction (positions from
-    arange). The gradient scatters-adds into the used rows.
+    arange). The gradient scatters-adds into the used rows, except row ``padding_idx`` (when
+    given; negative counts from the end), which gets none: PyTorch's padding row.
     """
     xp = weights.xp
     ids = ids.array if isinstance(ids, Tensor) else ids
@@ -133,6 +146,8 @@ def embedding(ids, weights: Tensor, *, check_range: bool = True) -> Tensor:
             f"Embedding: ids must be integers, got dtype {ids.dtype} with shape {ids.shape}"
         )
     vocab_size = weights.shape[0]
+    if padding_idx is not None:
+        padding_idx = padding_row(padding_idx, vocab_size)
     if check_range:  # the device's check: on a GPU it defers to the next read-back
         check = dispatch.setting("check_range", dispatch.device_of(ids), ranges.check_range)
         check(ids, vocab_size, op="Embedding", context=f"for a vocabulary of size {vocab_size}")
@@ -141,36 +156,53 @@ def embedding(ids, weights: Tensor, *, check_range: bool = True) -> Tensor:
     )
     out = forward(xp, weights.array, ids)  # (..., E)
     dtype = weights.dtype
-    return Tensor(
-        out,
-        args=(weights,),
-        back_fns=(lambda dout: backward(xp, dout, ids, vocab_size, dtype),),
-        name="embedding",
-    )
+
+    def back_fn(dout):
+        dweights = backward(xp, dout, ids, vocab_size, dtype)  # (V, E)
+        if padding_idx is not None:
+            dweights[padding_idx] = 0  # the padding row learns nothing
+        return dweights
+
+    return Tensor(out, args=(weights,), back_fns=(back_fn,), name="embedding")
 
 
 class Embedding(Layer):
     """A lookup table of ``from_size`` vectors of size ``to_size``: ids (...) -> (..., to_size).
 
     ``weights`` (from_size, to_size) starts as N(0, 0.02^2) unless ``initialiser`` is given.
+    ``padding_idx`` (by keyword; negative counts from the end), as PyTorch's: that row starts
+    as zeros and gets no gradient, so a padding id embeds to a constant.
     """
+
+    padding_idx = None  # a class default: layers pickled before the argument still load
 
     @checks.arguments(
         from_size=checks.positive_int,
         to_size=checks.positive_int,
         initialiser=checks.optional(checks.function),
     )
-    def __init__(self, from_size: int, to_size: int, initialiser: Callable | None = None):
+    def __init__(
+        self,
+        from_size: int,
+        to_size: int,
+        initialiser: Callable | None = None,
+        *,
+        padding_idx: int | None = None,
+    ):
         self.from_size, self.to_size = from_size, to_size
         self.weights = parameter((initialiser or init_normal)((from_size, to_size)), "weights")
+        if padding_idx is not None:
+            self.padding_idx = padding_row(padding_idx, from_size)
+            self.weights.array[self.padding_idx] = 0
 
     def forward(self, ids) -> Tensor:
-        return embedding(ids, self.weights)
+        return embedding(ids, self.weights, padding_idx=self.padding_idx)
 
     def extra_repr(self) -> str:
         # the table's own shape: model surgery may replace it (nanoGPT's crop_block_size)
         from_size, to_size = self.weights.shape
-        return f"from_size={from_size}, to_size={to_size}"
+        padding = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
+        return f"from_size={from_size}, to_size={to_size}" + padding
 
 
 # ====================================================================== LayerNorm / RMSNorm
@@ -252,19 +284,38 @@ class Dropout(Layer):
     """Inverted dropout; the identity in eval mode or when ``probability`` is 0.
 
     Args:
-        probability: the chance of zeroing each element, in [0, 1).
+        probability: the chance of zeroing each element, in [0, 1); 0.5 by default, as
+            PyTorch's.
         seed: seeds this layer's numpy generator; by default it is drawn from tricycle's
             generator, so ``tricycle.manual_seed`` makes training reproducible.
         inplace: accepted for PyTorch's code (``nn.Dropout(p, inplace=True)``) and changes
             nothing: the output is always a new array (the values and gradients of an
             in-place dropout with the same mask) and the input is left as it was.
+        p: PyTorch's name for ``probability`` (``nn.Dropout(p=0.1)``), by keyword only.
     """
 
     inplace = False  # a class default: layers pickled before the argument still load
 
-    @checks.arguments(probability=checks.probability, seed=checks.seed, inplace=checks.boolean)
-    def __init__(self, probability: float, seed: int | None = None, inplace: bool = False):
-        self.probability = probability
+    @checks.arguments(
+        probability=checks.probability,
+        seed=checks.seed,
+        inplace=checks.boolean,
+        p=checks.probability,
+    )
+    def __init__(
+        self,
+        probability: float | None = None,
+        seed: int | None = None,
+        inplace: bool = False,
+        *,
+        p: float | None = None,
+    ):
+        if probability is not None and p is not None:
+            raise TypeError(
+                f"Dropout: got probability={probability} and p={p}: give one (p is PyTorch's name)"
+            )
+        probability = p if p is not None else probability
+        self.probability = 0.5 if probability is None else probability
         self.rng = np.random.default_rng(random.draw_seed() if seed is None else seed)
         self.inplace = inplace
 

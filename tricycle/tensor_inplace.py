@@ -1,7 +1,7 @@
 """The ``torch.Tensor`` methods that write into a tensor or make one: ``TorchInPlaceMethods``, a
 base class of ``Tensor`` (``tricycle.tensor``) beside ``tricycle.tensor_torch``'s shapes and math.
 
-The in-place methods (``add_``, ``clamp_``, ``normal_``, ``x[i] = v``...) write into ``.array``
+The in-place methods (``add_``, ``normal_``, ``x[i] = v``, ``w -= g``...) write into ``.array``
 only off the graph (a leaf needing no gradient, a parameter under ``no_grad()``), else raise:
 tensors are functional, and a recorded graph keeps the arrays it saved, so writing into its
 inputs would change its gradients. ``.data`` is torch's detached view (the same array, no
@@ -97,6 +97,16 @@ def _in_place(name: str, out_of_place, instead: str):
 
     in_place.__doc__ = f"torch.Tensor.{name}: ``{instead}`` written into this tensor."
     return in_place
+
+
+def _augmented(in_place: str):
+    def augmented(self, other):
+        if self.requires_grad and self.args is None and not grad_enabled():
+            return getattr(self, in_place)(other)  # a parameter under no_grad(): in place
+        return NotImplemented  # Python's ``x = x - y``: a new tensor, any graph kept
+
+    augmented.__doc__ = f"``x op= y``: ``x.{in_place}(y)`` on a parameter under no_grad()."
+    return augmented
 
 
 def written(*methods) -> tuple:
@@ -237,6 +247,9 @@ class TorchInPlaceMethods:
     add_ = _in_place("add_", lambda x, y, alpha=1: x + y * alpha, "x + alpha * y")
     sub_ = _in_place("sub_", lambda x, y, alpha=1: x - y * alpha, "x - alpha * y")
     mul_ = _in_place("mul_", operator.mul, "x * y")
+    # torch's hand-written step ``w -= lr * w.grad`` under no_grad() keeps w the parameter
+    __iadd__, __isub__ = _augmented("add_"), _augmented("sub_")
+    __imul__, __itruediv__ = _augmented("mul_"), _augmented("div_")
     div_ = _in_place("div_", lambda x, y, **rounding: x.div(y, **rounding), "x.div(y)")
     clamp_ = _in_place("clamp_", lambda x, *bounds, **named: x.clamp(*bounds, **named), "clamp")
     masked_fill_ = _in_place("masked_fill_", ops.masked_fill, "masked_fill")

@@ -140,6 +140,15 @@ def set_default_dtype(d) -> None:
         checks.fail("set_default_dtype", "d", expected, d)
 
 
+def set_default_device(device) -> None:
+    """torch.set_default_device, for the CPU only (None or "cpu"): tricycle's factories make
+    host arrays unless given ``device=`` (no global setting changes what an op makes); a GPU
+    is a ValueError naming the way to it."""
+    if device is not None and backend.parse_device(device, "set_default_device") is not None:
+        expected = "None or 'cpu', tricycle's fixed default (pass device= to a factory, or .to)"
+        checks.fail("set_default_device", "device", expected, device)
+
+
 def __getattr__(name: str):
     """``bfloat16``: ml_dtypes' scalar type (as ``tricycle.float32`` is numpy's), imported on
     first use; without ml_dtypes, an ImportError saying to install it."""

@@ -78,8 +78,11 @@ class MultiplicativeLR(_ByFunction):
 class StepLR(LRScheduler):
     """lr *= gamma every ``step_size`` epochs."""
 
-    @checks.arguments(step_size=checks.positive_int, gamma=checks.real)
+    @checks.arguments(gamma=checks.real)
     def __init__(self, optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1):
+        if isinstance(step_size, float) and step_size.is_integer():
+            step_size = int(step_size)  # torch's language-model tutorial passes 1.0
+        checks.positive_int(type(self).__name__, "step_size", step_size)
         self.step_size, self.gamma = step_size, gamma
         super().__init__(optimizer, last_epoch)
 
