@@ -524,3 +524,21 @@ def test_get_submodule_parameter_and_buffer_by_dotted_name_as_torch():
             assert message == str(caught_theirs.value), (method, target)
     with pytest.raises(TypeError, match=r"^Model.get_submodule: target must be a str"):
         ours.get_submodule(0)
+
+
+def test_parameters_is_a_list_that_next_reads_as_torchs_generator():
+    """``next(model.parameters())`` (torch's idiom for a model's device or dtype) gives the
+    first parameter, then the next; the result is still a list (len, indexing, passes)."""
+    torch = pytest.importorskip("torch")
+    ours, theirs = nn.Sequential(nn.Linear(2, 3), nn.Linear(3, 1)), torch.nn.Sequential(
+        torch.nn.Linear(2, 3), torch.nn.Linear(3, 1)
+    )
+    ours_it, theirs_it = ours.parameters(), theirs.parameters()
+    shapes = [(next(ours_it).size(), tuple(next(theirs_it).shape)) for _ in range(4)]
+    assert [a for a, _ in shapes] == [(2, 3), (3,), (3, 1), (1,)]  # (in, out): tricycle's Linear
+    with pytest.raises(StopIteration):
+        next(ours_it)
+    with pytest.raises(StopIteration):
+        next(theirs_it)
+    params = ours.parameters()
+    assert len(params) == 4 and params[0] is next(ours.parameters()) and list(params) == params

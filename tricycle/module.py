@@ -25,6 +25,19 @@ from tricycle.module_torch import TorchMethods
 from tricycle.tensor import Tensor
 
 
+class Parameters(list):
+    """What ``Layer.parameters()`` returns: a list (indexing, ``len``, any number of passes),
+    and, as torch's ``parameters()`` is a generator, ``next`` gives its items one by one."""
+
+    _next = 0
+
+    def __next__(self) -> Tensor:
+        if self._next >= len(self):
+            raise StopIteration
+        self._next += 1
+        return self[self._next - 1]
+
+
 class Layer(TorchMethods, HookMethods):
     """Base class of every layer: subclasses implement ``forward``; calling a layer runs it.
 
@@ -110,9 +123,10 @@ class Layer(TorchMethods, HookMethods):
         """(dotted name, Tensor) for every parameter (a Tensor that requires grad), each once."""
         return [(name, t) for name, t in self.named_tensors() if t.requires_grad]
 
-    def parameters(self) -> list[Tensor]:
-        """Every parameter, each once, in the order of ``named_parameters``."""
-        return [t for _, t in self.named_parameters()]
+    def parameters(self) -> "Parameters":
+        """Every parameter, each once, in the order of ``named_parameters``: a list, which
+        ``next`` also reads as torch's generator (``next(model.parameters()).device``)."""
+        return Parameters(t for _, t in self.named_parameters())
 
     def num_parameters(self) -> int:
         """The number of trainable scalars."""
