@@ -15,7 +15,8 @@ from tricycle.tensor import Tensor
 
 
 def leaf(array, xp=np) -> Tensor:
-    return Tensor(xp.asarray(np.asarray(array, dtype=np.float64)), requires_grad=True)
+    """A float64 leaf of ``array`` (host data, or already on xp's device) on xp's device."""
+    return Tensor(xp.asarray(array, dtype=np.float64), requires_grad=True)
 
 
 def randn(*shape, seed=0) -> np.ndarray:

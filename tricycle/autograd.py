@@ -15,7 +15,7 @@ backward: ``create_graph=True`` is refused. ``Function`` (``tricycle.autograd_fu
 the custom op; the grad modes are the engine's (``tricycle.graph``, ``tricycle.grad_modes``).
 """
 
-from tricycle import backprop, checks
+from tricycle import backend, backprop, checks
 from tricycle.autograd_function import Function, FunctionCtx
 from tricycle.backend import is_float
 from tricycle.grad_modes import enable_grad, inference_mode, is_grad_enabled, set_grad_enabled
@@ -177,7 +177,15 @@ def _seed(op: str, i: int, y: Node, g):
     xp = y.xp
     if g is None:
         return xp.ones_like(y.array)
-    g = g.array if isinstance(g, Node) else xp.asarray(g)
+    if isinstance(g, Node) or backend.is_cupy_array(g):  # a Tensor stays where it is, as torch's
+        g = getattr(g, "array", g)
+        if backend.device_of(g) != y.device:
+            raise ValueError(
+                f"{op}: the gradient of output {i} is on {backend.device_of(g)}; expected the "
+                f"output's device, {y.device} (shape {y.shape})"
+            )
+    else:  # host data (an array, numbers) goes to the output's device
+        g = xp.asarray(g)
     if g.shape != y.shape:
         raise ValueError(
             f"{op}: the gradient of output {i} has shape {g.shape}; expected the output's "

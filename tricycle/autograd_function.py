@@ -285,6 +285,11 @@ class _Backward:
                     f"{name}.backward returned {type(grad).__name__} at position {i}; expected "
                     f"a Tensor (or an array) of shape {arg.shape}, or None"
                 )
+            if backend.device_of(array) != arg.device:  # else a GPU input gets a host .grad
+                raise ValueError(
+                    f"{name}.backward returned a gradient on {backend.device_of(array)} at "
+                    f"position {i}, whose input is on {arg.device}; return it on that device"
+                )
             if array.shape != arg.shape:
                 if not _broadcasts(arg.shape, array.shape):
                     raise ValueError(

@@ -89,20 +89,8 @@ class Node:
         dtype: convert to this dtype.
     """
 
-    __slots__ = (
-        "array",
-        "args",
-        "back_fns",
-        "requires_grad",
-        "grad",
-        "name",
-        "is_batched",
-        "_retain_grad",
-        "_grad_hooks",
-        "grad_buffer",
-        "trace",
-        "__weakref__",
-    )
+    __slots__ = ("array", "args", "back_fns", "requires_grad", "grad", "name", "is_batched",
+                 "_retain_grad", "_grad_hooks", "grad_buffer", "trace", "__weakref__")  # fmt: skip
     __array_priority__ = 1000  # numpy scalars defer to Tensor's reflected operators
 
     def __init__(
@@ -382,12 +370,16 @@ class Node:
 
     def __getstate__(self):
         # the graph and gradients are transient: pickles hold data only (on the host)
-        return {
-            "array": backend.to_host_array(self.array),
-            "requires_grad": self.requires_grad,
-            "name": self.name,
-            "is_batched": self.is_batched,
-        }
+        return self._state(backend.to_host_array(self.array))
+
+    def __deepcopy__(self, memo):  # a deep copy stays on its device, as torch's
+        twin = type(self).__new__(type(self))
+        twin.__setstate__(self._state(self.array.copy()))
+        return twin
+
+    def _state(self, array) -> dict:
+        return {"array": array, "requires_grad": self.requires_grad, "name": self.name,
+                "is_batched": self.is_batched}  # fmt: skip
 
     def __setstate__(self, state):
         self.array = state["array"]

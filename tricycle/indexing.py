@@ -31,9 +31,18 @@ from tricycle.graph import Node as Tensor  # the ops see a tensor as a graph nod
 TopK = namedtuple("TopK", ["values", "indices"])  # as torch.return_types.topk
 
 
+def _beside(x: Tensor, op: str, value):
+    """``value`` (a Tensor, an array or a list) as an array on x's device: host data is
+    copied there; a GPU array for a tensor elsewhere is a ValueError naming ``op``."""
+    array = value.array if isinstance(value, Tensor) else value
+    if backend.is_cupy_array(array):
+        backend.check_same_device(op, x.array, array)
+    return x.xp.asarray(array)
+
+
 def ids_of(x: Tensor, op: str, index):
     """``index`` (a Tensor, array or list of integers) as an array beside ``x``'s."""
-    ids = x.xp.asarray(index.array if isinstance(index, Tensor) else index)
+    ids = _beside(x, op, index)
     if ids.dtype.kind not in "iu":
         checks.fail(op, "index", "integers", index, TypeError)
     return ids
@@ -82,7 +91,7 @@ def gather(x: Tensor, dim: int, index) -> Tensor:
 def masked_select(x: Tensor, mask) -> Tensor:
     """torch.Tensor.masked_select: the values where ``mask`` (booleans) holds, in order, as
     one axis; the gradient goes back to them."""
-    return ops.getitem(x, x.xp.broadcast_to(getattr(mask, "array", mask), x.shape))
+    return ops.getitem(x, x.xp.broadcast_to(_beside(x, "Tensor.masked_select", mask), x.shape))
 
 
 def repeat_interleave(x: Tensor, repeats, dim=None) -> Tensor:
@@ -223,7 +232,7 @@ def masked_scatter(x: Tensor, mask, source) -> Tensor:
     """torch.Tensor.masked_scatter: a copy of x with the values of ``source``, in order, written
     where ``mask`` (booleans, broadcast to x's shape) holds; dsource is dout there (0 for the
     rest of source), dx is 0 there."""
-    mask = x.xp.asarray(mask.array if isinstance(mask, Tensor) else mask)
+    mask = _beside(x, "masked_scatter", mask)
     if mask.dtype != bool:
         checks.fail("masked_scatter", "mask's dtype", "bool", mask.dtype, TypeError)
     try:
