@@ -17,14 +17,17 @@ global hooks), which hands the forward to ``_forward`` here. The outermost layer
 block runs as ``Precision(...).run(layer, layer.forward, ...)`` does: the parameters of the
 layer and of every sublayer cast once to the block's dtype (``cast_parameters``:
 differentiable, so float32 master weights get float32 gradients), its floating Tensor
-arguments cast, and its output handed back as ``cast_output`` hands it (float32). The layers
-it calls run plainly on those casts. Once the last block ends, layer calls take the plain
+arguments cast, and its output cast back to float32 (on every device: the loss after it
+reads float32, as torch's autocast runs the losses in float32). The layers it calls run
+plainly on those casts. An outermost call of a layer without parameters (a loss, an
+activation) runs in its inputs' dtype. Once the last block ends, layer calls take the plain
 path again: outside a block a layer call costs what it did.
 
 The one difference from torch: torch casts op by op, tricycle layer call by layer call. A
 Tensor op outside any layer (``x @ w`` in a script, a loss function) runs in its inputs' own
 dtype under autocast too, and every op inside a layer runs in the dtype of its inputs, the
-block's (torch keeps a few, softmax and the norms, in float32).
+block's (torch keeps a few, softmax and the norms, in float32); a model's output is float32
+where torch's last layer gives the 16-bit dtype.
 
 Blocks nest: for a call, the innermost block of its device type decides (``enabled=False``
 turns autocast off). A call inside a cast layer's forward whose innermost block decides
@@ -55,7 +58,6 @@ from tricycle.casting import (
     parameter_places,
     put_parameter,
 )
-from tricycle.precision import Precision
 from tricycle.tensor import Tensor
 
 _DEFAULT_DTYPES = {"cpu": "bfloat16", "cuda": "float16"}  # torch's, per device type
@@ -73,7 +75,6 @@ class _ThreadState(threading.local):
 _thread = _ThreadState()
 _lock = threading.Lock()
 _open_blocks = 0  # enabled blocks open in every thread: while any, _forward runs every forward
-_FLOAT32 = Precision()  # whose cast_output hands a layer's output back to float32 arithmetic
 
 
 class autocast:  # noqa: N801 - torch's name
@@ -188,6 +189,8 @@ def _outermost(layer, dtype, args: tuple, kwargs: dict):
     saved = _thread.running, _thread.places
     places = [(sub, holder, key, value) for _, sub in layer.named_layers()
               for holder, key, value in parameter_places(sub)]  # fmt: skip
+    if not places:  # a loss, an activation: in its inputs' dtype (torch's float32 list)
+        return layer.forward(*args, **kwargs)
     args, kwargs = _cast_tensors((args, kwargs), lambda x: cast(x, dtype))
     _thread.running, _thread.places = dtype, places
     try:
@@ -195,7 +198,7 @@ def _outermost(layer, dtype, args: tuple, kwargs: dict):
             output = layer.forward(*args, **kwargs)
     finally:
         _thread.running, _thread.places = saved
-    return _cast_tensors(output, _FLOAT32.cast_output)
+    return _cast_tensors(output, lambda x: cast(x, np.float32))
 
 
 def _switched(layer, dtype, running, args: tuple, kwargs: dict):
