@@ -214,6 +214,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "cuda": ("tricycle.cuda", None),
     "amp": ("tricycle.amp", None),
     "distributions": ("tricycle.distributions", None),
+    "linalg": ("tricycle.linalg", None),
     "autograd": ("tricycle.autograd", None),
     "nn": ("tricycle.nn", None),
     "optim": ("tricycle.optim", None),

@@ -12,7 +12,8 @@ composes ops (``tricycle.functions``' fused last-axis one sits a layer above the
 Those that index by arrays of ids (``gather``, ``index_select``, ``scatter``, ``diagonal``,
 ``nonzero``, ``unique`` ...) call ``tricycle.indexing``, imported on the first such call
 (``imported``, which ``Tensor`` uses for its other modules of methods too), so that importing
-the tensor still loads the engine's core alone.
+the tensor still loads the engine's core alone; the linear-algebra ones (``inverse``, ``det``,
+``slogdet`` ...) call ``tricycle.linalg`` the same way.
 """
 
 import importlib
@@ -270,6 +271,10 @@ class TorchTensorMethods:
     )
     scatter, scatter_add, nonzero, count_nonzero, unique = imported(
         "indexing", "scatter scatter_add nonzero count_nonzero unique"
+    )
+    # linear algebra (``tricycle.linalg``'s, under torch's method names)
+    inverse, det, logdet, slogdet, matrix_power, pinverse = imported(
+        "linalg.tensor_methods", "inverse det logdet slogdet matrix_power pinverse"
     )
 
     # ------------------------------------------------------------------ math

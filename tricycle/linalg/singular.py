@@ -1,0 +1,137 @@
+"""The singular value decomposition, as ``torch.linalg``: ``svd`` (A = U diag(S) V^H for A
+(..., m, n), the singular values descending), ``svdvals`` (S alone) and ``pinv`` (the
+Moore-Penrose pseudo-inverse, from the SVD), batched over the leading axes.
+
+Backward (the same formula as torch's), with k = min(m, n), U (..., m, k), Vh (..., k, n):
+
+    J = U^T dU - (U^T dU)^T,  K = Vh dVh^T - (Vh dVh^T)^T,  E_ij = S_j^2 - S_i^2 (i != j)
+    dA = U (diag(dS) + (J diag(S) + diag(S) K) / E) Vh
+         + (I - U U^T) dU diag(S)^-1 Vh          (m > n)
+         + U diag(S)^-1 dVh (I - Vh^T Vh)        (m < n)
+
+The singular values' part, U diag(dS) Vh, is finite for any A; the singular vectors' part
+is infinite or NaN where two singular values are equal (or, for the extra rows or columns,
+zero), as torch's. With ``full_matrices=True`` the gradient reaches A through the first k
+columns of U and rows of Vh alone (the others are not unique), as torch's. A loss must not
+depend on the signs of the singular vectors, which are arbitrary.
+
+pinv: X = A^+ = V diag(1/S) U^T over the singular values above the cutoff
+max(atol, rtol S_max), and (Golub and Pereyra, 1973; for a rank that does not change)
+
+    dA = -X^T G X^T + (I - A X) G^T X X^T + X^T X G^T (I - X A)
+"""
+
+from collections import namedtuple
+
+import numpy as np
+
+from tricycle import checks
+from tricycle.graph import Node as Tensor
+from tricycle.graph import grad_enabled
+from tricycle.linalg.matrices import check_matrices, lapack, mT
+
+SVD = namedtuple("SVD", ["U", "S", "Vh"])  # torch.return_types.linalg_svd
+
+
+def svd_backward(xp, dU, dS, dVh, U, S, Vh):
+    """dA of A = U diag(S) Vh (the reduced decomposition) for the gradients dU, dS, dVh,
+    any of them None (no gradient)."""
+    m, n = U.shape[-2], Vh.shape[-1]
+    inner = 0 if dS is None else dS[..., None, :] * xp.eye(S.shape[-1], dtype=S.dtype)
+    if dU is not None or dVh is not None:
+        S2 = S * S
+        E = S2[..., None, :] - S2[..., :, None]  # E_ij = S_j^2 - S_i^2
+        E = E + xp.eye(S.shape[-1], dtype=S.dtype)  # the diagonal, where J and K are 0
+        with np.errstate(divide="ignore", invalid="ignore"):  # repeated values: as torch's
+            if dU is not None:
+                J = mT(U) @ dU
+                inner = inner + (J - mT(J)) * S[..., None, :] / E
+            if dVh is not None:
+                K = Vh @ mT(dVh)
+                inner = inner + S[..., :, None] * (K - mT(K)) / E
+    dA = U @ inner @ Vh
+    if m > n and dU is not None:  # the part of dU outside U's columns
+        dU_over_S = dU / S[..., None, :]
+        dA = dA + (dU_over_S - U @ (mT(U) @ dU_over_S)) @ Vh
+    if m < n and dVh is not None:  # the part of dVh outside Vh's rows
+        dVh_over_S = dVh / S[..., :, None]
+        dA = dA + U @ (dVh_over_S - (dVh_over_S @ mT(Vh)) @ Vh)
+    return dA
+
+
+def _decompose(op: str, A: Tensor, full_matrices: bool):
+    problem = f"the SVD of A (shape {A.shape}) did not converge"
+    return lapack(op, problem, A.xp.linalg.svd, A.array, full_matrices)
+
+
+def svd(A: Tensor, full_matrices: bool = True) -> SVD:
+    """``(U, S, Vh)`` with A = U diag(S) Vh for A (..., m, n): U (..., m, m) and Vh
+    (..., n, n) (``full_matrices``) or (..., m, k) and (..., k, n), S (..., k) descending,
+    k = min(m, n)."""
+    check_matrices("svd", A)
+    checks.boolean("svd", "full_matrices", full_matrices)
+    xp = A.xp
+    U, S, Vh = _decompose("svd", A, full_matrices)
+    k = S.shape[-1]
+    Uk, Vhk = U[..., :k], Vh[..., :k, :]  # the columns and rows that have a gradient
+
+    def dA_of_U(dU):
+        return svd_backward(xp, dU[..., :k], None, None, Uk, S, Vhk)
+
+    def dA_of_S(dS):
+        return svd_backward(xp, None, dS, None, Uk, S, Vhk)
+
+    def dA_of_Vh(dVh):
+        return svd_backward(xp, None, None, dVh[..., :k, :], Uk, S, Vhk)
+
+    return SVD(
+        A.new(U, args=(A,), back_fns=(dA_of_U,), name="svd U"),
+        A.new(S, args=(A,), back_fns=(dA_of_S,), name="svd S"),
+        A.new(Vh, args=(A,), back_fns=(dA_of_Vh,), name="svd Vh"),
+    )
+
+
+def svdvals(A: Tensor) -> Tensor:
+    """The singular values of A (..., m, n), descending: (..., min(m, n)). Their gradient
+    is U diag(dS) Vh, from the singular vectors, computed only when it is needed."""
+    if isinstance(A, Tensor) and A.requires_grad and grad_enabled():
+        return svd(A, full_matrices=False).S
+    check_matrices("svdvals", A)
+    problem = f"the SVD of A (shape {A.shape}) did not converge"
+    S = lapack("svdvals", problem, lambda a: A.xp.linalg.svd(a, compute_uv=False), A.array)
+    return A.new(S, requires_grad=False, name="svdvals")
+
+
+def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
+    """The pseudo-inverse A^+ (..., n, m) of A (..., m, n): singular values at most
+    max(atol, rtol * the largest) count as zero; rtol is eps * max(m, n) when neither is
+    given, 0 when only atol is. ``hermitian``: A is symmetric, and only its lower triangle
+    is read (as torch's)."""
+    check_matrices("pinv", A, square=hermitian)
+    checks.non_negative("pinv", "atol", atol, optional=True)
+    checks.non_negative("pinv", "rtol", rtol, optional=True)
+    checks.boolean("pinv", "hermitian", hermitian)
+    xp = A.xp
+    m, n = A.shape[-2:]
+    if rtol is None:
+        rtol = np.finfo(A.dtype).eps * max(m, n) if not atol else 0.0
+    a = A.array
+    if hermitian:  # the symmetric matrix of its lower triangle
+        a = xp.tril(a) + mT(xp.tril(a, -1))
+    U, S, Vh = lapack("pinv", f"the SVD of A (shape {A.shape}) did not converge",
+                      xp.linalg.svd, a, False)  # fmt: skip
+    largest = S[..., :1] if S.shape[-1] else S  # (..., 1): S is descending
+    kept = S > xp.maximum(atol or 0.0, rtol * largest)
+    inverse_S = xp.where(kept, 1 / xp.where(kept, S, 1), 0)  # (..., k)
+    X = (mT(Vh) * inverse_S[..., None, :]) @ mT(U)  # (..., n, m)
+
+    def back_fn(G):  # (..., n, m): the formula with A as given (hermitian too), as torch's
+        I_m, I_n = xp.eye(m, dtype=X.dtype), xp.eye(n, dtype=X.dtype)
+        dA = -mT(X) @ G @ mT(X)
+        dA = dA + (I_m - A.array @ X) @ mT(G) @ X @ mT(X)
+        return dA + mT(X) @ X @ mT(G) @ (I_n - X @ A.array)
+
+    return A.new(X, args=(A,), back_fns=(back_fn,), name="pinv")
+
+
+__all__ = ["SVD", "pinv", "svd", "svd_backward", "svdvals"]
