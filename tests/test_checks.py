@@ -153,6 +153,7 @@ CONV = dict(
     padding_mode=[("zero", V), (3, V), (None, V)],
 )  # fmt: skip
 POOL = dict(kernel_size=SIZES, stride=SIZES_OR_NONE, padding=PADDING)
+MAX_POOL = dict(**POOL, dilation=SIZES, return_indices=BOOLEAN, ceil_mode=BOOLEAN)
 BATCH_NORM = dict(
     num_features=COUNT, eps=POSITIVE, affine=BOOLEAN, track_running_stats=BOOLEAN,
     momentum=[(-0.1, V), (1.5, V), (NAN, V), ("0.1", T), (None, T), (True, T)],
@@ -227,8 +228,8 @@ SIGNATURES = [
     # convolutions, pooling, batch norm, recurrent layers
     ("Conv1d", conv.Conv1d, dict(in_channels=2, out_channels=4, kernel_size=3), CONV),
     ("Conv2d", conv.Conv2d, dict(in_channels=2, out_channels=4, kernel_size=3), CONV),
-    ("MaxPool1d", conv.MaxPool1d, dict(kernel_size=2), POOL),
-    ("MaxPool2d", conv.MaxPool2d, dict(kernel_size=2), POOL),
+    ("MaxPool1d", conv.MaxPool1d, dict(kernel_size=2), MAX_POOL),
+    ("MaxPool2d", conv.MaxPool2d, dict(kernel_size=2), MAX_POOL),
     ("AvgPool1d", conv.AvgPool1d, dict(kernel_size=2),
      dict(**POOL, ceil_mode=BOOLEAN, count_include_pad=BOOLEAN)),
     ("AvgPool2d", conv.AvgPool2d, dict(kernel_size=2),

@@ -46,15 +46,20 @@ from tricycle.nn.activations import (
     Tanhshrink,
     Threshold,
 )
+from tricycle.nn.adaptive_max_pooling import AdaptiveMaxPool1d, AdaptiveMaxPool2d
 from tricycle.nn.adaptive_pooling import AdaptiveAvgPool1d, AdaptiveAvgPool2d
 from tricycle.nn.batch_norm import BatchNorm1d, BatchNorm2d
 from tricycle.nn.bilinear import Bilinear
 from tricycle.nn.containers import Identity, ModuleDict, ModuleList
 from tricycle.nn.conv import Conv1d, Conv2d, Flatten
 from tricycle.nn.conv_transpose import ConvTranspose1d, ConvTranspose2d
+from tricycle.nn.ctc import CTCLoss
+from tricycle.nn.embedding_bag import EmbeddingBag
 from tricycle.nn.fold import Fold, Unfold
 from tricycle.nn.group_norm import GroupNorm
 from tricycle.nn.instance_norm import InstanceNorm1d, InstanceNorm2d
+from tricycle.nn.lazy import LazyLinear, UninitializedParameter
+from tricycle.nn.likelihood_losses import GaussianNLLLoss, PoissonNLLLoss
 from tricycle.nn.losses import (
     BCEWithLogitsLoss,
     CrossEntropyLoss,
@@ -64,6 +69,14 @@ from tricycle.nn.losses import (
     MSELoss,
     NLLLoss,
     SmoothL1Loss,
+)
+from tricycle.nn.margin_losses import (
+    HingeEmbeddingLoss,
+    MultiLabelMarginLoss,
+    MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
+    SoftMarginLoss,
+    TripletMarginLoss,
 )
 from tricycle.nn.more_losses import (
     BCELoss,
@@ -104,6 +117,7 @@ from tricycle.nn.transformer import (
     TransformerEncoder,
     TransformerEncoderLayer,
 )
+from tricycle.nn.unpooling import MaxUnpool1d, MaxUnpool2d
 from tricycle.nn.upsample import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 Module = Layer
@@ -128,12 +142,19 @@ __all__ = [
     # more losses, similarities and distances (tricycle.nn.more_losses)
     "BCELoss", "CosineEmbeddingLoss", "CosineSimilarity", "MarginRankingLoss",
     "PairwiseDistance",
+    # margin and likelihood losses, CTC (tricycle.nn.margin_losses, likelihood_losses, ctc)
+    "CTCLoss", "GaussianNLLLoss", "HingeEmbeddingLoss", "MultiLabelMarginLoss",
+    "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PoissonNLLLoss", "SoftMarginLoss",
+    "TripletMarginLoss",
     # padding, reshaping, parameter containers, Bilinear, Fold (tricycle.nn.padding_layers, ...)
     "CircularPad1d", "CircularPad2d", "CircularPad3d", "ConstantPad1d", "ConstantPad2d",
     "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d",
     "ReplicationPad2d", "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "Unflatten",
     "PixelShuffle", "PixelUnshuffle", "ParameterDict", "ParameterList", "Bilinear", "Fold",
     "Unfold",
+    # vision and lazy layers (tricycle.nn.adaptive_max_pooling, unpooling, embedding_bag, lazy)
+    "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "EmbeddingBag", "LazyLinear", "MaxUnpool1d",
+    "MaxUnpool2d", "UninitializedParameter",
     # torch's Transformer family (tricycle.nn.transformer)
     "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
     "TransformerEncoderLayer",

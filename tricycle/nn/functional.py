@@ -41,9 +41,12 @@ from tricycle.nn.activations import (
     Threshold,
     prelu,
 )
+from tricycle.nn.adaptive_max_pooling import adaptive_max_pool1d, adaptive_max_pool2d
 from tricycle.nn.adaptive_pooling import adaptive_avg_pool
 from tricycle.nn.bilinear import bilinear
 from tricycle.nn.conv import conv
+from tricycle.nn.ctc import ctc_loss
+from tricycle.nn.embedding_bag import embedding_bag
 from tricycle.nn.fold import fold, unfold
 from tricycle.nn.functional_losses import (
     binary_cross_entropy,
@@ -59,13 +62,24 @@ from tricycle.nn.functional_losses import (
     smooth_l1_loss,
 )
 from tricycle.nn.functional_norms import batch_norm, group_norm, instance_norm, layer_norm
+from tricycle.nn.grid_sample import affine_grid, grid_sample
 from tricycle.nn.interpolate import interpolate
+from tricycle.nn.likelihood_losses import gaussian_nll_loss, poisson_nll_loss
+from tricycle.nn.margin_losses import (
+    hinge_embedding_loss,
+    multi_margin_loss,
+    multilabel_margin_loss,
+    multilabel_soft_margin_loss,
+    soft_margin_loss,
+    triplet_margin_loss,
+)
 from tricycle.nn.more_losses import cosine_similarity, normalize, pairwise_distance
 from tricycle.nn.padding import pad  # noqa: F401 - F.pad, as PyTorch
 from tricycle.nn.pooling import avg_pool, in_n_dims, max_pool
 from tricycle.nn.reshapes import pixel_shuffle, pixel_unshuffle
 from tricycle.nn.sdpa import scaled_dot_product_attention
 from tricycle.nn.softmaxes import along
+from tricycle.nn.unpooling import max_unpool1d, max_unpool2d
 from tricycle.tensor import Tensor, as_tensor
 from tricycle.unary import sigmoid, tanh
 
@@ -76,6 +90,9 @@ avg_pool1d, avg_pool2d = in_n_dims(avg_pool, 1), in_n_dims(avg_pool, 2)
 __all__ = [
     "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool2d",
+    "affine_grid",
     "avg_pool1d",
     "avg_pool2d",
     "batch_norm",
@@ -88,16 +105,21 @@ __all__ = [
     "cosine_embedding_loss",
     "cosine_similarity",
     "cross_entropy",
+    "ctc_loss",
     "dropout",
     "elu",
     "embedding",
+    "embedding_bag",
     "fold",
+    "gaussian_nll_loss",
     "gelu",
     "glu",
+    "grid_sample",
     "group_norm",
     "hardsigmoid",
     "hardswish",
     "hardtanh",
+    "hinge_embedding_loss",
     "huber_loss",
     "instance_norm",
     "interpolate",
@@ -111,14 +133,20 @@ __all__ = [
     "margin_ranking_loss",
     "max_pool1d",
     "max_pool2d",
+    "max_unpool1d",
+    "max_unpool2d",
     "mish",
     "mse_loss",
+    "multi_margin_loss",
+    "multilabel_margin_loss",
+    "multilabel_soft_margin_loss",
     "nll_loss",
     "normalize",
     "one_hot",
     "pairwise_distance",
     "pixel_shuffle",
     "pixel_unshuffle",
+    "poisson_nll_loss",
     "prelu",
     "relu",
     "relu6",
@@ -127,6 +155,7 @@ __all__ = [
     "sigmoid",
     "silu",
     "smooth_l1_loss",
+    "soft_margin_loss",
     "softmax",
     "softmin",
     "softplus",
@@ -134,6 +163,7 @@ __all__ = [
     "tanh",
     "tanhshrink",
     "threshold",
+    "triplet_margin_loss",
     "unfold",
 ]
 
@@ -331,4 +361,3 @@ def one_hot(tensor, num_classes: int = -1) -> Tensor:
     xp = backend.array_module(ids)
     rows = ids[..., None] == xp.arange(num_classes)  # (..., num_classes)
     return Tensor(rows.astype(np.int64), requires_grad=False)
-

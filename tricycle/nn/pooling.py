@@ -5,28 +5,30 @@ window's gradient to its (first) largest element, as PyTorch does; average pooli
 it evenly. Each is a fused op: the forward and backward here are its reference, and a
 backend's kernels for "max_pool" and "avg_pool" take their place through ``tricycle.dispatch``.
 The layers also take an unbatched input (C, L) or (C, H, W), as PyTorch's, through a batch
-axis of 1 (``tricycle.nn.windows.unbatched``).
+axis of 1 (``pool_over``). Max pooling with ``return_indices=True`` also gives torch's
+indices, where each maximum lies in its plane of the input (``input_indices``), which
+``tricycle.nn.unpooling``'s ``max_unpool`` takes.
 """
 
 import math
 
 import numpy as np
 
-from tricycle import checks, dispatch
+from tricycle import checks, dispatch, ops
 from tricycle.layers import Layer
 from tricycle.nn.windows import (
     as_tuple,
     output_size,
     pad,
     scatter_windows,
-    unbatched,
     unpad,
     windows,
 )
 from tricycle.tensor import Tensor
 
 __all__ = [
-    "AvgPool1d", "AvgPool2d", "MaxPool1d", "MaxPool2d", "avg_pool", "in_n_dims", "max_pool",
+    "AvgPool1d", "AvgPool2d", "MaxPool1d", "MaxPool2d", "avg_pool", "in_n_dims", "input_indices",
+    "max_pool",
 ]  # fmt: skip
 
 
@@ -63,6 +65,22 @@ def max_pool_forward(xp, x, kernel, stride, padding):
     index = flat.argmax(axis=2)[:, :, None]  # (N, C, 1, *out): the first maximum
     out = xp.take_along_axis(flat, index, axis=2)[:, :, 0]
     return out, index.astype(np.uint8 if K < 256 else np.int64)
+
+
+def input_indices(xp, index, x_shape, kernel, stride, padding):
+    """torch's indices of max pooling, (N, C, *out) int64: where each window's maximum lies in
+    its plane of the input, flattened row-major (h W + w in 2-D), from ``max_pool_forward``'s
+    ``index`` within the window. (A window of -inf alone may pick its padding: then it names
+    the window's first element inside the input, as torch's does.)"""
+    at = index[:, :, 0].astype(np.int64)  # (N, C, *out): row-major within the window
+    n, out_shape = len(kernel), at.shape[2:]
+    flat = xp.zeros_like(at)
+    for a, size in enumerate(x_shape[2:]):
+        offset = (at // math.prod(kernel[a + 1 :])) % kernel[a]  # along axis a, in the window
+        start = xp.arange(out_shape[a]) * stride[a] - padding[a]  # each window's first element
+        start = start.reshape((-1,) + (1,) * (n - 1 - a))
+        flat = flat * size + xp.clip(start + offset, 0, size - 1)
+    return flat
 
 
 def max_pool_backward(xp, dout, index, x_shape, kernel, stride, padding):
@@ -105,21 +123,43 @@ def avg_pool_backward(xp, dout, x_shape, kernel, stride, padding, count_include_
     return unpad(scatter_windows(xp, dview, padded, stride, (1,) * n), padding)
 
 
-def max_pool(x: Tensor, kernel_size, stride=None, padding=0) -> Tensor:
+def _only_torch_defaults(op: str, n: int, dilation, ceil_mode) -> None:
+    """Raise for the settings of torch's max pooling that tricycle's does not have."""
+    if as_tuple(dilation, n, "dilation", op) != (1,) * n:
+        raise ValueError(f"{op}: dilation must be 1 (dilated pooling is not supported), got "
+                         f"{dilation!r}")  # fmt: skip
+    if checks.boolean(op, "ceil_mode", ceil_mode):
+        raise ValueError(f"{op}: ceil_mode=True is not supported")
+
+
+def max_pool(
+    x: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+    return_indices: bool = False,
+):  # fmt: skip
     """The largest value of each window (padding counts as -inf), as PyTorch's
     ``max_pool1d``/``max_pool2d``; the gradient goes to the first largest element of each
-    window (overlapping windows add up). ``stride`` defaults to ``kernel_size``."""
+    window (overlapping windows add up). ``stride`` defaults to ``kernel_size``; ``dilation``
+    must be 1 and ``ceil_mode`` False. ``return_indices=True``: (out, indices), torch's
+    indices (``input_indices``) as an int64 Tensor without gradient."""
     n = x.ndim - 2
     op = f"max_pool{n}d"
+    _only_torch_defaults(op, n, dilation, ceil_mode)
+    checks.boolean(op, "return_indices", return_indices)
     kernel, stride, padding = _pool_geometry(x, kernel_size, stride, padding, n, op)
     xp = x.xp
-    forward, backward = dispatch.choose("max_pool", (max_pool_forward, max_pool_backward), x.array)
+    forward, backward = reference = (max_pool_forward, max_pool_backward)
+    if not return_indices:  # (a kernel's index is its own: the indices read the reference's)
+        forward, backward = dispatch.choose("max_pool", reference, x.array)
     out, index = forward(xp, x.array, kernel, stride, padding)
 
     def back_fn(dout):
         return backward(xp, dout, index, x.shape, kernel, stride, padding)
 
-    return Tensor(out, args=(x,), back_fns=(back_fn,), name=op)
+    pooled = Tensor(out, args=(x,), back_fns=(back_fn,), name=op)
+    if not return_indices:
+        return pooled
+    indices = input_indices(xp, index, x.shape, kernel, stride, padding)
+    return pooled, Tensor(indices, requires_grad=False, name=f"{op} indices")
 
 
 def avg_pool(
@@ -148,9 +188,12 @@ def pool_over(n: int, name: str, pool, x: Tensor) -> Tensor:
     """``pool(x)`` over exactly ``n`` spatial axes: x (N, C, *n), or unbatched (C, *n)
     through a batch axis of 1; any other rank is an error naming ``name``. (``max_pool`` and
     ``avg_pool`` read the number of axes from x's rank, which cannot tell an unbatched
-    (C, H, W) from a batched (N, C, L).)"""
+    (C, H, W) from a batched (N, C, L).) Max pooling's out and indices both lose that axis."""
     if x.ndim == n + 1:
-        return unbatched(pool, x)
+        pooled = pool(ops.expand_dims(x, 0))
+        if isinstance(pooled, tuple):
+            return tuple(ops.squeeze(t, 0) for t in pooled)
+        return ops.squeeze(pooled, 0)
     if x.ndim != n + 2:
         raise ValueError(
             f"{name}: expected input (batch, channels, *{n} spatial axes) or unbatched "
@@ -188,8 +231,21 @@ class _Pool(Layer):
 
 
 class _MaxPool(_Pool):
-    def pool(self, x: Tensor) -> Tensor:
-        return max_pool(x, self.kernel_size, self.stride, self.padding)
+    return_indices = False  # a class default: layers pickled before the argument still load
+
+    @checks.arguments(return_indices=checks.boolean, ceil_mode=checks.boolean)
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1,
+                 return_indices: bool = False, ceil_mode: bool = False):  # fmt: skip
+        _only_torch_defaults(type(self).__name__, self.n_dims, dilation, ceil_mode)
+        super().__init__(kernel_size, stride, padding)
+        self.return_indices = return_indices
+
+    def pool(self, x: Tensor):
+        return max_pool(x, self.kernel_size, self.stride, self.padding,
+                        return_indices=self.return_indices)  # fmt: skip
+
+    def extra_repr(self) -> str:
+        return super().extra_repr() + (", return_indices=True" if self.return_indices else "")
 
 
 class _AvgPool(_Pool):
@@ -208,14 +264,15 @@ class _AvgPool(_Pool):
 
 class MaxPool1d(_MaxPool):
     """Max pooling over (N, C, L) or (C, L), as ``torch.nn.MaxPool1d`` (stride defaults to
-    the kernel)."""
+    the kernel); with ``return_indices=True`` it returns (out, indices), as torch's."""
 
     n_dims = 1
 
 
 class MaxPool2d(_MaxPool):
     """Max pooling over (N, C, H, W) or (C, H, W), as ``torch.nn.MaxPool2d`` (stride defaults
-    to the kernel)."""
+    to the kernel); with ``return_indices=True`` it returns (out, indices), torch's flat
+    indices into each plane, which ``nn.MaxUnpool2d`` takes."""
 
     n_dims = 2
 
