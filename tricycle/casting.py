@@ -60,11 +60,7 @@ def cast_parameters(model, dtype):
     Layers read their parameters as attributes at call time, so no layer needs to know about
     precision: the policy that runs the forward (``Precision.forward``) casts them.
     """
-    swapped = [
-        (holder, key, value)
-        for _, layer in model.named_layers()  # a model may hold an attribute `layers`
-        for holder, key, value in parameter_places(layer)
-    ]
+    swapped = [place for _, layer in model.named_layers() for place in parameter_places(layer)]
     unique = list({id(value): value for _, _, value in swapped}.values())
     casts = dict(zip(map(id, unique), cast_all(unique, dtype)))  # one launch on a GPU
     for holder, key, value in swapped:
@@ -76,21 +72,20 @@ def cast_parameters(model, dtype):
             put_parameter(holder, key, value)
 
 
-def parameter_places(layer):
+def parameter_places(layer) -> list:
     """(holder, key, parameter) for each parameter ``layer`` holds: as an attribute (holder:
     the layer, key: its name), or in a list or dict attribute (``ParameterList``,
     ``ParameterDict``: holder the list or dict, key the index or key), as ``Layer`` finds
-    its tensors."""
+    its tensors. (One pass, Tensors first: a policy's every eager forward walks it.)"""
+    places = []
     for attr, value in vars(layer).items():
         if isinstance(value, Tensor):
-            places = [(layer, attr, value)]
-        elif isinstance(value, list):
-            places = [(value, i, item) for i, item in enumerate(value)]
-        elif isinstance(value, dict):
-            places = [(value, key, item) for key, item in value.items()]
-        else:
-            continue
-        yield from ((h, k, v) for h, k, v in places if isinstance(v, Tensor) and v.requires_grad)
+            if value.requires_grad:
+                places.append((layer, attr, value))
+        elif isinstance(value, (list, dict)) and value:
+            pairs = value.items() if isinstance(value, dict) else enumerate(value)
+            places += [(value, k, v) for k, v in pairs if isinstance(v, Tensor) and v.requires_grad]
+    return places
 
 
 def put_parameter(holder, key, value) -> None:
