@@ -156,7 +156,7 @@ POOL = dict(kernel_size=SIZES, stride=SIZES_OR_NONE, padding=PADDING)
 MAX_POOL = dict(**POOL, dilation=SIZES, return_indices=BOOLEAN, ceil_mode=BOOLEAN)
 BATCH_NORM = dict(
     num_features=COUNT, eps=POSITIVE, affine=BOOLEAN, track_running_stats=BOOLEAN,
-    momentum=[(-0.1, V), (1.5, V), (NAN, V), ("0.1", T), (None, T), (True, T)],
+    momentum=[(-0.1, V), (1.5, V), (NAN, V), ("0.1", T), (True, T)],
 )  # fmt: skip
 RECURRENT = dict(
     input_size=COUNT, hidden_size=COUNT, num_layers=COUNT, bias=BOOLEAN, batch_first=BOOLEAN,

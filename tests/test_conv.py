@@ -404,7 +404,8 @@ def test_batch_norm_errors():
     with pytest.raises(
         TypeError, match=r"BatchNorm2d: momentum must be a finite number in \[0, 1\]"
     ):
-        BatchNorm2d(3, momentum=None)
+        BatchNorm2d(3, momentum="0.1")
+    assert BatchNorm2d(3, momentum=None).momentum is None  # torch's cumulative average
     layer = BatchNorm1d(3).eval()  # one sample is fine with running statistics
     assert layer(to_tensor(randn(1, 3))).shape == (1, 3)
 

@@ -121,10 +121,20 @@ def batch_norm(
     return out, mean, var
 
 
+def _momentum(owner: str, name: str, value):
+    """Batch norm's momentum: a number in [0, 1], or None for the cumulative average."""
+    return value if value is None else checks.real(owner, name, value, 0, 1)
+
+
 class _BatchNorm(Layer):
     """Batch normalisation, as PyTorch's: in training, normalise with the batch's statistics
     and update the running ones (running = (1 - momentum) running + momentum batch, with the
-    unbiased batch variance); in evaluation, normalise with the running statistics.
+    unbiased batch variance); in evaluation, normalise with the running statistics. With
+    ``momentum=None`` the weight of the k-th training batch is 1 / k, so the running
+    statistics are the plain average of every batch's since ``reset_running_stats()``
+    (``torch.optim.swa_utils.update_bn`` relies on it). ``num_batches_tracked`` counts the
+    training batches, as torch's buffer does; here it is a plain int, not saved in
+    ``state_dict``.
 
     ``gamma`` (ones) and ``beta`` (zeros) are parameters when ``affine``; ``running_mean``
     and ``running_var`` are buffers: saved in ``state_dict``, moved with the layer, never
@@ -133,11 +143,12 @@ class _BatchNorm(Layer):
     """
 
     n_dims: tuple[int, ...] = ()
+    num_batches_tracked = 0  # training batches seen (a class default: older pickles load)
 
     @checks.arguments(
         num_features=checks.positive_int,
         eps=checks.positive,
-        momentum=checks.interval(0, 1),  # (PyTorch's momentum=None is not supported)
+        momentum=_momentum,
         affine=checks.boolean,
         track_running_stats=checks.boolean,
     )
@@ -145,7 +156,7 @@ class _BatchNorm(Layer):
         self,
         num_features: int,
         eps: float = 1e-5,
-        momentum: float = 0.1,
+        momentum: float | None = 0.1,
         affine: bool = True,
         track_running_stats: bool = True,
     ):
@@ -168,21 +179,35 @@ class _BatchNorm(Layer):
         if self.training or not self.track_running_stats:
             y, mean, var = batch_norm(x, self.gamma, self.beta, self.eps)
             if self.training and self.track_running_stats:
-                self._update_running_statistics(mean, var, x.size // x.shape[1])
+                self.num_batches_tracked += 1
+                m = 1 / self.num_batches_tracked if self.momentum is None else self.momentum
+                self._update_running_statistics(mean, var, x.size // x.shape[1], m)
             return y
         y, _, _ = batch_norm(
             x, self.gamma, self.beta, self.eps, self.running_mean.array, self.running_var.array
         )
         return y
 
-    def _update_running_statistics(self, mean, var, n: int) -> None:
+    def _update_running_statistics(self, mean, var, n: int, momentum: float | None = None):
         """New arrays, not writes into the old ones: a graph built in evaluation may still
-        hold the previous statistics for its backward."""
-        m = self.momentum
+        hold the previous statistics for its backward. ``momentum`` (the batch's weight)
+        defaults to the layer's; a layer's None there is 0, no update, as torch's instance
+        norm reads it."""
+        m = self.momentum if momentum is None else momentum
+        m = 0.0 if m is None else m
         unbiased = var * (n / (n - 1))
         running_mean, running_var = self.running_mean, self.running_var
         running_mean.array = ((1 - m) * running_mean.array + m * mean).astype(running_mean.dtype)
         running_var.array = ((1 - m) * running_var.array + m * unbiased).astype(running_var.dtype)
+
+    def reset_running_stats(self) -> None:
+        """Running mean 0, running variance 1 and no batches tracked, as torch's (new arrays,
+        as ``_update_running_statistics`` writes them)."""
+        if self.track_running_stats:
+            xp = self.running_mean.xp
+            self.running_mean.array = xp.zeros_like(self.running_mean.array)
+            self.running_var.array = xp.ones_like(self.running_var.array)
+            self.num_batches_tracked = 0
 
     def extra_repr(self) -> str:
         return (

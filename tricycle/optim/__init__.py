@@ -1,8 +1,9 @@
 """torch.optim for tricycle models: ``SGD``, ``Adam`` and ``AdamW`` (with ``amsgrad``),
 ``Adagrad``, ``RMSprop``, ``Adadelta``, ``Adamax``, ``NAdam``, ``RAdam``, ``Rprop``, ``ASGD``
 and ``LBFGS`` (whose ``step`` takes the closure it calls several times) with torch's
-arguments, parameter groups, ``step()`` and ``state_dict()``/``load_state_dict()``, and the
-learning-rate schedules of ``lr_scheduler``.
+arguments, parameter groups, ``step()`` and ``state_dict()``/``load_state_dict()``, the
+learning-rate schedules of ``lr_scheduler``, and the weight averaging (EMA, SWA) of
+``swa_utils``.
 
 A PyTorch training loop (nanoGPT's) runs as it is written::
 
@@ -34,7 +35,7 @@ in ``adam``; ``rprop``: Rprop; ``asgd``: ASGD; ``lbfgs``: LBFGS, with its line s
 ``line_search``).
 """
 
-from tricycle.optim import lr_scheduler
+from tricycle.optim import lr_scheduler, swa_utils
 from tricycle.optim.adagrad import Adadelta, Adagrad, RMSprop
 from tricycle.optim.adam import Adam, AdamW
 from tricycle.optim.adam_variants import Adamax, NAdam, RAdam
@@ -46,5 +47,5 @@ from tricycle.optim.sgd import SGD
 
 __all__ = [
     "ASGD", "LBFGS", "SGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "NAdam",
-    "Optimizer", "RAdam", "RMSprop", "Rprop", "lr_scheduler",
+    "Optimizer", "RAdam", "RMSprop", "Rprop", "lr_scheduler", "swa_utils",
 ]  # fmt: skip
