@@ -186,10 +186,8 @@ def test_torch_positional_arguments_that_mean_something_else_here_are_refused():
     with pytest.raises(TypeError):
         nn.LayerNorm(8, 1e-5, False)
     assert nn.LayerNorm(8, 1e-5, bias=False).beta is None
-    with pytest.raises(ValueError, match="ceil_mode=True is not supported"):
-        nn.AvgPool2d(3, 2, 1, True)
-    with pytest.raises(ValueError, match="ceil_mode=True is not supported"):
-        nn.functional.avg_pool2d(x, 2, 2, 0, True)
+    assert nn.AvgPool2d(3, 2, 1, True)(x).shape == (1, 2, 3, 3)  # torch's ceil_mode
+    assert nn.functional.avg_pool2d(x, 2, 2, 0, True).shape == (1, 2, 2, 2)
     assert nn.Upsample(6)(x).shape == (1, 2, 6, 6)  # torch's first argument: the size
     assert nn.Upsample(scale_factor=2)(x).shape == (1, 2, 8, 8)
     with pytest.raises(TypeError):

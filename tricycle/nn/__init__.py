@@ -58,7 +58,15 @@ from tricycle.nn.embedding_bag import EmbeddingBag
 from tricycle.nn.fold import Fold, Unfold
 from tricycle.nn.group_norm import GroupNorm
 from tricycle.nn.instance_norm import InstanceNorm1d, InstanceNorm2d
-from tricycle.nn.lazy import LazyLinear, UninitializedParameter
+from tricycle.nn.lazy import LazyLinear, UninitializedBuffer, UninitializedParameter
+from tricycle.nn.lazy_conv import (
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyConv1d,
+    LazyConv2d,
+    LazyConvTranspose1d,
+    LazyConvTranspose2d,
+)
 from tricycle.nn.likelihood_losses import GaussianNLLLoss, PoissonNLLLoss
 from tricycle.nn.losses import (
     BCEWithLogitsLoss,
@@ -155,6 +163,9 @@ __all__ = [
     # vision and lazy layers (tricycle.nn.adaptive_max_pooling, unpooling, embedding_bag, lazy)
     "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "EmbeddingBag", "LazyLinear", "MaxUnpool1d",
     "MaxUnpool2d", "UninitializedParameter",
+    # lazy convolutions and batch norms (tricycle.nn.lazy_conv)
+    "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyConv1d", "LazyConv2d", "LazyConvTranspose1d",
+    "LazyConvTranspose2d", "UninitializedBuffer",
     # torch's Transformer family (tricycle.nn.transformer)
     "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
     "TransformerEncoderLayer",

@@ -8,7 +8,9 @@ set the device and dtype they will be made on, and printing or walking the model
 on one raises a ValueError that says to call the layer first (torch's says the same). The
 first call makes them in place: the same objects, now ``Parameter``s of shape (in, out) and
 (out,), initialised as ``nn.Linear``'s, and the layer becomes a ``Dense`` (``nn.Linear``), as
-torch's becomes a ``Linear``.
+torch's becomes a ``Linear``. ``UninitializedBuffer`` is the same for a buffer (no gradient),
+which becomes a plain Tensor: the running statistics of ``tricycle.nn.lazy_conv``'s lazy
+batch norms, beside its lazy convolutions.
 
 Because the parameters are made in place, an optimizer built before the first call holds
 them and updates them afterwards, as torch's does (torch's documentation still advises a
@@ -26,7 +28,7 @@ from tricycle.layers import Dense
 from tricycle.module import Parameter
 from tricycle.tensor import Tensor, as_tensor
 
-__all__ = ["LazyLinear", "UninitializedParameter"]
+__all__ = ["LazyLinear", "UninitializedBuffer", "UninitializedParameter"]
 
 
 class UninitializedParameter(Parameter):
@@ -62,7 +64,24 @@ class UninitializedParameter(Parameter):
         )
 
     def __repr__(self) -> str:
-        return f"<UninitializedParameter {self.name or ''} (dtype {self.dtype})>"
+        return f"<{type(self).__name__} {self.name or ''} (dtype {self.dtype})>"
+
+
+class UninitializedBuffer(UninitializedParameter):
+    """torch's ``nn.UninitializedBuffer``: a buffer (a Tensor without gradient, such as batch
+    norm's running statistics) whose shape is not known yet; ``materialize`` makes it, in
+    place, a plain ``Tensor`` of that shape, as the layer it belongs to holds its buffers."""
+
+    __slots__ = ()
+
+    def __init__(self, dtype=None):
+        super().__init__(requires_grad=False, dtype=dtype)
+
+    def materialize(self, shape, values=None) -> Tensor:
+        """Become, in place, a ``Tensor`` of ``shape`` (``UninitializedParameter``'s)."""
+        super().materialize(shape, values)
+        self.__class__ = Tensor
+        return self
 
 
 class LazyLinear(Dense):
