@@ -262,6 +262,16 @@ def test_a_stack_of_a_layer_on_the_device_stays_there():
 
 
 
+def test_backward_refuses_a_seed_tensor_on_another_device():
+    """Tensor.backward(grad): a gradient Tensor on another device than the tensor is an
+    error naming backward (host arrays and numbers are copied to the tensor's device)."""
+    x = leaf(rand(3), gpu=True)
+    y = x * 2.0
+    with pytest.raises(ValueError, match="backward: all tensors must be on the same device"):
+        y.backward(Tensor(np.ones(3, dtype=np.float32)), retain_graph=True)
+    y.backward(np.ones(3, dtype=np.float32))  # host data: copied to the GPU
+    np.testing.assert_allclose(host(x.grad), [2.0, 2.0, 2.0])
+
 def test_a_deep_copy_of_a_model_on_the_device_stays_there():
     """copy.deepcopy of a GPU model (an EMA twin, a target network) is on the GPU, as
     torch's; a pickle still holds host arrays."""

@@ -220,6 +220,8 @@ class Node:
         if grad is None:
             grad = xp.ones_like(self.array)
         else:
+            if isinstance(grad, Node):  # a Tensor stays where it is: on this one's device
+                backend.check_same_device("backward", self.array, grad.array)
             grad = grad.array if isinstance(grad, Node) else xp.asarray(grad)
             if grad.shape != self.shape:
                 raise ValueError(
