@@ -194,7 +194,7 @@ def _outermost(layer, dtype, args: tuple, kwargs: dict):
     args, kwargs = _cast_tensors((args, kwargs), lambda x: cast(x, dtype))
     _thread.running, _thread.places = dtype, places
     try:
-        with cast_parameters(layer, dtype):
+        with cast_parameters(layer, dtype, [place[1:] for place in places]):  # found above
             output = layer.forward(*args, **kwargs)
     finally:
         _thread.running, _thread.places = saved

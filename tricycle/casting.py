@@ -51,7 +51,7 @@ def cast_all(tensors: list, dtype) -> list:
 
 
 @contextmanager
-def cast_parameters(model, dtype):
+def cast_parameters(model, dtype, places: list | None = None):
     """Within the block, every parameter attribute of every layer of ``model`` (a ``Layer``)
     is its differentiable cast to ``dtype`` (``cast_all``: one cast per parameter, shared by
     all its uses: a tied head and its token embedding see one Tensor). The parameters are put
@@ -59,16 +59,19 @@ def cast_parameters(model, dtype):
 
     Layers read their parameters as attributes at call time, so no layer needs to know about
     precision: the policy that runs the forward (``Precision.forward``) casts them.
+    ``places``: the (holder, key, parameter) triples of ``parameter_places`` over the model's
+    layers, where the caller has found them already (autocast).
     """
-    swapped = [place for _, layer in model.named_layers() for place in parameter_places(layer)]
-    unique = list({id(value): value for _, _, value in swapped}.values())
+    if places is None:
+        places = [place for _, layer in model.named_layers() for place in parameter_places(layer)]
+    unique = list({id(value): value for _, _, value in places}.values())
     casts = dict(zip(map(id, unique), cast_all(unique, dtype)))  # one launch on a GPU
-    for holder, key, value in swapped:
+    for holder, key, value in places:
         put_parameter(holder, key, casts[id(value)])
     try:
         yield
     finally:
-        for holder, key, value in swapped:
+        for holder, key, value in places:
             put_parameter(holder, key, value)
 
 
