@@ -138,10 +138,12 @@ def check_vocab_size(who: str, vocab_size, char: bool = False) -> None:
 @checks.arguments(valid_fraction=checks.interval(0, 1, "()"))
 def split_text(text: str, valid_fraction: float = 0.1) -> tuple[str, str]:
     """Split text into (train, valid) with about `valid_fraction` of it last, cutting after a
-    newline so no line is split between the two."""
+    newline so no line is split between the two. Where the last line holds the cut (no text
+    follows the next newline but blank lines), the cut is in that line if text follows it
+    there: cutting at a line end would leave nothing to validate on."""
     cut = int(len(text) * (1 - valid_fraction))
     newline = text.find("\n", cut)
-    if newline != -1:
+    if newline != -1 and (text[newline + 1 :].strip() or not text[cut:].strip()):
         cut = newline + 1
     return text[:cut], text[cut:]
 

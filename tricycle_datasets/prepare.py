@@ -93,25 +93,29 @@ class Task:
 
 # ------------------------------------------------------------------ inputs and tasks
 def find_files(inputs: list[str], extensions: tuple[str, ...]) -> list[Path]:
-    """The files that `inputs` name, sorted and without repeats (empty files left out)."""
+    """The files that `inputs` name, sorted and without repeats (empty files left out). A
+    glob's matches count as if named one by one (as the shell expands one): its files, and
+    the files of its directories."""
     files = set()
     for item in inputs:
         path = Path(item).expanduser()
-        if path.is_dir():
-            found = [p for p in path.rglob("*") if p.is_file() and p.suffix in extensions]
-        elif path.is_file():
-            found = [path]
-        else:
-            found = [Path(p) for p in glob.glob(str(path), recursive=True) if Path(p).is_file()]
-            if not found:
-                raise FileNotFoundError(f"prepare: {item!r} is not a file, directory or glob")
-        files.update(p.resolve() for p in found)
+        matches = [path] if path.exists() else glob.glob(str(path), recursive=True)
+        if not matches:
+            raise FileNotFoundError(f"prepare: {item!r} is not a file, directory or glob")
+        files.update(f.resolve() for match in matches for f in _files_in(Path(match), extensions))
     files = sorted(p for p in files if p.stat().st_size > 0)
     if not files:
         raise FileNotFoundError(
             f"prepare: no non-empty files with extensions {', '.join(extensions)} in {inputs}"
         )
     return files
+
+
+def _files_in(path: Path, extensions: tuple[str, ...]) -> list[Path]:
+    """A file itself; a directory's files with `extensions`, searched recursively."""
+    if path.is_dir():
+        return [p for p in path.rglob("*") if p.is_file() and p.suffix in extensions]
+    return [path] if path.is_file() else []
 
 
 def make_tasks(files: list[Path], block_bytes: int) -> list[Task]:
@@ -277,7 +281,8 @@ def prepare(
 
 
 FLAGS = {"out_dir": "--out-dir", "vocab_size": "--vocab-size", "tokeniser_path": "--tokeniser",
-         "workers": "--workers", "valid_fraction": "--valid-fraction"}  # fmt: skip
+         "workers": "--workers", "valid_fraction": "--valid-fraction",
+         "block_bytes": "--block-bytes"}  # fmt: skip
 
 
 def _prepare(
@@ -319,6 +324,10 @@ def _prepare(
         if tokeniser_path is None
         else {"sha256": sha256_file(tokeniser_path)},
     }
+    if out_dir.exists() and not out_dir.is_dir():
+        raise NotADirectoryError(
+            f"prepare: {name('out_dir')} {out_dir} is a file; the shards go into a directory"
+        )
     out_dir.mkdir(parents=True, exist_ok=True)
     index = _existing_index(out_dir, settings, name)
     if index is not None and index["complete"]:
@@ -424,9 +433,13 @@ def _write(
     )
     n_valid = sum(s["tokens"] for s in index["splits"]["valid"])
     if valid_fraction > 0 and n_valid <= 1024:  # GPT-2's window: the largest config's
+        # validation takes whole tasks: a text of one task has none, whatever the fraction
+        more = (f"a larger {name('valid_fraction')} gives more" if len(tasks) > 1 else
+                f"the text is one encoding task, and validation takes whole ones: a smaller "
+                f"{name('block_bytes')} cuts it into more")  # fmt: skip
         print(f"prepare: the validation split has {n_valid:,} tokens: training can validate "
-              f"windows of at most {max(n_valid - 1, 0):,} tokens (GPT-2's are 1,024); a larger "
-              f"{name('valid_fraction')} gives more", file=sys.stderr)  # fmt: skip
+              f"windows of at most {max(n_valid - 1, 0):,} tokens (GPT-2's are 1,024); {more}",
+              file=sys.stderr)  # fmt: skip
     return index
 
 
@@ -529,7 +542,15 @@ def _existing_index(out_dir: Path, settings: dict, name=str) -> dict | None:
             )
         return None
     index = read_index(out_dir)
-    differences = [key for key in settings if index.get("settings", {}).get(key) != settings[key]]
+    recorded = index.get("settings", {})
+    if not isinstance(recorded, dict) or not all(
+        _task_range(shard.get("tasks")) for split in SPLITS for shard in index["splits"][split]
+    ):
+        raise ShardError(
+            f"prepare: {out_dir / INDEX} is malformed (its settings, or a shard's tasks); "
+            f"choose a new {name('out_dir')}, or delete it to start again"
+        )
+    differences = [key for key in settings if recorded.get(key) != settings[key]]
     if differences:
         raise FileExistsError(
             f"prepare: {out_dir} holds shards made with other {', '.join(differences)} "
@@ -537,6 +558,12 @@ def _existing_index(out_dir: Path, settings: dict, name=str) -> dict | None:
             "delete it to start again"
         )
     return index
+
+
+def _task_range(tasks) -> bool:
+    """Whether an index entry's ``tasks`` is what ``ShardWriter.close`` records: [first, end)."""
+    return (isinstance(tasks, list) and len(tasks) == 2
+            and all(type(k) is int and k >= 0 for k in tasks) and tasks[0] < tasks[1])  # fmt: skip
 
 
 def _summary(index: dict) -> str:

@@ -5,7 +5,7 @@ already (``batch_size=None``): ``default_convert``; a rank's rows of a batch
 
 ``default_collate`` mirrors the structure of one example: arrays and Tensors are stacked
 along a new first axis, numbers become one array, tuples, lists and dicts are collated
-position by position (key by key), strings gather into a list. So a dataset of
+position by position (key by key), strings (and bytes) gather into a list. So a dataset of
 ``(image, label)`` pairs gives ``(images (B, ...), labels (B,))`` and a dataset of dicts a
 dict of stacked arrays.
 """
@@ -25,27 +25,35 @@ def default_collate(examples: list):
     if not examples:
         raise ValueError("default_collate: no examples to collate")
     first = examples[0]
-    if isinstance(first, Tensor):
-        return Tensor(
-            backend.array_module(first.array).stack([e.array for e in examples]),
-            requires_grad=False,
-            is_batched=True,
-        )
-    if isinstance(first, np.ndarray):
-        shapes = {e.shape for e in examples}
+    if isinstance(first, (Tensor, np.ndarray)):
+        _check_alike(examples, Tensor if isinstance(first, Tensor) else np.ndarray)
+        shapes = {tuple(e.shape) for e in examples}
         if len(shapes) > 1:
             raise ValueError(
                 f"default_collate: cannot stack arrays of shapes {sorted(shapes)} into one "
                 "batch; pad them to one shape, or pass a collate_fn"
             )
-        return np.stack(examples)
-    if isinstance(first, (bool, np.bool_, numbers.Number, np.number)):
+        if isinstance(first, np.ndarray):
+            return np.stack(examples)
+        return Tensor(
+            backend.array_module(first.array).stack([e.array for e in examples]),
+            requires_grad=False,
+            is_batched=True,
+        )
+    if isinstance(first, _NUMBERS):
+        _check_alike(examples, _NUMBERS)
         return np.asarray(examples)
-    if isinstance(first, str):
+    if isinstance(first, (str, bytes)):  # as torch's: text stays a list of its items
         return list(examples)
     if isinstance(first, Mapping):
+        _check_alike(examples, Mapping)
+        missing = next((key for key in first for e in examples if key not in e), None)
+        if missing is not None:
+            raise ValueError(f"default_collate: an example has no key {missing!r}, which the "
+                             "first has; each must have the same keys")  # fmt: skip
         return {key: default_collate([e[key] for e in examples]) for key in first}
     if isinstance(first, (tuple, list)):
+        _check_alike(examples, (tuple, list))
         if len({len(e) for e in examples}) > 1:
             raise ValueError(
                 "default_collate: examples have different lengths "
@@ -60,6 +68,24 @@ def default_collate(examples: list):
         "collates numpy arrays, Tensors, numbers, strings, tuples, lists and dicts "
         "(pass a collate_fn for anything else)"
     )
+
+
+_NUMBERS = (bool, np.bool_, numbers.Number, np.number)
+
+
+def _check_alike(examples: list, kind) -> None:
+    """Refuse a batch whose examples are not all of the first one's ``kind``."""
+    odd = next((e for e in examples if not isinstance(e, kind)), None)
+    if odd is not None:
+        raise TypeError(
+            f"default_collate: the examples of a batch must be alike: the first is a "
+            f"{type(examples[0]).__name__}, another a {type(odd).__name__} ({_short(odd)})"
+        )
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def default_convert(item):

@@ -400,17 +400,24 @@ class DataLoader:
     def state_dict(self) -> dict:
         """Where the loader stands: the epoch and the batches of it already yielded (with
         workers on a stream: the workers' turns passed, those of a worker that ran out too),
-        and an iterable dataset's own ``state_dict``, read in this process, where it has one."""
+        and an iterable dataset's own ``state_dict`` where it has one. Without workers that
+        is the stream's state now, the batches yielded being in it (position 0); with
+        workers, this process's copy of the stream, which stays where the workers' copies
+        started (with ``persistent_workers``, where they started their first epoch), the
+        batches yielded since being the position. Either resumes with or without workers."""
         state = {"epoch": self.epoch, "position": 0, "seed": self.seed}
         if self._running is not None:
             state.update(epoch=self._running, position=self._position)
         if self._stateful_stream():
-            state.update(position=0, dataset=self.dataset.state_dict())
+            state["dataset"] = self.dataset.state_dict()
+            if self.num_workers == 0:
+                state["position"] = 0
         return state
 
     def load_state_dict(self, state: dict) -> None:
         """Continue from ``state_dict()``: the next iteration resumes that epoch after the
-        batches already yielded (skipped without being loaded, for a map-style dataset)."""
+        batches already yielded (skipped without being loaded, for a map-style dataset; read
+        and dropped, for a stream), a stream from its own state where the state holds one."""
         try:
             self.epoch, self._skip = int(state["epoch"]), int(state["position"])
             self.seed = int(state.get("seed", self.seed))
@@ -419,10 +426,11 @@ class DataLoader:
             raise ValueError(message) from error
         if "dataset" in state and self._stateful_stream():
             self.dataset.load_state_dict(state["dataset"])
+            self.close()  # persistent workers hold copies of the stream as it was
 
     def _stateful_stream(self) -> bool:
-        """An iterable dataset read here (no workers) that saves its own position."""
-        return not self.map_style and self.num_workers == 0 and hasattr(self.dataset, "state_dict")
+        """An iterable dataset that saves its own position."""
+        return not self.map_style and hasattr(self.dataset, "state_dict")
 
     def __repr__(self) -> str:
         kind = "map-style" if self.map_style else "iterable"

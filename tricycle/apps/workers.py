@@ -21,7 +21,9 @@ What can go wrong, and what happens then:
 
 - a worker raises: the exception's type, message and traceback travel back, and the main
   process raises ``WorkerError`` with them when it reaches that batch (the workers are
-  stopped first);
+  stopped first); so does a batch that cannot be pickled to travel back (the queue's
+  background thread would only print that error and lose the batch, leaving the main
+  process waiting for it forever);
 - a worker dies (killed, out of memory): the main process notices within a second and
   raises ``WorkerError`` with its exit code, instead of waiting forever;
 - Ctrl-C: workers ignore SIGINT (the terminal sends it to the whole process group); the
@@ -31,6 +33,7 @@ What can go wrong, and what happens then:
 
 import dataclasses
 import multiprocessing
+import multiprocessing.queues
 import os
 import queue
 import random
@@ -103,6 +106,7 @@ def _work(worker_id: int, make_fetch, init_fn, tasks, results, generation, paren
     (None), or until the main process is gone. ``generation`` (shared) is the iteration the
     main process reads now: a task of an earlier one (a loop left early) is skipped."""
     global _info
+    results.worker_id = worker_id  # for the errors of its background thread
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
     # terminate() is SIGTERM: a forked worker must not keep a handler it inherited (a
     # training loop's stop-after-this-step, data parallelism's interrupt), which would
@@ -162,6 +166,23 @@ def _report(worker_id: int, where: str, error: BaseException) -> tuple:
     return worker_id, where, type(error).__name__, text
 
 
+class _ResultQueue(multiprocessing.queues.Queue):
+    """The queue the workers send (iteration, k, batch, error) on. It pickles what is put on
+    it in a background thread, where an object that cannot be pickled (a batch holding a
+    lock, an open file, a generator) would only be printed and dropped; here it is reported
+    as batch k's error instead, so that the main process raises rather than waits."""
+
+    worker_id = -1  # the worker process's own number, set in it by ``_work``
+
+    def _on_queue_feeder_error(self, error, obj):
+        if not (isinstance(obj, tuple) and len(obj) == 4):  # not a result: the default
+            super()._on_queue_feeder_error(error, obj)
+            return
+        iteration, k = obj[:2]
+        where = f"while sending batch {k} to the main process (a batch must pickle)"
+        self.put((iteration, k, None, _report(self.worker_id, where, error)))
+
+
 class WorkerPool:
     """``num_workers`` processes making batches; iterate ``batches(tasks, seed)`` for each
     epoch (a pool may serve several, as ``persistent_workers``), then ``close()``.
@@ -177,7 +198,7 @@ class WorkerPool:
     def __init__(self, make_fetch, num_workers: int, prefetch: int, context,
                  timeout: float = 0.0, init_fn=None, dataset=None):  # fmt: skip
         self.timeout, self.prefetch = timeout, prefetch
-        self.results = context.Queue()
+        self.results = _ResultQueue(ctx=context)
         self.tasks = [context.Queue() for _ in range(num_workers)]
         self.generation = context.RawValue("q", 0)  # the iteration being read
         self.workers = []

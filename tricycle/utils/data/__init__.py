@@ -2,7 +2,8 @@
 and collate functions, under ``torch.utils.data``'s names) where a PyTorch script imports
 them from: ``from tricycle.utils.data import DataLoader, TensorDataset``. The objects are
 ``tricycle.data``'s own: one class each, so ``isinstance`` holds either way. A package, as
-torch's: ``from tricycle.utils.data.distributed import DistributedSampler`` works too."""
+torch's: ``from tricycle.utils.data.distributed import DistributedSampler`` works too, and
+so do its modules ``dataloader``, ``dataset`` and ``sampler``."""
 
 from tricycle.data import *  # noqa: F403
 from tricycle.data import __all__  # noqa: F401
