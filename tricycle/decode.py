@@ -36,9 +36,11 @@ from tricycle import backend, dispatch
 from tricycle.attention import KVCache, _product_dtype
 
 
-def sample(model, prompt, max_new_tokens, temperature, top_k, rng, use_cache, vocab_limit):
+def sample(model, prompt, max_new_tokens, temperature, top_k, rng, use_cache, vocab_limit,
+           top_p=None):  # fmt: skip
     """Yield ``max_new_tokens`` ids (B,) continuing ``prompt`` (B, T), as ``GPT.stream``
-    (which checks the arguments and runs this in eval mode under no_grad) describes."""
+    (which checks the arguments and runs this in eval mode under no_grad) describes;
+    ``top_p``: nucleus sampling (``probabilities``)."""
     window_size = model.config.context_window
     keep = max(1, window_size // 2)
     head = model._head_matrix(len(prompt))
@@ -56,7 +58,7 @@ def sample(model, prompt, max_new_tokens, temperature, top_k, rng, use_cache, vo
         if logits is not None:
             if vocab_limit is not None:
                 logits[:, vocab_limit:] = -np.inf
-            next_ids = sample_next(logits, temperature, top_k, rng)  # (B,)
+            next_ids = sample_next(logits, temperature, top_k, rng, top_p)  # (B,)
         yield next_ids
         if step == max_new_tokens - 1:
             break
@@ -80,18 +82,45 @@ def records(caches: list[KVCache]) -> bool:
     return dispatch.kernel_for("graph", caches[0].keys) is not None
 
 
-def sample_next(logits: np.ndarray, temperature: float, top_k: int | None, rng) -> np.ndarray:
-    """Sample one id per row of ``logits`` (B, V): temperature, then top-k, then softmax."""
+def sample_next(logits: np.ndarray, temperature: float, top_k: int | None, rng,
+                top_p: float | None = None) -> np.ndarray:  # fmt: skip
+    """Sample one id per row of ``logits`` (B, V) from ``probabilities``; temperature 0 is
+    the greedy argmax."""
     if temperature == 0:
         return logits.argmax(axis=-1)
+    weights = _weights(logits, temperature, top_k, top_p)  # (B, V), unnormalised
+    cdf = np.cumsum(weights, axis=-1)
+    u = rng.random((len(logits), 1)) * cdf[:, -1:]
+    return np.minimum((cdf <= u).sum(axis=-1), logits.shape[-1] - 1)
+
+
+def probabilities(logits: np.ndarray, temperature: float, top_k: int | None = None,
+                  top_p: float | None = None) -> np.ndarray:  # fmt: skip
+    """The distribution (B, V) that ``sample_next`` draws from, in transformers' order:
+    logits divided by ``temperature`` (> 0), then only the ``top_k`` largest kept (ties
+    with the k-th kept too), then only the smallest set of likeliest ids whose probability
+    reaches ``top_p`` (nucleus sampling; the likeliest id always stays), then softmax."""
+    weights = _weights(logits, temperature, top_k, top_p)
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
+def _weights(logits, temperature, top_k, top_p) -> np.ndarray:
+    """exp(filtered logits / temperature - max): ``probabilities`` unnormalised."""
+    if top_p is not None and not 0 < top_p <= 1:
+        raise ValueError(f"sample_next: top_p must be a number in (0, 1], got {top_p!r}")
     logits = logits / temperature
     if top_k is not None and top_k < logits.shape[-1]:
         kth = np.partition(logits, -top_k, axis=-1)[:, -top_k, None]  # (B, 1)
         logits = np.where(logits < kth, -np.inf, logits)
-    probs = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    cdf = np.cumsum(probs, axis=-1)  # (B, V), unnormalised
-    u = rng.random((len(logits), 1)) * cdf[:, -1:]
-    return np.minimum((cdf <= u).sum(axis=-1), logits.shape[-1] - 1)
+    weights = np.exp(logits - logits.max(axis=-1, keepdims=True))  # (B, V)
+    if top_p is not None and top_p < 1:
+        order = np.argsort(logits, axis=-1, kind="stable")  # (B, V): least likely first
+        ascending = np.take_along_axis(weights, order, axis=-1)
+        mass = np.cumsum(ascending, axis=-1) / ascending.sum(axis=-1, keepdims=True)
+        drop = mass <= 1 - top_p  # the tail that holds at most 1 - top_p
+        drop[:, -1] = False
+        np.put_along_axis(weights, order, np.where(drop, 0.0, ascending), axis=-1)
+    return weights
 
 
 # ------------------------------------------------------------------ the fixed-shape step

@@ -21,7 +21,8 @@ float32 where ml_dtypes is absent); they write the exports and a run's weights.
 
 ``resolve`` turns a hub name ("gpt2", "meta-llama/...") into a local directory with
 ``huggingface_hub`` when it is installed and online. ``write_directory`` replaces a whole
-directory at once, so a failed export never leaves a half-written one in place of a good one.
+directory at once, so a failed export never leaves a half-written one in place of a good one
+(and never replaces a file, or a directory that is not a model's, such as a run's).
 ``safetensors`` and ``huggingface_hub`` are imported only when used (the ``hf`` extra).
 """
 
@@ -29,6 +30,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import shutil
 import struct
 import tempfile
@@ -55,6 +57,7 @@ DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<u2", "I64": "<i8",
           "BOOL": "?"}  # fmt: skip
 _CODES = {np.dtype(d): code for code, d in DTYPES.items() if code not in ("BF16",)}
 _MAX_HEADER = 100 * 2**20  # the library's own limit on the JSON header
+_SHARD = re.compile(r"model(-\d+-of-\d+)?\.safetensors")  # a model's weights, whole or a shard
 
 
 class PretrainedError(ValueError):
@@ -63,11 +66,18 @@ class PretrainedError(ValueError):
 
 def resolve(name_or_dir) -> Path:
     """A local model directory: ``name_or_dir`` itself if it is a directory, else a hub repo
-    id fetched (model and tokeniser files only) into huggingface_hub's cache."""
+    id fetched (model and tokeniser files only) into huggingface_hub's cache. What cannot be
+    a repo id (a file, or a path: absolute, from "." or "~", or of three parts) is reported
+    as the missing directory it is, never looked up."""
     path = Path(name_or_dir).expanduser()
     if path.is_dir():
         return path
     name = str(name_or_dir)
+    if path.exists() or path.is_absolute() or name.startswith((".", "~")) or name.count("/") > 1:
+        what = "not a directory" if path.exists() else "no such directory"  # not a hub name
+        shown = path if name.startswith("~") else name
+        raise PretrainedError(f"{shown}: {what}; a model directory holds config.json and "
+                              "model.safetensors")  # fmt: skip
     try:
         from huggingface_hub import snapshot_download
     except ImportError:
@@ -180,6 +190,11 @@ class Reader:
             safe_open = None
         self.files = files
         self.headers = {path: header(path) for path in set(files.values())}
+        for name, path in files.items():  # a stale or edited index: each name where it says
+            if name not in self.headers[path]:
+                raise PretrainedError(
+                    f"{path}: holds no tensor {name!r}, which {INDEX} places in it"
+                )
         self._stack = contextlib.ExitStack()
         self._open = {}  # path -> the package's handle; none without the package
         if safe_open is None:
@@ -314,8 +329,11 @@ def write_directory(directory, write: Callable[[Path], None]) -> None:
     """Call ``write(tmp)`` to fill a fresh temporary directory beside ``directory``, then put
     it in ``directory``'s place: the old directory is renamed aside, the new one renamed in,
     the old one's other files (a tokeniser, a README) moved across and the rest deleted. A
-    failure while writing leaves ``directory`` as it was."""
+    failure while writing leaves ``directory`` as it was. Only a model directory is replaced:
+    a file, or a directory whose config.json is not a model's (a tricycle run's), is refused
+    untouched."""
     directory = Path(directory)
+    _check_replaceable(directory)
     directory.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=directory.parent, prefix=f".{directory.name}.",
                                 suffix=TEMPORARY_SUFFIX))  # fmt: skip
@@ -335,12 +353,32 @@ def write_directory(directory, write: Callable[[Path], None]) -> None:
                                 suffix=TEMPORARY_SUFFIX))  # fmt: skip
     os.replace(directory, old / directory.name)
     os.replace(tmp, directory)
-    stale = {CONFIG, INDEX, *PICKLES}
+    stale = {CONFIG, INDEX, *PICKLES}  # the old model's files; its weights are _SHARD's
     for file in (old / directory.name).iterdir():
-        is_weights = file.suffix == ".safetensors"
-        if not (directory / file.name).exists() and file.name not in stale and not is_weights:
+        mine = file.name in stale or _SHARD.fullmatch(file.name)
+        if not (directory / file.name).exists() and not mine:
             os.replace(file, directory / file.name)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def _check_replaceable(directory: Path) -> None:
+    """A ``PretrainedError`` unless ``directory`` is absent or a directory that an export may
+    replace: empty, or a model's (its config.json, if any, names a model_type)."""
+    if not directory.exists():
+        return
+    if not directory.is_dir():
+        raise PretrainedError(f"{directory}: not a directory; save the model into a directory")
+    config = directory / CONFIG
+    if config.exists():
+        try:
+            is_model = "model_type" in json.loads(config.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError, TypeError):
+            is_model = False
+        if not is_model:
+            raise PretrainedError(
+                f"{directory}: its config.json is not a Hugging Face model's (a tricycle run "
+                "directory?); an export would replace it: save the model into another directory"
+            )
 
 
 def _umask() -> int:

@@ -15,7 +15,10 @@ merge loop is this module's. Decoding is the base class's: each id's bytes, join
 With the ``regex`` package installed the split pattern is GPT-2's own (``\\p{L}``, ``\\p{N}``);
 without it, tricycle's ``re`` spelling of it, which splits a few rare characters differently.
 Special tokens (``<|endoftext|>``) get their ids from the files; ``encode`` never produces
-them, as tricycle's tokeniser (text that spells one is ordinary text).
+them, as tricycle's tokeniser (text that spells one is ordinary text). A tokenizer.json whose
+post-processor puts special tokens before every text (Llama 3's ``<|begin_of_text|>``) gives
+them as ``prefix_ids``: what transformers' tokeniser puts before a prompt, which the sampler
+puts there too.
 """
 
 import functools
@@ -67,12 +70,15 @@ class PretrainedTokeniser(BPETokeniser):
             option; GPT-2: False).
         ignore_merges: a chunk that is a token is that token (Llama 3's tokenizer.json).
         special: special token -> id.
+        prefix_ids: the special ids the tokeniser's template puts before a text (a BOS).
     """
 
     def __init__(self, vocab: dict[str, int], merges: list[tuple[str, str]],
                  pattern: str = GPT2_PATTERN, add_prefix_space: bool = False,
-                 ignore_merges: bool = False, special: dict[str, int] | None = None):  # fmt: skip
+                 ignore_merges: bool = False, special: dict[str, int] | None = None,
+                 prefix_ids=()):  # fmt: skip
         special = dict(special or {})
+        self.prefix_ids = tuple(int(i) for i in prefix_ids or ())
         size = max([*vocab.values(), *special.values()]) + 1
         super().__init__(max(size, 256 + len(special)), GPT2_SPLIT_PATTERN, list(special))
         self.token_ids, self.merge_list = dict(vocab), [tuple(m) for m in merges]
@@ -133,7 +139,9 @@ class PretrainedTokeniser(BPETokeniser):
                   for n, m in enumerate(model.get("merges", []))]  # fmt: skip
         special = {t["content"]: t["id"] for t in data.get("added_tokens", [])}
         vocab = {t: i for t, i in model.get("vocab", {}).items() if t not in special}
-        return cls(vocab, merges, pattern, prefix, bool(model.get("ignore_merges")), special)
+        before = _template_prefix(data.get("post_processor"), path)
+        return cls(vocab, merges, pattern, prefix, bool(model.get("ignore_merges")), special,
+                   before)  # fmt: skip
 
     def to_json(self) -> str:
         """The tokeniser as the text of one JSON file (format "tricycle-hf-bpe"): what
@@ -149,7 +157,7 @@ class PretrainedTokeniser(BPETokeniser):
         if data.get("format") != FORMAT:
             raise ValueError(f"{path}: not a {FORMAT} tokeniser file")
         state = {k: data.get(k) for k in ("vocab", "merges", "pattern", "add_prefix_space",
-                                          "ignore_merges", "special")}  # fmt: skip
+                                          "ignore_merges", "special", "prefix_ids")}  # fmt: skip
         if not trust_pattern and state["pattern"] not in KNOWN_PATTERNS:
             raise ValueError(
                 f"{path}: split pattern {state['pattern']!r} is not GPT-2's or Llama 3's; load "
@@ -190,9 +198,12 @@ class PretrainedTokeniser(BPETokeniser):
         return ids
 
     def __getstate__(self) -> dict:
-        return {"vocab": self.token_ids, "merges": self.merge_list,
-                "pattern": self.split_pattern, "add_prefix_space": self.add_prefix_space,
-                "ignore_merges": self.ignore_merges, "special": self.special_ids}  # fmt: skip
+        state = {"vocab": self.token_ids, "merges": self.merge_list,
+                 "pattern": self.split_pattern, "add_prefix_space": self.add_prefix_space,
+                 "ignore_merges": self.ignore_merges, "special": self.special_ids}  # fmt: skip
+        if self.prefix_ids:  # absent, the file (and its checksum in a run) is as before
+            state["prefix_ids"] = list(self.prefix_ids)
+        return state
 
     def __setstate__(self, state: dict) -> None:
         self.__init__(**state)
@@ -257,6 +268,26 @@ def _pre_tokenizer(spec, path) -> tuple[str, bool]:
     if not byte_level or pattern is None:
         raise ValueError(f"{path}: pre_tokenizer is not byte-level BPE's (ByteLevel)")
     return pattern, prefix
+
+
+def _template_prefix(spec, path) -> list[int]:
+    """The ids a TemplateProcessing post-processor (alone or in a Sequence) puts before a
+    single text: its special tokens ahead of ``$A``."""
+    steps = (spec or {}).get("processors", [spec]) if spec else []
+    for step in steps:
+        if step.get("type") != "TemplateProcessing":
+            continue
+        ids = []
+        for piece in step.get("single", []):
+            if "Sequence" in piece:
+                return ids
+            token = piece.get("SpecialToken", {}).get("id")
+            try:
+                ids += step["special_tokens"][token]["ids"]
+            except (KeyError, TypeError):
+                raise ValueError(f"{path}: post_processor names {token!r}, "
+                                 "which its special_tokens lack") from None  # fmt: skip
+    return []
 
 
 def _pair(line: str, path, n: int) -> tuple[str, str]:

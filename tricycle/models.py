@@ -187,13 +187,16 @@ class GPT(Layer):
                 f"{cls.__name__}.from_pretrained: {directory / 'config.json'} describes a "
                 f"{config.arch!r} model; use {model_class.__name__}.from_pretrained"
             )
-        return pretrained.load_weights(model_class(config, initialise=False), directory)
+        model = pretrained.load_weights(model_class(config, initialise=False), directory)
+        model.token_ids = pretrained.token_ids(directory)  # bos/eos/pad: exported back
+        return model
 
     def save_pretrained(self, directory) -> None:
         """Write the model in the Hugging Face layout (``config.json`` + ``model.safetensors``)
         that ``transformers``' ``AutoModelForCausalLM.from_pretrained`` reads; the directory
         is replaced as a whole, so a failed export leaves a previous one intact."""
-        pretrained.write(directory, self.config, self.state_dict())
+        pretrained.write(directory, self.config, self.state_dict(),
+                         getattr(self, "token_ids", None))  # fmt: skip
 
     def new_caches(self, batch_size: int, capacity: int | None = None) -> list[KVCache]:
         """Empty KV caches, one per block, each holding up to ``capacity`` positions (default
@@ -201,16 +204,25 @@ class GPT(Layer):
         return [block.attention.new_cache(batch_size, capacity) for block in self.blocks]
 
     # ------------------------------------------------------------------ sampling
-    def generate(self, tokens, max_new_tokens: int, **sampling) -> np.ndarray:
+    def generate(self, tokens, max_new_tokens: int, eos_token_id=None, **sampling) -> np.ndarray:
         """Continue ``tokens`` (B, T) or (T,) by ``max_new_tokens``; returns prompt + new ids.
 
-        ``sampling``: the options of ``stream`` (``temperature``, ``top_k``, ``rng``,
-        ``use_cache``, ``vocab_limit``), which says how tokens are sampled.
+        ``eos_token_id`` (an id or a list of them) ends a row where it is sampled, as in
+        transformers' ``generate``: the row's later places repeat its first end id, and
+        generation stops once every row has ended (so fewer than ``max_new_tokens`` may come
+        back). ``sampling``: the options of ``stream`` (``temperature``, ``top_k``,
+        ``top_p``, ``rng``, ``use_cache``, ``vocab_limit``), which says how tokens are sampled.
         """
         prompt = _host_ids(tokens)
         single = prompt.ndim == 1
         prompt = prompt.reshape(1, -1) if single else prompt
-        new = list(self.stream(prompt, max_new_tokens, **sampling))
+        ends = _end_ids(eos_token_id)
+        new, ended = [], np.zeros(len(prompt), dtype=bool)  # (B,)
+        for ids in self.stream(prompt, max_new_tokens, **sampling):
+            new.append(np.where(ended, ends[0], ids) if ends else ids)
+            ended |= np.isin(ids, ends)
+            if ends and ended.all():
+                break
         out = np.concatenate([prompt, np.stack(new, axis=1)], axis=1) if new else prompt
         return out[0] if single else out
 
@@ -221,6 +233,7 @@ class GPT(Layer):
         rng=checks.optional(checks.instance(np.random.Generator)),
         use_cache=checks.boolean,
         vocab_limit=checks.optional(checks.positive_int),
+        top_p=checks.optional(checks.interval(0, 1, "(]")),
     )
     def stream(
         self,
@@ -231,11 +244,14 @@ class GPT(Layer):
         rng: np.random.Generator | None = None,
         use_cache: bool = True,
         vocab_limit: int | None = None,
+        top_p: float | None = None,
     ) -> Iterator[np.ndarray]:
         """Yield the next token ids (B,) one step at a time, in eval mode, under no_grad.
 
         ``temperature`` divides the logits (0 means greedy argmax); ``top_k`` keeps only the
-        k most likely tokens; ``rng`` (a numpy Generator) makes sampling reproducible;
+        k most likely tokens; ``top_p`` then the fewest likeliest whose probability reaches
+        it (nucleus sampling, in transformers' order: ``decode.probabilities``); ``rng`` (a
+        numpy Generator) makes sampling reproducible;
         ``vocab_limit`` samples only ids below it (a tokeniser that learnt fewer ids than
         the model's ``vocab_size`` cannot decode the rest).
 
@@ -261,8 +277,9 @@ class GPT(Layer):
         try:
             with no_grad():
                 yield from decode.sample(
-                    self, prompt, max_new_tokens, temperature, top_k, rng, use_cache, vocab_limit
-                )
+                    self, prompt, max_new_tokens, temperature, top_k, rng, use_cache,
+                    vocab_limit, top_p,
+                )  # fmt: skip
         finally:
             if was_training:
                 self.train()
@@ -358,8 +375,18 @@ def _host_ids(tokens) -> np.ndarray:
     except ValueError:  # rows of different lengths
         raise ValueError(
             "GPT.generate: the prompt must be a (batch, tokens) array; its rows differ in "
-            "length (pad them, or generate for each alone)"
+            "length: generate for each alone (no attention mask: padding would change them)"
         ) from None
+
+
+def _end_ids(eos_token_id) -> list[int]:
+    """``generate``'s ``eos_token_id`` (None, an id or a list of ids) as a list."""
+    ids = [] if eos_token_id is None else np.atleast_1d(eos_token_id).tolist()
+    if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids):
+        raise ValueError(
+            f"GPT.generate: eos_token_id must be an id or a list of ids, got {eos_token_id!r}"
+        )
+    return ids
 
 
 def _check_arch(model_class: type, config: GPTConfig) -> None:

@@ -12,11 +12,13 @@ it is made of, and whether they are stored transposed).
             into one qkv projection, gate_proj|up_proj into SwiGLU's up projection. RoPE is
             the half-split form in both.
 
-Anything a config says that the tricycle model cannot express (a bias-free GPT-2 export, scaled
-RoPE, attention biases in Llama, ...) is a one-line ``PretrainedError`` naming the file and the
-field; a tensor that is missing, left over, of the wrong shape or not a float names the file
-and the tensor. The models call ``resolve``, ``read_config``, ``load_weights`` and ``write``
+Anything a config says that the tricycle model cannot express (scaled RoPE, attention biases
+in Llama, ...) is a one-line ``PretrainedError`` naming the file and the field; a tensor that
+is missing, left over, of the wrong shape or not a float names the file and the tensor. A
+bias-free GPT, which the Hugging Face GPT-2 cannot be, is exported with zero biases: the same
+function. The models call ``resolve``, ``read_config``, ``load_weights`` and ``write``
 (``GPT.from_pretrained``, ``GPT.save_pretrained``); the files are ``tricycle.hf_files``'.
+``token_ids`` reads a directory's bos/eos/pad ids, which ``write`` can write back.
 """
 
 import json
@@ -37,7 +39,8 @@ from tricycle.hf_files import (
     write_directory,
 )
 
-__all__ = ["PretrainedError", "load_weights", "read_config", "read_weights", "resolve", "write"]
+__all__ = ["PretrainedError", "load_weights", "read_config", "read_weights", "resolve",
+           "token_ids", "write"]  # fmt: skip
 
 # tricycle name: (Hugging Face names, stored transposed); "{i}" is the block's number
 NAMES = {
@@ -82,6 +85,8 @@ NAMES = {
 _BUFFERS = (".attn.bias", ".attn.masked_bias", ".rotary_emb.inv_freq")
 _PREFIXES = {"gpt2": "transformer.", "llama": ""}
 ARCHITECTURES = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM"}
+GENERATION = "generation_config.json"  # generate's settings: the special ids it reads first
+TOKEN_FIELDS = ("bos_token_id", "eos_token_id", "pad_token_id")
 # config.json's activation names <-> tricycle's
 _ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu",
                 "relu": "relu", "silu": "silu", "swish": "silu"}  # fmt: skip
@@ -202,11 +207,6 @@ def hf_config(config: GPTConfig, hidden: int) -> dict:
               "float32", "vocab_size": config.vocab_size, "tie_word_embeddings":
               config.tie_weights}  # fmt: skip
     if arch == "gpt2":
-        if not config.bias:
-            raise PretrainedError(
-                "save_pretrained: bias=False: GPT-2 in the Hugging Face layout always has "
-                "biases; train with bias=True to export"
-            )
         names = {v: k for k, v in _ACTIVATIONS.items() if k in ("gelu_new", "gelu", "relu",
                                                                 "silu")}  # fmt: skip
         p = config.dropout
@@ -221,6 +221,24 @@ def hf_config(config: GPTConfig, hidden: int) -> dict:
             "rope_theta": config.rope_theta, "rope_parameters": {"rope_type": "default",
             "rope_theta": config.rope_theta}, "attention_bias": False, "mlp_bias": False,
             "attention_dropout": config.dropout}  # fmt: skip
+
+
+def token_ids(directory) -> dict[str, list[int]]:
+    """{"bos_token_id", "eos_token_id", "pad_token_id": their ids} that ``directory``'s
+    config.json and generation_config.json (which transformers' ``generate`` prefers) set:
+    an id or a list of them (several end-of-text ids), each as a list; unset ones absent."""
+    found = {}
+    for path in (Path(directory) / CONFIG, Path(directory) / GENERATION):
+        values = read_json(path) if path.is_file() else {}
+        for field in TOKEN_FIELDS:
+            value = values.get(field)
+            if value is None:
+                continue
+            ids = value if isinstance(value, list) else [value]
+            if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids):
+                raise PretrainedError(f"{path}: {field}={value!r} is not an id or a list of ids")
+            found[field] = ids
+    return found
 
 
 # ------------------------------------------------------------------ weights
@@ -295,18 +313,25 @@ def read_weights(directory, config: GPTConfig, shapes: dict[str, tuple]) -> dict
 
 def load_weights(model, directory):
     """``model`` (a GPT or Llama of the directory's config) with the directory's weights:
-    the float32 arrays ``read_weights`` checked become its tensors' arrays, uncopied."""
+    the float32 arrays ``read_weights`` checked become its tensors' arrays, uncopied. The
+    model is returned in eval mode, as transformers' ``from_pretrained`` returns it: a
+    pretrained model is mostly run, and GPT-2's dropout would change every forward
+    (``model.train()`` before fine-tuning turns it back on)."""
     tensors = model.named_tensors()
     weights = read_weights(directory, model.config, {k: t.shape for k, t in tensors})
     for name, tensor in tensors:
         tensor.array = weights[name]
-    return model
+    return model.eval()
 
 
-def write(directory, config: GPTConfig, state: dict[str, np.ndarray]) -> None:
-    """Write ``state`` (a model's ``state_dict``) and ``config`` as a Hugging Face directory."""
+def write(directory, config: GPTConfig, state: dict[str, np.ndarray],
+          token_ids: dict[str, list[int]] | None = None) -> None:  # fmt: skip
+    """Write ``state`` (a model's ``state_dict``) and ``config`` as a Hugging Face directory;
+    ``token_ids`` (``token_ids``' of the directory the model came from) go into config.json
+    and generation_config.json, so that transformers' ``generate`` stops where it did."""
     tensors = {}
     prefix = _PREFIXES[config.arch]
+    state = _with_zero_biases(config, state)
     for ours, theirs, transposed in _rows(config, set(state)):
         array = state[ours]
         widths = _widths(config, theirs, array.shape[-1])
@@ -316,13 +341,32 @@ def write(directory, config: GPTConfig, state: dict[str, np.ndarray]) -> None:
             tensors[key] = np.ascontiguousarray(part.T if transposed else part, dtype=np.float32)
     hidden = state["blocks.0.mlp.down_projection.weights"].shape[0]
     config_json = hf_config(config, hidden)  # its errors come before anything is written
+    ids = {field: v[0] if len(v) == 1 else v for field, v in (token_ids or {}).items()}
     data = safetensors_bytes(tensors)
 
     def fill(tmp: Path) -> None:
         (tmp / WEIGHTS).write_bytes(data)
-        (tmp / CONFIG).write_text(_json(config_json), encoding="utf-8")
+        (tmp / CONFIG).write_text(_json({**config_json, **ids}), encoding="utf-8")
+        if ids:
+            (tmp / GENERATION).write_text(_json(ids), encoding="utf-8")
 
     write_directory(directory, fill)
+
+
+def _with_zero_biases(config: GPTConfig, state: dict) -> dict:
+    """``state`` of a GPT with bias=False given the zero biases (Dense) and betas (LayerNorm)
+    that GPT-2 in the Hugging Face layout always has; any other state as it is."""
+    if config.arch != "gpt2" or config.bias:
+        return state
+    zeros = {}
+    for pattern in NAMES["gpt2"]:
+        for i in range(config.n_layers) if "{i}" in pattern else [None]:
+            name = pattern.format(i=i)
+            stem, kind = name.rsplit(".", 1)
+            if kind in ("bias", "beta") and name not in state:
+                width = state[f"{stem}.{'weights' if kind == 'bias' else 'gamma'}"].shape[-1]
+                zeros[name] = np.zeros(width, np.float32)
+    return {**state, **zeros}
 
 
 def _json(value: dict) -> str:

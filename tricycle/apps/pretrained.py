@@ -1,10 +1,11 @@
 """Pretrained models in the applications: a Hugging Face model directory (or hub name) where
 a run directory is expected, with its own tokeniser.
 
-``is_model_dir`` tells a model directory (a ``config.json`` with a ``model_type`` and its
-weights) from a run directory (whose ``config.json`` is the run's); ``load_pretrained`` gives
+``is_model_dir`` tells a model directory (a ``config.json`` with a ``model_type``) from a
+run directory (whose ``config.json`` is the run's); ``load_pretrained`` gives
 (model, tokeniser), the model from ``GPT.from_pretrained`` and the tokeniser from the
-directory's ``tokenizer.json`` or ``vocab.json`` + ``merges.txt``; every problem is one
+directory's ``tokenizer.json`` or ``vocab.json`` + ``merges.txt``; ``end_of_text_ids`` its
+eos ids, where the sampler stops; every problem is one
 ``CheckpointError`` line naming the file. The sampler and ``python -m tricycle.evaluate`` reach
 it through ``tricycle.apps.runs.load_model``; ``tricycle-train --init-from`` through
 ``init_from``.
@@ -18,9 +19,10 @@ import numpy as np
 
 from tricycle.apps.checkpoint import CheckpointError
 from tricycle.configs import GPTConfig
-from tricycle.hf_files import CONFIG, INDEX, PICKLES, WEIGHTS, PretrainedError, resolve
+from tricycle.hf_files import CONFIG, PretrainedError, resolve
 from tricycle.hf_tokeniser import FORMAT, PretrainedTokeniser
 from tricycle.models import GPT
+from tricycle.pretrained import token_ids
 from tricycle.tokeniser import load_tokeniser as load_own_tokeniser
 
 # the GPTConfig fields that describe the model (the rest describe its training)
@@ -31,15 +33,15 @@ ARCHITECTURE = ("embedding_dim", "context_window", "vocab_size", "n_heads", "n_l
 
 def is_model_dir(path) -> bool:
     """Whether ``path`` is a Hugging Face model directory: a config.json naming a
-    model_type, beside weights (safetensors, or a pickle that loading will refuse)."""
+    model_type (a run's never does). Its weights are not asked for: loading names what is
+    missing (no model.safetensors, only a pickle) better than a run directory's error."""
     path = Path(path)
     if not (path / CONFIG).is_file():
         return False
     try:
-        has_type = "model_type" in json.loads((path / CONFIG).read_text(encoding="utf-8"))
+        return "model_type" in json.loads((path / CONFIG).read_text(encoding="utf-8"))
     except (OSError, ValueError, TypeError):
         return False
-    return has_type and any((path / name).is_file() for name in (WEIGHTS, INDEX, *PICKLES))
 
 
 def load_pretrained(name_or_dir, tokeniser_path=None):
@@ -49,6 +51,8 @@ def load_pretrained(name_or_dir, tokeniser_path=None):
         directory = resolve(name_or_dir)  # a hub name is downloaded into its cache
         model = GPT.from_pretrained(directory)
         source = Path(tokeniser_path or directory)
+        if not source.exists():
+            raise PretrainedError(f"{source}: no such file or directory (the tokeniser)")
         if source.is_file():
             tokeniser = PretrainedTokeniser.from_tokenizer_json(source)
         else:
@@ -61,6 +65,17 @@ def load_pretrained(name_or_dir, tokeniser_path=None):
             f"than the model's vocab_size {model.config.vocab_size}"
         )
     return model, tokeniser
+
+
+def end_of_text_ids(path) -> frozenset[int]:
+    """The ids that end a text for the model directory ``path`` (its eos_token_id, as
+    transformers' ``generate`` reads it); none for anything else (a run, a pickle)."""
+    if not Path(path).is_dir() or not is_model_dir(path):
+        return frozenset()
+    try:
+        return frozenset(token_ids(path).get("eos_token_id", []))
+    except PretrainedError as error:
+        raise CheckpointError(str(error)) from None
 
 
 def load_tokeniser(path):

@@ -12,7 +12,9 @@ directory gives its best weights (``best.safetensors``, the lowest validation lo
 ``--weights last`` asks for its last (``model.safetensors``); which file and step is logged
 (a run of an earlier version: ``best.npz`` and ``checkpoint.npz``). They hold the config,
 the tokeniser and the weights as arrays and JSON, with a checksum: reading them runs no code
-from the file, and a corrupt file is an error, never a different sample. **Pickles**
+from the file, and a corrupt file is an error, never a different sample. A Hugging Face
+model directory is sampled as transformers' ``generate`` would: its tokeniser's prefix (a
+BOS) before the prompt, and a sample ends at its eos_token_id. **Pickles**
 (``model.pkl``, or a model saved with ``pickle.dump`` as in the README) work too, but loading
 a pickle runs code from the file: only load pickles you trust. For a
 pickle the tokeniser is ``--tokeniser PATH``, else ``tokeniser.json`` beside it, else, for a
@@ -22,6 +24,7 @@ than its vocabulary, or not the one the run recorded) is refused, naming both fi
 """
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -39,6 +42,7 @@ from tricycle.apps.cli import (
     seed,
     warnings_in_one_line,
 )
+from tricycle.apps.pretrained import end_of_text_ids
 from tricycle.apps.runs import load_model
 from tricycle.backend import cupy_available
 from tricycle.tokeniser import StreamDecoder
@@ -61,12 +65,25 @@ def parse_args(argv=None) -> argparse.Namespace:
     add("--num-samples", type=positive_int, default=1, help="samples, one after the other")
     add("--temperature", type=nonnegative_float, default=0.8, help="0 means greedy")
     add("--top-k", type=positive_int, default=None, help="sample from the k likeliest")
+    add("--top-p", type=probability_mass, default=None, help="sample from the likeliest ids "
+        "whose probability reaches p (nucleus sampling), in (0, 1]")  # fmt: skip
     add("--seed", type=seed, default=None, help="makes sampling reproducible")
     add("--device", choices=["cpu", "gpu"], default="cpu", help="where the model runs: the CPU, "
         "or a CUDA GPU (pip install -e \".[gpu]\")")  # fmt: skip
     add("--tokeniser", type=Path, help="tokeniser file (default: the run's own)")
     add_weights_flag(parser)
     return parser.parse_args(argv)
+
+
+def probability_mass(text: str) -> float:
+    """--top-p: a number in (0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= 1:  # NaN too
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {text!r}")
+    return value
 
 
 def load(path: Path, tokeniser_path: Path | None = None, weights: str = "best"):
@@ -104,10 +121,16 @@ def main(argv=None) -> int:
         model.to_gpu()
     try:
         prompt = tokeniser.encode(args.prompt)
+        stop = end_of_text_ids(args.model)
     except ValueError as error:
         raise SystemExit(f"tricycle-sample: --prompt: {error}") from None
+    except CheckpointError as error:
+        raise SystemExit(f"tricycle-sample: {error}") from None
     if len(prompt) == 0:
         raise SystemExit("tricycle-sample: the prompt must not be empty")
+    # what transformers' tokeniser puts before a prompt (Llama 3's <|begin_of_text|>)
+    prefix = np.array(getattr(tokeniser, "prefix_ids", ()), dtype=prompt.dtype)
+    prompt = np.concatenate([prefix, prompt])
     n_tokens = args.max_tokens if args.max_tokens > 0 else sys.maxsize
     n_known = getattr(tokeniser, "n_tokens", None)  # ids the tokeniser can decode
     rng = np.random.default_rng(args.seed)
@@ -118,9 +141,12 @@ def main(argv=None) -> int:
             sys.stdout.write(args.prompt)
             decoder = StreamDecoder(tokeniser)
             stream = model.stream(
-                prompt[None], n_tokens, args.temperature, args.top_k, rng, vocab_limit=n_known
-            )
+                prompt[None], n_tokens, args.temperature, args.top_k, rng, vocab_limit=n_known,
+                top_p=args.top_p,
+            )  # fmt: skip
             for ids in stream:
+                if int(ids[0]) in stop:  # the model's end of text, as transformers stops
+                    break
                 sys.stdout.write(decoder.push(int(ids[0])))
                 sys.stdout.flush()
             sys.stdout.write(decoder.flush() + "\n")
