@@ -216,7 +216,7 @@ def test_mixed_precision_runs_any_layer_in_the_compute_dtype():
 def test_mistakes_are_named():
     with pytest.raises(ValueError, match="precision bf16 needs a GPU"):
         Accelerator(mixed_precision="bf16", device="cpu")
-    with pytest.raises(TypeError, match="expected a model \\(Layer\\), an optimiser or"):
+    with pytest.raises(TypeError, match="expected a model \\(Layer\\), an optimiser, a"):
         Accelerator().prepare([1, 2])
     with pytest.raises(ValueError, match="prepare the model first"):
         Accelerator().backward(None)

@@ -103,6 +103,8 @@ def test_a_script_runs_on_two_processes(tmp_path):
         (["-n", "2", "no_such_script.py"], "tricycle-run: no such script: no_such_script.py"),
         (["-n", "0", "x.py"], "argument -n/--processes: must be an integer >= 1, got '0'"),
         ([], "name a script to run"),
+        (["-n", "2", "-m", "no_such_module"], "tricycle-run: no such module: no_such_module"),
+        (["test", "--all"], "tricycle-run: `test` takes no arguments, got --all"),
     ],
 )
 def test_a_mistake_is_one_line_not_a_traceback(args, message):

@@ -2,13 +2,16 @@
 data-parallel, in a few calls (in the style of Hugging Face Accelerate)::
 
     accelerator = Accelerator(gradient_accumulation_steps=4, mixed_precision="bf16")
-    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    model, optimizer, loader, scheduler = accelerator.prepare(model, optimizer, loader, scheduler)
     for inputs, targets in loader:
-        loss = loss_fn(targets, model(inputs))
-        accelerator.backward(loss)                  # accumulates; reduces on the last micro-batch
-        grad_norm = accelerator.clip_grad_norm_(1.0)
-        optimizer.step(); optimizer.zero_grad()     # no-ops until accumulation is complete
-        if accelerator.sync_grad:
+        with accelerator.accumulate(model):         # sync_gradients: this one ends a step
+            loss = loss_fn(model(inputs), targets)
+            accelerator.backward(loss)              # accumulates; reduces on the last micro-batch
+            if accelerator.sync_gradients:
+                accelerator.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step(); scheduler.step()      # no-ops until accumulation is complete
+            optimizer.zero_grad()
+        if accelerator.sync_gradients:
             loss = accelerator.gather_for_metrics(loss)   # the mean over all processes
             accelerator.print(loss); accelerator.log({"loss": loss}, step=accelerator.step)
     accelerator.save_state("checkpoints/latest")    # model.safetensors + the training state
@@ -20,38 +23,53 @@ dtype; ``backward`` seeds the loss scale and divides by the accumulation steps, 
 gradients local (``no_sync``) until the last micro-batch, whose backward reduces them;
 ``optimizer.step()`` is ``tricycle.update.update`` (unscale, clip, skip on overflow,
 update). So the loop computes what ``tricycle.apps.step.train_step`` computes, number for
-number.
+number. The optimiser is one of ``tricycle.optimisers`` or of ``tricycle.optim`` (torch's
+names and ``param_groups``: its own ``step`` updates, after the same unscaling, clipping and
+skipping), with a ``tricycle.optim.lr_scheduler`` schedule that steps with the updates.
 
 Under ``tricycle-run -n N`` (or ``mpiexec``) the same loop runs on N processes; each gets
 its share of the loader (``DataLoader.shard``). ``captured_step`` gives the step as one CUDA
 graph (``tricycle.apps.cuda_graph.CapturedStep``) for a loop whose step is the standard one.
 """
 
+import contextlib
 import json
-import shutil
-import tempfile
 import warnings
 from pathlib import Path
 
 import numpy as np
 
-from tricycle import backend, checks
-from tricycle.apps.checkpoint import CheckpointError, load_state, save_state
+from tricycle import amp, backend, checks
+from tricycle.apps.accelerator_files import (
+    STATE,
+    previous_state,
+    read_weights,
+    write_directory,
+    write_weights_into,
+)
+from tricycle.apps.checkpoint import CheckpointError, load_state
 from tricycle.apps.cuda_graph import CapturedStep
 from tricycle.apps.loader import DataLoader
 from tricycle.apps.states import jump_layer_generators, layer_rng_states, load_layer_rng_states
 from tricycle.apps.step import precision_for
 from tricycle.apps.trackers import make_trackers
-from tricycle.apps.wrappers import PreparedModel, PreparedOptimiser, unwrap
+from tricycle.apps.wrappers import (
+    PreparedModel,
+    PreparedOptimiser,
+    PreparedScheduler,
+    foreign_parameters,
+    load_optimiser_state,
+    optimiser_state,
+    torch_optimizer_update,
+    unwrap,
+)
 from tricycle.layers import Layer
+from tricycle.optim.optimizer import Optimizer as TorchOptimizer
+from tricycle.optim.scheduler_base import LRScheduler
 from tricycle.optimisers import Optimiser, global_norm
 from tricycle.parallel import distributed
 from tricycle.tensor import Tensor
 from tricycle.update import update
-
-WEIGHTS = "model.safetensors"  # or model.npz (the safe format) without the safetensors package
-WEIGHTS_NPZ = "model.npz"
-STATE = "state.npz"  # optimiser, loss scaler, counters, loaders, random generators
 
 
 class Accelerator:
@@ -59,21 +77,27 @@ class Accelerator:
 
     Args:
         gradient_accumulation_steps: micro-batches per optimiser step.
-        mixed_precision: "fp32" (default), "tf32", "fp16" or "bf16" (the precision policies
-            of ``tricycle.precision``: fp16 scales the loss; tf32 and bf16 need a GPU).
-        device: "gpu" or "cpu"; by default a GPU where cupy sees one.
+        mixed_precision: "fp32" (default; Accelerate's "no"), "tf32", "fp16" or "bf16" (the
+            precision policies of ``tricycle.precision``: fp16 scales the loss; tf32 and
+            bf16 need a GPU).
+        device: "gpu" or "cpu"; by default a GPU where cupy sees one. ``cpu=True``
+            (Accelerate's spelling) is ``device="cpu"``.
         project_dir: where ``log`` appends its records (metrics.jsonl).
         log_with: "mlflow" and/or "wandb": also log there (the package must be installed).
         project_name, config: the experiment's name and settings, for those trackers.
         split_batches: each process takes its rows of every batch of a prepared loader
             (the training script's split of a global batch), instead of its share of the
             items.
+        step_scheduler_with_optimizer: a prepared scheduler steps with the optimiser's
+            updates (see ``PreparedScheduler``); False: at each of its ``step`` calls.
     """
 
     @checks.arguments(
         gradient_accumulation_steps=checks.positive_int,
         mixed_precision=checks.optional(checks.text),
         device=checks.optional(checks.one_of(("cpu", "gpu"))),
+        cpu=checks.boolean,
+        step_scheduler_with_optimizer=checks.boolean,
     )
     def __init__(
         self,
@@ -86,12 +110,16 @@ class Accelerator:
         project_name: str = "tricycle",
         config: dict | None = None,
         split_batches: bool = False,
+        cpu: bool = False,
+        step_scheduler_with_optimizer: bool = True,
     ):
-        if device is None:
-            device = "gpu" if backend.cupy_available() else "cpu"
+        if device is None or cpu:
+            device = "cpu" if cpu or not backend.cupy_available() else "gpu"
         self.accumulation_steps = gradient_accumulation_steps
         self.split_batches = checks.boolean("Accelerator", "split_batches", split_batches)
-        self.policy = precision_for((mixed_precision or "fp32").lower(), device)
+        self.step_scheduler_with_optimizer = step_scheduler_with_optimizer
+        mode = (mixed_precision or "fp32").lower()
+        self.policy = precision_for("fp32" if mode == "no" else mode, device)
         self.world = distributed.init(gpu=device == "gpu")
         self.gpu: int | None = (self.world.device or 0) if device == "gpu" else None
         self.project_dir = None if project_dir is None else Path(project_dir)
@@ -104,9 +132,11 @@ class Accelerator:
         self.optimiser: Optimiser | None = None
         self.data_parallel: distributed.DataParallel | None = None
         self.loaders: list[DataLoader] = []
+        self.schedulers: list = []
         self.last_step = None  # the StepResult of the last optimiser step (norm, skipped)
         self._max_norm = 0.0
         self._stepped = False
+        self._counted = False  # an accumulate block has counted this micro-batch
         self.policy.__enter__()  # TF32 on for "tf32" (nothing otherwise) until end_training
 
     # ------------------------------------------------------------------ where this runs
@@ -120,6 +150,10 @@ class Accelerator:
         return self.world.is_main
 
     @property
+    def is_local_main_process(self) -> bool:
+        return self.world.local_rank == 0
+
+    @property
     def process_index(self) -> int:
         return self.world.rank
 
@@ -127,39 +161,89 @@ class Accelerator:
     def num_processes(self) -> int:
         return self.world.world_size
 
+    # ------------------------------------------------------------------ as Accelerate names it
+    @property
+    def sync_gradients(self) -> bool:
+        """Accelerate's name of ``sync_grad``: this micro-batch completes a step."""
+        return self.sync_grad
+
+    @property
+    def gradient_accumulation_steps(self) -> int:
+        return self.accumulation_steps
+
+    @property
+    def mixed_precision(self) -> str:
+        """The precision policy's mode: "fp32", "tf32", "fp16" or "bf16"."""
+        return self.policy.mode
+
+    @property
+    def optimizer_step_was_skipped(self) -> bool:
+        """Whether the last update was skipped (an inf/NaN gradient: fp16's overflow)."""
+        return self.last_step is not None and bool(self.last_step.skipped)
+
     # ------------------------------------------------------------------ prepare
     def prepare(self, *objects):
-        """The model (a Layer), optimiser and DataLoaders made ready for this process, in
-        the order given (one object alone comes back alone)."""
-        prepared = [self._prepare_one(obj) for obj in objects]
+        """The model (a Layer), optimiser, DataLoaders and learning-rate scheduler made
+        ready for this process, returned in the order given (one object alone comes back
+        alone); a scheduler is prepared after the optimiser it schedules."""
+        prepared = [None] * len(objects)
+        for i in sorted(range(len(objects)), key=lambda i: isinstance(objects[i], LRScheduler)):
+            prepared[i] = self._prepare_one(objects[i])
+        if isinstance(self.optimiser, TorchOptimizer) and self.model is not None:
+            params = [p for group in self.optimiser.param_groups for p in group["params"]]
+            if foreign := len(foreign_parameters(params, self.model)):
+                raise ValueError(f"Accelerator.prepare: the optimizer holds {foreign} parameters "
+                                 "that are not the model's (an optimizer of another model?): "
+                                 "make it from model.parameters()")  # fmt: skip
         return prepared[0] if len(prepared) == 1 else tuple(prepared)
 
     def _prepare_one(self, obj):
         if isinstance(obj, Layer):
             return self.prepare_model(obj)
-        if isinstance(obj, Optimiser) or hasattr(obj, "fused_update"):
+        if isinstance(obj, (Optimiser, TorchOptimizer)) or hasattr(obj, "fused_update"):
+            if obj is self.optimiser:
+                raise ValueError("Accelerator.prepare: this optimizer is prepared already: use "
+                                 "what prepare returned")  # fmt: skip
             if self.optimiser is not None:
                 raise ValueError("Accelerator.prepare: one optimiser per Accelerator")
             self.optimiser = obj
             return PreparedOptimiser(obj, self)
+        if isinstance(obj, LRScheduler):
+            if self.optimiser is None or obj.optimizer is not self.optimiser:
+                raise ValueError(
+                    "Accelerator.prepare: the scheduler's optimizer is not the prepared "
+                    "optimizer: prepare them together, prepare(model, optimizer, loader, "
+                    "scheduler)"
+                )
+            self.schedulers.append(obj)
+            return PreparedScheduler(obj, self)
         if isinstance(obj, DataLoader):
+            if any(obj is loader for loader in self.loaders):
+                raise ValueError(
+                    "Accelerator.prepare: this DataLoader is prepared already (it is this "
+                    "process's share): prepare the loader you made, once"
+                )
             seed = self.world.broadcast_object(obj.seed)  # every rank shuffles alike
             loader = obj.shard(self.world.rank, self.world.world_size, self.gpu,
                                self.split_batches or obj.split_batches)  # fmt: skip
             loader.seed = seed
             self.loaders.append(loader)
             return loader
-        if isinstance(obj, (PreparedModel, PreparedOptimiser)):
+        if isinstance(obj, (PreparedModel, PreparedOptimiser, PreparedScheduler)):
             raise ValueError(f"Accelerator.prepare: {type(obj).__name__} is prepared already")
         raise TypeError(
-            f"Accelerator.prepare: expected a model (Layer), an optimiser or a "
-            f"tricycle.data.DataLoader, got {type(obj).__name__}"
+            f"Accelerator.prepare: expected a model (Layer), an optimiser, a "
+            f"tricycle.data.DataLoader or a tricycle.optim.lr_scheduler scheduler, got "
+            f"{type(obj).__name__}"
         )
 
     def prepare_model(self, model: Layer) -> PreparedModel:
         """``model`` on this process's device, with rank 0's weights, its gradients averaged
         over the processes (``DataParallel``), its forward in the policy's dtype."""
         if self.model is not None:
+            if model is self.model:
+                raise ValueError("Accelerator.prepare: this model is prepared already: use "
+                                 "what prepare returned")  # fmt: skip
             raise ValueError("Accelerator.prepare: one model per Accelerator")
         if self.gpu is not None:
             model.to_gpu(self.gpu)
@@ -174,29 +258,84 @@ class Accelerator:
         return unwrap(model)
 
     # ------------------------------------------------------------------ the step
-    def backward(self, loss: Tensor) -> None:
-        """Backward of one micro-batch's ``loss``: scaled by the loss scale and divided by
-        the accumulation steps; the gradients stay local until the last micro-batch of the
-        step, whose backward averages them over the processes. Sets ``sync_grad``."""
-        if self.model is None:
-            raise ValueError("Accelerator.backward: prepare the model first")
+    @contextlib.contextmanager
+    def accumulate(self, *models):
+        """A block for one micro-batch (Accelerate's ``with accelerator.accumulate(model):``):
+        counts it on entry, so ``sync_gradients`` says within the block whether it completes
+        the step; ``backward`` inside does not count it again. ``models``: the prepared model
+        (or none)."""
+        for model in models:
+            if self.model is None or unwrap(model) is not self.model:
+                raise ValueError(f"Accelerator.accumulate: expected the prepared model (what "
+                                 f"prepare returned), got a {type(model).__name__} that was "
+                                 "not prepared")  # fmt: skip
+        self._count_micro_batch()
+        self._counted = True
+        try:
+            yield
+        finally:
+            self._counted = False
+
+    def _count_micro_batch(self) -> None:
         self.micro_step += 1
         self.sync_grad = self.micro_step % self.accumulation_steps == 0
         self._stepped = False
+
+    def backward(self, loss: Tensor) -> None:
+        """Backward of one micro-batch's ``loss`` (one number): scaled by the loss scale and
+        divided by the accumulation steps; the gradients stay local until the last
+        micro-batch of the step, whose backward averages them over the processes. Sets
+        ``sync_grad`` (outside an ``accumulate`` block, which sets it on entry)."""
+        if self.model is None:
+            raise ValueError("Accelerator.backward: prepare the model first")
+        if not isinstance(loss, Tensor):
+            raise TypeError(f"Accelerator.backward: expected the loss as a Tensor, got "
+                            f"{type(loss).__name__}")  # fmt: skip
+        if loss.array.size != 1:
+            raise ValueError(f"Accelerator.backward: the loss must be one number, got shape "
+                             f"{loss.shape} (reduce it first: loss.mean())")  # fmt: skip
+        if not self._counted:
+            self._count_micro_batch()
         if self.accumulation_steps > 1:  # each micro-batch adds its share of the mean
             loss = loss / self.accumulation_steps
         if self.sync_grad:
             self.policy.backward(loss)
             self.data_parallel.finish()  # every gradient is now the mean over the ranks
+            if all(p.grad is None for p in self.model.parameters()):
+                raise ValueError("Accelerator.backward: the step's losses reached none of the "
+                                 "prepared model's parameters (a loss of another model, or of "
+                                 "outputs made without gradients?)")  # fmt: skip
         else:
             with self.data_parallel.no_sync():
                 self.policy.backward(loss)
 
-    @checks.arguments(max_norm=checks.non_negative)
-    def clip_grad_norm_(self, max_norm: float):
+    def clip_grad_norm_(self, parameters, max_norm=None, norm_type: float = 2.0):
         """Clip the step's gradients to global norm ``max_norm`` in the update to come (0: no
         clipping); returns their norm before clipping (unscaled), or None before the last
-        micro-batch. On a GPU the norm is a device scalar: ``float(norm)`` waits for it."""
+        micro-batch. On a GPU the norm is a device scalar: ``float(norm)`` waits for it.
+
+        Accelerate's ``clip_grad_norm_(model.parameters(), max_norm)`` or tricycle's
+        ``clip_grad_norm_(max_norm)``: the update clips the model's gradients as a whole, so
+        ``parameters`` must be all of the prepared model's; the L2 norm alone."""
+        if max_norm is None:  # tricycle's spelling: the threshold alone
+            parameters, max_norm = None, parameters
+        checks.non_negative("Accelerator.clip_grad_norm_", "max_norm", max_norm)
+        if norm_type not in (2, 2.0):
+            raise ValueError(f"Accelerator.clip_grad_norm_: the update clips by the L2 norm "
+                             f"(norm_type 2), got norm_type={norm_type!r}")  # fmt: skip
+        if parameters is not None:
+            if self.model is None:
+                raise ValueError("Accelerator.clip_grad_norm_: prepare the model first")
+            given = list(parameters)
+            foreign = len(foreign_parameters(given, self.model))
+            trainable = [p for p in self.model.parameters() if p.requires_grad]
+            if foreign or foreign_parameters(trainable, given):  # one missing, or one too many
+                raise ValueError(
+                    f"Accelerator.clip_grad_norm_: the update clips the gradients of the "
+                    f"prepared model's {len(trainable)} trainable parameters together; got "
+                    f"{len(given)} parameters, {foreign} of them not the model's (pass "
+                    "model.parameters())"
+                )
         if not self.sync_grad:
             return None
         self._max_norm = max_norm
@@ -211,16 +350,21 @@ class Accelerator:
     def optimiser_step(self):
         """What the prepared optimiser's ``step()`` does once the gradients are complete:
         ``tricycle.update.update`` (unscale with the policy's scaler, clip to
-        ``clip_grad_norm_``'s threshold, skip on inf/NaN, update, zero the gradients). Returns
-        its ``StepResult``, or None when there is nothing to do yet (or it was done for these
-        gradients)."""
+        ``clip_grad_norm_``'s threshold, skip on inf/NaN, update, zero the gradients), or for
+        a ``tricycle.optim`` optimizer the same unscaling, clipping and skipping, then its
+        own ``step()``. Returns the ``StepResult``, or None when there is nothing to do yet
+        (or it was done for these gradients)."""
         if self.optimiser is None:
             raise RuntimeError("Accelerator.optimiser_step: no optimiser was prepared "
                                "(accelerator.prepare(model, optimizer, ...))")  # fmt: skip
         if not self.sync_grad or self._stepped:
             return None
-        self.optimiser.step()
-        self.last_step = update(self.optimiser, self.model, self._max_norm, self.policy.scaler)
+        if isinstance(self.optimiser, TorchOptimizer):  # its step updates
+            step = torch_optimizer_update
+        else:  # its step starts the step; update updates
+            self.optimiser.step()
+            step = update
+        self.last_step = step(self.optimiser, self.model, self._max_norm, self.policy.scaler)
         self._max_norm, self._stepped = 0.0, True
         self.step += 1
         return self.last_step
@@ -241,14 +385,28 @@ class Accelerator:
 
     # ------------------------------------------------------------------ metrics
     def gather_for_metrics(self, value):
-        """The mean of ``value`` (a number, array or Tensor) over the processes: a float for
-        a scalar (waiting for the device), else an array."""
+        """``value`` from every process: a number (or a 0-d array or Tensor) as its mean over
+        the processes, a float (waiting for the device); an array or Tensor of rows as every
+        process's rows, concatenated in rank order (a host array: a model's predictions,
+        their labels); tuples, lists and dicts of those, each entry gathered."""
+        if isinstance(value, dict):
+            return {key: self.gather_for_metrics(v) for key, v in value.items()}
+        if isinstance(value, (tuple, list)):
+            gathered = [self.gather_for_metrics(v) for v in value]
+            return type(value)(*gathered) if hasattr(value, "_fields") else type(value)(gathered)
         if isinstance(value, Tensor):
             value = value.array
-        if isinstance(value, (int, float, np.number)):
+        if isinstance(value, (bool, int, float, np.number)):
             return self.world.all_reduce(float(value))
-        mean = self.world.all_reduce(value)
-        return float(mean) if mean.size == 1 else mean
+        if not hasattr(value, "shape"):
+            raise TypeError(
+                f"Accelerator.gather_for_metrics: expected numbers, arrays or Tensors (or "
+                f"tuples, lists and dicts of them), got {type(value).__name__}"
+            )
+        if value.ndim == 0:
+            return float(self.world.all_reduce(value.astype(np.float64)))
+        rows = backend.to_host_array(value)  # as objects: a split batch's last rows may
+        return np.concatenate(self.world.all_gather_object(rows))  # differ in number
 
     def print(self, *args, **kwargs) -> None:
         """``print`` on rank 0 alone."""
@@ -273,6 +431,15 @@ class Accelerator:
     def wait_for_everyone(self) -> None:
         self.world.barrier()
 
+    def autocast(self) -> amp.autocast:
+        """A block whose layer calls compute in the policy's 16-bit dtype (``tricycle.autocast``)
+        from float32 weights: for a model that was not prepared, or work outside the
+        prepared model's forward (which runs in that dtype already); with "fp32" or "tf32"
+        it changes nothing."""
+        mixed, device_type = self.policy.mixed, "cpu" if self.gpu is None else "cuda"
+        dtype = self.policy.compute_dtype if mixed else None
+        return amp.autocast(device_type, dtype=dtype, enabled=mixed)
+
     def end_training(self) -> None:
         """Close the trackers, leave the precision policy and shut the processes down."""
         for tracker in self.trackers:
@@ -282,6 +449,21 @@ class Accelerator:
         self.world.finalize()
 
     # ------------------------------------------------------------------ state
+    def save_model(self, model, save_directory) -> Path:
+        """The weights of ``model`` (prepared or not) as ``save_directory``/model.safetensors
+        (model.npz in the safe format without the safetensors package), each file replaced
+        atomically; rank 0 writes, every rank calls it."""
+        module = unwrap(model)
+        if not isinstance(module, Layer):
+            raise TypeError(
+                f"Accelerator.save_model: expected a model (Layer), got {type(model).__name__}"
+            )
+        directory = Path(save_directory)
+        if self.is_main_process:
+            write_weights_into(directory, module.state_dict())
+        self.world.barrier()
+        return directory
+
     def save_state(self, directory) -> Path:
         """Write the training state to ``directory``: the model's weights (model.safetensors,
         or model.npz without the safetensors package) and state.npz (optimiser, loss scaler,
@@ -297,14 +479,15 @@ class Accelerator:
                 stacklevel=2,
             )
         state = {
-            "optimiser": self.optimiser.state_dict() if self.optimiser is not None else {},
+            "optimiser": {} if self.optimiser is None else optimiser_state(self.optimiser),
+            "schedulers": [scheduler.state_dict() for scheduler in self.schedulers],
             "scaler": None if self.policy.scaler is None else self.policy.scaler.state_dict(),
             "counts": {"step": self.step, "micro_step": self.micro_step},
             "loaders": [loader.state_dict() for loader in self.loaders],
             "random": {"layers": {} if self.model is None else layer_rng_states(self.model)},
         }
         if self.is_main_process:
-            _write_directory(directory, self.model, state)
+            write_directory(directory, self.model, state)
         self.world.barrier()
         return directory
 
@@ -312,25 +495,25 @@ class Accelerator:
         """Continue from ``save_state(directory)``, after ``prepare`` (with the same model,
         optimiser and loaders): the run goes on as if it had not stopped."""
         directory = Path(directory)
-        previous = _previous(directory)
+        previous = previous_state(directory)
         if not directory.exists() and previous.is_dir():  # a save died while swapping
             directory = previous
         if self.model is not None:
-            self.model.load_state_dict(_read_weights(directory))
+            self.model.load_state_dict(read_weights(directory))
         state = load_state(directory / STATE)
         try:
             if self.optimiser is not None:
-                self.optimiser.load_state_dict(state["optimiser"])
+                load_optimiser_state(self.optimiser, state["optimiser"])
+            for name, prepared in (("schedulers", self.schedulers), ("loaders", self.loaders)):
+                saved = state.get(name, [])
+                if len(saved) != len(prepared):
+                    raise ValueError(f"{len(saved)} {name} were saved, {len(prepared)} prepared")
+                for obj, obj_state in zip(prepared, saved):
+                    obj.load_state_dict(obj_state)
             if self.policy.scaler is not None and state.get("scaler") is not None:
                 self.policy.scaler.load_state_dict(state["scaler"])
             self.step = int(state["counts"]["step"])
             self.micro_step = int(state["counts"]["micro_step"])
-            if len(state["loaders"]) != len(self.loaders):
-                raise ValueError(
-                    f"{len(state['loaders'])} loaders were saved, {len(self.loaders)} prepared"
-                )
-            for loader, loader_state in zip(self.loaders, state["loaders"]):
-                loader.load_state_dict(loader_state)
             if self.model is not None:
                 load_layer_rng_states(self.model, state["random"]["layers"])
                 jump_layer_generators(self.model, self.world.rank)
@@ -350,60 +533,6 @@ def _plain(value):
     if isinstance(value, np.generic):
         return value.item()
     return value
-
-
-def _write_directory(directory: Path, model, state: dict) -> None:
-    """Write the weights and ``state`` into a new directory beside ``directory``, then swap
-    it in: a crash leaves the previous state whole."""
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    fresh = Path(tempfile.mkdtemp(dir=directory.parent, prefix=f".{directory.name}."))
-    try:
-        if model is not None:
-            _write_weights(fresh, model.state_dict())
-        save_state(fresh / STATE, state)
-        old = None
-        if directory.exists():
-            old = _previous(directory)
-            shutil.rmtree(old, ignore_errors=True)
-            directory.rename(old)
-        fresh.rename(directory)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(fresh, ignore_errors=True)
-        raise
-
-
-def _previous(directory: Path) -> Path:
-    """Where ``_write_directory`` keeps the previous state while it swaps the new one in."""
-    return directory.with_name(f".{directory.name}.old")
-
-
-def _write_weights(directory: Path, weights: dict) -> None:
-    try:
-        from safetensors.numpy import save_file  # noqa: PLC0415 - optional
-    except ImportError:
-        save_state(directory / WEIGHTS_NPZ, weights)
-        return
-    save_file({k: np.ascontiguousarray(v) for k, v in weights.items()}, directory / WEIGHTS,
-              metadata={"format": "np", "written_by": "tricycle"})  # fmt: skip
-
-
-def _read_weights(directory: Path) -> dict:
-    if (directory / WEIGHTS).is_file():
-        try:
-            from safetensors.numpy import load_file  # noqa: PLC0415 - optional
-        except ImportError as error:
-            raise CheckpointError(
-                f"{directory / WEIGHTS} needs the safetensors package (pip install safetensors)"
-            ) from error
-        try:
-            return load_file(directory / WEIGHTS)
-        except Exception as error:  # safetensors raises its own error types
-            raise CheckpointError(f"{directory / WEIGHTS} is not readable: {error}") from error
-    if (directory / WEIGHTS_NPZ).is_file():
-        return load_state(directory / WEIGHTS_NPZ)
-    raise CheckpointError(f"{directory} holds no {WEIGHTS} or {WEIGHTS_NPZ}: not a saved state")
 
 
 __all__ = ["Accelerator"]

@@ -25,6 +25,7 @@ with this Python, so the script sees the same packages.
 
 import argparse
 import importlib
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -206,6 +207,27 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
+def check_target(target: list[str], module: bool) -> None:
+    """LaunchError, before any process starts, for a script or module that is not there (and
+    for `test` given arguments), rather than one Python error per process."""
+    name = target[0]
+    if module:
+        top = name.split(".")[0]  # the package alone: finding a submodule would import it
+        sys.path.insert(0, os.getcwd())  # where `python -m` looks first
+        try:
+            found = importlib.util.find_spec(top) is not None
+        except (ImportError, ValueError):
+            found = False
+        finally:
+            sys.path.pop(0)
+        if not found:
+            raise LaunchError(f"no such module: {name} (-m runs a module as python -m)")
+    elif name == "test" and not Path(name).is_file():
+        raise LaunchError(f"`test` takes no arguments, got {' '.join(target[1:])}")
+    elif not Path(name).is_file():
+        raise LaunchError(f"no such script: {name}")
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -227,8 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         print("tricycle-run test: every check passed")
         return 0
     try:
-        if not args.module and not Path(args.target[0]).is_file():
-            raise LaunchError(f"no such script: {args.target[0]}")
+        check_target(args.target, args.module)
         line = command(args.processes, args.target, args.module)
     except LaunchError as error:
         print(f"tricycle-run: {error}", file=sys.stderr)

@@ -29,7 +29,10 @@ EPOCH_DEPRECATED = (
 
 def check_optimizer(owner: str, optimizer) -> Optimizer:
     """A ``tricycle.optim`` optimizer (the seed's ``tricycle.optimisers`` ones have no
-    parameter groups: their learning rate is set from ``tricycle.scheduler``'s schedules)."""
+    parameter groups: their learning rate is set from ``tricycle.scheduler``'s schedules).
+    What ``Accelerator.prepare`` returned for one is read as the optimizer it wraps."""
+    if isinstance(getattr(optimizer, "optimiser", None), Optimizer):  # a prepared one
+        optimizer = optimizer.optimiser
     if not isinstance(optimizer, Optimizer):
         raise TypeError(
             f"{owner}: optimizer must be a tricycle.optim optimizer (with param_groups), got "
