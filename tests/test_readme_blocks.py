@@ -46,7 +46,7 @@ EXPECTED = {
     "docs/how-it-works.md": (13, 0, 1),
     "docs/nn.md": (12, 0, 0),
     "docs/pytorch.md": (10, 0, 0),
-    "docs/accelerate.md": (5, 0, 1),
+    "docs/accelerate.md": (6, 0, 1),
     "docs/distributed-runtime.md": (1, 0, 0),
     "docs/first-run.md": (2, 1, 0),
     "docs/pretrained.md": (2, 1, 0),
