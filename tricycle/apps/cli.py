@@ -22,11 +22,15 @@ from pathlib import Path
 class Parser(argparse.ArgumentParser):
     """argparse's parser whose usage error is one line: the program, what is wrong and where
     the flags are listed, where argparse prints the usage of every flag above it (the training
-    CLI's fills a screen, and the mistake is at its bottom)."""
+    CLI's fills a screen, and the mistake is at its bottom). ``source``, while set, says where
+    the arguments being parsed come from (a settings file), before the mistake."""
+
+    source: str | None = None
 
     def error(self, message: str):
         from tricycle.parallel.distributed import launched_rank  # noqa: PLC0415 - errors only
 
+        message = message if self.source is None else f"{self.source}: {message}"
         # under mpiexec every rank parses the same flags: rank 0 says it, the others end alike
         said = f"{self.prog}: error: {message} (--help lists the flags)\n"
         self.exit(2, None if launched_rank() else said)
@@ -190,10 +194,14 @@ def settings_file(parser: argparse.ArgumentParser, path: Path, aliases: dict[str
         if isinstance(value, bool) and aliases.get(key, key).replace("-", "_") in switches:
             tokens += [f"--{key}"] if value else []
         else:
-            text = str(value).lower() if isinstance(value, bool) else str(value)
+            text = value if isinstance(value, str) else json.dumps(value)  # true, null
             tokens.append(f"--{key}={text}")
     tokens = normalise(tokens, aliases)
-    _, unknown = parser.parse_known_args(tokens)
+    parser.source = f"--config-file {path}"  # a bad value is the file's (a Parser says so)
+    try:
+        _, unknown = parser.parse_known_args(tokens)
+    finally:
+        parser.source = None
     if unknown or any(t.startswith("--config-file") for t in tokens):
         bad = [t.partition("=")[0] for t in unknown] or ["config_file"]
         parser.error(f"--config-file {path}: unknown settings {bad}")

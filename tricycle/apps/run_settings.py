@@ -75,6 +75,12 @@ def new_run(args, run_dir: RunDirectory, main: bool) -> tuple[GPTConfig, dict, l
     another run's files are refused without --overwrite (``main``: this process holds the
     directory)."""
     existing = run_dir.existing_files() if main else []
+    if existing and not args.overwrite and not run_dir.checkpoint.is_file():
+        raise SystemExit(
+            f"--out-dir {run_dir.path} already holds a run that stopped before its first "
+            f"checkpoint ({', '.join(existing)}): pass --overwrite to start it again, or "
+            "another --out-dir"
+        )
     if existing and not args.overwrite:
         raise SystemExit(
             f"--out-dir {run_dir.path} already holds a run ({', '.join(existing)}): pass "

@@ -159,6 +159,11 @@ class RunDirectory:
         if self.last.is_file() and (digest is None or weights_digest(self.last) == digest):
             os.replace(self.last, self.previous)
 
+    def has_checkpoint(self) -> bool:
+        """Whether there is a run to resume: its checkpoint.npz, or one that an --overwrite
+        stopped before its own first checkpoint set aside (``open()`` puts it back)."""
+        return self.checkpoint.is_file() or (self.path / self.REPLACED / self.CHECKPOINT).is_file()
+
     def existing_files(self) -> list[str]:
         """The run files already here (another run's, unless we are resuming it)."""
         return [name for name in self.FILES if (self.path / name).exists()]

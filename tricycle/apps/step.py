@@ -124,8 +124,7 @@ def precision_for(name: str, device: str) -> Precision:
     """The precision policy called ``name`` for ``device`` ("cpu" or "gpu"); a ValueError
     where it cannot run (TF32 is a tensor-core mode, and numpy has no fast bfloat16)."""
     if device != "gpu" and name in ("tf32", "bf16"):
-        raise ValueError(
-            f"precision {name} needs a GPU: TF32 is a tensor-core mode and numpy has no fast "
-            "bfloat16 matmul; use fp32 or fp16 on the CPU"
-        )
+        why = ("TF32 is a tensor-core mode" if name == "tf32"
+               else "numpy has no fast bfloat16 matmul")  # fmt: skip
+        raise ValueError(f"precision {name} needs a GPU: {why}; use fp32 or fp16 on the CPU")
     return Precision(name)

@@ -60,7 +60,7 @@ also be written with ``_`` for ``-``:
     eval_interval, eval_iters   --eval-interval, --eval-steps
     out_dir, init_from          --out-dir, --init-from ('resume' is --resume, 'scratch' a
                                 new run)
-    dtype                       --precision fp32/tf32/fp16/bf16
+    dtype                       --precision fp32/tf32/fp16/bf16 (or float32/float16/bfloat16)
     config file                 --config-file settings.json: a JSON object of these names (no
                                 code runs); flags on the command line override it
 
@@ -70,8 +70,10 @@ Every GPTConfig field has a flag (--arch llama, --n-kv-heads, --rope-theta and
 A resumed run replays exactly on the CPU. Ctrl-C (or SIGTERM: ``kill``, a scheduler's
 preemption) stops after the current step with a checkpoint (under Open MPI's mpiexec, which
 passes Ctrl-C on as SIGTERM and kills a second later, every rank ends at once, keeping the last
-checkpoint); a NaN or infinite loss stops with an error naming the step, keeping the last
-checkpoint, and no checkpoint holding a non-finite value is ever written.
+checkpoint), as --max-seconds and --stop-after do; each prints the command that resumes it
+(the exit status is 130 after Ctrl-C or SIGTERM, 0 otherwise). A NaN or infinite loss, or a
+weight or optimiser moment no longer finite at a checkpoint, stops with an error naming the
+step, keeping the last checkpoint: no checkpoint holding a non-finite value is ever written.
 
 Data parallelism: ``mpiexec -n N tricycle-train ...`` (or ``python train_smol_gpt.py``) trains
 on N processes (one GPU each with --device gpu, through NCCL), each on batch_size / N of every
@@ -81,6 +83,7 @@ global batch: the same global batch, and so the same run, as one process. Rank 0
 """
 
 import json
+import shlex
 import sys
 
 from tqdm import tqdm
@@ -101,6 +104,7 @@ from tricycle.apps.train_flags import (  # noqa: F401 - the CLI's names, here as
     DEFAULTS,
     NANOGPT_NAMES,
     RESUME_MAY_CHANGE,
+    SAMPLE_TOKENS,
     build_config,
     build_parser,
     parse_args,
@@ -129,11 +133,11 @@ def use_cuda_graph(choice: str, device: str) -> bool:
 def train(args) -> dict:
     """Run (or resume) training as ``args`` say, holding --out-dir's lock; returns a summary."""
     run_dir = RunDirectory(args.out_dir)
-    if args.resume and not run_dir.checkpoint.is_file():  # before the lock makes the folder
-        raise SystemExit(
-            f"--resume: no checkpoint in {run_dir.path} (no run, or one stopped before its "
-            "first checkpoint: start it again with --overwrite)"
-        )
+    if args.resume and not run_dir.has_checkpoint():  # before the lock makes the folder
+        raise SystemExit(f"--resume: no checkpoint in {run_dir.path} (" + (
+            "its run stopped before its first checkpoint: start it again with --overwrite)"
+            if run_dir.existing_files() else "no run yet: start one without --resume)"
+        ))  # fmt: skip
     world = distributed.init()  # the processes mpiexec started, or a world of one
     main = world.is_main  # rank 0 alone holds the directory and writes to it
     try:
@@ -169,20 +173,9 @@ def _train(args, run_dir: RunDirectory, world: distributed.World) -> dict:
     if config.device == "gpu":
         world.start_gpu()  # one GPU per process
 
-    # the data, and what the run is evaluated and sampled on, in its tokens: one call
+    # the data, and what the run is evaluated and sampled on, in its tokens
     vocab_size = config.vocab_size
-    try:
-        data = run_data.load(
-            settings, config, args.data_dir, tokeniser=plan.tokeniser,
-            vocab_size_given=resumed or args.vocab_size is not None,  # else the data decide
-            recorded=plan.recorded_data, hellaswag=args.eval_hellaswag,
-            hellaswag_limit=args.hellaswag_limit, prompt=args.sample_prompt,
-            sampling=args.sample_interval is not None or args.sample_tokens > 0,
-        )  # fmt: skip
-    except RunDataError as error:
-        raise SameOnEveryRank(str(error)) from None
-    except (ValueError, OSError) as error:
-        raise SameOnEveryRank(f"tricycle-train: {error}") from None
+    data = load_data(args, plan, resumed)
     if config.vocab_size != vocab_size and main:
         print(f"vocabulary: {config.vocab_size:,} ids, the data's {data.tokeniser.n_tokens:,} "
               "rounded up to a multiple of 64 (--vocab-size sets it)", file=sys.stderr)  # fmt: skip
@@ -239,12 +232,9 @@ def _train(args, run_dir: RunDirectory, world: distributed.World) -> dict:
     if not main:
         return summary
 
-    # the end: how to resume, or a sample from the best weights
-    if summary["ended"] == "interrupted":
-        again = f"--out-dir {run_dir.path} --resume"
-        again += "" if settings["dataset"] in DATASETS else f" --dataset {settings['dataset']}"
-        print(f"interrupted: saved {run_dir.checkpoint} at step {summary['steps']}; resume "
-              f"with\n    tricycle-train {again}", file=sys.stderr)  # fmt: skip
+    # the end: how to resume (an early stop), or a sample from the best weights
+    if summary["ended"] != "completed":
+        print(resume_hint(summary, config.steps, run_dir, settings, args), file=sys.stderr)
     elif args.sample_tokens and summary["steps"] == config.steps:
         model, weights = best_model(trainer, run_dir)
         summary["sample"] = sample_text(model, data.tokeniser, data.prompt, args.sample_tokens,
@@ -256,6 +246,34 @@ def _train(args, run_dir: RunDirectory, world: distributed.World) -> dict:
         print(f"\n----- sample -----\n{summary['sample']}\n------------------")
     print(json.dumps({k: v for k, v in summary.items() if k != "sample"}), file=sys.stderr)
     return summary
+
+
+def load_data(args, plan, resumed: bool) -> run_data.TrainingData:
+    """The run's data (``run_data.load``, one call), enough for one window of training; a
+    mistake is one line naming its flag (--dataset where the error names none)."""
+    settings, config = plan.settings, plan.config
+    try:
+        data = run_data.load(
+            settings, config, args.data_dir, tokeniser=plan.tokeniser,
+            vocab_size_given=resumed or args.vocab_size is not None,  # else the data decide
+            recorded=plan.recorded_data, hellaswag=args.eval_hellaswag,
+            hellaswag_limit=args.hellaswag_limit, prompt=args.sample_prompt,
+            sampling=args.sample_interval is not None or args.sample_tokens > 0,
+        )  # fmt: skip
+    except RunDataError as error:
+        raise SameOnEveryRank(str(error)) from None
+    except (ValueError, OSError) as error:  # the file's own words (empty, not UTF-8, ...)
+        said, dataset = str(error), settings["dataset"]
+        said = said if said.startswith("--") else f"--dataset {dataset}: {said}"
+        raise SameOnEveryRank(f"tricycle-train: {said}") from None
+    if data.n_train_tokens <= config.context_window:  # a window and its target: one more
+        raise SameOnEveryRank(
+            f"tricycle-train: --context-window {config.context_window}: the training text of "
+            f"--dataset {settings['dataset']} has only {data.n_train_tokens:,} tokens, too few "
+            f"for a context window of {config.context_window} (need at least "
+            f"{config.context_window + 1}): pass a smaller --context-window or a longer text"
+        )
+    return data
 
 
 def _start(run_dir: RunDirectory, run: dict, tokeniser: str, trainer, resumed: bool, data,
@@ -295,6 +313,26 @@ def _progress(bar, record: dict, policy) -> None:
     if policy.scaler is not None:
         postfix["skipped"] = record["skipped_steps"]
     bar.set_postfix(postfix)
+
+
+def resume_hint(summary: dict, steps: int, run_dir: RunDirectory, settings: dict, args) -> str:
+    """How a run that stopped early (Ctrl-C, --max-seconds, --stop-after) ended, and the
+    command that continues it as it ran: naming again the file or folders it read, and the
+    evaluation and sampling flags a resumed run keeps only if named again."""
+    flags = {"stopped": " (--stop-after)", "out of time": " (--max-seconds)"}
+    why = summary["ended"] + flags.get(summary["ended"], "")
+    named = {"--out-dir": run_dir.path,
+             "--dataset": None if settings["dataset"] in DATASETS else settings["dataset"],
+             "--data-dir": args.data_dir, "--eval-hellaswag": args.eval_hellaswag,
+             "--hellaswag-limit": args.hellaswag_limit,
+             "--sample-interval": args.sample_interval, "--sample-prompt": args.sample_prompt,
+             "--sample-tokens": None if args.sample_tokens == SAMPLE_TOKENS else args.sample_tokens,
+             }  # fmt: skip
+    words = [f"{flag} {shlex.quote(str(value))}" for flag, value in named.items()
+             if value is not None]  # fmt: skip
+    words.insert(1, "--resume")
+    return (f"{why}: saved {run_dir.checkpoint} at step {summary['steps']} of {steps}; resume "
+            f"with\n    tricycle-train {' '.join(words)}")  # fmt: skip
 
 
 def best_model(trainer, run_dir: RunDirectory):

@@ -8,6 +8,7 @@ refuses. See ``python -m pydoc tricycle.apps.train`` for the whole program.
 """
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -78,10 +79,14 @@ CHOICES = {"activation": sorted(ACTIVATIONS), "eval_protocol": ["sequential", "r
 # nanoGPT's names (train.py's globals) for the flags whose names differ; see the docstring
 NANOGPT_NAMES = {"max_iters": "steps", "learning_rate": "lr", "warmup_iters": "warmup",
                  "block_size": "context_window", "eval_iters": "eval_steps",
-                 "n_layers": "n_layer", "n_heads": "n_head", "embedding_dim": "n_embd"}  # fmt: skip
+                 "n_layers": "n_layer", "n_heads": "n_head", "embedding_dim": "n_embd",
+                 "dtype": "precision"}  # fmt: skip
+# nanoGPT's dtype values (torch's names) for --precision's
+DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 # config fields --resume may change (with --precision): they decide how long, how often and
 # where (a new --steps also moves the cosine decay's end, unless --lr-decay-iters is set)
 RESUME_MAY_CHANGE = {"steps", "device", "eval_interval", "eval_steps", "eval_protocol"}
+SAMPLE_TOKENS = 200  # --sample-tokens' default
 
 
 def directory(text: str) -> Path:
@@ -89,6 +94,24 @@ def directory(text: str) -> Path:
     if not text.strip():
         raise argparse.ArgumentTypeError("an empty path (leave the flag out for runs/<config>)")
     return Path(text)
+
+
+def precision(text: str) -> str:
+    """--precision's value, nanoGPT's dtype names (``--dtype=bfloat16``) as ours ("bf16");
+    the parser's choices judge the rest."""
+    return DTYPES.get(text.strip().lower(), text)
+
+
+def in_flags(message: str) -> str:
+    """A config's error in the command line's words: each field it names as the flag that
+    sets it (``embedding_dim=30`` -> ``--n-embd 30``), as the user typed them."""
+    flags = {field: "--" + flag.replace("_", "-") for flag, (_, field, _) in CONFIG_FLAGS.items()}
+    names = "|".join(sorted(map(re.escape, flags), key=len, reverse=True))
+
+    def flag(match: re.Match) -> str:
+        return flags[match[1]] + (" " if match[2] else "")
+
+    return re.sub(rf"(?<![\w-])({names})(?!\w)(=?)", flag, message)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -114,8 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
             metavar=metavar, help=text)  # fmt: skip
     add("--lr-decay-iters", type=positive_int, help="steps of the cosine decay (default: "
         "--steps); the learning rate stays at --min-lr after")  # fmt: skip
-    add("--precision", choices=["fp32", "tf32", "fp16", "bf16"],
-        help="fp32 (default); tf32 matmuls (GPU); fp16 with loss scaling; bf16 (GPU)")  # fmt: skip
+    add("--precision", type=precision, choices=["fp32", "tf32", "fp16", "bf16"],
+        help="fp32 (default); tf32 matmuls (GPU); fp16 with loss scaling; bf16 (GPU); "
+        "nanoGPT's --dtype=float32/float16/bfloat16 too")  # fmt: skip
     add("--seed", type=seed, help="seeds initialisation, data order and dropout (default 1337)")
     add("--max-bytes", type=positive_int, help="size of the python-code corpus (default 4e6)")
     add("--out-dir", type=directory, help="where the run's files go (default: runs/<config>)")
@@ -131,8 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
         "that mpiexec starts on one machine)")  # fmt: skip
     add("--data-dir", type=Path, help="folder with tinyshakespeare.txt (else $TRICYCLE_DATA_DIR)")
     add("--log-interval", type=positive_int, help="read the loss every N steps (1 CPU, 10 GPU)")
-    add("--sample-tokens", type=nonnegative_int, default=200, help="tokens per sample (0: no "
-        "sample at the end)")  # fmt: skip
+    add("--sample-tokens", type=nonnegative_int, default=SAMPLE_TOKENS,
+        help=f"tokens per sample (default {SAMPLE_TOKENS}; 0: no sample at the end)")  # fmt: skip
     add("--sample-interval", type=positive_int, help="write a sample every N steps")
     add("--sample-prompt", help="the samples' prompt (default: the first line of the "
         "validation text)")  # fmt: skip
@@ -183,9 +207,14 @@ def build_config(args) -> GPTConfig:
         name = args.config or DEFAULTS["config"]
         config = get_config(name, **{k: v for k, v in overrides.items() if v is not None})
     except (ValueError, TypeError) as error:
-        raise SameOnEveryRank(f"tricycle-train: {error}") from None
-    if config.min_learning_rate > config.max_learning_rate:  # e.g. only --lr was lowered
-        config.min_learning_rate = config.max_learning_rate / 10
+        raise SameOnEveryRank(f"tricycle-train: {in_flags(str(error))}") from None
+    if config.min_learning_rate > config.max_learning_rate:
+        if args.min_lr is not None:  # asked for: never silently replaced
+            raise SameOnEveryRank(
+                f"tricycle-train: --min-lr {args.min_lr:g} is above --lr "
+                f"{config.max_learning_rate:g}: the schedule decays from --lr to --min-lr"
+            )
+        config.min_learning_rate = config.max_learning_rate / 10  # only --lr was lowered
     config.warmup_steps = min(config.warmup_steps, config.steps)  # e.g. a short --steps
     if args.lr_decay_iters is not None and args.lr_decay_iters < config.warmup_steps:
         raise SameOnEveryRank(f"tricycle-train: --lr-decay-iters {args.lr_decay_iters} is shorter "

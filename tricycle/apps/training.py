@@ -262,7 +262,7 @@ class Trainer:
         naming the directory, and leaves the previous checkpoint intact. Every rank calls
         it; rank 0 writes."""
         self.writer.wait()
-        check_finite(self.model, self.optimiser)
+        self._check_finite()
         state = {**self.state_dict(), "run": metadata or {}}
         if self.world.is_main:
             kept = self._kept(path)
@@ -287,7 +287,7 @@ class Trainer:
         there). Refuses, with ``TrainingDiverged``, to save a non-finite value. Every rank
         calls it (a sharded optimiser gathers its state); rank 0 writes."""
         self.writer.wait()  # the one before: its error, if any, is raised here
-        check_finite(self.model, self.optimiser)
+        self._check_finite()
         state = {**self.state_dict(), "run": metadata or {}, "layout": RunDirectory.LAYOUT}
         step = self.step
         if not self.world.is_main:
@@ -304,6 +304,14 @@ class Trainer:
         self.writer.submit(
             lambda: write_run(run_dir, state, model, best_info, previous, kept), done
         )
+
+    def _check_finite(self) -> None:
+        """``check_finite`` before a save, naming the step whose update made a value
+        non-finite (its loss, computed before the update, was still finite)."""
+        try:
+            check_finite(self.model, self.optimiser)
+        except TrainingDiverged as error:
+            raise TrainingDiverged(f"{error} after step {self.step}") from None
 
     def improves(self, val_loss: float | None) -> bool:
         """Whether ``val_loss`` (at ``self.step``) is the run's lowest so far; if so it
@@ -366,8 +374,9 @@ class Trainer:
         time, earlier sessions included) and ``stop_after`` (steps in this call) stop early
         with a checkpoint. Ctrl-C or SIGTERM (in the main thread) stops at the end of the
         current step with a checkpoint; a second signal stops at once. The summary
-        says which way it ended. Every rank of the world runs ``fit``; rank 0 alone writes the
-        metrics and speaks.
+        says which way it ended ("ended": "completed" at ``steps``, "stopped" at
+        ``stop_after``, "out of time" or "interrupted"). Every rank of the world runs
+        ``fit``; rank 0 alone writes the metrics and speaks.
 
         With a ``run_dir``, the loss curves are drawn from its metrics into its loss.png when
         ``fit`` ends, stops early or diverges (not after a second Ctrl-C or a failed
@@ -441,6 +450,8 @@ class Trainer:
             except BaseException:  # an error, a second Ctrl-C: the write under way still ends
                 self.writer.wait(raise_error=False)
                 raise
+        if ended == "completed" and self.step < steps:  # at stop_after
+            ended = "stopped"
         self.wall_time = records.wall()
         if run_dir is not None and main and loss_plot:  # drawn while the last checkpoint is written
             self._draw_losses(run_dir, loss_plot, say)
