@@ -424,8 +424,11 @@ def test_values_the_parser_cannot_judge_alone_get_clear_errors(corpus, tmp_path)
         run(corpus, tmp_path / "a", "--vocab-size", "100")
     with pytest.raises(SystemExit, match="precision bf16 needs a GPU"):
         run(corpus, tmp_path / "b", "--precision", "bf16")
-    with pytest.raises(SystemExit, match="neither one of"):
+    with pytest.raises(SystemExit, match="missing.txt'?: no such file or directory"):
         run(tmp_path / "missing.txt", tmp_path / "c")
+    (tmp_path / "texts").mkdir()
+    with pytest.raises(SystemExit, match="a directory without index.json"):
+        run(tmp_path / "texts", tmp_path / "d")
 
 
 # ------------------------------------------------------------------ the library

@@ -10,7 +10,7 @@ from tests.test_hellaswag import write_hellaswag_file
 from tricycle.apps import corpora
 from tricycle.configs import DebugConfig
 from tricycle_datasets.hellaswag import read_examples, render
-from tricycle_datasets.run_data import RunDataError, load, load_data
+from tricycle_datasets.run_data import RunDataError, load, load_data, opening_line
 
 SETTINGS = {"dataset": "shakespeare-char", "data_order": "random", "seed": 0, "max_bytes": 0}
 
@@ -35,6 +35,13 @@ def test_load_is_load_data_with_what_the_run_reads_beside_it(tmp_path):
         for row, want in zip(rows, want_rows, strict=True):
             np.testing.assert_array_equal(row, want)
     assert data.prompt == data.first_line  # no --sample-prompt: the validation's first line
+    assert data.first_line.strip() and data.first_line.endswith("\n")  # not a blank one
+
+
+def test_the_default_prompt_is_the_first_line_that_is_not_blank():
+    assert opening_line("\n  \nROMEO:\nBut soft") == "ROMEO:\n"
+    assert opening_line("x = 1\ny") == "x = 1\n"
+    assert opening_line("\n\n") == "\n"  # none: a newline, as before
     assert load(SETTINGS, config(), DATA_DIR).prompt is None  # no samples: no prompt
 
 

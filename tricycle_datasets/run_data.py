@@ -146,7 +146,7 @@ def load_data(
     valid_text = corpus.tokeniser.decode(corpus.valid_tokens[:200])
     return TrainingData(corpus.tokeniser, text, corpus.train_tokens, corpus.valid_tokens,
                         {"data_sha256": digest}, len(corpus.train_tokens),
-                        valid_text.split("\n", 1)[0] + "\n")  # fmt: skip
+                        opening_line(valid_text))  # fmt: skip
 
 
 def load_shards(
@@ -180,7 +180,14 @@ def load_shards(
     stream = TokenShards(directory, first, batch_size=1, context_window=1)
     text = tokeniser.decode(stream.read(np.array([0]), min(200, stream.n_tokens))[0])
     return TrainingData(tokeniser, tokeniser.to_json(), train, valid, identity,
-                        sizes["train"], text.split("\n", 1)[0] + "\n")  # fmt: skip
+                        sizes["train"], opening_line(text))  # fmt: skip
+
+
+def opening_line(text: str) -> str:
+    """The first line of ``text`` that is not blank, with its newline (the samples' default
+    prompt: a validation text that opens with an empty line would prompt with nothing)."""
+    line = next((line for line in text.split("\n") if line.strip()), "")
+    return line + "\n"
 
 
 def load_corpus(
@@ -204,10 +211,12 @@ def load_corpus(
         raise ValueError(f"--dataset {dataset}: {error.fix('--data-dir')}") from None
     if Path(dataset).is_file():
         return TextFile(dataset, config.vocab_size)
-    raise ValueError(
-        f"--dataset {dataset!r} is neither one of {DATASETS}, a file, nor a directory of token "
-        f"shards (with {INDEX})"
-    )
+    if Path(dataset).is_dir():
+        raise ValueError(
+            f"--dataset {dataset}: a directory without {INDEX}, so not one of token shards "
+            "(python -m tricycle_datasets.prepare makes them); name a text file inside it"
+        )
+    raise ValueError(f"--dataset {dataset!r}: no such file or directory, nor one of {DATASETS}")
 
 
 def vocab_from_data(config: GPTConfig, n_ids: int, given: bool, what: str) -> None:
