@@ -145,6 +145,7 @@ def _dataset():
 MODEL_OPTIONS = dict(
     max_new_tokens=NON_NEGATIVE_INT, temperature=NON_NEGATIVE, top_k=COUNT_OR_NONE,
     rng=GENERATOR_OR_NONE, use_cache=BOOLEAN, vocab_limit=COUNT_OR_NONE, tokens=DATA,
+    top_p=[(0, V), (-0.1, V), (1.5, V), (NAN, V), ("0.5", T), (True, T)],  # in (0, 1]
 )  # fmt: skip
 INITIALISERS = dict(initialiser=FUNCTION_OR_NONE, projection_initialiser=FUNCTION_OR_NONE)
 CONV = dict(
@@ -219,7 +220,7 @@ SIGNATURES = [
     ("build_model", build_model, dict(config=DEBUG), dict(config=CONFIG)),
     ("GPT.stream", _method(lambda: MODEL, "generate", GPT),  # generate passes on to stream
      dict(tokens=[1, 2], max_new_tokens=2), dict(tokens=DATA, max_new_tokens=NON_NEGATIVE_INT,
-                                                 sampling=DATA)),
+                                                 eos_token_id=DATA, sampling=DATA)),
     ("GPT.stream", _method(lambda: MODEL, "stream", GPT), dict(tokens=[[1, 2]], max_new_tokens=2),
      MODEL_OPTIONS),
     ("GPTConfig", GPTConfig, {}, CONFIG_FIELDS),
