@@ -93,6 +93,10 @@ def test_rand_randn_randint(device):
     assert i.dtype == np.int64 and set(np.unique(host(i))) == {3, 4, 5, 6}
     j = tc.randint(4, (3, 2), device=device)  # torch's form: high and size
     assert j.shape == (3, 2) and host(j).min() >= 0 and host(j).max() < 4
+    # size by keyword, as pytorch/examples' forward-forward writes it: randint(9, size=(1,))
+    k = tc.randint(3, size=(2000,), device=device)
+    assert k.dtype == np.int64 and set(np.unique(host(k))) == {0, 1, 2}
+    assert tc.randint(5, 9, size=(4,)).shape == (4,)
     assert tc.rand(2, dtype="float16").dtype == np.float16
     assert tc.randn(2, 3, requires_grad=True).requires_grad
 

@@ -289,3 +289,21 @@ def test_a_module_list_model_matches_torch():
         grad = their.grad.numpy()
         grad = grad.T if grad.ndim == 2 else grad
         np.testing.assert_allclose(mine.grad.array, grad, rtol=1e-4, atol=1e-6, err_msg=name)
+
+
+def test_sequential_grows_as_torchs():
+    """``add_module``, ``append`` and ``extend`` on a Sequential: the layer runs, last, as in
+    torch (a VGG's slices are built with ``add_module(str(i), layer)``)."""
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(0).normal(size=(2, 3)).astype(np.float32)
+    theirs, ours = torch.nn.Sequential(), nn.Sequential()
+    for seq, lib in ((theirs, torch.nn), (ours, nn)):
+        seq.add_module("0", lib.Linear(3, 4))
+        seq.append(lib.ReLU())
+        seq.extend([lib.Linear(4, 2)])
+    assert len(ours) == len(theirs) == 3
+    nn.from_torch(ours, theirs.state_dict())
+    expected = theirs(torch.tensor(x)).detach().numpy()
+    np.testing.assert_allclose(ours(x).numpy(), expected, rtol=1e-6, atol=1e-6)
+    with pytest.raises(TypeError, match="Sequential.append: layer"):
+        ours.append(3)

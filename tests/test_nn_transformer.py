@@ -148,6 +148,17 @@ def test_unbatched_and_callable_activation_match_torch(torch):
     assert compare(torch, ours, theirs, [src, tgt], kwargs, rng).shape == (T, E)
 
 
+def test_relu_and_gelu_are_functions_as_torch_keeps_them(torch):
+    """No ``activation`` submodule, as torch's: a whole pickled model names ``F.relu``, which
+    word_language_model's safe-globals list allows (tests/test_serialization.py loads one)."""
+    for name, function in (("relu", nn.functional.relu), ("gelu", nn.functional.gelu)):
+        ours = nn.TransformerDecoderLayer(E, H, F, activation=name)
+        theirs = torch.nn.TransformerDecoderLayer(E, H, F, activation=name)
+        assert ours.activation is function and not isinstance(theirs.activation, torch.nn.Module)
+        assert "activation" not in dict(ours.named_children())
+        assert "activation" not in dict(theirs.named_children())
+
+
 def test_no_bias_and_a_layer_as_activation_match_torch(torch):
     rng = np.random.default_rng(8)
     arguments = dict(bias=False, layer_norm_eps=1e-3, activation=torch.nn.GELU())

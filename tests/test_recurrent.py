@@ -69,6 +69,8 @@ def test_layers_match_pytorch(cell, batch_first, bias, initial_state):
     state_dict = {k: v.numpy() for k, v in theirs.state_dict().items()}
     assert list(state_dict) == [name for name, _ in ours.named_parameters()]  # torch's names
     as_float64(ours).load_state_dict(state_dict)
+    theirs.flatten_parameters()  # what word_language_model does after a load: nothing changes
+    assert ours.flatten_parameters() is None
 
     x = randn(*((N, T, width) if batch_first else (T, N, width)), seed=1)
     states = [randn(L, N, H, seed=2), randn(L, N, H, seed=3)][: 2 if cell == "lstm" else 1]

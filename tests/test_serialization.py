@@ -1,7 +1,8 @@
 """``tricycle.save`` and ``tricycle.load`` (``tricycle.serialization``): a model's and an
 optimizer's state and a whole checkpoint round-trip, through paths, ``os.PathLike`` and file
 objects; writes are atomic; ``weights_only=True`` loads state dicts and refuses any other
-global (a malicious pickle) and torch's files, clearly; ``map_location`` places arrays."""
+global (a malicious pickle) and torch's files, clearly, unless listed in torch's
+``safe_globals`` (a whole model); ``map_location`` places arrays."""
 
 import collections
 import io
@@ -181,6 +182,58 @@ def test_weights_only_refuses_any_other_global(tmp_path, monkeypatch):
     assert_same(whole.state_dict(), model.state_dict())
     with pytest.raises(TypeError, match="load: weights_only must be True or False"):
         tc.load(path, weights_only=None)
+
+
+class Recurrent(nn.Module):
+    """A user's model class (at module level, where pickle finds it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(3, 4, 2, dropout=0.1)
+        self.encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(4, 2, 8), 1)
+        self.decoder = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.decoder(self.encoder(self.rnn(x)[0]))
+
+
+def test_a_whole_model_loads_once_its_classes_are_safe_globals(tmp_path):
+    """pytorch/examples' word_language_model: ``torch.save(model, f)``, then ``torch.load(f)``
+    inside ``torch.serialization.safe_globals`` of the model's classes under torch's module
+    paths (``torch.nn.modules.rnn.LSTM``, ``torch.nn.functional.relu``, ...)."""
+    tc.manual_seed(0)
+    model, path = Recurrent(), tmp_path / "model.pt"
+    tc.save(model, path)
+    with pytest.raises(LoadError, match=r"global [a-z_.]*Recurrent, .*safe_globals\(\[\.\.\.\]\)"):
+        tc.load(path)
+    modules = nn.modules
+    listed = [Recurrent, modules.rnn.LSTM, modules.dropout.Dropout, modules.linear.Linear,
+              modules.linear.NonDynamicallyQuantizableLinear, modules.normalization.LayerNorm,
+              modules.activation.MultiheadAttention, modules.container.ModuleList,
+              modules.transformer.TransformerEncoder, modules.transformer.TransformerEncoderLayer,
+              nn.functional.relu]  # fmt: skip
+    assert modules.rnn.LSTM is nn.LSTM and modules.linear.Linear is nn.Linear
+    with tc.serialization.safe_globals(listed):
+        loaded = tc.load(path)
+        assert {id(g) for g in tc.serialization.get_safe_globals()} == {id(g) for g in listed}
+    assert tc.serialization.get_safe_globals() == []  # the block's list ends with it
+    with pytest.raises(LoadError, match="Recurrent"):
+        tc.load(path)
+    assert_same(loaded.state_dict(), model.state_dict())
+    x = tc.randn(5, 2, 3)
+    loaded.eval(), model.eval()
+    np.testing.assert_array_equal(loaded(x).numpy(), model(x).numpy())
+    tc.serialization.add_safe_globals(
+        [(Recurrent, f"{Recurrent.__module__}.Recurrent"), *listed[1:]]
+    )
+    try:
+        assert type(tc.load(path)) is Recurrent  # until cleared
+    finally:
+        tc.serialization.clear_safe_globals()
+    with pytest.raises(TypeError, match="add_safe_globals: an entry must be a class or function"):
+        tc.serialization.safe_globals([3])
+    with pytest.raises(TypeError, match=r"add_safe_globals: an entry must be \(object, "):
+        tc.serialization.add_safe_globals([(Recurrent, "Recurrent")])
 
 
 def test_files_that_torch_wrote_are_refused_clearly(tmp_path):

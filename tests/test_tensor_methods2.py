@@ -1,7 +1,7 @@
 """torch.Tensor's remaining common methods and their top-level functions: the arithmetic with
 torch's keywords, the logs, fmod/remainder, the logical ops and nan_to_num
 (``tricycle.pointwise``), nansum, nanmean, median, mode, kthvalue and quantile
-(``tricycle.reduce_torch``), mv and addmm (``tricycle.products``), select, index_add/copy/fill
+(``tricycle.reduce_torch``), mm, mv and addmm (``tricycle.products``), select, index_add/copy/fill
 and masked_scatter (``tricycle.indexing``), random_ (``tricycle.random_fills``) and the small
 ones of ``tensor``/``tensor_inplace``. Values and the gradients of every input against torch
 in float64, the new ops' gradients against finite differences on random shapes (each input
@@ -160,6 +160,9 @@ DIFFERENTIABLE = [
      [normal(5, 2)]),
     ("tc.nanquantile", lambda a: tc.nanquantile(a, Q[0]), lambda a: torch.nanquantile(a, Q[1]),
      [with_nan(3, 4)]),
+    ("mm", *same(lambda a, b: a.mm(b)), [normal(3, 4), normal(4, 5, seed=1)]),
+    ("tc.mm", lambda a, b: tc.mm(a, b.T), lambda a, b: torch.mm(a, b.T),  # a transposed view
+     [normal(3, 4), normal(5, 4, seed=1)]),
     ("mv", *same(lambda a, v: a.mv(v)), [normal(3, 4), normal(4, seed=1)]),
     ("tc.mv", lambda a, v: tc.mv(a, v), lambda a, v: torch.mv(a, v),
      [normal(3, 4), normal(4, seed=1)]),
@@ -392,7 +395,7 @@ def test_the_functions_call_the_methods_and_are_tricycles():
     for module, names in (
         (torch_math, "add sub subtract mul multiply div divide true_divide absolute log1p log2 "
          "log10 fmod remainder logical_and logical_or logical_xor logical_not nan_to_num nansum "
-         "nanmean median nanmedian mode kthvalue quantile nanquantile mv addmm"),
+         "nanmean median nanmedian mode kthvalue quantile nanquantile mm mv addmm"),
         (torch_indexing, "select index_add index_copy index_fill masked_scatter"),
         (torch_functions, "unflatten"),
     ):  # fmt: skip
@@ -425,6 +428,8 @@ def test_the_functions_call_the_methods_and_are_tricycles():
         (lambda x: x.quantile(tc.ones(2, 2)), TypeError, "Tensor.quantile: q must be"),
         (lambda x: x.quantile(0.5, interpolation="cubic"), ValueError, "interpolation must"),
         (lambda x: tc.tensor([1, 2]).quantile(0.5), TypeError, "Tensor.quantile: input's dtype"),
+        (lambda x: x.mm(tc.ones(2, 4)), ValueError, "Tensor.mm: the shapes of input and mat2"),
+        (lambda x: x.mm(tc.ones(3, 4, 4)), ValueError, "Tensor.mm: the shapes of input and mat2"),
         (lambda x: x.mv(tc.ones(2)), ValueError, "Tensor.mv: the shapes of input and vec"),
         (lambda x: x.addmm(tc.ones(3, 2), tc.ones(2, 5)), ValueError, "Tensor.addmm: input's"),
         (lambda x: x.addmm(tc.ones(3, 2), tc.ones(3, 5)), ValueError, "the shapes of mat1"),

@@ -277,6 +277,19 @@ def test_tile_repeat_interleave_unbind_and_norms_match_torch(shape, data):
         run_both(expression, expression, [np.round(rng.normal(size=shape) * 2) / 2], rng)
 
 
+@pytest.mark.parametrize("reps", [(2, 1, 1, 1), (1, 1, 1), (3,)])
+def test_tile_makes_a_new_array_that_takes_writes_as_torchs_repeat(reps):
+    """fast_neural_style's ``style.repeat(batch, 1, 1, 1)`` then ``batch.div_(255.0)``: each
+    copy is written on its own (not a read-only broadcast view of one)."""
+    image = np.arange(12, dtype=np.float32).reshape(3, 2, 2)
+    ours, theirs = to_tensor(image, requires_grad=False).tile(reps), torch.tensor(image).tile(reps)
+    ours.div_(255.0)
+    theirs.div_(255.0)
+    ours[0] = 1.0
+    theirs[0] = 1.0
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
 @given(shape=shapes, data=st.data())
 def test_gather_scatters_its_gradient_back_as_torch(shape, data):
     dim = data.draw(st.integers(0, len(shape) - 1), label="dim")

@@ -31,6 +31,10 @@ def test_without_a_gpu_it_answers_as_torch_does(monkeypatch):
         with pytest.raises(RuntimeError, match=rf"tricycle.cuda.{call.__name__}: no CUDA GPU"):
             call()
     assert tc.cuda.empty_cache() is None  # nothing cached: nothing to do, as torch's
+    # torch.accelerator's questions, as pytorch/examples ask them: tricycle.cuda answers
+    assert tc.accelerator is tc.cuda and tc.accelerator.is_available() is False
+    assert tc.accelerator.current_accelerator() is None
+    assert tc.accelerator.current_accelerator(check_available=True) is None
 
 
 def test_it_agrees_with_torch_on_this_machine():
@@ -96,6 +100,11 @@ def test_with_gpus_each_question_goes_through_the_backend(monkeypatch):
     monkeypatch.setattr(backend, "_cupy", fake)  # backend.synchronize's
     assert tc.cuda.is_available() and tc.cuda.device_count() == 2
     assert tc.cuda.current_device() == 0
+    device = tc.accelerator.current_accelerator()  # torch.accelerator's, as torch's with a GPU
+    assert device == "cuda" and (device.type, device.index) == ("cuda", None)
+    tc.accelerator.set_device_index(1)
+    assert tc.accelerator.current_device_index() == tc.cuda.current_device() == 1
+    tc.accelerator.set_device_index(0)
     assert tc.cuda.get_device_name() == "Fake GPU 0" and tc.cuda.get_device_name(1) == "Fake GPU 1"
     assert tc.cuda.get_device_name("cuda:1") == "Fake GPU 1"
     tc.cuda.synchronize()

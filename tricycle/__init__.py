@@ -184,6 +184,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "logical_or": ("tricycle.torch_math", "logical_or"),
     "logical_xor": ("tricycle.torch_math", "logical_xor"),
     "nan_to_num": ("tricycle.torch_math", "nan_to_num"),
+    "mm": ("tricycle.torch_math", "mm"),
     "mv": ("tricycle.torch_math", "mv"),
     "addmm": ("tricycle.torch_math", "addmm"),
     "index_select": ("tricycle.torch_indexing", "index_select"),
@@ -212,9 +213,11 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     # torch.utils.data.DataLoader, torch.optim.SGD, torch.nn.Linear): the module itself
     # (attribute None), imported on first use
     "cuda": ("tricycle.cuda", None),
+    "accelerator": ("tricycle.cuda", None),  # torch.accelerator: CUDA is tricycle's one
     "amp": ("tricycle.amp", None),
     "distributions": ("tricycle.distributions", None),
     "linalg": ("tricycle.linalg", None),
+    "serialization": ("tricycle.serialization", None),  # torch.serialization.safe_globals
     "autograd": ("tricycle.autograd", None),
     "nn": ("tricycle.nn", None),
     "optim": ("tricycle.optim", None),

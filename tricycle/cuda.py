@@ -15,11 +15,17 @@ tricycle draws every random number from one generator on the host, so ``manual_s
 A device is None (the current GPU), an index N, or "cuda", "cuda:N" or "gpu" (a torch.device
 too, by its name).
 
+``tricycle.accelerator`` is this module: torch.accelerator's questions (``is_available``,
+``device_count``, ``synchronize``, ``current_accelerator``, ``current_device_index``,
+``set_device_index``) have CUDA's answers, tricycle's one accelerator::
+
+    device = tricycle.accelerator.current_accelerator() or tricycle.device("cpu")
+
 This module is above the library, beside ``tricycle.cuda_graph``: it calls cupy's device
 runtime, which the math and the engine leave to ``tricycle.backend``.
 """
 
-from tricycle import backend
+from tricycle import backend, checks, torch_functions
 from tricycle import random as tricycle_random
 
 
@@ -105,3 +111,25 @@ def manual_seed(seed: int) -> None:
 def manual_seed_all(seed: int) -> None:
     """``manual_seed``: one generator serves every GPU."""
     tricycle_random.manual_seed(seed)
+
+
+# ------------------------------------------------------------------ torch.accelerator's names
+def current_accelerator(check_available: bool = False):
+    """torch.accelerator.current_accelerator: the device "cuda" (a ``tricycle.device``) when a
+    GPU is available, None otherwise, whatever ``check_available`` says (tricycle has no
+    accelerator that is built in but absent)."""
+    checks.boolean("tricycle.accelerator.current_accelerator", "check_available", check_available)
+    return torch_functions.device("cuda") if is_available() else None
+
+
+def current_device_index() -> int:
+    """torch.accelerator.current_device_index: ``current_device()``."""
+    return _index("current_device_index", None)
+
+
+def set_device_index(device) -> None:
+    """torch.accelerator.set_device_index: ``set_device(device)``."""
+    set_device(device)
+
+
+current_device_idx, set_device_idx = current_device_index, set_device_index  # torch's old names

@@ -192,11 +192,14 @@ def randint(
     device="cpu", generator=None,
 ) -> Tensor:  # fmt: skip
     """Random integers in [low, high) of shape ``size``, as ``torch.randint``:
-    ``randint(10, (3,))`` draws from [0, 10), ``randint(5, 10, (3,))`` from [5, 10)."""
+    ``randint(10, (3,))`` and ``randint(10, size=(3,))`` draw from [0, 10),
+    ``randint(5, 10, (3,))`` from [5, 10)."""
     if size is None:  # randint(high, size): the torch form without ``low``
         if high is None:
             raise TypeError("randint: missing size, e.g. randint(10, (3,)) or randint(0, 10, (3,))")
         low, high, size = 0, low, high
+    elif high is None:  # randint(high, size=...): the same form, size by keyword
+        low, high = 0, low
     checks.integer("randint", "low", low)
     checks.integer("randint", "high", high)
     if not low < high:

@@ -80,6 +80,9 @@ class Dense(Layer):
         self.weights = parameter((initialiser or init_xavier)((from_size, to_size)), "weights")
         self.bias = parameter(init_zeros((to_size,)), "bias") if bias else None
 
+    in_features = property(lambda self: self.from_size, doc="torch's name for from_size")
+    out_features = property(lambda self: self.to_size, doc="torch's name for to_size")
+
     def forward(self, x: Tensor) -> Tensor:
         x = self.checked_input(x)
         out = dense(x, self.weights, self.bias)  # (..., to_size)
@@ -194,6 +197,16 @@ class Embedding(Layer):
         if padding_idx is not None:
             self.padding_idx = padding_row(padding_idx, from_size)
             self.weights.array[self.padding_idx] = 0
+
+    @property
+    def num_embeddings(self) -> int:
+        """torch's name for the table's rows (``from_size``, read from the table itself)."""
+        return self.weights.shape[0]
+
+    @property
+    def embedding_dim(self) -> int:
+        """torch's name for the vectors' size (``to_size``, read from the table itself)."""
+        return self.weights.shape[1]
 
     def forward(self, ids) -> Tensor:
         return embedding(ids, self.weights, padding_idx=self.padding_idx)
@@ -354,6 +367,23 @@ class Sequential(Layer):
         for layer in self.sequence:
             x = layer(x)
         return x
+
+    def append(self, layer) -> "Sequential":
+        """torch's ``Sequential.append``: ``layer`` runs last."""
+        checks.function("Sequential.append", "layer", layer)
+        self.sequence.append(layer)
+        return self
+
+    def extend(self, layers) -> "Sequential":
+        for layer in layers:
+            self.append(layer)
+        return self
+
+    def add_module(self, name: str, layer) -> None:
+        """torch's ``add_module`` on a Sequential: ``layer`` runs last. Its tensors are named
+        by position (``sequence.N.weights``), as every Sequential's, not by ``name``."""
+        checks.text("Sequential.add_module", "name", name)
+        self.append(layer)
 
     def __getitem__(self, index):
         return self.sequence[index]

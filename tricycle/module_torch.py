@@ -16,7 +16,9 @@ a base class of ``Layer`` (``tricycle.module``), which holds the walk itself.
 
 The hooks are ``tricycle.module_hooks``'s. The methods of torch's Module that tricycle does
 another way for (the deprecated ``register_backward_hook``) are not there: reading one raises
-an AttributeError that says what to use (``hasattr`` is False, as for any missing attribute).
+an AttributeError that says what to use (``hasattr`` is False, as for any missing attribute),
+and so does torch's ``weight`` on a layer that names its tensors otherwise (``weights``,
+``gamma``): the error lists them.
 """
 
 import numpy as np
@@ -46,8 +48,28 @@ class _NotInTricycle:
         )
 
 
+class _TorchWeight:
+    """torch's ``weight``, on a layer that has none (a port's first error): reading it raises
+    an AttributeError naming the layer's tensors and tricycle's names for torch's. A layer
+    that holds a ``weight`` of its own (the recurrent layers, Bilinear) shadows it."""
+
+    def __get__(self, layer, owner=None):
+        if layer is None:  # on the class: the descriptor itself
+            return self
+        held = [f"{n} {tuple(v.shape)}" for n, v in vars(layer).items() if isinstance(v, Tensor)]
+        raise AttributeError(
+            f"{type(layer).__name__} has no 'weight' (torch's name); its tensors are "
+            f"{', '.join(held) or 'none'}: a Linear's weights are (in, out), the transpose of "
+            "torch's weight, and a norm's weight and bias are gamma and beta",
+            name="weight",
+            obj=layer,
+        )
+
+
 class TorchMethods:
     """torch's names for walking, freezing and moving a ``Layer`` (see the module's doc)."""
+
+    weight = _TorchWeight()
 
     _frozen: frozenset = frozenset()  # names of this layer's parameters requires_grad_ froze
     _non_persistent: frozenset = frozenset()  # names of this layer's buffers not saved

@@ -296,13 +296,16 @@ def repeat(x: Tensor, repeats: int, axis: int | None = None) -> Tensor:
 
 
 def where(condition, a: Tensor, b: Tensor) -> Tensor:
-    """Elementwise ``a if condition else b``, broadcasting all three.
-
-    ``a`` or ``b`` may be a number or array (a constant, with no gradient).
-    """
-    like = a if isinstance(a, Tensor) else b
-    if not isinstance(like, Tensor):
-        raise TypeError("where: at least one of a and b must be a Tensor")
+    """Elementwise ``a if condition else b``, broadcasting all three. ``a`` or ``b`` may be a
+    number or array (a constant, with no gradient); two numbers make torch's constant
+    (``where(x > 0.5, 1, 0)``: int64; float32 if either is a float)."""
+    like = next((v for v in (a, b, condition) if isinstance(v, Tensor)), None)
+    if like is None:
+        raise TypeError("where: at least one of condition, a and b must be a Tensor")
+    if not (isinstance(a, Tensor) or isinstance(b, Tensor)):  # the dtype of a and b together
+        floats = isinstance(a, float) or isinstance(b, float)
+        dtype = np.float32 if floats else np.result_type(*(getattr(v, "dtype", v) for v in (a, b)))
+        like = like.new(like.xp.zeros((), dtype), requires_grad=False)
     a, b = binary.constant(a, like), binary.constant(b, like)
     condition = condition.array if isinstance(condition, Tensor) else condition
     if not hasattr(condition, "shape"):

@@ -1,4 +1,4 @@
-"""torch's matrix-vector product and its product with an added term, as Tensor methods:
+"""torch's matrix products of fixed shapes, as Tensor methods: ``mm`` (A @ B of two matrices),
 ``mv`` (M @ v) and ``addmm`` (beta x + alpha (A @ B), what a linear layer computes).
 
 Each is a method of ``Tensor`` (``bias.addmm(x, w)``) that imports this module on its first
@@ -12,6 +12,16 @@ import numpy as np
 
 from tricycle import binary, checks, ops
 from tricycle.graph import Node as Tensor  # the ops see a tensor as a graph node
+
+
+def mm(x: Tensor, mat2) -> Tensor:
+    """torch.Tensor.mm: the product (N, P) of this matrix (N, M) and ``mat2`` (M, P), without
+    matmul's broadcasting."""
+    b = binary.constant(mat2, x, "Tensor.mm")
+    if x.ndim != 2 or b.ndim != 2 or x.shape[1] != b.shape[0]:
+        expected = "matrices (N, M) and (M, P)"
+        checks.fail("Tensor.mm", "the shapes of input and mat2", expected, (x.shape, b.shape))
+    return binary.matmul(x, b)
 
 
 def mv(x: Tensor, vec) -> Tensor:

@@ -16,10 +16,15 @@ the new one, never half of one. A file object is written where it stands.
 ``load(f, weights_only=True)``, torch's default, unpickles with an allow-list: containers
 (dict, list, tuple, set, ``OrderedDict``), numbers, strings, bytes, None, numpy arrays, dtypes
 and scalars, and tricycle's ``Tensor`` and ``Parameter``: what state dicts, optimizer states
-and checkpoints hold. Any other global (a class, a function such as ``os.system``) is refused
-before it is imported, naming it; loading a file with one needs ``weights_only=False``, which
-is plain pickle and runs whatever code the file names: only for files you trust (a whole
-pickled model). A file that ``torch.save`` wrote holds torch tensors: it is refused with a
+and checkpoints hold (and the state of a numpy Generator, which a ``Dropout`` keeps). Any
+other global (a class, a function such as ``os.system``) is refused before it is imported,
+naming it. As torch's, ``add_safe_globals([...])`` or, for one block, ``with
+safe_globals([...]):`` allows the classes and functions listed, so a whole pickled model loads
+with ``weights_only=True`` once its classes are listed (pytorch/examples' word_language_model
+lists them). The list holds the objects themselves, each allowed under the module and name it
+pickles under (``tricycle.nn.modules.rnn.LSTM`` is ``tricycle.nn.recurrent.LSTM``).
+``weights_only=False`` is plain pickle and runs whatever code the file names: only for files
+you trust. A file that ``torch.save`` wrote holds torch tensors: it is refused with a
 message saying how to convert it, never half-read.
 
 ``map_location`` None or "cpu" keeps the arrays in host memory; "cuda", "cuda:N" or "gpu"
@@ -35,7 +40,7 @@ import zipfile
 
 import numpy as np
 
-from tricycle import backend
+from tricycle import backend, checks
 from tricycle.atomic import atomic_write
 from tricycle.tensor import Tensor
 
@@ -55,7 +60,17 @@ _ALLOWED = {
     "ml_dtypes": {"bfloat16"},
     "tricycle.tensor": {"Tensor"},
     "tricycle.module": {"Parameter"},
+    # a numpy Generator (a Dropout's): its constructors build only numpy's bit generators
+    "numpy.random._pickle": {"__generator_ctor", "__bit_generator_ctor"},
+    "numpy.random._pcg64": {"PCG64", "PCG64DXSM"},
+    "numpy.random._mt19937": {"MT19937"},
+    "numpy.random._philox": {"Philox"},
+    "numpy.random._sfc64": {"SFC64"},
+    "numpy.random.bit_generator": {"SeedSequence", "__pyx_unpickle_SeedSequence"},
 }
+
+# (module, name) -> object: what add_safe_globals allowed beside _ALLOWED, for every thread
+_SAFE_GLOBALS: dict[tuple[str, str], object] = {}
 
 
 class LoadError(pickle.UnpicklingError, ValueError):
@@ -89,9 +104,65 @@ def save(obj, f, pickle_protocol: int = pickle.HIGHEST_PROTOCOL) -> None:
         raise TypeError(f"save: f must be a path or a binary file object, got {f!r}")
 
 
+# ---------------------------------------------------------------------------- safe globals
+def _pickled_name(entry) -> tuple[str, str]:
+    """(module, qualified name) that pickle writes for an entry of a safe-globals list: an
+    object, or (object, "module.name") naming it as torch's lists may."""
+    owner = "add_safe_globals"
+    if isinstance(entry, tuple):
+        if len(entry) != 2 or not isinstance(entry[1], str) or "." not in entry[1]:
+            checks.fail(owner, "an entry", '(object, "module.name")', entry, TypeError)
+        module, _, name = entry[1].rpartition(".")
+        return module, name
+    module, name = getattr(entry, "__module__", None), getattr(entry, "__qualname__", None)
+    if not isinstance(module, str) or not isinstance(name, str):
+        checks.fail(owner, "an entry", "a class or function (or an (object, name) pair)",
+                    entry, TypeError)  # fmt: skip
+    return module, name
+
+
+def add_safe_globals(safe_globals: list) -> None:
+    """torch.serialization.add_safe_globals: let ``load(weights_only=True)`` load the listed
+    classes and functions too, in every thread, until ``clear_safe_globals()``."""
+    if not isinstance(safe_globals, list | tuple):
+        checks.fail("add_safe_globals", "safe_globals", "a list", safe_globals, TypeError)
+    names = [_pickled_name(entry) for entry in safe_globals]  # every entry checked first
+    for name, entry in zip(names, safe_globals):
+        _SAFE_GLOBALS[name] = entry[0] if isinstance(entry, tuple) else entry
+
+
+def get_safe_globals() -> list:
+    """torch.serialization.get_safe_globals: what ``add_safe_globals`` allowed."""
+    return list(_SAFE_GLOBALS.values())
+
+
+def clear_safe_globals() -> None:
+    """torch.serialization.clear_safe_globals: forget what ``add_safe_globals`` allowed."""
+    _SAFE_GLOBALS.clear()
+
+
+class safe_globals:  # noqa: N801 - torch's name
+    """torch.serialization.safe_globals: ``add_safe_globals(globals)`` for a ``with`` block;
+    what was allowed before the block is allowed again after it, and nothing more."""
+
+    def __init__(self, safe_globals: list):
+        for entry in safe_globals:
+            _pickled_name(entry)  # a bad entry raises here, where it is written
+        self.safe_globals, self.before = list(safe_globals), {}
+
+    def __enter__(self):
+        self.before = dict(_SAFE_GLOBALS)
+        add_safe_globals(self.safe_globals)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _SAFE_GLOBALS.clear()
+        _SAFE_GLOBALS.update(self.before)
+
+
 # ---------------------------------------------------------------------------- load
 class _WeightsUnpickler(pickle.Unpickler):
-    """An unpickler that loads only the globals of ``_ALLOWED``."""
+    """An unpickler that loads only the globals of ``_ALLOWED`` and of ``add_safe_globals``."""
 
     def __init__(self, file, name: str):
         super().__init__(file)
@@ -102,11 +173,14 @@ class _WeightsUnpickler(pickle.Unpickler):
         dtype_class = module == "numpy.dtypes" and name.endswith("DType")  # numpy >= 1.25's
         if dtype_class or name in _ALLOWED.get(module, ()):
             return super().find_class(module, name)
+        if (module, name) in _SAFE_GLOBALS:
+            return _SAFE_GLOBALS[module, name]
         raise LoadError(
             f"load: {self.name} holds the global {module}.{name}, which weights_only=True does "
             "not load (it loads containers, numbers, strings, numpy arrays and tricycle "
-            "Tensors: what state dicts hold). Only if you trust the file, load it with "
-            "weights_only=False: that runs the code the file names."
+            "Tensors: what state dicts hold). If you trust it, list it in "
+            "tricycle.serialization.safe_globals([...]) (or add_safe_globals), or load the "
+            "file with weights_only=False: that runs the code the file names."
         )
 
 

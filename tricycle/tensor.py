@@ -274,7 +274,7 @@ class Tensor(TorchTensorMethods, TorchInPlaceMethods, Node):
     nansum, nanmean, median, nanmedian, mode, kthvalue, quantile, nanquantile = imported(
         "reduce_torch", "nansum nanmean median nanmedian mode kthvalue quantile nanquantile"
     )
-    mv, addmm = imported("products", "mv addmm")
+    mm, mv, addmm = imported("products", "mm mv addmm")
     outer, allclose, equal = imported("torch_functions", "outer allclose equal")
     select, index_add, index_copy, index_fill, masked_scatter = imported(
         "indexing", "select index_add index_copy index_fill masked_scatter"

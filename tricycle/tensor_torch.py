@@ -220,7 +220,8 @@ class TorchTensorMethods:
 
     def tile(self, *dims):
         """torch.Tensor.tile (torch's ``repeat``): the whole tensor repeated ``dims[i]`` times
-        along axis i, the shorter of ``dims`` and the shape padded with leading 1s."""
+        along axis i, the shorter of ``dims`` and the shape padded with leading 1s. A new
+        array, as torch's: the copies may be written in place one by one (no broadcast view)."""
         reps = _sizes("Tensor.tile", dims)
         if any(n < 0 for n in reps):
             checks.fail("Tensor.tile", "dims", "counts >= 0", reps)
@@ -228,7 +229,7 @@ class TorchTensorMethods:
         reps, shape = (1,) * (n - len(reps)) + reps, (1,) * (n - self.ndim) + self.shape
         spread = ops.reshape(self, [m for size in shape for m in (1, size)])  # (1, s0, 1, s1...)
         tiled = spread.expand(*[m for pair in zip(reps, shape) for m in pair])  # (r0, s0, ...)
-        return ops.reshape(tiled, tuple(r * size for r, size in zip(reps, shape)))
+        return ops.reshape(tiled.clone(), tuple(r * size for r, size in zip(reps, shape)))
 
     def narrow(self, dim: int, start: int, length: int):
         """torch.Tensor.narrow: ``length`` entries of axis ``dim`` from ``start`` (a slice)."""

@@ -245,6 +245,12 @@ def round(input, *, decimals: int = 0, out=None):  # noqa: A001, A002 - torch's 
 
 
 # ------------------------------------------------------------------ products
+def mm(input, mat2, *, out=None):  # noqa: A002
+    """torch.mm: the product (N, P) of two matrices (N, M) and (M, P), without broadcasting."""
+    no_out("mm", out)
+    return tensor_input("mm", input).mm(mat2)
+
+
 def mv(input, vec, *, out=None):  # noqa: A002
     """torch.mv: the product (N,) of a matrix (N, M) and a vector (M,)."""
     no_out("mv", out)

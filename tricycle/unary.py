@@ -5,6 +5,8 @@ single back_fn is the closed-form derivative: ``dout -> dout * f'(x)``. ``unary_
 that node for every op of one input (reductions, shape ops and activations too).
 """
 
+import numpy as np
+
 from tricycle import checks
 from tricycle.graph import Node as Tensor  # the ops see a tensor as a graph node
 
@@ -110,8 +112,16 @@ def exp(x: Tensor) -> Tensor:
 
 
 def log(x: Tensor) -> Tensor:
-    """Natural logarithm."""
-    return unary_op(x, x.xp.log(x.array), lambda dout: dout / x.array, "log")
+    """Natural logarithm: log 0 = -inf (with gradient inf) and log of a negative number NaN,
+    without numpy's warnings, as torch's (``log(tril(ones))`` is a causal mask)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = x.xp.log(x.array)
+
+    def back_fn(dout):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return dout / x.array
+
+    return unary_op(x, out, back_fn, "log")
 
 
 def sqrt(x: Tensor) -> Tensor:

@@ -50,6 +50,7 @@ from tricycle.nn.adaptive_max_pooling import AdaptiveMaxPool1d, AdaptiveMaxPool2
 from tricycle.nn.adaptive_pooling import AdaptiveAvgPool1d, AdaptiveAvgPool2d
 from tricycle.nn.batch_norm import BatchNorm1d, BatchNorm2d
 from tricycle.nn.bilinear import Bilinear
+from tricycle.nn.channel_dropout import Dropout1d, Dropout2d, Dropout3d
 from tricycle.nn.containers import Identity, ModuleDict, ModuleList
 from tricycle.nn.conv import Conv1d, Conv2d, Flatten
 from tricycle.nn.conv_transpose import ConvTranspose1d, ConvTranspose2d
@@ -166,6 +167,8 @@ __all__ = [
     # lazy convolutions and batch norms (tricycle.nn.lazy_conv)
     "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyConv1d", "LazyConv2d", "LazyConvTranspose1d",
     "LazyConvTranspose2d", "UninitializedBuffer",
+    # channel-wise dropout (tricycle.nn.channel_dropout)
+    "Dropout1d", "Dropout2d", "Dropout3d",
     # torch's Transformer family (tricycle.nn.transformer)
     "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
     "TransformerEncoderLayer",

@@ -6,7 +6,8 @@ tricycle's arguments, which follow PyTorch's where the names match (``conv2d``'s
 
 What a PyTorch script calls takes torch's arguments, with torch's meaning: ``F.linear`` torch's
 (out, in) weight (how a head tied to an embedding reads its table); ``F.softmax`` and
-``F.log_softmax`` a ``dim``; ``F.dropout`` ``p``, ``training`` and ``inplace`` (beside tricycle's
+``F.log_softmax`` a ``dim``; ``F.dropout`` (and the channel-wise ``F.dropout1d``/``2d``/``3d``,
+``tricycle.nn.channel_dropout``) ``p``, ``training`` and ``inplace`` (beside tricycle's
 ``probability=`` and ``rng=``); ``F.gelu`` ``approximate="none"``/``"tanh"``; ``F.glu`` a ``dim``;
 ``F.one_hot`` and ``F.interpolate`` (every mode, in ``tricycle.nn.interpolate``) torch's whole
 signatures; ``F.scaled_dot_product_attention`` torch's keywords ``attn_mask``, ``dropout_p`` and
@@ -44,6 +45,7 @@ from tricycle.nn.activations import (
 from tricycle.nn.adaptive_max_pooling import adaptive_max_pool1d, adaptive_max_pool2d
 from tricycle.nn.adaptive_pooling import adaptive_avg_pool
 from tricycle.nn.bilinear import bilinear
+from tricycle.nn.channel_dropout import dropout1d, dropout2d, dropout3d
 from tricycle.nn.conv import conv
 from tricycle.nn.ctc import ctc_loss
 from tricycle.nn.embedding_bag import embedding_bag
@@ -107,6 +109,9 @@ __all__ = [
     "cross_entropy",
     "ctc_loss",
     "dropout",
+    "dropout1d",
+    "dropout2d",
+    "dropout3d",
     "elu",
     "embedding",
     "embedding_bag",

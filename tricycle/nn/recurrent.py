@@ -226,6 +226,11 @@ class _Recurrent(Layer):
             parts = tuple(ops.expand_dims(t, 1) for t in parts)  # (L D, 1, H)
         return parts if lstm else (parts[0], None)
 
+    def flatten_parameters(self) -> None:
+        """torch's ``flatten_parameters`` (it packs the weights into one block for cuDNN):
+        nothing to do, as torch's on the CPU. A script that calls it after loading a model
+        runs as written."""
+
     def extra_repr(self) -> str:
         return (
             f"{self.input_size}, {self.hidden_size}, num_layers={self.num_layers}, "

@@ -22,6 +22,8 @@ gets a zero attention output (torch's gives NaN).
 
 The submodules have torch's names (``self_attn``, ``linear1``, ``norm1``, ``dropout1`` ...), so
 ``nn.from_torch`` and ``nn.to_torch`` map a torch layer's ``state_dict`` onto these and back.
+As torch's, ``activation="relu"`` or ``"gelu"`` keeps the function ``F.relu`` or ``F.gelu``
+(no submodule): a whole pickled model names it, as the safe-globals lists written for torch do.
 """
 
 from collections.abc import Callable
@@ -29,6 +31,7 @@ from collections.abc import Callable
 from tricycle import checks
 from tricycle.activation import _activation, check_activation
 from tricycle.layers import Dense, Dropout, Layer, LayerNorm
+from tricycle.nn import functional as F
 from tricycle.nn.multihead import MultiheadAttention
 from tricycle.tensor import Tensor, as_tensor, check_float
 
@@ -77,6 +80,10 @@ def check_same_batch(owner: str, names: tuple[str, str], x: Tensor, y: Tensor,
         )
 
 
+# the activations torch names, kept as it keeps them: functions, not submodules
+TORCH_ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
+
+
 class _TransformerLayer(Layer):
     """What the encoder and decoder layers share: the feed-forward block and the attention
     block (torch's ``_ff_block`` and ``_sa_block``/``_mha_block``)."""
@@ -102,7 +109,10 @@ class _TransformerLayer(Layer):
         self.dropout1, self.dropout2 = Dropout(dropout), Dropout(dropout)
         if decoder:
             self.dropout3 = Dropout(dropout)
-        self.activation = _activation(activation)  # a Layer, or the callable given
+        if isinstance(activation, str) and activation in TORCH_ACTIVATIONS:
+            self.activation = TORCH_ACTIVATIONS[activation]  # the function, as torch keeps it
+        else:
+            self.activation = _activation(activation)  # another name's Layer, or the callable
         self.d_model = d_model
 
     @property
