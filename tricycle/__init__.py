@@ -70,7 +70,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "log": ("tricycle.unary", "log"),
     "manual_seed": ("tricycle.random", "manual_seed"),
     "masked_fill": ("tricycle.ops", "masked_fill"),
-    "mean": ("tricycle.reduce", "mean"),
+    "mean": ("tricycle.torch_math", "mean"),  # Tensor.mean's: numpy's axis or torch's dim
     "no_grad": ("tricycle.tensor", "no_grad"),
     "ones": ("tricycle.factories", "ones"),
     "ones_like": ("tricycle.factories", "ones_like"),
@@ -87,7 +87,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "split": ("tricycle.ops", "split"),
     "sqrt": ("tricycle.unary", "sqrt"),
     "stack": ("tricycle.ops", "stack"),
-    "sum": ("tricycle.reduce", "sum"),
+    "sum": ("tricycle.torch_math", "sum"),  # Tensor.sum's: numpy's axis or torch's dim
     "swapaxes": ("tricycle.ops", "swapaxes"),
     "tanh": ("tricycle.unary", "tanh"),
     "to_tensor": ("tricycle.tensor", "to_tensor"),
@@ -114,6 +114,13 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "clamp": ("tricycle.torch_functions", "clamp"),
     "device": ("tricycle.torch_functions", "device"),
     "empty": ("tricycle.torch_functions", "empty"),
+    "FloatTensor": ("tricycle.torch_functions", "FloatTensor"),  # torch's legacy constructors
+    "DoubleTensor": ("tricycle.torch_functions", "DoubleTensor"),
+    "LongTensor": ("tricycle.torch_functions", "LongTensor"),
+    "IntTensor": ("tricycle.torch_functions", "IntTensor"),
+    "BoolTensor": ("tricycle.torch_functions", "BoolTensor"),
+    "sparse_coo_tensor": ("tricycle.torch_math", "sparse_coo_tensor"),
+    "spmm": ("tricycle.torch_math", "spmm"),
     "enable_grad": ("tricycle.grad_modes", "enable_grad"),
     "equal": ("tricycle.torch_functions", "equal"),
     "flatten": ("tricycle.torch_functions", "flatten"),
@@ -215,6 +222,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "cuda": ("tricycle.cuda", None),
     "accelerator": ("tricycle.cuda", None),  # torch.accelerator: CUDA is tricycle's one
     "amp": ("tricycle.amp", None),
+    "backends": ("tricycle.backends", None),  # torch.backends.mps.is_available()
     "distributions": ("tricycle.distributions", None),
     "linalg": ("tricycle.linalg", None),
     "serialization": ("tricycle.serialization", None),  # torch.serialization.safe_globals

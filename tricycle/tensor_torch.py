@@ -165,6 +165,12 @@ class TorchTensorMethods:
             self, self.xp.ascontiguousarray(self.array), lambda d: d, "contiguous"
         )
 
+    def to_sparse(self, *layout, **options):
+        """torch.Tensor.to_sparse, to_dense: this tensor (one layout, dense: see torch_math)."""
+        return self
+
+    to_dense = to_sparse
+
     def clone(self, memory_format=None):
         """torch.Tensor.clone: a copy, whose gradient flows back to this tensor."""
         return unary.unary_op(self, self.array.copy(), lambda dout: dout, "clone")

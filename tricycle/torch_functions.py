@@ -11,7 +11,8 @@ Where torch and tricycle differ:
 - ``out=`` is refused (a TypeError): tricycle's ops return new tensors, so write
   ``y = tricycle.matmul(a, b)``.
 - ``empty`` gives zeros (torch leaves the memory as it was: a script must write it before
-  reading it in either library).
+  reading it in either library), and so do the legacy ``FloatTensor(*sizes)``, ``LongTensor``
+  ... (which, given data, copy it in their dtype).
 - ``clamp`` takes number bounds (``Tensor.clamp``); a tensor bound is refused, naming
   ``tricycle.maximum``/``minimum``.
 - ``max``/``min`` along ``dim``: torch's ``(values, indices)``; along numpy's ``axis``: the values.
@@ -116,14 +117,45 @@ def is_tensor(obj) -> bool:
     return isinstance(obj, Node)
 
 
-def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad: bool = False,
-          pin_memory: bool = False, memory_format=None):  # fmt: skip
-    """torch.empty: a tensor of shape ``size`` (``empty(2, 3)`` or ``empty((2, 3))``), of
-    zeros here (see the module's doc); ``layout``, ``pin_memory`` and ``memory_format`` are
-    accepted and mean nothing for tricycle's arrays."""
+def empty(*sizes, size=None, out=None, dtype=None, layout=None, device=None,
+          requires_grad: bool = False, pin_memory: bool = False, memory_format=None):  # fmt: skip
+    """torch.empty: a tensor of shape ``size`` (``empty(2, 3)``, ``empty((2, 3))`` or
+    ``empty(size=(2, 3))``), of zeros here (see the module's doc); ``layout``, ``pin_memory``
+    and ``memory_format`` are accepted and mean nothing for tricycle's arrays."""
     no_out("empty", out)
+    if size is not None:
+        if sizes:
+            raise TypeError(f"empty: got the sizes {sizes} and size={size!r}; give one of them")
+        sizes = (size,)
     device = "cpu" if device is None else device
-    return zeros(*size, dtype=dtype, requires_grad=requires_grad, device=device)
+    return zeros(*sizes, dtype=dtype, requires_grad=requires_grad, device=device)
+
+
+def _typed_constructor(name: str, dtype):
+    """torch's legacy constructor ``name`` (``torch.FloatTensor`` ...) for ``dtype``."""
+
+    def construct(*data):
+        if all(checks.is_integer(value) for value in data):  # sizes: FloatTensor(2, 3)
+            return empty(*data, dtype=dtype) if data else empty(0, dtype=dtype)
+        if len(data) != 1:
+            expected = "one sequence or array of values, or the sizes as ints"
+            checks.fail(name, "data", expected, data, TypeError)
+        return tensor(data[0], dtype=dtype)
+
+    construct.__name__ = construct.__qualname__ = name
+    construct.__doc__ = (
+        f"torch.{name}: ``{name}(data)`` is ``tensor(data, dtype={np.dtype(dtype)})``, a copy; "
+        f"``{name}(*sizes)`` is ``empty(*sizes, dtype={np.dtype(dtype)})``. A function here, "
+        "not a class: ``isinstance`` takes ``Tensor`` (and ``x.dtype`` says the type)."
+    )
+    return construct
+
+
+FloatTensor = _typed_constructor("FloatTensor", np.float32)
+DoubleTensor = _typed_constructor("DoubleTensor", np.float64)
+LongTensor = _typed_constructor("LongTensor", np.int64)
+IntTensor = _typed_constructor("IntTensor", np.int32)
+BoolTensor = _typed_constructor("BoolTensor", np.bool_)
 
 
 def get_default_dtype():

@@ -1,10 +1,11 @@
-"""torch's top-level math on tricycle's engine: the reductions ``std``, ``var``,
+"""torch's top-level math on tricycle's engine: the reductions ``sum``, ``mean``, ``std``, ``var``,
 ``logsumexp``, ``prod``, ``cumprod``, ``amax``, ``amin``, ``count_nonzero``, ``nansum``,
 ``nanmean``, ``median``, ``nanmedian``, ``mode``, ``kthvalue``, ``quantile`` and
 ``nanquantile``; the elementwise ``add``, ``sub``, ``mul``, ``div`` (and their other names),
 ``absolute``, ``log1p``, ``log2``, ``log10``, ``fmod``, ``remainder``, ``nan_to_num``,
 ``maximum``, ``minimum``, the logical ops and the step functions ``sign``, ``round``,
-``floor``, ``ceil``, ``trunc``; the products ``mv`` and ``addmm``; the distances ``cdist``.
+``floor``, ``ceil``, ``trunc``; the products ``mv`` and ``addmm``; the distances ``cdist``;
+``sparse_coo_tensor`` and ``spmm``, in tricycle's one layout, dense (see ``sparse_coo_tensor``).
 
 Each calls the ``Tensor`` method of the same name (``tricycle.tensor_torch``, or the modules
 its methods import: ``pointwise``, ``reduce_torch``, ``products``; the ops of ``reduce`` and
@@ -21,8 +22,12 @@ Where torch and tricycle differ: ``var`` is ``Tensor.var``, numpy's (ddof 0, ``a
 
 import math
 
+import numpy as np
+
 from tricycle import checks
-from tricycle.torch_functions import no_out, tensor_input
+from tricycle.factories import zeros
+from tricycle.graph import Node
+from tricycle.torch_functions import no_out, tensor, tensor_input
 
 
 # ------------------------------------------------------------------ reductions
@@ -34,6 +39,27 @@ def std(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=Non
         raise TypeError(f"std: unbiased={unbiased!r} or correction={correction!r}, not both")
     unbiased = True if unbiased is None else unbiased
     return tensor_input("std", input).std(dim, unbiased, keepdim, correction=correction)
+
+
+def sum(input, *args, dtype=None, out=None, **kwargs):  # noqa: A001, A002
+    """torch.sum with torch's keywords (``dim``, ``keepdim``); without them numpy's (``axis``,
+    ``keepdims``), as ``tricycle.sum`` always was: ``Tensor.sum``, whose two meanings agree
+    on a positional axis. ``dtype``, as torch's, casts the input before it sums."""
+    no_out("sum", out)
+    return _cast("sum", input, dtype).sum(*args, **kwargs)
+
+
+def mean(input, *args, dtype=None, out=None, **kwargs):  # noqa: A002
+    """torch.mean with torch's keywords (``dim``, ``keepdim``), or numpy's: ``Tensor.mean``;
+    ``dtype`` casts the input first."""
+    no_out("mean", out)
+    return _cast("mean", input, dtype).mean(*args, **kwargs)
+
+
+def _cast(op: str, input, dtype):  # noqa: A002
+    """``input`` in ``dtype`` (as it is for None), through the differentiable ``Tensor.to``."""
+    x = tensor_input(op, input)
+    return x if dtype is None else x.to(dtype=dtype)
 
 
 def var(input, *args, out=None, **kwargs):  # noqa: A002
@@ -276,3 +302,41 @@ def cdist(x1, x2, p: float = 2.0, compute_mode=None):
     if not (checks.is_real(p) and (p >= 1 or p == math.inf)):
         checks.fail("cdist", "p", "a number >= 1 or inf (tricycle has no p < 1)", p)
     return (a.unsqueeze(-2) - b.unsqueeze(-3)).norm(p, dim=-1)  # (..., P, R, M) -> (..., P, R)
+
+
+# ------------------------------------------------------------------ sparse layouts, dense
+def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
+                      requires_grad: bool = False, check_invariants=None,
+                      is_coalesced=None):  # fmt: skip
+    """torch.sparse_coo_tensor as the dense tensor it stands for: tricycle has one layout,
+    dense, so ``values`` (nnz, *dense) land at ``indices`` (sparse_dim, nnz) in zeros of
+    ``size`` (by default the smallest that holds them), repeated indices summed as torch's
+    ``coalesce`` sums them; the gradient of ``values`` is dout at their indices. With it,
+    ``Tensor.to_sparse()`` and ``to_dense()`` return their tensor and ``spmm`` is ``mm``: a
+    port computes torch's numbers, in dense memory (n * n values for a graph of n nodes)."""
+    op = "sparse_coo_tensor"
+    ids = np.asarray(indices.numpy() if isinstance(indices, Node) else indices)
+    values = values if isinstance(values, Node) else tensor(values)
+    shapes_agree = ids.ndim == 2 and values.ndim and len(values) == ids.shape[1]
+    if ids.dtype.kind not in "iu" or not shapes_agree:
+        expected = "integer indices (sparse_dim, nnz) and values (nnz, ...), one value per column"
+        checks.fail(op, "the shapes of indices and values", expected, (ids.shape, values.shape))
+    dense = values.shape[1:]  # (nnz, *dense): the dense axes of each value
+    if size is None:
+        size = tuple(int(n) + 1 for n in ids.max(axis=1, initial=-1)) + dense
+    size = tuple(size)
+    sparse = size[: len(ids)]  # the sizes of the axes that indices index
+    if size[len(ids) :] != dense or (ids < 0).any() or (ids >= np.array(sparse)[:, None]).any():
+        expected = f"indices within size[:{len(ids)}] and size[{len(ids)}:] == {dense}"
+        checks.fail(op, "size", expected, size)
+    flat = np.ravel_multi_index(tuple(ids), sparse)  # (nnz,) the cells' ids in the flat layout
+    out = zeros(math.prod(sparse), *dense, dtype=values.dtype, device=values.device)
+    out = out.index_add(0, flat, values).reshape(size)
+    if dtype is not None or device is not None:
+        out = out.to(device=device, dtype=dtype)
+    return out.requires_grad_() if requires_grad else out
+
+
+def spmm(input, mat2):  # noqa: A002
+    """torch.spmm: ``mm``, its sparse operand being dense here (see ``sparse_coo_tensor``)."""
+    return tensor_input("spmm", input).mm(mat2)
