@@ -241,3 +241,12 @@ def test_an_error_inside_a_back_fn_names_the_op_and_the_convention():
         y.backward()
     assert "not a Tensor" in str(info.value)
     assert isinstance(info.value.__cause__, AttributeError)
+
+
+def test_torchs_tensor_of_sizes_is_named():
+    """``torch.Tensor(3, 4)`` makes an uninitialised (3, 4) tensor; tricycle's Tensor(x) holds
+    x, so the second number is refused with what to write instead."""
+    import tricycle
+
+    with pytest.raises(TypeError, match=r"tricycle.empty\(\*sizes\)"):
+        tricycle.Tensor(3, 4)

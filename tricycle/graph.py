@@ -119,6 +119,9 @@ class Node:
                 f"with shape {array.shape}. Pass requires_grad=False or a float dtype."
             )
         if args is not None:
+            if isinstance(args, int | float):  # torch's Tensor(3, 4): sizes, not inputs
+                raise TypeError(f"Tensor: args must be an op's input Tensors, got {args!r}; for "
+                                "torch's Tensor(*sizes) write tricycle.empty(*sizes)")  # fmt: skip
             # an op's output needs the graph only if some input does and grad mode is on
             self.args = self.back_fns = None
             self.requires_grad = False
