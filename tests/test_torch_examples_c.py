@@ -41,6 +41,33 @@ from tests.test_torch_scripts import learned, same_kind
 # torch's note that its sparse tensors skip their checks (load_cora's sparse_coo_tensor)
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse invariant checks:UserWarning")
 
+# the Cora files in their format, written by both graph scripts in place of the download
+WRITE_CORA = r'''
+def write_cora(path='./cora'):  # port: Cora's place, written in its two files' format (no download)
+    # 150 papers of 3 subjects; a paper's words are mostly its subject's, it cites mostly its own
+    rng = np.random.default_rng(0)
+    subjects = np.array(['Neural_Networks', 'Theory', 'Rule_Learning'])
+    V, n_words = 150, 40
+    label = rng.integers(0, 3, V)
+    paper_id = rng.choice(np.arange(1000, 100000), V, replace=False)
+    p_word = np.full((3, n_words), 0.03)
+    for s in range(3):
+        p_word[s, 12 * s:12 * s + 12] = 0.3
+    words = (rng.random((V, n_words)) < p_word[label]).astype(int)
+    cites = []
+    for i in range(V):
+        for _ in range(3):
+            same = rng.random() < 0.9
+            pool = np.flatnonzero((label == label[i]) == same)
+            cites.append((paper_id[rng.choice(pool)], paper_id[i]))
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, 'cora.content'), 'w') as f:
+        for i in range(V):
+            f.write('\t'.join([str(paper_id[i]), *map(str, words[i]), subjects[label[i]]]) + '\n')
+    np.savetxt(os.path.join(path, 'cora.cites'), np.array(cites), fmt='%d', delimiter='\t')
+'''
+
+
 GCN = r'''
 import os
 # port: `import requests` and `import tarfile` dropped (no download)
@@ -208,28 +235,7 @@ def load_cora(path='./cora', device='cpu'):
 
     return features.to_sparse().to(device), labels.to(device), adj_mat.to_sparse().to(device)
 
-def write_cora(path='./cora'):  # port: Cora's place, written in its two files' format (no download)
-    # 150 papers of 3 subjects; a paper's words are mostly its subject's, it cites mostly its own
-    rng = np.random.default_rng(0)
-    subjects = np.array(['Neural_Networks', 'Theory', 'Rule_Learning'])
-    V, n_words = 150, 40
-    label = rng.integers(0, 3, V)
-    paper_id = rng.choice(np.arange(1000, 100000), V, replace=False)
-    p_word = np.full((3, n_words), 0.03)
-    for s in range(3):
-        p_word[s, 12 * s:12 * s + 12] = 0.3
-    words = (rng.random((V, n_words)) < p_word[label]).astype(int)
-    cites = []
-    for i in range(V):
-        for _ in range(3):
-            same = rng.random() < 0.9
-            pool = np.flatnonzero((label == label[i]) == same)
-            cites.append((paper_id[rng.choice(pool)], paper_id[i]))
-    os.makedirs(path, exist_ok=True)
-    with open(os.path.join(path, 'cora.content'), 'w') as f:
-        for i in range(V):
-            f.write('\t'.join([str(paper_id[i]), *map(str, words[i]), subjects[label[i]]]) + '\n')
-    np.savetxt(os.path.join(path, 'cora.cites'), np.array(cites), fmt='%d', delimiter='\t')
+# WRITE_CORA
 
 
 def train_iter(epoch, model, optimizer, criterion, input, target, mask_train, mask_val, print_every=10):
@@ -311,7 +317,7 @@ if __name__ == '__script__':  # port: run by the test, not as __main__
     print(f'Test set results: loss {loss_test:.4f} accuracy {acc_test:.4f}')
     results["accuracy"], results["loss_type"], results["acc_type"] = acc_test, type(loss_test), type(acc_test)  # port: the test reads them
     results["features_shape"], results["adj_shape"] = tuple(features.shape), tuple(adj_mat.shape)  # port: as above
-'''
+'''.replace("# WRITE_CORA", WRITE_CORA.strip())  # the port's data, in both
 
 GAT = r'''
 import os
@@ -568,28 +574,7 @@ def load_cora(path='./cora', device='cpu'):
 ### TRAIN AND TEST FUNCTIONS  ###
 #################################
 
-def write_cora(path='./cora'):  # port: Cora's place, written in its two files' format (no download)
-    # 150 papers of 3 subjects; a paper's words are mostly its subject's, it cites mostly its own
-    rng = np.random.default_rng(0)
-    subjects = np.array(['Neural_Networks', 'Theory', 'Rule_Learning'])
-    V, n_words = 150, 40
-    label = rng.integers(0, 3, V)
-    paper_id = rng.choice(np.arange(1000, 100000), V, replace=False)
-    p_word = np.full((3, n_words), 0.03)
-    for s in range(3):
-        p_word[s, 12 * s:12 * s + 12] = 0.3
-    words = (rng.random((V, n_words)) < p_word[label]).astype(int)
-    cites = []
-    for i in range(V):
-        for _ in range(3):
-            same = rng.random() < 0.9
-            pool = np.flatnonzero((label == label[i]) == same)
-            cites.append((paper_id[rng.choice(pool)], paper_id[i]))
-    os.makedirs(path, exist_ok=True)
-    with open(os.path.join(path, 'cora.content'), 'w') as f:
-        for i in range(V):
-            f.write('\t'.join([str(paper_id[i]), *map(str, words[i]), subjects[label[i]]]) + '\n')
-    np.savetxt(os.path.join(path, 'cora.cites'), np.array(cites), fmt='%d', delimiter='\t')
+# WRITE_CORA
 
 
 def train_iter(epoch, model, optimizer, criterion, input, target, mask_train, mask_val, print_every=10):
@@ -693,7 +678,7 @@ if __name__ == '__script__':  # port: run by the test, not as __main__
     print(f'Test set results: loss {loss_test:.4f} accuracy {acc_test:.4f}')
     results["accuracy"], results["loss_type"], results["acc_type"] = acc_test, type(loss_test), type(acc_test)  # port: the test reads them
     results["features_shape"], results["adj_shape"] = tuple(features.shape), tuple(adj_mat.shape)  # port: as above
-'''
+'''.replace("# WRITE_CORA", WRITE_CORA.strip())  # the port's data, in both
 
 # legacy/snli/model.py and util.py, as they are
 SNLI_MODEL = r"""
