@@ -150,7 +150,7 @@ def test_to_and_cpu_on_the_cpu_return_the_tensor_itself():
 @pytest.mark.parametrize(
     "device, error",
     [("tpu", ValueError), ("cuda:-1", ValueError), (-1, ValueError), (1.5, TypeError),
-     (None, TypeError), ("cpu:0", ValueError), (True, TypeError)],
+     (None, TypeError), ("cpu:x", ValueError), (True, TypeError)],
 )  # fmt: skip
 def test_to_rejects_unknown_devices(device, error):
     with pytest.raises(error, match=r"Tensor.to: device must be 'cpu', 'gpu', .*, got"):

@@ -233,12 +233,13 @@ def current_gpu() -> int:
 def parse_device(device, op: str = "device") -> int | None:
     """The GPU index named by ``device``, or None for the CPU.
 
-    Accepts "cpu", "gpu" and "cuda" (the current GPU, ``current_gpu``: as torch's "cuda",
-    each rank's own in a data-parallel run), "cuda:N" or "gpu:N", and an integer N (GPU N).
+    Accepts "cpu" (and torch's "cpu:N": there is one host, whatever its index), "gpu" and
+    "cuda" (the current GPU, ``current_gpu``: as torch's "cuda", each rank's own in a
+    data-parallel run), "cuda:N" or "gpu:N", and an integer N (GPU N).
     """
     if isinstance(device, str):
         name, _, number = device.strip().lower().partition(":")
-        if name == "cpu" and not number:
+        if name == "cpu" and (not number or number.isdigit()):
             return None
         if name in ("cuda", "gpu"):
             if not number:

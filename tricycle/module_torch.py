@@ -15,11 +15,15 @@ a base class of ``Layer`` (``tricycle.module``), which holds the walk itself.
 - ``get_submodule``, ``get_parameter``, ``get_buffer``: by dotted name, as torch's.
 
 The hooks are ``tricycle.module_hooks``'s. The methods of torch's Module that tricycle does
-another way for (the deprecated ``register_backward_hook``) are not there: reading one raises
+another way for (the deprecated ``register_backward_hook``; ``share_memory``, as a layer's
+arrays cannot be shared between processes) are not there: reading one raises
 an AttributeError that says what to use (``hasattr`` is False, as for any missing attribute),
 and so does torch's ``weight`` on a layer that names its tensors otherwise (``weights``,
 ``gamma``): the error lists them.
 """
+
+import functools
+import inspect
 
 import numpy as np
 
@@ -73,6 +77,15 @@ class TorchMethods:
 
     _frozen: frozenset = frozenset()  # names of this layer's parameters requires_grad_ froze
     _non_persistent: frozenset = frozenset()  # names of this layer's buffers not saved
+
+    def __init_subclass__(cls, **kwargs):
+        """Each of tricycle's layers takes torch's factory keywords ``device=`` and ``dtype=``
+        (``nn.Linear(4, 8, device="cuda", dtype=torch.float64)``), as ``to(device, dtype)``
+        after ``__init__``: see ``_factory_keywords``."""
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is not None and cls.__module__.startswith("tricycle."):
+            cls.__init__ = _factory_keywords(init)
 
     # ------------------------------------------------------------------ sublayers
     def named_children(self):
@@ -289,6 +302,11 @@ class TorchMethods:
         "use register_full_backward_hook (torch deprecates this one: its gradients are those "
         "of the last op of forward, not of the layer's inputs)"
     )
+    share_memory = _NotInTricycle(
+        "a layer's arrays live in its own process and tricycle cannot share them with others "
+        "(torch.multiprocessing's Hogwild training); train in one process, or train "
+        "data-parallel with tricycle.distributed's DistributedDataParallel (tricycle-run -n N)"
+    )
 
     # ------------------------------------------------------------------ casts (last: they
     # are named as Python's float, which the class body must not call after them)
@@ -313,6 +331,30 @@ class TorchMethods:
         """Cast every floating parameter and buffer to float64 (``to(numpy.float64)``, for
         gradient checks); returns self."""
         return self.to(np.float64)
+
+
+def _factory_keywords(init):
+    """``init`` (a tricycle layer's ``__init__``) taking torch's ``device`` and ``dtype``
+    keywords where it has none of its own: they are taken out of the call, and the layer,
+    once built, moved and cast by ``to(device, dtype)`` (its floating parameters and buffers,
+    as torch's factory keywords make them). A user's own Module takes them only if its
+    ``__init__`` says so, as in torch; ``None`` for either changes nothing."""
+    names = [
+        name
+        for name in ("device", "dtype")
+        if name not in inspect.signature(init).parameters  # the layer's own, when it has one
+    ]
+    if not names:
+        return init
+
+    @functools.wraps(init)
+    def with_factory_keywords(self, *args, **kwargs):
+        factory = {name: kwargs.pop(name) for name in names if name in kwargs}
+        init(self, *args, **kwargs)
+        if any(value is not None for value in factory.values()):
+            self.to(factory.get("device"), factory.get("dtype"))
+
+    return with_factory_keywords
 
 
 def _is_dtype(value) -> bool:

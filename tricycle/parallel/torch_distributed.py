@@ -59,6 +59,7 @@ __all__ = [
     "broadcast_object_list",
     "destroy_process_group",
     "get_backend",
+    "get_default_backend_for_device",
     "get_node_local_rank",
     "get_rank",
     "get_world_size",
@@ -210,6 +211,24 @@ def get_backend(group=None) -> str:
     if _state["backend"] is not None and _state["world"] is world:
         return _state["backend"]
     return "nccl" if world.device is not None else "mpi"
+
+
+def get_default_backend_for_device(device) -> str:
+    """torch's backend for a device's collectives: "nccl" for a GPU ("cuda", "cuda:N", a GPU
+    index, a device object of type "cuda"), "gloo" for the CPU, as ``init_process_group``
+    takes them."""
+    owner = "get_default_backend_for_device"
+    kind = getattr(device, "type", device)  # torch.device("cuda:0").type is "cuda"
+    if isinstance(kind, str):
+        kind = kind.strip().lower().partition(":")[0]
+    elif checks.is_integer(kind) and not isinstance(kind, bool) and kind >= 0:
+        kind = "cuda"  # torch reads an index as a GPU's
+    if kind not in ("cpu", "cuda", "gpu"):
+        error = ValueError if isinstance(kind, str) or checks.is_integer(kind) else TypeError
+        checks.fail(
+            owner, "device", "'cpu', 'cuda', 'cuda:N', a GPU index or a device", device, error
+        )
+    return "gloo" if kind == "cpu" else "nccl"
 
 
 def barrier(group=None, async_op: bool = False, device_ids=None):
