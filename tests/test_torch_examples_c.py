@@ -882,6 +882,7 @@ elif torch.backends.mps.is_available():
     device = torch.device('mps')
 else:
     device = torch.device('cpu')
+device = torch.device('cpu')  # port: the synthetic batches below stay on the host, where the test runs
 
 
 class Batch:  # port: torchtext's batch: (seq_len, batch) word ids and the labels
