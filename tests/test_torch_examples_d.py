@@ -269,6 +269,7 @@ if __name__ == "__main__":
 
     main(args.save_every, args.total_epochs, args.batch_size)
     args = parser.parse_args(['5', '2'])  # port: torchrun's restart, to 5 epochs: resumes from the snapshot
+    os.environ["MASTER_PORT"] = os.environ["RESTART_PORT"]  # port: the restart's rendezvous, fresh
     main(args.save_every, args.total_epochs, args.batch_size)  # port: the restart
 """  # noqa: E501
 
@@ -973,11 +974,12 @@ def world_of_one(monkeypatch):
     parallel = types.ModuleType("tricycle.nn.parallel")
     parallel.DistributedDataParallel = tricycle.distributed.DistributedDataParallel
     monkeypatch.setitem(sys.modules, "tricycle.nn.parallel", parallel)
-    with socket.socket() as free:
-        free.bind(("127.0.0.1", 0))
-        port = free.getsockname()[1]
-    variables = {"LOCAL_RANK": "0", "RANK": "0", "WORLD_SIZE": "1",
-                 "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}  # fmt: skip
+    with socket.socket() as free, socket.socket() as restart:  # two: torch's gloo may hang
+        free.bind(("127.0.0.1", 0))  # when a process group starts again on the port it closed
+        restart.bind(("127.0.0.1", 0))
+        port, restart_port = free.getsockname()[1], restart.getsockname()[1]
+    variables = {"LOCAL_RANK": "0", "RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1",
+                 "MASTER_PORT": str(port), "RESTART_PORT": str(restart_port)}  # fmt: skip
     for name, value in variables.items():
         monkeypatch.setenv(name, value)
 
