@@ -69,17 +69,9 @@ def update(optimiser, parameters, max_norm: float = 0.0, scaler=None) -> StepRes
                 scaler.update(skipped)
             _zero_grads(named)
             return StepResult(device_norm, skipped)
-    inv_scale = 1.0 if scale is None else 1.0 / float(backend.to_host_array(scale))
-    # the one host synchronisation of this path; an optimiser without a fused update
-    # (SGD, Adam with L2 decay) reads the norm the kernels already computed
-    if device_norm is None:
-        norm = grad_norm(named) * inv_scale
-    else:
-        norm = float(backend.to_host_array(device_norm))
-    skipped = not math.isfinite(norm)
+    norm, multiplier = host_multiplier(named, max_norm, scale, device_norm)
+    skipped = multiplier is None
     if not skipped:
-        clip = clip_factor(norm, max_norm) if max_norm > 0 else None
-        multiplier = inv_scale * (1.0 if clip is None else clip)
         optimiser.update(named, grad_multiplier=None if multiplier == 1.0 else multiplier)
     if scaler is not None:
         scaler.update(backend.array_module(grads[0]).asarray(skipped))
@@ -87,9 +79,27 @@ def update(optimiser, parameters, max_norm: float = 0.0, scaler=None) -> StepRes
     return StepResult(norm, skipped)
 
 
+def host_multiplier(named, max_norm: float, scale=None, device_norm=None):
+    """(norm, multiplier) on the host: the gradients' global norm unscaled by ``scale`` (the
+    loss scale, or None), and the number m that unscales and clips them to ``max_norm`` (if
+    positive): None when the norm is inf/NaN, and the update is skipped. ``device_norm``: the
+    unscaled norm where a kernel computed it already. Its read is the one host
+    synchronisation of the path; an optimiser without a fused update (SGD, Adam with L2
+    decay) reads the norm the kernels computed."""
+    inv_scale = 1.0 if scale is None else 1.0 / float(backend.to_host_array(scale))
+    if device_norm is None:
+        norm = grad_norm(named) * inv_scale
+    else:
+        norm = float(backend.to_host_array(device_norm))
+    if not math.isfinite(norm):
+        return norm, None
+    clip = clip_factor(norm, max_norm) if max_norm > 0 else None
+    return norm, inv_scale * (1.0 if clip is None else clip)
+
+
 def _zero_grads(named) -> None:
     for _, p in named:
         p.grad = None
 
 
-__all__ = ["StepResult", "update"]
+__all__ = ["StepResult", "host_multiplier", "update"]

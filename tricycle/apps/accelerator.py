@@ -301,7 +301,8 @@ class Accelerator:
         if self.sync_grad:
             self.policy.backward(loss)
             self.data_parallel.finish()  # every gradient is now the mean over the ranks
-            if all(p.grad is None for p in self.model.parameters()):
+            # checked until the first update (a mistake shows at once): not a walk each step
+            if self.step == 0 and all(p.grad is None for p in self.model.parameters()):
                 raise ValueError("Accelerator.backward: the step's losses reached none of the "
                                  "prepared model's parameters (a loss of another model, or of "
                                  "outputs made without gradients?)")  # fmt: skip
@@ -316,14 +317,15 @@ class Accelerator:
 
         Accelerate's ``clip_grad_norm_(model.parameters(), max_norm)`` or tricycle's
         ``clip_grad_norm_(max_norm)``: the update clips the model's gradients as a whole, so
-        ``parameters`` must be all of the prepared model's; the L2 norm alone."""
+        ``parameters`` must be all of the prepared model's (checked until the first update,
+        which walks the model: not on every step); the L2 norm alone."""
         if max_norm is None:  # tricycle's spelling: the threshold alone
             parameters, max_norm = None, parameters
         checks.non_negative("Accelerator.clip_grad_norm_", "max_norm", max_norm)
         if norm_type not in (2, 2.0):
             raise ValueError(f"Accelerator.clip_grad_norm_: the update clips by the L2 norm "
                              f"(norm_type 2), got norm_type={norm_type!r}")  # fmt: skip
-        if parameters is not None:
+        if parameters is not None and self.step == 0:  # checked until the first update
             if self.model is None:
                 raise ValueError("Accelerator.clip_grad_norm_: prepare the model first")
             given = list(parameters)

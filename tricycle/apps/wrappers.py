@@ -3,14 +3,11 @@ scheduler: the same objects, with the forward in the precision policy's dtype, t
 held until the gradients of every micro-batch are in, and the schedule advanced with the
 updates."""
 
-import math
-
-from tricycle import backend
-from tricycle.clipping import clip_factor, grad_norm
 from tricycle.module import named_parameters
 from tricycle.optim.optimizer import Optimizer as TorchOptimizer
 from tricycle.precision import Precision, StepResult
 from tricycle.tensor import Tensor
+from tricycle.update import host_multiplier
 
 
 class PreparedModel:
@@ -98,21 +95,18 @@ class PreparedScheduler:
 def torch_optimizer_update(optimizer, model, max_norm: float, scaler) -> StepResult:
     """The update of a ``tricycle.optim`` optimizer, whose own ``step`` updates from the
     gradients: ``tricycle.update.update``'s unscaling (``scaler``), clipping to ``max_norm``
-    and skipping on an inf/NaN norm done to the gradients themselves (new arrays: a gradient
-    may share its memory), then ``optimizer.step()``. The gradients stay until
-    ``zero_grad``, as torch's."""
+    and skipping on an inf/NaN norm (``host_multiplier``), done to the gradients themselves
+    (new arrays: a gradient may share its memory), then ``optimizer.step()``. The gradients
+    stay until ``zero_grad``, as torch's."""
     named = [(n, p) for n, p in named_parameters(model) if p.grad is not None]
     if not named or (scaler is None and max_norm <= 0):
         optimizer.step()
         return StepResult(None, False)
     first = named[0][1].grad
-    scale = 1.0 if scaler is None else scaler.scale_array(first.array)
-    inv_scale = 1.0 / float(backend.to_host_array(scale))
-    norm = grad_norm(named) * inv_scale
-    skipped = not math.isfinite(norm)
+    scale = None if scaler is None else scaler.scale_array(first.array)
+    norm, multiplier = host_multiplier(named, max_norm, scale)
+    skipped = multiplier is None
     if not skipped:
-        clip = clip_factor(norm, max_norm) if max_norm > 0 else None
-        multiplier = inv_scale * (1.0 if clip is None else clip)
         for _, p in named:
             g = p.grad.array
             p.grad = Tensor((g * multiplier).astype(g.dtype, copy=False), requires_grad=False)
