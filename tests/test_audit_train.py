@@ -11,7 +11,7 @@ import pytest
 from tests.test_train import run, write_corpus
 from tricycle.apps import train as train_cli
 from tricycle.apps import training
-from tricycle.apps.runs import RunDirectory
+from tricycle.apps.runs import RunDirectory, load_model
 from tricycle.apps.train_flags import build_config
 
 
@@ -123,3 +123,33 @@ def test_early_stops_say_how_to_resume_and_a_run_set_aside(corpus, tmp_path, cap
         run(corpus, out, "--resume")
     with pytest.raises(SystemExit, match="no run yet: start one without --resume"):
         run(corpus, tmp_path / "nothing", "--resume")
+
+
+def test_an_explicit_warmup_longer_than_the_run_is_refused():
+    """--warmup beyond --steps would keep the learning rate below --lr to the end: asked for,
+    it is refused, not silently shortened; the default warm-up still fits a short --steps."""
+    with pytest.raises(SystemExit, match="--warmup 50 is longer than the run \\(--steps 20\\)"):
+        build_config(train_cli.parse_args(["--steps", "20", "--warmup", "50"]))
+    assert build_config(train_cli.parse_args(["--steps", "2"])).warmup_steps == 2
+    full = build_config(train_cli.parse_args(["--steps", "20", "--warmup", "20"]))
+    assert full.warmup_steps == 20
+
+
+def test_metrics_are_strict_json_and_weights_last_of_a_file_is_said(corpus, tmp_path):
+    """A diverged value (NaN, inf) is written to metrics.jsonl as null: Python's NaN is no
+    JSON, and jq or JavaScript refuse the line. --weights last of a file, which holds one set
+    of weights, says so rather than being silently ignored."""
+    out = tmp_path / "run"
+    run(corpus, out, "--steps", "2", "--eval-interval", "2")
+    run_dir = RunDirectory(out)
+    run_dir.append_metrics([{"step": 3, "loss": float("nan"), "val_loss": [float("inf"), 1.5]}])
+    refuse = {"parse_constant": lambda name: pytest.fail(f"{name} in metrics.jsonl")}
+    lines = (out / RunDirectory.METRICS).read_text().splitlines()
+    records = [json.loads(line, **refuse) for line in lines]
+    assert records[-1] == {"step": 3, "loss": None, "val_loss": [None, 1.5]}
+    assert [r["step"] for r in run_dir.metrics()] == [1, 2, 3]
+    said = []
+    load_model(out / RunDirectory.LAST, weights="last", say=said.append)
+    assert said[0] == (
+        f"--weights last is for a run directory; {out / RunDirectory.LAST} holds one set of weights"
+    )

@@ -33,7 +33,6 @@ graph (``tricycle.apps.cuda_graph.CapturedStep``) for a loop whose step is the s
 """
 
 import contextlib
-import json
 import warnings
 from pathlib import Path
 
@@ -49,6 +48,7 @@ from tricycle.apps.accelerator_files import (
 )
 from tricycle.apps.checkpoint import CheckpointError, load_state
 from tricycle.apps.cuda_graph import CapturedStep
+from tricycle.apps.files import json_line
 from tricycle.apps.loader import DataLoader
 from tricycle.apps.states import jump_layer_generators, layer_rng_states, load_layer_rng_states
 from tricycle.apps.step import precision_for
@@ -426,7 +426,7 @@ class Accelerator:
         if self.project_dir is not None:
             self.project_dir.mkdir(parents=True, exist_ok=True)
             with open(self.project_dir / "metrics.jsonl", "a") as f:
-                f.write(json.dumps(record) + "\n")
+                f.write(json_line(record))
         for tracker in self.trackers:
             tracker.log(record, step)
 

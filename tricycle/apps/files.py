@@ -10,11 +10,14 @@ complete, and two processes must never write one run directory at once:
   made, where it left them empty (a mistyped flag leaves no trace);
 - ``DirectoryLock`` gives one process at a time a directory (a lock that its holder's death
   releases, so a killed run never blocks the next);
-- ``read_jsonl`` reads a JSON-lines log whose last line a crash may have cut short.
+- ``json_line`` writes one record of a JSON-lines log as strict JSON (a NaN or an infinity,
+  which JSON has no word for, as ``null``), and ``read_jsonl`` reads a log whose last line a
+  crash may have cut short.
 """
 
 import contextlib
 import json
+import math
 import os
 import socket
 from pathlib import Path
@@ -142,6 +145,23 @@ def _names(path: Path, fd: int) -> bool:
 def _read_owner(fd: int) -> str:
     os.lseek(fd, 0, os.SEEK_SET)
     return os.read(fd, 200).decode("utf-8", errors="replace").strip()
+
+
+def json_line(record: dict) -> str:
+    """``record`` as one line of a JSON-lines log, newline included. A non-finite float (a
+    diverged loss) becomes ``null``, as pandas writes it: Python's ``NaN`` is not JSON, and jq,
+    JavaScript and most JSON readers refuse the whole line."""
+    return json.dumps(_finite_or_none(record), allow_nan=False) + "\n"
+
+
+def _finite_or_none(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _finite_or_none(v) for key, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite_or_none(v) for v in value]
+    return value
 
 
 def read_jsonl(path: str | os.PathLike) -> tuple[list[dict], int]:

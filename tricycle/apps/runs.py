@@ -30,6 +30,7 @@ from tricycle.apps.checkpoint import (
 from tricycle.apps.files import (
     DirectoryLock,
     atomic_write,
+    json_line,
     missing_directories,
     read_jsonl,
     remove_empty,
@@ -238,12 +239,12 @@ class RunDirectory:
         kept = [r for r in records if isinstance(r.get("step"), int) and r["step"] <= step]
         if path.exists() and (dropped or len(kept) != len(records)):
             with atomic_write(path, "w") as f:
-                f.writelines(json.dumps(r) + "\n" for r in kept)
+                f.writelines(json_line(r) for r in kept)
         return dropped
 
     def append_metrics(self, records: list[dict]) -> None:
         with open(self.path / self.METRICS, "a") as f:
-            f.writelines(json.dumps(r) + "\n" for r in records)
+            f.writelines(json_line(r) for r in records)
 
     def metrics(self) -> list[dict]:
         return read_jsonl(self.path / self.METRICS)[0]
@@ -287,6 +288,8 @@ def load_model(
             f"{path} does not exist (give a run directory, its model.safetensors, a Hugging Face "
             "model directory or a .pkl pickle)"
         )
+    if weights != "best" and not (path.is_dir() and not is_model_dir(path)) and say is not None:
+        say(f"--weights {weights} is for a run directory; {path} holds one set of weights")
     if path.is_dir() and is_model_dir(path):  # a Hugging Face model: config.json + weights
         return load_pretrained(path, tokeniser_path)
     if path.is_dir():

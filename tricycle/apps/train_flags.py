@@ -215,7 +215,12 @@ def build_config(args) -> GPTConfig:
                 f"{config.max_learning_rate:g}: the schedule decays from --lr to --min-lr"
             )
         config.min_learning_rate = config.max_learning_rate / 10  # only --lr was lowered
-    config.warmup_steps = min(config.warmup_steps, config.steps)  # e.g. a short --steps
+    if args.warmup is not None and args.warmup > config.steps:  # asked for: never clamped
+        raise SameOnEveryRank(
+            f"tricycle-train: --warmup {args.warmup} is longer than the run (--steps "
+            f"{config.steps}): the learning rate would never reach --lr; give a shorter --warmup"
+        )
+    config.warmup_steps = min(config.warmup_steps, config.steps)  # the default, a short --steps
     if args.lr_decay_iters is not None and args.lr_decay_iters < config.warmup_steps:
         raise SameOnEveryRank(f"tricycle-train: --lr-decay-iters {args.lr_decay_iters} is shorter "
                          f"than the warm-up ({config.warmup_steps} steps)")  # fmt: skip
