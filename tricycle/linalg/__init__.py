@@ -13,38 +13,73 @@ tensor's array module (numpy or cupy), its backward the closed-form matrix-calcu
 beside it. The modules, one concern each: ``systems`` (``inv``, ``solve``,
 ``solve_triangular``, ``matrix_power``), ``determinant`` (``det``, ``slogdet``),
 ``cholesky_factor``, ``qr_factors``, ``eigen`` (``eigh``, ``eigvalsh``), ``singular``
-(``svd``, ``svdvals``, ``pinv``) and ``norms`` (``vector_norm``, ``matrix_norm``,
-``norm``); ``matrices`` holds their checks and helpers, ``tensor_methods`` torch's Tensor
-methods (``x.inverse()``, ``x.det()`` ...). A matrix an op cannot take (singular for
-``inv`` and ``solve``, not positive-definite for ``cholesky``) raises ``LinAlgError``, a
-ValueError, on the CPU and on a GPU alike.
+(``svd``, ``svdvals``, ``pinv``), ``norms`` (``vector_norm``, ``matrix_norm``, ``norm``),
+``lu_factors`` (``lu_factor``, ``lu_factor_ex``, ``lu``, written with ``xp``: neither numpy
+nor cupy has an LU), ``lu_systems`` (``lu_solve``), ``least_squares`` (``lstsq``),
+``exponential`` (``matrix_exp``), ``error_info`` (``cholesky_ex``, ``inv_ex``,
+``solve_ex``: an info code instead of an error), ``conditioning`` (``matrix_rank``,
+``cond``), ``products`` (``cross``, ``vecdot``, ``multi_dot``), ``structured``
+(``vander``, ``diagonal``) and ``tensor_equations`` (``tensorinv``, ``tensorsolve``);
+``matrices`` holds their checks and helpers, ``tensor_methods`` torch's Tensor methods
+(``x.inverse()``, ``x.det()`` ...). A matrix an op cannot take (singular for ``inv``,
+``solve`` and ``lu_factor``, not positive-definite for ``cholesky``) raises
+``LinAlgError``, a ValueError, on the CPU and on a GPU alike. tricycle has no complex
+tensors, so torch's ``eig`` and ``eigvals`` (complex eigenvalues of a general matrix) are
+not here.
 """
 
 from tricycle.linalg.cholesky_factor import cholesky
+from tricycle.linalg.conditioning import cond, matrix_rank
 from tricycle.linalg.determinant import det, slogdet
 from tricycle.linalg.eigen import eigh, eigvalsh
+from tricycle.linalg.error_info import cholesky_ex, inv_ex, solve_ex
+from tricycle.linalg.exponential import matrix_exp
+from tricycle.linalg.least_squares import lstsq
+from tricycle.linalg.lu_factors import lu, lu_factor, lu_factor_ex
+from tricycle.linalg.lu_systems import lu_solve
 from tricycle.linalg.matrices import LinAlgError
 from tricycle.linalg.norms import matrix_norm, norm, vector_norm
+from tricycle.linalg.products import cross, multi_dot, vecdot
 from tricycle.linalg.qr_factors import qr
 from tricycle.linalg.singular import pinv, svd, svdvals
+from tricycle.linalg.structured import diagonal, vander
 from tricycle.linalg.systems import inv, matrix_power, solve, solve_triangular
+from tricycle.linalg.tensor_equations import tensorinv, tensorsolve
 
 __all__ = [
     "LinAlgError",
     "cholesky",
+    "cholesky_ex",
+    "cond",
+    "cross",
     "det",
+    "diagonal",
     "eigh",
     "eigvalsh",
     "inv",
+    "inv_ex",
+    "lstsq",
+    "lu",
+    "lu_factor",
+    "lu_factor_ex",
+    "lu_solve",
+    "matrix_exp",
     "matrix_norm",
     "matrix_power",
+    "matrix_rank",
+    "multi_dot",
     "norm",
     "pinv",
     "qr",
     "slogdet",
     "solve",
+    "solve_ex",
     "solve_triangular",
     "svd",
     "svdvals",
+    "tensorinv",
+    "tensorsolve",
+    "vander",
+    "vecdot",
     "vector_norm",
 ]

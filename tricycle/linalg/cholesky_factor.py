@@ -17,6 +17,14 @@ from tricycle.graph import Node as Tensor
 from tricycle.linalg.matrices import LinAlgError, check_matrices, lapack, mT, solve, transposed
 
 
+def cholesky_backward(xp, dL, L):
+    """dA of L = cholesky(A) (..., n, n) for its gradient dL: symmetric, as torch's."""
+    G = xp.tril(mT(L) @ dL)
+    S = 0.5 * (G + mT(xp.tril(G, -1)))  # symmetric, the diagonal halved
+    dA = solve(mT(L), S)  # L^-T S
+    return mT(solve(mT(L), mT(dA)))  # (L^-T S) L^-1
+
+
 def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     """L (lower triangular, positive diagonal) with L L^T = A, or U = L^T if ``upper``, for
     symmetric positive-definite A (..., n, n); ``LinAlgError`` if an A is not."""
@@ -31,12 +39,9 @@ def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
         raise LinAlgError(f"cholesky: {problem}")
 
     def back_fn(dL):
-        G = xp.tril(mT(L) @ dL)
-        S = 0.5 * (G + mT(xp.tril(G, -1)))  # symmetric, the diagonal halved
-        dA = solve(mT(L), S)  # L^-T S
-        return mT(solve(mT(L), mT(dA)))  # (L^-T S) L^-1
+        return cholesky_backward(xp, dL, L)
 
     return A.new(L, args=(A,), back_fns=(back_fn,), name="cholesky")
 
 
-__all__ = ["cholesky"]
+__all__ = ["cholesky", "cholesky_backward"]

@@ -1,7 +1,8 @@
 """What the ops of ``tricycle.linalg`` share: the checks of their inputs (a floating tensor of
 matrices on its last two axes, square where the op needs it), ``LinAlgError`` for a matrix an
 op cannot take, ``lapack`` (a call of ``xp.linalg`` that fails with that error, on either
-device) and the array helpers of the backwards: ``mT`` (the last two axes swapped) and
+device), ``first_failure`` (the first matrix an op could not take, from its info codes)
+and the array helpers of the backwards: ``mT`` (the last two axes swapped) and
 ``solve`` (A^-1 B with the leading axes broadcast, which cupy's solve does not do itself),
 and ``transposed``, the differentiable transpose of a Tensor's matrices.
 
@@ -57,6 +58,17 @@ def lapack(op: str, problem: str, function, *arrays):
     return out
 
 
+def first_failure(info):
+    """``(index, code)`` of the first matrix whose ``info`` (an int array of the batch shape,
+    0 where the op succeeded) is not 0, or None: one value read back from a device."""
+    failed = backend.array_module(info).reshape(info, -1) > 0
+    if not bool(failed.any()):
+        return None
+    first = int(failed.argmax())
+    index = tuple(int(i) for i in np.unravel_index(first, info.shape))
+    return index, int(info.reshape(-1)[first])
+
+
 def mT(a):  # noqa: N802 - torch's name
     """The matrices of ``a`` (..., m, n) transposed: (..., n, m)."""
     return a.swapaxes(-1, -2)
@@ -87,4 +99,13 @@ def batch_shape(op: str, A: Tensor, B: Tensor) -> tuple[int, ...]:
         ) from None
 
 
-__all__ = ["LinAlgError", "batch_shape", "check_matrices", "lapack", "mT", "solve", "transposed"]
+__all__ = [
+    "LinAlgError",
+    "batch_shape",
+    "check_matrices",
+    "first_failure",
+    "lapack",
+    "mT",
+    "solve",
+    "transposed",
+]

@@ -59,6 +59,32 @@ def svd_backward(xp, dU, dS, dVh, U, S, Vh):
     return dA
 
 
+def kept(xp, S, atol, rtol, shape):
+    """Which singular values S (..., k) (descending) of matrices of ``shape`` (..., m, n)
+    count: those above max(atol, rtol S_max), atol None read as 0 and rtol None as
+    eps * max(m, n) (0 when atol is given): pinv's, matrix_rank's and lstsq's rule, as torch's."""
+    if rtol is None:
+        rtol = np.finfo(S.dtype).eps * max(shape[-2:]) if not atol else 0.0
+    largest = S[..., :1] if S.shape[-1] else S  # (..., 1)
+    return S > xp.maximum(atol or 0.0, rtol * largest)
+
+
+def pseudo_inverse(xp, U, S, Vh, mask):
+    """V diag(1/S) U^T (..., n, m) of A = U diag(S) Vh over the singular values ``mask``
+    keeps."""
+    inverse_S = xp.where(mask, 1 / xp.where(mask, S, 1), 0)  # (..., k)
+    return (mT(Vh) * inverse_S[..., None, :]) @ mT(U)
+
+
+def pinv_backward(xp, G, X, a):
+    """dA of X = A^+ (..., n, m) for its gradient G, A's matrices ``a`` (..., m, n)."""
+    m, n = a.shape[-2:]
+    I_m, I_n = xp.eye(m, dtype=X.dtype), xp.eye(n, dtype=X.dtype)
+    dA = -mT(X) @ G @ mT(X)
+    dA = dA + (I_m - a @ X) @ mT(G) @ X @ mT(X)
+    return dA + mT(X) @ X @ mT(G) @ (I_n - X @ a)
+
+
 def _decompose(op: str, A: Tensor, full_matrices: bool):
     problem = f"the SVD of A (shape {A.shape}) did not converge"
     return lapack(op, problem, A.xp.linalg.svd, A.array, full_matrices)
@@ -112,26 +138,26 @@ def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
     checks.non_negative("pinv", "rtol", rtol, optional=True)
     checks.boolean("pinv", "hermitian", hermitian)
     xp = A.xp
-    m, n = A.shape[-2:]
-    if rtol is None:
-        rtol = np.finfo(A.dtype).eps * max(m, n) if not atol else 0.0
     a = A.array
     if hermitian:  # the symmetric matrix of its lower triangle
         a = xp.tril(a) + mT(xp.tril(a, -1))
     U, S, Vh = lapack("pinv", f"the SVD of A (shape {A.shape}) did not converge",
                       xp.linalg.svd, a, False)  # fmt: skip
-    largest = S[..., :1] if S.shape[-1] else S  # (..., 1): S is descending
-    kept = S > xp.maximum(atol or 0.0, rtol * largest)
-    inverse_S = xp.where(kept, 1 / xp.where(kept, S, 1), 0)  # (..., k)
-    X = (mT(Vh) * inverse_S[..., None, :]) @ mT(U)  # (..., n, m)
+    X = pseudo_inverse(xp, U, S, Vh, kept(xp, S, atol, rtol, A.shape))  # (..., n, m)
 
     def back_fn(G):  # (..., n, m): the formula with A as given (hermitian too), as torch's
-        I_m, I_n = xp.eye(m, dtype=X.dtype), xp.eye(n, dtype=X.dtype)
-        dA = -mT(X) @ G @ mT(X)
-        dA = dA + (I_m - A.array @ X) @ mT(G) @ X @ mT(X)
-        return dA + mT(X) @ X @ mT(G) @ (I_n - X @ A.array)
+        return pinv_backward(xp, G, X, A.array)
 
     return A.new(X, args=(A,), back_fns=(back_fn,), name="pinv")
 
 
-__all__ = ["SVD", "pinv", "svd", "svd_backward", "svdvals"]
+__all__ = [
+    "SVD",
+    "kept",
+    "pinv",
+    "pinv_backward",
+    "pseudo_inverse",
+    "svd",
+    "svd_backward",
+    "svdvals",
+]
