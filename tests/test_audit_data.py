@@ -156,3 +156,40 @@ def test_prepares_messages_say_what_to_change(tmp_path, capsys):
     with pytest.raises(SystemExit, match=r"index.json is malformed \(its settings, or a shard's"):
         main([str(source / "top.txt"), "--out-dir", str(tmp_path / "one"), "--vocab-size",
               "300"])  # fmt: skip  # before: IndexError, a traceback
+
+
+# ====================================================================== endless samplers
+def test_an_endless_random_sampler_draws_as_it_is_read():
+    """makemore's ``InfiniteDataLoader``: ``RandomSampler(replacement=True,
+    num_samples=int(1e10))`` is a stream cut by the loop; drawn whole, its epoch took 80 GB.
+    It is drawn a block at a time, the same numbers as a single draw, on one rank or several,
+    with workers too."""
+    from tricycle.data import RandomSampler
+
+    data = [np.float64(i) for i in range(10)]
+    endless = RandomSampler(data, replacement=True, num_samples=int(1e10), seed=3)
+    loader = DataLoader(data, batch_size=4, sampler=endless)
+    assert len(loader) == 2_500_000_000
+    whole = np.random.default_rng((3, 0)).integers(10, size=40)
+    first = [b.tolist() for b in itertools.islice(loader, 10)]
+    assert np.concatenate(first).tolist() == whole.tolist()
+    for rank in (0, 1):  # a rank's share: positions rank, rank + 2, ...
+        share = DataLoader(data, batch_size=2, sampler=endless, rank=rank, world_size=2)
+        shared = np.concatenate(list(itertools.islice(share, 5)))
+        assert shared.tolist() == whole[rank:20:2].tolist()
+    workers = iter(DataLoader(data, batch_size=4, sampler=endless, num_workers=2))
+    assert np.concatenate(list(itertools.islice(workers, 10))).tolist() == whole.tolist()
+    workers.close()  # the workers stop
+    # the shares of short epochs, padded or cut, and without replacement, as whole draws
+    for replacement, count in [(True, 7), (False, 23)]:
+        sampler = RandomSampler(data, replacement=replacement, num_samples=count, seed=5)
+        rng = np.random.default_rng((5, 0))
+        drawn = (rng.integers(10, size=count) if replacement else
+                 np.concatenate([rng.permutation(10) for _ in range(3)])[:count])  # fmt: skip
+        assert list(sampler.draw(0, None)) == drawn.tolist()
+        for drop_last in (False, True):
+            kept = drawn[: count // 3 * 3] if drop_last else np.resize(drawn, -(-count // 3) * 3)
+            for rank in range(3):
+                loader = DataLoader(data, batch_size=1, sampler=sampler, rank=rank,
+                                    world_size=3, drop_last=drop_last)  # fmt: skip
+                assert np.concatenate(list(loader)).tolist() == kept[rank::3].tolist()

@@ -26,6 +26,7 @@ import itertools
 import numpy as np
 
 from tricycle import checks
+from tricycle.apps.drawn_indices import Blocks, DrawnIndices
 from tricycle.apps.seeds import seed_from
 from tricycle.random import draw_seed
 
@@ -76,6 +77,8 @@ def share(order, rank: int, world_size: int, drop_last: bool):
     n = len(order)
     if world_size == 1:
         return order
+    if isinstance(order, DrawnIndices):  # drawn as read: views, never the whole epoch
+        return order.resized(share_length(n, world_size, drop_last) * world_size)[rank::world_size]
     if drop_last:
         order = order[: n // world_size * world_size]
     elif n % world_size:
@@ -228,14 +231,17 @@ class RandomSampler(SeededSampler):
     def num_samples(self) -> int:
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
-    def draw(self, epoch: int, seed: int | None) -> list:
-        rng, n, count = self._rng(epoch, seed), len(self.data_source), self.num_samples
+    def draw(self, epoch: int, seed: int | None) -> DrawnIndices | list:
+        """Epoch ``epoch``'s indices, drawn as they are read (``DrawnIndices``): torch's
+        ``num_samples=int(1e10)``, an endless stream, costs a block, not the epoch."""
+        n, count = len(self.data_source), self.num_samples
         if n == 0:
             return []
-        if self.replacement:
-            return rng.integers(n, size=count).tolist()
-        permutations = [rng.permutation(n) for _ in range(-(-count // n))]
-        return np.concatenate(permutations)[:count].tolist()
+        if self.replacement:  # blocks of up to 2^20 draws
+            block = lambda rng: rng.integers(n, size=min(count, 1 << 20))  # noqa: E731
+        else:  # one permutation after another
+            block = lambda rng: rng.permutation(n)  # noqa: E731
+        return DrawnIndices(Blocks(lambda: self._rng(epoch, seed), block), count)
 
     def __len__(self) -> int:
         return self.num_samples

@@ -298,19 +298,21 @@ class WorkerPool:
                     f"DataLoader: batch {k} did not arrive within timeout={self.timeout:g} s"
                 )
 
-    def close(self) -> None:
-        """Stop every worker (asked first, then terminated) and release the queues."""
+    def close(self, stop_seconds: float = STOP_SECONDS) -> None:
+        """Stop every worker (asked first, then terminated) and release the queues.
+        ``stop_seconds`` is bound here: at interpreter exit a module's globals may already be
+        gone when an unfinished loop's pool is closed."""
         for tasks in self.tasks:
             try:
                 tasks.put(None)
             except (OSError, ValueError):
                 pass
         for process in self.workers:
-            process.join(STOP_SECONDS / max(len(self.workers), 1))
+            process.join(stop_seconds / max(len(self.workers), 1))
         for process in self.workers:
             if process.is_alive():
                 process.terminate()
-                process.join(STOP_SECONDS)
+                process.join(stop_seconds)
         for q in [*self.tasks, self.results]:
             q.cancel_join_thread()  # never wait at exit to flush batches no one will read
             q.close()
