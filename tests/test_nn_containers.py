@@ -188,7 +188,7 @@ def test_module_dict_attributes_survive_pickling_with_the_same_names():
     assert isinstance(clone.heads.c, nn.Linear) and clone.heads.a is clone.heads["a"]
     assert list(clone.state_dict()) == list(model.state_dict())
     names = [n for n, _ in clone.named_layers()]
-    assert names[-4:] == ["heads.a", "heads.b", "heads.c", "skip"]  # named as [] names them
+    assert names[-5:] == ["heads.a", "heads.b", "heads.c", "activation", "skip"]  # as [] names them
     assert list(clone.state_dict())[-2:] == ["heads.c.weights", "heads.c.bias"]
     with pytest.raises(AttributeError, match="no attribute or layer 'z'"):
         _ = clone.heads.z

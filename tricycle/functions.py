@@ -4,10 +4,13 @@ Each fused op is a pair of array functions written once against ``xp`` (llm.c st
 ``softmax_forward(xp, x) -> y``, ``softmax_backward(xp, y, dy) -> dx``), the reference
 formulas, and a stateless class that wraps them as a Tensor op, asking ``tricycle.dispatch``
 once for a backend's kernels with the same signatures. Both backwards need only the
-forward's output, so that is the one array kept for backward.
+forward's output, so that is the one array kept for backward. Sigmoid and Tanh are layers
+(``tricycle.nn.Sigmoid`` and ``Tanh``), as torch's are modules: a model that holds one shows
+it in its repr, ``modules()`` and ``named_children()``, and its hooks run.
 """
 
 from tricycle import dispatch, unary
+from tricycle.module import Layer
 from tricycle.tensor import Tensor, check_float
 from tricycle.unary import unary_op
 
@@ -68,15 +71,15 @@ class LogSoftmax:
 
 
 # ---------------------------------------------------------------------- sigmoid, tanh
-class Sigmoid:
+class Sigmoid(Layer):
     """Logistic sigmoid 1 / (1 + e^-x), elementwise (``tricycle.unary.sigmoid``)."""
 
-    def __call__(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor) -> Tensor:
         return unary.sigmoid(x)
 
 
-class Tanh:
+class Tanh(Layer):
     """Hyperbolic tangent, elementwise (``tricycle.unary.tanh``)."""
 
-    def __call__(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor) -> Tensor:
         return unary.tanh(x)

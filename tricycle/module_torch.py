@@ -53,19 +53,23 @@ class _NotInTricycle:
 
 
 class _TorchWeight:
-    """torch's ``weight``, on a layer that has none (a port's first error): reading it raises
-    an AttributeError naming the layer's tensors and tricycle's names for torch's. A layer
-    that holds a ``weight`` of its own (the recurrent layers, Bilinear) shadows it."""
+    """torch's ``weight`` (or ``bias``), on a layer that has none (a port's first error: a
+    norm's are gamma and beta): reading it raises an AttributeError naming the layer's tensors
+    and tricycle's names for torch's. A layer that holds one of its own (the recurrent layers,
+    Bilinear, a Linear's bias) shadows it."""
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
 
     def __get__(self, layer, owner=None):
         if layer is None:  # on the class: the descriptor itself
             return self
         held = [f"{n} {tuple(v.shape)}" for n, v in vars(layer).items() if isinstance(v, Tensor)]
         raise AttributeError(
-            f"{type(layer).__name__} has no 'weight' (torch's name); its tensors are "
+            f"{type(layer).__name__} has no '{self.name}' (torch's name); its tensors are "
             f"{', '.join(held) or 'none'}: a Linear's weights are (in, out), the transpose of "
             "torch's weight, and a norm's weight and bias are gamma and beta",
-            name="weight",
+            name=self.name,
             obj=layer,
         )
 
@@ -73,7 +77,7 @@ class _TorchWeight:
 class TorchMethods:
     """torch's names for walking, freezing and moving a ``Layer`` (see the module's doc)."""
 
-    weight = _TorchWeight()
+    weight, bias = _TorchWeight(), _TorchWeight()
 
     _frozen: frozenset = frozenset()  # names of this layer's parameters requires_grad_ froze
     _non_persistent: frozenset = frozenset()  # names of this layer's buffers not saved

@@ -223,6 +223,13 @@ class Tensor(TorchTensorMethods, TorchInPlaceMethods, Node):
         """torch's: whether the values are on a GPU."""
         return self.on_gpu
 
+    @property
+    def is_cpu(self) -> bool:
+        """torch's: whether the values are in host memory."""
+        return not self.on_gpu
+
+    is_xpu = is_mps = property(lambda self: False, doc="torch's: tricycle has no XPU or MPS")
+
     nelement = TorchTensorMethods.numel  # torch's other names
     ndimension = TorchTensorMethods.dim
 
