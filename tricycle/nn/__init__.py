@@ -55,6 +55,7 @@ from tricycle.nn.containers import Identity, ModuleDict, ModuleList
 from tricycle.nn.conv import Conv1d, Conv2d, Flatten
 from tricycle.nn.conv_transpose import ConvTranspose1d, ConvTranspose2d
 from tricycle.nn.ctc import CTCLoss
+from tricycle.nn.data_parallel import DataParallel
 from tricycle.nn.embedding_bag import EmbeddingBag
 from tricycle.nn.fold import Fold, Unfold
 from tricycle.nn.group_norm import GroupNorm
@@ -175,4 +176,6 @@ __all__ = [
     # torch's global module hooks (torch.nn.modules.module's: tricycle.nn.modules.module too)
     "modules", "register_module_forward_hook", "register_module_forward_pre_hook",
     "register_module_full_backward_hook", "register_module_full_backward_pre_hook",
+    # torch's DataParallel, on one device (tricycle.nn.data_parallel)
+    "DataParallel",
 ]  # fmt: skip

@@ -33,6 +33,7 @@ import numpy as np
 from tricycle import backend, checks, dispatch, ranges
 from tricycle.backend import check_same_device
 from tricycle.loss_reduction import REDUCTIONS, reduced
+from tricycle.module import Layer
 from tricycle.tensor import Tensor, as_tensor, check_float
 
 __all__ = ["CTCLoss", "ctc_loss"]
@@ -90,7 +91,7 @@ def ctc_beta(xp, lp_ext, skip, last_frame, ends):
     return beta  # frames after T_n - 1 stay -inf: nothing flows down into them
 
 
-class CTCLoss:
+class CTCLoss(Layer):
     """The CTC loss, as ``torch.nn.CTCLoss(blank, reduction, zero_infinity)``, called
     ``loss(log_probs, targets, input_lengths, target_lengths)``:
 
@@ -115,7 +116,7 @@ class CTCLoss:
     def __init__(self, blank: int = 0, reduction: str = "mean", zero_infinity: bool = False):
         self.blank, self.reduction, self.zero_infinity = blank, reduction, zero_infinity
 
-    def __call__(self, log_probs: Tensor, targets, input_lengths, target_lengths) -> Tensor:
+    def forward(self, log_probs: Tensor, targets, input_lengths, target_lengths) -> Tensor:
         op = type(self).__name__
         x = as_tensor(log_probs)
         check_float(f"{op} (log_probs)", x)

@@ -18,6 +18,7 @@ from tricycle import checks
 from tricycle.backend import check_same_device
 from tricycle.binary import constant, unbroadcast
 from tricycle.loss_reduction import REDUCTIONS, reduced
+from tricycle.module import Layer
 from tricycle.nn.more_losses import _same_shape
 from tricycle.tensor import Tensor, as_tensor, check_float
 
@@ -27,7 +28,7 @@ _reduction = checks.one_of(REDUCTIONS)
 HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
 
-class PoissonNLLLoss:
+class PoissonNLLLoss(Layer):
     """The negative log-likelihood of counts y (``target``) under a Poisson distribution of
     rate lambda, as ``torch.nn.PoissonNLLLoss``, less the constant log(y!):
 
@@ -55,7 +56,7 @@ class PoissonNLLLoss:
     ):
         self.log_input, self.full, self.eps, self.reduction = log_input, full, eps, reduction
 
-    def __call__(self, input: Tensor, target) -> Tensor:  # noqa: A002 - torch's name
+    def forward(self, input: Tensor, target) -> Tensor:  # noqa: A002 - torch's name
         (x, y), xp = _same_shape(type(self).__name__, input, ("target", target))
         a, counts = x.array, y.array.astype(x.dtype, copy=False)
         if self.log_input:
@@ -82,7 +83,7 @@ class PoissonNLLLoss:
         )
 
 
-class GaussianNLLLoss:
+class GaussianNLLLoss(Layer):
     """The negative log-likelihood of values y (``target``) under normal distributions of
     means x (``input``) and variances v (``var``), as ``torch.nn.GaussianNLLLoss``, called
     ``loss(input, target, var)``: l = (log v + (x - y)^2 / v) / 2, plus log(2 pi) / 2 with
@@ -102,7 +103,7 @@ class GaussianNLLLoss:
     def __init__(self, *, full: bool = False, eps: float = 1e-6, reduction: str = "mean"):
         self.full, self.eps, self.reduction = full, eps, reduction
 
-    def __call__(self, input: Tensor, target, var) -> Tensor:  # noqa: A002 - torch's name
+    def forward(self, input: Tensor, target, var) -> Tensor:  # noqa: A002 - torch's name
         op = type(self).__name__
         x = as_tensor(input)
         check_float(f"{op} (input)", x)

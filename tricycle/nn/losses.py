@@ -10,12 +10,14 @@ the two on the way in, so a model written for PyTorch computes the same loss her
 
 from tricycle.criteria import L1, NLL, BCEWithLogits, Huber, KLDiv, SmoothL1
 from tricycle.loss import CrossEntropy, MeanSquaredError
+from tricycle.module import Layer
 from tricycle.tensor import Tensor
 
 
-class _Loss:
+class _Loss(Layer):
     """A criterion called as PyTorch's: ``loss(prediction, target)`` is
-    ``criterion(target, prediction)``."""
+    ``criterion(target, prediction)``. A Module, as torch's losses are: ``.to(device)``,
+    ``train()``/``eval()`` and ``named_modules`` treat it as a layer without parameters."""
 
     criterion: type = CrossEntropy
     defaults: dict = {}  # torch's defaults where they differ from the criterion's (read only)
@@ -23,7 +25,7 @@ class _Loss:
     def __init__(self, **kwargs):  # by name: PyTorch's positional order is not the criterion's
         self.fn = self.criterion(**{**self.defaults, **kwargs})
 
-    def __call__(self, prediction, target) -> Tensor:
+    def forward(self, prediction, target) -> Tensor:
         return self.fn(target, prediction)
 
     def __repr__(self) -> str:

@@ -22,6 +22,7 @@ from tricycle.backend import check_same_device
 from tricycle.binary import minimum
 from tricycle.criteria import BCEWithLogits
 from tricycle.loss_reduction import REDUCTIONS, reduced, weight_argument, weight_for
+from tricycle.module import Layer
 from tricycle.nn.functional_losses import _class_weight
 from tricycle.nn.more_losses import _same_shape, pairwise_distance
 from tricycle.tensor import Tensor, as_tensor, check_float
@@ -86,7 +87,7 @@ def _reduce(losses: Tensor, reduction: str) -> Tensor:
 
 
 # ====================================================================== embeddings
-class TripletMarginLoss:
+class TripletMarginLoss(Layer):
     """An anchor a nearer its positive p than its negative n by ``margin``, as
     ``torch.nn.TripletMarginLoss``, called ``loss(anchor, positive, negative)`` on vectors
     (N, D) or (D,) (any equal number of axes, broadcast): l = max(0, margin + d(a, p) -
@@ -116,7 +117,7 @@ class TripletMarginLoss:
         self.margin, self.p, self.eps, self.swap = margin, p, eps, swap
         self.reduction = reduction
 
-    def __call__(self, anchor: Tensor, positive, negative) -> Tensor:
+    def forward(self, anchor: Tensor, positive, negative) -> Tensor:
         a, pos, neg = as_tensor(anchor), as_tensor(positive), as_tensor(negative)
         if not a.ndim == pos.ndim == neg.ndim >= 1:
             raise ValueError(
@@ -137,7 +138,7 @@ class TripletMarginLoss:
         )
 
 
-class HingeEmbeddingLoss:
+class HingeEmbeddingLoss(Layer):
     """Distances (or dissimilarities) x small where y = 1 and at least ``margin`` where
     y = -1, as ``torch.nn.HingeEmbeddingLoss``: l = x where y = 1, max(0, margin - x) where
     y = -1 (PyTorch's definition adds both terms for any other label). dl/dx = 1 for y = 1;
@@ -148,7 +149,7 @@ class HingeEmbeddingLoss:
     def __init__(self, margin: float = 1.0, *, reduction: str = "mean"):
         self.margin, self.reduction = margin, reduction
 
-    def __call__(self, input: Tensor, target) -> Tensor:  # noqa: A002 - torch's name
+    def forward(self, input: Tensor, target) -> Tensor:  # noqa: A002 - torch's name
         (x, y), xp = _same_shape(type(self).__name__, input, ("target", target))
         a, labels = x.array, y.array
         not_similar, not_dissimilar = labels != 1, labels != -1
@@ -162,7 +163,7 @@ class HingeEmbeddingLoss:
 
 
 # ====================================================================== logistic
-class SoftMarginLoss:
+class SoftMarginLoss(Layer):
     """The logistic loss of labels y = +-1, as ``torch.nn.SoftMarginLoss``:
     l = log(1 + e^(-y x)) = softplus(-y x), computed stably as max(z, 0) + log(1 + e^-|z|)
     with z = -y x; dl/dx = -y sigmoid(z)."""
@@ -171,7 +172,7 @@ class SoftMarginLoss:
     def __init__(self, *, reduction: str = "mean"):
         self.reduction = reduction
 
-    def __call__(self, input: Tensor, target) -> Tensor:  # noqa: A002 - torch's name
+    def forward(self, input: Tensor, target) -> Tensor:  # noqa: A002 - torch's name
         (x, y), xp = _same_shape(type(self).__name__, input, ("target", target))
         signs = y.array.astype(x.dtype, copy=False)
         z = -signs * x.array
@@ -183,7 +184,7 @@ class SoftMarginLoss:
         return f"{type(self).__name__}(reduction={self.reduction!r})"
 
 
-class MultiLabelSoftMarginLoss:
+class MultiLabelSoftMarginLoss(Layer):
     """Independent yes/no decisions over C classes, as ``torch.nn.MultiLabelSoftMarginLoss``:
     the binary cross-entropy of logits x (N, C) or (C,) and targets y in [0, 1] of x's shape
     (``tricycle.criteria.BCEWithLogits``), each times its class's ``weight`` (a number or an
@@ -196,7 +197,7 @@ class MultiLabelSoftMarginLoss:
         self.weight = weight_argument(type(self).__name__, "weight", weight, expected)
         self.reduction = reduction
 
-    def __call__(self, input: Tensor, target) -> Tensor:  # noqa: A002 - torch's name
+    def forward(self, input: Tensor, target) -> Tensor:  # noqa: A002 - torch's name
         op = type(self).__name__
         (x, y), _ = _same_shape(op, input, ("target", target))
         losses = BCEWithLogits(None, "none")(y, x)  # (..., C)
@@ -209,7 +210,7 @@ class MultiLabelSoftMarginLoss:
 
 
 # ====================================================================== multi-class hinges
-class MultiMarginLoss:
+class MultiMarginLoss(Layer):
     """The multi-class hinge of scores x (N, C) or (C,) and class ids y (N,) or (), as
     ``torch.nn.MultiMarginLoss``: l = w_y sum_{i != y} max(0, margin - x_y + x_i)^p / C, for
     p = 1 or 2 and a class ``weight`` w (C,) (1 by default; a constant).
@@ -224,7 +225,7 @@ class MultiMarginLoss:
         self.weight = weight_argument(type(self).__name__, "weight", weight, expected)
         self.p, self.margin, self.reduction = p, margin, reduction
 
-    def __call__(self, input: Tensor, target) -> Tensor:  # noqa: A002 - torch's name
+    def forward(self, input: Tensor, target) -> Tensor:  # noqa: A002 - torch's name
         op = type(self).__name__
         x = _scores(op, input)
         ids = _class_ids(op, target, x, x.shape[:-1])
@@ -253,7 +254,7 @@ class MultiMarginLoss:
         )
 
 
-class MultiLabelMarginLoss:
+class MultiLabelMarginLoss(Layer):
     """Every target class's score above every other class's by 1, as
     ``torch.nn.MultiLabelMarginLoss``: scores x (N, C) or (C,), and targets y of x's shape
     holding each row's class ids first, ended by the first -1 (what follows is ignored):
@@ -268,7 +269,7 @@ class MultiLabelMarginLoss:
     def __init__(self, *, reduction: str = "mean"):
         self.reduction = reduction
 
-    def __call__(self, input: Tensor, target) -> Tensor:  # noqa: A002 - torch's name
+    def forward(self, input: Tensor, target) -> Tensor:  # noqa: A002 - torch's name
         op = type(self).__name__
         x = _scores(op, input)
         ids = _class_ids(op, target, x, x.shape, ignore=-1)  # (N, J), J = C

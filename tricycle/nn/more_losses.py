@@ -52,7 +52,7 @@ def _same_shape(op: str, first, *others: tuple[str, object]) -> tuple[list[Tenso
 
 
 # ====================================================================== BCELoss
-class BCELoss:
+class BCELoss(Layer):
     """Binary cross-entropy of probabilities x (``input``, in [0, 1]) and targets y in
     [0, 1], as ``torch.nn.BCELoss``: l = -w (y log x + (1 - y) log(1 - x)), each log clamped
     at -100 as PyTorch does, so that x = 0 or 1 costs at most 100 w, never inf. ``weight`` w
@@ -73,7 +73,7 @@ class BCELoss:
         weight = weight_argument(type(self).__name__, "weight", weight, expected)
         self.weight, self.reduction = weight, reduction
 
-    def __call__(self, input: Tensor, target) -> Tensor:  # noqa: A002 - PyTorch's name
+    def forward(self, input: Tensor, target) -> Tensor:  # noqa: A002 - PyTorch's name
         op = type(self).__name__
         (probs, target), xp = _same_shape(op, input, ("target", target))
         x = probs.array
@@ -106,7 +106,7 @@ class BCELoss:
 
 
 # ====================================================================== ranking, embeddings
-class MarginRankingLoss:
+class MarginRankingLoss(Layer):
     """Rank x1 above x2 where y = 1 and below where y = -1, by ``margin``, as
     ``torch.nn.MarginRankingLoss``, called ``loss(x1, x2, y)`` on three arrays of one shape:
     l = max(0, -y (x1 - x2) + margin). Where the hinge is active (>= 0, its kink included, as
@@ -117,7 +117,7 @@ class MarginRankingLoss:
     def __init__(self, margin: float = 0.0, *, reduction: str = "mean"):
         self.margin, self.reduction = margin, reduction
 
-    def __call__(self, input1: Tensor, input2, target) -> Tensor:
+    def forward(self, input1: Tensor, input2, target) -> Tensor:
         op = type(self).__name__
         (x1, x2, y), xp = _same_shape(op, input1, ("input2", input2), ("target", target))
         diff = x1.array - x2.array
@@ -140,7 +140,7 @@ class MarginRankingLoss:
         return f"{type(self).__name__}(margin={self.margin}, reduction={self.reduction!r})"
 
 
-class CosineEmbeddingLoss:
+class CosineEmbeddingLoss(Layer):
     """``tricycle.criteria.CosineEmbedding`` called as ``torch.nn.CosineEmbeddingLoss``:
     ``loss(x1, x2, y)`` with vectors x1, x2 (N, D) and labels y (N,) of 1 (pull together:
     1 - cos) or -1 (push apart: max(0, cos - margin))."""
@@ -149,7 +149,7 @@ class CosineEmbeddingLoss:
     def __init__(self, margin: float = 0.0, *, reduction: str = "mean"):
         self.fn = CosineEmbedding(margin, reduction)
 
-    def __call__(self, input1: Tensor, input2, target) -> Tensor:
+    def forward(self, input1: Tensor, input2, target) -> Tensor:
         return self.fn(target, input1, input2)
 
     def __repr__(self) -> str:
