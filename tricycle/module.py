@@ -38,6 +38,19 @@ class Parameters(list):
         return self[self._next - 1]
 
 
+def clear_grad(p: Tensor, set_to_none: bool = True) -> None:
+    """Forget ``p``'s gradient, or (``set_to_none=False``) make an existing one zeros, so that
+    a step after it still sees the parameter (torch's ``zero_grad``). A gradient in the
+    parameter's own memory (``grad_buffer``: a data-parallel bucket's view) is zeroed in
+    place; any other may be shared with another tensor, so it is replaced, never written."""
+    if p.grad is None or set_to_none:
+        p.grad = None
+    elif p.grad.array is p.grad_buffer:
+        p.grad.array[...] = 0
+    else:
+        p.grad = Tensor(p.xp.zeros_like(p.grad.array), requires_grad=False)
+
+
 class Layer(TorchMethods, HookMethods):
     """Base class of every layer: subclasses implement ``forward``; calling a layer runs it.
 
@@ -139,10 +152,12 @@ class Layer(TorchMethods, HookMethods):
         self.zero_grad()
         return self
 
-    def zero_grad(self) -> "Layer":
-        """Forget every parameter's gradient."""
+    @checks.arguments(set_to_none=checks.boolean)
+    def zero_grad(self, set_to_none: bool = True) -> "Layer":
+        """Forget every parameter's gradient (``set_to_none=False``: make it zeros, as
+        torch's ``Module.zero_grad``)."""
         for t in self.parameters():
-            t.grad = None
+            clear_grad(t, set_to_none)
         return self
 
     @checks.arguments(mode=checks.boolean)

@@ -1,11 +1,12 @@
 """torch's top-level math on tricycle's engine: the reductions ``sum``, ``mean``, ``std``, ``var``,
-``logsumexp``, ``prod``, ``cumprod``, ``amax``, ``amin``, ``count_nonzero``, ``nansum``,
-``nanmean``, ``median``, ``nanmedian``, ``mode``, ``kthvalue``, ``quantile`` and
-``nanquantile``; the elementwise ``add``, ``sub``, ``mul``, ``div`` (and their other names),
-``absolute``, ``log1p``, ``log2``, ``log10``, ``fmod``, ``remainder``, ``nan_to_num``,
-``maximum``, ``minimum``, the logical ops and the step functions ``sign``, ``round``,
-``floor``, ``ceil``, ``trunc``; the products ``mv`` and ``addmm``; the distances ``cdist``;
-``sparse_coo_tensor`` and ``spmm``, in tricycle's one layout, dense (see ``sparse_coo_tensor``).
+``logsumexp``, ``prod``, ``cumprod``, ``amax``, ``amin``, ``count_nonzero``, ``all`` and ``any``
+(named ``all_nonzero`` and ``any_nonzero`` here), ``histogram``, ``nansum``, ``nanmean``,
+``median``, ``nanmedian``, ``mode``, ``kthvalue``, ``quantile`` and ``nanquantile``; the
+elementwise ``add``, ``sub``, ``mul``, ``div`` (and their other names), ``absolute``, ``log1p``,
+``log2``, ``log10``, ``fmod``, ``remainder``, ``nan_to_num``, ``maximum``, ``minimum``, the
+logical ops and the step functions ``sign``, ``round``, ``floor``, ``ceil``, ``trunc``; the
+products ``mv`` and ``addmm``; the distances ``cdist``; ``sparse_coo_tensor`` and ``spmm``, in
+tricycle's one layout, dense (see ``sparse_coo_tensor``).
 
 Each calls the ``Tensor`` method of the same name (``tricycle.tensor_torch``, or the modules
 its methods import: ``pointwise``, ``reduce_torch``, ``products``; the ops of ``reduce`` and
@@ -21,10 +22,11 @@ Where torch and tricycle differ: ``var`` is ``Tensor.var``, numpy's (ddof 0, ``a
 """
 
 import math
+from collections import namedtuple
 
 import numpy as np
 
-from tricycle import checks
+from tricycle import backend, checks
 from tricycle.factories import zeros
 from tricycle.graph import Node
 from tricycle.torch_functions import no_out, tensor, tensor_input
@@ -107,6 +109,47 @@ def amin(input, dim=(), keepdim: bool = False, *, out=None):  # noqa: A002
 def count_nonzero(input, dim=None):  # noqa: A002
     """torch.count_nonzero: int64 counts of the nonzero values over ``dim`` (all by default)."""
     return tensor_input("count_nonzero", input).count_nonzero(dim)
+
+
+def all_nonzero(input, dim=None, keepdim: bool = False, *, out=None):  # noqa: A002
+    """torch.all (``tricycle.all``: not named ``all`` here, which would hide Python's): booleans,
+    whether every value over ``dim`` (all by default) is nonzero."""
+    no_out("all", out)
+    return tensor_input("all", input).all(dim, keepdim)
+
+
+def any_nonzero(input, dim=None, keepdim: bool = False, *, out=None):  # noqa: A002
+    """torch.any (``tricycle.any``, as ``all_nonzero``): booleans, whether some value over
+    ``dim`` (all by default) is nonzero."""
+    no_out("any", out)
+    return tensor_input("any", input).any(dim, keepdim)
+
+
+Histogram = namedtuple("Histogram", ["hist", "bin_edges"])  # as torch.return_types.histogram
+
+
+def histogram(input, bins=100, *, range=None, weight=None, density: bool = False, out=None):  # noqa: A002
+    """torch.histogram: ``(hist, bin_edges)`` of ``input``'s values, in its float dtype, with
+    no gradient: ``bins`` equal bins over ``range`` (the values' min and max by default), or
+    the edges of a 1-d tensor; each value counts its ``weight`` (1 by default), and
+    ``density`` divides by the total weight times the bin's width. The last bin holds its
+    right edge (torch's and numpy's rule)."""
+    no_out("histogram", out)
+    x = tensor_input("histogram", input)
+    if not backend.is_float(x.dtype):
+        checks.fail("histogram", "input", "a float tensor (torch's too)", x.dtype, TypeError)
+    if isinstance(bins, Node):
+        edges = bins.array
+    else:
+        edges = checks.positive_int("histogram", "bins", bins)
+    weights = None
+    if weight is not None:
+        weights = tensor_input("histogram", weight, "weight").array
+        if weights.shape != x.shape:
+            checks.fail("histogram", "weight", f"input's shape {x.shape}", weights.shape)
+    hist, edges = x.xp.histogram(x.array, edges, range=range, weights=weights, density=density)
+    as_input = (x.new(a.astype(x.dtype), requires_grad=False) for a in (hist, edges))
+    return Histogram(*as_input)
 
 
 def nansum(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002

@@ -25,6 +25,7 @@ from collections.abc import Callable
 import numpy as np
 
 from tricycle import backend, checks
+from tricycle.module import clear_grad
 from tricycle.optimisers import Optimiser
 from tricycle.tensor import Tensor
 
@@ -235,12 +236,7 @@ class Optimizer:
         next step still updates the parameter, as torch)."""
         for group in self.param_groups:
             for p in group["params"]:
-                if p.grad is None or set_to_none:
-                    p.grad = None
-                elif p.grad.array is p.grad_buffer:  # the parameter's own gradient memory
-                    p.grad.array[...] = 0
-                else:  # a gradient array may be shared with another tensor: never written
-                    p.grad = Tensor(p.xp.zeros_like(p.grad.array), requires_grad=False)
+                clear_grad(p, set_to_none)
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict:
