@@ -21,8 +21,7 @@ learner has open beside tricycle.
 Each script is its own text; a line that differs ends in ``# port:`` and says why: sizes and
 steps shrunk to run in seconds on a CPU, tricycle's name of a layer's tensor (``weights``, the
 documented exception), a stand-in for ``torch.utils.tensorboard`` (the tensorboard package is
-not installed for either library), and the one tricycle limit met (``RandomSampler``'s
-``num_samples=int(1e10)``: tricycle's loader draws an epoch's indices up front). The data is
+not installed for either library). The data is
 written beside the script: a slice of ``tinyshakespeare.txt`` as the lecture's ``input.txt``
 (skipped where the file is absent), and names made up here as makemore's ``names.txt``. The
 test runs each script under torch (skipped without it), then under tricycle, and checks that
@@ -988,7 +987,7 @@ class InfiniteDataLoader:
     """
 
     def __init__(self, dataset, **kwargs):
-        train_sampler = torch.utils.data.RandomSampler(dataset, replacement=True, num_samples=len(dataset))  # port: int(1e10): tricycle's loader draws an epoch's indices at once (75 GiB); StopIteration below starts the next
+        train_sampler = torch.utils.data.RandomSampler(dataset, replacement=True, num_samples=int(1e10))
         self.train_loader = DataLoader(dataset, sampler=train_sampler, **kwargs)
         self.data_iter = iter(self.train_loader)
 
