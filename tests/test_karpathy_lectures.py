@@ -1404,6 +1404,7 @@ def test_all_and_any_as_torch():
     import tricycle  # noqa: PLC0415
     from tricycle.torch_math import all_nonzero, any_nonzero  # noqa: PLC0415
 
+    assert (tricycle.all, tricycle.any) == (all_nonzero, any_nonzero)  # torch's names
     x = np.array([[1.0, 0.0, 2.0], [3.0, 4.0, 5.0]], np.float32)
     ours, theirs = tricycle.tensor(x), torch.tensor(x)
     for mine, torchs in ((all_nonzero, torch.all), (any_nonzero, torch.any)):
@@ -1422,6 +1423,7 @@ def test_histogram_as_torch():
     import tricycle  # noqa: PLC0415
     from tricycle.torch_math import histogram  # noqa: PLC0415
 
+    assert tricycle.histogram is histogram
     x = np.tanh(np.random.default_rng(0).normal(size=(32, 20))).astype(np.float32)
     w = np.random.default_rng(1).random((32, 20)).astype(np.float32)
     ours, theirs = tricycle.tensor(x), torch.tensor(x)

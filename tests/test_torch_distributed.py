@@ -312,6 +312,11 @@ def test_two_ranks_of_ddp_take_the_steps_of_one_process_on_the_whole_batch(tmp_p
     for rank in range(2):
         for name, value in whole["grads"].items():
             np.testing.assert_allclose(got["accumulated"][rank][name], value, rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(got["flag_accumulated"][rank][name], value, rtol=1e-5,
+                                       atol=1e-6)  # fmt: skip
+        assert sorted(got["flag_local"][rank]) == sorted(got["local"][rank])
+        for name, value in got["flag_local"][rank].items():  # require_backward_grad_sync=False
+            np.testing.assert_allclose(value, got["local"][rank][name], rtol=1e-6)
 
 
 def ranks(out: str) -> None:
@@ -360,6 +365,16 @@ def ranks(out: str) -> None:
     seen["local"] = {n[7:]: p.grad.array.copy() for n, p in params if p.grad is not None}
     (loss_fn(model(Tensor(x[rows][2:])), Tensor(y[rows][2:])) / 2.0).backward()
     seen["accumulated"] = {n[7:]: p.grad.array.copy() for n, p in params if n[7:] != "unused"}
+    # the same with torch's flag, as build-nanogpt's train_gpt2.py sets it per micro-step
+    manual_seed(0)
+    model = DDP(Net())
+    for micro_step in range(2):
+        model.require_backward_grad_sync = micro_step == 1
+        part = rows.start + 2 * micro_step
+        (loss_fn(model(Tensor(x[part : part + 2])), Tensor(y[part : part + 2])) / 2.0).backward()
+        params = model.named_parameters()
+        grads = {n[7:]: p.grad.array.copy() for n, p in params if p.grad is not None}
+        seen["flag_local" if micro_step == 0 else "flag_accumulated"] = grads
     everything = [None, None]
     dist.all_gather_object(everything, seen)
     if rank == 0:

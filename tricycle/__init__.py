@@ -146,6 +146,8 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "get_default_dtype": ("tricycle.torch_functions", "get_default_dtype"),
     "set_default_dtype": ("tricycle.torch_functions", "set_default_dtype"),
     "set_default_device": ("tricycle.torch_functions", "set_default_device"),
+    "set_float32_matmul_precision": ("tricycle.precision", "set_float32_matmul_precision"),
+    "get_float32_matmul_precision": ("tricycle.precision", "get_float32_matmul_precision"),
     # torch's reductions, step functions and distances (torch_math), indexing functions
     # (torch_indexing) and random draws (torch_random): calls of the Tensor methods
     "std": ("tricycle.torch_math", "std"),
@@ -156,6 +158,9 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "amax": ("tricycle.torch_math", "amax"),
     "amin": ("tricycle.torch_math", "amin"),
     "count_nonzero": ("tricycle.torch_math", "count_nonzero"),
+    "all": ("tricycle.torch_math", "all_nonzero"),
+    "any": ("tricycle.torch_math", "any_nonzero"),
+    "histogram": ("tricycle.torch_math", "histogram"),
     "maximum": ("tricycle.torch_math", "maximum"),
     "minimum": ("tricycle.torch_math", "minimum"),
     "sign": ("tricycle.torch_math", "sign"),
@@ -315,11 +320,11 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_PUBLIC))
 
 
-# what a star import leaves out: the dtype names (they would shadow Python's bool, int and
-# float), torch's device and autocast, and the seed's layer classes; every other function
-# and class above is in it, so the list cannot fall behind the table
+# what a star import leaves out: the dtype names and torch's all and any (they would shadow
+# Python's bool, int, float, all and any), torch's device and autocast, and the seed's layer
+# classes; every other function and class above is in it, so the list cannot fall behind
 _NOT_STARRED = frozenset(
-    "bool int int32 int64 long float float16 half float32 float64 double bfloat16 "
+    "bool int int32 int64 long float float16 half float32 float64 double bfloat16 all any "
     "device autocast GeLU LeakyReLU LogSoftmax ReLU Softmax Swish".split()
 )
 _STARRED = [name for name, (_, attr) in _PUBLIC.items() if attr and name not in _NOT_STARRED]

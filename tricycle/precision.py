@@ -80,6 +80,33 @@ def tf32_enabled() -> bool:
     return bool(_setting("tf32_enabled")())
 
 
+# ====================================================================== torch's switch
+_MATMUL_PRECISIONS = ("highest", "high", "medium")
+_matmul = {"precision": "highest", "tf32_before": None}  # what was set; the state TF32 replaced
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """torch.set_float32_matmul_precision, a PyTorch script's switch for the whole run:
+    "high" and "medium" let the GPU's float32 matrix products use TF32 (``switch_tf32``, as
+    a ``Precision("tf32")`` block does) until "highest" switches it back. The CPU's float32
+    products stay float32 whatever is set (numpy's BLAS has nothing less precise to allow)."""
+    if precision not in _MATMUL_PRECISIONS:
+        expected = "'highest', 'high' or 'medium' (torch's)"
+        checks.fail("set_float32_matmul_precision", "precision", expected, precision)
+    if precision == "highest" and _matmul["tf32_before"] is not None:
+        switch_tf32(_matmul["tf32_before"])
+        _matmul["tf32_before"] = None
+    elif precision != "highest" and _matmul["tf32_before"] is None:
+        _matmul["tf32_before"] = switch_tf32(True)  # None without a GPU: nothing to restore
+    _matmul["precision"] = precision
+
+
+def get_float32_matmul_precision() -> str:
+    """torch.get_float32_matmul_precision: what ``set_float32_matmul_precision`` set last
+    ("highest" until then)."""
+    return _matmul["precision"]
+
+
 # ====================================================================== the policy
 class Precision:
     """A precision policy: ``Precision("fp32" | "tf32" | "fp16" | "bf16")``.

@@ -464,6 +464,18 @@ class DistributedDataParallel(Layer):
         with self._reducer.no_sync():
             yield
 
+    @property
+    def require_backward_grad_sync(self) -> bool:
+        """torch's flag behind ``no_sync()``: while False, backward passes keep their gradients
+        local (they add up in ``.grad``) until one runs with it True again, which averages the
+        sums (build-nanogpt sets it False for every micro-step but the last)."""
+        return self._reducer.syncing
+
+    @require_backward_grad_sync.setter
+    def require_backward_grad_sync(self, value: bool) -> None:
+        checks.boolean("DistributedDataParallel", "require_backward_grad_sync", value)
+        self._reducer.syncing = bool(value)
+
     def _on_grad(self, param: Tensor) -> None:
         """A gradient is final (the reducer's own hook has put it in its bucket): have the
         buckets finished once this backward has walked its graph."""

@@ -30,6 +30,7 @@ from tricycle.backends.cpu import (  # noqa: F401 - each module registers its ke
     gelu,
     gemm,
     gemv,  # after gemm: its products of one row take their place
+    half_matmul,
     norm,
     pooling,
     recurrent,
