@@ -786,3 +786,20 @@ def test_a_world_of_one_on_the_gpu():
             dist.destroy_process_group()
 
     parity(ddp_step, rand(5, 4))
+
+
+def test_a_host_number_meets_a_gpu_tensor_as_torchs():
+    """torch's rule for a 0-d host tensor beside a GPU one (imagenet's ``acc1 > best_acc1``,
+    ``best_acc1`` loaded into host memory): a number on the other's device. A host tensor
+    with dimensions, or one that needs a gradient, is still the devices' error."""
+    x = tc.tensor(np.array([1.0, 3.0], np.float32), requires_grad=True).to_gpu()
+    best = tc.tensor(np.float32(2.0))  # 0-d, host
+    above = x > best
+    assert above.on_gpu and above.numpy().tolist() == [False, True]
+    assert (best < x).numpy().tolist() == [False, True]
+    (x * best + best - x / best).sum().backward()
+    assert x.grad.on_gpu and x.grad.numpy().tolist() == [1.5, 1.5]
+    with pytest.raises(ValueError, match="same device"):
+        x + tc.tensor(np.ones(2, np.float32))
+    with pytest.raises(ValueError, match="same device"):
+        x * tc.tensor(np.float32(2.0), requires_grad=True)

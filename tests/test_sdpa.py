@@ -219,6 +219,31 @@ def test_torch_keywords_name_the_same_arguments():
         F.scaled_dot_product_attention(q, k, v, is_causal=1)
 
 
+def test_bfloat16_in_bfloat16_out_as_torch():
+    """build-nanogpt under ``autocast(dtype=bfloat16)``: q, k and v of bfloat16 (numpy's kind
+    "V") are attention's input, and its output and gradients are bfloat16, as torch's; the
+    values are torch's to bfloat16's rounding (a float additive mask too)."""
+    torch = pytest.importorskip("torch")
+    from ml_dtypes import bfloat16
+
+    rng = np.random.default_rng(7)
+    q, k, v = (a.astype(bfloat16) for a in inputs(rng, 2, 2, 2, 6, 6, 8, 8))
+    mask = rng.normal(size=(1, 2, 6, 6)).astype(bfloat16)
+    tensors = [Tensor(a, requires_grad=True) for a in (q, k, v)]
+    out = scaled_dot_product_attention(*tensors, mask, causal=True)
+    dout = rng.normal(size=out.shape).astype(bfloat16)
+    out.backward(dout)
+    assert {out.dtype, *(t.grad.dtype for t in tensors)} == {np.dtype(bfloat16)}
+    twins = [torch.tensor(a.astype(np.float32)).bfloat16().requires_grad_() for a in (q, k, v)]
+    bias = torch.tensor(mask.astype(np.float32)).bfloat16()
+    bias = bias.masked_fill(~torch.ones(6, 6, dtype=torch.bool).tril(), float("-inf"))
+    theirs = torch.nn.functional.scaled_dot_product_attention(*twins, attn_mask=bias)
+    theirs.backward(torch.tensor(dout.astype(np.float32)).bfloat16())
+    for a, b in zip([out] + [t.grad for t in tensors], [theirs] + [t.grad for t in twins]):
+        expected = b.detach().float().numpy()
+        np.testing.assert_allclose(a.array.astype(np.float32), expected, atol=0.05)
+
+
 def test_dropout_without_a_seed_draws_one_from_tricycle_s_generator():
     """As torch's ``dropout_p``: a new mask each call, the same masks after the same seed."""
     import tricycle

@@ -1354,16 +1354,19 @@ def test_data_parallel_wraps_the_model_as_torchs():
     tricycle.nn.from_torch(ours, theirs.state_dict())  # torch's names, module. prefix and all
     assert sorted(ours.state_dict()) == ["module.sequence.0.bias", "module.sequence.0.weights"]
     assert ours.to("cpu") is ours and isinstance(ours.module, tricycle.nn.Sequential)
+    if torch.cuda.is_available():  # torch's DataParallel then wants the model on cuda:0
+        theirs.cuda()
     x = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
     outputs = []
     for lib, model in ((torch, theirs), (tricycle, ours)):
         inputs = lib.tensor(x, requires_grad=True)
         output = model(inputs)
         (output**2).sum().backward()
-        outputs.append((output.detach().numpy(), inputs.grad.numpy()))
+        outputs.append((output.detach().cpu().numpy(), inputs.grad.cpu().numpy()))
     for theirs_array, ours_array in zip(*outputs):
         np.testing.assert_allclose(ours_array, theirs_array, rtol=1e-5, atol=1e-6)
     bias = ours.module[0].bias.grad.numpy()
-    np.testing.assert_allclose(bias, theirs.module[0].bias.grad.numpy(), rtol=1e-5, atol=1e-6)
+    expected = theirs.module[0].bias.grad.cpu().numpy()
+    np.testing.assert_allclose(bias, expected, rtol=1e-5, atol=1e-6)
     with pytest.raises(TypeError, match=r"DataParallel: module must be a tricycle.nn.Module, got"):
         tricycle.nn.DataParallel(lambda x: x)

@@ -93,6 +93,21 @@ def _negate(dout):
     return -dout
 
 
+def _aligned(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
+    """torch's rule for a 0-d tensor in host memory beside a GPU tensor (imagenet's
+    ``acc1 > best_acc1``, ``best_acc1`` read back from a checkpoint): a number, copied to the
+    other's device, where it needs no gradient. Any other pair of devices is ``_apply``'s
+    error."""
+    if backend._cupy is None or a.on_gpu == b.on_gpu:
+        return a, b
+    host, other = (a, b) if b.on_gpu else (b, a)
+    if host.ndim or host.requires_grad:
+        return a, b
+    array = backend.to_device_array(host.array, other.array.device.id)
+    moved = other.new(array, requires_grad=False)
+    return (moved, b) if host is a else (a, moved)
+
+
 def _apply(op: str, fn, a: Tensor, b: Tensor):
     """Compute ``fn(a.array, b.array)`` with a clear error for bad devices or shapes."""
     if backend._cupy is not None:  # with cupy loaded, arrays may live on different devices
@@ -107,24 +122,28 @@ def _apply(op: str, fn, a: Tensor, b: Tensor):
 
 def add(a: Tensor, b: Tensor) -> Tensor:
     """a + b"""
+    a, b = _aligned(a, b)
     out = _apply("add", add_arrays, a, b)
     return _binary("badd", a, b, out, _identity, _identity)
 
 
 def sub(a: Tensor, b: Tensor) -> Tensor:
     """a - b"""
+    a, b = _aligned(a, b)
     out = _apply("sub", operator.sub, a, b)
     return _binary("bsub", a, b, out, _identity, _negate)
 
 
 def mul(a: Tensor, b: Tensor) -> Tensor:
     """a * b"""
+    a, b = _aligned(a, b)
     out = _apply("mul", operator.mul, a, b)
     return _binary("bmul", a, b, out, lambda d: d * b.array, lambda d: d * a.array)
 
 
 def div(a: Tensor, b: Tensor) -> Tensor:
     """a / b"""
+    a, b = _aligned(a, b)
     out = _apply("div", operator.truediv, a, b)
     return _binary("bdiv", a, b, out, lambda d: d / b.array, lambda d: -d * out / b.array)
 
@@ -134,6 +153,7 @@ def pow(a: Tensor, b: Tensor) -> Tensor:  # noqa: A001 - the name from the math
 
     d/da is 0 where b == 0 (so 0 ** 0 has gradient 0), and d/db is 0 where a == 0.
     """
+    a, b = _aligned(a, b)
     xp = a.xp
     out = _apply("pow", operator.pow, a, b)
 
@@ -152,6 +172,7 @@ def pow(a: Tensor, b: Tensor) -> Tensor:  # noqa: A001 - the name from the math
 
 def maximum(a: Tensor, b: Tensor) -> Tensor:
     """Elementwise max; where a == b the gradient is split evenly, never doubled."""
+    a, b = _aligned(a, b)
     out = _apply("maximum", a.xp.maximum, a, b)
 
     def share_a():  # 1 where a wins, 0.5 on ties, 0 where b wins
@@ -162,6 +183,7 @@ def maximum(a: Tensor, b: Tensor) -> Tensor:
 
 def minimum(a: Tensor, b: Tensor) -> Tensor:
     """Elementwise min; where a == b the gradient is split evenly, never doubled."""
+    a, b = _aligned(a, b)
     out = _apply("minimum", a.xp.minimum, a, b)
 
     def share_a():  # 1 where a wins, 0.5 on ties, 0 where b wins
@@ -187,6 +209,7 @@ _COMPARISONS = {
 
 def compare(op: str, a: Tensor, b: Tensor) -> Tensor:
     """Elementwise comparison (``op`` one of < <= > >= == !=): a boolean tensor, no gradient."""
+    a, b = _aligned(a, b)
     out = _apply(op, _COMPARISONS[op], a, b)
     return a.new(out, requires_grad=False)
 

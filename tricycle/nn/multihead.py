@@ -296,6 +296,6 @@ def _as_bias(xp, mask, dtype, name: str):
     mask = xp.asarray(mask.array if isinstance(mask, Tensor) else mask)
     if mask.dtype == bool:
         return xp.where(mask, -xp.inf, 0).astype(dtype)
-    if mask.dtype.kind != "f":
+    if not backend.is_float(mask.dtype):
         raise TypeError(f"{OWNER}: {name} must hold booleans or floats, got dtype {mask.dtype}")
     return mask.astype(dtype, copy=False)

@@ -41,7 +41,7 @@ import math
 import numpy as np
 
 from tricycle import checks, dispatch, random
-from tricycle.backend import check_same_device
+from tricycle.backend import check_same_device, is_float
 from tricycle.dropout_mask import NO_DROPOUT, AttentionDropout, attention_multiplier, mask_seed
 from tricycle.layers import shared_back_fns
 from tricycle.tensor import Tensor, as_tensor
@@ -141,7 +141,7 @@ def sdpa_forward(xp, q, k, v, bias=None, causal=False, window=None, scale=None,
     if dropout.probability:
         probs *= _dropout_multiplier(xp, dropout, (B, H, Tq, Tk), Hkv, q.dtype)
     out = xp.matmul(probs, v[:, :, None])  # (B, Hkv, G, Tq, Dv)
-    out = out.reshape(B, H, Tq, v.shape[-1])
+    out = out.reshape(B, H, Tq, v.shape[-1]).astype(q.dtype, copy=False)  # bfloat16: in float32
     lse = lse.reshape(B, H, Tq)
     return out, (q, k, v, bias, out, lse, causal, window, scale, dropout)
 
@@ -175,7 +175,7 @@ def sdpa_backward(xp, dout, saved):
     dscores *= scale
     dq = xp.matmul(dscores, k[:, :, None]).reshape(q.shape)  # (B, H, Tq, D)
     dk = xp.matmul(dscores.swapaxes(-1, -2), q_g).sum(axis=2)  # (B, Hkv, Tk, D)
-    return dq, dk, dv
+    return tuple(d.astype(x.dtype, copy=False) for d, x in ((dq, q), (dk, k), (dv, v)))
 
 
 # ------------------------------------------------------------------ the Tensor op
@@ -207,7 +207,7 @@ def _check_inputs(q: Tensor, k: Tensor, v: Tensor, mask, window):
         )
     if 0 in q.shape or 0 in k.shape or 0 in v.shape:
         raise ValueError(f"{OP}: empty input: q {q.shape}, k {k.shape}, v {v.shape}")
-    if not (q.dtype == k.dtype == v.dtype) or q.dtype.kind != "f":
+    if not (q.dtype == k.dtype == v.dtype) or not is_float(q.dtype):  # bfloat16: kind "V"
         raise TypeError(
             f"{OP}: q, k and v must share one float dtype, got {q.dtype}, {k.dtype}, {v.dtype}"
         )
@@ -219,7 +219,7 @@ def _check_inputs(q: Tensor, k: Tensor, v: Tensor, mask, window):
             fits = False
         if not fits:
             raise ValueError(f"{OP}: a mask of shape {mask.shape} does not broadcast to {shape}")
-        if mask.dtype != bool and mask.dtype.kind != "f":
+        if mask.dtype != bool and not is_float(mask.dtype):
             raise TypeError(f"{OP}: a mask holds booleans or floats, got dtype {mask.dtype}")
     checks.optional(checks.positive_int)(OP, "window", window)
 
