@@ -15,6 +15,12 @@ tricycle draws every random number from one generator on the host, so ``manual_s
 A device is None (the current GPU), an index N, or "cuda", "cuda:N" or "gpu" (a torch.device
 too, by its name).
 
+``is_bf16_supported()`` answers train.py's question of nanoGPT (``dtype = 'bfloat16' if
+torch.cuda.is_available() and torch.cuda.is_bf16_supported() else 'float16'``), and ``amp``
+holds torch.cuda.amp's ``GradScaler`` and ``autocast`` (torch.amp's, on "cuda")::
+
+    scaler = tricycle.cuda.amp.GradScaler(enabled=(dtype == 'float16'))
+
 ``tricycle.accelerator`` is this module: torch.accelerator's questions (``is_available``,
 ``device_count``, ``synchronize``, ``current_accelerator``, ``current_device_index``,
 ``set_device_index``) have CUDA's answers, tricycle's one accelerator::
@@ -27,6 +33,7 @@ runtime, which the math and the engine leave to ``tricycle.backend``.
 
 from tricycle import backend, checks, torch_functions
 from tricycle import random as tricycle_random
+from tricycle.cuda import amp  # noqa: F401 - torch.cuda.amp
 
 
 def is_available() -> bool:
@@ -91,6 +98,16 @@ def get_device_name(device=None) -> str:
     index = _index("get_device_name", device)
     name = backend.cupy().cuda.runtime.getDeviceProperties(index)["name"]
     return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """Whether the current GPU computes in bfloat16: natively from compute capability 8.0,
+    through float32 arithmetic on any GPU (``including_emulation``, torch's default; tricycle's
+    kernels compute in float32 anyway); False without a GPU, as torch's."""
+    checks.boolean("tricycle.cuda.is_bf16_supported", "including_emulation", including_emulation)
+    if not is_available():
+        return False
+    return including_emulation or int(backend.cupy().cuda.Device().compute_capability) >= 80
 
 
 def empty_cache() -> None:
