@@ -182,3 +182,30 @@ def test_utils_data_loads_on_first_use():
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout == "ok\n"
+
+
+def test_backends_cuda_matmul_allow_tf32_as_torchs():
+    """nanoGPT's ``torch.backends.cuda.matmul.allow_tf32 = True`` after ``import torch``
+    alone: the kernels' package loads on first use (never at import), the flag reads back
+    as torch's; on a GPU it is the TF32 switch of float32 products, and False restores it."""
+    result = run(
+        "import sys, tricycle\n"
+        "assert 'tricycle.backends.cuda' not in sys.modules\n"
+        "matmul = tricycle.backends.cuda.matmul\n"
+        "print(matmul.allow_tf32, matmul.allow_bf16_reduced_precision_reduction)"
+    )
+    assert result.returncode == 0, result.stderr
+    torch = pytest.importorskip("torch")
+    theirs = torch.backends.cuda.matmul
+    assert result.stdout == f"{theirs.allow_tf32} {theirs.allow_bf16_reduced_precision_reduction}\n"
+    from tricycle.precision import tf32_enabled
+
+    matmul = tc.backends.cuda.matmul
+    try:
+        matmul.allow_tf32 = True
+        assert matmul.allow_tf32 is True and tf32_enabled() == backend.cupy_available()
+        with pytest.raises(TypeError, match="allow_tf32: expected True or False, got 1"):
+            matmul.allow_tf32 = 1
+    finally:
+        matmul.allow_tf32 = False
+    assert matmul.allow_tf32 is False and tf32_enabled() is False

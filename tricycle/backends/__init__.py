@@ -6,7 +6,19 @@ array helpers and the base, never the math or anything above it; the dispatch im
 backend by name the first time an op asks for a kernel on its device. ``mps`` answers
 torch.backends.mps's ``is_available()`` for a PyTorch script (no Metal backend: False), and
 ``cudnn`` holds torch.backends.cudnn's switches (``cudnn.benchmark = True``), which change
-nothing: tricycle calls no cuDNN.
+nothing: tricycle calls no cuDNN. ``tricycle.backends.cuda``, the CUDA kernels, is imported
+the first time it is named (``tricycle.backends.cuda.matmul.allow_tf32 = True``, torch's
+TF32 switch), never by ``import tricycle``.
 """
 
+import importlib
+
 from tricycle.backends import cudnn, mps  # noqa: F401 - as torch.backends.cudnn and .mps
+
+
+def __getattr__(name: str):
+    """``tricycle.backends.cuda`` on first use, as torch.backends.cuda is reached from
+    ``import torch`` alone."""
+    if name == "cuda":
+        return importlib.import_module("tricycle.backends.cuda")
+    raise AttributeError(f"module 'tricycle.backends' has no attribute {name!r}")

@@ -59,7 +59,7 @@ from tricycle.backends.cuda.optimiser import (
     optimiser_update,
 )
 from tricycle.backends.cuda.sdpa import sdpa_applies
-from tricycle.backends.cuda.settings import device_scope, switch_tf32, tf32_state
+from tricycle.backends.cuda.settings import device_scope, matmul, switch_tf32, tf32_state
 from tricycle.backends.cuda.softmax import softmax_backward, softmax_forward
 
 __all__ = [
@@ -96,6 +96,7 @@ __all__ = [
     "is_tanh_gelu",
     "layer_norm_backward",
     "layer_norm_forward",
+    "matmul",
     "multi_cast",
     "multi_cast_enabled",
     "optimiser_update",

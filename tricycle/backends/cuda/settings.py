@@ -48,6 +48,41 @@ def switch_tf32(state) -> tuple[int, int]:
     return before
 
 
+class MatmulFlags:
+    """torch.backends.cuda.matmul, for a PyTorch script's ``torch.backends.cuda.matmul.
+    allow_tf32 = True`` (nanoGPT's first lines): ``allow_tf32`` is the GPU's TF32 switch for
+    float32 products (``switch_tf32``), read back from the device; False restores the state
+    before the first True. Without a GPU it holds what was set and changes nothing, as torch's
+    CPU build. The reduced-precision reductions of 16-bit products are torch's flags only:
+    tricycle's 16-bit products sum in float32 whatever they say."""
+
+    allow_fp16_reduced_precision_reduction = True
+    allow_bf16_reduced_precision_reduction = True
+
+    def __init__(self):
+        self._allowed, self._before = False, None
+
+    @property
+    def allow_tf32(self) -> bool:
+        return bool(tf32_enabled()) if backend.cupy_available() else self._allowed
+
+    @allow_tf32.setter
+    def allow_tf32(self, allowed: bool) -> None:
+        if not isinstance(allowed, bool):
+            raise TypeError(f"matmul.allow_tf32: expected True or False, got {allowed!r}")
+        self._allowed = allowed
+        if not backend.cupy_available():
+            return
+        if allowed and self._before is None:
+            self._before = switch_tf32(True)
+        elif not allowed and self._before is not None:
+            switch_tf32(self._before)
+            self._before = None
+
+
+matmul = MatmulFlags()
+
+
 def device_scope(array):
     """A context in which ``array``'s GPU is the current device."""
     return backend.cupy().cuda.Device(array.device.id)
