@@ -84,13 +84,14 @@ class LeakyReLU(InPlaceAccepted):
 
     def forward(self, x: Tensor) -> Tensor:
         xp, slope = x.xp, self.negative_slope
-        positive = x.array > 0
-        return unary_op(
-            x,
-            xp.where(positive, x.array, slope * x.array),
-            lambda dout: xp.where(positive, dout, slope * dout),
-            "leaky_relu",
-        )
+        positive = (x.array > 0).astype(x.dtype)  # 1 where x > 0, else 0
+        # each element's derivative, 1 or the slope, exactly: for a slope in [0, 1] (every
+        # usual one) a maximum, which unlike xp.where costs no branch per element
+        if 0 <= slope <= 1:
+            slopes = xp.maximum(positive, slope)
+        else:
+            slopes = xp.where(positive > 0, 1, slope).astype(x.dtype)
+        return unary_op(x, x.array * slopes, lambda dout: dout * slopes, "leaky_relu")
 
     def extra_repr(self) -> str:
         return self.with_inplace(f"negative_slope={self.negative_slope}")

@@ -12,7 +12,7 @@ one matrix product per sample::
 
 and its backward is::
 
-    dW       = sum over n of dout[n] @ cols[n]^T
+    dW       = dout (O, N Ho Wo) @ cols^T (N Ho Wo, C kh kw)   (every sample in one product)
     dcols[n] = W^T @ dout[n],  then dx = scatter_windows(dcols)  (col2im)
     db       = dout summed over every axis but the channels
 
@@ -70,13 +70,18 @@ __all__ = [
 # ====================================================================== convolution
 
 
-def im2col(xp, x, kernel, stride, padding, dilation, groups):
+def im2col(xp, x, kernel, stride, padding, dilation, groups, batch_last: bool = False):
     """The columns of x (N, C, *size): (N, G, C / G * prod(kernel), L), L output positions;
-    column l of group g holds the window of output position l over the group's channels."""
+    column l of group g holds the window of output position l over the group's channels.
+    With ``batch_last``: (G, C / G * prod(kernel), N L), the samples' columns side by side."""
     view = windows(xp, pad(xp, x, padding), kernel, stride, dilation)  # (N, C, *kernel, *out)
-    N, C = x.shape[:2]
-    L = math.prod(view.shape[2 + len(kernel) :])
-    return view.reshape(N, groups, C // groups * math.prod(kernel), L)  # a copy
+    N, C, n = x.shape[0], x.shape[1], len(kernel)
+    K, L = C // groups * math.prod(kernel), math.prod(view.shape[2 + n :])
+    if batch_last:  # (N, G, C / G, *kernel, *out) -> (G, C / G, *kernel, N, *out)
+        view = view.reshape((N, groups, C // groups) + view.shape[2:])
+        view = view.transpose((1, 2, *range(3, 3 + n), 0, *range(3 + n, 3 + 2 * n)))
+        return view.reshape(groups, K, N * L)  # a copy
+    return view.reshape(N, groups, K, L)  # a copy
 
 
 def col2im(xp, windows, size, padding, stride, dilation):
@@ -108,9 +113,10 @@ def conv_backward(xp, dout, x, weights, stride, padding, dilation, groups, needs
     kernel = weights.shape[2:]
     d = dout.reshape(N, G, Co // G, -1)  # (N, G, Og, L)
     dx = dweights = dbias = None
-    if want_weights:
-        cols = im2col(xp, x, kernel, stride, padding, dilation, G)  # (N, G, K, L)
-        dweights = (d @ cols.swapaxes(-1, -2)).sum(axis=0).reshape(weights.shape)
+    if want_weights:  # one product over the samples and positions together
+        cols = im2col(xp, x, kernel, stride, padding, dilation, G, batch_last=True)  # (G, K, N L)
+        d_g = d.transpose(1, 2, 0, 3).reshape(G, Co // G, -1)  # (G, Og, N L)
+        dweights = (d_g @ cols.swapaxes(-1, -2)).reshape(weights.shape)
     if want_x:
         w = weights.reshape(G, Co // G, -1)  # (G, Og, K)
         dcols = w.swapaxes(-1, -2) @ d  # (N, G, K, L)
