@@ -1358,9 +1358,9 @@ TRICYCLE_LINES = [
     ("\n        return model\n\n    def configure_optimizers",
      "\n        nn.from_torch(model, sd, strict=False)  # port: into the model (torch's copy_ wrote into it); sd left out the masks\n        return model\n\n    def configure_optimizers"),
     ("        logits2 = model_hf(x2).logits",
-     "        logits2 = tricycle.from_numpy(model_hf(x2).logits.detach().numpy())  # port: Hugging Face's model is torch's: its logits as a tricycle tensor"),
+     "        logits2 = tricycle.from_numpy(model_hf(x2).logits.detach().cpu().numpy()).to(device)  # port: Hugging Face's model is torch's: its logits as a tricycle tensor"),
     ("        y2 = model_hf.generate(x2, max_new_tokens=20, do_sample=False)[0]",
-     "        y2 = tricycle.from_numpy(model_hf.generate(x2, max_new_tokens=20, do_sample=False)[0].numpy())  # port: as above, its ids"),
+     "        y2 = tricycle.from_numpy(model_hf.generate(x2, max_new_tokens=20, do_sample=False)[0].cpu().numpy()).to(device)  # port: as above, its ids"),
 ]  # fmt: skip
 
 FILES = {"mingpt/__init__.py": "", "mingpt/model.py": MODEL, "mingpt/trainer.py": TRAINER,
@@ -1469,8 +1469,9 @@ def reload_saved(library: str, folder, space) -> None:
     ids = lib.tensor(np.arange(2 * steps).reshape(2, steps) % config.model.vocab_size)
     fresh.eval()
     space["model"].eval()
+    device = next(iter(space["model"].parameters())).device  # the trainer's: a GPU where one is
     with lib.no_grad():
-        return as_numpy(fresh(ids)[0]), as_numpy(space["model"](ids)[0])
+        return as_numpy(fresh(ids)[0]), as_numpy(space["model"](ids.to(device))[0])
 
 
 # ----------------------------------------------------------------------- the projects
