@@ -1523,7 +1523,7 @@ def test_chargpt_from_its_command_line(tmp_path, monkeypatch):
         assert len(completions) == 2, library  # at iter 0 and 50
         assert all(len(c) == 100 and set(c) <= set(data["input.txt"]) for c in completions)
         fresh, trained = reload_saved(library, folder, space)  # the last save: iter 50's model
-        np.testing.assert_array_equal(fresh, trained)
+        np.testing.assert_allclose(fresh, trained, rtol=1e-5, atol=1e-5)  # on a GPU: its sums
 
 
 # --------------------------------------------------------- from_pretrained and the BPE
