@@ -105,6 +105,21 @@ def _seeded():
     manual_seed(0)
 
 
+@pytest.fixture(autouse=True)
+def _float32_products_restored():
+    """A script run in-process (nanoGPT's ``torch.backends.cuda.matmul.allow_tf32 = True``,
+    build-nanogpt's ``set_float32_matmul_precision('high')``) leaves TF32 off behind it,
+    torch's and tricycle's: later tests compare float32 products on a GPU."""
+    yield
+    from tricycle import precision  # noqa: PLC0415
+
+    if precision.get_float32_matmul_precision() != "highest":  # allow_tf32 off too: one switch
+        precision.set_float32_matmul_precision("highest")
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.get_float32_matmul_precision() != "highest":
+        torch.set_float32_matmul_precision("highest")  # allow_tf32 off too: one switch
+
+
 def pytest_terminal_summary(terminalreporter):
     """The skipped tests, one line per reason with its count (a green run fits one screen;
     ``pytest -rs`` lists every one)."""

@@ -195,17 +195,29 @@ def test_backends_cuda_matmul_allow_tf32_as_torchs():
         "print(matmul.allow_tf32, matmul.allow_bf16_reduced_precision_reduction)"
     )
     assert result.returncode == 0, result.stderr
-    torch = pytest.importorskip("torch")
-    theirs = torch.backends.cuda.matmul
-    assert result.stdout == f"{theirs.allow_tf32} {theirs.allow_bf16_reduced_precision_reduction}\n"
-    from tricycle.precision import tf32_enabled
+    pytest.importorskip("torch")
+    theirs = run(
+        "import torch\n"
+        "matmul = torch.backends.cuda.matmul\n"
+        "print(matmul.allow_tf32, matmul.allow_bf16_reduced_precision_reduction)"
+    )  # torch's defaults, in a process of its own as ours
+    assert result.stdout == theirs.stdout == "False True\n"
+    from tricycle.precision import (  # noqa: PLC0415
+        get_float32_matmul_precision,
+        set_float32_matmul_precision,
+        tf32_enabled,
+    )
 
+    gpu = backend.cupy_available()
     matmul = tc.backends.cuda.matmul
-    try:
-        matmul.allow_tf32 = True
-        assert matmul.allow_tf32 is True and tf32_enabled() == backend.cupy_available()
-        with pytest.raises(TypeError, match="allow_tf32: expected True or False, got 1"):
-            matmul.allow_tf32 = 1
-    finally:
-        matmul.allow_tf32 = False
-    assert matmul.allow_tf32 is False and tf32_enabled() is False
+    matmul.allow_tf32 = True
+    assert matmul.allow_tf32 is True and tf32_enabled() == gpu
+    assert get_float32_matmul_precision() == "high"  # torch's: one switch
+    with pytest.raises(TypeError, match="allow_tf32: expected True or False, got 1"):
+        matmul.allow_tf32 = 1
+    set_float32_matmul_precision("highest")
+    assert tf32_enabled() is False and matmul.allow_tf32 is False
+    set_float32_matmul_precision("medium")
+    assert matmul.allow_tf32 is True and tf32_enabled() == gpu
+    matmul.allow_tf32 = False
+    assert tf32_enabled() is False and get_float32_matmul_precision() == "highest"

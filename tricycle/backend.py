@@ -19,6 +19,10 @@ DEFAULT_FLOAT = np.float32
 
 _cupy: ModuleType | None = None
 _cupy_checked = False
+# torch's float32 matmul precision as a script set it ("highest", "high" or "medium"): kept
+# here, below both of its doors (``tricycle.precision.set_float32_matmul_precision`` and
+# ``tricycle.backends.cuda.matmul.allow_tf32``), which a GPU's TF32 switch follows
+float32_matmul = {"precision": "highest"}
 
 
 def cupy_available() -> bool:

@@ -70,8 +70,8 @@ def _setting(op: str):
 
 
 def switch_tf32(state):
-    """Set float32 products' TF32 state (``True``: TF32 on; else a state an earlier call
-    returned, to restore it); returns the state before, or None without a GPU."""
+    """Set float32 products' TF32 state (``True``: TF32 on; ``False``: off; else a state an
+    earlier call returned, to restore it); returns the state before, or None without a GPU."""
     return _setting("tf32")(state)
 
 
@@ -82,29 +82,29 @@ def tf32_enabled() -> bool:
 
 # ====================================================================== torch's switch
 _MATMUL_PRECISIONS = ("highest", "high", "medium")
-_matmul = {"precision": "highest", "tf32_before": None}  # what was set; the state TF32 replaced
 
 
 def set_float32_matmul_precision(precision: str) -> None:
     """torch.set_float32_matmul_precision, a PyTorch script's switch for the whole run:
     "high" and "medium" let the GPU's float32 matrix products use TF32 (``switch_tf32``, as
-    a ``Precision("tf32")`` block does) until "highest" switches it back. The CPU's float32
-    products stay float32 whatever is set (numpy's BLAS has nothing less precise to allow)."""
+    ``tricycle.backends.cuda.matmul.allow_tf32 = True``, the same switch), "highest" turns
+    TF32 off. The CPU's float32 products stay float32 whatever is set (numpy's BLAS has
+    nothing less precise to allow)."""
     if precision not in _MATMUL_PRECISIONS:
         expected = "'highest', 'high' or 'medium' (torch's)"
         checks.fail("set_float32_matmul_precision", "precision", expected, precision)
-    if precision == "highest" and _matmul["tf32_before"] is not None:
-        switch_tf32(_matmul["tf32_before"])
-        _matmul["tf32_before"] = None
-    elif precision != "highest" and _matmul["tf32_before"] is None:
-        _matmul["tf32_before"] = switch_tf32(True)  # None without a GPU: nothing to restore
-    _matmul["precision"] = precision
+    switch_tf32(precision != "highest")  # nothing without a GPU
+    backend.float32_matmul["precision"] = precision
 
 
 def get_float32_matmul_precision() -> str:
     """torch.get_float32_matmul_precision: what ``set_float32_matmul_precision`` set last
-    ("highest" until then)."""
-    return _matmul["precision"]
+    ("highest" until then), or on a GPU what ``matmul.allow_tf32`` made of it since: "high"
+    with TF32 on, "highest" with it off."""
+    set_last = backend.float32_matmul["precision"]
+    if not backend.cupy_available() or tf32_enabled() == (set_last != "highest"):
+        return set_last
+    return "high" if tf32_enabled() else "highest"
 
 
 # ====================================================================== the policy

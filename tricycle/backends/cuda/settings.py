@@ -28,6 +28,7 @@ from tricycle.backends.cuda.gemm import _COMPUTE_TYPE_TF32, tf32_enabled
 CUBLAS_TF32_TENSOR_OP_MATH = 3
 COMPUTE_TYPE_TF32 = _COMPUTE_TYPE_TF32  # cupy/_core/_routines_linalg.pyx (DEFAULT is 1)
 TF32_ON = (COMPUTE_TYPE_TF32, CUBLAS_TF32_TENSOR_OP_MATH)
+TF32_OFF = (1, 0)  # CuPy's COMPUTE_TYPE_DEFAULT, CUBLAS_DEFAULT_MATH
 
 
 def tf32_state() -> tuple[int, int]:
@@ -38,11 +39,12 @@ def tf32_state() -> tuple[int, int]:
 
 
 def switch_tf32(state) -> tuple[int, int]:
-    """Set float32 products' TF32 state: ``True`` for TF32 on (``TF32_ON``), or a state that
-    an earlier call returned, to restore it. Returns the state before."""
+    """Set float32 products' TF32 state: ``True`` for TF32 on (``TF32_ON``), ``False`` for
+    off (``TF32_OFF``), or a state that an earlier call returned, to restore it. Returns the
+    state before."""
     cp = backend.cupy()
     before = tf32_state()
-    compute_type, math_mode = TF32_ON if state is True else state
+    compute_type, math_mode = TF32_ON if state is True else TF32_OFF if state is False else state
     cp._core.set_compute_type(np.float32, compute_type)
     cp.cuda.cublas.setMathMode(cp.cuda.device.get_cublas_handle(), math_mode)
     return before
@@ -51,33 +53,28 @@ def switch_tf32(state) -> tuple[int, int]:
 class MatmulFlags:
     """torch.backends.cuda.matmul, for a PyTorch script's ``torch.backends.cuda.matmul.
     allow_tf32 = True`` (nanoGPT's first lines): ``allow_tf32`` is the GPU's TF32 switch for
-    float32 products (``switch_tf32``), read back from the device; False restores the state
-    before the first True. Without a GPU it holds what was set and changes nothing, as torch's
-    CPU build. The reduced-precision reductions of 16-bit products are torch's flags only:
-    tricycle's 16-bit products sum in float32 whatever they say."""
+    float32 products (``switch_tf32``), read back from the device; without a GPU, whether the
+    float32 matmul precision is below "highest". It and ``tricycle.set_float32_matmul_
+    precision`` are one switch, as torch's: True is "high", False "highest". The
+    reduced-precision reductions of 16-bit products are torch's flags only: tricycle's 16-bit
+    products sum in float32 whatever they say."""
 
     allow_fp16_reduced_precision_reduction = True
     allow_bf16_reduced_precision_reduction = True
 
-    def __init__(self):
-        self._allowed, self._before = False, None
-
     @property
     def allow_tf32(self) -> bool:
-        return bool(tf32_enabled()) if backend.cupy_available() else self._allowed
+        if backend.cupy_available():
+            return bool(tf32_enabled())
+        return backend.float32_matmul["precision"] != "highest"
 
     @allow_tf32.setter
     def allow_tf32(self, allowed: bool) -> None:
         if not isinstance(allowed, bool):
             raise TypeError(f"matmul.allow_tf32: expected True or False, got {allowed!r}")
-        self._allowed = allowed
-        if not backend.cupy_available():
-            return
-        if allowed and self._before is None:
-            self._before = switch_tf32(True)
-        elif not allowed and self._before is not None:
-            switch_tf32(self._before)
-            self._before = None
+        backend.float32_matmul["precision"] = "high" if allowed else "highest"
+        if backend.cupy_available():
+            switch_tf32(allowed)
 
 
 matmul = MatmulFlags()
