@@ -15,7 +15,10 @@ from tricycle.backends.cpu import half_matmul  # noqa: E402
 
 
 def dtype(name: str) -> np.dtype:
-    return backend.bfloat16("test") if name == "bfloat16" else np.dtype(name)
+    if name == "bfloat16":
+        pytest.importorskip("ml_dtypes")  # an optional dependency: bfloat16 on the CPU
+        return backend.bfloat16("test")
+    return np.dtype(name)
 
 
 @settings(deadline=None)
@@ -54,6 +57,7 @@ def test_products_without_sixteen_bits_stay_with_the_wide_kernels():
 
 def test_a_linear_under_cpu_autocast_matches_torch_forward_and_backward():
     torch = pytest.importorskip("torch")
+    pytest.importorskip("ml_dtypes")
     import tricycle  # noqa: PLC0415
     import tricycle.nn as nn  # noqa: PLC0415
 
