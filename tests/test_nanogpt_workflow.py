@@ -968,3 +968,7 @@ def test_torch_cuda_amp_and_is_bf16_supported_as_torch_without_a_gpu():
             assert (lib.ones(2, 2) @ lib.ones(2, 2)).dtype == lib.float32  # disabled
     np.testing.assert_allclose(weights[0], weights[1])
     np.testing.assert_allclose(weights[1], [0.5, 0.0, -0.5])  # 1 - 0.5 * (1, 2, 3)
+    for make in (tricycle.cuda.amp.GradScaler, tricycle.cuda.amp.autocast, tricycle.amp.GradScaler):
+        with pytest.warns(UserWarning, match="CUDA") as said:
+            make()  # the warning names this line, the user's, as torch's
+        assert [w.filename for w in said] == [__file__], make

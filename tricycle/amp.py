@@ -91,6 +91,8 @@ class autocast:  # noqa: N801 - torch's name
         cache_enabled: accepted; each parameter is cast once per outermost call anyway.
     """
 
+    _stacklevel = 2  # a warning names the user's line; a subclass's __init__ adds a frame
+
     def __init__(self, device_type: str, dtype=None, enabled: bool = True, cache_enabled=None):
         if device_type not in _DEFAULT_DTYPES:
             checks.fail("autocast", "device_type", '"cpu" or "cuda"', device_type)
@@ -100,7 +102,7 @@ class autocast:  # noqa: N801 - torch's name
             warnings.warn(
                 "autocast: device_type 'cuda' but no CUDA GPU is available (cupy and a device): "
                 "autocast is disabled",
-                stacklevel=2,
+                stacklevel=self._stacklevel,
             )
             enabled = False
         self.device_type = device_type
@@ -111,7 +113,7 @@ class autocast:  # noqa: N801 - torch's name
             warnings.warn(
                 f"autocast: {device_type} autocast computes in bfloat16 or float16, got "
                 f"{self.fast_dtype}: autocast is disabled",
-                stacklevel=2,
+                stacklevel=self._stacklevel,
             )
             enabled = False
         self.enabled = enabled

@@ -41,6 +41,8 @@ class GradScaler:
     ``state_dict``...) with torch's arguments; see the module's doc. ``device`` "cuda"
     without a GPU warns and disables the scaler, as torch's."""
 
+    _stacklevel = 2  # a warning names the user's line; a subclass's __init__ adds a frame
+
     def __init__(self, device: str = "cuda", init_scale: float = 2.0**16,
                  growth_factor: float = 2.0, backoff_factor: float = 0.5,
                  growth_interval: int = 2000, enabled: bool = True):  # fmt: skip
@@ -50,7 +52,7 @@ class GradScaler:
         if enabled and device == "cuda" and not backend.cupy_available():
             warnings.warn(
                 "GradScaler: device 'cuda' but no CUDA GPU is available: the scaler is disabled",
-                stacklevel=2,
+                stacklevel=self._stacklevel,
             )
             enabled = False
         self.device, self._enabled = device, enabled

@@ -13,6 +13,8 @@ from tricycle import amp_scaler
 class GradScaler(amp_scaler.GradScaler):
     """torch.cuda.amp.GradScaler: ``tricycle.amp.GradScaler("cuda", ...)``."""
 
+    _stacklevel = 3  # past this __init__ to the user's line
+
     def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0,
                  backoff_factor: float = 0.5, growth_interval: int = 2000,
                  enabled: bool = True):  # fmt: skip
@@ -22,6 +24,8 @@ class GradScaler(amp_scaler.GradScaler):
 
 class autocast(tricycle_amp.autocast):  # noqa: N801 - torch's name
     """torch.cuda.amp.autocast: ``tricycle.amp.autocast("cuda", ...)``, float16 by default."""
+
+    _stacklevel = 3  # past this __init__ to the user's line
 
     def __init__(self, enabled: bool = True, dtype=np.float16, cache_enabled: bool = True):
         super().__init__("cuda", dtype, enabled, cache_enabled)
