@@ -102,9 +102,12 @@ def get_float32_matmul_precision() -> str:
     ("highest" until then), or on a GPU what ``matmul.allow_tf32`` made of it since: "high"
     with TF32 on, "highest" with it off."""
     set_last = backend.float32_matmul["precision"]
-    if not backend.cupy_available() or tf32_enabled() == (set_last != "highest"):
+    if not backend.cupy_available():
         return set_last
-    return "high" if tf32_enabled() else "highest"
+    enabled = tf32_enabled()
+    if enabled == (set_last != "highest"):
+        return set_last
+    return "high" if enabled else "highest"
 
 
 # ====================================================================== the policy

@@ -27,8 +27,10 @@ FLOATS = (*SIXTEEN_BITS, "float32", "float64")
 
 
 def applies(a, b) -> bool:
-    """One operand at least is 16-bit (the registration takes floating operands only)."""
-    return a.dtype.name in SIXTEEN_BITS or b.dtype.name in SIXTEEN_BITS
+    """One operand at least is 16-bit (the registration takes floating operands only, so a
+    2-byte one is bfloat16 or float16). Asked on every float32 product: ``itemsize`` is a
+    field, where ``dtype.name`` builds a string."""
+    return a.dtype.itemsize == 2 or b.dtype.itemsize == 2
 
 
 def _wide(dtype: np.dtype) -> np.dtype:
