@@ -193,3 +193,45 @@ def test_an_endless_random_sampler_draws_as_it_is_read():
                 loader = DataLoader(data, batch_size=1, sampler=sampler, rank=rank,
                                     world_size=3, drop_last=drop_last)  # fmt: skip
                 assert np.concatenate(list(loader)).tolist() == kept[rank::3].tolist()
+
+
+def test_a_batch_sampler_over_an_endless_sampler_cuts_batches_as_read():
+    """``BatchSampler(RandomSampler(..., num_samples=int(1e10)), ...)``: its epoch's batches
+    are cut from the stream as the loader reads them (a list of them took 2.5e9 lists); the
+    same batches as a whole draw cut, on one rank or several (padded with the first batches,
+    as ``share`` pads), with workers too."""
+    from tricycle.data import BatchSampler, RandomSampler
+
+    data = [np.float64(i) for i in range(10)]
+    endless = RandomSampler(data, replacement=True, num_samples=int(1e10), seed=3)
+    whole = np.random.default_rng((3, 0)).integers(10, size=40)
+    batches = BatchSampler(endless, batch_size=4, drop_last=False)
+    assert len(batches) == 2_500_000_000
+    loader = DataLoader(data, batch_sampler=batches)
+    assert len(loader) == 2_500_000_000
+    first = [b.tolist() for b in itertools.islice(loader, 10)]
+    assert first == whole.reshape(10, 4).tolist()
+    drawn = batches.draw(0, None)
+    assert drawn[1:3] == whole[4:12].reshape(2, 4).tolist()
+    for rank in (0, 1):  # a rank's share: batches rank, rank + 2, ...
+        share = DataLoader(data, batch_sampler=batches, rank=rank, world_size=2)
+        assert len(share) == 1_250_000_000
+        got = [b.tolist() for b in itertools.islice(share, 3)]
+        assert got == whole.reshape(10, 4)[rank:6:2].tolist()
+    workers = iter(DataLoader(data, batch_sampler=batches, num_workers=2))
+    assert [b.tolist() for b in itertools.islice(workers, 10)] == whole.reshape(10, 4).tolist()
+    workers.close()
+    # a short stream: the last batch shorter, or dropped; shares padded with the first batches
+    short = RandomSampler(data, replacement=True, num_samples=int(1e10), seed=5)
+    assert len(BatchSampler(short, batch_size=3, drop_last=True).draw(0, None)) == 3_333_333_333
+    from tricycle.apps.drawn_indices import Batches, Strided
+    from tricycle.apps.samplers import share
+
+    kept = Batches(RandomSampler(data, replacement=True, num_samples=7, seed=5).draw(0, None),
+                   3, drop_last=False)  # fmt: skip
+    stream = np.random.default_rng((5, 0)).integers(10, size=7).tolist()
+    assert list(kept) == [stream[0:3], stream[3:6], stream[6:7]] and kept[-1] == stream[6:7]
+    rank1 = share(kept, 1, 2, drop_last=False)
+    assert isinstance(rank1, Strided) and list(rank1) == [stream[3:6], stream[0:3]]
+    with pytest.raises(IndexError, match="batch 3 is out of range for 3 batches"):
+        kept[3]

@@ -11,7 +11,8 @@ It is a read-only sequence: ``len``, an index, a slice (a list, for a batch), it
 the views the loader's split between ranks takes (a slice with a step: positions r, r + W,
 ...; ``resized``: cut short, or the first entries again at the end, as ``numpy.resize``).
 Reading back before the block held restarts the generator (a resumed epoch reads forward
-from its batch).
+from its batch). ``Batches`` cuts such a stream into a ``BatchSampler``'s batches as they are
+read, and ``Strided`` is a rank's share of them.
 """
 
 import operator
@@ -97,3 +98,46 @@ class DrawnIndices(Sequence):
             return self._blocks.values(first, last + 1)[:: self._stride]
         positions = np.arange(first, last + 1, self._stride) % self._count  # padded: wraps
         return np.concatenate([self._blocks.values(p, p + 1) for p in positions])
+
+
+class Batches(Sequence):
+    """``BatchSampler``'s batches of ``indices`` (a ``DrawnIndices``), each cut as it is read:
+    batch k is the list of entries k * size .. (k + 1) * size - 1, the last one shorter
+    unless ``drop_last``."""
+
+    def __init__(self, indices: DrawnIndices, size: int, drop_last: bool):
+        self._indices, self._size = indices, size
+        n = len(indices)
+        self._length = n // size if drop_last else -(-n // size)
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [self[j] for j in range(*k.indices(self._length))]
+        k = operator.index(k)
+        if not -self._length <= k < self._length:
+            raise IndexError(f"batch {k} is out of range for {self._length} batches")
+        k %= self._length
+        return self._indices[k * self._size : (k + 1) * self._size]
+
+
+class Strided(Sequence):
+    """``length`` entries of ``items``: entry i is ``items[(start + i * step) % len(items)]``
+    (the modulus: ``share``'s padding with the first entries), a rank's share of a sequence
+    too long to list (``Batches``)."""
+
+    def __init__(self, items: Sequence, start: int, step: int, length: int):
+        self._items, self._start, self._step, self._length = items, start, step, length
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._length))]
+        i = operator.index(i)
+        if not -self._length <= i < self._length:
+            raise IndexError(f"index {i} is out of range for {self._length} entries")
+        return self._items[(self._start + (i % self._length) * self._step) % len(self._items)]

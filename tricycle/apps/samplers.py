@@ -26,7 +26,7 @@ import itertools
 import numpy as np
 
 from tricycle import checks
-from tricycle.apps.drawn_indices import Blocks, DrawnIndices
+from tricycle.apps.drawn_indices import Batches, Blocks, DrawnIndices, Strided
 from tricycle.apps.seeds import seed_from
 from tricycle.random import draw_seed
 
@@ -79,6 +79,8 @@ def share(order, rank: int, world_size: int, drop_last: bool):
         return order
     if isinstance(order, DrawnIndices):  # drawn as read: views, never the whole epoch
         return order.resized(share_length(n, world_size, drop_last) * world_size)[rank::world_size]
+    if isinstance(order, Batches):  # cut as read: a view
+        return Strided(order, rank, world_size, share_length(n, world_size, drop_last))
     if drop_last:
         order = order[: n // world_size * world_size]
     elif n % world_size:
@@ -360,8 +362,10 @@ class BatchSampler(SeededSampler):
         super().__init__()
         self.sampler, self.batch_size, self.drop_last = sampler, batch_size, drop_last
 
-    def draw(self, epoch: int, seed: int | None) -> list:
+    def draw(self, epoch: int, seed: int | None) -> list | Batches:
         indices, size = epoch_indices(self.sampler, epoch, seed), self.batch_size
+        if isinstance(indices, DrawnIndices):  # an endless stream: cut as it is read
+            return Batches(indices, size, self.drop_last)
         count = len(indices) // size if self.drop_last else -(-len(indices) // size)
         return [indices[k * size : (k + 1) * size] for k in range(count)]
 
