@@ -90,7 +90,8 @@ class Node:
     """
 
     __slots__ = ("array", "args", "back_fns", "requires_grad", "grad", "name", "is_batched",
-                 "_retain_grad", "_grad_hooks", "grad_buffer", "trace", "__weakref__")  # fmt: skip
+                 "_retain_grad", "_grad_hooks", "grad_buffer", "trace", "_uses",
+                 "__weakref__")  # fmt: skip
     __array_priority__ = 1000  # numpy scalars defer to Tensor's reflected operators
 
     def __init__(
@@ -136,6 +137,8 @@ class Node:
                                 f"{len(self.back_fns)} back_fns; give one back_fn per arg"
                             )
                         self.requires_grad = True
+                        for used in self.args:  # ops recorded on it (``tricycle.rebase``)
+                            used._uses += 1
                         break
         else:
             self.args = self.back_fns = None
@@ -143,7 +146,7 @@ class Node:
         self.grad: Node | None = None
         self.name = name
         self.is_batched = is_batched
-        self._retain_grad = False
+        self._retain_grad, self._uses = False, 0
         self._grad_hooks = None
         self.grad_buffer = None  # where backward puts this leaf's gradient (a bucket's view)
         self.trace: Trace | None = None  # what backward left of the graph it freed, to draw
@@ -392,6 +395,6 @@ class Node:
         self.name = state["name"]
         self.is_batched = state["is_batched"]
         self.args = self.back_fns = self.grad = self.trace = None
-        self._retain_grad = False
+        self._retain_grad, self._uses = False, 0
         self._grad_hooks = None
         self.grad_buffer = None

@@ -1,6 +1,6 @@
 """Indexing by arrays of ids, as torch's ``Tensor`` methods: ``index_select``, ``select``,
 ``gather`` and its adjoint ``scatter_add``, ``scatter``, ``index_add``, ``index_copy``,
-``index_fill``, ``masked_scatter``, ``diagonal`` and ``diag``, ``masked_select``,
+``index_fill``, ``masked_scatter``, ``index_put``, ``diagonal`` and ``diag``, ``masked_select``,
 ``repeat_interleave``, ``topk``, and ``nonzero``, ``count_nonzero`` and ``unique``.
 
 A selection is ``getitem`` (``tricycle.ops``), whose gradient goes back to the entries
@@ -201,6 +201,31 @@ def index_fill(x: Tensor, dim: int, index, value) -> Tensor:
     ids = x.xp.unique(_index("index_fill", x, index))  # a slice filled twice is filled once
     shape = x.shape[:dim] + ids.shape + x.shape[dim + 1 :]
     return _scatter("index_fill", x, dim, _spread(x.xp, ids, dim, shape), value, False)
+
+
+def index_put(x: Tensor, index, value) -> Tensor:
+    """``x`` with ``x[index] = value`` (numpy's indexing; value broadcast and cast to x's
+    dtype): what ``x[index] = value`` writes into an op's output (``tricycle.rebase``). dx is
+    dout but where something was written; dvalue is dout read there, summed to value's shape
+    (a place written twice gives it twice, as torch's ``index_put``)."""
+    index = ops._unwrap_index(index, x.xp)
+    value = binary.constant(value, x, "index_put")
+    out = x.array.copy()
+    try:
+        out[index] = _beside(x, "index_put", value)
+    except (IndexError, ValueError) as error:
+        raise type(error)(f"index_put: index {index!r} and value of shape {value.shape} "
+                          f"for shape {x.shape}: {error}") from None  # fmt: skip
+
+    def dx(dout):
+        dout = dout.copy()
+        dout[index] = 0
+        return dout
+
+    def dvalue(dout):
+        return binary.unbroadcast(dout[index], value.shape).astype(value.dtype, copy=False)
+
+    return x.new(out, args=(x, value), back_fns=(dx, dvalue), name="index_put")
 
 
 def _index(op: str, x: Tensor, index):

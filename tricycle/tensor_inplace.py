@@ -19,7 +19,7 @@ import operator
 
 import numpy as np
 
-from tricycle import backend, checks, ops, unary
+from tricycle import backend, checks, ops, rebase, unary
 from tricycle.graph import Node, grad_enabled, no_grad
 from tricycle.tensor_torch import _sizes
 
@@ -91,6 +91,8 @@ def _generator(op: str, generator) -> np.random.Generator:
 
 def _in_place(name: str, out_of_place, instead: str):
     def in_place(self, *args, **kwargs):
+        if (selections := rebase.rebased(self, name, instead, *args)) is not None:
+            return rebase.rebase(self, selections, out_of_place, *args, **kwargs)
         self._writable(name, instead)
         with no_grad():
             return self._write(name, out_of_place(self, *args, **kwargs))
@@ -343,9 +345,8 @@ class TorchInPlaceMethods:
         "tricycle.bernoulli",
     )  # fmt: skip
     scatter_ = _in_place("scatter_", lambda x, *args, **kw: x.scatter(*args, **kw), "scatter")
-    scatter_add_ = _in_place(
-        "scatter_add_", lambda x, *args, **kw: x.scatter_add(*args, **kw), "scatter_add"
-    )
+    scatter_add_ = _in_place("scatter_add_", lambda x, *args, **kw: x.scatter_add(*args, **kw),
+                             "scatter_add")  # fmt: skip
 
     def fill_(self, value):
         """torch.Tensor.fill_: ``value`` (a number or a one-element tensor) everywhere."""
@@ -366,7 +367,9 @@ class TorchInPlaceMethods:
         return self._write("copy_", src, casting=True)
 
     def __setitem__(self, index, value):
-        """``x[index] = value``, as torch's and numpy's, off the graph."""
+        """``x[index] = value``, as torch's and numpy's (into an op's output: ``index_put``)."""
+        if (selections := rebase.rebased(self, "__setitem__", "index_put", value)) is not None:
+            return rebase.rebase(self, selections, rebase.index_put, index, value)
         self._writable("__setitem__", "tricycle.where or masked_fill")
         self._write("__setitem__", value, True, ops._unwrap_index(index, self.xp))
 

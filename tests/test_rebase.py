@@ -1,0 +1,150 @@
+"""torch's in-place ops on an op's output (``tricycle.rebase``): ``scores.masked_fill_(mask,
+-inf)`` after ``scores = q @ k.T`` (Raschka's attention, many tutorials') and the arithmetic
+in-place forms give torch's values and gradients, and finite differences agree; the tensor
+becomes the new node, the graph below it unchanged. ``x[i] -= v`` and ``x[i] = v`` too
+(``index_put``; makemore's ``dlogits[range(n), Yb] -= 1``). Refused, with the reason, where the
+rebinding would differ from torch's write: an op already recorded on the tensor, a view of
+its input, retained gradients or hooks; under ``no_grad()`` as before."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tricycle as tc
+from tricycle.tensor import no_grad
+
+torch = pytest.importorskip("torch")
+
+
+def _attention(lib, q, k, v, mask):
+    scores = q @ k.transpose(1, 2)  # (B, T, T)
+    scores.masked_fill_(mask, -float("inf"))
+    scores.div_(q.shape[-1] ** 0.5)
+    return lib.softmax(scores, dim=-1) @ v
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 5), st.integers(1, 4), st.integers(0, 2**16))
+def test_masked_fill_in_place_on_scores_gives_torchs_values_and_gradients(B, T, E, seed):
+    rng = np.random.default_rng(seed)
+    arrays = [rng.standard_normal((B, T, E)) for _ in range(3)]
+    mask = np.triu(np.ones((T, T), bool), 1)
+    ours = [tc.tensor(a, requires_grad=True) for a in arrays]
+    theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    out = _attention(tc, *ours, tc.tensor(mask))
+    expected = _attention(torch, *theirs, torch.tensor(mask))
+    weights = rng.standard_normal(out.shape)
+    (out * tc.tensor(weights)).sum().backward()
+    (expected * torch.tensor(weights)).sum().backward()
+    np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), atol=1e-12)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), atol=1e-12)
+
+
+def test_arithmetic_in_place_keeps_the_values_the_graph_below_saw():
+    """``s.mul_(w)``: mul's backward reads its inputs' arrays when it runs; the gradient of w
+    is the old s, not the product written over it."""
+    rng = np.random.default_rng(1)
+    a, w, c = (rng.standard_normal((3, 4)) for _ in range(3))
+
+    def run(lib, make):
+        x, y, z = (make(v) for v in (a, w, c))
+        s = x * 3  # (torch refuses an exp's output: its backward reads the values overwritten)
+        s.mul_(y).add_(z, alpha=0.5).clamp_(-1.0, 2.0).sub_(x)
+        (s * s).sum().backward()
+        return s, x.grad, y.grad, z.grad
+
+    ours = run(tc, lambda v: tc.tensor(v, requires_grad=True))
+    theirs = run(torch, lambda v: torch.tensor(v, requires_grad=True))
+    for mine, other in zip(ours, theirs):
+        np.testing.assert_allclose(mine.numpy(), other.detach().numpy(), atol=1e-12)
+
+
+def test_in_place_gradients_agree_with_finite_differences():
+    mask = np.array([[True, False, False], [False, True, False]])
+
+    def f(x, y):
+        s = x * y
+        s.masked_fill_(mask, 0.0)
+        return s.mul_(x).add_(y)
+
+    rng = np.random.default_rng(2)
+    x, y = (tc.tensor(rng.standard_normal((2, 3)), requires_grad=True) for _ in range(2))
+    assert tc.gradcheck(f, x, y)
+
+
+def test_the_tensor_becomes_the_new_node_and_keeps_its_dtype():
+    x = tc.ones(2, 3, requires_grad=True, dtype=np.float32)
+    s = x * 2
+    assert s.add_(tc.ones(3, dtype=np.float64)) is s
+    assert s.dtype == np.float32 and s.name != "bmul"  # torch's: in place keeps the dtype
+    s.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((2, 3), 2.0))
+
+
+@pytest.mark.parametrize(
+    ("make", "why"),
+    [
+        (lambda x: (lambda s: (s + 1, s)[1])(x * 2), "1 recorded op"),  # used by s + 1
+        (lambda x: (x * 2)[:, :2], "view of its input"),
+        (lambda x: (lambda s: (s.retain_grad(), s)[1])(x * 2), "retains its gradient"),
+    ],
+)
+def test_where_torch_would_write_through_it_is_refused_with_the_reason(make, why):
+    x = tc.ones(2, 3, requires_grad=True)
+    s = make(x)
+    before = s.numpy().copy()
+    with pytest.raises(RuntimeError, match=f"masked_fill_: .*{why}.*use masked_fill"):
+        s.masked_fill_(np.ones(s.shape, bool), 0.0)
+    np.testing.assert_array_equal(s.numpy(), before)  # nothing written
+
+
+def test_a_result_of_another_shape_is_refused_and_no_grad_keeps_the_old_rule():
+    x = tc.ones(3, requires_grad=True)
+    with pytest.raises(ValueError, match=r"the result's shape \(2, 3\) is not the shape \(3,\)"):
+        (x * 2).add_(tc.ones(2, 3))
+    s = x * 2
+    with no_grad(), pytest.raises(RuntimeError, match="made by an op in a graph"):
+        s.add_(1.0)
+
+
+def test_item_assignment_into_an_op_output_gives_torchs_values_and_gradients():
+    """``d[range(n), ys] -= w`` reads ``d[...]`` first: that selection is pointed at d's old
+    node, so the write is allowed, as torch's; ``d[0] = d[0] * 0 + 1`` too."""
+    rng = np.random.default_rng(3)
+    logits, w = rng.standard_normal((4, 5)), rng.standard_normal(4)
+    ys = np.array([1, 0, 4, 1])
+
+    def run(lib):
+        x, v = lib.tensor(logits, requires_grad=True), lib.tensor(w, requires_grad=True)
+        d = x * 3
+        d[range(4), lib.tensor(ys)] -= v
+        d /= 4
+        d[0] = d[0] * 0 + 1
+        d[:, 1:3] = v[:2]  # a value broadcast over the rows: its gradient summed
+        (d * d).sum().backward()
+        return d, x.grad, v.grad
+
+    for mine, other in zip(run(tc), run(torch)):
+        np.testing.assert_allclose(mine.numpy(), other.detach().numpy(), atol=1e-12)
+
+
+def test_index_put_gradients_agree_with_finite_differences():
+    from tricycle.indexing import index_put
+
+    rng = np.random.default_rng(4)
+    x = tc.tensor(rng.standard_normal((3, 4)), requires_grad=True)
+    v = tc.tensor(rng.standard_normal(4), requires_grad=True)
+    assert tc.gradcheck(lambda a, b: index_put(a * 1, (np.array([0, 2]),), b), x, v)
+    assert tc.gradcheck(lambda a, b: index_put(a * 1, (slice(None), 1), b[:3]), x, v)
+
+
+def test_item_assignment_is_refused_where_another_op_used_the_tensor():
+    x = tc.ones(2, 3, requires_grad=True)
+    d = x * 2
+    e = d.sum()  # another op reads d: rebinding d would send e's gradient through the write
+    with pytest.raises(RuntimeError, match="__setitem__: .*1 recorded op.*use index_put"):
+        d[0] = 5.0
+    e.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((2, 3), 2.0))

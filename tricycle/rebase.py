@@ -1,0 +1,98 @@
+"""torch's in-place op on an op's output, on functional tensors: the tensor takes the new
+node's place.
+
+``scores = q @ k.T; scores.masked_fill_(mask, -inf)`` writes into ``scores`` in PyTorch,
+whose graph then runs through the fill ("rebasing" its history). tricycle's tensors are
+functional, and an op's output is the node of its graph that its inputs' backward reads. So
+``rebase`` makes the new node without writing any array: a twin of ``x`` takes x's place as
+the op's output, ``y = op(twin, ...)`` is computed as ever, and ``x`` becomes ``y`` (its values,
+its inputs, its backward): what the user's name ``scores`` holds afterwards is the filled
+tensor, and the graph below it is unchanged.
+
+Only a tensor no other recorded op uses yet can move (``Node._uses``): an op that took ``x``
+as an input holds the object itself, and would then differentiate through ``y``. torch keeps
+those ops' saved values with a version counter; here they are refused, with the reason. The
+one use allowed is a selection of ``x`` inside the value written (``x[i] -= 1`` reads
+``x[i]`` first): a selection's backward reads no values, so it is pointed at the twin. A view
+of its input (``x = z[:, :3]``) is refused too: torch would write through to ``z``, and
+rebinding ``x`` would leave ``z`` as it was.
+"""
+
+from tricycle.graph import Node, grad_enabled
+
+_NODE = ("array", "args", "back_fns", "requires_grad", "grad", "name", "is_batched",
+         "_retain_grad", "_grad_hooks", "grad_buffer", "trace")  # fmt: skip
+
+
+def rebased(x: Node, method: str, instead: str, *inputs) -> list | None:
+    """None where ``x.<method>`` writes as it always has (a leaf, or under ``no_grad()``);
+    for an op's output that may be rebased, the selections of x in the graphs of ``inputs``
+    (the values written) to point at its twin; else a RuntimeError saying why."""
+    if x.args is None or not grad_enabled():
+        return None
+    selections = _selections_of(x, inputs) if x._uses else []
+    why = None
+    if x._uses > len(selections):
+        why = f"{x._uses - len(selections)} recorded op(s) already use it as an input"
+    elif any(_root(arg.array) is _root(x.array) for arg in x.args):
+        why = "its values are a view of its input's, which torch would write through"
+    elif x._retain_grad or x._grad_hooks:
+        why = "it retains its gradient or has hooks"
+    if why is None:
+        return selections
+    raise RuntimeError(f"Tensor.{method}: cannot write in place into this tensor (shape "
+                       f"{x.shape}), made by an op in a graph: {why}; tricycle's tensors are "
+                       f"functional: use {instead} and keep the result")  # fmt: skip
+
+
+def _selections_of(x: Node, inputs) -> list:
+    """The ``getitem`` nodes of x in the graphs of ``inputs`` (a walk that stops at x)."""
+    found, seen = [], set()
+    stack = [node for node in inputs if isinstance(node, Node)]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen or not node.args:
+            continue
+        seen.add(id(node))
+        for arg in node.args:
+            if arg is x:
+                found += [node] if node.name == "getitem" else []
+            else:
+                stack.append(arg)
+    return found
+
+
+def _root(array):
+    """The array that owns ``array``'s memory (itself, or the base of its views)."""
+    while getattr(array, "base", None) is not None:
+        array = array.base
+    return array
+
+
+def rebase(x: Node, selections: list, op, *args, **kwargs) -> Node:
+    """``x`` becomes ``op(x, *args, **kwargs)`` (of x's shape and dtype), x's old node
+    moved to a twin that the new node, and the ``selections`` of x, take as their input.
+    Returns ``x``."""
+    twin = type(x).__new__(type(x))
+    for slot in _NODE:
+        setattr(twin, slot, getattr(x, slot))
+    twin._uses = len(selections)
+    for node in selections:
+        node.args = tuple(twin if arg is x else arg for arg in node.args)
+    y = op(twin, *args, **kwargs)
+    if y.shape != x.shape:
+        raise ValueError(f"{y.name or 'Tensor'}: the result's shape {y.shape} is not the "
+                         f"shape {x.shape} of the tensor written in place")  # fmt: skip
+    if y.dtype != x.dtype:  # in place keeps the tensor's dtype, as torch's
+        y = y.to(x.dtype)
+    for slot in _NODE:
+        setattr(x, slot, getattr(y, slot))
+    x._uses = 0
+    return x
+
+
+def index_put(x: Node, index, value) -> Node:
+    """``x[index] = value`` as an op (``tricycle.indexing.index_put``, loaded when first used)."""
+    from tricycle import indexing  # noqa: PLC0415 - import tricycle.tensor stays small
+
+    return indexing.index_put(x, index, value)
