@@ -27,7 +27,9 @@ def constant(value, like: Tensor, op: str = "an op") -> Tensor:
     of their kind: any number with a float tensor (``x + 2`` and ``x < [0, 1]`` stay
     float32), an integer or bool with an integer tensor. Otherwise, and for an array with
     dimensions, the value keeps its dtype and the op's result follows numpy's promotion (a
-    float64 array with a float32 tensor gives float64; 2.5 with an integer tensor, float64).
+    float64 array with a float32 tensor gives float64; 2.5 with an integer tensor, float64;
+    an integer array with a float tensor becomes numpy's float here, as two tensors of
+    different kinds follow torch's rule, ``_promoted``).
     Anything else (None, a string) is a TypeError naming ``op``.
     """
     if isinstance(value, Tensor):
@@ -44,6 +46,8 @@ def constant(value, like: Tensor, op: str = "an op") -> Tensor:
         kind, target = array.dtype.kind, like.dtype
         if (is_float(target) and kind in "biuf") or (target.kind in "iu" and kind in "biu"):
             array = array.astype(target, copy=False)
+    elif array.dtype.kind in "biu" and like.dtype.kind == "f":  # numpy's float, decided here
+        array = array.astype(np.result_type(array.dtype, like.dtype), copy=False)
     return like.new(array, requires_grad=False)
 
 
@@ -108,6 +112,21 @@ def _aligned(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
     return (moved, b) if host is a else (a, moved)
 
 
+def _promoted(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
+    """torch's rule for an integer or bool tensor meeting a float tensor in arithmetic: the
+    result has the float's dtype (``F.one_hot(ids) * x`` stays float32, where numpy would give
+    float64), so the integer one is cast to it; it needs no gradient. Two floats or two
+    integers keep numpy's promotion, which is torch's for them."""
+    if a.array.dtype is b.array.dtype:  # the common case, read first: one op in most
+        return a, b
+    a_float, b_float = is_float(a.dtype), is_float(b.dtype)
+    if a_float == b_float:
+        return a, b
+    if a_float:
+        return a, a.new(b.array.astype(a.dtype), requires_grad=False)
+    return b.new(a.array.astype(b.dtype), requires_grad=False), b
+
+
 def _apply(op: str, fn, a: Tensor, b: Tensor):
     """Compute ``fn(a.array, b.array)`` with a clear error for bad devices or shapes."""
     if backend._cupy is not None:  # with cupy loaded, arrays may live on different devices
@@ -122,28 +141,28 @@ def _apply(op: str, fn, a: Tensor, b: Tensor):
 
 def add(a: Tensor, b: Tensor) -> Tensor:
     """a + b"""
-    a, b = _aligned(a, b)
+    a, b = _promoted(*_aligned(a, b))
     out = _apply("add", add_arrays, a, b)
     return _binary("badd", a, b, out, _identity, _identity)
 
 
 def sub(a: Tensor, b: Tensor) -> Tensor:
     """a - b"""
-    a, b = _aligned(a, b)
+    a, b = _promoted(*_aligned(a, b))
     out = _apply("sub", operator.sub, a, b)
     return _binary("bsub", a, b, out, _identity, _negate)
 
 
 def mul(a: Tensor, b: Tensor) -> Tensor:
     """a * b"""
-    a, b = _aligned(a, b)
+    a, b = _promoted(*_aligned(a, b))
     out = _apply("mul", operator.mul, a, b)
     return _binary("bmul", a, b, out, lambda d: d * b.array, lambda d: d * a.array)
 
 
 def div(a: Tensor, b: Tensor) -> Tensor:
     """a / b"""
-    a, b = _aligned(a, b)
+    a, b = _promoted(*_aligned(a, b))
     out = _apply("div", operator.truediv, a, b)
     return _binary("bdiv", a, b, out, lambda d: d / b.array, lambda d: -d * out / b.array)
 
@@ -153,7 +172,7 @@ def pow(a: Tensor, b: Tensor) -> Tensor:  # noqa: A001 - the name from the math
 
     d/da is 0 where b == 0 (so 0 ** 0 has gradient 0), and d/db is 0 where a == 0.
     """
-    a, b = _aligned(a, b)
+    a, b = _promoted(*_aligned(a, b))
     xp = a.xp
     out = _apply("pow", operator.pow, a, b)
 
@@ -172,7 +191,7 @@ def pow(a: Tensor, b: Tensor) -> Tensor:  # noqa: A001 - the name from the math
 
 def maximum(a: Tensor, b: Tensor) -> Tensor:
     """Elementwise max; where a == b the gradient is split evenly, never doubled."""
-    a, b = _aligned(a, b)
+    a, b = _promoted(*_aligned(a, b))
     out = _apply("maximum", a.xp.maximum, a, b)
 
     def share_a():  # 1 where a wins, 0.5 on ties, 0 where b wins
@@ -183,7 +202,7 @@ def maximum(a: Tensor, b: Tensor) -> Tensor:
 
 def minimum(a: Tensor, b: Tensor) -> Tensor:
     """Elementwise min; where a == b the gradient is split evenly, never doubled."""
-    a, b = _aligned(a, b)
+    a, b = _promoted(*_aligned(a, b))
     out = _apply("minimum", a.xp.minimum, a, b)
 
     def share_a():  # 1 where a wins, 0.5 on ties, 0 where b wins

@@ -1,0 +1,76 @@
+"""An integer or bool tensor meeting a float tensor in arithmetic gives the float's dtype, as
+torch's (numpy would give float64 for int32/int64 with float32): the backprop-ninja lecture's
+``dlogits += F.one_hot(ids, num_classes=27) * dlogit_maxes`` stays float32, so its manual
+gradients are bit for bit autograd's. Two floats or two integers keep numpy's promotion (which
+is torch's for them), and an integer numpy array meeting a float tensor keeps numpy's
+(tests/test_library_inputs.py)."""
+
+import numpy as np
+import pytest
+
+import tricycle
+from tricycle import binary
+
+OPS = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b,
+    "pow": lambda a, b: a**b,
+}
+
+
+KINDS = [("int64", "float32"), ("int32", "float32"), ("bool", "float32"), ("int64", "float64"),
+         ("int16", "float16")]  # fmt: skip
+
+
+@pytest.mark.parametrize("op", [*OPS, "maximum", "minimum"])
+@pytest.mark.parametrize("ints, floats", KINDS)
+@pytest.mark.parametrize("float_first", [True, False])
+def test_an_integer_tensor_meets_a_float_tensor_as_torch(op, ints, floats, float_first):
+    torch = pytest.importorskip("torch")
+    if op in ("sub", "pow") and ints == "bool":
+        pytest.skip("torch refuses - with a bool tensor (pow's backward too)")
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0.5, 2.0, (4, 3)).astype(floats)
+    k = rng.integers(0, 3, (3,)).astype(ints)  # broadcast along the rows
+    ours_x = tricycle.tensor(x, requires_grad=True)
+    theirs_x = torch.tensor(x, requires_grad=True)
+    ours_k, theirs_k = tricycle.tensor(k), torch.tensor(k)
+    if op in OPS:
+        fn, tfn = OPS[op], OPS[op]
+    else:
+        fn, tfn = getattr(binary, op), getattr(torch, op)
+    ours = fn(ours_x, ours_k) if float_first else fn(ours_k, ours_x)
+    theirs = tfn(theirs_x, theirs_k) if float_first else tfn(theirs_k, theirs_x)
+    assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
+    tol = 2e-3 if floats == "float16" else 1e-6
+    np.testing.assert_allclose(ours.numpy(), theirs.detach().numpy(), rtol=tol, atol=tol)
+    ours.sum().backward()
+    theirs.sum().backward()
+    assert ours_x.grad.dtype == ours_x.dtype
+    np.testing.assert_allclose(ours_x.grad.numpy(), theirs_x.grad.numpy(), rtol=tol, atol=tol)
+
+
+def test_the_lectures_one_hot_line_stays_float32_and_exact():
+    torch = pytest.importorskip("torch")
+    import tricycle.nn.functional as F  # noqa: PLC0415
+
+    rng = np.random.default_rng(1)
+    logits = rng.normal(size=(5, 7)).astype(np.float32)
+    maxes = rng.normal(size=(5, 1)).astype(np.float32)
+    ids = logits.argmax(1)
+    ours = F.one_hot(tricycle.tensor(ids), num_classes=7) * tricycle.tensor(maxes)
+    theirs = torch.nn.functional.one_hot(torch.tensor(ids), num_classes=7) * torch.tensor(maxes)
+    assert ours.dtype == np.float32 and theirs.dtype == torch.float32
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_arrays_and_like_kinds_keep_numpys_promotion():
+    x = tricycle.tensor(np.ones(3, np.float32))
+    assert (x + np.ones(3, np.int64)).dtype == np.float64  # an array: numpy's, as before
+    assert (x + np.ones(3, np.int16)).dtype == np.float32
+    assert (x + tricycle.tensor(np.ones(3, np.float64))).dtype == np.float64
+    ids = tricycle.tensor(np.ones(3, np.int32))
+    assert (ids + tricycle.tensor(np.ones(3, np.int64))).dtype == np.int64
+    assert (ids < x).dtype == np.bool_
