@@ -94,7 +94,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "transpose": ("tricycle.ops", "transpose"),
     "tril": ("tricycle.factories", "tril"),
     "triu": ("tricycle.factories", "triu"),
-    "where": ("tricycle.ops", "where"),
+    "where": ("tricycle.torch_functions", "where"),
     "zeros": ("tricycle.factories", "zeros"),
     "zeros_like": ("tricycle.factories", "zeros_like"),
     "softmax": ("tricycle.nn.functional", "softmax"),
@@ -209,6 +209,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "repeat_interleave": ("tricycle.torch_indexing", "repeat_interleave"),
     "roll": ("tricycle.torch_indexing", "roll"),
     "flip": ("tricycle.torch_indexing", "flip"),
+    "bincount": ("tricycle.torch_indexing", "bincount"),
     "select": ("tricycle.torch_indexing", "select"),
     "index_add": ("tricycle.torch_indexing", "index_add"),
     "index_copy": ("tricycle.torch_indexing", "index_copy"),
@@ -239,6 +240,10 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     # writes tricycle.arange(t, dtype=tricycle.long). Not in __all__: a star import would
     # shadow Python's bool, int and float.
     "bool": ("numpy", "bool_"),
+    "uint8": ("numpy", "uint8"),
+    "int8": ("numpy", "int8"),
+    "int16": ("numpy", "int16"),
+    "short": ("numpy", "int16"),
     "int32": ("numpy", "int32"),
     "int": ("numpy", "int32"),
     "int64": ("numpy", "int64"),
@@ -250,6 +255,12 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "float64": ("numpy", "float64"),
     "double": ("numpy", "float64"),
     "bfloat16": ("tricycle.torch_functions", "bfloat16"),  # ml_dtypes', imported on first use
+    # torch's constants (torch.pi in a GELU's sqrt(2 / pi), -torch.inf in a causal mask):
+    # Python floats, as torch's are
+    "pi": ("math", "pi"),
+    "e": ("math", "e"),
+    "inf": ("math", "inf"),
+    "nan": ("math", "nan"),
 }
 
 
@@ -321,11 +332,13 @@ def __dir__() -> list[str]:
 
 
 # what a star import leaves out: the dtype names and torch's all and any (they would shadow
-# Python's bool, int, float, all and any), torch's device and autocast, and the seed's layer
-# classes; every other function and class above is in it, so the list cannot fall behind
+# Python's bool, int, float, all and any), torch's device, autocast and constants, and the
+# seed's layer classes; every other function and class above is in it, so the list cannot
+# fall behind
 _NOT_STARRED = frozenset(
-    "bool int int32 int64 long float float16 half float32 float64 double bfloat16 all any "
-    "device autocast GeLU LeakyReLU LogSoftmax ReLU Softmax Swish".split()
+    "bool uint8 int8 int16 short int int32 int64 long float float16 half float32 float64 double "
+    "bfloat16 all any device autocast GeLU LeakyReLU LogSoftmax ReLU Softmax Swish "
+    "pi e inf nan".split()
 )
 _STARRED = [name for name, (_, attr) in _PUBLIC.items() if attr and name not in _NOT_STARRED]
 __all__ = sorted(["__version__", *_STARRED])

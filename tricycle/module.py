@@ -56,7 +56,9 @@ class Layer(TorchMethods, HookMethods):
 
     Discovery: each attribute of a layer that is a Tensor with ``requires_grad`` is a
     parameter; a Tensor without it is a buffer (moved between devices and saved in
-    ``state_dict``, never trained: batch norm's running statistics);
+    ``state_dict``, never trained: batch norm's running statistics); a Tensor that an op
+    computed, with its graph (not a leaf), is neither: an activation a forward keeps for
+    inspection (the Annotated Transformer's ``self.attn``), a plain attribute as in torch;
     a Layer, or a list/tuple/dict holding Layers (or Tensors), is a sublayer. Names are
     dotted attribute paths (``blocks.0.attention.qkv_projection.weights``): a layer's own
     Tensors, in attribute order, come before its sublayers', which follow depth first. A
@@ -79,7 +81,7 @@ class Layer(TorchMethods, HookMethods):
     def _members(self) -> Iterator[tuple[str, object]]:
         """(attribute path, value) for the Tensors and Layers held directly by this layer."""
         for attr, value in vars(self).items():
-            if isinstance(value, (Tensor, Layer)):
+            if isinstance(value, Layer) or (isinstance(value, Tensor) and value.args is None):
                 yield attr, value
             elif isinstance(value, (list, tuple)):
                 for i, item in enumerate(value):

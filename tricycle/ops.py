@@ -76,12 +76,11 @@ def expand_dims(x: Tensor, axis: int) -> Tensor:
 
 
 def squeeze(x: Tensor, axis: int | tuple[int, ...] | None = None) -> Tensor:
-    """Remove size-1 axes (all of them, or those named)."""
+    """Remove size-1 axes (all of them, or those named: as torch's ``squeeze(dim)``, a named
+    axis whose size is not 1 stays, where numpy's would raise)."""
     axes = None if axis is None else checks.axes("squeeze", "axis", axis, x.ndim, x.shape)
-    try:
-        out = x.xp.squeeze(x.array, axes)
-    except ValueError:
-        raise ValueError(f"squeeze: axis {axis} of shape {x.shape} does not have size 1") from None
+    axes = None if axes is None else tuple(a for a in axes if x.shape[a] == 1)
+    out = x.xp.squeeze(x.array, axes)
     return unary.unary_op(x, out, lambda dout: dout.reshape(x.shape), "squeeze")
 
 

@@ -1,6 +1,6 @@
 """torch's elementwise Tensor methods beyond the operators: ``add``, ``sub``, ``mul`` and ``div``
 with torch's keywords (``alpha``, ``rounding_mode``), ``absolute``, ``log1p``, ``log2``,
-``log10``, ``fmod``, ``remainder``, the logical ops and ``nan_to_num``.
+``log10``, ``fmod``, ``remainder``, the logical and bitwise ops and ``nan_to_num``.
 
 Each is a method of ``Tensor`` (``x.fmod(2)``) that imports this module on its first call
 (``tensor_torch.imported``); ``tricycle.torch_math`` has torch's functions of the same names.
@@ -14,6 +14,9 @@ ops, each with its derivative beside it, as torch's:
   gradient is 1 for x and -q for y.
 - ``div`` with a ``rounding_mode`` ("trunc" or "floor") is a step function of gradient 0;
   the logical ops give booleans, with no gradient.
+- the bitwise ops (the operators ``&``, ``|``, ``^`` and ``~``) take booleans or integers,
+  as torch's: of booleans, the logical op (``mask & causal``); of integers, the bits. A
+  float tensor is a TypeError, as in torch. No gradient.
 - ``nan_to_num`` replaces NaN, inf and -inf by numbers; the gradient passes where x is finite.
 
 An integer division (or remainder) by zero raises ZeroDivisionError, as torch's does, where
@@ -160,3 +163,33 @@ logical_and, logical_or, logical_xor = map(_logical, ("logical_and", "logical_or
 def logical_not(x: Tensor) -> Tensor:
     """torch.Tensor.logical_not: booleans, True where x is 0."""
     return x.new(x.xp.logical_not(x.array), requires_grad=False)
+
+
+# ------------------------------------------------------------------ bitwise
+def _integral(x: Tensor, name: str) -> Tensor:
+    """``x`` if its dtype is bool or an integer, else a TypeError naming the op."""
+    if x.dtype.kind not in "biu":
+        raise TypeError(
+            f"Tensor.{name}: expected a bool or integer tensor, got {x.dtype} of shape "
+            f"{x.shape} (compare first, e.g. (x != 0), for a mask)"
+        )
+    return x
+
+
+def _bitwise(name: str):
+    def bitwise(x: Tensor, other) -> Tensor:
+        y = _integral(binary.constant(other, x, f"Tensor.{name}"), name)
+        out = binary._apply(name, getattr(x.xp, name), _integral(x, name), y)
+        return x.new(out, requires_grad=False)
+
+    bitwise.__name__ = bitwise.__qualname__ = name
+    bitwise.__doc__ = f"torch.Tensor.{name}: x {name[8:]} other, of booleans or integers' bits."
+    return bitwise
+
+
+bitwise_and, bitwise_or, bitwise_xor = map(_bitwise, ("bitwise_and", "bitwise_or", "bitwise_xor"))
+
+
+def bitwise_not(x: Tensor) -> Tensor:
+    """torch.Tensor.bitwise_not (``~x``): booleans negated, or integers' bits flipped."""
+    return x.new(x.xp.invert(_integral(x, "bitwise_not").array), requires_grad=False)

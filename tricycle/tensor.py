@@ -69,6 +69,8 @@ def _arithmetic(tensor_op, scalar_op, reflected_scalar_op=None):
 
 def _comparison(symbol: str):
     def compare(self, other):
+        if other is None:  # Python's answer, as torch's: x == None is False, x < None an error
+            return NotImplemented
         return binary.compare(symbol, self, binary.constant(other, self, symbol))
 
     return compare
@@ -296,6 +298,11 @@ class Tensor(TorchTensorMethods, TorchInPlaceMethods, Node):
     logical_and_, logical_or_, logical_xor_, logical_not_ = written(
         logical_and, logical_or, logical_xor, logical_not
     )
+    bitwise_and, bitwise_or, bitwise_xor, bitwise_not = imported(
+        "pointwise", "bitwise_and bitwise_or bitwise_xor bitwise_not"
+    )
+    __and__, __or__, __xor__, __invert__ = bitwise_and, bitwise_or, bitwise_xor, bitwise_not
+    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__  # of booleans or integers: symmetric
 
     def transpose(self, *axes) -> "Tensor":
         """Permute the axes (reverse them without arguments): ``x.transpose(1, 0, 2)``; two

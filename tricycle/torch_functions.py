@@ -265,19 +265,24 @@ def unsqueeze(input, dim: int):  # noqa: A002
 
 def squeeze(input, dim=None, *, axis=None):  # noqa: A002
     """torch.squeeze: the size-1 axes removed, all of them or those of ``dim`` (an axis or a
-    tuple of them); a named axis whose size is not 1 stays, as in torch. numpy's ``axis``
-    (``tricycle.squeeze``'s before torch's names came) keeps numpy's meaning, as
-    ``Tensor.squeeze`` does: a named axis whose size is not 1 is an error."""
+    tuple of them); a named axis whose size is not 1 stays, as in torch (and in
+    ``Tensor.squeeze``). numpy's ``axis`` (``tricycle.squeeze``'s before torch's names came)
+    is taken too."""
     x = tensor_input("squeeze", input)
-    if axis is not None:
-        if dim is not None:
-            raise TypeError(f"squeeze: got axis={axis!r} and dim={dim!r}; give numpy's axis or "
-                            "torch's dim, not both")  # fmt: skip
-        return ops.squeeze(x, axis)
-    if dim is None:
-        return ops.squeeze(x)
-    named = checks.axes("squeeze", "dim", dim, x.ndim, x.shape)
-    return ops.squeeze(x, tuple(axis for axis in named if x.shape[axis] == 1))
+    if axis is not None and dim is not None:
+        raise TypeError(f"squeeze: got axis={axis!r} and dim={dim!r}; give numpy's axis or "
+                        "torch's dim, not both")  # fmt: skip
+    if dim is not None:
+        checks.axes("squeeze", "dim", dim, x.ndim, x.shape)  # an error names torch's dim
+    return ops.squeeze(x, dim if axis is None else axis)
+
+
+def where(condition, input, other, *, out=None):  # noqa: A002
+    """torch.where(condition, input, other): ``input`` where ``condition`` holds, else
+    ``other`` (``ops.where``, under torch's keyword names: ``where(condition=c, input=x,
+    other=y)``)."""
+    no_out("where", out)
+    return ops.where(condition, input, other)
 
 
 def gather(input, dim: int, index, *, sparse_grad: bool = False, out=None):  # noqa: A002

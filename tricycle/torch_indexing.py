@@ -1,7 +1,7 @@
 """torch's top-level indexing functions on tricycle's engine: ``index_select``, ``select``,
 ``scatter``, ``scatter_add``, ``index_add``, ``index_copy``, ``index_fill``,
 ``masked_scatter``, ``diag``, ``diagonal``, ``nonzero``, ``unique``, ``repeat_interleave``,
-``roll`` and ``flip``.
+``roll``, ``flip`` and ``bincount``.
 
 Each calls the ``Tensor`` method of the same name (``tricycle.indexing``'s ops, or
 ``tricycle.tensor_torch``'s shapes, whose gradients these are) with torch's argument names
@@ -120,3 +120,16 @@ def roll(input, shifts, dims=None):  # noqa: A002
 def flip(input, dims):  # noqa: A002
     """torch.flip: the order along the axes ``dims`` reversed."""
     return tensor_input("flip", input).flip(dims)
+
+
+def bincount(input, weights=None, minlength: int = 0):  # noqa: A002
+    """torch.bincount: how often each value of a 1-D tensor of non-negative integers occurs
+    (int64 counts, at least ``minlength`` of them), or the sums of ``weights`` at each value;
+    counts carry no gradient."""
+    x = tensor_input("bincount", input)
+    if x.ndim != 1 or x.dtype.kind not in "iu" or (x.size and int(x.array.min()) < 0):
+        raise ValueError(f"bincount: input must be a 1-D tensor of non-negative integers, got "
+                         f"shape {x.shape} of {x.dtype}")  # fmt: skip
+    w = getattr(weights, "array", weights)
+    counts = x.xp.bincount(x.array, weights=w, minlength=minlength)
+    return x.new(counts.astype(counts.dtype if w is not None else "int64"), requires_grad=False)
