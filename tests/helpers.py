@@ -6,9 +6,11 @@ compared with central finite differences) and returns ``f``'s output for further
 ``same_on_host_and(xp, layer, run)`` runs a layer on the host, then on ``xp``'s device.
 ``made_once(tmp_path_factory, name, make)`` makes a costly directory (a trained run, a built
 emulator) once for the whole session, however many pytest-xdist workers ask for it.
-``DATA_DIR`` is where tests find tiny-shakespeare.
+``DATA_DIR`` is where tests find tiny-shakespeare. ``one_thread(torch)`` runs a ported script
+on one thread (torch's and the BLAS's), as the ports' small products need on a shared machine.
 """
 
+import contextlib
 import fcntl
 import os
 import shutil
@@ -25,6 +27,20 @@ from tricycle.tensor import Tensor
 DATA_DIR = Path(
     os.environ.get("TRICYCLE_DATA_DIR") or Path(__file__).resolve().parents[2] / "shared" / "data"
 )
+
+
+@contextlib.contextmanager
+def one_thread(torch):
+    """One thread for ``torch`` and for the BLAS (tricycle's, numpy's) while it lasts."""
+    from threadpoolctl import threadpool_limits  # noqa: PLC0415
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with threadpool_limits(1, user_api="blas"):
+            yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def check_grads(f, *arrays, wrt=None, rtol: float = 1e-5, atol: float = 1e-7, seed: int = 0):

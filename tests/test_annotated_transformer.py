@@ -43,6 +43,7 @@ import re
 import numpy as np
 import pytest
 
+from tests.helpers import one_thread
 from tests.test_karpathy_lectures import torch_layout_grads
 from tests.test_torch_examples_b import lines, numbers
 
@@ -736,18 +737,11 @@ def run(script: str, lib) -> str:
 def both() -> tuple[str, str]:
     """``run`` under torch (one thread: a shared machine), then under tricycle."""
     torch = pytest.importorskip("torch")
-    from threadpoolctl import threadpool_limits  # noqa: PLC0415
-
     import tricycle  # noqa: PLC0415
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with threadpool_limits(1, user_api="blas"):
-            theirs = run(COURSE, torch)
-    finally:
-        torch.set_num_threads(threads)
-    with threadpool_limits(1, user_api="blas"):
+    with one_thread(torch):
+        theirs = run(COURSE, torch)
+    with one_thread(torch):
         ours = run(ported(), tricycle)
     return theirs, ours
 

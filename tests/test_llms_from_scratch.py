@@ -47,7 +47,7 @@ import sys
 import numpy as np
 import pytest
 
-from tests.helpers import DATA_DIR
+from tests.helpers import DATA_DIR, one_thread
 from tests.test_torch_examples_b import lines, numbers
 
 # ch04/01_main-chapter-code/gpt.py (chapters 2 to 4; also the others' previous_chapters.py)
@@ -1313,17 +1313,10 @@ def both(script: str, files: dict, tmp_path, monkeypatch):
     """``run`` under torch (one thread: a shared machine), then with ``torch`` replaced by
     ``tricycle`` in the script's and its modules' text."""
     torch = pytest.importorskip("torch")
-    from threadpoolctl import threadpool_limits  # noqa: PLC0415
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with threadpool_limits(1, user_api="blas"):
-            theirs = run(script, files, tmp_path / "torch", monkeypatch)
-    finally:
-        torch.set_num_threads(threads)
+    with one_thread(torch):
+        theirs = run(script, files, tmp_path / "torch", monkeypatch)
     ported = {name: text.replace("torch", "tricycle") for name, text in files.items()}
-    with threadpool_limits(1, user_api="blas"):
+    with one_thread(torch):
         ours = run(script.replace("torch", "tricycle"), ported, tmp_path / "tricycle", monkeypatch)
     return theirs, ours
 

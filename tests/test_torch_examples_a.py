@@ -37,6 +37,7 @@ import types
 import numpy as np
 import pytest
 
+from tests.helpers import one_thread
 from tests.test_torch_scripts import learned, same_kind
 
 MNIST = r"""
@@ -1078,16 +1079,9 @@ def both(script: str, tmp_path, monkeypatch) -> tuple[dict, dict]:
     """The script under torch and, with ``torch`` replaced by ``tricycle``, under tricycle; one
     BLAS thread each (a shared machine: the examples' small products need no more)."""
     torch = pytest.importorskip("torch")
-    from threadpoolctl import threadpool_limits  # noqa: PLC0415
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with threadpool_limits(1, user_api="blas"):
-            theirs = run(script, tmp_path / "torch", monkeypatch)
-    finally:
-        torch.set_num_threads(threads)
-    with threadpool_limits(1, user_api="blas"):
+    with one_thread(torch):
+        theirs = run(script, tmp_path / "torch", monkeypatch)
+    with one_thread(torch):
         ours = run(script.replace("torch", "tricycle"), tmp_path / "tricycle", monkeypatch)
     return theirs, ours
 

@@ -49,6 +49,7 @@ import subprocess
 import numpy as np
 import pytest
 
+from tests.helpers import one_thread
 from tests.test_torch_examples_b import lines, numbers
 
 # torch's warning at part 3's print of t.mean()
@@ -1532,16 +1533,9 @@ def both(script: str, tmp_path, monkeypatch):
     """``run`` under torch (one thread: a shared machine), then with ``torch`` replaced by
     ``tricycle`` in the text."""
     torch = pytest.importorskip("torch")
-    from threadpoolctl import threadpool_limits  # noqa: PLC0415
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with threadpool_limits(1, user_api="blas"):
-            theirs = run(script, tmp_path / "torch", monkeypatch)
-    finally:
-        torch.set_num_threads(threads)
-    with threadpool_limits(1, user_api="blas"):
+    with one_thread(torch):
+        theirs = run(script, tmp_path / "torch", monkeypatch)
+    with one_thread(torch):
         ours = run(script.replace("torch", "tricycle"), tmp_path / "tricycle", monkeypatch)
     return theirs, ours
 
