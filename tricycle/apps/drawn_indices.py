@@ -100,10 +100,30 @@ class DrawnIndices(Sequence):
         return np.concatenate([self._blocks.values(p, p + 1) for p in positions])
 
 
-class Batches(Sequence):
+class Listed(Sequence):
+    """A read-only sequence whose entry k is ``_item(k)``, for 0 <= k < len (a negative k
+    counts from the end); a slice is a list. ``_what`` names an entry and entries in errors."""
+
+    _what = ("entry", "entries")
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [self._item(j) for j in range(*k.indices(len(self)))]
+        k, n = operator.index(k), len(self)
+        if not -n <= k < n:
+            raise IndexError(f"{self._what[0]} {k} is out of range for {n} {self._what[1]}")
+        return self._item(k % n)
+
+    def _item(self, k: int):
+        raise NotImplementedError
+
+
+class Batches(Listed):
     """``BatchSampler``'s batches of ``indices`` (a ``DrawnIndices``), each cut as it is read:
     batch k is the list of entries k * size .. (k + 1) * size - 1, the last one shorter
     unless ``drop_last``."""
+
+    _what = ("batch", "batches")
 
     def __init__(self, indices: DrawnIndices, size: int, drop_last: bool):
         self._indices, self._size = indices, size
@@ -113,17 +133,11 @@ class Batches(Sequence):
     def __len__(self) -> int:
         return self._length
 
-    def __getitem__(self, k):
-        if isinstance(k, slice):
-            return [self[j] for j in range(*k.indices(self._length))]
-        k = operator.index(k)
-        if not -self._length <= k < self._length:
-            raise IndexError(f"batch {k} is out of range for {self._length} batches")
-        k %= self._length
+    def _item(self, k: int):
         return self._indices[k * self._size : (k + 1) * self._size]
 
 
-class Strided(Sequence):
+class Strided(Listed):
     """``length`` entries of ``items``: entry i is ``items[(start + i * step) % len(items)]``
     (the modulus: ``share``'s padding with the first entries), a rank's share of a sequence
     too long to list (``Batches``)."""
@@ -134,10 +148,5 @@ class Strided(Sequence):
     def __len__(self) -> int:
         return self._length
 
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(self._length))]
-        i = operator.index(i)
-        if not -self._length <= i < self._length:
-            raise IndexError(f"index {i} is out of range for {self._length} entries")
-        return self._items[(self._start + (i % self._length) * self._step) % len(self._items)]
+    def _item(self, i: int):
+        return self._items[(self._start + i * self._step) % len(self._items)]
