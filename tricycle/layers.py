@@ -21,7 +21,7 @@ from tricycle.backend import check_same_device
 from tricycle.einsum import einsum
 from tricycle.fused import shared_back_fns  # noqa: F401 (re-exported)
 from tricycle.initialisers import init_normal, init_ones, init_xavier, init_zeros
-from tricycle.module import Layer, parameter
+from tricycle.module import Layer, parameter, setattr_by_position
 from tricycle.norms import (  # noqa: F401 (the pairs re-exported)
     layer_norm,
     layer_norm_backward,
@@ -59,6 +59,8 @@ class Dense(Layer):
             tricycle's generator: see ``tricycle.manual_seed``).
         name: the name of the output tensors (default "dense").
     """
+
+    torch_names = {"in_features": "from_size", "out_features": "to_size"}  # torch's keywords
 
     @checks.arguments(
         from_size=checks.positive_int,
@@ -178,6 +180,7 @@ class Embedding(Layer):
     """
 
     padding_idx = None  # a class default: layers pickled before the argument still load
+    torch_names = {"num_embeddings": "from_size", "embedding_dim": "to_size"}  # torch's keywords
 
     @checks.arguments(
         from_size=checks.positive_int,
@@ -387,6 +390,8 @@ class Sequential(Layer):
 
     def __getitem__(self, index):
         return self.sequence[index]
+
+    __setattr__ = setattr_by_position("sequence")  # torch's setattr(seq, "0", layer)
 
     def __len__(self) -> int:
         return len(self.sequence)

@@ -304,6 +304,23 @@ def parameter(values, name: str | None = None) -> Parameter:
     return param
 
 
+def setattr_by_position(attribute: str):
+    """A ``__setattr__`` for a layer that keeps its sublayers in the list ``attribute``
+    (``Sequential.sequence``): a name that ``named_children`` gives (``sequence.N``), or
+    torch's ``N``, replaces that layer, so torch's ``for name, m in model.named_children():
+    setattr(model, name, f(m))`` swaps it; any other name is set as usual."""
+
+    def __setattr__(self, name: str, value) -> None:
+        layers = vars(self).get(attribute, ())
+        position = name.removeprefix(f"{attribute}.")
+        if position.isdigit() and int(position) < len(layers):
+            layers[int(position)] = checks.function(type(self).__name__, name, value)
+        else:
+            object.__setattr__(self, name, value)
+
+    return __setattr__
+
+
 def named_parameters(parameters) -> list[tuple[str, Tensor]]:
     """(name, Tensor) pairs from a Layer, pairs, or bare Tensors (named by position)."""
     if hasattr(parameters, "named_parameters"):

@@ -89,7 +89,7 @@ class TorchMethods:
         super().__init_subclass__(**kwargs)
         init = cls.__dict__.get("__init__")
         if init is not None and cls.__module__.startswith("tricycle."):
-            cls.__init__ = _factory_keywords(init)
+            cls.__init__ = _factory_keywords(init, cls.__dict__.get("torch_names", {}))
 
     # ------------------------------------------------------------------ sublayers
     def named_children(self):
@@ -337,22 +337,32 @@ class TorchMethods:
         return self.to(np.float64)
 
 
-def _factory_keywords(init):
+def _factory_keywords(init, torch_names: dict):
     """``init`` (a tricycle layer's ``__init__``) taking torch's ``device`` and ``dtype``
     keywords where it has none of its own: they are taken out of the call, and the layer,
     once built, moved and cast by ``to(device, dtype)`` (its floating parameters and buffers,
     as torch's factory keywords make them). A user's own Module takes them only if its
-    ``__init__`` says so, as in torch; ``None`` for either changes nothing."""
+    ``__init__`` says so, as in torch; ``None`` for either changes nothing. ``torch_names``
+    (the class's, torch's keyword -> the layer's) renames torch's keywords for the layer's
+    arguments: ``nn.Linear(in_features=4, out_features=2)`` is ``Dense(from_size=4, ...)``."""
     names = [
         name
         for name in ("device", "dtype")
         if name not in inspect.signature(init).parameters  # the layer's own, when it has one
     ]
-    if not names:
+    if not names and not torch_names:
         return init
 
     @functools.wraps(init)
     def with_factory_keywords(self, *args, **kwargs):
+        for torch_name in torch_names.keys() & kwargs.keys():
+            name = torch_names[torch_name]
+            if name in kwargs:
+                raise TypeError(
+                    f"{type(self).__name__}: got both {torch_name}= and {name}= (torch's name "
+                    f"for it): give one"
+                )
+            kwargs[name] = kwargs.pop(torch_name)
         factory = {name: kwargs.pop(name) for name in names if name in kwargs}
         init(self, *args, **kwargs)
         if any(value is not None for value in factory.values()):
