@@ -241,6 +241,13 @@ def zeros_like(x, dtype=None, requires_grad: bool = False, device=None) -> Tenso
     return zeros(shape, dtype=dtype, requires_grad=requires_grad, device=device)
 
 
+def empty_like(x, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    """torch.empty_like: a tensor with the shape, dtype and device of ``x`` (unless given), of
+    zeros here, as ``tricycle.empty``'s (uninitialised memory would only hide a missing write)."""
+    shape, dtype, device = _like("empty_like", x, dtype, device)
+    return zeros(shape, dtype=dtype, requires_grad=requires_grad, device=device)
+
+
 def ones_like(x, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
     """Ones with the shape, dtype and device of ``x`` (unless given)."""
     shape, dtype, device = _like("ones_like", x, dtype, device)
@@ -269,6 +276,7 @@ def randn_like(x, dtype=None, requires_grad: bool = False, device=None, generato
 
 __all__ = [
     "arange",
+    "empty_like",
     "eye",
     "full",
     "full_like",

@@ -11,18 +11,19 @@ own ``sum``, ``mean``, ``max``, ``min``, ``var``, ``split`` take torch's keyword
 composes ops (``tricycle.functions``' fused last-axis one sits a layer above the engine).
 Those that index by arrays of ids (``gather``, ``index_select``, ``scatter``, ``diagonal``,
 ``nonzero``, ``unique`` ...) call ``tricycle.indexing``, imported on the first such call
-(``imported``, which ``Tensor`` uses for its other modules of methods too), so that importing
-the tensor still loads the engine's core alone; the linear-algebra ones (``inverse``, ``det``,
-``slogdet`` ...) call ``tricycle.linalg`` the same way.
+(``tricycle.tensor_extra.imported``, which ``Tensor`` uses for its other modules of methods
+too; that module's ``TorchTensorExtras``, this class's base, holds more of torch's methods), so
+that importing the tensor still loads the engine's core alone; the linear-algebra ones
+(``inverse``, ``det``, ``slogdet`` ...) call ``tricycle.linalg`` the same way.
 """
 
-import importlib
 import math
 import numbers
 
 import numpy as np
 
 from tricycle import backend, binary, checks, ops, reduce, unary
+from tricycle.tensor_extra import TorchTensorExtras, imported
 
 
 class ElementCount(int):
@@ -103,23 +104,6 @@ def _stepwise(name: str):
     return stepwise
 
 
-def imported(module: str, names: str) -> tuple:
-    """The functions ``names`` of ``tricycle.<module>`` (each taking the tensor first) as
-    methods that import the module on their first call, so that importing the tensor still
-    loads the engine's core alone."""
-
-    def method(name: str):
-        def call(self, *args, **kwargs):
-            function = getattr(importlib.import_module(f"tricycle.{module}"), name)
-            return function(self, *args, **kwargs)
-
-        call.__name__ = call.__qualname__ = name
-        call.__doc__ = f"torch.Tensor.{name}: ``tricycle.{module}.{name}``."
-        return call
-
-    return tuple(map(method, names.split()))
-
-
 def _float_test(name: str):
     def test(self):
         return self.new(getattr(self.xp, name)(self.array), requires_grad=False)
@@ -128,7 +112,7 @@ def _float_test(name: str):
     return test
 
 
-class TorchTensorMethods:
+class TorchTensorMethods(TorchTensorExtras):
     """torch's ``Tensor`` methods on tricycle's ``Tensor`` (see the module's doc)."""
 
     __slots__ = ()

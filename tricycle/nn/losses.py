@@ -8,8 +8,10 @@ the two on the way in, so a model written for PyTorch computes the same loss her
 ``BinaryCrossEntropy`` takes logits, as ``BCEWithLogitsLoss`` does).
 """
 
+from tricycle import checks
 from tricycle.criteria import L1, NLL, BCEWithLogits, Huber, KLDiv, SmoothL1
 from tricycle.loss import CrossEntropy, MeanSquaredError
+from tricycle.loss_reduction import REDUCTIONS
 from tricycle.module import Layer
 from tricycle.tensor import Tensor
 
@@ -45,7 +47,27 @@ def _named(name: str, criterion: type, what: str, **defaults) -> type:
 # left out of the mean, as in a torch training script that pads its targets with -100
 CrossEntropyLoss = _named("CrossEntropyLoss", CrossEntropy, "Logits (..., C), class ids (...): ",
                           ignore_index=-100)  # fmt: skip
-MSELoss = _named("MSELoss", MeanSquaredError, "")
+
+
+class MSELoss(_Loss):
+    """(prediction - target)^2 of the same shape, reduced as torch's ``reduction`` says
+    ("mean", "sum" or "none": ``F.mse_loss``); the mean is ``tricycle.loss.MeanSquaredError``
+    in PyTorch's order."""
+
+    criterion = MeanSquaredError
+
+    def __init__(self, *, reduction: str = "mean"):
+        if reduction not in REDUCTIONS:
+            checks.fail("MSELoss", "reduction", f"one of {REDUCTIONS}", reduction)
+        self.reduction = reduction
+        self.fn = MeanSquaredError()
+
+    def forward(self, prediction, target) -> Tensor:
+        from tricycle.nn.functional_losses import mse_loss  # noqa: PLC0415 - it imports nn's
+
+        return mse_loss(prediction, target, reduction=self.reduction)
+
+
 BCEWithLogitsLoss = _named("BCEWithLogitsLoss", BCEWithLogits, "")
 L1Loss = _named("L1Loss", L1, "")
 SmoothL1Loss = _named("SmoothL1Loss", SmoothL1, "")

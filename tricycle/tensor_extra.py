@@ -1,0 +1,143 @@
+"""More of torch's ``Tensor`` methods: ``TorchTensorExtras``, the base class of
+``tricycle.tensor_torch.TorchTensorMethods`` (which had filled its module), and ``imported``,
+which makes a module's functions methods that import it on their first call.
+
+- ``grad_fn``: torch's record of the op that made a tensor (None for a leaf or a tensor that
+  needs no gradient), a ``GradFn`` named after tricycle's op (``AddBackward`` for ``x + 2``,
+  ``MeanBackward`` ...) whose ``next_functions`` lead to the inputs' records, a leaf's being an
+  ``AccumulateGrad`` holding it as ``variable``, as torch's.
+- the trigonometric and hyperbolic methods of ``tricycle.trigonometry`` (``x.asin()`` ...);
+- in-place forms of functions of x (``sin_``, ``exp_``, ``sqrt_`` ...), under ``add_``'s rule
+  (``tricycle.tensor_inplace``, imported on the call: it imports this module's user);
+- the in-place shape changes ``unsqueeze_``, ``squeeze_`` and ``t_``: a leaf (a constant, a
+  parameter) takes the new shape over the same memory (a numpy array it shares stays shared);
+  an op's output in a graph refuses, naming the out-of-place form (its backward keeps its
+  shape).
+"""
+
+import importlib
+import re
+
+_SYMBOLS = {
+    "+": "Add",
+    "-": "Sub",
+    "*": "Mul",
+    "/": "Div",
+    "**": "Pow",
+    "@": "Mm",
+    "badd": "Add",
+    "bsub": "Sub",
+    "bmul": "Mul",
+    "bdiv": "Div",
+}  # tricycle.binary's broadcast forms
+
+
+def imported(module: str, names: str) -> tuple:
+    """The functions ``names`` of ``tricycle.<module>`` (each taking the tensor first) as
+    methods that import the module on their first call, so that importing the tensor still
+    loads the engine's core alone."""
+
+    def method(name: str):
+        def call(self, *args, **kwargs):
+            function = getattr(importlib.import_module(f"tricycle.{module}"), name)
+            return function(self, *args, **kwargs)
+
+        call.__name__ = call.__qualname__ = name
+        call.__doc__ = f"torch.Tensor.{name}: ``tricycle.{module}.{name}``."
+        return call
+
+    return tuple(map(method, names.split()))
+
+
+def _reshaped(name: str, instead: str):
+    def in_place(self, *args):
+        reshaped = getattr(self, instead)(*args)
+        if self.args is not None:
+            raise RuntimeError(
+                f"Tensor.{name}: cannot change the shape {self.shape} of a tensor made by an "
+                f"op in a graph in place; write x = x.{instead}(...)"
+            )
+        self.array = reshaped.array  # a view: the same memory, the new shape
+        return self
+
+    in_place.__name__ = in_place.__qualname__ = name
+    in_place.__doc__ = f"torch.Tensor.{name}: this leaf takes ``{instead}``'s shape, in place."
+    return in_place
+
+
+def _written(name: str):
+    def in_place(self, *args, **kwargs):
+        inplace = importlib.import_module("tricycle.tensor_inplace")  # see the module's doc
+        (method,) = inplace.written(getattr(type(self), name))
+        return method(self, *args, **kwargs)
+
+    in_place.__name__ = in_place.__qualname__ = f"{name}_"
+    in_place.__doc__ = f"torch.Tensor.{name}_: ``{name}`` written into this tensor."
+    return in_place
+
+
+class AccumulateGrad:
+    """torch's record of a leaf that requires a gradient: where its gradient lands."""
+
+    def __init__(self, variable):
+        self.variable = variable
+        self.next_functions = ()
+
+    def name(self) -> str:
+        return "AccumulateGrad"
+
+    def __repr__(self) -> str:
+        return f"<AccumulateGrad object at {id(self):#x}>"
+
+
+class GradFn:
+    """torch's ``grad_fn`` of a tensor made by an op: the op's name as torch spells its
+    records (``AddBackward``), and ``next_functions``, one ``(record, 0)`` per input (None for
+    an input that needs no gradient)."""
+
+    def __init__(self, tensor):
+        self._tensor = tensor
+
+    def name(self) -> str:
+        label = (self._tensor.name or "op").split()
+        word = next((w for w in label if w in _SYMBOLS or re.search("[A-Za-z]", w)), "op")
+        op = _SYMBOLS.get(word) or "".join(p.capitalize() for p in re.findall("[A-Za-z0-9]+", word))
+        return f"{op}Backward"
+
+    @property
+    def next_functions(self) -> tuple:
+        return tuple((record(arg), 0) for arg in self._tensor.args)
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {id(self):#x}>"
+
+
+def record(tensor):
+    """``tensor``'s place in the graph as torch names it: a GradFn, an AccumulateGrad or None."""
+    if not tensor.requires_grad:
+        return None
+    return AccumulateGrad(tensor) if tensor.args is None else GradFn(tensor)
+
+
+class TorchTensorExtras:
+    """torch's ``Tensor`` methods and attributes of this module (see its doc)."""
+
+    __slots__ = ()
+
+    @property
+    def grad_fn(self):
+        """torch.Tensor.grad_fn: the record of the op that made this tensor (a ``GradFn``),
+        None for a leaf or a tensor that needs no gradient."""
+        return None if self.args is None or not self.requires_grad else GradFn(self)
+
+    tan, asin, acos, atan, sinh, cosh, arcsin, arccos, arctan = imported(
+        "trigonometry", "tan asin acos atan sinh cosh arcsin arccos arctan"
+    )
+    sin_, cos_, tan_, asin_, acos_, atan_, sinh_, cosh_ = map(
+        _written, "sin cos tan asin acos atan sinh cosh".split()
+    )
+    exp_, log_, sqrt_, tanh_, sigmoid_, neg_ = map(
+        _written, "exp log sqrt tanh sigmoid neg".split()
+    )
+    arcsin_, arccos_, arctan_ = asin_, acos_, atan_
+    unsqueeze_, squeeze_, t_ = (_reshaped(f"{n}_", n) for n in ("unsqueeze", "squeeze", "t"))

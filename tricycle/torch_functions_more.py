@@ -1,0 +1,53 @@
+"""More of torch's top-level functions, each a thin call of a Tensor method or a
+``tricycle.linalg`` function (``tricycle.torch_functions`` and ``torch_math`` hold the others):
+
+- the comparisons ``eq``, ``ne``, ``lt``, ``le``, ``gt``, ``ge`` (booleans, broadcasting: the
+  operators'), and the bitwise ops ``bitwise_and``, ``bitwise_or``, ``bitwise_xor`` and
+  ``bitwise_not`` (``tricycle.pointwise``'s);
+- ``cross(input, other, dim=None)``: torch's, whose ``dim`` left out is the first axis of
+  length 3 (torch's deprecated default; ``tricycle.linalg.cross`` takes the last);
+- ``svd(input, some=True, compute_uv=True)``: torch's older SVD, ``(U, S, V)`` with
+  ``input = U diag(S) V^T`` (V, not ``linalg.svd``'s Vh), reduced unless ``some=False``; without
+  ``compute_uv`` U and V are zeros, as torch's.
+"""
+
+import importlib
+from collections import namedtuple
+
+from tricycle.torch_functions import no_out, tensor_input
+from tricycle.torch_math import _elementwise
+
+SVD = namedtuple("svd", "U S V")
+
+eq = _elementwise("eq", "booleans, True where input == other (broadcast)", True)
+ne = _elementwise("ne", "booleans, True where input != other (broadcast)", True)
+lt = _elementwise("lt", "booleans, True where input < other (broadcast)", True)
+le = _elementwise("le", "booleans, True where input <= other (broadcast)", True)
+gt = _elementwise("gt", "booleans, True where input > other (broadcast)", True)
+ge = _elementwise("ge", "booleans, True where input >= other (broadcast)", True)
+bitwise_and = _elementwise("bitwise_and", "input & other, of booleans or integers", True)
+bitwise_or = _elementwise("bitwise_or", "input | other, of booleans or integers", True)
+bitwise_xor = _elementwise("bitwise_xor", "input ^ other, of booleans or integers", True)
+bitwise_not = _elementwise("bitwise_not", "~input, of booleans or integers")
+
+
+def cross(input, other, dim=None, *, out=None):  # noqa: A002 - torch's names
+    """torch.cross: the cross product of the 3-vectors on the axis ``dim`` of ``input`` and
+    ``other``; without ``dim``, the first axis of length 3 (see the module's doc)."""
+    linalg = importlib.import_module("tricycle.linalg")  # loaded on the call, as Tensor's
+    no_out("cross", out)
+    a, b = tensor_input("cross", input), tensor_input("cross", other, "other")
+    if dim is None:
+        dim = next((i for i, n in enumerate(a.shape) if n == 3), -1)  # linalg.cross says why not
+    return linalg.cross(a, b, dim=dim)
+
+
+def svd(input, some: bool = True, compute_uv: bool = True, *, out=None):  # noqa: A002
+    """torch.svd: ``(U, S, V)`` with input = U diag(S) V^T, reduced unless ``some=False``."""
+    linalg = importlib.import_module("tricycle.linalg")  # loaded on the call, as Tensor's
+    no_out("svd", out)
+    U, S, Vh = linalg.svd(tensor_input("svd", input), full_matrices=not some)
+    V = Vh.swapaxes(-2, -1)
+    if not compute_uv:
+        return SVD(U.new(U.xp.zeros_like(U.array)), S, V.new(V.xp.zeros_like(V.array)))
+    return SVD(U, S, V)
