@@ -1507,12 +1507,12 @@ def test_torch_constants_where_keywords_squeeze_and_bincount_as_torch():
 
 def test_a_tensor_compared_with_none_is_pythons_answer_as_torchs():
     """``if idx_next == eos_id`` with ``eos_id=None`` (ch05's ``generate``): False, as torch's;
-    an ordering against None is a TypeError in both."""
+    an ordering against None is a TypeError in both (tricycle's names the op)."""
     torch = pytest.importorskip("torch")
     import tricycle  # noqa: PLC0415
 
     for lib in (tricycle, torch):
         x = lib.tensor([[7]])
         assert (x == None) is False and (x != None) is True  # noqa: E711 - the book's comparison
-        with pytest.raises(TypeError, match="not supported between instances"):
+        with pytest.raises(TypeError):
             x < None  # noqa: B015

@@ -69,7 +69,7 @@ def _arithmetic(tensor_op, scalar_op, reflected_scalar_op=None):
 
 def _comparison(symbol: str):
     def compare(self, other):
-        if other is None:  # Python's answer, as torch's: x == None is False, x < None an error
+        if other is None and symbol in ("==", "!="):  # Python's answer, as torch's: False
             return NotImplemented
         return binary.compare(symbol, self, binary.constant(other, self, symbol))
 
