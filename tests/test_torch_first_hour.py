@@ -609,9 +609,19 @@ def run(script: str, folder, monkeypatch) -> tuple[str, dict]:
 
 
 def both(script: str, tmp_path, monkeypatch):
-    """``run`` under torch, then with ``torch`` replaced by ``tricycle`` in the text."""
-    pytest.importorskip("torch")
-    theirs = run(script, tmp_path / "torch", monkeypatch)
+    """``run`` under torch, then with ``torch`` replaced by ``tricycle`` in the text, both on
+    the CPU: where a tutorial asks for the accelerator and sets it as torch's default device
+    (a global tricycle does not have: docs/pytorch.md), no accelerator is answered, and
+    torch's default device is put back after (it would leak into the tests after it)."""
+    torch = pytest.importorskip("torch")
+    import tricycle  # noqa: PLC0415
+
+    monkeypatch.setattr(torch.accelerator, "is_available", lambda: False)
+    monkeypatch.setattr(tricycle.accelerator, "is_available", lambda: False)
+    try:
+        theirs = run(script, tmp_path / "torch", monkeypatch)
+    finally:
+        torch.set_default_device(None)
     ours = run(script.replace("torch", "tricycle"), tmp_path / "tricycle", monkeypatch)
     return theirs, ours
 
