@@ -275,6 +275,42 @@ def test_tied_layers_load_and_save_under_every_name():
     TorchTied().load_state_dict({k: torch.from_numpy(v) for k, v in to_torch(ours).items()})
 
 
+def test_a_buffer_not_persistent_is_left_out_as_in_torchs_state_dict():
+    """Llama 3's RoPE tables: register_buffer(..., persistent=False) is in no state_dict, so
+    from_torch neither expects it nor overwrites it, and to_torch leaves it out."""
+
+    def build(model, nn, lib):
+        nn.Module.__init__(model)
+        model.proj = nn.Linear(3, 2)
+        model.register_buffer("cos", lib.cos(lib.arange(4.0)), persistent=False)
+        model.register_buffer("scale", lib.ones(2))
+
+    class Roped(nn.Module):
+        def __init__(self):
+            import tricycle  # noqa: PLC0415
+
+            build(self, nn, tricycle)
+
+        def forward(self, x):
+            return self.proj(x) * self.scale + self.cos[:2]
+
+    class TorchRoped(torch.nn.Module):
+        def __init__(self):
+            build(self, torch.nn, torch)
+
+        def forward(self, x):
+            return self.proj(x) * self.scale + self.cos[:2]
+
+    theirs, ours = TorchRoped(), Roped()
+    assert list(theirs.state_dict()) == ["scale", "proj.weight", "proj.bias"]
+    assert from_torch(ours, theirs.state_dict()) == ([], [])
+    assert sorted(to_torch(ours)) == sorted(theirs.state_dict())
+    x = np.random.default_rng(0).normal(size=(5, 3))
+    np.testing.assert_allclose(
+        ours(to_tensor(x)).numpy(), theirs(torch.from_numpy(x).float()).detach().numpy(), rtol=1e-6
+    )
+
+
 def test_a_tied_alias_of_a_loaded_tensor_is_not_unexpected():
     """torch's state_dict names a tied tensor under each owner (nanoGPT's lm_head.weight is
     transformer.wte.weight); a port whose head reads the embedding's table has no lm_head."""

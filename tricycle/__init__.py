@@ -121,6 +121,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "sin": ("tricycle.unary", "sin"),
     "split": ("tricycle.ops", "split"),
     "sqrt": ("tricycle.unary", "sqrt"),
+    "rsqrt": ("tricycle.torch_math", "rsqrt"),
     "stack": ("tricycle.ops", "stack"),
     "sum": ("tricycle.torch_math", "sum"),  # Tensor.sum's: numpy's axis or torch's dim
     "swapaxes": ("tricycle.ops", "swapaxes"),

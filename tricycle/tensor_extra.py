@@ -9,6 +9,7 @@ which makes a module's functions methods that import it on their first call.
 - the trigonometric and hyperbolic methods of ``tricycle.trigonometry`` (``x.asin()`` ...);
 - in-place forms of functions of x (``sin_``, ``exp_``, ``sqrt_`` ...), under ``add_``'s rule
   (``tricycle.tensor_inplace``, imported on the call: it imports this module's user);
+- ``data_ptr``, the address of the first element (tied weights share it);
 - the in-place shape changes ``unsqueeze_``, ``squeeze_`` and ``t_``: a leaf (a constant, a
   parameter) takes the new shape over the same memory (a numpy array it shares stays shared);
   an op's output in a graph refuses, naming the out-of-place form (its backward keeps its
@@ -141,3 +142,9 @@ class TorchTensorExtras:
     )
     arcsin_, arccos_, arctan_ = asin_, acos_, atan_
     unsqueeze_, squeeze_, t_ = (_reshaped(f"{n}_", n) for n in ("unsqueeze", "squeeze", "t"))
+
+    def data_ptr(self) -> int:
+        """torch.Tensor.data_ptr: the address of this tensor's first element (host or GPU
+        memory): two tensors that share it share their storage, as tied weights do."""
+        array = self.array
+        return array.data.ptr if hasattr(array.data, "ptr") else array.ctypes.data

@@ -72,6 +72,12 @@ def var(input, *args, out=None, **kwargs):  # noqa: A002
     return tensor_input("var", input).var(*args, **kwargs)
 
 
+def rsqrt(input, *, out=None):  # noqa: A002
+    """torch.rsqrt: 1 / sqrt(x), elementwise (``Tensor.rsqrt``)."""
+    no_out("rsqrt", out)
+    return tensor_input("rsqrt", input).rsqrt()
+
+
 def logsumexp(input, dim, keepdim: bool = False, *, out=None):  # noqa: A002
     """torch.logsumexp: log(sum(exp(x))) over ``dim``, computed without overflow; its
     gradient is the softmax over ``dim``."""

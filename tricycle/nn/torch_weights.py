@@ -115,11 +115,12 @@ def _join(prefix: str, name: str) -> str:
 
 
 def _entries(owner: str, path: str, torch_path: str, layer: Layer) -> list[_Entry]:
-    """The layer's own tensors (not its sublayers') under their torch names."""
+    """The layer's own tensors (not its sublayers') under their torch names; a buffer
+    registered with ``persistent=False`` is none (torch's ``state_dict`` leaves it out)."""
     renames = next((RENAMES[kind] for kind in type(layer).__mro__ if kind in RENAMES), None)
     entries = []
     for attr, value in layer._members():
-        if not isinstance(value, Tensor):
+        if not isinstance(value, Tensor) or attr in layer._non_persistent:
             continue
         if renames is not None and attr in renames:
             torch_name, transposed = renames[attr]
