@@ -20,8 +20,10 @@ the method and the stand-ins of tests/test_llms_from_scratch.py, imported from i
 A line that differs ends in ``# port:`` and says why: sizes and steps shrunk to run in
 seconds, plots dropped, pandas (not installed) stood in for by ``csv``, a download replaced
 by the test's data (a few dozen spam/ham lines, a few instructions as JSON), GPT-2's
-``<|endoftext|>`` (50256) the stand-in tokenizer's 255 (a byte UTF-8 never uses), and the
-freezing that tricycle does another way (see ``test_ch06``). Each script runs under torch
+``<|endoftext|>`` (50256) the stand-in tokenizer's 255 (a byte UTF-8 never uses). ch06's
+freezing runs as written: every parameter frozen by hand, then the last block and the final
+norm thawed by loops over their ``parameters()``, which list frozen parameters, as torch's
+do. Each script runs under torch
 (skipped without it), then under tricycle; both learn (the losses fall), print the same
 lines, numbers aside, and the counts they print are equal. The fixes the book needed are
 tested against torch at the end.
@@ -391,7 +393,8 @@ if __name__ == "__main__":
     # Modify and pretrained model
     ########################################
 
-    model.requires_grad_(False)  # port: for param in model.parameters(): param.requires_grad = False; tricycle lacks a parameter that leaves parameters() when frozen and is found there again to thaw
+    for param in model.parameters():
+        param.requires_grad = False
 
     torch.manual_seed(123)
 
@@ -399,9 +402,11 @@ if __name__ == "__main__":
     model.out_head = torch.nn.Linear(in_features=BASE_CONFIG["emb_dim"], out_features=num_classes)
     model.to(device)
 
-    model.trf_blocks[-1].requires_grad_(True)  # port: for param in model.trf_blocks[-1].parameters(): param.requires_grad = True; as above
+    for param in model.trf_blocks[-1].parameters():
+        param.requires_grad = True
 
-    model.final_norm.requires_grad_(True)  # port: for param in model.final_norm.parameters(): param.requires_grad = True; as above
+    for param in model.final_norm.parameters():
+        param.requires_grad = True
 
     ########################################
     # Finetune modified model

@@ -154,10 +154,31 @@ def test_a_frozen_layer_gets_no_gradient_and_is_not_updated_as_torch(optimiser):
     for mine, their in zip((ours.first, ours.second, ours.third), theirs[::2]):
         np.testing.assert_allclose(mine.weights.array, their.weight.detach().numpy().T, 1e-10)
         np.testing.assert_allclose(mine.bias.array, their.bias.detach().numpy(), 1e-10)
-    assert [n for n, _ in ours.named_parameters()] == [
-        "first.weights", "first.bias", "third.weights", "third.bias"
-    ]  # fmt: skip
+    assert trained(ours) == ["first.weights", "first.bias", "third.weights", "third.bias"]
+    assert names(ours.named_parameters()) == names(ours.named_tensors())  # frozen ones too
+    assert len(ours.parameters()) == len(list(theirs.parameters())) == 6  # as torch lists them
     assert "second.weights" in ours.state_dict()  # still saved, and loaded
+
+
+def trained(model) -> list[str]:
+    """The names of the parameters that require grad (a frozen one is listed, as torch's)."""
+    return [n for n, p in model.named_parameters() if p.requires_grad]
+
+
+def test_a_parameter_frozen_by_hand_is_thawed_by_torchs_loop():
+    """Raschka's ch06: every parameter frozen by hand, then the last block thawed by a loop
+    over its ``parameters()``, which lists frozen parameters as torch's does (before, it found
+    none: only the new head trained, silently)."""
+    torch = pytest.importorskip("torch")
+    for lib, make in ((nn, lambda: MLP()), (torch.nn, lambda: torch_twin(torch, MLP()))):
+        model = make()
+        for param in model.parameters():
+            param.requires_grad = False
+        last = model.third if lib is nn else model[4]
+        for param in last.parameters():
+            param.requires_grad = True
+        assert [p.requires_grad for p in model.parameters()] == [False] * 4 + [True] * 2
+        assert len(list(model.parameters())) == 6 and len(list(model.buffers())) == 0
 
 
 def test_thawing_gives_back_the_parameters_frozen_and_never_a_buffer():
@@ -167,17 +188,18 @@ def test_thawing_gives_back_the_parameters_frozen_and_never_a_buffer():
     assert buffers == ["1.running_mean", "1.running_var"]
     model[0].weights.grad = Tensor(np.ones((3, 4)))
     model.requires_grad_(False)
-    assert model.parameters() == [] and model.num_parameters() == 0
+    assert trained(model) == [] and model.num_parameters() == 0
+    assert names(model.named_parameters()) == everything  # listed, frozen, as torch's
     assert model[0].weights.grad is None  # dropped: zero_grad would not reach it
     model = pickle.loads(pickle.dumps(copy.deepcopy(model)))  # the record travels
     model.requires_grad_()
-    assert names(model.named_parameters()) == everything
+    assert trained(model) == everything
     assert [n for n, t in model.named_tensors() if not t.requires_grad] == buffers
     # a sublayer frozen on its own (twice: no change), thawed from the top
     model[1].requires_grad_(False).requires_grad_(False)
-    assert names(model.named_parameters()) == ["0.weights", "0.bias"]
+    assert trained(model) == ["0.weights", "0.bias"]
     model.requires_grad_(True)
-    assert names(model.named_parameters()) == everything
+    assert trained(model) == everything
 
 
 def test_freezing_a_tied_parameter_freezes_it_everywhere_and_thawing_finds_it():
@@ -185,11 +207,11 @@ def test_freezing_a_tied_parameter_freezes_it_everywhere_and_thawing_finds_it():
     head.weights = embedding.weights  # tied (shapes aside: only the walk matters here)
     model = nn.ModuleList([embedding, head])
     head.requires_grad_(False)  # as torch's: the one tensor, wherever it is held
-    assert model.parameters() == [] and "0.weights" in model.state_dict()
+    assert trained(model) == [] and "0.weights" in model.state_dict()
     model.requires_grad_(True)
-    assert model.parameters() == [embedding.weights]
+    assert model.parameters() == [embedding.weights] and trained(model) == ["0.weights"]
     model.requires_grad_(False).requires_grad_(True)  # recorded by both holders, thawed once
-    assert model.parameters() == [embedding.weights]
+    assert model.parameters() == [embedding.weights] and trained(model) == ["0.weights"]
 
 
 # ---------------------------------------------------------------------- devices and dtypes
@@ -530,8 +552,9 @@ def test_parameters_is_a_list_that_next_reads_as_torchs_generator():
     """``next(model.parameters())`` (torch's idiom for a model's device or dtype) gives the
     first parameter, then the next; the result is still a list (len, indexing, passes)."""
     torch = pytest.importorskip("torch")
-    ours, theirs = nn.Sequential(nn.Linear(2, 3), nn.Linear(3, 1)), torch.nn.Sequential(
-        torch.nn.Linear(2, 3), torch.nn.Linear(3, 1)
+    ours, theirs = (
+        nn.Sequential(nn.Linear(2, 3), nn.Linear(3, 1)),
+        torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.Linear(3, 1)),
     )
     ours_it, theirs_it = ours.parameters(), theirs.parameters()
     shapes = [(next(ours_it).size(), tuple(next(theirs_it).shape)) for _ in range(4)]

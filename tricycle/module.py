@@ -22,6 +22,7 @@ import numpy as np
 from tricycle import backend, checks, module_hooks
 from tricycle.module_hooks import HookMethods
 from tricycle.module_torch import TorchMethods
+from tricycle.parameter import Parameter, is_parameter, parameter  # noqa: F401 (re-exported)
 from tricycle.tensor import Tensor
 
 
@@ -54,8 +55,9 @@ def clear_grad(p: Tensor, set_to_none: bool = True) -> None:
 class Layer(TorchMethods, HookMethods):
     """Base class of every layer: subclasses implement ``forward``; calling a layer runs it.
 
-    Discovery: each attribute of a layer that is a Tensor with ``requires_grad`` is a
-    parameter; a Tensor without it is a buffer (moved between devices and saved in
+    Discovery: each attribute of a layer that is a Tensor with ``requires_grad``, or a
+    ``Parameter`` (frozen too: ``p.requires_grad = False``, as torch's), is a parameter
+    (``is_parameter``); any other Tensor is a buffer (moved between devices and saved in
     ``state_dict``, never trained: batch norm's running statistics); a Tensor that an op
     computed, with its graph (not a leaf), is neither: an activation a forward keeps for
     inspection (the Annotated Transformer's ``self.attn``), a plain attribute as in torch;
@@ -135,8 +137,9 @@ class Layer(TorchMethods, HookMethods):
         return [(n, t) for n, t in tensors if n not in transient] if transient else tensors
 
     def named_parameters(self) -> list[tuple[str, Tensor]]:
-        """(dotted name, Tensor) for every parameter (a Tensor that requires grad), each once."""
-        return [(name, t) for name, t in self.named_tensors() if t.requires_grad]
+        """(dotted name, Tensor) for every parameter (``is_parameter``: frozen ones too, as
+        torch lists them), each once."""
+        return [(name, t) for name, t in self.named_tensors() if is_parameter(t)]
 
     def parameters(self) -> "Parameters":
         """Every parameter, each once, in the order of ``named_parameters``: a list, which
@@ -144,8 +147,8 @@ class Layer(TorchMethods, HookMethods):
         return Parameters(t for _, t in self.named_parameters())
 
     def num_parameters(self) -> int:
-        """The number of trainable scalars."""
-        return sum(t.size for t in self.parameters())
+        """The number of trainable scalars (a frozen parameter's left out)."""
+        return sum(t.size for t in self.parameters() if t.requires_grad)
 
     # ------------------------------------------------------------------ training
     def update(self, optimiser) -> "Layer":
@@ -266,44 +269,6 @@ def _host_value(value) -> np.ndarray:
     return np.asarray(backend.to_host_array(value))
 
 
-class Parameter(Tensor):
-    """torch's ``nn.Parameter``: a leaf Tensor that a layer trains (``requires_grad=True``).
-
-    ``Parameter(tensor)`` shares the tensor's array, so its dtype and device stay (as torch's
-    shares the storage), and cuts the graph: the parameter is a leaf even if ``tensor`` was an
-    op's output (nanoGPT's ``nn.Parameter(wpe.weight[:block_size])``). An array is kept as
-    ``Tensor`` keeps it; ``data=None`` is an empty float32 parameter. Every layer's parameter
-    is one (``tricycle.module.parameter`` makes them), so ``isinstance(p, nn.Parameter)``
-    holds. The walk tells parameters from buffers by ``requires_grad``: a Parameter made with
-    ``requires_grad=False`` is a buffer to ``parameters()`` and ``state_dict()`` alike.
-    An op on a Parameter gives a plain Tensor (``new``), as torch's does.
-    """
-
-    __slots__ = ()
-
-    def __init__(self, data=None, requires_grad: bool = True):
-        checks.boolean("Parameter", "requires_grad", requires_grad)
-        if data is None:
-            data = np.zeros((0,), dtype=backend.DEFAULT_FLOAT)
-        super().__init__(data, requires_grad=requires_grad)
-
-    def new(self, array, args=None, back_fns=None, requires_grad=None, is_batched=False,
-            name=None, dtype=None) -> Tensor:  # fmt: skip
-        """An op's output or a constant: a plain Tensor, never a Parameter."""
-        return Tensor(array, args, back_fns, requires_grad, is_batched, name, dtype)
-
-
-def parameter(values, name: str | None = None) -> Parameter:
-    """A layer's trainable ``Parameter``: an initialiser's output (a numpy or cupy array, or
-    numbers) as float32, the default float; a Tensor keeps its dtype and device."""
-    if not isinstance(values, Tensor):
-        values = values if backend.is_cupy_array(values) else np.asarray(values)
-        values = Tensor(values, requires_grad=False, dtype=backend.DEFAULT_FLOAT)
-    param = Parameter(values)
-    param.name = name
-    return param
-
-
 def setattr_by_position(attribute: str):
     """A ``__setattr__`` for a layer that keeps its sublayers in the list ``attribute``
     (``Sequential.sequence``): a name that ``named_children`` gives (``sequence.N``), or
@@ -322,9 +287,10 @@ def setattr_by_position(attribute: str):
 
 
 def named_parameters(parameters) -> list[tuple[str, Tensor]]:
-    """(name, Tensor) pairs from a Layer, pairs, or bare Tensors (named by position)."""
+    """(name, Tensor) pairs from a Layer (its parameters that require grad: a frozen one has
+    nothing to update, reduce or clip), pairs, or bare Tensors (named by position)."""
     if hasattr(parameters, "named_parameters"):
-        return list(parameters.named_parameters())
+        return [(name, p) for name, p in parameters.named_parameters() if p.requires_grad]
     named = []
     for i, item in enumerate(parameters):
         if isinstance(item, Tensor):

@@ -28,6 +28,7 @@ import inspect
 import numpy as np
 
 from tricycle import backend, checks
+from tricycle.parameter import is_parameter
 from tricycle.tensor import Tensor
 
 
@@ -138,26 +139,27 @@ class TorchMethods:
     def requires_grad_(self, requires_grad: bool = True):
         """Freeze (False) or thaw (True) every parameter of this layer and its sublayers.
 
-        A frozen parameter is a constant to the graph: backward gives it no gradient, and
-        since tricycle's parameters are the Tensors that require grad, it leaves
-        ``parameters()`` (unlike torch's, which still lists it), so an optimiser's update, the
-        clipping and ``zero_grad`` pass it by; a gradient it had is dropped. It stays in
-        ``state_dict()`` and moves with the layer. ``requires_grad_(True)`` thaws the
-        parameters that ``requires_grad_(False)`` froze on this layer or its sublayers (each
-        layer keeps their names), never a buffer: batch norm's statistics stay buffers.
-        Freeze with this, not by setting a parameter's ``requires_grad`` (that makes it a
-        buffer), and before handing the model to a data-parallel wrapper, which lays out the
-        gradients of the parameters it finds. Returns self.
+        A frozen parameter is a constant to the graph: backward gives it no gradient, so an
+        optimiser's update, the clipping and data parallelism pass it by; a gradient it had is
+        dropped. A ``Parameter`` (every layer's) stays in ``parameters()`` and ``state_dict()``,
+        as torch's, and moves with the layer; so does one frozen by hand
+        (``p.requires_grad = False``). ``requires_grad_(True)`` thaws every Parameter here and
+        the other tensors that ``requires_grad_(False)`` froze on this layer or its sublayers
+        (each layer keeps their names), never a buffer: batch norm's statistics stay buffers.
+        Freeze before handing the model to a data-parallel wrapper, which lays out the
+        gradients of the parameters that require them. Returns self.
         """
         layers = [layer for _, layer in self.named_layers()]
         if requires_grad:
+            for t in self.parameters():  # the Parameters, frozen ones too
+                t.requires_grad = True
             for layer in layers:
                 for name, value in layer._members():
                     if name in layer._frozen and isinstance(value, Tensor):
                         value.requires_grad = True
                 vars(layer).pop("_frozen", None)
             return self
-        parameters = self.parameters()
+        parameters = [t for t in self.parameters() if t.requires_grad]
         trainable = {id(t) for t in parameters}
         for layer in layers:  # a parameter two layers hold (tied) is named in both
             names = {n for n, v in layer._members() if isinstance(v, Tensor) and id(v) in trainable}
@@ -250,7 +252,7 @@ class TorchMethods:
     def named_buffers(self):
         """(name, Tensor) of every Tensor attribute of this layer and its sublayers that
         needs no gradient (what ``named_tensors`` lists beside the parameters)."""
-        return iter([(n, t) for n, t in self.named_tensors() if not t.requires_grad])
+        return iter([(n, t) for n, t in self.named_tensors() if not is_parameter(t)])
 
     def buffers(self):
         """The Tensors of ``named_buffers``."""
@@ -271,7 +273,7 @@ class TorchMethods:
         torch's: an AttributeError names what is missing or not a parameter."""
         checks.text(f"{type(self).__name__}.get_parameter", "target", target)
         value = self._at(target)
-        if not (isinstance(value, Tensor) and value.requires_grad):
+        if not (isinstance(value, Tensor) and is_parameter(value)):
             raise AttributeError(f"`{target.rpartition('.')[2]}` is not an nn.Parameter")
         return value
 
@@ -280,7 +282,7 @@ class TorchMethods:
         an AttributeError names what is missing or not a buffer."""
         checks.text(f"{type(self).__name__}.get_buffer", "target", target)
         value = self._at(target)
-        if not (isinstance(value, Tensor) and not value.requires_grad):
+        if not (isinstance(value, Tensor) and not is_parameter(value)):
             raise AttributeError(f"`{target.rpartition('.')[2]}` is not a buffer")
         return value
 

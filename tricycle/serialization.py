@@ -59,7 +59,8 @@ _ALLOWED = {
     "numpy.core.numeric": {"_frombuffer"},
     "ml_dtypes": {"bfloat16"},
     "tricycle.tensor": {"Tensor"},
-    "tricycle.module": {"Parameter"},
+    "tricycle.module": {"Parameter"},  # where files saved before tricycle.parameter name it
+    "tricycle.parameter": {"Parameter"},
     # a numpy Generator (a Dropout's): its constructors build only numpy's bit generators
     "numpy.random._pickle": {"__generator_ctor", "__bit_generator_ctor"},
     "numpy.random._pcg64": {"PCG64", "PCG64DXSM"},

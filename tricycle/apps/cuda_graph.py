@@ -261,7 +261,8 @@ class CapturedStep:
         addresses: where the arrays the graph updates in place live: the parameters, the
         optimiser's moments and the loss scaler's state (None where it has none yet)."""
         params = self.model.parameters()
-        mode = (self.model.training, tuple(map(id, params)), tf32_enabled())
+        trained = tuple(id(p) for p in params if p.requires_grad)  # a frozen one is listed
+        mode = (self.model.training, trained, tf32_enabled())
         arrays = [p.array for p in params]
         for slots in self.optimiser.state.values():
             arrays += [v for v in slots.values() if backend.is_cupy_array(v)]

@@ -73,6 +73,7 @@ class UninitializedBuffer(UninitializedParameter):
     place, a plain ``Tensor`` of that shape, as the layer it belongs to holds its buffers."""
 
     __slots__ = ()
+    is_buffer = True
 
     def __init__(self, dtype=None):
         super().__init__(requires_grad=False, dtype=dtype)

@@ -424,7 +424,7 @@ class DistributedDataParallel(Layer):
         if dim != 0:
             raise ValueError(f"{owner}: dim must be 0 (each rank gives its own batch), got {dim}")
         _check_group(owner, process_group)
-        params = module.parameters()
+        params = [p for p in module.parameters() if p.requires_grad]  # a frozen one: no grad
         if not params:
             raise ValueError(
                 f"{owner}: the module ({type(module).__name__}) has no parameter "
