@@ -1,17 +1,21 @@
 """PyTorch's first-hour tutorials (pytorch/tutorials, beginner_source/): basics/tensorqs and
 autogradqs, blitz/tensor_tutorial and autograd_tutorial, introyt/tensors_deeper_tutorial and the
-polynomial examples (examples_autograd/polynomial_autograd, examples_nn/polynomial_nn), run on
-tricycle with ``torch`` replaced by ``tricycle`` in their text (docs/pytorch.md's promise; the
+polynomial examples (examples_tensor/polynomial_tensor's gradients by hand,
+examples_autograd/polynomial_autograd, examples_nn/polynomial_nn, polynomial_optim's RMSprop,
+polynomial_module's scalar ``nn.Parameter`` members and dynamic_net's random depth sharing one
+parameter, with SGD's momentum), run on tricycle with ``torch`` replaced by ``tricycle`` in their text (docs/pytorch.md's promise; the
 method of tests/test_zero_to_hero.py).
 
 Each script is the tutorial's code, its prose dropped; a line that differs ends in ``# port:``
 and says why: ``out=`` is refused (documented: ``y.copy_(f(...))`` instead, ``copy_`` returning
 y, so the tutorial's ``assert c is d`` holds), a Linear's ``weights`` are (in, out), and
-polynomial_autograd's ``a.grad = 0.`` (which torch 2.13 refuses too). The test runs each under
+polynomial_autograd's ``a.grad = 0.`` (which torch 2.13 refuses too), and dynamic_net's 30000
+steps shrunk to 4000. The test runs each under
 torch (skipped without it), then under tricycle, and checks that both print the same lines,
 tensors compared by their number of values (the reprs differ: documented), ``grad_fn`` records
 by name, and the tutorials' deterministic values (gradients, broadcasting, the numpy bridge,
-in-place writes) as torch's; the polynomials learn. What the tutorials needed is tested
+in-place writes) as torch's; the polynomials learn, and from the same start the tutorials' own
+models take torch's steps (RMSprop; SGD with momentum, ``random.randint`` seeded alike). What the tutorials needed is tested
 against torch at the end: ``grad_fn``, ``empty_like``, the trigonometric functions and their
 gradients, ``sin_``, ``unsqueeze_``, ``eq``/``bitwise_xor``, ``cross``, ``svd`` and
 ``MSELoss(reduction="sum")``.
@@ -598,6 +602,205 @@ print(f'Result: y = {linear_layer.bias.item()} + {W[:, 0].item()} x + {W[:, 1].i
 """
 
 
+POLY_TENSOR = r"""
+import math
+import torch
+
+
+dtype = torch.float
+device = torch.device("cpu")
+# device = torch.device("cuda:0") # Uncomment this to run on GPU
+
+# Create random input and output data
+x = torch.linspace(-math.pi, math.pi, 2000, device=device, dtype=dtype)
+y = torch.sin(x)
+
+# Randomly initialize weights
+a = torch.randn((), device=device, dtype=dtype)
+b = torch.randn((), device=device, dtype=dtype)
+c = torch.randn((), device=device, dtype=dtype)
+d = torch.randn((), device=device, dtype=dtype)
+
+learning_rate = 1e-6
+for t in range(2000):
+    # Forward pass: compute predicted y
+    y_pred = a + (b * x) + (c * x.pow(2)) + (d * x.pow(3))
+
+    # Compute and print loss
+    loss = (y_pred - y).pow(2).sum().item()
+    if t % 100 == 99:
+        print(t, loss)
+
+    # Backprop to compute gradients of a, b, c, d with respect to loss
+    grad_y_pred = -2.0 * (y - y_pred)
+    grad_a = grad_y_pred.sum()
+    grad_b = torch.matmul(input=grad_y_pred, other=x).sum()
+    grad_c = torch.matmul(input=grad_y_pred, other=x.pow(2)).sum()
+    grad_d = torch.matmul(input=grad_y_pred, other=x.pow(3)).sum()
+
+    # Update weights using gradient descent
+    a -= learning_rate * grad_a
+    b -= learning_rate * grad_b
+    c -= learning_rate * grad_c
+    d -= learning_rate * grad_d
+
+
+print(f'Result: y = {a.item()} + {b.item()} x + {c.item()} x^2 + {d.item()} x^3')
+"""
+
+
+POLY_OPTIM = r"""
+import torch
+import math
+
+
+# Create Tensors to hold input and outputs.
+x = torch.linspace(-math.pi, math.pi, 2000)
+y = torch.sin(x)
+
+# Prepare the input tensor (x, x^2, x^3).
+p = torch.tensor([1, 2, 3])
+xx = x.unsqueeze(-1).pow(p)
+
+# Use the nn package to define our model and loss function.
+model = torch.nn.Sequential(
+    torch.nn.Linear(3, 1),
+    torch.nn.Flatten(0, 1)
+)
+loss_fn = torch.nn.MSELoss(reduction='sum')
+
+learning_rate = 1e-3
+optimizer = torch.optim.RMSprop(model.parameters(), lr=learning_rate)
+for t in range(2000):
+    # Forward pass: compute predicted y by passing x to the model.
+    y_pred = model(xx)
+
+    # Compute and print loss.
+    loss = loss_fn(y_pred, y)
+    if t % 100 == 99:
+        print(t, loss.item())
+
+    optimizer.zero_grad()
+
+    # Backward pass: compute gradient of the loss with respect to model
+    # parameters
+    loss.backward()
+
+    # Calling the step function on an Optimizer makes an update to its
+    # parameters
+    optimizer.step()
+
+
+linear_layer = model[0]
+W = linear_layer.weights.T if hasattr(linear_layer, 'weights') else linear_layer.weight  # port: tricycle's Linear holds weights (in, out), torch's weight transposed (documented)
+print(f'Result: y = {linear_layer.bias.item()} + {W[:, 0].item()} x + {W[:, 1].item()} x^2 + {W[:, 2].item()} x^3')  # port: W for linear_layer.weight (above)
+"""
+
+
+POLY_MODULE = r"""
+import torch
+import math
+
+
+class Polynomial3(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Parameter(torch.randn(()))
+        self.b = torch.nn.Parameter(torch.randn(()))
+        self.c = torch.nn.Parameter(torch.randn(()))
+        self.d = torch.nn.Parameter(torch.randn(()))
+
+    def forward(self, x):
+        return self.a + self.b * x + self.c * x ** 2 + self.d * x ** 3
+
+    def string(self):
+        return f'y = {self.a.item()} + {self.b.item()} x + {self.c.item()} x^2 + {self.d.item()} x^3'
+
+
+# Create Tensors to hold input and outputs.
+x = torch.linspace(-math.pi, math.pi, 2000)
+y = torch.sin(x)
+
+# Construct our model by instantiating the class defined above
+model = Polynomial3()
+
+# Construct our loss function and an Optimizer. The call to model.parameters()
+# in the SGD constructor will contain the learnable parameters (defined 
+# with torch.nn.Parameter) which are members of the model.
+criterion = torch.nn.MSELoss(reduction='sum')
+optimizer = torch.optim.SGD(model.parameters(), lr=1e-6)
+for t in range(2000):
+    # Forward pass: Compute predicted y by passing x to the model
+    y_pred = model(x)
+
+    # Compute and print loss
+    loss = criterion(y_pred, y)
+    if t % 100 == 99:
+        print(t, loss.item())
+
+    # Zero gradients, perform a backward pass, and update the weights.
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+
+print(f'Result: {model.string()}')
+"""
+
+
+DYNAMIC_NET = r"""
+import random
+import torch
+import math
+
+
+class DynamicNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Parameter(torch.randn(()))
+        self.b = torch.nn.Parameter(torch.randn(()))
+        self.c = torch.nn.Parameter(torch.randn(()))
+        self.d = torch.nn.Parameter(torch.randn(()))
+        self.e = torch.nn.Parameter(torch.randn(()))
+
+    def forward(self, x):
+        y = self.a + self.b * x + self.c * x ** 2 + self.d * x ** 3
+        for exp in range(4, random.randint(4, 6)):
+            y = y + self.e * x ** exp
+        return y
+
+    def string(self):
+        return f'y = {self.a.item()} + {self.b.item()} x + {self.c.item()} x^2 + {self.d.item()} x^3 + {self.e.item()} x^4 ? + {self.e.item()} x^5 ?'
+
+
+# Create Tensors to hold input and outputs.
+x = torch.linspace(-math.pi, math.pi, 2000)
+y = torch.sin(x)
+
+# Construct our model by instantiating the class defined above
+model = DynamicNet()
+
+# Construct our loss function and an Optimizer. Training this strange model with
+# vanilla stochastic gradient descent is tough, so we use momentum
+criterion = torch.nn.MSELoss(reduction='sum')
+optimizer = torch.optim.SGD(model.parameters(), lr=1e-8, momentum=0.9)
+for t in range(4000):  # port: 30000 steps, shrunk (the test's time)
+    # Forward pass: Compute predicted y by passing x to the model
+    y_pred = model(x)
+
+    # Compute and print loss
+    loss = criterion(y_pred, y)
+    if t % 400 == 399:  # port: t % 2000 == 1999, for ten lines of the shrunk run
+        print(t, loss.item())
+
+    # Zero gradients, perform a backward pass, and update the weights.
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+
+print(f'Result: {model.string()}')
+"""
+
+
 def run(script: str, folder, monkeypatch) -> tuple[str, dict]:
     folder.mkdir(parents=True)
     monkeypatch.chdir(folder)
@@ -610,14 +813,15 @@ def run(script: str, folder, monkeypatch) -> tuple[str, dict]:
 
 def both(script: str, tmp_path, monkeypatch):
     """``run`` under torch, then with ``torch`` replaced by ``tricycle`` in the text, both on
-    the CPU: where a tutorial asks for the accelerator and sets it as torch's default device
-    (a global tricycle does not have: docs/pytorch.md), no accelerator is answered, and
+    the CPU: where a tutorial asks for a GPU or the accelerator (and sets it as torch's default
+    device, a global tricycle does not have: docs/pytorch.md), none is answered, and
     torch's default device is put back after (it would leak into the tests after it)."""
     torch = pytest.importorskip("torch")
     import tricycle  # noqa: PLC0415
 
-    monkeypatch.setattr(torch.accelerator, "is_available", lambda: False)
-    monkeypatch.setattr(tricycle.accelerator, "is_available", lambda: False)
+    for lib in torch, tricycle:  # the same branches under both, on any machine
+        monkeypatch.setattr(lib.accelerator, "is_available", lambda: False)
+        monkeypatch.setattr(lib.cuda, "is_available", lambda: False)
     try:
         theirs = run(script, tmp_path / "torch", monkeypatch)
     finally:
@@ -717,8 +921,8 @@ def test_tensors_deeper(tmp_path, monkeypatch):
 
 
 def test_polynomials_learn(tmp_path, monkeypatch):
-    for script in POLY_AUTOGRAD, POLY_NN:
-        (theirs, _), (ours, our) = both(script, tmp_path / str(len(script)), monkeypatch)
+    for i, script in enumerate((POLY_TENSOR, POLY_AUTOGRAD, POLY_NN, POLY_MODULE)):
+        (theirs, their), (ours, our) = both(script, tmp_path / str(i), monkeypatch)
         assert kinds(ours) == kinds(theirs)
         for printed in ours, theirs:
             losses = numbers(r"(?m)^\d+ ([\d.e+-]+)$", printed)
@@ -728,6 +932,112 @@ def test_polynomials_learn(tmp_path, monkeypatch):
                 numbers(r"\+ ([-\d.e]+) x\^3", printed)[0],
             )
             assert 0.7 < b < 1.0 and -0.12 < d < -0.06  # sin x ~ x - x^3/6 on [-pi, pi]
+
+
+def losses(printed: str) -> list[float]:
+    """The losses the polynomial examples print, one ``step loss`` line each."""
+    return numbers(r"(?m)^\d+ ([\d.e+-]+)$", printed)
+
+
+def test_polynomial_tensor_gradients_by_hand(tmp_path, monkeypatch):
+    """polynomial_tensor's raw tensors: no graph, and its hand-written gradients (``matmul``
+    by its keywords ``input``/``other``) are the sums they say, as under torch."""
+    (_, their), (_, our) = both(POLY_TENSOR, tmp_path, monkeypatch)
+    for space in our, their:
+        assert not any(space[name].requires_grad for name in "abcd")
+        assert tuple(space["a"].shape) == () and space["a"].dtype == space["x"].dtype
+        x, grad_y_pred = space["x"].numpy().astype(float), space["grad_y_pred"].numpy()
+        np.testing.assert_allclose(grad_y_pred, -2.0 * (space["y"] - space["y_pred"]).numpy())
+        for k, name in enumerate("abcd"):
+            np.testing.assert_allclose(space[f"grad_{name}"].item(), grad_y_pred @ x**k, rtol=1e-4, atol=1e-3)  # fmt: skip
+
+
+def test_polynomial_optim_rmsprop(tmp_path, monkeypatch):
+    """polynomial_optim: RMSprop on the Sequential learns under both; from the same weights
+    (torch's loaded by ``nn.from_torch``), tricycle's RMSprop steps on the tutorial's model
+    are torch's."""
+    torch = pytest.importorskip("torch")
+    import tricycle  # noqa: PLC0415
+    import tricycle.nn as nn  # noqa: PLC0415
+
+    (theirs, their), (ours, our) = both(POLY_OPTIM, tmp_path, monkeypatch)
+    assert kinds(ours) == kinds(theirs)
+    for printed in ours, theirs:
+        loss = losses(printed)
+        assert len(loss) == 20 and loss[-1] < 0.5 * loss[0] and loss[-1] < 200, loss
+        assert 0.5 < numbers(r"\+ ([-\d.e]+) x \+", printed)[0] < 1.0
+    model, mine = their["model"], our["model"]
+    with torch.no_grad():  # a start far from the fit: RMSprop's first steps follow the signs
+        model[0].weight.copy_(torch.tensor([[0.3, -0.2, 0.1]]))
+        model[0].bias.fill_(0.4)
+    assert nn.from_torch(mine, model.state_dict()) == ([], [])
+    ours_opt = tricycle.optim.RMSprop(mine.parameters(), lr=1e-3)
+    their_opt = torch.optim.RMSprop(model.parameters(), lr=1e-3)
+    for _ in range(5):
+        for net, opt, xx, y, lib in (mine, ours_opt, our["xx"], our["y"], tricycle), (model, their_opt, their["xx"], their["y"], torch):  # fmt: skip
+            opt.zero_grad()
+            lib.nn.MSELoss(reduction="sum")(net(xx), y).backward()
+            opt.step()
+    same(mine[0].weights.T, model[0].weight, rtol=1e-4)
+    same(mine[0].bias, model[0].bias, rtol=1e-4)
+
+
+@pytest.mark.parametrize("script", ["POLY_MODULE", "DYNAMIC_NET"])
+def test_custom_modules_step_as_torchs(script, tmp_path, monkeypatch):
+    """polynomial_module's and dynamic_net's own classes: scalar ``nn.Parameter(randn(()))``
+    members are the module's parameters under the same names, and from the same values the
+    same depths (``random.randint``) give torch's gradients, ``e`` shared by the fourth and
+    fifth orders summing both, and torch's SGD (with dynamic_net's momentum) steps."""
+    torch = pytest.importorskip("torch")
+    import random  # noqa: PLC0415
+
+    import tricycle  # noqa: PLC0415
+
+    (theirs, their), (ours, our) = both(globals()[script], tmp_path, monkeypatch)
+    state = random.getstate()
+    name = "DynamicNet" if script == "DYNAMIC_NET" else "Polynomial3"
+    model, mine = their[name](), our[name]()
+    names = [n for n, _ in model.named_parameters()]
+    assert [n for n, _ in mine.named_parameters()] == names == list("abcde"[: len(names)])
+    assert all(isinstance(p, tricycle.nn.Parameter) and p.shape == () for p in mine.parameters())
+    mine.load_state_dict({n: t.detach().numpy() for n, t in model.state_dict().items()})
+    momentum = 0.9 if script == "DYNAMIC_NET" else 0
+    steps = []
+    for net, x, y, lib in (mine, our["x"], our["y"], tricycle), (model, their["x"], their["y"], torch):  # fmt: skip
+        optimizer, grads = lib.optim.SGD(net.parameters(), lr=1e-8, momentum=momentum), []
+        start = [p.item() for p in net.parameters()]
+        for seed in range(6):  # randint(4, 6) draws 5, 4, 4, 4, 4, 6: e once, never, twice
+            random.seed(seed)
+            optimizer.zero_grad()
+            lib.nn.MSELoss(reduction="sum")(net(x), y).backward()
+            grads.append([np.nan if p.grad is None else p.grad.item() for p in net.parameters()])
+            optimizer.step()
+        steps.append((grads, np.subtract([p.item() for p in net.parameters()], start)))
+    random.setstate(state)
+    (our_grads, our_moves), (their_grads, their_moves) = steps
+    # a member no step used has no gradient (None, here nan) under both, as torch's
+    np.testing.assert_allclose(our_grads, their_grads, rtol=2e-4, atol=1e-2)
+    np.testing.assert_allclose(our_moves, their_moves, rtol=2e-3, atol=1e-7)  # the steps taken
+    if script == "DYNAMIC_NET":
+        assert np.isnan(their_grads[1][4]) and abs(their_grads[5][4] - their_grads[0][4]) > 1
+        assert kinds(ours) == kinds(theirs)
+        for printed in ours, theirs:
+            loss = losses(printed)
+            assert len(loss) == 10 and loss[-1] < 0.8 * loss[0], loss
+            assert len(numbers(r"([-\d.e]+) x\^[45] \?", printed)) == 2
+
+
+def test_hand_step_outside_no_grad_refused_as_torchs():
+    """polynomial_autograd's step without its ``with torch.no_grad():``: torch refuses
+    ``a -= lr * a.grad`` on a leaf that requires grad (RuntimeError), as tricycle's ``sub_``
+    does, and so does the operator form (it rebound ``a`` to an op's output, and a module's
+    parameter assigned so, ``model.a -= ...``, silently left ``parameters()``)."""
+    import tricycle  # noqa: PLC0415
+
+    a = tricycle.randn((), requires_grad=True)
+    (a * tricycle.linspace(-1, 1, 5)).sum().backward()
+    with pytest.raises(RuntimeError, match="requires grad"):
+        a -= 1e-6 * a.grad
 
 
 # ----------------------------------------------------------- what the tutorials needed

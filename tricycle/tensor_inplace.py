@@ -102,12 +102,12 @@ def _in_place(name: str, out_of_place, instead: str):
 
 
 def _augmented(in_place: str):
-    def augmented(self, other):
-        if self.requires_grad and self.args is None and not grad_enabled():
-            return getattr(self, in_place)(other)  # a parameter under no_grad(): in place
+    def augmented(self, other):  # a parameter: in place under no_grad(), else refused
+        if self.requires_grad and self.args is None:  # (torch's: a leaf that requires grad)
+            return getattr(self, in_place)(other)
         return NotImplemented  # Python's ``x = x - y``: a new tensor, any graph kept
 
-    augmented.__doc__ = f"``x op= y``: ``x.{in_place}(y)`` on a parameter under no_grad()."
+    augmented.__doc__ = f"``x op= y``: ``x.{in_place}(y)`` on a parameter (under no_grad())."
     return augmented
 
 
