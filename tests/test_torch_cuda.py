@@ -27,7 +27,9 @@ def run(code: str) -> subprocess.CompletedProcess:
 def test_without_a_gpu_it_answers_as_torch_does(monkeypatch):
     monkeypatch.setattr(backend, "cupy_available", lambda: False)
     assert tc.cuda.is_available() is False and tc.cuda.device_count() == 0
-    for call in (tc.cuda.current_device, tc.cuda.synchronize, tc.cuda.get_device_name):
+    for call in (tc.cuda.current_device, tc.cuda.synchronize, tc.cuda.get_device_name,
+                 tc.cuda.memory_allocated, tc.cuda.max_memory_allocated,
+                 tc.cuda.memory_reserved, tc.cuda.reset_peak_memory_stats):  # fmt: skip
         with pytest.raises(RuntimeError, match=rf"tricycle.cuda.{call.__name__}: no CUDA GPU"):
             call()
     assert tc.cuda.empty_cache() is None  # nothing cached: nothing to do, as torch's
@@ -87,7 +89,12 @@ class FakeCupy:
         return Device()
 
     def get_default_memory_pool(self):
-        return types.SimpleNamespace(free_all_blocks=lambda: self.freed.append("device"))
+        held = {0: 3 << 20, 1: 5 << 20}  # each GPU's: what arrays use, and 1 MiB cached
+        return types.SimpleNamespace(
+            free_all_blocks=lambda: self.freed.append(f"device {self.current}"),
+            used_bytes=lambda: held[self.current] - (1 << 20),
+            total_bytes=lambda: held[self.current],
+        )
 
     def get_default_pinned_memory_pool(self):
         return types.SimpleNamespace(free_all_blocks=lambda: self.freed.append("pinned"))
@@ -111,7 +118,12 @@ def test_with_gpus_each_question_goes_through_the_backend(monkeypatch):
     tc.cuda.synchronize("cuda:1")
     assert fake.synchronized == [0, 1] and fake.current == 0  # the current GPU is put back
     tc.cuda.empty_cache()
-    assert fake.freed == ["device", "pinned"]
+    assert fake.freed == ["device 0", "pinned"]
+    # the memory questions ask cupy's pool on the GPU asked about, as torch.cuda's
+    assert tc.cuda.memory_allocated() == 2 << 20 and tc.cuda.memory_allocated(1) == 4 << 20
+    assert tc.cuda.max_memory_allocated("cuda:1") == tc.cuda.memory_reserved(1) == 5 << 20
+    tc.cuda.reset_peak_memory_stats(1)
+    assert fake.freed[-1] == "device 1" and fake.current == 0
     with pytest.raises(ValueError, match="tricycle.cuda.synchronize: expected a GPU"):
         tc.cuda.synchronize("cpu")
     with pytest.raises(ValueError, match=r"get_device_name: GPU 2 does not exist \(2 seen\)"):
@@ -221,3 +233,18 @@ def test_backends_cuda_matmul_allow_tf32_as_torchs():
     assert matmul.allow_tf32 is True and tf32_enabled() == gpu
     matmul.allow_tf32 = False
     assert tf32_enabled() is False and get_float32_matmul_precision() == "highest"
+
+
+@pytest.mark.skipif(not backend.cupy_available(), reason="needs a CUDA GPU")
+def test_the_memory_questions_follow_the_arrays_on_a_gpu():
+    """Llama's notebook prints ``torch.cuda.max_memory_allocated()`` after generating."""
+    tc.cuda.reset_peak_memory_stats()
+    before = tc.cuda.memory_allocated()
+    x = tc.zeros(16, 1 << 20, device="cuda")  # 64 MiB of float32
+    assert tc.cuda.memory_allocated() - before >= 64 << 20
+    assert tc.cuda.max_memory_allocated() >= tc.cuda.memory_allocated()
+    del x
+    assert tc.cuda.memory_allocated() - before < 64 << 20
+    assert tc.cuda.max_memory_allocated() >= before + (64 << 20)  # the peak, held
+    tc.cuda.reset_peak_memory_stats()
+    assert tc.cuda.max_memory_allocated() < before + (64 << 20)

@@ -6,9 +6,11 @@
 Every question goes through ``tricycle.backend``, the one module that loads cupy, and only
 when a function here is called: importing this module imports no cupy. Without cupy, or
 without a CUDA device, ``is_available()`` is False and ``device_count()`` 0, as torch's;
-``current_device``, ``set_device``, ``synchronize`` and ``get_device_name`` raise a
-RuntimeError saying so; ``empty_cache`` does nothing (there is no cache to empty, and torch's
-does nothing either).
+``current_device``, ``set_device``, ``synchronize``, ``get_device_name`` and the memory
+questions (``memory_allocated``, ``max_memory_allocated``, ``memory_reserved``,
+``reset_peak_memory_stats``: cupy's memory pool's answers) raise a RuntimeError saying
+so; ``empty_cache`` does nothing (there is no cache to empty, and torch's does nothing
+either).
 tricycle draws every random number from one generator on the host, so ``manual_seed`` and
 ``manual_seed_all`` seed it (``tricycle.manual_seed``), with or without a GPU.
 
@@ -117,6 +119,44 @@ def empty_cache() -> None:
         cp = backend.cupy()
         cp.get_default_memory_pool().free_all_blocks()
         cp.get_default_pinned_memory_pool().free_all_blocks()
+
+
+# ------------------------------------------------------------------ memory
+def memory_allocated(device=None) -> int:
+    """The bytes that arrays on GPU ``device`` (the current one for None) use now: what
+    cupy's memory pool has handed out and not had back."""
+    index = _index("memory_allocated", device)
+    with backend.cupy().cuda.Device(index):
+        return backend.cupy().get_default_memory_pool().used_bytes()
+
+
+def memory_reserved(device=None) -> int:
+    """The bytes cupy's memory pool holds on GPU ``device``: the arrays' and the blocks it
+    keeps free for reuse, as torch's caching allocator keeps them."""
+    index = _index("memory_reserved", device)
+    with backend.cupy().cuda.Device(index):
+        return backend.cupy().get_default_memory_pool().total_bytes()
+
+
+def max_memory_allocated(device=None) -> int:
+    """The most memory the arrays on GPU ``device`` needed since ``reset_peak_memory_stats``
+    (or the start), as cupy's pool shows it: it tracks no peak, but keeps every block the
+    arrays freed and grows only when they need more, so what it holds is that peak (in its
+    blocks' sizes): ``memory_reserved``."""
+    index = _index("max_memory_allocated", device)
+    with backend.cupy().cuda.Device(index):
+        return backend.cupy().get_default_memory_pool().total_bytes()
+
+
+max_memory_reserved = max_memory_allocated
+
+
+def reset_peak_memory_stats(device=None) -> None:
+    """Start the peak of ``max_memory_allocated`` again from what the arrays on GPU
+    ``device`` use now: the pool gives its free blocks back to the device."""
+    index = _index("reset_peak_memory_stats", device)
+    with backend.cupy().cuda.Device(index):
+        backend.cupy().get_default_memory_pool().free_all_blocks()
 
 
 def manual_seed(seed: int) -> None:
