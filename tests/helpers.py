@@ -7,11 +7,13 @@ compared with central finite differences) and returns ``f``'s output for further
 ``made_once(tmp_path_factory, name, make)`` makes a costly directory (a trained run, a built
 emulator) once for the whole session, however many pytest-xdist workers ask for it.
 ``DATA_DIR`` is where tests find tiny-shakespeare. ``one_thread(torch)`` runs a ported script
-on one thread (torch's and the BLAS's), as the ports' small products need on a shared machine.
+on one thread (torch's and the BLAS's), as the ports' small products need on a shared machine;
+``run_main(script, folder, monkeypatch, name)`` runs one as ``__main__`` in its folder.
 """
 
 import contextlib
 import fcntl
+import io
 import os
 import shutil
 from collections.abc import Callable
@@ -41,6 +43,17 @@ def one_thread(torch):
             yield
     finally:
         torch.set_num_threads(threads)
+
+
+def run_main(script: str, folder: Path, monkeypatch, name: str) -> tuple[str, dict]:
+    """``script`` run as ``__main__`` (its file called ``name``) in ``folder``, the working
+    directory while it runs: what it printed, and its globals at its end."""
+    monkeypatch.chdir(folder)
+    space = {"__name__": "__main__"}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(script, str(folder / name), "exec"), space)
+    return out.getvalue(), space
 
 
 def check_grads(f, *arrays, wrt=None, rtol: float = 1e-5, atol: float = 1e-7, seed: int = 0):

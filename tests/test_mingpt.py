@@ -56,6 +56,7 @@ import unittest
 import numpy as np
 import pytest
 
+from tests import helpers
 from tests.helpers import DATA_DIR
 from tests.test_torch_examples_b import lines, numbers
 
@@ -1409,16 +1410,8 @@ def run(files: dict, root, script: str, argv: list, monkeypatch) -> tuple[str, d
 @contextlib.contextmanager
 def one_thread():
     """torch (and numpy's BLAS) on one thread: a shared machine, and small tensors."""
-    torch = pytest.importorskip("torch")
-    from threadpoolctl import threadpool_limits  # noqa: PLC0415
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with threadpool_limits(1, user_api="blas"):
-            yield
-    finally:
-        torch.set_num_threads(threads)
+    with helpers.one_thread(pytest.importorskip("torch")):
+        yield
 
 
 def both(tmp_path, monkeypatch, script: str, argv: list, data: dict) -> list:

@@ -23,13 +23,12 @@ gradients, ``sin_``, ``unsqueeze_``, ``eq``/``bitwise_xor``, ``cross``, ``svd`` 
 
 # ruff: noqa: E501, W291, W293, E101, W191
 
-import contextlib
-import io
 import re
 
 import numpy as np
 import pytest
 
+from tests.helpers import run_main
 from tests.test_torch_examples_b import lines, numbers
 
 pytestmark = pytest.mark.filterwarnings("ignore:Using torch.cross without specifying:UserWarning")
@@ -803,12 +802,7 @@ print(f'Result: {model.string()}')
 
 def run(script: str, folder, monkeypatch) -> tuple[str, dict]:
     folder.mkdir(parents=True)
-    monkeypatch.chdir(folder)
-    space = {"__name__": "__main__"}
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(script, str(folder / "tutorial.py"), "exec"), space)
-    return out.getvalue(), space
+    return run_main(script, folder, monkeypatch, "tutorial.py")
 
 
 def both(script: str, tmp_path, monkeypatch):

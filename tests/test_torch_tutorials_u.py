@@ -29,16 +29,14 @@ are then compared with torch's on the same numbers, forward and backward.
 
 # ruff: noqa: E501, W291, W293, E741
 
-import contextlib
 import gzip
-import io
 import pickle
 import re
 
 import numpy as np
 import pytest
 
-from tests.helpers import one_thread
+from tests.helpers import one_thread, run_main
 from tests.test_torch_examples_b import lines, numbers
 
 NN_TUTORIAL = r"""
@@ -1109,12 +1107,7 @@ def run(script: str, folder, monkeypatch) -> tuple[str, dict]:
     mnist_pickle(folder / "data" / "mnist" / "mnist.pkl.gz")
     digits_npz(folder / "digits.npz")
     images_npz(folder / "images.npz")
-    monkeypatch.chdir(folder)
-    space = {"__name__": "__main__"}
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(script, str(folder / "tutorial.py"), "exec"), space)
-    return out.getvalue(), space
+    return run_main(script, folder, monkeypatch, "tutorial.py")
 
 
 def both(script: str, tmp_path, monkeypatch):

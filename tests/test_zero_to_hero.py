@@ -49,7 +49,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from tests.helpers import one_thread
+from tests.helpers import one_thread, run_main
 from tests.test_torch_examples_b import lines, numbers
 
 # torch's warning at part 3's print of t.mean()
@@ -1521,12 +1521,7 @@ def run(script: str, folder, monkeypatch) -> tuple[str, dict]:
     notebook's variables at its end."""
     folder.mkdir()
     (folder / "names.txt").write_text(names_txt(), encoding="utf-8")
-    monkeypatch.chdir(folder)
-    space = {"__name__": "__main__"}
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(script, str(folder / "notebook.py"), "exec"), space)
-    return out.getvalue(), space
+    return run_main(script, folder, monkeypatch, "notebook.py")
 
 
 def both(script: str, tmp_path, monkeypatch):
