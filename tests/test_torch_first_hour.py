@@ -27,6 +27,8 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.helpers import run_main
 from tests.test_torch_examples_b import lines, numbers
@@ -1035,6 +1037,19 @@ def test_hand_step_outside_no_grad_refused_as_torchs():
 
 
 # ----------------------------------------------------------- what the tutorials needed
+@settings(max_examples=8, deadline=None)
+@given(
+    st.sampled_from(["tan", "asin", "acos", "atan", "sinh", "cosh"]),
+    st.lists(st.integers(1, 4), min_size=1, max_size=3),
+    st.integers(0, 2**16),
+)
+def test_trigonometry_gradients_agree_with_finite_differences(name, shape, seed):
+    import tricycle  # noqa: PLC0415
+
+    values = np.random.default_rng(seed).uniform(-0.8, 0.8, shape)  # inside every domain
+    assert tricycle.gradcheck(getattr(tricycle, name), tricycle.tensor(values, requires_grad=True))
+
+
 @pytest.mark.parametrize("name", ["tan", "asin", "acos", "atan", "sinh", "cosh", "arcsin"])
 def test_trigonometry_as_torchs(name):
     torch = pytest.importorskip("torch")
