@@ -165,6 +165,27 @@ def test_data_parallel_in_a_world_of_one_changes_no_gradient():
     assert not any(np.shares_memory(a, b) for i, a in enumerate(grads) for b in grads[i + 1 :])
 
 
+def test_data_parallel_over_a_list_with_frozen_parameters_reduces_the_trained_ones():
+    """``model.parameters()`` lists a frozen Parameter, as torch's: DataParallel given that
+    list lays out and waits for the gradients of the parameters that require grad alone (the
+    frozen embedding has none: its bucket would never fill), as torch's DDP."""
+    plain, reduced = tiny_gpt(), tiny_gpt()
+    for model in plain, reduced:
+        for p in model.token_embedding.parameters():
+            p.requires_grad = False
+    assert len(reduced.parameters()) == len(tiny_gpt().parameters())  # still listed
+    backward_on_a_batch(plain)
+    reducer = distributed.DataParallel(reduced.parameters(), distributed.init(),
+                                       bucket_bytes=4096, reduce_alone=True)  # fmt: skip
+    backward_on_a_batch(reduced)
+    reducer.finish()
+    for (name, p), (_, q) in zip(plain.named_parameters(), reduced.named_parameters()):
+        if p.requires_grad:
+            np.testing.assert_array_equal(q.grad.array, p.grad.array, err_msg=name)
+        else:
+            assert p.grad is None and q.grad is None, name
+
+
 def model_reducer_and_batches(reduced: bool):
     """A tiny GPT, its DataParallel in a world of one (small buckets, reducing anyway) or
     None, and batches of 4 windows."""

@@ -170,7 +170,7 @@ class DataParallel:
             )
         self.as_view = gradient_as_bucket_view
         reducing = world.world_size > 1 or reduce_alone
-        params = [p for _, p in named_parameters(parameters)] if reducing else []
+        params = [p for _, p in named_parameters(parameters) if p.requires_grad] if reducing else []
         if bucket_bytes is None:
             on_gpu = bool(params) and backend.device_of(params[0].array) != "cpu"
             bucket_bytes = DEFAULT_GPU_BUCKET_BYTES if on_gpu else DEFAULT_BUCKET_BYTES
