@@ -20,8 +20,8 @@ rebinding ``x`` would leave ``z`` as it was.
 
 from tricycle.graph import Node, grad_enabled
 
-_NODE = ("array", "args", "back_fns", "requires_grad", "grad", "name", "is_batched",
-         "_retain_grad", "_grad_hooks", "grad_buffer", "trace")  # fmt: skip
+# what makes a node: its slots but the count of its uses (a twin starts its own) and weakrefs
+_NODE = tuple(slot for slot in Node.__slots__ if slot not in ("_uses", "__weakref__"))
 
 
 def rebased(x: Node, method: str, instead: str, *inputs) -> list | None:

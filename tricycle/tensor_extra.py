@@ -52,13 +52,12 @@ def imported(module: str, names: str) -> tuple:
 
 def _reshaped(name: str, instead: str):
     def in_place(self, *args):
-        reshaped = getattr(self, instead)(*args)
-        if self.args is not None:
+        if self.args is not None:  # refused before the op is recorded on it
             raise RuntimeError(
                 f"Tensor.{name}: cannot change the shape {self.shape} of a tensor made by an "
                 f"op in a graph in place; write x = x.{instead}(...)"
             )
-        self.array = reshaped.array  # a view: the same memory, the new shape
+        self.array = getattr(self, instead)(*args).array  # a view: the same memory, new shape
         return self
 
     in_place.__name__ = in_place.__qualname__ = name

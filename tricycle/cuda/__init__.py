@@ -122,20 +122,23 @@ def empty_cache() -> None:
 
 
 # ------------------------------------------------------------------ memory
+def _pool(op: str, device, ask: str):
+    """``ask`` of cupy's memory pool on GPU ``device`` (the current one for None)."""
+    index = _index(op, device)
+    with backend.cupy().cuda.Device(index):
+        return getattr(backend.cupy().get_default_memory_pool(), ask)()
+
+
 def memory_allocated(device=None) -> int:
     """The bytes that arrays on GPU ``device`` (the current one for None) use now: what
     cupy's memory pool has handed out and not had back."""
-    index = _index("memory_allocated", device)
-    with backend.cupy().cuda.Device(index):
-        return backend.cupy().get_default_memory_pool().used_bytes()
+    return _pool("memory_allocated", device, "used_bytes")
 
 
 def memory_reserved(device=None) -> int:
     """The bytes cupy's memory pool holds on GPU ``device``: the arrays' and the blocks it
     keeps free for reuse, as torch's caching allocator keeps them."""
-    index = _index("memory_reserved", device)
-    with backend.cupy().cuda.Device(index):
-        return backend.cupy().get_default_memory_pool().total_bytes()
+    return _pool("memory_reserved", device, "total_bytes")
 
 
 def max_memory_allocated(device=None) -> int:
@@ -143,9 +146,7 @@ def max_memory_allocated(device=None) -> int:
     (or the start), as cupy's pool shows it: it tracks no peak, but keeps every block the
     arrays freed and grows only when they need more, so what it holds is that peak (in its
     blocks' sizes): ``memory_reserved``."""
-    index = _index("max_memory_allocated", device)
-    with backend.cupy().cuda.Device(index):
-        return backend.cupy().get_default_memory_pool().total_bytes()
+    return _pool("max_memory_allocated", device, "total_bytes")
 
 
 max_memory_reserved = max_memory_allocated
@@ -154,9 +155,7 @@ max_memory_reserved = max_memory_allocated
 def reset_peak_memory_stats(device=None) -> None:
     """Start the peak of ``max_memory_allocated`` again from what the arrays on GPU
     ``device`` use now: the pool gives its free blocks back to the device."""
-    index = _index("reset_peak_memory_stats", device)
-    with backend.cupy().cuda.Device(index):
-        backend.cupy().get_default_memory_pool().free_all_blocks()
+    _pool("reset_peak_memory_stats", device, "free_all_blocks")
 
 
 def manual_seed(seed: int) -> None:
