@@ -74,3 +74,53 @@ def test_arrays_and_like_kinds_keep_numpys_promotion():
     ids = tricycle.tensor(np.ones(3, np.int32))
     assert (ids + tricycle.tensor(np.ones(3, np.int64))).dtype == np.int64
     assert (ids < x).dtype == np.bool_
+
+
+FLOAT_PAIRS = [
+    ("float32", "float64"), ("float64", "float32"), ("float16", "float32"),
+    ("bfloat16", "float32"), ("bfloat16", "float64"), ("float32", "float16"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("op", [*OPS, "maximum", "minimum"])
+@pytest.mark.parametrize("dims, scalars", FLOAT_PAIRS)
+@pytest.mark.parametrize("scalar_first", [True, False])
+def test_a_0d_float_tensor_takes_the_dtype_of_one_with_axes_as_torch(op, dims, scalars,
+                                                                     scalar_first):  # fmt: skip
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(2)
+    x = rng.uniform(0.5, 2.0, (4, 3)).astype(np.float32)
+    s = np.float32(1.25)
+    ours_x = tricycle.tensor(x, requires_grad=True).to(dtype=tricycle_dtype(dims)).detach()
+    ours_x.requires_grad_()
+    ours_s = tricycle.tensor(s, requires_grad=True).to(dtype=tricycle_dtype(scalars)).detach()
+    ours_s.requires_grad_()
+    theirs_x = torch.tensor(x).to(getattr(torch, dims)).requires_grad_()
+    theirs_s = torch.tensor(s).to(getattr(torch, scalars)).requires_grad_()
+    fn = OPS[op] if op in OPS else getattr(binary, op)
+    tfn = OPS[op] if op in OPS else getattr(torch, op)
+    ours = fn(ours_s, ours_x) if scalar_first else fn(ours_x, ours_s)
+    theirs = tfn(theirs_s, theirs_x) if scalar_first else tfn(theirs_x, theirs_s)
+    assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.") == dims
+    tol = 2e-2 if "16" in dims + scalars else 1e-6
+    np.testing.assert_allclose(ours.numpy().astype(np.float64),
+                               theirs.detach().double().numpy(), rtol=tol, atol=tol)  # fmt: skip
+    ours.sum().backward()
+    theirs.sum().backward()
+    for mine, torchs in ((ours_x, theirs_x), (ours_s, theirs_s)):
+        assert str(mine.grad.dtype) == str(torchs.grad.dtype).removeprefix("torch.")
+        expected = torchs.grad.double().numpy()
+        np.testing.assert_allclose(mine.grad.numpy().astype(np.float64), expected, rtol=tol,
+                                   atol=tol * 12)  # fmt: skip
+
+
+def tricycle_dtype(name: str):
+    return tricycle.backend.bfloat16("test") if name == "bfloat16" else np.dtype(name)
+
+
+def test_two_0d_or_two_with_axes_keep_numpys_promotion():
+    one = tricycle.tensor(np.float32(1.0))
+    wide = tricycle.tensor(np.float64(2.0))
+    assert (one * wide).dtype == np.float64  # both 0-d: the wider, as torch's
+    narrow, wider = tricycle.tensor(np.ones(2, np.float32)), tricycle.tensor(np.ones(2))
+    assert (narrow * wider).dtype == np.float64  # both with axes: the wider

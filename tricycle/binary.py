@@ -113,13 +113,21 @@ def _aligned(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def _promoted(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
-    """torch's rule for an integer or bool tensor meeting a float tensor in arithmetic: the
-    result has the float's dtype (``F.one_hot(ids) * x`` stays float32, where numpy would give
-    float64), so the integer one is cast to it; it needs no gradient. Two floats or two
-    integers keep numpy's promotion, which is torch's for them."""
+    """torch's rules where numpy's differ. An integer or bool tensor meeting a float tensor
+    gives the float's dtype (``F.one_hot(ids) * x`` stays float32, where numpy would give
+    float64): the integer one is cast to it, with no gradient. A 0-d float tensor meeting a
+    float tensor with axes takes that tensor's dtype (``x_bf16 * scale`` stays bfloat16),
+    by a differentiable cast: its gradient comes back in its own dtype. Otherwise numpy's
+    promotion, which is torch's."""
     if a.array.dtype is b.array.dtype:  # the common case, read first: one op in most
         return a, b
     a_float, b_float = is_float(a.dtype), is_float(b.dtype)
+    if a_float and b_float:
+        if a.array.ndim == 0 and b.array.ndim:
+            return a._cast("promote", b.dtype), b
+        if b.array.ndim == 0 and a.array.ndim:
+            return a, b._cast("promote", a.dtype)
+        return a, b
     if a_float == b_float:
         return a, b
     if a_float:
