@@ -393,7 +393,7 @@ OPS = [
     ("swapaxes", _calling(ops.swapaxes, X), dict(a=0, b=1), dict(x=DATA, a=AXIS, b=AXIS)),
     ("expand_dims", _calling(ops.expand_dims, X), {},
      dict(x=DATA, axis=[(4, V), (-5, V), (2.5, T), (None, T), (True, T)])),
-    ("squeeze", _calling(ops.squeeze, X), {}, dict(x=DATA, axis=AXES)),
+    ("squeeze", _calling(ops.squeeze, X), {}, dict(x=DATA, axis=AXES, dim=AXES)),
     ("split", _calling(ops.split, X), dict(indices_or_sections=2),
      dict(x=DATA, axis=AXIS, indices_or_sections=[(0, V), (-1, V), (2.5, T), (None, T),
                                                   ("2", T), ([1.5], T)])),

@@ -63,7 +63,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "exp": ("tricycle.unary", "exp"),
     "expand_dims": ("tricycle.ops", "expand_dims"),
     "empty_like": ("tricycle.factories", "empty_like"),
-    # comparisons, bitwise ops, torch.cross and torch.svd (torch_functions_more)
+    # comparisons, bitwise ops, torch.cross, torch.svd and meshgrid (torch_functions_more)
     "eq": ("tricycle.torch_functions_more", "eq"),
     "ne": ("tricycle.torch_functions_more", "ne"),
     "lt": ("tricycle.torch_functions_more", "lt"),
@@ -76,6 +76,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "bitwise_not": ("tricycle.torch_functions_more", "bitwise_not"),
     "cross": ("tricycle.torch_functions_more", "cross"),
     "svd": ("tricycle.torch_functions_more", "svd"),
+    "meshgrid": ("tricycle.torch_functions_more", "meshgrid"),
     # torch's trigonometric functions and in-place functions of x (trigonometry)
     "tan": ("tricycle.trigonometry", "tan"),
     "asin": ("tricycle.trigonometry", "asin"),

@@ -75,10 +75,11 @@ def expand_dims(x: Tensor, axis: int) -> Tensor:
     return unary.unary_op(x, out, lambda dout: dout.reshape(x.shape), "expand_dims")
 
 
-def squeeze(x: Tensor, axis: int | tuple[int, ...] | None = None) -> Tensor:
-    """Remove size-1 axes (all of them, or those named: as torch's ``squeeze(dim)``, a named
-    axis whose size is not 1 stays, where numpy's would raise)."""
-    axes = None if axis is None else checks.axes("squeeze", "axis", axis, x.ndim, x.shape)
+def squeeze(x: Tensor, axis: int | tuple[int, ...] | None = None, *, dim=None) -> Tensor:
+    """Remove size-1 axes (all of them, or those named, by numpy's ``axis`` or torch's ``dim``:
+    as torch's ``squeeze(dim)``, a named axis whose size is not 1 stays, where numpy's raises)."""
+    name, axis = ("axis", axis) if dim is None else ("dim", dim)  # torch's name, where given
+    axes = None if axis is None else checks.axes("squeeze", name, axis, x.ndim, x.shape)
     axes = None if axes is None else tuple(a for a in axes if x.shape[a] == 1)
     out = x.xp.squeeze(x.array, axes)
     return unary.unary_op(x, out, lambda dout: dout.reshape(x.shape), "squeeze")

@@ -8,7 +8,10 @@
   length 3 (torch's deprecated default; ``tricycle.linalg.cross`` takes the last);
 - ``svd(input, some=True, compute_uv=True)``: torch's older SVD, ``(U, S, V)`` with
   ``input = U diag(S) V^T`` (V, not ``linalg.svd``'s Vh), reduced unless ``some=False``; without
-  ``compute_uv`` U and V are zeros, as torch's.
+  ``compute_uv`` U and V are zeros, as torch's;
+- ``meshgrid(*tensors, indexing="ij")``: torch's coordinate grids, each input (1-d, or 0-d)
+  laid along its own axis and broadcast to the grid's shape (``"xy"`` swaps the first two
+  axes, as numpy's); each grid's gradient sums back into its input.
 """
 
 import importlib
@@ -51,3 +54,28 @@ def svd(input, some: bool = True, compute_uv: bool = True, *, out=None):  # noqa
     if not compute_uv:
         return SVD(U.new(U.xp.zeros_like(U.array)), S, V.new(V.xp.zeros_like(V.array)))
     return SVD(U, S, V)
+
+
+def meshgrid(*tensors, indexing: str = "ij"):
+    """torch.meshgrid: a tuple of grids, one per input (given as arguments or one list), the
+    k-th input's values along axis k of the shape ``(len(t0), len(t1), ...)`` (see above)."""
+    if len(tensors) == 1 and isinstance(tensors[0], list | tuple):
+        tensors = tuple(tensors[0])
+    xs = [tensor_input("meshgrid", t, f"tensors[{i}]") for i, t in enumerate(tensors)]
+    if indexing not in ("ij", "xy"):
+        raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+    if not xs or any(x.ndim > 1 for x in xs):
+        shapes = [tuple(x.shape) for x in xs]
+        raise ValueError(f"meshgrid: expected one or more 0-d or 1-d tensors, got shapes {shapes}")
+    axes = list(range(len(xs)))
+    if indexing == "xy" and len(xs) > 1:
+        axes[0], axes[1] = 1, 0
+    shape = [0] * len(xs)
+    for x, axis in zip(xs, axes):
+        shape[axis] = x.numel()
+    grids = []
+    for x, axis in zip(xs, axes):
+        view = [1] * len(xs)
+        view[axis] = -1
+        grids.append(x.reshape(view).expand(*shape))  # (n0, n1, ...)
+    return tuple(grids)
