@@ -124,6 +124,26 @@ def test_learning_rates_and_momenta_are_torchs(schedule, kind):
     ]
 
 
+def test_a_subclass_of_the_older_name_lr_scheduler_steps_as_torchs():
+    """``class S(optim.lr_scheduler._LRScheduler)`` with its own ``get_lr`` (the UvA
+    tutorials' cosine warm-up, reading ``last_epoch`` and ``base_lrs``): torch's rates."""
+
+    def warmup_cosine(module):
+        class CosineWarmup(module._LRScheduler):
+            def get_lr(self):
+                factor = 0.5 * (1 + np.cos(np.pi * self.last_epoch / 20))
+                factor *= min(1.0, self.last_epoch / 5)
+                return [base_lr * factor for base_lr in self.base_lrs]
+
+        return CosineWarmup
+
+    ours, theirs = optimizers("Adam")
+    mine = warmup_cosine(lr_scheduler)(ours)
+    reference = warmup_cosine(torch.optim.lr_scheduler)(theirs)
+    assert isinstance(mine, lr_scheduler.LRScheduler)
+    np.testing.assert_allclose(run(ours, mine, 25), run(theirs, reference, 25), rtol=1e-12, atol=0)
+
+
 def test_one_cycle_cycles_the_momentum_the_optimizer_uses():
     """beta1 follows OneCycleLR into the update: the weights are those of torch's Adam."""
     p, q = Tensor(np.ones(3), requires_grad=True), torch.ones(3, requires_grad=True)

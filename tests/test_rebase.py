@@ -148,3 +148,41 @@ def test_item_assignment_is_refused_where_another_op_used_the_tensor():
         d[0] = 5.0
     e.backward()
     np.testing.assert_array_equal(x.grad.numpy(), np.full((2, 3), 2.0))
+
+
+def test_a_constant_written_with_a_value_in_a_graph_joins_the_graph_as_torchs():
+    """``m = zeros(...).fill_(-9e15); m[adj == 1] = logits`` (the GAT layer of the UvA
+    tutorials) and ``m.add_(w)``: torch's constant then requires grad, the value's gradient
+    flowing through the write; the array itself is still written (a numpy view of it sees the
+    values). An op recorded on the constant before is refused, as on an op's output."""
+    rng = np.random.default_rng(5)
+    logits, w, weights = rng.standard_normal(5), *rng.standard_normal((2, 3, 3))
+    adj = np.array([[1, 1, 0], [0, 1, 1], [1, 0, 0]])  # five places written, one per logit
+    results = []
+    for lib in tc, torch:
+        v, u = lib.tensor(logits, requires_grad=True), lib.tensor(w, requires_grad=True)
+        m = v.new_zeros((3, 3)).fill_(-9e15)
+        bridge = m.detach().numpy()
+        m[lib.tensor(adj) == 1] = v * 2
+        assert m.requires_grad
+        n = lib.zeros(3, 3)
+        n.add_(u).mul_(u)  # a constant whose in-place ops take u: u's gradient is 2 u
+        loss = (lib.softmax(m, dim=1) * lib.tensor(weights)).sum() + n.sum()
+        loss.backward()
+        results.append((m.detach().numpy(), bridge, v.grad.numpy(), u.grad.numpy()))
+    (m, bridge, dv, du), (m_t, bridge_t, dv_t, du_t) = results
+    np.testing.assert_allclose(m, m_t)
+    np.testing.assert_allclose(bridge, bridge_t)  # written into the array as well
+    np.testing.assert_allclose(dv, dv_t, atol=1e-12)
+    np.testing.assert_allclose(du, du_t, atol=1e-12)
+
+    c = tc.zeros(3)
+    x = tc.ones(3, requires_grad=True)
+    e = (c * x).sum()  # an op recorded on the constant: its backward reads c as it was
+    with pytest.raises(RuntimeError, match="__setitem__: .*1 recorded op.*use index_put"):
+        c[0] = x[0]
+    e.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.zeros(3))
+    with no_grad():  # no graph: written as before
+        c[0] = x[0]
+    assert not c.requires_grad and c.numpy()[0] == 1

@@ -54,7 +54,8 @@ def test_in_place_methods_write_off_the_graph():
     assert w.array is array and w.array.sum() == 0 and w.requires_grad  # the same memory
     constant = Tensor(np.zeros((2, 3)), requires_grad=False)
     constant[0] = 1.0  # no gradient: writable outside no_grad too
-    constant[constant.array == 0] = Tensor(np.array(2.0))
+    # a constant value (a value in a graph makes it join the graph: tests/test_rebase.py)
+    constant[constant.array == 0] = Tensor(np.array(2.0), requires_grad=False)
     constant.copy_(constant * 2).add_(np.ones(3))  # a broadcast value
     np.testing.assert_array_equal(constant.array, [[3, 3, 3], [5, 5, 5]])
     with no_grad():

@@ -16,6 +16,11 @@ one use allowed is a selection of ``x`` inside the value written (``x[i] -= 1`` 
 ``x[i]`` first): a selection's backward reads no values, so it is pointed at the twin. A view
 of its input (``x = z[:, :3]``) is refused too: torch would write through to ``z``, and
 rebinding ``x`` would leave ``z`` as it was.
+
+A constant (a leaf that requires no grad) written with a value in a graph joins the graph as
+torch's does: ``m = zeros(...).fill_(-inf); m[adj == 1] = logits`` (a graph attention layer's
+scores) gives ``logits`` its gradient through ``m``. Its array is written as ever (a numpy
+view of it sees the values); the op's input is a copy of what it held before.
 """
 
 from tricycle.graph import Node, grad_enabled
@@ -25,16 +30,19 @@ _NODE = tuple(slot for slot in Node.__slots__ if slot not in ("_uses", "__weakre
 
 
 def rebased(x: Node, method: str, instead: str, *inputs) -> list | None:
-    """None where ``x.<method>`` writes as it always has (a leaf, or under ``no_grad()``);
-    for an op's output that may be rebased, the selections of x in the graphs of ``inputs``
-    (the values written) to point at its twin; else a RuntimeError saying why."""
-    if x.args is None or not grad_enabled():
+    """None where ``x.<method>`` writes as it always has (under ``no_grad()``, or a leaf that
+    takes no value in a graph); for an op's output, or a constant taking such a value, that
+    may be rebased, the selections of x in the graphs of ``inputs`` (the values written) to
+    point at its twin; else a RuntimeError saying why."""
+    if not grad_enabled():
         return None
+    if x.args is None and (x.requires_grad or not any(_in_graph(i) for i in inputs)):
+        return None  # a leaf written as ever (a parameter: refused outside no_grad())
     selections = _selections_of(x, inputs) if x._uses else []
     why = None
     if x._uses > len(selections):
         why = f"{x._uses - len(selections)} recorded op(s) already use it as an input"
-    elif any(_root(arg.array) is _root(x.array) for arg in x.args):
+    elif x.args is not None and any(_root(arg.array) is _root(x.array) for arg in x.args):
         why = "its values are a view of its input's, which torch would write through"
     elif x._retain_grad or x._grad_hooks:
         why = "it retains its gradient or has hooks"
@@ -43,6 +51,11 @@ def rebased(x: Node, method: str, instead: str, *inputs) -> list | None:
     raise RuntimeError(f"Tensor.{method}: cannot write in place into this tensor (shape "
                        f"{x.shape}), made by an op in a graph: {why}; tricycle's tensors are "
                        f"functional: use {instead} and keep the result")  # fmt: skip
+
+
+def _in_graph(value) -> bool:
+    """Whether ``value`` (an in-place op's argument) is a tensor whose gradient is wanted."""
+    return isinstance(value, Node) and value.requires_grad
 
 
 def _selections_of(x: Node, inputs) -> list:
@@ -76,6 +89,9 @@ def rebase(x: Node, selections: list, op, *args, **kwargs) -> Node:
     twin = type(x).__new__(type(x))
     for slot in _NODE:
         setattr(twin, slot, getattr(x, slot))
+    written = x.array if x.args is None else None  # a constant's array, written as ever
+    if written is not None:
+        twin.array = written.copy()  # the values before, which the op's backward may read
     twin._uses = len(selections)
     for node in selections:
         node.args = tuple(twin if arg is x else arg for arg in node.args)
@@ -87,6 +103,9 @@ def rebase(x: Node, selections: list, op, *args, **kwargs) -> Node:
         y = y.to(x.dtype)
     for slot in _NODE:
         setattr(x, slot, getattr(y, slot))
+    if written is not None:
+        written[...] = x.array
+        x.array = written
     x._uses = 0
     return x
 

@@ -32,9 +32,14 @@ from tricycle.optim.decays import (
 from tricycle.optim.plateau import ReduceLROnPlateau
 from tricycle.optim.scheduler_base import LRScheduler
 
+
+class _LRScheduler(LRScheduler):  # noqa: N801 (torch's name)
+    """torch's older name for ``LRScheduler``, which tutorials still subclass."""
+
+
 __all__ = [
     "ChainedScheduler", "ConstantLR", "CosineAnnealingLR", "CosineAnnealingWarmRestarts",
     "CyclicLR", "ExponentialLR", "LRScheduler", "LambdaLR", "LinearLR", "MultiStepLR",
     "MultiplicativeLR", "OneCycleLR", "PolynomialLR", "ReduceLROnPlateau", "SequentialLR",
-    "StepLR",
+    "StepLR", "_LRScheduler",
 ]  # fmt: skip
