@@ -136,6 +136,21 @@ def test_chunk_sizes_and_gradients_match_torch(n, chunks):
         assert_same(ours.grad, theirs.grad)
 
 
+def test_chunk_takes_torchs_dim_as_the_method_and_the_function():
+    torch = pytest.importorskip("torch")
+    ours, theirs = torch_pair(np.random.default_rng(4).normal(size=(2, 9)))
+    import tricycle  # noqa: PLC0415
+
+    pairs = [(ours.chunk(3, dim=-1), theirs.chunk(3, dim=-1)),
+             (tricycle.chunk(ours, 2, dim=0), torch.chunk(theirs, 2, dim=0))]  # fmt: skip
+    for mine, torchs in pairs:
+        assert [p.shape for p in mine] == [tuple(t.shape) for t in torchs]
+        for piece, theirs_piece in zip(mine, torchs):
+            assert_same(piece, theirs_piece)
+    with pytest.raises(TypeError, match="chunk: got axis=1 and dim=1"):
+        ours.chunk(3, 1, dim=1)
+
+
 @given(shape=shapes, data=st.data())
 def test_chunk_gradient_matches_finite_differences(shape, data):
     axis = data.draw(st.integers(0, len(shape) - 1), label="axis")

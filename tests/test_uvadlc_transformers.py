@@ -24,7 +24,7 @@ tests/test_zero_to_hero.py).
 
 Each changed line ends in ``# port:`` and says why (a Linear's ``weights`` (in, out), torch's
 ``Tensor(*sizes)`` as ``empty``, torch's ``repeat`` as ``tile``, ``keepdims`` beside ``dim``: all
-documented; ``qkv.chunk(3, dim=-1)`` as ``chunk(3, -1)``: tricycle's ``chunk`` lacks ``dim=``).
+documented).
 The cells that only import, download or plot are left out. What the tutorials needed:
 ``optim.lr_scheduler._LRScheduler`` (torch's older name of ``LRScheduler``), and a constant
 written with a value in a graph (the GAT's ``attn_matrix[...] = attn_logits``) joining the
@@ -149,7 +149,7 @@ class MultiheadAttention(nn.Module):
         # Separate Q, K, V from linear output
         qkv = qkv.reshape(batch_size, seq_length, self.num_heads, 3*self.head_dim)
         qkv = qkv.permute(0, 2, 1, 3) # [Batch, Head, SeqLen, Dims]
-        q, k, v = qkv.chunk(3, -1)  # port: tricycle lacks chunk's dim= keyword (tricycle/ops.py, claimed by another helper: reported)
+        q, k, v = qkv.chunk(3, dim=-1)
         
         # Determine value outputs
         values, attention = scaled_dot_product(q, k, v, mask=mask)

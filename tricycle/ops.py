@@ -179,8 +179,7 @@ def _check_bounds(x: Tensor, index) -> None:
         axis += 1
 
 
-# the default axis, 0, told apart from an axis given as 0 (axis and dim both given: an error)
-_AXIS_0 = type("DefaultAxis", (int,), {})(0)
+_AXIS_0 = type("DefaultAxis", (int,), {})(0)  # 0, told apart from a given 0 (and a dim)
 
 
 def concatenate(tensors: Sequence[Tensor], axis: int = _AXIS_0, *, dim=None) -> Tensor:
@@ -265,12 +264,13 @@ def split(x: Tensor, indices_or_sections: int | Sequence[int], axis: int = 0) ->
     ]
 
 
-def chunk(x: Tensor, chunks: int, axis: int = 0) -> list[Tensor]:
-    """Split into ``chunks`` nearly equal pieces along ``axis``, as torch.chunk: each piece
-    has ceil(n / chunks) entries but the last, which may be smaller, and there may be fewer
-    than ``chunks`` pieces (5 entries in 4 chunks give 2, 2 and 1)."""
+def chunk(x: Tensor, chunks: int, axis: int = _AXIS_0, *, dim=None) -> list[Tensor]:
+    """Split into ``chunks`` nearly equal pieces along ``axis`` (or torch's ``dim``), as
+    torch.chunk: each piece has ceil(n / chunks) entries but the last, which may be smaller,
+    and there may be fewer than ``chunks`` pieces (5 entries in 4 chunks give 2, 2 and 1)."""
     checks.positive_int("chunk", "chunks", chunks)
-    axis = checks.axis("chunk", "axis", axis, x.ndim, x.shape)
+    axis, name = _axis_or_dim("chunk", axis, dim)
+    axis = checks.axis("chunk", name, axis, x.ndim, x.shape)
     n = x.shape[axis]
     if n == 0:  # as torch: ``chunks`` empty pieces
         return [getitem(x, (slice(None),) * axis + (slice(0, 0),)) for _ in range(chunks)]
