@@ -3,6 +3,8 @@ values and gradients of every float input against PyTorch's functions in float64
 layouts, reductions, weights, ignored targets, label smoothing, class-probability targets),
 the composed paths against finite differences, and errors for bad arguments."""
 
+import warnings
+
 import numpy as np
 import pytest
 from helpers import check_grads, randn
@@ -167,6 +169,42 @@ def test_elementwise_losses_match_torch(name, settings, x, t):
         lambda a, b: getattr(F, name)(a, b, **settings),
         lambda a, b: getattr(torch.nn.functional, name)(a, b, **theirs),
         [x, t],
+    )
+
+
+@pytest.mark.filterwarnings("ignore:size_average and reduce")  # torch's deprecation warning
+@pytest.mark.parametrize("size_average", [None, True, False])
+@pytest.mark.parametrize("reduce", [None, True, False])
+@pytest.mark.parametrize(
+    "name", ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy",
+             "binary_cross_entropy_with_logits"]
+)  # fmt: skip
+def test_deprecated_size_average_and_reduce_by_name_as_torchs(name, size_average, reduce):
+    """Old code's ``F.nll_loss(output, target, size_average=False)`` (the spatial transformer
+    tutorial's): the reduction they stand for, forward and backward, with a warning."""
+    torch = pytest.importorskip("torch")
+    x, t = randn(4, 3), randn(4, 3, seed=1)
+    probs = 1 / (1 + np.exp(-t))
+    labels = np.array([0, 2, 1, 2])
+    floats, consts = {
+        "cross_entropy": ([x], [labels]),
+        "nll_loss": ([x], [labels]),
+        "binary_cross_entropy": ([probs], [1 / (1 + np.exp(-x))]),
+        "binary_cross_entropy_with_logits": ([x], [probs]),
+    }.get(name, ([x, t], []))
+    legacy = {
+        k: v for k, v in (("size_average", size_average), ("reduce", reduce)) if v is not None
+    }
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        against_torch(
+            lambda *a: getattr(F, name)(*a, **legacy),
+            lambda *a: getattr(torch.nn.functional, name)(*a, **legacy),
+            floats,
+            consts,
+        )
+    assert any(f"F.{name}: size_average and reduce" in str(w.message) for w in caught) == bool(
+        legacy
     )
 
 

@@ -291,6 +291,27 @@ def test_a_module_list_model_matches_torch():
         np.testing.assert_allclose(mine.grad.array, grad, rtol=1e-4, atol=1e-6, err_msg=name)
 
 
+def test_sequential_slice_is_a_sequential_as_torchs():
+    """``model[:(i + 1)]`` (the neural style tutorial's trimming) is a Sequential of those
+    layers, the same ones, that runs them; an index is still the layer."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    theirs = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+    ours = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+    nn.from_torch(ours, theirs.state_dict())
+    for index, width in (slice(None, 2), 3), (slice(1, None), 4), (slice(None, None, 2), 3):
+        x = rng.normal(size=(2, width)).astype(np.float32)
+        head, theirs_head = ours[index], theirs[index]
+        assert isinstance(head, nn.Sequential) and list(head) == ours.sequence[index]
+        x_ours, x_theirs = Tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        out, expected = head(x_ours), theirs_head(x_theirs)
+        np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), rtol=1e-6, atol=1e-6)
+        out.sum().backward()
+        expected.sum().backward()
+        np.testing.assert_allclose(x_ours.grad.numpy(), x_theirs.grad.numpy(), rtol=1e-6, atol=1e-6)
+    assert ours[0] is ours.sequence[0] and len(ours[5:]) == 0
+
+
 def test_sequential_grows_as_torchs():
     """``add_module``, ``append`` and ``extend`` on a Sequential: the layer runs, last, as in
     torch (a VGG's slices are built with ``add_module(str(i), layer)``)."""

@@ -388,8 +388,8 @@ class Sequential(Layer):
         checks.text("Sequential.add_module", "name", name)
         self.append(layer)
 
-    def __getitem__(self, index):
-        return self.sequence[index]
+    def __getitem__(self, index):  # a slice is a Sequential of those layers, as torch's
+        return Sequential(*self.sequence[index]) if type(index) is slice else self.sequence[index]
 
     __setattr__ = setattr_by_position("sequence")  # torch's setattr(seq, "0", layer)
 

@@ -7,6 +7,9 @@ torch's order, (input, target), where tricycle's criteria take (y_true, y_pred).
 Torch's positional order puts the deprecated ``size_average`` and ``reduce`` where these have
 nothing: every argument after ``target`` (after ``weight``, where torch puts it third) is taken
 by name, so an old call that passes them by position is a TypeError, never another loss.
+By name they are taken as torch takes them, with its deprecation warning: ``nll_loss(out, y,
+size_average=False)`` is ``reduction="sum"`` (``cross_entropy``, ``nll_loss``, ``mse_loss``,
+``l1_loss`` and the binary cross-entropies).
 
 Classes: torch puts them on axis 1 of an input (N, C, d1, ...), tricycle's criteria on the
 last axis; ``cross_entropy`` and ``nll_loss`` move axis 1 last (a permutation; (N, C) and an
@@ -18,6 +21,8 @@ cross-entropy (``tricycle.loss.CrossEntropy``). Weights are constants: they get 
 Where torch's mean of nothing is NaN (every target ignored, or a total weight of 0), it is 0
 here, with a zero gradient, as tricycle's criteria define it.
 """
+
+import warnings
 
 import numpy as np
 
@@ -54,6 +59,20 @@ __all__ = [
 ]
 
 _reduction = checks.one_of(REDUCTIONS)
+
+
+def _legacy(op: str, reduction: str, size_average, reduce) -> str:
+    """The reduction that torch's deprecated ``size_average`` and ``reduce`` (given by name)
+    stand for, with torch's warning: each None counts as True; both true is "mean", ``reduce``
+    alone "sum", no ``reduce`` "none". ``reduction`` itself when neither is given."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    chosen = ("mean" if size_average else "sum") if reduce else "none"
+    message = f"{op}: size_average and reduce are deprecated (as torch's); use reduction={chosen!r}"
+    warnings.warn(message, UserWarning, stacklevel=3)
+    return chosen
 
 
 def _reduce(losses: Tensor, reduction: str, total=None) -> Tensor:
@@ -146,6 +165,8 @@ def cross_entropy(
     ignore_index: int | None = -100,
     reduction: str = "mean",
     label_smoothing: float = 0.0,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
 ) -> Tensor:
     """Cross-entropy of logits ``input`` (N, C), (N, C, d1, ...) or (C,) and ``target``: class
     ids (N,), (N, d1, ...) or () (those equal to ``ignore_index`` add nothing; None ignores
@@ -157,6 +178,7 @@ def cross_entropy(
     t' = (1 - e) t + e / C, the mean over the N d1 ... positions.
     """
     op = "F.cross_entropy"
+    reduction = _legacy(op, reduction, size_average, reduce)
     _reduction(op, "reduction", reduction)
     checks.real(op, "label_smoothing", label_smoothing, 0, 1)
     checks.optional(checks.integer)(op, "ignore_index", ignore_index)
@@ -190,12 +212,15 @@ def nll_loss(
     *,
     ignore_index: int | None = -100,
     reduction: str = "mean",
+    size_average: bool | None = None,
+    reduce: bool | None = None,
 ) -> Tensor:
     """The negative log-likelihood of class ids ``target`` (N,), (N, d1, ...) or () under
     log-probabilities ``input`` (N, C), (N, C, d1, ...) or (C,), as torch's: -w_y log p_y,
     the mean dividing by the total weight of the targets not equal to ``ignore_index``
     (``tricycle.criteria.NLL``, the class axis moved last)."""
     op = "F.nll_loss"
+    reduction = _legacy(op, reduction, size_average, reduce)
     _reduction(op, "reduction", reduction)
     checks.optional(checks.integer)(op, "ignore_index", ignore_index)
     log_probs, labels = _classes_last(op, input, target)
@@ -214,11 +239,14 @@ def binary_cross_entropy_with_logits(
     *,
     reduction: str = "mean",
     pos_weight=None,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
 ) -> Tensor:
     """Binary cross-entropy of logits and targets in [0, 1] of one shape, the positive term
     times ``pos_weight`` and each loss times ``weight`` (each broadcast to the input's
     shape), as torch's (``tricycle.criteria.BCEWithLogits``)."""
     op = "F.binary_cross_entropy_with_logits"
+    reduction = _legacy(op, reduction, size_average, reduce)
     _reduction(op, "reduction", reduction)
     if weight is None:
         return BCEWithLogits(pos_weight, reduction)(target, input)
@@ -229,9 +257,18 @@ def binary_cross_entropy_with_logits(
     return _reduce(losses * w, reduction)
 
 
-def binary_cross_entropy(input: Tensor, target, weight=None, *, reduction: str = "mean"):  # noqa: A002
+def binary_cross_entropy(
+    input: Tensor,  # noqa: A002
+    target,
+    weight=None,
+    *,
+    reduction: str = "mean",
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+) -> Tensor:
     """Binary cross-entropy of probabilities in [0, 1], logs clamped at -100
     (``tricycle.nn.more_losses.BCELoss``)."""
+    reduction = _legacy("F.binary_cross_entropy", reduction, size_average, reduce)
     return BCELoss(weight, reduction=reduction)(input, target)
 
 
@@ -247,10 +284,19 @@ def _weighted(op: str, losses: Tensor, reduction: str, weight, by_weight: bool) 
     return _reduce(losses * w, reduction, w.sum() if by_weight else None)
 
 
-def mse_loss(input: Tensor, target, *, reduction: str = "mean", weight=None) -> Tensor:  # noqa: A002
+def mse_loss(
+    input: Tensor,  # noqa: A002
+    target,
+    *,
+    reduction: str = "mean",
+    weight=None,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+) -> Tensor:
     """(input - target)^2 reduced, shapes equal, as torch's; the plain mean is the seed's
     ``tricycle.loss.MeanSquaredError``. With ``weight`` the mean is sum(w l) / sum(w)."""
     op = "F.mse_loss"
+    reduction = _legacy(op, reduction, size_average, reduce)
     _reduction(op, "reduction", reduction)
     x = as_tensor(input)
     check_float(f"{op} (input)", x)
@@ -266,10 +312,19 @@ def mse_loss(input: Tensor, target, *, reduction: str = "mean", weight=None) -> 
     return _weighted(op, squares, reduction, weight, by_weight=True)
 
 
-def l1_loss(input: Tensor, target, *, reduction: str = "mean", weight=None) -> Tensor:  # noqa: A002
+def l1_loss(
+    input: Tensor,  # noqa: A002
+    target,
+    *,
+    reduction: str = "mean",
+    weight=None,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+) -> Tensor:
     """|input - target| reduced, as torch's (``tricycle.criteria.L1``); with ``weight``
     the mean is sum(w l) / sum(w)."""
     op = "F.l1_loss"
+    reduction = _legacy(op, reduction, size_average, reduce)
     _reduction(op, "reduction", reduction)
     if weight is None:
         return L1(reduction)(target, input)
