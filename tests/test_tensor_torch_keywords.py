@@ -186,12 +186,35 @@ def test_the_methods_keep_numpy_names_and_docs():
 
 
 # ====================================================================== errors
+@pytest.mark.parametrize("name", ["sum", "mean"])
+@pytest.mark.parametrize(
+    "kwargs",
+    [dict(dim=1, keepdims=True), dict(axis=1, keepdim=True), dict(axis=(0, 1), keepdims=False),
+     dict(dim=-1), dict(axis=0, keepdims=True)],
+)  # fmt: skip
+def test_sum_and_mean_take_numpys_names_beside_torchs_as_torch(name, kwargs):
+    """Their two meanings agree, and torch takes axis/keepdims as aliases: no call is refused."""
+    torch = pytest.importorskip("torch")
+    data = np.random.default_rng(0).normal(size=(3, 4))
+    ours, theirs = Tensor(data), torch.tensor(data, requires_grad=True)
+    got, expected = getattr(ours, name)(**kwargs), getattr(theirs, name)(**kwargs)
+    np.testing.assert_allclose(got.array, expected.detach().numpy())
+    got.sum().backward()
+    expected.sum().backward()
+    np.testing.assert_allclose(ours.grad.array, theirs.grad.numpy())
+
+
+def test_sum_given_one_name_twice_is_a_type_error():
+    for call in (lambda x: x.sum(dim=1, axis=1), lambda x: x.mean(keepdim=True, keepdims=True)):
+        with pytest.raises(TypeError, match="both dim and axis, or keepdim and keepdims"):
+            call(Tensor(np.ones((4, 4))))
+
+
 @pytest.mark.parametrize(
     "call, numpy_word, torch_word",
     [
-        (lambda x: x.sum(axis=1, keepdim=True), "axis", "keepdim"),
-        (lambda x: x.mean(dim=1, keepdims=True), "keepdims", "dim"),
         (lambda x: x.max(dim=0, axis=0), "axis", "dim"),
+        (lambda x: x.min(dim=0, keepdims=True), "keepdims", "dim"),
         (lambda x: x.var(ddof=1, unbiased=False), "ddof", "unbiased"),
         (lambda x: x.var(axis=0, correction=1), "axis", "correction"),
         (lambda x: x.split(2, axis=0, dim=1), "axis", "dim"),

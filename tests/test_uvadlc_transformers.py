@@ -23,7 +23,7 @@ tests/test_zero_to_hero.py).
   part is left out.
 
 Each changed line ends in ``# port:`` and says why (a Linear's ``weights`` (in, out), torch's
-``Tensor(*sizes)`` as ``empty``, torch's ``repeat`` as ``tile``, ``keepdims`` beside ``dim``: all
+``Tensor(*sizes)`` as ``empty``, torch's ``repeat`` as ``tile``: all
 documented).
 The cells that only import, download or plot are left out. What the tutorials needed:
 ``optim.lr_scheduler._LRScheduler`` (torch's older name of ``LRScheduler``), and a constant
@@ -539,7 +539,7 @@ class GCNLayer(nn.Module):
                          Shape: [batch_size, num_nodes, num_nodes]
         """
         # Num neighbours = number of incoming edges
-        num_neighbours = adj_matrix.sum(dim=-1, keepdim=True)  # port: keepdims= beside torch's dim= is a TypeError (documented: numpy's and torch's keywords not mixed)
+        num_neighbours = adj_matrix.sum(dim=-1, keepdims=True)
         node_feats = self.projection(node_feats)
         node_feats = torch.bmm(adj_matrix, node_feats)
         node_feats = node_feats / num_neighbours

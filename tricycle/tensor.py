@@ -5,8 +5,8 @@
 numpy's (``.sum()``, ``.exp()``, ``.reshape()`` ...), each the op of the same name in
 ``unary``, ``binary``, ``reduce`` or ``ops``. ``sum``, ``mean``, ``max``, ``min``, ``var`` and
 ``split`` keep numpy's meaning unless a call names one of torch's keywords (``dim``,
-``keepdim``, ``unbiased``, ``correction``): then it has torch's, as a PyTorch port writes
-``x.mean(-1, keepdim=True)`` or ``values, ids = x.max(dim=-1)``. A number or list that meets
+``keepdim``, ``unbiased``, ``correction``): then it has torch's (``x.mean(-1, keepdim=True)``,
+``values, ids = x.max(dim=-1)``). A number or list that meets
 a tensor in an operator becomes a constant of the tensor's dtype (``binary.constant``), while
 an array with dimensions keeps its own and numpy's promotion applies (a float64 array makes a
 float64 result); a Python number takes the cheaper scalar form of the op (``x * 2`` is
@@ -89,21 +89,18 @@ Min = namedtuple("Min", ["values", "indices"])  # as torch.return_types.min
 def _numpy_or_torch(numpy_op, torch_op, numpy_words: str, torch_words: str):
     """The method ``numpy_op``, called directly (positional arguments or numpy's keywords),
     unless the call names one of ``torch_words``: then ``torch_op``, torch's meaning of the
-    method of the same name. Naming keywords of both is a TypeError, never a guess."""
-    numpy_words, torch_words = frozenset(numpy_words.split()), frozenset(torch_words.split())
+    method of the same name. Naming keywords of both is a TypeError, never a guess (``sum``
+    and ``mean`` name none of numpy's: the two meanings agree, and torch takes both names)."""
+    both = numpy_words, torch_words = frozenset(numpy_words.split()), frozenset(torch_words.split())
 
     def method(self, *args, **kwargs):
         if kwargs and not torch_words.isdisjoint(kwargs):
             if not numpy_words.isdisjoint(kwargs):
-                both = (
-                    sorted(numpy_words.intersection(kwargs)),
-                    sorted(torch_words.intersection(kwargs)),
-                )
+                mine, theirs = (", ".join(sorted(w.intersection(kwargs))) for w in both)
                 raise TypeError(
-                    f"Tensor.{numpy_op.__name__}: got numpy's keyword(s) {', '.join(both[0])} "
-                    f"and torch's {', '.join(both[1])} in one call; use numpy's "
-                    f"({', '.join(sorted(numpy_words))}) or torch's "
-                    f"({', '.join(sorted(torch_words))}), not both"
+                    f"Tensor.{numpy_op.__name__}: got numpy's keyword(s) {mine} and torch's "
+                    f"{theirs} in one call; use numpy's ({', '.join(sorted(numpy_words))}) or "
+                    f"torch's ({', '.join(sorted(torch_words))}), not both"
                 )
             return torch_op(self, *args, **kwargs)
         return numpy_op(self, *args, **kwargs)
@@ -123,11 +120,16 @@ def _all_if_empty(dim):
 
 
 def _torch_reduction(op):
-    def reduction(self, dim=None, keepdim: bool = False):
-        checks.boolean(f"Tensor.{op.__name__}", "keepdim", keepdim)
-        return op(self, _all_if_empty(dim), keepdim)
+    def reduction(self, dim=None, keepdim: bool = False, *, axis=None, keepdims=None):
+        name = f"Tensor.{op.__name__}"
+        if (axis is not None and dim is not None) or (keepdims is not None and keepdim):
+            raise TypeError(f"{name}: got both dim and axis, or keepdim and keepdims")
+        keepdim = keepdim if keepdims is None else keepdims
+        checks.boolean(name, "keepdim", keepdim)
+        return op(self, _all_if_empty(dim if axis is None else axis), keepdim)
 
-    reduction.__doc__ = "torch's ``dim`` (an axis or a tuple of them) and ``keepdim``."
+    reduction.__doc__ = """torch's ``dim`` (an axis or a tuple of them) and ``keepdim``; as
+    torch, numpy's names may stand beside them (``x.sum(dim=-1, keepdims=True)``)."""
     return reduction
 
 
@@ -255,10 +257,8 @@ class Tensor(TorchTensorMethods, TorchInPlaceMethods, Node):
         return self
 
     # methods, named as in numpy; torch's keywords (dim, keepdim...) give torch's meaning
-    sum = _numpy_or_torch(reduce.sum, _torch_reduction(reduce.sum), "axis keepdims", "dim keepdim")
-    mean = _numpy_or_torch(
-        reduce.mean, _torch_reduction(reduce.mean), "axis keepdims", "dim keepdim"
-    )
+    sum = _numpy_or_torch(reduce.sum, _torch_reduction(reduce.sum), "", "dim keepdim")
+    mean = _numpy_or_torch(reduce.mean, _torch_reduction(reduce.mean), "", "dim keepdim")
     max = _numpy_or_torch(reduce.max, _torch_extremum("max", Max), "axis keepdims", "dim keepdim")
     min = _numpy_or_torch(reduce.min, _torch_extremum("min", Min), "axis keepdims", "dim keepdim")
     var = _numpy_or_torch(
