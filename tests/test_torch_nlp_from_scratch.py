@@ -790,8 +790,14 @@ def test_seq2seq_translation(tmp_path, monkeypatch):
 
 def definitions(script: str, end: str, folder, monkeypatch) -> tuple[dict, dict]:
     """The tutorial's text up to ``end`` (its data read, its classes and functions defined,
-    nothing trained), run under torch and under tricycle in ``folder``: their globals."""
+    nothing trained), run under torch and under tricycle in ``folder``, both on the CPU as in
+    ``both``: their globals."""
     torch = pytest.importorskip("torch")
+    import tricycle  # noqa: PLC0415
+
+    for lib in torch, tricycle:  # seq2seq's device: the CPU under both, on any machine
+        monkeypatch.setattr(lib.accelerator, "is_available", lambda: False)
+        monkeypatch.setattr(lib.cuda, "is_available", lambda: False)
     write_data(folder)
     monkeypatch.chdir(folder)
     text = script.split(end)[0]

@@ -917,7 +917,7 @@ def kinds(printed: str) -> list[str]:
     text = re.sub(r"torch\.Size\(\[(.*?)\]\)", lambda m: str(tuple(eval(f"[{m[1]}]"))), printed)
     text = re.sub(r"[tT]ensor\((\[.*?\]|[^()\[]*)(, [^()]*)?\)", "TENSOR", text, flags=re.DOTALL)
     text = re.sub(
-        r"OrderedDict\(\[.*?\]\)|\{'[\w.]+': array\(.*?\}", "STATE", text, flags=re.DOTALL
+        r"OrderedDict\((\[.*?\]|\{.*?\})\)|\{'[\w.]+': array\(.*?\}", "STATE", text, flags=re.DOTALL
     )
     text = re.sub(
         r"Dense\(from_size=(\d+), to_size=(\d+)", r"Linear(in_features=\1, out_features=\2", text
