@@ -16,6 +16,7 @@ activations in ``tricycle.activation`` and the rest of the catalogue in ``tricyc
 """
 
 from collections.abc import Iterator
+from types import MappingProxyType
 
 import numpy as np
 
@@ -78,6 +79,15 @@ class Layer(TorchMethods, HookMethods):
         if self._hooks is None:  # no hooks registered (the class default): forward alone
             return self.forward(*args, **kwargs)
         return module_hooks.call(self, args, kwargs)
+
+    @property
+    def _modules(self) -> MappingProxyType:
+        """torch's ``Module._modules``, read-only: {name: sublayer} of the direct sublayers in
+        order (``named_children``), a Sequential's by position alone ("0", "1"), as torch's.
+        Made on each read: set or delete a sublayer as an attribute."""
+        held = getattr(type(self).__setattr__, "by_position", None)  # Sequential's "sequence"
+        names = ((n.removeprefix(f"{held}.") if held else n, c) for n, c in self.named_children())
+        return MappingProxyType(dict(names))
 
     # ------------------------------------------------------------------ discovery
     def _members(self) -> Iterator[tuple[str, object]]:
@@ -283,6 +293,7 @@ def setattr_by_position(attribute: str):
         else:
             object.__setattr__(self, name, value)
 
+    __setattr__.by_position = attribute  # torch's names for _modules
     return __setattr__
 
 
