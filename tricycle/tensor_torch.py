@@ -185,8 +185,14 @@ class TorchTensorMethods(TorchTensorExtras):
             raise ValueError(f"Tensor.expand: shape {shape} to {sizes}: {error}") from None
         return unary.unary_op(self, out, lambda dout: binary.unbroadcast(dout, shape), "expand")
 
-    def flip(self, *dims):
-        """torch.Tensor.flip: the order along the axes ``dims`` reversed."""
+    def flip(self, *dims, **named):
+        """torch.Tensor.flip: the order along the axes ``dims`` reversed (``flip(1, 2)``,
+        ``flip((1, 2))`` or ``flip(dims=(1, 2))``, as torch's)."""
+        if named.keys() - {"dims"} or (dims and named):
+            checks.fail(
+                "Tensor.flip", "arguments", "dims, by position or as dims=", named, TypeError
+            )
+        dims = (named["dims"],) if named else dims
         axes = checks.axes("Tensor.flip", "dims", _sizes("Tensor.flip", dims), self.ndim)
         return self[tuple(slice(None, None, -1 if a in axes else 1) for a in range(self.ndim))]
 
