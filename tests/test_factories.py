@@ -37,6 +37,10 @@ def test_zeros_ones_full(device):
     check(tc.ones(2, dtype=int, device=device), np.ones(2, dtype=int), device)
     check(tc.full((2, 2), 7, dtype=np.int32, device=device), np.full((2, 2), 7, np.int32), device)
     check(tc.full((3,), -1.5, device=device), np.full(3, -1.5, np.float32), device)
+    check(tc.full((3,), 2, device=device), np.full(3, 2, np.int64), device)  # as torch's
+    check(tc.full((2,), True, device=device), np.full(2, True), device)
+    check(tc.full((2,), np.int32(2), device=device), np.full(2, 2, np.int64), device)
+    check(tc.full((2,), 2, dtype=float, device=device), np.full(2, 2.0), device)
     check(tc.zeros(device=device), np.zeros((), np.float32), device)  # a scalar
     check(tc.zeros(0, 3, device=device), np.zeros((0, 3), np.float32), device)
     check(tc.ones(2, requires_grad=True, device=device), np.ones(2, np.float32), device, True)

@@ -41,7 +41,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "cumsum": ("tricycle.reduce", "cumsum"),
     "draw": ("tricycle.draw", "draw"),
     "permute": ("tricycle.ops", "permute"),
-    "sort": ("tricycle.ops", "sort"),
+    "sort": ("tricycle.torch_functions_more", "sort"),
     "Accelerator": ("tricycle.apps.accelerator", "Accelerator"),
     "Einsum": ("tricycle.einsum", "Einsum"),
     "GeLU": ("tricycle.activation", "GeLU"),

@@ -85,7 +85,12 @@ def ones(*size: Size, dtype=None, requires_grad: bool = False, device="cpu") -> 
 
 
 def full(size: Size, fill_value, dtype=None, requires_grad: bool = False, device="cpu") -> Tensor:
-    """A tensor of shape ``size`` filled with ``fill_value`` (float32 unless ``dtype``)."""
+    """A tensor of shape ``size`` filled with ``fill_value``; without ``dtype``, the value's
+    kind as torch.full infers it: bool for a bool, int64 for an integer, else float32."""
+    if dtype is None and isinstance(fill_value, bool | np.bool_):
+        dtype = np.bool_
+    elif dtype is None and isinstance(fill_value, numbers.Integral):
+        dtype = np.int64
     return _full("full", _shape("full", (size,)), fill_value, dtype, requires_grad, device)
 
 

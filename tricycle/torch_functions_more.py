@@ -11,16 +11,22 @@
   ``compute_uv`` U and V are zeros, as torch's;
 - ``meshgrid(*tensors, indexing="ij")``: torch's coordinate grids, each input (1-d, or 0-d)
   laid along its own axis and broadcast to the grid's shape (``"xy"`` swaps the first two
-  axes, as numpy's); each grid's gradient sums back into its input.
+  axes, as numpy's); each grid's gradient sums back into its input;
+- ``sort(input, dim=-1, descending=False, stable=False)``: torch's, the ``(values, indices)``
+  of ``input`` sorted along ``dim`` (``tricycle.ops.sort`` gives the values alone, and is what
+  ``Tensor.sort`` is); the values' gradient goes back to where each came from, the indices
+  have none. Always stable: equal values keep their order, as torch's ``stable=True``.
 """
 
 import importlib
 from collections import namedtuple
 
+from tricycle import checks, ops
 from tricycle.torch_functions import no_out, tensor_input
 from tricycle.torch_math import _elementwise
 
 SVD = namedtuple("svd", "U S V")
+Sort = namedtuple("sort", "values indices")  # as torch.return_types.sort
 
 eq = _elementwise("eq", "booleans, True where input == other (broadcast)", True)
 ne = _elementwise("ne", "booleans, True where input != other (broadcast)", True)
@@ -79,3 +85,11 @@ def meshgrid(*tensors, indexing: str = "ij"):
         view[axis] = -1
         grids.append(x.reshape(view).expand(*shape))  # (n0, n1, ...)
     return tuple(grids)
+
+
+def sort(input, dim: int = -1, descending: bool = False, stable: bool = False, *, out=None):  # noqa: A002
+    """torch.sort: ``(values, indices)`` of ``input`` sorted along ``dim`` (see above)."""
+    no_out("sort", out)
+    x = tensor_input("sort", input)
+    checks.boolean("sort", "stable", stable)
+    return Sort(ops.sort(x, dim, descending), ops.argsort(x, dim, descending))
