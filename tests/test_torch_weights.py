@@ -428,3 +428,31 @@ def test_bad_arguments():
         from_torch(model, {}, strict=0)
     with pytest.raises(TypeError, match="model must be a Layer"):
         to_torch(Tensor(np.zeros(2)))
+
+
+def test_batch_norms_count_of_batches_loads_and_saves_as_torchs():
+    """``num_batches_tracked`` goes into the layer with the statistics and comes back out: a
+    norm with ``momentum=None`` (the cumulative average, which reads the count) trained on by
+    torch, loaded, then given one more training batch moves its running statistics as
+    torch's, with torch's output and input gradient; a bad count is an error."""
+    rng = np.random.default_rng(0)
+    batches = [rng.normal(size=(N, 3, 4, 4)) for _ in range(4)]
+    theirs = torch.nn.BatchNorm2d(3, momentum=None).double()
+    for x in batches[:3]:
+        theirs(torch.tensor(x))
+    ours = nn.BatchNorm2d(3, momentum=None).double()
+    assert from_torch(ours, theirs.state_dict()) == ([], [])
+    assert ours.num_batches_tracked == 3
+    weights = rng.normal(size=batches[3].shape)
+    want, want_grad = run_theirs(theirs, batches[3], weights)
+    got, got_grad = run_ours(ours, batches[3], weights)
+    close(got, want)
+    close(got_grad, want_grad)
+    state = to_torch(ours)
+    assert state["num_batches_tracked"] == theirs.num_batches_tracked.item() == 4
+    for key, value in theirs.state_dict().items():
+        close(state[key], value.numpy(), rtol=RTOL, atol=ATOL)
+    bad = {**theirs.state_dict(), "num_batches_tracked": torch.tensor(-1)}
+    with pytest.raises(ValueError, match="num_batches_tracked must be a non-negative integer"):
+        from_torch(ours, bad)
+    assert ours.num_batches_tracked == 4  # a failed load changes nothing

@@ -9,7 +9,7 @@ the same tree of layers, but some of its layers name and lay out their tensors t
     ConvTranspose1d/2d   weights, bias    weight, bias (the same layouts)
     LayerNorm, RMSNorm, GroupNorm,
     BatchNorm, InstanceNorm  gamma, beta  weight, bias (running_mean and running_var as they
-                                          are; torch's num_batches_tracked is not kept here)
+                                          are; num_batches_tracked the layer's count, an int)
     MultiheadAttention   four Linears     in_proj_weight (3E, E) packing q, k, v (or
                                           q/k/v_proj_weight), in_proj_bias, out_proj.*
     Sequential   sequence.0.weights       0.weight
@@ -158,8 +158,9 @@ def to_torch(model: Layer) -> dict[str, np.ndarray]:
     """{torch's name: a numpy copy in torch's layout} for every parameter and buffer of
     ``model``, a ``tricycle.nn`` model built as a torch model is, so that
     ``torch_model.load_state_dict({k: torch.from_numpy(v) for k, v in to_torch(model).items()})``
-    loads it. BatchNorm's and InstanceNorm's ``num_batches_tracked`` are written as 0 (tricycle
-    does not count batches: torch reads the count only with ``momentum=None``)."""
+    loads it. BatchNorm's and InstanceNorm's ``num_batches_tracked`` is the layer's count of
+    training batches (an int attribute here, outside ``state_dict``), which torch's
+    ``momentum=None`` reads."""
     state = {}
     for path, torch_path, layer in _walk(model):
         if isinstance(layer, MultiheadAttention):
@@ -169,7 +170,8 @@ def to_torch(model: Layer) -> dict[str, np.ndarray]:
         for entry in _entries("to_torch", path, torch_path, layer):
             state[entry.torch_name] = _torch_layout(entry.tensor, entry.transposed)
         if _counts_batches(layer):
-            state[_join(torch_path, BATCHES_TRACKED)] = np.array(0, dtype=np.int64)
+            count = getattr(layer, BATCHES_TRACKED, 0)
+            state[_join(torch_path, BATCHES_TRACKED)] = np.array(count, dtype=np.int64)
     return state
 
 
@@ -219,7 +221,8 @@ def from_torch(model: Layer, torch_state_dict: Mapping, strict: bool = True):
     given and no other (else a ValueError listing the missing and unexpected names);
     without it only the names both share load. A shape that does not match is always an
     error, and so is a value that is not a finite number in the tensor's dtype; a failed
-    load changes nothing. ``num_batches_tracked`` may be given or not. A name the model
+    load changes nothing. ``num_batches_tracked`` may be given or not; given, it becomes the
+    norm's count of batches (a non-negative integer, else an error). A name the model
     lacks whose value is the very tensor of a name it loads is no unexpected name: torch's
     ``state_dict`` lists a tied tensor under each owner (nanoGPT's ``lm_head.weight`` is its
     ``transformer.wte.weight``), and a port whose head reads the embedding's table
@@ -229,7 +232,7 @@ def from_torch(model: Layer, torch_state_dict: Mapping, strict: bool = True):
     owner = f"from_torch into {type(model).__name__}"
     entries: list[_Entry] = []
     attentions: list[tuple[str, MultiheadAttention, dict[str, np.ndarray]]] = []
-    optional = set()
+    optional, tracked = set(), []  # tracked: (norm layer, torch name of its count)
     for path, torch_path, layer in _walk(model):
         if isinstance(layer, MultiheadAttention):
             attentions.append((torch_path, layer, attention_to_torch(layer)))
@@ -237,6 +240,7 @@ def from_torch(model: Layer, torch_state_dict: Mapping, strict: bool = True):
         entries.extend(_entries(owner, path, torch_path, layer))
         if _counts_batches(layer):
             optional.add(_join(torch_path, BATCHES_TRACKED))
+            tracked.append((layer, _join(torch_path, BATCHES_TRACKED)))
 
     expected = {entry.torch_name: entry.torch_shape for entry in entries}
     for torch_path, _, current in attentions:
@@ -247,6 +251,7 @@ def from_torch(model: Layer, torch_state_dict: Mapping, strict: bool = True):
         aliases = _aliases(torch_state_dict, expected)
         unexpected = [k for k in unexpected if k not in aliases]
     _check(owner, torch_state_dict, expected, missing, unexpected, strict)
+    counts = _batch_counts(owner, tracked, torch_state_dict)
 
     # tricycle's names (the first of a tied tensor's) -> values in tricycle's layout
     first_names = {id(tensor): name for name, tensor in model.named_tensors()}
@@ -264,7 +269,27 @@ def from_torch(model: Layer, torch_state_dict: Mapping, strict: bool = True):
             values = {k: _host_value(torch_state_dict[name]) for k, name in given.items()}
             loads.append((layer, {**current, **values}))
     _load(owner, model, state, loads)
+    for layer, count in counts:
+        layer.num_batches_tracked = count
     return missing, unexpected
+
+
+def _batch_counts(owner: str, tracked: list[tuple], given: Mapping) -> list[tuple]:
+    """(norm layer, count) for each (layer, ``num_batches_tracked`` name) of ``tracked`` that
+    ``given`` has, checked before anything loads: a count is a non-negative whole number (of
+    any dtype: a state dict cast whole to bfloat16 casts the count too)."""
+    counts = []
+    for layer, name in tracked:
+        if name in given:
+            value = _host_value(given[name])
+            whole = value.shape == () and value.dtype.kind in "iuf" and np.isfinite(value)
+            if not whole or value < 0 or value != np.floor(value):
+                raise ValueError(
+                    f"{owner}: {name} must be a non-negative integer (a count of batches), "
+                    f"got {value!r}"
+                )
+            counts.append((layer, int(value)))
+    return counts
 
 
 def _aliases(given: Mapping, expected: dict) -> set[str]:
