@@ -124,3 +124,37 @@ def test_two_0d_or_two_with_axes_keep_numpys_promotion():
     assert (one * wide).dtype == np.float64  # both 0-d: the wider, as torch's
     narrow, wider = tricycle.tensor(np.ones(2, np.float32)), tricycle.tensor(np.ones(2))
     assert (narrow * wider).dtype == np.float64  # both with axes: the wider
+
+
+NUMBER_CASES = [
+    "x + 0.5", "0.5 + x", "x - 1.5", "2.5 - x", "x * 0.5", "x / 2", "3 / x", "x / x",
+    "x ** 0.5", "x ** 2", "2 ** x", "x // 2", "7 // x", "x % 3", "7 % x", "x * 2", "x + True",
+    "(x > 2) * 0.5", "(x > 2) / 2", "x * np.float64(0.5)", "x / np.int64(2)",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("expression", NUMBER_CASES)
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8"])
+def test_an_integer_tensor_meets_a_python_number_as_torch(expression, dtype):
+    """torch's rule: a float (or a true division) makes an integer or bool tensor float32,
+    where numpy gives float64; integers with integers stay integers (``//`` and ``%`` too)."""
+    torch = pytest.importorskip("torch")
+    data = np.array([1, 2, 3, 4, 7], dtype=dtype)
+    ours = eval(expression, {"x": tricycle.tensor(data), "np": np})
+    theirs = eval(expression, {"x": torch.tensor(data), "np": np})
+    assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("expression", ["x // 0.75", "2.0 // x", "x % 0.75", "5.5 % x"])
+def test_floor_division_and_remainder_of_floats_as_torch(expression):
+    """``//`` rounds down with gradient 0 (as floor's); ``%``'s gradient is 1 for x."""
+    torch = pytest.importorskip("torch")
+    data = np.array([-2.5, -1.0, 0.3, 1.7, 4.0], dtype=np.float32)
+    ours, theirs = tricycle.tensor(data, requires_grad=True), torch.tensor(data)
+    got, expected = eval(expression, {"x": ours}), eval(expression, {"x": theirs})
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-6)
+    if "%" in expression and expression.startswith("x"):
+        got.sum().backward()
+        np.testing.assert_array_equal(ours.grad.numpy(), np.ones(5, np.float32))

@@ -153,6 +153,7 @@ def test_the_op_list_covers_every_op_module():
         "compare",
         "unbroadcast",
         "constant",
+        "floated",
         "unary_op",
         "sigmoid_forward",
         "argsort",

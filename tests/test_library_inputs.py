@@ -45,12 +45,13 @@ def test_a_constant_meets_a_float32_tensor_as_numpy_says(value, dtype):
     assert ops.where(x.array > 1, x, value).dtype == dtype
 
 
-def test_a_constant_meets_an_integer_tensor_as_numpy_says():
+def test_a_constant_meets_an_integer_tensor_as_torch_says():
     ids = to_tensor([1, 2, 3], dtype=np.int32)
     assert (ids + 1).dtype == np.int32
     assert (ids + [1, 2, 3]).dtype == np.int32
-    assert (ids * 2.5).dtype == F64  # a float with integers: numpy's default float
-    assert constant([0.5, 1.5, 2.5], ids).dtype == F64
+    assert (ids * 2.5).dtype == F32  # a float with integers: torch's default float
+    assert (2.5 - ids).dtype == (ids / 2).dtype == (ids / ids).dtype == F32
+    assert constant([0.5, 1.5, 2.5], ids).dtype == F32
 
 
 def test_constants_need_no_gradient_and_comparisons_take_any():

@@ -43,3 +43,12 @@ def test_sort_positional_and_errors():
         tc.sort(tc.tensor(x), out=tc.tensor(x))
     with pytest.raises(TypeError, match="sort: stable"):
         tc.sort(tc.tensor(x), stable="yes")
+
+
+def test_the_method_is_torchs_too():
+    torch = pytest.importorskip("torch")
+    data = np.array([[3.0, 1.0, 2.0], [0.5, 0.5, -1.0]], dtype=np.float32)
+    values, indices = tc.tensor(data).sort(dim=1, descending=True)
+    expected = torch.tensor(data).sort(dim=1, descending=True, stable=True)
+    np.testing.assert_array_equal(values.numpy(), expected.values.numpy())
+    np.testing.assert_array_equal(indices.numpy(), expected.indices.numpy())

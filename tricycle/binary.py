@@ -25,11 +25,11 @@ def constant(value, like: Tensor, op: str = "an op") -> Tensor:
     dtype of its own (a Python number or a list of them), a numpy scalar and a 0-d array are
     weak, and take like's dtype wherever numpy keeps an array's dtype against a Python scalar
     of their kind: any number with a float tensor (``x + 2`` and ``x < [0, 1]`` stay
-    float32), an integer or bool with an integer tensor. Otherwise, and for an array with
-    dimensions, the value keeps its dtype and the op's result follows numpy's promotion (a
-    float64 array with a float32 tensor gives float64; 2.5 with an integer tensor, float64;
-    an integer array with a float tensor becomes numpy's float here, as two tensors of
-    different kinds follow torch's rule, ``_promoted``).
+    float32), an integer or bool with an integer tensor; a float with an integer or bool
+    tensor is float32, torch's default float. Otherwise, and for an array with dimensions,
+    the value keeps its dtype and the op's result follows numpy's promotion (a float64 array
+    with a float32 tensor gives float64; an integer array with a float tensor becomes numpy's
+    float here, as two tensors of different kinds follow torch's rule, ``_promoted``).
     Anything else (None, a string) is a TypeError naming ``op``.
     """
     if isinstance(value, Tensor):
@@ -46,6 +46,8 @@ def constant(value, like: Tensor, op: str = "an op") -> Tensor:
         kind, target = array.dtype.kind, like.dtype
         if (is_float(target) and kind in "biuf") or (target.kind in "iu" and kind in "biu"):
             array = array.astype(target, copy=False)
+        elif kind == "f" and target.kind in "biu":  # a float with integers: torch's float32
+            array = array.astype(backend.DEFAULT_FLOAT, copy=False)
     elif array.dtype.kind in "biu" and like.dtype.kind == "f":  # numpy's float, decided here
         array = array.astype(np.result_type(array.dtype, like.dtype), copy=False)
     return like.new(array, requires_grad=False)
@@ -135,6 +137,14 @@ def _promoted(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
     return b.new(a.array.astype(b.dtype), requires_grad=False), b
 
 
+def floated(x: Tensor, number, divides: bool) -> Tensor:
+    """x before an op with a Python ``number``: an integer or bool x as float32 where torch's
+    result is a float (``number`` a float, or a true division), else x as it is."""
+    if (divides or type(number) is float) and x.array.dtype.kind in "biu":
+        return x._cast("promote", backend.DEFAULT_FLOAT)
+    return x
+
+
 def _apply(op: str, fn, a: Tensor, b: Tensor):
     """Compute ``fn(a.array, b.array)`` with a clear error for bad devices or shapes."""
     if backend._cupy is not None:  # with cupy loaded, arrays may live on different devices
@@ -169,8 +179,10 @@ def mul(a: Tensor, b: Tensor) -> Tensor:
 
 
 def div(a: Tensor, b: Tensor) -> Tensor:
-    """a / b"""
+    """a / b; two integer or bool tensors are divided as float32, as torch's."""
     a, b = _promoted(*_aligned(a, b))
+    if a.array.dtype.kind in "biu" and b.array.dtype.kind in "biu":
+        a, b = a._cast("div", backend.DEFAULT_FLOAT), b._cast("div", backend.DEFAULT_FLOAT)
     out = _apply("div", operator.truediv, a, b)
     return _binary("bdiv", a, b, out, lambda d: d / b.array, lambda d: -d * out / b.array)
 

@@ -102,6 +102,22 @@ fmod = _remainder("fmod", "trunc", "fmod", "q = x / other rounded towards 0 (x's
 remainder = _remainder("remainder", "floor", "remainder", "q rounded down (other's sign)")
 
 
+def floor_divide(x: Tensor, other) -> Tensor:
+    """torch.floor_divide, Python's ``x // other``: the quotient rounded down, in the inputs'
+    dtype, of gradient 0 (``div(rounding_mode="floor")``)."""
+    return div(x, other, rounding_mode="floor")
+
+
+def rfloor_divide(x: Tensor, other) -> Tensor:
+    """``other // x``, Python's reflected ``//`` (a number before a tensor)."""
+    return floor_divide(binary.constant(other, x, "floor_divide"), x)
+
+
+def rremainder(x: Tensor, other) -> Tensor:
+    """``other % x``, Python's reflected ``%``."""
+    return remainder(binary.constant(other, x, "remainder"), x)
+
+
 # ------------------------------------------------------------------ functions of x
 absolute = unary.abs  # torch's other name
 

@@ -39,30 +39,30 @@ def _python_scalar(value):
     return value.item() if isinstance(value, (np.ndarray, np.generic)) else value
 
 
-def _arithmetic(tensor_op, scalar_op, reflected_scalar_op=None):
+def _arithmetic(tensor_op, scalar_op, reflected_scalar_op=None, divides: bool = False):
     """An operator that uses ``scalar_op`` (of ``unary``) for numbers and ``tensor_op`` (of
     ``binary``) for tensors. The checks run in order of how often they hit: Tensor, then float
     and int (exact types, cheaper than an isinstance against the numbers ABCs), then the rest.
-    """
+    An integer or bool tensor meeting a float, or divided (``divides``), is float32 first, as
+    torch's (numpy would give float64)."""
     reflected_scalar_op = reflected_scalar_op or scalar_op
 
     def forward(self, other):
         kind = type(other)
         if kind is Tensor:
             return tensor_op(self, other)
-        if kind is float or kind is int:
-            return scalar_op(self, other)
-        if _scalar(other):
-            return scalar_op(self, _python_scalar(other))
-        return tensor_op(self, binary.constant(other, self, tensor_op.__name__))
+        if kind is not float and kind is not int:
+            if not _scalar(other):
+                return tensor_op(self, binary.constant(other, self, tensor_op.__name__))
+            other = _python_scalar(other)
+        return scalar_op(binary.floated(self, other, divides), other)
 
     def reflected(self, other):
-        kind = type(other)
-        if kind is float or kind is int:
-            return reflected_scalar_op(self, other)
-        if _scalar(other):
-            return reflected_scalar_op(self, _python_scalar(other))
-        return tensor_op(binary.constant(other, self, tensor_op.__name__), self)
+        if type(other) is not float and type(other) is not int:
+            if not _scalar(other):
+                return tensor_op(binary.constant(other, self, tensor_op.__name__), self)
+            other = _python_scalar(other)
+        return reflected_scalar_op(binary.floated(self, other, divides), other)
 
     return forward, reflected
 
@@ -198,7 +198,7 @@ class Tensor(TorchTensorMethods, TorchInPlaceMethods, Node):
     __add__, __radd__ = _arithmetic(binary.add, unary.add_scalar)
     __sub__, __rsub__ = _arithmetic(binary.sub, unary.sub_scalar, unary.rsub_scalar)
     __mul__, __rmul__ = _arithmetic(binary.mul, unary.mul_scalar)
-    __truediv__, __rtruediv__ = _arithmetic(binary.div, unary.div_scalar, unary.rdiv_scalar)
+    __truediv__, __rtruediv__ = _arithmetic(binary.div, unary.div_scalar, unary.rdiv_scalar, True)
     __pow__, __rpow__ = _arithmetic(binary.pow, unary.pow_scalar, unary.rpow_scalar)
     __neg__ = unary.neg
     __abs__ = unary.abs
@@ -269,7 +269,7 @@ class Tensor(TorchTensorMethods, TorchInPlaceMethods, Node):
     swapaxes, squeeze, expand_dims = ops.swapaxes, ops.squeeze, ops.expand_dims
     split = _numpy_or_torch(ops.split, _torch_split, "indices_or_sections axis", "dim")
     repeat, masked_fill = ops.repeat, ops.masked_fill
-    permute, chunk, sort, argsort = ops.permute, ops.chunk, ops.sort, ops.argsort
+    permute, chunk, argsort = ops.permute, ops.chunk, ops.argsort  # sort: tensor_extra's
     cumsum = reduce.cumsum
 
     # torch's other methods, each importing its module on its first call (``imported``)

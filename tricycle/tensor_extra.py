@@ -9,6 +9,8 @@ which makes a module's functions methods that import it on their first call.
 - the trigonometric and hyperbolic methods of ``tricycle.trigonometry`` (``x.asin()`` ...);
 - in-place forms of functions of x (``sin_``, ``exp_``, ``sqrt_`` ...), under ``add_``'s rule
   (``tricycle.tensor_inplace``, imported on the call: it imports this module's user);
+- Python's ``//`` and ``%`` (``tricycle.pointwise``'s ``floor_divide`` and ``remainder``) and
+  torch's ``sort``, whose ``(values, indices)`` is ``tricycle.sort``'s;
 - ``data_ptr``, the address of the first element (tied weights share it);
 - the in-place shape changes ``unsqueeze_``, ``squeeze_`` and ``t_``: a leaf (a constant, a
   parameter) takes the new shape over the same memory (a numpy array it shares stays shared);
@@ -140,6 +142,10 @@ class TorchTensorExtras:
         _written, "exp log sqrt tanh sigmoid neg".split()
     )
     arcsin_, arccos_, arctan_ = asin_, acos_, atan_
+    __floordiv__, __rfloordiv__, __mod__, __rmod__ = imported(
+        "pointwise", "floor_divide rfloor_divide remainder rremainder"
+    )
+    (sort,) = imported("torch_functions_more", "sort")  # torch's (values, indices)
     unsqueeze_, squeeze_, t_ = (_reshaped(f"{n}_", n) for n in ("unsqueeze", "squeeze", "t"))
 
     def data_ptr(self) -> int:
