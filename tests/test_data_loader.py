@@ -108,6 +108,8 @@ def test_default_collate_follows_the_structure_of_an_example():
     batch = default_collate(examples)
     assert batch["image"].shape == (3, 2, 2)
     np.testing.assert_array_equal(batch["label"], [0, 1, 2])
+    assert isinstance(batch["label"], Tensor) and batch["label"].size(0) == 3  # as torch's
+    assert batch["label"].dtype == np.int64 and batch["pair"][1].dtype == np.float64
     assert batch["name"] == ["n0", "n1", "n2"]
     np.testing.assert_array_equal(batch["pair"][1], [0.0, 2.5, 5.0])
     assert isinstance(batch["point"], Point)

@@ -4,7 +4,8 @@ already (``batch_size=None``): ``default_convert``; a rank's rows of a batch
 (``PinnedCopier``).
 
 ``default_collate`` mirrors the structure of one example: arrays and Tensors are stacked
-along a new first axis, numbers become one array, tuples, lists and dicts are collated
+along a new first axis, numbers become one tensor (as torch's: ``labels.size(0)``,
+``labels.to(device)``), tuples, lists and dicts are collated
 position by position (key by key), strings (and bytes) gather into a list. So a dataset of
 ``(image, label)`` pairs gives ``(images (B, ...), labels (B,))`` and a dataset of dicts a
 dict of stacked arrays.
@@ -40,9 +41,9 @@ def default_collate(examples: list):
             requires_grad=False,
             is_batched=True,
         )
-    if isinstance(first, _NUMBERS):
+    if isinstance(first, _NUMBERS):  # as torch's: a tensor (a label a dataset gives as an int)
         _check_alike(examples, _NUMBERS)
-        return np.asarray(examples)
+        return Tensor(np.asarray(examples), requires_grad=False, is_batched=True)
     if isinstance(first, (str, bytes)):  # as torch's: text stays a list of its items
         return list(examples)
     if isinstance(first, Mapping):
