@@ -326,10 +326,12 @@ def test_inplace_activations_match_torch_in_place_forward_and_backward():
     for mine, their in zip(ours[:6:2], theirs[:6:2]):
         np.testing.assert_allclose(mine.weights.grad.array, their.weight.grad.numpy().T, 1e-10)
         np.testing.assert_allclose(mine.bias.grad.array, their.bias.grad.numpy(), 1e-10)
-    # out of place: no layer wrote over its input (torch's ReLU overwrote the Linear's output)
+    # in place, as torch's: each activation wrote over the Linear's output it was given (the
+    # same tensor, which holds the activation's values now); the leaf input is untouched
     np.testing.assert_array_equal(x_ours.array, x)
-    for output, before in outputs:
-        np.testing.assert_array_equal(output.array, before)
+    for (linear, _), (activation, values) in zip(outputs[0:6:2], outputs[1:6:2]):
+        assert activation is linear
+        np.testing.assert_array_equal(linear.array, values)
 
 
 def test_inplace_dropout_is_dropout_with_the_input_untouched():

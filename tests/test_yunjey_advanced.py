@@ -1195,10 +1195,9 @@ def test_neural_style_transfer(tmp_path, monkeypatch):
     import tricycle  # noqa: PLC0415
 
     # with torch's CNN: the tutorial's losses of one step and the gradient of the image. The
-    # features it keeps are the convolutions' outputs, which torch's ReLU(inplace=True) then
-    # overwrites (its VGGNet's losses are of conv1_1 ... conv5_1 after their ReLU); tricycle's
-    # activations take inplace= and compute out of place (docs/pytorch.md), so its kept
-    # features stay as the convolutions gave them: torch's numbers with its ReLUs out of place
+    # features it keeps are the convolutions' outputs, which ReLU(inplace=True) then
+    # overwrites, in both libraries (its VGGNet's losses are of conv1_1 ... conv5_1 after
+    # their ReLU)
     vgg, theirs_vgg = space["VGGNet"]().eval(), torch_space["VGGNet"]().eval()
     assert tricycle.nn.from_torch(vgg, theirs_vgg.state_dict()) == ([], [])
     rng = np.random.default_rng(3)
@@ -1206,8 +1205,6 @@ def test_neural_style_transfer(tmp_path, monkeypatch):
     results = []
     relus = [m for m in theirs_vgg.modules() if isinstance(m, torch.nn.ReLU)]
     assert len(relus) == 16 and all(m.inplace for m in relus)
-    for m in relus:
-        m.inplace = False
     for lib, net in (torch, theirs_vgg), (tricycle, vgg):
         target, content, style = (lib.tensor(x) for x in images)
         target.requires_grad_(True)

@@ -137,6 +137,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "softmax": ("tricycle.nn.functional", "softmax"),
     "log_softmax": ("tricycle.nn.functional", "log_softmax"),
     "relu": ("tricycle.nn.functional", "relu"),
+    "relu_": ("tricycle.nn.functional", "relu_"),
     "leaky_relu": ("tricycle.nn.functional", "leaky_relu"),
     "gelu": ("tricycle.nn.functional", "gelu"),
     "silu": ("tricycle.nn.functional", "silu"),

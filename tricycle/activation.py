@@ -5,12 +5,13 @@ Each is a stateless layer (GLU holds a Dense). GeLU, bias+GeLU and SwiGLU are fu
 are the reference formulas in ``xp``; each Tensor op asks ``tricycle.dispatch`` once for a
 backend's kernels with the same signatures. ``ACTIVATIONS`` names the ones a block or a
 config may ask for by name ("gelu", "gelu_tanh", "relu", "silu"). ReLU, LeakyReLU and SiLU take
-PyTorch's ``inplace`` and compute out of place all the same (the ops are functional).
+PyTorch's ``inplace``, and write their result into their input as torch's do
+(``InPlaceActivation``).
 """
 
 from collections.abc import Callable
 
-from tricycle import checks, dispatch, ops, unary
+from tricycle import checks, dispatch, ops, rebase, unary
 from tricycle.backend import check_same_device
 from tricycle.functions import Sigmoid, Tanh
 from tricycle.layers import Dense, Layer, dense, shared_back_fns
@@ -18,35 +19,29 @@ from tricycle.tensor import Tensor, check_float
 from tricycle.unary import sigmoid_forward, unary_op
 
 __all__ = [
-    "ACTIVATIONS",
-    "GLU",
-    "SwiGLU",
-    "GeLU",
-    "bias_gelu",
-    "bias_gelu_backward",
-    "bias_gelu_forward",
-    "check_activation",
-    "dense_gelu",
-    "LeakyReLU",
-    "ReLU",
-    "SiLU",
-    "Sigmoid",
-    "Swish",
-    "Tanh",
-    "erf",
-    "gelu_backward",
-    "gelu_forward",
-    "swiglu_backward",
-    "swiglu_forward",
-]
+    "ACTIVATIONS", "GLU", "SwiGLU", "GeLU", "bias_gelu", "bias_gelu_backward", "bias_gelu_forward",
+    "check_activation", "dense_gelu", "LeakyReLU", "ReLU", "SiLU", "Sigmoid", "Swish", "Tanh",
+    "erf", "gelu_backward", "gelu_forward", "swiglu_backward", "swiglu_forward",
+]  # fmt: skip
 
 
 # ---------------------------------------------------------------------- ReLU family
-class InPlaceAccepted(Layer):
-    """An activation that takes torch's ``inplace`` (a bool, kept for its repr) and computes
-    out of place all the same: tricycle's ops are functional."""
+class InPlaceActivation(Layer):
+    """An activation that takes torch's ``inplace``: with it, the result is written into the
+    input as torch's in-place activations write it (``tricycle.rebase.in_place``), so every
+    reference to the input sees it (features kept before ``ReLU(inplace=True)`` hold its
+    output, as in torch). Where tricycle cannot write (the input is a view of another tensor's
+    values, an op already uses it, a leaf requires grad) it computes out of place."""
 
     inplace = False  # a class default: layers pickled before the argument still load
+
+    def __call__(self, x, *args, **kwargs):
+        if self.inplace and isinstance(x, Tensor):
+            name, instead = f"{type(self).__name__}(inplace=True)", f"{type(self).__name__}()"
+            if _writable(x, name, instead):
+                call = Layer.__call__
+                return rebase.in_place(x, name, lambda v: call(self, v, *args, **kwargs), instead)
+        return Layer.__call__(self, x, *args, **kwargs)
 
     def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""  # as torch's: shown when True
@@ -56,12 +51,20 @@ class InPlaceAccepted(Layer):
         return arguments + (", inplace=True" if self.inplace else "")
 
 
-class ReLU(InPlaceAccepted):
+def _writable(x: Tensor, name: str, instead: str) -> bool:
+    """Whether ``rebase.in_place`` can write into ``x`` (it would not refuse)."""
+    try:
+        if rebase.rebased(x, name, instead) is None:
+            x._writable(name, instead)
+    except RuntimeError:
+        return False
+    return True
+
+
+class ReLU(InPlaceActivation):
     """max(x, 0); the derivative at 0 is 0, as in PyTorch (name "> 0").
 
-    ``inplace`` is accepted for PyTorch's code (``nn.ReLU(inplace=True)``) and changes
-    nothing: tricycle's ops are functional, so the output is always a new array, with the
-    values and gradients of torch's in-place ReLU, and the input is left as it was.
+    ``inplace``: the result written into the input, as torch's (``InPlaceActivation``).
     """
 
     @checks.arguments(inplace=checks.boolean)
@@ -73,9 +76,8 @@ class ReLU(InPlaceAccepted):
         return unary_op(x, xp.maximum(x.array, 0), lambda dout: dout * (x.array > 0), "> 0")
 
 
-class LeakyReLU(InPlaceAccepted):
-    """x for x > 0, ``negative_slope * x`` otherwise. ``inplace``: as ``ReLU``'s (accepted,
-    computed out of place)."""
+class LeakyReLU(InPlaceActivation):
+    """x for x > 0, ``negative_slope * x`` otherwise. ``inplace``: as ``ReLU``'s."""
 
     @checks.arguments(negative_slope=checks.real, inplace=checks.boolean)
     def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
@@ -289,9 +291,8 @@ def dense_gelu(layer: Dense, x: Tensor, approximate=False) -> Tensor:
 
 
 # ---------------------------------------------------------------------- Swish, GLU
-class Swish(InPlaceAccepted):
-    """x * sigmoid(x), also called SiLU. ``inplace``: as ``ReLU``'s (accepted, computed out
-    of place)."""
+class Swish(InPlaceActivation):
+    """x * sigmoid(x), also called SiLU. ``inplace``: as ``ReLU``'s."""
 
     @checks.arguments(inplace=checks.boolean)
     def __init__(self, inplace: bool = False):

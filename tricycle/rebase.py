@@ -23,7 +23,7 @@ scores) gives ``logits`` its gradient through ``m``. Its array is written as eve
 view of it sees the values); the op's input is a copy of what it held before.
 """
 
-from tricycle.graph import Node, grad_enabled
+from tricycle.graph import Node, grad_enabled, no_grad
 
 # what makes a node: its slots but the count of its uses (a twin starts its own) and weakrefs
 _NODE = tuple(slot for slot in Node.__slots__ if slot not in ("_uses", "__weakref__"))
@@ -51,6 +51,18 @@ def rebased(x: Node, method: str, instead: str, *inputs) -> list | None:
     raise RuntimeError(f"Tensor.{method}: cannot write in place into this tensor (shape "
                        f"{x.shape}), made by an op in a graph: {why}; tricycle's tensors are "
                        f"functional: use {instead} and keep the result")  # fmt: skip
+
+
+def in_place(x: Node, name: str, out_of_place, instead: str, *args, **kwargs) -> Node:
+    """``out_of_place(x, *args, **kwargs)`` written into ``x`` as torch's in-place ``name``
+    writes it: an op's output (or a constant taking a value in a graph) is rebased, any other
+    tensor has its array written; refused, naming ``instead``, where that would change a
+    graph (``rebased``, ``Tensor._writable``)."""
+    if (selections := rebased(x, name, instead, *args)) is not None:
+        return rebase(x, selections, out_of_place, *args, **kwargs)
+    x._writable(name, instead)
+    with no_grad():
+        return x._write(name, out_of_place(x, *args, **kwargs))
 
 
 def _in_graph(value) -> bool:

@@ -138,8 +138,8 @@ class TorchTensorExtras:
     sin_, cos_, tan_, asin_, acos_, atan_, sinh_, cosh_ = map(
         _written, "sin cos tan asin acos atan sinh cosh".split()
     )
-    exp_, log_, sqrt_, tanh_, sigmoid_, neg_ = map(
-        _written, "exp log sqrt tanh sigmoid neg".split()
+    exp_, log_, sqrt_, tanh_, sigmoid_, neg_, relu_ = map(
+        _written, "exp log sqrt tanh sigmoid neg relu".split()
     )
     arcsin_, arccos_, arctan_ = asin_, acos_, atan_
     __floordiv__, __rfloordiv__, __mod__, __rmod__ = imported(

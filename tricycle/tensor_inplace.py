@@ -20,7 +20,7 @@ import operator
 import numpy as np
 
 from tricycle import backend, checks, ops, rebase, unary
-from tricycle.graph import Node, grad_enabled, no_grad
+from tricycle.graph import Node, grad_enabled
 from tricycle.tensor_torch import _sizes
 
 
@@ -91,11 +91,7 @@ def _generator(op: str, generator) -> np.random.Generator:
 
 def _in_place(name: str, out_of_place, instead: str):
     def in_place(self, *args, **kwargs):
-        if (selections := rebase.rebased(self, name, instead, *args)) is not None:
-            return rebase.rebase(self, selections, out_of_place, *args, **kwargs)
-        self._writable(name, instead)
-        with no_grad():
-            return self._write(name, out_of_place(self, *args, **kwargs))
+        return rebase.in_place(self, name, out_of_place, instead, *args, **kwargs)
 
     in_place.__doc__ = f"torch.Tensor.{name}: ``{instead}`` written into this tensor."
     return in_place

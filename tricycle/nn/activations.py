@@ -10,13 +10,12 @@ its x <= 0 branch at 0; Hardtanh, ReLU6, Hardsigmoid, Hardswish and Threshold pa
 gradient at their bounds (the slope is that of the open interval inside). PReLU learns its
 negative slope, one for every element or one per channel (axis 1).
 
-Where torch's constructor takes ``inplace``, these do too (a bool), so that torch's code
-runs: the output is always a new tensor, with the same values and gradients (the graph keeps
-its inputs for the backward).
+Where torch's constructor takes ``inplace``, these do too (a bool), and write their result
+into their input as torch's do (``tricycle.activation.InPlaceActivation``).
 """
 
 from tricycle import checks
-from tricycle.activation import InPlaceAccepted
+from tricycle.activation import InPlaceActivation
 from tricycle.backend import check_same_device
 from tricycle.module import Layer, parameter
 from tricycle.tensor import Tensor, check_float
@@ -74,7 +73,7 @@ def exponential_linear(
     return unary_op(x, y, back_fn, op.lower())
 
 
-class ELU(InPlaceAccepted):
+class ELU(InPlaceActivation):
     """x where x > 0, alpha (e^x - 1) otherwise, as ``torch.nn.ELU``."""
 
     @checks.arguments(alpha=checks.real, inplace=checks.boolean)
@@ -88,7 +87,7 @@ class ELU(InPlaceAccepted):
         return self.with_inplace(f"alpha={self.alpha}")
 
 
-class SELU(InPlaceAccepted):
+class SELU(InPlaceActivation):
     """scale ELU(x) with alpha = 1.6733 and scale = 1.0507 (to 5 figures), the constants that
     keep activations near zero mean and unit variance through deep stacks, as ``torch.nn.SELU``.
     """
@@ -101,7 +100,7 @@ class SELU(InPlaceAccepted):
         return exponential_linear(x, SELU_ALPHA, SELU_SCALE, op="SELU")
 
 
-class CELU(InPlaceAccepted):
+class CELU(InPlaceActivation):
     """x where x > 0, alpha (e^(x / alpha) - 1) otherwise (continuously differentiable at 0
     for any alpha), as ``torch.nn.CELU``; alpha must not be 0."""
 
@@ -140,7 +139,7 @@ class Softplus(Layer):
         return f"beta={self.beta}, threshold={self.threshold}"
 
 
-class Mish(InPlaceAccepted):
+class Mish(InPlaceActivation):
     """x tanh(softplus(x)), as ``torch.nn.Mish``. With t = tanh(softplus(x)), the slope is
     t + x sigmoid(x) (1 - t^2) (d softplus / dx is the sigmoid)."""
 
@@ -194,7 +193,7 @@ def _clamp(x: Tensor, low: float, high: float, op: str) -> Tensor:
     )
 
 
-class Hardtanh(InPlaceAccepted):
+class Hardtanh(InPlaceActivation):
     """x clamped into [min_val, max_val], as ``torch.nn.Hardtanh``: the slope is 1 strictly
     between the bounds, 0 at them and beyond. PyTorch's deprecated ``min_value`` and
     ``max_value`` are not taken."""
@@ -223,10 +222,10 @@ class ReLU6(Hardtanh):
         super().__init__(0.0, 6.0, inplace)
 
     def extra_repr(self) -> str:
-        return InPlaceAccepted.extra_repr(self)
+        return InPlaceActivation.extra_repr(self)
 
 
-class Hardsigmoid(InPlaceAccepted):
+class Hardsigmoid(InPlaceActivation):
     """A piecewise-linear sigmoid, as ``torch.nn.Hardsigmoid``: 0 for x <= -3, 1 for x >= 3,
     x / 6 + 1/2 between; the slope is 1/6 strictly between -3 and 3, else 0."""
 
@@ -240,7 +239,7 @@ class Hardsigmoid(InPlaceAccepted):
         return unary_op(x, y, lambda dout: dout * ((a > -3) & (a < 3)) * (1 / 6), "hardsigmoid")
 
 
-class Hardswish(InPlaceAccepted):
+class Hardswish(InPlaceActivation):
     """x Hardsigmoid(x) = x min(max(x + 3, 0), 6) / 6 (MobileNetV3), as ``torch.nn.Hardswish``:
     the slope is 0 for x <= -3, x / 3 + 1/2 for -3 < x < 3 and 1 for x >= 3 (PyTorch's
     choice at the two kinks)."""
@@ -259,7 +258,7 @@ class Hardswish(InPlaceAccepted):
         return unary_op(x, y, back_fn, "hardswish")
 
 
-class Threshold(InPlaceAccepted):
+class Threshold(InPlaceActivation):
     """x where x > threshold, else ``value``, as ``torch.nn.Threshold``; the slope is 1 above
     the threshold, 0 at it and below."""
 

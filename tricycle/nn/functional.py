@@ -102,6 +102,7 @@ __all__ = [
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
     "celu",
+    "celu_",
     "conv1d",
     "conv2d",
     "cosine_embedding_loss",
@@ -113,6 +114,7 @@ __all__ = [
     "dropout2d",
     "dropout3d",
     "elu",
+    "elu_",
     "embedding",
     "embedding_bag",
     "fold",
@@ -124,6 +126,7 @@ __all__ = [
     "hardsigmoid",
     "hardswish",
     "hardtanh",
+    "hardtanh_",
     "hinge_embedding_loss",
     "huber_loss",
     "instance_norm",
@@ -132,6 +135,7 @@ __all__ = [
     "l1_loss",
     "layer_norm",
     "leaky_relu",
+    "leaky_relu_",
     "linear",
     "log_softmax",
     "logsigmoid",
@@ -154,9 +158,11 @@ __all__ = [
     "poisson_nll_loss",
     "prelu",
     "relu",
+    "relu_",
     "relu6",
     "scaled_dot_product_attention",
     "selu",
+    "selu_",
     "sigmoid",
     "silu",
     "smooth_l1_loss",
@@ -168,6 +174,7 @@ __all__ = [
     "tanh",
     "tanhshrink",
     "threshold",
+    "threshold_",
     "triplet_margin_loss",
     "unfold",
 ]
@@ -238,14 +245,14 @@ def linear(input: Tensor, weight: Tensor, bias=None) -> Tensor:  # noqa: A002 - 
     return out if bias is None else out + bias
 
 
-def relu(x: Tensor) -> Tensor:
-    """max(x, 0), elementwise (``tricycle.activation.ReLU``)."""
-    return ReLU()(x)
+def relu(x: Tensor, inplace: bool = False) -> Tensor:
+    """max(x, 0), elementwise (``tricycle.activation.ReLU``; ``inplace`` as its)."""
+    return ReLU(inplace)(x)
 
 
-def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
+def leaky_relu(x: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """x where x > 0, else ``negative_slope * x`` (``tricycle.activation.LeakyReLU``)."""
-    return LeakyReLU(negative_slope)(x)
+    return LeakyReLU(negative_slope, inplace)(x)
 
 
 def gelu(input: Tensor, approximate="none") -> Tensor:  # noqa: A002 - torch's name
@@ -255,9 +262,20 @@ def gelu(input: Tensor, approximate="none") -> Tensor:  # noqa: A002 - torch's n
     return GeLU(approximate)(input)
 
 
-def silu(x: Tensor) -> Tensor:
+def silu(x: Tensor, inplace: bool = False) -> Tensor:
     """x * sigmoid(x), also called Swish (``tricycle.activation.Swish``)."""
-    return Swish()(x)
+    return Swish(inplace)(x)
+
+
+def _written(function):
+    """torch's ``F.<name>_``: ``function(x, ..., inplace=True)``."""
+
+    def in_place(x: Tensor, *args, **kwargs) -> Tensor:
+        return function(x, *args, inplace=True, **kwargs)
+
+    in_place.__name__ = in_place.__qualname__ = f"{function.__name__}_"
+    in_place.__doc__ = f"``{function.__name__}(x, ..., inplace=True)``, as torch's."
+    return in_place
 
 
 # ---------------------------------------------------------------------- activations
@@ -324,6 +342,10 @@ def tanhshrink(x: Tensor) -> Tensor:
 def threshold(x: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     """x where x > threshold, else value (``tricycle.nn.activations.Threshold``)."""
     return Threshold(threshold, value, inplace)(x)
+
+
+relu_, leaky_relu_, elu_, celu_, selu_ = map(_written, (relu, leaky_relu, elu, celu, selu))
+hardtanh_, threshold_ = _written(hardtanh), _written(threshold)
 
 
 def softmin(x: Tensor, dim: int = -1, dtype=None) -> Tensor:
