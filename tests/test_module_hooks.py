@@ -141,15 +141,24 @@ def test_every_layer_of_the_catalogue_runs_hooks_but_the_containers():
     import tricycle.blocks
     import tricycle.layers
     import tricycle.models
+    from tricycle.activation import InPlaceActivation
 
     own_call = {
         name
         for module in (nn, tricycle.layers, tricycle.blocks, tricycle.models)
         for name, kind in vars(module).items()
         if isinstance(kind, type) and issubclass(kind, nn.Module)
-        and kind.__call__ is not nn.Module.__call__
+        and kind.__call__ not in (nn.Module.__call__, InPlaceActivation.__call__)
     }  # fmt: skip
     assert own_call == {"ModuleList", "ModuleDict", "ParameterList", "ParameterDict"}
+    # an in-place activation's call writes the result of Layer.__call__ (hooks and all)
+    for inplace in False, True:
+        relu, seen = nn.ReLU(inplace=inplace), []
+        relu.register_forward_pre_hook(lambda m, args: seen.append("pre"))
+        relu.register_forward_hook(lambda m, args, out: seen.append(out))
+        x = to_tensor(np.array([-1.0, 2.0])) * 1.0
+        out = relu(x)
+        assert seen[0] == "pre" and seen[1] is out and len(seen) == 2 and (out is x) == inplace
 
 
 def test_an_always_call_hook_runs_when_forward_raises_as_torch():
