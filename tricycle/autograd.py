@@ -13,6 +13,7 @@ walk then sums what every output sends down the paths they share, as torch's one
 The engine's back_fns map arrays to arrays and record no graph, so there is no double
 backward: ``create_graph=True`` is refused. ``Function`` (``tricycle.autograd_function``) is
 the custom op; the grad modes are the engine's (``tricycle.graph``, ``tricycle.grad_modes``).
+``Variable`` is torch's name from before tensors carried gradients, as torch 2 keeps it.
 """
 
 from tricycle import backend, backprop, checks
@@ -20,10 +21,12 @@ from tricycle.autograd_function import Function, FunctionCtx
 from tricycle.backend import is_float
 from tricycle.grad_modes import enable_grad, inference_mode, is_grad_enabled, set_grad_enabled
 from tricycle.graph import Node, no_grad
+from tricycle.tensor import Tensor
 
 __all__ = [
     "Function",
     "FunctionCtx",
+    "Variable",
     "backward",
     "enable_grad",
     "grad",
@@ -32,6 +35,22 @@ __all__ = [
     "no_grad",
     "set_grad_enabled",
 ]
+
+
+class _AnyTensor(type):
+    def __instancecheck__(cls, value) -> bool:
+        return isinstance(value, Tensor)
+
+
+class Variable(metaclass=_AnyTensor):
+    """``Variable(x, requires_grad=False)``: as torch 2's, a new leaf Tensor sharing ``x``'s
+    array (``x.detach()``) that requires gradients or not as told; every Tensor is an
+    instance of ``Variable``. Old scripts (``from torch.autograd import Variable``) run."""
+
+    def __new__(cls, data, requires_grad: bool = False, volatile: bool = False):
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Variable: data must be a Tensor, got {type(data).__name__}")
+        return data.detach().requires_grad_(bool(requires_grad))
 
 
 def grad(

@@ -4,8 +4,10 @@ in ``tricycle.parallel.torch_distributed`` (``init_process_group``, ``all_reduce
 ``DistributedDataParallel``...): ``import tricycle.distributed as dist`` gives both, and no
 torch name changes the meaning of one of tricycle's.
 
-This module keeps the imports the README writes working.
+This module keeps the imports the README writes working. ``rpc`` holds torch's ``RRef`` alone
+(``tricycle.parallel.rpc``: no remote calls), for the scripts that test a value against it.
 """
 
+from tricycle.parallel import rpc  # noqa: F401
 from tricycle.parallel.distributed import *  # noqa: F403
 from tricycle.parallel.torch_distributed import *  # noqa: F403
