@@ -328,3 +328,36 @@ def test_sequential_grows_as_torchs():
     np.testing.assert_allclose(ours(x).numpy(), expected, rtol=1e-6, atol=1e-6)
     with pytest.raises(TypeError, match="Sequential.append: layer"):
         ours.append(3)
+
+
+def test_a_sequential_of_an_ordered_dict_names_its_layers_as_torchs():
+    torch = pytest.importorskip("torch")
+    from collections import OrderedDict  # noqa: PLC0415
+
+    def build(module):
+        return module.Sequential(OrderedDict([
+            ("hidden_linear", module.Linear(3, 5)), ("hidden_activation", module.Tanh()),
+            ("output_linear", module.Linear(5, 2)),
+        ]))  # fmt: skip
+
+    ours, theirs = build(nn), build(torch.nn)
+    assert nn.from_torch(ours, theirs.state_dict()) == ([], [])
+    assert set(nn.to_torch(ours)) == set(theirs.state_dict())
+    assert ours.hidden_linear is ours[0] and list(ours._modules) == list(theirs._modules)
+    assert list(ours[1:]._modules) == ["hidden_activation", "output_linear"]
+    x = np.random.default_rng(7).normal(size=(4, 3)).astype(np.float32)
+    mine, expected = ours(to_tensor(x)), theirs(torch.tensor(x))
+    np.testing.assert_allclose(mine.numpy(), expected.detach().numpy(), rtol=1e-5, atol=1e-6)
+    mine.sum().backward()
+    expected.sum().backward()
+    np.testing.assert_allclose(ours.output_linear.weights.grad.numpy(),
+                               theirs.output_linear.weight.grad.numpy().T, rtol=1e-5)  # fmt: skip
+
+
+def test_dropouts_p_reads_and_sets_its_probability_as_torchs():
+    drop = nn.Dropout(0.5)
+    drop.p = 0.0  # torch's code sets it: the layer is the identity then, in training too
+    x = to_tensor(np.ones(8))
+    assert drop.p == drop.probability == 0.0 and drop.train()(x) is x
+    with pytest.raises(ValueError, match="Dropout: p must be"):
+        drop.p = 1.5

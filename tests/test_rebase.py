@@ -186,3 +186,21 @@ def test_a_constant_written_with_a_value_in_a_graph_joins_the_graph_as_torchs():
     with no_grad():  # no graph: written as before
         c[0] = x[0]
     assert not c.requires_grad and c.numpy()[0] == 1
+
+
+def test_squeeze_unsqueeze_and_t_in_place_on_an_ops_output_as_torchs():
+    """torch's ``logits.squeeze_(-1)`` after a pooling (Raschka's all-convolutional net): the
+    tensor becomes the reshaping op's output, its gradient torch's; twice over, and on a view."""
+    import tricycle.nn.functional as F  # noqa: PLC0415
+
+    data = np.random.default_rng(5).normal(size=(2, 3, 4, 4)).astype(np.float32)
+    weights = np.random.default_rng(6).normal(size=(3, 2)).astype(np.float32)
+    results = []
+    for lib, functional in (torch, torch.nn.functional), (tc, F):
+        a = lib.tensor(data, requires_grad=True)
+        y = functional.adaptive_avg_pool2d(a, 1)  # (2, 3, 1, 1)
+        assert y.squeeze_(-1) is y and y.squeeze_(-1) is y and tuple(y.shape) == (2, 3)
+        z = (y * 2).t_().unsqueeze_(0)  # (1, 3, 2)
+        (z * lib.tensor(weights)).sum().backward()
+        results.append(a.grad.numpy())
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-5, atol=1e-6)

@@ -1088,8 +1088,12 @@ def test_tensor_extras_as_torchs():
     assert batch.unsqueeze_(0) is batch and batch.shape == (1, 3, 2)
     shared[0, 0] = 5  # the memory stays shared
     assert batch[0, 0, 0].item() == 5 and batch.squeeze_(0).shape == (3, 2)
-    with pytest.raises(RuntimeError, match="unsqueeze"):
-        (x * 2).unsqueeze_(0)
+    doubled = x * 2  # an op's output: it becomes the reshape's, as torch's
+    assert doubled.unsqueeze_(0) is doubled and doubled.shape == (1, *x.shape)
+    used = x * 3
+    _ = used + 1  # an op uses it already: refused
+    with pytest.raises(RuntimeError, match="unsqueeze_.*already use it"):
+        used.unsqueeze_(0)
     b, c = [1, 5, 11], [2, 7, 10]
     assert tricycle.bitwise_xor(tricycle.tensor(b), tricycle.tensor(c)).tolist() == torch.bitwise_xor(torch.tensor(b), torch.tensor(c)).tolist()  # fmt: skip
     d = [[1.0, 2.0], [3.0, 4.0]]

@@ -128,7 +128,11 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "swapaxes": ("tricycle.ops", "swapaxes"),
     "tanh": ("tricycle.unary", "tanh"),
     "to_tensor": ("tricycle.tensor", "to_tensor"),
-    "transpose": ("tricycle.ops", "transpose"),
+    "transpose": ("tricycle.torch_functions_more", "transpose"),
+    "isfinite": ("tricycle.torch_functions_more", "isfinite"),
+    "isnan": ("tricycle.torch_functions_more", "isnan"),
+    "isinf": ("tricycle.torch_functions_more", "isinf"),
+    "set_printoptions": ("tricycle.torch_functions_more", "set_printoptions"),
     "tril": ("tricycle.factories", "tril"),
     "triu": ("tricycle.factories", "triu"),
     "where": ("tricycle.torch_functions", "where"),
@@ -267,6 +271,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "accelerator": ("tricycle.cuda", None),  # torch.accelerator: CUDA is tricycle's one
     "amp": ("tricycle.amp", None),
     "backends": ("tricycle.backends", None),  # torch.backends.mps.is_available()
+    "distributed": ("tricycle.distributed", None),  # torch.distributed.rpc.api.RRef
     "distributions": ("tricycle.distributions", None),
     "linalg": ("tricycle.linalg", None),
     "serialization": ("tricycle.serialization", None),  # torch.serialization.safe_globals

@@ -1,5 +1,5 @@
 """The basic layers, on the ``Layer`` base class of ``tricycle.module``: Dense, Embedding,
-LayerNorm, RMSNorm, Dropout and Sequential.
+LayerNorm, RMSNorm and Dropout (and Sequential, ``tricycle.module``'s, re-exported).
 
 Dense is an einsum plus a bias. The fused ops come as llm.c-style pairs of array functions
 written once against ``xp`` (numpy or cupy), the reference formulas:
@@ -9,7 +9,8 @@ kernels with the same signatures.
 
 ``Layer``, ``parameter``, ``shared_back_fns`` and the norms' ops are re-exported here, where
 they were first defined: ``from tricycle.layers import Layer, layer_norm`` still works. The
-layer classes stay defined here, so pickled models keep loading.
+layer classes stay defined here, so pickled models keep loading (``Sequential``, defined in
+``tricycle.module``, is pickled under this module's name, which re-exports it).
 """
 
 from collections.abc import Callable
@@ -21,7 +22,7 @@ from tricycle.backend import check_same_device
 from tricycle.einsum import einsum
 from tricycle.fused import shared_back_fns  # noqa: F401 (re-exported)
 from tricycle.initialisers import init_normal, init_ones, init_xavier, init_zeros
-from tricycle.module import Layer, parameter, setattr_by_position
+from tricycle.module import Layer, Sequential, parameter  # noqa: F401 (Sequential re-exported)
 from tricycle.norms import (  # noqa: F401 (the pairs re-exported)
     layer_norm,
     layer_norm_backward,
@@ -340,6 +341,15 @@ class Dropout(Layer):
             return x
         return dropout(x, self.probability, rng=self.rng)
 
+    @property
+    def p(self) -> float:
+        """PyTorch's name for ``probability``, which torch's code also sets (``drop.p = 0.1``)."""
+        return self.probability
+
+    @p.setter
+    def p(self, value) -> None:
+        self.probability = checks.probability("Dropout", "p", value)
+
     def draw_seed(self) -> int:
         """A 32-bit seed from this layer's generator, for a fused op that draws its own mask
         (attention dropout): it then resumes and reproduces like this layer's own masks."""
@@ -353,48 +363,3 @@ class Dropout(Layer):
 
     def extra_repr(self) -> str:
         return f"probability={self.probability}" + (", inplace=True" if self.inplace else "")
-
-
-# ====================================================================== Sequential
-
-
-class Sequential(Layer):
-    """Apply layers (or any callables) one after another: ``Sequential(a, b)(x) == b(a(x))``."""
-
-    def __init__(self, *layers):
-        for i, layer in enumerate(layers):
-            checks.function("Sequential", f"layers[{i}]", layer)
-        self.sequence = list(layers)
-
-    def forward(self, x):
-        for layer in self.sequence:
-            x = layer(x)
-        return x
-
-    def append(self, layer) -> "Sequential":
-        """torch's ``Sequential.append``: ``layer`` runs last."""
-        checks.function("Sequential.append", "layer", layer)
-        self.sequence.append(layer)
-        return self
-
-    def extend(self, layers) -> "Sequential":
-        for layer in layers:
-            self.append(layer)
-        return self
-
-    def add_module(self, name: str, layer) -> None:
-        """torch's ``add_module`` on a Sequential: ``layer`` runs last. Its tensors are named
-        by position (``sequence.N.weights``), as every Sequential's, not by ``name``."""
-        checks.text("Sequential.add_module", "name", name)
-        self.append(layer)
-
-    def __getitem__(self, index):  # a slice is a Sequential of those layers, as torch's
-        return Sequential(*self.sequence[index]) if type(index) is slice else self.sequence[index]
-
-    __setattr__ = setattr_by_position("sequence")  # torch's setattr(seq, "0", layer)
-
-    def __len__(self) -> int:
-        return len(self.sequence)
-
-    def __iter__(self):
-        return iter(self.sequence)

@@ -29,11 +29,12 @@ from tricycle.graph import Node, grad_enabled, no_grad
 _NODE = tuple(slot for slot in Node.__slots__ if slot not in ("_uses", "__weakref__"))
 
 
-def rebased(x: Node, method: str, instead: str, *inputs) -> list | None:
+def rebased(x: Node, method: str, instead: str, *inputs, writes: bool = True) -> list | None:
     """None where ``x.<method>`` writes as it always has (under ``no_grad()``, or a leaf that
     takes no value in a graph); for an op's output, or a constant taking such a value, that
     may be rebased, the selections of x in the graphs of ``inputs`` (the values written) to
-    point at its twin; else a RuntimeError saying why."""
+    point at its twin; else a RuntimeError saying why. A method that ``writes`` no values
+    (``squeeze_``: a new shape) may rebase a view."""
     if not grad_enabled():
         return None
     if x.args is None and (x.requires_grad or not any(_in_graph(i) for i in inputs)):
@@ -42,7 +43,7 @@ def rebased(x: Node, method: str, instead: str, *inputs) -> list | None:
     why = None
     if x._uses > len(selections):
         why = f"{x._uses - len(selections)} recorded op(s) already use it as an input"
-    elif x.args is not None and any(_root(arg.array) is _root(x.array) for arg in x.args):
+    elif writes and x.args is not None and any(_root(a.array) is _root(x.array) for a in x.args):
         why = "its values are a view of its input's, which torch would write through"
     elif x._retain_grad or x._grad_hooks:
         why = "it retains its gradient or has hooks"
@@ -94,10 +95,10 @@ def _root(array):
     return array
 
 
-def rebase(x: Node, selections: list, op, *args, **kwargs) -> Node:
-    """``x`` becomes ``op(x, *args, **kwargs)`` (of x's shape and dtype), x's old node
-    moved to a twin that the new node, and the ``selections`` of x, take as their input.
-    Returns ``x``."""
+def rebase(x: Node, selections: list, op, *args, reshaped: bool = False, **kwargs) -> Node:
+    """``x`` becomes ``op(x, *args, **kwargs)`` (of x's shape, unless ``reshaped``: torch's
+    ``squeeze_``, and dtype), x's old node moved to a twin that the new node, and the
+    ``selections`` of x, take as their input. Returns ``x``."""
     twin = type(x).__new__(type(x))
     for slot in _NODE:
         setattr(twin, slot, getattr(x, slot))
@@ -108,7 +109,7 @@ def rebase(x: Node, selections: list, op, *args, **kwargs) -> Node:
     for node in selections:
         node.args = tuple(twin if arg is x else arg for arg in node.args)
     y = op(twin, *args, **kwargs)
-    if y.shape != x.shape:
+    if y.shape != x.shape and not reshaped:
         raise ValueError(f"{y.name or 'Tensor'}: the result's shape {y.shape} is not the "
                          f"shape {x.shape} of the tensor written in place")  # fmt: skip
     if y.dtype != x.dtype:  # in place keeps the tensor's dtype, as torch's

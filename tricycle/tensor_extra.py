@@ -11,11 +11,14 @@ which makes a module's functions methods that import it on their first call.
   (``tricycle.tensor_inplace``, imported on the call: it imports this module's user);
 - Python's ``//`` and ``%`` (``tricycle.pointwise``'s ``floor_divide`` and ``remainder``) and
   torch's ``sort``, whose ``(values, indices)`` is ``tricycle.sort``'s;
-- ``data_ptr``, the address of the first element (tied weights share it);
+- ``data_ptr``, the address of the first element (tied weights share it), and torch's view of
+  memory: ``stride()`` (elements, not numpy's bytes), ``storage_offset()`` and ``storage()``,
+  a ``Storage``: the flat memory that a tensor and its views (``x[1]``, ``x.t()``) share,
+  which reads and writes elements by their index there (``x.storage()[0] = 2.0`` writes x);
 - the in-place shape changes ``unsqueeze_``, ``squeeze_`` and ``t_``: a leaf (a constant, a
   parameter) takes the new shape over the same memory (a numpy array it shares stays shared);
-  an op's output in a graph refuses, naming the out-of-place form (its backward keeps its
-  shape).
+  an op's output in a graph becomes the reshaping op's output (``tricycle.rebase``), as
+  torch's, unless an op already uses it (then refused, naming the out-of-place form).
 """
 
 import importlib
@@ -54,11 +57,14 @@ def imported(module: str, names: str) -> tuple:
 
 def _reshaped(name: str, instead: str):
     def in_place(self, *args):
-        if self.args is not None:  # refused before the op is recorded on it
-            raise RuntimeError(
-                f"Tensor.{name}: cannot change the shape {self.shape} of a tensor made by an "
-                f"op in a graph in place; write x = x.{instead}(...)"
-            )
+        if self.args is not None:  # an op's output: it becomes the reshaping op's, as torch's
+            rebase = importlib.import_module("tricycle.rebase")
+            selections = rebase.rebased(self, name, f"x.{instead}(...)", writes=False)
+            if selections is None:
+                why = f"a graph's tensor {self.shape} under no_grad()"
+                raise RuntimeError(f"Tensor.{name}: cannot reshape {why}; write x.{instead}(...)")
+            reshape = getattr(type(self), instead)
+            return rebase.rebase(self, selections, reshape, *args, reshaped=True)
         self.array = getattr(self, instead)(*args).array  # a view: the same memory, new shape
         return self
 
@@ -121,6 +127,56 @@ def record(tensor):
     return AccumulateGrad(tensor) if tensor.args is None else GradFn(tensor)
 
 
+def _address(array) -> int:
+    return array.data.ptr if hasattr(array.data, "ptr") else array.ctypes.data
+
+
+def _memory(array):
+    """The 1-d array over all the memory ``array`` views: its root's (the array owning the
+    memory, found through ``base``), in the order of that memory."""
+    while getattr(array, "base", None) is not None and hasattr(array.base, "strides"):
+        array = array.base
+    return array.ravel(order="K")  # the owner is contiguous: a view, no copy
+
+
+class Storage:
+    """torch's ``TypedStorage`` of a tensor: its memory as a flat sequence of elements, shared
+    with every view of it; an element read is a Python number, a write changes the tensors."""
+
+    def __init__(self, array):
+        self.array = _memory(array)  # (n,)
+
+    def __len__(self) -> int:
+        return self.array.shape[0]
+
+    def size(self) -> int:
+        return len(self)
+
+    @property
+    def dtype(self):
+        return self.array.dtype
+
+    def __getitem__(self, index):
+        value = self.array[index]
+        return value.tolist() if value.ndim == 0 else Storage(value)
+
+    def __setitem__(self, index, value) -> None:
+        self.array[index] = value
+
+    def __iter__(self):
+        return iter(self.array.tolist())
+
+    def tolist(self) -> list:
+        return self.array.tolist()
+
+    def data_ptr(self) -> int:
+        return _address(self.array)
+
+    def __repr__(self) -> str:
+        values = "".join(f" {v}\n" for v in self.array.tolist())
+        return f"{values}[tricycle.Storage(dtype={self.dtype}) of size {len(self)}]"
+
+
 class TorchTensorExtras:
     """torch's ``Tensor`` methods and attributes of this module (see its doc)."""
 
@@ -151,5 +207,18 @@ class TorchTensorExtras:
     def data_ptr(self) -> int:
         """torch.Tensor.data_ptr: the address of this tensor's first element (host or GPU
         memory): two tensors that share it share their storage, as tied weights do."""
-        array = self.array
-        return array.data.ptr if hasattr(array.data, "ptr") else array.ctypes.data
+        return _address(self.array)
+
+    def stride(self, dim: int | None = None):
+        """torch.Tensor.stride: how many elements of the storage lie between neighbours along
+        each axis (``dim``'s alone when given); a transposed view swaps them."""
+        strides = tuple(step // self.array.itemsize for step in self.array.strides)
+        return strides if dim is None else strides[dim]
+
+    def storage_offset(self) -> int:
+        """torch.Tensor.storage_offset: where the first element lies in ``storage()``."""
+        return (_address(self.array) - _address(_memory(self.array))) // self.array.itemsize
+
+    def storage(self) -> Storage:
+        """torch.Tensor.storage: the memory this tensor views, shared with its other views."""
+        return Storage(self.array)

@@ -181,7 +181,7 @@ class TorchInPlaceMethods:
 
     double, half = _cast_to("double", np.float64), _cast_to("half", np.float16)
     long, byte = _cast_to("long", np.int64), _cast_to("byte", np.uint8)
-    char = _cast_to("char", np.int8)
+    char, short = _cast_to("char", np.int8), _cast_to("short", np.int16)
 
     def bfloat16(self):
         """torch.Tensor.bfloat16: cast to bfloat16 (ml_dtypes' dtype, ``backend.bfloat16``)."""

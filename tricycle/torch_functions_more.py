@@ -15,11 +15,21 @@
 - ``sort(input, dim=-1, descending=False, stable=False)``: torch's, the ``(values, indices)``
   of ``input`` sorted along ``dim`` (``tricycle.ops.sort`` gives the values alone, and is what
   ``Tensor.sort`` is); the values' gradient goes back to where each came from, the indices
-  have none. Always stable: equal values keep their order, as torch's ``stable=True``.
+  have none. Always stable: equal values keep their order, as torch's ``stable=True``;
+- ``isfinite``, ``isnan``, ``isinf``: the Tensor methods as functions, and ``transpose(input,
+  dim0, dim1)``, torch's (two axes swapped), as ``Tensor.transpose`` (which takes numpy's
+  permutation too: ``transpose(x, (1, 0, 2))``, or none to reverse the axes);
+- ``set_printoptions(precision, threshold, edgeitems, linewidth, profile, sci_mode)``: a
+  tensor prints its numpy (or cupy) array, so these set numpy's print options, for every
+  array the process prints (``sci_mode=False`` is numpy's ``suppress=True``); ``profile``
+  ("default", "short", "full") starts from numpy's defaults, as torch's from its own.
 """
 
 import importlib
+import math
 from collections import namedtuple
+
+import numpy as np
 
 from tricycle import checks, ops
 from tricycle.torch_functions import no_out, tensor_input
@@ -93,3 +103,48 @@ def sort(input, dim: int = -1, descending: bool = False, stable: bool = False, *
     x = tensor_input("sort", input)
     checks.boolean("sort", "stable", stable)
     return Sort(ops.sort(x, dim, descending), ops.argsort(x, dim, descending))
+
+
+def transpose(input, *dims):  # noqa: A002
+    """torch.transpose: ``input`` with the axes ``dim0`` and ``dim1`` swapped (see above)."""
+    return tensor_input("transpose", input).transpose(*dims)
+
+
+def isfinite(input):  # noqa: A002 - torch's name
+    """torch.isfinite: booleans, True where ``input`` is neither inf nor nan."""
+    return tensor_input("isfinite", input).isfinite()
+
+
+def isnan(input):  # noqa: A002
+    """torch.isnan: booleans, True where ``input`` is nan."""
+    return tensor_input("isnan", input).isnan()
+
+
+def isinf(input):  # noqa: A002
+    """torch.isinf: booleans, True where ``input`` is inf or -inf."""
+    return tensor_input("isinf", input).isinf()
+
+
+_PROFILES = {  # torch's profiles, on numpy's default precision and line width
+    "default": {"precision": 8, "threshold": 1000, "edgeitems": 3, "linewidth": 75},
+    "short": {"precision": 2, "threshold": 1000, "edgeitems": 2, "linewidth": 75},
+    "full": {"precision": 8, "threshold": math.inf, "edgeitems": 3, "linewidth": 75},
+}
+
+
+def set_printoptions(
+    precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None
+) -> None:
+    """torch.set_printoptions: how tensors print, as numpy's print options (see above)."""
+    if profile is not None and profile not in _PROFILES:
+        expected = f"one of {list(_PROFILES)}"
+        raise ValueError(f"set_printoptions: profile must be {expected}, got {profile!r}")
+    options = dict(_PROFILES[profile]) if profile else {}
+    given = dict(precision=precision, threshold=threshold, edgeitems=edgeitems, linewidth=linewidth)
+    options.update({key: value for key, value in given.items() if value is not None})
+    if sci_mode is not None:
+        options["suppress"] = not sci_mode
+    threshold = options.get("threshold")
+    if threshold is not None and threshold == math.inf:
+        options["threshold"] = np.iinfo(np.int64).max  # numpy's "never summarise"
+    np.set_printoptions(**options)
