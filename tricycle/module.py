@@ -364,7 +364,7 @@ class Sequential(Layer):
         sequence = vars(self).get("sequence")
         if isinstance(sequence, dict) and name in sequence:
             return sequence[name]
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        return object.__getattribute__(self, name)  # Python's error, or a descriptor's own
 
     def __getitem__(self, index):  # a slice is a Sequential of those layers, as torch's
         if type(index) is not slice:

@@ -3,12 +3,12 @@ already (``batch_size=None``): ``default_convert``; a rank's rows of a batch
 (``batch_rows``); and the copy of a batch to a GPU through pinned host buffers
 (``PinnedCopier``).
 
-``default_collate`` mirrors the structure of one example: arrays and Tensors are stacked
-along a new first axis, numbers become one tensor (as torch's: ``labels.size(0)``,
-``labels.to(device)``), tuples, lists and dicts are collated
-position by position (key by key), strings (and bytes) gather into a list. So a dataset of
-``(image, label)`` pairs gives ``(images (B, ...), labels (B,))`` and a dataset of dicts a
-dict of stacked arrays.
+``default_collate`` mirrors the structure of one example: numpy arrays and Tensors are
+stacked along a new first axis into a Tensor and numbers become one, as torch's
+(``images.to(device)``, ``labels.size(0)``), tuples, lists and dicts are collated position
+by position (key by key), strings (and bytes) gather into a list. So a dataset of ``(image,
+label)`` pairs gives ``(images (B, ...), labels (B,))`` and a dataset of dicts a dict of
+stacked tensors.
 """
 
 import numbers
@@ -34,8 +34,8 @@ def default_collate(examples: list):
                 f"default_collate: cannot stack arrays of shapes {sorted(shapes)} into one "
                 "batch; pad them to one shape, or pass a collate_fn"
             )
-        if isinstance(first, np.ndarray):
-            return np.stack(examples)
+        if isinstance(first, np.ndarray):  # as torch's: a tensor (``images.to(device)``)
+            return Tensor(np.stack(examples), requires_grad=False, is_batched=True)
         return Tensor(
             backend.array_module(first.array).stack([e.array for e in examples]),
             requires_grad=False,
@@ -91,13 +91,12 @@ def _short(value) -> str:
 
 def default_convert(item):
     """An item that is a batch already (``batch_size=None`` with no ``collate_fn``), as
-    torch's ``default_convert`` makes it: numpy scalars become 0-d arrays, mappings, named
-    tuples, tuples and lists are rebuilt with their entries converted, and everything else
-    (arrays, Tensors, Python numbers, strings) is kept. torch turns arrays into its tensors;
-    tricycle's batches are numpy arrays (``device=`` makes Tensors on a GPU), so they stay,
-    and a tuple stays a tuple (torch makes it a list)."""
-    if isinstance(item, (np.bool_, np.number)):
-        return np.asarray(item)
+    torch's ``default_convert`` makes it: numpy arrays and scalars become Tensors, mappings,
+    named tuples, tuples and lists are rebuilt with their entries converted, and everything
+    else (Tensors, Python numbers, strings) is kept; a tuple stays a tuple (torch makes it a
+    list)."""
+    if isinstance(item, (np.ndarray, np.bool_, np.number)):
+        return Tensor(np.asarray(item), requires_grad=False, is_batched=np.ndim(item) > 0)
     if isinstance(item, Mapping):
         converted = {key: default_convert(value) for key, value in item.items()}
         try:

@@ -57,7 +57,7 @@ array of n rows), as the training script splits its global batches.
 
 **Devices.** ``device`` (a GPU index) yields batches as Tensors on that GPU, copied through
 pinned host buffers (``pin_memory``) so the copy overlaps the host's work. Without a
-``device`` the batches are numpy arrays in ordinary host memory and ``pin_memory`` does
+``device`` the batches are Tensors in ordinary host memory and ``pin_memory`` does
 nothing (there is no copy to speed up); torch's ``pin_memory_device`` is ``device`` here.
 """
 
