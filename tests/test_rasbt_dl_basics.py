@@ -2346,7 +2346,7 @@ for epoch in range(num_epochs):
         print(' | Batch index:', batch_idx, end='')
         print(' | Batch size:', y.size()[0])
 
-        x = torch.as_tensor(x).to(device)  # port: tricycle's default_collate leaves a batch of numpy arrays numpy (torch's makes a tensor): reported
+        x = x.to(device)
         y = y.to(device)
 
         # do model training on x and y here
