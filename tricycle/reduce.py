@@ -108,10 +108,14 @@ def var(x: Tensor, axis: Axis = None, keepdims: bool = False, ddof: int = 0) -> 
     )
 
 
-def cumsum(x: Tensor, axis: int | None = None) -> Tensor:
-    """Running sum along ``axis`` (of the flattened tensor if None), as numpy.cumsum:
-    out[i] = x[0] + ... + x[i]. Each x[j] adds to every out[i] with i >= j, so its gradient
-    is the running sum of dout from the end: dx[j] = dout[j] + ... + dout[n - 1]."""
+def cumsum(x: Tensor, axis: int | None = None, *, dim: int | None = None) -> Tensor:
+    """Running sum along ``axis`` (torch's ``dim``, as ``x.cumsum(dim=0)``; of the flattened
+    tensor if None), as numpy.cumsum: out[i] = x[0] + ... + x[i]. Each x[j] adds to every
+    out[i] with i >= j, so its gradient is the running sum of dout from the end: dx[j] =
+    dout[j] + ... + dout[n - 1]."""
+    if dim is not None and axis is not None:
+        raise TypeError(f"cumsum: got both axis={axis!r} and dim={dim!r}; give one")
+    axis = axis if dim is None else dim
     xp, flat = x.xp, axis is None
     axis = 0 if flat else checks.axis("cumsum", "axis", axis, x.ndim, x.shape)
     out = xp.cumsum(x.array.reshape(-1) if flat else x.array, axis=axis)
