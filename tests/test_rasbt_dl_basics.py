@@ -16,7 +16,13 @@ and pandas (not installed). Each changed line ends in ``# port:`` and says why (
 downloads, sizes and epochs shrunk, the NiN's channels narrowed, a Linear's weight taken by
 position, two lines torch 2 itself refuses). Each notebook runs under torch (skipped without
 it), then under tricycle, both on the CPU and seeded; both print the same lines (numbers and
-reprs aside) and learn where they train.
+reprs aside) and learn where they train. Then each notebook's model is given torch's weights
+(``nn.from_torch``; the hand-written ones, their tensors) and gives torch's outputs and
+gradients, forward and backward: in train and eval modes where BatchNorm makes them differ,
+the gradients clipped by norm, by value and by hooks too, and the input's gradient of the
+checkpointed NiN; the models that learn from zeros in a fixed order (the perceptron, the
+three logistic regressions) end with torch's weights, and manual-gradients' partial
+derivatives are torch's.
 """
 
 # ruff: noqa: E501, W291, W293
@@ -30,6 +36,7 @@ import numpy as np
 import pytest
 
 from tests.helpers import one_thread, run_main
+from tests.test_rasbt_dl_generative import same_numbers, some_digits
 from tests.test_torch_examples_b import numbers
 from tests.test_torch_first_hour import kinds
 from tests.test_torch_tutorials_u import digits28
@@ -3944,6 +3951,190 @@ def both(script: str, tmp_path, monkeypatch):
     return theirs, ours
 
 
+# ------------------------------------------------------ with torch's weights: torch's numbers
+
+
+def libraries():
+    import torch  # noqa: PLC0415
+
+    import tricycle  # noqa: PLC0415
+
+    return torch, tricycle
+
+
+def mnist_batch(n: int = 16) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` digits (n, 1, 28, 28) in [0, 1] and their labels."""
+    return some_digits(n), np.arange(n) % 10
+
+
+def cifar_batch(n: int = 8) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` of the test's CIFAR-10 images (n, 3, 32, 32) in [0, 1] and their labels."""
+    x, y = images()["cifar10", False]
+    return np.ascontiguousarray(x[:n].transpose(0, 3, 1, 2), np.float32) / 255, y[:n]
+
+
+def classify(x, y, flat=True, scale=1.0):
+    """A ``same_numbers`` step through a notebook's classifier of ``x`` (its rows of 784 when
+    ``flat``): the cross-entropy of the logits against ``y`` (times ``scale``), and what the
+    model returns."""
+
+    def step(lib, m):
+        out = m(lib.tensor(x.reshape(len(x), -1) if flat else x))
+        out = out if isinstance(out, tuple) else (out,)
+        return scale * lib.nn.functional.cross_entropy(out[0], lib.tensor(y)), *out
+
+    return step
+
+
+def close(ours, theirs, rtol=1e-5, atol=1e-6) -> None:
+    """Each of ``ours`` (tensors or arrays) is the one of ``theirs``."""
+    value = lambda v: v if isinstance(v, np.ndarray) else host(v)  # noqa: E731
+    for got, want in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(value(got), value(want), rtol=rtol, atol=atol)
+
+
+def given(value):
+    """Torch's tensor as tricycle's: the same values, a new leaf."""
+    return libraries()[1].tensor(host(value))
+
+
+def gradients(model) -> list[np.ndarray]:
+    """A model's parameter gradients in torch's layout (tricycle's Linear ``weights`` are
+    (in, out): docs/pytorch.md)."""
+    nn = libraries()[1].nn
+    linear = {f"{n}.weights".lstrip(".") for n, m in model.named_modules() if isinstance(m, nn.Linear)}  # fmt: skip
+    return [host(p.grad).T if n in linear else host(p.grad) for n, p in model.named_parameters()]
+
+
+def perceptron(their, our) -> None:
+    """The perceptron learns from zeros in the same order: torch's weights; given torch's
+    weights, torch's predictions."""
+    theirs, ours = their["ppn"], our["ppn"]
+    close((ours.weights, ours.bias), (theirs.weights, theirs.bias))
+    ours.weights, ours.bias = given(theirs.weights), given(theirs.bias)
+    close([ours.forward(our["X_test_tensor"])], [theirs.forward(their["X_test_tensor"])])
+
+
+def logistic_regression(their, our) -> None:
+    """The regressions learn from zeros on the whole set: torch's weights. Given torch's
+    weights, the autograd one's cost and gradients and the module's are torch's."""
+    close([our["logr"].weights, our["model"].linear.bias], [their["logr"].weights, their["model"].linear.bias], rtol=1e-4)  # fmt: skip
+    close([our["model"].linear.weights.T], [their["model"].linear.weight], rtol=1e-4)
+    results = []
+    for s in their, our:
+        logr, y = s["logr"], s["y_train_tensor"].view(-1)
+        if s is our:
+            logr.weights = given(their["logr"].weights).requires_grad_()
+            logr.bias = given(their["logr"].bias).requires_grad_()
+        logr.weights.grad = logr.bias.grad = None
+        cost = logr._logit_cost(y, logr.forward(s["X_train_tensor"]))
+        cost.backward()
+        results.append((cost, logr.weights.grad, logr.bias.grad))
+    close(results[1], results[0])
+    x, y = host(their["X_test_tensor"]), host(their["y_test_tensor"])[:, None]
+
+    def step(lib, m):
+        probas = m(lib.tensor(x))
+        return lib.nn.BCELoss(reduction="sum")(probas, lib.tensor(y)), probas
+
+    same_numbers(their["model"], our["model"], step)
+
+
+def classifier(batch=mnist_batch, flat=True, modes=(True,)):
+    """A notebook's classifier (``model``) given torch's weights: torch's outputs, loss and
+    gradients, in each of ``modes`` (train: batch statistics; eval: the running ones, as
+    loaded, and Dropout off, its draws being each library's)."""
+
+    def check(their, our) -> None:
+        for train in modes:
+            for s in their, our:
+                s["model"].train(train)
+            same_numbers(their["model"], our["model"], classify(*batch(), flat), 1e-4, 1e-5)
+
+    return check
+
+
+def mlp_from_scratch(their, our) -> None:
+    """Given torch's weights, the hand-written forward and backward give torch's numbers."""
+    theirs, ours = their["model"], our["model"]
+    for name in "weight_1", "bias_1", "weight_o", "bias_o":
+        setattr(ours, name, given(getattr(theirs, name)))
+    x, y = mnist_batch()
+    results = []
+    for lib, m in zip(libraries(), (theirs, ours)):
+        features, targets = lib.tensor(x.reshape(16, 784)), lib.tensor(y)
+        a_1, a_2 = m.forward(features)
+        results.append((a_1, a_2, *m.backward(features, a_1, a_2, targets)))
+    close(results[1], results[0])
+
+
+def manual_gradients(their, our) -> None:
+    """The partial derivatives by ``grad`` and by the hooks: torch's."""
+    close(our["partial_derivatives"], their["partial_derivatives"])
+    assert sorted(our["grads"]) == sorted(their["grads"]) == sorted(f"d_a_{v}" for v in "xwbuv")
+    close([our["grads"][k] for k in sorted(our["grads"])], [their["grads"][k] for k in sorted(their["grads"])])  # fmt: skip
+
+
+def gradient_checkpointing_nin(their, our) -> None:
+    """Given torch's weights, the checkpointed NiN's logits and gradients, of its parameters
+    and of its input (its forward asks for one), are torch's (Dropout off). The images are
+    noise: the digits' flat regions tie in the max-pooling, which the libraries' last bits
+    break apart (and the input's gradient with them)."""
+    x = np.random.default_rng(0).uniform(size=(4, 3, 32, 32)).astype(np.float32)
+    y = cifar_batch(4)[1]
+    inputs = []
+
+    def step(lib, m):
+        m.eval()
+        inputs.append(lib.tensor(x))
+        logits = m(inputs[-1])
+        return lib.nn.functional.cross_entropy(logits, lib.tensor(y)), logits
+
+    same_numbers(their["model"], our["model"], step, rtol=1e-4, atol=1e-5)
+    close([inputs[1].grad], [inputs[0].grad], rtol=1e-4, atol=1e-7)
+
+
+def gradient_clipping(their, our) -> None:
+    """Given torch's weights, the MLP's numbers are torch's; so are its gradients clipped by
+    norm (and the norm it returns) and then by value; and a fresh model's, clamped by the
+    notebook's hooks (the loss scaled up so that they clamp)."""
+    x, y = mnist_batch()
+    same_numbers(their["model"], our["model"], classify(x, y))
+    norms = []
+    for lib, m in zip(libraries(), (their["model"], our["model"])):
+        norms.append(lib.nn.utils.clip_grad_norm_(m.parameters(), 0.5, norm_type=2))
+        lib.nn.utils.clip_grad_value_(m.parameters(), 0.01)
+    close([norms[1]], [norms[0]])
+    close(gradients(our["model"]), [p.grad for p in their["model"].parameters()])
+    assert max(np.abs(g).max() for g in gradients(our["model"])) == pytest.approx(0.01)
+    models = []
+    for lib, s in zip(libraries(), (their, our)):
+        lib.manual_seed(0)
+        models.append(s["MultilayerPerceptron"](num_features=784, num_classes=10))
+        for p in models[-1].parameters():  # the notebook's hook
+            p.register_hook(lambda grad, lib=lib: lib.clamp(grad, -0.1, 1.0))
+    same_numbers(*models, classify(x, y, scale=100.0))
+    assert min(g.min() for g in gradients(models[1])) == pytest.approx(-0.1)
+
+
+# each notebook's model checked with torch's weights
+WEIGHTS = {
+    "PERCEPTRON": perceptron,
+    "LOGISTIC_REGRESSION": logistic_regression,
+    "SOFTMAX_REGRESSION": classifier(),
+    "MLP_BASIC": classifier(),
+    "MLP_BATCHNORM": classifier(modes=(True, False)),
+    "MLP_DROPOUT": classifier(modes=(False,)),
+    "MLP_FROMSCRATCH_SIGMOID_MSE": mlp_from_scratch,
+    "MANUAL_GRADIENTS": manual_gradients,
+    "CNN_WEIGHT_SHARING": classifier(flat=False),
+    "GRADIENT_CHECKPOINTING_NIN": gradient_checkpointing_nin,
+    "MLP_SEQUENTIAL": classifier(),
+    "GRADCLIPPING_MLP": gradient_clipping,
+    "CYCLICAL_LEARNING_RATE": classifier(cifar_batch, flat=False),
+}
+
+
 # what each notebook prints as it trains, and by how much the last is below the first
 LEARNS = {
     "LOGISTIC_REGRESSION": (r"Cost: ([\d.]+)", 0.9),
@@ -3992,6 +4183,8 @@ def test_notebook(name, tmp_path, monkeypatch):
         for s in their, our:
             losses = s["log_dict"]["train_loss_per_batch"]
             assert np.mean(losses[-3:]) < losses[0], losses
+    if name in WEIGHTS:  # the model given torch's weights: torch's outputs and gradients
+        WEIGHTS[name](their, our)
 
 
 def test_variable_and_rref_as_torchs():

@@ -103,6 +103,55 @@ def test_in_place_on_the_graph_is_refused(write):
         assert z.args[0].args[0] is w and z.args[0].array is not z.array
 
 
+def test_augmented_assignment_on_a_constant_writes_into_it_as_torchs():
+    """``x op= y`` on a leaf that requires no grad is torch's ``x.op_(y)``: written into, so a
+    parameter it was detached from takes the values (the hand-written step of rasbt's
+    logistic regression: ``tmp = w.detach(); tmp -= lr * w.grad``), as do the tensors sharing
+    its memory (``w.data``, a row of a matrix, another name); the next step's gradients are
+    torch's. Where torch refuses (integers += a float, ``/=``, a value broadcast larger, a
+    constant a recorded op reads) the name is rebound to the result, as before."""
+    x = np.random.default_rng(1).normal(size=(5, 2)).astype(np.float32)
+    y = np.array([1.0, 0.0, 1.0, 1.0, 0.0], np.float32)
+    results = []
+    for lib in torch, tricycle:
+        w, b = lib.zeros(2, 1, requires_grad=True), lib.zeros(1, requires_grad=True)
+        for _ in range(3):
+            p = lib.sigmoid(lib.mm(lib.tensor(x), w) + b).view(-1)
+            cost = -(lib.tensor(y) * lib.log(p) + (1 - lib.tensor(y)) * lib.log(1 - p)).sum()
+            cost.backward()
+            tmp = w.detach()
+            tmp -= 0.5 * w.grad
+            tmp = b.data
+            tmp += -0.5 * b.grad
+            grads = w.grad.clone(), b.grad.clone()
+            w.grad.zero_(), b.grad.zero_()
+        m = lib.zeros(2, 3)
+        row, same = m[1], m
+        row += lib.ones(3)
+        same *= 2
+        same /= 4
+        n = lib.arange(3)
+        alias = n
+        n += 2
+        n *= 3
+        results.append([cost, w, b, *grads, m, alias])
+    for ours, theirs in zip(results[1], results[0], strict=True):
+        np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), 1e-5, 1e-6)
+    n, alias, v = tricycle.arange(3), None, tricycle.zeros(3)
+    alias, u = n, v
+    n += 0.5  # torch refuses each of these three
+    alias /= 2
+    v += tricycle.ones(2, 3)
+    assert n.dtype == np.float32 and alias.dtype == np.float32 and v.shape == (2, 3)
+    np.testing.assert_array_equal(tricycle.arange(3).numpy(), [0, 1, 2])
+    assert u.shape == (3,) and not u.numpy().any()
+    w, x = tricycle.ones(3, requires_grad=True), tricycle.full((3,), 2.0)
+    y = (w * x).sum()
+    x += 1  # read by y's backward (torch's refuses to run): rebound, w's gradient right
+    y.backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [2, 2, 2])
+
+
 def test_requires_grad_as_torch():
     x = Tensor(np.zeros(3), requires_grad=False)
     assert x.requires_grad_() is x and x.requires_grad

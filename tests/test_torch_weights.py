@@ -456,3 +456,42 @@ def test_batch_norms_count_of_batches_loads_and_saves_as_torchs():
     with pytest.raises(ValueError, match="num_batches_tracked must be a non-negative integer"):
         from_torch(ours, bad)
     assert ours.num_batches_tracked == 4  # a failed load changes nothing
+
+
+def test_layers_also_kept_in_a_plain_list_load_from_torchs_names():
+    """rasbt's checkpointed NiN keeps its Sequential's layers in a plain list too
+    (``self.modules_list = [m for k, m in self.classifier._modules.items()]``): torch's
+    state_dict does not walk the list, tricycle's walk does; those names alias tensors that
+    load under the Sequential's, so none is missing, and the model gives torch's numbers."""
+
+    def build(model, nn):
+        nn.Module.__init__(model)
+        model.classifier = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+        model.modules_list = [m for k, m in model.classifier._modules.items()]
+
+    class Listed(nn.Module):
+        def __init__(self):
+            build(self, nn)
+
+        def forward(self, x):
+            for m in self.modules_list:
+                x = m(x)
+            return x
+
+    class TorchListed(torch.nn.Module):
+        def __init__(self):
+            build(self, torch.nn)
+
+        forward = Listed.forward
+
+    torch.manual_seed(0)
+    theirs, ours = TorchListed().double(), Listed().to(np.float64)
+    names = [f"classifier.{i}.{n}" for i in (0, 2) for n in ("weight", "bias")]
+    assert list(theirs.state_dict()) == names
+    assert from_torch(ours, theirs.state_dict()) == ([], [])
+    x = np.random.default_rng(0).normal(size=(5, 3))
+    want = theirs(torch.from_numpy(x)).detach().numpy()
+    close(ours(to_tensor(x, dtype=np.float64)).numpy(), want, RTOL, ATOL)
+    state = dict(theirs.state_dict())
+    del state["classifier.2.bias"]  # a name missing still is, under each of its paths
+    assert from_torch(ours, state, strict=False)[0] == ["classifier.2.bias", "modules_list.2.bias"]

@@ -18,7 +18,9 @@ which makes a module's functions methods that import it on their first call.
 - the in-place shape changes ``unsqueeze_``, ``squeeze_`` and ``t_``: a leaf (a constant, a
   parameter) takes the new shape over the same memory (a numpy array it shares stays shared);
   an op's output in a graph becomes the reshaping op's output (``tricycle.rebase``), as
-  torch's, unless an op already uses it (then refused, naming the out-of-place form).
+  torch's, unless an op already uses it (then refused, naming the out-of-place form);
+- ``__index__``: a one-element integer tensor is an index of a Python sequence
+  (``classes[label]``), as torch's.
 """
 
 import importlib
@@ -222,3 +224,11 @@ class TorchTensorExtras:
     def storage(self) -> Storage:
         """torch.Tensor.storage: the memory this tensor views, shared with its other views."""
         return Storage(self.array)
+
+    def __index__(self):
+        """``sequence[x]`` for a one-element integer (or bool) tensor, as torch's:
+        ``classes[label]``, ``classes[pred[0].argmax(0)]``."""
+        if self.dtype.kind not in "biu" or self.size != 1:
+            raise TypeError(f"Tensor.__index__: only a one-element integer tensor can be an "
+                            f"index, got shape {self.shape} of {self.dtype}")  # fmt: skip
+        return int(self._element("__index__").item())

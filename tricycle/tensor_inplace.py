@@ -4,13 +4,14 @@ base class of ``Tensor`` (``tricycle.tensor``) beside ``tricycle.tensor_torch``'
 The in-place methods (``add_``, ``normal_``, ``x[i] = v``, ``w -= g``...) write into ``.array``
 only off the graph (a leaf needing no gradient, a parameter under ``no_grad()``), else raise:
 tensors are functional, and a recorded graph keeps the arrays it saved, so writing into its
-inputs would change its gradients. ``.data`` is torch's detached view (the same array, no
+inputs would change its gradients. ``x -= y`` on a leaf is ``x.sub_(y)``, as torch's (a
+constant's memory is written: ``w.detach() -= g`` steps w), or rebinds x to ``x - y`` where
+torch refuses (a new dtype or shape). ``.data`` is torch's detached view (the same array, no
 gradient); assigning it rebinds a leaf's array, between steps as in torch (an op recorded
 from the leaf and not yet backpropagated may read the new array in its backward). The casts
 (``float()``, ``to(dtype)``, ``bfloat16()``) send the gradient back in the source's dtype, and
 ``new_*`` make leaves of this tensor's dtype and device. ``type()`` names the type as torch
-does ("tricycle.FloatTensor") and ``type(dtype)`` casts; a one-element integer tensor is an
-index of a Python sequence (``classes[label]``), as torch's. The random fills, ``bernoulli`` and
+does ("tricycle.FloatTensor") and ``type(dtype)`` casts. The random fills, ``bernoulli`` and
 ``multinomial`` draw from tricycle's generator (``tricycle.random``, so ``tricycle.manual_seed``
 repeats them), on the host, as it always does.
 """
@@ -98,13 +99,24 @@ def _in_place(name: str, out_of_place, instead: str):
 
 
 def _augmented(in_place: str):
-    def augmented(self, other):  # a parameter: in place under no_grad(), else refused
-        if self.requires_grad and self.args is None:  # (torch's: a leaf that requires grad)
-            return getattr(self, in_place)(other)
+    def augmented(self, other):  # torch's ``x.op_(y)`` on a leaf (a parameter: under no_grad())
+        if self.args is None and (self.requires_grad or _as_is(self, other, in_place)):
+            return getattr(self, in_place)(other)  # a constant too: ``w.detach() -= g``
         return NotImplemented  # Python's ``x = x - y``: a new tensor, any graph kept
 
-    augmented.__doc__ = f"``x op= y``: ``x.{in_place}(y)`` on a parameter (under no_grad())."
+    augmented.__doc__ = f"``x op= y``: ``x.{in_place}(y)`` on a leaf, as torch's (``_as_is``)."
     return augmented
+
+
+def _as_is(x: Node, y, in_place: str) -> bool:
+    """Whether ``x op= y`` may write x (else x is rebound): no recorded op reads it (torch's
+    backward would refuse), and it keeps x's dtype and shape, as torch's in-place ops must: x
+    floats, or integers not divided; y numbers that broadcast to x's shape."""
+    y, shape = getattr(y, "array", y), np.shape(getattr(y, "array", y))
+    integers = "" if x.dtype.kind == "b" or in_place == "div_" else "iub"
+    kinds = "" if x._uses else "fiub" if backend.is_float(x.dtype) else integers
+    fits = len(shape) <= x.ndim and all(n in (1, m) for n, m in zip(shape[::-1], x.shape[::-1]))
+    return (y.dtype if hasattr(y, "dtype") else np.asarray(y).dtype).kind in kinds and fits
 
 
 def written(*methods) -> tuple:
@@ -368,14 +380,6 @@ class TorchInPlaceMethods:
             return rebase.rebase(self, selections, rebase.index_put, index, value)
         self._writable("__setitem__", "tricycle.where or masked_fill")
         self._write("__setitem__", value, True, ops._unwrap_index(index, self.xp))
-
-    def __index__(self):
-        """``sequence[x]`` for a one-element integer (or bool) tensor, as torch's:
-        ``classes[label]``, ``classes[pred[0].argmax(0)]``."""
-        if self.dtype.kind not in "biu" or self.size != 1:
-            raise TypeError(f"Tensor.__index__: only a one-element integer tensor can be an "
-                            f"index, got shape {self.shape} of {self.dtype}")  # fmt: skip
-        return int(self._element("__index__").item())
 
     # named as Python's builtins: last, so that no annotation above reads them
     def type(self, dtype=None, non_blocking: bool = False):

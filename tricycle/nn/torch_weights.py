@@ -226,8 +226,10 @@ def from_torch(model: Layer, torch_state_dict: Mapping, strict: bool = True):
     lacks whose value is the very tensor of a name it loads is no unexpected name: torch's
     ``state_dict`` lists a tied tensor under each owner (nanoGPT's ``lm_head.weight`` is its
     ``transformer.wte.weight``), and a port whose head reads the embedding's table
-    (``F.linear(x, wte.weights)``) has nothing more to load. Returns the (missing,
-    unexpected) lists of torch names.
+    (``F.linear(x, wte.weights)``) has nothing more to load. Likewise a name of the model's
+    whose tensor loads under another is not missing: tricycle also walks the layers a model
+    keeps in a plain list (``self.blocks = [...]``), which torch's ``state_dict`` does not.
+    Returns the (missing, unexpected) lists of torch names.
     """
     owner = f"from_torch into {type(model).__name__}"
     entries: list[_Entry] = []
@@ -243,9 +245,13 @@ def from_torch(model: Layer, torch_state_dict: Mapping, strict: bool = True):
             tracked.append((layer, _join(torch_path, BATCHES_TRACKED)))
 
     expected = {entry.torch_name: entry.torch_shape for entry in entries}
+    tensors = {entry.torch_name: entry.tensor for entry in entries}
     for torch_path, _, current in attentions:
         expected.update({_join(torch_path, k): v.shape for k, v in current.items()})
     missing = [name for name in expected if name not in torch_state_dict]
+    if missing:  # but a tensor that loads under another of its names (see the doc)
+        loaded = {id(e.tensor) for e in entries if e.torch_name in torch_state_dict}
+        missing = [n for n in missing if id(tensors.get(n)) not in loaded]
     unexpected = [k for k in torch_state_dict if k not in expected and k not in optional]
     if unexpected:  # but a tied tensor's other names (see the doc)
         aliases = _aliases(torch_state_dict, expected)
