@@ -223,6 +223,18 @@ def test_repr_names_the_padding():
     assert "padding_mode" not in repr(nn.Conv2d(2, 3, 4))
 
 
+@pytest.mark.parametrize(
+    "settings",
+    [{}, {"padding": 1}, {"padding": "same"}, {"stride": 2, "padding": (1, 2), "dilation": 2,
+     "groups": 2, "bias": False, "padding_mode": "reflect"}],
+)  # fmt: skip
+def test_repr_shows_what_torchs_does(settings):
+    torch = pytest.importorskip("torch")
+    theirs = repr(torch.nn.Conv2d(4, 6, 3, **settings))  # the settings that are not defaults
+    assert repr(nn.Conv2d(4, 6, 3, **settings)).split("  # ")[0] == theirs
+    assert repr(nn.Conv1d(4, 6, 3)).split("  # ")[0] == repr(torch.nn.Conv1d(4, 6, 3))
+
+
 # ====================================================================== unbatched inputs
 
 UNBATCHED = [  # (layer, its arguments, unbatched input shape)

@@ -46,6 +46,7 @@ from tests.test_torch_vision_tutorials import host
 pytestmark = [
     pytest.mark.filterwarnings("ignore:TypedStorage is deprecated"),
     pytest.mark.filterwarnings("ignore:FigureCanvasAgg is non-interactive"),
+    pytest.mark.filterwarnings("ignore:__array__ implementation doesn't accept a copy"),  # torch's
 ]
 
 NB_1_TENSORS = r"""
@@ -2265,7 +2266,7 @@ class ResBlock(nn.Module):
         self.conv = nn.Conv2d(n_chans, n_chans, kernel_size=3,
                               padding=1, bias=False)  # <1>
         self.batch_norm = nn.BatchNorm2d(num_features=n_chans)
-        torch.nn.init.kaiming_normal_(self.next(conv.parameters()),  # port: conv.weight by position: a conv's is weights (documented)
+        torch.nn.init.kaiming_normal_(next(self.conv.parameters()),  # port: conv.weight by position: a conv's is weights (documented)
                                       nonlinearity='relu')  # <2>
         torch.nn.init.constant_(next(self.batch_norm.parameters()), 0.5)  # port: batch_norm.weight by position: a norm's is gamma (documented)
         torch.nn.init.zeros_(list(self.batch_norm.parameters())[1])  # port: batch_norm.bias by position: a norm's is beta (documented)
@@ -2295,7 +2296,7 @@ class NetResDeep(nn.Module):
         out = self.fc2(out)
         return out
 # %%
-model = NetResDeep(n_chans1=32, n_blocks=3)  # port: 100 blocks shrunk.to(device=device)
+model = NetResDeep(n_chans1=32, n_blocks=3).to(device=device)  # port: 100 blocks shrunk
 optimizer = optim.SGD(model.parameters(), lr=3e-3)
 loss_fn = nn.CrossEntropyLoss()
 
@@ -2369,7 +2370,7 @@ class CIFAR10:
 """
 
 
-def cifar(n_train: int = 96, n_val: int = 48) -> dict:
+def cifar(n_train: int = 64, n_val: int = 32) -> dict:
     """CIFAR-10's stand-in, uint8 (N, 32, 32, 3): airplanes (label 0) a pale sky with a dark
     bar across, birds (label 2) green with a dark blob, and a few other classes (noise) that
     the notebooks filter out."""
@@ -2479,6 +2480,10 @@ def normal(printed: str) -> list[str]:
     head, a Sequential's "sequence." prefix, a Linear's transposed weights' name, and a
     storage's footer."""
     text = re.sub(r" at 0x[0-9a-f]+>", ">", printed).replace("Parameter containing:\n", "")
+    # manual_seed's generator: torch's, numpy's here
+    text = re.sub(
+        r"<torch._C.Generator object>|Generator\(PCG64\) at 0x[0-9A-F]+", "GENERATOR", text
+    )
     text = re.sub(
         r"Dense\(from_size=(\d+), to_size=(\d+)", r"Linear(in_features=\1, out_features=\2", text
     )
@@ -2549,3 +2554,81 @@ def test_thermometer_chapters(name, tmp_path, monkeypatch):
         found = losses(printed, r"Loss ([\d.]+)") or losses(printed, r"Training loss ([\d.]+)")
         if found:
             assert min(found) < 0.5 * found[0] or found[-1] < 30, found
+    # p1ch6's models, trained or not, given torch's weights: torch's numbers
+    for model in ("linear_model", "seq_model", "namedseq_model", "subclass_model", "func_model"):
+        if model in our:
+            same_numbers(their[model], our[model], (5, 1))
+
+
+def same_numbers(their_model, our_model, shape, seed=0, rtol=1e-4, atol=1e-5) -> None:
+    """Tricycle's model given torch's weights (``nn.from_torch``) gives torch's outputs, the
+    gradients of its parameters and of its input (a batch of ``shape``), and torch's running
+    statistics where it has a norm."""
+    import torch  # noqa: PLC0415
+
+    import tricycle  # noqa: PLC0415
+
+    missing, unexpected = tricycle.nn.from_torch(our_model, their_model.state_dict())
+    assert missing == unexpected == []
+    x = np.random.default_rng(seed).normal(size=shape).astype(np.float32)
+    results = []
+    for lib, model in (torch, their_model), (tricycle, our_model):
+        inputs = lib.tensor(x, requires_grad=True)
+        model.zero_grad()
+        out = model(inputs)
+        (out * lib.tensor(np.linspace(-1, 1, out.shape[-1], dtype=np.float32))).sum().backward()
+        results.append([host(out), host(inputs.grad)])
+    for got, want in zip(results[1], results[0], strict=True):
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+    linear = {f"{n}.weights".lstrip(".") for n, m in our_model.named_modules() if isinstance(m, tricycle.nn.Linear)}  # fmt: skip
+    ours, theirs = dict(our_model.named_parameters()), dict(their_model.named_parameters())
+    assert len(ours) == len(theirs)
+    for (name, p), q in zip(ours.items(), theirs.values(), strict=True):
+        want = host(q.grad).T if name in linear else host(q.grad)
+        np.testing.assert_allclose(host(p.grad), want, rtol=rtol, atol=atol, err_msg=name)
+    ours = [host(b) for n, b in our_model.named_buffers() if "running" in n]
+    theirs = [host(b) for n, b in their_model.named_buffers() if "running" in n]
+    assert len(ours) == len(theirs)
+    for got, want in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+
+
+def test_birds_airplanes(tmp_path, monkeypatch):
+    (theirs, their), (ours, our) = both(NB_2_BIRDS_AIRPLANES, tmp_path, monkeypatch)
+    assert normal(ours) == normal(theirs)
+    # the images, the one-hot truth, the made-up outputs' MSE and NLL (torch.tensor of a list
+    # of (1,) tensors: a vector), the hand-set convolution's output
+    for name in ("img", "img_batch", "truth", "mse_comparison", "nll_comparison"):
+        same(our[name], their[name])
+        assert our[name].shape == tuple(their[name].shape), name
+    same(our["conv"](our["img"].unsqueeze(0)), their["conv"](their["img"].unsqueeze(0)).detach())
+    for printed in theirs, ours:  # each of the five runs' last loss of an epoch falls
+        found = losses(printed, r"Epoch: \d+, Loss: ([\d.]+)")
+        assert len(found) == 15
+        for run in range(0, 15, 3):
+            assert found[run + 2] < found[run], found
+    net, our_net = their["Net"](), our["Net"]()  # the chapter's last Net
+    same_numbers(net, our_net, (4, 3, 32, 32))
+
+
+def test_convolution(tmp_path, monkeypatch):
+    (theirs, their), (ours, our) = both(NB_1_CONVOLUTION, tmp_path, monkeypatch)
+    assert normal(ours) == normal(theirs)
+    # the pooled image, the edge detector's output (weights set under no_grad)
+    same(our["output"], their["output"])
+    same(our["conv"](our["img"].unsqueeze(0)), their["conv"](their["img"].unsqueeze(0)).detach())
+    for lib in their, our:  # the eight networks learn the two classes (chance: 0.5)
+        accuracies = [v["train"] for v in lib["all_acc_dict"].values()]
+        assert len(accuracies) == 8 and np.mean(accuracies) > 0.75, accuracies
+    # the loaded model holds what was saved: the first Net, trained
+    saved = our["tricycle"].load(tmp_path / "tricycle/data-unversioned/p1ch6/birds_vs_airplanes.pt")
+    for name, value in our["loaded_model"].state_dict().items():
+        np.testing.assert_array_equal(value, saved[name])
+    # the chapter's networks given torch's weights: torch's outputs and gradients (dropout
+    # off in eval mode; batch norm in training mode, its running statistics updated)
+    for name in ("Net", "NetWidth", "NetDropout", "NetBatchNorm", "NetDepth", "NetRes"):
+        theirs, ours = their[name](), our[name]()
+        if name == "NetDropout":
+            theirs.eval(), ours.eval()
+        same_numbers(theirs, ours, (3, 3, 32, 32))
+    same_numbers(their["model"], our["model"], (3, 3, 32, 32))  # NetResDeep, trained, tied blocks

@@ -159,9 +159,14 @@ def test_load_state_dict_errors_name_the_keys_and_shapes():
     bad = {**state, "sequence.0.weights": np.zeros((3, 2))}
     with pytest.raises(ValueError, match=r"shape mismatch for sequence.0.weights.*\(3, 2\)"):
         model.load_state_dict(bad)
-    missing, unexpected = model.load_state_dict({"sequence.0.bias": np.ones(3)}, strict=False)
-    assert missing == ["sequence.0.weights"] and unexpected == []
+    result = model.load_state_dict({"sequence.0.bias": np.ones(3), "x": np.ones(1)}, strict=False)
+    missing, unexpected = result  # torch's named tuple, printed as torch's
+    assert missing == result.missing_keys == ["sequence.0.weights"] and unexpected == ["x"]
+    assert repr(result) == (
+        "_IncompatibleKeys(missing_keys=['sequence.0.weights'], unexpected_keys=['x'])"
+    )
     np.testing.assert_array_equal(model[0].bias.array, np.ones(3))
+    assert repr(model.load_state_dict(state)) == "<All keys matched successfully>"
 
 
 def test_layers_pickle_without_graph():

@@ -354,6 +354,38 @@ def test_a_sequential_of_an_ordered_dict_names_its_layers_as_torchs():
                                theirs.output_linear.weight.grad.numpy().T, rtol=1e-5)  # fmt: skip
 
 
+@pytest.mark.parametrize("named", [False, True])
+def test_a_sequential_item_set_replaces_that_layer_as_torchs(named):
+    torch = pytest.importorskip("torch")
+    from collections import OrderedDict  # noqa: PLC0415
+
+    def build(module):  # a classifier's head replaced, as a fine-tuning script does
+        layers = [module.Linear(3, 5), module.Tanh(), module.Linear(5, 2)]
+        if named:
+            return module.Sequential(OrderedDict(zip(["hidden", "act", "head"], layers)))
+        return module.Sequential(*layers)
+
+    ours, theirs = build(nn), build(torch.nn)
+    for model, module in (ours, nn), (theirs, torch.nn):
+        model[-1] = module.Linear(5, 4)
+        model[0] = module.Linear(3, 5)
+    assert nn.from_torch(ours, theirs.state_dict()) == ([], [])
+    assert list(ours._modules) == list(theirs._modules) and len(ours) == 3
+    if named:
+        assert ours.head is ours[2] and ours.head.out_features == 4
+    x = np.random.default_rng(3).normal(size=(2, 3)).astype(np.float32)
+    mine, expected = ours(to_tensor(x)), theirs(torch.tensor(x))
+    np.testing.assert_allclose(mine.numpy(), expected.detach().numpy(), rtol=1e-5, atol=1e-6)
+    mine.sum().backward()
+    expected.sum().backward()
+    np.testing.assert_allclose(ours[0].weights.grad.numpy(), theirs[0].weight.grad.numpy().T,
+                               rtol=1e-5, atol=1e-6)  # fmt: skip
+    with pytest.raises(TypeError, match=r"Sequential: layers\[1\]"):
+        ours[1] = 3
+    with pytest.raises(IndexError):
+        ours[3] = nn.ReLU()
+
+
 def test_dropouts_p_reads_and_sets_its_probability_as_torchs():
     drop = nn.Dropout(0.5)
     drop.p = 0.0  # torch's code sets it: the layer is the identity then, in training too

@@ -112,6 +112,27 @@ def test_tensor_makes_torchs_dtypes_and_values(data, dtype):
     assert out.requires_grad is False and out.args is None
 
 
+def test_tensor_of_a_list_of_one_element_tensors_holds_their_numbers_as_torchs():
+    # Deep Learning with PyTorch's p1ch7: torch.tensor([nll(o) for o in outs]), each (1,)
+    for make in (
+        lambda lib: [lib.tensor([0.5]), lib.tensor([1.5])],
+        lambda lib: [lib.tensor(1.5, dtype=lib.float64), lib.tensor(2.0)],
+        lambda lib: [[lib.tensor([1])], [lib.tensor(2)]],
+        lambda lib: [lib.tensor([[True]]), lib.tensor([False])],
+    ):
+        out, expected = tc.tensor(make(tc)), torch.tensor(make(torch))
+        assert out.shape == tuple(expected.shape) and out.dtype == expected.numpy().dtype
+        np.testing.assert_array_equal(out.numpy(), expected.numpy())
+    leaf = tc.tensor([2.0], requires_grad=True)
+    copied = tc.tensor([leaf * 2, leaf])  # numbers: cut from the graph, as torch's
+    assert copied.args is None and not copied.requires_grad
+    np.testing.assert_array_equal(copied.numpy(), [4.0, 2.0])
+    with pytest.raises(ValueError, match=r"tensor: a list's tensor must be of one.*stack.*\(2,\)"):
+        tc.tensor([tc.tensor([1.0, 2.0])])
+    with pytest.raises(ValueError):
+        torch.tensor([torch.tensor([1.0, 2.0])])
+
+
 def test_tensor_copies_and_from_numpy_and_as_tensor_share():
     array = np.arange(3.0)
     copied, shared, also_shared = tc.tensor(array), tc.from_numpy(array), tc.as_tensor(array)

@@ -121,7 +121,9 @@ def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = 
 
 def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """torch.Tensor.diagonal: the entries (i, i + offset) of the axes ``dim1`` and ``dim2``
-    (above the main diagonal for an offset > 0), as the last axis of the result."""
+    (above the main diagonal for an offset > 0), as the last axis of the result. Where no
+    graph is kept (x needs no gradient, or under ``no_grad``) it is a view, as torch's: a
+    write into it (``x.diagonal().fill_(0)``) writes x."""
     if x.ndim < 2:
         raise ValueError(f"diagonal: needs at least 2 axes, got shape {x.shape}")
     checks.integer("diagonal", "offset", offset)
@@ -132,7 +134,27 @@ def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor
     moved = ops.transpose(x, [d for d in range(x.ndim) if d not in (a, b)] + [a, b])  # (..., N, M)
     length = max(0, min(x.shape[a] + min(offset, 0), x.shape[b] - max(offset, 0)))
     rows = x.xp.arange(length) + max(-offset, 0)
-    return ops.getitem(moved, (Ellipsis, rows, rows + offset))
+    out = ops.getitem(moved, (Ellipsis, rows, rows + offset))
+    if out.args is not None or not length:
+        return out
+    # no graph to keep: a view of x's memory, as torch's (x.diagonal().fill_(0) writes x)
+    corner = moved.array[..., max(-offset, 0), max(offset, 0)]  # (...), a view
+    step = moved.array.strides[-2] + moved.array.strides[-1]
+    view = _view(corner, (*corner.shape, length), (*corner.strides, step))
+    return out.new(view, requires_grad=False)
+
+
+def _view(array, shape: tuple, strides: tuple):
+    """A view of ``array``'s memory of ``shape`` and (byte) ``strides``: on the host, made over
+    the array that owns the memory, which ``storage()`` finds through ``base`` (as_strided's
+    view would hide it)."""
+    owner = array
+    while isinstance(owner.base, np.ndarray):
+        owner = owner.base
+    if not isinstance(array, np.ndarray) or not owner.flags.c_contiguous:
+        return backend.array_module(array).lib.stride_tricks.as_strided(array, shape, strides)
+    offset = array.ctypes.data - owner.ctypes.data
+    return np.ndarray(shape, array.dtype, buffer=owner, offset=offset, strides=strides)
 
 
 _diagonal = diagonal  # diag's argument is named diagonal, as torch's
@@ -142,8 +164,9 @@ def diag(x: Tensor, diagonal: int = 0) -> Tensor:
     """torch.Tensor.diag: of a vector, the square matrix with it on the ``diagonal`` (above
     the main one for a diagonal > 0) and zeros elsewhere; of a matrix, that diagonal."""
     checks.integer("diag", "diagonal", diagonal)
-    if x.ndim == 2:
-        return _diagonal(x, diagonal)
+    if x.ndim == 2:  # a copy, as torch's (diagonal's is a view where no graph is kept)
+        out = _diagonal(x, diagonal)
+        return out if out.args is not None else out.new(out.array.copy(), requires_grad=False)
     if x.ndim != 1:
         raise ValueError(f"diag: expected a vector (to place on a diagonal) or a matrix (to "
                          f"read one), got shape {x.shape}")  # fmt: skip

@@ -15,6 +15,7 @@ The layers themselves live in ``tricycle.layers`` (which re-exports ``Layer``), 
 activations in ``tricycle.activation`` and the rest of the catalogue in ``tricycle.nn``.
 """
 
+from collections import namedtuple
 from collections.abc import Iterator
 from types import MappingProxyType
 
@@ -25,6 +26,13 @@ from tricycle.module_hooks import HookMethods
 from tricycle.module_torch import TorchMethods
 from tricycle.parameter import Parameter, is_parameter, parameter  # noqa: F401 (re-exported)
 from tricycle.tensor import Tensor
+
+
+class _IncompatibleKeys(namedtuple("_IncompatibleKeys", "missing_keys unexpected_keys")):
+    """``load_state_dict``'s (missing, unexpected) key lists, named and printed as torch's."""
+
+    def __repr__(self) -> str:
+        return super().__repr__() if any(self) else "<All keys matched successfully>"
 
 
 class Parameters(list):
@@ -207,7 +215,7 @@ class Layer(TorchMethods, HookMethods):
         return {name: backend.host_snapshot(t.numpy()) for name, t in self.named_persistent()}
 
     @checks.arguments(strict=checks.boolean)
-    def load_state_dict(self, state: dict, strict: bool = True) -> tuple[list[str], list[str]]:
+    def load_state_dict(self, state: dict, strict: bool = True) -> _IncompatibleKeys:
         """Copy ``state`` into the parameters and buffers in place (on their current device).
 
         With ``strict`` every parameter and (persistent) buffer must be present and no other
@@ -215,7 +223,8 @@ class Layer(TorchMethods, HookMethods):
         otherwise only the keys both sides share are loaded. Shapes must always match, values
         must be numeric and finite in the tensor's dtype (a float64 value too large for
         float32 is an error). Every value is checked (and converted) before any is written: a
-        bad state changes nothing. Returns the (missing, unexpected) key lists.
+        bad state changes nothing. Returns the (missing, unexpected) key lists, a named tuple
+        as torch's (``missing_keys``, ``unexpected_keys``).
         """
         owner = f"load_state_dict of {type(self).__name__}"
         params = dict(self.named_persistent())
@@ -251,7 +260,7 @@ class Layer(TorchMethods, HookMethods):
             converted[name] = cast
         for name, value in converted.items():  # nothing below can fail: all or nothing
             params[name].array[...] = value
-        return missing, unexpected
+        return _IncompatibleKeys(missing, unexpected)
 
     # ------------------------------------------------------------------ printing
     def extra_repr(self) -> str:
@@ -372,6 +381,10 @@ class Sequential(Layer):
         if isinstance(self.sequence, dict):
             return Sequential(dict(list(self.sequence.items())[index]))
         return Sequential(*self.sequence[index])
+
+    def __setitem__(self, index: int, layer) -> None:  # seq[-1] = nn.Linear(...), as torch's
+        keys = list(self.sequence) if isinstance(self.sequence, dict) else range(len(self))
+        self.sequence[keys[index]] = checks.function("Sequential", f"layers[{index}]", layer)
 
     __setattr__ = setattr_by_position("sequence")  # torch's setattr(seq, "0", layer)
 

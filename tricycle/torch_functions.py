@@ -67,13 +67,27 @@ def _inferred_dtype(data) -> np.dtype:
     return np.dtype({"b": np.bool_, "i": np.int64, "u": np.int64}.get(kind, backend.DEFAULT_FLOAT))
 
 
+def _numbers(data):
+    """A list holding Tensors as torch reads it: each Tensor (of one element) the number it
+    holds, a numpy scalar of its dtype; a larger tensor is a ValueError naming ``stack``."""
+    if isinstance(data, list | tuple):
+        return [_numbers(entry) for entry in data]
+    if isinstance(data, Node) and data.size != 1:
+        checks.fail("tensor", "a list's tensor", "of one element (stack joins them)", data.shape)
+    return backend.to_host_array(data.array).reshape(())[()] if isinstance(data, Node) else data
+
+
 def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memory: bool = False):
     """torch.tensor: a new leaf tensor holding a copy of ``data`` (numbers, nested lists, a
     numpy/cupy array or a Tensor), in ``dtype`` (torch's default: an array's own dtype, int64
     for Python integers, bool for booleans, float32 for floats), on ``device`` (where the data
-    is, for None)."""
+    is, for None); a list of one-element tensors gives their numbers, as torch's."""
     checks.boolean("tensor", "requires_grad", requires_grad)
-    source = data.array if isinstance(data, Node) else data
+    source = first = data.array if isinstance(data, Node) else data
+    while isinstance(first, list | tuple) and first:
+        first = first[0]
+    if isinstance(first, Node):  # a list of tensors: their numbers, in their dtypes
+        source = np.array(_numbers(source))
     dtype = _inferred_dtype(source) if dtype is None else backend.numeric_dtype(dtype, "tensor")
     array = to_tensor(source, requires_grad=False, dtype=dtype).array
     if array is source:  # torch.tensor always copies

@@ -300,12 +300,18 @@ class _ConvNd(ConvLayer):
             padding = 0
         return conv(x, self.weights, self.bias, self.stride, padding, self.dilation, self.groups)
 
-    def extra_repr(self) -> str:
-        mode = "" if self.padding_mode == "zeros" else f", padding_mode={self.padding_mode}"
+    def extra_repr(self) -> str:  # torch's: the settings that differ from the defaults
+        n = self.n_dims
         return (
             f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-            f"stride={self.stride}, padding={self.padding}, dilation={self.dilation}, "
-            f"groups={self.groups}, bias={self.bias is not None}{mode}"
+            + ", ".join(
+                [f"stride={self.stride}"]
+                + [f"padding={self.padding}"] * (self.padding != (0,) * n)
+                + [f"dilation={self.dilation}"] * (self.dilation != (1,) * n)
+                + [f"groups={self.groups}"] * (self.groups != 1)
+                + ["bias=False"] * (self.bias is None)
+                + [f"padding_mode={self.padding_mode}"] * (self.padding_mode != "zeros")
+            )
         )
 
 
