@@ -393,3 +393,22 @@ def test_dropouts_p_reads_and_sets_its_probability_as_torchs():
     assert drop.p == drop.probability == 0.0 and drop.train()(x) is x
     with pytest.raises(ValueError, match="Dropout: p must be"):
         drop.p = 1.5
+
+
+def test_add_module_names_and_del_renumbers_as_torchs():
+    """DenseNet's ``_DenseLayer(nn.Sequential)`` adds ``norm1`` ... by ``add_module`` and reads
+    ``self.norm1``; ``del seq[i]`` renumbers every name, as torch's."""
+    torch = pytest.importorskip("torch")
+    made = []
+    for module in nn, torch.nn:
+        seq = module.Sequential(module.Linear(3, 4), module.ReLU())
+        seq.add_module("head", module.Linear(4, 2))
+        assert seq.head is seq[2] and list(seq._modules) == ["0", "1", "head"]
+        made.append(seq)
+    assert nn.from_torch(made[0], made[1].state_dict()) == ([], [])
+    x = np.random.default_rng(8).normal(size=(5, 3)).astype(np.float32)
+    np.testing.assert_allclose(made[0](to_tensor(x)).numpy(),
+                               made[1](torch.tensor(x)).detach().numpy(), rtol=1e-5)  # fmt: skip
+    for seq in made:
+        del seq[1]
+        assert list(seq._modules) == ["0", "1"] and len(seq) == 2

@@ -1,5 +1,5 @@
 """The basic layers, on the ``Layer`` base class of ``tricycle.module``: Dense, Embedding,
-LayerNorm, RMSNorm and Dropout (and Sequential, ``tricycle.module``'s, re-exported).
+LayerNorm, RMSNorm and Dropout (and Sequential, ``tricycle.sequential``'s, re-exported).
 
 Dense is an einsum plus a bias. The fused ops come as llm.c-style pairs of array functions
 written once against ``xp`` (numpy or cupy), the reference formulas:
@@ -10,7 +10,7 @@ kernels with the same signatures.
 ``Layer``, ``parameter``, ``shared_back_fns`` and the norms' ops are re-exported here, where
 they were first defined: ``from tricycle.layers import Layer, layer_norm`` still works. The
 layer classes stay defined here, so pickled models keep loading (``Sequential``, defined in
-``tricycle.module``, is pickled under this module's name, which re-exports it).
+``tricycle.sequential``, is pickled under this module's name, which re-exports it).
 """
 
 from collections.abc import Callable
@@ -22,7 +22,7 @@ from tricycle.backend import check_same_device
 from tricycle.einsum import einsum
 from tricycle.fused import shared_back_fns  # noqa: F401 (re-exported)
 from tricycle.initialisers import init_normal, init_ones, init_xavier, init_zeros
-from tricycle.module import Layer, Sequential, parameter  # noqa: F401 (Sequential re-exported)
+from tricycle.module import Layer, parameter
 from tricycle.norms import (  # noqa: F401 (the pairs re-exported)
     layer_norm,
     layer_norm_backward,
@@ -31,6 +31,7 @@ from tricycle.norms import (  # noqa: F401 (the pairs re-exported)
     rms_norm_backward,
     rms_norm_forward,
 )
+from tricycle.sequential import Sequential  # noqa: F401 (re-exported: pickles name it here)
 from tricycle.tensor import Tensor, as_tensor, check_float  # noqa: F401 (check_float as before)
 from tricycle.unary import unary_op
 
