@@ -13,22 +13,20 @@
   has the gradients of the layer's positional inputs; it may return new ``grad_input``.
 
 Each returns a ``RemovableHandle`` (``remove()``, or a ``with`` block). Hooks run in
-registration order (``prepend=True`` puts one first), on every call of the layer; a layer
-without hooks pays one attribute lookup per call (``Layer.__call__``).
+registration order (``prepend=True`` puts one first), on every call of the layer (torch's
+``layer._forward_pre_hooks`` lists the first kind); a hookless call costs one lookup.
 
 torch's global module hooks (``register_module_forward_hook``...) are the four for every
-layer at once, run before a layer's own; they live in ``GLOBAL`` beside ``_around``, what
-runs every forward while an autocast block is on (``tricycle.amp``). While either is set, the
-class attribute ``Layer._hooks`` is ``GLOBAL`` (a layer's own hooks shadow it), so every call
-takes ``call``; once both are gone it is None again: the plain path.
+layer, run before its own; they live in ``GLOBAL`` beside ``_around`` (what runs every
+forward in an autocast block: ``tricycle.amp``). While either is set, ``Layer._hooks`` is
+``GLOBAL`` (a layer's own shadow it): every call takes ``call``; else None: the plain path.
 
 The backward hooks work on the graph alone, as torch's do: a call's tensor inputs (and its
 outputs) pass through a *bundle*, a node that holds no data, feeds a view of each, and runs
 its back_fns once backward has summed the gradient of every view (topological order puts the
 bundle after them), so a hook sees the gradients together, as Tensors: in ``grad_output``
 None for an output that got none; in ``grad_input`` zeros for a Tensor input that needs no
-gradient or got none, and None for an argument that is no Tensor (torch's conventions). A
-layer called several times gets a pair of bundles per call.
+gradient or got none, None for an argument that is no Tensor (torch's); a pair per call.
 """
 
 import itertools
@@ -96,8 +94,7 @@ class RemovableHandle:
 
 
 def _register(layer, kind: str, hook, prepend, with_kwargs=False, always_call=False):
-    """Add ``hook`` to ``layer``'s hooks of ``kind`` (layer None: the global ones); its
-    handle."""
+    """Add ``hook`` to ``layer``'s hooks of ``kind`` (None: the global ones); its handle."""
     owner = f"{type(layer).__name__}.register_{kind}_hook"
     owner = f"register_module_{kind}_hook" if layer is None else owner
     checks.function(owner, "hook", hook)
@@ -130,6 +127,12 @@ class HookMethods:
         """``hook(layer, args)`` (``hook(layer, args, kwargs)`` with ``with_kwargs``) before
         every ``forward``; a value it returns replaces the arguments. Returns a handle."""
         return _register(self, "forward_pre", hook, prepend, with_kwargs)
+
+    @property
+    def _forward_pre_hooks(self) -> dict:
+        """torch's: {handle id: hook} of this layer's own forward pre-hooks, in calling order."""
+        hooks = vars(self).get("_hooks")
+        return {} if hooks is None else hooks.forward_pre
 
     def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
         """``hook(layer, args, output)`` (``hook(layer, args, kwargs, output)`` with

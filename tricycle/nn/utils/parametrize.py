@@ -49,6 +49,7 @@ from tricycle.nn.utils.computed_attributes import (
     inject,
     torch_attribute,
 )
+from tricycle.optim.optimizer import laid_out_anew
 from tricycle.tensor import Tensor, as_tensor, no_grad
 
 __all__ = [
@@ -273,6 +274,7 @@ def register_parametrization(module: Layer, tensor_name: str, parametrization, *
     before = original.array
     if transposed:  # the parametrization sees torch's layout
         original.array, original.grad = before.T.copy(), None
+        laid_out_anew(original)  # an optimizer's state of it follows
     try:
         parametrizations = ParametrizationList([parametrization], original, unsafe=unsafe)
     except Exception:
@@ -359,6 +361,7 @@ def remove_parametrizations(module: Layer, tensor_name: str,
                          "True)")  # fmt: skip
     if descriptor.transposed:  # back to the layer's layout
         original.array, original.grad = original.array.T.copy(), None
+        laid_out_anew(original)
     del module.parametrizations[name]
     if not module.parametrizations:
         del module.parametrizations
