@@ -594,7 +594,7 @@ def test_pruning_tutorial_runs_as_torchs():
 @pytest.mark.parametrize("size", [(4, 4), (4, 3)])
 def test_an_optimizer_made_before_pruning_steps_as_torchs(size):
     """Pruning lays a Linear's (in, out) Parameter out as torch's (out, in), the same object:
-    Adam's moments of it, made before, are laid out with it (``optim.optimizer.laid_out_anew``),
+    Adam's moments of it, made before, are laid out with it (``tricycle.parameter.laid_out_anew``),
     so a square layer's state is not silently applied transposed."""
     import torch.nn.utils.prune  # noqa: F401, PLC0415
 

@@ -2,8 +2,11 @@
 
 ``Parameter`` is the leaf Tensor a layer trains; ``parameter`` makes a layer's from an
 initialiser's values; ``is_parameter`` is the walk's rule (``tricycle.module.Layer``): a
-Tensor that requires grad, or a Parameter, frozen or not, as torch lists it.
+Tensor that requires grad, or a Parameter, frozen or not, as torch lists it. ``laid_out_anew``
+tells the optimizers (``keeps_state``) that a parameter was transposed in place.
 """
+
+import weakref
 
 import numpy as np
 
@@ -55,3 +58,23 @@ def is_parameter(tensor) -> bool:
     """Whether the walk counts ``tensor`` (a layer's Tensor) a parameter: it requires grad, or
     it is a ``Parameter`` (torch's rule: a frozen one stays a parameter)."""
     return tensor.requires_grad or (isinstance(tensor, Parameter) and not tensor.is_buffer)
+
+
+_STATE_HOLDERS: weakref.WeakSet = weakref.WeakSet()  # optimizers, for ``laid_out_anew``
+
+
+def keeps_state(holder) -> None:
+    """Register ``holder``, whose ``state`` maps a parameter to a dict of arrays of its shape
+    (an optimizer's momentum, Adam's moments), for ``laid_out_anew``."""
+    _STATE_HOLDERS.add(holder)
+
+
+def laid_out_anew(param) -> None:
+    """``param`` was transposed in place (``nn.utils.prune`` and ``parametrize`` lay a Linear's
+    (in, out) weights out as torch's (out, in), the same Parameter): every registered holder's
+    state of it is transposed too, so an optimizer's next step goes on as before."""
+    for holder in list(_STATE_HOLDERS):
+        state = holder.state.get(param)
+        for key, value in (state or {}).items():
+            if getattr(value, "ndim", 0) == 2:  # an array of the parameter's shape
+                state[key] = value.T.copy()

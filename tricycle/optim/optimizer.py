@@ -19,7 +19,6 @@ it holds settings only, never state, so editing a group can never leave a stale 
 
 import copy
 import itertools
-import weakref
 from collections import defaultdict
 from collections.abc import Callable
 
@@ -28,6 +27,7 @@ import numpy as np
 from tricycle import backend, checks
 from tricycle.module import clear_grad
 from tricycle.optimisers import Optimiser
+from tricycle.parameter import keeps_state
 from tricycle.tensor import Tensor
 
 
@@ -129,7 +129,7 @@ class Optimizer:
             raise ValueError(f"{owner}: got an empty parameter list")
         self.defaults = defaults
         self.state: defaultdict[Tensor, dict] = defaultdict(dict)
-        _OPTIMIZERS.add(self)
+        keeps_state(self)  # its state follows a parameter laid out anew (prune)
         self.param_groups: list[dict] = []
         if not isinstance(groups[0], dict):
             groups = [{"params": groups}]
@@ -335,17 +335,3 @@ def _restored(owner: str, key, slot: str, value, param: Tensor):
         )
     array = array.astype(param.dtype, copy=False)
     return backend.to_device_array(array, param.array.device.id) if param.on_gpu else array
-
-
-_OPTIMIZERS: weakref.WeakSet = weakref.WeakSet()  # every Optimizer made, for ``laid_out_anew``
-
-
-def laid_out_anew(param: Tensor) -> None:
-    """``param`` was transposed in place (``nn.utils.prune`` and ``parametrize`` lay a Linear's
-    (in, out) weights out as torch's (out, in), the same Parameter): every optimizer's state
-    of it (momentum, Adam's moments) is transposed too, so its next step goes on as before."""
-    for optimizer in list(_OPTIMIZERS):
-        state = optimizer.state.get(param)
-        for key, value in (state or {}).items():
-            if getattr(value, "ndim", 0) == 2:  # an array of the parameter's shape
-                state[key] = value.T.copy()

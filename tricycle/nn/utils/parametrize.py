@@ -49,7 +49,7 @@ from tricycle.nn.utils.computed_attributes import (
     inject,
     torch_attribute,
 )
-from tricycle.optim.optimizer import laid_out_anew
+from tricycle.parameter import laid_out_anew
 from tricycle.tensor import Tensor, as_tensor, no_grad
 
 __all__ = [

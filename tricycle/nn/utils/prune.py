@@ -26,7 +26,7 @@ arrays through ``nn.to_torch``/``nn.from_torch`` are torch's. The layer's own at
 (``"weights"``) prunes it in tricycle's layout instead. As with ``parametrize``, a Linear's
 Parameter stays the same object but is laid out anew as ``weight_orig``, and the state an
 optimizer keeps of it (momentum, Adam's moments) is laid out with it
-(``tricycle.optim.optimizer.laid_out_anew``), so an optimizer built before pruning steps as
+(``tricycle.parameter.laid_out_anew``), so an optimizer built before pruning steps as
 torch's. The random methods draw from tricycle's generator (``tricycle.manual_seed``).
 """
 

@@ -12,7 +12,7 @@ from tricycle import backend, checks
 from tricycle.module import Layer
 from tricycle.nn.utils.computed_attributes import Computed, computed, eject, inject
 from tricycle.nn.utils.parametrize import torch_attribute, torch_value
-from tricycle.optim.optimizer import laid_out_anew
+from tricycle.parameter import laid_out_anew
 from tricycle.tensor import Tensor, as_tensor, no_grad
 
 __all__ = ["BasePruningMethod", "PruningContainer"]
