@@ -26,9 +26,8 @@ torchvision is the test's (in tests/test_yunjey_basics.py's way): ``datasets.MNI
 PIL's place, ``models.mobilenet_v2`` is torchvision's (in the hub's place: no download). Each
 changed line ends in ``# port:`` and says why: sizes, channels and epochs shrunk, a larger rate
 for the fewer steps, the plots dropped, worker processes off, a layer's ``weight`` by position
-(tricycle names a convolution's ``weights`` and a norm's ``gamma`` and ``beta``: documented),
-and one thing tricycle lacks (reported): names given by ``add_module`` to a ``Sequential``
-subclass made empty (DenseNet's, made of an empty ``OrderedDict``). Each notebook runs under
+(tricycle names a convolution's ``weights`` and a norm's ``gamma`` and ``beta``: documented).
+Each notebook runs under
 torch (skipped without it), then under tricycle, both on the CPU and seeded; both print the
 same lines (numbers aside) and learn (cnn-basic's tiny init and the plain NiN, the notebooks'
 lessons, barely move in a few steps under either, nor do AlexNet and MobileNet on the small
@@ -2717,7 +2716,7 @@ def _bn_function_factory(norm, relu, conv):
 
 class _DenseLayer(nn.Sequential):
     def __init__(self, num_input_features, growth_rate, bn_size, drop_rate, memory_efficient=False):
-        super(_DenseLayer, self).__init__(OrderedDict())  # port: tricycle lacks add_module's names on a Sequential made empty (reported)
+        super(_DenseLayer, self).__init__()
         self.add_module('norm1', nn.BatchNorm2d(num_input_features)),
         self.add_module('relu1', nn.ReLU(inplace=True)),
         self.add_module('conv1', nn.Conv2d(num_input_features, bn_size *
@@ -2765,7 +2764,7 @@ class _DenseBlock(nn.Module):
 
 class _Transition(nn.Sequential):
     def __init__(self, num_input_features, num_output_features):
-        super(_Transition, self).__init__(OrderedDict())  # port: tricycle lacks add_module's names on a Sequential made empty (reported)
+        super(_Transition, self).__init__()
         self.add_module('norm', nn.BatchNorm2d(num_input_features))
         self.add_module('relu', nn.ReLU(inplace=True))
         self.add_module('conv', nn.Conv2d(num_input_features, num_output_features,
