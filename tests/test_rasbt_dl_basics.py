@@ -3517,9 +3517,9 @@ def get_dataloaders_cifar10(batch_size, num_workers=0,
                                     transform=test_transforms)
 
     if validation_fraction is not None:
-        num = int(validation_fraction * 256)  # port: CIFAR-10's 50000 training images are the test's 256
-        train_indices = torch.arange(0, 256 - num)  # port: as above
-        valid_indices = torch.arange(256 - num, 256)  # port: as above
+        num = int(validation_fraction * len(train_dataset))  # port: 50000, the stand-in's images
+        train_indices = torch.arange(0, len(train_dataset) - num)  # port: 50000, the stand-in's images
+        valid_indices = torch.arange(len(train_dataset) - num, len(train_dataset))  # port: 50000, the stand-in's images
 
         train_sampler = SubsetRandomSampler(train_indices)
         valid_sampler = SubsetRandomSampler(valid_indices)
