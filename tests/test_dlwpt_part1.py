@@ -142,7 +142,7 @@ points
 points_t = points.t()
 points_t
 # %%
-id(points.storage()) == id(points_t.storage())
+points.storage().data_ptr() == points_t.storage().data_ptr()  # port: id() of two temporaries is CPython's chance (a freed address reused); the memory's address is what the cell shows
 # %%
 points.stride()
 # %%

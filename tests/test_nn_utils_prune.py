@@ -546,7 +546,9 @@ def run_cells(cells, sync=None) -> list:
     return printed, space
 
 
-def test_pruning_tutorial_runs_as_torchs():
+def test_pruning_tutorial_runs_as_torchs(monkeypatch):
+    for lib in torch, tricycle:  # the tutorial's device: the CPU under both, on any machine
+        monkeypatch.setattr(lib.cuda, "is_available", lambda: False)
     states = {}
 
     def keep(i, space):  # torch's weights and masks after the cells that draw them
