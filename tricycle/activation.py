@@ -36,12 +36,14 @@ class InPlaceActivation(Layer):
     inplace = False  # a class default: layers pickled before the argument still load
 
     def __call__(self, x, *args, **kwargs):
-        if self.inplace and isinstance(x, Tensor):
-            name, instead = f"{type(self).__name__}(inplace=True)", f"{type(self).__name__}()"
-            if _writable(x, name, instead):
-                call = Layer.__call__
-                return rebase.in_place(x, name, lambda v: call(self, v, *args, **kwargs), instead)
-        return Layer.__call__(self, x, *args, **kwargs)
+        if not (self.inplace and isinstance(x, Tensor)):
+            return Layer.__call__(self, x, *args, **kwargs)
+        name, instead = f"{type(self).__name__}(inplace=True)", f"{type(self).__name__}()"
+
+        def call(v):
+            return Layer.__call__(self, v, *args, **kwargs)
+
+        return rebase.in_place(x, name, call, instead, otherwise=call)
 
     def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""  # as torch's: shown when True
@@ -49,16 +51,6 @@ class InPlaceActivation(Layer):
     def with_inplace(self, arguments: str) -> str:
         """``arguments`` of the repr, then ", inplace=True" when it is."""
         return arguments + (", inplace=True" if self.inplace else "")
-
-
-def _writable(x: Tensor, name: str, instead: str) -> bool:
-    """Whether ``rebase.in_place`` can write into ``x`` (it would not refuse)."""
-    try:
-        if rebase.rebased(x, name, instead) is None:
-            x._writable(name, instead)
-    except RuntimeError:
-        return False
-    return True
 
 
 class ReLU(InPlaceActivation):

@@ -260,3 +260,11 @@ def parse_device(device, op: str = "device") -> int | None:
                 return index
     error = ValueError if isinstance(device, str) or checks.is_integer(device) else TypeError
     checks.fail(op, "device", "'cpu', 'gpu', 'cuda', 'cuda:N' or a GPU index >= 0", device, error)
+
+
+def memory_owner(array):
+    """The array that owns ``array``'s memory: itself, or the base of its views (numpy's or
+    cupy's ``base``), stopping at an array (not the buffer an array was made over)."""
+    while hasattr(base := getattr(array, "base", None), "dtype") and hasattr(base, "strides"):
+        array = base
+    return array

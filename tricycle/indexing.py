@@ -148,10 +148,8 @@ def _view(array, shape: tuple, strides: tuple):
     """A view of ``array``'s memory of ``shape`` and (byte) ``strides``: on the host, made over
     the array that owns the memory, which ``storage()`` finds through ``base`` (as_strided's
     view would hide it)."""
-    owner = array
-    while isinstance(owner.base, np.ndarray):
-        owner = owner.base
-    if not isinstance(array, np.ndarray) or not owner.flags.c_contiguous:
+    owner = backend.memory_owner(array)
+    if not isinstance(owner, np.ndarray) or not owner.flags.c_contiguous:
         return backend.array_module(array).lib.stride_tricks.as_strided(array, shape, strides)
     offset = array.ctypes.data - owner.ctypes.data
     return np.ndarray(shape, array.dtype, buffer=owner, offset=offset, strides=strides)

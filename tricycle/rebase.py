@@ -23,6 +23,7 @@ scores) gives ``logits`` its gradient through ``m``. Its array is written as eve
 view of it sees the values); the op's input is a copy of what it held before.
 """
 
+from tricycle.backend import memory_owner as owner
 from tricycle.graph import Node, grad_enabled, no_grad
 
 # what makes a node: its slots but the count of its uses (a twin starts its own) and weakrefs
@@ -43,7 +44,7 @@ def rebased(x: Node, method: str, instead: str, *inputs, writes: bool = True) ->
     why = None
     if x._uses > len(selections):
         why = f"{x._uses - len(selections)} recorded op(s) already use it as an input"
-    elif writes and x.args is not None and any(_root(a.array) is _root(x.array) for a in x.args):
+    elif writes and x.args is not None and any(owner(a.array) is owner(x.array) for a in x.args):
         why = "its values are a view of its input's, which torch would write through"
     elif x._retain_grad or x._grad_hooks:
         why = "it retains its gradient or has hooks"
@@ -54,14 +55,21 @@ def rebased(x: Node, method: str, instead: str, *inputs, writes: bool = True) ->
                        f"functional: use {instead} and keep the result")  # fmt: skip
 
 
-def in_place(x: Node, name: str, out_of_place, instead: str, *args, **kwargs) -> Node:
+def in_place(x: Node, name: str, out_of_place, instead: str, *args, otherwise=None, **kwargs):
     """``out_of_place(x, *args, **kwargs)`` written into ``x`` as torch's in-place ``name``
     writes it: an op's output (or a constant taking a value in a graph) is rebased, any other
-    tensor has its array written; refused, naming ``instead``, where that would change a
-    graph (``rebased``, ``Tensor._writable``)."""
-    if (selections := rebased(x, name, instead, *args)) is not None:
+    tensor has its array written; where that would change a graph (``rebased``,
+    ``Tensor._writable``) refused, naming ``instead``, or, given ``otherwise``, its result
+    (an activation's ``inplace=True``: computed out of place)."""
+    try:
+        if (selections := rebased(x, name, instead, *args)) is None:
+            x._writable(name, instead)
+    except RuntimeError:
+        if otherwise is None:
+            raise
+        return otherwise(x, *args, **kwargs)
+    if selections is not None:
         return rebase(x, selections, out_of_place, *args, **kwargs)
-    x._writable(name, instead)
     with no_grad():
         return x._write(name, out_of_place(x, *args, **kwargs))
 
@@ -86,13 +94,6 @@ def _selections_of(x: Node, inputs) -> list:
             else:
                 stack.append(arg)
     return found
-
-
-def _root(array):
-    """The array that owns ``array``'s memory (itself, or the base of its views)."""
-    while getattr(array, "base", None) is not None:
-        array = array.base
-    return array
 
 
 def rebase(x: Node, selections: list, op, *args, reshaped: bool = False, **kwargs) -> Node:

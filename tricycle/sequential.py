@@ -94,7 +94,8 @@ class Sequential(Layer):
 
     def __getitem__(self, index):  # a slice is a Sequential of those layers, as torch's
         if type(index) is not slice:
-            return list(self)[index]
+            layers = self.sequence
+            return (layers if isinstance(layers, list) else list(layers.values()))[index]
         if isinstance(self.sequence, dict):
             return Sequential(dict(list(self.sequence.items())[index]))
         return Sequential(*self.sequence[index])

@@ -26,6 +26,8 @@ which makes a module's functions methods that import it on their first call.
 import importlib
 import re
 
+from tricycle import backend
+
 _SYMBOLS = {
     "+": "Add",
     "-": "Sub",
@@ -136,9 +138,7 @@ def _address(array) -> int:
 def _memory(array):
     """The 1-d array over all the memory ``array`` views: its root's (the array owning the
     memory, found through ``base``), in the order of that memory."""
-    while getattr(array, "base", None) is not None and hasattr(array.base, "strides"):
-        array = array.base
-    return array.ravel(order="K")  # the owner is contiguous: a view, no copy
+    return backend.memory_owner(array).ravel(order="K")  # the owner is contiguous: a view
 
 
 class Storage:

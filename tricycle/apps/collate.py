@@ -34,13 +34,9 @@ def default_collate(examples: list):
                 f"default_collate: cannot stack arrays of shapes {sorted(shapes)} into one "
                 "batch; pad them to one shape, or pass a collate_fn"
             )
-        if isinstance(first, np.ndarray):  # as torch's: a tensor (``images.to(device)``)
-            return Tensor(np.stack(examples), requires_grad=False, is_batched=True)
-        return Tensor(
-            backend.array_module(first.array).stack([e.array for e in examples]),
-            requires_grad=False,
-            is_batched=True,
-        )
+        arrays = [getattr(e, "array", e) for e in examples]  # as torch's: a tensor of them
+        stacked = backend.array_module(arrays[0]).stack(arrays)
+        return Tensor(stacked, requires_grad=False, is_batched=True)
     if isinstance(first, _NUMBERS):  # as torch's: a tensor (a label a dataset gives as an int)
         _check_alike(examples, _NUMBERS)
         return Tensor(np.asarray(examples), requires_grad=False, is_batched=True)
