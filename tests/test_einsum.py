@@ -299,3 +299,27 @@ def test_einsum_accepts_arrays_and_pickles():
     out = op(np.arange(6.0).reshape(2, 3))
     np.testing.assert_array_equal(out.array, np.arange(6.0).reshape(2, 3).T)
     assert repr(op) == "Einsum('ij->ji')"
+
+
+def test_einsum_takes_its_operands_as_one_list_as_torch():
+    """torch.einsum("nqhd,nkhd->nhqk", [queries, keys]): the operands as a list (or tuple)
+    give what they give spread out, forward and backward, as torch's."""
+    torch = pytest.importorskip("torch")
+    import tricycle  # noqa: PLC0415
+
+    rng = np.random.default_rng(0)
+    q, k = rng.normal(size=(2, 3, 2, 4)), rng.normal(size=(2, 5, 2, 4))
+    grads = []
+    for lib in torch, tricycle:
+        a, b = lib.tensor(q, requires_grad=True), lib.tensor(k, requires_grad=True)
+        out = lib.einsum("nqhd,nkhd->nhqk", [a, b])
+        (out * lib.tensor(np.arange(60.0).reshape(2, 2, 3, 5))).sum().backward()
+        np.testing.assert_allclose(
+            np.asarray(out.detach().numpy() if lib is torch else out.array),
+            np.einsum("nqhd,nkhd->nhqk", q, k),
+        )
+        grads.append([np.asarray(t.grad.numpy() if lib is torch else t.grad.array) for t in (a, b)])
+    for ours, theirs in zip(grads[1], grads[0], strict=True):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12)
+    out = tricycle.einsum("ij,jk->ik", (tricycle.tensor(q[0, 0]), tricycle.tensor(k[0, 0].T)))
+    np.testing.assert_allclose(out.array, q[0, 0] @ k[0, 0].T)

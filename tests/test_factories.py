@@ -105,6 +105,20 @@ def test_rand_randn_randint(device):
     assert tc.randn(2, 3, requires_grad=True).requires_grad
 
 
+def test_sizes_by_keyword_as_torchs(device):
+    """torch's ``rand(size=(2, 4))`` (d2l's builders' guide), ``zeros(size=...)``: the same
+    tensors as the sizes given by position; both at once is an error naming the factory."""
+    for name in "zeros", "ones", "rand", "randn":
+        factory = getattr(tc, name)
+        tc.manual_seed(0)
+        by_keyword = factory(size=(2, 4), device=device)
+        tc.manual_seed(0)
+        np.testing.assert_array_equal(host(by_keyword), host(factory(2, 4, device=device)))
+        assert by_keyword.shape == (2, 4) and factory(size=3).shape == (3,)
+        with pytest.raises(TypeError, match=rf"{name}: got the sizes \(2,\) and size=\(3,\)"):
+            factory(2, size=(3,))
+
+
 def test_random_factories_reproduce_under_manual_seed_on_every_device(device):
     tc.manual_seed(123)
     first = [host(tc.rand(5)), host(tc.randn(5)), host(tc.randint(0, 100, (5,)))]

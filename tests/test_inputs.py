@@ -144,13 +144,13 @@ def test_a_good_state_loads_converting_float64_and_tensors():
 # ------------------------------------------------------------------ devices
 def test_to_and_cpu_on_the_cpu_return_the_tensor_itself():
     x = tc.ones(2, requires_grad=True)
-    assert x.to("cpu") is x and x.cpu() is x
+    assert x.to("cpu") is x and x.cpu() is x and x.to(None) is x  # as torch's
 
 
 @pytest.mark.parametrize(
     "device, error",
     [("tpu", ValueError), ("cuda:-1", ValueError), (-1, ValueError), (1.5, TypeError),
-     (None, TypeError), ("cpu:x", ValueError), (True, TypeError)],
+     ("cpu:x", ValueError), (True, TypeError)],
 )  # fmt: skip
 def test_to_rejects_unknown_devices(device, error):
     with pytest.raises(error, match=r"Tensor.to: device must be 'cpu', 'gpu', .*, got"):

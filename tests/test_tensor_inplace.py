@@ -299,6 +299,22 @@ def test_a_one_element_integer_tensor_indexes_a_sequence_as_torchs():
     assert np.arange(5)[Tensor(np.array([1, 3]))].tolist() == [1, 3]  # numpy's fancy index
 
 
+def test_reversed_flips_the_first_axis_as_torchs():
+    """``reversed(x)`` is torch's ``x.flip(0)``, a tensor with its gradient (d2l's
+    bidirectional RNN: ``self.b_rnn(reversed(inputs))``); a 0-d tensor is itself."""
+    torch = pytest.importorskip("torch")
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    ours, theirs = tricycle.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    out, want = reversed(ours), reversed(theirs)
+    np.testing.assert_array_equal(out.numpy(), want.detach().numpy())
+    weights = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    (out * tricycle.tensor(weights)).sum().backward()
+    (want * torch.tensor(weights)).sum().backward()
+    np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())
+    scalar = tricycle.tensor(2.0)
+    assert reversed(scalar) is scalar
+
+
 def test_new_tensors_take_this_tensors_dtype_and_device():
     x = Tensor(np.ones((2, 2), dtype=np.float64))
     zeros, ones = x.new_zeros(2, 3), x.new_ones((4,), requires_grad=True)
@@ -326,7 +342,6 @@ def test_new_tensors_take_this_tensors_dtype_and_device():
         (lambda t: t.to("float32"), ValueError, "Tensor.to: device"),
         (lambda t: t.to(object()), TypeError, "Tensor.to: device"),
         (lambda t: t.to(str), TypeError, "Tensor.to"),
-        (lambda t: t.to(), TypeError, "Tensor.to: device"),
         (lambda t: t.to("cpu", copy=1), TypeError, "Tensor.to: copy"),
         (lambda t: t.normal_(std=-1.0), ValueError, "Tensor.normal_: std"),
         (lambda t: t.normal_(float("nan")), ValueError, "Tensor.normal_: mean"),
@@ -433,3 +448,13 @@ def test_bfloat16_without_ml_dtypes_says_what_to_install(monkeypatch):
 
     with pytest.raises(ImportError, match=r"Precision\('bf16'\) needs the ml_dtypes"):
         bfloat16()
+
+
+def test_to_nothing_is_the_tensor_itself_as_torchs():
+    """``x.to()`` and ``x.to(None)`` change nothing and return ``x``, as torch's (d2l's
+    ``predict_step(batch, device=None)``); with ``copy=True``, a copy."""
+    torch = pytest.importorskip("torch")
+    x, t = Tensor(np.arange(3.0)), torch.arange(3.0)
+    assert x.to() is x and x.to(None) is x and t.to() is t and t.to(None) is t
+    copied = x.to(None, copy=True)
+    assert copied is not x and np.array_equal(copied.array, x.array)

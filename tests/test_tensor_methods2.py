@@ -1,11 +1,12 @@
 """torch.Tensor's remaining common methods and their top-level functions: the arithmetic with
 torch's keywords, the logs, fmod/remainder, the logical ops and nan_to_num
 (``tricycle.pointwise``), nansum, nanmean, median, mode, kthvalue and quantile
-(``tricycle.reduce_torch``), mm, mv and addmm (``tricycle.products``), select, index_add/copy/fill
-and masked_scatter (``tricycle.indexing``), random_ (``tricycle.random_fills``) and the small
-ones of ``tensor``/``tensor_inplace``. Values and the gradients of every input against torch
-in float64, the new ops' gradients against finite differences on random shapes (each input
-used twice), the in-place forms and their rule, and bad arguments refused, naming the method."""
+(``tricycle.reduce_torch``), mm, mv, dot and addmm (``tricycle.products``), select,
+index_add/copy/fill and masked_scatter (``tricycle.indexing``), random_
+(``tricycle.random_fills``) and the small ones of ``tensor``/``tensor_inplace``. Values and
+the gradients of every input against torch in float64, the new ops' gradients against finite
+differences on random shapes (each input used twice), the in-place forms and their rule, and
+bad arguments refused, naming the method."""
 
 import numpy as np
 import pytest
@@ -166,6 +167,9 @@ DIFFERENTIABLE = [
     ("mv", *same(lambda a, v: a.mv(v)), [normal(3, 4), normal(4, seed=1)]),
     ("tc.mv", lambda a, v: tc.mv(a, v), lambda a, v: torch.mv(a, v),
      [normal(3, 4), normal(4, seed=1)]),
+    ("dot", *same(lambda a, b: a.dot(b)), [normal(5), normal(5, seed=1)]),
+    ("tc.dot", lambda a, b: tc.dot(a, b), lambda a, b: torch.dot(a, b),
+     [normal(4), normal(4, seed=1)]),
     ("addmm", *same(lambda c, a, b: c.addmm(a, b)), [normal(3, 5), normal(3, 4), normal(4, 5)]),
     ("addmm beta alpha bias", *same(lambda c, a, b: c.addmm(a, b, beta=0.5, alpha=-2)),
      [normal(5), normal(3, 4), normal(4, 5)]),
@@ -396,7 +400,7 @@ def test_the_functions_call_the_methods_and_are_tricycles():
     for module, names in (
         (torch_math, "add sub subtract mul multiply div divide true_divide absolute log1p log2 "
          "log10 fmod remainder logical_and logical_or logical_xor logical_not nan_to_num nansum "
-         "nanmean median nanmedian mode kthvalue quantile nanquantile mm mv addmm"),
+         "nanmean median nanmedian mode kthvalue quantile nanquantile mm mv dot addmm"),
         (torch_indexing, "select index_add index_copy index_fill masked_scatter"),
         (torch_functions, "unflatten"),
     ):  # fmt: skip
@@ -432,6 +436,8 @@ def test_the_functions_call_the_methods_and_are_tricycles():
         (lambda x: x.mm(tc.ones(2, 4)), ValueError, "Tensor.mm: the shapes of input and mat2"),
         (lambda x: x.mm(tc.ones(3, 4, 4)), ValueError, "Tensor.mm: the shapes of input and mat2"),
         (lambda x: x.mv(tc.ones(2)), ValueError, "Tensor.mv: the shapes of input and vec"),
+        (lambda x: x[0].dot(tc.ones(2)), ValueError, "Tensor.dot: the shapes of input and other"),
+        (lambda x: tc.dot(x, x), ValueError, "Tensor.dot: the shapes of input and other"),
         (lambda x: x.addmm(tc.ones(3, 2), tc.ones(2, 5)), ValueError, "Tensor.addmm: input's"),
         (lambda x: x.addmm(tc.ones(3, 2), tc.ones(3, 5)), ValueError, "the shapes of mat1"),
         (lambda x: x.select(1, 3), IndexError, "Tensor.select: index 3 is out of range"),

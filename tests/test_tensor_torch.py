@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.helpers import check_grads
+from tricycle import torch_functions
 from tricycle.tensor import Tensor, to_tensor
 
 torch = pytest.importorskip("torch")
@@ -331,11 +332,14 @@ def test_sizes_as_torch_and_as_numpy():
 def test_argmax_and_argmin_match_torch_without_gradient(name):
     values = np.round(np.random.default_rng(0).normal(size=(3, 4, 5)))  # ties: the first
     x, tx = Tensor(values, requires_grad=True), torch.tensor(values)
-    for args, kwargs in [((), {}), ((1,), {}), ((-1,), {"keepdim": True}), ((0,), {})]:
+    cases = [((), {}), ((1,), {}), ((-1,), {"keepdim": True}), ((0,), {}), ((), {"axis": 1})]
+    for args, kwargs in cases:  # axis: torch's alias of dim (d2l's argmax(Y_hat, axis=1))
         out = getattr(x, name)(*args, **kwargs)
         expected = getattr(tx, name)(*args, **kwargs).numpy()
         assert out.dtype == np.int64 and not out.requires_grad
         np.testing.assert_array_equal(out.array, expected)
+        function = getattr(torch_functions, name)(x, *args, **kwargs)  # tricycle.argmax(x, ...)
+        np.testing.assert_array_equal(function.array, expected)
 
 
 def test_any_all_and_topk_indices_match_torch():
@@ -394,6 +398,7 @@ def test_casts_and_contiguous():
         (lambda t: t.log_softmax(-4), ValueError, "Tensor.log_softmax: dim"),
         (lambda t: t[:, :0].softmax(1), ValueError, "Tensor.softmax: dim"),
         (lambda t: t.argmax(3), ValueError, "Tensor.argmax: dim"),
+        (lambda t: t.argmin(1, axis=0), TypeError, r"Tensor.argmin: got dim=1 and axis=0"),
         (lambda t: t.amax(3), ValueError, "axis"),
         (lambda t: t.any(5), ValueError, "Tensor.any: dim"),
         (lambda t: t.norm(0.5), ValueError, "Tensor.norm: p"),

@@ -1,8 +1,9 @@
 """Tensor's numpy-named methods (``sum``, ``mean``, ``max``, ``min``, ``var``, ``split``) take
 torch's keywords (``tricycle.tensor``): a call naming ``dim``, ``keepdim``, ``unbiased`` or
 ``correction`` has torch's meaning (values and gradients against PyTorch in float64, max/min's
-(values, indices), split's sizes), a call with positional arguments or numpy's keywords gives
-exactly what ``reduce``/``ops`` give, and naming both kinds is a TypeError."""
+(values, indices), split's sizes, and the function ``tricycle.split``'s named by torch's
+``split_size_or_sections`` or ``dim``), a call with positional arguments or numpy's keywords
+gives exactly what ``reduce``/``ops`` give, and naming both kinds is a TypeError."""
 
 import zlib
 
@@ -36,6 +37,13 @@ def nanogpt(qkv, E=4):
     return (y - mean) / (var + 1e-5).sqrt()
 
 
+def lib(t):
+    """The library of tensor ``t``: torch's, or tricycle's (its functions as torch's)."""
+    import tricycle  # noqa: PLC0415
+
+    return torch if isinstance(t, torch.Tensor) else tricycle
+
+
 # (name, expression in the words of both libraries, inputs)
 CASES = [
     ("sum dim", lambda t: t.sum(dim=1), [normal(2, 3, 4)]),
@@ -61,6 +69,10 @@ CASES = [
     ("split larger than dim", lambda t: t.split(4, dim=0), [normal(3, 2)]),
     ("split sizes", lambda t: t.split([1, 3, 0, 1], dim=-1), [normal(2, 5)]),
     ("split negative dim", lambda t: t.split(3, dim=-2), [normal(2, 7, 3)]),
+    ("split size keyword", lambda t: t.split(split_size=2, dim=1), [normal(3, 5)]),
+    ("split function sizes", lambda t: lib(t).split(t, split_size_or_sections=[3, 2]), [normal(5)]),
+    ("split function dim", lambda t: lib(t).split(t, 2, dim=1), [normal(3, 5)]),
+    ("split both", lambda t: lib(t).split(t, split_size_or_sections=3, dim=0), [normal(7)]),
     ("nanoGPT attention and norm", nanogpt, [normal(2, 3, 12)]),
 ]
 
@@ -238,8 +250,8 @@ def test_numpy_and_torch_keywords_in_one_call_are_a_type_error(call, numpy_word,
         (lambda x: x.var(dim=0, correction=-1), ValueError, "correction"),
         (lambda x: x.var(dim=0, unbiased=1), TypeError, "unbiased"),
         (lambda x: x.split([1, 2], dim=0), ValueError, "add up to 4"),
-        (lambda x: x.split(0, dim=0), ValueError, "split_size_or_sections"),
-        (lambda x: x.split(1.5, dim=0), TypeError, "split_size_or_sections"),
+        (lambda x: x.split(0, dim=0), ValueError, "split_size must"),
+        (lambda x: x.split(1.5, dim=0), TypeError, "split_size must"),
         (lambda x: x.split(2, dim=3), ValueError, "Tensor.split: dim"),
     ],
 )

@@ -52,3 +52,19 @@ def test_the_method_is_torchs_too():
     expected = torch.tensor(data).sort(dim=1, descending=True, stable=True)
     np.testing.assert_array_equal(values.numpy(), expected.values.numpy())
     np.testing.assert_array_equal(indices.numpy(), expected.indices.numpy())
+
+
+@pytest.mark.parametrize("descending", [False, True])
+def test_argsort_takes_torchs_keywords(descending):
+    """torch.argsort(x, dim=, descending=, stable=) and the method: torch's stable ids (d2l's
+    ``nms``: ``torch.argsort(scores, dim=-1, descending=True)``)."""
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(1).integers(0, 3, (4, 5)).astype(np.float32)  # ties
+    for dim in 0, 1, -1:
+        want = torch.argsort(torch.tensor(x), dim=dim, descending=descending, stable=True)
+        for got in (
+            tc.argsort(tc.tensor(x), dim=dim, descending=descending),
+            tc.argsort(tc.tensor(x), dim=dim, descending=descending, stable=True),
+            tc.tensor(x).argsort(dim=dim, descending=descending),
+        ):
+            np.testing.assert_array_equal(got.numpy(), want.numpy())

@@ -42,6 +42,9 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "draw": ("tricycle.draw", "draw"),
     "permute": ("tricycle.ops", "permute"),
     "sort": ("tricycle.torch_functions_more", "sort"),
+    "range": ("tricycle.torch_functions_more", "inclusive_range"),  # torch's, end included
+    "square": ("tricycle.torch_functions_more", "square"),
+    "neg": ("tricycle.torch_functions_more", "neg"),
     "Accelerator": ("tricycle.apps.accelerator", "Accelerator"),
     "Einsum": ("tricycle.einsum", "Einsum"),
     "GeLU": ("tricycle.activation", "GeLU"),
@@ -240,8 +243,11 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "nan_to_num": ("tricycle.torch_math", "nan_to_num"),
     "mm": ("tricycle.torch_math", "mm"),
     "mv": ("tricycle.torch_math", "mv"),
+    "dot": ("tricycle.torch_math", "dot"),
     "addmm": ("tricycle.torch_math", "addmm"),
     "index_select": ("tricycle.torch_indexing", "index_select"),
+    "searchsorted": ("tricycle.torch_indexing", "searchsorted"),
+    "bucketize": ("tricycle.torch_indexing", "bucketize"),
     "scatter": ("tricycle.torch_indexing", "scatter"),
     "scatter_add": ("tricycle.torch_indexing", "scatter_add"),
     "diag": ("tricycle.torch_indexing", "diag"),
@@ -381,7 +387,7 @@ def __dir__() -> list[str]:
 _NOT_STARRED = frozenset(
     "bool uint8 int8 int16 short int int32 int64 long float float16 half float32 float64 double "
     "bfloat16 all any device autocast GeLU LeakyReLU LogSoftmax ReLU Softmax Swish "
-    "pi e inf nan".split()
+    "pi e inf nan range".split()
 )
 _STARRED = [name for name, (_, attr) in _PUBLIC.items() if attr and name not in _NOT_STARRED]
 __all__ = sorted(["__version__", *_STARRED])

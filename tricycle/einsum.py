@@ -305,11 +305,15 @@ def _derivative(xp, tensors, i: int, spec):
 
 def einsum(subscript: str, *tensors) -> Tensor:
     """``Einsum(subscript)(*tensors)``, as ``torch.einsum``: one Einsum per subscript is kept,
-    so its parsing and plans are reused across calls."""
+    so its parsing and plans are reused across calls. The operands may also come as one list
+    or tuple, torch's other form: ``einsum("ij,jk->ik", [a, b])``."""
     if not isinstance(subscript, str):
         raise TypeError(
             f"einsum: the subscript must be a string such as 'ij,jk->ik', got {subscript!r}"
         )
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        if all(hasattr(t, "shape") for t in tensors[0]):  # not one operand's nested numbers
+            tensors = tuple(tensors[0])
     return _einsum_for(subscript)(*tensors)
 
 

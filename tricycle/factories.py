@@ -28,8 +28,13 @@ Size = int | Sequence[int]
 
 
 # ---------------------------------------------------------------------- shared checks
-def _shape(op: str, size: tuple) -> tuple[int, ...]:
-    """``size`` as given to a factory (ints, or one sequence of ints) as a shape."""
+def _shape(op: str, size: tuple, keyword=None) -> tuple[int, ...]:
+    """``size`` as given to a factory (ints, or one sequence of ints), or the ``size=``
+    ``keyword`` (torch's ``rand(size=(2, 3))``), as a shape."""
+    if keyword is not None:
+        if size:
+            raise TypeError(f"{op}: got the sizes {size} and size={keyword!r}; give one of them")
+        size = (keyword,)
     if len(size) == 1 and not isinstance(size[0], numbers.Number):
         size = size[0]
     return as_shape(op, size)
@@ -74,14 +79,18 @@ def _make(op: str, array: np.ndarray, requires_grad: bool, device) -> Tensor:
 
 
 # ---------------------------------------------------------------------- constant tensors
-def zeros(*size: Size, dtype=None, requires_grad: bool = False, device="cpu") -> Tensor:
-    """A tensor of zeros of shape ``size``."""
-    return _full("zeros", _shape("zeros", size), 0, dtype, requires_grad, device)
+def zeros(
+    *sizes: Size, size: Size | None = None, dtype=None, requires_grad: bool = False, device="cpu"
+) -> Tensor:
+    """A tensor of zeros of shape ``size`` (given as ``sizes`` or by keyword)."""
+    return _full("zeros", _shape("zeros", sizes, size), 0, dtype, requires_grad, device)
 
 
-def ones(*size: Size, dtype=None, requires_grad: bool = False, device="cpu") -> Tensor:
-    """A tensor of ones of shape ``size``."""
-    return _full("ones", _shape("ones", size), 1, dtype, requires_grad, device)
+def ones(
+    *sizes: Size, size: Size | None = None, dtype=None, requires_grad: bool = False, device="cpu"
+) -> Tensor:
+    """A tensor of ones of shape ``size`` (given as ``sizes`` or by keyword)."""
+    return _full("ones", _shape("ones", sizes, size), 1, dtype, requires_grad, device)
 
 
 def full(size: Size, fill_value, dtype=None, requires_grad: bool = False, device="cpu") -> Tensor:
@@ -102,6 +111,8 @@ def _full(op: str, shape, fill_value, dtype, requires_grad, device) -> Tensor:
     dtype = _dtype(op, dtype, backend.DEFAULT_FLOAT)
     if dtype.kind in "iub" and not (math.isfinite(fill_value) and float(fill_value).is_integer()):
         raise ValueError(f"{op}: fill_value {fill_value!r} is not an integer, but dtype is {dtype}")
+    if fill_value == 0 and math.copysign(1, fill_value) > 0:  # calloc'd pages: zeroed lazily
+        return _make(op, np.zeros(shape, dtype=dtype), requires_grad, device)
     return _make(op, np.full(shape, fill_value, dtype=dtype), requires_grad, device)
 
 
@@ -168,23 +179,29 @@ def _triangle(op: str, x, diagonal: int) -> Tensor:
 
 # ---------------------------------------------------------------------- random tensors
 def rand(
-    *size: Size, dtype=None, requires_grad: bool = False, device="cpu", generator=None
-) -> Tensor:
-    """Uniform random numbers in [0, 1) of shape ``size``."""
-    return _random_floats("rand", "random", size, dtype, requires_grad, device, generator)
+    *sizes: Size, size: Size | None = None, dtype=None, requires_grad: bool = False,
+    device="cpu", generator=None,
+) -> Tensor:  # fmt: skip
+    """Uniform random numbers in [0, 1) of shape ``size`` (given as ``sizes`` or by keyword)."""
+    shape = _shape("rand", sizes, size)
+    return _random_floats("rand", "random", shape, dtype, requires_grad, device, generator)
 
 
 def randn(
-    *size: Size, dtype=None, requires_grad: bool = False, device="cpu", generator=None
-) -> Tensor:
-    """Standard normal random numbers (mean 0, variance 1) of shape ``size``."""
-    return _random_floats("randn", "standard_normal", size, dtype, requires_grad, device, generator)
+    *sizes: Size, size: Size | None = None, dtype=None, requires_grad: bool = False,
+    device="cpu", generator=None,
+) -> Tensor:  # fmt: skip
+    """Standard normal random numbers (mean 0, variance 1) of shape ``size`` (given as
+    ``sizes`` or by keyword)."""
+    shape = _shape("randn", sizes, size)
+    return _random_floats(
+        "randn", "standard_normal", shape, dtype, requires_grad, device, generator
+    )
 
 
-def _random_floats(op: str, method: str, size, dtype, requires_grad, device, generator) -> Tensor:
+def _random_floats(op: str, method: str, shape, dtype, requires_grad, device, generator) -> Tensor:
     """Floats drawn by the generator's ``method`` (``random``, ``standard_normal``), which
     makes float32 or float64: other float dtypes are drawn in float32 and converted."""
-    shape = _shape(op, size)
     dtype = _float_dtype(op, dtype)
     draw = dtype if dtype in (np.float32, np.float64) else np.float32
     rng = tricycle_random.given_or_ours(op, generator)

@@ -238,8 +238,13 @@ def _tensors(op: str, tensors) -> tuple[Tensor, ...]:
     return tuple(binary.constant(t, like) for t in tensors)
 
 
-def split(x: Tensor, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Tensor]:
-    """Split into pieces along ``axis``, as numpy.split; each piece is a slice of x."""
+def split(x: Tensor, indices_or_sections=None, axis: int = 0, **torch_words) -> list[Tensor]:
+    """Split into pieces along ``axis``, as numpy.split; each piece is a slice of x. Naming
+    torch's ``split_size_or_sections`` or ``dim``: torch.split's pieces, as ``Tensor.split``."""
+    if torch_words:  # by Tensor.split, which refuses numpy's axis beside torch's dim
+        sizes = torch_words.pop("split_size_or_sections", indices_or_sections)
+        numpy_words = {"axis": axis} if axis != 0 else {}
+        return x.split(sizes, dim=torch_words.pop("dim", 0), **numpy_words, **torch_words)
     axis = checks.axis("split", "axis", axis, x.ndim, x.shape)
     n = x.shape[axis]
     if checks.is_integer(indices_or_sections):
@@ -249,8 +254,7 @@ def split(x: Tensor, indices_or_sections: int | Sequence[int], axis: int = 0) ->
                 f"split: axis {axis} of size {n} (shape {x.shape}) does not divide into "
                 f"{indices_or_sections} equal sections"
             )
-        step = n // indices_or_sections
-        bounds = list(range(0, n + 1, step))
+        bounds = list(range(0, n + 1, n // indices_or_sections))
     elif isinstance(indices_or_sections, tuple | list | np.ndarray) and all(
         map(checks.is_integer, indices_or_sections)
     ):
@@ -258,10 +262,8 @@ def split(x: Tensor, indices_or_sections: int | Sequence[int], axis: int = 0) ->
     else:
         expected = "a number of sections or a sequence of indices"
         checks.fail("split", "indices_or_sections", expected, indices_or_sections, TypeError)
-    return [
-        getitem(x, (slice(None),) * axis + (slice(lo, hi),))
-        for lo, hi in zip(bounds[:-1], bounds[1:])
-    ]
+    cuts = zip(bounds[:-1], bounds[1:])
+    return [getitem(x, (slice(None),) * axis + (slice(lo, hi),)) for lo, hi in cuts]
 
 
 def chunk(x: Tensor, chunks: int, axis: int = _AXIS_0, *, dim=None) -> list[Tensor]:
@@ -283,8 +285,7 @@ def repeat(x: Tensor, repeats: int, axis: int | None = None) -> Tensor:
     checks.non_negative_int("repeat", "repeats", repeats)
     flat = axis is None
     axis = 0 if flat else checks.axis("repeat", "axis", axis, x.ndim, x.shape)
-    xp = x.xp
-    out = xp.repeat(x.array, repeats, axis=None if flat else axis)
+    out = x.xp.repeat(x.array, repeats, axis=None if flat else axis)
     source = (x.size,) if flat else x.shape
 
     def back_fn(dout):
@@ -308,8 +309,7 @@ def where(condition, a: Tensor, b: Tensor) -> Tensor:
         like = like.new(like.xp.zeros((), dtype), requires_grad=False)
     a, b = binary.constant(a, like), binary.constant(b, like)
     condition = condition.array if isinstance(condition, Tensor) else condition
-    if not hasattr(condition, "shape"):
-        condition = like.xp.asarray(condition, dtype=bool)
+    condition = condition if hasattr(condition, "shape") else like.xp.asarray(condition, dtype=bool)
     xp = check_same_device("where", condition, a.array, b.array)
     try:
         out = xp.where(condition, a.array, b.array)
@@ -350,11 +350,11 @@ def masked_fill(x: Tensor, mask, value: float) -> Tensor:
     )
 
 
-def argsort(x, axis: int = -1, descending: bool = False) -> Tensor:
-    """The ids that sort ``x`` along ``axis`` (an int64 Tensor, with no gradient), as
-    torch.argsort(stable=True): equal values keep their order, descending too."""
+def argsort(x, axis: int = -1, descending: bool = False, *, dim=None, stable=True) -> Tensor:
+    """torch.argsort(stable=True) along ``axis`` (or ``dim``): int64, no gradient, ties in order."""
     if not isinstance(x, Tensor):
         checks.fail("argsort", "x", "a Tensor", x, TypeError)
+    axis = axis if dim is None else dim  # torch's keyword
     axis = checks.axis("argsort", "axis", axis, x.ndim, x.shape) if x.ndim else None
     checks.boolean("argsort", "descending", descending)
     return x.new(_sorting_ids(x.xp, x.array, axis, descending), requires_grad=False)

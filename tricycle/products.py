@@ -1,5 +1,6 @@
 """torch's matrix products of fixed shapes, as Tensor methods: ``mm`` (A @ B of two matrices),
-``mv`` (M @ v) and ``addmm`` (beta x + alpha (A @ B), what a linear layer computes).
+``mv`` (M @ v), ``dot`` (u . v of two vectors) and ``addmm`` (beta x + alpha (A @ B), what a
+linear layer computes).
 
 Each is a method of ``Tensor`` (``bias.addmm(x, w)``) that imports this module on its first
 call (``tensor_torch.imported``); ``tricycle.torch_math`` has torch's functions of the same
@@ -30,6 +31,16 @@ def mv(x: Tensor, vec) -> Tensor:
     if x.ndim != 2 or v.ndim != 1 or x.shape[1] != v.shape[0]:
         expected = "a matrix (N, M) and a vector (M,)"
         checks.fail("Tensor.mv", "the shapes of input and vec", expected, (x.shape, v.shape))
+    return binary.matmul(x, v)
+
+
+def dot(x: Tensor, other) -> Tensor:
+    """torch.Tensor.dot: the inner product (a 0-d tensor) of this vector (N,) and ``other`` (N,),
+    without broadcasting."""
+    v = binary.constant(other, x, "Tensor.dot")
+    if x.ndim != 1 or v.ndim != 1 or x.shape != v.shape:
+        expected = "two vectors of one length (N,)"
+        checks.fail("Tensor.dot", "the shapes of input and other", expected, (x.shape, v.shape))
     return binary.matmul(x, v)
 
 

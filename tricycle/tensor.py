@@ -170,22 +170,22 @@ def _torch_var(self, dim=None, unbiased=None, keepdim: bool = False, *, correcti
     return reduce.var(self, _all_if_empty(dim), keepdim, correction)
 
 
-def _torch_split(self, split_size_or_sections, dim: int = 0):
-    """torch's ``split_size_or_sections``: an int is the size of each piece (the last may be
+def _torch_split(self, split_size, dim: int = 0):
+    """torch's ``split_size``: an int is the size of each piece (the last may be
     smaller), a list the sizes of the pieces; a tuple of pieces."""
     dim = checks.axis("Tensor.split", "dim", dim, self.ndim, self.shape)
-    n, sizes = self.shape[dim], split_size_or_sections
+    n, sizes = self.shape[dim], split_size
     if checks.is_integer(sizes):
-        step = checks.positive_int("Tensor.split", "split_size_or_sections", sizes)
+        step = checks.positive_int("Tensor.split", "split_size", sizes)
         bounds = list(range(step, n, step))
     elif isinstance(sizes, tuple | list) and all(checks.is_integer(s) and s >= 0 for s in sizes):
         if sum(sizes) != n:
             expected = f"sizes that add up to {n}, the size of dim {dim} of shape {self.shape}"
-            checks.fail("Tensor.split", "split_size_or_sections", expected, sizes)
+            checks.fail("Tensor.split", "split_size", expected, sizes)
         bounds = list(itertools.accumulate(sizes))[:-1]
     else:
         expected = "a size (an integer >= 1) or a list of sizes (integers >= 0)"
-        checks.fail("Tensor.split", "split_size_or_sections", expected, sizes, TypeError)
+        checks.fail("Tensor.split", "split_size", expected, sizes, TypeError)
     return tuple(ops.split(self, bounds, dim))
 
 
@@ -267,7 +267,7 @@ class Tensor(TorchTensorMethods, TorchInPlaceMethods, Node):
     exp, log, sqrt, sin, cos = unary.exp, unary.log, unary.sqrt, unary.sin, unary.cos
     abs, clip, tanh, sigmoid = unary.abs, unary.clip, unary.tanh, unary.sigmoid
     swapaxes, squeeze, expand_dims = ops.swapaxes, ops.squeeze, ops.expand_dims
-    split = _numpy_or_torch(ops.split, _torch_split, "indices_or_sections axis", "dim")
+    split = _numpy_or_torch(ops.split, _torch_split, "indices_or_sections axis", "dim split_size")
     repeat, masked_fill = ops.repeat, ops.masked_fill
     permute, chunk, argsort = ops.permute, ops.chunk, ops.argsort  # sort: tensor_extra's
     cumsum = reduce.cumsum
@@ -283,7 +283,7 @@ class Tensor(TorchTensorMethods, TorchInPlaceMethods, Node):
     nansum, nanmean, median, nanmedian, mode, kthvalue, quantile, nanquantile = imported(
         "reduce_torch", "nansum nanmean median nanmedian mode kthvalue quantile nanquantile"
     )
-    mm, mv, addmm = imported("products", "mm mv addmm")
+    mm, mv, dot, addmm = imported("products", "mm mv dot addmm")
     outer, allclose, equal = imported("torch_functions", "outer allclose equal")
     select, index_add, index_copy, index_fill, masked_scatter = imported(
         "indexing", "select index_add index_copy index_fill masked_scatter"

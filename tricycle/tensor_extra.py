@@ -19,14 +19,18 @@ which makes a module's functions methods that import it on their first call.
   parameter) takes the new shape over the same memory (a numpy array it shares stays shared);
   an op's output in a graph becomes the reshaping op's output (``tricycle.rebase``), as
   torch's, unless an op already uses it (then refused, naming the out-of-place form);
+- ``resize_``: a tensor that needs no gradient takes a new shape, as torch's: over the same
+  memory when the count of elements stays, else its first elements kept and zeros after
+  (torch's are uninitialised); one that requires grad is refused, as torch refuses it;
 - ``__index__``: a one-element integer tensor is an index of a Python sequence
-  (``classes[label]``), as torch's.
+  (``classes[label]``), as torch's; ``__reversed__``: ``reversed(x)`` is ``x.flip(0)``.
 """
 
 import importlib
+import math
 import re
 
-from tricycle import backend
+from tricycle import backend, checks
 
 _SYMBOLS = {
     "+": "Add",
@@ -206,6 +210,26 @@ class TorchTensorExtras:
     (sort,) = imported("torch_functions_more", "sort")  # torch's (values, indices)
     unsqueeze_, squeeze_, t_ = (_reshaped(f"{n}_", n) for n in ("unsqueeze", "squeeze", "t"))
 
+    def resize_(self, *sizes):
+        """torch.Tensor.resize_: this tensor takes the shape ``sizes`` (C order), its elements
+        kept as far as they go, zeros after; refused on one that requires grad, as torch's."""
+        shape = tuple(sizes[0]) if len(sizes) == 1 and hasattr(sizes[0], "__len__") else sizes
+        if not all(checks.is_integer(n) and n >= 0 for n in shape):
+            raise TypeError(f"Tensor.resize_: sizes must be integers >= 0, got {sizes!r}")
+        shape = tuple(map(int, shape))
+        if self.requires_grad:
+            raise RuntimeError(f"Tensor.resize_: cannot resize a tensor that requires grad "
+                               f"(shape {self.shape}), as torch; write x.reshape(...)")  # fmt: skip
+        count = math.prod(shape)
+        if count == self.array.size:
+            self.array = self.array.reshape(shape)  # a view where it can be: the same memory
+            return self
+        flat = self.xp.zeros(count, dtype=self.dtype)
+        kept = min(count, self.array.size)
+        flat[:kept] = self.array.reshape(-1)[:kept]
+        self.array = flat.reshape(shape)
+        return self
+
     def data_ptr(self) -> int:
         """torch.Tensor.data_ptr: the address of this tensor's first element (host or GPU
         memory): two tensors that share it share their storage, as tied weights do."""
@@ -232,3 +256,9 @@ class TorchTensorExtras:
             raise TypeError(f"Tensor.__index__: only a one-element integer tensor can be an "
                             f"index, got shape {self.shape} of {self.dtype}")  # fmt: skip
         return int(self._element("__index__").item())
+
+    def __reversed__(self):
+        """``reversed(x)`` as torch's: x flipped along its first axis, a tensor (Python's own
+        would be an iterator over its rows): d2l's bidirectional RNN reads its steps
+        backwards through ``self.b_rnn(reversed(inputs))``. A 0-d tensor is itself."""
+        return self if self.ndim == 0 else self.flip(0)

@@ -187,7 +187,7 @@ class TorchInPlaceMethods:
                 checks.fail("Tensor.to", "device", expected, device, TypeError)
             device, dtype = None, device
         out = self if dtype is None else self._cast("Tensor.to", dtype)
-        if device is not None or dtype is None:  # neither: Node.to refuses the device None
+        if device is not None:  # to() and to(None): the tensor itself, as torch's
             out = Node.to(out, device)
         return out.clone() if copy and out is self else out
 

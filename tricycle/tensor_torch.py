@@ -43,7 +43,11 @@ def _sizes(op: str, values: tuple) -> tuple[int, ...]:
 
 
 def _index_of(name: str):
-    def index(self, dim: int | None = None, keepdim: bool = False):
+    def index(self, dim: int | None = None, keepdim: bool = False, *, axis: int | None = None):
+        if axis is not None:  # torch's alias of dim (d2l's argmax(y, axis=1))
+            if dim is not None:
+                raise TypeError(f"Tensor.{name}: got dim={dim} and axis={axis}; give one of them")
+            dim = axis
         dim = dim if dim is None else checks.axis(f"Tensor.{name}", "dim", dim, self.ndim)
         ids = getattr(self.xp, name)(self.array, axis=dim, keepdims=keepdim and dim is not None)
         return self.new(ids.astype(np.int64), requires_grad=False)
@@ -303,8 +307,8 @@ class TorchTensorMethods(TorchTensorExtras):
         return self * self
 
     def reciprocal(self):
-        """torch.Tensor.reciprocal: 1 / x."""
-        return unary.rdiv_scalar(self, 1.0)
+        """torch.Tensor.reciprocal: 1 / x (of integers, float32: true division's rule)."""
+        return 1.0 / self
 
     def rsqrt(self):
         """torch.Tensor.rsqrt: 1 / sqrt(x)."""

@@ -156,11 +156,11 @@ def _typed_constructor(name: str, dtype):
             checks.fail(name, "data", expected, data, TypeError)
         return tensor(data[0], dtype=dtype)
 
-    construct.__name__ = construct.__qualname__ = name
+    construct.__name__, construct.__qualname__, construct.dtype = name, name, np.dtype(dtype)
     construct.__doc__ = (
         f"torch.{name}: ``{name}(data)`` is ``tensor(data, dtype={np.dtype(dtype)})``, a copy; "
         f"``{name}(*sizes)`` is ``empty(*sizes, dtype={np.dtype(dtype)})``. A function here, "
-        "not a class: ``isinstance`` takes ``Tensor`` (and ``x.dtype`` says the type)."
+        "not a class (``isinstance`` takes ``Tensor``), holding its ``dtype``: x.type(it) casts."
     )
     return construct
 
@@ -312,14 +312,14 @@ def numel(input) -> int:  # noqa: A002
 
 
 # ------------------------------------------------------------------------- math
-def argmax(input, dim=None, keepdim: bool = False):  # noqa: A002
-    """torch.argmax: int64 ids of the first maximum, over all elements or along ``dim``."""
-    return tensor_input("argmax", input).argmax(dim, keepdim)
+def argmax(input, dim=None, keepdim: bool = False, *, axis=None):  # noqa: A002
+    """torch.argmax: int64 ids of the first maximum, of all elements or along ``dim`` (``axis``)."""
+    return tensor_input("argmax", input).argmax(dim, keepdim, axis=axis)
 
 
-def argmin(input, dim=None, keepdim: bool = False):  # noqa: A002
-    """torch.argmin: int64 ids of the first minimum, over all elements or along ``dim``."""
-    return tensor_input("argmin", input).argmin(dim, keepdim)
+def argmin(input, dim=None, keepdim: bool = False, *, axis=None):  # noqa: A002
+    """torch.argmin: int64 ids of the first minimum, of all elements or along ``dim`` (``axis``)."""
+    return tensor_input("argmin", input).argmin(dim, keepdim, axis=axis)
 
 
 def _extremum(op: str, numpy_op, elementwise):

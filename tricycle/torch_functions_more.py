@@ -4,6 +4,8 @@
 - the comparisons ``eq``, ``ne``, ``lt``, ``le``, ``gt``, ``ge`` (booleans, broadcasting: the
   operators'), and the bitwise ops ``bitwise_and``, ``bitwise_or``, ``bitwise_xor`` and
   ``bitwise_not`` (``tricycle.pointwise``'s);
+- ``square`` and ``neg``: the Tensor methods as functions (x * x, -x; d2l's optimizers from
+  scratch write ``torch.square(p.grad)``);
 - ``cross(input, other, dim=None)``: torch's, whose ``dim`` left out is the first axis of
   length 3 (torch's deprecated default; ``tricycle.linalg.cross`` takes the last);
 - ``svd(input, some=True, compute_uv=True)``: torch's older SVD, ``(U, S, V)`` with
@@ -22,17 +24,21 @@
 - ``set_printoptions(precision, threshold, edgeitems, linewidth, profile, sci_mode)``: a
   tensor prints its numpy (or cupy) array, so these set numpy's print options, for every
   array the process prints (``sci_mode=False`` is numpy's ``suppress=True``); ``profile``
-  ("default", "short", "full") starts from numpy's defaults, as torch's from its own.
+  ("default", "short", "full") starts from numpy's defaults, as torch's from its own;
+- ``range(start, end, step=1)``: torch's deprecated range, ``start``, ``start + step``, ... up
+  to ``end`` *included*, float32 unless ``dtype`` says (integers too: torch's default dtype);
+  it warns as torch's does (``arange`` stops before ``end``: what both libraries advise).
 """
 
 import importlib
 import math
+import warnings
 from collections import namedtuple
 
 import numpy as np
 
 from tricycle import checks, ops
-from tricycle.torch_functions import no_out, tensor_input
+from tricycle.torch_functions import no_out, tensor, tensor_input
 from tricycle.torch_math import _elementwise
 
 SVD = namedtuple("svd", "U S V")
@@ -48,6 +54,8 @@ bitwise_and = _elementwise("bitwise_and", "input & other, of booleans or integer
 bitwise_or = _elementwise("bitwise_or", "input | other, of booleans or integers", True)
 bitwise_xor = _elementwise("bitwise_xor", "input ^ other, of booleans or integers", True)
 bitwise_not = _elementwise("bitwise_not", "~input, of booleans or integers")
+square = _elementwise("square", "input * input, elementwise")
+neg = _elementwise("neg", "-input, elementwise")
 
 
 def cross(input, other, dim=None, *, out=None):  # noqa: A002 - torch's names
@@ -123,6 +131,29 @@ def isnan(input):  # noqa: A002
 def isinf(input):  # noqa: A002
     """torch.isinf: booleans, True where ``input`` is inf or -inf."""
     return tensor_input("isinf", input).isinf()
+
+
+def inclusive_range(
+    start, end, step=1, *, out=None, dtype=None, device=None, requires_grad: bool = False
+):
+    """torch.range (``tricycle.range``; named apart from Python's ``range``, which this module
+    uses): from ``start`` to ``end`` included, in steps of ``step`` (see above)."""
+    no_out("range", out)
+    warnings.warn(
+        "tricycle.range is deprecated, as torch.range is: use tricycle.arange, which stops "
+        "before end",
+        UserWarning,
+        stacklevel=2,
+    )
+    for name, value in (("start", start), ("end", end), ("step", step)):
+        checks.real("range", name, value)
+    if step == 0 or (end - start) * step < 0:
+        raise ValueError(
+            f"range: step {step} must be non-zero and lead from start {start} to end {end}"
+        )
+    values = start + step * np.arange(math.floor((end - start) / step) + 1, dtype=np.float64)
+    dtype = np.float32 if dtype is None else dtype
+    return tensor(values, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 _PROFILES = {  # torch's profiles, on numpy's default precision and line width

@@ -1,13 +1,17 @@
 """torch's top-level indexing functions on tricycle's engine: ``index_select``, ``select``,
 ``scatter``, ``scatter_add``, ``index_add``, ``index_copy``, ``index_fill``,
 ``masked_scatter``, ``diag``, ``diagonal``, ``nonzero``, ``unique``, ``repeat_interleave``,
-``roll``, ``flip`` and ``bincount``.
+``roll``, ``flip``, ``bincount``, ``searchsorted`` and ``bucketize``.
 
 Each calls the ``Tensor`` method of the same name (``tricycle.indexing``'s ops, or
 ``tricycle.tensor_torch``'s shapes, whose gradients these are) with torch's argument names
 and defaults; ``out=`` is refused, as by ``tricycle.torch_functions``. The results are new
-tensors (torch's ``diagonal`` and ``flip`` views are copies here).
+tensors (torch's ``diagonal`` and ``flip`` views are copies here). ``searchsorted`` and
+``bucketize``, which have no method, are the array module's ``searchsorted`` (indices carry
+no gradient).
 """
+
+import numpy as np
 
 from tricycle.torch_functions import no_out, tensor_input
 
@@ -133,3 +137,41 @@ def bincount(input, weights=None, minlength: int = 0):  # noqa: A002
     w = getattr(weights, "array", weights)
     counts = x.xp.bincount(x.array, weights=w, minlength=minlength)
     return x.new(counts.astype(counts.dtype if w is not None else "int64"), requires_grad=False)
+
+
+def searchsorted(sorted_sequence, input, *, out_int32: bool = False, right: bool = False,  # noqa: A002
+                 side=None, sorter=None, out=None):  # fmt: skip
+    """torch.searchsorted: for each value of ``input`` (a tensor or a number), where it would
+    go in the last axis of ``sorted_sequence`` (1-D, or one row for each of input's leading
+    entries) to keep it sorted: before the values equal to it, after them if ``right`` (or
+    ``side="right"``). int64 indices (int32 if ``out_int32``), with no gradient."""
+    no_out("searchsorted", out)
+    seq = tensor_input("searchsorted", sorted_sequence, "sorted_sequence")
+    if sorter is not None:
+        raise TypeError("searchsorted: sorter= is not supported; sort the sequence first")
+    if side not in (None, "left", "right") or (side == "left" and right):
+        raise ValueError(f"searchsorted: side must be 'left' or 'right' (and agree with "
+                         f"right={right!r}), got {side!r}")  # fmt: skip
+    side = side or ("right" if right else "left")
+    xp = seq.xp
+    values = xp.asarray(getattr(input, "array", input))
+    if seq.ndim == 1:
+        ids = xp.searchsorted(seq.array, values, side=side)
+    elif values.shape[:-1] != seq.shape[:-1]:
+        raise ValueError(f"searchsorted: sorted_sequence {seq.shape} and input {values.shape} "
+                         "must have the same leading axes (all but the last)")  # fmt: skip
+    else:
+        rows = zip(seq.array.reshape(-1, seq.shape[-1]), values.reshape(-1, values.shape[-1]))
+        ids = xp.stack([xp.searchsorted(s, v, side=side) for s, v in rows]).reshape(values.shape)
+    return seq.new(ids.astype(np.int32 if out_int32 else np.int64), requires_grad=False)
+
+
+def bucketize(input, boundaries, *, out_int32: bool = False, right: bool = False, out=None):  # noqa: A002
+    """torch.bucketize: the bucket of each value of ``input`` among the sorted 1-D
+    ``boundaries``: i with boundaries[i-1] < x <= boundaries[i], or boundaries[i-1] <= x <
+    boundaries[i] if ``right`` (torch's meaning, the reverse of numpy.digitize's)."""
+    no_out("bucketize", out)
+    b = tensor_input("bucketize", boundaries, "boundaries")
+    if b.ndim != 1:
+        raise ValueError(f"bucketize: boundaries must be 1-D, got shape {b.shape}")
+    return searchsorted(b, input, out_int32=out_int32, right=right)

@@ -332,6 +332,12 @@ def mv(input, vec, *, out=None):  # noqa: A002
     return tensor_input("mv", input).mv(vec)
 
 
+def dot(input, other, *, out=None):  # noqa: A002
+    """torch.dot: the inner product (0-d) of two vectors of one length."""
+    no_out("dot", out)
+    return tensor_input("dot", input).dot(other)
+
+
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):  # noqa: A002
     """torch.addmm: beta input + alpha (mat1 @ mat2), input broadcast to the product's shape."""
     no_out("addmm", out)
