@@ -220,6 +220,36 @@ def test_torch_named_losses_ignore_minus_100_by_default_as_torch(name):
         ours(Tensor(scores), Tensor(np.where(labels == -100, -1, labels)))
 
 
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"reduction": "none"},
+        {"reduction": "sum"},
+        {"label_smoothing": 0.1, "ignore_index": 2},
+        {"weight": "w", "reduction": "none"},
+        {"weight": "w"},
+    ],  # fmt: skip
+    ids=["none", "sum", "smoothing", "weight-none", "weight"],
+)
+def test_cross_entropy_loss_takes_torchs_arguments(kwargs):
+    """nn.CrossEntropyLoss takes torch's weight, reduction and label_smoothing (d2l's
+    ``nn.CrossEntropyLoss(reduction='none')``): torch's losses and logits' gradients; a bad
+    reduction names the layer."""
+    torch = pytest.importorskip("torch")
+    import tricycle.nn as nn
+
+    rng = np.random.default_rng(9)
+    scores, labels = rng.normal(size=(6, 5)), rng.integers(0, 5, size=6)
+    w = rng.uniform(0.5, 2, size=5)
+    ours_kw = {k: Tensor(w) if v == "w" else v for k, v in kwargs.items()}
+    theirs_kw = {k: torch_tensor(w) if v == "w" else v for k, v in kwargs.items()}
+    ours, theirs = nn.CrossEntropyLoss(**ours_kw), torch.nn.CrossEntropyLoss(**theirs_kw)
+    compare(lambda s: ours(s, Tensor(labels)), lambda s: theirs(s, torch.tensor(labels)), [scores])
+    assert repr(ours) == repr(theirs) == "CrossEntropyLoss()"
+    with pytest.raises(ValueError, match="CrossEntropyLoss"):
+        nn.CrossEntropyLoss(reduction="average")
+
+
 # ====================================================================== CosineEmbedding
 
 

@@ -156,7 +156,7 @@ CONV = dict(
 POOL = dict(kernel_size=SIZES, stride=SIZES_OR_NONE, padding=PADDING)
 MAX_POOL = dict(**POOL, dilation=SIZES, return_indices=BOOLEAN, ceil_mode=BOOLEAN)
 BATCH_NORM = dict(
-    num_features=COUNT, eps=POSITIVE, affine=BOOLEAN, track_running_stats=BOOLEAN,
+    num_features=COUNT, eps=POSITIVE, affine=BOOLEAN, track_running_stats=BOOLEAN, bias=BOOLEAN,
     momentum=[(-0.1, V), (1.5, V), (NAN, V), ("0.1", T), (True, T)],
 )  # fmt: skip
 RECURRENT = dict(
@@ -178,8 +178,9 @@ SIGNATURES = [
      dict(from_size=COUNT, to_size=COUNT, initialiser=FUNCTION_OR_NONE,
           padding_idx=[(5, V), (-6, V), (2.5, T), ("0", T), (True, T)])),
     ("LayerNorm", LayerNorm, dict(embedding_dim=4),
-     dict(embedding_dim=COUNT, eps=POSITIVE, bias=BOOLEAN)),
-    ("RMSNorm", RMSNorm, dict(embedding_dim=4), dict(embedding_dim=COUNT, eps=POSITIVE)),
+     dict(embedding_dim=COUNT, eps=POSITIVE, bias=BOOLEAN, normalized_shape=DATA)),
+    ("RMSNorm", RMSNorm, dict(embedding_dim=4),
+     dict(embedding_dim=COUNT, eps=POSITIVE, normalized_shape=DATA)),
     ("Dropout", Dropout, dict(probability=0.1),
      dict(probability=PROBABILITY, seed=SEED, inplace=BOOLEAN, p=PROBABILITY)),
     ("LeakyReLU", LeakyReLU, {}, dict(negative_slope=REAL, inplace=BOOLEAN)),
@@ -318,7 +319,8 @@ SIGNATURES = [
      dict(shape=DATA, std=NON_NEGATIVE, mean=REAL, rng=DATA)),
     ("gpt2_residual_std", initialisers.gpt2_residual_std, dict(n_layers=2),
      dict(n_layers=COUNT, std=NON_NEGATIVE)),
-    ("zeros", factories.zeros, {}, dict(size=DATA, dtype=DATA, device=DATA, requires_grad=BOOLEAN)),
+    ("zeros", factories.zeros, {},
+     dict(sizes=DATA, size=DATA, dtype=DATA, device=DATA, requires_grad=BOOLEAN)),
     ("linspace", factories.linspace, dict(start=0, end=1, steps=3),
      dict(start=REAL, end=REAL, steps=NON_NEGATIVE_INT, dtype=DATA, device=DATA,
           requires_grad=BOOLEAN)),
@@ -395,8 +397,8 @@ OPS = [
      dict(x=DATA, axis=[(4, V), (-5, V), (2.5, T), (None, T), (True, T)])),
     ("squeeze", _calling(ops.squeeze, X), {}, dict(x=DATA, axis=AXES, dim=AXES)),
     ("split", _calling(ops.split, X), dict(indices_or_sections=2),
-     dict(x=DATA, axis=AXIS, indices_or_sections=[(0, V), (-1, V), (2.5, T), (None, T),
-                                                  ("2", T), ([1.5], T)])),
+     dict(x=DATA, axis=AXIS, torch_words=DATA,
+          indices_or_sections=[(0, V), (-1, V), (2.5, T), (None, T), ("2", T), ([1.5], T)])),
     ("repeat", _calling(ops.repeat, X), dict(repeats=2),
      dict(x=DATA, repeats=NON_NEGATIVE_INT, axis=[(3, V), (2.5, T), ("0", T), (True, T)])),
     ("concatenate", _calling(ops.concatenate, [X, X]), {},

@@ -409,6 +409,34 @@ def test_layer_norm_matches_torch(xp, bias):
     _matches_torch(xp, layer, reference, pairs, x, dy)
 
 
+@pytest.mark.parametrize("width", [{"normalized_shape": 8}, {"normalized_shape": (8,)}, (8,)])
+def test_layer_norm_takes_torchs_normalized_shape(xp, width):
+    """``nn.LayerNorm(normalized_shape=E)`` (ZTM's ViT) or a one-axis shape, as torch's."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(6)
+    args, kwargs = ((), width) if isinstance(width, dict) else ((width,), {})
+    layer, reference = LayerNorm(*args, **kwargs), torch.nn.LayerNorm(*args, **kwargs)
+    assert layer.embedding_dim == 8 and RMSNorm(*args, **kwargs).embedding_dim == 8
+    layer.gamma.array[:], layer.beta.array[:] = rng.normal(size=(2, 8))
+    with torch.no_grad():
+        reference.weight.copy_(torch.tensor(layer.gamma.array))
+        reference.bias.copy_(torch.tensor(layer.beta.array))
+    x = rng.normal(size=(2, 3, 8)).astype(np.float32)
+    dy = rng.normal(size=x.shape).astype(np.float32)
+    pairs = [(layer.gamma, reference.weight), (layer.beta, reference.bias)]
+    _matches_torch(xp, layer, reference, pairs, x, dy)
+
+
+def test_norms_say_which_width_they_take():
+    several = r"LayerNorm: normalises the last axis only: normalized_shape must be an int or a one"
+    with pytest.raises(ValueError, match=several + r"-axis shape \(E,\), got \(4, 8\)"):
+        LayerNorm(normalized_shape=(4, 8))
+    with pytest.raises(TypeError, match="RMSNorm: give the width once, as embedding_dim or nor"):
+        RMSNorm(8, normalized_shape=8)
+    with pytest.raises(TypeError, match="LayerNorm: normalized_shape must be an integer >= 1"):
+        LayerNorm(normalized_shape=2.5)
+
+
 def test_rms_norm_matches_torch(xp):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(5)

@@ -69,6 +69,40 @@ def test_named_modules_and_children_have_torch_names_and_order():
     assert len(list(theirs.modules())) == len(list(ours.modules()))
 
 
+def test_a_dict_of_its_own_sublayers_and_a_list_of_activations_keep_torchs_names():
+    """d2l's ``save_hyperparameters`` keeps a model's arguments in a dict (its encoder among
+    them) and its attention decoder appends the attention weights to a list in forward: as
+    torch's plain attributes, neither renames a parameter nor adds one."""
+    torch = pytest.importorskip("torch")
+
+    def model(lib):
+        class Seq(lib.nn.Module):
+            def __init__(self, encoder):
+                super().__init__()
+                self.hparams = {"lr": 0.1}
+                self.encoder, self.head = encoder, lib.nn.Linear(3, 2)
+                self.hparams = {"encoder": encoder, "lr": 0.1}
+
+            def forward(self, x):
+                self.weights = [self.encoder(x).softmax(-1)]
+                return self.head(self.weights[0])
+
+        return Seq(lib.nn.Linear(4, 3))
+
+    ours, theirs = model(__import__("tricycle")), model(torch)
+    x = np.ones((2, 4), np.float32)
+    ours(to_tensor(x)).sum().backward()
+    theirs(torch.tensor(x)).sum().backward()
+    torchs = [name.replace("weight", "weights") for name, _ in theirs.named_parameters()]
+    assert (
+        names(ours.named_parameters())
+        == torchs
+        == ["encoder.weights", "encoder.bias", "head.weights", "head.bias"]
+    )
+    assert list(ours.state_dict()) == names(ours.named_parameters())
+    assert all(p.grad is not None for p in ours.parameters())
+
+
 def test_apply_visits_children_first_as_torch():
     torch = pytest.importorskip("torch")
     ours, theirs = Model(), torch_model(torch)

@@ -148,6 +148,50 @@ def test_initialisation_and_repr():
     ]
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        {},
+        {"num_layers": 2, "batch_first": True},
+        {"bias": False, "dropout": 0.25, "num_layers": 3, "bidirectional": True},
+    ],
+)
+def test_repr_as_torchs(args):
+    """A recurrent layer prints as torch's (a model's ``print`` in a course's script): the
+    sizes and only the arguments given other than their defaults, on one line (the dropout
+    between layers is an argument, not a child layer), then the parameter count."""
+    torch = pytest.importorskip("torch")
+    for ours, theirs in (RNN, torch.nn.RNN), (GRU, torch.nn.GRU), (LSTM, torch.nn.LSTM):
+        layer = ours(5, 8, **args)
+        count = f"  # {layer.num_parameters():,} parameters"
+        assert repr(layer) == repr(theirs(5, 8, **args)) + count
+
+
+@pytest.mark.parametrize("args", [{}, {"num_layers": 2, "bias": False, "bidirectional": True}])
+def test_flat_weights_names_and_parameters_as_torchs(args):
+    """torch's private ``_flat_weights_names`` and ``_parameters``, as d2l's ``init_seq2seq``
+    reads them: the same names in the same order, and an in-place init through
+    ``_parameters[name]`` sets the layer's own weight (its forward then gives torch's
+    outputs once both layers hold the same values)."""
+    torch = pytest.importorskip("torch")
+    import tricycle  # noqa: PLC0415
+
+    for ours, theirs in (RNN, torch.nn.RNN), (GRU, torch.nn.GRU), (LSTM, torch.nn.LSTM):
+        layer, their_layer = ours(3, 4, **args), theirs(3, 4, **args)
+        assert layer._flat_weights_names == their_layer._flat_weights_names
+        assert list(layer._parameters) == list(their_layer._parameters)
+        for name in layer._flat_weights_names:  # d2l's init_seq2seq, then torch's values
+            if "weight" in name:
+                tricycle.nn.init.xavier_uniform_(layer._parameters[name])
+                assert layer._parameters[name] is getattr(layer, name)
+            with torch.no_grad():
+                their_layer._parameters[name].copy_(torch.tensor(getattr(layer, name).numpy()))
+        x = np.random.default_rng(0).normal(size=(5, 2, 3)).astype(np.float32)
+        out, _ = layer(tricycle.tensor(x))
+        want = their_layer(torch.tensor(x))[0].detach().numpy()
+        np.testing.assert_allclose(out.numpy(), want, rtol=1e-5, atol=1e-6)
+
+
 def test_recurrent_errors():
     lstm = LSTM(3, 4)
     with pytest.raises(ValueError, match=r"expected input \(time, batch, 3\)"):

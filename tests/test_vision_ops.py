@@ -378,6 +378,28 @@ def test_lazy_linear_reads_in_features_from_its_first_input_as_torch():
                                rtol=RTOL, atol=ATOL)  # fmt: skip
 
 
+def test_lazy_linear_data_before_the_first_call_is_torchs_empty_tensor():
+    """``layer.weight.data.normal_(0, 0.01)`` before the first call ("Dive into Deep
+    Learning"'s ``LinearRegression``) runs, as in torch, on an empty tensor: it changes
+    nothing, and the first call initialises the layer (Glorot's here, torch's its own)."""
+    torch = pytest.importorskip("torch")
+    ours, theirs = nn.LazyLinear(3), torch.nn.LazyLinear(3)
+    for weight, bias in (ours.weights, ours.bias), (theirs.weight, theirs.bias):
+        assert tuple(weight.data.shape) == (0,) and not weight.data.requires_grad
+        weight.data.normal_(0, 0.01)
+        bias.data.fill_(0)
+    ours.bias.data = Tensor(np.zeros(0, np.float32))  # assigning keeps torch's setter
+    assert type(ours.weights) is UninitializedParameter
+    x = _rng().normal(size=(2, 4)).astype(np.float32)
+    out = ours(Tensor(x))
+    theirs(torch.tensor(x))
+    assert ours.weights.shape == (4, 3) and ours.weights.data.shape == (4, 3)
+    assert np.abs(ours.weights.array).max() > 0.05  # initialised at the first call, not 0.01's
+    np.testing.assert_allclose(
+        out.array, x @ ours.weights.array + ours.bias.array, rtol=RTOL, atol=ATOL
+    )
+
+
 # ---------------------------------------------------------------------- errors
 ERRORS = [
     (lambda: F.grid_sample(Tensor(np.zeros((1, 1, 4, 4))), Tensor(np.zeros((1, 2, 2, 3)))),

@@ -227,10 +227,14 @@ class Embedding(Layer):
 
 
 class LayerNorm(Layer):
-    """Layer normalisation over the last axis: ``gamma`` ones, ``beta`` zeros, eps in the sqrt."""
+    """Layer normalisation over the last axis: ``gamma`` ones, ``beta`` zeros, eps in the sqrt.
+    The width is ``embedding_dim``, or torch's ``normalized_shape`` (that keyword, or a
+    one-axis shape (E,) in its place)."""
 
-    @checks.arguments(embedding_dim=checks.positive_int, eps=checks.positive, bias=checks.boolean)
-    def __init__(self, embedding_dim: int, eps: float = 1e-5, *, bias: bool = True):
+    @checks.arguments(eps=checks.positive, bias=checks.boolean)
+    def __init__(self, embedding_dim: int | None = None, eps: float = 1e-5, *, bias: bool = True,
+                 normalized_shape: int | tuple[int] | None = None):  # fmt: skip
+        embedding_dim = _norm_width("LayerNorm", embedding_dim, normalized_shape)
         self.embedding_dim, self.eps = embedding_dim, eps
         self.gamma = parameter(init_ones((embedding_dim,)), "gamma")
         self.beta = parameter(init_zeros((embedding_dim,)), "beta") if bias else None
@@ -244,10 +248,13 @@ class LayerNorm(Layer):
 
 
 class RMSNorm(Layer):
-    """Root-mean-square normalisation over the last axis with a learnt gain ``gamma``."""
+    """Root-mean-square normalisation over the last axis with a learnt gain ``gamma``; the
+    width given as LayerNorm's."""
 
-    @checks.arguments(embedding_dim=checks.positive_int, eps=checks.positive)
-    def __init__(self, embedding_dim: int, eps: float = 1e-6):
+    @checks.arguments(eps=checks.positive)
+    def __init__(self, embedding_dim: int | None = None, eps: float = 1e-6, *,
+                 normalized_shape: int | tuple[int] | None = None):  # fmt: skip
+        embedding_dim = _norm_width("RMSNorm", embedding_dim, normalized_shape)
         self.embedding_dim, self.eps = embedding_dim, eps
         self.gamma = parameter(init_ones((embedding_dim,)), "gamma")
 
@@ -257,6 +264,26 @@ class RMSNorm(Layer):
 
     def extra_repr(self) -> str:
         return f"{self.embedding_dim}, eps={self.eps}"
+
+
+def _norm_width(owner: str, embedding_dim, normalized_shape) -> int:
+    """The width a norm layer normalises, given once: as ``embedding_dim`` or as torch's
+    ``normalized_shape``, an int or a one-axis shape (E,) (several axes: ``F.layer_norm``)."""
+    if embedding_dim is not None and normalized_shape is not None:
+        raise TypeError(
+            f"{owner}: give the width once, as embedding_dim or normalized_shape; got "
+            f"embedding_dim={embedding_dim!r}, normalized_shape={normalized_shape!r}"
+        )
+    name = "embedding_dim" if normalized_shape is None else "normalized_shape"
+    width = embedding_dim if normalized_shape is None else normalized_shape
+    if isinstance(width, tuple | list):  # torch's shape (torch.Size is a tuple)
+        if len(width) != 1:
+            raise ValueError(
+                f"{owner}: normalises the last axis only: {name} must be an int or a "
+                f"one-axis shape (E,), got {tuple(width)} (F.layer_norm normalises several axes)"
+            )
+        (width,) = width
+    return checks.positive_int(owner, name, width)
 
 
 def _check_width(op: str, x: Tensor, width: int) -> None:

@@ -69,8 +69,9 @@ class Layer(TorchMethods, HookMethods):
     (``is_parameter``); any other Tensor is a buffer (moved between devices and saved in
     ``state_dict``, never trained: batch norm's running statistics); a Tensor that an op
     computed, with its graph (not a leaf), is neither: an activation a forward keeps for
-    inspection (the Annotated Transformer's ``self.attn``), a plain attribute as in torch;
-    a Layer, or a list/tuple/dict holding Layers (or Tensors), is a sublayer. Names are
+    inspection (the Annotated Transformer's ``self.attn``), a plain attribute as in torch,
+    in a list too; a Layer, or a list/tuple/dict holding Layers (or Tensors), is a sublayer,
+    but where the layer also holds it as an attribute (then named by that). Names are
     dotted attribute paths (``blocks.0.attention.qkv_projection.weights``): a layer's own
     Tensors, in attribute order, come before its sublayers', which follow depth first. A
     Tensor or Layer reachable twice (weight tying) counts once, under the first name in that
@@ -99,17 +100,22 @@ class Layer(TorchMethods, HookMethods):
 
     # ------------------------------------------------------------------ discovery
     def _members(self) -> Iterator[tuple[str, object]]:
-        """(attribute path, value) for the Tensors and Layers held directly by this layer."""
-        for attr, value in vars(self).items():
-            if isinstance(value, Layer) or (isinstance(value, Tensor) and value.args is None):
+        """(attribute path, value) for the Tensors and Layers held directly by this layer.
+        A list/tuple/dict's items as its attributes', but a Layer that is also an attribute
+        of its own (d2l's ``hparams`` dict of a model's arguments holds its encoder): named
+        by that attribute, as torch's."""
+        values = vars(self).items()
+        own = {id(v) for _, v in values if isinstance(v, Layer)}
+        for attr, value in values:
+            if _member(value):
                 yield attr, value
             elif isinstance(value, (list, tuple)):
                 for i, item in enumerate(value):
-                    if isinstance(item, (Tensor, Layer)):
+                    if _member(item) and id(item) not in own:
                         yield f"{attr}.{i}", item
             elif isinstance(value, dict):
                 for key, item in value.items():
-                    if isinstance(item, (Tensor, Layer)):
+                    if _member(item) and id(item) not in own:
                         yield f"{attr}.{key}", item
 
     def _walk(self) -> tuple[list[tuple[str, "Layer"]], list[tuple[str, Tensor]]]:
@@ -236,10 +242,13 @@ class Layer(TorchMethods, HookMethods):
         for name, value in values.items():
             if value.dtype.kind not in "biuf" and value.dtype != params[name].dtype:
                 raise TypeError(f"{owner}: {name} holds dtype {value.dtype}, not numbers")
+        # a lazy layer's tensor not made yet takes the checkpoint's shape, as torch's lazy
+        # modules do (the layer's first call then keeps it)
+        lazy = {name for name in values if hasattr(params[name], "materialize")}
         mismatched = [
             f"{name}: checkpoint {value.shape} vs model {params[name].shape}"
             for name, value in values.items()
-            if value.shape != params[name].shape
+            if value.shape != params[name].shape and name not in lazy
         ]
         if mismatched:
             raise ValueError(f"{owner}: shape mismatch for " + "; ".join(mismatched))
@@ -259,6 +268,8 @@ class Layer(TorchMethods, HookMethods):
                 cast = backend.to_device_array(cast, t.array.device.id)
             converted[name] = cast
         for name, value in converted.items():  # nothing below can fail: all or nothing
+            if name in lazy:
+                params[name].materialize(value.shape)
             params[name].array[...] = value
         return _IncompatibleKeys(missing, unexpected)
 
@@ -286,6 +297,12 @@ def _host_value(value) -> np.ndarray:
     if isinstance(value, Tensor):
         return value.numpy()
     return np.asarray(backend.to_host_array(value))
+
+
+def _member(value) -> bool:
+    """Whether an attribute's value (or a list's item) is a Layer's member: a Layer, or a
+    leaf Tensor (an op's output with its graph is an activation kept for inspection)."""
+    return isinstance(value, Layer) or (isinstance(value, Tensor) and value.args is None)
 
 
 def named_parameters(parameters) -> list[tuple[str, Tensor]]:

@@ -136,7 +136,8 @@ class _BatchNorm(Layer):
     training batches, as torch's buffer does; here it is a plain int, not saved in
     ``state_dict``.
 
-    ``gamma`` (ones) and ``beta`` (zeros) are parameters when ``affine``; ``running_mean``
+    ``gamma`` (ones) and ``beta`` (zeros) are parameters when ``affine`` (``beta`` unless
+    ``bias=False``, torch's keyword, which its repr shows too); ``running_mean``
     and ``running_var`` are buffers: saved in ``state_dict``, moved with the layer, never
     given to the optimiser. Without ``track_running_stats`` the batch statistics are used in
     evaluation too.
@@ -151,6 +152,7 @@ class _BatchNorm(Layer):
         momentum=_momentum,
         affine=checks.boolean,
         track_running_stats=checks.boolean,
+        bias=checks.boolean,
     )
     def __init__(
         self,
@@ -159,10 +161,12 @@ class _BatchNorm(Layer):
         momentum: float | None = 0.1,
         affine: bool = True,
         track_running_stats: bool = True,
+        *,
+        bias: bool = True,
     ):
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.gamma = parameter(init_ones((num_features,)), "gamma") if affine else None
-        self.beta = parameter(init_zeros((num_features,)), "beta") if affine else None
+        self.beta = parameter(init_zeros((num_features,)), "beta") if affine and bias else None
         self.track_running_stats = track_running_stats
         if track_running_stats:
             self.running_mean = Tensor(init_zeros((num_features,)), requires_grad=False)
@@ -212,7 +216,8 @@ class _BatchNorm(Layer):
     def extra_repr(self) -> str:
         return (
             f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-            f"affine={self.gamma is not None}, track_running_stats={self.track_running_stats}"
+            f"affine={self.gamma is not None}, bias={self.beta is not None}, "
+            f"track_running_stats={self.track_running_stats}"
         )
 
 

@@ -5,7 +5,9 @@ the first input it sees.
 Until that first call its parameters are ``UninitializedParameter``s: Parameters holding an
 empty array, so that ``parameters()`` lists them (as torch's does), ``to_gpu`` or ``double()``
 set the device and dtype they will be made on, and printing or walking the model works. An op
-on one raises a ValueError that says to call the layer first (torch's says the same). The
+on one raises a ValueError that says to call the layer first (torch's says the same); its
+``data`` is an empty tensor, as torch's, so that an in-place initialisation written before the
+first call (``layer.weight.data.normal_()``) runs and changes nothing. The
 first call makes them in place: the same objects, now ``Parameter``s of shape (in, out) and
 (out,), initialised as ``nn.Linear``'s, and the layer becomes a ``Dense`` (``nn.Linear``), as
 torch's becomes a ``Linear``. ``UninitializedBuffer`` is the same for a buffer (no gradient),
@@ -62,6 +64,18 @@ class UninitializedParameter(Parameter):
             "nn.LazyLinear) in an op: call the layer on an input first (a dry run), which "
             "gives the parameter its shape"
         )
+
+    @property
+    def data(self) -> Tensor:
+        """torch's: an empty tensor off the graph, the values being not made yet; so an
+        in-place initialisation written before the first call (``layer.weight.data.normal_(0,
+        0.01)``, as "Dive into Deep Learning"'s ``LinearRegression``) does nothing, as in
+        torch, and the first call initialises the parameter."""
+        return Tensor(self.array, requires_grad=False)
+
+    @data.setter
+    def data(self, values):
+        Parameter.data.fset(self, values)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name or ''} (dtype {self.dtype})>"
@@ -122,14 +136,17 @@ class LazyLinear(Dense):
                              f"gives in_features (at least 1), got shape {x.shape}")  # fmt: skip
         self.from_size = x.shape[-1]
         shape = (self.from_size, self.to_size)
-        self.weights.materialize(shape, (self.initialiser or init_xavier)(shape))
-        if self.bias is not None:
+        if isinstance(self.weights, UninitializedParameter):
+            self.weights.materialize(shape, (self.initialiser or init_xavier)(shape))
+        elif self.weights.shape != shape:  # made by load_state_dict: it must fit the input
+            raise ValueError(f"LazyLinear(-> {self.to_size}): loaded weights {self.weights.shape} "
+                             f"do not fit an input of shape {x.shape}")  # fmt: skip
+        if isinstance(self.bias, UninitializedParameter):
             self.bias.materialize((self.to_size,), init_zeros((self.to_size,)))
         del self.initialiser
         self.__class__ = self.cls_to_become  # from now on a Dense
         return self.forward(x)
 
     def extra_repr(self) -> str:
-        return f"in_features=0 (until the first call), to_size={self.to_size}, " + (
-            f"bias={self.bias is not None}"
-        )
+        """torch's: in_features is 0 until the first call."""
+        return f"in_features=0, out_features={self.to_size}, bias={self.bias is not None}"

@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 from tricycle import checks
 from tricycle.layers import Layer
+from tricycle.module import Parameter
 from tricycle.nn.batch_norm import BatchNorm1d, BatchNorm2d
 from tricycle.nn.conv import Conv1d, Conv2d
 from tricycle.nn.conv_transpose import ConvTranspose1d, ConvTranspose2d
@@ -41,7 +42,7 @@ class _Lazy(Layer):
         """Keep ``arguments`` (all of the concrete layer's but the size) for the first call;
         the size 0 until then, and each of the attributes ``tensors`` that is set an
         uninitialised parameter (or buffer, if it needs no gradient) of its name."""
-        self.lazy_arguments = arguments
+        self.lazy_arguments, self.lazy_tensors = arguments, tuple(tensors)
         setattr(self, self.size_name, 0)
         for name in tensors:
             made = getattr(self, name)
@@ -58,12 +59,19 @@ class _Lazy(Layer):
         """Build the concrete layer for x's channels, become it, and run it on x."""
         x = as_tensor(x)
         made = self.cls_to_become(self.read_size(x), **self.lazy_arguments)
-        del self.lazy_arguments
+        # tensors a load_state_dict made before this call: kept, if they fit the input
+        loaded = {n for n in self.lazy_tensors if type(vars(self)[n]) in (Parameter, Tensor)}
+        for name in loaded:
+            shape = vars(self)[name].shape
+            if shape != vars(made)[name].shape:
+                raise ValueError(f"{type(self).__name__}: the loaded {name} {shape} does not "
+                                 f"fit the input's channels (shape {x.shape})")  # fmt: skip
+        del self.lazy_arguments, self.lazy_tensors
         for name, value in vars(made).items():
             held = vars(self).get(name)
             if isinstance(held, UninitializedParameter):  # in place: whoever holds it keeps it
                 held.materialize(value.shape, value.array)
-            else:
+            elif name not in loaded:
                 setattr(self, name, value)
         self.__class__ = self.cls_to_become
         return self.forward(x)

@@ -43,10 +43,40 @@ def _named(name: str, criterion: type, what: str, **defaults) -> type:
     return type(name, (_Loss,), {**attributes, "__module__": __name__})
 
 
-# torch's ignore_index=-100 (tricycle's criteria ignore nothing unless told): a label -100 is
-# left out of the mean, as in a torch training script that pads its targets with -100
-CrossEntropyLoss = _named("CrossEntropyLoss", CrossEntropy, "Logits (..., C), class ids (...): ",
-                          ignore_index=-100)  # fmt: skip
+class CrossEntropyLoss(_Loss):
+    """Logits (..., C), class ids (...): ``tricycle.loss.CrossEntropy`` (the fused op) in
+    PyTorch's order, with torch's ``ignore_index=-100`` by default (tricycle's criteria ignore
+    nothing unless told: a training script pads its targets with -100). torch's other
+    arguments, ``weight``, ``reduction`` ("mean", "sum" or "none"), ``label_smoothing`` and the
+    deprecated ``size_average``/``reduce``, as torch's: given, the loss is ``F.cross_entropy``'s
+    (which also reads torch's (N, C, d1, ...) logits and class probabilities)."""
+
+    criterion, defaults = CrossEntropy, {"ignore_index": -100}
+    weight, reduction, label_smoothing = None, "mean", 0.0  # class defaults: older pickles load
+
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                 reduction="mean", label_smoothing=0.0):  # fmt: skip
+        from tricycle.nn.functional_losses import _legacy, _reduction  # noqa: PLC0415
+
+        reduction = _legacy("CrossEntropyLoss", reduction, size_average, reduce)
+        _reduction("CrossEntropyLoss", "reduction", reduction)
+        checks.real("CrossEntropyLoss", "label_smoothing", label_smoothing, 0, 1)
+        super().__init__(ignore_index=ignore_index)
+        self.weight, self.reduction, self.label_smoothing = weight, reduction, label_smoothing
+
+    def forward(self, prediction, target) -> Tensor:
+        if self.weight is None and self.reduction == "mean" and not self.label_smoothing:
+            return self.fn(target, prediction)
+        from tricycle.nn.functional_losses import cross_entropy  # noqa: PLC0415 - it imports nn's
+
+        return cross_entropy(
+            prediction,
+            target,
+            self.weight,
+            ignore_index=self.fn.ignore_index,
+            reduction=self.reduction,
+            label_smoothing=self.label_smoothing,
+        )
 
 
 class MSELoss(_Loss):

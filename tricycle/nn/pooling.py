@@ -315,9 +315,9 @@ class _Pool(Layer):
         """The pooling of x (N, C, *size), or of an unbatched x (C, *size) -> (C, *out)."""
         return pool_over(self.n_dims, type(self).__name__, self.pool, x)
 
-    def extra_repr(self) -> str:
-        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
-                + (", ceil_mode=True" if self.ceil_mode else ""))  # fmt: skip
+    def extra_repr(self) -> str:  # torch's: the stride is the kernel's when not given
+        stride = self.kernel_size if self.stride is None else self.stride
+        return f"kernel_size={self.kernel_size}, stride={stride}, padding={self.padding}"
 
 
 class _MaxPool(_Pool):
@@ -334,10 +334,8 @@ class _MaxPool(_Pool):
         return max_pool(x, self.kernel_size, self.stride, self.padding, self.dilation,
                         self.ceil_mode, self.return_indices)  # fmt: skip
 
-    def extra_repr(self) -> str:
-        dilated = f", dilation={self.dilation}" if self.dilation != 1 else ""
-        indices = ", return_indices=True" if self.return_indices else ""
-        return super().extra_repr() + dilated + indices
+    def extra_repr(self) -> str:  # torch's (which shows return_indices nowhere)
+        return super().extra_repr() + f", dilation={self.dilation}, ceil_mode={self.ceil_mode}"
 
 
 class _AvgPool(_Pool):
@@ -374,6 +372,11 @@ class AvgPool1d(_AvgPool):
     ``count_include_pad`` as torch's)."""
 
     n_dims = 1
+
+    def extra_repr(self) -> str:  # torch's shows this one's sizes as 1-tuples
+        sizes = self.kernel_size, self.kernel_size if self.stride is None else self.stride
+        k, s, p = (v if isinstance(v, tuple) else (v,) for v in (*sizes, self.padding))
+        return f"kernel_size={k}, stride={s}, padding={p}"
 
 
 class AvgPool2d(_AvgPool):

@@ -231,12 +231,38 @@ class _Recurrent(Layer):
         nothing to do, as torch's on the CPU. A script that calls it after loading a model
         runs as written."""
 
+    @property
+    def _flat_weights_names(self) -> list[str]:
+        """torch's private list of the weights' and biases' names, in its order
+        (``weight_ih_l0``, ``weight_hh_l0``, ``bias_ih_l0``, ...): the courses' initialisers
+        read it (d2l's ``init_seq2seq``: ``for param in module._flat_weights_names``)."""
+        return [name for name, _ in self.named_parameters()]
+
+    @property
+    def _parameters(self) -> dict:
+        """torch's private dict of the layer's parameters by name, as read beside
+        ``_flat_weights_names``: each is the layer's own tensor, so an in-place
+        initialiser (``nn.init.xavier_uniform_(module._parameters[name])``) sets it."""
+        return dict(self.named_parameters())
+
     def extra_repr(self) -> str:
-        return (
-            f"{self.input_size}, {self.hidden_size}, num_layers={self.num_layers}, "
-            f"bias={self.bias}, batch_first={self.batch_first}"
-            + (", bidirectional=True" if self.bidirectional else "")
+        """PyTorch's: the sizes, then only the arguments given other than their defaults."""
+        dropout = self.inter_layer_dropout.probability
+        given = (
+            ("num_layers", self.num_layers, 1),
+            ("bias", self.bias, True),
+            ("batch_first", self.batch_first, False),
+            ("dropout", dropout, 0.0),
+            ("bidirectional", self.bidirectional, False),
         )
+        rest = "".join(f", {name}={value}" for name, value, default in given if value != default)
+        return f"{self.input_size}, {self.hidden_size}{rest}"
+
+    def __repr__(self) -> str:
+        """One line, as PyTorch's: the dropout between layers is an argument (``dropout=``),
+        not a child layer to list."""
+        n_params = self.num_parameters()
+        return f"{type(self).__name__}({self.extra_repr()})  # {n_params:,} parameters"
 
 
 NONLINEARITIES = {"tanh": "rnn", "relu": "rnn_relu"}  # the RNN's nonlinearity -> its cell

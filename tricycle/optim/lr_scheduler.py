@@ -37,6 +37,19 @@ class _LRScheduler(LRScheduler):  # noqa: N801 (torch's name)
     """torch's older name for ``LRScheduler``, which tutorials still subclass."""
 
 
+# Each schedule lives in this module, as torch's: ``type(scheduler).__module__`` is
+# "tricycle.optim.lr_scheduler", which code compares with ``lr_scheduler.__name__`` to tell the
+# library's schedulers from its own (d2l's training loop: ``scheduler.__module__ ==
+# lr_scheduler.__name__``), and pickles name the public path.
+for _schedule in (
+    ChainedScheduler, ConstantLR, CosineAnnealingLR, CosineAnnealingWarmRestarts, CyclicLR,
+    ExponentialLR, LRScheduler, LambdaLR, LinearLR, MultiStepLR, MultiplicativeLR, OneCycleLR,
+    PolynomialLR, ReduceLROnPlateau, SequentialLR, StepLR,
+):  # fmt: skip
+    _schedule.__module__ = __name__
+del _schedule
+
+
 __all__ = [
     "ChainedScheduler", "ConstantLR", "CosineAnnealingLR", "CosineAnnealingWarmRestarts",
     "CyclicLR", "ExponentialLR", "LRScheduler", "LambdaLR", "LinearLR", "MultiStepLR",
