@@ -204,3 +204,53 @@ def test_squeeze_unsqueeze_and_t_in_place_on_an_ops_output_as_torchs():
         (z * lib.tensor(weights)).sum().backward()
         results.append(a.grad.numpy())
     np.testing.assert_allclose(results[1], results[0], rtol=1e-5, atol=1e-6)
+
+
+def _masked_scores(lib, a, w, mask, value):
+    """d2l's ``masked_softmax`` over an additive attention's scores: a write into a reshaped
+    view of a squeezed op's output (writing through both views, as torch's), the scores and
+    their squeezed form read after the write."""
+    h = a * w  # (B, T, T, 1)
+    scores = h.squeeze(-1)  # a view of h
+    shape = scores.shape
+    X = scores.reshape(-1, shape[-1])  # a view of scores, hence of h
+    X[~mask] = value
+    out = lib.softmax(X.reshape(shape), dim=-1)
+    return out, scores, h
+
+
+def test_a_write_into_a_reshaped_view_writes_through_as_torchs():
+    rng = np.random.default_rng(5)
+    a, w = rng.standard_normal((2, 3, 4, 1)), rng.standard_normal((2, 3, 4, 1))
+    mask = rng.uniform(size=(6, 4)) < 0.6
+    weights = [rng.standard_normal(s) for s in ((2, 3, 4), (2, 3, 4), (2, 3, 4, 1))]
+
+    def run(lib):
+        x, y = lib.tensor(a, requires_grad=True), lib.tensor(w, requires_grad=True)
+        results = _masked_scores(lib, x, y, lib.tensor(mask), -1e6)
+        sum(((r * lib.tensor(v)).sum() for r, v in zip(results, weights))).backward()
+        return (*results, x.grad, y.grad)
+
+    for mine, other in zip(run(tc), run(torch), strict=True):
+        np.testing.assert_allclose(mine.numpy(), other.detach().numpy(), atol=1e-12)
+    x, y = (tc.tensor(v, requires_grad=True) for v in (a, w))  # finite differences agree
+    assert tc.gradcheck(lambda x, y: _masked_scores(tc, x, y, mask, -3.0)[0], x, y)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda z: z.transpose(0, 1),  # a view not in z's order
+        lambda z: (z, z * 1)[0].reshape(-1),  # z used by another recorded op
+        lambda z: z[:, :2],  # a slice's view
+        lambda z: z.reshape(-1)[:4].reshape(2, 2),  # a reshaped view of a slice
+    ],
+)
+def test_other_views_are_still_refused_and_nothing_written(make):
+    x = tc.ones(2, 3, requires_grad=True)
+    z = x * 2
+    v = make(z)
+    before = z.numpy().copy()
+    with pytest.raises(RuntimeError, match="__setitem__: .*(view of its input|recorded op)"):
+        v[0] = 5.0
+    np.testing.assert_array_equal(z.numpy(), before)

@@ -13,9 +13,15 @@ Only a tensor no other recorded op uses yet can move (``Node._uses``): an op tha
 as an input holds the object itself, and would then differentiate through ``y``. torch keeps
 those ops' saved values with a version counter; here they are refused, with the reason. The
 one use allowed is a selection of ``x`` inside the value written (``x[i] -= 1`` reads
-``x[i]`` first): a selection's backward reads no values, so it is pointed at the twin. A view
-of its input (``x = z[:, :3]``) is refused too: torch would write through to ``z``, and
-rebinding ``x`` would leave ``z`` as it was.
+``x[i]`` first): a selection's backward reads no values, so it is pointed at the twin.
+
+A view of its input is written through, as torch's, where it holds all of its input's values
+in the same order (``x = z.reshape(-1, n)``, ``view``, ``squeeze``, ``flatten`` of a
+contiguous ``z``; d2l's ``masked_softmax`` writes ``X[~mask] = value`` into such a view of
+the scores): ``z``, used by no other recorded op, is rebased in turn to the written ``x``
+reshaped back (and the tensor z views, if z is such a view). Any other view (``x =
+z[:, :3]``, a transpose) is refused: torch would write through to ``z``, and rebinding ``x``
+would leave ``z`` as it was.
 
 A constant (a leaf that requires no grad) written with a value in a graph joins the graph as
 torch's does: ``m = zeros(...).fill_(-inf); m[adj == 1] = logits`` (a graph attention layer's
@@ -44,7 +50,7 @@ def rebased(x: Node, method: str, instead: str, *inputs, writes: bool = True) ->
     why = None
     if x._uses > len(selections):
         why = f"{x._uses - len(selections)} recorded op(s) already use it as an input"
-    elif writes and x.args is not None and any(owner(a.array) is owner(x.array) for a in x.args):
+    elif writes and _views(x) and _viewed(x) is None:
         why = "its values are a view of its input's, which torch would write through"
     elif x._retain_grad or x._grad_hooks:
         why = "it retains its gradient or has hooks"
@@ -96,10 +102,35 @@ def _selections_of(x: Node, inputs) -> list:
     return found
 
 
+def _views(x: Node) -> bool:
+    """Whether ``x`` is an op's output whose array is a view of one of its inputs' arrays."""
+    return x.args is not None and any(owner(a.array) is owner(x.array) for a in x.args)
+
+
+def _viewed(x: Node) -> list | None:
+    """The tensors that a write into ``x`` writes through, nearest first (``[]``: x is no
+    view): each the one input of a view holding all its values in the same order (both
+    contiguous over all of their memory), an op's output that no other recorded op uses.
+    None where a view is not such (a slice, a transpose, a leaf's view): refused."""
+    viewed = []
+    while _views(x):
+        z, a = x.args[0], x.array
+        if (len(x.args) != 1 or z.args is None or z._uses != 1 or z._retain_grad
+                or z._grad_hooks or a.dtype != z.dtype or not a.flags.c_contiguous
+                or not z.array.flags.c_contiguous or a.size != owner(a).size):  # fmt: skip
+            return None
+        viewed.append(z)
+        x = z
+    return viewed
+
+
 def rebase(x: Node, selections: list, op, *args, reshaped: bool = False, **kwargs) -> Node:
     """``x`` becomes ``op(x, *args, **kwargs)`` (of x's shape, unless ``reshaped``: torch's
     ``squeeze_``, and dtype), x's old node moved to a twin that the new node, and the
-    ``selections`` of x, take as their input. Returns ``x``."""
+    ``selections`` of x, take as their input; the tensors x is a reshaped view of become
+    the written x reshaped back (``_viewed``; not where ``reshaped``: a new shape writes
+    nothing). Returns ``x``."""
+    viewed = [] if reshaped else _viewed(x) or []
     twin = type(x).__new__(type(x))
     for slot in _NODE:
         setattr(twin, slot, getattr(x, slot))
@@ -121,6 +152,10 @@ def rebase(x: Node, selections: list, op, *args, reshaped: bool = False, **kwarg
         written[...] = x.array
         x.array = written
     x._uses = 0
+    above, old = x, twin
+    for z in viewed:  # z takes the written values, its old node below the old view's
+        rebase(z, [old], lambda _, a=above, shape=z.shape: a.reshape(shape), reshaped=True)
+        above, old = z, old.args[0]
     return x
 
 
