@@ -203,6 +203,28 @@ def test_leaving_the_loop_early_stops_the_workers():
     assert not _children() - others
 
 
+def test_a_worker_left_with_unread_batches_exits_by_itself():
+    """A loop left early leaves batches a worker made and no one will read: told to stop,
+    the worker exits at once (exit code 0), as torch's, not terminated after waiting to
+    write them to the pipe."""
+    import multiprocessing
+
+    class Large:  # batches larger than a pipe holds: the worker's writer blocks on them
+        def __len__(self):
+            return 8
+
+        def __getitem__(self, i):
+            return np.full(40_000, i)
+
+    others = _children()
+    loader = DataLoader(Large(), batch_size=1, num_workers=1)
+    iterator = iter(loader)
+    next(iterator)
+    workers = [p for p in multiprocessing.active_children() if p.pid not in others]
+    iterator.close()
+    assert [worker.exitcode for worker in workers] == [0]
+
+
 def _children() -> set:
     """The pids of this process's living children (multiprocessing's): other tests run in
     this process may have left theirs, so a test compares with those it found."""
@@ -317,7 +339,7 @@ def test_shard_keeps_the_settings_and_the_seed():
     assert sorted(sum(map(lambda s: sum(labels(s), []), shards), [])) == list(range(12))
     batches = DataLoader([(np.zeros(2), np.ones(2))], batch_size=None)  # items are batches
     for got in (next(iter(batches)), next(iter(batches.shard(0, 1)))):  # not collated again
-        assert isinstance(got, tuple) and [a.tolist() for a in got] == [[0, 0], [1, 1]]
+        assert isinstance(got, list) and [a.tolist() for a in got] == [[0, 0], [1, 1]]
 
 
 # ====================================================================== resuming

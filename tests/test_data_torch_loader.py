@@ -192,9 +192,10 @@ def test_batch_size_none_converts_each_item_as_torchs_default_convert():
     got = list(DataLoader(dataset, batch_size=None))
     want = list(tdata.DataLoader(dataset, batch_size=None))
     first, theirs = got[0], want[0]
-    assert isinstance(first, tuple) and isinstance(first[0], Tensor) and first[0].shape == ()
+    assert type(first) is type(theirs) is list  # a tuple becomes a list, as torch's
+    assert isinstance(first[0], Tensor) and first[0].shape == ()
     assert isinstance(first[1], Tensor) and first[0].dtype == np.float32  # as torch's tensors
-    for g, w in zip(first, theirs):  # a tuple (torch: a list)
+    for g, w in zip(first, theirs):
         assert np.asarray(g).tolist() == (w.tolist() if torch.is_tensor(w) else w)
     assert got[1]["x"].shape == () and int(got[1]["x"]) == int(want[1]["x"])
     assert bool(got[1]["y"][0]) is bool(want[1]["y"][0]) is True

@@ -7,8 +7,8 @@ already (``batch_size=None``): ``default_convert``; a rank's rows of a batch
 stacked along a new first axis into a Tensor and numbers become one, as torch's
 (``images.to(device)``, ``labels.size(0)``), tuples, lists and dicts are collated position
 by position (key by key), strings (and bytes) gather into a list. So a dataset of ``(image,
-label)`` pairs gives ``(images (B, ...), labels (B,))`` and a dataset of dicts a dict of
-stacked tensors.
+label)`` pairs gives ``[images (B, ...), labels (B,)]`` (a list, as torch's: a named tuple
+stays its type) and a dataset of dicts a dict of stacked tensors.
 """
 
 import numbers
@@ -59,7 +59,7 @@ def default_collate(examples: list):
         fields = [default_collate(list(column)) for column in zip(*examples)]
         if hasattr(first, "_fields"):  # a named tuple
             return type(first)(*fields)
-        return tuple(fields) if isinstance(first, tuple) else fields
+        return fields  # a list, as torch's (d2l's train_batch_ch13 asks isinstance(X, list))
     raise TypeError(
         f"default_collate: cannot batch examples of type {type(first).__name__}; it "
         "collates numpy arrays, Tensors, numbers, strings, tuples, lists and dicts "
@@ -89,8 +89,7 @@ def default_convert(item):
     """An item that is a batch already (``batch_size=None`` with no ``collate_fn``), as
     torch's ``default_convert`` makes it: numpy arrays and scalars become Tensors, mappings,
     named tuples, tuples and lists are rebuilt with their entries converted, and everything
-    else (Tensors, Python numbers, strings) is kept; a tuple stays a tuple (torch makes it a
-    list)."""
+    else (Tensors, Python numbers, strings) is kept; a tuple becomes a list, as torch's."""
     if isinstance(item, (np.ndarray, np.bool_, np.number)):
         return Tensor(np.asarray(item), requires_grad=False, is_batched=np.ndim(item) > 0)
     if isinstance(item, Mapping):
@@ -102,7 +101,7 @@ def default_convert(item):
     if isinstance(item, tuple) and hasattr(item, "_fields"):  # a named tuple
         return type(item)(*(default_convert(value) for value in item))
     if isinstance(item, (tuple, list)):
-        return type(item)(default_convert(value) for value in item)
+        return [default_convert(value) for value in item]
     return item
 
 

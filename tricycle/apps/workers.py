@@ -112,6 +112,9 @@ def _work(worker_id: int, make_fetch, init_fn, tasks, results, generation, paren
     # training loop's stop-after-this-step, data parallelism's interrupt), which would
     # leave it running
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # told to stop, the worker exits at once, dropping batches it made that no one will read
+    # (a loop left early), as torch's: else it waits for them to be written to the pipe
+    results.cancel_join_thread()
     fetch, failure, init_failure, started = None, None, None, False
     while True:
         try:
