@@ -104,17 +104,15 @@ class Layer(TorchMethods, HookMethods):
         A list/tuple/dict's items as its attributes', but a Layer that is also an attribute
         of its own (d2l's ``hparams`` dict of a model's arguments holds its encoder): named
         by that attribute, as torch's."""
-        values = vars(self).items()
-        own = {id(v) for _, v in values if isinstance(v, Layer)}
+        values, own = vars(self).items(), None
         for attr, value in values:
-            if _member(value):
+            if isinstance(value, Layer) or (isinstance(value, Tensor) and value.args is None):
                 yield attr, value
-            elif isinstance(value, (list, tuple)):
-                for i, item in enumerate(value):
-                    if _member(item) and id(item) not in own:
-                        yield f"{attr}.{i}", item
-            elif isinstance(value, dict):
-                for key, item in value.items():
+            elif isinstance(value, (list, tuple, dict)):
+                if own is None:  # the layer's own sublayers, asked only of a container
+                    own = {id(v) for _, v in values if isinstance(v, Layer)}
+                items = value.items() if isinstance(value, dict) else enumerate(value)
+                for key, item in items:
                     if _member(item) and id(item) not in own:
                         yield f"{attr}.{key}", item
 
