@@ -8,18 +8,29 @@ compared with central finite differences) and returns ``f``'s output for further
 emulator) once for the whole session, however many pytest-xdist workers ask for it.
 ``DATA_DIR`` is where tests find tiny-shakespeare. ``one_thread(torch)`` runs a ported script
 on one thread (torch's and the BLAS's), as the ports' small products need on a shared machine;
-``run_main(script, folder, monkeypatch, name)`` runs one as ``__main__`` in its folder.
+``run_main(script, folder, monkeypatch, name)`` runs one as ``__main__`` in its folder, and
+``torch_and_tricycle(monkeypatch)`` gives the two libraries for one run under each;
+``run_cells(text, space)`` runs a notebook's cells showing each one's last expression.
+For the ports' stand-ins of libraries not installed: ``module(name, monkeypatch, **names)``
+is a module that ``import`` finds, ``package(...)`` one with submodules, and ``Compose``,
+``to_tensor(lib)`` and ``image_folder(lib)`` are torchvision's pipeline of transforms,
+``ToTensor`` and ``ImageFolder``.
 """
 
+import ast
 import contextlib
 import fcntl
+import importlib.machinery
 import io
 import os
 import shutil
+import sys
+import types
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from tricycle import backend
 from tricycle.gradcheck import gradcheck
@@ -45,6 +56,25 @@ def one_thread(torch):
         torch.set_num_threads(threads)
 
 
+@contextlib.contextmanager
+def torch_and_tricycle(monkeypatch, *needs: str, agg: bool = False):
+    """torch (the test skipped without it or any module in ``needs``) and tricycle, for a port
+    run under each: neither answers that a GPU is there, so both take the same branches on any
+    machine, on one thread while it lasts (``one_thread``); with ``agg``, matplotlib draws off
+    screen (its Agg backend)."""
+    torch = pytest.importorskip("torch")
+    for need in needs:
+        pytest.importorskip(need)
+    if agg:
+        pytest.importorskip("matplotlib").use("Agg")
+    import tricycle  # noqa: PLC0415
+
+    for lib in torch, tricycle:
+        monkeypatch.setattr(lib.cuda, "is_available", lambda: False)
+    with one_thread(torch):
+        yield torch, tricycle
+
+
 def run_main(script: str, folder: Path, monkeypatch, name: str) -> tuple[str, dict]:
     """``script`` run as ``__main__`` (its file called ``name``) in ``folder``, the working
     directory while it runs: what it printed, and its globals at its end."""
@@ -54,6 +84,134 @@ def run_main(script: str, folder: Path, monkeypatch, name: str) -> tuple[str, di
     with contextlib.redirect_stdout(out):
         exec(compile(script, str(folder / name), "exec"), space)
     return out.getvalue(), space
+
+
+def run_cells(
+    text: str,
+    space: dict,
+    failing: tuple[type[Exception], ...] = (),
+    close_figures: bool = False,
+    filename: str = "notebook.py",
+) -> None:
+    """The notebook's cells (split at ``# %%`` lines) run in order in ``space``, each cell's
+    last expression printed (its repr), as a notebook shows it. A cell failing with one of
+    ``failing`` (the course's own failing cells) prints "ERROR" and whether the error is of
+    those kinds by name, and the next cell runs; with ``close_figures`` the figures a cell drew
+    are closed after it, as a notebook's inline plots."""
+    kinds = {kind.__name__ for kind in failing}
+    for cell in text.split("\n# %%\n"):
+        tree = ast.parse(cell)
+        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        try:
+            exec(compile(tree, filename, "exec"), space)
+            if last is not None:
+                value = eval(compile(ast.Expression(last.value), filename, "eval"), space)
+                if value is not None:
+                    print(repr(value))
+        except failing as error:
+            print("ERROR", type(error).__name__ in kinds)
+        if close_figures and "matplotlib.pyplot" in sys.modules:
+            sys.modules["matplotlib.pyplot"].close("all")
+
+
+class Compose:
+    """torchvision's ``transforms.Compose`` for the ports' stand-in torchvisions: the
+    transforms applied in order. It touches no array, so one serves every library."""
+
+    def __init__(self, transforms):
+        self.transforms = transforms
+
+    def __call__(self, image):
+        for transform in self.transforms:
+            image = transform(image)
+        return image
+
+
+def package(name: str, monkeypatch, base, parts: dict, **names) -> types.ModuleType:
+    """A stand-in package ``name`` holding ``names``, whose submodules ``parts`` (a part
+    ``"transforms.functional"`` is ``transforms``' submodule) hold the objects of module
+    ``base`` under the names listed; each in ``sys.modules`` while the test runs (``module``)."""
+    top = module(name, monkeypatch, **names)
+    for part, keys in parts.items():
+        made = module(f"{name}.{part}", monkeypatch, **{key: getattr(base, key) for key in keys})
+        parent = top
+        *path, child = part.split(".")
+        for step in path:
+            parent = getattr(parent, step)
+        setattr(parent, child, made)
+    return top
+
+
+def to_tensor(lib) -> type:
+    """torchvision's ``transforms.ToTensor`` for the ports' stand-in torchvisions, made in
+    ``lib`` (torch or tricycle): an (H, W) or (H, W, C) uint8 image (a PIL image or an array)
+    as a float32 tensor (C, H, W) in [0, 1]."""
+
+    class ToTensor:
+        def __call__(self, pic):
+            image = np.asarray(pic)
+            image = image[:, :, None] if image.ndim == 2 else image  # (H, W, C)
+            chw = np.ascontiguousarray(image.transpose(2, 0, 1), np.float32)  # (C, H, W)
+            return lib.from_numpy(chw / 255)
+
+        def __repr__(self):
+            return "ToTensor()"
+
+    return ToTensor
+
+
+def image_folder(lib) -> type:
+    """torchvision's ``datasets.ImageFolder`` for the ports' stand-in torchvisions, a
+    ``lib.utils.data.Dataset`` (torch's or tricycle's): ``root/<class>/<image>``, the classes
+    sorted, each image read with PIL as RGB, then ``transform`` (and ``target_transform``)."""
+
+    class ImageFolder(lib.utils.data.Dataset):
+        def __init__(self, root, transform=None, target_transform=None):
+            self.root, self.transform, self.target_transform = root, transform, target_transform
+            self.classes = sorted(entry.name for entry in os.scandir(root) if entry.is_dir())
+            self.class_to_idx = {name: i for i, name in enumerate(self.classes)}
+            self.samples = [
+                (os.path.join(root, name, file), self.class_to_idx[name])
+                for name in self.classes
+                for file in sorted(os.listdir(os.path.join(root, name)))
+                if file.lower().endswith((".jpg", ".jpeg", ".png"))
+            ]
+            self.targets = [target for _, target in self.samples]
+
+        def __len__(self):
+            return len(self.samples)
+
+        def __getitem__(self, index):
+            from PIL import Image  # noqa: PLC0415
+
+            path, target = self.samples[index]
+            with open(path, "rb") as file:
+                image = Image.open(file).convert("RGB")
+            if self.transform is not None:
+                image = self.transform(image)
+            if self.target_transform is not None:
+                target = self.target_transform(target)
+            return image, target
+
+        def __repr__(self):
+            return (
+                f"Dataset ImageFolder\n    Number of datapoints: {len(self)}\n"
+                f"    Root location: {self.root}\n    StandardTransform\n"
+                f"Transform: {self.transform}"
+            )
+
+    return ImageFolder
+
+
+def module(name: str, monkeypatch=None, **names) -> types.ModuleType:
+    """A module ``name`` holding ``names`` (with a spec, as torch's ``find_spec`` asks): with
+    ``monkeypatch``, in ``sys.modules`` while the test runs, so ``import`` finds it."""
+    made = types.ModuleType(name)
+    made.__spec__ = importlib.machinery.ModuleSpec(name, None)
+    made.__dict__.update(names)
+    if monkeypatch is not None:
+        monkeypatch.setitem(sys.modules, name, made)
+    return made
 
 
 def check_grads(f, *arrays, wrt=None, rtol: float = 1e-5, atol: float = 1e-7, seed: int = 0):

@@ -50,7 +50,6 @@ amplify rounding).
 # ruff: noqa: E501, W291, W293
 
 import contextlib
-import importlib.machinery
 import io
 import random
 import re
@@ -60,7 +59,7 @@ import types
 import numpy as np
 import pytest
 
-from tests.helpers import one_thread
+from tests.helpers import module, one_thread, torch_and_tricycle
 from tests.test_mlbook_ch16_19 import NORMALIZE, digits
 from tests.test_rasbt_dl_generative import same_numbers
 from tests.test_torch_examples_b import numbers
@@ -891,11 +890,9 @@ def in_words_of(lib, text: str) -> str:
     return re.sub(r"\btorch", lib.__name__, text)
 
 
-def module(name: str, text: str, lib, **names) -> types.ModuleType:
+def module_of_text(name: str, text: str, lib, **names) -> types.ModuleType:
     """A module called ``name`` from ``text`` in ``lib``'s words, given ``names`` first."""
-    made = types.ModuleType(name)
-    made.__spec__ = importlib.machinery.ModuleSpec(name, None)  # torch's find_spec asks
-    made.__dict__.update(names)
+    made = module(name, **names)
     exec(compile(in_words_of(lib, text), f"{name}.py", "exec"), made.__dict__)
     return made
 
@@ -905,25 +902,25 @@ def stand_ins(lib, monkeypatch, n_train: int, modules: dict) -> dict:
     ``<lib>.utils.tensorboard``, ``tqdm`` and the repository's own ``modules`` (name: text), in
     ``sys.modules``: the modules by name."""
     name = lib.__name__ + "vision"
-    base = module(f"{name}._base", VISION + NORMALIZE + VISION_MORE, lib, IMAGES={("mnist", True): digits(n_train)}, LABEL=int)  # fmt: skip
+    base = module_of_text(f"{name}._base", VISION + NORMALIZE + VISION_MORE, lib, IMAGES={("mnist", True): digits(n_train)}, LABEL=int)  # fmt: skip
     datasets, transforms, utils = (types.ModuleType(f"{name}.{part}") for part in ("datasets", "transforms", "utils"))  # fmt: skip
     datasets.MNIST = base.MNIST
     for attr in "ToTensor", "Normalize", "Compose", "Resize", "RandomCrop":
         setattr(transforms, attr, getattr(base, attr))
     utils.make_grid, utils.save_image = base.make_grid, base.save_image
-    models = module(f"{name}.models", INCEPTION, lib)
+    models = module_of_text(f"{name}.models", INCEPTION, lib)
     vision = types.ModuleType(name)
     vision.datasets, vision.transforms, vision.utils, vision.models = datasets, transforms, utils, models  # fmt: skip
     made = {m.__name__: m for m in (vision, datasets, transforms, utils, models)}
-    made[f"{lib.__name__}.utils.tensorboard"] = module(
+    made[f"{lib.__name__}.utils.tensorboard"] = module_of_text(
         f"{lib.__name__}.utils.tensorboard", TENSORBOARD, lib
     )
-    made["tqdm"] = module("tqdm", TQDM, lib)
+    made["tqdm"] = module_of_text("tqdm", TQDM, lib)
     for key, value in made.items():
         monkeypatch.setitem(sys.modules, key, value)
     for key, text in modules.items():  # in order: a module may import the ones before it
         monkeypatch.setitem(sys.modules, key, None)
-        made[key] = module(key, text, lib)
+        made[key] = module_of_text(key, text, lib)
         monkeypatch.setitem(sys.modules, key, made[key])
     return made
 
@@ -950,13 +947,8 @@ def run(
 def both(script: str, tmp_path, monkeypatch, n_train: int = 16, modules: dict | None = None):
     """``run`` under torch, then under tricycle, both on the CPU on one thread (the scripts
     ask for CUDA when there is one: none is answered)."""
-    torch = pytest.importorskip("torch")
-    import tricycle  # noqa: PLC0415
-
-    for lib in torch, tricycle:
-        monkeypatch.setattr(lib.cuda, "is_available", lambda: False)
-    with one_thread(torch):
-        return [run(script, lib, tmp_path / lib.__name__, monkeypatch, n_train, modules or {}) for lib in (torch, tricycle)]  # fmt: skip
+    with torch_and_tricycle(monkeypatch) as libs:
+        return [run(script, lib, tmp_path / lib.__name__, monkeypatch, n_train, modules or {}) for lib in libs]  # fmt: skip
 
 
 @pytest.fixture(autouse=True)
@@ -2754,7 +2746,7 @@ def load(name):
 
 def text_stand_ins(lib, monkeypatch) -> None:
     """``<lib>text`` (``datasets``, ``data``, ``data.metrics``) and ``spacy`` in ``sys.modules``."""
-    base = module(f"{lib.__name__}text._base", TORCHTEXT, lib)
+    base = module_of_text(f"{lib.__name__}text._base", TORCHTEXT, lib)
     name = f"{lib.__name__}text"
     parts = {part: types.ModuleType(f"{name}.{part}") for part in ("datasets", "data", "data.metrics")}  # fmt: skip
     parts["datasets"].Multi30k = base.Multi30k
@@ -2763,7 +2755,7 @@ def text_stand_ins(lib, monkeypatch) -> None:
     parts["data"].metrics = parts["data.metrics"]
     top = types.ModuleType(name)
     top.datasets, top.data = parts["datasets"], parts["data"]
-    for made in top, *parts.values(), module("spacy", SPACY, lib):
+    for made in top, *parts.values(), module_of_text("spacy", SPACY, lib):
         monkeypatch.setitem(sys.modules, made.__name__, made)
 
 
@@ -3590,9 +3582,11 @@ def test_unet_and_train_step(tmp_path, monkeypatch):
 
     for lib in torch, tricycle:  # torchvision.transforms.functional, albumentations
         name = f"{lib.__name__}vision.transforms.functional"
-        monkeypatch.setitem(sys.modules, name, module(name, RESIZE, lib))
+        monkeypatch.setitem(sys.modules, name, module_of_text(name, RESIZE, lib))
     for name in "albumentations", "albumentations.pytorch":
-        monkeypatch.setitem(sys.modules, name, module(name, ALBUMENTATIONS, torch, __path__=[]))
+        monkeypatch.setitem(
+            sys.modules, name, module_of_text(name, ALBUMENTATIONS, torch, __path__=[])
+        )
     test_run = UNET_MODEL.replace('if __name__ == "__main__":\n    test()', "test()")
     (theirs, their, _), (ours, our, _) = both(test_run, tmp_path / "test", monkeypatch)
     assert theirs == ours == ""  # its assert holds: the 32x32 upsampled back to the skip's 33x33
@@ -3982,11 +3976,11 @@ def test_image_captioning(tmp_path, monkeypatch):
         (tmp_path / lib_name / "flickr8k" / "captions.txt").write_text("\n".join(rows) + "\n")
     import torch  # noqa: PLC0415
 
-    stand_in = module("stand_ins", CAPTIONING_STAND_INS, torch)
+    stand_in = module_of_text("stand_ins", CAPTIONING_STAND_INS, torch)
     stand_in.Image = stand_in
     for name in "pandas", "PIL", "PIL.Image":
         monkeypatch.setitem(sys.modules, name, stand_in)
-    monkeypatch.setitem(sys.modules, "spacy", module("spacy", SPACY, torch))
+    monkeypatch.setitem(sys.modules, "spacy", module_of_text("spacy", SPACY, torch))
     modules = {"utils": CAPTIONING_STAND_INS, "get_loader": CAPTIONING_LOADER, "model": CAPTIONING_MODEL}  # fmt: skip
     runs = both(CAPTIONING_TRAIN, tmp_path, monkeypatch, modules=modules)
     (_, their, their_modules), (_, our, our_modules) = runs

@@ -49,17 +49,15 @@ line the learning-rate script lacks, the lines that need a GPU.
 import ast
 import contextlib
 import functools
-import importlib.machinery
 import io
 import os
 import re
-import sys
 import types
 
 import numpy as np
 import pytest
 
-from tests.helpers import one_thread, run_main
+from tests.helpers import module, one_thread, package, run_main, torch_and_tricycle
 from tests.test_torch_examples_b import lines, numbers
 from tests.test_torch_vision_tutorials import host
 from tests.test_uvadlc_intro import kinds
@@ -2064,12 +2062,8 @@ import torch
 from torch import nn
 
 
-class ToTensor:
-    # an (H, W) or (H, W, C) uint8 image (a PIL image or an array) as floats (C, H, W) in [0, 1]
-    def __call__(self, pic):
-        image = np.asarray(pic)
-        image = image[:, :, None] if image.ndim == 2 else image
-        return torch.from_numpy(np.ascontiguousarray(image.transpose(2, 0, 1), np.float32) / 255)
+from tests.helpers import to_tensor
+ToTensor = to_tensor(torch)  # torchvision's ToTensor in this library's words: ours, shared
 
 
 class Resize:
@@ -2082,14 +2076,7 @@ class Resize:
         return image.resize(self.size[::-1], Image.BILINEAR)
 
 
-class Compose:
-    def __init__(self, transforms):
-        self.transforms = transforms
-
-    def __call__(self, image):
-        for transform in self.transforms:
-            image = transform(image)
-        return image
+from tests.helpers import Compose  # torchvision's pipeline of transforms: ours, shared
 
 
 class MNIST(torch.utils.data.Dataset):
@@ -2111,24 +2098,8 @@ class CIFAR10(MNIST):
     pass
 
 
-class ImageFolder(torch.utils.data.Dataset):
-    def __init__(self, root, transform=None):
-        from PIL import Image
-
-        self.open, self.transform = Image.open, transform
-        self.classes = sorted(entry.name for entry in os.scandir(root) if entry.is_dir())
-        self.class_to_idx = {name: i for i, name in enumerate(self.classes)}
-        self.samples = [(os.path.join(root, name, file), self.class_to_idx[name]) for name in self.classes for file in sorted(os.listdir(os.path.join(root, name)))]
-        self.targets = [target for _, target in self.samples]
-
-    def __len__(self):
-        return len(self.samples)
-
-    def __getitem__(self, index):
-        path, target = self.samples[index]
-        with open(path, "rb") as f:
-            image = self.open(f).convert("RGB")
-        return (image if self.transform is None else self.transform(image)), target
+from tests.helpers import image_folder
+ImageFolder = image_folder(torch)  # torchvision's ImageFolder in this library's words: ours, shared
 
 
 class VGG(nn.Module):
@@ -2208,29 +2179,18 @@ def arrays() -> dict:
     }
 
 
-def module(name: str, monkeypatch, **names) -> types.ModuleType:
-    """A module ``name`` holding ``names``, in ``sys.modules`` while the test runs."""
-    made = types.ModuleType(name)
-    made.__spec__ = importlib.machinery.ModuleSpec(name, None)
-    made.__dict__.update(names)
-    monkeypatch.setitem(sys.modules, name, made)
-    return made
-
-
 def stand_ins(lib, monkeypatch) -> None:
     """``<lib>vision`` (datasets, transforms, models), pandas and skimage in ``sys.modules``."""
     name = lib.__name__
     base = types.ModuleType(f"{name}vision._base")
     base.ARRAYS = arrays()
     exec(VISION.replace("torch", name), base.__dict__)
-    vision = module(f"{name}vision", monkeypatch)
     parts = {
         "datasets": ("MNIST", "CIFAR10", "ImageFolder"),
         "transforms": ("ToTensor", "Resize", "Compose"),
         "models": ("vgg16", "googlenet"),
     }
-    for part, keys in parts.items():
-        setattr(vision, part, module(f"{name}vision.{part}", monkeypatch, **{k: getattr(base, k) for k in keys}))  # fmt: skip
+    package(f"{name}vision", monkeypatch, base, parts)
     module("pandas", monkeypatch, read_csv=read_csv)
     skimage = module("skimage", monkeypatch)
     skimage.io = module("skimage.io", monkeypatch, imread=imread)
@@ -2279,16 +2239,14 @@ def run(script: str, lib, folder, monkeypatch) -> tuple[str, dict]:
 def both(script: str, tmp_path, monkeypatch):
     """``run`` under torch, then under tricycle, both on the CPU on one thread (no GPU is
     answered, and Apple's MPS neither)."""
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("sklearn")  # the digits
-    pytest.importorskip("tqdm")
-    import tricycle  # noqa: PLC0415
-
-    for lib in torch, tricycle:
-        monkeypatch.setattr(lib.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
-    monkeypatch.setenv("PYTHONHASHSEED", os.environ.get("PYTHONHASHSEED", "0"))  # set_seeds' line
-    with one_thread(torch):
+    with torch_and_tricycle(monkeypatch, "sklearn", "tqdm") as (
+        torch,
+        tricycle,
+    ):  # sklearn: the digits
+        monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+        monkeypatch.setenv(
+            "PYTHONHASHSEED", os.environ.get("PYTHONHASHSEED", "0")
+        )  # set_seeds' line
         theirs = run(script, torch, tmp_path / "torch", monkeypatch)
         ours = run(script, tricycle, tmp_path / "tricycle", monkeypatch)
     return theirs, ours

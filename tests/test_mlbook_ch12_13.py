@@ -52,7 +52,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.helpers import one_thread
+from tests.helpers import torch_and_tricycle
 from tests.test_rasbt_dl_generative import same_numbers
 from tests.test_torch_examples_b import numbers
 from tests.test_torch_first_hour import kinds
@@ -1256,12 +1256,8 @@ from PIL import Image
 __version__ = '0.0'
 
 
-class ToTensor:
-    # a PIL image (H, W) or (H, W, C) of uint8 as a float tensor (C, H, W) in [0, 1]
-    def __call__(self, pic):
-        image = np.asarray(pic)
-        image = image[:, :, None] if image.ndim == 2 else image
-        return torch.from_numpy(np.ascontiguousarray(image.transpose(2, 0, 1), np.float32) / 255)
+from tests.helpers import to_tensor
+ToTensor = to_tensor(torch)  # torchvision's ToTensor in this library's words: ours, shared
 
 
 class Resize:
@@ -1273,14 +1269,7 @@ class Resize:
         return torch.nn.functional.interpolate(image[None], size=self.size, mode='bilinear', align_corners=False)[0]
 
 
-class Compose:
-    def __init__(self, transforms):
-        self.transforms = transforms
-
-    def __call__(self, image):
-        for transform in self.transforms:
-            image = transform(image)
-        return image
+from tests.helpers import Compose  # torchvision's pipeline of transforms: ours, shared
 
 
 class CelebA(torch.utils.data.Dataset):
@@ -1568,16 +1557,8 @@ def run(script: str, lib, folder, monkeypatch) -> tuple[str, dict]:
 
 def both(script: str, tmp_path, monkeypatch):
     """``run`` under torch, then under tricycle, both on the CPU."""
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("PIL")
-    pytest.importorskip("sklearn")
-    pytest.importorskip("scipy")
-    pytest.importorskip("matplotlib")
-    import tricycle  # noqa: PLC0415
-
-    for lib in torch, tricycle:  # the same branches under both, on any machine
-        monkeypatch.setattr(lib.cuda, "is_available", lambda: False)
-    with one_thread(torch):
+    needs = "PIL", "sklearn", "scipy", "matplotlib"
+    with torch_and_tricycle(monkeypatch, *needs) as (torch, tricycle):
         theirs = run(script, torch, tmp_path / "torch", monkeypatch)
         ours = run(script, tricycle, tmp_path / "tricycle", monkeypatch)
     return theirs, ours

@@ -39,7 +39,7 @@ import types
 import numpy as np
 import pytest
 
-from tests.helpers import DATA_DIR, one_thread, run_main
+from tests.helpers import DATA_DIR, package, run_main, torch_and_tricycle
 from tests.test_rasbt_dl_generative import same_numbers
 from tests.test_torch_examples_b import numbers
 from tests.test_torch_first_hour import kinds
@@ -1154,11 +1154,8 @@ import numpy as np
 import torch
 
 
-class ToTensor:
-    # a numpy image (H, W) or (H, W, C) of uint8 as a float tensor (C, H, W) in [0, 1]
-    def __call__(self, image):
-        image = image[:, :, None] if image.ndim == 2 else image
-        return torch.from_numpy(np.ascontiguousarray(image.transpose(2, 0, 1), np.float32) / 255)
+from tests.helpers import to_tensor
+ToTensor = to_tensor(torch)  # torchvision's ToTensor in this library's words: ours, shared
 
 
 def crop(image, top, left, height, width):
@@ -1229,14 +1226,7 @@ class RandomHorizontalFlip:
         return hflip(image) if torch.rand(1).item() < self.p else image
 
 
-class Compose:
-    def __init__(self, transforms):
-        self.transforms = transforms
-
-    def __call__(self, image):
-        for transform in self.transforms:
-            image = transform(image)
-        return image
+from tests.helpers import Compose  # torchvision's pipeline of transforms: ours, shared
 
 
 class MNIST(torch.utils.data.Dataset):
@@ -1326,7 +1316,6 @@ def vision(lib, monkeypatch) -> None:
     """``<lib>vision`` with its ``datasets``, ``transforms`` (and ``transforms.functional``)
     and ``io``, in ``sys.modules``."""
     name = lib.__name__ + "vision"
-    module = types.ModuleType(name)
     base = types.ModuleType(f"{name}._base")
     base.IMAGES = IMAGES
     exec(VISION.replace("torch", lib.__name__), base.__dict__)
@@ -1336,14 +1325,7 @@ def vision(lib, monkeypatch) -> None:
         "transforms.functional": ("crop", "hflip", "center_crop", "resize", "adjust_brightness", "adjust_contrast"),
         "io": ("read_image",),
     }  # fmt: skip
-    for part, keys in parts.items():
-        sub = types.ModuleType(f"{name}.{part}")
-        for key in keys:
-            setattr(sub, key, getattr(base, key))
-        parent, _, child = part.rpartition(".")
-        setattr(getattr(module, parent) if parent else module, child, sub)
-        monkeypatch.setitem(sys.modules, f"{name}.{part}", sub)
-    monkeypatch.setitem(sys.modules, name, module)
+    package(name, monkeypatch, base, parts)
 
 
 IMAGES = Images()
@@ -1457,12 +1439,7 @@ def run(script: str, lib, folder, monkeypatch) -> tuple[str, dict]:
 def both(script: str, tmp_path, monkeypatch):
     """``run`` under torch, then under tricycle, both on the CPU (the scripts' ``cuda:0`` is
     the CPU already: no GPU is answered either)."""
-    torch = pytest.importorskip("torch")
-    import tricycle  # noqa: PLC0415
-
-    for lib in torch, tricycle:  # the same branches under both, on any machine
-        monkeypatch.setattr(lib.cuda, "is_available", lambda: False)
-    with one_thread(torch):
+    with torch_and_tricycle(monkeypatch) as (torch, tricycle):
         theirs = run(script, torch, tmp_path / "torch", monkeypatch)
         ours = run(script, tricycle, tmp_path / "tricycle", monkeypatch)
     return theirs, ours

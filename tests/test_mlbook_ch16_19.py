@@ -35,7 +35,6 @@ the DQN's learning step give torch's outputs and gradients.
 
 # ruff: noqa: E501, W291, W293
 
-import ast
 import contextlib
 import io
 import random
@@ -46,7 +45,7 @@ import types
 import numpy as np
 import pytest
 
-from tests.helpers import one_thread
+from tests.helpers import run_cells, torch_and_tricycle
 from tests.test_torch_examples_b import numbers
 from tests.test_torch_first_hour import kinds
 from tests.test_torch_vision_tutorials import host
@@ -1316,19 +1315,6 @@ def stand_ins(lib, monkeypatch, n_train: int) -> None:
         monkeypatch.setitem(sys.modules, module.__name__, module)
 
 
-def run_cells(text: str, space: dict) -> None:
-    """The notebook's cells (split at ``# %%``) run in order in ``space``, each cell's last
-    expression printed (its repr), as a notebook shows it."""
-    for cell in text.split("\n# %%\n"):
-        tree = ast.parse(cell)
-        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-        exec(compile(tree, "notebook.py", "exec"), space)
-        if last is not None:
-            value = eval(compile(ast.Expression(last.value), "notebook.py", "eval"), space)
-            if value is not None:
-                print(repr(value))
-
-
 def run(text: str, lib, folder, monkeypatch, n_train: int) -> tuple[str, dict]:
     """The notebook in ``lib``'s words, seeded (``lib``, numpy's and Python's generators), run
     as ``__main__`` in ``folder`` with the stand-ins: what it printed and its globals."""
@@ -1352,14 +1338,7 @@ def run(text: str, lib, folder, monkeypatch, n_train: int) -> tuple[str, dict]:
 def both(text: str, tmp_path, monkeypatch, n_train: int = 128):
     """``run`` under torch, then under tricycle, both on the CPU on one thread (the
     notebooks ask for CUDA when there is one: none is answered), matplotlib off screen."""
-    torch = pytest.importorskip("torch")
-    matplotlib = pytest.importorskip("matplotlib")
-    import tricycle  # noqa: PLC0415
-
-    matplotlib.use("Agg")
-    for lib in torch, tricycle:
-        monkeypatch.setattr(lib.cuda, "is_available", lambda: False)
-    with one_thread(torch):
+    with torch_and_tricycle(monkeypatch, agg=True) as (torch, tricycle):
         theirs = run(text, torch, tmp_path / "torch", monkeypatch, n_train)
         ours = run(text, tricycle, tmp_path / "tricycle", monkeypatch, n_train)
     return theirs, ours
