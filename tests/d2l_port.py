@@ -19,10 +19,15 @@ a model's progress board records its points without plotting them (it redraws ev
 each point: seconds a chapter).
 
 What the library imports and tricycle's test extra lacks is the test's: ``<lib>vision`` (its
-``transforms.Compose``, ``Resize``, ``ToTensor`` and ``datasets.FashionMNIST``, whose images
-are sklearn's digits at 28x28 (no download), each digit a Fashion-MNIST class), IPython's
-``display``, ``matplotlib_inline``, ``pandas`` and ``requests`` (empty: their users are
-later chapters). matplotlib (skipped without it) draws off screen (Agg).
+``transforms.Compose`` (tests/helpers.py's), ``Resize``, ``ToTensor`` and
+``datasets.FashionMNIST``, whose images are sklearn's digits at 28x28 (no download), each
+digit a Fashion-MNIST class), IPython's ``display``, ``matplotlib_inline``, ``pandas`` and
+``requests`` (empty: their users are later chapters). matplotlib (skipped without it) draws
+off screen (Agg).
+
+The later chapters' tests hold the later parts of ``d2l/torch.py``, each part once: a chapter
+takes an earlier chapter's parts by name (``parts``), in the book's order, and checks its
+held text against the book's repository where it is mirrored (``book``, ``against_book``).
 
 ``run(script, lib, folder, monkeypatch)`` runs a chapter's code with ``d2l`` built for
 ``lib``, seeded, in ``folder``, cell by cell (cells parted by ``# %%`` lines), showing a
@@ -33,7 +38,6 @@ monkeypatch)`` runs it under torch, then under tricycle, both on the CPU (the bo
 
 # ruff: noqa: E501, W291, W293
 
-import ast
 import contextlib
 import io
 import random
@@ -44,7 +48,8 @@ import types
 import numpy as np
 import pytest
 
-from tests.helpers import one_thread
+from tests import helpers
+from tests.helpers import Compose, module, one_thread
 
 D2L_TORCH = r'''
 DATA_HUB = dict()
@@ -1072,16 +1077,6 @@ import numpy as np
 import torch
 
 
-class Compose:
-    def __init__(self, transforms):
-        self.transforms = transforms
-
-    def __call__(self, image):
-        for t in self.transforms:
-            image = t(image)
-        return image
-
-
 class Resize:
     """An (H, W) uint8 image resized to ``size`` (nearest neighbour)."""
 
@@ -1116,6 +1111,54 @@ class FashionMNIST:
         return (image if self.transform is None else self.transform(image)), int(self.targets[index])
 '''
 
+BOOK = "/work/.mirror/d2l-ai+d2l-en/repo"  # the book's repository's read-only mirror
+BOOK_COMMIT = "23d7a5ae"
+
+
+def parts(text: str, *names: str) -> str:
+    """The top-level parts of a held text of ``d2l/torch.py`` named ``names`` (a function's
+    or class's name, a ``DATA_HUB`` key or an assigned name), in the order given, each with
+    the blank lines after it: a later chapter's test takes the parts an earlier one holds."""
+    starts = re.compile(r"^(?:(?:def|class) (\w+)|d2l\.DATA_HUB\['([^']+)'\]|(\w+) = )")
+    held, name = {}, None
+    for line in text.splitlines(keepends=True):
+        found = starts.match(line)
+        if found:
+            name = next(group for group in found.groups() if group)
+        if name is not None:
+            held[name] = held.get(name, "") + line
+    missing = [name for name in names if name not in held]
+    if missing:
+        raise ValueError(f"parts: no part named {missing} in the held text")
+    return "".join(held[name] for name in names)
+
+
+def book(path: str = "d2l/torch.py") -> str:
+    """The book's repository's text of ``path`` at the commit the ports follow (the test is
+    skipped where the repository's read-only mirror is not here)."""
+    import subprocess  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    if not Path(BOOK).exists():
+        pytest.skip("the book's repository is not mirrored here")
+    command = ["git", "-C", BOOK, "show", f"{BOOK_COMMIT}:{path}"]
+    return subprocess.run(command, capture_output=True, text=True, check=True).stdout
+
+
+def against_book(held: str, source: str) -> tuple[list[str], set[int], list[str]]:
+    """A held text against the book's (``source``), line by line in order (difflib): the held
+    lines, the indices of those the book has, and the other non-blank lines, each of which
+    must be a ``# port:`` line (asserted here)."""
+    import difflib  # noqa: PLC0415
+
+    lines = held.splitlines()
+    matcher = difflib.SequenceMatcher(None, lines, source.splitlines(), autojunk=False)
+    matched = {i for block in matcher.get_matching_blocks() for i in range(block.a, block.a + block.size)}  # fmt: skip
+    others = [line for i, line in enumerate(lines) if i not in matched and line.strip()]
+    assert all("# port:" in line for line in others), others
+    return lines, matched, others
+
+
 N_TRAIN, N_VAL = 512, 128  # Fashion-MNIST's 60000 and 10000, shrunk
 
 
@@ -1129,22 +1172,10 @@ def fashion_images() -> dict:
     return {True: (images[:N_TRAIN], y[:N_TRAIN]), False: (images[-N_VAL:], y[-N_VAL:])}
 
 
-def module(name: str, monkeypatch, **attributes) -> types.ModuleType:
-    """A stand-in module ``name`` holding ``attributes``, in ``sys.modules`` while the test
-    runs."""
-    import importlib.machinery  # noqa: PLC0415
-
-    made = types.ModuleType(name)
-    made.__spec__ = importlib.machinery.ModuleSpec(name, None)
-    made.__dict__.update(attributes)
-    monkeypatch.setitem(sys.modules, name, made)
-    return made
-
-
 def stand_ins(lib, monkeypatch) -> None:
     """What ``d2l/torch.py`` imports that tricycle's test extra lacks (see the docstring)."""
     name = lib.__name__ + "vision"
-    space = {"IMAGES": fashion_images()}
+    space = {"IMAGES": fashion_images(), "Compose": Compose}
     exec(VISION.replace("torch", lib.__name__), space)
     parts = {"transforms": ("Compose", "Resize", "ToTensor"), "datasets": ("FashionMNIST",)}
     vision = module(name, monkeypatch)
@@ -1187,21 +1218,13 @@ def build(lib, monkeypatch, extra: str = "") -> types.ModuleType:
 
 def run_cells(script: str, folder, monkeypatch) -> tuple[str, dict]:
     """``script``'s cells (parts between ``# %%`` lines) run in order as a notebook's, as
-    ``__main__`` in ``folder``: a cell whose last statement is an expression shows its value
-    (printed, its repr), as Jupyter does. What it printed, and its globals."""
+    ``__main__`` in ``folder`` (tests/helpers.py's ``run_cells``: a cell whose last statement
+    is an expression shows its value, as Jupyter does). What it printed, and its globals."""
     monkeypatch.chdir(folder)
     space = {"__name__": "__main__"}
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        for number, cell in enumerate(re.split(r"^# %%.*\n", script, flags=re.MULTILINE)):
-            tree = ast.parse(cell)
-            last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-            name = str(folder / f"cell{number}.py")
-            exec(compile(tree, name, "exec"), space)
-            if last is not None:
-                value = eval(compile(ast.Expression(last.value), name, "eval"), space)
-                if value is not None:
-                    print(repr(value))
+        helpers.run_cells(script, space, filename=str(folder / "notebook.py"))
     return out.getvalue(), space
 
 

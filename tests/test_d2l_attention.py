@@ -55,6 +55,8 @@ import numpy as np
 import pytest
 
 from tests import d2l_port
+from tests.test_d2l_cnn import a_step_lowers
+from tests.test_d2l_rnn import EXTRA as RNN_LIBRARY
 from tests.test_torch_first_hour import kinds
 from tests.test_torch_vision_tutorials import host
 
@@ -63,77 +65,8 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:Lazy modules are a new feature"),
 ]
 
-# d2l/torch.py (commit 23d7a5ae), in its order, the parts after tests/d2l_port.py's that these
-# sections call: ``Vocab``, ``check_len``/``check_shape``, ``RNN``/``GRU`` (the seq2seq
-# encoder's), ``MTFraEng``, the encoder-decoder classes, ``init_seq2seq``, ``Seq2SeqEncoder``,
-# ``Seq2Seq``, ``bleu``, then the chapter's own ``#@save`` parts up to ``TransformerEncoder``.
-LIBRARY = r'''
-class Vocab:
-    """Vocabulary for text."""
-    def __init__(self, tokens=[], min_freq=0, reserved_tokens=[]):
-        """Defined in :numref:`sec_text-sequence`"""
-        # Flatten a 2D list if needed
-        if tokens and isinstance(tokens[0], list):
-            tokens = [token for line in tokens for token in line]
-        # Count token frequencies
-        counter = collections.Counter(tokens)
-        self.token_freqs = sorted(counter.items(), key=lambda x: x[1],
-                                  reverse=True)
-        # The list of unique tokens
-        self.idx_to_token = list(sorted(set(['<unk>'] + reserved_tokens + [
-            token for token, freq in self.token_freqs if freq >= min_freq])))
-        self.token_to_idx = {token: idx
-                             for idx, token in enumerate(self.idx_to_token)}
-
-    def __len__(self):
-        return len(self.idx_to_token)
-
-    def __getitem__(self, tokens):
-        if not isinstance(tokens, (list, tuple)):
-            return self.token_to_idx.get(tokens, self.unk)
-        return [self.__getitem__(token) for token in tokens]
-
-    def to_tokens(self, indices):
-        if hasattr(indices, '__len__') and len(indices) > 1:
-            return [self.idx_to_token[int(index)] for index in indices]
-        return self.idx_to_token[indices]
-
-    @property
-    def unk(self):  # Index for the unknown token
-        return self.token_to_idx['<unk>']
-def check_len(a, n):
-    """Check the length of a list.
-
-    Defined in :numref:`sec_rnn-scratch`"""
-    assert len(a) == n, f'list\'s length {len(a)} != expected length {n}'
-
-def check_shape(a, shape):
-    """Check the shape of a tensor.
-
-    Defined in :numref:`sec_rnn-scratch`"""
-    assert a.shape == shape, \
-            f'tensor\'s shape {a.shape} != expected shape {shape}'
-class RNN(d2l.Module):
-    """The RNN model implemented with high-level APIs.
-
-    Defined in :numref:`sec_rnn-concise`"""
-    def __init__(self, num_inputs, num_hiddens):
-        super().__init__()
-        self.save_hyperparameters()
-        self.rnn = nn.RNN(num_inputs, num_hiddens)
-
-    def forward(self, inputs, H=None):
-        return self.rnn(inputs, H)
-class GRU(d2l.RNN):
-    """The multilayer GRU model.
-
-    Defined in :numref:`sec_deep_rnn`"""
-    def __init__(self, num_inputs, num_hiddens, num_layers, dropout=0):
-        d2l.Module.__init__(self)
-        self.save_hyperparameters()
-        self.rnn = nn.GRU(num_inputs, num_hiddens, num_layers,
-                          dropout=dropout)
-
+# d2l/torch.py's ``MTFraEng`` (commit 23d7a5ae), its download ported (the test writes the table)
+MT_FRA_ENG = r'''
 class MTFraEng(d2l.DataModule):
     """The English-French dataset.
 
@@ -205,126 +138,10 @@ class MTFraEng(d2l.DataModule):
         arrays, _, _ = self._build_arrays(
             raw_text, self.src_vocab, self.tgt_vocab)
         return arrays
-class Encoder(nn.Module):
-    """The base encoder interface for the encoder--decoder architecture.
+'''
 
-    Defined in :numref:`sec_encoder-decoder`"""
-    def __init__(self):
-        super().__init__()
-
-    # Later there can be additional arguments (e.g., length excluding padding)
-    def forward(self, X, *args):
-        raise NotImplementedError
-
-class Decoder(nn.Module):
-    """The base decoder interface for the encoder--decoder architecture.
-
-    Defined in :numref:`sec_encoder-decoder`"""
-    def __init__(self):
-        super().__init__()
-
-    # Later there can be additional arguments (e.g., length excluding padding)
-    def init_state(self, enc_all_outputs, *args):
-        raise NotImplementedError
-
-    def forward(self, X, state):
-        raise NotImplementedError
-
-class EncoderDecoder(d2l.Classifier):
-    """The base class for the encoder--decoder architecture.
-
-    Defined in :numref:`sec_encoder-decoder`"""
-    def __init__(self, encoder, decoder):
-        super().__init__()
-        self.encoder = encoder
-        self.decoder = decoder
-
-    def forward(self, enc_X, dec_X, *args):
-        enc_all_outputs = self.encoder(enc_X, *args)
-        dec_state = self.decoder.init_state(enc_all_outputs, *args)
-        # Return decoder output only
-        return self.decoder(dec_X, dec_state)[0]
-
-    def predict_step(self, batch, device, num_steps,
-                     save_attention_weights=False):
-        """Defined in :numref:`sec_seq2seq_training`"""
-        batch = [d2l.to(a, device) for a in batch]
-        src, tgt, src_valid_len, _ = batch
-        enc_all_outputs = self.encoder(src, src_valid_len)
-        dec_state = self.decoder.init_state(enc_all_outputs, src_valid_len)
-        outputs, attention_weights = [d2l.expand_dims(tgt[:, 0], 1), ], []
-        for _ in range(num_steps):
-            Y, dec_state = self.decoder(outputs[-1], dec_state)
-            outputs.append(d2l.argmax(Y, 2))
-            # Save attention weights (to be covered later)
-            if save_attention_weights:
-                attention_weights.append(self.decoder.attention_weights)
-        return d2l.concat(outputs[1:], 1), attention_weights
-
-def init_seq2seq(module):
-    """Initialize weights for sequence-to-sequence learning.
-
-    Defined in :numref:`sec_seq2seq`"""
-    if type(module) == nn.Linear:
-         nn.init.xavier_uniform_(module.weight)
-    if type(module) == nn.GRU:
-        for param in module._flat_weights_names:
-            if "weight" in param:
-                nn.init.xavier_uniform_(module._parameters[param])
-
-class Seq2SeqEncoder(d2l.Encoder):
-    """The RNN encoder for sequence-to-sequence learning.
-
-    Defined in :numref:`sec_seq2seq`"""
-    def __init__(self, vocab_size, embed_size, num_hiddens, num_layers,
-                 dropout=0):
-        super().__init__()
-        self.embedding = nn.Embedding(vocab_size, embed_size)
-        self.rnn = d2l.GRU(embed_size, num_hiddens, num_layers, dropout)
-        self.apply(init_seq2seq)
-
-    def forward(self, X, *args):
-        # X shape: (batch_size, num_steps)
-        embs = self.embedding(d2l.astype(d2l.transpose(X), d2l.int64))
-        # embs shape: (num_steps, batch_size, embed_size)
-        outputs, state = self.rnn(embs)
-        # outputs shape: (num_steps, batch_size, num_hiddens)
-        # state shape: (num_layers, batch_size, num_hiddens)
-        return outputs, state
-
-class Seq2Seq(d2l.EncoderDecoder):
-    """The RNN encoder--decoder for sequence to sequence learning.
-
-    Defined in :numref:`sec_seq2seq_decoder`"""
-    def __init__(self, encoder, decoder, tgt_pad, lr):
-        super().__init__(encoder, decoder)
-        self.save_hyperparameters()
-
-    def validation_step(self, batch):
-        Y_hat = self(*batch[:-1])
-        self.plot('loss', self.loss(Y_hat, batch[-1]), train=False)
-
-    def configure_optimizers(self):
-        # Adam optimizer is used here
-        return torch.optim.Adam(self.parameters(), lr=self.lr)
-
-def bleu(pred_seq, label_seq, k):
-    """Compute the BLEU.
-
-    Defined in :numref:`sec_seq2seq_training`"""
-    pred_tokens, label_tokens = pred_seq.split(' '), label_seq.split(' ')
-    len_pred, len_label = len(pred_tokens), len(label_tokens)
-    score = math.exp(min(0, 1 - len_label / len_pred))
-    for n in range(1, min(k, len_pred) + 1):
-        num_matches, label_subs = 0, collections.defaultdict(int)
-        for i in range(len_label - n + 1):
-            label_subs[' '.join(label_tokens[i: i + n])] += 1
-        for i in range(len_pred - n + 1):
-            if label_subs[' '.join(pred_tokens[i: i + n])] > 0:
-                num_matches += 1
-                label_subs[' '.join(pred_tokens[i: i + n])] -= 1
-        score *= math.pow(num_matches / (len_pred - n + 1), math.pow(0.5, n))
-    return score
+# the chapter's own ``#@save`` parts, from ``show_heatmaps`` to ``TransformerEncoder``
+ATTENTION = r'''
 def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
                   cmap='Reds'):
     """Show heatmaps of matrices.
@@ -576,6 +393,27 @@ class TransformerEncoder(d2l.Encoder):
                 i] = blk.attention.attention.attention_weights
         return X
 '''
+
+# d2l/torch.py (commit 23d7a5ae), in its order, the parts after tests/d2l_port.py's that these
+# sections call: ``Vocab``, ``check_len``/``check_shape``, ``RNN``/``GRU`` (the seq2seq
+# encoder's), the encoder-decoder classes, ``init_seq2seq``, ``Seq2SeqEncoder``, ``Seq2Seq`` and
+# ``bleu`` as tests/test_d2l_rnn.py holds them, ``MTFraEng`` (above), then ``ATTENTION``.
+LIBRARY = (
+    "\n"
+    + d2l_port.parts(RNN_LIBRARY, "Vocab", "check_len", "check_shape", "RNN", "GRU")
+    + MT_FRA_ENG.lstrip("\n")
+    + d2l_port.parts(
+        RNN_LIBRARY,
+        "Encoder",
+        "Decoder",
+        "EncoderDecoder",
+        "init_seq2seq",
+        "Seq2SeqEncoder",
+        "Seq2Seq",
+        "bleu",
+    )
+    + ATTENTION.lstrip("\n")
+)
 
 SUBJECTS = [("I'm", "Je suis"), ("He's", "Il est"), ("She's", "Elle est"),
             ("We're", "Nous sommes"), ("You're", "Vous êtes"), ("They're", "Ils sont")]  # fmt: skip
@@ -1593,16 +1431,7 @@ def test_vision_transformer(tmp_path, monkeypatch):
     for space, lib in (their, torch), (our, tricycle):  # the board's points, finite
         losses = curve(space)
         assert len(losses) == 4 and np.isfinite(losses).all(), losses
-        model, data = space["model"], space["data"]  # a step of its optimizer lowers a batch's loss
-        images = lib.stack([data.train[i][0] for i in range(8)])
-        labels = lib.tensor([data.train[i][1] for i in range(8)])
-        model.eval()
-        optimizer = model.configure_optimizers()
-        before = model.loss(model(images), labels)
-        optimizer.zero_grad()
-        before.backward()
-        optimizer.step()
-        assert float(model.loss(model(images), labels).detach()) < float(before.detach())
+        a_step_lowers(space, lib)  # a step of its optimizer lowers a batch's loss
     rng = np.random.default_rng(0)
     given_torchs(their["model"], our["model"], rng.uniform(size=(4, 1, 16, 16)).astype(np.float32))  # fmt: skip
     given_torchs(their["encoder_blk"], our["encoder_blk"], rng.normal(size=(2, 5, 24)).astype(np.float32))  # fmt: skip
@@ -1612,22 +1441,6 @@ def test_vision_transformer(tmp_path, monkeypatch):
 def test_the_held_library_is_the_books():
     """``LIBRARY`` is the book's repository's text of ``d2l/torch.py``, in its order, but for
     the lines marked ``# port:`` (where the repository's read-only mirror is here)."""
-    import difflib  # noqa: PLC0415
-    import subprocess  # noqa: PLC0415
-    from pathlib import Path  # noqa: PLC0415
-
-    mirror = Path("/work/.mirror/d2l-ai+d2l-en/repo")
-    if not mirror.exists():
-        pytest.skip("the book's repository is not mirrored here")
-    source = subprocess.run(
-        ["git", "-C", str(mirror), "show", "23d7a5ae:d2l/torch.py"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.splitlines()
-    held = LIBRARY.splitlines()
-    matcher = difflib.SequenceMatcher(None, held, source, autojunk=False)
-    matched = {i for block in matcher.get_matching_blocks() for i in range(block.a, block.a + block.size)}  # fmt: skip
-    others = [line for i, line in enumerate(held) if i not in matched and line.strip()]
-    assert others and all("# port:" in line for line in others), others
+    held, matched, others = d2l_port.against_book(LIBRARY, d2l_port.book())
+    assert others
     assert len(held) > 500 and len(matched) > len(held) - 5

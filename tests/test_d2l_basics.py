@@ -50,6 +50,7 @@ import re
 import numpy as np
 import pytest
 
+from tests import d2l_port
 from tests.d2l_port import both
 from tests.test_torch_examples_b import numbers
 from tests.test_uvadlc_intro import kinds
@@ -964,24 +965,6 @@ def their_shape(space: dict) -> tuple:
 def test_the_held_library_is_the_books():
     """tests/d2l_port.py's text of ``d2l/torch.py`` is the book's repository's, in its order,
     but for the lines marked ``# port:`` (where the repository's read-only mirror is here)."""
-    import difflib  # noqa: PLC0415
-    import subprocess  # noqa: PLC0415
-    from pathlib import Path  # noqa: PLC0415
-
-    from tests.d2l_port import D2L_TORCH  # noqa: PLC0415
-
-    mirror = Path("/work/.mirror/d2l-ai+d2l-en/repo")
-    if not mirror.exists():
-        pytest.skip("the book's repository is not mirrored here")
-    source = subprocess.run(
-        ["git", "-C", str(mirror), "show", "23d7a5ae:d2l/torch.py"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.splitlines()
-    held = D2L_TORCH.splitlines()
-    matcher = difflib.SequenceMatcher(None, held, source, autojunk=False)
-    matched = {i for block in matcher.get_matching_blocks() for i in range(block.a, block.a + block.size)}  # fmt: skip
-    others = [line for i, line in enumerate(held) if i not in matched and line.strip()]
-    assert others and all("# port:" in line for line in others), others
+    held, matched, others = d2l_port.against_book(d2l_port.D2L_TORCH, d2l_port.book())
+    assert others
     assert len(held) > 1000 and len(matched) > len(held) - 20

@@ -35,9 +35,6 @@ parameters and its input) and its running statistics, in train and eval modes.
 
 # ruff: noqa: E501, W291, W293
 
-import ast
-import contextlib
-import io
 import re
 
 import numpy as np
@@ -1115,43 +1112,13 @@ trainer.fit(model, data)
 """
 
 
-def run_cells(text: str, space: dict) -> None:
-    """The section's cells (split at ``# %%``) run in order in ``space``, each cell's last
-    expression printed (its repr), as a notebook shows it."""
-    for cell in text.split("\n# %%\n"):
-        tree = ast.parse(cell)
-        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-        exec(compile(tree, "chapter.py", "exec"), space)
-        if last is not None:
-            value = eval(compile(ast.Expression(last.value), "chapter.py", "eval"), space)
-            if value is not None:
-                print(repr(value))
-
-
 def run(text: str, lib, folder, monkeypatch, n_train: int) -> tuple[str, dict]:
     """The section in ``lib``'s words beside ``d2l`` built for ``lib`` (its Fashion-MNIST
-    ``n_train`` images to train on, a quarter of that to validate on), seeded, in ``folder``:
-    what it printed and its globals."""
-    import random  # noqa: PLC0415
-
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
+    ``n_train`` images to train on, a quarter of that to validate on), seeded, in ``folder``
+    (``d2l_port.run``): what it printed and its globals."""
     monkeypatch.setattr(d2l_port, "N_TRAIN", n_train)
     monkeypatch.setattr(d2l_port, "N_VAL", n_train // 4)
-    d2l_port.build(lib, monkeypatch)
-    folder.mkdir(parents=True)
-    monkeypatch.chdir(folder)
-    lib.manual_seed(0)
-    random.seed(0)
-    np.random.seed(0)
-    space = {"__name__": "__main__"}
-    out = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(out):
-            run_cells(text.replace("torch", lib.__name__), space)
-    finally:
-        plt.close("all")
-    return out.getvalue(), space
+    return d2l_port.run(text, lib, folder, monkeypatch)
 
 
 @pytest.fixture(autouse=True)
@@ -1321,6 +1288,21 @@ def values(printed: str) -> list[float]:
     return [float(v) for v in re.findall(r"-?\d+\.?\d*(?:e[-+]?\d+)?", text)]
 
 
+def a_step_lowers(space: dict, lib) -> None:
+    """A step of the book's optimizer (``configure_optimizers``) on a batch of the section's
+    ``data`` lowers that batch's loss under ``model`` (eval mode: no dropout)."""
+    model, data = space["model"], space["data"]
+    images = lib.stack([data.train[i][0] for i in range(8)])
+    labels = lib.tensor([data.train[i][1] for i in range(8)])
+    model.eval()
+    optimizer = model.configure_optimizers()
+    before = model.loss(model(images), labels)
+    optimizer.zero_grad()
+    before.backward()
+    optimizer.step()
+    assert float(model.loss(model(images), labels).detach()) < float(before.detach())
+
+
 def learns(their, our, falls=True) -> None:
     """The book's board: the training loss drawn, finite, and falling when ``falls`` (the
     small networks, trained longer), and the validation accuracy drawn after each epoch. Then
@@ -1332,16 +1314,7 @@ def learns(their, our, falls=True) -> None:
         assert len(found) == (4 if falls else 2) and np.isfinite(found).all(), found
         assert found[-1] < found[0] or not falls, found
         assert len(losses(space, "val_acc")) == (2 if falls else 1)
-        model, data = space["model"], space["data"]
-        images = lib.stack([data.train[i][0] for i in range(8)])
-        labels = lib.tensor([data.train[i][1] for i in range(8)])
-        model.eval()
-        optimizer = model.configure_optimizers()
-        before = model.loss(model(images), labels)
-        optimizer.zero_grad()
-        before.backward()
-        optimizer.step()
-        assert float(model.loss(model(images), labels).detach()) < float(before.detach())
+        a_step_lowers(space, lib)
 
 
 def test_lenet(tmp_path, monkeypatch):

@@ -57,6 +57,9 @@ import numpy as np
 import pytest
 
 from tests import d2l_port
+from tests.test_d2l_attention import ATTENTION
+from tests.test_d2l_rnn import EXTRA as RNN_LIBRARY
+from tests.test_d2l_vision import D2L_VISION
 from tests.test_torch_examples_b import numbers
 from tests.test_torch_vision_tutorials import host
 from tests.test_uvadlc_intro import kinds
@@ -66,251 +69,8 @@ pytestmark = [  # torch's, of the book's metric.add(l.sum(), ...) as it writes i
     pytest.mark.filterwarnings("ignore:Lazy modules are a new feature"),
 ]
 
-EXTRA = r'''
-class Vocab:
-    """Vocabulary for text."""
-    def __init__(self, tokens=[], min_freq=0, reserved_tokens=[]):
-        """Defined in :numref:`sec_text-sequence`"""
-        # Flatten a 2D list if needed
-        if tokens and isinstance(tokens[0], list):
-            tokens = [token for line in tokens for token in line]
-        # Count token frequencies
-        counter = collections.Counter(tokens)
-        self.token_freqs = sorted(counter.items(), key=lambda x: x[1],
-                                  reverse=True)
-        # The list of unique tokens
-        self.idx_to_token = list(sorted(set(['<unk>'] + reserved_tokens + [
-            token for token, freq in self.token_freqs if freq >= min_freq])))
-        self.token_to_idx = {token: idx
-                             for idx, token in enumerate(self.idx_to_token)}
-
-    def __len__(self):
-        return len(self.idx_to_token)
-
-    def __getitem__(self, tokens):
-        if not isinstance(tokens, (list, tuple)):
-            return self.token_to_idx.get(tokens, self.unk)
-        return [self.__getitem__(token) for token in tokens]
-
-    def to_tokens(self, indices):
-        if hasattr(indices, '__len__') and len(indices) > 1:
-            return [self.idx_to_token[int(index)] for index in indices]
-        return self.idx_to_token[indices]
-
-    @property
-    def unk(self):  # Index for the unknown token
-        return self.token_to_idx['<unk>']
-
-def show_list_len_pair_hist(legend, xlabel, ylabel, xlist, ylist):
-    """Plot the histogram for list length pairs.
-
-    Defined in :numref:`sec_machine_translation`"""
-    d2l.set_figsize()
-    _, _, patches = d2l.plt.hist(
-        [[len(l) for l in xlist], [len(l) for l in ylist]])
-    d2l.plt.xlabel(xlabel)
-    d2l.plt.ylabel(ylabel)
-    for patch in patches[1].patches:
-        patch.set_hatch('/')
-    d2l.plt.legend(legend)
-
-def masked_softmax(X, valid_lens):
-    """Perform softmax operation by masking elements on the last axis.
-
-    Defined in :numref:`sec_attention-scoring-functions`"""
-    # X: 3D tensor, valid_lens: 1D or 2D tensor
-    def _sequence_mask(X, valid_len, value=0):
-        maxlen = X.size(1)
-        mask = torch.arange((maxlen), dtype=torch.float32,
-                            device=X.device)[None, :] < valid_len[:, None]
-        X[~mask] = value
-        return X
-
-    if valid_lens is None:
-        return nn.functional.softmax(X, dim=-1)
-    else:
-        shape = X.shape
-        if valid_lens.dim() == 1:
-            valid_lens = torch.repeat_interleave(valid_lens, shape[1])
-        else:
-            valid_lens = valid_lens.reshape(-1)
-        # On the last axis, replace masked elements with a very large negative
-        # value, whose exponentiation outputs 0
-        X = _sequence_mask(X.reshape(-1, shape[-1]), valid_lens, value=-1e6)
-        return nn.functional.softmax(X.reshape(shape), dim=-1)
-
-class DotProductAttention(nn.Module):
-    """Scaled dot product attention.
-
-    Defined in :numref:`subsec_batch_dot`"""
-    def __init__(self, dropout):
-        super().__init__()
-        self.dropout = nn.Dropout(dropout)
-
-    # Shape of queries: (batch_size, no. of queries, d)
-    # Shape of keys: (batch_size, no. of key-value pairs, d)
-    # Shape of values: (batch_size, no. of key-value pairs, value dimension)
-    # Shape of valid_lens: (batch_size,) or (batch_size, no. of queries)
-    def forward(self, queries, keys, values, valid_lens=None):
-        d = queries.shape[-1]
-        # Swap the last two dimensions of keys with keys.transpose(1, 2)
-        scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(d)
-        self.attention_weights = masked_softmax(scores, valid_lens)
-        return torch.bmm(self.dropout(self.attention_weights), values)
-
-class MultiHeadAttention(d2l.Module):
-    """Multi-head attention.
-
-    Defined in :numref:`sec_multihead-attention`"""
-    def __init__(self, num_hiddens, num_heads, dropout, bias=False, **kwargs):
-        super().__init__()
-        self.num_heads = num_heads
-        self.attention = d2l.DotProductAttention(dropout)
-        self.W_q = nn.LazyLinear(num_hiddens, bias=bias)
-        self.W_k = nn.LazyLinear(num_hiddens, bias=bias)
-        self.W_v = nn.LazyLinear(num_hiddens, bias=bias)
-        self.W_o = nn.LazyLinear(num_hiddens, bias=bias)
-
-    def forward(self, queries, keys, values, valid_lens):
-        # Shape of queries, keys, or values:
-        # (batch_size, no. of queries or key-value pairs, num_hiddens)
-        # Shape of valid_lens: (batch_size,) or (batch_size, no. of queries)
-        # After transposing, shape of output queries, keys, or values:
-        # (batch_size * num_heads, no. of queries or key-value pairs,
-        # num_hiddens / num_heads)
-        queries = self.transpose_qkv(self.W_q(queries))
-        keys = self.transpose_qkv(self.W_k(keys))
-        values = self.transpose_qkv(self.W_v(values))
-
-        if valid_lens is not None:
-            # On axis 0, copy the first item (scalar or vector) for num_heads
-            # times, then copy the next item, and so on
-            valid_lens = torch.repeat_interleave(
-                valid_lens, repeats=self.num_heads, dim=0)
-
-        # Shape of output: (batch_size * num_heads, no. of queries,
-        # num_hiddens / num_heads)
-        output = self.attention(queries, keys, values, valid_lens)
-        # Shape of output_concat: (batch_size, no. of queries, num_hiddens)
-        output_concat = self.transpose_output(output)
-        return self.W_o(output_concat)
-
-    def transpose_qkv(self, X):
-        """Transposition for parallel computation of multiple attention heads.
-    
-        Defined in :numref:`sec_multihead-attention`"""
-        # Shape of input X: (batch_size, no. of queries or key-value pairs,
-        # num_hiddens). Shape of output X: (batch_size, no. of queries or
-        # key-value pairs, num_heads, num_hiddens / num_heads)
-        X = X.reshape(X.shape[0], X.shape[1], self.num_heads, -1)
-        # Shape of output X: (batch_size, num_heads, no. of queries or key-value
-        # pairs, num_hiddens / num_heads)
-        X = X.permute(0, 2, 1, 3)
-        # Shape of output: (batch_size * num_heads, no. of queries or key-value
-        # pairs, num_hiddens / num_heads)
-        return X.reshape(-1, X.shape[2], X.shape[3])
-    
-
-    def transpose_output(self, X):
-        """Reverse the operation of transpose_qkv.
-    
-        Defined in :numref:`sec_multihead-attention`"""
-        X = X.reshape(-1, self.num_heads, X.shape[1], X.shape[2])
-        X = X.permute(0, 2, 1, 3)
-        return X.reshape(X.shape[0], X.shape[1], -1)
-
-class PositionWiseFFN(nn.Module):
-    """The positionwise feed-forward network.
-
-    Defined in :numref:`sec_transformer`"""
-    def __init__(self, ffn_num_hiddens, ffn_num_outputs):
-        super().__init__()
-        self.dense1 = nn.LazyLinear(ffn_num_hiddens)
-        self.relu = nn.ReLU()
-        self.dense2 = nn.LazyLinear(ffn_num_outputs)
-
-    def forward(self, X):
-        return self.dense2(self.relu(self.dense1(X)))
-
-class AddNorm(nn.Module):
-    """The residual connection followed by layer normalization.
-
-    Defined in :numref:`subsec_positionwise-ffn`"""
-    def __init__(self, norm_shape, dropout):
-        super().__init__()
-        self.dropout = nn.Dropout(dropout)
-        self.ln = nn.LayerNorm(norm_shape)
-
-    def forward(self, X, Y):
-        return self.ln(self.dropout(Y) + X)
-
-class TransformerEncoderBlock(nn.Module):
-    """The Transformer encoder block.
-
-    Defined in :numref:`subsec_positionwise-ffn`"""
-    def __init__(self, num_hiddens, ffn_num_hiddens, num_heads, dropout,
-                 use_bias=False):
-        super().__init__()
-        self.attention = d2l.MultiHeadAttention(num_hiddens, num_heads,
-                                                dropout, use_bias)
-        self.addnorm1 = AddNorm(num_hiddens, dropout)
-        self.ffn = PositionWiseFFN(ffn_num_hiddens, num_hiddens)
-        self.addnorm2 = AddNorm(num_hiddens, dropout)
-
-    def forward(self, X, valid_lens):
-        Y = self.addnorm1(X, self.attention(X, X, X, valid_lens))
-        return self.addnorm2(Y, self.ffn(Y))
-
-def train_batch_ch13(net, X, y, loss, trainer, devices):
-    """Train for a minibatch with multiple GPUs (defined in Chapter 13).
-
-    Defined in :numref:`sec_image_augmentation`"""
-    if isinstance(X, list):
-        # Required for BERT fine-tuning (to be covered later)
-        X = [x.to(devices[0]) for x in X]
-    else:
-        X = X.to(devices[0])
-    y = y.to(devices[0])
-    net.train()
-    trainer.zero_grad()
-    pred = net(X)
-    l = loss(pred, y)
-    l.sum().backward()
-    trainer.step()
-    train_loss_sum = l.sum()
-    train_acc_sum = d2l.accuracy(pred, y)
-    return train_loss_sum, train_acc_sum
-
-def train_ch13(net, train_iter, test_iter, loss, trainer, num_epochs,
-               devices=d2l.try_all_gpus()):
-    """Train a model with multiple GPUs (defined in Chapter 13).
-
-    Defined in :numref:`sec_image_augmentation`"""
-    timer, num_batches = d2l.Timer(), len(train_iter)
-    animator = d2l.Animator(xlabel='epoch', xlim=[1, num_epochs], ylim=[0, 1],
-                            legend=['train loss', 'train acc', 'test acc'])
-    net = nn.DataParallel(net, device_ids=devices).to(devices[0])
-    for epoch in range(num_epochs):
-        # Sum of training loss, sum of training accuracy, no. of examples,
-        # no. of predictions
-        metric = d2l.Accumulator(4)
-        for i, (features, labels) in enumerate(train_iter):
-            timer.start()
-            l, acc = train_batch_ch13(
-                net, features, labels, loss, trainer, devices)
-            metric.add(l, acc, labels.shape[0], labels.numel())
-            timer.stop()
-            if (i + 1) % (num_batches // 5) == 0 or i == num_batches - 1:
-                animator.add(epoch + (i + 1) / num_batches,
-                             (metric[0] / metric[2], metric[1] / metric[3],
-                              None))
-        test_acc = d2l.evaluate_accuracy_gpu(net, test_iter)
-        animator.add(epoch + 1, (None, None, test_acc))
-    print(f'loss {metric[0] / metric[2]:.3f}, train acc '
-          f'{metric[1] / metric[3]:.3f}, test acc {test_acc:.3f}')
-    print(f'{metric[2] * num_epochs / timer.sum():.1f} examples/sec on '
-          f'{str(devices)}')
-
+# d2l/torch.py (commit 23d7a5ae), in its order, the chapters' own parts: from PTB to ``truncate_pad``
+NLP = r'''
 d2l.DATA_HUB['ptb'] = (d2l.DATA_URL + 'ptb.zip',
                        '319d85e578af0cdc590547f26231e4e31cdf1e42')
 
@@ -920,6 +680,25 @@ def truncate_pad(line, num_steps, padding_token):
     return line + [padding_token] * (num_steps - len(line))  # Pad
 
 '''
+
+# d2l/torch.py's parts these chapters call, in its order: ``Vocab`` and ``show_list_len_pair_hist``
+# as tests/test_d2l_rnn.py holds them, the attention and Transformer encoder parts as
+# tests/test_d2l_attention.py does, ``train_ch13`` as tests/test_d2l_vision.py does, then ``NLP``
+EXTRA = (
+    "\n"
+    + d2l_port.parts(RNN_LIBRARY, "Vocab", "show_list_len_pair_hist")
+    + d2l_port.parts(
+        ATTENTION,
+        "masked_softmax",
+        "DotProductAttention",
+        "MultiHeadAttention",
+        "PositionWiseFFN",
+        "AddNorm",
+        "TransformerEncoderBlock",
+    )
+    + d2l_port.parts(D2L_VISION, "train_batch_ch13", "train_ch13")
+    + NLP
+)
 
 
 WORD_EMBEDDING_DATASET = r'''
@@ -2523,24 +2302,8 @@ def pytorch_cells(markdown: str) -> str:
 def test_the_held_texts_are_the_books():
     """``EXTRA`` is the book's ``d2l/torch.py`` and each section its chapter's PyTorch cells,
     in order, but for the lines marked ``# port:`` (where the book's repository is mirrored)."""
-    import difflib  # noqa: PLC0415
-    import subprocess  # noqa: PLC0415
-    from pathlib import Path  # noqa: PLC0415
-
-    mirror = Path("/work/.mirror/d2l-ai+d2l-en/repo")
-    if not mirror.exists():
-        pytest.skip("the book's repository is not mirrored here")
-
-    def show(path: str) -> str:
-        command = ["git", "-C", str(mirror), "show", f"23d7a5ae:{path}"]
-        return subprocess.run(command, capture_output=True, text=True, check=True).stdout
-
-    pairs = [(EXTRA, show("d2l/torch.py"))]
-    pairs += [(text, pytorch_cells(show(path))) for path, text in SECTIONS.items()]
-    for held, source in pairs:
-        held, source = held.splitlines(), source.splitlines()
-        matcher = difflib.SequenceMatcher(None, held, source, autojunk=False)
-        matched = {i for block in matcher.get_matching_blocks() for i in range(block.a, block.a + block.size)}  # fmt: skip
-        others = [line for i, line in enumerate(held) if i not in matched and line.strip()]
-        assert all("# port:" in line for line in others), others
+    pairs = [(EXTRA, d2l_port.book())]
+    pairs += [(text, pytorch_cells(d2l_port.book(path))) for path, text in SECTIONS.items()]
+    for text, source in pairs:
+        held, matched, others = d2l_port.against_book(text, source)
         assert len(matched) > len(held) - len(others) - 3

@@ -55,6 +55,7 @@ import pytest
 
 from tests import d2l_port
 from tests.helpers import one_thread
+from tests.test_d2l_vision import VISION
 from tests.test_dlwpt_part1 import same_numbers
 from tests.test_torch_examples_b import numbers
 from tests.test_uvadlc_intro import kinds as kinds_of
@@ -1268,8 +1269,6 @@ train(net_D, net_G, data_iter, num_epochs, lr, latent_dim)
 
 
 VISION_MORE = r'''
-import os
-
 import numpy as np
 import torch
 
@@ -1288,24 +1287,6 @@ class Normalize:
 
     def __call__(self, x):
         return (x - self.mean) / self.std
-
-
-class ImageFolder:
-    """``root``'s images, one folder a class: (H, W, 3) uint8 arrays kept as .npy files."""
-
-    def __init__(self, root, transform=None):
-        self.classes = sorted(os.listdir(root))
-        self.samples = [(os.path.join(root, c, f), i) for i, c in enumerate(self.classes)
-                        for f in sorted(os.listdir(os.path.join(root, c)))]
-        self.transform = transform
-
-    def __len__(self):
-        return len(self.samples)
-
-    def __getitem__(self, index):
-        path, label = self.samples[index]
-        image = np.load(path)
-        return (image if self.transform is None else self.transform(image)), label
 '''
 
 
@@ -1319,8 +1300,8 @@ def _one_thread():
 @pytest.fixture(autouse=True)
 def _stand_ins(monkeypatch):
     """d2l_port's stand-ins, and what these chapters call of torchvision beside them: a
-    ``ToTensor`` of colour images, ``Normalize`` and ``datasets.ImageFolder``; Fashion-MNIST's
-    stand-in made once (``fashion_images``)."""
+    ``ToTensor`` of colour images, ``Normalize`` and ``datasets.ImageFolder`` (tests/
+    test_d2l_vision.py's); Fashion-MNIST's stand-in made once (``fashion_images``)."""
     import sys  # noqa: PLC0415
 
     original = d2l_port.stand_ins
@@ -1332,7 +1313,9 @@ def _stand_ins(monkeypatch):
         vision = sys.modules[lib.__name__ + "vision"]
         for name in "ToTensor", "Normalize":
             setattr(vision.transforms, name, space[name])
-        vision.datasets.ImageFolder = space["ImageFolder"]
+        chapter = {}  # tests/test_d2l_vision.py's stand-ins: its ImageFolder of .npy images
+        exec(VISION.replace("torch", lib.__name__), chapter)
+        vision.datasets.ImageFolder = chapter["ImageFolder"]
 
     monkeypatch.setattr(d2l_port, "stand_ins", stand_ins)
     monkeypatch.setattr(d2l_port, "fashion_images", fashion_images)
@@ -1683,21 +1666,5 @@ def test_dcgan(tmp_path, monkeypatch):
 def test_the_held_library_is_the_books():
     """``EXTRA`` is the book's repository's d2l/torch.py (its parts these chapters call, in
     its order), but for the lines marked ``# port:`` (where the read-only mirror is here)."""
-    import difflib  # noqa: PLC0415
-    import subprocess  # noqa: PLC0415
-    from pathlib import Path  # noqa: PLC0415
-
-    mirror = Path("/work/.mirror/d2l-ai+d2l-en/repo")
-    if not mirror.exists():
-        pytest.skip("the book's repository is not mirrored here")
-    source = subprocess.run(
-        ["git", "-C", str(mirror), "show", "23d7a5ae:d2l/torch.py"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.splitlines()
-    held = EXTRA.splitlines()
-    matcher = difflib.SequenceMatcher(None, held, source, autojunk=False)
-    matched = {i for block in matcher.get_matching_blocks() for i in range(block.a, block.a + block.size)}  # fmt: skip
-    others = [line for i, line in enumerate(held) if i not in matched and line.strip()]
-    assert others and all("# port:" in line for line in others), others
+    _, _, others = d2l_port.against_book(EXTRA, d2l_port.book())
+    assert others

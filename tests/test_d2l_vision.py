@@ -1623,16 +1623,6 @@ def pair(size):
     return (size, size) if isinstance(size, int) else tuple(size)
 
 
-class Compose:
-    def __init__(self, transforms):
-        self.transforms = transforms
-
-    def __call__(self, image):
-        for t in self.transforms:
-            image = t(image)
-        return image
-
-
 class Resize:
     def __init__(self, size):
         self.size = pair(size)
@@ -1908,15 +1898,15 @@ def write_data(folder, *parts: str) -> None:
 
 
 def stand_ins(lib, monkeypatch, original=d2l_port.stand_ins) -> None:
-    """tests/d2l_port.py's stand-ins, and what this chapter calls besides (``VISION``,
-    ``MODELS``) in ``<lib>vision`` and pandas."""
+    """tests/d2l_port.py's stand-ins (its ``Compose`` kept), and what this chapter calls
+    besides (``VISION``, ``MODELS``) in ``<lib>vision`` and pandas."""
     original(lib, monkeypatch)
     name = lib.__name__ + "vision"
     space = {"CIFAR": cifar(np.random.default_rng(1))}
     exec(VISION.replace("torch", lib.__name__), space)
     vision, module = sys.modules[name], d2l_port.module
     transforms = vision.transforms
-    for key in "Compose", "Resize", "CenterCrop", "RandomHorizontalFlip", "RandomVerticalFlip", "RandomResizedCrop", "ColorJitter", "ToTensor", "Normalize", "ToPILImage", "RandomCrop":  # fmt: skip
+    for key in "Resize", "CenterCrop", "RandomHorizontalFlip", "RandomVerticalFlip", "RandomResizedCrop", "ColorJitter", "ToTensor", "Normalize", "ToPILImage", "RandomCrop":  # fmt: skip
         setattr(transforms, key, space[key])
     transforms.functional = module(f"{name}.transforms.functional", monkeypatch, crop=space["crop"])
     vision.datasets.CIFAR10, vision.datasets.ImageFolder = space["CIFAR10"], space["ImageFolder"]
@@ -2114,22 +2104,6 @@ def test_neural_style(tmp_path, monkeypatch):
 def test_the_held_library_is_the_books():
     """``D2L_VISION`` is the book's repository's ``d2l/torch.py``, in its order, but for the
     lines marked ``# port:`` (where the repository's read-only mirror is here)."""
-    import difflib  # noqa: PLC0415
-    import subprocess  # noqa: PLC0415
-    from pathlib import Path  # noqa: PLC0415
-
-    mirror = Path("/work/.mirror/d2l-ai+d2l-en/repo")
-    if not mirror.exists():
-        pytest.skip("the book's repository is not mirrored here")
-    source = subprocess.run(
-        ["git", "-C", str(mirror), "show", "23d7a5ae:d2l/torch.py"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.splitlines()
-    held = D2L_VISION.splitlines()
-    matcher = difflib.SequenceMatcher(None, held, source, autojunk=False)
-    matched = {i for block in matcher.get_matching_blocks() for i in range(block.a, block.a + block.size)}  # fmt: skip
-    others = [line for i, line in enumerate(held) if i not in matched and line.strip()]
-    assert others and all("# port:" in line for line in others), others
+    held, matched, others = d2l_port.against_book(D2L_VISION, d2l_port.book())
+    assert others
     assert len(matched) > len(held) - 20
