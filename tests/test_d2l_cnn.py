@@ -1154,6 +1154,8 @@ def normal(printed: str) -> list[str]:
     )
     text = re.sub(r"  # [\d,]+ parameters", "", text)
     text = re.sub(r"OrderedDict\(\[\('weight', (.*?)\), \('bias', (.*?)\)\]\)", r"{'weights': \1, 'bias': \2}", text, flags=re.S)  # fmt: skip
+    text = re.sub(r"OrderedDict\(\{'weight': (.*?), 'bias': (.*?)\}\)", r"{'weights': \1, 'bias': \2}", text, flags=re.S)  # fmt: skip (Python 3.12's repr)
+    text = text.replace("affine=True, bias=True,", "affine=True,")  # torch < 2.12 prints no bias=
     text = re.sub(r"array\((.*?), dtype=float32\)", r"tensor(\1)", text, flags=re.S)
     text = text.replace("'weight'", "'weights'").replace(".weight'", ".weights'")
     text = text.replace(

@@ -1471,7 +1471,7 @@ def same_lines(ours: str, theirs: str) -> None:
     without its parameter counts."""
     ours = re.sub(r"Dense\(from_size=(\d+), to_size=(\d+)", r"Linear(in_features=\1, out_features=\2", ours)  # fmt: skip
     ours = re.sub(r"  # [\d,]+ parameters", "", ours)
-    assert kinds(ours) == kinds(theirs.replace("+cpu", ""))
+    assert kinds(ours) == kinds(re.sub(r"(\d)\+(cpu|cu\d+)", r"\1", theirs))
 
 
 def accuracies(printed: str) -> list[float]:

@@ -2223,7 +2223,7 @@ def normal_lines(printed: str) -> list[str]:
     f-string (torch's prints its number, tricycle's its repr: documented)."""
     text = re.sub(r"^'\d+\.\d+\.\d+(\+\w+)?'$", "'VERSION'", printed, flags=re.MULTILINE)
     text = re.sub(  # a state dict: torch's tensors, tricycle's arrays (documented)
-        r"OrderedDict\(\[.*?\)\]\)|\{'[\w.]+': array\(.*?\}", "STATE", text, flags=re.DOTALL
+        r"OrderedDict\(\[.*?\)\]\)|OrderedDict\(\{.*?\}\)|\{'[\w.]+': array\(.*?\}", "STATE", text, flags=re.DOTALL
     )
     text = text.replace("pytricycle", "pytorch")  # the text's every "torch" was replaced
     text = re.sub(r"device\(type='(\w+)'\)", r"'\1'", text)

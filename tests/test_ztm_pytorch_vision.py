@@ -2291,7 +2291,7 @@ def printed(text: str) -> list[str]:
     "pytorch" is "pytricycle" under tricycle), and the loaders' and versions' reprs aside."""
     text = text.replace("tricycle", "torch")
     text = re.sub(r"<torch\.utils\.data\.dataloader\.DataLoader object at 0x\w+>|DataLoader\(\w+ \(map-style\).*?device=None\)", "<DataLoader>", text)  # fmt: skip
-    text = re.sub(r"PyTorch version: \S+|^'[\d.]+(\+cpu)?'$", "VERSION", text, flags=re.MULTILINE)
+    text = re.sub(r"PyTorch version: \S+|^'[\d.]+(\+\w+)?'$", "VERSION", text, flags=re.MULTILINE)
     text = re.sub(r" at 0x[0-9A-F]+>", ">", text)  # PIL's images
     # the class a model predicts for the custom image (each library's own initial weights)
     text = re.sub(r"^'(pizza|steak|sushi)'$", "'CLASS'", text, flags=re.MULTILINE)
@@ -2299,7 +2299,7 @@ def printed(text: str) -> list[str]:
     # a tensor's device is its name here, a str (reported); a state_dict's values are numpy
     # arrays (documented), printed as numpy's
     text = text.replace("device(type='cpu')", "'cpu'")
-    text = re.sub(r"^OrderedDict\(\[\('weight', tensor\(.*?\)\)\]\)$|^\{'weights': array\(.*?\)\}$", "STATE_DICT", text, flags=re.DOTALL | re.MULTILINE)  # fmt: skip
+    text = re.sub(r"^OrderedDict\(\[\('weight', tensor\(.*?\)\)\]\)$|^OrderedDict\(\{'weight': tensor\(.*?\)\}\)$|^\{'weights': array\(.*?\)\}$", "STATE_DICT", text, flags=re.DOTALL | re.MULTILINE)  # fmt: skip
     return normal(text)
 
 
