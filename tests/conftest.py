@@ -106,6 +106,17 @@ def _seeded():
 
 
 @pytest.fixture(autouse=True)
+def _print_options_restored():
+    """A course run in-process (``np.set_printoptions(precision=3)``, ``torch.
+    set_printoptions(2)`` under tricycle: numpy's options) leaves numpy's print options as
+    they were: later tests compare printed numbers."""
+    options = np.get_printoptions()
+    yield
+    if np.get_printoptions() != options:
+        np.set_printoptions(**options)
+
+
+@pytest.fixture(autouse=True)
 def _float32_products_restored():
     """A script run in-process (nanoGPT's ``torch.backends.cuda.matmul.allow_tf32 = True``,
     build-nanogpt's ``set_float32_matmul_precision('high')``) leaves TF32 off behind it,
