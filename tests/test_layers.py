@@ -409,6 +409,19 @@ def test_layer_norm_matches_torch(xp, bias):
     _matches_torch(xp, layer, reference, pairs, x, dy)
 
 
+def test_layer_norm_without_elementwise_affine_as_torchs(xp):
+    """``nn.LayerNorm(E, elementwise_affine=False)`` (DiT's adaLN norms) has no parameters,
+    as torch's: the same outputs and input gradients, an empty ``state_dict``."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    layer = LayerNorm(8, 1e-6, elementwise_affine=False)
+    reference = torch.nn.LayerNorm(8, 1e-6, elementwise_affine=False)
+    assert layer.parameters() == [] and dict(layer.state_dict()) == {}
+    assert "elementwise_affine=False" in repr(layer)
+    x = (rng.normal(size=(2, 3, 8)) * 3 + 1).astype(np.float32)
+    _matches_torch(xp, layer, reference, [], x, rng.normal(size=x.shape).astype(np.float32))
+
+
 @pytest.mark.parametrize("width", [{"normalized_shape": 8}, {"normalized_shape": (8,)}, (8,)])
 def test_layer_norm_takes_torchs_normalized_shape(xp, width):
     """``nn.LayerNorm(normalized_shape=E)`` (ZTM's ViT) or a one-axis shape, as torch's."""

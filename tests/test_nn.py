@@ -179,12 +179,12 @@ def test_losses_take_pytorchs_order_and_give_its_values(name):
 
 def test_torch_positional_arguments_that_mean_something_else_here_are_refused():
     """Where PyTorch's positional order differs from the layer's own, a torch-style call is
-    an error instead of a silently different layer (LayerNorm's third is torch's
-    elementwise_affine, AvgPool's fourth its ceil_mode, a loss's first its weight,
-    F.embedding's third its padding_idx)."""
+    an error instead of a silently different layer (a loss's first is its weight,
+    F.embedding's third its padding_idx); where tricycle takes torch's order, the call means
+    torch's (LayerNorm's third is elementwise_affine, AvgPool's fourth its ceil_mode)."""
     x = to_tensor(np.ones((1, 2, 4, 4), dtype=np.float32))
-    with pytest.raises(TypeError):
-        nn.LayerNorm(8, 1e-5, False)
+    no_affine = nn.LayerNorm(8, 1e-5, False)  # torch's elementwise_affine
+    assert no_affine.gamma is None and no_affine.beta is None
     assert nn.LayerNorm(8, 1e-5, bias=False).beta is None
     assert nn.AvgPool2d(3, 2, 1, True)(x).shape == (1, 2, 3, 3)  # torch's ceil_mode
     assert nn.functional.avg_pool2d(x, 2, 2, 0, True).shape == (1, 2, 2, 2)

@@ -229,22 +229,27 @@ class Embedding(Layer):
 class LayerNorm(Layer):
     """Layer normalisation over the last axis: ``gamma`` ones, ``beta`` zeros, eps in the sqrt.
     The width is ``embedding_dim``, or torch's ``normalized_shape`` (that keyword, or a
-    one-axis shape (E,) in its place)."""
+    one-axis shape (E,) in its place); without ``elementwise_affine`` (torch's: DiT's adaLN
+    norms) there is neither ``gamma`` nor ``beta``."""
 
-    @checks.arguments(eps=checks.positive, bias=checks.boolean)
-    def __init__(self, embedding_dim: int | None = None, eps: float = 1e-5, *, bias: bool = True,
+    @checks.arguments(eps=checks.positive, elementwise_affine=checks.boolean, bias=checks.boolean)
+    def __init__(self, embedding_dim: int | None = None, eps: float = 1e-5,
+                 elementwise_affine: bool = True, *, bias: bool = True,
                  normalized_shape: int | tuple[int] | None = None):  # fmt: skip
         embedding_dim = _norm_width("LayerNorm", embedding_dim, normalized_shape)
         self.embedding_dim, self.eps = embedding_dim, eps
-        self.gamma = parameter(init_ones((embedding_dim,)), "gamma")
-        self.beta = parameter(init_zeros((embedding_dim,)), "beta") if bias else None
+        self.gamma = parameter(init_ones((embedding_dim,)), "gamma") if elementwise_affine else None
+        affine_bias = elementwise_affine and bias
+        self.beta = parameter(init_zeros((embedding_dim,)), "beta") if affine_bias else None
 
     def forward(self, x: Tensor) -> Tensor:
         _check_width("LayerNorm", x, self.embedding_dim)
-        return layer_norm(x, self.gamma, self.beta, self.eps)
+        gamma = self.gamma if self.gamma is not None else x.new_ones(self.embedding_dim)
+        return layer_norm(x, gamma, self.beta, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.embedding_dim}, eps={self.eps}, bias={self.beta is not None}"
+        affine = "" if self.gamma is not None else ", elementwise_affine=False"
+        return f"{self.embedding_dim}, eps={self.eps}{affine}, bias={self.beta is not None}"
 
 
 class RMSNorm(Layer):
