@@ -2346,14 +2346,7 @@ class Normalize:
         return (x - torch.tensor(self.mean).view(-1, 1, 1)) / torch.tensor(self.std).view(-1, 1, 1)
 
 
-class Compose:
-    def __init__(self, transforms):
-        self.transforms = transforms
-
-    def __call__(self, image):
-        for transform in self.transforms:
-            image = transform(image)
-        return image
+from tests.helpers import Compose  # torchvision's pipeline of transforms: ours, shared
 
 
 class CIFAR10:

@@ -154,6 +154,7 @@ def test_the_op_list_covers_every_op_module():
         "unbroadcast",
         "constant",
         "floated",
+        "floats",
         "unary_op",
         "sigmoid_forward",
         "argsort",

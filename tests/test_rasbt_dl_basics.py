@@ -3763,14 +3763,7 @@ class CenterCrop:
         return image[top:top + h, left:left + w]
 
 
-class Compose:
-    def __init__(self, transforms):
-        self.transforms = transforms
-
-    def __call__(self, image):
-        for transform in self.transforms:
-            image = transform(image)
-        return image
+from tests.helpers import Compose  # torchvision's pipeline of transforms: ours, shared
 
 
 class ImageSet(torch.utils.data.Dataset):

@@ -79,14 +79,7 @@ class MNIST(torch.utils.data.Dataset):
         return self.transform(image), int(self.labels[index])
 
 
-class Compose:
-    def __init__(self, transforms):
-        self.transforms = transforms
-
-    def __call__(self, x):
-        for t in self.transforms:
-            x = t(x)
-        return x
+from tests.helpers import Compose  # torchvision's pipeline of transforms: ours, shared
 
 
 class ToTensor:

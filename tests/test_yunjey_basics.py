@@ -1151,14 +1151,7 @@ class RandomCrop:
         return image[top:top + self.size, left:left + self.size]
 
 
-class Compose:
-    def __init__(self, transforms):
-        self.transforms = transforms
-
-    def __call__(self, image):
-        for transform in self.transforms:
-            image = transform(image)
-        return image
+from tests.helpers import Compose  # torchvision's pipeline of transforms: ours, shared
 
 
 class ImageSet(torch.utils.data.Dataset):

@@ -11,21 +11,15 @@ numpy's warning, as torch's; so do their gradients at the domain's edges (inf, a
 
 import numpy as np
 
-from tricycle import backend, unary
+from tricycle import unary
 from tricycle.graph import Node as Tensor  # the ops see a tensor as a graph node
-
-
-def _floating(x: Tensor, op: str) -> Tensor:
-    """x, an integer tensor cast to float32 (torch's default float) first."""
-    return x if backend.is_float(x.dtype) else x._cast(f"Tensor.{op}", backend.DEFAULT_FLOAT)
 
 
 def _op(name: str, forward: str, derivative, what: str):
     """The op ``name``: numpy's ``forward`` of x, of gradient ``dout * derivative(xp, x)``."""
 
     def op(x: Tensor) -> Tensor:
-        x = _floating(x, name)
-        xp, a = x.xp, x.array
+        xp, a = x.xp, unary.floats(x)  # an integer tensor as float32, as torch's
         with np.errstate(invalid="ignore", divide="ignore"):
             out = getattr(xp, forward)(a)
 

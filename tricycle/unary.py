@@ -107,9 +107,9 @@ def clip(x: Tensor, low: float | None = None, high: float | None = None) -> Tens
 
 
 # ------------------------------------------------------------------ functions of x
-def _floats(x: Tensor):
+def floats(x: Tensor):
     """x's array; of integers or booleans, as float32: torch's functions of x give its
-    default float there (numpy's, float64), as ``tricycle.trigonometry``'s do."""
+    default float there (numpy's, float64); ``tricycle.trigonometry``'s read it too."""
     a = x.array
     return a.astype(np.float32) if a.dtype.kind in "biu" else a
 
@@ -121,7 +121,7 @@ def neg(x: Tensor) -> Tensor:
 
 def exp(x: Tensor) -> Tensor:
     """e ** x"""
-    out = x.xp.exp(_floats(x))
+    out = x.xp.exp(floats(x))
     return unary_op(x, out, lambda dout: dout * out, "exp")
 
 
@@ -129,7 +129,7 @@ def log(x: Tensor) -> Tensor:
     """Natural logarithm: log 0 = -inf (with gradient inf) and log of a negative number NaN,
     without numpy's warnings, as torch's (``log(tril(ones))`` is a causal mask)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = x.xp.log(_floats(x))
+        out = x.xp.log(floats(x))
 
     def back_fn(dout):
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -140,7 +140,7 @@ def log(x: Tensor) -> Tensor:
 
 def sqrt(x: Tensor) -> Tensor:
     """Square root."""
-    out = x.xp.sqrt(_floats(x))
+    out = x.xp.sqrt(floats(x))
     return unary_op(x, out, lambda dout: dout * 0.5 / out, "sqrt")
 
 
@@ -153,24 +153,24 @@ def abs(x: Tensor) -> Tensor:  # noqa: A001 - the name from the math
 def sin(x: Tensor) -> Tensor:
     """Sine."""
     xp = x.xp
-    return unary_op(x, xp.sin(_floats(x)), lambda dout: dout * xp.cos(x.array), "sin")
+    return unary_op(x, xp.sin(floats(x)), lambda dout: dout * xp.cos(x.array), "sin")
 
 
 def cos(x: Tensor) -> Tensor:
     """Cosine."""
     xp = x.xp
-    return unary_op(x, xp.cos(_floats(x)), lambda dout: -dout * xp.sin(x.array), "cos")
+    return unary_op(x, xp.cos(floats(x)), lambda dout: -dout * xp.sin(x.array), "cos")
 
 
 def tanh(x: Tensor) -> Tensor:
     """Hyperbolic tangent; the derivative 1 - tanh^2 reuses the output."""
-    out = x.xp.tanh(_floats(x))
+    out = x.xp.tanh(floats(x))
     return unary_op(x, out, lambda dout: dout * (1 - out * out), "tanh")
 
 
 def sigmoid(x: Tensor) -> Tensor:
     """Logistic sigmoid 1 / (1 + e^-x), computed without overflow; derivative s (1 - s)."""
-    out = sigmoid_forward(x.xp, _floats(x))
+    out = sigmoid_forward(x.xp, floats(x))
     return unary_op(x, out, lambda dout: dout * out * (1 - out), "sigmoid")
 
 
