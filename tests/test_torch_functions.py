@@ -206,6 +206,10 @@ def test_device_names_a_device_as_torchs():
     assert tc.device(3) == "cuda:3" and tc.device(tc.device("cpu")) == "cpu"
     x = tc.ones(2)
     assert x.to(tc.device("cpu")) is x and x.device == tc.device("cpu")
+    y = torch.ones(2)  # a tensor's device as torch's: its repr, type and index, and a str
+    assert (repr(x.device), str(x.device)) == (repr(y.device), str(y.device))
+    assert (x.device.type, x.device.index) == (y.device.type, y.device.index) == ("cpu", None)
+    assert x.device == "cpu" and f"{x.device}" == "cpu" and x.device is tc.zeros(1).device
     for args, error, match in [
         (("tpu",), ValueError, "device: device must be 'cpu', 'gpu', 'cuda'"),
         (("cuda:1", 1), ValueError, "device: index must be None: 'cuda:1' names its index"),

@@ -157,7 +157,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "as_tensor": ("tricycle.torch_functions", "as_tensor"),
     "bmm": ("tricycle.torch_functions", "bmm"),
     "clamp": ("tricycle.torch_functions", "clamp"),
-    "device": ("tricycle.torch_functions", "device"),
+    "device": ("tricycle.backend", "device"),
     "empty": ("tricycle.torch_functions", "empty"),
     "FloatTensor": ("tricycle.torch_functions", "FloatTensor"),  # torch's legacy constructors
     "DoubleTensor": ("tricycle.torch_functions", "DoubleTensor"),

@@ -189,9 +189,9 @@ class Node:
         return self.array.size
 
     @property
-    def device(self) -> str:
-        """'cpu' or 'cuda:N'."""
-        return backend.device_of(self.array)
+    def device(self) -> backend.device:
+        """torch's device (a str too: 'cpu' or 'cuda:N', with ``type`` and ``index``)."""
+        return backend.device_of_array(self.array)
 
     @property
     def on_gpu(self) -> bool:

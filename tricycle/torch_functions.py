@@ -237,30 +237,6 @@ def outer(input, vec2, *, out=None):  # noqa: A002
     return einsum("i,j->ij", input, vec2)
 
 
-class device(str):
-    """torch.device: a device's name, the string that ``to()``, ``map_location`` and ``device=``
-    take ("cpu", "cuda", "cuda:1"; ``device("cuda", 1)`` and ``device(1)`` too), with torch's
-    ``type`` and ``index``. A name ``to()`` would refuse raises here, where it is written."""
-
-    def __new__(cls, type, index=None):  # noqa: A002 - torch's names
-        kind, index = ("cuda", type) if checks.is_integer(type) and index is None else (type, index)
-        if not isinstance(kind, str):
-            checks.fail("device", "type", "a str ('cpu', 'cuda:1') or a GPU index", kind, TypeError)
-        if index is not None and ":" in kind:
-            checks.fail("device", "index", f"None: {kind!r} names its index", index)
-        checks.non_negative_int("device", "index", index, optional=True)
-        name = kind.strip().lower() + ("" if index is None else f":{index}")
-        parse_device(name, "device")
-        self = super().__new__(cls, name)
-        self.type, _, number = name.partition(":")  # "cuda", ":", "1"
-        self.index = int(number) if number else None
-        return self
-
-    def __repr__(self) -> str:
-        index = "" if self.index is None else f", index={self.index}"
-        return f"device(type={self.type!r}{index})"
-
-
 # ------------------------------------------------------------------------- shapes
 def flatten(input, start_dim: int = 0, end_dim: int = -1):  # noqa: A002
     """torch.flatten: the axes ``start_dim`` to ``end_dim`` merged into one."""

@@ -14,7 +14,7 @@ own generator draws after ``tricycle.manual_seed(0)``.
 
 import numpy as np
 
-from tricycle import backend, checks, factories, torch_functions
+from tricycle import backend, checks, factories
 from tricycle.graph import Node
 from tricycle.torch_functions import no_out, tensor_input
 
@@ -29,7 +29,7 @@ class Generator(np.random.Generator):
     def __init__(self, device="cpu"):
         backend.parse_device(device, "Generator")  # an error here names the Generator
         super().__init__(np.random.PCG64(DEFAULT_SEED))
-        self.device, self._seed = torch_functions.device(device), DEFAULT_SEED
+        self.device, self._seed = backend.device(device), DEFAULT_SEED
 
     def manual_seed(self, seed: int) -> "Generator":
         """Seed with an integer >= 0 (as ``tricycle.manual_seed``); returns this generator."""

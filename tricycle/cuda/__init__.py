@@ -33,7 +33,7 @@ This module is above the library, beside ``tricycle.cuda_graph``: it calls cupy'
 runtime, which the math and the engine leave to ``tricycle.backend``.
 """
 
-from tricycle import backend, checks, torch_functions
+from tricycle import backend, checks
 from tricycle import random as tricycle_random
 from tricycle.cuda import amp  # noqa: F401 - torch.cuda.amp
 
@@ -175,7 +175,7 @@ def current_accelerator(check_available: bool = False):
     GPU is available, None otherwise, whatever ``check_available`` says (tricycle has no
     accelerator that is built in but absent)."""
     checks.boolean("tricycle.accelerator.current_accelerator", "check_available", check_available)
-    return torch_functions.device("cuda") if is_available() else None
+    return backend.device("cuda") if is_available() else None
 
 
 def current_device_index() -> int:
