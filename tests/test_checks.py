@@ -92,6 +92,7 @@ ACTIVATION = [("gelu2", V), (3, T), (None, T)]
 CONFIG = [(None, T), ({}, T), ("debug", T)]
 GENERATOR_OR_NONE = [(3, T), ("rng", T), (np.random.RandomState(0), T)]
 NONZERO = [(0, V), (0.0, V), (NAN, V), (INF, V), ("3", T), (None, T), (True, T)]
+NONZERO_INT = [(0, V), (2.5, T), (2.0, T), ("3", T), (True, T)]  # or None
 REDUCTION = [("batchmean", V), (None, V), (1, V)]
 BETAS = [((1.0, 0.9), V), ((0.9, -0.1), V), ((NAN, 0.9), V), (("0.9", 0.9), T), ((0.9,), V),
          (0.9, T), (None, T)]  # fmt: skip
@@ -236,13 +237,14 @@ SIGNATURES = [
     ("AvgPool1d", conv.AvgPool1d, dict(kernel_size=2),
      dict(**POOL, ceil_mode=BOOLEAN, count_include_pad=BOOLEAN)),
     ("AvgPool2d", conv.AvgPool2d, dict(kernel_size=2),
-     dict(**POOL, ceil_mode=BOOLEAN, count_include_pad=BOOLEAN)),
+     dict(**POOL, ceil_mode=BOOLEAN, count_include_pad=BOOLEAN, divisor_override=NONZERO_INT)),
     ("Flatten", conv.Flatten, {}, dict(start_dim=INTEGER, end_dim=INTEGER)),
     ("BatchNorm1d", conv.BatchNorm1d, dict(num_features=3), BATCH_NORM),
     ("BatchNorm2d", conv.BatchNorm2d, dict(num_features=3), BATCH_NORM),
     ("RNN", RNN, dict(input_size=3, hidden_size=4), dict(**RECURRENT, nonlinearity=NONLINEARITY)),
     ("GRU", GRU, dict(input_size=3, hidden_size=4), RECURRENT),
-    ("LSTM", LSTM, dict(input_size=3, hidden_size=4), RECURRENT),
+    ("LSTM", LSTM, dict(input_size=3, hidden_size=4),
+     dict(**RECURRENT, proj_size=NON_NEGATIVE_INT)),
     ("RNNCell", RNNCell, dict(input_size=3, hidden_size=4),
      dict(**RECURRENT_CELL, nonlinearity=NONLINEARITY)),
     ("GRUCell", GRUCell, dict(input_size=3, hidden_size=4), RECURRENT_CELL),
@@ -493,6 +495,7 @@ CROSS = [
      "CausalLMDataset: rank must be below world_size (2), got 2"),
     (lambda: SGD(0.1, nesterov=True), V, "StochasticGradientDescent: nesterov needs momentum"),
     (lambda: Sequential(Dense(2, 2), 3), T, "Sequential: layers[1] must be callable, got 3"),
+    (lambda: LSTM(3, 4, proj_size=4), V, "LSTM: proj_size has to be smaller than hidden_size"),
     (lambda: BPETokeniser(257, special_tokens=["<a>", "<b>"]), V,
      "BPETokeniser: vocab_size must be an integer >= 258"),
     (lambda: CharTokeniser(3), T, "CharTokeniser: chars must be"),

@@ -48,11 +48,11 @@ from tricycle.nn.activations import (
 )
 from tricycle.nn.adaptive_max_pooling import AdaptiveMaxPool1d, AdaptiveMaxPool2d
 from tricycle.nn.adaptive_pooling import AdaptiveAvgPool1d, AdaptiveAvgPool2d
-from tricycle.nn.batch_norm import BatchNorm1d, BatchNorm2d
+from tricycle.nn.batch_norm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from tricycle.nn.bilinear import Bilinear
 from tricycle.nn.channel_dropout import Dropout1d, Dropout2d, Dropout3d
 from tricycle.nn.containers import Identity, ModuleDict, ModuleList
-from tricycle.nn.conv import Conv1d, Conv2d, Flatten
+from tricycle.nn.conv import Conv1d, Conv2d, Conv3d, Flatten
 from tricycle.nn.conv_transpose import ConvTranspose1d, ConvTranspose2d
 from tricycle.nn.ctc import CTCLoss
 from tricycle.nn.data_parallel import DataParallel
@@ -80,6 +80,7 @@ from tricycle.nn.losses import (
     NLLLoss,
     SmoothL1Loss,
 )
+from tricycle.nn.lp_pooling import LPPool1d, LPPool2d, LPPool3d
 from tricycle.nn.margin_losses import (
     HingeEmbeddingLoss,
     MultiLabelMarginLoss,
@@ -115,6 +116,7 @@ from tricycle.nn.padding_layers import (
 )
 from tricycle.nn.parameter_containers import ParameterDict, ParameterList
 from tricycle.nn.pooling import AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d
+from tricycle.nn.pooling3d import AvgPool3d, MaxPool3d
 from tricycle.nn.recurrent import GRU, LSTM, RNN
 from tricycle.nn.recurrent_cell_layers import GRUCell, LSTMCell, RNNCell
 from tricycle.nn.reshapes import PixelShuffle, PixelUnshuffle, Unflatten
@@ -178,4 +180,6 @@ __all__ = [
     "register_module_full_backward_hook", "register_module_full_backward_pre_hook",
     # torch's DataParallel, on one device (tricycle.nn.data_parallel)
     "DataParallel",
+    # 3-D convolution, batch norm and pooling; power-average pooling (tricycle.nn.pooling3d, ...)
+    "AvgPool3d", "BatchNorm3d", "Conv3d", "LPPool1d", "LPPool2d", "LPPool3d", "MaxPool3d",
 ]  # fmt: skip

@@ -232,3 +232,10 @@ class BatchNorm2d(_BatchNorm):
     """Batch normalisation of (N, C, H, W) inputs over N, H and W, as ``torch.nn.BatchNorm2d``."""
 
     n_dims = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch normalisation of (N, C, D, H, W) inputs over N, D, H and W, as
+    ``torch.nn.BatchNorm3d``."""
+
+    n_dims = (5,)

@@ -57,6 +57,7 @@ __all__ = [
     "BatchNorm2d",
     "Conv1d",
     "Conv2d",
+    "Conv3d",
     "Flatten",
     "MaxPool1d",
     "MaxPool2d",
@@ -234,7 +235,7 @@ class ConvLayer(Layer):
         ``n_dims`` spatial axes."""
         n, channels = self.n_dims, self.in_channels
         if x.ndim not in (n + 1, n + 2) or x.shape[-n - 1] != channels:
-            axes = "length" if n == 1 else "height, width"
+            axes = {1: "length", 2: "height, width"}.get(n, "depth, height, width")
             raise ValueError(
                 f"{self._owner()}: expected input (batch, {channels}, {axes}), got shape {x.shape} "
                 f"(an unbatched input is ({channels}, {axes}))"
@@ -327,6 +328,13 @@ class Conv2d(_ConvNd):
     or unbatched (in_channels, H, W) -> (out, Ho, Wo)."""
 
     n_dims = 2
+
+
+class Conv3d(_ConvNd):
+    """3-D convolution, as ``torch.nn.Conv3d``: (N, in_channels, D, H, W) -> (N, out, Do, Ho,
+    Wo), or unbatched (in_channels, D, H, W) -> (out, Do, Ho, Wo)."""
+
+    n_dims = 3
 
 
 # ====================================================================== Flatten

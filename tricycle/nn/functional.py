@@ -67,6 +67,7 @@ from tricycle.nn.functional_norms import batch_norm, group_norm, instance_norm, 
 from tricycle.nn.grid_sample import affine_grid, grid_sample
 from tricycle.nn.interpolate import interpolate
 from tricycle.nn.likelihood_losses import gaussian_nll_loss, poisson_nll_loss
+from tricycle.nn.lp_pooling import lp_pool1d, lp_pool2d, lp_pool3d
 from tricycle.nn.margin_losses import (
     hinge_embedding_loss,
     multi_margin_loss,
@@ -78,6 +79,7 @@ from tricycle.nn.margin_losses import (
 from tricycle.nn.more_losses import cosine_similarity, normalize, pairwise_distance
 from tricycle.nn.padding import pad  # noqa: F401 - F.pad, as PyTorch
 from tricycle.nn.pooling import avg_pool, in_n_dims, max_pool
+from tricycle.nn.pooling3d import avg_pool3d, max_pool3d
 from tricycle.nn.reshapes import pixel_shuffle, pixel_unshuffle
 from tricycle.nn.sdpa import scaled_dot_product_attention
 from tricycle.nn.softmaxes import along
@@ -97,6 +99,7 @@ __all__ = [
     "affine_grid",
     "avg_pool1d",
     "avg_pool2d",
+    "avg_pool3d",
     "batch_norm",
     "bilinear",
     "binary_cross_entropy",
@@ -139,9 +142,13 @@ __all__ = [
     "linear",
     "log_softmax",
     "logsigmoid",
+    "lp_pool1d",
+    "lp_pool2d",
+    "lp_pool3d",
     "margin_ranking_loss",
     "max_pool1d",
     "max_pool2d",
+    "max_pool3d",
     "max_unpool1d",
     "max_unpool2d",
     "mish",

@@ -24,6 +24,7 @@ import numpy as np
 
 from tricycle import checks, dispatch, ops
 from tricycle.layers import Layer
+from tricycle.nn.pool_indices import input_indices
 from tricycle.nn.windows import as_tuple, output_size, scatter_windows, windows
 from tricycle.tensor import Tensor
 
@@ -118,26 +119,6 @@ def max_pool_forward(xp, x, kernel, stride, padding, dilation=None, ceil_mode=Fa
     return out, index.astype(np.uint8 if K < 256 else np.int64)
 
 
-def input_indices(xp, index, x_shape, kernel, stride, padding, dilation=None):
-    """torch's indices of max pooling, (N, C, *out) int64: where each window's maximum lies in
-    its plane of the input, flattened row-major (h W + w in 2-D), from ``max_pool_forward``'s
-    ``index`` within the window. (A window of -inf alone picks its first element, which may be
-    padding: then it names, on each such axis, the window's first element at or past 0, as
-    torch's does.)"""
-    at = index[:, :, 0].astype(np.int64)  # (N, C, *out): row-major within the window
-    n, out_shape = len(kernel), at.shape[2:]
-    dilation = dilation or (1,) * n
-    flat = xp.zeros_like(at)
-    for a, size in enumerate(x_shape[2:]):
-        d = dilation[a]
-        offset = (at // math.prod(kernel[a + 1 :])) % kernel[a]  # along axis a, in the window
-        start = xp.arange(out_shape[a]) * stride[a] - padding[a]  # each window's first element
-        start = start.reshape((-1,) + (1,) * (n - 1 - a))
-        first = start + (xp.maximum(-start, 0) + d - 1) // d * d  # its first one at or past 0
-        flat = flat * size + xp.maximum(start + offset * d, first)
-    return flat
-
-
 def max_pool_backward(xp, dout, index, x_shape, kernel, stride, padding, dilation=None):
     """dx (x_shape): each window's gradient at its first largest element (``index``),
     overlapping windows added up."""
@@ -151,11 +132,14 @@ def max_pool_backward(xp, dout, index, x_shape, kernel, stride, padding, dilatio
     return dx[_inside(padding, x_shape[2:])]
 
 
-def _window_counts(xp, x_shape, out_shape, kernel, stride, padding, count_include_pad, dtype):
-    """What each window's sum is divided by, torch's divisor: its elements inside the padded
-    input (``count_include_pad``, the window's size unless ``ceil_mode``'s last window runs
-    past it) or inside the input, (1, 1, *out). Windows are boxes: the product of one count
-    per axis."""
+def _window_counts(xp, x_shape, out_shape, kernel, stride, padding, count_include_pad, dtype,
+                   divisor=None):  # fmt: skip
+    """What each window's sum is divided by, torch's divisor: ``divisor`` if given (torch's
+    ``divisor_override``), else its elements inside the padded input (``count_include_pad``,
+    the window's size unless ``ceil_mode``'s last window runs past it) or inside the input,
+    (1, 1, *out). Windows are boxes: the product of one count per axis."""
+    if divisor is not None:
+        return divisor
     size, n = x_shape[2:], len(kernel)
     reach = _padded_size(size, out_shape, kernel, stride, padding, (1,) * n)
     if reach == tuple(s + 2 * p for s, p in zip(size, padding)) and (
@@ -173,24 +157,26 @@ def _window_counts(xp, x_shape, out_shape, kernel, stride, padding, count_includ
     return count[None, None]
 
 
-def avg_pool_forward(xp, x, kernel, stride, padding, count_include_pad, ceil_mode=False):
-    """The mean of each window of x (N, C, *size) (zero padding)."""
+def avg_pool_forward(xp, x, kernel, stride, padding, count_include_pad, ceil_mode=False,
+                     divisor=None):  # fmt: skip
+    """The mean of each window of x (N, C, *size) (zero padding), or its sum over ``divisor``."""
     n = x.ndim - 2
     ones = (1,) * n
     out_shape = pooled_size(x.shape[2:], kernel, stride, padding, ones, ceil_mode, "avg_pool")
     padded = _padded_size(x.shape[2:], out_shape, kernel, stride, padding, ones)
     view = windows(xp, _pad_to(xp, x, padding, padded, 0.0), kernel, stride, ones)
     count = _window_counts(
-        xp, x.shape, out_shape, kernel, stride, padding, count_include_pad, x.dtype
+        xp, x.shape, out_shape, kernel, stride, padding, count_include_pad, x.dtype, divisor
     )
     return (view.sum(axis=tuple(range(2, 2 + n))) / count).astype(x.dtype, copy=False)
 
 
-def avg_pool_backward(xp, dout, x_shape, kernel, stride, padding, count_include_pad):
-    """dx (x_shape): each window's gradient shared evenly among its elements."""
+def avg_pool_backward(xp, dout, x_shape, kernel, stride, padding, count_include_pad,
+                      divisor=None):  # fmt: skip
+    """dx (x_shape): each window's gradient over its divisor, given to each of its elements."""
     n, out_shape = len(kernel), dout.shape[2:]
     count = _window_counts(
-        xp, x_shape, out_shape, kernel, stride, padding, count_include_pad, dout.dtype
+        xp, x_shape, out_shape, kernel, stride, padding, count_include_pad, dout.dtype, divisor
     )
     axes = tuple(range(2, 2 + n))
     share = xp.expand_dims(dout / count, axes)  # (N, C, 1.., *out): each element's part
@@ -245,22 +231,26 @@ def max_pool(
 
 def avg_pool(
     x: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
-    count_include_pad: bool = True,
+    count_include_pad: bool = True, divisor_override: int | None = None,
 ) -> Tensor:  # fmt: skip
     """The mean of each window, as PyTorch's ``avg_pool1d``/``avg_pool2d``: zero padding
     counts in the mean unless ``count_include_pad=False``. ``stride`` defaults to
     ``kernel_size``; ``ceil_mode`` rounds the number of windows up, the last one's mean
-    taken over its elements inside the padded input (or the input), as torch's."""
+    taken over its elements inside the padded input (or the input), as torch's. With
+    ``divisor_override=d`` (a nonzero int) every window's sum is divided by d instead, as
+    torch's (the reference runs it: the backends' kernels know the counts only)."""
     n = x.ndim - 2
     op = f"avg_pool{n}d"
     checks.boolean(op, "ceil_mode", ceil_mode)
     checks.boolean(op, "count_include_pad", count_include_pad)
+    _check_divisor(op, divisor_override)
     kernel, stride, padding, _ = _pool_geometry(x, kernel_size, stride, padding, 1, ceil_mode,
                                                 n, op)  # fmt: skip
     xp = x.xp
     forward, backward = avg_pool_forward, avg_pool_backward
-    if ceil_mode:
-        forward = partial(avg_pool_forward, ceil_mode=True)  # the reference's
+    if ceil_mode or divisor_override is not None:  # the reference's
+        forward = partial(avg_pool_forward, ceil_mode=ceil_mode, divisor=divisor_override)
+        backward = partial(avg_pool_backward, divisor=divisor_override)
     else:
         forward, backward = dispatch.choose("avg_pool", (forward, backward), x.array)
     out = forward(xp, x.array, kernel, stride, padding, count_include_pad)
@@ -269,6 +259,14 @@ def avg_pool(
         return backward(xp, dout, x.shape, kernel, stride, padding, count_include_pad)
 
     return Tensor(out, args=(x,), back_fns=(back_fn,), name=op)
+
+
+def _check_divisor(op: str, divisor) -> None:
+    """torch's ``divisor_override``: None or a nonzero int."""
+    if divisor is not None and (isinstance(divisor, bool) or not checks.is_integer(divisor)):
+        checks.fail(op, "divisor_override", "None or a nonzero int", divisor, TypeError)
+    if divisor == 0:
+        checks.fail(op, "divisor_override", "None or a nonzero int", divisor)
 
 
 def pool_over(n: int, name: str, pool, x: Tensor) -> Tensor:
@@ -339,6 +337,8 @@ class _MaxPool(_Pool):
 
 
 class _AvgPool(_Pool):
+    divisor_override = None  # AvgPool1d has none, as torch's; older pickled layers still load
+
     @checks.arguments(ceil_mode=checks.boolean, count_include_pad=checks.boolean)
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                  count_include_pad: bool = True):  # fmt: skip
@@ -347,7 +347,7 @@ class _AvgPool(_Pool):
 
     def pool(self, x: Tensor) -> Tensor:
         return avg_pool(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                        self.count_include_pad)  # fmt: skip
+                        self.count_include_pad, self.divisor_override)  # fmt: skip
 
 
 class MaxPool1d(_MaxPool):
@@ -379,8 +379,18 @@ class AvgPool1d(_AvgPool):
         return f"kernel_size={k}, stride={s}, padding={p}"
 
 
-class AvgPool2d(_AvgPool):
+class _AvgPoolDivided(_AvgPool):
+    """AvgPool2d's and AvgPool3d's arguments: AvgPool1d's and torch's ``divisor_override``."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+                 count_include_pad: bool = True, divisor_override: int | None = None):  # fmt: skip
+        _check_divisor(type(self).__name__, divisor_override)
+        super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad)
+        self.divisor_override = divisor_override
+
+
+class AvgPool2d(_AvgPoolDivided):
     """Average pooling over (N, C, H, W) or (C, H, W), as ``torch.nn.AvgPool2d``
-    (``ceil_mode`` and ``count_include_pad`` as torch's)."""
+    (``ceil_mode``, ``count_include_pad`` and ``divisor_override`` as torch's)."""
 
     n_dims = 2

@@ -9,6 +9,8 @@ Parameters have PyTorch's names, shapes and gate order, so weights copy 1:1
 with G = 1 for the RNN, 3 for the GRU (r, z, n) and 4 for the LSTM (i, f, g, o). The suffix s
 is "" for the forward direction and "_reverse" for the backward one of a bidirectional layer;
 with D directions (2 if ``bidirectional`` else 1), I_0 = input_size and I_k = D H above it.
+An LSTM with ``proj_size=P`` also has ``weight_hr_l{k}{s}`` (P, H) after the biases; its hidden
+states are P wide (``weight_hh`` (4H, P), I_k = D P): ``tricycle.nn.lstm_projection``.
 
 Each layer's each direction is one ``recurrent_layer``: the input projections of every step
 as one einsum, then one ``recurrence`` (``tricycle.nn.recurrent_cells``: the fused cells and
@@ -32,6 +34,7 @@ from tricycle import checks, ops
 from tricycle.einsum import Einsum
 from tricycle.initialisers import init_uniform
 from tricycle.layers import Dropout, Layer, parameter
+from tricycle.nn.lstm_projection import projected_lstm_recurrence
 from tricycle.nn.recurrent_cells import (  # noqa: F401 (re-exported: first defined here)
     CELLS,
     gru_cell_backward,
@@ -97,6 +100,7 @@ class _Recurrent(Layer):
     """
 
     cell = ""
+    proj_size = 0  # the LSTM's projection of its hidden state (0: none)
 
     @checks.arguments(
         input_size=checks.positive_int,
@@ -119,22 +123,30 @@ class _Recurrent(Layer):
     ):
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first, self.bidirectional = bias, batch_first, bidirectional
-        G, H, D = CELLS[self.cell][0], hidden_size, self.num_directions
+        G, H, D, R = CELLS[self.cell][0], hidden_size, self.num_directions, self.hidden_width
         bound = 1 / math.sqrt(hidden_size)
         for k in range(num_layers):  # PyTorch's names, in PyTorch's order
-            width = input_size if k == 0 else D * H
+            width = input_size if k == 0 else D * R
             for suffix in DIRECTIONS[:D]:
                 name = f"l{k}{suffix}"
                 setattr(self, f"weight_ih_{name}", parameter(init_uniform((G * H, width), bound)))
-                setattr(self, f"weight_hh_{name}", parameter(init_uniform((G * H, H), bound)))
+                setattr(self, f"weight_hh_{name}", parameter(init_uniform((G * H, R), bound)))
                 if bias:
                     setattr(self, f"bias_ih_{name}", parameter(init_uniform((G * H,), bound)))
                     setattr(self, f"bias_hh_{name}", parameter(init_uniform((G * H,), bound)))
+                if self.proj_size:
+                    setattr(self, f"weight_hr_{name}", parameter(init_uniform((R, H), bound)))
         self.inter_layer_dropout = Dropout(dropout)
 
     @property
     def num_directions(self) -> int:
         return 2 if self.bidirectional else 1
+
+    @property
+    def hidden_width(self) -> int:
+        """The hidden state's size: ``proj_size`` for a projected LSTM, else ``hidden_size``
+        (the cell state's, always)."""
+        return self.proj_size or self.hidden_size
 
     def forward(self, x: Tensor, state=None):
         """Outputs (T, N, D H) (batch-first: (N, T, D H); unbatched: (T, D H)) and the final
@@ -172,17 +184,35 @@ class _Recurrent(Layer):
                 j = k * D + d  # the state's row: PyTorch's order
                 x_d = reverse(x) if d else x  # in the direction's time
                 c0_j = None if c0 is None else c0[j]
-                states = recurrent_layer(self.cell, x_d, *self.direction_weights(k, d), h0[j], c0_j)
-                final = last(states)  # (N, H), the LSTM's (2, N, H)
-                last_h.append(final if c0 is None else final[0])
+                states = self.layer_over_time(k, d, x_d, h0[j], c0_j)
+                final_h, final_c = self.hidden_and_cell(last(states))  # (N, H) each
+                last_h.append(final_h)
                 if c0 is not None:
-                    last_c.append(final[1])
-                hs = states if c0 is None else states[0]  # (T, N, H) in the direction's time
+                    last_c.append(final_c)
+                hs = self.hidden_and_cell(states)[0]  # (T, N, H) in the direction's time
                 outputs.append(reverse(hs) if d else hs)  # back in the order of the input
             x = outputs[0] if D == 1 else ops.concatenate(outputs, axis=-1)  # (T, N, D H)
             if k < self.num_layers - 1:
                 x = self.inter_layer_dropout(x)
         return x, [ops.stack(last_h)] + ([ops.stack(last_c)] if c0 is not None else [])
+
+    def layer_over_time(self, k: int, d: int, x: Tensor, h0: Tensor, c0: Tensor | None):
+        """Layer k's direction d over x (T, N, I) in the direction's time: the recurrence's
+        states, (T, N, H), the LSTM's (2, T, N, H), the projected LSTM's (T, N, P + H)."""
+        if not self.proj_size:
+            return recurrent_layer(self.cell, x, *self.direction_weights(k, d), h0, c0)
+        w_ih, w_hh, b_ih, b_hh = self.direction_weights(k, d)
+        w_hr = getattr(self, f"weight_hr_l{k}{DIRECTIONS[d]}")
+        xg = _INPUT_PROJECTION(x, w_ih)  # (T, N, 4H)
+        b = b_hh if b_ih is None else b_ih + b_hh  # (4H,): added once, in the recurrence
+        return projected_lstm_recurrence(xg, w_hh, b, w_hr, h0, c0)
+
+    def hidden_and_cell(self, states: Tensor) -> tuple:
+        """(hidden, cell) states (*, N, R) and (*, N, H) from what ``layer_over_time`` gives
+        (or its states at one step); the cell's are None but for the LSTM."""
+        if self.proj_size:
+            return states[..., : self.proj_size], states[..., self.proj_size :]
+        return (states[0], states[1]) if self.cell == "lstm" else (states, None)
 
     def direction_weights(self, k: int, d: int) -> tuple:
         """Layer k's direction d's (w_ih, w_hh, b_ih, b_hh), the biases None without bias."""
@@ -203,24 +233,28 @@ class _Recurrent(Layer):
         return x.ndim == 2
 
     def _initial_state(self, x: Tensor, state, unbatched: bool):
-        """(h0, c0) as (L D, N, H) Tensors from x (T, N, I); c0 is None but for the LSTM."""
-        name, LD, H = type(self).__name__, self.num_layers * self.num_directions, self.hidden_size
-        shape = (LD, x.shape[1], H)
+        """(h0, c0) as (L D, N, R) and (L D, N, H) Tensors from x (T, N, I), R the hidden
+        state's size (``hidden_width``); c0 is None but for the LSTM."""
+        name, LD, N = type(self).__name__, self.num_layers * self.num_directions, x.shape[1]
+        widths = (self.hidden_width, self.hidden_size)  # h's, then c's
         lstm = self.cell == "lstm"
         if state is None:
-            zeros = Tensor(x.xp.zeros(shape, dtype=x.dtype), requires_grad=False)
-            return zeros, zeros if lstm else None
+            h0, c0 = (
+                Tensor(x.xp.zeros((LD, N, w), dtype=x.dtype), requires_grad=False) for w in widths
+            )
+            return h0, c0 if lstm else None
         parts = tuple(state) if lstm else (state,)
         if lstm and len(parts) != 2:
             raise ValueError(f"{name}: the state must be a pair (h0, c0), got {len(parts)} items")
         parts = tuple(map(as_tensor, parts))
-        expected = (LD, H) if unbatched else shape
-        for t in parts:
+        words = ("proj_size" if self.proj_size else "hidden", "hidden")  # h's size, c's
+        for t, label, word, width in zip(parts, ("h0", "c0"), words, widths):
+            expected = (LD, width) if unbatched else (LD, N, width)
             if t.shape != expected:
-                what = "hidden) for an unbatched input" if unbatched else "batch, hidden)"
+                axes = f"{word}) for an unbatched input" if unbatched else f"batch, {word})"
                 raise ValueError(
                     f"{name}: expected an initial state of shape (num_layers * num_directions, "
-                    f"{what} = {expected}, got {t.shape}"
+                    f"{axes} = {expected}, got {t.shape}" + (f" ({label})" if lstm else "")
                 )
         if unbatched:
             parts = tuple(ops.expand_dims(t, 1) for t in parts)  # (L D, 1, H)
@@ -256,7 +290,8 @@ class _Recurrent(Layer):
             ("bidirectional", self.bidirectional, False),
         )
         rest = "".join(f", {name}={value}" for name, value, default in given if value != default)
-        return f"{self.input_size}, {self.hidden_size}{rest}"
+        proj = f", proj_size={self.proj_size}" if self.proj_size else ""
+        return f"{self.input_size}, {self.hidden_size}{proj}{rest}"
 
     def __repr__(self) -> str:
         """One line, as PyTorch's: the dropout between layers is an argument (``dropout=``),
@@ -316,6 +351,40 @@ class GRU(_Recurrent):
 
 class LSTM(_Recurrent):
     """Long short-term memory, as ``torch.nn.LSTM`` (gates i, f, g, o).
-    ``model(x, (h0, c0))`` returns (outputs, (h_n, c_n))."""
+    ``model(x, (h0, c0))`` returns (outputs, (h_n, c_n)).
+
+    With ``proj_size=P`` (0 < P < hidden_size) each step's hidden state is projected down to P
+    units, h = (o tanh(c)) W_hr^T, as torch's: each layer and direction has a
+    ``weight_hr_l{k}{s}`` (P, hidden_size) (after its biases), ``weight_hh`` is (4H, P), the
+    outputs are (T, N, D P) and h_0, h_n (num_layers D, N, P), while c_0, c_n stay
+    (num_layers D, N, hidden_size) (``tricycle.nn.lstm_projection``)."""
 
     cell = "lstm"
+
+    @checks.arguments(proj_size=checks.non_negative_int)
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        proj_size: int = 0,
+    ):
+        if proj_size and checks.is_integer(hidden_size) and proj_size >= hidden_size:
+            raise ValueError(
+                f"LSTM: proj_size has to be smaller than hidden_size, got proj_size={proj_size} "
+                f"and hidden_size={hidden_size}"
+            )
+        self.proj_size = proj_size
+        super().__init__(
+            input_size,
+            hidden_size,
+            num_layers=num_layers,
+            bias=bias,
+            batch_first=batch_first,
+            dropout=dropout,
+            bidirectional=bidirectional,
+        )

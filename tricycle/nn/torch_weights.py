@@ -39,8 +39,8 @@ import numpy as np
 from tricycle import backend, checks
 from tricycle.layers import Dense, Embedding, LayerNorm, RMSNorm, Sequential
 from tricycle.module import Layer
-from tricycle.nn.batch_norm import BatchNorm1d, BatchNorm2d
-from tricycle.nn.conv import Conv1d, Conv2d
+from tricycle.nn.batch_norm import BatchNorm1d, BatchNorm2d, BatchNorm3d
+from tricycle.nn.conv import Conv1d, Conv2d, Conv3d
 from tricycle.nn.conv_transpose import ConvTranspose1d, ConvTranspose2d
 from tricycle.nn.group_norm import GroupNorm
 from tricycle.nn.instance_norm import InstanceNorm1d, InstanceNorm2d
@@ -58,6 +58,7 @@ RENAMES: dict[type, dict[str, tuple[str, bool]]] = {
     Embedding: _SAME_LAYOUT,
     Conv1d: _SAME_LAYOUT,
     Conv2d: _SAME_LAYOUT,
+    Conv3d: _SAME_LAYOUT,
     ConvTranspose1d: _SAME_LAYOUT,
     ConvTranspose2d: _SAME_LAYOUT,
     LayerNorm: _AFFINE,
@@ -65,11 +66,12 @@ RENAMES: dict[type, dict[str, tuple[str, bool]]] = {
     GroupNorm: _AFFINE,
     BatchNorm1d: _AFFINE,  # running_mean and running_var keep their names
     BatchNorm2d: _AFFINE,
+    BatchNorm3d: _AFFINE,
     InstanceNorm1d: _AFFINE,
     InstanceNorm2d: _AFFINE,
 }
 TRICYCLE_NAMES = ("weights", "gamma", "beta")  # the names that differ from torch's
-_RUNNING_STATISTICS = (BatchNorm1d, BatchNorm2d, InstanceNorm1d, InstanceNorm2d)
+_RUNNING_STATISTICS = (BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d, InstanceNorm2d)
 BATCHES_TRACKED = "num_batches_tracked"  # torch's count of batches, for its momentum=None
 
 
