@@ -66,6 +66,9 @@ def torch_twin(ours, torch_class, *args, **kwargs):
         ((2, 3, 4, 5), (1, 0, 3, 2)),  # (left, right, top, bottom)
         ((3, 4, 4), (0, 0, 3, 3)),  # the second-last axis only
         ((1, 2, 1, 6), (2, 2, 0, 0)),  # a size-1 axis left alone
+        ((2, 3, 5), (-1, -2)),  # negative pads crop
+        ((2, 3, 4, 5), (-1, 2, 1, -2)),  # cropped, then padded
+        ((2, 6, 6), (-2, -2, -2, -2)),  # ZeroPad2d(-2), as course22p2's autoencoder
     ],
 )
 def test_pad_matches_torch(mode, x_shape, pads):
@@ -125,8 +128,9 @@ def test_pad_errors():
         pad(x, (1,))
     with pytest.raises(TypeError, match=r"pad: pads must be .* got \(1.5, 1\)"):
         pad(x, (1.5, 1))
-    with pytest.raises(ValueError, match=r"pad: pads must be .* integers >= 0, got \(-1, 1\)"):
-        pad(x, (-1, 1))
+    with pytest.raises(ValueError, match=r"pad: negative padding crops more than the axis holds, "
+                       r"got \(-3, -2\) for axis 2 of size 4"):  # fmt: skip
+        pad(x, (-3, -2))
     with pytest.raises(ValueError, match=r"pad: mode 'reflect' takes no value, got value=2.0"):
         pad(x, (1, 1), "reflect", 2.0)
 

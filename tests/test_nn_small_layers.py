@@ -67,6 +67,9 @@ def test_padding_layers_take_an_int_and_constant_ones_any_rank():
     compare(nn.ReflectionPad2d(2), torch.nn.ReflectionPad2d(2), randn(2, 3, 4))
     compare(nn.ConstantPad1d(3, -2.0), torch.nn.ConstantPad1d(3, -2.0), randn(2, 1, 2, 4))
     compare(nn.ZeroPad2d((1, 2, 0, 3)), torch.nn.ZeroPad2d((1, 2, 0, 3)), randn(4, 5))
+    compare(nn.ZeroPad2d(-2), torch.nn.ZeroPad2d(-2), randn(2, 1, 6, 7))  # negative: crops
+    assert repr(nn.ZeroPad2d(-2)) == repr(torch.nn.ZeroPad2d(-2))
+    compare(nn.ConstantPad1d((-1, 2), 0.5), torch.nn.ConstantPad1d((-1, 2), 0.5), randn(2, 4))
 
 
 @pytest.mark.parametrize("name", ["ConstantPad2d", "ReflectionPad2d", "ReplicationPad2d",
@@ -87,10 +90,10 @@ def test_padding_layer_errors():
         nn.CircularPad2d(1)(x)
     with pytest.raises(ValueError, match=r"ZeroPad3d: expected an input with at least 3 axes"):
         nn.ZeroPad3d(1)(x)
-    with pytest.raises(ValueError, match=r"ZeroPad2d: padding must be an integer >= 0 or 4 of"):
+    with pytest.raises(ValueError, match=r"ZeroPad2d: padding must be an integer or 4 of them"):
         nn.ZeroPad2d((1, 2, 3))
-    with pytest.raises(ValueError, match=r"ConstantPad1d: padding must be an integer >= 0"):
-        nn.ConstantPad1d(-1, 0.0)  # torch crops; here it is an error
+    with pytest.raises(TypeError, match=r"ConstantPad1d: padding must be an integer or 2 of"):
+        nn.ConstantPad1d(1.5, 0.0)
     with pytest.raises(TypeError, match=r"ConstantPad1d: value must be a finite number"):
         nn.ConstantPad1d(1, "zero")
 

@@ -108,6 +108,11 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "linspace": ("tricycle.factories", "linspace"),
     "log": ("tricycle.unary", "log"),
     "manual_seed": ("tricycle.random", "manual_seed"),
+    "use_deterministic_algorithms": ("tricycle.random", "use_deterministic_algorithms"),
+    "are_deterministic_algorithms_enabled": (
+        "tricycle.random",
+        "are_deterministic_algorithms_enabled",
+    ),
     "masked_fill": ("tricycle.ops", "masked_fill"),
     "mean": ("tricycle.torch_math", "mean"),  # Tensor.mean's: numpy's axis or torch's dim
     "no_grad": ("tricycle.tensor", "no_grad"),
@@ -206,6 +211,9 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "all": ("tricycle.torch_math", "all_nonzero"),
     "any": ("tricycle.torch_math", "any_nonzero"),
     "histogram": ("tricycle.torch_math", "histogram"),
+    "histc": ("tricycle.tensor_extra", "histc"),
+    "clamp_min": ("tricycle.tensor_extra", "clamp_min"),
+    "clamp_max": ("tricycle.tensor_extra", "clamp_max"),
     "maximum": ("tricycle.torch_math", "maximum"),
     "minimum": ("tricycle.torch_math", "minimum"),
     "sign": ("tricycle.torch_math", "sign"),

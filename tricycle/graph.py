@@ -91,7 +91,7 @@ class Node:
 
     __slots__ = ("array", "args", "back_fns", "requires_grad", "grad", "name", "is_batched",
                  "_retain_grad", "_grad_hooks", "grad_buffer", "trace", "_uses",
-                 "__weakref__")  # fmt: skip
+                 "__weakref__", "__dict__")  # fmt: skip  # __dict__: a user's attributes
     __array_priority__ = 1000  # numpy scalars defer to Tensor's reflected operators
 
     def __init__(

@@ -12,6 +12,10 @@ call reproduces a model exactly, as ``torch.manual_seed`` does::
 numpy's global state, which other code may use or reseed. Until ``manual_seed`` is called
 the generator is seeded from the operating system's entropy (a different model each run).
 
+``use_deterministic_algorithms`` holds torch's switch for the scripts that set it (a course's
+``set_seed``); tricycle picks no algorithm by it, and ``are_deterministic_algorithms_enabled``
+reads it back.
+
 Random draws happen on the host and are copied to a GPU when asked for, so a seed gives the
 same numbers on every device.
 """
@@ -24,6 +28,7 @@ from tricycle import checks
 
 _generator: np.random.Generator | None = None
 _lock = threading.Lock()
+_deterministic = False  # torch's switch (see the module's doc)
 
 
 def manual_seed(seed: int) -> np.random.Generator:
@@ -60,3 +65,17 @@ def draw_seed() -> int:
     """A seed in [0, 2^31) from the generator, for an object that keeps its own generator
     (a Dropout layer): it then reproduces under ``manual_seed`` like everything else."""
     return int(generator().integers(2**31))
+
+
+def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
+    """torch.use_deterministic_algorithms: the switch is held (tricycle chooses no algorithm
+    by it); ``mode`` must be a bool, as torch's."""
+    global _deterministic
+    checks.boolean("use_deterministic_algorithms", "mode", mode)
+    checks.boolean("use_deterministic_algorithms", "warn_only", warn_only)
+    _deterministic = mode
+
+
+def are_deterministic_algorithms_enabled() -> bool:
+    """torch.are_deterministic_algorithms_enabled: the last ``use_deterministic_algorithms``."""
+    return _deterministic

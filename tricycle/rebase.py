@@ -32,8 +32,9 @@ view of it sees the values); the op's input is a copy of what it held before.
 from tricycle.backend import memory_owner as owner
 from tricycle.graph import Node, grad_enabled, no_grad
 
-# what makes a node: its slots but the count of its uses (a twin starts its own) and weakrefs
-_NODE = tuple(slot for slot in Node.__slots__ if slot not in ("_uses", "__weakref__"))
+# what makes a node: its slots but the count of its uses (a twin starts its own), weakrefs
+# and the attributes a user set on the tensor (they stay with it, as torch's)
+_NODE = tuple(slot for slot in Node.__slots__ if slot not in ("_uses", "__weakref__", "__dict__"))
 
 
 def rebased(x: Node, method: str, instead: str, *inputs, writes: bool = True) -> list | None:

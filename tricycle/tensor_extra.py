@@ -22,6 +22,10 @@ which makes a module's functions methods that import it on their first call.
 - ``resize_``: a tensor that needs no gradient takes a new shape, as torch's: over the same
   memory when the count of elements stays, else its first elements kept and zeros after
   (torch's are uninitialised); one that requires grad is refused, as torch refuses it;
+- ``clamp_min``/``clamp_max`` (``clamp`` with one bound; fast.ai's ``relu`` is
+  ``x.clamp_min(0.)``), their in-place forms and ``lerp_`` (a from-scratch batch norm's
+  ``self.means.lerp_(m, self.mom)``), under ``add_``'s rule; ``histc``, torch's histogram of
+  equal bins (``histc``, below: the counts, no gradient);
 - ``__index__``: a one-element integer tensor is an index of a Python sequence
   (``classes[label]``), as torch's; ``__reversed__``: ``reversed(x)`` is ``x.flip(0)``.
 """
@@ -90,6 +94,46 @@ def _written(name: str):
     in_place.__name__ = in_place.__qualname__ = f"{name}_"
     in_place.__doc__ = f"torch.Tensor.{name}_: ``{name}`` written into this tensor."
     return in_place
+
+
+def histc(input, bins: int = 100, min=0, max=0, *, out=None):  # noqa: A002 - torch's names
+    """torch.histc: the counts of ``input``'s values in ``bins`` equal bins over [min, max]
+    (the values' own min and max when both are 0, as torch's), in its float dtype, with no
+    gradient; values outside are not counted, and the last bin holds its right edge."""
+    if out is not None:
+        raise TypeError("histc: out= is not supported; use the returned tensor")
+    if not hasattr(input, "array"):
+        checks.fail("histc", "input", "a Tensor", type(input).__name__, TypeError)
+    if not backend.is_float(input.dtype):
+        checks.fail("histc", "input", "a float tensor (torch's too)", input.dtype, TypeError)
+    bins = checks.positive_int("histc", "bins", bins)
+    low, high = float(min), float(max)
+    if low == high == 0 and input.array.size:
+        low, high = float(input.array.min()), float(input.array.max())
+    if low > high:
+        raise ValueError(f"histc: max must be at least min, got min={min}, max={max}")
+    if low == high:  # torch's: one value widens to [v - 1, v + 1]
+        low, high = low - 1, high + 1
+    counts, _ = input.xp.histogram(input.array, bins, range=(low, high))
+    return input.new(counts.astype(input.dtype), requires_grad=False)
+
+
+def clamp_bound(bound):
+    """A bound of ``clamp``: a one-element tensor that needs no gradient as its number (torch
+    broadcasts it so); anything else as given, for ``clip``'s checks."""
+    if hasattr(bound, "array") and bound.array.size == 1 and not bound.requires_grad:
+        return bound.array.item()
+    return bound
+
+
+def clamp_min(input, min):  # noqa: A002 - torch's names
+    """torch.clamp_min: ``input.clamp(min=min)``."""
+    return input.clamp(min=min)
+
+
+def clamp_max(input, max):  # noqa: A002 - torch's names
+    """torch.clamp_max: ``input.clamp(max=max)``."""
+    return input.clamp(max=max)
 
 
 class AccumulateGrad:
@@ -208,6 +252,9 @@ class TorchTensorExtras:
         "pointwise", "floor_divide rfloor_divide remainder rremainder"
     )
     (sort,) = imported("torch_functions_more", "sort")  # torch's (values, indices)
+    clamp_min_, clamp_max_, lerp_ = map(_written, "clamp_min clamp_max lerp".split())
+
+    clamp_min, clamp_max, histc = clamp_min, clamp_max, histc
     unsqueeze_, squeeze_, t_ = (_reshaped(f"{n}_", n) for n in ("unsqueeze", "squeeze", "t"))
 
     def resize_(self, *sizes):

@@ -23,7 +23,7 @@ import numbers
 import numpy as np
 
 from tricycle import backend, binary, checks, ops, reduce, unary
-from tricycle.tensor_extra import TorchTensorExtras, imported
+from tricycle.tensor_extra import TorchTensorExtras, clamp_bound, imported
 
 
 class ElementCount(int):
@@ -284,10 +284,11 @@ class TorchTensorMethods(TorchTensorExtras):
         return self**exponent
 
     def clamp(self, min=None, max=None):  # noqa: A002 - torch's names
-        """torch.Tensor.clamp with number bounds (``clip``): the gradient passes inside them."""
+        """torch.Tensor.clamp with number bounds (``clip``): the gradient passes inside them. A
+        one-element tensor that needs no gradient is its number (``x.clamp_(x.min(), mx)``)."""
         if min is None and max is None:
             raise ValueError("Tensor.clamp: give min, max or both")
-        return unary.clip(self, min, max)
+        return unary.clip(self, clamp_bound(min), clamp_bound(max))
 
     def relu(self):
         """torch.Tensor.relu: x where x > 0, else 0 (gradient 0 at 0, as torch's)."""

@@ -330,8 +330,8 @@ def clamp(input, min=None, max=None, *, out=None):  # noqa: A002
     """torch.clamp with number bounds: the gradient passes where min <= x <= max."""
     no_out("clamp", out)
     for name, bound in (("min", min), ("max", max)):
-        if isinstance(bound, Node):
-            expected = "a number here (for a tensor bound use tricycle.maximum or minimum)"
+        if isinstance(bound, Node) and (bound.size != 1 or bound.requires_grad):
+            expected = "a number here, or one element needing no gradient (else use maximum)"
             checks.fail("clamp", name, expected, bound, TypeError)
     return tensor_input("clamp", input).clamp(min, max)
 

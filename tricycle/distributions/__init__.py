@@ -1,5 +1,5 @@
 """Probability distributions, as ``torch.distributions`` (``import tricycle.distributions as D``):
-``Normal``, ``Uniform``, ``Bernoulli``, ``Categorical``, ``OneHotCategorical``,
+``Normal``, ``Uniform``, ``Bernoulli``, ``Binomial``, ``Categorical``, ``OneHotCategorical``,
 ``MultivariateNormal``, ``Independent`` and ``kl_divergence`` between them::
 
     import tricycle.distributions as D
@@ -21,6 +21,7 @@ against (validation is on by default, as torch's); ``utils`` what the families s
 
 from tricycle.distributions import constraints, utils
 from tricycle.distributions.bernoulli import Bernoulli
+from tricycle.distributions.binomial import Binomial
 from tricycle.distributions.categorical import Categorical
 from tricycle.distributions.distribution import Distribution
 from tricycle.distributions.independent import Independent
@@ -32,6 +33,7 @@ from tricycle.distributions.uniform import Uniform
 
 __all__ = [
     "Bernoulli",
+    "Binomial",
     "Categorical",
     "Distribution",
     "Independent",

@@ -88,15 +88,19 @@ def _check_pad(x: Tensor, pads, mode: str, value) -> tuple[tuple[int, int], ...]
     checks.real(op, "value", value)
     if mode != "constant" and value != 0:
         raise ValueError(f"pad: mode {mode!r} takes no value, got value={value!r}")
-    expected = f"an even number, at most {2 * x.ndim}, of integers >= 0"
+    expected = f"an even number, at most {2 * x.ndim}, of integers"
     if not isinstance(pads, tuple | list) or not all(map(checks.is_integer, pads)):
         checks.fail(op, "pads", expected, pads, TypeError)
-    if len(pads) % 2 or len(pads) > 2 * x.ndim or min(pads, default=0) < 0:
+    if len(pads) % 2 or len(pads) > 2 * x.ndim:
         checks.fail(op, "pads", expected, pads)
     pairs = tuple((int(pads[i]), int(pads[i + 1])) for i in range(0, len(pads), 2))
     for i, (left, right) in enumerate(pairs):
-        n, axis = x.shape[-1 - i], x.ndim - 1 - i
-        if mode == "reflect" and max(left, right) >= n:
+        axis = x.ndim - 1 - i
+        n = x.shape[axis] + min(left, 0) + min(right, 0)  # what the negative pads leave
+        left, right = max(left, 0), max(right, 0)
+        if n < 0:
+            problem = "negative padding crops more than the axis holds"
+        elif mode == "reflect" and max(left, right) >= n:
             problem = "reflect padding must be smaller than the axis it pads"
         elif mode == "circular" and max(left, right) > n:
             problem = "circular padding must be at most the axis it pads (it wraps round once)"
@@ -105,8 +109,8 @@ def _check_pad(x: Tensor, pads, mode: str, value) -> tuple[tuple[int, int], ...]
         else:
             continue
         raise ValueError(
-            f"pad: {problem}, got ({left}, {right}) for axis {axis} of size {n} (input shape "
-            f"{x.shape}, pads {tuple(pads)})"
+            f"pad: {problem}, got ({pairs[i][0]}, {pairs[i][1]}) for axis {axis} of size "
+            f"{x.shape[axis]} (input shape {x.shape}, pads {tuple(pads)})"
         )
     return pairs
 
@@ -114,19 +118,29 @@ def _check_pad(x: Tensor, pads, mode: str, value) -> tuple[tuple[int, int], ...]
 def pad(x: Tensor, pads, mode: str = "constant", value: float = 0.0) -> Tensor:
     """x with its last axes padded, as PyTorch's ``F.pad``: ``pads`` is (left, right) for the
     last axis, then (top, bottom) for the one before, and so on; ``mode`` is "constant"
-    (filled with ``value``), "reflect", "replicate" or "circular". Reflect padding must be
-    smaller than the axis, circular padding at most its size."""
+    (filled with ``value``), "reflect", "replicate" or "circular". A negative pad crops that
+    many elements from its end first, as PyTorch's (``ZeroPad2d(-2)`` undoes ``ZeroPad2d(2)``).
+    Reflect padding must be smaller than the (cropped) axis, circular padding at most its size."""
     pairs = _check_pad(x, pads, mode, value)
-    axes = [(-1 - i, left, right) for i, (left, right) in enumerate(pairs) if left or right]
+    # a negative pad crops, before the positive ones pad what is left (torch's meaning)
+    sizes = x.shape[::-1]  # the last axis first, as the pairs
+    crop = [slice(max(-left, 0), n - max(-right, 0)) for (left, right), n in zip(pairs, sizes)]
+    crop = (Ellipsis, *crop[::-1]) if any(min(pair) < 0 for pair in pairs) else None
+    axes = [(-1 - i, max(left, 0), max(right, 0)) for i, (left, right) in enumerate(pairs)]
+    axes = [(axis, left, right) for axis, left, right in axes if left or right]
     xp = x.xp
-    out = x.array
+    out = x.array if crop is None else x.array[crop]
     for axis, left, right in axes:
         out = pad_axis_forward(xp, out, axis, left, right, mode, value)
 
     def back_fn(dout):
         for axis, left, right in reversed(axes):
             dout = pad_axis_backward(xp, dout, axis, left, right, mode)
-        return dout
+        if crop is None:
+            return dout
+        dx = xp.zeros(x.shape, dtype=dout.dtype)  # the cropped-away elements get none
+        dx[crop] = dout
+        return dx
 
     return x.new(out, args=(x,), back_fns=(back_fn,), name=f"pad {mode}")
 

@@ -11,14 +11,13 @@ same on every side) or 2n ints in ``F.pad``'s order, the last axis first::
 
 As torch's, the constant modes pad any input with at least n axes, the others an input
 (N, C, *n axes) or unbatched (C, *n axes); reflect padding must be smaller than the axis it
-pads, circular padding at most its size. Negative padding (cropping, which torch's constant
-modes allow) is an error here: slice the tensor instead.
+pads, circular padding at most its size. A negative padding crops, as torch's:
+``ZeroPad2d(-2)`` takes two rows and columns off each side (``ZeroPad2d(2)`` undone).
 """
 
 from tricycle import checks
 from tricycle.layers import Layer
 from tricycle.nn.padding import pad
-from tricycle.nn.windows import as_tuple
 from tricycle.tensor import Tensor, as_tensor
 
 __all__ = [
@@ -37,7 +36,14 @@ class _PadNd(Layer):
 
     def __init__(self, padding, value: float = 0.0):
         name = type(self).__name__
-        self.padding = as_tuple(padding, 2 * self.n_dims, "padding", name, low=0)
+        n = 2 * self.n_dims  # a negative padding crops, as torch's
+        if checks.is_integer(padding):
+            padding = (padding,) * n
+        if not isinstance(padding, tuple | list) or not all(map(checks.is_integer, padding)):
+            checks.fail(name, "padding", f"an integer or {n} of them", padding, TypeError)
+        if len(padding) != n:
+            checks.fail(name, "padding", f"an integer or {n} of them", padding)
+        self.padding = tuple(int(p) for p in padding)
         self.value = checks.real(name, "value", value)
 
     def forward(self, x: Tensor) -> Tensor:
