@@ -117,6 +117,24 @@ def _print_options_restored():
 
 
 @pytest.fixture(autouse=True)
+def _matplotlib_settings_restored():
+    """A course run in-process (fast.ai's ``mpl.rcParams['figure.constrained_layout.use'] =
+    True``) leaves matplotlib's settings as its rc file has them: the training run's loss plot,
+    drawn in a later test, would warn that its layout changed."""
+    yield
+    matplotlib = sys.modules.get("matplotlib")
+    if matplotlib is not None and dict(matplotlib.rcParams) != _matplotlib_file_settings():
+        matplotlib.rc_file_defaults()
+
+
+def _matplotlib_file_settings() -> dict:
+    """matplotlib's settings as ``rc_file_defaults`` restores them (its rc file's, but the
+    backend's, which it keeps)."""
+    matplotlib = sys.modules["matplotlib"]
+    return {**matplotlib.rcParamsOrig, "backend": matplotlib.rcParams["backend"]}
+
+
+@pytest.fixture(autouse=True)
 def _float32_products_restored():
     """A script run in-process (nanoGPT's ``torch.backends.cuda.matmul.allow_tf32 = True``,
     build-nanogpt's ``set_float32_matmul_precision('high')``) leaves TF32 off behind it,

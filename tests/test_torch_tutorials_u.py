@@ -29,9 +29,12 @@ are then compared with torch's on the same numbers, forward and backward.
 
 # ruff: noqa: E501, W291, W293, E741
 
+import functools
 import gzip
 import pickle
 import re
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -1074,14 +1077,17 @@ def mnist_pickle(path, n_train: int = 800, n_valid: int = 320) -> None:
     end = n_train + n_valid
     parts = ((x[:n_train], y[:n_train]), (x[n_train:end], y[n_train:end]), (x[end:], y[end:]))
     path.parent.mkdir(parents=True, exist_ok=True)
-    with gzip.open(path, "wb") as f:
+    with gzip.open(path, "wb", compresslevel=1) as f:
         pickle.dump(parts, f)
 
 
 def digits_npz(path, n_train: int = 800, n_test: int = 60) -> None:
     x, y = digits28()
     x = x[:, None]  # (N, 1, 28, 28)
-    np.savez(path, x_train=x[:n_train], y_train=y[:n_train], x_test=x[-n_test:], y_test=y[-n_test:])
+    with open(path, "wb") as f:  # (np.savez would add ".npz" to the name)
+        np.savez(
+            f, x_train=x[:n_train], y_train=y[:n_train], x_test=x[-n_test:], y_test=y[-n_test:]
+        )
 
 
 def images_npz(path, n_train: int = 640, n_test: int = 256) -> None:
@@ -1097,17 +1103,33 @@ def images_npz(path, n_train: int = 640, n_test: int = 256) -> None:
     std = np.array([0.229, 0.224, 0.225], np.float32)[:, None, None]
     x = (x - mean) / std
     y = d.target.astype(np.int64)
-    np.savez(path, x_train=x[:n_train], y_train=y[:n_train], x_test=x[-n_test:], y_test=y[-n_test:])
+    with open(path, "wb") as f:  # (np.savez would add ".npz" to the name)
+        np.savez(
+            f, x_train=x[:n_train], y_train=y[:n_train], x_test=x[-n_test:], y_test=y[-n_test:]
+        )
 
 
 def run(script: str, folder, monkeypatch) -> tuple[str, dict]:
     """``script`` run as ``__main__`` in ``folder`` beside its data: what it printed and its
     globals."""
     folder.mkdir()
-    mnist_pickle(folder / "data" / "mnist" / "mnist.pkl.gz")
-    digits_npz(folder / "digits.npz")
-    images_npz(folder / "images.npz")
+    for name in DATA_FILES:  # each made once a session
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data_file(name))
     return run_main(script, folder, monkeypatch, "tutorial.py")
+
+
+DATA_FILES = {"data/mnist/mnist.pkl.gz": mnist_pickle, "digits.npz": digits_npz,
+              "images.npz": images_npz}  # fmt: skip
+
+
+@functools.cache
+def data_file(name: str) -> bytes:
+    """The bytes of the data file ``name`` (a key of ``DATA_FILES``), made once."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "file"
+        DATA_FILES[name](path)
+        return path.read_bytes()
 
 
 def both(script: str, tmp_path, monkeypatch):
