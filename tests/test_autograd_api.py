@@ -428,3 +428,22 @@ def test_bad_arguments_are_refused():
         autograd.grad(y, [x.array])
     with pytest.raises(ValueError, match="allow_unused=False with materialize_grads=True"):
         autograd.grad(y, x, allow_unused=False, materialize_grads=True)
+
+
+def test_tensor_backward_takes_torchs_keywords():
+    """``Tensor.backward(gradient=..., retain_graph=None)`` as torch's (the keyword d2l's
+    autograd section writes); ``create_graph=True`` gets tricycle's clear refusal."""
+    torch = pytest.importorskip("torch")
+    a, v = randn(4), randn(4, seed=1)
+    ours, theirs = leaf(a), torch.tensor(a, requires_grad=True)
+    y, y_t = ours * ours, theirs * theirs
+    y.backward(gradient=Tensor(v), retain_graph=None)
+    y_t.backward(gradient=torch.tensor(v), retain_graph=None)
+    np.testing.assert_allclose(ours.grad.array, theirs.grad.numpy(), rtol=1e-12)
+    y = (ours * 2).sum()
+    with pytest.raises(NotImplementedError, match="backward: create_graph=True"):
+        y.backward(create_graph=True)
+    with pytest.raises(TypeError, match="retain_graph"):
+        y.backward(retain_graph=1)
+    y.backward(create_graph=False)
+    np.testing.assert_allclose(ours.grad.array, theirs.grad.numpy() + 2, rtol=1e-12)

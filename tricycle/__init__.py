@@ -79,6 +79,13 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "bitwise_not": ("tricycle.torch_functions_more", "bitwise_not"),
     "cross": ("tricycle.torch_functions_more", "cross"),
     "svd": ("tricycle.torch_functions_more", "svd"),
+    # torch's linear-algebra functions outside torch.linalg (torch.det(A)): the Tensor methods'
+    "det": ("tricycle.linalg.tensor_methods", "det"),
+    "logdet": ("tricycle.linalg.tensor_methods", "logdet"),
+    "slogdet": ("tricycle.linalg.tensor_methods", "slogdet"),
+    "inverse": ("tricycle.linalg.tensor_methods", "inverse"),
+    "matrix_power": ("tricycle.linalg.tensor_methods", "matrix_power"),
+    "pinverse": ("tricycle.linalg.tensor_methods", "pinverse"),
     "meshgrid": ("tricycle.torch_functions_more", "meshgrid"),
     # torch's trigonometric functions and in-place functions of x (trigonometry)
     "tan": ("tricycle.trigonometry", "tan"),

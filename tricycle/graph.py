@@ -201,17 +201,18 @@ class Node:
         return len(self.array)
 
     # ----------------------------------------------------------------- backward
-    def backward(self, grad=None, retain_graph: bool = False) -> None:
-        """Differentiate this tensor with respect to every tensor it was computed from.
-
-        Sets ``.grad`` on leaves that require it (accumulating if already set) and on tensors
-        that called ``retain_grad()``, and runs their post-accumulate hooks as soon as that
-        gradient is final (``register_post_accumulate_grad_hook``). A non-scalar output is
-        seeded with a gradient of ones. The graph is freed afterwards unless
-        ``retain_graph=True``, leaving each tensor's ``trace`` (``tricycle.trace``: names,
-        shapes, summaries of values and gradients, no arrays) for drawing it.
-        """
-        checks.boolean("backward", "retain_graph", retain_graph)
+    def backward(self, gradient=None, retain_graph=False, create_graph=False) -> None:
+        """Differentiate this tensor with respect to every tensor it was computed from:
+        set ``.grad`` on leaves that require it (accumulating if already set) and on tensors
+        that called ``retain_grad()``, and run their post-accumulate hooks as soon as that
+        gradient is final (``register_post_accumulate_grad_hook``). ``gradient`` (torch's
+        name) seeds it: ones when None, for any shape. The graph is freed afterwards unless
+        ``retain_graph`` (None: False), leaving each tensor's ``trace`` (``tricycle.trace``:
+        names, shapes, summaries of values and gradients, no arrays) for drawing it.
+        ``create_graph=True`` is refused, as ``tricycle.autograd``'s (no double backward)."""
+        if checks.boolean("backward", "create_graph", create_graph):
+            raise NotImplementedError("backward: create_graph=True: backward records no graph")
+        checks.boolean("backward", "retain_graph", retain_graph, optional=True)
         if not is_float(self.dtype):
             raise TypeError(
                 f"backward: cannot differentiate a tensor of dtype {self.dtype} "
@@ -223,21 +224,20 @@ class Node:
                 "grad: none of its inputs require grad, or it was made under no_grad()."
             )
         xp = self.xp
-        if grad is None:
-            grad = xp.ones_like(self.array)
+        if gradient is None:
+            gradient = xp.ones_like(self.array)
         else:
-            if isinstance(grad, Node):  # a Tensor stays where it is: on this one's device
-                backend.check_same_device("backward", self.array, grad.array)
-            grad = grad.array if isinstance(grad, Node) else xp.asarray(grad)
-            if grad.shape != self.shape:
+            if isinstance(gradient, Node):  # a Tensor stays where it is: on this one's device
+                backend.check_same_device("backward", self.array, gradient.array)
+            gradient = gradient.array if isinstance(gradient, Node) else xp.asarray(gradient)
+            if gradient.shape != self.shape:
                 raise ValueError(
-                    f"backward: gradient shape {grad.shape} does not match tensor shape "
+                    f"backward: gradient shape {gradient.shape} does not match tensor shape "
                     f"{self.shape}"
                 )
-            if grad.dtype != self.dtype:
-                grad = grad.astype(self.dtype)
-
-        backprop.backward(self, grad, retain_graph)
+            if gradient.dtype != self.dtype:
+                gradient = gradient.astype(self.dtype)
+        backprop.backward(self, gradient, bool(retain_graph))
 
     def register_post_accumulate_grad_hook(self, hook: Callable[["Node"], None]):
         """Call ``hook(self)`` whenever backward has accumulated this tensor's gradient into

@@ -35,6 +35,12 @@ class _IncompatibleKeys(namedtuple("_IncompatibleKeys", "missing_keys unexpected
         return super().__repr__() if any(self) else "<All keys matched successfully>"
 
 
+class StateDictError(ValueError, RuntimeError):
+    """``load_state_dict``'s refusal of a checkpoint whose keys or shapes do not fit: a
+    ValueError (a bad argument) that is also torch's RuntimeError, so a user's ``except
+    RuntimeError`` around a strict load catches it as it does torch's."""
+
+
 class Parameters(list):
     """What ``Layer.parameters()`` returns: a list (indexing, ``len``, any number of passes),
     and, as torch's ``parameters()`` is a generator, ``next`` gives its items one by one."""
@@ -235,7 +241,7 @@ class Layer(TorchMethods, HookMethods):
         missing = [name for name in params if name not in state]
         unexpected = [name for name in state if name not in params]
         if strict and (missing or unexpected):
-            raise ValueError(f"{owner}: missing keys {missing}, unexpected keys {unexpected}")
+            raise StateDictError(f"{owner}: missing keys {missing}, unexpected keys {unexpected}")
         values = {name: _host_value(state[name]) for name in params if name in state}
         for name, value in values.items():
             if value.dtype.kind not in "biuf" and value.dtype != params[name].dtype:
@@ -249,7 +255,7 @@ class Layer(TorchMethods, HookMethods):
             if value.shape != params[name].shape and name not in lazy
         ]
         if mismatched:
-            raise ValueError(f"{owner}: shape mismatch for " + "; ".join(mismatched))
+            raise StateDictError(f"{owner}: shape mismatch for " + "; ".join(mismatched))
         converted = {}
         for name, value in values.items():
             t = params[name]

@@ -129,23 +129,33 @@ def _floating(x: Tensor, op: str) -> Tensor:
 
 def log1p(x: Tensor) -> Tensor:
     """torch.Tensor.log1p: log(1 + x), exact for x near 0; d/dx = 1 / (1 + x)."""
-    x = _floating(x, "log1p")
-    a = x.array
-    return unary.unary_op(x, x.xp.log1p(a), lambda dout: dout / (1 + a), "log1p")
+    return _logarithm(x, "log1p", lambda a: 1 + a)
 
 
 def log2(x: Tensor) -> Tensor:
     """torch.Tensor.log2: the base-2 logarithm; d/dx = 1 / (x ln 2)."""
-    x = _floating(x, "log2")
-    a = x.array
-    return unary.unary_op(x, x.xp.log2(a), lambda dout: dout / (a * math.log(2)), "log2")
+    return _logarithm(x, "log2", lambda a: a * math.log(2))
 
 
 def log10(x: Tensor) -> Tensor:
     """torch.Tensor.log10: the base-10 logarithm; d/dx = 1 / (x ln 10)."""
-    x = _floating(x, "log10")
+    return _logarithm(x, "log10", lambda a: a * math.log(10))
+
+
+def _logarithm(x: Tensor, op: str, slope) -> Tensor:
+    """``op`` of x with d/dx = 1 / slope(x): -inf at its zero and NaN below it (gradients inf
+    and NaN), without numpy's warnings, as torch's and ``tricycle.log``: an entropy's
+    ``nansum`` of ``-p * torch.log2(p)`` warns of nothing."""
+    x = _floating(x, op)
     a = x.array
-    return unary.unary_op(x, x.xp.log10(a), lambda dout: dout / (a * math.log(10)), "log10")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = getattr(x.xp, op)(a)
+
+    def back_fn(dout):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return dout / slope(a)
+
+    return unary.unary_op(x, out, back_fn, op)
 
 
 def nan_to_num(x: Tensor, nan=0.0, posinf=None, neginf=None) -> Tensor:

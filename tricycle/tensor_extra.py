@@ -304,6 +304,15 @@ class TorchTensorExtras:
                             f"index, got shape {self.shape} of {self.dtype}")  # fmt: skip
         return int(self._element("__index__").item())
 
+    def __iter__(self):
+        """``for row in x``: x's sub-tensors along its first axis, as torch's. A 0-d tensor is
+        refused at once (TypeError, as torch's), so ``np.iterable(x)`` is False and matplotlib
+        takes it as the number it is: ``plt.hlines(0.5, a - 4 * torch.sqrt(2 * p), ...)``."""
+        if self.ndim == 0:
+            raise TypeError(f"iteration over a 0-d tensor ({self!r}), as torch's: x.item() "
+                            "is its number")  # fmt: skip
+        return (self[i] for i in range(len(self)))
+
     def __reversed__(self):
         """``reversed(x)`` as torch's: x flipped along its first axis, a tensor (Python's own
         would be an iterator over its rows): d2l's bidirectional RNN reads its steps

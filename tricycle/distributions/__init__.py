@@ -1,6 +1,7 @@
 """Probability distributions, as ``torch.distributions`` (``import tricycle.distributions as D``):
 ``Normal``, ``Uniform``, ``Bernoulli``, ``Binomial``, ``Categorical``, ``OneHotCategorical``,
-``MultivariateNormal``, ``Independent`` and ``kl_divergence`` between them::
+``Multinomial``, ``MultivariateNormal``, ``Poisson``, ``Independent`` and ``kl_divergence``
+between them::
 
     import tricycle.distributions as D
 
@@ -26,9 +27,11 @@ from tricycle.distributions.categorical import Categorical
 from tricycle.distributions.distribution import Distribution
 from tricycle.distributions.independent import Independent
 from tricycle.distributions.kl import kl_divergence, register_kl
+from tricycle.distributions.multinomial import Multinomial
 from tricycle.distributions.multivariate_normal import MultivariateNormal
 from tricycle.distributions.normal import Normal
 from tricycle.distributions.one_hot_categorical import OneHotCategorical
+from tricycle.distributions.poisson import Poisson
 from tricycle.distributions.uniform import Uniform
 
 __all__ = [
@@ -37,9 +40,11 @@ __all__ = [
     "Categorical",
     "Distribution",
     "Independent",
+    "Multinomial",
     "MultivariateNormal",
     "Normal",
     "OneHotCategorical",
+    "Poisson",
     "Uniform",
     "constraints",
     "kl_divergence",

@@ -137,6 +137,25 @@ class OneHot(Constraint):
         return xp.all((a == 0) | (a == 1), axis=-1) & (a.sum(axis=-1) == 1)
 
 
+class Multinomial(Constraint):
+    """Vectors of counts >= 0 on the last axis that sum to at most ``upper_bound`` (torch's
+    check of a multinomial draw: the sum is bounded, not matched)."""
+
+    is_discrete = True
+    event_dim = 1
+
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+
+    def check(self, value):
+        a = _array(value)
+        xp = backend.array_module(a)
+        return xp.all(a >= 0, axis=-1) & (a.sum(axis=-1) <= _array(self.upper_bound))
+
+    def __repr__(self) -> str:
+        return f"Multinomial(upper_bound={_bound(self.upper_bound)})"
+
+
 class Independent(Constraint):
     """``base_constraint`` on every element, judged together over the last
     ``reinterpreted_batch_ndims`` axes (all must hold): the support of an ``Independent``."""
@@ -211,6 +230,7 @@ interval = Interval
 half_open_interval = HalfOpenInterval
 integer_interval = IntegerInterval
 independent = Independent
+multinomial = Multinomial
 
 __all__ = [
     "Constraint",
@@ -222,6 +242,7 @@ __all__ = [
     "interval",
     "less_than",
     "lower_cholesky",
+    "multinomial",
     "one_hot",
     "positive",
     "positive_definite",

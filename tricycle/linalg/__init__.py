@@ -83,3 +83,15 @@ __all__ = [
     "vecdot",
     "vector_norm",
 ]
+
+
+def __getattr__(name: str):
+    """torch's ``eig`` and ``eigvals`` asked for: the AttributeError says why they are not
+    here (complex results) and what serves instead."""
+    if name in ("eig", "eigvals"):
+        raise AttributeError(
+            f"module 'tricycle.linalg' has no attribute {name!r}: its eigenvalues are complex "
+            "and tricycle has no complex tensors; eigh/eigvalsh take a symmetric matrix, "
+            f"numpy.linalg.{name}(x.numpy()) any"
+        )
+    raise AttributeError(f"module 'tricycle.linalg' has no attribute {name!r}")
