@@ -26,7 +26,26 @@ from tricycle.graph import no_grad
 from tricycle.tensor import Tensor
 
 
-class Bernoulli(Distribution):
+class BinaryParameters:
+    """``probs`` and ``logits`` of a distribution of successes (Bernoulli's, Binomial's), one
+    given and the other made from it when asked; ``_param`` is the one given."""
+
+    @lazy_property
+    def logits(self) -> Tensor:
+        """The log-odds log p - log(1 - p) (p clamped away from 0 and 1)."""
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self) -> Tensor:
+        """The probability of a success: the sigmoid of the logits."""
+        return logits_to_probs(self.logits, is_binary=True)
+
+    @property
+    def param_shape(self) -> tuple[int, ...]:
+        return self._param.shape
+
+
+class Bernoulli(BinaryParameters, Distribution):
     """Bernoulli(p), batched over the shape of ``probs`` (in [0, 1]) or ``logits`` (real):
     give one, not both."""
 
@@ -44,20 +63,6 @@ class Bernoulli(Distribution):
             (self.logits,) = broadcast_all("Bernoulli", logits=logits)
         self._param = self.probs if probs is not None else self.logits
         super().__init__(self._param.shape, validate_args=validate_args)
-
-    @lazy_property
-    def logits(self) -> Tensor:
-        """The log-odds log p - log(1 - p) (p clamped away from 0 and 1)."""
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self) -> Tensor:
-        """The probability of a 1: the sigmoid of the logits."""
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self) -> tuple[int, ...]:
-        return self._param.shape
 
     @property
     def mean(self) -> Tensor:

@@ -18,18 +18,15 @@ import numpy as np
 
 from tricycle import backend, checks, random
 from tricycle.distributions import constraints
-from tricycle.distributions.bernoulli import _bce_with_logits
+from tricycle.distributions.bernoulli import BinaryParameters, _bce_with_logits
 from tricycle.distributions.distribution import Distribution
 from tricycle.distributions.utils import (
     broadcast_all,
-    lazy_property,
-    logits_to_probs,
-    probs_to_logits,
 )
 from tricycle.tensor import Tensor
 
 
-class Binomial(Distribution):
+class Binomial(BinaryParameters, Distribution):
     """Binomial(n, p), batched over the broadcast shape of ``total_count`` (counts >= 0) and
     ``probs`` (in [0, 1]) or ``logits`` (real): give one of those two, not both."""
 
@@ -64,20 +61,6 @@ class Binomial(Distribution):
     def support(self) -> constraints.Constraint:
         """The counts 0, ..., total_count."""
         return constraints.integer_interval(0, self.total_count.array)
-
-    @lazy_property
-    def logits(self) -> Tensor:
-        """The log-odds log p - log(1 - p) (p clamped away from 0 and 1)."""
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self) -> Tensor:
-        """The probability of a success: the sigmoid of the logits."""
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self) -> tuple[int, ...]:
-        return self._param.shape
 
     @property
     def mean(self) -> Tensor:

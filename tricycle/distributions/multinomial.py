@@ -27,10 +27,11 @@ from tricycle.distributions import constraints
 from tricycle.distributions.binomial import Binomial
 from tricycle.distributions.categorical import Categorical
 from tricycle.distributions.distribution import Distribution
+from tricycle.distributions.one_hot_categorical import CategoricalParameters
 from tricycle.tensor import Tensor
 
 
-class Multinomial(Distribution):
+class Multinomial(CategoricalParameters, Distribution):
     """Multinomial(n, p) over K classes, batched over all but the last axis of ``probs`` or
     ``logits`` (give one, not both); ``total_count`` n is one int for the whole batch."""
 
@@ -54,18 +55,6 @@ class Multinomial(Distribution):
     def support(self) -> constraints.Constraint:
         """Vectors of K counts >= 0 summing to at most total_count (torch's check)."""
         return constraints.multinomial(self.total_count)
-
-    @property
-    def probs(self) -> Tensor:
-        return self._categorical.probs
-
-    @property
-    def logits(self) -> Tensor:
-        return self._categorical.logits
-
-    @property
-    def param_shape(self) -> tuple[int, ...]:
-        return self._categorical.param_shape
 
     @property
     def mean(self) -> Tensor:

@@ -8,18 +8,9 @@ from tricycle.distributions.distribution import Distribution
 from tricycle.tensor import Tensor
 
 
-class OneHotCategorical(Distribution):
-    """One-hot vectors of K classes, given ``probs`` or ``logits`` as ``Categorical``."""
-
-    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
-    support = constraints.one_hot
-    has_enumerate_support = True
-
-    def __init__(self, probs=None, logits=None, validate_args: bool | None = None):
-        self._categorical = Categorical(probs, logits, validate_args=validate_args)
-        batch_shape = self._categorical.batch_shape
-        event_shape = self._categorical.param_shape[-1:]
-        super().__init__(batch_shape, event_shape, validate_args=validate_args)
+class CategoricalParameters:
+    """``probs``, ``logits`` and ``param_shape`` of a distribution over K classes read from
+    the ``Categorical`` it holds (``_categorical``): OneHotCategorical's, Multinomial's."""
 
     @property
     def probs(self) -> Tensor:
@@ -32,6 +23,20 @@ class OneHotCategorical(Distribution):
     @property
     def param_shape(self) -> tuple[int, ...]:
         return self._categorical.param_shape
+
+
+class OneHotCategorical(CategoricalParameters, Distribution):
+    """One-hot vectors of K classes, given ``probs`` or ``logits`` as ``Categorical``."""
+
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+    support = constraints.one_hot
+    has_enumerate_support = True
+
+    def __init__(self, probs=None, logits=None, validate_args: bool | None = None):
+        self._categorical = Categorical(probs, logits, validate_args=validate_args)
+        batch_shape = self._categorical.batch_shape
+        event_shape = self._categorical.param_shape[-1:]
+        super().__init__(batch_shape, event_shape, validate_args=validate_args)
 
     @property
     def mean(self) -> Tensor:
