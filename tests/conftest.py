@@ -25,18 +25,17 @@ def pytest_configure(config):
     the suite starts many Python processes (its workers, the scripts, the pages' blocks), and
     each would compile the package's modules from source again (``benchmarks/README.md``).
 
-    In each of pytest-xdist's workers, when there are as many workers as cores: numpy's
-    BLAS on one thread. Its threads spin for a while after every product
-    (``tricycle/backends/cpu/compile.py``), on the cores the other workers want
-    (``benchmarks/README.md``, the suite's time). Test processes of their own keep their
-    settings."""
+    In each of pytest-xdist's workers: numpy's BLAS on the worker's share of the cores (one
+    thread when there are as many workers as cores). Its threads spin for a while after every
+    product (``tricycle/backends/cpu/compile.py``), on the cores the other workers want
+    (``benchmarks/README.md``, the suite's time); 14 workers on 16 cores each ran 16. Test
+    processes of their own keep their settings."""
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # for the workers and every subprocess
     sys.dont_write_bytecode = False
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
-    if workers >= (os.cpu_count() or 1):
+    if _threads_per_worker():
         from threadpoolctl import threadpool_limits  # noqa: PLC0415 - only in the workers
 
-        threadpool_limits(1, user_api="blas")
+        threadpool_limits(_threads_per_worker(), user_api="blas")
 
 
 BACKENDS = [
@@ -109,11 +108,40 @@ def _seeded():
 def _print_options_restored():
     """A course run in-process (``np.set_printoptions(precision=3)``, ``torch.
     set_printoptions(2)`` under tricycle: numpy's options) leaves numpy's print options as
-    they were: later tests compare printed numbers."""
+    they were, and torch's (its run under torch) as torch's defaults: later tests compare
+    printed numbers."""
     options = np.get_printoptions()
     yield
     if np.get_printoptions() != options:
         np.set_printoptions(**options)
+    torch = sys.modules.get("torch")
+    printing = getattr(getattr(torch, "_tensor_str", None), "PRINT_OPTS", None)
+    if printing is not None and vars(printing) != _TORCH_PRINTING:
+        torch.set_printoptions(profile="default", sci_mode=None)
+
+
+_TORCH_PRINTING = {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80,
+                   "sci_mode": None}  # torch's default print options  # fmt: skip
+
+
+def _threads_per_worker() -> int | None:
+    """A pytest-xdist worker's share of the cores (None outside a pool of workers)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    return max(1, (os.cpu_count() or 1) // workers) if workers > 1 else None
+
+
+_SHARE = _threads_per_worker()
+
+
+@pytest.fixture(autouse=True)
+def _torch_on_its_share_of_the_cores():
+    """torch, the oracle, on the worker's share of the cores as numpy's BLAS is (above), once
+    a test has imported it: on two workers of two cores each torch ran two threads, and its
+    small convolutions waited on each other's cores many times over."""
+    torch = sys.modules.get("torch") if _SHARE else None
+    if torch is not None and torch.get_num_threads() != _SHARE:
+        torch.set_num_threads(_SHARE)
+    yield
 
 
 @pytest.fixture(autouse=True)
