@@ -136,6 +136,8 @@ def main(scenario: str, out: str) -> None:
         world.all_reduce(1.0)
     elif scenario in ("same", "same_on_1"):  # a usage error every rank meets, or one alone
         world.all_reduce(1.0)
+        if scenario == "same_on_1":  # rank 0 never says it: rank 1 waits for it, then speaks;
+            distributed.AFTER_RANK_0_SECONDS = 1.0  # the wait's length is not under test
         with distributed.fail_together():  # as the CLIs' main
             if scenario == "same" or world.rank == 1:
                 raise distributed.SameOnEveryRank(f"--flag: refused on rank {world.rank}")

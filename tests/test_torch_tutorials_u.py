@@ -15,7 +15,8 @@ their text (docs/pytorch.md's promise; the method of tests/test_zero_to_hero.py)
   downloaded one, loaded as written, then ``data.requires_grad = True``, ``data.grad.data``,
   ``fgsm_attack`` (``sign()``, ``torch.clamp``) and the accuracy under each epsilon;
 - knowledge_distillation_tutorial: teacher and student CNNs on small 3-channel images (4x4
-  digits, so the Linear layers' input sizes change), ``DataLoader(num_workers=2)``, the
+  digits, so the Linear layers' input sizes change), the test loader's
+  ``DataLoader(num_workers=2)`` (the train loader's in the process, for the test's time), the
   soft-target KL loss with temperature, ``CosineEmbeddingLoss`` on hidden representations
   (``F.avg_pool1d`` of a 2-d tensor), the regressor with ``MSELoss``, ``load_state_dict`` of
   the teacher into its modified classes. (The tutorial registers no hooks.)
@@ -603,7 +604,7 @@ train_dataset = torch.utils.data.TensorDataset(torch.tensor(images["x_train"]), 
 test_dataset = torch.utils.data.TensorDataset(torch.tensor(images["x_test"]), torch.tensor(images["y_test"]))  # port: as above
 
 #Dataloaders
-train_loader = torch.utils.data.DataLoader(train_dataset, batch_size=128, shuffle=True, num_workers=2)
+train_loader = torch.utils.data.DataLoader(train_dataset, batch_size=128, shuffle=True, num_workers=0)  # port: num_workers=2: 20 epochs of worker processes, started afresh each epoch, for a few arrays (the test_loader keeps its two)
 test_loader = torch.utils.data.DataLoader(test_dataset, batch_size=128, shuffle=False, num_workers=2)
 
 # Deeper neural network class to be used as teacher
