@@ -267,11 +267,17 @@ def squeeze(input, dim=None, *, axis=None):  # noqa: A002
     return ops.squeeze(x, dim if axis is None else axis)
 
 
-def where(condition, input, other, *, out=None):  # noqa: A002
+def where(condition, input=None, other=None, *, out=None):  # noqa: A002
     """torch.where(condition, input, other): ``input`` where ``condition`` holds, else
     ``other`` (``ops.where``, under torch's keyword names: ``where(condition=c, input=x,
-    other=y)``)."""
+    other=y)``). ``torch.where(condition)`` alone is ``nonzero(condition, as_tuple=True)``:
+    one 1-D tensor of int64 ids per axis."""
     no_out("where", out)
+    if input is None and other is None:
+        return tensor_input("where", condition, "condition").nonzero(as_tuple=True)
+    if input is None or other is None:
+        raise TypeError("where: give both input and other (the values where condition holds "
+                        "and where not), or neither for the ids where it holds")  # fmt: skip
     return ops.where(condition, input, other)
 
 
