@@ -6,18 +6,18 @@ import numpy as np
 
 from tricycle import dispatch
 from tricycle.backends.cpu.compile import parallel_jit
-from tricycle.backends.cpu.maths import typed
 
 
 @parallel_jit(grain=64)
-def adamw_forward(w, g, m, v, beta1, beta2, eps, shrink, step_size, inv_correction2, scale,
-                  first, last):  # fmt: skip
+def adamw_forward(w, g, m, v, beta1, beta2, rest1, rest2, eps, shrink, step_size,
+                  inv_correction2, scale, first, last):  # fmt: skip
     """One AdamW step over elements first..last of flat arrays, in place on w, m and v (the
-    scalars in w's type)."""
+    scalars in w's type; ``rest1``/``rest2`` are 1 - beta1 and 1 - beta2 taken in float64,
+    as torch takes them, not float32's 1 - float32(0.999), which is not float32(0.001))."""
     for i in range(first, last):
         gi = g[i] * scale
-        m[i] = beta1 * m[i] + (typed(beta1, 1.0) - beta1) * gi
-        v[i] = beta2 * v[i] + (typed(beta2, 1.0) - beta2) * gi * gi
+        m[i] = beta1 * m[i] + rest1 * gi
+        v[i] = beta2 * v[i] + rest2 * gi * gi
         w[i] = w[i] * shrink - step_size * m[i] / (np.sqrt(v[i]) * inv_correction2 + eps)
 
 
@@ -34,7 +34,8 @@ def adam_step(xp, w, grad, m, v, beta1, beta2, eps, decay, lr, step, grad_multip
     g = np.ascontiguousarray(grad, dtype=w.dtype).reshape(-1)
     adamw_forward(
         w.reshape(-1), g, m.reshape(-1), v.reshape(-1),
-        dtype(beta1), dtype(beta2), dtype(eps), dtype(1.0 - lr * decay),
+        dtype(beta1), dtype(beta2), dtype(1.0 - beta1), dtype(1.0 - beta2),
+        dtype(eps), dtype(1.0 - lr * decay),
         dtype(lr / (1.0 - beta1**step)), dtype(1.0 / math.sqrt(1.0 - beta2**step)),
         dtype(grad_multiplier), w.size,
     )  # fmt: skip
