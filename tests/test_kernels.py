@@ -550,6 +550,24 @@ def test_adamw_multi_step(cp, rng, mult):
 
 
 @gpu
+def test_adamw_kernels_take_one_minus_beta_in_float64(cp, rng):
+    """1 - b1 and 1 - b2 are the float64 ones, as torch's (float32's 1 - 0.999f is 0.00099998713,
+    not 0.001f): a first step's moments are exactly (1 - b1) g and (1 - b2) g^2 in float32,
+    for the one-tensor kernel and the multi-tensor one (whose numbers ``adam_hyper`` gives)."""
+    g = rng.normal(size=1000).astype(np.float32)
+    want_m, want_v = np.float32(1 - 0.9) * g, np.float32(1 - 0.999) * g * g
+    state = {}
+    kernels.adam_update(cp, cp.zeros(1000, np.float32), cp.asarray(g), state, 1e-3, 0.9, 0.999,
+                        1e-8)  # fmt: skip
+    m, v = [cp.zeros(1000, np.float32)], [cp.zeros(1000, np.float32)]
+    hyper = cp.asarray(kernels.adam_hyper(1e-3, 0.9, 0.999, 1e-8, 1), dtype=np.float32)
+    kernels.adamw_multi_step([cp.zeros(1000, np.float32)], [cp.asarray(g)], m, v, hyper)
+    for got_m, got_v in ((state["exp_avg"], state["exp_avg_sq"]), (m[0], v[0])):
+        np.testing.assert_array_equal(cp.asnumpy(got_m), want_m)
+        np.testing.assert_array_equal(cp.asnumpy(got_v), want_v)
+
+
+@gpu
 def test_clip_multiplier(cp, rng):
     grads_host = [rng.normal(size=s) * 100 for s in [(5,), (70000,), (33, 3)]]
     grads = [cp.asarray(g.astype(np.float32)) for g in grads_host]

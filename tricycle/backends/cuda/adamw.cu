@@ -17,37 +17,43 @@
 // the concatenation, looked up in small device tables (block -> tensor, offset); the tensors'
 // addresses come from a device array of pointers, so the parameters need not share a buffer.
 
+// rest1 and rest2 are 1 - b1 and 1 - b2 taken on the host in float64, as torch takes them:
+// float32's 1 - 0.999f is 0.00099998713, not 0.001f.
 __device__ __forceinline__ void adamw_element(float* w, const float* g, float* m, float* v,
                                               long long i, float gm, float decay, float beta1,
-                                              float beta2, float eps, float step_size,
-                                              float inv_sqrt_bc2) {
+                                              float beta2, float rest1, float rest2, float eps,
+                                              float step_size, float inv_sqrt_bc2) {
     const float grad = g[i] * gm;
-    const float mi = beta1 * m[i] + (1.f - beta1) * grad;
-    const float vi = beta2 * v[i] + (1.f - beta2) * grad * grad;
+    const float mi = beta1 * m[i] + rest1 * grad;
+    const float vi = beta2 * v[i] + rest2 * grad * grad;
     m[i] = mi;
     v[i] = vi;
     w[i] = w[i] * decay - step_size * mi / (sqrtf(vi) * inv_sqrt_bc2 + eps);
 }
 
-// One tensor. decay = 1 - lr * weight_decay, step_size = lr / (1 - b1^t),
-// inv_sqrt_bc2 = 1 / sqrt(1 - b2^t), all computed on the host in float64.
+// One tensor. decay = 1 - lr * weight_decay, rest1 = 1 - b1, rest2 = 1 - b2,
+// step_size = lr / (1 - b1^t), inv_sqrt_bc2 = 1 / sqrt(1 - b2^t), all computed on the host in
+// float64.
 extern "C" __global__ void adamw_kernel(float* __restrict__ w, const float* __restrict__ g,
                                         float* __restrict__ m, float* __restrict__ v, long long n,
-                                        float decay, float beta1, float beta2, float eps,
-                                        float step_size, float inv_sqrt_bc2,
+                                        float decay, float beta1, float beta2, float rest1,
+                                        float rest2, float eps, float step_size,
+                                        float inv_sqrt_bc2,
                                         const float* __restrict__ grad_mult, int has_mult) {
     const float gm = has_mult ? grad_mult[0] : 1.f;
     if (!isfinite(gm)) return;  // overflow in the scaled gradients: skip the step
     const long long stride = (long long)gridDim.x * blockDim.x;
 #pragma unroll 4
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
-        adamw_element(w, g, m, v, i, gm, decay, beta1, beta2, eps, step_size, inv_sqrt_bc2);
+        adamw_element(w, g, m, v, i, gm, decay, beta1, beta2, rest1, rest2, eps, step_size,
+                      inv_sqrt_bc2);
 }
 
 // Many tensors. ptrs holds 4 * n_tensors addresses: weights | grads | exp_avgs | exp_avg_sqs.
 // weight_decays[t] is per tensor (biases and gains are usually not decayed); the tables stay
 // the same from step to step while lr follows its schedule. The step's numbers are read from
-// device memory, hyper = (lr, beta1, beta2, eps, step_size, inv_sqrt_bc2), so that a CUDA
+// device memory, hyper = (lr, beta1, beta2, eps, step_size, inv_sqrt_bc2, rest1, rest2), so
+// that a CUDA
 // graph replaying this launch reads each step's own (capture.py: step_scalars).
 extern "C" __global__ void adamw_multi_kernel(
     const long long* __restrict__ ptrs, const long long* __restrict__ sizes,
@@ -57,7 +63,7 @@ extern "C" __global__ void adamw_multi_kernel(
     const float gm = has_mult ? grad_mult[0] : 1.f;
     if (!isfinite(gm)) return;
     const float lr = hyper[0], beta1 = hyper[1], beta2 = hyper[2], eps = hyper[3];
-    const float step_size = hyper[4], inv_sqrt_bc2 = hyper[5];
+    const float step_size = hyper[4], inv_sqrt_bc2 = hyper[5], rest1 = hyper[6], rest2 = hyper[7];
     const int t = block_tensor[blockIdx.x];
     const long long start = block_start[blockIdx.x];
     const long long end = min(start + (long long)chunk, sizes[t]);
@@ -67,7 +73,8 @@ extern "C" __global__ void adamw_multi_kernel(
     float* v = reinterpret_cast<float*>(ptrs[3 * n_tensors + t]);
     const float decay = 1.f - lr * weight_decays[t];
     for (long long i = start + threadIdx.x; i < end; i += blockDim.x)
-        adamw_element(w, g, m, v, i, gm, decay, beta1, beta2, eps, step_size, inv_sqrt_bc2);
+        adamw_element(w, g, m, v, i, gm, decay, beta1, beta2, rest1, rest2, eps, step_size,
+                      inv_sqrt_bc2);
 }
 
 // Sum of squares of many float32 tensors, one partial per block (same block tables as above,

@@ -89,7 +89,8 @@ def adamw_step(
         (elementwise_grid(n),),
         (256,),
         (w, grad, exp_avg, exp_avg_sq, np.int64(n), np.float32(1.0 - lr * weight_decay),
-         np.float32(beta1), np.float32(beta2), np.float32(eps), step_size, inv_sqrt_bc2,
+         np.float32(beta1), np.float32(beta2), np.float32(1.0 - beta1), np.float32(1.0 - beta2),
+         np.float32(eps), step_size, inv_sqrt_bc2,
          mult, has_mult),
     )  # fmt: skip
 
@@ -127,15 +128,16 @@ def _check_multi(name: str, *lists) -> None:
 
 def adam_hyper(lr: float, beta1: float, beta2: float, eps: float, step: int) -> tuple:
     """The numbers ``adamw_multi_kernel`` reads for step t: (lr, beta1, beta2, eps,
-    lr / (1 - b1^t), 1 / sqrt(1 - b2^t)), the corrections in float64 (``adam_corrections``)."""
-    return (lr, beta1, beta2, eps, *adam_corrections(lr, beta1, beta2, step))
+    lr / (1 - b1^t), 1 / sqrt(1 - b2^t), 1 - beta1, 1 - beta2), the corrections and the rests
+    in float64 (``adam_corrections``), as torch takes them."""
+    return (lr, beta1, beta2, eps, *adam_corrections(lr, beta1, beta2, step), 1 - beta1, 1 - beta2)
 
 
 def adamw_multi_step(weights, grads, exp_avgs, exp_avg_sqs, hyper, weight_decays=0.0,
                      grad_multiplier=None):  # fmt: skip
     """One AdamW step over many float32 tensors in a single launch (in place).
 
-    ``hyper``: a float32 device array of ``adam_hyper``'s six numbers (from
+    ``hyper``: a float32 device array of ``adam_hyper``'s eight numbers (from
     ``capture.step_scalars``, so that a captured step reads each replay's own).
     ``weight_decays``: one float for all tensors or one per tensor (0 for biases and gains).
     ``grad_multiplier``: as in ``adamw_step`` (see ``clip_multiplier``).
