@@ -142,7 +142,11 @@ class TorchTensorMethods(TorchTensorExtras):
 
     # ------------------------------------------------------------------ shapes
     def view(self, *shape):
-        """torch.Tensor.view, which is ``reshape`` here (see the module's doc on memory)."""
+        """torch.Tensor.view, which is ``reshape`` here (see the module's doc on memory); given
+        a dtype, torch's: the same bytes read as that dtype (last axis rescaled, no gradient)."""
+        if len(shape) == 1 and isinstance(shape[0], type | np.dtype):
+            array = self.xp.ascontiguousarray(self.array)
+            return self.new(array.view(shape[0]), requires_grad=False)
         return ops.reshape(self, _sizes("Tensor.view", shape))
 
     def contiguous(self, memory_format=None):
