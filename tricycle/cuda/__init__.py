@@ -6,11 +6,12 @@
 Every question goes through ``tricycle.backend``, the one module that loads cupy, and only
 when a function here is called: importing this module imports no cupy. Without cupy, or
 without a CUDA device, ``is_available()`` is False and ``device_count()`` 0, as torch's;
-``current_device``, ``set_device``, ``synchronize``, ``get_device_name`` and the memory
-questions (``memory_allocated``, ``max_memory_allocated``, ``memory_reserved``,
-``reset_peak_memory_stats``: cupy's memory pool's answers) raise a RuntimeError saying
-so; ``empty_cache`` does nothing (there is no cache to empty, and torch's does nothing
-either).
+``current_device``, ``set_device``, ``synchronize``, ``get_device_name`` and
+``reset_peak_memory_stats`` raise a RuntimeError saying so; the memory questions
+(``memory_allocated``, ``max_memory_allocated``, ``memory_reserved``: cupy's memory pool's
+answers on a GPU) answer 0, as torch's do (no GPU memory is in use: a script that prints its
+peak runs on the CPU); ``empty_cache`` does nothing (there is no cache to empty, and torch's
+does nothing either).
 tricycle draws every random number from one generator on the host, so ``manual_seed`` and
 ``manual_seed_all`` seed it (``tricycle.manual_seed``), with or without a GPU.
 
@@ -123,7 +124,10 @@ def empty_cache() -> None:
 
 # ------------------------------------------------------------------ memory
 def _pool(op: str, device, ask: str):
-    """``ask`` of cupy's memory pool on GPU ``device`` (the current one for None)."""
+    """``ask`` of cupy's memory pool on GPU ``device`` (the current one for None); a memory
+    question without a GPU is 0, as torch's (nothing is allocated)."""
+    if ask != "free_all_blocks" and device is None and not backend.cupy_available():
+        return 0
     index = _index(op, device)
     with backend.cupy().cuda.Device(index):
         return getattr(backend.cupy().get_default_memory_pool(), ask)()
