@@ -45,6 +45,20 @@ def tensor_input(op: str, value, name: str = "input") -> Tensor:
     return value
 
 
+def operand(op: str, input, other) -> Tensor:  # noqa: A002
+    """``input`` of torch's arithmetic functions: a Tensor, or a Python number (torch.add(1.5,
+    2.5) is tensor(4.)) made a 0-d tensor on ``other``'s device, in ``other``'s dtype where the
+    number's kind fits it (torch's wrapped numbers: 2 - an int32 tensor stays int32), else in
+    the number's own (int64, float32, bool); anything else is ``tensor_input``'s TypeError."""
+    if isinstance(input, Node) or not isinstance(input, (bool, int, float)):
+        return tensor_input(op, input)
+    if not isinstance(other, Node):
+        return tensor(input)
+    kind = np.dtype(other.dtype).kind
+    fits = kind == "f" or isinstance(input, bool) or (kind in "iu" and isinstance(input, int))
+    return tensor(input, dtype=other.dtype if fits else None, device=other.device)
+
+
 def no_out(op: str, out) -> None:
     """A TypeError naming ``op`` for an ``out=`` tensor (see the module's doc)."""
     if out is not None:

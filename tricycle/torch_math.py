@@ -11,9 +11,11 @@ tricycle's one layout, dense (see ``sparse_coo_tensor``).
 Each calls the ``Tensor`` method of the same name (``tricycle.tensor_torch``, or the modules
 its methods import: ``pointwise``, ``reduce_torch``, ``products``; the ops of ``reduce`` and
 ``binary`` beneath, whose gradients these are) with torch's argument names and defaults;
-``out=`` is refused, as by ``tricycle.torch_functions``. The step functions (``sign``,
-``round``, ``floor``, ``ceil``, ``trunc``, ``div`` with a ``rounding_mode``) have gradient 0,
-as torch's. ``cdist`` is the norm of the difference of every pair of rows.
+``out=`` is refused, as by ``tricycle.torch_functions``. ``add``, ``sub``, ``mul`` and ``div``
+take a Python number as ``input`` too, as torch's (``torch_functions.operand``). The step
+functions (``sign``, ``round``, ``floor``, ``ceil``, ``trunc``, ``div`` with a
+``rounding_mode``) have gradient 0, as torch's. ``cdist`` is the norm of the difference of
+every pair of rows.
 
 Where torch and tricycle differ: ``var`` is ``Tensor.var``, numpy's (ddof 0, ``axis``,
 ``keepdims``) unless a call names one of torch's keywords (``dim``, ``unbiased``,
@@ -29,7 +31,7 @@ import numpy as np
 from tricycle import backend, checks
 from tricycle.factories import zeros
 from tricycle.graph import Node
-from tricycle.torch_functions import no_out, tensor, tensor_input
+from tricycle.torch_functions import no_out, operand, tensor, tensor_input
 
 
 # ------------------------------------------------------------------ reductions
@@ -219,26 +221,26 @@ def nanquantile(input, q, dim=None, keepdim: bool = False, *, interpolation="lin
 def add(input, other, *, alpha=1, out=None):  # noqa: A002
     """torch.add: input + alpha * other."""
     no_out("add", out)
-    return tensor_input("add", input).add(other, alpha=alpha)
+    return operand("add", input, other).add(other, alpha=alpha)
 
 
 def sub(input, other, *, alpha=1, out=None):  # noqa: A002
     """torch.sub (``subtract``): input - alpha * other."""
     no_out("sub", out)
-    return tensor_input("sub", input).sub(other, alpha=alpha)
+    return operand("sub", input, other).sub(other, alpha=alpha)
 
 
 def mul(input, other, *, out=None):  # noqa: A002
     """torch.mul (``multiply``): input * other."""
     no_out("mul", out)
-    return tensor_input("mul", input).mul(other)
+    return operand("mul", input, other).mul(other)
 
 
 def div(input, other, *, rounding_mode=None, out=None):  # noqa: A002
     """torch.div (``divide``): input / other, or the quotient rounded towards 0
     (``rounding_mode="trunc"``) or down ("floor"), of gradient 0."""
     no_out("div", out)
-    return tensor_input("div", input).div(other, rounding_mode=rounding_mode)
+    return operand("div", input, other).div(other, rounding_mode=rounding_mode)
 
 
 subtract, multiply, divide = sub, mul, div  # torch's other names
