@@ -86,6 +86,14 @@ def seed(owner: str, name: str, value, optional: bool = True):
     return integer(owner, name, value, 0, optional)
 
 
+def number_of(value):
+    """A one-element tensor as its Python number, where torch takes one for a number
+    (``arange(x.min(), x.max(), 0.01)``, ``init.normal_(x, mean=m.mean())``, ``x.clamp_(lo,
+    hi)``); anything else as given, for the checks that follow to judge."""
+    array = getattr(value, "array", None)  # a Tensor's (its ``item`` runs the read-back checks)
+    return value.item() if getattr(array, "size", 0) == 1 else value
+
+
 def real(owner: str, name: str, value, low: float = -math.inf, high: float = math.inf,
          ends: str = "[]", optional: bool = False):  # fmt: skip
     """A finite real number from ``low`` to ``high``; ``ends`` says which ends are included,

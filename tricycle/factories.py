@@ -122,7 +122,7 @@ def arange(
     """Numbers from ``start`` up to (not including) ``end`` in steps of ``step``;
     ``arange(n)`` is 0, 1, ..., n - 1. int64 if every argument is an integer, else float32.
     A one-element tensor stands for its number, as torch's (``arange(x.min(), x.max(), 0.01)``)."""
-    start, end, step = (_number(v) for v in (start, end, step))
+    start, end, step = map(checks.number_of, (start, end, step))
     if end is None:
         start, end = 0, start
     for name, value in (("start", start), ("end", end), ("step", step)):
@@ -141,18 +141,13 @@ def linspace(
 ) -> Tensor:
     """``steps`` evenly spaced numbers from ``start`` to ``end``, both included (a
     one-element tensor stands for its number, as torch's)."""
-    start, end = _number(start), _number(end)
+    start, end = checks.number_of(start), checks.number_of(end)
     checks.real("linspace", "start", start)
     checks.real("linspace", "end", end)
     checks.non_negative_int("linspace", "steps", steps)
     dtype = _dtype("linspace", dtype, backend.DEFAULT_FLOAT)
     array = np.linspace(start, end, steps, dtype=np.float64).astype(dtype)
     return _make("linspace", array, requires_grad, device)
-
-
-def _number(value):
-    """A one-element tensor's number (a bound of ``arange``/``linspace``); else the value."""
-    return value.item() if isinstance(value, Tensor) and value.size == 1 else value
 
 
 def eye(n: int, m: int | None = None, dtype=None, requires_grad: bool = False, device="cpu"):

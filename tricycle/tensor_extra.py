@@ -121,9 +121,7 @@ def histc(input, bins: int = 100, min=0, max=0, *, out=None):  # noqa: A002 - to
 def clamp_bound(bound):
     """A bound of ``clamp``: a one-element tensor that needs no gradient as its number (torch
     broadcasts it so); anything else as given, for ``clip``'s checks."""
-    if hasattr(bound, "array") and bound.array.size == 1 and not bound.requires_grad:
-        return bound.array.item()
-    return bound
+    return bound if getattr(bound, "requires_grad", False) else checks.number_of(bound)
 
 
 def clamp_min(input, min):  # noqa: A002 - torch's names

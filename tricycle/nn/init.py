@@ -79,14 +79,6 @@ def _target(op: str, tensor) -> Tensor:
     return tensor
 
 
-def _number(value):
-    """A one-element Tensor as its Python number (torch's take ``mean=x.mean()``, as fast.ai's
-    random erasing does); anything else as given, for the checks to judge."""
-    if isinstance(value, Tensor) and value.array.size == 1:
-        return value.item()
-    return value
-
-
 def _fill(tensor: Tensor, values) -> Tensor:
     """Write the host array or number ``values`` into ``tensor``, off the graph."""
     with no_grad():
@@ -97,7 +89,7 @@ def _fill(tensor: Tensor, values) -> Tensor:
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
     """Values drawn from U(a, b)."""
     _target("uniform_", tensor)
-    a, b = _number(a), _number(b)
+    a, b = checks.number_of(a), checks.number_of(b)
     checks.real("nn.init.uniform_", "a", a)
     checks.real("nn.init.uniform_", "b", b, low=a)
     rng = tricycle_random.given_or_ours("nn.init.uniform_", generator)
@@ -107,7 +99,7 @@ def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
     """Values drawn from N(mean, std^2)."""
     _target("normal_", tensor)
-    mean, std = _number(mean), _number(std)
+    mean, std = checks.number_of(mean), checks.number_of(std)
     checks.real("nn.init.normal_", "mean", mean)
     checks.non_negative("nn.init.normal_", "std", std)
     rng = tricycle_random.given_or_ours("nn.init.normal_", generator)
@@ -119,7 +111,7 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     """Values drawn from N(mean, std^2) truncated to [a, b] (absolute bounds, as torch's):
     draws outside are drawn again, which gives the truncated distribution exactly."""
     _target("trunc_normal_", tensor)
-    mean, std, a, b = map(_number, (mean, std, a, b))
+    mean, std, a, b = map(checks.number_of, (mean, std, a, b))
     checks.real("nn.init.trunc_normal_", "mean", mean)
     checks.positive("nn.init.trunc_normal_", "std", std)
     checks.real("nn.init.trunc_normal_", "b", b, low=checks.real("nn.init.trunc_normal_", "a", a))
@@ -141,7 +133,7 @@ def constant_(tensor: Tensor, val: float) -> Tensor:
     """``val`` everywhere."""
     if not isinstance(tensor, Tensor):
         checks.fail("nn.init.constant_", "tensor", "a Tensor", tensor, TypeError)
-    return _fill(tensor, checks.real("nn.init.constant_", "val", _number(val)))
+    return _fill(tensor, checks.real("nn.init.constant_", "val", checks.number_of(val)))
 
 
 def ones_(tensor: Tensor) -> Tensor:
