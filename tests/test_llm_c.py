@@ -12,7 +12,7 @@ a stand-in with its 50257 ids. Lines changed for that end in ``# port:``; under 
 ``TRICYCLE_LINES`` also swap the lines of the documented exceptions (a Linear's ``weights`` are
 (in, out), so the head tied to the token embedding is ``F.linear`` on ``wte``'s table, and the
 lines that read torch's names and layouts go through ``nn.to_torch``/``nn.from_torch``) and of
-what tricycle lacks (``torch._inductor``, ``ZeroRedundancyOptimizer``, ``torch.version``,
+what tricycle lacks (``torch._inductor``, ``ZeroRedundancyOptimizer``,
 ``cuda.max_memory_allocated`` without a GPU).
 
 Both runs write the same tokenizer file and the same ``gpt2_124M.bin`` and ``_bf16.bin``
@@ -898,8 +898,6 @@ if __name__ == "__main__":
 
 # after the substitution torch -> tricycle: (the line, tricycle's line)
 TRICYCLE_LINES = [
-    ("    print0(f\"Running pytricycle {tricycle.version.__version__}\")",
-     "    print0(f\"Running pytricycle {tricycle.__version__}\")  # port: tricycle has no tricycle.version"),
     ("import tricycle._inductor.config as config",
      "config = None  # port: tricycle has no inductor (nor torch.compile: --compile stays 0)"),
     ("from tricycle.nn.parallel import DistributedDataParallel as DDP",

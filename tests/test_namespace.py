@@ -3,6 +3,7 @@ threads, no cupy), and operators bound wherever ``Tensor`` comes from, even when
 ``__init__`` does not run (``tricycle`` resolved as a namespace package)."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -225,3 +226,15 @@ def test_the_sub_packages_are_attributes_imported_on_first_use():
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout == "ok\n"
+
+
+def test_version_answers_as_torch_version():
+    """``torch.version.__version__`` and ``torch.version.cuda`` (None on a CPU-only build)."""
+    assert tc.version.__version__ == tc.__version__
+    assert tc.version.hip is None and tc.version.debug is False
+    if tc.cuda.is_available():
+        assert re.fullmatch(r"\d+\.\d+", tc.version.cuda)
+    else:
+        assert tc.version.cuda is None
+    with pytest.raises(AttributeError, match="tricycle.version"):
+        tc.version.missing  # noqa: B018

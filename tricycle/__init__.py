@@ -295,6 +295,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "distributed": ("tricycle.distributed", None),  # torch.distributed.rpc.api.RRef
     "distributions": ("tricycle.distributions", None),
     "linalg": ("tricycle.linalg", None),
+    "version": ("tricycle.version", None),  # torch.version.cuda
     "serialization": ("tricycle.serialization", None),  # torch.serialization.safe_globals
     "autograd": ("tricycle.autograd", None),
     "nn": ("tricycle.nn", None),
