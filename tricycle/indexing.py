@@ -319,6 +319,7 @@ def _scatter(op: str, x: Tensor, dim: int, index, src, add: bool) -> Tensor:
     """x with ``src`` written (or added) at ``index`` along ``dim``: the op of both."""
     dim = checks.axis(op, "dim", dim, x.ndim, x.shape)
     ids = ids_of(x, op, index)
+    ids = ids.reshape(1) if ids.ndim == 0 and x.ndim == 1 else ids  # torch's: one entry
     longer = [d for d, (m, n) in enumerate(zip(ids.shape, x.shape)) if m > n and d != dim]
     if ids.ndim != x.ndim or longer:
         expected = f"as many axes as {x.shape}, none longer but along dim {dim}"
