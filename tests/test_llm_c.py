@@ -12,8 +12,7 @@ a stand-in with its 50257 ids. Lines changed for that end in ``# port:``; under 
 ``TRICYCLE_LINES`` also swap the lines of the documented exceptions (a Linear's ``weights`` are
 (in, out), so the head tied to the token embedding is ``F.linear`` on ``wte``'s table, and the
 lines that read torch's names and layouts go through ``nn.to_torch``/``nn.from_torch``) and of
-what tricycle lacks (``torch._inductor``, ``ZeroRedundancyOptimizer``,
-``cuda.max_memory_allocated`` without a GPU).
+what tricycle lacks (``torch._inductor``, ``cuda.max_memory_allocated`` without a GPU).
 
 Both runs write the same tokenizer file and the same ``gpt2_124M.bin`` and ``_bf16.bin``
 checkpoints byte for byte (header and weights: bf16 through ``view(torch.int16)``), the same
@@ -902,8 +901,6 @@ TRICYCLE_LINES = [
      "config = None  # port: tricycle has no inductor (nor torch.compile: --compile stays 0)"),
     ("from tricycle.nn.parallel import DistributedDataParallel as DDP",
      "from tricycle.distributed import DistributedDataParallel as DDP  # port: tricycle has no tricycle.nn.parallel (DDP lives above the layer catalogue)"),
-    ("from tricycle.distributed.optim import ZeroRedundancyOptimizer",
-     "ZeroRedundancyOptimizer = None  # port: tricycle lacks ZeroRedundancyOptimizer (--zero_stage 1, under DDP only)"),
     ("        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)",
      "        # self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)  # port: no lm_head: tricycle's Linear holds (in, out) weights, the transpose of wte's (V, C)"),
     ("        self.lm_head.LLMC_SKIP_INIT = 1 # don't init this one, we will tie weights",

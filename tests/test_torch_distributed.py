@@ -1,6 +1,7 @@
 """torch.distributed's calls and DistributedDataParallel (tricycle/parallel/torch_distributed.py)
 in a world of one process, the engine's after-backward callbacks they rely on, and two ranks
-under mpiexec: a torch-style DDP loop against one process on the whole batch.
+under mpiexec: a torch-style DDP loop against one process on the whole batch, with SGD and
+with AdamW sharded by ``ZeroRedundancyOptimizer``.
 
 Run as a script (``mpiexec -n 2 python tests/test_torch_distributed.py OUT``) this file is
 the ranks' program: rank 0 pickles what both ranks saw to OUT."""
@@ -20,6 +21,7 @@ import tricycle.nn as nn
 import tricycle.optim as optim
 from tests.test_distributed import AS_ROOT, mpiexec, needs_mpi
 from tricycle import backprop
+from tricycle.distributed.optim import ZeroRedundancyOptimizer
 from tricycle.parallel import buckets
 from tricycle.parallel import distributed as world_module
 from tricycle.random import manual_seed
@@ -194,9 +196,29 @@ def batch():
     return x, (x @ rng.normal(size=(4, 1))).astype(np.float32)
 
 
-def run_steps(model, x, y, steps: int = STEPS) -> dict:
-    """A torch-style loop: the parameters after ``steps`` SGD steps, the first gradients."""
-    opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+def sgd(model):
+    return optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+
+def adamw_groups(model) -> tuple[dict, dict]:
+    """llm.c's two groups: weight decay on the matrices only."""
+    decay = [p for p in model.parameters() if p.ndim >= 2]
+    rest = [p for p in model.parameters() if p.ndim < 2]
+    return {"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}
+
+
+def zero_adamw(model):
+    """AdamW's state sharded over the ranks, built as llm.c's train_gpt2.py builds it."""
+    decay, rest = adamw_groups(model)
+    opt = ZeroRedundancyOptimizer(**decay, optimizer_class=optim.AdamW, lr=0.01)
+    opt.add_param_group(rest)
+    return opt
+
+
+def run_steps(model, x, y, steps: int = STEPS, make=sgd) -> dict:
+    """A torch-style loop: the parameters after ``steps`` steps of the optimizer ``make``
+    builds (SGD), the first gradients, and the optimizer ("opt")."""
+    opt = make(model)
     first = {}
     for step in range(steps):
         loss = nn.MSELoss()(model(Tensor(x)), Tensor(y))
@@ -208,7 +230,8 @@ def run_steps(model, x, y, steps: int = STEPS) -> dict:
             }
         opt.step()
     params = {n.removeprefix("module."): p.array.copy() for n, p in model.named_parameters()}
-    return {"params": params, "grads": {n.removeprefix("module."): g for n, g in first.items()}}
+    grads = {n.removeprefix("module."): g for n, g in first.items()}
+    return {"params": params, "grads": grads, "opt": opt}
 
 
 def test_ddp_alone_is_its_module(group):
@@ -299,6 +322,26 @@ def test_two_ranks_of_ddp_take_the_steps_of_one_process_on_the_whole_batch(tmp_p
             np.testing.assert_allclose(got["ddp"][rank]["grads"][name], value, rtol=1e-5, atol=1e-6)
     for name in whole["params"]:  # the same parameters on both ranks, bit for bit
         np.testing.assert_array_equal(got["ddp"][0]["params"][name], got["ddp"][1]["params"][name])
+    # ZeRO: AdamW over the whole batch in one process, its state shared out over the ranks
+    manual_seed(0)
+    alone = run_steps(Net(), x, y, make=lambda m: optim.AdamW(adamw_groups(m), lr=0.01))
+    assert got["zero_held"] == [32, 20]  # largest first: the (4, 8) weights alone on rank 0
+    for rank in range(2):
+        for name, value in alone["params"].items():
+            np.testing.assert_allclose(got["zero"][rank]["params"][name], value, rtol=1e-5,
+                                       atol=1e-6, err_msg=name)  # fmt: skip
+    for name in alone["params"]:
+        np.testing.assert_array_equal(
+            got["zero"][0]["params"][name], got["zero"][1]["params"][name]
+        )
+    plain, gathered = alone["opt"].state_dict(), got["zero_state"][0]
+    assert got["zero_state"][1] is None
+    assert [g["params"] for g in gathered["param_groups"]] == [[0, 1], [2, 3, 4]]
+    for i, slots in plain["state"].items():  # index 4, unused, has no state alone
+        assert gathered["state"][i]["step"] == slots["step"] == STEPS
+        for slot in ("exp_avg", "exp_avg_sq"):
+            np.testing.assert_allclose(gathered["state"][i][slot], slots[slot], rtol=1e-4,
+                                       atol=1e-7)  # fmt: skip
     # no_sync: the first micro-batch's gradients stay local, the second backward averages the sums
     manual_seed(0)
     model = Net()
@@ -353,6 +396,7 @@ def ranks(out: str) -> None:
     model = DDP(Net())  # rank 0's weights and buffer on both ranks
     model.module.seen.array[...] = rank  # a buffer each rank changed: rank 0's at forward
     seen["ddp"] = run_steps(model, x[rows], y[rows])
+    seen["ddp"].pop("opt")
     seen["seen"] = model.module.seen.array
     seen["unused_grad"] = model.module.unused.grad.array
     # gradient accumulation: two micro-batches, the first under no_sync
@@ -375,6 +419,14 @@ def ranks(out: str) -> None:
         params = model.named_parameters()
         grads = {n[7:]: p.grad.array.copy() for n, p in params if p.grad is not None}
         seen["flag_local" if micro_step == 0 else "flag_accumulated"] = grads
+    # ZeRO: each rank holds AdamW's state for its own parameters, then gathers it on rank 0
+    manual_seed(0)
+    zero = run_steps(DDP(Net()), x[rows], y[rows], make=zero_adamw)
+    opt = zero.pop("opt")
+    seen["zero"] = zero
+    seen["zero_held"] = sum(p.numel() for p in opt.optim.state)  # elements with state here
+    opt.consolidate_state_dict(to=0)
+    seen["zero_state"] = opt.state_dict() if rank == 0 else None
     everything = [None, None]
     dist.all_gather_object(everything, seen)
     if rank == 0:

@@ -1,0 +1,23 @@
+"""The public name ``tricycle.distributed``: its code lives in ``tricycle.parallel.distributed``
+(tricycle's World: ``init``, ``DataParallel``, ``fail_together``...) and, under torch's names,
+in ``tricycle.parallel.torch_distributed`` (``init_process_group``, ``all_reduce``,
+``DistributedDataParallel``...): ``import tricycle.distributed as dist`` gives both, and no
+torch name changes the meaning of one of tricycle's.
+
+This package keeps the imports the README writes working. ``rpc`` holds torch's ``RRef`` alone
+(``tricycle.parallel.rpc``: no remote calls), for the scripts that test a value against it;
+``optim`` holds torch's ``ZeroRedundancyOptimizer`` (``tricycle.parallel.torch_zero``).
+"""
+
+from tricycle.parallel import rpc  # noqa: F401
+from tricycle.parallel.distributed import *  # noqa: F403
+from tricycle.parallel.torch_distributed import *  # noqa: F403
+
+
+def __getattr__(name: str):
+    """``optim`` imported on first use, as torch's ``torch.distributed.optim`` is reached."""
+    if name == "optim":
+        import tricycle.distributed.optim  # noqa: PLC0415
+
+        return tricycle.distributed.optim
+    raise AttributeError(f"module 'tricycle.distributed' has no attribute {name!r}")
