@@ -87,6 +87,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "matrix_power": ("tricycle.linalg.tensor_methods", "matrix_power"),
     "pinverse": ("tricycle.linalg.tensor_methods", "pinverse"),
     "meshgrid": ("tricycle.torch_functions_more", "meshgrid"),
+    "broadcast_to": ("tricycle.torch_functions_more", "broadcast_to"),
     # torch's trigonometric functions and in-place functions of x (trigonometry)
     "tan": ("tricycle.trigonometry", "tan"),
     "asin": ("tricycle.trigonometry", "asin"),

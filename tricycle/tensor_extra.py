@@ -26,6 +26,7 @@ which makes a module's functions methods that import it on their first call.
   ``x.clamp_min(0.)``), their in-place forms and ``lerp_`` (a from-scratch batch norm's
   ``self.means.lerp_(m, self.mom)``), under ``add_``'s rule; ``histc``, torch's histogram of
   equal bins (``histc``, below: the counts, no gradient);
+- ``broadcast_to``: torch's name for ``expand`` to a sequence of sizes;
 - ``__index__``: a one-element integer tensor is an index of a Python sequence
   (``classes[label]``), as torch's; ``__reversed__``: ``reversed(x)`` is ``x.flip(0)``.
 """
@@ -274,6 +275,13 @@ class TorchTensorExtras:
         flat[:kept] = self.array.reshape(-1)[:kept]
         self.array = flat.reshape(shape)
         return self
+
+    def broadcast_to(self, size):
+        """torch.Tensor.broadcast_to: ``expand`` to ``size``, a sequence of sizes (-1 keeps an
+        axis; a plain number is refused, as torch's); the gradient sums back."""
+        if not isinstance(size, tuple | list):
+            checks.fail("Tensor.broadcast_to", "size", "a tuple or list of sizes", size, TypeError)
+        return self.expand(*size)
 
     def data_ptr(self) -> int:
         """torch.Tensor.data_ptr: the address of this tensor's first element (host or GPU

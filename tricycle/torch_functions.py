@@ -379,8 +379,12 @@ def _array(value):
 
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan: bool = False) -> bool:  # noqa: A002
-    """torch.allclose: whether |input - other| <= atol + rtol * |other| everywhere."""
-    return tensor_input("allclose", input).close_to(other, rtol, atol, equal_nan)
+    """torch.allclose: whether |input - other| <= atol + rtol * |other| everywhere; a tensor
+    ``other`` of another dtype is refused (RuntimeError), as torch's: int64 is not float32."""
+    x = tensor_input("allclose", input)
+    if isinstance(other, Node) and other.dtype != x.dtype:
+        raise RuntimeError(f"allclose: input is {x.dtype}, other {other.dtype}: not one dtype")
+    return x.close_to(other, rtol, atol, equal_nan)
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan: bool = False):  # noqa: A002

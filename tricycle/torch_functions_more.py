@@ -25,6 +25,8 @@
   tensor prints its numpy (or cupy) array, so these set numpy's print options, for every
   array the process prints (``sci_mode=False`` is numpy's ``suppress=True``); ``profile``
   ("default", "short", "full") starts from numpy's defaults, as torch's from its own;
+- ``broadcast_to(input, size)``: ``Tensor.broadcast_to``, torch's name for ``expand`` to a
+  sequence of sizes (-1 keeps an axis); the gradient sums back over the stretched axes;
 - ``range(start, end, step=1)``: torch's deprecated range, ``start``, ``start + step``, ... up
   to ``end`` *included*, float32 unless ``dtype`` says (integers too: torch's default dtype);
   it warns as torch's does (``arange`` stops before ``end``: what both libraries advise).
@@ -179,3 +181,8 @@ def set_printoptions(
     if threshold is not None and threshold == math.inf:
         options["threshold"] = np.iinfo(np.int64).max  # numpy's "never summarise"
     np.set_printoptions(**options)
+
+
+def broadcast_to(input, size):  # noqa: A002 - torch's names
+    """torch.broadcast_to: ``input`` broadcast to ``size`` (``Tensor.broadcast_to``)."""
+    return tensor_input("broadcast_to", input).broadcast_to(size)
