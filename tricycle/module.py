@@ -232,9 +232,11 @@ class Layer(TorchMethods, HookMethods):
         key may be (a non-persistent buffer's name is one);
         otherwise only the keys both sides share are loaded. Shapes must always match, values
         must be numeric and finite in the tensor's dtype (a float64 value too large for
-        float32 is an error). Every value is checked (and converted) before any is written: a
-        bad state changes nothing. Returns the (missing, unexpected) key lists, a named tuple
-        as torch's (``missing_keys``, ``unexpected_keys``).
+        float32 is an error), but that a buffer may hold infinities, as torch loads them (an
+        attention mask's ``-inf``: a buffer is no weight); NaN is refused everywhere. Every
+        value is checked (and converted) before any is written: a bad state changes nothing.
+        Returns the (missing, unexpected) key lists, a named tuple as torch's
+        (``missing_keys``, ``unexpected_keys``).
         """
         owner = f"load_state_dict of {type(self).__name__}"
         params = dict(self.named_persistent())
@@ -261,12 +263,15 @@ class Layer(TorchMethods, HookMethods):
             t = params[name]
             with np.errstate(over="ignore", invalid="ignore"):
                 cast = value.astype(t.dtype)
-            if not np.isfinite(cast).all():
-                if not np.isfinite(value).all():
+            bad = ~np.isfinite(cast)
+            if not is_parameter(t) and value.dtype.kind == "f":
+                bad &= ~np.isinf(value)  # a buffer's own infinities (a mask's -inf) load
+            if bad.any():
+                if not np.isfinite(value[bad]).all():
                     raise ValueError(f"{owner}: {name} has non-finite values (NaN or inf)")
                 raise ValueError(
                     f"{owner}: {name} has values too large for {t.dtype} (largest magnitude "
-                    f"{np.abs(value).max():.4g})"
+                    f"{np.abs(value[bad]).max():.4g})"
                 )
             if t.on_gpu:
                 cast = backend.to_device_array(cast, t.array.device.id)
