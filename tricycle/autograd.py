@@ -14,7 +14,13 @@ The engine's back_fns map arrays to arrays and record no graph, so there is no d
 backward: ``create_graph=True`` is refused. ``Function`` (``tricycle.autograd_function``) is
 the custom op; the grad modes are the engine's (``tricycle.graph``, ``tricycle.grad_modes``).
 ``Variable`` is torch's name from before tensors carried gradients, as torch 2 keeps it.
+
+``functional`` is torch.autograd.functional's first-order part: ``jacobian``, ``vjp`` and
+``jvp`` of a function of tensors, each input differentiated through ``grad``, one backward
+per output element for the Jacobian (torch's reverse mode without ``vectorize``).
 """
+
+import types
 
 from tricycle import backend, backprop, checks
 from tricycle.autograd_function import Function, FunctionCtx
@@ -29,6 +35,7 @@ __all__ = [
     "Variable",
     "backward",
     "enable_grad",
+    "functional",
     "grad",
     "inference_mode",
     "is_grad_enabled",
@@ -211,3 +218,123 @@ def _seed(op: str, i: int, y: Node, g):
             f"shape {y.shape}"
         )
     return g if g.dtype == y.dtype else g.astype(y.dtype)
+
+
+def jacobian(
+    func,
+    inputs,
+    create_graph: bool = False,
+    strict: bool = False,
+    vectorize: bool = False,
+    strategy: str = "reverse-mode",
+):
+    """torch.autograd.functional.jacobian: the derivative of each output of ``func(*inputs)``
+    with respect to each input, of shape ``output.shape + input.shape``; a Tensor for one
+    input and one output, else tuples as torch nests them (outputs, then inputs). An output
+    that does not depend on an input gives zeros (``strict=True`` refuses it)."""
+    _refuse_create_graph("jacobian", create_graph)
+    if strategy not in ("reverse-mode", "forward-mode"):
+        checks.fail("jacobian", "strategy", "'reverse-mode' or 'forward-mode'", strategy)
+    several_in, xs = _inputs("jacobian", inputs)
+    with enable_grad():
+        out = func(*xs)
+    several_out, ys = _outputs("jacobian", out)
+    rows = []
+    for i, y in enumerate(ys):
+        flat = []  # one gradient per element of y: the rows of its Jacobian
+        for k in range(y.array.size):
+            seed = y.xp.zeros(y.array.size, y.dtype)
+            seed[k] = 1
+            flat.append(_input_grads("jacobian", i, y, xs, seed.reshape(y.shape), strict))
+        row = []
+        for j, x in enumerate(xs):
+            shape = y.shape + x.shape  # (*output, *input)
+            block = y.xp.stack([g[j] for g in flat]) if flat else y.xp.zeros(shape, x.dtype)
+            row.append(x.new(block.reshape(shape), requires_grad=False))
+        rows.append(tuple(row))
+    rows = [row if several_in else row[0] for row in rows]
+    return tuple(rows) if several_out else rows[0]
+
+
+def vjp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
+    """torch.autograd.functional.vjp: ``(func(*inputs), v^T J)``, the outputs detached and the
+    vector-Jacobian product shaped as the inputs (``v`` may be left out for one element)."""
+    _refuse_create_graph("vjp", create_graph)
+    several_in, xs = _inputs("vjp", inputs)
+    with enable_grad():
+        out = func(*xs)
+    several_out, ys = _outputs("vjp", out)
+    vs = (v,) if isinstance(v, Node) or v is None else tuple(v)
+    if len(vs) != len(ys):
+        raise RuntimeError(f"vjp: v has {len(vs)} tensor(s) for {len(ys)} output(s)")
+    total = [x.xp.zeros_like(x.array) for x in xs]
+    for i, (y, u) in enumerate(zip(ys, vs)):
+        if u is None and y.array.size != 1:
+            raise RuntimeError(
+                f"vjp: v can be left out only for an output of one element; output {i} has "
+                f"shape {y.shape}"
+            )
+        if u is None:
+            seed = y.xp.ones(y.shape, y.dtype)
+        else:  # checked as a backward's gradient; an output of no input sends none
+            seed = _seed("vjp", i, y, u) if y.requires_grad else None
+        for j, g in enumerate(_input_grads("vjp", i, y, xs, seed, strict)):
+            total[j] = total[j] + g
+    grads = tuple(x.new(g, requires_grad=False) for x, g in zip(xs, total))
+    detached = tuple(y.detach() for y in ys)
+    return (detached if several_out else detached[0]), (grads if several_in else grads[0])
+
+
+def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
+    """torch.autograd.functional.jvp: ``(func(*inputs), J v)``, through the Jacobian (``v``
+    shaped as the inputs; left out for one input of one element)."""
+    several_in, xs = _inputs("jvp", inputs)
+    vs = (v,) if isinstance(v, Node) or v is None else tuple(v)
+    if vs == (None,) and (len(xs) != 1 or xs[0].array.size != 1):
+        raise RuntimeError("jvp: v can be left out only for one input of one element")
+    jac = jacobian(func, tuple(xs), create_graph, strict)
+    with no_grad():
+        several_out, ys = _outputs("jvp", func(*xs))
+    jac = jac if several_out else (jac,)
+    products = []
+    for y, row in zip(ys, jac):
+        total = y.xp.zeros(y.shape, y.dtype)
+        for x, j, u in zip(xs, row, vs):
+            u = x.xp.ones(x.shape, x.dtype) if u is None else getattr(u, "array", x.xp.asarray(u))
+            total = total + (j.array.reshape(y.array.size, -1) @ u.reshape(-1)).reshape(y.shape)
+        products.append(y.new(total, requires_grad=False))
+    detached = tuple(y.detach() for y in ys)
+    if several_out:
+        return detached, tuple(products)
+    return detached[0], products[0]
+
+
+def _inputs(op: str, inputs) -> tuple:
+    """Whether ``inputs`` is a sequence, and detached copies of its Tensors that require grad."""
+    several = not isinstance(inputs, Node)
+    xs = _tensors(op, "inputs", inputs)
+    return several, tuple(x.detach().requires_grad_(True) for x in xs)
+
+
+def _outputs(op: str, out) -> tuple:
+    several = not isinstance(out, Node)
+    return several, _tensors(op, "the function's outputs", out)
+
+
+def _input_grads(op: str, i: int, y, xs: tuple, seed, strict: bool) -> list:
+    """The gradient arrays of ``xs`` from output ``i``, ``y``, seeded with ``seed``: zeros for an
+    input it does not depend on (refused when ``strict``)."""
+    found = (None,) * len(xs)  # an output made of no input: no gradient reaches them
+    if y.requires_grad:
+        found = grad(y, xs, seed, retain_graph=True, allow_unused=True)
+    if strict and any(g is None for g in found):
+        raise RuntimeError(f"{op}: output {i} is independent of an input, and strict=True")
+    return [x.xp.zeros_like(x.array) if g is None else g.array for x, g in zip(xs, found)]
+
+
+functional = types.ModuleType(
+    "tricycle.autograd.functional",
+    "torch.autograd.functional's first-order part: jacobian, vjp and jvp (no hessian, vhp or "
+    "hvp: a second derivative needs create_graph=True, which the engine refuses).",
+)
+functional.jacobian, functional.vjp, functional.jvp = jacobian, vjp, jvp
