@@ -285,6 +285,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "Generator": ("tricycle.torch_random", "Generator"),
     "load": ("tricycle.serialization", "load"),
     "save": ("tricycle.serialization", "save"),
+    "vmap": ("tricycle.func", "vmap"),  # torch.vmap, torch.func's
     "autocast": ("tricycle.amp", "autocast"),  # torch.autocast (torch.amp's: tricycle.amp)
     # torch's sub-packages a script reaches as attributes (torch.cuda.is_available(),
     # torch.utils.data.DataLoader, torch.optim.SGD, torch.nn.Linear): the module itself
@@ -296,6 +297,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "distributed": ("tricycle.distributed", None),  # torch.distributed.rpc.api.RRef
     "distributions": ("tricycle.distributions", None),
     "linalg": ("tricycle.linalg", None),
+    "func": ("tricycle.func", None),  # torch.func's transforms
     "version": ("tricycle.version", None),  # torch.version.cuda
     "serialization": ("tricycle.serialization", None),  # torch.serialization.safe_globals
     "autograd": ("tricycle.autograd", None),
