@@ -15,8 +15,9 @@ How each is made, on the one engine (reverse mode, ``tricycle.autograd``):
   length of the call (by name, tied ones together), then puts the module's own back.
 - ``grad`` differentiates ``func`` from fresh leaves sharing the inputs' arrays
   (``autograd.grad``); an input the output does not depend on gets zeros, as torch's.
-- ``jacrev`` and ``jacfwd`` give the Jacobian one output element at a time, each a backward
-  through the same graph: jacfwd's numbers come from reverse mode too.
+- ``jacrev`` and ``jacfwd`` are ``autograd.functional.jacobian`` over the arguments' leaves:
+  one backward per output element, through the same graph; jacfwd's numbers come from
+  reverse mode too.
 - ``vmap`` calls ``func`` once per index of the mapped dimension and stacks the results
   (differentiably): torch's semantics, a loop's speed. ``randomness="error"`` refuses a
   ``func`` that draws from tricycle's generator, "same" gives every call the same draws.
@@ -156,23 +157,27 @@ class _Differentiating:
 
 def _leaves_of(owner: str, args: tuple, argnums) -> tuple:
     """(args with fresh leaves at ``argnums``, those leaves flat, a builder of the
-    argnums' structure from new leaves, whether argnums was a single int)."""
+    argnums' structure from new leaves, whether argnums was a single int, a builder of the
+    args from new leaves)."""
     single = isinstance(argnums, int)
     nums = (argnums,) if single else tuple(argnums)
     if not nums or any(not isinstance(i, int) or not -len(args) <= i < len(args) for i in nums):
         checks.fail(owner, "argnums", f"ints (or one) within the {len(args)} arguments", argnums)
     nums = tuple(i % len(args) for i in nums)
     picked, build = _flatten(tuple(args[i] for i in nums))
-    fresh = []
     for leaf in picked:
         if not isinstance(leaf, Tensor) or not is_float(leaf.dtype):
             checks.fail(owner, "the differentiated arguments", "floating Tensors", leaf,
                         TypeError)  # fmt: skip
-        fresh.append(leaf.detach().requires_grad_(True))
-    args = list(args)
-    for i, value in zip(nums, build(fresh)):
-        args[i] = value
-    return tuple(args), fresh, build, single
+
+    def args_of(leaves) -> tuple:
+        new = list(args)
+        for i, value in zip(nums, build(list(leaves))):
+            new[i] = value
+        return tuple(new)
+
+    fresh = [leaf.detach().requires_grad_(True) for leaf in picked]
+    return args_of(fresh), fresh, build, single, args_of
 
 
 def _grads(outputs, leaves: list, seeds=None, retain: bool = False) -> list:
@@ -190,7 +195,7 @@ def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable
 
     def wrapper(*args, **kwargs):
         with _Differentiating("grad"):
-            args, leaves, build, single = _leaves_of("grad", args, argnums)
+            args, leaves, build, single, _ = _leaves_of("grad", args, argnums)
             with enable_grad():
                 out = func(*args, **kwargs)
             aux = None
@@ -230,7 +235,7 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
     output, in its structure) returns the vector-Jacobian products, one per primal;
     with ``has_aux``, (output, vjp_fn, aux). vjp_fn can be called more than once."""
     with _Differentiating("vjp"):
-        args, leaves, build, _ = _leaves_of("vjp", primals, tuple(range(len(primals))))
+        args, leaves, build, _, _ = _leaves_of("vjp", primals, tuple(range(len(primals))))
         with enable_grad():
             out = func(*args)
     aux = None
@@ -268,29 +273,25 @@ def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *, randomness="erro
 
 
 def _jacobian(owner: str, func: Callable, argnums, has_aux: bool) -> Callable:
+    """jacrev's and jacfwd's wrapper: ``autograd.functional.jacobian`` over the leaves of
+    the arguments ``argnums``, given back in their structure."""
+
     def wrapper(*args, **kwargs):
         with _Differentiating(owner):
-            args, leaves, build, single = _leaves_of(owner, args, argnums)
-            with enable_grad():
-                out = func(*args, **kwargs)
-            aux = None
-            if has_aux:
-                out, aux = out
-            if not isinstance(out, Tensor):
-                checks.fail(owner, "func's output", "a Tensor", out, TypeError)
-            rows = [[] for _ in leaves]  # per leaf, one gradient per output element
-            for j in range(out.size):
-                seed = zeros_like(out).detach()
-                seed.array.reshape(-1)[j] = 1
-                for row, g in zip(rows, _grads(out, leaves, seed, retain=True)):
-                    row.append(g)
-            jacobians = []
-            for row, x in zip(rows, leaves):
-                full = stack(row) if row else zeros_like(x)[None][:0]
-                jacobians.append(full.reshape(*out.shape, *x.shape).detach())
-            result = build(jacobians)
+            _, leaves, build, single, args_of = _leaves_of(owner, args, argnums)
+            aux = []
+
+            def of_leaves(*xs):
+                out = func(*args_of(xs), **kwargs)
+                if has_aux:
+                    out, aux[:] = out[0], [out[1]]
+                if not isinstance(out, Tensor):
+                    checks.fail(owner, "func's output", "a Tensor", out, TypeError)
+                return out
+
+            result = build(list(autograd.jacobian(of_leaves, tuple(leaves))))
         result = result[0] if single else result
-        return (result, aux) if has_aux else result
+        return (result, aux[0]) if has_aux else result
 
     return wrapper
 
