@@ -330,6 +330,9 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "inf": ("math", "inf"),
     "nan": ("math", "nan"),
 }
+# modules of torch's functions under torch's own names: module -> its names, in one string
+_BY_MODULE: dict[str, str] = {}
+_PUBLIC.update({n: (m, n) for m, names in _BY_MODULE.items() for n in names.split()})
 
 
 def __getattr__(name: str):
