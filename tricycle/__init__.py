@@ -331,7 +331,10 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "nan": ("math", "nan"),
 }
 # modules of torch's functions under torch's own names: module -> its names, in one string
-_BY_MODULE: dict[str, str] = {}
+_BY_MODULE: dict[str, str] = {
+    "tricycle.linalg.legacy": "cholesky qr lu lu_unpack lu_solve triangular_solve cholesky_solve "
+    "cholesky_inverse matrix_exp solve lstsq symeig eig matrix_rank",
+}
 _PUBLIC.update({n: (m, n) for m, names in _BY_MODULE.items() for n in names.split()})
 
 
