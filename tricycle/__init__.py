@@ -298,6 +298,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "distributions": ("tricycle.distributions", None),
     "linalg": ("tricycle.linalg", None),
     "func": ("tricycle.func", None),  # torch.func's transforms
+    "random": ("tricycle.random", None),  # torch.random.fork_rng
     "version": ("tricycle.version", None),  # torch.version.cuda
     "serialization": ("tricycle.serialization", None),  # torch.serialization.safe_globals
     "autograd": ("tricycle.autograd", None),
@@ -334,6 +335,8 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
 _BY_MODULE: dict[str, str] = {
     "tricycle.linalg.legacy": "cholesky qr lu lu_unpack lu_solve triangular_solve cholesky_solve "
     "cholesky_inverse matrix_exp solve lstsq symeig eig matrix_rank",
+    "tricycle.random": "seed initial_seed",
+    "tricycle.torch_rng": "get_rng_state set_rng_state",
 }
 _PUBLIC.update({n: (m, n) for m, names in _BY_MODULE.items() for n in names.split()})
 

@@ -12,6 +12,11 @@ call reproduces a model exactly, as ``torch.manual_seed`` does::
 numpy's global state, which other code may use or reseed. Until ``manual_seed`` is called
 the generator is seeded from the operating system's entropy (a different model each run).
 
+``seed`` reseeds it from the OS and returns the seed, ``initial_seed`` says the seed it was
+last given (drawn from the OS until ``manual_seed``), ``state_bytes`` and ``restore_state``
+read and write its whole state as bytes (``tricycle.get_rng_state``'s uint8 Tensor), and
+``fork_rng`` puts the state back after a block, as ``torch.random``'s do.
+
 ``use_deterministic_algorithms`` holds torch's switch for the scripts that set it (a course's
 ``set_seed``); tricycle picks no algorithm by it, and ``are_deterministic_algorithms_enabled``
 reads it back.
@@ -20,34 +25,108 @@ Random draws happen on the host and are copied to a GPU when asked for, so a see
 same numbers on every device.
 """
 
+import contextlib
 import threading
+from collections.abc import Iterator
 
 import numpy as np
 
 from tricycle import checks
 
 _generator: np.random.Generator | None = None
+_initial_seed: int | None = None  # the seed the generator was made from
 _lock = threading.Lock()
 _deterministic = False  # torch's switch (see the module's doc)
 
 
 def manual_seed(seed: int) -> np.random.Generator:
     """Seed tricycle's generator with a non-negative integer; returns the new generator."""
-    global _generator
+    global _generator, _initial_seed
     checks.non_negative_int("manual_seed", "seed", seed)
     with _lock:
-        _generator = np.random.default_rng(seed)
+        _generator, _initial_seed = np.random.default_rng(seed), int(seed)
         return _generator
+
+
+def _os_seed() -> int:
+    """A seed of 64 bits from the operating system's entropy (torch's seeds are 64-bit)."""
+    return int(np.random.SeedSequence().entropy) % 2**64
+
+
+def seed() -> int:
+    """torch.seed: seed the generator from the OS's entropy; returns that seed."""
+    new = _os_seed()
+    manual_seed(new)
+    return new
+
+
+def initial_seed() -> int:
+    """torch.initial_seed: the seed the generator was made from (``manual_seed``'s, or the
+    one drawn from the OS)."""
+    generator()
+    return _initial_seed
 
 
 def generator() -> np.random.Generator:
     """The generator tricycle draws from: seeded by ``manual_seed``, else from the OS."""
-    global _generator
+    global _generator, _initial_seed
     if _generator is None:  # created on first use: importing tricycle draws nothing
         with _lock:
             if _generator is None:
-                _generator = np.random.default_rng()
+                _initial_seed = _os_seed()
+                _generator = np.random.default_rng(_initial_seed)
     return _generator
+
+
+# the generator's state (numpy's PCG64: a 128-bit state and increment, and a 32-bit draw
+# kept for the next call) as bytes, little-endian: 16 + 16 + 4 + 4
+STATE_BYTES = 40
+
+
+def state_bytes() -> np.ndarray:
+    """The generator's whole state as ``STATE_BYTES`` uint8 (``restore_state`` takes it back)."""
+    state = generator().bit_generator.state
+    words = (state["state"]["state"], state["state"]["inc"])
+    parts = [w.to_bytes(16, "little") for w in words]
+    parts += [int(state[k]).to_bytes(4, "little") for k in ("has_uint32", "uinteger")]
+    return np.frombuffer(b"".join(parts), dtype=np.uint8).copy()
+
+
+def restore_state(data: np.ndarray, op: str = "restore_state") -> None:
+    """Put the generator back in the state ``state_bytes`` read (a ValueError naming ``op``
+    for an array of another dtype or size)."""
+    if not isinstance(data, np.ndarray) or data.dtype != np.uint8 or data.size != STATE_BYTES:
+        shown = f"{data.dtype} of shape {data.shape}" if isinstance(data, np.ndarray) else data
+        checks.fail(op, "state", f"{STATE_BYTES} uint8 (state_bytes' array)", shown)
+    raw = data.tobytes()
+    state, inc, has_uint32, uinteger = (
+        int.from_bytes(raw[start:stop], "little")
+        for start, stop in ((0, 16), (16, 32), (32, 36), (36, 40))
+    )
+    state = {"state": state, "inc": inc}
+    if has_uint32 > 1:
+        checks.fail(op, "state", "bytes state_bytes wrote (has_uint32 is 0 or 1)", has_uint32)
+    bits = generator().bit_generator
+    bits.state = {**bits.state, "state": state, "has_uint32": has_uint32, "uinteger": uinteger}
+
+
+@contextlib.contextmanager
+def fork_rng(
+    devices=None, enabled: bool = True, _caller="fork_rng", _devices_kw="devices", device_type=None
+) -> Iterator[None]:
+    """torch.random.fork_rng: the block draws as it likes, and the generator's state is put
+    back after it (unless not ``enabled``). tricycle draws on the host for every device, so
+    the one generator is the state of all of them: ``devices`` and ``device_type`` name no
+    other."""
+    checks.boolean(_caller, "enabled", enabled)
+    if not enabled:
+        yield
+        return
+    saved = state_bytes()
+    try:
+        yield
+    finally:
+        restore_state(saved, _caller)
 
 
 def given_or_ours(op: str, given) -> np.random.Generator:
