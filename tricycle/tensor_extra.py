@@ -27,6 +27,10 @@ which makes a module's functions methods that import it on their first call.
   ``self.means.lerp_(m, self.mom)``), under ``add_``'s rule; ``histc``, torch's histogram of
   equal bins (``histc``, below: the counts, no gradient);
 - ``broadcast_to``: torch's name for ``expand`` to a sequence of sizes;
+- the methods of torch's functions in ``tricycle.torch_shapes`` (``ravel``, ``movedim``,
+  ``rot90``, ``tensor_split`` ...), ``torch_scatter`` (``take_along_dim``, ``scatter_reduce``,
+  ``slice_scatter`` ...) and ``torch_construction`` (``diagflat``, ``diag_embed``, ``kron``),
+  each importing its module on its first call;
 - ``__index__``: a one-element integer tensor is an index of a Python sequence
   (``classes[label]``), as torch's; ``__reversed__``: ``reversed(x)`` is ``x.flip(0)``.
 """
@@ -254,6 +258,22 @@ class TorchTensorExtras:
     clamp_min_, clamp_max_, lerp_ = map(_written, "clamp_min clamp_max lerp".split())
 
     clamp_min, clamp_max, histc = clamp_min, clamp_max, histc
+    ravel, moveaxis, movedim, swapdims, msort, fliplr, flipud, rot90 = imported(
+        "torch_shapes", "ravel moveaxis movedim swapdims msort fliplr flipud rot90"
+    )
+    tensor_split, hsplit, vsplit, dsplit = imported(
+        "torch_shapes", "tensor_split hsplit vsplit dsplit"
+    )
+    take_along_dim, scatter_reduce, argwhere, unique_consecutive = imported(
+        "torch_scatter", "take_along_dim scatter_reduce argwhere unique_consecutive"
+    )
+    select_scatter, slice_scatter, diagonal_scatter = imported(
+        "torch_scatter", "select_scatter slice_scatter diagonal_scatter"
+    )
+    isposinf, isneginf, isreal, is_complex, is_nonzero = imported(
+        "torch_scatter", "isposinf isneginf isreal is_complex is_nonzero"
+    )
+    diagflat, diag_embed, kron = imported("torch_construction", "diagflat diag_embed kron")
     unsqueeze_, squeeze_, t_ = (_reshaped(f"{n}_", n) for n in ("unsqueeze", "squeeze", "t"))
 
     def resize_(self, *sizes):
