@@ -337,6 +337,14 @@ _BY_MODULE: dict[str, str] = {
     "cholesky_inverse matrix_exp solve lstsq symeig eig matrix_rank",
     "tricycle.random": "seed initial_seed",
     "tricycle.torch_rng": "get_rng_state set_rng_state",
+    "tricycle.torch_shapes": "ravel movedim moveaxis swapdims narrow tile unbind msort fliplr "
+    "flipud rot90 broadcast_shapes broadcast_tensors atleast_1d atleast_2d atleast_3d hstack "
+    "vstack row_stack dstack column_stack tensor_split hsplit vsplit dsplit",
+    "tricycle.torch_scatter": "take_along_dim masked_select argwhere scatter_reduce select_scatter "
+    "slice_scatter diagonal_scatter isin unique_consecutive tril_indices triu_indices isposinf "
+    "isneginf isreal is_floating_point is_complex is_nonzero",
+    "tricycle.torch_construction": "diagflat diag_embed block_diag kron tensordot vander "
+    "cartesian_prod combinations empty_strided",
 }
 _PUBLIC.update({n: (m, n) for m, names in _BY_MODULE.items() for n in names.split()})
 
