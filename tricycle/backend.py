@@ -76,6 +76,12 @@ def array_module(array) -> ModuleType:
     return _cupy if is_cupy_array(array) else np
 
 
+def special_functions(xp) -> ModuleType:
+    """The special functions (Bessel, gamma, error functions ...) of the array module ``xp``:
+    ``scipy.special`` for numpy, ``cupyx.scipy.special`` for cupy, imported on first use."""
+    return importlib.import_module("scipy.special" if xp is np else "cupyx.scipy.special")
+
+
 def device_of(array) -> str:
     """'cpu' or 'cuda:N' for an array."""
     return f"cuda:{array.device.id}" if is_cupy_array(array) else "cpu"

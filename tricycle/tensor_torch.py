@@ -24,6 +24,7 @@ import numpy as np
 
 from tricycle import backend, binary, checks, ops, reduce, unary
 from tricycle.tensor_extra import TorchTensorExtras, clamp_bound, imported
+from tricycle.tensor_math import TorchMathMethods
 
 
 class ElementCount(int):
@@ -116,7 +117,7 @@ def _float_test(name: str):
     return test
 
 
-class TorchTensorMethods(TorchTensorExtras):
+class TorchTensorMethods(TorchTensorExtras, TorchMathMethods):
     """torch's ``Tensor`` methods on tricycle's ``Tensor`` (see the module's doc)."""
 
     __slots__ = ()
