@@ -299,6 +299,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "linalg": ("tricycle.linalg", None),
     "func": ("tricycle.func", None),  # torch.func's transforms
     "random": ("tricycle.random", None),  # torch.random.fork_rng
+    "special": ("tricycle.special", None),  # torch.special.erf(x)
     "version": ("tricycle.version", None),  # torch.version.cuda
     "serialization": ("tricycle.serialization", None),  # torch.serialization.safe_globals
     "autograd": ("tricycle.autograd", None),
@@ -347,6 +348,14 @@ _BY_MODULE: dict[str, str] = {
     "isneginf isreal is_floating_point is_complex is_nonzero",
     "tricycle.torch_construction": "diagflat diag_embed block_diag kron tensordot vander "
     "cartesian_prod combinations empty_strided",
+    "tricycle.torch_pointwise": "exp2 expm1 frac fix sgn signbit deg2rad rad2deg logit sinc frexp "
+    "angle conj real imag xlogy heaviside atan2 arctan2 hypot logaddexp logaddexp2 copysign "
+    "ldexp float_power fmax fmin lerp addcmul addcdiv",
+    "tricycle.torch_special": "erf erfc erfinv lgamma digamma polygamma mvlgamma i0",
+    "tricycle.torch_statistics": "std_mean var_mean aminmax cummax cummin logcumsumexp trapezoid "
+    "trapz cumulative_trapezoid diff cov corrcoef renorm dist pdist",
+    "tricycle.torch_products": "inner vdot addmv addbmm baddbmm chain_matmul",
+    "tricycle.nn.functional": "cosine_similarity pairwise_distance",
 }
 _PUBLIC.update({n: (m, n) for m, names in _BY_MODULE.items() for n in names.split()})
 
