@@ -242,6 +242,8 @@ def unique_consecutive(input, return_inverse: bool = False, return_counts: bool 
     int64 id of each value's run (``return_inverse``) and the runs' lengths
     (``return_counts``); no gradient, as torch's."""
     x = tensor_input("unique_consecutive", input)
+    checks.boolean("unique_consecutive", "return_inverse", return_inverse)
+    checks.boolean("unique_consecutive", "return_counts", return_counts)
     xp = x.xp
     if dim is None:
         rows = x.array.reshape(-1, 1)
