@@ -340,6 +340,8 @@ _BY_MODULE: dict[str, str] = {
     "tricycle.torch_rng": "get_rng_state set_rng_state",
     "tricycle.torch_dtypes": "Size can_cast finfo iinfo is_storage promote_types result_type "
     "set_default_tensor_type",
+    "tricycle.apps.threads": "set_num_threads get_num_threads set_num_interop_threads "
+    "get_num_interop_threads",
     "tricycle.torch_shapes": "ravel movedim moveaxis swapdims narrow tile unbind msort fliplr "
     "flipud rot90 broadcast_shapes broadcast_tensors atleast_1d atleast_2d atleast_3d hstack "
     "vstack row_stack dstack column_stack tensor_split hsplit vsplit dsplit",
