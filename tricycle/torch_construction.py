@@ -7,11 +7,11 @@ differentiable ops (``reshape``, ``getitem``, ``concatenate``, broadcasting prod
   ``diagonal_scatter`` into zeros) and ``block_diag`` (the inputs as blocks down the diagonal);
 - products: ``kron`` (every entry of one times the whole of the other, as blocks),
   ``tensordot`` (a sum of products over pairs of axes: one einsum), ``vander`` (the columns
-  x^(N-1), ..., x, 1, or the other way round: products of x, not powers, so that x = 0 has
-  torch's gradient), ``cartesian_prod`` and ``combinations`` (rows of values taken from
-  1-D tensors: indexing);
-- ``empty_strided``: a tensor whose ``stride()`` is the one asked (the array module's
-  ``as_strided`` over a buffer large enough), as torch's.
+  x^(N-1), ..., x, 1, or the other way round: products of x, not powers, so that the gradient
+  at x = 0 is finite; torch 2.13's own backward of vander fails on an in-place write),
+  ``cartesian_prod`` and ``combinations`` (rows of values taken from 1-D tensors: indexing);
+- ``empty_strided``: a tensor whose ``stride()`` is the one asked, a view of a buffer just
+  large enough (of zeros, as ``tricycle.empty``'s), as torch's.
 """
 
 import itertools
@@ -62,7 +62,9 @@ def block_diag(*tensors):
     blocks = [
         ops.reshape(x, (1, 1) if x.ndim == 0 else (1, x.size)) if x.ndim < 2 else x for x in xs
     ]
-    dtype = np.result_type(*(x.dtype for x in xs))
+    floats = [x.dtype for x in xs if x.dtype.kind == "f"]  # torch's: a float's dtype wins
+    dtype = np.result_type(*(floats or [x.dtype for x in xs]))
+    blocks = [x if x.dtype == dtype else x.to(dtype) for x in blocks]
     width, rows, done = sum(x.shape[1] for x in blocks), [], 0
     for x in blocks:
         (m, n), xp = x.shape, x.xp
@@ -172,5 +174,8 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None,
     span = 0 if 0 in size else 1 + sum((n - 1) * s for n, s in zip(size, stride))
     memory = empty(max(span, 1), dtype=dtype, device=device)  # zeros, as tricycle.empty's
     strides = tuple(s * memory.array.itemsize for s in stride)
-    array = memory.xp.lib.stride_tricks.as_strided(memory.array, size, strides)
+    if memory.xp is np:  # a view whose base is the memory: storage() and storage_offset() see it
+        array = np.ndarray(size, memory.dtype, buffer=memory.array, strides=strides)
+    else:
+        array = memory.xp.ndarray(size, memory.dtype, memptr=memory.array.data, strides=strides)
     return memory.new(array, requires_grad=requires_grad)
