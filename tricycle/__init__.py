@@ -299,6 +299,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "linalg": ("tricycle.linalg", None),
     "func": ("tricycle.func", None),  # torch.func's transforms
     "random": ("tricycle.random", None),  # torch.random.fork_rng
+    "testing": ("tricycle.testing", None),  # torch.testing.assert_close
     "special": ("tricycle.special", None),  # torch.special.erf(x)
     "version": ("tricycle.version", None),  # torch.version.cuda
     "serialization": ("tricycle.serialization", None),  # torch.serialization.safe_globals
