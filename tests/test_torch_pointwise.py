@@ -178,7 +178,7 @@ def test_edge_values_are_torchs():
 
 def test_edge_gradients_are_torchs():
     cases = [
-        (tc.xlogy, torch.xlogy, [[0.0, 0.0, 2.0], [0.0, 1.0, 3.0]]),
+        (tc.xlogy, torch.xlogy, [[0.0, 0.0, 0.0, 2.0], [0.0, 0.5, -1.0, 3.0]]),
         (tc.copysign, torch.copysign, [[0.0, -2.0, 3.0], [1.0, 1.0, -1.0]]),
         (tc.fmax, torch.fmax, [[1.0, 2.0, math.nan], [1.0, math.nan, 0.0]]),
         (lambda x, y: tc.logit(x, 0.25) * y, lambda x, y: torch.logit(x, 0.25) * y,

@@ -89,13 +89,13 @@ def _of_two(name: str, forward, derivatives, what: str, dtype=None):
 
         def back(which: int, of: Node):
             def back_fn(dout):
-                with np.errstate(all="ignore"):
+                with np.errstate(all="ignore"):  # NaN and inf as torch's, unwarned
                     grad = derivatives(xp, a, b, result, dout)[which]
-                if grad is None:
-                    raise NotImplementedError(f"{name}: the derivative with respect to "
-                                       f"{('input', 'other')[which]} is not implemented, "
-                                       "as torch's")  # fmt: skip
-                return _grad(of, xp.broadcast_to(grad, result.shape))
+                    if grad is not None:
+                        return _grad(of, xp.broadcast_to(grad, result.shape))
+                raise NotImplementedError(f"{name}: the derivative with respect to "
+                                          f"{('input', 'other')[which]} is not implemented, "
+                                          "as torch's")  # fmt: skip
 
             return back_fn
 
@@ -225,8 +225,9 @@ def _xlogy(xp, a, b):
 
 xlogy = _of_two(
     "xlogy", _xlogy,
-    lambda xp, a, b, out, d: (d * xp.where(a != 0, xp.log(b), 0), d * a / b),
-    "input * log(other), 0 where input is 0 (unless other is NaN)",
+    lambda xp, a, b, out, d: (xp.where((a == 0) & (b <= 0), 0, _xlogy(xp, d, b)), d * a / b),
+    "input * log(other), 0 where input is 0 (unless other is NaN); input's gradient is "
+    "xlogy(dout, other), 0 where input is 0 and other <= 0, as torch's",
 )  # fmt: skip
 atan2 = _of_two(
     "atan2", lambda xp, a, b: xp.arctan2(a, b),

@@ -172,8 +172,10 @@ def _xlog1py(xp, a, b):
 
 xlog1py = _of_two(
     "xlog1py", _xlog1py,
-    lambda xp, a, b, out, d: (d * xp.where(a != 0, xp.log1p(b), 0), d * a / (1 + b)),
-    "input * log1p(other), 0 where input is 0 (unless other is NaN)",
+    lambda xp, a, b, out, d: (
+        xp.where((a == 0) & (b <= -1), 0, _xlog1py(xp, d, b)), d * a / (1 + b)),
+    "input * log1p(other), 0 where input is 0 (unless other is NaN); input's gradient is "
+    "xlog1py(dout, other), 0 where input is 0 and other <= -1, as torch's",
 )  # fmt: skip
 zeta = _of_two(
     "zeta", lambda xp, a, b: scipy(xp, "zeta", a, b), lambda *_: (None, None),
