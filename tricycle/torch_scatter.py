@@ -135,15 +135,15 @@ def _reduce(xp, reduce: str, size: int, t, v, left_out):
         return total / count, 1 / count[t].astype(v.dtype)
     if reduce == "prod":  # the zeros counted apart, so that nothing is divided by 0
         safe = xp.where(v == 0, xp.ones_like(v), v)
-        nonzero, zeros = _multiplied(xp, size, t, safe), xp.zeros(size, dtype=np.int64)
+        nonzero, zeros = _folded(xp, xp.multiply, 1, size, t, safe), xp.zeros(size, dtype=np.int64)
         xp.add.at(zeros, t, (v == 0).astype(np.int64))
         others = xp.where(v == 0, nonzero[t] * (zeros[t] == 1), nonzero[t] / safe * (zeros[t] == 0))
         return nonzero * (zeros == 0), others.astype(v.dtype, copy=False)
     kind = v.dtype.kind
     low, high = (-np.inf, np.inf) if kind == "f" else (0, 1) if kind == "b" else (
         np.iinfo(v.dtype).min, np.iinfo(v.dtype).max)  # fmt: skip
-    best = xp.full(size, low if reduce == "amax" else high, dtype=v.dtype)
-    (xp.maximum if reduce == "amax" else xp.minimum).at(best, t, v)
+    extreme = (xp.maximum, low) if reduce == "amax" else (xp.minimum, high)
+    best = _folded(xp, *extreme, size, t, v)
     tie = v == best[t]
     ties = xp.zeros(size, dtype=np.int64)
     xp.add.at(ties, t, tie.astype(np.int64))
@@ -151,17 +151,18 @@ def _reduce(xp, reduce: str, size: int, t, v, left_out):
     return best, (tie / ties[t]).astype(v.dtype, copy=False)
 
 
-def _multiplied(xp, size: int, t, v):
-    """The products over each target's contributors: one fancy-indexed multiply per rank in
-    the largest group (``multiply.at`` is numpy's alone)."""
+def _folded(xp, combine, start, size: int, t, v):
+    """Each target's contributors folded by ``combine`` (``xp.multiply``, ``xp.maximum``...)
+    from ``start``: one fancy-indexed step per rank in the largest group, exact in every dtype
+    (cupy's ``maximum.at`` rounds float64, and ``multiply.at`` is numpy's alone)."""
     order = xp.argsort(t, kind="stable")
     sorted_t = t[order]
     rank = xp.arange(t.size) - xp.searchsorted(sorted_t, sorted_t, side="left")
-    product = xp.ones(size, dtype=v.dtype)
+    folded = xp.full(size, start, dtype=v.dtype)
     for r in range(int(rank.max()) + 1 if t.size else 0):
         these = order[rank == r]  # one contributor of each group: no target twice
-        product[t[these]] *= v[these]
-    return product
+        folded[t[these]] = combine(folded[t[these]], v[these])
+    return folded
 
 
 # ------------------------------------------------------------------------- replacing slices
