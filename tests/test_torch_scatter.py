@@ -121,6 +121,25 @@ def test_scatter_reduce_on_random_ids_matches_torch_and_finite_differences(rows,
     check_grads(lambda a, s: tc.scatter_reduce(a, dim, ours, s, reduce, **options), x, src)
 
 
+def test_scatter_reduce_in_place_is_torchs():
+    (i, j), s = ids(IDS), normal(2, 4, seed=4)
+    x, t = tc.tensor(M), torch.tensor(M)  # a constant: written in place
+    assert x.scatter_reduce_(0, i, tc.tensor(s), "prod") is x
+    t.scatter_reduce_(0, j, torch.tensor(s), "prod")
+    np.testing.assert_allclose(x.numpy(), t.numpy(), rtol=1e-12)
+    w = tc.Tensor(
+        M, requires_grad=True, dtype=np.float64
+    )  # an op's output: it becomes the new op's
+    v = torch.tensor(M, requires_grad=True)
+    y, z = w * 2, v * 2
+    y.scatter_reduce_(0, i, tc.tensor(s), "amax", include_self=False)
+    z.scatter_reduce_(0, j, torch.tensor(s), "amax", include_self=False)
+    y.sum().backward()
+    z.sum().backward()
+    np.testing.assert_allclose(y.numpy(), z.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(w.grad.numpy(), v.grad.numpy(), rtol=1e-12)
+
+
 def test_ids_and_booleans_are_torchs_with_no_gradient():
     x = tc.tensor([[1, 1], [1, 1], [2, 3]])
     t = torch.tensor([[1, 1], [1, 1], [2, 3]])

@@ -30,7 +30,7 @@ which makes a module's functions methods that import it on their first call.
 - the methods of torch's functions in ``tricycle.torch_shapes`` (``ravel``, ``movedim``,
   ``rot90``, ``tensor_split`` ...), ``torch_scatter`` (``take_along_dim``, ``scatter_reduce``,
   ``slice_scatter`` ...) and ``torch_construction`` (``diagflat``, ``diag_embed``, ``kron``),
-  each importing its module on its first call;
+  each importing its module on its first call, and ``scatter_reduce_``, under ``add_``'s rule;
 - ``__index__``: a one-element integer tensor is an index of a Python sequence
   (``classes[label]``), as torch's; ``__reversed__``: ``reversed(x)`` is ``x.flip(0)``.
 """
@@ -274,6 +274,7 @@ class TorchTensorExtras:
         "torch_scatter", "isposinf isneginf isreal is_complex is_nonzero"
     )
     diagflat, diag_embed, kron = imported("torch_construction", "diagflat diag_embed kron")
+    scatter_reduce_ = _written("scatter_reduce")
     unsqueeze_, squeeze_, t_ = (_reshaped(f"{n}_", n) for n in ("unsqueeze", "squeeze", "t"))
 
     def resize_(self, *sizes):

@@ -85,8 +85,8 @@ def scatter_reduce(input, dim: int, index, src, reduce: str, *, include_self: bo
     ids = indexing.ids_of(x, op, index)
     longer = [d for d, (m, n) in enumerate(zip(ids.shape, x.shape)) if m > n and d != dim]
     if ids.ndim != x.ndim or longer or any(m > n for m, n in zip(ids.shape, src.shape)):
-        expected = f"{x.ndim} axes, none longer than src's {src.shape} nor, but along dim "
-        checks.fail(op, "index shape", expected + f"{dim}, than input's {x.shape}", ids.shape)
+        expected = f"{x.ndim} axes, none longer than src's {src.shape} nor (but dim {dim})"
+        checks.fail(op, "index shape", f"{expected} than input's {x.shape}", ids.shape)
     if src.dtype != x.dtype:
         checks.fail(op, "src's dtype", f"the input's, {x.dtype}", src.dtype, TypeError)
     xp = backend.check_same_device(op, x.array, ids, src.array)
@@ -122,7 +122,8 @@ def scatter_reduce(input, dim: int, index, src, reduce: str, *, include_self: bo
 def _reduce(xp, reduce: str, size: int, t, v, left_out):
     """The ``size`` entries reduced over the contributors ``v`` at targets ``t`` (each entry
     has at least one), and d(entry)/dv for every contributor (see the module's doc); the
-    input's values ``left_out`` (targets, values) still count among amax's ties, as torch's."""
+    input's values ``left_out`` (targets, values) still count among amax's
+    and amin's ties, as torch's."""
     count = xp.zeros(size, dtype=np.int64)
     xp.add.at(count, t, 1)
     if reduce in ("sum", "mean"):
