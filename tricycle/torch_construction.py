@@ -1,15 +1,16 @@
 """torch's top-level functions that build a tensor out of others, each a composition of
 differentiable ops (``reshape``, ``getitem``, ``concatenate``, broadcasting products,
-``cumprod``, ``einsum``), so every gradient is theirs:
+``einsum``, ``linalg.vander``), so every gradient is theirs:
 
 - diagonals: ``diagflat`` (the flattened input on a diagonal of a square matrix),
   ``diag_embed`` (the last axis of the input on the diagonal of two new axes, zeros elsewhere:
   ``diagonal_scatter`` into zeros) and ``block_diag`` (the inputs as blocks down the diagonal);
 - products: ``kron`` (every entry of one times the whole of the other, as blocks),
   ``tensordot`` (a sum of products over pairs of axes: one einsum), ``vander`` (the columns
-  x^(N-1), ..., x, 1, or the other way round: products of x, not powers, so that the gradient
-  at x = 0 is finite; torch 2.13's own backward of vander fails on an in-place write),
-  ``cartesian_prod`` and ``combinations`` (rows of values taken from 1-D tensors: indexing);
+  x^(N-1), ..., x, 1: ``tricycle.linalg.vander``'s flipped, or as they are if ``increasing``;
+  its gradient is finite at x = 0, where torch 2.13's own backward of vander fails on an
+  in-place write), ``cartesian_prod`` and ``combinations`` (rows of values taken from 1-D
+  tensors: indexing);
 - ``empty_strided``: a tensor whose ``stride()`` is the one asked, a view of a buffer just
   large enough (of zeros, as ``tricycle.empty``'s), as torch's.
 """
@@ -20,6 +21,7 @@ import numpy as np
 
 from tricycle import checks, ops
 from tricycle.einsum import einsum
+from tricycle.linalg import structured
 from tricycle.torch_functions import empty, no_out, tensor_input
 from tricycle.torch_functions_more import meshgrid
 from tricycle.torch_scatter import diagonal_scatter
@@ -128,9 +130,10 @@ def vander(x, N=None, increasing: bool = False):  # noqa: N803 - torch's name
     N = x.shape[0] if N is None else checks.non_negative_int("vander", "N", N)  # noqa: N806
     dtype = np.int64 if x.dtype.kind in "biu" else x.dtype
     x = x if x.dtype == dtype else x.to(dtype)
-    ones = x.new(x.xp.ones((x.shape[0], min(N, 1)), dtype=dtype), requires_grad=False)
-    powers = ops.reshape(x, (-1, 1)).expand(x.shape[0], max(N - 1, 0)).cumprod(1)  # x, x^2, ...
-    columns = ops.concatenate([ones, powers], 1)  # (n, N): 1, x, ..., x^(N-1)
+    if N > 1:  # torch.linalg.vander's columns 1, x, ..., x^(N-1)
+        columns = structured.vander(x, N)
+    else:  # no column, or the one of ones
+        columns = x.new(x.xp.ones((x.shape[0], N), dtype=dtype), requires_grad=False)
     return columns if increasing else columns[:, ::-1]
 
 
