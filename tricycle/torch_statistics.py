@@ -5,9 +5,10 @@ integrals ``trapezoid`` (``trapz``) and ``cumulative_trapezoid``, ``diff``, ``co
 
 Most are compositions of differentiable ops (``reduce.var``, ``amin``/``amax``, slices,
 ``norm``, matrix products), so their gradients are those ops'; ``cummax``/``cummin`` and
-``logcumsumexp`` are ops with their derivative beside them. The running ones use numpy's
-``accumulate`` (cupy's on a GPU). Tensor methods too where torch has them (``x.cummax(0)``,
-``x.diff()``, ``x.cov()``: ``tricycle.tensor_math``).
+``logcumsumexp`` are ops with their derivative beside them, their running values a scan in
+log2(n) steps of whole-array ops (``scan``: cupy has no ``maximum.accumulate``). Tensor
+methods too where torch has them (``x.cummax(0)``, ``x.diff()``, ``x.cov()``:
+``tricycle.tensor_math``).
 """
 
 import math
@@ -65,6 +66,20 @@ def aminmax(input, *, dim=None, keepdim: bool = False, out=None):  # noqa: A002
 
 
 # ------------------------------------------------------------------ running extremes
+def scan(op, a, axis: int):
+    """The running ``op`` (associative: maximum, logaddexp) of ``a`` along ``axis``: out[i] =
+    op(a[0], ..., a[i]), in log2(n) steps, step k combining each entry with the one 2^k
+    before it (Hillis and Steele's scan), with whole-array ops that numpy and cupy both have."""
+    out, n, shift = a.copy(), a.shape[axis], 1
+    before = (slice(None),) * axis
+    while shift < n:
+        out[before + (slice(shift, None),)] = op(
+            out[before + (slice(shift, None),)], out[before + (slice(None, n - shift),)]
+        )
+        shift *= 2
+    return out
+
+
 Cumulative = namedtuple("Cumulative", ["values", "indices"])  # torch.return_types.cummax
 
 
@@ -82,10 +97,10 @@ def _running(name: str, numpy_op: str):
             values = x.new(a.copy(), args=(x,), back_fns=(lambda dout: dout,), name=name)
             return Cumulative(values, x.new(index, requires_grad=False))
         axis = checks.axis(name, "dim", dim, a.ndim, x.shape)
-        values = getattr(xp, numpy_op).accumulate(a, axis=axis)
+        values = scan(getattr(xp, numpy_op), a, axis)
         positions = xp.arange(a.shape[axis]).reshape((-1,) + (1,) * (a.ndim - axis - 1))
         setter = (a == values) | ((a != a) & (values != values))  # the entries that set a value
-        indices = xp.maximum.accumulate(xp.where(setter, positions, -1), axis=axis)
+        indices = scan(xp.maximum, xp.where(setter, positions, -1), axis)
 
         def back_fn(dout):
             onto = xp.moveaxis(indices, axis, -1).reshape(-1, a.shape[axis])
@@ -113,7 +128,7 @@ cummin = _running("cummin", "minimum")
 
 def _logcumsumexp_array(xp, a, axis: int):
     with np.errstate(all="ignore"):
-        return xp.logaddexp.accumulate(a, axis=axis)
+        return scan(xp.logaddexp, a, axis)
 
 
 def logcumsumexp(input, dim: int, *, out=None):  # noqa: A002
