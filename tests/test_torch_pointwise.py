@@ -195,6 +195,30 @@ def test_edge_gradients_are_torchs():
             np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-9)
 
 
+def test_in_place_forms_write_the_tensor_as_torchs():
+    a, g, d = normal(3, 4), normal(3, 4, seed=1), positive(3, 4, seed=2)
+    results = []
+    for lib in (tc, torch):
+        v, p = lib.tensor(a.copy()), lib.tensor(a.copy())
+        v.mul_(0.9).addcmul_(lib.tensor(g), lib.tensor(g), value=0.1)  # Adam's second moment
+        p.addcdiv_(lib.tensor(g), lib.tensor(d), value=-0.01)  # and its step
+        q, r = lib.tensor(np.abs(a) + 0.5), lib.tensor(a.copy())
+        q.lgamma_().mul_(2)
+        r.exp2_().atan2_(lib.tensor(g))
+        m = lib.tensor(a[None].copy())  # (1, 3, 4)
+        m.baddbmm_(lib.tensor(g[None]), lib.tensor(d[None, :, :].transpose(0, 2, 1) @ d[None]))
+        results.append([t.numpy() for t in (v, p, q, r, m)])
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12)
+    x, t = tc.Tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    y, u = x * 2.0, t * 2.0
+    y.erf_().hypot_(tc.tensor(g))
+    u.erf_().hypot_(torch.tensor(g))
+    y.backward(d)
+    u.backward(torch.tensor(d))
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-10)
+
+
 def test_real_tensors_real_imag_and_conj_are_torchs():
     x = tc.tensor([1.0, -2.0])
     assert tc.real(x) is x and x.real is x and tc.conj(x) is x and x.conj() is x

@@ -5,12 +5,14 @@ of ``tricycle.torch_pointwise``, ``torch_special``, ``torch_statistics`` and
 tensor first), importing its module on the first call (``tensor_extra.imported``), so that
 importing the tensor still loads the engine's core alone. ``x.polygamma(n)`` takes the order
 after the tensor, as torch's; ``real`` and ``imag`` are attributes, as torch's: a real
-tensor's ``real`` is itself and its ``imag`` is refused, as torch's.
+tensor's ``real`` is itself and its ``imag`` is refused, as torch's. The in-place forms
+torch has (``exp_avg_sq.addcmul_(g, g, value=1 - beta2)``, ``x.lgamma_()``) follow ``add_``'s
+rule (``tricycle.tensor_inplace``, as ``tensor_extra``'s ``sin_``).
 """
 
 import importlib
 
-from tricycle.tensor_extra import imported
+from tricycle.tensor_extra import _written, imported
 
 
 class TorchMathMethods:
@@ -35,6 +37,19 @@ class TorchMathMethods:
     )
     inner, vdot, addmv, addbmm, baddbmm = imported(
         "torch_products", "inner vdot addmv addbmm baddbmm"
+    )
+
+    addcmul_, addcdiv_, exp2_, expm1_, frac_, fix_, sgn_, logit_, sinc_ = map(
+        _written, "addcmul addcdiv exp2 expm1 frac fix sgn logit sinc".split()
+    )
+    deg2rad_, rad2deg_, xlogy_, atan2_, arctan2_, hypot_, copysign_, ldexp_ = map(
+        _written, "deg2rad rad2deg xlogy atan2 arctan2 hypot copysign ldexp".split()
+    )
+    float_power_, heaviside_, erf_, erfc_, erfinv_, lgamma_, digamma_, i0_ = map(
+        _written, "float_power heaviside erf erfc erfinv lgamma digamma i0".split()
+    )
+    polygamma_, mvlgamma_, renorm_, addmv_, addbmm_, baddbmm_ = map(
+        _written, "polygamma mvlgamma renorm addmv addbmm baddbmm".split()
     )
 
     def polygamma(self, n: int):
