@@ -5,7 +5,7 @@
 ``copysign``, ``ldexp``, ``float_power``, ``fmax`` and ``fmin``; of three ``lerp``, ``addcmul``
 and ``addcdiv``.
 
-Each is an op with its derivative beside it (``_of_one``, ``_of_two``: ``dout`` times the
+Each is an op with its derivative beside it (``of_one``, ``of_two``: ``dout`` times the
 partial derivative, summed back over broadcast axes), or a composition of differentiable ops
 where torch's is one (``ldexp``, ``float_power``, ``lerp``, ``addcmul``, ``addcdiv``). Either
 operand of a function of two may be a Python number, as torch's. dtypes as torch's: an
@@ -40,7 +40,7 @@ def _grad(x: Node, grad):
     return binary.unbroadcast(grad, x.shape).astype(x.dtype, copy=False)
 
 
-def _of_one(name: str, forward, derivative, what: str):
+def of_one(name: str, forward, derivative, what: str):
     """torch.<name>(input): ``forward(xp, a)`` of input's float array ``a``, of gradient
     ``dout * derivative(xp, a, out)``."""
 
@@ -72,7 +72,7 @@ def _pair(op: str, input, other, dtype=None) -> tuple[Node, Node, object, object
     return a, b, a.array.astype(dtype, copy=False), b.array.astype(dtype, copy=False)
 
 
-def _of_two(name: str, forward, derivatives, what: str, dtype=None):
+def of_two(name: str, forward, derivatives, what: str, dtype=None):
     """torch.<name>(input, other): ``forward(xp, a, b)``, broadcast; its gradients
     ``derivatives(xp, a, b, out, dout) -> (da, db)`` (None for one that has no gradient)."""
 
@@ -108,15 +108,15 @@ def _of_two(name: str, forward, derivatives, what: str, dtype=None):
 
 # ------------------------------------------------------------------ of one tensor
 _LN2 = math.log(2)
-exp2 = _of_one("exp2", lambda xp, a: xp.exp2(a), lambda xp, a, out: out * _LN2, "2 ** input")
-expm1 = _of_one(
+exp2 = of_one("exp2", lambda xp, a: xp.exp2(a), lambda xp, a, out: out * _LN2, "2 ** input")
+expm1 = of_one(
     "expm1", lambda xp, a: xp.expm1(a), lambda xp, a, out: out + 1, "exp(input) - 1, exact near 0"
 )
-deg2rad = _of_one(
+deg2rad = of_one(
     "deg2rad", lambda xp, a: a * (math.pi / 180), lambda xp, a, out: math.pi / 180,
     "degrees to radians",
 )  # fmt: skip
-rad2deg = _of_one(
+rad2deg = of_one(
     "rad2deg", lambda xp, a: a * (180 / math.pi), lambda xp, a, out: 180 / math.pi,
     "radians to degrees",
 )  # fmt: skip
@@ -131,7 +131,7 @@ def _sinc_derivative(xp, a, out):
     return xp.where(a == 0, 0, (xp.cos(math.pi * a) - out) / xp.where(a == 0, 1, a))
 
 
-sinc = _of_one("sinc", _sinc, _sinc_derivative, "sin(pi x) / (pi x), 1 at 0")
+sinc = of_one("sinc", _sinc, _sinc_derivative, "sin(pi x) / (pi x), 1 at 0")
 
 
 def frac(input, *, out=None):  # noqa: A002
@@ -223,13 +223,13 @@ def _xlogy(xp, a, b):
     return xp.where((a == 0) & (b == b), 0, a * xp.log(b))
 
 
-xlogy = _of_two(
+xlogy = of_two(
     "xlogy", _xlogy,
     lambda xp, a, b, out, d: (xp.where((a == 0) & (b <= 0), 0, _xlogy(xp, d, b)), d * a / b),
     "input * log(other), 0 where input is 0 (unless other is NaN); input's gradient is "
     "xlogy(dout, other), 0 where input is 0 and other <= 0, as torch's",
 )  # fmt: skip
-atan2 = _of_two(
+atan2 = of_two(
     "atan2", lambda xp, a, b: xp.arctan2(a, b),
     lambda xp, a, b, out, d: (d * b / (a * a + b * b), -d * a / (a * a + b * b)),
     "the angle of the point (other, input), in [-pi, pi]",
@@ -247,22 +247,22 @@ def _floats_only(name: str):
     return dtype
 
 
-hypot = _of_two(
+hypot = of_two(
     "hypot", lambda xp, a, b: xp.hypot(a, b),
     lambda xp, a, b, out, d: (d * a / out, d * b / out),
     "sqrt(input ** 2 + other ** 2), without overflow", _floats_only("hypot"),
 )  # fmt: skip
-logaddexp = _of_two(
+logaddexp = of_two(
     "logaddexp", lambda xp, a, b: xp.logaddexp(a, b),
     lambda xp, a, b, out, d: (d * xp.exp(a - out), d * xp.exp(b - out)),
     "log(exp(input) + exp(other)), without overflow", _floats_only("logaddexp"),
 )  # fmt: skip
-logaddexp2 = _of_two(
+logaddexp2 = of_two(
     "logaddexp2", lambda xp, a, b: xp.logaddexp2(a, b),
     lambda xp, a, b, out, d: (d * xp.exp2(a - out), d * xp.exp2(b - out)),
     "log2(2 ** input + 2 ** other), without overflow", _floats_only("logaddexp2"),
 )  # fmt: skip
-copysign = _of_two(
+copysign = of_two(
     "copysign", lambda xp, a, b: xp.copysign(a, b),
     lambda xp, a, b, out, d: (d * xp.where(a == 0, 0, out / xp.where(a == 0, 1, a)), d * 0),
     "|input| with the sign of other (its sign bit: -0.0 is negative); other's gradient is 0, "
@@ -289,7 +289,7 @@ def _extremum(name: str, numpy_op: str, wins):
         return d * to_a, d * ~to_a
 
     what = f"the elementwise {name[1:]}imum, NaN giving way to a number"
-    return _of_two(name, lambda xp, a, b: getattr(xp, numpy_op)(a, b), derivatives, what,
+    return of_two(name, lambda xp, a, b: getattr(xp, numpy_op)(a, b), derivatives, what,
                    _same_dtype)  # fmt: skip
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from tricycle import backend, checks
 from tricycle.torch_functions import no_out, tensor_input
-from tricycle.torch_pointwise import _of_one, _of_two
+from tricycle.torch_pointwise import of_one, of_two
 
 _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 _ONE_OVER_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
@@ -38,7 +38,7 @@ def scipy(xp, name: str, *arrays):
 def _special(name: str, derivative, what: str, scipy_name: str | None = None):
     """torch.<name>(input): scipy's ``scipy_name`` (``name`` by default), of gradient
     ``dout * derivative(xp, a, out)``."""
-    return _of_one(name, lambda xp, a: scipy(xp, scipy_name or name, a), derivative, what)
+    return of_one(name, lambda xp, a: scipy(xp, scipy_name or name, a), derivative, what)
 
 
 # ------------------------------------------------------------------ error functions
@@ -87,7 +87,7 @@ def polygamma(n: int, input, *, out=None):  # noqa: A002 - torch's names
     x = tensor_input("polygamma", input)
     n = checks.integer("polygamma", "n", n, low=0)
     order = lambda xp, a, k: xp.full_like(a, k)  # noqa: E731 - scipy takes n as an array
-    op = _of_one(
+    op = of_one(
         "polygamma",
         lambda xp, a: scipy(xp, "polygamma", order(xp, a, n), a),
         lambda xp, a, _: scipy(xp, "polygamma", order(xp, a, n + 1), a),
@@ -160,7 +160,7 @@ def _entr(xp, a):
     return xp.where(a > 0, -a * xp.log(xp.where(a > 0, a, 1)), xp.where(a == 0, 0, -xp.inf))
 
 
-entr = _of_one(
+entr = of_one(
     "entr", lambda xp, a: _entr(xp, a).astype(a.dtype, copy=False),
     lambda xp, a, out: -(xp.log(a) + 1), "-input log(input), elementwise entropy",
 )  # fmt: skip
@@ -170,14 +170,14 @@ def _xlog1py(xp, a, b):
     return xp.where((a == 0) & (b == b), 0, a * xp.log1p(b))
 
 
-xlog1py = _of_two(
+xlog1py = of_two(
     "xlog1py", _xlog1py,
     lambda xp, a, b, out, d: (
         xp.where((a == 0) & (b <= -1), 0, _xlog1py(xp, d, b)), d * a / (1 + b)),
     "input * log1p(other), 0 where input is 0 (unless other is NaN); input's gradient is "
     "xlog1py(dout, other), 0 where input is 0 and other <= -1, as torch's",
 )  # fmt: skip
-zeta = _of_two(
+zeta = of_two(
     "zeta", lambda xp, a, b: scipy(xp, "zeta", a, b), lambda *_: (None, None),
     "the Hurwitz zeta function, sum over k >= 0 of (k + other) ** -input; no derivative, as "
     "torch's",
