@@ -194,3 +194,28 @@ def test_bad_arguments_are_refused_naming_the_function():
         tc.cholesky_inverse(tc.ones(2, 3))
     with pytest.raises(ValueError, match="solve_triangular"):
         tc.triangular_solve(tc.ones(2, 1), tc.ones(3, 3))
+
+
+def test_the_tensor_methods_are_the_functions():
+    """``x.cholesky()``, ``b.lu_solve(LU, pivots)`` and the rest: the function, tensor first."""
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(4, 4))
+    spd = tc.tensor(a @ a.T + 4 * np.eye(4))
+    b = tc.tensor(rng.normal(size=(4, 2)))
+    L = tc.cholesky(spd)
+    LU, pivots = tc.lu(spd)
+    pairs = [
+        (spd.cholesky(upper=True), tc.cholesky(spd, True)),
+        (spd.qr()[1], tc.qr(spd)[1]),
+        (spd.lu()[0], LU),
+        (b.lu_solve(LU, pivots), tc.lu_solve(b, LU, pivots)),
+        (b.triangular_solve(L, upper=False)[0], tc.triangular_solve(b, L, upper=False)[0]),
+        (b.cholesky_solve(L), tc.cholesky_solve(b, L)),
+        (L.cholesky_inverse(), tc.cholesky_inverse(L)),
+        (spd.matrix_exp(), tc.matrix_exp(spd)),
+    ]
+    for method, function in pairs:
+        np.testing.assert_array_equal(method.numpy(), function.numpy())
+    np.testing.assert_allclose(
+        (b.cholesky_solve(L)).numpy(), np.linalg.solve(spd.numpy(), b.numpy())
+    )

@@ -1,13 +1,16 @@
 """torch's ``Tensor`` methods of the pointwise math, special functions, statistics and products
 of ``tricycle.torch_pointwise``, ``torch_special``, ``torch_statistics`` and
-``torch_products``: ``TorchMathMethods``, a base class of
-``tricycle.tensor_torch.TorchTensorMethods``. Each method calls the function of its name (the
-tensor first), importing its module on the first call (``tensor_extra.imported``), so that
-importing the tensor still loads the engine's core alone. ``x.polygamma(n)`` takes the order
-after the tensor, as torch's; ``real`` and ``imag`` are attributes, as torch's: a real
-tensor's ``real`` is itself and its ``imag`` is refused, as torch's. The in-place forms
-torch has (``exp_avg_sq.addcmul_(g, g, value=1 - beta2)``, ``x.lgamma_()``) follow ``add_``'s
-rule (``tricycle.tensor_inplace``, as ``tensor_extra``'s ``sin_``).
+``torch_products``, and of torch's older linear algebra (``x.cholesky()``, ``b.lu_solve(LU,
+pivots)``: ``tricycle.linalg.legacy``, through ``linalg.tensor_methods``):
+``TorchMathMethods``, a base class of ``tricycle.tensor_torch.TorchTensorMethods``.
+
+Each method calls the function of its name (the tensor first), importing its module on the
+first call (``tensor_extra.imported``), so that importing the tensor still loads the engine's
+core alone. ``x.polygamma(n)`` takes the order after the tensor, as torch's; ``real`` and
+``imag`` are attributes, as torch's: a real tensor's ``real`` is itself and its ``imag`` is
+refused, as torch's. The in-place forms torch has (``exp_avg_sq.addcmul_(g, g, value=1 -
+beta2)``, ``x.lgamma_()``) follow ``add_``'s rule (``tricycle.tensor_inplace``, as
+``tensor_extra``'s ``sin_``).
 """
 
 import importlib
@@ -38,6 +41,10 @@ class TorchMathMethods:
     inner, vdot, addmv, addbmm, baddbmm = imported(
         "torch_products", "inner vdot addmv addbmm baddbmm"
     )
+    cholesky, cholesky_inverse, cholesky_solve, lu, lu_solve, qr = imported(
+        "linalg.tensor_methods", "cholesky cholesky_inverse cholesky_solve lu lu_solve qr"
+    )
+    matrix_exp, triangular_solve = imported("linalg.tensor_methods", "matrix_exp triangular_solve")
 
     addcmul_, addcdiv_, exp2_, expm1_, frac_, fix_, sgn_, logit_, sinc_ = map(
         _written, "addcmul addcdiv exp2 expm1 frac fix sgn logit sinc".split()
