@@ -21,8 +21,10 @@ nor cupy has an LU), ``lu_systems`` (``lu_solve``), ``least_squares`` (``lstsq``
 ``cond``), ``products`` (``cross``, ``vecdot``, ``multi_dot``), ``structured``
 (``vander``, ``diagonal``) and ``tensor_equations`` (``tensorinv``, ``tensorsolve``);
 ``matrices`` holds their checks and helpers, ``tensor_methods`` torch's Tensor methods
-(``x.inverse()``, ``x.det()`` ...). A matrix an op cannot take (singular for ``inv``,
-``solve`` and ``lu_factor``, not positive-definite for ``cholesky``) raises
+(``x.inverse()``, ``x.det()`` ...), ``legacy`` torch's older top-level names and argument
+orders (``tricycle.cholesky(A, upper)``, ``lu_solve(b, LU, pivots)``). A matrix an op
+cannot take (singular for ``inv``, ``solve`` and ``lu_factor``, not positive-definite for
+``cholesky``) raises
 ``LinAlgError``, a ValueError, on the CPU and on a GPU alike. tricycle has no complex
 tensors, so torch's ``eig`` and ``eigvals`` (complex eigenvalues of a general matrix) are
 not here.
