@@ -359,6 +359,15 @@ _BY_MODULE: dict[str, str] = {
     "trapz cumulative_trapezoid diff cov corrcoef renorm dist pdist",
     "tricycle.torch_products": "inner vdot addmv addbmm baddbmm chain_matmul",
     "tricycle.nn.functional": "cosine_similarity pairwise_distance",
+    "tricycle.torch_arith": "acosh asinh atanh arccosh arcsinh arctanh gcd lcm floor_divide "
+    "reciprocal rsub positive negative greater greater_equal less less_equal not_equal addr ger "
+    "clone detach t fill zero_",
+    "tricycle.torch_put": "take put index_put index_reduce unravel_index histogramdd",
+    "tricycle.torch_windows": "logspace hann_window hamming_window blackman_window "
+    "bartlett_window kaiser_window scalar_tensor asarray frombuffer",
+    "tricycle.torch_flags": "get_default_device is_inference_mode_enabled set_anomaly_enabled "
+    "is_anomaly_enabled is_anomaly_check_nan_enabled set_warn_always is_warn_always_enabled "
+    "set_flush_denormal",
 }
 _PUBLIC.update({n: (m, n) for m, names in _BY_MODULE.items() for n in names.split()})
 

@@ -12,7 +12,9 @@ walk then sums what every output sends down the paths they share, as torch's one
 
 The engine's back_fns map arrays to arrays and record no graph, so there is no double
 backward: ``create_graph=True`` is refused. ``Function`` (``tricycle.autograd_function``) is
-the custom op; the grad modes are the engine's (``tricycle.graph``, ``tricycle.grad_modes``).
+the custom op; the grad modes are the engine's (``tricycle.graph``, ``tricycle.grad_modes``);
+``detect_anomaly`` and ``set_detect_anomaly`` are ``tricycle.torch_flags``' (a NaN gradient
+named with its op).
 ``Variable`` is torch's name from before tensors carried gradients, as torch 2 keeps it.
 
 ``functional`` is torch.autograd.functional's first-order part: ``jacobian``, ``vjp`` and
@@ -28,18 +30,21 @@ from tricycle.backend import is_float
 from tricycle.grad_modes import enable_grad, inference_mode, is_grad_enabled, set_grad_enabled
 from tricycle.graph import Node, no_grad
 from tricycle.tensor import Tensor
+from tricycle.torch_flags import detect_anomaly, set_detect_anomaly
 
 __all__ = [
     "Function",
     "FunctionCtx",
     "Variable",
     "backward",
+    "detect_anomaly",
     "enable_grad",
     "functional",
     "grad",
     "inference_mode",
     "is_grad_enabled",
     "no_grad",
+    "set_detect_anomaly",
     "set_grad_enabled",
 ]
 

@@ -24,6 +24,10 @@ class Freed(tuple):
 
 FREED = Freed()
 
+# torch's anomaly detection (tricycle.torch_flags): [on, check NaN]; on, a NaN in a gradient a
+# back_fn returns is a RuntimeError naming the op
+ANOMALY = [False, True]
+
 
 def add_arrays(a, b):
     """a + b for the gradient sums of backward: plain xp, or a kernel registered as "add"."""
@@ -125,6 +129,8 @@ def _walk(root, grad, retain_graph: bool, wanted: set | None) -> dict:
                 _raise_naming_the_op(error, node, back_fn, arg)
             if hasattr(g_arg, "back_fns"):  # a Tensor from a back_fn (old style): its array
                 g_arg = g_arg.array
+            if ANOMALY[0] and ANOMALY[1] and bool((g_arg != g_arg).any()):
+                _raise_nan(node, back_fn, arg)
             array = arg.array
             if g_arg.shape != array.shape:
                 raise RuntimeError(
@@ -252,6 +258,18 @@ def _trace(node, traces: dict) -> Trace:
     if trace is None:
         trace = traces[id(node)] = Trace(node)
     return trace
+
+
+def _raise_nan(node, back_fn, arg):
+    """Anomaly detection's error: the backward of ``node`` gave ``arg`` a NaN gradient."""
+    i = next(
+        j for j, (a, f) in enumerate(zip(node.args, node.back_fns)) if a is arg and f is back_fn
+    )
+    raise RuntimeError(
+        f"Function '{node.name or 'an op'}' (backward of an output of shape {node.shape}) "
+        f"returned nan values in its {i}th output (the gradient of input {i}, shape "
+        f"{arg.shape}): anomaly detection is on"
+    )
 
 
 def _raise_naming_the_op(error: Exception, node, back_fn, arg):

@@ -8,6 +8,7 @@ mode than building no graph.
 """
 
 import contextlib
+import threading
 
 from tricycle import checks, graph
 
@@ -15,6 +16,14 @@ from tricycle import checks, graph
 def is_grad_enabled() -> bool:
     """torch.is_grad_enabled: whether ops in this thread record the graph."""
     return graph.grad_enabled()
+
+
+_inference = threading.local()  # whether this thread is in an inference_mode() block
+
+
+def inference_enabled() -> bool:
+    """Whether this thread is in an ``inference_mode()`` block (torch.is_inference_mode_enabled)."""
+    return getattr(_inference, "enabled", False)
 
 
 def _set_grad_mode(mode: bool) -> None:
@@ -76,6 +85,18 @@ class inference_mode(_GradMode):
 
     def __init__(self, mode: bool = True):
         self.mode = not mode
+
+    def __enter__(self):
+        self._was_inference = inference_enabled()
+        _inference.enabled = not self.mode
+        super().__enter__()
+
+    def __exit__(self, *exc):
+        _inference.enabled = self._was_inference
+        return super().__exit__(*exc)
+
+    def _recreate_cm(self):  # a decorated function gets a fresh one per call (threads)
+        return inference_mode(not self.mode)
 
 
 class set_grad_enabled(_GradMode):
