@@ -162,6 +162,7 @@ class Layer(TorchMethods, HookMethods):
         layers, tensors = self._walk()
         transient = {f"{name}.{attr}" if name else attr
                      for name, layer in layers for attr in layer._non_persistent}  # fmt: skip
+        transient |= {n for n, t in tensors if getattr(t, "persistent", True) is False}  # nn.Buffer
         return [(n, t) for n, t in tensors if n not in transient] if transient else tensors
 
     def named_parameters(self) -> list[tuple[str, Tensor]]:

@@ -48,18 +48,34 @@ from tricycle.nn.activations import (
 )
 from tricycle.nn.adaptive_max_pooling import AdaptiveMaxPool1d, AdaptiveMaxPool2d
 from tricycle.nn.adaptive_pooling import AdaptiveAvgPool1d, AdaptiveAvgPool2d
+from tricycle.nn.alpha_dropout import AlphaDropout, FeatureAlphaDropout
 from tricycle.nn.batch_norm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from tricycle.nn.bilinear import Bilinear
+from tricycle.nn.buffer import Buffer
 from tricycle.nn.channel_dropout import Dropout1d, Dropout2d, Dropout3d
 from tricycle.nn.containers import Identity, ModuleDict, ModuleList
 from tricycle.nn.conv import Conv1d, Conv2d, Conv3d, Flatten
 from tricycle.nn.conv_transpose import ConvTranspose1d, ConvTranspose2d
 from tricycle.nn.ctc import CTCLoss
 from tricycle.nn.data_parallel import DataParallel
+from tricycle.nn.distance_loss import TripletMarginWithDistanceLoss
 from tricycle.nn.embedding_bag import EmbeddingBag
 from tricycle.nn.fold import Fold, Unfold
 from tricycle.nn.group_norm import GroupNorm
 from tricycle.nn.instance_norm import InstanceNorm1d, InstanceNorm2d
+from tricycle.nn.layers3d import (
+    AdaptiveAvgPool3d,
+    AdaptiveMaxPool3d,
+    ConvTranspose3d,
+    InstanceNorm3d,
+    LazyBatchNorm3d,
+    LazyConv3d,
+    LazyConvTranspose3d,
+    LazyInstanceNorm1d,
+    LazyInstanceNorm2d,
+    LazyInstanceNorm3d,
+    MaxUnpool3d,
+)
 from tricycle.nn.lazy import LazyLinear, UninitializedBuffer, UninitializedParameter
 from tricycle.nn.lazy_conv import (
     LazyBatchNorm1d,
@@ -97,6 +113,7 @@ from tricycle.nn.more_losses import (
     PairwiseDistance,
 )
 from tricycle.nn.multihead import MultiheadAttention
+from tricycle.nn.norms_more import ChannelShuffle, LocalResponseNorm
 from tricycle.nn.padding_layers import (
     CircularPad1d,
     CircularPad2d,
@@ -120,6 +137,7 @@ from tricycle.nn.pooling3d import AvgPool3d, MaxPool3d
 from tricycle.nn.recurrent import GRU, LSTM, RNN
 from tricycle.nn.recurrent_cell_layers import GRUCell, LSTMCell, RNNCell
 from tricycle.nn.reshapes import PixelShuffle, PixelUnshuffle, Unflatten
+from tricycle.nn.shrinks import Hardshrink, RReLU, Softshrink
 from tricycle.nn.softmaxes import LogSoftmax, Softmax, Softmax2d, Softmin
 from tricycle.nn.torch_weights import from_torch, to_torch
 from tricycle.nn.transformer import (
@@ -182,4 +200,10 @@ __all__ = [
     "DataParallel",
     # 3-D convolution, batch norm and pooling; power-average pooling (tricycle.nn.pooling3d, ...)
     "AvgPool3d", "BatchNorm3d", "Conv3d", "LPPool1d", "LPPool2d", "LPPool3d", "MaxPool3d",
+    # 3-D layers, shrinks, alpha dropout, LRN, Buffer (tricycle.nn.layers3d, shrinks, ...)
+    "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AlphaDropout", "Buffer", "ChannelShuffle",
+    "ConvTranspose3d", "FeatureAlphaDropout", "Hardshrink", "InstanceNorm3d", "LazyBatchNorm3d",
+    "LazyConv3d", "LazyConvTranspose3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
+    "LazyInstanceNorm3d", "LocalResponseNorm", "MaxUnpool3d", "RReLU", "Softshrink",
+    "TripletMarginWithDistanceLoss",
 ]  # fmt: skip

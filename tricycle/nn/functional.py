@@ -44,10 +44,11 @@ from tricycle.nn.activations import (
 )
 from tricycle.nn.adaptive_max_pooling import adaptive_max_pool1d, adaptive_max_pool2d
 from tricycle.nn.adaptive_pooling import adaptive_avg_pool
+from tricycle.nn.alpha_dropout import alpha_dropout, feature_alpha_dropout
 from tricycle.nn.bilinear import bilinear
 from tricycle.nn.channel_dropout import dropout1d, dropout2d, dropout3d
-from tricycle.nn.conv import conv
 from tricycle.nn.ctc import ctc_loss
+from tricycle.nn.distance_loss import triplet_margin_with_distance_loss
 from tricycle.nn.embedding_bag import embedding_bag
 from tricycle.nn.fold import fold, unfold
 from tricycle.nn.functional_losses import (
@@ -63,9 +64,28 @@ from tricycle.nn.functional_losses import (
     nll_loss,
     smooth_l1_loss,
 )
+from tricycle.nn.functional_more import (
+    adaptive_max_pool1d_with_indices,
+    adaptive_max_pool2d_with_indices,
+    adaptive_max_pool3d_with_indices,
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_transpose1d,
+    conv_transpose2d,
+    conv_transpose3d,
+    max_pool1d_with_indices,
+    max_pool2d_with_indices,
+    max_pool3d_with_indices,
+    pdist,
+    upsample,
+    upsample_bilinear,
+    upsample_nearest,
+)
 from tricycle.nn.functional_norms import batch_norm, group_norm, instance_norm, layer_norm
 from tricycle.nn.grid_sample import affine_grid, grid_sample
 from tricycle.nn.interpolate import interpolate
+from tricycle.nn.layers3d import adaptive_avg_pool3d, adaptive_max_pool3d, max_unpool3d
 from tricycle.nn.likelihood_losses import gaussian_nll_loss, poisson_nll_loss
 from tricycle.nn.lp_pooling import lp_pool1d, lp_pool2d, lp_pool3d
 from tricycle.nn.margin_losses import (
@@ -77,114 +97,45 @@ from tricycle.nn.margin_losses import (
     triplet_margin_loss,
 )
 from tricycle.nn.more_losses import cosine_similarity, normalize, pairwise_distance
+from tricycle.nn.norms_more import channel_shuffle, local_response_norm, rms_norm
 from tricycle.nn.padding import pad  # noqa: F401 - F.pad, as PyTorch
 from tricycle.nn.pooling import avg_pool, in_n_dims, max_pool
 from tricycle.nn.pooling3d import avg_pool3d, max_pool3d
 from tricycle.nn.reshapes import pixel_shuffle, pixel_unshuffle
 from tricycle.nn.sdpa import scaled_dot_product_attention
+from tricycle.nn.shrinks import gumbel_softmax, hardshrink, rrelu, softshrink
 from tricycle.nn.softmaxes import along
 from tricycle.nn.unpooling import max_unpool1d, max_unpool2d
 from tricycle.tensor import Tensor, as_tensor
 from tricycle.unary import sigmoid, tanh
 
-conv1d = conv2d = conv  # the spatial dimensions come from the weights' shape
 max_pool1d, max_pool2d = in_n_dims(max_pool, 1), in_n_dims(max_pool, 2)  # (N, C, ...) or (C, ...)
 avg_pool1d, avg_pool2d = in_n_dims(avg_pool, 1), in_n_dims(avg_pool, 2)
 
 __all__ = [
-    "adaptive_avg_pool1d",
-    "adaptive_avg_pool2d",
-    "adaptive_max_pool1d",
-    "adaptive_max_pool2d",
-    "affine_grid",
-    "avg_pool1d",
-    "avg_pool2d",
-    "avg_pool3d",
-    "batch_norm",
-    "bilinear",
-    "binary_cross_entropy",
-    "binary_cross_entropy_with_logits",
-    "celu",
-    "celu_",
-    "conv1d",
-    "conv2d",
-    "cosine_embedding_loss",
-    "cosine_similarity",
-    "cross_entropy",
-    "ctc_loss",
-    "dropout",
-    "dropout1d",
-    "dropout2d",
-    "dropout3d",
-    "elu",
-    "elu_",
-    "embedding",
-    "embedding_bag",
-    "fold",
-    "gaussian_nll_loss",
-    "gelu",
-    "glu",
-    "grid_sample",
-    "group_norm",
-    "hardsigmoid",
-    "hardswish",
-    "hardtanh",
-    "hardtanh_",
-    "hinge_embedding_loss",
-    "huber_loss",
-    "instance_norm",
-    "interpolate",
-    "kl_div",
-    "l1_loss",
-    "layer_norm",
-    "leaky_relu",
-    "leaky_relu_",
-    "linear",
-    "log_softmax",
-    "logsigmoid",
-    "lp_pool1d",
-    "lp_pool2d",
-    "lp_pool3d",
-    "margin_ranking_loss",
-    "max_pool1d",
-    "max_pool2d",
-    "max_pool3d",
-    "max_unpool1d",
-    "max_unpool2d",
-    "mish",
-    "mse_loss",
-    "multi_margin_loss",
-    "multilabel_margin_loss",
-    "multilabel_soft_margin_loss",
-    "nll_loss",
-    "normalize",
-    "one_hot",
-    "pairwise_distance",
-    "pixel_shuffle",
-    "pixel_unshuffle",
-    "poisson_nll_loss",
-    "prelu",
-    "relu",
-    "relu_",
-    "relu6",
-    "scaled_dot_product_attention",
-    "selu",
-    "selu_",
-    "sigmoid",
-    "silu",
-    "smooth_l1_loss",
-    "soft_margin_loss",
-    "softmax",
-    "softmin",
-    "softplus",
-    "softsign",
-    "tanh",
-    "tanhshrink",
-    "threshold",
-    "threshold_",
-    "triplet_margin_loss",
-    "unfold",
-]
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
+    "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d", "adaptive_max_pool2d_with_indices",
+    "adaptive_max_pool3d", "adaptive_max_pool3d_with_indices", "affine_grid", "alpha_dropout",
+    "avg_pool1d", "avg_pool2d", "avg_pool3d", "batch_norm", "bilinear", "binary_cross_entropy",
+    "binary_cross_entropy_with_logits", "celu", "celu_", "channel_shuffle", "conv1d", "conv2d",
+    "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "cosine_embedding_loss",
+    "cosine_similarity", "cross_entropy", "ctc_loss", "dropout", "dropout1d", "dropout2d",
+    "dropout3d", "elu", "elu_", "embedding", "embedding_bag", "feature_alpha_dropout", "fold",
+    "gaussian_nll_loss", "gelu", "glu", "grid_sample", "group_norm", "gumbel_softmax",
+    "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "hardtanh_", "hinge_embedding_loss",
+    "huber_loss", "instance_norm", "interpolate", "kl_div", "l1_loss", "layer_norm", "leaky_relu",
+    "leaky_relu_", "linear", "local_response_norm", "log_softmax", "logsigmoid", "lp_pool1d",
+    "lp_pool2d", "lp_pool3d", "margin_ranking_loss", "max_pool1d", "max_pool1d_with_indices",
+    "max_pool2d", "max_pool2d_with_indices", "max_pool3d", "max_pool3d_with_indices",
+    "max_unpool1d", "max_unpool2d", "max_unpool3d", "mish", "mse_loss", "multi_margin_loss",
+    "multilabel_margin_loss", "multilabel_soft_margin_loss", "nll_loss", "normalize", "one_hot",
+    "pairwise_distance", "pdist", "pixel_shuffle", "pixel_unshuffle", "poisson_nll_loss", "prelu",
+    "relu", "relu6", "relu_", "rms_norm", "rrelu", "scaled_dot_product_attention", "selu", "selu_",
+    "sigmoid", "silu", "smooth_l1_loss", "soft_margin_loss", "softmax", "softmin", "softplus",
+    "softshrink", "softsign", "tanh", "tanhshrink", "threshold", "threshold_",
+    "triplet_margin_loss", "triplet_margin_with_distance_loss", "unfold", "upsample",
+    "upsample_bilinear", "upsample_nearest",
+]  # fmt: skip
 
 
 def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:  # noqa: A002 - torch's name
