@@ -358,7 +358,14 @@ _BY_MODULE: dict[str, str] = {
     "tricycle.torch_statistics": "std_mean var_mean aminmax cummax cummin logcumsumexp trapezoid "
     "trapz cumulative_trapezoid diff cov corrcoef renorm dist pdist",
     "tricycle.torch_products": "inner vdot addmv addbmm baddbmm chain_matmul",
-    "tricycle.nn.functional": "cosine_similarity pairwise_distance",
+    "tricycle.nn.functional": "cosine_similarity pairwise_distance conv1d conv2d conv3d "
+    "conv_transpose1d conv_transpose2d conv_transpose3d pixel_shuffle pixel_unshuffle bilinear "
+    "prelu celu threshold hardshrink adaptive_avg_pool1d channel_shuffle",
+    "tricycle.nn.top_level": "adaptive_max_pool1d alpha_dropout avg_pool1d batch_norm "
+    "binary_cross_entropy_with_logits cosine_embedding_loss ctc_loss dropout embedding "
+    "feature_alpha_dropout group_norm hinge_embedding_loss instance_norm kl_div layer_norm "
+    "margin_ranking_loss max_pool1d max_pool2d max_pool3d poisson_nll_loss rrelu selu "
+    "triplet_margin_loss",
     "tricycle.torch_arith": "acosh asinh atanh arccosh arcsinh arctanh gcd lcm floor_divide "
     "reciprocal rsub positive negative greater greater_equal less less_equal not_equal addr ger "
     "clone detach t fill zero_",
