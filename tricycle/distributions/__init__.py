@@ -1,6 +1,9 @@
 """Probability distributions, as ``torch.distributions`` (``import tricycle.distributions as D``):
 ``Normal``, ``Uniform``, ``Bernoulli``, ``Binomial``, ``Categorical``, ``OneHotCategorical``,
-``Multinomial``, ``MultivariateNormal``, ``Poisson``, ``Independent`` and ``kl_divergence``
+``Multinomial``, ``MultivariateNormal``, ``Poisson``, ``Independent``; ``Exponential``,
+``Laplace``, ``Cauchy``, ``Geometric``, ``NegativeBinomial`` and the transformed families
+(``TransformedDistribution`` with the ``transforms``: ``LogNormal``, ``LogisticNormal``,
+``HalfNormal``, ``HalfCauchy``, ``Gumbel``, ``Weibull``, ``Pareto``); and ``kl_divergence``
 between them::
 
     import tricycle.distributions as D
@@ -20,10 +23,16 @@ the parameters' device. ``constraints`` holds the sets the parameters and values
 against (validation is on by default, as torch's); ``utils`` what the families share.
 """
 
-from tricycle.distributions import constraints, utils
+from tricycle.distributions import (
+    constraints,
+    kl_simple,  # noqa: F401 - registers the pairs of its families
+    transforms,
+    utils,
+)
 from tricycle.distributions.bernoulli import Bernoulli
 from tricycle.distributions.binomial import Binomial
 from tricycle.distributions.categorical import Categorical
+from tricycle.distributions.counts import Geometric, NegativeBinomial
 from tricycle.distributions.distribution import Distribution
 from tricycle.distributions.independent import Independent
 from tricycle.distributions.kl import kl_divergence, register_kl
@@ -32,22 +41,49 @@ from tricycle.distributions.multivariate_normal import MultivariateNormal
 from tricycle.distributions.normal import Normal
 from tricycle.distributions.one_hot_categorical import OneHotCategorical
 from tricycle.distributions.poisson import Poisson
+from tricycle.distributions.simple_families import Cauchy, Exponential, Laplace
+from tricycle.distributions.transformed_distribution import TransformedDistribution
+from tricycle.distributions.transformed_families import (
+    Gumbel,
+    HalfCauchy,
+    HalfNormal,
+    LogisticNormal,
+    LogNormal,
+    Pareto,
+    Weibull,
+)
+from tricycle.distributions.transforms import *  # noqa: F403 - torch's names, as torch's
 from tricycle.distributions.uniform import Uniform
 
 __all__ = [
     "Bernoulli",
     "Binomial",
     "Categorical",
+    "Cauchy",
     "Distribution",
+    "Exponential",
+    "Geometric",
+    "Gumbel",
+    "HalfCauchy",
+    "HalfNormal",
     "Independent",
+    "Laplace",
+    "LogNormal",
+    "LogisticNormal",
     "Multinomial",
     "MultivariateNormal",
+    "NegativeBinomial",
     "Normal",
     "OneHotCategorical",
+    "Pareto",
     "Poisson",
+    "TransformedDistribution",
     "Uniform",
+    "Weibull",
     "constraints",
     "kl_divergence",
     "register_kl",
+    "transforms",
     "utils",
+    *transforms.__all__,
 ]

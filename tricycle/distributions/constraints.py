@@ -58,6 +58,32 @@ class GreaterThan(Constraint):
         return f"GreaterThan(lower_bound={_bound(self.lower_bound)})"
 
 
+class GreaterThanEq(Constraint):
+    """[lower_bound, inf)."""
+
+    def __init__(self, lower_bound):
+        self.lower_bound = lower_bound
+
+    def check(self, value):
+        return _array(self.lower_bound) <= _array(value)
+
+    def __repr__(self) -> str:
+        return f"GreaterThanEq(lower_bound={_bound(self.lower_bound)})"
+
+
+class IntegerGreaterThan(GreaterThanEq):
+    """The integers lower_bound, lower_bound + 1, ... (a count, stored as any dtype)."""
+
+    is_discrete = True
+
+    def check(self, value):
+        a = _array(value)
+        return (a % 1 == 0) & super().check(a)
+
+    def __repr__(self) -> str:
+        return f"IntegerGreaterThan(lower_bound={_bound(self.lower_bound)})"
+
+
 class LessThan(Constraint):
     """(-inf, upper_bound)."""
 
@@ -218,6 +244,9 @@ def _bound(bound) -> str:
 real = Real()
 real_vector = Independent(real, 1)
 positive = GreaterThan(0.0)
+nonnegative = GreaterThanEq(0.0)
+nonnegative_integer = IntegerGreaterThan(0)
+positive_integer = IntegerGreaterThan(1)
 unit_interval = Interval(0.0, 1.0)
 boolean = Boolean()
 simplex = Simplex()
@@ -225,6 +254,7 @@ one_hot = OneHot()
 lower_cholesky = LowerCholesky()
 positive_definite = PositiveDefinite()
 greater_than = GreaterThan
+greater_than_eq = GreaterThanEq
 less_than = LessThan
 interval = Interval
 half_open_interval = HalfOpenInterval
@@ -236,6 +266,7 @@ __all__ = [
     "Constraint",
     "boolean",
     "greater_than",
+    "greater_than_eq",
     "half_open_interval",
     "independent",
     "integer_interval",
@@ -243,9 +274,12 @@ __all__ = [
     "less_than",
     "lower_cholesky",
     "multinomial",
+    "nonnegative",
+    "nonnegative_integer",
     "one_hot",
     "positive",
     "positive_definite",
+    "positive_integer",
     "real",
     "real_vector",
     "simplex",

@@ -25,7 +25,7 @@ the values back to the host.
 
 import numpy as np
 
-from tricycle import backend, checks, unary
+from tricycle import backend, checks, factories, unary
 from tricycle.distributions import constraints
 from tricycle.distributions.utils import as_sample_shape, value_tensor
 from tricycle.graph import no_grad
@@ -76,6 +76,35 @@ class Distribution:
         """sample_shape + batch_shape + event_shape: the shape of a draw."""
         sample_shape = as_sample_shape(type(self).__name__, sample_shape)
         return sample_shape + self._batch_shape + self._event_shape
+
+    # ------------------------------------------------------------------ expand
+    expand_params: tuple[str, ...] = ()  # the parameters ``expand`` broadcasts (a family's)
+
+    def expand(self, batch_shape, _instance=None) -> "Distribution":
+        """This distribution with its batch broadcast to ``batch_shape`` (torch's): the same
+        family, its parameters ``expand``-ed (differentiably, no copy) to the new batch."""
+        name = type(self).__name__
+        if not self.expand_params:
+            raise NotImplementedError(f"{name}.expand")
+        batch_shape = factories.as_shape(f"{name}.expand", batch_shape)
+        try:
+            fits = np.broadcast_shapes(self._batch_shape, batch_shape) == batch_shape
+        except ValueError:
+            fits = False
+        if not fits:
+            raise ValueError(
+                f"{name}.expand: the batch shape {self._batch_shape} does not broadcast to "
+                f"{batch_shape}"
+            )
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        for param in self.expand_params:
+            value = self.__dict__.get(param)
+            if isinstance(value, Tensor):  # a lazily derived parameter is derived anew
+                event = value.shape[len(self._batch_shape) :]
+                new.__dict__[param] = value.expand(batch_shape + event)
+        new._batch_shape = batch_shape
+        return new
 
     # ------------------------------------------------------------------ draws
     def sample(self, sample_shape=()) -> Tensor:

@@ -13,8 +13,9 @@ import math
 from tricycle import activation, factories, unary
 from tricycle.distributions import constraints
 from tricycle.distributions.distribution import Distribution
-from tricycle.distributions.utils import broadcast_all
+from tricycle.distributions.utils import broadcast_all, value_tensor
 from tricycle.tensor import Tensor
+from tricycle.torch_special import erfinv
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -26,6 +27,7 @@ class Normal(Distribution):
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
     has_rsample = True
+    expand_params = ("loc", "scale")
 
     def __init__(self, loc, scale, validate_args: bool | None = None):
         self.loc, self.scale = broadcast_all("Normal", loc=loc, scale=scale)
@@ -62,6 +64,13 @@ class Normal(Distribution):
         """P(X <= value) = Phi((value - loc) / scale)."""
         value = self._value(value, self.loc)
         return standard_normal_cdf((value - self.loc) / self.scale)
+
+    def icdf(self, value) -> Tensor:
+        """loc + scale sqrt(2) erfinv(2 value - 1): the quantile of the probability ``value``."""
+        value = value_tensor(self.loc, value)
+        if self._validate_args:
+            self._check(constraints.unit_interval, value, "Normal.icdf: value", "lie in")
+        return self.loc + self.scale * erfinv(value * 2 - 1) * math.sqrt(2)
 
     def entropy(self) -> Tensor:
         return unary.log(self.scale) + (0.5 + _LOG_SQRT_2PI)

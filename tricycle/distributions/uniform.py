@@ -23,6 +23,7 @@ class Uniform(Distribution):
     numbers; low < high)."""
 
     has_rsample = True
+    expand_params = ("low", "high")
 
     def __init__(self, low, high, validate_args: bool | None = None):
         self.low, self.high = broadcast_all("Uniform", low=low, high=high)
