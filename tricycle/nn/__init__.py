@@ -48,6 +48,7 @@ from tricycle.nn.activations import (
 )
 from tricycle.nn.adaptive_max_pooling import AdaptiveMaxPool1d, AdaptiveMaxPool2d
 from tricycle.nn.adaptive_pooling import AdaptiveAvgPool1d, AdaptiveAvgPool2d
+from tricycle.nn.adaptive_softmax import AdaptiveLogSoftmaxWithLoss
 from tricycle.nn.alpha_dropout import AlphaDropout, FeatureAlphaDropout
 from tricycle.nn.batch_norm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from tricycle.nn.bilinear import Bilinear
@@ -61,6 +62,7 @@ from tricycle.nn.data_parallel import DataParallel
 from tricycle.nn.distance_loss import TripletMarginWithDistanceLoss
 from tricycle.nn.embedding_bag import EmbeddingBag
 from tricycle.nn.fold import Fold, Unfold
+from tricycle.nn.fractional_pooling import FractionalMaxPool2d, FractionalMaxPool3d
 from tricycle.nn.group_norm import GroupNorm
 from tricycle.nn.instance_norm import InstanceNorm1d, InstanceNorm2d
 from tricycle.nn.layers3d import (
@@ -139,6 +141,7 @@ from tricycle.nn.recurrent_cell_layers import GRUCell, LSTMCell, RNNCell
 from tricycle.nn.reshapes import PixelShuffle, PixelUnshuffle, Unflatten
 from tricycle.nn.shrinks import Hardshrink, RReLU, Softshrink
 from tricycle.nn.softmaxes import LogSoftmax, Softmax, Softmax2d, Softmin
+from tricycle.nn.sync_batch_norm import SyncBatchNorm
 from tricycle.nn.torch_weights import from_torch, to_torch
 from tricycle.nn.transformer import (
     Transformer,
@@ -206,4 +209,6 @@ __all__ = [
     "LazyConv3d", "LazyConvTranspose3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
     "LazyInstanceNorm3d", "LocalResponseNorm", "MaxUnpool3d", "RReLU", "Softshrink",
     "TripletMarginWithDistanceLoss",
+    # SyncBatchNorm, the adaptive softmax, fractional max pooling (tricycle.nn.sync_batch_norm, ...)
+    "AdaptiveLogSoftmaxWithLoss", "FractionalMaxPool2d", "FractionalMaxPool3d", "SyncBatchNorm",
 ]  # fmt: skip

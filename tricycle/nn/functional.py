@@ -51,6 +51,12 @@ from tricycle.nn.ctc import ctc_loss
 from tricycle.nn.distance_loss import triplet_margin_with_distance_loss
 from tricycle.nn.embedding_bag import embedding_bag
 from tricycle.nn.fold import fold, unfold
+from tricycle.nn.fractional_pooling import (
+    fractional_max_pool2d,
+    fractional_max_pool2d_with_indices,
+    fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
+)
 from tricycle.nn.functional_losses import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -121,6 +127,8 @@ __all__ = [
     "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "cosine_embedding_loss",
     "cosine_similarity", "cross_entropy", "ctc_loss", "dropout", "dropout1d", "dropout2d",
     "dropout3d", "elu", "elu_", "embedding", "embedding_bag", "feature_alpha_dropout", "fold",
+    "fractional_max_pool2d", "fractional_max_pool2d_with_indices", "fractional_max_pool3d",
+    "fractional_max_pool3d_with_indices",
     "gaussian_nll_loss", "gelu", "glu", "grid_sample", "group_norm", "gumbel_softmax",
     "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "hardtanh_", "hinge_embedding_loss",
     "huber_loss", "instance_norm", "interpolate", "kl_div", "l1_loss", "layer_norm", "leaky_relu",
