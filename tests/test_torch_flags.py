@@ -14,6 +14,7 @@ torch = pytest.importorskip("torch")
 pytestmark = [
     pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning"),  # sqrt'(0)
     pytest.mark.filterwarnings("ignore:Error detected in:UserWarning"),  # torch's anomaly note
+    pytest.mark.filterwarnings("ignore:Anomaly Detection has been enabled:UserWarning"),
 ]
 
 
