@@ -93,7 +93,13 @@ def _reshaped(name: str, instead: str):
 def _written(name: str):
     def in_place(self, *args, **kwargs):
         inplace = importlib.import_module("tricycle.tensor_inplace")  # see the module's doc
-        (method,) = inplace.written(getattr(type(self), name))
+        out_of_place = getattr(type(self), name)
+
+        def named(*args, **kwargs):  # under its torch name (x.floor is made as "stepwise")
+            return out_of_place(*args, **kwargs)
+
+        named.__name__ = name  # an error names x.floor_ and its out-of-place form x.floor
+        (method,) = inplace.written(named)
         return method(self, *args, **kwargs)
 
     in_place.__name__ = in_place.__qualname__ = f"{name}_"
