@@ -208,6 +208,21 @@ def test_convert_sync_batchnorm_replaces_every_batch_norm_sharing_its_tensors():
     assert set(again.state_dict()) == set(single.state_dict())
 
 
+def test_torch_s_weights_load_into_it_and_back():
+    torch = pytest.importorskip("torch")
+    theirs = torch.nn.SyncBatchNorm(C, momentum=None)
+    with torch.no_grad():
+        theirs.weight[:], theirs.running_var[:] = torch.tensor([0.5, 2.0, 3.0]), 4.0
+    theirs.num_batches_tracked += 6
+    ours = SyncBatchNorm(C, momentum=None)
+    nn.from_torch(ours, theirs.state_dict())
+    assert ours.num_batches_tracked == 6
+    back = nn.to_torch(ours)
+    assert set(back) == set(theirs.state_dict())
+    for name, value in theirs.state_dict().items():
+        np.testing.assert_array_equal(back[name], value.numpy(), err_msg=name)
+
+
 def test_bad_arguments_are_refused():
     with pytest.raises(ValueError, match="process_group must be None"):
         SyncBatchNorm(3, process_group="workers")

@@ -45,6 +45,7 @@ from tricycle.nn.conv_transpose import ConvTranspose1d, ConvTranspose2d
 from tricycle.nn.group_norm import GroupNorm
 from tricycle.nn.instance_norm import InstanceNorm1d, InstanceNorm2d
 from tricycle.nn.multihead import MultiheadAttention
+from tricycle.nn.sync_batch_norm import SyncBatchNorm
 from tricycle.tensor import Tensor
 
 __all__ = ["from_torch", "to_torch"]
@@ -67,11 +68,19 @@ RENAMES: dict[type, dict[str, tuple[str, bool]]] = {
     BatchNorm1d: _AFFINE,  # running_mean and running_var keep their names
     BatchNorm2d: _AFFINE,
     BatchNorm3d: _AFFINE,
+    SyncBatchNorm: _AFFINE,
     InstanceNorm1d: _AFFINE,
     InstanceNorm2d: _AFFINE,
 }
 TRICYCLE_NAMES = ("weights", "gamma", "beta")  # the names that differ from torch's
-_RUNNING_STATISTICS = (BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d, InstanceNorm2d)
+_RUNNING_STATISTICS = (
+    BatchNorm1d,
+    BatchNorm2d,
+    BatchNorm3d,
+    SyncBatchNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+)
 BATCHES_TRACKED = "num_batches_tracked"  # torch's count of batches, for its momentum=None
 
 
