@@ -20,13 +20,20 @@ and torch's queries (``get_device``, ``is_signed``, ``retains_grad`` ...).
 import importlib
 
 from tricycle import backend, checks
+from tricycle.graph import grad_enabled
 from tricycle.tensor_extra import _reshaped, _written, imported
 
 
-def _not_on_gpu(tensor, name: str) -> None:
+def _host_writable(tensor, name: str) -> None:
+    """Refuse ``apply_``/``map_`` on a GPU tensor (torch's are CPU-only) or on one that
+    requires grad while the graph is recorded (``add_``'s rule)."""
     if backend.is_cupy_array(tensor.array):
         raise RuntimeError(f"Tensor.{name}: only host tensors, as torch's is CPU-only; got one "
                            f"on {tensor.device} (move it with .cpu())")  # fmt: skip
+    if tensor.requires_grad and grad_enabled():
+        raise RuntimeError(f"Tensor.{name}: cannot write in place into a tensor that "
+                           f"requires grad (shape {tensor.shape}); call it under "
+                           "tricycle.no_grad()")  # fmt: skip
 
 
 class TorchMoreMethods:
@@ -170,14 +177,14 @@ class TorchMoreMethods:
     def apply_(self, callable):  # noqa: A002 - torch's names
         """torch.Tensor.apply_: ``callable`` of each element written into this tensor, on the
         host, under ``add_``'s rule (a leaf needing no gradient, or under no_grad())."""
-        _not_on_gpu(self, "apply_")
+        _host_writable(self, "apply_")
         values = [callable(v) for v in self.array.reshape(-1).tolist()]
         return self.copy_(self.new_tensor(values).reshape(self.shape))
 
     def map_(self, tensor, callable):  # noqa: A002 - torch's names
         """torch.Tensor.map_: ``callable(x, y)`` of each element and ``tensor``'s (broadcast
         to this tensor's shape) written into this tensor, as ``apply_``."""
-        _not_on_gpu(self, "map_")
+        _host_writable(self, "map_")
         others = self.xp.broadcast_to(tensor.array, self.shape).reshape(-1).tolist()
         values = [callable(a, b) for a, b in zip(self.array.reshape(-1).tolist(), others)]
         return self.copy_(self.new_tensor(values).reshape(self.shape))
