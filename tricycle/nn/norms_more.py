@@ -15,6 +15,8 @@ back (ShuffleNet's shuffle).
 
 import math
 
+import numpy as np
+
 from tricycle import checks, norms
 from tricycle.module import Layer
 from tricycle.nn.padding import pad
@@ -36,7 +38,7 @@ def rms_norm(input: Tensor, normalized_shape, weight=None, eps: float | None = N
                          f"shape {x.shape}")  # fmt: skip
     if weight is not None and tuple(weight.shape) != shape:
         checks.fail(op, "weight's shape", f"normalized_shape {shape}", tuple(weight.shape))
-    eps = float(x.xp.finfo(x.dtype).eps) if eps is None else eps
+    eps = float(np.finfo(x.dtype).eps) if eps is None else eps
     checks.positive(op, "eps", eps)
     width = math.prod(shape)
     flat = x.reshape(*x.shape[: x.ndim - len(shape)], width)  # (..., width)
