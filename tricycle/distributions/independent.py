@@ -3,7 +3,7 @@
 is base's summed over those n axes: a diagonal Gaussian over a vector is
 ``Independent(Normal(loc, scale), 1)``, one log_prob per vector."""
 
-from tricycle import checks
+from tricycle import checks, factories
 from tricycle.distributions import constraints
 from tricycle.distributions.distribution import Distribution
 from tricycle.distributions.utils import sum_rightmost
@@ -60,6 +60,16 @@ class Independent(Distribution):
     @property
     def variance(self) -> Tensor:
         return self.base_dist.variance
+
+    def expand(self, batch_shape, _instance=None) -> "Independent":
+        """The base distribution expanded to ``batch_shape`` plus the reinterpreted axes."""
+        batch_shape = factories.as_shape("Independent.expand", batch_shape)
+        reinterpreted = self._event_shape[: self.reinterpreted_batch_ndims]
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.base_dist = self.base_dist.expand(batch_shape + reinterpreted)
+        new._batch_shape = batch_shape
+        return new
 
     def sample(self, sample_shape=()) -> Tensor:
         return self.base_dist.sample(sample_shape)

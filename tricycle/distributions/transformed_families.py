@@ -215,8 +215,9 @@ class Weibull(TransformedDistribution):
         self.scale, self.concentration = broadcast_all("Weibull", scale=scale,
                                                        concentration=concentration)  # fmt: skip
         base = Exponential(factories.ones_like(self.scale), validate_args=False)
-        transforms = [PowerTransform(self.concentration.reciprocal()),
-                      AffineTransform(0.0, self.scale)]  # fmt: skip
+        with np.errstate(divide="ignore"):  # a concentration of 0 is refused just below
+            inverse = self.concentration.reciprocal()
+        transforms = [PowerTransform(inverse), AffineTransform(0.0, self.scale)]
         super().__init__(base, transforms, validate_args=validate_args)
 
     @property
