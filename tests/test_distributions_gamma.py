@@ -215,3 +215,20 @@ def test_bad_parameters_and_values_are_refused():
         Chi2(tricycle.tensor([-1.0]))
     with pytest.raises(ValueError, match="StudentT: the shapes"):
         StudentT(tricycle.ones(2), tricycle.ones(3))
+
+
+@pytest.mark.parametrize("name", list(OURS))
+def test_expand_against_torch(name):
+    params, values = case(name)
+    ours, theirs, _, _ = both(name, params)
+    batch = (5,) + ours.batch_shape
+    mine, torchs = ours.expand(batch), theirs.expand(batch)
+    assert (mine.batch_shape, mine.event_shape) == (torchs.batch_shape, torchs.event_shape)
+    np.testing.assert_allclose(
+        mine.log_prob(tricycle.tensor(values[:1])).array,
+        torchs.log_prob(torch.tensor(values[:1])).detach().numpy(),
+        rtol=1e-12,
+    )
+    assert mine.rsample((2,)).shape == (2,) + batch + ours.event_shape
+    with pytest.raises(ValueError, match=f"{name}.expand: the batch shape"):
+        ours.expand((7,))

@@ -309,3 +309,18 @@ def test_bad_arguments_are_refused():
         VonMises(0.0, tricycle.tensor([-1.0]))
     with pytest.raises(ValueError, match="Kumaraswamy.log_prob: value"):
         Kumaraswamy(1.0, 2.0).log_prob(tricycle.tensor([1.5]))
+
+
+@pytest.mark.parametrize("name", [n for n in CASES if n != "MixtureSameFamily"])
+def test_expand_against_torch(name):
+    (ours, theirs, _, _), values = CASES[name]()
+    batch = (5,) + ours.batch_shape
+    mine, torchs = ours.expand(batch), theirs.expand(batch)
+    assert (mine.batch_shape, mine.event_shape) == (torchs.batch_shape, torchs.event_shape)
+    tolerance = TOLERANCE.get(name, dict(rtol=1e-12, atol=1e-14))
+    np.testing.assert_allclose(
+        mine.log_prob(tricycle.tensor(values[:1])).array,
+        torchs.log_prob(torch.tensor(values[:1])).detach().numpy(),
+        **tolerance,
+    )
+    assert mine.sample((2,)).shape == (2,) + batch + ours.event_shape

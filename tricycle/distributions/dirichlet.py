@@ -16,7 +16,7 @@ import numpy as np
 from tricycle import ops
 from tricycle.distributions import constraints
 from tricycle.distributions.distribution import Distribution
-from tricycle.distributions.gamma import standard_gamma
+from tricycle.distributions.gamma import rebuilt, standard_gamma
 from tricycle.distributions.utils import broadcast_all, parameter
 from tricycle.tensor import Tensor
 from tricycle.torch_pointwise import xlogy
@@ -35,6 +35,11 @@ class Dirichlet(Distribution):
         self.concentration = parameter("Dirichlet", "concentration", concentration, min_ndim=1)
         shape = self.concentration.shape
         super().__init__(shape[:-1], shape[-1:], validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None) -> "Dirichlet":
+        c = self.concentration
+        return rebuilt(self, batch_shape, lambda s: Dirichlet(
+            c.expand(s + c.shape[-1:]), validate_args=False))  # fmt: skip
 
     @property
     def mean(self) -> Tensor:
@@ -107,6 +112,11 @@ class Beta(Distribution):
         both = ops.stack([self.concentration1, self.concentration0], -1)
         self._dirichlet = Dirichlet(both, validate_args=validate_args)
         super().__init__(self.concentration1.shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None) -> "Beta":
+        return rebuilt(self, batch_shape, lambda s: Beta(
+            self.concentration1.expand(s), self.concentration0.expand(s),
+            validate_args=False))  # fmt: skip
 
     @property
     def mean(self) -> Tensor:

@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 
-from tricycle import backend, random
+from tricycle import backend, factories, random
 from tricycle.distributions import constraints
 from tricycle.distributions.distribution import Distribution
 from tricycle.distributions.utils import broadcast_all
@@ -46,6 +46,25 @@ def on_device(host: np.ndarray, like: Tensor):
     if like.xp is np:
         return host
     return backend.to_device_array(host, like.array.device.id)
+
+
+def rebuilt(dist: Distribution, batch_shape, make) -> Distribution:
+    """``dist.expand(batch_shape)`` for a family that holds more than its parameters (a
+    base distribution, a derived one): ``make(shape)`` builds it anew of its parameters
+    expanded (differentiably) to the new batch, unvalidated, as torch's ``expand``."""
+    name = type(dist).__name__
+    shape = factories.as_shape(f"{name}.expand", batch_shape)
+    try:
+        fits = np.broadcast_shapes(dist.batch_shape, shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"{name}.expand: the batch shape {dist.batch_shape} does not broadcast to {shape}"
+        )
+    new = make(shape)
+    new._validate_args = dist._validate_args
+    return new
 
 
 def standard_gamma_grad_array(xp, x, a):
@@ -126,6 +145,7 @@ class Gamma(Distribution):
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = nonnegative
     has_rsample = True
+    expand_params = ("concentration", "rate")
 
     def __init__(self, concentration, rate, validate_args: bool | None = None):
         self.concentration, self.rate = broadcast_all(
@@ -176,6 +196,9 @@ class Chi2(Gamma):
         (self.df,) = broadcast_all("Chi2", df=df)
         super().__init__(self.df * 0.5, 0.5, validate_args=validate_args)
 
+    def expand(self, batch_shape, _instance=None) -> "Chi2":
+        return rebuilt(self, batch_shape, lambda s: Chi2(self.df.expand(s), validate_args=False))
+
 
 class InverseGamma(Distribution):
     """1 / X for X ~ Gamma(concentration, rate): ``base_dist`` is that gamma."""
@@ -188,6 +211,10 @@ class InverseGamma(Distribution):
         self.base_dist = Gamma(concentration, rate, validate_args=validate_args)
         self.concentration, self.rate = self.base_dist.concentration, self.base_dist.rate
         super().__init__(self.base_dist.batch_shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None) -> "InverseGamma":
+        return rebuilt(self, batch_shape, lambda s: InverseGamma(
+            self.concentration.expand(s), self.rate.expand(s), validate_args=False))  # fmt: skip
 
     @property
     def mean(self) -> Tensor:

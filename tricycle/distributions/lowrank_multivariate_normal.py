@@ -22,6 +22,7 @@ import numpy as np
 from tricycle import factories, ops
 from tricycle.distributions import constraints
 from tricycle.distributions.distribution import Distribution
+from tricycle.distributions.gamma import rebuilt
 from tricycle.distributions.linalg import cholesky, solve_triangular
 from tricycle.distributions.utils import lazy_property, parameter
 from tricycle.tensor import Tensor
@@ -81,6 +82,18 @@ class LowRankMultivariateNormal(Distribution):
         self.cov_diag = _expand(cov_diag, batch_shape + (n,))
         self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag = cov_factor, cov_diag
         super().__init__(batch_shape, (n,), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None) -> "LowRankMultivariateNormal":
+        def make(s):
+            loc, W, D = self.loc, self.cov_factor, self.cov_diag
+            loc, W, D = (
+                loc.expand(s + loc.shape[-1:]),
+                W.expand(s + W.shape[-2:]),
+                D.expand(s + D.shape[-1:]),
+            )
+            return LowRankMultivariateNormal(loc, W, D, validate_args=False)
+
+        return rebuilt(self, batch_shape, make)
 
     @lazy_property
     def _capacitance_tril(self) -> Tensor:

@@ -14,6 +14,7 @@ Draws pick a component per draw and read that component's draw; they carry no gr
 from tricycle import ops
 from tricycle.distributions.categorical import Categorical
 from tricycle.distributions.distribution import Distribution
+from tricycle.distributions.gamma import rebuilt
 from tricycle.tensor import Tensor
 
 
@@ -58,6 +59,16 @@ class MixtureSameFamily(Distribution):
         event_shape = component_distribution.event_shape
         self._event_ndims = len(event_shape)
         super().__init__(component_batch, event_shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None) -> "MixtureSameFamily":
+        """The mixture and the components expanded (the components' K axis kept)."""
+
+        def make(s):
+            components = self._component_distribution.expand(s + (self._num_component,))
+            mixture = self._mixture_distribution.expand(s)
+            return MixtureSameFamily(mixture, components, validate_args=False)
+
+        return rebuilt(self, batch_shape, make)
 
     @property
     def mixture_distribution(self) -> Categorical:

@@ -25,6 +25,7 @@ from tricycle.distributions import constraints
 from tricycle.distributions.bernoulli import Bernoulli
 from tricycle.distributions.categorical import Categorical
 from tricycle.distributions.distribution import Distribution
+from tricycle.distributions.gamma import rebuilt
 from tricycle.distributions.one_hot_categorical import OneHotCategorical
 from tricycle.distributions.utils import broadcast_all, clamp_probs, value_tensor
 from tricycle.tensor import Tensor
@@ -49,12 +50,16 @@ class LogitRelaxedBernoulli(Distribution):
 
     def __init__(self, temperature, probs=None, logits=None, validate_args: bool | None = None):
         self._bernoulli = Bernoulli(probs, logits, validate_args=validate_args)
+        self._given = "probs" if probs is not None else "logits"
         self.temperature = value_tensor(self._bernoulli._param, temperature)
         super().__init__(self._bernoulli.batch_shape, validate_args=validate_args)
 
     logits = property(lambda self: self._bernoulli.logits)  # checked by the Bernoulli
     probs = property(lambda self: self._bernoulli.probs)
     param_shape = property(lambda self: self._bernoulli.param_shape)
+
+    def expand(self, batch_shape, _instance=None):
+        return _expanded(self, self._bernoulli._param, batch_shape)
 
     def rsample(self, sample_shape=()) -> Tensor:
         shape = self._extended_shape(sample_shape)
@@ -86,6 +91,9 @@ class RelaxedBernoulli(Distribution):
     logits = property(lambda self: self.base_dist.logits)
     probs = property(lambda self: self.base_dist.probs)
 
+    def expand(self, batch_shape, _instance=None):
+        return _expanded(self, self.base_dist._bernoulli._param, batch_shape)
+
     def rsample(self, sample_shape=()) -> Tensor:
         return clamp_probs(self.base_dist.rsample(sample_shape).sigmoid())
 
@@ -106,6 +114,7 @@ class ExpRelaxedCategorical(Distribution):
 
     def __init__(self, temperature, probs=None, logits=None, validate_args: bool | None = None):
         self._categorical = Categorical(probs, logits, validate_args=validate_args)
+        self._given = "probs" if probs is not None else "logits"
         self.temperature = value_tensor(self._categorical._param, temperature)
         batch_shape = self._categorical.batch_shape
         event_shape = self._categorical.param_shape[-1:]
@@ -114,6 +123,9 @@ class ExpRelaxedCategorical(Distribution):
     logits = property(lambda self: self._categorical.logits)
     probs = property(lambda self: self._categorical.probs)
     param_shape = property(lambda self: self._categorical.param_shape)
+
+    def expand(self, batch_shape, _instance=None):
+        return _expanded(self, self._categorical._param, batch_shape)
 
     def rsample(self, sample_shape=()) -> Tensor:
         shape = self._extended_shape(sample_shape)
@@ -150,6 +162,9 @@ class RelaxedOneHotCategorical(Distribution):
     logits = property(lambda self: self.base_dist.logits)
     probs = property(lambda self: self.base_dist.probs)
 
+    def expand(self, batch_shape, _instance=None):
+        return _expanded(self, self.base_dist._categorical._param, batch_shape)
+
     def rsample(self, sample_shape=()) -> Tensor:
         return self.base_dist.rsample(sample_shape).exp()
 
@@ -157,6 +172,19 @@ class RelaxedOneHotCategorical(Distribution):
         """The base's log-density at log y, less sum_k log y_k."""
         log_y = self._value(value, self.logits).log()
         return self.base_dist.log_prob(log_y) - log_y.sum(axis=-1)
+
+
+def _expanded(dist, param: Tensor, batch_shape):
+    """A relaxed family made anew of its temperature and its given parameter (probs or
+    logits, ``param``) expanded to ``batch_shape`` (its event axis kept)."""
+    base = getattr(dist, "base_dist", dist)
+    event = param.shape[len(dist.batch_shape) :]
+
+    def make(s):
+        given = {base._given: param.expand(s + event)}
+        return type(dist)(dist.temperature, **given, validate_args=False)
+
+    return rebuilt(dist, batch_shape, make)
 
 
 class OneHotCategoricalStraightThrough(OneHotCategorical):

@@ -18,7 +18,7 @@ import numpy as np
 from tricycle import factories
 from tricycle.distributions import constraints
 from tricycle.distributions.distribution import Distribution
-from tricycle.distributions.gamma import Chi2, Gamma
+from tricycle.distributions.gamma import Chi2, Gamma, rebuilt
 from tricycle.distributions.utils import broadcast_all
 from tricycle.tensor import Tensor
 from tricycle.torch_special import digamma, lgamma
@@ -45,6 +45,11 @@ class StudentT(Distribution):
         self.df, self.loc, self.scale = broadcast_all("StudentT", df=df, loc=loc, scale=scale)
         self._chi2 = Chi2(self.df, validate_args=False)
         super().__init__(self.df.shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None) -> "StudentT":
+        return rebuilt(self, batch_shape, lambda s: StudentT(
+            self.df.expand(s), self.loc.expand(s), self.scale.expand(s),
+            validate_args=False))  # fmt: skip
 
     @property
     def mean(self) -> Tensor:
@@ -104,6 +109,10 @@ class FisherSnedecor(Distribution):
         self._gamma1 = Gamma(self.df1 * 0.5, self.df1, validate_args=False)
         self._gamma2 = Gamma(self.df2 * 0.5, self.df2, validate_args=False)
         super().__init__(self.df1.shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None) -> "FisherSnedecor":
+        return rebuilt(self, batch_shape, lambda s: FisherSnedecor(
+            self.df1.expand(s), self.df2.expand(s), validate_args=False))  # fmt: skip
 
     @property
     def mean(self) -> Tensor:

@@ -20,6 +20,7 @@ from tricycle import factories, ops
 from tricycle.distributions import constraints
 from tricycle.distributions.bernoulli import _bce_with_logits
 from tricycle.distributions.distribution import Distribution
+from tricycle.distributions.gamma import rebuilt
 from tricycle.distributions.utils import (
     broadcast_all,
     clamp_probs,
@@ -43,6 +44,7 @@ class Kumaraswamy(Distribution):
     }
     support = constraints.unit_interval
     has_rsample = True
+    expand_params = ("concentration1", "concentration0")
 
     def __init__(self, concentration1, concentration0, validate_args: bool | None = None):
         self.concentration1, self.concentration0 = broadcast_all(
@@ -110,9 +112,15 @@ class ContinuousBernoulli(Distribution):
             (self.logits,) = broadcast_all("ContinuousBernoulli", logits=logits)
             self._param = self.logits
         self._lims = tuple(lims)
+        self._given = "probs" if probs is not None else "logits"
         super().__init__(self._param.shape, validate_args=validate_args)
         if probs is not None:  # checked as given, then kept off 0 and 1 (torch's)
             self.probs = self._param = clamp_probs(probs)
+
+    def expand(self, batch_shape, _instance=None) -> "ContinuousBernoulli":
+        given = self.__dict__[self._given]
+        return rebuilt(self, batch_shape, lambda s: ContinuousBernoulli(
+            **{self._given: given.expand(s)}, lims=self._lims, validate_args=False))  # fmt: skip
 
     @lazy_property
     def logits(self) -> Tensor:

@@ -34,6 +34,7 @@ class VonMises(Distribution):
     arg_constraints = {"loc": constraints.real, "concentration": constraints.positive}
     support = constraints.real
     has_rsample = False
+    expand_params = ("loc", "concentration")
 
     def __init__(self, loc, concentration, validate_args: bool | None = None):
         self.loc, self.concentration = broadcast_all(
