@@ -3,7 +3,11 @@
 ``Multinomial``, ``MultivariateNormal``, ``Poisson``, ``Independent``; ``Exponential``,
 ``Laplace``, ``Cauchy``, ``Geometric``, ``NegativeBinomial`` and the transformed families
 (``TransformedDistribution`` with the ``transforms``: ``LogNormal``, ``LogisticNormal``,
-``HalfNormal``, ``HalfCauchy``, ``Gumbel``, ``Weibull``, ``Pareto``); and ``kl_divergence``
+``HalfNormal``, ``HalfCauchy``, ``Gumbel``, ``Weibull``, ``Pareto``); the gamma family and
+its relatives (``Gamma``, ``Chi2``, ``InverseGamma``, ``Beta``, ``Dirichlet``, ``StudentT``,
+``FisherSnedecor``), ``Kumaraswamy``, ``ContinuousBernoulli``, the relaxed families
+(``RelaxedBernoulli``, ``RelaxedOneHotCategorical``, ``OneHotCategoricalStraightThrough``),
+``MixtureSameFamily``, ``LowRankMultivariateNormal`` and ``VonMises``; and ``kl_divergence``
 between them::
 
     import tricycle.distributions as D
@@ -25,6 +29,7 @@ against (validation is on by default, as torch's); ``utils`` what the families s
 
 from tricycle.distributions import (
     constraints,
+    kl_gamma,  # noqa: F401 - registers the pairs of its families
     kl_simple,  # noqa: F401 - registers the pairs of its families
     transforms,
     utils,
@@ -33,15 +38,27 @@ from tricycle.distributions.bernoulli import Bernoulli
 from tricycle.distributions.binomial import Binomial
 from tricycle.distributions.categorical import Categorical
 from tricycle.distributions.counts import Geometric, NegativeBinomial
+from tricycle.distributions.dirichlet import Beta, Dirichlet
 from tricycle.distributions.distribution import Distribution
+from tricycle.distributions.gamma import Chi2, Gamma, InverseGamma
 from tricycle.distributions.independent import Independent
 from tricycle.distributions.kl import kl_divergence, register_kl
+from tricycle.distributions.lowrank_multivariate_normal import LowRankMultivariateNormal
+from tricycle.distributions.mixture_same_family import MixtureSameFamily
 from tricycle.distributions.multinomial import Multinomial
 from tricycle.distributions.multivariate_normal import MultivariateNormal
 from tricycle.distributions.normal import Normal
 from tricycle.distributions.one_hot_categorical import OneHotCategorical
 from tricycle.distributions.poisson import Poisson
+from tricycle.distributions.relaxed import (
+    ExpRelaxedCategorical,
+    LogitRelaxedBernoulli,
+    OneHotCategoricalStraightThrough,
+    RelaxedBernoulli,
+    RelaxedOneHotCategorical,
+)
 from tricycle.distributions.simple_families import Cauchy, Exponential, Laplace
+from tricycle.distributions.student_t import FisherSnedecor, StudentT
 from tricycle.distributions.transformed_distribution import TransformedDistribution
 from tricycle.distributions.transformed_families import (
     Gumbel,
@@ -54,31 +71,50 @@ from tricycle.distributions.transformed_families import (
 )
 from tricycle.distributions.transforms import *  # noqa: F403 - torch's names, as torch's
 from tricycle.distributions.uniform import Uniform
+from tricycle.distributions.unit_families import ContinuousBernoulli, Kumaraswamy
+from tricycle.distributions.von_mises import VonMises
 
 __all__ = [
     "Bernoulli",
+    "Beta",
     "Binomial",
     "Categorical",
     "Cauchy",
+    "Chi2",
+    "ContinuousBernoulli",
+    "Dirichlet",
     "Distribution",
+    "ExpRelaxedCategorical",
     "Exponential",
+    "FisherSnedecor",
+    "Gamma",
     "Geometric",
     "Gumbel",
     "HalfCauchy",
     "HalfNormal",
     "Independent",
+    "InverseGamma",
+    "Kumaraswamy",
     "Laplace",
     "LogNormal",
     "LogisticNormal",
+    "LogitRelaxedBernoulli",
+    "LowRankMultivariateNormal",
+    "MixtureSameFamily",
     "Multinomial",
     "MultivariateNormal",
     "NegativeBinomial",
     "Normal",
     "OneHotCategorical",
+    "OneHotCategoricalStraightThrough",
     "Pareto",
     "Poisson",
+    "RelaxedBernoulli",
+    "RelaxedOneHotCategorical",
+    "StudentT",
     "TransformedDistribution",
     "Uniform",
+    "VonMises",
     "Weibull",
     "constraints",
     "kl_divergence",
