@@ -124,6 +124,14 @@ class ThreadWorld:
         return total / 2 if mean else total
 
 
+def compiled_first(x, w, gamma, beta) -> None:
+    """The CPU kernels the threads will call, compiled (or loaded) in this thread first: two
+    threads compiling one numba kernel at once can fail (numba's typing is not thread-safe)."""
+    bn = layer(gamma, beta)
+    y, _, _, _ = sync_batch_norm.sync_batch_norm(Tensor(x), bn.gamma, bn.beta, 1e-5, np.copy)
+    (y * Tensor(w, requires_grad=False)).sum().backward()
+
+
 def in_two_threads(work):
     """``work(rank)`` in two threads sharing a ThreadWorld registered as the process
     group's; their results in rank order."""
@@ -156,6 +164,7 @@ def in_two_threads(work):
 def test_two_ranks_on_halves_are_one_process_on_the_whole_batch(shape):
     x, w, gamma, beta = batch(shape)
     half = shape[0] // 2
+    compiled_first(x[:half], w[:half], gamma, beta)
     halves = in_two_threads(
         lambda r: run(
             layer(gamma, beta), x[r * half : (r + 1) * half], w[r * half : (r + 1) * half]
@@ -170,6 +179,8 @@ def test_two_ranks_on_halves_are_one_process_on_the_whole_batch(shape):
 def test_ranks_with_unequal_batches_and_no_affine_weights():
     x, w, _, _ = batch((7, C, 3, 3))
     cut = [slice(0, 2), slice(2, 7)]
+    for rows in cut:
+        compiled_first(x[rows], w[rows], np.ones(C, np.float32), np.zeros(C, np.float32))
     halves = in_two_threads(
         lambda r: run_plain(SyncBatchNorm(C, affine=False, momentum=None), x[cut[r]], w[cut[r]])
     )
