@@ -1,7 +1,7 @@
 """``kl_divergence`` in closed form for the gamma family, the Dirichlet and Beta, the
 continuous Bernoulli and the low-rank multivariate normal, with each other and with the
-normal and uniform families, as torch registers them (``register_kl``; the formulas are
-torch's kl module's):
+normal, uniform, exponential, Laplace, Gumbel and Pareto families, as torch registers them
+(``register_kl``; the formulas are torch's kl module's):
 
     Gamma, Gamma:         b_q log(r_p / r_q) + lgamma(b_q) - lgamma(b_p)
                           + (b_p - b_q) digamma(b_p) + (r_q - r_p) b_p / r_p
@@ -25,6 +25,8 @@ from tricycle.distributions.kl import kl_divergence, register_kl
 from tricycle.distributions.lowrank_multivariate_normal import LowRankMultivariateNormal
 from tricycle.distributions.multivariate_normal import MultivariateNormal
 from tricycle.distributions.normal import Normal
+from tricycle.distributions.simple_families import Exponential, Laplace
+from tricycle.distributions.transformed_families import Gumbel, Pareto
 from tricycle.distributions.uniform import Uniform
 from tricycle.distributions.unit_families import ContinuousBernoulli
 from tricycle.tensor import Tensor
@@ -174,6 +176,72 @@ def _kl_uniform_gamma(p: Uniform, q: Gamma) -> Tensor:
     t3 = (1 - q.concentration) * (_x_log_x(p.high) - _x_log_x(p.low) - width) / width
     t4 = q.rate * (p.high + p.low) / 2
     return _inf_where(-width.log() + t2 + t3 + t4, p.low.array < 0)
+
+
+_EULER = 0.57721566490153286060
+
+
+@register_kl(Beta, Exponential)
+def _kl_beta_exponential(p: Beta, q: Exponential) -> Tensor:
+    mean = p.concentration1 / (p.concentration1 + p.concentration0)
+    return -p.entropy() - q.rate.log() + q.rate * mean
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_cb_exponential(p: ContinuousBernoulli, q: Exponential) -> Tensor:
+    return -p.entropy() - q.rate.log() + q.rate * p.mean
+
+
+@register_kl(Gamma, Exponential)
+def _kl_gamma_exponential(p: Gamma, q: Exponential) -> Tensor:
+    return -p.entropy() - q.rate.log() + q.rate * p.concentration / p.rate
+
+
+@register_kl(Exponential, Gamma)
+def _kl_exponential_gamma(p: Exponential, q: Gamma) -> Tensor:
+    ratio = q.rate / p.rate
+    t1 = -q.concentration * ratio.log()
+    return t1 + ratio + lgamma(q.concentration) + q.concentration * _EULER - (1 + _EULER)
+
+
+@register_kl(Gamma, Gumbel)
+def _kl_gamma_gumbel(p: Gamma, q: Gumbel) -> Tensor:
+    a = p.concentration
+    rate_scale = p.rate * q.scale
+    loc_scale = q.loc / q.scale
+    t1 = (a - 1) * digamma(a) - lgamma(a) - a
+    t2 = rate_scale.log() + a / rate_scale
+    t3 = loc_scale.exp() * (1 + 1 / rate_scale) ** (-a) - loc_scale
+    return t1 + t2 + t3
+
+
+@register_kl(Pareto, Gamma)
+def _kl_pareto_gamma(p: Pareto, q: Gamma) -> Tensor:
+    """inf where alpha <= 1 (the Pareto's mean diverges)."""
+    common = p.scale.log() + 1 / p.alpha
+    t1 = p.alpha.log() - common
+    t2 = lgamma(q.concentration) - q.concentration * q.rate.log()
+    t3 = (1 - q.concentration) * common
+    t4 = q.rate * p.alpha * p.scale / (p.alpha - 1)
+    return _inf_where(t1 + t2 + t3 + t4 - 1, p.alpha.array <= 1)
+
+
+@register_kl(Beta, Pareto)
+@register_kl(ContinuousBernoulli, Pareto)
+@register_kl(Gamma, Pareto)
+@register_kl(Exponential, Beta)
+@register_kl(Exponential, ContinuousBernoulli)
+@register_kl(Gumbel, Beta)
+@register_kl(Gumbel, ContinuousBernoulli)
+@register_kl(Gumbel, Gamma)
+@register_kl(Laplace, Beta)
+@register_kl(Laplace, ContinuousBernoulli)
+@register_kl(Laplace, Gamma)
+@register_kl(Pareto, Beta)
+@register_kl(Pareto, ContinuousBernoulli)
+def _kl_outside_support(p, q) -> Tensor:
+    """p's support reaches where q has no mass: inf, of p's batch shape."""
+    return _infinite_like(p.mean if not isinstance(p, Pareto) else p.scale)
 
 
 def _dense(d) -> MultivariateNormal:
