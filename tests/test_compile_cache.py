@@ -105,3 +105,37 @@ step = lambda: _gpt_step(CPUConfig(), "fp32")  # the run's sizes
                                              "precompile_gpt(CPUConfig())")  # fmt: skip
     done = _run(tmp_path, "gpt.py", code, env)
     assert done.stderr.strip().splitlines()[1] == "0", done.stderr
+
+
+FIRST_CALLS_FROM_THREADS = """
+import threading
+import numpy as np
+import tricycle
+import tricycle.nn as nn
+
+errors = []
+def work(seed):  # each thread the first to call these kernels, all at once
+    try:
+        rng = np.random.default_rng(seed)
+        x = tricycle.tensor(rng.normal(size=(8, 4, 6, 6)).astype(np.float32), requires_grad=True)
+        nn.BatchNorm2d(4)(x).sum().backward()
+        y = tricycle.tensor(rng.normal(size=(8, 16)).astype(np.float32), requires_grad=True)
+        nn.LayerNorm(16)(y).sum().backward()
+    except Exception as error:
+        errors.append(repr(error)[:200])
+threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print("errors:", errors)
+"""
+
+
+def test_threads_calling_a_kernel_first_all_at_once_load_it_whole(tmp_path):
+    """Loading a kernel refreshes numba's registries; a thread typing another kernel meanwhile
+    failed ("Unknown attribute 'shape'") until the load held numba's compiler lock."""
+    done = subprocess.run([sys.executable, "-c", FIRST_CALLS_FROM_THREADS], env=_env(tmp_path),
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "errors: []" in done.stdout, done.stdout

@@ -131,22 +131,28 @@ def _run_from_cache(dispatcher, sig):
     names) and round differently (layer norm's backward does, in the last bits of many rows);
     a process that only loads gives the numbers of every other, so a program's first run,
     which compiles, and its later runs give the same numbers. Where the cache cannot be
-    written, the dispatcher compiles for itself, as numba does."""
+    written, the dispatcher compiles for itself, as numba does.
+
+    All of it holds numba's compiler lock (re-entrant), as numba's own ``compile`` does:
+    loading from the cache refreshes the target's registries, and a thread typing another
+    kernel meanwhile could see them half-filled (a kernel's first calls from several threads
+    at once failed to type ``x.shape``)."""
     given, _ = sigutils.normalize_signature(sig)
     sig = _signature(dispatcher, given)
-    if sig not in dispatcher.overloads:
-        for _ in range(3):  # again if another process's save replaced the cache's index
-            if dispatcher._cache.load_overload(sig, dispatcher.targetctx) is not None:
-                break
-            if _ahead.wait():  # compiling ahead: it may have saved this one
-                continue
-            with _compiling(dispatcher):  # another process compiled it while this one waited
+    with global_compiler_lock:
+        if sig not in dispatcher.overloads:
+            for _ in range(3):  # again if another process's save replaced the cache's index
                 if dispatcher._cache.load_overload(sig, dispatcher.targetctx) is not None:
                     break
-                _compile_in_a_child(dispatcher, sig)
-    entry = type(dispatcher).compile(dispatcher, sig)  # loaded from the cache when it can be
-    if sig != tuple(given):  # later calls with these types take it without asking again
-        dispatcher.typingctx.install_possible_conversions(given, sig)
+                if _ahead.wait():  # compiling ahead: it may have saved this one
+                    continue
+                with _compiling(dispatcher):  # another process compiled it meanwhile
+                    if dispatcher._cache.load_overload(sig, dispatcher.targetctx) is not None:
+                        break
+                    _compile_in_a_child(dispatcher, sig)
+        entry = type(dispatcher).compile(dispatcher, sig)  # from the cache when it can be
+        if sig != tuple(given):  # later calls with these types take it without asking again
+            dispatcher.typingctx.install_possible_conversions(given, sig)
     return entry
 
 
