@@ -128,15 +128,11 @@ def _run_from_cache(dispatcher, sig):
     signature the cache lacks is compiled in a child process, which saves it there, and then
     loaded as every later run loads it. A kernel loaded from the cache into a process that
     compiled code of its own can run that code instead of the cached one (their symbols share
-    names) and round differently (layer norm's backward does, in the last bits of many rows);
-    a process that only loads gives the numbers of every other, so a program's first run,
-    which compiles, and its later runs give the same numbers. Where the cache cannot be
-    written, the dispatcher compiles for itself, as numba does.
-
-    All of it holds numba's compiler lock (re-entrant), as numba's own ``compile`` does:
-    loading from the cache refreshes the target's registries, and a thread typing another
-    kernel meanwhile could see them half-filled (a kernel's first calls from several threads
-    at once failed to type ``x.shape``)."""
+    names) and round differently (layer norm's backward does, in many rows' last bits); a
+    process that only loads gives the numbers of every other, so a program's first run and
+    its later runs give the same numbers. Where the cache cannot be written, the dispatcher
+    compiles for itself, as numba does. All under numba's compiler lock: a load refreshes
+    registries that a thread typing another kernel meanwhile would see half-made."""
     given, _ = sigutils.normalize_signature(sig)
     sig = _signature(dispatcher, given)
     with global_compiler_lock:
@@ -150,10 +146,9 @@ def _run_from_cache(dispatcher, sig):
                     if dispatcher._cache.load_overload(sig, dispatcher.targetctx) is not None:
                         break
                     _compile_in_a_child(dispatcher, sig)
-        entry = type(dispatcher).compile(dispatcher, sig)  # from the cache when it can be
         if sig != tuple(given):  # later calls with these types take it without asking again
             dispatcher.typingctx.install_possible_conversions(given, sig)
-    return entry
+        return type(dispatcher).compile(dispatcher, sig)  # from the cache when it can be
 
 
 def _signature(dispatcher, argument_types):
