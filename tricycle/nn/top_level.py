@@ -160,8 +160,10 @@ def hinge_embedding_loss(input, target, margin: float = 1.0, reduction: int = 1)
     return F.hinge_embedding_loss(input, target, margin, reduction=how)
 
 
-def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: float = 2.0,
-                        eps: float = 1e-6, swap: bool = False, reduction: int = 1) -> Tensor:  # fmt: skip
+def triplet_margin_loss(
+    anchor, positive, negative, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
+    swap: bool = False, reduction: int = 1,
+) -> Tensor:
     """``torch.triplet_margin_loss``: ``F.triplet_margin_loss``, ATen's int reduction."""
     how = _reduction("torch.triplet_margin_loss", reduction)
     return F.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduction=how)
