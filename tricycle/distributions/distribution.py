@@ -218,3 +218,16 @@ class Distribution:
 
 
 __all__ = ["Distribution"]
+
+
+class CentredAtLoc(Distribution):
+    """A family whose mean and mode are its parameter ``loc`` (Normal, Laplace, the
+    multivariate normals; VonMises' circular mean)."""
+
+    @property
+    def mean(self) -> Tensor:
+        return self.loc
+
+    @property
+    def mode(self) -> Tensor:
+        return self.loc

@@ -21,7 +21,7 @@ import numpy as np
 
 from tricycle import factories, ops
 from tricycle.distributions import constraints
-from tricycle.distributions.distribution import Distribution
+from tricycle.distributions.distribution import CentredAtLoc
 from tricycle.distributions.gamma import rebuilt
 from tricycle.distributions.linalg import cholesky, solve_triangular
 from tricycle.distributions.utils import lazy_property, parameter
@@ -44,7 +44,7 @@ def _diagonal_matrix(d: Tensor) -> Tensor:
     return ops.expand_dims(d, -1) * factories.eye(n, dtype=d.dtype, device=d.device)
 
 
-class LowRankMultivariateNormal(Distribution):
+class LowRankMultivariateNormal(CentredAtLoc):
     """N(loc, W W^T + diag(D)): ``loc`` (..., n), ``cov_factor`` W (..., n, r), ``cov_diag``
     D (..., n) > 0; the batch is their leading axes, broadcast."""
 
@@ -103,14 +103,6 @@ class LowRankMultivariateNormal(Distribution):
         scaled = W / ops.expand_dims(D.sqrt(), -1)  # D^-1/2 W
         eye = factories.eye(rank, dtype=W.dtype, device=W.device)
         return cholesky(_transpose(scaled) @ scaled + eye)
-
-    @property
-    def mean(self) -> Tensor:
-        return self.loc
-
-    @property
-    def mode(self) -> Tensor:
-        return self.loc
 
     @lazy_property
     def variance(self) -> Tensor:

@@ -17,7 +17,7 @@ import numpy as np
 
 from tricycle import factories, ops, unary
 from tricycle.distributions import constraints
-from tricycle.distributions.distribution import Distribution
+from tricycle.distributions.distribution import CentredAtLoc
 from tricycle.distributions.linalg import cholesky, solve_triangular
 from tricycle.distributions.utils import lazy_property, parameter
 from tricycle.tensor import Tensor
@@ -25,7 +25,7 @@ from tricycle.tensor import Tensor
 _LOG_2PI = math.log(2 * math.pi)
 
 
-class MultivariateNormal(Distribution):
+class MultivariateNormal(CentredAtLoc):
     """N(loc, Sigma): ``loc`` (..., n) and one of ``covariance_matrix``,
     ``precision_matrix`` (symmetric positive-definite) or ``scale_tril`` (lower triangular,
     positive diagonal), each (..., n, n); the batch is their leading axes, broadcast."""
@@ -94,14 +94,6 @@ class MultivariateNormal(Distribution):
     def precision_matrix(self) -> Tensor:
         inverse = _inverse_lower(self._unbroadcasted_scale_tril)  # Sigma^-1 = L^-T L^-1
         return _expand(_transpose(inverse) @ inverse, self._batch_shape + self._event_shape * 2)
-
-    @property
-    def mean(self) -> Tensor:
-        return self.loc
-
-    @property
-    def mode(self) -> Tensor:
-        return self.loc
 
     @property
     def variance(self) -> Tensor:

@@ -12,7 +12,7 @@ import math
 
 from tricycle import activation, factories, unary
 from tricycle.distributions import constraints
-from tricycle.distributions.distribution import Distribution
+from tricycle.distributions.distribution import CentredAtLoc
 from tricycle.distributions.utils import broadcast_all, value_tensor
 from tricycle.tensor import Tensor
 from tricycle.torch_special import erfinv
@@ -20,7 +20,7 @@ from tricycle.torch_special import erfinv
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 
-class Normal(Distribution):
+class Normal(CentredAtLoc):
     """N(loc, scale^2), batched over the broadcast shape of ``loc`` and ``scale`` (Tensors or
     numbers; scale > 0)."""
 
@@ -32,14 +32,6 @@ class Normal(Distribution):
     def __init__(self, loc, scale, validate_args: bool | None = None):
         self.loc, self.scale = broadcast_all("Normal", loc=loc, scale=scale)
         super().__init__(self.loc.shape, validate_args=validate_args)
-
-    @property
-    def mean(self) -> Tensor:
-        return self.loc
-
-    @property
-    def mode(self) -> Tensor:
-        return self.loc
 
     @property
     def stddev(self) -> Tensor:

@@ -18,7 +18,7 @@ import numpy as np
 
 from tricycle import factories
 from tricycle.distributions import constraints
-from tricycle.distributions.distribution import Distribution
+from tricycle.distributions.distribution import CentredAtLoc, Distribution
 from tricycle.distributions.utils import broadcast_all, value_tensor
 from tricycle.tensor import Tensor
 
@@ -85,7 +85,7 @@ class Exponential(Distribution):
         return 1.0 - self.rate.log()
 
 
-class Laplace(Distribution):
+class Laplace(CentredAtLoc):
     """Laplace(loc, scale): a double-sided exponential about ``loc`` (scale > 0)."""
 
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
@@ -96,14 +96,6 @@ class Laplace(Distribution):
     def __init__(self, loc, scale, validate_args: bool | None = None):
         self.loc, self.scale = broadcast_all("Laplace", loc=loc, scale=scale)
         super().__init__(self.loc.shape, validate_args=validate_args)
-
-    @property
-    def mean(self) -> Tensor:
-        return self.loc
-
-    @property
-    def mode(self) -> Tensor:
-        return self.loc
 
     @property
     def stddev(self) -> Tensor:

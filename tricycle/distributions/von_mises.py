@@ -20,14 +20,14 @@ import numpy as np
 
 from tricycle import backend, random
 from tricycle.distributions import constraints
-from tricycle.distributions.distribution import Distribution
+from tricycle.distributions.distribution import CentredAtLoc
 from tricycle.distributions.gamma import on_device
 from tricycle.distributions.utils import broadcast_all
 from tricycle.tensor import Tensor
 from tricycle.torch_special import i0e, i1e
 
 
-class VonMises(Distribution):
+class VonMises(CentredAtLoc):
     """VonMises(loc, concentration): a circular distribution about ``loc`` (radians), of
     ``concentration`` k > 0 (1 / k is about its variance when k is large); broadcast."""
 
@@ -41,15 +41,6 @@ class VonMises(Distribution):
             "VonMises", loc=loc, concentration=concentration
         )
         super().__init__(self.loc.shape, validate_args=validate_args)
-
-    @property
-    def mean(self) -> Tensor:
-        """The circular mean: loc."""
-        return self.loc
-
-    @property
-    def mode(self) -> Tensor:
-        return self.loc
 
     @property
     def variance(self) -> Tensor:
