@@ -68,19 +68,28 @@ def adaptive_max_pool(x: Tensor, output_size, n: int, return_indices: bool = Fal
     bins = xp.asarray(candidates(sizes, outs))  # (O, K)
     pick = planes[:, bins].argmax(axis=-1)  # (P, O): the first largest of each bin
     index = bins[xp.arange(bins.shape[0]), pick]  # (P, O): where it is in the plane
-    rows = xp.arange(planes.shape[0])[:, None]  # (P, 1)
-    out = planes[rows, index]
+    return picked(x, planes, index, lead + outs, op, return_indices)
 
-    def back_fn(dout):  # each gradient at its maximum, overlapping bins adding up
+
+def picked(x: Tensor, planes, index, shape: tuple, op: str, return_indices: bool):
+    """The entries ``index`` (P, O) of each of x's planes (P, plane), shaped ``shape``: a max
+    pool's output once its windows' maxima are found. Each gradient goes back to the entry it
+    came from, overlapping windows adding up; with ``return_indices``, (values, indices) as
+    torch's max pools give them (the positions in each plane)."""
+    xp = x.xp
+    rows = xp.arange(planes.shape[0])[:, None]  # (P, 1)
+
+    def back_fn(dout):
         dplanes = xp.zeros(planes.shape, dtype=dout.dtype)
-        at = (rows * plane + index).reshape(-1)
+        at = (rows * planes.shape[1] + index).reshape(-1)
         xp.add.at(dplanes.reshape(-1), at, dout.reshape(-1))
         return dplanes.reshape(x.shape)
 
-    pooled = Tensor(out.reshape(lead + outs), args=(x,), back_fns=(back_fn,), name=op)
+    out = planes[rows, index].reshape(shape)
+    pooled = Tensor(out, args=(x,), back_fns=(back_fn,), name=op)
     if not return_indices:
         return pooled
-    return pooled, Tensor(index.reshape(lead + outs), requires_grad=False, name=f"{op} indices")
+    return pooled, Tensor(index.reshape(shape), requires_grad=False, name=f"{op} indices")
 
 
 def adaptive_max_pool1d(input, output_size, return_indices: bool = False):  # noqa: A002

@@ -22,6 +22,16 @@ __all__ = ["TripletMarginWithDistanceLoss", "triplet_margin_with_distance_loss"]
 _REDUCTIONS = ("none", "mean", "sum")
 
 
+def _check_settings(op: str, distance_function, margin, swap, reduction) -> None:
+    """The loss's settings, as torch checks them (a margin must be positive)."""
+    checks.function(op, "distance_function", distance_function, optional=True)
+    checks.real(op, "margin", margin)
+    if margin <= 0:
+        raise ValueError(f"{op}: expected margin to be greater than 0, got {margin} instead")
+    checks.boolean(op, "swap", swap)
+    checks.one_of(_REDUCTIONS)(op, "reduction", reduction)
+
+
 def triplet_margin_with_distance_loss(
     anchor: Tensor,
     positive,
@@ -35,12 +45,7 @@ def triplet_margin_with_distance_loss(
     """max(0, d(a, p) - d(a, n) + margin), reduced, as torch's
     ``F.triplet_margin_with_distance_loss`` (see the module doc)."""
     op = "triplet_margin_with_distance_loss"
-    checks.function(op, "distance_function", distance_function, optional=True)
-    checks.real(op, "margin", margin)
-    if margin <= 0:
-        raise ValueError(f"{op}: expected margin to be greater than 0, got {margin} instead")
-    checks.boolean(op, "swap", swap)
-    checks.one_of(_REDUCTIONS)(op, "reduction", reduction)
+    _check_settings(op, distance_function, margin, swap, reduction)
     a, pos, neg = as_tensor(anchor), as_tensor(positive), as_tensor(negative)
     if not a.ndim == pos.ndim == neg.ndim:
         raise RuntimeError(f"{op}: the anchor, positive and negative must have the same number "
@@ -59,13 +64,7 @@ class TripletMarginWithDistanceLoss(Layer):
 
     def __init__(self, *, distance_function=None, margin: float = 1.0, swap: bool = False,
                  reduction: str = "mean"):  # fmt: skip
-        op = type(self).__name__
-        checks.function(op, "distance_function", distance_function, optional=True)
-        checks.real(op, "margin", margin)
-        if margin <= 0:
-            raise ValueError(f"{op}: expected margin to be greater than 0, got {margin} instead")
-        checks.boolean(op, "swap", swap)
-        checks.one_of(_REDUCTIONS)(op, "reduction", reduction)
+        _check_settings(type(self).__name__, distance_function, margin, swap, reduction)
         self.distance_function, self.margin, self.swap = distance_function, margin, swap
         self.reduction = reduction
 

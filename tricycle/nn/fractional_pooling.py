@@ -17,6 +17,7 @@ import numpy as np
 
 from tricycle import checks, factories
 from tricycle.layers import Layer
+from tricycle.nn.adaptive_max_pooling import picked
 from tricycle.tensor import Tensor, as_tensor
 
 __all__ = [
@@ -107,19 +108,9 @@ def fractional_max_pool(x, kernel_size, output_size, output_ratio, return_indice
     last_nan = windows.shape[-1] - 1 - nan[..., ::-1].argmax(axis=-1)
     pick = xp.where(nan.any(axis=-1), last_nan, windows.argmax(axis=-1))  # (N, C, O)
     index = xp.take_along_axis(windows_at, pick[..., None], axis=-1)[..., 0]  # (N, C, O)
-    out = xp.take_along_axis(planes, index, axis=2)
-    lead = x.shape[:-n]
-
-    def back_fn(dout):  # each gradient at its maximum, overlapping windows adding up
-        dplanes = xp.zeros(planes.shape, dtype=dout.dtype)
-        at = (xp.arange(N * C).reshape(N, C, 1) * planes.shape[2] + index).reshape(-1)
-        xp.add.at(dplanes.reshape(-1), at, dout.reshape(-1))
-        return dplanes.reshape(x.shape)
-
-    pooled = Tensor(out.reshape(lead + outs), args=(x,), back_fns=(back_fn,), name=op)
-    if not return_indices:
-        return pooled
-    return pooled, Tensor(index.reshape(lead + outs), requires_grad=False, name=f"{op} indices")
+    plane = planes.shape[2]
+    return picked(x, planes.reshape(-1, plane), index.reshape(N * C, -1), x.shape[:-n] + outs,
+                  op, return_indices)  # fmt: skip
 
 
 def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None,  # noqa: A002
