@@ -23,6 +23,7 @@ import tricycle.distributed as dist
 import tricycle.nn as nn
 import tricycle.optim as optim
 from tests.test_distributed import AS_ROOT, mpiexec, needs_mpi
+from tricycle import process_group
 from tricycle.nn import sync_batch_norm
 from tricycle.nn.sync_batch_norm import SyncBatchNorm
 from tricycle.parallel import distributed as world_module
@@ -145,8 +146,8 @@ def in_two_threads(work):
             errors.append(error)
             world.barrier.abort()
 
-    saved = sync_batch_norm._group["find_world"]
-    sync_batch_norm.use_world(lambda: world)
+    saved = process_group._registered["find_world"]
+    process_group.use_world(lambda: world)
     try:
         threads = [threading.Thread(target=rank_of, args=(r,)) for r in range(2)]
         for t in threads:
@@ -154,7 +155,7 @@ def in_two_threads(work):
         for t in threads:
             t.join()
     finally:
-        sync_batch_norm._group["find_world"] = saved
+        process_group._registered["find_world"] = saved
     if errors:
         raise errors[0]
     return results
@@ -244,7 +245,7 @@ def test_bad_arguments_are_refused():
     with pytest.raises(ValueError, match="expected input with 3 channels"):
         SyncBatchNorm(3)(Tensor(np.zeros((2, 4), dtype=np.float32)))
     with pytest.raises(TypeError, match="use_world: find_world"):
-        sync_batch_norm.use_world(3)
+        process_group.use_world(3)
 
 
 # ====================================================================== two ranks under MPI

@@ -16,13 +16,13 @@ Alone (no process group, or one rank), and in evaluation, it is ``BatchNorm``.
 ``SyncBatchNorm.convert_sync_batchnorm(model)`` replaces a model's batch norms with it.
 
 The math layer cannot import the parallel one, so the process group is found through
-``use_world``: ``tricycle.parallel.distributed.init`` registers, once, a function that gives
-its current World (or None once it is finalized).
+``tricycle.process_group``, where ``tricycle.parallel.distributed.init`` registers, once, a
+function that gives its current World (or None once it is finalized).
 """
 
 import math
 
-from tricycle import checks, dispatch
+from tricycle import dispatch, process_group
 from tricycle.layers import shared_back_fns
 from tricycle.nn.batch_norm import (
     _BatchNorm,
@@ -33,24 +33,7 @@ from tricycle.nn.batch_norm import (
 )
 from tricycle.tensor import Tensor
 
-__all__ = ["SyncBatchNorm", "sync_batch_norm", "use_world"]
-
-_group = {"find_world": None}  # set by tricycle.parallel.distributed.init
-
-
-def use_world(find_world) -> None:
-    """Register ``find_world``: a function of no arguments giving the process's World (with
-    ``world_size`` and ``all_reduce(array, mean=False)``, the sum over the ranks) or None."""
-    checks.function("use_world", "find_world", find_world)
-    _group["find_world"] = find_world
-
-
-def _world():
-    """The process group's World if it has several ranks, else None."""
-    find = _group["find_world"]
-    world = None if find is None else find()
-    return world if world is not None and world.world_size > 1 else None
-
+__all__ = ["SyncBatchNorm", "sync_batch_norm"]
 
 def sync_batch_norm(x: Tensor, gamma, beta, eps: float, sum_over_ranks):
     """Batch normalisation of x (N, C, *rest) with the statistics of every rank's x together;
@@ -115,7 +98,7 @@ class SyncBatchNorm(_BatchNorm):
     def forward(self, x: Tensor) -> Tensor:
         if x.ndim < 2:
             raise ValueError(f"SyncBatchNorm: expected at least 2D input (got {x.ndim}D input)")
-        world = _world() if self.training else None
+        world = process_group.world() if self.training else None
         if world is None or x.shape[1] != self.num_features:
             return super().forward(x)  # alone, in evaluation, or a shape to refuse
         sum_over_ranks = lambda a: world.all_reduce(a, mean=False)  # noqa: E731

@@ -71,9 +71,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from tricycle import backend, checks, waits
+from tricycle import backend, checks, process_group, waits
 from tricycle.backends.cuda import capture
-from tricycle.nn import sync_batch_norm
 from tricycle.optimisers import named_parameters
 from tricycle.parallel import threads
 from tricycle.parallel.buckets import (  # noqa: F401 (the public names of this module)
@@ -145,7 +144,7 @@ def init(timeout: float | None = None, gpu: bool = False) -> "World":
         if timeout is None:
             timeout = float(os.environ.get("TRICYCLE_DIST_TIMEOUT", DEFAULT_TIMEOUT))
         _world = World(_import_mpi(), timeout)
-        sync_batch_norm.use_world(lambda: _world)  # nn.SyncBatchNorm finds the group there
+        process_group.use_world(lambda: _world)  # nn.SyncBatchNorm finds the group there
         threads.share_cores(_world.local_size, _world.sharers)  # ranks share their cores
         _world.keep_deadlines()
         if _world.world_size > 1:
