@@ -138,7 +138,8 @@ class Optimiser:
         for key, value in state.items():
             if not hasattr(value, "shape"):
                 continue
-            if value.shape != param.shape:  # a loaded state of another model: the kernels
+            expected = self.state_shape(key, param.shape)
+            if value.shape != expected:  # a loaded state of another model: the kernels
                 raise ValueError(  # would read and write past the parameter's arrays
                     f"{type(self).__name__}: the state {key!r} of {name!r} has shape "
                     f"{value.shape}, the parameter {param.shape} (a state_dict of another model?)"
@@ -146,6 +147,10 @@ class Optimiser:
             if backend.is_cupy_array(value) != param.on_gpu:
                 state[key] = _like(value, param.array)
         return state
+
+    def state_shape(self, key: str, shape: tuple) -> tuple:
+        """The shape of state ``key`` of a parameter of ``shape`` (Adafactor's differ)."""
+        return shape
 
     def fused_update(self, named: list, grad_multiplier=None) -> bool:
         """Update ``named`` [(name, Tensor with a grad)] with a fused form of the update, if

@@ -1,9 +1,9 @@
 """torch.optim for tricycle models: ``SGD``, ``Adam`` and ``AdamW`` (with ``amsgrad``),
-``Adagrad``, ``RMSprop``, ``Adadelta``, ``Adamax``, ``NAdam``, ``RAdam``, ``Rprop``, ``ASGD``
-and ``LBFGS`` (whose ``step`` takes the closure it calls several times) with torch's
-arguments, parameter groups, ``step()`` and ``state_dict()``/``load_state_dict()``, the
-learning-rate schedules of ``lr_scheduler``, and the weight averaging (EMA, SWA) of
-``swa_utils``.
+``Adagrad``, ``RMSprop``, ``Adadelta``, ``Adamax``, ``NAdam``, ``RAdam``, ``Rprop``, ``ASGD``,
+``Adafactor``, ``Muon`` and ``LBFGS`` (whose ``step`` takes the closure it calls several
+times) with torch's arguments, parameter groups, ``step()`` and
+``state_dict()``/``load_state_dict()``, the learning-rate schedules of ``lr_scheduler``, and
+the weight averaging (EMA, SWA) of ``swa_utils``.
 
 A PyTorch training loop (nanoGPT's) runs as it is written::
 
@@ -31,21 +31,23 @@ and ``model.update(optimiser)`` applies it. The optimizers of this package are m
 those (``optimizer``): the same formulas, and on a GPU the same fused Adam update. The
 optimizers the seed lacks write their formulas here, one parameter at a time in ``xp``
 (``adagrad``: Adagrad, RMSprop, Adadelta; ``adam_variants``: Adamax, NAdam, RAdam; AMSGrad
-in ``adam``; ``rprop``: Rprop; ``asgd``: ASGD; ``lbfgs``: LBFGS, with its line search in
-``line_search``).
+in ``adam``; ``rprop``: Rprop; ``asgd``: ASGD; ``adafactor``: Adafactor; ``muon``: Muon;
+``lbfgs``: LBFGS, with its line search in ``line_search``).
 """
 
 from tricycle.optim import lr_scheduler, swa_utils
+from tricycle.optim.adafactor import Adafactor
 from tricycle.optim.adagrad import Adadelta, Adagrad, RMSprop
 from tricycle.optim.adam import Adam, AdamW
 from tricycle.optim.adam_variants import Adamax, NAdam, RAdam
 from tricycle.optim.asgd import ASGD
 from tricycle.optim.lbfgs import LBFGS
+from tricycle.optim.muon import Muon
 from tricycle.optim.optimizer import Optimizer
 from tricycle.optim.rprop import Rprop
 from tricycle.optim.sgd import SGD
 
 __all__ = [
-    "ASGD", "LBFGS", "SGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "NAdam",
-    "Optimizer", "RAdam", "RMSprop", "Rprop", "lr_scheduler", "swa_utils",
+    "ASGD", "LBFGS", "SGD", "Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax",
+    "Muon", "NAdam", "Optimizer", "RAdam", "RMSprop", "Rprop", "lr_scheduler", "swa_utils",
 ]  # fmt: skip

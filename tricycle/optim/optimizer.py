@@ -91,9 +91,12 @@ class GroupRule(Optimiser):
     """The rule of an optimizer whose formula is its own ``update_parameter``: the group's
     settings, and each parameter's update through that formula."""
 
-    def __init__(self, formula: Callable, group: dict):
+    def __init__(self, formula: Callable, group: dict, shapes: Callable | None = None):
         super().__init__(float(group["lr"]))
-        self.formula, self.group = formula, group
+        self.formula, self.group, self.shapes = formula, group, shapes
+
+    def state_shape(self, key: str, shape: tuple) -> tuple:
+        return tuple(shape) if self.shapes is None else self.shapes(key, shape)
 
     def update_parameter(self, name: str, param: Tensor, grad, state: dict) -> None:
         self.formula(param.xp, param.array, grad, state, self.group)
@@ -150,13 +153,19 @@ class Optimizer:
     def rule(self, group: dict) -> Optimiser:
         """The tricycle optimiser that applies ``group``'s settings as they are now: by
         default a ``GroupRule`` over ``update_parameter``."""
-        return GroupRule(self.update_parameter, group)
+        return GroupRule(self.update_parameter, group, self.state_shape)
 
     def update_parameter(self, xp, w, g, state: dict, group: dict) -> None:
         """One step of parameter array ``w`` (in place) with its gradient ``g`` (negated
         with "maximize"; never written to) and its ``state`` dict, under ``group``'s
         settings: the optimizer's formula, in ``xp`` (numpy or cupy)."""
         raise NotImplementedError(f"{type(self).__name__} gives neither rule nor update_parameter")
+
+    def state_shape(self, slot: str, shape: tuple) -> tuple:
+        """The shape of state array ``slot`` of a parameter of ``shape``, which
+        ``load_state_dict`` checks: the parameter's own (Adafactor's factored moments
+        differ)."""
+        return shape
 
     # ------------------------------------------------------------------ groups
     def add_param_group(self, param_group: dict) -> None:
@@ -229,7 +238,8 @@ class Optimizer:
                 continue
             rule = self.rule(group)
             rule.state = {name: self.state[p] for name, p in named}  # lent, updated in place
-            rule.update(named, grad_multiplier=-1.0 if group["maximize"] else None)
+            maximize = group.get("maximize", False)  # Muon has no such setting
+            rule.update(named, grad_multiplier=-1.0 if maximize else None)
         return loss
 
     @checks.arguments(set_to_none=checks.boolean)
@@ -287,7 +297,10 @@ class Optimizer:
             if key not in params:
                 raise ValueError(f"{owner}: state for parameter {key!r}, which no group holds")
             p = params[key]
-            state[p] = {slot: _restored(owner, key, slot, v, p) for slot, v in slots.items()}
+            state[p] = {
+                slot: _restored(owner, key, slot, v, p, self.state_shape(slot, p.shape))
+                for slot, v in slots.items()
+            }
         for i, (group, new) in enumerate(zip(self.param_groups, saved)):
             new["params"] = group["params"]
             if "param_names" in group and "param_names" not in new:
@@ -311,9 +324,10 @@ def _snapshot(value):
     return backend.host_snapshot(value) if hasattr(value, "shape") else value
 
 
-def _restored(owner: str, key, slot: str, value, param: Tensor):
+def _restored(owner: str, key, slot: str, value, param: Tensor, shape: tuple):
     """A saved state value for ``param``: a number as it is (the step count an int), an
-    array checked against the parameter's shape, in its dtype, on its device."""
+    array checked against ``shape`` (the slot's, mostly the parameter's), in the
+    parameter's dtype, on its device."""
     if slot == "step":
         return int(value)
     if isinstance(value, np.generic):  # a number kept as a numpy scalar: the number
@@ -328,10 +342,11 @@ def _restored(owner: str, key, slot: str, value, param: Tensor):
             "their states, are the transpose of tricycle's)"
         )
     array = np.array(backend.to_host_array(value), copy=True)
-    if array.shape != param.shape:
+    if array.shape != tuple(shape):
         raise ValueError(
-            f"{owner}: the state {slot!r} of parameter {key} has shape {array.shape}, the "
-            f"parameter {param.shape} (a state_dict of another model?)"
+            f"{owner}: the state {slot!r} of parameter {key} has shape {array.shape}, "
+            f"expected {tuple(shape)} for the parameter of shape {param.shape} (a state_dict "
+            "of another model?)"
         )
     array = array.astype(param.dtype, copy=False)
     return backend.to_device_array(array, param.array.device.id) if param.on_gpu else array
