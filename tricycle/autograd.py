@@ -41,6 +41,7 @@ __all__ = [
     "enable_grad",
     "functional",
     "grad",
+    "gradcheck",
     "inference_mode",
     "is_grad_enabled",
     "no_grad",
@@ -335,6 +336,60 @@ def _input_grads(op: str, i: int, y, xs: tuple, seed, strict: bool) -> list:
     if strict and any(g is None for g in found):
         raise RuntimeError(f"{op}: output {i} is independent of an input, and strict=True")
     return [x.xp.zeros_like(x.array) if g is None else g.array for x, g in zip(xs, found)]
+
+
+_GRADCHECK_FLAGS = ("nondet_tol", "check_undefined_grad", "check_grad_dtypes", "fast_mode",
+                    "check_batched_forward_grad", "check_backward_ad", "masked")  # fmt: skip
+
+
+def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
+              raise_exception: bool = True, check_forward_ad: bool = False,
+              check_batched_grad: bool = False, **ignored) -> bool:  # fmt: skip
+    """torch.autograd.gradcheck: the gradients of every floating output of ``func(*inputs)``
+    against central finite differences, for the inputs that require grad, through
+    ``tricycle.gradcheck`` (in float64). ``inputs``: a Tensor or a tuple (non-Tensors passed
+    as they are). True, or on a mismatch ``GradcheckError`` (False without ``raise_exception``).
+    torch's other flags (``nondet_tol``, ``fast_mode``...) change nothing; forward AD and
+    batched gradients are refused (the engine has neither)."""
+    from tricycle.gradcheck import GradcheckError
+    from tricycle.gradcheck import gradcheck as check
+
+    unknown = sorted(set(ignored) - set(_GRADCHECK_FLAGS))
+    if unknown:
+        raise TypeError(f"gradcheck: unexpected keyword arguments {unknown}")
+    if check_forward_ad or check_batched_grad or ignored.get("check_batched_forward_grad"):
+        raise NotImplementedError(
+            "gradcheck: tricycle has no forward-mode AD or batched gradients: leave "
+            "check_forward_ad, check_batched_grad and check_batched_forward_grad off"
+        )
+    args = (inputs,) if isinstance(inputs, Node) else tuple(inputs)
+    where = [i for i, x in enumerate(args) if isinstance(x, Node)]
+    if not any(args[i].requires_grad for i in where):
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, "
+                         "but none of them have requires_grad=True")  # fmt: skip
+    wrt = [k for k, i in enumerate(where) if args[i].requires_grad]
+
+    def output(k: int):
+        def call(*tensors):
+            full = list(args)
+            for i, t in zip(where, tensors):
+                full[i] = t
+            return _outputs("gradcheck", func(*full))[1][k]
+
+        return call
+
+    with no_grad():
+        outs = _outputs("gradcheck", func(*args))[1]
+    try:
+        for k, out in enumerate(outs):
+            if is_float(out.dtype):
+                check(output(k), *(args[i] for i in where), eps=eps, atol=atol, rtol=rtol,
+                      wrt=wrt)  # fmt: skip
+    except GradcheckError:
+        if raise_exception:
+            raise
+        return False
+    return True
 
 
 functional = types.ModuleType(

@@ -173,6 +173,49 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     return _fill(tensor, (q.T if wide else q).reshape(tensor.shape) * gain)
 
 
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """The Dirac delta in a convolution's (out, in, *kernel) weights of 1 to 3 spatial axes:
+    a one at the kernel's centre linking output channel d of each of the ``groups`` to input
+    channel d, zeros elsewhere, so that the convolution passes its input through (as many
+    channels as both sides have)."""
+    if not isinstance(tensor, Tensor) or tensor.ndim not in (3, 4, 5):
+        checks.fail("nn.init.dirac_", "tensor", "a Tensor of 3, 4 or 5 axes (out, in, *kernel)",
+                    getattr(tensor, "shape", tensor))  # fmt: skip
+    checks.positive_int("nn.init.dirac_", "groups", groups)
+    out, inputs, *kernel = tensor.shape
+    if out % groups:
+        raise ValueError(f"nn.init.dirac_: dim 0 ({out}) must be divisible by groups={groups}")
+    per_group = out // groups
+    values = np.zeros(tensor.shape)
+    centre = tuple(k // 2 for k in kernel)
+    for g in range(groups):
+        for d in range(min(per_group, inputs)):
+            values[(g * per_group + d, d, *centre)] = 1.0
+    return _fill(tensor, values)
+
+
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None, *,
+            torch_layout: bool = False) -> Tensor:  # fmt: skip
+    """Martens' sparse initialisation of a 2-D weight: N(0, std^2) values, then in each input
+    feature's weights a share ``sparsity`` of the output features, drawn at random, set to
+    zero (ceil(sparsity * outputs) of them). The weight is read as (in, out), a ``Linear``'s
+    layout, so each row gets its zeros; with ``torch_layout`` as torch's (out, in), so each
+    column does, as torch's ``sparse_``."""
+    _target("sparse_", tensor)
+    if tensor.ndim != 2:
+        checks.fail("nn.init.sparse_", "tensor", "a 2-D Tensor", tensor.shape)
+    sparsity = checks.real("nn.init.sparse_", "sparsity", checks.number_of(sparsity))
+    checks.boolean("nn.init.sparse_", "torch_layout", torch_layout)
+    std = checks.non_negative("nn.init.sparse_", "std", checks.number_of(std))
+    rng = tricycle_random.given_or_ours("nn.init.sparse_", generator)
+    values = rng.normal(0.0, std, size=tensor.shape)
+    by_input = values.T if torch_layout else values  # (in, out): a view, written through
+    zeros = math.ceil(sparsity * by_input.shape[1])
+    for row in by_input:
+        row[rng.permutation(by_input.shape[1])[:zeros]] = 0.0
+    return _fill(tensor, values)
+
+
 # ---------------------------------------------------------------------- scaled by the fans
 def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator=None, *,
                     torch_layout: bool = False) -> Tensor:  # fmt: skip
@@ -221,7 +264,7 @@ def _kaiming_std(op: str, tensor, a, mode: str, nonlinearity: str, torch_layout:
 
 
 __all__ = [
-    "calculate_gain", "constant_", "eye_", "kaiming_normal_", "kaiming_uniform_", "normal_",
-    "ones_", "orthogonal_", "trunc_normal_", "uniform_", "xavier_normal_", "xavier_uniform_",
-    "zeros_",
+    "calculate_gain", "constant_", "dirac_", "eye_", "kaiming_normal_", "kaiming_uniform_",
+    "normal_", "ones_", "orthogonal_", "sparse_", "trunc_normal_", "uniform_",
+    "xavier_normal_", "xavier_uniform_", "zeros_",
 ]  # fmt: skip
