@@ -298,3 +298,23 @@ def test_bad_arguments_are_refused_clearly():
     mine.param_groups[0]["ns_steps"] = -1  # a bad value set between steps: the next step
     with pytest.raises(ValueError, match=r"Muon: param_groups\[0\]\['ns_steps'\] must be"):
         mine.step()
+
+
+def test_sparse_adam_refuses_a_dense_gradient_as_torch():
+    ours, theirs = twin_models()
+    mine, reference = (
+        optim.SparseAdam(ours.parameters()),
+        torch.optim.SparseAdam(theirs.parameters()),
+    )
+    assert mine.defaults == reference.defaults and repr(mine) == repr(reference)
+    assert mine.step(lambda: 2.5) == reference.step(lambda: 2.5) == 2.5  # no gradient: no step
+    backward(ours)
+    backward(theirs)
+    with pytest.raises(RuntimeError, match="SparseAdam does not support dense gradients"):
+        reference.step()
+    with pytest.raises(RuntimeError, match="SparseAdam does not support dense gradients, pl"):
+        mine.step()
+    with pytest.raises(ValueError, match="SparseAdam: lr must be a finite number > 0, got 0"):
+        optim.SparseAdam(ours.parameters(), lr=0)
+    with pytest.raises(ValueError, match=r"SparseAdam: betas must be two numbers in \[0, 1\)"):
+        optim.SparseAdam(ours.parameters(), betas=(0.9, 1.0))

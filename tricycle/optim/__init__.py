@@ -1,9 +1,9 @@
 """torch.optim for tricycle models: ``SGD``, ``Adam`` and ``AdamW`` (with ``amsgrad``),
 ``Adagrad``, ``RMSprop``, ``Adadelta``, ``Adamax``, ``NAdam``, ``RAdam``, ``Rprop``, ``ASGD``,
-``Adafactor``, ``Muon`` and ``LBFGS`` (whose ``step`` takes the closure it calls several
-times) with torch's arguments, parameter groups, ``step()`` and
-``state_dict()``/``load_state_dict()``, the learning-rate schedules of ``lr_scheduler``, and
-the weight averaging (EMA, SWA) of ``swa_utils``.
+``Adafactor``, ``Muon``, ``SparseAdam`` (a refusal: tricycle's gradients are dense) and
+``LBFGS`` (whose ``step`` takes the closure it calls several times) with torch's arguments,
+parameter groups, ``step()`` and ``state_dict()``/``load_state_dict()``, the learning-rate
+schedules of ``lr_scheduler``, and the weight averaging (EMA, SWA) of ``swa_utils``.
 
 A PyTorch training loop (nanoGPT's) runs as it is written::
 
@@ -32,7 +32,7 @@ those (``optimizer``): the same formulas, and on a GPU the same fused Adam updat
 optimizers the seed lacks write their formulas here, one parameter at a time in ``xp``
 (``adagrad``: Adagrad, RMSprop, Adadelta; ``adam_variants``: Adamax, NAdam, RAdam; AMSGrad
 in ``adam``; ``rprop``: Rprop; ``asgd``: ASGD; ``adafactor``: Adafactor; ``muon``: Muon;
-``lbfgs``: LBFGS, with its line search in ``line_search``).
+``sparse_adam``: SparseAdam's refusal; ``lbfgs``: LBFGS, with its line search in ``line_search``).
 """
 
 from tricycle.optim import lr_scheduler, swa_utils
@@ -46,8 +46,10 @@ from tricycle.optim.muon import Muon
 from tricycle.optim.optimizer import Optimizer
 from tricycle.optim.rprop import Rprop
 from tricycle.optim.sgd import SGD
+from tricycle.optim.sparse_adam import SparseAdam
 
 __all__ = [
     "ASGD", "LBFGS", "SGD", "Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax",
-    "Muon", "NAdam", "Optimizer", "RAdam", "RMSprop", "Rprop", "lr_scheduler", "swa_utils",
+    "Muon", "NAdam", "Optimizer", "RAdam", "RMSprop", "Rprop", "SparseAdam",
+    "lr_scheduler", "swa_utils",
 ]  # fmt: skip
