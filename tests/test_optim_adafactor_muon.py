@@ -176,7 +176,7 @@ def test_newton_schulz_is_torchs_to_bfloat16s_last_bit(shape, steps):
         assert singular.min() > 0.5 and singular.max() < 1.5
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 def test_bfloat16_rounding_is_torchs(dtype):
     values = np.concatenate(
         [

@@ -35,11 +35,12 @@ DEFAULT_COEFFICIENTS = (3.4445, -4.7750, 2.0315)
 
 
 def to_bfloat16(a, xp):
-    """``a`` (float32 or float64) rounded to the nearest bfloat16 (ties to even), in float32:
-    the low mantissa bits of its binary form rounded away. NaN stays NaN."""
-    dropped = {np.dtype(np.float32): 16, np.dtype(np.float64): 45}[np.dtype(a.dtype)]
-    unsigned = xp.uint32 if dropped == 16 else xp.uint64
-    bits = xp.ascontiguousarray(a).view(unsigned)
+    """``a`` rounded to the nearest bfloat16 (ties to even), in float32: the low mantissa
+    bits of its binary form (float64's, else float32's) rounded away. NaN stays NaN."""
+    wide = np.dtype(a.dtype) == np.float64
+    dropped, unsigned = (45, xp.uint64) if wide else (16, xp.uint32)
+    a = xp.array(a, dtype=xp.float64 if wide else xp.float32, copy=True, order="C")
+    bits = a.view(unsigned)
     one = unsigned(1)
     half = unsigned((1 << (dropped - 1)) - 1)
     bits = (bits + half + ((bits >> unsigned(dropped)) & one)) & ~unsigned((1 << dropped) - 1)
@@ -56,7 +57,7 @@ def orthogonalised(m, coefficients, steps: int, eps: float, xp):
     if tall:
         x = x.T
     norm = to_bfloat16(xp.sqrt(xp.sum(x * x, dtype=xp.float32)), xp)
-    x = to_bfloat16(x / xp.maximum(norm, to_bfloat16(xp.float32(eps), xp)), xp)
+    x = to_bfloat16(x / xp.maximum(norm, to_bfloat16(xp.asarray(eps, dtype=xp.float32), xp)), xp)
     for _ in range(steps):
         gram = to_bfloat16(x @ x.T, xp)
         gram = to_bfloat16(b * gram + c * (gram @ gram), xp)
