@@ -83,19 +83,9 @@ class Distribution:
     def expand(self, batch_shape, _instance=None) -> "Distribution":
         """This distribution with its batch broadcast to ``batch_shape`` (torch's): the same
         family, its parameters ``expand``-ed (differentiably, no copy) to the new batch."""
-        name = type(self).__name__
         if not self.expand_params:
-            raise NotImplementedError(f"{name}.expand")
-        batch_shape = factories.as_shape(f"{name}.expand", batch_shape)
-        try:
-            fits = np.broadcast_shapes(self._batch_shape, batch_shape) == batch_shape
-        except ValueError:
-            fits = False
-        if not fits:
-            raise ValueError(
-                f"{name}.expand: the batch shape {self._batch_shape} does not broadcast to "
-                f"{batch_shape}"
-            )
+            raise NotImplementedError(f"{type(self).__name__}.expand")
+        batch_shape = self.expanded_shape(batch_shape)
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
         for param in self.expand_params:
@@ -105,6 +95,22 @@ class Distribution:
                 new.__dict__[param] = value.expand(batch_shape + event)
         new._batch_shape = batch_shape
         return new
+
+    def expanded_shape(self, batch_shape) -> tuple:
+        """``batch_shape`` as a tuple, checked to be one this batch broadcasts to (``expand``'s
+        argument); a ValueError naming the family otherwise."""
+        name = type(self).__name__
+        shape = factories.as_shape(f"{name}.expand", batch_shape)
+        try:
+            fits = np.broadcast_shapes(self._batch_shape, shape) == shape
+        except ValueError:
+            fits = False
+        if not fits:
+            raise ValueError(
+                f"{name}.expand: the batch shape {self._batch_shape} does not broadcast to "
+                f"{shape}"
+            )
+        return shape
 
     # ------------------------------------------------------------------ draws
     def sample(self, sample_shape=()) -> Tensor:

@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 
-from tricycle import backend, factories, random
+from tricycle import backend, random
 from tricycle.distributions import constraints
 from tricycle.distributions.distribution import Distribution
 from tricycle.distributions.utils import broadcast_all
@@ -52,17 +52,7 @@ def rebuilt(dist: Distribution, batch_shape, make) -> Distribution:
     """``dist.expand(batch_shape)`` for a family that holds more than its parameters (a
     base distribution, a derived one): ``make(shape)`` builds it anew of its parameters
     expanded (differentiably) to the new batch, unvalidated, as torch's ``expand``."""
-    name = type(dist).__name__
-    shape = factories.as_shape(f"{name}.expand", batch_shape)
-    try:
-        fits = np.broadcast_shapes(dist.batch_shape, shape) == shape
-    except ValueError:
-        fits = False
-    if not fits:
-        raise ValueError(
-            f"{name}.expand: the batch shape {dist.batch_shape} does not broadcast to {shape}"
-        )
-    new = make(shape)
+    new = make(dist.expanded_shape(batch_shape))
     new._validate_args = dist._validate_args
     return new
 
