@@ -78,6 +78,7 @@ def _walk(root, grad, retain_graph: bool, wanted: set | None) -> dict:
     assigned = set()
     traces = None if retain_graph else {}  # id -> Trace: a small record per tensor freed
     order = topological_order(root)
+    check_nan = ANOMALY[0] and ANOMALY[1]  # read once a walk, not once an edge
     captured, passes, reach = {}, None, None
     if wanted is not None:  # grad(): the tensors through which the wanted ones are reached
         passes = _towards(order, wanted)
@@ -129,7 +130,7 @@ def _walk(root, grad, retain_graph: bool, wanted: set | None) -> dict:
                 _raise_naming_the_op(error, node, back_fn, arg)
             if hasattr(g_arg, "back_fns"):  # a Tensor from a back_fn (old style): its array
                 g_arg = g_arg.array
-            if ANOMALY[0] and ANOMALY[1] and bool((g_arg != g_arg).any()):
+            if check_nan and bool((g_arg != g_arg).any()):
                 _raise_nan(node, back_fn, arg)
             array = arg.array
             if g_arg.shape != array.shape:
