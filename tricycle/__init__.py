@@ -372,6 +372,10 @@ _BY_MODULE: dict[str, str] = {
     "tricycle.torch_put": "take put index_put index_reduce unravel_index histogramdd",
     "tricycle.torch_windows": "logspace hann_window hamming_window blackman_window "
     "bartlett_window kaiser_window scalar_tensor asarray frombuffer",
+    "tricycle.torch_copies": "view_copy permute_copy transpose_copy t_copy squeeze_copy "
+    "unsqueeze_copy expand_copy diagonal_copy select_copy slice_copy split_copy split_with_sizes "
+    "split_with_sizes_copy unbind_copy unfold_copy alias_copy detach_copy narrow_copy "
+    "unsafe_chunk unsafe_split unsafe_split_with_sizes",
     "tricycle.torch_flags": "get_default_device is_inference_mode_enabled set_anomaly_enabled "
     "is_anomaly_enabled is_anomaly_check_nan_enabled set_warn_always is_warn_always_enabled "
     "set_flush_denormal",

@@ -237,6 +237,9 @@ class TorchMathMethods(TorchMoreMethods):
         "linalg.tensor_methods", "cholesky cholesky_inverse cholesky_solve lu lu_solve qr"
     )
     matrix_exp, triangular_solve = imported("linalg.tensor_methods", "matrix_exp triangular_solve")
+    narrow_copy, unsafe_chunk, unsafe_split, unsafe_split_with_sizes = imported(
+        "torch_copies", "narrow_copy unsafe_chunk unsafe_split unsafe_split_with_sizes"
+    )
 
     addcmul_, addcdiv_, exp2_, expm1_, frac_, fix_, sgn_, logit_, sinc_ = map(
         _written, "addcmul addcdiv exp2 expm1 frac fix sgn logit sinc".split()
