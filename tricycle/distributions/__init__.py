@@ -28,6 +28,7 @@ against (validation is on by default, as torch's); ``utils`` what the families s
 """
 
 from tricycle.distributions import (
+    constraint_registry,
     constraints,
     kl_gamma,  # noqa: F401 - registers the pairs of its families
     kl_simple,  # noqa: F401 - registers the pairs of its families
@@ -37,6 +38,7 @@ from tricycle.distributions import (
 from tricycle.distributions.bernoulli import Bernoulli
 from tricycle.distributions.binomial import Binomial
 from tricycle.distributions.categorical import Categorical
+from tricycle.distributions.constraint_registry import biject_to, transform_to
 from tricycle.distributions.counts import Geometric, NegativeBinomial
 from tricycle.distributions.dirichlet import Beta, Dirichlet
 from tricycle.distributions.distribution import Distribution
@@ -116,9 +118,12 @@ __all__ = [
     "Uniform",
     "VonMises",
     "Weibull",
+    "biject_to",
+    "constraint_registry",
     "constraints",
     "kl_divergence",
     "register_kl",
+    "transform_to",
     "transforms",
     "utils",
     *transforms.__all__,

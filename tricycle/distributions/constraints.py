@@ -11,30 +11,19 @@ The names are torch's: ``real``, ``positive``, ``unit_interval``, ``simplex``, .
 be a number or a Tensor (``Uniform``'s support is ``interval(low, high)``, batched).
 """
 
-import numbers
-
-import numpy as np
-
 from tricycle import backend
-
-
-def _array(value):
-    """The array of a Tensor (or the array, or number, itself)."""
-    return getattr(value, "array", value)
-
-
-class Constraint:
-    """A set of values: ``check`` says, elementwise (per event of ``event_dim`` axes), which
-    values lie in it. ``is_discrete``: whether the set is countable (integers, booleans)."""
-
-    is_discrete = False
-    event_dim = 0
-
-    def check(self, value):
-        raise NotImplementedError(f"{type(self).__name__}.check")
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}()"
+from tricycle.distributions.constraint import Constraint, _array, _bound
+from tricycle.distributions.constraints_shaped import (
+    Cat,
+    CorrCholesky,
+    LowerCholesky,
+    LowerTriangular,
+    PositiveDefinite,
+    PositiveSemidefinite,
+    Square,
+    Stack,
+    Symmetric,
+)
 
 
 class Real(Constraint):
@@ -203,43 +192,6 @@ class Independent(Constraint):
         return f"Independent({self.base_constraint!r}, {self.reinterpreted_batch_ndims})"
 
 
-class LowerCholesky(Constraint):
-    """Lower-triangular matrices with a positive diagonal (a Cholesky factor), last 2 axes."""
-
-    event_dim = 2
-
-    def check(self, value):
-        a = _array(value)
-        xp = backend.array_module(a)
-        lower = xp.all(xp.tril(a) == a, axis=(-2, -1))
-        return lower & xp.all(xp.diagonal(a, axis1=-2, axis2=-1) > 0, axis=-1)
-
-
-class PositiveDefinite(Constraint):
-    """Symmetric matrices with positive eigenvalues (a covariance), last 2 axes."""
-
-    event_dim = 2
-
-    def check(self, value):
-        a = _array(value)
-        xp = backend.array_module(a)
-        symmetric = xp.all(xp.abs(a - xp.swapaxes(a, -1, -2)) <= 1e-6, axis=(-2, -1))
-        with np.errstate(invalid="ignore"):  # a NaN matrix has no eigenvalues: not valid
-            eigenvalues = xp.linalg.eigvalsh(xp.where(xp.isfinite(a), a, 0))
-        finite = xp.all(xp.isfinite(a), axis=(-2, -1))
-        return symmetric & finite & (eigenvalues.min(axis=-1) > 0)
-
-
-def _bound(bound) -> str:
-    """A bound as a repr shows it: the number, or a tensor's shape."""
-    if isinstance(bound, numbers.Real):
-        return repr(bound)
-    a = _array(bound)
-    if a.ndim == 0:
-        return repr(a.item())
-    return f"<tensor of shape {tuple(a.shape)}>"
-
-
 # torch's names: instances for the fixed sets, functions (the classes) for the others
 real = Real()
 real_vector = Independent(real, 1)
@@ -253,6 +205,13 @@ simplex = Simplex()
 one_hot = OneHot()
 lower_cholesky = LowerCholesky()
 positive_definite = PositiveDefinite()
+positive_semidefinite = PositiveSemidefinite()
+lower_triangular = LowerTriangular()
+corr_cholesky = CorrCholesky()
+square = Square()
+symmetric = Symmetric()
+cat = Cat
+stack = Stack
 greater_than = GreaterThan
 greater_than_eq = GreaterThanEq
 less_than = LessThan
@@ -265,6 +224,8 @@ multinomial = Multinomial
 __all__ = [
     "Constraint",
     "boolean",
+    "cat",
+    "corr_cholesky",
     "greater_than",
     "greater_than_eq",
     "half_open_interval",
@@ -273,6 +234,7 @@ __all__ = [
     "interval",
     "less_than",
     "lower_cholesky",
+    "lower_triangular",
     "multinomial",
     "nonnegative",
     "nonnegative_integer",
@@ -280,8 +242,12 @@ __all__ = [
     "positive",
     "positive_definite",
     "positive_integer",
+    "positive_semidefinite",
     "real",
     "real_vector",
     "simplex",
+    "square",
+    "stack",
+    "symmetric",
     "unit_interval",
 ]

@@ -3,8 +3,9 @@
 (``transforms_elementwise``: ``ExpTransform``, ``AffineTransform``, ``SigmoidTransform``,
 ``TanhTransform``, ``SoftplusTransform``, ``PowerTransform``, ``AbsTransform``) and those over
 the last axes (``transforms_shaped``: ``SoftmaxTransform``, ``StickBreakingTransform``,
-``LowerCholeskyTransform``, ``IndependentTransform``, ``ReshapeTransform``). ``CatTransform``
-and ``StackTransform`` are not here."""
+``LowerCholeskyTransform``, ``IndependentTransform``, ``ReshapeTransform``) and the rest
+(``transforms_more``: ``CatTransform``, ``StackTransform``, ``CorrCholeskyTransform``,
+``PositiveDefiniteTransform``, ``CumulativeDistributionTransform``)."""
 
 from tricycle.distributions.transform import ComposeTransform, Transform, identity_transform
 from tricycle.distributions.transforms_elementwise import (
@@ -15,6 +16,13 @@ from tricycle.distributions.transforms_elementwise import (
     SigmoidTransform,
     SoftplusTransform,
     TanhTransform,
+)
+from tricycle.distributions.transforms_more import (
+    CatTransform,
+    CorrCholeskyTransform,
+    CumulativeDistributionTransform,
+    PositiveDefiniteTransform,
+    StackTransform,
 )
 from tricycle.distributions.transforms_shaped import (
     IndependentTransform,
@@ -27,15 +35,20 @@ from tricycle.distributions.transforms_shaped import (
 __all__ = [
     "AbsTransform",
     "AffineTransform",
+    "CatTransform",
     "ComposeTransform",
+    "CorrCholeskyTransform",
+    "CumulativeDistributionTransform",
     "ExpTransform",
     "IndependentTransform",
     "LowerCholeskyTransform",
+    "PositiveDefiniteTransform",
     "PowerTransform",
     "ReshapeTransform",
     "SigmoidTransform",
     "SoftmaxTransform",
     "SoftplusTransform",
+    "StackTransform",
     "StickBreakingTransform",
     "TanhTransform",
     "Transform",

@@ -131,6 +131,41 @@ def nan_like(owner_shape: tuple, like: Tensor) -> Tensor:
     return factories.full(owner_shape, math.nan, dtype=like.dtype, device=like.device)
 
 
+def _tril_positions(n: int, diag: int) -> np.ndarray:
+    """The flat positions i n + j of an n x n matrix's entries with j <= i + diag, row by row."""
+    rows, cols = np.tril_indices(n, k=diag)
+    return rows * n + cols
+
+
+def tril_matrix_to_vec(mat: Tensor, diag: int = 0) -> Tensor:
+    """The entries of (a batch of) n x n matrices on and below diagonal ``diag`` (0 the main,
+    -1 below it), row by row, as vectors: torch's ``distributions.utils.tril_matrix_to_vec``."""
+    n = mat.shape[-1]
+    if not -n <= diag < n:
+        raise ValueError(f"tril_matrix_to_vec: diag ({diag}) provided is outside [{-n}, {n - 1}].")
+    positions = mat.new(mat.xp.asarray(_tril_positions(n, diag)), requires_grad=False)
+    return mat.reshape(mat.shape[:-2] + (n * n,))[..., positions]
+
+
+def vec_to_tril_matrix(vec: Tensor, diag: int = 0) -> Tensor:
+    """(A batch of) vectors laid out on and below diagonal ``diag`` of n x n matrices, row by
+    row, zeros elsewhere: the inverse of ``tril_matrix_to_vec``; n is the root of
+    n^2 + (1 + 2 diag) n - |diag| (diag + 1) = 2 len(vec), which must be a whole number."""
+    k = vec.shape[-1]
+    b = 1 + 2 * diag
+    root = (-b + math.sqrt(b * b + 8 * k + 4 * abs(diag) * (diag + 1))) / 2
+    if round(root) - root > float(np.finfo(vec.dtype).eps):
+        raise ValueError(
+            f"vec_to_tril_matrix: the size of last dimension is {k} which cannot be expressed "
+            "as the lower triangular part of a square D x D matrix."
+        )
+    n = round(root)
+    positions = _tril_positions(n, diag)
+    index = vec.new(vec.xp.asarray(positions), requires_grad=False).expand(vec.shape)
+    flat = factories.zeros(vec.shape[:-1] + (n * n,), dtype=vec.dtype, device=vec.device)
+    return flat.scatter(-1, index, vec).reshape(vec.shape[:-1] + (n, n))
+
+
 __all__ = [
     "as_sample_shape",
     "broadcast_all",
@@ -141,5 +176,7 @@ __all__ = [
     "parameter",
     "probs_to_logits",
     "sum_rightmost",
+    "tril_matrix_to_vec",
     "value_tensor",
+    "vec_to_tril_matrix",
 ]
