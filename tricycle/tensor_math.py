@@ -14,7 +14,9 @@ beta2)``, ``x.lgamma_()``) follow ``add_``'s rule (``tricycle.tensor_inplace``, 
 ``tricycle.torch_arith`` and ``torch_put`` (``x.acosh()``, ``x.take(i)``, ``x.unfold(0, 3,
 1)``, ``x.index_put_(...)``), the comparisons' and in-place forms torch has (``x.eq_(y)``,
 ``x.clip_(0, 1)``, ``x.transpose_(0, 1)``), ``mH``/``H``/``adjoint``, ``nbytes``, ``itemsize``
-and torch's queries (``get_device``, ``is_signed``, ``retains_grad`` ...).
+and torch's queries (``get_device``, ``is_signed``, ``retains_grad`` ...); and its base
+``TorchRestMethods`` (``tricycle.tensor_rest``) the rest of torch's methods (``as_strided``,
+``<<``, ``cauchy_``, torch's answers for sparse tensors ...).
 """
 
 import importlib
@@ -22,6 +24,7 @@ import importlib
 from tricycle import backend, checks
 from tricycle.graph import grad_enabled
 from tricycle.tensor_extra import _reshaped, _written, imported
+from tricycle.tensor_rest import TorchRestMethods
 
 
 def _host_writable(tensor, name: str) -> None:
@@ -36,7 +39,7 @@ def _host_writable(tensor, name: str) -> None:
                            "tricycle.no_grad()")  # fmt: skip
 
 
-class TorchMoreMethods:
+class TorchMoreMethods(TorchRestMethods):
     """torch's methods of ``tricycle.torch_arith`` and ``torch_put``, their in-place forms, the
     comparisons' and arithmetic's long names, the transposes ``mH``/``H``/``adjoint``, and
     the queries and writes of torch's ``Tensor`` (a base class of ``TorchMathMethods``)."""
