@@ -337,6 +337,8 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
 _BY_MODULE: dict[str, str] = {
     "tricycle.linalg.legacy": "cholesky qr lu lu_unpack lu_solve triangular_solve cholesky_solve "
     "cholesky_inverse matrix_exp solve lstsq symeig eig matrix_rank",
+    "tricycle.linalg.householder": "geqrf orgqr ormqr",
+    "tricycle.linalg.lowrank": "svd_lowrank pca_lowrank",
     "tricycle.random": "seed initial_seed",
     "tricycle.torch_rng": "get_rng_state set_rng_state",
     "tricycle.torch_dtypes": "Size can_cast finfo iinfo is_storage promote_types result_type "

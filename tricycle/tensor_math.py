@@ -240,6 +240,8 @@ class TorchMathMethods(TorchMoreMethods):
         "linalg.tensor_methods", "cholesky cholesky_inverse cholesky_solve lu lu_solve qr"
     )
     matrix_exp, triangular_solve = imported("linalg.tensor_methods", "matrix_exp triangular_solve")
+    geqrf, orgqr, ormqr = imported("linalg.householder", "geqrf orgqr ormqr")
+    lstsq, solve, symeig, eig = imported("linalg.legacy", "lstsq solve symeig eig")  # removed
     narrow_copy, unsafe_chunk, unsafe_split, unsafe_split_with_sizes = imported(
         "torch_copies", "narrow_copy unsafe_chunk unsafe_split unsafe_split_with_sizes"
     )

@@ -19,7 +19,11 @@ nor cupy has an LU), ``lu_systems`` (``lu_solve``), ``least_squares`` (``lstsq``
 ``exponential`` (``matrix_exp``), ``error_info`` (``cholesky_ex``, ``inv_ex``,
 ``solve_ex``: an info code instead of an error), ``conditioning`` (``matrix_rank``,
 ``cond``), ``products`` (``cross``, ``vecdot``, ``multi_dot``), ``structured``
-(``vander``, ``diagonal``) and ``tensor_equations`` (``tensorinv``, ``tensorsolve``);
+(``vander``, ``diagonal``), ``tensor_equations`` (``tensorinv``, ``tensorsolve``),
+``householder`` (``householder_product``, with ``geqrf``, ``orgqr`` and ``ormqr``: QR in
+LAPACK's compact form), ``ldl`` (``ldl_factor``, ``ldl_factor_ex``, ``ldl_solve``) and
+``lowrank`` (torch's ``svd_lowrank`` and ``pca_lowrank``); ``matmul`` is
+``tricycle.matmul``;
 ``matrices`` holds their checks and helpers, ``tensor_methods`` torch's Tensor methods
 (``x.inverse()``, ``x.det()`` ...), ``legacy`` torch's older top-level names and argument
 orders (``tricycle.cholesky(A, upper)``, ``lu_solve(b, LU, pivots)``). A matrix an op
@@ -36,6 +40,8 @@ from tricycle.linalg.determinant import det, slogdet
 from tricycle.linalg.eigen import eigh, eigvalsh
 from tricycle.linalg.error_info import cholesky_ex, inv_ex, solve_ex
 from tricycle.linalg.exponential import matrix_exp
+from tricycle.linalg.householder import householder_product
+from tricycle.linalg.ldl import ldl_factor, ldl_factor_ex, ldl_solve
 from tricycle.linalg.least_squares import lstsq
 from tricycle.linalg.lu_factors import lu, lu_factor, lu_factor_ex
 from tricycle.linalg.lu_systems import lu_solve
@@ -47,6 +53,7 @@ from tricycle.linalg.singular import pinv, svd, svdvals
 from tricycle.linalg.structured import diagonal, vander
 from tricycle.linalg.systems import inv, matrix_power, solve, solve_triangular
 from tricycle.linalg.tensor_equations import tensorinv, tensorsolve
+from tricycle.torch_functions import matmul
 
 __all__ = [
     "LinAlgError",
@@ -58,13 +65,18 @@ __all__ = [
     "diagonal",
     "eigh",
     "eigvalsh",
+    "householder_product",
     "inv",
     "inv_ex",
+    "ldl_factor",
+    "ldl_factor_ex",
+    "ldl_solve",
     "lstsq",
     "lu",
     "lu_factor",
     "lu_factor_ex",
     "lu_solve",
+    "matmul",
     "matrix_exp",
     "matrix_norm",
     "matrix_power",
