@@ -348,6 +348,8 @@ _BY_MODULE: dict[str, str] = {
     "tricycle.torch_shapes": "ravel movedim moveaxis swapdims narrow tile unbind msort fliplr "
     "flipud rot90 broadcast_shapes broadcast_tensors atleast_1d atleast_2d atleast_3d hstack "
     "vstack row_stack dstack column_stack tensor_split hsplit vsplit dsplit",
+    "tricycle.torch_strided": "as_strided as_strided_scatter slice_inverse",
+    "tricycle.torch_bitwise": "bitwise_left_shift bitwise_right_shift nonzero_static hash_tensor",
     "tricycle.torch_scatter": "take_along_dim masked_select argwhere scatter_reduce select_scatter "
     "slice_scatter diagonal_scatter isin unique_consecutive tril_indices triu_indices isposinf "
     "isneginf isreal is_floating_point is_complex is_nonzero",
