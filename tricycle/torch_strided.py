@@ -11,7 +11,8 @@ the output's gradient is scatter-added into a storage of zeros at the positions 
 read (a position read twice, as by overlapping windows, gathers both), and the input takes its
 own positions of that storage. ``as_strided_scatter`` writes ``src`` through such a view into
 a copy of the input laid out as the input (torch's ``clone``); its gradients are the output's
-gradient outside the view for the input and inside it for ``src``.
+gradient inside the view for ``src`` and outside it for the input, as the finite differences
+say (torch 2.13 gives the input the gradient *inside* the view, as it gives ``src``).
 """
 
 import math
@@ -121,15 +122,16 @@ def as_strided_scatter(input: Tensor, src, size, stride, storage_offset=None) ->
 
 
 def slice_inverse(input: Tensor, src, dim: int = 0, start=None, end=None, step: int = 1):  # noqa: A002
-    """torch.slice_inverse: ``src`` viewed with ``input``'s geometry, ``src.as_strided(
-    input.size(), input.stride(), input.storage_offset())``, the inverse of the slice that made
-    ``input`` (``dim``, ``start``, ``end`` and ``step`` are the slice's, read for their checks
-    alone, as torch's on dense tensors)."""
+    """torch.slice_inverse: the inverse of the slice that made ``input`` from ``src``: the
+    view of ``input``'s storage with ``src``'s geometry, ``input.as_strided(src.size(),
+    src.stride(), src.storage_offset())`` (a written slice seen as the whole it was cut from;
+    ``dim``, ``start``, ``end`` and ``step`` are the slice's, checked alone, as torch's on
+    dense tensors)."""
     x = tensor_input("slice_inverse", input)
     src = tensor_input("slice_inverse", src, "src")
-    checks.axis("slice_inverse", "dim", dim, max(x.ndim, 1), x.shape)
+    checks.axis("slice_inverse", "dim", dim, max(src.ndim, 1), src.shape)
     checks.integer("slice_inverse", "step", step, 1)
-    return as_strided(src, x.shape, x.stride(), x.storage_offset())
+    return as_strided(x, src.shape, src.stride(), src.storage_offset())
 
 
 def dim_order(input: Tensor, ambiguity_check=False) -> tuple:  # noqa: A002
