@@ -7,8 +7,10 @@
 its relatives (``Gamma``, ``Chi2``, ``InverseGamma``, ``Beta``, ``Dirichlet``, ``StudentT``,
 ``FisherSnedecor``), ``Kumaraswamy``, ``ContinuousBernoulli``, the relaxed families
 (``RelaxedBernoulli``, ``RelaxedOneHotCategorical``, ``OneHotCategoricalStraightThrough``),
-``MixtureSameFamily``, ``LowRankMultivariateNormal`` and ``VonMises``; and ``kl_divergence``
-between them::
+``MixtureSameFamily``, ``LowRankMultivariateNormal``, ``VonMises``, ``GeneralizedPareto``,
+``LKJCholesky``, ``Wishart`` and the base ``ExponentialFamily``; ``kl_divergence`` between
+them, and ``biject_to`` / ``transform_to`` (``constraint_registry``) from the reals onto a
+constraint::
 
     import tricycle.distributions as D
 
@@ -42,9 +44,12 @@ from tricycle.distributions.constraint_registry import biject_to, transform_to
 from tricycle.distributions.counts import Geometric, NegativeBinomial
 from tricycle.distributions.dirichlet import Beta, Dirichlet
 from tricycle.distributions.distribution import Distribution
+from tricycle.distributions.exp_family import ExponentialFamily
 from tricycle.distributions.gamma import Chi2, Gamma, InverseGamma
+from tricycle.distributions.generalized_pareto import GeneralizedPareto
 from tricycle.distributions.independent import Independent
 from tricycle.distributions.kl import kl_divergence, register_kl
+from tricycle.distributions.lkj_cholesky import LKJCholesky
 from tricycle.distributions.lowrank_multivariate_normal import LowRankMultivariateNormal
 from tricycle.distributions.mixture_same_family import MixtureSameFamily
 from tricycle.distributions.multinomial import Multinomial
@@ -75,6 +80,7 @@ from tricycle.distributions.transforms import *  # noqa: F403 - torch's names, a
 from tricycle.distributions.uniform import Uniform
 from tricycle.distributions.unit_families import ContinuousBernoulli, Kumaraswamy
 from tricycle.distributions.von_mises import VonMises
+from tricycle.distributions.wishart import Wishart
 
 __all__ = [
     "Bernoulli",
@@ -88,8 +94,10 @@ __all__ = [
     "Distribution",
     "ExpRelaxedCategorical",
     "Exponential",
+    "ExponentialFamily",
     "FisherSnedecor",
     "Gamma",
+    "GeneralizedPareto",
     "Geometric",
     "Gumbel",
     "HalfCauchy",
@@ -97,6 +105,7 @@ __all__ = [
     "Independent",
     "InverseGamma",
     "Kumaraswamy",
+    "LKJCholesky",
     "Laplace",
     "LogNormal",
     "LogisticNormal",
@@ -118,6 +127,7 @@ __all__ = [
     "Uniform",
     "VonMises",
     "Weibull",
+    "Wishart",
     "biject_to",
     "constraint_registry",
     "constraints",
