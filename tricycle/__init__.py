@@ -298,6 +298,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "distributions": ("tricycle.distributions", None),
     "linalg": ("tricycle.linalg", None),
     "func": ("tricycle.func", None),  # torch.func's transforms
+    "compiler": ("tricycle.compiler", None),  # torch.compiler.disable
     "random": ("tricycle.random", None),  # torch.random.fork_rng
     "testing": ("tricycle.testing", None),  # torch.testing.assert_close
     "special": ("tricycle.special", None),  # torch.special.erf(x)
@@ -380,6 +381,16 @@ _BY_MODULE: dict[str, str] = {
     "unsqueeze_copy expand_copy diagonal_copy select_copy slice_copy split_copy split_with_sizes "
     "split_with_sizes_copy unbind_copy unfold_copy alias_copy detach_copy narrow_copy "
     "unsafe_chunk unsafe_split unsafe_split_with_sizes",
+    "tricycle.torch_misc": "dtype layout strided memory_format contiguous_format channels_last "
+    "channels_last_3d preserve_format concat newaxis is_same_size is_signed is_conj is_neg "
+    "resolve_conj resolve_neg is_inference get_device typename sym_int sym_float sym_max "
+    "sym_min sym_not sym_sum sym_sqrt sym_ite cond while_loop from_dlpack to_dlpack has_lapack "
+    "has_mkl has_openmp has_spectral compiled_with_cxx11_abi abs_ acosh_ addmv_ arccos_ "
+    "arccosh_ arcsin_ arcsinh_ arctan_ arctanh_ asinh_ atanh_ ceil_ clamp_ clamp_max_ "
+    "clamp_min_ clip_ deg2rad_ detach_ erf_ erfc_ exp2_ expm1_ fill_ fix_ floor_ frac_ gcd_ i0_ "
+    "index_put_ lcm_ ldexp_ log10_ log1p_ log2_ log_ logit_ nan_to_num_ neg_ negative_ rad2deg_ "
+    "reciprocal_ resize_as_ round_ rsqrt_ sigmoid_ sinc_ square_ trunc_ xlogy_",
+    "tricycle.compiler": "compile",
     "tricycle.torch_flags": "get_default_device is_inference_mode_enabled set_anomaly_enabled "
     "is_anomaly_enabled is_anomaly_check_nan_enabled set_warn_always is_warn_always_enabled "
     "set_flush_denormal",
@@ -461,7 +472,7 @@ def __dir__() -> list[str]:
 _NOT_STARRED = frozenset(
     "bool uint8 int8 int16 short int int32 int64 long float float16 half float32 float64 double "
     "bfloat16 all any device autocast GeLU LeakyReLU LogSoftmax ReLU Softmax Swish "
-    "pi e inf nan range".split()
+    "pi e inf nan range compile newaxis".split()
 )
 _STARRED = [name for name, (_, attr) in _PUBLIC.items() if attr and name not in _NOT_STARRED]
 __all__ = sorted(["__version__", *_STARRED])

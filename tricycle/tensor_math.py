@@ -245,6 +245,9 @@ class TorchMathMethods(TorchMoreMethods):
     narrow_copy, unsafe_chunk, unsafe_split, unsafe_split_with_sizes = imported(
         "torch_copies", "narrow_copy unsafe_chunk unsafe_split unsafe_split_with_sizes"
     )
+    is_conj, is_neg, resolve_conj, resolve_neg = imported(
+        "torch_misc", "is_conj is_neg resolve_conj resolve_neg"
+    )
 
     addcmul_, addcdiv_, exp2_, expm1_, frac_, fix_, sgn_, logit_, sinc_ = map(
         _written, "addcmul addcdiv exp2 expm1 frac fix sgn logit sinc".split()
