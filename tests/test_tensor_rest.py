@@ -269,3 +269,25 @@ def test_torchs_answers_for_what_tricycle_has_not():
             getattr(x, name)()
     with pytest.raises(RuntimeError, match="ipu"):
         x.ipu()
+
+
+def test_set_contains_pos_complex_as_torch():
+    a = normal(2, 3)
+    x, t = tc.zeros(1, dtype=np.float64), torch.zeros(1, dtype=torch.float64)
+    source, tsource = tc.tensor(a, dtype=np.float64), torch.tensor(a)
+    assert x.set_(source) is x and x.data_ptr() == source.data_ptr()
+    t.set_(tsource)
+    np.testing.assert_array_equal(x.numpy(), t.numpy())
+    x.set_(source.storage(), 1, (2, 2), (1, 3))
+    t.set_(tsource.untyped_storage(), 1, (2, 2), (1, 3))
+    np.testing.assert_array_equal(x.numpy(), t.numpy())
+    assert x.set_().shape == tuple(t.set_().shape) == (0,)
+    with pytest.raises(RuntimeError, match="set_"):
+        tc.zeros(2, requires_grad=True).set_(source)
+    y, u = tc.tensor(a), torch.tensor(a)
+    assert (float(y[0, 1]) in y) is (float(u[0, 1]) in u) is True
+    assert (7.5 in y) is (7.5 in u) is False
+    with pytest.raises(RuntimeError, match="only supports Tensor or scalar"):
+        "a" in y  # noqa: B015
+    np.testing.assert_array_equal((+y).numpy(), (+u).numpy())
+    assert complex(tc.tensor(2.5)) == complex(torch.tensor(2.5)) == 2.5 + 0j

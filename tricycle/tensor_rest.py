@@ -157,6 +157,40 @@ class TorchRestMethods:
         return (self.data_ptr() == tensor.data_ptr() and self.shape == tensor.shape
                 and self.stride() == tensor.stride() and self.dtype == tensor.dtype)  # fmt: skip
 
+    def set_(self, source=None, storage_offset: int = 0, size=None, stride=None):
+        """torch.Tensor.set_: this tensor made a view of ``source``'s memory: another tensor's
+        (its shape too), a ``Storage``'s (``x.storage()``) viewed with ``size``, ``stride``
+        and ``storage_offset`` as ``as_strided``, or none (an empty tensor); under
+        ``add_``'s rule (a leaf needing no gradient, or under no_grad())."""
+        self._writable("set_", "the source tensor itself")
+        if source is None:
+            self.array = self.xp.zeros((0,), dtype=self.dtype)
+        elif hasattr(source, "shape") and hasattr(source, "array"):  # a tensor
+            self.array = source.array
+        elif hasattr(source, "array"):  # a Storage: its flat memory
+            view = self.new(source.array, requires_grad=False)
+            size = (len(source),) if size is None else tuple(size)
+            stride = tuple(stride) if stride is not None else _contiguous(size)
+            self.array = view.as_strided(size, stride, storage_offset).array
+        else:
+            checks.fail("Tensor.set_", "source", "a Tensor, a Storage or None", source, TypeError)
+        return self
+
+    def __contains__(self, element) -> bool:
+        """``element in x``: whether any element equals it, as torch's (a number or tensor)."""
+        if not (checks.is_real(element) or hasattr(element, "array")):
+            raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you "
+                               f"passed in a {type(element)}.")  # fmt: skip
+        return bool((self == element).any().item())
+
+    def __pos__(self):
+        """``+x``: ``x.positive()`` (a bool tensor refused), as torch's."""
+        return self.positive()
+
+    def __complex__(self) -> complex:
+        """``complex(x)`` of a one-element tensor: its number as a complex."""
+        return complex(self.item())
+
     def const_data_ptr(self) -> int:
         """torch.Tensor.const_data_ptr: ``data_ptr()``."""
         return self.data_ptr()
@@ -264,6 +298,15 @@ class TorchRestMethods:
     storage_type = untyped_storage = _refused(
         "storage_type", "tricycle has one storage type: use x.storage()", NotImplementedError
     )
+
+
+def _contiguous(size: tuple) -> tuple:
+    """C-order strides of ``size``, in elements."""
+    strides, step = [], 1
+    for n in reversed(size):
+        strides.append(step)
+        step *= max(int(n), 1)
+    return tuple(reversed(strides))
 
 
 def _count(shape) -> int:
