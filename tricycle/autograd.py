@@ -32,22 +32,9 @@ from tricycle.graph import Node, no_grad
 from tricycle.tensor import Tensor
 from tricycle.torch_flags import detect_anomaly, set_detect_anomaly
 
-__all__ = [
-    "Function",
-    "FunctionCtx",
-    "Variable",
-    "backward",
-    "detect_anomaly",
-    "enable_grad",
-    "functional",
-    "grad",
-    "gradcheck",
-    "inference_mode",
-    "is_grad_enabled",
-    "no_grad",
-    "set_detect_anomaly",
-    "set_grad_enabled",
-]
+__all__ = ["Function", "FunctionCtx", "Variable", "backward", "detect_anomaly", "enable_grad",
+           "functional", "grad", "gradcheck", "gradgradcheck", "inference_mode",
+           "is_grad_enabled", "no_grad", "set_detect_anomaly", "set_grad_enabled"]  # fmt: skip
 
 
 class _AnyTensor(type):
@@ -390,6 +377,15 @@ def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: floa
             raise
         return False
     return True
+
+
+def gradgradcheck(func, inputs, grad_outputs=None, **flags) -> bool:
+    """torch.autograd.gradgradcheck checks second derivatives, the gradients of a backward
+    pass, which the engine does not record (no ``create_graph``): refused."""
+    raise NotImplementedError(
+        "gradgradcheck: tricycle has no double backward (create_graph=True is refused), so "
+        "second derivatives cannot be checked; gradcheck checks the first ones"
+    )
 
 
 functional = types.ModuleType(

@@ -1,5 +1,6 @@
 """torch.func's transforms for tricycle: ``functional_call``, ``grad``, ``grad_and_value``,
-``vjp``, ``jacrev``, ``jacfwd``, ``vmap`` and ``stack_module_state``, with torch's arguments.
+``vjp``, ``jacrev``, ``jacfwd``, ``vmap`` and ``stack_module_state``, with torch's arguments
+(``jvp``, ``linearize``, ``functionalize`` and the rest: ``tricycle.func_more``).
 PyTorch's per-sample gradients and model ensembling read as written::
 
     from tricycle.func import functional_call, grad, vmap
@@ -33,6 +34,7 @@ from collections.abc import Callable
 from tricycle import autograd, checks, random
 from tricycle.backend import is_float
 from tricycle.factories import zeros_like
+from tricycle.func_more import functionalize, jvp, linearize, replace_all_batch_norm_modules_
 from tricycle.grad_modes import enable_grad
 from tricycle.ops import stack
 from tricycle.tensor import Tensor
@@ -389,5 +391,6 @@ def stack_module_state(models) -> tuple[dict, dict]:
     return params, buffers
 
 
-__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev",
-           "stack_module_state", "vjp", "vmap"]  # fmt: skip
+__all__ = ["functional_call", "functionalize", "grad", "grad_and_value", "hessian", "jacfwd",
+           "jacrev", "jvp", "linearize", "replace_all_batch_norm_modules_", "stack_module_state",
+           "vjp", "vmap"]  # fmt: skip

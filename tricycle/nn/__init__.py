@@ -107,6 +107,7 @@ from tricycle.nn.margin_losses import (
     SoftMarginLoss,
     TripletMarginLoss,
 )
+from tricycle.nn.modules_rest import Container, CrossMapLRN2d, LinearCrossEntropyLoss, NLLLoss2d
 from tricycle.nn.more_losses import (
     BCELoss,
     CosineEmbeddingLoss,
@@ -136,8 +137,8 @@ from tricycle.nn.padding_layers import (
 from tricycle.nn.parameter_containers import ParameterDict, ParameterList
 from tricycle.nn.pooling import AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d
 from tricycle.nn.pooling3d import AvgPool3d, MaxPool3d
-from tricycle.nn.recurrent import GRU, LSTM, RNN
-from tricycle.nn.recurrent_cell_layers import GRUCell, LSTMCell, RNNCell
+from tricycle.nn.recurrent import GRU, LSTM, RNN, RNNBase
+from tricycle.nn.recurrent_cell_layers import GRUCell, LSTMCell, RNNCell, RNNCellBase
 from tricycle.nn.reshapes import PixelShuffle, PixelUnshuffle, Unflatten
 from tricycle.nn.shrinks import Hardshrink, RReLU, Softshrink
 from tricycle.nn.softmaxes import LogSoftmax, Softmax, Softmax2d, Softmin
@@ -211,4 +212,6 @@ __all__ = [
     "TripletMarginWithDistanceLoss",
     # SyncBatchNorm, the adaptive softmax, fractional max pooling (tricycle.nn.sync_batch_norm, ...)
     "AdaptiveLogSoftmaxWithLoss", "FractionalMaxPool2d", "FractionalMaxPool3d", "SyncBatchNorm",
+    # the recurrent bases, deprecated and legacy modules (tricycle.nn.recurrent, modules_rest)
+    "Container", "CrossMapLRN2d", "LinearCrossEntropyLoss", "NLLLoss2d", "RNNBase", "RNNCellBase",
 ]  # fmt: skip

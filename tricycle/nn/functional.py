@@ -89,6 +89,13 @@ from tricycle.nn.functional_more import (
     upsample_nearest,
 )
 from tricycle.nn.functional_norms import batch_norm, group_norm, instance_norm, layer_norm
+from tricycle.nn.functional_rest import (
+    conv_tbc,
+    linear_cross_entropy,
+    multi_head_attention_forward,
+    native_channel_shuffle,
+    rrelu_,
+)
 from tricycle.nn.grid_sample import affine_grid, grid_sample
 from tricycle.nn.interpolate import interpolate
 from tricycle.nn.layers3d import adaptive_avg_pool3d, adaptive_max_pool3d, max_unpool3d
@@ -142,7 +149,8 @@ __all__ = [
     "sigmoid", "silu", "smooth_l1_loss", "soft_margin_loss", "softmax", "softmin", "softplus",
     "softshrink", "softsign", "tanh", "tanhshrink", "threshold", "threshold_",
     "triplet_margin_loss", "triplet_margin_with_distance_loss", "unfold", "upsample",
-    "upsample_bilinear", "upsample_nearest",
+    "upsample_bilinear", "upsample_nearest", "conv_tbc", "linear_cross_entropy",
+    "multi_head_attention_forward", "native_channel_shuffle", "rrelu_",
 ]  # fmt: skip
 
 

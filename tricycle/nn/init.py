@@ -25,6 +25,7 @@ the transpose of what they draw for torch's layout is what they draw for ours.
 """
 
 import math
+import warnings
 
 import numpy as np
 
@@ -263,8 +264,32 @@ def _kaiming_std(op: str, tensor, a, mode: str, nonlinearity: str, torch_layout:
     return calculate_gain(nonlinearity, a) / math.sqrt(max(fan, 1))
 
 
+def _deprecated(new_name: str):
+    """torch's deprecated ``nn.init.<name>`` (no trailing underscore): ``<name>_`` with
+    torch's FutureWarning."""
+    method, old_name = globals()[new_name], new_name[:-1]
+
+    def deprecated_init(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of "
+                      f"`nn.init.{new_name}`.", FutureWarning, stacklevel=2)  # fmt: skip
+        return method(*args, **kwargs)
+
+    deprecated_init.__name__ = deprecated_init.__qualname__ = old_name
+    deprecated_init.__doc__ = f"Deprecated: ``{new_name}`` under torch's old name."
+    return deprecated_init
+
+
+_OLD_NAMES = ("uniform_ normal_ constant_ eye_ dirac_ xavier_uniform_ xavier_normal_ "
+              "kaiming_uniform_ kaiming_normal_ orthogonal_ sparse_").split()  # fmt: skip
+uniform, normal, constant, eye, dirac, xavier_uniform, xavier_normal = map(
+    _deprecated, _OLD_NAMES[:7]
+)
+kaiming_uniform, kaiming_normal, orthogonal, sparse = map(_deprecated, _OLD_NAMES[7:])
+
 __all__ = [
     "calculate_gain", "constant_", "dirac_", "eye_", "kaiming_normal_", "kaiming_uniform_",
     "normal_", "ones_", "orthogonal_", "sparse_", "trunc_normal_", "uniform_",
-    "xavier_normal_", "xavier_uniform_", "zeros_",
+    "xavier_normal_", "xavier_uniform_", "zeros_", "constant", "dirac", "eye",
+    "kaiming_normal", "kaiming_uniform", "normal", "orthogonal", "sparse", "uniform",
+    "xavier_normal", "xavier_uniform",
 ]  # fmt: skip

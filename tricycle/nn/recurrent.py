@@ -51,7 +51,7 @@ from tricycle.nn.recurrent_packed import packed_forward
 from tricycle.nn.utils.rnn import PackedSequence
 from tricycle.tensor import Tensor, as_tensor
 
-__all__ = ["GRU", "LSTM", "RNN", "recurrence", "recurrent_layer"]
+__all__ = ["GRU", "LSTM", "RNN", "RNNBase", "recurrence", "recurrent_layer"]
 
 _INPUT_PROJECTION = Einsum("tni,gi->tng")  # (T, N, I) x (G H, I) -> (T, N, G H)
 DIRECTIONS = ("", "_reverse")  # the parameters' suffixes: forward, backward in time
@@ -88,8 +88,9 @@ def _last_step(states: Tensor) -> Tensor:
     return states[..., -1, :, :]
 
 
-class _Recurrent(Layer):
-    """Shared by RNN, GRU and LSTM: a stack of ``num_layers`` recurrent layers, each reading
+class RNNBase(Layer):
+    """torch's ``nn.RNNBase``, shared by RNN, GRU and LSTM (its subclasses name the cell: no
+    ``mode`` argument): a stack of ``num_layers`` recurrent layers, each reading
     the hidden states of the one below (with ``dropout`` between them in training), each
     with a second direction reading the sequence reversed if ``bidirectional``.
 
@@ -303,7 +304,7 @@ class _Recurrent(Layer):
 NONLINEARITIES = {"tanh": "rnn", "relu": "rnn_relu"}  # the RNN's nonlinearity -> its cell
 
 
-class RNN(_Recurrent):
+class RNN(RNNBase):
     """Elman RNN, as ``torch.nn.RNN``: h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh), or with
     ``nonlinearity="relu"`` h' = relu(...). ``model(x, h0)`` returns (outputs, h_n).
 
@@ -342,14 +343,14 @@ class RNN(_Recurrent):
         return super().extra_repr() + relu
 
 
-class GRU(_Recurrent):
+class GRU(RNNBase):
     """Gated recurrent unit, as ``torch.nn.GRU`` (gates r, z, n). ``model(x, h0)`` returns
     (outputs, h_n)."""
 
     cell = "gru"
 
 
-class LSTM(_Recurrent):
+class LSTM(RNNBase):
     """Long short-term memory, as ``torch.nn.LSTM`` (gates i, f, g, o).
     ``model(x, (h0, c0))`` returns (outputs, (h_n, c_n)).
 

@@ -24,11 +24,12 @@ from tricycle.nn.recurrent import NONLINEARITIES, recurrent_layer
 from tricycle.nn.recurrent_cells import CELLS
 from tricycle.tensor import Tensor, as_tensor
 
-__all__ = ["GRUCell", "LSTMCell", "RNNCell"]
+__all__ = ["GRUCell", "LSTMCell", "RNNCell", "RNNCellBase"]
 
 
-class _Cell(Layer):
-    """Shared by RNNCell, GRUCell and LSTMCell: the weights of one layer in one direction and
+class RNNCellBase(Layer):
+    """torch's ``nn.RNNCellBase``, shared by RNNCell, GRUCell and LSTMCell (its subclasses
+    name the cell: no ``num_chunks`` argument): the weights of one layer in one direction and
     one step of its cell. Inputs are (N, input_size) or unbatched (input_size,); states are
     (N, hidden_size), or (hidden_size,) with an unbatched input. Weights and biases start as
     PyTorch's, U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))."""
@@ -98,7 +99,7 @@ class _Cell(Layer):
         return f"{self.input_size}, {self.hidden_size}" + ("" if self.bias else ", bias=False")
 
 
-class RNNCell(_Cell):
+class RNNCell(RNNCellBase):
     """One step of the Elman RNN, as ``torch.nn.RNNCell``: h' = tanh(x W_ih^T + b_ih +
     h W_hh^T + b_hh), or relu(...) with ``nonlinearity="relu"``. ``cell(x, h)`` returns h'."""
 
@@ -116,14 +117,14 @@ class RNNCell(_Cell):
         return super().extra_repr() + relu
 
 
-class GRUCell(_Cell):
+class GRUCell(RNNCellBase):
     """One step of the gated recurrent unit, as ``torch.nn.GRUCell`` (gates r, z, n).
     ``cell(x, h)`` returns h'."""
 
     cell = "gru"
 
 
-class LSTMCell(_Cell):
+class LSTMCell(RNNCellBase):
     """One step of the long short-term memory, as ``torch.nn.LSTMCell`` (gates i, f, g, o).
     ``cell(x, (h, c))`` returns (h', c')."""
 

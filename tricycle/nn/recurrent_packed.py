@@ -2,7 +2,7 @@
 is packed as the input was, and the final states are each sequence's own last ones.
 
 The packed batch runs as a padded one, (T, B, I) with the sequences sorted longest first and
-padding at the end, through the same recurrence (``_Recurrent.stack_over_time``), which
+padding at the end, through the same recurrence (``RNNBase.stack_over_time``), which
 knows nothing of lengths. Two index maps, built on the host from the lengths, make that
 exact:
 

@@ -15,7 +15,9 @@ import clip_grad_norm_``, ``import tricycle.nn.utils.parametrize as P``):
   ``spectral_norm``); torch's older ``weight_norm``, ``spectral_norm`` and their removers
   (``legacy_norms``: ``weight_g``/``weight_v``, ``weight_orig``/``weight_u``/``weight_v``);
 - ``prune`` (``l1_unstructured``, ``ln_structured``, ``global_unstructured``, ``remove``...:
-  masks kept as torch keeps them, ``weight_orig`` and ``weight_mask``).
+  masks kept as torch keeps them, ``weight_orig`` and ``weight_mask``);
+- ``convert_conv2d_weight_memory_format`` and ``convert_conv3d_weight_memory_format``
+  (``memory_format``: the module as it is, tricycle having no memory formats).
 """
 
 from tricycle.nn.utils import parametrizations, parametrize, prune, rnn, stateless
@@ -39,6 +41,10 @@ from tricycle.nn.utils.legacy_norms import (
     spectral_norm,
     weight_norm,
 )
+from tricycle.nn.utils.memory_format import (
+    convert_conv2d_weight_memory_format,
+    convert_conv3d_weight_memory_format,
+)
 from tricycle.nn.utils.skipped_init import skip_init
 
 __all__ = [
@@ -46,6 +52,8 @@ __all__ = [
     "clip_grad_norm_",
     "clip_grad_value_",
     "clip_grads_with_norm_",
+    "convert_conv2d_weight_memory_format",
+    "convert_conv3d_weight_memory_format",
     "fuse_conv_bn_eval",
     "fuse_conv_bn_weights",
     "fuse_linear_bn_eval",
