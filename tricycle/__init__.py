@@ -340,6 +340,7 @@ _BY_MODULE: dict[str, str] = {
     "cholesky_inverse matrix_exp solve lstsq symeig eig matrix_rank",
     "tricycle.linalg.householder": "geqrf orgqr ormqr",
     "tricycle.linalg.lowrank": "svd_lowrank pca_lowrank",
+    "tricycle.linalg.lobpcg": "lobpcg",
     "tricycle.random": "seed initial_seed",
     "tricycle.torch_rng": "get_rng_state set_rng_state",
     "tricycle.torch_dtypes": "Size can_cast finfo iinfo is_storage promote_types result_type "
