@@ -76,11 +76,12 @@ def as_strided(input: Tensor, size, stride, storage_offset=None) -> Tensor:  # n
     _within("as_strided", size, stride, offset, memory.shape[0], x.array.itemsize)
     strides = tuple(step * x.array.itemsize for step in stride)
     out = xp.lib.stride_tricks.as_strided(memory[offset:], size, strides)  # a view, as torch's
+    own = (x.shape, x.stride(), x.storage_offset())  # where x lies, as the op saw it
 
     def back_fn(grad):  # (*size) -> x's shape
         storage = xp.zeros(memory.shape[0], dtype=grad.dtype)
         xp.add.at(storage, positions(xp, size, stride, offset).reshape(-1), grad.reshape(-1))
-        return storage[positions(xp, x.shape, x.stride(), x.storage_offset())]
+        return storage[positions(xp, *own)]
 
     return x.new(out, args=(x,), back_fns=(back_fn,), name="as_strided")
 
