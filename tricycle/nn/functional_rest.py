@@ -17,7 +17,6 @@ import math
 import numpy as np
 
 from tricycle import checks, func, random
-from tricycle.factories import zeros
 from tricycle.nn.functional_losses import cross_entropy
 from tricycle.nn.functional_more import conv1d
 from tricycle.nn.multihead import MultiheadAttention
@@ -151,7 +150,7 @@ def multi_head_attention_forward(
 
     def bias(b, i):
         if b is None:
-            return zeros(E, dtype=query.dtype)
+            return query.new(query.xp.zeros(E, dtype=query.dtype), requires_grad=False)
         return as_tensor(b)[i * E : (i + 1) * E] if i is not None else as_tensor(b)
 
     params = {"out_projection.weights": as_tensor(out_proj_weight).transpose(1, 0),
