@@ -211,3 +211,39 @@ def test_compile_refuses_as_torch(kwargs, match):
         torch.compile(lambda x: x, **kwargs)
     with pytest.raises(RuntimeError, match="None"):
         tc.compile()(None)
+
+
+def test_deterministic_debug_mode_as_torchs():
+    try:
+        for lib in (tc, torch):
+            assert lib.get_deterministic_debug_mode() == 0
+            lib.use_deterministic_algorithms(True, warn_only=True)
+            assert lib.get_deterministic_debug_mode() == 1
+            assert lib.is_deterministic_algorithms_warn_only_enabled() is True
+            lib.set_deterministic_debug_mode("error")
+            assert lib.are_deterministic_algorithms_enabled() is True
+            assert lib.is_deterministic_algorithms_warn_only_enabled() is False
+            assert lib.get_deterministic_debug_mode() == 2
+            for bad, error, match in [("foo", RuntimeError, "`default`, `warn`, `error`"),
+                                      (3, RuntimeError, "0, 1, or 2"),
+                                      (1.0, TypeError, "str or int")]:  # fmt: skip
+                with pytest.raises(error, match=match):
+                    lib.set_deterministic_debug_mode(bad)
+            lib.set_deterministic_debug_mode(0)
+            assert lib.are_deterministic_algorithms_enabled() is False
+    finally:
+        tc.set_deterministic_debug_mode(0)
+        torch.set_deterministic_debug_mode(0)
+
+
+def test_default_generator_is_tricycles_own():
+    gen = tc.default_generator
+    assert gen.manual_seed(3) is gen and gen.initial_seed() == tc.initial_seed() == 3
+    first = tc.rand(4).numpy()
+    tc.manual_seed(3)
+    np.testing.assert_array_equal(tc.rand(4).numpy(), first)
+    state = gen.get_state()
+    drawn = tc.randn(3, generator=gen).numpy()
+    gen.set_state(state)
+    np.testing.assert_array_equal(tc.randn(3).numpy(), drawn)
+    assert isinstance(torch.default_generator, torch.Generator)  # torch's is its Generator

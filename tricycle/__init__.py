@@ -341,8 +341,9 @@ _BY_MODULE: dict[str, str] = {
     "tricycle.linalg.householder": "geqrf orgqr ormqr",
     "tricycle.linalg.lowrank": "svd_lowrank pca_lowrank",
     "tricycle.linalg.lobpcg": "lobpcg",
-    "tricycle.random": "seed initial_seed",
-    "tricycle.torch_rng": "get_rng_state set_rng_state",
+    "tricycle.random": "seed initial_seed get_deterministic_debug_mode "
+    "set_deterministic_debug_mode is_deterministic_algorithms_warn_only_enabled",
+    "tricycle.torch_rng": "get_rng_state set_rng_state default_generator",
     "tricycle.torch_dtypes": "Size can_cast finfo iinfo is_storage promote_types result_type "
     "set_default_tensor_type",
     "tricycle.apps.threads": "set_num_threads get_num_threads set_num_interop_threads "

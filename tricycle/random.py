@@ -37,6 +37,7 @@ _generator: np.random.Generator | None = None
 _initial_seed: int | None = None  # the seed the generator was made from
 _lock = threading.Lock()
 _deterministic = False  # torch's switch (see the module's doc)
+_warn_only = False  # and its warn_only
 
 
 def manual_seed(seed: int) -> np.random.Generator:
@@ -132,8 +133,8 @@ def fork_rng(
 def given_or_ours(op: str, given) -> np.random.Generator:
     """What a ``generator=`` argument of ``op`` stands for: the numpy Generator ``given``, or
     tricycle's for None (so ``manual_seed`` repeats the draw); anything else a TypeError."""
-    if given is None:
-        return generator()
+    if given is None or getattr(given, "is_default_generator", False):
+        return generator()  # None, or torch_rng.default_generator: tricycle's own
     if not isinstance(given, np.random.Generator):
         expected = "None (tricycle's generator) or a numpy Generator"
         checks.fail(op, "generator", expected, given, TypeError)
@@ -149,12 +150,43 @@ def draw_seed() -> int:
 def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
     """torch.use_deterministic_algorithms: the switch is held (tricycle chooses no algorithm
     by it); ``mode`` must be a bool, as torch's."""
-    global _deterministic
+    global _deterministic, _warn_only
     checks.boolean("use_deterministic_algorithms", "mode", mode)
     checks.boolean("use_deterministic_algorithms", "warn_only", warn_only)
-    _deterministic = mode
+    _deterministic, _warn_only = mode, warn_only
 
 
 def are_deterministic_algorithms_enabled() -> bool:
     """torch.are_deterministic_algorithms_enabled: the last ``use_deterministic_algorithms``."""
     return _deterministic
+
+
+def is_deterministic_algorithms_warn_only_enabled() -> bool:
+    """torch.is_deterministic_algorithms_warn_only_enabled: the last ``warn_only``."""
+    return _warn_only
+
+
+DEBUG_MODES = ("default", "warn", "error")  # torch's names of debug modes 0, 1 and 2
+
+
+def get_deterministic_debug_mode() -> int:
+    """torch.get_deterministic_debug_mode: 0 (off), 1 (warn only) or 2 (on), the switch's."""
+    return 0 if not _deterministic else 1 if _warn_only else 2
+
+
+def set_deterministic_debug_mode(debug_mode: int | str) -> None:
+    """torch.set_deterministic_debug_mode: ``use_deterministic_algorithms`` by torch's number
+    (0, 1, 2) or name ("default", "warn", "error")."""
+    if isinstance(debug_mode, str):
+        if debug_mode not in DEBUG_MODES:
+            expected = "expected one of `default`, `warn`, `error`"
+            raise RuntimeError(f"set_deterministic_debug_mode: invalid value of debug_mode, "
+                               f"{expected}, but got {debug_mode}")  # fmt: skip
+        debug_mode = DEBUG_MODES.index(debug_mode)
+    elif not isinstance(debug_mode, int) or isinstance(debug_mode, bool):
+        raise TypeError("set_deterministic_debug_mode: debug_mode must be str or int, but got "
+                        f"{type(debug_mode)}")  # fmt: skip
+    if debug_mode not in (0, 1, 2):
+        raise RuntimeError("set_deterministic_debug_mode: invalid value of debug_mode, expected "
+                           f"0, 1, or 2, but got {debug_mode}")  # fmt: skip
+    use_deterministic_algorithms(debug_mode > 0, warn_only=debug_mode == 1)

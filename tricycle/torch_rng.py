@@ -4,12 +4,13 @@
 The state is that of tricycle's one generator (``tricycle.random``): a uint8 Tensor of
 ``random.STATE_BYTES`` bytes, which round-trips exactly (torch's CPU state has 5056 bytes,
 its Mersenne Twister's; the two are not interchangeable). Every device draws from it, so it
-is the state of ``tricycle.cuda``'s generator too.
+is the state of ``tricycle.cuda``'s generator too. ``default_generator`` is that generator as
+torch's Generator object.
 """
 
 import numpy as np
 
-from tricycle import random
+from tricycle import backend, random
 from tricycle.tensor import Tensor
 
 
@@ -34,3 +35,41 @@ def set_rng_state(new_state: Tensor) -> None:
 
 
 __all__ = ["get_rng_state", "set_rng_state"]
+
+
+class DefaultGenerator:
+    """torch.default_generator: tricycle's own generator (``tricycle.random``'s, which
+    ``manual_seed`` replaces) as torch's Generator object: ``manual_seed``, ``seed``,
+    ``initial_seed``, ``get_state`` and ``set_state`` act on it, and ``generator=`` arguments
+    take it for it (as None)."""
+
+    is_default_generator = True
+    device = backend.device("cpu")
+
+    def manual_seed(self, seed: int) -> "DefaultGenerator":
+        """Seed tricycle's generator (``tricycle.manual_seed``); returns this object."""
+        random.manual_seed(seed)
+        return self
+
+    def seed(self) -> int:
+        """Seed from the operating system (``tricycle.seed``); returns the seed."""
+        return random.seed()
+
+    def initial_seed(self) -> int:
+        """The seed of tricycle's generator (``tricycle.initial_seed``)."""
+        return random.initial_seed()
+
+    def get_state(self) -> Tensor:
+        """The state, as ``get_rng_state`` gives it."""
+        return get_rng_state()
+
+    def set_state(self, new_state: Tensor) -> "DefaultGenerator":
+        """Put the state back (``set_rng_state``); returns this object."""
+        set_rng_state(new_state)
+        return self
+
+    def __repr__(self) -> str:
+        return "tricycle.default_generator"
+
+
+default_generator = DefaultGenerator()
