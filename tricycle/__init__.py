@@ -362,6 +362,8 @@ _BY_MODULE: dict[str, str] = {
     "angle conj real imag xlogy heaviside atan2 arctan2 hypot logaddexp logaddexp2 copysign "
     "ldexp float_power fmax fmin lerp addcmul addcdiv",
     "tricycle.torch_special": "erf erfc erfinv lgamma digamma polygamma mvlgamma i0",
+    "tricycle.special_more": "igamma igammac",
+    "tricycle.torch_numeric": "gradient binomial poisson frobenius_norm nuclear_norm nextafter",
     "tricycle.torch_statistics": "std_mean var_mean aminmax cummax cummin logcumsumexp trapezoid "
     "trapz cumulative_trapezoid diff cov corrcoef renorm dist pdist",
     "tricycle.torch_products": "inner vdot addmv addbmm baddbmm chain_matmul",

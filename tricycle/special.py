@@ -2,13 +2,37 @@
 the modules that define them (``tricycle.torch_special``: the gamma, error, normal and
 Bessel functions, ``entr``, ``xlog1py``, ``zeta``; ``tricycle.torch_pointwise``: ``exp2``,
 ``expm1``, ``logit``, ``sinc``, ``xlogy``; ``tricycle.torch_math``: ``log1p``, ``logsumexp``,
-``round``), ``expit`` (the sigmoid) and ``softmax`` / ``log_softmax`` with torch.special's
-signature (``dim`` required). Reached as ``tricycle.special`` (``torch.special.erf(x)`` ports
-as ``tricycle.special.erf(x)``).
+``round``; ``tricycle.special_polynomials``: the Chebyshev, Hermite, Laguerre and Legendre
+polynomials; ``tricycle.special_more``: ``airy_ai``, ``gammainc``, ``gammaincc``, the scaled
+``modified_bessel_k0``/``k1``, ``spherical_bessel_j0``), ``expit`` (the sigmoid) and
+``softmax`` / ``log_softmax`` with torch.special's signature (``dim`` required). Reached as
+``tricycle.special`` (``torch.special.erf(x)`` ports as ``tricycle.special.erf(x)``).
 """
 
 from tricycle import unary
 from tricycle.nn import functional
+from tricycle.special_more import (  # noqa: F401 - torch.special's names
+    airy_ai,
+    gammainc,
+    gammaincc,
+    scaled_modified_bessel_k0,
+    scaled_modified_bessel_k1,
+    spherical_bessel_j0,
+)
+from tricycle.special_polynomials import (  # noqa: F401
+    chebyshev_polynomial_t,
+    chebyshev_polynomial_u,
+    chebyshev_polynomial_v,
+    chebyshev_polynomial_w,
+    hermite_polynomial_h,
+    hermite_polynomial_he,
+    laguerre_polynomial_l,
+    legendre_polynomial_p,
+    shifted_chebyshev_polynomial_t,
+    shifted_chebyshev_polynomial_u,
+    shifted_chebyshev_polynomial_v,
+    shifted_chebyshev_polynomial_w,
+)
 from tricycle.torch_functions import tensor_input
 from tricycle.torch_math import log1p, logsumexp, round  # noqa: A004, F401 - torch's names
 from tricycle.torch_pointwise import exp2, expm1, logit, sinc, xlogy  # noqa: F401
