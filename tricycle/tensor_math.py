@@ -261,6 +261,12 @@ class TorchMathMethods(TorchMoreMethods):
     polygamma_, mvlgamma_, renorm_, addmv_, addbmm_, baddbmm_ = map(
         _written, "polygamma mvlgamma renorm addmv addbmm baddbmm".split()
     )
+    igamma, igammac = imported("special_more", "igamma igammac")
+    (nextafter,), (hardshrink,) = (
+        imported("torch_numeric", "nextafter"),
+        imported("nn.functional", "hardshrink"),
+    )
+    igamma_, igammac_, nextafter_ = map(_written, "igamma igammac nextafter".split())
 
     def polygamma(self, n: int):
         """torch.Tensor.polygamma: ``tricycle.torch_special.polygamma(n, self)``."""
