@@ -4,7 +4,7 @@ step takes the Rayleigh-Ritz pairs of A on the span of the block X, its precondi
 residuals W = iK (A X - B X diag(E)) and the previous directions P, all made B-orthonormal
 by the eigendecomposition of their Gram matrix (directions it finds dependent, below
 ``tol`` in relative size, are dropped); it stops when every wanted residual is below
-``tol`` times (||A|| + |lambda| ||B||) ||x||, or after ``niter`` steps.
+``tol`` times (||A|| + |lambda| ||B||) ||x|| (Frobenius norms), or after ``niter`` steps.
 
 torch's arguments, defaults and checks (A square, at least 3 n rows, X (m, n), tol the
 square root of the dtype's eps, ``largest`` True); its ``method`` ("ortho" or "basic")
@@ -41,8 +41,8 @@ def _orthonormal(xp, S, B, tol: float):
 def _one(xp, A, B, X, iK, n, k, niter, tol, largest):
     """(E (k,), X (m, k)) of one matrix A, from the starting block X (m, n)."""
     times_b = (lambda Y: Y) if B is None else (lambda Y: B @ Y)
-    norm_a = float(xp.linalg.norm(A, 2))
-    norm_b = 1.0 if B is None else float(xp.linalg.norm(B, 2))
+    norm_a = float(xp.linalg.norm(A))  # Frobenius: cheap, and no smaller than the 2-norm
+    norm_b = 1.0 if B is None else float(xp.linalg.norm(B))
     S, previous = X, None
     for _ in range(niter + 1):
         S = _orthonormal(xp, S, B, tol)
