@@ -152,6 +152,22 @@ def test_linear_cross_entropy_refuses_as_torch():
         nn.LinearCrossEntropyLoss(5, 3, label_smoothing=1.5)
 
 
+def test_linear_cross_entropy_options_are_checked_as_torch_and_change_no_number():
+    for bad in (dict(acc_policy="fast"), dict(chunking_method="rows"),
+                dict(chunking_method="aspect_ratio:0"), dict(batch_chunk_size=0)):  # fmt: skip
+        with pytest.raises(ValueError) as ours:
+            nn.LinearCrossEntropyOptions(**bad)
+        with pytest.raises(ValueError) as theirs:
+            torch.nn.LinearCrossEntropyOptions(**bad)
+        assert str(ours.value) == str(theirs.value)
+    options = nn.LinearCrossEntropyOptions(batch_chunk_size=2, chunking_method="aspect_ratio:2")
+    x, w, t = tc.tensor(normal(5, 4)), tc.tensor(normal(3, 4, seed=1)), tc.tensor([0, 2, 1, 1, 0])
+    np.testing.assert_array_equal(
+        F.linear_cross_entropy(x, w, t, options=options).numpy(),
+        F.linear_cross_entropy(x, w, t).numpy(),
+    )
+
+
 def test_recurrent_layers_are_instances_of_torch_base_classes():
     for layer in (nn.RNN(3, 4), nn.GRU(3, 4), nn.LSTM(3, 4, proj_size=2)):
         assert isinstance(layer, nn.RNNBase) and not isinstance(layer, nn.RNNCellBase)

@@ -107,7 +107,13 @@ from tricycle.nn.margin_losses import (
     SoftMarginLoss,
     TripletMarginLoss,
 )
-from tricycle.nn.modules_rest import Container, CrossMapLRN2d, LinearCrossEntropyLoss, NLLLoss2d
+from tricycle.nn.modules_rest import (
+    Container,
+    CrossMapLRN2d,
+    LinearCrossEntropyLoss,
+    LinearCrossEntropyOptions,
+    NLLLoss2d,
+)
 from tricycle.nn.more_losses import (
     BCELoss,
     CosineEmbeddingLoss,
@@ -214,4 +220,5 @@ __all__ = [
     "AdaptiveLogSoftmaxWithLoss", "FractionalMaxPool2d", "FractionalMaxPool3d", "SyncBatchNorm",
     # the recurrent bases, deprecated and legacy modules (tricycle.nn.recurrent, modules_rest)
     "Container", "CrossMapLRN2d", "LinearCrossEntropyLoss", "NLLLoss2d", "RNNBase", "RNNCellBase",
+    "LinearCrossEntropyOptions",
 ]  # fmt: skip

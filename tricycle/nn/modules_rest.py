@@ -10,6 +10,7 @@ the channels), plus channel 0, which torch's running sum never takes out. The su
 one (C, C) 0/1 matrix applied by an einsum, so the gradient is the forward's own.
 """
 
+import dataclasses
 import math
 import warnings
 
@@ -22,7 +23,8 @@ from tricycle.nn.functional_rest import linear_cross_entropy
 from tricycle.nn.losses import NLLLoss
 from tricycle.tensor import Tensor, as_tensor, check_float
 
-__all__ = ["Container", "CrossMapLRN2d", "LinearCrossEntropyLoss", "NLLLoss2d"]
+__all__ = ["Container", "CrossMapLRN2d", "LinearCrossEntropyLoss", "LinearCrossEntropyOptions",
+           "NLLLoss2d"]  # fmt: skip
 
 
 class Container(Layer):
@@ -128,3 +130,27 @@ class LinearCrossEntropyLoss(Layer):
         return linear_cross_entropy(input, w, target, linear_bias=b, weight=self.weight,
                                     reduction=self.reduction, ignore_index=self.ignore_index,
                                     label_smoothing=self.label_smoothing)  # fmt: skip
+
+
+@dataclasses.dataclass
+class LinearCrossEntropyOptions:
+    """torch's ``nn.LinearCrossEntropyOptions``: how torch chunks ``linear_cross_entropy``'s
+    batch to save memory (the numbers are the reference path's). Checked as torch's, then
+    kept and not used: tricycle evaluates the reference path."""
+
+    allow_retain_graph: bool = False
+    batch_chunk_size: int | None = None
+    chunking_method: str | None = "auto"
+    acc_policy: str = "auto"
+    acc_dtype: object = None
+
+    def __post_init__(self):
+        if self.acc_policy not in {"auto", "accurate", "balanced", "compact"}:
+            raise ValueError(f"invalid acc_policy: {self.acc_policy!r}")
+        if self.chunking_method not in (None, "auto"):
+            name, _, factor = self.chunking_method.partition(":")
+            if not (name == "aspect_ratio" and (factor or "1").isdigit() and int(factor or 1)):
+                raise ValueError(f"invalid chunking_method: {self.chunking_method!r}")
+        size = self.batch_chunk_size
+        if not (size is None or (checks.is_integer(size) and size > 0)):
+            raise ValueError(f"batch_chunk_size must be positive int or None, got {size!r}")
