@@ -1,7 +1,9 @@
 """torch's top-level odds and ends (``tricycle.torch_misc``) and ``tricycle.compile`` /
 ``tricycle.compiler``: the answers of torch's eager CPU calls on the same inputs, the
 in-place functions against the Tensor methods and torch's, the control-flow operators'
-results and gradients, DLPack round trips sharing memory, and torch's refusals."""
+results and gradients, DLPack round trips sharing memory, and torch's refusals. torch.cond,
+while_loop and compile import torch's compiler on their first call (seconds), so their
+answers and messages (torch 2.13's, eager) are written here instead of asked each run."""
 
 import pickle
 
@@ -100,16 +102,15 @@ def test_cond_runs_one_branch_with_its_gradient():
     def branches(lib, pred):
         return lib.cond(pred, lambda a: (a * 2).sin(), lambda a: a.exp(), (lib.tensor(A),))
 
-    for pred in (True, False):
-        ours, theirs = branches(tc, tc.tensor(pred)), branches(torch, torch.tensor(pred))
-        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+    for pred, expected in ((True, np.sin(2 * A)), (False, np.exp(A))):  # torch.cond's answers
+        np.testing.assert_allclose(branches(tc, tc.tensor(pred)).numpy(), expected, rtol=1e-12)
     x = tc.Tensor(A, requires_grad=True)
     tc.cond(tc.tensor([1.0]), lambda a: (a * a).sum(), lambda a: a.sum(), [x]).backward()
     np.testing.assert_allclose(x.grad.numpy(), 2 * A)
 
 
 def test_cond_refuses_as_torch():
-    for lib in (tc, torch):
+    for lib in (tc,):  # torch.cond's errors (its first call imports its compiler: seconds)
         with pytest.raises(RuntimeError, match="single-element"):
             lib.cond(lib.tensor([True, False]), lambda: 1, lambda: 2)
         with pytest.raises(RuntimeError, match="bool or tensor"):
@@ -122,16 +123,12 @@ def test_while_loop_as_torchs():
     def loop(lib, carried):
         return lib.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * 2), carried)
 
-    for wrap in (tuple, list):
+    for wrap in (tuple, list):  # torch's answers: a tuple (3, 8 A) either way
         ours = loop(tc, wrap([tc.tensor(0), tc.Tensor(A)]))
-        theirs = loop(torch, wrap([torch.tensor(0), torch.tensor(A)]))
-        assert isinstance(ours, tuple) and isinstance(theirs, tuple)
-        assert int(ours[0].item()) == int(theirs[0]) == 3
-        np.testing.assert_array_equal(ours[1].numpy(), theirs[1].numpy())
+        assert isinstance(ours, tuple) and int(ours[0].item()) == 3
+        np.testing.assert_array_equal(ours[1].numpy(), 8 * A)
     with pytest.raises(RuntimeError, match="callable"):
         tc.while_loop(3, lambda i: (i + 1,), (tc.tensor(0),))
-    with pytest.raises(RuntimeError, match="callable"):
-        torch.while_loop(3, lambda i: (i + 1,), (torch.tensor(0),))
     with pytest.raises(RuntimeError, match="body_fn"):
         tc.while_loop(lambda i: i < 3, lambda i: i + 1, (tc.tensor(0),))
     with pytest.raises(TypeError, match="carried_inputs"):
@@ -207,8 +204,6 @@ def test_compile_returns_the_model_itself():
 def test_compile_refuses_as_torch(kwargs, match):
     with pytest.raises(RuntimeError, match=match):
         tc.compile(lambda x: x, **kwargs)
-    with pytest.raises(RuntimeError, match=match):
-        torch.compile(lambda x: x, **kwargs)
     with pytest.raises(RuntimeError, match="None"):
         tc.compile()(None)
 
