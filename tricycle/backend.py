@@ -124,6 +124,18 @@ def to_host_array(array) -> np.ndarray:
         return array.get()
 
 
+def from_dlpack(exporter):
+    """The array of a DLPack exporter (an object with ``__dlpack__`` and ``__dlpack_device__``),
+    sharing its memory: numpy's for host memory, cupy's for a GPU's (``torch.from_dlpack``)."""
+    kind = int(exporter.__dlpack_device__()[0])
+    if kind == 1:  # kDLCPU
+        return np.from_dlpack(exporter)
+    if kind in (2, 3):  # kDLCUDA, kDLCUDAHost
+        return cupy().from_dlpack(exporter)
+    raise RuntimeError(f"from_dlpack: unsupported DLPack device type {kind} (tricycle takes "
+                       "host (1) and CUDA (2) arrays)")  # fmt: skip
+
+
 def host_snapshot(array) -> np.ndarray:
     """A host copy of ``array`` that later in-place writes to it cannot change: a GPU
     array's read-back is one already (copying it again would cost a second pass over fresh

@@ -287,14 +287,7 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
             type(ext_tensor),
             TypeError,
         )
-    kind = int(ext_tensor.__dlpack_device__()[0])
-    if kind == 1:  # kDLCPU
-        array = np.from_dlpack(ext_tensor)
-    elif kind in (2, 3):  # kDLCUDA, kDLCUDAHost
-        array = backend.cupy().from_dlpack(ext_tensor)
-    else:
-        raise RuntimeError(f"from_dlpack: unsupported DLPack device type {kind} (tricycle "
-                           "takes host (1) and CUDA (2) arrays)")  # fmt: skip
+    array = backend.from_dlpack(ext_tensor)
     if copy:
         array = array.copy()
     out = Tensor(array, requires_grad=False)
