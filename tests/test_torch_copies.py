@@ -38,7 +38,12 @@ def assert_as_torch(name, args, kwargs, array):
             assert not np.shares_memory(o.array, x.array)
     weights = [normal(*e.shape, seed=k) for k, e in enumerate(expected)]
     sum(o.mul(tc.Tensor(w)).sum() for o, w in zip(out, weights)).backward()
-    sum((e * torch.tensor(w)).sum() for e, w in zip(expected, weights)).backward()
+    try:
+        sum((e * torch.tensor(w)).sum() for e, w in zip(expected, weights)).backward()
+    except RuntimeError as error:  # torch before 2.13 has no derivative of narrow_copy
+        assert "is not implemented" in str(error), error
+        check_grads(lambda y: getattr(tc, name)(y, *args, **kwargs).sum(), array)
+        return
     np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-12, atol=1e-15)
 
 
