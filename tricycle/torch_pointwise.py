@@ -42,7 +42,8 @@ def _grad(x: Node, grad):
 
 def of_one(name: str, forward, derivative, what: str):
     """torch.<name>(input): ``forward(xp, a)`` of input's float array ``a``, of gradient
-    ``dout * derivative(xp, a, out)``."""
+    ``dout * derivative(xp, a, out)``; without ``derivative`` (None) the result requires no
+    gradient, as torch's Bessel functions'."""
 
     def op(input, *, out=None):  # noqa: A002 - torch's names
         no_out(name, out)
@@ -50,6 +51,8 @@ def of_one(name: str, forward, derivative, what: str):
         xp, a = x.xp, unary.floats(x)
         with np.errstate(all="ignore"):
             result = forward(xp, a)
+        if derivative is None:
+            return x.new(result, requires_grad=False, name=name)
 
         def back_fn(dout):
             with np.errstate(all="ignore"):

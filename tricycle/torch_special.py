@@ -139,19 +139,14 @@ i1 = _special("i1", _i1_derivative, "the modified Bessel function I1")
 i1e = _special("i1e", _i1e_derivative, "exp(-|input|) I1(input)")
 
 
-def _no_derivative(xp, a, out):
-    raise NotImplementedError("the derivative of this special function is not implemented, "
-                              "as torch's")  # fmt: skip
-
-
-bessel_j0 = _special("bessel_j0", _no_derivative, "the Bessel function J0", "j0")
-bessel_j1 = _special("bessel_j1", _no_derivative, "the Bessel function J1", "j1")
-bessel_y0 = _special("bessel_y0", _no_derivative, "the Bessel function Y0", "y0")
-bessel_y1 = _special("bessel_y1", _no_derivative, "the Bessel function Y1", "y1")
-modified_bessel_i0 = _special("modified_bessel_i0", _no_derivative, "I0", "i0")
-modified_bessel_i1 = _special("modified_bessel_i1", _no_derivative, "I1", "i1")
-modified_bessel_k0 = _special("modified_bessel_k0", _no_derivative, "K0", "k0")
-modified_bessel_k1 = _special("modified_bessel_k1", _no_derivative, "K1", "k1")
+bessel_j0 = _special("bessel_j0", None, "the Bessel function J0", "j0")
+bessel_j1 = _special("bessel_j1", None, "the Bessel function J1", "j1")
+bessel_y0 = _special("bessel_y0", None, "the Bessel function Y0", "y0")
+bessel_y1 = _special("bessel_y1", None, "the Bessel function Y1", "y1")
+modified_bessel_i0 = _special("modified_bessel_i0", None, "I0", "i0")
+modified_bessel_i1 = _special("modified_bessel_i1", None, "I1", "i1")
+modified_bessel_k0 = _special("modified_bessel_k0", None, "K0", "k0")
+modified_bessel_k1 = _special("modified_bessel_k1", None, "K1", "k1")
 
 
 # ------------------------------------------------------------------ entropy and friends
