@@ -375,6 +375,9 @@ _BY_MODULE: dict[str, str] = {
     "feature_alpha_dropout group_norm hinge_embedding_loss instance_norm kl_div layer_norm "
     "margin_ranking_loss max_pool1d max_pool2d max_pool3d poisson_nll_loss rrelu selu "
     "triplet_margin_loss",
+    "tricycle.nn.native": "native_batch_norm native_layer_norm native_group_norm native_dropout "
+    "native_norm norm_except_dim constant_pad_nd convolution grid_sampler grid_sampler_2d "
+    "grid_sampler_3d affine_grid_generator max_pool1d_with_indices empty_permuted",
     "tricycle.torch_arith": "acosh asinh atanh arccosh arcsinh arctanh gcd lcm floor_divide "
     "reciprocal rsub positive negative greater greater_equal less less_equal not_equal addr ger "
     "clone detach t fill zero_",
