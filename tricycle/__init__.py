@@ -398,6 +398,11 @@ _BY_MODULE: dict[str, str] = {
     "index_put_ lcm_ ldexp_ log10_ log1p_ log2_ log_ logit_ nan_to_num_ neg_ negative_ rad2deg_ "
     "reciprocal_ resize_as_ round_ rsqrt_ sigmoid_ sinc_ square_ trunc_ xlogy_",
     "tricycle.compiler": "compile",
+    "tricycle.amp": "is_autocast_enabled set_autocast_enabled get_autocast_dtype "
+    "set_autocast_dtype is_autocast_cpu_enabled set_autocast_cpu_enabled get_autocast_cpu_dtype "
+    "set_autocast_cpu_dtype get_autocast_gpu_dtype set_autocast_gpu_dtype "
+    "is_autocast_cache_enabled set_autocast_cache_enabled clear_autocast_cache "
+    "autocast_increment_nesting autocast_decrement_nesting",
     "tricycle.torch_flags": "get_default_device is_inference_mode_enabled set_anomaly_enabled "
     "is_anomaly_enabled is_anomaly_check_nan_enabled set_warn_always is_warn_always_enabled "
     "set_flush_denormal",

@@ -37,9 +37,18 @@ are cast to the new dtype (left as they are when disabled, as torch leaves them)
 output is cast to its caller's dtype. The parameters are put back after every call, also when
 it raises.
 
-Threads: as torch's, the blocks are the thread's own; a block in one thread changes no other
-thread's calls. But the casts are put on the layers themselves for the length of a call, so
-another thread that calls the same model meanwhile sees them: give each thread its own model.
+torch's queries (also top-level names) read the state the blocks set: per thread and device
+type, autocast on or off (``is_autocast_enabled``, ``set_autocast_enabled``) and its dtype
+(``get_autocast_dtype``, ``set_autocast_dtype``: an ``autocast`` without a dtype takes it), the
+cache flag, the nesting count. A block sets them and puts back what it found, as torch's;
+``set_autocast_enabled("cpu", True)`` turns autocast on for the calls that follow as a block
+does. The ``_cpu_``/``_gpu_`` forms warn as torch 2.13's. ``clear_autocast_cache`` has nothing
+to clear: no cast outlives its outermost call.
+
+Threads: as torch's, the blocks and that state are the thread's own; a block in one thread
+changes no other thread's calls. But the casts are put on the layers themselves for the length
+of a call, so another thread that calls the same model meanwhile sees them: give each thread
+its own model.
 """
 
 import functools
@@ -64,17 +73,21 @@ _DEFAULT_DTYPES = {"cpu": "bfloat16", "cuda": "float16"}  # torch's, per device 
 
 
 class _ThreadState(threading.local):
-    """This thread's autocast: its open blocks and what the running layer call cast."""
+    """This thread's autocast: per device type, on or off and its dtype (torch's state); the
+    state each open block found; and what the running layer call cast."""
 
     def __init__(self):
-        self.blocks: list = []  # (device type, compute dtype or None: disabled), innermost last
+        self.enabled = dict.fromkeys(_DEFAULT_DTYPES, False)
+        self.dtypes = dict.fromkeys(_DEFAULT_DTYPES)  # None: the device type's default
+        self.cache_enabled, self.nesting = True, 0
+        self.saved: list = []  # (enabled, dtype, cache flag) each open block found
         self.running = None  # the dtype of the running cast call's parameters (None: masters)
         self.places: list = []  # (layer, holder, key, master weight) of that call's parameters
 
 
 _thread = _ThreadState()
 _lock = threading.Lock()
-_open_blocks = 0  # enabled blocks open in every thread: while any, _forward runs every forward
+_open = 0  # (thread, device type)s with autocast on + cast calls running: while any, _forward
 
 
 class autocast:  # noqa: N801 - torch's name
@@ -106,9 +119,10 @@ class autocast:  # noqa: N801 - torch's name
             )
             enabled = False
         self.device_type = device_type
-        self.fast_dtype = (
-            None if not enabled and dtype is None else _compute_dtype(dtype, device_type)
-        )
+        if not enabled and dtype is None:  # torch's: the device type's dtype now, unchecked
+            self.fast_dtype = get_autocast_dtype(device_type)
+        else:
+            self.fast_dtype = _compute_dtype(dtype, device_type)
         if enabled and self.fast_dtype.itemsize != 2:
             warnings.warn(
                 f"autocast: {device_type} autocast computes in bfloat16 or float16, got "
@@ -117,17 +131,20 @@ class autocast:  # noqa: N801 - torch's name
             )
             enabled = False
         self.enabled = enabled
+        self._cache_enabled = _thread.cache_enabled if cache_enabled is None else cache_enabled
 
     def __enter__(self) -> "autocast":
-        _thread.blocks.append((self.device_type, self.fast_dtype if self.enabled else None))
-        if self.enabled:
-            _count_block(+1)
+        kind = self.device_type
+        _thread.saved.append((_thread.enabled[kind], _thread.dtypes[kind], _thread.cache_enabled))
+        _thread.dtypes[kind], _thread.cache_enabled = self.fast_dtype, self._cache_enabled
+        _set_enabled(kind, self.enabled)
+        _thread.nesting += 1
         return self
 
     def __exit__(self, *exc) -> None:
-        _thread.blocks.pop()
-        if self.enabled:
-            _count_block(-1)
+        enabled, _thread.dtypes[self.device_type], _thread.cache_enabled = _thread.saved.pop()
+        _thread.nesting -= 1
+        _set_enabled(self.device_type, enabled)
 
     def __call__(self, fn):
         """As a decorator: ``fn`` runs within this block at every call."""
@@ -145,8 +162,8 @@ class autocast:  # noqa: N801 - torch's name
 
 
 def _compute_dtype(dtype, device_type: str) -> np.dtype:
-    """``dtype`` (None: the device type's default) as a floating numpy dtype."""
-    dtype = _DEFAULT_DTYPES[device_type] if dtype is None else dtype
+    """``dtype`` (None: the device type's, ``get_autocast_dtype``) as a floating numpy dtype."""
+    dtype = get_autocast_dtype(device_type) if dtype is None else dtype
     if isinstance(dtype, str) and dtype.lower() in ("bfloat16", "bf16"):
         return backend.bfloat16("autocast")
     try:
@@ -161,23 +178,39 @@ def _compute_dtype(dtype, device_type: str) -> np.dtype:
     return dtype
 
 
-def _count_block(change: int) -> None:
-    """One more (or one fewer) enabled block open: while any is, every layer call's forward
-    runs through ``_forward``; once none is, the calls take the plain path again."""
-    global _open_blocks
+def _set_enabled(kind: str, enabled: bool) -> None:
+    """Autocast on or off for this thread's calls on ``kind``."""
+    if _thread.enabled[kind] != enabled:
+        _thread.enabled[kind] = enabled
+        _count(+1 if enabled else -1)
+
+
+def _count(change: int) -> None:
+    """While autocast is on for any thread and device type, or a cast call runs (inside which
+    it may be off), every layer call's forward runs through ``_forward``; then the calls take
+    the plain path again (a thread that ends with autocast set on leaves them that detour)."""
+    global _open
     with _lock:
-        _open_blocks += change
-        module_hooks.around_forward(_forward if _open_blocks else None)
+        _open += change
+        module_hooks.around_forward(_forward if _open else None)
+
+
+def _wanted(kind: str):
+    """The dtype this thread's calls on ``kind`` compute in now (None: autocast off). A dtype
+    set that autocast does not compute in (not a 16-bit float) leaves it off, as torch's."""
+    if not _thread.enabled[kind]:
+        return None
+    dtype = get_autocast_dtype(kind)
+    return dtype if is_floating(dtype) and dtype.itemsize == 2 else None
 
 
 # ---------------------------------------------------------------------- a layer call
 def _forward(layer, args: tuple, kwargs: dict):
     """``layer.forward(*args, **kwargs)`` while some thread has an autocast block open."""
-    if not _thread.blocks:  # this thread has none
-        return layer.forward(*args, **kwargs)
-    device = _device_type(layer, args, kwargs)
-    wanted = next((dtype for kind, dtype in reversed(_thread.blocks) if kind == device), None)
     running = _thread.running
+    if running is None and not any(_thread.enabled.values()):  # off in this thread
+        return layer.forward(*args, **kwargs)
+    wanted = _wanted(_device_type(layer, args, kwargs))
     if wanted is running or (wanted is not None and running is not None and wanted == running):
         return layer.forward(*args, **kwargs)  # inside a cast call, or no autocast for it
     if running is None:
@@ -195,11 +228,13 @@ def _outermost(layer, dtype, args: tuple, kwargs: dict):
         return layer.forward(*args, **kwargs)
     args, kwargs = _cast_tensors((args, kwargs), lambda x: cast(x, dtype))
     _thread.running, _thread.places = dtype, places
+    _count(+1)
     try:
         with cast_parameters(layer, dtype, [place[1:] for place in places]):  # found above
             output = layer.forward(*args, **kwargs)
     finally:
         _thread.running, _thread.places = saved
+        _count(-1)
     return _cast_tensors(output, lambda x: cast(x, np.float32))
 
 
@@ -251,4 +286,112 @@ def _cast_tensors(value, cast_one):
     return value
 
 
-__all__ = ["GradScaler", "autocast"]
+# ---------------------------------------------------------------------- torch's queries
+def _kind(op: str, device_type) -> str:
+    """``device_type`` ("cpu", "cuda", "cuda:0") as a key of the state, or torch's error."""
+    if not isinstance(device_type, str):
+        raise TypeError(f"{op}(): device_type must be str, not {type(device_type).__name__}")
+    kind = device_type.partition(":")[0]
+    if kind not in _DEFAULT_DTYPES:
+        raise RuntimeError(f"{op}: tricycle's autocast has the device types 'cpu' and 'cuda', "
+                           f"got {device_type!r}")  # fmt: skip
+    return kind
+
+
+def is_autocast_enabled(device_type: str = "cuda") -> bool:
+    """torch.is_autocast_enabled: whether autocast is on in this thread for ``device_type``
+    (without one, "cuda", as torch's)."""
+    return _thread.enabled[_kind("is_autocast_enabled", device_type)]
+
+
+def set_autocast_enabled(device_type, enabled=None) -> None:
+    """torch.set_autocast_enabled(device_type, enabled), or (enabled) for "cuda": autocast
+    on or off in this thread until changed (a block puts back what it found)."""
+    if enabled is None and isinstance(device_type, bool | np.bool_):
+        device_type, enabled = "cuda", device_type
+    kind = _kind("set_autocast_enabled", device_type)
+    _set_enabled(kind, bool(checks.boolean("set_autocast_enabled", "enabled", enabled)))
+
+
+def get_autocast_dtype(device_type: str) -> np.dtype:
+    """torch.get_autocast_dtype: the dtype autocast computes in on ``device_type`` in this
+    thread (bfloat16 on "cpu" and float16 on "cuda" until set)."""
+    kind = _kind("get_autocast_dtype", device_type)
+    dtype = _thread.dtypes[kind]
+    if dtype is None:
+        default = _DEFAULT_DTYPES[kind]
+        return backend.bfloat16("autocast") if default == "bfloat16" else np.dtype(default)
+    return dtype
+
+
+def set_autocast_dtype(device_type: str, dtype) -> None:
+    """torch.set_autocast_dtype: the dtype autocast computes in on ``device_type`` in this
+    thread, and an ``autocast`` without one; any dtype is kept, as torch keeps it (one that
+    is not a 16-bit float leaves autocast off)."""
+    kind = _kind("set_autocast_dtype", device_type)
+    if not isinstance(dtype, np.dtype) and not (
+        isinstance(dtype, type) and issubclass(dtype, np.generic)
+    ):
+        checks.fail("set_autocast_dtype", "dtype", "a dtype", dtype, TypeError)
+    _thread.dtypes[kind] = np.dtype(dtype)
+
+
+def _deprecated(fn, kind: str, argument: str = ""):
+    """torch 2.13's deprecated ``_cpu_``/``_gpu_`` form of ``fn`` on ``kind``: it warns as
+    torch's, then calls ``fn(kind, ...)``."""
+    name = fn.__name__.replace("autocast_", f"autocast_{'gpu' if kind == 'cuda' else kind}_")
+    now = f"{fn.__name__}({kind!r}{', ' if argument else ''}{argument})"
+
+    def deprecated(*args):
+        warnings.warn(f"torch.{name}({argument}) is deprecated. Please use torch.{now} instead.",
+                      DeprecationWarning, stacklevel=2)  # fmt: skip
+        return fn(kind, *args)
+
+    deprecated.__name__ = deprecated.__qualname__ = name
+    deprecated.__doc__ = f"torch.{name}: deprecated, as torch's; ``{now}``."
+    return deprecated
+
+
+is_autocast_cpu_enabled = _deprecated(is_autocast_enabled, "cpu")
+set_autocast_cpu_enabled = _deprecated(set_autocast_enabled, "cpu", "enabled")
+get_autocast_cpu_dtype = _deprecated(get_autocast_dtype, "cpu")
+set_autocast_cpu_dtype = _deprecated(set_autocast_dtype, "cpu", "dtype")
+get_autocast_gpu_dtype = _deprecated(get_autocast_dtype, "cuda")
+set_autocast_gpu_dtype = _deprecated(set_autocast_dtype, "cuda", "dtype")
+
+
+def is_autocast_cache_enabled() -> bool:
+    """torch.is_autocast_cache_enabled: this thread's flag (True until set)."""
+    return _thread.cache_enabled
+
+
+def set_autocast_cache_enabled(enabled: bool) -> None:
+    """torch.set_autocast_cache_enabled: the flag an ``autocast`` without ``cache_enabled``
+    takes. Kept only: a parameter is cast once per outermost call either way."""
+    _thread.cache_enabled = checks.boolean("set_autocast_cache_enabled", "enabled", enabled)
+
+
+def clear_autocast_cache() -> None:
+    """torch.clear_autocast_cache: nothing to clear (no cast outlives its layer call)."""
+
+
+def autocast_increment_nesting() -> int:
+    """torch.autocast_increment_nesting: this thread's count of open blocks, plus one."""
+    _thread.nesting += 1
+    return _thread.nesting
+
+
+def autocast_decrement_nesting() -> int:
+    """torch.autocast_decrement_nesting: the count minus one (below 0 too, as torch's)."""
+    _thread.nesting -= 1
+    return _thread.nesting
+
+
+QUERIES = (
+    "is_autocast_enabled set_autocast_enabled get_autocast_dtype set_autocast_dtype "
+    "is_autocast_cpu_enabled set_autocast_cpu_enabled get_autocast_cpu_dtype "
+    "set_autocast_cpu_dtype get_autocast_gpu_dtype set_autocast_gpu_dtype "
+    "is_autocast_cache_enabled set_autocast_cache_enabled clear_autocast_cache "
+    "autocast_increment_nesting autocast_decrement_nesting"
+)
+__all__ = ["GradScaler", "autocast", *QUERIES.split()]
