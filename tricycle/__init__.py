@@ -378,6 +378,8 @@ _BY_MODULE: dict[str, str] = {
     "tricycle.nn.native": "native_batch_norm native_layer_norm native_group_norm native_dropout "
     "native_norm norm_except_dim constant_pad_nd convolution grid_sampler grid_sampler_2d "
     "grid_sampler_3d affine_grid_generator max_pool1d_with_indices empty_permuted",
+    "tricycle.nn.recurrent_functions": "rnn_tanh rnn_relu lstm gru rnn_tanh_cell rnn_relu_cell "
+    "lstm_cell gru_cell",
     "tricycle.torch_arith": "acosh asinh atanh arccosh arcsinh arctanh gcd lcm floor_divide "
     "reciprocal rsub positive negative greater greater_equal less less_equal not_equal addr ger "
     "clone detach t fill zero_",
