@@ -185,6 +185,8 @@ def test_trackers_when_asked_and_installed(monkeypatch):
     with pytest.raises(ImportError, match=r"log_with='wandb' needs the wandb package"):
         Accelerator(log_with="wandb")
     with pytest.raises(ValueError, match="log_with must name trackers among"):
+        Accelerator(log_with="comet_ml")
+    with pytest.raises(ValueError, match="log_with='tensorboard' needs a project_dir"):
         Accelerator(log_with="tensorboard")
 
 

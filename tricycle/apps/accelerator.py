@@ -83,7 +83,8 @@ class Accelerator:
         device: "gpu" or "cpu"; by default a GPU where cupy sees one. ``cpu=True``
             (Accelerate's spelling) is ``device="cpu"``.
         project_dir: where ``log`` appends its records (metrics.jsonl).
-        log_with: "mlflow" and/or "wandb": also log there (the package must be installed).
+        log_with: "mlflow", "wandb" and/or "tensorboard": also log there (mlflow and wandb
+            must be installed; TensorBoard's event files go to project_dir/project_name).
         project_name, config: the experiment's name and settings, for those trackers.
         split_batches: each process takes its rows of every batch of a prepared loader
             (the training script's split of a global batch), instead of its share of the
@@ -124,7 +125,7 @@ class Accelerator:
         self.gpu: int | None = (self.world.device or 0) if device == "gpu" else None
         self.project_dir = None if project_dir is None else Path(project_dir)
         main = self.world.is_main
-        self.trackers = make_trackers(log_with, project_name, config) if main else []
+        self.trackers = make_trackers(log_with, project_name, config, project_dir) if main else []
         self.step = 0  # optimiser steps taken
         self.micro_step = 0  # backward passes
         self.sync_grad = False  # the last backward completed a step's gradients

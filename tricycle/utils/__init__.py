@@ -2,14 +2,15 @@
 
 ``tricycle.utils.data`` is ``tricycle.data`` (``from tricycle.utils.data import DataLoader,
 Dataset, TensorDataset``, as ``from torch.utils.data import ...``); ``tricycle.utils.checkpoint``
-is activation checkpointing (``from tricycle.utils.checkpoint import checkpoint``). Each is
+is activation checkpointing (``from tricycle.utils.checkpoint import checkpoint``);
+``tricycle.utils.tensorboard`` has ``SummaryWriter``, writing TensorBoard's event files. Each is
 imported on first use, as the package's names are: ``import tricycle`` then
 ``tricycle.utils.data.DataLoader`` works, and importing ``tricycle.utils`` alone starts nothing.
 """
 
 import importlib
 
-_SUBMODULES = ("checkpoint", "data")
+_SUBMODULES = ("checkpoint", "data", "tensorboard")
 
 
 def __getattr__(name: str):
