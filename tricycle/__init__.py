@@ -296,6 +296,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "backends": ("tricycle.backends", None),  # torch.backends.mps.is_available()
     "distributed": ("tricycle.distributed", None),  # torch.distributed.rpc.api.RRef
     "distributions": ("tricycle.distributions", None),
+    "multiprocessing": ("tricycle.multiprocessing", None),  # torch.multiprocessing.spawn
     "linalg": ("tricycle.linalg", None),
     "func": ("tricycle.func", None),  # torch.func's transforms
     "compiler": ("tricycle.compiler", None),  # torch.compiler.disable
