@@ -15,7 +15,9 @@
   a GPU (``layout``, ``is_sparse``, ``is_quantized``, ``is_meta`` ... False, ``dense_dim``,
   ``output_nr`` 0, ``dequantize`` and ``conj_physical`` itself); and torch's errors (its kind,
   naming what to do) for the rest: sparse and quantized accessors, complex casts, other
-  devices, removed methods (``reinforce``) and first-class dims (``index``).
+  devices, removed methods (``reinforce``) and first-class dims (``index``);
+- ``to_sparse``/``to_sparse_coo``: the COO tensor of ``tricycle.sparse`` (the other sparse
+  layouts are refused).
 """
 
 import importlib
@@ -267,15 +269,12 @@ class TorchRestMethods:
         _refused(n, _SPARSE, NotImplementedError)
         for n in ("sparse_mask", "sparse_resize_", "sparse_resize_and_clear_", "resize_as_sparse_")
     )
-    to_sparse_coo, to_sparse_csr, to_sparse_csc, to_sparse_bsr, to_sparse_bsc = (
-        _refused(n, "tricycle has no sparse layouts; keep the dense tensor", NotImplementedError)
-        for n in (
-            "to_sparse_coo",
-            "to_sparse_csr",
-            "to_sparse_csc",
-            "to_sparse_bsr",
-            "to_sparse_bsc",
+    to_sparse, to_sparse_coo = imported("sparse.coo", "to_sparse to_sparse_coo")
+    to_sparse_csr, to_sparse_csc, to_sparse_bsr, to_sparse_bsc = (
+        _refused(
+            n, "tricycle has the sparse COO layout alone: use to_sparse()", NotImplementedError
         )  # fmt: skip
+        for n in ("to_sparse_csr", "to_sparse_csc", "to_sparse_bsr", "to_sparse_bsc")
     )
     int_repr, q_scale, q_zero_point, qscheme = (
         _refused(n, _QUANTIZED, NotImplementedError)

@@ -158,11 +158,9 @@ class TorchTensorMethods(TorchTensorExtras, TorchMathMethods):
             self, self.xp.ascontiguousarray(self.array), lambda d: d, "contiguous"
         )
 
-    def to_sparse(self, *layout, **options):
-        """torch.Tensor.to_sparse, to_dense: this tensor (one layout, dense: see torch_math)."""
-        return self
-
-    to_dense = to_sparse
+    def to_dense(self, dtype=None, *, masked_grad=None):
+        """torch.Tensor.to_dense of a dense tensor: itself (cast to ``dtype`` if given)."""
+        return self if dtype is None else self.to(dtype)
 
     def clone(self, memory_format=None):
         """torch.Tensor.clone: a copy, whose gradient flows back to this tensor."""

@@ -5,8 +5,8 @@
 elementwise ``add``, ``sub``, ``mul``, ``div`` (and their other names), ``absolute``, ``log1p``,
 ``log2``, ``log10``, ``fmod``, ``remainder``, ``nan_to_num``, ``maximum``, ``minimum``, the
 logical ops and the step functions ``sign``, ``round``, ``floor``, ``ceil``, ``trunc``; the
-products ``mv`` and ``addmm``; the distances ``cdist``; ``sparse_coo_tensor`` and ``spmm``, in
-tricycle's one layout, dense (see ``sparse_coo_tensor``).
+products ``mv`` and ``addmm``; the distances ``cdist``. ``mm`` and ``addmm`` with a sparse
+COO ``mat1`` are ``tricycle.sparse``'s.
 
 Each calls the ``Tensor`` method of the same name (``tricycle.tensor_torch``, or the modules
 its methods import: ``pointwise``, ``reduce_torch``, ``products``; the ops of ``reduce`` and
@@ -23,15 +23,13 @@ Where torch and tricycle differ: ``var`` is ``Tensor.var``, numpy's (ddof 0, ``a
 ``var(x, 1)`` numpy's. ``std`` has no numpy past and is torch's (correction 1).
 """
 
+import importlib
 import math
 from collections import namedtuple
 
-import numpy as np
-
 from tricycle import backend, checks
-from tricycle.factories import zeros
 from tricycle.graph import Node
-from tricycle.torch_functions import no_out, operand, tensor, tensor_input
+from tricycle.torch_functions import no_out, operand, tensor_input
 
 
 # ------------------------------------------------------------------ reductions
@@ -323,8 +321,11 @@ def round(input, *, decimals: int = 0, out=None):  # noqa: A001, A002 - torch's 
 
 # ------------------------------------------------------------------ products
 def mm(input, mat2, *, out=None):  # noqa: A002
-    """torch.mm: the product (N, P) of two matrices (N, M) and (M, P), without broadcasting."""
+    """torch.mm: the product (N, P) of two matrices (N, M) and (M, P), without broadcasting;
+    a sparse COO ``input`` gives ``tricycle.sparse.mm``'s product."""
     no_out("mm", out)
+    if getattr(input, "is_sparse", False):
+        return importlib.import_module("tricycle.sparse").mm(input, mat2)
     return tensor_input("mm", input).mm(mat2)
 
 
@@ -341,8 +342,12 @@ def dot(input, other, *, out=None):  # noqa: A002
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):  # noqa: A002
-    """torch.addmm: beta input + alpha (mat1 @ mat2), input broadcast to the product's shape."""
+    """torch.addmm: beta input + alpha (mat1 @ mat2), input broadcast to the product's shape;
+    a sparse COO ``mat1`` gives ``tricycle.sparse.addmm``'s."""
     no_out("addmm", out)
+    if getattr(mat1, "is_sparse", False):
+        return importlib.import_module("tricycle.sparse").addmm(input, mat1, mat2, beta=beta,
+                                                                alpha=alpha)  # fmt: skip
     return tensor_input("addmm", input).addmm(mat1, mat2, beta=beta, alpha=alpha)
 
 
@@ -359,41 +364,3 @@ def cdist(x1, x2, p: float = 2.0, compute_mode=None):
     if not (checks.is_real(p) and (p >= 1 or p == math.inf)):
         checks.fail("cdist", "p", "a number >= 1 or inf (tricycle has no p < 1)", p)
     return (a.unsqueeze(-2) - b.unsqueeze(-3)).norm(p, dim=-1)  # (..., P, R, M) -> (..., P, R)
-
-
-# ------------------------------------------------------------------ sparse layouts, dense
-def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
-                      requires_grad: bool = False, check_invariants=None,
-                      is_coalesced=None):  # fmt: skip
-    """torch.sparse_coo_tensor as the dense tensor it stands for: tricycle has one layout,
-    dense, so ``values`` (nnz, *dense) land at ``indices`` (sparse_dim, nnz) in zeros of
-    ``size`` (by default the smallest that holds them), repeated indices summed as torch's
-    ``coalesce`` sums them; the gradient of ``values`` is dout at their indices. With it,
-    ``Tensor.to_sparse()`` and ``to_dense()`` return their tensor and ``spmm`` is ``mm``: a
-    port computes torch's numbers, in dense memory (n * n values for a graph of n nodes)."""
-    op = "sparse_coo_tensor"
-    ids = np.asarray(indices.numpy() if isinstance(indices, Node) else indices)
-    values = values if isinstance(values, Node) else tensor(values)
-    shapes_agree = ids.ndim == 2 and values.ndim and len(values) == ids.shape[1]
-    if ids.dtype.kind not in "iu" or not shapes_agree:
-        expected = "integer indices (sparse_dim, nnz) and values (nnz, ...), one value per column"
-        checks.fail(op, "the shapes of indices and values", expected, (ids.shape, values.shape))
-    dense = values.shape[1:]  # (nnz, *dense): the dense axes of each value
-    if size is None:
-        size = tuple(int(n) + 1 for n in ids.max(axis=1, initial=-1)) + dense
-    size = tuple(size)
-    sparse = size[: len(ids)]  # the sizes of the axes that indices index
-    if size[len(ids) :] != dense or (ids < 0).any() or (ids >= np.array(sparse)[:, None]).any():
-        expected = f"indices within size[:{len(ids)}] and size[{len(ids)}:] == {dense}"
-        checks.fail(op, "size", expected, size)
-    flat = np.ravel_multi_index(tuple(ids), sparse)  # (nnz,) the cells' ids in the flat layout
-    out = zeros(math.prod(sparse), *dense, dtype=values.dtype, device=values.device)
-    out = out.index_add(0, flat, values).reshape(size)
-    if dtype is not None or device is not None:
-        out = out.to(device=device, dtype=dtype)
-    return out.requires_grad_() if requires_grad else out
-
-
-def spmm(input, mat2):  # noqa: A002
-    """torch.spmm: ``mm``, its sparse operand being dense here (see ``sparse_coo_tensor``)."""
-    return tensor_input("spmm", input).mm(mat2)
