@@ -177,8 +177,10 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "LongTensor": ("tricycle.torch_functions", "LongTensor"),
     "IntTensor": ("tricycle.torch_functions", "IntTensor"),
     "BoolTensor": ("tricycle.torch_functions", "BoolTensor"),
-    "sparse_coo_tensor": ("tricycle.torch_math", "sparse_coo_tensor"),
-    "spmm": ("tricycle.torch_math", "spmm"),
+    "sparse_coo_tensor": ("tricycle.sparse", "sparse_coo_tensor"),
+    "spmm": ("tricycle.sparse", "spmm"),
+    "smm": ("tricycle.sparse", "smm"),
+    "sparse_coo": ("tricycle.torch_misc", "sparse_coo"),  # the layout, beside strided
     "enable_grad": ("tricycle.grad_modes", "enable_grad"),
     "equal": ("tricycle.torch_functions", "equal"),
     "flatten": ("tricycle.torch_functions", "flatten"),
@@ -303,6 +305,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "random": ("tricycle.random", None),  # torch.random.fork_rng
     "testing": ("tricycle.testing", None),  # torch.testing.assert_close
     "special": ("tricycle.special", None),  # torch.special.erf(x)
+    "sparse": ("tricycle.sparse", None),  # torch.sparse.mm(adj, x)
     "version": ("tricycle.version", None),  # torch.version.cuda
     "serialization": ("tricycle.serialization", None),  # torch.serialization.safe_globals
     "autograd": ("tricycle.autograd", None),
