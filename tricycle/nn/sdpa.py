@@ -44,6 +44,7 @@ from tricycle import checks, dispatch, random
 from tricycle.backend import check_same_device, is_float
 from tricycle.dropout_mask import NO_DROPOUT, AttentionDropout, attention_multiplier, mask_seed
 from tricycle.layers import shared_back_fns
+from tricycle.nn.attention.bias import CausalBias, CausalVariant, causal_mask
 from tricycle.tensor import Tensor, as_tensor
 
 OP = "scaled_dot_product_attention"
@@ -224,6 +225,11 @@ def _check_inputs(q: Tensor, k: Tensor, v: Tensor, mask, window):
     checks.optional(checks.positive_int)(OP, "window", window)
 
 
+def _hide(xp, mask, seen):
+    """``mask`` (booleans or an additive bias) with the keys ``seen`` does not hold hidden."""
+    return mask & seen if mask.dtype == bool else xp.where(seen, mask, -xp.inf)
+
+
 def _seed(owner: str, name: str, value):
     """A mask's seed (``mask_seed``), or None: drawn from tricycle's generator when needed."""
     return None if value is None else mask_seed(owner, name, value)
@@ -277,7 +283,19 @@ def scaled_dot_product_attention(
     ``F.scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=p, is_causal=True)``
     runs as written; ``enable_gqa`` is accepted (grouped key/value heads are always allowed).
     Past q, k and v, give torch's arguments by name: the fifth position is ``causal`` here.
+    With Tq != Tk, torch's ``is_causal=True`` lets query i see keys j <= i (upper left), where
+    ``causal=True`` aligns the queries with the last keys (lower right); a ``CausalBias`` of
+    ``tricycle.nn.attention.bias`` as the mask picks either.
     """
+    if isinstance(attn_mask, CausalBias):
+        if is_causal:
+            raise ValueError("CausalBias should not be used with causal=True")
+        if attn_mask.variant == CausalVariant.LOWER_RIGHT:  # tricycle's own causal flag
+            causal, is_causal = True, None
+        else:
+            is_causal = True
+        attn_mask = None
+    upper_left = bool(is_causal)
     mask = _either("mask", mask, None, "attn_mask", attn_mask)
     causal = _either("causal", causal, False, "is_causal", is_causal)
     dropout_prob = _either("dropout_prob", dropout_prob, 0.0, "dropout_p", dropout_p)
@@ -290,6 +308,10 @@ def scaled_dot_product_attention(
     if mask is not None:
         mask = xp.asarray(mask)
     _check_inputs(q, k, v, mask, window)
+    if upper_left and q.shape[2] != k.shape[2]:  # torch's is_causal: the upper-left triangle
+        seen = causal_mask(xp, CausalVariant.UPPER_LEFT, q.shape[2], k.shape[2])
+        mask = seen if mask is None else _hide(xp, mask, seen)
+        causal = False
     bias = attention_bias(xp, mask, q.dtype)
     dropout = AttentionDropout(dropout_prob, seed) if dropout_prob else NO_DROPOUT
     forward, backward = dispatch.choose(
