@@ -312,6 +312,8 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "nn": ("tricycle.nn", None),
     "optim": ("tricycle.optim", None),
     "utils": ("tricycle.utils", None),
+    "hub": ("tricycle.hub", None),  # torch.hub.load_state_dict_from_url
+    "signal": ("tricycle.signal", None),  # torch.signal.windows.hann
     # torch's dtype names, as numpy's scalar types (what every tricycle dtype= takes): a port
     # writes tricycle.arange(t, dtype=tricycle.long). Not in __all__: a star import would
     # shadow Python's bool, int and float.
