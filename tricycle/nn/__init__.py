@@ -29,7 +29,7 @@ from tricycle.module_hooks import (
     register_module_full_backward_hook,
     register_module_full_backward_pre_hook,
 )
-from tricycle.nn import functional, init, modules, utils
+from tricycle.nn import functional, grad, init, modules, utils  # noqa: F401 (grad: torch.nn.grad)
 from tricycle.nn.activations import (
     CELU,
     ELU,
