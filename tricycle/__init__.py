@@ -31,7 +31,7 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import sys
-import types
+import types as _types
 
 __version__ = "0.1.0"
 
@@ -309,9 +309,12 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "version": ("tricycle.version", None),  # torch.version.cuda
     "serialization": ("tricycle.serialization", None),  # torch.serialization.safe_globals
     "autograd": ("tricycle.autograd", None),
+    "profiler": ("tricycle.profiler", None),  # torch.profiler.profile, record_function
     "nn": ("tricycle.nn", None),
     "optim": ("tricycle.optim", None),
     "utils": ("tricycle.utils", None),
+    "jit": ("tricycle.jit", None),  # torch.jit as under PYTORCH_JIT=0
+    "types": ("tricycle.types", None),  # torch.types' aliases
     "hub": ("tricycle.hub", None),  # torch.hub.load_state_dict_from_url
     "signal": ("tricycle.signal", None),  # torch.signal.windows.hann
     # torch's dtype names, as numpy's scalar types (what every tricycle dtype= takes): a port
@@ -429,13 +432,13 @@ def __getattr__(name: str):
     return value
 
 
-class _Namespace(types.ModuleType):
+class _Namespace(_types.ModuleType):
     """The package's module type: a public name that is also a submodule's (``einsum``) keeps
     naming the function when the submodule is imported (the import system would set the
     package's attribute to the submodule), as it did when this file imported it eagerly."""
 
     def __setattr__(self, name, value):
-        if name in _PUBLIC and isinstance(value, types.ModuleType):
+        if name in _PUBLIC and isinstance(value, _types.ModuleType):
             return
         super().__setattr__(name, value)
 
