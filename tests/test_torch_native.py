@@ -194,3 +194,25 @@ def test_empty_permuted_lays_out_memory_as_torchs():
             torch.empty_permuted((2, 3, 4), layout)
         with pytest.raises(RuntimeError, match=match):
             tc.empty_permuted((2, 3, 4), layout)
+
+
+def test_rrelu_inplace_writes_its_input_as_torchs():
+    a = normal(3, 4)
+    for training in (False, True):
+        x, t = tc.tensor(a), torch.tensor(a)
+        assert tc.nn.functional.rrelu(x, 0.1, 0.3, training, inplace=True) is x
+        assert torch.nn.functional.rrelu(t, 0.1, 0.3, training, inplace=True) is t
+        if not training:
+            np.testing.assert_allclose(x.numpy(), t.numpy())
+        else:  # each negative element scaled by its own slope in [0.1, 0.3]
+            slopes = x.numpy()[a < 0] / a[a < 0]
+            assert np.all((slopes >= 0.1) & (slopes <= 0.3))
+            assert np.array_equal(x.numpy()[a >= 0], a[a >= 0])
+    # an op's output written in place: the gradient flows through the rrelu, as torch's
+    w, tw = tc.Tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    h, th = w * 2, tw * 2
+    assert tc.nn.functional.rrelu(h, inplace=True) is h
+    torch.nn.functional.rrelu(th, inplace=True)
+    h.sum().backward()
+    th.sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy())

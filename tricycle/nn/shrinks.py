@@ -15,7 +15,7 @@ the soft sample's (the straight-through estimator), as torch's.
 
 import numpy as np
 
-from tricycle import checks, random
+from tricycle import checks, random, rebase
 from tricycle.activation import InPlaceActivation
 from tricycle.functions import Softmax
 from tricycle.module import Layer
@@ -75,13 +75,21 @@ def rrelu(
 ) -> Tensor:
     """Randomised leaky ReLU, as torch's ``F.rrelu``: slope (lower + upper) / 2 below 0 out of
     training, one slope a ~ U(lower, upper) per element in training (drawn from ``rng``, by
-    default one seeded from tricycle's generator). ``inplace`` is accepted; the output is new."""
+    default one seeded from tricycle's generator). ``inplace``: the result written into the
+    input, which is returned, as torch's (``rebase.in_place``; where tricycle cannot write,
+    computed out of place, as ``InPlaceActivation``)."""
     op = "F.rrelu"
     _bounds(op, lower, upper)
     checks.boolean(op, "training", training)
     checks.boolean(op, "inplace", inplace)
     x = as_tensor(input)
     check_float(op, x)
+    if inplace:
+
+        def call(v):
+            return rrelu(v, lower, upper, training, rng=rng)
+
+        return rebase.in_place(x, "F.rrelu(inplace=True)", call, "F.rrelu()", otherwise=call)
     xp, a = x.xp, x.array
     if training:
         rng = rng or np.random.default_rng(random.draw_seed())
