@@ -16,7 +16,8 @@ function written for one element (``q_idx >= kv_idx``, ``score + slope[h] * (kv_
 
 As torch's: a query that sees no key gets output 0 and lse -inf; half-precision inputs are
 scored in float32 (the output in the query's dtype); ``enable_gqa=True`` lets H be a multiple
-of the key/value heads. ``create_block_mask`` records the mask's block structure
+of the key/value heads; a key/value batch of 1 serves a larger query batch given a block mask
+of that batch. ``create_block_mask`` records the mask's block structure
 (``to_dense``, ``sparsity``, ``kv_num_blocks``...) as torch's, for the same numbers; the
 attention itself reads only ``mask_mod``, as torch's eager path, so nothing is skipped.
 """
@@ -213,11 +214,11 @@ def create_block_mask(mask_mod, B: int | None, H: int | None, Q_LEN: int, KV_LEN
                      (Q_LEN, KV_LEN))  # fmt: skip
 
 
-def _check(query, key, value, enable_gqa: bool) -> None:
+def _check(query, key, value, enable_gqa: bool, block_mask) -> None:
     if query.ndim != 4 or key.ndim != 4 or value.ndim != 4:
-        raise ValueError(
-            f"flex_attention: expected query (B, Hq, L, E), key (B, Hkv, S, E) and value "
-            f"(B, Hkv, S, Ev), got shapes {query.shape}, {key.shape} and {value.shape}"
+        raise NotImplementedError(
+            f"NYI: query, key, and value must be 4D tensors (flex_attention: got shapes "
+            f"{query.shape}, {key.shape} and {value.shape})"
         )
     if not (query.dtype == key.dtype == value.dtype):
         raise ValueError(
@@ -229,6 +230,12 @@ def _check(query, key, value, enable_gqa: bool) -> None:
                          f"{value.shape} do not fit: key and value need the same (B, Hkv, S), "
                          "query and key the same E")  # fmt: skip
     Bq, Bkv = query.shape[0], key.shape[0]
+    if Bq != Bkv and (block_mask is None or block_mask.shape[0] != Bq):
+        raise ValueError(
+            f"Expect query and key/value to have the same batch size, or a block_mask of the "
+            f"query's batch size, but got Bq={Bq}, Bkv={Bkv} and block_mask's "
+            f"{None if block_mask is None else block_mask.shape[0]}"
+        )
     if not (Bq == Bkv or Bkv == 1):
         raise RuntimeError(f"Bq and Bkv must broadcast. Got Bq={Bq} and Bkv={Bkv}")
     Hq, Hkv = query.shape[1], key.shape[1]
@@ -252,7 +259,7 @@ def flex_attention(query, key, value, score_mod=None, block_mask: BlockMask | No
     ``return_aux=AuxRequest(lse=..., max_scores=...)`` returns (out, AuxOutput).
     ``kernel_options`` tune torch's fused kernel and are ignored here."""
     query, key, value = as_tensor(query), as_tensor(key), as_tensor(value)
-    _check(query, key, value, bool(enable_gqa))
+    _check(query, key, value, bool(enable_gqa), block_mask)
     if return_lse and return_aux is not None:
         raise ValueError("Cannot specify both return_lse and return_aux")
     B, H, L, E = query.shape
