@@ -194,6 +194,11 @@ def test_compare_table_holds_torchs_cells():
     assert ours.splitlines()[0].startswith("[") and ours.splitlines()[0].endswith("]")
 
 
+def test_reached_as_torchs_attributes():
+    assert tc.utils.benchmark is benchmark and tc.signal.windows is windows
+    assert tc.utils.model_zoo.load_url is tc.hub.load_state_dict_from_url
+
+
 def test_real_clock_structure_and_refusals(capsys):
     timer = benchmark.Timer("tricycle.ones(4) * x", setup="x = tricycle.ones(4)",
                             description="mul")  # fmt: skip

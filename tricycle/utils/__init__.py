@@ -3,14 +3,16 @@
 ``tricycle.utils.data`` is ``tricycle.data`` (``from tricycle.utils.data import DataLoader,
 Dataset, TensorDataset``, as ``from torch.utils.data import ...``); ``tricycle.utils.checkpoint``
 is activation checkpointing (``from tricycle.utils.checkpoint import checkpoint``);
-``tricycle.utils.tensorboard`` has ``SummaryWriter``, writing TensorBoard's event files. Each is
+``tricycle.utils.tensorboard`` has ``SummaryWriter``, writing TensorBoard's event files;
+``tricycle.utils.benchmark`` times statements (``Timer``, ``Measurement``, ``Compare``) and
+``tricycle.utils.model_zoo.load_url`` is ``tricycle.hub.load_state_dict_from_url``. Each is
 imported on first use, as the package's names are: ``import tricycle`` then
 ``tricycle.utils.data.DataLoader`` works, and importing ``tricycle.utils`` alone starts nothing.
 """
 
 import importlib
 
-_SUBMODULES = ("checkpoint", "data", "tensorboard")
+_SUBMODULES = ("benchmark", "checkpoint", "data", "model_zoo", "tensorboard")
 
 
 def __getattr__(name: str):
