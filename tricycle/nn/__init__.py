@@ -29,7 +29,7 @@ from tricycle.module_hooks import (
     register_module_full_backward_hook,
     register_module_full_backward_pre_hook,
 )
-from tricycle.nn import functional, grad, init, modules, utils  # noqa: F401 (grad: torch.nn.grad)
+from tricycle.nn import functional, grad, init, modules, parallel, utils  # noqa: F401 (grad: torch.nn.grad)
 from tricycle.nn.activations import (
     CELU,
     ELU,
@@ -175,7 +175,7 @@ __all__ = [
     "MultiheadAttention", "NLLLoss", "Parameter", "RMSNorm", "ReLU", "Sequential", "SiLU",
     "Sigmoid", "SmoothL1Loss", "Softmax", "SwiGLU", "Swish", "Tanh", "Upsample",
     "UpsamplingBilinear2d", "UpsamplingNearest2d",
-    "from_torch", "functional", "init", "to_torch", "utils",
+    "from_torch", "functional", "init", "parallel", "to_torch", "utils",
     # more activations (tricycle.nn.activations)
     "CELU", "ELU", "Hardsigmoid", "Hardswish", "Hardtanh", "LogSigmoid", "Mish", "PReLU", "ReLU6",
     "SELU", "Softmax2d", "Softmin", "Softplus", "Softsign", "Tanhshrink", "Threshold",
