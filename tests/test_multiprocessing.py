@@ -95,7 +95,6 @@ def raise_in_rank_1(rank: int) -> None:
 
 
 def end_badly(rank: int, how: str) -> None:
-    time.sleep(0.2)  # long enough for join(timeout=0) to find it running
     if how == "exit":
         sys.exit(3)
     os.kill(os.getpid(), signal.SIGKILL)
@@ -231,7 +230,6 @@ def test_a_nonzero_exit_and_a_signal_come_back_as_exits(how):
     assert isinstance(context, mp.ProcessContext)
     (pid,) = context.pids()
     assert isinstance(pid, int) and pid != os.getpid()
-    assert context.join(timeout=0) is False  # still running
     with pytest.raises(mp.ProcessExitedException) as raised:
         context.join()
     error = raised.value
