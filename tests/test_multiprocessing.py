@@ -257,6 +257,17 @@ def test_join_false_returns_the_context_whose_join_waits(tmp_path):
     assert not context.directory.exists()  # the ranks' records, removed once joined
 
 
+def test_daemonic_ranks_are_ended_at_the_parent_s_exit(tmp_path):
+    spawning = importlib.import_module("tricycle.multiprocessing.spawn")  # (spawn: the call)
+    go = tmp_path / "never"
+    context = mp.spawn(wait_for, args=(str(go), str(tmp_path)), join=False, daemon=True)
+    context.pids()  # started
+    spawning._at_exit(context, daemon=True)  # what atexit runs
+    with pytest.raises(mp.ProcessExitedException, match="process 0 terminated with signal SIGTERM"):
+        context.join()
+    assert not (tmp_path / "rank0").exists()
+
+
 # ====================================================================== refusals
 def test_without_mpiexec_more_than_one_process_is_refused(monkeypatch, tmp_path):
     monkeypatch.delenv("TRICYCLE_MPIEXEC", raising=False)
