@@ -23,6 +23,7 @@ from tricycle.factories import zeros
 from tricycle.graph import Node
 from tricycle.tensor import to_tensor
 from tricycle.torch_dtypes import Size
+from tricycle.torch_functions import tensor
 from tricycle.torch_misc import sparse_coo
 
 
@@ -107,10 +108,14 @@ class SparseCooTensor:
 
     @property
     def grad(self):
-        """The gradient of a leaf made with ``requires_grad=True``: sparse at its cells."""
+        """The gradient of a leaf made with ``requires_grad=True``: the gradient of the dense
+        tensor, at the coalesced cells (torch's, which may leave them uncoalesced)."""
         if self._vals.grad is None:
             return None
-        return SparseCooTensor(self._ids, self._vals.grad, self._size, self._coalesced).coalesce()
+        cells = _flat(self.xp, self._ids.array, self._size[: self.sparse_dim()])
+        _, first = self.xp.unique(cells, return_index=True)  # every repeat's gradient is one
+        ids = _ids(self._vals, self._ids.array[:, first])
+        return SparseCooTensor(ids, self._vals.grad[first], self._size, True)
 
     def detach(self) -> "SparseCooTensor":
         return SparseCooTensor(self._ids, self._vals.detach(), self._size, self._coalesced)
@@ -261,13 +266,14 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
     ``check_invariants``). ``is_coalesced=True`` promises that the indices are already
     unique and sorted, as torch's; the tensor is otherwise uncoalesced."""
     op = "sparse_coo_tensor"
-    values = values if isinstance(values, Node) else to_tensor(values, dtype=dtype)
+    values = values if isinstance(values, Node) else tensor(values, dtype=dtype)
     if dtype is not None or device is not None:
         values = values.to(device=device, dtype=dtype)
     xp = values.xp
     ids = indices.array if isinstance(indices, Node) else np.asarray(indices)
-    if ids.dtype.kind not in "iu" or ids.ndim != 2:
-        checks.fail(op, "indices", "a 2-D (sparse_dim, nnz) tensor of integers", ids.shape)
+    if ids.dtype.kind not in "iuf" or ids.ndim != 2:  # torch casts float indices to int64
+        raise RuntimeError(f"{op}: indices must be sparse_dim x nnz numbers, but got: "
+                           f"{list(ids.shape)} of {ids.dtype}")  # fmt: skip
     if values.ndim == 0 or values.shape[0] != ids.shape[1]:
         raise RuntimeError(f"{op}: indices and values must have same nnz, but got nnz from "
                            f"indices: {ids.shape[1]}, nnz from values: "
