@@ -17,13 +17,16 @@ the custom op; the grad modes are the engine's (``tricycle.graph``, ``tricycle.g
 named with its op).
 ``Variable`` is torch's name from before tensors carried gradients, as torch 2 keeps it.
 
-``functional`` is torch.autograd.functional's first-order part: ``jacobian``, ``vjp`` and
-``jvp`` of a function of tensors, each input differentiated through ``grad``, one backward
-per output element for the Jacobian (torch's reverse mode without ``vectorize``).
+``graph`` is torch.autograd.graph's hooks (``tricycle.autograd_graph``); ``functional`` is
+torch.autograd.functional's first-order part: ``jacobian``, ``vjp`` and ``jvp`` of a function
+of tensors, each input differentiated through ``grad``, one backward per output element for
+the Jacobian (torch's reverse mode without ``vectorize``).
 """
 
+import sys
 import types
 
+from tricycle import autograd_graph as graph
 from tricycle import backend, backprop, checks
 from tricycle.autograd_function import Function, FunctionCtx
 from tricycle.backend import is_float
@@ -33,7 +36,7 @@ from tricycle.tensor import Tensor
 from tricycle.torch_flags import detect_anomaly, set_detect_anomaly
 
 __all__ = ["Function", "FunctionCtx", "Variable", "backward", "detect_anomaly", "enable_grad",
-           "functional", "grad", "gradcheck", "gradgradcheck", "inference_mode",
+           "functional", "grad", "gradcheck", "gradgradcheck", "graph", "inference_mode",
            "is_grad_enabled", "no_grad", "set_detect_anomaly", "set_grad_enabled"]  # fmt: skip
 
 
@@ -394,3 +397,4 @@ functional = types.ModuleType(
     "hvp: a second derivative needs create_graph=True, which the engine refuses).",
 )
 functional.jacobian, functional.vjp, functional.jvp = jacobian, vjp, jvp
+sys.modules.update({f"{__name__}.functional": functional, f"{__name__}.graph": graph})  # imports
