@@ -8,41 +8,8 @@ import numbers
 import numpy as np
 
 from tricycle import checks
-from tricycle.factories import zeros
-from tricycle.graph import Node
-from tricycle.sparse.coo import SparseCooTensor, _ids, _zeros_like_values
-
-
-def _sparse_input(op: str, value, name: str = "input") -> SparseCooTensor:
-    if not isinstance(value, SparseCooTensor):
-        checks.fail(op, name, "a sparse COO tensor (tricycle.sparse_coo_tensor, to_sparse())",
-                    type(value).__name__, TypeError)  # fmt: skip
-    return value
-
-
-def mm(mat1, mat2):
-    """torch.sparse.mm / torch.spmm: the dense (n, p) product of a sparse (n, m) ``mat1`` (2
-    sparse axes) and a dense (m, p) ``mat2``: each stored entry (i, j, v) adds v * mat2[j] to
-    row i. Gradients reach the values (at their cells) and ``mat2``."""
-    op = "sparse.mm"
-    a = _sparse_input(op, mat1, "mat1")
-    if not isinstance(mat2, Node):
-        checks.fail(op, "mat2", "a dense Tensor", type(mat2).__name__, TypeError)
-    if a.sparse_dim() != 2 or a.dense_dim() != 0:
-        got = f"sparse_dim {a.sparse_dim()}, dense_dim {a.dense_dim()}"
-        raise RuntimeError(f"{op}: mat1 must be a sparse matrix (sparse_dim 2, dense_dim 0), "
-                           f"got {got}")  # fmt: skip
-    if mat2.ndim != 2 or mat2.shape[0] != a.shape[1]:
-        shapes = f"{tuple(a.shape)} and {tuple(mat2.shape)}"
-        raise RuntimeError(f"{op}: shapes {shapes} cannot be multiplied: expected a 2-D mat2 "
-                           "of as many rows as mat1 has columns")  # fmt: skip
-    if np.dtype(mat2.dtype) != np.dtype(a.dtype):
-        raise RuntimeError(f"{op}: expected one dtype, got {a.dtype} (mat1) and "
-                           f"{mat2.dtype} (mat2), as torch's")  # fmt: skip
-    rows, cols = a._ids.array
-    products = a._vals.reshape(-1, 1) * mat2.index_select(0, cols)  # (nnz, p)
-    out = zeros(a.shape[0], mat2.shape[1], dtype=mat2.dtype, device=mat2.device)
-    return out.index_add(0, rows, products)
+from tricycle.sparse.coo import SparseCooTensor, _sparse_input, _zeros_like_values, mm
+from tricycle.sparse.coo import sparse_sum as sum  # noqa: A004, F401 - torch.sparse.sum
 
 
 def spmm(input, mat2):  # noqa: A002 - torch's names
@@ -62,30 +29,6 @@ def addmm(mat, mat1, mat2, *, beta=1.0, alpha=1.0):
     product = mm(mat1, mat2)
     product = product if alpha == 1 else product * alpha
     return product + (mat if beta == 1 else mat * beta)
-
-
-def sum(input, dim=None, dtype=None):  # noqa: A001, A002 - torch's names
-    """torch.sparse.sum: the sum of all entries (a dense 0-d tensor) or over ``dim`` (an int
-    or a tuple): dense when every sparse axis is summed, else sparse (coalesced)."""
-    op = "sparse.sum"
-    s = _sparse_input(op, input)
-    values = s._vals if dtype is None else s._vals.to(dtype)
-    if dim is None:
-        return values.sum()
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    dims = sorted({checks.axis(op, "dim", d, s.ndim, s.shape) for d in dims})
-    if len(dims) != len(dim if isinstance(dim, tuple | list) else dims):
-        checks.fail(op, "dim", "distinct axes", dim)
-    sd = s.sparse_dim()
-    summed_dense = tuple(d - sd + 1 for d in dims if d >= sd)
-    if summed_dense:
-        values = values.sum(dim=summed_dense)
-    kept = [d for d in range(sd) if d not in dims]
-    if not kept:
-        return values.sum(dim=0)
-    size = [n for d, n in enumerate(s.shape) if d not in dims]
-    out = SparseCooTensor(_ids(values, s._ids.array[kept]), values, size)
-    return out.coalesce()
 
 
 def _groups(s: SparseCooTensor, dim: int):
