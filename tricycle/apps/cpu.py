@@ -8,14 +8,14 @@ machine share its cores out between them instead of each taking them all (from
 ``distributed.init``: ``tricycle.parallel.threads``).
 """
 
-import contextlib
 import os
-from collections.abc import Callable, Iterator
-
-from threadpoolctl import threadpool_limits
 
 from tricycle import dispatch
-from tricycle.parallel.threads import available_cores
+from tricycle.parallel.threads import (  # noqa: F401 - the applications' names for them
+    available_cores,
+    cpu_threads,
+    set_cpu_threads,
+)
 
 
 def threads_per_process(n: int | None, processes_here: int = 1) -> int | None:
@@ -30,37 +30,6 @@ def threads_per_process(n: int | None, processes_here: int = 1) -> int | None:
     if n is None and processes_here > 1:
         n = max(1, available_cores() // processes_here)
     return n
-
-
-def set_cpu_threads(n: int | None) -> Callable[[], None]:
-    """Run the CPU kernels and BLAS on ``n`` threads from now on (None: leave them as they
-    are); returns the function that puts them back."""
-    undo = []
-    if n is not None:
-        blas = threadpool_limits(limits=n, user_api="blas")
-        if dispatch.available("cpu"):
-            from tricycle.backends.cpu import set_threads, thread_count  # noqa: PLC0415
-
-            previous = thread_count()
-            set_threads(n)  # after BLAS's limit: the kernels keep their BLAS single-threaded
-            undo.append(lambda: set_threads(previous))
-        undo.append(blas.restore_original_limits)
-
-    def restore() -> None:
-        for step in reversed(undo):
-            step()
-
-    return restore
-
-
-@contextlib.contextmanager
-def cpu_threads(n: int | None) -> Iterator[None]:
-    """Within the block, the CPU kernels and BLAS run on ``n`` threads (None: as they are)."""
-    restore = set_cpu_threads(n)
-    try:
-        yield
-    finally:
-        restore()
 
 
 def tune_cpu_allocator() -> None:

@@ -51,9 +51,9 @@ class TensorBoard:
                 "Accelerator: log_with='tensorboard' needs a project_dir to write its event "
                 "files in"
             )
-        # the applications do not import tricycle.utils (a sibling layer): loaded on demand
-        writer = importlib.import_module("tricycle.utils.tensorboard").SummaryWriter
-        self.writer = writer(os.path.join(logging_dir, project))
+        from tricycle.utils.tensorboard import SummaryWriter  # noqa: PLC0415 - when asked for
+
+        self.writer = SummaryWriter(os.path.join(logging_dir, project))
         if config:
             self.writer.add_hparams(dict(config), metric_dict={})
             self.writer.flush()

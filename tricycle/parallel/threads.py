@@ -12,10 +12,14 @@ threads, and limits the pools already started (BLAS, OpenMP: threadpoolctl) to t
 number. A variable the user set is left as it is, and so is its library.
 """
 
+import contextlib
 import os
 import sys
+from collections.abc import Callable, Iterator
 
 from threadpoolctl import threadpool_limits
+
+from tricycle import dispatch
 
 # the number of threads of: tricycle's CPU kernels (tricycle.backends.cpu), numba, OpenMP,
 # and the BLAS libraries numpy may load
@@ -70,3 +74,34 @@ def _numba_started() -> bool:
 
 
 __all__ = ["VARIABLES", "affinity", "available_cores", "share_cores", "sharing"]
+
+
+def set_cpu_threads(n: int | None) -> Callable[[], None]:
+    """Run the CPU kernels and BLAS on ``n`` threads from now on (None: leave them as they
+    are); returns the function that puts them back."""
+    undo = []
+    if n is not None:
+        blas = threadpool_limits(limits=n, user_api="blas")
+        if dispatch.available("cpu"):
+            from tricycle.backends.cpu import set_threads, thread_count  # noqa: PLC0415
+
+            previous = thread_count()
+            set_threads(n)  # after BLAS's limit: the kernels keep their BLAS single-threaded
+            undo.append(lambda: set_threads(previous))
+        undo.append(blas.restore_original_limits)
+
+    def restore() -> None:
+        for step in reversed(undo):
+            step()
+
+    return restore
+
+
+@contextlib.contextmanager
+def cpu_threads(n: int | None) -> Iterator[None]:
+    """Within the block, the CPU kernels and BLAS run on ``n`` threads (None: as they are)."""
+    restore = set_cpu_threads(n)
+    try:
+        yield
+    finally:
+        restore()

@@ -24,7 +24,7 @@ import timeit as _timeit
 from collections.abc import Callable, Iterable
 
 from tricycle import backend, checks
-from tricycle.apps.cpu import cpu_threads
+from tricycle.parallel.threads import cpu_threads
 
 __all__ = ["Compare", "Measurement", "TaskSpec", "Timer", "select_unit", "trim_sigfig"]
 
