@@ -148,7 +148,7 @@ class SparseCooTensor:
     def to(self, *args, **kwargs) -> "SparseCooTensor":
         """torch.Tensor.to: the values moved/cast (``Tensor.to``'s arguments), indices beside."""
         values = self._vals.to(*args, **kwargs)
-        ids = _ids(values, self._ids.array)
+        ids = self._ids.to(values.device)  # across devices with the values
         return SparseCooTensor(ids, values, self._size, self._coalesced)
 
     def requires_grad_(self, requires_grad: bool = True) -> "SparseCooTensor":
