@@ -219,3 +219,12 @@ def test_refusals_are_torchs():
         create_block_mask(alibi, 1, 1, 4, 4)
     with pytest.raises(RuntimeError, match="callable"):
         and_masks(causal, 3)
+
+
+def test_bfloat16_scores_in_float32_and_returns_bfloat16_as_torch():
+    q, k, v = normal(1, 2, 6, 8, seed=14), normal(1, 2, 6, 8, seed=15), normal(1, 2, 6, 4, seed=16)
+    out = flex_attention(*(tc.tensor(a).to(tc.bfloat16) for a in (q, k, v)), score_mod=alibi)
+    expected = flex.flex_attention(*(torch.tensor(a).bfloat16() for a in (q, k, v)),
+                                   score_mod=alibi)  # fmt: skip
+    assert out.dtype == tc.bfloat16
+    np.testing.assert_array_equal(out.float().array, expected.float().numpy())

@@ -289,7 +289,7 @@ def flex_attention(query, key, value, score_mod=None, block_mask: BlockMask | No
     total = exps.sum(dim=-1, keepdim=True)
     empty = total.array == 0  # a query that sees no key: output 0, lse -inf
     total = total + empty.astype(total.dtype)
-    out = (exps / total).to(query.dtype) @ value.to(query.dtype)
+    out = ((exps / total).to(query.dtype) @ value).to(query.dtype)  # bfloat16: in float32
     lse = where(Tensor(empty[..., 0]), -math.inf, total.log()[..., 0] + top[..., 0])
     if return_lse:
         return out, lse
