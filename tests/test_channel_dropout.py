@@ -115,3 +115,36 @@ def test_warnings_and_errors_name_the_function():
             F.dropout3d(tricycle.ones(5))
     with pytest.raises(TypeError, match="F.dropout2d: training must be"):
         F.dropout2d(tricycle.ones(2, 3, 4, 5), 0.5, "yes")
+
+
+@pytest.mark.parametrize(
+    ("name", "kwargs", "shape"),
+    [("dropout", {}, (4, 6)), ("alpha_dropout", {"training": True}, (4, 6)),
+     ("feature_alpha_dropout", {"training": True}, (4, 3, 5)), ("dropout1d", {}, (4, 3, 5)),
+     ("dropout2d", {}, (2, 3, 4, 4)), ("dropout3d", {}, (2, 3, 2, 2, 2))],
+)  # fmt: skip
+def test_inplace_writes_the_input_and_returns_it_as_torchs(name, kwargs, shape):
+    """``inplace=True`` writes the dropped values into the input and returns it, as torch's;
+    written into an op's output, values and gradients are those of the same draw out of
+    place; a leaf that requires grad (torch refuses to write it) is computed out of place,
+    as an activation's ``inplace=True``."""
+    values = np.random.default_rng(0).normal(size=shape)
+    x, t = tricycle.tensor(values.copy()), torch.tensor(values.copy())
+    assert getattr(F, name)(x, 0.5, inplace=True, **kwargs) is x
+    assert getattr(torch.nn.functional, name)(t, 0.5, inplace=True, **kwargs) is t
+    assert not np.allclose(x.numpy(), values) and not np.allclose(t.numpy(), values)
+
+    def run(inplace):
+        tricycle.manual_seed(3)
+        leaf = tricycle.tensor(values.copy(), requires_grad=True)
+        h = leaf * 1.0
+        out = getattr(F, name)(h, 0.5, inplace=inplace, **kwargs)
+        assert (out is h) == inplace
+        (out * out).sum().backward()
+        return out.numpy(), leaf.grad.numpy()
+
+    for ours, expected in zip(run(True), run(False)):
+        np.testing.assert_array_equal(ours, expected)
+    leaf = tricycle.tensor(values.copy(), requires_grad=True)
+    out = getattr(F, name)(leaf, 0.5, inplace=True, **kwargs)
+    assert out is not leaf and np.array_equal(leaf.numpy(), values)

@@ -81,6 +81,15 @@ def in_place(x: Node, name: str, out_of_place, instead: str, *args, otherwise=No
         return x._write(name, out_of_place(x, *args, **kwargs))
 
 
+def written_if(inplace: bool, x: Node, name: str, compute):
+    """``compute(x)``, written into ``x`` when ``inplace`` (torch's ``F.<name>(...,
+    inplace=True)``: ``in_place``; where tricycle cannot write, computed out of place, as an
+    activation's ``inplace=True``)."""
+    if not inplace:
+        return compute(x)
+    return in_place(x, f"{name}(inplace=True)", compute, f"{name}()", otherwise=compute)
+
+
 def _in_graph(value) -> bool:
     """Whether ``value`` (an in-place op's argument) is a tensor whose gradient is wanted."""
     return isinstance(value, Node) and value.requires_grad

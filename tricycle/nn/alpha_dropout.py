@@ -16,7 +16,7 @@ The mask comes from a numpy Generator (the layer's own, or ``rng``), as ``Dropou
 
 import numpy as np
 
-from tricycle import checks, random
+from tricycle import checks, random, rebase
 from tricycle.module import Layer
 from tricycle.nn.activations import SELU_ALPHA, SELU_SCALE
 from tricycle.tensor import Tensor, as_tensor, check_float
@@ -30,7 +30,7 @@ SATURATION = SELU_ALPHA * SELU_SCALE  # alpha': SELU's limit at -infinity is -al
 def _alpha_dropout(op: str, input, p, training, inplace, rng, feature: bool) -> Tensor:  # noqa: A002
     checks.real(op, "p", p, 0, 1)
     checks.boolean(op, "training", training)
-    checks.boolean(op, "inplace", inplace)  # accepted; the output is always a new array
+    checks.boolean(op, "inplace", inplace)  # the result written into the input, as torch's
     x = as_tensor(input)
     check_float(op, x)
     if feature and x.ndim < 2:
@@ -38,7 +38,7 @@ def _alpha_dropout(op: str, input, p, training, inplace, rng, feature: bool) -> 
     if not training or p == 0 or x.size == 0:
         return x
     if p == 1:  # every element dropped: zeros, with a zero gradient, as torch
-        return x * 0.0
+        return rebase.written_if(inplace, x, op, lambda v: v * 0.0)
     rng = rng or np.random.default_rng(random.draw_seed())
     shape = x.shape[:2] + (1,) * (x.ndim - 2) if feature else x.shape
     draw = x.dtype if x.dtype in (np.float32, np.float64) else np.dtype(np.float32)
@@ -46,7 +46,11 @@ def _alpha_dropout(op: str, input, p, training, inplace, rng, feature: bool) -> 
     a = ((1 - p) * (1 + p * SATURATION**2)) ** -0.5
     scale = (keep * a).astype(x.dtype)
     shift = x.xp.where(keep, SATURATION * a * p, SATURATION * a * (p - 1)).astype(x.dtype)
-    return unary_op(x, x.array * scale + shift, lambda dout: dout * scale, op)
+
+    def dropped(v):
+        return unary_op(v, v.array * scale + shift, lambda dout: dout * scale, op)
+
+    return rebase.written_if(inplace, x, op, dropped)
 
 
 def alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool = False, *,  # noqa: A002

@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 
-from tricycle import checks, ops, random
+from tricycle import checks, ops, random, rebase
 from tricycle.layers import Dropout
 from tricycle.tensor import Tensor, as_tensor
 from tricycle.unary import unary_op
@@ -50,18 +50,22 @@ def _dropout_nd(op: str, x, p, training, inplace, rng, batched: int | None) -> T
     batched input (one less is a batch of one), None for an input already (N, C, ...)."""
     checks.real(op, "p", p, 0, 1)
     checks.boolean(op, "training", training)
-    checks.boolean(op, "inplace", inplace)  # accepted; the output is always a new array
+    checks.boolean(op, "inplace", inplace)  # the result written into the input, as torch's
     x = as_tensor(x)
     if x.ndim < 2:
         checks.fail(op, "input's shape", "(N, C, ...) or (C, ...): a channel axis", x.shape)
     if not training or p == 0:
         return x
     if p == 1:  # every channel dropped: zeros, with a zero gradient
-        return x * 0.0
+        return rebase.written_if(inplace, x, op, lambda v: v * 0.0)
     rng = rng or np.random.default_rng(random.draw_seed())
-    if batched is not None and x.ndim == batched - 1:  # unbatched: a batch of one
-        return ops.squeeze(channel_dropout(ops.expand_dims(x, 0), p, rng), 0)
-    return channel_dropout(x, p, rng)
+
+    def dropped(v):
+        if batched is not None and v.ndim == batched - 1:  # unbatched: a batch of one
+            return ops.squeeze(channel_dropout(ops.expand_dims(v, 0), p, rng), 0)
+        return channel_dropout(v, p, rng)
+
+    return rebase.written_if(inplace, x, op, dropped)
 
 
 def dropout1d(input, p: float = 0.5, training: bool = True, inplace: bool = False, *,  # noqa: A002

@@ -20,7 +20,7 @@ signatures; ``F.scaled_dot_product_attention`` torch's keywords ``attn_mask``, `
 
 import numpy as np
 
-from tricycle import backend, checks, dispatch, ops, random, ranges
+from tricycle import backend, checks, dispatch, ops, random, ranges, rebase
 from tricycle.activation import GeLU, LeakyReLU, ReLU, Swish
 from tricycle.einsum import einsum
 from tricycle.functions import LogSoftmax, Softmax
@@ -177,8 +177,8 @@ def dropout(
     ``training``; the input itself otherwise (and for p = 0), zeros for p = 1, as torch's
     (``tricycle.layers.dropout``'s op). ``probability=`` is tricycle's name for p. The mask
     comes from ``rng`` (a numpy Generator), by default one seeded from tricycle's generator,
-    so that ``tricycle.manual_seed`` reproduces it. ``inplace`` is accepted and changes
-    nothing: the output is a new array, the input is left as it was."""
+    so that ``tricycle.manual_seed`` reproduces it. ``inplace``: the result written into the
+    input, which is returned, as torch's (``rebase.written_if``)."""
     op = "F.dropout"
     if probability is not None:
         if p != 0.5:
@@ -191,8 +191,9 @@ def dropout(
     if not training or p == 0:
         return x
     if p == 1:  # every element dropped: zeros, with a zero gradient
-        return x * 0.0
-    return dropout_op(x, p, rng=rng or np.random.default_rng(random.draw_seed()))
+        return rebase.written_if(inplace, x, op, lambda v: v * 0.0)
+    rng = rng or np.random.default_rng(random.draw_seed())
+    return rebase.written_if(inplace, x, op, lambda v: dropout_op(v, p, rng=rng))
 
 
 def softmax(x: Tensor, dim: int = -1, dtype=None) -> Tensor:
