@@ -76,8 +76,7 @@ def rrelu(
     """Randomised leaky ReLU, as torch's ``F.rrelu``: slope (lower + upper) / 2 below 0 out of
     training, one slope a ~ U(lower, upper) per element in training (drawn from ``rng``, by
     default one seeded from tricycle's generator). ``inplace``: the result written into the
-    input, which is returned, as torch's (``rebase.in_place``; where tricycle cannot write,
-    computed out of place, as ``InPlaceActivation``)."""
+    input, which is returned, as torch's (``rebase.written_if``)."""
     op = "F.rrelu"
     _bounds(op, lower, upper)
     checks.boolean(op, "training", training)
@@ -85,11 +84,7 @@ def rrelu(
     x = as_tensor(input)
     check_float(op, x)
     if inplace:
-
-        def call(v):
-            return rrelu(v, lower, upper, training, rng=rng)
-
-        return rebase.in_place(x, "F.rrelu(inplace=True)", call, "F.rrelu()", otherwise=call)
+        return rebase.written_if(True, x, op, lambda v: rrelu(v, lower, upper, training, rng=rng))
     xp, a = x.xp, x.array
     if training:
         rng = rng or np.random.default_rng(random.draw_seed())
