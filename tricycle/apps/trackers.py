@@ -51,9 +51,10 @@ class TensorBoard:
                 "Accelerator: log_with='tensorboard' needs a project_dir to write its event "
                 "files in"
             )
-        from tricycle.utils.tensorboard import SummaryWriter  # noqa: PLC0415 - when asked for
-
-        self.writer = SummaryWriter(os.path.join(logging_dir, project))
+        # by name, when asked for, as the other trackers' packages: tricycle.utils reaches the
+        # applications (its DataLoader is theirs), so a plain import would close a loop
+        writer = importlib.import_module("tricycle.utils.tensorboard").SummaryWriter
+        self.writer = writer(os.path.join(logging_dir, project))
         if config:
             self.writer.add_hparams(dict(config), metric_dict={})
             self.writer.flush()
