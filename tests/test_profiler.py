@@ -240,6 +240,7 @@ def test_autograd_profiler_names():
         off.key_averages()
     with pytest.warns(FutureWarning, match="use_cuda"):
         autograd_profiler.profile(use_cuda=True)
+    assert tc.autograd.profiler is autograd_profiler  # torch.autograd.profiler's place
 
 
 def test_profile_arguments_as_torchs():

@@ -23,6 +23,7 @@ of tensors, each input differentiated through ``grad``, one backward per output 
 the Jacobian (torch's reverse mode without ``vectorize``).
 """
 
+import importlib
 import sys
 import types
 
@@ -31,6 +32,7 @@ from tricycle import backend, backprop, checks
 from tricycle.autograd_function import Function, FunctionCtx
 from tricycle.backend import is_float
 from tricycle.grad_modes import enable_grad, inference_mode, is_grad_enabled, set_grad_enabled
+from tricycle.gradcheck import gradgradcheck
 from tricycle.graph import Node, no_grad
 from tricycle.tensor import Tensor
 from tricycle.torch_flags import detect_anomaly, set_detect_anomaly
@@ -382,15 +384,6 @@ def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: floa
     return True
 
 
-def gradgradcheck(func, inputs, grad_outputs=None, **flags) -> bool:
-    """torch.autograd.gradgradcheck checks second derivatives, the gradients of a backward
-    pass, which the engine does not record (no ``create_graph``): refused."""
-    raise NotImplementedError(
-        "gradgradcheck: tricycle has no double backward (create_graph=True is refused), so "
-        "second derivatives cannot be checked; gradcheck checks the first ones"
-    )
-
-
 functional = types.ModuleType(
     "tricycle.autograd.functional",
     "torch.autograd.functional's first-order part: jacobian, vjp and jvp (no hessian, vhp or "
@@ -398,3 +391,9 @@ functional = types.ModuleType(
 )
 functional.jacobian, functional.vjp, functional.jvp = jacobian, vjp, jvp
 sys.modules.update({f"{__name__}.functional": functional, f"{__name__}.graph": graph})  # imports
+
+
+def __getattr__(name: str):  # torch.autograd.profiler, loaded when asked for
+    if name == "profiler":
+        return importlib.import_module("tricycle.profiler.autograd_profiler")
+    raise AttributeError(f"module 'tricycle.autograd' has no attribute {name!r}")

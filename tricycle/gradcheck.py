@@ -154,3 +154,12 @@ def _compare(i: int, analytic: np.ndarray, numeric: np.ndarray, atol: float, rto
         f"analytic {float(analytic[worst]):.8g}, numeric {float(numeric[worst]):.8g} "
         f"(|difference| {float(error[worst]):.3g} > atol {atol:g} + rtol {rtol:g} * |numeric|)"
     )
+
+
+def gradgradcheck(func, inputs, grad_outputs=None, **flags) -> bool:
+    """torch.autograd.gradgradcheck checks second derivatives, the gradients of a backward
+    pass, which the engine does not record (no ``create_graph``): refused."""
+    raise NotImplementedError(
+        "gradgradcheck: tricycle has no double backward (create_graph=True is refused), so "
+        "second derivatives cannot be checked; gradcheck checks the first ones"
+    )

@@ -12,7 +12,7 @@ imported on first use, as the package's names are: ``import tricycle`` then
 
 import importlib
 
-_SUBMODULES = ("benchmark", "checkpoint", "data", "model_zoo", "tensorboard")
+_SUBMODULES = ("benchmark", "checkpoint", "data", "hooks", "model_zoo", "tensorboard")
 
 
 def __getattr__(name: str):
