@@ -182,8 +182,8 @@ def test_torch_utils_data_names_are_tricycle_datas():
     batches = list(DataLoader(TensorDataset(x, y), batch_size=4))
     assert [len(inputs) for inputs, _ in batches] == [4, 2]
     np.testing.assert_array_equal(np.asarray(batches[1][1]), [4, 5])
-    with pytest.raises(AttributeError, match="tricycle.utils' has no attribute 'tensorboard'"):
-        tc.utils.tensorboard  # noqa: B018
+    with pytest.raises(AttributeError, match="tricycle.utils' has no attribute 'cpp_extension'"):
+        tc.utils.cpp_extension  # noqa: B018
 
 
 def test_utils_data_loads_on_first_use():
