@@ -6,6 +6,7 @@ written with torch's plain ops (torch refuses flex_attention's backward on the C
 finite differences; ``create_block_mask``'s tiles, ``to_dense`` and ``sparsity`` and
 ``create_mask`` equal torch's; the refusals are torch's."""
 
+import functools
 import warnings
 
 import numpy as np
@@ -76,7 +77,10 @@ def mods(lib, case):
 def run(lib, q, k, v, case, **kwargs):
     score_mod, mask_mod = mods(lib, case)
     L, S = q.shape[2], k.shape[2]
-    make = create_block_mask if lib is tc else flex.create_block_mask
+    # torch's block mask goes to the GPU where there is one: kept with the host's tensors
+    make = (
+        create_block_mask if lib is tc else functools.partial(flex.create_block_mask, device="cpu")
+    )
     block = None if mask_mod is None else make(mask_mod, q.shape[0], None, L, S, BLOCK_SIZE=4)
     attend = flex_attention if lib is tc else flex.flex_attention
     args = [lib.tensor(a) for a in (q, k, v)]
