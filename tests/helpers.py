@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import tricycle
 from tricycle import backend
 from tricycle.gradcheck import gradcheck
 from tricycle.tensor import Tensor
@@ -258,6 +259,26 @@ def same_on_host_and(xp, layer, run, rtol: float, atol: float) -> None:
         layer.zero_grad()
     for ours, expected in zip(*results):
         np.testing.assert_allclose(ours, expected, rtol=rtol, atol=atol)
+
+
+def on_host_and_gpu(array, requires_grad: bool = False) -> tuple:
+    """The same values as a host tensor and as a GPU tensor (for the GPU tests)."""
+    host = tricycle.tensor(np.array(array), requires_grad=requires_grad)
+    gpu = tricycle.tensor(np.array(array), requires_grad=requires_grad).to_gpu()
+    return host, gpu
+
+
+def assert_same_on_gpu(host, gpu, rtol: float = 1e-9, atol: float = 1e-12) -> None:
+    """A host result and a GPU result (tensors, arrays, or tuples of them) hold the same
+    numbers, the GPU's on the GPU."""
+    if isinstance(host, tuple | list):
+        for h, g in zip(host, gpu, strict=True):
+            assert_same_on_gpu(h, g, rtol, atol)
+        return
+    g = gpu.array if isinstance(gpu, tricycle.Tensor) else gpu
+    h = host.array if isinstance(host, tricycle.Tensor) else host
+    assert backend.is_cupy_array(g), type(g)
+    np.testing.assert_allclose(backend.to_host_array(g), h, rtol=rtol, atol=atol)
 
 
 def made_once(tmp_path_factory, name: str, make: Callable[[Path], None]) -> Path:

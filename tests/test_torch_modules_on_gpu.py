@@ -9,30 +9,13 @@ import pytest
 
 import tricycle
 import tricycle.nn.functional as F
+from tests.helpers import assert_same_on_gpu as _same
+from tests.helpers import on_host_and_gpu as _pair
 from tricycle import backend, nn
 
 pytestmark = pytest.mark.skipif(not backend.cupy_available(), reason="needs a CUDA GPU")
 
 rng = np.random.default_rng(0)
-
-
-def _pair(array, requires_grad=False):
-    """The same values as a host tensor and as a GPU tensor."""
-    host = tricycle.tensor(np.array(array), requires_grad=requires_grad)
-    gpu = tricycle.tensor(np.array(array), requires_grad=requires_grad).to_gpu()
-    return host, gpu
-
-
-def _same(host, gpu, rtol=1e-9, atol=1e-12):
-    """A host result and a GPU result hold the same numbers (tensors, arrays or tuples)."""
-    if isinstance(host, tuple | list):
-        for h, g in zip(host, gpu, strict=True):
-            _same(h, g, rtol, atol)
-        return
-    g = gpu.array if isinstance(gpu, tricycle.Tensor) else gpu
-    h = host.array if isinstance(host, tricycle.Tensor) else host
-    assert backend.is_cupy_array(g), type(g)
-    np.testing.assert_allclose(backend.to_host_array(g), h, rtol=rtol, atol=atol)
 
 
 def _both(fn, *arrays, grads=True):

@@ -18,7 +18,7 @@ import numpy as np
 from tricycle import factories, ops, unary
 from tricycle.distributions import constraints
 from tricycle.distributions.distribution import CentredAtLoc
-from tricycle.distributions.linalg import cholesky, solve_triangular
+from tricycle.distributions.linalg import cholesky, one_matrix_form, solve_triangular
 from tricycle.distributions.utils import lazy_property, parameter
 from tricycle.tensor import Tensor
 
@@ -41,17 +41,10 @@ class MultivariateNormal(CentredAtLoc):
 
     def __init__(self, loc, covariance_matrix=None, precision_matrix=None, scale_tril=None,
                  validate_args: bool | None = None):  # fmt: skip
-        given = {"covariance_matrix": covariance_matrix, "precision_matrix": precision_matrix,
-                 "scale_tril": scale_tril}  # fmt: skip
-        named = [name for name, value in given.items() if value is not None]
-        if len(named) != 1:
-            raise ValueError(
-                "MultivariateNormal: give exactly one of covariance_matrix, precision_matrix "
-                f"or scale_tril, got {len(named)}: {named}"
-            )
-        (name,) = named
+        name, given = one_matrix_form("MultivariateNormal", covariance_matrix,
+                                      precision_matrix, scale_tril)  # fmt: skip
         loc = parameter("MultivariateNormal", "loc", loc, min_ndim=1)
-        matrix = parameter("MultivariateNormal", name, given[name], min_ndim=2)
+        matrix = parameter("MultivariateNormal", name, given, min_ndim=2)
         n = loc.shape[-1]
         if matrix.shape[-2:] != (n, n):
             raise ValueError(

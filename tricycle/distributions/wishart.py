@@ -27,7 +27,7 @@ from tricycle import factories
 from tricycle.distributions import constraints
 from tricycle.distributions.exp_family import ExponentialFamily
 from tricycle.distributions.gamma import Chi2
-from tricycle.distributions.linalg import cholesky
+from tricycle.distributions.linalg import cholesky, one_matrix_form
 from tricycle.distributions.multivariate_normal import _inverse_lower, _transpose
 from tricycle.distributions.utils import (
     as_sample_shape,
@@ -70,16 +70,8 @@ class Wishart(ExponentialFamily):
 
     def __init__(self, df, covariance_matrix=None, precision_matrix=None, scale_tril=None,
                  validate_args: bool | None = None):  # fmt: skip
-        given = {"covariance_matrix": covariance_matrix, "precision_matrix": precision_matrix,
-                 "scale_tril": scale_tril}  # fmt: skip
-        named = [name for name, value in given.items() if value is not None]
-        if len(named) != 1:
-            raise ValueError(
-                "Wishart: exactly one of covariance_matrix or precision_matrix or scale_tril "
-                f"may be specified, got {len(named)}: {named}"
-            )
-        (form,) = named
-        matrix = parameter("Wishart", form, given[form], min_ndim=2)
+        form, given = one_matrix_form("Wishart", covariance_matrix, precision_matrix, scale_tril)
+        matrix = parameter("Wishart", form, given, min_ndim=2)
         if matrix.shape[-1] != matrix.shape[-2]:
             raise ValueError(f"Wishart: {form} must be square (..., p, p), got {matrix.shape}")
         p = matrix.shape[-1]
