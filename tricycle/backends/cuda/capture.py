@@ -31,6 +31,7 @@ call and replays it: the "graph" runner that generation's decode step asks
 ``tricycle.dispatch`` for (``tricycle.decode``).
 """
 
+import contextlib
 import threading
 import warnings
 from collections.abc import Callable
@@ -185,6 +186,61 @@ def _copy_to_device(host: np.ndarray, device) -> None:
     cp.cuda.runtime.memcpyAsync(device.data.ptr, host.ctypes.data, host.nbytes, kind, stream)
 
 
+# torch.cuda.graph's capture_error_mode -> cudaStreamCaptureMode (the runtime's numbers)
+CAPTURE_MODES = {"global": 0, "thread_local": 1, "relaxed": 2}
+
+
+class Capture:
+    """One capture under way, begun at construction and ended by ``end()``: between the two,
+    this thread's kernels go into a CUDA graph instead of running, on ``stream`` (a fresh
+    non-blocking one by default; it first waits for the work queued on the current stream:
+    the inputs are in place), their allocations come from ``pool`` (a fresh
+    ``cupy.cuda.MemoryPool`` by default: it must live as long as the graph), and the ops'
+    hooks (``every_step``, ...) go into ``recording``. ``mode``: the runtime's capture mode
+    (relaxed by default: the memory pool may call cudaMalloc while the graph is recorded).
+    ``record`` brackets a function call; ``tricycle.apps.cuda_graphs`` brackets a ``with``
+    block (torch.cuda.graph's)."""
+
+    def __init__(self, pool=None, stream=None, mode: int = CAPTURE_MODES["relaxed"]):
+        cp = backend.cupy()
+        self.origin = cp.cuda.get_current_stream()
+        self.stream = cp.cuda.Stream(non_blocking=True) if stream is None else stream
+        self.stream.wait_event(self.origin.record())  # its inputs are in place
+        self.pool = cp.cuda.MemoryPool() if pool is None else pool
+        self.recording = Recording()
+        self._contexts = contextlib.ExitStack()
+        start(self.recording)
+        try:
+            self._contexts.enter_context(self.stream)
+            self._contexts.enter_context(cp.cuda.using_allocator(self.pool.malloc))
+            self.stream.begin_capture(mode)
+        except BaseException:
+            self._contexts.close()
+            stop()
+            raise
+
+    def end(self, failure: BaseException | None = None):
+        """End the capture and return its graph, to be launched on the stream that was current
+        at the start, after the work queued there so far; the values the step's hooks
+        computed are put in place for its first launch. ``failure``: an error the captured
+        work raised, raised here once the capture has ended (as is an error of the capture
+        itself; then nothing ran)."""
+        try:
+            try:
+                graph = self.stream.end_capture()
+            except Exception as error:
+                failure = failure or error
+            finally:
+                self._contexts.close()
+        finally:
+            stop()
+        if failure is not None:
+            raise failure
+        self.origin.wait_event(self.stream.record())
+        self.recording.upload_pending()  # the captured step's own values, for its first launch
+        return graph
+
+
 def record(step: Callable[[], object]) -> tuple:
     """Record ``step()``'s kernels into a CUDA graph without running them: (graph, what
     ``step`` returned, the graph's memory pool, its ``Recording``), the graph to be launched
@@ -192,32 +248,13 @@ def record(step: Callable[[], object]) -> tuple:
     the pool, which must live as long as the graph; its hooks (``every_step``, ...) go into
     the Recording, whose ``refresh`` must run before every replay but the first. An error of
     the step or of the capture is raised once the capture has ended (then nothing ran)."""
-    cp = backend.cupy()
-    stream = cp.cuda.Stream(non_blocking=True)
-    stream.wait_event(cp.cuda.get_current_stream().record())  # its inputs are in place
-    pool, current = cp.cuda.MemoryPool(), Recording()
-    start(current)
-    failure = None
+    capture = Capture()
     try:
-        with stream, cp.cuda.using_allocator(pool.malloc):
-            # relaxed: the memory pool may call cudaMalloc while the graph is recorded
-            stream.begin_capture(cp.cuda.runtime.streamCaptureModeRelaxed)
-            try:
-                outputs = step()
-            except Exception as error:  # end the capture before raising
-                failure = error
-            finally:
-                try:
-                    graph = stream.end_capture()
-                except Exception as error:
-                    failure = failure or error
-    finally:
-        stop()
-    if failure is not None:
-        raise failure
-    cp.cuda.get_current_stream().wait_event(stream.record())
-    current.upload_pending()  # the values the step's hooks computed, for its first launch
-    return graph, outputs, pool, current
+        outputs = step()
+    except BaseException as error:  # end the capture, then raise
+        capture.end(error)
+    graph = capture.end()
+    return graph, outputs, capture.pool, capture.recording
 
 
 class Replayed:
