@@ -25,6 +25,8 @@ u and v are constants to the gradient (as torch's: a clone of each). At registra
 iterations from random (tricycle's generator) unit vectors start them off. A 1-d weight is
 normalised to unit length instead. ``dim`` defaults to 0, or 1 for the transposed
 convolutions (their output channels), as torch's.
+
+``orthogonal(layer)`` (``tricycle.nn.utils.orthogonal``) keeps a matrix orthogonal.
 """
 
 from tricycle import backend, checks, random
@@ -33,9 +35,10 @@ from tricycle.module import Layer
 from tricycle.nn.conv_transpose import ConvTranspose1d, ConvTranspose2d
 from tricycle.nn.more_losses import normalize
 from tricycle.nn.utils import parametrize
+from tricycle.nn.utils.orthogonal import orthogonal
 from tricycle.tensor import Tensor, no_grad
 
-__all__ = ["spectral_norm", "weight_norm"]
+__all__ = ["orthogonal", "spectral_norm", "weight_norm"]
 
 POWER_ITERATIONS_AT_START = 15  # torch's
 
