@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tricycle import backend, checks
+from tricycle import backend, checks, memory_formats
 from tricycle import random as tricycle_random
 from tricycle.backend import is_float, numeric_dtype, parse_device
 from tricycle.tensor import Tensor, as_tensor
@@ -261,29 +261,47 @@ def _like(op: str, x, dtype, device):
     return x.shape, dtype, x.device if device is None else device
 
 
-def zeros_like(x, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
-    """Zeros with the shape, dtype and device of ``x`` (unless given)."""
+def _laid_like(op: str, out: Tensor, x, memory_format) -> Tensor:
+    """``out`` laid out in ``memory_format``: by default (``preserve_format``) in the order of
+    ``x``'s strides, as torch's ``*_like`` factories make it."""
+    like = x.array if isinstance(x, Tensor) else np.asarray(x)
+    out.array = memory_formats.laid_out(op, out.array, memory_format, like=like)
+    return out
+
+
+def zeros_like(x, dtype=None, requires_grad: bool = False, device=None, *,
+               memory_format=None) -> Tensor:  # fmt: skip
+    """Zeros with the shape, dtype, device and memory format of ``x`` (unless given)."""
     shape, dtype, device = _like("zeros_like", x, dtype, device)
-    return zeros(shape, dtype=dtype, requires_grad=requires_grad, device=device)
+    out = zeros(shape, dtype=dtype, requires_grad=requires_grad, device=device)
+    return _laid_like("zeros_like", out, x, memory_format)
 
 
-def empty_like(x, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
-    """torch.empty_like: a tensor with the shape, dtype and device of ``x`` (unless given), of
-    zeros here, as ``tricycle.empty``'s (uninitialised memory would only hide a missing write)."""
+def empty_like(x, dtype=None, requires_grad: bool = False, device=None, *,
+               memory_format=None) -> Tensor:  # fmt: skip
+    """torch.empty_like: a tensor with the shape, dtype, device and memory format of ``x``
+    (unless given), of zeros here, as ``tricycle.empty``'s (uninitialised memory would only
+    hide a missing write)."""
     shape, dtype, device = _like("empty_like", x, dtype, device)
-    return zeros(shape, dtype=dtype, requires_grad=requires_grad, device=device)
+    out = zeros(shape, dtype=dtype, requires_grad=requires_grad, device=device)
+    return _laid_like("empty_like", out, x, memory_format)
 
 
-def ones_like(x, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
-    """Ones with the shape, dtype and device of ``x`` (unless given)."""
+def ones_like(x, dtype=None, requires_grad: bool = False, device=None, *,
+              memory_format=None) -> Tensor:  # fmt: skip
+    """Ones with the shape, dtype, device and memory format of ``x`` (unless given)."""
     shape, dtype, device = _like("ones_like", x, dtype, device)
-    return ones(shape, dtype=dtype, requires_grad=requires_grad, device=device)
+    out = ones(shape, dtype=dtype, requires_grad=requires_grad, device=device)
+    return _laid_like("ones_like", out, x, memory_format)
 
 
-def full_like(x, fill_value, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
-    """``fill_value`` everywhere, with the shape, dtype and device of ``x`` (unless given)."""
+def full_like(x, fill_value, dtype=None, requires_grad: bool = False, device=None, *,
+              memory_format=None) -> Tensor:  # fmt: skip
+    """``fill_value`` everywhere, with the shape, dtype, device and memory format of ``x``
+    (unless given)."""
     shape, dtype, device = _like("full_like", x, dtype, device)
-    return full(shape, fill_value, dtype=dtype, requires_grad=requires_grad, device=device)
+    out = full(shape, fill_value, dtype=dtype, requires_grad=requires_grad, device=device)
+    return _laid_like("full_like", out, x, memory_format)
 
 
 def rand_like(x, dtype=None, requires_grad: bool = False, device=None, generator=None):

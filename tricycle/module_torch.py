@@ -27,7 +27,7 @@ import inspect
 
 import numpy as np
 
-from tricycle import backend, checks
+from tricycle import backend, checks, memory_formats
 from tricycle.parameter import is_parameter
 from tricycle.tensor import Tensor
 
@@ -170,7 +170,7 @@ class TorchMethods:
         return self
 
     # ------------------------------------------------------------------ devices
-    def to(self, device=None, dtype=None, non_blocking: bool = False):
+    def to(self, device=None, dtype=None, non_blocking: bool = False, *, memory_format=None):
         """Move and/or cast every parameter and buffer in place, as torch's ``Module.to``;
         returns self.
 
@@ -180,7 +180,8 @@ class TorchMethods:
         gradient checks; integer buffers stay). For mixed-precision training keep float32
         weights and use a precision policy (``tricycle.precision.Precision``). ``to(tensor)``:
         that tensor's device and dtype. ``non_blocking`` is accepted: copies are synchronous.
-        """
+        ``memory_format`` (``tricycle.channels_last``...): the rank-4 and rank-5 tensors laid
+        out so (``tricycle.memory_formats``), as torch's."""
         owner = f"{type(self).__name__}.to"
         checks.boolean(owner, "non_blocking", non_blocking)
         if isinstance(device, Tensor):
@@ -193,6 +194,9 @@ class TorchMethods:
         if device is not None:
             index = backend.parse_device(device, owner)
             self.from_gpu() if index is None else self.to_gpu(index)
+        memory_formats.format_name(owner, memory_format)  # refuses what is no format
+        for t in (t for _, t in self.named_tensors() if memory_format and t.ndim in (4, 5)):
+            t.array = memory_formats.laid_out(owner, t.array, memory_format)
         if dtype is None:
             return self
         for _, t in self.named_tensors():

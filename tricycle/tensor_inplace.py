@@ -20,7 +20,7 @@ import operator
 
 import numpy as np
 
-from tricycle import backend, checks, ops, rebase, unary
+from tricycle import backend, checks, memory_formats, ops, rebase, unary
 from tricycle.graph import Node, grad_enabled
 from tricycle.tensor_torch import _sizes
 
@@ -170,26 +170,16 @@ class TorchInPlaceMethods:
         """torch.Tensor.type_as: cast to ``other``'s dtype."""
         return self._cast("Tensor.type_as", other.dtype)
 
-    def to(self, device=None, dtype=None, non_blocking: bool = False, copy: bool = False):
-        """torch.Tensor.to: this tensor cast to ``dtype`` and/or on ``device``.
+    def to(self, device=None, dtype=None, non_blocking: bool = False, copy: bool = False, *,
+           memory_format=None):  # fmt: skip
+        """torch.Tensor.to: this tensor cast to ``dtype``, on ``device``, in ``memory_format``.
 
         ``to(device)`` ("cpu", "gpu", "cuda", "cuda:N" or a GPU index N: ``Node.to``, a copy
         whose gradient moves back), ``to(dtype)`` (a numpy dtype or type: ``numpy.float64``,
         ``float``), ``to(device, dtype)`` or ``to(other)`` (a Tensor's device and dtype). Returns
-        ``self`` when nothing changes, unless ``copy``; copies are synchronous."""
-        checks.boolean("Tensor.to", "non_blocking", non_blocking)
-        checks.boolean("Tensor.to", "copy", copy)
-        if isinstance(device, Node):
-            device, dtype = device.device, device.dtype if dtype is None else dtype
-        elif isinstance(device, np.dtype | type):  # to(dtype)
-            if dtype is not None:
-                expected = "a device when dtype is given"
-                checks.fail("Tensor.to", "device", expected, device, TypeError)
-            device, dtype = None, device
-        out = self if dtype is None else self._cast("Tensor.to", dtype)
-        if device is not None:  # to() and to(None): the tensor itself, as torch's
-            out = Node.to(out, device)
-        return out.clone() if copy and out is self else out
+        ``self`` when nothing changes, unless ``copy``; copies are synchronous and keep this
+        tensor's layout unless ``memory_format`` says another (``tricycle.memory_formats``)."""
+        return memory_formats.to(self, device, dtype, non_blocking, copy, memory_format)
 
     double, half = _cast_to("double", np.float64), _cast_to("half", np.float16)
     long, byte = _cast_to("long", np.int64), _cast_to("byte", np.uint8)

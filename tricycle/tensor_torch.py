@@ -22,7 +22,7 @@ import numbers
 
 import numpy as np
 
-from tricycle import backend, binary, checks, ops, reduce, unary
+from tricycle import backend, binary, checks, memory_formats, ops, reduce, unary
 from tricycle.tensor_extra import TorchTensorExtras, clamp_bound, imported
 from tricycle.tensor_math import TorchMathMethods
 
@@ -151,20 +151,18 @@ class TorchTensorMethods(TorchTensorExtras, TorchMathMethods):
         return ops.reshape(self, _sizes("Tensor.view", shape))
 
     def contiguous(self, memory_format=None):
-        """torch.Tensor.contiguous: this tensor when C-contiguous, else a contiguous copy."""
-        if self.array.flags.c_contiguous:
-            return self
-        return unary.unary_op(
-            self, self.xp.ascontiguousarray(self.array), lambda d: d, "contiguous"
-        )
+        """torch.Tensor.contiguous: this tensor when laid out in ``memory_format`` (row-major by
+        default), else a copy so laid out (``tricycle.memory_formats``)."""
+        return memory_formats.contiguous(self, memory_format)
 
     def to_dense(self, dtype=None, *, masked_grad=None):
         """torch.Tensor.to_dense of a dense tensor: itself (cast to ``dtype`` if given)."""
         return self if dtype is None else self.to(dtype)
 
     def clone(self, memory_format=None):
-        """torch.Tensor.clone: a copy, whose gradient flows back to this tensor."""
-        return unary.unary_op(self, self.array.copy(), lambda dout: dout, "clone")
+        """torch.Tensor.clone: a copy in ``memory_format`` (by default this tensor's strides'
+        order, as torch's), whose gradient flows back to this tensor."""
+        return memory_formats.clone(self, memory_format)
 
     def unsqueeze(self, dim: int):
         """torch.Tensor.unsqueeze: a size-1 axis inserted at ``dim`` (``expand_dims``)."""
