@@ -30,147 +30,109 @@ holds torch.cuda.amp's ``GradScaler`` and ``autocast`` (torch.amp's, on "cuda"):
 
     device = tricycle.accelerator.current_accelerator() or tricycle.device("cpu")
 
+The names live in modules by meaning: ``devices`` (which GPUs, their properties, the
+``device`` contexts), ``memory`` (cupy's pool as torch's allocator), ``streams`` (``Stream``,
+``Event``, the ``stream`` context), ``rng`` (the one generator), ``monitor`` (NVML, the sync
+debug mode) and ``graphs`` (``CUDAGraph`` and its kin, loaded when first named). Without a GPU
+a question that needs one raises ``devices.NoGPUError``, a RuntimeError that is also torch's
+AssertionError.
+
 This module is above the library, beside ``tricycle.cuda_graph``: it calls cupy's device
 runtime, which the math and the engine leave to ``tricycle.backend``.
 """
 
+import importlib
+
 from tricycle import backend, checks
-from tricycle import random as tricycle_random
 from tricycle.cuda import amp  # noqa: F401 - torch.cuda.amp
+from tricycle.cuda.devices import (  # noqa: F401 - torch.cuda's names
+    DeviceProperties,
+    NoGPUError,
+    can_device_access_peer,
+    current_device,
+    device,
+    device_count,
+    device_of,
+    get_arch_list,
+    get_device_capability,
+    get_device_name,
+    get_device_properties,
+    init,
+    ipc_collect,
+    is_available,
+    is_bf16_supported,
+    is_initialized,
+    is_tf32_supported,
+    set_device,
+    synchronize,
+)
+from tricycle.cuda.devices import index as _index
+from tricycle.cuda.memory import (  # noqa: F401 - torch.cuda's names
+    empty_cache,
+    get_per_process_memory_fraction,
+    max_memory_allocated,
+    max_memory_cached,
+    max_memory_reserved,
+    mem_get_info,
+    memory_allocated,
+    memory_cached,
+    memory_reserved,
+    memory_stats,
+    memory_summary,
+    reset_accumulated_memory_stats,
+    reset_max_memory_allocated,
+    reset_max_memory_cached,
+    reset_peak_memory_stats,
+    set_per_process_memory_fraction,
+)
+from tricycle.cuda.monitor import (  # noqa: F401 - torch.cuda's names
+    clock_rate,
+    get_sync_debug_mode,
+    list_gpu_processes,
+    memory_usage,
+    power_draw,
+    set_sync_debug_mode,
+    temperature,
+    utilization,
+)
+from tricycle.cuda.rng import (  # noqa: F401 - torch.cuda's names
+    get_rng_state,
+    get_rng_state_all,
+    initial_seed,
+    manual_seed,
+    manual_seed_all,
+    seed,
+    seed_all,
+    set_rng_state,
+    set_rng_state_all,
+)
+from tricycle.cuda.streams import (  # noqa: F401 - torch.cuda's names
+    Event,
+    ExternalStream,
+    Stream,
+    StreamContext,
+    current_stream,
+    default_stream,
+    set_stream,
+    stream,
+)
+
+# CUDA graphs' names, from tricycle.cuda.graphs (helper Q's), loaded the first time one is
+# named: they reach the applications' capture code, which importing tricycle.cuda must not load
+_GRAPH_NAMES = frozenset(
+    ("CUDAGraph", "graph", "graph_pool_handle", "is_current_stream_capturing",
+     "make_graphed_callables")
+)  # fmt: skip
 
 
-def is_available() -> bool:
-    """Whether a CUDA GPU can be used (cupy is installed and sees a device)."""
-    return backend.cupy_available()
-
-
-def device_count() -> int:
-    """The number of CUDA GPUs cupy sees; 0 without cupy or a GPU."""
-    if not backend.cupy_available():
-        return 0
-    return backend.cupy().cuda.runtime.getDeviceCount()
-
-
-def _cupy(op: str):
-    """cupy, or a RuntimeError naming ``op`` when there is no GPU to ask."""
-    if not backend.cupy_available():
-        raise RuntimeError(
-            f"tricycle.cuda.{op}: no CUDA GPU is available (cupy is not installed or sees no "
-            "device); tricycle.cuda.is_available() says whether one is"
-        )
-    return backend.cupy()
-
-
-def _index(op: str, device) -> int:
-    """The GPU index of ``device``: the current GPU for None."""
-    cp = _cupy(op)
-    if device is None:
-        return cp.cuda.runtime.getDevice()
-    if not isinstance(device, str | int):
-        device = str(device)  # a torch.device: "cuda:0"
-    index = backend.parse_device(device, f"tricycle.cuda.{op}")
-    if index is None:
-        raise ValueError(f"tricycle.cuda.{op}: expected a GPU, got the device {device!r}")
-    count = cp.cuda.runtime.getDeviceCount()
-    if index >= count:
-        raise ValueError(f"tricycle.cuda.{op}: GPU {index} does not exist ({count} seen)")
-    return index
-
-
-def current_device() -> int:
-    """The index of the GPU that new GPU arrays go to."""
-    return _index("current_device", None)
-
-
-def set_device(device) -> None:
-    """Make GPU ``device`` the current one: where "cuda" and new GPU arrays go (a
-    data-parallel rank's own: ``distributed.init(gpu=True)`` does this already)."""
-    index = _index("set_device", device)
-    backend.cupy().cuda.Device(index).use()
-
-
-def synchronize(device=None) -> None:
-    """Wait until GPU ``device`` (the current one for None) has done all its queued work."""
-    index = _index("synchronize", device)
-    with backend.cupy().cuda.Device(index):
-        backend.synchronize("tricycle.cuda.synchronize")
-
-
-def get_device_name(device=None) -> str:
-    """The name of GPU ``device`` (the current one for None), as its driver gives it."""
-    index = _index("get_device_name", device)
-    name = backend.cupy().cuda.runtime.getDeviceProperties(index)["name"]
-    return name.decode() if isinstance(name, bytes) else str(name)
-
-
-def is_bf16_supported(including_emulation: bool = True) -> bool:
-    """Whether the current GPU computes in bfloat16: natively from compute capability 8.0,
-    through float32 arithmetic on any GPU (``including_emulation``, torch's default; tricycle's
-    kernels compute in float32 anyway); False without a GPU, as torch's."""
-    checks.boolean("tricycle.cuda.is_bf16_supported", "including_emulation", including_emulation)
-    if not is_available():
-        return False
-    return including_emulation or int(backend.cupy().cuda.Device().compute_capability) >= 80
-
-
-def empty_cache() -> None:
-    """Give the GPU memory that cupy holds for reuse, but no array uses, back to the device
-    (other processes see it free); nothing without a GPU."""
-    if backend.cupy_available():
-        cp = backend.cupy()
-        cp.get_default_memory_pool().free_all_blocks()
-        cp.get_default_pinned_memory_pool().free_all_blocks()
-
-
-# ------------------------------------------------------------------ memory
-def _pool(op: str, device, ask: str):
-    """``ask`` of cupy's memory pool on GPU ``device`` (the current one for None); a memory
-    question without a GPU is 0, as torch's (nothing is allocated)."""
-    if ask != "free_all_blocks" and device is None and not backend.cupy_available():
-        return 0
-    index = _index(op, device)
-    with backend.cupy().cuda.Device(index):
-        return getattr(backend.cupy().get_default_memory_pool(), ask)()
-
-
-def memory_allocated(device=None) -> int:
-    """The bytes that arrays on GPU ``device`` (the current one for None) use now: what
-    cupy's memory pool has handed out and not had back."""
-    return _pool("memory_allocated", device, "used_bytes")
-
-
-def memory_reserved(device=None) -> int:
-    """The bytes cupy's memory pool holds on GPU ``device``: the arrays' and the blocks it
-    keeps free for reuse, as torch's caching allocator keeps them."""
-    return _pool("memory_reserved", device, "total_bytes")
-
-
-def max_memory_allocated(device=None) -> int:
-    """The most memory the arrays on GPU ``device`` needed since ``reset_peak_memory_stats``
-    (or the start), as cupy's pool shows it: it tracks no peak, but keeps every block the
-    arrays freed and grows only when they need more, so what it holds is that peak (in its
-    blocks' sizes): ``memory_reserved``."""
-    return _pool("max_memory_allocated", device, "total_bytes")
-
-
-max_memory_reserved = max_memory_allocated
-
-
-def reset_peak_memory_stats(device=None) -> None:
-    """Start the peak of ``max_memory_allocated`` again from what the arrays on GPU
-    ``device`` use now: the pool gives its free blocks back to the device."""
-    _pool("reset_peak_memory_stats", device, "free_all_blocks")
-
-
-def manual_seed(seed: int) -> None:
-    """Seed tricycle's one generator (``tricycle.manual_seed``): GPU draws are made on the
-    host from it, so this seeds them."""
-    tricycle_random.manual_seed(seed)
-
-
-def manual_seed_all(seed: int) -> None:
-    """``manual_seed``: one generator serves every GPU."""
-    tricycle_random.manual_seed(seed)
+def __getattr__(name: str):
+    """``OutOfMemoryError`` (cupy's error class on a GPU, see ``tricycle.cuda.memory``) and
+    the CUDA graphs' names, looked up when named."""
+    if name == "OutOfMemoryError":
+        return importlib.import_module("tricycle.cuda.memory").out_of_memory_error()
+    if name in _GRAPH_NAMES:
+        return getattr(importlib.import_module("tricycle.cuda.graphs"), name)
+    raise AttributeError(f"module 'tricycle.cuda' has no attribute {name!r}")
 
 
 # ------------------------------------------------------------------ torch.accelerator's names
@@ -187,9 +149,9 @@ def current_device_index() -> int:
     return _index("current_device_index", None)
 
 
-def set_device_index(device) -> None:
-    """torch.accelerator.set_device_index: ``set_device(device)``."""
-    set_device(device)
+def set_device_index(device_index) -> None:
+    """torch.accelerator.set_device_index: ``set_device(device_index)``."""
+    set_device(device_index)
 
 
 current_device_idx, set_device_idx = current_device_index, set_device_index  # torch's old names
