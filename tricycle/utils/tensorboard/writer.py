@@ -2,9 +2,11 @@
 
 It writes the event files TensorBoard reads (``records``), with summaries encoded by hand
 (``summaries``, ``hparams``): scalars, groups of scalars, histograms, text, images, matplotlib
-figures and hyperparameters. ``add_graph`` is refused: tricycle has no TorchScript trace to
-draw. Events are written out when ``max_queue`` are pending or ``flush_secs`` have passed, as
-each arrives, and at ``flush``/``close`` (torch's writer flushes from a background thread)."""
+figures and hyperparameters; audio, video, boxes, embeddings, PR curves, meshes and custom
+scalar layouts come from ``writer_more.WriterExtras``. ``add_graph`` is refused: tricycle has
+no TorchScript trace to draw. Events are written out when ``max_queue`` are pending or
+``flush_secs`` have passed, as each arrives, and at ``flush``/``close`` (torch's writer
+flushes from a background thread)."""
 
 import os
 import socket
@@ -14,9 +16,10 @@ from datetime import datetime
 from tricycle.utils.tensorboard import records, summaries
 from tricycle.utils.tensorboard.hparams import hparams
 from tricycle.utils.tensorboard.images import figure_to_image
+from tricycle.utils.tensorboard.writer_more import WriterExtras
 
 
-class SummaryWriter:
+class SummaryWriter(WriterExtras):
     """Writes summaries to event files in ``log_dir`` for TensorBoard (``tensorboard --logdir``).
 
     Args:
