@@ -181,6 +181,8 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "spmm": ("tricycle.sparse", "spmm"),
     "smm": ("tricycle.sparse", "smm"),
     "sparse_coo": ("tricycle.torch_misc", "sparse_coo"),  # the layout, beside strided
+    "sparse_csr": ("tricycle.torch_misc", "sparse_csr"),
+    "sparse_csr_tensor": ("tricycle.sparse", "sparse_csr_tensor"),
     "enable_grad": ("tricycle.grad_modes", "enable_grad"),
     "equal": ("tricycle.torch_functions", "equal"),
     "flatten": ("tricycle.torch_functions", "flatten"),
@@ -336,6 +338,13 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "float64": ("numpy", "float64"),
     "double": ("numpy", "float64"),
     "bfloat16": ("tricycle.torch_functions", "bfloat16"),  # ml_dtypes', imported on first use
+    "uint16": ("numpy", "uint16"),
+    "uint32": ("numpy", "uint32"),
+    "uint64": ("numpy", "uint64"),
+    "float8_e4m3fn": ("tricycle.torch_dtypes", "float8_e4m3fn"),  # ml_dtypes', as bfloat16
+    "float8_e5m2": ("tricycle.torch_dtypes", "float8_e5m2"),
+    "float8_e4m3fnuz": ("tricycle.torch_dtypes", "float8_e4m3fnuz"),
+    "float8_e5m2fnuz": ("tricycle.torch_dtypes", "float8_e5m2fnuz"),
     # torch's constants (torch.pi in a GELU's sqrt(2 / pi), -torch.inf in a causal mask):
     # Python floats, as torch's are
     "pi": ("math", "pi"),

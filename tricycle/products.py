@@ -17,7 +17,9 @@ from tricycle.graph import Node as Tensor  # the ops see a tensor as a graph nod
 
 def mm(x: Tensor, mat2) -> Tensor:
     """torch.Tensor.mm: the product (N, P) of this matrix (N, M) and ``mat2`` (M, P), without
-    matmul's broadcasting."""
+    matmul's broadcasting; a sparse ``mat2`` gives the dense product, as torch's."""
+    if getattr(mat2, "_sparse_layout", False):
+        return x @ mat2  # the sparse tensor's __rmatmul__
     b = binary.constant(mat2, x, "Tensor.mm")
     if x.ndim != 2 or b.ndim != 2 or x.shape[1] != b.shape[0]:
         expected = "matrices (N, M) and (M, P)"

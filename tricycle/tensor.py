@@ -53,6 +53,8 @@ def _arithmetic(tensor_op, scalar_op, reflected_scalar_op=None, divides: bool = 
             return tensor_op(self, other)
         if kind is not float and kind is not int:
             if not _scalar(other):
+                if not isinstance(other, Node) and getattr(other, "_sparse_layout", False):
+                    return NotImplemented  # a sparse tensor: its reflected method answers
                 return tensor_op(self, binary.constant(other, self, tensor_op.__name__))
             other = _python_scalar(other)
         return scalar_op(binary.floated(self, other, divides), other)
@@ -209,6 +211,8 @@ class Tensor(TorchTensorMethods, TorchInPlaceMethods, Node):
     __hash__ = Node.__hash__  # == is elementwise, identity hashing keeps dicts working
 
     def __matmul__(self, other):
+        if not isinstance(other, Node) and getattr(other, "_sparse_layout", False):
+            return NotImplemented  # dense @ sparse: the sparse tensor's __rmatmul__ answers
         return binary.matmul(self, binary.constant(other, self, "matmul"))
 
     def __rmatmul__(self, other):
@@ -268,9 +272,9 @@ class Tensor(TorchTensorMethods, TorchInPlaceMethods, Node):
     abs, clip, tanh, sigmoid = unary.abs, unary.clip, unary.tanh, unary.sigmoid
     swapaxes, squeeze, expand_dims = ops.swapaxes, ops.squeeze, ops.expand_dims
     split = _numpy_or_torch(ops.split, _torch_split, "indices_or_sections axis", "dim split_size")
-    repeat, masked_fill = ops.repeat, ops.masked_fill
+    repeat, masked_fill, cumsum = ops.repeat, ops.masked_fill, reduce.cumsum
     permute, chunk, argsort = ops.permute, ops.chunk, ops.argsort  # sort: tensor_extra's
-    cumsum = reduce.cumsum
+    T = property(ops.transpose, doc="The transpose: the axes reversed.")
 
     # torch's other methods, each importing its module on its first call (``imported``)
     add, sub, mul, div, absolute, log1p, log2, log10, fmod, remainder, nan_to_num = imported(
@@ -310,10 +314,6 @@ class Tensor(TorchTensorMethods, TorchInPlaceMethods, Node):
         if len(axes) == 2 and all(map(checks.is_integer, axes)):
             return ops.swapaxes(self, *axes)
         return ops.transpose(self, _shape_arguments(axes) if axes else None)
-
-    @property
-    def T(self) -> "Tensor":
-        return ops.transpose(self)
 
     def reshape(self, *shape) -> "Tensor":
         """The same values in a new shape: ``x.reshape(2, -1)`` or ``x.reshape((2, -1))``."""

@@ -16,8 +16,8 @@
   ``output_nr`` 0, ``dequantize`` and ``conj_physical`` itself); and torch's errors (its kind,
   naming what to do) for the rest: sparse and quantized accessors, complex casts, other
   devices, removed methods (``reinforce``) and first-class dims (``index``);
-- ``to_sparse``/``to_sparse_coo``: the COO tensor of ``tricycle.sparse`` (the other sparse
-  layouts are refused).
+- ``to_sparse``/``to_sparse_coo``/``to_sparse_csr``: the COO or CSR tensor of
+  ``tricycle.sparse`` (the other sparse layouts are refused).
 """
 
 import importlib
@@ -47,6 +47,7 @@ def _refused(name: str, why: str, error: type = RuntimeError):
 
 _SPARSE = ("expected a sparse tensor, got a dense (strided) one, as torch's refuses it: "
            "tricycle's tensors are dense")  # fmt: skip
+_OTHER_LAYOUTS = "tricycle has the sparse COO and CSR layouts alone: use to_sparse(_csr)()"
 _QUANTIZED = ("tricycle has no quantized tensors (torch's raises NotImplementedError for a "
               "dense one too); keep float tensors")  # fmt: skip
 _COMPLEX = "tricycle has no complex dtypes; keep real and imaginary parts as two real tensors"
@@ -270,11 +271,10 @@ class TorchRestMethods:
         for n in ("sparse_mask", "sparse_resize_", "sparse_resize_and_clear_", "resize_as_sparse_")
     )
     to_sparse, to_sparse_coo = imported("sparse.coo", "to_sparse to_sparse_coo")
-    to_sparse_csr, to_sparse_csc, to_sparse_bsr, to_sparse_bsc = (
-        _refused(
-            n, "tricycle has the sparse COO layout alone: use to_sparse()", NotImplementedError
-        )  # fmt: skip
-        for n in ("to_sparse_csr", "to_sparse_csc", "to_sparse_bsr", "to_sparse_bsc")
+    (to_sparse_csr,) = imported("sparse.csr", "to_sparse_csr")
+    to_sparse_csc, to_sparse_bsr, to_sparse_bsc = (
+        _refused(n, _OTHER_LAYOUTS, NotImplementedError)
+        for n in ("to_sparse_csc", "to_sparse_bsr", "to_sparse_bsc")
     )
     int_repr, q_scale, q_zero_point, qscheme = (
         _refused(n, _QUANTIZED, NotImplementedError)

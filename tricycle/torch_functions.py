@@ -230,10 +230,10 @@ def randperm(n: int, *, generator=None, dtype=np.int64, device=None, requires_gr
 
 # ------------------------------------------------------------------------- products
 def matmul(input, other, *, out=None):  # noqa: A002 - torch's names
-    """torch.matmul: the matrix product with numpy's (and torch's) broadcasting and 1-D
-    promotion (``input @ other``)."""
+    """torch.matmul: ``input @ other`` (numpy's and torch's broadcasting, 1-D promotion)."""
     no_out("matmul", out)
-    return tensor_input("matmul", input).matmul(other)
+    first = input if getattr(input, "_sparse_layout", False) else tensor_input("matmul", input)
+    return first.matmul(other)  # a sparse input's own; dense @ sparse: the sparse __rmatmul__
 
 
 def bmm(input, mat2, *, out=None):  # noqa: A002

@@ -6,7 +6,7 @@ elementwise ``add``, ``sub``, ``mul``, ``div`` (and their other names), ``absolu
 ``log2``, ``log10``, ``fmod``, ``remainder``, ``nan_to_num``, ``maximum``, ``minimum``, the
 logical ops and the step functions ``sign``, ``round``, ``floor``, ``ceil``, ``trunc``; the
 products ``mv`` and ``addmm``; the distances ``cdist``. ``mm`` and ``addmm`` with a sparse
-COO ``mat1`` are ``tricycle.sparse``'s.
+``mat1`` are ``tricycle.sparse``'s.
 
 Each calls the ``Tensor`` method of the same name (``tricycle.tensor_torch``, or the modules
 its methods import: ``pointwise``, ``reduce_torch``, ``products``; the ops of ``reduce`` and
@@ -322,9 +322,9 @@ def round(input, *, decimals: int = 0, out=None):  # noqa: A001, A002 - torch's 
 # ------------------------------------------------------------------ products
 def mm(input, mat2, *, out=None):  # noqa: A002
     """torch.mm: the product (N, P) of two matrices (N, M) and (M, P), without broadcasting;
-    a sparse COO ``input`` gives ``tricycle.sparse.mm``'s product."""
+    a sparse (COO or CSR) ``input`` gives ``tricycle.sparse.mm``'s product."""
     no_out("mm", out)
-    if getattr(input, "is_sparse", False):
+    if getattr(input, "_sparse_layout", False):
         return importlib.import_module("tricycle.sparse").mm(input, mat2)
     return tensor_input("mm", input).mm(mat2)
 
@@ -343,9 +343,9 @@ def dot(input, other, *, out=None):  # noqa: A002
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):  # noqa: A002
     """torch.addmm: beta input + alpha (mat1 @ mat2), input broadcast to the product's shape;
-    a sparse COO ``mat1`` gives ``tricycle.sparse.addmm``'s."""
+    a sparse (COO or CSR) ``mat1`` gives ``tricycle.sparse.addmm``'s."""
     no_out("addmm", out)
-    if getattr(mat1, "is_sparse", False):
+    if getattr(mat1, "_sparse_layout", False):
         return importlib.import_module("tricycle.sparse").addmm(input, mat1, mat2, beta=beta,
                                                                 alpha=alpha)  # fmt: skip
     return tensor_input("addmm", input).addmm(mat1, mat2, beta=beta, alpha=alpha)

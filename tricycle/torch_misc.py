@@ -3,10 +3,10 @@
 - the types of torch's enum-like objects: ``dtype`` (tricycle's dtypes are numpy's scalar
   types and dtypes, so ``dtype`` is the class they are all instances of:
   ``isinstance(x.dtype, tricycle.dtype)`` and ``isinstance(tricycle.float32,
-  tricycle.dtype)`` hold, as torch's do), ``layout`` with ``strided`` (dense tensors) and
-  ``sparse_coo`` (``tricycle.sparse``'s), ``memory_format`` with ``contiguous_format``,
-  ``channels_last``, ``channels_last_3d`` and ``preserve_format`` (what
-  ``Tensor.contiguous`` and ``to`` take);
+  tricycle.dtype)`` hold, as torch's do), ``layout`` with ``strided`` (dense tensors),
+  ``sparse_coo`` and ``sparse_csr`` (``tricycle.sparse``'s), ``memory_format`` with
+  ``contiguous_format``, ``channels_last``, ``channels_last_3d`` and ``preserve_format``
+  (what ``Tensor.contiguous`` and ``to`` take);
 - ``concat`` (``cat``), ``newaxis`` (None), the queries ``is_same_size``, ``is_signed``,
   ``is_inference``, ``get_device`` and ``typename``, and the conjugate and negative bits
   (``is_conj``/``is_neg`` are False and ``resolve_conj``/``resolve_neg`` the tensor itself:
@@ -75,7 +75,8 @@ class _Named:
 
 
 class layout(_Named):  # noqa: N801 - torch's name
-    """torch.layout: a tensor's memory layout: ``strided`` (dense) or ``sparse_coo``."""
+    """torch.layout: a tensor's memory layout: ``strided`` (dense), ``sparse_coo`` or
+    ``sparse_csr``."""
 
 
 class memory_format(_Named):  # noqa: N801 - torch's name
@@ -85,6 +86,7 @@ class memory_format(_Named):  # noqa: N801 - torch's name
 
 strided = layout("strided")
 sparse_coo = layout("sparse_coo")
+sparse_csr = layout("sparse_csr")
 contiguous_format = memory_format("contiguous_format")
 channels_last = memory_format("channels_last")
 channels_last_3d = memory_format("channels_last_3d")

@@ -13,6 +13,7 @@ answers (``is_sparse``, ``layout``, ``shape``, ``to_dense()`` ...) and the ops o
 ``tricycle.sparse``; anything else needs ``to_dense()`` first.
 """
 
+import importlib
 import math
 import numbers
 
@@ -22,6 +23,7 @@ from tricycle import checks, ops
 from tricycle.factories import zeros
 from tricycle.graph import Node
 from tricycle.tensor import to_tensor
+from tricycle.tensor_extra import imported
 from tricycle.torch_dtypes import Size
 from tricycle.torch_functions import tensor
 from tricycle.torch_misc import sparse_coo
@@ -41,6 +43,7 @@ class SparseCooTensor:
     __slots__ = ("_ids", "_vals", "_size", "_coalesced")
     is_sparse = True
     is_sparse_csr = False
+    _sparse_layout = True  # dense operators hand ``dense @ this`` to the reflected methods
     layout = sparse_coo
 
     def __init__(self, indices, values, size: tuple, coalesced: bool = False):
@@ -183,15 +186,10 @@ class SparseCooTensor:
                                f"{self.ndim}D")  # fmt: skip
         return self if self.ndim < 2 else self.transpose(0, 1)
 
-    def mul(self, other) -> "SparseCooTensor":
-        """torch.Tensor.mul by a number or a 0-d tensor: the values scaled."""
-        if isinstance(other, Node) and other.ndim == 0 or isinstance(other, numbers.Number):
-            return SparseCooTensor(self._ids, self._vals * other, self._size, self._coalesced)
-        raise NotImplementedError(f"Tensor.mul of a sparse tensor: tricycle multiplies it by "
-                                  f"a number or a 0-d tensor alone, not {type(other).__name__}; "
-                                  "use to_dense()")  # fmt: skip
-
+    mul, pow, sqrt = imported("sparse.elementwise", "mul pow sqrt")  # noqa: A003
     __mul__ = __rmul__ = mul
+    __pow__ = pow  # noqa: A003
+    to_sparse_csr = imported("sparse.csr", "to_sparse_csr")[0]
 
     def div(self, other) -> "SparseCooTensor":
         """torch.Tensor.div by a number or a 0-d tensor."""
@@ -220,6 +218,18 @@ class SparseCooTensor:
 
     __add__ = add
 
+    def __radd__(self, other):
+        """``dense + sparse``: dense (``sparse.elementwise.add_to_dense``)."""
+        return _elementwise().add_to_dense(other, self)
+
+    def __rsub__(self, other):
+        """``dense - sparse``: dense."""
+        return _elementwise().add_to_dense(other, self, -1, "sub")
+
+    def __rmatmul__(self, other):
+        """``dense @ sparse``: dense (``sparse.elementwise.rmatmul``)."""
+        return _elementwise().rmatmul(self, other)
+
     def sub(self, other, *, alpha=1) -> "SparseCooTensor":
         return self.add(other, alpha=-alpha)
 
@@ -241,6 +251,10 @@ class SparseCooTensor:
     def smm(self, mat2) -> "SparseCooTensor":
         """torch.smm: the product made sparse (torch's answer)."""
         return to_sparse(self.mm(mat2))
+
+
+def _elementwise():
+    return importlib.import_module("tricycle.sparse.elementwise")  # it imports this module
 
 
 def _zeros_like_values(sparse: SparseCooTensor, rows: int):
@@ -299,9 +313,12 @@ def to_sparse(x, *args, layout=None, blocksize=None, dense_dim=None) -> SparseCo
         return x
     sparse_dim = args[0] if args and not hasattr(args[0], "name") else None
     layout = args[0] if args and hasattr(args[0], "name") else layout
+    if getattr(layout, "name", None) == "sparse_csr" and blocksize is None:
+        return importlib.import_module("tricycle.sparse.csr").to_sparse_csr(x, dense_dim)
     if layout not in (None, sparse_coo) or blocksize is not None or dense_dim is not None:
         asked = f"layout {layout} (blocksize {blocksize}, dense_dim {dense_dim})"
-        raise NotImplementedError(f"Tensor.to_sparse: {asked}: tricycle has the COO layout alone")
+        raise NotImplementedError(f"Tensor.to_sparse: {asked}: tricycle has the COO and CSR "
+                                  "layouts alone")  # fmt: skip
     sd = x.ndim if sparse_dim is None else sparse_dim
     if not isinstance(sd, int) or not 0 <= sd <= x.ndim:
         checks.fail("Tensor.to_sparse", "sparse_dim", f"an int in [0, {x.ndim}]", sparse_dim)
@@ -319,6 +336,9 @@ def to_sparse_coo(x) -> SparseCooTensor:
 
 # ------------------------------------------------------------------ torch.sparse's mm and sum
 def _sparse_input(op: str, value, name: str = "input") -> SparseCooTensor:
+    """``value``, a sparse COO tensor (a CSR one made COO), else a TypeError naming ``op``."""
+    if getattr(value, "is_sparse_csr", False) is True:
+        return value.to_sparse_coo()
     if not isinstance(value, SparseCooTensor):
         checks.fail(op, name, "a sparse COO tensor (tricycle.sparse_coo_tensor, to_sparse())",
                     type(value).__name__, TypeError)  # fmt: skip

@@ -1,7 +1,8 @@
 """torch.sparse's functions on COO tensors (``tricycle.sparse.coo``): ``mm`` (also
 ``tricycle.spmm``, ``tricycle.mm`` and ``@`` with a sparse first operand), ``addmm``, ``smm``,
-``sum`` and ``softmax``/``log_softmax``, each made of differentiable ops on the values, so
-that the values' gradient is nonzero only at their stored cells, as torch's."""
+``sum``, ``softmax``/``log_softmax``, and ``sampled_addmm`` on a CSR matrix, each made of
+differentiable ops on the values, so that the values' gradient is nonzero only at their stored
+cells, as torch's."""
 
 import numbers
 
@@ -10,6 +11,7 @@ import numpy as np
 from tricycle import checks
 from tricycle.sparse.coo import SparseCooTensor, _sparse_input, _zeros_like_values, mm
 from tricycle.sparse.coo import sparse_sum as sum  # noqa: A004, F401 - torch.sparse.sum
+from tricycle.sparse.csr import SparseCsrTensor
 
 
 def spmm(input, mat2):  # noqa: A002 - torch's names
@@ -74,3 +76,23 @@ def log_softmax(input, dim: int, *, dtype=None) -> SparseCooTensor:  # noqa: A00
     """torch.sparse.log_softmax: ``softmax``'s logarithm, on the stored entries alone."""
     s, shifted, totals = _shifted_and_total("sparse.log_softmax", input, dim, dtype)
     return SparseCooTensor(s._ids, shifted - totals.log(), s.shape, True)
+
+
+def sampled_addmm(input, mat1, mat2, *, beta=1.0, alpha=1.0, out=None):  # noqa: A002
+    """torch.sparse.sampled_addmm: a CSR matrix on ``input``'s cells holding ``beta *
+    input + alpha * (mat1 @ mat2)`` there alone (each cell's row of mat1 times its column of
+    mat2); differentiable to the values, ``mat1`` and ``mat2``."""
+    op = "sparse.sampled_addmm"
+    if not isinstance(input, SparseCsrTensor):
+        checks.fail(op, "input", "a sparse CSR matrix", type(input).__name__, TypeError)
+    if out is not None:
+        raise NotImplementedError(f"{op}: out= is not supported by tricycle")
+    m, n = input.shape
+    shapes = tuple(mat1.shape), tuple(mat2.shape)
+    if len(shapes[0]) != 2 or shapes[0][0] != m or shapes[1] != (shapes[0][1], n):
+        raise RuntimeError(f"{op}: expected mat1 (m, k) and mat2 (k, n) for an input of size "
+                           f"{(m, n)}, got {shapes[0]} and {shapes[1]}")  # fmt: skip
+    rows, cols = input._rows(), input._col.array
+    picked = (mat1.index_select(0, rows) * mat2.t().index_select(0, cols)).sum(dim=-1)
+    values = input._vals * beta + picked * alpha
+    return SparseCsrTensor(input._crow, input._col, values, input.shape)
