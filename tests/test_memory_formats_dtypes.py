@@ -172,3 +172,60 @@ def test_formats_on_the_gpu():
     assert strides(tc.zeros_like(y).array) == (60, 1, 15, 3)
     np.testing.assert_array_equal(y.array.get(), x.array.get())
     assert memory_formats.is_contiguous(y.array, tc.channels_last)
+
+
+# ---------------------------------------------------------------------- dtypes
+FLOAT8 = ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
+UNSIGNED = ("uint16", "uint32", "uint64")
+
+
+@pytest.mark.parametrize("name", FLOAT8)
+def test_float8_casts_and_finfo_as_torch(name):
+    """Random values over the float8 ranges and beyond, infinities, NaN, zeros and the
+    rounding ties cast as torch casts them (float8_e4m3fn saturates), and back."""
+    rng = np.random.default_rng(0)
+    a = np.concatenate([rng.normal(scale=s, size=200) for s in (1e-3, 1.0, 100.0, 1e5)])
+    a = np.concatenate([a, [np.inf, -np.inf, np.nan, 0.0, 465.0, 449.0, 0.5625, -0.0]])
+    ours = tc.Tensor(a.astype(np.float32)).to(getattr(tc, name))
+    theirs = torch.tensor(a, dtype=torch.float32).to(getattr(torch, name))
+    assert ours.dtype == np.dtype(getattr(tc, name)) and ours.dtype.name == name
+    np.testing.assert_array_equal(ours.to(np.float32).array, theirs.float().numpy())
+    assert tc.Tensor(a).to(getattr(tc, name)).is_floating_point()
+    info, their_info = tc.finfo(getattr(tc, name)), torch.finfo(getattr(torch, name))
+    for field in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution"):
+        assert getattr(info, field) == getattr(their_info, field), field
+    assert info.dtype == their_info.dtype
+    # layout ops keep the values; torch promotes a float8 with nothing else
+    np.testing.assert_array_equal(ours.reshape(-1, 2).to(np.float32).array.ravel(),
+                                  theirs.reshape(-1, 2).float().numpy().ravel())  # fmt: skip
+    with pytest.raises(RuntimeError, match="Promotion for Float8"):
+        torch.promote_types(getattr(torch, name), torch.float32)
+    with pytest.raises(RuntimeError, match="Promotion for Float8"):
+        tc.promote_types(getattr(tc, name), tc.float32)
+    assert tc.promote_types(getattr(tc, name), getattr(tc, name)) == getattr(tc, name)
+
+
+@pytest.mark.parametrize("name", UNSIGNED)
+def test_wide_unsigned_dtypes_as_torch(name):
+    values = np.array([0, 1, 255, 65535], dtype=np.int64)
+    ours, theirs = (
+        tc.tensor(values).to(getattr(tc, name)),
+        torch.tensor(values).to(getattr(torch, name)),
+    )
+    assert ours.dtype == np.dtype(name)
+    np.testing.assert_array_equal(ours.array, theirs.numpy())
+    np.testing.assert_array_equal(ours.to(np.float32).array, theirs.float().numpy())
+    info, their_info = tc.iinfo(getattr(tc, name)), torch.iinfo(getattr(torch, name))
+    assert (info.bits, info.min, info.max, info.dtype) == (
+        their_info.bits, their_info.min, their_info.max, their_info.dtype)  # fmt: skip
+    for other in ("int8", "int64", "uint8", "bool", "float16", "float32"):
+        try:
+            expected = torch.promote_types(getattr(torch, name), getattr(torch, other))
+        except RuntimeError as error:
+            with pytest.raises(RuntimeError, match=str(error).split(",")[0]):
+                tc.promote_types(getattr(tc, name), getattr(tc, other))
+        else:
+            ours_type = tc.promote_types(getattr(tc, name), getattr(tc, other))
+            assert np.dtype(ours_type).name == str(expected).split(".")[1]
+    with pytest.raises(ValueError, match="does not fit"):
+        tc.tensor([-1]).to(getattr(tc, name))

@@ -157,25 +157,42 @@ def synchronize(what: str = "a synchronisation of the GPU") -> None:
 
 # ====================================================================== data and devices
 def is_float(dtype) -> bool:
-    """Whether ``dtype`` is a floating dtype (float16/32/64): its kind is 'f'.
+    """Whether ``dtype`` is a floating dtype (float16/32/64, ml_dtypes' bfloat16 and float8s).
 
     Reading ``dtype.kind`` is far cheaper than ``np.issubdtype`` and this runs once per op.
     """
     kind = dtype.kind
-    # ml_dtypes' bfloat16 has kind 'V'; its scalar type's name is cheaper to read than dtype.name
-    return kind == "f" or (kind == "V" and dtype.type.__name__ == "bfloat16")
+    # ml_dtypes' floats have kind 'V'; their scalar type's name is cheaper to read than dtype.name
+    return kind == "f" or (kind == "V" and dtype.type.__name__.startswith(_ML_FLOATS))
+
+
+_ML_FLOATS = ("bfloat16", "float8_")
+# torch's float8 dtypes, each ml_dtypes' of that name
+FLOAT8 = ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
+
+
+def is_float8(dtype) -> bool:
+    """Whether ``dtype`` is one of torch's float8 dtypes (ml_dtypes': kind 'V', or 'f' for
+    float8_e5m2)."""
+    return dtype.type.__name__.startswith("float8_")
+
+
+def ml_dtype(name: str, op: str) -> np.dtype:
+    """ml_dtypes' dtype ``name`` (``float8_e4m3fn``...), imported when first asked for;
+    without ml_dtypes an ImportError naming ``op``."""
+    try:
+        import ml_dtypes  # noqa: PLC0415 - only where its dtypes are used
+    except ImportError as error:
+        raise ImportError(
+            f"{op} needs the ml_dtypes package for its {name} dtype (pip install ml_dtypes)"
+        ) from error
+    return np.dtype(getattr(ml_dtypes, name))
 
 
 def bfloat16(op: str = "Precision('bf16')") -> np.dtype:
     """The bfloat16 numpy dtype (from ml_dtypes, which numpy and cupy both understand),
     imported when first asked for; without ml_dtypes an ImportError naming ``op``."""
-    try:
-        import ml_dtypes  # noqa: PLC0415 - only where bfloat16 is used
-    except ImportError as error:
-        raise ImportError(
-            f"{op} needs the ml_dtypes package for its bfloat16 dtype (pip install ml_dtypes)"
-        ) from error
-    return np.dtype(ml_dtypes.bfloat16)
+    return ml_dtype("bfloat16", op)
 
 
 def numeric_array(data, dtype=None) -> np.ndarray:
@@ -206,7 +223,8 @@ def numeric_array(data, dtype=None) -> np.ndarray:
 def cast(array, dtype: np.dtype, op: str = "Tensor"):
     """``array`` as ``dtype``, refusing, for a host array made integer, values the dtype cannot
     hold: numpy's cast would wrap 300 to 44 in int8 and turn NaN into the smallest int64. (A
-    device array is cast as it is: checking it would wait for the device.)"""
+    device array is cast as it is: checking it would wait for the device.) float8_e4m3fn, which
+    has no infinity, saturates at +-448 as torch's cast does (ml_dtypes' would give NaN)."""
     if dtype.kind in "iu" and array.dtype.kind in "iuf" and isinstance(array, np.ndarray):
         if array.size and array.dtype != dtype:
             if array.dtype.kind == "f" and not np.isfinite(array).all():
@@ -217,6 +235,8 @@ def cast(array, dtype: np.dtype, op: str = "Tensor"):
                 raise ValueError(
                     f"{op}: the value {value} does not fit {dtype} ({info.min} to {info.max})"
                 )
+    if dtype.type.__name__ == "float8_e4m3fn" and array.dtype.kind in "fiu":
+        array = array_module(array).clip(array, -448, 448)  # torch saturates, NaN stays NaN
     return array.astype(dtype, copy=False)
 
 

@@ -37,14 +37,15 @@ class finfo:  # noqa: N801 - torch's name
         if not backend.is_float(dtype):
             raise TypeError(f"finfo: needs a floating point dtype, got {dtype} (iinfo takes "
                             "integer dtypes)")  # fmt: skip
-        if dtype.kind == "f":
+        if dtype.kind == "f" and not backend.is_float8(dtype):
             info = np.finfo(dtype)
-        else:  # bfloat16: ml_dtypes' finfo (backend.bfloat16 has imported ml_dtypes)
+        else:  # bfloat16, float8: ml_dtypes' finfo (ml_dtypes made the dtype, so is imported)
             import ml_dtypes  # noqa: PLC0415
 
             info = ml_dtypes.finfo(dtype)
         self.bits, self.dtype = int(info.bits), str(dtype)
         self.eps, self.max, self.min = float(info.eps), float(info.max), float(info.min)
+        self.eps = _TORCH_EPS.get(self.dtype, self.eps)
         self.tiny = self.smallest_normal = float(info.smallest_normal)
         self.resolution = 10.0 ** -math.floor(info.nmant * math.log10(2))  # 10^-digits10
 
@@ -109,9 +110,20 @@ def _kind(dtype: np.dtype) -> int:
     return 2 if backend.is_float(dtype) else (0 if dtype.kind == "b" else 1)
 
 
+_WIDE_UNSIGNED = {np.dtype(np.uint16), np.dtype(np.uint32), np.dtype(np.uint64)}
+# torch's finfo(float8_e5m2fnuz).eps is 2^-3, not the 2^-2 of its 2 mantissa bits (ml_dtypes')
+_TORCH_EPS = {"float8_e5m2fnuz": 0.125}
+
+
 def _promoted(a: np.dtype, b: np.dtype) -> np.dtype:
     if a == b:
         return a
+    if backend.is_float8(a) or backend.is_float8(b):
+        raise RuntimeError(f"Promotion for Float8 Types is not supported, attempted to promote "
+                           f"{a} and {b}")  # fmt: skip
+    if _kind(a) != 2 and _kind(b) != 2 and {a, b} & _WIDE_UNSIGNED:
+        raise RuntimeError(f"Promotion for uint16, uint32, uint64 types is not supported, "
+                           f"attempted to promote {a} and {b}")  # fmt: skip
     if _kind(a) != _kind(b):  # the higher kind's dtype: a float beside an integer or bool
         return a if _kind(a) > _kind(b) else b
     if _kind(a) == 2 and {a.itemsize, b.itemsize} == {2}:  # float16 and bfloat16
@@ -203,6 +215,14 @@ def set_default_tensor_type(t) -> None:
     if dtype != str(np.dtype(backend.DEFAULT_FLOAT)):
         raise ValueError(f"{op}: {name} makes {dtype}, not float32, tricycle's fixed default "
                          "(pass dtype= to a factory, or .to(dtype))")  # fmt: skip
+
+
+def __getattr__(name: str):
+    """torch's float8 dtypes (``float8_e4m3fn``, ``float8_e5m2``, ``float8_e4m3fnuz``,
+    ``float8_e5m2fnuz``): ml_dtypes' scalar types, imported on first use."""
+    if name in backend.FLOAT8:
+        return backend.ml_dtype(name, f"tricycle.{name}").type
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def is_storage(obj) -> bool:
