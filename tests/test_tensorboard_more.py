@@ -270,3 +270,28 @@ def test_refusals(tmp_path, capsys):
         (tmp_path / "00000" / "file").write_text("")
         with pytest.raises(NotADirectoryError, match="exists, but is a file"):
             writer.add_embedding(np.zeros((1, 2)), tag="file")
+
+
+@pytest.mark.skipif(not tc.backend.cupy_available(), reason="needs a CUDA GPU")
+def test_gpu_tensors_write_what_host_tensors_write(tmp_path):
+    rng = np.random.default_rng(8)
+    sound, clips = rng.uniform(-1, 1, 50), rng.random((2, 2, 3, 4, 4))
+    points, labels, predictions = rng.normal(size=(3, 2)), rng.integers(0, 2, 9), rng.random(9)
+    vertices, image, boxes = rng.normal(size=(1, 3, 3)), rng.random((3, 6, 6)), [[1, 1, 4, 4]]
+
+    def write(folder, place):
+        with SummaryWriter(folder) as writer:
+            writer.add_audio("a", place(sound), 1)
+            writer.add_video("v", place(clips), 1)
+            writer.add_pr_curve("p", place(labels), place(predictions), 1)
+            writer.add_mesh("m", place(vertices), global_step=1)
+            writer.add_image_with_boxes("b", place(image), place(np.array(boxes)), 1)
+            writer.add_embedding(place(points), label_img=place(clips.reshape(4, 3, 4, 4)[:3]))
+
+    write(tmp_path / "host", tc.tensor)
+    write(tmp_path / "gpu", lambda array: tc.tensor(array).to_gpu())
+    assert [v for _, v in summaries(tmp_path / "host")] == [
+        v for _, v in summaries(tmp_path / "gpu")
+    ]
+    for name in ("00000/default/tensors.tsv", "00000/default/sprite.png"):
+        assert (tmp_path / "host" / name).read_bytes() == (tmp_path / "gpu" / name).read_bytes()
