@@ -15,7 +15,10 @@ the generator is seeded from the operating system's entropy (a different model e
 ``seed`` reseeds it from the OS and returns the seed, ``initial_seed`` says the seed it was
 last given (drawn from the OS until ``manual_seed``), ``state_bytes`` and ``restore_state``
 read and write its whole state as bytes (``tricycle.get_rng_state``'s uint8 Tensor), and
-``fork_rng`` puts the state back after a block, as ``torch.random``'s do.
+``fork_rng`` puts the state back after a block, as ``torch.random``'s do. torch.random's
+other names are here too: ``get_rng_state``, ``set_rng_state``, ``default_generator`` and
+``Generator`` (``tricycle.torch_rng``'s and ``torch_random``'s, loaded when asked for), and
+``thread_safe_generator``.
 
 ``use_deterministic_algorithms`` holds torch's switch for the scripts that set it (a course's
 ``set_seed``); tricycle picks no algorithm by it, and ``are_deterministic_algorithms_enabled``
@@ -26,6 +29,7 @@ same numbers on every device.
 """
 
 import contextlib
+import importlib
 import threading
 from collections.abc import Iterator
 
@@ -190,3 +194,26 @@ def set_deterministic_debug_mode(debug_mode: int | str) -> None:
         raise RuntimeError("set_deterministic_debug_mode: invalid value of debug_mode, expected "
                            f"0, 1, or 2, but got {debug_mode}")  # fmt: skip
     use_deterministic_algorithms(debug_mode > 0, warn_only=debug_mode == 1)
+
+
+def thread_safe_generator() -> None:
+    """torch.random.thread_safe_generator: the generator a DataLoader thread worker should draw
+    from, None elsewhere (the global one). tricycle's workers are processes, each with its own
+    copy of the generator, so it is always None: draw from tricycle's generator."""
+    return None
+
+
+# torch.random's names that the engine defines on tricycle's generator: a higher layer, so
+# loaded by name when first asked for (an import here would close a loop through the Tensor)
+_ENGINE_NAMES = {
+    "get_rng_state": "tricycle.torch_rng",
+    "set_rng_state": "tricycle.torch_rng",
+    "default_generator": "tricycle.torch_rng",
+    "Generator": "tricycle.torch_random",
+}
+
+
+def __getattr__(name: str):
+    if name in _ENGINE_NAMES:
+        return getattr(importlib.import_module(_ENGINE_NAMES[name]), name)
+    raise AttributeError(f"module 'tricycle.random' has no attribute {name!r}")

@@ -30,18 +30,39 @@ message saying how to convert it, never half-read.
 ``map_location`` None or "cpu" keeps the arrays in host memory; "cuda", "cuda:N" or "gpu"
 copies every array and tensor loaded (and the parameters of a layer loaded whole) to that GPU
 (``tricycle.backend``).
+
+``get_unsafe_globals_in_checkpoint(f)`` lists, without loading it, the globals of a file
+that ``weights_only=True`` would refuse ("module.name"), read from its pickle's opcodes as
+torch's reads them. torch.serialization's other names (``skip_data``, the load endianness and
+mmap settings, ``register_package``, ``location_tag``, ``default_restore_location``,
+``DEFAULT_PROTOCOL``, ``SourceChangeWarning``) are ``tricycle.serialization_more``'s.
 """
 
 import copy
 import io
 import os
 import pickle
+import pickletools
 import zipfile
 
 import numpy as np
 
 from tricycle import backend, checks
 from tricycle.atomic import atomic_write
+from tricycle.serialization_more import (  # noqa: F401 - torch.serialization's names, here
+    DEFAULT_PROTOCOL,
+    LoadEndianness,
+    SourceChangeWarning,
+    default_restore_location,
+    get_default_load_endianness,
+    get_default_mmap_options,
+    location_tag,
+    register_package,
+    set_default_load_endianness,
+    set_default_mmap_options,
+    skip_data,
+    skipping,
+)
 from tricycle.tensor import Tensor
 
 # The first object of a file that torch.save wrote in its legacy (non-zip) format
@@ -88,6 +109,8 @@ class _HostPickler(pickle.Pickler):
         self.protocol = protocol  # pickle's own Pickler does not say which it writes
 
     def reducer_override(self, obj):
+        if skipping() and (isinstance(obj, np.ndarray) or backend.is_cupy_array(obj)):
+            return np.zeros(obj.shape, obj.dtype).__reduce_ex__(self.protocol)  # skip_data
         if backend.is_cupy_array(obj):
             return backend.to_host_array(obj).__reduce_ex__(self.protocol)
         return NotImplemented
@@ -161,6 +184,54 @@ class safe_globals:  # noqa: N801 - torch's name
         _SAFE_GLOBALS.update(self.before)
 
 
+def get_unsafe_globals_in_checkpoint(f) -> list[str]:
+    """torch.serialization.get_unsafe_globals_in_checkpoint: the globals ("module.name") of
+    the file ``save`` wrote to ``f`` that ``load(weights_only=True)`` refuses: neither of its
+    allow-list nor of ``add_safe_globals``, read from the pickle's opcodes without loading."""
+    if isinstance(f, str | os.PathLike):
+        with open(f, "rb") as file:
+            data = file.read()
+    elif callable(getattr(f, "read", None)):
+        data = f.read()
+    else:
+        raise TypeError(f"get_unsafe_globals_in_checkpoint: f must be a path or a binary file "
+                        f"object, got {f!r}")  # fmt: skip
+    if data[:4] == b"PK\x03\x04":
+        raise ValueError("get_unsafe_globals_in_checkpoint: expected a file tricycle.save "
+                         "wrote (a pickle), got a zip archive (torch.save's format?)")  # fmt: skip
+    unsafe = []
+    for module, name in _globals(data):
+        module = "builtins" if module == "__builtin__" else module
+        dtype_class = module == "numpy.dtypes" and name.endswith("DType")
+        allowed = dtype_class or name in _ALLOWED.get(module, ()) or (module, name) in _SAFE_GLOBALS
+        if not allowed and f"{module}.{name}" not in unsafe:
+            unsafe.append(f"{module}.{name}")
+    return unsafe
+
+
+def _globals(data: bytes) -> list[tuple[str, str]]:
+    """The (module, name) pairs a pickle's GLOBAL and STACK_GLOBAL opcodes name: the latter's
+    from the two strings pushed before it, directly or from the memo."""
+    found, strings, memo, top = [], [], {}, None  # top: the string on the stack's top
+    for opcode, arg, _ in pickletools.genops(data):
+        name, pushed = opcode.name, None
+        if name == "GLOBAL":
+            found.append(tuple(arg.split(" ", 1)))
+        elif name == "STACK_GLOBAL" and len(strings) >= 2:
+            found.append((strings[-2], strings[-1]))
+        elif "UNICODE" in name or "STRING" in name:
+            pushed = arg
+        elif name in ("MEMOIZE", "PUT", "BINPUT", "LONG_BINPUT"):
+            memo[len(memo) if name == "MEMOIZE" else arg] = top
+            pushed = top  # a memo write leaves the stack as it is
+        elif name in ("GET", "BINGET", "LONG_BINGET"):
+            pushed = memo.get(arg)
+        if isinstance(pushed, str) and name not in ("MEMOIZE", "PUT", "BINPUT", "LONG_BINPUT"):
+            strings.append(pushed)
+        top = pushed if isinstance(pushed, str) else None
+    return found
+
+
 # ---------------------------------------------------------------------------- load
 class _WeightsUnpickler(pickle.Unpickler):
     """An unpickler that loads only the globals of ``_ALLOWED`` and of ``add_safe_globals``."""
@@ -204,6 +275,8 @@ def load(f, map_location=None, weights_only: bool = True):
         obj = _load(f, getattr(f, "name", "the file object"), weights_only)
     else:
         raise TypeError(f"load: f must be a path or a binary file object, got {f!r}")
+    if skipping():
+        obj = _zeroed(obj, {})
     return obj if device is None else _to_device(obj, device, {})
 
 
@@ -261,6 +334,26 @@ def _refuse_zip(file, name: str):
                         f"holding torch tensors; {_CONVERT}")  # fmt: skip
     raise LoadError(f"load: {name} is a zip archive (a numpy .npz?), not a file that "
                     "tricycle.save wrote; read a .npz with numpy.load")  # fmt: skip
+
+
+def _zeroed(obj, done: dict):
+    """``obj`` with every array (a Tensor's in place) replaced by zeros: ``load`` within
+    ``skip_data``; containers rebuilt, an object met twice zeroed once."""
+    if id(obj) in done:
+        return done[id(obj)]
+    if isinstance(obj, np.ndarray):
+        zeroed = np.zeros_like(obj)
+    elif isinstance(obj, Tensor):
+        obj.array, zeroed = np.zeros_like(obj.array), obj
+    elif isinstance(obj, dict):
+        zeroed = copy.copy(obj)
+        zeroed.update((k, _zeroed(v, done)) for k, v in obj.items())
+    elif type(obj) in (list, tuple):
+        zeroed = type(obj)(_zeroed(v, done) for v in obj)
+    else:
+        zeroed = obj
+    done[id(obj)] = zeroed
+    return zeroed
 
 
 def _to_device(obj, device: int, done: dict):

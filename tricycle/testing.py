@@ -12,10 +12,16 @@ elements, and the greatest absolute and relative differences with their indices.
 ``make_tensor(*shape, dtype=, device=)`` draws a tensor for a test from tricycle's generator:
 floats uniform in [low, high) (default [-9, 9)), integers in [low, high) (default [-9, 10),
 [0, 10) for unsigned), bools either way.
+
+``assert_allclose`` is torch's deprecated form (a FutureWarning): non-Tensors made Tensors
+(``expected`` in ``actual``'s dtype), dtypes not compared, NaNs equal by default, and its own
+default tolerances (float16 1e-3 and 1e-3, float32 1e-4 and 1e-5, float64 1e-5 and 1e-8,
+others exact).
 """
 
 import math
 import numbers
+import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -23,6 +29,7 @@ import numpy as np
 from tricycle import backend, checks, random
 from tricycle.tensor import Tensor
 from tricycle.torch_dtypes import finfo, promote_types
+from tricycle.torch_functions import tensor as as_tensor
 
 # (rtol, atol) by dtype name, torch's
 TOLERANCES = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5),
@@ -256,4 +263,31 @@ def make_tensor(
     return result if device is None else result.to(device)
 
 
-__all__ = ["assert_close", "make_tensor"]
+# (rtol, atol) by dtype name of the deprecated assert_allclose, torch's
+ALLCLOSE_TOLERANCES = {"float16": (1e-3, 1e-3), "float32": (1e-4, 1e-5), "float64": (1e-5, 1e-8)}
+
+
+def assert_allclose(actual, expected, rtol: float | None = None, atol: float | None = None,
+                    equal_nan: bool = True, msg: str = "") -> None:  # fmt: skip
+    """torch.testing.assert_allclose, deprecated since torch 1.12 for ``assert_close`` (a
+    FutureWarning says so): ``assert_close`` of the two as Tensors, without comparing dtypes,
+    with this function's own default tolerances (see the module's doc)."""
+    warnings.warn(
+        "`tricycle.testing.assert_allclose()` is deprecated (as torch's since 1.12) and will be "
+        "removed in a future release. Please use `tricycle.testing.assert_close()` instead.",
+        FutureWarning,
+        stacklevel=2,
+    )
+    if not isinstance(actual, Tensor):
+        actual = as_tensor(actual)
+    if not isinstance(expected, Tensor):
+        expected = as_tensor(expected, dtype=actual.dtype)
+    if rtol is None and atol is None:
+        pairs = [ALLCLOSE_TOLERANCES.get(str(np.dtype(x.dtype)), (0.0, 0.0))
+                 for x in (actual, expected)]  # fmt: skip
+        rtol, atol = max(r for r, _ in pairs), max(a for _, a in pairs)
+    assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan,
+                 check_dtype=False, msg=msg or None)  # fmt: skip
+
+
+__all__ = ["assert_allclose", "assert_close", "make_tensor"]

@@ -58,6 +58,7 @@ __all__ = [
     "is_parametrized",
     "register_parametrization",
     "remove_parametrizations",
+    "transfer_parametrizations_and_params",
     "type_before_parametrizations",
 ]
 
@@ -367,6 +368,30 @@ def remove_parametrizations(module: Layer, tensor_name: str,
         del module.parametrizations
     eject(module, descriptor.attr, original)
     return module
+
+
+def transfer_parametrizations_and_params(from_module: Layer, to_module: Layer,
+                                         tensor_name: str | None = None) -> Layer:  # fmt: skip
+    """torch's: ``from_module``'s parametrizations of ``tensor_name`` (all when None)
+    registered on ``to_module`` (a parameter made where it has none), then its originals
+    replaced by ``from_module``'s (the same Tensors: shared). Returns ``to_module``."""
+    owner = "transfer_parametrizations_and_params"
+    if not is_parametrized(from_module):
+        return to_module
+    for name in list(from_module.parametrizations) if tensor_name is None else [tensor_name]:
+        try:  # the tensor under torch's name or the layer's own
+            torch_attribute(owner, to_module, name)
+        except ValueError:  # none (or parametrized already: composed)
+            if _name(to_module, name) is None:
+                value = torch_value(owner, from_module, name)
+                setattr(to_module, name, Parameter(value.array.copy()))
+        parametrizations = from_module.parametrizations[name]
+        for parametrization in parametrizations:
+            register_parametrization(to_module, name, parametrization)
+        target = to_module.parametrizations[_name(to_module, name)]
+        for i, original in enumerate(parametrizations.originals()):
+            setattr(target, "original" if parametrizations.is_tensor else f"original{i}", original)
+    return to_module
 
 
 def _attribute(module: Layer, name: str) -> str:

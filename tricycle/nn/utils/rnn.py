@@ -34,6 +34,7 @@ from tricycle.tensor import Tensor, as_tensor
 
 __all__ = [
     "PackedSequence",
+    "invert_permutation",
     "pack_padded_sequence",
     "pack_sequence",
     "pad_packed_sequence",
@@ -279,6 +280,27 @@ def _packed_positions(batch_sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     steps = np.repeat(np.arange(len(batch_sizes)), batch_sizes)
     starts = np.cumsum(batch_sizes) - batch_sizes  # (T,): each step's first row
     return steps, np.arange(len(steps)) - starts[steps]
+
+
+def invert_permutation(permutation: Tensor | None) -> Tensor | None:
+    """torch.nn.utils.rnn.invert_permutation: the inverse of the 1-d int64 ``permutation``
+    (inverse[permutation[i]] = i: a PackedSequence's ``unsorted_indices`` from its
+    ``sorted_indices``), on its device; None for None. Errors as torch's (its scatter's)."""
+    op = "invert_permutation"
+    if permutation is None:
+        return None
+    checks.instance(Tensor)(op, "permutation", permutation)
+    if str(permutation.dtype) != "int64":
+        raise RuntimeError(f"{op}: expected an int64 permutation, got {permutation.dtype}")
+    if permutation.ndim != 1:
+        raise IndexError(f"{op}: expected a 1-d permutation, got shape {permutation.shape}")
+    p, n = permutation.array, permutation.shape[0]
+    if n and (int(p.min()) < 0 or int(p.max()) >= n):
+        raise RuntimeError(f"{op}: the permutation's values must be in [0, {n}), got "
+                           f"{int(p.min())} to {int(p.max())}")  # fmt: skip
+    inverse = permutation.xp.empty_like(p)
+    inverse[p] = permutation.xp.arange(n)
+    return Tensor(inverse, requires_grad=False)
 
 
 def _inverse(order: np.ndarray) -> np.ndarray:
