@@ -319,3 +319,38 @@ def test_on_a_gpu_properties_and_memory_are_the_devices():
         assert tc.cuda.current_device() == 0
     if tc.cuda.device_count() > 1:
         assert isinstance(tc.cuda.can_device_access_peer(0, 1), bool)
+
+
+# ------------------------------------------------------------------ torch.backends' questions
+def test_attention_switches_and_libraries_are_torchs_flags():
+    torch = pytest.importorskip("torch")
+    ours, theirs = tc.backends.cuda, torch.backends.cuda
+    for kind in ("flash", "mem_efficient", "math", "cudnn"):
+        assert getattr(ours, f"{kind}_sdp_enabled")() == getattr(theirs, f"{kind}_sdp_enabled")()
+        getattr(ours, f"enable_{kind}_sdp")(False)
+        assert getattr(ours, f"{kind}_sdp_enabled")() is False
+        getattr(ours, f"enable_{kind}_sdp")(True)
+    assert (
+        ours.fp16_bf16_reduction_math_sdp_allowed() == theirs.fp16_bf16_reduction_math_sdp_allowed()
+    )
+    ours.allow_fp16_bf16_reduction_math_sdp(True)
+    assert ours.fp16_bf16_reduction_math_sdp_allowed() is True
+    ours.allow_fp16_bf16_reduction_math_sdp(False)
+    with pytest.raises(TypeError, match="enable_flash_sdp: expected True or False"):
+        ours.enable_flash_sdp(1)
+    assert ours.is_flash_attention_available() is False
+    assert not ours.can_use_flash_attention(None) and not ours.can_use_efficient_attention(None)
+    with pytest.warns(UserWarning, match="can_use_cudnn_attention"):
+        assert ours.can_use_cudnn_attention(None, debug=True) is False
+    assert ours.preferred_linalg_library().name == theirs.preferred_linalg_library().name
+    assert ours.preferred_blas_library().name == theirs.preferred_blas_library().name
+    assert ours.preferred_linalg_library("default").name == "Default"
+    with pytest.raises(RuntimeError, match="Unknown input value. Choose from: default"):
+        ours.preferred_linalg_library("x")
+    with pytest.raises(RuntimeError, match="Cannot set preferred backend to Magma"):
+        ours.preferred_linalg_library("magma")
+
+
+def test_cpu_capability_is_torchs():
+    torch = pytest.importorskip("torch")
+    assert tc.backends.cpu.get_cpu_capability() == torch.backends.cpu.get_cpu_capability()

@@ -8,7 +8,9 @@ torch.backends.mps's ``is_available()`` for a PyTorch script (no Metal backend: 
 ``cudnn`` holds torch.backends.cudnn's switches (``cudnn.benchmark = True``), which change
 nothing: tricycle calls no cuDNN. ``tricycle.backends.cuda``, the CUDA kernels, is imported
 the first time it is named (``tricycle.backends.cuda.matmul.allow_tf32 = True``, torch's
-TF32 switch), never by ``import tricycle``.
+TF32 switch; ``tricycle.backends.cuda.enable_flash_sdp(False)`` and the other attention
+switches of ``sdp``), never by ``import tricycle``; ``tricycle.backends.cpu`` likewise
+(``get_cpu_capability()``).
 """
 
 import importlib
@@ -17,8 +19,8 @@ from tricycle.backends import cudnn, mps  # noqa: F401 - as torch.backends.cudnn
 
 
 def __getattr__(name: str):
-    """``tricycle.backends.cuda`` on first use, as torch.backends.cuda is reached from
-    ``import torch`` alone."""
-    if name == "cuda":
-        return importlib.import_module("tricycle.backends.cuda")
+    """``tricycle.backends.cuda`` and ``.cpu`` on first use, as torch.backends.cuda is reached
+    from ``import torch`` alone."""
+    if name in ("cuda", "cpu"):
+        return importlib.import_module(f"tricycle.backends.{name}")
     raise AttributeError(f"module 'tricycle.backends' has no attribute {name!r}")

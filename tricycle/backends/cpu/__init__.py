@@ -7,7 +7,7 @@ time an op asks for a CPU kernel; importing it compiles nothing (``compile.jit``
 kernel at its first call and caches it on disk). The matrix products of ``Einsum`` run here
 too (``gemm``), so that one pool of threads does all the parallel work (``compile``). Without
 numba this package cannot be imported and the reference formulas run. ``set_threads`` sets the
-kernels' thread count.
+kernels' thread count. ``get_cpu_capability`` is torch.backends.cpu's question.
 
 Inside a kernel, an array is copied into another by a loop (``_copy``, ``unpad_into``), never
 by slice assignment (``a[:] = b``): for each one, numba compiles the error path of a shape
@@ -38,6 +38,7 @@ from tricycle.backends.cpu import (  # noqa: F401 - each module registers its ke
     softmax,
     swiglu,
 )
+from tricycle.backends.cpu.capability import get_cpu_capability  # noqa: F401 - torch's
 from tricycle.backends.cpu.compile import set_threads, thread_count
 
 __all__ = ["set_threads", "thread_count"]

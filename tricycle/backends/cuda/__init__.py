@@ -14,6 +14,9 @@ instantiation at a time, and cached: in this process by (file, instantiation, de
 disk by CuPy's kernel cache. cupy comes only from ``tricycle.backend.cupy()``; importing this
 package on a machine without CUDA imports nothing from cupy and prints nothing.
 
+``enable_flash_sdp`` and the other switches of ``tricycle.backends.sdp`` are torch.backends.
+cuda's attention flags, kept here by name (flags only: see that module).
+
 Supported storage types: float32, float16 and bfloat16 (``ml_dtypes.bfloat16`` arrays); all
 arithmetic is float32 (matrix products on tensor cores accumulate in float32). Set the
 environment variable ``TRICYCLE_DISABLE_KERNELS`` (to anything non-empty) to force the xp
@@ -61,6 +64,24 @@ from tricycle.backends.cuda.optimiser import (
 from tricycle.backends.cuda.sdpa import sdpa_applies
 from tricycle.backends.cuda.settings import device_scope, matmul, switch_tf32, tf32_state
 from tricycle.backends.cuda.softmax import softmax_backward, softmax_forward
+from tricycle.backends.sdp import (  # noqa: F401 - torch.backends.cuda's attention switches
+    allow_fp16_bf16_reduction_math_sdp,
+    can_use_cudnn_attention,
+    can_use_efficient_attention,
+    can_use_flash_attention,
+    cudnn_sdp_enabled,
+    enable_cudnn_sdp,
+    enable_flash_sdp,
+    enable_math_sdp,
+    enable_mem_efficient_sdp,
+    flash_sdp_enabled,
+    fp16_bf16_reduction_math_sdp_allowed,
+    is_flash_attention_available,
+    math_sdp_enabled,
+    mem_efficient_sdp_enabled,
+    preferred_blas_library,
+    preferred_linalg_library,
+)
 
 __all__ = [
     "add_arrays",
