@@ -132,11 +132,7 @@ def _promoted(a: np.dtype, b: np.dtype) -> np.dtype:
         return a if a.itemsize > b.itemsize else b
     if a.kind == "u" and b.kind == "u" or a.kind == "i" and b.kind == "i":
         return a if a.itemsize > b.itemsize else b
-    unsigned, signed = (a, b) if a.kind == "u" else (b, a)
-    if unsigned.itemsize == 8:
-        raise TypeError(f"promote_types: {unsigned} and {signed} have no common dtype (torch "
-                        "promotes no uint64 with a signed integer)")  # fmt: skip
-    return np.promote_types(unsigned, signed)
+    return np.promote_types(a, b)  # uint8 with a signed integer: the next signed size
 
 
 def promote_types(type1, type2):
