@@ -179,14 +179,27 @@ class SparseCsrTensor:
     def __rmatmul__(self, other):
         return other @ self.to_sparse_coo()
 
-    def __radd__(self, other):
+    def __add__(self, other):
+        """``csr + dense`` and ``dense + csr``: dense, as torch's (its ``dense - csr`` raises)."""
+        if not isinstance(other, Node):
+            raise NotImplementedError(
+                "add of a CSR matrix: tricycle adds a dense Tensor of its "
+                f"size, not {type(other).__name__}; use to_sparse_coo()"
+            )
         return other + self.to_sparse_coo()
 
+    __radd__ = __add__
+
     def __rsub__(self, other):
-        return other - self.to_sparse_coo()
+        raise RuntimeError("unsupported tensor layout: SparseCsr (dense - CSR, as torch's): "
+                           "use to_dense() or to_sparse_coo()")  # fmt: skip
 
     def mul(self, other) -> "SparseCsrTensor":
-        """torch.Tensor.mul by a number or a 0-d tensor: the values scaled."""
+        """torch.Tensor.mul by a number, a 0-d tensor or a dense tensor (broadcast to its
+        size): its values times the other's at its cells (a CSR matrix of its cells)."""
+        if hasattr(other, "_sparse_layout"):
+            raise NotImplementedError("mul of a CSR matrix by a sparse tensor: tricycle "
+                                      "multiplies COO ones: use to_sparse_coo()")  # fmt: skip
         scaled = self.to_sparse_coo().mul(other)._vals  # its checks and refusals
         return SparseCsrTensor(self._crow, self._col, scaled, self._size)
 
