@@ -6,8 +6,10 @@ endianness and mmap settings, the device registry, ``DEFAULT_PROTOCOL``,
 ``parametrize.transfer_parametrizations_and_params``; ``tricycle.utils.checkpoint``'s
 (``checkpoint``'s arguments, the helpers, selective activation checkpointing)."""
 
+import contextlib
 import io
 import mmap
+import warnings
 
 import numpy as np
 import pytest
@@ -18,6 +20,7 @@ from tricycle import random as tc_random
 from tricycle import serialization as S
 from tricycle.nn.utils import parametrizations, parametrize
 from tricycle.nn.utils.rnn import invert_permutation
+from tricycle.utils import checkpoint
 
 torch = pytest.importorskip("torch")
 
@@ -225,3 +228,122 @@ def test_serialization_on_gpu():
     loaded = tc.load(io.BytesIO(f.getvalue()))
     np.testing.assert_array_equal(loaded["w"].array, [0.0, 0.0])
     np.testing.assert_array_equal(backend.to_host_array(x.array), [1.0, 2.0])
+
+
+# ---------------------------------------------------------------------------- checkpoint
+def _both_blocks():
+    """A tricycle block and torch's with the same float64 weights."""
+    torch.manual_seed(0)
+    theirs = torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.Tanh(), torch.nn.Linear(5, 2))
+    theirs = theirs.double()
+    ours = nn.Sequential(nn.Linear(3, 5), nn.Tanh(), nn.Linear(5, 2))
+    for i in (0, 2):
+        ours[i].weights.array = theirs[i].weight.detach().numpy().T.copy()
+        ours[i].bias.array = theirs[i].bias.detach().numpy().copy()
+    return ours, theirs
+
+
+def _counting_context_fn(entered: list):
+    def context_fn():
+        def counted(name):
+            @contextlib.contextmanager
+            def context():
+                entered.append(name)
+                yield
+
+            return context()
+
+        return counted("forward"), counted("recompute")
+
+    return context_fn
+
+
+@pytest.mark.parametrize("early_stop", [True, False])
+def test_checkpoint_context_fn_as_torch(early_stop):
+    ours, theirs = _both_blocks()
+    x = np.random.default_rng(0).normal(size=(4, 3))
+    entered, torch_entered = [], []
+    x_ours = tc.tensor(x, requires_grad=True)
+    x_torch = torch.tensor(x, requires_grad=True)
+    y = checkpoint.checkpoint(ours, x_ours, context_fn=_counting_context_fn(entered),
+                              early_stop=early_stop, debug=False)  # fmt: skip
+    torch_y = torch.utils.checkpoint.checkpoint(
+        theirs, x_torch, use_reentrant=False, context_fn=_counting_context_fn(torch_entered),
+        early_stop=early_stop,
+    )  # fmt: skip
+    assert entered == torch_entered == ["forward"]
+    (y * y).sum().backward()
+    (torch_y * torch_y).sum().backward()
+    assert entered == torch_entered == ["forward", "recompute"]
+    np.testing.assert_allclose(y.array, torch_y.detach().numpy(), atol=1e-12)
+    np.testing.assert_allclose(x_ours.grad.array, x_torch.grad.numpy(), atol=1e-12)
+    np.testing.assert_allclose(ours[0].weights.grad.array, theirs[0].weight.grad.numpy().T,
+                               atol=1e-12)  # fmt: skip
+    with checkpoint.set_checkpoint_early_stop(False), checkpoint.set_checkpoint_debug_enabled(True):
+        again = checkpoint.checkpoint(ours, tc.tensor(x, requires_grad=True))
+    np.testing.assert_array_equal(again.array, y.array)
+
+
+def test_checkpoint_refusals_as_torch():
+    ours, theirs = _both_blocks()
+    x = np.ones((2, 3))
+    runs = [(checkpoint.checkpoint, ours, tc.tensor),
+            (torch.utils.checkpoint.checkpoint, theirs, torch.tensor)]  # fmt: skip
+    for run, block, make in runs:
+        with pytest.raises(ValueError, match="context_fn` or `debug"):
+            run(block, make(x, requires_grad=True), use_reentrant=True, debug=True)
+    with pytest.raises(TypeError, match="early_stop"):
+        checkpoint.checkpoint(ours, tc.tensor(x), early_stop="yes")
+    calls = []
+
+    def changing(a):  # a different graph when recomputed
+        calls.append(1)
+        return a * 2 if len(calls) == 1 else a[:1] * 2
+
+    y = checkpoint.checkpoint(changing, tc.tensor(x, requires_grad=True))
+    with pytest.raises(checkpoint.CheckpointError, match="differs from its forward"):
+        y.sum().backward()
+    assert issubclass(checkpoint.CheckpointError, RuntimeError)
+    assert issubclass(torch.utils.checkpoint.CheckpointError, RuntimeError)
+
+
+def test_checkpoint_function_and_helpers_as_torch():
+    ours, theirs = _both_blocks()
+    x = np.random.default_rng(1).normal(size=(2, 3))
+    x_ours, x_torch = tc.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    y = checkpoint.CheckpointFunction.apply(ours, True, x_ours)
+    torch_y = torch.utils.checkpoint.CheckpointFunction.apply(theirs, True, x_torch)
+    y.sum().backward()
+    torch_y.sum().backward()
+    np.testing.assert_allclose(x_ours.grad.array, x_torch.grad.numpy(), atol=1e-12)
+    # detach_variable: requires_grad kept, graph left, non-tensors as they are
+    a = tc.tensor([1.0, 2.0], requires_grad=True) * 2
+    detached = checkpoint.detach_variable((a, 3, tc.tensor([1.0])))
+    theirs_detached = torch.utils.checkpoint.detach_variable(
+        (torch.tensor([1.0, 2.0], requires_grad=True) * 2, 3, torch.tensor([1.0]))
+    )
+    assert [getattr(d, "requires_grad", None) for d in detached] == [
+        getattr(d, "requires_grad", None) for d in theirs_detached
+    ]
+    assert detached[0].args is None and detached[1] == 3
+    np.testing.assert_array_equal(detached[0].array, [2.0, 4.0])
+    for module in (checkpoint, torch.utils.checkpoint):
+        with pytest.raises(RuntimeError, match="Only tuple of tensors"):
+            module.detach_variable([a])
+    for module, make in ((checkpoint, tc.tensor), (torch.utils.checkpoint, torch.tensor)):
+        with pytest.warns(UserWarning, match="None of the inputs have requires_grad"):
+            module.check_backward_validity([make([1.0]), 2])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            module.check_backward_validity([make([1.0], requires_grad=True)])
+    state = torch.utils.checkpoint.get_device_states(torch.ones(1))
+    assert checkpoint.get_device_states(tc.tensor([1.0])) == state == ([], [])
+    checkpoint.set_device_states([], [])
+    assert {p.name: p.value for p in checkpoint.CheckpointPolicy} == {
+        p.name: p.value for p in torch.utils.checkpoint.CheckpointPolicy
+    }
+    first, second = checkpoint.noop_context_fn()
+    with first, second:
+        pass
+    with pytest.raises(NotImplementedError, match="dispatch"):
+        checkpoint.create_selective_checkpoint_contexts(lambda ctx, op, *a, **k: None)

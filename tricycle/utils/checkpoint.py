@@ -39,18 +39,34 @@ parameters for the length of the forward only, so a checkpoint inside it fails t
 
 import contextlib
 import functools
-import types
 import warnings
-
-import numpy as np
 
 from tricycle import checks, random
 from tricycle.autograd import Function, backward, enable_grad, grad, is_grad_enabled
 from tricycle.backprop import topological_order
 from tricycle.graph import Node
 from tricycle.module import Layer
+from tricycle.utils.checkpoint_tools import (  # torch.utils.checkpoint's other names, here
+    CheckpointError,
+    CheckpointFunction,
+    CheckpointPolicy,
+    check_backward_validity,
+    create_selective_checkpoint_contexts,
+    detach_variable,
+    generators,
+    get_device_states,
+    in_contexts,
+    noop_context_fn,
+    set_checkpoint_debug_enabled,
+    set_checkpoint_early_stop,
+    set_device_states,
+)
 
-__all__ = ["checkpoint", "checkpoint_sequential"]
+__all__ = ["CheckpointError", "CheckpointFunction", "CheckpointPolicy",
+           "check_backward_validity", "checkpoint", "checkpoint_sequential",
+           "create_selective_checkpoint_contexts", "detach_variable", "get_device_states",
+           "noop_context_fn", "set_checkpoint_debug_enabled", "set_checkpoint_early_stop",
+           "set_device_states"]  # fmt: skip
 
 
 def checkpoint(
@@ -59,6 +75,9 @@ def checkpoint(
     use_reentrant: bool = False,
     preserve_rng_state: bool = True,
     determinism_check: str = "default",
+    context_fn=noop_context_fn,
+    debug: bool = False,
+    early_stop: bool = True,
     **kwargs,
 ):
     """torch.utils.checkpoint.checkpoint: ``function(*args, **kwargs)``, whose activations
@@ -73,6 +92,9 @@ def checkpoint(
             masks); False draws afresh.
         determinism_check: "default" checks that the recomputation's outputs and the tensors
             it reads have the forward's shapes and dtypes; "none" skips it.
+        context_fn: returns two context managers, the forward's and the recomputation's
+            (use_reentrant=False only); ``debug``, ``early_stop``: torch's, checked, changing
+            no result (``tricycle.utils.checkpoint_tools``).
 
     Under ``no_grad`` nothing is differentiated, so ``function`` simply runs.
     """
@@ -80,6 +102,12 @@ def checkpoint(
     checks.boolean("checkpoint", "use_reentrant", use_reentrant)
     checks.boolean("checkpoint", "preserve_rng_state", preserve_rng_state)
     checks.one_of(("default", "none"))("checkpoint", "determinism_check", determinism_check)
+    checks.function("checkpoint", "context_fn", context_fn)
+    checks.boolean("checkpoint", "debug", debug)
+    checks.boolean("checkpoint", "early_stop", early_stop)
+    if use_reentrant and (context_fn is not noop_context_fn or debug):
+        raise ValueError("checkpoint: passing `context_fn` or `debug` is only supported when "
+                         "use_reentrant=False (as torch's)")  # fmt: skip
     if use_reentrant and kwargs:
         raise ValueError(
             f"checkpoint: keyword arguments {sorted(kwargs)} with use_reentrant=True, which "
@@ -88,6 +116,8 @@ def checkpoint(
     if not is_grad_enabled():
         return function(*args, **kwargs)
     checked = determinism_check == "default"
+    if context_fn is not noop_context_fn:
+        function = functools.partial(in_contexts, list(context_fn()), function)
     return _Segment(function, args, kwargs, preserve_rng_state, use_reentrant, checked).run()
 
 
@@ -252,7 +282,7 @@ class _Segment:
             if not self.checked or signature == self.signature:
                 return
         name = getattr(self.function, "__name__", type(self.function).__name__)
-        raise RuntimeError(
+        raise CheckpointError(
             f"checkpoint: the recomputation of {name} in backward differs from its forward: "
             f"outputs {outputs} and tensors read {frontier}, where the forward made "
             f"{was_outputs} and read {was_frontier}. A checkpointed function must compute "
@@ -333,7 +363,7 @@ class _RandomState:
     that ``roots`` (the function and its arguments) hold (``_generators``)."""
 
     def __init__(self, roots: tuple):
-        self.generators = _generators(roots)
+        self.generators = generators(roots)
         self.states = [g.bit_generator.state for g in [random.generator(), *self.generators]]
 
     @contextlib.contextmanager
@@ -349,46 +379,3 @@ class _RandomState:
         finally:
             for g, state in zip(generators, now):
                 g.bit_generator.state = state
-
-
-def _generators(roots: tuple) -> list:
-    """The numpy Generators that ``roots`` hold: given directly, or held by a layer (its own
-    attributes: a Dropout's ``rng``) reached through Layers, bound methods, partials,
-    closures, defaults, lists, tuples and dicts, and the globals a function's code names
-    (only layers, generators and callables of those: a global list is not walked)."""
-    found, seen, todo = [], set(), [(root, True) for root in roots]
-    while todo:
-        item, walk_containers = todo.pop()
-        if id(item) in seen:
-            continue
-        seen.add(id(item))
-        if isinstance(item, np.random.Generator):
-            found.append(item)
-        elif isinstance(item, Layer):
-            for layer in item.layers():
-                generators = [v for v in vars(layer).values() if isinstance(v, np.random.Generator)]
-                todo.extend((g, False) for g in generators)
-        elif isinstance(item, list | tuple) and walk_containers:
-            todo.extend((value, True) for value in item)
-        elif isinstance(item, dict) and walk_containers:
-            todo.extend((value, True) for value in item.values())
-        elif isinstance(item, functools.partial):
-            todo.extend((v, True) for v in (item.func, *item.args, *item.keywords.values()))
-        elif isinstance(item, types.MethodType):
-            todo.extend(((item.__self__, True), (item.__func__, True)))
-        elif isinstance(item, types.FunctionType):
-            todo.extend((value, True) for value in _held_by(item))
-            named = item.__code__.co_names
-            todo.extend((item.__globals__[n], False) for n in named if n in item.__globals__)
-    return found
-
-
-def _held_by(function: types.FunctionType) -> list:
-    """The values a function holds: its closure's cells (those filled) and its defaults."""
-    held = list(function.__defaults__ or ()) + list((function.__kwdefaults__ or {}).values())
-    for cell in function.__closure__ or ():
-        try:
-            held.append(cell.cell_contents)
-        except ValueError:  # a cell not filled yet
-            pass
-    return held
