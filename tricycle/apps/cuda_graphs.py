@@ -125,7 +125,9 @@ class CUDAGraph:
     def capture_begin(self, pool=None, capture_error_mode: str = "global",
                       check_input_liveness: bool = False) -> None:  # fmt: skip
         """Start recording this thread's kernels into this graph, on the current stream (a
-        fresh one where the current one is a default stream, which cannot be captured)."""
+        fresh one where the current one is a default stream, which cannot be captured).
+        ``check_input_liveness`` is accepted and does nothing (the graph keeps what it reads)."""
+        checks.boolean("CUDAGraph.capture_begin", "check_input_liveness", check_input_liveness)
         stream = backend.cupy().cuda.get_current_stream()
         self._begin(pool, capture_error_mode, None if stream.ptr in _DEFAULT_STREAMS else stream)
 
@@ -169,7 +171,7 @@ class CUDAGraph:
                 pass
 
     def instantiate(self) -> None:
-        """Nothing: cupy instantiates the graph when the capture ends."""
+        """Nothing: cupy instantiates the graph when the capture ends (``keep_graph`` or not)."""
         self._captured("instantiate")
 
     def replay(self) -> None:
