@@ -387,8 +387,9 @@ _BY_MODULE: dict[str, str] = {
     "tricycle.torch_products": "inner vdot addmv addbmm baddbmm chain_matmul",
     "tricycle.nn.functional": "cosine_similarity pairwise_distance conv1d conv2d conv3d "
     "conv_transpose1d conv_transpose2d conv_transpose3d pixel_shuffle pixel_unshuffle bilinear "
-    "prelu celu threshold hardshrink adaptive_avg_pool1d channel_shuffle",
+    "prelu celu threshold hardshrink adaptive_avg_pool1d channel_shuffle celu_ selu_ threshold_",
     "tricycle.nn.top_level": "adaptive_max_pool1d alpha_dropout avg_pool1d batch_norm "
+    "dropout_ alpha_dropout_ feature_dropout feature_dropout_ feature_alpha_dropout_ rrelu_ "
     "binary_cross_entropy_with_logits cosine_embedding_loss ctc_loss dropout embedding "
     "feature_alpha_dropout group_norm hinge_embedding_loss instance_norm kl_div layer_norm "
     "margin_ranking_loss max_pool1d max_pool2d max_pool3d poisson_nll_loss rrelu selu "

@@ -19,15 +19,17 @@ from tricycle import checks
 from tricycle.nn import functional as F
 from tricycle.nn.alpha_dropout import alpha_dropout as _alpha_dropout
 from tricycle.nn.alpha_dropout import feature_alpha_dropout as _feature_alpha_dropout
+from tricycle.nn.channel_dropout import _dropout_nd
 from tricycle.nn.shrinks import rrelu as _rrelu
 from tricycle.tensor import Tensor
 
 __all__ = [
-    "adaptive_max_pool1d", "alpha_dropout", "avg_pool1d", "batch_norm",
+    "adaptive_max_pool1d", "alpha_dropout", "alpha_dropout_", "avg_pool1d", "batch_norm",
     "binary_cross_entropy_with_logits", "cosine_embedding_loss", "ctc_loss", "dropout",
-    "embedding", "feature_alpha_dropout", "group_norm", "hinge_embedding_loss",
+    "dropout_", "embedding", "feature_alpha_dropout", "feature_alpha_dropout_",
+    "feature_dropout", "feature_dropout_", "group_norm", "hinge_embedding_loss",
     "instance_norm", "kl_div", "layer_norm", "margin_ranking_loss", "max_pool1d", "max_pool2d",
-    "max_pool3d", "poisson_nll_loss", "rrelu", "selu", "triplet_margin_loss",
+    "max_pool3d", "poisson_nll_loss", "rrelu", "rrelu_", "selu", "triplet_margin_loss",
 ]  # fmt: skip
 
 REDUCTIONS = ("none", "mean", "sum")  # ATen's Reduction enum: 0, 1, 2
@@ -61,6 +63,32 @@ def feature_alpha_dropout(input, p: float, train: bool) -> Tensor:  # noqa: A002
     return _feature_alpha_dropout(input, p, train)
 
 
+def feature_dropout(input, p: float, train: bool) -> Tensor:  # noqa: A002 - torch's names
+    """``torch.feature_dropout(input, p, train)``: whole channels of (N, C, ...) zeroed with
+    probability ``p``, the rest scaled by 1 / (1 - p) (``F.dropout2d``'s, for any rank)."""
+    return _dropout_nd("feature_dropout", input, p, train, False, None, None)
+
+
+def dropout_(input, p: float, train: bool) -> Tensor:  # noqa: A002 - torch's names
+    """``torch.dropout_(input, p, train)``: ``dropout`` written into ``input``."""
+    return F.dropout(input, p, train, inplace=True)
+
+
+def alpha_dropout_(input, p: float, train: bool) -> Tensor:  # noqa: A002 - torch's names
+    """``torch.alpha_dropout_(input, p, train)``: ``alpha_dropout`` written into ``input``."""
+    return _alpha_dropout(input, p, train, inplace=True)
+
+
+def feature_dropout_(input, p: float, train: bool) -> Tensor:  # noqa: A002 - torch's names
+    """``torch.feature_dropout_(input, p, train)``: ``feature_dropout`` written into ``input``."""
+    return _dropout_nd("feature_dropout_", input, p, train, True, None, None)
+
+
+def feature_alpha_dropout_(input, p: float, train: bool) -> Tensor:  # noqa: A002 - torch's names
+    """``torch.feature_alpha_dropout_(input, p, train)``: written into ``input``."""
+    return _feature_alpha_dropout(input, p, train, inplace=True)
+
+
 # ---------------------------------------------------------------------- activations, tables
 def selu(input) -> Tensor:  # noqa: A002 - torch's name
     """``torch.selu(input)``: ``F.selu``."""
@@ -72,6 +100,13 @@ def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool 
     """``torch.rrelu(input, lower, upper, training=False, generator=None)``: ``F.rrelu``, its
     slopes drawn from ``generator`` (a ``tricycle.Generator``) when given."""
     return _rrelu(input, lower, upper, training, rng=generator)
+
+
+def rrelu_(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,  # noqa: A002
+           generator=None) -> Tensor:  # fmt: skip
+    """``torch.rrelu_(input, lower, upper, training=False, generator=None)``: ``rrelu``
+    written into ``input``, which is returned."""
+    return input.copy_(rrelu(input, lower, upper, training, generator))
 
 
 def embedding(weight, indices, padding_idx: int = -1, scale_grad_by_freq: bool = False,
