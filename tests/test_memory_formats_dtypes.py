@@ -34,11 +34,11 @@ def shaken(seed: int):
     return t, t.numpy()
 
 
-@pytest.mark.parametrize("seed", range(300))
+@pytest.mark.parametrize("seed", range(150))
 def test_is_contiguous_and_preserved_strides_as_torch(seed):
     t, array = shaken(seed)
     for name in FORMATS:
-        ours = memory_formats.is_contiguous(array, getattr(tc, name))
+        ours = tc.Tensor(array).is_contiguous(memory_format=getattr(tc, name))
         assert ours == t.is_contiguous(memory_format=getattr(torch, name)), name
     if 1 not in t.shape:  # a size-1 axis's stride is anyone's guess
         assert strides(memory_formats.laid_out("clone", array, tc.preserve_format)) == (

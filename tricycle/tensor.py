@@ -249,10 +249,6 @@ class Tensor(TorchTensorMethods, TorchInPlaceMethods, Node):
         """torch.Tensor.is_floating_point: whether the dtype is a float one."""
         return is_float(self.dtype)
 
-    def is_contiguous(self, memory_format=None) -> bool:
-        """torch.Tensor.is_contiguous: whether the values lie in row-major order, unbroken."""
-        return bool(self.array.flags.c_contiguous)
-
     def detach_(self) -> "Tensor":
         """torch.Tensor.detach_: this tensor made a leaf that requires no gradient, in place. The
         graph lives on the tensors here: an op recorded from it before sends it no gradient."""

@@ -55,6 +55,12 @@ _SYMBOLS = {
 }  # tricycle.binary's broadcast forms
 
 
+def memory_formats():
+    """``tricycle.memory_formats``, loaded on the first layout a tensor is asked for, so that
+    importing the tensor still loads the engine's core alone."""
+    return importlib.import_module("tricycle.memory_formats")
+
+
 def imported(module: str, names: str) -> tuple:
     """The functions ``names`` of ``tricycle.<module>`` (each taking the tensor first) as
     methods that import the module on their first call, so that importing the tensor still

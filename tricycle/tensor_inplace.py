@@ -20,8 +20,9 @@ import operator
 
 import numpy as np
 
-from tricycle import backend, checks, memory_formats, ops, rebase, unary
+from tricycle import backend, checks, ops, rebase, unary
 from tricycle.graph import Node, grad_enabled
+from tricycle.tensor_extra import memory_formats
 from tricycle.tensor_torch import _sizes
 
 
@@ -179,7 +180,7 @@ class TorchInPlaceMethods:
         ``float``), ``to(device, dtype)`` or ``to(other)`` (a Tensor's device and dtype). Returns
         ``self`` when nothing changes, unless ``copy``; copies are synchronous and keep this
         tensor's layout unless ``memory_format`` says another (``tricycle.memory_formats``)."""
-        return memory_formats.to(self, device, dtype, non_blocking, copy, memory_format)
+        return memory_formats().to(self, device, dtype, non_blocking, copy, memory_format)
 
     double, half = _cast_to("double", np.float64), _cast_to("half", np.float16)
     long, byte = _cast_to("long", np.int64), _cast_to("byte", np.uint8)

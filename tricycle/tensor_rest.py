@@ -24,7 +24,7 @@ import importlib
 import warnings
 
 from tricycle import checks
-from tricycle.tensor_extra import _reshaped, _written, imported
+from tricycle.tensor_extra import _reshaped, _written, imported, memory_formats
 
 
 def _false(name: str):
@@ -197,6 +197,11 @@ class TorchRestMethods:
     def const_data_ptr(self) -> int:
         """torch.Tensor.const_data_ptr: ``data_ptr()``."""
         return self.data_ptr()
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        """torch.Tensor.is_contiguous: whether the values lie unbroken in ``memory_format``'s
+        order, row-major by default (``tricycle.memory_formats``)."""
+        return memory_formats().is_contiguous(self.array, memory_format)
 
     def record_stream(self, stream) -> None:
         """torch.Tensor.record_stream: nothing: tricycle's GPU memory pool (cupy's) does not

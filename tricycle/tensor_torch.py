@@ -22,8 +22,8 @@ import numbers
 
 import numpy as np
 
-from tricycle import backend, binary, checks, memory_formats, ops, reduce, unary
-from tricycle.tensor_extra import TorchTensorExtras, clamp_bound, imported
+from tricycle import backend, binary, checks, ops, reduce, unary
+from tricycle.tensor_extra import TorchTensorExtras, clamp_bound, imported, memory_formats
 from tricycle.tensor_math import TorchMathMethods
 
 
@@ -152,8 +152,8 @@ class TorchTensorMethods(TorchTensorExtras, TorchMathMethods):
 
     def contiguous(self, memory_format=None):
         """torch.Tensor.contiguous: this tensor when laid out in ``memory_format`` (row-major by
-        default), else a copy so laid out (``tricycle.memory_formats``)."""
-        return memory_formats.contiguous(self, memory_format)
+        default), else a copy so laid out (``tricycle.memory_formats``, loaded when asked for)."""
+        return memory_formats().contiguous(self, memory_format)
 
     def to_dense(self, dtype=None, *, masked_grad=None):
         """torch.Tensor.to_dense of a dense tensor: itself (cast to ``dtype`` if given)."""
@@ -162,7 +162,7 @@ class TorchTensorMethods(TorchTensorExtras, TorchMathMethods):
     def clone(self, memory_format=None):
         """torch.Tensor.clone: a copy in ``memory_format`` (by default this tensor's strides'
         order, as torch's), whose gradient flows back to this tensor."""
-        return memory_formats.clone(self, memory_format)
+        return memory_formats().clone(self, memory_format)
 
     def unsqueeze(self, dim: int):
         """torch.Tensor.unsqueeze: a size-1 axis inserted at ``dim`` (``expand_dims``)."""
