@@ -48,6 +48,8 @@ def test_without_a_gpu_what_torch_asserts_raises_both_kinds(no_gpu, call):
 
 def test_without_a_gpu_the_other_answers_are_torchs(no_gpu):
     torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("torch sees a GPU here")
     for name in ("get_arch_list", "is_initialized", "is_tf32_supported", "get_rng_state_all",
                  "memory_stats", "memory_allocated"):  # fmt: skip
         assert getattr(tc.cuda, name)() == getattr(torch.cuda, name)(), name

@@ -19,6 +19,14 @@ from tricycle import backend
 from tricycle.cuda.devices import cupy, index
 
 
+def _priority_range(cp) -> tuple[int, int]:
+    """(least, greatest) stream priority of the current GPU: CUDA's
+    ``cudaDeviceGetStreamPriorityRange`` where cupy's runtime has it, else CUDA's range on
+    every GPU since Volta, (0, -5) (cupy 14 does not expose the call)."""
+    ask = getattr(cp.cuda.runtime, "deviceGetStreamPriorityRange", None)
+    return ask() if ask is not None else (0, -5)
+
+
 class Stream:
     """torch.cuda.Stream(device=None, priority=0): a new stream on GPU ``device`` (the
     current one). A lower ``priority`` runs first (negative: high), as CUDA's; it is clamped
@@ -35,7 +43,7 @@ class Stream:
         cp = cupy("Stream")
         self.device_index = index("Stream", device)
         with cp.cuda.Device(self.device_index):
-            least, greatest = cp.cuda.runtime.deviceGetStreamPriorityRange()
+            least, greatest = _priority_range(cp)
             clamped = max(greatest, min(least, priority))
             self.cupy = cp.cuda.Stream(non_blocking=False, priority=clamped)
 
