@@ -5,7 +5,7 @@ refused on a leaf that requires grad, naming the method; the long names, ``isclo
 ``bincount``, ``cross``, ``svd``, ``prelu``, ``histogram`` as methods; ``mH``/``H``/
 ``adjoint`` (gradients), ``nbytes``, ``itemsize``, ``split_with_sizes``, ``is_same_size``,
 ``is_signed``, ``is_inference``, ``retains_grad``, ``get_device``, ``new_empty_strided``,
-``resize_as_``, ``apply_``/``map_``, ``pin_memory`` and ``share_memory_`` refused."""
+``resize_as_``, ``apply_``/``map_``, ``pin_memory`` (itself)."""
 
 import numpy as np
 import pytest
@@ -193,6 +193,4 @@ def test_new_empty_strided_resize_as_apply_map_and_memory():
     with pytest.raises(RuntimeError, match="Tensor.apply_"):
         tc.tensor([1.0], requires_grad=True).apply_(abs)
     assert x.pin_memory() is x and not x.is_pinned()
-    assert not hasattr(x, "share_memory_")
-    with pytest.raises(AttributeError, match="share_memory_ is not in tricycle"):
-        x.share_memory_()
+    assert not x.is_shared()  # share_memory_: tests/test_shared_memory.py

@@ -155,15 +155,6 @@ class TorchMoreMethods(TorchRestMethods):
         """torch.Tensor.resize_as_: ``resize_(other.shape)``."""
         return self.resize_(tuple(other.shape))
 
-    @property
-    def share_memory_(self):
-        """Not in tricycle: an AttributeError saying why, as ``Module.share_memory``'s."""
-        raise AttributeError(
-            "Tensor.share_memory_ is not in tricycle: a tensor's array lives in its own process "
-            "and tricycle cannot share it with others (torch.multiprocessing's Hogwild "
-            "training); train in one process, or data-parallel with tricycle.distributed"
-        )
-
     def pin_memory(self, device=None):
         """torch.Tensor.pin_memory: a host tensor itself (numpy's memory is not page-locked:
         copies to a GPU are as fast as from any host array); a GPU tensor is refused, as

@@ -23,7 +23,7 @@
 import importlib
 import warnings
 
-from tricycle import checks
+from tricycle import backend, checks, shared_memory
 from tricycle.tensor_extra import _reshaped, _written, imported, memory_formats
 
 
@@ -238,9 +238,19 @@ class TorchRestMethods:
         _false, "is_vulkan is_xla is_ipu is_maia is_mtia".split()
     )
 
+    def share_memory_(self):
+        """torch.Tensor.share_memory_: this host tensor's array moved into memory shared
+        between processes (a copy there, once; ``tricycle.shared_memory`` says how and when it
+        is freed); a GPU tensor is left as is, as torch's. Returns self."""
+        if not backend.is_cupy_array(self.array):
+            self.array = shared_memory.share(self.array)
+        return self
+
     def is_shared(self) -> bool:
-        """torch.Tensor.is_shared: False (tricycle shares no memory between processes)."""
-        return False
+        """torch.Tensor.is_shared: whether the array lies in shared memory (after
+        ``share_memory_``, or received through ``tricycle.multiprocessing``); True on a GPU,
+        as torch's."""
+        return backend.is_cupy_array(self.array) or shared_memory.segment_of(self.array) is not None
 
     def is_distributed(self) -> bool:
         """torch.Tensor.is_distributed: False, as torch's."""
