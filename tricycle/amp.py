@@ -58,6 +58,7 @@ import warnings
 import numpy as np
 
 from tricycle import backend, checks, module_hooks
+from tricycle.amp_custom import custom_bwd, custom_fwd, is_autocast_available
 from tricycle.amp_scaler import GradScaler
 from tricycle.casting import (
     cast,
@@ -394,4 +395,5 @@ QUERIES = (
     "is_autocast_cache_enabled set_autocast_cache_enabled clear_autocast_cache "
     "autocast_increment_nesting autocast_decrement_nesting"
 )
-__all__ = ["GradScaler", "autocast", *QUERIES.split()]
+__all__ = ["GradScaler", "autocast", "custom_bwd", "custom_fwd", "is_autocast_available",
+           *QUERIES.split()]  # fmt: skip
