@@ -15,8 +15,7 @@ a base class of ``Layer`` (``tricycle.module``), which holds the walk itself.
 - ``get_submodule``, ``get_parameter``, ``get_buffer``: by dotted name, as torch's.
 
 The hooks are ``tricycle.module_hooks``'s. The methods of torch's Module that tricycle does
-another way for (the deprecated ``register_backward_hook``; ``share_memory``, as a layer's
-arrays cannot be shared between processes) are not there: reading one raises
+another way for (the deprecated ``register_backward_hook``) are not there: reading one raises
 an AttributeError that says what to use (``hasattr`` is False, as for any missing attribute),
 and so does torch's ``weight`` on a layer that names its tensors otherwise (``weights``,
 ``gamma``): the error lists them.
@@ -307,15 +306,20 @@ class TorchMethods:
             value = members[key]
         return value
 
+    def share_memory(self):
+        """Move every parameter and buffer (and gradient) into memory shared between
+        processes (``Tensor.share_memory_``), as torch's: Hogwild training, where the
+        processes of ``tricycle.multiprocessing`` update one model. Returns self."""
+        for _, tensor in self.named_tensors():
+            tensor.share_memory_()
+            if tensor.grad is not None:
+                tensor.grad.share_memory_()
+        return self
+
     # ------------------------------------------------------------------ not in tricycle
     register_backward_hook = _NotInTricycle(
         "use register_full_backward_hook (torch deprecates this one: its gradients are those "
         "of the last op of forward, not of the layer's inputs)"
-    )
-    share_memory = _NotInTricycle(
-        "a layer's arrays live in its own process and tricycle cannot share them with others "
-        "(torch.multiprocessing's Hogwild training); train in one process, or train "
-        "data-parallel with tricycle.distributed's DistributedDataParallel (tricycle-run -n N)"
     )
 
     # ------------------------------------------------------------------ casts (last: they

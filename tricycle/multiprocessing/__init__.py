@@ -19,16 +19,21 @@ one process needs MPI: ``pip install tricycle-dl[distributed]``; one runs withou
 
 Everything of Python's ``multiprocessing`` is here under its name (``Process``, ``Queue``,
 ``Pool``, ``get_context``, ``set_start_method``, ``cpu_count``, ...), as torch's module has
-it. A Tensor sent through a ``Queue`` or a ``Pool`` is pickled, so the receiver gets a copy
-of its array: torch moves a CPU tensor's storage into shared memory instead, so that both
-processes see one tensor. The sharing strategies are kept, for scripts that set one, and
-change nothing.
+it. A Tensor sent through a ``Queue``, ``Pipe`` or ``Pool`` here is shared, as torch's: this
+module registers a reducer with ``multiprocessing.reduction.ForkingPickler`` (what those
+pickle with), so that a host tensor is moved into shared memory (``Tensor.share_memory_``, in
+place) and arrives as a view of it: a write in the receiver is seen by the sender. The sharing
+strategy (``set_sharing_strategy``) picks how later segments are made and named:
+``"file_descriptor"`` (anonymous, sent as a descriptor; nothing can leak) or ``"file_system"``
+(a file in /dev/shm, unlinked when its maker drops it): ``tricycle.shared_memory`` says more.
+GPU tensors and non-leaf tensors that need a gradient (refused, as torch's) are not shared.
 """
 
 import multiprocessing
-import sys
 from multiprocessing import *  # noqa: F403 (torch's module is Python's, with these beside)
+from multiprocessing.reduction import ForkingPickler
 
+from tricycle import shared_memory
 from tricycle.multiprocessing.spawn import (
     ProcessContext,
     ProcessException,
@@ -38,6 +43,8 @@ from tricycle.multiprocessing.spawn import (
     spawn,
     start_processes,
 )
+from tricycle.parameter import Parameter
+from tricycle.tensor import Tensor
 
 __all__ = [
     "set_sharing_strategy",
@@ -53,30 +60,22 @@ __all__ = [
     "start_processes",
 ]
 
-if sys.platform in ("darwin", "win32"):  # torch's choices per system
-    _all_sharing_strategies = {"file_system"}
-    _sharing_strategy = "file_system"
-else:
-    _all_sharing_strategies = {"file_descriptor", "file_system"}
-    _sharing_strategy = "file_descriptor"
-
 
 def set_sharing_strategy(new_strategy) -> None:
-    """Choose how tensors would be shared between processes: one of
-    ``get_all_sharing_strategies()`` (recorded only: tricycle pickles tensors)."""
-    global _sharing_strategy
-    if new_strategy not in _all_sharing_strategies:
-        raise AssertionError(  # torch's kind of error
-            f"invalid sharing strategy {new_strategy!r}, expected one of {_all_sharing_strategies}"
-        )
-    _sharing_strategy = new_strategy
+    """Choose how later shared tensors are made and sent between processes: one of
+    ``get_all_sharing_strategies()`` (``tricycle.shared_memory`` says what each does)."""
+    shared_memory.set_strategy(new_strategy)
 
 
 def get_sharing_strategy() -> str:
     """The sharing strategy last set (torch's default for this system before)."""
-    return _sharing_strategy
+    return shared_memory.get_strategy()
 
 
 def get_all_sharing_strategies() -> set[str]:
     """The sharing strategies this system has, as torch's."""
-    return set(_all_sharing_strategies)
+    return shared_memory.all_strategies()
+
+
+for _cls in (Tensor, Parameter):  # torch registers its reducers when its module is imported
+    ForkingPickler.register(_cls, shared_memory.reduce_tensor)
