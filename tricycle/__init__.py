@@ -419,6 +419,9 @@ _BY_MODULE: dict[str, str] = {
     "index_put_ lcm_ ldexp_ log10_ log1p_ log2_ log_ logit_ nan_to_num_ neg_ negative_ rad2deg_ "
     "reciprocal_ resize_as_ round_ rsqrt_ sigmoid_ sinc_ square_ trunc_ xlogy_",
     "tricycle.compiler": "compile",
+    "tricycle.torch_embedding": "embedding_bag embedding_renorm_",
+    "tricycle.torch_segments": "segment_reduce",
+    "tricycle.nn.functional_rest": "native_channel_shuffle",
     "tricycle.amp": "is_autocast_enabled set_autocast_enabled get_autocast_dtype "
     "set_autocast_dtype is_autocast_cpu_enabled set_autocast_cpu_enabled get_autocast_cpu_dtype "
     "set_autocast_cpu_dtype get_autocast_gpu_dtype set_autocast_gpu_dtype "
