@@ -24,6 +24,7 @@ import typing
 import warnings
 
 from tricycle import checks
+from tricycle.futures import Future  # torch.jit.Future: torch.futures' one class
 from tricycle.module import Layer
 
 Final = typing.Final  # torch.jit.Final: a constant attribute's annotation
@@ -134,37 +135,18 @@ def isinstance(obj, target_type) -> bool:  # noqa: A001 - torch's name
     return builtins.isinstance(obj, origin if origin is not None else target_type)
 
 
-class Future:
-    """torch.jit.Future as ``fork`` returns it: the call already ran; ``wait()`` gives its
-    result (or raises its error)."""
-
-    def __init__(self, fn, args: tuple, kwargs: dict):
-        self._value, self._error = None, None
-        try:
-            self._value = fn(*args, **kwargs)
-        except Exception as error:  # raised by wait(), as torch raises a task's error there
-            self._error = error
-
-    def done(self) -> bool:
-        return True
-
-    def wait(self):
-        if self._error is not None:
-            raise self._error
-        return self._value
-
-    value = wait
-
-    def then(self, callback) -> "Future":
-        """A future of ``callback(self)``, run at once."""
-        return Future(callback, (self,), {})
-
-
 def fork(func, *args, **kwargs) -> Future:
     """torch.jit.fork: ``func(*args, **kwargs)`` run at once (no TorchScript threads)."""
     _deprecated("fork")
     checks.function("fork", "func", func)
-    return Future(func, args, kwargs)
+    future = Future()
+    try:
+        result = func(*args, **kwargs)
+    except Exception as error:  # raised by wait(), as torch raises a task's error there
+        future.set_exception(error)
+    else:
+        future.set_result(result)
+    return future
 
 
 def wait(future: Future):

@@ -10,12 +10,13 @@ nothing: tricycle calls no cuDNN. ``tricycle.backends.cuda``, the CUDA kernels, 
 the first time it is named (``tricycle.backends.cuda.matmul.allow_tf32 = True``, torch's
 TF32 switch; ``tricycle.backends.cuda.enable_flash_sdp(False)`` and the other attention
 switches of ``sdp``), never by ``import tricycle``; ``tricycle.backends.cpu`` likewise
-(``get_cpu_capability()``).
+(``get_cpu_capability()``). ``mkldnn`` and ``opt_einsum`` hold torch.backends.mkldnn's and
+.opt_einsum's switches (``mkldnn.is_available()`` False; what ``opt_einsum``'s change: see it).
 """
 
 import importlib
 
-from tricycle.backends import cudnn, mps  # noqa: F401 - as torch.backends.cudnn and .mps
+from tricycle.backends import cudnn, mkldnn, mps, opt_einsum  # noqa: F401 - torch.backends' names
 
 
 def __getattr__(name: str):
