@@ -316,6 +316,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "optim": ("tricycle.optim", None),
     "utils": ("tricycle.utils", None),
     "jit": ("tricycle.jit", None),  # torch.jit as under PYTORCH_JIT=0
+    "futures": ("tricycle.futures", None),  # torch.futures.Future, collect_all, wait_all
     "types": ("tricycle.types", None),  # torch.types' aliases
     "hub": ("tricycle.hub", None),  # torch.hub.load_state_dict_from_url
     "signal": ("tricycle.signal", None),  # torch.signal.windows.hann
