@@ -17,7 +17,7 @@ import pytest
 
 import tricycle
 import tricycle.multiprocessing as mp
-from tricycle import shared_memory
+from tricycle import backend, shared_memory
 from tricycle.tensor import Tensor
 
 
@@ -183,3 +183,13 @@ def test_hogwild_step_through_a_pipe_and_a_pool():
     assert sums == [8.0, 18.0]
     np.testing.assert_array_equal(chunks[0].numpy(), [4, 4])
     np.testing.assert_array_equal(chunks[1].numpy(), [9, 9])
+
+
+@pytest.mark.skipif(not backend.cupy_available(), reason="needs a CUDA GPU")
+def test_a_gpu_tensor_is_shared_as_torch_answers_and_pickled_to_the_host():
+    x = tricycle.tensor([1.0, 2.0, 3.0]).to("cuda")
+    array = x.array
+    assert x.is_shared() and x.share_memory_() is x and x.array is array  # torch: a no-op
+    got = ForkingPickler.loads(ForkingPickler.dumps(x))
+    assert not got.is_shared() and got.device.type == "cpu"  # a host copy, as pickle's
+    np.testing.assert_array_equal(got.numpy(), [1, 2, 3])
