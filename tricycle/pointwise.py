@@ -33,11 +33,13 @@ from tricycle.graph import Node as Tensor  # the ops see a tensor as a graph nod
 
 # ------------------------------------------------------------------ arithmetic
 def _times(x: Tensor, op: str, other, alpha):
-    """``other * alpha``: a number stays a number (the operators' scalar form), anything else
-    becomes a tensor first (a list times 2 would repeat the list)."""
+    """``other * alpha``: a number stays a number (the operators' scalar form), a sparse tensor
+    stays sparse (the dense operators add it), anything else becomes a tensor first (a list
+    times 2 would repeat the list)."""
     if not (checks.is_real(alpha) or isinstance(alpha, bool)):
         checks.fail(f"Tensor.{op}", "alpha", "a number", alpha, TypeError)
-    if not (checks.is_real(other) or isinstance(other, Tensor)):
+    sparse = getattr(other, "_sparse_layout", False)  # dense + sparse: dense, as torch's
+    if not (checks.is_real(other) or isinstance(other, Tensor) or sparse):
         other = binary.constant(other, x, f"Tensor.{op}")
     return other if alpha == 1 else other * alpha
 

@@ -6,11 +6,15 @@
   (``tricycle.nn.embedding_bag``: differentiable in the table and the per-sample weights);
   the other three are integer bookkeeping, as torch's CPU kernel leaves it:
 
-      offset2bag[i]   the bag of the i-th id (empty in mode "sum" without ``padding_idx``)
+      offset2bag[i]   the bag of the i-th id
       bag_size[b]     the number of ids of bag b that are not ``padding_idx`` (modes "mean"
-                      and "max"; zeros, one per offset, in mode "sum")
+                      and "max"; zeros in mode "sum")
       max_indices     mode "max": (B, E), the id whose row gave each element's largest (0 for
                       an empty bag); mode "mean": ``bag_size``; mode "sum": zeros, as bag_size
+
+  In mode "sum" torch's CPU kernel leaves offset2bag empty unless the table is float64 or
+  there is a ``padding_idx``, and makes bag_size one longer with ``include_last_offset`` when
+  no gradient is wanted: tricycle's follows it (``_sum_bookkeeping``).
 
   ``mode`` is ATen's integer: 0 "sum", 1 "mean", 2 "max". With ``include_last_offset`` the
   last offset is where the last bag ends (CSR's layout, torch's documented use; where it falls
@@ -24,6 +28,7 @@
 import numpy as np
 
 from tricycle import backend, checks
+from tricycle.graph import grad_enabled
 from tricycle.nn.embedding_bag import bag_slots, padding_row
 from tricycle.nn.embedding_bag import embedding_bag as bag_sums
 from tricycle.tensor import Tensor, as_tensor
@@ -77,15 +82,27 @@ def embedding_bag(
         kept = kept & (bag_ids != padding)
     positions = np.arange(ids.shape[0])
     offset2bag = np.searchsorted(starts, positions, side="right") - 1
-    if mode == 0:  # torch's CPU kernel fills in only what the backward of "sum" reads
-        offset2bag = offset2bag if padding is not None else offset2bag[:0]
-        zeros = xp.zeros(len(bounds), dtype=ids.dtype)
-        bag_size, max_indices = zeros, zeros.copy()
+    if mode == 0:  # torch's CPU kernel: see _sum_bookkeeping
+        kept_all, count = _sum_bookkeeping(weight, per_sample_weights, padding, len(bounds),
+                                           len(starts), include_last_offset)  # fmt: skip
+        offset2bag = offset2bag if kept_all else offset2bag[:0]
+        bag_size, max_indices = (xp.zeros(count, dtype=ids.dtype) for _ in range(2))
     else:
         bag_size = kept.sum(axis=1).astype(ids.dtype)
         max_indices = bag_size.copy() if mode == 1 else _max_ids(weight.array, bag_ids, kept)
     offset2bag = xp.asarray(offset2bag.astype(ids.dtype))
     return output, *(Tensor(a, requires_grad=False) for a in (offset2bag, bag_size, max_indices))
+
+
+def _sum_bookkeeping(weight, per_sample_weights, padding, n_offsets, n_bags, last):
+    """What torch's CPU kernel fills in mode "sum": offset2bag only for a float64 table or
+    with a ``padding_idx`` (its fast path for the other dtypes skips it), and bag_size and
+    max_indices as zeros, one per offset on the forward-only path (no gradient wanted) with
+    ``include_last_offset``, else one per bag. (whether offset2bag is filled, their length)"""
+    weighted = getattr(per_sample_weights, "requires_grad", False)
+    wanted = grad_enabled() and (weight.requires_grad or weighted)
+    filled = weight.dtype == np.float64 or padding is not None
+    return filled, n_offsets if last and not wanted else n_bags
 
 
 def _max_ids(table, bag_ids, kept):

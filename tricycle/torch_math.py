@@ -217,14 +217,18 @@ def nanquantile(input, q, dim=None, keepdim: bool = False, *, interpolation="lin
 
 # ------------------------------------------------------------------ elementwise
 def add(input, other, *, alpha=1, out=None):  # noqa: A002
-    """torch.add: input + alpha * other."""
+    """torch.add: input + alpha * other (a sparse input: the sparse tensor's ``add``)."""
     no_out("add", out)
+    if getattr(input, "_sparse_layout", False):  # + sparse: sparse; + dense: refused, as torch
+        return input + (other if alpha == 1 else other * alpha)
     return operand("add", input, other).add(other, alpha=alpha)
 
 
 def sub(input, other, *, alpha=1, out=None):  # noqa: A002
-    """torch.sub (``subtract``): input - alpha * other."""
+    """torch.sub (``subtract``): input - alpha * other (a sparse input: its ``sub``)."""
     no_out("sub", out)
+    if getattr(input, "_sparse_layout", False):  # as add's
+        return input - (other if alpha == 1 else other * alpha)
     return operand("sub", input, other).sub(other, alpha=alpha)
 
 
