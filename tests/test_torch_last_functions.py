@@ -10,6 +10,7 @@ import pytest
 
 import tricycle as tc
 from tests.helpers import check_grads
+from tricycle import backend
 
 torch = pytest.importorskip("torch")
 
@@ -232,3 +233,27 @@ def test_add_sub_dense_and_sparse_as_torch(op, alpha):
         getattr(tc, op)(tc.tensor(s).to_sparse(), tc.tensor(d), alpha=alpha)
     with pytest.raises(RuntimeError):
         getattr(torch, op)(torch.tensor(s).to_sparse(), torch.tensor(d), alpha=alpha)
+
+
+# ------------------------------------------------------------------ on a GPU (the lead's run)
+@pytest.mark.skipif(not backend.cupy_available(), reason="needs a CUDA GPU")
+def test_on_the_gpu_as_on_the_host():
+    """segment_reduce, embedding_bag and embedding_renorm_ on cupy arrays: the host's values
+    and gradients (host lengths and offsets moved over)."""
+    rng = np.random.default_rng(0)
+    data, table = rng.normal(size=(2, 5, 3)), rng.normal(size=(6, 3)) * 3
+    lengths = tc.tensor([[2, 3, 0], [1, 1, 3]])
+    results = []
+    for device in ("cpu", "cuda"):
+        x = tc.tensor(data).to(device).requires_grad_()
+        w = tc.tensor(table).to(device).requires_grad_()
+        seg = tc.segment_reduce(x, "prod", lengths=lengths, axis=1, initial=0.5)
+        bag = tc.embedding_bag(w, tc.tensor(IDS).to(device), tc.tensor([0, 2, 2, 5]).to(device),
+                               mode=2)  # fmt: skip
+        (seg.sum() + bag[0].sum()).backward()
+        renormed = tc.tensor(table).to(device)
+        tc.embedding_renorm_(renormed, tc.tensor([1, 4]).to(device), 1.0, 2.0)
+        parts = (seg, *bag, x.grad, w.grad, renormed)
+        results.append([backend.to_host_array(part.array) for part in parts])
+    for host, gpu in zip(*results):
+        np.testing.assert_allclose(gpu, host, rtol=1e-12)

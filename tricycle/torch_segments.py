@@ -25,7 +25,7 @@ One difference: torch's CPU kernel divides only the positive gradients among tie
 
 import numpy as np
 
-from tricycle import checks
+from tricycle import backend, checks
 from tricycle.graph import check_float
 from tricycle.tensor import Tensor, as_tensor
 
@@ -40,7 +40,8 @@ def _bounds(op: str, lengths, offsets, axis: int, size: int, unsafe: bool, xp):
     """(starts, ends), each (*lead, S): where each segment starts and ends along the axis."""
     given = lengths if lengths is not None else offsets
     name = "lengths" if lengths is not None else "offsets"
-    values = given.array if isinstance(given, Tensor) else xp.asarray(given)
+    values = given.array if isinstance(given, Tensor) else given
+    values = xp.asarray(backend.to_host_array(values))  # onto the data's device
     if values.dtype.kind not in "iu":
         raise RuntimeError(f"{op}: {name} must be integers, got dtype {values.dtype}")
     if values.ndim - 1 != axis:
