@@ -21,9 +21,10 @@
 """
 
 import importlib
+import sys
 import warnings
 
-from tricycle import backend, checks, shared_memory
+from tricycle import backend, checks
 from tricycle.tensor_extra import _reshaped, _written, imported, memory_formats
 
 
@@ -242,15 +243,18 @@ class TorchRestMethods:
         """torch.Tensor.share_memory_: this host tensor's array moved into memory shared
         between processes (a copy there, once; ``tricycle.shared_memory`` says how and when it
         is freed); a GPU tensor is left as is, as torch's. Returns self."""
-        if not backend.is_cupy_array(self.array):
-            self.array = shared_memory.share(self.array)
+        if not backend.is_cupy_array(self.array):  # the module loads on the first share
+            self.array = importlib.import_module("tricycle.shared_memory").share(self.array)
         return self
 
     def is_shared(self) -> bool:
         """torch.Tensor.is_shared: whether the array lies in shared memory (after
         ``share_memory_``, or received through ``tricycle.multiprocessing``); True on a GPU,
         as torch's."""
-        return backend.is_cupy_array(self.array) or shared_memory.segment_of(self.array) is not None
+        shared = sys.modules.get("tricycle.shared_memory")  # nothing is shared before it loads
+        if backend.is_cupy_array(self.array):
+            return True
+        return shared is not None and shared.segment_of(self.array) is not None
 
     def is_distributed(self) -> bool:
         """torch.Tensor.is_distributed: False, as torch's."""
