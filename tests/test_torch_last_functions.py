@@ -13,6 +13,7 @@ from tests.helpers import check_grads
 from tricycle import backend
 
 torch = pytest.importorskip("torch")
+TORCH_VERSION = tuple(int(v) for v in torch.__version__.split("+")[0].split(".")[:2])
 
 
 def arrays(*xs):
@@ -65,7 +66,9 @@ def test_embedding_bag_as_torch(offsets, mode, weighted, pad, last, dtype):
     ours, theirs = (bags(lib, mode, offsets, pad, weighted, last, dtype) for lib in (tc, torch))
     for got, want in zip(ours[0], theirs[0]):
         assert got.shape == tuple(want.shape) and str(got.dtype) == str(want.dtype)[6:]
-        np.testing.assert_allclose(got.array, want.detach().numpy(), rtol=1e-6, atol=1e-12)
+        tight = got.dtype == np.float64  # float32: sums in another order than torch's
+        np.testing.assert_allclose(got.array, want.detach().numpy(), rtol=1e-6 if tight else 1e-5,
+                                   atol=1e-12 if tight else 1e-7)  # fmt: skip
     for got, want in zip(ours[1:], theirs[1:]):
         if want is not None:
             np.testing.assert_allclose(got.array, want.numpy(), atol=1e-12)
@@ -87,12 +90,14 @@ def test_embedding_bag_errors_as_torch():
     for args in [(w, ids, offsets, False, 5), (w, ids, offsets, False, 1, False, psw),
                  (w, ids, np.array([1, 2]), False, 1), (w, ids + 5, offsets, False, 1),
                  (w, ids, offsets, False, 1, False, None, False, 7)]:  # fmt: skip
+        with pytest.raises((RuntimeError, ValueError, IndexError)):
+            tc.embedding_bag(*(tc.tensor(a) if isinstance(a, np.ndarray) else a for a in args))
+        if TORCH_VERSION < (2, 13):  # torch 2.11's CPU kernel crashes the process on some
+            continue
         with pytest.raises(Exception) as theirs:
             torch.embedding_bag(
                 *(torch.tensor(a) if isinstance(a, np.ndarray) else a for a in args)
             )
-        with pytest.raises((RuntimeError, ValueError, IndexError)):
-            tc.embedding_bag(*(tc.tensor(a) if isinstance(a, np.ndarray) else a for a in args))
         assert isinstance(theirs.value, RuntimeError)
     with pytest.raises(RuntimeError, match="1-D"):
         tc.embedding_bag(tc.tensor(w), tc.tensor(ids.reshape(2, 4)), tc.tensor(offsets))
