@@ -25,6 +25,18 @@ from tricycle.tensor import Tensor
 _LOG_2PI = math.log(2 * math.pi)
 
 
+def scale_tril_of(form: str, given: Tensor) -> Tensor:
+    """L (lower, L L^T = Sigma) of a matrix given in ``form``: torch's ``scale_tril`` itself,
+    a ``covariance_matrix``'s Cholesky factor, or a ``precision_matrix`` P's through its own
+    factor (P = Lp Lp^T, so Sigma = M^T M with M = Lp^-1)."""
+    if form == "scale_tril":
+        return given
+    if form == "covariance_matrix":
+        return cholesky(given)
+    inverse_factor = _inverse_lower(cholesky(given))
+    return cholesky(_transpose(inverse_factor) @ inverse_factor)
+
+
 class MultivariateNormal(CentredAtLoc):
     """N(loc, Sigma): ``loc`` (..., n) and one of ``covariance_matrix``,
     ``precision_matrix`` (symmetric positive-definite) or ``scale_tril`` (lower triangular,
@@ -67,12 +79,7 @@ class MultivariateNormal(CentredAtLoc):
     @lazy_property
     def _unbroadcasted_scale_tril(self) -> Tensor:
         """L of the matrix given, before broadcasting to the batch."""
-        if self._form == "scale_tril":
-            return self._given
-        if self._form == "covariance_matrix":
-            return cholesky(self._given)
-        inverse_factor = _inverse_lower(cholesky(self._given))  # P = Lp Lp^T: Sigma = M^T M
-        return cholesky(_transpose(inverse_factor) @ inverse_factor)
+        return scale_tril_of(self._form, self._given)
 
     @lazy_property
     def scale_tril(self) -> Tensor:

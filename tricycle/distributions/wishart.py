@@ -27,8 +27,8 @@ from tricycle import factories
 from tricycle.distributions import constraints
 from tricycle.distributions.exp_family import ExponentialFamily
 from tricycle.distributions.gamma import Chi2
-from tricycle.distributions.linalg import cholesky, one_matrix_form
-from tricycle.distributions.multivariate_normal import _inverse_lower, _transpose
+from tricycle.distributions.linalg import one_matrix_form
+from tricycle.distributions.multivariate_normal import _inverse_lower, _transpose, scale_tril_of
 from tricycle.distributions.utils import (
     as_sample_shape,
     lazy_property,
@@ -104,12 +104,7 @@ class Wishart(ExponentialFamily):
     @lazy_property
     def _unbroadcasted_scale_tril(self) -> Tensor:
         """L of the matrix given, before broadcasting to the batch."""
-        if self._form == "scale_tril":
-            return self._given
-        if self._form == "covariance_matrix":
-            return cholesky(self._given)
-        inverse_factor = _inverse_lower(cholesky(self._given))
-        return cholesky(_transpose(inverse_factor) @ inverse_factor)
+        return scale_tril_of(self._form, self._given)
 
     @lazy_property
     def scale_tril(self) -> Tensor:

@@ -37,13 +37,27 @@ def _flat(xp, indices, sizes) -> "object":
     return flat
 
 
-class SparseCooTensor:
+class SparseValues:
+    """What a sparse tensor of either layout answers from its values tensor ``_vals`` (its
+    dtype, device, gradient state) and its size ``_size``; the layouts' base class."""
+
+    __slots__ = ()
+    _sparse_layout = True  # dense operators hand ``dense @ this`` to the reflected methods
+    shape = property(lambda self: self._size)
+    dtype = property(lambda self: self._vals.dtype)
+    device = property(lambda self: self._vals.device)
+    xp = property(lambda self: self._vals.xp)
+    is_cuda = property(lambda self: self._vals.is_cuda)
+    requires_grad = property(lambda self: self._vals.requires_grad)
+    is_leaf = property(lambda self: self._vals.args is None)
+
+
+class SparseCooTensor(SparseValues):
     """torch.Tensor in torch.sparse_coo layout (see the module's doc)."""
 
     __slots__ = ("_ids", "_vals", "_size", "_coalesced")
     is_sparse = True
     is_sparse_csr = False
-    _sparse_layout = True  # dense operators hand ``dense @ this`` to the reflected methods
     layout = sparse_coo
 
     def __init__(self, indices, values, size: tuple, coalesced: bool = False):
@@ -51,10 +65,6 @@ class SparseCooTensor:
         self._coalesced = coalesced
 
     # ------------------------------------------------------------------ what it is
-    @property
-    def shape(self) -> Size:
-        return self._size
-
     def size(self, dim: int | None = None):
         """torch.Tensor.size: the shape, or the size of axis ``dim``."""
         if dim is None:
@@ -65,12 +75,6 @@ class SparseCooTensor:
         return len(self._size)
 
     ndim = property(dim)
-    dtype = property(lambda self: self._vals.dtype)
-    device = property(lambda self: self._vals.device)
-    xp = property(lambda self: self._vals.xp)
-    is_cuda = property(lambda self: self._vals.is_cuda)
-    requires_grad = property(lambda self: self._vals.requires_grad)
-    is_leaf = property(lambda self: self._vals.args is None)
 
     def sparse_dim(self) -> int:
         return self._ids.shape[0]

@@ -16,7 +16,7 @@ import numpy as np
 
 from tricycle import checks
 from tricycle.graph import Node
-from tricycle.sparse.coo import SparseCooTensor, _flat, _ids, mm, to_sparse
+from tricycle.sparse.coo import SparseCooTensor, SparseValues, _flat, _ids, mm, to_sparse
 from tricycle.torch_dtypes import Size
 from tricycle.torch_functions import tensor
 from tricycle.torch_misc import sparse_coo, sparse_csr
@@ -61,26 +61,18 @@ class check_sparse_tensor_invariants:  # noqa: N801 - torch's name
         return checked
 
 
-class SparseCsrTensor:
+class SparseCsrTensor(SparseValues):
     """torch.Tensor in torch.sparse_csr layout (see the module's doc)."""
 
     __slots__ = ("_crow", "_col", "_vals", "_size")
     is_sparse = False  # torch's: True for the COO layout alone
     is_sparse_csr = True
-    _sparse_layout = True  # dense operators hand ``dense @ this`` to the reflected methods
     layout = sparse_csr
 
     def __init__(self, crow, col, values, size):
         self._crow, self._col, self._vals, self._size = crow, col, values, Size(size)
 
-    shape = property(lambda self: self._size)
     ndim = property(lambda self: 2)
-    dtype = property(lambda self: self._vals.dtype)
-    device = property(lambda self: self._vals.device)
-    xp = property(lambda self: self._vals.xp)
-    is_cuda = property(lambda self: self._vals.is_cuda)
-    requires_grad = property(lambda self: self._vals.requires_grad)
-    is_leaf = property(lambda self: self._vals.args is None)
 
     def size(self, dim: int | None = None):
         """torch.Tensor.size: the shape, or the size of axis ``dim``."""
