@@ -165,7 +165,9 @@ def test_muon_on_a_square_weight_agrees_to_bfloat16s_rounding():
 def test_newton_schulz_is_torchs_to_bfloat16s_last_bit(shape, steps):
     from torch.optim._muon import _zeropower_via_newtonschulz
 
-    m = RNG.normal(size=shape) * 3.0
+    # its own seed: the shared RNG's draw depends on which tests ran first in the worker, and
+    # a matrix with a tiny singular value leaves the band after 5 steps (torch's too)
+    m = np.random.default_rng(shape[0] * 100 + shape[1]).normal(size=shape) * 3.0
     expected = _zeropower_via_newtonschulz(torch.from_numpy(m), DEFAULT_COEFFICIENTS, steps, 1e-7)
     result = orthogonalised(m, DEFAULT_COEFFICIENTS, steps, 1e-7, np)
     expected = expected.float().numpy()
