@@ -119,13 +119,41 @@ def laid_out(op: str, array, memory_format, like=None):
     when already so laid out."""
     name, like = format_name(op, memory_format), array if like is None else like
     _check_rank(name, array)
-    if name == "preserve_format":  # the axes in the order of like's strides, largest first
-        order = tuple(sorted(range(like.ndim), key=lambda a: -abs(like.strides[a])))
+    if name == "preserve_format":
+        order = _stride_order(like)
     else:
         order = _order(name, array.ndim)
     if _dense_in(array, order):
         return array
     return _in_order(backend.array_module(array), array, order)
+
+
+def _stride_order(like) -> tuple[int, ...]:
+    """The axes of ``like`` outermost-first in the order of its strides, as torch's
+    ``infer_dense_strides`` ranks them for ``preserve_format``: a larger stride is further
+    out, equal strides put the larger axis further out, and a zero stride (an expanded axis)
+    is not compared, so it keeps its row-major place. An insertion sort from the innermost
+    axis, as torch's, since these rules are not a total order."""
+    strides, shape = [abs(s) for s in like.strides], like.shape
+
+    def outer(a: int, b: int) -> int:  # 1: a lies further out than b; -1: inside; 0: either
+        if strides[a] == 0 or strides[b] == 0:
+            return 0
+        if strides[a] != strides[b]:
+            return 1 if strides[a] > strides[b] else -1
+        return 1 if shape[a] > shape[b] else 0
+
+    perm = list(range(like.ndim))[::-1]  # innermost first
+    for i in range(1, len(perm)):
+        at = i
+        for j in range(i - 1, -1, -1):
+            ranked = outer(perm[j], perm[at])
+            if ranked > 0:
+                perm[j], perm[at] = perm[at], perm[j]
+                at = j
+            elif ranked < 0:
+                break
+    return tuple(perm[::-1])
 
 
 def _in_order(xp, array, order):

@@ -23,6 +23,8 @@ One difference: torch's CPU kernel divides only the positive gradients among tie
 (a negative one reaches each tie whole); tricycle shares every gradient equally.
 """
 
+import math
+
 import numpy as np
 
 from tricycle import backend, checks
@@ -49,6 +51,10 @@ def _bounds(op: str, lengths, offsets, axis: int, size: int, unsafe: bool, xp):
                            f"{values.shape}) but got {axis}")  # fmt: skip
     values = values.astype(np.int64)
     if lengths is None:
+        if bool((values[..., 1:] < values[..., :-1]).any()):
+            raise RuntimeError(f"{op}: offsets must not decrease (each segment's length "
+                               f"offsets[i + 1] - offsets[i] >= 0), got "
+                               f"{values.tolist()}")  # fmt: skip
         return values[..., :-1], values[..., 1:]
     if bool((values < 0).any()):
         raise RuntimeError(f"{op}: lengths contains negative value!")
@@ -79,6 +85,8 @@ def segment_reduce(
         raise RuntimeError(f"{op}: reduce argument must be either sum, prod, mean, amax or "
                            f"amin, got {reduce!r}")  # fmt: skip
     reduce = REDUCTIONS[reduce]
+    if data.ndim == 0:
+        raise RuntimeError(f"{op}: expected data of at least one dimension, got a 0-d tensor")
     if indices is not None:
         raise RuntimeError(f"{op}: indices based reduction is not supported yet (as torch's)")
     if lengths is None and offsets is None:
@@ -93,7 +101,7 @@ def segment_reduce(
                            f"must be data's before axis {axis}, {lead}")  # fmt: skip
     n = xp.arange(size)
     inside = (starts[..., None] <= n) & (n < ends[..., None])  # (*lead, S, N)
-    x = data.array.reshape(*lead, 1, size, -1)  # (*lead, 1, N, R)
+    x = data.array.reshape(*lead, 1, size, math.prod(rest))  # (*lead, 1, N, R)
     masked = xp.where(inside[..., None], x, IDENTITY[reduce])  # (*lead, S, N, R)
     counts = (ends - starts).astype(data.dtype)[..., None]  # (*lead, S, 1)
     out = _reduced(masked, reduce, counts, initial, xp).astype(data.dtype)
@@ -109,12 +117,13 @@ def segment_reduce(
 
 def _reduced(masked, reduce: str, counts, initial, xp):
     """(*lead, S, R): the reduction of each segment of ``masked`` (*lead, S, N, R)."""
-    if reduce == "max":
-        out = masked.max(axis=-2)
-        return out if initial is None else xp.maximum(out, initial)
-    if reduce == "min":
-        out = masked.min(axis=-2)
-        return out if initial is None else xp.minimum(out, initial)
+    if reduce in ("max", "min"):
+        if masked.shape[-2] == 0:  # no elements: numpy's max has no identity of its own
+            out = xp.full(masked.shape[:-2] + masked.shape[-1:], IDENTITY[reduce])
+        else:
+            out = masked.max(axis=-2) if reduce == "max" else masked.min(axis=-2)
+        bound = xp.maximum if reduce == "max" else xp.minimum
+        return out if initial is None else bound(out, initial)
     if reduce == "prod":
         return masked.prod(axis=-2) * (1 if initial is None else initial)
     total = masked.sum(axis=-2) + (0 if initial is None else initial)
