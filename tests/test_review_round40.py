@@ -88,3 +88,24 @@ def test_segment_reduce_refuses_0d_data_as_torch():
     for lib, x, lengths in torch_and_tricycle(np.array(5.0), np.array([1])):
         with pytest.raises(RuntimeError, match="dim|0-d"):
             lib.segment_reduce(x, "sum", lengths=lengths)
+
+
+# ------------------------------------------------------------------ native_norm
+def test_native_norm_of_a_sparse_tensor_as_torch():
+    """Its docstring said tricycle had no sparse tensors and it refused every input."""
+    indices, values = np.array([[0, 1, 1, 1], [2, 0, 0, 1]]), np.array([3.0, 4.0, -1.0, 0.5])
+    got = {}
+    for lib, ids, vals in torch_and_tricycle(indices, values):
+        s = lib.sparse_coo_tensor(ids, vals, (2, 3))  # cell (1, 0) stored twice: 3 in all
+        norms = [lib.native_norm(s), lib.native_norm(s, 1), lib.native_norm(s, float("inf"))]
+        norms += [
+            lib.native_norm(s, 3, [1, 0], False, None),
+            lib.native_norm(s, None, [], False, None),
+        ]
+        got[lib] = [float(n) for n in norms]
+        for args in ((2, [1], False, None), (2, [0, 1], True, None)):
+            with pytest.raises(RuntimeError, match="norm_sparse"):
+                lib.native_norm(s, *args)
+        with pytest.raises(NotImplementedError):
+            lib.native_norm(vals)
+    np.testing.assert_allclose(got[tc], got[torch], rtol=1e-6)

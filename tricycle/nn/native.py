@@ -14,8 +14,8 @@
   ``max_pool1d_with_indices``, ``norm_except_dim`` (weight norm's norm: over every axis but
   ``dim``; ``dim=-1`` the whole tensor's) and ``empty_permuted`` (a tensor whose memory is laid
   out in ``physical_layout``'s order);
-- ``native_norm`` is torch's sparse tensors' norm (a dense input is refused by torch):
-  tricycle has no sparse tensors, so it is refused, pointing to ``linalg.vector_norm``.
+- ``native_norm`` is torch's norm of a sparse COO tensor's entries (a dense input is refused,
+  as torch refuses it, pointing to ``linalg.vector_norm``).
 """
 
 import numpy as np
@@ -89,11 +89,30 @@ def native_group_norm(input, weight, bias, N: int, C: int, HxW: int, group: int,
     return out, mean, (var + eps) ** -0.5
 
 
-def native_norm(input, *args, **kwargs):  # noqa: A002
-    """``torch.native_norm``: torch's norm of sparse tensors, refused for dense ones (as
-    torch refuses them); tricycle has no sparse tensors."""
-    raise NotImplementedError("torch.native_norm: torch computes it for sparse tensors only, "
-                              "and tricycle has none; use tricycle.linalg.vector_norm")  # fmt: skip
+def native_norm(input, p=2, dim=None, keepdim: bool = False, dtype=None):  # noqa: A002
+    """``torch.native_norm``: the ``p``-norm of a sparse COO tensor's entries (its coalesced
+    values: repeated cells summed first, as torch's), a 0-d tensor. As torch's, ``dim`` may
+    only name every axis, and ``keepdim=True`` and a ``dtype`` are refused; a dense input is
+    refused too (``linalg.vector_norm`` is its norm)."""
+    op = "torch.native_norm"
+    if getattr(input, "is_sparse", False) is not True:
+        raise NotImplementedError(f"{op}: torch computes it for sparse COO tensors only, "
+                                  f"got {type(input).__name__}; use "
+                                  "tricycle.linalg.vector_norm")  # fmt: skip
+    if dim is not None:
+        dims = [dim] if checks.is_integer(dim) else list(dim)
+        axes = {checks.axis(op, "dim", d, input.ndim, input.shape) for d in dims}
+        if dims and axes != set(range(input.ndim)):
+            raise RuntimeError(f"{op}: norm_sparse currently only supports full reductions, "
+                               f"so 'dim' must either be empty or contain all dimensions of "
+                               f"the input, got {dim} for {input.ndim} dimensions")  # fmt: skip
+    checks.boolean(op, "keepdim", keepdim)
+    for name, given in (("keepdim=True", keepdim), ("'dtype' argument", dtype is not None)):
+        if given:
+            raise RuntimeError(f"{op}: norm_sparse currently does not support {name} (as "
+                               "torch's)")  # fmt: skip
+    values = input.coalesce()._values()
+    return vector_norm(values, 2 if p is None else p)
 
 
 def norm_except_dim(v, pow: float = 2, dim: int = 0) -> Tensor:  # noqa: A002 - torch's names
