@@ -109,3 +109,23 @@ def test_native_norm_of_a_sparse_tensor_as_torch():
         with pytest.raises(NotImplementedError):
             lib.native_norm(vals)
     np.testing.assert_allclose(got[tc], got[torch], rtol=1e-6)
+
+
+# ------------------------------------------------------------------ svd_lowrank, pca_lowrank
+@pytest.mark.parametrize("layout", ["coo", "csr"])
+def test_lowrank_of_a_sparse_matrix_as_torch(layout):
+    """torch takes a sparse matrix; tricycle's docstring said it had none and refused it."""
+    dense = np.random.default_rng(2).standard_normal((7, 4))
+    dense[np.abs(dense) < 0.6] = 0
+    spectra = {}
+    for lib, A in torch_and_tricycle(dense):
+        s = A.to_sparse() if layout == "coo" or lib is torch else A.to_sparse_csr()
+        if lib is tc:
+            s.requires_grad_()
+        _, S, _ = lib.svd_lowrank(s, q=4)  # q = n: exact, whatever the random draw
+        _, P, _ = lib.pca_lowrank(s, q=4)
+        spectra[lib] = np.concatenate([S.detach().numpy() if lib is torch else S.array, P.array
+                                       if lib is tc else P.numpy()])  # fmt: skip
+    np.testing.assert_allclose(spectra[tc], spectra[torch], rtol=1e-10)
+    S.sum().backward()  # the gradient reaches the stored values
+    assert s.values().grad.shape == s.values().shape
