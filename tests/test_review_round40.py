@@ -129,3 +129,20 @@ def test_lowrank_of_a_sparse_matrix_as_torch(layout):
     np.testing.assert_allclose(spectra[tc], spectra[torch], rtol=1e-10)
     S.sum().backward()  # the gradient reaches the stored values
     assert s.values().grad.shape == s.values().shape
+
+
+@pytest.mark.parametrize("layout", ["coo", "csr"])
+def test_lobpcg_of_a_sparse_matrix_as_torch(layout):
+    """torch.lobpcg takes a sparse A (and B); tricycle's refused it with a TypeError."""
+    rng = np.random.default_rng(3)
+    Q, _ = np.linalg.qr(rng.standard_normal((12, 12)))
+    A = Q @ np.diag(np.arange(1.0, 13.0)) @ Q.T
+    A[np.abs(A) < 0.05] = 0  # still symmetric: the same cells on both sides
+    eigenvalues = {}
+    for lib, a, b in torch_and_tricycle(A, 2 * np.eye(12)):
+        a, b = (a.to_sparse(), b.to_sparse()) if layout == "coo" else (a.to_sparse_csr(), None)
+        E, _ = lib.lobpcg(a, k=2, B=b)
+        eigenvalues[lib] = E.numpy() if lib is torch else E.array
+    expected = np.linalg.eigvalsh(A)[-2:][::-1] / (2 if layout == "coo" else 1)
+    np.testing.assert_allclose(eigenvalues[torch], expected, rtol=1e-6)
+    np.testing.assert_allclose(eigenvalues[tc], expected, rtol=1e-6)

@@ -11,7 +11,8 @@ square root of the dtype's eps, ``largest`` True); its ``method`` ("ortho" or "b
 and the ``ortho_*`` and ``tracker`` options are accepted and change nothing here: the
 orthonormalisation is the one above. X defaults to standard normal numbers from tricycle's
 generator, so results agree with torch's in eigenvalues and eigenvector subspaces, not in
-signs. Batches are solved matrix by matrix, as torch's.
+signs. Batches are solved matrix by matrix, as torch's. A sparse A or B (COO or CSR) is
+taken as its dense matrix (``to_dense()``; torch's keeps it sparse).
 
 Gradient, as torch's (for B = None: torch refuses one with B too): A is read symmetrised,
 (A + A^T) / 2, and for eigenpairs (lambda_i, x_i) with gradients g_i and G_i
@@ -26,7 +27,7 @@ import numpy as np
 
 from tricycle import checks, factories
 from tricycle.graph import Node as Tensor
-from tricycle.linalg.matrices import check_matrices, mT
+from tricycle.linalg.matrices import check_matrices, dense_matrix, mT
 
 
 def _orthonormal(xp, S, B, tol: float):
@@ -93,6 +94,7 @@ def lobpcg(  # noqa: PLR0913 - torch's signature
     A x = E B x for symmetric A (..., m, m) (B positive-definite, the identity if None) and
     their B-orthonormal eigenvectors X (..., m, k)."""
     op = "lobpcg"
+    A, B = dense_matrix(A), dense_matrix(B)
     check_matrices(op, A, square=True)
     if B is not None and (not isinstance(B, Tensor) or B.shape != A.shape):
         raise ValueError(f"{op}: A and B must have same shape, got {A.shape} vs {B.shape}")

@@ -14,27 +14,21 @@ R is drawn from tricycle's generator (``tricycle.manual_seed`` makes it repeatab
 draws its own, so the two agree on the subspaces and the singular values (exactly so for a
 matrix of rank at most q), not on U's and V's signs. Each is a composition of ``matmul``,
 ``linalg.qr`` and ``linalg.svd``, so it has their gradients, as torch's has. A sparse A
-(COO or CSR) is taken as its dense matrix (``to_dense()``: the same results and gradients to
+(COO or CSR) is taken as its dense matrix (``todense_matrix()``: the same results and gradients to
 its values, in a dense matrix's memory; torch's keeps it sparse).
 """
 
 from tricycle import checks, factories
 from tricycle.graph import Node as Tensor
-from tricycle.linalg.matrices import check_matrices, transposed
+from tricycle.linalg.matrices import check_matrices, dense_matrix, transposed
 from tricycle.linalg.qr_factors import qr
 from tricycle.linalg.singular import svd
-
-
-def _dense(A):
-    """A sparse COO or CSR matrix as its dense one (differentiable to its values); else A."""
-    sparse = getattr(A, "is_sparse", False) is True or getattr(A, "is_sparse_csr", False) is True
-    return A.to_dense() if sparse else A
 
 
 def get_approximate_basis(A: Tensor, q: int, niter: int | None = 2, M: Tensor | None = None):
     """Q (..., m, q) with q orthonormal columns such that Q Q^T (A - M) approximates A - M."""
     niter = 2 if niter is None else niter
-    A, M = _dense(A), None if M is None else _dense(M)
+    A, M = dense_matrix(A), None if M is None else dense_matrix(M)
 
     def times(B, R):  # (A - M) R, or (A - M)^T R
         product = B(A) @ R
@@ -53,7 +47,7 @@ def svd_lowrank(A: Tensor, q: int | None = 6, niter: int | None = 2, M: Tensor |
     A - M ~ U diag(S) V^T (M, A's mean or any matrix broadcast to A, is optional); a q past
     min(m, n) gives min(m, n) columns (with ``niter`` > 0), as torch's."""
     op = "svd_lowrank"
-    A, M = _dense(A), None if M is None else _dense(M)
+    A, M = dense_matrix(A), None if M is None else dense_matrix(M)
     check_matrices(op, A)
     q = 6 if q is None else q
     checks.integer(op, "q", q, low=0)
@@ -79,7 +73,7 @@ def pca_lowrank(A: Tensor, q: int | None = None, center: bool = True, niter: int
     ``center``; V's columns are the principal directions, S ** 2 / (m - 1) the variances
     along them. q defaults to min(6, m, n)."""
     op = "pca_lowrank"
-    A = _dense(A)
+    A = dense_matrix(A)
     check_matrices(op, A)
     checks.boolean(op, "center", center)
     m, n = A.shape[-2:]

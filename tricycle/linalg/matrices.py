@@ -23,6 +23,13 @@ class LinAlgError(ValueError):
     positive-definite for a Cholesky factor (``torch.linalg.LinAlgError``; a ValueError)."""
 
 
+def dense_matrix(A):
+    """A sparse COO or CSR matrix as its dense one (``to_dense()``, differentiable to its
+    values), for the ops torch gives sparse inputs (lobpcg, svd_lowrank); anything else as is."""
+    sparse = getattr(A, "is_sparse", False) is True or getattr(A, "is_sparse_csr", False) is True
+    return A.to_dense() if sparse else A
+
+
 def check_matrices(op: str, A, name: str = "A", square: bool = False) -> Tensor:
     """``A`` if it is a float32 or float64 Tensor with at least 2 axes (matrices on the last
     two), square ones if ``square``; a TypeError or ValueError naming ``op`` otherwise."""
