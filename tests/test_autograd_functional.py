@@ -1,5 +1,5 @@
-"""torch.autograd.functional's jacobian, vjp and jvp (tricycle/autograd.py) and scatter of a
-1-d tensor at a 0-d index (tricycle/indexing.py), against torch."""
+"""torch.autograd.functional's jacobian, vjp and jvp (tricycle/autograd_functional.py) and
+scatter of a 1-d tensor at a 0-d index (tricycle/indexing.py), against torch."""
 
 import numpy as np
 import pytest
@@ -56,9 +56,14 @@ def test_autograd_functional_as_torchs():
             lib.autograd.functional.jacobian(lambda a, b: a * 3, inputs, strict=True)
         with pytest.raises(RuntimeError):  # v left out for an output of several elements
             lib.autograd.functional.vjp(lambda a: a * 2, lib.tensor(x))
-    with pytest.raises(NotImplementedError, match="create_graph"):
-        functional = tricycle.autograd.functional
-        functional.jacobian(lambda a: a * 2, tricycle.tensor(x), create_graph=True)
+    ours = tricycle.tensor(x, requires_grad=True)  # create_graph=True: a Jacobian in the graph
+    jac = tricycle.autograd.functional.jacobian(lambda a: a**3, ours, create_graph=True)
+    theirs = torch.tensor(x, requires_grad=True)
+    jac_t = torch.autograd.functional.jacobian(lambda a: a**3, theirs, create_graph=True)
+    np.testing.assert_allclose(host(jac), host(jac_t), rtol=1e-10)
+    jac.sum().backward()
+    jac_t.sum().backward()
+    np.testing.assert_allclose(host(ours.grad), host(theirs.grad), rtol=1e-10)
 
 
 def test_scatter_a_0d_index_as_torchs():

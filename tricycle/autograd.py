@@ -10,26 +10,27 @@ outputs and whose back_fns give each output its seed (``grad_outputs``, ones by 
 walk then sums what every output sends down the paths they share, as torch's one pass does
 (several ``Tensor.backward`` calls would free the shared graph at the first).
 
-The engine's back_fns map arrays to arrays and record no graph, so there is no double
-backward: ``create_graph=True`` is refused. ``Function`` (``tricycle.autograd_function``) is
+``create_graph=True`` takes a separate walk (``tricycle.second_order``) whose gradients are
+Tensors recorded in the graph, for double backward; the ordinary one stays as it is.
+``Function`` (``tricycle.autograd_function``) is
 the custom op; the grad modes are the engine's (``tricycle.graph``, ``tricycle.grad_modes``);
 ``detect_anomaly`` and ``set_detect_anomaly`` are ``tricycle.torch_flags``' (a NaN gradient
 named with its op).
 ``Variable`` is torch's name from before tensors carried gradients, as torch 2 keeps it.
 
 ``graph`` is torch.autograd.graph's hooks (``tricycle.autograd_graph``); ``functional`` is
-torch.autograd.functional's first-order part: ``jacobian``, ``vjp`` and ``jvp`` of a function
-of tensors, each input differentiated through ``grad``, one backward per output element for
-the Jacobian (torch's reverse mode without ``vectorize``).
+torch.autograd.functional (``tricycle.autograd_functional``: jacobian, vjp, jvp, hessian,
+vhp, hvp).
 """
 
 import importlib
 import sys
 import types
 
+from tricycle import autograd_functional, backend, backprop, checks, second_order
 from tricycle import autograd_graph as graph
-from tricycle import backend, backprop, checks
 from tricycle.autograd_function import Function, FunctionCtx
+from tricycle.autograd_functional import jacobian, jvp, vjp  # noqa: F401 (tricycle.func's)
 from tricycle.backend import is_float
 from tricycle.grad_modes import enable_grad, inference_mode, is_grad_enabled, set_grad_enabled
 from tricycle.gradcheck import gradgradcheck
@@ -76,8 +77,9 @@ def grad(
         grad_outputs: the gradient of each output (a Tensor, an array or None for ones), or
             one for a single output. Non-scalar outputs are seeded with ones, as
             ``Tensor.backward`` does.
-        retain_graph: keep the graph for another backward (None: False, as create_graph).
-        create_graph: True is refused: the engine's backward records no graph.
+        retain_graph: keep the graph for another backward (None: as ``create_graph``).
+        create_graph: record the backward itself: the gradients are Tensors in the graph,
+            to differentiate again (``tricycle.second_order``).
         allow_unused: an input the outputs do not depend on gives None (True) or an error
             (False, the default unless ``materialize_grads``).
         materialize_grads: an unused input gives zeros instead of None.
@@ -85,7 +87,7 @@ def grad(
     Tensor hooks (``register_hook``) run as in a backward; post-accumulate hooks do not, nor
     does ``retain_grad()`` keep anything.
     """
-    _refuse_create_graph("grad", create_graph)
+    create_graph = checks.boolean("grad", "create_graph", create_graph)
     checks.boolean("grad", "retain_graph", retain_graph, optional=True)
     checks.boolean("grad", "allow_unused", allow_unused, optional=True)
     checks.boolean("grad", "materialize_grads", materialize_grads)
@@ -103,9 +105,13 @@ def grad(
                 f"grad: inputs[{i}] (shape {x.shape}, dtype {x.dtype}) does not require grad; "
                 "one of the differentiated Tensors does not require grad"
             )
-    root, seed = _root("grad", outputs, grad_outputs)
+    root, seed = _root("grad", outputs, grad_outputs, create_graph)
     wanted = {id(x) for x in inputs}
-    captured = backprop.backward(root, seed, bool(retain_graph), wanted)
+    if create_graph:  # the walk that records the graph: the gradients are Tensors in it
+        retain = retain_graph is not False
+        captured = second_order.backward(root, seed, retain, wanted)
+    else:
+        captured = backprop.backward(root, seed, bool(retain_graph), wanted)
     grads = []
     for i, x in enumerate(inputs):
         g = captured.get(id(x))
@@ -117,7 +123,9 @@ def grad(
                     "desired behavior."
                 )
             g = x.xp.zeros_like(x.array) if materialize_grads else None
-        grads.append(None if g is None else x.new(g, requires_grad=False))
+        if g is not None and not isinstance(g, Node):
+            g = x.new(g, requires_grad=False)
+        grads.append(g)
     return tuple(grads)
 
 
@@ -127,20 +135,15 @@ def backward(
     """torch.autograd.backward: ``Tensor.backward`` of each of ``tensors`` (a Tensor or a
     sequence), seeded with ``grad_tensors`` (one per tensor, None for ones), in one walk:
     the leaves' ``.grad`` accumulate the sum. ``retain_graph`` as ``Tensor.backward``'s
-    (None: False); ``create_graph=True`` is refused (no double backward)."""
-    _refuse_create_graph("backward", create_graph)
+    (None: ``create_graph``); ``create_graph=True`` records the backward (double backward)."""
+    create_graph = checks.boolean("backward", "create_graph", create_graph)
     checks.boolean("backward", "retain_graph", retain_graph, optional=True)
     tensors = _tensors("backward", "tensors", tensors)
-    root, seed = _root("backward", tensors, grad_tensors)
-    backprop.backward(root, seed, bool(retain_graph))
-
-
-def _refuse_create_graph(op: str, create_graph) -> None:
-    if checks.boolean(op, "create_graph", create_graph):
-        raise NotImplementedError(
-            f"{op}: create_graph=True (a graph of the backward, for double backward) is not "
-            "supported: tricycle's back_fns map arrays to arrays and record no graph"
-        )
+    root, seed = _root("backward", tensors, grad_tensors, create_graph)
+    if create_graph:
+        second_order.backward(root, seed, retain_graph is not False)
+    else:
+        backprop.backward(root, seed, bool(retain_graph))
 
 
 def _tensors(op: str, name: str, value) -> tuple:
@@ -155,9 +158,10 @@ def _tensors(op: str, name: str, value) -> tuple:
     return tuple(values)
 
 
-def _root(op: str, outputs: tuple, grad_outputs) -> tuple:
+def _root(op: str, outputs: tuple, grad_outputs, create_graph: bool = False) -> tuple:
     """The node to walk from and its gradient: the one output and its seed, or a node whose
-    gradient 1 sends each output its seed."""
+    gradient 1 sends each output its seed. With ``create_graph`` the seeds are Tensors (a
+    given one as it is: it may need gradients itself)."""
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
     elif isinstance(grad_outputs, Node) or hasattr(grad_outputs, "shape"):
@@ -171,6 +175,8 @@ def _root(op: str, outputs: tuple, grad_outputs) -> tuple:
             "output (None for ones)"
         )
     seeds = tuple(_seed(op, i, y, g) for i, (y, g) in enumerate(zip(outputs, grad_outputs)))
+    if create_graph:
+        return second_order.root(outputs, seeds, grad_outputs)
     if len(outputs) == 1:
         return outputs[0], seeds[0]
     first = outputs[0]
@@ -218,118 +224,6 @@ def _seed(op: str, i: int, y: Node, g):
     return g if g.dtype == y.dtype else g.astype(y.dtype)
 
 
-def jacobian(
-    func,
-    inputs,
-    create_graph: bool = False,
-    strict: bool = False,
-    vectorize: bool = False,
-    strategy: str = "reverse-mode",
-):
-    """torch.autograd.functional.jacobian: the derivative of each output of ``func(*inputs)``
-    with respect to each input, of shape ``output.shape + input.shape``; a Tensor for one
-    input and one output, else tuples as torch nests them (outputs, then inputs). An output
-    that does not depend on an input gives zeros (``strict=True`` refuses it)."""
-    _refuse_create_graph("jacobian", create_graph)
-    if strategy not in ("reverse-mode", "forward-mode"):
-        checks.fail("jacobian", "strategy", "'reverse-mode' or 'forward-mode'", strategy)
-    several_in, xs = _inputs("jacobian", inputs)
-    with enable_grad():
-        out = func(*xs)
-    several_out, ys = _outputs("jacobian", out)
-    rows = []
-    for i, y in enumerate(ys):
-        flat = []  # one gradient per element of y: the rows of its Jacobian
-        for k in range(y.array.size):
-            seed = y.xp.zeros(y.array.size, y.dtype)
-            seed[k] = 1
-            flat.append(_input_grads("jacobian", i, y, xs, seed.reshape(y.shape), strict))
-        row = []
-        for j, x in enumerate(xs):
-            shape = y.shape + x.shape  # (*output, *input)
-            block = y.xp.stack([g[j] for g in flat]) if flat else y.xp.zeros(shape, x.dtype)
-            row.append(x.new(block.reshape(shape), requires_grad=False))
-        rows.append(tuple(row))
-    rows = [row if several_in else row[0] for row in rows]
-    return tuple(rows) if several_out else rows[0]
-
-
-def vjp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
-    """torch.autograd.functional.vjp: ``(func(*inputs), v^T J)``, the outputs detached and the
-    vector-Jacobian product shaped as the inputs (``v`` may be left out for one element)."""
-    _refuse_create_graph("vjp", create_graph)
-    several_in, xs = _inputs("vjp", inputs)
-    with enable_grad():
-        out = func(*xs)
-    several_out, ys = _outputs("vjp", out)
-    vs = (v,) if isinstance(v, Node) or v is None else tuple(v)
-    if len(vs) != len(ys):
-        raise RuntimeError(f"vjp: v has {len(vs)} tensor(s) for {len(ys)} output(s)")
-    total = [x.xp.zeros_like(x.array) for x in xs]
-    for i, (y, u) in enumerate(zip(ys, vs)):
-        if u is None and y.array.size != 1:
-            raise RuntimeError(
-                f"vjp: v can be left out only for an output of one element; output {i} has "
-                f"shape {y.shape}"
-            )
-        if u is None:
-            seed = y.xp.ones(y.shape, y.dtype)
-        else:  # checked as a backward's gradient; an output of no input sends none
-            seed = _seed("vjp", i, y, u) if y.requires_grad else None
-        for j, g in enumerate(_input_grads("vjp", i, y, xs, seed, strict)):
-            total[j] = total[j] + g
-    grads = tuple(x.new(g, requires_grad=False) for x, g in zip(xs, total))
-    detached = tuple(y.detach() for y in ys)
-    return (detached if several_out else detached[0]), (grads if several_in else grads[0])
-
-
-def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
-    """torch.autograd.functional.jvp: ``(func(*inputs), J v)``, through the Jacobian (``v``
-    shaped as the inputs; left out for one input of one element)."""
-    several_in, xs = _inputs("jvp", inputs)
-    vs = (v,) if isinstance(v, Node) or v is None else tuple(v)
-    if vs == (None,) and (len(xs) != 1 or xs[0].array.size != 1):
-        raise RuntimeError("jvp: v can be left out only for one input of one element")
-    jac = jacobian(func, tuple(xs), create_graph, strict)
-    with no_grad():
-        several_out, ys = _outputs("jvp", func(*xs))
-    jac = jac if several_out else (jac,)
-    products = []
-    for y, row in zip(ys, jac):
-        total = y.xp.zeros(y.shape, y.dtype)
-        for x, j, u in zip(xs, row, vs):
-            u = x.xp.ones(x.shape, x.dtype) if u is None else getattr(u, "array", x.xp.asarray(u))
-            total = total + (j.array.reshape(y.array.size, -1) @ u.reshape(-1)).reshape(y.shape)
-        products.append(y.new(total, requires_grad=False))
-    detached = tuple(y.detach() for y in ys)
-    if several_out:
-        return detached, tuple(products)
-    return detached[0], products[0]
-
-
-def _inputs(op: str, inputs) -> tuple:
-    """Whether ``inputs`` is a sequence, and detached copies of its Tensors that require grad."""
-    several = not isinstance(inputs, Node)
-    xs = _tensors(op, "inputs", inputs)
-    return several, tuple(x.detach().requires_grad_(True) for x in xs)
-
-
-def _outputs(op: str, out) -> tuple:
-    several = not isinstance(out, Node)
-    return several, _tensors(op, "the function's outputs", out)
-
-
-def _input_grads(op: str, i: int, y, xs: tuple, seed, strict: bool) -> list:
-    """The gradient arrays of ``xs`` from output ``i``, ``y``, seeded with ``seed``: zeros for an
-    input it does not depend on (refused when ``strict``)."""
-    found = (None,) * len(xs)  # an output made of no input: no gradient reaches them
-    if y.requires_grad:
-        found = grad(y, xs, seed, retain_graph=True, allow_unused=True)
-    if strict and any(g is None for g in found):
-        raise RuntimeError(f"{op}: output {i} is independent of an input, and strict=True")
-    return [x.xp.zeros_like(x.array) if g is None else g.array for x, g in zip(xs, found)]
-
-
 _GRADCHECK_FLAGS = ("nondet_tol", "check_undefined_grad", "check_grad_dtypes", "fast_mode",
                     "check_batched_forward_grad", "check_backward_ad", "masked")  # fmt: skip
 
@@ -366,12 +260,12 @@ def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: floa
             full = list(args)
             for i, t in zip(where, tensors):
                 full[i] = t
-            return _outputs("gradcheck", func(*full))[1][k]
+            return autograd_functional._outputs("gradcheck", func(*full))[1][k]
 
         return call
 
     with no_grad():
-        outs = _outputs("gradcheck", func(*args))[1]
+        outs = autograd_functional._outputs("gradcheck", func(*args))[1]
     try:
         for k, out in enumerate(outs):
             if is_float(out.dtype):
@@ -386,10 +280,11 @@ def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: floa
 
 functional = types.ModuleType(
     "tricycle.autograd.functional",
-    "torch.autograd.functional's first-order part: jacobian, vjp and jvp (no hessian, vhp or "
-    "hvp: a second derivative needs create_graph=True, which the engine refuses).",
+    "torch.autograd.functional: jacobian, vjp, jvp, hessian, vhp and hvp "
+    "(tricycle.autograd_functional; the second derivatives through create_graph=True).",
 )
-functional.jacobian, functional.vjp, functional.jvp = jacobian, vjp, jvp
+for _name in ("jacobian", "vjp", "jvp", "hessian", "vhp", "hvp"):
+    setattr(functional, _name, getattr(autograd_functional, _name))
 sys.modules.update({f"{__name__}.functional": functional, f"{__name__}.graph": graph})  # imports
 
 

@@ -24,8 +24,9 @@ How each is made, on the one engine (reverse mode, ``tricycle.autograd``):
   ``func`` that draws from tricycle's generator, "same" gives every call the same draws.
 
 A transform inside ``grad``, ``vjp``, ``jacrev`` or ``jacfwd`` (``hessian``, ``jacfwd(
-jacrev(f))``) needs the derivative of a backward pass, which the engine does not record
-(``create_graph``): it is refused with a NotImplementedError. ``vmap`` nests with anything.
+jacrev(f))``, ``grad(grad(f))``), or given arguments that require grad, differentiates with
+``create_graph=True`` (``tricycle.second_order``): what it gives is recorded in the graph,
+for the outer one. ``vmap`` nests with anything.
 """
 
 import threading
@@ -139,28 +140,28 @@ def _swap(module, new: dict, only: dict | None) -> list:
 
 # ---------------------------------------------------------------------- derivatives
 class _Differentiating:
-    """Marks a differentiating transform as running, and refuses one inside another."""
+    """Counts the differentiating transforms running on this thread: one inside another
+    (``hessian``, ``jacfwd(jacrev(f))``) differentiates with ``create_graph=True``, so the
+    outer one can differentiate what it gives."""
 
     def __init__(self, name: str):
         self.name = name
 
-    def __enter__(self):
-        if getattr(_active, "depth", 0):
-            raise NotImplementedError(
-                f"{self.name} inside grad, vjp, jacrev or jacfwd (hessian, jacfwd(jacrev(f))): "
-                "it needs the derivative of a backward pass, which tricycle does not record "
-                "(create_graph=True)"
-            )
-        _active.depth = 1
+    def __enter__(self) -> bool:
+        depth = getattr(_active, "depth", 0)
+        _active.depth = depth + 1
+        return depth > 0
 
     def __exit__(self, *exc):
-        _active.depth = 0
+        _active.depth -= 1
 
 
-def _leaves_of(owner: str, args: tuple, argnums) -> tuple:
+def _leaves_of(owner: str, args: tuple, argnums, nested: bool = False) -> tuple:
     """(args with fresh leaves at ``argnums``, those leaves flat, a builder of the
     argnums' structure from new leaves, whether argnums was a single int, a builder of the
-    args from new leaves)."""
+    args from new leaves, whether to record the graph: ``nested`` in another transform, or
+    an argument requires grad). Recording, an argument that requires grad gets a view of
+    itself (its gradient then stays a function of it), not a detached copy."""
     single = isinstance(argnums, int)
     nums = (argnums,) if single else tuple(argnums)
     if not nums or any(not isinstance(i, int) or not -len(args) <= i < len(args) for i in nums):
@@ -178,14 +179,17 @@ def _leaves_of(owner: str, args: tuple, argnums) -> tuple:
             new[i] = value
         return tuple(new)
 
-    fresh = [leaf.detach().requires_grad_(True) for leaf in picked]
-    return args_of(fresh), fresh, build, single, args_of
+    record = nested or any(leaf.requires_grad for leaf in picked)
+    fresh = [leaf.view_as(leaf) if record and leaf.requires_grad else
+             leaf.detach().requires_grad_(True) for leaf in picked]  # fmt: skip
+    return args_of(fresh), fresh, build, single, args_of, record
 
 
-def _grads(outputs, leaves: list, seeds=None, retain: bool = False) -> list:
-    """The gradients of ``outputs`` at ``leaves`` (zeros for an unused one), detached."""
-    found = autograd.grad(outputs, leaves, grad_outputs=seeds, retain_graph=retain,
-                          allow_unused=True)  # fmt: skip
+def _grads(outputs, leaves: list, seeds=None, retain: bool = False, record=False) -> list:
+    """The gradients of ``outputs`` at ``leaves`` (zeros for an unused one), detached unless
+    ``record`` (then recorded in the graph: ``create_graph=True``)."""
+    found = autograd.grad(outputs, leaves, grad_outputs=seeds, retain_graph=retain or record,
+                          create_graph=record, allow_unused=True)  # fmt: skip
     return [zeros_like(x).detach() if g is None else g for g, x in zip(found, leaves)]
 
 
@@ -196,8 +200,8 @@ def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable
     checks.boolean("grad_and_value", "has_aux", has_aux)
 
     def wrapper(*args, **kwargs):
-        with _Differentiating("grad"):
-            args, leaves, build, single, _ = _leaves_of("grad", args, argnums)
+        with _Differentiating("grad") as nested:
+            args, leaves, build, single, _, record = _leaves_of("grad", args, argnums, nested)
             with enable_grad():
                 out = func(*args, **kwargs)
             aux = None
@@ -210,9 +214,9 @@ def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable
                     "grad: expected func to return a Tensor of one element, got "
                     f"{getattr(out, 'shape', type(out).__name__)}"
                 )
-            grads = build(_grads(out, leaves))
+            grads = build(_grads(out, leaves, record=record))
         grads = grads[0] if single else grads
-        value = out.detach()
+        value = out if record else out.detach()
         return (grads, (value, aux)) if has_aux else (grads, value)
 
     return wrapper
@@ -236,8 +240,9 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
     """torch.func.vjp: (``func(*primals)``, vjp_fn), where ``vjp_fn(cotangents)`` (one per
     output, in its structure) returns the vector-Jacobian products, one per primal;
     with ``has_aux``, (output, vjp_fn, aux). vjp_fn can be called more than once."""
-    with _Differentiating("vjp"):
-        args, leaves, build, _, _ = _leaves_of("vjp", primals, tuple(range(len(primals))))
+    with _Differentiating("vjp") as nested:
+        every = tuple(range(len(primals)))
+        args, leaves, build, _, _, record = _leaves_of("vjp", primals, every, nested)
         with enable_grad():
             out = func(*args)
     aux = None
@@ -250,9 +255,9 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
         if len(seeds) != len(outputs):
             checks.fail("vjp_fn", "cotangents", f"{len(outputs)} tensors, as func's outputs",
                         cotangents)  # fmt: skip
-        return build(_grads(outputs, leaves, seeds, retain=True))
+        return build(_grads(outputs, leaves, seeds, retain=True, record=record))
 
-    value = _detached(out)
+    value = out if record else _detached(out)
     return (value, vjp_fn, aux) if has_aux else (value, vjp_fn)
 
 
@@ -279,8 +284,8 @@ def _jacobian(owner: str, func: Callable, argnums, has_aux: bool) -> Callable:
     the arguments ``argnums``, given back in their structure."""
 
     def wrapper(*args, **kwargs):
-        with _Differentiating(owner):
-            _, leaves, build, single, args_of = _leaves_of(owner, args, argnums)
+        with _Differentiating(owner) as nested:
+            _, leaves, build, single, args_of, record = _leaves_of(owner, args, argnums, nested)
             aux = []
 
             def of_leaves(*xs):
@@ -291,19 +296,17 @@ def _jacobian(owner: str, func: Callable, argnums, has_aux: bool) -> Callable:
                     checks.fail(owner, "func's output", "a Tensor", out, TypeError)
                 return out
 
-            result = build(list(autograd.jacobian(of_leaves, tuple(leaves))))
+            result = build(list(autograd.jacobian(of_leaves, tuple(leaves), record)))
         result = result[0] if single else result
         return (result, aux[0]) if has_aux else result
 
     return wrapper
 
 
-def hessian(func: Callable, argnums=0):
-    """torch.func.hessian: refused (the derivative of a backward pass; see the module)."""
-    raise NotImplementedError(
-        "hessian: second derivatives need the derivative of a backward pass, which tricycle "
-        "does not record (create_graph=True); jacrev gives first derivatives"
-    )
+def hessian(func: Callable, argnums=0) -> Callable:
+    """torch.func.hessian: ``jacfwd(jacrev(func, argnums), argnums)``, the Jacobian of the
+    gradient (the inner one recorded with ``create_graph=True``)."""
+    return jacfwd(jacrev(func, argnums), argnums)
 
 
 # ---------------------------------------------------------------------- vmap

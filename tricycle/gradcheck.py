@@ -11,6 +11,8 @@ where f is the same weighted sum of the output. It returns True, or raises ``Gra
 naming the input, the element that is furthest off, and the two values there.
 """
 
+import importlib
+
 import numpy as np
 
 from tricycle import backend, checks
@@ -156,10 +158,48 @@ def _compare(i: int, analytic: np.ndarray, numeric: np.ndarray, atol: float, rto
     )
 
 
-def gradgradcheck(func, inputs, grad_outputs=None, **flags) -> bool:
-    """torch.autograd.gradgradcheck checks second derivatives, the gradients of a backward
-    pass, which the engine does not record (no ``create_graph``): refused."""
-    raise NotImplementedError(
-        "gradgradcheck: tricycle has no double backward (create_graph=True is refused), so "
-        "second derivatives cannot be checked; gradcheck checks the first ones"
-    )
+def gradgradcheck(func, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: float = 1e-5,
+                  rtol: float = 1e-3, raise_exception: bool = True, **flags) -> bool:  # fmt: skip
+    """torch.autograd.gradgradcheck: the second derivatives of ``func(*inputs)``, as
+    ``gradcheck`` of its backward pass. The function of the inputs that require grad and of
+    the output gradients ``grad_outputs`` (random, seeded, when None) giving the inputs'
+    gradients, taken with ``create_graph=True`` and flattened into one vector, is checked
+    against finite differences in float64. torch's other flags change nothing. True, or on
+    a mismatch ``GradcheckError`` (False without ``raise_exception``)."""
+    from tricycle import ops
+
+    autograd = importlib.import_module("tricycle.autograd")  # by name: it imports this module
+
+    args = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    where = [i for i, x in enumerate(args) if isinstance(x, Tensor) and x.requires_grad]
+    if not where:
+        raise ValueError("gradgradcheck expects at least one input tensor to require gradient")
+    with no_grad():
+        outs = func(*args)
+    outs = (outs,) if isinstance(outs, Tensor) else tuple(outs)
+    if grad_outputs is None:
+        rng = np.random.default_rng(0)
+        grad_outputs = [Tensor(out.xp.asarray(rng.normal(size=out.shape)), requires_grad=True)
+                        for out in outs]  # fmt: skip
+    grad_outputs = [grad_outputs] if isinstance(grad_outputs, Tensor) else list(grad_outputs)
+    n = len(where)
+
+    def backward_pass(*tensors):
+        with autograd.enable_grad():  # (finite differences evaluate it under no_grad)
+            xs = [x if x.requires_grad else x.detach().requires_grad_(True) for x in tensors[:n]]
+            full = list(args)
+            for i, x in zip(where, xs):
+                full[i] = x
+            ys = func(*full)
+            grads = autograd.grad(ys, xs, list(tensors[n:]), create_graph=True,
+                                  allow_unused=True, materialize_grads=True)  # fmt: skip
+            return ops.concatenate([g.reshape(-1) for g in grads])
+
+    try:
+        gradcheck(backward_pass, *(args[i] for i in where), *grad_outputs, eps=eps, atol=atol,
+                  rtol=rtol)  # fmt: skip
+    except GradcheckError:
+        if raise_exception:
+            raise
+        return False
+    return True

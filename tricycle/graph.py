@@ -10,6 +10,7 @@ those. The ops (``unary``, ``binary``, ``reduce``, ``ops``) import this module, 
 that ``Tensor`` can define its operators from the ops without an import cycle.
 """
 
+import importlib
 import threading
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
@@ -201,29 +202,26 @@ class Node:
         return len(self.array)
 
     # ----------------------------------------------------------------- backward
-    def backward(self, gradient=None, retain_graph=False, create_graph=False) -> None:
+    def backward(self, gradient=None, retain_graph=None, create_graph=False) -> None:
         """Differentiate this tensor with respect to every tensor it was computed from:
         set ``.grad`` on leaves that require it (accumulating if already set) and on tensors
         that called ``retain_grad()``, and run their post-accumulate hooks as soon as that
         gradient is final (``register_post_accumulate_grad_hook``). ``gradient`` (torch's
         name) seeds it: ones when None, for any shape. The graph is freed afterwards unless
-        ``retain_graph`` (None: False), leaving each tensor's ``trace`` (``tricycle.trace``:
-        names, shapes, summaries of values and gradients, no arrays) for drawing it.
-        ``create_graph=True`` is refused, as ``tricycle.autograd``'s (no double backward)."""
-        if checks.boolean("backward", "create_graph", create_graph):
-            raise NotImplementedError("backward: create_graph=True: backward records no graph")
+        ``retain_graph`` (None: ``create_graph``), leaving each tensor's ``trace``
+        (``tricycle.trace``: names, shapes, summaries, no arrays) for drawing it.
+        ``create_graph=True`` records the backward pass itself (``tricycle.second_order``):
+        ``.grad`` is then a Tensor in the graph, to differentiate again."""
+        create_graph = checks.boolean("backward", "create_graph", create_graph)
         checks.boolean("backward", "retain_graph", retain_graph, optional=True)
         if not is_float(self.dtype):
-            raise TypeError(
-                f"backward: cannot differentiate a tensor of dtype {self.dtype} "
-                f"(shape {self.shape}); only floating tensors have gradients."
-            )
+            raise TypeError(f"backward: cannot differentiate a tensor of dtype {self.dtype} (shape "
+                            f"{self.shape}); only floating tensors have gradients.")  # fmt: skip
         if not self.requires_grad:
-            raise RuntimeError(
-                f"backward: tensor {self.name or ''} (shape {self.shape}) does not require "
-                "grad: none of its inputs require grad, or it was made under no_grad()."
-            )
-        xp = self.xp
+            raise RuntimeError(f"backward: tensor {self.name or ''} (shape {self.shape}) does not "
+                               "require grad: none of its inputs require grad, or it was made "
+                               "under no_grad().")  # fmt: skip
+        xp, given = self.xp, gradient
         if gradient is None:
             gradient = xp.ones_like(self.array)
         else:
@@ -231,12 +229,13 @@ class Node:
                 backend.check_same_device("backward", self.array, gradient.array)
             gradient = gradient.array if isinstance(gradient, Node) else xp.asarray(gradient)
             if gradient.shape != self.shape:
-                raise ValueError(
-                    f"backward: gradient shape {gradient.shape} does not match tensor shape "
-                    f"{self.shape}"
-                )
+                raise ValueError(f"backward: gradient shape {gradient.shape} does not match "
+                                 f"tensor shape {self.shape}")  # fmt: skip
             if gradient.dtype != self.dtype:
                 gradient = gradient.astype(self.dtype)
+        if create_graph:  # a separate walk, loaded by name (it reads the grad mode here)
+            second_order = importlib.import_module("tricycle.second_order")
+            return second_order.tensor_backward(self, given, gradient, retain_graph is not False)
         backprop.backward(self, gradient, bool(retain_graph))
 
     def register_post_accumulate_grad_hook(self, hook: Callable[["Node"], None]):
