@@ -158,6 +158,16 @@ def _at_most_c(fn):
     return cell(fn, "x").array <= cell(fn, "c")
 
 
+def _inside(fn):  # clip's: its back_fn of ones is the mask of the interval
+    x = cell(fn, "x")
+    return fn(x.xp.ones(x.shape, x.dtype))
+
+
+def _sign(fn):
+    x = cell(fn, "x")
+    return x.xp.sign(x.array)
+
+
 def _div_b(node, fn, g):  # d(a / b)/db = -out / b
     return -g * node / cell(fn, "b")
 
@@ -334,12 +344,12 @@ def _build():
     add("rpow_scalar", unary.rpow_scalar(a, 2.0), lambda n, f, g: g * n * _log_of(cell(f, "c")))
     add("maximum_scalar", unary.maximum_scalar(a, 1.0), _masked(_at_least_c))
     add("minimum_scalar", unary.minimum_scalar(a, 1.0), _masked(_at_most_c))
-    add("clip", unary.clip(a, 0.9, 1.1), _masked(lambda f: f(a.xp.ones(cell(f, "x").shape))))
+    add("clip", unary.clip(a, 0.9, 1.1), _masked(_inside))
     add("neg", unary.neg(a), lambda n, f, g: -g)
     add("exp", unary.exp(a), lambda n, f, g: g * n)
     add("log", unary.log(a), lambda n, f, g: g / cell(f, "x"))
     add("sqrt", unary.sqrt(a), lambda n, f, g: g * 0.5 / n)
-    add("abs", unary.abs(a), _masked(lambda f: a.xp.sign(cell(f, "x").array)))
+    add("abs", unary.abs(a), _masked(_sign))
     add("sin", unary.sin(a), lambda n, f, g: g * cell(f, "x").cos())
     add("cos", unary.cos(a), lambda n, f, g: -g * cell(f, "x").sin())
     add("tanh", unary.tanh(a), lambda n, f, g: g * (1 - n * n))
