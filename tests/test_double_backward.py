@@ -289,3 +289,19 @@ def test_an_op_without_a_rule_is_a_clear_error():
     (g,) = autograd.grad((x * c.cumsum(0)).sum(), x, create_graph=True)
     np.testing.assert_allclose(g.numpy(), np.cumsum(c.numpy()))
     assert not g.requires_grad
+
+
+@pytest.mark.skipif(not tricycle.backend.cupy_available(), reason="needs a CUDA GPU")
+def test_double_backward_on_a_gpu_as_on_the_host():
+    """The rules compute with the arrays' own module: every case, on cupy, as on numpy."""
+    for name, (fn, shapes) in sorted(CASES.items()):
+        values = arrays(*shapes, seed=len(name))
+        weights = arrays(*shapes, low=-1, high=1, seed=1)
+        host = first_and_second(tricycle, fn, values, weights)
+        xs = [tricycle.tensor(v, requires_grad=True).to_gpu() for v in values]
+        grads = autograd.grad(fn(*xs), xs, create_graph=True)
+        total = sum((g * tricycle.tensor(w).to_gpu()).sum() for g, w in zip(grads, weights))
+        total.backward()
+        device = [g.numpy() for g in grads] + [x.grad.numpy() for x in xs]
+        for a, b in zip(device, host[0] + host[1]):
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12, err_msg=name)
