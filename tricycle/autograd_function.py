@@ -92,7 +92,8 @@ class Function:
     output (None for an output that is not a Tensor) and returns one gradient per forward
     input, also recording no graph: a Tensor or array of the input's shape (or one the input
     broadcasts to: it is summed back, as torch's), or None (zeros; always None for an input
-    that is not a Tensor). Backward builds no graph, so there is no double backward.
+    that is not a Tensor). Backward builds no graph, so a Function has no double backward (a
+    create_graph pass through it raises, naming it).
     """
 
     @staticmethod

@@ -7,7 +7,8 @@ input and weight, given the gradient of their output, as torch's:
   composition of ``F.conv_transpose{n}d``;
 - ``conv{n}d_weight(input, weight_size, grad_output, ...)`` is the weight's gradient, read
   through tricycle's conv backward (``tricycle.autograd.grad`` of the convolution of
-  ``input``): a value, with no graph of its own (tricycle has no double backward).
+  ``input``): a value, with no graph of its own (a convolution has no second-derivative
+  rule: ``tricycle.second_order_rules``).
 """
 
 from tricycle import autograd
