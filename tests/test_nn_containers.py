@@ -351,7 +351,8 @@ def test_a_sequential_of_an_ordered_dict_names_its_layers_as_torchs():
     mine.sum().backward()
     expected.sum().backward()
     np.testing.assert_allclose(ours.output_linear.weights.grad.numpy(),
-                               theirs.output_linear.weight.grad.numpy().T, rtol=1e-5)  # fmt: skip
+                               theirs.output_linear.weight.grad.numpy().T, rtol=1e-5,
+                               atol=1e-7)  # fmt: skip: float32 sums in torch's BLAS order
 
 
 @pytest.mark.parametrize("named", [False, True])
