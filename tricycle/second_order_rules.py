@@ -10,6 +10,8 @@ runs at import, and the ops keep their code). ``KEYS`` names every key for the t
 checks each rule against torch.
 """
 
+import importlib
+
 import numpy as np
 
 
@@ -371,6 +373,9 @@ def _build():
     add("einsum", einsum("ij,jk->ik", a, t(3, 2)), _einsum, _einsum)
     _math_layer(add, a)
     rules = {Linear: lambda n, f, g: linear(g, f.apply, f.adjoint), Seed: lambda n, f, g: f.seed}
+    # the fused ops' rules (conv, ...), built on this module's pieces: loaded by name, so
+    # that the two modules' imports make no cycle
+    rules.update(importlib.import_module("tricycle.second_order_more").rules())
     for name, fn, rule in pairs:
         KEYS[name] = getattr(fn, "__code__", None) or type(fn)
         rules[KEYS[name]] = rule
@@ -380,8 +385,6 @@ def _build():
 def _math_layer(add, a):
     """The rules of ops of the math layer (softmax, ReLU, LeakyReLU): loaded by name, as the
     engine sits below it."""
-    import importlib
-
     functions = importlib.import_module("tricycle.functions")
     activation = importlib.import_module("tricycle.activation")
     add("softmax", functions.Softmax()(a), _softmax)

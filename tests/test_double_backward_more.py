@@ -1,0 +1,129 @@
+"""Double backward (``create_graph=True``) of the fused ops (tricycle/second_order_more.py)
+against torch, in float64: each rule's first and second derivatives on a function of its op,
+a WGAN-GP gradient penalty on a small DCGAN-style convolutional critic, and a check that
+every rule in ``second_order_more.KEYS`` is met."""
+
+import numpy as np
+import pytest
+
+import tricycle
+from tricycle import second_order_more, second_order_rules
+
+torch = pytest.importorskip("torch")
+F_t = torch.nn.functional
+
+
+def arrays(*shapes, low=0.5, high=1.5, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.uniform(low, high, shape) for shape in shapes]
+
+
+def F_of(x):
+    return F_t if isinstance(x, torch.Tensor) else tricycle.nn.functional
+
+
+# name -> (function of the inputs giving a scalar, input shapes)
+CASES = {
+    "conv1d": (
+        lambda x, w, b: (F_of(x).conv1d(x, w, b, stride=2, padding=1) ** 2).sum(),
+        [(2, 2, 7), (3, 2, 3), (3,)],
+    ),
+    "conv2d": (
+        lambda x, w: (F_of(x).conv2d(x, w, padding=1, dilation=2, stride=2) ** 2).sum(),
+        [(2, 2, 6, 5), (4, 2, 2, 3)],
+    ),
+    "conv2d_groups": (
+        lambda x, w, b: (F_of(x).conv2d(x, w, b, groups=2, padding="same") ** 3).sum(),
+        [(1, 4, 4, 4), (6, 2, 2, 2), (6,)],
+    ),
+    "conv1d_unbatched": (
+        lambda x, w: F_of(x).conv1d(x, w, stride=3).exp().sum(),
+        [(2, 8), (2, 2, 2)],
+    ),
+    "pad": (
+        lambda x: (
+            (F_of(x).pad(x, (2, -1), "reflect") ** 2).sum()
+            + (F_of(x).pad(x, (1, 1, 0, 2), "constant", 3.0) ** 3).sum()
+            + (F_of(x).pad(x, (1, 2), "circular") * F_of(x).pad(x, (0, 3), "replicate")).sum()
+        ),
+        [(2, 3, 4)],
+    ),
+}
+
+
+def first_and_second(lib, fn, values, weights):
+    """The first derivatives (create_graph=True) and the gradient of their weighted sum."""
+    xs = [lib.tensor(v, requires_grad=True) for v in values]
+    grads = lib.autograd.grad(fn(*xs), xs, create_graph=True)
+    total = sum((g * lib.tensor(w)).sum() for g, w in zip(grads, weights))
+    total.backward()
+    return [g.detach().numpy() for g in grads], [x.grad.numpy() for x in xs]
+
+
+@pytest.mark.filterwarnings("ignore:Using padding='same'")  # torch's, of its own copy
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_second_derivatives_of_each_rule_as_torchs(name):
+    fn, shapes = CASES[name]
+    values = arrays(*shapes, seed=len(name))
+    weights = arrays(*shapes, low=-1, high=1, seed=1)
+    ours = first_and_second(tricycle, fn, values, weights)
+    theirs = first_and_second(torch, fn, values, weights)
+    for a, b in zip(ours[0] + ours[1], theirs[0] + theirs[1]):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+def test_every_rule_is_exercised(monkeypatch):
+    """Each rule (``second_order_more.KEYS``) is met by one of the cases above."""
+    second_order_rules.rule_for(lambda d: d)  # (builds the tables)
+    used, fused_rule_for = set(), second_order_more.fused_rule_for
+    rule_for = second_order_rules.rule_for
+
+    def recording(backward):
+        used.add(backward.__code__)
+        return fused_rule_for(backward)
+
+    def recording_plain(fn):
+        used.add(getattr(fn, "__code__", None))
+        return rule_for(fn)
+
+    monkeypatch.setattr(second_order_more, "fused_rule_for", recording)
+    monkeypatch.setattr(second_order_rules, "rule_for", recording_plain)
+    for fn, shapes in CASES.values():
+        first_and_second(tricycle, fn, arrays(*shapes), arrays(*shapes))
+    assert not {name for name, key in second_order_more.KEYS.items() if key not in used}
+
+
+def conv_critic(lib):
+    nn = lib.nn
+    lib.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(1, 4, 4, 2, 1), nn.LeakyReLU(0.2), nn.Conv2d(4, 8, 4, 2, 1),
+                         nn.LeakyReLU(0.2), nn.Flatten(), nn.Linear(8 * 2 * 2, 1))  # fmt: skip
+
+
+def test_wgan_gp_penalty_on_a_conv_critic_as_torchs():
+    """DCGAN-style critic on 8x8 images: the penalty ((|grad_x D(x_hat)| - 1)^2).mean()
+    backpropagated to the critic's parameters (and x_hat), equal to torch's."""
+    theirs = conv_critic(torch).double()
+    ours = conv_critic(tricycle).double()
+    tricycle.nn.from_torch(ours, theirs.state_dict())
+    real, fake, eps = arrays((3, 1, 8, 8), (3, 1, 8, 8), (3, 1, 1, 1), low=-1, high=1)
+    results = []
+    for lib, model in ((tricycle, ours), (torch, theirs)):
+        e = lib.tensor(eps)
+        x_hat = (e * lib.tensor(real) + (1 - e) * lib.tensor(fake)).requires_grad_(True)
+        (g,) = lib.autograd.grad(model(x_hat).sum(), x_hat, create_graph=True)
+        penalty = ((g.reshape(3, -1).norm(2, dim=1) - 1) ** 2).mean()
+        penalty.backward()
+        grads = [x_hat.grad] + [p.grad for p in model.parameters()]
+        results.append([penalty.detach().numpy(), g.detach().numpy()] + grads)
+    assert len(results[0]) == len(results[1]) == 3 + 6
+    assert results[0][-1] is results[1][-1] is None  # the head's bias: no part in the penalty
+    # the critic is piecewise linear: x_hat and the conv biases reach the penalty only through
+    # LeakyReLU's slopes, whose derivative is 0: torch's gradients are zeros where ours are None
+    for i in (2, 4, 6):
+        assert results[0][i] is None and not results[1][i].any()
+    for a, b in zip(results[0][:-1], results[1][:-1]):
+        if a is None:
+            continue
+        a, b = (v.numpy() if hasattr(v, "numpy") else v for v in (a, b))
+        np.testing.assert_allclose(np.asarray(a).reshape(np.shape(b)), b, rtol=1e-9, atol=1e-12)
