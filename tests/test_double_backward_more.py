@@ -48,6 +48,27 @@ CASES = {
         ),
         [(2, 3, 4)],
     ),
+    "conv_transpose": (
+        lambda x, w, b: (
+            (
+                F_of(x).conv_transpose2d(x, w, b, stride=2, padding=1, output_padding=1, groups=2)
+                ** 2
+            ).sum()
+            + (F_of(x).conv_transpose1d(x[0, :, 0], w[:, :, 0], dilation=2) ** 3).sum()
+        ),
+        [(1, 4, 3, 3), (4, 1, 3, 2), (2,)],
+    ),
+    "gelu": (
+        lambda x: (F_of(x).gelu(x) * x).sum() + (F_of(x).gelu(x, approximate="tanh") ** 2).sum(),
+        [(7,)],
+    ),
+    "elu_softplus": (
+        lambda x: (
+            (F_of(x).elu(x, 0.7) * F_of(x).selu(x) + F_of(x).celu(x, 0.5) ** 2).sum()
+            + (F_of(x).softplus(x, 2.0, 1.0) ** 2).sum()
+        ),
+        [(8,)],
+    ),
 }
 
 
@@ -65,6 +86,8 @@ def first_and_second(lib, fn, values, weights):
 def test_second_derivatives_of_each_rule_as_torchs(name):
     fn, shapes = CASES[name]
     values = arrays(*shapes, seed=len(name))
+    if name in ("gelu", "elu_softplus"):  # both signs, and past softplus's threshold
+        values = arrays(*shapes, low=-2.5, high=2.5, seed=len(name))
     weights = arrays(*shapes, low=-1, high=1, seed=1)
     ours = first_and_second(tricycle, fn, values, weights)
     theirs = first_and_second(torch, fn, values, weights)
@@ -90,7 +113,26 @@ def test_every_rule_is_exercised(monkeypatch):
     monkeypatch.setattr(second_order_rules, "rule_for", recording_plain)
     for fn, shapes in CASES.values():
         first_and_second(tricycle, fn, arrays(*shapes), arrays(*shapes))
+    third_derivatives(tricycle)
     assert not {name for name, key in second_order_more.KEYS.items() if key not in used}
+
+
+def third_derivatives(lib):
+    """d^3/dx^3 of sum(GeLU(x)) (exact) and of a conv's cube, through the recorded rules."""
+    x = lib.tensor(arrays((6,), low=-2, high=2)[0], requires_grad=True)
+    (g,) = lib.autograd.grad(F_of(x).gelu(x).sum(), x, create_graph=True)
+    (h,) = lib.autograd.grad(g.sum(), x, create_graph=True)
+    h.sum().backward()
+    y, w = (lib.tensor(v, requires_grad=True) for v in arrays((1, 2, 5), (2, 2, 2)))
+    (gy,) = lib.autograd.grad((F_of(y).conv1d(y, w) ** 3).sum(), y, create_graph=True)
+    (hw,) = lib.autograd.grad((gy * gy).sum(), w, create_graph=True)
+    (hw**2).sum().backward()
+    return [v.detach().numpy() for v in (g, h, x.grad, gy, hw, y.grad, w.grad)]
+
+
+def test_third_derivatives_as_torchs():
+    for a, b in zip(third_derivatives(tricycle), third_derivatives(torch)):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
 
 
 def conv_critic(lib):

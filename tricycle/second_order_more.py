@@ -37,34 +37,51 @@ def _fused(node, fn, g):
 
 # ------------------------------------------------------------------ convolution
 def _conv(node, backward, i, g):
-    """y = x * w + b (a correlation): dx is g's transposed convolution with w; dw[o, c, k] =
-    sum_{n, l} g[n, o, l] x[n, c, l s + k d], a correlation of x (channels as batch) with g
-    (samples as channels) at stride d and dilation s; db sums g over all but the channels."""
-    conv_module = importlib.import_module("tricycle.nn.conv")
+    """y = x * w + b (a correlation): dx is g's transposed convolution with w, dw the
+    correlation of x with g (``_kernel_gradient``), db g summed over all but the channels."""
     transpose = importlib.import_module("tricycle.nn.conv_transpose").conv_transpose
-    from tricycle.ops import concatenate
-
     x, w = cell(backward, "x"), cell(backward, "weights")
     stride, padding, dilation, groups = cell(backward, "geometry")
-    n, kernel = w.ndim - 2, w.shape[2:]
-    spatial = tuple(range(2, n + 2))
     if i == 2:
-        return g.sum(axis=(0, *spatial))
-    if i == 0:
-        reached = (
-            (o - 1) * s - 2 * p + d * (k - 1) + 1
-            for o, s, p, d, k in zip(g.shape[2:], stride, padding, dilation, kernel)
-        )
-        extra = tuple(size - r for size, r in zip(x.shape[2:], reached))
-        return transpose(g, w, None, stride, padding, extra, groups, dilation)
-    swap = (1, 0, *spatial)
-    c, o = x.shape[1] // groups, w.shape[0] // groups
+        return g.sum(axis=(0, *range(2, g.ndim)))
+    if i == 1:
+        return _kernel_gradient(x, g, w.shape[2:], stride, padding, dilation, groups)
+    reached = (
+        (o - 1) * s - 2 * p + d * (k - 1) + 1
+        for o, s, p, d, k in zip(g.shape[2:], stride, padding, dilation, w.shape[2:])
+    )
+    extra = tuple(size - r for size, r in zip(x.shape[2:], reached))
+    return transpose(g, w, None, stride, padding, extra, groups, dilation)
+
+
+def _conv_transpose(node, backward, i, g):
+    """y = C^T x + b with C the convolution by w: dx = C g (a convolution of g with w), dw the
+    correlation of g (C's input) with x (its output), db g summed over all but the channels."""
+    conv = importlib.import_module("tricycle.nn.conv").conv
+    x, w = cell(backward, "x"), cell(backward, "weights")
+    stride, padding, dilation, groups = cell(backward, "geometry")
+    if i == 2:
+        return g.sum(axis=(0, *range(2, g.ndim)))
+    if i == 1:
+        return _kernel_gradient(g, x, w.shape[2:], stride, padding, dilation, groups)
+    return conv(g, w, None, stride, padding, dilation, groups)
+
+
+def _kernel_gradient(inputs, grads, kernel, stride, padding, dilation, groups):
+    """dw[o, c, k] = sum_{n, l} grads[n, o, l] inputs[n, c, l s + k d] (inputs padded), per
+    group: a correlation of the inputs (channels as the batch) with the gradients (samples as
+    the channels) at stride d and dilation s, cut to the kernel's size; groups stacked."""
+    from tricycle.ops import concatenate
+
+    conv = importlib.import_module("tricycle.nn.conv").conv
+    swap = (1, 0, *range(2, inputs.ndim))
+    c, o = inputs.shape[1] // groups, grads.shape[1] // groups
     pieces = []
     for j in range(groups):
-        xj = x if groups == 1 else x[:, j * c : (j + 1) * c]
-        gj = g if groups == 1 else g[:, j * o : (j + 1) * o]
-        wide = conv_module.conv(xj.permute(*swap), gj.permute(*swap), None, dilation, padding,
-                                stride).permute(*swap)  # fmt: skip
+        a = inputs if groups == 1 else inputs[:, j * c : (j + 1) * c]
+        b = grads if groups == 1 else grads[:, j * o : (j + 1) * o]
+        wide = conv(a.permute(*swap), b.permute(*swap), None, dilation, padding, stride)
+        wide = wide.permute(*swap)  # (o, c, *wide kernel)
         if wide.shape[2:] != kernel:  # the stride left positions past the kernel
             wide = wide[(slice(None), slice(None), *(slice(0, k) for k in kernel))]
         pieces.append(wide)
@@ -89,6 +106,58 @@ def _pad(node, fn, g):
     return linear(g, fn, padded, "pad")
 
 
+# ------------------------------------------------------------------ smooth activations
+_SQRT_HALF = 0.7071067811865476  # 1 / sqrt 2
+
+
+def _normal_density(x):
+    """phi(x) = e^(-x^2 / 2) / sqrt(2 pi), differentiable."""
+    activation = importlib.import_module("tricycle.activation")
+    return (x * x * -0.5).exp() * activation._INV_SQRT_2PI
+
+
+def _normal_cdf(x):
+    """Phi(x) = (1 + erf(x / sqrt 2)) / 2 as a node whose back_fn, d phi(x), has a rule."""
+    activation = importlib.import_module("tricycle.activation")
+    a, xp = x.array, x.xp
+    slope = xp.exp(a * a * -0.5) * activation._INV_SQRT_2PI
+    value = 0.5 * (1 + activation.erf(xp, a * _SQRT_HALF))
+    return x.new(value, args=(x,), back_fns=(lambda d: d * slope,), name="normal_cdf")
+
+
+def _gelu(node, fn, g):
+    """GeLU'(x) = Phi(x) + x phi(x); tanh form, with u = sqrt(2 / pi) (x + c x^3) and
+    t = tanh u: (1 + t) / 2 + x (1 - t^2) u' / 2, u' = sqrt(2 / pi) (1 + 3 c x^2)."""
+    activation = importlib.import_module("tricycle.activation")
+    x = cell(fn, "x")
+    if not activation._is_tanh(cell(fn, "approximate")):
+        return g * (_normal_cdf(x) + x * _normal_density(x))
+    scale, cubic = activation._TANH_SCALE, activation._TANH_CUBIC
+    t = ((x + x * x * x * cubic) * scale).tanh()
+    du = (x * x * (3 * cubic) + 1) * scale
+    return g * ((t + 1) * 0.5 + x * (1 - t * t) * du * 0.5)
+
+
+def _exponential_linear(node, fn, g):
+    """ELU, SELU, CELU: slope scale where x > 0, else k e^(input_scale min(x, 0))."""
+    from tricycle.ops import where
+    from tricycle.second_order_rules import _constant
+
+    x, positive = node.args[0], cell(fn, "positive")
+    scale, input_scale, k = cell(fn, "scale"), cell(fn, "input_scale"), cell(fn, "k")
+    below = (x.minimum(_constant(node, x.xp.zeros((), x.dtype))) * input_scale).exp() * k
+    return g * where(positive, _constant(node, x.xp.asarray(scale, x.dtype)), below)
+
+
+def _softplus(node, fn, g):
+    """Softplus: slope sigmoid(beta x), or 1 where beta x passes the threshold."""
+    from tricycle.ops import where
+    from tricycle.second_order_rules import _constant
+
+    x, one = node.args[0], _constant(node, node.xp.ones((), node.dtype))
+    return g * where(cell(fn, "linear"), one, (x * cell(fn, "beta")).sigmoid())
+
+
 # ------------------------------------------------------------------ finding the keys
 def rules() -> dict:
     """{key: rule} for ``second_order_rules``' table, after filling ``FUSED`` by running each
@@ -108,7 +177,22 @@ def rules() -> dict:
 
     conv_module = importlib.import_module("tricycle.nn.conv")
     add("conv", conv_module.conv(t(1, 2, 4), t(3, 2, 2), t(3)), _conv)
+    transpose = importlib.import_module("tricycle.nn.conv_transpose").conv_transpose
+    add("conv_transpose", transpose(t(1, 2, 4), t(2, 3, 2), t(3)), _conv_transpose)
     shared = fused.shared_back_fns(lambda d: (d,), 1)[0]
     pad = importlib.import_module("tricycle.nn.padding").pad(t(2, 3), (1, -1), "reflect")
-    KEYS["pad"] = pad.back_fns[0].__code__
-    return {shared.__code__: _fused, KEYS["pad"]: _pad}
+    activation = importlib.import_module("tricycle.activation")
+    activations = importlib.import_module("tricycle.nn.activations")
+    plain = {"pad": (pad, _pad), "normal_cdf": (_normal_cdf(t(3)), _normal_cdf_rule)}
+    plain["gelu"] = (activation.GeLU()(t(3)), _gelu)
+    plain["elu"] = (activations.ELU()(t(3)), _exponential_linear)
+    plain["softplus"] = (activations.Softplus()(t(3)), _softplus)
+    table = {shared.__code__: _fused}
+    for name, (out, rule) in plain.items():
+        KEYS[name] = out.back_fns[0].__code__
+        table[KEYS[name]] = rule
+    return table
+
+
+def _normal_cdf_rule(node, fn, g):
+    return g * _normal_density(node.args[0])
