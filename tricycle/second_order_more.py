@@ -12,7 +12,7 @@ import importlib
 
 import numpy as np
 
-from tricycle.second_order_rules import cell
+from tricycle.second_order_base import cell, constant, linear
 
 FUSED: dict = {}  # code of a fused op's shared backward -> rule(node, backward, i, g)
 KEYS: dict = {}  # a readable name -> its key in FUSED (for the tests)
@@ -92,7 +92,6 @@ def _kernel_gradient(inputs, grads, kernel, stride, padding, dilation, groups):
 def _pad(node, fn, g):
     """F.pad's back_fn is linear: A^T of the padding A (its crop, then each axis padded with
     zeros, reflected, replicated or wrapped); its adjoint is A with the value 0."""
-    from tricycle.second_order_rules import linear
 
     padding = importlib.import_module("tricycle.nn.padding")
     axes, crop, mode, xp = cell(fn, "axes"), cell(fn, "crop"), cell(fn, "mode"), g.xp
@@ -141,20 +140,18 @@ def _gelu(node, fn, g):
 def _exponential_linear(node, fn, g):
     """ELU, SELU, CELU: slope scale where x > 0, else k e^(input_scale min(x, 0))."""
     from tricycle.ops import where
-    from tricycle.second_order_rules import _constant
 
     x, positive = node.args[0], cell(fn, "positive")
     scale, input_scale, k = cell(fn, "scale"), cell(fn, "input_scale"), cell(fn, "k")
-    below = (x.minimum(_constant(node, x.xp.zeros((), x.dtype))) * input_scale).exp() * k
-    return g * where(positive, _constant(node, x.xp.asarray(scale, x.dtype)), below)
+    below = (x.minimum(constant(node, x.xp.zeros((), x.dtype))) * input_scale).exp() * k
+    return g * where(positive, constant(node, x.xp.asarray(scale, x.dtype)), below)
 
 
 def _softplus(node, fn, g):
     """Softplus: slope sigmoid(beta x), or 1 where beta x passes the threshold."""
     from tricycle.ops import where
-    from tricycle.second_order_rules import _constant
 
-    x, one = node.args[0], _constant(node, node.xp.ones((), node.dtype))
+    x, one = node.args[0], constant(node, node.xp.ones((), node.dtype))
     return g * where(cell(fn, "linear"), one, (x * cell(fn, "beta")).sigmoid())
 
 

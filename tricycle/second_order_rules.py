@@ -14,24 +14,9 @@ import importlib
 
 import numpy as np
 
-
-class Linear:
-    """A back_fn ``dout -> apply(dout)`` of a node made by ``linear``, whose own derivative is
-    ``adjoint`` (both array functions, linear in their argument)."""
-
-    __slots__ = ("apply", "adjoint")
-
-    def __init__(self, apply, adjoint):
-        self.apply, self.adjoint = apply, adjoint
-
-    def __call__(self, dout):
-        return self.apply(dout)
-
-
-def linear(g, apply, adjoint, name: str = "linear"):
-    """``apply(g)`` as a Tensor recorded in the graph (when ``g`` needs it), with ``adjoint``
-    (the transpose of ``apply``) as its back_fn."""
-    return g.new(apply(g.array), args=(g,), back_fns=(Linear(adjoint, apply),), name=name)
+from tricycle.second_order_base import Linear, cell, linear
+from tricycle.second_order_base import constant as _constant
+from tricycle.second_order_more import rules as fused_rules
 
 
 class Seed:
@@ -45,11 +30,6 @@ class Seed:
 
     def __call__(self, dout):
         return self.seed.array
-
-
-def cell(fn, name: str):
-    """The value ``fn`` closed over under ``name`` (a rule reads its op's inputs so)."""
-    return fn.__closure__[fn.__code__.co_freevars.index(name)].cell_contents
 
 
 def differentiable(node, fn, g):
@@ -108,10 +88,6 @@ def _expanded(node, x, g, axes, keepdims):
         lambda d: d.sum(axis=axes, keepdims=True).reshape(small),
         "expand",
     )
-
-
-def _constant(node, array):
-    return node.new(array, requires_grad=False)
 
 
 # ------------------------------------------------------------------ the rules
@@ -373,9 +349,7 @@ def _build():
     add("einsum", einsum("ij,jk->ik", a, t(3, 2)), _einsum, _einsum)
     _math_layer(add, a)
     rules = {Linear: lambda n, f, g: linear(g, f.apply, f.adjoint), Seed: lambda n, f, g: f.seed}
-    # the fused ops' rules (conv, ...), built on this module's pieces: loaded by name, so
-    # that the two modules' imports make no cycle
-    rules.update(importlib.import_module("tricycle.second_order_more").rules())
+    rules.update(fused_rules())  # the fused ops' (conv, GeLU, ...): tricycle.second_order_more
     for name, fn, rule in pairs:
         KEYS[name] = getattr(fn, "__code__", None) or type(fn)
         rules[KEYS[name]] = rule
