@@ -104,17 +104,21 @@ def first_and_second(lib, fn, values, weights):
     return [g.detach().numpy() for g in grads], [x.grad.numpy() for x in xs]
 
 
+def assert_first_and_second_as_torchs(fn, values, weights) -> None:
+    """``fn``'s first derivatives and their weighted sum's gradient equal torch's."""
+    ours = first_and_second(tricycle, fn, values, weights)
+    theirs = first_and_second(torch, fn, values, weights)
+    for a, b in zip(ours[0] + ours[1], theirs[0] + theirs[1]):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_second_derivatives_of_each_rule_as_torchs(name):
     fn, shapes = CASES[name]
     values = arrays(*shapes, seed=len(name))
     if name == "clamps":  # away from the clamp edges, where the derivative jumps
         values = [np.array([0.5, 0.85, 0.95, 1.05, 1.15, 1.4])]
-    weights = arrays(*shapes, low=-1, high=1, seed=1)
-    ours = first_and_second(tricycle, fn, values, weights)
-    theirs = first_and_second(torch, fn, values, weights)
-    for a, b in zip(ours[0] + ours[1], theirs[0] + theirs[1]):
-        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+    assert_first_and_second_as_torchs(fn, values, arrays(*shapes, low=-1, high=1, seed=1))
 
 
 def test_every_rule_is_exercised(monkeypatch):

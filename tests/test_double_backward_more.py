@@ -7,19 +7,15 @@ import numpy as np
 import pytest
 
 import tricycle
+from tests.test_double_backward import (
+    F_of,
+    arrays,
+    assert_first_and_second_as_torchs,
+    first_and_second,
+)
 from tricycle import second_order_more, second_order_rules
 
 torch = pytest.importorskip("torch")
-F_t = torch.nn.functional
-
-
-def arrays(*shapes, low=0.5, high=1.5, seed=0):
-    rng = np.random.default_rng(seed)
-    return [rng.uniform(low, high, shape) for shape in shapes]
-
-
-def F_of(x):
-    return F_t if isinstance(x, torch.Tensor) else tricycle.nn.functional
 
 
 # name -> (function of the inputs giving a scalar, input shapes)
@@ -72,15 +68,6 @@ CASES = {
 }
 
 
-def first_and_second(lib, fn, values, weights):
-    """The first derivatives (create_graph=True) and the gradient of their weighted sum."""
-    xs = [lib.tensor(v, requires_grad=True) for v in values]
-    grads = lib.autograd.grad(fn(*xs), xs, create_graph=True)
-    total = sum((g * lib.tensor(w)).sum() for g, w in zip(grads, weights))
-    total.backward()
-    return [g.detach().numpy() for g in grads], [x.grad.numpy() for x in xs]
-
-
 @pytest.mark.filterwarnings("ignore:Using padding='same'")  # torch's, of its own copy
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_second_derivatives_of_each_rule_as_torchs(name):
@@ -88,11 +75,7 @@ def test_second_derivatives_of_each_rule_as_torchs(name):
     values = arrays(*shapes, seed=len(name))
     if name in ("gelu", "elu_softplus"):  # both signs, and past softplus's threshold
         values = arrays(*shapes, low=-2.5, high=2.5, seed=len(name))
-    weights = arrays(*shapes, low=-1, high=1, seed=1)
-    ours = first_and_second(tricycle, fn, values, weights)
-    theirs = first_and_second(torch, fn, values, weights)
-    for a, b in zip(ours[0] + ours[1], theirs[0] + theirs[1]):
-        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+    assert_first_and_second_as_torchs(fn, values, arrays(*shapes, low=-1, high=1, seed=1))
 
 
 def test_every_rule_is_exercised(monkeypatch):
