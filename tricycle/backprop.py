@@ -29,6 +29,15 @@ FREED = Freed()
 ANOMALY = [False, True]
 
 
+def freed(node) -> RuntimeError:
+    """The error of a walk that meets ``node``'s graph freed by an earlier backward."""
+    return RuntimeError(
+        f"backward: the graph through {node.name or 'a tensor'} (shape {node.shape}) was "
+        "freed by an earlier backward(); pass retain_graph=True to that call to differentiate "
+        "through it again"
+    )
+
+
 def add_arrays(a, b):
     """a + b for the gradient sums of backward: plain xp, or a kernel registered as "add"."""
     return dispatch.choose("add", operator.add, a, b)(a, b)
@@ -100,11 +109,7 @@ def _walk(root, grad, retain_graph: bool, wanted: set | None) -> dict:
             if id(node) not in passes:  # no wanted tensor below this one
                 continue
         elif args is FREED:
-            raise RuntimeError(
-                f"backward: the graph through {node.name or 'a tensor'} (shape "
-                f"{node.shape}) was freed by an earlier backward(); pass "
-                "retain_graph=True to that call to differentiate through it again"
-            )
+            raise freed(node)
         elif args is None or node._retain_grad:
             base = g.base if g.base is not None else g
             if g is node.grad_buffer:  # written into this leaf's own memory (its bucket)

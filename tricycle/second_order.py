@@ -24,7 +24,7 @@ one only for ``create_graph=True``.
 """
 
 from tricycle import backprop
-from tricycle.backprop import FREED, GradHook
+from tricycle.backprop import FREED, GradHook, freed
 from tricycle.second_order_rules import Seed, differentiable
 
 
@@ -100,11 +100,7 @@ def _walk(root, grad, retain_graph: bool, wanted: set | None) -> dict:
             if id(node) not in passes:
                 continue
         elif args is FREED:
-            raise RuntimeError(
-                f"backward: the graph through {node.name or 'a tensor'} (shape "
-                f"{node.shape}) was freed by an earlier backward(); pass "
-                "retain_graph=True to that call to differentiate through it again"
-            )
+            raise freed(node)
         elif args is None or node._retain_grad:
             if node.grad_buffer is not None:
                 raise NotImplementedError(
