@@ -235,7 +235,8 @@ def cast(array, dtype: np.dtype, op: str = "Tensor"):
                 raise ValueError(
                     f"{op}: the value {value} does not fit {dtype} ({info.min} to {info.max})"
                 )
-    if dtype.type.__name__ == "float8_e4m3fn" and array.dtype.kind in "fiu":
+    # kind first: ml_dtypes' types alone are 'V', so an ordinary cast reads no name
+    if dtype.kind == "V" and dtype.type.__name__ == "float8_e4m3fn" and array.dtype.kind in "fiu":
         array = array_module(array).clip(array, -448, 448)  # torch saturates, NaN stays NaN
     return array.astype(dtype, copy=False)
 
