@@ -12,6 +12,7 @@ import importlib
 
 import numpy as np
 
+from tricycle import second_order_fused
 from tricycle.second_order_base import cell, constant, linear
 
 FUSED: dict = {}  # code of a fused op's shared backward -> rule(node, backward, i, g)
@@ -188,6 +189,9 @@ def rules() -> dict:
     for name, (out, rule) in plain.items():
         KEYS[name] = out.back_fns[0].__code__
         table[KEYS[name]] = rule
+    rebuilt, rebuilt_plain = second_order_fused.rules(t)  # the ops rebuilt from their inputs
+    FUSED.update(rebuilt)
+    table.update(rebuilt_plain)
     return table
 
 
