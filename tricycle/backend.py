@@ -208,15 +208,16 @@ def numeric_array(data, dtype=None) -> np.ndarray:
         array = np.asarray(data)
     except ValueError as error:  # ragged nested lists
         raise ValueError(f"Tensor: data is not a rectangular array of numbers: {error}") from None
-    if array.dtype.kind not in "biuf" and not is_float(array.dtype):  # bfloat16 is kind 'V'
+    if array.dtype.kind not in "biufc" and not is_float(array.dtype):  # bfloat16 is kind 'V'
         raise TypeError(
             f"Tensor: expected numbers, got {type(data).__name__} data of numpy dtype "
-            f"{array.dtype} (None, strings or complex numbers?): {preview(data)}"
+            f"{array.dtype} (None or strings?): {preview(data)}"
         )
     if dtype is None:
         if isinstance(data, np.generic) or array.dtype == bool:
             return array
-        dtype = DEFAULT_FLOAT
+        # complex numbers are complex64, torch's default complex beside float32
+        dtype = np.complex64 if array.dtype.kind == "c" else DEFAULT_FLOAT
     return cast(array, numeric_dtype(dtype))
 
 
@@ -241,6 +242,18 @@ def cast(array, dtype: np.dtype, op: str = "Tensor"):
     return array.astype(dtype, copy=False)
 
 
+_COMPLEX = (np.dtype(np.complex64), np.dtype(np.complex128))  # torch's cfloat and cdouble
+
+
+def complex_node(node, args, back_fns, name) -> bool:
+    """Called by ``Node.__init__`` for a complex array (never for a real one):
+    ``tricycle.complex_tensor.adopt`` makes the node a ComplexTensor, refusing an op that is
+    not complex-aware. Imported by name, here only: that module sits above this layer."""
+    import importlib  # noqa: PLC0415 - the complex path only
+
+    return importlib.import_module("tricycle.complex_tensor").adopt(node, args, back_fns, name)
+
+
 def numeric_dtype(dtype, op: str = "Tensor") -> np.dtype:
     """``dtype`` as a numpy dtype of numbers (bool, int, float); anything else raises,
     naming ``op``."""
@@ -248,8 +261,11 @@ def numeric_dtype(dtype, op: str = "Tensor") -> np.dtype:
         dtype = np.dtype(dtype)
     except TypeError:
         raise TypeError(f"{op}: {dtype!r} is not a dtype") from None
-    if dtype.kind not in "biuf" and not is_float(dtype):
-        raise TypeError(f"{op}: dtype must be a boolean, integer or float dtype, got {dtype}")
+    if dtype.kind not in "biuf" and not is_float(dtype) and dtype not in _COMPLEX:
+        raise TypeError(
+            f"{op}: dtype must be a boolean, integer, float or complex64/complex128 dtype, "
+            f"got {dtype}"
+        )
     return dtype
 
 

@@ -114,12 +114,13 @@ class Node:
             array = backend.cast(array, numeric_dtype(dtype))
         self.array = array
 
-        floating = is_float(array.dtype)
+        floating = is_float(array.dtype) or (  # a complex array: complex_tensor's rules
+            array.dtype.kind == "c" and backend.complex_node(self, args, back_fns, name)
+        )
         if requires_grad and not floating:
-            raise TypeError(
-                f"Tensor: only floating tensors can require gradients, got dtype {array.dtype} "
-                f"with shape {array.shape}. Pass requires_grad=False or a float dtype."
-            )
+            raise TypeError(f"Tensor: only floating tensors can require gradients, got dtype "
+                            f"{array.dtype} with shape {array.shape}. Pass requires_grad=False "
+                            "or a float dtype.")  # fmt: skip
         if args is not None:
             if isinstance(args, int | float):  # torch's Tensor(3, 4): sizes, not inputs
                 raise TypeError(f"Tensor: args must be an op's input Tensors, got {args!r}; for "

@@ -34,6 +34,8 @@ def summarise(array, limit: int | None = SUMMARY_LIMIT) -> float | None:
     if limit is not None:
         if not isinstance(array, np.ndarray | np.generic) or array.size > limit:
             return None
+    if array.dtype.kind == "c":  # a complex tensor's summary: of its magnitudes
+        array = abs(array)
     if array.size == 1:
         return float(array.reshape(()))  # a numpy scalar reshapes too
     wide = array.astype("float64")  # numpy or cupy alike
