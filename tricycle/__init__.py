@@ -320,6 +320,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "types": ("tricycle.types", None),  # torch.types' aliases
     "hub": ("tricycle.hub", None),  # torch.hub.load_state_dict_from_url
     "signal": ("tricycle.signal", None),  # torch.signal.windows.hann
+    "fft": ("tricycle.fft", None),  # torch.fft, on tricycle.complex_tensor's complex tensors
     # torch's dtype names, as numpy's scalar types (what every tricycle dtype= takes): a port
     # writes tricycle.arange(t, dtype=tricycle.long). Not in __all__: a star import would
     # shadow Python's bool, int and float.
@@ -338,6 +339,10 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "float": ("numpy", "float32"),
     "float64": ("numpy", "float64"),
     "double": ("numpy", "float64"),
+    "complex64": ("numpy", "complex64"),
+    "cfloat": ("numpy", "complex64"),
+    "complex128": ("numpy", "complex128"),
+    "cdouble": ("numpy", "complex128"),
     "bfloat16": ("tricycle.torch_functions", "bfloat16"),  # ml_dtypes', imported on first use
     "uint16": ("numpy", "uint16"),
     "uint32": ("numpy", "uint32"),
@@ -380,6 +385,7 @@ _BY_MODULE: dict[str, str] = {
     "tricycle.torch_pointwise": "exp2 expm1 frac fix sgn signbit deg2rad rad2deg logit sinc frexp "
     "angle conj real imag xlogy heaviside atan2 arctan2 hypot logaddexp logaddexp2 copysign "
     "ldexp float_power fmax fmin lerp addcmul addcdiv",
+    "tricycle.complex_tensor": "complex polar view_as_real view_as_complex",
     "tricycle.torch_special": "erf erfc erfinv lgamma digamma polygamma mvlgamma i0",
     "tricycle.special_more": "igamma igammac",
     "tricycle.torch_numeric": "gradient binomial poisson frobenius_norm nuclear_norm nextafter",
@@ -508,6 +514,7 @@ def __dir__() -> list[str]:
 # fall behind
 _NOT_STARRED = frozenset(
     "bool uint8 int8 int16 short int int32 int64 long float float16 half float32 float64 double "
+    "complex64 cfloat complex128 cdouble complex "
     "bfloat16 all any device autocast GeLU LeakyReLU LogSoftmax ReLU Softmax Swish "
     "pi e inf nan range compile newaxis".split()
 )
