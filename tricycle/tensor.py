@@ -377,13 +377,14 @@ def to_tensor(
     if isinstance(data, Tensor):
         data = data.array
     if isinstance(data, np.ndarray) or backend.is_cupy_array(data):
-        if data.dtype.kind not in "biuf" and not is_float(data.dtype):
+        if data.dtype.kind not in "biufc" and not is_float(data.dtype):
             raise TypeError(
                 f"to_tensor: expected a numeric array, got dtype {data.dtype} with shape "
                 f"{data.shape} (an object array would become NaN where it holds None)"
             )
         if dtype is None:
-            dtype = bool if data.dtype == bool else backend.DEFAULT_FLOAT
+            kind = data.dtype.kind
+            dtype = bool if kind == "b" else data.dtype if kind == "c" else backend.DEFAULT_FLOAT
     else:
         data = numeric_array(data, dtype)
         dtype = data.dtype
