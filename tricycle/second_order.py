@@ -23,7 +23,7 @@ The ordinary walk never comes here: ``Tensor.backward`` and ``tricycle.autograd`
 one only for ``create_graph=True``.
 """
 
-from tricycle import backprop
+from tricycle import backprop, second_order_fused
 from tricycle.backprop import FREED, GradHook, freed
 from tricycle.second_order_rules import Seed, differentiable
 
@@ -76,6 +76,7 @@ def backward(root, grad, retain_graph: bool, wanted: set | None = None) -> dict:
     finally:
         backprop._passes.callbacks = outer
         _grad_mode.enabled = previous
+        second_order_fused.forget()  # the memo of the last rebuilt op: its graph freed
 
 
 def _walk(root, grad, retain_graph: bool, wanted: set | None) -> dict:

@@ -17,19 +17,29 @@ rstd's, whatever eps was.
 """
 
 import importlib
+import threading
 
 from tricycle.second_order_base import Linear, cell, constant
 
 KEYS: dict = {}  # a readable name -> the key of its rule (for the tests)
-_last: dict = {}  # the gradients of the last node rebuilt, for its other inputs' rules
+# this thread's (node, g, grads) of the last node rebuilt, for its other inputs' rules: one
+# tuple per thread, so that another thread's walk never mixes in; forgotten when a walk ends
+_last = threading.local()
+
+
+def forget() -> None:
+    """Drop this thread's memo (and the rebuilt graph it holds): ``second_order.backward``
+    calls it when a walk ends."""
+    _last.entry = None
 
 
 def gradients(node, build, g) -> dict:
     """{id(input): its gradient Tensor} of ``node``, from the output's gradient ``g``:
     ``build(proxy)`` rebuilds node's output from ``proxy(input)`` (a leaf of the input's
     value, or the input itself where it needs no gradient) with differentiable ops."""
-    if _last.get("node") is node and _last.get("g") is g:
-        return _last["grads"]
+    entry = getattr(_last, "entry", None)
+    if entry is not None and entry[0] is node and entry[1] is g:
+        return entry[2]
     # the walk is the module above this one's rules: reached by name, not in an import cycle
     second_order = importlib.import_module("tricycle.second_order")
     proxies = {
@@ -57,7 +67,7 @@ def gradients(node, build, g) -> dict:
         p.args, p.back_fns = (arg,), (Linear(_identity, _identity),)  # the proxy joins x
         found = captured.get(id(p))
         grads[id(arg)] = found if found is not None else constant(node, g.xp.zeros_like(arg.array))
-    _last.update(node=node, g=g, grads=grads)
+    _last.entry = (node, g, grads)
     return grads
 
 
