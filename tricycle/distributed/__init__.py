@@ -6,8 +6,12 @@ torch name changes the meaning of one of tricycle's.
 
 This package keeps the imports the README writes working. ``rpc`` holds torch's ``RRef`` alone
 (``tricycle.parallel.rpc``: no remote calls), for the scripts that test a value against it;
-``optim`` holds torch's ``ZeroRedundancyOptimizer`` (``tricycle.parallel.torch_zero``).
+``optim`` holds torch's ``ZeroRedundancyOptimizer`` (``tricycle.parallel.torch_zero``),
+``fsdp`` FullyShardedDataParallel and ``fully_shard`` (``tricycle.parallel.fsdp``),
+``checkpoint`` torch's distributed checkpoints (``tricycle.parallel.checkpoint_sharded``).
 """
+
+import importlib
 
 from tricycle.parallel import rpc  # noqa: F401
 from tricycle.parallel.distributed import *  # noqa: F403
@@ -15,9 +19,8 @@ from tricycle.parallel.torch_distributed import *  # noqa: F403
 
 
 def __getattr__(name: str):
-    """``optim`` imported on first use, as torch's ``torch.distributed.optim`` is reached."""
-    if name == "optim":
-        import tricycle.distributed.optim  # noqa: PLC0415
-
-        return tricycle.distributed.optim
+    """``optim``, ``fsdp`` and ``checkpoint`` imported on first use, as torch's
+    ``torch.distributed.optim`` is reached."""
+    if name in ("optim", "fsdp", "checkpoint"):
+        return importlib.import_module(f"tricycle.distributed.{name}")
     raise AttributeError(f"module 'tricycle.distributed' has no attribute {name!r}")

@@ -1,0 +1,404 @@
+"""torch.distributed.checkpoint on tricycle's World: each rank writes its own shards, a load
+at the same or another world size reads the pieces it needs::
+
+    from tricycle.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+    import tricycle.distributed.checkpoint as dcp
+
+    model_sd, optim_sd = get_state_dict(model, optimizer)           # FlatShards under FSDP
+    dcp.save({"model": model_sd, "optim": optim_sd}, checkpoint_id="ckpt")
+    ...
+    model_sd, optim_sd = get_state_dict(model, optimizer)           # the layout to fill
+    state = {"model": model_sd, "optim": optim_sd}
+    dcp.load(state, checkpoint_id="ckpt")                           # in place
+    set_state_dict(model, optimizer, model_state_dict=state["model"],
+                   optim_state_dict=state["optim"])
+
+**The files** (tricycle's own layout, not torch's): ``__<rank>_0.distcp``, a numpy ``.npz``
+archive of the arrays that rank wrote (its ``FlatShard`` pieces; rank 0 also the whole
+arrays, which every rank holds alike), and ``.metadata``, a pickle rank 0 writes: for each
+value (a path of keys into the nested state dict) its shape, dtype and the pieces that hold
+it, and the values that are not arrays (a step count, the optimizer's settings). Load
+unpickles ``.metadata``: load checkpoints you trust, as with ``torch.load``.
+
+**The state dicts** follow ``torch.distributed.checkpoint.state_dict``: parameters and
+optimizer states keyed by the unwrapped model's names (FSDP's wrappers left out). Under
+FSDP a parameter or state is this rank's ``FlatShard`` of it, or the whole array with
+``StateDictOptions(full_state_dict=True)`` (an all-gather).
+"""
+
+import os
+import pickle
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from tricycle import backend
+from tricycle.parallel import distributed
+from tricycle.parallel.fsdp import _full_or_piece, units_of
+from tricycle.parallel.fsdp_units import FlatShard, clean
+from tricycle.tensor import Tensor
+
+METADATA = ".metadata"
+
+
+class CheckpointException(RuntimeError):
+    """A checkpoint that cannot be read into the state dict given (torch's name)."""
+
+
+@dataclass
+class FileSystemWriter:
+    """Where ``save`` writes: a directory (one file per rank). torch's other settings are
+    accepted; every rank writes one file, synchronously."""
+
+    path: str | os.PathLike
+    single_file_per_rank: bool = True
+    sync_files: bool = True
+    thread_count: int = 1
+    per_thread_copy_ahead: int = 10_000_000
+    cache_staged_state_dict: bool = False
+    overwrite: bool = True
+
+
+@dataclass
+class FileSystemReader:
+    """Where ``load`` reads: a directory ``save`` wrote."""
+
+    path: str | os.PathLike
+
+
+def _world(no_dist: bool):
+    world = distributed._world
+    return None if no_dist or world is None or world.world_size == 1 else world
+
+
+def _leaves(obj, path=()):
+    """(path, container, key, leaf) of a nested state dict: dicts and lists are walked, an
+    array, Tensor, FlatShard or any other value is a leaf."""
+    if isinstance(obj, dict):
+        items = obj.items()
+    elif isinstance(obj, list):
+        items = enumerate(obj)
+    else:
+        return
+    for key, value in items:
+        if isinstance(value, (dict, list)):
+            yield from _leaves(value, (*path, key))
+        else:
+            yield (*path, key), obj, key, value
+
+
+def _directory(owner: str, checkpoint_id, storage) -> Path:
+    where = storage.path if storage is not None else checkpoint_id
+    if where is None:
+        raise ValueError(f"{owner}: give checkpoint_id or a storage {owner[:4]}er with a path")
+    return Path(where)
+
+
+def save(state_dict: dict, *, checkpoint_id=None, storage_writer=None, planner=None,
+         process_group=None, no_dist: bool = False, use_collectives: bool = True):  # fmt: skip
+    """Write ``state_dict`` (nested dicts and lists of arrays, Tensors, ``FlatShard`` s and
+    other picklable values) to the directory ``checkpoint_id``: each rank its pieces, rank 0
+    the whole arrays, the other values and the index. A collective unless ``no_dist``."""
+    owner = "save"
+    if planner is not None or process_group is not None:
+        raise NotImplementedError(f"{owner}: planner and process_group must be None")
+    if not isinstance(state_dict, dict):
+        raise TypeError(f"{owner}: state_dict must be a dict, got {type(state_dict).__name__}")
+    directory = _directory(owner, checkpoint_id, storage_writer)
+    world = _world(no_dist)
+    rank = 0 if world is None else world.rank
+    directory.mkdir(parents=True, exist_ok=True)
+    arrays, index, objects = {}, {}, {}
+    for path, _, _, leaf in _leaves(state_dict):
+        if isinstance(leaf, FlatShard):
+            name = f"v{len(arrays)}"
+            arrays[name] = np.asarray(_host(leaf.local)).reshape(-1)
+            index[path] = (
+                "piece",
+                leaf.shape,
+                str(leaf.dtype),
+                leaf.start,
+                arrays[name].size,
+                name,
+            )
+        elif isinstance(leaf, (Tensor, np.ndarray)):
+            value = np.asarray(leaf.numpy() if isinstance(leaf, Tensor) else leaf)
+            index[path] = ("whole", value.shape, str(value.dtype))
+            if rank == 0:
+                arrays[f"v{len(arrays)}"] = value
+                index[path] += (f"v{len(arrays) - 1}",)
+        else:
+            objects[path] = leaf
+    with open(directory / f"__{rank}_0.distcp", "wb") as file:
+        np.savez(file, **arrays)
+    indexes = [index] if world is None else world.all_gather_object(index)
+    if rank == 0:
+        items = {}
+        for r, ranks_index in enumerate(indexes):
+            for path, (kind, shape, dtype, *rest) in ranks_index.items():
+                item = items.setdefault(path, {"shape": tuple(shape), "dtype": dtype, "parts": []})
+                if kind == "piece":
+                    start, size, name = rest
+                    item["parts"].append((r, start, size, name))
+                elif rest:
+                    item["parts"].append((r, 0, int(np.prod(shape)), rest[0]))
+        with open(directory / METADATA, "wb") as file:
+            pickle.dump({"version": 1, "items": items, "objects": objects}, file)
+    if world is not None:
+        world.barrier()
+
+
+def _host(array):
+    return array.get() if hasattr(array, "get") else array
+
+
+def load(
+    state_dict: dict,
+    *,
+    checkpoint_id=None,
+    storage_reader=None,
+    planner=None,
+    process_group=None,
+    no_dist: bool = False,
+) -> None:
+    """Fill ``state_dict`` in place from the checkpoint ``checkpoint_id``: each array,
+    Tensor and ``FlatShard`` (its own range, from whichever ranks' files hold it, saved at
+    any world size) with the saved values, and each other value replaced by the saved one.
+    Every key of ``state_dict`` must be in the checkpoint."""
+    owner = "load"
+    if planner is not None or process_group is not None:
+        raise NotImplementedError(f"{owner}: planner and process_group must be None")
+    directory = _directory(owner, checkpoint_id, storage_reader)
+    if not (directory / METADATA).exists():
+        raise CheckpointException(f"{owner}: {directory} holds no checkpoint ({METADATA})")
+    with open(directory / METADATA, "rb") as file:
+        metadata = pickle.load(file)  # noqa: S301 (a checkpoint the user trusts: see module)
+    files: dict[int, object] = {}
+
+    def part(item, lo: int, hi: int):
+        """Values [lo, hi) of the flattened saved array."""
+        out = np.empty(hi - lo, dtype=np.dtype(item["dtype"]))
+        filled = 0
+        for r, start, size, name in item["parts"]:
+            a, b = max(lo, start), min(hi, start + size)
+            if a < b:
+                if r not in files:
+                    files[r] = np.load(directory / f"__{r}_0.distcp")
+                out[a - lo : b - lo] = files[r][name].reshape(-1)[a - start : b - start]
+                filled += b - a
+        if filled != hi - lo:
+            raise CheckpointException(f"{owner}: the checkpoint misses values of {item}")
+        return out
+
+    for path, container, key, leaf in _leaves(state_dict):
+        if path in metadata["objects"]:
+            container[key] = metadata["objects"][path]
+            continue
+        item = metadata["items"].get(path)
+        if item is None:
+            raise CheckpointException(
+                f"{owner}: missing key in checkpoint state_dict: {'.'.join(map(str, path))}"
+            )
+        if isinstance(leaf, FlatShard):
+            if leaf.shape != item["shape"]:
+                raise CheckpointException(f"{owner}: {path} is {leaf.shape}, saved {item['shape']}")
+            values = part(item, leaf.start, leaf.start + leaf.local.size)
+            leaf.local[...] = _like(leaf.local, values.astype(leaf.dtype))
+            continue
+        target = leaf.array if isinstance(leaf, Tensor) else leaf
+        if not hasattr(target, "shape") or tuple(target.shape) != item["shape"]:
+            raise CheckpointException(
+                f"{owner}: {path} is {getattr(target, 'shape', type(target).__name__)}, the "
+                f"checkpoint's {item['shape']}"
+            )
+        values = part(item, 0, int(np.prod(item["shape"]))).reshape(item["shape"])
+        target[...] = _like(target, values.astype(target.dtype))
+    for opened in files.values():
+        opened.close()
+
+
+def _like(target, values):
+    """``values`` on the device of ``target``."""
+    return backend.cupy().asarray(values) if backend.is_cupy_array(target) else values
+
+
+# ====================================================================== state dicts
+@dataclass
+class StateDictOptions:
+    """torch's options: ``full_state_dict`` whole arrays (an all-gather) instead of this
+    rank's pieces; ``strict`` for the set calls; the others are accepted and change nothing
+    here (``broadcast_from_rank0`` refused: every rank loads)."""
+
+    full_state_dict: bool = False
+    cpu_offload: bool = False
+    ignore_frozen_params: bool = False
+    keep_submodule_prefixes: bool = True
+    strict: bool = True
+    broadcast_from_rank0: bool = False
+    flatten_optimizer_state_dict: bool = False
+
+
+def _options(owner: str, options):
+    options = options or StateDictOptions()
+    if not isinstance(options, StateDictOptions):
+        raise TypeError(f"{owner}: options must be a StateDictOptions, got {options!r}")
+    if options.broadcast_from_rank0:
+        raise NotImplementedError(f"{owner}: broadcast_from_rank0=True is not supported")
+    return options
+
+
+def _layout(model):
+    """{id(shard Tensor): (prefix, Shard)} and {id(other parameter or buffer): name}."""
+    shards = {id(s.tensor): (prefix, s) for prefix, u in units_of(model) for s in u.shards}
+    others = {id(t): clean(n) for n, t in model.named_persistent() if id(t) not in shards}
+    return shards, others
+
+
+def _world_of(model):
+    units = units_of(model)
+    return units[0][1].world if units else None
+
+
+def _by_entry(shard, prefix: str, values, full: bool, world) -> dict:
+    """{name: FlatShard or whole array} of a shard-shaped ``values`` for each entry."""
+    if not full:
+        return {prefix + n: v for n, v in shard.pieces(values).items()}
+    flat = _host(shard.gather_array(world, values))
+    return {prefix + e.name: flat[e.a : e.b].reshape(e.shape).copy() for e in shard.entries}
+
+
+def get_model_state_dict(model, *, submodules=None, options=None) -> dict:
+    """The model's parameters and buffers by the unwrapped model's names: this rank's
+    ``FlatShard`` of each sharded parameter (whole arrays with ``full_state_dict``)."""
+    options = _options("get_model_state_dict", options)
+    shards, others = _layout(model)
+    world, out = _world_of(model), {}
+    for prefix, shard in shards.values():
+        out.update(_by_entry(shard, prefix, None, options.full_state_dict, world))
+    for _, t in model.named_persistent():
+        if id(t) in others:
+            out[others[id(t)]] = t.numpy().copy()
+    return out
+
+
+def _optimizers(optimizers) -> list:
+    return list(optimizers) if isinstance(optimizers, (list, tuple)) else [optimizers]
+
+
+def get_optimizer_state_dict(model, optimizers, *, submodules=None, options=None) -> dict:
+    """The optimizers' state keyed by the parameters' names: {"state": {name: {slot:
+    value}}, "param_groups": [settings with "params" as names]}, a sharded parameter's
+    states as its pieces (whole with ``full_state_dict``)."""
+    options = _options("get_optimizer_state_dict", options)
+    shards, others = _layout(model)
+    world = _world_of(model)
+    state, groups = {}, []
+    for optimizer in _optimizers(optimizers):
+        saved = optimizer.state_dict()
+        params = [p for g in optimizer.param_groups for p in g["params"]]
+        names = {}
+        for i, p in enumerate(params):
+            slots = saved["state"].get(i, {})
+            if id(p) in shards:
+                prefix, shard = shards[id(p)]
+                names[i] = [prefix + e.name for e in shard.entries]
+                for n in names[i]:
+                    state[n] = {}
+                for slot, value in slots.items():
+                    if isinstance(value, np.ndarray) and value.shape == tuple(p.shape):
+                        split = _by_entry(shard, prefix, value, options.full_state_dict, world)
+                        for n, v in split.items():
+                            state[n][slot] = v
+                    else:
+                        for n in names[i]:
+                            state[n][slot] = value
+            else:
+                names[i] = [others[id(p)]]
+                if slots:
+                    state[names[i][0]] = dict(slots)
+        for group in saved["param_groups"]:
+            groups.append({**group, "params": [n for i in group["params"] for n in names[i]]})
+    return {"state": state, "param_groups": groups}
+
+
+def get_state_dict(model, optimizers, *, submodules=None, options=None):
+    """(``get_model_state_dict``, ``get_optimizer_state_dict``)."""
+    return (
+        get_model_state_dict(model, options=options),
+        get_optimizer_state_dict(model, optimizers, options=options),
+    )
+
+
+def set_model_state_dict(model, model_state_dict: dict, *, options=None):
+    """Load ``model_state_dict`` (whole arrays or this rank's pieces, by name) into the
+    model; returns the (missing, unexpected) names."""
+    owner = "set_model_state_dict"
+    options = _options(owner, options)
+    shards, others = _layout(model)
+    names = [p + e.name for p, s in shards.values() for e in s.entries] + list(others.values())
+    missing = [n for n in names if n not in model_state_dict]
+    unexpected = [n for n in model_state_dict if n not in set(names)]
+    if options.strict and (missing or unexpected):
+        raise ValueError(f"{owner}: missing keys {missing}, unexpected keys {unexpected}")
+    for prefix, shard in shards.values():
+        values = {e.name: _full_or_piece(model_state_dict[prefix + e.name], e, shard)
+                  for e in shard.entries if prefix + e.name in model_state_dict}  # fmt: skip
+        shard.fill(shard.tensor.array, values)
+    for _, t in model.named_persistent():
+        if id(t) in others and others[id(t)] in model_state_dict:
+            value = model_state_dict[others[id(t)]]
+            value = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
+            t.array[...] = _like(t.array, value.astype(t.dtype))
+    return missing, unexpected
+
+
+def set_optimizer_state_dict(model, optimizers, optim_state_dict: dict, *, options=None) -> None:
+    """Load ``get_optimizer_state_dict``'s layout (saved at any world size and filled by
+    ``load``) into the optimizers."""
+    _options("set_optimizer_state_dict", options)
+    shards, others = _layout(model)
+    saved_groups = iter(optim_state_dict["param_groups"])
+    for optimizer in _optimizers(optimizers):
+        params = [p for g in optimizer.param_groups for p in g["params"]]
+        state = {}
+        for i, p in enumerate(params):
+            if id(p) in shards:
+                prefix, shard = shards[id(p)]
+                entries = {e.name: optim_state_dict["state"].get(prefix + e.name, {})
+                           for e in shard.entries}  # fmt: skip
+                slots = {}
+                for slot in next(iter(entries.values()), {}):
+                    first = next(iter(entries.values()))[slot]
+                    if isinstance(first, (FlatShard, np.ndarray, Tensor)):
+                        target = np.zeros(tuple(p.shape), dtype=np.asarray(_array(first)).dtype)
+                        values = {e.name: _full_or_piece(entries[e.name][slot], e, shard)
+                                  for e in shard.entries}  # fmt: skip
+                        shard.fill(target, values)
+                        slots[slot] = target
+                    else:
+                        slots[slot] = first
+                if slots:
+                    state[i] = slots
+            elif others[id(p)] in optim_state_dict["state"]:
+                state[i] = dict(optim_state_dict["state"][others[id(p)]])
+        groups, position = [], 0
+        for group in optimizer.param_groups:
+            settings = {k: v for k, v in next(saved_groups).items() if k != "params"}
+            groups.append(
+                {**settings, "params": list(range(position, position + len(group["params"])))}
+            )
+            position += len(group["params"])
+        optimizer.load_state_dict({"state": state, "param_groups": groups})
+
+
+def _array(value):
+    return value.local if isinstance(value, FlatShard) else value
+
+
+def set_state_dict(model, optimizers, *, model_state_dict: dict, optim_state_dict: dict,
+                   options=None):  # fmt: skip
+    """``set_model_state_dict`` and ``set_optimizer_state_dict``; returns the former's."""
+    keys = set_model_state_dict(model, model_state_dict, options=options)
+    set_optimizer_state_dict(model, optimizers, optim_state_dict, options=options)
+    return keys

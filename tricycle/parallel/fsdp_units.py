@@ -1,0 +1,200 @@
+"""What FullyShardedDataParallel and ``fully_shard`` share (``tricycle.parallel.fsdp``): the
+unit, a set of parameters whose values each rank holds 1/N of, gathered for a forward.
+
+**Flat shards.** A *shard* is a parameter the optimizer steps: 1/N of a flat vector, the
+concatenation of the unit's parameters flattened (FSDP1: one per unit, ``_flat_param``) or of
+one parameter (``fully_shard``: one per parameter, its rows ``torch.chunk`` would give this
+rank). The vector is padded to N equal parts of ``k`` values; rank r holds values
+``[r*k, r*k + n_r)``, ``n_r`` its shard's size (``k``, or fewer for a row-sharded parameter).
+
+**Unshard.** ``unshard`` all-gathers the shards into the full vector (a graph node of the
+shard, ``gathered``) and sets each parameter's places in its layers to a view of it, so the
+layers' forward reads the full weights. That node's backward is a reduce-scatter: the full
+gradient averaged over the ranks, this rank's part of it for the shard's ``.grad``. Since
+tricycle's ops keep what backward needs in their closures, the views a forward used stay
+alive in its graph until backward reaches them, whichever strategy resharded the layers
+(``reshard`` puts the shard, or a ``Resharded`` marker, back in the layers' places): the
+gathered weights are freed when backward has used them, not re-gathered for it. Under
+``no_grad`` nothing holds them after ``reshard``. The reduce-scatter is an all-reduce of the
+padded gradient followed by this rank's slice (the World has no reduce-scatter of its own).
+"""
+
+import math
+
+import numpy as np
+
+from tricycle.layers import Layer
+from tricycle.parameter import Parameter, is_parameter
+from tricycle.tensor import Tensor
+
+
+class Resharded:
+    """What a parameter's place in a layer holds while FSDP keeps only this rank's shard of
+    it (FSDP1 outside a forward): reading it says so, rather than giving wrong values."""
+
+    def __init__(self, name: str, shape: tuple):
+        self.name, self.shape = name, tuple(shape)
+
+    def __repr__(self) -> str:
+        return f"Resharded({self.name!r}, shape={self.shape})"
+
+    def __getattr__(self, attribute):
+        raise RuntimeError(
+            f"FullyShardedDataParallel: parameter {self.name!r} (shape {self.shape}) is "
+            "sharded outside the forward; read it inside summon_full_params(model)"
+        )
+
+
+class FlatShard:
+    """A rank's piece of one parameter (or one of its optimizer states) in a sharded state
+    dict: ``local`` holds the values ``[start, start + local.size)`` of the flattened
+    ``shape`` (torch's ShardedTensor/DTensor, as tricycle keeps them: flat ranges, since an
+    FSDP1 shard may cut a parameter anywhere). ``tricycle.distributed.checkpoint`` saves and
+    loads them at any world size."""
+
+    def __init__(self, shape: tuple, start: int, local):
+        self.shape, self.start, self.local = tuple(shape), int(start), local
+
+    @property
+    def dtype(self):
+        return self.local.dtype
+
+    def __repr__(self) -> str:
+        end = self.start + self.local.size
+        return f"FlatShard(shape={self.shape}, values [{self.start}, {end}), {self.dtype})"
+
+
+class Entry:
+    """One parameter of a shard: its name in the unit, shape, range ``[a, b)`` of the flat
+    vector and the places (holder, key, is_attribute) that hold it in the layers."""
+
+    def __init__(self, name: str, shape: tuple, a: int, places: list):
+        self.name, self.shape, self.a, self.places = name, tuple(shape), a, places
+        self.b = a + math.prod(self.shape)
+
+    def put(self, value) -> None:
+        for holder, key, attribute in self.places:
+            if attribute:
+                object.__setattr__(holder, key, value)
+            else:
+                holder[key] = value
+
+
+class Shard:
+    """One shard Parameter and the layout of the flat vector it is a part of."""
+
+    def __init__(self, tensor: Parameter, entries: list, total: int, parts: int, rank: int):
+        self.tensor, self.entries, self.total = tensor, entries, total
+        self.parts, self.rank = parts, rank  # parts = 1: every rank holds the whole (NO_SHARD)
+        self.k = math.ceil(total / parts) if total else 0
+
+    @property
+    def begin(self) -> int:
+        """Where this rank's shard starts in the flat vector."""
+        return self.rank * self.k if self.parts > 1 else 0
+
+    def padded_local(self, values=None):
+        local = (self.tensor.array if values is None else values).reshape(-1)
+        if local.size == self.k:
+            return local
+        out = self.tensor.xp.zeros(self.k, dtype=local.dtype)
+        out[: local.size] = local
+        return out
+
+    def gather_array(self, world, values=None):
+        """The full flat vector (an all-gather of the shards; no graph), or of ``values``
+        (an array of the shard's shape on every rank: an optimizer state)."""
+        local = self.padded_local(values)
+        if self.parts == 1:
+            return local[: self.total]
+        return world.all_gather(local).reshape(-1)[: self.total]
+
+    def gathered(self, world, dtype=None, reduce_dtype=None) -> Tensor:
+        """The full flat vector as a graph node of the shard, in ``dtype`` (the shard's by
+        default); its backward averages the gradient over the ranks (in ``reduce_dtype``)
+        and keeps this rank's part, for the shard's ``.grad``."""
+        full = self.gather_array(world)
+        if dtype is not None and full.dtype != dtype:
+            full = full.astype(dtype)
+        shard = self.tensor
+
+        def reduce_scatter(grad):
+            xp = shard.xp
+            padded = xp.zeros(max(self.k * self.parts, 1), dtype=reduce_dtype or grad.dtype)
+            padded[: self.total] = grad
+            if world.world_size > 1:
+                what = f"FSDP's reduce-scatter of {self.total} gradient values"
+                world.wait(world.start_all_reduce(padded, mean=True), what)
+            mine = padded[self.begin : self.begin + shard.array.size]
+            return mine.astype(shard.dtype).reshape(shard.shape)
+
+        return shard.new(full, args=(shard,), back_fns=(reduce_scatter,), name="fsdp unshard")
+
+    def pieces(self, values=None) -> dict:
+        """{entry name: FlatShard} of this rank's part of each parameter, from ``values``
+        (an array of the shard's shape: an optimizer state; the shard's own by default)."""
+        flat = (self.tensor.array if values is None else values).reshape(-1)
+        begin, end = self.begin, self.begin + flat.size
+        out = {}
+        for e in self.entries:
+            lo = min(max(e.a, begin), e.b)
+            hi = max(min(e.b, end), lo)
+            out[e.name] = FlatShard(e.shape, lo - e.a, flat[lo - begin : hi - begin])
+        return out
+
+    def fill(self, target, values: dict) -> None:
+        """Write into ``target`` (an array of the shard's shape) this rank's part of each
+        entry's full flat value (``values``: {entry name: the full array, or a callable
+        giving the flat range [lo, hi) of it})."""
+        flat = target.reshape(-1)
+        begin, end = self.begin, self.begin + flat.size
+        for e in self.entries:
+            lo, hi = max(e.a, begin), min(e.b, end)
+            if hi <= lo:
+                continue
+            value = values[e.name]
+            if callable(value):
+                part = value(lo - e.a, hi - e.a)
+            else:
+                part = np.asarray(value).reshape(-1)[lo - e.a : hi - e.a]
+            flat[lo - begin : hi - begin] = self.tensor.xp.asarray(part)
+
+
+def owned_parameters(module: Layer, stop: tuple) -> list:
+    """(dotted name, Tensor, places) for each parameter that ``module`` and its sublayers hold
+    (not those under a layer of a ``stop`` class: units of their own), each once, with every
+    place (holder, key, is_attribute) that holds it (a tied weight has several)."""
+    found: dict[int, list] = {}
+    order: list = []
+    seen: set[int] = set()
+
+    def visit(layer, prefix: str) -> None:
+        if id(layer) in seen:
+            return
+        seen.add(id(layer))
+        children = []
+        for attr, value in list(vars(layer).items()):
+            items = [(attr, value, layer, attr, True)]
+            if isinstance(value, (list, dict)):
+                pairs = value.items() if isinstance(value, dict) else enumerate(value)
+                items = [(f"{attr}.{key}", item, value, key, False) for key, item in pairs]
+            for name, item, holder, key, attribute in items:
+                path = f"{prefix}{name}"
+                if isinstance(item, Layer):
+                    if not isinstance(item, stop):
+                        children.append((item, path + "."))
+                elif isinstance(item, Tensor) and item.args is None and is_parameter(item):
+                    if id(item) not in found:
+                        found[id(item)] = [path, item, []]
+                        order.append(id(item))
+                    found[id(item)][2].append((holder, key, attribute))
+        for child, path in children:
+            visit(child, path)
+
+    visit(module, "")
+    return [tuple(found[i]) for i in order]
+
+
+def clean(name: str) -> str:
+    """A parameter's name as the unwrapped model's (FSDP1's wrappers taken out), as torch's."""
+    return name.replace("_fsdp_wrapped_module.", "")
