@@ -263,8 +263,7 @@ def numeric_dtype(dtype, op: str = "Tensor") -> np.dtype:
         raise TypeError(f"{op}: {dtype!r} is not a dtype") from None
     if dtype.kind not in "biuf" and not is_float(dtype) and dtype not in _COMPLEX:
         raise TypeError(
-            f"{op}: dtype must be a boolean, integer or float dtype (or complex64/128), "
-            f"got {dtype}"
+            f"{op}: dtype must be a boolean, integer or float dtype (or complex64/128), got {dtype}"
         )
     return dtype
 
