@@ -6,14 +6,24 @@ is activation checkpointing (``from tricycle.utils.checkpoint import checkpoint`
 ``tricycle.utils.tensorboard`` has ``SummaryWriter``, writing TensorBoard's event files;
 ``tricycle.utils.benchmark`` times statements (``Timer``, ``Measurement``, ``Compare``) and
 ``tricycle.utils.model_zoo.load_url`` is ``tricycle.hub.load_state_dict_from_url``;
-``tricycle.utils.dlpack`` has ``from_dlpack``/``to_dlpack`` (tricycle's). Each is
+``tricycle.utils.dlpack`` has ``from_dlpack``/``to_dlpack`` (tricycle's);
+``tricycle.utils.flop_counter`` has ``FlopCounterMode`` and ``register_flop_formula``. Each is
 imported on first use, as the package's names are: ``import tricycle`` then
 ``tricycle.utils.data.DataLoader`` works, and importing ``tricycle.utils`` alone starts nothing.
 """
 
 import importlib
 
-_SUBMODULES = ("benchmark", "checkpoint", "data", "dlpack", "hooks", "model_zoo", "tensorboard")
+_SUBMODULES = (
+    "benchmark",
+    "checkpoint",
+    "data",
+    "dlpack",
+    "flop_counter",
+    "hooks",
+    "model_zoo",
+    "tensorboard",
+)
 
 
 def __getattr__(name: str):
