@@ -295,6 +295,7 @@ def get_optimizer_state_dict(model, optimizers, *, submodules=None, options=None
     world = _world_of(model)
     state, groups = {}, []
     for optimizer in _optimizers(optimizers):
+        _init_state(optimizer)
         saved = optimizer.state_dict()
         params = [p for g in optimizer.param_groups for p in g["params"]]
         names = {}
@@ -320,6 +321,27 @@ def get_optimizer_state_dict(model, optimizers, *, submodules=None, options=None
         for group in saved["param_groups"]:
             groups.append({**group, "params": [n for i in group["params"] for n in names[i]]})
     return {"state": state, "param_groups": groups}
+
+
+def _init_state(optimizer) -> None:
+    """Give an optimizer without state its slots, as torch's call does (a step of zero
+    gradients at learning rate 0, changing no parameter), so that its state dict has the
+    layout ``load`` fills."""
+    if optimizer.state:
+        return
+    params = [p for g in optimizer.param_groups for p in g["params"] if p.requires_grad]
+    rates = [g["lr"] for g in optimizer.param_groups]
+    for p in params:
+        p.grad = Tensor(p.xp.zeros_like(p.array), requires_grad=False)
+    for g in optimizer.param_groups:
+        g["lr"] = 0.0
+    try:
+        optimizer.step()
+    finally:
+        for g, lr in zip(optimizer.param_groups, rates):
+            g["lr"] = lr
+        for p in params:
+            p.grad = None
 
 
 def get_state_dict(model, optimizers, *, submodules=None, options=None):
