@@ -12,7 +12,7 @@ import importlib
 
 import numpy as np
 
-from tricycle import second_order_fused
+from tricycle import second_order_fused, second_order_linear
 from tricycle.second_order_base import cell, constant, linear
 
 FUSED: dict = {}  # code of a fused op's shared backward -> rule(node, backward, i, g)
@@ -192,6 +192,7 @@ def rules() -> dict:
     rebuilt, rebuilt_plain = second_order_fused.rules(t)  # the ops rebuilt from their inputs
     FUSED.update(rebuilt)
     table.update(rebuilt_plain)
+    table.update(second_order_linear.rules(t))  # linear backwards: cumsum, sort, pools, ...
     return table
 
 

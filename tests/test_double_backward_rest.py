@@ -1,0 +1,158 @@
+"""Double backward (``create_graph=True``) of the ops helper rounds left refusing it, against
+torch in float64: first and second derivatives of the losses built through
+``loss_reduction.reduced`` (each reduction), cross-entropy's options and ``nll_loss``,
+``cumsum``/``cumprod``/``prod`` (with zeros), ``sort``/``max``/``min``/``median`` with
+indices, average and adaptive pooling, ``F.embedding``, dropout, and the memo of the rebuilt
+ops (``second_order_fused``: per thread, forgotten when a walk ends)."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import tricycle
+from tests.test_double_backward import (
+    F_of,
+    arrays,
+    assert_first_and_second_as_torchs,
+    first_and_second,
+)
+from tricycle import second_order_fused, second_order_linear, second_order_rules
+
+torch = pytest.importorskip("torch")
+
+
+def lib_of(x):
+    return torch if isinstance(x, torch.Tensor) else tricycle
+
+
+def ids(x, values):
+    return lib_of(x).tensor(np.asarray(values))
+
+
+def values_of(pair):
+    return pair[0] if isinstance(pair, tuple) else pair.values
+
+
+# name -> (function of the inputs giving a scalar, input shapes, (low, high) of the values)
+CASES = {
+    "cumsum": (lambda x: (lib_of(x).cumsum(x, 1) ** 3).sum(), [(3, 4)], (-1, 1)),
+    "sort": (
+        lambda x: (values_of(lib_of(x).sort(x, 1, descending=True)) ** 3 * x).sum(),
+        [(3, 4)],
+        (-1, 1),
+    ),
+    "max_min_median": (
+        lambda x: (
+            values_of(lib_of(x).max(x, 1)) ** 3
+            + values_of(lib_of(x).min(x, 0, keepdim=True)).sum()
+            * values_of(lib_of(x).median(x, 1)) ** 2
+        ).sum(),
+        [(3, 5)],
+        (-1, 1),
+    ),
+    "embedding": (
+        lambda w: (F_of(w).embedding(ids(w, [[0, 2], [2, 3]]), w, padding_idx=3) ** 3).sum(),
+        [(4, 3)],
+        (-1, 1),
+    ),
+    "avg_pool1d": (lambda x: (F_of(x).avg_pool1d(x, 2) ** 3).sum(), [(2, 2, 5)], (-1, 1)),
+    "avg_pool2d": (
+        lambda x: (
+            (F_of(x).avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False) ** 3).sum()
+            + (F_of(x).avg_pool2d(x, 2, 1, 1) ** 2 * F_of(x).avg_pool2d(x, 2, 1, 1)).sum()
+        ),
+        [(1, 2, 5, 4)],
+        (-1, 1),
+    ),
+    "adaptive_pools": (
+        lambda x: (
+            (F_of(x).adaptive_avg_pool2d(x, (2, 3)) ** 3).sum()
+            + (F_of(x).adaptive_max_pool2d(x, 2) ** 3).sum()
+        ),
+        [(1, 2, 5, 5)],
+        (-1, 1),
+    ),
+    "dropout_eval": (
+        lambda x: (F_of(x).dropout(x, 0.5, training=False) ** 3).sum(),
+        [(3, 4)],
+        (-1, 1),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_first_and_second_derivatives_as_torchs(name):
+    fn, shapes, (low, high) = CASES[name]
+    values = arrays(*shapes, low=low, high=high, seed=len(name))
+    assert_first_and_second_as_torchs(fn, values, arrays(*shapes, low=-1, high=1, seed=1))
+
+
+def test_dropout_second_derivative_is_the_mask_of_the_first():
+    """Dropout's mask cannot be drawn as torch's: its first and second derivatives through
+    x^3 are 3 x^2 m and 6 x m g with the mask m it drew (0 or 1 / (1 - p))."""
+    x = tricycle.tensor(arrays((4, 5), low=-1, high=1)[0], requires_grad=True)
+    w = arrays((4, 5), seed=1)[0]
+    tricycle.manual_seed(0)
+    y = tricycle.nn.functional.dropout(x, 0.25)
+    mask = y.detach().numpy() / x.detach().numpy()
+    (g,) = tricycle.autograd.grad((y**3).sum(), x, create_graph=True)
+    (g * tricycle.tensor(w)).sum().backward()
+    a = x.detach().numpy()
+    assert set(np.round(np.unique(mask), 12)) <= {0.0, round(1 / 0.75, 12)}
+    np.testing.assert_allclose(g.detach().numpy(), 3 * (a * mask) ** 2 * mask, rtol=1e-12)
+    np.testing.assert_allclose(x.grad.numpy(), 6 * a * mask**3 * w, rtol=1e-12)
+
+
+def test_every_rule_here_is_exercised(monkeypatch):
+    """Each rule of ``second_order_linear`` is met by one of the cases above."""
+    second_order_rules.rule_for(lambda d: d)  # (builds the tables)
+    used, rule_for = set(), second_order_rules.rule_for
+
+    def recording(fn):
+        used.add(getattr(fn, "__code__", None))
+        return rule_for(fn)
+
+    monkeypatch.setattr(second_order_rules, "rule_for", recording)
+    for fn, shapes, (low, high) in CASES.values():
+        first_and_second(tricycle, fn, arrays(*shapes, low=low, high=high), arrays(*shapes))
+    tricycle.manual_seed(0)
+    x = tricycle.ones(3, requires_grad=True)
+    tricycle.autograd.grad(
+        (tricycle.nn.functional.dropout(x, 0.5) ** 2).sum(), x, create_graph=True
+    )
+    keys = dict(second_order_linear.KEYS)
+    assert len(keys) == 6
+    assert not {name for name, key in keys.items() if key not in used}
+
+
+def layer_norm_walk(seen: list):
+    x = tricycle.tensor(arrays((3, 4), low=-1, high=1)[0], requires_grad=True)
+    w = tricycle.tensor(arrays((4,))[0], requires_grad=True)
+    y = (tricycle.nn.functional.layer_norm(x, (4,), w) ** 3).sum()
+    gx, gw = tricycle.autograd.grad(y, (x, w), create_graph=True)
+    seen.append(getattr(second_order_fused._last, "entry", None))
+    (gx.sum() + gw.sum()).backward()
+    return gx.detach().numpy(), x.grad.numpy()
+
+
+def test_the_rebuilt_ops_memo_is_per_thread_and_forgotten_after_the_walk():
+    """The gradients of a rebuilt op's inputs are kept only between its inputs' rules: when
+    the walk ends the memo (and the rebuilt graph it holds) is gone, and another thread's
+    walk has its own."""
+    seen = []
+    results = []
+    threads = [
+        threading.Thread(target=lambda: results.append(layer_norm_walk(seen))) for _ in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    mine = layer_norm_walk(seen)
+    assert seen == [None] * 5
+    assert getattr(second_order_fused._last, "entry", None) is None
+    assert len(results) == 4
+    for result in results:
+        for a, b in zip(result, mine):
+            np.testing.assert_array_equal(a, b)
