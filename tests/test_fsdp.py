@@ -20,6 +20,7 @@ import tricycle.distributed as dist
 import tricycle.nn as nn
 import tricycle.optim as optim
 from tests.test_distributed import AS_ROOT, mpiexec, needs_mpi
+from tricycle import backend
 from tricycle.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 from tricycle.distributed.fsdp import (
     CPUOffload,
@@ -223,6 +224,28 @@ def test_without_a_process_group():
     dist.destroy_process_group()
     with pytest.raises(RuntimeError, match="FullyShardedDataParallel: the default process group"):
         FSDP(Net())
+
+
+@pytest.mark.skipif(not backend.cupy_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("way", ["FULL_SHARD", "fully_shard"])
+def test_a_world_of_one_on_a_gpu_trains_as_on_the_host(way):
+    x, y = batch()
+    expected = train(wrapped(way), x, y)
+    dist.destroy_process_group()
+    dist.init_process_group("nccl")
+    manual_seed(0)
+    net = Net().to_gpu(0)
+    model = fully_shard(net) if way == "fully_shard" else FSDP(net)
+    opt = optim.AdamW(model.parameters(), lr=0.05, weight_decay=0.1)
+    losses = []
+    for _ in range(STEPS):
+        loss = nn.MSELoss()(model(Tensor(x).to_gpu(0)), Tensor(y).to_gpu(0))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss))
+    np.testing.assert_allclose(losses, expected, rtol=1e-4)
+    assert all(p.on_gpu for p in model.parameters())
 
 
 # ====================================================================== two ranks
