@@ -226,6 +226,23 @@ def test_products_and_einsum_as_torchs():
     }
 
 
+def test_a_second_derivative_counts_its_products_as_torchs():
+    rng = np.random.default_rng(7)
+    x, w1, w2 = (rng.normal(size=s).astype(np.float32) for s in ((4, 6), (6, 8), (8, 3)))
+
+    def run(lib, counter_class):
+        a, b = lib.tensor(w1, requires_grad=True), lib.tensor(w2, requires_grad=True)
+        with counter_class(display=False) as counter:
+            loss = (lib.tanh(lib.tensor(x) @ a) @ b).pow(2).sum()
+            (g,) = lib.autograd.grad(loss, a, create_graph=True)
+            g.pow(2).sum().backward()
+        return {str(k): v for k, v in counter.get_flop_counts()["Global"].items()}
+
+    ours = run(tricycle, FlopCounterMode)
+    assert ours == run(torch, torch_flop_counter.FlopCounterMode)
+    assert ours["aten.mm"] > 3 * 2 * 4 * 6 * 8
+
+
 def test_register_flop_formula_and_custom_mapping():
     from tricycle.tensor import Tensor
 

@@ -181,6 +181,9 @@ class FlopCounterMode:
         self.flop_counts.clear()
         self.parents, self._names, self._made, self._linear = {"Global"}, {}, {}, None
         hooks = importlib.import_module("tricycle.module_hooks")
+        # the second-order rules are found by running small ops once, on first use: before
+        # counting, so that a create_graph=True backward inside counts its own ops alone
+        importlib.import_module("tricycle.second_order_rules").rule_for(None)
         recorder = importlib.import_module("tricycle.profiler.recorder")  # to nest with it
         handles = (
             hooks.register_module_forward_pre_hook(self._enter_module),
@@ -215,14 +218,18 @@ class FlopCounterMode:
 
     # ------------------------------------------------------------------ modules
     def _name(self, module) -> str:
+        """A module's name, as torch's tracker names it: its class's when first met outside
+        a known module, else its parent's name, a dot and its attribute path."""
         names = self._names
-        if id(module) not in names:
-            names[id(module)] = (type(module).__name__, module)
-        name = names[id(module)][0]
-        for child_name, child in module.named_children():
-            if id(child) not in names:
-                names[id(child)] = (f"{name}.{child_name}", child)
-        return name
+        known = names.get(id(module))
+        if known is None:
+            known = names[id(module)] = [type(module).__name__, module, False]
+        if not known[2]:  # its children named once, from its own name
+            known[2] = True
+            for child_name, child in module.named_children():
+                if id(child) not in names:
+                    names[id(child)] = [f"{known[0]}.{child_name}", child, False]
+        return known[0]
 
     def _enter_module(self, module, args) -> None:
         self.parents.add(self._name(module))
@@ -282,9 +289,9 @@ class FlopCounterMode:
                     self._add(parents, *backward[i])
                 elif not done:  # one step for every input's gradient
                     done.append(True)
-                    if callable(backward):
-                        self._add(parents, node.name + "_backward",
-                                  backward(g, *node.args, out_val=None))  # fmt: skip
+                    if callable(backward):  # a user's formula, given the gradient first
+                        flops = backward(g, *node.args, out_val=None)
+                        self._add(parents, f"{node.name}_backward", flops)
                     else:
                         self._add(parents, *backward)
                 return back_fn(g)
@@ -303,9 +310,15 @@ def _counting_init(init):
     """``Node.__init__`` while a counter counts: ``init``, then the op counted."""
 
     def counting_init(
-        self, array, args=None, back_fns=None, requires_grad=None, is_batched=False,
-        name=None, dtype=None,
-    ):  # fmt: skip
+        self,
+        array,
+        args=None,
+        back_fns=None,
+        requires_grad=None,
+        is_batched=False,
+        name=None,
+        dtype=None,
+    ):
         init(self, array, args, back_fns, requires_grad, is_batched, name, dtype)
         counter = _active
         if args is not None and counter is not None:

@@ -4,6 +4,7 @@ of tricycle's ops each counts (``classify``: an op is known by its output's name
 inputs' shapes)."""
 
 import math
+import re
 
 from tricycle.einsum import Subscript
 from tricycle.graph import Node
@@ -12,6 +13,7 @@ MM, ADDMM, BMM = "aten.mm", "aten.addmm", "aten.bmm"
 CONV, CONV_BACKWARD = "aten.convolution", "aten.convolution_backward"
 SDPA = "aten._scaled_dot_product_flash_attention"
 SDPA_BACKWARD = "aten._scaled_dot_product_flash_attention_backward"
+_CONVOLUTION = re.compile(r"conv(_transpose)?[123]d")  # the names of tricycle's convolutions
 
 
 # ---------------------------------------------------------------------- torch's formulas
@@ -130,9 +132,10 @@ def _conv(node: Node, args: tuple, transposed: bool):
 
 
 def _heads(shape) -> tuple:
-    """An attention operand's shape as (batch, heads, tokens, features)."""
-    return (1,) * (4 - len(shape)) + tuple(shape) if len(shape) <= 4 else (
-        math.prod(shape[:-3]), *shape[-3:])  # fmt: skip
+    """An attention operand's shape (..., tokens, features) as (batch, heads, tokens,
+    features): the leading axes all batch but the last, the heads."""
+    shape = (1, 1, *shape)[-max(4, len(shape)) :]
+    return (math.prod(shape[:-3]), *shape[-3:])
 
 
 def _sdpa(args: tuple):
@@ -162,7 +165,7 @@ def classify(node: Node, name: str, args: tuple, registry: dict):
         return _einsum(node, args, name[7:])
     if name == "matmul":
         return _matmul(node, args)
-    if name.startswith("conv") and name.endswith("d"):
+    if _CONVOLUTION.fullmatch(name):
         return _conv(node, args, name.startswith("conv_transpose"))
     if name == "sdpa":
         return _sdpa(args)
