@@ -17,9 +17,15 @@ from tests.test_double_backward import (
     assert_first_and_second_as_torchs,
     first_and_second,
 )
-from tricycle import second_order_fused, second_order_linear, second_order_rules
+from tricycle import (
+    second_order_fused,
+    second_order_linear,
+    second_order_losses,
+    second_order_rules,
+)
 
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.filterwarnings("ignore:reduction. .mean. divides:UserWarning")  # kl_div
 
 
 def lib_of(x):
@@ -81,6 +87,150 @@ CASES = {
 }
 
 
+def probabilities(x):
+    return lib_of(x).sigmoid(x)
+
+
+def reductions(loss):
+    """``loss(reduction)`` for each reduction, the "none" one weighted, added up."""
+    return lambda *xs: sum(
+        (loss(*xs, reduction=r) * (1.0 if r != "none" else 0.5)).sum() * (k + 1)
+        for k, r in enumerate(("mean", "sum", "none"))
+    )
+
+
+LABELS = [0, 2, 1, 2]
+
+
+def class_weights(x):  # (torch differentiates no class weights)
+    return lib_of(x).tensor(np.array([0.5, 2.0, 1.5]))
+
+
+LOSSES = {
+    "l1_loss": (
+        reductions(lambda x, y, reduction: F_of(x).l1_loss(x * x, y, reduction=reduction) ** 2),
+        [(4, 3), (4, 3)],
+    ),
+    "smooth_l1_loss": (
+        reductions(
+            lambda x, y, reduction: (
+                F_of(x).smooth_l1_loss(x * y, y, reduction=reduction, beta=0.5) ** 2
+                + F_of(x).smooth_l1_loss(x, y * y, reduction=reduction, beta=0.0)
+            )
+        ),
+        [(4, 3), (4, 3)],
+    ),
+    "huber_loss": (
+        reductions(
+            lambda x, y, reduction: (
+                F_of(x).huber_loss(x * y, y, reduction=reduction, delta=0.4) ** 2
+            )
+        ),
+        [(4, 3), (4, 3)],
+    ),
+    "binary_cross_entropy": (
+        reductions(
+            lambda x, y, reduction: (
+                F_of(x).binary_cross_entropy(
+                    probabilities(x), probabilities(y), reduction=reduction
+                )
+                ** 2
+                + F_of(x).binary_cross_entropy(
+                    probabilities(x * y),
+                    probabilities(x),
+                    lib_of(x).tensor(np.arange(1.0, 4.0)),
+                    reduction=reduction,
+                )
+            )
+        ),
+        [(4, 3), (4, 3)],
+    ),
+    "binary_cross_entropy_with_logits": (
+        reductions(
+            lambda x, y, reduction: (
+                F_of(x).binary_cross_entropy_with_logits(
+                    x * 2,
+                    probabilities(y),
+                    reduction=reduction,
+                    pos_weight=lib_of(x).tensor([0.5, 2.0, 1.5]),
+                )
+                ** 2
+                + F_of(x).binary_cross_entropy_with_logits(
+                    x,
+                    probabilities(x * y),
+                    lib_of(x).tensor(np.arange(1.0, 4.0)),
+                    reduction=reduction,
+                )
+            )
+        ),
+        [(4, 3), (4, 3)],
+    ),
+    "kl_div": (
+        reductions(
+            lambda x, y, reduction: (
+                F_of(x).kl_div(
+                    F_of(x).log_softmax(x, -1), F_of(x).softmax(y, -1), reduction=reduction
+                )
+                ** 2
+                + F_of(x).kl_div(
+                    x * y, F_of(x).log_softmax(y, -1), reduction=reduction, log_target=True
+                )
+            )
+        ),
+        [(4, 3), (4, 3)],
+    ),
+    "kl_div_batchmean": (
+        lambda x, y: (
+            F_of(x).kl_div(
+                F_of(x).log_softmax(x * y, -1), F_of(x).softmax(y, -1), reduction="batchmean"
+            )
+            ** 2
+        ),
+        [(4, 3), (4, 3)],
+    ),
+    "nll_loss": (
+        reductions(
+            lambda x, w, reduction: (
+                F_of(x).nll_loss(
+                    F_of(x).log_softmax(x * x, 1), ids(x, [0, 2, -100, 1]), reduction=reduction
+                )
+                ** 2
+                + F_of(x).nll_loss(x * w, ids(x, LABELS), class_weights(x), reduction=reduction)
+            )
+        ),
+        [(4, 3), (3,)],
+    ),
+    "cross_entropy": (
+        reductions(
+            lambda x, w, reduction: (
+                F_of(x).cross_entropy(
+                    x * x,
+                    ids(x, LABELS),
+                    class_weights(x),
+                    reduction=reduction,
+                    label_smoothing=0.2,
+                )
+                ** 2
+                + F_of(x).cross_entropy(x * x, ids(x, [1, -100, 0, 2]), reduction=reduction) ** 2
+                + F_of(x).cross_entropy(
+                    x * w, F_of(x).softmax(x, 1), reduction=reduction, label_smoothing=0.1
+                )
+                ** 2
+            )
+        ),
+        [(4, 3), (3,)],
+    ),
+    "cross_entropy_spatial": (
+        lambda x: (
+            F_of(x).cross_entropy(x * x, ids(x, [[0, 2], [1, 1]]), label_smoothing=0.1) ** 2
+            + F_of(x).cross_entropy(x * x, ids(x, [[0, 2], [1, 1]])) ** 2
+        ),
+        [(2, 3, 2)],
+    ),
+}
+CASES.update({name: (fn, shapes, (-1, 1)) for name, (fn, shapes) in LOSSES.items()})
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_first_and_second_derivatives_as_torchs(name):
     fn, shapes, (low, high) = CASES[name]
@@ -105,7 +255,8 @@ def test_dropout_second_derivative_is_the_mask_of_the_first():
 
 
 def test_every_rule_here_is_exercised(monkeypatch):
-    """Each rule of ``second_order_linear`` is met by one of the cases above."""
+    """Each rule of ``second_order_linear`` and ``second_order_losses`` (and each loss's
+    slope) is met by one of the cases above."""
     second_order_rules.rule_for(lambda d: d)  # (builds the tables)
     used, rule_for = set(), second_order_rules.rule_for
 
@@ -114,6 +265,10 @@ def test_every_rule_here_is_exercised(monkeypatch):
         return rule_for(fn)
 
     monkeypatch.setattr(second_order_rules, "rule_for", recording)
+    for name, slope in second_order_losses.SLOPES.items():
+        monkeypatch.setitem(
+            second_order_losses.SLOPES, name, lambda *a, _s=slope, _n=name: used.add(_n) or _s(*a)
+        )
     for fn, shapes, (low, high) in CASES.values():
         first_and_second(tricycle, fn, arrays(*shapes, low=low, high=high), arrays(*shapes))
     tricycle.manual_seed(0)
@@ -121,8 +276,9 @@ def test_every_rule_here_is_exercised(monkeypatch):
     tricycle.autograd.grad(
         (tricycle.nn.functional.dropout(x, 0.5) ** 2).sum(), x, create_graph=True
     )
-    keys = dict(second_order_linear.KEYS)
-    assert len(keys) == 6
+    keys = dict(second_order_linear.KEYS, **second_order_losses.KEYS)
+    keys.update({name: name for name in second_order_losses.SLOPES})
+    assert len(keys) == 6 + 1 + 7
     assert not {name for name, key in keys.items() if key not in used}
 
 

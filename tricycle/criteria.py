@@ -144,7 +144,8 @@ class BCEWithLogits:
             losses,
             self.reduction,
             (y_pred, y_true),
-            (lambda dl: dl * dz, lambda dl: dl * dy),
+            # (``p`` kept as a default: the second derivative reads it)
+            (lambda dl, p=p: dl * dz, lambda dl: dl * dy),
         )
 
 
@@ -237,7 +238,8 @@ class KLDiv:
             losses,
             reduction,
             (y_pred, y_true),
-            (lambda dl: dl * d_log_q, lambda dl: dl * d_target),
+            # (``log_target`` kept as a default: the second derivative reads it)
+            (lambda dl, log_target=self.log_target: dl * d_log_q, lambda dl: dl * d_target),
             count=count,
         )
 

@@ -147,5 +147,6 @@ def _elementwise(op: str, name: str, y_true, y_pred, reduction: str, forward: Ca
         losses,
         reduction,
         (y_pred, y_true),
-        (lambda dl: dl * slope, lambda dl: -(dl * slope)),
+        # (``forward`` kept as a default: the second derivative reads its constants)
+        (lambda dl, forward=forward: dl * slope, lambda dl: -(dl * slope)),
     )

@@ -12,7 +12,7 @@ import importlib
 
 import numpy as np
 
-from tricycle import second_order_fused, second_order_linear
+from tricycle import second_order_fused, second_order_linear, second_order_losses
 from tricycle.second_order_base import cell, constant, linear
 
 FUSED: dict = {}  # code of a fused op's shared backward -> rule(node, backward, i, g)
@@ -193,6 +193,7 @@ def rules() -> dict:
     FUSED.update(rebuilt)
     table.update(rebuilt_plain)
     table.update(second_order_linear.rules(t))  # linear backwards: cumsum, sort, pools, ...
+    table.update(second_order_losses.rules(t))  # the losses of loss_reduction.reduced
     return table
 
 

@@ -98,7 +98,7 @@ class BCELoss(Layer):
             losses,
             self.reduction,
             (probs, target),
-            (lambda dl: dl * dx, lambda dl: dl * dy),
+            (lambda dl, w=w: dl * dx, lambda dl: dl * dy),  # (w: for the second derivative)
         )
 
     def __repr__(self) -> str:
