@@ -44,7 +44,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "sort": ("tricycle.torch_functions_more", "sort"),
     "range": ("tricycle.torch_functions_more", "inclusive_range"),  # torch's, end included
     "square": ("tricycle.torch_functions_more", "square"),
-    "neg": ("tricycle.torch_functions_more", "neg"),
+    "neg": ("tricycle.complex_functions", "neg"),
     "Accelerator": ("tricycle.apps.accelerator", "Accelerator"),
     "Einsum": ("tricycle.einsum", "Einsum"),
     "GeLU": ("tricycle.activation", "GeLU"),
@@ -55,15 +55,15 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "Softmax": ("tricycle.functions", "Softmax"),
     "Swish": ("tricycle.activation", "Swish"),
     "Tensor": ("tricycle.tensor", "Tensor"),
-    "abs": ("tricycle.unary", "abs"),
+    "abs": ("tricycle.complex_functions", "abs"),
     "arange": ("tricycle.factories", "arange"),
-    "cat": ("tricycle.ops", "cat"),
+    "cat": ("tricycle.complex_functions", "cat"),
     "checks_pending": ("tricycle.backends.cuda.deferred", "checks_pending"),
     "clip": ("tricycle.unary", "clip"),
-    "concatenate": ("tricycle.ops", "concatenate"),
+    "concatenate": ("tricycle.complex_functions", "concatenate"),
     "cos": ("tricycle.unary", "cos"),
-    "einsum": ("tricycle.einsum", "einsum"),
-    "exp": ("tricycle.unary", "exp"),
+    "einsum": ("tricycle.complex_functions", "einsum"),
+    "exp": ("tricycle.complex_functions", "exp"),
     "expand_dims": ("tricycle.ops", "expand_dims"),
     "empty_like": ("tricycle.factories", "empty_like"),
     # comparisons, bitwise ops, torch.cross, torch.svd and meshgrid (torch_functions_more)
@@ -133,13 +133,13 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "randn": ("tricycle.factories", "randn"),
     "randn_like": ("tricycle.factories", "randn_like"),
     "repeat": ("tricycle.ops", "repeat"),
-    "reshape": ("tricycle.ops", "reshape"),
+    "reshape": ("tricycle.complex_functions", "reshape"),
     "sigmoid": ("tricycle.unary", "sigmoid"),
     "sin": ("tricycle.unary", "sin"),
     "split": ("tricycle.ops", "split"),
     "sqrt": ("tricycle.unary", "sqrt"),
     "rsqrt": ("tricycle.torch_math", "rsqrt"),
-    "stack": ("tricycle.ops", "stack"),
+    "stack": ("tricycle.complex_functions", "stack"),
     "sum": ("tricycle.torch_math", "sum"),  # Tensor.sum's: numpy's axis or torch's dim
     "swapaxes": ("tricycle.ops", "swapaxes"),
     "tanh": ("tricycle.unary", "tanh"),
@@ -151,7 +151,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "set_printoptions": ("tricycle.torch_functions_more", "set_printoptions"),
     "tril": ("tricycle.factories", "tril"),
     "triu": ("tricycle.factories", "triu"),
-    "where": ("tricycle.torch_functions", "where"),
+    "where": ("tricycle.complex_functions", "where"),
     "zeros": ("tricycle.factories", "zeros"),
     "zeros_like": ("tricycle.factories", "zeros_like"),
     "softmax": ("tricycle.nn.functional", "softmax"),
@@ -383,9 +383,11 @@ _BY_MODULE: dict[str, str] = {
     "tricycle.torch_construction": "diagflat diag_embed block_diag kron tensordot vander "
     "cartesian_prod combinations empty_strided",
     "tricycle.torch_pointwise": "exp2 expm1 frac fix sgn signbit deg2rad rad2deg logit sinc frexp "
-    "angle conj real imag xlogy heaviside atan2 arctan2 hypot logaddexp logaddexp2 copysign "
+    "xlogy heaviside atan2 arctan2 hypot logaddexp logaddexp2 copysign "
     "ldexp float_power fmax fmin lerp addcmul addcdiv",
     "tricycle.complex_tensor": "complex polar view_as_real view_as_complex",
+    # complex tensors to complex_tensor's ops, real ones to the real functions
+    "tricycle.complex_functions": "angle conj conj_physical real imag negative clone",
     "tricycle.torch_special": "erf erfc erfinv lgamma digamma polygamma mvlgamma i0",
     "tricycle.special_more": "igamma igammac",
     "tricycle.torch_numeric": "gradient binomial poisson frobenius_norm nuclear_norm nextafter",
@@ -407,8 +409,8 @@ _BY_MODULE: dict[str, str] = {
     "tricycle.nn.recurrent_functions": "rnn_tanh rnn_relu lstm gru rnn_tanh_cell rnn_relu_cell "
     "lstm_cell gru_cell",
     "tricycle.torch_arith": "acosh asinh atanh arccosh arcsinh arctanh gcd lcm floor_divide "
-    "reciprocal rsub positive negative greater greater_equal less less_equal not_equal addr ger "
-    "clone detach t fill zero_",
+    "reciprocal rsub positive greater greater_equal less less_equal not_equal addr ger "
+    "detach t fill zero_",
     "tricycle.torch_put": "take put index_put index_reduce unravel_index histogramdd",
     "tricycle.torch_windows": "logspace hann_window hamming_window blackman_window "
     "bartlett_window kaiser_window scalar_tensor asarray frombuffer",

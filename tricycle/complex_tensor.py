@@ -19,12 +19,17 @@ transforms of ``tricycle.fft``.
 """
 
 import numbers
+import warnings
 
 import numpy as np
 
 from tricycle import binary, ops, unary
 from tricycle.tensor import Tensor
 
+# the casts a user asks for by name: torch keeps the real part there (and warns)
+_EXPLICIT_CASTS = frozenset(
+    "to type type_as float double half bfloat16 long int short char byte bool".split()
+)
 _COMPLEX_OF = {np.dtype(np.float32): np.complex64, np.dtype(np.float64): np.complex128}
 
 
@@ -279,8 +284,16 @@ class ComplexTensor(Tensor):
     __lt__, __le__ = _refuse_order("<"), _refuse_order("<=")
     __gt__, __ge__ = _refuse_order(">"), _refuse_order(">=")
     __hash__ = Tensor.__hash__
-    add = __add__
-    sub = subtract = __sub__
+
+    def add(self, other, *, alpha=1):
+        """torch.Tensor.add: self + alpha * other."""
+        return _plus(self, other if alpha == 1 else other * alpha, 1)
+
+    def sub(self, other, *, alpha=1):
+        """torch.Tensor.sub: self - alpha * other."""
+        return _plus(self, other if alpha == 1 else other * alpha, -1)
+
+    subtract = sub
     mul = multiply = __mul__
     div = divide = __truediv__
     matmul = mm = __matmul__
@@ -291,6 +304,25 @@ class ComplexTensor(Tensor):
 
     def resolve_conj(self):
         return self
+
+    def clone(self, memory_format=None):
+        return linear(self, lambda x: x.clone())
+
+    def _cast(self, op: str, dtype):
+        """This tensor in ``dtype``: another complex dtype keeps both parts; an explicit cast
+        to a real dtype (``to``, ``float``, ``type`` ...) keeps the real part with torch's
+        warning, its gradient real; any other op's cast of a complex tensor is refused."""
+        dtype = np.dtype(dtype)
+        if dtype == self.dtype:
+            return self
+        if dtype.kind == "c":
+            return result(self.array.astype(dtype), (self,),
+                          (lambda g: g.astype(self.dtype, copy=False),), op)  # fmt: skip
+        if op.rpartition(".")[2] not in _EXPLICIT_CASTS:
+            raise TypeError(f"{op}: does not take complex tensors (dtype {self.dtype})")
+        warnings.warn("Casting complex values to real discards the imaginary part", UserWarning,
+                      stacklevel=3)  # fmt: skip
+        return real(self)._cast(op, dtype)
 
     def is_complex(self) -> bool:
         return True

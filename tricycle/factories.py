@@ -68,7 +68,7 @@ def _dtype(op: str, dtype, default) -> np.dtype:
 def _make(op: str, array: np.ndarray, requires_grad: bool, device) -> Tensor:
     """A leaf Tensor of a host ``array`` placed on ``device``."""
     checks.boolean(op, "requires_grad", requires_grad)
-    if requires_grad and not is_float(array.dtype):
+    if requires_grad and not is_float(array.dtype) and array.dtype.kind != "c":
         raise TypeError(
             f"{op}: only floating tensors can require gradients, got dtype {array.dtype}"
         )
@@ -205,7 +205,13 @@ def randn(
 
 def _random_floats(op: str, method: str, shape, dtype, requires_grad, device, generator) -> Tensor:
     """Floats drawn by the generator's ``method`` (``random``, ``standard_normal``), which
-    makes float32 or float64: other float dtypes are drawn in float32 and converted."""
+    makes float32 or float64: other float dtypes are drawn in float32 and converted. A complex
+    dtype (``randn`` only) draws its two parts, each of variance 1/2, as torch's."""
+    if method == "standard_normal" and dtype is not None and np.dtype(dtype).kind == "c":
+        part = np.float32 if np.dtype(dtype) == np.complex64 else np.float64
+        pairs = _random_floats(op, method, (*shape, 2), part, False, "cpu", generator).array
+        array = (pairs * np.sqrt(0.5, dtype=part)).view(dtype)[..., 0]
+        return _make(op, array, requires_grad, device)
     dtype = _float_dtype(op, dtype)
     draw = dtype if dtype in (np.float32, np.float64) else np.float32
     rng = tricycle_random.given_or_ours(op, generator)

@@ -1,0 +1,102 @@
+"""torch's top-level functions (``tricycle.cat``, ``tricycle.exp``, ``tricycle.where`` ...) on
+complex tensors as well as real ones.
+
+Each name here is the real function it wraps (``functools.wraps``: its signature, its doc),
+with one check in front: a complex operand goes to ``tricycle.complex_tensor``'s op, anything
+else to the real function untouched. Only the top-level name pays that check; the ops that
+the library calls inside (``ops.concatenate``, ``unary.exp`` ...) and the Tensor methods (a
+``ComplexTensor`` has its own) pay nothing. The functions that call a method of their input
+(``tricycle.sum``, ``mean``, ``flatten``, ``add``, ``mul``, ``matmul``, ``square``) need no
+wrapper: the complex tensor's method answers.
+"""
+
+import functools
+
+from tricycle import complex_tensor as C
+from tricycle import einsum as einsum_module
+from tricycle import ops, torch_arith, torch_functions, torch_functions_more, torch_pointwise, unary
+from tricycle.complex_tensor import ComplexTensor
+
+
+def _of_input(real_fn, complex_fn):
+    """``real_fn``, but ``complex_fn`` when its first argument is a complex tensor."""
+
+    @functools.wraps(real_fn)
+    def routed(input, *args, **kwargs):  # noqa: A002 - torch's name
+        if isinstance(input, ComplexTensor):
+            return complex_fn(input, *args, **kwargs)
+        return real_fn(input, *args, **kwargs)
+
+    return routed
+
+
+def _of_any(real_fn, complex_fn, operands):
+    """``real_fn``, but ``complex_fn`` when any of ``operands(args)`` is a complex tensor."""
+
+    @functools.wraps(real_fn)
+    def routed(*args, **kwargs):
+        if any(isinstance(x, ComplexTensor) for x in operands(*args, **kwargs)):
+            return complex_fn(*args, **kwargs)
+        return real_fn(*args, **kwargs)
+
+    return routed
+
+
+def _cat(tensors, dim=0, *, axis=None, out=None):
+    torch_functions.no_out("cat", out)
+    return C.cat(tensors, dim if axis is None else axis)
+
+
+def _stack(tensors, dim=0, *, axis=None, out=None):
+    torch_functions.no_out("stack", out)
+    return C.stack(tensors, dim if axis is None else axis)
+
+
+def _where(condition, input=None, other=None, *, out=None):  # noqa: A002 - torch's names
+    """input where condition holds, else other: the parts chosen apart (a real operand's
+    imaginary part 0, a number's its own)."""
+    torch_functions.no_out("where", out)
+    (ar, ai), (br, bi) = C.parts(input), C.parts(other)
+    re = ops.where(condition, ar, br)
+    if ai is None and bi is None:
+        return re
+    return C.complex(re, ops.where(condition, 0.0 if ai is None else ai, 0.0 if bi is None else bi))
+
+
+def _sequence(tensors, *args, **kwargs):
+    return tensors
+
+
+def _einsum_operands(subscripts, *operands):
+    return operands[0] if len(operands) == 1 and isinstance(operands[0], list | tuple) else operands
+
+
+def _values_of_where(condition, input=None, other=None, **_):  # noqa: A002 - torch's names
+    return input, other
+
+
+def _clone(z, *, memory_format=None):
+    return C.linear(z, lambda part: part.clone())
+
+
+cat = _of_any(ops.cat, _cat, _sequence)
+concatenate = _of_any(ops.concatenate, _cat, _sequence)
+stack = _of_any(ops.stack, _stack, _sequence)
+einsum = _of_any(einsum_module.einsum, C.einsum, _einsum_operands)
+where = _of_any(torch_functions.where, _where, _values_of_where)
+exp = _of_input(unary.exp, C.exp)
+abs = _of_input(unary.abs, C.abs)  # noqa: A001 - torch's name
+angle = _of_input(torch_pointwise.angle, C.angle)
+conj = _of_input(torch_pointwise.conj, C.conj)
+conj_physical = conj
+real = _of_input(torch_pointwise.real, C.real)
+imag = _of_input(torch_pointwise.imag, C.imag)
+reshape = _of_input(ops.reshape, lambda z, *shape: z.reshape(*shape))
+neg = _of_input(torch_functions_more.neg, lambda z: -z)
+negative = _of_input(torch_arith.negative, lambda z: -z)
+clone = _of_input(torch_arith.clone, _clone)
+
+__all__ = [
+    "abs", "angle", "cat", "clone", "concatenate", "conj", "conj_physical", "einsum", "exp",
+    "imag", "neg", "negative", "real", "reshape", "stack", "where",
+]  # fmt: skip
