@@ -220,6 +220,25 @@ def test_bad_fully_shard_calls_are_refused():
     FSDP(Net(), cpu_offload=CPUOffload(offload_params=True))  # on the host: honoured as is
 
 
+def test_reduce_scatter_in_a_world_of_one():
+    world = world_module.init()
+    for mean in (False, True):  # one rank's block is the whole, its sum and its mean
+        got = world.reduce_scatter(sent(0, np.float32).reshape(2, 3), mean=mean)
+        np.testing.assert_array_equal(got, sent(0, np.float32))
+    mine = Tensor(np.zeros(6, np.float32))
+    dist.reduce_scatter_tensor(mine, Tensor(sent(0, np.float32)), op=dist.ReduceOp.MIN)
+    dist.reduce_scatter(mine, [Tensor(sent(0, np.float32))])
+    dist.all_gather_into_tensor(both := Tensor(np.zeros((1, 6), np.float32)), mine)
+    np.testing.assert_array_equal(both.numpy()[0], sent(0, np.float32))
+    with pytest.raises(ValueError, match="reduce_scatter_tensor: input is"):
+        dist.reduce_scatter_tensor(Tensor(np.zeros(4)), Tensor(np.zeros(6)))
+    with pytest.raises(TypeError, match="reduce_scatter_tensor: ReduceOp.AVG"):
+        dist.reduce_scatter_tensor(Tensor(np.zeros(6, np.int64)), Tensor(np.zeros(6, np.int64)),
+                                   op=dist.ReduceOp.AVG)  # fmt: skip
+    with pytest.raises(ValueError, match="reduce_scatter: input_list must be a list of"):
+        dist.reduce_scatter(mine, [mine, mine])
+
+
 def test_without_a_process_group():
     dist.destroy_process_group()
     with pytest.raises(RuntimeError, match="FullyShardedDataParallel: the default process group"):
@@ -277,6 +296,43 @@ def test_two_ranks_take_the_steps_of_one_process_on_the_whole_batch(tmp_path):
                 np.testing.assert_allclose(seen["state"][rank][name], value, rtol=2e-5,
                                            atol=2e-6, err_msg=f"{way} {name}")  # fmt: skip
     assert got["NO_SHARD"]["held"] == [sum(v.size for v in expected.values())] * 2
+    both = [sent(r, np.float64) for r in range(2)]
+    for rank, seen in enumerate(got["collectives"]):  # reduce-scatter: all-reduce's block
+        for key, value in seen.items():
+            if isinstance(key, tuple):
+                scattered, reduced = value
+                assert scattered.dtype == np.dtype(key[0]) and scattered.shape == (3,), key
+                np.testing.assert_allclose(scattered, reduced, rtol=1e-3, err_msg=str(key))
+        block = slice(3 * rank, 3 * rank + 3)
+        np.testing.assert_allclose(seen["tensor"], (both[0] + both[1])[block] / 2, rtol=1e-6)
+        np.testing.assert_allclose(seen["max"], np.maximum(both[0], both[1])[block], rtol=1e-6)
+        np.testing.assert_allclose(seen["gathered"], [both[0][:3], both[1][:3]], rtol=1e-6)
+
+
+def sent(rank: int, dtype) -> np.ndarray:
+    """What rank ``rank`` sends to a reduce-scatter: 2 blocks of 3 values."""
+    return (np.arange(6) * (rank + 1) + 0.5 * rank).astype(dtype)
+
+
+def collectives(rank: int) -> dict:
+    """The World's reduce-scatter beside its all-reduce and torch's calls, on this rank."""
+    world = world_module.init()
+    out = {}
+    for dtype in (np.float32, np.float64, np.float16, np.int64):
+        for mean in (False, True) if dtype != np.int64 else (False,):
+            got = world.reduce_scatter(sent(rank, dtype).reshape(2, 3), mean=mean)
+            whole = world.all_reduce(sent(rank, dtype).astype(np.float64), mean=mean)
+            out[np.dtype(dtype).name, mean] = (got, whole[3 * rank : 3 * rank + 3])
+    mine = Tensor(np.zeros(3, np.float32))
+    dist.reduce_scatter_tensor(mine, Tensor(sent(rank, np.float32)), op=dist.ReduceOp.AVG)
+    out["tensor"] = mine.numpy().copy()
+    parts = [Tensor(block) for block in sent(rank, np.float32).reshape(2, 3)]
+    dist.reduce_scatter(mine, parts, op=dist.ReduceOp.MAX)
+    out["max"] = mine.numpy().copy()
+    both = Tensor(np.zeros((2, 3), np.float32))
+    dist.all_gather_into_tensor(both, Tensor(sent(rank, np.float32)[:3]))
+    out["gathered"] = both.numpy().copy()
+    return out
 
 
 def ranks(out: str) -> None:
@@ -295,12 +351,14 @@ def ranks(out: str) -> None:
         else:
             state = model.state_dict()
         seen[way] = {"held": held, "losses": losses, "state": state}
+    seen["collectives"] = collectives(rank)
     everything = [None, None]
     dist.all_gather_object(everything, seen)
     if rank == 0:
         merged = {}
         for way in WAYS:
             merged[way] = {k: [s[way][k] for s in everything] for k in ("held", "losses", "state")}
+        merged["collectives"] = [s["collectives"] for s in everything]
         Path(out).write_bytes(pickle.dumps(merged))
     dist.barrier()
     dist.destroy_process_group()

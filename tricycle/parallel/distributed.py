@@ -363,6 +363,46 @@ class World:
         )
         return receive
 
+    def start_reduce_scatter(self, send, receive, mean: bool = False):
+        """Start writing into ``receive`` (contiguous, ``send.size // world_size`` values)
+        this rank's block of the sum (or, with ``mean``, the mean) over the ranks of
+        ``send`` (contiguous; rank r's block is ``send``'s r-th slice of that size): MPI's
+        reduce-scatter on host arrays, NCCL's on GPU arrays. Returns a request for
+        ``wait``; neither array may be touched until then."""
+        if not (_contiguous(send) and _contiguous(receive)):
+            raise DistributedError(
+                f"reduce_scatter: the arrays (shapes {send.shape}, {receive.shape}) must be "
+                "contiguous"
+            )
+        if send.size != receive.size * self.world_size or send.dtype != receive.dtype:
+            raise DistributedError(
+                f"reduce_scatter: {send.size} values of {send.dtype} sent by each of "
+                f"{self.world_size} ranks into {receive.size} of {receive.dtype}; expected "
+                f"world_size * receive.size of receive's dtype"
+            )
+        if mean and send.dtype.kind != "f" and send.dtype.name != "bfloat16":
+            raise DistributedError(
+                f"reduce_scatter: the mean of an array of dtype {send.dtype}; pass a float array"
+            )
+        return self._engine(send).reduce_scatter(send, receive, mean)
+
+    def reduce_scatter(self, array, mean: bool = False):
+        """This rank's block of the sum (or mean) over the ranks of ``array`` (numpy or cupy,
+        its size a multiple of ``world_size``; rank r gets the r-th of ``world_size`` equal
+        blocks of it, flat): what an all-reduce then a slice gives, moving 1/world_size of
+        the data. ``array`` is left as it is."""
+        xp = backend.array_module(array)
+        send = xp.ascontiguousarray(array).reshape(-1)
+        if send.size % self.world_size:
+            raise DistributedError(
+                f"reduce_scatter: an array of {send.size} values (shape {array.shape}) does "
+                f"not split into {self.world_size} equal blocks; pad it to a multiple"
+            )
+        receive = xp.empty(send.size // self.world_size, dtype=send.dtype)
+        what = f"a reduce-scatter of {send.nbytes} bytes"
+        self.wait(self.start_reduce_scatter(send, receive, mean), what)
+        return receive
+
     def all_gather_object(self, obj) -> list:
         """Every rank's ``obj`` (picklable), as a list indexed by rank."""
         data = np.frombuffer(pickle.dumps(obj), dtype=np.uint8)

@@ -128,6 +128,10 @@ class _LocalEngine:
         receive[: send.size] = send
         return _Done()
 
+    def reduce_scatter(self, send, receive, mean: bool = False):
+        receive[...] = send  # one rank's block is the whole, its sum and mean itself
+        return _Done()
+
     def barrier(self):
         return _Done()
 
@@ -150,6 +154,19 @@ class _MPIEngine:
 
     def broadcast(self, array, root: int):
         return _HostRequest(self.comm.Ibcast(array, root=root))
+
+    def reduce_scatter(self, send, receive, mean: bool = False):
+        """MPI's reduce-scatter: ``receive`` (send.size / ranks values) gets this rank's
+        block of the sum (or mean) of every rank's ``send``."""
+        share = 1.0 / self.comm.Get_size() if mean else 1.0
+        wide = send.astype(np.float32) if send.dtype.itemsize == 2 else send  # as all_reduce
+        out = np.empty(receive.shape, np.float32) if wide is not send else receive
+        request = _HostRequest(self.comm.Ireduce_scatter_block(wide, out, op=self.MPI.SUM))
+        if out is not receive:
+            request.then = lambda: receive.__setitem__(..., out * share if mean else out)
+        elif mean:
+            request.then = lambda: np.multiply(receive, share, out=receive)
+        return request
 
     def all_gather(self, send, receive):
         return _HostRequest(self.comm.Iallgather(send, receive))
@@ -262,3 +279,16 @@ class _NCCLEngine:
             f"NCCL all-gather of {send.nbytes} bytes per rank",
             lambda stream: self.comm.allGather(send_ptr, receive_ptr, n, kind, stream),
         )
+
+    def reduce_scatter(self, send, receive, mean: bool = False):
+        n, kind = receive.size, self._type(send)
+        send_ptr, receive_ptr = send.data.ptr, receive.data.ptr
+        op = self.average if mean and self.average is not None else self.nccl.NCCL_SUM
+
+        def call(stream):
+            self.comm.reduceScatter(send_ptr, receive_ptr, n, kind, op, stream)
+            if mean and op == self.nccl.NCCL_SUM:  # an NCCL without ncclAvg: scale after
+                with self.stream:
+                    _scale(receive, 1.0 / self.ranks)
+
+        return self._run(f"NCCL reduce-scatter of {send.nbytes} bytes", call)

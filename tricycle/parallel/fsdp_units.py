@@ -15,8 +15,8 @@ tricycle's ops keep what backward needs in their closures, the views a forward u
 alive in its graph until backward reaches them, whichever strategy resharded the layers
 (``reshard`` puts the shard, or a ``Resharded`` marker, back in the layers' places): the
 gathered weights are freed when backward has used them, not re-gathered for it. Under
-``no_grad`` nothing holds them after ``reshard``. The reduce-scatter is an all-reduce of the
-padded gradient followed by this rank's slice (the World has no reduce-scatter of its own).
+``no_grad`` nothing holds them after ``reshard``. The reduce-scatter is the World's
+(``World.start_reduce_scatter``: MPI's or NCCL's), each rank receiving its block alone.
 """
 
 import math
@@ -122,11 +122,16 @@ class Shard:
             xp = shard.xp
             padded = xp.zeros(max(self.k * self.parts, 1), dtype=reduce_dtype or grad.dtype)
             padded[: self.total] = grad
-            if world.world_size > 1:
-                what = f"FSDP's reduce-scatter of {self.total} gradient values"
+            what = f"FSDP's reduce-scatter of {self.total} gradient values"
+            if world.world_size == 1:
+                mine = padded
+            elif self.parts == 1:  # NO_SHARD: every rank steps the whole
                 world.wait(world.start_all_reduce(padded, mean=True), what)
-            mine = padded[self.begin : self.begin + shard.array.size]
-            return mine.astype(shard.dtype).reshape(shard.shape)
+                mine = padded
+            else:
+                mine = xp.empty(self.k, dtype=padded.dtype)
+                world.wait(world.start_reduce_scatter(padded, mine, mean=True), what)
+            return mine[: shard.array.size].astype(shard.dtype).reshape(shard.shape)
 
         return shard.new(full, args=(shard,), back_fns=(reduce_scatter,), name="fsdp unshard")
 

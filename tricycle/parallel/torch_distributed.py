@@ -53,6 +53,7 @@ __all__ = [
     "Work",
     "all_gather",
     "all_gather_object",
+    "all_gather_into_tensor",
     "all_reduce",
     "barrier",
     "broadcast",
@@ -66,6 +67,8 @@ __all__ = [
     "init_process_group",
     "is_available",
     "is_initialized",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
 ]
 
 BACKENDS = ("nccl", "gloo", "mpi")
@@ -304,6 +307,78 @@ def all_gather(tensor_list: list, tensor: Tensor, group=None, async_op: bool = F
             )
     for out, row in zip(outs, world.all_gather(array)):
         out[...] = row
+    return _done(async_op)
+
+
+def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group=None,
+                           async_op: bool = False):  # fmt: skip
+    """Fill ``output_tensor`` (world_size times ``input_tensor``'s values: stacked on a first
+    dim, or concatenated along dim 0) with every rank's ``input_tensor``, rank order."""
+    owner = "all_gather_into_tensor"
+    world, out = _the_world(owner), _array(owner, "output_tensor", output_tensor)
+    array = _array(owner, "input_tensor", input_tensor)
+    _check_group(owner, group)
+    n = world.world_size
+    if out.size != n * array.size or out.dtype != array.dtype:
+        raise ValueError(
+            f"{owner}: output_tensor is {out.shape} {out.dtype}; expected {n} times the input's "
+            f"{array.shape} {array.dtype} values (({n}, *shape) or shape[0] * {n} rows)"
+        )
+    out[...] = world.all_gather(array).reshape(out.shape)
+    return _done(async_op)
+
+
+def reduce_scatter(output: Tensor, input_list: list, op: ReduceOp = ReduceOp.SUM, group=None,
+                   async_op: bool = False):  # fmt: skip
+    """Fill ``output`` with the ``op`` over the ranks of their ``input_list[rank]`` (a list
+    of ``world_size`` tensors of ``output``'s shape)."""
+    world = _the_world("reduce_scatter")
+    _check_list("reduce_scatter", "input_list", input_list, world)
+    out = _array("reduce_scatter", "output", output)
+    parts = [_array("reduce_scatter", f"input_list[{i}]", t) for i, t in enumerate(input_list)]
+    for i, part in enumerate(parts):
+        if part.shape != out.shape or part.dtype != out.dtype:
+            raise ValueError(
+                f"reduce_scatter: input_list[{i}] is {part.shape} {part.dtype}; expected "
+                f"output's {out.shape} {out.dtype}"
+            )
+    whole = array_module(out).stack(parts)
+    return _reduce_scatter("reduce_scatter", world, out, whole, op, group, async_op)
+
+
+def reduce_scatter_tensor(output: Tensor, input: Tensor, op: ReduceOp = ReduceOp.SUM,  # noqa: A002
+                          group=None, async_op: bool = False):  # fmt: skip
+    """Fill ``output`` with this rank's block of the ``op`` over the ranks of ``input``
+    (world_size blocks of ``output``'s values: ``(world_size, *shape)`` or ``shape[0] *
+    world_size`` rows): torch's reduce-scatter, 1/world_size of an all-reduce's traffic."""
+    owner = "reduce_scatter_tensor"
+    world, out = _the_world(owner), _array(owner, "output", output)
+    array = _array(owner, "input", input)
+    n = world.world_size
+    if array.size != n * out.size or array.dtype != out.dtype:
+        raise ValueError(
+            f"{owner}: input is {array.shape} {array.dtype}; expected {n} times output's "
+            f"{out.shape} {out.dtype} values"
+        )
+    return _reduce_scatter(owner, world, out, array, op, group, async_op)
+
+
+def _reduce_scatter(owner: str, world, out, whole, op, group, async_op: bool):
+    """``out[...]`` = this rank's block of ``op`` over the ranks of ``whole`` (world_size
+    blocks of ``out``'s size): SUM and AVG by the World's reduce-scatter, the others by a
+    gather (for metrics, as ``all_reduce``'s)."""
+    _check_group(owner, group)
+    if not isinstance(op, ReduceOp):
+        raise TypeError(f"{owner}: op must be a ReduceOp (SUM, AVG, PRODUCT, MIN, MAX), got {op!r}")
+    if op is ReduceOp.AVG and out.dtype.kind != "f" and out.dtype.name != "bfloat16":
+        raise TypeError(f"{owner}: ReduceOp.AVG of a tensor of dtype {out.dtype}; pass floats")
+    if op in (ReduceOp.SUM, ReduceOp.AVG):
+        mine = world.reduce_scatter(whole, mean=op is ReduceOp.AVG)
+    else:
+        reduce = {ReduceOp.PRODUCT: "prod", ReduceOp.MIN: "min", ReduceOp.MAX: "max"}[op]
+        stacked = world.all_gather(whole.reshape(world.world_size, -1))  # (ranks, blocks, m)
+        mine = getattr(stacked[:, world.rank], reduce)(axis=0)
+    out[...] = mine.reshape(out.shape)
     return _done(async_op)
 
 
