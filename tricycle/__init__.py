@@ -114,7 +114,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "full_like": ("tricycle.factories", "full_like"),
     "gradcheck": ("tricycle.gradcheck", "gradcheck"),
     "linspace": ("tricycle.factories", "linspace"),
-    "log": ("tricycle.unary", "log"),
+    "log": ("tricycle.complex_functions", "log"),
     "manual_seed": ("tricycle.random", "manual_seed"),
     "use_deterministic_algorithms": ("tricycle.random", "use_deterministic_algorithms"),
     "are_deterministic_algorithms_enabled": (
@@ -134,10 +134,10 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "randn_like": ("tricycle.factories", "randn_like"),
     "repeat": ("tricycle.ops", "repeat"),
     "reshape": ("tricycle.complex_functions", "reshape"),
-    "sigmoid": ("tricycle.unary", "sigmoid"),
+    "sigmoid": ("tricycle.complex_functions", "sigmoid"),
     "sin": ("tricycle.unary", "sin"),
     "split": ("tricycle.ops", "split"),
-    "sqrt": ("tricycle.unary", "sqrt"),
+    "sqrt": ("tricycle.complex_functions", "sqrt"),
     "rsqrt": ("tricycle.torch_math", "rsqrt"),
     "stack": ("tricycle.complex_functions", "stack"),
     "sum": ("tricycle.torch_math", "sum"),  # Tensor.sum's: numpy's axis or torch's dim
@@ -387,7 +387,7 @@ _BY_MODULE: dict[str, str] = {
     "ldexp float_power fmax fmin lerp addcmul addcdiv",
     "tricycle.complex_tensor": "complex polar view_as_real view_as_complex",
     # complex tensors to complex_tensor's ops, real ones to the real functions
-    "tricycle.complex_functions": "angle conj conj_physical real imag negative clone",
+    "tricycle.complex_functions": "angle conj conj_physical real imag negative clone reciprocal",
     "tricycle.torch_special": "erf erfc erfinv lgamma digamma polygamma mvlgamma i0",
     "tricycle.special_more": "igamma igammac",
     "tricycle.torch_numeric": "gradient binomial poisson frobenius_norm nuclear_norm nextafter",
@@ -409,7 +409,7 @@ _BY_MODULE: dict[str, str] = {
     "tricycle.nn.recurrent_functions": "rnn_tanh rnn_relu lstm gru rnn_tanh_cell rnn_relu_cell "
     "lstm_cell gru_cell",
     "tricycle.torch_arith": "acosh asinh atanh arccosh arcsinh arctanh gcd lcm floor_divide "
-    "reciprocal rsub positive greater greater_equal less less_equal not_equal addr ger "
+    "rsub positive greater greater_equal less less_equal not_equal addr ger "
     "detach t fill zero_",
     "tricycle.torch_put": "take put index_put index_reduce unravel_index histogramdd",
     "tricycle.torch_windows": "logspace hann_window hamming_window blackman_window "

@@ -144,6 +144,8 @@ def _walk(root, grad, retain_graph: bool, wanted: set | None) -> dict:
                     f"came back with shape {g_arg.shape}"
                 )
             if g_arg.dtype is not array.dtype and g_arg.dtype != array.dtype:
+                if array.dtype.kind == "c":  # a real op's real gradient: it read complex wrong
+                    raise _not_complex_aware(node, arg)
                 with np.errstate(over="ignore"):  # a scaled loss's inf: GradScaler's to find
                     g_arg = g_arg.astype(array.dtype)
             key = id(arg)
@@ -264,6 +266,16 @@ def _trace(node, traces: dict) -> Trace:
     if trace is None:
         trace = traces[id(node)] = Trace(node)
     return trace
+
+
+def _not_complex_aware(node, arg) -> TypeError:
+    """A complex input whose op sent back a real gradient: the op is not complex-aware (its
+    output was real, so ``complex_tensor.adopt`` could not refuse it in the forward)."""
+    return TypeError(
+        f"backward of {node.name or 'an op'} (output {node.dtype} of shape {node.shape}): its "
+        f"input is complex ({arg.dtype} of shape {arg.shape}) but the op is not complex-aware "
+        "(see tricycle.complex_tensor for the ops that are)"
+    )
 
 
 def _raise_nan(node, back_fn, arg):

@@ -95,8 +95,13 @@ reshape = _of_input(ops.reshape, lambda z, *shape: z.reshape(*shape))
 neg = _of_input(torch_functions_more.neg, lambda z: -z)
 negative = _of_input(torch_arith.negative, lambda z: -z)
 clone = _of_input(torch_arith.clone, _clone)
+sqrt = _of_input(unary.sqrt, C.sqrt)
+log = _of_input(unary.log, C.log)
+sigmoid = _of_input(unary.sigmoid, C.sigmoid)
+reciprocal = _of_input(torch_arith.reciprocal, C.reciprocal)
 
 __all__ = [
     "abs", "angle", "cat", "clone", "concatenate", "conj", "conj_physical", "einsum", "exp",
-    "imag", "neg", "negative", "real", "reshape", "stack", "where",
+    "imag", "log", "neg", "negative", "real", "reciprocal", "reshape", "sigmoid", "sqrt", "stack",
+    "where",
 ]  # fmt: skip

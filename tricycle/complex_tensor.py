@@ -196,6 +196,37 @@ def angle(z) -> "Tensor":
     return result(xp.angle(a).astype(a.real.dtype), (z,), (back,), "angle")
 
 
+def log(z) -> "Tensor":
+    """The principal logarithm: log|z| + i angle(z)."""
+    re, im = parts(z)
+    return unary.log(re) if im is None else complex(unary.log(abs(z)), angle(z))
+
+
+def pow(z, exponent) -> "Tensor":  # noqa: A001 - torch's name
+    """z ** p for a real number p (the principal branch): |z|^p (cos p angle + i sin p angle)."""
+    if not isinstance(exponent, numbers.Real) or isinstance(exponent, bool):
+        raise TypeError(f"pow: a complex tensor's exponent must be a real number here, got "
+                        f"{type(exponent).__name__}")  # fmt: skip
+    if z.dtype.kind != "c":
+        return z**exponent
+    return polar(abs(z) ** exponent, angle(z) * exponent)
+
+
+def sqrt(z) -> "Tensor":
+    """The principal square root."""
+    return pow(z, 0.5)
+
+
+def reciprocal(z) -> "Tensor":
+    """1 / z."""
+    return _quotient(1, z)
+
+
+def sigmoid(z) -> "Tensor":
+    """1 / (1 + e^-z)."""
+    return _quotient(1, _plus(1, exp(linear(z, lambda x: -x)), 1))
+
+
 def polar(abs, angle) -> "Tensor":  # noqa: A002 - torch's names
     """torch.polar: abs (cos angle + i sin angle)."""
     return complex(abs * unary.cos(angle), abs * unary.sin(angle))
@@ -250,6 +281,11 @@ def matmul(a, b) -> "Tensor":
     return _product(a, b, lambda x, y: x @ y)
 
 
+def _of_parts(method: str):
+    """The real method ``method`` applied to both parts (a real-linear one: reshape, sum...)."""
+    return lambda self, *args, **kwargs: linear(self, lambda x: getattr(x, method)(*args, **kwargs))
+
+
 def _refuse_order(symbol):
     def compare(self, other):
         raise TypeError(f"{symbol}: complex numbers have no order (torch's too)")
@@ -299,14 +335,13 @@ class ComplexTensor(Tensor):
     matmul = mm = __matmul__
     abs = absolute = abs
     exp, conj, conj_physical, angle = exp, conj, conj, angle
+    log, pow, sqrt, reciprocal, sigmoid = log, pow, sqrt, reciprocal, sigmoid
+    __pow__ = pow  # noqa: A003 - the class attribute above, torch's name
     real = property(real, doc="The real part.")
     imag = property(imag, doc="The imaginary part.")
 
     def resolve_conj(self):
         return self
-
-    def clone(self, memory_format=None):
-        return linear(self, lambda x: x.clone())
 
     def _cast(self, op: str, dtype):
         """This tensor in ``dtype``: another complex dtype keeps both parts; an explicit cast
@@ -333,31 +368,10 @@ class ComplexTensor(Tensor):
     def __getitem__(self, index):
         return linear(self, lambda x: x[index])
 
-    def reshape(self, *shape):
-        return linear(self, lambda x: x.reshape(*shape))
-
-    view = reshape
-
-    def flatten(self, *args, **kwargs):
-        return linear(self, lambda x: x.flatten(*args, **kwargs))
-
-    def permute(self, *dims):
-        return linear(self, lambda x: x.permute(*dims))
-
-    def transpose(self, *axes):
-        return linear(self, lambda x: x.transpose(*axes))
-
-    def unsqueeze(self, dim):
-        return linear(self, lambda x: x.unsqueeze(dim))
-
-    def squeeze(self, *args, **kwargs):
-        return linear(self, lambda x: x.squeeze(*args, **kwargs))
-
-    def sum(self, *args, **kwargs):
-        return linear(self, lambda x: x.sum(*args, **kwargs))
-
-    def mean(self, *args, **kwargs):
-        return linear(self, lambda x: x.mean(*args, **kwargs))
+    reshape = view = _of_parts("reshape")
+    flatten, permute, transpose = _of_parts("flatten"), _of_parts("permute"), _of_parts("transpose")
+    unsqueeze, squeeze = _of_parts("unsqueeze"), _of_parts("squeeze")
+    sum, mean, clone = _of_parts("sum"), _of_parts("mean"), _of_parts("clone")
 
     T = property(lambda self: linear(self, lambda x: x.T))
 
@@ -367,5 +381,6 @@ class ComplexTensor(Tensor):
 
 __all__ = [
     "Aware", "ComplexTensor", "abs", "angle", "cat", "complex", "conj", "einsum", "exp", "imag",
-    "matmul", "polar", "real", "stack", "view_as_complex", "view_as_real",
+    "log", "matmul", "polar", "pow", "real", "reciprocal", "sigmoid", "sqrt", "stack",
+    "view_as_complex", "view_as_real",
 ]  # fmt: skip

@@ -234,7 +234,9 @@ def cov(input, *, correction: int = 1, fweights=None, aweights=None):  # noqa: A
     if x.ndim > 2:
         checks.fail("cov", "input", "a 1-D or 2-D tensor (variables, observations)", x.shape)
     matrix = x.reshape(1, -1) if x.ndim < 2 else x
-    matrix = matrix if backend.is_float(matrix.dtype) else matrix.to(dtype=backend.DEFAULT_FLOAT)
+    matrix = (
+        matrix if backend.is_float(matrix.dtype) else matrix._cast("cov", backend.DEFAULT_FLOAT)
+    )
     n = matrix.shape[1]
     weights = None
     for given, name in ((fweights, "fweights"), (aweights, "aweights")):

@@ -20,6 +20,7 @@ sum of the singular values (``svdvals``), 2 and -2 the largest and smallest of t
 the gradient evenly, as torch's ``amax``).
 """
 
+import importlib
 import math
 
 import numpy as np
@@ -49,6 +50,9 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
     one vector): shape x's without ``dim`` (kept as size 1 if ``keepdim``)."""
     op = "vector_norm"
     x = _tensor_in(op, x, dtype)
+    if x.dtype.kind == "c":  # the norm of the magnitudes, as torch's
+        magnitudes = importlib.import_module("tricycle.complex_tensor").abs(x)  # above: by name
+        return vector_norm(magnitudes, ord, dim, keepdim)
     check_float(op, x)
     p = _check_ord(op, ord)
     checks.boolean(op, "keepdim", keepdim)
