@@ -99,8 +99,12 @@ def test_every_rebuilt_rule_is_exercised(monkeypatch):
     monkeypatch.setattr(second_order_rules, "rule_for", recording_plain)
     for fn, shapes in CASES.values():
         first_and_second(tricycle, fn, arrays(*shapes), arrays(*shapes))
-    assert len(second_order_fused.KEYS) == 8
-    assert not {name for name, key in second_order_fused.KEYS.items() if key not in used}
+    mine = {name: key for name, key in second_order_fused.KEYS.items() if name not in REST}
+    assert len(mine) == 8
+    assert not {name for name, key in mine.items() if key not in used}
+
+
+REST = ("sdpa", "prod", "cumprod")  # (met in tests/test_double_backward_rest.py)
 
 
 def conv_net(lib):

@@ -21,6 +21,7 @@ from tricycle import (
     second_order_fused,
     second_order_linear,
     second_order_losses,
+    second_order_more,
     second_order_rules,
 )
 
@@ -85,6 +86,40 @@ CASES = {
         (-1, 1),
     ),
 }
+
+
+def attention(q, k, v, **options):
+    if not isinstance(q, torch.Tensor):
+        return tricycle.nn.functional.scaled_dot_product_attention(q, k, v, **options)
+    # torch's math kernel: its fused CPU kernel has no double backward
+    with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH):
+        return F_of(q).scaled_dot_product_attention(q, k, v, **options)
+
+
+MASK = np.array([[True, False, True], [True, True, False], [False, True, True]])
+CASES.update(
+    {
+        "cumprod_prod": (
+            lambda x: (
+                (lib_of(x).cumprod(x, 1) ** 2).sum()
+                + (lib_of(x).prod(x, 1) ** 2).sum()
+                + lib_of(x).prod(x * x) * 3
+            ),
+            [(3, 5)],
+            (-1.5, 1.5),
+        ),
+        "sdpa": (
+            lambda q, k, v: (
+                (attention(q, k, v) ** 3).sum()
+                + (attention(q * k, k, v, is_causal=True) ** 2).sum()
+                + (attention(q, k * v, v, attn_mask=ids(q, MASK)) ** 2).sum()
+                + (attention(q, k, v, attn_mask=ids(q, MASK * 0.5 - 0.2), scale=0.3) ** 2).sum()
+            ),
+            [(2, 2, 3, 4), (2, 2, 3, 4), (2, 2, 3, 4)],
+            (-1, 1),
+        ),
+    }
+)
 
 
 def probabilities(x):
@@ -238,6 +273,49 @@ def test_first_and_second_derivatives_as_torchs(name):
     assert_first_and_second_as_torchs(fn, values, arrays(*shapes, low=-1, high=1, seed=1))
 
 
+@pytest.mark.parametrize("zeros", [[(0, 1)], [(0, 1), (0, 3)], [(1, 0), (2, 4)]])
+def test_cumprod_and_prod_with_zeros_as_torchs(zeros):
+    (values,) = arrays((3, 5), low=-1.5, high=1.5)
+    for at in zeros:
+        values[at] = 0.0
+    assert_first_and_second_as_torchs(
+        lambda x: (lib_of(x).cumprod(x, 1) ** 2).sum() + (lib_of(x).prod(x, 1) * x[:, 0]).sum(),
+        [values],
+        arrays((3, 5), low=-1, high=1, seed=1),
+    )
+
+
+def test_multihead_attention_as_torchs():
+    """nn.MultiheadAttention with torch's weights: the input's gradient (create_graph) and
+    the gradients of its weighted sum, of the input and of every weight."""
+    torch.manual_seed(0)
+    theirs = torch.nn.MultiheadAttention(4, 2, batch_first=True).double()
+    ours = tricycle.nn.MultiheadAttention(4, 2, batch_first=True).double()
+    tricycle.nn.from_torch(ours, theirs.state_dict())
+    x_values, w = arrays((2, 3, 4), (2, 3, 4), low=-1, high=1)
+    mask = np.triu(np.ones((3, 3), bool), 1)
+    results = []
+    for lib, module in ((tricycle, ours), (torch, theirs)):
+        x = lib.tensor(x_values, requires_grad=True)
+        with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH):
+            y = module(x, x * 2, x, attn_mask=lib.tensor(mask), need_weights=False)[0]
+        (g,) = lib.autograd.grad((y**3).sum(), x, create_graph=True)
+        (g * lib.tensor(w)).sum().backward()
+        grads = {n: np.asarray(p.grad) for n, p in module.named_parameters()}
+        if lib is tricycle:  # torch's layout: q, k, v stacked, weights (out, in)
+            qkv = [f"{n}_projection" for n in "qkv"]
+            grads = {
+                "in_proj_weight": np.concatenate([grads[f"{n}.weights"].T for n in qkv]),
+                "in_proj_bias": np.concatenate([grads[f"{n}.bias"] for n in qkv]),
+                "out_proj.weight": grads["out_projection.weights"].T,
+                "out_proj.bias": grads["out_projection.bias"],
+            }
+        results.append([g.detach().numpy(), x.grad.numpy()] + [grads[n] for n in sorted(grads)])
+    assert len(results[0]) == len(results[1]) == 6
+    for a, b in zip(*results):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-9, atol=1e-12)
+
+
 def test_dropout_second_derivative_is_the_mask_of_the_first():
     """Dropout's mask cannot be drawn as torch's: its first and second derivatives through
     x^3 are 3 x^2 m and 6 x m g with the mask m it drew (0 or 1 / (1 - p))."""
@@ -256,7 +334,7 @@ def test_dropout_second_derivative_is_the_mask_of_the_first():
 
 def test_every_rule_here_is_exercised(monkeypatch):
     """Each rule of ``second_order_linear`` and ``second_order_losses`` (and each loss's
-    slope) is met by one of the cases above."""
+    slope), and the rebuilt sdpa, prod and cumprod, is met by one of the cases above."""
     second_order_rules.rule_for(lambda d: d)  # (builds the tables)
     used, rule_for = set(), second_order_rules.rule_for
 
@@ -264,6 +342,12 @@ def test_every_rule_here_is_exercised(monkeypatch):
         used.add(getattr(fn, "__code__", None))
         return rule_for(fn)
 
+    def recording_fused(backward):
+        used.add(backward.__code__)
+        return fused_rule_for(backward)
+
+    fused_rule_for = second_order_more.fused_rule_for
+    monkeypatch.setattr(second_order_more, "fused_rule_for", recording_fused)
     monkeypatch.setattr(second_order_rules, "rule_for", recording)
     for name, slope in second_order_losses.SLOPES.items():
         monkeypatch.setitem(
@@ -278,7 +362,8 @@ def test_every_rule_here_is_exercised(monkeypatch):
     )
     keys = dict(second_order_linear.KEYS, **second_order_losses.KEYS)
     keys.update({name: name for name in second_order_losses.SLOPES})
-    assert len(keys) == 6 + 1 + 7
+    keys.update({name: second_order_fused.KEYS[name] for name in ("sdpa", "prod", "cumprod")})
+    assert len(keys) == 6 + 1 + 7 + 3
     assert not {name for name, key in keys.items() if key not in used}
 
 

@@ -221,6 +221,87 @@ def _mean_squared_error(node, fn):
     return build
 
 
+def _tree_product(rows):
+    """The product over the last axis of ``rows`` (..., n), halves multiplied pairwise: log n
+    differentiable products, exact where an entry is 0."""
+    from tricycle.ops import concatenate
+
+    while rows.shape[-1] > 1:
+        n, h = rows.shape[-1], rows.shape[-1] // 2
+        paired = rows[..., :h] * rows[..., h : 2 * h]
+        rows = paired if n % 2 == 0 else concatenate([paired, rows[..., 2 * h :]], -1)
+    return rows[..., 0]
+
+
+def _prod(node, fn):
+    """The product over the axes, the reduced axes moved last and multiplied pairwise."""
+    x, axes = cell(fn, "x"), cell(fn, "axes")
+    kept = [a for a in range(x.ndim) if a not in axes]
+
+    def build(p):
+        moved = p(x).permute(*kept, *axes) if x.ndim else p(x).reshape(1)
+        return _tree_product(moved.reshape(*(x.shape[a] for a in kept), -1)).reshape(node.shape)
+
+    return build
+
+
+def _cumprod(node, fn):
+    """The running product as a scan: at step s = 1, 2, 4, ... each entry is multiplied by
+    the one s before it (log n differentiable products, exact where an entry is 0)."""
+    from tricycle.ops import concatenate
+
+    x, axis = cell(fn, "x"), cell(fn, "axis")
+    at = (slice(None),) * axis
+
+    def build(p):
+        out, n, s = p(x).reshape(node.shape), node.shape[axis], 1
+        while s < n:
+            head, tail = out[(*at, slice(0, s))], out[(*at, slice(s, None))]
+            out = concatenate([head, tail * out[(*at, slice(0, n - s))]], axis)
+            s *= 2
+        return out
+
+    return build
+
+
+def _sdpa(node, backward):
+    """softmax(q k^T scale + bias, hidden keys at -inf) (times the dropout's multiplier) v,
+    the query heads grouped by the key/value head they share."""
+    functions = importlib.import_module("tricycle.functions")
+    sdpa = importlib.import_module("tricycle.nn.sdpa")
+    _, _, _, bias, _, _, causal, window, scale, dropout = cell(backward, "saved")
+    q, k, v = node.args
+    (B, H, Tq, D), (Hkv, Tk), xp = q.shape, k.shape[1:3], node.xp
+    scale = D**-0.5 if scale is None else scale
+    extra = xp.zeros((1, 1, 1, Tq, Tk), q.dtype)
+    if bias is not None:
+        extra = extra + sdpa._grouped_bias(bias, Hkv)
+    seen = sdpa.visible_keys(xp, Tq, Tk, causal, window)
+    if seen is not None:
+        extra = xp.where(seen, extra, -xp.inf)
+    if bool(xp.isneginf(extra).all(axis=-1).any()):  # (only under create_graph: a read-back)
+        raise NotImplementedError(
+            "backward with create_graph=True: the second derivative of sdpa where a query "
+            f"sees no key (q {q.shape}, k {k.shape}) is not implemented"
+        )
+    multiplier = None
+    if dropout.probability:
+        multiplier = sdpa._dropout_multiplier(xp, dropout, (B, H, Tq, Tk), Hkv, q.dtype)
+
+    def build(p):
+        from tricycle.ops import swapaxes
+
+        qs = p(q).reshape(B, Hkv, H // Hkv, Tq, D)
+        ks, vs = p(k).reshape(B, Hkv, 1, Tk, D), p(v).reshape(B, Hkv, 1, Tk, v.shape[-1])
+        scores = qs @ swapaxes(ks, -1, -2) * scale + constant(node, extra)
+        probs = functions.Softmax()(scores)
+        if multiplier is not None:
+            probs = probs * constant(node, multiplier)
+        return (probs @ vs).reshape(node.shape)
+
+    return build
+
+
 # ------------------------------------------------------------------ finding the keys
 def rules(t) -> tuple[dict, dict]:
     """({key: rule} for ``second_order_more.FUSED``, keyed by the code of the backward that a
@@ -238,12 +319,17 @@ def rules(t) -> tuple[dict, dict]:
         "batch_norm": (batch_norm.batch_norm(x3, t(2), t(2))[0], _fused_rule(_batch_norm)),
         "group_norm": (group_norm.group_norm(x3, 1, t(2), t(2)), _fused_rule(_group_norm)),
     }
+    sdpa = importlib.import_module("tricycle.nn.sdpa").scaled_dot_product_attention
+    fused["sdpa"] = (sdpa(t(1, 1, 2, 2), t(1, 1, 2, 2), t(1, 1, 2, 2)), _fused_rule(_sdpa))
+    reduce = importlib.import_module("tricycle.reduce")
     squared = loss.MeanSquaredError()(t(2, 3), t(2, 3))
     labels = x3.new(x3.xp.asarray([0, 1]), requires_grad=False)
     plain = {
         "max_pool": (pooling.max_pool(t(1, 1, 4, 4), 2), (_plain_rule(_max_pool),)),
         "cross_entropy": (loss.CrossEntropy()(labels, t(2, 3)), (_plain_rule(_cross_entropy),)),
         "mean_squared_error": (squared, (_plain_rule(_mean_squared_error),) * 2),
+        "prod": (reduce.prod(t(2, 3), 1), (_plain_rule(_prod),)),
+        "cumprod": (reduce.cumprod(t(2, 3), 1), (_plain_rule(_cumprod),)),
     }
     shared, own = {}, {}
     for name, (out, rule) in fused.items():
