@@ -18,6 +18,7 @@ from tests.test_double_backward import (
     first_and_second,
 )
 from tricycle import (
+    second_order_function,
     second_order_fused,
     second_order_linear,
     second_order_losses,
@@ -360,10 +361,16 @@ def test_every_rule_here_is_exercised(monkeypatch):
     tricycle.autograd.grad(
         (tricycle.nn.functional.dropout(x, 0.5) ** 2).sum(), x, create_graph=True
     )
-    keys = dict(second_order_linear.KEYS, **second_order_losses.KEYS)
+
+    def fn(x):
+        Cube, Exp, Scaled = functions(tricycle)
+        return (Cube.apply(x) + Exp.apply(x) + Scaled.apply(x, x, 2)).sum()
+
+    first_and_second(tricycle, fn, arrays((3,)), arrays((3,)))
+    keys = dict(second_order_linear.KEYS, **second_order_losses.KEYS, **second_order_function.KEYS)
     keys.update({name: name for name in second_order_losses.SLOPES})
     keys.update({name: second_order_fused.KEYS[name] for name in ("sdpa", "prod", "cumprod")})
-    assert len(keys) == 6 + 1 + 7 + 3
+    assert len(keys) == 6 + 1 + 1 + 7 + 3
     assert not {name for name, key in keys.items() if key not in used}
 
 
@@ -397,3 +404,95 @@ def test_the_rebuilt_ops_memo_is_per_thread_and_forgotten_after_the_walk():
     for result in results:
         for a, b in zip(result, mine):
             np.testing.assert_array_equal(a, b)
+
+
+def functions(lib):
+    """Two Functions written with the library's ops: x^3 saving its input, exp saving its
+    output, and one two-input product whose gradient broadcasts."""
+
+    class Cube(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x**3
+
+        @staticmethod
+        def backward(ctx, dy):
+            (x,) = ctx.saved_tensors
+            return dy * 3 * x**2
+
+    class Exp(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x.exp()
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, dy):
+            (y,) = ctx.saved_tensors
+            return dy * y
+
+    class Scaled(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, s, power):
+            ctx.save_for_backward(x, s)
+            ctx.power = power
+            return x * s**power
+
+        @staticmethod
+        def backward(ctx, dy):
+            x, s = ctx.saved_tensors
+            ds = dy * x * ctx.power * s ** (ctx.power - 1)  # (3, 4): s (4,) broadcast to it
+            return dy * s**ctx.power, ds, None
+
+    return Cube, Exp, Scaled
+
+
+def test_custom_functions_written_with_ops_are_differentiable_as_torchs():
+    def fn(x, s):
+        Cube, Exp, Scaled = functions(lib_of(x))
+        return (Cube.apply(x) * Exp.apply(x * s)).sum() + (Scaled.apply(x, s, 3) ** 2).sum()
+
+    assert_first_and_second_as_torchs(
+        fn, arrays((3, 4), (4,), low=-1, high=1), arrays((3, 4), (4,), low=-1, high=1, seed=1)
+    )
+
+
+def test_a_function_whose_backward_returns_arrays_is_differentiable_once_as_torchs():
+    """torch's @once_differentiable: the first derivative comes (create_graph=True), and the
+    second raises when it is asked for."""
+    from torch.autograd.function import once_differentiable
+
+    class Square(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x**2
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, dy):
+            (x,) = ctx.saved_tensors
+            return torch.tensor(dy.numpy() * 2 * x.numpy())
+
+    class SquareByArrays(tricycle.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x**2
+
+        @staticmethod
+        def backward(ctx, dy):
+            (x,) = ctx.saved_tensors
+            return dy.numpy() * 2 * x.numpy()  # raw arrays: no graph
+
+    (values,) = arrays((3,))
+    firsts = []
+    for lib, square in ((tricycle, SquareByArrays), (torch, Square)):
+        x = lib.tensor(values, requires_grad=True)
+        (g,) = lib.autograd.grad((square.apply(x) * x).sum(), x, create_graph=True)
+        firsts.append(g.detach().numpy())
+        with pytest.raises(RuntimeError, match="differentiate twice"):
+            g.sum().backward()
+    np.testing.assert_allclose(firsts[0], firsts[1], rtol=1e-12)

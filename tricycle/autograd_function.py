@@ -92,8 +92,10 @@ class Function:
     output (None for an output that is not a Tensor) and returns one gradient per forward
     input, also recording no graph: a Tensor or array of the input's shape (or one the input
     broadcasts to: it is summed back, as torch's), or None (zeros; always None for an input
-    that is not a Tensor). Backward builds no graph, so a Function has no double backward (a
-    create_graph pass through it raises, naming it).
+    that is not a Tensor). Backward builds no graph; under ``create_graph=True`` it runs with
+    the graph recorded (``tricycle.second_order_function``), so a backward written with
+    tricycle's ops is differentiable again, as torch's; one that returns raw arrays gives a
+    gradient whose own backward raises, as torch's ``@once_differentiable``.
     """
 
     @staticmethod

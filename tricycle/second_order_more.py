@@ -12,7 +12,12 @@ import importlib
 
 import numpy as np
 
-from tricycle import second_order_fused, second_order_linear, second_order_losses
+from tricycle import (
+    second_order_function,
+    second_order_fused,
+    second_order_linear,
+    second_order_losses,
+)
 from tricycle.second_order_base import cell, constant, linear
 
 FUSED: dict = {}  # code of a fused op's shared backward -> rule(node, backward, i, g)
@@ -194,6 +199,7 @@ def rules() -> dict:
     table.update(rebuilt_plain)
     table.update(second_order_linear.rules(t))  # linear backwards: cumsum, sort, pools, ...
     table.update(second_order_losses.rules(t))  # the losses of loss_reduction.reduced
+    table.update(second_order_function.rules(t))  # custom autograd.Functions
     return table
 
 
