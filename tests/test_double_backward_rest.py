@@ -18,6 +18,7 @@ from tests.test_double_backward import (
     first_and_second,
 )
 from tricycle import (
+    backend,
     second_order_function,
     second_order_fused,
     second_order_linear,
@@ -69,6 +70,7 @@ CASES = {
         lambda x: (
             (F_of(x).avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False) ** 3).sum()
             + (F_of(x).avg_pool2d(x, 2, 1, 1) ** 2 * F_of(x).avg_pool2d(x, 2, 1, 1)).sum()
+            + (F_of(x).avg_pool2d(x, 2, divisor_override=3) ** 3).sum()
         ),
         [(1, 2, 5, 4)],
         (-1, 1),
@@ -496,3 +498,21 @@ def test_a_function_whose_backward_returns_arrays_is_differentiable_once_as_torc
         with pytest.raises(RuntimeError, match="differentiate twice"):
             g.sum().backward()
     np.testing.assert_allclose(firsts[0], firsts[1], rtol=1e-12)
+
+
+@pytest.mark.skipif(not backend.cupy_available(), reason="needs a CUDA GPU")
+def test_the_rules_here_on_a_gpu_as_on_the_host():
+    """Every case above with cupy arrays (the rules compute with the arrays' module)."""
+
+    def on(device, fn, values, weights):
+        xs = [tricycle.tensor(v, device=device).requires_grad_(True) for v in values]
+        grads = tricycle.autograd.grad(fn(*xs), xs, create_graph=True)
+        total = sum((g * tricycle.tensor(w, device=device)).sum() for g, w in zip(grads, weights))
+        total.backward()
+        return [g.detach().cpu().numpy() for g in grads] + [x.grad.cpu().numpy() for x in xs]
+
+    for name, (fn, shapes, (low, high)) in sorted(CASES.items()):
+        values = arrays(*shapes, low=low, high=high, seed=len(name))
+        weights = arrays(*shapes, low=-1, high=1, seed=1)
+        for a, b in zip(on("cuda", fn, values, weights), on("cpu", fn, values, weights)):
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12, err_msg=name)
