@@ -177,8 +177,10 @@ def test_logarithms_at_and_below_zero_are_torch_without_warnings(name):
         np.testing.assert_allclose(ours, theirs, rtol=1e-6)  # NaN and inf where torch's are
 
 
-def test_eig_names_why_it_is_missing():
-    for name in "eig", "eigvals":  # d2l eigendecomposition's torch.linalg.eig(A)
-        with pytest.raises(AttributeError, match="no complex tensors; eigh/eigvalsh"):
-            getattr(tc.linalg, name)
-    assert not hasattr(tc.linalg, "eig") and not hasattr(tc.linalg, "no_such_function")
+def test_d2l_eigendecomposition_is_torchs():
+    a = [[2.0, 1.0], [2.0, 3.0]]  # d2l eigendecomposition's torch.linalg.eig(A)
+    ours, ours_v = tc.linalg.eig(tc.tensor(a))
+    theirs, theirs_v = torch.linalg.eig(torch.tensor(a))
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(abs(ours_v.numpy()), abs(theirs_v.numpy()), rtol=1e-6)
+    assert ours.dtype == tc.complex64 and not hasattr(tc.linalg, "no_such_function")

@@ -12,7 +12,8 @@ broadcast), with torch's shapes, arguments and gradients; each is one op written
 tensor's array module (numpy or cupy), its backward the closed-form matrix-calculus one
 beside it. The modules, one concern each: ``systems`` (``inv``, ``solve``,
 ``solve_triangular``, ``matrix_power``), ``determinant`` (``det``, ``slogdet``),
-``cholesky_factor``, ``qr_factors``, ``eigen`` (``eigh``, ``eigvalsh``), ``singular``
+``cholesky_factor``, ``qr_factors``, ``eigen`` (``eigh``, ``eigvalsh``), ``eig``
+(``eig``, ``eigvals`` of a general matrix, real or complex: complex results), ``singular``
 (``svd``, ``svdvals``, ``pinv``), ``norms`` (``vector_norm``, ``matrix_norm``, ``norm``),
 ``lu_factors`` (``lu_factor``, ``lu_factor_ex``, ``lu``, written with ``xp``: neither numpy
 nor cupy has an LU), ``lu_systems`` (``lu_solve``), ``least_squares`` (``lstsq``),
@@ -29,14 +30,13 @@ LAPACK's compact form), ``ldl`` (``ldl_factor``, ``ldl_factor_ex``, ``ldl_solve`
 orders (``tricycle.cholesky(A, upper)``, ``lu_solve(b, LU, pivots)``). A matrix an op
 cannot take (singular for ``inv``, ``solve`` and ``lu_factor``, not positive-definite for
 ``cholesky``) raises
-``LinAlgError``, a ValueError, on the CPU and on a GPU alike. tricycle has no complex
-tensors, so torch's ``eig`` and ``eigvals`` (complex eigenvalues of a general matrix) are
-not here.
+``LinAlgError``, a ValueError, on the CPU and on a GPU alike.
 """
 
 from tricycle.linalg.cholesky_factor import cholesky
 from tricycle.linalg.conditioning import cond, matrix_rank
 from tricycle.linalg.determinant import det, slogdet
+from tricycle.linalg.eig import eig, eigvals
 from tricycle.linalg.eigen import eigh, eigvalsh
 from tricycle.linalg.error_info import cholesky_ex, inv_ex, solve_ex
 from tricycle.linalg.exponential import matrix_exp
@@ -63,7 +63,9 @@ __all__ = [
     "cross",
     "det",
     "diagonal",
+    "eig",
     "eigh",
+    "eigvals",
     "eigvalsh",
     "householder_product",
     "inv",
@@ -97,15 +99,3 @@ __all__ = [
     "vecdot",
     "vector_norm",
 ]
-
-
-def __getattr__(name: str):
-    """torch's ``eig`` and ``eigvals`` asked for: the AttributeError says why they are not
-    here (complex results) and what serves instead."""
-    if name in ("eig", "eigvals"):
-        raise AttributeError(
-            f"module 'tricycle.linalg' has no attribute {name!r}: its eigenvalues are complex "
-            "and tricycle has no complex tensors; eigh/eigvalsh take a symmetric matrix, "
-            f"numpy.linalg.{name}(x.numpy()) any"
-        )
-    raise AttributeError(f"module 'tricycle.linalg' has no attribute {name!r}")

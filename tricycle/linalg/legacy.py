@@ -13,8 +13,8 @@ argument orders, over this package's functions (``import tricycle as torch`` run
 
 Each is a composition of differentiable functions, so each has their gradients. The
 functions torch removed in 1.9 (``solve``, ``lstsq``, ``symeig``, ``eig``, ``matrix_rank``)
-raise torch's RuntimeError, which says what replaces them (tricycle has no complex tensors,
-so ``eig``'s message points to ``linalg.eigh`` for a symmetric matrix).
+raise torch's RuntimeError, which says what replaces them (``eig``'s: ``linalg.eig`` and
+``linalg.eigvals``, whose results are complex).
 """
 
 from collections import namedtuple
@@ -194,10 +194,10 @@ symeig = _removed(
 )
 eig = _removed(
     "eig",
-    " torch's `torch.linalg.eig` returns complex tensors, and tricycle has none: for a "
-    "symmetric A,\nL, _ = tricycle.eig(A) should be replaced with:\n"
-    "L = tricycle.linalg.eigvalsh(A)\n\nand\n\nL, V = tricycle.eig(A, eigenvectors=True) "
-    "should be replaced with:\nL, V = tricycle.linalg.eigh(A)",
+    " `tricycle.linalg.eig` returns complex tensors of dtype `cfloat` or `cdouble` rather than "
+    "real tensors mimicking complex tensors.\n\nL, _ = tricycle.eig(A) should be replaced with:\n"
+    "L_complex = tricycle.linalg.eigvals(A)\n\nand\n\nL, V = tricycle.eig(A, eigenvectors=True) "
+    "should be replaced with:\nL_complex, V_complex = tricycle.linalg.eig(A)",
 )
 matrix_rank = _removed(
     "matrix_rank",
