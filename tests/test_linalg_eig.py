@@ -159,3 +159,9 @@ def test_on_a_gpu_equals_the_host(is_complex):
         )
     for ours, host in zip(results[1], results[0], strict=True):
         np.testing.assert_allclose(ours, host, rtol=1e-10, atol=1e-12)
+
+
+def test_second_derivatives_are_refused():
+    A = tricycle.tensor(matrices((3, 3), seed=10), requires_grad=True)
+    with pytest.raises(NotImplementedError, match="create_graph=True"):
+        tricycle.autograd.grad(LA.eigvals(A).real.sum(), A, create_graph=True)
