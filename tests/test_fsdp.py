@@ -7,6 +7,7 @@ Run as a script (``mpiexec -n 2 python tests/test_fsdp.py OUT``) this file is th
 program: rank 0 pickles what both ranks saw to OUT."""
 
 import functools
+import gc
 import os
 import pickle
 import subprocess
@@ -35,6 +36,8 @@ from tricycle.distributed.fsdp import (
 from tricycle.distributed.fsdp import FullyShardedDataParallel as FSDP
 from tricycle.distributed.fsdp.wrap import size_based_auto_wrap_policy, transformer_auto_wrap_policy
 from tricycle.parallel import distributed as world_module
+from tricycle.parallel.fsdp_unit import units_of
+from tricycle.parallel.fsdp_units import gathered_bytes
 from tricycle.random import manual_seed
 from tricycle.tensor import Tensor
 
@@ -44,19 +47,20 @@ WAYS = ("FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "fully_shard")
 
 
 class Block(nn.Module):
-    def __init__(self, width):
+    def __init__(self, width, p: float = 0.0):
         super().__init__()
         self.linear, self.norm = nn.Linear(width, width), nn.LayerNorm(width)
+        self.drop = nn.Dropout(p)
 
     def forward(self, x):
-        return self.norm(x + self.linear(x).tanh())
+        return self.norm(x + self.drop(self.linear(x).tanh()))
 
 
 class Net(nn.Module):
-    def __init__(self):
+    def __init__(self, blocks: int = 2, p: float = 0.0):
         super().__init__()
         self.inp = nn.Linear(4, 6)
-        self.blocks = nn.ModuleList([Block(6), Block(6)])
+        self.blocks = nn.ModuleList([Block(6, p) for _ in range(blocks)])
         self.out = nn.Linear(6, 1)
 
     def forward(self, x):
@@ -77,13 +81,14 @@ def plain_names() -> list:
     return list(Net().state_dict())
 
 
-def wrapped(way: str):
+def wrapped(way: str, **sizes):
     manual_seed(0)
-    net = Net()
-    if way == "fully_shard":
+    net = Net(**sizes)
+    if way.startswith("fully_shard"):
+        kept = way == "fully_shard_kept"  # reshard_after_forward=False: SHARD_GRAD_OP's
         for block in net.blocks:
-            fully_shard(block)
-        return fully_shard(net)
+            fully_shard(block, reshard_after_forward=not kept)
+        return fully_shard(net, reshard_after_forward=not kept)
     policy = ModuleWrapPolicy({Block})
     return FSDP(net, sharding_strategy=ShardingStrategy[way], auto_wrap_policy=policy)
 
@@ -121,6 +126,19 @@ def test_a_world_of_one_trains_as_the_module(way):
     assert sorted(state) == sorted(plain.state_dict())
     for name, value in plain.state_dict().items():
         np.testing.assert_array_equal(np.asarray(state[name]), value, err_msg=name)
+
+
+@pytest.mark.parametrize("way", ["FULL_SHARD", "fully_shard"])
+def test_dropout_is_replayed_when_backward_recomputes_a_unit(way):
+    x, y = batch()
+    manual_seed(0)
+    plain = Net(p=0.5)
+    expected = train(plain, x, y)
+    model = wrapped(way, p=0.5)  # each unit's forward runs again in backward: same masks
+    assert train(model, x, y) == expected
+    np.testing.assert_array_equal(
+        model.state_dict()["out.weights"], plain.state_dict()["out.weights"]
+    )
 
 
 def test_units_and_their_flat_parameters():
@@ -296,6 +314,13 @@ def test_two_ranks_take_the_steps_of_one_process_on_the_whole_batch(tmp_path):
                 np.testing.assert_allclose(seen["state"][rank][name], value, rtol=2e-5,
                                            atol=2e-6, err_msg=f"{way} {name}")  # fmt: skip
     assert got["NO_SHARD"]["held"] == [sum(v.size for v in expected.values())] * 2
+    whole = 4 * sum(v.size for v in Net(blocks=4).state_dict().values())
+    for seen in got["memory"]:  # FULL_SHARD frees each unit's gathered parameters after
+        for way, (after_forward, after_backward, padded, shards) in seen.items():
+            assert whole <= padded <= whole * 1.1 and shards < 0.6 * whole, way
+            kept = way in ("SHARD_GRAD_OP", "fully_shard_kept")  # its forward; SHARD_GRAD_OP
+            assert after_forward == (padded if kept else 0), way  # keeps them for backward
+            assert after_backward == 0, way
     both = [sent(r, np.float64) for r in range(2)]
     for rank, seen in enumerate(got["collectives"]):  # reduce-scatter: all-reduce's block
         for key, value in seen.items():
@@ -307,6 +332,30 @@ def test_two_ranks_take_the_steps_of_one_process_on_the_whole_batch(tmp_path):
         np.testing.assert_allclose(seen["tensor"], (both[0] + both[1])[block] / 2, rtol=1e-6)
         np.testing.assert_allclose(seen["max"], np.maximum(both[0], both[1])[block], rtol=1e-6)
         np.testing.assert_allclose(seen["gathered"], [both[0][:3], both[1][:3]], rtol=1e-6)
+
+
+MEMORY_WAYS = ("FULL_SHARD", "SHARD_GRAD_OP", "fully_shard", "fully_shard_kept")
+
+
+def memory() -> dict:
+    """Bytes of gathered parameters alive after a forward of a model of 4 units (and 1 for
+    the rest), and after its backward, beside the whole model's and the shards' bytes."""
+    x, _ = batch()
+    out = {}
+    for way in MEMORY_WAYS:
+        model = wrapped(way, blocks=4)
+        gc.collect()
+        before = gathered_bytes()
+        loss = model(Tensor(x)).sum()
+        gc.collect()
+        after_forward = gathered_bytes() - before
+        loss.backward()
+        del loss
+        gc.collect()
+        padded = sum(s.k * s.parts * 4 for _, u in units_of(model) for s in u.shards)
+        shards = sum(p.size * 4 for p in model.parameters())
+        out[way] = (after_forward, gathered_bytes() - before, padded, shards)
+    return out
 
 
 def sent(rank: int, dtype) -> np.ndarray:
@@ -352,6 +401,7 @@ def ranks(out: str) -> None:
             state = model.state_dict()
         seen[way] = {"held": held, "losses": losses, "state": state}
     seen["collectives"] = collectives(rank)
+    seen["memory"] = memory()
     everything = [None, None]
     dist.all_gather_object(everything, seen)
     if rank == 0:
@@ -359,6 +409,7 @@ def ranks(out: str) -> None:
         for way in WAYS:
             merged[way] = {k: [s[way][k] for s in everything] for k in ("held", "losses", "state")}
         merged["collectives"] = [s["collectives"] for s in everything]
+        merged["memory"] = [s["memory"] for s in everything]
         Path(out).write_bytes(pickle.dumps(merged))
     dist.barrier()
     dist.destroy_process_group()

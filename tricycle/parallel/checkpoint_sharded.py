@@ -35,8 +35,8 @@ import numpy as np
 
 from tricycle import backend
 from tricycle.parallel import distributed
-from tricycle.parallel.fsdp import _full_or_piece, units_of
-from tricycle.parallel.fsdp_units import FlatShard, clean
+from tricycle.parallel.fsdp_unit import units_of
+from tricycle.parallel.fsdp_units import FlatShard, clean, full_or_piece
 from tricycle.tensor import Tensor
 
 METADATA = ".metadata"
@@ -364,7 +364,7 @@ def set_model_state_dict(model, model_state_dict: dict, *, options=None):
     if options.strict and (missing or unexpected):
         raise ValueError(f"{owner}: missing keys {missing}, unexpected keys {unexpected}")
     for prefix, shard in shards.values():
-        values = {e.name: _full_or_piece(model_state_dict[prefix + e.name], e, shard)
+        values = {e.name: full_or_piece(model_state_dict[prefix + e.name], e, shard)
                   for e in shard.entries if prefix + e.name in model_state_dict}  # fmt: skip
         shard.fill(shard.tensor.array, values)
     for _, t in model.named_persistent():
@@ -394,7 +394,7 @@ def set_optimizer_state_dict(model, optimizers, optim_state_dict: dict, *, optio
                     first = next(iter(entries.values()))[slot]
                     if isinstance(first, (FlatShard, np.ndarray, Tensor)):
                         target = np.zeros(tuple(p.shape), dtype=np.asarray(_array(first)).dtype)
-                        values = {e.name: _full_or_piece(entries[e.name][slot], e, shard)
+                        values = {e.name: full_or_piece(entries[e.name][slot], e, shard)
                                   for e in shard.entries}  # fmt: skip
                         shard.fill(target, values)
                         slots[slot] = target

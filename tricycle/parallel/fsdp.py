@@ -7,228 +7,49 @@ so each rank's optimizer, built on ``model.parameters()`` after wrapping, steps 
     fully_shard(block) for each block; fully_shard(model)            # FSDP2: row shards
     optimizer = optim.AdamW(model.parameters(), lr=3e-4)
 
-The units and their shards are ``tricycle.parallel.fsdp_units``'s (read it for what is freed
-when: tricycle's graph holds the gathered weights a forward used until backward has used
-them, so FULL_SHARD does not gather them again for backward). Strategies: FULL_SHARD puts the
-shards back after each unit's forward, SHARD_GRAD_OP keeps the gathered views in the layers
-until backward, NO_SHARD holds every parameter whole on every rank (DDP: gradients
-all-reduced). HYBRID_SHARD needs process groups tricycle does not have: refused.
+The shards are ``tricycle.parallel.fsdp_units``'s, the units ``fsdp_unit``'s (read it for
+what is freed when), the settings ``fsdp_settings``'s, FSDP2 ``fsdp2``'s (all named here too).
+Strategies: FULL_SHARD frees each unit's gathered parameters after its forward and gathers
+them again for its backward, which recomputes the unit's forward (activation
+checkpointing); SHARD_GRAD_OP keeps them from the forward until backward; NO_SHARD holds
+every parameter whole on every rank (DDP: gradients all-reduced). HYBRID_SHARD needs process
+groups tricycle does not have: refused.
 """
 
-import enum
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 import numpy as np
 
 from tricycle import checks
-from tricycle.graph import grad_enabled, no_grad
+from tricycle.graph import no_grad
 from tricycle.layers import Layer
 from tricycle.parallel import torch_distributed as dist
-from tricycle.parallel.fsdp_units import Entry, FlatShard, Resharded, Shard, clean, owned_parameters
+from tricycle.parallel.fsdp2 import FSDPModule, fully_shard  # noqa: F401 (torch's names here)
+from tricycle.parallel.fsdp_settings import (  # noqa: F401 (torch's names here)
+    BackwardPrefetch,
+    CPUOffload,
+    FullStateDictConfig,
+    LocalStateDictConfig,
+    MixedPrecision,
+    MixedPrecisionPolicy,
+    ModuleWrapPolicy,
+    OffloadPolicy,
+    ShardedStateDictConfig,
+    ShardingStrategy,
+    StateDictType,
+    lambda_auto_wrap_policy,
+    size_based_auto_wrap_policy,
+    transformer_auto_wrap_policy,
+)
+from tricycle.parallel.fsdp_unit import Sharded, Unit, cast_inputs, flat_shard, units_of
+from tricycle.parallel.fsdp_units import clean, full_or_piece, owned_parameters
 from tricycle.parameter import Parameter
 from tricycle.tensor import Tensor
 
 OWNER = "FullyShardedDataParallel"
 
 
-class ShardingStrategy(enum.Enum):
-    FULL_SHARD = 1
-    SHARD_GRAD_OP = 2
-    NO_SHARD = 3
-    HYBRID_SHARD = 4
-    _HYBRID_SHARD_ZERO2 = 5
-
-
-class BackwardPrefetch(enum.Enum):
-    BACKWARD_PRE = 1
-    BACKWARD_POST = 2
-
-
-class StateDictType(enum.Enum):
-    FULL_STATE_DICT = 1
-    LOCAL_STATE_DICT = 2
-    SHARDED_STATE_DICT = 3
-
-
-@dataclass
-class MixedPrecision:
-    """FSDP1's: the dtype of the gathered parameters (the forward's and backward's), of the
-    gradients' reduction (``param_dtype``'s by default) and of the buffers; the shards and
-    the optimizer stay in the parameters' own dtype."""
-
-    param_dtype: object = None
-    reduce_dtype: object = None
-    buffer_dtype: object = None
-    keep_low_precision_grads: bool = False
-    cast_forward_inputs: bool = False
-    cast_root_forward_inputs: bool = True
-
-
-@dataclass
-class MixedPrecisionPolicy:
-    """FSDP2's: ``param_dtype``, ``reduce_dtype`` and ``output_dtype`` (the forward's output
-    cast to it), floating inputs cast to ``param_dtype`` with ``cast_forward_inputs``."""
-
-    param_dtype: object = None
-    reduce_dtype: object = None
-    output_dtype: object = None
-    cast_forward_inputs: bool = True
-
-
-@dataclass
-class CPUOffload:
-    """``offload_params=True`` keeps the shards on the host: what they are already for a
-    model on the host; for a model on a GPU it is refused (not built)."""
-
-    offload_params: bool = False
-
-
-class OffloadPolicy:
-    """FSDP2's default: no offloading."""
-
-
-@dataclass
-class FullStateDictConfig:
-    offload_to_cpu: bool = False
-    rank0_only: bool = False
-
-
-@dataclass
-class ShardedStateDictConfig:
-    offload_to_cpu: bool = False
-
-
-@dataclass
-class LocalStateDictConfig:
-    offload_to_cpu: bool = False
-
-
-# ====================================================================== wrap policies
-class ModuleWrapPolicy:
-    """Wrap every sublayer that is an instance of one of ``module_classes`` in its own unit."""
-
-    def __init__(self, module_classes):
-        self._classes = tuple(module_classes)
-
-    def __call__(self, module, recurse: bool, nonwrapped_numel: int = 0) -> bool:
-        return True if recurse else isinstance(module, self._classes)
-
-
-def transformer_auto_wrap_policy(module, recurse: bool, nonwrapped_numel: int,
-                                 transformer_layer_cls) -> bool:  # fmt: skip
-    """torch's: wrap the layers of the classes ``transformer_layer_cls`` (use with
-    ``functools.partial``)."""
-    return ModuleWrapPolicy(transformer_layer_cls)(module, recurse, nonwrapped_numel)
-
-
-def lambda_auto_wrap_policy(module, recurse: bool, nonwrapped_numel: int, lambda_fn) -> bool:
-    """torch's: wrap the layers for which ``lambda_fn(module)`` is True."""
-    return True if recurse else bool(lambda_fn(module))
-
-
-def size_based_auto_wrap_policy(module, recurse: bool, nonwrapped_numel: int,
-                                min_num_params: int = int(1e8), force_leaf_modules=None,
-                                exclude_wrap_modules=None) -> bool:  # fmt: skip
-    """torch's: wrap a layer once it holds ``min_num_params`` parameter values not wrapped
-    already, but never inside ``force_leaf_modules`` nor a layer of ``exclude_wrap_modules``."""
-    leaf = tuple(force_leaf_modules or ())
-    excluded = tuple(exclude_wrap_modules or ())
-    if recurse:
-        return not isinstance(module, leaf)
-    return nonwrapped_numel >= min_num_params and not isinstance(module, excluded)
-
-
-# ====================================================================== the unit
-class _Unit:
-    """A unit's shards, gathered and scattered together (see ``fsdp_units``)."""
-
-    def __init__(self, world, shards: list, reshard_to_shard: bool, param_dtype, reduce_dtype):
-        self.world, self.shards = world, shards
-        self.reshard_to_shard = reshard_to_shard  # FSDP2: the shard goes back in the place
-        self.param_dtype, self.reduce_dtype = param_dtype, reduce_dtype
-
-    def unshard(self) -> None:
-        """Put a view of each parameter's full values in its places (a graph node of its
-        shard where gradients are recorded)."""
-        for shard in self.shards:
-            if grad_enabled() and shard.tensor.requires_grad:
-                full = shard.gathered(self.world, self.param_dtype, self.reduce_dtype)
-                for e in shard.entries:
-                    e.put(full[e.a : e.b].reshape(e.shape))
-            else:
-                full = shard.gather_array(self.world)
-                if self.param_dtype is not None:
-                    full = full.astype(self.param_dtype)
-                for e in shard.entries:
-                    e.put(Tensor(full[e.a : e.b].reshape(e.shape), requires_grad=False))
-
-    def reshard(self) -> None:
-        for shard in self.shards:
-            for e in shard.entries:
-                e.put(shard.tensor if self.reshard_to_shard else Resharded(e.name, e.shape))
-
-    def full_arrays(self) -> dict:
-        """{entry name: its full values} (an all-gather on every rank)."""
-        out = {}
-        for shard in self.shards:
-            full = shard.gather_array(self.world)
-            for e in shard.entries:
-                out[e.name] = full[e.a : e.b].reshape(e.shape)
-        return out
-
-
-def _check_uniform(owner: str, params: list) -> None:
-    kinds = {(p.requires_grad, p.dtype, p.device) for _, p, _ in params}
-    if len(kinds) > 1:
-        raise ValueError(
-            f"{owner}: one flat parameter needs its parameters alike in requires_grad, "
-            f"dtype and device, got {sorted(map(str, kinds))}; wrap the others apart"
-        )
-
-
-def _flat_shard(owner: str, world, params: list, parts: int) -> Shard:
-    """FSDP1's flat shard of ``params`` (name, Tensor, places)."""
-    _check_uniform(owner, params)
-    entries, a = [], 0
-    for name, p, places in params:
-        entries.append(Entry(name, p.shape, a, places))
-        a += p.size
-    rank = world.rank if parts > 1 else 0
-    template = params[0][1]
-    k = -(-a // parts)
-    flat = template.xp.zeros(k * parts, dtype=template.dtype)
-    for e, (_, p, _) in zip(entries, params):
-        flat[e.a : e.b] = p.array.reshape(-1)
-    tensor = Parameter(flat[rank * k : (rank + 1) * k].copy(), requires_grad=template.requires_grad)
-    return Shard(tensor, entries, a, parts, rank)
-
-
-def _row_shard(world, name: str, p: Tensor, places: list) -> Shard:
-    """FSDP2's shard of one parameter: the rows ``torch.chunk`` gives this rank."""
-    n = world.world_size
-    rows = p.shape[0] if p.ndim else 1
-    per_row = p.size // max(rows, 1) if p.ndim else 1
-    chunk = -(-rows // n)
-    lo, hi = min(world.rank * chunk, rows), min((world.rank + 1) * chunk, rows)
-    local = p.array.reshape(rows, per_row)[lo:hi].reshape((hi - lo, *p.shape[1:]))
-    tensor = Parameter(local.copy(), requires_grad=p.requires_grad)
-    shard = Shard(tensor, [Entry(name, p.shape, 0, places)], p.size, n, world.rank)
-    shard.k = chunk * per_row
-    return shard
-
-
-def _cast_inputs(values, dtype):
-    if dtype is None:
-        return values
-    return type(values)(
-        v.to(dtype) if isinstance(v, Tensor) and np.dtype(v.dtype).kind == "f" else v
-        for v in values
-    )
-
-
-# ====================================================================== FSDP1
-class FullyShardedDataParallel(Layer):
+class FullyShardedDataParallel(Sharded, Layer):
     """torch's FSDP1: ``module`` (and each sublayer ``auto_wrap_policy`` picks, in a unit of
     its own) with its parameters flattened and sharded over the ranks.
 
@@ -326,10 +147,10 @@ class FullyShardedDataParallel(Layer):
         self._state_dict_type = StateDictType.FULL_STATE_DICT
         self._state_dict_config = FullStateDictConfig()
         parts = 1 if strategy is ShardingStrategy.NO_SHARD else world.world_size
-        owned = owned_parameters(module, (FullyShardedDataParallel, FSDPModule))
+        owned = owned_parameters(module, (Sharded,))
         params = [entry for entry in owned if not _in(entry, ignored)]
-        shards = [_flat_shard(OWNER, world, params, parts)] if params else []
-        self._unit = _Unit(world, shards, False, mp.param_dtype, mp.reduce_dtype)
+        shards = [flat_shard(OWNER, world, params, parts)] if params else []
+        self._unit = Unit(world, shards, False, mp.param_dtype, mp.reduce_dtype)
         self._flat_param = shards[0].tensor if shards else None
         self._unit.reshard()
 
@@ -343,13 +164,9 @@ class FullyShardedDataParallel(Layer):
 
     def forward(self, *args, **kwargs):
         if self._is_root and self._mp.cast_root_forward_inputs or self._mp.cast_forward_inputs:
-            args = _cast_inputs(args, self._mp.param_dtype)
-        self._unit.unshard()
-        try:
-            return self._fsdp_wrapped_module(*args, **kwargs)
-        finally:
-            if self.sharding_strategy is not ShardingStrategy.SHARD_GRAD_OP or not grad_enabled():
-                self._unit.reshard()
+            args = cast_inputs(args, self._mp.param_dtype)
+        reshard = self.sharding_strategy is not ShardingStrategy.SHARD_GRAD_OP
+        return self._unit.run(self._fsdp_wrapped_module, args, kwargs, reshard)
 
     # ------------------------------------------------------------------ utilities
     @staticmethod
@@ -485,7 +302,7 @@ class FullyShardedDataParallel(Layer):
                 values = {}
                 for e in shard.entries:
                     if prefix + e.name in state:
-                        values[e.name] = _full_or_piece(state[prefix + e.name], e, shard)
+                        values[e.name] = full_or_piece(state[prefix + e.name], e, shard)
                 shard.fill(shard.tensor.array, values)
         shards = {id(s.tensor) for _, u in units_of(self) for s in u.shards}
         for name, t in self.named_persistent():
@@ -507,24 +324,6 @@ def _load_local(model, state: dict):
         if clean(name) in state:
             t.array[...] = t.xp.asarray(np.asarray(state[clean(name)]))
     return [], []
-
-
-def _full_or_piece(value, entry, shard):
-    """A full value, or a FlatShard as a function of the flat range it must cover."""
-    if not isinstance(value, FlatShard):
-        return np.asarray(value.numpy() if isinstance(value, Tensor) else value)
-
-    def part(lo: int, hi: int):
-        if lo < value.start or hi > value.start + value.local.size:
-            raise ValueError(
-                f"{OWNER}.load_state_dict: the sharded value of {entry.name!r} holds "
-                f"[{value.start}, {value.start + value.local.size}), this rank needs [{lo}, "
-                f"{hi}): load a sharded state at its own world size (or through "
-                "tricycle.distributed.checkpoint at any)"
-            )
-        return np.asarray(value.local)[lo - value.start : hi - value.start]
-
-    return part
 
 
 def _in(entry, ignored: tuple) -> bool:
@@ -562,91 +361,4 @@ def _wrap_children(layer: Layer, policy, ignored: tuple, make) -> None:
 
 
 def _numel(layer: Layer) -> int:
-    return sum(
-        p.size for _, p, _ in owned_parameters(layer, (FullyShardedDataParallel, FSDPModule))
-    )
-
-
-def units_of(model: Layer) -> list:
-    """(clean name prefix, _Unit) of every FSDP1 wrapper and FSDP2 module in ``model``."""
-    out = []
-    for name, layer in model.named_layers():
-        unit = (
-            getattr(layer, "_unit", None)
-            if isinstance(layer, (FullyShardedDataParallel, FSDPModule))
-            else None
-        )
-        if unit is not None:
-            prefix = clean(name + ".") if name else ""
-            out.append((prefix, unit))
-    return out
-
-
-# ====================================================================== FSDP2
-class FSDPModule:
-    """What ``fully_shard`` makes a module's class derive from (``FSDP<Class>``): its forward
-    gathers the module's own row-sharded parameters (not those of sublayers sharded apart)."""
-
-    def forward(self, *args, **kwargs):
-        mp = self._fsdp_mp
-        if mp.cast_forward_inputs:
-            args = _cast_inputs(args, mp.param_dtype)
-        self._unit.unshard()
-        try:
-            out = super().forward(*args, **kwargs)
-        finally:
-            if self._reshard_after_forward or not grad_enabled():
-                self._unit.reshard()
-        if mp.output_dtype is not None and isinstance(out, Tensor):
-            out = out.to(mp.output_dtype)
-        return out
-
-    def unshard(self, async_op: bool = False):
-        """Gather the full parameters into the module's places (until ``reshard``)."""
-        self._unit.unshard()
-
-    def reshard(self) -> None:
-        """Put the shards back in the module's places."""
-        self._unit.reshard()
-
-
-def fully_shard(module, *, mesh=None, reshard_after_forward=None, shard_placement_fn=None,
-                mp_policy=None, offload_policy=None, ignored_params=None):  # fmt: skip
-    """torch's FSDP2 entry point: shard ``module``'s parameters (those not in a sublayer
-    sharded already) by rows over the ranks, in place, and return ``module``, now also an
-    ``FSDPModule``. ``model.parameters()`` are then the shards, under their own names.
-    ``reshard_after_forward``: True (None) frees the gathered parameters after the forward
-    (FULL_SHARD), False keeps them until backward (SHARD_GRAD_OP). ``mesh``,
-    ``shard_placement_fn`` and offloading are refused."""
-    owner = "fully_shard"
-    if not isinstance(module, Layer):
-        raise TypeError(f"{owner}: module must be a Layer, got {type(module).__name__}")
-    if isinstance(module, FullyShardedDataParallel):
-        raise ValueError(f"{owner}: the module is a FullyShardedDataParallel already")
-    if isinstance(module, FSDPModule):
-        raise ValueError(f"{owner}: {type(module).__name__} is fully sharded already")
-    for name, value in (("mesh", mesh), ("shard_placement_fn", shard_placement_fn),
-                        ("offload_policy", offload_policy)):  # fmt: skip
-        if value is not None and not isinstance(value, OffloadPolicy):
-            raise NotImplementedError(
-                f"{owner}: {name} is not supported (one process group, rows sharded on dim 0)"
-            )
-    reshard = True if reshard_after_forward is None else reshard_after_forward
-    if not isinstance(reshard, bool):
-        checks.fail(owner, "reshard_after_forward", "a bool or None", reshard, TypeError)
-    mp = mp_policy or MixedPrecisionPolicy()
-    if not isinstance(mp, MixedPrecisionPolicy):
-        checks.fail(owner, "mp_policy", "a MixedPrecisionPolicy", mp, TypeError)
-    world = dist._the_world(owner)
-    skip = {id(p) for p in (ignored_params or ())}
-    params = [e for e in owned_parameters(module, (FSDPModule, FullyShardedDataParallel))
-              if id(e[1]) not in skip]  # fmt: skip
-    shards = [_row_shard(world, name, p, places) for name, p, places in params]
-    unit = _Unit(world, shards, True, mp.param_dtype, mp.reduce_dtype)
-    unit.reshard()
-    cls = type(module)
-    module.__class__ = type(f"FSDP{cls.__name__}", (FSDPModule, cls), {})
-    object.__setattr__(module, "_unit", unit)
-    object.__setattr__(module, "_fsdp_mp", mp)
-    object.__setattr__(module, "_reshard_after_forward", reshard)
-    return module
+    return sum(p.size for _, p, _ in owned_parameters(layer, (Sharded,)))

@@ -1,5 +1,5 @@
 """What FullyShardedDataParallel and ``fully_shard`` share (``tricycle.parallel.fsdp``): the
-unit, a set of parameters whose values each rank holds 1/N of, gathered for a forward.
+shards of a unit's parameters, whose values each rank holds 1/N of, gathered for a forward.
 
 **Flat shards.** A *shard* is a parameter the optimizer steps: 1/N of a flat vector, the
 concatenation of the unit's parameters flattened (FSDP1: one per unit, ``_flat_param``) or of
@@ -10,16 +10,14 @@ rank). The vector is padded to N equal parts of ``k`` values; rank r holds value
 **Unshard.** ``unshard`` all-gathers the shards into the full vector (a graph node of the
 shard, ``gathered``) and sets each parameter's places in its layers to a view of it, so the
 layers' forward reads the full weights. That node's backward is a reduce-scatter: the full
-gradient averaged over the ranks, this rank's part of it for the shard's ``.grad``. Since
-tricycle's ops keep what backward needs in their closures, the views a forward used stay
-alive in its graph until backward reaches them, whichever strategy resharded the layers
-(``reshard`` puts the shard, or a ``Resharded`` marker, back in the layers' places): the
-gathered weights are freed when backward has used them, not re-gathered for it. Under
-``no_grad`` nothing holds them after ``reshard``. The reduce-scatter is the World's
-(``World.start_reduce_scatter``: MPI's or NCCL's), each rank receiving its block alone.
+gradient averaged over the ranks, this rank's part of it for the shard's ``.grad``: the
+World's reduce-scatter (MPI's or NCCL's), each rank receiving its block alone. When the
+gathered weights are freed (FULL_SHARD: after the unit's forward, which backward recomputes)
+is ``tricycle.parallel.fsdp_unit``'s; ``gathered_bytes`` counts those alive.
 """
 
 import math
+import weakref
 
 import numpy as np
 
@@ -107,16 +105,17 @@ class Shard:
         local = self.padded_local(values)
         if self.parts == 1:
             return local[: self.total]
-        return world.all_gather(local).reshape(-1)[: self.total]
+        return counted(world.all_gather(local)).reshape(-1)[: self.total]
 
-    def gathered(self, world, dtype=None, reduce_dtype=None) -> Tensor:
-        """The full flat vector as a graph node of the shard, in ``dtype`` (the shard's by
+    def gathered(self, world, dtype=None, reduce_dtype=None, source=None, done=None) -> Tensor:
+        """The full flat vector as a graph node of the shard (or of ``source``, a stand-in
+        of its values: a checkpointed segment's input), in ``dtype`` (the shard's by
         default); its backward averages the gradient over the ranks (in ``reduce_dtype``)
-        and keeps this rank's part, for the shard's ``.grad``."""
+        and keeps this rank's part, for the shard's ``.grad``, then calls ``done()``."""
         full = self.gather_array(world)
         if dtype is not None and full.dtype != dtype:
-            full = full.astype(dtype)
-        shard = self.tensor
+            full = counted(full.astype(dtype))
+        shard = self.tensor if source is None else source
 
         def reduce_scatter(grad):
             xp = shard.xp
@@ -131,6 +130,8 @@ class Shard:
             else:
                 mine = xp.empty(self.k, dtype=padded.dtype)
                 world.wait(world.start_reduce_scatter(padded, mine, mean=True), what)
+            if done is not None:
+                done()
             return mine[: shard.array.size].astype(shard.dtype).reshape(shard.shape)
 
         return shard.new(full, args=(shard,), back_fns=(reduce_scatter,), name="fsdp unshard")
@@ -163,6 +164,48 @@ class Shard:
             else:
                 part = np.asarray(value).reshape(-1)[lo - e.a : hi - e.a]
             flat[lo - begin : hi - begin] = self.tensor.xp.asarray(part)
+
+
+_gathered = {"bytes": 0}  # of the arrays gathered by all-gathers and not yet freed
+
+
+def counted(array):
+    """``array`` (a gathered array, owning its memory), its bytes counted by
+    ``gathered_bytes`` until it is freed."""
+    try:
+        weakref.finalize(array, _freed, array.nbytes)
+    except TypeError:  # an array kind without weak references: not counted
+        return array
+    _gathered["bytes"] += array.nbytes
+    return array
+
+
+def _freed(nbytes: int) -> None:
+    _gathered["bytes"] -= nbytes
+
+
+def gathered_bytes() -> int:
+    """The bytes of full parameters gathered by FSDP (its all-gathers, and their casts to
+    a mixed-precision dtype) still alive in this process: what its resharding frees."""
+    return _gathered["bytes"]
+
+
+def full_or_piece(value, entry, shard):
+    """A full value, or a FlatShard as a function of the flat range it must cover."""
+    if not isinstance(value, FlatShard):
+        return np.asarray(value.numpy() if isinstance(value, Tensor) else value)
+
+    def part(lo: int, hi: int):
+        if lo < value.start or hi > value.start + value.local.size:
+            raise ValueError(
+                f"FullyShardedDataParallel.load_state_dict: the sharded value of "
+                f"{entry.name!r} holds [{value.start}, {value.start + value.local.size}), this "
+                f"rank needs [{lo}, {hi}): load a sharded state at its own world size (or "
+                "through tricycle.distributed.checkpoint at any)"
+            )
+        return np.asarray(value.local)[lo - value.start : hi - value.start]
+
+    return part
 
 
 def owned_parameters(module: Layer, stop: tuple) -> list:

@@ -1,0 +1,166 @@
+"""FSDP's unit (``tricycle.parallel.fsdp``): the shards of a set of parameters, gathered
+whole for the unit's forward and put back after it, and the forward itself.
+
+**Freeing between forward and backward.** tricycle's ops keep their inputs for backward in
+their closures, so a forward recorded on the gathered weights would hold them until backward.
+With ``reshard`` after the forward (FULL_SHARD, ``fully_shard``'s default) and gradients
+recorded, the unit's forward is instead a checkpointed segment
+(``tricycle.utils.checkpoint``, non-reentrant) whose inputs are the forward's own and the
+unit's shards: the segment gathers the shards, runs the forward, puts the shards back, and
+its recorded graph is dropped, so only its output outlives it. Backward gathers the shards
+again, recomputes the forward from the same random state (the same dropout masks) and
+differentiates it: the gathered node's backward reduce-scatters the gradient to the shards.
+A unit inside another is recomputed within the outer one's recomputation too (as nested
+checkpoints are): its forward then runs three times. SHARD_GRAD_OP (``reshard`` False)
+keeps the gathered weights from the forward until backward has used them (the shard's
+reduce-scatter puts the shard back in the layers), as torch's does.
+"""
+
+import functools
+import importlib
+
+import numpy as np
+
+from tricycle.graph import grad_enabled
+from tricycle.layers import Layer
+from tricycle.parallel.fsdp_units import Entry, Resharded, Shard, clean
+from tricycle.parameter import Parameter
+from tricycle.tensor import Tensor
+
+
+class Sharded:
+    """What FSDP1's wrapper and FSDP2's modules derive from: a layer with a ``_unit``."""
+
+
+class Unit:
+    """A unit's shards, gathered and scattered together (see ``fsdp_units``)."""
+
+    def __init__(self, world, shards: list, reshard_to_shard: bool, param_dtype, reduce_dtype):
+        self.world, self.shards = world, shards
+        self.reshard_to_shard = reshard_to_shard  # FSDP2: the shard goes back in the place
+        self.param_dtype, self.reduce_dtype = param_dtype, reduce_dtype
+
+    def run(self, forward, args: tuple, kwargs: dict, reshard: bool):
+        """``forward(*args, **kwargs)`` on the unit's full parameters; with ``reshard`` they
+        are put back (freed) after it, and recomputed for backward (the module's docstring);
+        without, they stay in the layers (and the graph) until the next ``reshard``."""
+        learned = [s.tensor for s in self.shards if s.tensor.requires_grad]
+        if not (reshard and learned and grad_enabled()):
+            self.unshard()
+            try:
+                return forward(*args, **kwargs)
+            finally:
+                if reshard or not grad_enabled():
+                    self.reshard()
+        n = len(args)
+
+        def segment(*values, **named):
+            self.unshard(values[n:])
+            try:
+                return forward(*values[:n], **named)
+            finally:
+                self.reshard()
+
+        # tricycle.utils lies above the parallel layer: reached by name, when first used
+        checkpoint = importlib.import_module("tricycle.utils.checkpoint").checkpoint
+        return checkpoint(segment, *args, *learned, **kwargs)
+
+    def unshard(self, stand_ins=()) -> None:
+        """Put a view of each parameter's full values in its places: a graph node of its
+        shard (or of its stand-in in ``stand_ins``, one per shard that requires grad, in
+        order) where gradients are recorded."""
+        stand_ins = iter(stand_ins)
+        for shard in self.shards:
+            if grad_enabled() and shard.tensor.requires_grad:
+                source = next(stand_ins, shard.tensor)
+                done = functools.partial(self.put_back, shard)  # once backward has used it
+                full = shard.gathered(self.world, self.param_dtype, self.reduce_dtype, source, done)
+                for e in shard.entries:
+                    e.put(full[e.a : e.b].reshape(e.shape))
+            else:
+                full = shard.gather_array(self.world)
+                if self.param_dtype is not None:
+                    full = full.astype(self.param_dtype)
+                for e in shard.entries:
+                    e.put(Tensor(full[e.a : e.b].reshape(e.shape), requires_grad=False))
+
+    def reshard(self) -> None:
+        for shard in self.shards:
+            self.put_back(shard)
+
+    def put_back(self, shard: Shard) -> None:
+        """Put ``shard`` (FSDP2), or a ``Resharded`` marker (FSDP1), back in the places of
+        its parameters: the layers hold the gathered values no more."""
+        for e in shard.entries:
+            e.put(shard.tensor if self.reshard_to_shard else Resharded(e.name, e.shape))
+
+    def full_arrays(self) -> dict:
+        """{entry name: its full values} (an all-gather on every rank)."""
+        out = {}
+        for shard in self.shards:
+            full = shard.gather_array(self.world)
+            for e in shard.entries:
+                out[e.name] = full[e.a : e.b].reshape(e.shape)
+        return out
+
+
+def units_of(model: Layer) -> list:
+    """(clean name prefix, Unit) of every FSDP1 wrapper and FSDP2 module in ``model``."""
+    out = []
+    for name, layer in model.named_layers():
+        unit = getattr(layer, "_unit", None) if isinstance(layer, Sharded) else None
+        if unit is not None:
+            out.append((clean(name + ".") if name else "", unit))
+    return out
+
+
+def _check_uniform(owner: str, params: list) -> None:
+    kinds = {(p.requires_grad, p.dtype, p.device) for _, p, _ in params}
+    if len(kinds) > 1:
+        raise ValueError(
+            f"{owner}: one flat parameter needs its parameters alike in requires_grad, "
+            f"dtype and device, got {sorted(map(str, kinds))}; wrap the others apart"
+        )
+
+
+def flat_shard(owner: str, world, params: list, parts: int) -> Shard:
+    """FSDP1's flat shard of ``params`` (name, Tensor, places)."""
+    _check_uniform(owner, params)
+    entries, a = [], 0
+    for name, p, places in params:
+        entries.append(Entry(name, p.shape, a, places))
+        a += p.size
+    rank = world.rank if parts > 1 else 0
+    template = params[0][1]
+    k = -(-a // parts)
+    flat = template.xp.zeros(k * parts, dtype=template.dtype)
+    for e, (_, p, _) in zip(entries, params):
+        flat[e.a : e.b] = p.array.reshape(-1)
+    tensor = Parameter(flat[rank * k : (rank + 1) * k].copy(), requires_grad=template.requires_grad)
+    return Shard(tensor, entries, a, parts, rank)
+
+
+def row_shard(world, name: str, p: Tensor, places: list) -> Shard:
+    """FSDP2's shard of one parameter: the rows ``torch.chunk`` gives this rank."""
+    n = world.world_size
+    rows = p.shape[0] if p.ndim else 1
+    per_row = p.size // max(rows, 1) if p.ndim else 1
+    chunk = -(-rows // n)
+    lo, hi = min(world.rank * chunk, rows), min((world.rank + 1) * chunk, rows)
+    local = p.array.reshape(rows, per_row)[lo:hi].reshape((hi - lo, *p.shape[1:]))
+    tensor = Parameter(local.copy(), requires_grad=p.requires_grad)
+    shard = Shard(tensor, [Entry(name, p.shape, 0, places)], p.size, n, world.rank)
+    shard.k = chunk * per_row
+    return shard
+
+
+def cast_inputs(values, dtype):
+    if dtype is None:
+        return values
+    return type(values)(
+        v.to(dtype) if isinstance(v, Tensor) and np.dtype(v.dtype).kind == "f" else v
+        for v in values
+    )
+
+
+# ====================================================================== FSDP1
