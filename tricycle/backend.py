@@ -218,6 +218,8 @@ def numeric_array(data, dtype=None) -> np.ndarray:
             return array
         # complex numbers are complex64, torch's default complex beside float32
         dtype = np.complex64 if array.dtype.kind == "c" else DEFAULT_FLOAT
+    elif array.dtype.kind == "c" and np.dtype(dtype).kind != "c":  # torch's error
+        raise TypeError(f"Tensor: must be real number, not complex: {preview(data)} as {dtype}")
     return cast(array, numeric_dtype(dtype))
 
 

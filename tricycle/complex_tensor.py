@@ -331,7 +331,14 @@ class ComplexTensor(Tensor):
 
     subtract = sub
     mul = multiply = __mul__
-    div = divide = __truediv__
+
+    def div(self, other, *, rounding_mode=None):
+        """torch.Tensor.div: self / other (complex numbers are not rounded, as torch's)."""
+        if rounding_mode is not None:
+            raise RuntimeError(f"div: rounding_mode={rounding_mode!r} of a complex tensor")
+        return _quotient(self, other)
+
+    divide = div
     matmul = mm = __matmul__
     abs = absolute = abs
     exp, conj, conj_physical, angle = exp, conj, conj, angle

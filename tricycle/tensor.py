@@ -385,6 +385,8 @@ def to_tensor(
         if dtype is None:
             kind = data.dtype.kind
             dtype = bool if kind == "b" else data.dtype if kind == "c" else backend.DEFAULT_FLOAT
+        elif data.dtype.kind == "c" and np.dtype(dtype).kind != "c":
+            data = data.real  # a complex array in a real dtype: its real part, as torch's
     else:
         data = numeric_array(data, dtype)
         dtype = data.dtype

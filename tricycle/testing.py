@@ -33,7 +33,8 @@ from tricycle.torch_functions import tensor as as_tensor
 
 # (rtol, atol) by dtype name, torch's
 TOLERANCES = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5),
-              "float64": (1e-7, 1e-7)}  # fmt: skip
+              "float64": (1e-7, 1e-7), "complex64": (1.3e-6, 1e-5),
+              "complex128": (1e-7, 1e-7)}  # fmt: skip
 
 
 class _Mismatch(AssertionError):
@@ -75,7 +76,8 @@ def _compare_arrays(actual, expected, rtol, atol, equal_nan, check_dtype) -> Non
     if actual.dtype != expected.dtype:  # check_dtype=False: compared in the promoted dtype
         common = promote_types(actual.dtype, expected.dtype)
         actual, expected = actual.astype(common), expected.astype(common)
-    integral, items = not backend.is_float(actual.dtype), (actual.item, expected.item)
+    integral = not backend.is_float(actual.dtype) and actual.dtype.kind != "c"
+    items = (actual.item, expected.item)
     if integral:  # integers and bools: differences in int64
         actual, expected = actual.astype(np.int64), expected.astype(np.int64)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):

@@ -112,6 +112,8 @@ class Optimizer:
     """
 
     CHECKS: dict[str, checks.Check] = {}
+    # whether the update is right for complex parameters (one linear in the gradient is)
+    complex_parameters = False
 
     def __init__(self, params, defaults: dict):
         owner = type(self).__name__
@@ -209,6 +211,12 @@ class Optimizer:
                 raise ValueError(
                     f"{owner}: params[{i}] (shape {p.shape}) is computed from other tensors: "
                     "only leaf tensors can be optimized"
+                )
+            if p.dtype.kind == "c" and not self.complex_parameters:
+                raise NotImplementedError(
+                    f"{owner}: params[{i}] is complex ({p.dtype}, shape {p.shape}): this "
+                    "optimizer's update is not written for complex parameters (SGD's is); "
+                    "optimize its real and imaginary parts (torch.view_as_real) instead"
                 )
         if len({id(p) for p in params}) != len(params):
             raise ValueError(f"{owner}: a parameter appears twice in one group")

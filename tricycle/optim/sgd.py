@@ -12,7 +12,9 @@ from tricycle.optim.optimizer import Optimizer, torch_flags
 
 class SGD(Optimizer):
     """torch.optim.SGD: stochastic gradient descent with optional (Nesterov) momentum,
-    dampening and L2 weight decay."""
+    dampening and L2 weight decay. Linear in the gradient, it steps complex parameters too."""
+
+    complex_parameters = True
 
     CHECKS = {
         "lr": checks.non_negative,
