@@ -1,7 +1,7 @@
 """``torch.distributed.checkpoint.state_dict``: state dicts keyed by the unwrapped model's
-names, sharded under FSDP (``tricycle.parallel.checkpoint_sharded``'s)."""
+names, sharded under FSDP (``tricycle.parallel.checkpoint_state_dict``'s)."""
 
-from tricycle.parallel.checkpoint_sharded import (
+from tricycle.parallel.checkpoint_state_dict import (
     StateDictOptions,
     get_model_state_dict,
     get_optimizer_state_dict,
