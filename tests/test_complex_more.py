@@ -185,6 +185,6 @@ def test_complex_ops_and_transforms_on_a_gpu_are_the_hosts():
         real = fft.irfft(fft.rfft(tricycle.abs(x), norm="forward"), n=8) + fft.hfft(y[:, :5])
         loss = (tricycle.abs(spectrum) ** 2).sum() + (real * real).sum()
         loss.backward()
-        results.append([backend.to_host(t) for t in (loss.array, x.grad.array, y.grad.array)])
+        results.append([backend.to_host_array(t) for t in (loss.array, x.grad.array, y.grad.array)])
     for host, gpu in zip(*results):
         np.testing.assert_allclose(gpu, host, rtol=1e-9, atol=1e-9)
