@@ -178,9 +178,8 @@ def test_complex_ops_and_transforms_on_a_gpu_are_the_hosts():
     a, b = _values((4, 8)), _values((4, 8))
     results = []
     for device in ("cpu", "cuda"):
-        x = tricycle.tensor(a, requires_grad=True).to(device)
-        y = tricycle.tensor(b, requires_grad=True).to(device)
-        x.retain_grad(), y.retain_grad()
+        x = tricycle.tensor(a, device=device, requires_grad=True)
+        y = tricycle.tensor(b, device=device, requires_grad=True)
         spectrum = fft.fft(x * y) + fft.ifft2(x) + fft.fftn(y, norm="ortho")
         real = fft.irfft(fft.rfft(tricycle.abs(x), norm="forward"), n=8) + fft.hfft(y[:, :5])
         loss = (tricycle.abs(spectrum) ** 2).sum() + (real * real).sum()
