@@ -17,6 +17,8 @@ from tricycle import (
     second_order_fused,
     second_order_linear,
     second_order_losses,
+    second_order_pointwise,
+    second_order_shapes,
 )
 from tricycle.second_order_base import cell, constant, linear
 
@@ -200,6 +202,8 @@ def rules() -> dict:
     table.update(second_order_linear.rules(t))  # linear backwards: cumsum, sort, pools, ...
     table.update(second_order_losses.rules(t))  # the losses of loss_reduction.reduced
     table.update(second_order_function.rules(t))  # custom autograd.Functions
+    table.update(second_order_pointwise.rules(t))  # elementwise slopes, norms, masks
+    table.update(second_order_shapes.rules(t))  # masked fill, expand, scatter, rebuilt ones
     return table
 
 

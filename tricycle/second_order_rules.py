@@ -16,6 +16,7 @@ import numpy as np
 
 from tricycle.second_order_base import Linear, cell, linear
 from tricycle.second_order_base import constant as _constant
+from tricycle.second_order_base import summed_to as _summed_to
 from tricycle.second_order_more import rules as fused_rules
 
 
@@ -63,16 +64,6 @@ def rule_for(fn):
 # ------------------------------------------------------------------ shared pieces
 def _same(node, fn, g):
     return g
-
-
-def _summed_to(g, shape):
-    """``g`` summed over the axes broadcasting added or stretched to reach ``shape``."""
-    from tricycle.binary import unbroadcast
-
-    if g.shape == shape:
-        return g
-    big, xp = g.shape, g.xp
-    return linear(g, lambda d: unbroadcast(d, shape), lambda d: xp.broadcast_to(d, big), "sum_to")
 
 
 def _expanded(node, x, g, axes, keepdims):
