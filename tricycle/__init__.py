@@ -382,12 +382,14 @@ _BY_MODULE: dict[str, str] = {
     "isneginf isreal is_floating_point is_complex is_nonzero",
     "tricycle.torch_construction": "diagflat diag_embed block_diag kron tensordot vander "
     "cartesian_prod combinations empty_strided",
-    "tricycle.torch_pointwise": "exp2 expm1 frac fix sgn signbit deg2rad rad2deg logit sinc frexp "
+    "tricycle.torch_pointwise": "exp2 expm1 frac fix signbit deg2rad rad2deg logit sinc frexp "
     "xlogy heaviside atan2 arctan2 hypot logaddexp logaddexp2 copysign "
     "ldexp float_power fmax fmin lerp addcmul addcdiv",
     "tricycle.complex_tensor": "complex polar view_as_real view_as_complex",
     # complex tensors to complex_tensor's ops, real ones to the real functions
-    "tricycle.complex_functions": "angle conj conj_physical real imag negative clone reciprocal",
+    "tricycle.complex_functions": "angle conj conj_physical real imag negative clone reciprocal "
+    "sgn",
+    "tricycle.spectral": "stft istft",
     "tricycle.torch_special": "erf erfc erfinv lgamma digamma polygamma mvlgamma i0",
     "tricycle.special_more": "igamma igammac",
     "tricycle.torch_numeric": "gradient binomial poisson frobenius_norm nuclear_norm nextafter",

@@ -79,6 +79,14 @@ def _clone(z, *, memory_format=None):
     return C.linear(z, lambda part: part.clone())
 
 
+def _sgn(z):
+    """torch.sgn of a complex tensor: z / |z|, 0 where z is 0 (its gradient there 0)."""
+    size = C.abs(z)
+    vanishes = size.array == 0
+    safe = ops.where(vanishes, 1.0, size)
+    return C.linear(z, lambda part: ops.where(vanishes, 0.0, part / safe))
+
+
 cat = _of_any(ops.cat, _cat, _sequence)
 concatenate = _of_any(ops.concatenate, _cat, _sequence)
 stack = _of_any(ops.stack, _stack, _sequence)
@@ -99,9 +107,10 @@ sqrt = _of_input(unary.sqrt, C.sqrt)
 log = _of_input(unary.log, C.log)
 sigmoid = _of_input(unary.sigmoid, C.sigmoid)
 reciprocal = _of_input(torch_arith.reciprocal, C.reciprocal)
+sgn = _of_input(torch_pointwise.sgn, _sgn)
 
 __all__ = [
     "abs", "angle", "cat", "clone", "concatenate", "conj", "conj_physical", "einsum", "exp",
-    "imag", "log", "neg", "negative", "real", "reciprocal", "reshape", "sigmoid", "sqrt", "stack",
-    "where",
+    "imag", "log", "neg", "negative", "real", "reciprocal", "reshape", "sgn", "sigmoid", "sqrt",
+    "stack", "where",
 ]  # fmt: skip

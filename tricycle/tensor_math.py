@@ -209,9 +209,11 @@ class TorchMathMethods(TorchMoreMethods):
 
     __slots__ = ()
 
-    exp2, expm1, deg2rad, rad2deg, sinc, frac, fix, sgn, signbit, logit, frexp = imported(
-        "torch_pointwise", "exp2 expm1 deg2rad rad2deg sinc frac fix sgn signbit logit frexp"
+    exp2, expm1, deg2rad, rad2deg, sinc, frac, fix, signbit, logit, frexp = imported(
+        "torch_pointwise", "exp2 expm1 deg2rad rad2deg sinc frac fix signbit logit frexp"
     )
+    (sgn,) = imported("complex_functions", "sgn")  # z / |z| of a complex tensor
+    stft, istft = imported("spectral", "stft istft")
     angle, conj, xlogy, atan2, arctan2, hypot, logaddexp, logaddexp2, copysign = imported(
         "torch_pointwise", "angle conj xlogy atan2 arctan2 hypot logaddexp logaddexp2 copysign"
     )
