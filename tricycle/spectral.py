@@ -177,6 +177,9 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
                            "uncovered)")  # fmt: skip
     signal = signal / envelope
     if end > expected:
+        warnings.warn(f"{op}: the signal ({expected - start} samples) is shorter than length="
+                      f"{length}: zeros are padded at its end", UserWarning,
+                      stacklevel=2)  # fmt: skip
         from tricycle.nn.padding import pad  # noqa: PLC0415 - the nn catalogue, on the call
 
         signal = linear(signal, lambda s: pad(s, (0, end - expected)))
