@@ -5,7 +5,8 @@ logarithmic functions, ``atan2``/``hypot``/``logaddexp``, the smooth activations
 the masks (hardtanh, shrinks, threshold, ``tril``, step functions, ``fmod``) and the ops that
 move or pick entries or are rebuilt (``second_order_shapes``: ``masked_fill``, ``expand``,
 ``repeat_interleave``, ``scatter``/``index_add``/``diag``, ``cummax``, ``logcumsumexp``,
-``cosine_similarity``, ``prelu``); and the ops torch itself refuses to differentiate twice."""
+``cosine_similarity``, ``prelu``), the soft margin, hinge embedding and margin ranking
+losses; and the ops torch itself refuses to differentiate twice."""
 
 import numpy as np
 import pytest
@@ -18,13 +19,23 @@ from tests.test_double_backward import (
     first_and_second,
     lib_of,
 )
-from tricycle import backend, second_order_pointwise, second_order_rules, second_order_shapes
+from tricycle import (
+    backend,
+    second_order_losses,
+    second_order_pointwise,
+    second_order_rules,
+    second_order_shapes,
+)
 
 torch = pytest.importorskip("torch")
 
 
 def ids(x, values):
     return lib_of(x).tensor(np.asarray(values))
+
+
+def signs(x):
+    return lib_of(x).tensor(np.array([1.0, -1, 1, -1, -1, 1]))
 
 
 def cube(y):
@@ -97,6 +108,12 @@ CASES = {
         + cube(F_of(a).triplet_margin_loss(a, b, b.flip(0)).reshape(1)),
         [(3, 4), (3, 4), (4,)], (-1, 1),
     ),
+    "margin_losses": (
+        lambda a, b, y: F_of(a).soft_margin_loss(a, signs(a)) ** 2
+        + F_of(a).hinge_embedding_loss(a, signs(a), reduction="sum") ** 2
+        + F_of(a).margin_ranking_loss(a, b, y, margin=0.1, reduction="none").pow(3).sum(),
+        [(6,), (6,), (6,)], (-1, 1),
+    ),
 }  # fmt: skip
 
 
@@ -143,7 +160,11 @@ def test_every_rule_here_is_exercised(monkeypatch):
         return rule_for(fn)
 
     monkeypatch.setattr(second_order_rules, "rule_for", recording)
-    for table in (second_order_pointwise.ONE, second_order_pointwise.TWO):
+    for table in (
+        second_order_pointwise.ONE,
+        second_order_pointwise.TWO,
+        second_order_losses.SLOPES,
+    ):
         for name, slope in table.items():
             monkeypatch.setitem(table, name, lambda *a, _s=slope, _n=name: used.add(_n) or _s(*a))
     for fn, shapes, (low, high) in CASES.values():
@@ -153,6 +174,7 @@ def test_every_rule_here_is_exercised(monkeypatch):
     slopes = set(second_order_pointwise.ONE) | set(second_order_pointwise.TWO)
     assert not missing
     assert slopes - used == {"ndtr"}
+    assert {"hinge_embedding", "margin_ranking", "soft_margin"} <= used
 
 
 @pytest.mark.skipif(not backend.cupy_available(), reason="needs a CUDA GPU")

@@ -1,6 +1,7 @@
 """Double backward of the losses built on ``loss_reduction.reduced`` (``create_graph=True``:
 ``tricycle.second_order``): L1, smooth L1, Huber, binary cross-entropy (of probabilities and
-of logits), KL divergence and the negative log-likelihood.
+of logits), KL divergence, the negative log-likelihood, soft margin, hinge embedding and
+margin ranking.
 
 Such a loss computes one loss per element (per row for NLL) and, for each input, its slope:
 the derivative of each element's loss. Its back_fns (one code object, ``reduced``'s) send an
@@ -8,8 +9,8 @@ input the output's gradient, scaled by the reduction, times that slope. The rule
 the slope again as a Tensor of the loss's inputs with differentiable ops (``SLOPES``, by the
 loss's node name), so that the gradient's own derivative reaches them: the reduction is read
 from the back_fn's closure, the loss's constants (Huber's delta, a pos_weight) from the
-defaults its slope function keeps. A loss of ``reduced`` with no slope here (the margin and
-ranking losses, CTC) raises NotImplementedError naming it.
+defaults its slope function keeps. A loss of ``reduced`` with no slope here (the cosine
+embedding, Poisson and Gaussian likelihoods, CTC) raises NotImplementedError naming it.
 """
 
 import importlib
@@ -139,6 +140,27 @@ def _nll(node, local, i, dl):
     return per_row * constant(node, picked.reshape(*labels.shape, log_probs.shape[-1]))
 
 
+def _hinge_embedding(node, local, i, dl):
+    """Constant between kinks (second derivative 0): dl times the slope the loss computed,
+    read as ``local`` of ones."""
+    x = node.args[i]
+    return dl * constant(node, local(x.xp.ones(x.shape, x.dtype)))
+
+
+def _margin_ranking(node, local, i, dl):
+    """Where the hinge is active: -y for x1, y for x2, x2 - x1 for the target y."""
+    x1, x2, y = node.args
+    active = constant(node, cell(local, "active"))
+    return dl * active * (-y if i == 0 else y if i == 1 else x2 - x1)
+
+
+def _soft_margin(node, local, i, dl):
+    """-y sigmoid(-y x), y = +-1 read back as the sign of the slope the loss computed."""
+    x = node.args[0]
+    minus_y = constant(node, x.xp.sign(cell(local, "slopes")))
+    return dl * minus_y * (x * minus_y).sigmoid()
+
+
 SLOPES = {
     "l1": _l1,
     "smooth_l1": _smooth,
@@ -147,6 +169,9 @@ SLOPES = {
     "binary_cross_entropy": _bce,
     "kl_div": _kl_div,
     "nll": _nll,
+    "hinge_embedding": _hinge_embedding,
+    "margin_ranking": _margin_ranking,
+    "soft_margin": _soft_margin,
 }
 
 
