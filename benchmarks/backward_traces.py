@@ -1,4 +1,4 @@
-"""What backward's traces (``tricycle.trace``: a small record per tensor, for drawing after
+"""What backward's traces (``tricycle.traces``: a small record per tensor, for drawing after
 backward) cost a GPT's backward: CPUConfig's model at batch 8, backward timed with the traces
 and with them stubbed out, alternately, three rounds of ten; prints the medians and their
 ratio.

@@ -90,6 +90,8 @@ PRODUCTS = [
     ("addmv", normal(3), normal(3, 4, seed=1), normal(4, seed=2)),
     ("addbmm", normal(3, 5), normal(2, 3, 4, seed=1), normal(2, 4, 5, seed=2)),
     ("baddbmm", normal(1, 5), normal(2, 3, 4, seed=1), normal(2, 4, 5, seed=2)),
+    ("trace", normal(3, 5)),
+    ("trace", normal(4, 2)),
 ]
 
 
@@ -256,6 +258,7 @@ def test_gradients_match_finite_differences(shape, seed):
         (lambda x: tc.addcmul(x, x, x, value="a"), TypeError, "addcmul: value"),
         (lambda x: tc.inner(x, tc.ones(2)), ValueError, "inner: the shapes of input and other"),
         (lambda x: tc.vdot(x, tc.ones(2)), ValueError, "vdot: the shapes"),
+        (lambda x: tc.trace(tc.ones(2, 2, 2)), RuntimeError, "trace: input's shape must be"),
         (lambda x: tc.addmv(x, tc.ones(3, 2), x), ValueError, "addmv: the shapes of mat and vec"),
         (lambda x: tc.addmv(tc.ones(2), tc.ones(3, 3), x), ValueError, "addmv: input's shape"),
         (lambda x: tc.baddbmm(x, tc.ones(2, 3, 3), tc.ones(3, 3, 3)), ValueError, "baddbmm"),

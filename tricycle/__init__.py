@@ -395,7 +395,7 @@ _BY_MODULE: dict[str, str] = {
     "tricycle.torch_numeric": "gradient binomial poisson frobenius_norm nuclear_norm nextafter",
     "tricycle.torch_statistics": "std_mean var_mean aminmax cummax cummin logcumsumexp trapezoid "
     "trapz cumulative_trapezoid diff cov corrcoef renorm dist pdist",
-    "tricycle.torch_products": "inner vdot addmv addbmm baddbmm chain_matmul",
+    "tricycle.torch_products": "inner vdot addmv addbmm baddbmm chain_matmul trace",
     "tricycle.nn.functional": "cosine_similarity pairwise_distance conv1d conv2d conv3d "
     "conv_transpose1d conv_transpose2d conv_transpose3d pixel_shuffle pixel_unshuffle bilinear "
     "prelu celu threshold hardshrink adaptive_avg_pool1d channel_shuffle celu_ selu_ threshold_",

@@ -6,7 +6,7 @@ inputs, accumulated out of place in a dict keyed by tensor identity. A leaf's gr
 retained one) lands in ``.grad`` as soon as it is final, and its hooks run then; a tensor's
 ``register_hook`` hooks see its gradient once summed, before it is used. Unless the
 graph is retained, each node's inputs are freed as it is passed, leaving a small ``Trace``
-(``tricycle.trace``) for drawing. ``tricycle.graph`` holds the nodes themselves.
+(``tricycle.traces``) for drawing. ``tricycle.graph`` holds the nodes themselves.
 """
 
 import operator
@@ -15,7 +15,7 @@ import threading
 import numpy as np
 
 from tricycle import dispatch
-from tricycle.trace import Trace
+from tricycle.traces import Trace
 
 
 class Freed(tuple):
@@ -153,8 +153,8 @@ def _walk(root, grad, retain_graph: bool, wanted: set | None) -> dict:
             # out of place: never write into an array another tensor may own
             grads[key] = g_arg if previous is None else add_arrays(previous, g_arg)
         if not retain_graph:  # what drawing needs stays: names, shapes, summaries
-            node.trace = _trace(node, traces)
-            node.trace.args = tuple(_trace(arg, traces) for arg in args)
+            node.backward_trace = _trace(node, traces)
+            node.backward_trace.args = tuple(_trace(arg, traces) for arg in args)
             node.args, node.back_fns = FREED, None
     return captured
 

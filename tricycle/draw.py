@@ -8,7 +8,7 @@ Each op's output is a box with the op's name, its output's shape and dtype; each
 tensor no op made: an input, a parameter) a box with its shape and dtype. Every box shows
 its value (``data 3`` for one element, else the norm ``|data| 12.4``) and, once backward has
 run, its gradient the same way, as micrograd's ``draw_dot`` does. Backward frees the graph's
-arrays but leaves a small record per tensor (``tricycle.trace``): drawing after it shows every
+arrays but leaves a small record per tensor (``tricycle.traces``): drawing after it shows every
 op with the gradient that flowed through it (summarised during backward for tensors of up to
 ``SUMMARY_LIMIT`` elements on the CPU; larger ones show theirs if still alive, as parameters
 are). ``backward(retain_graph=True)`` keeps the graph itself. Arrows go from an op's inputs
@@ -22,8 +22,8 @@ it), each row ordered by where its users sit. It is written as SVG (always), as 
 DOT text (render it with ``dot -Tpdf``), and as PNG where possible: by graphviz's ``dot``
 when it is installed, else by matplotlib drawing the same layout.
 
-Nothing here imports the rest of tricycle but ``tricycle.trace`` (which imports none of it): a
-tensor is read through ``.args``, ``.name``, ``.array``, ``.grad`` and ``.trace``, so
+Nothing here imports the rest of tricycle but ``tricycle.traces`` (which imports none of it): a
+tensor is read through ``.args``, ``.name``, ``.array``, ``.grad`` and ``.backward_trace``, so
 ``Tensor.draw`` can call this module without an import cycle.
 """
 
@@ -33,7 +33,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tricycle.trace import Trace, summarise
+from tricycle.traces import Trace, summarise
 
 __all__ = ["Graph", "Node", "draw", "graph"]
 
@@ -79,11 +79,11 @@ def graph(tensor, labels: dict | None = None) -> Graph:
     """The graph ``backward`` walks from ``tensor``, laid out. ``labels`` ({name: tensor})
     names tensors (leaves above all: ``dict(model.named_parameters())``); an unnamed
     leaf is called "leaf" (or "constant", when it needs no gradient). After a ``backward()``
-    that freed the graph, it is drawn from the records backward left (``tricycle.trace``),
+    that freed the graph, it is drawn from the records backward left (``tricycle.traces``),
     each with the gradient that flowed through it."""
     names = {id(t): name for name, t in (labels or {}).items()}
-    if tensor.args is not None and len(tensor.args) == 0 and tensor.trace is not None:
-        tensor = tensor.trace  # freed by backward: its trace reads alike
+    if tensor.args is not None and len(tensor.args) == 0 and tensor.backward_trace is not None:
+        tensor = tensor.backward_trace  # freed by backward: its trace reads alike
         names = _trace_names(tensor, names)
     order, index = _walk(tensor)
     nodes = []

@@ -20,7 +20,7 @@ import numpy as np
 from tricycle import backend, backprop, checks
 from tricycle.backend import is_float, move, numeric_array, numeric_dtype, parse_device
 from tricycle.backprop import add_arrays  # noqa: F401 (the ops import it from here)
-from tricycle.trace import Trace
+from tricycle.traces import Trace
 
 BackFn = Callable[[object], object]  # output gradient array -> input gradient array
 
@@ -91,7 +91,7 @@ class Node:
     """
 
     __slots__ = ("array", "args", "back_fns", "requires_grad", "grad", "name", "is_batched",
-                 "_retain_grad", "_grad_hooks", "grad_buffer", "trace", "_uses",
+                 "_retain_grad", "_grad_hooks", "grad_buffer", "backward_trace", "_uses",
                  "__weakref__", "__dict__")  # fmt: skip  # __dict__: a user's attributes
     __array_priority__ = 1000  # numpy scalars defer to Tensor's reflected operators
 
@@ -151,7 +151,7 @@ class Node:
         self._retain_grad, self._uses = False, 0
         self._grad_hooks = None
         self.grad_buffer = None  # where backward puts this leaf's gradient (a bucket's view)
-        self.trace: Trace | None = None  # what backward left of the graph it freed, to draw
+        self.backward_trace: Trace | None = None  # what backward freed, to draw
 
     def new(
         self,
@@ -210,7 +210,7 @@ class Node:
         gradient is final (``register_post_accumulate_grad_hook``). ``gradient`` (torch's
         name) seeds it: ones when None, for any shape. The graph is freed afterwards unless
         ``retain_graph`` (None: ``create_graph``), leaving each tensor's ``trace``
-        (``tricycle.trace``: names, shapes, summaries, no arrays) for drawing it.
+        (``tricycle.traces``: names, shapes, summaries, no arrays) for drawing it.
         ``create_graph=True`` records the backward pass itself (``tricycle.second_order``):
         ``.grad`` is then a Tensor in the graph, to differentiate again."""
         create_graph = checks.boolean("backward", "create_graph", create_graph)
@@ -262,7 +262,7 @@ class Node:
     def zero_grad(self) -> "Node":
         """Forget the gradient (and any graph hanging off this tensor)."""
         self.grad = None
-        self.args = self.back_fns = self.trace = None
+        self.args = self.back_fns = self.backward_trace = None
         return self
 
     def detach(self) -> "Node":
@@ -394,7 +394,7 @@ class Node:
         self.requires_grad = state["requires_grad"]
         self.name = state["name"]
         self.is_batched = state["is_batched"]
-        self.args = self.back_fns = self.grad = self.trace = None
+        self.args = self.back_fns = self.grad = self.backward_trace = None
         self._retain_grad, self._uses = False, 0
         self._grad_hooks = None
         self.grad_buffer = None

@@ -132,8 +132,8 @@ def _walk(root, grad, retain_graph: bool, wanted: set | None) -> dict:
             previous = grads.get(id(arg))
             grads[id(arg)] = g_arg if previous is None else previous + g_arg
         if not retain_graph:
-            node.trace = backprop._trace(node, traces)
-            node.trace.args = tuple(backprop._trace(arg, traces) for arg in args)
+            node.backward_trace = backprop._trace(node, traces)
+            node.backward_trace.args = tuple(backprop._trace(arg, traces) for arg in args)
             node.args, node.back_fns = FREED, None
     return captured
 

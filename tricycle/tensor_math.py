@@ -226,8 +226,8 @@ class TorchMathMethods(TorchMoreMethods):
     aminmax, cummax, cummin, logcumsumexp, diff, cov, corrcoef, renorm, dist = imported(
         "torch_statistics", "aminmax cummax cummin logcumsumexp diff cov corrcoef renorm dist"
     )
-    inner, vdot, addmv, addbmm, baddbmm = imported(
-        "torch_products", "inner vdot addmv addbmm baddbmm"
+    inner, vdot, addmv, addbmm, baddbmm, trace = imported(
+        "torch_products", "inner vdot addmv addbmm baddbmm trace"
     )
     cholesky, cholesky_inverse, cholesky_solve, lu, lu_solve, qr = imported(
         "linalg.tensor_methods", "cholesky cholesky_inverse cholesky_solve lu lu_solve qr"

@@ -70,15 +70,14 @@ def no_out(op: str, out) -> None:
 
 # ------------------------------------------------------------------------- making tensors
 def _inferred_dtype(data) -> np.dtype:
-    """torch's dtype for ``data``: an array's (or numpy scalar's) own; for Python data, bool
-    for booleans, int64 for integers, complex64 for complex numbers, float32 otherwise."""
+    """torch's dtype for ``data``: an array's (or numpy scalar's) own, else by kind."""
     if isinstance(data, np.ndarray | np.generic) or backend.is_cupy_array(data):
         return data.dtype
     try:
         kind = np.asarray(data).dtype.kind
     except ValueError:  # ragged lists: to_tensor says so, naming the shapes
         return np.dtype(backend.DEFAULT_FLOAT)
-    kinds = {"b": np.bool_, "i": np.int64, "u": np.int64, "c": np.complex64}
+    kinds = {"b": np.bool_, "i": np.int64, "u": np.int64, "c": np.complex64}  # float32 else
     return np.dtype(kinds.get(kind, backend.DEFAULT_FLOAT))
 
 

@@ -1,5 +1,5 @@
 """torch's products beyond ``tricycle.products``: ``inner``, ``vdot``, ``addmv``, ``addbmm``,
-``baddbmm`` and ``chain_matmul``.
+``baddbmm`` and ``chain_matmul``; and ``trace``, a matrix's diagonal summed.
 
 Each checks the shapes torch's does, then composes ``binary.matmul`` (or ``einsum``, for the
 batch sum of ``addbmm``) and the operators, so the gradients are those ops'. The ``add*``
@@ -10,7 +10,7 @@ Tensor methods too (``x.inner(y)``, ``x.addmv(m, v)``: ``tricycle.tensor_math``)
 
 import numpy as np
 
-from tricycle import binary, checks, ops
+from tricycle import binary, checks, indexing, ops
 from tricycle.einsum import einsum
 from tricycle.graph import Node
 from tricycle.linalg.products import multi_dot
@@ -39,6 +39,14 @@ def vdot(input, other, *, out=None):  # noqa: A002
         expected = "two vectors of one length (N,)"
         checks.fail("vdot", "the shapes of input and other", expected, (a.shape, b.shape))
     return binary.matmul(a, b)
+
+
+def trace(input):  # noqa: A002
+    """torch.trace: the sum of a matrix's main diagonal; its gradient is the identity (eye)."""
+    x = tensor_input("trace", input)
+    if x.ndim != 2:
+        checks.fail("trace", "input's shape", "a matrix's (2-D)", x.shape, RuntimeError)
+    return indexing.diagonal(x).sum()
 
 
 def _added(op: str, input, product: Node, beta, alpha) -> Node:  # noqa: A002
