@@ -8,7 +8,10 @@ This package keeps the imports the README writes working. ``rpc`` holds torch's 
 (``tricycle.parallel.rpc``: no remote calls), for the scripts that test a value against it;
 ``optim`` holds torch's ``ZeroRedundancyOptimizer`` (``tricycle.parallel.torch_zero``),
 ``fsdp`` FullyShardedDataParallel and ``fully_shard`` (``tricycle.parallel.fsdp``),
-``checkpoint`` torch's distributed checkpoints (``tricycle.parallel.checkpoint_sharded``).
+``checkpoint`` torch's distributed checkpoints (``tricycle.parallel.checkpoint_sharded``),
+``pipelining`` torch's pipeline stages and schedules (``tricycle.parallel.pipelining``). The
+point-to-point calls (``send``, ``recv``, ``isend``, ``irecv``, ``batch_isend_irecv``...) are
+``tricycle.parallel.torch_p2p``'s.
 """
 
 import importlib
@@ -16,11 +19,12 @@ import importlib
 from tricycle.parallel import rpc  # noqa: F401
 from tricycle.parallel.distributed import *  # noqa: F403
 from tricycle.parallel.torch_distributed import *  # noqa: F403
+from tricycle.parallel.torch_p2p import *  # noqa: F403
 
 
 def __getattr__(name: str):
-    """``optim``, ``fsdp`` and ``checkpoint`` imported on first use, as torch's
-    ``torch.distributed.optim`` is reached."""
-    if name in ("optim", "fsdp", "checkpoint"):
+    """``optim``, ``fsdp``, ``checkpoint`` and ``pipelining`` imported on first use, as
+    torch's ``torch.distributed.optim`` is reached."""
+    if name in ("optim", "fsdp", "checkpoint", "pipelining"):
         return importlib.import_module(f"tricycle.distributed.{name}")
     raise AttributeError(f"module 'tricycle.distributed' has no attribute {name!r}")

@@ -92,6 +92,7 @@ from tricycle.parallel.engines import (  # noqa: F401
     _MPIEngine,
     _NCCLEngine,
 )
+from tricycle.parallel.p2p import PointToPoint
 
 ABORT_GRACE_SECONDS = 0.5  # between printing why a rank aborts and ending the job
 ABORT_BACKSTOP_SECONDS = 5.0  # past the grace, the process ends itself whatever blocks it
@@ -173,7 +174,7 @@ def _import_mpi():
 
 
 # ====================================================================== the world
-class World:
+class World(PointToPoint):  # send and recv: tricycle.parallel.p2p
     """The processes training together; made by ``init()``.
 
     Attributes:

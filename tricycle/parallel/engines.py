@@ -114,6 +114,9 @@ def _version(nccl) -> int:
 class _LocalEngine:
     """The collectives of a world of one process on host arrays: nothing to exchange."""
 
+    def __init__(self):
+        self.mail = []  # (tag, array): what this rank sent itself and has not received
+
     def all_reduce(self, array, mean: bool = False):
         return _Done()  # the sum and the mean over one rank are the array itself
 
@@ -134,6 +137,27 @@ class _LocalEngine:
 
     def barrier(self):
         return _Done()
+
+    # point to point (``tricycle.parallel.p2p``): a rank of one may message itself
+    def send(self, array, peer: int, tag: int):
+        """Post ``array`` (copied) to this rank itself: done at once; a receive with its tag
+        takes it, oldest first (MPI's order)."""
+        self.mail.append((tag, array.copy()))
+        return _Done()
+
+    def recv(self, array, peer, tag: int):
+        """Take the oldest message this rank sent itself with ``tag``; a receive nothing was
+        sent for would wait forever: an error at once."""
+        for i, (sent_tag, sent) in enumerate(self.mail):
+            if sent_tag == tag:
+                del self.mail[i]
+                _check_received(sent.nbytes, array, 0)
+                array[...] = sent.reshape(array.shape)
+                return _Done()
+        raise DistributedError(
+            f"recv: a world of one process receives from itself a message (tag {tag}) it "
+            "has not sent: send it first (isend), or it would wait forever"
+        )
 
 
 class _MPIEngine:
@@ -180,6 +204,26 @@ class _MPIEngine:
 
     def barrier(self):
         return _HostRequest(self.comm.Ibarrier())
+
+    # point to point (``tricycle.parallel.p2p``): the bytes of a contiguous array
+    def send(self, array, peer: int, tag: int):
+        return _HostRequest(self.comm.Isend(_bytes(array), dest=peer, tag=tag))
+
+    def recv(self, array, peer, tag: int):
+        """Receive into ``array`` from rank ``peer`` (None: any rank); once done the
+        request's ``source`` is the sender's rank. A message of another size is an error."""
+        source = self.MPI.ANY_SOURCE if peer is None else peer
+        status = self.MPI.Status()
+        received = _Received(self.comm.Irecv(_bytes(array), source=source, tag=tag), status,
+                             self.MPI, array)  # fmt: skip
+        request = _HostRequest(received)
+
+        def then():
+            request.source = status.Get_source()
+            _check_received(status.Get_count(self.MPI.BYTE), array, request.source)
+
+        request.then = then
+        return request
 
 
 class _NCCLEngine:
@@ -292,3 +336,59 @@ class _NCCLEngine:
                     _scale(receive, 1.0 / self.ranks)
 
         return self._run(f"NCCL reduce-scatter of {send.nbytes} bytes", call)
+
+    # point to point (``tricycle.parallel.p2p``): NCCL's send and recv (2.7 and later)
+    def send(self, array, peer: int, tag: int):
+        return self.batch([("send", array, peer)])[0]
+
+    def recv(self, array, peer, tag: int):
+        return self.batch([("recv", array, peer)])[0]
+
+    def batch(self, messages: list) -> list:
+        """Sends and receives (("send" or "recv", array, peer) each) in one NCCL group, so
+        that their order on the two sides cannot deadlock; one request for them all."""
+        calls = [(kind, array.data.ptr, array.size, self._type(array), peer)
+                 for kind, array, peer in messages]  # fmt: skip
+        nbytes = sum(array.nbytes for _, array, _ in messages)
+
+        def call(stream):
+            self.nccl.groupStart()
+            try:
+                for kind, ptr, n, datatype, peer in calls:
+                    getattr(self.comm, kind)(ptr, n, datatype, peer, stream)
+            finally:
+                self.nccl.groupEnd()
+
+        request = self._run(f"NCCL sends and receives of {nbytes} bytes", call)
+        return [request] * len(messages)
+
+
+class _Received:
+    """An MPI receive's request that tests with its status (the sender, the size) and names
+    a message too long for its buffer (MPI's truncation error) as the receive's error."""
+
+    def __init__(self, request, status, MPI, array):
+        self.request, self.status, self.MPI, self.array = request, status, MPI, array
+
+    def Test(self) -> bool:
+        try:
+            return self.request.Test(self.status)
+        except self.MPI.Exception as error:
+            raise DistributedError(
+                f"recv: the message is longer than the receiving tensor's {self.array.nbytes} "
+                f"bytes (shape {self.array.shape}, {self.array.dtype}): {error}"
+            ) from error
+
+
+def _bytes(array):
+    """A contiguous host array's bytes, as MPI sends them (any dtype, bfloat16 too)."""
+    return array.reshape(-1).view(np.uint8)
+
+
+def _check_received(nbytes: int, array, source) -> None:
+    """A received message must fill the receiving array exactly."""
+    if nbytes != array.nbytes:
+        raise DistributedError(
+            f"recv: rank {source} sent {nbytes} bytes, but the receiving tensor holds "
+            f"{array.nbytes} (shape {array.shape}, {array.dtype}): give it the sent shape and dtype"
+        )
