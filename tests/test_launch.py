@@ -75,7 +75,9 @@ def test_the_command_and_the_environment_it_adds(tmp_path):
     assert done.returncode == 0, done.stderr
     words = done.stdout.split()
     assert "NCCL_NVLS_ENABLE=0" not in words  # the user's own setting is kept
-    assert words[-6:] == ["-n", "2", sys.executable, str(script), "--steps", "3"]
+    rank = [sys.executable, "-m", "tricycle.apps.torchrun", "--kind", "script"]  # torchrun's
+    rank += ["--redirects", "0", "--tee", "0"]  # variables set on each rank: test_torchrun.py
+    assert words[-14:] == ["-n", "2", *rank, str(script), "--steps", "3"]
     assert launch.environment(2, {})["NCCL_NVLS_ENABLE"] == "0"
     cores = os.cpu_count() or 1
     assert launch.environment(2, {})["TRICYCLE_THREADS"] == str(max(1, cores // 2))

@@ -5,6 +5,7 @@
     tricycle-run -n 2 train.py --steps 100      # mpiexec -n 2 python train.py --steps 100
     tricycle-run -n 4 -m my_package.train ARGS  # a module, as python -m
     tricycle-run test                           # one line per check; non-zero if one fails
+    tricycle-run --standalone --nproc_per_node=2 train.py   # torchrun's flags (torchrun.py)
 
 Underneath is ``mpiexec`` (``$TRICYCLE_MPIEXEC``, else the one on the PATH, else the one
 beside this Python: the ``mpich`` wheel's), with the environment that data-parallel runs
@@ -20,7 +21,9 @@ need, each set only where you have not set it yourself:
   ignores them).
 
 One process (``-n 1``) runs the script with this Python directly. Every process is started
-with this Python, so the script sees the same packages.
+with this Python, so the script sees the same packages, and with torchrun's environment
+(``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``... : ``tricycle.apps.torchrun``, which also takes
+torchrun's flags, its restarts and its log files).
 """
 
 import argparse
@@ -33,6 +36,7 @@ import sys
 from pathlib import Path
 
 from tricycle import backend
+from tricycle.apps import torchrun
 from tricycle.apps.cli import Parser
 
 ENVIRONMENT = {"NCCL_NVLS_ENABLE": "0"}
@@ -191,14 +195,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = Parser(
         prog="tricycle-run",
         description="Run a script on N processes (mpiexec with the environment tricycle "
-        "needs), or `tricycle-run test` to check MPI, mpi4py, GPUs, NCCL and numba.",
+        "needs, and torchrun's: RANK, LOCAL_RANK, WORLD_SIZE...), or `tricycle-run test` to "
+        "check MPI, mpi4py, GPUs, NCCL and numba. torchrun's command lines work as they are: "
+        "tricycle-run --standalone --nproc_per_node=2 train.py ARGS.",
     )
-    parser.add_argument("-n", "--processes", type=_positive, default=1,
-                        help="how many processes (one per GPU on a GPU machine)")  # fmt: skip
-    parser.add_argument("-m", dest="module", action="store_true",
+    parser.add_argument("-n", "--processes", type=_positive,
+                        help="how many processes (one a GPU), 1 by default")  # fmt: skip
+    parser.add_argument("-m", "--module", dest="module", action="store_true",
                         help="the target is a module, run as python -m")  # fmt: skip
     parser.add_argument("--dry-run", action="store_true",
                         help="print the command and what it adds to the environment")  # fmt: skip
+    torchrun.add_flags(parser)
     parser.add_argument("target", nargs=argparse.REMAINDER,
                         help="the script (or module) and its arguments, or `test`")  # fmt: skip
     args = parser.parse_args(argv)
@@ -207,11 +214,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def check_target(target: list[str], module: bool) -> None:
-    """LaunchError, before any process starts, for a script or module that is not there (and
-    for `test` given arguments), rather than one Python error per process."""
+def check_target(target: list[str], module: bool, program: bool = False) -> None:
+    """LaunchError, before any process starts, for a script, module or program (``program``:
+    --no_python) that is not there (and for `test` given arguments), rather than one error
+    per process."""
     name = target[0]
-    if module:
+    if program:
+        if shutil.which(name) is None:
+            raise LaunchError(f"no such program: {name} (--no_python runs it as a command)")
+    elif module:
         top = name.split(".")[0]  # the package alone: finding a submodule would import it
         sys.path.insert(0, os.getcwd())  # where `python -m` looks first
         try:
@@ -249,19 +260,46 @@ def main(argv: list[str] | None = None) -> int:
         print("tricycle-run test: every check passed")
         return 0
     try:
-        check_target(args.target, args.module)
-        line = command(args.processes, args.target, args.module)
-    except LaunchError as error:
+        s = torchrun.settings(args)
+        check_target(args.target, args.module, args.no_python)
+        line = _job(args, s)
+        line(None)  # finds mpiexec now: its absence is one line
+    except (LaunchError, torchrun.FlagError) as error:
         print(f"tricycle-run: {error}", file=sys.stderr)
         return 2
-    env = environment(args.processes)
+    env = environment(s.processes)
+    env.update(torchrun.environment(s, 0))
+    if s.processes == 1 and not (s.waits or args.run_path):  # no rank wrapper: rank 0 here
+        env.update(RANK="0", LOCAL_RANK="0", ROLE_RANK="0")
     if args.dry_run:
         added = {k: env[k] for k in env if os.environ.get(k) != env[k]}
-        print(" ".join(f"{k}={v}" for k, v in sorted(added.items())), *line)
+        print(" ".join(f"{k}={v}" for k, v in sorted(added.items())), *line(None))
         return 0
     sys.stdout.flush()
-    os.execve(line[0], line, env)  # mpiexec (or python) in this process's place: signals
-    return 0  # (not reached)                        # reach it directly, its status is ours
+    if s.waits:  # restarts or logs: this process waits for mpiexec
+        return torchrun.run(s, line, env)
+    first = line(None)
+    os.execve(first[0], first, env)  # mpiexec (or python) in this process's place: signals
+    return 0  # (not reached)                          # reach it directly, its status is ours
+
+
+def _job(args: argparse.Namespace, s: "torchrun.Settings"):
+    """The job's command line for an attempt's log directory (None: no logs): each rank
+    through ``tricycle.apps.torchrun`` (its own rank's variables), or, for one process
+    without logs, the target itself."""
+    kind = "command" if args.no_python else "module" if args.module else "script"
+    kind = "run_path" if args.run_path and kind == "script" else kind
+
+    def line(attempt) -> list[str]:
+        if s.processes > 1 or s.waits or kind == "run_path":
+            start = [*torchrun.rank_command(s, ["--kind", kind], attempt), *args.target]
+        elif kind == "command":
+            start = list(args.target)
+        else:
+            return command(1, args.target, args.module)
+        return start if s.processes == 1 else [find_mpiexec(), "-n", str(s.processes), *start]
+
+    return line
 
 
 if __name__ == "__main__":

@@ -14,8 +14,10 @@ A PyTorch script's data-parallel loop runs with its imports changed::
 **The process group** is the World of ``tricycle.parallel.distributed.init()``, one per
 process: tricycle's own calls (``init``, ``World``, ``DataParallel``, ``fail_together``) keep
 their names and meanings beside these. The processes are started by ``tricycle-run -n N``
-(mpiexec), not torchrun: a $WORLD_SIZE or $RANK that disagrees with the launch is an error,
-as is an explicit ``world_size`` or ``rank``. The backend names the engines' start only:
+(mpiexec), which takes torchrun's flags (``--standalone --nproc_per_node=N``) and sets its
+$RANK, $LOCAL_RANK, $WORLD_SIZE... on every rank; a $WORLD_SIZE or $RANK that disagrees with
+the launch (a real torchrun's processes) is an error, as is an explicit ``world_size`` or
+``rank``. The backend names the engines' start only:
 "nccl" uses GPU ``local_rank`` and NCCL for GPU arrays, "gloo" and "mpi" stay on the host,
 None starts the GPU where there is one; host arrays always go through MPI.
 
@@ -135,8 +137,9 @@ def init_process_group(
         if value is not None and value.strip() != str(launched):
             raise ValueError(
                 f"{owner}: ${variable}={value}, but this process is rank {me} of {size} "
-                "started by mpiexec: start tricycle's processes with `tricycle-run -n N "
-                "script.py` (mpiexec), not torchrun"
+                "started by mpiexec: start tricycle's processes with tricycle-run (mpiexec), "
+                "which takes torchrun's flags: `tricycle-run --standalone --nproc_per_node=N "
+                "script.py`, not torchrun"
             )
     if _state["mpi_ended"] and size > 1:
         raise ValueError(
@@ -199,8 +202,10 @@ def get_world_size(group=None) -> int:
 
 def get_node_local_rank(fallback_rank: int | None = None) -> int:
     """This process's rank among those on its machine (its GPU's index); before
-    ``init_process_group``, ``fallback_rank`` where given (torch's call, which reads the
-    $LOCAL_RANK that torchrun sets: tricycle-run does not)."""
+    ``init_process_group``, $LOCAL_RANK (torchrun's and tricycle-run's), else
+    ``fallback_rank`` where given, as torch's."""
+    if distributed._world is None and os.environ.get("LOCAL_RANK", "").strip().isdigit():
+        return int(os.environ["LOCAL_RANK"])
     if distributed._world is None and fallback_rank is not None:
         return checks.integer("get_node_local_rank", "fallback_rank", fallback_rank, low=0)
     return _the_world("get_node_local_rank").local_rank
