@@ -156,6 +156,11 @@ def test_every_rank_gets_torchrun_s_variables(tmp_path):
     (alone,) = variables(done.stdout)
     assert (alone["RANK"], alone["WORLD_SIZE"], alone["LOCAL_RANK"]) == ("0", "1", "0")
     assert (alone["MASTER_PORT"], alone["TORCHELASTIC_RUN_ID"]) == ("29400", "job7")
+    # --no_python: a command, not a script, gets them too (a module, -m: the same wrapper)
+    echo = "echo RANK=$RANK LOCAL_RANK=$LOCAL_RANK WORLD_SIZE=$WORLD_SIZE"
+    done = tricycle_run("--nproc-per-node=2", "--no-python", "sh", "-c", echo)
+    found = [(v["RANK"], v["LOCAL_RANK"], v["WORLD_SIZE"]) for v in variables(done.stdout)]
+    assert found == [("0", "0", "2"), ("1", "1", "2")]
 
 
 def test_the_variables_match_the_dry_run_and_python_m_tricycle_distributed_run(tmp_path):
