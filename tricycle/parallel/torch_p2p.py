@@ -89,10 +89,9 @@ def _start(owner: str, kind: str, tensor, peer, tag: int) -> P2PWork:
     world, array = _the_world(owner), _array(owner, "tensor", tensor)
     land = None
     if not array.flags.c_contiguous:
-        contiguous = array_module(array).ascontiguousarray(array)
+        view, array = array, array_module(array).ascontiguousarray(array)
         if kind == "recv":
-            land = lambda: array.__setitem__(..., contiguous)  # noqa: E731
-        array = contiguous
+            land = lambda: view.__setitem__(..., array)  # noqa: E731
     start = world.start_send if kind == "send" else world.start_recv
     request = start(array, peer, tag)
     way = "to" if kind == "send" else "from"
