@@ -55,7 +55,8 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("torchrun's flags (one machine)")
 
     def flag(name: str, **options) -> None:
-        group.add_argument(f"--{name}", f"--{name.replace('_', '-')}", **options)
+        spellings = dict.fromkeys([f"--{name}", f"--{name.replace('_', '-')}"])  # once each
+        group.add_argument(*spellings, **options)
 
     flag("nproc_per_node", help="processes: a number, `gpu` (one per GPU), `cpu` or `auto`")
     flag("nnodes", default="1", help="machines: 1 (or 1:1); use mpiexec's host files for more")
