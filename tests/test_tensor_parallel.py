@@ -42,7 +42,7 @@ from tricycle.tensor import Tensor
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = 3
-WAYS = ("mlp", "attention", "sequence")
+WAYS = ("mlp", "attention", "sequence", "embedding")
 
 
 class MLP(nn.Module):
@@ -73,8 +73,19 @@ class Attention(nn.Module):
         return self.wo((att @ v).transpose(1, 2).reshape(b, s, self.heads * self.head_dim))
 
 
+class Embedder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed, self.out = nn.Embedding(10, 8), nn.Linear(8, 4)
+
+    def forward(self, ids):
+        return self.out(self.embed(ids))
+
+
 def build(way: str):
     manual_seed(0)
+    if way == "embedding":
+        return Embedder()
     return Attention() if way == "attention" else MLP(norm=way == "sequence")
 
 
@@ -83,6 +94,8 @@ def plan(way: str, mesh):
         return {"w1": ColwiseParallel(), "w2": RowwiseParallel()}
     if way == "attention":
         return {"w[qkv]": ColwiseParallel(), "wo": RowwiseParallel()}
+    if way == "embedding":  # the vectors' features sharded, then gathered by the Linear
+        return {"embed": ColwiseParallel(), "out": RowwiseParallel()}
     return {  # the norm on a sequence shard; the Linears gather it and scatter back
         "norm": SequenceParallel(),
         "w1": ColwiseParallel(input_layouts=Shard(1)),
@@ -102,6 +115,8 @@ def parallel(way: str, mesh):
 
 def batch(way: str):
     rng = np.random.default_rng(1)
+    if way == "embedding":
+        return rng.integers(0, 10, size=(2, 6)), rng.normal(size=(2, 6, 4)).astype(np.float32)
     d = 8 if way == "attention" else 4
     return rng.normal(size=(2, 6, d)).astype(np.float32), rng.normal(size=(2, 6, d)).astype(
         np.float32
@@ -166,7 +181,7 @@ def test_a_world_of_one_trains_as_the_plain_module(way):
     expected = train(build(way), x, y)
     mesh = init_device_mesh("cpu", (1,), mesh_dim_names=("tp",))
     model = parallel(way, mesh)
-    assert isinstance(model.w2.weights if way != "attention" else model.wo.weights, DParameter)
+    assert all(isinstance(p, DParameter) for p in model.parameters())
     assert_same(train(model, x, y), expected, way)
     assert expected["losses"][-1] < expected["losses"][0]
 
@@ -213,6 +228,20 @@ def test_device_mesh_as_torchs():
         mesh.get_local_rank()
     with pytest.raises(ValueError, match="1-D DeviceMesh"):
         parallelize_module(MLP(), mesh, {"w1": ColwiseParallel()})
+
+
+def test_a_mesh_that_needs_sub_groups_is_refused(monkeypatch):
+    class FourRanks:
+        world_size, rank = 4, 0
+
+    monkeypatch.setattr(world_module, "_world", FourRanks())
+    with pytest.raises(NotImplementedError, match="needs sub-groups of ranks"):
+        init_device_mesh("cpu", (2, 2))
+    mesh = init_device_mesh("cpu", (1, 4), mesh_dim_names=("dp", "tp"))
+    assert (mesh["tp"].size(), mesh["tp"].get_local_rank(), mesh.get_coordinate()) == (4, 0, (0, 0))
+    assert mesh["tp"].get_group() is None  # tricycle's one group, as its collectives take it
+    with pytest.raises(NotImplementedError, match="one process group"):
+        mesh.get_group("dp")
 
 
 def test_dtensor_in_a_world_of_one():
@@ -303,7 +332,8 @@ def test_two_ranks_equal_one_process(tmp_path):
             assert_same(got[rank][way], expected, f"{way} rank {rank}")
         held = got[0]["held"][way] + got[1]["held"][way]  # a half of each sharded one
         assert held == got[0]["whole"][way] + got[0]["replicated"][way], way
-        assert got[0]["replicated"][way] == {"mlp": 4, "attention": 8, "sequence": 12}[way]
+        replicated = {"mlp": 4, "attention": 8, "sequence": 12, "embedding": 4}[way]
+        assert got[0]["replicated"][way] == replicated, way
     whole = np.arange(15.0).reshape(5, 3)
     for rank, seen in enumerate(got):
         rows = slice(0, 3) if rank == 0 else slice(3, 5)  # torch.chunk's uneven pieces
@@ -337,7 +367,7 @@ def dtensor_round_trips(mesh) -> dict:
     summed = DTensor.from_local(base, mesh, [Partial()]).full_tensor()
     return {"local": d.to_local().numpy().copy(), "columns": columns.to_local().numpy().copy(),
             "full": full.numpy().copy(), "summed": summed.numpy().copy(),
-            "grad": d.to_local().grad.numpy().copy()}  # fmt: skip
+            "grad": d.grad.to_local().numpy().copy()}  # fmt: skip
 
 
 def collectives(rank: int) -> dict:
@@ -366,7 +396,7 @@ def collectives(rank: int) -> dict:
 def ranks(out: str) -> None:
     dist.init_process_group("gloo")
     rank = dist.get_rank()
-    mesh = init_device_mesh("cpu", (2,), mesh_dim_names=("tp",))
+    mesh = init_device_mesh("cpu", (1, 2), mesh_dim_names=("dp", "tp"))["tp"]
     seen = {"held": {}, "whole": {}, "replicated": {}}
     for way in WAYS:
         x, y = batch(way)
