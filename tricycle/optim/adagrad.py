@@ -30,6 +30,8 @@ class Adagrad(Optimizer):
     sums are made in the constructor, at ``initial_accumulator_value`` (each group's own
     value here, where torch takes the constructor's for every group)."""
 
+    complex_as_real = True  # complex parameters stepped as torch's view_as_real
+
     CHECKS = {
         "lr": checks.non_negative,
         "lr_decay": checks.non_negative,
@@ -68,7 +70,9 @@ class Adagrad(Optimizer):
         for group in self.param_groups:
             for p in group["params"]:
                 self.state[p] = {"step": 0}
-                state_array(self.state[p], "sum", p.xp, p.array, group["initial_accumulator_value"])
+                fill = group["initial_accumulator_value"]  # both parts' sums, as torch's:
+                fill = complex(fill, fill) if p.dtype.kind == "c" else fill
+                state_array(self.state[p], "sum", p.xp, p.array, fill)
 
     def update_parameter(self, xp, w, g, state: dict, group: dict) -> None:
         lr, t = float(group["lr"]), advance(state)
@@ -82,6 +86,8 @@ class Adagrad(Optimizer):
 class RMSprop(Optimizer):
     """torch.optim.RMSprop (Hinton): steps divided by the root of a moving average of the
     squared gradients (``centered``: of their variance), with optional momentum."""
+
+    complex_as_real = True  # complex parameters stepped as torch's view_as_real
 
     CHECKS = {
         "lr": checks.non_negative,
@@ -146,6 +152,8 @@ class RMSprop(Optimizer):
 class Adadelta(Optimizer):
     """torch.optim.Adadelta (Zeiler): each step is the root of the moving average of past
     squared steps over that of the squared gradients, times the gradient."""
+
+    complex_as_real = True  # complex parameters stepped as torch's view_as_real
 
     CHECKS = {
         "lr": checks.non_negative,

@@ -39,6 +39,8 @@ def decay_every_parameter(name: str, param: Tensor) -> bool:
 class Adam(Optimizer):
     """torch.optim.Adam: Adam with bias correction (``tricycle.optimisers.Adam``'s update)."""
 
+    complex_as_real = True  # complex parameters stepped as torch's view_as_real
+
     CHECKS = {
         "lr": checks.non_negative,
         "betas": optimisers.check_betas,

@@ -37,6 +37,8 @@ class Adamax(Optimizer):
     """torch.optim.Adamax (Kingma & Ba): Adam with the exponentially weighted infinity norm
     of the gradients ("exp_inf") as its denominator."""
 
+    complex_as_real = True  # complex parameters stepped as torch's view_as_real
+
     CHECKS = ADAM_CHECKS | torch_flags("foreach", "maximize", "differentiable", "capturable")
 
     def __init__(
@@ -78,6 +80,8 @@ class Adamax(Optimizer):
 class NAdam(Optimizer):
     """torch.optim.NAdam (Dozat): Adam with Nesterov momentum, the momentum coefficient
     warming up by ``momentum_decay``; its product over the steps is the state "mu_product"."""
+
+    complex_as_real = True  # complex parameters stepped as torch's view_as_real
 
     CHECKS = ADAM_CHECKS | {
         "momentum_decay": checks.non_negative,
@@ -133,6 +137,8 @@ class NAdam(Optimizer):
 class RAdam(Optimizer):
     """torch.optim.RAdam (Liu et al.): Adam whose adaptive step is rectified by the
     variance of its estimate, and plain momentum while that estimate is too uncertain."""
+
+    complex_as_real = True  # complex parameters stepped as torch's view_as_real
 
     CHECKS = ADAM_CHECKS | {
         "decoupled_weight_decay": checks.boolean,

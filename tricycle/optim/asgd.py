@@ -25,6 +25,8 @@ class ASGD(Optimizer):
     """torch.optim.ASGD: SGD with a step decaying as t^-alpha, and the running average of
     its iterates from step ``t0`` on (the state "ax")."""
 
+    complex_as_real = True  # complex parameters stepped as torch's view_as_real
+
     CHECKS = {
         "lr": checks.non_negative,
         "lambd": checks.non_negative,

@@ -114,6 +114,8 @@ class Optimizer:
     CHECKS: dict[str, checks.Check] = {}
     # whether the update is right for complex parameters (one linear in the gradient is)
     complex_parameters = False
+    # whether a complex parameter is stepped as pairs of reals, as torch's view_as_real
+    complex_as_real = False
 
     def __init__(self, params, defaults: dict):
         owner = type(self).__name__
@@ -212,7 +214,7 @@ class Optimizer:
                     f"{owner}: params[{i}] (shape {p.shape}) is computed from other tensors: "
                     "only leaf tensors can be optimized"
                 )
-            if p.dtype.kind == "c" and not self.complex_parameters:
+            if p.dtype.kind == "c" and not (self.complex_parameters or self.complex_as_real):
                 raise NotImplementedError(
                     f"{owner}: params[{i}] is complex ({p.dtype}, shape {p.shape}): this "
                     "optimizer's update is not written for complex parameters (SGD's is); "
@@ -247,7 +249,16 @@ class Optimizer:
             rule = self.rule(group)
             rule.state = {name: self.state[p] for name, p in named}  # lent, updated in place
             maximize = group.get("maximize", False)  # Muon has no such setting
-            rule.update(named, grad_multiplier=-1.0 if maximize else None)
+            pairs = self.complex_as_real and any(p.dtype.kind == "c" for _, p in named)
+            if not pairs:
+                rule.update(named, grad_multiplier=-1.0 if maximize else None)
+                continue
+            stepped = [(n, _as_real(p, rule.state[n]) if p.dtype.kind == "c" else p)
+                       for n, p in named]  # fmt: skip
+            rule.update(stepped, grad_multiplier=-1.0 if maximize else None)
+            for (n, p), (_, real) in zip(named, stepped):
+                if real is not p:
+                    _state_as_complex(rule.state[n], real, p)
         return loss
 
     @checks.arguments(set_to_none=checks.boolean)
@@ -325,6 +336,34 @@ class Optimizer:
                 if key != "params":
                     text += f"    {key}: {group[key]}\n"
         return text + ")"
+
+
+def _as_real(param: Tensor, state: dict) -> Tensor:
+    """A complex parameter as torch's ``view_as_real`` (flat: these rules are elementwise,
+    and a 1-D float array takes the kernels the real parameters compiled): a real tensor
+    sharing its memory, so that the rule's in-place update writes the parameter; its gradient
+    and its complex state arrays are viewed so too (``_state_as_complex`` turns them back)."""
+    xp = param.xp
+    if not param.array.flags.c_contiguous:
+        param.array = xp.ascontiguousarray(param.array)
+    for slot, value in state.items():
+        if getattr(value, "dtype", None) == param.dtype and value.shape == param.shape:
+            state[slot] = _real_view(xp.ascontiguousarray(value))
+    pairs = Tensor(_real_view(param.array), requires_grad=True)
+    pairs.grad = Tensor(_real_view(xp.ascontiguousarray(param.grad.array)))
+    return pairs
+
+
+def _real_view(array):
+    return array.reshape(-1).view(array.real.dtype)
+
+
+def _state_as_complex(state: dict, pairs: Tensor, param: Tensor) -> None:
+    """The state arrays of ``param``, stepped as ``pairs``, back in its complex form."""
+    for slot, value in state.items():
+        if getattr(value, "shape", None) == pairs.shape and value.dtype == pairs.dtype:
+            value = pairs.xp.ascontiguousarray(value)
+            state[slot] = value.view(param.dtype).reshape(param.shape)
 
 
 def _snapshot(value):

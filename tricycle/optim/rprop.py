@@ -47,6 +47,8 @@ class Rprop(Optimizer):
     """torch.optim.Rprop: per-coordinate step sizes adapted from the gradient's sign alone
     (meant for full-batch training: a mini-batch's noisy signs shrink the steps)."""
 
+    complex_as_real = True  # complex parameters stepped as torch's view_as_real
+
     CHECKS = {
         "lr": checks.non_negative,
         "etas": check_etas,
