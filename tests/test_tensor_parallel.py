@@ -273,6 +273,19 @@ def test_dtensor_in_a_world_of_one():
         parallelize_module(nn.LayerNorm(4), mesh, ColwiseParallel())
 
 
+def test_plan_paths_with_patterns():
+    mesh = init_device_mesh("cpu", (1,))
+    model = nn.Module()
+    model.layers = nn.ModuleList([nn.Sequential(nn.Linear(2, 4), nn.ReLU()) for _ in range(2)])
+    parallelize_module(model, mesh, {"layers.*.0": ColwiseParallel()})
+    assert all(isinstance(block[0].weights, DParameter) for block in model.layers)
+    assert model.layers[0][0].weights.placements == (Shard(1),)  # torch's Shard(0) of (out, in)
+    with pytest.raises(ValueError, match="no submodule matches"):
+        parallelize_module(model, mesh, {"layers.*.5": ColwiseParallel()})
+    with pytest.raises(TypeError, match="expect a ParallelStyle"):
+        parallelize_module(model, mesh, [ColwiseParallel()])
+
+
 def test_prepare_module_input_and_output():
     mesh = init_device_mesh("cpu", (1,))
     layer = nn.Linear(4, 4)

@@ -264,7 +264,7 @@ def _matching(module, path: str) -> list:
     """The submodules of ``module`` at the dotted ``path`` (``fnmatch`` patterns per part)."""
     found = [module]
     for part in path.split("."):
-        found = [c for m in found for name, c in m.named_children() if fnmatch.fnmatch(name, part)]
+        found = [c for m in found for name, c in m._modules.items() if fnmatch.fnmatch(name, part)]
     return found
 
 
