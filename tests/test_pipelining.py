@@ -20,7 +20,7 @@ import tricycle.distributed as dist
 import tricycle.nn as nn
 import tricycle.optim as optim
 from tests.test_distributed import AS_ROOT, mpiexec, needs_mpi
-from tricycle import no_grad
+from tricycle import backend, no_grad
 from tricycle.distributed.pipelining import (
     PipelineStage,
     Schedule1F1B,
@@ -143,6 +143,45 @@ def test_uneven_microbatches_sum_as_torch_s_split_and_eval_runs_forward_alone():
         np.testing.assert_array_equal(g, p.grad.array)
 
 
+@pytest.mark.parametrize("schedule_name", ["gpipe", "1f1b"])
+def test_a_world_of_one_equals_torch_s_schedules_with_the_same_weights(schedule_name, tmp_path):
+    """torch's own ScheduleGPipe/Schedule1F1B in its world of one (gloo over a file store),
+    3 uneven microbatches: the same losses, outputs and gradients (so the same scaling)."""
+    torch = pytest.importorskip("torch")
+    import torch.distributed as torch_dist  # noqa: PLC0415
+    from torch.distributed import pipelining as torch_pipelining  # noqa: PLC0415
+
+    torch.manual_seed(0)
+    theirs = torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3))
+    ours = nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 3))
+    nn.from_torch(ours, theirs.state_dict())
+    x, y = batch()
+    kinds = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B"}
+    store = torch_dist.FileStore(str(tmp_path / "store"), 1)
+    torch_dist.init_process_group("gloo", store=store, rank=0, world_size=1)
+    try:
+        stage = torch_pipelining.PipelineStage(theirs, 0, 1, torch.device("cpu"))
+        schedule = getattr(torch_pipelining, kinds[schedule_name])(
+            stage, 3, loss_fn=torch.nn.MSELoss()
+        )
+        their_losses = []
+        their_out = schedule.step(torch.tensor(x), target=torch.tensor(y), losses=their_losses)
+    finally:
+        torch_dist.destroy_process_group()
+    dist.init_process_group("gloo")
+    kind = ScheduleGPipe if schedule_name == "gpipe" else Schedule1F1B
+    schedule = kind(PipelineStage(ours, 0, 1, "cpu"), 3, loss_fn=nn.MSELoss())
+    our_losses = []
+    our_out = schedule.step(Tensor(x), target=Tensor(y), losses=our_losses)
+    np.testing.assert_allclose([float(v) for v in our_losses],
+                               [v.item() for v in their_losses], rtol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(our_out.array, their_out.detach().numpy(), rtol=1e-5, atol=1e-6)
+    for (name, p), ours_p in zip(theirs.named_parameters(), ours.parameters()):
+        ours_grad = ours_p.grad.array  # tricycle's Linear weights are (in, out)
+        theirs_grad = p.grad.numpy().T if name.endswith("weight") else p.grad.numpy()
+        np.testing.assert_allclose(ours_grad, theirs_grad, rtol=1e-5, atol=1e-7, err_msg=name)
+
+
 def test_bad_arguments_are_refused():
     with pytest.raises(RuntimeError, match="has not been initialized"):
         PipelineStage(mlp(), 0, 1)
@@ -174,6 +213,29 @@ def test_bad_arguments_are_refused():
         with pytest.raises(NotImplementedError, match="no program tracer"):
             tracer(mlp())
     assert dist.pipelining.ScheduleGPipe is ScheduleGPipe
+
+
+@pytest.mark.skipif(not backend.cupy_available(), reason="needs a CUDA GPU")
+def test_one_stage_on_the_gpu_equals_the_host():
+    dist.init_process_group("gloo")
+    x, y = batch()
+    got = []
+    for device in ("cpu", "cuda"):
+        model = mlp()
+        if device == "cuda":
+            model.to_gpu(0)
+        schedule = Schedule1F1B(PipelineStage(model, 0, 1, device), 4, loss_fn=nn.MSELoss())
+        inputs = [Tensor(a) if device == "cpu" else Tensor(backend.cupy().asarray(a))
+                  for a in (x, y)]  # fmt: skip
+        losses = []
+        output = schedule.step(inputs[0], target=inputs[1], losses=losses)
+        grads = [backend.to_host_array(p.grad.array) for p in model.parameters()]
+        got.append(([float(v) for v in losses], backend.to_host_array(output.array), grads))
+    (host_losses, host_out, host_grads), (gpu_losses, gpu_out, gpu_grads) = got
+    np.testing.assert_allclose(gpu_losses, host_losses, rtol=1e-5)
+    np.testing.assert_allclose(gpu_out, host_out, rtol=1e-5, atol=1e-6)
+    for a, b in zip(gpu_grads, host_grads):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
 
 
 # ====================================================================== two ranks

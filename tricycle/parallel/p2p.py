@@ -33,14 +33,14 @@ class PointToPoint:
         """Start sending ``array`` (contiguous; not to be written until the request is
         done) to rank ``dst``; returns a request for ``wait``."""
         self._check_message("send", array, dst, tag)
-        return self._engine(array).send(array, dst, tag)
+        return self._p2p_engine(array).send(array, dst, tag)
 
     def start_recv(self, array, src: int | None = None, tag: int = 0):
         """Start receiving into ``array`` (contiguous, the sent message's size) from rank
         ``src`` (None: any rank, on the host); returns a request for ``wait``, whose
         ``source`` is the sender once it is done."""
         self._check_message("recv", array, src, tag)
-        request = self._engine(array).recv(array, src, tag)
+        request = self._p2p_engine(array).recv(array, src, tag)
         if src is not None or self.world_size == 1:
             request.source = self.rank if src is None else src
         return request
@@ -77,6 +77,11 @@ class PointToPoint:
             return engine.batch([(kind, array, peer) for kind, array, peer, _ in messages])
         starts = {"send": self.start_send, "recv": self.start_recv}
         return [starts[kind](array, peer, tag) for kind, array, peer, tag in messages]
+
+    def _p2p_engine(self, array):
+        """The engine of a message: a world of one's own for any array (a rank messaging
+        itself needs no NCCL), else the array's (MPI or NCCL)."""
+        return self._host if self.world_size == 1 else self._engine(array)
 
     def _check_message(self, kind: str, array, peer, tag) -> None:
         """The arguments of a send or a receive, refused as torch refuses them."""
