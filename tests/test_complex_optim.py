@@ -3,7 +3,7 @@ RMSprop, Adagrad, Adadelta, ASGD and Rprop step a complex parameter as pairs of 
 (torch's ``view_as_real``), their state kept complex (its state_dict loads back); the
 optimizers torch refuses complex parameters to (Adafactor) are refused here too. And the
 complex leftovers: ``torch.sgn`` of a complex tensor and a complex tensor's device moves
-inside a graph (values and gradients)."""
+inside a graph (values and gradients; a move to a GPU stood in on the host, and on a GPU)."""
 
 import numpy as np
 import pytest
@@ -101,6 +101,22 @@ def test_a_complex_tensors_move_to_the_host_is_differentiable():
     assert type(moved).__name__ == "ComplexTensor"
     (moved.abs() ** 2).sum().backward()
     (moved_t.abs() ** 2).sum().backward()
+    np.testing.assert_allclose(z.grad.array, z_t.grad.numpy(), rtol=1e-12)
+
+
+def test_a_complex_tensors_move_between_devices_is_recorded(monkeypatch):
+    """Node.to's move, as on a machine with a GPU (the device index and the copy stood in
+    on the host): a complex tensor's move is complex-aware, its gradient moved back as is."""
+    from tricycle import graph
+
+    monkeypatch.setattr(graph, "parse_device", lambda device, op: 0)
+    monkeypatch.setattr(graph, "move", lambda array, index: array.copy())
+    values = _complex((3, 2))
+    z, z_t = Tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+    moved = graph.Node.to(z * (1 + 2j), "cuda")
+    assert type(moved).__name__ == "ComplexTensor" and moved.args is not None
+    (moved.abs() ** 2).sum().backward()
+    ((z_t * (1 + 2j)).abs() ** 2).sum().backward()
     np.testing.assert_allclose(z.grad.array, z_t.grad.numpy(), rtol=1e-12)
 
 

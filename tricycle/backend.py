@@ -247,6 +247,11 @@ def cast(array, dtype: np.dtype, op: str = "Tensor"):
 _COMPLEX = (np.dtype(np.complex64), np.dtype(np.complex128))  # torch's cfloat and cdouble
 
 
+class ComplexSafe(tuple):
+    """The back_fns of an op below ``tricycle.complex_tensor`` that is right for complex
+    tensors as written (a device move: the gradient moved back as it is)."""
+
+
 def complex_node(node, args, back_fns, name) -> bool:
     """Called by ``Node.__init__`` for a complex array (never for a real one):
     ``tricycle.complex_tensor.adopt`` makes the node a ComplexTensor, refusing an op that is

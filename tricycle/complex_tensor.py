@@ -23,7 +23,7 @@ import warnings
 
 import numpy as np
 
-from tricycle import binary, ops, unary
+from tricycle import backend, binary, ops, unary
 from tricycle.tensor import Tensor
 
 # the casts a user asks for by name: torch keeps the real part there (and warns)
@@ -41,7 +41,7 @@ class Aware(tuple):
 def adopt(node, args, back_fns, name) -> bool:
     """Called by ``Node.__init__`` for a complex array: ``node`` becomes a ComplexTensor; an
     op's output is refused unless the op is complex-aware. True: it may require gradients."""
-    if args is not None and type(back_fns) is not Aware:
+    if args is not None and type(back_fns) not in (Aware, backend.ComplexSafe):
         raise TypeError(
             f"{name or 'an op'}: does not take complex tensors (complex-aware: + - * / @, "
             "matmul, einsum, sum, mean, exp, abs, angle, conj, real, imag, reshape, permute, "

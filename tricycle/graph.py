@@ -300,7 +300,7 @@ class Node:
         return self.new(
             move(self.array, index),
             args=(self,),
-            back_fns=(lambda grad: move(grad, here),),
+            back_fns=backend.ComplexSafe((lambda grad: move(grad, here),)),
             name=self.name,
             is_batched=self.is_batched,
         )

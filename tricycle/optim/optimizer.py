@@ -116,6 +116,7 @@ class Optimizer:
     complex_parameters = False
     # whether a complex parameter is stepped as pairs of reals, as torch's view_as_real
     complex_as_real = False
+    _holds_complex = False  # set when a complex parameter joins a group
 
     def __init__(self, params, defaults: dict):
         owner = type(self).__name__
@@ -214,6 +215,7 @@ class Optimizer:
                     f"{owner}: params[{i}] (shape {p.shape}) is computed from other tensors: "
                     "only leaf tensors can be optimized"
                 )
+            self._holds_complex |= p.dtype.kind == "c"
             if p.dtype.kind == "c" and not (self.complex_parameters or self.complex_as_real):
                 raise NotImplementedError(
                     f"{owner}: params[{i}] is complex ({p.dtype}, shape {p.shape}): this "
@@ -249,8 +251,7 @@ class Optimizer:
             rule = self.rule(group)
             rule.state = {name: self.state[p] for name, p in named}  # lent, updated in place
             maximize = group.get("maximize", False)  # Muon has no such setting
-            pairs = self.complex_as_real and any(p.dtype.kind == "c" for _, p in named)
-            if not pairs:
+            if not (self.complex_as_real and self._holds_complex):
                 rule.update(named, grad_multiplier=-1.0 if maximize else None)
                 continue
             stepped = [(n, _as_real(p, rule.state[n]) if p.dtype.kind == "c" else p)
