@@ -19,6 +19,10 @@ with a message naming the message it waited for).
 ``batch_isend_irecv``...) are ``tricycle.parallel.torch_p2p``.
 """
 
+import pickle
+
+import numpy as np
+
 from tricycle import backend, checks
 from tricycle.parallel.engines import DistributedError
 
@@ -77,6 +81,24 @@ class PointToPoint:
             return engine.batch([(kind, array, peer) for kind, array, peer, _ in messages])
         starts = {"send": self.start_send, "recv": self.start_recv}
         return [starts[kind](array, peer, tag) for kind, array, peer, tag in messages]
+
+    def start_send_objects(self, objects: list, dst: int) -> list:
+        """Start sending the picklable ``objects`` to rank ``dst`` (host messages: their
+        sizes, then their bytes); returns (request, array) pairs: keep each array until
+        its request is done."""
+        data = [pickle.dumps(obj) for obj in objects]
+        sizes = np.array([len(d) for d in data], dtype=np.int64)
+        joined = np.frombuffer(b"".join(data), dtype=np.uint8).copy()
+        return [(self.start_send(a, dst), a) for a in (sizes, joined)]
+
+    def recv_objects(self, n: int, src: int) -> list:
+        """The ``n`` objects rank ``src`` sent with ``start_send_objects``."""
+        sizes = np.empty(n, dtype=np.int64)
+        self.recv(sizes, src)
+        data = np.empty(int(sizes.sum()), dtype=np.uint8)
+        self.recv(data, src)
+        ends = np.cumsum(sizes)
+        return [pickle.loads(data[end - k : end].tobytes()) for end, k in zip(ends, sizes)]
 
     def _p2p_engine(self, array):
         """The engine of a message: a world of one's own for any array (a rank messaging

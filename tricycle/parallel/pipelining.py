@@ -36,8 +36,6 @@ programs, build each stage's module by hand), several stages per rank (the inter
 zero-bubble schedules), chunk specs other than dim 0, ``dw_builder``.
 """
 
-import pickle
-
 import numpy as np
 
 from tricycle import autograd, checks
@@ -103,7 +101,7 @@ class PipelineStage:
         shapes come first, in a message of their own (host, blocking)."""
         if self.is_first:
             return []
-        metas = _recv_object(self.world, self.stage_index - 1)
+        metas = self.world.recv_objects(1, self.stage_index - 1)[0]
         if self.expected is not None and [m[:2] for m in metas] != [m[:2] for m in self.expected]:
             raise ValueError(
                 f"PipelineStage {self.stage_index}: microbatch {i} arrives as {metas}, but "
@@ -126,7 +124,7 @@ class PipelineStage:
                     f"{type(y).__name__}; a stage sends Tensors only"
                 )
         metas = _metas(outputs)
-        self.sending += _start_object(self.world, metas, self.stage_index + 1)
+        self.sending += self.world.start_send_objects([metas], self.stage_index + 1)
         arrays = [y.xp.ascontiguousarray(y.array) for y in outputs]
         return [("send", a, self.stage_index + 1, 0) for a in arrays]
 
@@ -405,19 +403,3 @@ def _merge(chunks: list):
         return chunks
     xp = chunks[0].xp
     return Tensor(xp.concatenate([c.array for c in chunks]), requires_grad=False)
-
-
-def _start_object(world, obj, dst: int) -> list:
-    """Start sending a picklable ``obj`` to ``dst`` (its size, then its bytes, host
-    arrays); returns the (request, array) pairs to wait for."""
-    data = np.frombuffer(pickle.dumps(obj), dtype=np.uint8).copy()
-    size = np.array([data.size], dtype=np.int64)
-    return [(world.start_send(a, dst), a) for a in (size, data)]
-
-
-def _recv_object(world, src: int):
-    size = np.empty(1, dtype=np.int64)
-    world.recv(size, src)
-    data = np.empty(int(size[0]), dtype=np.uint8)
-    world.recv(data, src)
-    return pickle.loads(data.tobytes())

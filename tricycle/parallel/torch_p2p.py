@@ -19,10 +19,6 @@ None (``group_dst``/``group_src``, its ranks, are the world's). On GPUs (NCCL) m
 no tags (``tag`` must be 0) and ``batch_isend_irecv`` runs as one NCCL group.
 """
 
-import pickle
-
-import numpy as np
-
 from tricycle.backend import array_module
 from tricycle.parallel.torch_distributed import Work, _array, _check_group, _the_world
 
@@ -189,9 +185,8 @@ def send_object_list(object_list: list, dst: int | None = None, group=None, devi
     _not_self(owner, "destination", dst)
     _list(owner, object_list)
     world = _the_world(owner)
-    data = [pickle.dumps(obj) for obj in object_list]
-    world.send(np.array([len(d) for d in data], dtype=np.int64), dst)
-    world.send(np.frombuffer(b"".join(data), dtype=np.uint8).copy(), dst)
+    for request, _ in world.start_send_objects(object_list, dst):
+        world.wait(request, f"{owner}: a send to rank {dst}")
 
 
 def recv_object_list(object_list: list, src: int | None = None, group=None, device=None,
@@ -202,13 +197,7 @@ def recv_object_list(object_list: list, src: int | None = None, group=None, devi
     src = _peer(owner, "src", src, group_src, group)
     _not_self(owner, "source", src)
     _list(owner, object_list)
-    world = _the_world(owner)
-    sizes = np.empty(len(object_list), dtype=np.int64)
-    world.recv(sizes, src)
-    data = np.empty(int(sizes.sum()), dtype=np.uint8)
-    world.recv(data, src)
-    ends = np.cumsum(sizes)
-    object_list[:] = [pickle.loads(data[e - n : e].tobytes()) for e, n in zip(ends, sizes)]
+    object_list[:] = _the_world(owner).recv_objects(len(object_list), src)
     return src
 
 
