@@ -97,6 +97,8 @@ def train_stage(stage_module, rank: int, n_stages: int, schedule_name: str, opt_
         losses = []
         if rank == 0 and n_stages > 1:
             assert schedule.step(Tensor(x)) is None
+        elif rank < n_stages - 1:  # a middle stage
+            assert schedule.step() is None
         else:
             inputs = (Tensor(x),) if rank == 0 else ()
             output = schedule.step(*inputs, target=Tensor(y), losses=losses)
