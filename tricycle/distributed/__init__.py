@@ -9,9 +9,12 @@ This package keeps the imports the README writes working. ``rpc`` holds torch's 
 ``optim`` holds torch's ``ZeroRedundancyOptimizer`` (``tricycle.parallel.torch_zero``),
 ``fsdp`` FullyShardedDataParallel and ``fully_shard`` (``tricycle.parallel.fsdp``),
 ``checkpoint`` torch's distributed checkpoints (``tricycle.parallel.checkpoint_sharded``),
-``pipelining`` torch's pipeline stages and schedules (``tricycle.parallel.pipelining``). The
-point-to-point calls (``send``, ``recv``, ``isend``, ``irecv``, ``batch_isend_irecv``...) are
-``tricycle.parallel.torch_p2p``'s.
+``pipelining`` torch's pipeline stages and schedules (``tricycle.parallel.pipelining``),
+``device_mesh``, ``tensor`` (DTensor, ``tensor.parallel``) and ``nn`` (differentiable
+collectives) torch's tensor parallelism (``tricycle.parallel.device_mesh``, ``dtensor``,
+``tensor_parallel``, ``collectives_autograd``), ``run`` and ``elastic`` torchrun's entry point
+and error files. The point-to-point calls (``send``, ``recv``, ``isend``, ``irecv``,
+``batch_isend_irecv``...) are ``tricycle.parallel.torch_p2p``'s.
 """
 
 import importlib
@@ -21,10 +24,13 @@ from tricycle.parallel.distributed import *  # noqa: F403
 from tricycle.parallel.torch_distributed import *  # noqa: F403
 from tricycle.parallel.torch_p2p import *  # noqa: F403
 
+_SUBPACKAGES = ("optim", "fsdp", "checkpoint", "pipelining", "device_mesh", "tensor", "nn",
+                "run", "elastic")  # fmt: skip
+
 
 def __getattr__(name: str):
-    """``optim``, ``fsdp``, ``checkpoint`` and ``pipelining`` imported on first use, as
-    torch's ``torch.distributed.optim`` is reached."""
-    if name in ("optim", "fsdp", "checkpoint", "pipelining"):
+    """The sub-packages above imported on first use, as torch's ``torch.distributed.optim``
+    is reached."""
+    if name in _SUBPACKAGES:
         return importlib.import_module(f"tricycle.distributed.{name}")
     raise AttributeError(f"module 'tricycle.distributed' has no attribute {name!r}")
