@@ -17,6 +17,7 @@ from tests.test_double_backward import (
     assert_first_and_second_as_torchs,
     first_and_second,
 )
+from tests.test_double_backward_final import FINAL_SLOPES
 from tricycle import (
     backend,
     second_order_function,
@@ -371,6 +372,8 @@ def test_every_rule_here_is_exercised(monkeypatch):
     first_and_second(tricycle, fn, arrays((3,)), arrays((3,)))
     keys = dict(second_order_linear.KEYS, **second_order_losses.KEYS, **second_order_function.KEYS)
     last = {"hinge_embedding", "margin_ranking", "soft_margin"}  # test_double_backward_last's
+    last |= set(FINAL_SLOPES)  # and test_double_backward_final's, with its Functions' pieces
+    keys.pop("function_piece")
     keys.update({name: name for name in second_order_losses.SLOPES if name not in last})
     keys.update({name: second_order_fused.KEYS[name] for name in ("sdpa", "prod", "cumprod")})
     assert len(keys) == 6 + 1 + 1 + 7 + 3

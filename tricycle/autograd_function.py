@@ -185,6 +185,7 @@ class _Backward:
     def __init__(self, cls, ctx: FunctionCtx, args: tuple, outputs: tuple, differentiable):
         self.cls, self.ctx, self.args, self.outputs = cls, ctx, args, list(outputs)
         self.differentiable = differentiable  # indices of the outputs that are nodes
+        self.output_ids = tuple(map(id, outputs))  # forward's own (a saved one: double backward)
         self.places = {}  # output index -> (start, stop) in the flat node (several outputs)
         self.reached = set()  # the outputs whose gradient came in this pass (several)
         self.memo = (None, None)  # (the output gradient of this pass, the input gradients)

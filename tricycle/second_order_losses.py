@@ -1,7 +1,7 @@
 """Double backward of the losses built on ``loss_reduction.reduced`` (``create_graph=True``:
 ``tricycle.second_order``): L1, smooth L1, Huber, binary cross-entropy (of probabilities and
-of logits), KL divergence, the negative log-likelihood, soft margin, hinge embedding and
-margin ranking.
+of logits), KL divergence, the negative log-likelihood, soft margin, hinge embedding, margin
+ranking, cosine embedding, and the Poisson and Gaussian negative log-likelihoods.
 
 Such a loss computes one loss per element (per row for NLL) and, for each input, its slope:
 the derivative of each element's loss. Its back_fns (one code object, ``reduced``'s) send an
@@ -9,15 +9,15 @@ input the output's gradient, scaled by the reduction, times that slope. The rule
 the slope again as a Tensor of the loss's inputs with differentiable ops (``SLOPES``, by the
 loss's node name), so that the gradient's own derivative reaches them: the reduction is read
 from the back_fn's closure, the loss's constants (Huber's delta, a pos_weight) from the
-defaults its slope function keeps. A loss of ``reduced`` with no slope here (the cosine
-embedding, Poisson and Gaussian likelihoods, CTC) raises NotImplementedError naming it.
+defaults its slope function keeps. A loss of ``reduced`` with no slope here raises
+NotImplementedError naming it (CTC's is refused before: torch refuses it too).
 """
 
 import importlib
 
 import numpy as np
 
-from tricycle.second_order_base import cell, constant
+from tricycle.second_order_base import cell, constant, summed_to
 
 KEYS: dict = {}  # a readable name -> the key of its rule (for the tests)
 
@@ -161,6 +161,55 @@ def _soft_margin(node, local, i, dl):
     return dl * minus_y * (x * minus_y).sigmoid()
 
 
+def _poisson_nll(node, local, i, dl):
+    """log_input: dx = e^x - y, dy = -x; else dx = 1 - y / (x + eps), dy = -log(x + eps);
+    with ``full``, dy adds log y + 1 / (2 y) where y > 1."""
+    from tricycle.ops import where
+
+    x, y = node.args
+    ((log_input, full, eps),) = _constants(node)
+    if i == 0:
+        return dl * (x.exp() - y if log_input else 1 - y / (x + eps))
+    slope = -x if log_input else -(x + eps).log()
+    if full:
+        many, xp = y.array > 1, y.xp
+        safe = where(many, y, constant(node, xp.ones((), y.dtype)))
+        slope = slope + where(many, safe.log() + 0.5 / safe, constant(node, xp.zeros((), y.dtype)))
+    return dl * slope
+
+
+def _gaussian_nll(node, local, i, dl):
+    """With v floored at eps (the gradient passing through the floor, as the loss's): dx =
+    (x - y) / v = -dy, dv = (1 - (x - y)^2 / v) / (2 v), each summed back to its input."""
+    x, y, v = node.args
+    (eps,) = _constants(node)
+    row = v.ndim and v.shape == x.shape[:-1]  # one variance a row
+    wide = v.reshape(*v.shape, 1) if row else v
+    floor = wide.xp.maximum(wide.array, eps) - wide.array
+    floored = wide + constant(node, floor.astype(x.dtype, copy=False))
+    diff = x - y
+    scaled = diff / floored
+    if i == 0:
+        return dl * scaled
+    if i == 1:
+        return summed_to(-(dl * scaled), y.shape)
+    dv = (1 - diff * scaled) / floored * 0.5
+    return summed_to(dl * dv, wide.shape).reshape(v.shape)
+
+
+def _cosine_embedding(node, local, i, dl):
+    """dl dloss/dcos (a constant: -1, 0 or 1) times dcos/du = v r - cos u / |u|^2 per row, r =
+    1 / sqrt((|u|^2 + EPS) (|v|^2 + EPS)), u the input, v the other."""
+    x1, x2 = node.args
+    eps = importlib.import_module("tricycle.criteria").CosineEmbedding.EPS
+    a, b = ((t * t).sum(axis=-1, keepdims=True) + eps for t in (x1, x2))
+    rsqrt = (a * b) ** -0.5
+    cos = (x1 * x2).sum(axis=-1, keepdims=True) * rsqrt
+    u, v, n = (x1, x2, a) if i == 0 else (x2, x1, b)
+    per_row = dl * constant(node, cell(local, "dcos"))
+    return per_row.reshape(*per_row.shape, 1) * (v * rsqrt - cos / n * u)
+
+
 SLOPES = {
     "l1": _l1,
     "smooth_l1": _smooth,
@@ -172,6 +221,9 @@ SLOPES = {
     "hinge_embedding": _hinge_embedding,
     "margin_ranking": _margin_ranking,
     "soft_margin": _soft_margin,
+    "poisson_nll": _poisson_nll,
+    "gaussian_nll": _gaussian_nll,
+    "cosine_embedding": _cosine_embedding,
 }
 
 

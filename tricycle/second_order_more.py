@@ -13,6 +13,7 @@ import importlib
 import numpy as np
 
 from tricycle import (
+    second_order_final,
     second_order_function,
     second_order_fused,
     second_order_linear,
@@ -204,6 +205,9 @@ def rules() -> dict:
     table.update(second_order_function.rules(t))  # custom autograd.Functions
     table.update(second_order_pointwise.rules(t))  # elementwise slopes, norms, masks
     table.update(second_order_shapes.rules(t))  # masked fill, expand, scatter, rebuilt ones
+    recurrent, final = second_order_final.rules(t)  # recurrent layers, linear algebra, ...
+    FUSED.update(recurrent)
+    table.update(final)
     return table
 
 

@@ -47,6 +47,36 @@ def _hardswish_slope(x, y, fn):
     return where((a > -3) & (a < 3), x * (1 / 3) + 0.5, outside)
 
 
+def _nonzero(x, slope, at_zero: float):
+    """``slope(x)`` where x != 0 (computed at 1 there), the constant ``at_zero`` at 0."""
+    from tricycle.ops import where
+
+    a, xp = x.array, x.xp
+    safe = where(a != 0, x, constant(x, xp.ones((), a.dtype)))
+    return where(a != 0, slope(safe), constant(x, xp.asarray(at_zero, a.dtype)))
+
+
+def _sinc_slope(x, y, fn):
+    """(pi x cos(pi x) - sin(pi x)) / (pi x^2); at 0 its value 0 and its slope -pi^2 / 3
+    (written as x (-pi^2 / 3): torch's second derivative there is NaN, 0 / 0 under a mask)."""
+    from tricycle.ops import where
+
+    a, xp = x.array, x.xp
+    safe = where(a != 0, x, constant(x, xp.ones((), a.dtype)))
+    pi_s = safe * math.pi
+    return where(a != 0, (pi_s * pi_s.cos() - pi_s.sin()) / (pi_s * safe), x * (-(math.pi**2) / 3))
+
+
+def _entr_slope(x, y, fn):
+    """-(log x + 1) where x > 0; -inf at 0, NaN below (the op's own slope, constant there)."""
+    from tricycle.ops import where
+
+    a, xp = x.array, x.xp
+    positive = a > 0
+    safe = where(positive, x, constant(x, xp.ones((), a.dtype)))
+    return where(positive, -(safe.log() + 1), constant(x, fn(xp.ones(a.shape, a.dtype))))
+
+
 # name of the op's node -> slope(x, y, back_fn) as a differentiable Tensor
 ONE = {
     "expm1": lambda x, y, fn: y + 1,
@@ -75,6 +105,13 @@ ONE = {
     "tanhshrink": lambda x, y, fn: x.tanh() ** 2,
     "mish": _mish_slope,
     "hardswish": _hardswish_slope,
+    "erfcx": lambda x, y, fn: x * y * 2 - 2 / _SQRT_PI,
+    "ndtri": lambda x, y, fn: (y * y * 0.5).exp() * math.sqrt(2 * math.pi),
+    "log_ndtr": lambda x, y, fn: (x * x * -0.5 - y).exp() * (1 / math.sqrt(2 * math.pi)),
+    "sinc": _sinc_slope,
+    "entr": _entr_slope,
+    "i0": lambda x, y, fn: _special("i1")(x),
+    "i1": lambda x, y, fn: _nonzero(x, lambda s: _special("i0")(s) - _special("i1")(s) / s, 0.5),
 }
 
 
@@ -97,7 +134,21 @@ TWO = {
     "hypot": lambda a, b, y, g: (g * a / y, g * b / y),
     "logaddexp": lambda a, b, y, g: (g * (a - y).exp(), g * (b - y).exp()),
     "logaddexp2": lambda a, b, y, g: (g * _log_exp_2(a - y), g * _log_exp_2(b - y)),
+    "xlogy": lambda a, b, y, g: (_xlog(a, b, g, "xlogy", 0), g * a / b),
+    "xlog1py": lambda a, b, y, g: (_xlog(a, b, g, "xlog1py", -1), g * a / (b + 1)),
 }
+
+
+def _xlog(a, b, g, name: str, edge: float):
+    """xlogy's (xlog1py's) dx: xlogy(g, b) (xlog1py), 0 where a is 0 and b <= 0 (-1), as
+    torch's."""
+    from tricycle.ops import where
+
+    op = getattr(importlib.import_module("tricycle.torch_pointwise"), name, None)
+    op = op or _special(name)
+    dx = op(g, b)
+    hidden = (a.array == 0) & (b.array <= edge)
+    return where(hidden, constant(a, a.xp.zeros((), a.dtype)), dx)
 
 
 def _two(node, fn, g):

@@ -72,8 +72,13 @@ class PoissonNLLLoss(Layer):
             stirling = y_safe * log_y - y_safe + 0.5 * xp.log(2 * math.pi * y_safe)
             losses = losses + xp.where(many, stirling, 0)
             dy = dy + xp.where(many, log_y + 0.5 / y_safe, 0)
+        settings = (self.log_input, self.full, self.eps)  # (read by the double backward)
         return reduced(
-            "poisson_nll", losses, self.reduction, (x, y), (lambda dl: dl * dx, lambda dl: dl * dy)
+            "poisson_nll",
+            losses,
+            self.reduction,
+            (x, y),
+            (lambda dl, settings=settings: dl * dx, lambda dl: dl * dy),
         )
 
     def __repr__(self) -> str:
@@ -140,7 +145,7 @@ class GaussianNLLLoss(Layer):
             self.reduction,
             (x, y, v),
             (
-                lambda dl: dl * scaled,
+                lambda dl, eps=self.eps: dl * scaled,  # (eps: read by the double backward)
                 lambda dl: unbroadcast(-(dl * scaled), y.shape),
                 lambda dl: unbroadcast(dl * dv, variances.shape).reshape(v.shape),
             ),
