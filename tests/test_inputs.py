@@ -22,7 +22,7 @@ needs_gpu = pytest.mark.skipif(not backend.cupy_available(), reason="no CUDA GPU
         ([1.0, None], TypeError, r"expected numbers, got list data of numpy dtype object"),
         ("abc", TypeError, r"expected numbers, got str data"),
         ([[1, 2], [3]], ValueError, r"data is not a rectangular array of numbers"),
-        (1j, TypeError, r"expected numbers, got complex data"),
+        ([1j, "a"], TypeError, r"expected numbers, got list data of numpy dtype <U"),
         ({"a": 1}, TypeError, r"expected numbers, got dict data"),
         (np.array([1, None]), TypeError, r"to_tensor: expected a numeric array, got dtype object"),
         (np.array(["a"]), TypeError, r"to_tensor: expected a numeric array, got dtype <U1"),
@@ -31,6 +31,10 @@ needs_gpu = pytest.mark.skipif(not backend.cupy_available(), reason="no CUDA GPU
 def test_to_tensor_refuses_what_is_not_numbers(data, error, message):
     with pytest.raises(error, match=message):
         to_tensor(data)
+
+
+def test_complex_data_makes_a_complex64_tensor_as_torchs():
+    assert to_tensor(1j).dtype == np.complex64 and to_tensor([1 + 2j]).array[0] == 1 + 2j
 
 
 @pytest.mark.parametrize("dtype", ["foo", object, str])
@@ -179,7 +183,8 @@ def test_to_the_gpu_and_back_is_a_new_tensor_and_differentiable():
 def test_cat_is_concatenate_and_takes_arrays():
     out = tc.cat([tc.ones(2), np.zeros(1)])
     np.testing.assert_array_equal(out.array, [1.0, 1.0, 0.0])
-    assert tc.cat is ops.concatenate
+    assert tc.cat is tc.concatenate  # ops.concatenate, and complex_tensor's for complex tensors
+    assert tc.cat.__wrapped__ is ops.concatenate
 
 
 @pytest.mark.parametrize("op", [ops.cat, ops.stack])
