@@ -87,8 +87,8 @@ def _sgn(z):
     return C.linear(z, lambda part: ops.where(vanishes, 0.0, part / safe))
 
 
-cat = _of_any(ops.cat, _cat, _sequence)
 concatenate = _of_any(ops.concatenate, _cat, _sequence)
+cat = concatenate  # one function, as ops.cat is ops.concatenate
 stack = _of_any(ops.stack, _stack, _sequence)
 einsum = _of_any(einsum_module.einsum, C.einsum, _einsum_operands)
 where = _of_any(torch_functions.where, _where, _values_of_where)
