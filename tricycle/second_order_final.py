@@ -2,14 +2,16 @@
 the sliding blocks (``create_graph=True``: ``tricycle.second_order``).
 
 - A recurrent layer (``nn.RNN``/``GRU``/``LSTM`` and their cells: one fused node per layer and
-  direction, ``recurrent_cells.recurrence``) is rebuilt step by step from its projected inputs,
+  direction, ``recurrent_cells.recurrence``; the LSTM with projections,
+  ``lstm_projection``'s) is rebuilt step by step from its projected inputs,
   weights and initial states with differentiable ops, and walked
   (``second_order_fused.gradients``): the cells' equations as ``recurrent_cells`` writes them.
-- ``inv``, ``det``, ``slogdet``, ``solve`` and ``cross`` write their backwards with the same
-  differentiable ops (dA = -X^T g X^T with X = A^-1 the node itself; g det(A) A^-T;
-  g A^-T; dB = A^-T g, dA = -dB X^T; a x b's partners crossed with g), so that every order
-  goes through them. ``det``'s second derivative needs A^-1: at a singular A it raises
-  ``LinAlgError`` (torch's goes through an SVD there).
+- ``inv``, ``det``, ``slogdet``, ``solve``, ``cross`` and ``cholesky`` write their backwards
+  with the same differentiable ops (dA = -X^T g X^T with X = A^-1 the node itself;
+  g det(A) A^-T; g A^-T; dB = A^-T g, dA = -dB X^T; a x b's partners crossed with g;
+  Murray's L^-T S L^-1), so that every order goes through them. ``det``'s second
+  derivative needs A^-1: at a singular A it raises ``LinAlgError`` (torch's goes through an
+  SVD there).
 - Nearest upsampling, ``unfold`` and ``fold`` are linear: each back_fn is recorded with its
   adjoint (``second_order_base.linear``), the op's forward on an array.
 - ``logit``'s slope 1 / (p (1 - p)) (0 outside [eps, 1 - eps]) is written with ops.
@@ -93,6 +95,29 @@ def _recurrence(node, backward):
     return build
 
 
+def _projected_lstm(node, backward):
+    """The LSTM with projections: the LSTM step on h (N, P), its new hidden state m W_hr^T;
+    the hidden and cell states side by side (T, N, P + H)."""
+    from tricycle.ops import concatenate, stack
+
+    xg, w_hh, b_hh = cell(backward, "xg"), cell(backward, "w_hh"), cell(backward, "b_hh")
+    w_hr, h0, c0 = cell(backward, "w_hr"), cell(backward, "h0"), cell(backward, "c0")
+    H = c0.shape[-1]
+
+    def build(p):
+        xs, w_t, b, h, c = p(xg), p(w_hh).permute(1, 0), p(b_hh), p(h0), p(c0)
+        w_hr_t, hs, cs = p(w_hr).permute(1, 0), [], []
+        for t in range(xg.shape[0]):
+            hg = h @ w_t if b is None else h @ w_t + b
+            m, c = _lstm_step(xs[t], hg, h, c, H)
+            h = m @ w_hr_t
+            hs.append(h)
+            cs.append(c)
+        return concatenate([stack(hs), stack(cs)], -1)
+
+    return build
+
+
 # ------------------------------------------------------------------ linear algebra
 def _inv(node, fn, g):
     """d(A^-1) = -X^T g X^T, X = A^-1 (the node: its own rule differentiates it again)."""
@@ -140,6 +165,16 @@ def _cross(which: int):
         return summed_to(crossed, node.args[which].shape)
 
     return rule
+
+
+def _cholesky(node, fn, g):
+    """dA = L^-T S L^-1, S = (G + tril(G, -1)^T) / 2, G = tril(L^T g) (the op's formula, with
+    L the node and L^-1 ``inv``'s, both differentiable)."""
+    factories = importlib.import_module("tricycle.factories")
+    tril = factories.tril(_transposed(node) @ g)
+    symmetric = (tril + _transposed(factories.tril(tril, -1))) * 0.5
+    inverse = _linalg().inv(node)
+    return _transposed(inverse) @ symmetric @ inverse
 
 
 # ------------------------------------------------------------------ linear: adjoints
@@ -197,6 +232,12 @@ def rules(t) -> tuple[dict, dict]:
     layer = recurrent.recurrence("rnn", t(2, 1, 2), t(2, 2), t(2), t(1, 2), None)
     KEYS["recurrence"] = key = cell(layer.back_fns[0], "backward").__code__
     fused = {key: second_order_fused._fused_rule(_recurrence)}
+    projection = importlib.import_module("tricycle.nn.lstm_projection")
+    projected = projection.projected_lstm_recurrence(
+        t(1, 1, 4), t(4, 1), None, t(1, 1), t(1, 1), t(1, 1)
+    )
+    KEYS["lstm_proj"] = key = cell(projected.back_fns[0], "backward").__code__
+    fused[key] = second_order_fused._fused_rule(_projected_lstm)
     square, pair = t(2, 2), (t(2, 3), t(2, 3))
     made = {
         "inv": (linalg.inv(square), (_inv,)),
@@ -204,6 +245,7 @@ def rules(t) -> tuple[dict, dict]:
         "slogdet": (linalg.slogdet(square).logabsdet, (_slogdet,)),
         "solve": (linalg.solve(square, t(2, 1)), (_solve(0), _solve(1))),
         "cross": (linalg.cross(*pair), (_cross(0), _cross(1))),
+        "cholesky": (linalg.cholesky(square @ square.permute(1, 0) + 1), (_cholesky,)),
         "upsample_nearest": (interpolate.upsample_nearest(t(1, 1, 2)), (_upsample_nearest,)),
         "unfold": (fold.unfold(t(1, 1, 2, 2), 1), (_unfold,)),
         "fold": (fold.fold(t(1, 1, 4), (2, 2), 1), (_fold,)),
