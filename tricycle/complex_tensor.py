@@ -381,6 +381,9 @@ class ComplexTensor(Tensor):
     sum, mean, clone = _of_parts("sum"), _of_parts("mean"), _of_parts("clone")
 
     T = property(lambda self: linear(self, lambda x: x.T))
+    # the conjugate transposes (adjoint() reads mH): Tensor's transpose, then conjugated
+    mH = property(lambda self: conj(Tensor.mH.fget(self)), doc="The last two axes' adjoint.")
+    H = property(lambda self: conj(Tensor.H.fget(self)), doc="A matrix's conjugate transpose.")
 
     def __repr__(self):
         return f"tensor({self.array!r}, requires_grad={self.requires_grad})"
