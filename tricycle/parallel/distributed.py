@@ -23,7 +23,8 @@ process, and the same calls do the local arithmetic; a world of one starts an NC
 communicator only when a collective of GPU arrays asks for one (``DataParallel(...,
 reduce_alone=True)``, ZeRO-1), since NCCL's start costs most of a second and one process has
 nothing to send. World size 1 is the single-process case, not a branch in the training code.
-The gradient buckets are ``tricycle.parallel.buckets``.
+The gradient buckets are ``tricycle.parallel.buckets``; the World's collectives
+``tricycle.parallel.world_collectives``, its point-to-point messages ``tricycle.parallel.p2p``.
 
 **Machines.** ``local_rank`` and ``local_size`` count the ranks on this machine: MPI's
 shared-memory group (``COMM_TYPE_SHARED``), or the ranks whose $TRICYCLE_HOST names the
@@ -44,7 +45,8 @@ machine's cores for its host threads (``tricycle.parallel.threads``).
   that only rank 0 can see) would leave the others waiting in their next collective. Under
   mpiexec ``init`` makes an uncaught exception abort the job after its traceback, and a
   program's main body runs inside ``fail_together()``, which does the same for
-  ``SystemExit`` and Ctrl-C: every rank ends at once, with that rank's message.
+  ``SystemExit`` and Ctrl-C: every rank ends at once, with that rank's message
+  (``tricycle.parallel.failures``).
 
 **The end.** ``finalize`` waits for every rank, then shuts MPI down and NCCL's communicator
 in the order NCCL documents (``ncclCommFinalize``, then ``ncclCommDestroy``), that teardown
@@ -60,21 +62,14 @@ import ctypes
 import faulthandler
 import importlib
 import os
-import pickle
-import signal
 import sys
 import threading
 import time
-import traceback
 import zlib
-from contextlib import contextmanager
-
-import numpy as np
 
 from tricycle import backend, checks, process_group, waits
 from tricycle.backends.cuda import capture
-from tricycle.optimisers import named_parameters
-from tricycle.parallel import threads
+from tricycle.parallel import failures, threads
 from tricycle.parallel.buckets import (  # noqa: F401 (the public names of this module)
     DEFAULT_BUCKET_BYTES,
     DEFAULT_FIRST_BUCKET_BYTES,
@@ -92,7 +87,9 @@ from tricycle.parallel.engines import (  # noqa: F401
     _MPIEngine,
     _NCCLEngine,
 )
+from tricycle.parallel.failures import SameOnEveryRank  # noqa: F401 (a public name here)
 from tricycle.parallel.p2p import PointToPoint
+from tricycle.parallel.world_collectives import Collectives
 
 ABORT_GRACE_SECONDS = 0.5  # between printing why a rank aborts and ending the job
 ABORT_BACKSTOP_SECONDS = 5.0  # past the grace, the process ends itself whatever blocks it
@@ -149,8 +146,8 @@ def init(timeout: float | None = None, gpu: bool = False) -> "World":
         threads.share_cores(_world.local_size, _world.sharers)  # ranks share their cores
         _world.keep_deadlines()
         if _world.world_size > 1:
-            _abort_on_uncaught_exceptions()
-            _interrupt_on_sigterm()
+            failures.abort_on_uncaught_exceptions(lambda: _world)
+            failures.interrupt_on_sigterm()
     elif timeout is not None:
         _world.timeout = float(timeout)
     if gpu:
@@ -174,7 +171,7 @@ def _import_mpi():
 
 
 # ====================================================================== the world
-class World(PointToPoint):  # send and recv: tricycle.parallel.p2p
+class World(Collectives, PointToPoint):  # tricycle.parallel.world_collectives, p2p
     """The processes training together; made by ``init()``.
 
     Attributes:
@@ -187,8 +184,10 @@ class World(PointToPoint):  # send and recv: tricycle.parallel.p2p
         timeout: seconds a collective waits for the other ranks before aborting the job.
         device: the GPU of this rank once the GPU is started, else None.
 
-    Every collective below must be called by all ranks in the same order. Host (numpy)
-    arrays go through MPI, GPU (cupy) arrays through NCCL.
+    Every collective (``tricycle.parallel.world_collectives``: ``barrier``,
+    ``all_reduce``, ``broadcast``, ``all_gather``, ``reduce_scatter``...) must be called by
+    all ranks in the same order. Host (numpy) arrays go through MPI, GPU (cupy) arrays
+    through NCCL.
     """
 
     def __init__(self, MPI, timeout: float):
@@ -295,141 +294,10 @@ class World(PointToPoint):  # send and recv: tricycle.parallel.p2p
               "process's exit", file=sys.stderr, flush=True)  # fmt: skip
         os._exit(0)
 
-    # ------------------------------------------------------------------ collectives
+    # ------------------------------------------------------------------ requests
     def wait(self, request, what: str) -> None:
         """Wait for a request of this world (or abort the job after ``timeout``)."""
         request.wait(self, what)
-
-    def barrier(self) -> None:
-        """Wait until every rank has called ``barrier``."""
-        self.wait(self._host.barrier(), "a barrier")
-
-    def start_all_reduce(self, array, mean: bool = False):
-        """Start summing ``array`` (contiguous; in place) over the ranks, or with ``mean``
-        averaging it (a float array: on GPUs in NCCL's kernel, no pass of its own); returns
-        a request for ``wait``. The array must not be touched until then."""
-        if not _contiguous(array):
-            raise DistributedError(
-                f"all_reduce: the array (shape {array.shape}) must be contiguous"
-            )
-        if mean and array.dtype.kind != "f" and array.dtype.name != "bfloat16":
-            raise DistributedError(
-                f"all_reduce: the mean of an array of dtype {array.dtype}; pass a float array"
-            )
-        return self._engine(array).all_reduce(array, mean)
-
-    def all_reduce(self, value, mean: bool = True):
-        """The sum (or, with ``mean``, the mean) of ``value`` over the ranks: a number, or a
-        numpy or cupy array (then of the same kind; a GPU value stays on the GPU, with no
-        host synchronisation). ``value`` itself is left as it is. For metrics: losses,
-        counts, norms."""
-        is_number = isinstance(value, (int, float, np.number))
-        array = np.array(value, dtype=np.float64) if is_number else value.copy()
-        if self.world_size > 1:  # with one rank the sum is the value itself: nothing to send
-            flat = array.reshape(-1)
-            self.wait(self.start_all_reduce(flat), f"an all-reduce of {array.nbytes} bytes")
-        if mean:
-            array = array / self.world_size
-        return float(array) if is_number else array
-
-    def broadcast(self, array, root: int = 0):
-        """Overwrite ``array`` (numpy or cupy, in place) with rank ``root``'s; returns it."""
-        if self.world_size == 1:  # it is rank root's already
-            return array
-        target = array if _contiguous(array) else array.copy()
-        self.wait(self._engine(target).broadcast(target, root), f"a broadcast of {array.shape}")
-        if target is not array:
-            array[...] = target
-        return array
-
-    def broadcast_object(self, obj, root: int = 0):
-        """Rank ``root``'s ``obj`` (anything picklable: a seed, a config) on every rank."""
-        data = pickle.dumps(obj) if self.rank == root else b""
-        size = int(self.broadcast(np.array([len(data)], dtype=np.int64), root)[0])
-        if self.rank == root:
-            buffer = np.frombuffer(data, dtype=np.uint8).copy()
-        else:
-            buffer = np.empty(size, dtype=np.uint8)
-        buffer = self.broadcast(buffer, root)
-        return obj if self.rank == root else pickle.loads(buffer.tobytes())
-
-    def all_gather(self, array):
-        """Every rank's ``array`` (same shape on all ranks), stacked: (world_size, ...)."""
-        xp = backend.array_module(array)
-        send = xp.ascontiguousarray(array)
-        receive = xp.empty((self.world_size, *array.shape), dtype=array.dtype)
-        self.wait(
-            self._engine(send).all_gather(send.reshape(-1), receive.reshape(-1)),
-            f"an all-gather of {array.shape}",
-        )
-        return receive
-
-    def start_reduce_scatter(self, send, receive, mean: bool = False):
-        """Start writing into ``receive`` (contiguous, ``send.size // world_size`` values)
-        this rank's block of the sum (or, with ``mean``, the mean) over the ranks of
-        ``send`` (contiguous; rank r's block is ``send``'s r-th slice of that size): MPI's
-        reduce-scatter on host arrays, NCCL's on GPU arrays. Returns a request for
-        ``wait``; neither array may be touched until then."""
-        if not (_contiguous(send) and _contiguous(receive)):
-            raise DistributedError(
-                f"reduce_scatter: the arrays (shapes {send.shape}, {receive.shape}) must be "
-                "contiguous"
-            )
-        if send.size != receive.size * self.world_size or send.dtype != receive.dtype:
-            raise DistributedError(
-                f"reduce_scatter: {send.size} values of {send.dtype} sent by each of "
-                f"{self.world_size} ranks into {receive.size} of {receive.dtype}; expected "
-                f"world_size * receive.size of receive's dtype"
-            )
-        if mean and send.dtype.kind != "f" and send.dtype.name != "bfloat16":
-            raise DistributedError(
-                f"reduce_scatter: the mean of an array of dtype {send.dtype}; pass a float array"
-            )
-        return self._engine(send).reduce_scatter(send, receive, mean)
-
-    def reduce_scatter(self, array, mean: bool = False):
-        """This rank's block of the sum (or mean) over the ranks of ``array`` (numpy or cupy,
-        its size a multiple of ``world_size``; rank r gets the r-th of ``world_size`` equal
-        blocks of it, flat): what an all-reduce then a slice gives, moving 1/world_size of
-        the data. ``array`` is left as it is."""
-        xp = backend.array_module(array)
-        send = xp.ascontiguousarray(array).reshape(-1)
-        if send.size % self.world_size:
-            raise DistributedError(
-                f"reduce_scatter: an array of {send.size} values (shape {array.shape}) does "
-                f"not split into {self.world_size} equal blocks; pad it to a multiple"
-            )
-        receive = xp.empty(send.size // self.world_size, dtype=send.dtype)
-        what = f"a reduce-scatter of {send.nbytes} bytes"
-        self.wait(self.start_reduce_scatter(send, receive, mean), what)
-        return receive
-
-    def all_gather_object(self, obj) -> list:
-        """Every rank's ``obj`` (picklable), as a list indexed by rank."""
-        data = np.frombuffer(pickle.dumps(obj), dtype=np.uint8)
-        sizes = self.all_gather(np.array([data.size], dtype=np.int64))[:, 0]
-        padded = np.zeros(int(sizes.max()), dtype=np.uint8)
-        padded[: data.size] = data
-        rows = self.all_gather(padded)
-        return [pickle.loads(row[:n].tobytes()) for row, n in zip(rows, sizes)]
-
-    def gather_object(self, obj, root: int = 0) -> list | None:
-        """Every rank's ``obj`` (picklable) as a list indexed by rank, on rank ``root``;
-        None on the others."""
-        data = np.frombuffer(pickle.dumps(obj), dtype=np.uint8).copy()
-        sizes = self.all_gather(np.array([data.size], dtype=np.int64))[:, 0]
-        receive = np.empty(int(sizes.sum()) if self.rank == root else 0, dtype=np.uint8)
-        self.wait(self._host.gather(data, receive, sizes.tolist(), root), "a gather of objects")
-        if self.rank != root:
-            return None
-        ends = np.cumsum(sizes)
-        return [pickle.loads(receive[end - n : end].tobytes()) for end, n in zip(ends, sizes)]
-
-    def broadcast_parameters(self, parameters, root: int = 0) -> None:
-        """Overwrite every parameter (a Layer, (name, Tensor) pairs or Tensors) with rank
-        ``root``'s values, so all ranks start from the same weights."""
-        for _, param in named_parameters(parameters):
-            self.broadcast(param.array, root)
 
     # ------------------------------------------------------------------ the end
     def abort(self, message: str, blame_peers: bool = True, status: int = 1,
@@ -539,75 +407,13 @@ def _machine_group(MPI, comm):
     return comm.Split(zlib.crc32(host.encode()) & 0x7FFFFFFF, key=comm.Get_rank())
 
 
-def _abort_on_uncaught_exceptions() -> None:
-    """Make an uncaught exception end every rank, after Python's usual traceback."""
-    previous = sys.excepthook
-
-    def hook(kind, value, tb):
-        previous(kind, value, tb)
-        world = _world
-        if world is not None and not world.finalized:
-            if issubclass(kind, KeyboardInterrupt):
-                world.abort(_interrupted(value), blame_peers=False, status=130)
-            world.abort(f"{kind.__name__}: {value}", blame_peers=False)
-
-    sys.excepthook = hook
-
-
-def _interrupt_on_sigterm() -> None:
-    """Make SIGTERM an interrupt, as Ctrl-C is: Open MPI's mpirun passes a Ctrl-C on to the
-    ranks as SIGTERM (MPICH's passes SIGINT), which would end each rank without a word."""
-    if threading.current_thread() is not threading.main_thread():
-        return  # only the main thread may set a handler
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt("SIGTERM")
-
-    signal.signal(signal.SIGTERM, interrupt)
-
-
-def _interrupted(error: BaseException) -> str:
-    """The message of an interrupt: Ctrl-C, or the signal made one (``SIGTERM``)."""
-    return f"interrupted ({error.args[0] if error.args else 'Ctrl-C'})"
-
-
-class SameOnEveryRank(SystemExit):
-    """A usage error that every rank meets alike, because it comes from what every rank reads
-    the same (the flags, the settings, the data): under ``fail_together`` rank 0 says it and
-    ends the job; another rank says it only if rank 0 has not ended the job within
-    ``AFTER_RANK_0_SECONDS`` (it did not meet the error), so no error goes unsaid."""
-
-
-@contextmanager
 def fail_together():
-    """Run a program's main body: an error that leaves it on one rank of several ends every
-    rank at once, with that rank's message, instead of leaving the others waiting in their
-    next collective until the timeout.
+    """Run a program's main body (``with fail_together(): ...``): an error that leaves it on
+    one rank of several ends every rank at once, with that rank's message, instead of leaving
+    the others waiting in their next collective until the timeout.
 
     ``sys.exit("message")`` (a usage error) prints its message as one line (rank 0 alone, for
-    a ``SameOnEveryRank``); another
-    exception prints its traceback; Ctrl-C (or the SIGTERM a launcher sends for it) ends
-    with status 130. ``sys.exit(0)`` and a
-    world of one process pass through unchanged."""
-    try:
-        yield
-    except BaseException as error:
-        world = _world
-        if world is None or world.world_size == 1 or world.finalized:
-            raise
-        if isinstance(error, SystemExit):
-            if error.code is None or error.code == 0:
-                raise
-            if isinstance(error, SameOnEveryRank) and world.rank != 0:
-                world.abort(str(error.code), blame_peers=False, after_rank_0=True)
-            if isinstance(error.code, int):
-                world.abort(f"exited with status {error.code}", False, error.code)
-            world.abort(str(error.code), blame_peers=False)
-        if isinstance(error, KeyboardInterrupt):
-            world.abort(_interrupted(error), blame_peers=False, status=130)
-        traceback.print_exc()
-        world.abort(f"{type(error).__name__}: {error}", blame_peers=False)
-
-
-def _contiguous(array) -> bool:
-    return array.flags.c_contiguous
+    a ``SameOnEveryRank``); another exception prints its traceback; Ctrl-C (or the SIGTERM a
+    launcher sends for it) ends with status 130. ``sys.exit(0)`` and a world of one process
+    pass through unchanged (``tricycle.parallel.failures``)."""
+    return failures.failing_together(lambda: _world)
