@@ -240,7 +240,11 @@ class FullyShardedDataParallel(Sharded, Layer):
         them all together, over every rank, is at most ``max_norm``; returns that norm."""
         checks.positive(f"{OWNER}.clip_grad_norm_", "max_norm", max_norm)
         world = self._unit.world
-        sharded = {id(u._flat_param) for u in self.fsdp_modules(self) if u._flat_param is not None}
+        sharded = {  # NO_SHARD's flat parameters are whole on every rank: counted once
+            id(u._flat_param)
+            for u in self.fsdp_modules(self)
+            if u._flat_param is not None and u.sharding_strategy is not ShardingStrategy.NO_SHARD
+        }
         grads = [(p, id(p) in sharded) for p in self.parameters() if p.grad is not None]
         infinite = norm_type == float("inf")
         local = shared = 0.0
