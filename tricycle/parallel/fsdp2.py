@@ -6,7 +6,7 @@ from tricycle import checks
 from tricycle.layers import Layer
 from tricycle.parallel import torch_distributed as dist
 from tricycle.parallel.fsdp_settings import MixedPrecisionPolicy, OffloadPolicy
-from tricycle.parallel.fsdp_unit import Sharded, Unit, cast_inputs, row_shard
+from tricycle.parallel.fsdp_unit import Sharded, Unit, cast_inputs, check_alike, row_shard
 from tricycle.parallel.fsdp_units import owned_parameters
 from tricycle.tensor import Tensor
 
@@ -64,6 +64,7 @@ def fully_shard(module, *, mesh=None, reshard_after_forward=None, shard_placemen
     skip = {id(p) for p in (ignored_params or ())}
     params = [e for e in owned_parameters(module, (Sharded,))
               if id(e[1]) not in skip]  # fmt: skip
+    check_alike(owner, world, params)
     shards = [row_shard(world, name, p, places) for name, p, places in params]
     unit = Unit(world, shards, True, mp.param_dtype, mp.reduce_dtype)
     unit.reshard()

@@ -123,9 +123,27 @@ def _check_uniform(owner: str, params: list) -> None:
         )
 
 
+def check_alike(owner: str, world, params: list) -> None:
+    """Every rank must shard the same parameters (names, shapes, dtypes): a rank whose module
+    differs would exchange shards of other sizes, silently wrong. One gather of the layout
+    when a unit is made (as torch's DDP checks its parameters' shapes)."""
+    if world.world_size == 1:
+        return
+    mine = [(name, tuple(p.shape), str(p.dtype)) for name, p, _ in params]
+    for rank, theirs in enumerate(world.all_gather_object(mine)):
+        if theirs != mine:
+            differ = sorted(set(mine) ^ set(theirs), key=str)[:4] or "their order"
+            raise ValueError(
+                f"{owner}: rank {world.rank}'s parameters differ from rank {rank}'s "
+                f"({len(mine)} and {len(theirs)} of them; (name, shape, dtype) in one only: "
+                f"{differ}): every rank must wrap the same module"
+            )
+
+
 def flat_shard(owner: str, world, params: list, parts: int) -> Shard:
     """FSDP1's flat shard of ``params`` (name, Tensor, places)."""
     _check_uniform(owner, params)
+    check_alike(owner, world, params)
     entries, a = [], 0
     for name, p, places in params:
         entries.append(Entry(name, p.shape, a, places))
