@@ -29,7 +29,8 @@ def _world(device_type: str):
 class DeviceMesh:
     """torch's ``DeviceMesh(device_type, mesh, *, mesh_dim_names=None)``: ``mesh`` holds the
     ranks (an array-like of every rank of the World, in order, of any shape whose dimensions
-    are all 1 but one at most; see the module's docstring)."""
+    are all 1 but one at most; see the module's docstring), or this rank alone (what a
+    dimension of one rank gives: ``mesh["dp"]`` of a ``(1, N)`` mesh)."""
 
     def __init__(self, device_type: str, mesh, *, mesh_dim_names: tuple | None = None, **_torch):
         if device_type not in DEVICE_TYPES:
@@ -40,10 +41,19 @@ class DeviceMesh:
         ranks = np.asarray(mesh.numpy() if hasattr(mesh, "numpy") else mesh, dtype=np.int64)
         if ranks.ndim == 0:
             ranks = ranks.reshape(1)
-        if sorted(ranks.reshape(-1).tolist()) != list(range(world.world_size)):
+        flat = ranks.reshape(-1).tolist()
+        alone = flat == [world.rank]  # this rank's own group of one: a sub-mesh's dimension
+        if not alone and sorted(flat) != list(range(world.world_size)):
             raise RuntimeError(
                 f"DeviceMesh: the mesh {ranks.tolist()} must hold each of the "
-                f"{world.world_size} ranks of the World once (tricycle has one process group)"
+                f"{world.world_size} ranks of the World once, or this rank ({world.rank}) "
+                "alone (tricycle has one process group)"
+            )
+        if not alone and flat != sorted(flat):
+            raise NotImplementedError(
+                f"DeviceMesh: the mesh {ranks.tolist()} orders the ranks otherwise than the "
+                "World; tricycle's collectives place a shard by the World's rank: list the "
+                "ranks in order"
             )
         if sum(n > 1 for n in ranks.shape) > 1:
             raise NotImplementedError(
