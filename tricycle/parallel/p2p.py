@@ -91,14 +91,16 @@ class PointToPoint:
         joined = np.frombuffer(b"".join(data), dtype=np.uint8).copy()
         return [(self.start_send(a, dst), a) for a in (sizes, joined)]
 
-    def recv_objects(self, n: int, src: int) -> list:
-        """The ``n`` objects rank ``src`` sent with ``start_send_objects``."""
+    def recv_objects(self, n: int, src: int | None) -> tuple:
+        """(the ``n`` objects rank ``src`` sent with ``start_send_objects``, the sender):
+        ``src`` None takes them from any rank (the first message's sender sends the rest)."""
         sizes = np.empty(n, dtype=np.int64)
-        self.recv(sizes, src)
+        src = self.recv(sizes, src)
         data = np.empty(int(sizes.sum()), dtype=np.uint8)
         self.recv(data, src)
         ends = np.cumsum(sizes)
-        return [pickle.loads(data[end - k : end].tobytes()) for end, k in zip(ends, sizes)]
+        objects = [pickle.loads(data[end - k : end].tobytes()) for end, k in zip(ends, sizes)]
+        return objects, src
 
     def _p2p_engine(self, array):
         """The engine of a message: a world of one's own for any array (a rank messaging

@@ -101,7 +101,7 @@ class PipelineStage:
         shapes come first, in a message of their own (host, blocking)."""
         if self.is_first:
             return []
-        metas = self.world.recv_objects(1, self.stage_index - 1)[0]
+        metas = self.world.recv_objects(1, self.stage_index - 1)[0][0]
         if self.expected is not None and [m[:2] for m in metas] != [m[:2] for m in self.expected]:
             raise ValueError(
                 f"PipelineStage {self.stage_index}: microbatch {i} arrives as {metas}, but "

@@ -192,13 +192,13 @@ def send_object_list(object_list: list, dst: int | None = None, group=None, devi
 def recv_object_list(object_list: list, src: int | None = None, group=None, device=None,
                      group_src=None, use_batch: bool = False) -> int:  # fmt: skip
     """Fill ``object_list`` (in place, as long as the sent list) with rank ``src``'s
-    objects; returns the sender."""
+    objects (None: any rank's, on the host); returns the sender."""
     owner = "recv_object_list"
-    src = _peer(owner, "src", src, group_src, group)
+    src = _peer(owner, "src", src, group_src, group, optional=True)
     _not_self(owner, "source", src)
     _list(owner, object_list)
-    object_list[:] = _the_world(owner).recv_objects(len(object_list), src)
-    return src
+    object_list[:], sender = _the_world(owner).recv_objects(len(object_list), src)
+    return sender
 
 
 def _list(owner: str, object_list) -> None:
