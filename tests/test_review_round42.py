@@ -3,6 +3,8 @@ found (it failed before its fix), against torch.
 
 - ``mH``, ``H`` and ``adjoint()`` of a complex tensor swapped the axes without conjugating
   (Tensor's real-only transposes were inherited): silently wrong values and gradients.
+- ``linalg.eigvals`` of a tensor needing no gradient returned a bare ``graph.Node`` (no
+  ``.real``, ``.abs()``, ...) instead of a complex Tensor.
 """
 
 import numpy as np
@@ -40,3 +42,12 @@ def test_conjugate_transposes_of_complex_tensors_conjugate(name, data, fn):
     got, got_grad = _grad(tc, data, fn)
     np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=name)
     np.testing.assert_allclose(got_grad, want_grad, rtol=1e-12, err_msg=name)
+
+
+def test_eigvals_without_a_gradient_is_a_complex_tensor():
+    a = RNG.normal(size=(4, 4))
+    got = tc.linalg.eigvals(tc.tensor(a))  # no gradient wanted: the host's eigvals alone
+    want = torch.linalg.eigvals(torch.tensor(a))
+    assert got.is_complex() and got.dtype == np.complex128
+    np.testing.assert_allclose(got.abs().numpy(), want.abs().numpy(), rtol=1e-10)  # one order
+    np.testing.assert_allclose(np.sort_complex(got.numpy()), np.sort_complex(want.numpy()))

@@ -131,7 +131,7 @@ def eigvals(A: Tensor) -> Tensor:
     if isinstance(A, Tensor) and A.requires_grad and grad_enabled():
         return eig(A).eigenvalues  # the backward needs the eigenvectors
     (L,) = _on_host("eigvals", np.linalg.eigvals, A, _check("eigvals", A))
-    return Tensor(L, requires_grad=False, name="linalg.eigvals")
+    return A.new(L, requires_grad=False, name="linalg.eigvals")  # a complex Tensor, not a Node
 
 
 __all__ = ["Eig", "eig", "eig_backward", "eigvals"]
