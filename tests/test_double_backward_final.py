@@ -39,12 +39,12 @@ def cube(y):
 
 
 def ids(x, values):
-    return lib_of(x).tensor(np.asarray(values))
+    return lib_of(x).tensor(np.asarray(values), device=x.device)
 
 
 def well_posed(a):
     """a + 3 I: far from singular."""
-    return a + 3 * lib_of(a).eye(a.shape[-1], dtype=a.dtype)
+    return a + 3 * lib_of(a).eye(a.shape[-1], dtype=a.dtype, device=a.device)
 
 
 def two_outputs(lib):
@@ -131,7 +131,7 @@ CASES = {
         + cube(lib_of(a).linalg.solve(well_posed(a), b))
         + cube(lib_of(a).linalg.solve(well_posed(a), b[:, 0]))
         + cube(lib_of(a).linalg.cross(u, v)) + cube(lib_of(a).linalg.cross(u, v[:1], dim=1))
-        + cube(lib_of(a).linalg.cholesky(a @ a.T + 3 * lib_of(a).eye(3, dtype=a.dtype)))
+        + cube(lib_of(a).linalg.cholesky(well_posed(a @ a.T)))
         + cube(lib_of(a).linalg.cholesky(well_posed(a @ a.T), upper=True)),
         [(3, 3), (3, 2), (2, 3), (2, 3)], (-1, 1),
     ),

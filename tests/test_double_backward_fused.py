@@ -25,7 +25,7 @@ def lib_of(x):
 
 
 def constant(x, values):
-    return lib_of(x).tensor(np.asarray(values))
+    return lib_of(x).tensor(np.asarray(values), device=x.device)
 
 
 # name -> (function of the inputs giving a scalar, input shapes)

@@ -32,11 +32,11 @@ torch = pytest.importorskip("torch")
 
 
 def ids(x, values):
-    return lib_of(x).tensor(np.asarray(values))
+    return lib_of(x).tensor(np.asarray(values), device=x.device)
 
 
 def signs(x):
-    return lib_of(x).tensor(np.array([1.0, -1, 1, -1, -1, 1]))
+    return lib_of(x).tensor(np.array([1.0, -1, 1, -1, -1, 1]), device=x.device)
 
 
 def cube(y):

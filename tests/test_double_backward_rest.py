@@ -37,7 +37,7 @@ def lib_of(x):
 
 
 def ids(x, values):
-    return lib_of(x).tensor(np.asarray(values))
+    return lib_of(x).tensor(np.asarray(values), device=x.device)
 
 
 def values_of(pair):
@@ -142,7 +142,7 @@ LABELS = [0, 2, 1, 2]
 
 
 def class_weights(x):  # (torch differentiates no class weights)
-    return lib_of(x).tensor(np.array([0.5, 2.0, 1.5]))
+    return lib_of(x).tensor(np.array([0.5, 2.0, 1.5]), device=x.device)
 
 
 LOSSES = {
@@ -177,7 +177,7 @@ LOSSES = {
                 + F_of(x).binary_cross_entropy(
                     probabilities(x * y),
                     probabilities(x),
-                    lib_of(x).tensor(np.arange(1.0, 4.0)),
+                    lib_of(x).tensor(np.arange(1.0, 4.0), device=x.device),
                     reduction=reduction,
                 )
             )
@@ -191,13 +191,13 @@ LOSSES = {
                     x * 2,
                     probabilities(y),
                     reduction=reduction,
-                    pos_weight=lib_of(x).tensor([0.5, 2.0, 1.5]),
+                    pos_weight=lib_of(x).tensor([0.5, 2.0, 1.5], device=x.device),
                 )
                 ** 2
                 + F_of(x).binary_cross_entropy_with_logits(
                     x,
                     probabilities(x * y),
-                    lib_of(x).tensor(np.arange(1.0, 4.0)),
+                    lib_of(x).tensor(np.arange(1.0, 4.0), device=x.device),
                     reduction=reduction,
                 )
             )
