@@ -131,7 +131,7 @@ def test_complex_parameters_and_moves_on_a_gpu_are_the_hosts():
             optimizer.zero_grad()
             out = (tricycle.tensor(x, device=device) @ w).sgn()
             loss = (out.cuda().cpu().abs() ** 2 * tricycle.tensor(np.arange(3.0))).sum()
-            loss = loss + (w.cpu().to(device).abs() ** 3).sum()
+            loss = loss + (w.cpu().to(device).abs() ** 3).sum().cpu()  # both on the host
             loss.backward()
             optimizer.step()
         results.append(backend.to_host_array(w.array))
