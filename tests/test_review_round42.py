@@ -5,6 +5,10 @@ found (it failed before its fix), against torch.
   (Tensor's real-only transposes were inherited): silently wrong values and gradients.
 - ``linalg.eigvals`` of a tensor needing no gradient returned a bare ``graph.Node`` (no
   ``.real``, ``.abs()``, ...) instead of a complex Tensor.
+- ``argmax``, ``argmin``, ``argsort``, ``heaviside``, ``isposinf``/``isneginf``,
+  ``searchsorted`` and ``bucketize`` of a complex tensor gave numpy's numbers (complex
+  numbers ordered lexicographically; isposinf all False) where torch raises: now they raise
+  torch's kind of error.
 """
 
 import numpy as np
@@ -51,3 +55,28 @@ def test_eigvals_without_a_gradient_is_a_complex_tensor():
     assert got.is_complex() and got.dtype == np.complex128
     np.testing.assert_allclose(got.abs().numpy(), want.abs().numpy(), rtol=1e-10)  # one order
     np.testing.assert_allclose(np.sort_complex(got.numpy()), np.sort_complex(want.numpy()))
+
+
+COMPLEX = np.array([[1 + 2j, -3j], [2 - 1j, 0.5]])
+REFUSED = {
+    "argmax": lambda lib, z: lib.argmax(z),
+    "Tensor.argmax": lambda lib, z: z.argmax(1),
+    "argmin": lambda lib, z: lib.argmin(z, 0),
+    "argsort": lambda lib, z: lib.argsort(z),
+    "Tensor.argsort": lambda lib, z: z.argsort(),
+    "heaviside": lambda lib, z: lib.heaviside(z, z),
+    "isposinf": lambda lib, z: lib.isposinf(z),
+    "Tensor.isneginf": lambda lib, z: z.isneginf(),
+    "searchsorted": lambda lib, z: lib.searchsorted(z[0], z[1]),
+    "bucketize": lambda lib, z: lib.bucketize(z[0], z[1].real.contiguous()),
+}
+
+
+@pytest.mark.parametrize("name", REFUSED)
+def test_orderless_ops_refuse_complex_tensors_as_torchs(name):
+    fn = REFUSED[name]
+    with pytest.raises((RuntimeError, NotImplementedError)) as torchs:
+        fn(torch, torch.tensor(COMPLEX))
+    with pytest.raises(type(torchs.value), match="complex"):
+        fn(tc, tc.tensor(COMPLEX))
+    fn(tc, tc.tensor(COMPLEX.real))  # a real tensor still works

@@ -286,9 +286,9 @@ def _of_parts(method: str):
     return lambda self, *args, **kwargs: linear(self, lambda x: getattr(x, method)(*args, **kwargs))
 
 
-def _refuse_order(symbol):
-    def compare(self, other):
-        raise TypeError(f"{symbol}: complex numbers have no order (torch's too)")
+def _refuse_order(symbol, error=TypeError):
+    def compare(self, *args, **kwargs):
+        raise error(f"{symbol}: complex numbers have no order (torch's too)")
 
     return compare
 
@@ -319,6 +319,7 @@ class ComplexTensor(Tensor):
     __abs__ = abs
     __lt__, __le__ = _refuse_order("<"), _refuse_order("<=")
     __gt__, __ge__ = _refuse_order(">"), _refuse_order(">=")
+    argmax, argmin = _refuse_order("argmax", RuntimeError), _refuse_order("argmin", RuntimeError)
     __hash__ = Tensor.__hash__
 
     def add(self, other, *, alpha=1):

@@ -352,8 +352,8 @@ def masked_fill(x: Tensor, mask, value: float) -> Tensor:
 
 def argsort(x, axis: int = -1, descending: bool = False, *, dim=None, stable=True) -> Tensor:
     """torch.argsort(stable=True) along ``axis`` (or ``dim``): int64, no gradient, ties in order."""
-    if not isinstance(x, Tensor):
-        checks.fail("argsort", "x", "a Tensor", x, TypeError)
+    if not isinstance(x, Tensor) or x.dtype.kind == "c":  # complex numbers have no order
+        checks.fail("argsort", "x", "a real Tensor", getattr(x, "dtype", x), RuntimeError)
     axis = axis if dim is None else dim  # torch's keyword
     axis = checks.axis("argsort", "axis", axis, x.ndim, x.shape) if x.ndim else None
     checks.boolean("argsort", "descending", descending)

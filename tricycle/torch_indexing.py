@@ -155,6 +155,11 @@ def searchsorted(sorted_sequence, input, *, out_int32: bool = False, right: bool
     side = side or ("right" if right else "left")
     xp = seq.xp
     values = xp.asarray(getattr(input, "array", input))
+    if "c" in (seq.dtype.kind, values.dtype.kind):  # torch's: complex numbers have no order
+        raise NotImplementedError(
+            "searchsorted: not implemented for complex tensors "
+            f"(sorted_sequence {seq.dtype}, input {values.dtype})"
+        )
     if seq.ndim == 1:
         ids = xp.searchsorted(seq.array, values, side=side)
     elif values.shape[:-1] != seq.shape[:-1]:

@@ -307,6 +307,8 @@ def heaviside(input, values, *, out=None):  # noqa: A002
     x, v = tensor_input("heaviside", input), tensor_input("heaviside", values, "values")
     if x.dtype != v.dtype:
         checks.fail("heaviside", "values", f"of input's dtype {x.dtype}", v.dtype, TypeError)
+    if x.dtype.kind == "c":  # torch's: numpy would compare complex numbers lexicographically
+        checks.fail("heaviside", "input", "a real tensor", x.dtype, RuntimeError)
     backend.check_same_device("heaviside", x.array, v.array)
     xp = x.xp
     try:

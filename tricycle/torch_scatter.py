@@ -295,14 +295,21 @@ def _test(op: str, input, test, out=None):  # noqa: A002
 
 def isposinf(input, *, out=None):  # noqa: A002
     """torch.isposinf: booleans, True where ``input`` is +inf."""
-    return _test("isposinf", input, lambda xp, a: xp.isposinf(a) if a.dtype.kind == "f"
-                 else xp.zeros(a.shape, dtype=bool), out)  # fmt: skip
+    return _test("isposinf", input, lambda xp, a: _infinite("isposinf", xp.isposinf, xp, a), out)
 
 
 def isneginf(input, *, out=None):  # noqa: A002
     """torch.isneginf: booleans, True where ``input`` is -inf."""
-    return _test("isneginf", input, lambda xp, a: xp.isneginf(a) if a.dtype.kind == "f"
-                 else xp.zeros(a.shape, dtype=bool), out)  # fmt: skip
+    return _test("isneginf", input, lambda xp, a: _infinite("isneginf", xp.isneginf, xp, a), out)
+
+
+def _infinite(op: str, test, xp, a):
+    """``test`` (isposinf, isneginf) of a float array; all False for an integer one; torch's
+    error for a complex one (numpy's would not name the op)."""
+    if a.dtype.kind == "c":
+        raise RuntimeError(f"{op}: not implemented for complex tensors, got {a.dtype} of "
+                           f"shape {a.shape}")  # fmt: skip
+    return test(a) if a.dtype.kind == "f" else xp.zeros(a.shape, dtype=bool)
 
 
 def isreal(input):  # noqa: A002
