@@ -62,10 +62,16 @@ def get_model_state_dict(model, *, submodules=None, options=None) -> dict:
     """The model's parameters and buffers by the unwrapped model's names: this rank's
     ``FlatShard`` of each sharded parameter (whole arrays with ``full_state_dict``)."""
     options = _options("get_model_state_dict", options)
+    return model_state(model, options.full_state_dict)
+
+
+def model_state(model, full: bool) -> dict:
+    """``get_model_state_dict``'s (and FSDP1's ``state_dict``'s) values: each sharded
+    parameter whole (``full``: an all-gather) or as this rank's ``FlatShard``, the rest whole."""
     shards, others = _layout(model)
     world, out = _world_of(model), {}
     for prefix, shard in shards.values():
-        out.update(_by_entry(shard, prefix, None, options.full_state_dict, world))
+        out.update(_by_entry(shard, prefix, None, full, world))
     for _, t in model.named_persistent():
         if id(t) in others:
             out[others[id(t)]] = t.numpy().copy()
@@ -147,11 +153,18 @@ def set_model_state_dict(model, model_state_dict: dict, *, options=None):
     model; returns the (missing, unexpected) names."""
     owner = "set_model_state_dict"
     options = _options(owner, options)
+    return load_model_state(owner, model, model_state_dict, options.strict)
+
+
+def load_model_state(owner: str, model, model_state_dict: dict, strict: bool):
+    """``set_model_state_dict``'s (and FSDP1's ``load_state_dict``'s) work: each value (whole,
+    or this rank's ``FlatShard``) into its shard or tensor; the (missing, unexpected) names,
+    a ValueError naming them under ``strict``."""
     shards, others = _layout(model)
     names = [p + e.name for p, s in shards.values() for e in s.entries] + list(others.values())
     missing = [n for n in names if n not in model_state_dict]
     unexpected = [n for n in model_state_dict if n not in set(names)]
-    if options.strict and (missing or unexpected):
+    if strict and (missing or unexpected):
         raise ValueError(f"{owner}: missing keys {missing}, unexpected keys {unexpected}")
     for prefix, shard in shards.values():
         values = {e.name: full_or_piece(model_state_dict[prefix + e.name], e, shard)

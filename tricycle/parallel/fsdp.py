@@ -24,6 +24,7 @@ from tricycle import checks
 from tricycle.graph import no_grad
 from tricycle.layers import Layer
 from tricycle.parallel import torch_distributed as dist
+from tricycle.parallel.checkpoint_state_dict import load_model_state, model_state
 from tricycle.parallel.fsdp2 import FSDPModule, fully_shard  # noqa: F401 (torch's names here)
 from tricycle.parallel.fsdp_settings import (  # noqa: F401 (torch's names here)
     BackwardPrefetch,
@@ -41,8 +42,8 @@ from tricycle.parallel.fsdp_settings import (  # noqa: F401 (torch's names here)
     size_based_auto_wrap_policy,
     transformer_auto_wrap_policy,
 )
-from tricycle.parallel.fsdp_unit import Sharded, Unit, cast_inputs, flat_shard, units_of
-from tricycle.parallel.fsdp_units import clean, full_or_piece, owned_parameters
+from tricycle.parallel.fsdp_unit import Sharded, Unit, cast_inputs, flat_shard
+from tricycle.parallel.fsdp_units import clean, owned_parameters
 from tricycle.parameter import Parameter
 from tricycle.tensor import Tensor
 
@@ -272,19 +273,10 @@ class FullyShardedDataParallel(Sharded, Layer):
         this rank's ``FlatShard`` of each (SHARDED_STATE_DICT), or the flat shards
         themselves (LOCAL_STATE_DICT); the buffers whole, in every kind."""
         kind = self._state_dict_type
-        out = {}
-        for prefix, unit in units_of(self):
-            if kind is StateDictType.FULL_STATE_DICT:
-                out.update({prefix + n: v.copy() for n, v in unit.full_arrays().items()})
-            elif kind is StateDictType.SHARDED_STATE_DICT:
-                for shard in unit.shards:
-                    out.update({prefix + n: v for n, v in shard.pieces().items()})
-        shards = {id(s.tensor) for _, u in units_of(self) for s in u.shards}
-        for name, t in self.named_persistent():
-            if id(t) not in shards:
-                out[clean(name)] = t.numpy().copy()
-            elif kind is StateDictType.LOCAL_STATE_DICT:
-                out[clean(name)] = t.numpy().copy()
+        if kind is StateDictType.LOCAL_STATE_DICT:
+            out = {clean(name): t.numpy().copy() for name, t in self.named_persistent()}
+        else:
+            out = model_state(self, full=kind is StateDictType.FULL_STATE_DICT)
         config = self._state_dict_config
         if getattr(config, "rank0_only", False) and self._unit.world.rank != 0:
             return {}
@@ -295,32 +287,7 @@ class FullyShardedDataParallel(Sharded, Layer):
         rank takes its part; sharded: this rank's pieces, as saved at this world size)."""
         if self._state_dict_type is StateDictType.LOCAL_STATE_DICT:
             return _load_local(self, state)
-        expected = set(self.state_dict_keys())
-        missing, unexpected = sorted(expected - set(state)), sorted(set(state) - expected)
-        if strict and (missing or unexpected):
-            raise ValueError(
-                f"{OWNER}.load_state_dict: missing keys {missing}, unexpected keys {unexpected}"
-            )
-        for prefix, unit in units_of(self):
-            for shard in unit.shards:
-                values = {}
-                for e in shard.entries:
-                    if prefix + e.name in state:
-                        values[e.name] = full_or_piece(state[prefix + e.name], e, shard)
-                shard.fill(shard.tensor.array, values)
-        shards = {id(s.tensor) for _, u in units_of(self) for s in u.shards}
-        for name, t in self.named_persistent():
-            if id(t) not in shards and clean(name) in state:
-                t.array[...] = t.xp.asarray(np.asarray(state[clean(name)], dtype=t.dtype))
-        return missing, unexpected
-
-    def state_dict_keys(self) -> list:
-        """The unwrapped model's parameter and buffer names."""
-        keys = [
-            prefix + e.name for prefix, u in units_of(self) for s in u.shards for e in s.entries
-        ]
-        shards = {id(s.tensor) for _, u in units_of(self) for s in u.shards}
-        return keys + [clean(n) for n, t in self.named_persistent() if id(t) not in shards]
+        return load_model_state(f"{OWNER}.load_state_dict", self, state, strict)
 
 
 def _load_local(model, state: dict):

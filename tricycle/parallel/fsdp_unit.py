@@ -94,15 +94,6 @@ class Unit:
         for e in shard.entries:
             e.put(shard.tensor if self.reshard_to_shard else Resharded(e.name, e.shape))
 
-    def full_arrays(self) -> dict:
-        """{entry name: its full values} (an all-gather on every rank)."""
-        out = {}
-        for shard in self.shards:
-            full = shard.gather_array(self.world)
-            for e in shard.entries:
-                out[e.name] = full[e.a : e.b].reshape(e.shape)
-        return out
-
 
 def units_of(model: Layer) -> list:
     """(clean name prefix, Unit) of every FSDP1 wrapper and FSDP2 module in ``model``."""
