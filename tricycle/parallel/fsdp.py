@@ -43,7 +43,7 @@ from tricycle.parallel.fsdp_settings import (  # noqa: F401 (torch's names here)
     transformer_auto_wrap_policy,
 )
 from tricycle.parallel.fsdp_unit import Sharded, Unit, cast_inputs, flat_shard
-from tricycle.parallel.fsdp_units import clean, owned_parameters
+from tricycle.parallel.fsdp_units import clean, owned_parameters, place, slots
 from tricycle.parameter import Parameter
 from tricycle.tensor import Tensor
 
@@ -303,32 +303,18 @@ def _in(entry, ignored: tuple) -> bool:
     return any(entry[1] is p for m in ignored for p in m.parameters())
 
 
-def _children(layer: Layer):
-    """(holder, key, is_attribute, child) for each direct sublayer of ``layer``."""
-    for attr, value in list(vars(layer).items()):
-        if isinstance(value, Layer):
-            yield layer, attr, True, value
-        elif isinstance(value, (list, dict)):
-            pairs = list(value.items()) if isinstance(value, dict) else list(enumerate(value))
-            for key, item in pairs:
-                if isinstance(item, Layer):
-                    yield value, key, False, item
-
-
 def _wrap_children(layer: Layer, policy, ignored: tuple, make) -> None:
     """torch's recursive wrap: each sublayer the policy lets it recurse into first has its
     own sublayers wrapped, then is wrapped itself if the policy says so."""
-    for holder, key, attribute, child in _children(layer):
+    for _, child, holder, key, attribute in slots(layer):
+        if not isinstance(child, Layer):
+            continue
         if isinstance(child, (FullyShardedDataParallel, *ignored)) or child in ignored:
             continue
         if policy(module=child, recurse=True, nonwrapped_numel=_numel(child)):
             _wrap_children(child, policy, ignored, make)
             if policy(module=child, recurse=False, nonwrapped_numel=_numel(child)):
-                wrapped = make(child)
-                if attribute:
-                    object.__setattr__(holder, key, wrapped)
-                else:
-                    holder[key] = wrapped
+                place(holder, key, attribute, make(child))
 
 
 def _numel(layer: Layer) -> int:

@@ -72,10 +72,27 @@ class Entry:
 
     def put(self, value) -> None:
         for holder, key, attribute in self.places:
-            if attribute:
-                object.__setattr__(holder, key, value)
-            else:
-                holder[key] = value
+            place(holder, key, attribute, value)
+
+
+def slots(layer):
+    """(dotted name, value, holder, key, is_attribute) of each attribute of ``layer``, the
+    items of its list and dict attributes in their stead: where parameters and sublayers sit."""
+    for attr, value in list(vars(layer).items()):
+        if isinstance(value, (list, dict)):
+            pairs = list(value.items() if isinstance(value, dict) else enumerate(value))
+            for key, item in pairs:
+                yield f"{attr}.{key}", item, value, key, False
+        else:
+            yield attr, value, layer, attr, True
+
+
+def place(holder, key, attribute: bool, value) -> None:
+    """Put ``value`` in one of ``slots``' places (an attribute set past the layer's hooks)."""
+    if attribute:
+        object.__setattr__(holder, key, value)
+    else:
+        holder[key] = value
 
 
 class Shard:
@@ -221,21 +238,16 @@ def owned_parameters(module: Layer, stop: tuple) -> list:
             return
         seen.add(id(layer))
         children = []
-        for attr, value in list(vars(layer).items()):
-            items = [(attr, value, layer, attr, True)]
-            if isinstance(value, (list, dict)):
-                pairs = value.items() if isinstance(value, dict) else enumerate(value)
-                items = [(f"{attr}.{key}", item, value, key, False) for key, item in pairs]
-            for name, item, holder, key, attribute in items:
-                path = f"{prefix}{name}"
-                if isinstance(item, Layer):
-                    if not isinstance(item, stop):
-                        children.append((item, path + "."))
-                elif isinstance(item, Tensor) and item.args is None and is_parameter(item):
-                    if id(item) not in found:
-                        found[id(item)] = [path, item, []]
-                        order.append(id(item))
-                    found[id(item)][2].append((holder, key, attribute))
+        for name, item, holder, key, attribute in slots(layer):
+            path = f"{prefix}{name}"
+            if isinstance(item, Layer):
+                if not isinstance(item, stop):
+                    children.append((item, path + "."))
+            elif isinstance(item, Tensor) and item.args is None and is_parameter(item):
+                if id(item) not in found:
+                    found[id(item)] = [path, item, []]
+                    order.append(id(item))
+                found[id(item)][2].append((holder, key, attribute))
         for child, path in children:
             visit(child, path)
 
