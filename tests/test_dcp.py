@@ -9,7 +9,6 @@ program: they save to DIR/ckpt and rank 0 pickles what they saw to DIR/ranks.pkl
 
 import os
 import pickle
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,7 +19,8 @@ import tricycle.distributed as dist
 import tricycle.distributed.checkpoint as dcp
 import tricycle.nn as nn
 import tricycle.optim as optim
-from tests.test_distributed import AS_ROOT, mpiexec, needs_mpi
+from tests.multirank import run_ranks, write_from_rank_0
+from tests.test_distributed import needs_mpi
 from tests.test_fsdp import Net, batch, wrapped
 from tricycle.distributed.checkpoint.state_dict import (
     StateDictOptions,
@@ -33,8 +33,6 @@ from tricycle.distributed.checkpoint.state_dict import (
 from tricycle.parallel import distributed as world_module
 from tricycle.random import manual_seed
 from tricycle.tensor import Tensor
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(autouse=True)
@@ -123,12 +121,7 @@ def test_refusals(tmp_path):
 # ====================================================================== two ranks
 @needs_mpi
 def test_a_checkpoint_of_two_ranks_loads_in_one_process(tmp_path):
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    env = dict(os.environ, **AS_ROOT, PYTHONPATH=path, TRICYCLE_DIST_TIMEOUT="60")
-    env.update(OPENBLAS_NUM_THREADS="1", TRICYCLE_THREADS="1")
-    command = [mpiexec(), "-n", "2", sys.executable, __file__, str(tmp_path)]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    run_ranks(__file__, tmp_path)
     assert sorted(os.listdir(tmp_path / "ckpt")) == [".metadata", "__0_0.distcp", "__1_0.distcp"]
     model, opt = trained()  # one process on the whole batch
     got = pickle.loads((tmp_path / "ranks.pkl").read_bytes())
@@ -161,12 +154,7 @@ def ranks(out: str) -> None:
     dcp.load(state, checkpoint_id=Path(out) / "ckpt")
     set_model_state_dict(rows_model, state["model"])
     full = get_model_state_dict(rows_model, options=StateDictOptions(full_state_dict=True))
-    everything = [None, None]
-    dist.all_gather_object(everything, full)
-    if rank == 0:
-        (Path(out) / "ranks.pkl").write_bytes(pickle.dumps(everything))
-    dist.barrier()
-    dist.destroy_process_group()
+    write_from_rank_0(full, Path(out) / "ranks.pkl")
 
 
 if __name__ == "__main__":

@@ -8,11 +8,8 @@ program: rank 0 pickles what both ranks saw to OUT."""
 
 import functools
 import gc
-import os
 import pickle
-import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,7 +17,8 @@ import pytest
 import tricycle.distributed as dist
 import tricycle.nn as nn
 import tricycle.optim as optim
-from tests.test_distributed import AS_ROOT, mpiexec, needs_mpi
+from tests.multirank import by_key, run_ranks, write_from_rank_0
+from tests.test_distributed import needs_mpi
 from tricycle import backend
 from tricycle.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 from tricycle.distributed.fsdp import (
@@ -41,7 +39,6 @@ from tricycle.parallel.fsdp_units import gathered_bytes
 from tricycle.random import manual_seed
 from tricycle.tensor import Tensor
 
-ROOT = Path(__file__).resolve().parents[1]
 STEPS = 3
 WAYS = ("FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "fully_shard")
 
@@ -289,12 +286,7 @@ def test_a_world_of_one_on_a_gpu_trains_as_on_the_host(way):
 @needs_mpi
 def test_two_ranks_take_the_steps_of_one_process_on_the_whole_batch(tmp_path):
     out = tmp_path / "ranks.pkl"
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    env = dict(os.environ, **AS_ROOT, PYTHONPATH=path, TRICYCLE_DIST_TIMEOUT="60")
-    env.update(OPENBLAS_NUM_THREADS="1", TRICYCLE_THREADS="1")
-    command = [mpiexec(), "-n", "2", sys.executable, __file__, str(out)]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    run_ranks(__file__, out)
     got = pickle.loads(out.read_bytes())
     x, y = batch()
     manual_seed(0)
@@ -402,17 +394,15 @@ def ranks(out: str) -> None:
         seen[way] = {"held": held, "losses": losses, "state": state}
     seen["collectives"] = collectives(rank)
     seen["memory"] = memory()
-    everything = [None, None]
-    dist.all_gather_object(everything, seen)
-    if rank == 0:
-        merged = {}
-        for way in WAYS:
-            merged[way] = {k: [s[way][k] for s in everything] for k in ("held", "losses", "state")}
-        merged["collectives"] = [s["collectives"] for s in everything]
-        merged["memory"] = [s["memory"] for s in everything]
-        Path(out).write_bytes(pickle.dumps(merged))
-    dist.barrier()
-    dist.destroy_process_group()
+    write_from_rank_0(seen, out, merge)
+
+
+def merge(everything: list) -> dict:
+    """The ranks' findings by key, each way's by its own keys: lists indexed by rank."""
+    merged = by_key(everything)
+    for way in WAYS:
+        merged[way] = by_key(merged[way])
+    return merged
 
 
 if __name__ == "__main__":

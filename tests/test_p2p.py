@@ -9,23 +9,20 @@ and messages of the wrong size refused).
 Run as a script (``mpiexec -n 2 python tests/test_p2p.py OUT``) this file is the ranks'
 program: rank 0 pickles what both ranks saw to OUT."""
 
-import os
 import pickle
-import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import tricycle.distributed as dist
-from tests.test_distributed import AS_ROOT, mpiexec, needs_mpi
+from tests.multirank import run_ranks, write_from_rank_0
+from tests.test_distributed import needs_mpi
 from tricycle import backend
 from tricycle.parallel import distributed as world_module
 from tricycle.parallel.engines import DistributedError
 from tricycle.tensor import Tensor
 
-ROOT = Path(__file__).resolve().parents[1]
 DTYPES = ("float32", "float64", "int64", "int8", "float16", "bool")
 
 
@@ -118,12 +115,7 @@ def test_a_gpu_array_messages_itself_and_lands_as_on_the_host():
 @needs_mpi
 def test_two_ranks_send_and_receive(tmp_path):
     out = tmp_path / "ranks.pkl"
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    env = dict(os.environ, **AS_ROOT, PYTHONPATH=path, TRICYCLE_DIST_TIMEOUT="60")
-    env.update(OPENBLAS_NUM_THREADS="1", TRICYCLE_THREADS="1")
-    command = [mpiexec(), "-n", "2", sys.executable, __file__, str(out)]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    run_ranks(__file__, out)
     got = pickle.loads(out.read_bytes())
     for dtype in DTYPES:  # rank 0 sent, rank 1 received: the values and the dtype
         received = got[1][dtype]
@@ -211,12 +203,7 @@ def ranks(out: str) -> None:
                 world.recv(receive, 0)
             except DistributedError as error:
                 seen[name] = str(error)
-    everything = [None, None]
-    dist.all_gather_object(everything, seen)
-    if rank == 0:
-        Path(out).write_bytes(pickle.dumps(everything))
-    dist.barrier()
-    dist.destroy_process_group()
+    write_from_rank_0(seen, out)
 
 
 if __name__ == "__main__":

@@ -7,11 +7,8 @@ whole batch.
 Run as a script (``mpiexec -n 2 python tests/test_pipelining.py OUT``) this file is the
 ranks' program: rank 0 pickles what both ranks saw to OUT."""
 
-import os
 import pickle
-import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,7 +16,8 @@ import pytest
 import tricycle.distributed as dist
 import tricycle.nn as nn
 import tricycle.optim as optim
-from tests.test_distributed import AS_ROOT, mpiexec, needs_mpi
+from tests.multirank import by_key, run_ranks, write_from_rank_0
+from tests.test_distributed import needs_mpi
 from tricycle import backend, no_grad
 from tricycle.distributed.pipelining import (
     PipelineStage,
@@ -32,7 +30,6 @@ from tricycle.parallel import distributed as world_module
 from tricycle.random import manual_seed
 from tricycle.tensor import Tensor
 
-ROOT = Path(__file__).resolve().parents[1]
 STEPS, MICROBATCHES = 3, 4
 RUNS = [(schedule, opt) for schedule in ("gpipe", "1f1b") for opt in ("sgd", "adamw")]
 
@@ -244,12 +241,7 @@ def test_one_stage_on_the_gpu_equals_the_host():
 @needs_mpi
 def test_two_stages_on_two_ranks_train_as_one_process_on_the_whole_batch(tmp_path):
     out = tmp_path / "ranks.pkl"
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    env = dict(os.environ, **AS_ROOT, PYTHONPATH=path, TRICYCLE_DIST_TIMEOUT="60")
-    env.update(OPENBLAS_NUM_THREADS="1", TRICYCLE_THREADS="1")
-    command = [mpiexec(), "-n", "2", sys.executable, __file__, str(out)]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    run_ranks(__file__, out)
     got = pickle.loads(out.read_bytes())
     for run in RUNS:
         expected = whole(run[1])
@@ -270,12 +262,7 @@ def ranks(out: str) -> None:
         layers = list(mlp())
         stage_module = nn.Sequential(*layers[4 * rank : 4 * rank + 4])
         seen[run] = train_stage(stage_module, rank, 2, *run)
-    everything = [None, None]
-    dist.all_gather_object(everything, seen)
-    if rank == 0:
-        Path(out).write_bytes(pickle.dumps({run: [s[run] for s in everything] for run in RUNS}))
-    dist.barrier()
-    dist.destroy_process_group()
+    write_from_rank_0(seen, out, by_key)
 
 
 if __name__ == "__main__":

@@ -10,11 +10,8 @@ uneven shards; the collectives' gradients; refusals as torch's.
 Run as a script (``mpiexec -n 2 python tests/test_tensor_parallel.py OUT``) this file is the
 ranks' program: rank 0 pickles what both ranks saw to OUT."""
 
-import os
 import pickle
-import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,7 +20,8 @@ import tricycle.distributed as dist
 import tricycle.distributed.nn.functional as dfn
 import tricycle.nn as nn
 import tricycle.optim as optim
-from tests.test_distributed import AS_ROOT, mpiexec, needs_mpi
+from tests.multirank import run_ranks, write_from_rank_0
+from tests.test_distributed import needs_mpi
 from tricycle import backend
 from tricycle.distributed.device_mesh import DeviceMesh, init_device_mesh
 from tricycle.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
@@ -40,7 +38,6 @@ from tricycle.parallel.dtensor import DParameter
 from tricycle.random import manual_seed
 from tricycle.tensor import Tensor
 
-ROOT = Path(__file__).resolve().parents[1]
 STEPS = 3
 WAYS = ("mlp", "attention", "sequence", "embedding")
 
@@ -331,12 +328,7 @@ def test_a_world_of_one_on_a_gpu_trains_as_on_the_host():
 @needs_mpi
 def test_two_ranks_equal_one_process(tmp_path):
     out = tmp_path / "ranks.pkl"
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    env = dict(os.environ, **AS_ROOT, PYTHONPATH=path, TRICYCLE_DIST_TIMEOUT="60")
-    env.update(OPENBLAS_NUM_THREADS="1", TRICYCLE_THREADS="1")
-    command = [mpiexec(), "-n", "2", sys.executable, __file__, str(out)]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    run_ranks(__file__, out)
     got = pickle.loads(out.read_bytes())
     for way in WAYS:
         x, y = batch(way)
@@ -422,12 +414,7 @@ def ranks(out: str) -> None:
         seen[way] = train(model, x, y)
     seen["dtensor"] = dtensor_round_trips(mesh)
     seen["collectives"] = collectives(rank)
-    everything = [None, None]
-    dist.all_gather_object(everything, seen)
-    if rank == 0:
-        Path(out).write_bytes(pickle.dumps(everything))
-    dist.barrier()
-    dist.destroy_process_group()
+    write_from_rank_0(seen, out)
 
 
 if __name__ == "__main__":

@@ -6,12 +6,9 @@ with AdamW sharded by ``ZeroRedundancyOptimizer``.
 Run as a script (``mpiexec -n 2 python tests/test_torch_distributed.py OUT``) this file is
 the ranks' program: rank 0 pickles what both ranks saw to OUT."""
 
-import os
 import pickle
-import subprocess
 import sys
 from datetime import timedelta
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,7 +16,8 @@ import pytest
 import tricycle.distributed as dist
 import tricycle.nn as nn
 import tricycle.optim as optim
-from tests.test_distributed import AS_ROOT, mpiexec, needs_mpi
+from tests.multirank import by_key, run_ranks, write_from_rank_0
+from tests.test_distributed import needs_mpi
 from tricycle import backprop
 from tricycle.distributed.optim import ZeroRedundancyOptimizer
 from tricycle.parallel import buckets
@@ -28,7 +26,6 @@ from tricycle.random import manual_seed
 from tricycle.tensor import Tensor
 
 DDP = dist.DistributedDataParallel
-ROOT = Path(__file__).resolve().parents[1]
 STEPS = 3
 
 
@@ -285,12 +282,7 @@ def test_ddp_needs_a_layer_with_parameters_and_a_process_group():
 @needs_mpi
 def test_two_ranks_of_ddp_take_the_steps_of_one_process_on_the_whole_batch(tmp_path):
     out = tmp_path / "ranks.pkl"
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    env = dict(os.environ, **AS_ROOT, PYTHONPATH=path, TRICYCLE_DIST_TIMEOUT="60")
-    env.update(OPENBLAS_NUM_THREADS="1", TRICYCLE_THREADS="1")  # one thread per rank
-    command = [mpiexec(), "-n", "2", sys.executable, __file__, str(out)]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    run_ranks(__file__, out)
     got = pickle.loads(out.read_bytes())
     assert (got["rank"], got["world_size"], got["backend"]) == ([0, 1], [2, 2], ["gloo"] * 2)
     # the collectives, in place
@@ -427,12 +419,7 @@ def ranks(out: str) -> None:
     seen["zero_held"] = sum(p.numel() for p in opt.optim.state)  # elements with state here
     opt.consolidate_state_dict(to=0)
     seen["zero_state"] = opt.state_dict() if rank == 0 else None
-    everything = [None, None]
-    dist.all_gather_object(everything, seen)
-    if rank == 0:
-        Path(out).write_bytes(pickle.dumps({k: [s[k] for s in everything] for k in seen}))
-    dist.barrier()
-    dist.destroy_process_group()
+    write_from_rank_0(seen, out, by_key)
 
 
 if __name__ == "__main__":

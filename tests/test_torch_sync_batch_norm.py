@@ -9,12 +9,9 @@ steps of one process on the whole batch; the conversion itself, and bad argument
 Run as a script (``mpiexec -n 2 python tests/test_torch_sync_batch_norm.py OUT``) this file
 is the ranks' program: rank 0 pickles what both ranks saw to OUT."""
 
-import os
 import pickle
-import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,7 +19,8 @@ import pytest
 import tricycle.distributed as dist
 import tricycle.nn as nn
 import tricycle.optim as optim
-from tests.test_distributed import AS_ROOT, mpiexec, needs_mpi
+from tests.multirank import by_key, run_ranks, write_from_rank_0
+from tests.test_distributed import needs_mpi
 from tricycle import process_group
 from tricycle.nn import sync_batch_norm
 from tricycle.nn.sync_batch_norm import SyncBatchNorm
@@ -30,7 +28,6 @@ from tricycle.parallel import distributed as world_module
 from tricycle.random import manual_seed
 from tricycle.tensor import Tensor
 
-ROOT = Path(__file__).resolve().parents[1]
 C = 3
 
 
@@ -274,12 +271,7 @@ def train(model, x, y, steps: int = 3) -> dict:
 @needs_mpi
 def test_two_mpi_ranks_are_one_process_on_the_whole_batch(tmp_path):
     out = tmp_path / "ranks.pkl"
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    env = dict(os.environ, **AS_ROOT, PYTHONPATH=path, TRICYCLE_DIST_TIMEOUT="60")
-    env.update(OPENBLAS_NUM_THREADS="1", TRICYCLE_THREADS="1")  # one thread per rank
-    command = [mpiexec(), "-n", "2", sys.executable, __file__, str(out)]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    run_ranks(__file__, out)
     got = pickle.loads(out.read_bytes())
     x, w, gamma, beta = batch()
     assert_halves_are_the_whole(got["layer"], torch_whole(x, w, gamma, beta))
@@ -304,12 +296,7 @@ def ranks(out: str) -> None:
     manual_seed(0)
     model = dist.DistributedDataParallel(SyncBatchNorm.convert_sync_batchnorm(Net()))
     seen["ddp"] = train(model, x[rows], w[rows, 0, 0, :1])
-    everything = [None, None]
-    dist.all_gather_object(everything, seen)
-    if rank == 0:
-        Path(out).write_bytes(pickle.dumps({k: [s[k] for s in everything] for k in seen}))
-    dist.barrier()
-    dist.destroy_process_group()
+    write_from_rank_0(seen, out, by_key)
 
 
 if __name__ == "__main__":
