@@ -16,6 +16,7 @@ import pytest
 
 from tests.test_distributed import AS_ROOT, needs_mpi
 from tricycle.apps import launch, torchrun
+from tricycle.parallel import distributed as world_module
 from tricycle.parallel import elastic_errors
 from tricycle.parallel import torch_distributed as dist
 
@@ -179,6 +180,7 @@ def test_the_variables_match_the_dry_run_and_python_m_tricycle_distributed_run(t
 
 def test_get_node_local_rank_reads_local_rank_as_torch_s(monkeypatch):
     torch_dist = pytest.importorskip("torch.distributed")
+    monkeypatch.setattr(world_module, "_world", None)  # before init (another test's may live)
     monkeypatch.setenv("LOCAL_RANK", "3")
     assert dist.get_node_local_rank() == torch_dist.get_node_local_rank() == 3
     assert dist.get_node_local_rank(fallback_rank=1) == torch_dist.get_node_local_rank(1) == 3
