@@ -147,6 +147,8 @@ def test_a_world_of_one_equals_torch_s_schedules_with_the_same_weights(schedule_
     """torch's own ScheduleGPipe/Schedule1F1B in its world of one (gloo over a file store),
     3 uneven microbatches: the same losses, outputs and gradients (so the same scaling)."""
     torch = pytest.importorskip("torch")
+    if tuple(int(v) for v in torch.__version__.split(".")[:2]) < (2, 13):
+        pytest.skip("torch 2.11's schedules refuse microbatches of uneven sizes")
     import torch.distributed as torch_dist  # noqa: PLC0415
     from torch.distributed import pipelining as torch_pipelining  # noqa: PLC0415
 

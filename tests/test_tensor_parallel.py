@@ -138,7 +138,8 @@ def full_grad(param) -> np.ndarray:
 def train(model, x, y, steps: int = STEPS, device: str = "cpu") -> dict:
     opt = optim.AdamW(model.parameters(), lr=0.05, weight_decay=0.1)
     seen = {"losses": []}
-    x, y = Tensor(x).to(device), Tensor(y).to(device)
+    x = Tensor(x, requires_grad=False).to(device)  # data: no graph back to the host copy
+    y = Tensor(y, requires_grad=False).to(device)
     for step in range(steps):
         out = model(x)
         loss = ((out - y) ** 2).mean()
