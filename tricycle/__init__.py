@@ -37,10 +37,7 @@ __version__ = "0.1.0"
 
 _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "argsort": ("tricycle.ops", "argsort"),
-    "chunk": ("tricycle.ops", "chunk"),
-    "cumsum": ("tricycle.reduce", "cumsum"),
     "draw": ("tricycle.draw", "draw"),
-    "permute": ("tricycle.ops", "permute"),
     "sort": ("tricycle.torch_functions_more", "sort"),
     "range": ("tricycle.torch_functions_more", "inclusive_range"),  # torch's, end included
     "square": ("tricycle.torch_functions_more", "square"),
@@ -61,7 +58,6 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "checks_pending": ("tricycle.backends.cuda.deferred", "checks_pending"),
     "clip": ("tricycle.unary", "clip"),
     "concatenate": ("tricycle.complex_functions", "concatenate"),
-    "cos": ("tricycle.unary", "cos"),
     "einsum": ("tricycle.complex_functions", "einsum"),
     "exp": ("tricycle.complex_functions", "exp"),
     "expand_dims": ("tricycle.ops", "expand_dims"),
@@ -87,14 +83,11 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "matrix_power": ("tricycle.linalg.tensor_methods", "matrix_power"),
     "pinverse": ("tricycle.linalg.tensor_methods", "pinverse"),
     "meshgrid": ("tricycle.torch_functions_more", "meshgrid"),
-    "broadcast_to": ("tricycle.torch_functions_more", "broadcast_to"),
     # torch's trigonometric functions and in-place functions of x (trigonometry)
     "tan": ("tricycle.trigonometry", "tan"),
     "asin": ("tricycle.trigonometry", "asin"),
     "acos": ("tricycle.trigonometry", "acos"),
     "atan": ("tricycle.trigonometry", "atan"),
-    "sinh": ("tricycle.trigonometry", "sinh"),
-    "cosh": ("tricycle.trigonometry", "cosh"),
     "arcsin": ("tricycle.trigonometry", "arcsin"),
     "arccos": ("tricycle.trigonometry", "arccos"),
     "arctan": ("tricycle.trigonometry", "arctan"),
@@ -135,22 +128,14 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "repeat": ("tricycle.ops", "repeat"),
     "reshape": ("tricycle.complex_functions", "reshape"),
     "sigmoid": ("tricycle.complex_functions", "sigmoid"),
-    "sin": ("tricycle.unary", "sin"),
-    "split": ("tricycle.ops", "split"),
     "sqrt": ("tricycle.complex_functions", "sqrt"),
-    "rsqrt": ("tricycle.torch_math", "rsqrt"),
     "stack": ("tricycle.complex_functions", "stack"),
     "sum": ("tricycle.torch_math", "sum"),  # Tensor.sum's: numpy's axis or torch's dim
-    "swapaxes": ("tricycle.ops", "swapaxes"),
-    "tanh": ("tricycle.unary", "tanh"),
     "to_tensor": ("tricycle.tensor", "to_tensor"),
-    "transpose": ("tricycle.torch_functions_more", "transpose"),
     "isfinite": ("tricycle.torch_functions_more", "isfinite"),
     "isnan": ("tricycle.torch_functions_more", "isnan"),
     "isinf": ("tricycle.torch_functions_more", "isinf"),
     "set_printoptions": ("tricycle.torch_functions_more", "set_printoptions"),
-    "tril": ("tricycle.factories", "tril"),
-    "triu": ("tricycle.factories", "triu"),
     "where": ("tricycle.complex_functions", "where"),
     "zeros": ("tricycle.factories", "zeros"),
     "zeros_like": ("tricycle.factories", "zeros_like"),
@@ -185,9 +170,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "sparse_csr_tensor": ("tricycle.sparse", "sparse_csr_tensor"),
     "enable_grad": ("tricycle.grad_modes", "enable_grad"),
     "equal": ("tricycle.torch_functions", "equal"),
-    "flatten": ("tricycle.torch_functions", "flatten"),
     "from_numpy": ("tricycle.torch_functions", "from_numpy"),
-    "gather": ("tricycle.torch_functions", "gather"),
     "inference_mode": ("tricycle.grad_modes", "inference_mode"),
     "is_grad_enabled": ("tricycle.grad_modes", "is_grad_enabled"),
     "is_tensor": ("tricycle.torch_functions", "is_tensor"),
@@ -195,15 +178,11 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "matmul": ("tricycle.torch_functions", "matmul"),
     "max": ("tricycle.torch_functions", "max"),
     "min": ("tricycle.torch_functions", "min"),
-    "norm": ("tricycle.torch_functions", "norm"),
     "numel": ("tricycle.torch_functions", "numel"),
-    "outer": ("tricycle.torch_functions", "outer"),
     "pow": ("tricycle.torch_functions", "pow"),
     "randperm": ("tricycle.torch_functions", "randperm"),
     "set_grad_enabled": ("tricycle.grad_modes", "set_grad_enabled"),
-    "squeeze": ("tricycle.torch_functions", "squeeze"),
     "tensor": ("tricycle.torch_functions", "tensor"),
-    "unsqueeze": ("tricycle.torch_functions", "unsqueeze"),
     "unflatten": ("tricycle.torch_functions", "unflatten"),
     "get_default_dtype": ("tricycle.torch_functions", "get_default_dtype"),
     "set_default_dtype": ("tricycle.torch_functions", "set_default_dtype"),
@@ -212,10 +191,7 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "get_float32_matmul_precision": ("tricycle.precision", "get_float32_matmul_precision"),
     # torch's reductions, step functions and distances (torch_math), indexing functions
     # (torch_indexing) and random draws (torch_random): calls of the Tensor methods
-    "std": ("tricycle.torch_math", "std"),
-    "var": ("tricycle.torch_math", "var"),
     "logsumexp": ("tricycle.torch_math", "logsumexp"),
-    "prod": ("tricycle.torch_math", "prod"),
     "cumprod": ("tricycle.torch_math", "cumprod"),
     "amax": ("tricycle.torch_math", "amax"),
     "amin": ("tricycle.torch_math", "amin"),
@@ -263,22 +239,14 @@ _PUBLIC = {  # name -> (module, attribute): imported on first use (PEP 562)
     "nan_to_num": ("tricycle.torch_math", "nan_to_num"),
     "mm": ("tricycle.torch_math", "mm"),
     "mv": ("tricycle.torch_math", "mv"),
-    "dot": ("tricycle.torch_math", "dot"),
     "addmm": ("tricycle.torch_math", "addmm"),
-    "index_select": ("tricycle.torch_indexing", "index_select"),
     "searchsorted": ("tricycle.torch_indexing", "searchsorted"),
     "bucketize": ("tricycle.torch_indexing", "bucketize"),
     "scatter": ("tricycle.torch_indexing", "scatter"),
     "scatter_add": ("tricycle.torch_indexing", "scatter_add"),
-    "diag": ("tricycle.torch_indexing", "diag"),
-    "diagonal": ("tricycle.torch_indexing", "diagonal"),
     "nonzero": ("tricycle.torch_indexing", "nonzero"),
     "unique": ("tricycle.torch_indexing", "unique"),
-    "repeat_interleave": ("tricycle.torch_indexing", "repeat_interleave"),
-    "roll": ("tricycle.torch_indexing", "roll"),
-    "flip": ("tricycle.torch_indexing", "flip"),
     "bincount": ("tricycle.torch_indexing", "bincount"),
-    "select": ("tricycle.torch_indexing", "select"),
     "index_add": ("tricycle.torch_indexing", "index_add"),
     "index_copy": ("tricycle.torch_indexing", "index_copy"),
     "index_fill": ("tricycle.torch_indexing", "index_fill"),
@@ -372,15 +340,15 @@ _BY_MODULE: dict[str, str] = {
     "set_default_tensor_type",
     "tricycle.apps.threads": "set_num_threads get_num_threads set_num_interop_threads "
     "get_num_interop_threads",
-    "tricycle.torch_shapes": "ravel movedim moveaxis swapdims narrow tile unbind msort fliplr "
-    "flipud rot90 broadcast_shapes broadcast_tensors atleast_1d atleast_2d atleast_3d hstack "
-    "vstack row_stack dstack column_stack tensor_split hsplit vsplit dsplit",
+    "tricycle.torch_shapes": "ravel msort "
+    "broadcast_shapes broadcast_tensors atleast_1d atleast_2d atleast_3d hstack "
+    "vstack row_stack dstack column_stack dsplit",
     "tricycle.torch_strided": "as_strided as_strided_scatter slice_inverse",
     "tricycle.torch_bitwise": "bitwise_left_shift bitwise_right_shift nonzero_static hash_tensor",
-    "tricycle.torch_scatter": "take_along_dim masked_select argwhere scatter_reduce select_scatter "
+    "tricycle.torch_scatter": "argwhere scatter_reduce select_scatter "
     "slice_scatter diagonal_scatter isin unique_consecutive tril_indices triu_indices isposinf "
     "isneginf isreal is_floating_point is_complex is_nonzero",
-    "tricycle.torch_construction": "diagflat diag_embed block_diag kron tensordot vander "
+    "tricycle.torch_construction": "diagflat block_diag kron tensordot vander "
     "cartesian_prod combinations empty_strided",
     "tricycle.torch_pointwise": "exp2 expm1 frac fix signbit deg2rad rad2deg logit sinc frexp "
     "xlogy heaviside atan2 arctan2 hypot logaddexp logaddexp2 copysign "
@@ -388,14 +356,18 @@ _BY_MODULE: dict[str, str] = {
     "tricycle.complex_tensor": "complex polar view_as_real view_as_complex",
     # complex tensors to complex_tensor's ops, real ones to the real functions
     "tricycle.complex_functions": "angle conj conj_physical real imag negative clone reciprocal "
-    "sgn",
+    "sgn diag roll repeat_interleave index_select flip diagonal select chunk split swapaxes "
+    "permute tensor_split hsplit vsplit unbind narrow fliplr flipud rot90 tile movedim moveaxis "
+    "swapdims gather squeeze unsqueeze flatten norm transpose broadcast_to take take_along_dim "
+    "masked_select diag_embed tril triu cumsum sin cos tanh sinh cosh rsqrt prod var std trace "
+    "dot inner outer ger vdot dist",
     "tricycle.spectral": "stft istft",
     "tricycle.torch_special": "erf erfc erfinv lgamma digamma polygamma mvlgamma i0",
     "tricycle.special_more": "igamma igammac",
     "tricycle.torch_numeric": "gradient binomial poisson frobenius_norm nuclear_norm nextafter",
     "tricycle.torch_statistics": "std_mean var_mean aminmax cummax cummin logcumsumexp trapezoid "
-    "trapz cumulative_trapezoid diff cov corrcoef renorm dist pdist",
-    "tricycle.torch_products": "inner vdot addmv addbmm baddbmm chain_matmul trace",
+    "trapz cumulative_trapezoid diff cov corrcoef renorm pdist",
+    "tricycle.torch_products": "addmv addbmm baddbmm chain_matmul",
     "tricycle.nn.functional": "cosine_similarity pairwise_distance conv1d conv2d conv3d "
     "conv_transpose1d conv_transpose2d conv_transpose3d pixel_shuffle pixel_unshuffle bilinear "
     "prelu celu threshold hardshrink adaptive_avg_pool1d channel_shuffle celu_ selu_ threshold_",
@@ -411,9 +383,9 @@ _BY_MODULE: dict[str, str] = {
     "tricycle.nn.recurrent_functions": "rnn_tanh rnn_relu lstm gru rnn_tanh_cell rnn_relu_cell "
     "lstm_cell gru_cell",
     "tricycle.torch_arith": "acosh asinh atanh arccosh arcsinh arctanh gcd lcm floor_divide "
-    "rsub positive greater greater_equal less less_equal not_equal addr ger "
+    "rsub positive greater greater_equal less less_equal not_equal addr "
     "detach t fill zero_",
-    "tricycle.torch_put": "take put index_put index_reduce unravel_index histogramdd",
+    "tricycle.torch_put": "put index_put index_reduce unravel_index histogramdd",
     "tricycle.torch_windows": "logspace hann_window hamming_window blackman_window "
     "bartlett_window kaiser_window scalar_tensor asarray frombuffer",
     "tricycle.torch_copies": "view_copy permute_copy transpose_copy t_copy squeeze_copy "

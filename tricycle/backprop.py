@@ -268,10 +268,10 @@ def _trace(node, traces: dict) -> Trace:
     return trace
 
 
-def _not_complex_aware(node, arg) -> TypeError:
+def _not_complex_aware(node, arg) -> NotImplementedError:
     """A complex input whose op sent back a real gradient: the op is not complex-aware (its
     output was real, so ``complex_tensor.adopt`` could not refuse it in the forward)."""
-    return TypeError(
+    return NotImplementedError(
         f"backward of {node.name or 'an op'} (output {node.dtype} of shape {node.shape}): its "
         f"input is complex ({arg.dtype} of shape {arg.shape}) but the op is not complex-aware "
         "(see tricycle.complex_tensor for the ops that are)"

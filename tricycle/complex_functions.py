@@ -12,9 +12,28 @@ wrapper: the complex tensor's method answers.
 
 import functools
 
+from tricycle import complex_math as M
 from tricycle import complex_tensor as C
 from tricycle import einsum as einsum_module
-from tricycle import ops, torch_arith, torch_functions, torch_functions_more, torch_pointwise, unary
+from tricycle import (
+    factories,
+    ops,
+    reduce,
+    torch_arith,
+    torch_construction,
+    torch_functions,
+    torch_functions_more,
+    torch_indexing,
+    torch_math,
+    torch_pointwise,
+    torch_products,
+    torch_put,
+    torch_scatter,
+    torch_shapes,
+    torch_statistics,
+    trigonometry,
+    unary,
+)
 from tricycle.complex_tensor import ComplexTensor
 
 
@@ -109,8 +128,53 @@ sigmoid = _of_input(unary.sigmoid, C.sigmoid)
 reciprocal = _of_input(torch_arith.reciprocal, C.reciprocal)
 sgn = _of_input(torch_pointwise.sgn, _sgn)
 
+
+def _method(name: str):
+    """A complex tensor's own method ``name`` (``tricycle.complex_tensor``) as a function."""
+
+    def call(z, *args, **kwargs):
+        return getattr(z, name)(*args, **kwargs)
+
+    return call
+
+
+def _first_two(a, b, *args, **kwargs):
+    return a, b
+
+
+# torch's functions whose complex tensors' methods answer: the shape ops and indexing (of
+# both parts), the circular and hyperbolic functions, the reductions
+_BY_METHOD = {
+    torch_indexing: "diag roll repeat_interleave index_select flip diagonal select",
+    ops: "chunk split swapaxes permute",
+    torch_shapes: "tensor_split hsplit vsplit unbind narrow fliplr flipud rot90 tile movedim "
+    "moveaxis swapdims",
+    torch_functions: "gather squeeze unsqueeze flatten norm",
+    torch_functions_more: "transpose broadcast_to",
+    torch_put: "take",
+    torch_scatter: "take_along_dim masked_select",
+    torch_construction: "diag_embed",
+    factories: "tril triu",
+    reduce: "cumsum",
+    unary: "sin cos tanh",
+    trigonometry: "sinh cosh",
+    torch_math: "rsqrt prod var std",
+    torch_products: "trace",
+}
+globals().update(
+    {name: _of_input(getattr(module, name), _method(name))
+     for module, names in _BY_METHOD.items() for name in names.split()}
+)  # fmt: skip
+dot = _of_any(torch_math.dot, M.bilinear_of(torch_math.dot), _first_two)
+inner = _of_any(torch_products.inner, M.bilinear_of(torch_products.inner), _first_two)
+outer = _of_any(torch_functions.outer, M.bilinear_of(torch_functions.outer), _first_two)
+ger = _of_any(torch_arith.ger, M.bilinear_of(torch_arith.ger), _first_two)
+vdot = _of_any(torch_products.vdot, M.vdot, _first_two)
+dist = _of_any(torch_statistics.dist, M.dist, _first_two)
+
 __all__ = [
     "abs", "angle", "cat", "clone", "concatenate", "conj", "conj_physical", "einsum", "exp",
     "imag", "log", "neg", "negative", "real", "reciprocal", "reshape", "sgn", "sigmoid", "sqrt",
-    "stack", "where",
+    "stack", "where", "dot", "inner", "outer", "ger", "vdot", "dist",
+    *(name for names in _BY_METHOD.values() for name in names.split()),
 ]  # fmt: skip
