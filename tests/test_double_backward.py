@@ -9,20 +9,23 @@ import numpy as np
 import pytest
 
 import tricycle
+from tests.second_order_checks import (
+    F_of,
+    arrays,
+    assert_as_torchs,
+    assert_first_and_second_as_torchs,
+    assert_on_a_gpu_as_on_the_host,
+    first_and_second,
+    gradient_penalty,
+    lib_of,
+    linear_weights,
+    rules_met,
+)
 from tricycle import autograd, second_order_rules, unary
 from tricycle.tensor import Tensor
 
 torch = pytest.importorskip("torch")
 F_t = torch.nn.functional
-
-
-def arrays(*shapes, low=0.5, high=1.5, seed=0):
-    rng = np.random.default_rng(seed)
-    return [rng.uniform(low, high, shape) for shape in shapes]
-
-
-def lib_of(x):
-    return torch if isinstance(x, torch.Tensor) else tricycle
 
 
 def softmax(x):
@@ -91,27 +94,6 @@ def at_least(x, c):
     return x.clamp(min=c) if isinstance(x, torch.Tensor) else unary.maximum_scalar(x, c)
 
 
-def F_of(x):
-    return F_t if isinstance(x, torch.Tensor) else tricycle.nn.functional
-
-
-def first_and_second(lib, fn, values, weights):
-    """The first derivatives (create_graph=True) and the gradient of their weighted sum."""
-    xs = [lib.tensor(v, requires_grad=True) for v in values]
-    grads = lib.autograd.grad(fn(*xs), xs, create_graph=True)
-    total = sum((g * lib.tensor(w)).sum() for g, w in zip(grads, weights))
-    total.backward()
-    return [g.detach().numpy() for g in grads], [x.grad.numpy() for x in xs]
-
-
-def assert_first_and_second_as_torchs(fn, values, weights) -> None:
-    """``fn``'s first derivatives and their weighted sum's gradient equal torch's."""
-    ours = first_and_second(tricycle, fn, values, weights)
-    theirs = first_and_second(torch, fn, values, weights)
-    for a, b in zip(ours[0] + ours[1], theirs[0] + theirs[1]):
-        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_second_derivatives_of_each_rule_as_torchs(name):
     fn, shapes = CASES[name]
@@ -123,14 +105,7 @@ def test_second_derivatives_of_each_rule_as_torchs(name):
 
 def test_every_rule_is_exercised(monkeypatch):
     """Each op's rule (``second_order_rules.KEYS``) is met by one of the cases above."""
-    second_order_rules.rule_for(lambda d: d)  # (builds the table)
-    used, rule_for = set(), second_order_rules.rule_for
-
-    def recording(fn):
-        used.add(getattr(fn, "__code__", None) or type(fn))
-        return rule_for(fn)
-
-    monkeypatch.setattr(second_order_rules, "rule_for", recording)
+    used = rules_met(monkeypatch)
     for fn, shapes in CASES.values():
         first_and_second(tricycle, fn, arrays(*shapes), arrays(*shapes))
     # a third derivative goes through the recorded linear nodes
@@ -156,26 +131,13 @@ def test_wgan_gp_gradient_penalty_as_torchs():
     ours = critic(tricycle).double()
     tricycle.nn.from_torch(ours, theirs.state_dict())
     real, fake, eps = arrays((6, 3), (6, 3), (6, 1), low=-1, high=1)
-    results = []
-    for lib, model in ((tricycle, ours), (torch, theirs)):
-        e = lib.tensor(eps)
-        x_hat = (e * lib.tensor(real) + (1 - e) * lib.tensor(fake)).requires_grad_(True)
-        (g,) = lib.autograd.grad(model(x_hat).sum(), x_hat, create_graph=True)
-        penalty = ((g.norm(2, dim=1) - 1) ** 2).mean()
-        penalty.backward()
-        grads = [p.grad for p in model.parameters()]
-        results.append((penalty.item(), x_hat.grad.numpy(), grads))
-    (p, xg, ours_g), (p_t, xg_t, theirs_g) = results
-    assert p == pytest.approx(p_t, rel=1e-12)
-    np.testing.assert_allclose(xg, xg_t, rtol=1e-9, atol=1e-12)
-    for a, b in zip(ours_g, theirs_g):
-        # the last bias: the penalty does not depend on it (None); the bias before the ReLU
-        # reaches it only through the ReLU's mask: torch's zeros, None here
-        if b is None or (a is None and not b.numpy().any()):
-            assert a is None
-            continue
-        b = b.numpy()
-        np.testing.assert_allclose(a.numpy(), b.T if b.ndim == 2 else b, rtol=1e-9, atol=1e-12)
+    results = [
+        gradient_penalty(lib, lambda x: model(x).sum(), model.parameters(), real, fake, eps)
+        for lib, model in ((tricycle, ours), (torch, theirs))
+    ]
+    # the last bias: the penalty does not depend on it (None); the bias before the ReLU
+    # reaches it only through the ReLU's mask: torch's zeros, None here
+    assert_as_torchs(*results, linear_weights(ours, 3), rtol=1e-9, atol=1e-12)
 
 
 def quartic(x, y):
@@ -301,14 +263,7 @@ def test_an_op_without_a_rule_is_a_clear_error():
 @pytest.mark.skipif(not tricycle.backend.cupy_available(), reason="needs a CUDA GPU")
 def test_double_backward_on_a_gpu_as_on_the_host():
     """The rules compute with the arrays' own module: every case, on cupy, as on numpy."""
-    for name, (fn, shapes) in sorted(CASES.items()):
-        values = arrays(*shapes, seed=len(name))
-        weights = arrays(*shapes, low=-1, high=1, seed=1)
-        host = first_and_second(tricycle, fn, values, weights)
-        xs = [tricycle.tensor(v, requires_grad=True).to_gpu() for v in values]
-        grads = autograd.grad(fn(*xs), xs, create_graph=True)
-        total = sum((g * tricycle.tensor(w).to_gpu()).sum() for g, w in zip(grads, weights))
-        total.backward()
-        device = [g.numpy() for g in grads] + [x.grad.numpy() for x in xs]
-        for a, b in zip(device, host[0] + host[1]):
-            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12, err_msg=name)
+    assert_on_a_gpu_as_on_the_host(
+        (name, fn, arrays(*shapes, seed=len(name)), arrays(*shapes, low=-1, high=1, seed=1))
+        for name, (fn, shapes) in sorted(CASES.items())
+    )

@@ -9,13 +9,18 @@ import numpy as np
 import pytest
 
 import tricycle
-from tests.test_double_backward import (
+from tests.second_order_checks import (
     F_of,
     arrays,
+    assert_as_torchs,
     assert_first_and_second_as_torchs,
+    assert_on_a_gpu_as_on_the_host,
     first_and_second,
+    gradient_penalty,
+    linear_weights,
+    rules_met,
 )
-from tricycle import backend, second_order_fused, second_order_more, second_order_rules
+from tricycle import backend, second_order_fused
 
 torch = pytest.importorskip("torch")
 
@@ -83,20 +88,7 @@ def test_second_derivatives_of_each_rebuilt_op_as_torchs(name):
 
 def test_every_rebuilt_rule_is_exercised(monkeypatch):
     """Each rule of ``second_order_fused`` (its ``KEYS``) is met by one of the cases above."""
-    second_order_rules.rule_for(lambda d: d)  # (builds the tables)
-    used, rule_for = set(), second_order_rules.rule_for
-    fused_rule_for = second_order_more.fused_rule_for
-
-    def recording(backward):
-        used.add(backward.__code__)
-        return fused_rule_for(backward)
-
-    def recording_plain(fn):
-        used.add(getattr(fn, "__code__", None))
-        return rule_for(fn)
-
-    monkeypatch.setattr(second_order_more, "fused_rule_for", recording)
-    monkeypatch.setattr(second_order_rules, "rule_for", recording_plain)
+    used = rules_met(monkeypatch)
     for fn, shapes in CASES.values():
         first_and_second(tricycle, fn, arrays(*shapes), arrays(*shapes))
     mine = {name: key for name, key in second_order_fused.KEYS.items() if name not in REST}
@@ -144,8 +136,8 @@ def test_maml_inner_step_through_a_conv_net_as_torchs():
         for lib, model in ((tricycle, ours), (torch, theirs))
     ]
     assert len(results[0]) == len(results[1]) == 2 + 2 * 10
-    for i, (a, b) in enumerate(zip(*results)):
-        assert_as_torchs(a, b, i >= 2, rtol=1e-8, atol=1e-11)
+    transposed = linear_weights(ours, 2) | linear_weights(ours, 2 + 10)  # (grads, then .grad)
+    assert_as_torchs(*results, transposed, rtol=1e-8, atol=1e-11)
 
 
 def critic(lib):
@@ -162,32 +154,12 @@ def test_wgan_gp_penalty_on_a_critic_with_layer_norm_as_torchs():
     ours = critic(tricycle).double()
     tricycle.nn.from_torch(ours, theirs.state_dict())
     real, fake, eps = arrays((5, 6), (5, 6), (5, 1), low=-1, high=1)
-    results = []
-    for lib, model in ((tricycle, ours), (torch, theirs)):
-        e = lib.tensor(eps)
-        x_hat = (e * lib.tensor(real) + (1 - e) * lib.tensor(fake)).requires_grad_(True)
-        (g,) = lib.autograd.grad(model(x_hat).sum(), x_hat, create_graph=True)
-        penalty = ((g.norm(2, dim=1) - 1) ** 2).mean()
-        penalty.backward()
-        grads = [x_hat.grad] + [p.grad for p in model.parameters()]
-        results.append([penalty.detach().numpy(), g.detach().numpy()] + grads)
+    results = [
+        gradient_penalty(lib, lambda x: model(x).sum(), model.parameters(), real, fake, eps)
+        for lib, model in ((tricycle, ours), (torch, theirs))
+    ]
     assert results[0][-1] is None  # the last bias has no part in the penalty
-    for i, (a, b) in enumerate(zip(results[0][:-1], results[1][:-1])):
-        assert_as_torchs(a, b, i >= 3, rtol=1e-9, atol=1e-12)
-
-
-def assert_as_torchs(a, b, of_a_parameter: bool, **tolerances):
-    """``a`` (ours) equals ``b`` (torch's); a Linear's weights (the 2-D parameters here) are
-    (in, out) in tricycle, (out, in) in torch."""
-    a, b = (np.asarray(v.numpy() if hasattr(v, "numpy") else v) for v in (a, b))
-    np.testing.assert_allclose(a.T if of_a_parameter and a.ndim == 2 else a, b, **tolerances)
-
-
-def on_device(lib_tensor, values, fn, weights):
-    xs = [lib_tensor(v).requires_grad_(True) for v in values]
-    grads = tricycle.autograd.grad(fn(*xs), xs, create_graph=True)
-    sum((g * lib_tensor(w)).sum() for g, w in zip(grads, weights)).backward()
-    return [g.detach().cpu().numpy() for g in grads] + [x.grad.cpu().numpy() for x in xs]
+    assert_as_torchs(*results, linear_weights(ours, 3), rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.skipif(not backend.cupy_available(), reason="needs a CUDA GPU")
@@ -202,9 +174,7 @@ def test_conv_and_layer_norm_second_order_rules_on_a_gpu_as_on_the_host():
         (lambda x, w, b: (F.batch_norm(x, None, None, w, b, training=True) ** 3).sum(),
          [(3, 2, 4), (2,), (2,)]),
     ]  # fmt: skip
-    for fn, shapes in cases:
-        values, weights = arrays(*shapes, low=-1, high=1), arrays(*shapes, seed=1)
-        host = on_device(tricycle.tensor, values, fn, weights)
-        gpu = on_device(lambda v: tricycle.tensor(v, device="cuda"), values, fn, weights)
-        for a, b in zip(gpu, host):
-            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+    assert_on_a_gpu_as_on_the_host(
+        (f"case {i}", fn, arrays(*shapes, low=-1, high=1), arrays(*shapes, seed=1))
+        for i, (fn, shapes) in enumerate(cases)
+    )

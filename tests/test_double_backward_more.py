@@ -7,13 +7,17 @@ import numpy as np
 import pytest
 
 import tricycle
-from tests.test_double_backward import (
+from tests.second_order_checks import (
     F_of,
     arrays,
+    assert_as_torchs,
     assert_first_and_second_as_torchs,
     first_and_second,
+    gradient_penalty,
+    linear_weights,
+    rules_met,
 )
-from tricycle import second_order_more, second_order_rules
+from tricycle import second_order_more
 
 torch = pytest.importorskip("torch")
 
@@ -80,20 +84,7 @@ def test_second_derivatives_of_each_rule_as_torchs(name):
 
 def test_every_rule_is_exercised(monkeypatch):
     """Each rule (``second_order_more.KEYS``) is met by one of the cases above."""
-    second_order_rules.rule_for(lambda d: d)  # (builds the tables)
-    used, fused_rule_for = set(), second_order_more.fused_rule_for
-    rule_for = second_order_rules.rule_for
-
-    def recording(backward):
-        used.add(backward.__code__)
-        return fused_rule_for(backward)
-
-    def recording_plain(fn):
-        used.add(getattr(fn, "__code__", None))
-        return rule_for(fn)
-
-    monkeypatch.setattr(second_order_more, "fused_rule_for", recording)
-    monkeypatch.setattr(second_order_rules, "rule_for", recording_plain)
+    used = rules_met(monkeypatch)
     for fn, shapes in CASES.values():
         first_and_second(tricycle, fn, arrays(*shapes), arrays(*shapes))
     third_derivatives(tricycle)
@@ -132,23 +123,14 @@ def test_wgan_gp_penalty_on_a_conv_critic_as_torchs():
     ours = conv_critic(tricycle).double()
     tricycle.nn.from_torch(ours, theirs.state_dict())
     real, fake, eps = arrays((3, 1, 8, 8), (3, 1, 8, 8), (3, 1, 1, 1), low=-1, high=1)
-    results = []
-    for lib, model in ((tricycle, ours), (torch, theirs)):
-        e = lib.tensor(eps)
-        x_hat = (e * lib.tensor(real) + (1 - e) * lib.tensor(fake)).requires_grad_(True)
-        (g,) = lib.autograd.grad(model(x_hat).sum(), x_hat, create_graph=True)
-        penalty = ((g.reshape(3, -1).norm(2, dim=1) - 1) ** 2).mean()
-        penalty.backward()
-        grads = [x_hat.grad] + [p.grad for p in model.parameters()]
-        results.append([penalty.detach().numpy(), g.detach().numpy()] + grads)
+    results = [
+        gradient_penalty(lib, lambda x: model(x).sum(), model.parameters(), real, fake, eps)
+        for lib, model in ((tricycle, ours), (torch, theirs))
+    ]
     assert len(results[0]) == len(results[1]) == 3 + 6
     assert results[0][-1] is results[1][-1] is None  # the head's bias: no part in the penalty
     # the critic is piecewise linear: x_hat and the conv biases reach the penalty only through
     # LeakyReLU's slopes, whose derivative is 0: torch's gradients are zeros where ours are None
     for i in (2, 4, 6):
         assert results[0][i] is None and not results[1][i].any()
-    for a, b in zip(results[0][:-1], results[1][:-1]):
-        if a is None:
-            continue
-        a, b = (v.numpy() if hasattr(v, "numpy") else v for v in (a, b))
-        np.testing.assert_allclose(np.asarray(a).reshape(np.shape(b)), b, rtol=1e-9, atol=1e-12)
+    assert_as_torchs(*results, linear_weights(ours, 3), rtol=1e-9, atol=1e-12)
