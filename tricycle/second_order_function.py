@@ -14,6 +14,7 @@ node whose own backward raises, as torch's ``@once_differentiable`` gradients do
 comes when the gradient is differentiated, not before).
 """
 
+from tricycle import second_order_fused
 from tricycle.second_order_base import cell, constant, linear
 
 KEYS: dict = {}  # a readable name -> the key of its rule (for the tests)
@@ -23,12 +24,9 @@ def _function(node, fn, g):
     """The gradient of input ``i`` of the Function's node, from ``g``."""
     graph, i = cell(fn, "self"), cell(fn, "i")
     name = graph.cls.__name__
-    memo = getattr(graph, "recorded", None)
-    if memo is None or memo[0] is not g:
-        memo = graph.recorded = g, _run(graph, node, g)
-    if i == graph.last:  # the walk is done with this node: keep nothing
-        graph.recorded = None
-    (returned, arrays), arg = memo[1], graph.args[i]
+    # once per node and gradient, in this thread's memo that the walk forgets when it ends
+    returned, arrays = second_order_fused.remembered(node, g, lambda: _run(graph, node, g))
+    arg = graph.args[i]
     if returned[i] is None:
         return constant(node, arg.xp.zeros_like(arg.array))
     if not hasattr(returned[i], "back_fns"):

@@ -22,24 +22,38 @@ import threading
 from tricycle.second_order_base import Linear, cell, constant
 
 KEYS: dict = {}  # a readable name -> the key of its rule (for the tests)
-# this thread's (node, g, grads) of the last node rebuilt, for its other inputs' rules: one
-# tuple per thread, so that another thread's walk never mixes in; forgotten when a walk ends
+# this thread's (node, g, value) of the last node whose inputs' gradients were computed
+# together, for its other inputs' rules: one tuple per thread, so that another thread's walk
+# never mixes in; forgotten when a walk ends
 _last = threading.local()
 
 
 def forget() -> None:
-    """Drop this thread's memo (and the rebuilt graph it holds): ``second_order.backward``
-    calls it when a walk ends."""
+    """Drop this thread's memo (and the graph it holds): ``second_order.backward`` calls it
+    when a walk ends."""
     _last.entry = None
+
+
+def remembered(node, g, compute):
+    """``compute()``, once for ``node`` and its output's gradient ``g``: a rule that finds
+    every input's gradient at once (a rebuilt op, a custom Function) computes it for the
+    first input the walk meets and reads it back for the others."""
+    entry = getattr(_last, "entry", None)
+    if entry is not None and entry[0] is node and entry[1] is g:
+        return entry[2]
+    value = compute()  # (a walk of its own may run, and forget, in here)
+    _last.entry = (node, g, value)
+    return value
 
 
 def gradients(node, build, g) -> dict:
     """{id(input): its gradient Tensor} of ``node``, from the output's gradient ``g``:
     ``build(proxy)`` rebuilds node's output from ``proxy(input)`` (a leaf of the input's
     value, or the input itself where it needs no gradient) with differentiable ops."""
-    entry = getattr(_last, "entry", None)
-    if entry is not None and entry[0] is node and entry[1] is g:
-        return entry[2]
+    return remembered(node, g, lambda: _rebuilt_gradients(node, build, g))
+
+
+def _rebuilt_gradients(node, build, g) -> dict:
     # the walk is the module above this one's rules: reached by name, not in an import cycle
     second_order = importlib.import_module("tricycle.second_order")
     proxies = {
@@ -67,7 +81,6 @@ def gradients(node, build, g) -> dict:
         p.args, p.back_fns = (arg,), (Linear(_identity, _identity),)  # the proxy joins x
         found = captured.get(id(p))
         grads[id(arg)] = found if found is not None else constant(node, g.xp.zeros_like(arg.array))
-    _last.entry = (node, g, grads)
     return grads
 
 
