@@ -12,19 +12,23 @@ import numpy as np
 import pytest
 
 import tricycle
-from tests.test_double_backward import (
+from tests.second_order_checks import (
     F_of,
     arrays,
+    assert_as_torchs,
     assert_first_and_second_as_torchs,
+    assert_on_a_gpu_as_on_the_host,
     first_and_second,
+    gradient_penalty,
     lib_of,
+    linear_weights,
+    rules_met,
 )
 from tricycle import (
     backend,
     second_order_final,
     second_order_losses,
     second_order_pointwise,
-    second_order_rules,
 )
 
 torch = pytest.importorskip("torch")
@@ -228,25 +232,17 @@ def test_gradient_penalty_on_an_lstm_critic_as_torchs():
     real, fake, eps = arrays((2, 4, 3), (2, 4, 3), (2, 1, 1), low=-1, high=1)
     results = []
     for lib, (recurrent, head) in ((tricycle, ours), (torch, theirs)):
-        e = lib.tensor(eps)
-        x_hat = (e * lib.tensor(real) + (1 - e) * lib.tensor(fake)).requires_grad_(True)
-        out, (h_n, c_n) = recurrent(x_hat)
-        score = head(h_n[-1]).sum() + (out**2).sum() * 0.1
-        (g,) = lib.autograd.grad(score, x_hat, create_graph=True)
-        penalty = ((g.reshape(2, -1).norm(2, dim=1) - 1) ** 2).mean()
-        penalty.backward()
-        grads = [p.grad for m in (recurrent, head) for p in m.parameters()]
-        results.append((penalty.item(), x_hat.grad.numpy(), grads))
-    (p, xg, ours_g), (p_t, xg_t, theirs_g) = results
-    assert p == pytest.approx(p_t, rel=1e-12)
-    np.testing.assert_allclose(xg, xg_t, rtol=1e-9, atol=1e-12)
-    assert len(ours_g) == len(theirs_g) == 6
-    for a, b in zip(ours_g, theirs_g):
-        if b is None:  # the head's bias: the penalty does not depend on it
-            assert a is None
-            continue
-        a, b = a.numpy(), b.numpy()
-        np.testing.assert_allclose(a if a.shape == b.shape else a.T, b, rtol=1e-9, atol=1e-12)
+
+        def score(x_hat, recurrent=recurrent, head=head):
+            out, (h_n, c_n) = recurrent(x_hat)
+            return head(h_n[-1]).sum() + (out**2).sum() * 0.1
+
+        parameters = [p for m in (recurrent, head) for p in m.parameters()]
+        results.append(gradient_penalty(lib, score, parameters, real, fake, eps))
+    assert len(results[0]) == len(results[1]) == 3 + 6
+    assert results[0][-1] is results[1][-1] is None  # the head's bias: no part in the penalty
+    transposed = linear_weights(ours[1], 3 + 4)  # (the head's weights, after the LSTM's four)
+    assert_as_torchs(*results, transposed, rtol=1e-9, atol=1e-12)
 
 
 def test_what_still_raises():
@@ -268,26 +264,12 @@ def test_what_still_raises():
 def test_every_rule_here_is_exercised(monkeypatch):
     """Each key of ``second_order_final`` and each slope of ``FINAL_SLOPES`` is met by one of
     the cases above."""
-    second_order_rules.rule_for(lambda d: d)  # (builds the tables)
-    used, rule_for = set(), second_order_rules.rule_for
-    more = __import__("tricycle.second_order_more", fromlist=["fused_rule_for"])
-    fused_rule_for = more.fused_rule_for
-
-    def recording(fn):
-        used.add(getattr(fn, "__code__", None))
-        return rule_for(fn)
-
-    def recording_fused(backward):
-        used.add(backward.__code__)
-        return fused_rule_for(backward)
-
-    monkeypatch.setattr(second_order_rules, "rule_for", recording)
-    monkeypatch.setattr(more, "fused_rule_for", recording_fused)
-    tables = (second_order_pointwise.ONE, second_order_pointwise.TWO, second_order_losses.SLOPES)
-    for table in tables:
-        for name in set(FINAL_SLOPES) & set(table):
-            slope = table[name]
-            monkeypatch.setitem(table, name, lambda *a, _s=slope, _n=name: used.add(_n) or _s(*a))
+    used = rules_met(
+        monkeypatch,
+        second_order_pointwise.ONE,
+        second_order_pointwise.TWO,
+        second_order_losses.SLOPES,
+    )
     for fn, shapes, (low, high) in CASES.values():
         first_and_second(tricycle, fn, arrays(*shapes, low=low, high=high), arrays(*shapes))
     missing = {n for n, key in second_order_final.KEYS.items() if key not in used}
@@ -298,16 +280,12 @@ def test_every_rule_here_is_exercised(monkeypatch):
 @pytest.mark.skipif(not backend.cupy_available(), reason="needs a CUDA GPU")
 def test_the_rules_here_on_a_gpu_as_on_the_host():
     """Every case above with cupy arrays (the rules compute with the arrays' module)."""
-
-    def on(device, fn, values, weights):
-        xs = [tricycle.tensor(v, device=device).requires_grad_(True) for v in values]
-        grads = tricycle.autograd.grad(fn(*xs), xs, create_graph=True)
-        total = sum((g * tricycle.tensor(w, device=device)).sum() for g, w in zip(grads, weights))
-        total.backward()
-        return [g.detach().cpu().numpy() for g in grads] + [x.grad.cpu().numpy() for x in xs]
-
-    for name, (fn, shapes, (low, high)) in sorted(CASES.items()):
-        values = arrays(*shapes, low=low, high=high, seed=len(name))
-        weights = arrays(*shapes, low=-1, high=1, seed=1)
-        for a, b in zip(on("cuda", fn, values, weights), on("cpu", fn, values, weights)):
-            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12, err_msg=name)
+    assert_on_a_gpu_as_on_the_host(
+        (
+            name,
+            fn,
+            arrays(*shapes, low=low, high=high, seed=len(name)),
+            arrays(*shapes, low=-1, high=1, seed=1),
+        )
+        for name, (fn, shapes, (low, high)) in sorted(CASES.items())
+    )

@@ -12,19 +12,20 @@ import numpy as np
 import pytest
 
 import tricycle
-from tests.test_double_backward import (
+from tests.second_order_checks import (
     F_of,
     arrays,
     assert_first_and_second_as_torchs,
+    assert_on_a_gpu_as_on_the_host,
     first_and_second,
     lib_of,
+    rules_met,
 )
 from tests.test_double_backward_final import FINAL_SLOPES
 from tricycle import (
     backend,
     second_order_losses,
     second_order_pointwise,
-    second_order_rules,
     second_order_shapes,
 )
 
@@ -153,21 +154,12 @@ def test_an_elementwise_op_with_no_slope_here_raises_naming_it():
 def test_every_rule_here_is_exercised(monkeypatch):
     """Each key of ``second_order_pointwise`` and ``second_order_shapes``, and each slope of
     ``ONE`` and ``TWO`` but the few not listed, is met by one of the cases above."""
-    second_order_rules.rule_for(lambda d: d)  # (builds the tables)
-    used, rule_for = set(), second_order_rules.rule_for
-
-    def recording(fn):
-        used.add(getattr(fn, "__code__", None))
-        return rule_for(fn)
-
-    monkeypatch.setattr(second_order_rules, "rule_for", recording)
-    for table in (
+    used = rules_met(
+        monkeypatch,
         second_order_pointwise.ONE,
         second_order_pointwise.TWO,
         second_order_losses.SLOPES,
-    ):
-        for name, slope in table.items():
-            monkeypatch.setitem(table, name, lambda *a, _s=slope, _n=name: used.add(_n) or _s(*a))
+    )
     for fn, shapes, (low, high) in CASES.values():
         first_and_second(tricycle, fn, arrays(*shapes, low=low, high=high), arrays(*shapes))
     keys = dict(second_order_pointwise.KEYS, **second_order_shapes.KEYS)
@@ -181,16 +173,12 @@ def test_every_rule_here_is_exercised(monkeypatch):
 @pytest.mark.skipif(not backend.cupy_available(), reason="needs a CUDA GPU")
 def test_the_rules_here_on_a_gpu_as_on_the_host():
     """Every case above with cupy arrays (the rules compute with the arrays' module)."""
-
-    def on(device, fn, values, weights):
-        xs = [tricycle.tensor(v, device=device).requires_grad_(True) for v in values]
-        grads = tricycle.autograd.grad(fn(*xs), xs, create_graph=True)
-        total = sum((g * tricycle.tensor(w, device=device)).sum() for g, w in zip(grads, weights))
-        total.backward()
-        return [g.detach().cpu().numpy() for g in grads] + [x.grad.cpu().numpy() for x in xs]
-
-    for name, (fn, shapes, (low, high)) in sorted(CASES.items()):
-        values = arrays(*shapes, low=low, high=high, seed=len(name))
-        weights = arrays(*shapes, low=-1, high=1, seed=1)
-        for a, b in zip(on("cuda", fn, values, weights), on("cpu", fn, values, weights)):
-            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12, err_msg=name)
+    assert_on_a_gpu_as_on_the_host(
+        (
+            name,
+            fn,
+            arrays(*shapes, low=low, high=high, seed=len(name)),
+            arrays(*shapes, low=-1, high=1, seed=1),
+        )
+        for name, (fn, shapes, (low, high)) in sorted(CASES.items())
+    )

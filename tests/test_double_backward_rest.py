@@ -11,11 +11,14 @@ import numpy as np
 import pytest
 
 import tricycle
-from tests.test_double_backward import (
+from tests.second_order_checks import (
     F_of,
     arrays,
     assert_first_and_second_as_torchs,
+    assert_on_a_gpu_as_on_the_host,
     first_and_second,
+    lib_of,
+    rules_met,
 )
 from tests.test_double_backward_final import FINAL_SLOPES
 from tricycle import (
@@ -24,16 +27,10 @@ from tricycle import (
     second_order_fused,
     second_order_linear,
     second_order_losses,
-    second_order_more,
-    second_order_rules,
 )
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.filterwarnings("ignore:reduction. .mean. divides:UserWarning")  # kl_div
-
-
-def lib_of(x):
-    return torch if isinstance(x, torch.Tensor) else tricycle
 
 
 def ids(x, values):
@@ -339,24 +336,7 @@ def test_dropout_second_derivative_is_the_mask_of_the_first():
 def test_every_rule_here_is_exercised(monkeypatch):
     """Each rule of ``second_order_linear`` and ``second_order_losses`` (and each loss's
     slope), and the rebuilt sdpa, prod and cumprod, is met by one of the cases above."""
-    second_order_rules.rule_for(lambda d: d)  # (builds the tables)
-    used, rule_for = set(), second_order_rules.rule_for
-
-    def recording(fn):
-        used.add(getattr(fn, "__code__", None))
-        return rule_for(fn)
-
-    def recording_fused(backward):
-        used.add(backward.__code__)
-        return fused_rule_for(backward)
-
-    fused_rule_for = second_order_more.fused_rule_for
-    monkeypatch.setattr(second_order_more, "fused_rule_for", recording_fused)
-    monkeypatch.setattr(second_order_rules, "rule_for", recording)
-    for name, slope in second_order_losses.SLOPES.items():
-        monkeypatch.setitem(
-            second_order_losses.SLOPES, name, lambda *a, _s=slope, _n=name: used.add(_n) or _s(*a)
-        )
+    used = rules_met(monkeypatch, second_order_losses.SLOPES)
     for fn, shapes, (low, high) in CASES.values():
         first_and_second(tricycle, fn, arrays(*shapes, low=low, high=high), arrays(*shapes))
     tricycle.manual_seed(0)
@@ -507,16 +487,12 @@ def test_a_function_whose_backward_returns_arrays_is_differentiable_once_as_torc
 @pytest.mark.skipif(not backend.cupy_available(), reason="needs a CUDA GPU")
 def test_the_rules_here_on_a_gpu_as_on_the_host():
     """Every case above with cupy arrays (the rules compute with the arrays' module)."""
-
-    def on(device, fn, values, weights):
-        xs = [tricycle.tensor(v, device=device).requires_grad_(True) for v in values]
-        grads = tricycle.autograd.grad(fn(*xs), xs, create_graph=True)
-        total = sum((g * tricycle.tensor(w, device=device)).sum() for g, w in zip(grads, weights))
-        total.backward()
-        return [g.detach().cpu().numpy() for g in grads] + [x.grad.cpu().numpy() for x in xs]
-
-    for name, (fn, shapes, (low, high)) in sorted(CASES.items()):
-        values = arrays(*shapes, low=low, high=high, seed=len(name))
-        weights = arrays(*shapes, low=-1, high=1, seed=1)
-        for a, b in zip(on("cuda", fn, values, weights), on("cpu", fn, values, weights)):
-            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12, err_msg=name)
+    assert_on_a_gpu_as_on_the_host(
+        (
+            name,
+            fn,
+            arrays(*shapes, low=low, high=high, seed=len(name)),
+            arrays(*shapes, low=-1, high=1, seed=1),
+        )
+        for name, (fn, shapes, (low, high)) in sorted(CASES.items())
+    )
