@@ -5,8 +5,9 @@ new Tensors whose backward is torch's:
 - ``all_reduce`` (SUM or AVG): backward all-reduces the gradient with the same op;
 - ``all_gather``: one Tensor per rank; backward sums over the ranks each rank's piece of the
   gradients (a reduce-scatter);
-- ``reduce_scatter(output, input_list)``: this rank's block of the sum; backward all-gathers
-  the gradient, one piece per input;
+- ``reduce_scatter(output, input_list)``: this rank's block of the sum (AVG: mean); backward
+  all-gathers the gradient, one piece per input, unscaled even for AVG (torch 2.13's: its
+  backward ignores the op, so AVG's gradient is SUM's, not divided by the world size);
 - ``broadcast(tensor, src)``: rank ``src``'s values; backward sums the gradients on ``src``
   (the other ranks' inputs get zeros: the output does not depend on them).
 """
@@ -85,11 +86,13 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None) -> Tensor:
     block = world.reduce_scatter(xp.stack([t.array for t in input_list]), mean=mean)
     block = block.reshape(output.shape)
     output.array[...] = block
-    scale = 1.0 / world.world_size if mean else 1.0
+    gathered = {}  # one all-gather of the gradient for every input's piece
 
     def piece(r: int):
-        def back(grad):
-            return world.all_gather(xp.ascontiguousarray(grad))[r] * scale
+        def back(grad):  # torch's: unscaled, AVG as SUM
+            if gathered.get("grad") is not grad:
+                gathered.update(grad=grad, rows=world.all_gather(xp.ascontiguousarray(grad)))
+            return gathered["rows"][r]
 
         return back
 
