@@ -37,11 +37,12 @@ __all__ = [
 class P2PWork(Work):
     """What ``isend``/``irecv``/``batch_isend_irecv`` return: ``wait()`` until the message
     has gone or arrived (against the world's deadline), ``is_completed()`` without waiting.
-    A receive into a non-contiguous tensor lands there when it completes."""
+    A receive into a non-contiguous tensor lands there when it completes; the message's
+    contiguous array (``buffer``) is kept until then (NCCL reads it from its stream)."""
 
-    def __init__(self, world, request, what: str, land=None, peer=None):
+    def __init__(self, world, request, what: str, land=None, peer=None, buffer=None):
         self.world, self.request, self.what = world, request, what
-        self.land, self.peer, self.done = land, peer, False
+        self.land, self.peer, self.done, self.buffer = land, peer, False, buffer
 
     def wait(self, timeout=None) -> bool:
         if not self.done:
@@ -62,7 +63,7 @@ class P2PWork(Work):
     _source_rank = source_rank
 
     def _finish(self) -> None:
-        self.done = True
+        self.done, self.buffer = True, None
         if self.land is not None:
             land, self.land = self.land, None
             land()
@@ -79,21 +80,26 @@ def _peer(owner: str, name: str, value, group_value, group, optional: bool = Fal
     return value
 
 
+def _message(kind: str, array) -> tuple:
+    """(a contiguous array to send or receive, and for a receive into a non-contiguous
+    ``array`` the call that lands the received copy in it; else None)."""
+    if array.flags.c_contiguous:
+        return array, None
+    view, array = array, array_module(array).ascontiguousarray(array)
+    return array, (lambda: view.__setitem__(..., array)) if kind == "recv" else None
+
+
 def _start(owner: str, kind: str, tensor, peer, tag: int) -> P2PWork:
-    """Start a send or a receive of ``tensor``'s array; a receive into a non-contiguous
-    array goes through a contiguous copy that lands in it at completion."""
+    """Start a send or a receive of ``tensor``'s array (a non-contiguous one through a
+    contiguous copy, which a receive lands in it at completion)."""
     world, array = _the_world(owner), _array(owner, "tensor", tensor)
-    land = None
-    if not array.flags.c_contiguous:
-        view, array = array, array_module(array).ascontiguousarray(array)
-        if kind == "recv":
-            land = lambda: view.__setitem__(..., array)  # noqa: E731
+    array, land = _message(kind, array)
     start = world.start_send if kind == "send" else world.start_recv
     request = start(array, peer, tag)
     way = "to" if kind == "send" else "from"
     rank = "any rank" if peer is None else f"rank {peer}"
     what = f"{owner} of a tensor of shape {tuple(array.shape)} {way} {rank} (tag {tag})"
-    return P2PWork(world, request, what, land, peer)
+    return P2PWork(world, request, what, land, peer, buffer=array)
 
 
 def isend(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst=None) -> P2PWork:
@@ -154,7 +160,8 @@ class P2POp:
 def batch_isend_irecv(p2p_op_list: list) -> list:
     """Start every send and receive of ``p2p_op_list`` (``P2POp``\\ s) as one batch, whose
     order on either side cannot deadlock (on GPUs: one NCCL group); returns their works.
-    Several messages between the same two ranks in one direction match in order."""
+    Several messages between the same two ranks in one direction match in order; a
+    non-contiguous tensor goes through a contiguous copy within the same batch."""
     owner = "batch_isend_irecv"
     if not isinstance(p2p_op_list, list) or not p2p_op_list:
         raise ValueError(f"{owner}: p2p_op_list must be a non-empty list of P2POp, got "
@@ -162,16 +169,18 @@ def batch_isend_irecv(p2p_op_list: list) -> list:
     for op in p2p_op_list:
         if not isinstance(op, P2POp):
             raise ValueError(f"{owner}: each op must be a P2POp, got {type(op).__name__}")
-    if any(op.tensor.array.flags.c_contiguous is False for op in p2p_op_list):
-        return [op.op(op.tensor, op.peer, tag=op.tag) for op in p2p_op_list]  # one at a time
     world = _the_world(owner)
     kinds = {isend: "send", irecv: "recv"}
-    messages = [(kinds[op.op], op.tensor.array, op.peer, op.tag) for op in p2p_op_list]
+    messages, lands = [], []
+    for op in p2p_op_list:
+        array, land = _message(kinds[op.op], op.tensor.array)
+        messages.append((kinds[op.op], array, op.peer, op.tag))
+        lands.append(land)
     requests = world.start_batch(messages)
     works = []
-    for (kind, array, peer, tag), request in zip(messages, requests):
+    for (kind, array, peer, tag), request, land in zip(messages, requests, lands):
         what = f"{owner}: a {kind} of shape {tuple(array.shape)} with rank {peer} (tag {tag})"
-        works.append(P2PWork(world, request, what, peer=peer))
+        works.append(P2PWork(world, request, what, land, peer, buffer=array))
     return works
 
 
