@@ -42,7 +42,7 @@ from tricycle.parallel.fsdp_settings import (  # noqa: F401 (torch's names here)
     size_based_auto_wrap_policy,
     transformer_auto_wrap_policy,
 )
-from tricycle.parallel.fsdp_unit import Sharded, Unit, cast_inputs, flat_shard
+from tricycle.parallel.fsdp_unit import Sharded, Unit, cast_inputs, check_alike, flat_shard
 from tricycle.parallel.fsdp_units import clean, owned_parameters, place, slots
 from tricycle.parameter import Parameter
 from tricycle.tensor import Tensor
@@ -123,8 +123,10 @@ class FullyShardedDataParallel(Sharded, Layer):
                 f"{OWNER}: CPUOffload(offload_params=True) for a module on a GPU is not "
                 "supported; keep the module on the host, or the shards on the GPU"
             )
-        if sync_module_states:
-            for _, t in module.named_tensors():
+        if sync_module_states:  # the ranks' tensors checked alike before any broadcast
+            named = [(name, t, None) for name, t in module.named_tensors()]
+            check_alike(OWNER, world, named, "tensors")
+            for _, t, _ in named:
                 world.broadcast(t.array, 0)
         mp = mixed_precision or MixedPrecision()
         if mp.buffer_dtype is not None:

@@ -114,10 +114,11 @@ def _check_uniform(owner: str, params: list) -> None:
         )
 
 
-def check_alike(owner: str, world, params: list) -> None:
+def check_alike(owner: str, world, params: list, what: str = "parameters") -> None:
     """Every rank must shard the same parameters (names, shapes, dtypes): a rank whose module
     differs would exchange shards of other sizes, silently wrong. One gather of the layout
-    when a unit is made (as torch's DDP checks its parameters' shapes)."""
+    when a unit is made (as torch's DDP checks its parameters' shapes), and before
+    ``sync_module_states`` broadcasts the module's tensors (``what``: "tensors")."""
     if world.world_size == 1:
         return
     mine = [(name, tuple(p.shape), str(p.dtype)) for name, p, _ in params]
@@ -125,7 +126,7 @@ def check_alike(owner: str, world, params: list) -> None:
         if theirs != mine:
             differ = sorted(set(mine) ^ set(theirs), key=str)[:4] or "their order"
             raise ValueError(
-                f"{owner}: rank {world.rank}'s parameters differ from rank {rank}'s "
+                f"{owner}: rank {world.rank}'s {what} differ from rank {rank}'s "
                 f"({len(mine)} and {len(theirs)} of them; (name, shape, dtype) in one only: "
                 f"{differ}): every rank must wrap the same module"
             )
