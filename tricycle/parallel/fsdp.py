@@ -259,7 +259,7 @@ class FullyShardedDataParallel(Sharded, Layer):
             else:
                 shared = max(shared, value) if infinite else shared + value
         if infinite:
-            total = max(float(world.all_gather(np.array([local]))[:, 0].max()), shared)
+            total = max(float(world.all_gather(np.array([local]), check=False)[:, 0].max()), shared)
         else:
             total = (world.all_reduce(local, mean=False) + shared) ** (1.0 / norm_type)
         scale = max_norm / (total + 1e-6)

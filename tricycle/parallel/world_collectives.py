@@ -73,16 +73,38 @@ class Collectives:
         buffer = self.broadcast(buffer, root)
         return obj if self.rank == root else pickle.loads(buffer.tobytes())
 
-    def all_gather(self, array):
-        """Every rank's ``array`` (same shape on all ranks), stacked: (world_size, ...)."""
+    def all_gather(self, array, check: bool = True):
+        """Every rank's ``array`` (same shape and dtype on all ranks), stacked:
+        (world_size, ...). With ``check`` the ranks first exchange their arrays' sizes and
+        dtypes (a few bytes through the host: no GPU synchronisation) and every rank refuses
+        a mismatch with the same error, where the transfer itself would cut or pad another
+        rank's data silently; callers whose arrays agree by construction (equal padded
+        shards, object sizes) pass ``check=False`` and skip that message."""
         xp = backend.array_module(array)
         send = xp.ascontiguousarray(array)
+        if check and self.world_size > 1:
+            self._check_same_size("all_gather", send)
         receive = xp.empty((self.world_size, *array.shape), dtype=array.dtype)
         self.wait(
             self._engine(send).all_gather(send.reshape(-1), receive.reshape(-1)),
             f"an all-gather of {array.shape}",
         )
         return receive
+
+    def _check_same_size(self, owner: str, array) -> None:
+        """Refuse, on every rank alike, arrays whose sizes or dtypes differ between ranks."""
+        kind = array.dtype.kind
+        mine = np.array([array.size, ord(kind), array.dtype.itemsize], dtype=np.int64)
+        every = np.empty((self.world_size, mine.size), dtype=np.int64)
+        what = f"{owner}: an exchange of the arrays' sizes"
+        self.wait(self._host.all_gather(mine, every.reshape(-1)), what)
+        if (every != mine).any():
+            seen = ", ".join(f"rank {r}: {n} values of {chr(k)}{b}" for r, (n, k, b) in
+                             enumerate(every.tolist()))  # fmt: skip
+            raise DistributedError(
+                f"{owner}: the ranks' arrays differ ({seen}; this rank's has shape "
+                f"{tuple(array.shape)}); every rank must pass the same shape and dtype"
+            )
 
     def start_reduce_scatter(self, send, receive, mean: bool = False):
         """Start writing into ``receive`` (contiguous, ``send.size // world_size`` values)
@@ -127,17 +149,17 @@ class Collectives:
     def all_gather_object(self, obj) -> list:
         """Every rank's ``obj`` (picklable), as a list indexed by rank."""
         data = np.frombuffer(pickle.dumps(obj), dtype=np.uint8)
-        sizes = self.all_gather(np.array([data.size], dtype=np.int64))[:, 0]
+        sizes = self.all_gather(np.array([data.size], dtype=np.int64), check=False)[:, 0]
         padded = np.zeros(int(sizes.max()), dtype=np.uint8)
         padded[: data.size] = data
-        rows = self.all_gather(padded)
+        rows = self.all_gather(padded, check=False)  # padded to the longest: equal sizes
         return [pickle.loads(row[:n].tobytes()) for row, n in zip(rows, sizes)]
 
     def gather_object(self, obj, root: int = 0) -> list | None:
         """Every rank's ``obj`` (picklable) as a list indexed by rank, on rank ``root``;
         None on the others."""
         data = np.frombuffer(pickle.dumps(obj), dtype=np.uint8).copy()
-        sizes = self.all_gather(np.array([data.size], dtype=np.int64))[:, 0]
+        sizes = self.all_gather(np.array([data.size], dtype=np.int64), check=False)[:, 0]
         receive = np.empty(int(sizes.sum()) if self.rank == root else 0, dtype=np.uint8)
         self.wait(self._host.gather(data, receive, sizes.tolist(), root), "a gather of objects")
         if self.rank != root:
