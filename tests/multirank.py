@@ -24,14 +24,14 @@ ROOT = Path(__file__).resolve().parents[1]
 DEADLINE_SECONDS = "60"  # $TRICYCLE_DIST_TIMEOUT of the ranks: a collective's longest wait
 
 
-def run_ranks(script: str, out, ranks: int = 2, timeout: float = 120.0):
+def run_ranks(script: str, out, ranks: int = 2, timeout: float = 120.0, args=()):
     """Run the test file ``script`` as the program of ``ranks`` ranks under mpiexec, with
-    ``out`` as its argument; assert that it succeeded (the ranks' stderr otherwise) and
-    return the CompletedProcess."""
+    ``out`` (then ``args``) as its arguments; assert that it succeeded (the ranks' stderr
+    otherwise) and return the CompletedProcess."""
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     env = dict(os.environ, **AS_ROOT, PYTHONPATH=path, TRICYCLE_DIST_TIMEOUT=DEADLINE_SECONDS)
     env.update(OPENBLAS_NUM_THREADS="1", TRICYCLE_THREADS="1")  # one thread per rank
-    command = [mpiexec(), "-n", str(ranks), sys.executable, script, str(out)]
+    command = [mpiexec(), "-n", str(ranks), sys.executable, script, str(out), *map(str, args)]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stderr
     return done

@@ -6,27 +6,25 @@ ranks whose modules differ (their shards would not line up), a ``(1, 2)`` mesh's
 one-rank dimension (``mesh["dp"]``), a mesh listing the ranks out of order refused (shards
 go by the World's rank), and ``recv_object_list`` from any rank (torch's ``src=None``).
 
-Run as a script (``mpiexec -n 2 python tests/test_parallel_edges.py OUT``) this file is the
-ranks' program: rank 0 pickles what both ranks saw to OUT."""
+Run as a script (``mpiexec -n 2 python tests/test_parallel_edges.py OUT WEIGHTS``, by
+``tests.multirank.run_ranks``) this file is the ranks' program: rank 0 pickles what both
+ranks saw to OUT."""
 
-import os
 import pickle
-import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import tricycle
 import tricycle.distributed as dist
-from tests.test_distributed import AS_ROOT, mpiexec, needs_mpi
+from tests.multirank import run_ranks, write_from_rank_0
+from tests.test_distributed import needs_mpi
 from tricycle.distributed.device_mesh import DeviceMesh, init_device_mesh
 from tricycle.distributed.fsdp import FullyShardedDataParallel as FSDP
 from tricycle.distributed.fsdp import ShardingStrategy, fully_shard
 from tricycle.parallel import distributed as world_module
 
-ROOT = Path(__file__).resolve().parents[1]
 STRATEGIES = ("FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD")
 NORMS = (2.0, float("inf"))
 
@@ -83,12 +81,7 @@ def test_two_ranks_clip_refuse_and_mesh_as_torch(tmp_path):
     x, y = batch()
     out, weights = tmp_path / "ranks.pkl", tmp_path / "weights.npz"
     np.savez(weights, **{k: v.numpy() for k, v in whole.state_dict().items()})
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    env = dict(os.environ, **AS_ROOT, PYTHONPATH=path, TRICYCLE_DIST_TIMEOUT="60")
-    env.update(OPENBLAS_NUM_THREADS="1", TRICYCLE_THREADS="1")
-    command = [mpiexec(), "-n", "2", sys.executable, __file__, str(out), str(weights)]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    run_ranks(__file__, out, args=(weights,))
     got = pickle.loads(out.read_bytes())
     loss = torch.nn.functional.mse_loss(whole(torch.tensor(x)), torch.tensor(y))
     loss.backward()
@@ -181,12 +174,7 @@ def ranks(out: str, weights: str) -> None:
         objects = [None, None]
         sender = dist.recv_object_list(objects)  # from any rank
         seen["objects"] = (objects, sender)
-    everything = [None, None]
-    dist.all_gather_object(everything, seen)
-    if rank == 0:
-        Path(out).write_bytes(pickle.dumps(everything))
-    dist.barrier()
-    dist.destroy_process_group()
+    write_from_rank_0(seen, out)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ import os
 import pickle
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,8 +25,6 @@ from tests.test_distributed import needs_mpi
 from tricycle.distributed.fsdp import FullyShardedDataParallel as FSDP
 from tricycle.parallel import distributed as world_module
 from tricycle.parallel.engines import DistributedError
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(autouse=True)
