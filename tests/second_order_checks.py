@@ -54,6 +54,15 @@ def assert_on_a_gpu_as_on_the_host(cases) -> None:
             np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12, err_msg=name)
 
 
+def drawn(cases: dict):
+    """(name, fn, values, weights) of each of ``cases`` ({name: (fn, input shapes, (low,
+    high))}): the values drawn in [low, high) seeded by the name's length, the weights in
+    [-1, 1)."""
+    for name, (fn, shapes, (low, high)) in sorted(cases.items()):
+        values = arrays(*shapes, low=low, high=high, seed=len(name))
+        yield name, fn, values, arrays(*shapes, low=-1, high=1, seed=1)
+
+
 def rules_met(monkeypatch, *slope_tables) -> set:
     """The set that records, while the test runs, the key of each rule a create_graph walk
     looks up (the back_fn's code, or the fused op's shared backward's) and the name of each

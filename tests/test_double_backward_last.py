@@ -17,6 +17,7 @@ from tests.second_order_checks import (
     arrays,
     assert_first_and_second_as_torchs,
     assert_on_a_gpu_as_on_the_host,
+    drawn,
     first_and_second,
     lib_of,
     rules_met,
@@ -119,11 +120,9 @@ CASES = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_first_and_second_derivatives_as_torchs(name):
-    fn, shapes, (low, high) = CASES[name]
-    values = arrays(*shapes, low=low, high=high, seed=len(name))
-    assert_first_and_second_as_torchs(fn, values, arrays(*shapes, low=-1, high=1, seed=1))
+@pytest.mark.parametrize("name, fn, values, weights", list(drawn(CASES)), ids=sorted(CASES))
+def test_first_and_second_derivatives_as_torchs(name, fn, values, weights):
+    assert_first_and_second_as_torchs(fn, values, weights)
 
 
 # ops whose double backward torch refuses (a RuntimeError; NotImplementedError is one)
@@ -173,12 +172,4 @@ def test_every_rule_here_is_exercised(monkeypatch):
 @pytest.mark.skipif(not backend.cupy_available(), reason="needs a CUDA GPU")
 def test_the_rules_here_on_a_gpu_as_on_the_host():
     """Every case above with cupy arrays (the rules compute with the arrays' module)."""
-    assert_on_a_gpu_as_on_the_host(
-        (
-            name,
-            fn,
-            arrays(*shapes, low=low, high=high, seed=len(name)),
-            arrays(*shapes, low=-1, high=1, seed=1),
-        )
-        for name, (fn, shapes, (low, high)) in sorted(CASES.items())
-    )
+    assert_on_a_gpu_as_on_the_host(drawn(CASES))

@@ -16,6 +16,7 @@ from tests.second_order_checks import (
     arrays,
     assert_first_and_second_as_torchs,
     assert_on_a_gpu_as_on_the_host,
+    drawn,
     first_and_second,
     lib_of,
     rules_met,
@@ -267,11 +268,9 @@ LOSSES = {
 CASES.update({name: (fn, shapes, (-1, 1)) for name, (fn, shapes) in LOSSES.items()})
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_first_and_second_derivatives_as_torchs(name):
-    fn, shapes, (low, high) = CASES[name]
-    values = arrays(*shapes, low=low, high=high, seed=len(name))
-    assert_first_and_second_as_torchs(fn, values, arrays(*shapes, low=-1, high=1, seed=1))
+@pytest.mark.parametrize("name, fn, values, weights", list(drawn(CASES)), ids=sorted(CASES))
+def test_first_and_second_derivatives_as_torchs(name, fn, values, weights):
+    assert_first_and_second_as_torchs(fn, values, weights)
 
 
 @pytest.mark.parametrize("zeros", [[(0, 1)], [(0, 1), (0, 3)], [(1, 0), (2, 4)]])
@@ -487,12 +486,4 @@ def test_a_function_whose_backward_returns_arrays_is_differentiable_once_as_torc
 @pytest.mark.skipif(not backend.cupy_available(), reason="needs a CUDA GPU")
 def test_the_rules_here_on_a_gpu_as_on_the_host():
     """Every case above with cupy arrays (the rules compute with the arrays' module)."""
-    assert_on_a_gpu_as_on_the_host(
-        (
-            name,
-            fn,
-            arrays(*shapes, low=low, high=high, seed=len(name)),
-            arrays(*shapes, low=-1, high=1, seed=1),
-        )
-        for name, (fn, shapes, (low, high)) in sorted(CASES.items())
-    )
+    assert_on_a_gpu_as_on_the_host(drawn(CASES))
