@@ -78,6 +78,7 @@ def test_two_ranks_refuse_mismatches_and_reduce_scatter_as_torch(tmp_path):
                                              "differ from rank ")  # fmt: skip
         np.testing.assert_array_equal(seen["synced"][rank], seen["synced"][0])
         assert seen["batches"][rank] == [3]  # one batch of three messages
+        assert seen["node_local_rank"][rank] == rank  # MPI's local rank (torch's: fallback 0)
     np.testing.assert_array_equal(seen["received"][1], np.arange(6.0).reshape(2, 3).T * 10)
     np.testing.assert_array_equal(seen["received"][0], np.arange(6.0).reshape(2, 3).T * 11)
     np.testing.assert_array_equal(seen["column"][1], [0.0, 30.0])
@@ -173,6 +174,7 @@ def ranks(out: str) -> None:
     rank, world = dist.get_rank(), world_module.init()
     seen = {**reduce_scatter_avg(rank), **mismatches(rank, world), **batched(rank, world),
             **synced(rank)}  # fmt: skip
+    seen["node_local_rank"] = dist.get_node_local_rank(fallback_rank=0)  # no $LOCAL_RANK
     write_from_rank_0(seen, out)
 
 

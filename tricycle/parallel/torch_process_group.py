@@ -141,7 +141,11 @@ def get_world_size(group=None) -> int:
 def get_node_local_rank(fallback_rank: int | None = None) -> int:
     """This process's rank among those on its machine (its GPU's index); before
     ``init_process_group``, $LOCAL_RANK (torchrun's and tricycle-run's), else
-    ``fallback_rank`` where given, as torch's."""
+    ``fallback_rank`` where given, as torch's. After it, the World's machine-local rank
+    (MPI's), which equals $LOCAL_RANK where that is set, and which a script under mpiexec
+    or ``tricycle-run -n N`` (no $LOCAL_RANK) needs to pick its GPU: torch 2.13 raises
+    there without $LOCAL_RANK or ``fallback_rank``, and reads ``fallback_rank`` as every
+    rank's."""
     if distributed._world is None and os.environ.get("LOCAL_RANK", "").strip().isdigit():
         return int(os.environ["LOCAL_RANK"])
     if distributed._world is None and fallback_rank is not None:
