@@ -231,13 +231,13 @@ def rules(t) -> tuple[dict, dict]:
     linalg = _linalg()
     layer = recurrent.recurrence("rnn", t(2, 1, 2), t(2, 2), t(2), t(1, 2), None)
     KEYS["recurrence"] = key = cell(layer.back_fns[0], "backward").__code__
-    fused = {key: second_order_fused._fused_rule(_recurrence)}
+    fused = {key: second_order_fused.fused_rule(_recurrence)}
     projection = importlib.import_module("tricycle.nn.lstm_projection")
     projected = projection.projected_lstm_recurrence(
         t(1, 1, 4), t(4, 1), None, t(1, 1), t(1, 1), t(1, 1)
     )
     KEYS["lstm_proj"] = key = cell(projected.back_fns[0], "backward").__code__
-    fused[key] = second_order_fused._fused_rule(_projected_lstm)
+    fused[key] = second_order_fused.fused_rule(_projected_lstm)
     square, pair = t(2, 2), (t(2, 3), t(2, 3))
     made = {
         "inv": (linalg.inv(square), (_inv,)),

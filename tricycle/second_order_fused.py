@@ -163,7 +163,7 @@ def _group_norm(node, backward):
     return build
 
 
-def _fused_rule(builder):
+def fused_rule(builder):
     """A rule of ``second_order_more.FUSED`` (node, the op's shared backward, input i, g)."""
 
     def rule(node, backward, i, g):
@@ -172,8 +172,9 @@ def _fused_rule(builder):
     return rule
 
 
-def _plain_rule(builder):
-    """A rule of a plain back_fn (node, fn, g) whose op rebuilds from ``fn``'s closure."""
+def plain_rule(builder):
+    """A rule of a plain back_fn (node, fn, g) whose op is rebuilt by ``builder(node, fn)``
+    (``second_order_shapes`` and ``second_order_final`` make theirs with it too)."""
 
     def rule(node, fn, g):
         i = next(k for k, f in enumerate(node.back_fns) if f is fn)
@@ -327,22 +328,22 @@ def rules(t) -> tuple[dict, dict]:
     loss = importlib.import_module("tricycle.loss")
     x3 = t(2, 2, 3)
     fused = {
-        "layer_norm": (norms.layer_norm(t(2, 3), t(3), t(3)), _fused_rule(_layer_norm)),
-        "rms_norm": (norms.rms_norm(t(2, 3), t(3)), _fused_rule(_rms_norm)),
-        "batch_norm": (batch_norm.batch_norm(x3, t(2), t(2))[0], _fused_rule(_batch_norm)),
-        "group_norm": (group_norm.group_norm(x3, 1, t(2), t(2)), _fused_rule(_group_norm)),
+        "layer_norm": (norms.layer_norm(t(2, 3), t(3), t(3)), fused_rule(_layer_norm)),
+        "rms_norm": (norms.rms_norm(t(2, 3), t(3)), fused_rule(_rms_norm)),
+        "batch_norm": (batch_norm.batch_norm(x3, t(2), t(2))[0], fused_rule(_batch_norm)),
+        "group_norm": (group_norm.group_norm(x3, 1, t(2), t(2)), fused_rule(_group_norm)),
     }
     sdpa = importlib.import_module("tricycle.nn.sdpa").scaled_dot_product_attention
-    fused["sdpa"] = (sdpa(t(1, 1, 2, 2), t(1, 1, 2, 2), t(1, 1, 2, 2)), _fused_rule(_sdpa))
+    fused["sdpa"] = (sdpa(t(1, 1, 2, 2), t(1, 1, 2, 2), t(1, 1, 2, 2)), fused_rule(_sdpa))
     reduce = importlib.import_module("tricycle.reduce")
     squared = loss.MeanSquaredError()(t(2, 3), t(2, 3))
     labels = x3.new(x3.xp.asarray([0, 1]), requires_grad=False)
     plain = {
-        "max_pool": (pooling.max_pool(t(1, 1, 4, 4), 2), (_plain_rule(_max_pool),)),
-        "cross_entropy": (loss.CrossEntropy()(labels, t(2, 3)), (_plain_rule(_cross_entropy),)),
-        "mean_squared_error": (squared, (_plain_rule(_mean_squared_error),) * 2),
-        "prod": (reduce.prod(t(2, 3), 1), (_plain_rule(_prod),)),
-        "cumprod": (reduce.cumprod(t(2, 3), 1), (_plain_rule(_cumprod),)),
+        "max_pool": (pooling.max_pool(t(1, 1, 4, 4), 2), (plain_rule(_max_pool),)),
+        "cross_entropy": (loss.CrossEntropy()(labels, t(2, 3)), (plain_rule(_cross_entropy),)),
+        "mean_squared_error": (squared, (plain_rule(_mean_squared_error),) * 2),
+        "prod": (reduce.prod(t(2, 3), 1), (plain_rule(_prod),)),
+        "cumprod": (reduce.cumprod(t(2, 3), 1), (plain_rule(_cumprod),)),
     }
     shared, own = {}, {}
     for name, (out, rule) in fused.items():
