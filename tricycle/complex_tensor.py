@@ -29,7 +29,7 @@ import warnings
 
 import numpy as np
 
-from tricycle import backend, ops
+from tricycle import backend, ops, rebase
 from tricycle import complex_math as M
 
 # complex_tensor's names, as before the primitives and the functions moved out
@@ -117,6 +117,13 @@ def cat(tensors, dim: int = 0) -> "Tensor":
 def stack(tensors, dim: int = 0) -> "Tensor":
     """torch.stack of complex (and real) tensors."""
     return cat([t.unsqueeze(dim) for t in tensors], dim)
+
+
+def _index_put(z, index, value):
+    """z with z[index] = value, of both parts (a real value's imaginary part 0)."""
+    (re, im), (value_re, value_im) = parts(z), parts(value)
+    value_im = 0.0 if value_im is None else value_im
+    return complex(rebase.index_put(re, index, value_re), rebase.index_put(im, index, value_im))
 
 
 def _of_parts(method: str):
@@ -224,6 +231,12 @@ class ComplexTensor(Tensor):
 
     def __getitem__(self, index):
         return linear(self, lambda x: x[index])
+
+    def __setitem__(self, index, value):
+        """``z[index] = value``; into an op's output, ``index_put`` of both parts (torch's)."""
+        if (selections := rebase.rebased(self, "__setitem__", "index_put", value)) is None:
+            return Tensor.__setitem__(self, index, value)
+        return rebase.rebase(self, selections, _index_put, index, value)
 
     T = property(lambda self: linear(self, lambda x: x.T))
     mT = property(lambda self: linear(self, lambda x: x.mT), doc="The last two axes swapped.")

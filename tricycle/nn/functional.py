@@ -22,7 +22,7 @@ import numpy as np
 
 from tricycle import backend, checks, dispatch, ops, random, ranges, rebase
 from tricycle.activation import GeLU, LeakyReLU, ReLU, Swish
-from tricycle.einsum import einsum
+from tricycle.complex_functions import einsum  # complex operands to complex_math's
 from tricycle.functions import LogSoftmax, Softmax
 from tricycle.layers import dropout as dropout_op
 from tricycle.layers import embedding
@@ -211,7 +211,8 @@ def log_softmax(x: Tensor, dim: int = -1, dtype=None) -> Tensor:
 def linear(input: Tensor, weight: Tensor, bias=None) -> Tensor:  # noqa: A002 - torch's name
     """``input @ weight.T + bias`` with torch's layout, ``weight`` (out, in): (..., in) ->
     (..., out), one einsum (``nn.Linear`` holds the transpose, (in, out)). A head tied to an
-    embedding table (V, E) is ``F.linear(x, embedding.weights)``."""
+    embedding table (V, E) is ``F.linear(x, embedding.weights)``. Complex operands as
+    torch's (``tricycle.complex_functions.einsum``)."""
     x, weight = as_tensor(input), as_tensor(weight)
     if weight.ndim != 2 or x.ndim == 0 or x.shape[-1] != weight.shape[1]:
         raise ValueError(f"F.linear: expected weight (out, in) and input (..., in), got weight "

@@ -22,7 +22,7 @@ the dilated kernel overhangs by d (k - 1) in all, floor(d (k - 1) / 2) on the le
 rest on the right, so an odd overhang pads one more on the right, as PyTorch does.
 """
 
-from tricycle import checks
+from tricycle import backend, checks
 from tricycle.nn.windows import as_tuple
 from tricycle.tensor import Tensor
 
@@ -142,7 +142,8 @@ def pad(x: Tensor, pads, mode: str = "constant", value: float = 0.0) -> Tensor:
         dx[crop] = dout
         return dx
 
-    return x.new(out, args=(x,), back_fns=(back_fn,), name=f"pad {mode}")
+    # a real-linear map of x: its back_fn serves a complex x as written (real coefficients)
+    return x.new(out, args=(x,), back_fns=backend.ComplexSafe((back_fn,)), name=f"pad {mode}")
 
 
 # ====================================================================== a convolution's padding
