@@ -52,6 +52,10 @@ CASES = {
         + cube(lib_of(a).erfinv(a * 0.5)) + cube(lib_of(a).exp2(a)),
         [(4,)], (-1, 1),
     ),
+    "lp_pool": (
+        lambda a: cube(F_of(a).lp_pool2d(a, 2, 2)) + cube(F_of(a).lp_pool1d(a[0], 3.0, 2)),
+        [(1, 2, 4, 4)], (0.2, 1.5),
+    ),
     "gamma": (
         lambda a: cube(lib_of(a).lgamma(a)) + cube(lib_of(a).digamma(a))
         + cube(lib_of(a).polygamma(2, a)),

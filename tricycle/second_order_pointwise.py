@@ -124,6 +124,12 @@ def _one(node, fn, g):
     return g * slope(x, node, fn)
 
 
+def _root(node, fn, g):
+    """lp_pool's s^(1/p): g y / (p s), 0 where s = 0 (the op's own slope there)."""
+    s, p = node.args[0], cell(fn, "p")
+    return g * _nonzero(s, lambda safe: node / (safe * p), 0.0)
+
+
 def _log_exp_2(d):
     return (d * math.log(2)).exp()
 
@@ -204,6 +210,7 @@ def rules(t) -> dict:
     norms = importlib.import_module("tricycle.linalg.norms")
     factories = importlib.import_module("tricycle.factories")
     torch_math = importlib.import_module("tricycle.tensor_torch")
+    lp_pooling = importlib.import_module("tricycle.nn.lp_pooling")
     x = t(2, 3)
     made = {
         "of_one": (special.erf(x), _one),
@@ -215,6 +222,7 @@ def rules(t) -> dict:
         "mish": (activations.Mish()(x), _one),
         "hardswish": (activations.Hardswish()(x), _one),
         "of_two": (pointwise.atan2(x, t(2, 3)), _two),
+        "lp_pool_root": (lp_pooling._root(x, 2.0), _root),
         "vector_norm": (more_losses.vector_norm(x), _norm),
         "linalg_vector_norm": (norms.vector_norm(x), _norm),
         # a fixed mask: linear, its own adjoint
