@@ -147,15 +147,16 @@ def cosh(z) -> Tensor:
 
 
 def tanh(z) -> Tensor:
-    """tanh(a + ib) = (sinh 2a + i sin 2b) / (cosh 2a + cos 2b), both divided by cosh 2a so
-    that a large |a| gives +-1 rather than inf / inf."""
+    """tanh(a + ib) = (sinh 2a + i sin 2b) / (cosh 2a + cos 2b), both divided by cosh 2a:
+    (tanh 2a + i s sin 2b) / (1 + s cos 2b) with s = sech 2a = 2e / (1 + e^2), e = e^-2|a|,
+    so that a large |a| gives +-1 (and finite gradients) rather than inf / inf."""
     if z.dtype.kind != "c":
         return unary.tanh(z)
     re, im = parts(z)
-    over = unary.cos(im * 2) / trigonometry.cosh(re * 2)  # cos 2b / cosh 2a, bounded
-    denominator = over + 1
-    return complex(unary.tanh(re * 2) / denominator,
-                   unary.sin(im * 2) / trigonometry.cosh(re * 2) / denominator)  # fmt: skip
+    e = unary.exp(unary.abs(re) * -2)
+    sech = e * 2 / (e * e + 1)
+    denominator = sech * unary.cos(im * 2) + 1
+    return complex(unary.tanh(re * 2) / denominator, sech * unary.sin(im * 2) / denominator)
 
 
 # ------------------------------------------------------------ products

@@ -114,7 +114,10 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
     ``dim`` (rows, columns) of A: shape A's without them (size 1 if ``keepdim``)."""
     op = "matrix_norm"
     A = _tensor_in(op, A, dtype)
-    check_float(op, A)
+    if A.dtype.kind == "c" and ord not in ("nuc", 2, -2):  # of the magnitudes, as torch's
+        magnitudes = importlib.import_module("tricycle.complex_tensor").abs(A)  # above: by name
+        return matrix_norm(magnitudes, ord, dim, keepdim)
+    check_float(op, A)  # (complex singular values: not here, refused)
     if A.ndim < 2:
         checks.fail(op, "A's shape", "(..., m, n): matrices on two axes", A.shape)
     known = ord in ("fro", "nuc") if isinstance(ord, str) else checks.is_real(ord)
