@@ -53,16 +53,13 @@ def grad_enabled() -> bool:
 
 def check_float(op: str, x: "Node") -> None:
     """Raise a TypeError naming ``op`` unless ``x`` is floating (NotImplementedError, torch's
-    kind, for a complex one). A fused op computes in its input's dtype, which an
-    integer array cannot hold (numpy would fail deep inside, naming a ufunc, not the op)."""
+    kind, for a complex x). A fused op computes in its input's dtype, which an integer array
+    cannot hold (numpy would fail deep inside, naming a ufunc instead of the op)."""
     if not is_float(x.dtype):
         if x.dtype.kind == "c":
-            raise NotImplementedError(f"{op}: does not take complex tensors (dtype {x.dtype}, "
-                                      f"shape {x.shape})")  # fmt: skip
-        raise TypeError(
-            f"{op}: needs a floating tensor, got dtype {x.dtype} with shape {x.shape}; "
-            "convert it first, e.g. to_tensor(values, dtype=np.float32)"
-        )
+            raise NotImplementedError(f"{op}: does not take complex tensors ({x.dtype}, {x.shape})")
+        raise TypeError(f"{op}: needs a floating tensor, got dtype {x.dtype} with shape {x.shape}; "
+                        "convert it first, e.g. to_tensor(values, dtype=np.float32)")  # fmt: skip
 
 
 # Reading a value back is where the host waits for the device anyway: range checks deferred
