@@ -352,8 +352,10 @@ def masked_fill(x: Tensor, mask, value: float) -> Tensor:
 
 def argsort(x, axis: int = -1, descending: bool = False, *, dim=None, stable=True) -> Tensor:
     """torch.argsort(stable=True) along ``axis`` (or ``dim``): int64, no gradient, ties in order."""
-    if not isinstance(x, Tensor) or x.dtype.kind == "c":  # complex numbers have no order
-        checks.fail("argsort", "x", "a real Tensor", getattr(x, "dtype", x), RuntimeError)
+    if not isinstance(x, Tensor):
+        checks.fail("argsort", "x", "a Tensor", x, TypeError)
+    if x.dtype.kind == "c":  # complex numbers have no order
+        checks.fail("argsort", "x", "a real Tensor", x.dtype, RuntimeError)
     axis = axis if dim is None else dim  # torch's keyword
     axis = checks.axis("argsort", "axis", axis, x.ndim, x.shape) if x.ndim else None
     checks.boolean("argsort", "descending", descending)
@@ -380,17 +382,15 @@ def sort(x: Tensor, axis: int = -1, descending: bool = False) -> Tensor:
 
 
 def topk(x, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):  # noqa: A002
-    """torch.topk: ``x.topk(k, dim, largest, sorted)`` as a function, the (values, indices)
-    of the ``k`` largest (smallest) along ``dim``."""
+    """torch.topk as a function: (values, indices) of the ``k`` largest (smallest) on ``dim``."""
     if not isinstance(x, Tensor):
         checks.fail("topk", "input", "a Tensor", x, TypeError)
     return x.topk(k, dim, largest, sorted)
 
 
 def _sorting_ids(xp, array, axis: int | None, descending: bool):
-    """Stable argsort along ``axis``. Descending: sort the reversed array ascending, then
-    reverse the order found and map it back, so that equal values still keep their order
-    (and NaN comes first, as in torch)."""
+    """Stable argsort along ``axis``; descending sorts the reversed array and maps the order
+    back, so that equal values keep their order (and NaN comes first, as in torch)."""
     if axis is None:
         return xp.zeros((), dtype=np.int64)
     if not descending:
