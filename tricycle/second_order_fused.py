@@ -280,16 +280,18 @@ def _cumprod(node, fn):
 
 def _sdpa(node, backward):
     """softmax(q k^T scale + bias, hidden keys at -inf) (times the dropout's multiplier) v,
-    the query heads grouped by the key/value head they share."""
+    the query heads grouped by the key/value head they share; a learnt mask (a fourth input)
+    is added as itself, its hidden keys (-inf) as constants."""
     functions = importlib.import_module("tricycle.functions")
     sdpa = importlib.import_module("tricycle.nn.sdpa")
     _, _, _, bias, _, _, causal, window, scale, dropout = cell(backward, "saved")
-    q, k, v = node.args
+    q, k, v, *learnt = node.args
     (B, H, Tq, D), (Hkv, Tk), xp = q.shape, k.shape[1:3], node.xp
     scale = D**-0.5 if scale is None else scale
     extra = xp.zeros((1, 1, 1, Tq, Tk), q.dtype)
-    if bias is not None:
-        extra = extra + sdpa._grouped_bias(bias, Hkv)
+    if bias is not None:  # a learnt mask joins in build: here only where it hides
+        hidden = xp.where(xp.isneginf(bias), -xp.inf, 0).astype(q.dtype) if learnt else bias
+        extra = extra + sdpa._grouped_bias(hidden, Hkv)
     seen = sdpa.visible_keys(xp, Tq, Tk, causal, window)
     if seen is not None:
         extra = xp.where(seen, extra, -xp.inf)
@@ -308,6 +310,11 @@ def _sdpa(node, backward):
         qs = p(q).reshape(B, Hkv, H // Hkv, Tq, D)
         ks, vs = p(k).reshape(B, Hkv, 1, Tk, D), p(v).reshape(B, Hkv, 1, Tk, v.shape[-1])
         scores = qs @ swapaxes(ks, -1, -2) * scale + constant(node, extra)
+        if learnt:
+            mask = p(learnt[0])
+            scores = scores + sdpa._grouped_bias(
+                mask.reshape(*(1,) * (4 - mask.ndim), *mask.shape), Hkv
+            )
         probs = functions.Softmax()(scores)
         if multiplier is not None:
             probs = probs * constant(node, multiplier)

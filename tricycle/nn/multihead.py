@@ -13,7 +13,8 @@ per head (N, H, L, S) with ``average_attn_weights=False``, or None with
 (the opposite of ``tricycle.nn.sdpa``'s booleans), a float mask is added to the scores;
 ``key_padding_mask`` is (N, S), ``attn_mask`` (L, S) or (N * H, L, S); ``is_causal`` hides
 the keys after each query (j > i). The masks become one additive bias (0 or -inf, plus the
-float masks) in the layout of ``tricycle.nn.sdpa``.
+float masks) in the layout of ``tricycle.nn.sdpa``; a float ``attn_mask`` that requires grad
+(a learnt bias) stays a Tensor in it and gets its gradient, as torch's.
 
 Without weights the core is the fused ``scaled_dot_product_attention``. With them, P itself
 is an output (differentiable, as torch's), so the core is written out with the existing ops
@@ -37,7 +38,7 @@ from tricycle.functions import Softmax
 from tricycle.initialisers import init_normal
 from tricycle.layers import Dense, Dropout, Layer, dropout, parameter
 from tricycle.nn.sdpa import scaled_dot_product_attention
-from tricycle.ops import concatenate
+from tricycle.ops import concatenate, where
 from tricycle.tensor import Tensor, as_tensor, check_float
 
 OWNER = "MultiheadAttention"
@@ -164,7 +165,8 @@ class MultiheadAttention(Layer):
         H = self.num_heads
         parts = []
         if attn_mask is not None:
-            mask = _as_bias(xp, attn_mask, dtype, "attn_mask")
+            learnt = isinstance(attn_mask, Tensor) and attn_mask.requires_grad  # a float bias
+            mask = attn_mask if learnt else _as_bias(xp, attn_mask, dtype, "attn_mask")
             heads = (N * H, L, S) if batched else (H, L, S)
             if mask.shape not in ((L, S), heads):
                 raise ValueError(
@@ -186,12 +188,14 @@ class MultiheadAttention(Layer):
             parts.append(xp.where(later, -xp.inf, 0).astype(dtype))
         if not parts:
             return None
-        bias = parts[0]
+        bias = parts[0]  # a learnt attn_mask (a Tensor) first: the others add to it
         for part in parts[1:]:
             bias = bias + part
         if extra:  # the appended keys: visible (0) to every query
             bias = bias.reshape((1,) * (4 - bias.ndim) + bias.shape)
             seen = xp.zeros((*bias.shape[:-1], extra), dtype=dtype)
+            if isinstance(bias, Tensor):
+                return concatenate([bias, as_tensor(seen)], axis=-1)
             bias = xp.concatenate([bias, seen], axis=-1)
         return bias
 
@@ -276,7 +280,8 @@ class MultiheadAttention(Layer):
 
 def attention_probabilities(q: Tensor, k: Tensor, bias=None) -> Tensor:
     """P = softmax(q k^T / sqrt(D) + bias) over the keys, a differentiable Tensor: q (N, H, L,
-    D), k (N, H, S, D), ``bias`` an additive array broadcastable to (N, H, L, S) or None.
+    D), k (N, H, S, D), ``bias`` an additive array broadcastable to (N, H, L, S), a Tensor
+    (a learnt mask: it gets its gradient) or None.
 
     A row with every key at -inf has no softmax: it gets all-zero weights (and no gradient),
     as the fused attention gives such a query a zero output.
@@ -285,8 +290,10 @@ def attention_probabilities(q: Tensor, k: Tensor, bias=None) -> Tensor:
     if bias is None:
         return _SOFTMAX(scores)
     xp = q.xp
-    seen = (bias != -xp.inf).any(axis=-1, keepdims=True)  # rows that see some key
-    probs = _SOFTMAX(scores + xp.where(seen, bias, 0))  # a hidden row: finite, then zeroed
+    values = bias.array if isinstance(bias, Tensor) else bias
+    seen = (values != -xp.inf).any(axis=-1, keepdims=True)  # rows that see some key
+    shifted = where(seen, bias, 0) if isinstance(bias, Tensor) else xp.where(seen, bias, 0)
+    probs = _SOFTMAX(scores + shifted)  # a hidden row: finite, then zeroed
     return probs * seen.astype(q.dtype)  # no read-back to ask whether any row is hidden
 
 

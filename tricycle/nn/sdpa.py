@@ -18,14 +18,17 @@ attention (``tricycle.attention``) is the causal self-attention special case. He
 Positions: query i sits at position i + Tk - Tq, so with Tq < Tk the queries are the last Tq
 of the keys' positions (a cache of earlier keys, as flash-attention aligns them). A row that
 sees no key at all (every key hidden) has no softmax: its output is 0, and no gradient flows
-through it (torch gives NaN there). The mask is data: no gradient flows to it.
+through it (as torch's). A float mask that requires grad (a learnt bias: Swin's relative
+positions, T5's buckets) gets dS summed to its own shape (0 at hidden entries and in rows that
+see no key, as torch's); any other mask is data.
 
 Backward, with P the probabilities, O = P v and dO the output's gradient::
 
     dv = P^T dO        dP = dO v^T        dS = P * (dP - rowsum(dO * O))
     dq = dS k * scale                     dk = dS^T q * scale
 
-(flash-attention's identity rowsum(dP * P) = rowsum(dO * O) avoids a (Tq, Tk) product). The
+(flash-attention's identity rowsum(dP * P) = rowsum(dO * O) avoids a (Tq, Tk) product), and
+a learnt mask's gradient is dS itself. The
 forward saves only the log-sum-exp of each row (B, H, Tq) beside the arrays that exist anyway
 (q, k, v, the mask, the output); the backward recomputes P = exp(S - lse). Dropout on P (the
 attention dropout of torch's ``dropout_p``) uses the counter-based mask of
@@ -33,15 +36,19 @@ attention dropout of torch's ``dropout_p``) uses the counter-based mask of
 dv = (P * M)^T dO and dS = P * (M * dP - rowsum(dO * O)).
 
 ``scaled_dot_product_attention`` wraps the pair as a Tensor op; a backend may register faster
-kernels with the same signatures for "scaled_dot_product_attention" (``tricycle.dispatch``).
+kernels with the same signatures for "scaled_dot_product_attention" (``tricycle.dispatch``);
+they give no mask gradient, so a learnt mask takes the reference path. Inputs of another batch
+rank (..., H, T, D) go through the 4-D op by reshapes (torch's (T, D) and (N, T, D) too).
 """
 
+import functools
 import math
 
 import numpy as np
 
 from tricycle import checks, dispatch, random
 from tricycle.backend import check_same_device, is_float
+from tricycle.binary import unbroadcast
 from tricycle.dropout_mask import NO_DROPOUT, AttentionDropout, attention_multiplier, mask_seed
 from tricycle.layers import shared_back_fns
 from tricycle.nn.attention.bias import CausalBias, CausalVariant, causal_mask
@@ -147,9 +154,10 @@ def sdpa_forward(xp, q, k, v, bias=None, causal=False, window=None, scale=None,
     return out, (q, k, v, bias, out, lse, causal, window, scale, dropout)
 
 
-def sdpa_backward(xp, dout, saved):
+def sdpa_backward(xp, dout, saved, mask=None):
     """Gradient of ``sdpa_forward``: dout (B, H, Tq, Dv) -> (dq, dk, dv) in the shapes of
-    q, k and v."""
+    q, k and v; with ``mask`` = (shape, dtype) of a learnt float mask also its gradient dS
+    summed to that shape: (dq, dk, dv, dmask)."""
     q, k, v, bias, out, lse, causal, window, scale, dropout = saved
     B, H, Tq, _ = q.shape
     Hkv, Tk = k.shape[1], k.shape[2]
@@ -173,10 +181,15 @@ def sdpa_backward(xp, dout, saved):
     dscores = dprobs
     dscores -= (dout_g * out_g).sum(axis=-1, keepdims=True)
     dscores *= probs  # hidden keys have P = 0: no gradient
-    dscores *= scale
+    if mask is None:
+        dscores *= scale
+    else:  # S = q k^T scale + mask: the mask's gradient is dS, unscaled
+        dmask = unbroadcast(dscores.reshape(B, H, Tq, Tk), mask[0]).astype(mask[1], copy=False)
+        dscores = dscores * scale
     dq = xp.matmul(dscores, k[:, :, None]).reshape(q.shape)  # (B, H, Tq, D)
     dk = xp.matmul(dscores.swapaxes(-1, -2), q_g).sum(axis=2)  # (B, Hkv, Tk, D)
-    return tuple(d.astype(x.dtype, copy=False) for d, x in ((dq, q), (dk, k), (dv, v)))
+    grads = tuple(d.astype(x.dtype, copy=False) for d, x in ((dq, q), (dk, k), (dv, v)))
+    return grads if mask is None else (*grads, dmask)
 
 
 # ------------------------------------------------------------------ the Tensor op
@@ -302,6 +315,9 @@ def scaled_dot_product_attention(
     if seed is None:
         seed = random.draw_seed() if dropout_prob else 0
     q, k, v = as_tensor(q), as_tensor(k), as_tensor(v)
+    if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
+        return _any_rank(q, k, v, mask, causal, upper_left, window, scale, dropout_prob, seed)
+    learnt = mask if isinstance(mask, Tensor) and mask.requires_grad else None
     if isinstance(mask, Tensor):
         mask = mask.array
     xp = check_same_device(OP, q.array, k.array, v.array, *([] if mask is None else [mask]))
@@ -314,13 +330,45 @@ def scaled_dot_product_attention(
         causal = False
     bias = attention_bias(xp, mask, q.dtype)
     dropout = AttentionDropout(dropout_prob, seed) if dropout_prob else NO_DROPOUT
-    forward, backward = dispatch.choose(
-        OP, (sdpa_forward, sdpa_backward), q.array, k.array, v.array, bias
-    )
+    if learnt is None:
+        forward, backward = dispatch.choose(
+            OP, (sdpa_forward, sdpa_backward), q.array, k.array, v.array, bias
+        )
+        args = (q, k, v)
+    else:  # the reference: a backend's kernels give no dS
+        forward = sdpa_forward
+        backward = functools.partial(sdpa_backward, mask=(learnt.shape, learnt.dtype))
+        args = (q, k, v, learnt)
     out, saved = forward(xp, q.array, k.array, v.array, bias, causal, window, scale, dropout)
-    return Tensor(
-        out,
-        args=(q, k, v),
-        back_fns=shared_back_fns(lambda dout: backward(xp, dout, saved), 3),
-        name="sdpa",
-    )
+    back_fns = shared_back_fns(lambda dout: backward(xp, dout, saved), len(args))
+    return Tensor(out, args=args, back_fns=back_fns, name="sdpa")
+
+
+def _any_rank(q, k, v, mask, causal, upper_left, window, scale, dropout_prob, seed):
+    """Attention of inputs (..., H, T, D) of any other batch rank, as torch's: (T, D) and
+    (N, T, D) get leading axes of 1, more batch axes are flattened into one; the mask (a
+    Tensor or an array broadcastable to (..., H, Tq, Tk)) follows."""
+    if not (q.ndim == k.ndim == v.ndim >= 2) or not q.shape[:-3] == k.shape[:-3] == v.shape[:-3]:
+        raise ValueError(
+            f"{OP}: expected q (..., H, Tq, D), k (..., Hkv, Tk, D) and v (..., Hkv, Tk, Dv) "
+            f"with the same batch axes (...), got shapes {q.shape}, {k.shape} and {v.shape} "
+            "(batch axes that broadcast are not supported)"
+        )
+    batch = q.shape[:-3]
+
+    def four(x):  # (..., H, T, D) -> (B, H, T, D)
+        if x.ndim > 4:
+            return x.reshape(-1, *x.shape[-3:])
+        return x.reshape(*(1,) * (4 - x.ndim), *x.shape)
+
+    if mask is not None and not isinstance(mask, Tensor):
+        mask = q.xp.asarray(mask)
+    if mask is not None and q.ndim > 4 and mask.ndim > 3:  # its batch axes flattened as q's
+        shape = (*batch, *mask.shape[-3:])
+        mask = mask.expand(*shape) if isinstance(mask, Tensor) else q.xp.broadcast_to(mask, shape)
+        mask = mask.reshape(-1, *shape[-3:])
+    out = scaled_dot_product_attention(
+        four(q), four(k), four(v), mask, causal and not upper_left, window, scale,
+        dropout_prob, seed, is_causal=upper_left or None,
+    )  # fmt: skip
+    return out.reshape(*q.shape[:-1], v.shape[-1])

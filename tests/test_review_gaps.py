@@ -1,0 +1,172 @@
+"""Gaps the second-order review found in first-order code, each against torch (float64).
+
+- ``F.scaled_dot_product_attention`` with a float ``attn_mask`` that requires grad (a learnt
+  bias): its gradient is dS summed to the mask's shape (broadcast masks, causal, GQA, hidden
+  entries, rows that see no key), also under create_graph; ``nn.MultiheadAttention``'s float
+  ``attn_mask`` the same;
+- ``F.scaled_dot_product_attention`` on inputs of any batch rank (T, D), (N, T, D),
+  (A, B, H, T, D).
+"""
+
+import numpy as np
+import pytest
+
+import tricycle
+import tricycle.nn.functional as F
+from tricycle.tensor import Tensor
+
+torch = pytest.importorskip("torch")
+TF = torch.nn.functional
+
+
+def pair(rng, *shape, grad=True):
+    """(tricycle Tensor, torch tensor) of the same float64 normals."""
+    x = rng.normal(size=shape)
+    return Tensor(x.copy(), requires_grad=grad), torch.tensor(x, requires_grad=grad)
+
+
+def close(ours, theirs, tol=1e-10):
+    theirs = theirs.detach().numpy() if isinstance(theirs, torch.Tensor) else theirs
+    ours = ours.array if isinstance(ours, Tensor) else ours
+    np.testing.assert_allclose(np.asarray(ours), theirs, rtol=tol, atol=tol)
+
+
+# ------------------------------------------------------------------ sdpa: a learnt mask
+MASK_CASES = {  # name: (q heads, kv heads, Tq, Tk, mask shape, causal)
+    "full": (2, 2, 3, 4, (2, 2, 3, 4), False),
+    "per head": (2, 2, 3, 3, (1, 2, 3, 3), False),
+    "one for all": (2, 2, 3, 3, (3, 3), False),
+    "row": (2, 2, 3, 3, (3, 1), False),
+    "causal": (2, 2, 3, 3, (1, 2, 3, 3), True),
+    "causal, Tq < Tk": (2, 2, 2, 4, (2, 4), True),
+    "gqa": (4, 2, 3, 3, (1, 4, 3, 3), False),
+}
+
+
+def causal_in_mask(tmask, Tq, Tk):
+    """torch refuses attn_mask with is_causal: tricycle's causal=True (query i at position
+    i + Tk - Tq sees keys up to it) written into torch's mask instead."""
+    seen = torch.ones(Tq, Tk, dtype=torch.bool).tril(Tk - Tq)
+    return torch.where(seen, tmask, -torch.inf)
+
+
+@pytest.mark.parametrize("case", MASK_CASES, ids=list(MASK_CASES))
+def test_sdpa_learnt_mask_gradient(case):
+    H, Hkv, Tq, Tk, mask_shape, causal = MASK_CASES[case]
+    rng = np.random.default_rng(0)
+    (q, tq), (k, tk) = pair(rng, 2, H, Tq, 5), pair(rng, 2, Hkv, Tk, 5)
+    v, tv = pair(rng, 2, Hkv, Tk, 3)
+    mask, tmask = pair(rng, *mask_shape)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, causal=causal)
+    effective = causal_in_mask(tmask, Tq, Tk) if causal else tmask
+    expected = TF.scaled_dot_product_attention(tq, tk, tv, attn_mask=effective, enable_gqa=H != Hkv)
+    close(out, expected)
+    weights = rng.normal(size=out.shape)
+    (out * Tensor(weights)).sum().backward()
+    (expected * torch.tensor(weights)).sum().backward()
+    for ours, theirs in ((q, tq), (k, tk), (v, tv), (mask, tmask)):
+        assert ours.grad.shape == tuple(theirs.shape)
+        close(ours.grad, theirs.grad)
+
+
+def test_sdpa_learnt_mask_hidden_entries_and_empty_rows():
+    """-inf entries of the mask and a row that sees no key: 0 output and 0 gradients, as
+    torch 2.13's."""
+    rng = np.random.default_rng(1)
+    (q, tq), (k, tk), (v, tv) = (pair(rng, 1, 2, 3, 4) for _ in range(3))
+    values = rng.normal(size=(2, 3, 3))
+    values[0, 0, :] = -np.inf  # head 0, query 0: sees nothing
+    values[1, 2, 1] = -np.inf
+    mask, tmask = (
+        Tensor(values.copy(), requires_grad=True),
+        torch.tensor(values, requires_grad=True),
+    )
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    expected = TF.scaled_dot_product_attention(tq, tk, tv, attn_mask=tmask)
+    close(out, expected)
+    out.sum().backward()
+    expected.sum().backward()
+    for ours, theirs in ((q, tq), (k, tk), (v, tv), (mask, tmask)):
+        close(ours.grad, theirs.grad)
+    assert not mask.grad[0, 0].any() and mask.grad[1, 2, 1] == 0
+
+
+def test_sdpa_constant_mask_is_unchanged():
+    """A mask that needs no gradient stays data: the node has three inputs, as before."""
+    rng = np.random.default_rng(2)
+    q = Tensor(rng.normal(size=(1, 1, 2, 3)), requires_grad=True)
+    out = F.scaled_dot_product_attention(q, q, q, attn_mask=Tensor(rng.normal(size=(2, 2)), requires_grad=False))
+    assert len(out.args) == 3
+
+
+def test_sdpa_learnt_mask_under_create_graph():
+    """A gradient penalty through attention with a learnt bias: the second derivatives of
+    the mask and the queries equal torch's."""
+    rng = np.random.default_rng(3)
+    (q, tq), (k, tk), (v, tv) = pair(rng, 1, 2, 3, 4), pair(rng, 1, 2, 3, 4), pair(rng, 1, 2, 3, 4)
+    mask, tmask = pair(rng, 2, 3, 3)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, causal=True)
+    expected = TF.scaled_dot_product_attention(tq, tk, tv, attn_mask=causal_in_mask(tmask, 3, 3))
+    (gq,) = tricycle.autograd.grad((out * out).sum(), [q], create_graph=True)
+    (tgq,) = torch.autograd.grad((expected * expected).sum(), [tq], create_graph=True)
+    close(gq, tgq)
+    (gq * gq).sum().backward()
+    (tgq * tgq).sum().backward()
+    for ours, theirs in ((q, tq), (k, tk), (v, tv), (mask, tmask)):
+        close(ours.grad, theirs.grad, 1e-9)
+
+
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_multihead_attention_learnt_float_mask(need_weights):
+    rng = np.random.default_rng(4)
+    E, H, L, S, N = 4, 2, 3, 3, 2
+    theirs = torch.nn.MultiheadAttention(E, H, batch_first=True, dtype=torch.float64)
+    ours = tricycle.nn.MultiheadAttention(E, H, batch_first=True).double()
+    ours.load_torch_state_dict(theirs.state_dict())
+    (x, tx), (mask, tmask) = pair(rng, N, L, E), pair(rng, N * H, L, S)
+    padding = np.zeros((N, S))
+    padding[1, 0] = -np.inf  # a float key padding mask, as the float attn_mask (torch warns)
+    out, _ = ours(x, x, x, attn_mask=mask, key_padding_mask=padding, need_weights=need_weights)
+    expected, _ = theirs(tx, tx, tx, attn_mask=tmask, key_padding_mask=torch.tensor(padding),
+                         need_weights=need_weights)  # fmt: skip
+    close(out, expected)
+    out.sum().backward()
+    expected.sum().backward()
+    close(x.grad, tx.grad)
+    close(mask.grad, tmask.grad)
+
+
+# ------------------------------------------------------------------ sdpa: any batch rank
+@pytest.mark.parametrize("shape", [(3, 4), (2, 3, 4), (2, 2, 2, 3, 4)], ids=str)
+def test_sdpa_any_batch_rank_causal(shape):
+    rng = np.random.default_rng(6)
+    (q, tq), (k, tk), (v, tv) = (pair(rng, *shape) for _ in range(3))
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=0.0)
+    expected = TF.scaled_dot_product_attention(tq, tk, tv, is_causal=True)
+    close(out, expected)
+    out.sum().backward()
+    expected.sum().backward()
+    for ours, theirs in ((q, tq), (k, tk), (v, tv)):
+        close(ours.grad, theirs.grad)
+
+
+@pytest.mark.parametrize("shape", [(3, 4), (2, 3, 4), (2, 2, 2, 3, 4)], ids=str)
+def test_sdpa_any_batch_rank(shape):
+    rng = np.random.default_rng(5)
+    (q, tq), (k, tk), (v, tv) = (pair(rng, *shape) for _ in range(3))
+    mask, tmask = pair(rng, *shape[:-2], shape[-2], shape[-2])
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    expected = TF.scaled_dot_product_attention(tq, tk, tv, attn_mask=tmask)
+    assert out.shape == tuple(expected.shape)
+    close(out, expected)
+    out.sum().backward()
+    expected.sum().backward()
+    for ours, theirs in ((q, tq), (k, tk), (v, tv), (mask, tmask)):
+        close(ours.grad, theirs.grad)
+
+
+def test_sdpa_batch_axes_that_differ_are_refused():
+    q = Tensor(np.zeros((2, 1, 1, 3, 4)))
+    k = Tensor(np.zeros((1, 2, 1, 3, 4)))
+    with pytest.raises(ValueError, match="scaled_dot_product_attention.*same batch axes"):
+        F.scaled_dot_product_attention(q, k, k)
