@@ -95,7 +95,8 @@ def test_sdpa_constant_mask_is_unchanged():
     """A mask that needs no gradient stays data: the node has three inputs, as before."""
     rng = np.random.default_rng(2)
     q = Tensor(rng.normal(size=(1, 1, 2, 3)), requires_grad=True)
-    out = F.scaled_dot_product_attention(q, q, q, attn_mask=Tensor(rng.normal(size=(2, 2)), requires_grad=False))
+    mask = Tensor(rng.normal(size=(2, 2)), requires_grad=False)
+    out = F.scaled_dot_product_attention(q, q, q, attn_mask=mask)
     assert len(out.args) == 3
 
 
