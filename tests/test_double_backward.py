@@ -72,6 +72,10 @@ CASES = {
         [(3, 4), (1, 4)],
     ),
     "where": (lambda a, b: (lib_of(a).where(a > 1, a * a, b.exp())).sum(), [(3, 4), (4,)]),
+    "clamp_tensors": (
+        lambda a, b, c: (lib_of(a).clamp(a, b, c) ** 3).sum(),
+        [(3, 4), (4,), (3, 1)],
+    ),
     "matmul": (lambda a, b: ((a @ b) ** 2).sum() + ((b.T @ a[0]) ** 3).sum(), [(2, 3), (3, 4)]),
     "einsum": (lambda a, b: (lib_of(a).einsum("ij,jk->ik", a, b) ** 2).sum(), [(2, 3), (3, 4)]),
     "softmax": (lambda a: (softmax(a) * a).sum() + (log_softmax(a) ** 2).sum(), [(2, 5)]),

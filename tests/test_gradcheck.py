@@ -72,6 +72,7 @@ OPS = [
     ("pow", binary.pow, [positive(2, 3), normal(3)]),
     ("maximum", binary.maximum, [distinct(2, 3), distinct(2, 3) + 0.05]),
     ("minimum", binary.minimum, [distinct(2, 3), distinct(2, 3) + 0.05]),
+    ("clamp", binary.clamp, [distinct(2, 3), distinct(3) + 0.025, distinct(2, 1) + 0.075]),
     # reductions
     ("sum", lambda x: reduce.sum(x, axis=1), [normal(2, 3)]),
     ("mean", lambda x: reduce.mean(x, axis=(0, 1)), [normal(2, 3)]),

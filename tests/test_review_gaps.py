@@ -171,3 +171,66 @@ def test_sdpa_batch_axes_that_differ_are_refused():
     k = Tensor(np.zeros((1, 2, 1, 3, 4)))
     with pytest.raises(ValueError, match="scaled_dot_product_attention.*same batch axes"):
         F.scaled_dot_product_attention(q, k, k)
+
+
+# ------------------------------------------------------------------ clamp with tensor bounds
+CLAMPS = {  # name: (x shape, min shape or None, max shape or None)
+    "both, same shape": ((3, 4), (3, 4), (3, 4)),
+    "min, broadcast": ((3, 4), (4,), None),
+    "max, broadcast": ((3, 4), None, (3, 1)),
+    "bounds wider than x": ((1, 4), (3, 4), (3, 1)),
+    "min wider than x": ((4,), (3, 4), None),
+    "one-element min": ((3, 4), (1,), (3, 4)),
+}
+
+
+@pytest.mark.parametrize("case", CLAMPS, ids=list(CLAMPS))
+@pytest.mark.parametrize("route", ["tricycle.clamp", "Tensor.clamp", "tricycle.clip"])
+def test_clamp_tensor_bounds(case, route):
+    """Values and the gradients of x and both bounds; some minima above the maxima (the
+    result is the max there, as torch's)."""
+    rng = np.random.default_rng(7)
+    x_shape, low_shape, high_shape = CLAMPS[case]
+    x, tx = pair(rng, *x_shape)
+    low, tlow = pair(rng, *low_shape) if low_shape else (None, None)
+    high, thigh = pair(rng, *high_shape) if high_shape else (None, None)
+    if route == "tricycle.clamp":
+        out = tricycle.clamp(x, low, high)
+    elif route == "Tensor.clamp":
+        out = x.clamp(min=low, max=high)
+    else:
+        out = tricycle.clip(x, low, high)
+    expected = torch.clamp(tx, tlow, thigh)
+    close(out, expected)
+    weights = rng.normal(size=out.shape)
+    (out * Tensor(weights)).sum().backward()
+    (expected * torch.tensor(weights)).sum().backward()
+    for ours, theirs in ((x, tx), (low, tlow), (high, thigh)):
+        if ours is not None:
+            close(ours.grad, theirs.grad)
+
+
+def test_clamp_tensor_bound_and_number():
+    rng = np.random.default_rng(8)
+    (x, tx), (low, tlow) = pair(rng, 3, 4), pair(rng, 4)
+    out = tricycle.clamp(x, low, 0.5)
+    expected = torch.clamp(tx, tlow, torch.tensor(0.5, dtype=torch.float64))
+    close(out, expected)
+    out.sum().backward()
+    expected.sum().backward()
+    close(x.grad, tx.grad)
+    close(low.grad, tlow.grad)
+
+
+def test_clamp_tensor_bounds_under_create_graph():
+    rng = np.random.default_rng(9)
+    (x, tx), (low, tlow), (high, thigh) = pair(rng, 3, 4), pair(rng, 4), pair(rng, 3, 1)
+    (gx,) = tricycle.autograd.grad(
+        (tricycle.clamp(x, low, high) ** 3).sum(), [x], create_graph=True
+    )
+    (tgx,) = torch.autograd.grad((torch.clamp(tx, tlow, thigh) ** 3).sum(), [tx], create_graph=True)
+    close(gx, tgx)
+    (gx * gx).sum().backward()
+    (tgx * tgx).sum().backward()
+    for ours, theirs in ((x, tx), (low, tlow), (high, thigh)):
+        close(ours.grad, theirs.grad)

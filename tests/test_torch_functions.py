@@ -245,8 +245,8 @@ def test_bad_arguments_are_refused_naming_the_function():
         tc.matmul(x, x.T, out=tc.zeros(2, 2))
     with pytest.raises(ValueError, match=r"outer: input's shape must be 1-D, got \(2, 3\)"):
         tc.outer(x, tc.ones(3))
-    with pytest.raises(TypeError, match="clamp: min must be a number here"):
-        tc.clamp(x, min=tc.zeros(2, 3))
+    with pytest.raises(ValueError, match="clamp: give min, max or both"):
+        tc.clamp(x)
     with pytest.raises(TypeError, match="pow: exponent .* must be a Tensor"):
         tc.pow(2.0, 3.0)
     with pytest.raises(TypeError, match="from_numpy: ndarray must be a numpy ndarray"):

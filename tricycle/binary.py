@@ -231,6 +231,37 @@ def minimum(a: Tensor, b: Tensor) -> Tensor:
     return _binary("bmin", a, b, out, lambda d: d * share_a(), lambda d: d * (1 - share_a()))
 
 
+def clamp(x: Tensor, low, high) -> Tensor:
+    """min(max(x, low), high) with tensor bounds (either may be a number or None), all three
+    broadcast together, as torch's ``clamp``: where low > high the result is high. The
+    gradient, torch's: to x where low <= x <= high, to low where x < low < high, to high
+    where x > high or high < low; each summed back to its input's shape."""
+    if low is None and high is None:
+        raise ValueError("clamp: give min, max or both")
+    bounds = [None if b is None else constant(b, x, "clamp") for b in (low, high)]
+    lo, hi = (None if b is None else b.array for b in bounds)
+    a = x.array
+    xp = backend.check_same_device("clamp", a, *(b.array for b in bounds if b is not None))
+    out = a if lo is None else xp.maximum(a, lo)
+    out = out if hi is None else xp.minimum(out, hi)
+    if lo is not None and hi is not None:
+        inside, to_low, to_high = (a >= lo) & (a <= hi), (a < lo) & (lo < hi), (a > hi) | (hi < lo)
+    elif lo is not None:
+        inside, to_low, to_high = a >= lo, a < lo, None
+    else:
+        inside, to_low, to_high = a <= hi, None, a > hi
+
+    def gradient(shape, where):
+        return lambda dout: unbroadcast(xp.where(where, dout, 0), shape)
+
+    args, back_fns = [x], [gradient(x.shape, inside)]
+    for bound, where in zip(bounds, (to_low, to_high), strict=True):
+        if bound is not None:
+            args.append(bound)
+            back_fns.append(gradient(bound.shape, where))
+    return x.new(out, args=tuple(args), back_fns=tuple(back_fns), name="clamp")
+
+
 def _share(a: Tensor, wins, ties):
     """The fraction of the gradient that goes to ``a`` in a max/min: 1, 0.5 on ties, or 0."""
     return wins.astype(a.dtype) + 0.5 * ties.astype(a.dtype)

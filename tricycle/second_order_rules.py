@@ -209,6 +209,17 @@ def _where(keeps: bool, name: str):
     return rule
 
 
+def _clamp(node, fn, g):
+    """clamp's with tensor bounds (``binary.clamp``): the gradient passes where its mask
+    holds, summed to its input's shape."""
+    passes, xp = cell(fn, "where"), g.xp
+
+    def mask(d):
+        return xp.where(passes, d, 0)
+
+    return _summed_to(linear(g, mask, mask, "clamp"), cell(fn, "shape"))
+
+
 def _share(of_a: bool):
     """maximum's and minimum's rule: the share of the gradient (1, 0.5 on ties, 0)."""
 
@@ -301,6 +312,7 @@ def _build():
     add("matmul", binary.matmul(a, t(3, 2)), _matmul(0), _matmul(1))
     add("maximum", binary.maximum(a, b), _share(True), _share(False))
     add("minimum", binary.minimum(a, b), _share(True), _share(False))
+    add("clamp", binary.clamp(a, row, b), _clamp, _clamp, _clamp)
     add("add_scalar", unary.add_scalar(a, 1.0), _same)
     add("sub_scalar", unary.sub_scalar(a, 1.0), _same)
     add("rsub_scalar", unary.rsub_scalar(a, 1.0), lambda n, f, g: -g)

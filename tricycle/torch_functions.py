@@ -347,12 +347,9 @@ min = _extremum("min", reduce.min, binary.minimum)  # noqa: A001
 
 
 def clamp(input, min=None, max=None, *, out=None):  # noqa: A002
-    """torch.clamp with number bounds: the gradient passes where min <= x <= max."""
+    """torch.clamp: numbers or tensors as the bounds (``Tensor.clamp``); the gradient passes
+    where min <= x <= max, and to a tensor bound where it clamps, as torch's."""
     no_out("clamp", out)
-    for name, bound in (("min", min), ("max", max)):
-        if isinstance(bound, Node) and (bound.size != 1 or bound.requires_grad):
-            expected = "a number here, or one element needing no gradient (else use maximum)"
-            checks.fail("clamp", name, expected, bound, TypeError)
     return tensor_input("clamp", input).clamp(min, max)
 
 

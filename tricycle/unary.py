@@ -7,7 +7,7 @@ that node for every op of one input (reductions, shape ops and activations too).
 
 import numpy as np
 
-from tricycle import checks
+from tricycle import binary, checks
 from tricycle.graph import Node as Tensor  # the ops see a tensor as a graph node
 
 
@@ -87,7 +87,10 @@ def minimum_scalar(x: Tensor, c: float) -> Tensor:
 
 
 def clip(x: Tensor, low: float | None = None, high: float | None = None) -> Tensor:
-    """Clamp x into [low, high]; the gradient passes inside the closed interval."""
+    """Clamp x into [low, high]; the gradient passes inside the closed interval. Tensor
+    bounds (broadcast, with their own gradients) are ``binary.clamp``'s."""
+    if isinstance(low, Tensor) or isinstance(high, Tensor):
+        return binary.clamp(x, low, high)
     xp = x.xp
     checks.real("clip", "low", low, optional=True)
     checks.real("clip", "high", high, optional=True)
