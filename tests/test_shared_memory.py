@@ -4,7 +4,8 @@ place, against torch's answers), ``Module.share_memory``, and host tensors sent 
 processes, as torch's default on macOS and in CUDA scripts) arriving as views of one memory:
 a child's in-place write, or an optimiser's step, is seen by the parent, under both sharing
 strategies. The segments are freed: a "file_system" file is unlinked when its maker's last
-array goes, and a "file_descriptor" segment's descriptor is closed. torch is imported inside
+array goes, and a "file_descriptor" segment's descriptor is closed (GPU tensors:
+tests/test_cuda_ipc.py). torch is imported inside
 the tests only: the spawned children import this module for the functions they run."""
 
 import gc
@@ -190,6 +191,8 @@ def test_a_gpu_tensor_is_shared_as_torch_answers_and_pickled_to_the_host():
     x = tricycle.tensor([1.0, 2.0, 3.0]).to("cuda")
     array = x.array
     assert x.is_shared() and x.share_memory_() is x and x.array is array  # torch: a no-op
-    got = ForkingPickler.loads(ForkingPickler.dumps(x))
-    assert not got.is_shared() and got.device.type == "cpu"  # a host copy, as pickle's
+    copied = pickle.loads(pickle.dumps(x))
+    assert copied.device.type == "cpu"  # pickle copies to the host
+    got = ForkingPickler.loads(ForkingPickler.dumps(x))  # a Queue's: CUDA IPC (test_cuda_ipc)
+    assert got.device.type == "cuda" and got.array.data.ptr == array.data.ptr
     np.testing.assert_array_equal(got.numpy(), [1, 2, 3])

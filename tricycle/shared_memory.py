@@ -7,7 +7,8 @@
 tensor sent through a ``Queue``, ``Pipe`` or ``Pool`` is moved into shared memory first (in
 place, as torch's) and arrives as a view of the same memory, so that a write in one process is
 seen by the others. ``pickle.dumps`` and ``tricycle.save`` still copy (they do not use the
-ForkingPickler). GPU tensors are not shared: they are pickled as before (a host copy arrives).
+ForkingPickler). GPU tensors are shared through CUDA IPC (``tricycle.multiprocessing.cuda_ipc``),
+not here: without that reducer they are pickled as before (a host copy arrives).
 
 A segment is made under the sharing strategy current when it is made
 (``tricycle.multiprocessing.set_sharing_strategy``):
@@ -35,6 +36,8 @@ import tempfile
 import weakref
 
 import numpy as np
+
+from tricycle import backend
 
 _all_strategies = (
     {"file_system"} if sys.platform in ("darwin", "win32") else {"file_descriptor", "file_system"}
@@ -161,18 +164,24 @@ def _rebuild_tensor(cls, rebuild_array, array_args, state):
     return tensor
 
 
-def reduce_tensor(tensor):
+def reduce_tensor(tensor, reduce_gpu_array=None):
     """What ForkingPickler sends for a Tensor: a host tensor moved into shared memory (in
-    place, as torch's) and sent as a view of it; a GPU tensor pickled as ``pickle`` does."""
+    place, as torch's) and sent as a view of it; a GPU tensor's array sent as
+    ``reduce_gpu_array`` reduces it (``tricycle.multiprocessing`` passes its CUDA IPC
+    reducer), or without it pickled as ``pickle`` does (a host copy)."""
     if tensor.args is not None and tensor.requires_grad:
         raise RuntimeError(  # torch's error
             "Cowardly refusing to serialize non-leaf tensor which requires_grad, since autograd "
             "does not support crossing process boundaries.  If you just want to transfer the "
             "data, call detach() on the tensor before serializing (e.g., putting it on the queue)."
         )
-    if not isinstance(tensor.array, np.ndarray):
+    if isinstance(tensor.array, np.ndarray):
+        tensor.array = share(tensor.array)
+        array_reduction = reduce_array(tensor.array)
+    elif reduce_gpu_array is not None and backend.is_cupy_array(tensor.array):
+        array_reduction = reduce_gpu_array(tensor.array)
+    else:
         return tensor.__reduce_ex__(2)
-    tensor.array = share(tensor.array)
-    state = dict(tensor.__getstate__())
+    state = tensor._state(None)  # the data travels apart: no host copy of a GPU array
     state.pop("array")
-    return _rebuild_tensor, (type(tensor), *reduce_array(tensor.array), state)
+    return _rebuild_tensor, (type(tensor), *array_reduction, state)

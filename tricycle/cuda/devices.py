@@ -9,6 +9,7 @@ not compiled with CUDA enabled"), so that either ``except`` catches it.
 """
 
 import contextlib
+import sys
 
 from tricycle import backend, checks
 
@@ -196,10 +197,13 @@ def is_initialized() -> bool:
 
 
 def ipc_collect() -> None:
-    """torch.cuda.ipc_collect frees GPU memory that other processes no longer read through
-    CUDA IPC; tricycle shares no memory that way, so there is nothing to free (no GPU
-    raises, as torch's)."""
+    """torch.cuda.ipc_collect: free the GPU memory this process sent to others through CUDA
+    IPC (``tricycle.multiprocessing``'s queues) that no receiver uses any more (no GPU
+    raises, as torch's). Nothing was sent if ``tricycle.multiprocessing`` was never loaded."""
     cupy("ipc_collect")
+    sent = sys.modules.get("tricycle.multiprocessing.cuda_ipc")  # a higher layer: only if loaded
+    if sent is not None:
+        sent.collect()
 
 
 # ------------------------------------------------------------------ contexts

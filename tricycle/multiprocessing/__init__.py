@@ -26,14 +26,19 @@ place) and arrives as a view of it: a write in the receiver is seen by the sende
 strategy (``set_sharing_strategy``) picks how later segments are made and named:
 ``"file_descriptor"`` (anonymous, sent as a descriptor; nothing can leak) or ``"file_system"``
 (a file in /dev/shm, unlinked when its maker drops it): ``tricycle.shared_memory`` says more.
-GPU tensors and non-leaf tensors that need a gradient (refused, as torch's) are not shared.
+A GPU tensor is sent as a CUDA IPC handle, as torch's: the receiver maps the same device
+memory (``tricycle.multiprocessing.cuda_ipc`` says how, and how long the sender keeps it;
+``tricycle.cuda.ipc_collect``); use the "spawn" start method (a child forked after CUDA
+started gets torch's error). Non-leaf tensors that need a gradient are refused, as torch's.
 """
 
+import functools
 import multiprocessing
 from multiprocessing import *  # noqa: F403 (torch's module is Python's, with these beside)
 from multiprocessing.reduction import ForkingPickler
 
 from tricycle import shared_memory
+from tricycle.multiprocessing import cuda_ipc
 from tricycle.multiprocessing.spawn import (
     ProcessContext,
     ProcessException,
@@ -77,5 +82,8 @@ def get_all_sharing_strategies() -> set[str]:
     return shared_memory.all_strategies()
 
 
+_reduce_tensor = functools.partial(
+    shared_memory.reduce_tensor, reduce_gpu_array=cuda_ipc.reduce_array
+)
 for _cls in (Tensor, Parameter):  # torch registers its reducers when its module is imported
-    ForkingPickler.register(_cls, shared_memory.reduce_tensor)
+    ForkingPickler.register(_cls, _reduce_tensor)
