@@ -178,8 +178,8 @@ def reduce_array(array):
     device = array.device.id
     if array.size == 0:  # no memory to share
         return _empty, (device, array.dtype.str, array.shape)
-    with cupy.cuda.Device(device):  # the receiver reads what this process has written so far
-        cupy.cuda.get_current_stream().synchronize()
+    with cupy.cuda.Device(device):  # the receiver reads what every stream here has written
+        cupy.cuda.runtime.deviceSynchronize()  # (and the device's context is current here)
     owner = getattr(array.data.mem, "_owner", None)  # an UnownedMemory's owner, if any
     if isinstance(owner, Lease):  # received here: send the first sender's handle on
         handle, size, pid = owner.origin
