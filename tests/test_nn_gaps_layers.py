@@ -197,11 +197,10 @@ def test_top_level_aliases_take_atens_signatures():
     run_both(lambda t, g: tc.prelu(t, g), lambda p, g: torch.prelu(p, g), x, w)
     ids = np.array([[0, 3, 2], [3, 1, 0]])
     table = normal(4, 5)
-    for pad in (-1, 3):
-        run_both(lambda t: tc.embedding(t, tc.Tensor(ids), pad),
-                 lambda p: torch.embedding(p, torch.tensor(ids), pad), table)  # fmt: skip
-    with pytest.raises(NotImplementedError, match="scale_grad_by_freq"):
-        tc.embedding(tc.Tensor(table), tc.Tensor(ids), -1, True)
+    for pad, freq in ((-1, False), (3, False), (3, True)):
+        run_both(lambda t, pad=pad, freq=freq: tc.embedding(t, tc.Tensor(ids), pad, freq),
+                 lambda p, pad=pad, freq=freq: torch.embedding(p, torch.tensor(ids), pad, freq),
+                 table)  # fmt: skip
 
 
 @pytest.mark.parametrize("reduction", [0, 1, 2])

@@ -234,3 +234,33 @@ def test_clamp_tensor_bounds_under_create_graph():
     (tgx * tgx).sum().backward()
     for ours, theirs in ((x, tx), (low, tlow), (high, thigh)):
         close(ours.grad, theirs.grad)
+
+
+# ------------------------------------------------------------------ embedding's arguments
+@pytest.mark.parametrize(
+    "keywords",
+    [
+        {"max_norm": 1.0},
+        {"max_norm": 0.5, "norm_type": 1.0},
+        {"scale_grad_by_freq": True},
+        {"scale_grad_by_freq": True, "padding_idx": 2, "max_norm": 1.5, "norm_type": 3.0},
+    ],
+    ids=str,
+)
+def test_embedding_max_norm_and_scale_grad_by_freq(keywords):
+    """F.embedding renormalises the looked-up rows in place (the others untouched) and
+    divides each row's gradient by its id's count in the batch, as torch's; nn.Embedding
+    takes the same arguments."""
+    rng = np.random.default_rng(10)
+    ids = np.array([[0, 2, 2], [4, 2, 0]])
+    weight, tweight = pair(rng, 6, 3)
+    weight.array *= 2  # rows above the norms
+    tweight.data *= 2
+    out = F.embedding(ids, weight, **keywords)
+    expected = TF.embedding(torch.tensor(ids), tweight, **keywords)
+    close(out, expected)
+    close(weight, tweight)  # the table after the renormalisation
+    weights = rng.normal(size=out.shape)
+    (out * Tensor(weights)).sum().backward()
+    (expected * torch.tensor(weights)).sum().backward()
+    close(weight.grad, tweight.grad)

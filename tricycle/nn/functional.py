@@ -25,7 +25,6 @@ from tricycle.activation import GeLU, LeakyReLU, ReLU, Swish
 from tricycle.complex_functions import einsum  # complex operands to complex_math's
 from tricycle.functions import LogSoftmax, Softmax
 from tricycle.layers import dropout as dropout_op
-from tricycle.layers import embedding
 from tricycle.nn.activations import (
     CELU,
     ELU,
@@ -91,6 +90,7 @@ from tricycle.nn.functional_more import (
 from tricycle.nn.functional_norms import batch_norm, group_norm, instance_norm, layer_norm
 from tricycle.nn.functional_rest import (
     conv_tbc,
+    embedding,
     linear_cross_entropy,
     multi_head_attention_forward,
     native_channel_shuffle,

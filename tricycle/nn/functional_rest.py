@@ -9,22 +9,30 @@
   parameters (``tricycle.func.functional_call``: gradients reach the given tensors);
 - ``conv_tbc``: a 1-d convolution of a (time, batch, channels) input, as ``conv1d``;
 - ``rrelu_`` (``rrelu`` written into the input) and ``native_channel_shuffle``
-  (``channel_shuffle``).
+  (``channel_shuffle``);
+- ``embedding`` with torch's arguments: the lookup of ``tricycle.layers.embedding``;
+  ``max_norm`` renormalises the looked-up rows of ``weight`` in place first (torch's
+  ``embedding_renorm_``, outside the graph, as torch's), ``scale_grad_by_freq`` divides each
+  looked-up row's gradient by the number of times its id occurs in ``input``; ``sparse`` is
+  accepted (the gradient is dense).
 """
 
+import importlib
 import math
 
 import numpy as np
 
-from tricycle import checks, func, random
+from tricycle import checks, func, layers, random
+from tricycle.graph import no_grad
 from tricycle.nn.functional_losses import cross_entropy
 from tricycle.nn.functional_more import conv1d
 from tricycle.nn.multihead import MultiheadAttention
 from tricycle.nn.norms_more import channel_shuffle
 from tricycle.nn.shrinks import rrelu
+from tricycle.second_order_base import Linear
 from tricycle.tensor import Tensor, as_tensor
 
-__all__ = ["conv_tbc", "linear_cross_entropy", "multi_head_attention_forward",
+__all__ = ["conv_tbc", "embedding", "linear_cross_entropy", "multi_head_attention_forward",
            "native_channel_shuffle", "rrelu_"]  # fmt: skip
 
 
@@ -164,3 +172,31 @@ def multi_head_attention_forward(
     return func.functional_call(attention, params, (query, key, value), dict(
         key_padding_mask=key_padding_mask, need_weights=need_weights, attn_mask=attn_mask,
         average_attn_weights=average_attn_weights, is_causal=is_causal))  # fmt: skip
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float = 2.0,  # noqa: A002
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:  # fmt: skip
+    """torch's ``F.embedding``: the rows of ``weight`` (V, E) at the integer ids ``input``
+    (see the module docstring)."""
+    # torch_embedding imports tricycle.nn: reached by name, not in an import cycle
+    renorm = importlib.import_module("tricycle.torch_embedding").embedding_renorm_
+    op = "embedding"
+    checks.boolean(op, "scale_grad_by_freq", scale_grad_by_freq)
+    checks.boolean(op, "sparse", sparse)
+    if max_norm is not None:
+        checks.real(op, "max_norm", max_norm)
+        checks.real(op, "norm_type", norm_type)
+        with no_grad():  # torch's: the table changes in place, outside the graph
+            renorm(weight, input, max_norm, norm_type)
+    out = layers.embedding(input, weight, padding_idx=padding_idx)
+    if not scale_grad_by_freq or not out.requires_grad:
+        return out
+    xp = weight.xp
+    ids = xp.asarray(input.array if isinstance(input, Tensor) else input)
+    _, where, counts = xp.unique(ids.reshape(-1), return_inverse=True, return_counts=True)
+    factor = (1 / counts[where]).reshape(*ids.shape, 1).astype(out.dtype)
+
+    def scaled(dout):  # the gradient of each looked-up row over its id's count (symmetric)
+        return dout * factor
+
+    return out.new(out.array, args=(out,), back_fns=(Linear(scaled, scaled),), name=op)

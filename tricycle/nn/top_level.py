@@ -113,12 +113,10 @@ def embedding(weight, indices, padding_idx: int = -1, scale_grad_by_freq: bool =
               sparse: bool = False) -> Tensor:  # fmt: skip
     """``torch.embedding(weight, indices, padding_idx=-1, ...)``: the rows of ``weight``
     (V, E) at ``indices``; row ``padding_idx`` (-1: none, ATen's sentinel) gets no gradient.
-    ``sparse`` is accepted (the gradient is dense); ``scale_grad_by_freq`` is not built."""
+    ``sparse`` is accepted (the gradient is dense); ``scale_grad_by_freq`` as F.embedding's."""
     checks.integer("torch.embedding", "padding_idx", padding_idx)
-    checks.boolean("torch.embedding", "sparse", sparse)
-    if scale_grad_by_freq:
-        raise NotImplementedError("torch.embedding: scale_grad_by_freq=True is not supported")
-    return F.embedding(indices, weight, padding_idx=None if padding_idx == -1 else padding_idx)
+    padding_idx = None if padding_idx == -1 else padding_idx
+    return F.embedding(indices, weight, padding_idx, None, 2.0, scale_grad_by_freq, sparse)
 
 
 # ---------------------------------------------------------------------- normalisation
