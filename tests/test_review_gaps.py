@@ -264,3 +264,11 @@ def test_embedding_max_norm_and_scale_grad_by_freq(keywords):
     (out * Tensor(weights)).sum().backward()
     (expected * torch.tensor(weights)).sum().backward()
     close(weight.grad, tweight.grad)
+
+
+def test_embedding_scale_grad_by_freq_refuses_create_graph():
+    """Its scaled gradient is no function's derivative here: refused rather than wrong."""
+    weight = Tensor(np.ones((3, 2)), requires_grad=True)
+    out = F.embedding(np.array([0, 2, 2]), weight, scale_grad_by_freq=True)
+    with pytest.raises(NotImplementedError, match="embedding"):
+        tricycle.autograd.grad((out**3).sum(), [weight], create_graph=True)

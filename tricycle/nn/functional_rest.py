@@ -13,8 +13,8 @@
 - ``embedding`` with torch's arguments: the lookup of ``tricycle.layers.embedding``;
   ``max_norm`` renormalises the looked-up rows of ``weight`` in place first (torch's
   ``embedding_renorm_``, outside the graph, as torch's), ``scale_grad_by_freq`` divides each
-  looked-up row's gradient by the number of times its id occurs in ``input``; ``sparse`` is
-  accepted (the gradient is dense).
+  looked-up row's gradient by the number of times its id occurs in ``input`` (first order
+  only: create_graph refuses it); ``sparse`` is accepted (the gradient is dense).
 """
 
 import importlib
@@ -29,7 +29,6 @@ from tricycle.nn.functional_more import conv1d
 from tricycle.nn.multihead import MultiheadAttention
 from tricycle.nn.norms_more import channel_shuffle
 from tricycle.nn.shrinks import rrelu
-from tricycle.second_order_base import Linear
 from tricycle.tensor import Tensor, as_tensor
 
 __all__ = ["conv_tbc", "embedding", "linear_cross_entropy", "multi_head_attention_forward",
@@ -196,7 +195,9 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
     _, where, counts = xp.unique(ids.reshape(-1), return_inverse=True, return_counts=True)
     factor = (1 / counts[where]).reshape(*ids.shape, 1).astype(out.dtype)
 
-    def scaled(dout):  # the gradient of each looked-up row over its id's count (symmetric)
+    def scaled(dout):  # the gradient of each looked-up row over its id's count
         return dout * factor
 
-    return out.new(out.array, args=(out,), back_fns=(Linear(scaled, scaled),), name=op)
+    # a plain back_fn: under create_graph the walk refuses it (an identity that scales its
+    # gradient is no function of w, so its higher derivatives would be wrong)
+    return out.new(out.array, args=(out,), back_fns=(scaled,), name=op)
