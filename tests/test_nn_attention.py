@@ -91,6 +91,18 @@ def test_causal_bias_refusals_and_warning():
     assert int(CausalVariant.UPPER_LEFT) == 1 and int(CausalVariant.LOWER_RIGHT) == 2
 
 
+def _torch_empty_rows_are_nan() -> bool:
+    """Whether this torch's sdpa gives NaN for a query that sees no key (older versions did;
+    torch 2.13 gives 0, as tricycle)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # lower right with more queries than keys warns
+        q = torch.ones(1, 1, 2, 1, dtype=torch.float64)
+        mask = torch_bias.causal_lower_right(2, 1)
+        out = torch.nn.functional.scaled_dot_product_attention(q, q[:, :, :1], q[:, :, :1],
+                                                               attn_mask=mask)  # fmt: skip
+    return bool(out.isnan().any())
+
+
 def _attend(lib, q, k, v, **kwargs):
     qs = [lib.tensor(a, requires_grad=True) for a in (q, k, v)]
     out = lib.nn.functional.scaled_dot_product_attention(*qs, **kwargs)
@@ -104,8 +116,8 @@ def _attend(lib, q, k, v, **kwargs):
 def test_sdpa_causal_alignments_give_torchs_outputs_and_gradients(lengths, how):
     Tq, Tk = lengths
     q, k, v = normal(2, 2, Tq, 4, seed=1), normal(2, 2, Tk, 4, seed=2), normal(2, 2, Tk, 3, seed=3)
-    if how == "lower_right" and Tq > Tk:
-        pytest.skip("torch's rows that see no key are NaN there, tricycle's 0 (documented)")
+    if how == "lower_right" and Tq > Tk and _torch_empty_rows_are_nan():
+        pytest.skip("this torch's rows that see no key are NaN, tricycle's 0 (torch 2.13: 0)")
     results = []
     torch_biases = (torch_bias.causal_upper_left, torch_bias.causal_lower_right)
     for lib, biases in ((tc, (causal_upper_left, causal_lower_right)), (torch, torch_biases)):
