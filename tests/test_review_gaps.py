@@ -272,3 +272,55 @@ def test_embedding_scale_grad_by_freq_refuses_create_graph():
     out = F.embedding(np.array([0, 2, 2]), weight, scale_grad_by_freq=True)
     with pytest.raises(NotImplementedError, match="embedding"):
         tricycle.autograd.grad((out**3).sum(), [weight], create_graph=True)
+
+
+# ------------------------------------------------------------------ clip/clamp's keywords
+CLIP_KEYWORDS = {  # name: (tricycle's call, torch's call)
+    "Tensor.clip": (lambda x, **kw: x.clip(**kw), lambda x, **kw: x.clip(**kw)),
+    "tricycle.clip": (lambda x, **kw: tricycle.clip(x, **kw), lambda x, **kw: torch.clip(x, **kw)),
+    "Tensor.clip_": (lambda x, **kw: (x * 1).clip_(**kw), lambda x, **kw: (x * 1).clip_(**kw)),
+    "Tensor.clamp_": (lambda x, **kw: (x * 1).clamp_(**kw), lambda x, **kw: (x * 1).clamp_(**kw)),
+    "tricycle.clamp": (
+        lambda x, **kw: tricycle.clamp(x, **kw),
+        lambda x, **kw: torch.clamp(x, **kw),
+    ),
+}
+BOUNDS = [{"min": -0.5}, {"max": 0.3}, {"min": -0.5, "max": 0.3}, {"min": 0.4, "max": -0.2}]
+
+
+@pytest.mark.parametrize("bounds", BOUNDS, ids=str)
+@pytest.mark.parametrize("route", CLIP_KEYWORDS, ids=list(CLIP_KEYWORDS))
+def test_clip_and_clamp_take_torchs_keywords(route, bounds):
+    """min=/max= by keyword on every route, crossed bounds (min > max) giving max as torch's;
+    values and gradients."""
+    ours_call, torch_call = CLIP_KEYWORDS[route]
+    rng = np.random.default_rng(11)
+    x, tx = pair(rng, 3, 4)
+    out, expected = ours_call(x, **bounds), torch_call(tx, **bounds)
+    close(out, expected)
+    out.sum().backward()
+    expected.sum().backward()
+    close(x.grad, tx.grad)
+
+
+def test_clip_tensor_bounds_by_keyword():
+    rng = np.random.default_rng(12)
+    (x, tx), (low, tlow), (high, thigh) = pair(rng, 3, 4), pair(rng, 4), pair(rng, 3, 1)
+    out, expected = x.clip(min=low, max=high), tx.clip(min=tlow, max=thigh)
+    close(out, expected)
+    out.sum().backward()
+    expected.sum().backward()
+    for ours, theirs in ((x, tx), (low, tlow), (high, thigh)):
+        close(ours.grad, theirs.grad)
+
+
+def test_clip_keeps_tricycles_names():
+    """low/high still work (low > high stays tricycle's ValueError); both forms at once are
+    refused."""
+    x = Tensor(np.linspace(-2, 2, 5))
+    close(x.clip(low=-1, high=1), np.clip(x.array, -1, 1))
+    close(tricycle.clip(x, -1, high=1), np.clip(x.array, -1, 1))
+    with pytest.raises(ValueError, match="low=1 must not exceed high=0"):
+        x.clip(1, 0)
+    with pytest.raises(TypeError, match="clip: give the bounds as low/high or as torch's"):
+        x.clip(low=0, min=1)

@@ -285,11 +285,12 @@ class TorchTensorMethods(TorchTensorExtras, TorchMathMethods):
         return self**exponent
 
     def clamp(self, min=None, max=None):  # noqa: A002 - torch's names
-        """torch.Tensor.clamp with number bounds (``clip``): the gradient passes inside them. A
-        one-element tensor that needs no gradient is its number (``x.clamp_(x.min(), mx)``)."""
+        """torch.Tensor.clamp (``clip`` with torch's min/max: min > max gives max): the
+        gradient passes inside the bounds. A one-element tensor that needs no gradient is its
+        number (``x.clamp_(x.min(), mx)``)."""
         if min is None and max is None:
             raise ValueError("Tensor.clamp: give min, max or both")
-        return unary.clip(self, clamp_bound(min), clamp_bound(max))
+        return unary.clip(self, min=clamp_bound(min), max=clamp_bound(max))
 
     def relu(self):
         """torch.Tensor.relu: x where x > 0, else 0 (gradient 0 at 0, as torch's)."""

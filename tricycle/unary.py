@@ -86,17 +86,39 @@ def minimum_scalar(x: Tensor, c: float) -> Tensor:
     return unary_op(x, xp.minimum(x.array, c), lambda dout: dout * (x.array <= c), f"min {c}")
 
 
-def clip(x: Tensor, low: float | None = None, high: float | None = None) -> Tensor:
+def clip(
+    x: Tensor,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    min: float | None = None,  # noqa: A002 - torch's names
+    max: float | None = None,  # noqa: A002
+) -> Tensor:
     """Clamp x into [low, high]; the gradient passes inside the closed interval. Tensor
-    bounds (broadcast, with their own gradients) are ``binary.clamp``'s."""
+    bounds (broadcast, with their own gradients) are ``binary.clamp``'s.
+
+    ``min``/``max`` are torch's names for the bounds (``x.clip(min=0)``, ``Tensor.clamp``'s):
+    given so, the bounds mean what torch's do, min > max giving max everywhere (with no
+    gradient); given as tricycle's ``low``/``high``, low > high is a ValueError.
+    """
+    torch_names = min is not None or max is not None
+    if torch_names:
+        if low is not None or high is not None:
+            raise TypeError(
+                f"clip: give the bounds as low/high or as torch's min/max, not both; got "
+                f"low={low!r}, high={high!r}, min={min!r}, max={max!r}"
+            )
+        low, high = min, max
     if isinstance(low, Tensor) or isinstance(high, Tensor):
         return binary.clamp(x, low, high)
     xp = x.xp
-    checks.real("clip", "low", low, optional=True)
-    checks.real("clip", "high", high, optional=True)
-    if low is not None and high is not None and low > high:
+    checks.real("clip", "min" if torch_names else "low", low, optional=True)
+    checks.real("clip", "max" if torch_names else "high", high, optional=True)
+    crossed = low is not None and high is not None and low > high
+    if crossed and not torch_names:
         raise ValueError(f"clip: low={low} must not exceed high={high}")
-    out = xp.clip(x.array, low, high)
+    # crossed torch bounds: min(max(x, min), max) is max, as torch's (whatever xp.clip does)
+    out = xp.full_like(x.array, high) if crossed else xp.clip(x.array, low, high)
 
     def back_fn(dout):
         inside = xp.ones(x.shape, dtype=bool)
