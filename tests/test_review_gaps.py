@@ -324,3 +324,70 @@ def test_clip_keeps_tricycles_names():
         x.clip(1, 0)
     with pytest.raises(TypeError, match="clip: give the bounds as low/high or as torch's"):
         x.clip(low=0, min=1)
+
+
+# ------------------------------------------------------------------ nn.Embedding's arguments
+LAYER_KEYWORDS = [
+    {},
+    {"padding_idx": 2},
+    {"max_norm": 1.0},
+    {"max_norm": 0.5, "norm_type": 1.0, "padding_idx": -1},
+    {"scale_grad_by_freq": True},
+    {"max_norm": 1.5, "norm_type": 3.0, "scale_grad_by_freq": True, "padding_idx": 0},
+]
+
+
+@pytest.mark.parametrize("keywords", LAYER_KEYWORDS, ids=str)
+def test_nn_embedding_takes_torchs_arguments(keywords):
+    """nn.Embedding(V, E, **keywords) with torch's table: outputs, the table after the
+    renormalisation and its gradient over two steps (the second lookup sees the renormalised
+    rows) equal torch's."""
+    rng = np.random.default_rng(13)
+    ids = np.array([[0, 2, 2], [5, 2, 0]])
+    table = 2 * rng.normal(size=(6, 3))
+    layer = tricycle.nn.Embedding(6, 3, _weight=Tensor(table.copy()), **keywords)
+    twin = torch.nn.Embedding(6, 3, _weight=torch.tensor(table), **keywords)
+    for step in range(2):
+        out, expected = layer(ids[step:]), twin(torch.tensor(ids[step:]))
+        close(out, expected)
+        close(layer.weights, twin.weight)
+        weights = rng.normal(size=out.shape)
+        (out * Tensor(weights)).sum().backward()
+        (expected * torch.tensor(weights)).sum().backward()
+        close(layer.weights.grad, twin.weight.grad)
+        layer.weights.grad, twin.weight.grad = None, None
+
+
+def test_nn_embedding_weight_freeze_and_from_pretrained():
+    table = np.arange(12.0).reshape(4, 3)
+    given = torch.nn.Embedding(4, 3, padding_idx=1, _weight=torch.tensor(table))
+    ours = tricycle.nn.Embedding(4, 3, padding_idx=1, _weight=Tensor(table.copy()))
+    close(ours.weights, given.weight)  # a given table keeps its padding row, as torch's
+    frozen = tricycle.nn.Embedding(4, 3, _freeze=True)
+    assert not frozen.weights.requires_grad and not frozen.parameters()[0].requires_grad
+    for freeze in (True, False):
+        layer = tricycle.nn.Embedding.from_pretrained(Tensor(table.copy()), freeze=freeze,
+                                                      max_norm=10.0)  # fmt: skip
+        twin = torch.nn.Embedding.from_pretrained(torch.tensor(table), freeze=freeze,
+                                                  max_norm=10.0)  # fmt: skip
+        assert layer.weights.requires_grad == twin.weight.requires_grad == (not freeze)
+        close(layer(np.array([3, 0])), twin(torch.tensor([3, 0])))
+        close(layer.weights, twin.weight)
+    with pytest.raises(AssertionError, match=r"expected \(4, 3\), got \(3, 3\)"):
+        tricycle.nn.Embedding(4, 3, _weight=Tensor(np.zeros((3, 3))))
+    with pytest.raises(AssertionError, match="2-dimensional"):
+        tricycle.nn.Embedding.from_pretrained(Tensor(np.zeros(3)))
+    with pytest.raises(ValueError, match="sparse=True is not supported"):
+        tricycle.nn.Embedding(4, 3, sparse=True)
+
+
+def test_nn_embedding_still_pickles_under_tricycle_layers():
+    """The layer moved to tricycle.embedding_layer; its pickles still name tricycle.layers."""
+    import pickle
+
+    layer = tricycle.nn.Embedding(4, 3, max_norm=1.0, scale_grad_by_freq=True)
+    assert type(layer).__module__ == "tricycle.layers"
+    again = pickle.loads(pickle.dumps(layer))
+    assert again.max_norm == 1.0 and again.scale_grad_by_freq
+    close(again.weights, layer.weights.array)
+    assert "max_norm=1.0, scale_grad_by_freq=True" in repr(layer)

@@ -1,27 +1,36 @@
-"""The basic layers, on the ``Layer`` base class of ``tricycle.module``: Dense, Embedding,
-LayerNorm, RMSNorm and Dropout (and Sequential, ``tricycle.sequential``'s, re-exported).
+"""The basic layers, on the ``Layer`` base class of ``tricycle.module``: Dense, LayerNorm,
+RMSNorm and Dropout (and Embedding, ``tricycle.embedding_layer``'s, and Sequential,
+``tricycle.sequential``'s, re-exported).
 
 Dense is an einsum plus a bias. The fused ops come as llm.c-style pairs of array functions
 written once against ``xp`` (numpy or cupy), the reference formulas:
-``embedding_forward``/``_backward`` and ``dropout_forward``/``_backward`` here, the norms'
-pairs in ``tricycle.norms``. Each Tensor op asks ``tricycle.dispatch`` once for a backend's
-kernels with the same signatures.
+``dropout_forward``/``_backward`` here, ``embedding_forward``/``_backward`` in
+``tricycle.embedding_layer``, the norms' pairs in ``tricycle.norms``. Each Tensor op asks
+``tricycle.dispatch`` once for a backend's kernels with the same signatures.
 
-``Layer``, ``parameter``, ``shared_back_fns`` and the norms' ops are re-exported here, where
-they were first defined: ``from tricycle.layers import Layer, layer_norm`` still works. The
-layer classes stay defined here, so pickled models keep loading (``Sequential``, defined in
-``tricycle.sequential``, is pickled under this module's name, which re-exports it).
+``Layer``, ``parameter``, ``shared_back_fns``, the embedding's and the norms' ops are
+re-exported here, where they were first defined: ``from tricycle.layers import Layer,
+layer_norm, embedding`` still works. Pickled models keep loading: the layer classes defined
+elsewhere (``Embedding``, ``Sequential``) are pickled under this module's name, which
+re-exports them.
 """
 
 from collections.abc import Callable
 
 import numpy as np
 
-from tricycle import backend, checks, dispatch, random, ranges
+from tricycle import checks, dispatch, random
 from tricycle.backend import check_same_device
 from tricycle.einsum import einsum
+from tricycle.embedding_layer import (  # noqa: F401 (re-exported: pickles name Embedding here)
+    Embedding,
+    embedding,
+    embedding_backward,
+    embedding_forward,
+    padding_row,
+)
 from tricycle.fused import shared_back_fns  # noqa: F401 (re-exported)
-from tricycle.initialisers import init_normal, init_ones, init_xavier, init_zeros
+from tricycle.initialisers import init_ones, init_xavier, init_zeros
 from tricycle.module import Layer, parameter
 from tricycle.norms import (  # noqa: F401 (the pairs re-exported)
     layer_norm,
@@ -105,122 +114,6 @@ class Dense(Layer):
 
     def extra_repr(self) -> str:
         return f"from_size={self.from_size}, to_size={self.to_size}, bias={self.bias is not None}"
-
-
-# ====================================================================== Embedding
-
-
-def embedding_forward(xp, weights, ids):
-    """Rows of ``weights`` (V, E) picked by integer ``ids`` (...): (..., E)."""
-    return xp.take(weights, ids, axis=0)
-
-
-def embedding_backward(xp, dout, ids, vocab_size: int, dtype):
-    """dW (V, E) of ``embedding_forward``: each row of dout (..., E) added to its id's row."""
-    dweights = xp.zeros((vocab_size, dout.shape[-1]), dtype=dtype)
-    xp.add.at(dweights, ids.reshape(-1), dout.reshape(-1, dout.shape[-1]))
-    return dweights
-
-
-def padding_row(padding_idx, vocab_size: int) -> int:
-    """PyTorch's ``padding_idx`` as a row of a table of ``vocab_size`` rows, in [0, V)."""
-    integer = checks.is_integer(padding_idx)
-    if not integer or not -vocab_size <= padding_idx < vocab_size:
-        expected = f"an integer in [-{vocab_size}, {vocab_size}) (a row of the table)"
-        error = ValueError if integer else TypeError
-        checks.fail("Embedding", "padding_idx", expected, padding_idx, error)
-    return int(padding_idx) % vocab_size
-
-
-def embedding(
-    ids, weights: Tensor, *, check_range: bool = True, padding_idx: int | None = None
-) -> Tensor:
-    """Rows of ``weights`` (V, E) picked by integer ``ids`` of any shape: (...) -> (..., E).
-
-    Ids outside [0, V) raise IndexError (never wrap): at once on the CPU; on a GPU at the
-    next read-back, without stopping the host here (``tricycle.ranges``).
-    ``check_range=False`` skips the check for ids valid by construction (positions from
-    arange). The gradient scatters-adds into the used rows, except row ``padding_idx`` (when
-    given; negative counts from the end), which gets none: PyTorch's padding row.
-    """
-    xp = weights.xp
-    ids = ids.array if isinstance(ids, Tensor) else ids
-    if not (isinstance(ids, np.ndarray) or backend.is_cupy_array(ids)):
-        ids = xp.asarray(ids)
-    check_same_device("Embedding", ids, weights.array)
-    if ids.dtype.kind not in "iu":  # integer dtypes (cheaper than np.issubdtype)
-        raise TypeError(
-            f"Embedding: ids must be integers, got dtype {ids.dtype} with shape {ids.shape}"
-        )
-    vocab_size = weights.shape[0]
-    if padding_idx is not None:
-        padding_idx = padding_row(padding_idx, vocab_size)
-    if check_range:  # the device's check: on a GPU it defers to the next read-back
-        check = dispatch.setting("check_range", dispatch.device_of(ids), ranges.check_range)
-        check(ids, vocab_size, op="Embedding", context=f"for a vocabulary of size {vocab_size}")
-    forward, backward = dispatch.choose(
-        "embedding", (embedding_forward, embedding_backward), weights.array
-    )
-    out = forward(xp, weights.array, ids)  # (..., E)
-    dtype = weights.dtype
-
-    def back_fn(dout):
-        dweights = backward(xp, dout, ids, vocab_size, dtype)  # (V, E)
-        if padding_idx is not None:
-            dweights[padding_idx] = 0  # the padding row learns nothing
-        return dweights
-
-    return Tensor(out, args=(weights,), back_fns=(back_fn,), name="embedding")
-
-
-class Embedding(Layer):
-    """A lookup table of ``from_size`` vectors of size ``to_size``: ids (...) -> (..., to_size).
-
-    ``weights`` (from_size, to_size) starts as N(0, 0.02^2) unless ``initialiser`` is given.
-    ``padding_idx`` (by keyword; negative counts from the end), as PyTorch's: that row starts
-    as zeros and gets no gradient, so a padding id embeds to a constant.
-    """
-
-    padding_idx = None  # a class default: layers pickled before the argument still load
-    torch_names = {"num_embeddings": "from_size", "embedding_dim": "to_size"}  # torch's keywords
-
-    @checks.arguments(
-        from_size=checks.positive_int,
-        to_size=checks.positive_int,
-        initialiser=checks.optional(checks.function),
-    )
-    def __init__(
-        self,
-        from_size: int,
-        to_size: int,
-        initialiser: Callable | None = None,
-        *,
-        padding_idx: int | None = None,
-    ):
-        self.from_size, self.to_size = from_size, to_size
-        self.weights = parameter((initialiser or init_normal)((from_size, to_size)), "weights")
-        if padding_idx is not None:
-            self.padding_idx = padding_row(padding_idx, from_size)
-            self.weights.array[self.padding_idx] = 0
-
-    @property
-    def num_embeddings(self) -> int:
-        """torch's name for the table's rows (``from_size``, read from the table itself)."""
-        return self.weights.shape[0]
-
-    @property
-    def embedding_dim(self) -> int:
-        """torch's name for the vectors' size (``to_size``, read from the table itself)."""
-        return self.weights.shape[1]
-
-    def forward(self, ids) -> Tensor:
-        return embedding(ids, self.weights, padding_idx=self.padding_idx)
-
-    def extra_repr(self) -> str:
-        # the table's own shape: model surgery may replace it (nanoGPT's crop_block_size)
-        from_size, to_size = self.weights.shape
-        padding = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
-        return f"from_size={from_size}, to_size={to_size}" + padding
 
 
 # ====================================================================== LayerNorm / RMSNorm
