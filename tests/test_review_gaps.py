@@ -5,7 +5,11 @@
   entries, rows that see no key), also under create_graph; ``nn.MultiheadAttention``'s float
   ``attn_mask`` the same;
 - ``F.scaled_dot_product_attention`` on inputs of any batch rank (T, D), (N, T, D),
-  (A, B, H, T, D).
+  (A, B, H, T, D);
+- ``clamp``/``clip`` with tensor bounds, and torch's ``min=``/``max=`` keywords on every
+  route (crossed bounds give max);
+- ``F.embedding``'s and ``nn.Embedding``'s torch arguments (``max_norm``, ``norm_type``,
+  ``scale_grad_by_freq``, ``_weight``, ``_freeze``, ``from_pretrained``).
 """
 
 import numpy as np
