@@ -30,13 +30,16 @@ def embedding_backward(xp, dout, ids, vocab_size: int, dtype):
     return dweights
 
 
-def padding_row(padding_idx, vocab_size: int) -> int:
-    """PyTorch's ``padding_idx`` as a row of a table of ``vocab_size`` rows, in [0, V)."""
+def padding_row(padding_idx, vocab_size: int, owner: str = "Embedding") -> int | None:
+    """PyTorch's ``padding_idx`` (negative counts from the end) as a row of a table of
+    ``vocab_size`` rows, in [0, V), or None for None; ``owner`` names the op in errors."""
+    if padding_idx is None:
+        return None
     integer = checks.is_integer(padding_idx)
     if not integer or not -vocab_size <= padding_idx < vocab_size:
         expected = f"an integer in [-{vocab_size}, {vocab_size}) (a row of the table)"
         error = ValueError if integer else TypeError
-        checks.fail("Embedding", "padding_idx", expected, padding_idx, error)
+        checks.fail(owner, "padding_idx", expected, padding_idx, error)
     return int(padding_idx) % vocab_size
 
 

@@ -28,8 +28,9 @@
 import numpy as np
 
 from tricycle import backend, checks
+from tricycle.embedding_layer import padding_row
 from tricycle.graph import grad_enabled
-from tricycle.nn.embedding_bag import bag_slots, padding_row
+from tricycle.nn.embedding_bag import bag_slots
 from tricycle.nn.embedding_bag import embedding_bag as bag_sums
 from tricycle.tensor import Tensor, as_tensor
 
@@ -73,7 +74,7 @@ def embedding_bag(
     output = bag_sums(ids, weight, bounds, scale_grad_by_freq=scale_grad_by_freq,
                       mode=MODES[mode], sparse=sparse, per_sample_weights=per_sample_weights,
                       include_last_offset=include_last_offset, padding_idx=padding_idx)  # fmt: skip
-    padding = padding_row(op, padding_idx, weight.shape[0])
+    padding = padding_row(padding_idx, weight.shape[0], op)
     slots, kept = bag_slots(op, bounds, ids.shape[0], include_last_offset)
     starts = bounds[:-1] if include_last_offset else bounds
     slots, kept = xp.asarray(slots), xp.asarray(kept)

@@ -27,6 +27,7 @@ import numpy as np
 from tricycle import backend, checks
 from tricycle.backend import check_same_device
 from tricycle.einsum import einsum
+from tricycle.embedding_layer import padding_row
 from tricycle.initialisers import init_normal
 from tricycle.layers import Layer, embedding
 from tricycle.module import parameter
@@ -47,17 +48,6 @@ def check_settings(op: str, mode, max_norm, scale_grad_by_freq, sparse) -> None:
         raise ValueError(f"{op}: scale_grad_by_freq=True is not supported")
     if checks.boolean(op, "sparse", sparse):
         raise ValueError(f"{op}: sparse=True is not supported: tricycle's gradients are dense")
-
-
-def padding_row(op: str, padding_idx, num_embeddings: int) -> int | None:
-    """torch's ``padding_idx`` (negative counts from the end) as a row in [0, V), or None."""
-    if padding_idx is None:
-        return None
-    checks.integer(op, "padding_idx", padding_idx)
-    if not -num_embeddings <= padding_idx < num_embeddings:
-        checks.fail(op, "padding_idx", f"an integer in [-{num_embeddings}, {num_embeddings})",
-                    padding_idx)  # fmt: skip
-    return int(padding_idx) % num_embeddings
 
 
 def _integers(op: str, name: str, values, xp):
@@ -133,7 +123,7 @@ def embedding_bag(
         raise ValueError(f"{op}: expected weight (num_embeddings, embedding_dim), got shape "
                          f"{weight.shape}")  # fmt: skip
     xp = weight.xp
-    padding = padding_row(op, padding_idx, weight.shape[0])
+    padding = padding_row(padding_idx, weight.shape[0], op)
     ids = _integers(op, "input", input, xp)
     check_same_device(op, ids, weight.array)
     weights = None if per_sample_weights is None else as_tensor(per_sample_weights)
@@ -207,7 +197,7 @@ class EmbeddingBag(Layer):
         check_settings(op, mode, max_norm, scale_grad_by_freq, sparse)
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.mode, self.include_last_offset = mode, include_last_offset
-        self.padding_idx = padding_row(op, padding_idx, num_embeddings)
+        self.padding_idx = padding_row(padding_idx, num_embeddings, op)
         shape = (num_embeddings, embedding_dim)
         if _weight is None:
             self.weight = parameter(init_normal(shape, std=1.0), "weight")
