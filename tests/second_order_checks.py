@@ -87,6 +87,15 @@ def rules_met(monkeypatch, *slope_tables) -> set:
     return used
 
 
+def exercise(cases: dict) -> None:
+    """Each of ``cases`` ({name: (fn, input shapes[, (low, high)])}) differentiated twice
+    with tricycle (the values drawn in [low, high), by default [0.5, 1.5)): what a test of
+    the rules met runs while ``rules_met`` records."""
+    for fn, shapes, *bounds in cases.values():
+        low, high = bounds[0] if bounds else (0.5, 1.5)
+        first_and_second(tricycle, fn, arrays(*shapes, low=low, high=high), arrays(*shapes))
+
+
 def gradient_penalty(lib, score, parameters, real, fake, eps) -> list:
     """WGAN-GP: ``g, = grad(score(x_hat), x_hat, create_graph=True)`` at x_hat between
     ``real`` and ``fake``, the penalty mean((|g| - 1)^2) (a norm per sample) backpropagated:
@@ -97,6 +106,22 @@ def gradient_penalty(lib, score, parameters, real, fake, eps) -> list:
     penalty = ((g.reshape(g.shape[0], -1).norm(2, dim=1) - 1) ** 2).mean()
     penalty.backward()
     return [penalty, g, x_hat.grad] + [p.grad for p in parameters]
+
+
+def critic_penalties(critic, x_shape: tuple) -> tuple:
+    """``gradient_penalty`` of the critic ``critic(lib)`` (a module, seeded) in float64, with
+    torch's weights loaded into tricycle's, at x_hat between real and fake of ``x_shape``:
+    (tricycle's critic, [tricycle's results, torch's])."""
+    theirs = critic(torch).double()
+    ours = critic(tricycle).double()
+    tricycle.nn.from_torch(ours, theirs.state_dict())
+    eps_shape = (x_shape[0],) + (1,) * (len(x_shape) - 1)
+    real, fake, eps = arrays(x_shape, x_shape, eps_shape, low=-1, high=1)
+    results = [
+        gradient_penalty(lib, lambda x: model(x).sum(), model.parameters(), real, fake, eps)
+        for lib, model in ((tricycle, ours), (torch, theirs))
+    ]
+    return ours, results
 
 
 def linear_weights(model, offset: int = 0) -> set:

@@ -15,8 +15,8 @@ from tests.second_order_checks import (
     assert_as_torchs,
     assert_first_and_second_as_torchs,
     assert_on_a_gpu_as_on_the_host,
-    first_and_second,
-    gradient_penalty,
+    critic_penalties,
+    exercise,
     lib_of,
     linear_weights,
     rules_met,
@@ -110,8 +110,7 @@ def test_second_derivatives_of_each_rule_as_torchs(name):
 def test_every_rule_is_exercised(monkeypatch):
     """Each op's rule (``second_order_rules.KEYS``) is met by one of the cases above."""
     used = rules_met(monkeypatch)
-    for fn, shapes in CASES.values():
-        first_and_second(tricycle, fn, arrays(*shapes), arrays(*shapes))
+    exercise(CASES)
     # a third derivative goes through the recorded linear nodes
     x = tricycle.tensor(arrays((3, 4))[0], requires_grad=True)
     (g,) = autograd.grad((x.sum(1) ** 3).sum(), x, create_graph=True)
@@ -121,7 +120,7 @@ def test_every_rule_is_exercised(monkeypatch):
     assert not missing
 
 
-def critic(lib, conv: bool = False):
+def critic(lib):
     nn = lib.nn
     lib.manual_seed(0)
     return nn.Sequential(nn.Linear(3, 8), nn.LeakyReLU(0.2), nn.Linear(8, 8), nn.Tanh(),
@@ -131,14 +130,7 @@ def critic(lib, conv: bool = False):
 def test_wgan_gp_gradient_penalty_as_torchs():
     """``g, = grad(D(x_hat).sum(), x_hat, create_graph=True)``, the penalty on its norm
     backpropagated to the critic's parameters (and to x_hat)."""
-    theirs = critic(torch).double()
-    ours = critic(tricycle).double()
-    tricycle.nn.from_torch(ours, theirs.state_dict())
-    real, fake, eps = arrays((6, 3), (6, 3), (6, 1), low=-1, high=1)
-    results = [
-        gradient_penalty(lib, lambda x: model(x).sum(), model.parameters(), real, fake, eps)
-        for lib, model in ((tricycle, ours), (torch, theirs))
-    ]
+    ours, results = critic_penalties(critic, (6, 3))
     # the last bias: the penalty does not depend on it (None); the bias before the ReLU
     # reaches it only through the ReLU's mask: torch's zeros, None here
     assert_as_torchs(*results, linear_weights(ours, 3), rtol=1e-9, atol=1e-12)

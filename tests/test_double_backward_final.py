@@ -19,7 +19,7 @@ from tests.second_order_checks import (
     assert_first_and_second_as_torchs,
     assert_on_a_gpu_as_on_the_host,
     drawn,
-    first_and_second,
+    exercise,
     gradient_penalty,
     lib_of,
     linear_weights,
@@ -269,8 +269,7 @@ def test_every_rule_here_is_exercised(monkeypatch):
         second_order_pointwise.TWO,
         second_order_losses.SLOPES,
     )
-    for fn, shapes, (low, high) in CASES.values():
-        first_and_second(tricycle, fn, arrays(*shapes, low=low, high=high), arrays(*shapes))
+    exercise(CASES)
     missing = {n for n, key in second_order_final.KEYS.items() if key not in used}
     assert missing == {"lstm_proj"}  # (test_lstm_with_projections_as_torchs's)
     assert set(FINAL_SLOPES) <= used

@@ -15,18 +15,15 @@ from tests.second_order_checks import (
     assert_as_torchs,
     assert_first_and_second_as_torchs,
     assert_on_a_gpu_as_on_the_host,
-    first_and_second,
-    gradient_penalty,
+    critic_penalties,
+    exercise,
+    lib_of,
     linear_weights,
     rules_met,
 )
 from tricycle import backend, second_order_fused
 
 torch = pytest.importorskip("torch")
-
-
-def lib_of(x):
-    return torch if isinstance(x, torch.Tensor) else tricycle
 
 
 def constant(x, values):
@@ -89,8 +86,7 @@ def test_second_derivatives_of_each_rebuilt_op_as_torchs(name):
 def test_every_rebuilt_rule_is_exercised(monkeypatch):
     """Each rule of ``second_order_fused`` (its ``KEYS``) is met by one of the cases above."""
     used = rules_met(monkeypatch)
-    for fn, shapes in CASES.values():
-        first_and_second(tricycle, fn, arrays(*shapes), arrays(*shapes))
+    exercise(CASES)
     mine = {name: key for name, key in second_order_fused.KEYS.items() if name not in REST}
     assert len(mine) == 8
     assert not {name for name, key in mine.items() if key not in used}
@@ -150,14 +146,7 @@ def critic(lib):
 
 
 def test_wgan_gp_penalty_on_a_critic_with_layer_norm_as_torchs():
-    theirs = critic(torch).double()
-    ours = critic(tricycle).double()
-    tricycle.nn.from_torch(ours, theirs.state_dict())
-    real, fake, eps = arrays((5, 6), (5, 6), (5, 1), low=-1, high=1)
-    results = [
-        gradient_penalty(lib, lambda x: model(x).sum(), model.parameters(), real, fake, eps)
-        for lib, model in ((tricycle, ours), (torch, theirs))
-    ]
+    ours, results = critic_penalties(critic, (5, 6))
     assert results[0][-1] is None  # the last bias has no part in the penalty
     assert_as_torchs(*results, linear_weights(ours, 3), rtol=1e-9, atol=1e-12)
 

@@ -12,8 +12,8 @@ from tests.second_order_checks import (
     arrays,
     assert_as_torchs,
     assert_first_and_second_as_torchs,
-    first_and_second,
-    gradient_penalty,
+    critic_penalties,
+    exercise,
     linear_weights,
     rules_met,
 )
@@ -85,8 +85,7 @@ def test_second_derivatives_of_each_rule_as_torchs(name):
 def test_every_rule_is_exercised(monkeypatch):
     """Each rule (``second_order_more.KEYS``) is met by one of the cases above."""
     used = rules_met(monkeypatch)
-    for fn, shapes in CASES.values():
-        first_and_second(tricycle, fn, arrays(*shapes), arrays(*shapes))
+    exercise(CASES)
     third_derivatives(tricycle)
     assert not {name for name, key in second_order_more.KEYS.items() if key not in used}
 
@@ -119,14 +118,7 @@ def conv_critic(lib):
 def test_wgan_gp_penalty_on_a_conv_critic_as_torchs():
     """DCGAN-style critic on 8x8 images: the penalty ((|grad_x D(x_hat)| - 1)^2).mean()
     backpropagated to the critic's parameters (and x_hat), equal to torch's."""
-    theirs = conv_critic(torch).double()
-    ours = conv_critic(tricycle).double()
-    tricycle.nn.from_torch(ours, theirs.state_dict())
-    real, fake, eps = arrays((3, 1, 8, 8), (3, 1, 8, 8), (3, 1, 1, 1), low=-1, high=1)
-    results = [
-        gradient_penalty(lib, lambda x: model(x).sum(), model.parameters(), real, fake, eps)
-        for lib, model in ((tricycle, ours), (torch, theirs))
-    ]
+    ours, results = critic_penalties(conv_critic, (3, 1, 8, 8))
     assert len(results[0]) == len(results[1]) == 3 + 6
     assert results[0][-1] is results[1][-1] is None  # the head's bias: no part in the penalty
     # the critic is piecewise linear: x_hat and the conv biases reach the penalty only through
