@@ -2,7 +2,8 @@
 (test_fsdp, test_dcp, test_p2p, test_pipelining, test_tensor_parallel,
 test_torch_distributed, test_torch_sync_batch_norm).
 
-The pytest side calls ``run_ranks(__file__, out)``: ``mpiexec -n 2 python <the test file> OUT``
+The pytest side calls ``run_ranks(__file__, out)`` (or ``ranks_findings(__file__, tmp_path)``,
+which returns what the ranks wrote): ``mpiexec -n 2 python <the test file> OUT``
 with one thread a rank and a 60 s deadline on every collective (a hung rank ends the job with
 a message instead of the test's timeout), and asserts that every rank succeeded. The file's
 ``if __name__ == "__main__"`` block runs its ranks' program inside ``fail_together()``; that
@@ -35,6 +36,14 @@ def run_ranks(script: str, out, ranks: int = 2, timeout: float = 120.0, args=())
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stderr
     return done
+
+
+def ranks_findings(script: str, tmp_path, args=()):
+    """``run_ranks`` with OUT ``tmp_path / "ranks.pkl"``: what rank 0 wrote there (the
+    ranks' findings, as ``write_from_rank_0`` pickled them)."""
+    out = Path(tmp_path) / "ranks.pkl"
+    run_ranks(script, out, args=args)
+    return pickle.loads(out.read_bytes())
 
 
 def by_key(everything: list) -> dict:

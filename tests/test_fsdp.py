@@ -8,7 +8,6 @@ program: rank 0 pickles what both ranks saw to OUT."""
 
 import functools
 import gc
-import pickle
 import sys
 
 import numpy as np
@@ -17,7 +16,7 @@ import pytest
 import tricycle.distributed as dist
 import tricycle.nn as nn
 import tricycle.optim as optim
-from tests.multirank import by_key, run_ranks, write_from_rank_0
+from tests.multirank import by_key, ranks_findings, write_from_rank_0
 from tests.test_distributed import needs_mpi
 from tricycle import backend
 from tricycle.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
@@ -285,9 +284,7 @@ def test_a_world_of_one_on_a_gpu_trains_as_on_the_host(way):
 # ====================================================================== two ranks
 @needs_mpi
 def test_two_ranks_take_the_steps_of_one_process_on_the_whole_batch(tmp_path):
-    out = tmp_path / "ranks.pkl"
-    run_ranks(__file__, out)
-    got = pickle.loads(out.read_bytes())
+    got = ranks_findings(__file__, tmp_path)
     x, y = batch()
     manual_seed(0)
     whole = Net()

@@ -9,14 +9,13 @@ and messages of the wrong size refused).
 Run as a script (``mpiexec -n 2 python tests/test_p2p.py OUT``) this file is the ranks'
 program: rank 0 pickles what both ranks saw to OUT."""
 
-import pickle
 import sys
 
 import numpy as np
 import pytest
 
 import tricycle.distributed as dist
-from tests.multirank import run_ranks, write_from_rank_0
+from tests.multirank import ranks_findings, write_from_rank_0
 from tests.test_distributed import needs_mpi
 from tricycle import backend
 from tricycle.parallel import distributed as world_module
@@ -114,9 +113,7 @@ def test_a_gpu_array_messages_itself_and_lands_as_on_the_host():
 # ====================================================================== two ranks
 @needs_mpi
 def test_two_ranks_send_and_receive(tmp_path):
-    out = tmp_path / "ranks.pkl"
-    run_ranks(__file__, out)
-    got = pickle.loads(out.read_bytes())
+    got = ranks_findings(__file__, tmp_path)
     for dtype in DTYPES:  # rank 0 sent, rank 1 received: the values and the dtype
         received = got[1][dtype]
         assert received.dtype == np.dtype(dtype)

@@ -10,7 +10,6 @@ Run as a script (``mpiexec -n 2 python tests/test_parallel_edges.py OUT WEIGHTS`
 ``tests.multirank.run_ranks``) this file is the ranks' program: rank 0 pickles what both
 ranks saw to OUT."""
 
-import pickle
 import sys
 
 import numpy as np
@@ -18,7 +17,7 @@ import pytest
 
 import tricycle
 import tricycle.distributed as dist
-from tests.multirank import run_ranks, write_from_rank_0
+from tests.multirank import ranks_findings, write_from_rank_0
 from tests.test_distributed import needs_mpi
 from tricycle.distributed.device_mesh import DeviceMesh, init_device_mesh
 from tricycle.distributed.fsdp import FullyShardedDataParallel as FSDP
@@ -79,10 +78,9 @@ def test_a_one_rank_mesh_and_an_ordered_mesh_in_a_world_of_one():
 def test_two_ranks_clip_refuse_and_mesh_as_torch(tmp_path):
     torch, whole = torch_net()
     x, y = batch()
-    out, weights = tmp_path / "ranks.pkl", tmp_path / "weights.npz"
+    weights = tmp_path / "weights.npz"
     np.savez(weights, **{k: v.numpy() for k, v in whole.state_dict().items()})
-    run_ranks(__file__, out, args=(weights,))
-    got = pickle.loads(out.read_bytes())
+    got = ranks_findings(__file__, tmp_path, args=(weights,))
     loss = torch.nn.functional.mse_loss(whole(torch.tensor(x)), torch.tensor(y))
     loss.backward()
     grads = [p.grad for p in whole.parameters() if p.grad is not None]

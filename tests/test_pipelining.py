@@ -7,7 +7,6 @@ whole batch.
 Run as a script (``mpiexec -n 2 python tests/test_pipelining.py OUT``) this file is the
 ranks' program: rank 0 pickles what both ranks saw to OUT."""
 
-import pickle
 import sys
 
 import numpy as np
@@ -16,7 +15,7 @@ import pytest
 import tricycle.distributed as dist
 import tricycle.nn as nn
 import tricycle.optim as optim
-from tests.multirank import by_key, run_ranks, write_from_rank_0
+from tests.multirank import by_key, ranks_findings, write_from_rank_0
 from tests.test_distributed import needs_mpi
 from tricycle import backend, no_grad
 from tricycle.distributed.pipelining import (
@@ -242,9 +241,7 @@ def test_one_stage_on_the_gpu_equals_the_host():
 # ====================================================================== two ranks
 @needs_mpi
 def test_two_stages_on_two_ranks_train_as_one_process_on_the_whole_batch(tmp_path):
-    out = tmp_path / "ranks.pkl"
-    run_ranks(__file__, out)
-    got = pickle.loads(out.read_bytes())
+    got = ranks_findings(__file__, tmp_path)
     for run in RUNS:
         expected = whole(run[1])
         first, last = got[run]

@@ -10,7 +10,6 @@ uneven shards; the collectives' gradients; refusals as torch's.
 Run as a script (``mpiexec -n 2 python tests/test_tensor_parallel.py OUT``) this file is the
 ranks' program: rank 0 pickles what both ranks saw to OUT."""
 
-import pickle
 import sys
 
 import numpy as np
@@ -20,7 +19,7 @@ import tricycle.distributed as dist
 import tricycle.distributed.nn.functional as dfn
 import tricycle.nn as nn
 import tricycle.optim as optim
-from tests.multirank import run_ranks, write_from_rank_0
+from tests.multirank import ranks_findings, write_from_rank_0
 from tests.test_distributed import needs_mpi
 from tricycle import backend
 from tricycle.distributed.device_mesh import DeviceMesh, init_device_mesh
@@ -328,9 +327,7 @@ def test_a_world_of_one_on_a_gpu_trains_as_on_the_host():
 # ====================================================================== two ranks
 @needs_mpi
 def test_two_ranks_equal_one_process(tmp_path):
-    out = tmp_path / "ranks.pkl"
-    run_ranks(__file__, out)
-    got = pickle.loads(out.read_bytes())
+    got = ranks_findings(__file__, tmp_path)
     for way in WAYS:
         x, y = batch(way)
         expected = train(build(way), x, y)

@@ -6,7 +6,6 @@ with AdamW sharded by ``ZeroRedundancyOptimizer``.
 Run as a script (``mpiexec -n 2 python tests/test_torch_distributed.py OUT``) this file is
 the ranks' program: rank 0 pickles what both ranks saw to OUT."""
 
-import pickle
 import sys
 from datetime import timedelta
 
@@ -16,7 +15,7 @@ import pytest
 import tricycle.distributed as dist
 import tricycle.nn as nn
 import tricycle.optim as optim
-from tests.multirank import by_key, run_ranks, write_from_rank_0
+from tests.multirank import by_key, ranks_findings, write_from_rank_0
 from tests.test_distributed import needs_mpi
 from tricycle import backprop
 from tricycle.distributed.optim import ZeroRedundancyOptimizer
@@ -281,9 +280,7 @@ def test_ddp_needs_a_layer_with_parameters_and_a_process_group():
 # ====================================================================== two ranks
 @needs_mpi
 def test_two_ranks_of_ddp_take_the_steps_of_one_process_on_the_whole_batch(tmp_path):
-    out = tmp_path / "ranks.pkl"
-    run_ranks(__file__, out)
-    got = pickle.loads(out.read_bytes())
+    got = ranks_findings(__file__, tmp_path)
     assert (got["rank"], got["world_size"], got["backend"]) == ([0, 1], [2, 2], ["gloo"] * 2)
     # the collectives, in place
     np.testing.assert_array_equal(got["sum"], [[3, 6], [3, 6]])

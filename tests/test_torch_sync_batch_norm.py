@@ -9,7 +9,6 @@ steps of one process on the whole batch; the conversion itself, and bad argument
 Run as a script (``mpiexec -n 2 python tests/test_torch_sync_batch_norm.py OUT``) this file
 is the ranks' program: rank 0 pickles what both ranks saw to OUT."""
 
-import pickle
 import sys
 import threading
 
@@ -19,7 +18,7 @@ import pytest
 import tricycle.distributed as dist
 import tricycle.nn as nn
 import tricycle.optim as optim
-from tests.multirank import by_key, run_ranks, write_from_rank_0
+from tests.multirank import by_key, ranks_findings, write_from_rank_0
 from tests.test_distributed import needs_mpi
 from tricycle import process_group
 from tricycle.nn import sync_batch_norm
@@ -270,9 +269,7 @@ def train(model, x, y, steps: int = 3) -> dict:
 
 @needs_mpi
 def test_two_mpi_ranks_are_one_process_on_the_whole_batch(tmp_path):
-    out = tmp_path / "ranks.pkl"
-    run_ranks(__file__, out)
-    got = pickle.loads(out.read_bytes())
+    got = ranks_findings(__file__, tmp_path)
     x, w, gamma, beta = batch()
     assert_halves_are_the_whole(got["layer"], torch_whole(x, w, gamma, beta))
     manual_seed(0)
