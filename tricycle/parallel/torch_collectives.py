@@ -76,14 +76,7 @@ def all_gather(tensor_list: list, tensor: Tensor, group=None, async_op: bool = F
     """Fill ``tensor_list[i]`` (in place) with rank i's ``tensor``."""
     world, array = _the_world("all_gather"), _array("all_gather", "tensor", tensor)
     _check_group("all_gather", group)
-    _check_list("all_gather", "tensor_list", tensor_list, world)
-    outs = [_array("all_gather", f"tensor_list[{i}]", t) for i, t in enumerate(tensor_list)]
-    for i, out in enumerate(outs):
-        if out.shape != array.shape or out.dtype != array.dtype:
-            raise ValueError(
-                f"all_gather: tensor_list[{i}] is {out.shape} {out.dtype}; "
-                f"expected the tensor's {array.shape} {array.dtype}"
-            )
+    outs = _arrays_like("all_gather", "tensor_list", tensor_list, world, array, "the tensor's")
     for out, row in zip(outs, world.all_gather(array)):
         out[...] = row
     return _done(async_op)
@@ -112,15 +105,8 @@ def reduce_scatter(output: Tensor, input_list: list, op: ReduceOp = ReduceOp.SUM
     """Fill ``output`` with the ``op`` over the ranks of their ``input_list[rank]`` (a list
     of ``world_size`` tensors of ``output``'s shape)."""
     world = _the_world("reduce_scatter")
-    _check_list("reduce_scatter", "input_list", input_list, world)
     out = _array("reduce_scatter", "output", output)
-    parts = [_array("reduce_scatter", f"input_list[{i}]", t) for i, t in enumerate(input_list)]
-    for i, part in enumerate(parts):
-        if part.shape != out.shape or part.dtype != out.dtype:
-            raise ValueError(
-                f"reduce_scatter: input_list[{i}] is {part.shape} {part.dtype}; expected "
-                f"output's {out.shape} {out.dtype}"
-            )
+    parts = _arrays_like("reduce_scatter", "input_list", input_list, world, out, "output's")
     whole = array_module(out).stack(parts)
     return _reduce_scatter("reduce_scatter", world, out, whole, op, group, async_op)
 
@@ -140,6 +126,20 @@ def reduce_scatter_tensor(output: Tensor, input: Tensor, op: ReduceOp = ReduceOp
             f"{out.shape} {out.dtype} values"
         )
     return _reduce_scatter(owner, world, out, array, op, group, async_op)
+
+
+def _arrays_like(owner: str, name: str, tensors, world, like, like_name: str) -> list:
+    """The arrays of ``tensors`` (a list of world_size Tensors), each of the array ``like``'s
+    shape and dtype (``like_name`` names it in the error)."""
+    _check_list(owner, name, tensors, world)
+    arrays = [_array(owner, f"{name}[{i}]", t) for i, t in enumerate(tensors)]
+    for i, array in enumerate(arrays):
+        if array.shape != like.shape or array.dtype != like.dtype:
+            raise ValueError(
+                f"{owner}: {name}[{i}] is {array.shape} {array.dtype}; expected {like_name} "
+                f"{like.shape} {like.dtype}"
+            )
+    return arrays
 
 
 def _reduce_scatter(owner: str, world, out, whole, op, group, async_op: bool):
