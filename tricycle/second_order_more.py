@@ -19,6 +19,7 @@ from tricycle import (
     second_order_linear,
     second_order_losses,
     second_order_pointwise,
+    second_order_scatter,
     second_order_shapes,
 )
 from tricycle.second_order_base import cell, constant, linear
@@ -205,6 +206,7 @@ def rules() -> dict:
     table.update(second_order_function.rules(t))  # custom autograd.Functions
     table.update(second_order_pointwise.rules(t))  # elementwise slopes, norms, masks
     table.update(second_order_shapes.rules(t))  # masked fill, expand, scatter, rebuilt ones
+    table.update(second_order_scatter.rules(t))  # scatter_reduce, index_put
     recurrent, final = second_order_final.rules(t)  # recurrent layers, linear algebra, ...
     FUSED.update(recurrent)
     table.update(final)

@@ -115,6 +115,7 @@ def scatter_reduce(input, dim: int, index, src, reduce: str, *, include_self: bo
         grad[written] = (dout.reshape(-1)[t] * d_dv)[t_self.size :].reshape(ids.shape)
         return grad
 
+    dx.reduce = dsrc.reduce = reduce  # (create_graph's rule: prod's d_dv depend on the values)
     out = reduced.reshape(x.shape).astype(x.dtype, copy=False)
     return x.new(out, args=(x, src), back_fns=(dx, dsrc), name=op)
 
