@@ -30,15 +30,21 @@ def dense_matrix(A):
     return A.to_dense() if sparse else A
 
 
-def check_matrices(op: str, A, name: str = "A", square: bool = False) -> Tensor:
-    """``A`` if it is a float32 or float64 Tensor with at least 2 axes (matrices on the last
-    two), square ones if ``square``; a TypeError or ValueError naming ``op`` otherwise."""
+_REAL = (np.dtype(np.float32), np.dtype(np.float64))
+_COMPLEX_OK = _REAL + (np.dtype(np.complex64), np.dtype(np.complex128))
+
+
+def check_matrices(op: str, A, name: str = "A", square: bool = False, complex_ok=False) -> Tensor:
+    """``A`` if it is a float32 or float64 Tensor (or complex64/128 where ``complex_ok``) with
+    at least 2 axes (matrices on the last two), square ones if ``square``; a TypeError or
+    ValueError naming ``op`` otherwise."""
     if not isinstance(A, Tensor):
         checks.fail(op, name, "a Tensor", A, TypeError)
-    if A.dtype not in (np.float32, np.float64):  # LAPACK and cuSOLVER take these two
+    allowed = _COMPLEX_OK if complex_ok else _REAL
+    if A.dtype not in allowed:  # LAPACK and cuSOLVER take these (and their complex ones)
+        kinds = "float32, float64, complex64 or complex128" if complex_ok else "float32 or float64"
         raise TypeError(
-            f"{op}: {name} must be a float32 or float64 tensor, got dtype {A.dtype} "
-            f"with shape {A.shape}"
+            f"{op}: {name} must be a {kinds} tensor, got dtype {A.dtype} with shape {A.shape}"
         )
     if A.ndim < 2:
         expected = "(..., m, n): matrices on the last two axes"

@@ -26,6 +26,7 @@ from collections import namedtuple
 import numpy as np
 
 from tricycle import checks
+from tricycle.complex_tensor import result
 from tricycle.graph import Node as Tensor
 from tricycle.graph import grad_enabled
 from tricycle.linalg.matrices import check_matrices, lapack, mT
@@ -118,11 +119,16 @@ def svd(A: Tensor, full_matrices: bool = True) -> SVD:
 
 
 def svdvals(A: Tensor) -> Tensor:
-    """The singular values of A (..., m, n), descending: (..., min(m, n)). Their gradient
-    is U diag(dS) Vh, from the singular vectors, computed only when it is needed."""
-    if isinstance(A, Tensor) and A.requires_grad and grad_enabled():
-        return svd(A, full_matrices=False).S
-    check_matrices("svdvals", A)
+    """The singular values of A (..., m, n), descending: (..., min(m, n)), real for a complex
+    A too. Their gradient is U diag(dS) Vh, from the singular vectors, computed only when it
+    is needed (of a complex A, complex: torch's convention, ``tricycle.complex_tensor``)."""
+    check_matrices("svdvals", A, complex_ok=True)
+    if A.requires_grad and grad_enabled():
+        if A.dtype.kind != "c":
+            return svd(A, full_matrices=False).S
+        U, S, Vh = _decompose("svdvals", A, False)
+        back_fn = lambda dS: (U * dS[..., None, :]) @ Vh  # noqa: E731 - U diag(dS) Vh
+        return result(S, (A,), (back_fn,), "svdvals")
     problem = f"the SVD of A (shape {A.shape}) did not converge"
     S = lapack("svdvals", problem, lambda a: A.xp.linalg.svd(a, compute_uv=False), A.array)
     return A.new(S, requires_grad=False, name="svdvals")
