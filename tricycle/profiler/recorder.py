@@ -2,10 +2,10 @@
 
 Every op makes its output through ``Node.__init__`` (``x.new(...)`` calls it, as do the ops
 that write ``Tensor(out, args=..., ...)``), and every backward step is a call of a back_fn by
-the walk of ``tricycle.backprop`` (``_walk``). While a ``Session`` records, ``start`` swaps
-in timed versions of those two functions (``Node.__init__`` and ``backprop._walk``); ``stop``
-puts the originals back. The op path and the walk's per-edge loop hold no check of their own:
-without a profile they are exactly the untimed code.
+the walk of ``tricycle.backprop`` (``_walk``). A ``Session`` is an observer of those two
+(``tricycle.op_observers``, which the FLOP counter uses too, so that the two nest): ``start``
+adds it, ``stop`` removes it, and with no observer the op path and the walk's per-edge loop
+are exactly the plain code.
 
 How an op is timed: the engine sees an op only when it makes its output, so an op's interval
 runs from the previous mark on its thread (the end of the previous op, the start or end of a
@@ -28,13 +28,10 @@ import sys
 import threading
 import time
 
-from tricycle import backend, backprop
+from tricycle import backend, op_observers
 from tricycle.graph import Node
 
 _clock = time.perf_counter_ns
-_untimed_init = Node.__init__
-_untimed_walk = backprop._walk
-_NEW_CODE = Node.new.__code__
 _session = None  # the Session recording now (one at a time, as torch's profiler)
 
 
@@ -69,8 +66,10 @@ class _Thread(threading.local):
         registry.append(self.open)
 
 
-class Session:
-    """One recording: the closed intervals of every thread, in the order they closed."""
+class Session(op_observers.Observer):
+    """One recording: the closed intervals of every thread, in the order they closed. As an
+    observer of the op path (``tricycle.op_observers``) it records every op, times every
+    backward step and makes each walk one range, ``autograd::backward``."""
 
     def __init__(
         self, record_shapes=False, profile_memory=False, with_stack=False, synchronise=False
@@ -102,12 +101,27 @@ class Session:
         interval.on_gpu = self.synchronise and backend.is_cupy_array(out.array)
         self._close(interval, end, state)
 
-    def open(self, name: str, kind: str = "range") -> Interval:
-        """Open a range on the calling thread (``record_function``)."""
+    def back_fns(self, node: Node, back_fns: tuple) -> tuple:
+        """``back_fns`` timed, each named after the op's own back_fn (``node.back_fns``)."""
+        return tuple(
+            self.timed_back_fn(f, _backward_name(self, node, own))
+            for f, own in zip(back_fns, node.back_fns)
+        )
+
+    def begin_walk(self) -> Interval:
+        # the stack of the walk's range starts at what called the walk (backprop.backward)
+        return self.open("autograd::backward", caller=sys._getframe(2))
+
+    def end_walk(self, interval: Interval) -> None:
+        self.close(interval)
+
+    def open(self, name: str, kind: str = "range", caller=None) -> Interval:
+        """Open a range on the calling thread (``record_function``); its stack starts at
+        ``caller``, by default the frame that called the caller of ``open``."""
         state = self._threads
         interval = Interval(name, kind, _clock(), threading.get_ident())
         if self.with_stack:
-            interval.stack = _stack(sys._getframe(2))
+            interval.stack = _stack(sys._getframe(2) if caller is None else caller)
         state.open.append(interval)
         state.mark = interval.start
         return interval
@@ -172,27 +186,6 @@ def _stack(frame, depth: int = 8) -> list[str]:
     return lines
 
 
-# ---------------------------------------------------------------------- the swapped functions
-def _timed_init(
-    self,
-    array,
-    args=None,
-    back_fns=None,
-    requires_grad=None,
-    is_batched=False,
-    name=None,
-    dtype=None,
-):
-    """``Node.__init__`` while a profile records: the same, then the op recorded."""
-    _untimed_init(self, array, args, back_fns, requires_grad, is_batched, name, dtype)
-    session = _session
-    if args is not None and session is not None:
-        caller = sys._getframe(1)
-        if caller.f_code is _NEW_CODE:  # made through x.new(...): the op is new's caller
-            caller = caller.f_back
-        session.op(self, args, name, caller)
-
-
 def _backward_name(session: Session, node, back_fn) -> str:
     """``<op>_backward``: the op's name as recorded, or the function that made the back_fn
     (an op made before the recording began)."""
@@ -200,32 +193,8 @@ def _backward_name(session: Session, node, back_fn) -> str:
     return f"{name or getattr(back_fn, '__qualname__', 'op').split('.')[0]}_backward"
 
 
-def _timed_walk(root, grad, retain_graph: bool, wanted):
-    """``backprop._walk`` while a profile records: every back_fn of the graph timed, the walk
-    one range."""
-    session = _session
-    if session is None:
-        return _untimed_walk(root, grad, retain_graph, wanted)
-    wrapped = []
-    for node in backprop.topological_order(root):
-        back_fns = node.back_fns
-        if back_fns:
-            wrapped.append((node, back_fns))
-            node.back_fns = tuple(
-                session.timed_back_fn(f, _backward_name(session, node, f)) for f in back_fns
-            )
-    interval = session.open("autograd::backward")
-    try:
-        return _untimed_walk(root, grad, retain_graph, wanted)
-    finally:
-        session.close(interval)
-        for node, back_fns in wrapped:  # a retained graph keeps its own back_fns
-            if node.back_fns is not None:
-                node.back_fns = back_fns
-
-
 def start(session: Session) -> None:
-    """Record into ``session``: swap the timed op path and walk in."""
+    """Record into ``session``: it observes the op path and the walk from now on."""
     global _session
     if _session is not None:
         raise RuntimeError(
@@ -233,17 +202,15 @@ def start(session: Session) -> None:
             "torch's profiler): stop it before starting another"
         )
     _session = session
-    Node.__init__ = _timed_init
-    backprop._walk = _timed_walk
+    op_observers.add(session)
 
 
 def stop(session: Session) -> None:
-    """Stop recording into ``session``: the untimed op path and walk back in place."""
+    """Stop recording into ``session``: the op path and walk no longer timed."""
     global _session
     if _session is not session:
         return
-    Node.__init__ = _untimed_init
-    backprop._walk = _untimed_walk
+    op_observers.remove(session)
     _session = None
     session.finish()
 

@@ -19,10 +19,10 @@ kernel is not counted at all. A matrix-vector product (``mv``, ``dot``) is not c
 torch's.
 
 How ops are seen, at no cost without a counter: every op makes its output through
-``Node.__init__`` and every backward step is a back_fn called by ``backprop._walk``. While a
-counter is active, ``__enter__`` swaps in counting versions of the two (after the profiler's
-own, which then calls them, so a profile and a count nest either way) and ``__exit__`` puts
-the originals back: the op path holds no check of its own.
+``Node.__init__`` and every backward step is a back_fn called by ``backprop._walk``. A
+counter is an observer of those two (``tricycle.op_observers``, which the profiler uses too,
+so that a profile and a count nest either way): ``__enter__`` adds it, ``__exit__`` removes
+it, and with no observer the op path holds no check of its own.
 
 Modules: as torch's ``ModuleTracker``, global forward hooks keep the set of modules whose
 forward runs, named by their path from the outermost one (``"GPT.blocks.0.attention"``,
@@ -36,7 +36,7 @@ import importlib
 import weakref
 from collections import defaultdict
 
-from tricycle import backprop
+from tricycle import op_observers
 from tricycle.graph import Node
 from tricycle.utils.flop_formulas import ADDMM, MM, classify
 
@@ -184,31 +184,21 @@ class FlopCounterMode:
         # the second-order rules are found by running small ops once, on first use: before
         # counting, so that a create_graph=True backward inside counts its own ops alone
         importlib.import_module("tricycle.second_order_rules").rule_for(None)
-        recorder = importlib.import_module("tricycle.profiler.recorder")  # to nest with it
         handles = (
             hooks.register_module_forward_pre_hook(self._enter_module),
             hooks.register_module_forward_hook(self._exit_module),
         )
-        init, walk = recorder._untimed_init, recorder._untimed_walk
-        counting_init, counting_walk = _counting_init(init), _counting_walk(walk)
-        recorder._untimed_init, recorder._untimed_walk = counting_init, counting_walk
-        if Node.__init__ is init:  # else the profiler's timed init, which calls ours
-            Node.__init__ = counting_init
-        if backprop._walk is walk:
-            backprop._walk = counting_walk
-        self._undo = (handles, recorder, init, walk, counting_init, counting_walk)
+        observer = _Counting(self)
+        op_observers.add(observer)
+        self._undo = (handles, observer)
         _active = self
         return self
 
     def __exit__(self, *exc) -> bool:
         global _active
-        handles, recorder, init, walk, counting_init, counting_walk = self._undo
+        handles, observer = self._undo
         _active, self._undo = None, None
-        recorder._untimed_init, recorder._untimed_walk = init, walk
-        if Node.__init__ is counting_init:
-            Node.__init__ = init
-        if backprop._walk is counting_walk:
-            backprop._walk = walk
+        op_observers.remove(observer)
         for handle in handles:
             handle.remove()
         self._made, self._names, self._linear = {}, {}, None
@@ -268,8 +258,9 @@ class FlopCounterMode:
             self._linear = (node, parents, flops)
         self._made[id(node)] = (weakref.ref(node, _forget(self._made, id(node))), backward, parents)
 
-    def _backward(self, node: Node):
-        """The back_fns of ``node`` counting its backward, or None when it has none."""
+    def _backward(self, node: Node, back_fns: tuple):
+        """``back_fns`` (``node``'s, maybe wrapped) counting its backward, or None when it has
+        none."""
         made = self._made.get(id(node))
         if made is not None and made[0]() is node:
             _, backward, parents = made
@@ -281,7 +272,7 @@ class FlopCounterMode:
             parents = frozenset({"Global"})
         if backward is None:
             return None
-        back_fns, done = node.back_fns, []
+        done = []
 
         def counting(i, back_fn):
             def counted_back_fn(g):
@@ -306,50 +297,18 @@ def _forget(made: dict, key: int):
     return lambda _: made.pop(key, None)
 
 
-def _counting_init(init):
-    """``Node.__init__`` while a counter counts: ``init``, then the op counted."""
+class _Counting(op_observers.Observer):
+    """A counter's view of the op path: it counts every op, and the back_fns of counted ops
+    count their backward for the walk's length."""
 
-    def counting_init(
-        self,
-        array,
-        args=None,
-        back_fns=None,
-        requires_grad=None,
-        is_batched=False,
-        name=None,
-        dtype=None,
-    ):
-        init(self, array, args, back_fns, requires_grad, is_batched, name, dtype)
-        counter = _active
-        if args is not None and counter is not None:
-            counter._op(self, args)
+    def __init__(self, counter: FlopCounterMode):
+        self.counter = counter
 
-    return counting_init
+    def op(self, node: Node, args, name, caller) -> None:
+        self.counter._op(node, args)
 
-
-def _counting_walk(walk):
-    """``backprop._walk`` while a counter counts: the back_fns of counted ops count their
-    backward for the walk's length."""
-
-    def counting_walk(root, grad, retain_graph: bool, wanted):
-        counter = _active
-        if counter is None:
-            return walk(root, grad, retain_graph, wanted)
-        wrapped = []
-        for node in backprop.topological_order(root):
-            if node.back_fns:
-                counting = counter._backward(node)
-                if counting is not None:
-                    wrapped.append((node, node.back_fns))
-                    node.back_fns = counting
-        try:
-            return walk(root, grad, retain_graph, wanted)
-        finally:
-            for node, back_fns in wrapped:  # a retained graph keeps its own back_fns
-                if node.back_fns is not None:
-                    node.back_fns = back_fns
-
-    return counting_walk
+    def back_fns(self, node: Node, back_fns: tuple):
+        return self.counter._backward(node, back_fns)
 
 
 # ---------------------------------------------------------------------- the table
