@@ -189,3 +189,13 @@ def test_complex_ops_and_transforms_on_a_gpu_are_the_hosts():
         results.append([backend.to_host_array(t) for t in (loss.array, x.grad.array, y.grad.array)])
     for host, gpu in zip(*results):
         np.testing.assert_allclose(gpu, host, rtol=1e-9, atol=1e-9)
+
+
+def test_requires_grad_on_a_complex_leaf_as_torchs():
+    torch = pytest.importorskip("torch")
+    v = np.array([1 + 2j, 3 - 1j, -0.5j])
+    z = tricycle.tensor(v).requires_grad_(True)
+    (z.abs() ** 2 * tricycle.tensor([1.0, 2.0, 3.0])).sum().backward()
+    t = torch.tensor(v).requires_grad_(True)
+    (t.abs() ** 2 * torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)).sum().backward()
+    np.testing.assert_allclose(z.grad.numpy(), t.grad.numpy(), rtol=1e-12)

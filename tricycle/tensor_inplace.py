@@ -220,8 +220,9 @@ class TorchInPlaceMethods:
         if self.args is not None and not requires_grad:  # an op's output: its graph stays
             checks.fail("Tensor.requires_grad_", "requires_grad", "True on an op's output "
                         "(detach() makes a constant of it)", requires_grad)  # fmt: skip
-        if requires_grad and not backend.is_float(self.dtype):
-            checks.fail("Tensor.requires_grad_", "dtype", "a float dtype", self.dtype, TypeError)
+        if requires_grad and not (backend.is_float(self.dtype) or self.dtype.kind == "c"):
+            checks.fail("Tensor.requires_grad_", "dtype", "a float or complex dtype", self.dtype,
+                        TypeError)  # fmt: skip
         self.requires_grad = requires_grad
         return self
 
