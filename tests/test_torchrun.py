@@ -164,6 +164,7 @@ def test_every_rank_gets_torchrun_s_variables(tmp_path):
     assert found == [("0", "0", "2"), ("1", "1", "2")]
 
 
+@needs_mpi  # the dry run names mpiexec: without MPI it says how to install it
 def test_the_variables_match_the_dry_run_and_python_m_tricycle_distributed_run(tmp_path):
     script = tmp_path / "train.py"
     script.write_text("")
