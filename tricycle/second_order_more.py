@@ -16,6 +16,7 @@ from tricycle import (
     second_order_final,
     second_order_function,
     second_order_fused,
+    second_order_linalg,
     second_order_linear,
     second_order_losses,
     second_order_pointwise,
@@ -210,6 +211,7 @@ def rules() -> dict:
     recurrent, final = second_order_final.rules(t)  # recurrent layers, linear algebra, ...
     FUSED.update(recurrent)
     table.update(final)
+    table.update(second_order_linalg.rules(t))  # eigh, svd, qr, pinv, matrix_exp
     return table
 
 
