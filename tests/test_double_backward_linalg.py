@@ -1,5 +1,5 @@
 """Double backward of the decompositions (``tricycle/second_order_linalg.py``): ``eigh``,
-``eigvalsh``, ``svd``, ``svdvals``, ``qr`` (tall, square, wide), ``pinv`` and
+``eigvalsh``, ``svd``, ``svdvals``, ``qr`` (tall, square, wide), ``pinv``, ``lstsq`` and
 ``matrix_exp``, each a loss that does not depend on the vectors' signs, first derivatives
 (create_graph=True) and the gradient of their weighted sum against torch's in float64, two
 orders through ``autograd.grad``; every rule met; the GPU."""
@@ -67,6 +67,11 @@ def matrix_exp(a):
     return (e * e * weights(e, 11)).sum()
 
 
+def lstsq(a, b):
+    x, r, *_ = lib_of(a).linalg.lstsq(a, b, driver="gelsd")
+    return (x * x * weights(x, 12)).sum() + (r * weights(r, 13)).sum()
+
+
 CASES = {
     "eigh": (eigh, [(2, 3, 3)], (-1, 1)),
     "eigvalsh": (eigvalsh, [(3, 3)], (-1, 1)),
@@ -78,6 +83,7 @@ CASES = {
     "qr wide": (qr, [(2, 4)], (-1, 1)),
     "pinv": (pinv, [(4, 3)], (-1, 1)),
     "pinv wide": (pinv, [(2, 3)], (-1, 1)),
+    "lstsq": (lstsq, [(2, 4, 3), (2, 4, 2)], (-1, 1)),
     "matrix_exp": (matrix_exp, [(2, 3, 3)], (-0.5, 0.5)),
 }
 
@@ -97,7 +103,16 @@ def third(lib, fn, values):
     return [h.detach().numpy(), a.grad.numpy()]
 
 
-THIRD = {"eigh": (eigh, (3, 3)), "svd": (svd, (4, 3)), "qr": (qr, (3, 4))}
+def lstsq_of_a(a):
+    return lstsq(a, lib_of(a).tensor(np.linspace(-1, 1, 8).reshape(4, 2)))
+
+
+THIRD = {
+    "eigh": (eigh, (3, 3)),
+    "svd": (svd, (4, 3)),
+    "qr": (qr, (3, 4)),
+    "lstsq": (lstsq_of_a, (4, 3)),
+}
 
 
 @pytest.mark.parametrize("name", sorted(THIRD))

@@ -22,7 +22,7 @@ table is built or a rule runs. Real matrices only (the first-order ops are real 
 
 import importlib
 
-from tricycle.second_order_base import cell, constant
+from tricycle.second_order_base import cell, constant, summed_to
 
 KEYS: dict = {}  # a readable name -> the key of its rule (for the tests)
 
@@ -177,12 +177,54 @@ def _qr(which: int):
 
 def _pinv(node, fn, g):
     """-X^T G X^T + (I - A X) G^T X X^T + X^T X G^T (I - X A), X = A^+ the node."""
-    X, A = node, node.args[0]
+    return _pinv_gradient(node, node.args[0], g)
+
+
+def _pinv_gradient(X, A, g):
     m, n = A.shape[-2:]
     I_m, I_n = _eye(X, m), _eye(X, n)
     dA = -(_t(X) @ g @ _t(X))
     dA = dA + (I_m - A @ X) @ _t(g) @ X @ _t(X)
     return dA + _t(X) @ X @ _t(g) @ (I_n - X @ A)
+
+
+def _pinv_node(A, X):
+    """A^+ (the array X) as a node of A whose back_fn is pinv's formula."""
+    xp, backward = A.xp, _module("singular").pinv_backward
+
+    def back_fn(G):
+        return backward(xp, G, X, A.array)
+
+    return A.new(X, args=(A,), back_fns=(back_fn,), name="pinv")
+
+
+def _lstsq(which: int):
+    """X = A^+ B: dA = pinv's dA for G B^T, dB = A^+^T G (each summed over its broadcast
+    axes), with A^+ a node of A (``_pinv_node``)."""
+
+    def rule(node, fn, g):
+        A, B = node.args
+        pseudo = _pinv_node(A, cell(fn, "A_plus"))
+        if which == 1:
+            return summed_to(_t(pseudo) @ g, B.shape)
+        return summed_to(_pinv_gradient(pseudo, A, g @ _t(B)), A.shape)
+
+    return rule
+
+
+def _lstsq_residuals(which: int):
+    """r = |A X - B|^2 per column, X = A^+ B: dA = 2 (R g) X^T, dB = -2 R g, R = A X - B
+    (there only when every A has full column rank: A^+ is pinv's with no cut, rtol 0)."""
+
+    def rule(node, fn, g):
+        A, B = node.args
+        X = _module("singular").pinv(A, rtol=0.0) @ B
+        Rg = (A @ X - B) * _row(g)
+        if which == 1:
+            return summed_to(Rg * -2, B.shape)
+        return summed_to((Rg * 2) @ _t(X), A.shape)
+
+    return rule
 
 
 def _matrix_exp(node, fn, g):
@@ -217,8 +259,15 @@ def rules(t) -> dict:
         for i, out in enumerate(outs):
             KEYS[f"{name}[{i}]"] = key = out.back_fns[0].__code__
             table[key] = make(i)
+    solution, residuals, *_ = linalg.lstsq(t(3, 2), t(3, 1), driver="gelsd")
+    for i in range(2):
+        KEYS[f"lstsq[{i}]"] = key = solution.back_fns[i].__code__
+        table[key] = _lstsq(i)
+        KEYS[f"lstsq residuals[{i}]"] = key = residuals.back_fns[i].__code__
+        table[key] = _lstsq_residuals(i)
     for name, out, rule in (
         ("pinv", linalg.pinv(t(3, 2)), _pinv),
+        ("pinv of lstsq", _pinv_node(square, square.array), _pinv),
         ("matrix_exp", linalg.matrix_exp(square), _matrix_exp),
     ):
         KEYS[name] = key = out.back_fns[0].__code__
