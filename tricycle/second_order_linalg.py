@@ -1,6 +1,6 @@
 """Double backward of the decompositions (``create_graph=True``: ``tricycle.second_order``):
 ``eigh`` (and ``eigvalsh``, which goes through it when a gradient is needed), ``svd`` (and a
-real ``svdvals``), ``qr``, ``pinv`` and ``matrix_exp``.
+real ``svdvals``), ``qr``, ``pinv``, ``lstsq`` and ``matrix_exp``.
 
 A decomposition cannot be rebuilt from differentiable ops, so each rule writes its op's
 first backward again with ops on the saved factors, made differentiable outputs of A here
@@ -14,6 +14,8 @@ again (and have these same rules, so that every order goes through them):
 - qr, A = Q R: dA = (dQ + Q copyltu(R dR^T - dQ^T Q)) R^-T (a wide A: its first m columns so,
   the rest Q dR2);
 - pinv, X = A^+: dA = -X^T G X^T + (I - A X) G^T X X^T + X^T X G^T (I - X A);
+- lstsq, X = A^+ B: pinv's dA for G B^T, dB = A^+^T G, with A^+ a node of A; its residuals
+  |A X - B|^2 (full column rank only): dA = 2 (R g) X^T, dB = -2 R g, R = A X - B;
 - matrix_exp: dA = exp([[A^T, G], [0, A^T]])[:n, n:], a matrix_exp again.
 
 The ops sit in the math layer, above this engine module: they are loaded by name when the
