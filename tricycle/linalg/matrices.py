@@ -2,7 +2,8 @@
 matrices on its last two axes, square where the op needs it), ``LinAlgError`` for a matrix an
 op cannot take, ``lapack`` (a call of ``xp.linalg`` that fails with that error, on either
 device), ``first_failure`` (the first matrix an op could not take, from its info codes)
-and the array helpers of the backwards: ``mT`` (the last two axes swapped) and
+and the array helpers of the backwards: ``mT`` (the last two axes swapped), ``mH`` (and
+conjugated) and
 ``solve`` (A^-1 B with the leading axes broadcast, which cupy's solve does not do itself),
 and ``transposed``, the differentiable transpose of a Tensor's matrices.
 
@@ -87,6 +88,12 @@ def mT(a):  # noqa: N802 - torch's name
     return a.swapaxes(-1, -2)
 
 
+def mH(a):  # noqa: N802 - torch's name
+    """The conjugate transposes of the matrices of ``a`` (..., m, n): (..., n, m); ``mT`` of
+    real ones."""
+    return a.swapaxes(-1, -2).conj() if a.dtype.kind == "c" else a.swapaxes(-1, -2)
+
+
 def solve(a, b):
     """a^-1 b for (..., n, n) ``a`` and (..., n, k) ``b``, their leading axes broadcast."""
     xp = backend.array_module(a)
@@ -97,8 +104,9 @@ def solve(a, b):
 
 
 def transposed(x: Tensor) -> Tensor:
-    """``x.mT`` of a Tensor, differentiable: its last two axes swapped."""
-    return ops.swapaxes(x, -1, -2)
+    """``x.mT`` of a Tensor, differentiable: its last two axes swapped (of a complex one too,
+    through its method)."""
+    return x.swapaxes(-1, -2) if x.dtype.kind == "c" else ops.swapaxes(x, -1, -2)
 
 
 def batch_shape(op: str, A: Tensor, B: Tensor) -> tuple[int, ...]:
@@ -118,6 +126,7 @@ __all__ = [
     "check_matrices",
     "first_failure",
     "lapack",
+    "mH",
     "mT",
     "solve",
     "transposed",

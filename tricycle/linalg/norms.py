@@ -117,7 +117,8 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
     if A.dtype.kind == "c" and ord not in ("nuc", 2, -2):  # of the magnitudes, as torch's
         magnitudes = importlib.import_module("tricycle.complex_tensor").abs(A)  # above: by name
         return matrix_norm(magnitudes, ord, dim, keepdim)
-    check_float(op, A)  # (complex singular values: not here, refused)
+    if A.dtype.kind != "c":  # (complex: the singular values' ords, through svdvals)
+        check_float(op, A)
     if A.ndim < 2:
         checks.fail(op, "A's shape", "(..., m, n): matrices on two axes", A.shape)
     known = ord in ("fro", "nuc") if isinstance(ord, str) else checks.is_real(ord)
@@ -129,7 +130,7 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
         return vector_norm(A, 2, (rows, cols), keepdim)
     if ord in ("nuc", 2, -2):  # of the singular values, the matrices moved to the last axes
         others = [i for i in range(A.ndim) if i not in (rows, cols)]
-        S = svdvals(ops.permute(A, *others, rows, cols))  # (..., k)
+        S = svdvals(A.permute(*others, rows, cols))  # (..., k) (the method: complex too)
         if ord == "nuc":
             out = reduce.sum(S, -1)
         else:

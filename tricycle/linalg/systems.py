@@ -3,31 +3,43 @@ and ``matrix_power``, batched over the leading axes (broadcast between A and B).
 
 Backwards (gradients named ``d...``, G the output's gradient):
 
-    X = A^-1:      dA = -X^T G X^T
-    X = A^-1 B:    dB = A^-T G,   dA = -dB X^T
+    X = A^-1:      dA = -X^H G X^H
+    X = A^-1 B:    dB = A^-H G,   dA = -dB X^H
     X = A^-1 B, A triangular: the same, dA kept to the triangle the solve reads
                    (without its diagonal when A is unitriangular)
 
 ``left=False`` (X A = B) is the left solve of the transposes, X^T = A^-T B^T, written with
 differentiable transposes; ``matrix_power`` is a product of ``@`` (and ``inv`` for a negative
 power), so its gradient is theirs.
+
+``inv`` and ``solve`` take complex64/128 matrices too (^H the conjugate transpose, ^T of a
+real matrix), with torch's convention for complex gradients (``tricycle.complex_tensor``).
 """
 
-from tricycle import binary, checks, ops
+from tricycle import binary, checks
+from tricycle.complex_tensor import result
 from tricycle.graph import Node as Tensor
-from tricycle.linalg.matrices import batch_shape, check_matrices, lapack, mT, transposed
+from tricycle.linalg.matrices import batch_shape, check_matrices, lapack, mH, transposed
 from tricycle.linalg.matrices import solve as solve_arrays
 
 
 def inv(A: Tensor) -> Tensor:
     """A^-1 of square (..., n, n) matrices; ``LinAlgError`` if one is singular."""
-    check_matrices("inv", A, square=True)
+    check_matrices("inv", A, square=True, complex_ok=True)
     X = lapack("inv", f"the matrices A (shape {A.shape}) are singular", A.xp.linalg.inv, A.array)
 
     def back_fn(dX):
-        return -(mT(X) @ dX @ mT(X))
+        return -(mH(X) @ dX @ mH(X))
 
-    return A.new(X, args=(A,), back_fns=(back_fn,), name="inv")
+    return _output(A, X, (A,), (back_fn,), "inv")
+
+
+def _output(A: Tensor, X, args, back_fns, name: str) -> Tensor:
+    """The Tensor of ``X``, an op's result for the matrices A: a complex one through
+    ``complex_tensor.result`` (its back_fns written with torch's convention), else A's kind."""
+    if X.dtype.kind == "c":
+        return result(X, args, back_fns, name)
+    return A.new(X, args=args, back_fns=back_fns, name=name)
 
 
 def _left_solve(op: str, A: Tensor, B: Tensor, a, keep=None) -> Tensor:
@@ -43,13 +55,13 @@ def _left_solve(op: str, A: Tensor, B: Tensor, a, keep=None) -> Tensor:
     X = lapack(op, f"the matrices A (shape {A.shape}) are singular", solve_arrays, a, B.array)
 
     def dB_of(dX):  # (..., n, k)
-        return binary.unbroadcast(solve_arrays(mT(a), dX), B.shape)
+        return binary.unbroadcast(solve_arrays(mH(a), dX), B.shape)
 
     def dA_of(dX):  # (..., n, n)
-        dA = -solve_arrays(mT(a), dX) @ mT(X)
+        dA = -solve_arrays(mH(a), dX) @ mH(X)
         return binary.unbroadcast(dA if keep is None else keep(dA), A.shape)
 
-    return A.new(X, args=(A, B), back_fns=(dA_of, dB_of), name=op)
+    return _output(A, X, (A, B), (dA_of, dB_of), op)
 
 
 def _is_vector(A: Tensor, B: Tensor) -> bool:
@@ -61,7 +73,7 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     """X with A X = B (``left``) or X A = B, for square A (..., n, n) and B (..., n, k), or
     B (..., n) a batch of vectors (torch's rule: B of shape (n,) or A's shape without its
     last axis); the leading axes broadcast. ``LinAlgError`` if an A is singular."""
-    check_matrices("solve", A, square=True)
+    check_matrices("solve", A, square=True, complex_ok=True)
     if not isinstance(B, Tensor):
         checks.fail("solve", "B", "a Tensor", B, TypeError)
     if B.ndim < 1:
@@ -78,8 +90,8 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     if B.dtype != A.dtype:
         raise TypeError(f"solve: A and B must have one dtype, got {A.dtype} and {B.dtype}")
     if vector:
-        return ops.squeeze(_left_solve("solve", A, ops.expand_dims(B, -1), A.array), -1)
-    check_matrices("solve", B, "B")
+        return _left_solve("solve", A, B.unsqueeze(-1), A.array).squeeze(-1)  # (complex too)
+    check_matrices("solve", B, "B", complex_ok=True)
     return _left_solve("solve", A, B, A.array)
 
 
