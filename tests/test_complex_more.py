@@ -199,3 +199,13 @@ def test_requires_grad_on_a_complex_leaf_as_torchs():
     t = torch.tensor(v).requires_grad_(True)
     (t.abs() ** 2 * torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)).sum().backward()
     np.testing.assert_allclose(z.grad.numpy(), t.grad.numpy(), rtol=1e-12)
+
+
+def test_a_copying_to_keeps_a_complex_tensor_and_its_gradient_as_torchs():
+    torch = pytest.importorskip("torch")
+    v = np.array([[1 + 2j, 3 - 1j]])
+    z = tricycle.tensor(v, requires_grad=True)
+    (z.to("cpu", copy=True).abs() ** 2).sum().backward()
+    t = torch.tensor(v, requires_grad=True)
+    (t.to("cpu", copy=True).abs() ** 2).sum().backward()
+    np.testing.assert_allclose(z.grad.numpy(), t.grad.numpy(), rtol=1e-12)

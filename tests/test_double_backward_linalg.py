@@ -24,7 +24,7 @@ torch = pytest.importorskip("torch")
 def weights(x, seed):
     """Fixed weights of x's shape, as x's library's tensor."""
     w = np.random.default_rng(seed).uniform(-1, 1, x.shape)
-    return lib_of(x).tensor(w)
+    return lib_of(x).tensor(w, device=x.device)
 
 
 def symmetric(a):
@@ -104,7 +104,7 @@ def third(lib, fn, values):
 
 
 def lstsq_of_a(a):
-    return lstsq(a, lib_of(a).tensor(np.linspace(-1, 1, 8).reshape(4, 2)))
+    return lstsq(a, lib_of(a).tensor(np.linspace(-1, 1, 8).reshape(4, 2), device=a.device))
 
 
 THIRD = {

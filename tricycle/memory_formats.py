@@ -23,7 +23,7 @@ sits above the Tensor): ``contiguous_format`` (row-major), ``channels_last``,
 
 import numpy as np
 
-from tricycle import backend, checks, unary
+from tricycle import backend, checks
 from tricycle.graph import Node
 
 FORMATS = ("contiguous_format", "channels_last", "channels_last_3d", "preserve_format")
@@ -163,10 +163,11 @@ def _in_order(xp, array, order):
 
 
 def _same(x, array, name: str):
-    """``x`` itself when ``array`` is its array, else a node whose gradient is the gradient."""
+    """``x`` itself when ``array`` is its array, else a node whose gradient is the gradient
+    (right for complex tensors as written: ``backend.ComplexSafe``)."""
     if array is x.array:
         return x
-    return unary.unary_op(x, array, lambda dout: dout, name)
+    return x.new(array, args=(x,), back_fns=backend.ComplexSafe((lambda dout: dout,)), name=name)
 
 
 def contiguous(x, memory_format=None):
