@@ -18,6 +18,8 @@ from tests.second_order_checks import (
     assert_as_torchs,
     assert_first_and_second_as_torchs,
     assert_on_a_gpu_as_on_the_host,
+    constant,
+    cube,
     drawn,
     exercise,
     gradient_penalty,
@@ -37,14 +39,6 @@ torch = pytest.importorskip("torch")
 # the slopes of second_order_pointwise and _losses that the cases here exercise
 FINAL_SLOPES = ("erfcx", "ndtri", "log_ndtr", "sinc", "entr", "i0", "i1", "xlogy", "xlog1py",
                 "poisson_nll", "gaussian_nll", "cosine_embedding")  # fmt: skip
-
-
-def cube(y):
-    return (y**3).sum()
-
-
-def ids(x, values):
-    return lib_of(x).tensor(np.asarray(values), device=x.device)
 
 
 def well_posed(a):
@@ -157,10 +151,10 @@ CASES = {
     ),
     "likelihood_losses": (likelihoods, [(3, 4), (3, 4), (3, 4)], (0.2, 1.5)),
     "cosine_embedding": (
-        lambda a, b: F_of(a).cosine_embedding_loss(a, b, ids(a, [1.0, -1.0, -1.0])) ** 2
-        + F_of(a).cosine_embedding_loss(a, b, ids(a, [-1.0, 1.0, -1.0]), margin=-0.5,
+        lambda a, b: F_of(a).cosine_embedding_loss(a, b, constant(a, [1.0, -1.0, -1.0])) ** 2
+        + F_of(a).cosine_embedding_loss(a, b, constant(a, [-1.0, 1.0, -1.0]), margin=-0.5,
                                         reduction="none").pow(3).sum()
-        + F_of(a).cosine_embedding_loss(a[0], b[1], ids(a, 1.0)) ** 3,
+        + F_of(a).cosine_embedding_loss(a[0], b[1], constant(a, 1.0)) ** 3,
         [(3, 4), (3, 4)], (-1, 1),
     ),
     "function_two_outputs": (function_case, [(2, 3), (2, 3)], (0.5, 1.5)),

@@ -15,19 +15,15 @@ from tests.second_order_checks import (
     assert_as_torchs,
     assert_first_and_second_as_torchs,
     assert_on_a_gpu_as_on_the_host,
+    constant,
     critic_penalties,
     exercise,
-    lib_of,
     linear_weights,
     rules_met,
 )
 from tricycle import backend, second_order_fused
 
 torch = pytest.importorskip("torch")
-
-
-def constant(x, values):
-    return lib_of(x).tensor(np.asarray(values), device=x.device)
 
 
 # name -> (function of the inputs giving a scalar, input shapes)

@@ -17,6 +17,8 @@ from tests.second_order_checks import (
     arrays,
     assert_first_and_second_as_torchs,
     assert_on_a_gpu_as_on_the_host,
+    constant,
+    cube,
     drawn,
     exercise,
     first_and_second,
@@ -34,16 +36,8 @@ from tricycle import (
 torch = pytest.importorskip("torch")
 
 
-def ids(x, values):
-    return lib_of(x).tensor(np.asarray(values), device=x.device)
-
-
 def signs(x):
-    return lib_of(x).tensor(np.array([1.0, -1, 1, -1, -1, 1]), device=x.device)
-
-
-def cube(y):
-    return (y**3).sum()
+    return constant(x, [1.0, -1, 1, -1, -1, 1])
 
 
 # name -> (function of the inputs giving a scalar, input shapes, (low, high) of the values)
@@ -100,9 +94,9 @@ CASES = {
         [(3, 4)], (-1, 1),
     ),
     "scatter_and_picks": (
-        lambda a, s: cube(a.scatter(1, ids(a, [[0, 2], [1, 3], [3, 0]]), s))
-        + cube(a.scatter_add(1, ids(a, [[0, 2], [1, 1], [3, 0]]), s))
-        + cube(a.index_add(0, ids(a, [2, 0]), s.repeat_interleave(2, 1)[:2]))
+        lambda a, s: cube(a.scatter(1, constant(a, [[0, 2], [1, 3], [3, 0]]), s))
+        + cube(a.scatter_add(1, constant(a, [[0, 2], [1, 1], [3, 0]]), s))
+        + cube(a.index_add(0, constant(a, [2, 0]), s.repeat_interleave(2, 1)[:2]))
         + cube(a.repeat_interleave(2, 0)) + cube(lib_of(a).diag(a[0])),
         [(3, 4), (3, 2)], (-1, 1),
     ),
@@ -133,9 +127,11 @@ def test_first_and_second_derivatives_as_torchs(name, fn, values, weights):
 # ops whose double backward torch refuses (a RuntimeError; NotImplementedError is one)
 REFUSED = {
     "hardsigmoid": (lambda a: cube(F_of(a).hardsigmoid(a * 4)), [(5,)]),
-    "multi_margin": (lambda a: F_of(a).multi_margin_loss(a, ids(a, [0, 2, 1])), [(3, 4)]),
+    "multi_margin": (lambda a: F_of(a).multi_margin_loss(a, constant(a, [0, 2, 1])), [(3, 4)]),
     "ctc": (
-        lambda a: F_of(a).ctc_loss(a.log_softmax(2), ids(a, [[1, 2]]), ids(a, [4]), ids(a, [2])),
+        lambda a: F_of(a).ctc_loss(
+            a.log_softmax(2), constant(a, [[1, 2]]), constant(a, [4]), constant(a, [2])
+        ),
         [(4, 1, 3)],
     ),
 }

@@ -16,6 +16,7 @@ from tests.second_order_checks import (
     arrays,
     assert_first_and_second_as_torchs,
     assert_on_a_gpu_as_on_the_host,
+    constant,
     drawn,
     exercise,
     first_and_second,
@@ -33,10 +34,6 @@ from tricycle import (
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.filterwarnings("ignore:reduction. .mean. divides:UserWarning")  # kl_div
-
-
-def ids(x, values):
-    return lib_of(x).tensor(np.asarray(values), device=x.device)
 
 
 def values_of(pair):
@@ -61,7 +58,7 @@ CASES = {
         (-1, 1),
     ),
     "embedding": (
-        lambda w: (F_of(w).embedding(ids(w, [[0, 2], [2, 3]]), w, padding_idx=3) ** 3).sum(),
+        lambda w: (F_of(w).embedding(constant(w, [[0, 2], [2, 3]]), w, padding_idx=3) ** 3).sum(),
         [(4, 3)],
         (-1, 1),
     ),
@@ -115,8 +112,10 @@ CASES.update(
             lambda q, k, v: (
                 (attention(q, k, v) ** 3).sum()
                 + (attention(q * k, k, v, is_causal=True) ** 2).sum()
-                + (attention(q, k * v, v, attn_mask=ids(q, MASK)) ** 2).sum()
-                + (attention(q, k, v, attn_mask=ids(q, MASK * 0.5 - 0.2), scale=0.3) ** 2).sum()
+                + (attention(q, k * v, v, attn_mask=constant(q, MASK)) ** 2).sum()
+                + (
+                    attention(q, k, v, attn_mask=constant(q, MASK * 0.5 - 0.2), scale=0.3) ** 2
+                ).sum()
             ),
             [(2, 2, 3, 4), (2, 2, 3, 4), (2, 2, 3, 4)],
             (-1, 1),
@@ -141,7 +140,7 @@ LABELS = [0, 2, 1, 2]
 
 
 def class_weights(x):  # (torch differentiates no class weights)
-    return lib_of(x).tensor(np.array([0.5, 2.0, 1.5]), device=x.device)
+    return constant(x, [0.5, 2.0, 1.5])
 
 
 LOSSES = {
@@ -230,10 +229,12 @@ LOSSES = {
         reductions(
             lambda x, w, reduction: (
                 F_of(x).nll_loss(
-                    F_of(x).log_softmax(x * x, 1), ids(x, [0, 2, -100, 1]), reduction=reduction
+                    F_of(x).log_softmax(x * x, 1), constant(x, [0, 2, -100, 1]), reduction=reduction
                 )
                 ** 2
-                + F_of(x).nll_loss(x * w, ids(x, LABELS), class_weights(x), reduction=reduction)
+                + F_of(x).nll_loss(
+                    x * w, constant(x, LABELS), class_weights(x), reduction=reduction
+                )
             )
         ),
         [(4, 3), (3,)],
@@ -243,13 +244,14 @@ LOSSES = {
             lambda x, w, reduction: (
                 F_of(x).cross_entropy(
                     x * x,
-                    ids(x, LABELS),
+                    constant(x, LABELS),
                     class_weights(x),
                     reduction=reduction,
                     label_smoothing=0.2,
                 )
                 ** 2
-                + F_of(x).cross_entropy(x * x, ids(x, [1, -100, 0, 2]), reduction=reduction) ** 2
+                + F_of(x).cross_entropy(x * x, constant(x, [1, -100, 0, 2]), reduction=reduction)
+                ** 2
                 + F_of(x).cross_entropy(
                     x * w, F_of(x).softmax(x, 1), reduction=reduction, label_smoothing=0.1
                 )
@@ -260,8 +262,8 @@ LOSSES = {
     ),
     "cross_entropy_spatial": (
         lambda x: (
-            F_of(x).cross_entropy(x * x, ids(x, [[0, 2], [1, 1]]), label_smoothing=0.1) ** 2
-            + F_of(x).cross_entropy(x * x, ids(x, [[0, 2], [1, 1]])) ** 2
+            F_of(x).cross_entropy(x * x, constant(x, [[0, 2], [1, 1]]), label_smoothing=0.1) ** 2
+            + F_of(x).cross_entropy(x * x, constant(x, [[0, 2], [1, 1]])) ** 2
         ),
         [(2, 3, 2)],
     ),
