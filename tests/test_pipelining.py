@@ -186,8 +186,8 @@ def test_bad_arguments_are_refused():
     with pytest.raises(RuntimeError, match="has not been initialized"):
         PipelineStage(mlp(), 0, 1)
     dist.init_process_group("gloo")
-    with pytest.raises(ValueError, match="one stage per rank"):
-        PipelineStage(mlp(), 0, 2)
+    with pytest.raises(ValueError, match="runs one stage per rank"):
+        ScheduleGPipe(PipelineStage(mlp(), 0, 2), 2)  # two stages on a world of one
     with pytest.raises(ValueError, match="below num_stages"):
         PipelineStage(mlp(), 1, 1)
     with pytest.raises(TypeError, match="must be a Layer"):

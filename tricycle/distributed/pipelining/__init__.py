@@ -4,10 +4,27 @@
 from tricycle.parallel.pipelining import (
     PipelineStage,
     Schedule1F1B,
+    ScheduleDualPipeV,
     ScheduleGPipe,
+    ScheduleInterleaved1F1B,
+    ScheduleInterleavedZeroBubble,
+    ScheduleLoopedBFS,
+    ScheduleZBVZeroBubble,
     SplitPoint,
     pipe_split,
     pipeline,
 )
 
-__all__ = ["PipelineStage", "Schedule1F1B", "ScheduleGPipe", "SplitPoint", "pipe_split", "pipeline"]
+__all__ = [
+    "PipelineStage",
+    "Schedule1F1B",
+    "ScheduleDualPipeV",
+    "ScheduleGPipe",
+    "ScheduleInterleaved1F1B",
+    "ScheduleInterleavedZeroBubble",
+    "ScheduleLoopedBFS",
+    "ScheduleZBVZeroBubble",
+    "SplitPoint",
+    "pipe_split",
+    "pipeline",
+]
