@@ -236,10 +236,11 @@ def test_nextafter_matches_torch():
 
 
 def test_nextafter_gradient_and_errors_as_torchs():
-    x, y = tc.tensor([1.0, 2.0], requires_grad=True), tc.tensor([2.0, 0.0], requires_grad=True)
-    (tc.nextafter(x, y) * tc.tensor([3.0, 4.0])).sum().backward()
-    np.testing.assert_array_equal(x.grad.array, [3.0, 4.0])  # passes through, as torch's
-    np.testing.assert_array_equal(y.grad.array, [0.0, 0.0])
+    x = tc.tensor([1.0, 2.0, 0.0, 3.0], requires_grad=True)
+    y = tc.tensor([2.0, 0.0, -0.0, 3.0], requires_grad=True)
+    (tc.nextafter(x, y) * tc.tensor([3.0, 4.0, 5.0, 6.0])).sum().backward()
+    np.testing.assert_array_equal(x.grad.array, [3.0, 4.0, 0.0, 0.0])  # 0 where x == y: torch's
+    np.testing.assert_array_equal(y.grad.array, [0.0, 0.0, 0.0, 0.0])
     with pytest.raises(NotImplementedError, match="nextafter: not implemented for input"):
         tc.nextafter(tc.tensor([1, 2]), tc.tensor([3.0, 0.0]))
     with pytest.raises(TypeError, match="nextafter: other must be a Tensor"):

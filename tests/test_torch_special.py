@@ -1,7 +1,7 @@
 """torch's special functions (``tricycle.torch_special``) at the top level, as Tensor methods
 and in ``tricycle.special`` as ``torch.special``: values and gradients against torch in float64
 and float32, against finite differences (hypothesis), the poles and ends of their domains,
-torch's dtypes (integers to float32, float16 kept), ``zeta`` with no derivative, and bad
+torch's dtypes (integers to float32, float16 kept), ``zeta`` differentiable in q alone, and bad
 arguments refused, naming the function."""
 
 import numpy as np
@@ -157,14 +157,18 @@ def test_poles_ends_and_dtypes_are_torchs():
     np.testing.assert_allclose(entr.grad.numpy(), theirs.grad.numpy())
 
 
-def test_zeta_has_torchs_values_and_no_derivative():
+def test_zeta_has_torchs_values_and_derivatives():
+    """Values as torch's; q's gradient as torch's (-x zeta(x + 1, q)); x's none, as torch's."""
     x, q = uniform(1.5, 4, 3, 1), uniform(0.5, 3, 4, seed=1)
     ours = special.zeta(tc.tensor(x), tc.tensor(q))
     np.testing.assert_allclose(ours.numpy(), torch.special.zeta(torch.tensor(x), torch.tensor(q)))
     assert special.zeta(2, tc.tensor([1.0])).numpy() == pytest.approx(np.pi**2 / 6)
-    q = tc.Tensor(q, requires_grad=True)
-    with pytest.raises(NotImplementedError, match="zeta: the derivative"):
-        special.zeta(2.0, q).sum().backward()
+    ours, theirs = tc.Tensor(q, requires_grad=True), torch.tensor(q, requires_grad=True)
+    special.zeta(tc.tensor(x), ours).sum().backward()
+    torch.special.zeta(torch.tensor(x), theirs).sum().backward()
+    np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-12)
+    with pytest.raises(NotImplementedError, match="zeta: the derivative with respect to input"):
+        special.zeta(tc.Tensor(x, requires_grad=True), 2.0).sum().backward()
 
 
 @settings(max_examples=12, deadline=None)

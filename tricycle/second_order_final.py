@@ -9,7 +9,8 @@ the sliding blocks (``create_graph=True``: ``tricycle.second_order``).
 - ``inv``, ``det``, ``slogdet``, ``solve``, ``cross`` and ``cholesky`` write their backwards
   with the same differentiable ops (dA = -X^T g X^T with X = A^-1 the node itself;
   g det(A) A^-T; g A^-T; dB = A^-T g, dA = -dB X^T; a x b's partners crossed with g;
-  Murray's L^-T S L^-1), so that every order goes through them. ``det``'s second
+  Murray's L^-T S L^-1), so that every order goes through them (``solve_triangular``,
+  which shares solve's back_fns, in ``second_order_solve``). ``det``'s second
   derivative needs A^-1: at a singular A it raises ``LinAlgError`` (torch's goes through an
   SVD there).
 - Nearest upsampling, ``unfold`` and ``fold`` are linear: each back_fn is recorded with its
@@ -21,7 +22,7 @@ table is built.
 
 import importlib
 
-from tricycle import second_order_fused
+from tricycle import second_order_fused, second_order_solve
 from tricycle.second_order_base import cell, constant, linear, summed_to
 
 KEYS: dict = {}  # a readable name -> the key of its rule (for the tests)
@@ -137,16 +138,13 @@ def _slogdet(node, fn, g):
 
 
 def _solve(which: int):
-    """X = A^-1 B: dB = A^-T g (summed over B's broadcast axes), dA = -dB X^T (over A's)."""
+    """X = A^-1 B: dB = A^-T g (summed over B's broadcast axes), dA = -dB X^T (over A's);
+    a triangular solve's (its A read as a triangle) in ``second_order_solve``."""
 
     def rule(node, fn, g):
+        if second_order_solve.reads_a_triangle(node):  # solve_triangular's: its own rule
+            return second_order_solve.triangular(node, which, g)
         A, B = node.args
-        kept = which == 0 and cell(fn, "keep") is not None  # (dB's back_fn keeps no keep)
-        if cell(fn, "a") is not A.array or kept:
-            raise NotImplementedError(
-                f"backward with create_graph=True: the second derivative of {node.name} "
-                f"(A {A.shape}, B {B.shape}) is implemented for linalg.solve's A X = B only"
-            )
         dB = _linalg().solve(_transposed(A), g)
         if which == 1:
             return summed_to(dB, B.shape)

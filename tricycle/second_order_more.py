@@ -20,6 +20,7 @@ from tricycle import (
     second_order_linear,
     second_order_losses,
     second_order_pointwise,
+    second_order_sampling,
     second_order_scatter,
     second_order_shapes,
 )
@@ -212,6 +213,7 @@ def rules() -> dict:
     FUSED.update(recurrent)
     table.update(final)
     table.update(second_order_linalg.rules(t))  # eigh, svd, qr, pinv, matrix_exp
+    FUSED.update(second_order_sampling.rules(t))  # grid_sample, rebuilt
     return table
 
 

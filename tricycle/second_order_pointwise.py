@@ -6,7 +6,8 @@ arrays. Its rule writes the slope again as a Tensor of the input (and of the out
 node, where the slope is written with it: tan's is 1 + y^2) with differentiable ops, so that
 the gradient's own derivative reaches the input. Ops made by one factory share one back_fn
 code object (``torch_pointwise.of_one``'s, ``trigonometry._op``'s, ...) and are told apart by
-their node's name (``ONE``, ``TWO``); a name with no slope here raises NotImplementedError.
+their node's name (``ONE``, ``TWO``, then ``second_order_special``'s); a name with no
+slope raises NotImplementedError.
 A back_fn that only multiplies by a fixed mask (hardtanh, a shrink, a step function) is
 linear, its own adjoint (``second_order_linear``'s dropout rule). The ops sit in the math
 layer, above this engine module: they are loaded by name when the table is built.
@@ -17,6 +18,8 @@ import math
 
 from tricycle.second_order_base import cell, constant, summed_to
 from tricycle.second_order_linear import _self_adjoint
+from tricycle.second_order_special import ONE as SPECIAL_ONE
+from tricycle.second_order_special import TWO as SPECIAL_TWO
 
 KEYS: dict = {}  # a readable name -> the key of its rule (for the tests)
 _SQRT_PI = math.sqrt(math.pi)
@@ -116,8 +119,9 @@ ONE = {
 
 
 def _one(node, fn, g):
-    """dout * slope(x) of an elementwise op of one input, the slope from ``ONE``."""
-    slope = ONE.get(node.name)
+    """dout * slope(x) of an elementwise op of one input, the slope from ``ONE`` (or
+    ``second_order_special.ONE``)."""
+    slope = ONE.get(node.name) or SPECIAL_ONE.get(node.name)
     if slope is None:
         _refuse(node)
     x = node.args[0]
@@ -158,13 +162,19 @@ def _xlog(a, b, g, name: str, edge: float):
 
 
 def _two(node, fn, g):
-    """The gradient of input ``which`` of an op of ``torch_pointwise.of_two``, from ``TWO``."""
-    derivatives = TWO.get(node.name)
+    """The gradient of input ``which`` of an op of ``torch_pointwise.of_two``, from ``TWO``
+    (or ``second_order_special.TWO``)."""
+    derivatives = TWO.get(node.name) or SPECIAL_TWO.get(node.name)
     if derivatives is None:
         _refuse(node)
     which = cell(fn, "which")
     a, b = node.args
     grad = derivatives(a, b, node, g)[which]
+    if grad is None:  # (the first derivative raises the same)
+        raise NotImplementedError(
+            f"{node.name}: the derivative with respect to {('input', 'other')[which]} is not "
+            "implemented, as torch's"
+        )
     return summed_to(grad, node.args[which].shape)
 
 

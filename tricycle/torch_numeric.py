@@ -209,14 +209,14 @@ def nuclear_norm(input, dim=None, keepdim: bool = False, *, out=None):  # noqa: 
 # ------------------------------------------------------------------ nextafter
 _nextafter = of_two(
     "nextafter", lambda xp, a, b: xp.nextafter(a, b),
-    lambda xp, a, b, out, dout: (dout, xp.zeros_like(dout)), "",
+    lambda xp, a, b, out, dout: (xp.where(a == b, 0, dout), xp.zeros_like(dout)), "",
 )  # fmt: skip
 
 
 def nextafter(input, other, *, out=None):  # noqa: A002 - torch's names
     """torch.nextafter: the next float after ``input`` towards ``other`` (``other`` itself
-    where equal), elementwise in their float dtype; ``input``'s gradient passes through and
-    ``other``'s is 0, as torch's."""
+    where equal), elementwise in their float dtype; ``input``'s gradient passes through
+    (0 where input equals other: the result is other there) and ``other``'s is 0, as torch's."""
     no_out("nextafter", out)
     float_tensors("nextafter", input, other)
     return _nextafter(input, other)

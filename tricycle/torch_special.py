@@ -10,7 +10,8 @@ The values are scipy's (``scipy.special``) on the CPU and cupy's (``cupyx.scipy.
 a GPU, through ``tricycle.backend.special_functions`` (imported on the first call). An
 integer tensor becomes float32, as torch's; float16 and bfloat16 are computed in float32 and
 given back in their dtype. The derivatives are the closed forms (d/dx lgamma = digamma,
-d/dx i0 = i1 ...); ``zeta`` has none, as torch's (its backward raises). torch's functions of
+d/dx i0 = i1 ...); ``zeta``'s in its first argument is not implemented, as torch's (its
+backward raises), and in its second is -s zeta(s + 1, q). torch's functions of
 the same names at the top level and as Tensor methods (``x.lgamma()``, ``x.polygamma(n)``),
 and the module ``tricycle.special`` as ``torch.special``.
 """
@@ -173,7 +174,8 @@ xlog1py = of_two(
     "xlog1py(dout, other), 0 where input is 0 and other <= -1, as torch's",
 )  # fmt: skip
 zeta = of_two(
-    "zeta", lambda xp, a, b: scipy(xp, "zeta", a, b), lambda *_: (None, None),
-    "the Hurwitz zeta function, sum over k >= 0 of (k + other) ** -input; no derivative, as "
-    "torch's",
+    "zeta", lambda xp, a, b: scipy(xp, "zeta", a, b),
+    lambda xp, a, b, out, dout: (None, -dout * a * scipy(xp, "zeta", a + 1, b)),
+    "the Hurwitz zeta function, sum over k >= 0 of (k + other) ** -input; other's gradient "
+    "is -input zeta(input + 1, other), input's is not implemented, as torch's",
 )  # fmt: skip
