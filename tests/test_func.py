@@ -256,3 +256,38 @@ def test_second_derivatives_as_torchs():
     inner = grad(lambda x: grad(lambda y: (y**3).sum())(x).sum())(x)
     np.testing.assert_allclose(inner.numpy(), [6, 12])
     assert grad(lambda x: (x**2).sum())(x).numpy().tolist() == [2.0, 4.0]  # not left nested
+
+
+def _flat(tree) -> list:
+    """A result's Tensors in order: tuples, lists and dicts of them, nested as torch's."""
+    if isinstance(tree, dict):
+        return [leaf for key in tree for leaf in _flat(tree[key])]
+    if isinstance(tree, (tuple, list)):
+        return [leaf for item in tree for leaf in _flat(item)]
+    return [tree]
+
+
+def test_jacobians_of_several_outputs_and_hessians_of_several_arguments_as_torch_s():
+    torch = pytest.importorskip("torch")
+    a, b = RNG.normal(size=3), RNG.normal(size=(2, 3))
+
+    def f(a, b):  # one scalar of both arguments
+        return (a * a * b).sum() + (b.exp() * a).sum()
+
+    def g(b):  # a dict of a Tensor and a tuple of Tensors
+        return {"s": (b * b).sum(0), "t": (b.sin(), b * 2.0)}
+
+    cases = [(hessian(f, argnums=n), torch.func.hessian(f, argnums=n), (a, b))
+             for n in (0, 1, (0, 1), (1,))]  # fmt: skip
+    cases += [(ours(g), theirs(g), (b,)) for ours, theirs in
+              ((jacrev, torch.func.jacrev), (jacfwd, torch.func.jacfwd))]  # fmt: skip
+    for ours, theirs, args in cases:
+        got = ours(*(tricycle.tensor(x) for x in args))
+        expected = theirs(*(torch.tensor(x) for x in args))
+        assert type(got) is type(expected) or isinstance(got, Tensor)
+        assert len(_flat(got)) == len(_flat(expected))
+        for mine, torch_s in zip(_flat(got), _flat(expected)):
+            assert mine.shape == tuple(torch_s.shape)
+            np.testing.assert_allclose(mine.numpy(), torch_s.numpy(), rtol=1e-12, atol=1e-14)
+    with pytest.raises(TypeError, match="jacrev: func's output must be a Tensor, or a tuple"):
+        jacrev(lambda x: 3.0)(tricycle.tensor(a))

@@ -267,9 +267,11 @@ def _detached(tree):
 
 
 def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size=None) -> Callable:
-    """torch.func.jacrev: a function returning the Jacobian of ``func``'s Tensor output with
+    """torch.func.jacrev: a function returning the Jacobian of ``func``'s output with
     respect to the arguments ``argnums``, of shape output.shape + argument.shape, one
-    backward per output element; with ``has_aux``, (Jacobian, aux)."""
+    backward per output element; an output that is a tuple, list or dict of Tensors gives
+    the same structure of Jacobians (so ``hessian`` takes several ``argnums``); with
+    ``has_aux``, (Jacobian, aux)."""
     return _jacobian("jacrev", func, argnums, has_aux)
 
 
@@ -286,18 +288,23 @@ def _jacobian(owner: str, func: Callable, argnums, has_aux: bool) -> Callable:
     def wrapper(*args, **kwargs):
         with _Differentiating(owner) as nested:
             _, leaves, build, single, args_of, record = _leaves_of(owner, args, argnums, nested)
-            aux = []
+            aux, output_of = [], []
 
             def of_leaves(*xs):
                 out = func(*args_of(xs), **kwargs)
                 if has_aux:
                     out, aux[:] = out[0], [out[1]]
-                if not isinstance(out, Tensor):
-                    checks.fail(owner, "func's output", "a Tensor", out, TypeError)
-                return out
+                outs, rebuild = _flatten(out)
+                output_of[:] = [rebuild, isinstance(out, Tensor)]
+                if not outs or not all(isinstance(y, Tensor) for y in outs):
+                    checks.fail(owner, "func's output", "a Tensor, or a tuple, list or dict "
+                                "of Tensors", out, TypeError)  # fmt: skip
+                return out if isinstance(out, Tensor) else tuple(outs)
 
-            result = build(list(autograd.jacobian(of_leaves, tuple(leaves), record)))
-        result = result[0] if single else result
+            jacobian = autograd.jacobian(of_leaves, tuple(leaves), record)
+        rebuild, one_output = output_of  # one output: a bare Tensor, not a tuple of them
+        rows = [build(list(row)) for row in ((jacobian,) if one_output else jacobian)]
+        result = rebuild([row[0] if single else row for row in rows])
         return (result, aux[0]) if has_aux else result
 
     return wrapper
