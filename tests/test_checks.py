@@ -77,6 +77,10 @@ BOOLEAN = [(0, T), (1, T), ("yes", T), (None, T), (2.5, T)]
 BOOLEAN_OR_NONE = [(0, T), (1, T), ("yes", T)]
 POSITIVE = [(0, V), (-1, V), (NAN, V), (INF, V), ("3", T), (None, T), (True, T)]
 POSITIVE_OR_NONE = [(0, V), (-1, V), (NAN, V), (INF, V), ("3", T), (True, T)]
+ROPE_SCALING = [("linear", T), (2.0, T), ({"rope_type": "yarn", "factor": 2.0}, V),
+                ({"rope_type": "linear", "factor": 0}, V), ({"rope_type": "linear"}, V),
+                ({"rope_type": "linear", "factor": "2"}, V)]  # fmt: skip
+ATTENTION_BIAS = [("qk", V), (True, V), (None, V)]
 NON_NEGATIVE = [(-0.5, V), (NAN, V), (INF, V), ("3", T), (None, T), (True, T)]
 PROBABILITY = [(-0.1, V), (1, V), (1.5, V), (NAN, V), (INF, V), ("0.1", T), (None, T), (True, T)]
 FRACTION = [(0, V), (1, V), (NAN, V), ("0.1", T), (None, T), (True, T)]  # in (0, 1)
@@ -108,7 +112,7 @@ CONFIG_FIELDS = dict(
     expansion_ratio=POSITIVE, activation_fn=[("gelu2", V), (3, V), (None, V)],
     dropout=PROBABILITY, tie_weights=BOOLEAN, bias=BOOLEAN, arch=[("gpt3", V), (None, V)],
     n_kv_heads=COUNT_OR_NONE, rope_theta=POSITIVE, ffn_multiple_of=COUNT, batch_size=COUNT,
-    norm_eps=POSITIVE_OR_NONE,
+    norm_eps=POSITIVE_OR_NONE, rope_scaling=ROPE_SCALING, attention_bias=ATTENTION_BIAS,
     gradient_accumulation_steps=COUNT, max_learning_rate=NON_NEGATIVE,
     min_learning_rate=NON_NEGATIVE, warmup_steps=NON_NEGATIVE_INT, steps=COUNT,
     weight_decay=NON_NEGATIVE, decay_embeddings=BOOLEAN,
@@ -210,14 +214,15 @@ SIGNATURES = [
      dict(embedding_dim=8, n_heads=2, n_kv_heads=1, context_window=4),
      dict(embedding_dim=COUNT, n_heads=COUNT, n_kv_heads=COUNT, context_window=COUNT,
           rope_theta=POSITIVE, residual_dropout_prob=PROBABILITY,
-          attention_dropout_prob=PROBABILITY, **INITIALISERS)),
+          attention_dropout_prob=PROBABILITY, rope_scaling=ROPE_SCALING,
+          attention_bias=ATTENTION_BIAS, **INITIALISERS)),
     ("SwiGLUBlock", SwiGLUBlock, dict(embedding_dim=8, hidden_dim=16),
      dict(embedding_dim=COUNT, hidden_dim=COUNT, dropout_prob=PROBABILITY, **INITIALISERS)),
     ("LlamaTransformerBlock", LlamaTransformerBlock,
      dict(embedding_dim=8, n_heads=2, n_kv_heads=1, context_window=4, hidden_dim=16),
      dict(embedding_dim=COUNT, n_heads=COUNT, n_kv_heads=COUNT, context_window=COUNT,
           hidden_dim=COUNT, rope_theta=POSITIVE, dropout_prob=PROBABILITY, norm_eps=POSITIVE,
-          **INITIALISERS)),
+          rope_scaling=ROPE_SCALING, attention_bias=ATTENTION_BIAS, **INITIALISERS)),
     ("llama_hidden_size", llama_hidden_size, dict(embedding_dim=8),
      dict(embedding_dim=COUNT, expansion_ratio=POSITIVE, multiple_of=COUNT)),
     ("GPT", GPT, dict(config=DEBUG), dict(config=CONFIG, initialise=BOOLEAN)),

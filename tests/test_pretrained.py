@@ -245,7 +245,7 @@ def test_config_fields_tricycle_cannot_express_are_named(tmp_path):
     good = json.loads(config_path.read_text())
     for change, fragments in [
         ({"model_type": "mamba"}, ["model_type 'mamba'"]),
-        ({"attention_bias": True}, ["attention_bias=True"]),
+        ({"mlp_bias": True}, ["mlp_bias=True"]),
         ({"hidden_act": "gelu_fast"}, ["hidden_act='gelu_fast'"]),
         ({"rope_parameters": {"rope_type": "yarn", "rope_theta": 1.0}}, ["rope_type='yarn'"]),
         ({"num_hidden_layers": "two"}, ["'num_hidden_layers'"]),

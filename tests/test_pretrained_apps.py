@@ -122,3 +122,24 @@ def test_init_from_errors_are_one_line(model_dir, text_file, tmp_path):
         run([*base, "--init-from", str(model_dir), "--n-layer", "3"])
     with pytest.raises(SystemExit, match=r"--init-from .*missing: no config.json|no such file"):
         run([*base, "--init-from", str(tmp_path)])
+
+
+def test_fine_tuning_keeps_rope_scaling_and_attention_biases():
+    """--init-from takes every field that shapes the model: a Qwen2's q/k/v biases (else its
+    weights would not fit) and a Llama 3.1's RoPE scaling (else it would compute something
+    else); and the training command sets both as flags."""
+    from tricycle.apps import train as train_cli
+    from tricycle.apps.pretrained import fine_tuning_config
+    from tricycle.configs import CPUConfig, GPTConfig
+
+    scaling = {"rope_type": "linear", "factor": 2.0}
+    pretrained = GPTConfig(arch="llama", embedding_dim=32, n_heads=4, rope_scaling=scaling,
+                           attention_bias="qkv")  # fmt: skip
+    config = fine_tuning_config(CPUConfig(), pretrained, {})
+    assert (config.arch, config.rope_scaling, config.attention_bias) == ("llama", scaling, "qkv")
+    args = train_cli.parse_args(["--arch", "llama", "--rope-scaling", json.dumps(scaling),
+                                 "--attention-bias", "all"])  # fmt: skip
+    config = train_cli.build_config(args)
+    assert (config.rope_scaling, config.attention_bias) == (scaling, "all")
+    with pytest.raises(SystemExit):
+        train_cli.parse_args(["--rope-scaling", "linear"])  # not a JSON object

@@ -243,20 +243,64 @@ def attend_with_cache(xp, qkv, n_heads: int, cache: KVCache):
 # A rotation's inverse is its transpose, the rotation by minus the angle, so the backward
 # rotates the gradient back: dx = rope_forward(dy, cos, -sin). Query head h uses key/value
 # head h // (H / Hkv) (PyTorch's ``repeat_interleave``); the backward sums each group.
+#
+# A scaled RoPE stretches a model to a longer context by slowing rotations (the
+# ``rope_parameters`` of transformers' configs). "linear" divides every frequency by
+# ``factor`` (position interpolation). "llama3" (Llama 3.1's) divides only the slow ones, with
+# wavelength 2 pi / f above L / low_freq_factor (L: original_max_position_embeddings, the
+# context of pre-training), keeps the fast ones, below L / high_freq_factor, and between the
+# two blends f / factor and f with the weight s = (L f / (2 pi) - low) / (high - low) of f.
+ROPE_SCALINGS = {"linear": ("factor",), "llama3": ("factor", "low_freq_factor",
+                 "high_freq_factor", "original_max_position_embeddings")}  # fmt: skip
 
 
-def rope_tables(xp, start: int, length: int, head_dim: int, theta: float, dtype):
+def check_rope_scaling(owner: str, name: str, value, optional: bool = False):
+    """The check of a RoPE scaling: None, or {"rope_type": one of ``ROPE_SCALINGS``, and
+    that type's fields, each a finite number > 0}; "llama3" needs low_freq_factor <
+    high_freq_factor."""
+    if value is None:
+        return value
+    fields = ROPE_SCALINGS.get(value.get("rope_type")) if isinstance(value, dict) else None
+    if fields and set(value) == {"rope_type", *fields}:
+        numbers = [value[k] for k in fields]
+        if all(checks.is_real(x) and 0 < x < math.inf for x in numbers):
+            if value.get("low_freq_factor", 0) < value.get("high_freq_factor", 1):
+                return value
+    kinds = " or ".join(f"{{'rope_type': {t!r}, {', '.join(map(repr, f))}}}"
+                        for t, f in ROPE_SCALINGS.items())  # fmt: skip
+    expected = f"None or {kinds} (numbers > 0, low_freq_factor < high_freq_factor)"
+    checks.fail(owner, name, expected, value, ValueError if isinstance(value, dict) else TypeError)
+
+
+def rope_frequencies(xp, head_dim: int, theta: float, scaling: dict | None = None):
+    """The rotation frequencies (head_dim / 2,) theta^(-2i / head_dim), in float64, slowed
+    as ``scaling`` (None, or a dict that ``check_rope_scaling`` passes) says."""
+    frequencies = theta ** (-xp.arange(0, head_dim, 2, dtype=np.float64) / head_dim)  # (D/2,)
+    if scaling is None:
+        return frequencies
+    slowed = frequencies / scaling["factor"]
+    if scaling["rope_type"] == "linear":
+        return slowed
+    low, high = scaling["low_freq_factor"], scaling["high_freq_factor"]
+    turns = scaling["original_max_position_embeddings"] * frequencies / (2 * math.pi)  # L / wave
+    s = xp.clip((turns - low) / (high - low), 0.0, 1.0)  # 0: slow (scaled), 1: fast (kept)
+    return (1 - s) * slowed + s * frequencies
+
+
+def rope_tables(xp, start: int, length: int, head_dim: int, theta: float, dtype, scaling=None):
     """cos and sin (length, head_dim / 2) of the angles (start + t) * theta^(-2i / head_dim)
-    for the positions start ... start + length - 1. Computed in float64."""
-    return rope_tables_at(xp, xp.arange(start, start + length), head_dim, theta, dtype)
+    for the positions start ... start + length - 1 (frequencies ``scaling``'s). In float64."""
+    positions = xp.arange(start, start + length)
+    return rope_tables_at(xp, positions, head_dim, theta, dtype, scaling)
 
 
-def rope_tables_at(xp, positions, head_dim: int, theta: float, dtype):
-    """cos and sin (T, head_dim / 2) of the angles p * theta^(-2i / head_dim) of the integer
-    positions p (T,), an array on the device (a decode step's position is counted there)."""
+def rope_tables_at(xp, positions, head_dim: int, theta: float, dtype, scaling=None):
+    """cos and sin (T, head_dim / 2) of the angles p * theta^(-2i / head_dim) (as
+    ``rope_frequencies``) of the integer positions p (T,), an array on the device (a decode
+    step's position is counted there)."""
     if head_dim % 2:
         raise ValueError(f"RoPE: the head size must be even to rotate pairs, got {head_dim}")
-    frequencies = theta ** (-xp.arange(0, head_dim, 2, dtype=np.float64) / head_dim)  # (D/2,)
+    frequencies = rope_frequencies(xp, head_dim, theta, scaling)  # (D/2,)
     angles = positions.astype(np.float64)[:, None] * frequencies  # (T, D/2)
     return xp.cos(angles).astype(dtype), xp.sin(angles).astype(dtype)
 

@@ -32,10 +32,11 @@ from tricycle.attention import (
     KVCache,
     attend_with_cache,
     causal_attention,
+    check_rope_scaling,
     rope_qkv,
     rope_tables_at,
 )
-from tricycle.configs import llama_hidden_size  # noqa: F401 - its name here as before
+from tricycle.configs import ATTENTION_BIASES, llama_hidden_size  # noqa: F401 (here as before)
 from tricycle.layers import Dense, Dropout, Layer, LayerNorm, RMSNorm
 from tricycle.tensor import Tensor
 
@@ -57,6 +58,8 @@ _checked = checks.by_name(
         projection_initialiser=checks.optional(checks.function),
         bias=checks.boolean,
         norm_eps=checks.positive,
+        rope_scaling=check_rope_scaling,
+        attention_bias=checks.one_of(ATTENTION_BIASES),
     )
 )
 
@@ -256,7 +259,7 @@ class GPT2TransformerBlock(Layer):
 
 class LlamaAttention(CausalSelfAttention):
     """Causal self-attention as in Llama: rotary position embeddings (RoPE) on queries and
-    keys, grouped-query attention, no biases.
+    keys, grouped-query attention, no biases (unless ``attention_bias``).
 
     One Dense projects x (B, T, E) to n_heads query heads and n_kv_heads key and value heads
     of size D = E / n_heads, side by side: (B, T, (H + 2 Hkv) D). ``rope_qkv`` rotates q and
@@ -265,8 +268,9 @@ class LlamaAttention(CausalSelfAttention):
     of the sequence, or from the cached positions during generation.
 
     Args as ``MultiHeadSelfAttention``, plus ``n_kv_heads`` (a divisor of n_heads; n_heads is
-    ordinary multi-head attention, 1 is multi-query attention) and ``rope_theta``, the base
-    of the rotation frequencies.
+    ordinary multi-head attention, 1 is multi-query attention), ``rope_theta``, the base
+    of the rotation frequencies, ``rope_scaling`` (``rope_frequencies``' scaling) and
+    ``attention_bias`` ("qkv": a bias in the q|k|v projection; "all": in both projections).
     """
 
     @_checked
@@ -281,6 +285,8 @@ class LlamaAttention(CausalSelfAttention):
         attention_dropout_prob: float = 0.0,
         initialiser: Callable | None = None,
         projection_initialiser: Callable | None = None,
+        rope_scaling: dict | None = None,
+        attention_bias: str = "none",
     ):
         if embedding_dim % n_heads or n_heads % n_kv_heads:
             raise ValueError(
@@ -293,11 +299,12 @@ class LlamaAttention(CausalSelfAttention):
             )
         self.embedding_dim, self.n_heads, self.n_kv_heads = embedding_dim, n_heads, n_kv_heads
         self.context_window, self.rope_theta = context_window, rope_theta
+        self.rope_scaling = rope_scaling
         width = (n_heads + 2 * n_kv_heads) * self.head_dim
-        self.qkv_projection = Dense(embedding_dim, width, False, initialiser, "qkv")
-        self.out_projection = Dense(
-            embedding_dim, embedding_dim, False, projection_initialiser or initialiser, "attn_out"
-        )
+        qkv_bias, out_bias = attention_bias != "none", attention_bias == "all"
+        self.qkv_projection = Dense(embedding_dim, width, qkv_bias, initialiser, "qkv")
+        out_init = projection_initialiser or initialiser
+        self.out_projection = Dense(embedding_dim, embedding_dim, out_bias, out_init, "attn_out")
         self.residual_dropout = Dropout(residual_dropout_prob)
         self.attention_dropout = Dropout(attention_dropout_prob)
 
@@ -306,7 +313,9 @@ class LlamaAttention(CausalSelfAttention):
         and each key/value head repeated for its group of query heads."""
         xp, T = qkv.xp, qkv.shape[1]
         positions = xp.arange(T) if cache is None else cache.positions(xp, T)  # (T,)
-        cos, sin = rope_tables_at(xp, positions, self.head_dim, self.rope_theta, qkv.dtype)
+        cos, sin = rope_tables_at(
+            xp, positions, self.head_dim, self.rope_theta, qkv.dtype, self.rope_scaling
+        )
         return rope_qkv(qkv, cos, sin, self.n_heads, self.n_kv_heads)
 
     def extra_repr(self) -> str:
@@ -343,7 +352,8 @@ class LlamaTransformerBlock(Layer):
     """A pre-norm Llama block: x + attention(rms_norm_1(x)), then x + mlp(rms_norm_2(x)).
 
     ``dropout_prob`` applies as in ``GPT2TransformerBlock`` (Llama itself uses none);
-    ``norm_eps`` is the RMSNorms' epsilon.
+    ``norm_eps`` is the RMSNorms' epsilon; ``rope_scaling`` and ``attention_bias`` are
+    ``LlamaAttention``'s.
     """
 
     @_checked
@@ -359,6 +369,8 @@ class LlamaTransformerBlock(Layer):
         initialiser: Callable | None = None,
         projection_initialiser: Callable | None = None,
         norm_eps: float = 1e-6,
+        rope_scaling: dict | None = None,
+        attention_bias: str = "none",
     ):
         self.rms_norm_1 = RMSNorm(embedding_dim, norm_eps)
         self.attention = LlamaAttention(
@@ -371,6 +383,8 @@ class LlamaTransformerBlock(Layer):
             attention_dropout_prob=dropout_prob,
             initialiser=initialiser,
             projection_initialiser=projection_initialiser,
+            rope_scaling=rope_scaling,
+            attention_bias=attention_bias,
         )
         self.rms_norm_2 = RMSNorm(embedding_dim, norm_eps)
         self.mlp = SwiGLUBlock(

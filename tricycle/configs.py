@@ -29,9 +29,11 @@ from dataclasses import dataclass
 
 from tricycle import checks
 from tricycle.activation import ACTIVATIONS
+from tricycle.attention import check_rope_scaling
 from tricycle.tensor import parse_device
 
 ARCHS = ("gpt2", "llama")  # see GPTConfig.arch
+ATTENTION_BIASES = ("none", "qkv", "all")  # see GPTConfig.attention_bias
 
 
 @checks.arguments(
@@ -61,6 +63,10 @@ class GPTConfig:
     attention with ``n_kv_heads`` key/value heads (None: one per query head), RMSNorm, a
     SwiGLU MLP of width 2/3 * expansion_ratio * embedding_dim rounded up to a multiple of
     ``ffn_multiple_of``, no biases: ``bias`` and ``activation_fn`` are not used).
+    Two llama fields, off by default, open other people's models: ``rope_scaling`` (None, or
+    slower rotations for a longer context: ``tricycle.attention.ROPE_SCALINGS``, Llama 3.1's
+    "llama3" or "linear") and ``attention_bias`` ("none"; "qkv": biases in the q|k|v
+    projection, as Qwen2; "all": in the output projection too, as Llama's attention_bias).
     ``norm_eps`` is the epsilon of every LayerNorm/RMSNorm (None: 1e-5 for "gpt2", as
     GPT-2, and 1e-6 for "llama").
 
@@ -91,6 +97,8 @@ class GPTConfig:
     rope_theta: float = 10000.0
     ffn_multiple_of: int = 64
     norm_eps: float | None = None
+    rope_scaling: dict | None = None
+    attention_bias: str = "none"
 
     # training
     batch_size: int = 16
@@ -145,6 +153,12 @@ class GPTConfig:
             raise ValueError(
                 f"{owner}: embedding_dim={self.embedding_dim} is not divisible by "
                 f"n_heads={self.n_heads}"
+            )
+        if self.arch == "gpt2" and (self.rope_scaling or self.attention_bias != "none"):
+            raise ValueError(
+                f"{owner}: rope_scaling and attention_bias are arch='llama' fields (bias sets "
+                f"all of a gpt2's biases), got rope_scaling={self.rope_scaling!r}, "
+                f"attention_bias={self.attention_bias!r}"
             )
         if self.arch == "llama":
             if self.n_heads % self.kv_heads:
@@ -224,6 +238,8 @@ _FIELD_CHECKS = dict(  # field -> the check of its value
     rope_theta=checks.positive,
     ffn_multiple_of=checks.positive_int,
     norm_eps=checks.optional(checks.positive),
+    rope_scaling=check_rope_scaling,
+    attention_bias=checks.one_of(ATTENTION_BIASES),
     batch_size=checks.positive_int,
     gradient_accumulation_steps=checks.positive_int,
     max_learning_rate=checks.non_negative,

@@ -177,8 +177,8 @@ class GPT(Layer):
     def from_pretrained(cls, name_or_dir) -> "GPT":
         """A model from a Hugging Face directory (``config.json`` + ``model.safetensors`` or
         its shards), or a hub name such as "gpt2" (fetched with ``huggingface_hub`` when
-        online); ``config.json``'s ``model_type`` ("gpt2", "llama") picks the class. The
-        name maps and the checks are ``tricycle.pretrained``'s."""
+        online); ``config.json``'s ``model_type`` picks the class (GPT: "gpt2"; Llama: "llama",
+        "qwen2", "mistral"). The name maps and the checks are ``tricycle.pretrained``'s."""
         directory = pretrained.resolve(name_or_dir)
         config = pretrained.read_config(directory)
         model_class = MODELS[config.arch]
@@ -189,14 +189,15 @@ class GPT(Layer):
             )
         model = pretrained.load_weights(model_class(config, initialise=False), directory)
         model.token_ids = pretrained.token_ids(directory)  # bos/eos/pad: exported back
+        model.hf_model_type = pretrained.model_type(directory)  # "mistral" goes out as read
         return model
 
     def save_pretrained(self, directory) -> None:
         """Write the model in the Hugging Face layout (``config.json`` + ``model.safetensors``)
         that ``transformers``' ``AutoModelForCausalLM.from_pretrained`` reads; the directory
         is replaced as a whole, so a failed export leaves a previous one intact."""
-        pretrained.write(directory, self.config, self.state_dict(),
-                         getattr(self, "token_ids", None))  # fmt: skip
+        ids, kind = getattr(self, "token_ids", None), getattr(self, "hf_model_type", None)
+        pretrained.write(directory, self.config, self.state_dict(), ids, kind)
 
     def new_caches(self, batch_size: int, capacity: int | None = None) -> list[KVCache]:
         """Empty KV caches, one per block, each holding up to ``capacity`` positions (default
@@ -318,14 +319,14 @@ class GPT(Layer):
 
 class Llama(GPT):
     """A Llama-style GPT from a ``GPTConfig`` with ``arch="llama"``: no position embedding
-    (RoPE rotates queries and keys inside each block instead), grouped-query attention with
-    ``config.kv_heads`` key/value heads, SwiGLU MLPs of width ``config.hidden_size``, RMSNorm,
-    no biases; the head is tied to the token embedding if ``config.tie_weights``.
+    (RoPE, scaled as ``config.rope_scaling`` says, rotates queries and keys in each block),
+    grouped-query attention with ``config.kv_heads`` key/value heads, SwiGLU MLPs of width
+    ``config.hidden_size``, RMSNorm, biases where ``config.attention_bias`` puts them; the head
+    is tied to the token embedding if ``config.tie_weights``.
 
     Built and initialised by the GPT's constructor (N(0, 0.02), residual projections scaled
     by 1 / sqrt(2 n_layers)) with its own blocks and final norm; everything else (forward,
-    ``generate``, ``stream`` with a KV cache, ``state_dict``, pickling, precision) is the
-    GPT's.
+    ``generate``, ``stream`` with a KV cache, ``state_dict``, pickling, precision) is GPT's.
     """
 
     arch = "llama"
@@ -344,6 +345,8 @@ class Llama(GPT):
             initialiser=weights_init,
             projection_initialiser=residual_init,
             norm_eps=config.norm_epsilon,
+            rope_scaling=config.rope_scaling,
+            attention_bias=config.attention_bias,
         )
 
     def _final_norm(self) -> Layer:

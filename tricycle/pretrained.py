@@ -1,23 +1,27 @@
-"""Other people's models: GPT-2 and Llama in the Hugging Face layout, in and out.
+"""Other people's models: GPT-2 and the Llama family (Llama, Qwen2, Mistral) in the Hugging
+Face layout, in and out.
 
 A family is a ``model_type`` of ``config.json`` and the tricycle ``arch`` that builds it, with
-two tables: how its config fields become a ``GPTConfig`` (and back), and how its tensor names
-become the tricycle model's (``NAMES``: one row per tricycle tensor, the Hugging Face tensors
-it is made of, and whether they are stored transposed).
+two tables: how its config fields become a ``GPTConfig`` (and back: ``tricycle.hf_configs``),
+and how its tensor names become the tricycle model's (``NAMES``, per arch: one row per
+tricycle tensor, the Hugging Face tensors it is made of, and whether they are stored
+transposed).
 
     GPT-2   Conv1D weights are already (in, out), as tricycle's Dense: nothing is transposed
             but an untied lm_head (an nn.Linear).
             c_attn is q|k|v side by side, as tricycle's qkv projection.
     Llama   nn.Linear weights are (out, in): transposed. q_proj|k_proj|v_proj are stacked
-            into one qkv projection, gate_proj|up_proj into SwiGLU's up projection. RoPE is
-            the half-split form in both.
+            into one qkv projection (their biases too, where Qwen2 or attention_bias has
+            them), gate_proj|up_proj into SwiGLU's up projection. RoPE is the half-split
+            form in both. Qwen2 and Mistral name their tensors as Llama.
 
-Anything a config says that the tricycle model cannot express (scaled RoPE, attention biases
-in Llama, ...) is a one-line ``PretrainedError`` naming the file and the field; a tensor that
-is missing, left over, of the wrong shape or not a float names the file and the tensor. A
-bias-free GPT, which the Hugging Face GPT-2 cannot be, is exported with zero biases: the same
-function. The models call ``resolve``, ``read_config``, ``load_weights`` and ``write``
-(``GPT.from_pretrained``, ``GPT.save_pretrained``); the files are ``tricycle.hf_files``'.
+Anything a config says that the tricycle model cannot express (RoPE scaled by YaRN, a sliding
+window shorter than the context, ...) is a one-line ``PretrainedError`` naming the file and
+the field; a tensor that is missing, left over, of the wrong shape or not a float names the
+file and the tensor. A bias-free GPT, which the Hugging Face GPT-2 cannot be, is exported
+with zero biases: the same function. The models call ``resolve``, ``read_config``,
+``model_type``, ``load_weights`` and ``write`` (``GPT.from_pretrained``,
+``GPT.save_pretrained``); the files are ``tricycle.hf_files``'.
 ``token_ids`` reads a directory's bos/eos/pad ids, which ``write`` can write back.
 """
 
@@ -27,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from tricycle.configs import GPTConfig
+from tricycle.hf_configs import hf_config, model_type, read_config
 from tricycle.hf_files import (
     CONFIG,
     WEIGHTS,
@@ -39,8 +44,8 @@ from tricycle.hf_files import (
     write_directory,
 )
 
-__all__ = ["PretrainedError", "load_weights", "read_config", "read_weights", "resolve",
-           "token_ids", "write"]  # fmt: skip
+__all__ = ["PretrainedError", "load_weights", "model_type", "read_config", "read_weights",
+           "resolve", "token_ids", "write"]  # fmt: skip
 
 # tricycle name: (Hugging Face names, stored transposed); "{i}" is the block's number
 NAMES = {
@@ -68,8 +73,12 @@ NAMES = {
         "blocks.{i}.rms_norm_1.gamma": (["model.layers.{i}.input_layernorm.weight"], False),
         "blocks.{i}.attention.qkv_projection.weights": (
             [f"model.layers.{{i}}.self_attn.{x}_proj.weight" for x in "qkv"], True),
+        "blocks.{i}.attention.qkv_projection.bias": (
+            [f"model.layers.{{i}}.self_attn.{x}_proj.bias" for x in "qkv"], False),
         "blocks.{i}.attention.out_projection.weights": (
             ["model.layers.{i}.self_attn.o_proj.weight"], True),
+        "blocks.{i}.attention.out_projection.bias": (
+            ["model.layers.{i}.self_attn.o_proj.bias"], False),
         "blocks.{i}.rms_norm_2.gamma": (
             ["model.layers.{i}.post_attention_layernorm.weight"], False),
         "blocks.{i}.mlp.up_projection.weights": (
@@ -84,143 +93,8 @@ NAMES = {
 # "transformer." prefix of GPT2LMHeadModel): dropped.
 _BUFFERS = (".attn.bias", ".attn.masked_bias", ".rotary_emb.inv_freq")
 _PREFIXES = {"gpt2": "transformer.", "llama": ""}
-ARCHITECTURES = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM"}
 GENERATION = "generation_config.json"  # generate's settings: the special ids it reads first
 TOKEN_FIELDS = ("bos_token_id", "eos_token_id", "pad_token_id")
-# config.json's activation names <-> tricycle's
-_ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu",
-                "relu": "relu", "silu": "silu", "swish": "silu"}  # fmt: skip
-
-
-# ------------------------------------------------------------------ configs
-
-
-def read_config(directory) -> GPTConfig:
-    """The ``GPTConfig`` of the model in ``directory`` (its ``config.json``)."""
-    path = Path(directory) / CONFIG
-    hf = read_json(path)
-    model_type = hf.get("model_type")
-    readers = {"gpt2": _gpt2_config, "llama": _llama_config}
-    if model_type not in readers:
-        raise PretrainedError(
-            f"{path}: model_type {model_type!r} is not one tricycle builds "
-            f"(one of {', '.join(map(repr, readers))})"
-        )
-    return readers[model_type](_Fields(hf, path))
-
-
-class _Fields:
-    """config.json's fields, read with a one-line error naming the file and the field."""
-
-    def __init__(self, values: dict, path: Path):
-        self.values, self.path = values, path
-
-    def get(self, name: str, default=None, kinds=(int,)):
-        value = self.values.get(name, default)
-        if value is None and default is None:
-            raise PretrainedError(f"{self.path}: the field {name!r} is missing")
-        if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
-            raise PretrainedError(f"{self.path}: field {name!r} is {value!r}, expected {kinds}")
-        return value
-
-    def require(self, name: str, expected, default) -> None:
-        """A field tricycle's model cannot change: it must be ``expected``."""
-        value = self.values.get(name, default)
-        if value != expected:
-            raise PretrainedError(
-                f"{self.path}: {name}={value!r} is a variant tricycle cannot express "
-                f"(it needs {name}={expected!r})"
-            )
-
-    def activation(self, name: str, default: str) -> str:
-        value = self.values.get(name, default)
-        if value not in _ACTIVATIONS:
-            raise PretrainedError(
-                f"{self.path}: {name}={value!r} is an activation tricycle lacks "
-                f"(one of {', '.join(_ACTIVATIONS)})"
-            )
-        return _ACTIVATIONS[value]
-
-
-def _gpt2_config(f: _Fields) -> GPTConfig:
-    for name, expected in [("scale_attn_weights", True), ("scale_attn_by_inverse_layer_idx",
-                           False), ("add_cross_attention", False)]:  # fmt: skip
-        f.require(name, expected, expected)
-    E = f.get("n_embd")
-    inner = f.values.get("n_inner") or 4 * E
-    if int(E * (inner / E)) != inner:
-        raise PretrainedError(f"{f.path}: n_inner={inner} is not a width tricycle can build")
-    return GPTConfig(
-        arch="gpt2",
-        vocab_size=f.get("vocab_size"),
-        context_window=f.get("n_positions"),
-        embedding_dim=E,
-        n_heads=f.get("n_head"),
-        n_layers=f.get("n_layer"),
-        expansion_ratio=inner / E,
-        activation_fn=f.activation("activation_function", "gelu_new"),
-        dropout=f.get("resid_pdrop", 0.1, (int, float)),
-        norm_eps=f.get("layer_norm_epsilon", 1e-5, (int, float)),
-        tie_weights=f.get("tie_word_embeddings", True, (bool,)),
-        bias=True,
-    )
-
-
-def _llama_config(f: _Fields) -> GPTConfig:
-    f.require("hidden_act", "silu", "silu")
-    f.require("attention_bias", False, False)
-    f.require("mlp_bias", False, False)
-    f.require("rope_scaling", None, None)
-    rope = f.values.get("rope_parameters") or {}
-    if rope.get("rope_type", "default") != "default":
-        raise PretrainedError(
-            f"{f.path}: rope_parameters.rope_type={rope['rope_type']!r} is a variant tricycle "
-            "cannot express (it needs 'default')"
-        )
-    E, heads = f.get("hidden_size"), f.get("num_attention_heads")
-    if f.values.get("head_dim") not in (None, E // heads):
-        f.require("head_dim", E // heads, None)
-    hidden = f.get("intermediate_size")
-    return GPTConfig(
-        arch="llama",
-        vocab_size=f.get("vocab_size"),
-        context_window=f.get("max_position_embeddings"),
-        embedding_dim=E,
-        n_heads=heads,
-        n_kv_heads=f.values.get("num_key_value_heads") or heads,
-        n_layers=f.get("num_hidden_layers"),
-        # llama_hidden_size rounds 2/3 * ratio * E up to a multiple of ffn_multiple_of: with
-        # the multiple equal to the width, it gives exactly intermediate_size
-        expansion_ratio=1.5 * hidden / E,
-        ffn_multiple_of=hidden,
-        rope_theta=float(rope.get("rope_theta", f.values.get("rope_theta", 10000.0))),
-        dropout=f.get("attention_dropout", 0.0, (int, float)),
-        norm_eps=f.get("rms_norm_eps", 1e-6, (int, float)),
-        tie_weights=f.get("tie_word_embeddings", False, (bool,)),
-    )
-
-
-def hf_config(config: GPTConfig, hidden: int) -> dict:
-    """config.json for ``config`` (``hidden``: the MLP's width)."""
-    E, eps, arch = config.embedding_dim, config.norm_epsilon, config.arch
-    common = {"architectures": [ARCHITECTURES[arch]], "model_type": arch, "torch_dtype":
-              "float32", "vocab_size": config.vocab_size, "tie_word_embeddings":
-              config.tie_weights}  # fmt: skip
-    if arch == "gpt2":
-        names = {v: k for k, v in _ACTIVATIONS.items() if k in ("gelu_new", "gelu", "relu",
-                                                                "silu")}  # fmt: skip
-        p = config.dropout
-        return {**common, "n_positions": config.context_window, "n_embd": E, "n_head":
-                config.n_heads, "n_layer": config.n_layers, "n_inner": hidden,
-                "activation_function": names[config.activation_fn], "resid_pdrop": p,
-                "embd_pdrop": p, "attn_pdrop": p, "layer_norm_epsilon": eps}  # fmt: skip
-    return {**common, "max_position_embeddings": config.context_window, "hidden_size": E,
-            "intermediate_size": hidden, "num_attention_heads": config.n_heads,
-            "num_key_value_heads": config.kv_heads, "num_hidden_layers": config.n_layers,
-            "head_dim": config.head_dim, "hidden_act": "silu", "rms_norm_eps": eps,
-            "rope_theta": config.rope_theta, "rope_parameters": {"rope_type": "default",
-            "rope_theta": config.rope_theta}, "attention_bias": False, "mlp_bias": False,
-            "attention_dropout": config.dropout}  # fmt: skip
 
 
 def token_ids(directory) -> dict[str, list[int]]:
@@ -325,10 +199,12 @@ def load_weights(model, directory):
 
 
 def write(directory, config: GPTConfig, state: dict[str, np.ndarray],
-          token_ids: dict[str, list[int]] | None = None) -> None:  # fmt: skip
-    """Write ``state`` (a model's ``state_dict``) and ``config`` as a Hugging Face directory;
-    ``token_ids`` (``token_ids``' of the directory the model came from) go into config.json
-    and generation_config.json, so that transformers' ``generate`` stops where it did."""
+          token_ids: dict[str, list[int]] | None = None,
+          kind: str | None = None) -> None:  # fmt: skip
+    """Write ``state`` (a model's ``state_dict``) and ``config`` as a Hugging Face directory
+    of model_type ``kind`` (that of the directory the model came from; None: its arch's);
+    ``token_ids`` (``token_ids``' of that directory) go into config.json and
+    generation_config.json, so that transformers' ``generate`` stops where it did."""
     tensors = {}
     prefix = _PREFIXES[config.arch]
     state = _with_zero_biases(config, state)
@@ -340,7 +216,7 @@ def write(directory, config: GPTConfig, state: dict[str, np.ndarray],
             key = name if name == "lm_head.weight" else prefix + name
             tensors[key] = np.ascontiguousarray(part.T if transposed else part, dtype=np.float32)
     hidden = state["blocks.0.mlp.down_projection.weights"].shape[0]
-    config_json = hf_config(config, hidden)  # its errors come before anything is written
+    config_json = hf_config(config, hidden, kind)  # its errors come before anything is written
     ids = {field: v[0] if len(v) == 1 else v for field, v in (token_ids or {}).items()}
     data = safetensors_bytes(tensors)
 

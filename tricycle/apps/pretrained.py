@@ -28,7 +28,8 @@ from tricycle.tokeniser import load_tokeniser as load_own_tokeniser
 # the GPTConfig fields that describe the model (the rest describe its training)
 ARCHITECTURE = ("embedding_dim", "context_window", "vocab_size", "n_heads", "n_layers",
                 "expansion_ratio", "activation_fn", "tie_weights", "bias", "arch",
-                "n_kv_heads", "rope_theta", "ffn_multiple_of", "norm_eps")  # fmt: skip
+                "n_kv_heads", "rope_theta", "ffn_multiple_of", "norm_eps", "rope_scaling",
+                "attention_bias")  # fmt: skip
 
 
 def is_model_dir(path) -> bool:

@@ -8,6 +8,7 @@ refuses. See ``python -m pydoc tricycle.apps.train`` for the whole program.
 """
 
 import argparse
+import json
 import re
 import sys
 from pathlib import Path
@@ -27,9 +28,21 @@ from tricycle.apps.cli import (
 )
 from tricycle.backend import cupy_available
 from tricycle.blocks import ACTIVATIONS
-from tricycle.configs import ARCHS, CONFIGS, GPTConfig, get_config
+from tricycle.configs import ARCHS, ATTENTION_BIASES, CONFIGS, GPTConfig, get_config
 from tricycle.parallel.distributed import SameOnEveryRank
 from tricycle_datasets.run_data import DATASETS
+
+
+def json_object(text: str) -> dict:
+    """A JSON object (--rope-scaling's); the config checks its fields."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a JSON object, got {text!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"must be a JSON object, got {text!r}")
+    return value
+
 
 # the settings beside the config's fields, with their defaults
 DEFAULTS = {"config": "cpu", "dataset": "python-code", "seed": 1337, "max_bytes": 4_000_000,
@@ -73,9 +86,16 @@ CONFIG_FLAGS = {
                         "up to a multiple of this"),
     "norm_eps": (positive_float, "norm_eps", "the norms' epsilon (default: 1e-5 for gpt2, "
                  "1e-6 for llama)"),
+    "rope_scaling": (json_object, "rope_scaling", "llama: RoPE slowed for a longer context, "
+                     "a JSON object: {\"rope_type\": \"linear\", \"factor\": 2} or Llama 3.1's "
+                     "\"llama3\" (factor, low_freq_factor, high_freq_factor, "
+                     "original_max_position_embeddings)"),
+    "attention_bias": (str, "attention_bias", "llama: attention biases: none, qkv (Qwen2's) "
+                       "or all (q, k, v and the output)"),
 }  # fmt: skip
 CHOICES = {"activation": sorted(ACTIVATIONS), "eval_protocol": ["sequential", "random"],
-           "device": ["cpu", "gpu"], "arch": list(ARCHS)}  # fmt: skip
+           "device": ["cpu", "gpu"], "arch": list(ARCHS),
+           "attention_bias": list(ATTENTION_BIASES)}  # fmt: skip
 # nanoGPT's names (train.py's globals) for the flags whose names differ; see the docstring
 NANOGPT_NAMES = {"max_iters": "steps", "learning_rate": "lr", "warmup_iters": "warmup",
                  "block_size": "context_window", "eval_iters": "eval_steps",
