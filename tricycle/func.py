@@ -1,6 +1,7 @@
 """torch.func's transforms for tricycle: ``functional_call``, ``grad``, ``grad_and_value``,
 ``vjp``, ``jacrev``, ``jacfwd``, ``vmap`` and ``stack_module_state``, with torch's arguments
-(``jvp``, ``linearize``, ``functionalize`` and the rest: ``tricycle.func_more``).
+(``jvp``, ``linearize``, ``functionalize``, ``stack_module_state`` and the rest:
+``tricycle.func_more``).
 PyTorch's per-sample gradients and model ensembling read as written::
 
     from tricycle.func import functional_call, grad, vmap
@@ -35,7 +36,13 @@ from collections.abc import Callable
 from tricycle import autograd, checks, random
 from tricycle.backend import is_float
 from tricycle.factories import zeros_like
-from tricycle.func_more import functionalize, jvp, linearize, replace_all_batch_norm_modules_
+from tricycle.func_more import (
+    functionalize,
+    jvp,
+    linearize,
+    replace_all_batch_norm_modules_,
+    stack_module_state,
+)
 from tricycle.grad_modes import enable_grad
 from tricycle.ops import stack
 from tricycle.tensor import Tensor
@@ -380,25 +387,6 @@ def vmap(func: Callable, in_dims=0, out_dims=0, randomness: str = "error", *,
 def _select(x: Tensor, dim: int, i: int) -> Tensor:
     dim = dim % x.ndim
     return x[(slice(None),) * dim + (i,)]
-
-
-def stack_module_state(models) -> tuple[dict, dict]:
-    """torch.func.stack_module_state: ({name: the models' parameters stacked on a new first
-    dimension, a new leaf that requires grad}, {name: their buffers stacked}), for ``vmap``
-    over ``functional_call`` (model ensembling). The models must share names and shapes."""
-    models = list(models)
-    if not models:
-        raise ValueError("stack_module_state: expected at least one model")
-    names = [n for n, _ in models[0].named_parameters()]
-    buffer_names = [n for n, _ in models[0].named_buffers()]
-    for m in models[1:]:
-        if [n for n, _ in m.named_parameters()] != names:
-            raise ValueError("stack_module_state: the models' parameters have different names")
-    params = {n: stack([dict(m.named_parameters())[n] for m in models]).detach()
-              .requires_grad_(True) for n in names}  # fmt: skip
-    buffers = {n: stack([dict(m.named_buffers())[n] for m in models]).detach()
-               for n in buffer_names}  # fmt: skip
-    return params, buffers
 
 
 __all__ = ["functional_call", "functionalize", "grad", "grad_and_value", "hessian", "jacfwd",

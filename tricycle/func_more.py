@@ -8,6 +8,8 @@
 - ``functionalize(func, remove=...)``: torch rewrites in-place ops out of a traced program
   while keeping what the caller sees; run eagerly, that is ``func`` itself (with torch's
   check of ``remove``).
+- ``stack_module_state(models)``: the models' parameters and buffers stacked on a new first
+  dimension, for ``vmap`` over ``functional_call`` (model ensembling).
 - ``replace_all_batch_norm_modules_(root)``: every batch norm of ``root`` stops tracking
   running statistics (they become None) and so always normalises by the batch's own, as
   ``vmap`` over a batch norm needs.
@@ -20,9 +22,11 @@ import functools
 from collections.abc import Callable
 
 from tricycle import autograd
+from tricycle.ops import stack
 from tricycle.tensor import Tensor
 
-__all__ = ["functionalize", "jvp", "linearize", "replace_all_batch_norm_modules_"]
+__all__ = ["functionalize", "jvp", "linearize", "replace_all_batch_norm_modules_",
+           "stack_module_state"]  # fmt: skip
 
 _JVP = "jvp(f, primals, tangents)"
 
@@ -129,3 +133,22 @@ def replace_all_batch_norm_modules_(root):
                 module.num_batches_tracked = None
             module.track_running_stats = False
     return root
+
+
+def stack_module_state(models) -> tuple[dict, dict]:
+    """torch.func.stack_module_state: ({name: the models' parameters stacked on a new first
+    dimension, a new leaf that requires grad}, {name: their buffers stacked}), for ``vmap``
+    over ``functional_call`` (model ensembling). The models must share names and shapes."""
+    models = list(models)
+    if not models:
+        raise ValueError("stack_module_state: expected at least one model")
+    names = [n for n, _ in models[0].named_parameters()]
+    buffer_names = [n for n, _ in models[0].named_buffers()]
+    for m in models[1:]:
+        if [n for n, _ in m.named_parameters()] != names:
+            raise ValueError("stack_module_state: the models' parameters have different names")
+    params = {n: stack([dict(m.named_parameters())[n] for m in models]).detach()
+              .requires_grad_(True) for n in names}  # fmt: skip
+    buffers = {n: stack([dict(m.named_buffers())[n] for m in models]).detach()
+               for n in buffer_names}  # fmt: skip
+    return params, buffers
