@@ -46,12 +46,15 @@ from tricycle.autograd import Function, backward, enable_grad, grad, is_grad_ena
 from tricycle.backprop import topological_order
 from tricycle.graph import Node
 from tricycle.module import Layer
+from tricycle.utils.checkpoint_selective import (  # selective activation checkpointing
+    SelectiveCheckpointContext,
+    create_selective_checkpoint_contexts,
+)
 from tricycle.utils.checkpoint_tools import (  # torch.utils.checkpoint's other names, here
     CheckpointError,
     CheckpointFunction,
     CheckpointPolicy,
     check_backward_validity,
-    create_selective_checkpoint_contexts,
     detach_variable,
     generators,
     get_device_states,
@@ -63,10 +66,10 @@ from tricycle.utils.checkpoint_tools import (  # torch.utils.checkpoint's other 
 )
 
 __all__ = ["CheckpointError", "CheckpointFunction", "CheckpointPolicy",
-           "check_backward_validity", "checkpoint", "checkpoint_sequential",
-           "create_selective_checkpoint_contexts", "detach_variable", "get_device_states",
-           "noop_context_fn", "set_checkpoint_debug_enabled", "set_checkpoint_early_stop",
-           "set_device_states"]  # fmt: skip
+           "SelectiveCheckpointContext", "check_backward_validity", "checkpoint",
+           "checkpoint_sequential", "create_selective_checkpoint_contexts", "detach_variable",
+           "get_device_states", "noop_context_fn", "set_checkpoint_debug_enabled",
+           "set_checkpoint_early_stop", "set_device_states"]  # fmt: skip
 
 
 def checkpoint(
@@ -93,8 +96,12 @@ def checkpoint(
         determinism_check: "default" checks that the recomputation's outputs and the tensors
             it reads have the forward's shapes and dtypes; "none" skips it.
         context_fn: returns two context managers, the forward's and the recomputation's
-            (use_reentrant=False only); ``debug``, ``early_stop``: torch's, checked, changing
-            no result (``tricycle.utils.checkpoint_tools``).
+            (use_reentrant=False only): ``functools.partial(
+            create_selective_checkpoint_contexts, policy)`` keeps the outputs of the ops
+            ``policy`` saves instead of recomputing them
+            (``tricycle.utils.checkpoint_selective``).
+        debug, early_stop: torch's, checked, changing no result
+            (``tricycle.utils.checkpoint_tools``).
 
     Under ``no_grad`` nothing is differentiated, so ``function`` simply runs.
     """

@@ -17,10 +17,8 @@ them on), and the walk that finds the generators a checkpointed function draws f
   that ``checkpoint`` saves already, so there are none: ([], []), and setting none is a no-op.
 - ``CheckpointFunction``: torch's legacy autograd-Function form, ``apply(function,
   preserve_rng_state, *args)``: ``checkpoint(..., use_reentrant=True)``.
-- ``CheckpointPolicy`` (torch's values) and ``create_selective_checkpoint_contexts``:
-  selective activation checkpointing chooses, op by op, what the recomputation reuses; it
-  needs every op call to pass through a hook (torch's dispatch modes), which tricycle's ops
-  do not, so it raises NotImplementedError saying so.
+- ``CheckpointPolicy``: torch's values, which a selective checkpointing policy returns
+  (``tricycle.utils.checkpoint_selective``).
 """
 
 import contextlib
@@ -128,16 +126,6 @@ class CheckpointPolicy(enum.Enum):
     PREFER_RECOMPUTE = 3
     MUST_CPU_OFFLOAD = 4
     PREFER_CPU_OFFLOAD = 5
-
-
-def create_selective_checkpoint_contexts(policy_fn_or_list, allow_cache_entry_mutation=False):
-    """torch.utils.checkpoint.create_selective_checkpoint_contexts: refused (see the
-    module's doc); checkpoint the whole function instead."""
-    raise NotImplementedError(
-        "create_selective_checkpoint_contexts: selective activation checkpointing needs a hook "
-        "on every op call (torch's dispatch modes), which tricycle's ops have not; checkpoint "
-        "(recompute) the whole function, or checkpoint only the parts to recompute"
-    )
 
 
 def in_contexts(contexts: list, function, *args, **kwargs):
