@@ -18,6 +18,8 @@ signatures; ``F.scaled_dot_product_attention`` torch's keywords ``attn_mask``, `
 ``tricycle.nn.functional_norms``'.
 """
 
+import functools
+
 import numpy as np
 
 from tricycle import backend, checks, dispatch, ops, random, ranges, rebase
@@ -25,6 +27,7 @@ from tricycle.activation import GeLU, LeakyReLU, ReLU, Swish
 from tricycle.complex_functions import einsum  # complex operands to complex_math's
 from tricycle.functions import LogSoftmax, Softmax
 from tricycle.layers import dropout as dropout_op
+from tricycle.nn import functional_losses
 from tricycle.nn.activations import (
     CELU,
     ELU,
@@ -60,7 +63,6 @@ from tricycle.nn.functional_losses import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
     cosine_embedding_loss,
-    cross_entropy,
     huber_loss,
     kl_div,
     l1_loss,
@@ -196,15 +198,30 @@ def dropout(
     return rebase.written_if(inplace, x, op, lambda v: dropout_op(v, p, rng=rng))
 
 
+def _handler(*values):
+    """The ``__tricycle_function__`` of the first of ``values`` whose type has one, else
+    None: torch's ``__torch_function__``, by which a DTensor runs the function over its mesh
+    (``tricycle.parallel.dtensor``). Asked only of arguments that are not Tensors."""
+    for value in values:
+        run = getattr(type(value), "__tricycle_function__", None)
+        if run is not None:
+            return run
+    return None
+
+
 def softmax(x: Tensor, dim: int = -1, dtype=None) -> Tensor:
     """Softmax along ``dim`` (in ``dtype``, if given): over the last axis the fused
     ``tricycle.functions.Softmax``, over another ``Tensor.softmax``."""
+    if not isinstance(x, Tensor) and (run := _handler(x)):
+        return run(softmax, (x, dim, dtype), {})
     return along("F.softmax", Softmax, x, dim, dtype)
 
 
 def log_softmax(x: Tensor, dim: int = -1, dtype=None) -> Tensor:
     """Log-softmax along ``dim`` (in ``dtype``, if given), computed stably: over the last axis
     the fused ``tricycle.functions.LogSoftmax``, over another ``Tensor.log_softmax``."""
+    if not isinstance(x, Tensor) and (run := _handler(x)):
+        return run(log_softmax, (x, dim, dtype), {})
     return along("F.log_softmax", LogSoftmax, x, dim, dtype)
 
 
@@ -213,6 +230,10 @@ def linear(input: Tensor, weight: Tensor, bias=None) -> Tensor:  # noqa: A002 - 
     (..., out), one einsum (``nn.Linear`` holds the transpose, (in, out)). A head tied to an
     embedding table (V, E) is ``F.linear(x, embedding.weights)``. Complex operands as
     torch's (``tricycle.complex_functions.einsum``)."""
+    if not (isinstance(input, Tensor) and isinstance(weight, Tensor)) and (
+        run := _handler(input, weight, bias)
+    ):
+        return run(linear, (input, weight, bias), {})
     x, weight = as_tensor(input), as_tensor(weight)
     if weight.ndim != 2 or x.ndim == 0 or x.shape[-1] != weight.shape[1]:
         raise ValueError(f"F.linear: expected weight (out, in) and input (..., in), got weight "
@@ -223,6 +244,8 @@ def linear(input: Tensor, weight: Tensor, bias=None) -> Tensor:  # noqa: A002 - 
 
 def relu(x: Tensor, inplace: bool = False) -> Tensor:
     """max(x, 0), elementwise (``tricycle.activation.ReLU``; ``inplace`` as its)."""
+    if not isinstance(x, Tensor) and (run := _handler(x)):
+        return run(relu, (x, inplace), {})
     return ReLU(inplace)(x)
 
 
@@ -235,12 +258,23 @@ def gelu(input: Tensor, approximate="none") -> Tensor:  # noqa: A002 - torch's n
     """x * Phi(x): exact for torch's "none" (or False), GPT-2's tanh form for "tanh" (or
     True), as ``tricycle.activation.GeLU``."""
     checks.one_of((False, True, "none", "tanh"))("F.gelu", "approximate", approximate)
+    if not isinstance(input, Tensor) and (run := _handler(input)):
+        return run(gelu, (input, approximate), {})
     return GeLU(approximate)(input)
 
 
 def silu(x: Tensor, inplace: bool = False) -> Tensor:
     """x * sigmoid(x), also called Swish (``tricycle.activation.Swish``)."""
+    if not isinstance(x, Tensor) and (run := _handler(x)):
+        return run(silu, (x, inplace), {})
     return Swish(inplace)(x)
+
+
+@functools.wraps(functional_losses.cross_entropy)
+def cross_entropy(input, target, *args, **kwargs) -> Tensor:  # noqa: A002 - torch's name
+    if not isinstance(input, Tensor) and (run := _handler(input)):  # loss_parallel's DTensor
+        return run(cross_entropy, (input, target, *args), kwargs)
+    return functional_losses.cross_entropy(input, target, *args, **kwargs)
 
 
 def _written(function):

@@ -7,25 +7,111 @@ between placements (``redistribute``, ``full_tensor``) and converts from and to 
 Tensor (``from_local``, ``to_local``), all differentiable: the local Tensor's gradient is
 placed as its DTensor (Partial read as Replicate), and each move's backward is the move from
 the gradient's placement back to the input's (an all-gather's backward slices, a slice's
-backward all-gathers, an all-reduce's backward is the identity), as torch's. torch runs any
-op on DTensors by propagating placements; tricycle's does not: arithmetic on a DTensor
-raises a TypeError naming ``to_local``/``full_tensor``. Tensor parallel layers
+backward all-gathers, an all-reduce's backward is the identity), as torch's.
+
+It runs the ops a tensor-parallel model meets by propagating placements, as torch's
+(``tricycle.parallel.dtensor_dispatch``): ``+ - * / ** @``, ``neg``, ``exp``, ``log``,
+``tanh``, ``sigmoid``, ``sqrt``, ``abs``, ``relu``, ``sum``/``mean``, ``softmax``/
+``log_softmax``, ``view``/``reshape``/``flatten``/``transpose``/``permute`` and, through
+``tricycle.nn.functional``'s ``__tricycle_function__`` protocol (torch's
+``__torch_function__``), ``F.gelu``/``relu``/``silu``/``softmax``/``log_softmax``/``linear``
+and, inside ``loss_parallel()``, ``F.cross_entropy`` (``tricycle.parallel.loss_parallel``).
+Its operands are DTensors of one mesh, Python numbers and 0-d Tensors; a Tensor with
+dimensions is refused (torch's "mixed torch.Tensor and DTensor") unless inside
+``implicit_replication()``, where it is Replicate. Tensor parallel layers
 (``tricycle.parallel.tensor_parallel``) run their ops on local Tensors.
 
 A sharded parameter (``distribute_module``, ``parallelize_module``) is a ``DParameter``: a
 Parameter holding this rank's local values (what optimizers step; its ``shape`` is the
 local one), with ``device_mesh``, ``placements``, ``to_local``, ``full_tensor`` and
-``redistribute`` as torch's DTensor parameter has.
+``redistribute`` as torch's DTensor parameter has; an op of a DTensor with it reads it as
+its DTensor.
 """
 
-from tricycle.parallel import distributed, dtensor_ops
+import contextlib
+import contextvars
+import functools
+import math
+import numbers
+import operator
+
+from tricycle.parallel import distributed, dtensor_dispatch, dtensor_ops, dtensor_shapes
+from tricycle.parallel import loss_parallel as loss_parallel_module
 from tricycle.parallel.device_mesh import DeviceMesh, init_device_mesh
 from tricycle.parallel.dtensor_ops import Partial, Placement, Replicate, Shard
 from tricycle.parameter import Parameter
 from tricycle.tensor import Tensor
 
 __all__ = ["DTensor", "Partial", "Placement", "Replicate", "Shard", "distribute_module",
-           "distribute_tensor"]  # fmt: skip
+           "distribute_tensor", "implicit_replication"]  # fmt: skip
+
+_implicit = contextvars.ContextVar("implicit_replication", default=False)
+
+
+@contextlib.contextmanager
+def implicit_replication():
+    """torch's ``implicit_replication()`` (``torch.distributed.tensor.experimental``): inside
+    it a Tensor with dimensions meeting a DTensor in an op is read as Replicate (the same
+    values on every rank) instead of refused."""
+    token = _implicit.set(True)
+    try:
+        yield
+    finally:
+        _implicit.reset(token)
+
+
+def _operand(value, mesh, owner: str) -> "DTensor":
+    """``value`` as a DTensor of ``mesh`` to meet another in an op ``owner``: a DTensor (of
+    that mesh), a DParameter's, or a Tensor read as Replicate (0-d, or inside
+    ``implicit_replication()``)."""
+    if isinstance(value, DParameter):
+        value = value.as_dtensor()
+    if isinstance(value, DTensor):
+        if value.device_mesh != mesh:
+            raise ValueError(f"DTensor {owner}: operands on different meshes, {mesh!r} and "
+                             f"{value.device_mesh!r}")  # fmt: skip
+        return value
+    if isinstance(value, Tensor):
+        if value.ndim and not _implicit.get():
+            raise RuntimeError(
+                f"DTensor {owner} got mixed Tensor and DTensor (a Tensor of shape "
+                f"{value.shape}), need to convert all Tensors to DTensors before calling "
+                "distributed operators (DTensor.from_local, distribute_tensor), or run it "
+                "inside implicit_replication()"
+            )
+        return DTensor(value, mesh, (Replicate(),) * mesh.ndim, value.shape)
+    raise TypeError(f"DTensor {owner}: expected a DTensor, a Tensor or a number, got "
+                    f"{type(value).__name__}")  # fmt: skip
+
+
+def _arithmetic(name: str, compute, kind, scalar_kind, reflected_kind):
+    """The operator and its reflection, propagated (``dtensor_dispatch.pointwise``) between
+    DTensors (and 0-d Tensors) as ``kind``, with a number as ``scalar_kind`` (``x * 2`` is
+    linear, ``x + 2`` is not), a number on the left as ``reflected_kind``."""
+
+    def forward(self, other):
+        if isinstance(other, numbers.Number):
+            return self._pointwise(name, scalar_kind, lambda t: compute(t, other))
+        other = _operand(other, self.device_mesh, name)
+        return self._placed(dtensor_dispatch.pointwise(name, (self, other), kind, compute))
+
+    def reflected(self, other):
+        if isinstance(other, numbers.Number):
+            return self._pointwise(name, reflected_kind, lambda t: compute(other, t))
+        other = _operand(other, self.device_mesh, name)
+        return self._placed(dtensor_dispatch.pointwise(name, (other, self), kind, compute))
+
+    return forward, reflected
+
+
+def _elementwise(name: str):
+    """The Tensor method ``name`` of the local values, elementwise and not linear."""
+
+    def method(self) -> "DTensor":
+        return self._pointwise(name, None, lambda t: getattr(t, name)())
+
+    method.__name__ = name
+    return method
 
 
 def default_mesh() -> DeviceMesh:
@@ -35,20 +121,11 @@ def default_mesh() -> DeviceMesh:
     return init_device_mesh("cuda" if world.device is not None else "cpu", (world.world_size,))
 
 
-def _moved(local: Tensor, shape, mesh, source, target) -> Tensor:
-    """``local`` placed as ``target``; its backward moves the gradient the other way."""
-    array = dtensor_ops.move(local.array, shape, mesh, source, target)
-    grad_from, grad_to = dtensor_ops.for_grad(target), dtensor_ops.for_grad(source)
-
-    def back(grad):
-        return dtensor_ops.move(grad, shape, mesh, grad_from, grad_to)
-
-    return local.new(array, args=(local,), back_fns=(back,), name="redistribute")
-
-
 class DTensor:
     """A tensor of global ``shape`` over ``device_mesh``, this rank holding ``_local_tensor``
     placed as ``placements``. Build one with ``distribute_tensor`` or ``DTensor.from_local``."""
+
+    __array_ufunc__ = None  # numpy's operators hand ``array + dtensor`` to the DTensor
 
     def __init__(self, local: Tensor, device_mesh: DeviceMesh, placements: tuple, shape: tuple):
         self._local_tensor, self.device_mesh = local, device_mesh
@@ -88,7 +165,8 @@ class DTensor:
             grad_placements = dtensor_ops.checked_placements(
                 "DTensor.from_local", grad_placements, mesh, local_tensor.ndim
             )
-            local = _regraded(local_tensor, tuple(shape), mesh, grad_placements, placements)
+            local = dtensor_dispatch.regraded(local_tensor, tuple(shape), mesh,
+                                              grad_placements, placements)  # fmt: skip
         return DTensor(local, mesh, placements, shape)
 
     def to_local(self, *, grad_placements=None) -> Tensor:
@@ -99,8 +177,8 @@ class DTensor:
         grad_placements = dtensor_ops.checked_placements(
             "DTensor.to_local", grad_placements, self.device_mesh, self.ndim
         )
-        return _regraded(self._local_tensor, self._shape, self.device_mesh, grad_placements,
-                         self.placements)  # fmt: skip
+        return dtensor_dispatch.regraded(self._local_tensor, self._shape, self.device_mesh,
+                                         grad_placements, self.placements)  # fmt: skip
 
     def redistribute(self, device_mesh=None, placements=None, *, async_op: bool = False,
                      forward_dtype=None, backward_dtype=None) -> "DTensor":  # fmt: skip
@@ -123,7 +201,8 @@ class DTensor:
                 )
         if target == self.placements:
             return self
-        local = _moved(self._local_tensor, self._shape, self.device_mesh, self.placements, target)
+        local = dtensor_dispatch.moved(self._local_tensor, self._shape, self.device_mesh,
+                                       self.placements, target)  # fmt: skip
         return DTensor(local, self.device_mesh, target, self._shape)
 
     def full_tensor(self, *, grad_placements=None) -> Tensor:
@@ -174,27 +253,110 @@ class DTensor:
             f"placements={self.placements})"
         )
 
-    def _refuse(self, *args, **kwargs):
-        raise TypeError(
-            "DTensor: tricycle's DTensor runs no ops (torch's propagates placements through "
-            "them): take .to_local() (this rank's values) or .full_tensor() (the whole) first"
-        )
+    # ------------------------------------------------------------------ ops
+    def _placed(self, placed) -> "DTensor":
+        return DTensor(placed.local, self.device_mesh, placed.placements, placed.shape)
 
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse
-    __truediv__ = __rtruediv__ = __matmul__ = __rmatmul__ = __neg__ = __pow__ = _refuse
+    def _pointwise(self, name: str, kind, compute) -> "DTensor":
+        return self._placed(dtensor_dispatch.pointwise(name, (self,), kind, compute))
 
+    __add__, __radd__ = _arithmetic("add", operator.add, "add", None, None)
+    __sub__, __rsub__ = _arithmetic("sub", operator.sub, "add", None, None)
+    __mul__, __rmul__ = _arithmetic("mul", operator.mul, "mul", "mul", "mul")
+    __truediv__, __rtruediv__ = _arithmetic("div", operator.truediv, "div", "mul", None)
+    __pow__, __rpow__ = _arithmetic("pow", operator.pow, None, None, None)
+    add, sub, mul, div, pow = __add__, __sub__, __mul__, __truediv__, __pow__
 
-def _regraded(local: Tensor, shape, mesh, grad_placements, placements) -> Tensor:
-    """``local`` unchanged, its gradient (placed as ``grad_placements``) moved in backward to
-    its DTensor's placements (``placements``)."""
-    source = dtensor_ops.for_grad(placements)
-    if tuple(grad_placements) == source:
-        return local
+    def __neg__(self) -> "DTensor":
+        return self._pointwise("neg", "mul", operator.neg)
 
-    def back(grad):
-        return dtensor_ops.move(grad, shape, mesh, tuple(grad_placements), source)
+    neg = __neg__
+    exp, log, tanh = _elementwise("exp"), _elementwise("log"), _elementwise("tanh")
+    sigmoid, sqrt, abs = _elementwise("sigmoid"), _elementwise("sqrt"), _elementwise("abs")
+    relu = _elementwise("relu")
 
-    return local.new(local.array, args=(local,), back_fns=(back,), name="to_local")
+    def __matmul__(self, other) -> "DTensor":
+        other = _operand(other, self.device_mesh, "matmul")
+        return self._placed(dtensor_dispatch.matmul(self, other, operator.matmul))
+
+    matmul = __matmul__
+
+    def _reduced(self, name: str, dim, keepdim: bool) -> "DTensor":
+        def run(local, dims):
+            return getattr(local, name)(dim=dims, keepdim=keepdim)
+
+        mean = name == "mean"
+        return self._placed(dtensor_dispatch.reduction(name, self, dim, keepdim, mean, run))
+
+    def sum(self, dim=None, keepdim: bool = False) -> "DTensor":
+        """torch's ``sum``: over ``dim`` (an int, a sequence; None: every dimension)."""
+        return self._reduced("sum", dim, keepdim)
+
+    def mean(self, dim=None, keepdim: bool = False) -> "DTensor":
+        """torch's ``mean``: over ``dim`` (an int, a sequence; None: every dimension)."""
+        return self._reduced("mean", dim, keepdim)
+
+    def softmax(self, dim: int) -> "DTensor":
+        run = functools.partial(Tensor.softmax, dim=dim)
+        return self._placed(dtensor_dispatch.along("softmax", self, dim, run))
+
+    def log_softmax(self, dim: int) -> "DTensor":
+        run = functools.partial(Tensor.log_softmax, dim=dim)
+        return self._placed(dtensor_dispatch.along("log_softmax", self, dim, run))
+
+    def view(self, *shape) -> "DTensor":
+        """torch's ``view`` (``reshape`` alike): refused where a shard does not map cleanly
+        (``tricycle.parallel.dtensor_shapes``)."""
+        return self._placed(dtensor_dispatch.reshape("view", self, shape))
+
+    def reshape(self, *shape) -> "DTensor":
+        return self._placed(dtensor_dispatch.reshape("reshape", self, shape))
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> "DTensor":
+        """torch's ``flatten``: the dimensions ``start_dim`` to ``end_dim`` merged (a view)."""
+        if self.ndim == 0:
+            return self.reshape(1)
+        dtensor_shapes.transposition("flatten", self.ndim, start_dim, end_dim)  # in range
+        a, b = start_dim % self.ndim, end_dim % self.ndim
+        if a > b:
+            raise ValueError(f"DTensor.flatten: start_dim {start_dim} comes after end_dim "
+                             f"{end_dim}")  # fmt: skip
+        merged = math.prod(self._shape[a : b + 1])
+        return self.reshape(*self._shape[:a], merged, *self._shape[b + 1 :])
+
+    def permute(self, *dims) -> "DTensor":
+        return self._placed(dtensor_dispatch.permute("permute", self, dims))
+
+    def transpose(self, dim0: int, dim1: int) -> "DTensor":
+        order = dtensor_shapes.transposition("transpose", self.ndim, dim0, dim1)
+        return self._placed(dtensor_dispatch.permute("transpose", self, order))
+
+    def t(self) -> "DTensor":
+        if self.ndim > 2:
+            raise ValueError(f"DTensor.t: expects a DTensor of 2 dimensions at most, got "
+                             f"{self.ndim}")  # fmt: skip
+        return self.transpose(0, 1) if self.ndim == 2 else self
+
+    @property
+    def T(self) -> "DTensor":  # noqa: N802 - torch's name
+        return self.permute(*reversed(range(self.ndim)))
+
+    def detach(self) -> "DTensor":
+        return DTensor(self._local_tensor.detach(), self.device_mesh, self.placements, self._shape)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False) -> None:
+        """The local Tensor's backward, seeded by ``gradient`` (a DTensor, moved to this
+        one's gradient placement; None: ones, as for a Replicate or Partial loss)."""
+        if isinstance(gradient, DTensor):
+            target = dtensor_ops.for_grad(self.placements)
+            gradient = gradient.redistribute(placements=target)._local_tensor
+        self._local_tensor.backward(gradient, retain_graph, create_graph)
+
+    @staticmethod
+    def __tricycle_function__(function, args: tuple, kwargs: dict):
+        """How ``tricycle.nn.functional`` runs ``function`` when an argument is a DTensor
+        (torch's ``__torch_function__``)."""
+        return _functional(function, args, kwargs)
 
 
 def distribute_tensor(tensor, device_mesh=None, placements=None, *, src_data_rank=0) -> DTensor:
@@ -266,3 +428,54 @@ def distribute_module(module, device_mesh=None, partition_fn=None, input_fn=None
     if output_fn is not None:
         module.register_forward_hook(lambda m, args, out: output_fn(m, out, mesh))
     return module
+
+
+def _functional(function, args: tuple, kwargs: dict):
+    """``tricycle.nn.functional``'s ``function`` of DTensors: the activations elementwise,
+    softmax and log-softmax along their dimension, ``linear`` as ``x @ weight.T + bias``,
+    ``cross_entropy`` of logits sharded over the classes inside ``loss_parallel()``."""
+    from tricycle.nn import functional as F  # noqa: N812, PLC0415 - its caller: loaded
+
+    name = f"F.{function.__name__}"
+    mesh = next(a.device_mesh for a in args if isinstance(a, DTensor))
+    if function is F.linear:
+        return _linear(mesh, *args, **kwargs)
+    if function is F.cross_entropy:
+        if not loss_parallel_module.active():
+            raise RuntimeError(
+                f"{name}: logits are a DTensor ({args[0].placements}): run it inside "
+                "loss_parallel() (logits sharded over the classes), or take .full_tensor() "
+                "first"
+            )
+        logits, target, *rest = args
+        if not isinstance(logits, DTensor):
+            raise TypeError(f"{name}: the logits must be the DTensor, got {type(logits).__name__}")
+        whole = [a.full_tensor() if isinstance(a, DTensor) else a for a in (target, *rest)]
+        weight = kwargs.pop("weight", None)
+        weight = weight.full_tensor() if isinstance(weight, DTensor) else weight
+        if weight is not None:
+            kwargs["weight"] = weight
+        return logits._placed(loss_parallel_module.cross_entropy(logits, *whole, **kwargs))
+    x, rest = _operand(args[0], mesh, name), args[1:]
+    if function in (F.relu, F.silu, F.gelu):
+        if function is not F.gelu and kwargs.get("inplace", rest[0] if rest else False):
+            raise NotImplementedError(f"{name}: inplace=True on a DTensor; use inplace=False")
+        return x._pointwise(name, None, lambda t: function(t, *rest, **kwargs))
+    if function in (F.softmax, F.log_softmax):
+        dim = rest[0] if rest else kwargs.get("dim", -1)
+        run = lambda t: function(t, *rest, **kwargs)  # noqa: E731
+        return x._placed(dtensor_dispatch.along(name, x, dim, run))
+    raise NotImplementedError(
+        f"{name}: tricycle's DTensor runs F.gelu, relu, silu, softmax, log_softmax, linear and "
+        "cross_entropy (in loss_parallel()); take .to_local() or .full_tensor() first"
+    )
+
+
+def _linear(mesh, input, weight, bias=None) -> DTensor:  # noqa: A002 - torch's name
+    """torch's ``F.linear`` of DTensors, ``weight`` (out, in): ``input @ weight.T + bias``."""
+    x, w = _operand(input, mesh, "F.linear"), _operand(weight, mesh, "F.linear")
+    if w.ndim != 2 or x.ndim == 0 or x.shape[-1] != w.shape[1]:
+        raise ValueError(f"F.linear: expected weight (out, in) and input (..., in), got weight "
+                         f"{w.shape} and input {x.shape}")  # fmt: skip
+    out = x @ w.transpose(0, 1)  # (..., out)
+    return out if bias is None else out + _operand(bias, mesh, "F.linear")

@@ -6,8 +6,8 @@ A Linear's ``weights`` are (in, out) in tricycle, the transpose of torch's: Colw
 shards its output features (``Shard(1)`` of tricycle's weights, torch's ``Shard(0)``, and
 the bias's ``Shard(0)``), RowwiseParallel its input features (``Shard(0)``; the bias stays
 replicated). The sharded Linear's ``from_size``/``to_size`` become its local sizes. The
-layers run on local Tensors (tricycle's DTensor runs no ops): a colwise Linear takes its
-input whole (Replicate; an all-gather from a sequence shard) and gives its output's
+layers run on local Tensors (the moves are DTensor's; the products local): a colwise
+Linear takes its input whole (Replicate; an all-gather from a sequence shard) and gives its output's
 features sharded; a rowwise one takes features sharded and gives the partial sums' all-reduce
 (Replicate) or reduce-scatter (a sequence shard), its bias added after. Gradients are moved
 as torch's DTensor moves them: the input of a colwise Linear gets its partial gradients
