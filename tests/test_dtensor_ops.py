@@ -404,8 +404,9 @@ def test_loss_parallel_gradient_is_the_finite_difference(rows, classes, reductio
 def test_refusals_in_a_world_of_one():
     mesh = init_device_mesh("cpu", (1,))
     d = distribute_tensor(Tensor(np.ones((4, 6))), mesh, [Shard(1)])
-    with pytest.raises(RuntimeError, match="mixed Tensor and DTensor"):
-        d + Tensor(np.ones((4, 6)))
+    for mixed in (lambda: d + Tensor(np.ones((4, 6))), lambda: Tensor(np.ones((4, 6))) * d):
+        with pytest.raises(RuntimeError, match="mixed Tensor and DTensor"):
+            mixed()  # a plain Tensor on either side: the DTensor answers, as torch's
     with pytest.raises(ValueError, match=r"shapes \(4, 6\) and \(5,\) do not broadcast"):
         d + distribute_tensor(Tensor(np.ones(5)), mesh, [Replicate()])
     with pytest.raises(ValueError, match="cannot be multiplied"):

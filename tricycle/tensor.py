@@ -6,11 +6,10 @@ numpy's (``.sum()``, ``.exp()``, ``.reshape()`` ...), each the op of the same na
 ``unary``, ``binary``, ``reduce`` or ``ops``. ``sum``, ``mean``, ``max``, ``min``, ``var`` and
 ``split`` keep numpy's meaning unless a call names one of torch's keywords (``dim``,
 ``keepdim``, ``unbiased``, ``correction``): then it has torch's (``x.mean(-1, keepdim=True)``,
-``values, ids = x.max(dim=-1)``). A number or list that meets
-a tensor in an operator becomes a constant of the tensor's dtype (``binary.constant``), while
-an array with dimensions keeps its own and numpy's promotion applies (a float64 array makes a
-float64 result); a Python number takes the cheaper scalar form of the op (``x * 2`` is
-``unary.mul_scalar``).
+``values, ids = x.max(dim=-1)``). A number or list that meets a tensor in an operator becomes
+a constant of the tensor's dtype (``binary.constant``), while an array with dimensions keeps
+its own and numpy's promotion applies (a float64 array makes a float64 result); a Python
+number takes the cheaper scalar form of the op (``x * 2`` is ``unary.mul_scalar``).
 """
 
 import contextlib
@@ -27,6 +26,8 @@ from tricycle.backend import is_float, numeric_array, numeric_dtype, parse_devic
 from tricycle.graph import BackFn, Node, check_float, grad_enabled, no_grad  # noqa: F401
 from tricycle.tensor_inplace import TorchInPlaceMethods, written
 from tricycle.tensor_torch import TorchTensorMethods, imported
+
+_DEFER = ("_sparse_layout", "__tricycle_function__")  # a sparse tensor, a DTensor: they answer
 
 
 def _scalar(value) -> bool:
@@ -53,8 +54,8 @@ def _arithmetic(tensor_op, scalar_op, reflected_scalar_op=None, divides: bool = 
             return tensor_op(self, other)
         if kind is not float and kind is not int:
             if not _scalar(other):
-                if not isinstance(other, Node) and getattr(other, "_sparse_layout", False):
-                    return NotImplemented  # a sparse tensor: its reflected method answers
+                if not isinstance(other, Node) and any(getattr(other, a, 0) for a in _DEFER):
+                    return NotImplemented  # a sparse tensor or a DTensor: its reflected method
                 return tensor_op(self, binary.constant(other, self, tensor_op.__name__))
             other = _python_scalar(other)
         return scalar_op(binary.floated(self, other, divides), other)
