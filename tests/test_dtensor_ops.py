@@ -476,3 +476,22 @@ def test_a_world_of_one_on_a_gpu_equals_the_host():
 if __name__ == "__main__":
     with world_module.fail_together():
         ranks(sys.argv[1])
+
+
+def test_cross_entropy_loss_module_under_loss_parallel_as_the_function():
+    mesh = init_device_mesh("cpu", (1,))
+    logits = np.random.default_rng(5).standard_normal((4, 6))
+    ids = np.array([0, 5, 2, 3])
+    found = []
+    for loss_fn in (nn.CrossEntropyLoss(), tF.cross_entropy):  # the fused module path too
+        d = distribute_tensor(Tensor(logits, requires_grad=True), mesh, [Shard(1)])
+        with loss_parallel():
+            loss = loss_fn(d, Tensor(ids))
+        loss.backward()
+        found.append((float(loss.full_tensor().numpy()), d.grad.full_tensor().numpy()))
+    (module_loss, module_grad), (function_loss, function_grad) = found
+    np.testing.assert_allclose(module_loss, function_loss, rtol=1e-12)
+    np.testing.assert_allclose(module_grad, function_grad, rtol=1e-12)
+    shifted = logits - logits.max(1, keepdims=True)
+    log_p = shifted - np.log(np.exp(shifted).sum(1, keepdims=True))
+    np.testing.assert_allclose(module_loss, -log_p[np.arange(4), ids].mean(), rtol=1e-12)

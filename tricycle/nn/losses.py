@@ -65,9 +65,10 @@ class CrossEntropyLoss(_Loss):
         self.weight, self.reduction, self.label_smoothing = weight, reduction, label_smoothing
 
     def forward(self, prediction, target) -> Tensor:
-        if self.weight is None and self.reduction == "mean" and not self.label_smoothing:
+        fused = self.weight is None and self.reduction == "mean" and not self.label_smoothing
+        if fused and not hasattr(prediction, "__tricycle_function__"):  # not a DTensor
             return self.fn(target, prediction)
-        from tricycle.nn.functional_losses import cross_entropy  # noqa: PLC0415 - it imports nn's
+        from tricycle.nn.functional import cross_entropy  # noqa: PLC0415 - it imports nn's
 
         return cross_entropy(
             prediction,
