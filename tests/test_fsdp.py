@@ -6,6 +6,7 @@ FULL_SHARD, SHARD_GRAD_OP, NO_SHARD and fully_shard, holding half of every param
 Run as a script (``mpiexec -n 2 python tests/test_fsdp.py OUT``) this file is the ranks'
 program: rank 0 pickles what both ranks saw to OUT."""
 
+import collections
 import functools
 import gc
 import sys
@@ -39,7 +40,11 @@ from tricycle.random import manual_seed
 from tricycle.tensor import Tensor
 
 STEPS = 3
+# reshard_after_forward: None frees every module's gathered parameters after its forward but
+# the root's; True the root's too; False none (SHARD_GRAD_OP's way)
+FULLY_SHARD_RESHARD = {"fully_shard": None, "fully_shard_freed": True, "fully_shard_kept": False}
 WAYS = ("FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "fully_shard")
+HYBRID = ShardingStrategy.HYBRID_SHARD
 
 
 class Block(nn.Module):
@@ -66,6 +71,86 @@ class Net(nn.Module):
         return self.out(x)
 
 
+CALLS = collections.Counter()  # forward calls, by class
+
+
+class Leaf(nn.Module):
+    def __init__(self, width, p: float = 0.0):
+        super().__init__()
+        self.linear, self.drop = nn.Linear(width, width), nn.Dropout(p)
+
+    def forward(self, x):
+        CALLS["Leaf"] += 1
+        return self.drop(self.linear(x).tanh())
+
+
+class Mid(nn.Module):
+    def __init__(self, width, p: float = 0.0):
+        super().__init__()
+        self.leaves = nn.ModuleList([Leaf(width, p) for _ in range(2)])
+        self.norm = nn.LayerNorm(width)
+
+    def forward(self, x):
+        CALLS["Mid"] += 1
+        for leaf in self.leaves:
+            x = x + leaf(x)
+        return self.norm(x)
+
+
+class Deep(nn.Module):
+    """Three levels of units: the root, two Mids, two Leaves in each."""
+
+    def __init__(self, p: float = 0.0):
+        super().__init__()
+        self.inp = nn.Linear(4, 6)
+        self.mids = nn.ModuleList([Mid(6, p) for _ in range(2)])
+        self.out = nn.Linear(6, 1)
+
+    def forward(self, x):
+        CALLS["Deep"] += 1
+        x = self.inp(x)
+        for mid in self.mids:
+            x = mid(x)
+        return self.out(x)
+
+
+# forward calls of (the root, each Mid, each Leaf) per step: a unit freed after its forward
+# runs it once more in backward (a Leaf inside its Mid's recomputation), never a third time
+DEEP_CALLS = {"FULL_SHARD": (1, 2, 2), "SHARD_GRAD_OP": (1, 1, 1), "NO_SHARD": (1, 1, 1),
+              "fully_shard": (1, 2, 2), "fully_shard_freed": (2, 2, 2),
+              "fully_shard_kept": (1, 1, 1)}  # fmt: skip
+
+
+def deep(way: str, p: float = 0.0):
+    manual_seed(0)
+    net = Deep(p)
+    if way.startswith("fully_shard"):
+        reshard = FULLY_SHARD_RESHARD[way]
+        for mid in net.mids:
+            for leaf in mid.leaves:
+                fully_shard(leaf, reshard_after_forward=reshard)
+            fully_shard(mid, reshard_after_forward=reshard)
+        return fully_shard(net, reshard_after_forward=reshard)
+    policy = ModuleWrapPolicy({Mid, Leaf})
+    return FSDP(net, sharding_strategy=ShardingStrategy[way], auto_wrap_policy=policy)
+
+
+def counted_calls(model, x, y) -> tuple:
+    """(losses, forward calls by class) of training ``model``."""
+    CALLS.clear()
+    losses = train(model, x, y)
+    return losses, dict(CALLS)
+
+
+def expected_calls(way: str) -> dict:
+    root, mid, leaf = DEEP_CALLS[way]
+    return {"Deep": root * STEPS, "Mid": 2 * mid * STEPS, "Leaf": 4 * leaf * STEPS}
+
+
+def full_state(model) -> dict:
+    return get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))
+
+
 def batch():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(8, 4)).astype(np.float32)
@@ -81,10 +166,10 @@ def wrapped(way: str, **sizes):
     manual_seed(0)
     net = Net(**sizes)
     if way.startswith("fully_shard"):
-        kept = way == "fully_shard_kept"  # reshard_after_forward=False: SHARD_GRAD_OP's
+        reshard = FULLY_SHARD_RESHARD[way]
         for block in net.blocks:
-            fully_shard(block, reshard_after_forward=not kept)
-        return fully_shard(net, reshard_after_forward=not kept)
+            fully_shard(block, reshard_after_forward=reshard)
+        return fully_shard(net, reshard_after_forward=reshard)
     policy = ModuleWrapPolicy({Block})
     return FSDP(net, sharding_strategy=ShardingStrategy[way], auto_wrap_policy=policy)
 
@@ -135,6 +220,21 @@ def test_dropout_is_replayed_when_backward_recomputes_a_unit(way):
     np.testing.assert_array_equal(
         model.state_dict()["out.weights"], plain.state_dict()["out.weights"]
     )
+
+
+@pytest.mark.parametrize("way", DEEP_CALLS)
+def test_nested_units_run_their_forward_once_and_once_more_in_backward(way):
+    x, y = batch()
+    manual_seed(0)
+    plain = Deep(p=0.5)
+    expected = train(plain, x, y)
+    model = deep(way, p=0.5)  # dropout: each recomputation must draw the forward's masks
+    losses, calls = counted_calls(model, x, y)
+    assert losses == expected
+    assert calls == expected_calls(way)
+    state = full_state(model)
+    for name, value in plain.state_dict().items():
+        np.testing.assert_array_equal(state[name], value, err_msg=name)
 
 
 def test_units_and_their_flat_parameters():
@@ -207,8 +307,11 @@ def test_clip_grad_norm_and_mixed_precision():
     "kwargs, error, match",
     [
         (dict(sharding_strategy="FULL"), TypeError, "sharding_strategy"),
-        (dict(sharding_strategy=ShardingStrategy.HYBRID_SHARD), NotImplementedError, "HYBRID"),
-        (dict(process_group="pg"), ValueError, "one process group"),
+        (dict(sharding_strategy=HYBRID), ValueError, "Manual wrapping"),
+        (dict(sharding_strategy=HYBRID, device_mesh="mesh"), TypeError, "device_mesh"),
+        (dict(sharding_strategy=HYBRID, process_group="pg"), ValueError, "Tuple"),
+        (dict(process_group="pg"), ValueError, "a Group of its ranks"),
+        (dict(process_group=(None, None)), ValueError, "HYBRID_SHARD's"),
         (dict(use_orig_params=True), NotImplementedError, "use_orig_params"),
         (dict(auto_wrap_policy=3), TypeError, "auto_wrap_policy"),
         (dict(mixed_precision="bf16"), TypeError, "mixed_precision"),
@@ -227,7 +330,7 @@ def test_bad_fully_shard_calls_are_refused():
         fully_shard(model)
     with pytest.raises(TypeError, match="fully_shard: module must be a Layer"):
         fully_shard(lambda x: x)
-    with pytest.raises(NotImplementedError, match="mesh"):
+    with pytest.raises(TypeError, match="fully_shard: mesh must be a DeviceMesh"):
         fully_shard(Net(), mesh="mesh")
     with pytest.raises(TypeError, match="reshard_after_forward"):
         fully_shard(Net(), reshard_after_forward=2)
@@ -303,12 +406,29 @@ def test_two_ranks_take_the_steps_of_one_process_on_the_whole_batch(tmp_path):
                 np.testing.assert_allclose(seen["state"][rank][name], value, rtol=2e-5,
                                            atol=2e-6, err_msg=f"{way} {name}")  # fmt: skip
     assert got["NO_SHARD"]["held"] == [sum(v.size for v in expected.values())] * 2
-    whole = 4 * sum(v.size for v in Net(blocks=4).state_dict().values())
-    for seen in got["memory"]:  # FULL_SHARD frees each unit's gathered parameters after
-        for way, (after_forward, after_backward, padded, shards) in seen.items():
+    manual_seed(0)
+    plain = Deep()
+    deep_losses = train(plain, x, y)
+    for way in DEEP_WAYS:  # nested units over two ranks: one process's steps, calls as alone
+        runs = [got["deep"][rank][way] for rank in range(2)]
+        mean = np.mean([losses for losses, _, _ in runs], axis=0)
+        np.testing.assert_allclose(mean, deep_losses, rtol=1e-5, err_msg=way)
+        for _, calls, state in runs:
+            assert calls == expected_calls(way), way
+            for name, value in plain.state_dict().items():
+                np.testing.assert_allclose(state[name], value, rtol=2e-5, atol=2e-6,
+                                           err_msg=f"{way} {name}")  # fmt: skip
+    # FULL_SHARD frees each unit's gathered parameters after its forward (a nested unit's
+    # too) but the root's; SHARD_GRAD_OP keeps them for backward; fully_shard's True frees
+    # the root's as well
+    for seen in got["memory"]:
+        for way, (after_forward, after_backward, padded, root, shards) in seen.items():
+            model = Deep() if way.startswith("deep ") else Net(blocks=4)
+            whole = 4 * sum(v.size for v in model.state_dict().values())
             assert whole <= padded <= whole * 1.1 and shards < 0.6 * whole, way
-            kept = way in ("SHARD_GRAD_OP", "fully_shard_kept")  # its forward; SHARD_GRAD_OP
-            assert after_forward == (padded if kept else 0), way  # keeps them for backward
+            kept = {"SHARD_GRAD_OP": padded, "fully_shard_kept": padded, "fully_shard_freed": 0}
+            assert 0 < root < padded, way
+            assert after_forward == kept.get(way.removeprefix("deep "), root), way
             assert after_backward == 0, way
     both = [sent(r, np.float64) for r in range(2)]
     for rank, seen in enumerate(got["collectives"]):  # reduce-scatter: all-reduce's block
@@ -323,16 +443,19 @@ def test_two_ranks_take_the_steps_of_one_process_on_the_whole_batch(tmp_path):
         np.testing.assert_allclose(seen["gathered"], [both[0][:3], both[1][:3]], rtol=1e-6)
 
 
-MEMORY_WAYS = ("FULL_SHARD", "SHARD_GRAD_OP", "fully_shard", "fully_shard_kept")
+MEMORY_WAYS = ("FULL_SHARD", "SHARD_GRAD_OP", "fully_shard", "fully_shard_kept",
+               "fully_shard_freed")  # fmt: skip
 
 
 def memory() -> dict:
     """Bytes of gathered parameters alive after a forward of a model of 4 units (and 1 for
-    the rest), and after its backward, beside the whole model's and the shards' bytes."""
+    the rest, the root), and after its backward, beside the whole model's, the root unit's
+    and the shards' bytes."""
     x, _ = batch()
     out = {}
-    for way in MEMORY_WAYS:
-        model = wrapped(way, blocks=4)
+    models = [(way, functools.partial(wrapped, way, blocks=4)) for way in MEMORY_WAYS]
+    for way, make in models + [(f"deep {way}", functools.partial(deep, way)) for way in DEEP_WAYS]:
+        model = make()
         gc.collect()
         before = gathered_bytes()
         loss = model(Tensor(x)).sum()
@@ -342,8 +465,9 @@ def memory() -> dict:
         del loss
         gc.collect()
         padded = sum(s.k * s.parts * 4 for _, u in units_of(model) for s in u.shards)
+        root = sum(s.k * s.parts * 4 for name, u in units_of(model) if not name for s in u.shards)
         shards = sum(p.size * 4 for p in model.parameters())
-        out[way] = (after_forward, gathered_bytes() - before, padded, shards)
+        out[way] = (after_forward, gathered_bytes() - before, padded, root, shards)
     return out
 
 
@@ -389,9 +513,23 @@ def ranks(out: str) -> None:
         else:
             state = model.state_dict()
         seen[way] = {"held": held, "losses": losses, "state": state}
+    seen["deep"] = deep_runs(x[rows], y[rows])
     seen["collectives"] = collectives(rank)
     seen["memory"] = memory()
     write_from_rank_0(seen, out, merge)
+
+
+DEEP_WAYS = ("FULL_SHARD", "fully_shard_freed")
+
+
+def deep_runs(x, y) -> dict:
+    """{way: (losses, forward calls, the full state)} of three-level models on this rank's
+    half of the batch."""
+    out = {}
+    for way in DEEP_WAYS:
+        model = deep(way)
+        out[way] = (*counted_calls(model, x, y), full_state(model))
+    return out
 
 
 def merge(everything: list) -> dict:

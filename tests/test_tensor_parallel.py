@@ -227,18 +227,15 @@ def test_device_mesh_as_torchs():
         parallelize_module(MLP(), mesh, {"w1": ColwiseParallel()})
 
 
-def test_a_mesh_that_needs_sub_groups_is_refused(monkeypatch):
-    class FourRanks:
+def test_a_mesh_of_the_world_and_of_one_rank_needs_no_sub_group(monkeypatch):
+    class FourRanks:  # (a (2, 2) mesh's sub-groups: tests/test_fsdp_hybrid.py, on 4 ranks)
         world_size, rank = 4, 0
 
     monkeypatch.setattr(world_module, "_world", FourRanks())
-    with pytest.raises(NotImplementedError, match="needs sub-groups of ranks"):
-        init_device_mesh("cpu", (2, 2))
     mesh = init_device_mesh("cpu", (1, 4), mesh_dim_names=("dp", "tp"))
     assert (mesh["tp"].size(), mesh["tp"].get_local_rank(), mesh.get_coordinate()) == (4, 0, (0, 0))
-    assert mesh["tp"].get_group() is None  # tricycle's one group, as its collectives take it
-    with pytest.raises(NotImplementedError, match="one process group"):
-        mesh.get_group("dp")
+    assert mesh["tp"].get_group() is None  # the World, as tricycle's collectives take it
+    assert mesh.get_group("dp").size() == 1  # this rank alone: no communicator to split
 
 
 def test_dtensor_in_a_world_of_one():

@@ -140,7 +140,9 @@ def save(state_dict: dict, *, checkpoint_id=None, storage_writer=None, planner=N
                 item = items.setdefault(path, {"shape": tuple(shape), "dtype": dtype, "parts": []})
                 if kind == "piece":
                     start, size, name = rest
-                    item["parts"].append((r, start, size, name))
+                    held = {(s, n) for _, s, n, _ in item["parts"]}  # HSDP's replicas: once
+                    if (start, size) not in held:
+                        item["parts"].append((r, start, size, name))
                 elif rest:
                     item["parts"].append((r, 0, int(np.prod(shape)), rest[0]))
         with open(directory / METADATA, "wb") as file:

@@ -1,12 +1,15 @@
 """torch's ``DeviceMesh`` and ``init_device_mesh`` (``torch.distributed.device_mesh``): the
 ranks of the World laid out as an n-dimensional array, each dimension a group of ranks that
-a DTensor shards over or replicates on (``tricycle.parallel.dtensor``).
+a DTensor shards over or replicates on (``tricycle.parallel.dtensor``), or that HYBRID_SHARD
+shards within and replicates across (``tricycle.parallel.fsdp``).
 
-tricycle has one process group, the World of every rank (``tricycle.parallel.distributed``).
-A mesh dimension is therefore either the whole World or a single rank: a 1-D mesh spans the
-World, and a mesh of several dimensions is built when at most one of them has more than one
-rank (``(1, N)``: data parallel of one, tensor parallel over N). A mesh that needs real
-sub-groups (``(2, 2)`` over four ranks) is refused with a NotImplementedError.
+A mesh holds every rank of the World, in the World's order. A dimension of all the World's
+ranks is the World itself; a dimension of fewer is a sub-group along it
+(``tricycle.parallel.subgroups``): making such a mesh is a collective of the World (an MPI
+communicator split per dimension, as torch's ``init_device_mesh`` makes its groups), so every
+rank makes it, in the same order. ``mesh["shard"]`` is the mesh of one dimension with its
+group: no collective. DTensor's moves use the World's collectives, so a DTensor over a
+sub-group dimension is refused (``group_of``).
 """
 
 import math
@@ -14,6 +17,7 @@ import math
 import numpy as np
 
 from tricycle.parallel import distributed
+from tricycle.parallel.subgroups import group_of_one, new_groups
 
 DEVICE_TYPES = ("cpu", "cuda")
 
@@ -28,11 +32,12 @@ def _world(device_type: str):
 
 class DeviceMesh:
     """torch's ``DeviceMesh(device_type, mesh, *, mesh_dim_names=None)``: ``mesh`` holds the
-    ranks (an array-like of every rank of the World, in order, of any shape whose dimensions
-    are all 1 but one at most; see the module's docstring), or this rank alone (what a
-    dimension of one rank gives: ``mesh["dp"]`` of a ``(1, N)`` mesh)."""
+    ranks, an array-like of every rank of the World in order, of any shape (a dimension of
+    fewer ranks than the World is a sub-group: see the module's docstring), or this rank
+    alone (what a dimension of one rank gives: ``mesh["dp"]`` of a ``(1, N)`` mesh)."""
 
-    def __init__(self, device_type: str, mesh, *, mesh_dim_names: tuple | None = None, **_torch):
+    def __init__(self, device_type: str, mesh, *, mesh_dim_names: tuple | None = None,
+                 _groups: tuple | None = None, **_torch):  # fmt: skip
         if device_type not in DEVICE_TYPES:
             raise ValueError(
                 f"DeviceMesh: device_type must be one of {DEVICE_TYPES}, got {device_type!r}"
@@ -43,23 +48,17 @@ class DeviceMesh:
             ranks = ranks.reshape(1)
         flat = ranks.reshape(-1).tolist()
         alone = flat == [world.rank]  # this rank's own group of one: a sub-mesh's dimension
-        if not alone and sorted(flat) != list(range(world.world_size)):
+        if _groups is None and not alone and sorted(flat) != list(range(world.world_size)):
             raise RuntimeError(
                 f"DeviceMesh: the mesh {ranks.tolist()} must hold each of the "
                 f"{world.world_size} ranks of the World once, or this rank ({world.rank}) "
-                "alone (tricycle has one process group)"
+                "alone: make a mesh of every rank and take its dimension (mesh[name])"
             )
         if not alone and flat != sorted(flat):
             raise NotImplementedError(
                 f"DeviceMesh: the mesh {ranks.tolist()} orders the ranks otherwise than the "
                 "World; tricycle's collectives place a shard by the World's rank: list the "
                 "ranks in order"
-            )
-        if sum(n > 1 for n in ranks.shape) > 1:
-            raise NotImplementedError(
-                f"DeviceMesh: a mesh of shape {tuple(ranks.shape)} needs sub-groups of ranks, "
-                "and tricycle has one process group (the World): use a mesh whose dimensions "
-                "are all 1 but one"
             )
         if mesh_dim_names is not None:
             mesh_dim_names = tuple(mesh_dim_names)
@@ -76,6 +75,21 @@ class DeviceMesh:
                 )
         self.device_type, self.mesh, self.mesh_dim_names = device_type, ranks, mesh_dim_names
         self.world = world
+        self._groups = tuple(_groups) if _groups is not None else self._split()
+
+    def _split(self) -> tuple:
+        """The group of each dimension: the World where it holds every rank, this rank alone
+        where it holds one, else this rank's sub-group along it (a collective of the World)."""
+        groups = []
+        for dim, n in enumerate(self.mesh.shape):
+            if n == self.world.world_size:
+                groups.append(self.world)
+            elif n == 1:
+                groups.append(group_of_one(self.world))
+            else:  # the lines of ranks along ``dim``: one group each
+                layout = np.moveaxis(self.mesh, dim, -1).reshape(-1, n).tolist()
+                groups.append(new_groups(self.world, layout))
+        return tuple(groups)
 
     # ------------------------------------------------------------------ sizes and ranks
     @property
@@ -109,19 +123,19 @@ class DeviceMesh:
         return self.get_coordinate()[self._dim(mesh_dim)]
 
     def get_group(self, mesh_dim=None):
-        """The process group of ``mesh_dim``: tricycle's one group, the World, is written
-        ``None`` (what ``tricycle.distributed``'s collectives take as ``group``)."""
+        """The process group of ``mesh_dim``: the World (written ``None``, as
+        ``tricycle.distributed``'s collectives take it) where the dimension holds every rank,
+        else its ``Group`` (``tricycle.parallel.subgroups``)."""
         if mesh_dim is None and self.ndim > 1:
             raise RuntimeError(
                 f"get_group: the DeviceMesh has {self.ndim} dimensions; pass mesh_dim"
             )
-        n = self.size(0 if mesh_dim is None else mesh_dim)
-        if n != self.world.world_size:
-            raise NotImplementedError(
-                f"get_group: mesh dimension {mesh_dim} holds {n} of the World's "
-                f"{self.world.world_size} ranks; tricycle has one process group (the World)"
-            )
-        return None
+        group = self.group(0 if mesh_dim is None else mesh_dim)
+        return None if group is self.world else group
+
+    def group(self, mesh_dim):
+        """The World or the ``Group`` of ``mesh_dim``, whose collectives run along it."""
+        return self._groups[self._dim(mesh_dim)]
 
     def _dim(self, mesh_dim) -> int:
         """``mesh_dim`` (a number, negative from the end, or a name) as a number."""
@@ -148,7 +162,8 @@ class DeviceMesh:
         sub = self.mesh[index]
         order = sorted(range(len(dims)), key=lambda i: dims[i])  # the sub-mesh's own order
         sub = np.transpose(sub, np.argsort(order)) if len(dims) > 1 else sub
-        return DeviceMesh(self.device_type, sub, mesh_dim_names=names)
+        groups = tuple(self._groups[d] for d in dims)
+        return DeviceMesh(self.device_type, sub, mesh_dim_names=names, _groups=groups)
 
     def __eq__(self, other) -> bool:
         return (
@@ -168,14 +183,22 @@ class DeviceMesh:
 
     # ------------------------------------------------------------------ for DTensor
     def group_of(self, mesh_dim: int):
-        """(size, this rank's index) of ``mesh_dim``: the World when it spans it."""
+        """(size, this rank's index) of ``mesh_dim``: the World when it spans it. DTensor's
+        moves use the World's collectives: a sub-group's dimension is refused."""
         n = self.mesh.shape[mesh_dim]
+        if 1 < n < self.world.world_size:
+            raise NotImplementedError(
+                f"DTensor: mesh dimension {mesh_dim} of {self!r} holds {n} of the World's "
+                f"{self.world.world_size} ranks (a sub-group); DTensor's placements run over "
+                "a dimension of every rank or of one"
+            )
         return n, (self.world.rank if n > 1 else 0)
 
 
 def init_device_mesh(device_type: str, mesh_shape, *, mesh_dim_names=None, backend_override=None):
     """torch's ``init_device_mesh``: a DeviceMesh of ``mesh_shape`` over the World's ranks
-    in order (joining the World first if needed, as torch joins the default group)."""
+    in order (joining the World first if needed, as torch joins the default group); a
+    collective of the World where a dimension is a sub-group (every rank calls it)."""
     if backend_override is not None:
         raise NotImplementedError(
             "init_device_mesh: tricycle picks the engine: no backend_override"

@@ -11,9 +11,16 @@ The shards are ``tricycle.parallel.fsdp_units``'s, the units ``fsdp_unit``'s (re
 what is freed when), the settings ``fsdp_settings``'s, FSDP2 ``fsdp2``'s (all named here too).
 Strategies: FULL_SHARD frees each unit's gathered parameters after its forward and gathers
 them again for its backward, which recomputes the unit's forward (activation
-checkpointing); SHARD_GRAD_OP keeps them from the forward until backward; NO_SHARD holds
-every parameter whole on every rank (DDP: gradients all-reduced). HYBRID_SHARD needs process
-groups tricycle does not have: refused.
+checkpointing; the root keeps its own until backward, as torch's); SHARD_GRAD_OP keeps them
+from the forward until backward; NO_SHARD holds every parameter whole on every rank (DDP:
+gradients all-reduced). HYBRID_SHARD (and _HYBRID_SHARD_ZERO2, SHARD_GRAD_OP's way) shards
+within a group of ranks and replicates across such groups: the gradients are reduce-scattered
+within the group, then all-reduced over the ranks holding the same shard. The groups come
+from a 2-D ``DeviceMesh`` (``init_device_mesh("cpu", (replicas, shards), mesh_dim_names=
+("replicate", "shard"))``: dimension 1 shards, dimension 0 replicates), torch's
+``process_group=(intra, inter)`` pair, or (with an auto-wrap policy) the machines: each
+machine's ranks shard, the ranks of one local rank replicate. ``fully_shard(mesh=...)``
+does the same with a 2-D mesh (HSDP). Sub-groups are ``tricycle.parallel.subgroups``'.
 """
 
 from contextlib import contextmanager
@@ -25,6 +32,7 @@ from tricycle.graph import no_grad
 from tricycle.layers import Layer
 from tricycle.parallel import torch_distributed as dist
 from tricycle.parallel.checkpoint_state_dict import load_model_state, model_state
+from tricycle.parallel.device_mesh import DeviceMesh
 from tricycle.parallel.fsdp2 import FSDPModule, fully_shard  # noqa: F401 (torch's names here)
 from tricycle.parallel.fsdp_settings import (  # noqa: F401 (torch's names here)
     BackwardPrefetch,
@@ -44,26 +52,34 @@ from tricycle.parallel.fsdp_settings import (  # noqa: F401 (torch's names here)
 )
 from tricycle.parallel.fsdp_unit import Sharded, Unit, cast_inputs, check_alike, flat_shard
 from tricycle.parallel.fsdp_units import clean, owned_parameters, place, slots
+from tricycle.parallel.subgroups import Group
 from tricycle.parameter import Parameter
 from tricycle.tensor import Tensor
 
 OWNER = "FullyShardedDataParallel"
+HYBRID = (ShardingStrategy.HYBRID_SHARD, ShardingStrategy._HYBRID_SHARD_ZERO2)
 
 
 class FullyShardedDataParallel(Sharded, Layer):
     """torch's FSDP1: ``module`` (and each sublayer ``auto_wrap_policy`` picks, in a unit of
     its own) with its parameters flattened and sharded over the ranks.
 
-    Args (torch's): ``process_group`` None (the world); ``sharding_strategy`` FULL_SHARD
-    (default), SHARD_GRAD_OP or NO_SHARD; ``cpu_offload`` (see ``CPUOffload``);
+    Args (torch's): ``process_group`` None (the World), a ``Group`` to shard within
+    (``DeviceMesh.get_group``), or HYBRID_SHARD's ``(intra, inter)`` pair; ``device_mesh``
+    instead of it (1-D: its group; 2-D for HYBRID_SHARD: shards along dimension 1, replicas
+    along 0); ``sharding_strategy`` FULL_SHARD (default), SHARD_GRAD_OP, NO_SHARD,
+    HYBRID_SHARD or _HYBRID_SHARD_ZERO2; ``cpu_offload`` (see ``CPUOffload``);
     ``auto_wrap_policy`` a callable ``(module, recurse, nonwrapped_numel) -> bool``
     (``ModuleWrapPolicy``, ``functools.partial(transformer_auto_wrap_policy, ...)``);
     ``mixed_precision`` (``MixedPrecision``); ``ignored_modules`` (kept whole, not sharded);
     ``device_id`` the GPU to move the module to; ``sync_module_states`` give every rank rank
     0's parameters and buffers first. ``backward_prefetch``, ``forward_prefetch`` and
-    ``limit_all_gathers`` are accepted (prefetching is an overlap tricycle does not do);
-    ``use_orig_params=True``, ``param_init_fn``, ``ignored_states`` and ``device_mesh`` are
-    refused. Every rank must hold the same module (or pass ``sync_module_states=True``).
+    ``limit_all_gathers`` are checked and change nothing: in torch they are performance hints
+    (when the next unit's all-gather is issued, how many may be in flight), never what is
+    computed, and tricycle issues each all-gather when the forward or backward needing it
+    runs, without overlap to order or limit. ``use_orig_params=True``, ``param_init_fn`` and
+    ``ignored_states`` are refused. Every rank must hold the same module (or pass
+    ``sync_module_states=True``).
     """
 
     def __init__(self, module: Layer, process_group=None, sharding_strategy=None,
@@ -78,11 +94,6 @@ class FullyShardedDataParallel(Sharded, Layer):
         strategy = ShardingStrategy.FULL_SHARD if sharding_strategy is None else sharding_strategy
         if not isinstance(strategy, ShardingStrategy):
             checks.fail(OWNER, "sharding_strategy", "a ShardingStrategy", strategy, TypeError)
-        if strategy in (ShardingStrategy.HYBRID_SHARD, ShardingStrategy._HYBRID_SHARD_ZERO2):
-            raise NotImplementedError(
-                f"{OWNER}: {strategy.name} shards within a machine and replicates across them, "
-                "which needs process groups tricycle does not have; use FULL_SHARD"
-            )
         for name, value in (("sync_module_states", sync_module_states),
                             ("forward_prefetch", forward_prefetch),
                             ("limit_all_gathers", limit_all_gathers),
@@ -109,12 +120,12 @@ class FullyShardedDataParallel(Sharded, Layer):
             ),
             ("param_init_fn", param_init_fn, "tricycle has no meta device: build the module"),
             ("ignored_states", ignored_states, "use ignored_modules"),
-            ("device_mesh", device_mesh, "tricycle has one process group, the world"),
         ):
             if value is not None:
                 raise NotImplementedError(f"{OWNER}: {name} ({what}) is not supported")
-        dist._check_group(OWNER, process_group)
         world = dist._the_world(OWNER)
+        group, replicas = _process_groups(world, strategy, process_group, device_mesh,
+                                          auto_wrap_policy)  # fmt: skip
         if device_id is not None:
             module.to_gpu(dist._gpu_index(device_id))
         on_gpu = any(p.on_gpu for p in module.parameters())
@@ -125,9 +136,10 @@ class FullyShardedDataParallel(Sharded, Layer):
             )
         if sync_module_states:  # the ranks' tensors checked alike before any broadcast
             named = [(name, t, None) for name, t in module.named_tensors()]
-            check_alike(OWNER, world, named, "tensors")
-            for _, t, _ in named:
-                world.broadcast(t.array, 0)
+            for over in (replicas, group) if replicas is not None else (group,):
+                check_alike(OWNER, over, named, "tensors")  # torch's order: across, within
+                for _, t, _ in named:
+                    over.broadcast(t.array, 0)
         mp = mixed_precision or MixedPrecision()
         if mp.buffer_dtype is not None:
             for _, t in module.named_tensors():
@@ -138,6 +150,7 @@ class FullyShardedDataParallel(Sharded, Layer):
             sharding_strategy=strategy,
             mixed_precision=mixed_precision,
             cpu_offload=cpu_offload,
+            process_group=(group, replicas) if strategy in HYBRID else group,  # the same groups
         )
         if auto_wrap_policy is not None:
             _wrap_children(module, auto_wrap_policy, ignored, self._make_child)
@@ -149,11 +162,13 @@ class FullyShardedDataParallel(Sharded, Layer):
         self.sharding_strategy, self._mp = strategy, mp
         self._state_dict_type = StateDictType.FULL_STATE_DICT
         self._state_dict_config = FullStateDictConfig()
-        parts = 1 if strategy is ShardingStrategy.NO_SHARD else world.world_size
+        parts = 1 if strategy is ShardingStrategy.NO_SHARD else group.world_size
         owned = owned_parameters(module, (Sharded,))
         params = [entry for entry in owned if not _in(entry, ignored)]
-        shards = [flat_shard(OWNER, world, params, parts)] if params else []
-        self._unit = Unit(world, shards, False, mp.param_dtype, mp.reduce_dtype)
+        if replicas is not None:  # the copies must shard alike too
+            check_alike(OWNER, replicas, params)
+        shards = [flat_shard(OWNER, group, params, parts)] if params else []
+        self._unit = Unit(group, shards, False, mp.param_dtype, mp.reduce_dtype, replicas, module)
         self._flat_param = shards[0].tensor if shards else None
         self._unit.reshard()
 
@@ -168,7 +183,7 @@ class FullyShardedDataParallel(Sharded, Layer):
     def forward(self, *args, **kwargs):
         if self._is_root and self._mp.cast_root_forward_inputs or self._mp.cast_forward_inputs:
             args = cast_inputs(args, self._mp.param_dtype)
-        reshard = self.sharding_strategy is not ShardingStrategy.SHARD_GRAD_OP
+        reshard = self.sharding_strategy in _RESHARDING  # the root never: torch's FSDP1
         return self._unit.run(self._fsdp_wrapped_module, args, kwargs, reshard)
 
     # ------------------------------------------------------------------ utilities
@@ -290,6 +305,77 @@ class FullyShardedDataParallel(Sharded, Layer):
         if self._state_dict_type is StateDictType.LOCAL_STATE_DICT:
             return _load_local(self, state)
         return load_model_state(f"{OWNER}.load_state_dict", self, state, strict)
+
+
+_RESHARDING = (ShardingStrategy.FULL_SHARD, ShardingStrategy.HYBRID_SHARD)
+
+
+def _process_groups(world, strategy, process_group, device_mesh, policy) -> tuple:
+    """(the group a unit shards within, the group of its replicas or None) from torch's
+    arguments (see ``FullyShardedDataParallel``)."""
+    if process_group is not None and device_mesh is not None:
+        raise ValueError(f"{OWNER}: Cannot pass both process_group and device_mesh at the same "
+                         "time. Please just pass only one of them.")  # fmt: skip
+    if device_mesh is not None:
+        if not isinstance(device_mesh, DeviceMesh):
+            checks.fail(OWNER, "device_mesh", "a DeviceMesh or None", device_mesh, TypeError)
+        if strategy not in HYBRID:
+            return device_mesh.group(0), None  # torch's: the mesh's first dimension
+        if device_mesh.ndim != 2:
+            raise ValueError(
+                f"{OWNER}: {strategy.name} needs a device_mesh of 2 dimensions (replicate, "
+                f"shard), got {device_mesh!r}"
+            )
+        return device_mesh.group(1), device_mesh.group(0)
+    if strategy not in HYBRID:
+        if isinstance(process_group, tuple):
+            raise ValueError(
+                f"{OWNER}: a pair of process groups is HYBRID_SHARD's (intra, inter); "
+                f"{strategy.name} takes one group or None"
+            )
+        return _group(world, process_group), None
+    if process_group is None:
+        if policy is None:  # torch's rule: each unit made by hand would make its own groups
+            raise ValueError(
+                f"{OWNER}: Manual wrapping with {strategy} requires explicit specification "
+                "of process group or device_mesh."
+            )
+        return _machine_groups(world)
+    if not (isinstance(process_group, tuple) and len(process_group) == 2):
+        raise ValueError(
+            f"{OWNER}: Expected process_group to be passed in as either None or "
+            f"Tuple[ProcessGroup, ProcessGroup] (intra, inter) but got {process_group!r}"
+        )
+    return _group(world, process_group[0]), _group(world, process_group[1])
+
+
+def _group(world, group):
+    """The World (None, or the World itself) or a ``Group`` of it; anything else refused."""
+    if group is None or group is world:
+        return world
+    if isinstance(group, Group) and group.parent is world:
+        return group
+    raise ValueError(
+        f"{OWNER}: a process group must be None (the World) or a Group of its ranks "
+        f"(DeviceMesh.get_group), got {group!r}"
+    )
+
+
+def _machine_groups(world) -> tuple:
+    """torch's HYBRID_SHARD groups without a process group: this machine's ranks (which
+    shard) and the ranks of this local rank on every machine (the replicas). The machines
+    must hold equal numbers of consecutive ranks (as mpiexec places them by default)."""
+    layout = world.all_gather_object((world.local_rank, world.local_size))
+    per = world.local_size
+    if any(size != per or local != rank % per for rank, (local, size) in enumerate(layout)):
+        raise ValueError(
+            f"{OWNER}: HYBRID_SHARD without a process group shards within each machine, "
+            f"which needs machines of equal numbers of consecutive ranks; the ranks' (local "
+            f"rank, ranks on the machine) are {layout}: pass a device_mesh"
+        )
+    kind = "cuda" if world.device is not None else "cpu"
+    mesh = DeviceMesh(kind, np.arange(world.world_size).reshape(-1, per))
+    return mesh.group(1), mesh.group(0)
 
 
 def _load_local(model, state: dict):

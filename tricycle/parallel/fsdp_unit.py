@@ -9,15 +9,29 @@ recorded, the unit's forward is instead a checkpointed segment
 unit's shards: the segment gathers the shards, runs the forward, puts the shards back, and
 its recorded graph is dropped, so only its output outlives it. Backward gathers the shards
 again, recomputes the forward from the same random state (the same dropout masks) and
-differentiates it: the gathered node's backward reduce-scatters the gradient to the shards.
-A unit inside another is recomputed within the outer one's recomputation too (as nested
-checkpoints are): its forward then runs three times. SHARD_GRAD_OP (``reshard`` False)
-keeps the gathered weights from the forward until backward has used them (the shard's
-reduce-scatter puts the shard back in the layers), as torch's does.
+differentiates it: the gathered node's backward reduce-scatters the gradient to the shards
+(and, with HYBRID_SHARD, all-reduces that shard's gradient over its replicas).
+
+**Nesting: each forward once, and once more in backward.** A unit whose forward runs inside
+another's checkpointed segment is part of that segment: the outer segment takes the nested
+units' shards as inputs too, and a nested unit gathers from their stand-ins there, runs its
+forward recorded and puts its shards back; its gathered values live as long as the segment's
+graph (to the end of the outer forward; in backward, until backward has passed them). So a
+nested unit runs its forward once in the forward and once in its outer unit's
+recomputation, never a third time in a recomputation of its own; the price is that the outer
+unit's recomputation holds its nested units' gathered parameters and activations together,
+as one unit of their size would.
+The *root* (the outermost unit running, none around it) keeps its gathered parameters from
+its forward until backward has used them and is not recomputed, as torch's do (FSDP1's root
+never reshards after forward; FSDP2's when ``reshard_after_forward`` is left None): backward
+needs them first. SHARD_GRAD_OP (``reshard`` False) keeps every unit's gathered weights from
+the forward until backward has used them (the shard's reduce-scatter puts the shard back in
+the layers), as torch's does.
 """
 
 import functools
 import importlib
+import threading
 
 import numpy as np
 
@@ -33,48 +47,79 @@ class Sharded:
 
 
 class Unit:
-    """A unit's shards, gathered and scattered together (see ``fsdp_units``)."""
+    """A unit's shards, gathered and scattered together (see ``fsdp_units``) over ``world``
+    (the World, or the sub-group the unit shards within), their gradients averaged over
+    ``replicas`` too where given (HYBRID_SHARD: the group of the unit's copies). ``layer``
+    holds the units nested in this one (its sublayers'), which its recomputation runs."""
 
-    def __init__(self, world, shards: list, reshard_to_shard: bool, param_dtype, reduce_dtype):
-        self.world, self.shards = world, shards
+    def __init__(self, world, shards: list, reshard_to_shard: bool, param_dtype, reduce_dtype,
+                 replicas=None, layer: Layer | None = None):  # fmt: skip
+        self.world, self.shards, self.replicas = world, shards, replicas
         self.reshard_to_shard = reshard_to_shard  # FSDP2: the shard goes back in the place
         self.param_dtype, self.reduce_dtype = param_dtype, reduce_dtype
+        self.layer, self._nested = layer, None
 
-    def run(self, forward, args: tuple, kwargs: dict, reshard: bool):
+    def learned(self) -> list:
+        """The shards that require grad."""
+        return [s.tensor for s in self.shards if s.tensor.requires_grad]
+
+    def nested(self) -> list:
+        """The units inside this one's layer (not itself), each once: found at the first
+        forward (units are made bottom-up, as torch's)."""
+        if self._nested is None:
+            inner = units_of(self.layer) if self.layer is not None else []
+            self._nested = list({id(u): u for _, u in inner if u is not self}.values())
+        return self._nested
+
+    def run(self, forward, args: tuple, kwargs: dict, reshard: bool, reshard_root: bool = False):
         """``forward(*args, **kwargs)`` on the unit's full parameters; with ``reshard`` they
         are put back (freed) after it, and recomputed for backward (the module's docstring);
-        without, they stay in the layers (and the graph) until the next ``reshard``."""
-        learned = [s.tensor for s in self.shards if s.tensor.requires_grad]
-        if not (reshard and learned and grad_enabled()):
+        without, they stay in the layers (and the graph) until backward has used them. The
+        root unit reshards only with ``reshard_root``."""
+        learned = self.learned()
+        nesting = _nesting()
+        recording = grad_enabled() and bool(learned)
+        if nesting.depth == 0:
+            reshard = reshard and reshard_root
+        if not (reshard and recording) or nesting.stand_ins is not None:
             self.unshard()
+            nesting.depth += 1
             try:
                 return forward(*args, **kwargs)
             finally:
-                if reshard or not grad_enabled():
+                nesting.depth -= 1
+                if reshard or not recording:
                     self.reshard()
-        n = len(args)
+        # the segment's inputs: the forward's, this unit's shards and its nested units' (whose
+        # gathered values are then computed inside it, and dropped with its graph)
+        n, shards = len(args), learned + [t for u in self.nested() for t in u.learned()]
 
         def segment(*values, **named):
-            self.unshard(values[n:])
+            inside = _nesting()  # (backward may call it on another thread)
+            inside.stand_ins = {id(t): v for t, v in zip(shards, values[n:])}
+            inside.depth += 1
             try:
+                self.unshard()
                 return forward(*values[:n], **named)
             finally:
+                inside.depth, inside.stand_ins = inside.depth - 1, None
                 self.reshard()
 
         # tricycle.utils lies above the parallel layer: reached by name, when first used
         checkpoint = importlib.import_module("tricycle.utils.checkpoint").checkpoint
-        return checkpoint(segment, *args, *learned, **kwargs)
+        return checkpoint(segment, *args, *shards, **kwargs)
 
-    def unshard(self, stand_ins=()) -> None:
+    def unshard(self) -> None:
         """Put a view of each parameter's full values in its places: a graph node of its
-        shard (or of its stand-in in ``stand_ins``, one per shard that requires grad, in
-        order) where gradients are recorded."""
-        stand_ins = iter(stand_ins)
+        shard (or, inside a checkpointed segment, of the shard's stand-in there) where
+        gradients are recorded."""
+        stand_ins = _nesting().stand_ins or {}
         for shard in self.shards:
             if grad_enabled() and shard.tensor.requires_grad:
-                source = next(stand_ins, shard.tensor)
+                source = stand_ins.get(id(shard.tensor), shard.tensor)
                 done = functools.partial(self.put_back, shard)  # once backward has used it
-                full = shard.gathered(self.world, self.param_dtype, self.reduce_dtype, source, done)
+                full = shard.gathered(self.world, self.param_dtype, self.reduce_dtype, source,
+                                      done, self.replicas)  # fmt: skip
                 for e in shard.entries:
                     e.put(full[e.a : e.b].reshape(e.shape))
             else:
@@ -93,6 +138,18 @@ class Unit:
         its parameters: the layers hold the gathered values no more."""
         for e in shard.entries:
             e.put(shard.tensor if self.reshard_to_shard else Resharded(e.name, e.shape))
+
+
+_running = threading.local()  # this thread's units inside their forward
+
+
+def _nesting():
+    """This thread's count of units inside their forward (``depth``; 0: the next is the
+    root), and the stand-ins of the shards in the checkpointed segment running, if one is
+    (``stand_ins``: {id(shard): stand-in}; a unit inside it runs as part of it)."""
+    if not hasattr(_running, "depth"):
+        _running.depth, _running.stand_ins = 0, None
+    return _running
 
 
 def units_of(model: Layer) -> list:

@@ -125,11 +125,14 @@ class Shard:
         gathered = world.all_gather(local, check=False)  # equal shards: checked at the wrap
         return counted(gathered).reshape(-1)[: self.total]
 
-    def gathered(self, world, dtype=None, reduce_dtype=None, source=None, done=None) -> Tensor:
+    def gathered(self, world, dtype=None, reduce_dtype=None, source=None, done=None,
+                 replicas=None) -> Tensor:  # fmt: skip
         """The full flat vector as a graph node of the shard (or of ``source``, a stand-in
         of its values: a checkpointed segment's input), in ``dtype`` (the shard's by
-        default); its backward averages the gradient over the ranks (in ``reduce_dtype``)
-        and keeps this rank's part, for the shard's ``.grad``, then calls ``done()``."""
+        default); its backward averages the gradient over the ranks of ``world`` (in
+        ``reduce_dtype``) and keeps this rank's part, then averages that part over
+        ``replicas`` (HYBRID_SHARD: the ranks holding the same shard), for the shard's
+        ``.grad``, then calls ``done()``."""
         full = self.gather_array(world)
         if dtype is not None and full.dtype != dtype:
             full = counted(full.astype(dtype))
@@ -148,6 +151,9 @@ class Shard:
             else:
                 mine = xp.empty(self.k, dtype=padded.dtype)
                 world.wait(world.start_reduce_scatter(padded, mine, mean=True), what)
+            if replicas is not None and replicas.world_size > 1:  # the mean of the means
+                across = f"FSDP's all-reduce of {mine.size} gradient values over the replicas"
+                replicas.wait(replicas.start_all_reduce(mine, mean=True), across)
             if done is not None:
                 done()
             return mine[: shard.array.size].astype(shard.dtype).reshape(shard.shape)
