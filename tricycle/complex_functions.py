@@ -98,14 +98,6 @@ def _clone(z, *, memory_format=None):
     return C.linear(z, lambda part: part.clone())
 
 
-def _sgn(z):
-    """torch.sgn of a complex tensor: z / |z|, 0 where z is 0 (its gradient there 0)."""
-    size = C.abs(z)
-    vanishes = size.array == 0
-    safe = ops.where(vanishes, 1.0, size)
-    return C.linear(z, lambda part: ops.where(vanishes, 0.0, part / safe))
-
-
 concatenate = _of_any(ops.concatenate, _cat, _sequence)
 cat = concatenate  # one function, as ops.cat is ops.concatenate
 stack = _of_any(ops.stack, _stack, _sequence)
@@ -126,7 +118,7 @@ sqrt = _of_input(unary.sqrt, C.sqrt)
 log = _of_input(unary.log, C.log)
 sigmoid = _of_input(unary.sigmoid, C.sigmoid)
 reciprocal = _of_input(torch_arith.reciprocal, C.reciprocal)
-sgn = _of_input(torch_pointwise.sgn, _sgn)
+sgn = _of_input(torch_pointwise.sgn, M.sgn)
 
 
 def _method(name: str):

@@ -47,6 +47,14 @@ def angle(z) -> Tensor:
     return result(xp.angle(a).astype(a.real.dtype), (z,), (back,), "angle")
 
 
+def sgn(z) -> Tensor:
+    """torch.sgn of a complex tensor: z / |z|, 0 where z is 0 (its gradient there 0)."""
+    size = abs(z)
+    vanishes = size.array == 0
+    safe = ops.where(vanishes, 1.0, size)
+    return linear(z, lambda part: ops.where(vanishes, 0.0, part / safe))
+
+
 def log(z) -> Tensor:
     """The principal logarithm: log|z| + i angle(z)."""
     re, im = parts(z)

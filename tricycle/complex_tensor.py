@@ -22,7 +22,9 @@ exponent), ``sqrt``/``rsqrt``, ``reciprocal``, ``sigmoid``, ``sin``/``cos``/``ta
 ``cosh``, ``abs``, ``angle``, ``conj``, ``real``, ``imag``, the shape ops and indexing
 (reshape, permute, transpose/``mT``, squeeze, expand, repeat, tile, flip, roll, narrow,
 chunk/split, index_select, gather, diag/diagonal/trace, tril/triu, setitem), ``cat``,
-``stack`` and the transforms of ``tricycle.fft``.
+``stack`` and the transforms of ``tricycle.fft``. Their second derivatives
+(``create_graph=True``) come from the rules of the primitives in
+``tricycle.second_order_complex`` (the fft transforms have none yet).
 """
 
 import warnings

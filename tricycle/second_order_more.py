@@ -13,6 +13,7 @@ import importlib
 import numpy as np
 
 from tricycle import (
+    second_order_complex,
     second_order_final,
     second_order_function,
     second_order_fused,
@@ -214,6 +215,7 @@ def rules() -> dict:
     table.update(final)
     table.update(second_order_linalg.rules(t))  # eigh, svd, qr, pinv, matrix_exp
     FUSED.update(second_order_sampling.rules(t))  # grid_sample, rebuilt
+    table.update(second_order_complex.rules(t, table))  # complex ops (wraps linalg's, so last)
     return table
 
 

@@ -12,8 +12,9 @@ Backwards (gradients named ``d...``, G the output's gradient):
 differentiable transposes; ``matrix_power`` is a product of ``@`` (and ``inv`` for a negative
 power), so its gradient is theirs.
 
-``inv`` and ``solve`` take complex64/128 matrices too (^H the conjugate transpose, ^T of a
-real matrix), with torch's convention for complex gradients (``tricycle.complex_tensor``).
+``inv``, ``solve`` and ``solve_triangular`` take complex64/128 matrices too (^H the
+conjugate transpose, ^T of a real matrix), with torch's convention for complex gradients
+(``tricycle.complex_tensor``).
 """
 
 from tricycle import binary, checks
@@ -101,10 +102,11 @@ def solve_triangular(
     """X with A X = B (``left``) or X A = B, for A (..., n, n) upper or lower triangular (the
     other triangle is never read; with ``unitriangular`` neither is the diagonal, taken to
     be ones) and B (..., n, k) (or (..., k, n) for ``left=False``), the leading axes
-    broadcast. A zero on the diagonal is a ``LinAlgError`` (torch returns inf or NaN)."""
+    broadcast; real or complex. A zero on the diagonal is a ``LinAlgError`` (torch returns
+    inf or NaN)."""
     op = "solve_triangular"
-    check_matrices(op, A, square=True)
-    check_matrices(op, B, "B")
+    check_matrices(op, A, square=True, complex_ok=True)
+    check_matrices(op, B, "B", complex_ok=True)
     for name, value in (("upper", upper), ("left", left), ("unitriangular", unitriangular)):
         checks.boolean(op, name, value)
     if B.dtype != A.dtype:
