@@ -304,3 +304,28 @@ def test_on_a_gpu_as_on_the_host():
         host = first_and_second(tricycle, fn, values)
         for a, b in zip(gpu[0] + gpu[1], host[0] + host[1]):
             np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-10, err_msg=name)
+
+
+def test_a_complex_output_differentiates_given_its_gradient_as_torchs():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(11)
+    z0, w0 = (rng.normal(size=3) + 1j * rng.normal(size=3) for _ in range(2))
+
+    def f(z):
+        return (z * z).exp() / (z + 3)  # complex in, complex out
+
+    theirs = torch.tensor(z0, requires_grad=True)
+    expected = torch.autograd.grad(f(theirs), theirs, torch.tensor(w0), create_graph=True)[0]
+    (expected.abs() ** 2).sum().backward()
+    z = tricycle.tensor(z0, requires_grad=True)
+    first = tricycle.autograd.grad(f(z), z, tricycle.tensor(w0), create_graph=True)[0]
+    np.testing.assert_allclose(first.numpy(), expected.detach().numpy(), rtol=1e-12)
+    (first.abs() ** 2).sum().backward()  # a second derivative through the seeded first
+    np.testing.assert_allclose(z.grad.numpy(), theirs.grad.numpy(), rtol=1e-10)
+    again = tricycle.tensor(z0, requires_grad=True)
+    f(again).backward(tricycle.tensor(w0))  # Tensor.backward takes the seed too
+    np.testing.assert_allclose(again.grad.numpy(), expected.detach().numpy(), rtol=1e-12)
+    with pytest.raises(TypeError, match="complex: give the gradient"):
+        f(tricycle.tensor(z0, requires_grad=True)).backward()  # torch: only real scalars
+    with pytest.raises(TypeError, match="complex one given its gradient"):
+        tricycle.autograd.grad(f(tricycle.tensor(z0, requires_grad=True)).sum(), z)

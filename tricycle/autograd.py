@@ -194,10 +194,10 @@ def _root(op: str, outputs: tuple, grad_outputs, create_graph: bool = False) -> 
 def _seed(op: str, i: int, y: Node, g):
     """The gradient that output ``i``, ``y``, starts with: ``g`` checked as
     ``Tensor.backward`` checks its own, ones if None."""
-    if not is_float(y.dtype):
+    if not is_float(y.dtype) and (y.dtype.kind != "c" or g is None):  # complex: given g only
         raise TypeError(
             f"{op}: cannot differentiate output {i} of dtype {y.dtype} (shape {y.shape}); "
-            "only floating tensors have gradients"
+            "only floating tensors have gradients, or a complex one given its gradient"
         )
     if not y.requires_grad:
         raise RuntimeError(

@@ -5,9 +5,9 @@ mapping the output's gradient to that input's gradient. ``Node.backward`` checks
 arguments and hands the walk over the graph to ``tricycle.backprop``.
 
 ``Node`` is everything a Tensor is except Python's operators; ``tricycle.tensor.Tensor`` adds
-those. The ops (``unary``, ``binary``, ``reduce``, ``ops``) import this module, not
-``tricycle.tensor``, and make their outputs with ``x.new(...)`` (the class of their input), so
-that ``Tensor`` can define its operators from the ops without an import cycle.
+those. The ops (``unary``, ``binary``, ``reduce``, ``ops``) import this module, not ``tensor``,
+and make their outputs with ``x.new(...)`` (the class of their input), so that ``Tensor`` can
+define its operators from the ops without an import cycle.
 """
 
 import importlib
@@ -208,16 +208,16 @@ class Node:
         set ``.grad`` on leaves that require it (accumulating if already set) and on tensors
         that called ``retain_grad()``, and run their post-accumulate hooks as soon as that
         gradient is final (``register_post_accumulate_grad_hook``). ``gradient`` (torch's
-        name) seeds it: ones when None, for any shape. The graph is freed afterwards unless
-        ``retain_graph`` (None: ``create_graph``), leaving each tensor's ``trace``
-        (``tricycle.traces``: names, shapes, summaries, no arrays) for drawing it.
+        name) seeds it: ones when None (a complex tensor needs one). The graph is freed unless
+        ``retain_graph`` (None: ``create_graph``), leaving each tensor's ``trace`` (names,
+        shapes, summaries, no arrays: ``tricycle.traces``) for drawing it.
         ``create_graph=True`` records the backward pass itself (``tricycle.second_order``):
         ``.grad`` is then a Tensor in the graph, to differentiate again."""
         create_graph = checks.boolean("backward", "create_graph", create_graph)
         checks.boolean("backward", "retain_graph", retain_graph, optional=True)
-        if not is_float(self.dtype):
+        if not is_float(self.dtype) and (self.dtype.kind != "c" or gradient is None):
             raise TypeError(f"backward: cannot differentiate a tensor of dtype {self.dtype} (shape "
-                            f"{self.shape}); only floating tensors have gradients.")  # fmt: skip
+                            f"{self.shape}); floats only (complex: give the gradient)")  # fmt: skip
         if not self.requires_grad:
             raise RuntimeError(f"backward: tensor {self.name or ''} (shape {self.shape}) does not "
                                "require grad: none of its inputs require grad, or it was made "
