@@ -15,27 +15,40 @@ forward, holding fewer microbatches' activations, and fuses each send with the n
 in one batch (on GPUs one NCCL group) as torch's does.
 
 Several stages per rank (``PipelineScheduleMulti``: stages ``r``, ``r + world_size``, ... on
-rank ``r``): each rank's order of actions is torch's (Interleaved 1F1B: depth first, one
-forward and one backward in turn once warm; Looped BFS: every microbatch of a stage before
-the next stage). The orders are laid on one timetable of steps shared by every rank, found
-by playing them: at each step a rank runs its next action if the action it depends on (the
-same microbatch's forward on the stage before, its backward on the stage after) ran at an
-earlier step, and waits a step otherwise. Before step ``t`` every rank exchanges what the
-actions of step ``t - 1`` made: the sends of its own action and the receives of its
-neighbours', in one batch. Every message is sent and received at the same step, so the
-messages between two ranks match in order (NCCL has no tags) and a batch never waits for a
-later one. Zero-bubble schedules split each backward into its input and weight halves,
-which tricycle's backward does not: they are refused.
+rank ``r``, or ``r`` and ``2 world_size - 1 - r`` on the V placement): each rank's order of
+actions is torch's (``tricycle.parallel.pipeline_orders``: Interleaved 1F1B, depth first, one
+forward and one backward in turn once warm; Looped BFS, every microbatch of a stage before
+the next stage; the zero-bubble schedules, whose backwards are split in an input half, sent
+at once, and a weight half run later to fill the pipeline's bubbles: Interleaved Zero
+Bubble, ZB-V and DualPipeV). The orders are laid on one timetable of steps shared by every
+rank, found by playing them: at each step a rank runs its next action if the action it
+depends on (the same microbatch's forward on the stage before, its backward on the stage
+after) ran at an earlier step, and waits a step otherwise. Before step ``t`` every rank
+exchanges what the actions of step ``t - 1`` made: the sends of its own action and the
+receives of its neighbours', in one batch. Every message is sent and received at the same
+step, so the messages between two ranks match in order (NCCL has no tags) and a batch never
+waits for a later one.
 """
 
 import numpy as np
 
 from tricycle import checks
 from tricycle.grad_modes import is_grad_enabled
-from tricycle.parallel.pipeline_stage import PipelineStage
+from tricycle.parallel.pipeline_orders import (
+    BACKWARD,
+    FORWARD,
+    INPUT,
+    WEIGHT,
+    destination,
+    dualpipev_order,
+    interleaved_1f1b_order,
+    interleaved_zero_bubble_order,
+    looped_bfs_order,
+    timetable,
+    zbv_zero_bubble_order,
+)
+from tricycle.parallel.pipeline_stage import PipelineStage, stage_rank
 from tricycle.tensor import Tensor
-
-FORWARD, BACKWARD = "F", "B"  # an action: (stage index, FORWARD or BACKWARD, microbatch)
 
 
 class _PipelineSchedule:
@@ -117,6 +130,14 @@ class _PipelineSchedule:
     def _compute_backward(self, stage: PipelineStage, i: int) -> None:
         """Microbatch ``i``'s backward on ``stage`` (its output gradients received)."""
         stage.backward_one_chunk(i, self._losses[i] if stage.is_last else None)
+
+    def _compute_input(self, stage: PipelineStage, i: int) -> None:
+        """The input half of microbatch ``i``'s backward on ``stage``."""
+        stage.backward_input_one_chunk(i, self._losses[i] if stage.is_last else None)
+
+    def _compute_weight(self, stage: PipelineStage, i: int) -> None:
+        """The weight half of microbatch ``i``'s backward on ``stage``."""
+        stage.backward_weight_one_chunk(i)
 
 
 # ====================================================================== one stage per rank
@@ -205,8 +226,11 @@ class Schedule1F1B(PipelineScheduleSingle):
 # ====================================================================== several stages per rank
 class PipelineScheduleMulti(_PipelineSchedule):
     """The schedules of several stages per rank: ``stages`` are this rank's (``r``,
-    ``r + world_size``, ... of ``num_stages = world_size * len(stages)``); a subclass gives
-    each rank's order of actions (``_rank_order``), played on one timetable by every rank."""
+    ``r + world_size``, ... of ``num_stages = world_size * len(stages)``, or those of the V
+    placement where ``placement`` is "v"); a subclass gives each rank's order of actions
+    (``_rank_order``), played on one timetable by every rank."""
+
+    placement = "loop"  # where stage s lives: pipeline_stage.stage_rank's style
 
     def __init__(self, stages: list, n_microbatches: int, *args, **kwargs):
         owner = type(self).__name__
@@ -218,20 +242,26 @@ class PipelineScheduleMulti(_PipelineSchedule):
         self._world_size, self._rank = world.world_size, world.rank
         self._num_stages = self._stages[0].num_stages
         have = sorted(stage.stage_index for stage in self._stages)
-        want = list(range(self._rank, self._num_stages, self._world_size))
+        want = [s for s in range(self._num_stages)
+                if stage_rank(s, self._world_size, self.placement) == self._rank]  # fmt: skip
         if len({stage.num_stages for stage in self._stages}) != 1 or have != want:
+            where = (f"stage s on rank s % {self._world_size}" if self.placement == "loop"
+                     else "the V placement: down the ranks and back up")  # fmt: skip
             raise ValueError(
                 f"{owner}: rank {self._rank} of {self._world_size} must hold stages {want} "
-                f"of {self._num_stages} (stage s on rank s % {self._world_size}), one "
-                f"PipelineStage each; got stages {have} of "
-                f"{[stage.num_stages for stage in self._stages]}"
+                f"of {self._num_stages} ({where}), one PipelineStage each; got stages {have} "
+                f"of {[stage.num_stages for stage in self._stages]}"
             )
+        for stage in self._stages:
+            stage.place(self.placement)
         self._local_stages = len(self._stages)
         self._by_index = {stage.stage_index: stage for stage in self._stages}
         self._plans = {}  # has_backward: this rank's steps on the timetable
+        self._compute = {FORWARD: self._compute_forward, BACKWARD: self._compute_backward,
+                         INPUT: self._compute_input, WEIGHT: self._compute_weight}  # fmt: skip
 
     def _rank_order(self, rank: int) -> list:
-        """Rank ``rank``'s actions, (stage, FORWARD or BACKWARD, microbatch), in order."""
+        """Rank ``rank``'s actions, (stage, kind, microbatch), in order."""
         raise NotImplementedError(
             f"{type(self).__name__}: a base class without an order of its own (tricycle "
             "loads no schedule from a file); use ScheduleInterleaved1F1B or ScheduleLoopedBFS"
@@ -244,11 +274,11 @@ class PipelineScheduleMulti(_PipelineSchedule):
             orders = {rank: [a for a in self._rank_order(rank)
                              if self._has_backward or a[1] == FORWARD]
                       for rank in range(self._world_size)}  # fmt: skip
-            table = _timetable(type(self).__name__, orders, self._num_stages)
+            table = timetable(type(self).__name__, orders, self._num_stages)
             plan, before = [], [None] * self._world_size
             for now in [*zip(*table.values()), [None] * self._world_size]:
                 arriving = [a for a in before if a is not None and
-                            _destination(a, self._num_stages) in self._by_index]  # fmt: skip
+                            destination(a, self._num_stages) in self._by_index]  # fmt: skip
                 plan.append((before[self._rank], arriving, now[self._rank]))
                 before = now
             self._plans[self._has_backward] = plan
@@ -259,19 +289,19 @@ class PipelineScheduleMulti(_PipelineSchedule):
             messages = self._messages(sent, "fwd_send", "bwd_send")
             receiver = None
             for made in arriving:
-                receiver = self._by_index[_destination(made, self._num_stages)]
+                receiver = self._by_index[destination(made, self._num_stages)]
                 messages += self._messages(made, "fwd_recv", "bwd_recv", receiver)
-            if messages:  # sends first: in a world of one, a rank receives what it sent
+            if messages:  # sends first: a rank may receive what it sent (a world of one, a V)
                 (receiver or self._by_index[sent[0]]).start(messages)
             if action is not None:
                 stage_index, kind, i = action
-                compute = self._compute_forward if kind == FORWARD else self._compute_backward
-                compute(self._by_index[stage_index], i)
+                self._compute[kind](self._by_index[stage_index], i)
 
     def _messages(self, action, on_forward: str, on_backward: str, stage=None) -> list:
-        """The messages of ``action`` (None: none): ``stage``'s method (the action's own
-        stage's by default) named ``on_forward`` or ``on_backward``, by its kind."""
-        if action is None:
+        """The messages of ``action`` (None, or a weight half: none): ``stage``'s method
+        (the action's own stage's by default) named ``on_forward`` or ``on_backward``, by
+        its kind."""
+        if action is None or action[1] == WEIGHT:
             return []
         stage_index, kind, i = action
         stage = stage or self._by_index[stage_index]
@@ -285,13 +315,7 @@ class ScheduleInterleaved1F1B(PipelineScheduleMulti):
 
     def __init__(self, stages: list, n_microbatches: int, *args, **kwargs):
         super().__init__(stages, n_microbatches, *args, **kwargs)
-        rounds = max(1, n_microbatches // self._world_size)
-        if n_microbatches % rounds:
-            raise ValueError(
-                f"ScheduleInterleaved1F1B: n_microbatches={n_microbatches} must be a multiple "
-                f"of the number of rounds, max(1, n_microbatches // world_size) = {rounds} "
-                f"(world_size {self._world_size})"
-            )
+        _check_rounds(type(self).__name__, n_microbatches, self._world_size)
 
     def _rank_order(self, rank: int) -> list:
         return interleaved_1f1b_order(
@@ -312,113 +336,76 @@ class ScheduleLoopedBFS(PipelineScheduleMulti):
         return looped_bfs_order(rank, self._world_size, self._local_stages, self._n_microbatches)
 
 
-def interleaved_1f1b_order(rank: int, world_size: int, local_stages: int, n: int) -> list:
-    """Rank ``rank``'s actions under Interleaved 1F1B, torch's order: the ``n``
-    microbatches go in rounds of ``n // max(1, n // world_size)``; the rank warms up with
-    the forwards of its earlier stages round by round, then runs one forward and one
-    backward in turn (its stages' backwards last stage first, round by round), then the
-    remaining backwards."""
-    per_round, total = n // max(1, n // world_size), n * local_stages
-    # the last rank warms up with its earlier stages' rounds; each rank before it with two
-    # forwards more (its first backward comes back two steps later per rank)
-    warmup = min((local_stages - 1) * per_round + 2 * (world_size - 1 - rank), total)
+class ScheduleInterleavedZeroBubble(PipelineScheduleMulti):
+    """Interleaved Zero Bubble (ZB1P, Qi et al. 2023) in torch's order
+    (``interleaved_zero_bubble_order``): Interleaved 1F1B's, each backward split into its
+    input half, sent at once, and its weight half, run later where the rank would wait.
+    ``n_microbatches`` must be a multiple of the number of rounds, as Interleaved 1F1B's."""
 
-    def stage(k: int, backward: bool) -> int:  # the stage of the rank's k-th F or B
-        chunk = (k // per_round) % local_stages
-        return rank + world_size * (local_stages - 1 - chunk if backward else chunk)
+    def __init__(self, stages: list, n_microbatches: int, *args, **kwargs):
+        super().__init__(stages, n_microbatches, *args, **kwargs)
+        _check_rounds(type(self).__name__, n_microbatches, self._world_size)
 
-    forwards = _numbered([stage(k, False) for k in range(total)], FORWARD)
-    backwards = _numbered([stage(k, True) for k in range(total)], BACKWARD)
-    steady = [a for pair in zip(forwards[warmup:], backwards) for a in pair]
-    return forwards[:warmup] + steady + backwards[total - warmup :]
-
-
-def looped_bfs_order(rank: int, world_size: int, local_stages: int, n: int) -> list:
-    """Rank ``rank``'s actions under Looped BFS, torch's order: the ``n`` microbatches'
-    forwards on the rank's first stage, then on its next, ...; then the backwards, last
-    stage first and the microbatches in reverse."""
-    stages = range(rank, world_size * local_stages, world_size)
-    microbatches = range(n)
-    return [(s, FORWARD, i) for s in stages for i in microbatches] + [
-        (s, BACKWARD, i) for s in reversed(stages) for i in reversed(microbatches)
-    ]
-
-
-class _SplitBackward:
-    """A schedule that runs each backward in two halves, the inputs' gradients first and the
-    weights' later to fill the pipeline's bubbles: tricycle's backward computes both in one
-    walk of the graph, so these are refused."""
-
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError(
-            f"{type(self).__name__}: zero-bubble schedules split each backward into its "
-            "input and weight gradients, which tricycle's backward does not; use "
-            "ScheduleInterleaved1F1B or ScheduleLoopedBFS"
+    def _rank_order(self, rank: int) -> list:
+        return interleaved_zero_bubble_order(
+            rank, self._world_size, self._local_stages, self._n_microbatches
         )
 
 
-class ScheduleInterleavedZeroBubble(_SplitBackward):
-    """torch's interleaved zero-bubble schedule (ZB1P): not in tricycle."""
+class _VShape(PipelineScheduleMulti):
+    """A schedule on the V placement, two stages per rank: stages ``r`` and
+    ``2 world_size - 1 - r`` on rank ``r`` (the first and the last stage on rank 0)."""
+
+    placement = "v"
+
+    def __init__(self, stages: list, n_microbatches: int, *args, **kwargs):
+        super().__init__(stages, n_microbatches, *args, **kwargs)
+        if self._local_stages != 2:
+            raise ValueError(
+                f"{type(self).__name__}: needs exactly 2 stages per rank (stages r and "
+                f"2 world_size - 1 - r on rank r); got {self._local_stages}"
+            )
 
 
-class ScheduleZBVZeroBubble(_SplitBackward):
-    """torch's zero-bubble V schedule: not in tricycle."""
+class ScheduleZBVZeroBubble(_VShape):
+    """ZB-V (Qi et al. 2023, section 6) in torch's order (``zbv_zero_bubble_order``): on the
+    V placement, a forward and a split backward on each of the rank's stages in turn, the
+    weight halves filling the warm-up and the drain. Zero bubble where a forward, an input
+    half and a weight half take the same time."""
+
+    def _rank_order(self, rank: int) -> list:
+        return zbv_zero_bubble_order(rank, self._world_size, self._n_microbatches)
 
 
-class ScheduleDualPipeV(_SplitBackward):
-    """torch's DualPipeV schedule: not in tricycle."""
+class ScheduleDualPipeV(_VShape):
+    """DualPipeV (DeepSeek-V3's DualPipe cut to a V) in torch's order (``dualpipev_order``):
+    on the V placement, a forward on one stage paired with a whole backward on the other in
+    the steady state (torch overlaps them; here they run one after the other, as torch's
+    runtime runs them), the last backwards split. ``n_microbatches`` at least the number of
+    stages."""
+
+    def __init__(self, stages: list, n_microbatches: int, *args, **kwargs):
+        super().__init__(stages, n_microbatches, *args, **kwargs)
+        if n_microbatches < self._num_stages:
+            raise ValueError(
+                f"ScheduleDualPipeV: n_microbatches ({n_microbatches}) must be at least the "
+                f"number of stages ({self._num_stages})"
+            )
+
+    def _rank_order(self, rank: int) -> list:
+        return dualpipev_order(rank, self._world_size, self._n_microbatches)
 
 
 # ====================================================================== helpers
-def _numbered(stages: list, kind: str) -> list:
-    """Actions of ``kind`` on ``stages`` in turn, each stage's microbatches counted 0, 1, ..."""
-    seen = {}
-    actions = []
-    for s in stages:
-        seen[s] = seen.get(s, -1) + 1
-        actions.append((s, kind, seen[s]))
-    return actions
-
-
-def _destination(action, num_stages: int):
-    """The stage that ``action``'s output goes to (None: the ends of the pipeline)."""
-    stage, kind, _ = action
-    target = stage + 1 if kind == FORWARD else stage - 1
-    return target if 0 <= target < num_stages else None
-
-
-def _timetable(owner: str, orders: dict, num_stages: int) -> dict:
-    """Every rank's actions (``orders``: rank -> actions in order) on steps shared by all:
-    rank -> one action or None per step. A rank runs its next action at a step when the
-    action it needs (the same microbatch's forward on the stage before, or its backward on
-    the stage after, or its own forward on the last stage) ran at an earlier step."""
-    done, steps = set(), {rank: [] for rank in orders}
-    place = dict.fromkeys(orders, 0)
-    while any(place[rank] < len(orders[rank]) for rank in orders):
-        now = []
-        for rank, order in orders.items():
-            action = order[place[rank]] if place[rank] < len(order) else None
-            if action is not None and not _ready(action, done, num_stages):
-                action = None  # this rank waits a step
-            if action is not None:
-                now.append(action)
-                place[rank] += 1
-            steps[rank].append(action)
-        if not now:
-            waiting = {rank: order[place[rank]] for rank, order in orders.items()
-                       if place[rank] < len(order)}  # fmt: skip
-            raise RuntimeError(f"{owner}: the ranks' orders wait for each other: {waiting}")
-        done.update(now)
-    return steps
-
-
-def _ready(action, done: set, num_stages: int) -> bool:
-    stage, kind, i = action
-    if kind == FORWARD:
-        return stage == 0 or (stage - 1, FORWARD, i) in done
-    if stage == num_stages - 1:
-        return (stage, FORWARD, i) in done
-    return (stage + 1, BACKWARD, i) in done
+def _check_rounds(owner: str, n_microbatches: int, world_size: int) -> None:
+    """The interleaved schedules' microbatches come in rounds: refuse a count that is not a
+    whole number of them."""
+    rounds = max(1, n_microbatches // world_size)
+    if n_microbatches % rounds:
+        raise ValueError(
+            f"{owner}: n_microbatches={n_microbatches} must be a multiple of the number of "
+            f"rounds, max(1, n_microbatches // world_size) = {rounds} (world_size {world_size})"
+        )
 
 
 def _split(owner: str, values: tuple, n: int) -> list:

@@ -4,19 +4,28 @@ of the model, its microbatches' activations and their messages to the neighbouri
 Stage ``s`` of ``num_stages`` lives on rank ``s % world_size`` (torch's "loop" placement):
 one stage per rank when ``num_stages`` is the world's size, else ``num_stages / world_size``
 stages per rank (stages ``r``, ``r + world_size``, ...), which the interleaved schedules run.
-A stage's neighbours are stages ``s - 1`` and ``s + 1``, on the ranks before and after.
+The V-shape schedules (ScheduleZBVZeroBubble, ScheduleDualPipeV) place the stages down the
+ranks and back up ("v": rank ``r`` holds stages ``r`` and ``2 world_size - 1 - r``), so that
+the last stage shares the first's rank; a stage is accepted on the rank of either placement
+and the schedule that runs it says which. A stage's neighbours are stages ``s - 1`` and
+``s + 1``, on the ranks the placement gives them.
 
 Each activation goes with a small message giving its shape, dtype and whether it needs a
 gradient, so stages need no shapes in advance (``input_args``, where given, is checked
 against what arrives); gradients come back in the shapes of the outputs they belong to. The
 schedules (``tricycle.parallel.pipeline_schedules``) decide when each message goes.
+
+A backward runs whole (``backward_one_chunk``) or, for the zero-bubble schedules, in two
+halves (``tricycle.parallel.pipeline_backward``): the inputs' gradients
+(``backward_input_one_chunk``), sent at once, and the parameters' later
+(``backward_weight_one_chunk``).
 """
 
 import numpy as np
 
 from tricycle import autograd, checks
 from tricycle.layers import Layer
-from tricycle.parallel import torch_distributed
+from tricycle.parallel import pipeline_backward, torch_distributed
 from tricycle.tensor import Tensor
 
 
@@ -49,25 +58,43 @@ class PipelineStage:
                 f"{owner}: num_stages={num_stages} must be a multiple of the world's size "
                 f"({world.world_size}): each rank holds the same number of stages"
             )
-        if stage_index % world.world_size != world.rank:
+        loop, v = (stage_rank(stage_index, world.world_size, style) for style in ("loop", "v"))
+        if world.rank not in (loop, v):
             raise ValueError(
-                f"{owner}: stage {stage_index} of {num_stages} lives on rank "
-                f"{stage_index % world.world_size} (stage s on rank s % {world.world_size}), "
-                f"not on rank {world.rank}"
+                f"{owner}: stage {stage_index} of {num_stages} lives on rank {loop} (stage s on "
+                f"rank s % {world.world_size})"
+                + (f", or on rank {v} in the V-shape placement" if v != loop else "")
+                + f", not on rank {world.rank}"
             )
         self.submod, self.stage_index, self.num_stages = submodule, stage_index, num_stages
         self.device, self.world = device, world
         self.is_first, self.is_last = stage_index == 0, stage_index == num_stages - 1
-        # the ranks of stages s - 1 and s + 1 (this rank's own, in a world of one)
-        self.prev_rank = (stage_index - 1) % world.world_size
-        self.next_rank = (stage_index + 1) % world.world_size
+        self.place("loop" if loop == world.rank else "v")
         self.expected = None if input_args is None else _metas(_as_tuple(input_args))
         self.has_backward = True
         self.clear_runtime_states()
 
+    def place(self, style: str) -> None:
+        """Find the neighbouring stages where the placement ``style`` ("loop" or "v") puts
+        them: the schedule running this stage calls it."""
+        size = self.world.world_size
+        if style not in ("loop", "v"):
+            raise ValueError(f"PipelineStage.place: style must be 'loop' or 'v', got {style!r}")
+        if stage_rank(self.stage_index, size, style) != self.world.rank:
+            raise ValueError(
+                f"PipelineStage {self.stage_index} of {self.num_stages}: the {style!r} "
+                f"placement puts it on rank {stage_rank(self.stage_index, size, style)}, "
+                f"not on rank {self.world.rank}"
+            )
+        self.placement = style
+        # the ranks of stages s - 1 and s + 1 (None at the ends of the pipeline)
+        self.prev_rank = None if self.is_first else stage_rank(self.stage_index - 1, size, style)
+        self.next_rank = None if self.is_last else stage_rank(self.stage_index + 1, size, style)
+
     def clear_runtime_states(self) -> None:
         """Forget the last step's microbatches."""
         self.inputs, self.outputs, self.output_chunks = {}, {}, []
+        self.weight_halves = {}  # microbatch -> its backward's weight half, not yet run
         self.sending = []  # the requests of sends not yet waited for, with their arrays
 
     # ------------------------------------------------------------------ messages
@@ -142,14 +169,43 @@ class PipelineStage:
     def backward_one_chunk(self, i: int, loss=None) -> None:
         """Walk microbatch ``i``'s graph: from its loss on the last stage, else from its
         outputs with the gradients the next stage sent."""
-        if self.is_last:
-            autograd.backward((loss,))
-            self.outputs.pop(i, None)
+        outputs, seeds = self._roots(i, loss)
+        if outputs:
+            autograd.backward(outputs, seeds)
+
+    def backward_input_one_chunk(self, i: int, loss=None) -> None:
+        """The input half of microbatch ``i``'s backward (torch's ``I``): its inputs'
+        gradients, which ``bwd_send`` sends; the parameters' wait for
+        ``backward_weight_one_chunk(i)``. On the first stage (no input to send a gradient
+        to) the whole backward waits."""
+        outputs, seeds = self._roots(i, loss)
+        inputs = () if self.is_first else self.inputs[i]
+        if not outputs:
+            self.weight_halves[i] = _nothing
             return
+        grads, self.weight_halves[i] = pipeline_backward.backward_input(outputs, seeds, inputs)
+        for x, grad in zip(inputs, grads):  # where a whole backward leaves them
+            x.grad = grad
+
+    def backward_weight_one_chunk(self, i: int) -> None:
+        """The weight half of microbatch ``i``'s backward (torch's ``W``): its parameters'
+        gradients, accumulated into their ``.grad``."""
+        weight_half = self.weight_halves.pop(i, None)
+        if weight_half is None:
+            raise RuntimeError(
+                f"PipelineStage {self.stage_index}: the weight gradients (W) of microbatch "
+                f"{i} come after its input gradients (I), which have not run (or W ran already)"
+            )
+        weight_half()
+
+    def _roots(self, i: int, loss) -> tuple:
+        """Where microbatch ``i``'s backward starts: its loss on the last stage, else the
+        outputs that need a gradient, with the gradients the next stage sent."""
+        if self.is_last:
+            self.outputs.pop(i, None)
+            return (loss,), (None,)
         needing, grads = self.outputs.pop(i)
-        if needing:
-            seeds = tuple(Tensor(g, requires_grad=False) for g in grads)
-            autograd.backward(tuple(needing), seeds)
+        return tuple(needing), tuple(Tensor(g, requires_grad=False) for g in grads)
 
     def scale_grads(self, n: int) -> None:
         """Divide the submodule's gradients by ``n`` (the microbatches), in place."""
@@ -177,6 +233,20 @@ class PipelineStage:
         for request, _ in self.sending:
             self.world.wait(request, f"pipeline stage {self.stage_index}: a send")
         self.sending = []
+
+
+def stage_rank(stage_index: int, world_size: int, style: str = "loop") -> int:
+    """The rank of stage ``stage_index`` under torch's placement ``style``: "loop" (stage s
+    on rank s % world_size) or "v" (down the ranks, then back up: each block of
+    ``world_size`` stages in turn forwards and backwards)."""
+    block, offset = divmod(stage_index, world_size)
+    if style == "loop" or block % 2 == 0:
+        return offset
+    return world_size - 1 - offset
+
+
+def _nothing() -> None:
+    """The weight half of a backward with nothing to differentiate."""
 
 
 def _as_tuple(value) -> tuple:

@@ -23,13 +23,24 @@ rank 0, the last on the last rank), with torch's interleaved schedules::
     stages = [PipelineStage(parts[s], s, 2 * world_size, device)
               for s in (rank, rank + world_size)]
     schedule = ScheduleInterleaved1F1B(stages, n_microbatches=4, loss_fn=loss_fn)
-    # or ScheduleLoopedBFS; step() as above
+    # or ScheduleLoopedBFS, ScheduleInterleavedZeroBubble; step() as above
+
+The zero-bubble schedules split each backward in two: the gradients of the stage's inputs,
+sent upstream at once, and the parameters', computed later where the rank would wait
+(``tricycle.parallel.pipeline_backward``). ZB-V and DualPipeV place the stages in a V: rank
+``r`` holds stages ``r`` and ``2 world_size - 1 - r``::
+
+    stages = [PipelineStage(parts[s], s, 2 * world_size, device)
+              for s in (rank, 2 * world_size - 1 - rank)]
+    schedule = ScheduleZBVZeroBubble(stages, n_microbatches=4, loss_fn=loss_fn)
+    # or ScheduleDualPipeV (n_microbatches >= 2 * world_size)
 
 The stage is ``tricycle.parallel.pipeline_stage``'s, the schedules (what they share, how
-the several stages of a rank are timed) ``tricycle.parallel.pipeline_schedules``'. Not here:
-torch's tracer (``pipeline``, ``SplitPoint``, ``pipe_split``: tricycle traces no programs,
-build each stage's module by hand), the zero-bubble schedules (they split each backward in
-two), chunk specs other than dim 0, ``dw_builder``.
+the several stages of a rank are timed) ``tricycle.parallel.pipeline_schedules``', their
+orders ``tricycle.parallel.pipeline_orders``'. Not here: torch's tracer (``pipeline``,
+``SplitPoint``, ``pipe_split``: tricycle traces no programs, build each stage's module by
+hand), chunk specs other than dim 0, ``dw_builder``, schedules loaded from a file
+(``_PipelineScheduleRuntime``'s CSV).
 """
 
 from tricycle.parallel.pipeline_schedules import (
