@@ -19,6 +19,7 @@ import tricycle.nn as nn
 import tricycle.optim as optim
 from tests.multirank import by_key, ranks_findings, write_from_rank_0
 from tests.test_distributed import needs_mpi
+from tests.test_pipelining import alone, mlp  # noqa: F401 - alone: each test's fixture
 from tricycle import backend, no_grad
 from tricycle.distributed.pipelining import (
     PipelineStage,
@@ -33,28 +34,12 @@ from tricycle.parallel.pipeline_schedules import (
     interleaved_1f1b_order,
     looped_bfs_order,
 )
-from tricycle.random import manual_seed
 from tricycle.tensor import Tensor
 
 STAGES, MICROBATCHES, STEPS = 4, 4, 2
 KINDS = {"interleaved": ScheduleInterleaved1F1B, "bfs": ScheduleLoopedBFS}
 RUNS = [(kind, with_loss) for kind in KINDS for with_loss in (True, False)]
 ORDERS = {"interleaved": interleaved_1f1b_order, "bfs": looped_bfs_order}
-
-
-@pytest.fixture(autouse=True)
-def alone():
-    """Each test starts without a process group and leaves none."""
-    dist.destroy_process_group()
-    yield
-    dist.destroy_process_group()
-
-
-def mlp() -> nn.Sequential:
-    """The 4-layer MLP, seeded: the same weights in every process."""
-    manual_seed(0)
-    return nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(),
-                         nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 3))  # fmt: skip
 
 
 def parts(model: nn.Sequential) -> list:
@@ -297,16 +282,22 @@ def test_bad_arguments_are_refused():
 @pytest.mark.skipif(not backend.cupy_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("kind", ["interleaved", "bfs"])
 def test_four_stages_on_the_gpu_equal_the_host(kind):
+    assert_the_gpu_equals_the_host(lambda: parts(mlp()), KINDS[kind])
+
+
+def assert_the_gpu_equals_the_host(stage_modules, schedule_class):
+    """One step of ``schedule_class`` over the stages ``stage_modules()`` makes, on the host
+    and on the GPU: the same losses, output and gradients."""
     dist.init_process_group("gloo")
     x, y = batch()
     got = []
     for device in ("cpu", "cuda"):
-        modules = parts(mlp())
+        modules = stage_modules()
         if device == "cuda":
             for module in modules:
                 module.to_gpu(0)
-        stages = [PipelineStage(m, s, STAGES, device) for s, m in enumerate(modules)]
-        schedule = KINDS[kind](stages, MICROBATCHES, loss_fn=nn.MSELoss())
+        stages = [PipelineStage(m, s, len(modules), device) for s, m in enumerate(modules)]
+        schedule = schedule_class(stages, MICROBATCHES, loss_fn=nn.MSELoss())
         inputs = [Tensor(a) if device == "cpu" else Tensor(backend.cupy().asarray(a))
                   for a in (x, y)]  # fmt: skip
         losses = []

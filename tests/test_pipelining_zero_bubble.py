@@ -25,7 +25,15 @@ import tricycle.nn as nn
 import tricycle.optim as optim
 from tests.multirank import by_key, ranks_findings, write_from_rank_0
 from tests.test_distributed import needs_mpi
-from tests.test_pipelining_interleaved import STEPS, assert_equal_to_whole, batch, mlp, whole
+from tests.test_pipelining import alone  # noqa: F401 - each test's fixture
+from tests.test_pipelining_interleaved import (
+    STEPS,
+    assert_equal_to_whole,
+    assert_the_gpu_equals_the_host,
+    batch,
+    mlp,
+    whole,
+)
 from tricycle import autograd, backend
 from tricycle.backprop import FREED
 from tricycle.distributed.pipelining import (
@@ -52,14 +60,6 @@ KINDS = {"zb": ScheduleInterleavedZeroBubble, "zbv": ScheduleZBVZeroBubble,
          "dualpipev": ScheduleDualPipeV}  # fmt: skip
 RUNS = [(kind, with_loss) for kind in KINDS for with_loss in (True, False)]
 BOUNDS = {4: (0, 2, 4, 6, 7), 2: (0, 4, 7)}  # the MLP's layers cut into 4 or 2 stages
-
-
-@pytest.fixture(autouse=True)
-def alone():
-    """Each test starts without a process group and leaves none."""
-    dist.destroy_process_group()
-    yield
-    dist.destroy_process_group()
 
 
 def stage_modules(num_stages: int) -> list:
@@ -336,28 +336,8 @@ def test_bad_arguments_are_refused():
 @pytest.mark.skipif(not backend.cupy_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_every_stage_on_the_gpu_equals_the_host(kind):
-    dist.init_process_group("gloo")
-    x, y = batch()
     num_stages = 4 if kind == "zb" else 2
-    got = []
-    for device in ("cpu", "cuda"):
-        modules = stage_modules(num_stages)
-        if device == "cuda":
-            for module in modules:
-                module.to_gpu(0)
-        stages = [PipelineStage(m, s, num_stages, device) for s, m in enumerate(modules)]
-        schedule = KINDS[kind](stages, MICROBATCHES, loss_fn=nn.MSELoss())
-        inputs = [Tensor(a) if device == "cpu" else Tensor(backend.cupy().asarray(a))
-                  for a in (x, y)]  # fmt: skip
-        losses = []
-        output = schedule.step(inputs[0], target=inputs[1], losses=losses)
-        grads = [backend.to_host_array(p.grad.array) for m in modules for p in m.parameters()]
-        got.append(([float(v) for v in losses], backend.to_host_array(output.array), grads))
-    (host_losses, host_out, host_grads), (gpu_losses, gpu_out, gpu_grads) = got
-    np.testing.assert_allclose(gpu_losses, host_losses, rtol=1e-5)
-    np.testing.assert_allclose(gpu_out, host_out, rtol=1e-5, atol=1e-6)
-    for a, b in zip(gpu_grads, host_grads, strict=True):
-        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+    assert_the_gpu_equals_the_host(lambda: stage_modules(num_stages), KINDS[kind])
 
 
 # ====================================================================== two ranks
