@@ -1,24 +1,34 @@
-"""Their tokenisers: the byte-level BPE of GPT-2 (``vocab.json`` + ``merges.txt``) and of a
-Hugging Face ``tokenizer.json`` (Llama 3 and the like), as a tricycle ``BPETokeniser``.
+"""Their tokenisers: the byte-level BPE of GPT-2 (``vocab.json`` + ``merges.txt``) and the BPE
+of a Hugging Face ``tokenizer.json`` (Llama 3, Qwen2, Llama 2, Mistral, TinyLlama and the
+like), as a tricycle ``BPETokeniser``.
 
-Byte-level BPE as GPT-2 defined it:
+Byte-level BPE as GPT-2 defined it (GPT-2, Llama 3, Qwen2):
 
     text -> chunks (a split regex: words with their leading space, numbers, punctuation, ...)
     chunk -> its UTF-8 bytes, each written as one printable character (``bytes_to_unicode``)
     symbols -> repeatedly merge the adjacent pair that comes first in the merge list
     tokens -> ids through the vocabulary
 
-The merges apply by the rank of the *pair* (GPT-2's ``bpe``, and Hugging Face's), which need
-not be the rank of the merged bytes that tricycle's own tokeniser (and tiktoken) uses, so the
-merge loop is this module's. Decoding is the base class's: each id's bytes, joined.
+SentencePiece's BPE as transformers converts it (Llama 2, Mistral, TinyLlama): spaces become
+"▁" and one goes before the text (a normalizer, or a Metaspace pre-tokenizer); the text's
+characters are merged, and one that is not a token becomes its bytes' ``<0xNN>`` tokens
+(byte fallback); the decoder turns "▁" back into spaces and drops the first.
 
-With the ``regex`` package installed the split pattern is GPT-2's own (``\\p{L}``, ``\\p{N}``);
-without it, tricycle's ``re`` spelling of it, which splits a few rare characters differently.
-Special tokens (``<|endoftext|>``) get their ids from the files; ``encode`` never produces
-them, as tricycle's tokeniser (text that spells one is ordinary text). A tokenizer.json whose
-post-processor puts special tokens before every text (Llama 3's ``<|begin_of_text|>``) gives
-them as ``prefix_ids``: what transformers' tokeniser puts before a prompt, which the sampler
-puts there too.
+The merges apply by the rank of the *pair*, the leftmost first, as ``tokenizers`` applies
+them; that need not be the rank of the merged bytes that tricycle's own tokeniser (and
+tiktoken) uses, so the merge loop is this module's (``tricycle.hf_tokeniser_steps`` holds the
+steps a tokenizer.json names). ``decode`` runs the file's decoder; ``decode_bytes`` (what
+``StreamDecoder`` reads) gives each id's bytes, the "▁" of a first word still a space, as a
+continuation of a prompt needs.
+
+With the ``regex`` package installed the split pattern is the file's (``\\p{L}``, ``\\p{N}``);
+without it GPT-2's falls back to tricycle's ``re`` spelling of it, which splits a few rare
+characters differently. Special (added) tokens get their ids from the files; ``encode`` never
+produces them, as tricycle's tokeniser (text that spells one is ordinary text). A
+post-processor that puts special tokens before every text (Llama's ``<s>``, Llama 3's
+``<|begin_of_text|>``) gives them as ``prefix_ids``: what transformers' tokeniser puts before
+a prompt, which the sampler puts there too. Anything else a tokenizer.json may say that is not
+read here is one ``ValueError`` line naming the file and the field.
 """
 
 import functools
@@ -30,7 +40,24 @@ from pathlib import Path
 import numpy as np
 
 from tricycle.bpe import GPT2_SPLIT_PATTERN
+from tricycle.hf_tokeniser_steps import (
+    bytes_to_unicode,
+    cut_before,
+    decode_tokens,
+    decoder_steps,
+    flat_steps,
+    glue_before,
+    initial_symbols,
+    merge_by_pair_rank,
+    metaspace,
+    metaspace_options,
+    normalize,
+    normalizer_steps,
+    template_prefix,
+    token_bytes,
+)
 from tricycle.tokeniser import BPETokeniser, _check_text, _json_text, _surrogate_error
+from tricycle.tokeniser_io import _check_ids
 
 FORMAT = "tricycle-hf-bpe"  # the JSON file ``save`` writes
 # GPT-2's pattern in the syntax of the ``regex`` package (and of Hugging Face's ByteLevel)
@@ -39,62 +66,86 @@ LLAMA3_PATTERN = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
     r"|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
-KNOWN_PATTERNS = (GPT2_PATTERN, LLAMA3_PATTERN)  # patterns a saved file may name untrusted
-
-
-@functools.cache
-def bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's map of the 256 bytes to printable characters: the printable Latin-1 bytes are
-    themselves, the rest are shifted past 255, in order."""
-    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
-            *range(ord("®"), ord("ÿ") + 1)]  # fmt: skip
-    table, shift = {}, 0
-    for b in range(256):
-        if b in keep:
-            table[b] = chr(b)
-        else:
-            table[b] = chr(256 + shift)
-            shift += 1
-    return table
+QWEN2_PATTERN = LLAMA3_PATTERN.replace(r"\p{N}{1,3}", r"\p{N}")  # digits one at a time
+KNOWN_PATTERNS = (GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN, None)  # trusted in a saved file
+METASPACE = "▁"  # SentencePiece's space: a long text is cut before it (``cut_before``)
+_CACHED_CHARS = 256  # longer chunks are not remembered
+BYTE_LEVEL_DECODER = [{"type": "ByteLevel"}]
+# what ``save`` writes only where it is not this default (a GPT-2 file is as it always was)
+_DEFAULTS = {"prefix_ids": [], "byte_level": True, "normalizer": [], "metaspace": None,
+             "byte_fallback": False, "unk_token": None, "fuse_unk": False,
+             "decoder": BYTE_LEVEL_DECODER, "normalized_special": []}  # fmt: skip
 
 
 class PretrainedTokeniser(BPETokeniser):
-    """A byte-level BPE tokeniser from someone else's files; use ``from_dir``,
-    ``from_gpt2_files`` or ``from_tokenizer_json``.
+    """A BPE tokeniser from someone else's files; use ``from_dir``, ``from_gpt2_files`` or
+    ``from_tokenizer_json``.
 
     Args:
-        vocab: token (in GPT-2's byte characters) -> id.
+        vocab: token -> id (byte-level: tokens in GPT-2's byte characters).
         merges: the merge list, (left, right) token pairs in order of priority.
-        pattern: the split regex (``regex`` syntax when that package is installed).
+        pattern: the split regex (``regex`` syntax when that package is installed); None: a
+            text is one chunk.
         add_prefix_space: put a space before text that does not start with one (ByteLevel's
             option; GPT-2: False).
         ignore_merges: a chunk that is a token is that token (Llama 3's tokenizer.json).
         special: special token -> id.
         prefix_ids: the special ids the tokeniser's template puts before a text (a BOS).
+        byte_level: chunks are written in GPT-2's byte characters (False: SentencePiece's
+            BPE, whose tokens are text).
+        normalizer: the tokenizer.json's normalizer (NFC, Prepend, Replace, a Sequence).
+        metaspace: a Metaspace pre-tokenizer's options (``replacement``, ``prepend_scheme``,
+            ``split``).
+        byte_fallback, unk_token, fuse_unk: the BPE model's options for characters that are
+            not tokens.
+        decoder: the tokenizer.json's decoder (None: ByteLevel).
+        normalized_special: special tokens marked ``normalized``: decoded as the normalizer
+            writes them (Llama 2's "<s>" as "▁<s>"), as tokenizers decodes them.
     """
 
     def __init__(self, vocab: dict[str, int], merges: list[tuple[str, str]],
-                 pattern: str = GPT2_PATTERN, add_prefix_space: bool = False,
+                 pattern: str | None = GPT2_PATTERN, add_prefix_space: bool = False,
                  ignore_merges: bool = False, special: dict[str, int] | None = None,
-                 prefix_ids=()):  # fmt: skip
+                 prefix_ids=(), byte_level: bool = True, normalizer=None, metaspace=None,
+                 byte_fallback: bool = False, unk_token: str | None = None,
+                 fuse_unk: bool = False, decoder=None, normalized_special=()):  # fmt: skip
+        if (pattern is not None and not byte_level) or (metaspace is not None and byte_level):
+            raise ValueError("pre_tokenizer: a split pattern needs ByteLevel; Metaspace, not")
+        steps = normalizer_steps(normalizer), decoder_steps(decoder, byte_level)
+        metaspace = metaspace_options(metaspace) if metaspace is not None else None
+        if not vocab:
+            raise ValueError("model.vocab is empty")
         special = dict(special or {})
         self.prefix_ids = tuple(int(i) for i in prefix_ids or ())
         size = max([*vocab.values(), *special.values()]) + 1
         super().__init__(max(size, 256 + len(special)), GPT2_SPLIT_PATTERN, list(special))
         self.token_ids, self.merge_list = dict(vocab), [tuple(m) for m in merges]
         self.split_pattern, self.add_prefix_space = pattern, add_prefix_space
-        self.ignore_merges = ignore_merges
-        self.special_ids = special
-        self._split = _compile(pattern).findall
+        self.ignore_merges, self.special_ids, self.byte_level = ignore_merges, special, byte_level
+        self.byte_fallback, self.unk_token, self.fuse_unk = byte_fallback, unk_token, fuse_unk
+        (self.normalizer, self.decoder), self.metaspace = steps, metaspace
+        # symbol -> id in the BPE model, whose vocabulary may hold special tokens (<unk>)
+        self._ids = {**special, **self.token_ids} if special else self.token_ids
+        if unk_token is not None and unk_token not in self._ids:
+            raise ValueError(f"model.unk_token {unk_token!r} is not in the vocabulary")
         self._pair_ranks: dict[tuple[str, str], int] = {}
-        for rank, pair in enumerate(self.merge_list):  # a repeated pair keeps its first rank
-            self._pair_ranks.setdefault(pair, rank)
-        decoder = {c: b for b, c in bytes_to_unicode().items()}
-        self._vocab = [b""] * size  # id -> its bytes (decode_bytes reads it)
-        for token, i in self.token_ids.items():
-            self._vocab[i] = bytes(decoder[c] for c in token)
-        for token, i in special.items():
-            self._vocab[i] = token.encode("utf-8")
+        for rank, (a, b) in enumerate(self.merge_list):  # a repeated pair: its last rank counts
+            if not (a in self._ids and b in self._ids and a + b in self._ids):
+                raise ValueError(f"merge {rank} ({a!r}, {b!r}): it or its parts are not tokens")
+            self._pair_ranks[a, b] = rank  # (as GPT-2's dict of ranks and tokenizers' map)
+        self._tokens: list[str | None] = [None] * size  # id -> token (decode reads it)
+        self.normalized_special = sorted(set(normalized_special) & special.keys())
+        for token, i in chain(self.token_ids.items(), special.items()):
+            self._tokens[i] = token
+        for token in self.normalized_special:
+            self._tokens[special[token]] = normalize(token, self.normalizer)
+        self._vocab = [b"" if t is None else token_bytes(t, self.decoder) for t in self._tokens]
+        self._split = _compile(pattern).findall if pattern else _whole
+        self._cut = _whole
+        if not byte_level and METASPACE in self.token_ids:
+            glue = glue_before(METASPACE, self.token_ids)
+            self._cut = functools.partial(cut_before, mark=METASPACE, glue=glue,
+                                          known=self.token_ids)  # fmt: skip
         self._chunks: dict[str, tuple[int, ...]] = {}
         self.merges = []  # tricycle's own (id, id) merges: none
 
@@ -119,11 +170,16 @@ class PretrainedTokeniser(BPETokeniser):
         merges = [_pair(line, merges_path, n) for n, line in enumerate(lines)
                   if line and not line.startswith("#version")]  # fmt: skip
         special = {t: i for t, i in vocab.items() if t.startswith("<|") and t.endswith("|>")}
-        return cls({t: i for t, i in vocab.items() if t not in special}, merges, special=special)
+        vocab = {t: i for t, i in vocab.items() if t not in special}
+        try:
+            return cls(vocab, merges, special=special)
+        except ValueError as error:
+            raise ValueError(f"{merges_path}: {error}") from None
 
     @classmethod
     def from_tokenizer_json(cls, path) -> "PretrainedTokeniser":
-        """A Hugging Face ``tokenizer.json`` whose model is a byte-level BPE."""
+        """A Hugging Face ``tokenizer.json`` whose model is a BPE: byte-level (GPT-2, Llama 3,
+        Qwen2) or SentencePiece's with byte fallback (Llama 2, Mistral, TinyLlama)."""
         data = _read_json(path)
         model = data.get("model") or {}
         if model.get("type") != "BPE":
@@ -131,17 +187,22 @@ class PretrainedTokeniser(BPETokeniser):
         for field in ("continuing_subword_prefix", "end_of_word_suffix", "dropout"):
             if model.get(field):
                 raise ValueError(f"{path}: model.{field}={model[field]!r} is not supported")
-        if model.get("byte_fallback") or data.get("normalizer"):
-            field = "model.byte_fallback" if model.get("byte_fallback") else "normalizer"
-            raise ValueError(f"{path}: {field} is set: a sentencepiece-style BPE, not read")
-        pattern, prefix = _pre_tokenizer(data.get("pre_tokenizer"), path)
         merges = [tuple(m) if isinstance(m, list) else _pair(m, path, n)
                   for n, m in enumerate(model.get("merges", []))]  # fmt: skip
-        special = {t["content"]: t["id"] for t in data.get("added_tokens", [])}
+        added = data.get("added_tokens", [])
+        special = {t["content"]: t["id"] for t in added}
         vocab = {t: i for t, i in model.get("vocab", {}).items() if t not in special}
-        before = _template_prefix(data.get("post_processor"), path)
-        return cls(vocab, merges, pattern, prefix, bool(model.get("ignore_merges")), special,
-                   before)  # fmt: skip
+        try:
+            return cls(vocab, merges, special=special,
+                       prefix_ids=template_prefix(data.get("post_processor")),
+                       ignore_merges=bool(model.get("ignore_merges")),
+                       normalizer=data.get("normalizer"), decoder=data.get("decoder"),
+                       byte_fallback=bool(model.get("byte_fallback")),
+                       unk_token=model.get("unk_token"), fuse_unk=bool(model.get("fuse_unk")),
+                       normalized_special=[t["content"] for t in added if t.get("normalized")],
+                       **_pre_tokenizer(data.get("pre_tokenizer")))  # fmt: skip
+        except ValueError as error:
+            raise ValueError(f"{path}: {error}") from None
 
     def to_json(self) -> str:
         """The tokeniser as the text of one JSON file (format "tricycle-hf-bpe"): what
@@ -151,17 +212,19 @@ class PretrainedTokeniser(BPETokeniser):
 
     @classmethod
     def load(cls, path, trust_pattern: bool = False) -> "PretrainedTokeniser":
-        """Read a file ``save`` wrote. A split pattern other than GPT-2's or Llama 3's is
-        refused unless ``trust_pattern`` (a regex from a file can take exponential time)."""
+        """Read a file ``save`` wrote. A split pattern other than GPT-2's, Llama 3's or
+        Qwen2's is refused unless ``trust_pattern`` (a regex from a file can take exponential
+        time)."""
         data = _read_json(path)
         if data.get("format") != FORMAT:
             raise ValueError(f"{path}: not a {FORMAT} tokeniser file")
         state = {k: data.get(k) for k in ("vocab", "merges", "pattern", "add_prefix_space",
-                                          "ignore_merges", "special", "prefix_ids")}  # fmt: skip
+                                          "ignore_merges", "special")}  # fmt: skip
+        state.update({k: data[k] for k in _DEFAULTS if k in data})
         if not trust_pattern and state["pattern"] not in KNOWN_PATTERNS:
             raise ValueError(
-                f"{path}: split pattern {state['pattern']!r} is not GPT-2's or Llama 3's; load "
-                "it with trust_pattern=True if you trust the file"
+                f"{path}: split pattern {state['pattern']!r} is not GPT-2's, Llama 3's or "
+                "Qwen2's; load it with trust_pattern=True if you trust the file"
             )
         try:
             return cls(**state)
@@ -175,34 +238,81 @@ class PretrainedTokeniser(BPETokeniser):
     def encode(self, text: str) -> np.ndarray:
         """Encode a string to a 1-D int32 array of ids (never special ids)."""
         _check_text(text, "PretrainedTokeniser.encode")
-        if self.add_prefix_space and text and not text.startswith(" "):
-            text = " " + text
+        if self.normalizer:
+            text = normalize(text, self.normalizer)
         try:
-            ids = chain.from_iterable(map(self._encode_chunk, self._split(text)))
+            if self.byte_level:
+                if self.add_prefix_space and text and not text.startswith(" "):
+                    text = " " + text
+                ids = chain.from_iterable(map(self._encode_chunk, self._split(text)))
+            else:
+                words = metaspace(text, self.metaspace) if self.metaspace else _whole(text)
+                ids = chain.from_iterable(map(self._encode_word, words))
             return np.fromiter(ids, dtype=np.int32)
         except UnicodeEncodeError:
             raise _surrogate_error(text, "PretrainedTokeniser.encode") from None
 
     def _encode_chunk(self, chunk: str) -> tuple[int, ...]:
+        """A byte-level chunk's ids: its bytes as GPT-2's characters, then the BPE model."""
         ids = self._chunks.get(chunk)
         if ids is None:
             table = bytes_to_unicode()
-            word = "".join(table[b] for b in chunk.encode("utf-8"))
+            word = "".join([table[b] for b in chunk.encode("utf-8")])
             if self.ignore_merges and word in self.token_ids:
                 ids = (self.token_ids[word],)
             else:
-                ids = tuple(self.token_ids[s] for s in merge_by_pair_rank(word, self._pair_ranks))
+                ids = self._merge(word)
+            self._remember(chunk, ids)
+        return ids
+
+    def _encode_word(self, word: str):
+        """A word of text's ids (SentencePiece's BPE), merged in pieces that merge alone."""
+        if self.ignore_merges and word in self.token_ids:
+            return (self.token_ids[word],)
+        return chain.from_iterable(map(self._encode_piece, self._cut(word)))
+
+    def _encode_piece(self, piece: str) -> tuple[int, ...]:
+        ids = self._chunks.get(piece)
+        if ids is None:
+            ids = self._merge(piece)
+            self._remember(piece, ids)
+        return ids
+
+    def _merge(self, word: str) -> tuple[int, ...]:
+        """The BPE model on one word: its symbols (``initial_symbols``), merged, as ids."""
+        symbols = initial_symbols(word, self.token_ids, self.byte_fallback, self.unk_token,
+                                  self.fuse_unk)  # fmt: skip
+        return tuple(map(self._ids.__getitem__, merge_by_pair_rank(symbols, self._pair_ranks)))
+
+    def _remember(self, chunk: str, ids: tuple[int, ...]) -> None:
+        if len(chunk) <= _CACHED_CHARS:
             if len(self._chunks) > 1 << 18:
                 self._chunks.clear()
             self._chunks[chunk] = ids
-        return ids
+
+    # ------------------------------------------------------------------ decoding
+    def decode(self, ids) -> str:
+        """The text of ``ids`` as the file's decoder gives it (transformers' ``decode``,
+        special tokens written out)."""
+        if self.decoder == BYTE_LEVEL_DECODER:
+            return super().decode(ids)  # the same, from the bytes of each id
+        ids = _check_ids(ids, len(self._tokens), "PretrainedTokeniser")
+        return decode_tokens([t for i in ids if (t := self._tokens[i]) is not None], self.decoder)
 
     def __getstate__(self) -> dict:
         state = {"vocab": self.token_ids, "merges": self.merge_list,
                  "pattern": self.split_pattern, "add_prefix_space": self.add_prefix_space,
                  "ignore_merges": self.ignore_merges, "special": self.special_ids}  # fmt: skip
-        if self.prefix_ids:  # absent, the file (and its checksum in a run) is as before
-            state["prefix_ids"] = list(self.prefix_ids)
+        more = {"prefix_ids": list(self.prefix_ids), "byte_level": self.byte_level,
+                "normalizer": self.normalizer, "metaspace": self.metaspace,
+                "byte_fallback": self.byte_fallback, "unk_token": self.unk_token,
+                "fuse_unk": self.fuse_unk, "decoder": self.decoder,
+                "normalized_special": self.normalized_special}  # fmt: skip
+        # only what is not the default: a byte-level file (and its checksum in a run) is as
+        # before; the decoder of a tokeniser that is not byte-level has no default
+        for k, v in more.items():
+            if v != _DEFAULTS[k] or (k == "decoder" and not self.byte_level):
+                state[k] = v
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -212,25 +322,9 @@ class PretrainedTokeniser(BPETokeniser):
         return f"PretrainedTokeniser(n_tokens={self.n_tokens}, merges={len(self.merge_list)})"
 
 
-def merge_by_pair_rank(word: str, ranks: dict[tuple[str, str], int]) -> list[str]:
-    """GPT-2's ``bpe``: start from the characters of ``word``; while some adjacent pair is in
-    ``ranks``, merge every occurrence (left to right) of the lowest-ranked one."""
-    symbols = list(word)
-    while len(symbols) > 1:
-        pairs = {(a, b) for a, b in zip(symbols, symbols[1:])}
-        best = min(pairs, key=lambda pair: ranks.get(pair, 1 << 62))
-        if best not in ranks:
-            break
-        merged, i = [], 0
-        while i < len(symbols):
-            if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == best:
-                merged.append(symbols[i] + symbols[i + 1])
-                i += 2
-            else:
-                merged.append(symbols[i])
-                i += 1
-        symbols = merged
-    return symbols
+def _whole(text: str) -> list[str]:
+    """A text as one chunk (none when empty)."""
+    return [text] if text else []
 
 
 def _compile(pattern: str):
@@ -247,47 +341,29 @@ def _compile(pattern: str):
     return regex.compile(pattern)
 
 
-def _pre_tokenizer(spec, path) -> tuple[str, bool]:
-    """(split pattern, add_prefix_space) of a ByteLevel pre-tokenizer, alone or after one
-    Split by a regex (Llama 3)."""
-    steps = (spec or {}).get("pretokenizers", [spec]) if spec else []
-    pattern, prefix, byte_level = None, False, False
-    for step in steps:
-        kind = step.get("type")
-        if kind == "ByteLevel":
-            byte_level, prefix = True, bool(step.get("add_prefix_space"))
-            if step.get("use_regex", True):
-                pattern = pattern or GPT2_PATTERN
-        elif kind == "Split" and "Regex" in step.get("pattern", {}) and pattern is None:
-            if step.get("behavior") != "Isolated" or step.get("invert"):
-                raise ValueError(f"{path}: pre_tokenizer Split {step.get('behavior')!r} "
-                                 "is not supported (only Isolated)")  # fmt: skip
-            pattern = step["pattern"]["Regex"]
-        else:
-            raise ValueError(f"{path}: pre_tokenizer step {kind!r} is not supported")
-    if not byte_level or pattern is None:
-        raise ValueError(f"{path}: pre_tokenizer is not byte-level BPE's (ByteLevel)")
-    return pattern, prefix
-
-
-def _template_prefix(spec, path) -> list[int]:
-    """The ids a TemplateProcessing post-processor (alone or in a Sequence) puts before a
-    single text: its special tokens ahead of ``$A``."""
-    steps = (spec or {}).get("processors", [spec]) if spec else []
-    for step in steps:
-        if step.get("type") != "TemplateProcessing":
-            continue
-        ids = []
-        for piece in step.get("single", []):
-            if "Sequence" in piece:
-                return ids
-            token = piece.get("SpecialToken", {}).get("id")
-            try:
-                ids += step["special_tokens"][token]["ids"]
-            except (KeyError, TypeError):
-                raise ValueError(f"{path}: post_processor names {token!r}, "
-                                 "which its special_tokens lack") from None  # fmt: skip
-    return []
+def _pre_tokenizer(spec) -> dict:
+    """The constructor's arguments for a pre-tokenizer: ByteLevel (with GPT-2's regex or
+    none), a Split by a regex then ByteLevel (Llama 3, Qwen2), Metaspace, or none."""
+    steps = flat_steps(spec, "pretokenizers", "pre_tokenizer")
+    kinds = [step.get("type") for step in steps]
+    if kinds == ["ByteLevel"]:
+        regex = GPT2_PATTERN if steps[0].get("use_regex", True) else None
+        return {"pattern": regex, "add_prefix_space": bool(steps[0].get("add_prefix_space"))}
+    if kinds == ["Split", "ByteLevel"]:
+        split, byte_level = steps
+        if "Regex" not in (split.get("pattern") or {}) or split.get("invert"):
+            raise ValueError("pre_tokenizer Split: only by a Regex, not inverted, is supported")
+        if split.get("behavior") != "Isolated":
+            raise ValueError(f"pre_tokenizer Split {split.get('behavior')!r} is not supported "
+                             "(only Isolated)")  # fmt: skip
+        if byte_level.get("use_regex", True) or byte_level.get("add_prefix_space"):
+            raise ValueError("pre_tokenizer ByteLevel after a Split: use_regex and "
+                             "add_prefix_space are not supported there")  # fmt: skip
+        return {"pattern": split["pattern"]["Regex"]}
+    if kinds in (["Metaspace"], []):
+        return {"pattern": None, "byte_level": False, "metaspace": steps[0] if steps else None}
+    raise ValueError(f"pre_tokenizer {' + '.join(map(repr, kinds))} is not supported (only "
+                     "ByteLevel, Split + ByteLevel, Metaspace, or none)")  # fmt: skip
 
 
 def _pair(line: str, path, n: int) -> tuple[str, str]:
