@@ -154,7 +154,7 @@ def test_four_ranks_shard_in_pairs_and_take_the_steps_of_one_process(tmp_path):
         sent = [np.arange(4.0) * (r + 1) for r in replicas]  # reduce-scatter over replicas
         np.testing.assert_allclose(groups["scattered"], (sent[0] + sent[1])[2 * (rank // 2) :][:2])
         assert groups["broadcast"] == shard_pair[0] and groups["objects"] == list(replicas)
-        assert "sub-group" in groups["dtensor"]
+        assert groups["dtensor"] == (2, rank % 2)
         assert groups["partner"] == shard_pair[1 - rank % 2]
         np.testing.assert_array_equal(groups["alone"], [rank, 7])
         for name, value in got["mesh"]["state"][0].items():
@@ -185,10 +185,7 @@ def groups_seen(mesh, rank: int) -> dict:
     out["alone"] = np.empty(2, np.int64)
     one.recv(out["alone"], 0, tag=5)
     out["partner"] = float(theirs[0])
-    try:  # DTensor runs over a dimension of every rank or of one
-        mesh.group_of(1)
-    except NotImplementedError as error:
-        out["dtensor"] = str(error)
+    out["dtensor"] = mesh.group_of(1)  # DTensor's (size, index) along "shard": its group's
     return out
 
 

@@ -14,7 +14,8 @@ This package keeps the imports the README writes working. ``rpc`` holds torch's 
 collectives) torch's tensor parallelism (``tricycle.parallel.device_mesh``, ``dtensor``,
 ``tensor_parallel``, ``collectives_autograd``), ``run`` and ``elastic`` torchrun's entry point
 and error files. The point-to-point calls (``send``, ``recv``, ``isend``, ``irecv``,
-``batch_isend_irecv``...) are ``tricycle.parallel.torch_p2p``'s.
+``batch_isend_irecv``...) are ``tricycle.parallel.torch_p2p``'s; the sub-groups every call
+takes as ``group=`` (``new_group``, ``new_subgroups``...) ``tricycle.parallel.torch_groups``'.
 """
 
 import importlib

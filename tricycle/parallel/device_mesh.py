@@ -8,8 +8,8 @@ ranks is the World itself; a dimension of fewer is a sub-group along it
 (``tricycle.parallel.subgroups``): making such a mesh is a collective of the World (an MPI
 communicator split per dimension, as torch's ``init_device_mesh`` makes its groups), so every
 rank makes it, in the same order. ``mesh["shard"]`` is the mesh of one dimension with its
-group: no collective. DTensor's moves use the World's collectives, so a DTensor over a
-sub-group dimension is refused (``group_of``).
+group: no collective. A DTensor's moves along a dimension run over that dimension's group
+(``group``, ``group_of``), so a (dp, tp) mesh shards on "tp" within each row of ranks.
 """
 
 import math
@@ -182,17 +182,11 @@ class DeviceMesh:
         return f"DeviceMesh(({sizes}), '{self.device_type}')"
 
     # ------------------------------------------------------------------ for DTensor
-    def group_of(self, mesh_dim: int):
-        """(size, this rank's index) of ``mesh_dim``: the World when it spans it. DTensor's
-        moves use the World's collectives: a sub-group's dimension is refused."""
-        n = self.mesh.shape[mesh_dim]
-        if 1 < n < self.world.world_size:
-            raise NotImplementedError(
-                f"DTensor: mesh dimension {mesh_dim} of {self!r} holds {n} of the World's "
-                f"{self.world.world_size} ranks (a sub-group); DTensor's placements run over "
-                "a dimension of every rank or of one"
-            )
-        return n, (self.world.rank if n > 1 else 0)
+    def group_of(self, mesh_dim: int) -> tuple:
+        """(size, this rank's index) along ``mesh_dim``: its group's (the World, a sub-group
+        or this rank alone), whose rank is this rank's coordinate along it."""
+        group = self.group(mesh_dim)
+        return group.world_size, int(group.rank)
 
 
 def init_device_mesh(device_type: str, mesh_shape, *, mesh_dim_names=None, backend_override=None):

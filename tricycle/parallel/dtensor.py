@@ -151,10 +151,10 @@ class DTensor:
         placements = dtensor_ops.checked_placements(
             "DTensor.from_local", placements, mesh, local_tensor.ndim
         )
-        if run_check:
+        if run_check:  # each Replicate dimension's rank 0 gives its values along it
             for mesh_dim, p in enumerate(placements):
                 if p.is_replicate() and mesh.size(mesh_dim) > 1:
-                    mesh.world.broadcast(local_tensor.array, 0)
+                    mesh.group(mesh_dim).broadcast(local_tensor.array, 0)
         if shape is None:
             shape = list(local_tensor.shape)
             for mesh_dim, p in enumerate(placements):
@@ -360,9 +360,10 @@ class DTensor:
 
 
 def distribute_tensor(tensor, device_mesh=None, placements=None, *, src_data_rank=0) -> DTensor:
-    """torch's ``distribute_tensor``: rank ``src_data_rank``'s whole ``tensor`` placed over
-    the mesh (each rank its own when ``src_data_rank`` is None); a new leaf that requires
-    grad if ``tensor`` does."""
+    """torch's ``distribute_tensor``: the whole ``tensor`` of the rank at index
+    ``src_data_rank`` along every mesh dimension (each group's rank ``src_data_rank``: on a
+    1-D mesh of the World, that World rank) placed over the mesh (each rank its own when
+    ``src_data_rank`` is None); a new leaf that requires grad if ``tensor`` does."""
     mesh = device_mesh or default_mesh()
     if not isinstance(tensor, Tensor):
         raise TypeError(f"distribute_tensor: expected a Tensor, got {type(tensor).__name__}")
@@ -370,12 +371,30 @@ def distribute_tensor(tensor, device_mesh=None, placements=None, *, src_data_ran
         placements = (Replicate(),) * mesh.ndim
     placements = dtensor_ops.checked_placements("distribute_tensor", placements, mesh, tensor.ndim)
     array = tensor.array
-    if src_data_rank is not None and mesh.world.world_size > 1:
-        array = mesh.world.broadcast(tensor.xp.ascontiguousarray(array).copy(), src_data_rank)
+    if src_data_rank is not None:
+        array = _from_source(tensor, mesh, src_data_rank)
     source = (Replicate(),) * mesh.ndim
     local = dtensor_ops.move(array, tensor.shape, mesh, source, placements)
     leaf = Tensor(tensor.xp.ascontiguousarray(local), requires_grad=tensor.requires_grad)
     return DTensor(leaf, mesh, placements, tensor.shape)
+
+
+def _from_source(tensor: Tensor, mesh: DeviceMesh, src_data_rank: int):
+    """``tensor``'s array as the rank at ``src_data_rank`` along every mesh dimension holds
+    it: broadcast along each dimension in turn, within its group."""
+    sizes = [mesh.size(m) for m in range(mesh.ndim) if mesh.size(m) > 1]
+    if not (isinstance(src_data_rank, int) and 0 <= src_data_rank < min(sizes, default=1)):
+        raise ValueError(
+            f"distribute_tensor: src_data_rank={src_data_rank!r} must be a rank of every "
+            f"dimension of {mesh!r} (0 to {min(sizes, default=1) - 1}) or None"
+        )
+    if not sizes:  # every rank holds the whole alone: nothing to send
+        return tensor.array
+    array = tensor.xp.ascontiguousarray(tensor.array).copy()  # ``tensor`` stays as it is
+    for mesh_dim in range(mesh.ndim):
+        if mesh.size(mesh_dim) > 1:
+            mesh.group(mesh_dim).broadcast(array, src_data_rank)
+    return array
 
 
 class DParameter(Parameter):

@@ -2,8 +2,8 @@
 between them on arrays: what ``DTensor.redistribute`` (``tricycle.parallel.dtensor``) runs
 forward, and backward from the gradient's placement to the input's.
 
-A mesh dimension of n ranks (the World, or a single rank: ``tricycle.parallel.device_mesh``)
-holds a tensor of global shape S as:
+A mesh dimension of n ranks (the World, a sub-group of it, or a single rank:
+``tricycle.parallel.device_mesh``) holds a tensor of global shape S as:
 
 - ``Shard(d)``: rank r holds the r-th of ``torch.chunk``'s n pieces along d (pieces of
   ceil(S[d] / n), the last ones shorter or empty);
@@ -12,7 +12,8 @@ holds a tensor of global shape S as:
 
 The moves: Shard -> Replicate all-gathers, Replicate -> Shard slices, Partial -> Replicate
 all-reduces, Partial -> Shard reduce-scatters, Shard -> Shard all-gathers then slices, and
-Replicate -> Partial divides by n ("sum"; torch's partition of a value). A gradient's
+Replicate -> Partial divides by n ("sum"; torch's partition of a value), each move with
+the collectives of that dimension's group (its rank: this rank's coordinate). A gradient's
 placement is its tensor's, with Partial read as Replicate (torch's rule for gradients).
 """
 
@@ -142,13 +143,21 @@ def piece(length: int, n: int, rank: int) -> slice:
 
 def local_shape(shape: tuple, mesh, placements) -> tuple:
     """This rank's shape of a tensor of global ``shape``."""
-    shape = list(shape)
+    return _shapes_along(shape, mesh, placements)[-1]
+
+
+def _shapes_along(shape: tuple, mesh, placements) -> list:
+    """The tensor's shape as each mesh dimension sees it (the pieces of the dimensions
+    before it: torch's logical shapes), then this rank's: a dimension sharded on several
+    mesh dimensions is split by the first, its piece by the next, and so on."""
+    shapes, current = [], list(shape)
     for mesh_dim, p in enumerate(placements):
+        shapes.append(tuple(current))
         if p.is_shard():
             n, rank = mesh.group_of(mesh_dim)
-            s = piece(shape[p.dim], n, rank)
-            shape[p.dim] = s.stop - s.start
-    return tuple(shape)
+            s = piece(current[p.dim], n, rank)
+            current[p.dim] = s.stop - s.start
+    return [*shapes, tuple(current)]
 
 
 def _take(array, dim: int, part: slice):
@@ -157,20 +166,20 @@ def _take(array, dim: int, part: slice):
     return array[tuple(index)]
 
 
-def _gather(world, array, n: int, dim: int, length: int):
+def _gather(group, array, n: int, dim: int, length: int):
     """The whole of a tensor sharded along ``dim`` (``length`` long) from its pieces."""
     xp = _xp(array)
     size = -(-length // n) if length else 0
     pad = [(0, 0)] * array.ndim
     pad[dim] = (0, size - array.shape[dim])
     padded = xp.ascontiguousarray(xp.pad(array, pad) if pad[dim][1] else array)
-    pieces = world.all_gather(padded)  # (n, ...)
+    pieces = group.all_gather(padded)  # (n, ...)
     parts = [_take(pieces[r], dim, slice(0, piece(length, n, r).stop - piece(length, n, r).start))
              for r in range(n)]  # fmt: skip
     return xp.concatenate(parts, axis=dim)
 
 
-def _reduce_scatter(world, array, n: int, rank: int, dim: int, mean: bool):
+def _reduce_scatter(group, array, n: int, rank: int, dim: int, mean: bool):
     """This rank's piece along ``dim`` of the sum (mean) over the ranks of ``array``."""
     xp = _xp(array)
     length = array.shape[dim]
@@ -178,7 +187,7 @@ def _reduce_scatter(world, array, n: int, rank: int, dim: int, mean: bool):
     pad = [(0, 0)] * array.ndim
     pad[dim] = (0, size * n - length)
     front = xp.moveaxis(xp.pad(array, pad), dim, 0)
-    block = world.reduce_scatter(xp.ascontiguousarray(front), mean=mean)
+    block = group.reduce_scatter(xp.ascontiguousarray(front), mean=mean)
     block = xp.moveaxis(block.reshape((size, *front.shape[1:])), 0, dim)
     mine = piece(length, n, rank)
     return xp.ascontiguousarray(_take(block, dim, slice(0, mine.stop - mine.start)))
@@ -190,36 +199,58 @@ def _xp(array):
 
 def move(array, shape: tuple, mesh, source: tuple, target: tuple):
     """``array`` (this rank's values of a tensor of global ``shape`` placed as ``source``)
-    placed as ``target`` instead, one mesh dimension after another."""
-    for mesh_dim, (a, b) in enumerate(zip(source, target)):
-        if a == b:
-            continue
-        n, rank = mesh.group_of(mesh_dim)
-        array = _move_one(mesh.world, array, shape, n, rank, a, b)
+    placed as ``target`` instead, one mesh dimension at a time (``steps``)."""
+    seen = _shapes_along(shape, mesh, source)
+    for mesh_dim, a, b in steps(source, target):
+        group = mesh.group(mesh_dim)  # the ranks along this dimension: this rank's line
+        array = _move_one(group, array, seen[mesh_dim], group.world_size, int(group.rank), a, b)
     return array
 
 
-def _move_one(world, array, shape, n: int, rank: int, a: Placement, b: Placement):
+def steps(source: tuple, target: tuple) -> list:
+    """The moves from ``source`` to ``target``, (mesh dimension, from, to) each, in torch's
+    order: from the innermost mesh dimension out, each to its target, but to Replicate where
+    the target shards a tensor dimension on other mesh dimensions than the placements then
+    do (a nested shard that would not line up); then from the outermost in, each still
+    short of its target (a Replicate) to it."""
+    current, out = list(source), []
+    for mesh_dim in reversed(range(len(current))):
+        b = target[mesh_dim]
+        if b.is_shard() and _sharding(current, b.dim) != _sharding(target, b.dim):
+            b = Replicate()
+        if current[mesh_dim] != b:
+            out.append((mesh_dim, current[mesh_dim], b))
+            current[mesh_dim] = b
+    for mesh_dim, b in enumerate(target):
+        if current[mesh_dim] != b:
+            out.append((mesh_dim, current[mesh_dim], b))
+            current[mesh_dim] = b
+    return out
+
+
+def _sharding(placements, dim: int) -> list:
+    """The mesh dimensions that shard tensor dimension ``dim``."""
+    return [m for m, p in enumerate(placements) if p.is_shard(dim)]
+
+
+def _move_one(group, array, seen: tuple, n: int, rank: int, a: Placement, b: Placement):
+    """One mesh dimension's move from ``a`` to ``b`` over ``group`` (n ranks, this one
+    ``rank`` among them), the tensor's shape along it ``seen``: a shard's whole is ``seen``'s
+    length; a new shard is a piece of this rank's values, as they are."""
     if a.is_partial():
         mean = a.reduce_op == "avg"
-        if n == 1:
-            whole = array
-        elif b.is_shard():
-            return _reduce_scatter(world, array, n, rank, b.dim, mean)
-        else:
-            whole = world.all_reduce(array, mean=mean)
-        return (
-            _move_one(world, whole, shape, n, rank, Replicate(), b)
-            if b.is_partial()
-            else (whole if b.is_replicate() else _take(whole, b.dim, piece(shape[b.dim], n, rank)))
-        )
+        if n > 1 and b.is_shard():
+            return _reduce_scatter(group, array, n, rank, b.dim, mean)
+        whole = group.all_reduce(array, mean=mean) if n > 1 else array
+        return _move_one(group, whole, seen, n, rank, Replicate(), b)
     if a.is_shard():
-        whole = array if n == 1 else _gather(world, array, n, a.dim, shape[a.dim])
-        return _move_one(world, whole, shape, n, rank, Replicate(), b)
+        whole = array if n == 1 else _gather(group, array, n, a.dim, seen[a.dim])
+        return _move_one(group, whole, seen, n, rank, Replicate(), b)
     if b.is_replicate():
         return array
     if b.is_shard():
-        return _xp(array).ascontiguousarray(_take(array, b.dim, piece(shape[b.dim], n, rank)))
+        part = piece(array.shape[b.dim], n, rank)
+        return _xp(array).ascontiguousarray(_take(array, b.dim, part))
     if b.reduce_op == "sum":
         return array / n
     return array  # avg: the mean of n equal values is the value

@@ -108,7 +108,7 @@ def cross_entropy(logits, target, weight=None, *, ignore_index=-100, reduction="
     mesh_dim = _class_mesh_dim(logits, class_dim)
     mesh = logits.device_mesh
     n, rank = mesh.group_of(mesh_dim)
-    world = mesh.world if n > 1 else None
+    world = mesh.group(mesh_dim) if n > 1 else None  # the ranks that share the classes
     classes = dtensor_ops.piece(logits.shape[class_dim], n, rank)  # this rank's [lo, hi)
     local = logits._local_tensor
     x = xp.moveaxis(local.array, class_dim, -1)  # (..., C_r): classes last

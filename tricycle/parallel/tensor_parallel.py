@@ -1,6 +1,7 @@
 """torch's tensor parallelism (``torch.distributed.tensor.parallel``): ``parallelize_module``
 with ``ColwiseParallel``, ``RowwiseParallel``, ``SequenceParallel``, ``PrepareModuleInput``
-and ``PrepareModuleOutput``, on a 1-D ``DeviceMesh`` over the World.
+and ``PrepareModuleOutput``, on a 1-D ``DeviceMesh``: the World's, or one dimension of a
+larger mesh (``mesh["tp"]`` of a (dp, tp) mesh, its moves within each row's group).
 
 A Linear's ``weights`` are (in, out) in tricycle, the transpose of torch's: ColwiseParallel
 shards its output features (``Shard(1)`` of tricycle's weights, torch's ``Shard(0)``, and

@@ -5,8 +5,13 @@ forms.
 They act in place on a Tensor's array, as torch's, and return when done (with
 ``async_op=True`` a ``Work`` that is done already). ``ReduceOp.SUM`` and ``AVG`` are
 all-reduces (and reduce-scatters); ``MAX``, ``MIN`` and ``PRODUCT`` gather every rank's tensor
-and reduce it on each rank (``world_size`` copies: for metrics, not gradients). There is one
-group, the world: ``group`` must be None.
+and reduce it on each rank (``world_size`` copies: for metrics, not gradients).
+
+``group`` is the World (None) or a sub-group (``new_group``, ``DeviceMesh.get_group``): the
+collective runs among its ranks alone, in its rank order (``all_gather``'s list, a
+reduce-scatter's blocks); ``broadcast``'s ``src`` is a World rank, ``group_src`` the group's,
+as torch's. On a group this rank is not in (NON_GROUP_MEMBER) a collective warns and does
+nothing, as torch's (``tricycle.parallel.torch_process_group``).
 """
 
 import enum
@@ -14,11 +19,12 @@ import enum
 from tricycle.backend import array_module
 from tricycle.parallel.torch_process_group import (
     _array,
-    _check_group,
     _check_list,
-    _check_rank,
     _done,
-    _the_world,
+    _group_rank,
+    _member_of,
+    _not_member,
+    _resolve,
 )
 from tricycle.tensor import Tensor
 
@@ -34,9 +40,10 @@ class ReduceOp(enum.Enum):
 
 
 def all_reduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group=None, async_op: bool = False):
-    """Replace ``tensor`` (in place) by its ``op`` over the ranks."""
-    world, array = _the_world("all_reduce"), _array("all_reduce", "tensor", tensor)
-    _check_group("all_reduce", group)
+    """Replace ``tensor`` (in place) by its ``op`` over the ranks of ``group``."""
+    world, array = _resolve("all_reduce", group), _array("all_reduce", "tensor", tensor)
+    if world is None:
+        return _not_member("all_reduce")
     if not isinstance(op, ReduceOp):
         raise TypeError(
             f"all_reduce: op must be a ReduceOp (SUM, AVG, PRODUCT, MIN, MAX), got {op!r}"
@@ -63,19 +70,21 @@ def all_reduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group=None, async_op
     return _done(async_op)
 
 
-def broadcast(tensor: Tensor, src: int = 0, group=None, async_op: bool = False):
-    """Overwrite ``tensor`` (in place) with rank ``src``'s."""
-    world, array = _the_world("broadcast"), _array("broadcast", "tensor", tensor)
-    _check_group("broadcast", group)
-    _check_rank("broadcast", "src", src, world)
-    world.broadcast(array, src)
+def broadcast(tensor: Tensor, src: int | None = None, group=None, async_op: bool = False,
+              group_src: int | None = None):  # fmt: skip
+    """Overwrite ``tensor`` (in place) with rank ``src``'s (a World rank; ``group_src``: the
+    group's rank), over the ranks of ``group``."""
+    world = _member_of("broadcast", group)
+    root = _group_rank("broadcast", world, "src", src, group_src)
+    world.broadcast(_array("broadcast", "tensor", tensor), root)
     return _done(async_op)
 
 
 def all_gather(tensor_list: list, tensor: Tensor, group=None, async_op: bool = False):
-    """Fill ``tensor_list[i]`` (in place) with rank i's ``tensor``."""
-    world, array = _the_world("all_gather"), _array("all_gather", "tensor", tensor)
-    _check_group("all_gather", group)
+    """Fill ``tensor_list[i]`` (in place) with the ``tensor`` of ``group``'s rank i."""
+    world, array = _resolve("all_gather", group), _array("all_gather", "tensor", tensor)
+    if world is None:
+        return _not_member("all_gather")
     outs = _arrays_like("all_gather", "tensor_list", tensor_list, world, array, "the tensor's")
     for out, row in zip(outs, world.all_gather(array)):
         out[...] = row
@@ -87,9 +96,10 @@ def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group=No
     """Fill ``output_tensor`` (world_size times ``input_tensor``'s values: stacked on a first
     dim, or concatenated along dim 0) with every rank's ``input_tensor``, rank order."""
     owner = "all_gather_into_tensor"
-    world, out = _the_world(owner), _array(owner, "output_tensor", output_tensor)
+    world, out = _resolve(owner, group), _array(owner, "output_tensor", output_tensor)
     array = _array(owner, "input_tensor", input_tensor)
-    _check_group(owner, group)
+    if world is None:
+        return _not_member(owner)
     n = world.world_size
     if out.size != n * array.size or out.dtype != array.dtype:
         raise ValueError(
@@ -104,11 +114,13 @@ def reduce_scatter(output: Tensor, input_list: list, op: ReduceOp = ReduceOp.SUM
                    async_op: bool = False):  # fmt: skip
     """Fill ``output`` with the ``op`` over the ranks of their ``input_list[rank]`` (a list
     of ``world_size`` tensors of ``output``'s shape)."""
-    world = _the_world("reduce_scatter")
+    world = _resolve("reduce_scatter", group)
     out = _array("reduce_scatter", "output", output)
+    if world is None:
+        return _not_member("reduce_scatter")
     parts = _arrays_like("reduce_scatter", "input_list", input_list, world, out, "output's")
     whole = array_module(out).stack(parts)
-    return _reduce_scatter("reduce_scatter", world, out, whole, op, group, async_op)
+    return _reduce_scatter("reduce_scatter", world, out, whole, op, async_op)
 
 
 def reduce_scatter_tensor(output: Tensor, input: Tensor, op: ReduceOp = ReduceOp.SUM,  # noqa: A002
@@ -117,15 +129,17 @@ def reduce_scatter_tensor(output: Tensor, input: Tensor, op: ReduceOp = ReduceOp
     (world_size blocks of ``output``'s values: ``(world_size, *shape)`` or ``shape[0] *
     world_size`` rows): torch's reduce-scatter, 1/world_size of an all-reduce's traffic."""
     owner = "reduce_scatter_tensor"
-    world, out = _the_world(owner), _array(owner, "output", output)
+    world, out = _resolve(owner, group), _array(owner, "output", output)
     array = _array(owner, "input", input)
+    if world is None:
+        return _not_member(owner)
     n = world.world_size
     if array.size != n * out.size or array.dtype != out.dtype:
         raise ValueError(
             f"{owner}: input is {array.shape} {array.dtype}; expected {n} times output's "
             f"{out.shape} {out.dtype} values"
         )
-    return _reduce_scatter(owner, world, out, array, op, group, async_op)
+    return _reduce_scatter(owner, world, out, array, op, async_op)
 
 
 def _arrays_like(owner: str, name: str, tensors, world, like, like_name: str) -> list:
@@ -142,11 +156,10 @@ def _arrays_like(owner: str, name: str, tensors, world, like, like_name: str) ->
     return arrays
 
 
-def _reduce_scatter(owner: str, world, out, whole, op, group, async_op: bool):
+def _reduce_scatter(owner: str, world, out, whole, op, async_op: bool):
     """``out[...]`` = this rank's block of ``op`` over the ranks of ``whole`` (world_size
-    blocks of ``out``'s size): SUM and AVG by the World's reduce-scatter, the others by a
-    gather (for metrics, as ``all_reduce``'s)."""
-    _check_group(owner, group)
+    blocks of ``out``'s size) in ``world`` (the World or a Group): SUM and AVG by its
+    reduce-scatter, the others by a gather (for metrics, as ``all_reduce``'s)."""
     if not isinstance(op, ReduceOp):
         raise TypeError(f"{owner}: op must be a ReduceOp (SUM, AVG, PRODUCT, MIN, MAX), got {op!r}")
     if op is ReduceOp.AVG and out.dtype.kind != "f" and out.dtype.name != "bfloat16":
@@ -162,28 +175,33 @@ def _reduce_scatter(owner: str, world, out, whole, op, group, async_op: bool):
 
 
 def all_gather_object(object_list: list, obj, group=None) -> None:
-    """Fill ``object_list[i]`` (a list of ``world_size`` items) with rank i's ``obj``
-    (anything picklable)."""
-    world = _the_world("all_gather_object")
-    _check_group("all_gather_object", group)
+    """Fill ``object_list[i]`` (a list of ``world_size`` items: ``group``'s size) with the
+    ``obj`` (anything picklable) of ``group``'s rank i."""
+    world = _resolve("all_gather_object", group)
+    if world is None:
+        return _not_member("all_gather_object")
     _check_list("all_gather_object", "object_list", object_list, world)
     object_list[:] = world.all_gather_object(obj)
 
 
-def broadcast_object_list(object_list: list, src: int = 0, group=None, device=None) -> None:
+def broadcast_object_list(object_list: list, src: int | None = None, group=None, device=None,
+                          group_src: int | None = None) -> None:  # fmt: skip
     """Replace the items of ``object_list`` (in place, the same length on every rank) with
-    rank ``src``'s (picklable)."""
-    world = _the_world("broadcast_object_list")
-    _check_group("broadcast_object_list", group)
-    _check_rank("broadcast_object_list", "src", src, world)
+    rank ``src``'s (picklable; a World rank, rank 0 by default; ``group_src``: the group's
+    rank)."""
+    owner = "broadcast_object_list"
+    world = _member_of(owner, group)
+    if src is None and group_src is None:
+        src = 0
+    root = _group_rank(owner, world, "src", src, group_src)
     if not isinstance(object_list, list):
         raise TypeError(
             f"broadcast_object_list: object_list must be a list, got {type(object_list).__name__}"
         )
-    sent = world.broadcast_object(list(object_list), src)
+    sent = world.broadcast_object(list(object_list), root)
     if len(sent) != len(object_list):
         raise ValueError(
-            f"broadcast_object_list: rank {src} sent {len(sent)} objects; this "
+            f"broadcast_object_list: rank {root} of the group sent {len(sent)} objects; this "
             f"rank's object_list holds {len(object_list)}: make them equal"
         )
     object_list[:] = sent

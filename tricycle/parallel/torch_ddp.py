@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from tricycle import backprop, checks
 from tricycle.layers import Layer
 from tricycle.parallel.buckets import DataParallel
-from tricycle.parallel.torch_process_group import _check_group, _the_world
+from tricycle.parallel.torch_process_group import _member_of
 from tricycle.tensor import Tensor
 
 
@@ -28,7 +28,9 @@ class DistributedDataParallel(Layer):
         dim: 0 (tricycle does not scatter inputs: each rank gives its own batch).
         broadcast_buffers: give every rank rank 0's buffers (batch norm's running
             statistics) at each forward in training mode, as torch's.
-        process_group: None (the world).
+        process_group: None (the world), or a group of its ranks (``new_group``,
+            ``DeviceMesh.get_group``): gradients are averaged over the group's ranks alone
+            (each group of a data-parallel dimension trains its own replica).
         bucket_cap_mb: the size of the gradient buckets; None: 25 MiB on a GPU (torch's),
             ``DataParallel``'s smaller default on the host.
         find_unused_parameters, check_reduction, static_graph: accepted; a parameter
@@ -37,10 +39,10 @@ class DistributedDataParallel(Layer):
             bucket (no copy); False copies it there. Either way ``.grad`` is a view of its
             bucket after backward.
 
-    At construction every rank gets rank 0's parameters and buffers. ``no_sync()`` keeps
-    the gradients of the backward passes inside it local (gradient accumulation); the next
-    backward outside it averages the sums. ``state_dict()`` names the module's entries
-    ``module.<name>``, as torch's.
+    At construction every rank gets rank 0's parameters and buffers (the group's rank 0).
+    ``no_sync()`` keeps the gradients of the backward passes inside it local (gradient
+    accumulation); the next backward outside it averages the sums. ``state_dict()`` names
+    the module's entries ``module.<name>``, as torch's.
     """
 
     def __init__(
@@ -71,14 +73,13 @@ class DistributedDataParallel(Layer):
         checks.positive(owner, "bucket_cap_mb", bucket_cap_mb, optional=True)
         if dim != 0:
             raise ValueError(f"{owner}: dim must be 0 (each rank gives its own batch), got {dim}")
-        _check_group(owner, process_group)
+        world = _member_of(owner, process_group)  # the World, or the group to average over
         params = [p for p in module.parameters() if p.requires_grad]  # a frozen one: no grad
         if not params:
             raise ValueError(
                 f"{owner}: the module ({type(module).__name__}) has no parameter "
                 "that requires a gradient: there is nothing to average"
             )
-        world = _the_world(owner)
         _check_devices(owner, params, device_ids, output_device, world)
         self.module = module
         self.broadcast_buffers = broadcast_buffers

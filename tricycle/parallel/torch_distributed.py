@@ -19,7 +19,8 @@ flags), ``tricycle.parallel.torch_collectives`` (``all_reduce``, ``broadcast``,
 ``all_gather``, ``reduce_scatter``... in place on a Tensor's array, with ``ReduceOp``) and
 ``tricycle.parallel.torch_ddp`` (``DistributedDataParallel``: gradients averaged over the
 ranks by the time ``loss.backward()`` returns). The point-to-point calls are
-``tricycle.parallel.torch_p2p``'s.
+``tricycle.parallel.torch_p2p``'s; sub-groups (``new_group``, ``new_subgroups``...), which
+every call above takes as ``group=``, ``tricycle.parallel.torch_groups``'.
 """
 
 from tricycle.parallel.torch_collectives import (
@@ -34,8 +35,17 @@ from tricycle.parallel.torch_collectives import (
     reduce_scatter_tensor,
 )
 from tricycle.parallel.torch_ddp import DistributedDataParallel, _gpu_index  # noqa: F401
+from tricycle.parallel.torch_groups import (
+    get_global_rank,
+    get_group_rank,
+    get_process_group_ranks,
+    new_group,
+    new_subgroups,
+    new_subgroups_by_enumeration,
+)
 from tricycle.parallel.torch_process_group import (  # noqa: F401 (the checks: for torch_p2p...)
     BACKENDS,
+    GroupMember,
     Work,
     _array,
     _check_group,
@@ -48,6 +58,7 @@ from tricycle.parallel.torch_process_group import (  # noqa: F401 (the checks: f
     get_node_local_rank,
     get_rank,
     get_world_size,
+    group,
     init_process_group,
     is_available,
     is_initialized,
@@ -55,6 +66,7 @@ from tricycle.parallel.torch_process_group import (  # noqa: F401 (the checks: f
 
 __all__ = [
     "DistributedDataParallel",
+    "GroupMember",
     "ReduceOp",
     "Work",
     "all_gather",
@@ -67,12 +79,19 @@ __all__ = [
     "destroy_process_group",
     "get_backend",
     "get_default_backend_for_device",
+    "get_global_rank",
+    "get_group_rank",
     "get_node_local_rank",
+    "get_process_group_ranks",
     "get_rank",
     "get_world_size",
+    "group",
     "init_process_group",
     "is_available",
     "is_initialized",
+    "new_group",
+    "new_subgroups",
+    "new_subgroups_by_enumeration",
     "reduce_scatter",
     "reduce_scatter_tensor",
 ]

@@ -14,13 +14,28 @@ As torch's: a receive fills its tensor in place (its shape and dtype must hold t
 bytes: a message of another size is an error); ``recv``/``irecv`` without ``src`` take a
 message from any rank (host tensors) and report the sender; a blocking ``send`` to oneself,
 or ``send_object_list``/``recv_object_list`` with oneself, is a ValueError, while
-``isend``/``irecv`` may pair with oneself. There is one group, the world: ``group`` must be
-None (``group_dst``/``group_src``, its ranks, are the world's). On GPUs (NCCL) messages have
-no tags (``tag`` must be 0) and ``batch_isend_irecv`` runs as one NCCL group.
+``isend``/``irecv`` may pair with oneself. On GPUs (NCCL) messages have no tags (``tag``
+must be 0) and ``batch_isend_irecv`` runs as one NCCL group.
+
+**Groups**, as torch's: with ``group=`` a sub-group (``new_group``) the message travels over
+the group's communicator; ``dst``/``src`` are World ranks (of the group's members), and
+``group_dst``/``group_src`` the group's ranks; ``recv`` returns the sender's World rank,
+a work's ``source_rank()`` its rank in the group. A rank outside the group (it holds
+NON_GROUP_MEMBER) may not name a peer: ``send``/``isend`` raise a ValueError, while
+``irecv`` warns and returns None (``recv``: -1). One ``batch_isend_irecv`` takes the ops of
+one group.
 """
 
 from tricycle.backend import array_module
-from tricycle.parallel.torch_distributed import Work, _array, _check_group, _the_world
+from tricycle.parallel.torch_process_group import (
+    Work,
+    _array,
+    _global_rank,
+    _group_rank,
+    _member_of,
+    _not_member,
+    _resolve,
+)
 
 __all__ = [
     "P2POp",
@@ -41,6 +56,7 @@ class P2PWork(Work):
     contiguous array (``buffer``) is kept until then (NCCL reads it from its stream)."""
 
     def __init__(self, world, request, what: str, land=None, peer=None, buffer=None):
+        # world: the World or the Group the message travels in (its ranks are the group's)
         self.world, self.request, self.what = world, request, what
         self.land, self.peer, self.done, self.buffer = land, peer, False, buffer
 
@@ -69,15 +85,11 @@ class P2PWork(Work):
             land()
 
 
-def _peer(owner: str, name: str, value, group_value, group, optional: bool = False):
-    """The peer's rank from torch's two spellings (the world's rank or the group's)."""
-    _check_group(owner, group)
-    if value is not None and group_value is not None:
-        raise ValueError(f"{owner}: give {name} or group_{name}, not both")
-    value = group_value if value is None else value
-    if value is None and not optional:
-        raise ValueError(f"{owner}: {name} (the peer's rank) must be given")
-    return value
+def _peer(owner: str, name: str, value, group_value, group, optional: bool = False) -> tuple:
+    """(the World or Group the message travels in, the peer's rank there) from torch's two
+    spellings: ``name`` (the World's rank) or ``group_<name>`` (the group's)."""
+    over = _member_of(owner, group)
+    return over, _group_rank(owner, over, name, value, group_value, optional)
 
 
 def _message(kind: str, array) -> tuple:
@@ -89,58 +101,66 @@ def _message(kind: str, array) -> tuple:
     return array, (lambda: view.__setitem__(..., array)) if kind == "recv" else None
 
 
-def _start(owner: str, kind: str, tensor, peer, tag: int) -> P2PWork:
-    """Start a send or a receive of ``tensor``'s array (a non-contiguous one through a
-    contiguous copy, which a receive lands in it at completion)."""
-    world, array = _the_world(owner), _array(owner, "tensor", tensor)
+def _start(owner: str, kind: str, tensor, world, peer, tag: int) -> P2PWork:
+    """Start a send or a receive of ``tensor``'s array in ``world`` (the World or a Group;
+    ``peer`` its rank there), a non-contiguous one through a contiguous copy, which a
+    receive lands in it at completion."""
+    array = _array(owner, "tensor", tensor)
     array, land = _message(kind, array)
     start = world.start_send if kind == "send" else world.start_recv
     request = start(array, peer, tag)
     way = "to" if kind == "send" else "from"
-    rank = "any rank" if peer is None else f"rank {peer}"
+    rank = "any rank" if peer is None else f"rank {_global_rank(world, peer)}"
     what = f"{owner} of a tensor of shape {tuple(array.shape)} {way} {rank} (tag {tag})"
     return P2PWork(world, request, what, land, peer, buffer=array)
 
 
 def isend(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst=None) -> P2PWork:
     """Start sending ``tensor`` to rank ``dst``; do not write it until the work is done."""
-    dst = _peer("isend", "dst", dst, group_dst, group)
-    return _start("isend", "send", tensor, dst, tag)
+    over, dst = _peer("isend", "dst", dst, group_dst, group)
+    return _start("isend", "send", tensor, over, dst, tag)
 
 
-def irecv(tensor, src: int | None = None, group=None, tag: int = 0, group_src=None) -> P2PWork:
-    """Start receiving into ``tensor`` from rank ``src`` (None: any rank)."""
-    src = _peer("irecv", "src", src, group_src, group, optional=True)
-    return _start("irecv", "recv", tensor, src, tag)
+def irecv(tensor, src: int | None = None, group=None, tag: int = 0, group_src=None):
+    """Start receiving into ``tensor`` from rank ``src`` (None: any rank of the group)."""
+    _array("irecv", "tensor", tensor)
+    if _resolve("irecv", group) is None:
+        return _not_member("irecv")
+    over, src = _peer("irecv", "src", src, group_src, group, optional=True)
+    return _start("irecv", "recv", tensor, over, src, tag)
 
 
 def send(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst=None) -> None:
     """Send ``tensor`` to rank ``dst`` (another rank) and wait until it has gone."""
-    dst = _peer("send", "dst", dst, group_dst, group)
-    _not_self("send", "destination", dst)
-    _start("send", "send", tensor, dst, tag).wait()
+    over, dst = _peer("send", "dst", dst, group_dst, group)
+    _not_self("send", "destination", over, dst)
+    _start("send", "send", tensor, over, dst, tag).wait()
 
 
 def recv(tensor, src: int | None = None, group=None, tag: int = 0, group_src=None) -> int:
-    """Receive into ``tensor`` from rank ``src`` (None: any rank); returns the sender."""
-    src = _peer("recv", "src", src, group_src, group, optional=True)
-    work = _start("recv", "recv", tensor, src, tag)
+    """Receive into ``tensor`` from rank ``src`` (None: any rank of the group); returns the
+    sender's World rank (-1 on a rank outside ``group``)."""
+    work = irecv(tensor, src, group, tag, group_src)
+    if work is None:
+        return -1
     work.wait()
-    return work.source_rank()
+    return _global_rank(work.world, work.source_rank())
 
 
-def _not_self(owner: str, kind: str, rank) -> None:
-    if rank == _the_world(owner).rank:
+def _not_self(owner: str, kind: str, over, rank) -> None:
+    """torch's refusal of a blocking message to or from oneself (``rank``: ``over``'s)."""
+    if rank == over.rank:
         raise ValueError(
-            f"{owner}: invalid {kind} rank {rank}: {kind} rank should not be the same as the "
-            "rank of the current process"
+            f"{owner}: invalid {kind} rank {_global_rank(over, rank)}: {kind} rank should not "
+            "be the same as the rank of the current process"
         )
 
 
 # ====================================================================== batches
 class P2POp:
     """One send or receive of ``batch_isend_irecv``: ``op`` is ``isend`` or ``irecv``,
-    ``peer`` (or ``group_peer``) the other rank."""
+    ``peer`` the other rank (the World's; ``group_peer``: its rank in ``group``), as torch's:
+    ``peer`` and ``group_peer`` then hold both."""
 
     def __init__(self, op, tensor, peer=None, group=None, tag: int = 0, group_peer=None):
         if op is not isend and op is not irecv:
@@ -148,9 +168,9 @@ class P2POp:
                 f"P2POp: invalid op {op!r}: expected tricycle.distributed.isend or irecv"
             )
         _array("P2POp", "tensor", tensor)
-        self.op, self.tensor, self.group, self.tag = op, tensor, group, tag
-        self.peer = _peer("P2POp", "peer", peer, group_peer, group)
-        self.group_peer = self.peer
+        self.group, self.group_peer = _peer("P2POp", "peer", peer, group_peer, group)
+        self.op, self.tensor, self.tag = op, tensor, tag
+        self.peer = _global_rank(self.group, self.group_peer)
 
     def __repr__(self) -> str:
         array = self.tensor.array
@@ -160,6 +180,7 @@ class P2POp:
 def batch_isend_irecv(p2p_op_list: list) -> list:
     """Start every send and receive of ``p2p_op_list`` (``P2POp``\\ s) as one batch, whose
     order on either side cannot deadlock (on GPUs: one NCCL group); returns their works.
+    Every op must be of one group.
     Several messages between the same two ranks in one direction match in order; a
     non-contiguous tensor goes through a contiguous copy within the same batch."""
     owner = "batch_isend_irecv"
@@ -169,17 +190,20 @@ def batch_isend_irecv(p2p_op_list: list) -> list:
     for op in p2p_op_list:
         if not isinstance(op, P2POp):
             raise ValueError(f"{owner}: each op must be a P2POp, got {type(op).__name__}")
-    world = _the_world(owner)
+    world = p2p_op_list[0].group
+    if any(op.group is not world for op in p2p_op_list):
+        raise ValueError(f"{owner}: All ops need to use the same group.")
     kinds = {isend: "send", irecv: "recv"}
     messages, lands = [], []
     for op in p2p_op_list:
         array, land = _message(kinds[op.op], op.tensor.array)
-        messages.append((kinds[op.op], array, op.peer, op.tag))
+        messages.append((kinds[op.op], array, op.group_peer, op.tag))
         lands.append(land)
     requests = world.start_batch(messages)
     works = []
     for (kind, array, peer, tag), request, land in zip(messages, requests, lands):
-        what = f"{owner}: a {kind} of shape {tuple(array.shape)} with rank {peer} (tag {tag})"
+        rank = _global_rank(world, peer)
+        what = f"{owner}: a {kind} of shape {tuple(array.shape)} with rank {rank} (tag {tag})"
         works.append(P2PWork(world, request, what, land, peer, buffer=array))
     return works
 
@@ -190,24 +214,23 @@ def send_object_list(object_list: list, dst: int | None = None, group=None, devi
     """Send the picklable objects of ``object_list`` to rank ``dst``, whose
     ``recv_object_list`` gives a list of the same length: their sizes, then their bytes."""
     owner = "send_object_list"
-    dst = _peer(owner, "dst", dst, group_dst, group)
-    _not_self(owner, "destination", dst)
     _list(owner, object_list)
-    world = _the_world(owner)
-    for request, _ in world.start_send_objects(object_list, dst):
-        world.wait(request, f"{owner}: a send to rank {dst}")
+    over, dst = _peer(owner, "dst", dst, group_dst, group)
+    _not_self(owner, "destination", over, dst)
+    for request, _ in over.start_send_objects(object_list, dst):
+        over.wait(request, f"{owner}: a send to rank {_global_rank(over, dst)}")
 
 
 def recv_object_list(object_list: list, src: int | None = None, group=None, device=None,
                      group_src=None, use_batch: bool = False) -> int:  # fmt: skip
     """Fill ``object_list`` (in place, as long as the sent list) with rank ``src``'s
-    objects (None: any rank's, on the host); returns the sender."""
+    objects (None: any rank's of the group, on the host); returns the sender's World rank."""
     owner = "recv_object_list"
-    src = _peer(owner, "src", src, group_src, group, optional=True)
-    _not_self(owner, "source", src)
     _list(owner, object_list)
-    object_list[:], sender = _the_world(owner).recv_objects(len(object_list), src)
-    return sender
+    over, src = _peer(owner, "src", src, group_src, group, optional=True)
+    _not_self(owner, "source", over, src)
+    object_list[:], sender = over.recv_objects(len(object_list), src)
+    return _global_rank(over, sender)
 
 
 def _list(owner: str, object_list) -> None:

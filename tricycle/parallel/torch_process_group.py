@@ -10,21 +10,50 @@ $RANK, $LOCAL_RANK, $WORLD_SIZE... on every rank; a $WORLD_SIZE or $RANK that di
 the launch (a real torchrun's processes) is an error, as is an explicit ``world_size`` or
 ``rank``. The backend names the engines' start only:
 "nccl" uses GPU ``local_rank`` and NCCL for GPU arrays, "gloo" and "mpi" stay on the host,
-None starts the GPU where there is one; host arrays always go through MPI. There is one
-group, the world: ``group`` must be None.
+None starts the GPU where there is one; host arrays always go through MPI.
+
+**Groups.** ``group=None`` (or ``group.WORLD``, the World itself) is every rank; a sub-group
+is a ``tricycle.parallel.subgroups.Group`` (``new_group``, ``new_subgroups``:
+``tricycle.parallel.torch_groups``; ``DeviceMesh.get_group``), whose ``rank()`` and
+``size()`` are torch's. A rank that is not in a group ``new_group`` made gets torch's
+``GroupMember.NON_GROUP_MEMBER``: as torch's, ``get_rank``/``get_world_size`` of it are
+-1, a collective given it warns and does nothing, and a call that names a peer's rank
+(``broadcast``'s ``src``, ``send``'s ``dst``) raises a ValueError. Ranks given to the calls
+(``src``, ``dst``) are the World's, ``group_src``/``group_dst`` the group's, as torch's.
 """
 
 import os
+import warnings
 from datetime import timedelta
 
 from tricycle import checks
 from tricycle.backend import cupy_available
 from tricycle.parallel import distributed
+from tricycle.parallel.subgroups import Group
 from tricycle.tensor import Tensor
 
 BACKENDS = ("nccl", "gloo", "mpi")
 _INIT_METHODS = ("env://", "tcp://", "file://")  # the launcher joins the processes: ignored
 _state = {"backend": None, "world": None, "mpi_ended": False}  # what init_process_group set
+
+
+class _WorldMeta(type):
+    """torch's class property ``WORLD``: the default group (the World) once initialized."""
+
+    @property
+    def WORLD(cls):  # noqa: N802 - torch's name
+        return distributed._world
+
+
+class GroupMember(metaclass=_WorldMeta):
+    """torch's ``GroupMember``: ``WORLD`` (the World) and ``NON_GROUP_MEMBER``, what
+    ``new_group`` gives a rank that is not in the group (torch's number)."""
+
+    NON_GROUP_MEMBER = -100
+
+
+class group(metaclass=_WorldMeta):  # noqa: N801 - torch's name: ``dist.group.WORLD``
+    """torch's ``group``: ``group.WORLD`` is the World."""
 
 
 class Work:
@@ -127,15 +156,15 @@ def _the_world(owner: str) -> "distributed.World":
 
 
 def get_rank(group=None) -> int:
-    """This process's rank (0 to ``get_world_size() - 1``)."""
-    _check_group("get_rank", group)
-    return _the_world("get_rank").rank
+    """This process's rank in ``group`` (the World's by default; -1 outside the group)."""
+    over = _resolve("get_rank", group)
+    return -1 if over is None else int(over.rank)
 
 
 def get_world_size(group=None) -> int:
-    """The number of processes."""
-    _check_group("get_world_size", group)
-    return _the_world("get_world_size").world_size
+    """The number of processes in ``group`` (the World by default; -1 outside the group)."""
+    over = _resolve("get_world_size", group)
+    return -1 if over is None else over.world_size
 
 
 def get_node_local_rank(fallback_rank: int | None = None) -> int:
@@ -154,9 +183,10 @@ def get_node_local_rank(fallback_rank: int | None = None) -> int:
 
 
 def get_backend(group=None) -> str:
-    """The backend named at ``init_process_group``; without one, the engine of the world's
-    arrays: "nccl" once the GPU is started, else "mpi"."""
-    _check_group("get_backend", group)
+    """The backend named at ``init_process_group`` (a sub-group's is the World's); without
+    one, the engine of the world's arrays: "nccl" once the GPU is started, else "mpi"."""
+    if _resolve("get_backend", group) is None:
+        raise ValueError("get_backend: Invalid process group specified (this rank is not in it)")
     world = _the_world("get_backend")
     if _state["backend"] is not None and _state["world"] is world:
         return _state["backend"]
@@ -182,16 +212,21 @@ def get_default_backend_for_device(device) -> str:
 
 
 def barrier(group=None, async_op: bool = False, device_ids=None):
-    """Wait until every rank has called ``barrier``."""
-    _check_group("barrier", group)
-    _the_world("barrier").barrier()
+    """Wait until every rank of ``group`` (the World by default) has called ``barrier``."""
+    over = _resolve("barrier", group)
+    if over is None:
+        return _not_member("barrier")
+    over.barrier()
     return _done(async_op)
 
 
 def destroy_process_group(group=None) -> None:
     """Wait for every rank, then shut MPI and NCCL down (``World.finalize``); nothing if no
-    group is initialized. Under mpiexec a process cannot initialize again after it."""
-    _check_group("destroy_process_group", group)
+    group is initialized. Under mpiexec a process cannot initialize again after it. A
+    sub-group (or NON_GROUP_MEMBER) is left as it is: its communicators end with the World's."""
+    if group is not None and group is not distributed._world:
+        _resolve("destroy_process_group", group)  # a group of this World, or refused
+        return
     world = distributed._world
     if world is None:
         return
@@ -207,11 +242,82 @@ def _done(async_op: bool) -> "Work | None":
 
 
 def _check_group(owner: str, group) -> None:
-    if group is not None:
+    """For the calls that run over the World alone: ``group`` must be None (or the World)."""
+    if group is not None and group is not distributed._world:
         raise ValueError(
-            f"{owner}: tricycle has one process group, the world of every "
-            f"rank: pass group=None, got {group!r}"
+            f"{owner}: runs over the world of every rank (tricycle takes no sub-group here): "
+            f"pass group=None, got {group!r}"
         )
+
+
+def _resolve(owner: str, group):
+    """What a call given ``group`` runs over: the World (None, ``group.WORLD``) or a
+    ``Group`` of it; None for torch's NON_GROUP_MEMBER (this rank is not in the group)."""
+    world = _the_world(owner)
+    if group is None or group is world:
+        return world
+    if isinstance(group, Group) and group.parent is world:
+        return group
+    if _non_member(group):
+        return None
+    raise ValueError(
+        f"{owner}: group must be None (the world), group.WORLD or a group of this World's "
+        f"ranks (new_group, new_subgroups, DeviceMesh.get_group), got {group!r}"
+    )
+
+
+def _non_member(group) -> bool:
+    return type(group) is int and group == GroupMember.NON_GROUP_MEMBER
+
+
+def _not_member(owner: str, returned=None):
+    """torch's answer to a collective on a group this rank is not in: a warning, nothing
+    done (``returned``: None, or -1 for a receive)."""
+    world = distributed._world
+    warnings.warn(
+        f"Running {owner} on global rank {-1 if world is None else world.rank} which does not "
+        "belong to the given group.",
+        stacklevel=3,
+    )
+    return returned
+
+
+def _member_of(owner: str, group):
+    """The World or Group a call that names a peer's rank runs over; a ValueError for
+    NON_GROUP_MEMBER (its ranks cannot be read), as torch's."""
+    over = _resolve(owner, group)
+    if over is None:
+        raise ValueError(
+            f"{owner}: Group {group!r} is not registered (this rank, "
+            f"{_the_world(owner).rank}, is not in the group new_group made): only its members "
+            "may name its ranks"
+        )
+    return over
+
+
+def _group_rank(owner: str, over, name: str, rank, group_rank, optional: bool = False):
+    """The peer's rank in ``over`` (the World or a Group) from torch's two spellings:
+    ``rank`` (``name``: the World's) or ``group_rank`` (``group_<name>``: the group's);
+    None only where ``optional`` and neither is given."""
+    if rank is not None and group_rank is not None:
+        raise ValueError(f"{owner}: give {name} or group_{name}, not both")
+    if rank is None and group_rank is None:
+        if optional:
+            return None
+        raise ValueError(f"{owner}: {name} (the peer's rank) or group_{name} must be given")
+    if group_rank is not None:
+        _check_rank(owner, f"group_{name}", group_rank, over)
+        return group_rank
+    if isinstance(over, Group):
+        checks.integer(owner, name, rank, low=0)
+        return over.group_rank(rank)
+    _check_rank(owner, name, rank, over)
+    return rank
+
+
+def _global_rank(over, rank):
+    """The World's rank of ``over``'s rank ``rank`` (None stays None)."""
+    return over.global_rank(rank) if isinstance(over, Group) and rank is not None else rank
 
 
 def _check_rank(owner: str, name: str, value, world) -> None:
@@ -224,7 +330,8 @@ def _check_list(owner: str, name: str, items, world) -> None:
     if not isinstance(items, list) or len(items) != world.world_size:
         size = len(items) if isinstance(items, list) else type(items).__name__
         raise ValueError(
-            f"{owner}: {name} must be a list of world_size={world.world_size} items, got {size}"
+            f"{owner}: {name} must be a list of world_size={world.world_size} items (the "
+            f"group's size), got {size}"
         )
 
 
