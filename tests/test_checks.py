@@ -113,6 +113,7 @@ CONFIG_FIELDS = dict(
     dropout=PROBABILITY, tie_weights=BOOLEAN, bias=BOOLEAN, arch=[("gpt3", V), (None, V)],
     n_kv_heads=COUNT_OR_NONE, rope_theta=POSITIVE, ffn_multiple_of=COUNT, batch_size=COUNT,
     norm_eps=POSITIVE_OR_NONE, rope_scaling=ROPE_SCALING, attention_bias=ATTENTION_BIAS,
+    head_dim=COUNT_OR_NONE, qk_norm=BOOLEAN,
     gradient_accumulation_steps=COUNT, max_learning_rate=NON_NEGATIVE,
     min_learning_rate=NON_NEGATIVE, warmup_steps=NON_NEGATIVE_INT, steps=COUNT,
     weight_decay=NON_NEGATIVE, decay_embeddings=BOOLEAN,
@@ -151,6 +152,13 @@ MODEL_OPTIONS = dict(
     max_new_tokens=NON_NEGATIVE_INT, temperature=NON_NEGATIVE, top_k=COUNT_OR_NONE,
     rng=GENERATOR_OR_NONE, use_cache=BOOLEAN, vocab_limit=COUNT_OR_NONE, tokens=DATA,
     top_p=[(0, V), (-0.1, V), (1.5, V), (NAN, V), ("0.5", T), (True, T)],  # in (0, 1]
+    do_sample=BOOLEAN_OR_NONE, repetition_penalty=POSITIVE, no_repeat_ngram_size=NON_NEGATIVE_INT,
+    min_p=[(-0.1, V), (1.5, V), (NAN, V), ("0.5", T), (True, T)],  # in [0, 1]
+)  # fmt: skip
+GENERATE_OPTIONS = dict(
+    **MODEL_OPTIONS, eos_token_id=DATA, num_beams=COUNT, length_penalty=REAL,
+    early_stopping=[("always", V), (1, V), (None, V)], num_return_sequences=COUNT,
+    pad_token_id=[(-1, V), (2.5, T), ("3", T), (True, T)],
 )  # fmt: skip
 INITIALISERS = dict(initialiser=FUNCTION_OR_NONE, projection_initialiser=FUNCTION_OR_NONE)
 CONV = dict(
@@ -215,22 +223,23 @@ SIGNATURES = [
      dict(embedding_dim=COUNT, n_heads=COUNT, n_kv_heads=COUNT, context_window=COUNT,
           rope_theta=POSITIVE, residual_dropout_prob=PROBABILITY,
           attention_dropout_prob=PROBABILITY, rope_scaling=ROPE_SCALING,
-          attention_bias=ATTENTION_BIAS, **INITIALISERS)),
+          attention_bias=ATTENTION_BIAS, head_dim=COUNT_OR_NONE, qk_norm=BOOLEAN,
+          norm_eps=POSITIVE, **INITIALISERS)),
     ("SwiGLUBlock", SwiGLUBlock, dict(embedding_dim=8, hidden_dim=16),
      dict(embedding_dim=COUNT, hidden_dim=COUNT, dropout_prob=PROBABILITY, **INITIALISERS)),
     ("LlamaTransformerBlock", LlamaTransformerBlock,
      dict(embedding_dim=8, n_heads=2, n_kv_heads=1, context_window=4, hidden_dim=16),
      dict(embedding_dim=COUNT, n_heads=COUNT, n_kv_heads=COUNT, context_window=COUNT,
           hidden_dim=COUNT, rope_theta=POSITIVE, dropout_prob=PROBABILITY, norm_eps=POSITIVE,
-          rope_scaling=ROPE_SCALING, attention_bias=ATTENTION_BIAS, **INITIALISERS)),
+          rope_scaling=ROPE_SCALING, attention_bias=ATTENTION_BIAS, head_dim=COUNT_OR_NONE,
+          qk_norm=BOOLEAN, **INITIALISERS)),
     ("llama_hidden_size", llama_hidden_size, dict(embedding_dim=8),
      dict(embedding_dim=COUNT, expansion_ratio=POSITIVE, multiple_of=COUNT)),
     ("GPT", GPT, dict(config=DEBUG), dict(config=CONFIG, initialise=BOOLEAN)),
     ("Llama", Llama, dict(config=LLAMA), dict(config=CONFIG, initialise=BOOLEAN)),
     ("build_model", build_model, dict(config=DEBUG), dict(config=CONFIG)),
-    ("GPT.stream", _method(lambda: MODEL, "generate", GPT),  # generate passes on to stream
-     dict(tokens=[1, 2], max_new_tokens=2), dict(tokens=DATA, max_new_tokens=NON_NEGATIVE_INT,
-                                                 eos_token_id=DATA, sampling=DATA)),
+    ("GPT.generate", _method(lambda: MODEL, "generate", GPT),
+     dict(tokens=[1, 2], max_new_tokens=2), GENERATE_OPTIONS),
     ("GPT.stream", _method(lambda: MODEL, "stream", GPT), dict(tokens=[[1, 2]], max_new_tokens=2),
      MODEL_OPTIONS),
     ("GPTConfig", GPTConfig, {}, CONFIG_FIELDS),
@@ -498,6 +507,8 @@ def test_every_parameter_of_every_signature_has_a_kind(owner, fn, good, kinds):
 CROSS = [
     (lambda: MultiHeadSelfAttention(10, 3, 4), V, "MultiHeadSelfAttention: embedding_dim=10"),
     (lambda: LlamaAttention(8, 2, 3, 4), V, "LlamaAttention: "),
+    (lambda: LlamaAttention(10, 4, 2, 4, head_dim=5), V,
+     "LlamaAttention: RoPE needs an even head size, got 5"),
     (lambda: conv.Conv2d(3, 4, 3, groups=2), V, "Conv2d: in_channels=3 and out_channels=4"),
     (lambda: CosineSchedule(1e-4, 1e-3, 10), V, "CosineSchedule: need 0 <= min_learning_rate"),
     (lambda: CosineSchedule(1e-3, 1e-4, 10, 11), V, "CosineSchedule: need 0 <= warmup_steps"),

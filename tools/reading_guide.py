@@ -41,6 +41,7 @@ FILES = [
     "tricycle/attention.py",
     "tricycle/loss.py",
     "tricycle/ranges.py",
+    "tricycle/self_attention.py",
     "tricycle/blocks.py",
     "tricycle/models.py",
     "tricycle/optimisers.py",
@@ -65,7 +66,8 @@ GUIDE = """\
    shares one backward among its inputs (`tricycle/fused.py`, <tricycle/fused.py>); then the
    `Layer` base class, `tricycle/module.py` (<tricycle/module.py>), and the layers on it,
    `tricycle/layers.py` (<tricycle/layers.py>).
-3. **The GPT**: `tricycle/blocks.py` (<tricycle/blocks.py>: attention and MLP blocks) and
+3. **The GPT**: `tricycle/self_attention.py` (<tricycle/self_attention.py>: the attention
+   layers), `tricycle/blocks.py` (<tricycle/blocks.py>: MLP and transformer blocks) and
    `tricycle/models.py` (<tricycle/models.py>), on `attention.py` (<tricycle/attention.py>),
    `activation.py` (<tricycle/activation.py>), `functions.py` (<tricycle/functions.py>) and
    `loss.py` (<tricycle/loss.py>), with the ids' range check of `ranges.py` (<tricycle/ranges.py>).

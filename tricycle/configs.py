@@ -66,7 +66,10 @@ class GPTConfig:
     Two llama fields, off by default, open other people's models: ``rope_scaling`` (None, or
     slower rotations for a longer context: ``tricycle.attention.ROPE_SCALINGS``, Llama 3.1's
     "llama3" or "linear") and ``attention_bias`` ("none"; "qkv": biases in the q|k|v
-    projection, as Qwen2; "all": in the output projection too, as Llama's attention_bias).
+    projection, as Qwen2; "all": in the output projection too, as Llama's attention_bias);
+    ``head_dim`` (None: embedding_dim / n_heads; else each head's size, q|k|v then n_heads *
+    head_dim wide whatever embedding_dim is, as Qwen3) and ``qk_norm`` (an RMSNorm on each
+    query and key head before RoPE, as Qwen3).
     ``norm_eps`` is the epsilon of every LayerNorm/RMSNorm (None: 1e-5 for "gpt2", as
     GPT-2, and 1e-6 for "llama").
 
@@ -99,6 +102,8 @@ class GPTConfig:
     norm_eps: float | None = None
     rope_scaling: dict | None = None
     attention_bias: str = "none"
+    head_dim: int | None = None
+    qk_norm: bool = False
 
     # training
     batch_size: int = 16
@@ -149,16 +154,17 @@ class GPTConfig:
         owner = type(self).__name__
         for name, check in _FIELD_CHECKS.items():
             check(owner, name, getattr(self, name))
-        if self.embedding_dim % self.n_heads:
+        if self.head_dim is None and self.embedding_dim % self.n_heads:
             raise ValueError(
                 f"{owner}: embedding_dim={self.embedding_dim} is not divisible by "
-                f"n_heads={self.n_heads}"
+                f"n_heads={self.n_heads} (an arch='llama' model may give head_dim instead)"
             )
-        if self.arch == "gpt2" and (self.rope_scaling or self.attention_bias != "none"):
+        llama_only = dict(rope_scaling=None, attention_bias="none", head_dim=None, qk_norm=False)
+        if self.arch == "gpt2" and any(getattr(self, k) != v for k, v in llama_only.items()):
+            got = ", ".join(f"{k}={getattr(self, k)!r}" for k in llama_only)
             raise ValueError(
-                f"{owner}: rope_scaling and attention_bias are arch='llama' fields (bias sets "
-                f"all of a gpt2's biases), got rope_scaling={self.rope_scaling!r}, "
-                f"attention_bias={self.attention_bias!r}"
+                f"{owner}: rope_scaling and attention_bias are arch='llama' fields, and so are "
+                f"head_dim and qk_norm (bias sets all of a gpt2's biases), got {got}"
             )
         if self.arch == "llama":
             if self.n_heads % self.kv_heads:
@@ -166,15 +172,13 @@ class GPTConfig:
                     f"{owner}: n_heads={self.n_heads} must be a multiple of "
                     f"n_kv_heads={self.n_kv_heads}"
                 )
-            if self.head_dim % 2:
-                raise ValueError(
-                    f"{owner}: RoPE needs an even head size, got "
-                    f"embedding_dim / n_heads = {self.head_dim}"
-                )
+            if self.head_size % 2:
+                raise ValueError(f"{owner}: RoPE needs an even head size, got {self.head_size}")
 
     @property
-    def head_dim(self) -> int:
-        return self.embedding_dim // self.n_heads
+    def head_size(self) -> int:
+        """The size of one attention head: ``head_dim``, or embedding_dim / n_heads."""
+        return self.embedding_dim // self.n_heads if self.head_dim is None else self.head_dim
 
     @property
     def norm_epsilon(self) -> float:
@@ -240,6 +244,8 @@ _FIELD_CHECKS = dict(  # field -> the check of its value
     norm_eps=checks.optional(checks.positive),
     rope_scaling=check_rope_scaling,
     attention_bias=checks.one_of(ATTENTION_BIASES),
+    head_dim=checks.optional(checks.positive_int),
+    qk_norm=checks.boolean,
     batch_size=checks.positive_int,
     gradient_accumulation_steps=checks.positive_int,
     max_learning_rate=checks.non_negative,

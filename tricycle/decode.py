@@ -1,11 +1,15 @@
 """Generation: one token after another from a GPT with a KV cache (the loop of ``GPT.stream``).
 
     prompt (B, T) -> prefill: every position at once, one KVCache per block filled
-                  -> logits (B, V) of the last position -> sample ids (B,)
-    ids (B,)      -> decode step: one position more in each cache -> logits -> sample -> ...
+                  -> logits (B, V) of the last position -> choose ids (B,)
+    ids (B,)      -> decode step: one position more in each cache -> logits -> choose -> ...
 
-On the CPU a decode step is the model's forward on one position with ``KVCache``s
-(``tricycle.attention``), which append it and attend to the filled positions.
+``Steps`` holds that state (the window of positions the model sees, the caches, the
+``Decoder``) and gives each step's logits; ``sample`` chooses ids from them with a
+``NextToken`` (greedy or sampled, after the processors of ``tricycle.decode_processors``), and
+beam search (``tricycle.decode_beam``) continues other rows than it was given, reordering the
+caches by row. On the CPU a decode step is the model's forward on one position with
+``KVCache``s (``tricycle.attention``), which append it and attend to the filled positions.
 
 On a GPU that step is a few hundred small kernels with Python between them, and the host,
 not the GPU, sets the pace. So there the decode steps have fixed shapes, and one step is
@@ -17,8 +21,9 @@ recorded once as a CUDA graph and replayed for every token (``Decoder``):
   nothing at these sizes), and positions (learnt or RoPE) are read from that count;
 - the ids come from a preallocated (B, 1) buffer, and the step ends with the greedy argmax
   written back into it, so greedy decoding feeds itself and the host reads back the (B,) ids
-  alone. Sampling with a temperature reads the logits back and samples on the host, with the
-  caller's numpy ``rng`` as on the CPU, then fills the buffer.
+  alone. Sampling (or a processor: a penalty, an n-gram ban, beam search) reads the logits
+  back and chooses on the host, with the caller's numpy ``rng`` as on the CPU, then fills
+  the buffer.
 
 The recording is the CUDA backend's "graph" runner (found through ``tricycle.dispatch``: the
 first call runs eagerly, the second is recorded and launched, later ones replay; a step that
@@ -34,93 +39,103 @@ import numpy as np
 
 from tricycle import backend, dispatch
 from tricycle.attention import KVCache, _product_dtype
+from tricycle.decode_processors import (  # noqa: F401 - probabilities, sample_next: here before
+    NextToken,
+    probabilities,
+    sample_next,
+)
 
 
-def sample(model, prompt, max_new_tokens, temperature, top_k, rng, use_cache, vocab_limit,
-           top_p=None):  # fmt: skip
-    """Yield ``max_new_tokens`` ids (B,) continuing ``prompt`` (B, T), as ``GPT.stream``
-    (which checks the arguments and runs this in eval mode under no_grad) describes;
-    ``top_p``: nucleus sampling (``probabilities``)."""
-    window_size = model.config.context_window
-    keep = max(1, window_size // 2)
-    head = model._head_matrix(len(prompt))
-    window = prompt[:, -window_size:]  # (B, <= W): the positions the model sees
-    capacity = window.shape[1] + max_new_tokens  # what this call can fill
-
-    def prefill(window):
-        caches = model.new_caches(len(window), capacity) if use_cache else None
-        return caches, model._last_logits(window, caches, head)
-
-    caches, logits = prefill(window)  # logits: host (B, V), or None where a Decoder sampled
-    recorded = use_cache and records(caches)  # the device does not change: asked once
-    decoder = None
+def sample(model, prompt, max_new_tokens, choose: NextToken, rng, use_cache, vocab_limit):
+    """Yield ``max_new_tokens`` ids (B,) continuing ``prompt`` (B, T), each chosen by
+    ``choose`` (``tricycle.decode_processors``), as ``GPT.stream`` (which checks the arguments
+    and runs this in eval mode under no_grad) describes."""
+    steps = Steps(model, prompt, max_new_tokens, use_cache, vocab_limit)
+    sequences = prompt if choose.reads_history else None  # (B, T + step): for the processors
+    greedy = not choose.do_sample and not choose.reads_history  # the device's argmax will do
+    logits, next_ids = steps.logits, None  # logits: host (B, V), or None where a Decoder chose
     for step in range(max_new_tokens):
         if logits is not None:
-            if vocab_limit is not None:
-                logits[:, vocab_limit:] = -np.inf
-            next_ids = sample_next(logits, temperature, top_k, rng, top_p)  # (B,)
+            next_ids = choose(sequences, logits, rng)  # (B,)
         yield next_ids
         if step == max_new_tokens - 1:
             break
-        full = window.shape[1] == window_size
-        window = np.concatenate([window, next_ids[:, None]], axis=1)
+        if sequences is not None:
+            sequences = np.concatenate([sequences, next_ids[:, None]], axis=1)
+        logits, argmax = steps.advance(next_ids, greedy)
+        next_ids = next_ids if argmax is None else argmax
+
+
+class Steps:
+    """The model's next-token logits for rows of sequences that grow by one id a step.
+
+    ``Steps(model, prompt, max_new_tokens, use_cache, vocab_limit)`` encodes the prompt (B, T)
+    (its last context_window positions), after which ``logits`` holds the host float64 logits
+    (B, V) of each row's next id; ``advance(ids)`` appends ids (B,) and returns the next
+    logits. Beam search continues other rows than it was given: ``advance(ids, rows)`` appends
+    ids[i] to the sequence that was row ``rows[i]`` (the caches are reordered in place, so a
+    ``Decoder`` recorded on them stays valid). Ids at or past ``vocab_limit`` get logits -inf.
+    """
+
+    def __init__(self, model, prompt, max_new_tokens: int, use_cache: bool, vocab_limit):
+        self.model, self.use_cache, self.vocab_limit = model, use_cache, vocab_limit
+        self.window_size = model.config.context_window
+        self.head = model._head_matrix(len(prompt))
+        self.window = prompt[:, -self.window_size :]  # (B, <= W): the positions the model sees
+        self.capacity = self.window.shape[1] + max_new_tokens  # what this call can fill
+        self.caches, logits = self._prefill(self.window)
+        self.recorded = use_cache and records(self.caches)  # the device stays: asked once
+        self.decoder = None
+        self.logits = self._limited(logits)
+
+    def _prefill(self, window):
+        caches = self.model.new_caches(len(window), self.capacity) if self.use_cache else None
+        return caches, self.model._last_logits(window, caches, self.head)
+
+    def _limited(self, logits):
+        if logits is not None and self.vocab_limit is not None:
+            logits[:, self.vocab_limit :] = -np.inf
+        return logits
+
+    def advance(self, ids: np.ndarray, greedy: bool = False, rows: np.ndarray | None = None):
+        """Append ids (B,) (to the sequences ``rows`` (B,) names) -> (host logits (B, V), None),
+        or with ``greedy`` where a ``Decoder`` runs the step, (None, the argmax ids (B,))."""
+        full = self.window.shape[1] == self.window_size
+        if rows is not None:
+            self.window = self.window[rows]
+            if self.caches is not None and not full:  # a full window is encoded afresh
+                reorder(self.caches, rows)
+        self.window = np.concatenate([self.window, ids[:, None]], axis=1)
+        model, head, argmax = self.model, self.head, None
         if full:  # re-encode the most recent half window into a fresh cache
-            window = window[:, -keep:]
-            caches, logits = prefill(window)
-            decoder = None
-        elif not use_cache:
-            logits = model._last_logits(window, None, head)
-        elif recorded:
-            decoder = decoder or Decoder(model, caches, head, vocab_limit)
-            logits, next_ids = decoder(next_ids, greedy=temperature == 0)
+            self.window = self.window[:, -max(1, self.window_size // 2) :]
+            self.caches, logits = self._prefill(self.window)
+            self.decoder = None
+        elif not self.use_cache:
+            logits = model._last_logits(self.window, None, head)
+        elif self.recorded:
+            self.decoder = self.decoder or Decoder(model, self.caches, head, self.vocab_limit)
+            logits, argmax = self.decoder(ids, greedy=greedy)
         else:
-            logits = model._last_logits(next_ids[:, None], caches, head)
+            logits = model._last_logits(ids[:, None], self.caches, head)
+        self.logits = self._limited(logits)
+        return self.logits, argmax
+
+
+def reorder(caches: list[KVCache], rows: np.ndarray) -> None:
+    """Make row i of every cache hold what row ``rows[i]`` held, in place."""
+    if np.array_equal(rows, np.arange(len(rows))):
+        return
+    xp = backend.array_module(caches[0].keys)
+    rows = xp.asarray(rows)
+    for cache in caches:
+        cache.keys[...] = cache.keys[rows]
+        cache.values[...] = cache.values[rows]
 
 
 def records(caches: list[KVCache]) -> bool:
     """Whether decode steps on these caches' device are recorded as a graph (a GPU)."""
     return dispatch.kernel_for("graph", caches[0].keys) is not None
-
-
-def sample_next(logits: np.ndarray, temperature: float, top_k: int | None, rng,
-                top_p: float | None = None) -> np.ndarray:  # fmt: skip
-    """Sample one id per row of ``logits`` (B, V) from ``probabilities``; temperature 0 is
-    the greedy argmax."""
-    if temperature == 0:
-        return logits.argmax(axis=-1)
-    weights = _weights(logits, temperature, top_k, top_p)  # (B, V), unnormalised
-    cdf = np.cumsum(weights, axis=-1)
-    u = rng.random((len(logits), 1)) * cdf[:, -1:]
-    return np.minimum((cdf <= u).sum(axis=-1), logits.shape[-1] - 1)
-
-
-def probabilities(logits: np.ndarray, temperature: float, top_k: int | None = None,
-                  top_p: float | None = None) -> np.ndarray:  # fmt: skip
-    """The distribution (B, V) that ``sample_next`` draws from, in transformers' order:
-    logits divided by ``temperature`` (> 0), then only the ``top_k`` largest kept (ties
-    with the k-th kept too), then only the smallest set of likeliest ids whose probability
-    reaches ``top_p`` (nucleus sampling; the likeliest id always stays), then softmax."""
-    weights = _weights(logits, temperature, top_k, top_p)
-    return weights / weights.sum(axis=-1, keepdims=True)
-
-
-def _weights(logits, temperature, top_k, top_p) -> np.ndarray:
-    """exp(filtered logits / temperature - max): ``probabilities`` unnormalised."""
-    if top_p is not None and not 0 < top_p <= 1:
-        raise ValueError(f"sample_next: top_p must be a number in (0, 1], got {top_p!r}")
-    logits = logits / temperature
-    if top_k is not None and top_k < logits.shape[-1]:
-        kth = np.partition(logits, -top_k, axis=-1)[:, -top_k, None]  # (B, 1)
-        logits = np.where(logits < kth, -np.inf, logits)
-    weights = np.exp(logits - logits.max(axis=-1, keepdims=True))  # (B, V)
-    if top_p is not None and top_p < 1:
-        order = np.argsort(logits, axis=-1, kind="stable")  # (B, V): least likely first
-        ascending = np.take_along_axis(weights, order, axis=-1)
-        mass = np.cumsum(ascending, axis=-1) / ascending.sum(axis=-1, keepdims=True)
-        drop = mass <= 1 - top_p  # the tail that holds at most 1 - top_p
-        drop[:, -1] = False
-        np.put_along_axis(weights, order, np.where(drop, 0.0, ascending), axis=-1)
-    return weights
 
 
 # ------------------------------------------------------------------ the fixed-shape step

@@ -7,17 +7,21 @@ A family is a ``model_type`` of ``config.json`` and the tricycle ``arch`` that b
              attention; ``attention_bias`` puts biases in its four attention projections
              (attention_bias="all")
     qwen2    Llama with biases in q, k and v alone, always (attention_bias="qkv")
+    qwen3    Llama with an RMSNorm on each query and key head (qk_norm) and its own head size
+             (head_dim, 128 where config.json says none); attention_bias as Llama's
     mistral  Llama whose attention looks back at most ``sliding_window`` positions: plain
              causal attention wherever the window covers the whole context
 
 Transformers 4 wrote RoPE's settings as ``rope_theta`` and ``rope_scaling`` ({"type" or
 "rope_type", "factor", ...}); 5 writes ``rope_parameters``, which holds ``rope_theta`` too.
-Both are read, and both are written, so that either version opens an export.
+Both are read, and both are written, so that either version opens an export. Every Llama
+family may give ``head_dim``, a head size apart from hidden_size / num_attention_heads.
 
 Anything a config says that the model cannot express (another RoPE scaling, MLP biases, a
 sliding window shorter than the context, ...) is a one-line ``PretrainedError`` naming the
 file and the field. ``hf_config`` writes the model_type a model was read as, or for a new one
-its arch's ("qwen2" where only q, k and v have biases).
+its arch's ("qwen3" where the heads are normalised, "qwen2" where only q, k and v have
+biases).
 """
 
 from pathlib import Path
@@ -34,6 +38,7 @@ FAMILIES = {
     "gpt2": ("GPT2LMHeadModel", "gpt2", ("none",)),
     "llama": ("LlamaForCausalLM", "llama", ("none", "all")),
     "qwen2": ("Qwen2ForCausalLM", "llama", ("qkv",)),
+    "qwen3": ("Qwen3ForCausalLM", "llama", ("none", "all")),
     "mistral": ("MistralForCausalLM", "llama", ("none",)),
 }
 ARCHITECTURES = {kind: family[0] for kind, family in FAMILIES.items()}
@@ -129,15 +134,18 @@ def _gpt2_config(f: _Fields) -> GPTConfig:
 
 
 def _llama_config(f: _Fields, kind: str) -> GPTConfig:
-    """A Llama, Qwen2 or Mistral config (``kind``): Llama's fields, and each one's own."""
+    """A Llama, Qwen2, Qwen3 or Mistral config (``kind``): Llama's fields, and each one's
+    own."""
     f.require("hidden_act", "silu", "silu")
     bias = "qkv" if kind == "qwen2" else "none"  # Qwen2 and Mistral read no bias field
     if kind == "llama":
         f.require("mlp_bias", False, False)
+    if kind in ("llama", "qwen3"):
         bias = "all" if f.get("attention_bias", False, (bool,)) else "none"
     E, heads = f.get("hidden_size"), f.get("num_attention_heads")
-    if f.values.get("head_dim") not in (None, E // heads):
-        f.require("head_dim", E // heads, None)
+    # transformers' head size: config.json's, else Qwen3Config's default, else E / heads
+    D = 128 if kind == "qwen3" else E // heads
+    D = D if f.values.get("head_dim") is None else f.get("head_dim")
     context, hidden = f.get("max_position_embeddings"), f.get("intermediate_size")
     _check_sliding_window(f, kind, context)
     theta, scaling = _rope(f, context)
@@ -156,6 +164,8 @@ def _llama_config(f: _Fields, kind: str) -> GPTConfig:
         rope_theta=theta,
         rope_scaling=scaling,
         attention_bias=bias,
+        head_dim=None if D * heads == E else D,  # None: E / heads, as every older config
+        qk_norm=kind == "qwen3",
         dropout=f.get("attention_dropout", 0.0, (int, float)),
         norm_eps=f.get("rms_norm_eps", 1e-6, (int, float)),
         tie_weights=f.get("tie_word_embeddings", False, (bool,)),
@@ -165,10 +175,10 @@ def _llama_config(f: _Fields, kind: str) -> GPTConfig:
 def _check_sliding_window(f: _Fields, kind: str, context: int) -> None:
     """Refuse a sliding window shorter than the context: a query at position q sees the keys
     after q - sliding_window, which within a context no longer than the window is every key
-    up to q, tricycle's causal attention. Qwen2 slides only with use_sliding_window, in the
+    up to q, tricycle's causal attention. Qwen2 and Qwen3 slide only with use_sliding_window, in the
     layers that ``layer_types`` names (else those from max_window_layers on)."""
-    window = f.values.get("sliding_window") if kind in ("mistral", "qwen2") else None
-    if kind == "qwen2" and window is not None:
+    window = f.values.get("sliding_window") if kind in ("mistral", "qwen2", "qwen3") else None
+    if kind in ("qwen2", "qwen3") and window is not None:
         n = f.get("num_hidden_layers")
         types = f.values.get("layer_types") or [
             "sliding_attention" if i >= f.get("max_window_layers", n) else "full_attention"
@@ -221,17 +231,18 @@ def _rope(f: _Fields, context: int) -> tuple[float, dict | None]:
 
 def hf_config(config: GPTConfig, hidden: int, kind: str | None = None) -> dict:
     """config.json for ``config`` (``hidden``: the MLP's width) as model_type ``kind`` (None:
-    the arch's own, "qwen2" for a Llama with biases in q, k and v alone)."""
+    the arch's own, "qwen3" for a Llama with qk_norm, "qwen2" for one with biases in q, k and
+    v alone)."""
     E, eps, arch = config.embedding_dim, config.norm_epsilon, config.arch
-    bias = config.attention_bias
-    kind = kind or ("qwen2" if bias == "qkv" else arch)
+    bias, qk_norm = config.attention_bias, config.qk_norm
+    kind = kind or ("qwen3" if qk_norm else "qwen2" if bias == "qkv" else arch)
     _, family_arch, biases = FAMILIES.get(kind, (None, None, ()))
-    if family_arch != arch or bias not in biases:
+    if family_arch != arch or bias not in biases or qk_norm != (kind == "qwen3"):
         holds = "; ".join(f"{k}: arch={a!r}, attention_bias in {b}" for k, (_, a, b) in
                           FAMILIES.items())  # fmt: skip
         raise PretrainedError(
-            f"save_pretrained: a model of arch={arch!r} with attention_bias={bias!r} cannot be "
-            f"written as model_type {kind!r} ({holds})"
+            f"save_pretrained: a model of arch={arch!r}, qk_norm={qk_norm}, with attention_bias="
+            f"{bias!r} cannot be written as model_type {kind!r} ({holds}; qk_norm: qwen3's alone)"
         )
     common = {"architectures": [ARCHITECTURES[kind]], "model_type": kind, "torch_dtype":
               "float32", "vocab_size": config.vocab_size, "tie_word_embeddings":
@@ -248,11 +259,13 @@ def hf_config(config: GPTConfig, hidden: int, kind: str | None = None) -> dict:
     own = {"llama": {"attention_bias": bias == "all", "mlp_bias": False},
            "qwen2": {"use_sliding_window": False, "sliding_window": None,
                      "max_window_layers": config.n_layers},
+           "qwen3": {"attention_bias": bias == "all", "use_sliding_window": False,
+                     "sliding_window": None, "max_window_layers": config.n_layers},
            "mistral": {"sliding_window": None}}  # fmt: skip
     return {**common, **own[kind], "max_position_embeddings": config.context_window,
             "hidden_size": E, "intermediate_size": hidden, "num_attention_heads":
             config.n_heads, "num_key_value_heads": config.kv_heads, "num_hidden_layers":
-            config.n_layers, "head_dim": config.head_dim, "hidden_act": "silu",
+            config.n_layers, "head_dim": config.head_size, "hidden_act": "silu",
             "rms_norm_eps": eps, "rope_theta": theta, "rope_scaling": scaling,
             "rope_parameters": {**(scaling or {"rope_type": "default"}), "rope_theta": theta},
             "attention_dropout": config.dropout}  # fmt: skip

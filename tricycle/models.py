@@ -9,8 +9,9 @@
                          -> RMSNorm -> head                                    # (B, T, V)
 
 ``build_model(config)`` makes the one that ``config.arch`` names. Both share the forward
-pass's frame, precision handling, KV-cache sampling (``generate``, ``stream``), checkpoints
-and pickling; Llama overrides only how it is built and how tokens are embedded.
+pass's frame, precision handling, generation with a KV cache (``generate``, ``stream``: the
+``GenerationMixin`` of ``tricycle.generation``), checkpoints and pickling; Llama overrides
+only how it is built and how tokens are embedded.
 
 With ``config.tie_weights`` the head is an Einsum against the token embedding's weights, so
 that one Tensor receives gradients from both of its uses. Weights start as in GPT-2: N(0, 0.02)
@@ -21,31 +22,32 @@ A GPT pickles to host arrays (``pickle.dump(model, f)``), so a model trained on 
 and samples on a CPU-only machine.
 """
 
-from collections.abc import Iterator
 from functools import partial
 
 import numpy as np
 
-from tricycle import backend, checks, decode, pretrained
+from tricycle import backend, checks, pretrained
 from tricycle.attention import KVCache
 from tricycle.blocks import GPT2TransformerBlock, LlamaTransformerBlock
 from tricycle.configs import GPTConfig
 from tricycle.decode import sample_next  # noqa: F401 - its home before tricycle.decode
 from tricycle.einsum import Einsum
+from tricycle.generation import GenerationMixin
 from tricycle.initialisers import gpt2_residual_std, init_normal
 from tricycle.layers import Dense, Dropout, Embedding, Layer, LayerNorm, RMSNorm, embedding
-from tricycle.tensor import Tensor, no_grad
+from tricycle.tensor import Tensor
 
 _TIED_HEAD = Einsum("...e,ve->...v")  # (B, T, E) x (V, E) -> (B, T, V)
 _LAST_HEAD = Einsum("be,ev->bv")  # generation: the last position (B, E) x (E, V) -> (B, V)
 _uninitialised = partial(np.empty, dtype=np.float32)  # an initialiser for weights to be loaded
 
 
-class GPT(Layer):
+class GPT(Layer, GenerationMixin):
     """A GPT built from a ``GPTConfig`` (see ``tricycle.configs``).
 
     ``model(tokens)`` maps integer ids (B, T) (or (T,)), T <= context_window, to logits
-    (B, T, vocab_size). ``generate`` samples continuations with a KV cache.
+    (B, T, vocab_size). ``generate`` continues prompts with a KV cache, greedily, sampled or by
+    beam search, with the options of transformers' ``generate``.
     """
 
     arch = "gpt2"  # the config.arch this class builds
@@ -204,87 +206,7 @@ class GPT(Layer):
         and at most: context_window; a long-context Llama needs far fewer to sample)."""
         return [block.attention.new_cache(batch_size, capacity) for block in self.blocks]
 
-    # ------------------------------------------------------------------ sampling
-    def generate(self, tokens, max_new_tokens: int, eos_token_id=None, **sampling) -> np.ndarray:
-        """Continue ``tokens`` (B, T) or (T,) by ``max_new_tokens``; returns prompt + new ids.
-
-        ``eos_token_id`` (an id or a list of them) ends a row where it is sampled, as in
-        transformers' ``generate``: the row's later places repeat its first end id, and
-        generation stops once every row has ended (so fewer than ``max_new_tokens`` may come
-        back). ``sampling``: the options of ``stream`` (``temperature``, ``top_k``,
-        ``top_p``, ``rng``, ``use_cache``, ``vocab_limit``), which says how tokens are sampled.
-        """
-        prompt = _host_ids(tokens)
-        single = prompt.ndim == 1
-        prompt = prompt.reshape(1, -1) if single else prompt
-        ends = _end_ids(eos_token_id)
-        new, ended = [], np.zeros(len(prompt), dtype=bool)  # (B,)
-        for ids in self.stream(prompt, max_new_tokens, **sampling):
-            new.append(np.where(ended, ends[0], ids) if ends else ids)
-            ended |= np.isin(ids, ends)
-            if ends and ended.all():
-                break
-        out = np.concatenate([prompt, np.stack(new, axis=1)], axis=1) if new else prompt
-        return out[0] if single else out
-
-    @checks.arguments(
-        max_new_tokens=checks.non_negative_int,
-        temperature=checks.non_negative,
-        top_k=checks.optional(checks.positive_int),
-        rng=checks.optional(checks.instance(np.random.Generator)),
-        use_cache=checks.boolean,
-        vocab_limit=checks.optional(checks.positive_int),
-        top_p=checks.optional(checks.interval(0, 1, "(]")),
-    )
-    def stream(
-        self,
-        tokens,
-        max_new_tokens: int,
-        temperature: float = 1.0,
-        top_k: int | None = None,
-        rng: np.random.Generator | None = None,
-        use_cache: bool = True,
-        vocab_limit: int | None = None,
-        top_p: float | None = None,
-    ) -> Iterator[np.ndarray]:
-        """Yield the next token ids (B,) one step at a time, in eval mode, under no_grad.
-
-        ``temperature`` divides the logits (0 means greedy argmax); ``top_k`` keeps only the
-        k most likely tokens; ``top_p`` then the fewest likeliest whose probability reaches
-        it (nucleus sampling, in transformers' order: ``decode.probabilities``); ``rng`` (a
-        numpy Generator) makes sampling reproducible;
-        ``vocab_limit`` samples only ids below it (a tokeniser that learnt fewer ids than
-        the model's ``vocab_size`` cannot decode the rest).
-
-        The KV cache makes each new token cost one position. The model sees at most
-        ``context_window`` positions: when the cache is full, the oldest positions are
-        dropped and the most recent half window (ending with the newest token) is encoded
-        afresh into an empty cache, after which single-token steps resume. So every token is
-        conditioned on between context_window / 2 and context_window previous tokens, and a
-        full re-encode happens once every context_window / 2 tokens. With ``use_cache=False``
-        the same windows are recomputed in full at every step (slow; for testing). On a GPU
-        the single-token steps are recorded once as a CUDA graph and replayed
-        (``tricycle.decode``): the same tokens, without Python between the kernels.
-        """
-        prompt = _host_ids(tokens)
-        if prompt.ndim != 2 or prompt.shape[1] == 0:
-            raise ValueError(
-                f"GPT.generate: expected a non-empty prompt of shape (batch, tokens), "
-                f"got {prompt.shape}"
-            )
-        rng = np.random.default_rng() if rng is None else rng
-        was_training = self.training
-        self.eval()
-        try:
-            with no_grad():
-                yield from decode.sample(
-                    self, prompt, max_new_tokens, temperature, top_k, rng, use_cache,
-                    vocab_limit, top_p,
-                )  # fmt: skip
-        finally:
-            if was_training:
-                self.train()
-
+    # ------------------------------------------------------------------ generation's steps
     def _head_matrix(self, batch_size: int) -> Tensor:
         """The head as (E, V). A tied head is the embedding (V, E) read transposed, or, for a
         CPU product of several rows, which BLAS runs faster from it, an (E, V) copy."""
@@ -346,7 +268,7 @@ class Llama(GPT):
             projection_initialiser=residual_init,
             norm_eps=config.norm_epsilon,
             rope_scaling=config.rope_scaling,
-            attention_bias=config.attention_bias,
+            attention_bias=config.attention_bias, head_dim=config.head_dim, qk_norm=config.qk_norm,
         )
 
     def _final_norm(self) -> Layer:
@@ -369,27 +291,6 @@ def build_model(config: GPTConfig) -> GPT:
     if config.arch not in MODELS:
         raise ValueError(f"build_model: arch must be one of {sorted(MODELS)}, got {config.arch!r}")
     return MODELS[config.arch](config)
-
-
-def _host_ids(tokens) -> np.ndarray:
-    """Token ids (a Tensor, an array on any device, a list) as a host array."""
-    try:
-        return np.asarray(backend.to_host_array(getattr(tokens, "array", tokens)))
-    except ValueError:  # rows of different lengths
-        raise ValueError(
-            "GPT.generate: the prompt must be a (batch, tokens) array; its rows differ in "
-            "length: generate for each alone (no attention mask: padding would change them)"
-        ) from None
-
-
-def _end_ids(eos_token_id) -> list[int]:
-    """``generate``'s ``eos_token_id`` (None, an id or a list of ids) as a list."""
-    ids = [] if eos_token_id is None else np.atleast_1d(eos_token_id).tolist()
-    if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids):
-        raise ValueError(
-            f"GPT.generate: eos_token_id must be an id or a list of ids, got {eos_token_id!r}"
-        )
-    return ids
 
 
 def _check_arch(model_class: type, config: GPTConfig) -> None:

@@ -1,5 +1,5 @@
-"""Other people's models: GPT-2 and the Llama family (Llama, Qwen2, Mistral) in the Hugging
-Face layout, in and out.
+"""Other people's models: GPT-2 and the Llama family (Llama, Qwen2, Qwen3, Mistral) in the
+Hugging Face layout, in and out.
 
 A family is a ``model_type`` of ``config.json`` and the tricycle ``arch`` that builds it, with
 two tables: how its config fields become a ``GPTConfig`` (and back: ``tricycle.hf_configs``),
@@ -13,7 +13,8 @@ transposed).
     Llama   nn.Linear weights are (out, in): transposed. q_proj|k_proj|v_proj are stacked
             into one qkv projection (their biases too, where Qwen2 or attention_bias has
             them), gate_proj|up_proj into SwiGLU's up projection. RoPE is the half-split
-            form in both. Qwen2 and Mistral name their tensors as Llama.
+            form in both. Qwen2, Qwen3 and Mistral name their tensors as Llama; Qwen3's
+            q_norm and k_norm (a gain of the head size each) are the attention's.
 
 Anything a config says that the tricycle model cannot express (RoPE scaled by YaRN, a sliding
 window shorter than the context, ...) is a one-line ``PretrainedError`` naming the file and
@@ -79,6 +80,8 @@ NAMES = {
             ["model.layers.{i}.self_attn.o_proj.weight"], True),
         "blocks.{i}.attention.out_projection.bias": (
             ["model.layers.{i}.self_attn.o_proj.bias"], False),
+        "blocks.{i}.attention.q_norm.gamma": (["model.layers.{i}.self_attn.q_norm.weight"], False),
+        "blocks.{i}.attention.k_norm.gamma": (["model.layers.{i}.self_attn.k_norm.weight"], False),
         "blocks.{i}.rms_norm_2.gamma": (
             ["model.layers.{i}.post_attention_layernorm.weight"], False),
         "blocks.{i}.mlp.up_projection.weights": (
@@ -131,7 +134,7 @@ def _rows(config: GPTConfig, ours: set[str]):
 def _widths(config: GPTConfig, theirs: list[str], width: int) -> list[int]:
     """The widths of the Hugging Face tensors stacked into one of ours ``width`` wide."""
     if len(theirs) == 3:  # q | k | v
-        D = config.head_dim
+        D = config.head_size
         return [config.n_heads * D, config.kv_heads * D, config.kv_heads * D]
     return [width // len(theirs)] * len(theirs)
 

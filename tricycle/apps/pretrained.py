@@ -29,7 +29,7 @@ from tricycle.tokeniser import load_tokeniser as load_own_tokeniser
 ARCHITECTURE = ("embedding_dim", "context_window", "vocab_size", "n_heads", "n_layers",
                 "expansion_ratio", "activation_fn", "tie_weights", "bias", "arch",
                 "n_kv_heads", "rope_theta", "ffn_multiple_of", "norm_eps", "rope_scaling",
-                "attention_bias")  # fmt: skip
+                "attention_bias", "head_dim", "qk_norm")  # fmt: skip
 
 
 def is_model_dir(path) -> bool:

@@ -434,8 +434,8 @@ def _matrix_parameters(config: GPTConfig) -> int:
     aside), counted without building it."""
     E, V, L = config.embedding_dim, config.vocab_size, config.n_layers
     if config.arch == "llama":  # q and o; k and v for the shared heads; SwiGLU's 3 matrices
-        kv = 2 * E * config.kv_heads * config.head_dim
-        block, positions = 2 * E * E + kv + 3 * E * config.hidden_size, 0
+        heads = 2 * E * (config.n_heads + config.kv_heads) * config.head_size
+        block, positions = heads + 3 * E * config.hidden_size, 0
     else:  # q|k|v and the projection; the MLP's 2 matrices
         block = 4 * E * E + 2 * E * config.hidden_size
         positions = config.context_window * E

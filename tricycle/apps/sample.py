@@ -38,6 +38,7 @@ from tricycle.apps.cli import (
     ends_in_one_line,
     nonnegative_float,
     nonnegative_int,
+    positive_float,
     positive_int,
     seed,
     warnings_in_one_line,
@@ -67,6 +68,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     add("--top-k", type=positive_int, default=None, help="sample from the k likeliest")
     add("--top-p", type=probability_mass, default=None, help="sample from the likeliest ids "
         "whose probability reaches p (nucleus sampling), in (0, 1]")  # fmt: skip
+    add("--min-p", type=fraction, default=None, help="sample only from ids at least p times as "
+        "likely as the likeliest, p in [0, 1]")  # fmt: skip
+    add("--repetition-penalty", type=positive_float, default=1.0, help="divide the positive "
+        "logits of ids already in the text by it (multiply the negative ones): > 1 repeats "
+        "less")  # fmt: skip
     add("--seed", type=seed, default=None, help="makes sampling reproducible")
     add("--device", choices=["cpu", "gpu"], default="cpu", help="where the model runs: the CPU, "
         "or a CUDA GPU (pip install -e \".[gpu]\")")  # fmt: skip
@@ -77,12 +83,21 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def probability_mass(text: str) -> float:
     """--top-p: a number in (0, 1]."""
+    return _number_in(text, "(0, 1]", lambda value: 0 < value <= 1)
+
+
+def fraction(text: str) -> float:
+    """--min-p: a number in [0, 1]."""
+    return _number_in(text, "[0, 1]", lambda value: 0 <= value <= 1)
+
+
+def _number_in(text: str, interval: str, inside) -> float:
     try:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not 0 < value <= 1:  # NaN too
-        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {text!r}")
+    if not inside(value):  # NaN too
+        raise argparse.ArgumentTypeError(f"must be a number in {interval}, got {text!r}")
     return value
 
 
@@ -142,7 +157,7 @@ def main(argv=None) -> int:
             decoder = StreamDecoder(tokeniser)
             stream = model.stream(
                 prompt[None], n_tokens, args.temperature, args.top_k, rng, vocab_limit=n_known,
-                top_p=args.top_p,
+                top_p=args.top_p, min_p=args.min_p, repetition_penalty=args.repetition_penalty,
             )  # fmt: skip
             for ids in stream:
                 if int(ids[0]) in stop:  # the model's end of text, as transformers stops

@@ -51,7 +51,8 @@ DEFAULTS = {"config": "cpu", "dataset": "python-code", "seed": 1337, "max_bytes"
 # --flag: (type, the GPTConfig field it sets, help); every field has one
 CONFIG_FLAGS = {
     "n_layer": (positive_int, "n_layers", "transformer blocks"),
-    "n_head": (positive_int, "n_heads", "attention heads (must divide --n-embd)"),
+    "n_head": (positive_int, "n_heads", "attention heads (must divide --n-embd, unless "
+               "--head-dim is given)"),
     "n_embd": (positive_int, "embedding_dim", "embedding width"),
     "expansion_ratio": (positive_float, "expansion_ratio", "MLP width / embedding width"),
     "activation": (str, "activation_fn", f"MLP activation: {', '.join(sorted(ACTIVATIONS))}"),
@@ -92,6 +93,9 @@ CONFIG_FLAGS = {
                      "original_max_position_embeddings)"),
     "attention_bias": (str, "attention_bias", "llama: attention biases: none, qkv (Qwen2's) "
                        "or all (q, k, v and the output)"),
+    "head_dim": (positive_int, "head_dim", "llama: each attention head's size (default: "
+                 "--n-embd / --n-head)"),
+    "qk_norm": (boolean, "qk_norm", "llama: an RMSNorm on each query and key head (Qwen3's)"),
 }  # fmt: skip
 CHOICES = {"activation": sorted(ACTIVATIONS), "eval_protocol": ["sequential", "random"],
            "device": ["cpu", "gpu"], "arch": list(ARCHS),

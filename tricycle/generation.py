@@ -1,0 +1,212 @@
+"""``GPT.generate`` and ``GPT.stream``: continuing prompts with the options of transformers'
+``generate``.
+
+    generate(prompt (B, T), max_new_tokens, ...) -> (B * num_return_sequences, T + new)
+        num_beams == 1: one id a step per row (``stream``), greedy or sampled, until
+                        max_new_tokens or every row has ended at an end id
+        num_beams >= 2: beam search (``tricycle.decode_beam``)
+    stream(prompt (B, T), max_new_tokens, ...) -> yields ids (B,) one step at a time
+
+How an id is chosen is ``tricycle.decode_processors``' (``NextToken``); the steps with their
+KV caches and CUDA graphs are ``tricycle.decode``'s. ``GenerationMixin`` gives a model these
+two methods (transformers' name for the same idea); the model provides ``config``
+(``context_window``), ``new_caches``, ``_head_matrix``, ``_last_logits``, ``_device_logits``
+and the train/eval modes.
+"""
+
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+
+import numpy as np
+
+from tricycle import backend, checks, decode
+from tricycle.decode_beam import beam_search
+from tricycle.decode_processors import TOKEN_CHECKS, NextToken
+from tricycle.tensor import no_grad
+
+STEP_CHECKS = dict(
+    max_new_tokens=checks.non_negative_int,
+    rng=checks.optional(checks.instance(np.random.Generator)),
+    use_cache=checks.boolean,
+    vocab_limit=checks.optional(checks.positive_int),
+    **TOKEN_CHECKS,
+)
+BEAM_CHECKS = dict(
+    num_beams=checks.positive_int,
+    length_penalty=checks.real,
+    early_stopping=checks.one_of([True, False, "never"]),
+    num_return_sequences=checks.positive_int,
+    pad_token_id=checks.optional(checks.non_negative_int),
+)
+
+
+class GenerationMixin:
+    """``generate`` and ``stream`` for a GPT (see the module's docstring)."""
+
+    @checks.arguments(**STEP_CHECKS, **BEAM_CHECKS)
+    def generate(
+        self, tokens, max_new_tokens: int, eos_token_id=None, *, do_sample: bool | None = None,
+        temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
+        min_p: float | None = None, repetition_penalty: float = 1.0,
+        no_repeat_ngram_size: int = 0, num_beams: int = 1, length_penalty: float = 1.0,
+        early_stopping: bool | str = False, num_return_sequences: int = 1,
+        pad_token_id: int | None = None, rng: np.random.Generator | None = None,
+        use_cache: bool = True, vocab_limit: int | None = None,
+    ) -> np.ndarray:  # fmt: skip
+        """Continue ``tokens`` (B, T) or (T,) by up to ``max_new_tokens``; returns the prompts
+        with their continuations, (B * num_return_sequences, T + new) (a (T,) prompt with one
+        sequence: (T + new,)), the continuations of one prompt together.
+
+        As transformers' ``generate``: ``do_sample=False`` chooses the likeliest id whatever
+        the temperature; ``do_sample=True`` samples (``temperature`` > 0, ``top_k``,
+        ``top_p``, ``min_p``, from ``rng``, a numpy Generator); left out, tricycle's rule holds:
+        sample unless ``temperature`` is 0 (beams: greedy). ``repetition_penalty`` and
+        ``no_repeat_ngram_size`` act in every mode (``tricycle.decode_processors``).
+        ``eos_token_id`` (an id or a list of them) ends a row where it is chosen: later
+        places hold ``pad_token_id`` (default: the first end id), and generation stops once
+        every row has ended (so fewer than ``max_new_tokens`` may come back).
+        ``num_return_sequences`` samples per prompt (or with beams, the best hypotheses).
+
+        ``num_beams`` >= 2 searches beams (greedy only: beam sampling is refused), scored by
+        the sum of log-probabilities over generated length ** ``length_penalty``;
+        ``early_stopping`` (True, False or "never") says when a prompt's search may end
+        (``tricycle.decode_beam``). ``use_cache`` and ``vocab_limit``: as for ``stream``.
+        """
+        choose = NextToken.of(
+            "GPT.generate", do_sample, temperature, top_k, top_p, min_p, repetition_penalty,
+            no_repeat_ngram_size, beams=num_beams > 1,
+        )  # fmt: skip
+        prompt = _host_ids(tokens)
+        single = prompt.ndim == 1
+        prompt = _checked_prompt(prompt.reshape(1, -1) if single else prompt)
+        ends, n = _end_ids(eos_token_id), num_return_sequences
+        pad = ends[0] if pad_token_id is None and ends else pad_token_id
+        if num_beams > 1:
+            _check_beams(choose, num_beams, n)
+            with inference(self):
+                out = beam_search(self, prompt, max_new_tokens, choose, num_beams,
+                                  length_penalty, early_stopping, n, ends, pad, use_cache,
+                                  vocab_limit)  # fmt: skip
+        else:
+            if n > 1 and not choose.do_sample:
+                raise ValueError(
+                    f"GPT.generate: num_return_sequences must be 1 to choose greedily "
+                    f"(do_sample=False, num_beams=1), got {n}; sample (do_sample=True) or "
+                    f"search beams (num_beams >= {n})"
+                )
+            prompt = np.repeat(prompt, n, axis=0)  # (B * n, T): each prompt's rows together
+            steps = _stream(self, prompt, max_new_tokens, choose, rng, use_cache, vocab_limit)
+            out = _until_ended(steps, prompt, ends, pad)
+        return out[0] if single and len(out) == 1 else out
+
+    @checks.arguments(**STEP_CHECKS)
+    def stream(
+        self, tokens, max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
+        rng: np.random.Generator | None = None, use_cache: bool = True,
+        vocab_limit: int | None = None, top_p: float | None = None, *,
+        do_sample: bool | None = None, min_p: float | None = None,
+        repetition_penalty: float = 1.0, no_repeat_ngram_size: int = 0,
+    ) -> Iterator[np.ndarray]:  # fmt: skip
+        """Yield the next token ids (B,) one step at a time, in eval mode, under no_grad.
+
+        ``temperature`` divides the logits (0 means greedy argmax, as ``do_sample=False``
+        does whatever the temperature); ``top_k`` keeps only the k most likely tokens;
+        ``top_p`` then the fewest likeliest whose probability reaches it (nucleus sampling);
+        ``min_p`` then those at least min_p times as likely as the likeliest; before them all,
+        ``repetition_penalty`` and ``no_repeat_ngram_size`` (transformers' order:
+        ``tricycle.decode_processors``). ``rng`` (a numpy Generator) makes sampling
+        reproducible; ``vocab_limit`` samples only ids below it (a tokeniser that learnt
+        fewer ids than the model's ``vocab_size`` cannot decode the rest).
+
+        The KV cache makes each new token cost one position. The model sees at most
+        ``context_window`` positions: when the cache is full, the oldest positions are
+        dropped and the most recent half window (ending with the newest token) is encoded
+        afresh into an empty cache, after which single-token steps resume. So every token is
+        conditioned on between context_window / 2 and context_window previous tokens, and a
+        full re-encode happens once every context_window / 2 tokens (the penalty and the
+        n-gram ban read the whole sequence). With ``use_cache=False`` the same windows are
+        recomputed in full at every step (slow; for testing). On a GPU the single-token steps
+        are recorded once as a CUDA graph and replayed (``tricycle.decode``): the same
+        tokens, without Python between the kernels.
+        """
+        choose = NextToken.of("GPT.stream", do_sample, temperature, top_k, top_p, min_p,
+                              repetition_penalty, no_repeat_ngram_size)  # fmt: skip
+        return _stream(self, tokens, max_new_tokens, choose, rng, use_cache, vocab_limit)
+
+
+def _stream(model, tokens, max_new_tokens, choose, rng, use_cache, vocab_limit):
+    """``stream``'s generator, for checked options."""
+    prompt = _checked_prompt(_host_ids(tokens))
+    rng = np.random.default_rng() if rng is None else rng
+    with inference(model):
+        yield from decode.sample(model, prompt, max_new_tokens, choose, rng, use_cache,
+                                 vocab_limit)  # fmt: skip
+
+
+def _until_ended(steps, prompt: np.ndarray, ends: list[int], pad: int | None) -> np.ndarray:
+    """The prompt (B, T) with the ids ``steps`` yields (B,) after it, until every row has
+    chosen one of ``ends``; a row's places after its end hold ``pad``."""
+    new, ended = [], np.zeros(len(prompt), dtype=bool)  # (B,)
+    with closing(steps):  # back to the model's mode at once, however it stops
+        for ids in steps:
+            new.append(np.where(ended, pad, ids) if ends else ids)
+            ended |= np.isin(ids, ends)
+            if ends and ended.all():
+                break
+    return np.concatenate([prompt, np.stack(new, axis=1)], axis=1) if new else prompt
+
+
+@contextmanager
+def inference(model):
+    """The model in eval mode under no_grad, then back in the mode it was in."""
+    was_training = model.training
+    model.eval()
+    try:
+        with no_grad():
+            yield
+    finally:
+        if was_training:
+            model.train()
+
+
+def _check_beams(choose: NextToken, num_beams: int, num_return_sequences: int) -> None:
+    if choose.do_sample:
+        raise NotImplementedError(
+            "GPT.generate: beam sampling (num_beams >= 2 with do_sample=True) is not "
+            "implemented; beam search is greedy: do_sample=False"
+        )
+    if num_return_sequences > num_beams:
+        raise ValueError(
+            f"GPT.generate: num_return_sequences must be <= num_beams ({num_beams}), "
+            f"got {num_return_sequences}"
+        )
+
+
+def _host_ids(tokens) -> np.ndarray:
+    """Token ids (a Tensor, an array on any device, a list) as a host array."""
+    try:
+        return np.asarray(backend.to_host_array(getattr(tokens, "array", tokens)))
+    except ValueError:  # rows of different lengths
+        raise ValueError(
+            "GPT.generate: the prompt must be a (batch, tokens) array; its rows differ in "
+            "length: generate for each alone (no attention mask: padding would change them)"
+        ) from None
+
+
+def _checked_prompt(prompt: np.ndarray) -> np.ndarray:
+    if prompt.ndim != 2 or prompt.shape[1] == 0:
+        raise ValueError(
+            f"GPT.generate: expected a non-empty prompt of shape (batch, tokens), "
+            f"got {prompt.shape}"
+        )
+    return prompt
+
+
+def _end_ids(eos_token_id) -> list[int]:
+    """``generate``'s ``eos_token_id`` (None, an id or a list of ids) as a list."""
+    ids = [] if eos_token_id is None else np.atleast_1d(eos_token_id).tolist()
+    if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids):
+        raise ValueError(
+            f"GPT.generate: eos_token_id must be an id or a list of ids, got {eos_token_id!r}"
+        )
+    return ids
