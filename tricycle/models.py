@@ -180,7 +180,7 @@ class GPT(Layer, GenerationMixin):
         """A model from a Hugging Face directory (``config.json`` + ``model.safetensors`` or
         its shards), or a hub name such as "gpt2" (fetched with ``huggingface_hub`` when
         online); ``config.json``'s ``model_type`` picks the class (GPT: "gpt2"; Llama: "llama",
-        "qwen2", "mistral"). The name maps and the checks are ``tricycle.pretrained``'s."""
+        "qwen2", "qwen3", "mistral"). The name maps and the checks are ``tricycle.pretrained``'s."""
         directory = pretrained.resolve(name_or_dir)
         config = pretrained.read_config(directory)
         model_class = MODELS[config.arch]
