@@ -145,10 +145,12 @@ def test_ipc_collect_without_a_gpu_raises_as_torchs():
 def test_a_spawned_childs_write_into_a_sent_gpu_tensor_is_seen_by_the_parent():
     context = mp.get_context("spawn")
     cupy = backend.cupy()
-    big = tricycle.zeros(1 << 20).to("cuda")
-    del big  # its chunk goes back to cupy's pool: the next ones are pieces of it
-    whole = tricycle.arange(12, dtype=tricycle.float32).to("cuda")
-    small = tricycle.tensor([1.0, 2.0]).to("cuda")
+    pool = cupy.cuda.MemoryPool()  # a pool of its own: no free piece left by another test
+    with cupy.cuda.using_allocator(pool.malloc):
+        big = tricycle.zeros(1 << 20).to("cuda")
+        del big  # its chunk goes back to the pool: the next ones are pieces of it
+        whole = tricycle.arange(12, dtype=tricycle.float32).to("cuda")
+        small = tricycle.tensor([1.0, 2.0]).to("cuda")
     base, _ = cuda_ipc._allocation_range(small.array.data.ptr)
     assert small.array.data.ptr != base  # sent with its offset from the allocation's base
     sent = [whole, whole[3:7], whole[::-3], whole.reshape(3, 4).T, small]

@@ -283,13 +283,25 @@ def test_the_sampling_distribution_after_every_processor_is_transformers(
     np.testing.assert_array_equal(draws, choose(sequences, logits, np.random.default_rng(1)))
 
 
+def _theirs_skip_ids_past_the_scores() -> bool:
+    """Recent transformers' repetition penalty passes over ids past the scores' width (a
+    head narrower than the tokeniser); older ones (5.17) gather them and fail: compare such
+    ids only where theirs takes them."""
+    try:
+        lp.RepetitionPenaltyLogitsProcessor(2.0)(torch.tensor([[3]]), torch.zeros(1, 2))
+    except RuntimeError:
+        return False
+    return True
+
+
 @given(
     st.integers(1, 3), st.integers(1, 14), st.integers(2, 9), st.integers(1, 4),
     st.floats(0.2, 3.0), st.integers(0, 2**32 - 1),
 )  # fmt: skip
 def test_the_processors_are_transformers_on_any_sequences(B, T, V, n, penalty, seed):
     rng = np.random.default_rng(seed)
-    sequences = rng.integers(0, V + 2, size=(B, T))  # ids past the head's V too, as theirs
+    past = 2 if _theirs_skip_ids_past_the_scores() else 0  # ids past the head's V too, as theirs
+    sequences = rng.integers(0, V + past, size=(B, T))
     scores = rng.normal(0, 2, size=(B, V))
     ids = torch.tensor(sequences)
     penalised = lp.RepetitionPenaltyLogitsProcessor(penalty)(ids, torch.tensor(scores))

@@ -129,9 +129,14 @@ class PointToPoint:
                 raise DistributedError(
                     f"{kind}: NCCL cannot receive from any rank (a GPU array): name src"
                 )
-        elif self.MPI is not None and tag > self._host.comm.Get_attr(self.MPI.TAG_UB):
-            limit = self._host.comm.Get_attr(self.MPI.TAG_UB)
+        elif self.MPI is not None and tag > (limit := _largest_tag(self.MPI)):
             raise ValueError(f"{kind}: tag={tag} is above MPI's largest tag, {limit}")
+
+
+def _largest_tag(MPI) -> int:
+    """MPI's largest tag: an attribute of COMM_WORLD alone (a split communicator need not
+    carry it: Open MPI's answers None there), 32767 at least by the standard."""
+    return MPI.COMM_WORLD.Get_attr(MPI.TAG_UB) or 32767
 
 
 def _what(verb: str, array, way: str, peer, tag: int) -> str:
