@@ -18,11 +18,37 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import tricycle.distributed as dist
 from tests.test_distributed import AS_ROOT, mpiexec
+from tricycle import backend
 
 ROOT = Path(__file__).resolve().parents[1]
 DEADLINE_SECONDS = "60"  # $TRICYCLE_DIST_TIMEOUT of the ranks: a collective's longest wait
+
+
+def needs_gpus(n: int):
+    """Skip a test unless this machine has ``n`` CUDA GPUs (one a rank)."""
+    count = backend.cupy().cuda.runtime.getDeviceCount() if backend.cupy_available() else 0
+    return pytest.mark.skipif(count < n, reason=f"needs {n} CUDA GPUs")
+
+
+@pytest.fixture(autouse=True)
+def alone():
+    """Each test of a file that imports this starts without a process group and leaves none."""
+    dist.destroy_process_group()
+    yield
+    dist.destroy_process_group()
+
+
+@pytest.fixture
+def world_of_one():
+    """A world of one (``init_process_group("gloo")``) for the test; none before or after."""
+    dist.destroy_process_group()
+    dist.init_process_group("gloo")
+    yield
+    dist.destroy_process_group()
 
 
 def run_ranks(script: str, out, ranks: int = 2, timeout: float = 120.0, args=()):

@@ -23,7 +23,7 @@ import tricycle.distributed as dist
 import tricycle.distributed.checkpoint as dcp
 import tricycle.nn as nn
 import tricycle.optim as optim
-from tests.multirank import by_key, run_ranks, write_from_rank_0
+from tests.multirank import by_key, needs_gpus, run_ranks, world_of_one, write_from_rank_0  # noqa: F401
 from tests.test_distributed import needs_mpi
 from tests.test_fsdp import STEPS, Block, Net, batch, full_state, train
 from tricycle import backend
@@ -65,15 +65,8 @@ WAYS = ("mesh", "intra_inter", "zero2", "machines", "fully_shard", "pair")
 
 
 # ====================================================================== a world of one
-@pytest.fixture
-def alone():
-    dist.destroy_process_group()
-    dist.init_process_group("gloo")
-    yield
-    dist.destroy_process_group()
-
-
-def test_a_world_of_one_has_groups_of_one(alone):
+@pytest.mark.usefixtures("world_of_one")
+def test_a_world_of_one_has_groups_of_one():
     mesh = init_device_mesh("cpu", (1, 1), mesh_dim_names=("replicate", "shard"))
     assert mesh.get_group("shard") is None  # the World
     x, y = batch()
@@ -88,7 +81,8 @@ def test_a_world_of_one_has_groups_of_one(alone):
     assert group.all_reduce(2.5) == 2.5 and group.all_gather_object("a") == ["a"]
 
 
-def test_bad_hybrid_arguments_are_refused(alone):
+@pytest.mark.usefixtures("world_of_one")
+def test_bad_hybrid_arguments_are_refused():
     mesh = init_device_mesh("cpu", (1,))
     with pytest.raises(ValueError, match="HYBRID_SHARD needs a device_mesh of 2 dimensions"):
         FSDP(Net(), sharding_strategy=HYBRID, device_mesh=mesh)
@@ -243,7 +237,8 @@ def train_on_gpu(model, x, y, device) -> list:
 
 
 @pytest.mark.skipif(not backend.cupy_available(), reason="needs a CUDA GPU")
-def test_a_world_of_one_on_a_gpu_trains_hybrid_as_on_the_host(alone):
+@pytest.mark.usefixtures("world_of_one")
+def test_a_world_of_one_on_a_gpu_trains_hybrid_as_on_the_host():
     x, y = batch()
     manual_seed(0)
     expected = train(Net(), x, y)
@@ -263,10 +258,7 @@ def test_a_world_of_one_on_a_gpu_trains_hybrid_as_on_the_host(alone):
     assert one._gpu is None
 
 
-@pytest.mark.skipif(
-    not backend.cupy_available() or backend.cupy().cuda.runtime.getDeviceCount() < RANKS,
-    reason=f"needs {RANKS} CUDA GPUs",
-)
+@needs_gpus(RANKS)
 @needs_mpi
 def test_four_gpus_shard_in_pairs_over_nccl_sub_groups(tmp_path):
     out = tmp_path / "ranks.pkl"

@@ -24,7 +24,7 @@ import pytest
 import tricycle.distributed as dist
 import tricycle.nn as nn
 import tricycle.optim as optim
-from tests.multirank import run_ranks, write_from_rank_0
+from tests.multirank import needs_gpus, run_ranks, world_of_one, write_from_rank_0  # noqa: F401
 from tests.test_distributed import needs_mpi
 from tricycle import backend
 from tricycle.parallel import distributed as world_module
@@ -117,15 +117,8 @@ def api_outcomes(d, tensor) -> dict:
     return out
 
 
-@pytest.fixture
-def alone():
-    dist.destroy_process_group()
-    dist.init_process_group("gloo")
-    yield
-    dist.destroy_process_group()
-
-
-def test_the_group_api_in_a_world_of_one_answers_as_torchs(alone, tmp_path):
+@pytest.mark.usefixtures("world_of_one")
+def test_the_group_api_in_a_world_of_one_answers_as_torchs(tmp_path):
     mine = api_outcomes(dist, lambda v: Tensor(np.array(v, dtype=np.float32)))
     assert mine["new_group"] == (("group", 0, 1), False)
     assert mine["non-member all_reduce"] == ((None, [1.0, 2.0]), True)  # warned, untouched
@@ -144,7 +137,8 @@ def test_the_group_api_in_a_world_of_one_answers_as_torchs(alone, tmp_path):
     assert mine == theirs
 
 
-def test_group_objects_and_refusals(alone):
+@pytest.mark.usefixtures("world_of_one")
+def test_group_objects_and_refusals():
     world = world_module.init()
     g = dist.new_group()  # every rank: a group of its own
     assert isinstance(g, Group) and g.rank() == 0 == g.rank and g.size() == 1 == g.world_size
@@ -435,10 +429,7 @@ def ranks(out: str) -> None:
 
 
 # ====================================================================== GPUs
-@pytest.mark.skipif(
-    not backend.cupy_available() or backend.cupy().cuda.runtime.getDeviceCount() < 2,
-    reason="needs 2 CUDA GPUs",
-)
+@needs_gpus(2)
 @needs_mpi
 def test_two_gpus_run_a_groups_collectives_over_its_own_nccl_communicator(tmp_path):
     out = tmp_path / "ranks.pkl"

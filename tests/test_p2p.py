@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import tricycle.distributed as dist
-from tests.multirank import ranks_findings, write_from_rank_0
+from tests.multirank import alone, ranks_findings, write_from_rank_0  # noqa: F401 - alone: each test's
 from tests.test_distributed import needs_mpi
 from tricycle import backend
 from tricycle.parallel import distributed as world_module
@@ -23,14 +23,6 @@ from tricycle.parallel.engines import DistributedError
 from tricycle.tensor import Tensor
 
 DTYPES = ("float32", "float64", "int64", "int8", "float16", "bool")
-
-
-@pytest.fixture(autouse=True)
-def alone():
-    """Each test starts without a process group and leaves none."""
-    dist.destroy_process_group()
-    yield
-    dist.destroy_process_group()
 
 
 def values(dtype: str, rank: int) -> np.ndarray:

@@ -17,7 +17,7 @@ import pytest
 
 import tricycle
 import tricycle.distributed as dist
-from tests.multirank import ranks_findings, write_from_rank_0
+from tests.multirank import alone, ranks_findings, write_from_rank_0  # noqa: F401 - alone: each test's
 from tests.test_distributed import needs_mpi
 from tricycle.distributed.device_mesh import DeviceMesh, init_device_mesh
 from tricycle.distributed.fsdp import FullyShardedDataParallel as FSDP
@@ -56,13 +56,6 @@ def torch_net():
     torch = pytest.importorskip("torch")
     torch.manual_seed(0)
     return torch, net(torch)
-
-
-@pytest.fixture(autouse=True)
-def alone():
-    dist.destroy_process_group()
-    yield
-    dist.destroy_process_group()
 
 
 def test_a_one_rank_mesh_and_an_ordered_mesh_in_a_world_of_one():

@@ -20,18 +20,11 @@ import pytest
 
 import tricycle
 import tricycle.distributed as dist
-from tests.multirank import by_key, run_ranks, write_from_rank_0
+from tests.multirank import alone, by_key, run_ranks, write_from_rank_0  # noqa: F401 - alone: each test's
 from tests.test_distributed import needs_mpi
 from tricycle.distributed.fsdp import FullyShardedDataParallel as FSDP
 from tricycle.parallel import distributed as world_module
 from tricycle.parallel.engines import DistributedError
-
-
-@pytest.fixture(autouse=True)
-def alone():
-    dist.destroy_process_group()
-    yield
-    dist.destroy_process_group()
 
 
 def test_a_world_of_one_gathers_without_the_size_exchange():

@@ -15,7 +15,7 @@ import pytest
 import tricycle.distributed as dist
 import tricycle.nn as nn
 import tricycle.optim as optim
-from tests.multirank import by_key, ranks_findings, write_from_rank_0
+from tests.multirank import alone, by_key, ranks_findings, write_from_rank_0  # noqa: F401 - alone: each test's
 from tests.test_distributed import needs_mpi
 from tricycle import backend, no_grad
 from tricycle.distributed.pipelining import (
@@ -31,14 +31,6 @@ from tricycle.tensor import Tensor
 
 STEPS, MICROBATCHES = 3, 4
 RUNS = [(schedule, opt) for schedule in ("gpipe", "1f1b") for opt in ("sgd", "adamw")]
-
-
-@pytest.fixture(autouse=True)
-def alone():
-    """Each test starts without a process group and leaves none."""
-    dist.destroy_process_group()
-    yield
-    dist.destroy_process_group()
 
 
 def mlp() -> nn.Sequential:
@@ -126,8 +118,8 @@ def test_uneven_microbatches_sum_as_torch_s_split_and_eval_runs_forward_alone():
     np.testing.assert_allclose(output.array, model(Tensor(x)).array, rtol=1e-5, atol=1e-6)
     rows = [slice(0, 3), slice(3, 6), slice(6, 8)]  # tensor_split's sizes: 3, 3, 2
     for loss, part in zip(losses, rows):
-        alone = loss_fn(model(Tensor(x[part])), Tensor(y[part]))
-        np.testing.assert_allclose(float(loss), float(alone), rtol=1e-6)
+        by_itself = loss_fn(model(Tensor(x[part])), Tensor(y[part]))
+        np.testing.assert_allclose(float(loss), float(by_itself), rtol=1e-6)
     grads = [p.grad.array.copy() for p in model.parameters()]
     for p in model.parameters():
         p.grad = None

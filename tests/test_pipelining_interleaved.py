@@ -17,9 +17,9 @@ import pytest
 import tricycle.distributed as dist
 import tricycle.nn as nn
 import tricycle.optim as optim
-from tests.multirank import by_key, ranks_findings, write_from_rank_0
+from tests.multirank import alone, by_key, ranks_findings, write_from_rank_0  # noqa: F401 - alone: each test's
 from tests.test_distributed import needs_mpi
-from tests.test_pipelining import alone, mlp  # noqa: F401 - alone: each test's fixture
+from tests.test_pipelining import mlp
 from tricycle import backend, no_grad
 from tricycle.distributed.pipelining import (
     PipelineStage,

@@ -23,9 +23,8 @@ import pytest
 import tricycle.distributed as dist
 import tricycle.nn as nn
 import tricycle.optim as optim
-from tests.multirank import by_key, ranks_findings, write_from_rank_0
+from tests.multirank import alone, by_key, ranks_findings, write_from_rank_0  # noqa: F401 - alone: each test's
 from tests.test_distributed import needs_mpi
-from tests.test_pipelining import alone  # noqa: F401 - each test's fixture
 from tests.test_pipelining_interleaved import (
     STEPS,
     assert_equal_to_whole,

@@ -30,13 +30,15 @@ LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_fr
 
 
 def family(kind: str, **overrides):
-    """A random transformers model of ``kind`` (its attention biases drawn too: transformers
-    starts them at zero, which would test nothing)."""
+    """A random transformers model of ``kind`` (its attention biases, and Qwen3's q_norm and
+    k_norm gains, drawn too: transformers starts them at zero and one, which would test
+    nothing)."""
     torch.manual_seed(0)
     config_class, model_class = {
         "llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
         "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM),
         "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM),
+        "qwen3": (transformers.Qwen3Config, transformers.Qwen3ForCausalLM),
     }[kind]
     fields = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=80, num_hidden_layers=2,
                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=WINDOW,
@@ -47,7 +49,9 @@ def family(kind: str, **overrides):
     model = model_class(config_class(**{**fields, **overrides})).eval()  # (it fills dicts in)
     with torch.no_grad():
         for name, tensor in model.named_parameters():
-            if name.endswith("proj.bias"):
+            if name.endswith(("q_norm.weight", "k_norm.weight")):  # Qwen3's, at one
+                tensor.normal_(1, 0.3)
+            elif name.endswith("proj.bias"):
                 tensor.normal_(0, 0.3)
     return model
 

@@ -23,49 +23,28 @@ from tricycle.tensor import Tensor
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("safetensors")
+from test_pretrained_families import (  # noqa: E402 - the families' models and comparisons
+    VOCAB,
+    WINDOW,
+    close,
+    family,
+    ids,
+    their_logits,
+)
 
-VOCAB, WINDOW, E, HEADS = 61, 64, 48, 4  # E / HEADS = 12: every head size below differs
+E, HEADS = 48, 4  # E / HEADS = 12: every head size below differs
 
 
 def qwen3(**overrides):
-    """A random transformers Qwen3 (its q_norm and k_norm gains drawn too: transformers
-    starts them at one, which would test nothing; biases, where asked for, likewise)."""
-    torch.manual_seed(0)
-    fields = dict(vocab_size=VOCAB, hidden_size=E, intermediate_size=80, num_hidden_layers=2,
-                  num_attention_heads=HEADS, num_key_value_heads=2, head_dim=16,
-                  max_position_embeddings=WINDOW, rms_norm_eps=1e-5, rope_theta=500.0,
-                  initializer_range=0.3, tie_word_embeddings=False, bos_token_id=0,
-                  eos_token_id=None, pad_token_id=None)  # fmt: skip
-    # no end id: generate's min_new_tokens would forbid it, where tricycle's argmax may take it
-    config = transformers.Qwen3Config(**{**fields, **overrides})
-    model = transformers.Qwen3ForCausalLM(config).eval()
-    with torch.no_grad():
-        for name, tensor in model.named_parameters():
-            if name.endswith(("q_norm.weight", "k_norm.weight")):
-                tensor.normal_(1, 0.3)
-            elif name.endswith("proj.bias"):
-                tensor.normal_(0, 0.3)
-    return model
+    """A random transformers Qwen3, its q_norm and k_norm gains drawn (``family``)."""
+    return family("qwen3", **{**dict(hidden_size=E, head_dim=16, tie_word_embeddings=False),
+                              **overrides})  # fmt: skip
 
 
 QWEN3 = {  # name: (the overrides, tricycle's head_dim and attention_bias)
     "untied-32": (dict(head_dim=32), 32, "none"),  # a head size the GPU's kernels take
     "tied-bias-16": (dict(tie_word_embeddings=True, attention_bias=True), 16, "all"),
 }
-
-
-def ids(batch=2, length=40, seed=0):
-    return np.random.default_rng(seed).integers(0, VOCAB, size=(batch, length))
-
-
-def close(actual, expected):
-    """Equal to 1e-4 (float32 logits of a few units; transformers' RoPE angles are float32)."""
-    np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-4)
-
-
-def their_logits(model, tokens) -> np.ndarray:
-    with torch.no_grad():
-        return model(torch.tensor(tokens)).logits.numpy()
 
 
 @pytest.fixture(scope="module", params=list(QWEN3))

@@ -22,12 +22,11 @@ import pickle
 import sys
 
 import numpy as np
-import pytest
 
 import tricycle.distributed as dist
 import tricycle.nn.functional as tF
 import tricycle.optim as optim
-from tests.multirank import run_ranks, write_from_rank_0
+from tests.multirank import needs_gpus, run_ranks, write_from_rank_0
 from tests.test_distributed import needs_mpi
 from tests.test_tensor_parallel import batch, build, full, parallel
 from tricycle import backend
@@ -265,10 +264,7 @@ def test_four_ranks_on_a_2_by_2_mesh_equal_one_process(tmp_path):
 
 
 # ====================================================================== GPUs
-@pytest.mark.skipif(
-    not backend.cupy_available() or backend.cupy().cuda.runtime.getDeviceCount() < RANKS,
-    reason=f"needs {RANKS} CUDA GPUs",
-)
+@needs_gpus(RANKS)
 @needs_mpi
 def test_four_gpus_train_tp_over_dp_as_one_process(tmp_path):
     out = tmp_path / "ranks.pkl"
