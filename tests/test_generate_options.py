@@ -19,6 +19,7 @@ from tricycle import backend, decode
 from tricycle.configs import DebugConfig
 from tricycle.decode_processors import (
     NextToken,
+    ban_early_ends,
     ban_repeated_ngrams,
     penalise_repetitions,
     probabilities,
@@ -104,6 +105,9 @@ def greedy_options(a: int, b: int) -> list[dict]:
         dict(eos_token_id=a),  # the rows that end repeat their end id (transformers' pad)
         dict(eos_token_id=[b, a], pad_token_id=PAD, repetition_penalty=1.3),
         dict(temperature=0.3, top_k=2, top_p=0.5, min_p=0.2),  # greedy: no sampling options act
+        dict(eos_token_id=a, min_new_tokens=6),
+        dict(eos_token_id=[b, a], min_length=9, repetition_penalty=1.3),  # 5 new after 4
+        dict(eos_token_id=[a, b], min_new_tokens=3, min_length=12),  # min_new_tokens rules
     ]
 
 
@@ -116,6 +120,19 @@ def test_greedy_decoding_with_processors_and_end_ids_gives_their_tokens(models):
         same(got, their_generate(theirs, prompt, 14, do_sample=False, **options), options)
         ended += got.shape[1] < prompt.shape[1] + 14 or (got == PAD).any()
     assert ended  # some rows did end early: the end ids were exercised
+
+
+def test_no_end_id_comes_before_min_new_tokens_where_one_came_without(models):
+    theirs, ours = models
+    prompt = prompts()
+    a, _ = frequent_ids(ours, prompt)
+    free = ours.generate(prompt, 14, do_sample=False, eos_token_id=a, pad_token_id=PAD)
+    held = ours.generate(prompt, 14, do_sample=False, eos_token_id=a, pad_token_id=PAD,
+                         min_new_tokens=6)  # fmt: skip
+    assert (free[:, 4:10] == a).any()  # without it some row ends in its first 6 new ids
+    assert not (held[:, 4:10] == a).any() and not (held[:, 4:10] == PAD).any()
+    options = dict(do_sample=False, eos_token_id=a, pad_token_id=PAD, min_new_tokens=6)
+    same(held, their_generate(theirs, prompt, 14, **options), options)
 
 
 def test_sampling_one_candidate_with_several_sequences_gives_their_tokens(models):
@@ -150,6 +167,8 @@ def beam_options(a: int, b: int) -> list[dict]:
         dict(num_beams=3, eos_token_id=[b, a], repetition_penalty=1.3, no_repeat_ngram_size=2,
              num_return_sequences=3, pad_token_id=PAD),
         dict(num_beams=2, eos_token_id=[a, b], early_stopping="never", num_return_sequences=2),
+        dict(num_beams=3, eos_token_id=[b], min_new_tokens=4, num_return_sequences=2),
+        dict(num_beams=2, eos_token_id=[a, b], min_length=8, early_stopping=True),
     ]  # fmt: skip
 
 
@@ -311,6 +330,24 @@ def test_the_processors_are_transformers_on_any_sequences(B, T, V, n, penalty, s
     np.testing.assert_array_equal(ban_repeated_ngrams(sequences, scores, n), banned)
 
 
+@given(
+    st.integers(1, 3), st.integers(1, 9), st.integers(0, 8), st.integers(0, 12),
+    st.lists(st.integers(0, 9), min_size=1, max_size=3), st.integers(0, 2**32 - 1),
+)  # fmt: skip
+def test_the_early_end_ban_is_transformers_min_new_tokens_and_min_length(
+    B, prompt_length, new, least, ends, seed
+):
+    rng = np.random.default_rng(seed)
+    T = prompt_length + new
+    sequences, scores = rng.integers(0, 10, size=(B, T)), rng.normal(0, 2, size=(B, 10))
+    got = ban_early_ends(scores, tuple(ends), new, least)
+    ids = torch.tensor(sequences)
+    theirs = lp.MinNewTokensLengthLogitsProcessor(prompt_length, least, ends)
+    np.testing.assert_array_equal(got, theirs(ids, torch.tensor(scores)).numpy())
+    by_length = lp.MinLengthLogitsProcessor(prompt_length + least, ends)
+    np.testing.assert_array_equal(got, by_length(ids, torch.tensor(scores)).numpy())
+
+
 # ====================================================================== refusals
 
 REFUSED = [
@@ -322,6 +359,8 @@ REFUSED = [
     (dict(early_stopping="always"), ValueError, "GPT.generate: early_stopping must be one of"),
     (dict(num_return_sequences=0), ValueError, "GPT.generate: num_return_sequences must be"),
     (dict(pad_token_id=-1), ValueError, "GPT.generate: pad_token_id must be"),
+    (dict(min_new_tokens=-1), ValueError, "GPT.generate: min_new_tokens must be"),
+    (dict(min_length=1.5), TypeError, "GPT.generate: min_length must be"),
     (dict(do_sample=1), TypeError, "GPT.generate: do_sample must be None, True or False"),
     (dict(do_sample=True, temperature=0), ValueError, "GPT.generate: temperature must be > 0"),
     (dict(num_beams=2, num_return_sequences=3), ValueError,
@@ -393,3 +432,17 @@ def test_beams_on_a_gpu_give_the_cpu_sequences_recorded_or_not(arch, cp, monkeyp
         eager = gpu.generate(prompt, 20, **options)
     np.testing.assert_array_equal(recorded, eager)
     np.testing.assert_array_equal(recorded, expected)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not backend.cupy_available(), reason="no CUDA GPU")
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+def test_min_new_tokens_on_a_gpu_gives_the_cpu_rows(arch, cp):
+    """The early end ban reads the count of new ids on the host, for rows and beams alike."""
+    prompt = np.random.default_rng(1).integers(0, 50, size=(3, 5))
+    gpu = small_model(arch)
+    gpu.to_gpu()
+    for options in [dict(do_sample=False, eos_token_id=[7, 9], min_new_tokens=8),
+                    dict(num_beams=2, eos_token_id=7, min_length=12, early_stopping=True)]:
+        np.testing.assert_array_equal(gpu.generate(prompt, 16, **options),
+                                      small_model(arch).generate(prompt, 16, **options))

@@ -68,6 +68,17 @@ def ban_repeated_ngrams(sequences: np.ndarray, scores: np.ndarray, n: int) -> np
     return np.where(banned[:, :V], -np.inf, scores)
 
 
+def ban_early_ends(scores: np.ndarray, ends: tuple[int, ...], new: int, least: int) -> np.ndarray:
+    """Scores (B, V) with -inf for the end ids ``ends`` while fewer than ``least`` ids
+    (``new`` so far) follow the prompt: transformers' ``min_new_tokens`` (and
+    ``min_length``, as min_length - T new ones)."""
+    if new >= least:
+        return scores
+    banned = scores.copy()
+    banned[:, [i for i in ends if i < scores.shape[1]]] = -np.inf
+    return banned
+
+
 # ------------------------------------------------------------------ warpers: sampling only
 
 
@@ -134,6 +145,9 @@ class NextToken:
     min_p: float | None = None
     repetition_penalty: float = 1.0
     no_repeat_ngram_size: int = 0
+    least_new: int = 0  # no end id before this many new ids (generate's min_new_tokens)
+    ends: tuple[int, ...] = ()
+    prompt_length: int = 0  # of the sequences the processors see: where new ids begin
 
     @classmethod
     def of(cls, owner: str, do_sample: bool | None, temperature: float, *options,
@@ -152,16 +166,21 @@ class NextToken:
 
     @property
     def reads_history(self) -> bool:
-        """Whether the processors read the sequences so far (a penalty or an n-gram ban)."""
-        return self.repetition_penalty != 1 or self.no_repeat_ngram_size > 0
+        """Whether the processors read the sequences so far (a penalty, an n-gram ban, or the
+        count of new ids while an end id is banned)."""
+        return (self.repetition_penalty != 1 or self.no_repeat_ngram_size > 0
+                or (self.least_new > 0 and bool(self.ends)))  # fmt: skip
 
     def scores(self, sequences: np.ndarray, scores: np.ndarray) -> np.ndarray:
-        """The processors every mode runs: the repetition penalty, then the n-gram ban, of
-        scores (B, V) after ``sequences`` (B, T)."""
+        """The processors every mode runs: the repetition penalty, the n-gram ban, then the
+        early end ids' ban (transformers' order), of scores (B, V) after ``sequences`` (B, T)."""
         if self.repetition_penalty != 1:
             scores = penalise_repetitions(sequences, scores, self.repetition_penalty)
         if self.no_repeat_ngram_size > 0:
             scores = ban_repeated_ngrams(sequences, scores, self.no_repeat_ngram_size)
+        if self.least_new > 0 and self.ends:
+            new = sequences.shape[1] - self.prompt_length
+            scores = ban_early_ends(scores, self.ends, new, self.least_new)
         return scores
 
     def __call__(self, sequences: np.ndarray | None, logits: np.ndarray, rng) -> np.ndarray:

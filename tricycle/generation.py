@@ -16,6 +16,7 @@ and the train/eval modes.
 
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
+from dataclasses import replace
 
 import numpy as np
 
@@ -37,6 +38,8 @@ BEAM_CHECKS = dict(
     early_stopping=checks.one_of([True, False, "never"]),
     num_return_sequences=checks.positive_int,
     pad_token_id=checks.optional(checks.non_negative_int),
+    min_new_tokens=checks.optional(checks.non_negative_int),
+    min_length=checks.non_negative_int,
 )
 
 
@@ -50,7 +53,8 @@ class GenerationMixin:
         min_p: float | None = None, repetition_penalty: float = 1.0,
         no_repeat_ngram_size: int = 0, num_beams: int = 1, length_penalty: float = 1.0,
         early_stopping: bool | str = False, num_return_sequences: int = 1,
-        pad_token_id: int | None = None, rng: np.random.Generator | None = None,
+        pad_token_id: int | None = None, min_new_tokens: int | None = None, min_length: int = 0,
+        rng: np.random.Generator | None = None,
         use_cache: bool = True, vocab_limit: int | None = None,
     ) -> np.ndarray:  # fmt: skip
         """Continue ``tokens`` (B, T) or (T,) by up to ``max_new_tokens``; returns the prompts
@@ -64,7 +68,9 @@ class GenerationMixin:
         ``no_repeat_ngram_size`` act in every mode (``tricycle.decode_processors``).
         ``eos_token_id`` (an id or a list of them) ends a row where it is chosen: later
         places hold ``pad_token_id`` (default: the first end id), and generation stops once
-        every row has ended (so fewer than ``max_new_tokens`` may come back).
+        every row has ended (so fewer than ``max_new_tokens`` may come back); no end id is
+        chosen before ``min_new_tokens`` new ids or, where it is None, before the rows are
+        ``min_length`` long with their prompts (transformers' precedence).
         ``num_return_sequences`` samples per prompt (or with beams, the best hypotheses).
 
         ``num_beams`` >= 2 searches beams (greedy only: beam sampling is refused), scored by
@@ -81,6 +87,9 @@ class GenerationMixin:
         prompt = _checked_prompt(prompt.reshape(1, -1) if single else prompt)
         ends, n = _end_ids(eos_token_id), num_return_sequences
         pad = ends[0] if pad_token_id is None and ends else pad_token_id
+        T = prompt.shape[1]
+        least = min_length - T if min_new_tokens is None else min_new_tokens
+        choose = replace(choose, least_new=least, ends=tuple(ends), prompt_length=T)
         if num_beams > 1:
             _check_beams(choose, num_beams, n)
             with inference(self):
