@@ -145,7 +145,7 @@ class NextToken:
     min_p: float | None = None
     repetition_penalty: float = 1.0
     no_repeat_ngram_size: int = 0
-    least_new: int = 0  # no end id before this many new ids (generate's min_new_tokens)
+    least_new: int = 0  # no id of ``ends`` before this many new ids (min_new_tokens)
     ends: tuple[int, ...] = ()
     prompt_length: int = 0  # of the sequences the processors see: where new ids begin
 
@@ -168,8 +168,7 @@ class NextToken:
     def reads_history(self) -> bool:
         """Whether the processors read the sequences so far (a penalty, an n-gram ban, or the
         count of new ids while an end id is banned)."""
-        return (self.repetition_penalty != 1 or self.no_repeat_ngram_size > 0
-                or (self.least_new > 0 and bool(self.ends)))  # fmt: skip
+        return self.repetition_penalty != 1 or self.no_repeat_ngram_size > 0 or self.least_new > 0
 
     def scores(self, sequences: np.ndarray, scores: np.ndarray) -> np.ndarray:
         """The processors every mode runs: the repetition penalty, the n-gram ban, then the
@@ -178,7 +177,7 @@ class NextToken:
             scores = penalise_repetitions(sequences, scores, self.repetition_penalty)
         if self.no_repeat_ngram_size > 0:
             scores = ban_repeated_ngrams(sequences, scores, self.no_repeat_ngram_size)
-        if self.least_new > 0 and self.ends:
+        if self.least_new > 0:
             new = sequences.shape[1] - self.prompt_length
             scores = ban_early_ends(scores, self.ends, new, self.least_new)
         return scores

@@ -89,7 +89,8 @@ class GenerationMixin:
         pad = ends[0] if pad_token_id is None and ends else pad_token_id
         T = prompt.shape[1]
         least = min_length - T if min_new_tokens is None else min_new_tokens
-        choose = replace(choose, least_new=least, ends=tuple(ends), prompt_length=T)
+        if ends and least > 0:  # no end ids: nothing to hold back
+            choose = replace(choose, least_new=least, ends=tuple(ends), prompt_length=T)
         if num_beams > 1:
             _check_beams(choose, num_beams, n)
             with inference(self):
