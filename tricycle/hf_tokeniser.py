@@ -23,29 +23,39 @@ continuation of a prompt needs.
 
 With the ``regex`` package installed the split pattern is the file's (``\\p{L}``, ``\\p{N}``);
 without it GPT-2's falls back to tricycle's ``re`` spelling of it, which splits a few rare
-characters differently. Special (added) tokens get their ids from the files; ``encode`` never
-produces them, as tricycle's tokeniser (text that spells one is ordinary text). A
+characters differently. Special (added) tokens get their ids from the files; ``encode`` reads
+one spelt in a text as ordinary text, as tricycle's tokeniser, unless ``allowed_special``
+names it (``tricycle.added_tokens``: found as transformers finds it). A
 post-processor that puts special tokens before every text (Llama's ``<s>``, Llama 3's
 ``<|begin_of_text|>``) gives them as ``prefix_ids``: what transformers' tokeniser puts before
-a prompt, which the sampler puts there too. Anything else a tokenizer.json may say that is not
-read here is one ``ValueError`` line naming the file and the field.
+a prompt, which the sampler puts there too. The files are read in
+``tricycle.hf_tokeniser_files``; anything else a tokenizer.json may say that is not read here
+is one ``ValueError`` line naming the file and the field.
 """
 
 import functools
-import json
 import re
+from collections.abc import Iterable
 from itertools import chain
 from pathlib import Path
 
 import numpy as np
 
+from tricycle.added_tokens import added_pieces, allowed_tokens, joined
 from tricycle.bpe import GPT2_SPLIT_PATTERN
+from tricycle.hf_tokeniser_files import (
+    GPT2_PATTERN,
+    LLAMA3_PATTERN,
+    QWEN2_PATTERN,
+    gpt2_files,
+    read_json,
+    tokenizer_json,
+)
 from tricycle.hf_tokeniser_steps import (
     bytes_to_unicode,
     cut_before,
     decode_tokens,
     decoder_steps,
-    flat_steps,
     glue_before,
     initial_symbols,
     merge_by_pair_rank,
@@ -53,20 +63,12 @@ from tricycle.hf_tokeniser_steps import (
     metaspace_options,
     normalize,
     normalizer_steps,
-    template_prefix,
     token_bytes,
 )
 from tricycle.tokeniser import BPETokeniser, _check_text, _json_text, _surrogate_error
 from tricycle.tokeniser_io import _check_ids
 
 FORMAT = "tricycle-hf-bpe"  # the JSON file ``save`` writes
-# GPT-2's pattern in the syntax of the ``regex`` package (and of Hugging Face's ByteLevel)
-GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
-LLAMA3_PATTERN = (
-    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
-    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
-)
-QWEN2_PATTERN = LLAMA3_PATTERN.replace(r"\p{N}{1,3}", r"\p{N}")  # digits one at a time
 KNOWN_PATTERNS = (GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN, None)  # trusted in a saved file
 METASPACE = "▁"  # SentencePiece's space: a long text is cut before it (``cut_before``)
 _CACHED_CHARS = 256  # longer chunks are not remembered
@@ -74,7 +76,8 @@ BYTE_LEVEL_DECODER = [{"type": "ByteLevel"}]
 # what ``save`` writes only where it is not this default (a GPT-2 file is as it always was)
 _DEFAULTS = {"prefix_ids": [], "byte_level": True, "normalizer": [], "metaspace": None,
              "byte_fallback": False, "unk_token": None, "fuse_unk": False,
-             "decoder": BYTE_LEVEL_DECODER, "normalized_special": []}  # fmt: skip
+             "decoder": BYTE_LEVEL_DECODER, "normalized_special": [],
+             "added_options": {}}  # fmt: skip
 
 
 class PretrainedTokeniser(BPETokeniser):
@@ -100,7 +103,10 @@ class PretrainedTokeniser(BPETokeniser):
             not tokens.
         decoder: the tokenizer.json's decoder (None: ByteLevel).
         normalized_special: special tokens marked ``normalized``: decoded as the normalizer
-            writes them (Llama 2's "<s>" as "▁<s>"), as tokenizers decodes them.
+            writes them (Llama 2's "<s>" as "▁<s>"), as tokenizers decodes them, and found in
+            the normalized text (``encode``'s ``allowed_special``).
+        added_options: special token -> its options that are set of ``lstrip``, ``rstrip``
+            and ``single_word`` (how ``encode`` finds it in a text).
     """
 
     def __init__(self, vocab: dict[str, int], merges: list[tuple[str, str]],
@@ -108,7 +114,8 @@ class PretrainedTokeniser(BPETokeniser):
                  ignore_merges: bool = False, special: dict[str, int] | None = None,
                  prefix_ids=(), byte_level: bool = True, normalizer=None, metaspace=None,
                  byte_fallback: bool = False, unk_token: str | None = None,
-                 fuse_unk: bool = False, decoder=None, normalized_special=()):  # fmt: skip
+                 fuse_unk: bool = False, decoder=None, normalized_special=(),
+                 added_options=None):  # fmt: skip
         if (pattern is not None and not byte_level) or (metaspace is not None and byte_level):
             raise ValueError("pre_tokenizer: a split pattern needs ByteLevel; Metaspace, not")
         steps = normalizer_steps(normalizer), decoder_steps(decoder, byte_level)
@@ -135,6 +142,9 @@ class PretrainedTokeniser(BPETokeniser):
             self._pair_ranks[a, b] = rank  # (as GPT-2's dict of ranks and tokenizers' map)
         self._tokens: list[str | None] = [None] * size  # id -> token (decode reads it)
         self.normalized_special = sorted(set(normalized_special) & special.keys())
+        self.added_options = {t: {k: True for k in sorted(o) if o[k]}  # only options set
+                              for t, o in (added_options or {}).items()
+                              if t in special and any(o.values())}  # fmt: skip
         for token, i in chain(self.token_ids.items(), special.items()):
             self._tokens[i] = token
         for token in self.normalized_special:
@@ -165,14 +175,8 @@ class PretrainedTokeniser(BPETokeniser):
     def from_gpt2_files(cls, vocab_path, merges_path) -> "PretrainedTokeniser":
         """GPT-2's files: ``vocab.json`` (token -> id) and ``merges.txt`` ("left right" a line
         after a "#version" header)."""
-        vocab = _read_json(vocab_path)
-        lines = Path(merges_path).read_text(encoding="utf-8").splitlines()
-        merges = [_pair(line, merges_path, n) for n, line in enumerate(lines)
-                  if line and not line.startswith("#version")]  # fmt: skip
-        special = {t: i for t, i in vocab.items() if t.startswith("<|") and t.endswith("|>")}
-        vocab = {t: i for t, i in vocab.items() if t not in special}
         try:
-            return cls(vocab, merges, special=special)
+            return cls(**gpt2_files(vocab_path, merges_path))
         except ValueError as error:
             raise ValueError(f"{merges_path}: {error}") from None
 
@@ -180,27 +184,9 @@ class PretrainedTokeniser(BPETokeniser):
     def from_tokenizer_json(cls, path) -> "PretrainedTokeniser":
         """A Hugging Face ``tokenizer.json`` whose model is a BPE: byte-level (GPT-2, Llama 3,
         Qwen2) or SentencePiece's with byte fallback (Llama 2, Mistral, TinyLlama)."""
-        data = _read_json(path)
-        model = data.get("model") or {}
-        if model.get("type") != "BPE":
-            raise ValueError(f"{path}: model.type is {model.get('type')!r}; only BPE is read")
-        for field in ("continuing_subword_prefix", "end_of_word_suffix", "dropout"):
-            if model.get(field):
-                raise ValueError(f"{path}: model.{field}={model[field]!r} is not supported")
-        merges = [tuple(m) if isinstance(m, list) else _pair(m, path, n)
-                  for n, m in enumerate(model.get("merges", []))]  # fmt: skip
-        added = data.get("added_tokens", [])
-        special = {t["content"]: t["id"] for t in added}
-        vocab = {t: i for t, i in model.get("vocab", {}).items() if t not in special}
+        arguments = tokenizer_json(path)
         try:
-            return cls(vocab, merges, special=special,
-                       prefix_ids=template_prefix(data.get("post_processor")),
-                       ignore_merges=bool(model.get("ignore_merges")),
-                       normalizer=data.get("normalizer"), decoder=data.get("decoder"),
-                       byte_fallback=bool(model.get("byte_fallback")),
-                       unk_token=model.get("unk_token"), fuse_unk=bool(model.get("fuse_unk")),
-                       normalized_special=[t["content"] for t in added if t.get("normalized")],
-                       **_pre_tokenizer(data.get("pre_tokenizer")))  # fmt: skip
+            return cls(**arguments)
         except ValueError as error:
             raise ValueError(f"{path}: {error}") from None
 
@@ -215,7 +201,7 @@ class PretrainedTokeniser(BPETokeniser):
         """Read a file ``save`` wrote. A split pattern other than GPT-2's, Llama 3's or
         Qwen2's is refused unless ``trust_pattern`` (a regex from a file can take exponential
         time)."""
-        data = _read_json(path)
+        data = read_json(path)
         if data.get("format") != FORMAT:
             raise ValueError(f"{path}: not a {FORMAT} tokeniser file")
         state = {k: data.get(k) for k in ("vocab", "merges", "pattern", "add_prefix_space",
@@ -235,10 +221,27 @@ class PretrainedTokeniser(BPETokeniser):
         raise NotImplementedError("PretrainedTokeniser: a pretrained tokeniser is not trained")
 
     # ------------------------------------------------------------------ encoding
-    def encode(self, text: str) -> np.ndarray:
-        """Encode a string to a 1-D int32 array of ids (never special ids)."""
-        _check_text(text, "PretrainedTokeniser.encode")
-        if self.normalizer:
+    def encode(self, text: str, allowed_special: Iterable[str] | str = ()) -> np.ndarray:
+        """Encode a string to a 1-D int32 array of ids. An added token spelt in ``text`` is
+        ordinary text unless ``allowed_special`` (a set of them, or "all") names it: then it
+        is its id, found as transformers' tokeniser finds it (``tricycle.added_tokens``):
+        in the text, or for a token marked ``normalized``, in the normalized text; the text
+        around it is encoded piece by piece."""
+        who = "PretrainedTokeniser.encode"
+        _check_text(text, who)
+        allowed = allowed_tokens(allowed_special, self.special_ids, who)
+        if not allowed:
+            return self._encode_piece_of(text, first=True)
+        steps = functools.partial(normalize, steps=self.normalizer) if self.normalizer else None
+        pieces = added_pieces(text, allowed, self.added_options, steps, self.normalized_special,
+                              who)  # fmt: skip
+        return joined([[p] if isinstance(p, int) else self._encode_piece_of(*p, normalized=True)
+                       for p in pieces])  # fmt: skip
+
+    def _encode_piece_of(self, text: str, first: bool, normalized: bool = False) -> np.ndarray:
+        """The ids of ``text`` (special tokens spelt in it are text), normalized unless
+        ``normalized``; ``first``: it starts the text."""
+        if self.normalizer and not normalized:
             text = normalize(text, self.normalizer)
         try:
             if self.byte_level:
@@ -246,7 +249,7 @@ class PretrainedTokeniser(BPETokeniser):
                     text = " " + text
                 ids = chain.from_iterable(map(self._encode_chunk, self._split(text)))
             else:
-                words = metaspace(text, self.metaspace) if self.metaspace else _whole(text)
+                words = metaspace(text, self.metaspace, first) if self.metaspace else _whole(text)
                 ids = chain.from_iterable(map(self._encode_word, words))
             return np.fromiter(ids, dtype=np.int32)
         except UnicodeEncodeError:
@@ -307,7 +310,8 @@ class PretrainedTokeniser(BPETokeniser):
                 "normalizer": self.normalizer, "metaspace": self.metaspace,
                 "byte_fallback": self.byte_fallback, "unk_token": self.unk_token,
                 "fuse_unk": self.fuse_unk, "decoder": self.decoder,
-                "normalized_special": self.normalized_special}  # fmt: skip
+                "normalized_special": self.normalized_special,
+                "added_options": self.added_options}  # fmt: skip
         # only what is not the default: a byte-level file (and its checksum in a run) is as
         # before; the decoder of a tokeniser that is not byte-level has no default
         for k, v in more.items():
@@ -339,45 +343,3 @@ def _compile(pattern: str):
             f"the split pattern {pattern!r} needs the regex package (pip install regex)"
         ) from None
     return regex.compile(pattern)
-
-
-def _pre_tokenizer(spec) -> dict:
-    """The constructor's arguments for a pre-tokenizer: ByteLevel (with GPT-2's regex or
-    none), a Split by a regex then ByteLevel (Llama 3, Qwen2), Metaspace, or none."""
-    steps = flat_steps(spec, "pretokenizers", "pre_tokenizer")
-    kinds = [step.get("type") for step in steps]
-    if kinds == ["ByteLevel"]:
-        regex = GPT2_PATTERN if steps[0].get("use_regex", True) else None
-        return {"pattern": regex, "add_prefix_space": bool(steps[0].get("add_prefix_space"))}
-    if kinds == ["Split", "ByteLevel"]:
-        split, byte_level = steps
-        if "Regex" not in (split.get("pattern") or {}) or split.get("invert"):
-            raise ValueError("pre_tokenizer Split: only by a Regex, not inverted, is supported")
-        if split.get("behavior") != "Isolated":
-            raise ValueError(f"pre_tokenizer Split {split.get('behavior')!r} is not supported "
-                             "(only Isolated)")  # fmt: skip
-        if byte_level.get("use_regex", True) or byte_level.get("add_prefix_space"):
-            raise ValueError("pre_tokenizer ByteLevel after a Split: use_regex and "
-                             "add_prefix_space are not supported there")  # fmt: skip
-        return {"pattern": split["pattern"]["Regex"]}
-    if kinds in (["Metaspace"], []):
-        return {"pattern": None, "byte_level": False, "metaspace": steps[0] if steps else None}
-    raise ValueError(f"pre_tokenizer {' + '.join(map(repr, kinds))} is not supported (only "
-                     "ByteLevel, Split + ByteLevel, Metaspace, or none)")  # fmt: skip
-
-
-def _pair(line: str, path, n: int) -> tuple[str, str]:
-    parts = line.split(" ")
-    if len(parts) != 2:
-        raise ValueError(f"{path}: merge {n} is {line!r}; expected two tokens and one space")
-    return parts[0], parts[1]
-
-
-def _read_json(path) -> dict:
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ValueError(f"{path}: not a readable JSON file ({error})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a JSON object")
-    return data

@@ -129,13 +129,13 @@ def metaspace_options(step: dict) -> dict:
             "split": bool(step.get("split", True))}  # fmt: skip
 
 
-def metaspace(text: str, options: dict) -> list[str]:
+def metaspace(text: str, options: dict, first: bool = True) -> list[str]:
     """The words of ``text``: spaces become the replacement, which also goes before a text
-    not starting with it (``prepend_scheme`` "first" is "always" here: a text is one piece,
-    added tokens are not split out); with ``split``, each replacement starts a word."""
-    mark = options["replacement"]
+    not starting with it (``prepend_scheme`` "first": only where ``text`` starts the whole
+    text, not after an added token); with ``split``, each replacement starts a word."""
+    mark, scheme = options["replacement"], options["prepend_scheme"]
     text = text.replace(" ", mark)
-    if text and options["prepend_scheme"] != "never" and not text.startswith(mark):
+    if text and (scheme == "always" or (scheme == "first" and first)) and not text.startswith(mark):
         text = mark + text
     if not options["split"]:
         return [text] if text else []

@@ -37,6 +37,7 @@ from itertools import chain
 import numpy as np
 
 from tricycle import checks
+from tricycle.added_tokens import allowed_tokens, joined, split_special
 from tricycle.bpe import (  # noqa: F401 - GPT2_SPLIT_PATTERN and SPLIT_PATTERNS are public here
     GPT2_SPLIT_PATTERN,
     N_BYTES,
@@ -79,8 +80,9 @@ class BPETokeniser:
         pattern: the regex that splits text into chunks before merging: a name or value from
             `SPLIT_PATTERNS`, or any regex (made lossless, see the module docstring).
         special_tokens: strings such as `END_OF_TEXT` that get ids of their own after the
-            merges. `encode` never produces them (text that spells one is ordinary text);
-            code places them (`eot_id`), and `decode` writes them out.
+            merges. `encode` gives them only where `allowed_special` names them (else text
+            that spells one is ordinary text); code places them (`eot_id`), and `decode`
+            writes them out.
 
     An untrained tokeniser is a plain byte tokeniser (no merges). Set `accelerate = False`
     to encode in pure Python even when tiktoken is installed.
@@ -179,9 +181,19 @@ class BPETokeniser:
         return self.special_ids.get(END_OF_TEXT)
 
     # ----------------------------------------------------------------------------- encoding
-    def encode(self, text: str) -> np.ndarray:
-        """Encode a string to a 1-D int32 array of token ids (never special ids)."""
+    def encode(self, text: str, allowed_special: Iterable[str] | str = ()) -> np.ndarray:
+        """Encode a string to a 1-D int32 array of token ids. A special token spelt in
+        ``text`` is ordinary text unless ``allowed_special`` (tiktoken's argument: a set of
+        special tokens, or "all") names it: then it is its id (``tricycle.added_tokens``)."""
         _check_text(text, "BPETokeniser.encode")
+        allowed = allowed_tokens(allowed_special, self.special_ids, "BPETokeniser.encode")
+        if not allowed:
+            return self._encode_ordinary(text)
+        pieces = split_special(text, allowed)
+        return joined([[p] if isinstance(p, int) else self._encode_ordinary(p) for p in pieces])
+
+    def _encode_ordinary(self, text: str) -> np.ndarray:
+        """``text``'s ids, special tokens spelt in it read as ordinary text."""
         try:
             fast = self._tiktoken() if len(text) >= _ACCELERATE_MIN_CHARS else None
             if fast is not None:
