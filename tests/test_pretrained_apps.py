@@ -85,6 +85,26 @@ def test_init_from_fine_tunes_resumes_and_samples(model_dir, text_file, tmp_path
         assert text.startswith("ROMEO:") and len(tokeniser.encode(text)) >= 8
 
 
+def test_the_sampler_reads_special_tokens_in_the_prompt_when_asked(model_dir, capsys):
+    """--allow-special: <|endoftext|> in --prompt is its id, as transformers' tokeniser reads
+    it; without it, its characters. The greedy continuation is the model's either way."""
+    tokeniser = PretrainedTokeniser.from_dir(model_dir)
+    model = GPT.from_pretrained(model_dir)
+    prompt = "ROMEO:<|endoftext|>JULIET:"
+    fast = transformers.GPT2TokenizerFast.from_pretrained(str(model_dir))
+    for flags, allowed in (([], ()), (["--allow-special"], "all")):
+        ids = tokeniser.encode(prompt, allowed_special=allowed)
+        assert (0 in ids.tolist()) == bool(flags)  # <|endoftext|> is id 0
+        if flags:
+            assert ids.tolist() == fast.encode(prompt)
+        new = model.generate(ids[None], 8, temperature=0)[0, len(ids) :].tolist()
+        new = new[: new.index(0)] if 0 in new else new  # the sampler stops at the end id
+        capsys.readouterr()
+        assert sample.main([str(model_dir), "--prompt", prompt, "--max-tokens", "8",
+                            "--temperature", "0", *flags]) == 0  # fmt: skip
+        assert capsys.readouterr().out == prompt + tokeniser.decode(new) + "\n"
+
+
 def test_evaluate_takes_a_model_directory(model_dir, tmp_path):
     """The command on the directory scores as the library does on the model and tokeniser
     it holds, and as the Hugging Face model itself does (the losses of each ending's tokens,

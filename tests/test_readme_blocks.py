@@ -49,7 +49,7 @@ EXPECTED = {
     "docs/accelerate.md": (6, 0, 1),
     "docs/distributed-runtime.md": (1, 0, 0),
     "docs/first-run.md": (2, 1, 0),
-    "docs/pretrained.md": (2, 1, 0),
+    "docs/pretrained.md": (3, 1, 0),
 }
 
 

@@ -62,6 +62,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     add("model", type=Path, help="a run directory, its model.safetensors, a Hugging Face model "
         "directory, or a pickled model")  # fmt: skip
     add("--prompt", default="\n", help="text to continue (default: a new line)")
+    add("--allow-special", action="store_true", help="read the tokeniser's special tokens "
+        "spelt in --prompt (a chat template's <|im_start|>) as their ids, as transformers' "
+        "tokeniser does (default: as text)")  # fmt: skip
     add("--max-tokens", type=nonnegative_int, default=500, help="tokens to sample; 0: forever")
     add("--num-samples", type=positive_int, default=1, help="samples, one after the other")
     add("--temperature", type=nonnegative_float, default=0.8, help="0 means greedy")
@@ -135,7 +138,8 @@ def main(argv=None) -> int:
             raise SystemExit("tricycle-sample: --device gpu, but no CUDA GPU is available")
         model.to_gpu()
     try:
-        prompt = tokeniser.encode(args.prompt)
+        special = getattr(tokeniser, "special_ids", None) if args.allow_special else None
+        prompt = tokeniser.encode(args.prompt, **({"allowed_special": "all"} if special else {}))
         stop = end_of_text_ids(args.model)
     except ValueError as error:
         raise SystemExit(f"tricycle-sample: --prompt: {error}") from None
