@@ -160,6 +160,7 @@ GENERATE_OPTIONS = dict(
     early_stopping=[("always", V), (1, V), (None, V)], num_return_sequences=COUNT,
     pad_token_id=[(-1, V), (2.5, T), ("3", T), (True, T)],
     min_new_tokens=[(-1, V), (2.5, T), ("3", T), (True, T)], min_length=NON_NEGATIVE_INT,
+    attention_mask=DATA,  # (test_generate_options refuses bad masks by name)
 )  # fmt: skip
 INITIALISERS = dict(initialiser=FUNCTION_OR_NONE, projection_initialiser=FUNCTION_OR_NONE)
 CONV = dict(

@@ -219,6 +219,78 @@ def test_beams_search_greedily_unless_told_to_sample(models):
 # ====================================================================== the cache and the step
 
 
+# ====================================================================== left-padded prompts
+
+PADDED = np.array([[0, 0, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1], [0, 0, 0, 1, 1, 1], [0, 0, 1, 1, 1, 1]])
+
+
+def padded_prompts() -> np.ndarray:
+    """Four prompts of 4, 6, 3 and 4 ids, padded on the left with PAD (transformers' batch)."""
+    return np.where(PADDED == 1, prompts(batch=4, length=6), PAD)
+
+
+def padded_options(a: int, b: int) -> list[dict]:
+    return [
+        dict(do_sample=False),
+        dict(do_sample=False, eos_token_id=a),
+        dict(do_sample=False, eos_token_id=[a, b], pad_token_id=PAD),
+        dict(do_sample=False, eos_token_id=b, min_length=12),  # min_length counts the padding
+        dict(do_sample=False, num_beams=3, num_return_sequences=2),
+        dict(do_sample=False, num_beams=2, eos_token_id=[b], early_stopping=True),
+        dict(do_sample=True, top_k=1, num_return_sequences=2),
+    ]
+
+
+def test_left_padded_prompts_with_their_attention_mask_give_their_tokens(models):
+    """transformers' batch of prompts of different lengths: each row continues as it would
+    alone (transformers computes its positions from the mask), its padding kept."""
+    theirs, ours = models
+    prompt, mask = padded_prompts(), PADDED
+    filled = 0
+    for options in padded_options(*frequent_ids(ours, prompt[1:2])):
+        got = ours.generate(prompt, 10, attention_mask=mask, **options)
+        with torch.no_grad():
+            expected = theirs.generate(torch.tensor(prompt), attention_mask=torch.tensor(mask),
+                                       max_new_tokens=10, **options).numpy()  # fmt: skip
+        same(got, expected, options)
+        n = options.get("num_return_sequences", 1)
+        np.testing.assert_array_equal(got[::n, :6], prompt)  # the padding stays
+        filled += got.shape[1] < 16 or bool((got[:, 6:] == PAD).any())
+    assert filled  # some rows ended before others: the right-hand fill was exercised
+
+
+def test_padded_rows_are_each_row_alone(models):
+    """With the processors that read the ids (which in transformers read the pad ids too),
+    each padded row is the row generated alone, padded back."""
+    _, ours = models
+    prompt = padded_prompts()
+    options = dict(do_sample=False, repetition_penalty=1.4, no_repeat_ngram_size=2)
+    got = ours.generate(prompt, 8, attention_mask=PADDED, **options)
+    for row, mask, out in zip(prompt, PADDED, got, strict=True):
+        alone = ours.generate(row[mask == 1], 8, **options)
+        np.testing.assert_array_equal(out, np.concatenate([row[mask == 0], alone]))
+    unpadded = prompts(batch=2, length=6)  # a mask of ones changes nothing
+    np.testing.assert_array_equal(ours.generate(unpadded, 5, attention_mask=np.ones((2, 6)),
+                                                **options),
+                                  ours.generate(unpadded, 5, **options))  # fmt: skip
+
+
+@pytest.mark.parametrize("mask, message", [
+    ([[1, 1, 0], [1, 1, 1]], r"attention_mask row 0 is \[1, 1, 0\]: expected its padding"),
+    ([[0, 0, 0], [1, 1, 1]], r"attention_mask row 0 is \[0, 0, 0\]: .* and some ids"),
+    ([[0, 1, 0], [1, 1, 1]], r"attention_mask row 0 is \[0, 1, 0\]"),
+    ([[1, 1], [1, 1]], r"attention_mask must be 0 and 1 in the prompt's shape \(2, 3\), got "
+                       r"\(2, 2\)"),
+    ([[1, 1, 2], [1, 1, 1]], r"attention_mask must be 0 and 1 .* holding \[1, 2\]"),
+])  # fmt: skip
+def test_bad_attention_masks_are_refused_by_name(mask, message):
+    model = small_model("gpt2")
+    with pytest.raises(ValueError, match="GPT.generate: " + message):
+        model.generate(np.array([[1, 2, 3], [4, 5, 6]]), 3, attention_mask=np.array(mask))
+    with pytest.raises(ValueError, match="pad them on the left and pass attention_mask"):
+        model.generate([[1, 2, 3], [4, 5]], 3)
+
+
 def small_model(arch: str):
     manual_seed(3)
     config = DebugConfig(embedding_dim=32, context_window=16, vocab_size=50, n_heads=4,
@@ -446,3 +518,18 @@ def test_min_new_tokens_on_a_gpu_gives_the_cpu_rows(arch, cp):
                     dict(num_beams=2, eos_token_id=7, min_length=12, early_stopping=True)]:
         np.testing.assert_array_equal(gpu.generate(prompt, 16, **options),
                                       small_model(arch).generate(prompt, 16, **options))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not backend.cupy_available(), reason="no CUDA GPU")
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+def test_left_padded_prompts_on_a_gpu_give_the_cpu_rows(arch, cp):
+    """Each group of one length runs through the recorded decode step: the CPU's rows."""
+    prompt = np.where(PADDED == 1, np.random.default_rng(2).integers(0, 50, size=(4, 6)), 49)
+    gpu = small_model(arch)
+    gpu.to_gpu()
+    for options in [dict(do_sample=False, eos_token_id=[7, 9], repetition_penalty=1.3),
+                    dict(num_beams=2, eos_token_id=7, num_return_sequences=2)]:
+        expected = small_model(arch).generate(prompt, 12, attention_mask=PADDED, **options)
+        got = gpu.generate(cp.asarray(prompt), 12, attention_mask=cp.asarray(PADDED), **options)
+        np.testing.assert_array_equal(got, expected)

@@ -54,7 +54,7 @@ class GenerationMixin:
         no_repeat_ngram_size: int = 0, num_beams: int = 1, length_penalty: float = 1.0,
         early_stopping: bool | str = False, num_return_sequences: int = 1,
         pad_token_id: int | None = None, min_new_tokens: int | None = None, min_length: int = 0,
-        rng: np.random.Generator | None = None,
+        attention_mask=None, rng: np.random.Generator | None = None,
         use_cache: bool = True, vocab_limit: int | None = None,
     ) -> np.ndarray:  # fmt: skip
         """Continue ``tokens`` (B, T) or (T,) by up to ``max_new_tokens``; returns the prompts
@@ -77,6 +77,13 @@ class GenerationMixin:
         the sum of log-probabilities over generated length ** ``length_penalty``;
         ``early_stopping`` (True, False or "never") says when a prompt's search may end
         (``tricycle.decode_beam``). ``use_cache`` and ``vocab_limit``: as for ``stream``.
+
+        ``attention_mask`` (B, T) of 0 and 1: prompts of different lengths padded on the left
+        (transformers' ``padding_side="left"``); each row continues its own ids (where the
+        mask is 1) as it would alone, and keeps its padding in the output. Rows of one length
+        continue together, one group after another (the attention kernels take no mask);
+        ``min_length`` counts the padding, as transformers does, but the repetition penalty
+        and the n-gram ban read a row's own ids only (transformers' read the pad ids too).
         """
         choose = NextToken.of(
             "GPT.generate", do_sample, temperature, top_k, top_p, min_p, repetition_penalty,
@@ -85,28 +92,37 @@ class GenerationMixin:
         prompt = _host_ids(tokens)
         single = prompt.ndim == 1
         prompt = _checked_prompt(prompt.reshape(1, -1) if single else prompt)
+        lengths = _prompt_lengths(attention_mask, prompt.shape)  # (B,), or None: no padding
         ends, n = _end_ids(eos_token_id), num_return_sequences
         pad = ends[0] if pad_token_id is None and ends else pad_token_id
         T = prompt.shape[1]
         least = min_length - T if min_new_tokens is None else min_new_tokens
         if ends and least > 0:  # no end ids: nothing to hold back
-            choose = replace(choose, least_new=least, ends=tuple(ends), prompt_length=T)
+            choose = replace(choose, least_new=least, ends=tuple(ends))
         if num_beams > 1:
             _check_beams(choose, num_beams, n)
-            with inference(self):
-                out = beam_search(self, prompt, max_new_tokens, choose, num_beams,
-                                  length_penalty, early_stopping, n, ends, pad, use_cache,
-                                  vocab_limit)  # fmt: skip
+        elif n > 1 and not choose.do_sample:
+            raise ValueError(
+                f"GPT.generate: num_return_sequences must be 1 to choose greedily "
+                f"(do_sample=False, num_beams=1), got {n}; sample (do_sample=True) or "
+                f"search beams (num_beams >= {n})"
+            )
+
+        def continued(rows: np.ndarray) -> np.ndarray:  # (b, t) -> (b * n, t + new)
+            how = replace(choose, prompt_length=rows.shape[1])  # where new ids begin
+            if num_beams > 1:
+                with inference(self):
+                    return beam_search(self, rows, max_new_tokens, how, num_beams,
+                                       length_penalty, early_stopping, n, ends, pad,
+                                       use_cache, vocab_limit)  # fmt: skip
+            rows = np.repeat(rows, n, axis=0)  # (b * n, t): each prompt's rows together
+            steps = _stream(self, rows, max_new_tokens, how, rng, use_cache, vocab_limit)
+            return _until_ended(steps, rows, ends, pad)
+
+        if lengths is None:
+            out = continued(prompt)
         else:
-            if n > 1 and not choose.do_sample:
-                raise ValueError(
-                    f"GPT.generate: num_return_sequences must be 1 to choose greedily "
-                    f"(do_sample=False, num_beams=1), got {n}; sample (do_sample=True) or "
-                    f"search beams (num_beams >= {n})"
-                )
-            prompt = np.repeat(prompt, n, axis=0)  # (B * n, T): each prompt's rows together
-            steps = _stream(self, prompt, max_new_tokens, choose, rng, use_cache, vocab_limit)
-            out = _until_ended(steps, prompt, ends, pad)
+            out = _left_padded(continued, prompt, lengths, n, pad)
         return out[0] if single and len(out) == 1 else out
 
     @checks.arguments(**STEP_CHECKS)
@@ -151,6 +167,50 @@ def _stream(model, tokens, max_new_tokens, choose, rng, use_cache, vocab_limit):
     with inference(model):
         yield from decode.sample(model, prompt, max_new_tokens, choose, rng, use_cache,
                                  vocab_limit)  # fmt: skip
+
+
+def _left_padded(continued, prompt: np.ndarray, lengths: np.ndarray, n: int, pad):
+    """``continued`` (rows of one length -> their continuations, n a row) on each group of
+    the left-padded ``prompt``'s rows (B, T) of one length ``lengths`` (B,); the rows back
+    in their places, (B * n, T + new), their padding kept, and a group that ended sooner
+    filled on the right with ``pad`` (as its ended rows would be)."""
+    B, T = prompt.shape
+    groups = {length: np.flatnonzero(lengths == length) for length in np.unique(lengths)}
+    outs = {length: continued(prompt[rows, T - length :]) for length, rows in groups.items()}
+    new = max(out.shape[1] - length for length, out in outs.items())
+    result = np.empty((B * n, T + new), dtype=prompt.dtype)
+    for length, rows in groups.items():
+        out = outs[length].reshape(len(rows), n, -1)  # (rows, n, length + its new)
+        places = result.reshape(B, n, -1)[rows]  # (rows, n, T + new): a copy, put back below
+        places[:, :, :T] = prompt[rows, None, :]
+        places[:, :, T - length : T - length + out.shape[2]] = out
+        if out.shape[2] - length < new:  # this group ended sooner (so there are end ids)
+            places[:, :, T - length + out.shape[2] :] = pad
+        result.reshape(B, n, -1)[rows] = places
+    return result
+
+
+def _prompt_lengths(attention_mask, shape: tuple) -> np.ndarray | None:
+    """Each row's length (B,) under a left-padding ``attention_mask`` (B, T) of 0 and 1;
+    None where there is none or no row is padded."""
+    if attention_mask is None:
+        return None
+    mask = _host_ids(attention_mask)
+    mask = mask.reshape(1, -1) if mask.ndim == 1 else mask
+    if mask.shape != shape or not np.isin(mask, (0, 1)).all():
+        held = np.unique(mask)[:5].tolist()
+        raise ValueError(f"GPT.generate: attention_mask must be 0 and 1 in the prompt's shape "
+                         f"{shape}, got {mask.shape} holding {held}")  # fmt: skip
+    lengths = mask.sum(axis=1)
+    left = np.arange(shape[1]) >= shape[1] - lengths[:, None]  # (B, T): ones after zeros
+    bad = np.flatnonzero((mask != left).any(axis=1) | (lengths == 0))
+    if len(bad):
+        raise ValueError(
+            f"GPT.generate: attention_mask row {bad[0]} is {mask[bad[0]].tolist()}: expected "
+            "its padding (0) before its ids (1), and some ids (transformers' tokeniser with "
+            'padding_side="left" gives this)'
+        )
+    return None if (lengths == shape[1]).all() else lengths
 
 
 def _until_ended(steps, prompt: np.ndarray, ends: list[int], pad: int | None) -> np.ndarray:
@@ -199,7 +259,7 @@ def _host_ids(tokens) -> np.ndarray:
     except ValueError:  # rows of different lengths
         raise ValueError(
             "GPT.generate: the prompt must be a (batch, tokens) array; its rows differ in "
-            "length: generate for each alone (no attention mask: padding would change them)"
+            "length: pad them on the left and pass attention_mask, or generate for each alone"
         ) from None
 
 
