@@ -23,6 +23,7 @@ from tricycle.decode_processors import (
     ban_repeated_ngrams,
     penalise_repetitions,
     probabilities,
+    warp,
 )
 from tricycle.models import GPT, build_model
 from tricycle.random import manual_seed
@@ -207,13 +208,73 @@ def test_beams_run_on_when_their_best_candidates_all_end(tmp_path):
 
 def test_beams_search_greedily_unless_told_to_sample(models):
     """With num_beams left to its default, do_sample follows tricycle's rule (sample unless
-    temperature 0); with beams it is transformers' default, False."""
+    temperature 0); with beams it is transformers' default, False; told to, beams sample."""
     _, ours = models
     prompt = prompts(batch=1)
     searched = ours.generate(prompt, 6, num_beams=3)
     np.testing.assert_array_equal(searched, ours.generate(prompt, 6, num_beams=3, do_sample=False))
-    with pytest.raises(NotImplementedError, match="GPT.generate: beam sampling"):
-        ours.generate(prompt, 6, num_beams=3, do_sample=True)
+    draws = [np.random.default_rng(seed) for seed in range(6)]
+    sampled = {ours.generate(prompt, 6, num_beams=3, do_sample=True, top_k=VOCAB,
+                             rng=rng).tobytes() for rng in draws}  # fmt: skip
+    assert len(sampled) > 1
+
+
+def gumbel_multinomial(seed: int):
+    """torch.multinomial without replacement as Gumbel's top-k, from a numpy Generator: the
+    draws beam sampling takes, so that both sides draw the same candidates."""
+    rng = np.random.default_rng(seed)
+
+    def multinomial(probs, num_samples, replacement=False, **_):
+        assert not replacement
+        keys = torch.log(probs.double()).numpy() + rng.gumbel(size=tuple(probs.shape))
+        return torch.tensor(np.argsort(-keys, axis=1, kind="stable")[:, :num_samples])
+
+    return multinomial
+
+
+def beam_sampling_options(a: int, b: int) -> list[dict]:
+    return [
+        dict(num_beams=2, top_k=VOCAB),  # (transformers' default top_k is 50)
+        dict(num_beams=3, num_return_sequences=2, temperature=0.7, top_k=20),
+        dict(num_beams=2, top_k=10, top_p=0.9, eos_token_id=[a, b]),
+        dict(num_beams=3, top_k=VOCAB, min_p=0.05, eos_token_id=a, early_stopping=True,
+             num_return_sequences=3),
+        dict(num_beams=2, top_k=VOCAB, repetition_penalty=1.3, no_repeat_ngram_size=2,
+             length_penalty=0.5),
+    ]  # fmt: skip
+
+
+def test_beam_sampling_gives_their_sequences_from_the_same_draws(models, monkeypatch):
+    """transformers' beam sampling (the warpers on the log-probabilities, each keeping
+    1 + end ids (at least 2), then C candidates drawn without replacement and ordered by
+    score), with their multinomial drawing from the numpy Generator ours draws from."""
+    theirs, ours = models
+    prompt = prompts()
+    for options in beam_sampling_options(*frequent_ids(ours, prompt)):
+        for seed in range(2):
+            got = ours.generate(prompt, 8, do_sample=True, rng=np.random.default_rng(seed),
+                                **options)  # fmt: skip
+            with monkeypatch.context() as patch:
+                patch.setattr(torch, "multinomial", gumbel_multinomial(seed))
+                expected = their_generate(theirs, prompt, 8, do_sample=True, **options)
+            same(got, expected, (options, seed))
+
+
+def test_the_gumbel_draw_is_a_draw_without_replacement():
+    """Two of five ids: each pair as often as softmax's draw of one, then of another from
+    the rest, gives it (p_i p_j / (1 - p_i) + p_j p_i / (1 - p_j)); the pair comes back
+    ordered by score."""
+    from tricycle.decode_beam import _drawn
+
+    scores = np.log(np.array([[0.4, 0.3, 0.15, 0.1, 0.05]]))
+    p = np.exp(scores[0])
+    pairs = _drawn(np.repeat(scores, 40_000, axis=0), 2, np.random.default_rng(0))  # (N, 2)
+    assert (pairs[:, 0] < pairs[:, 1]).all()  # ordered by score: the likelier first
+    for i in range(5):
+        for j in range(i + 1, 5):
+            expected = p[i] * p[j] / (1 - p[i]) + p[j] * p[i] / (1 - p[j])
+            seen = ((pairs[:, 0] == i) & (pairs[:, 1] == j)).mean()
+            assert abs(seen - expected) < 4 * np.sqrt(expected * (1 - expected) / 40_000)
 
 
 # ====================================================================== the cache and the step
@@ -386,6 +447,30 @@ def _theirs_skip_ids_past_the_scores() -> bool:
 
 
 @given(
+    st.integers(1, 3), st.integers(2, 12), st.floats(0.3, 2.0), st.one_of(st.none(),
+    st.integers(1, 12)), st.one_of(st.none(), st.floats(0.05, 1.0)), st.one_of(st.none(),
+    st.floats(0.0, 1.0)), st.integers(1, 4), st.integers(0, 2**32 - 1),
+)  # fmt: skip
+def test_the_warpers_keeping_some_ids_are_transformers(B, V, temperature, top_k, top_p, min_p,
+                                                       keep, seed):  # fmt: skip
+    """Beam sampling's warpers on log-probabilities, each keeping at least ``keep`` ids
+    (transformers' min_tokens_to_keep): the same ids dropped, the same scores kept."""
+    scores = np.log(np.random.default_rng(seed).dirichlet(np.ones(V), size=B))  # (B, V)
+    theirs = torch.tensor(scores)
+    for warper in [lp.TemperatureLogitsWarper(temperature),
+                   *([lp.TopKLogitsWarper(top_k, min_tokens_to_keep=keep)] if top_k else []),
+                   *([lp.TopPLogitsWarper(top_p, min_tokens_to_keep=keep)] if top_p else []),
+                   *([lp.MinPLogitsWarper(min_p, min_tokens_to_keep=keep)]
+                     if min_p is not None else [])]:  # fmt: skip
+        theirs = warper(None, theirs)
+    ours = warp(scores, temperature, top_k, top_p, min_p, keep)
+    np.testing.assert_array_equal(np.isinf(ours), np.isinf(theirs.numpy()))
+    np.testing.assert_allclose(ours[np.isfinite(ours)], theirs.numpy()[np.isfinite(ours)],
+                               rtol=1e-12)  # fmt: skip
+    assert (np.isfinite(ours).sum(axis=1) >= min(keep, V)).all()
+
+
+@given(
     st.integers(1, 3), st.integers(1, 14), st.integers(2, 9), st.integers(1, 4),
     st.floats(0.2, 3.0), st.integers(0, 2**32 - 1),
 )  # fmt: skip
@@ -439,7 +524,6 @@ REFUSED = [
      "GPT.generate: num_return_sequences must be <= num_beams (2), got 3"),
     (dict(num_return_sequences=2, do_sample=False), ValueError,
      "GPT.generate: num_return_sequences must be 1 to choose greedily"),
-    (dict(num_beams=2, do_sample=True), NotImplementedError, "GPT.generate: beam sampling"),
 ]  # fmt: skip
 
 
@@ -493,17 +577,19 @@ def test_the_sampler_passes_min_p_and_the_repetition_penalty_on(monkeypatch, cap
 def test_beams_on_a_gpu_give_the_cpu_sequences_recorded_or_not(arch, cp, monkeypatch):
     cpu = small_model(arch)
     prompt = np.random.default_rng(0).integers(0, 50, size=(2, 5))
-    options = dict(num_beams=3, num_return_sequences=3, eos_token_id=7, length_penalty=1.5,
-                   no_repeat_ngram_size=3)  # fmt: skip
-    expected = cpu.generate(prompt, 20, **options)
     gpu = small_model(arch)
     gpu.to_gpu()
-    recorded = gpu.generate(prompt, 20, **options)  # the cupy step recorded as a graph
-    with monkeypatch.context() as patch:
-        patch.setattr(decode, "records", lambda caches: False)
-        eager = gpu.generate(prompt, 20, **options)
-    np.testing.assert_array_equal(recorded, eager)
-    np.testing.assert_array_equal(recorded, expected)
+    for options in [dict(num_beams=3, num_return_sequences=3, eos_token_id=7,
+                         length_penalty=1.5, no_repeat_ngram_size=3),
+                    dict(num_beams=2, do_sample=True, top_k=10, eos_token_id=7)]:  # fmt: skip
+        rng = np.random.default_rng
+        expected = cpu.generate(prompt, 20, rng=rng(0), **options)
+        recorded = gpu.generate(prompt, 20, rng=rng(0), **options)  # the step as a graph
+        with monkeypatch.context() as patch:
+            patch.setattr(decode, "records", lambda caches: False)
+            eager = gpu.generate(prompt, 20, rng=rng(0), **options)
+        np.testing.assert_array_equal(recorded, eager)
+        np.testing.assert_array_equal(recorded, expected)
 
 
 @pytest.mark.gpu

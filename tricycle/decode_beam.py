@@ -1,13 +1,16 @@
 """Beam search: the likeliest continuations of each prompt, as transformers' ``generate``
-finds them with ``num_beams`` > 1 (and ``do_sample=False``).
+finds them with ``num_beams`` > 1 (``do_sample=False``), or samples them (``do_sample=True``).
 
 Each prompt keeps K = num_beams running hypotheses, each scored by the sum of its ids'
 log-probabilities. Only the first starts (the others at -inf), so the K never repeat one
 another. A step, for each prompt:
 
     log_softmax(logits) (K, V) -> processors (repetition penalty, n-gram ban: on log-probs)
+        -> sampling: the warpers (temperature, top_k, top_p, min_p), each keeping >= C / K ids
         + each hypothesis's score                    -> K * V candidates
-        -> the best C = max(2, 1 + number of end ids) * K of them, best first
+        -> the best C = max(2, 1 + number of end ids) * K of them, best first (sampling: C
+           drawn without replacement from the softmax of the candidates' scores, then
+           ordered by score; the draw is Gumbel's: the C largest of score + Gumbel noise)
         -> a candidate that ends (an end id, or the last step) and ranks among the first K
            is a finished hypothesis, scored  sum / generated_length ** length_penalty,
            and kept if among the K best finished so far
@@ -33,10 +36,12 @@ from tricycle.decode_processors import NextToken
 def beam_search(model, prompt: np.ndarray, max_new_tokens: int, choose: NextToken,
                 num_beams: int, length_penalty: float, early_stopping: bool | str,
                 num_return_sequences: int, ends: list[int], pad: int | None, use_cache: bool,
-                vocab_limit: int | None) -> np.ndarray:  # fmt: skip
+                vocab_limit: int | None,
+                rng: np.random.Generator | None = None) -> np.ndarray:  # fmt: skip
     """The ``num_return_sequences`` best hypotheses (B * num_return_sequences, T + new) of
     each prompt (B, T), each prompt's together, best first; ``ends``: the end ids, ``pad``:
-    what fills a sequence that ended early (the module's docstring says how)."""
+    what fills a sequence that ended early (the module's docstring says how); ``rng``: the
+    draws of beam sampling."""
     if max_new_tokens == 0:
         return np.repeat(prompt, num_return_sequences, axis=0)
     (B, T0), K = prompt.shape, num_beams
@@ -54,10 +59,11 @@ def beam_search(model, prompt: np.ndarray, max_new_tokens: int, choose: NextToke
         log_probs = _log_softmax(steps.logits)  # (B*K, V)
         if choose.reads_history:
             log_probs = choose.scores(running[:, :, :cur].reshape(B * K, cur), log_probs)
+        log_probs = choose.warp(log_probs, keep=max(2, 1 + len(ends)))  # (sampling only)
         V = log_probs.shape[1]
         scores = (log_probs.reshape(B, K, V) + running_scores[:, :, None]).reshape(B, K * V)
         C = min(max(2, 1 + len(ends)) * K, K * V)
-        best = _best(scores, C)  # (B, C): candidates, best first
+        best = _drawn(scores, C, rng) if choose.do_sample else _best(scores, C)  # (B, C)
         beam, ids = best // V, best % V  # (B, C): the hypothesis each extends, its new id
         sums = np.take_along_axis(scores, best, axis=1)  # (B, C)
         candidates = np.take_along_axis(running, beam[:, :, None], axis=1)  # (B, C, L)
@@ -128,6 +134,14 @@ def _log_softmax(logits: np.ndarray) -> np.ndarray:
     """log softmax over the last axis of (B, V) (ids at -inf stay -inf)."""
     shifted = logits - logits.max(axis=-1, keepdims=True)
     return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+def _drawn(scores: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """k indices (B, k) of each row drawn without replacement from softmax(``scores``) (B, N)
+    (the k largest of scores + Gumbel noise), ordered by score, largest first."""
+    drawn = _best(scores + rng.gumbel(size=scores.shape), k)
+    by_score = np.argsort(-np.take_along_axis(scores, drawn, axis=1), axis=1, kind="stable")
+    return np.take_along_axis(drawn, by_score, axis=1)
 
 
 def _best(scores: np.ndarray, k: int) -> np.ndarray:

@@ -18,7 +18,8 @@ The warpers that follow shape the distribution a sample is drawn from: ``tempera
 divides the scores; ``top_k`` keeps the k largest (ties with the k-th too); ``top_p`` keeps
 the fewest likeliest ids whose probability reaches it (the likeliest always stays); ``min_p``
 keeps the ids at least ``min_p`` times as likely as the likeliest. Beam search runs the
-processors on log-probabilities (``tricycle.decode_beam``), as transformers does.
+processors, and in beam sampling the warpers, on log-probabilities (``tricycle.decode_beam``),
+as transformers does.
 """
 
 from dataclasses import dataclass
@@ -95,23 +96,44 @@ def probabilities(logits: np.ndarray, temperature: float, top_k: int | None = No
 
 def _weights(logits, temperature, top_k, top_p, min_p=None) -> np.ndarray:
     """exp(filtered logits / temperature - max): ``probabilities`` unnormalised."""
+    scores = warp(logits, temperature, top_k, top_p, min_p)
+    return np.exp(scores - scores.max(axis=-1, keepdims=True))  # (B, V): the likeliest 1
+
+
+def warp(scores: np.ndarray, temperature: float, top_k: int | None = None,
+         top_p: float | None = None, min_p: float | None = None,
+         keep: int = 1) -> np.ndarray:  # fmt: skip
+    """transformers' warpers on scores (B, V) (logits, or a beam's log-probabilities): divided
+    by ``temperature``, then -inf for the ids that ``top_k``, ``top_p`` and ``min_p`` drop, in
+    that order; each keeps at least the ``keep`` likeliest (its ``min_tokens_to_keep``)."""
     if top_p is not None and not 0 < top_p <= 1:
         raise ValueError(f"sample_next: top_p must be a number in (0, 1], got {top_p!r}")
-    logits = logits / temperature
-    if top_k is not None and top_k < logits.shape[-1]:
-        kth = np.partition(logits, -top_k, axis=-1)[:, -top_k, None]  # (B, 1)
-        logits = np.where(logits < kth, -np.inf, logits)
-    weights = np.exp(logits - logits.max(axis=-1, keepdims=True))  # (B, V): the likeliest 1
+    scores = scores / temperature
+    if top_k is not None and max(top_k, keep) < scores.shape[-1]:
+        kth = np.partition(scores, -max(top_k, keep), axis=-1)[:, -max(top_k, keep), None]
+        scores = np.where(scores < kth, -np.inf, scores)  # (ties with the k-th stay)
     if top_p is not None and top_p < 1:
-        order = np.argsort(logits, axis=-1, kind="stable")  # (B, V): least likely first
+        weights = np.exp(scores - scores.max(axis=-1, keepdims=True))  # (B, V)
+        order = np.argsort(scores, axis=-1, kind="stable")  # (B, V): least likely first
         ascending = np.take_along_axis(weights, order, axis=-1)
         mass = np.cumsum(ascending, axis=-1) / ascending.sum(axis=-1, keepdims=True)
         drop = mass <= 1 - top_p  # the tail that holds at most 1 - top_p
-        drop[:, -1] = False
-        np.put_along_axis(weights, order, np.where(drop, 0.0, ascending), axis=-1)
-    if min_p is not None:  # p < min_p * p_max, as weights: the likeliest weighs 1
-        weights = np.where(weights < min_p, 0.0, weights)
-    return weights
+        drop[:, -keep:] = False
+        scores = _dropped(scores, order, drop)
+    if min_p is not None:  # p < min_p * p_max: weights where the likeliest weighs 1
+        order = np.argsort(-scores, axis=-1, kind="stable")  # (B, V): likeliest first
+        weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        drop = np.take_along_axis(weights, order, axis=-1) < min_p
+        drop[:, :keep] = False
+        scores = _dropped(scores, order, drop)
+    return scores
+
+
+def _dropped(scores: np.ndarray, order: np.ndarray, drop: np.ndarray) -> np.ndarray:
+    """``scores`` (B, V) with -inf where ``drop`` (B, V), which is in the ``order`` given."""
+    mask = np.zeros_like(drop)
+    np.put_along_axis(mask, order, drop, axis=-1)
+    return np.where(mask, -np.inf, scores)
 
 
 def draw(weights: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -181,6 +203,13 @@ class NextToken:
             new = sequences.shape[1] - self.prompt_length
             scores = ban_early_ends(scores, self.ends, new, self.least_new)
         return scores
+
+    def warp(self, scores: np.ndarray, keep: int = 1) -> np.ndarray:
+        """The sampling warpers (``warp``) on ``scores`` (B, V), each keeping at least the
+        ``keep`` likeliest; greedy choice takes the scores as they are."""
+        if not self.do_sample:
+            return scores
+        return warp(scores, self.temperature, self.top_k, self.top_p, self.min_p, keep)
 
     def __call__(self, sequences: np.ndarray | None, logits: np.ndarray, rng) -> np.ndarray:
         """The next ids (B,) after ``sequences`` (B, T) (None where ``reads_history`` is

@@ -73,7 +73,8 @@ class GenerationMixin:
         ``min_length`` long with their prompts (transformers' precedence).
         ``num_return_sequences`` samples per prompt (or with beams, the best hypotheses).
 
-        ``num_beams`` >= 2 searches beams (greedy only: beam sampling is refused), scored by
+        ``num_beams`` >= 2 searches beams (``do_sample=True``: samples them, the warpers on
+        the log-probabilities, as transformers' beam sampling), scored by
         the sum of log-probabilities over generated length ** ``length_penalty``;
         ``early_stopping`` (True, False or "never") says when a prompt's search may end
         (``tricycle.decode_beam``). ``use_cache`` and ``vocab_limit``: as for ``stream``.
@@ -100,7 +101,7 @@ class GenerationMixin:
         if ends and least > 0:  # no end ids: nothing to hold back
             choose = replace(choose, least_new=least, ends=tuple(ends))
         if num_beams > 1:
-            _check_beams(choose, num_beams, n)
+            _check_beams(num_beams, n)
         elif n > 1 and not choose.do_sample:
             raise ValueError(
                 f"GPT.generate: num_return_sequences must be 1 to choose greedily "
@@ -108,13 +109,15 @@ class GenerationMixin:
                 f"search beams (num_beams >= {n})"
             )
 
+        rng = np.random.default_rng() if rng is None else rng  # one for every group of rows
+
         def continued(rows: np.ndarray) -> np.ndarray:  # (b, t) -> (b * n, t + new)
             how = replace(choose, prompt_length=rows.shape[1])  # where new ids begin
             if num_beams > 1:
                 with inference(self):
                     return beam_search(self, rows, max_new_tokens, how, num_beams,
                                        length_penalty, early_stopping, n, ends, pad,
-                                       use_cache, vocab_limit)  # fmt: skip
+                                       use_cache, vocab_limit, rng)  # fmt: skip
             rows = np.repeat(rows, n, axis=0)  # (b * n, t): each prompt's rows together
             steps = _stream(self, rows, max_new_tokens, how, rng, use_cache, vocab_limit)
             return _until_ended(steps, rows, ends, pad)
@@ -239,12 +242,7 @@ def inference(model):
             model.train()
 
 
-def _check_beams(choose: NextToken, num_beams: int, num_return_sequences: int) -> None:
-    if choose.do_sample:
-        raise NotImplementedError(
-            "GPT.generate: beam sampling (num_beams >= 2 with do_sample=True) is not "
-            "implemented; beam search is greedy: do_sample=False"
-        )
+def _check_beams(num_beams: int, num_return_sequences: int) -> None:
     if num_return_sequences > num_beams:
         raise ValueError(
             f"GPT.generate: num_return_sequences must be <= num_beams ({num_beams}), "
