@@ -3,6 +3,7 @@
     python benchmarks/generate.py                            # CPU, float32, batch 1 and 16
     python benchmarks/generate.py --device gpu --dtype float32 bfloat16
     python benchmarks/generate.py --quick                    # a smoke test: 2 layers, 8 tokens
+    python benchmarks/generate.py --batch 16 --padded 1 4 16 # prompts of 1, 4, 16 lengths
 
 GPT-2 124M's shapes (12 layers x 12 heads x 768, 1024 positions, 50,257 ids), random weights
 (one GPT2LMHeadModel, saved and loaded into tricycle with ``GPT.from_pretrained``, so both
@@ -11,6 +12,9 @@ stopping at an end-of-text id). Both sides use a KV cache. For each device, dtyp
 size, the rounds alternate the two and the table gives each one's best tokens/s and the
 median of per-round ratios (ours / theirs: above 1 is faster). The greedy tokens are
 compared (float32: they must agree; bfloat16: the count of equal tokens is printed).
+``--padded K`` gives the rows K lengths (16, 15, ..., cycling), padded on the left with
+their ``attention_mask`` to both sides: transformers runs the batch as one, tricycle one
+group of rows of one length after another.
 
 On the CPU both use --threads threads (default: all cores). On a GPU, tricycle's bfloat16
 casts the model's weights to bfloat16 once (an inference copy) and transformers runs
@@ -42,6 +46,8 @@ def parse_args(argv=None):
                         choices=["float32", "bfloat16"])  # fmt: skip
     parser.add_argument("--batch", type=int, nargs="+", default=[1, 16])
     parser.add_argument("--prompt", type=int, default=16)
+    parser.add_argument("--padded", type=int, nargs="+", default=[1],
+                        help="distinct prompt lengths in a batch (1: none padded)")  # fmt: skip
     parser.add_argument("--new-tokens", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=None)
@@ -99,14 +105,16 @@ def main(argv=None) -> int:
 
             ours = cast_weights(ours if args.device == "gpu" else _copy(ours), bfloat16())
             theirs = theirs.to(torch.bfloat16)
-        for batch in args.batch:
+        for batch, lengths in [(b, k) for b in args.batch for k in args.padded]:
             prompt = np.random.default_rng(batch).integers(0, 50257, (batch, args.prompt))
+            mask = padding_mask(batch, args.prompt, lengths)  # (B, T), or None: no padding
             out = {}
 
-            def run_ours(prompt=prompt, ours=ours, out=out, key="ours"):
+            def run_ours(prompt=prompt, ours=ours, out=out, key="ours", mask=mask):
                 synchronize(args.device)
                 t = time.perf_counter()
-                out[key] = ours.generate(prompt, args.new_tokens, temperature=0)
+                out[key] = ours.generate(prompt, args.new_tokens, temperature=0,
+                                         attention_mask=mask)  # fmt: skip
                 synchronize(args.device)
                 return time.perf_counter() - t
 
@@ -118,13 +126,14 @@ def main(argv=None) -> int:
                 finally:
                     decode.records = recorded
 
-            def run_theirs(prompt=prompt, theirs=theirs, out=out):
+            def run_theirs(prompt=prompt, theirs=theirs, out=out, mask=mask):
                 ids = torch.tensor(prompt, device=torch_device)
+                ones = torch.ones_like(ids) if mask is None else torch.tensor(mask).to(ids)
                 synchronize(args.device)
                 t = time.perf_counter()
                 with torch.no_grad():
                     result = theirs.generate(
-                        ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                        ids, attention_mask=ones, do_sample=False,
                         max_new_tokens=args.new_tokens, min_new_tokens=args.new_tokens,
                         pad_token_id=0,
                     )  # fmt: skip
@@ -145,7 +154,7 @@ def main(argv=None) -> int:
             tokens = batch * args.new_tokens
             same = int((out["ours"][:, args.prompt :] == out["theirs"][:, args.prompt :]).sum())
             row = {
-                "device": args.device, "dtype": dtype, "batch": batch,
+                "device": args.device, "dtype": dtype, "batch": batch, "lengths": lengths,
                 "ours_tok_s": round(tokens / min(times["tricycle"]), 1),
                 "theirs_tok_s": round(tokens / min(times["transformers"]), 1),
                 "ratio": round(paired_ratio(times["transformers"], times["tricycle"]), 3),
@@ -158,16 +167,25 @@ def main(argv=None) -> int:
                 row["same_as_eager"] = f"{same_eager}/{batch} rows"
             rows.append(row)
             print(json.dumps(row), flush=True)
-    print("\ndevice dtype     batch  tricycle tok/s  transformers tok/s  ratio  same tokens"
-          "  (eager tok/s, ratio, same rows)")  # fmt: skip
+    print("\ndevice dtype     batch lengths  tricycle tok/s  transformers tok/s  ratio  same "
+          "tokens  (eager tok/s, ratio, same rows)")  # fmt: skip
     for r in rows:
         eager = ""
         if "eager_tok_s" in r:
             eager = f"  ({r['eager_tok_s']:,.1f}, {r['eager_ratio']:.2f}x, {r['same_as_eager']})"
-        print(f"{r['device']:6} {r['dtype']:9} {r['batch']:5}  {r['ours_tok_s']:14,.1f}  "
+        print(f"{r['device']:6} {r['dtype']:9} {r['batch']:5} {r['lengths']:7}  "
+              f"{r['ours_tok_s']:14,.1f}  "
               f"{r['theirs_tok_s']:18,.1f}  {r['ratio']:5.2f}x  {r['same_tokens']}"
               + eager)  # fmt: skip
     return 0
+
+
+def padding_mask(batch: int, length: int, lengths: int) -> np.ndarray | None:
+    """A left-padding mask (B, T): row i holds length - (i % lengths) ids (None: all whole)."""
+    if lengths <= 1:
+        return None
+    own = length - np.arange(batch) % min(lengths, length)  # (B,)
+    return (np.arange(length) >= length - own[:, None]).astype(np.int64)
 
 
 def _copy(model: GPT) -> GPT:
