@@ -249,6 +249,9 @@ def test_beam_sampling_gives_their_sequences_from_the_same_draws(models, monkeyp
     1 + end ids (at least 2), then C candidates drawn without replacement and ordered by
     score), with their multinomial drawing from the numpy Generator ours draws from."""
     theirs, ours = models
+    if not _theirs_order_sampled_beams_by_score(theirs):
+        pytest.skip(f"transformers {transformers.__version__} keeps the sampled beam "
+                    "candidates in the order drawn (later ones order them by score)")  # fmt: skip
     prompt = prompts()
     for options in beam_sampling_options(*frequent_ids(ours, prompt)):
         for seed in range(2):
@@ -258,6 +261,14 @@ def test_beam_sampling_gives_their_sequences_from_the_same_draws(models, monkeyp
                 patch.setattr(torch, "multinomial", gumbel_multinomial(seed))
                 expected = their_generate(theirs, prompt, 8, do_sample=True, **options)
             same(got, expected, (options, seed))
+
+
+def _theirs_order_sampled_beams_by_score(model) -> bool:
+    """transformers 5.24 orders the candidates beam sampling draws by score, as greedy beam
+    search does and as ours does; older ones (5.17) keep them in the order drawn."""
+    import inspect
+
+    return ".sort(" in inspect.getsource(type(model)._get_top_k_continuations)
 
 
 def test_the_gumbel_draw_is_a_draw_without_replacement():
