@@ -232,6 +232,16 @@ def assert_member(seen: dict, members: list, rank: int, kind: str) -> None:
     np.testing.assert_array_equal(seen["scattered min"], blocks.min(0)[i], err_msg=what)
     np.testing.assert_array_equal(seen["scattered list"], values.sum(0) + n * i, err_msg=what)
     np.testing.assert_array_equal(seen["from last"], value(members[-1]), err_msg=what)
+    reduced = values.sum(0) if rank == members[-1] else value(rank)  # the others' untouched
+    np.testing.assert_array_equal(seen["reduced"], reduced, err_msg=what)
+    if i == 0:
+        np.testing.assert_array_equal(seen["gathered on 0"], values, err_msg=what)
+    else:
+        assert seen["gathered on 0"] is None, what
+    np.testing.assert_array_equal(seen["scattered from last"], value(members[-1]) + i,
+                                  err_msg=what)  # fmt: skip
+    assert seen["to all"] == [[10.0 * j + i] * (i + j + 1) for j in range(n)], what
+    np.testing.assert_array_equal(seen["to all single"], blocks[:, i], err_msg=what)
     np.testing.assert_array_equal(seen["from group rank 0"], value(members[0]), err_msg=what)
     assert seen["objects"] == members and seen["object from last"] == [("from", members[-1])]
     before = members[(i - 1) % n]  # the ring's previous member sent to this one
@@ -304,6 +314,23 @@ def member_calls(g, rank: int) -> dict:
     t = Tensor(value(rank))
     dist.broadcast(t, group=g, group_src=0)
     seen["from group rank 0"] = t.array
+    t = Tensor(value(rank))  # the rooted calls, the root named both ways
+    dist.reduce(t, dst=members[-1], group=g)
+    seen["reduced"] = t.array
+    into = [Tensor(np.zeros(6, np.float32)) for _ in range(n)] if i == 0 else None
+    dist.gather(Tensor(value(rank)), into, group=g, group_dst=0)
+    seen["gathered on 0"] = None if into is None else np.stack([o.array for o in into])
+    t = Tensor(np.zeros(6, np.float32))
+    parts = [Tensor(value(rank) + j) for j in range(n)] if rank == members[-1] else None
+    dist.scatter(t, parts, src=members[-1], group=g)
+    seen["scattered from last"] = t.array
+    sent = [Tensor(np.full(i + j + 1, 10.0 * i + j, np.float32)) for j in range(n)]
+    got = [Tensor(np.zeros(i + j + 1, np.float32)) for j in range(n)]  # j sends i + j + 1
+    dist.all_to_all(got, sent, group=g)
+    seen["to all"] = [o.array.tolist() for o in got]
+    out = Tensor(np.zeros((n, 2), np.float32))
+    dist.all_to_all_single(out, Tensor(scatter_input(rank, n).reshape(n, 2)), group=g)
+    seen["to all single"] = out.array
     dist.barrier(group=g)
     objects = [None] * n
     dist.all_gather_object(objects, rank, group=g)

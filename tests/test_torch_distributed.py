@@ -17,7 +17,7 @@ import tricycle.nn as nn
 import tricycle.optim as optim
 from tests.multirank import by_key, ranks_findings, write_from_rank_0
 from tests.test_distributed import needs_mpi
-from tricycle import backprop
+from tricycle import backend, backprop
 from tricycle.distributed.optim import ZeroRedundancyOptimizer
 from tricycle.parallel import buckets
 from tricycle.parallel import distributed as world_module
@@ -77,6 +77,41 @@ def test_every_call_works_in_a_world_of_one(group):
     sent = ["a", 3]
     dist.broadcast_object_list(sent, src=0)
     assert sent == ["a", 3]
+    for op in dist.ReduceOp:  # the rooted calls and the all-to-alls of one rank
+        assert dist.reduce(t, dst=0, op=op) is None
+        np.testing.assert_array_equal(t.array, values)
+    dist.gather(t, outs)
+    np.testing.assert_array_equal(outs[0].array, values)
+    got = Tensor(np.zeros(2, dtype=np.float32))
+    assert dist.scatter(got, [Tensor(values * 3)], async_op=True).wait()
+    np.testing.assert_array_equal(got.array, values * 3)
+    dist.all_to_all(outs, [Tensor(values * 5)])
+    np.testing.assert_array_equal(outs[0].array, values * 5)
+    dist.all_to_all_single(got, t)
+    np.testing.assert_array_equal(got.array, values)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not backend.cupy_available(), reason="no CUDA GPU")
+def test_the_rooted_calls_and_all_to_alls_take_gpu_arrays_in_a_world_of_one():
+    dist.init_process_group("nccl")
+    try:
+        cp = backend.cupy()
+        values = cp.asarray([1.5, -2.0, 3.0, 4.0], dtype=cp.float32)
+        t = Tensor(values.copy())
+        dist.reduce(t, dst=0, op=dist.ReduceOp.MAX)
+        outs = [Tensor(cp.zeros(4, dtype=cp.float32))]
+        dist.gather(t, outs)
+        got = Tensor(cp.zeros(4, dtype=cp.float32))
+        dist.scatter(got, [Tensor(values * 2)])
+        np.testing.assert_array_equal(got.array.get(), values.get() * 2)
+        dist.all_to_all(outs, [Tensor(values * 3)])
+        np.testing.assert_array_equal(outs[0].array.get(), values.get() * 3)
+        dist.all_to_all_single(got, t, output_split_sizes=[4], input_split_sizes=[4])
+        np.testing.assert_array_equal(got.array.get(), values.get())
+        assert isinstance(got.array, cp.ndarray)
+    finally:
+        dist.destroy_process_group()
 
 
 def test_destroy_and_initialize_again():
@@ -135,6 +170,23 @@ def test_bad_collective_arguments_are_refused(group):
         dist.all_gather([Tensor(np.zeros(3, dtype=np.float32))], t)
     with pytest.raises(ValueError, match="barrier: group must be None"):
         dist.barrier(group="workers")
+    with pytest.raises(ValueError, match="reduce: dst \\(the peer's rank\\) or group_dst must"):
+        dist.reduce(t)
+    with pytest.raises(ValueError, match="gather: gather_list must be given on the rank 0"):
+        dist.gather(t)
+    with pytest.raises(ValueError, match=r"scatter: scatter_list\[0\] is \(3,\) float32"):
+        dist.scatter(t, [Tensor(np.zeros(3, dtype=np.float32))])
+    with pytest.raises(ValueError, match="all_to_all: rank 0 sent 3 values here; "
+                                         r"output_tensor_list\[0\] is \(2,\)"):  # fmt: skip
+        dist.all_to_all([t], [Tensor(np.zeros(3, dtype=np.float32))])
+    with pytest.raises(ValueError, match="all_to_all: the output tensors are float32, the input "
+                                         "tensors float64"):  # fmt: skip
+        dist.all_to_all([t], [Tensor(np.zeros(2))])
+    with pytest.raises(ValueError, match="input_split_sizes must be 1 counts .* sum to input's "
+                                         r"2 rows, got \[1\]"):  # fmt: skip
+        dist.all_to_all_single(t, t, input_split_sizes=[1])
+    with pytest.raises(ValueError, match=r"all_to_all_single: output is \(2, 1\) float32"):
+        dist.all_to_all_single(Tensor(np.zeros((2, 1), dtype=np.float32)), t)
 
 
 # ====================================================================== the engine's callbacks
@@ -294,6 +346,16 @@ def test_two_ranks_of_ddp_take_the_steps_of_one_process_on_the_whole_batch(tmp_p
         np.testing.assert_array_equal(rank_base, base * 3)
     np.testing.assert_array_equal(got["broadcast"], [[1, 10], [1, 10]])
     np.testing.assert_array_equal(got["gathered"], [[[0, 0], [1, 10]]] * 2)
+    # the rooted calls: on the root alone; the all-to-alls, uneven sizes too
+    np.testing.assert_array_equal(got["reduced"], [[1, 2], [3, 6]])  # rank 1 holds the sum
+    np.testing.assert_array_equal(got["reduced_max"], [[1, 2], [2, 4]])
+    assert got["gathered_on_1"] == [None, [[0, 0], [1, 10]]]
+    np.testing.assert_array_equal(got["scattered"], [[10, 11], [12, 13]])  # rank 1's list
+    np.testing.assert_array_equal(got["to_all"], [[[0, 1], [100, 101]], [[10, 11], [110, 111]]])
+    assert got["to_all_uneven"] == [[[0.0], [100.0, 101.0]], [[10.0, 11.0], [110.0, 111.0,
+                                                                           112.0]]]  # fmt: skip
+    np.testing.assert_array_equal(got["single"], [[0, 1, 4, 5], [2, 3, 6, 7]])
+    assert got["single_uneven"] == [[0.0, 10.0], [1.0, 2.0, 11.0, 12.0, 13.0]]
     assert got["objects"] == [[{"rank": 0}, {"rank": 1}]] * 2
     assert got["object_list"] == [[1, "x"]] * 2
     # DDP: each rank on its half equals one process on the whole batch
@@ -370,6 +432,40 @@ def ranks(out: str) -> None:
     outs = [Tensor(np.zeros(2, dtype=np.float32)) for _ in range(2)]
     dist.all_gather(outs, t)
     seen["gathered"] = np.stack([o.array for o in outs])
+    mine = Tensor(np.array([1.0, 2.0], dtype=np.float32) * (rank + 1))
+    dist.reduce(mine, dst=1)
+    seen["reduced"] = mine.array
+    mine = Tensor(np.array([1.0, 2.0], dtype=np.float32) * (rank + 1))
+    dist.reduce(mine, group_dst=1, op=dist.ReduceOp.MAX)
+    seen["reduced_max"] = mine.array
+    into = [Tensor(np.zeros(2, dtype=np.float32)) for _ in range(2)] if rank == 1 else None
+    dist.gather(t, into, dst=1)
+    seen["gathered_on_1"] = None if into is None else [o.array.tolist() for o in into]
+    parts = [Tensor(np.array([10.0 + 2 * i, 11.0 + 2 * i], dtype=np.float32)) for i in range(2)]
+    got = Tensor(np.zeros(2, dtype=np.float32))
+    dist.scatter(got, parts if rank == 1 else None, src=1)
+    seen["scattered"] = got.array
+    sent = [Tensor(np.array([0.0, 1.0], dtype=np.float32) + 10 * j + 100 * rank)
+            for j in range(2)]  # fmt: skip
+    outs2 = [Tensor(np.zeros(2, dtype=np.float32)) for _ in range(2)]
+    dist.all_to_all(outs2, sent)
+    seen["to_all"] = np.stack([o.array for o in outs2])
+    sizes = [[1, 2], [2, 3]][rank]  # what this rank sends to rank 0 and rank 1
+    sent = [Tensor(np.arange(n, dtype=np.float32) + 10 * j + 100 * rank)
+            for j, n in enumerate(sizes)]  # fmt: skip
+    outs2 = [Tensor(np.zeros(n, dtype=np.float32)) for n in ([1, 2], [2, 3])[rank]]
+    dist.all_to_all(outs2, sent)
+    seen["to_all_uneven"] = [o.array.tolist() for o in outs2]
+    whole = Tensor(np.arange(4, dtype=np.float32) + 4 * rank)
+    got = Tensor(np.zeros(4, dtype=np.float32))
+    dist.all_to_all_single(got, whole)
+    seen["single"] = got.array
+    split = [[1, 2], [1, 3]][rank]  # rows to rank 0 | to rank 1
+    ins = Tensor(np.arange(sum(split), dtype=np.float32) + 10 * rank)
+    got = Tensor(np.zeros(2 if rank == 0 else 5, dtype=np.float32))
+    dist.all_to_all_single(got, ins, output_split_sizes=[[1, 1], [2, 3]][rank],
+                           input_split_sizes=split)  # fmt: skip
+    seen["single_uneven"] = got.array.tolist()
     dist.broadcast(t, src=1)
     seen["broadcast"] = t.array
     objects = [None, None]

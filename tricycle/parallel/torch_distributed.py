@@ -16,7 +16,8 @@ The code lives in three parts, re-exported here under torch's names:
 ``destroy_process_group``...: the process group is the World of
 ``tricycle.parallel.distributed.init()``, started by ``tricycle-run``, which takes torchrun's
 flags), ``tricycle.parallel.torch_collectives`` (``all_reduce``, ``broadcast``,
-``all_gather``, ``reduce_scatter``... in place on a Tensor's array, with ``ReduceOp``) and
+``all_gather``, ``reduce_scatter``, ``reduce``, ``gather``, ``scatter``, ``all_to_all``... in
+place on a Tensor's array, with ``ReduceOp``) and
 ``tricycle.parallel.torch_ddp`` (``DistributedDataParallel``: gradients averaged over the
 ranks by the time ``loss.backward()`` returns). The point-to-point calls are
 ``tricycle.parallel.torch_p2p``'s; sub-groups (``new_group``, ``new_subgroups``...), which
@@ -29,10 +30,15 @@ from tricycle.parallel.torch_collectives import (
     all_gather_into_tensor,
     all_gather_object,
     all_reduce,
+    all_to_all,
+    all_to_all_single,
     broadcast,
     broadcast_object_list,
+    gather,
+    reduce,
     reduce_scatter,
     reduce_scatter_tensor,
+    scatter,
 )
 from tricycle.parallel.torch_ddp import DistributedDataParallel, _gpu_index  # noqa: F401
 from tricycle.parallel.torch_groups import (
@@ -73,10 +79,13 @@ __all__ = [
     "all_gather_object",
     "all_gather_into_tensor",
     "all_reduce",
+    "all_to_all",
+    "all_to_all_single",
     "barrier",
     "broadcast",
     "broadcast_object_list",
     "destroy_process_group",
+    "gather",
     "get_backend",
     "get_default_backend_for_device",
     "get_global_rank",
@@ -92,6 +101,8 @@ __all__ = [
     "new_group",
     "new_subgroups",
     "new_subgroups_by_enumeration",
+    "reduce",
     "reduce_scatter",
     "reduce_scatter_tensor",
+    "scatter",
 ]
