@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 import tricycle.distributed as dist
+import tricycle.distributed.nn.functional as dfn
 import tricycle.nn as nn
 import tricycle.optim as optim
 from tests.multirank import needs_gpus, run_ranks, world_of_one, write_from_rank_0  # noqa: F401
@@ -241,6 +242,14 @@ def assert_member(seen: dict, members: list, rank: int, kind: str) -> None:
     np.testing.assert_array_equal(seen["scattered from last"], value(members[-1]) + i,
                                   err_msg=what)  # fmt: skip
     assert seen["to all"] == [[10.0 * j + i] * (i + j + 1) for j in range(n)], what
+    weights = n * (n + 1) / 2  # the sum over the group's ranks of i + 1
+    np.testing.assert_array_equal(seen["d sum grad"], np.full(6, weights), err_msg=what)
+    np.testing.assert_array_equal(seen["d gathered"], values, err_msg=what)
+    np.testing.assert_array_equal(seen["d gathered grad"], np.full(6, (i + 1) * weights),
+                                  err_msg=what)  # fmt: skip
+    np.testing.assert_array_equal(seen["d from last"], value(members[-1]), err_msg=what)
+    on_src = weights if rank == members[-1] else 0.0
+    np.testing.assert_array_equal(seen["d from last grad"], np.full(6, on_src), err_msg=what)
     np.testing.assert_array_equal(seen["to all single"], blocks[:, i], err_msg=what)
     np.testing.assert_array_equal(seen["from group rank 0"], value(members[0]), err_msg=what)
     assert seen["objects"] == members and seen["object from last"] == [("from", members[-1])]
@@ -331,6 +340,7 @@ def member_calls(g, rank: int) -> dict:
     out = Tensor(np.zeros((n, 2), np.float32))
     dist.all_to_all_single(out, Tensor(scatter_input(rank, n).reshape(n, 2)), group=g)
     seen["to all single"] = out.array
+    seen.update(differentiable(g, rank, members, i))
     dist.barrier(group=g)
     objects = [None] * n
     dist.all_gather_object(objects, rank, group=g)
@@ -339,6 +349,26 @@ def member_calls(g, rank: int) -> dict:
     dist.broadcast_object_list(sent, src=members[-1], group=g)
     seen["object from last"] = sent
     seen.update(messages(g, rank, members, i))
+    return seen
+
+
+def differentiable(g, rank: int, members: list, i: int) -> dict:
+    """torch.distributed.nn.functional over the group: the values, and the gradients their
+    backward sends back over the same ranks (group rank i weighs its loss by i + 1)."""
+    seen = {}
+    x = Tensor(value(rank), requires_grad=True)
+    ((dfn.all_reduce(x * 1.0, group=g) * (i + 1)).sum()).backward()
+    seen["d sum grad"] = x.grad.numpy().copy()
+    x = Tensor(value(rank), requires_grad=True)
+    parts = dfn.all_gather(x * 1.0, group=g)
+    seen["d gathered"] = np.stack([p.numpy() for p in parts])
+    sum((k + 1) * (i + 1) * part.sum() for k, part in enumerate(parts)).backward()
+    seen["d gathered grad"] = x.grad.numpy().copy()
+    x = Tensor(value(rank), requires_grad=True)
+    sent = dfn.broadcast(x * 1.0, src=members[-1], group=g)
+    seen["d from last"] = sent.numpy().copy()
+    ((sent * (i + 1)).sum()).backward()
+    seen["d from last grad"] = x.grad.numpy().copy()
     return seen
 
 

@@ -1,6 +1,7 @@
 """torch's differentiable collectives (``torch.distributed.nn.functional``): ``all_reduce``,
-``all_gather``, ``reduce_scatter`` and ``broadcast`` on Tensors, over the World, returning
-new Tensors whose backward is torch's:
+``all_gather``, ``reduce_scatter`` and ``broadcast`` on Tensors, over the World or a group
+(``group=``: ``new_group``'s; a rank outside it is refused), returning new Tensors whose
+backward is torch's (over the same ranks):
 
 - ``all_reduce`` (SUM or AVG): backward all-reduces the gradient with the same op;
 - ``all_gather``: one Tensor per rank; backward sums over the ranks each rank's piece of the
@@ -14,18 +15,18 @@ new Tensors whose backward is torch's:
 
 from tricycle.parallel import distributed
 from tricycle.parallel.torch_distributed import ReduceOp
+from tricycle.parallel.torch_process_group import _group_rank, _member_of
 from tricycle.tensor import Tensor
 
 __all__ = ["all_gather", "all_reduce", "broadcast", "reduce_scatter"]
 
 
 def _world(owner: str, group):
-    if group is not None:
-        raise ValueError(
-            f"{owner}: tricycle has one process group, the world of every rank: pass "
-            f"group=None, got {group!r}"
-        )
-    return distributed._world or distributed.init()
+    """The ranks ``group`` names: the World (None, started if it is not), or a group of it
+    that this rank is in."""
+    if group is None:
+        return distributed._world or distributed.init()
+    return _member_of(owner, group)
 
 
 def _mean(owner: str, op) -> bool:
@@ -101,11 +102,11 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None) -> Tensor:
 
 
 def broadcast(tensor, src: int, group=None) -> Tensor:
-    """Rank ``src``'s ``tensor`` on every rank, as a new Tensor."""
+    """Rank ``src``'s ``tensor`` (a World rank, as torch's) on every rank of ``group``, as a
+    new Tensor."""
     world = _world("broadcast", group)
     tensor = _tensor("broadcast", "tensor", tensor)
-    if not isinstance(src, int) or not 0 <= src < world.world_size:
-        raise ValueError(f"broadcast: src={src!r}, but the ranks are 0 to {world.world_size - 1}")
+    src = _group_rank("broadcast", world, "src", src, None)  # the group's rank of it
 
     def back(grad):
         total = world.all_reduce(grad, mean=False)  # torch's reduce to src, then zeros elsewhere
