@@ -8,8 +8,10 @@ this process: the same calls, the same results, warnings and errors, a non-membe
 included). Four CPU ranks under mpiexec make groups of every kind (consecutive pairs,
 strided pairs, a sorted pair that leaves two ranks out, three ranks in the order given, a
 pair made by its members alone), run each collective and message over them against numpy's
-truth from the group's ranks, check what a non-member gets, and train DDP on two groups of
-two, each equal to one process on its group's half of the batch.
+truth from the group's ranks (the differentiable collectives' gradients too), check what a
+non-member gets, and train DDP on two groups of two, each equal to one process on its
+group's half of the batch, with AdamW's state sharded over each pair (ZeroRedundancyOptimizer)
+too, and SyncBatchNorm over each pair equal to BatchNorm on the pair's rows.
 
 Run as a script (``mpiexec -n 4 python tests/test_groups.py OUT``) this file is the ranks'
 program: rank 0 pickles what the four ranks saw to OUT."""
@@ -28,6 +30,7 @@ import tricycle.optim as optim
 from tests.multirank import needs_gpus, run_ranks, world_of_one, write_from_rank_0  # noqa: F401
 from tests.test_distributed import needs_mpi
 from tricycle import backend
+from tricycle.distributed.optim import ZeroRedundancyOptimizer
 from tricycle.parallel import distributed as world_module
 from tricycle.parallel.subgroups import Group
 from tricycle.random import manual_seed
@@ -209,6 +212,29 @@ def test_four_ranks_run_every_call_over_their_groups(tmp_path):
             for name, value in alone.state_dict().items():
                 np.testing.assert_allclose(got[rank]["ddp"]["state"][name], value, rtol=2e-5,
                                            atol=2e-6, err_msg=f"rank {rank} {name}")  # fmt: skip
+    for k, members in enumerate(LAYOUTS["pairs"]):  # ZeRO over each pair: the same steps
+        for rank in members:
+            np.testing.assert_allclose(got[rank]["zero"]["losses"], got[rank]["ddp"]["losses"],
+                                       rtol=1e-6)  # fmt: skip
+            for name, value in got[rank]["ddp"]["state"].items():
+                np.testing.assert_allclose(got[rank]["zero"]["state"][name], value, rtol=1e-6,
+                                           atol=1e-7, err_msg=f"rank {rank} {name}")  # fmt: skip
+        assert sum(got[r]["zero"]["held"] for r in members) == 58  # each weight held once
+        assert got[members[0]]["zero"]["steps"] == STEPS  # gathered on the pair's rank 0
+        assert got[members[1]]["zero"]["steps"] is None
+        whole = Tensor(np.random.default_rng(3).normal(size=(8, 3))[4 * k : 4 * k + 4],
+                       requires_grad=True)  # fmt: skip
+        alone = nn.BatchNorm1d(3).to(np.float64)
+        weights = np.concatenate([np.arange(1.0, 7.0).reshape(2, 3) * (r + 1) for r in members])
+        y = alone(whole)
+        (y * Tensor(weights)).sum().backward()
+        for j, rank in enumerate(members):
+            seen = got[rank]["sync norm"]
+            np.testing.assert_allclose(seen["y"], y.numpy()[2 * j : 2 * j + 2], rtol=1e-12)
+            np.testing.assert_allclose(seen["grad"], whole.grad.numpy()[2 * j : 2 * j + 2],
+                                       rtol=1e-10, atol=1e-12)  # fmt: skip
+            np.testing.assert_allclose(seen["running_mean"], alone.running_mean.array,
+                                       rtol=1e-12)  # fmt: skip
     first = next(iter(got[0]["ddp"]["state"]))  # the pairs trained apart, from other weights
     assert not np.allclose(got[0]["ddp"]["state"][first], got[2]["ddp"]["state"][first])
 
@@ -441,8 +467,9 @@ def ddp_batch():
     return rng.normal(size=(8, 4)).astype(np.float32), rng.normal(size=(8, 2)).astype(np.float32)
 
 
-def ddp_train(model, x, y) -> list:
-    opt = optim.AdamW(model.parameters(), lr=0.05, weight_decay=0.1)
+def ddp_train(model, x, y, make=None) -> list:
+    make = make or (lambda params: optim.AdamW(params, lr=0.05, weight_decay=0.1))
+    opt = make(model.parameters())
     losses = []
     for _ in range(STEPS):
         loss = nn.MSELoss()(model(Tensor(x)), Tensor(y))
@@ -453,16 +480,43 @@ def ddp_train(model, x, y) -> list:
     return losses
 
 
-def ddp_over_pairs(rank: int, pair) -> dict:
+def ddp_over_pairs(rank: int, pair, zero: bool = False) -> dict:
     """DDP over this rank's pair, each rank on a quarter of the batch, from its own
-    weights (DDP gives the pair its group rank 0's)."""
+    weights (DDP gives the pair its group rank 0's); with ``zero``, AdamW's state sharded
+    over the pair (ZeroRedundancyOptimizer's process_group), gathered on its rank 0."""
     manual_seed(rank)
     model = dist.DistributedDataParallel(ddp_model(), process_group=pair)
     x, y = ddp_batch()
     rows = slice(2 * rank, 2 * rank + 2)  # the pair's half, a quarter each
-    losses = ddp_train(model, x[rows], y[rows])
+    made = []
+
+    def sharded(params):
+        made.append(ZeroRedundancyOptimizer(params, optim.AdamW, process_group=pair, lr=0.05,
+                                            weight_decay=0.1))  # fmt: skip
+        return made[0]
+
+    losses = ddp_train(model, x[rows], y[rows], sharded if zero else None)
     state = {k: np.array(v) for k, v in model.module.state_dict().items()}
-    return {"losses": losses, "state": state}
+    seen = {"losses": losses, "state": state}
+    if zero:
+        made[0].consolidate_state_dict(to=0)  # the pair's rank 0
+        seen["held"] = sum(p.numel() for p in made[0].optim.state)
+        seen["steps"] = (made[0].state_dict()["state"][0]["step"]
+                         if dist.get_rank(pair) == 0 else None)  # fmt: skip
+    return seen
+
+
+def sync_norm_over_pairs(rank: int, pair) -> dict:
+    """SyncBatchNorm over this rank's pair: two rows a rank, the statistics of the pair's
+    four; the gradient of a weighted sum of its output."""
+    x = Tensor(np.random.default_rng(3).normal(size=(8, 3)).astype(np.float64)[2 * rank :
+                                                                              2 * rank + 2],
+               requires_grad=True)  # fmt: skip
+    norm = nn.SyncBatchNorm(3, process_group=pair).to(np.float64)
+    y = norm(x)
+    (y * Tensor(np.arange(1.0, 7.0).reshape(2, 3) * (rank + 1))).sum().backward()
+    return {"y": y.numpy().copy(), "grad": x.grad.numpy().copy(),
+            "running_mean": np.array(norm.running_mean.array)}  # fmt: skip
 
 
 def ranks(out: str) -> None:
@@ -482,6 +536,8 @@ def ranks(out: str) -> None:
         if kind == "pairs":
             pair = g
     seen["ddp"] = ddp_over_pairs(rank, pair)
+    seen["zero"] = ddp_over_pairs(rank, pair, zero=True)
+    seen["sync norm"] = sync_norm_over_pairs(rank, pair)
     write_from_rank_0(seen, out)
 
 

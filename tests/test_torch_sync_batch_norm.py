@@ -232,10 +232,21 @@ def test_torch_s_weights_load_into_it_and_back():
 
 
 def test_bad_arguments_are_refused():
-    with pytest.raises(ValueError, match="process_group must be None"):
-        SyncBatchNorm(3, process_group="workers")
-    with pytest.raises(ValueError, match="process_group must be None"):
-        SyncBatchNorm.convert_sync_batchnorm(nn.BatchNorm1d(2), process_group="workers")
+    x = Tensor(np.zeros((4, 3), dtype=np.float32))
+    named = SyncBatchNorm(3, process_group="workers")  # read in training, as torch's
+    with pytest.raises(ValueError, match="SyncBatchNorm: .*(no process group has been started|"
+                                         "process group has not been initiali)"):  # fmt: skip
+        named(x)
+    dist.init_process_group("gloo")
+    try:
+        with pytest.raises(ValueError, match="SyncBatchNorm: group must be None .* got 'workers'"):
+            named(x)
+        converted = SyncBatchNorm.convert_sync_batchnorm(nn.BatchNorm1d(3), process_group="w")
+        assert converted.process_group == "w"
+        named.eval()
+        named(x)  # in evaluation, BatchNorm's running statistics: no group read
+    finally:
+        dist.destroy_process_group()
     with pytest.raises(ValueError, match=r"expected at least 2D input \(got 1D input\)"):
         SyncBatchNorm(3)(Tensor(np.zeros(3, dtype=np.float32)))
     with pytest.raises(ValueError, match="expected input with 3 channels"):

@@ -81,24 +81,22 @@ def sync_batch_norm(x: Tensor, gamma, beta, eps: float, sum_over_ranks):
 class SyncBatchNorm(_BatchNorm):
     """Batch normalisation of (N, C, *rest) inputs whose training statistics are the global
     batch's over the process group's ranks, as ``torch.nn.SyncBatchNorm`` (see the module);
-    ``BatchNorm`` alone and in evaluation. ``process_group`` must be None: tricycle has one
-    group, the world. Unlike torch's, it synchronises CPU arrays too."""
+    ``BatchNorm`` alone and in evaluation. ``process_group``: None (the world) or a group
+    (``new_group``'s): the statistics are those of its ranks' rows. Unlike torch's, it
+    synchronises CPU arrays too."""
 
     n_dims = (2, 3, 4, 5)
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, process_group=None,
                  *, bias: bool = True):  # fmt: skip
-        if process_group is not None:
-            raise ValueError(f"SyncBatchNorm: tricycle has one process group, the world: "
-                             f"process_group must be None, got {process_group!r}")  # fmt: skip
         super().__init__(num_features, eps, momentum, affine, track_running_stats, bias=bias)
-        self.process_group = None
+        self.process_group = process_group
 
     def forward(self, x: Tensor) -> Tensor:
         if x.ndim < 2:
             raise ValueError(f"SyncBatchNorm: expected at least 2D input (got {x.ndim}D input)")
-        world = process_group.world() if self.training else None
+        world = process_group.world(self.process_group, "SyncBatchNorm") if self.training else None
         if world is None or x.shape[1] != self.num_features:
             return super().forward(x)  # alone, in evaluation, or a shape to refuse
         sum_over_ranks = lambda a: world.all_reduce(a, mean=False)  # noqa: E731
@@ -113,16 +111,13 @@ class SyncBatchNorm(_BatchNorm):
     def convert_sync_batchnorm(cls, module, process_group=None):
         """``module`` with every batch norm in it (BatchNorm1d/2d/3d, itself included)
         replaced by a SyncBatchNorm holding the same parameters, running statistics and
-        mode, as torch's; returns the converted module (``module`` itself unless it is a
-        batch norm)."""
-        if process_group is not None:
-            raise ValueError(f"SyncBatchNorm.convert_sync_batchnorm: tricycle has one process "
-                             f"group, the world: process_group must be None, got "
-                             f"{process_group!r}")  # fmt: skip
+        mode, as torch's, reducing over ``process_group`` (None: the world); returns the
+        converted module (``module`` itself unless it is a batch norm)."""
         converted = module
         if isinstance(module, _BatchNorm) and not isinstance(module, cls):
             converted = cls(module.num_features, module.eps, module.momentum,
-                            module.gamma is not None, module.track_running_stats)  # fmt: skip
+                            module.gamma is not None, module.track_running_stats,
+                            process_group)  # fmt: skip
             converted.gamma, converted.beta = module.gamma, module.beta
             if module.track_running_stats:
                 converted.running_mean = module.running_mean
@@ -130,7 +125,7 @@ class SyncBatchNorm(_BatchNorm):
             converted.num_batches_tracked = module.num_batches_tracked
             converted.training = module.training
         for name, child in list(converted.named_children()):
-            new = cls.convert_sync_batchnorm(child)
+            new = cls.convert_sync_batchnorm(child, process_group)
             if new is not child:
                 _replace(converted, name, new)
         return converted

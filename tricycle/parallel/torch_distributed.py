@@ -56,6 +56,7 @@ from tricycle.parallel.torch_process_group import (  # noqa: F401 (the checks: f
     _array,
     _check_group,
     _check_rank,
+    _member_of,
     _the_world,
     barrier,
     destroy_process_group,

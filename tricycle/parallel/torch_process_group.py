@@ -26,7 +26,7 @@ import os
 import warnings
 from datetime import timedelta
 
-from tricycle import checks
+from tricycle import checks, process_group
 from tricycle.backend import cupy_available
 from tricycle.parallel import distributed
 from tricycle.parallel.subgroups import Group
@@ -115,6 +115,7 @@ def init_process_group(
         )
     _state["world"] = distributed.init(timeout=timeout, gpu=gpu)
     _state["backend"] = None if backend is None else str(backend).lower()
+    process_group.use_groups(_member_of)  # nn.SyncBatchNorm(process_group=...) asks there
 
 
 def _wants_gpu(owner: str, name) -> bool:

@@ -38,7 +38,8 @@ class ZeroRedundancyOptimizer(Optimizer):
     Args:
         params: an iterable of Tensors or of parameter groups (dicts), as any optimizer's.
         optimizer_class: the optimizer each rank runs over its shard (``optim.AdamW``).
-        process_group: None, the world (tricycle has one group).
+        process_group: None, the world, or a group (``new_group``'s): the state is sharded
+            over its ranks, which broadcast their parameters to one another.
         parameters_as_bucket_view: torch packs parameters into buckets to broadcast them in
             fewer calls; the result is the same, and here they go one by one.
         overlap_with_ddp: True (the step inside DDP's communication hook) is refused.
@@ -65,9 +66,9 @@ class ZeroRedundancyOptimizer(Optimizer):
                 f"{OWNER}: optimizer_class must be a tricycle.optim optimizer class "
                 f"(optim.AdamW), got {optimizer_class!r}"
             )
-        dist._check_group(OWNER, process_group)
-        world = dist._the_world(OWNER)
-        self.rank, self.world_size = world.rank, world.world_size
+        self.process_group = process_group
+        world = _ranks(OWNER, process_group)
+        self.rank, self.world_size = world.rank, world.world_size  # the group's
         self.optimizer_class = optimizer_class
         self._gathered = None  # every rank's local state_dict, on the rank they went to
         self.optim = None  # the local optimizer: made once the groups are read
@@ -112,7 +113,7 @@ class ZeroRedundancyOptimizer(Optimizer):
         for rank, groups in enumerate(self._partition()):
             for group in groups:
                 for p in group["params"]:
-                    dist.broadcast(p, src=rank)
+                    dist.broadcast(p, group=self.process_group, group_src=rank)
         self._sync_settings(self.optim.param_groups, self.param_groups)
         return loss
 
@@ -127,13 +128,13 @@ class ZeroRedundancyOptimizer(Optimizer):
 
     # ------------------------------------------------------------------ checkpoints
     def consolidate_state_dict(self, to: int = 0) -> None:
-        """Gather every rank's local optimizer state on rank ``to``, for ``state_dict()``
-        there. A collective: call it on every rank."""
-        world = dist._the_world(f"{OWNER}.consolidate_state_dict")
+        """Gather every rank's local optimizer state on rank ``to`` (of the process group),
+        for ``state_dict()`` there. A collective: call it on every rank of the group."""
+        world = _ranks(f"{OWNER}.consolidate_state_dict", self.process_group)
         dist._check_rank(f"{OWNER}.consolidate_state_dict", "to", to, world)
         self._sync_settings(self.param_groups, self.optim.param_groups)
         gathered = [None] * self.world_size
-        dist.all_gather_object(gathered, self.optim.state_dict())
+        dist.all_gather_object(gathered, self.optim.state_dict(), group=self.process_group)
         self._gathered = gathered if self.rank == to else None
 
     def state_dict(self) -> dict:
@@ -190,3 +191,8 @@ class ZeroRedundancyOptimizer(Optimizer):
             local["param_groups"].append({**settings, "params": numbers})
         self.optim.load_state_dict(local)
         self._sync_settings(self.optim.param_groups, self.param_groups)
+
+
+def _ranks(owner: str, group):
+    """The World (``group`` None) or the group's ranks, which this rank must be one of."""
+    return dist._the_world(owner) if group is None else dist._member_of(owner, group)
