@@ -29,15 +29,13 @@ def use_groups(resolve_group) -> None:
 def world(group=None, owner: str = "world"):
     """The process group's World (or ``group``'s ranks, for ``owner``) if it has several
     ranks, else None."""
+    find, resolve = _registered["find_world"], _registered["resolve_group"]
+    current = None if find is None else find()
     if group is not None:
-        resolve = _registered["resolve_group"]
-        if resolve is None:
+        if current is None or resolve is None:
             raise ValueError(f"{owner}: process_group={group!r} names a group, but no process "
                              "group has been started: call init_process_group first")  # fmt: skip
         current = resolve(owner, group)
-    else:
-        find = _registered["find_world"]
-        current = None if find is None else find()
     return current if current is not None and current.world_size > 1 else None
 
 
