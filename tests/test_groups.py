@@ -11,7 +11,8 @@ pair made by its members alone), run each collective and message over them again
 truth from the group's ranks (the differentiable collectives' gradients too), check what a
 non-member gets, and train DDP on two groups of two, each equal to one process on its
 group's half of the batch, with AdamW's state sharded over each pair (ZeroRedundancyOptimizer)
-too, and SyncBatchNorm over each pair equal to BatchNorm on the pair's rows.
+too, SyncBatchNorm over each pair equal to BatchNorm on the pair's rows, and a two-stage
+pipeline on each pair (PipelineStage's group) equal to the whole model in one process.
 
 Run as a script (``mpiexec -n 4 python tests/test_groups.py OUT``) this file is the ranks'
 program: rank 0 pickles what the four ranks saw to OUT."""
@@ -27,10 +28,12 @@ import tricycle.distributed as dist
 import tricycle.distributed.nn.functional as dfn
 import tricycle.nn as nn
 import tricycle.optim as optim
+from tests import test_pipelining as pipelining
 from tests.multirank import needs_gpus, run_ranks, world_of_one, write_from_rank_0  # noqa: F401
 from tests.test_distributed import needs_mpi
 from tricycle import backend
 from tricycle.distributed.optim import ZeroRedundancyOptimizer
+from tricycle.distributed.pipelining import PipelineStage, Schedule1F1B
 from tricycle.parallel import distributed as world_module
 from tricycle.parallel.subgroups import Group
 from tricycle.random import manual_seed
@@ -235,6 +238,13 @@ def test_four_ranks_run_every_call_over_their_groups(tmp_path):
                                        rtol=1e-10, atol=1e-12)  # fmt: skip
             np.testing.assert_allclose(seen["running_mean"], alone.running_mean.array,
                                        rtol=1e-12)  # fmt: skip
+    expected = pipelining.whole("sgd")  # each pair's pipeline: the whole model in one process
+    for members in LAYOUTS["pairs"]:
+        first, last = (got[r]["pipeline"] for r in members)
+        assert (first["stage"], last["stage"]) == (0, 1)
+        np.testing.assert_allclose(last["losses"], expected["losses"], rtol=1e-5, atol=1e-6)
+        for a, b in zip(first["params"] + last["params"], expected["params"]):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     first = next(iter(got[0]["ddp"]["state"]))  # the pairs trained apart, from other weights
     assert not np.allclose(got[0]["ddp"]["state"][first], got[2]["ddp"]["state"][first])
 
@@ -506,6 +516,28 @@ def ddp_over_pairs(rank: int, pair, zero: bool = False) -> dict:
     return seen
 
 
+def pipeline_over_pairs(pair) -> dict:
+    """A two-stage pipeline on each pair (stage i on the pair's rank i, messages over the
+    pair's communicator): the MLP of test_pipelining, 1F1B, SGD, its batch."""
+    i = dist.get_rank(pair)
+    stage_module = nn.Sequential(*list(pipelining.mlp())[4 * i : 4 * i + 4])
+    x, y = pipelining.batch()
+    stage = PipelineStage(stage_module, i, 2, "cpu", group=pair)
+    schedule = Schedule1F1B(stage, n_microbatches=pipelining.MICROBATCHES, loss_fn=nn.MSELoss())
+    opt = pipelining.make_optimizer("sgd", stage_module.parameters())
+    losses = []
+    for _ in range(pipelining.STEPS):
+        opt.zero_grad()
+        if i == 0:
+            schedule.step(Tensor(x))
+        else:
+            step = []
+            schedule.step(target=Tensor(y), losses=step)
+            losses.append([float(loss) for loss in step])
+        opt.step()
+    return {"stage": i, "losses": losses, "params": pipelining.params_of(stage_module)}
+
+
 def sync_norm_over_pairs(rank: int, pair) -> dict:
     """SyncBatchNorm over this rank's pair: two rows a rank, the statistics of the pair's
     four; the gradient of a weighted sum of its output."""
@@ -538,6 +570,7 @@ def ranks(out: str) -> None:
     seen["ddp"] = ddp_over_pairs(rank, pair)
     seen["zero"] = ddp_over_pairs(rank, pair, zero=True)
     seen["sync norm"] = sync_norm_over_pairs(rank, pair)
+    seen["pipeline"] = pipeline_over_pairs(pair)
     write_from_rank_0(seen, out)
 
 

@@ -35,7 +35,9 @@ class PipelineStage:
 
     ``device`` is accepted (move the submodule there first); ``input_args``: an example of
     this stage's inputs for one microbatch (checked against what arrives); ``output_args``
-    accepted; ``group`` must be None (the world); ``dw_builder`` is not supported."""
+    accepted; ``group``: None (the world) or a group (``new_group``'s), whose ranks the stages
+    are placed on and talk over (ranks are then the group's); ``dw_builder`` is not
+    supported."""
 
     def __init__(self, submodule, stage_index: int, num_stages: int, device=None,
                  input_args=None, output_args=None, group=None, dw_builder=None):  # fmt: skip
@@ -48,11 +50,13 @@ class PipelineStage:
             raise ValueError(
                 f"{owner}: stage_index={stage_index} must be below num_stages={num_stages}"
             )
-        torch_distributed._check_group(owner, group)
         if dw_builder is not None:
             raise NotImplementedError(f"{owner}: dw_builder (split weight gradients) is not "
                                       "supported; leave it None")  # fmt: skip
-        world = torch_distributed._the_world(owner)
+        if group is None:
+            world = torch_distributed._the_world(owner)
+        else:  # the group's ranks, over its own communicator
+            world = torch_distributed._member_of(owner, group)
         if num_stages % world.world_size:
             raise ValueError(
                 f"{owner}: num_stages={num_stages} must be a multiple of the world's size "
