@@ -114,6 +114,8 @@ def test_refusals(tmp_path):
     dcp.save({"a": np.zeros(2)}, storage_writer=dcp.FileSystemWriter(tmp_path / "w"))
     with pytest.raises(dcp.CheckpointException, match=r"\('a',\) is \(3,\)"):
         dcp.load({"a": np.zeros(3)}, checkpoint_id=tmp_path / "w")
+    with pytest.raises(NotImplementedError, match="save: planner must be None"):
+        dcp.save({"a": np.zeros(2)}, checkpoint_id=tmp_path / "p", planner=object())
     with pytest.raises(NotImplementedError, match="broadcast_from_rank0"):
         get_model_state_dict(Net(), options=StateDictOptions(broadcast_from_rank0=True))
 
@@ -128,6 +130,13 @@ def test_a_checkpoint_of_two_ranks_loads_in_one_process(tmp_path):
     for rank in range(2):  # loaded at two ranks into row shards: the same full state
         for name, value in model.state_dict().items():
             np.testing.assert_allclose(got[rank][name], value, rtol=2e-5, atol=2e-6, err_msg=name)
+    for rank in range(2):  # a group of one: its rank 0 writes the index and its file
+        assert sorted(os.listdir(tmp_path / f"alone{rank}")) == [".metadata", "__0_0.distcp"]
+        own = {"own": np.zeros(3)}
+        dcp.load(own, checkpoint_id=tmp_path / f"alone{rank}")
+        np.testing.assert_array_equal(own["own"], [rank] * 3)
+        np.testing.assert_array_equal(got[rank]["both"], np.arange(4.0))
+    assert sorted(os.listdir(tmp_path / "both")) == [".metadata", "__0_0.distcp", "__1_0.distcp"]
     other, other_opt = fresh()
     state = {
         "model": get_model_state_dict(other),
@@ -154,6 +163,15 @@ def ranks(out: str) -> None:
     dcp.load(state, checkpoint_id=Path(out) / "ckpt")
     set_model_state_dict(rows_model, state["model"])
     full = get_model_state_dict(rows_model, options=StateDictOptions(full_state_dict=True))
+    alone, _ = dist.new_subgroups(1)  # each rank's group of one, then one of both
+    dcp.save({"own": np.full(3, float(rank))}, checkpoint_id=Path(out) / f"alone{rank}",
+             process_group=alone)  # fmt: skip
+    both, _ = dist.new_subgroups(2)
+    dcp.save({"w": np.arange(4.0), "rank": 0}, checkpoint_id=Path(out) / "both",
+             process_group=both)  # fmt: skip
+    loaded = {"w": np.zeros(4), "rank": None}
+    dcp.load(loaded, checkpoint_id=Path(out) / "both", process_group=both)
+    full["both"] = loaded["w"]
     write_from_rank_0(full, Path(out) / "ranks.pkl")
 
 

@@ -37,6 +37,7 @@ import numpy as np
 from tricycle import backend
 from tricycle.parallel import distributed
 from tricycle.parallel.fsdp_units import FlatShard
+from tricycle.parallel.torch_process_group import _member_of
 from tricycle.tensor import Tensor
 
 METADATA = ".metadata"
@@ -67,8 +68,12 @@ class FileSystemReader:
     path: str | os.PathLike
 
 
-def _world(no_dist: bool):
-    world = distributed._world
+def _world(owner: str, no_dist: bool, process_group=None):
+    """The ranks a save runs over: ``process_group``'s, else the World's (None alone)."""
+    if process_group is not None and not no_dist:
+        world = _member_of(owner, process_group)
+    else:
+        world = distributed._world
     return None if no_dist or world is None or world.world_size == 1 else world
 
 
@@ -99,14 +104,16 @@ def save(state_dict: dict, *, checkpoint_id=None, storage_writer=None, planner=N
          process_group=None, no_dist: bool = False, use_collectives: bool = True):  # fmt: skip
     """Write ``state_dict`` (nested dicts and lists of arrays, Tensors, ``FlatShard`` s and
     other picklable values) to the directory ``checkpoint_id``: each rank its pieces, rank 0
-    the whole arrays, the other values and the index. A collective unless ``no_dist``."""
+    the whole arrays, the other values and the index. A collective unless ``no_dist``:
+    over the World, or over ``process_group`` (``new_group``'s), whose ranks write their
+    files under their rank in it (its rank 0 the index)."""
     owner = "save"
-    if planner is not None or process_group is not None:
-        raise NotImplementedError(f"{owner}: planner and process_group must be None")
+    if planner is not None:
+        raise NotImplementedError(f"{owner}: planner must be None")
     if not isinstance(state_dict, dict):
         raise TypeError(f"{owner}: state_dict must be a dict, got {type(state_dict).__name__}")
     directory = _directory(owner, checkpoint_id, storage_writer)
-    world = _world(no_dist)
+    world = _world(owner, no_dist, process_group)
     rank = 0 if world is None else world.rank
     directory.mkdir(parents=True, exist_ok=True)
     arrays, index, objects = {}, {}, {}
@@ -168,10 +175,12 @@ def load(
     """Fill ``state_dict`` in place from the checkpoint ``checkpoint_id``: each array,
     Tensor and ``FlatShard`` (its own range, from whichever ranks' files hold it, saved at
     any world size) with the saved values, and each other value replaced by the saved one.
-    Every key of ``state_dict`` must be in the checkpoint."""
+    Every key of ``state_dict`` must be in the checkpoint. Each rank reads the files alone:
+    ``process_group`` (checked: this rank must be in it) changes nothing."""
     owner = "load"
-    if planner is not None or process_group is not None:
-        raise NotImplementedError(f"{owner}: planner and process_group must be None")
+    if planner is not None:
+        raise NotImplementedError(f"{owner}: planner must be None")
+    _world(owner, no_dist, process_group)
     directory = _directory(owner, checkpoint_id, storage_reader)
     if not (directory / METADATA).exists():
         raise CheckpointException(f"{owner}: {directory} holds no checkpoint ({METADATA})")
