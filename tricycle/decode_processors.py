@@ -109,8 +109,9 @@ def warp(scores: np.ndarray, temperature: float, top_k: int | None = None,
     if top_p is not None and not 0 < top_p <= 1:
         raise ValueError(f"sample_next: top_p must be a number in (0, 1], got {top_p!r}")
     scores = scores / temperature
-    if top_k is not None and max(top_k, keep) < scores.shape[-1]:
-        kth = np.partition(scores, -max(top_k, keep), axis=-1)[:, -max(top_k, keep), None]
+    k = None if top_k is None else max(top_k, keep)
+    if k is not None and k < scores.shape[-1]:
+        kth = np.partition(scores, -k, axis=-1)[:, -k, None]  # (B, 1)
         scores = np.where(scores < kth, -np.inf, scores)  # (ties with the k-th stay)
     if top_p is not None and top_p < 1:
         weights = np.exp(scores - scores.max(axis=-1, keepdims=True))  # (B, V)

@@ -138,8 +138,8 @@ def main(argv=None) -> int:
             raise SystemExit("tricycle-sample: --device gpu, but no CUDA GPU is available")
         model.to_gpu()
     try:
-        special = getattr(tokeniser, "special_ids", None) if args.allow_special else None
-        prompt = tokeniser.encode(args.prompt, **({"allowed_special": "all"} if special else {}))
+        allowed = args.allow_special and getattr(tokeniser, "special_ids", None)  # none: text
+        prompt = tokeniser.encode(args.prompt, **({"allowed_special": "all"} if allowed else {}))
         stop = end_of_text_ids(args.model)
     except ValueError as error:
         raise SystemExit(f"tricycle-sample: --prompt: {error}") from None

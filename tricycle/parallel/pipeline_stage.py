@@ -53,10 +53,7 @@ class PipelineStage:
         if dw_builder is not None:
             raise NotImplementedError(f"{owner}: dw_builder (split weight gradients) is not "
                                       "supported; leave it None")  # fmt: skip
-        if group is None:
-            world = torch_distributed._the_world(owner)
-        else:  # the group's ranks, over its own communicator
-            world = torch_distributed._member_of(owner, group)
+        world = torch_distributed._member_of(owner, group)  # the World, or the group's ranks
         if num_stages % world.world_size:
             raise ValueError(
                 f"{owner}: num_stages={num_stages} must be a multiple of the world's size "

@@ -119,11 +119,10 @@ def gather(tensor: Tensor, gather_list: list | None = None, dst: int | None = No
     """On rank ``dst`` (a World rank, 0 by default; ``group_dst``: the group's), fill
     ``gather_list[i]`` (in place) with the ``tensor`` of ``group``'s rank i; the other ranks
     pass no list."""
-    world, array = _resolve("gather", group), _array("gather", "tensor", tensor)
-    if world is None:
+    rooted = _rooted("gather", tensor, group, "dst", dst, group_dst, "gather_list", gather_list)
+    if rooted is None:
         return _not_member("gather")
-    root = _group_rank("gather", world, "dst", _rank_0(dst, group_dst), group_dst)
-    outs = _rooted_list("gather", "gather_list", gather_list, world, root, array)
+    world, array, _, outs = rooted
     rows = world.all_gather(array)  # (world_size, *shape)
     for out, row in zip(outs, rows):
         out[...] = row
@@ -135,11 +134,11 @@ def scatter(tensor: Tensor, scatter_list: list | None = None, src: int | None = 
     """Fill ``tensor`` (in place) with ``scatter_list[i]`` of rank ``src`` (a World rank, 0 by
     default; ``group_src``: the group's), i this rank's place in ``group``; the other ranks
     pass no list."""
-    world, array = _resolve("scatter", group), _array("scatter", "tensor", tensor)
-    if world is None:
+    rooted = _rooted("scatter", tensor, group, "src", src, group_src, "scatter_list",
+                     scatter_list)  # fmt: skip
+    if rooted is None:
         return _not_member("scatter")
-    root = _group_rank("scatter", world, "src", _rank_0(src, group_src), group_src)
-    parts = _rooted_list("scatter", "scatter_list", scatter_list, world, root, array)
+    world, array, root, parts = rooted
     xp = array_module(array)
     whole = xp.stack(parts) if parts else xp.empty((world.world_size, *array.shape), array.dtype)
     world.broadcast(whole, root)  # (world_size, *shape): src's list on every rank
@@ -197,14 +196,21 @@ def all_to_all_single(output: Tensor, input: Tensor, output_split_sizes=None,  #
     return _done(async_op)
 
 
-def _rank_0(rank, group_rank):
-    """torch's default root of gather and scatter: World rank 0 where neither is given."""
-    return 0 if rank is None and group_rank is None else rank
+def _rooted(owner: str, tensor, group, role: str, rank, group_rank, name: str, tensors):
+    """gather's and scatter's ranks, ``tensor``'s array, the root's rank in the group (the
+    ``role``'s ``rank`` or ``group_rank``; World rank 0 where neither is given, as torch's)
+    and the arrays of the root's list ``tensors`` (``name``; none elsewhere, where torch
+    refuses a list too); None on a rank outside ``group``."""
+    world, array = _resolve(owner, group), _array(owner, "tensor", tensor)
+    if world is None:
+        return None
+    if rank is None and group_rank is None:
+        rank = 0
+    root = _group_rank(owner, world, role, rank, group_rank)
+    return world, array, root, _rooted_list(owner, name, tensors, world, root, array)
 
 
 def _rooted_list(owner: str, name: str, tensors, world, root: int, like) -> list:
-    """The arrays of the root's list (world_size tensors like ``like``); none elsewhere, where
-    torch refuses a list too."""
     if world.rank == root:
         if not tensors:
             raise ValueError(f"{owner}: {name} must be given on the rank {root} of the group")

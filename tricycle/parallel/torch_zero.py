@@ -67,7 +67,7 @@ class ZeroRedundancyOptimizer(Optimizer):
                 f"(optim.AdamW), got {optimizer_class!r}"
             )
         self.process_group = process_group
-        world = _ranks(OWNER, process_group)
+        world = dist._member_of(OWNER, process_group)  # the World where None
         self.rank, self.world_size = world.rank, world.world_size  # the group's
         self.optimizer_class = optimizer_class
         self._gathered = None  # every rank's local state_dict, on the rank they went to
@@ -130,7 +130,7 @@ class ZeroRedundancyOptimizer(Optimizer):
     def consolidate_state_dict(self, to: int = 0) -> None:
         """Gather every rank's local optimizer state on rank ``to`` (of the process group),
         for ``state_dict()`` there. A collective: call it on every rank of the group."""
-        world = _ranks(f"{OWNER}.consolidate_state_dict", self.process_group)
+        world = dist._member_of(f"{OWNER}.consolidate_state_dict", self.process_group)
         dist._check_rank(f"{OWNER}.consolidate_state_dict", "to", to, world)
         self._sync_settings(self.param_groups, self.optim.param_groups)
         gathered = [None] * self.world_size
@@ -191,8 +191,3 @@ class ZeroRedundancyOptimizer(Optimizer):
             local["param_groups"].append({**settings, "params": numbers})
         self.optim.load_state_dict(local)
         self._sync_settings(self.optim.param_groups, self.param_groups)
-
-
-def _ranks(owner: str, group):
-    """The World (``group`` None) or the group's ranks, which this rank must be one of."""
-    return dist._the_world(owner) if group is None else dist._member_of(owner, group)
